@@ -1,0 +1,354 @@
+/*
+ * stoker — a data loading and augmentation engine for deep learning training.
+ *
+ * This is the whole public C API. Names are prefixed `stk_` (functions and types) and
+ * `STK_` (macros and enum values). Objects with state are opaque handles created with
+ * `stk_<object>_create` and destroyed with `stk_<object>_destroy`; destroying NULL does
+ * nothing.
+ *
+ * Errors: every fallible function returns an `stk_status`. On failure, a message that
+ * names the function first and then the culprit (file, sample, argument) is kept in a
+ * buffer local to the calling thread; read it with `stk_last_error()`. Nothing in the
+ * library aborts the process.
+ *
+ * Threads: unless a function says otherwise, one handle must not be used from two
+ * threads at once; different handles may be used concurrently. The registry functions
+ * and the status/dtype helpers are thread-safe.
+ */
+#ifndef STOKER_STOKER_H
+#define STOKER_STOKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stoker/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define STK_API __declspec(dllexport)
+#else
+#define STK_API __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------------------ */
+/* Version                                                                              */
+/* ------------------------------------------------------------------------------------ */
+
+/* The library's version as MAJOR*10000 + MINOR*100 + PATCH. */
+STK_API int stk_version(void);
+/* The library's version as "MAJOR.MINOR.PATCH"; a static string. */
+STK_API const char *stk_version_string(void);
+
+/* ------------------------------------------------------------------------------------ */
+/* Status codes and error messages                                                      */
+/* ------------------------------------------------------------------------------------ */
+
+/* X(name, value, description): the one table all status helpers are generated from. */
+#define STK_STATUS_MAP(X)                                                                  \
+  X(OK, 0, "success")                                                                      \
+  X(ERR_INVALID_ARGUMENT, 1, "invalid argument")                                           \
+  X(ERR_OUT_OF_MEMORY, 2, "out of memory")                                                 \
+  X(ERR_IO, 3, "input/output error")                                                       \
+  X(ERR_DECODE, 4, "corrupt or undecodable data")                                          \
+  X(ERR_UNSUPPORTED, 5, "unsupported operation or format")                                 \
+  X(ERR_NOT_FOUND, 6, "not found")                                                         \
+  X(ERR_STATE, 7, "call not valid in the object's current state")                          \
+  X(ERR_DEVICE, 8, "device (CUDA) error or no usable device")                              \
+  X(ERR_LIMIT, 9, "input exceeds a configured limit")                                      \
+  X(ERR_PARSE, 10, "syntax error in pipeline text")                                        \
+  X(ERR_INTERNAL, 11, "internal error")
+
+typedef enum {
+#define STK__STATUS_ENUM(name, value, desc) STK_##name = value,
+  STK_STATUS_MAP(STK__STATUS_ENUM)
+#undef STK__STATUS_ENUM
+} stk_status;
+
+/* "STK_ERR_IO" for STK_ERR_IO; "STK_UNKNOWN" for values outside the table. Static. */
+STK_API const char *stk_status_name(stk_status status);
+/* A short description of the status; static. */
+STK_API const char *stk_status_str(stk_status status);
+/* The message of the last failure in the calling thread ("" if none). The pointer stays
+ * valid until the next stoker call in this thread. */
+STK_API const char *stk_last_error(void);
+/* Forget the calling thread's last message. */
+STK_API void stk_clear_error(void);
+/* Free memory that a stoker function handed to the caller (text forms, JSON). */
+STK_API void stk_free(void *ptr);
+
+/* ------------------------------------------------------------------------------------ */
+/* Data types, layouts, storage                                                         */
+/* ------------------------------------------------------------------------------------ */
+
+#define STK_DTYPE_MAP(X)                                                                   \
+  X(UINT8, 0, "uint8", 1)                                                                  \
+  X(INT8, 1, "int8", 1)                                                                    \
+  X(UINT16, 2, "uint16", 2)                                                                \
+  X(INT16, 3, "int16", 2)                                                                  \
+  X(UINT32, 4, "uint32", 4)                                                                \
+  X(INT32, 5, "int32", 4)                                                                  \
+  X(UINT64, 6, "uint64", 8)                                                                \
+  X(INT64, 7, "int64", 8)                                                                  \
+  X(FLOAT16, 8, "float16", 2)                                                              \
+  X(FLOAT32, 9, "float32", 4)                                                              \
+  X(FLOAT64, 10, "float64", 8)                                                             \
+  X(BOOL, 11, "bool", 1)
+
+typedef enum {
+#define STK__DTYPE_ENUM(name, value, text, size) STK_DTYPE_##name = value,
+  STK_DTYPE_MAP(STK__DTYPE_ENUM)
+#undef STK__DTYPE_ENUM
+  STK_DTYPE_COUNT
+} stk_dtype;
+
+/* Bytes per element (0 for an invalid dtype). */
+STK_API size_t stk_dtype_size(stk_dtype dtype);
+/* "uint8", "float32", ...; NULL for an invalid dtype. */
+STK_API const char *stk_dtype_name(stk_dtype dtype);
+/* Parses a dtype name ("uint8", "float", "float32", "half", "float16", "int32", ...). */
+STK_API stk_status stk_dtype_from_name(const char *name, stk_dtype *out);
+
+/* Where a tensor list's memory lives. */
+typedef enum {
+  STK_STORAGE_HOST = 0,   /* pageable host memory */
+  STK_STORAGE_PINNED = 1, /* page-locked host memory (CUDA builds) */
+  STK_STORAGE_DEVICE = 2  /* GPU memory */
+} stk_storage;
+
+/* Devices an operator instance may run on (bit flags in schemas). */
+typedef enum { STK_DEVICE_CPU = 1, STK_DEVICE_MIXED = 2, STK_DEVICE_GPU = 4 } stk_device;
+
+#define STK_MAX_NDIM 8
+#define STK_MAX_LAYOUT 8
+
+/* One sample of a tensor list, described in plain data. Strides are in bytes. */
+typedef struct {
+  void *data;
+  int ndim;
+  int64_t shape[STK_MAX_NDIM];
+  int64_t strides[STK_MAX_NDIM];
+  stk_dtype dtype;
+  char layout[STK_MAX_LAYOUT + 1]; /* "HWC", "CHW", "" when unknown */
+} stk_tensor_desc;
+
+/* ------------------------------------------------------------------------------------ */
+/* Tensor lists: one output of one batch                                                */
+/* ------------------------------------------------------------------------------------ */
+
+/* A batch of samples with one dtype, one layout and per-sample shapes. Reference
+ * counted: the memory returns to the pipeline's pools when the last reference is gone.
+ * Retain/release are thread-safe; a tensor list may outlive its pipeline. */
+typedef struct stk_tensor_list stk_tensor_list;
+
+STK_API void stk_tensor_list_retain(stk_tensor_list *tl);
+STK_API void stk_tensor_list_release(stk_tensor_list *tl);
+STK_API size_t stk_tensor_list_num_samples(const stk_tensor_list *tl);
+STK_API stk_dtype stk_tensor_list_dtype(const stk_tensor_list *tl);
+/* The layout string ("HWC", "CHW", "" when none); static for the list's lifetime. */
+STK_API const char *stk_tensor_list_layout(const stk_tensor_list *tl);
+STK_API stk_storage stk_tensor_list_storage(const stk_tensor_list *tl);
+/* The CUDA device of DEVICE/PINNED storage, -1 for host memory. */
+STK_API int stk_tensor_list_device_id(const stk_tensor_list *tl);
+/* Number of dimensions of every sample. */
+STK_API int stk_tensor_list_ndim(const stk_tensor_list *tl);
+/* Fills `out` with sample `index`. Fails with STK_ERR_INVALID_ARGUMENT out of range. */
+STK_API stk_status stk_tensor_list_sample(const stk_tensor_list *tl, size_t index,
+                                          stk_tensor_desc *out);
+/* Non-zero when all samples have one shape and lie back to back in one buffer, so the
+ * list is one dense tensor of shape [N, *sample_shape]; then `stk_tensor_list_data`
+ * returns its start. Returns NULL for a non-dense list. */
+STK_API int stk_tensor_list_is_dense(const stk_tensor_list *tl);
+STK_API void *stk_tensor_list_data(const stk_tensor_list *tl);
+/* For GPU lists: the CUDA event (cudaEvent_t) recorded after the producer's last kernel
+ * writing this list, NULL when none is needed. Consumers make their stream wait on it. */
+STK_API void *stk_tensor_list_ready_event(const stk_tensor_list *tl);
+
+/* ------------------------------------------------------------------------------------ */
+/* Operator registry (introspection)                                                    */
+/* ------------------------------------------------------------------------------------ */
+
+typedef enum {
+  STK_ARG_BOOL = 0,
+  STK_ARG_INT = 1,
+  STK_ARG_FLOAT = 2,
+  STK_ARG_STRING = 3,
+  STK_ARG_INTS = 4,
+  STK_ARG_FLOATS = 5,
+  STK_ARG_STRINGS = 6
+} stk_arg_type;
+
+/* Argument flags. */
+#define STK_ARGF_REQUIRED 1u   /* must be given */
+#define STK_ARGF_PER_SAMPLE 2u /* may be fed per sample by another node's output */
+#define STK_ARGF_RANGE 4u      /* numeric values must lie in [min, max] */
+
+typedef struct {
+  const char *name;
+  stk_arg_type type;
+  unsigned flags;
+  const char *default_text; /* default in text form ("0.5", "[0.08, 1.0]", "\"RGB\""), or
+                               NULL when the argument has no default */
+  double min, max;          /* meaningful with STK_ARGF_RANGE */
+  const char *choices;      /* for strings: allowed values separated by '|', or NULL */
+  const char *doc;
+} stk_arg_schema;
+
+typedef struct {
+  const char *name;
+  const char *doc;
+} stk_port_schema;
+
+/* Operator flags. */
+#define STK_OPF_READER 1u  /* a data source; has an epoch size */
+#define STK_OPF_RANDOM 2u  /* draws random numbers (keyed by seed + instance) */
+#define STK_OPF_NO_INPUT 4u /* takes no data inputs */
+
+typedef struct {
+  const char *name; /* dotted name, e.g. "decoders.image", "readers.file", "resize" */
+  const char *doc;
+  unsigned devices; /* STK_DEVICE_* bits */
+  unsigned flags;   /* STK_OPF_* bits */
+  int min_inputs, max_inputs;
+  const stk_port_schema *inputs; /* max_inputs entries (names of the positional inputs) */
+  int num_outputs;               /* -1: decided by the arguments (see doc) */
+  const stk_port_schema *outputs; /* num_outputs entries, or one describing them all */
+  int num_args;
+  const stk_arg_schema *args;
+} stk_op_schema;
+
+/* The number of registered operators. */
+STK_API size_t stk_registry_count(void);
+/* Operator `index` (0 <= index < count), NULL out of range; static. */
+STK_API const stk_op_schema *stk_registry_get(size_t index);
+/* The operator with this name, NULL if none; static. */
+STK_API const stk_op_schema *stk_registry_find(const char *name);
+
+/* ------------------------------------------------------------------------------------ */
+/* Operator instances                                                                   */
+/* ------------------------------------------------------------------------------------ */
+
+/* One operator call in a pipeline: a schema, a device, named data inputs (edges), named
+ * outputs, argument values, and arguments fed per sample by edges. Values are checked
+ * against the schema when set (type, range, choices) and again when the pipeline is
+ * built (required arguments, edges). */
+typedef struct stk_op stk_op;
+
+/* `device` is "cpu", "mixed" or "gpu" (NULL means "cpu"). Fails with
+ * STK_ERR_NOT_FOUND for an unknown operator, STK_ERR_UNSUPPORTED for a device the
+ * operator does not have. The caller destroys the op with stk_op_destroy. */
+STK_API stk_status stk_op_create(stk_op **out, const char *schema_name, const char *device);
+STK_API void stk_op_destroy(stk_op *op);
+/* The instance name (used for reader metadata, timing tables and RNG keys). */
+STK_API stk_status stk_op_set_name(stk_op *op, const char *instance_name);
+STK_API stk_status stk_op_add_input(stk_op *op, const char *edge);
+STK_API stk_status stk_op_add_output(stk_op *op, const char *edge);
+STK_API stk_status stk_op_set_bool(stk_op *op, const char *arg, int value);
+STK_API stk_status stk_op_set_int(stk_op *op, const char *arg, int64_t value);
+STK_API stk_status stk_op_set_float(stk_op *op, const char *arg, double value);
+STK_API stk_status stk_op_set_string(stk_op *op, const char *arg, const char *value);
+STK_API stk_status stk_op_set_ints(stk_op *op, const char *arg, const int64_t *values,
+                                   size_t count);
+STK_API stk_status stk_op_set_floats(stk_op *op, const char *arg, const double *values,
+                                     size_t count);
+STK_API stk_status stk_op_set_strings(stk_op *op, const char *arg,
+                                      const char *const *values, size_t count);
+/* Feed argument `arg` per sample from `edge` (the argument must allow it). */
+STK_API stk_status stk_op_set_arg_input(stk_op *op, const char *arg, const char *edge);
+
+/* ------------------------------------------------------------------------------------ */
+/* Pipelines                                                                            */
+/* ------------------------------------------------------------------------------------ */
+
+typedef struct stk_pipeline stk_pipeline;
+
+/* Settings, set with stk_pipeline_set before stk_pipeline_build. */
+typedef enum {
+  STK_PIPE_BATCH_SIZE = 0,           /* samples per batch; default 1; >= 1 */
+  STK_PIPE_NUM_THREADS = 1,          /* CPU worker threads; default 1; >= 1 */
+  STK_PIPE_SEED = 2,                 /* random seed; default -1 (fixed default seed) */
+  STK_PIPE_PREFETCH_QUEUE_DEPTH = 3, /* batches produced ahead; default 2; >= 1 */
+  STK_PIPE_DEVICE_ID = 4,            /* CUDA device, -1 for CPU only; default -1 */
+  STK_PIPE_ON_ERROR = 5,             /* STK_ON_ERROR_FAIL (default) or STK_ON_ERROR_SKIP */
+  STK_PIPE_MAX_IMAGE_PIXELS = 6,     /* decoders refuse larger images; default 2^28 */
+  STK_PIPE_MAX_FILE_BYTES = 7,       /* readers refuse larger files; default 2^30 */
+  STK_PIPE_EXEC_ASYNC = 8,           /* 1: produce on a background thread (default) */
+  STK_PIPE_SETTING_COUNT
+} stk_pipeline_setting;
+
+#define STK_ON_ERROR_FAIL 0
+#define STK_ON_ERROR_SKIP 1
+
+/* A pipeline's outputs for one batch: one tensor list per output. Release with
+ * stk_batch_release; keep a single output longer with stk_tensor_list_retain. */
+typedef struct stk_batch stk_batch;
+
+typedef struct {
+  int64_t epoch_size;        /* samples in the whole data set */
+  int64_t epoch_size_padded; /* samples this shard yields per epoch, padding included */
+  int64_t shard_size;        /* samples in this shard without padding */
+  int64_t shard_id;
+  int64_t number_of_shards;
+  int pad_last_batch;
+  int stick_to_shard;
+} stk_reader_meta;
+
+typedef struct {
+  int64_t batches;          /* batches handed out by stk_pipeline_run */
+  int64_t samples;          /* samples in them */
+  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP */
+  int64_t host_bytes_in_use; /* pooled host memory held by live batches */
+  int64_t host_bytes_cached; /* pooled host memory kept free for reuse */
+  int64_t host_bytes_peak;   /* high-water mark of in_use + cached */
+  int64_t device_bytes_in_use;
+  int64_t device_bytes_cached;
+} stk_stats;
+
+STK_API stk_status stk_pipeline_create(stk_pipeline **out);
+/* Stops the producer, waits for it and frees everything the pipeline owns. Tensor lists
+ * still referenced by the caller stay valid. */
+STK_API void stk_pipeline_destroy(stk_pipeline *p);
+/* The one checked setter for pipeline settings. */
+STK_API stk_status stk_pipeline_set(stk_pipeline *p, stk_pipeline_setting key, int64_t value);
+STK_API stk_status stk_pipeline_get(const stk_pipeline *p, stk_pipeline_setting key,
+                                    int64_t *value);
+/* Appends a copy of `op` to the graph (the caller still owns `op`). Fails if an output
+ * edge name is already produced by another operator. */
+STK_API stk_status stk_pipeline_add_op(stk_pipeline *p, const stk_op *op);
+/* Which edges the pipeline returns, in order. */
+STK_API stk_status stk_pipeline_set_outputs(stk_pipeline *p, const char *const *edges,
+                                            size_t count);
+/* Validates the graph (edges, arguments, devices), places operators, opens readers and
+ * starts the producer. */
+STK_API stk_status stk_pipeline_build(stk_pipeline *p);
+/* Returns the next batch, in order. Readers wrap around at the end of an epoch; use
+ * the reader metadata to count epochs. The caller releases the batch. */
+STK_API stk_status stk_pipeline_run(stk_pipeline *p, stk_batch **out);
+STK_API stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_name,
+                                           int64_t *out);
+STK_API stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name,
+                                            stk_reader_meta *out);
+STK_API stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out);
+/* Time spent in operator instance `index` (graph order) in nanoseconds, summed over
+ * threads, and its instance name (valid while the pipeline lives). */
+STK_API size_t stk_pipeline_num_ops(const stk_pipeline *p);
+STK_API stk_status stk_pipeline_op_time(stk_pipeline *p, size_t index, const char **name,
+                                        int64_t *nanoseconds);
+
+/* The pipeline's text form (settings, one operator call per line, outputs). The caller
+ * frees the string with stk_free. */
+STK_API stk_status stk_pipeline_to_text(const stk_pipeline *p, char **out);
+/* Builds an unbuilt pipeline from text; see docs/text-form.md. Errors name the line. */
+STK_API stk_status stk_pipeline_from_text(const char *text, stk_pipeline **out);
+
+STK_API size_t stk_batch_num_outputs(const stk_batch *b);
+/* Output `index`, borrowed: valid until stk_batch_release unless retained. */
+STK_API stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index);
+STK_API void stk_batch_release(stk_batch *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STOKER_STOKER_H */

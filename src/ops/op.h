@@ -1,0 +1,122 @@
+/*
+ * The private interface between the executor and operator implementations.
+ *
+ * An operator is data: a static `stk_op_schema` (name, docs, inputs, outputs, typed
+ * arguments) plus an `stk__op_def` holding one function pointer per backend. The
+ * executor validates arguments against the schema, so implementations read them
+ * without re-checking types. Every operator file defines one or more `stk__op_def`s and
+ * lists them in registry.c.
+ *
+ * CPU operators run per sample: a worker takes one sample and runs its whole chain of
+ * CPU operators (sample-major). `run_sample` reads its inputs with stk__input, reads
+ * arguments with stk__arg_* (constant, or fed per sample by another node), draws random
+ * numbers from stk__sample_rng, and allocates outputs with stk__output. Scratch memory
+ * from stk__scratch lives until the sample's chain ends.
+ *
+ * Readers also have `plan`: on the producer thread, before the per-sample stage, it
+ * chooses which items the next `count` samples are (stk__plan_set_item), cheaply and
+ * in order; the expensive loading happens in `run_sample` on the workers.
+ */
+#ifndef STOKER_OPS_OP_H
+#define STOKER_OPS_OP_H
+
+#include "../core/core.h"
+
+/* A dense, row-major view of one sample. */
+typedef struct {
+  void *data;
+  int ndim;
+  int64_t shape[STK_MAX_NDIM];
+  stk_dtype dtype;
+  char layout[STK_MAX_LAYOUT + 1];
+} stk__tensor;
+
+typedef struct stk__node stk__node;     /* an operator instance in a built pipeline */
+typedef struct stk__sample stk__sample; /* one sample's execution context */
+typedef struct stk__plan stk__plan;     /* a reader's plan for the next samples */
+
+typedef struct stk__op_def {
+  const stk_op_schema *schema;
+  /* Called once at build time after the arguments were checked against the schema:
+   * check combinations, precompute, and keep state in *stk__node_state(node). */
+  stk_status (*init)(stk__node *node);
+  /* Frees the state made by init. May be NULL. */
+  void (*destroy)(stk__node *node);
+  /* Readers: choose items for plan->count new samples (see stk__plan_*). */
+  stk_status (*plan)(stk__node *node, stk__plan *plan);
+  /* CPU backend: process one sample. */
+  stk_status (*run_sample)(stk__node *node, stk__sample *s);
+  /* Readers: metadata (epoch size, shards). */
+  stk_status (*reader_meta)(stk__node *node, stk_reader_meta *out);
+  /* Operators with schema->num_outputs == -1: the count for this instance's args. */
+  int (*num_outputs)(const stk__node *node);
+} stk__op_def;
+
+/* ---- the registry ---- */
+size_t stk__registry_size(void);
+const stk__op_def *stk__registry_at(size_t index);
+const stk__op_def *stk__registry_lookup(const char *name);
+
+/* ---- node accessors ---- */
+void **stk__node_state(stk__node *node);
+const char *stk__node_name(const stk__node *node);
+int stk__node_num_inputs(const stk__node *node);
+int stk__node_num_outputs(const stk__node *node);
+/* The pipeline's settings seen by operators. */
+int64_t stk__node_batch_size(const stk__node *node);
+int64_t stk__node_max_pixels(const stk__node *node);
+int64_t stk__node_max_file_bytes(const stk__node *node);
+int stk__node_num_threads(const stk__node *node);
+int64_t stk__node_seed(const stk__node *node); /* pipeline seed (never -1) */
+
+/* ---- arguments ----
+ * `arg` is the index of the argument in the operator's schema (operators keep an enum
+ * parallel to their schema table). Scalar getters read the constant value, the default,
+ * or — when the argument is fed by a node — the value of sample `s` (s may be NULL only
+ * for arguments that cannot be fed per sample). Reading an argument that has neither a
+ * value nor a default is a programming error caught at build time by the
+ * STK_ARGF_REQUIRED flag. */
+bool stk__arg_given(const stk__node *node, int arg); /* set explicitly (or fed) */
+bool stk__arg_is_fed(const stk__node *node, int arg);
+bool stk__arg_bool(const stk__node *node, const stk__sample *s, int arg);
+int64_t stk__arg_int(const stk__node *node, const stk__sample *s, int arg);
+double stk__arg_float(const stk__node *node, const stk__sample *s, int arg);
+const char *stk__arg_string(const stk__node *node, int arg);
+/* Lists: number of values, *out points to them (valid during the sample). A per-sample
+ * feed gives the fed tensor's elements, converted. */
+size_t stk__arg_ints(const stk__node *node, const stk__sample *s, int arg,
+                     const int64_t **out);
+size_t stk__arg_floats(const stk__node *node, const stk__sample *s, int arg,
+                       const double **out);
+size_t stk__arg_strings(const stk__node *node, int arg, const char *const **out);
+
+/* ---- the sample context ---- */
+const stk__tensor *stk__input(const stk__sample *s, int index);
+/* Allocates output `index` of the running node with the given shape; the memory is
+ * uninitialised. `layout` may be NULL. */
+stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
+                       const int64_t *shape, const char *layout, stk__tensor **out);
+/* Scratch memory living until the sample's chain ends (64-byte aligned). */
+void *stk__scratch(stk__sample *s, size_t bytes);
+/* The random stream of this node for this sample (same on every backend). */
+void stk__sample_rng(const stk__node *node, const stk__sample *s, stk__philox *g);
+/* The global ordinal of the sample in the pipeline's stream. */
+int64_t stk__sample_ordinal(const stk__sample *s);
+/* The item the reader planned for this sample (see stk__plan_set_item). */
+int64_t stk__sample_item(const stk__sample *s, const stk__node *reader);
+/* Names the sample's origin (a file path) for error messages; the string must outlive
+ * the batch (readers point into their file lists). */
+void stk__sample_set_source(stk__sample *s, const char *source);
+const char *stk__sample_source(const stk__sample *s);
+
+/* ---- reader plans ---- */
+struct stk__plan {
+  int64_t count; /* samples to plan */
+};
+void stk__plan_set_item(stk__plan *plan, int64_t i, int64_t item);
+
+/* Standard argument helpers shared by operators. */
+/* Parses a dtype argument string (the schema's choices guarantee it is valid). */
+stk_dtype stk__dtype_arg(const char *name);
+
+#endif /* STOKER_OPS_OP_H */

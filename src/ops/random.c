@@ -1,0 +1,236 @@
+/* Random sources: random.uniform, random.normal, random.coin_flip, random.choice.
+ * Each sample draws from the node's Philox stream for that sample, so the values do
+ * not depend on threads, prefetch depth or batch size. */
+#include <math.h>
+#include <string.h>
+
+#include "op.h"
+
+#define NUMERIC_DTYPES "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
+
+/* Writes `value` as element `i` of a tensor of any numeric dtype. */
+static void store_value(void *data, stk_dtype dtype, int64_t i, double value) {
+  switch (dtype) {
+  case STK_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)value; break;
+  case STK_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)value; break;
+  case STK_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)value; break;
+  case STK_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)value; break;
+  case STK_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)value; break;
+  case STK_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)value; break;
+  case STK_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)value; break;
+  case STK_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)value; break;
+  case STK_DTYPE_FLOAT16: ((uint16_t *)data)[i] = stk__f32_to_f16((float)value); break;
+  case STK_DTYPE_FLOAT32: ((float *)data)[i] = (float)value; break;
+  case STK_DTYPE_FLOAT64: ((double *)data)[i] = value; break;
+  case STK_DTYPE_BOOL: ((uint8_t *)data)[i] = value != 0.0; break;
+  default: break;
+  }
+}
+
+/* Allocates output 0 with the `shape` argument (scalar when absent). */
+static stk_status alloc_shaped(stk__node *node, stk__sample *s, int shape_arg,
+                               stk_dtype dtype, stk__tensor **out, int64_t *count) {
+  const int64_t *shape = NULL;
+  size_t ndim = stk__arg_given(node, shape_arg) ? stk__arg_ints(node, s, shape_arg, &shape) : 0;
+  if (ndim > STK_MAX_NDIM)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: shape has %zu dims, at most %d",
+                    stk__node_name(node), ndim, STK_MAX_NDIM);
+  int64_t n = 1;
+  for (size_t d = 0; d < ndim; d++) {
+    if (shape[d] < 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: negative extent in shape",
+                      stk__node_name(node));
+    n *= shape[d];
+  }
+  *count = n;
+  return stk__output(s, 0, dtype, (int)ndim, shape, NULL, out);
+}
+
+/* ---- random.uniform ---- */
+enum { U_RANGE, U_VALUES, U_SHAPE, U_DTYPE, U_SEED };
+static const stk_arg_schema uniform_args[] = {
+    {"range", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[-1.0, 1.0]", 0, 0, NULL,
+     "[lo, hi): the interval to draw from"},
+    {"values", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,
+     "a discrete set to draw from with equal probability (overrides range)"},
+    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "shape of each sample's output; a scalar when absent"},
+    {"dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, NUMERIC_DTYPES, "output type"},
+    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+};
+static const stk_port_schema random_out[] = {{"value", "the drawn values"}};
+
+static stk_status uniform_run(stk__node *node, stk__sample *s) {
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  stk_dtype dtype = stk__dtype_arg(stk__arg_string(node, U_DTYPE));
+  stk__tensor *out;
+  int64_t n;
+  STK_TRY(alloc_shaped(node, s, U_SHAPE, dtype, &out, &n));
+  if (stk__arg_given(node, U_VALUES)) {
+    const double *v;
+    size_t nv = stk__arg_floats(node, s, U_VALUES, &v);
+    if (nv == 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: values must not be empty",
+                      stk__node_name(node));
+    for (int64_t i = 0; i < n; i++) store_value(out->data, dtype, i, v[stk__philox_below(&g, nv)]);
+    return STK_OK;
+  }
+  const double *r;
+  if (stk__arg_floats(node, s, U_RANGE, &r) != 2 || !(r[0] <= r[1]))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: range must be [lo, hi] with lo <= hi",
+                    stk__node_name(node));
+  for (int64_t i = 0; i < n; i++)
+    store_value(out->data, dtype, i, r[0] + (r[1] - r[0]) * stk__philox_uniform(&g));
+  return STK_OK;
+}
+
+static const stk_op_schema uniform_schema = {
+    "random.uniform",
+    "Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, "
+    "independently for every sample.",
+    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
+    sizeof uniform_args / sizeof uniform_args[0], uniform_args};
+const stk__op_def stk__op_random_uniform = {&uniform_schema, NULL, NULL, NULL, uniform_run,
+                                            NULL, NULL};
+
+/* ---- random.normal ---- */
+enum { N_MEAN, N_STDDEV, N_SHAPE, N_DTYPE, N_SEED };
+static const stk_arg_schema normal_args[] = {
+    {"mean", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL, "mean"},
+    {"stddev", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "1.0", 0, INFINITY, NULL,
+     "standard deviation"},
+    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "shape of each sample's output; a scalar when absent"},
+    {"dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, NUMERIC_DTYPES, "output type"},
+    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+};
+
+static stk_status normal_run(stk__node *node, stk__sample *s) {
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  stk_dtype dtype = stk__dtype_arg(stk__arg_string(node, N_DTYPE));
+  double mean = stk__arg_float(node, s, N_MEAN), sd = stk__arg_float(node, s, N_STDDEV);
+  stk__tensor *out;
+  int64_t n;
+  STK_TRY(alloc_shaped(node, s, N_SHAPE, dtype, &out, &n));
+  for (int64_t i = 0; i < n; i++)
+    store_value(out->data, dtype, i, mean + sd * stk__philox_normal(&g));
+  return STK_OK;
+}
+
+static const stk_op_schema normal_schema = {
+    "random.normal", "Draws normally distributed numbers, independently for every sample.",
+    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
+    sizeof normal_args / sizeof normal_args[0], normal_args};
+const stk__op_def stk__op_random_normal = {&normal_schema, NULL, NULL, NULL, normal_run,
+                                           NULL, NULL};
+
+/* ---- random.coin_flip ---- */
+enum { C_PROBABILITY, C_SHAPE, C_DTYPE, C_SEED };
+static const stk_arg_schema coin_args[] = {
+    {"probability", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
+     "probability of a 1"},
+    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "shape of each sample's output; a scalar when absent"},
+    {"dtype", STK_ARG_STRING, 0, "\"int32\"", 0, 0, NUMERIC_DTYPES, "output type"},
+    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+};
+
+static stk_status coin_run(stk__node *node, stk__sample *s) {
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  stk_dtype dtype = stk__dtype_arg(stk__arg_string(node, C_DTYPE));
+  double p = stk__arg_float(node, s, C_PROBABILITY);
+  if (!(p >= 0.0 && p <= 1.0))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: probability %g of sample %lld is not in [0, 1]",
+                    stk__node_name(node), p, (long long)stk__sample_ordinal(s));
+  stk__tensor *out;
+  int64_t n;
+  STK_TRY(alloc_shaped(node, s, C_SHAPE, dtype, &out, &n));
+  for (int64_t i = 0; i < n; i++)
+    store_value(out->data, dtype, i, stk__philox_uniform(&g) < p ? 1.0 : 0.0);
+  return STK_OK;
+}
+
+static const stk_op_schema coin_schema = {
+    "random.coin_flip", "Draws 1 with `probability`, else 0, independently for every sample.",
+    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
+    sizeof coin_args / sizeof coin_args[0], coin_args};
+const stk__op_def stk__op_random_coin_flip = {&coin_schema, NULL, NULL, NULL, coin_run,
+                                              NULL, NULL};
+
+/* ---- random.choice ---- */
+enum { CH_A, CH_P, CH_SHAPE, CH_DTYPE, CH_SEED };
+static const stk_arg_schema choice_args[] = {
+    {"a", STK_ARG_FLOATS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
+     "the values to choose from; a single integer n means range(n)"},
+    {"p", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,
+     "probabilities of the values (uniform when absent); must sum to 1"},
+    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "shape of each sample's output; a scalar when absent"},
+    {"dtype", STK_ARG_STRING, 0, "\"int32\"", 0, 0, NUMERIC_DTYPES, "output type"},
+    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+};
+
+static stk_status choice_init(stk__node *node) {
+  const double *a, *p;
+  size_t na = stk__arg_floats(node, NULL, CH_A, &a);
+  if (na == 0)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: a must not be empty", stk__node_name(node));
+  if (na == 1 && (a[0] < 1 || a[0] != floor(a[0])))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: a single a must be a positive integer",
+                    stk__node_name(node));
+  if (stk__arg_given(node, CH_P)) {
+    size_t np = stk__arg_floats(node, NULL, CH_P, &p);
+    size_t expected = na == 1 ? (size_t)a[0] : na;
+    double sum = 0;
+    for (size_t i = 0; i < np; i++) {
+      if (p[i] < 0)
+        return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: p[%zu] is negative", stk__node_name(node), i);
+      sum += p[i];
+    }
+    if (np != expected || fabs(sum - 1.0) > 1e-6)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "%s: p must have %zu probabilities summing to 1 (has %zu, sum %g)",
+                      stk__node_name(node), expected, np, sum);
+  }
+  return STK_OK;
+}
+
+static stk_status choice_run(stk__node *node, stk__sample *s) {
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  stk_dtype dtype = stk__dtype_arg(stk__arg_string(node, CH_DTYPE));
+  const double *a, *p = NULL;
+  size_t na = stk__arg_floats(node, s, CH_A, &a);
+  bool range = na == 1;
+  size_t n_values = range ? (size_t)a[0] : na;
+  if (stk__arg_given(node, CH_P)) stk__arg_floats(node, s, CH_P, &p);
+  stk__tensor *out;
+  int64_t n;
+  STK_TRY(alloc_shaped(node, s, CH_SHAPE, dtype, &out, &n));
+  for (int64_t i = 0; i < n; i++) {
+    size_t k;
+    if (p) { /* inverse CDF over the probabilities */
+      double u = stk__philox_uniform(&g), acc = 0;
+      for (k = 0; k + 1 < n_values; k++) {
+        acc += p[k];
+        if (u < acc) break;
+      }
+    } else {
+      k = (size_t)stk__philox_below(&g, n_values);
+    }
+    store_value(out->data, dtype, i, range ? (double)k : a[k]);
+  }
+  return STK_OK;
+}
+
+static const stk_op_schema choice_schema = {
+    "random.choice",
+    "Chooses one of the values in `a` (or of range(a) for a single integer) per element, "
+    "with probabilities `p`.",
+    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
+    sizeof choice_args / sizeof choice_args[0], choice_args};
+const stk__op_def stk__op_random_choice = {&choice_schema, choice_init, NULL, NULL,
+                                           choice_run, NULL, NULL};

@@ -1,0 +1,49 @@
+/* The operator registry: every operator definition, in one list. An operator file
+ * defines its `stk__op_def`; add it here once. */
+#include <string.h>
+
+#include "op.h"
+
+/* Declarations of the operator definitions (one per line, grouped by file). */
+#define STK__OPS(X)                                                                        \
+  STK__OPS_RANDOM(X)
+
+#define STK__OPS_RANDOM(X) /* random.c */                                                  \
+  X(stk__op_random_uniform)                                                                \
+  X(stk__op_random_normal)                                                                 \
+  X(stk__op_random_coin_flip)                                                              \
+  X(stk__op_random_choice)
+
+#define STK__DECLARE(def) extern const stk__op_def def;
+STK__OPS(STK__DECLARE)
+#undef STK__DECLARE
+
+static const stk__op_def *const registry[] = {
+#define STK__ENTRY(def) &def,
+    STK__OPS(STK__ENTRY)
+#undef STK__ENTRY
+};
+
+size_t stk__registry_size(void) { return sizeof registry / sizeof registry[0]; }
+
+const stk__op_def *stk__registry_at(size_t index) {
+  return index < stk__registry_size() ? registry[index] : NULL;
+}
+
+const stk__op_def *stk__registry_lookup(const char *name) {
+  for (size_t i = 0; i < stk__registry_size(); i++)
+    if (strcmp(registry[i]->schema->name, name) == 0) return registry[i];
+  return NULL;
+}
+
+size_t stk_registry_count(void) { return stk__registry_size(); }
+
+const stk_op_schema *stk_registry_get(size_t index) {
+  const stk__op_def *d = stk__registry_at(index);
+  return d ? d->schema : NULL;
+}
+
+const stk_op_schema *stk_registry_find(const char *name) {
+  const stk__op_def *d = name ? stk__registry_lookup(name) : NULL;
+  return d ? d->schema : NULL;
+}

@@ -1,0 +1,43 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *tu_path(char *buf, size_t cap, const char *relative) {
+  snprintf(buf, cap, "%s/%s", STK_SOURCE_DIR, relative);
+  return buf;
+}
+
+uint8_t *tu_read(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *d = malloc((size_t)n + 1);
+  assert_non_null(d);
+  if (fread(d, 1, (size_t)n, f) != (size_t)n) fail_msg("short read %s", path);
+  fclose(f);
+  *size = (size_t)n;
+  return d;
+}
+
+void tu_write(const char *path, const void *data, size_t size) {
+  FILE *f = fopen(path, "wb");
+  if (!f) fail_msg("cannot create %s", path);
+  if (size && fwrite(data, 1, size, f) != size) fail_msg("short write %s", path);
+  fclose(f);
+}
+
+const char *tu_tmpdir(char *buf, size_t cap, const char *tag) {
+  static int counter = 0;
+  snprintf(buf, cap, "tmp-%s-%d-%d", tag, (int)getpid(), counter++);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", buf);
+  if (system(cmd) != 0) fail_msg("cannot clean %s", buf);
+  if (mkdir(buf, 0755) != 0) fail_msg("cannot create %s", buf);
+  return buf;
+}

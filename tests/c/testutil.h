@@ -1,0 +1,31 @@
+/* Helpers shared by the C tests (cmocka). */
+#ifndef STK_TESTUTIL_H
+#define STK_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+/* cmocka.h needs the headers above first. */
+#include <cmocka.h>
+
+#include "stoker/stoker.h"
+
+/* Absolute path of a file in the repository (static buffer per call site is not safe:
+ * copies into `buf`). */
+const char *tu_path(char *buf, size_t cap, const char *relative);
+/* Reads a whole file; the test fails if it cannot. Free with free(). */
+uint8_t *tu_read(const char *path, size_t *size);
+/* Writes bytes to a file; the test fails if it cannot. */
+void tu_write(const char *path, const void *data, size_t size);
+/* A fresh empty directory under the build tree, unique per call. */
+const char *tu_tmpdir(char *buf, size_t cap, const char *tag);
+
+/* Asserts a status is STK_OK, printing the error message if not. */
+#define TU_OK(expr)                                                                        \
+  do {                                                                                     \
+    stk_status tu_st = (expr);                                                             \
+    if (tu_st != STK_OK) fail_msg("%s -> %s: %s", #expr, stk_status_name(tu_st), stk_last_error()); \
+  } while (0)
+
+#endif
