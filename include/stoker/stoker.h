@@ -343,6 +343,42 @@ STK_API stk_status stk_pipeline_to_text(const stk_pipeline *p, char **out);
 /* Builds an unbuilt pipeline from text; see docs/text-form.md. Errors name the line. */
 STK_API stk_status stk_pipeline_from_text(const char *text, stk_pipeline **out);
 
+/* ---- data and functions from the host program (external_source, python_function) ---- */
+
+/* Queues one batch of samples for the "external_source" operator instance named
+ * `op_name`. The samples are copied (the caller keeps its memory); all must share
+ * dtype and ndim; `count` must equal the batch size. Batches are consumed in order, one
+ * per pipeline batch; the producer waits for data when the queue is empty. Thread-safe
+ * with respect to stk_pipeline_run. */
+STK_API stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name,
+                                     const stk_tensor_desc *samples, size_t count);
+/* Makes the producer give up waiting for external data: the pending and every later
+ * stk_pipeline_run fails with STK_ERR_STATE ("external source exhausted") once queued
+ * batches are used up. Cleared by the next stk_pipeline_feed. */
+STK_API stk_status stk_pipeline_feed_end(stk_pipeline *p, const char *op_name);
+
+/* One call of a host function for one sample ("python_function" operator). */
+typedef struct stk_host_call stk_host_call;
+/* Called on a worker thread for each sample; returns STK_OK or an error status (set a
+ * message with stk_host_call_fail). */
+typedef stk_status (*stk_host_fn)(void *user, stk_host_call *call);
+
+STK_API size_t stk_host_call_num_inputs(const stk_host_call *call);
+STK_API stk_status stk_host_call_input(const stk_host_call *call, size_t index,
+                                       stk_tensor_desc *out);
+/* Allocates output `index` of the call; *data receives the (dense) buffer to fill. */
+STK_API stk_status stk_host_call_output(stk_host_call *call, size_t index, stk_dtype dtype,
+                                        int ndim, const int64_t *shape, const char *layout,
+                                        void **data);
+STK_API int64_t stk_host_call_ordinal(const stk_host_call *call);
+/* Records an error message for the failing call (the executor adds the sample). */
+STK_API stk_status stk_host_call_fail(stk_host_call *call, const char *message);
+/* Attaches `fn` to the "python_function" instance named `op_name` before build.
+ * `free_user` (may be NULL) is called on `user` when the pipeline is destroyed. */
+STK_API stk_status stk_pipeline_set_host_function(stk_pipeline *p, const char *op_name,
+                                                  stk_host_fn fn, void *user,
+                                                  void (*free_user)(void *));
+
 STK_API size_t stk_batch_num_outputs(const stk_batch *b);
 /* Output `index`, borrowed: valid until stk_batch_release unless retained. */
 STK_API stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index);
