@@ -35,6 +35,10 @@ stk_status stk__vfail(stk_status status, const char *func, const char *fmt, va_l
  * the culprit, e.g. the file name, to an error raised deeper down). Returns `status`. */
 stk_status stk__wrap(stk_status status, const char *fmt, ...) STK__PRINTF(2, 3);
 
+/* Replaces the calling thread's message with `message` as is (for passing a message
+ * recorded on another thread). Returns `status`. */
+stk_status stk__set_error(stk_status status, const char *message);
+
 #define STK_FAIL(status, ...) stk__fail((status), __func__, __VA_ARGS__)
 
 /* Evaluate an expression returning stk_status; return it on failure. */

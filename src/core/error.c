@@ -70,3 +70,8 @@ stk_status stk__wrap(stk_status status, const char *fmt, ...) {
   snprintf(stk__msg, sizeof stk__msg, "%s: %s", prefix, old);
   return status;
 }
+
+stk_status stk__set_error(stk_status status, const char *message) {
+  snprintf(stk__msg, sizeof stk__msg, "%s", message ? message : "");
+  return status;
+}

@@ -111,7 +111,8 @@ const char *stk__sample_source(const stk__sample *s);
 
 /* ---- reader plans ---- */
 struct stk__plan {
-  int64_t count; /* samples to plan */
+  int64_t count;   /* samples to plan */
+  int64_t *items_; /* executor-owned: where stk__plan_set_item writes */
 };
 void stk__plan_set_item(stk__plan *plan, int64_t i, int64_t item);
 

@@ -6,13 +6,28 @@
 
 /* Declarations of the operator definitions (one per line, grouped by file). */
 #define STK__OPS(X)                                                                        \
-  STK__OPS_RANDOM(X)
+  STK__OPS_RANDOM(X)                                                                       \
+  STK__OPS_DECODERS(X)                                                                     \
+  STK__OPS_READERS_FILE(X)                                                                 \
+  STK__OPS_HOST(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */                                                  \
   X(stk__op_random_uniform)                                                                \
   X(stk__op_random_normal)                                                                 \
   X(stk__op_random_coin_flip)                                                              \
   X(stk__op_random_choice)
+
+#define STK__OPS_DECODERS(X) /* decoders.c */                                              \
+  X(stk__op_decoders_image)                                                                \
+  X(stk__op_decoders_image_random_crop)                                                    \
+  X(stk__op_peek_image_shape)
+
+#define STK__OPS_READERS_FILE(X) /* readers_file.c */                                      \
+  X(stk__op_readers_file)
+
+#define STK__OPS_HOST(X) /* pipeline/host.c */                                           \
+  X(stk__op_external_source)                                                               \
+  X(stk__op_python_function)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

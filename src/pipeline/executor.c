@@ -1,0 +1,487 @@
+/* The executor: a producer that plans readers, runs every sample's chain of CPU
+ * operators on the thread pool (sample-major), applies the bad-sample policy, assembles
+ * the outputs into tensor lists and queues finished batches, prefetch_queue_depth ahead. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "internal.h"
+
+/* Give up when this many rounds of replacements in one batch still fail. */
+#define MAX_REPLACEMENT_ROUNDS 64
+
+typedef struct {
+  bool valid;
+  stk_dtype dtype;
+  int ndim;
+  int64_t shape[STK_MAX_NDIM];
+  size_t bytes;
+} shape_prediction;
+
+typedef struct {
+  stk_batch *batch;
+  stk_status status;
+  char *message;
+} queue_entry;
+
+struct stk__exec {
+  stk_pipeline *p;
+  size_t n; /* batch size */
+  size_t num_edges, num_outputs, num_readers;
+  stk__sample *samples;
+  stk__tensor *edge_tensors; /* n * num_edges */
+  int64_t *items;            /* n * num_readers */
+  stk_status *status;
+  char **messages;
+  void **out_blocks;   /* n * num_outputs: a sample's own pool block, or NULL */
+  void **dense_blocks; /* num_outputs: the batch-wide block for predicted shapes */
+  shape_prediction *pred;
+  stk__arena **arenas;
+  int num_workers;
+  size_t *pending, num_pending;
+  int64_t *plan_items;
+  int64_t next_ordinal;
+  /* producer and queue */
+  bool async;
+  pthread_t thread;
+  bool thread_started;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  queue_entry *queue;
+  size_t cap, head, count;
+  bool stop, producer_done;
+  stk_status final_status;
+  char *final_message;
+};
+
+/* ---- per-sample work ---- */
+
+static bool is_data_error(stk_status st) {
+  return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT || st == STK_ERR_UNSUPPORTED;
+}
+
+static void record_failure(stk__exec *ex, size_t i, stk_status st, const stk__node *node) {
+  stk__sample *s = &ex->samples[i];
+  char buf[1400];
+  snprintf(buf, sizeof buf, "operator '%s', sample %lld%s%s: %s", node->name, (long long)s->ordinal,
+           s->source ? " from " : "", s->source ? s->source : "", stk_last_error());
+  ex->status[i] = st;
+  free(ex->messages[i]);
+  ex->messages[i] = strdup(buf);
+}
+
+static void run_sample_task(void *arg, size_t k, int worker) {
+  stk__exec *ex = arg;
+  stk_pipeline *p = ex->p;
+  size_t i = ex->pending[k];
+  stk__sample *s = &ex->samples[i];
+  s->worker = worker;
+  s->arena = ex->arenas[worker];
+  s->source = NULL;
+  for (size_t o = 0; o < p->num_nodes; o++) {
+    stk__node *node = &p->nodes[p->order[o]];
+    s->current = node;
+    int64_t t0 = stk__now_ns();
+    stk_status st = node->spec->def->run_sample(node, s);
+    atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
+    if (st != STK_OK) {
+      record_failure(ex, i, st, node);
+      break;
+    }
+  }
+  stk__arena_reset(s->arena);
+}
+
+void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__tensor *t) {
+  stk__exec *ex = s->ex;
+  size_t o = (size_t)s->pipe->edges[edge].output_index;
+  const shape_prediction *pr = &ex->pred[o];
+  void **own = &ex->out_blocks[s->index * ex->num_outputs + o];
+  if (*own) { /* an operator re-allocating its output: drop the first block */
+    stk__pool_free(s->pipe->pool, *own);
+    *own = NULL;
+  }
+  if (pr->valid && ex->dense_blocks[o] && pr->dtype == t->dtype && pr->ndim == t->ndim &&
+      memcmp(pr->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim) == 0)
+    return (char *)ex->dense_blocks[o] + s->index * pr->bytes;
+  *own = stk__pool_alloc(s->pipe->pool, bytes);
+  return *own;
+}
+
+/* ---- planning ---- */
+
+static stk_status plan_readers(stk__exec *ex) {
+  stk_pipeline *p = ex->p;
+  for (size_t o = 0; o < p->num_nodes; o++) {
+    stk__node *node = &p->nodes[p->order[o]];
+    if (node->reader_slot < 0) continue;
+    stk__plan plan = {(int64_t)ex->num_pending, ex->plan_items};
+    for (size_t k = 0; k < ex->num_pending; k++) ex->plan_items[k] = -1;
+    stk_status st = node->spec->def->plan(node, &plan);
+    if (st != STK_OK) return stk__wrap(st, "reader '%s'", node->name);
+    for (size_t k = 0; k < ex->num_pending; k++)
+      ex->items[ex->pending[k] * ex->num_readers + (size_t)node->reader_slot] = ex->plan_items[k];
+  }
+  return STK_OK;
+}
+
+static void reset_sample(stk__exec *ex, size_t i) {
+  stk_pipeline *p = ex->p;
+  for (size_t o = 0; o < ex->num_outputs; o++) {
+    void **own = &ex->out_blocks[i * ex->num_outputs + o];
+    if (*own) stk__pool_free(p->pool, *own);
+    *own = NULL;
+  }
+  memset(&ex->edge_tensors[i * ex->num_edges], 0, ex->num_edges * sizeof(stk__tensor));
+  ex->status[i] = STK_OK;
+  free(ex->messages[i]);
+  ex->messages[i] = NULL;
+}
+
+static void prepare_batch(stk__exec *ex) {
+  for (size_t i = 0; i < ex->n; i++) {
+    reset_sample(ex, i);
+    ex->pending[i] = i;
+  }
+  ex->num_pending = ex->n;
+  for (size_t o = 0; o < ex->num_outputs; o++) {
+    ex->dense_blocks[o] = NULL;
+    if (ex->pred[o].valid) ex->dense_blocks[o] = stk__pool_alloc(ex->p->pool, ex->pred[o].bytes * ex->n);
+  }
+}
+
+static void release_batch_memory(stk__exec *ex) {
+  for (size_t i = 0; i < ex->n; i++) reset_sample(ex, i);
+  for (size_t o = 0; o < ex->num_outputs; o++) {
+    stk__pool_free(ex->p->pool, ex->dense_blocks[o]);
+    ex->dense_blocks[o] = NULL;
+  }
+}
+
+/* Runs the pending samples; afterwards `pending` holds those that failed. */
+static stk_status run_pending(stk__exec *ex) {
+  STK_TRY(plan_readers(ex));
+  for (size_t k = 0; k < ex->num_pending; k++) ex->samples[ex->pending[k]].ordinal = ex->next_ordinal++;
+  stk__threadpool_parallel_for(ex->p->threads, ex->num_pending, run_sample_task, ex);
+  size_t failed = 0;
+  for (size_t k = 0; k < ex->num_pending; k++)
+    if (ex->status[ex->pending[k]] != STK_OK) ex->pending[failed++] = ex->pending[k];
+  ex->num_pending = failed;
+  return STK_OK;
+}
+
+/* Applies the bad-sample policy to the failed samples in `pending`. */
+static stk_status handle_failures(stk__exec *ex, int round) {
+  stk_pipeline *p = ex->p;
+  bool skip = p->settings[STK_PIPE_ON_ERROR] == STK_ON_ERROR_SKIP;
+  for (size_t k = 0; k < ex->num_pending; k++) {
+    size_t i = ex->pending[k];
+    if (!skip || !is_data_error(ex->status[i]))
+      return stk__fail(ex->status[i], "stk_pipeline_run", "%s", ex->messages[i] ? ex->messages[i] : "failed");
+  }
+  if (round >= MAX_REPLACEMENT_ROUNDS)
+    return stk__fail(STK_ERR_DECODE, "stk_pipeline_run",
+                     "gave up after %d rounds of replacing bad samples; last: %s", round,
+                     ex->messages[ex->pending[0]]);
+  for (size_t k = 0; k < ex->num_pending; k++) {
+    size_t i = ex->pending[k];
+    free(p->last_skip_message);
+    p->last_skip_message = ex->messages[i];
+    ex->messages[i] = NULL;
+    atomic_fetch_add(&p->stat_skipped, 1);
+    reset_sample(ex, i);
+  }
+  return STK_OK;
+}
+
+/* ---- assembling outputs ---- */
+
+static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *first) {
+  int e = ex->p->output_edges[o];
+  for (size_t i = 1; i < ex->n; i++) {
+    const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
+    if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
+      return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
+                       "output '%s': sample %zu is %s/%dD/'%s' but sample 0 is %s/%dD/'%s'",
+                       ex->p->output_names[o], i, stk_dtype_name(t->dtype), t->ndim, t->layout,
+                       stk_dtype_name(first->dtype), first->ndim, first->layout);
+  }
+  return STK_OK;
+}
+
+static bool same_shapes(stk__exec *ex, int e) {
+  const stk__tensor *a = &ex->edge_tensors[(size_t)e];
+  for (size_t i = 1; i < ex->n; i++) {
+    const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
+    if (memcmp(a->shape, t->shape, sizeof(int64_t) * (size_t)a->ndim) != 0) return false;
+  }
+  return true;
+}
+
+static size_t sample_bytes(const stk__tensor *t) {
+  size_t b = stk_dtype_size(t->dtype);
+  for (int d = 0; d < t->ndim; d++) b *= (size_t)t->shape[d];
+  return b;
+}
+
+/* Makes output `o` into a tensor list: dense when shapes agree (copying into one block
+ * only when the prediction missed), ragged otherwise. Takes over the memory. */
+static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out) {
+  stk_pipeline *p = ex->p;
+  int e = p->output_edges[o];
+  const stk__tensor *first = &ex->edge_tensors[(size_t)e];
+  STK_TRY(check_consistent(ex, o, first));
+  stk_tensor_list *tl;
+  STK_TRY(stk__tensor_list_create(&tl, ex->n, first->ndim, p->pool));
+  tl->dtype = first->dtype;
+  memcpy(tl->layout, first->layout, sizeof tl->layout);
+  bool uniform = same_shapes(ex, e);
+  size_t bytes = sample_bytes(first);
+  bool in_slots = ex->dense_blocks[o] != NULL;
+  for (size_t i = 0; i < ex->n && in_slots; i++)
+    in_slots = ex->out_blocks[i * ex->num_outputs + o] == NULL;
+  void *dense = NULL;
+  if (uniform && in_slots) {
+    dense = ex->dense_blocks[o];
+    ex->dense_blocks[o] = NULL;
+  } else if (uniform) {
+    dense = stk__pool_alloc(p->pool, bytes * ex->n);
+    if (!dense) {
+      stk_tensor_list_release(tl);
+      return stk__fail(STK_ERR_OUT_OF_MEMORY, "stk_pipeline_run", "cannot allocate output '%s'", p->output_names[o]);
+    }
+    for (size_t i = 0; i < ex->n; i++)
+      memcpy((char *)dense + i * bytes, ex->edge_tensors[i * ex->num_edges + (size_t)e].data, bytes);
+  }
+  for (size_t i = 0; i < ex->n; i++) {
+    const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
+    memcpy(&tl->shapes[i * (size_t)tl->ndim], t->shape, sizeof(int64_t) * (size_t)tl->ndim);
+    tl->data[i] = dense ? (char *)dense + i * bytes : t->data;
+    void **own = &ex->out_blocks[i * ex->num_outputs + o];
+    if (!dense && *own) { /* ragged: the list keeps each sample's block */
+      stk__tensor_list_own(tl, *own);
+      *own = NULL;
+    }
+  }
+  if (dense) {
+    tl->dense = dense;
+    stk__tensor_list_own(tl, dense);
+  } else if (ex->dense_blocks[o]) { /* some samples live in the batch-wide block */
+    stk__tensor_list_own(tl, ex->dense_blocks[o]);
+    ex->dense_blocks[o] = NULL;
+  }
+  shape_prediction *pr = &ex->pred[o];
+  pr->valid = uniform;
+  pr->dtype = first->dtype;
+  pr->ndim = first->ndim;
+  memcpy(pr->shape, first->shape, sizeof pr->shape);
+  pr->bytes = (bytes + 63) & ~(size_t)63; /* keep every slot 64-byte aligned */
+  if (pr->bytes != bytes) pr->valid = false; /* slots must be back to back to be dense */
+  *out = tl;
+  return STK_OK;
+}
+
+static stk_status assemble(stk__exec *ex, stk_batch **out) {
+  stk_batch *b = stk__calloc(1, sizeof *b, "a batch");
+  if (!b) return STK_ERR_OUT_OF_MEMORY;
+  b->outputs = stk__calloc(ex->num_outputs, sizeof(stk_tensor_list *), "batch outputs");
+  if (!b->outputs) {
+    free(b);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  b->num_outputs = ex->num_outputs;
+  for (size_t o = 0; o < ex->num_outputs; o++) {
+    stk_status st = assemble_output(ex, o, &b->outputs[o]);
+    if (st != STK_OK) {
+      stk_batch_release(b);
+      return st;
+    }
+  }
+  *out = b;
+  return STK_OK;
+}
+
+static stk_status produce(stk__exec *ex, stk_batch **out) {
+  prepare_batch(ex);
+  stk_status st = STK_OK;
+  for (int round = 0; ex->num_pending > 0; round++) {
+    if ((st = run_pending(ex)) != STK_OK) break;
+    if (ex->num_pending && (st = handle_failures(ex, round + 1)) != STK_OK) break;
+  }
+  if (st == STK_OK) st = assemble(ex, out);
+  release_batch_memory(ex);
+  return st;
+}
+
+/* ---- the producer thread and the queue ---- */
+
+static void *producer_main(void *arg) {
+  stk__exec *ex = arg;
+  pthread_mutex_lock(&ex->lock);
+  for (;;) {
+    while (!ex->stop && ex->count >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
+    if (ex->stop) break;
+    pthread_mutex_unlock(&ex->lock);
+    queue_entry entry = {NULL, STK_OK, NULL};
+    entry.status = produce(ex, &entry.batch);
+    if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
+    pthread_mutex_lock(&ex->lock);
+    if (ex->stop) {
+      stk_batch_release(entry.batch);
+      free(entry.message);
+      break;
+    }
+    ex->queue[(ex->head + ex->count) % ex->cap] = entry;
+    ex->count++;
+    pthread_cond_broadcast(&ex->cond);
+    if (entry.status != STK_OK) break; /* stop producing after an error */
+  }
+  ex->producer_done = true;
+  pthread_cond_broadcast(&ex->cond);
+  pthread_mutex_unlock(&ex->lock);
+  return NULL;
+}
+
+static void exec_free(stk__exec *ex) {
+  if (!ex) return;
+  if (ex->samples) release_batch_memory(ex);
+  for (int w = 0; ex->arenas && w < ex->num_workers; w++) stk__arena_destroy(ex->arenas[w]);
+  for (size_t q = 0; ex->queue && q < ex->count; q++) {
+    queue_entry *e = &ex->queue[(ex->head + q) % ex->cap];
+    stk_batch_release(e->batch);
+    free(e->message);
+  }
+  for (size_t i = 0; ex->messages && i < ex->n; i++) free(ex->messages[i]);
+  free(ex->arenas);
+  free(ex->samples);
+  free(ex->edge_tensors);
+  free(ex->items);
+  free(ex->status);
+  free(ex->messages);
+  free(ex->out_blocks);
+  free(ex->dense_blocks);
+  free(ex->pred);
+  free(ex->pending);
+  free(ex->plan_items);
+  free(ex->queue);
+  free(ex->final_message);
+  pthread_mutex_destroy(&ex->lock);
+  pthread_cond_destroy(&ex->cond);
+  free(ex);
+}
+
+static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
+  size_t n = ex->n;
+  ex->samples = stk__calloc(n, sizeof(stk__sample), "sample contexts");
+  ex->edge_tensors = stk__calloc(n * ex->num_edges, sizeof(stk__tensor), "sample tensors");
+  ex->items = stk__calloc(n * (ex->num_readers ? ex->num_readers : 1), sizeof(int64_t), "planned items");
+  ex->status = stk__calloc(n, sizeof(stk_status), "sample status");
+  ex->messages = stk__calloc(n, sizeof(char *), "sample messages");
+  ex->out_blocks = stk__calloc(n * ex->num_outputs, sizeof(void *), "output blocks");
+  ex->dense_blocks = stk__calloc(ex->num_outputs, sizeof(void *), "output blocks");
+  ex->pred = stk__calloc(ex->num_outputs, sizeof(shape_prediction), "output shapes");
+  ex->pending = stk__calloc(n, sizeof(size_t), "pending samples");
+  ex->plan_items = stk__calloc(n, sizeof(int64_t), "planned items");
+  ex->arenas = stk__calloc((size_t)ex->num_workers, sizeof(stk__arena *), "arenas");
+  ex->cap = (size_t)p->settings[STK_PIPE_PREFETCH_QUEUE_DEPTH];
+  ex->queue = stk__calloc(ex->cap, sizeof(queue_entry), "the prefetch queue");
+  if (!ex->samples || !ex->edge_tensors || !ex->items || !ex->status || !ex->messages ||
+      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->pending || !ex->plan_items ||
+      !ex->arenas || !ex->queue)
+    return STK_ERR_OUT_OF_MEMORY;
+  for (int w = 0; w < ex->num_workers; w++)
+    if (!(ex->arenas[w] = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++) {
+    stk__sample *s = &ex->samples[i];
+    s->pipe = p;
+    s->ex = ex;
+    s->index = i;
+    s->edges = &ex->edge_tensors[i * ex->num_edges];
+    s->items = &ex->items[i * (ex->num_readers ? ex->num_readers : 1)];
+  }
+  return STK_OK;
+}
+
+stk_status stk__exec_start(stk_pipeline *p) {
+  stk__exec *ex = stk__calloc(1, sizeof *ex, "the executor");
+  if (!ex) return STK_ERR_OUT_OF_MEMORY;
+  pthread_mutex_init(&ex->lock, NULL);
+  pthread_cond_init(&ex->cond, NULL);
+  ex->p = p;
+  ex->n = (size_t)p->settings[STK_PIPE_BATCH_SIZE];
+  ex->num_edges = p->num_edges;
+  ex->num_outputs = p->num_outputs;
+  ex->num_readers = (size_t)p->num_readers;
+  ex->num_workers = stk__threadpool_size(p->threads);
+  ex->async = p->settings[STK_PIPE_EXEC_ASYNC] != 0;
+  stk_status st = exec_alloc(p, ex);
+  if (st == STK_OK && ex->async) {
+    if (pthread_create(&ex->thread, NULL, producer_main, ex) != 0)
+      st = STK_FAIL(STK_ERR_INTERNAL, "cannot start the producer thread");
+    else
+      ex->thread_started = true;
+  }
+  if (st != STK_OK) {
+    exec_free(ex);
+    return st;
+  }
+  p->exec = ex;
+  return STK_OK;
+}
+
+void stk__exec_stop(stk_pipeline *p) {
+  stk__exec *ex = p->exec;
+  if (!ex) return;
+  atomic_store(&p->stopping, true);
+  pthread_mutex_lock(&ex->lock);
+  ex->stop = true;
+  pthread_cond_broadcast(&ex->cond);
+  pthread_mutex_unlock(&ex->lock);
+  pthread_mutex_lock(&p->feed_lock); /* wake a reader waiting for external data */
+  pthread_cond_broadcast(&p->feed_cond);
+  pthread_mutex_unlock(&p->feed_lock);
+  if (ex->thread_started) pthread_join(ex->thread, NULL);
+  exec_free(ex);
+  p->exec = NULL;
+}
+
+static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {
+  if (e->status != STK_OK) {
+    return stk__set_error(e->status, e->message ? e->message : "stk_pipeline_run: failed");
+  }
+  atomic_fetch_add(&p->stat_batches, 1);
+  atomic_fetch_add(&p->stat_samples, (long long)stk_tensor_list_num_samples(e->batch->outputs[0]));
+  *out = e->batch;
+  return STK_OK;
+}
+
+stk_status stk__exec_next(stk_pipeline *p, stk_batch **out) {
+  stk__exec *ex = p->exec;
+  if (ex->final_message) /* an earlier batch failed: the pipeline stays failed */
+    return stk__fail(ex->final_status, "stk_pipeline_run", "the pipeline stopped after an earlier error: %s",
+                     ex->final_message);
+  queue_entry e = {NULL, STK_OK, NULL};
+  if (!ex->async) {
+    e.status = produce(ex, &e.batch);
+    if (e.status != STK_OK) e.message = strdup(stk_last_error());
+  } else {
+    pthread_mutex_lock(&ex->lock);
+    while (ex->count == 0 && !ex->producer_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    if (ex->count == 0) {
+      pthread_mutex_unlock(&ex->lock);
+      return STK_FAIL(STK_ERR_STATE, "the producer has stopped");
+    }
+    e = ex->queue[ex->head];
+    ex->head = (ex->head + 1) % ex->cap;
+    ex->count--;
+    pthread_cond_broadcast(&ex->cond);
+    pthread_mutex_unlock(&ex->lock);
+  }
+  stk_status st = deliver(p, &e, out);
+  if (st != STK_OK) {
+    ex->final_status = st;
+    ex->final_message = e.message;
+  }
+  return st;
+}

@@ -1,0 +1,293 @@
+/* Data and code from the host program: the "external_source" operator, fed batch by
+ * batch with stk_pipeline_feed, and the "python_function" operator, which calls a host
+ * callback per sample (the Python binding attaches Python callables). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- external_source ---- */
+
+typedef struct {
+  stk__feed_batch *head, *tail; /* queued batches */
+  stk__feed_batch *current;     /* the batch being processed */
+  bool ended;
+} feed_state;
+
+static void free_feed_batch(stk__feed_batch *b) {
+  if (!b) return;
+  for (size_t i = 0; i < b->count; i++) free(b->samples[i].data);
+  free(b->samples);
+  free(b);
+}
+
+static stk_status ext_init(stk__node *node) {
+  feed_state *fs = stk__calloc(1, sizeof *fs, "an external source");
+  if (!fs) return STK_ERR_OUT_OF_MEMORY;
+  *stk__node_state(node) = fs;
+  return STK_OK;
+}
+
+static void ext_destroy(stk__node *node) {
+  feed_state *fs = *stk__node_state(node);
+  for (stk__feed_batch *b = fs->head, *n; b; b = n) {
+    n = b->next;
+    free_feed_batch(b);
+  }
+  free_feed_batch(fs->current);
+  free(fs);
+}
+
+/* Waits for the next fed batch (producer thread). */
+static stk_status ext_plan(stk__node *node, stk__plan *plan) {
+  stk_pipeline *p = node->pipe;
+  feed_state *fs = node->state;
+  if (plan->count != stk__node_batch_size(node))
+    return STK_FAIL(STK_ERR_DECODE, "external source '%s' cannot replace skipped samples", node->name);
+  pthread_mutex_lock(&p->feed_lock);
+  while (!fs->head && !fs->ended && !atomic_load(&p->stopping))
+    pthread_cond_wait(&p->feed_cond, &p->feed_lock);
+  stk__feed_batch *b = fs->head;
+  if (b) {
+    fs->head = b->next;
+    if (!fs->head) fs->tail = NULL;
+  }
+  pthread_mutex_unlock(&p->feed_lock);
+  if (!b)
+    return STK_FAIL(STK_ERR_STATE, "external source '%s' exhausted (no data was fed)", node->name);
+  free_feed_batch(fs->current);
+  fs->current = b;
+  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, i);
+  return STK_OK;
+}
+
+static stk_status ext_run(stk__node *node, stk__sample *s) {
+  feed_state *fs = node->state;
+  int64_t item = stk__sample_item(s, node);
+  const stk__tensor *src = &fs->current->samples[item];
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, src->dtype, src->ndim, src->shape, src->layout, &out));
+  size_t bytes = stk_dtype_size(src->dtype);
+  for (int d = 0; d < src->ndim; d++) bytes *= (size_t)src->shape[d];
+  if (bytes) memcpy(out->data, src->data, bytes);
+  return STK_OK;
+}
+
+static stk_status ext_meta(stk__node *node, stk_reader_meta *out) {
+  memset(out, 0, sizeof *out);
+  out->epoch_size = -1; /* unknown: the host decides when an epoch ends */
+  out->epoch_size_padded = -1;
+  out->shard_size = -1;
+  out->number_of_shards = 1;
+  return STK_OK;
+}
+
+static const stk_arg_schema ext_args[] = {
+    {"dtype", STK_ARG_STRING, 0, NULL, 0, 0, NULL, "expected dtype of the fed samples (checked)"},
+    {"ndim", STK_ARG_INT, 0, NULL, 0, 0, NULL, "expected number of dimensions (checked)"},
+    {"layout", STK_ARG_STRING, 0, NULL, 0, 0, NULL, "layout given to the samples"},
+    {"no_copy", STK_ARG_BOOL, 0, "false", 0, 0, NULL, "accepted for DALI compatibility; stoker always copies"},
+    {"blocking", STK_ARG_BOOL, 0, "true", 0, 0, NULL, "accepted for DALI compatibility"},
+};
+enum { EXT_DTYPE, EXT_NDIM, EXT_LAYOUT };
+static const stk_port_schema ext_out[] = {{"data", "the fed samples"}};
+static const stk_op_schema ext_schema = {
+    "external_source",
+    "Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.",
+    STK_DEVICE_CPU, STK_OPF_NO_INPUT, 0, 0, NULL, 1, ext_out,
+    sizeof ext_args / sizeof ext_args[0], ext_args};
+const stk__op_def stk__op_external_source = {&ext_schema, ext_init, ext_destroy, ext_plan,
+                                             ext_run, ext_meta, NULL};
+
+static stk_status check_fed(stk__node *node, const stk_tensor_desc *samples, size_t count) {
+  int64_t batch = stk__node_batch_size(node);
+  if ((int64_t)count != batch)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': fed %zu samples, the batch size is %lld",
+                    node->name, count, (long long)batch);
+  for (size_t i = 0; i < count; i++) {
+    if (samples[i].dtype != samples[0].dtype || samples[i].ndim != samples[0].ndim)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "external source '%s': sample %zu differs in dtype or ndim from sample 0", node->name, i);
+    if (samples[i].ndim < 0 || samples[i].ndim > STK_MAX_NDIM || stk_dtype_size(samples[i].dtype) == 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': sample %zu has a bad dtype or ndim", node->name, i);
+  }
+  if (stk__arg_given(node, EXT_DTYPE) && count &&
+      stk__dtype_arg(stk__arg_string(node, EXT_DTYPE)) != samples[0].dtype)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': fed %s, declared dtype %s", node->name,
+                    stk_dtype_name(samples[0].dtype), stk__arg_string(node, EXT_DTYPE));
+  if (stk__arg_given(node, EXT_NDIM) && count && stk__arg_int(node, NULL, EXT_NDIM) != samples[0].ndim)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': fed %d dims, declared ndim %lld", node->name,
+                    samples[0].ndim, (long long)stk__arg_int(node, NULL, EXT_NDIM));
+  return STK_OK;
+}
+
+/* Copies one fed sample (honouring its byte strides) into a dense buffer. */
+static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout, stk__tensor *dst) {
+  size_t elem = stk_dtype_size(src->dtype), count = 1;
+  for (int d = 0; d < src->ndim; d++) {
+    if (src->shape[d] < 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "negative extent in a fed sample");
+    count *= (size_t)src->shape[d];
+    dst->shape[d] = src->shape[d];
+  }
+  dst->ndim = src->ndim;
+  dst->dtype = src->dtype;
+  snprintf(dst->layout, sizeof dst->layout, "%s", layout && *layout ? layout : src->layout);
+  dst->data = stk__malloc(count * elem, "a fed sample");
+  if (!dst->data) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t k = 0; k < count; k++) { /* element-wise walk over the strided source */
+    size_t rem = k;
+    int64_t offset = 0;
+    for (int d = src->ndim - 1; d >= 0; d--) {
+      offset += (int64_t)(rem % (size_t)src->shape[d]) * src->strides[d];
+      rem /= (size_t)src->shape[d];
+    }
+    memcpy((char *)dst->data + k * elem, (const char *)src->data + offset, elem);
+  }
+  return STK_OK;
+}
+
+stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name, const stk_tensor_desc *samples, size_t count) {
+  if (!p || !op_name || (!samples && count)) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (!p->built) return STK_FAIL(STK_ERR_STATE, "build the pipeline before feeding it");
+  stk__node *node = stk__graph_find_node(p, op_name);
+  if (!node || node->spec->def != &stk__op_external_source)
+    return STK_FAIL(STK_ERR_NOT_FOUND, "no external_source named '%s'", op_name);
+  STK_TRY(check_fed(node, samples, count));
+  stk__feed_batch *b = stk__calloc(1, sizeof *b, "a fed batch");
+  if (!b) return STK_ERR_OUT_OF_MEMORY;
+  b->samples = stk__calloc(count ? count : 1, sizeof(stk__tensor), "fed samples");
+  if (!b->samples) {
+    free(b);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  b->count = count;
+  const char *layout = stk__arg_given(node, EXT_LAYOUT) ? stk__arg_string(node, EXT_LAYOUT) : NULL;
+  for (size_t i = 0; i < count; i++) {
+    stk_status st = copy_fed_sample(&samples[i], layout, &b->samples[i]);
+    if (st != STK_OK) {
+      free_feed_batch(b);
+      return st;
+    }
+  }
+  feed_state *fs = node->state;
+  pthread_mutex_lock(&p->feed_lock);
+  if (fs->tail) fs->tail->next = b;
+  else fs->head = b;
+  fs->tail = b;
+  fs->ended = false;
+  pthread_cond_broadcast(&p->feed_cond);
+  pthread_mutex_unlock(&p->feed_lock);
+  return STK_OK;
+}
+
+stk_status stk_pipeline_feed_end(stk_pipeline *p, const char *op_name) {
+  if (!p || !op_name) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (!p->built) return STK_FAIL(STK_ERR_STATE, "build the pipeline first");
+  stk__node *node = stk__graph_find_node(p, op_name);
+  if (!node || node->spec->def != &stk__op_external_source)
+    return STK_FAIL(STK_ERR_NOT_FOUND, "no external_source named '%s'", op_name);
+  feed_state *fs = node->state;
+  pthread_mutex_lock(&p->feed_lock);
+  fs->ended = true;
+  pthread_cond_broadcast(&p->feed_cond);
+  pthread_mutex_unlock(&p->feed_lock);
+  return STK_OK;
+}
+
+/* ---- python_function: host callbacks ---- */
+
+struct stk_host_call {
+  stk__node *node;
+  stk__sample *sample;
+  char message[512];
+};
+
+static stk_status hostfn_init(stk__node *node) {
+  if (!node->host_fn)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' has no function attached (stk_pipeline_set_host_function)",
+                    node->name);
+  return STK_OK;
+}
+
+static stk_status hostfn_run(stk__node *node, stk__sample *s) {
+  stk_host_call call = {node, s, ""};
+  stk_status st = node->host_fn(node->host_user, &call);
+  if (st != STK_OK)
+    return STK_FAIL(st, "function '%s' failed: %s", node->name, call.message[0] ? call.message : stk_last_error());
+  for (int k = 0; k < node->num_outputs; k++)
+    if (!s->edges[node->out_edges[k]].data)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "function '%s' did not produce output %d", node->name, k);
+  return STK_OK;
+}
+
+static int hostfn_num_outputs(const stk__node *node) { return (int)stk__arg_int(node, NULL, 0); }
+
+static const stk_arg_schema hostfn_args[] = {
+    {"num_outputs", STK_ARG_INT, STK_ARGF_RANGE, "1", 0, 64, NULL, "number of outputs the function returns"},
+    {"batch_processing", STK_ARG_BOOL, 0, "false", 0, 0, NULL, "accepted for DALI compatibility; calls are per sample"},
+};
+static const stk_port_schema hostfn_in[] = {{"input", "arrays passed to the function"}};
+static const stk_port_schema hostfn_out[] = {{"output", "arrays returned by the function"}};
+static const stk_op_schema hostfn_schema = {
+    "python_function",
+    "Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, "
+    "on the worker threads.",
+    STK_DEVICE_CPU, 0, 0, 16, hostfn_in, -1, hostfn_out,
+    sizeof hostfn_args / sizeof hostfn_args[0], hostfn_args};
+const stk__op_def stk__op_python_function = {&hostfn_schema, hostfn_init, NULL, NULL, hostfn_run, NULL,
+                                             hostfn_num_outputs};
+
+size_t stk_host_call_num_inputs(const stk_host_call *call) { return (size_t)call->node->spec->num_inputs; }
+
+stk_status stk_host_call_input(const stk_host_call *call, size_t index, stk_tensor_desc *out) {
+  if (index >= stk_host_call_num_inputs(call)) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "input %zu out of range", index);
+  const stk__tensor *t = stk__input(call->sample, (int)index);
+  memset(out, 0, sizeof *out);
+  out->data = t->data;
+  out->ndim = t->ndim;
+  out->dtype = t->dtype;
+  memcpy(out->layout, t->layout, sizeof out->layout);
+  int64_t stride = (int64_t)stk_dtype_size(t->dtype);
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    out->shape[d] = t->shape[d];
+    out->strides[d] = stride;
+    stride *= t->shape[d];
+  }
+  return STK_OK;
+}
+
+stk_status stk_host_call_output(stk_host_call *call, size_t index, stk_dtype dtype, int ndim,
+                                const int64_t *shape, const char *layout, void **data) {
+  if ((int)index >= call->node->num_outputs)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output %zu out of range", index);
+  if (stk_dtype_size(dtype) == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
+  stk__tensor *t;
+  STK_TRY(stk__output(call->sample, (int)index, dtype, ndim, shape, layout, &t));
+  *data = t->data;
+  return STK_OK;
+}
+
+int64_t stk_host_call_ordinal(const stk_host_call *call) { return stk__sample_ordinal(call->sample); }
+
+stk_status stk_host_call_fail(stk_host_call *call, const char *message) {
+  snprintf(call->message, sizeof call->message, "%s", message ? message : "");
+  return STK_ERR_INVALID_ARGUMENT;
+}
+
+stk_status stk_pipeline_set_host_function(stk_pipeline *p, const char *op_name, stk_host_fn fn, void *user,
+                                          void (*free_user)(void *)) {
+  if (!p || !op_name || !fn) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (p->built) return STK_FAIL(STK_ERR_STATE, "attach host functions before build");
+  stk__host_reg *r = stk__calloc(1, sizeof *r, "a host function");
+  if (!r) return STK_ERR_OUT_OF_MEMORY;
+  if (!(r->op_name = stk__strdup(op_name))) {
+    free(r);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  r->fn = fn;
+  r->user = user;
+  r->free_user = free_user;
+  r->next = p->host_regs;
+  p->host_regs = r;
+  return STK_OK;
+}

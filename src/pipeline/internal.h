@@ -1,0 +1,192 @@
+/*
+ * Pipeline internals shared by the files of src/pipeline/: operator specs and argument
+ * values (opspec.c, args.c), the graph (graph.c), tensor lists (tensor_list.c), the
+ * executor (executor.c), the per-sample context (sample.c) and the text form (text.c).
+ */
+#ifndef STOKER_PIPELINE_INTERNAL_H
+#define STOKER_PIPELINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "../ops/op.h"
+
+/* ---- argument values ---- */
+typedef struct {
+  bool given;      /* set explicitly or fed by an edge */
+  bool has_value;  /* given or defaulted */
+  char *edge_name; /* fed per sample by this edge (NULL: constant) */
+  int edge;        /* resolved edge index at build, -1 for constants */
+  stk_arg_type type;
+  bool b;
+  int64_t i;
+  double f;
+  char *s;
+  size_t count; /* list length */
+  int64_t *ints;
+  double *floats;
+  char **strs;
+} stk__argval;
+
+void stk__argval_clear(stk__argval *v);
+stk_status stk__argval_copy(stk__argval *dst, const stk__argval *src);
+/* Parses a literal in text form ("1", "0.5", "true", "\"RGB\"", "[1, 2]") into a value of
+ * the argument's type (scalars promote to one-element lists; ints to floats). */
+stk_status stk__argval_parse(const stk_arg_schema *schema, const char *text,
+                             stk__argval *out);
+/* Checks a value against its schema (range, choices). */
+stk_status stk__argval_check(const stk_arg_schema *schema, const stk__argval *v,
+                             const char *op_name);
+/* Appends the value in text form. */
+stk_status stk__argval_format(const stk__argval *v, stk__strbuf *out);
+
+/* ---- operator specs (the public stk_op) ---- */
+struct stk_op {
+  const stk__op_def *def;
+  unsigned device;
+  char *name; /* explicit instance name, or NULL */
+  char **inputs;
+  int num_inputs;
+  char **outputs;
+  int num_outputs;
+  stk__argval *args; /* def->schema->num_args entries */
+};
+
+stk_status stk__op_copy(stk_op **out, const stk_op *src);
+const char *stk__device_name(unsigned device);
+
+/* ---- graph ---- */
+typedef struct {
+  char *name;
+  int producer;     /* node index */
+  int producer_out; /* output index of the producer */
+  int output_index; /* index among pipeline outputs, -1 if not an output */
+} stk__edge;
+
+struct stk__node {
+  stk_op *spec;
+  struct stk_pipeline *pipe;
+  int index;
+  char *name; /* instance name (explicit or generated) */
+  int *in_edges;
+  int *out_edges;
+  int num_outputs;
+  int reader_slot; /* index among readers, -1 if not a reader */
+  void *state;
+  uint64_t rng_key;
+  atomic_llong time_ns;
+  /* host functions (python_function) */
+  stk_host_fn host_fn;
+  void *host_user;
+  void (*host_free)(void *);
+};
+
+/* ---- tensor lists ---- */
+struct stk_tensor_list {
+  atomic_int refs;
+  size_t n;
+  stk_dtype dtype;
+  char layout[STK_MAX_LAYOUT + 1];
+  int ndim;
+  int64_t *shapes; /* n * ndim */
+  void **data;     /* n */
+  void **blocks;   /* pool blocks owned */
+  size_t num_blocks;
+  stk__pool *pool;
+  void *dense;
+  stk_storage storage;
+  int device_id;
+};
+
+stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim,
+                                   stk__pool *pool);
+/* Hands ownership of a pool block to the list. */
+stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block);
+
+struct stk_batch {
+  size_t num_outputs;
+  stk_tensor_list **outputs;
+};
+
+/* ---- external data queues ---- */
+typedef struct stk__feed_batch {
+  struct stk__feed_batch *next;
+  size_t count;
+  stk__tensor *samples; /* data owned (malloc) */
+} stk__feed_batch;
+
+/* ---- the pipeline ---- */
+typedef struct stk__exec stk__exec;
+
+struct stk_pipeline {
+  int64_t settings[STK_PIPE_SETTING_COUNT];
+  stk_op **ops;
+  size_t num_ops;
+  char **output_names;
+  size_t num_outputs;
+  bool built;
+  /* after build */
+  stk__node *nodes;
+  size_t num_nodes;
+  int *order; /* topological order of node indices */
+  stk__edge *edges;
+  size_t num_edges;
+  int *output_edges;
+  int num_readers;
+  stk__pool *pool;
+  stk__threadpool *threads;
+  stk__exec *exec;
+  /* host functions registered before build: by instance name */
+  struct stk__host_reg *host_regs;
+  /* stats */
+  atomic_llong stat_batches, stat_samples, stat_skipped;
+  /* external source feeding */
+  pthread_mutex_t feed_lock;
+  pthread_cond_t feed_cond;
+  atomic_bool stopping; /* set while the producer is being stopped */
+  char *last_skip_message;
+};
+
+typedef struct stk__host_reg {
+  struct stk__host_reg *next;
+  char *op_name;
+  stk_host_fn fn;
+  void *user;
+  void (*free_user)(void *);
+} stk__host_reg;
+
+/* graph.c */
+stk_status stk__graph_build(stk_pipeline *p);
+void stk__graph_free(stk_pipeline *p);
+stk__node *stk__graph_find_node(stk_pipeline *p, const char *name);
+
+/* executor.c */
+stk_status stk__exec_start(stk_pipeline *p);
+void stk__exec_stop(stk_pipeline *p);
+stk_status stk__exec_next(stk_pipeline *p, stk_batch **out);
+
+/* the per-sample context, shared by executor.c and sample.c */
+typedef struct stk__arena stk__arena;
+void *stk__arena_alloc(stk__arena *a, size_t bytes);
+
+struct stk__sample {
+  stk_pipeline *pipe;
+  stk__exec *ex;
+  int64_t ordinal;
+  size_t index; /* position in the batch */
+  int worker;
+  stk__tensor *edges;   /* this sample's tensor for every edge */
+  int64_t *items;       /* planned item per reader */
+  const char *source;   /* file or origin of the sample */
+  stk__node *current;   /* the node being run */
+  stk__arena *arena;
+};
+
+/* sample.c: allocation of a node's output for a sample (executor decides where). */
+void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__tensor *t);
+
+/* host.c: external sources */
+stk_status stk__feed_pop(stk_pipeline *p, stk__node *node, stk__feed_batch **out);
+
+#endif

@@ -1,0 +1,190 @@
+/* The public pipeline API: settings, graph construction, build, run, metadata, stats. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define HOST_POOL_MAX_CACHED ((size_t)1 << 30)
+
+static const struct {
+  const char *name;
+  int64_t def, min, max;
+} setting_info[STK_PIPE_SETTING_COUNT] = {
+    [STK_PIPE_BATCH_SIZE] = {"batch_size", 1, 1, 1 << 20},
+    [STK_PIPE_NUM_THREADS] = {"num_threads", 1, 1, 1024},
+    [STK_PIPE_SEED] = {"seed", -1, -1, INT64_MAX},
+    [STK_PIPE_PREFETCH_QUEUE_DEPTH] = {"prefetch_queue_depth", 2, 1, 64},
+    [STK_PIPE_DEVICE_ID] = {"device_id", -1, -1, 1023},
+    [STK_PIPE_ON_ERROR] = {"on_error", STK_ON_ERROR_FAIL, 0, 1},
+    [STK_PIPE_MAX_IMAGE_PIXELS] = {"max_image_pixels", (int64_t)1 << 28, 1, INT64_MAX},
+    [STK_PIPE_MAX_FILE_BYTES] = {"max_file_bytes", (int64_t)1 << 30, 1, INT64_MAX},
+    [STK_PIPE_EXEC_ASYNC] = {"exec_async", 1, 0, 1},
+};
+
+const char *stk__setting_name(stk_pipeline_setting key) {
+  return (unsigned)key < STK_PIPE_SETTING_COUNT ? setting_info[key].name : NULL;
+}
+
+stk_status stk_pipeline_create(stk_pipeline **out) {
+  if (!out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL output pointer");
+  stk_pipeline *p = stk__calloc(1, sizeof *p, "a pipeline");
+  if (!p) return STK_ERR_OUT_OF_MEMORY;
+  for (int k = 0; k < STK_PIPE_SETTING_COUNT; k++) p->settings[k] = setting_info[k].def;
+  pthread_mutex_init(&p->feed_lock, NULL);
+  pthread_cond_init(&p->feed_cond, NULL);
+  *out = p;
+  return STK_OK;
+}
+
+void stk_pipeline_destroy(stk_pipeline *p) {
+  if (!p) return;
+  stk__exec_stop(p);
+  stk__threadpool_destroy(p->threads);
+  stk__graph_free(p);
+  for (size_t i = 0; i < p->num_ops; i++) stk_op_destroy(p->ops[i]);
+  free(p->ops);
+  for (size_t o = 0; o < p->num_outputs; o++) free(p->output_names[o]);
+  free(p->output_names);
+  for (stk__host_reg *r = p->host_regs, *n; r; r = n) {
+    n = r->next;
+    if (r->free_user) r->free_user(r->user);
+    free(r->op_name);
+    free(r);
+  }
+  stk__pool_destroy(p->pool); /* blocks held by live tensor lists stay valid */
+  free(p->last_skip_message);
+  pthread_mutex_destroy(&p->feed_lock);
+  pthread_cond_destroy(&p->feed_cond);
+  free(p);
+}
+
+stk_status stk_pipeline_set(stk_pipeline *p, stk_pipeline_setting key, int64_t value) {
+  if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
+  if ((unsigned)key >= STK_PIPE_SETTING_COUNT)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "unknown setting %d", (int)key);
+  if (p->built) return STK_FAIL(STK_ERR_STATE, "'%s' cannot change after build", setting_info[key].name);
+  if (value < setting_info[key].min || value > setting_info[key].max)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s = %lld is out of range [%lld, %lld]",
+                    setting_info[key].name, (long long)value, (long long)setting_info[key].min,
+                    (long long)setting_info[key].max);
+  p->settings[key] = value;
+  return STK_OK;
+}
+
+stk_status stk_pipeline_get(const stk_pipeline *p, stk_pipeline_setting key, int64_t *value) {
+  if (!p || !value) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if ((unsigned)key >= STK_PIPE_SETTING_COUNT)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "unknown setting %d", (int)key);
+  *value = p->settings[key];
+  return STK_OK;
+}
+
+stk_status stk_pipeline_add_op(stk_pipeline *p, const stk_op *op) {
+  if (!p || !op) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (p->built) return STK_FAIL(STK_ERR_STATE, "the pipeline is already built");
+  stk_op *copy;
+  STK_TRY(stk__op_copy(&copy, op));
+  stk_op **grown = stk__realloc(p->ops, (p->num_ops + 1) * sizeof(stk_op *), "the operator list");
+  if (!grown) {
+    stk_op_destroy(copy);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  p->ops = grown;
+  p->ops[p->num_ops++] = copy;
+  return STK_OK;
+}
+
+stk_status stk_pipeline_set_outputs(stk_pipeline *p, const char *const *edges, size_t count) {
+  if (!p || (!edges && count)) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (p->built) return STK_FAIL(STK_ERR_STATE, "the pipeline is already built");
+  char **names = stk__calloc(count ? count : 1, sizeof(char *), "output names");
+  if (!names) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t o = 0; o < count; o++)
+    if (!edges[o] || !(names[o] = stk__strdup(edges[o]))) {
+      for (size_t k = 0; k < o; k++) free(names[k]);
+      free(names);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output %zu: NULL or unallocatable name", o);
+    }
+  for (size_t o = 0; o < p->num_outputs; o++) free(p->output_names[o]);
+  free(p->output_names);
+  p->output_names = names;
+  p->num_outputs = count;
+  return STK_OK;
+}
+
+stk_status stk_pipeline_build(stk_pipeline *p) {
+  if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
+  if (p->built) return STK_OK;
+  stk_status st = stk__graph_build(p);
+  if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
+  if (st == STK_OK) st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);
+  if (st == STK_OK) st = stk__exec_start(p);
+  if (st != STK_OK) { /* leave the pipeline as it was so it can be fixed and rebuilt */
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", stk_last_error());
+    stk__threadpool_destroy(p->threads);
+    p->threads = NULL;
+    stk__graph_free(p);
+    stk__pool_destroy(p->pool);
+    p->pool = NULL;
+    return stk__set_error(st, saved);
+  }
+  p->built = true;
+  return STK_OK;
+}
+
+stk_status stk_pipeline_run(stk_pipeline *p, stk_batch **out) {
+  if (!p || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (!p->built) return STK_FAIL(STK_ERR_STATE, "build the pipeline before running it");
+  *out = NULL;
+  return stk__exec_next(p, out);
+}
+
+static stk_status find_reader(stk_pipeline *p, const char *name, stk__node **out) {
+  if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
+  if (!p->built) return STK_FAIL(STK_ERR_STATE, "build the pipeline first");
+  for (size_t n = 0; n < p->num_nodes; n++) {
+    stk__node *node = &p->nodes[n];
+    if (!node->spec->def->reader_meta) continue;
+    if (!name || strcmp(node->name, name) == 0) {
+      *out = node;
+      return STK_OK;
+    }
+  }
+  return name ? STK_FAIL(STK_ERR_NOT_FOUND, "no reader named '%s'", name)
+              : STK_FAIL(STK_ERR_NOT_FOUND, "the pipeline has no reader");
+}
+
+stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name, stk_reader_meta *out) {
+  stk__node *node = NULL;
+  STK_TRY(find_reader(p, reader_name, &node));
+  memset(out, 0, sizeof *out);
+  return node->spec->def->reader_meta(node, out);
+}
+
+stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_name, int64_t *out) {
+  stk_reader_meta meta;
+  STK_TRY(stk_pipeline_reader_meta(p, reader_name, &meta));
+  *out = meta.epoch_size;
+  return STK_OK;
+}
+
+stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
+  if (!p || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  memset(out, 0, sizeof *out);
+  out->batches = atomic_load(&p->stat_batches);
+  out->samples = atomic_load(&p->stat_samples);
+  out->skipped = atomic_load(&p->stat_skipped);
+  if (p->pool) stk__pool_stats(p->pool, &out->host_bytes_in_use, &out->host_bytes_cached, &out->host_bytes_peak);
+  return STK_OK;
+}
+
+size_t stk_pipeline_num_ops(const stk_pipeline *p) { return p && p->built ? p->num_nodes : 0; }
+
+stk_status stk_pipeline_op_time(stk_pipeline *p, size_t index, const char **name, int64_t *nanoseconds) {
+  if (!p || !p->built) return STK_FAIL(STK_ERR_STATE, "build the pipeline first");
+  if (index >= p->num_nodes) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator %zu out of range", index);
+  if (name) *name = p->nodes[index].name;
+  if (nanoseconds) *nanoseconds = atomic_load(&p->nodes[index].time_ns);
+  return STK_OK;
+}

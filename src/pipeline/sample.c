@@ -1,0 +1,172 @@
+/* What operator implementations see: node accessors, argument getters (constant or fed
+ * per sample), the sample context, outputs, scratch memory and random streams. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+void **stk__node_state(stk__node *node) { return &node->state; }
+const char *stk__node_name(const stk__node *node) { return node->name; }
+int stk__node_num_inputs(const stk__node *node) { return node->spec->num_inputs; }
+int stk__node_num_outputs(const stk__node *node) { return node->spec->num_outputs; }
+int64_t stk__node_batch_size(const stk__node *node) { return node->pipe->settings[STK_PIPE_BATCH_SIZE]; }
+int64_t stk__node_max_pixels(const stk__node *node) { return node->pipe->settings[STK_PIPE_MAX_IMAGE_PIXELS]; }
+int64_t stk__node_max_file_bytes(const stk__node *node) { return node->pipe->settings[STK_PIPE_MAX_FILE_BYTES]; }
+int stk__node_num_threads(const stk__node *node) { return (int)node->pipe->settings[STK_PIPE_NUM_THREADS]; }
+int64_t stk__node_seed(const stk__node *node) {
+  int64_t seed = node->pipe->settings[STK_PIPE_SEED];
+  return seed < 0 ? 0x5EED : seed;
+}
+
+bool stk__arg_given(const stk__node *node, int arg) { return node->spec->args[arg].given; }
+bool stk__arg_is_fed(const stk__node *node, int arg) { return node->spec->args[arg].edge >= 0; }
+
+/* Reads element `i` of a tensor of any dtype as a double. */
+static double element(const stk__tensor *t, int64_t i) {
+  switch (t->dtype) {
+  case STK_DTYPE_UINT8: return ((const uint8_t *)t->data)[i];
+  case STK_DTYPE_INT8: return ((const int8_t *)t->data)[i];
+  case STK_DTYPE_UINT16: return ((const uint16_t *)t->data)[i];
+  case STK_DTYPE_INT16: return ((const int16_t *)t->data)[i];
+  case STK_DTYPE_UINT32: return ((const uint32_t *)t->data)[i];
+  case STK_DTYPE_INT32: return ((const int32_t *)t->data)[i];
+  case STK_DTYPE_UINT64: return (double)((const uint64_t *)t->data)[i];
+  case STK_DTYPE_INT64: return (double)((const int64_t *)t->data)[i];
+  case STK_DTYPE_FLOAT16: return stk__f16_to_f32(((const uint16_t *)t->data)[i]);
+  case STK_DTYPE_FLOAT32: return ((const float *)t->data)[i];
+  case STK_DTYPE_FLOAT64: return ((const double *)t->data)[i];
+  case STK_DTYPE_BOOL: return ((const uint8_t *)t->data)[i] != 0;
+  default: return 0.0;
+  }
+}
+
+static int64_t tensor_size(const stk__tensor *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+  return n;
+}
+
+static const stk__tensor *fed(const stk__node *node, const stk__sample *s, int arg) {
+  int e = node->spec->args[arg].edge;
+  return (e >= 0 && s) ? &s->edges[e] : NULL;
+}
+
+bool stk__arg_bool(const stk__node *node, const stk__sample *s, int arg) {
+  const stk__tensor *t = fed(node, s, arg);
+  if (t) return tensor_size(t) > 0 && element(t, 0) != 0.0;
+  const stk__argval *v = &node->spec->args[arg];
+  return v->type == STK_ARG_INT ? v->i != 0 : v->b;
+}
+
+int64_t stk__arg_int(const stk__node *node, const stk__sample *s, int arg) {
+  const stk__tensor *t = fed(node, s, arg);
+  if (t) return tensor_size(t) > 0 ? (int64_t)llround(element(t, 0)) : 0;
+  const stk__argval *v = &node->spec->args[arg];
+  return v->type == STK_ARG_BOOL ? v->b : v->type == STK_ARG_FLOAT ? (int64_t)v->f : v->i;
+}
+
+double stk__arg_float(const stk__node *node, const stk__sample *s, int arg) {
+  const stk__tensor *t = fed(node, s, arg);
+  if (t) return tensor_size(t) > 0 ? element(t, 0) : 0.0;
+  const stk__argval *v = &node->spec->args[arg];
+  return v->type == STK_ARG_INT ? (double)v->i : v->type == STK_ARG_BOOL ? v->b : v->f;
+}
+
+const char *stk__arg_string(const stk__node *node, int arg) {
+  const char *s = node->spec->args[arg].s;
+  return s ? s : "";
+}
+
+size_t stk__arg_ints(const stk__node *node, const stk__sample *s, int arg, const int64_t **out) {
+  const stk__tensor *t = fed(node, s, arg);
+  if (t) {
+    int64_t n = tensor_size(t);
+    int64_t *buf = stk__scratch((stk__sample *)s, (size_t)(n ? n : 1) * sizeof(int64_t));
+    if (!buf) {
+      *out = NULL;
+      return 0;
+    }
+    for (int64_t i = 0; i < n; i++) buf[i] = (int64_t)llround(element(t, i));
+    *out = buf;
+    return (size_t)n;
+  }
+  *out = node->spec->args[arg].ints;
+  return node->spec->args[arg].count;
+}
+
+size_t stk__arg_floats(const stk__node *node, const stk__sample *s, int arg, const double **out) {
+  const stk__tensor *t = fed(node, s, arg);
+  if (t) {
+    int64_t n = tensor_size(t);
+    double *buf = stk__scratch((stk__sample *)s, (size_t)(n ? n : 1) * sizeof(double));
+    if (!buf) {
+      *out = NULL;
+      return 0;
+    }
+    for (int64_t i = 0; i < n; i++) buf[i] = element(t, i);
+    *out = buf;
+    return (size_t)n;
+  }
+  *out = node->spec->args[arg].floats;
+  return node->spec->args[arg].count;
+}
+
+size_t stk__arg_strings(const stk__node *node, int arg, const char *const **out) {
+  *out = (const char *const *)node->spec->args[arg].strs;
+  return node->spec->args[arg].count;
+}
+
+const stk__tensor *stk__input(const stk__sample *s, int index) {
+  return &s->edges[s->current->in_edges[index]];
+}
+
+stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
+                       const int64_t *shape, const char *layout, stk__tensor **out) {
+  stk__node *node = s->current;
+  if (index < 0 || index >= node->num_outputs)
+    return STK_FAIL(STK_ERR_INTERNAL, "operator '%s' has no output %d", node->name, index);
+  if (ndim < 0 || ndim > STK_MAX_NDIM)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s': %d dimensions, at most %d", node->name, ndim, STK_MAX_NDIM);
+  int edge = node->out_edges[index];
+  stk__tensor *t = &s->edges[edge];
+  size_t bytes = stk_dtype_size(dtype);
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 0 || !stk__mul_size(bytes, (size_t)shape[d], &bytes))
+      return STK_FAIL(STK_ERR_LIMIT, "operator '%s': output shape overflows", node->name);
+    t->shape[d] = shape[d];
+  }
+  t->ndim = ndim;
+  t->dtype = dtype;
+  snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
+  t->data = s->pipe->edges[edge].output_index >= 0 ? stk__exec_alloc_output(s, edge, bytes, t)
+                                                   : stk__arena_alloc(s->arena, bytes);
+  if (!t->data)
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "operator '%s': cannot allocate %zu bytes", node->name, bytes);
+  *out = t;
+  return STK_OK;
+}
+
+void *stk__scratch(stk__sample *s, size_t bytes) { return stk__arena_alloc(s->arena, bytes); }
+
+void stk__sample_rng(const stk__node *node, const stk__sample *s, stk__philox *g) {
+  stk__philox_init(g, node->rng_key, (uint64_t)s->ordinal);
+}
+
+int64_t stk__sample_ordinal(const stk__sample *s) { return s->ordinal; }
+
+int64_t stk__sample_item(const stk__sample *s, const stk__node *reader) {
+  return reader->reader_slot >= 0 ? s->items[reader->reader_slot] : -1;
+}
+
+void stk__sample_set_source(stk__sample *s, const char *source) { s->source = source; }
+const char *stk__sample_source(const stk__sample *s) { return s->source; }
+
+void stk__plan_set_item(stk__plan *plan, int64_t i, int64_t item) {
+  if (i >= 0 && i < plan->count) plan->items_[i] = item;
+}
+
+stk_dtype stk__dtype_arg(const char *name) {
+  stk_dtype d;
+  return stk_dtype_from_name(name, &d) == STK_OK ? d : STK_DTYPE_UINT8;
+}

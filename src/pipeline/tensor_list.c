@@ -1,0 +1,85 @@
+/* Tensor lists: the per-output result of a batch. Reference counted; the pool blocks
+ * they own go back to the pipeline's pool with the last reference. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim, stk__pool *pool) {
+  stk_tensor_list *tl = stk__calloc(1, sizeof *tl, "a tensor list");
+  if (!tl) return STK_ERR_OUT_OF_MEMORY;
+  atomic_init(&tl->refs, 1);
+  tl->n = n;
+  tl->ndim = ndim;
+  tl->pool = pool;
+  tl->device_id = -1;
+  tl->shapes = stk__calloc(n * (size_t)(ndim ? ndim : 1), sizeof(int64_t), "sample shapes");
+  tl->data = stk__calloc(n ? n : 1, sizeof(void *), "sample pointers");
+  tl->blocks = stk__calloc(n + 1, sizeof(void *), "blocks");
+  if (!tl->shapes || !tl->data || !tl->blocks) {
+    stk_tensor_list_release(tl);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  *out = tl;
+  return STK_OK;
+}
+
+stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block) {
+  if (tl->num_blocks >= tl->n + 1) return STK_FAIL(STK_ERR_INTERNAL, "tensor list owns too many blocks");
+  tl->blocks[tl->num_blocks++] = block;
+  return STK_OK;
+}
+
+void stk_tensor_list_retain(stk_tensor_list *tl) {
+  if (tl) atomic_fetch_add_explicit(&tl->refs, 1, memory_order_relaxed);
+}
+
+void stk_tensor_list_release(stk_tensor_list *tl) {
+  if (!tl || atomic_fetch_sub_explicit(&tl->refs, 1, memory_order_acq_rel) != 1) return;
+  for (size_t b = 0; b < tl->num_blocks; b++) stk__pool_free(tl->pool, tl->blocks[b]);
+  free(tl->blocks);
+  free(tl->shapes);
+  free(tl->data);
+  free(tl);
+}
+
+size_t stk_tensor_list_num_samples(const stk_tensor_list *tl) { return tl ? tl->n : 0; }
+stk_dtype stk_tensor_list_dtype(const stk_tensor_list *tl) { return tl->dtype; }
+const char *stk_tensor_list_layout(const stk_tensor_list *tl) { return tl->layout; }
+stk_storage stk_tensor_list_storage(const stk_tensor_list *tl) { return tl->storage; }
+int stk_tensor_list_device_id(const stk_tensor_list *tl) { return tl->device_id; }
+int stk_tensor_list_ndim(const stk_tensor_list *tl) { return tl->ndim; }
+int stk_tensor_list_is_dense(const stk_tensor_list *tl) { return tl && tl->dense != NULL; }
+void *stk_tensor_list_data(const stk_tensor_list *tl) { return tl ? tl->dense : NULL; }
+void *stk_tensor_list_ready_event(const stk_tensor_list *tl) { return NULL; }
+
+stk_status stk_tensor_list_sample(const stk_tensor_list *tl, size_t index, stk_tensor_desc *out) {
+  if (!tl || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (index >= tl->n)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu out of range (the list has %zu)", index, tl->n);
+  memset(out, 0, sizeof *out);
+  out->data = tl->data[index];
+  out->ndim = tl->ndim;
+  out->dtype = tl->dtype;
+  memcpy(out->layout, tl->layout, sizeof out->layout);
+  int64_t stride = (int64_t)stk_dtype_size(tl->dtype);
+  for (int d = tl->ndim - 1; d >= 0; d--) {
+    out->shape[d] = tl->shapes[index * (size_t)tl->ndim + (size_t)d];
+    out->strides[d] = stride;
+    stride *= out->shape[d];
+  }
+  return STK_OK;
+}
+
+size_t stk_batch_num_outputs(const stk_batch *b) { return b ? b->num_outputs : 0; }
+
+stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index) {
+  return (b && index < b->num_outputs) ? b->outputs[index] : NULL;
+}
+
+void stk_batch_release(stk_batch *b) {
+  if (!b) return;
+  for (size_t o = 0; o < b->num_outputs; o++) stk_tensor_list_release(b->outputs[o]);
+  free(b->outputs);
+  free(b);
+}
