@@ -1,0 +1,61 @@
+/*
+ * A reader's sample list: file paths and integer labels, built from one of three
+ * sources, as DALI's file reader builds it:
+ *  - an ImageFolder tree (stk__file_list_scan),
+ *  - a list file of "path label" lines (stk__file_list_parse),
+ *  - explicit paths and labels (stk__file_list_from_files).
+ * Errors name the directory, list file (and line) or argument at fault.
+ */
+#ifndef STOKER_IO_FILE_LIST_H
+#define STOKER_IO_FILE_LIST_H
+
+#include "../core/core.h"
+
+typedef struct {
+  int64_t count;
+  char **paths;    /* count paths, pointing into `text` */
+  int32_t *labels; /* count labels */
+  char *text;      /* storage of every path, NUL-separated */
+} stk__file_list;
+
+/* The default ImageFolder filters (DALI's image extensions); NULL-terminated. */
+extern const char *const stk__default_file_filters[];
+
+/* True when `name` matches one of `filters` (fnmatch patterns, matched against the whole
+ * name; case-insensitive for ASCII unless `case_sensitive`). */
+bool stk__file_filter_match(const char *name, const char *const *filters, size_t num_filters,
+                            bool case_sensitive);
+
+/* ImageFolder: every sub-directory of `root` (sorted by name, byte order) is a class
+ * whose label is its index in that order (empty classes keep their index). Inside a
+ * class directory, files matching `filters` are collected recursively (symbolic links
+ * followed, loops skipped) and sorted by their path relative to the class directory.
+ * Files directly inside `root` are ignored. Paths are `root` joined with the relative
+ * path. Errors: a missing or unreadable root (STK_ERR_NOT_FOUND / STK_ERR_IO), no
+ * matching file at all (STK_ERR_NOT_FOUND), both naming `root`. */
+stk_status stk__file_list_scan(stk__file_list *out, const char *root,
+                               const char *const *filters, size_t num_filters,
+                               bool case_sensitive);
+
+/* A list file: one "path label" per line; the label is the last whitespace-separated
+ * token, so paths may contain spaces (leading and trailing blanks are dropped). Blank
+ * lines and lines whose first non-blank character is '#' are skipped. Paths are relative
+ * to `root` when it is not NULL, else to the list file's directory; absolute paths are
+ * kept. Errors name the list file and, for a malformed line (no label, a label that is
+ * not an integer in the int32 range), the line number (STK_ERR_PARSE); an empty list is
+ * STK_ERR_NOT_FOUND. */
+stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, const char *root);
+
+/* Explicit paths (relative to `root` when not NULL; absolute paths kept) and labels.
+ * `labels` may be NULL (num_labels 0): labels are then 0, 1, ..., count - 1, as in DALI.
+ * A count mismatch or a label outside int32 is STK_ERR_INVALID_ARGUMENT, naming the
+ * argument; no files is STK_ERR_NOT_FOUND. `who` prefixes messages (may be NULL). */
+stk_status stk__file_list_from_files(stk__file_list *out, const char *root,
+                                     const char *const *files, size_t num_files,
+                                     const int64_t *labels, size_t num_labels,
+                                     const char *who);
+
+/* Frees the arrays; the struct is zeroed. Safe on a zeroed struct. */
+void stk__file_list_free(stk__file_list *fl);
+
+#endif /* STOKER_IO_FILE_LIST_H */

@@ -1,0 +1,243 @@
+/* readers.file: DALI's file reader. Builds the sample list at build time (ImageFolder,
+ * list file, or explicit files), chooses the order on the producer thread (sampler.h),
+ * and reads each file's bytes on a worker, straight into the output. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../io/file_list.h"
+#include "../io/sampler.h"
+#include "op.h"
+
+enum {
+  A_FILE_ROOT,
+  A_FILE_LIST,
+  A_FILES,
+  A_LABELS,
+  A_FILE_FILTERS,
+  A_CASE_SENSITIVE_FILTER,
+  A_SHARD_ID,
+  A_NUM_SHARDS,
+  A_STICK_TO_SHARD,
+  A_PAD_LAST_BATCH,
+  A_RANDOM_SHUFFLE,
+  A_INITIAL_FILL,
+  A_SHUFFLE_AFTER_EPOCH,
+  A_SEED,
+  A_DONT_USE_MMAP,
+  A_READ_AHEAD,
+  A_PREFETCH_QUEUE_DEPTH,
+  A_LAZY_INIT,
+  A_SKIP_CACHED_IMAGES,
+};
+
+#define COMPAT "Accepted for DALI compatibility; no effect."
+
+static const stk_arg_schema file_args[] = {
+    {"file_root", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
+     "Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled "
+     "by its index; its files are found recursively and sorted). With file_list or files: "
+     "the directory their paths are relative to."},
+    {"file_list", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
+     "A text file with one \"path label\" per line (the label is the last token, so paths "
+     "may hold spaces; blank lines and '#' comments skipped). Paths are relative to "
+     "file_root, or to the list file's directory."},
+    {"files", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,
+     "Paths of the files to read (relative to file_root when given)."},
+    {"labels", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "Labels of `files`, one per file; 0, 1, ..., N-1 when absent."},
+    {"file_filters", STK_ARG_STRINGS, 0,
+     "[\"*.jpg\", \"*.jpeg\", \"*.png\", \"*.bmp\", \"*.tif\", \"*.tiff\", \"*.pnm\", "
+     "\"*.ppm\", \"*.pgm\", \"*.pbm\", \"*.webp\"]",
+     0, 0, NULL, "fnmatch patterns selecting files of an ImageFolder tree"},
+    {"case_sensitive_filter", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Match file_filters case-sensitively."},
+    {"shard_id", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 2147483646.0, NULL,
+     "The shard to read (0 <= shard_id < num_shards)."},
+    {"num_shards", STK_ARG_INT, STK_ARGF_RANGE, "1", 1, 2147483647.0, NULL,
+     "Number of parts the data set is split into; shard i holds samples "
+     "floor(i*N/S) .. floor((i+1)*N/S)-1."},
+    {"stick_to_shard", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Read the same shard every epoch; when false the shard advances by one each epoch."},
+    {"pad_last_batch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Pad every shard's epoch to the same whole number of batches by repeating its last "
+     "sample."},
+    {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from "
+     "the buffer and replaced by the next sample."},
+    {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL,
+     "Size of the random_shuffle buffer."},
+    {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "A new permutation of the whole data set every epoch (the first included), the same "
+     "on every shard; excludes random_shuffle."},
+    {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL,
+     "Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the "
+     "instance name; shuffle_after_epoch uses a fixed seed so that shards built with "
+     "different pipeline seeds still agree on the permutation (as DALI does)."},
+    {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
+    {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
+    {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, COMPAT},
+    {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
+    {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
+};
+
+static const stk_port_schema file_outputs[] = {
+    {"data", "the file's bytes, a 1-D uint8 tensor"},
+    {"label", "the sample's label, an int32 tensor of shape [1]"},
+};
+
+/* Fixed key of shuffle_after_epoch permutations when no seed is given. */
+#define EPOCH_SHUFFLE_SEED 0x5d1ce5eedull
+
+typedef struct {
+  stk__file_list files;
+  stk__sampler_config cfg;
+  stk__sampler *sampler;
+} reader_state;
+
+static void file_destroy(stk__node *node) {
+  reader_state *r = *stk__node_state(node);
+  if (!r) return;
+  stk__file_list_free(&r->files);
+  stk__sampler_destroy(r->sampler);
+  free(r);
+  *stk__node_state(node) = NULL;
+}
+
+/* Builds the sample list from the one source given. */
+static stk_status build_list(stk__node *node, stk__file_list *out) {
+  bool root = stk__arg_given(node, A_FILE_ROOT), list = stk__arg_given(node, A_FILE_LIST);
+  bool files = stk__arg_given(node, A_FILES);
+  const char *name = stk__node_name(node);
+  if (list && files)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give file_list or files, not both", name);
+  if (!root && !list && !files)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: no data source: give file_root, file_list or files", name);
+  if (stk__arg_given(node, A_LABELS) && !files)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: labels needs files", name);
+  const char *root_dir = root ? stk__arg_string(node, A_FILE_ROOT) : NULL;
+  if (list) return stk__file_list_parse(out, stk__arg_string(node, A_FILE_LIST), root_dir);
+  if (files) {
+    const char *const *paths;
+    const int64_t *labels = NULL;
+    size_t n = stk__arg_strings(node, A_FILES, &paths), nl = 0;
+    if (stk__arg_given(node, A_LABELS)) nl = stk__arg_ints(node, NULL, A_LABELS, &labels);
+    if (stk__arg_given(node, A_LABELS) && nl == 0 && n != 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %zu files but 0 labels", name, n);
+    return stk__file_list_from_files(out, root_dir, paths, n, labels, nl, name);
+  }
+  const char *const *filters;
+  size_t nf = stk__arg_strings(node, A_FILE_FILTERS, &filters);
+  if (nf == 0)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: file_filters is empty", name);
+  return stk__file_list_scan(out, root_dir, filters, nf,
+                             stk__arg_bool(node, NULL, A_CASE_SENSITIVE_FILTER));
+}
+
+/* The shuffles' seed (see the `seed` argument's doc). */
+static uint64_t reader_seed(stk__node *node) {
+  int64_t seed = stk__arg_int(node, NULL, A_SEED);
+  if (seed >= 0) return (uint64_t)seed;
+  if (stk__arg_bool(node, NULL, A_SHUFFLE_AFTER_EPOCH)) return EPOCH_SHUFFLE_SEED;
+  return stk__mix64((uint64_t)stk__node_seed(node), stk__hash_str(stk__node_name(node)));
+}
+
+static stk_status file_init(stk__node *node) {
+  reader_state *r = stk__calloc(1, sizeof *r, "a file reader");
+  if (!r) return STK_ERR_OUT_OF_MEMORY;
+  stk_status st = build_list(node, &r->files);
+  if (st == STK_OK) {
+    r->cfg = (stk__sampler_config){
+        .num_samples = r->files.count,
+        .shard_id = stk__arg_int(node, NULL, A_SHARD_ID),
+        .num_shards = stk__arg_int(node, NULL, A_NUM_SHARDS),
+        .stick_to_shard = stk__arg_bool(node, NULL, A_STICK_TO_SHARD),
+        .pad_last_batch = stk__arg_bool(node, NULL, A_PAD_LAST_BATCH),
+        .batch_size = stk__node_batch_size(node),
+        .random_shuffle = stk__arg_bool(node, NULL, A_RANDOM_SHUFFLE),
+        .initial_fill = stk__arg_int(node, NULL, A_INITIAL_FILL),
+        .shuffle_after_epoch = stk__arg_bool(node, NULL, A_SHUFFLE_AFTER_EPOCH),
+        .seed = reader_seed(node),
+    };
+    st = stk__sampler_create(&r->sampler, &r->cfg, stk__node_name(node));
+  }
+  if (st != STK_OK) {
+    stk__file_list_free(&r->files);
+    free(r);
+    return st;
+  }
+  *stk__node_state(node) = r;
+  return STK_OK;
+}
+
+/* Producer thread: the next samples' indices into the file list, in order. */
+static stk_status file_plan(stk__node *node, stk__plan *plan) {
+  reader_state *r = *stk__node_state(node);
+  for (int64_t i = 0; i < plan->count; i++)
+    stk__plan_set_item(plan, i, stk__sampler_next(r->sampler));
+  return STK_OK;
+}
+
+/* Reads the whole of `f` (`size` bytes, from fstat) into `dst`. */
+static stk_status read_all(FILE *f, const char *path, uint8_t *dst, size_t size) {
+  size_t got = size ? fread(dst, 1, size, f) : 0;
+  if (got != size)
+    return STK_FAIL(STK_ERR_IO, "short read on '%s' (%zu of %zu bytes%s%s)", path, got, size,
+                    ferror(f) ? ": " : "", ferror(f) ? strerror(errno) : "");
+  if (fgetc(f) != EOF)
+    return STK_FAIL(STK_ERR_IO, "'%s' grew while it was being read", path);
+  return STK_OK;
+}
+
+/* Worker thread: the file's bytes and the label. */
+static stk_status file_run(stk__node *node, stk__sample *s) {
+  reader_state *r = *stk__node_state(node);
+  int64_t item = stk__sample_item(s, node);
+  if (item < 0 || item >= r->files.count)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range",
+                    stk__node_name(node), (long long)item);
+  const char *path = r->files.paths[item];
+  stk__sample_set_source(s, path);
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
+                    stk__node_name(node), path, strerror(errno));
+  stk_status st = STK_OK;
+  struct stat sb;
+  int64_t limit = stk__node_max_file_bytes(node);
+  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+    st = STK_FAIL(STK_ERR_IO, "%s: '%s' is not a regular file", stk__node_name(node), path);
+  else if ((int64_t)sb.st_size > limit)
+    st = STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes (%lld)",
+                  stk__node_name(node), path, (long long)sb.st_size, (long long)limit);
+  stk__tensor *data = NULL, *label = NULL;
+  int64_t shape = (int64_t)sb.st_size, one = 1;
+  if (st == STK_OK) st = stk__output(s, 0, STK_DTYPE_UINT8, 1, &shape, NULL, &data);
+  if (st == STK_OK) st = read_all(f, path, data->data, (size_t)shape);
+  if (st == STK_OK) st = stk__output(s, 1, STK_DTYPE_INT32, 1, &one, NULL, &label);
+  if (st == STK_OK) *(int32_t *)label->data = r->files.labels[item];
+  fclose(f);
+  return st;
+}
+
+static stk_status file_meta(stk__node *node, stk_reader_meta *out) {
+  reader_state *r = *stk__node_state(node);
+  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
+  stk__sampler_meta(&r->cfg, out);
+  return STK_OK;
+}
+
+static const stk_op_schema file_schema = {
+    "readers.file",
+    "Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder "
+    "tree (file_root), a list file (file_list) or explicit paths (files, labels); with "
+    "sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and "
+    "shuffling (random_shuffle with initial_fill, or shuffle_after_epoch).",
+    STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
+    2, file_outputs, sizeof file_args / sizeof file_args[0], file_args};
+
+const stk__op_def stk__op_readers_file = {&file_schema, file_init,     file_destroy, file_plan,
+                                          file_run,     file_meta,     NULL};
