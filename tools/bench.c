@@ -1,0 +1,119 @@
+/* `stoker bench`: throughput of a pipeline with a per-operator breakdown. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress(int64_t done, int64_t total, double ips) {
+  int width = 30, filled = total ? (int)(width * done / total) : width;
+  fprintf(stderr, "\r[%.*s%*s] %lld/%lld batches  %.0f images/s", filled,
+          "##############################", width - filled, "", (long long)done, (long long)total, ips);
+  if (done == total) fputc('\n', stderr);
+  fflush(stderr);
+}
+
+/* Batches to run: --iters, or --epochs (default 1) over the first reader's shard. */
+static bool count_batches(stk_pipeline *p, const cli_options *o, int64_t *out) {
+  if (o->iters) {
+    *out = o->iters;
+    return true;
+  }
+  stk_reader_meta meta;
+  if (stk_pipeline_reader_meta(p, NULL, &meta) != STK_OK || meta.epoch_size_padded <= 0) {
+    cli_error("--epochs needs a reader with a known epoch size (or use --iters)");
+    return false;
+  }
+  int64_t per_epoch = (meta.epoch_size_padded + o->batch_size - 1) / o->batch_size;
+  *out = per_epoch * (o->epochs ? o->epochs : 1);
+  return true;
+}
+
+static void print_breakdown(stk_pipeline *p, bool json) {
+  size_t n = stk_pipeline_num_ops(p);
+  int64_t total = 0, t;
+  const char *name;
+  for (size_t i = 0; i < n; i++)
+    if (stk_pipeline_op_time(p, i, &name, &t) == STK_OK) total += t;
+  if (json) printf("\"op_share\": {");
+  for (size_t i = 0; i < n; i++) {
+    stk_pipeline_op_time(p, i, &name, &t);
+    double share = total ? (double)t / total : 0.0;
+    if (json) printf("%s\"%s\": %.4f", i ? ", " : "", name, share);
+    else printf("  %-40s %5.1f%%  %8.1f ms cpu\n", name, 100 * share, t / 1e6);
+  }
+  if (json) printf("}");
+}
+
+int cli_bench(int argc, char **argv) {
+  cli_options o;
+  if (!cli_parse(argc, argv, 2,
+                 "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch --seed --on-error --json", &o))
+    return 2;
+  stk_pipeline *p = cli_make_pipeline(&o);
+  if (!p) return 1;
+  int64_t batches = 0;
+  if (stk_pipeline_build(p) != STK_OK) {
+    cli_error("build");
+    stk_pipeline_destroy(p);
+    return 1;
+  }
+  if (!count_batches(p, &o, &batches)) {
+    stk_pipeline_destroy(p);
+    return 1;
+  }
+  bool bar = !o.json && isatty(2);
+  double t0 = now_s(), t_first = 0;
+  int64_t images = 0, timed_images = 0;
+  for (int64_t b = 0; b < batches; b++) {
+    stk_batch *batch;
+    if (stk_pipeline_run(p, &batch) != STK_OK) {
+      if (bar) fputc('\n', stderr);
+      cli_error("run");
+      stk_pipeline_destroy(p);
+      return 1;
+    }
+    size_t n = stk_tensor_list_num_samples(stk_batch_output(batch, 0));
+    stk_batch_release(batch);
+    images += (int64_t)n;
+    if (b == 0) t_first = now_s(); /* the first batch is warm-up: not timed */
+    else timed_images += (int64_t)n;
+    if (bar && (b % 4 == 3 || b + 1 == batches))
+      progress(b + 1, batches, b ? timed_images / (now_s() - t_first) : 0);
+  }
+  double t_end = now_s();
+  double timed = batches > 1 ? t_end - t_first : t_end - t0;
+  if (batches <= 1) timed_images = images;
+  double ips = timed > 0 ? timed_images / timed : 0;
+  double ms_batch = batches > 1 ? 1e3 * timed / (double)(batches - 1) : 1e3 * timed;
+  stk_stats s;
+  stk_pipeline_stats(p, &s);
+  if (o.json) {
+    printf("{\"images_per_s\": %.2f, \"images\": %lld, \"seconds\": %.4f, \"skipped\": %lld, "
+           "\"batches\": %lld, \"batch_size\": %lld, \"threads\": %lld, \"ms_per_batch\": %.3f, "
+           "\"host_bytes_peak\": %lld, \"pipeline\": \"%s\", \"device\": \"%s\", ",
+           ips, (long long)images, t_end - t0, (long long)s.skipped, (long long)batches,
+           (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)s.host_bytes_peak,
+           o.pipeline, o.device);
+    print_breakdown(p, true);
+    printf("}\n");
+  } else {
+    printf("pipeline %s on %s: %lld images in %.2f s (first batch excluded from the rate)\n", o.pipeline,
+           o.device, (long long)images, t_end - t0);
+    printf("  %.1f images/s, %.2f ms/batch of %lld, %lld threads, %lld skipped, host pool peak %.1f MiB\n",
+           ips, ms_batch, (long long)o.batch_size, (long long)o.threads, (long long)s.skipped,
+           s.host_bytes_peak / 1048576.0);
+    printf("operator share of CPU time:\n");
+    print_breakdown(p, false);
+  }
+  stk_pipeline_destroy(p);
+  return 0;
+}

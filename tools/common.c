@@ -1,0 +1,164 @@
+/* Option parsing and pipeline construction shared by the commands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *what) { fprintf(stderr, "stoker: %s: %s\n", what, stk_last_error()); }
+
+static bool parse_int(const char *flag, const char *text, int64_t min, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < min) {
+    fprintf(stderr, "stoker: %s needs an integer >= %lld, got '%s'\n", flag, (long long)min, text);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool flag_allowed(const char *allowed, const char *flag) {
+  size_t n = strlen(flag);
+  for (const char *p = strstr(allowed, flag); p; p = strstr(p + 1, flag))
+    if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+  return false;
+}
+
+bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_options *o) {
+  *o = (cli_options){.device = "cpu", .batch_size = 64, .threads = 2, .prefetch = 2, .seed = -1, .count = 16};
+  for (int i = first; i < argc; i++) {
+    const char *f = argv[i];
+    if (!flag_allowed(allowed, f)) {
+      fprintf(stderr, "stoker: %s: unknown option '%s' (this command takes: %s)\n", argv[1], f, allowed);
+      return false;
+    }
+    if (strcmp(f, "--json") == 0) {
+      o->json = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "stoker: %s needs a value\n", f);
+      return false;
+    }
+    const char *v = argv[++i];
+    bool ok = true;
+    if (strcmp(f, "--data") == 0) o->data = v;
+    else if (strcmp(f, "--pipeline") == 0) o->pipeline = v;
+    else if (strcmp(f, "--out") == 0) o->out = v;
+    else if (strcmp(f, "--device") == 0) {
+      o->device = v;
+      if (strcmp(v, "cpu") != 0 && strcmp(v, "gpu") != 0) {
+        fprintf(stderr, "stoker: --device must be cpu or gpu, got '%s'\n", v);
+        return false;
+      }
+    } else if (strcmp(f, "--on-error") == 0) {
+      if (strcmp(v, "skip") != 0 && strcmp(v, "error") != 0) {
+        fprintf(stderr, "stoker: --on-error must be error or skip, got '%s'\n", v);
+        return false;
+      }
+      o->skip_errors = strcmp(v, "skip") == 0;
+    } else if (strcmp(f, "--batch-size") == 0) ok = parse_int(f, v, 1, &o->batch_size);
+    else if (strcmp(f, "--threads") == 0) ok = parse_int(f, v, 1, &o->threads);
+    else if (strcmp(f, "--prefetch") == 0) ok = parse_int(f, v, 1, &o->prefetch);
+    else if (strcmp(f, "--epochs") == 0) ok = parse_int(f, v, 1, &o->epochs);
+    else if (strcmp(f, "--iters") == 0) ok = parse_int(f, v, 1, &o->iters);
+    else if (strcmp(f, "--count") == 0) ok = parse_int(f, v, 1, &o->count);
+    else if (strcmp(f, "--seed") == 0) {
+      ok = parse_int(f, v, 0, &o->seed);
+      o->seed_given = true;
+    }
+    if (!ok) return false;
+  }
+  if (flag_allowed(allowed, "--data") && !o->data) {
+    fprintf(stderr, "stoker: %s needs --data DIR\n", argv[1]);
+    return false;
+  }
+  if (flag_allowed(allowed, "--pipeline") && !o->pipeline) o->pipeline = "basic";
+  return true;
+}
+
+/* Reads a pipeline file or returns a copy of the preset's text. */
+static char *pipeline_text(const char *spec) {
+  const char *preset = cli_preset(spec);
+  if (preset) return strdup(preset);
+  FILE *f = fopen(spec, "rb");
+  if (!f) {
+    fprintf(stderr, "stoker: --pipeline '%s' is neither a preset (%s) nor a readable file: %s\n", spec,
+            cli_preset_names(), strerror(errno));
+    return NULL;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  if (text && fread(text, 1, (size_t)n, f) == (size_t)n) text[n] = '\0';
+  else {
+    free(text);
+    text = NULL;
+    fprintf(stderr, "stoker: cannot read '%s'\n", spec);
+  }
+  fclose(f);
+  return text;
+}
+
+/* Replaces every ${DATA} with `data`, escaping quotes and backslashes for a string. */
+static char *substitute_data(const char *text, const char *data) {
+  size_t cap = strlen(text) + 1, dlen = data ? strlen(data) : 0;
+  for (const char *p = strstr(text, "${DATA}"); p; p = strstr(p + 1, "${DATA}")) cap += 2 * dlen;
+  char *out = malloc(cap), *w = out;
+  if (!out) return NULL;
+  for (const char *p = text; *p;) {
+    if (strncmp(p, "${DATA}", 7) == 0) {
+      for (size_t i = 0; i < dlen; i++) {
+        if (data[i] == '"' || data[i] == '\\') *w++ = '\\';
+        *w++ = data[i];
+      }
+      p += 7;
+    } else {
+      *w++ = *p++;
+    }
+  }
+  *w = '\0';
+  return out;
+}
+
+stk_pipeline *cli_make_pipeline(const cli_options *o) {
+  char *raw = pipeline_text(o->pipeline);
+  if (!raw) return NULL;
+  char *text = substitute_data(raw, o->data);
+  free(raw);
+  if (!text) return NULL;
+  stk_pipeline *p = NULL;
+  stk_status st = stk_pipeline_from_text(text, &p);
+  free(text);
+  if (st != STK_OK) {
+    cli_error(o->pipeline);
+    return NULL;
+  }
+  if (strcmp(o->device, "gpu") == 0) {
+    fprintf(stderr, "stoker: --device gpu: this build has no GPU backend yet; use --device cpu\n");
+    stk_pipeline_destroy(p);
+    return NULL;
+  }
+  struct {
+    stk_pipeline_setting key;
+    int64_t value;
+    bool apply;
+  } settings[] = {
+      {STK_PIPE_BATCH_SIZE, o->batch_size, true},
+      {STK_PIPE_NUM_THREADS, o->threads, true},
+      {STK_PIPE_PREFETCH_QUEUE_DEPTH, o->prefetch, true},
+      {STK_PIPE_SEED, o->seed, o->seed_given},
+      {STK_PIPE_ON_ERROR, o->skip_errors ? STK_ON_ERROR_SKIP : STK_ON_ERROR_FAIL, true},
+  };
+  for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
+    if (settings[i].apply && stk_pipeline_set(p, settings[i].key, settings[i].value) != STK_OK) {
+      cli_error("settings");
+      stk_pipeline_destroy(p);
+      return NULL;
+    }
+  return p;
+}

@@ -1,0 +1,45 @@
+/* stoker: benchmark, preview and inspect data pipelines. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: stoker <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  bench    --data DIR --pipeline PRESET|FILE [--device cpu|gpu] [--batch-size N]\n"
+          "           [--threads N] [--epochs N | --iters N] [--prefetch N] [--seed N]\n"
+          "           [--on-error error|skip] [--json]\n"
+          "           measure images/s with a per-operator breakdown\n"
+          "  preview  --data DIR --pipeline PRESET|FILE --count N --out FILE.png [--seed N]\n"
+          "           [--threads N] [--prefetch N] [--device cpu|gpu]\n"
+          "           write a PNG grid of augmented samples\n"
+          "  info     PATH       an image's header, or a dataset folder's summary\n"
+          "  ops      [NAME]     list the operators, or one operator's arguments\n"
+          "  version\n"
+          "\n"
+          "presets: %s; a FILE holds a pipeline in the text form (docs/text-form.md),\n"
+          "where ${DATA} stands for --data.\n",
+          cli_preset_names());
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "bench") == 0) return cli_bench(argc, argv);
+  if (strcmp(cmd, "preview") == 0) return cli_preview(argc, argv);
+  if (strcmp(cmd, "info") == 0) return cli_info(argc, argv);
+  if (strcmp(cmd, "ops") == 0) return cli_ops(argc, argv);
+  if (strcmp(cmd, "version") == 0) {
+    printf("stoker %s\n", stk_version_string());
+    return 0;
+  }
+  fprintf(stderr, "stoker: unknown command '%s'\n\n", cmd);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,45 @@
+/* Built-in pipelines, in the text form. ${DATA} is the --data directory. */
+#include <string.h>
+
+#include "cli.h"
+
+/* ImageNet mean and std in 0..255 units (torchvision's constants times 255). */
+#define IMAGENET_NORMALIZE                                                                 \
+  "mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]"
+
+static const struct {
+  const char *name, *text;
+} presets[] = {
+    {"basic",
+     "# Decode only a random crop window (ROI + DCT downscaling), resize it to 224x224,\n"
+     "# mirror half of the images, normalise to float32 CHW.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[224, 224])\n"
+     "images = resize(crops, size=[224, 224])\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(images, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float32\", output_layout=\"CHW\")\n"
+     "return out, labels\n"},
+    {"basic-full",
+     "# Decode whole images, then random_resized_crop 224, mirror, normalise to float32 CHW.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\")\n"
+     "crops = random_resized_crop(images, size=[224, 224])\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(crops, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float32\", output_layout=\"CHW\")\n"
+     "return out, labels\n"},
+    {"decode",
+     "# Bare full-image decoding: the ceiling for every decode-bound pipeline.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\")\n"
+     "return images, labels\n"},
+};
+
+const char *cli_preset(const char *name) {
+  for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+    if (strcmp(presets[i].name, name) == 0) return presets[i].text;
+  return NULL;
+}
+
+const char *cli_preset_names(void) { return "basic basic-full decode"; }
