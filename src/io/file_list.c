@@ -165,25 +165,28 @@ typedef struct {
 static stk_status walk(walk_ctx *w, const char *full, const char *rel, ancestry *up);
 
 /* Handles one directory entry during a walk. Regular files are taken from d_type without
- * a stat; links and unknown types are resolved with stat (links are followed). */
+ * a stat; directories, links and unknown types are resolved with stat (links are
+ * followed; a directory's identity guards against loops). */
 static stk_status walk_entry(walk_ctx *w, const char *full, const char *rel,
                              const struct dirent *e, ancestry *up) {
   bool is_dir = e->d_type == DT_DIR, is_file = e->d_type == DT_REG;
+  bool matches = stk__file_filter_match(e->d_name, w->filters, w->num_filters,
+                                        w->case_sensitive);
+  if (is_file) return matches ? strlist_push(w->found, join(rel, e->d_name)) : STK_OK;
+  if (e->d_type == DT_FIFO || e->d_type == DT_SOCK || e->d_type == DT_CHR ||
+      e->d_type == DT_BLK)
+    return STK_OK;
   struct stat sb;
   char *child_full = join(full, e->d_name);
   if (!child_full) return STK_ERR_OUT_OF_MEMORY;
-  if (is_dir || (!is_file && e->d_type != DT_FIFO && e->d_type != DT_SOCK &&
-                 e->d_type != DT_CHR && e->d_type != DT_BLK)) {
-    if (stat(child_full, &sb) != 0) { /* a dangling link: nothing to read */
-      free(child_full);
-      return STK_OK;
-    }
-    is_dir = S_ISDIR(sb.st_mode);
-    is_file = S_ISREG(sb.st_mode);
+  if (stat(child_full, &sb) != 0) { /* a dangling link: nothing to read */
+    free(child_full);
+    return STK_OK;
   }
+  is_dir = S_ISDIR(sb.st_mode);
+  is_file = S_ISREG(sb.st_mode);
   stk_status st = STK_OK;
-  if (is_file && stk__file_filter_match(e->d_name, w->filters, w->num_filters,
-                                        w->case_sensitive)) {
+  if (is_file && matches) {
     st = strlist_push(w->found, join(rel, e->d_name));
   } else if (is_dir) {
     bool loop = false;

@@ -2,10 +2,11 @@
  * list file, or explicit files), chooses the order on the producer thread (sampler.h),
  * and reads each file's bytes on a worker, straight into the output. */
 #include <errno.h>
-#include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../io/file_list.h"
 #include "../io/sampler.h"
@@ -181,18 +182,45 @@ static stk_status file_plan(stk__node *node, stk__plan *plan) {
   return STK_OK;
 }
 
-/* Reads the whole of `f` (`size` bytes, from fstat) into `dst`. */
-static stk_status read_all(FILE *f, const char *path, uint8_t *dst, size_t size) {
-  size_t got = size ? fread(dst, 1, size, f) : 0;
-  if (got != size)
-    return STK_FAIL(STK_ERR_IO, "short read on '%s' (%zu of %zu bytes%s%s)", path, got, size,
-                    ferror(f) ? ": " : "", ferror(f) ? strerror(errno) : "");
-  if (fgetc(f) != EOF)
-    return STK_FAIL(STK_ERR_IO, "'%s' grew while it was being read", path);
+/* Reads exactly `size` bytes (the size fstat reported) from `fd` into `dst`. */
+static stk_status read_all(int fd, const char *path, uint8_t *dst, size_t size) {
+  size_t got = 0;
+  while (got < size) {
+    ssize_t n = read(fd, dst + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return STK_FAIL(STK_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    if (n == 0)
+      return STK_FAIL(STK_ERR_IO, "'%s' shrank while it was read (%zu of %zu bytes)", path,
+                      got, size);
+    got += (size_t)n;
+  }
   return STK_OK;
 }
 
-/* Worker thread: the file's bytes and the label. */
+/* Opens `path` and checks it is a regular file within the size limit. */
+static stk_status open_checked(stk__node *node, const char *path, int *fd, int64_t *size) {
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0)
+    return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
+                    stk__node_name(node), path, strerror(errno));
+  struct stat sb;
+  memset(&sb, 0, sizeof sb);
+  int64_t limit = stk__node_max_file_bytes(node);
+  stk_status st = STK_OK;
+  if (fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+    st = STK_FAIL(STK_ERR_IO, "%s: '%s' is not a regular file", stk__node_name(node), path);
+  else if ((int64_t)sb.st_size > limit)
+    st = STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes (%lld)",
+                  stk__node_name(node), path, (long long)sb.st_size, (long long)limit);
+  if (st != STK_OK) {
+    close(*fd);
+    *fd = -1;
+  }
+  *size = (int64_t)sb.st_size;
+  return st;
+}
+
+/* Worker thread: the file's bytes, read straight into the output, and the label. */
 static stk_status file_run(stk__node *node, stk__sample *s) {
   reader_state *r = *stk__node_state(node);
   int64_t item = stk__sample_item(s, node);
@@ -201,25 +229,15 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
                     stk__node_name(node), (long long)item);
   const char *path = r->files.paths[item];
   stk__sample_set_source(s, path);
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
-                    stk__node_name(node), path, strerror(errno));
-  stk_status st = STK_OK;
-  struct stat sb;
-  int64_t limit = stk__node_max_file_bytes(node);
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
-    st = STK_FAIL(STK_ERR_IO, "%s: '%s' is not a regular file", stk__node_name(node), path);
-  else if ((int64_t)sb.st_size > limit)
-    st = STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes (%lld)",
-                  stk__node_name(node), path, (long long)sb.st_size, (long long)limit);
+  int fd;
+  int64_t size, one = 1;
+  STK_TRY(open_checked(node, path, &fd, &size));
   stk__tensor *data = NULL, *label = NULL;
-  int64_t shape = (int64_t)sb.st_size, one = 1;
-  if (st == STK_OK) st = stk__output(s, 0, STK_DTYPE_UINT8, 1, &shape, NULL, &data);
-  if (st == STK_OK) st = read_all(f, path, data->data, (size_t)shape);
+  stk_status st = stk__output(s, 0, STK_DTYPE_UINT8, 1, &size, NULL, &data);
+  if (st == STK_OK) st = read_all(fd, path, data->data, (size_t)size);
+  close(fd);
   if (st == STK_OK) st = stk__output(s, 1, STK_DTYPE_INT32, 1, &one, NULL, &label);
   if (st == STK_OK) *(int32_t *)label->data = r->files.labels[item];
-  fclose(f);
   return st;
 }
 

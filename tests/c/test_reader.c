@@ -837,6 +837,44 @@ static void test_operator_read_errors(void **state) {
   stk_pipeline_destroy(p);
 }
 
+/* files + labels, relative to file_root; a mismatch of counts names the reader. */
+static void test_operator_files_and_labels(void **state) {
+  char dir[512], list[600];
+  make_numbered(dir, sizeof dir, 4, list, sizeof list);
+  const char *files[] = {"3.jpg", "1.jpg"};
+  stk_pipeline *p;
+  TU_OK(stk_pipeline_create(&p));
+  TU_OK(stk_pipeline_set(p, STK_PIPE_BATCH_SIZE, 2));
+  stk_op *op;
+  TU_OK(stk_op_create(&op, "readers.file", "cpu"));
+  TU_OK(stk_op_set_name(op, "Reader"));
+  TU_OK(stk_op_set_string(op, "file_root", dir));
+  TU_OK(stk_op_set_strings(op, "files", files, 2));
+  const int64_t labels[] = {3, 1};
+  TU_OK(stk_op_set_ints(op, "labels", labels, 2));
+  TU_OK(stk_op_add_output(op, "data"));
+  TU_OK(stk_op_add_output(op, "label"));
+  TU_OK(stk_pipeline_add_op(p, op));
+  const char *outs[] = {"data", "label"};
+  TU_OK(stk_pipeline_set_outputs(p, outs, 2));
+  TU_OK(stk_pipeline_build(p));
+  int32_t got[4];
+  run_labels(p, 2, 2, got); /* checks each sample's bytes against its label's file */
+  const int32_t want[4] = {3, 1, 3, 1};
+  assert_memory_equal(got, want, sizeof want);
+  stk_pipeline_destroy(p);
+
+  TU_OK(stk_pipeline_create(&p));
+  TU_OK(stk_op_set_ints(op, "labels", labels, 1));
+  TU_OK(stk_pipeline_add_op(p, op));
+  TU_OK(stk_pipeline_set_outputs(p, outs, 2));
+  assert_int_equal(stk_pipeline_build(p), STK_ERR_INVALID_ARGUMENT);
+  assert_error_mentions("Reader");
+  assert_error_mentions("2 files but 1 labels");
+  stk_pipeline_destroy(p);
+  stk_op_destroy(op);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shard_bounds_formula),
@@ -865,6 +903,7 @@ int main(void) {
       cmocka_unit_test(test_operator_image_folder_sharded),
       cmocka_unit_test(test_operator_build_errors),
       cmocka_unit_test(test_operator_read_errors),
+      cmocka_unit_test(test_operator_files_and_labels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
