@@ -7,6 +7,7 @@
 /* Declarations of the operator definitions (one per line, grouped by file). */
 #define STK__OPS(X)                                                                        \
   STK__OPS_RANDOM(X)                                                                       \
+  STK__OPS_IMAGE(X)                                                                        \
   STK__OPS_DECODERS(X)                                                                     \
   STK__OPS_READERS_FILE(X)                                                                 \
   STK__OPS_HOST(X)
@@ -16,6 +17,14 @@
   X(stk__op_random_normal)                                                                 \
   X(stk__op_random_coin_flip)                                                              \
   X(stk__op_random_choice)
+
+#define STK__OPS_IMAGE(X) /* resize, random_resized_crop, crop, flip, cmn, cast */       \
+  X(stk__op_resize)                                                                        \
+  X(stk__op_random_resized_crop)                                                           \
+  X(stk__op_crop)                                                                          \
+  X(stk__op_flip)                                                                          \
+  X(stk__op_crop_mirror_normalize)                                                         \
+  X(stk__op_cast)
 
 #define STK__OPS_DECODERS(X) /* decoders.c */                                              \
   X(stk__op_decoders_image)                                                                \

@@ -1,0 +1,92 @@
+/* crop: DALI's crop operator on HWC images (any dtype), with padding or trimming for
+ * windows that leave the image and an optional output type. */
+#include <stdlib.h>
+
+#include "image_util.h"
+
+enum {
+  A_CROP, A_CROP_H, A_CROP_W, A_POS_X, A_POS_Y, A_POLICY, A_FILL, A_DTYPE, A_ROUNDING
+};
+
+static const stk_arg_schema crop_args[] = {
+    {"crop", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive "
+     "with crop_h / crop_w"},
+    {"crop_h", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "window height (with crop_w)"},
+    {"crop_w", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "window width (with crop_h)"},
+    {"crop_pos_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
+     "horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))"},
+    {"crop_pos_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
+     "vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))"},
+    {"out_of_bounds_policy", STK_ARG_STRING, 0, "\"error\"", 0, 0, STK__OOB_CHOICES,
+     "a window leaving the image: \"error\", \"pad\" (with fill_values) or \"trim_to_shape\" "
+     "(cut to the image)"},
+    {"fill_values", STK_ARG_FLOATS, 0, "[0.0]", 0, 0, NULL,
+     "padding value, one for all channels or one per channel"},
+    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
+     "output type: \"\" (the input's) or any type name (saturating, rounded conversion)"},
+    {"rounding", STK_ARG_STRING, 0, "\"round\"", 0, 0, "round|truncate",
+     "how the window's anchor becomes an integer: round (half away from zero) or truncate"},
+};
+
+static const stk_port_schema image_in[] = {{"input", "HWC image"}};
+static const stk_port_schema image_out[] = {{"output", "the cropped HWC image"}};
+
+static const stk__crop_arg_ids crop_ids = {A_CROP, A_CROP_H, A_CROP_W, A_POS_X, A_POS_Y};
+
+typedef struct {
+  stk__oob_policy policy;
+  bool truncate, has_dtype;
+  stk_dtype dtype;
+} crop_state;
+
+static stk_status crop_init(stk__node *node) {
+  crop_state st = {0};
+  STK_TRY(stk__crop_args_check(node, &crop_ids));
+  if (!stk__oob_parse(stk__arg_string(node, A_POLICY), &st.policy))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown out_of_bounds_policy "
+                      "\"%s\"", stk__arg_string(node, A_POLICY));
+  st.truncate = strcmp(stk__arg_string(node, A_ROUNDING), "truncate") == 0;
+  st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
+  if (st.has_dtype) STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
+  crop_state *heap = stk__malloc(sizeof st, "crop state");
+  if (!heap) return STK_ERR_OUT_OF_MEMORY;
+  *heap = st;
+  *stk__node_state(node) = heap;
+  return STK_OK;
+}
+
+static void crop_destroy(stk__node *node) {
+  free(*stk__node_state(node));
+  *stk__node_state(node) = NULL;
+}
+
+static stk_status crop_run(stk__node *node, stk__sample *s) {
+  const crop_state *st = *stk__node_state(node);
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
+  stk__rect r;
+  STK_TRY(stk__crop_args_rect(node, s, &crop_ids, st->policy, st->truncate, in.h, in.w, &r));
+  double *fill = NULL;
+  STK_TRY(stk__channel_values(node, s, A_FILL, "fill_values", in.c, &fill));
+  stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, r.h, r.w, in.c};
+  void *fill_px = stk__scratch(s, (size_t)in.c * stk_dtype_size(out.dtype));
+  if (!fill_px) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  stk__fill_pixel(fill_px, out.dtype, (size_t)in.c, fill, (size_t)in.c);
+  STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, &out));
+  stk__crop_hwc(&in, r.y, r.x, &out, fill_px);
+  return STK_OK;
+}
+
+static const stk_op_schema crop_schema = {
+    "crop",
+    "Crops HWC images (any type) to a window of crop [H, W] placed at crop_pos_x / "
+    "crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image "
+    "are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With "
+    "dtype, the output is converted (rounded, saturated).",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof crop_args / sizeof crop_args[0], crop_args};
+const stk__op_def stk__op_crop = {&crop_schema, crop_init, crop_destroy, NULL, crop_run,
+                                  NULL, NULL};

@@ -1,0 +1,59 @@
+/* flip: mirrors images horizontally and/or vertically (DALI's flip). Any dtype; the H
+ * and W axes come from the layout (HWC, HW, CHW, ...), or HWC / HW when it is empty. */
+#include <string.h>
+
+#include "image_util.h"
+
+enum { A_HORIZONTAL, A_VERTICAL };
+
+static const stk_arg_schema flip_args[] = {
+    {"horizontal", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "1", 0, 0, NULL,
+     "non-zero: mirror left-right"},
+    {"vertical", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "0", 0, 0, NULL,
+     "non-zero: mirror top-bottom"},
+};
+
+static const stk_port_schema flip_in[] = {{"input", "image with H and W axes (HWC, CHW, HW)"}};
+static const stk_port_schema flip_out[] = {{"output", "the mirrored image"}};
+
+/* Positions of the H and W axes. */
+static bool find_hw(const stk__tensor *t, int *h, int *w) {
+  const char *l = t->layout;
+  if (!*l) {
+    if (t->ndim != 2 && t->ndim != 3) return false;
+    *h = 0, *w = 1;
+    return true;
+  }
+  const char *ph = strchr(l, 'H'), *pw = strchr(l, 'W');
+  if (!ph || !pw || ph > pw || (int)strlen(l) != t->ndim) return false;
+  *h = (int)(ph - l), *w = (int)(pw - l);
+  return true;
+}
+
+static stk_status flip_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  int ah, aw;
+  if (!find_hw(in, &ah, &aw))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "needs H and W axes (in that order); "
+                      "got %d dimensions with layout '%s'", in->ndim, in->layout);
+  if (!stk__dtype_valid(in->dtype))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
+  int64_t outer = 1, mid = 1, inner = 1;
+  for (int d = 0; d < ah; d++) outer *= in->shape[d];
+  for (int d = ah + 1; d < aw; d++) mid *= in->shape[d];
+  for (int d = aw + 1; d < in->ndim; d++) inner *= in->shape[d];
+  bool hz = stk__arg_int(node, s, A_HORIZONTAL) != 0, vt = stk__arg_int(node, s, A_VERTICAL) != 0;
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, in->dtype, in->ndim, in->shape, in->layout, &out));
+  stk__flip(in->data, out->data, stk_dtype_size(in->dtype), outer, in->shape[ah], mid,
+            in->shape[aw], inner, hz, vt);
+  return STK_OK;
+}
+
+static const stk_op_schema flip_schema = {
+    "flip",
+    "Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags "
+    "may be fed per sample (e.g. from random.coin_flip). Exact for every type.",
+    STK_DEVICE_CPU, 0, 1, 1, flip_in, 1, flip_out,
+    sizeof flip_args / sizeof flip_args[0], flip_args};
+const stk__op_def stk__op_flip = {&flip_schema, NULL, NULL, NULL, flip_run, NULL, NULL};

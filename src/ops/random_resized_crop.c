@@ -1,0 +1,128 @@
+/* random_resized_crop: torchvision's RandomResizedCrop window (crop_window.h), then one
+ * resampling pass from that window to the requested size. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "crop_window.h"
+#include "image_util.h"
+#include "resample.h"
+
+enum { A_SIZE, A_AREA, A_RATIO, A_ATTEMPTS, A_INTERP, A_ANTIALIAS, A_DTYPE, A_SEED };
+
+static const stk_arg_schema rrc_args[] = {
+    {"size", STK_ARG_FLOATS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
+     "output size [H, W] (one value: square)"},
+    {"random_area", STK_ARG_FLOATS, 0, "[0.08, 1.0]", 0, 0, NULL,
+     "[min, max] fraction of the input area the window covers (uniform); one value: fixed"},
+    {"random_aspect_ratio", STK_ARG_FLOATS, 0, "[0.75, 1.3333333333333333]", 0, 0, NULL,
+     "[min, max] width / height of the window (log-uniform); one value: fixed"},
+    {"num_attempts", STK_ARG_INT, STK_ARGF_RANGE, "10", 1, 1e6, NULL,
+     "draws before falling back to a centre crop clamped to the aspect ratio range"},
+    {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, STK__INTERP_CHOICES,
+     "interpolation: nearest, linear, cubic or lanczos3"},
+    {"antialias", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
+     "widen the filter by the scale factor when downscaling"},
+    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
+     "output type: \"\" (the input's), \"uint8\", \"float32\" or \"float16\""},
+    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+};
+
+static const stk_port_schema image_in[] = {{"input", "HWC image (uint8 or float32)"}};
+static const stk_port_schema image_out[] = {{"output", "the cropped and resized image"}};
+
+typedef struct {
+  int64_t out_h, out_w;
+  double area[2], ratio[2];
+  int attempts;
+  stk__interp interp;
+  bool antialias, has_dtype;
+  stk_dtype dtype;
+} rrc_state;
+
+/* Reads a [min, max] range (one value: both) into r, checking lo <= hi and bounds. */
+static stk_status read_range(stk__node *node, int arg, const char *name, double lo_bound,
+                             double hi_bound, double r[2]) {
+  const double *v;
+  size_t n = stk__arg_floats(node, NULL, arg, &v);
+  if (n != 1 && n != 2)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "%s has %zu values; expected "
+                      "[min, max]", name, n);
+  r[0] = v[0], r[1] = v[n - 1];
+  if (!(r[0] > lo_bound && r[0] <= r[1] && r[1] <= hi_bound))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "%s = [%g, %g]: need %g < min <= "
+                      "max <= %g", name, r[0], r[1], lo_bound, hi_bound);
+  return STK_OK;
+}
+
+static stk_status rrc_init(stk__node *node) {
+  rrc_state st = {0};
+  const double *v;
+  size_t n = stk__arg_floats(node, NULL, A_SIZE, &v);
+  if ((n != 1 && n != 2) || !(v[0] >= 1 && v[n - 1] >= 1 && v[0] < 2147483647.0 &&
+                              v[n - 1] < 2147483647.0))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "size must be [H, W] with positive extents");
+  st.out_h = (int64_t)floor(v[0] + 0.5), st.out_w = (int64_t)floor(v[n - 1] + 0.5);
+  STK_TRY(read_range(node, A_AREA, "random_area", 0.0, 1.0, st.area));
+  STK_TRY(read_range(node, A_RATIO, "random_aspect_ratio", 0.0, 1e6, st.ratio));
+  st.attempts = (int)stk__arg_int(node, NULL, A_ATTEMPTS);
+  if (!stk__interp_parse(stk__arg_string(node, A_INTERP), &st.interp))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown interp_type \"%s\"",
+                      stk__arg_string(node, A_INTERP));
+  st.antialias = stk__arg_bool(node, NULL, A_ANTIALIAS);
+  st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
+  if (st.has_dtype) {
+    STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
+    if (st.dtype != STK_DTYPE_UINT8 && st.dtype != STK_DTYPE_FLOAT32 && st.dtype != STK_DTYPE_FLOAT16)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "dtype \"%s\": uint8, float32 or float16 expected",
+                        stk__arg_string(node, A_DTYPE));
+  }
+  rrc_state *heap = stk__malloc(sizeof st, "random_resized_crop state");
+  if (!heap) return STK_ERR_OUT_OF_MEMORY;
+  *heap = st;
+  *stk__node_state(node) = heap;
+  return STK_OK;
+}
+
+static void rrc_destroy(stk__node *node) {
+  free(*stk__node_state(node));
+  *stk__node_state(node) = NULL;
+}
+
+static stk_status rrc_run(stk__node *node, stk__sample *s) {
+  const rrc_state *st = *stk__node_state(node);
+  static const stk_dtype ok_types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, ok_types, 2, &in));
+  if (in.h < 1 || in.w < 1 || in.h > INT32_MAX || in.w > INT32_MAX)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "cannot crop a %lldx%lld image",
+                      (long long)in.h, (long long)in.w);
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  stk__crop_window win = stk__random_crop_window(&g, (int)in.w, (int)in.h, st->area[0],
+                                                 st->area[1], st->ratio[0], st->ratio[1],
+                                                 st->attempts);
+  stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, st->out_h, st->out_w, in.c};
+  stk__resample_args ra = {win.x, win.y, (double)win.x + win.w, (double)win.y + win.h,
+                           st->interp, st->antialias};
+  size_t need = stk__resample_scratch_size(&in, out.h, out.w, &ra);
+  void *scratch = need ? stk__scratch(s, need) : NULL;
+  if (need && !scratch)
+    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", need);
+  STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, &out));
+  return stk__sample_wrap(stk__resample(&in, &out, &ra, scratch, need), node, s);
+}
+
+static const stk_op_schema rrc_schema = {
+    "random_resized_crop",
+    "Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, "
+    "DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in "
+    "random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; "
+    "the first that fits wins, else a centre crop clamped to the ratio range. The window "
+    "is resampled in one pass (filters as in resize). Each sample draws from its own "
+    "stream, so the result does not depend on threads or batch size.",
+    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 1, image_in, 1, image_out,
+    sizeof rrc_args / sizeof rrc_args[0], rrc_args};
+const stk__op_def stk__op_random_resized_crop = {&rrc_schema, rrc_init, rrc_destroy, NULL,
+                                                 rrc_run, NULL, NULL};

@@ -1,0 +1,225 @@
+/* resize: DALI's resize operator on the CPU (HWC images, uint8 or float32). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "image_util.h"
+#include "resample.h"
+
+enum {
+  A_RESIZE_X, A_RESIZE_Y, A_RESIZE_SHORTER, A_RESIZE_LONGER, A_SIZE, A_MODE, A_MAX_SIZE,
+  A_INTERP, A_ANTIALIAS, A_DTYPE, A_SUBPIXEL, A_ROI_START, A_ROI_END, A_ROI_RELATIVE
+};
+
+static const stk_arg_schema resize_args[] = {
+    {"resize_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "output width; 0 derives it from resize_y (aspect ratio kept in mode \"default\"); "
+     "negative mirrors the image horizontally. Exclusive with size, resize_shorter and "
+     "resize_longer"},
+    {"resize_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "output height; 0 derives it from resize_x; negative mirrors vertically"},
+    {"resize_shorter", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "length of the shorter side of the output, aspect ratio kept: the same as size = "
+     "[v, v] with mode \"not_smaller\" (the longer side may be bounded by max_size)"},
+    {"resize_longer", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "length of the longer side of the output, aspect ratio kept: the same as size = "
+     "[v, v] with mode \"not_larger\""},
+    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "output size [H, W] (one value: both); a 0 extent is derived from the other by the "
+     "mode; a negative extent mirrors that axis"},
+    {"mode", STK_ARG_STRING, 0, "\"default\"", 0, 0, STK__RESIZE_MODE_CHOICES,
+     "\"default\": the given size; a missing extent is scaled by the other's scale "
+     "(aspect kept). \"stretch\": the given size; a missing extent keeps the input's. "
+     "\"not_larger\": aspect kept, the output fits inside the size (1280x720 to 640x480 "
+     "gives 640x360). \"not_smaller\": aspect kept, the output covers the size (640x480 "
+     "to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer"},
+    {"max_size", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,
+     "limit of the output size [H, W] (one value: both; 0: none). In \"not_larger\" and "
+     "\"not_smaller\" modes (and resize_shorter / resize_longer) it lowers the common scale, "
+     "so the aspect ratio is kept; in \"default\" and \"stretch\" modes each extent is clipped "
+     "to its limit"},
+    {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, STK__INTERP_CHOICES,
+     "interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3"},
+    {"antialias", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
+     "when downscaling, widen the filter by the scale factor (area-like averaging, as "
+     "Pillow); nearest never antialiases"},
+    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
+     "output type: \"\" (the input's), \"uint8\" (rounded, clamped), \"float32\" or "
+     "\"float16\""},
+    {"subpixel_scale", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
+     "when the computed size is fractional, keep the exact scale by adjusting the input "
+     "window to the rounded size (centre kept); false maps the whole window onto the "
+     "rounded size"},
+    {"roi_start", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "start [y, x] of the input region to resize (with roi_end); a start past the end "
+     "mirrors that axis"},
+    {"roi_end", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "end [y, x] of the input region to resize (with roi_start)"},
+    {"roi_relative", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) "
+     "instead of pixels"},
+};
+
+static const stk_port_schema image_in[] = {{"input", "HWC image (uint8 or float32)"}};
+static const stk_port_schema image_out[] = {{"output", "the resized HWC image"}};
+
+typedef enum { SIZE_XY, SIZE_LIST, SIZE_SHORTER, SIZE_LONGER } size_source;
+
+typedef struct {
+  size_source source;
+  stk__resize_mode mode;
+  stk__interp interp;
+  bool antialias, subpixel, roi, roi_relative;
+  bool has_dtype;
+  stk_dtype dtype;
+  double max_size[2];
+  bool has_max_size;
+} resize_state;
+
+/* Checks the combination of size arguments (DALI: exactly one way to give the size). */
+static stk_status resize_check_sizes(stk__node *node, resize_state *st) {
+  bool xy = stk__arg_given(node, A_RESIZE_X) || stk__arg_given(node, A_RESIZE_Y);
+  bool list = stk__arg_given(node, A_SIZE), sh = stk__arg_given(node, A_RESIZE_SHORTER);
+  bool lo = stk__arg_given(node, A_RESIZE_LONGER);
+  if (xy + list + sh + lo != 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "give the size in exactly one way: resize_x/resize_y, size, "
+                      "resize_shorter or resize_longer");
+  if ((sh || lo) && stk__arg_given(node, A_MODE))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "mode cannot be combined with %s", sh ? "resize_shorter" : "resize_longer");
+  st->source = xy ? SIZE_XY : list ? SIZE_LIST : sh ? SIZE_SHORTER : SIZE_LONGER;
+  if (stk__arg_given(node, A_ROI_START) != stk__arg_given(node, A_ROI_END))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "roi_start and roi_end must be given together");
+  return STK_OK;
+}
+
+static stk_status resize_init(stk__node *node) {
+  resize_state st = {0};
+  STK_TRY(resize_check_sizes(node, &st));
+  st.mode = st.source == SIZE_SHORTER ? STK__RESIZE_NOT_SMALLER
+            : st.source == SIZE_LONGER ? STK__RESIZE_NOT_LARGER
+                                       : STK__RESIZE_DEFAULT;
+  if (st.source != SIZE_SHORTER && st.source != SIZE_LONGER &&
+      !stk__resize_mode_parse(stk__arg_string(node, A_MODE), &st.mode))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown mode \"%s\"",
+                      stk__arg_string(node, A_MODE));
+  if (!stk__interp_parse(stk__arg_string(node, A_INTERP), &st.interp))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown interp_type \"%s\"",
+                      stk__arg_string(node, A_INTERP));
+  st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
+  if (st.has_dtype) {
+    STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
+    if (st.dtype != STK_DTYPE_UINT8 && st.dtype != STK_DTYPE_FLOAT32 && st.dtype != STK_DTYPE_FLOAT16)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "dtype \"%s\": uint8, float32 or float16 expected",
+                        stk__arg_string(node, A_DTYPE));
+  }
+  if ((st.has_max_size = stk__arg_given(node, A_MAX_SIZE))) {
+    const double *m;
+    size_t n = stk__arg_floats(node, NULL, A_MAX_SIZE, &m);
+    if (n != 1 && n != 2)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "max_size has %zu values; expected 1 or 2 ([H, W])", n);
+    st.max_size[0] = m[0], st.max_size[1] = m[n - 1];
+  }
+  st.antialias = stk__arg_bool(node, NULL, A_ANTIALIAS);
+  st.subpixel = stk__arg_bool(node, NULL, A_SUBPIXEL);
+  st.roi = stk__arg_given(node, A_ROI_START);
+  st.roi_relative = stk__arg_bool(node, NULL, A_ROI_RELATIVE);
+  resize_state *heap = stk__malloc(sizeof st, "resize state");
+  if (!heap) return STK_ERR_OUT_OF_MEMORY;
+  *heap = st;
+  *stk__node_state(node) = heap;
+  return STK_OK;
+}
+
+static void resize_destroy(stk__node *node) {
+  free(*stk__node_state(node));
+  *stk__node_state(node) = NULL;
+}
+
+/* Reads a 2-value [H, W] argument (one value: both). */
+static stk_status read_pair(stk__node *node, stk__sample *s, int arg, const char *name,
+                            double out[2]) {
+  const double *v;
+  size_t n = stk__arg_floats(node, s, arg, &v);
+  if (n != 1 && n != 2)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "%s has %zu values; expected [H, W]",
+                      name, n);
+  out[0] = v[0], out[1] = v[n - 1];
+  return STK_OK;
+}
+
+/* The request for this sample: sizes, mode, limits and the region of interest. */
+static stk_status resize_request(stk__node *node, stk__sample *s, const resize_state *st,
+                                 const stk__image *in, stk__resize_request *rq) {
+  rq->mode = st->mode;
+  rq->has_max_size = st->has_max_size;
+  rq->max_size[0] = st->max_size[0], rq->max_size[1] = st->max_size[1];
+  rq->subpixel_scale = st->subpixel;
+  switch (st->source) {
+  case SIZE_XY:
+    rq->size[0] = stk__arg_float(node, s, A_RESIZE_Y);
+    rq->size[1] = stk__arg_float(node, s, A_RESIZE_X);
+    break;
+  case SIZE_LIST: STK_TRY(read_pair(node, s, A_SIZE, "size", rq->size)); break;
+  default:
+    rq->size[0] = rq->size[1] =
+        stk__arg_float(node, s, st->source == SIZE_SHORTER ? A_RESIZE_SHORTER : A_RESIZE_LONGER);
+  }
+  const double extent[2] = {(double)in->h, (double)in->w};
+  for (int d = 0; d < 2; d++) rq->lo[d] = 0.0, rq->hi[d] = extent[d];
+  if (st->roi) {
+    STK_TRY(read_pair(node, s, A_ROI_START, "roi_start", rq->lo));
+    STK_TRY(read_pair(node, s, A_ROI_END, "roi_end", rq->hi));
+    for (int d = 0; d < 2; d++) {
+      if (st->roi_relative) rq->lo[d] *= extent[d], rq->hi[d] *= extent[d];
+      if (fabs(rq->hi[d] - rq->lo[d]) < 1e-3) { /* a degenerate ROI samples one spot */
+        double off = rq->lo[d] <= rq->hi[d] ? 0.5e-3 : -0.5e-3;
+        rq->lo[d] -= off, rq->hi[d] += off;
+      }
+    }
+  }
+  return STK_OK;
+}
+
+static stk_status resize_run(stk__node *node, stk__sample *s) {
+  const resize_state *st = *stk__node_state(node);
+  static const stk_dtype ok_types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, ok_types, 2, &in));
+  if (in.h < 1 || in.w < 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty %lldx%lld image",
+                      (long long)in.h, (long long)in.w);
+  stk__resize_request rq;
+  STK_TRY(resize_request(node, s, st, &in, &rq));
+  int64_t size[2];
+  double lo[2], hi[2];
+  STK_TRY(stk__sample_wrap(stk__resize_plan(&rq, size, lo, hi), node, s));
+  if ((double)size[0] * (double)size[1] > (double)stk__node_max_pixels(node))
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit",
+                      (long long)size[0], (long long)size[1]);
+  stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
+  stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], st->interp, st->antialias};
+  size_t need = stk__resample_scratch_size(&in, out.h, out.w, &ra);
+  void *scratch = need ? stk__scratch(s, need) : NULL;
+  if (need && !scratch)
+    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", need);
+  STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, &out));
+  return stk__sample_wrap(stk__resample(&in, &out, &ra, scratch, need), node, s);
+}
+
+static const stk_op_schema resize_schema = {
+    "resize",
+    "Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: "
+    "resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents "
+    "follow `mode`; max_size bounds the result; extents are rounded half away from zero "
+    "(at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - "
+    "0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole "
+    "image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, "
+    "stretched by the scale factor when downscaling with antialias.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof resize_args / sizeof resize_args[0], resize_args};
+const stk__op_def stk__op_resize = {&resize_schema, resize_init, resize_destroy, NULL,
+                                    resize_run, NULL, NULL};
