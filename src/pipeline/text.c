@@ -29,10 +29,10 @@ static char *trim(char *s) {
 static bool is_ident_start(char c) { return isalpha((unsigned char)c) || c == '_'; }
 
 static bool is_identifier(const char *s) {
-  if (!is_ident_start(*s)) return false;
-  for (; *s; s++)
-    if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.')) return false;
-  return strcmp(s, "true") != 0 && strcmp(s, "false") != 0;
+  if (!is_ident_start(*s) || strcmp(s, "true") == 0 || strcmp(s, "false") == 0) return false;
+  for (const char *c = s; *c; c++)
+    if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.')) return false;
+  return true;
 }
 
 /* Splits `s` at top-level occurrences of `sep` (outside strings and brackets), in place.

@@ -391,6 +391,15 @@ static void test_text_form_round_trip(void **state) {
   stk_pipeline_destroy(a);
   stk_pipeline_destroy(b);
 
+  /* true/false are literals, not edge names */
+  stk_pipeline *lit;
+  TU_OK(stk_pipeline_from_text("e = external_source(no_copy=true, blocking=false)\nreturn e\n", &lit));
+  char *tl;
+  TU_OK(stk_pipeline_to_text(lit, &tl));
+  assert_non_null(strstr(tl, "no_copy=true, blocking=false"));
+  stk_free(tl);
+  stk_pipeline_destroy(lit);
+
   stk_pipeline *bad;
   assert_int_equal(stk_pipeline_from_text("batch_size = 4\nx = random.normal(stdev=1)\n", &bad), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "line 2"));
