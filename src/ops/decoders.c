@@ -1,0 +1,248 @@
+/* Image decoders: decoders.image, decoders.image_random_crop, peek_image_shape.
+ * CPU only for now; the mixed (nvJPEG) backend comes later. The codec work lives in
+ * src/codecs; these operators read arguments, name the sample in errors and allocate
+ * outputs through stk__output so the decoder writes straight into the batch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../codecs/codecs.h"
+#include "crop_window.h"
+#include "op.h"
+
+/* Arguments every decoder takes, first in each table (the enums rely on it). DALI's
+ * mixed-backend tuning arguments are accepted so DALI pipelines port unchanged. */
+#define DECODER_COMMON_ARGS                                                                \
+  {"output_type", STK_ARG_STRING, 0, "\"RGB\"", 0, 0, "RGB|BGR|GRAY",                       \
+   "colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)"},       \
+      {"adjust_orientation", STK_ARG_BOOL, 0, "true", 0, 0, NULL,                           \
+       "apply the EXIF orientation, so the image comes out as displayed"},                  \
+      {"use_fast_idct", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                               \
+       "JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)"},   \
+      {"hw_decoder_load", STK_ARG_FLOAT, STK_ARGF_RANGE, "0.65", 0, 1, NULL,                \
+       "share of JPEGs for the hardware decoder; only matters on the mixed device"},        \
+      {"device_memory_padding", STK_ARG_INT, 0, "16777216", 0, 0, NULL,                     \
+       "accepted for DALI compatibility; only matters on the mixed device"},                \
+      {"host_memory_padding", STK_ARG_INT, 0, "8388608", 0, 0, NULL,                        \
+       "accepted for DALI compatibility; only matters on the mixed device"},                \
+      {"preallocate_width_hint", STK_ARG_INT, 0, "0", 0, 0, NULL,                           \
+       "accepted for DALI compatibility; only matters on the mixed device"},                \
+      {"preallocate_height_hint", STK_ARG_INT, 0, "0", 0, 0, NULL,                          \
+       "accepted for DALI compatibility; only matters on the mixed device"}
+enum { A_OUTPUT_TYPE, A_ADJUST_ORIENTATION, A_FAST_IDCT, A_COMMON_COUNT = 8 };
+
+static const stk_port_schema encoded_in[] = {
+    {"encoded", "the file's bytes: a 1-D uint8 tensor (JPEG or PNG)"}};
+static const stk_port_schema image_out[] = {{"image", "HWC uint8 image"}};
+
+/* ---- helpers shared by the three operators ---- */
+
+/* The sample's name for messages: its source file, else its ordinal. */
+static const char *sample_name(const stk__sample *s, char *buf, size_t cap) {
+  const char *src = stk__sample_source(s);
+  if (src) return src;
+  snprintf(buf, cap, "sample %lld", (long long)stk__sample_ordinal(s));
+  return buf;
+}
+
+static stk_status encoded_input(const stk__node *node, const stk__sample *s, const char *nm,
+                                const uint8_t **data, size_t *size) {
+  const stk__tensor *t = stk__input(s, 0);
+  if (t->dtype != STK_DTYPE_UINT8 || t->ndim != 1)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: %s: encoded input must be a 1-D uint8 tensor (got %d-D %s)",
+                    stk__node_name(node), nm, t->ndim, stk_dtype_name(t->dtype));
+  *data = t->data;
+  *size = (size_t)t->shape[0];
+  return STK_OK;
+}
+
+static stk__color color_arg(const stk__node *node) {
+  const char *c = stk__arg_string(node, A_OUTPUT_TYPE);
+  return strcmp(c, "BGR") == 0 ? STK__COLOR_BGR : strcmp(c, "GRAY") == 0 ? STK__COLOR_GRAY
+                                                                           : STK__COLOR_RGB;
+}
+
+static void base_opts(const stk__node *node, stk__decode_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->color = color_arg(node);
+  o->ignore_orientation = !stk__arg_bool(node, NULL, A_ADJUST_ORIENTATION);
+  o->fast_idct = stk__arg_bool(node, NULL, A_FAST_IDCT);
+  o->max_pixels = stk__node_max_pixels(node);
+}
+
+/* Allocates output 0 as an HWC uint8 image. */
+static stk_status alloc_output(void *ctx, int h, int w, int c, uint8_t **out) {
+  int64_t shape[3] = {h, w, c};
+  stk__tensor *t;
+  STK_TRY(stk__output((stk__sample *)ctx, 0, STK_DTYPE_UINT8, 3, shape, "HWC", &t));
+  *out = t->data;
+  return STK_OK;
+}
+
+static stk_status decode_into_output(stk__node *node, stk__sample *s, const uint8_t *data,
+                                     size_t size, const char *nm, const stk__decode_opts *o) {
+  stk__decoded d;
+  stk_status st = stk__image_decode(data, size, nm, o, alloc_output, s, &d);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  return STK_OK;
+}
+
+/* ---- decoders.image ---- */
+
+static const stk_arg_schema image_args[] = {DECODER_COMMON_ARGS};
+_Static_assert(sizeof image_args / sizeof image_args[0] == A_COMMON_COUNT,
+               "A_COMMON_COUNT must count DECODER_COMMON_ARGS");
+
+static stk_status image_run(stk__node *node, stk__sample *s) {
+  char buf[48];
+  const char *nm = sample_name(s, buf, sizeof buf);
+  const uint8_t *data;
+  size_t size;
+  STK_TRY(encoded_input(node, s, nm, &data, &size));
+  stk__decode_opts o;
+  base_opts(node, &o);
+  return decode_into_output(node, s, data, size, nm, &o);
+}
+
+static const stk_op_schema image_schema = {
+    "decoders.image",
+    "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
+    "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
+    "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
+    STK_DEVICE_CPU, 0, 1, 1, encoded_in, 1, image_out,
+    sizeof image_args / sizeof image_args[0], image_args};
+const stk__op_def stk__op_decoders_image = {&image_schema, NULL, NULL, NULL, image_run, NULL,
+                                            NULL};
+
+/* ---- decoders.image_random_crop ---- */
+
+enum { RC_AREA = A_COMMON_COUNT, RC_RATIO, RC_ATTEMPTS, RC_SEED, RC_SIZE };
+static const stk_arg_schema crop_args[] = {
+    DECODER_COMMON_ARGS,
+    {"random_area", STK_ARG_FLOATS, 0, "[0.08, 1.0]", 0, 0, NULL,
+     "[min, max] fraction of the image area the crop covers"},
+    {"random_aspect_ratio", STK_ARG_FLOATS, 0, "[0.75, 1.333333]", 0, 0, NULL,
+     "[min, max] width/height ratio of the crop (drawn log-uniformly)"},
+    {"num_attempts", STK_ARG_INT, STK_ARGF_RANGE, "10", 1, 1e9, NULL,
+     "tries to find a window before falling back to a centre crop"},
+    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    {"size", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "[H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in "
+     "the DCT domain while the crop stays at least this large (faster, nearly lossless "
+     "for the resize that follows)"},
+};
+
+static stk_status crop_init(stk__node *node) {
+  const char *nm = stk__node_name(node);
+  const double *a, *r;
+  if (stk__arg_floats(node, NULL, RC_AREA, &a) != 2 || !(a[0] > 0 && a[0] <= a[1] && a[1] <= 1))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: random_area must be [min, max] with 0 < min <= max <= 1", nm);
+  if (stk__arg_floats(node, NULL, RC_RATIO, &r) != 2 || !(r[0] > 0 && r[0] <= r[1]))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: random_aspect_ratio must be [min, max] with 0 < min <= max", nm);
+  if (stk__arg_given(node, RC_SIZE)) {
+    const int64_t *sz;
+    if (stk__arg_ints(node, NULL, RC_SIZE, &sz) != 2 || sz[0] < 1 || sz[1] < 1 ||
+        sz[0] > 1 << 20 || sz[1] > 1 << 20)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: size must be [H, W] with positive values",
+                      nm);
+  }
+  return STK_OK;
+}
+
+static stk_status crop_run(stk__node *node, stk__sample *s) {
+  char buf[48];
+  const char *nm = sample_name(s, buf, sizeof buf);
+  const uint8_t *data;
+  size_t size;
+  STK_TRY(encoded_input(node, s, nm, &data, &size));
+  stk__decode_opts o;
+  base_opts(node, &o);
+  stk__image_info info;
+  stk_status st = stk__image_peek(data, size, nm, &info);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  int w = o.ignore_orientation ? info.width : info.oriented_width;
+  int h = o.ignore_orientation ? info.height : info.oriented_height;
+
+  const double *a, *r;
+  stk__arg_floats(node, NULL, RC_AREA, &a);
+  stk__arg_floats(node, NULL, RC_RATIO, &r);
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  stk__crop_window win = stk__random_crop_window(&g, w, h, a[0], a[1], r[0], r[1],
+                                                 (int)stk__arg_int(node, NULL, RC_ATTEMPTS));
+  o.roi_x = win.x;
+  o.roi_y = win.y;
+  o.roi_w = win.w;
+  o.roi_h = win.h;
+  if (stk__arg_given(node, RC_SIZE)) {
+    const int64_t *sz;
+    stk__arg_ints(node, NULL, RC_SIZE, &sz);
+    o.min_h = (int)sz[0];
+    o.min_w = (int)sz[1];
+  }
+  return decode_into_output(node, s, data, size, nm, &o);
+}
+
+static const stk_op_schema crop_schema = {
+    "decoders.image_random_crop",
+    "Decodes only a random window of each image (torchvision's RandomResizedCrop window, "
+    "drawn on the image as displayed): JPEGs decode just the rows and columns the window "
+    "needs. With `size`, a JPEG window at least twice that size is also downscaled in the "
+    "DCT domain. Otherwise as decoders.image.",
+    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 1, encoded_in, 1, image_out,
+    sizeof crop_args / sizeof crop_args[0], crop_args};
+const stk__op_def stk__op_decoders_image_random_crop = {&crop_schema, crop_init, NULL, NULL,
+                                                        crop_run, NULL, NULL};
+
+/* ---- peek_image_shape ---- */
+
+enum { P_DTYPE, P_ADJUST_ORIENTATION };
+static const stk_arg_schema peek_args[] = {
+    {"dtype", STK_ARG_STRING, 0, "\"int64\"", 0, 0,
+     "int32|int64|uint32|uint64|float32|float64|float|double", "type of the output"},
+    {"adjust_orientation", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
+     "report the shape as displayed (EXIF orientation applied)"},
+};
+static const stk_port_schema shape_out[] = {
+    {"shape", "[H, W, C]: height, width and the number of channels stored in the file"}};
+
+static void store_dim(void *data, stk_dtype dtype, int i, int64_t v) {
+  switch (dtype) {
+  case STK_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)v; break;
+  case STK_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)v; break;
+  case STK_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)v; break;
+  case STK_DTYPE_FLOAT32: ((float *)data)[i] = (float)v; break;
+  case STK_DTYPE_FLOAT64: ((double *)data)[i] = (double)v; break;
+  default: ((int64_t *)data)[i] = v; break;
+  }
+}
+
+static stk_status peek_run(stk__node *node, stk__sample *s) {
+  char buf[48];
+  const char *nm = sample_name(s, buf, sizeof buf);
+  const uint8_t *data;
+  size_t size;
+  STK_TRY(encoded_input(node, s, nm, &data, &size));
+  stk__image_info info;
+  stk_status st = stk__image_peek(data, size, nm, &info);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  bool oriented = stk__arg_bool(node, NULL, P_ADJUST_ORIENTATION);
+  stk_dtype dtype = stk__dtype_arg(stk__arg_string(node, P_DTYPE));
+  int64_t shape[1] = {3};
+  stk__tensor *t;
+  STK_TRY(stk__output(s, 0, dtype, 1, shape, NULL, &t));
+  store_dim(t->data, dtype, 0, oriented ? info.oriented_height : info.height);
+  store_dim(t->data, dtype, 1, oriented ? info.oriented_width : info.width);
+  store_dim(t->data, dtype, 2, info.channels);
+  return STK_OK;
+}
+
+static const stk_op_schema peek_schema = {
+    "peek_image_shape",
+    "The shape [H, W, C] of each encoded image, read from its header without decoding.",
+    STK_DEVICE_CPU, 0, 1, 1, encoded_in, 1, shape_out,
+    sizeof peek_args / sizeof peek_args[0], peek_args};
+const stk__op_def stk__op_peek_image_shape = {&peek_schema, NULL, NULL, NULL, peek_run, NULL,
+                                              NULL};
