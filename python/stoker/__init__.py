@@ -1,0 +1,25 @@
+"""stoker: a data loading and augmentation engine for deep learning training.
+
+The Python API mirrors NVIDIA DALI's, so DALI pipelines port by changing imports::
+
+    from stoker import pipeline_def, fn, types
+    from stoker.plugin.torch import ClassificationIterator
+
+The operator namespaces ``fn`` and ``ops`` are generated from the C library's registry.
+"""
+
+from . import _stoker
+from .errors import *  # noqa: F401,F403
+from .errors import StokerError
+from . import types
+from .tensors import TensorList, TensorListCPU, TensorListGPU
+from .pipeline import Pipeline, pipeline_def
+from ._graph import DataNode
+from .external_source import SampleInfo, BatchInfo
+from . import fn, ops
+
+__version__ = _stoker.version_string
+
+__all__ = ["Pipeline", "pipeline_def", "fn", "ops", "types", "DataNode", "TensorList",
+           "TensorListCPU", "TensorListGPU", "SampleInfo", "BatchInfo", "StokerError",
+           "__version__"]

@@ -1,0 +1,305 @@
+"""Graph building: operator instances and the data nodes they produce.
+
+Calling ``fn.resize(images, resize_x=224)`` (or an ``ops.Resize`` object) creates one
+:class:`OpInstance` whose arguments were checked against the C schema, and returns its
+output :class:`DataNode` objects. A pipeline collects the instances reachable from its
+outputs and hands them to the C library when it is built.
+"""
+
+import itertools
+import re
+import threading
+
+from . import _schema
+from .errors import InvalidArgumentError, UnsupportedError, StateError
+
+_local = threading.local()
+_global_counter = itertools.count()
+_seq = itertools.count()
+
+
+def pipeline_stack():
+    """The thread's stack of pipelines entered with ``with pipe:``."""
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def current_pipeline():
+    stack = pipeline_stack()
+    return stack[-1] if stack else None
+
+
+def _ident(text):
+    """`text` made into an identifier, as edge names in the text form must be."""
+    s = re.sub(r"\W", "_", text)
+    return "_" + s if not s or s[0].isdigit() else s
+
+
+class OpInstance:
+    """One operator call in a graph."""
+
+    def __init__(self, schema, device, name, inputs, args, arg_inputs, num_outputs):
+        self.schema = schema
+        self.device = device
+        self.seq = next(_seq)  # creation order, which is a topological order
+        pipe = current_pipeline()
+        if name is None:
+            k = pipe._next_op_index() if pipe is not None else next(_global_counter)
+            name = f"{schema.name}_{k}"
+        self.name = name
+        self.inputs = list(inputs)
+        self.args = dict(args)
+        self.arg_inputs = dict(arg_inputs)
+        self.outputs = [DataNode(self, k, self._output_device()) for k in range(num_outputs)]
+        self.payload = None  # Python-side extras (external source, python function)
+
+    def _output_device(self):
+        return "cpu" if self.device == "cpu" else "gpu"
+
+    def edge_name(self, k):
+        base = _ident(self.name)
+        return base if len(self.outputs) == 1 else f"{base}_{k}"
+
+    def upstream(self):
+        """The instances this one reads from (inputs and argument inputs)."""
+        for node in itertools.chain(self.inputs, self.arg_inputs.values()):
+            yield node.op
+
+    def __repr__(self):
+        return f"<OpInstance {self.schema.name} name={self.name!r} device={self.device!r}>"
+
+
+class DataNode:
+    """The output of an operator in a pipeline graph (a batch, sample-wise).
+
+    ``name`` is the edge name; ``device`` is "cpu" or "gpu". Arithmetic and comparison
+    operators build elementwise operators (``math.add``, ``math.lt``, ...) with DALI's type
+    promotion; the registry must provide them.
+    """
+
+    __slots__ = ("op", "index", "device", "__weakref__")
+
+    def __init__(self, op, index, device):
+        self.op, self.index, self.device = op, index, device
+
+    @property
+    def name(self):
+        return self.op.edge_name(self.index)
+
+    @property
+    def source(self):
+        return self.op
+
+    def gpu(self):
+        """This node's data in GPU memory (a ``copy`` operator on device "gpu")."""
+        if self.device == "gpu":
+            return self
+        return _transfer(self, "gpu")
+
+    def cpu(self):
+        """This node's data in host memory."""
+        if self.device == "cpu":
+            return self
+        return _transfer(self, "cpu")
+
+    def __repr__(self):
+        return f"DataNode(name={self.name!r}, device={self.device!r})"
+
+    def __bool__(self):
+        raise StateError(
+            f"DataNode {self.name!r} has no truth value while the graph is being defined; "
+            "per-sample `if` on data nodes needs enable_conditionals=True and the "
+            "conditional operators")
+
+    def __hash__(self):
+        return id(self)
+
+    # Arithmetic: see stoker.math for the mapping.
+    def __add__(self, o): return _arith("add", self, o, "+")
+    def __radd__(self, o): return _arith("add", o, self, "+")
+    def __sub__(self, o): return _arith("sub", self, o, "-")
+    def __rsub__(self, o): return _arith("sub", o, self, "-")
+    def __mul__(self, o): return _arith("mul", self, o, "*")
+    def __rmul__(self, o): return _arith("mul", o, self, "*")
+    def __truediv__(self, o): return _arith("fdiv", self, o, "/")
+    def __rtruediv__(self, o): return _arith("fdiv", o, self, "/")
+    def __floordiv__(self, o): return _arith("div", self, o, "//")
+    def __rfloordiv__(self, o): return _arith("div", o, self, "//")
+    def __mod__(self, o): return _arith("mod", self, o, "%")
+    def __rmod__(self, o): return _arith("mod", o, self, "%")
+    def __pow__(self, o): return _arith("pow", self, o, "**")
+    def __rpow__(self, o): return _arith("pow", o, self, "**")
+    def __eq__(self, o): return _arith("eq", self, o, "==")
+    def __ne__(self, o): return _arith("neq", self, o, "!=")
+    def __lt__(self, o): return _arith("lt", self, o, "<")
+    def __le__(self, o): return _arith("leq", self, o, "<=")
+    def __gt__(self, o): return _arith("gt", self, o, ">")
+    def __ge__(self, o): return _arith("geq", self, o, ">=")
+    def __and__(self, o): return _arith("bitand", self, o, "&")
+    def __rand__(self, o): return _arith("bitand", o, self, "&")
+    def __or__(self, o): return _arith("bitor", self, o, "|")
+    def __ror__(self, o): return _arith("bitor", o, self, "|")
+    def __xor__(self, o): return _arith("bitxor", self, o, "^")
+    def __rxor__(self, o): return _arith("bitxor", o, self, "^")
+    def __neg__(self): return _arith("minus", self, None, "-")
+    def __pos__(self): return self
+    def __abs__(self): return _arith("abs", self, None, "abs")
+    def __invert__(self): return _arith("bitnot", self, None, "~")
+
+
+# ---- instantiation ----
+
+def _missing_op(name, what):
+    raise UnsupportedError(
+        f"{what} needs the operator '{name}', which this build's registry does not have")
+
+
+def _infer_device(schema, inputs):
+    if any(n.device == "gpu" for n in inputs) and "gpu" in schema.devices:
+        return "gpu"
+    return "cpu" if "cpu" in schema.devices else schema.devices[0]
+
+
+def check_inputs(schema, inputs):
+    """The positional inputs as DataNodes; constants become ``constant`` nodes."""
+    nodes = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, DataNode):
+            nodes.append(x)
+        elif isinstance(x, (list, tuple)) and x and all(isinstance(n, DataNode) for n in x):
+            raise InvalidArgumentError(
+                f"{schema.name}: input {i} is a list of DataNodes; stoker operators take one "
+                "DataNode per input")
+        else:
+            from .types import ScalarConstant
+            if isinstance(x, ScalarConstant):
+                nodes.append(constant_node(x))
+            else:
+                raise InvalidArgumentError(
+                    f"{schema.name}: input {i} must be a DataNode, got {type(x).__name__}")
+    n = len(nodes)
+    if not (schema.min_inputs <= n <= schema.max_inputs):
+        want = (f"{schema.min_inputs}" if schema.min_inputs == schema.max_inputs
+                else f"{schema.min_inputs} to {schema.max_inputs}")
+        raise InvalidArgumentError(f"{schema.name}: takes {want} input(s), got {n}")
+    return nodes
+
+
+def split_kwargs(schema, kwargs):
+    """(checked constant args, per-sample DataNode args) from keyword arguments."""
+    args, arg_inputs = {}, {}
+    for key, value in kwargs.items():
+        if key in _schema.IGNORED_KWARGS:
+            continue
+        a = schema.args.get(key)
+        if a is None:
+            known = ", ".join(list(schema.args) + list(_schema.COMMON_KWARGS))
+            raise InvalidArgumentError(
+                f"{schema.name}: unknown argument '{key}' (known: {known})")
+        if isinstance(value, DataNode):
+            if not a.per_sample:
+                raise InvalidArgumentError(
+                    f"{schema.name}: argument '{key}' cannot be fed per sample by a DataNode "
+                    "(its schema has no per-sample flag); pass a constant")
+            arg_inputs[key] = value
+        elif value is None:
+            continue  # None means "not given", as in DALI's signatures
+        else:
+            args[key] = _schema.convert(schema.name, a, value)
+    for a in schema.args.values():
+        if a.required and a.name not in args and a.name not in arg_inputs:
+            raise InvalidArgumentError(f"{schema.name}: argument '{a.name}' is required")
+    return args, arg_inputs
+
+
+def num_outputs_of(schema, args):
+    if schema.num_outputs >= 0:
+        return schema.num_outputs
+    a = schema.args.get("num_outputs")
+    if a is None:
+        raise UnsupportedError(
+            f"{schema.name}: the number of outputs depends on the arguments, and the "
+            "schema has no 'num_outputs' argument to tell it")
+    return int(args.get("num_outputs", a.default if a.default is not None else 1))
+
+
+def instantiate(schema, inputs, kwargs):
+    """Creates an OpInstance and returns its OpInstance (outputs in .outputs)."""
+    kwargs = dict(kwargs)
+    device = kwargs.pop("device", None)
+    name = kwargs.pop("name", None)
+    nodes = check_inputs(schema, inputs)
+    if device is None:
+        device = _infer_device(schema, nodes)
+    if device not in ("cpu", "mixed", "gpu"):
+        raise InvalidArgumentError(f"{schema.name}: device must be 'cpu', 'mixed' or 'gpu', got {device!r}")
+    if device not in schema.devices:
+        raise UnsupportedError(
+            f"{schema.name}: device {device!r} is not supported (devices: {', '.join(schema.devices)})")
+    if name is not None and not isinstance(name, str):
+        raise InvalidArgumentError(f"{schema.name}: argument 'name' must be a string")
+    args, arg_inputs = split_kwargs(schema, kwargs)
+    return OpInstance(schema, device, name, nodes, args, arg_inputs, num_outputs_of(schema, args))
+
+
+def outputs_of(inst):
+    """What an operator call returns: one DataNode, or a list for several outputs."""
+    return inst.outputs[0] if len(inst.outputs) == 1 else list(inst.outputs)
+
+
+def call_op(schema_name, inputs, kwargs, what=None):
+    schema = _schema.registry().get(schema_name)
+    if schema is None:
+        _missing_op(schema_name, what or schema_name)
+    return outputs_of(instantiate(schema, inputs, kwargs))
+
+
+def _transfer(node, device):
+    schema = _schema.registry().get("copy")
+    if schema is None or device not in schema.devices:
+        raise UnsupportedError(
+            f"DataNode.{device}(): moving {node.name!r} to the {device.upper()} needs the "
+            f"operator 'copy' with device {device!r}, which this build does not have")
+    return outputs_of(instantiate(schema, [node], {"device": device}))
+
+
+def constant_node(c, device=None):
+    """A DataNode holding a constant (registry operator ``constant``)."""
+    import numpy as np
+    from .types import to_c_value
+    value = np.asarray(c.value)
+    dtype = to_c_value(c.dtype) if c.dtype else value.dtype.name
+    kwargs = {"shape": list(c.shape) if c.shape is not None else list(value.shape), "dtype": dtype}
+    if np.issubdtype(np.dtype(dtype) if dtype != "bool" else np.bool_, np.floating):
+        kwargs["fdata"] = [float(v) for v in value.ravel()]
+    else:
+        kwargs["idata"] = [int(v) for v in value.ravel()]
+    if c.layout:
+        kwargs["layout"] = c.layout
+    if device or c.device:
+        kwargs["device"] = device or c.device
+    return call_op("constant", [], kwargs, what=f"the constant {c!r}")
+
+
+def _operand(x, what):
+    from .types import Constant, ScalarConstant
+    if isinstance(x, DataNode):
+        return x
+    if isinstance(x, ScalarConstant):
+        return constant_node(x)
+    if isinstance(x, (bool, int, float)) or hasattr(x, "dtype"):
+        return constant_node(Constant(x))
+    raise InvalidArgumentError(f"{what}: unsupported operand of type {type(x).__name__}")
+
+
+def _arith(op, a, b, symbol):
+    """Elementwise arithmetic: the registry operator ``math.<op>`` on the operands."""
+    name = f"math.{op}"
+    what = f"the expression '{symbol}' on data nodes"
+    if name not in _schema.registry():
+        _missing_op(name, what)
+    operands = [a] if b is None else [a, b]
+    nodes = [_operand(x, what) for x in operands]
+    return call_op(name, nodes, {}, what=what)

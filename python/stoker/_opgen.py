@@ -1,0 +1,168 @@
+"""Generates ``stoker.fn`` functions and ``stoker.ops`` classes from the C registry.
+
+Each registry operator ``a.b.name`` becomes ``fn.a.b.name`` (a function) and
+``ops.a.b.Name`` (a class in CamelCase), with a docstring and a signature built from its
+schema. Operators that need Python-side behaviour (``external_source``,
+``python_function``) register a hook in :data:`HOOKS`; their arguments are still checked
+against the same schema.
+"""
+
+import inspect
+import keyword
+import sys
+import types as _pytypes
+
+from . import _graph, _schema
+from .errors import InvalidArgumentError
+
+#: schema name -> hook object with `extra_kwargs` ({name: doc}) and `call(schema, inputs, kwargs)`.
+HOOKS = {}
+
+
+def _call(schema, inputs, kwargs):
+    hook = HOOKS.get(schema.name)
+    if hook is not None:
+        return hook.call(schema, inputs, kwargs)
+    return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs))
+
+
+def _extra_kwargs(schema):
+    hook = HOOKS.get(schema.name)
+    return dict(hook.extra_kwargs) if hook is not None else {}
+
+
+def signature(schema):
+    """An inspect.Signature: *inputs, then keyword-only schema arguments."""
+    params = [inspect.Parameter("inputs", inspect.Parameter.VAR_POSITIONAL)]
+    seen = set()
+    for a in schema.args.values():
+        if keyword.iskeyword(a.name) or not a.name.isidentifier():
+            continue
+        default = inspect.Parameter.empty if a.required else a.default
+        params.append(inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY, default=default))
+        seen.add(a.name)
+    for name in list(_extra_kwargs(schema)) + ["device", "name"]:
+        if name not in seen:
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None))
+            seen.add(name)
+    return inspect.Signature(params)
+
+
+def docstring(schema):
+    return schema.docstring(tuple(_extra_kwargs(schema).items()))
+
+
+def make_function(schema, module_name):
+    def op_function(*inputs, **kwargs):
+        return _call(schema, inputs, kwargs)
+
+    op_function.__name__ = schema.leaf
+    op_function.__qualname__ = schema.leaf
+    op_function.__module__ = module_name
+    op_function.__doc__ = docstring(schema)
+    op_function.__signature__ = signature(schema)
+    op_function.schema = schema
+    return op_function
+
+
+class Operator:
+    """Base of the generated ``ops.*`` classes (DALI's object API).
+
+    ``ops.Resize(device="cpu", resize_x=224)`` checks the constant arguments now;
+    calling the object with inputs (and more keyword arguments, per-sample DataNodes
+    included) adds one operator instance to the graph being defined.
+    """
+
+    schema = None
+
+    def __init__(self, *, device=None, **kwargs):
+        schema = self.schema
+        extras = _extra_kwargs(schema)
+        checked = {}
+        for key, value in kwargs.items():
+            if key in extras or key == "name" or key in _schema.IGNORED_KWARGS or value is None:
+                checked[key] = value
+                continue
+            a = schema.args.get(key)
+            if a is None:
+                known = ", ".join(list(schema.args) + list(extras) + list(_schema.COMMON_KWARGS))
+                raise InvalidArgumentError(f"{schema.name}: unknown argument '{key}' (known: {known})")
+            if isinstance(value, _graph.DataNode):
+                raise InvalidArgumentError(
+                    f"{schema.name}: argument '{key}' is a DataNode; pass per-sample arguments "
+                    "when calling the operator, not when creating it")
+            checked[key] = _schema.convert(schema.name, a, value)
+        if device is not None and device not in schema.devices:
+            from .errors import UnsupportedError
+            raise UnsupportedError(
+                f"{schema.name}: device {device!r} is not supported (devices: {', '.join(schema.devices)})")
+        self._device = device
+        self._kwargs = checked
+
+    @property
+    def device(self):
+        return self._device or "cpu"
+
+    def __call__(self, *inputs, **kwargs):
+        merged = dict(self._kwargs)
+        merged.update(kwargs)
+        if self._device is not None:
+            merged.setdefault("device", self._device)
+        return _call(self.schema, inputs, merged)
+
+    def __repr__(self):
+        return f"ops.{self.schema.name}(device={self.device!r})"
+
+
+def make_class(schema, module_name):
+    cls = type(schema.class_name, (Operator,), {
+        "schema": schema,
+        "__doc__": docstring(schema),
+        "__module__": module_name,
+    })
+    cls.__init__.__doc__ = None
+    return cls
+
+
+def _namespace(root, root_name, path):
+    """The (sub)module object for `path` under `root`, created as needed."""
+    obj, name = root, root_name
+    for part in path:
+        name = f"{name}.{part}"
+        sub = getattr(obj, part, None) if not isinstance(obj, dict) else obj.get(part)
+        if not isinstance(sub, _pytypes.ModuleType):
+            sub = _pytypes.ModuleType(name, f"stoker operators in the {name} namespace")
+            sys.modules[name] = sub
+            if isinstance(obj, dict):
+                obj[part] = sub
+            else:
+                setattr(obj, part, sub)
+        obj = sub
+    return obj, name
+
+
+def _populate(module_globals, module_name, make, key):
+    names = []
+    for schema in _schema.registry().values():
+        target, target_name = _namespace(module_globals, module_name, schema.path)
+        obj = make(schema, target_name)
+        attr = key(schema)
+        if isinstance(target, dict):
+            target[attr] = obj
+        else:
+            setattr(target, attr, obj)
+        if not schema.path:
+            names.append(attr)
+        elif schema.path[0] not in names:
+            names.append(schema.path[0])
+    return names
+
+
+def populate_fn(module_globals, module_name):
+    """Fills the stoker.fn module; returns the top-level names."""
+    return _populate(module_globals, module_name, make_function, lambda s: s.leaf)
+
+
+def populate_ops(module_globals, module_name):
+    """Fills the stoker.ops module; returns the top-level names."""
+    return _populate(module_globals, module_name, make_class, lambda s: s.class_name)

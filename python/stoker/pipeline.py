@@ -1,0 +1,398 @@
+"""Pipelines, DALI's shape: ``Pipeline``, ``pipeline_def`` and ``with pipe:`` graphs.
+
+A pipeline is defined sample-wise in Python (operator calls on data nodes) and run
+batch-wise by the C library: ``build()`` hands the graph to ``stk_pipeline_*`` and
+starts the producer, ``run()`` returns one :class:`~stoker.tensors.TensorList` per
+output.
+"""
+
+import atexit
+import functools
+import inspect
+import os
+import weakref
+
+from . import _graph, _stoker
+from ._graph import DataNode
+from .errors import InvalidArgumentError, StateError, StokerError
+from .external_source import PythonFunctionTrampoline, SourceGroup
+from .tensors import TensorList  # noqa: F401  (registers the output class)
+
+_SETTINGS = {
+    "batch_size": _stoker.PIPE_BATCH_SIZE,
+    "num_threads": _stoker.PIPE_NUM_THREADS,
+    "seed": _stoker.PIPE_SEED,
+    "prefetch_queue_depth": _stoker.PIPE_PREFETCH_QUEUE_DEPTH,
+    "device_id": _stoker.PIPE_DEVICE_ID,
+    "on_error": _stoker.PIPE_ON_ERROR,
+    "max_image_pixels": _stoker.PIPE_MAX_IMAGE_PIXELS,
+    "max_file_bytes": _stoker.PIPE_MAX_FILE_BYTES,
+    "exec_async": _stoker.PIPE_EXEC_ASYNC,
+}
+
+# DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
+_DALI_COMPAT_ARGS = ("bytes_per_sample", "set_affinity", "max_streams",
+                     "default_cuda_stream_priority", "enable_memory_stats", "py_num_workers",
+                     "py_start_method", "py_callback_pickler", "output_dtype", "output_ndim",
+                     "enable_checkpointing", "exec_dynamic", "experimental_exec_dynamic")
+
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    # Stop producers before the interpreter finalises: a worker thread that asks for the
+    # GIL during finalisation (python_function) would hang or be killed mid-call.
+    for pipe in list(_live):
+        try:
+            pipe.close()
+        except Exception:
+            pass
+
+
+class Pipeline:
+    """A data pipeline (``nvidia.dali.Pipeline``'s API).
+
+    Args:
+        batch_size: samples per batch (required before build).
+        num_threads: CPU worker threads (default: the number of CPUs).
+        device_id: the CUDA device, or None for a CPU-only pipeline.
+        seed: the pipeline's seed; -1 uses stoker's fixed default seed (runs are
+            reproducible unless you choose otherwise).
+        prefetch_queue_depth: batches produced ahead of run() (an int, or DALI's
+            {"cpu_size": n, "gpu_size": m}, of which the larger is used).
+        exec_async: produce batches on a background thread.
+        exec_pipelined: False limits the prefetch depth to 1.
+        enable_conditionals: stored; per-sample ``if`` on data nodes comes with the
+            conditionals rewriter.
+        on_error: "error" (a bad sample stops the run with an error naming it) or "skip"
+            (bad samples are skipped, counted in stats(), batches kept full).
+        max_image_pixels, max_file_bytes: limits for untrusted input.
+    """
+
+    def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
+                 exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
+                 enable_conditionals=False, on_error="error", max_image_pixels=None,
+                 max_file_bytes=None, **kwargs):
+        unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
+        if unknown:
+            raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
+        if isinstance(prefetch_queue_depth, dict):
+            prefetch_queue_depth = max(int(v) for v in prefetch_queue_depth.values())
+        if on_error not in ("error", "skip"):
+            raise InvalidArgumentError(f"Pipeline: on_error must be 'error' or 'skip', got {on_error!r}")
+        self._batch_size = int(batch_size)
+        self._num_threads = int(num_threads) if num_threads not in (None, -1) else (os.cpu_count() or 1)
+        self._device_id = None if device_id in (None, -1) else int(device_id)
+        self._seed = int(seed) if seed is not None else -1
+        self._exec_pipelined = bool(exec_pipelined)
+        self._prefetch_queue_depth = int(prefetch_queue_depth) if exec_pipelined else 1
+        self._exec_async = bool(exec_async)
+        self._enable_conditionals = bool(enable_conditionals)
+        self._on_error = on_error
+        self._max_image_pixels, self._max_file_bytes = max_image_pixels, max_file_bytes
+        self._outputs = None
+        self._ops = []
+        self._op_counter = 0
+        self._c = None
+        self._built = False
+        self._groups = []
+        self._functions = []
+        self._readers = []
+        self._pending = []  # batches run ahead by schedule_run()
+
+    # ---- properties (DALI names) ----
+    batch_size = property(lambda self: self._batch_size)
+    max_batch_size = batch_size
+    num_threads = property(lambda self: self._num_threads)
+    device_id = property(lambda self: self._device_id)
+    seed = property(lambda self: self._seed)
+    exec_pipelined = property(lambda self: self._exec_pipelined)
+    exec_async = property(lambda self: self._exec_async)
+    prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
+    enable_conditionals = property(lambda self: self._enable_conditionals)
+    on_error = property(lambda self: self._on_error)
+
+    @property
+    def built(self):
+        return self._built
+
+    # ---- graph definition ----
+
+    @staticmethod
+    def current():
+        """The pipeline whose graph is being defined in this thread (``with pipe:``)."""
+        return _graph.current_pipeline()
+
+    def __enter__(self):
+        _graph.pipeline_stack().append(self)
+        return self
+
+    def __exit__(self, *exc):
+        stack = _graph.pipeline_stack()
+        if stack and stack[-1] is self:
+            stack.pop()
+        return False
+
+    def _next_op_index(self):
+        k = self._op_counter
+        self._op_counter += 1
+        return k
+
+    def define_graph(self):
+        """Override in subclasses: return the output DataNodes."""
+        raise NotImplementedError(
+            "Pipeline.define_graph: subclass Pipeline and define the graph, use "
+            "@pipeline_def, or call set_outputs()")
+
+    def set_outputs(self, *outputs):
+        """Sets the output data nodes (in order)."""
+        if self._built:
+            raise StateError("Pipeline.set_outputs: the pipeline is already built")
+        flat = []
+        for o in outputs:
+            if isinstance(o, (list, tuple)):
+                flat.extend(o)
+            else:
+                flat.append(o)
+        for i, o in enumerate(flat):
+            if not isinstance(o, DataNode):
+                raise InvalidArgumentError(
+                    f"Pipeline.set_outputs: output {i} is a {type(o).__name__}, not a DataNode")
+        if not flat:
+            raise InvalidArgumentError("Pipeline.set_outputs: a pipeline needs at least one output")
+        self._outputs = flat
+
+    def _collect(self):
+        """The instances reachable from the outputs, in creation (topological) order."""
+        seen, stack = {}, [o.op for o in self._outputs]
+        while stack:
+            inst = stack.pop()
+            if id(inst) in seen:
+                continue
+            seen[id(inst)] = inst
+            stack.extend(inst.upstream())
+        ops = sorted(seen.values(), key=lambda i: i.seq)
+        names, edges = {}, {}
+        for inst in ops:
+            if inst.name in names:
+                raise InvalidArgumentError(f"Pipeline: two operators are named '{inst.name}'")
+            names[inst.name] = inst
+            for k in range(len(inst.outputs)):
+                e = inst.edge_name(k)
+                if e in edges:
+                    raise InvalidArgumentError(
+                        f"Pipeline: operators '{edges[e].name}' and '{inst.name}' give the same "
+                        f"edge name '{e}'; rename one of them")
+                edges[e] = inst
+        return ops
+
+    # ---- building ----
+
+    def _apply_settings(self, c):
+        if self._batch_size < 1:
+            raise InvalidArgumentError("Pipeline: batch_size must be set (>= 1) before build")
+        values = {
+            "batch_size": self._batch_size,
+            "num_threads": self._num_threads,
+            "seed": self._seed,
+            "prefetch_queue_depth": self._prefetch_queue_depth,
+            "device_id": -1 if self._device_id is None else self._device_id,
+            "on_error": _stoker.ON_ERROR_SKIP if self._on_error == "skip" else _stoker.ON_ERROR_FAIL,
+            "exec_async": int(self._exec_async),
+        }
+        if self._max_image_pixels is not None:
+            values["max_image_pixels"] = int(self._max_image_pixels)
+        if self._max_file_bytes is not None:
+            values["max_file_bytes"] = int(self._max_file_bytes)
+        for key, value in values.items():
+            c.set(_SETTINGS[key], value)
+
+    def build(self):
+        """Checks the graph, creates the C pipeline and starts its producer."""
+        if self._built:
+            return
+        if self._outputs is None:
+            with self:
+                outs = self.define_graph()
+            if isinstance(outs, DataNode):
+                outs = [outs]
+            self.set_outputs(*outs)
+        ops = self._collect()
+        c = _stoker.Pipeline()
+        try:
+            self._apply_settings(c)
+            for inst in ops:
+                c.add_op(inst.schema.name, inst.device, inst.name,
+                         [n.name for n in inst.inputs],
+                         [inst.edge_name(k) for k in range(len(inst.outputs))],
+                         inst.args, {k: n.name for k, n in inst.arg_inputs.items()})
+            c.set_outputs([o.name for o in self._outputs])
+            groups, functions = [], []
+            for inst in ops:
+                if isinstance(inst.payload, PythonFunctionTrampoline):
+                    c.set_host_function(inst.name, inst.payload)
+                    functions.append(inst.payload)
+                elif isinstance(inst.payload, SourceGroup) and all(
+                        g is not inst.payload for g in groups):
+                    groups.append(inst.payload)
+            c.build()
+        except BaseException:
+            c.close()
+            raise
+        self._c, self._ops, self._groups, self._functions = c, ops, groups, functions
+        self._readers = [i.name for i in ops if i.schema.is_reader]
+        self._built = True
+        _live.add(self)
+
+    def _require_built(self):
+        if not self._built:
+            self.build()
+        if self._c is None or self._c.closed:
+            raise StateError("Pipeline: the pipeline is closed")
+
+    # ---- running ----
+
+    def _run_one(self):
+        for g in self._groups:
+            g.fill(self._c, self._batch_size, self._prefetch_queue_depth)
+        for g in self._groups:
+            if g.at_end():
+                raise StopIteration
+            g.check_has_data()
+        try:
+            out = self._c.run()
+        except StokerError as e:
+            cause = next((f.last_exception for f in self._functions if f.last_exception), None)
+            if cause is not None:
+                raise e from cause
+            raise
+        for g in self._groups:
+            g.consumed += 1
+        return out
+
+    def run(self):
+        """The next batch: a tuple with one TensorList per output.
+
+        Raises StopIteration at the end of an external source's epoch (call reset()).
+        """
+        self._require_built()
+        if self._pending:
+            return self._pending.pop(0)
+        return self._run_one()
+
+    def schedule_run(self):
+        """DALI compatibility: prepares a batch for share_outputs()/outputs()."""
+        self._require_built()
+        self._pending.append(self._run_one())
+
+    def share_outputs(self):
+        return self.run()
+
+    outputs = share_outputs
+
+    def release_outputs(self):
+        """DALI compatibility: outputs are released when their objects are dropped."""
+
+    def empty(self):
+        return not self._pending
+
+    def feed_input(self, data_node, data, layout=None, cuda_stream=None, use_copy_kernel=False):
+        """Feeds one batch to an external_source that has no ``source``."""
+        self._require_built()
+        name = data_node.op.name if isinstance(data_node, DataNode) else data_node
+        for g in self._groups:
+            if name in g.op_names or name == g.label:
+                from .external_source import _split_batch
+                if g.num_outputs != 1:
+                    raise InvalidArgumentError(f"feed_input: {name!r} has several outputs")
+                g.feed(self._c, [_split_batch(data, g.label)], [layout or g.layouts[0]])
+                return
+        raise InvalidArgumentError(f"feed_input: no external_source named {name!r}")
+
+    def reset(self):
+        """Starts a new epoch for external sources that reached their end."""
+        for g in self._groups:
+            g.reset()
+
+    # ---- metadata ----
+
+    def epoch_size(self, name=None):
+        """Samples per epoch of reader `name`; a {name: size} dict when name is None."""
+        self._require_built()
+        if name is not None:
+            return self._c.epoch_size(name)
+        return {r: self._c.epoch_size(r) for r in self._readers}
+
+    def reader_meta(self, name=None):
+        """Reader metadata (epoch_size, epoch_size_padded, number_of_shards, shard_id,
+        pad_last_batch, stick_to_shard); a {name: meta} dict when name is None."""
+        self._require_built()
+        if name is not None:
+            return self._c.reader_meta(name)
+        return {r: self._c.reader_meta(r) for r in self._readers}
+
+    def stats(self):
+        """Batches, samples, skipped samples and pool memory (stk_pipeline_stats)."""
+        self._require_built()
+        return self._c.stats()
+
+    def executor_statistics(self):
+        """{instance name: {"time_ns": ...}} for every operator."""
+        self._require_built()
+        return {name: {"time_ns": ns} for name, ns in self._c.op_times()}
+
+    def serialize(self):
+        """The pipeline's text form (one operator call per line)."""
+        self._require_built()
+        return self._c.to_text()
+
+    to_text = serialize
+
+    def close(self):
+        """Stops the producer and frees the C pipeline (outputs stay valid)."""
+        if self._c is not None:
+            self._c.close()
+        _live.discard(self)
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+_PIPELINE_ARGS = tuple(inspect.signature(Pipeline.__init__).parameters)[1:-1] + _DALI_COMPAT_ARGS
+
+
+def pipeline_def(fn=None, **pipeline_kwargs):
+    """Turns a graph-defining function into a pipeline factory (DALI's decorator).
+
+    ``@pipeline_def(batch_size=32, num_threads=4)`` (or bare ``@pipeline_def``) on a
+    function returning output data nodes; calling it returns a Pipeline. Pipeline
+    arguments given to the call override the decorator's; the other arguments go to the
+    function.
+    """
+
+    def decorate(func):
+        @functools.wraps(func)
+        def create(*args, **kwargs):
+            ctor = dict(pipeline_kwargs)
+            for k in list(kwargs):
+                if k in _PIPELINE_ARGS:
+                    ctor[k] = kwargs.pop(k)
+            pipe = Pipeline(**ctor)
+            with pipe:
+                outs = func(*args, **kwargs)
+            if outs is None:
+                raise InvalidArgumentError(
+                    f"pipeline_def: {func.__name__} returned None; return the output data nodes")
+            if isinstance(outs, DataNode):
+                outs = (outs,)
+            pipe.set_outputs(*outs)
+            return pipe
+
+        create._is_pipeline_def = True
+        return create
+
+    return decorate(fn) if fn is not None else decorate
