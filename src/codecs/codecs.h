@@ -85,11 +85,13 @@ typedef struct {
   double scale_x, scale_y;
 } stk__decoded;
 
-/* Decodes `data` (JPEG or PNG) as `opts` says into a buffer from `alloc`. On failure
- * the buffer, if it was allocated, belongs to the caller and holds garbage. JPEG:
+/* Decodes `data` (JPEG or PNG) as `opts` says into a buffer from `alloc`, which the
+ * caller owns. On failure out->data is that buffer (holding garbage) or NULL when it
+ * was not allocated yet, so the caller can free it. JPEG:
  * truncated or corrupt entropy data is an error (libjpeg's corrupt-data warnings are
- * fatal); a missing EOI marker after complete image data is accepted; a ROI decode does
- * not read data past its last row, so damage there goes unnoticed. */
+ * fatal), and so is data that ends before the EOI marker, even when only the marker is
+ * missing (libjpeg reads ahead to it); a ROI decode does not read past its last row,
+ * so damage below the ROI goes unnoticed. PNG: the same for rows and CRCs. */
 stk_status stk__image_decode(const uint8_t *data, size_t size, const char *name,
                              const stk__decode_opts *opts, stk__image_alloc_fn alloc,
                              void *alloc_ctx, stk__decoded *out);

@@ -245,8 +245,8 @@ stk_status stk__image_decode(const uint8_t *data, size_t size, const char *name,
   stk_status st = info.format == STK__IMAGE_JPEG ? stk__jpeg_decode(&job, &scale_num)
                                                  : stk__png_decode(&job);
   stk__sink_abort(&job);
+  out->data = job.out; /* on failure too, so the caller can free it */
   if (st != STK_OK) return st;
-  out->data = job.out;
   out->c = job.c;
   out->w = job.swap ? job.dh : job.dw;
   out->h = job.swap ? job.dw : job.dh;

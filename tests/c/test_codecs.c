@@ -83,7 +83,7 @@ static img_t decode(buf_t b, const stk__decode_opts *o, stk__decoded *info) {
 static stk_status try_decode(buf_t b, const stk__decode_opts *o) {
   stk__decoded d;
   stk_status st = stk__image_decode(b.p, b.n, "bad.img", o, stk__image_alloc_malloc, NULL, &d);
-  if (st == STK_OK) free(d.data);
+  free(d.data); /* the caller's on failure too */
   return st;
 }
 
@@ -1075,6 +1075,172 @@ static void test_progressive_roi_and_scaling_with_gray_output(void **state) {
   free(s2.p);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* The operators, through a pipeline                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+static const char *OP_PHOTOS[] = {"rocket.jpg", "camera.png", "hubble_deep_field.jpg",
+                                  "chelsea.png"};
+
+/* readers.file over the photos (in order) followed by `body`. */
+static stk_pipeline *op_pipeline(const char *body, int batch, int threads, const char *extra) {
+  static char text[8192];
+  char files[4096] = "";
+  for (size_t i = 0; i < sizeof OP_PHOTOS / sizeof OP_PHOTOS[0]; i++) {
+    char rel[256], path[1024];
+    snprintf(rel, sizeof rel, "data/photos/%s", OP_PHOTOS[i]);
+    snprintf(files + strlen(files), sizeof files - strlen(files), "%s\"%s\"", i ? ", " : "",
+             tu_path(path, sizeof path, rel));
+  }
+  snprintf(text, sizeof text,
+           "batch_size = %d\nnum_threads = %d\nseed = 7\n"
+           "enc, labels = readers.file(files=[%s%s], name=\"Reader\")\n%s",
+           batch, threads, files, extra ? extra : "", body);
+  stk_pipeline *p;
+  TU_OK(stk_pipeline_from_text(text, &p));
+  TU_OK(stk_pipeline_build(p));
+  return p;
+}
+
+static img_t sample_img(stk_tensor_list *tl, size_t i) {
+  stk_tensor_desc d;
+  TU_OK(stk_tensor_list_sample(tl, i, &d));
+  assert_int_equal(d.ndim, 3);
+  assert_int_equal(d.dtype, STK_DTYPE_UINT8);
+  assert_string_equal(d.layout, "HWC");
+  return (img_t){d.data, (int)d.shape[1], (int)d.shape[0], (int)d.shape[2]};
+}
+
+static void test_op_decoders_image_and_peek(void **state) {
+  (void)state;
+  stk_pipeline *p = op_pipeline(
+      "rgb = decoders.image(enc)\n"
+      "bgr = decoders.image(enc, output_type=\"BGR\", hw_decoder_load=0.9)\n"
+      "gray = decoders.image(enc, output_type=\"GRAY\", use_fast_idct=false)\n"
+      "shape = peek_image_shape(enc)\n"
+      "shape32 = peek_image_shape(enc, dtype=\"int32\")\n"
+      "return rgb, bgr, gray, shape, shape32\n",
+      4, 2, NULL);
+  stk_batch *b;
+  TU_OK(stk_pipeline_run(p, &b));
+  for (size_t i = 0; i < 4; i++) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "data/photos/%s", OP_PHOTOS[i]);
+    buf_t f = load(rel);
+    for (int k = 0; k < 3; k++) {
+      stk__decode_opts o = {.color = (stk__color)k};
+      img_t want = decode(f, &o, NULL);
+      img_t got = sample_img(stk_batch_output(b, (size_t)k), i);
+      assert_img_eq(got, want, rel);
+      free(want.p);
+    }
+    stk__image_info info;
+    TU_OK(stk__image_peek(f.p, f.n, rel, &info));
+    stk_tensor_desc d;
+    TU_OK(stk_tensor_list_sample(stk_batch_output(b, 3), i, &d));
+    assert_int_equal(d.dtype, STK_DTYPE_INT64);
+    assert_int_equal(d.shape[0], 3);
+    const int64_t *s64 = d.data;
+    assert_int_equal(s64[0], info.height);
+    assert_int_equal(s64[1], info.width);
+    assert_int_equal(s64[2], info.channels);
+    TU_OK(stk_tensor_list_sample(stk_batch_output(b, 4), i, &d));
+    assert_int_equal(d.dtype, STK_DTYPE_INT32);
+    assert_int_equal(((const int32_t *)d.data)[1], info.width);
+    free(f.p);
+  }
+  stk_batch_release(b);
+  stk_pipeline_destroy(p);
+}
+
+/* Where `sub` lies inside `full` (exact match), or -1. */
+static int find_sub(img_t full, img_t sub, int *fx, int *fy) {
+  for (int y = 0; y + sub.h <= full.h; y++)
+    for (int x = 0; x + sub.w <= full.w; x++) {
+      int r = 0;
+      for (; r < sub.h; r++)
+        if (memcmp(full.p + ((size_t)(y + r) * full.w + x) * full.c,
+                   sub.p + (size_t)r * sub.w * sub.c, (size_t)sub.w * sub.c) != 0)
+          break;
+      if (r == sub.h) {
+        *fx = x;
+        *fy = y;
+        return 0;
+      }
+    }
+  return -1;
+}
+
+static void test_op_image_random_crop(void **state) {
+  (void)state;
+  const char *body = "crop = decoders.image_random_crop(enc, random_area=[0.1, 0.5])\n"
+                     "small = decoders.image_random_crop(enc, size=[40, 30])\n"
+                     "return crop, small\n";
+  stk_pipeline *p = op_pipeline(body, 4, 1, NULL);
+  stk_pipeline *q = op_pipeline(body, 4, 3, NULL); /* same seed, other thread count */
+  stk_batch *b, *c;
+  TU_OK(stk_pipeline_run(p, &b));
+  TU_OK(stk_pipeline_run(q, &c));
+  for (size_t i = 0; i < 4; i++) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "data/photos/%s", OP_PHOTOS[i]);
+    buf_t f = load(rel);
+    img_t full = decode(f, NULL, NULL);
+    img_t crop1 = sample_img(stk_batch_output(b, 0), i);
+    img_t again = sample_img(stk_batch_output(c, 0), i);
+    assert_img_eq(again, crop1, "same seed, other thread count");
+    double area = (double)crop1.w * crop1.h / ((double)full.w * full.h);
+    assert_true(area > 0.09 && area < 0.51);
+    double ratio = (double)crop1.w / crop1.h;
+    assert_true(ratio > 0.74 && ratio < 1.34);
+    int x, y;
+    if (find_sub(full, crop1, &x, &y) != 0) fail_msg("%s: the crop is not a window of the image", rel);
+    /* With size: at least 30 wide and 40 high, DCT-downscaled when the window allows. */
+    img_t s2 = sample_img(stk_batch_output(b, 1), i);
+    assert_true(s2.w >= 30 && s2.h >= 40);
+    /* Every window is >= 8% of the image and >= 2x the size, so JPEGs come out smaller
+     * than any unscaled window could; PNGs are never scaled. */
+    if (strstr(rel, ".jpg")) assert_true(s2.w * s2.h < 0.08 * full.w * full.h);
+    else assert_true(s2.w * s2.h >= 0.07 * full.w * full.h);
+    free(full.p);
+    free(f.p);
+  }
+  stk_batch_release(b);
+  stk_batch_release(c);
+  stk_pipeline_destroy(p);
+  stk_pipeline_destroy(q);
+}
+
+static void test_op_errors_name_the_file(void **state) {
+  (void)state;
+  char dir[256], path[1400], extra[1600];
+  tu_tmpdir(dir, sizeof dir, "codecs");
+  snprintf(path, sizeof path, "%s/broken.jpg", dir);
+  buf_t r = load("data/photos/rocket.jpg");
+  tu_write(path, r.p, r.n / 2);
+  free(r.p);
+  snprintf(extra, sizeof extra, ", \"%s\"", path);
+  stk_pipeline *p = op_pipeline("img = decoders.image(enc)\nreturn img\n", 5, 1, extra);
+  stk_batch *b = NULL;
+  stk_status st = stk_pipeline_run(p, &b);
+  assert_int_equal(st, STK_ERR_DECODE);
+  if (!strstr(stk_last_error(), "broken.jpg")) fail_msg("message: %s", stk_last_error());
+  stk_pipeline_destroy(p);
+
+  /* max_image_pixels reaches the decoder. */
+  stk_pipeline *q;
+  char text[4096], abs[1024];
+  snprintf(text, sizeof text,
+           "batch_size = 1\nmax_image_pixels = 1000\n"
+           "enc, labels = readers.file(files=[\"%s\"])\nimg = decoders.image(enc)\nreturn img\n",
+           tu_path(abs, sizeof abs, "data/photos/rocket.jpg"));
+  TU_OK(stk_pipeline_from_text(text, &q));
+  TU_OK(stk_pipeline_build(q));
+  assert_int_equal(stk_pipeline_run(q, &b), STK_ERR_LIMIT);
+  if (!strstr(stk_last_error(), "rocket.jpg")) fail_msg("message: %s", stk_last_error());
+  stk_pipeline_destroy(q);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_peek),
@@ -1093,6 +1259,9 @@ int main(void) {
       cmocka_unit_test(test_mutations_never_crash),
       cmocka_unit_test(test_scan_limit),
       cmocka_unit_test(test_progressive_roi_and_scaling_with_gray_output),
+      cmocka_unit_test(test_op_decoders_image_and_peek),
+      cmocka_unit_test(test_op_image_random_crop),
+      cmocka_unit_test(test_op_errors_name_the_file),
   };
   return cmocka_run_group_tests(tests, setup_set, teardown_set);
 }
