@@ -148,7 +148,8 @@ static stk_status status_of(const jpeg_err *e, const char *nm) {
   case JERR_WIDTH_OVERFLOW: st = STK_ERR_LIMIT; break;
   default: break;
   }
-  return STK_FAIL(st, "%s: JPEG: %s", nm, e->msg);
+  /* Named after the entry point: the static helper's name would tell users nothing. */
+  return stk__fail(st, "stk__jpeg_decode", "%s: JPEG: %s", nm, e->msg);
 }
 
 /* ---------------------------------------------------------------------------------- */

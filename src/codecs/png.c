@@ -74,8 +74,8 @@ typedef struct {
 } png_state;
 
 static stk_status spng_failure(const stk__decode_job *job, int err, const char *what) {
-  return STK_FAIL(err == SPNG_EMEM ? STK_ERR_OUT_OF_MEMORY : STK_ERR_DECODE, "%s: PNG %s: %s",
-                  job->name, what, spng_strerror(err));
+  return stk__fail(err == SPNG_EMEM ? STK_ERR_OUT_OF_MEMORY : STK_ERR_DECODE, "stk__png_decode",
+                   "%s: PNG %s: %s", job->name, what, spng_strerror(err));
 }
 
 /* Copies the ROI columns of one decoded row into sink row r. */

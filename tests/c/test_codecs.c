@@ -202,6 +202,7 @@ typedef struct {
   int quality;
   const jpeg_scan_info *scans;
   int num_scans;
+  bool arith;
 } lj_opts;
 
 static buf_t lj_encode(img_t m, const lj_opts *o) {
@@ -226,6 +227,7 @@ static buf_t lj_encode(img_t m, const lj_opts *o) {
     ci.num_scans = o->num_scans;
   }
   ci.restart_in_rows = o->restart_rows;
+  ci.arith_code = o->arith;
   jpeg_start_compress(&ci, TRUE);
   while (ci.next_scanline < ci.image_height) {
     JSAMPROW row = m.p + (size_t)ci.next_scanline * m.w * m.c;
@@ -273,11 +275,14 @@ static int setup_set(void **state) {
   add_case("coffee progressive 4:2:0", tj_encode(coffee, TJSAMP_420, 90, TJFLAG_PROGRESSIVE),
            false);
   add_case("odd progressive 4:4:4 (libjpeg simple progression)",
-           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, true, 0, 92, NULL, 0}), false);
+           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, true, 0, 92, NULL, 0, false}), false);
   add_case("odd restart intervals",
-           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, false, 2, 90, NULL, 0}), false);
+           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, false, 2, 90, NULL, 0, false}), false);
   add_case("odd RGB colour space (no transform)",
-           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_RGB, true, false, 0, 90, NULL, 0}), false);
+           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_RGB, true, false, 0, 90, NULL, 0, false}), false);
+  add_case("odd arithmetic coding",
+           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, false, 0, 90, NULL, 0, true}),
+           false);
   img_t tiny = crop(chelsea, 100, 100, 7, 5);
   add_case("tiny 7x5 4:2:0", tj_encode(tiny, TJSAMP_420, 90, 0), false);
   img_t one = crop(chelsea, 200, 150, 1, 1);
@@ -604,8 +609,8 @@ static void test_cmyk(void **state) {
   /* YCCK with an Adobe marker (TurboJPEG), and plain CMYK with and without one. */
   buf_t files[3] = {
       tj_encode(src, TJSAMP_444, 95, 0),
-      lj_encode(src, &(lj_opts){JCS_CMYK, JCS_CMYK, true, false, 0, 95, NULL, 0}),
-      lj_encode(src, &(lj_opts){JCS_CMYK, JCS_CMYK, false, false, 0, 95, NULL, 0}),
+      lj_encode(src, &(lj_opts){JCS_CMYK, JCS_CMYK, true, false, 0, 95, NULL, 0, false}),
+      lj_encode(src, &(lj_opts){JCS_CMYK, JCS_CMYK, false, false, 0, 95, NULL, 0, false}),
   };
   bool inverted[3] = {true, true, false};
   for (int f = 0; f < 3; f++) {
@@ -961,6 +966,42 @@ static void test_bad_input(void **state) {
     expect_error((buf_t){j.p, j.n - 2}, STK_ERR_DECODE, "no EOI");
   }
 
+  /* Arithmetic-coded data cut short. */
+  {
+    buf_t ar = set[12].data;
+    assert_non_null(strstr(set[12].name, "arithmetic"));
+    expect_error((buf_t){ar.p, ar.n / 2}, STK_ERR_DECODE, "arithmetic cut at 1/2");
+  }
+
+  /* Stray bytes between segments: libjpeg warns, the pixels are intact; accepted. */
+  {
+    buf_t r1 = set[0].data, junk = {malloc(r1.n + 3), r1.n + 3};
+    assert_true(r1.p[20] == 0xff); /* rocket.jpg: SOI, then a 16-byte APP0 */
+    memcpy(junk.p, r1.p, 20);
+    memcpy(junk.p + 20, "\x00\x11\x22", 3);
+    memcpy(junk.p + 23, r1.p + 20, r1.n - 20);
+    img_t got = decode(junk, NULL, NULL);
+    img_t want = tj_decode(r1, TJPF_RGB, 0, 0);
+    assert_img_eq(got, want, "extraneous bytes");
+    free(got.p);
+    free(want.p);
+    free(junk.p);
+  }
+
+  /* Lossless (SOF3) and 12-bit JPEGs: recognised, refused as unsupported. */
+  buf_t r0 = load("data/photos/rocket.jpg");
+  size_t sof = 2;
+  while (sof + 1 < r0.n && !(r0.p[sof] == 0xff && r0.p[sof + 1] == 0xc0)) sof++;
+  assert_true(sof + 4 < r0.n);
+  r0.p[sof + 1] = 0xc3;
+  expect_error(r0, STK_ERR_UNSUPPORTED, "SOF3");
+  r0.p[sof + 1] = 0xc1; /* extended sequential, 12-bit */
+  r0.p[sof + 4] = 12;
+  expect_error(r0, STK_ERR_UNSUPPORTED, "12-bit");
+  r0.p[sof + 4] = 8; /* SOF1 with 8 bits decodes like baseline */
+  assert_int_equal(try_decode(r0, NULL), STK_OK);
+  free(r0.p);
+
   /* PNG: truncation and a flipped CRC byte. */
   buf_t p = load("data/photos/chelsea.png");
   for (int k = 1; k < 8; k++) {
@@ -1034,7 +1075,7 @@ static void test_scan_limit(void **state) {
   }
   img_t src = img_new(16, 16, 3);
   for (int i = 0; i < 16 * 16 * 3; i++) src.p[i] = (uint8_t)rnd();
-  lj_opts o = {JCS_RGB, JCS_YCbCr, false, true, 0, 90, scans, n};
+  lj_opts o = {JCS_RGB, JCS_YCbCr, false, true, 0, 90, scans, n, false};
   buf_t many = lj_encode(src, &o);
   expect_error(many, STK_ERR_DECODE, "570 scans");
   /* The same with a coarser refinement (2 passes per coefficient: 381 scans) decodes. */
