@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PY := .venv/bin/python
 
-.PHONY: all setup build test test-c test-python demo bench clean sanitize
+.PHONY: all setup build test demo bench clean sanitize tsan
 
 all: build
 
@@ -23,12 +23,18 @@ test: build
 
 # ASan + UBSan build of the C tests.
 sanitize: setup
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTK_SANITIZE=ON
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTK_SANITIZE=ON -DSTK_BUILD_PYTHON=OFF
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure
+
+# ThreadSanitizer build of the executor and end-to-end tests.
+tsan: setup
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTK_TSAN=ON -DSTK_BUILD_PYTHON=OFF
+	cmake --build build-tsan -j $(JOBS) --target test_pipeline test_end_to_end test_reader
+	cd build-tsan && ctest --output-on-failure -R 'test_(pipeline|end_to_end|reader)'
 
 demo: build
 	scripts/demo.sh
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-tsan
