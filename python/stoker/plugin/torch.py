@@ -1,0 +1,99 @@
+"""PyTorch iterators: batches as torch tensors shared with stoker (DLPack, no copy).
+
+``GenericIterator`` and ``ClassificationIterator`` take the arguments of DALI's
+``DALIGenericIterator`` / ``DALIClassificationIterator``, with the same epoch and
+last-batch semantics (see :mod:`stoker.plugin.base`). Each tensor keeps its batch's
+memory alive; the memory returns to the pipeline's pool when the tensor is freed.
+
+For distributed training, :func:`distributed_info` gives the shard and device of this
+process from torch.distributed, and the iterator warns when the reader is not sharded
+the way the process group is.
+"""
+
+import os
+import warnings
+
+import torch
+
+from .base import BaseIterator, LastBatchPolicy  # noqa: F401
+
+__all__ = ["GenericIterator", "ClassificationIterator", "LastBatchPolicy", "distributed_info",
+           "to_torch", "DALIGenericIterator", "DALIClassificationIterator"]
+
+
+def to_torch(tensor_list):
+    """One TensorList as a torch tensor of shape [N, ...] on its device, without a copy."""
+    if not tensor_list.is_dense():
+        raise ValueError(
+            "stoker.plugin.torch: the batch is ragged (samples differ in shape); resize or "
+            "pad in the pipeline so every sample has one shape")
+    return torch.from_dlpack(tensor_list)
+
+
+def distributed_info():
+    """{"shard_id", "num_shards", "device_id"} for this process.
+
+    From torch.distributed's rank and world size when it is initialised (else shard 0 of
+    1), and the device from LOCAL_RANK (torchrun sets it), or rank modulo the number of
+    visible GPUs; None when CUDA is unavailable.
+    """
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        rank, world = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, world = 0, 1
+    device = None
+    if torch.cuda.is_available():
+        local = os.environ.get("LOCAL_RANK")
+        device = int(local) if local is not None else rank % max(torch.cuda.device_count(), 1)
+    return {"shard_id": rank, "num_shards": world, "device_id": device}
+
+
+class GenericIterator(BaseIterator):
+    """Yields [{name: torch.Tensor}] (one dict per pipeline / GPU).
+
+    Args: as :class:`stoker.plugin.base.BaseIterator` (DALI's DALIGenericIterator).
+    """
+
+    def __init__(self, pipelines, output_map, size=-1, reader_name=None, auto_reset=False,
+                 fill_last_batch=None, dynamic_shape=False, last_batch_padded=False,
+                 last_batch_policy=LastBatchPolicy.FILL, prepare_first_batch=True):
+        super().__init__(pipelines, output_map, size=size, reader_name=reader_name,
+                         auto_reset=auto_reset, fill_last_batch=fill_last_batch,
+                         last_batch_padded=last_batch_padded,
+                         last_batch_policy=last_batch_policy,
+                         prepare_first_batch=prepare_first_batch)
+        if reader_name is not None:
+            self._check_sharding()
+
+    def _check_sharding(self):
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()):
+            return
+        world = dist.get_world_size() * self._num_gpus
+        if world > 1 and self._shards_num != world:
+            warnings.warn(
+                f"stoker: {world} processes/pipelines read with num_shards={self._shards_num}; "
+                "pass **stoker.plugin.torch.distributed_info() values (shard_id, num_shards) "
+                "to the reader so each process reads its own shard", stacklevel=3)
+
+    def _convert(self, tensor_list, pipe):
+        return to_torch(tensor_list)
+
+
+class ClassificationIterator(GenericIterator):
+    """GenericIterator with output_map ["data", "label"] (DALIClassificationIterator)."""
+
+    def __init__(self, pipelines, size=-1, reader_name=None, auto_reset=False,
+                 fill_last_batch=None, dynamic_shape=False, last_batch_padded=False,
+                 last_batch_policy=LastBatchPolicy.FILL, prepare_first_batch=True):
+        super().__init__(pipelines, ["data", "label"], size=size, reader_name=reader_name,
+                         auto_reset=auto_reset, fill_last_batch=fill_last_batch,
+                         dynamic_shape=dynamic_shape, last_batch_padded=last_batch_padded,
+                         last_batch_policy=last_batch_policy,
+                         prepare_first_batch=prepare_first_batch)
+
+
+# DALI's names, so `from stoker.plugin.torch import DALIClassificationIterator` ports.
+DALIGenericIterator = GenericIterator
+DALIClassificationIterator = ClassificationIterator
