@@ -257,6 +257,12 @@ STK_API stk_status stk_op_set_strings(stk_op *op, const char *arg,
                                       const char *const *values, size_t count);
 /* Feed argument `arg` per sample from `edge` (the argument must allow it). */
 STK_API stk_status stk_op_set_arg_input(stk_op *op, const char *arg, const char *edge);
+/* Conditional execution: run this operator only for the samples whose value of `edge`
+ * (a scalar per sample: bool or integer) equals `value`. Several guards must all hold
+ * (nested conditions). The other samples get no value for its outputs; a "select"
+ * operator merges branches back per sample (select(index, v0, v1, ...) takes v[index]),
+ * without copying. Samples are never copied or reordered to split a batch. */
+STK_API stk_status stk_op_add_guard(stk_op *op, const char *edge, int64_t value);
 
 /* ------------------------------------------------------------------------------------ */
 /* Pipelines                                                                            */

@@ -10,6 +10,9 @@
   STK__OPS_IMAGE(X)                                                                        \
   STK__OPS_DECODERS(X)                                                                     \
   STK__OPS_READERS_FILE(X)                                                                 \
+  STK__OPS_GEOMETRY(X)                                                                     \
+  STK__OPS_FILTERS(X)                                                                      \
+  STK__OPS_ARITHMETIC(X)                                                                   \
   STK__OPS_HOST(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */                                                  \
@@ -34,9 +37,23 @@
 #define STK__OPS_READERS_FILE(X) /* readers_file.c */                                      \
   X(stk__op_readers_file)
 
+#define STK__OPS_GEOMETRY(X) /* geometry.c, transforms.c */                              \
+  X(stk__op_rotate)                                                                        \
+  X(stk__op_warp_affine)                                                                   \
+  X(stk__op_transforms_rotation)                                                           \
+  X(stk__op_transforms_shear)                                                              \
+  X(stk__op_transforms_translation)                                                        \
+  X(stk__op_transforms_scale)                                                              \
+  X(stk__op_transforms_combine)
+
+#define STK__OPS_FILTERS(X) /* filters.c */
+
+#define STK__OPS_ARITHMETIC(X) /* arithmetic.c, misc_ops.c */
+
 #define STK__OPS_HOST(X) /* pipeline/host.c */                                           \
   X(stk__op_external_source)                                                               \
-  X(stk__op_python_function)
+  X(stk__op_python_function)                                                               \
+  X(stk__op_select)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

@@ -71,6 +71,25 @@ static void record_failure(stk__exec *ex, size_t i, stk_status st, const stk__no
   ex->messages[i] = strdup(buf);
 }
 
+/* Every data input, argument feed and guard edge of `node` must have a value for the
+ * sample ("select" alone may see absent branch inputs). */
+static stk_status check_inputs_present(const stk__node *node, const stk__sample *s) {
+  const stk_op *spec = node->spec;
+  for (int i = 0; i < spec->num_inputs; i++)
+    if (!s->edges[node->in_edges[i]].data && !(spec->def == &stk__op_select && i > 0))
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "input '%s' has no value for this sample: it is produced only in a conditional branch "
+                      "the sample did not take", spec->inputs[i]);
+  for (int a = 0; a < spec->def->schema->num_args; a++) {
+    int e = spec->args[a].edge;
+    if (e >= 0 && !s->edges[e].data)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "argument '%s' is fed by '%s', which has no value for this sample (conditional branch)",
+                      spec->def->schema->args[a].name, spec->args[a].edge_name);
+  }
+  return STK_OK;
+}
+
 static void run_sample_task(void *arg, size_t k, int worker) {
   stk__exec *ex = arg;
   stk_pipeline *p = ex->p;
@@ -82,8 +101,14 @@ static void run_sample_task(void *arg, size_t k, int worker) {
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
     s->current = node;
+    if (node->spec->num_guards && !stk__guards_hold(node, s)) continue; /* not this sample's branch */
+    stk_status st = check_inputs_present(node, s);
+    if (st != STK_OK) {
+      record_failure(ex, i, st, node);
+      break;
+    }
     int64_t t0 = stk__now_ns();
-    stk_status st = node->spec->def->run_sample(node, s);
+    st = node->spec->def->run_sample(node, s);
     atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
     if (st != STK_OK) {
       record_failure(ex, i, st, node);
@@ -199,11 +224,17 @@ static stk_status handle_failures(stk__exec *ex, int round) {
 
 static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *first) {
   int e = ex->p->output_edges[o];
+  for (size_t i = 0; i < ex->n; i++)
+    if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data)
+      return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
+                       "output '%s' has no value for sample %zu of the batch: it is produced only in a "
+                       "conditional branch that sample did not take", ex->p->output_names[o], i);
   for (size_t i = 1; i < ex->n; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
-                       "output '%s': sample %zu is %s/%dD/'%s' but sample 0 is %s/%dD/'%s'",
+                       "output '%s': sample %zu is %s/%dD/'%s' but sample 0 is %s/%dD/'%s' (conditional "
+                       "branches must agree in dtype, dimensions and layout)",
                        ex->p->output_names[o], i, stk_dtype_name(t->dtype), t->ndim, t->layout,
                        stk_dtype_name(first->dtype), first->ndim, first->layout);
   }
@@ -302,6 +333,30 @@ static stk_status assemble(stk__exec *ex, stk_batch **out) {
   return STK_OK;
 }
 
+/* Branches merged by "select" must agree across the batch in dtype, rank and layout;
+ * the error names the select (the Python layer names it after the variable). */
+static stk_status check_selects(stk__exec *ex) {
+  stk_pipeline *p = ex->p;
+  for (size_t n = 0; n < p->num_nodes; n++) {
+    const stk__node *node = &p->nodes[n];
+    if (node->spec->def != &stk__op_select) continue;
+    int e = node->out_edges[0];
+    const stk__tensor *first = NULL;
+    for (size_t i = 0; i < ex->n; i++) {
+      const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
+      if (!t->data) continue;
+      if (!first) first = t;
+      else if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
+        return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
+                         "'%s': the branches disagree: one gives %s/%dD/'%s', another %s/%dD/'%s' "
+                         "(branches must agree in dtype, dimensions and layout)",
+                         node->name, stk_dtype_name(first->dtype), first->ndim, first->layout,
+                         stk_dtype_name(t->dtype), t->ndim, t->layout);
+    }
+  }
+  return STK_OK;
+}
+
 static stk_status produce(stk__exec *ex, stk_batch **out) {
   prepare_batch(ex);
   stk_status st = STK_OK;
@@ -309,6 +364,7 @@ static stk_status produce(stk__exec *ex, stk_batch **out) {
     if ((st = run_pending(ex)) != STK_OK) break;
     if (ex->num_pending && (st = handle_failures(ex, round + 1)) != STK_OK) break;
   }
+  if (st == STK_OK) st = check_selects(ex);
   if (st == STK_OK) st = assemble(ex, out);
   release_batch_memory(ex);
   return st;

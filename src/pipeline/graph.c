@@ -100,6 +100,10 @@ static stk_status resolve_node(stk_pipeline *p, stk__node *node) {
       return STK_FAIL(STK_ERR_NOT_FOUND, "operator '%s': argument '%s' is fed by '%s', which no operator produces",
                       node->name, sc->args[a].name, v->edge_name);
   }
+  for (int g = 0; g < spec->num_guards; g++)
+    if ((spec->guards[g].edge = find_edge(p, spec->guards[g].edge_name)) < 0)
+      return STK_FAIL(STK_ERR_NOT_FOUND, "operator '%s': condition '%s' is not produced by any operator",
+                      node->name, spec->guards[g].edge_name);
   if (spec->device != STK_DEVICE_CPU)
     return STK_FAIL(STK_ERR_DEVICE,
                     "operator '%s' (%s) asks for device \"%s\", but this build has no GPU backend; use device=\"cpu\"",
@@ -118,7 +122,7 @@ static stk_status sort_nodes(stk_pipeline *p) {
   }
   for (size_t i = 0; i < n; i++) {
     stk__node *node = &p->nodes[i];
-    indegree[i] = node->spec->num_inputs;
+    indegree[i] = node->spec->num_inputs + node->spec->num_guards;
     for (int a = 0; a < node->spec->def->schema->num_args; a++)
       if (node->spec->args[a].edge >= 0) indegree[i]++;
   }
@@ -139,6 +143,8 @@ static stk_status sort_nodes(stk_pipeline *p) {
           int e = c->spec->args[a].edge;
           if (e >= 0 && p->edges[e].producer == (int)i) indegree[j]--;
         }
+        for (int g = 0; g < c->spec->num_guards; g++)
+          if (p->edges[c->spec->guards[g].edge].producer == (int)i) indegree[j]--;
       }
     }
   }

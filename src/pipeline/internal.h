@@ -42,6 +42,12 @@ stk_status stk__argval_check(const stk_arg_schema *schema, const stk__argval *v,
 stk_status stk__argval_format(const stk__argval *v, stk__strbuf *out);
 
 /* ---- operator specs (the public stk_op) ---- */
+typedef struct {
+  char *edge_name;
+  int edge; /* resolved at build */
+  int64_t value;
+} stk__guard;
+
 struct stk_op {
   const stk__op_def *def;
   unsigned device;
@@ -51,6 +57,8 @@ struct stk_op {
   char **outputs;
   int num_outputs;
   stk__argval *args; /* def->schema->num_args entries */
+  stk__guard *guards; /* conditions on samples (all must hold) */
+  int num_guards;
 };
 
 stk_status stk__op_copy(stk_op **out, const stk_op *src);
@@ -182,6 +190,14 @@ struct stk__sample {
   stk__node *current;   /* the node being run */
   stk__arena *arena;
 };
+
+/* sample.c: output `index` of the running node takes the value of `src` for this
+ * sample: aliased without a copy, or copied when the output leaves the sample's chain. */
+stk_status stk__output_alias(stk__sample *s, int index, const stk__tensor *src);
+/* conditional.c: the "select" operator's definition (the executor lets it see absent
+ * inputs) and the check of a guard for a sample. */
+extern const stk__op_def stk__op_select;
+bool stk__guards_hold(const stk__node *node, const stk__sample *s);
 
 /* sample.c: allocation of a node's output for a sample (executor decides where). */
 void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__tensor *t);

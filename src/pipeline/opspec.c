@@ -63,6 +63,8 @@ void stk_op_destroy(stk_op *op) {
   if (op->args)
     for (int a = 0; a < op->def->schema->num_args; a++) stk__argval_clear(&op->args[a]);
   free(op->args);
+  for (int g = 0; g < op->num_guards; g++) free(op->guards[g].edge_name);
+  free(op->guards);
   for (int i = 0; i < op->num_inputs; i++) free(op->inputs[i]);
   for (int i = 0; i < op->num_outputs; i++) free(op->outputs[i]);
   free(op->inputs);
@@ -291,6 +293,20 @@ stk_status stk_op_set_arg_input(stk_op *op, const char *arg, const char *edge) {
   return commit_value(op, v, sc, &nv);
 }
 
+stk_status stk_op_add_guard(stk_op *op, const char *edge, int64_t value) {
+  if (!op || !valid_identifier(edge))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name", edge ? edge : "(null)");
+  stk__guard *grown = stk__realloc(op->guards, (size_t)(op->num_guards + 1) * sizeof(stk__guard), "guards");
+  if (!grown) return STK_ERR_OUT_OF_MEMORY;
+  op->guards = grown;
+  stk__guard *g = &op->guards[op->num_guards];
+  if (!(g->edge_name = stk__strdup(edge))) return STK_ERR_OUT_OF_MEMORY;
+  g->edge = -1;
+  g->value = value;
+  op->num_guards++;
+  return STK_OK;
+}
+
 stk_status stk__op_copy(stk_op **out, const stk_op *src) {
   stk_op *op;
   STK_TRY(stk_op_create(&op, src->def->schema->name, stk__device_name(src->device)));
@@ -300,6 +316,8 @@ stk_status stk__op_copy(stk_op **out, const stk_op *src) {
     st = push_name(&op->inputs, &op->num_inputs, src->inputs[i]);
   for (int i = 0; st == STK_OK && i < src->num_outputs; i++)
     st = push_name(&op->outputs, &op->num_outputs, src->outputs[i]);
+  for (int g = 0; st == STK_OK && g < src->num_guards; g++)
+    st = stk_op_add_guard(op, src->guards[g].edge_name, src->guards[g].value);
   for (int a = 0; st == STK_OK && a < src->def->schema->num_args; a++) {
     stk__argval_clear(&op->args[a]);
     st = stk__argval_copy(&op->args[a], &src->args[a]);

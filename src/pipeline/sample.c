@@ -147,6 +147,21 @@ stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
   return STK_OK;
 }
 
+stk_status stk__output_alias(stk__sample *s, int index, const stk__tensor *src) {
+  stk__node *node = s->current;
+  int edge = node->out_edges[index];
+  if (s->pipe->edges[edge].output_index < 0) { /* stays inside the chain: alias */
+    s->edges[edge] = *src;
+    return STK_OK;
+  }
+  stk__tensor *out;
+  STK_TRY(stk__output(s, index, src->dtype, src->ndim, src->shape, src->layout, &out));
+  size_t bytes = stk_dtype_size(src->dtype);
+  for (int d = 0; d < src->ndim; d++) bytes *= (size_t)src->shape[d];
+  if (bytes) memcpy(out->data, src->data, bytes);
+  return STK_OK;
+}
+
 void *stk__scratch(stk__sample *s, size_t bytes) { return stk__arena_alloc(s->arena, bytes); }
 
 void stk__sample_rng(const stk__node *node, const stk__sample *s, stk__philox *g) {

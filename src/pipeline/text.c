@@ -121,7 +121,50 @@ static stk_status find_device(char **args, int nargs, char **device, int line) {
   return STK_OK;
 }
 
+/* Finds " if " after the call's closing parenthesis (outside strings); cuts the text
+ * there and returns the condition, or NULL. */
+static char *split_condition(char *rhs) {
+  int depth = 0;
+  bool in_str = false;
+  for (char *c = rhs; *c; c++) {
+    if (in_str) {
+      if (*c == '\\' && c[1]) c++;
+      else if (*c == '"') in_str = false;
+    } else if (*c == '"') in_str = true;
+    else if (*c == '(' || *c == '[') depth++;
+    else if (*c == ')' || *c == ']') depth--;
+    else if (depth == 0 && strncmp(c, " if ", 4) == 0) {
+      *c = '\0';
+      return trim(c + 4);
+    }
+  }
+  return NULL;
+}
+
+/* "pred", "pred == 2", "a and b == 0": guards joined by "and". */
+static stk_status parse_condition(stk_op *op, char *cond, int line) {
+  while (cond && *cond) {
+    char *and = strstr(cond, " and ");
+    if (and) *and = '\0';
+    char *eq = strstr(cond, "==");
+    int64_t value = 1;
+    if (eq) {
+      *eq = '\0';
+      char *end;
+      value = strtoll(trim(eq + 2), &end, 10);
+      if (end == trim(eq + 2) || *trim(end)) return STK_FAIL(STK_ERR_PARSE, "line %d: a condition compares with an integer", line);
+    }
+    char *edge = trim(cond);
+    if (!is_identifier(edge)) return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' is not an edge name in a condition", line, edge);
+    STK_TRY(stk_op_add_guard(op, edge, value));
+    cond = and ? and + 5 : NULL;
+  }
+  return STK_OK;
+}
+
 static stk_status parse_call(stk_pipeline *p, char *lhs, char *rhs, int line) {
+  char *cond = split_condition(rhs);
+  rhs = trim(rhs);
   char *paren = strchr(rhs, '(');
   size_t len = strlen(rhs);
   if (!paren || rhs[len - 1] != ')') return STK_FAIL(STK_ERR_PARSE, "line %d: expected 'outputs = operator(arguments)'", line);
@@ -151,6 +194,7 @@ static stk_status parse_call(stk_pipeline *p, char *lhs, char *rhs, int line) {
       st = STK_FAIL(STK_ERR_PARSE, "line %d: positional argument '%s' is not an edge name", line, args[i]);
     }
   }
+  if (st == STK_OK) st = parse_condition(op, cond, line);
   if (st == STK_OK) st = stk_pipeline_add_op(p, op);
   stk_op_destroy(op);
   if (st != STK_OK && !strstr(stk_last_error(), "line ")) stk__wrap(st, "line %d", line);
@@ -268,7 +312,11 @@ static stk_status format_op(const stk_op *op, stk__strbuf *b) {
     STK_TRY(stk__strbuf_printf(b, "%sname=", first ? "" : ", "));
     STK_TRY(stk__argval_format(&name, b));
   }
-  return stk__strbuf_append(b, ")\n", 2);
+  STK_TRY(stk__strbuf_append(b, ")", 1));
+  for (int g = 0; g < op->num_guards; g++)
+    STK_TRY(stk__strbuf_printf(b, "%s%s == %lld", g ? " and " : " if ", op->guards[g].edge_name,
+                               (long long)op->guards[g].value));
+  return stk__strbuf_append(b, "\n", 1);
 }
 
 stk_status stk_pipeline_to_text(const stk_pipeline *p, char **out) {

@@ -1,0 +1,71 @@
+/* Per-sample conditional execution. Sample-major execution makes a split free: an
+ * operator with guards simply does not run for the samples whose predicates fail, and
+ * its outputs have no value there. "select" merges branches per sample by taking one of
+ * its inputs, aliasing it without a copy. */
+#include <string.h>
+
+#include "internal.h"
+
+/* The value of a scalar predicate tensor (bool or integer; element 0). */
+static bool scalar_value(const stk__tensor *t, int64_t *out) {
+  if (!t->data) return false;
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+  if (n < 1) return false;
+  switch (t->dtype) {
+  case STK_DTYPE_BOOL:
+  case STK_DTYPE_UINT8: *out = *(const uint8_t *)t->data; return true;
+  case STK_DTYPE_INT8: *out = *(const int8_t *)t->data; return true;
+  case STK_DTYPE_INT16: *out = *(const int16_t *)t->data; return true;
+  case STK_DTYPE_UINT16: *out = *(const uint16_t *)t->data; return true;
+  case STK_DTYPE_INT32: *out = *(const int32_t *)t->data; return true;
+  case STK_DTYPE_UINT32: *out = *(const uint32_t *)t->data; return true;
+  case STK_DTYPE_INT64: *out = *(const int64_t *)t->data; return true;
+  case STK_DTYPE_UINT64: *out = (int64_t) * (const uint64_t *)t->data; return true;
+  case STK_DTYPE_FLOAT32: *out = (int64_t) * (const float *)t->data; return true;
+  case STK_DTYPE_FLOAT64: *out = (int64_t) * (const double *)t->data; return true;
+  default: return false;
+  }
+}
+
+bool stk__guards_hold(const stk__node *node, const stk__sample *s) {
+  for (int g = 0; g < node->spec->num_guards; g++) {
+    int64_t v;
+    const stk__guard *guard = &node->spec->guards[g];
+    if (!scalar_value(&s->edges[guard->edge], &v)) return false;
+    /* a bool predicate is "true" for any non-zero value */
+    bool is_bool = s->edges[guard->edge].dtype == STK_DTYPE_BOOL;
+    if (is_bool ? ((v != 0) != (guard->value != 0)) : v != guard->value) return false;
+  }
+  return true;
+}
+
+static stk_status select_run(stk__node *node, stk__sample *s) {
+  int64_t index;
+  const stk__tensor *pred = stk__input(s, 0);
+  if (!scalar_value(pred, &index))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s': the selector has no scalar value for sample %lld",
+                    node->name, (long long)s->ordinal);
+  if (pred->dtype == STK_DTYPE_BOOL) index = index != 0;
+  int branches = node->spec->num_inputs - 1;
+  if (index < 0 || index >= branches)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s': selector value %lld for sample %lld is outside [0, %d)",
+                    node->name, (long long)index, (long long)s->ordinal, branches);
+  const stk__tensor *chosen = stk__input(s, (int)index + 1);
+  if (!chosen->data)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "'%s': branch %lld has no value for sample %lld (the variable is assigned only in "
+                    "some branches)", node->name, (long long)index, (long long)s->ordinal);
+  return stk__output_alias(s, 0, chosen);
+}
+
+static const stk_port_schema select_in[] = {
+    {"index", "per-sample branch index (bool: false = 0, true = 1)"},
+    {"branch", "one input per branch; only the chosen one needs a value"}};
+static const stk_port_schema select_out[] = {{"value", "the chosen branch's value, per sample"}};
+static const stk_op_schema select_schema = {
+    "select",
+    "Merges conditional branches per sample: output = input[1 + index] where index is the first input "
+    "(a bool or integer scalar per sample). No data is copied inside a sample's chain.",
+    STK_DEVICE_CPU, 0, 2, 64, select_in, 1, select_out, 0, NULL};
+const stk__op_def stk__op_select = {&select_schema, NULL, NULL, NULL, select_run, NULL, NULL};
