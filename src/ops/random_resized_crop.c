@@ -105,7 +105,7 @@ static stk_status rrc_run(stk__node *node, stk__sample *s) {
                                                  st->attempts);
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, st->out_h, st->out_w, in.c};
   stk__resample_args ra = {win.x, win.y, (double)win.x + win.w, (double)win.y + win.h,
-                           st->interp, st->antialias};
+                           st->interp, st->antialias, 0};
   size_t need = stk__resample_scratch_size(&in, out.h, out.w, &ra);
   void *scratch = need ? stk__scratch(s, need) : NULL;
   if (need && !scratch)

@@ -56,6 +56,7 @@ typedef struct {
   double x0, y0, x1, y1; /* source window, pixel-edge coordinates */
   stk__interp interp;
   bool antialias;
+  int order; /* 0: the cheaper pass order; 1: horizontal first; 2: vertical first (tests) */
 } stk__resample_args;
 
 /* Scratch bytes stk__resample needs for this call (an upper bound, 64-byte aligned

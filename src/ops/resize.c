@@ -201,7 +201,7 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit",
                       (long long)size[0], (long long)size[1]);
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
-  stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], st->interp, st->antialias};
+  stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], st->interp, st->antialias, 0};
   size_t need = stk__resample_scratch_size(&in, out.h, out.w, &ra);
   void *scratch = need ? stk__scratch(s, need) : NULL;
   if (need && !scratch)
