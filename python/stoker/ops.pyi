@@ -4,6 +4,83 @@ from typing import Any, Literal, Sequence
 from ._graph import DataNode
 from ._opgen import Operator
 
+class Cast(Operator):
+    """Converts every element to `dtype` with saturation: float to integer rounds half away from zero and clamps to the type's range (DALI's CPU cast).
+
+    Devices: cpu.
+
+    Inputs:
+        input: a tensor of any type
+
+    Outputs:
+        output: the same values in the new type
+
+    Keyword args:
+        dtype (a string; required; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double', 'half'): output type. To integers: round half away from zero, then saturate to the type's range (NaN -> 0); to bool: non-zero -> 1; between floats: IEEE rounding
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, dtype: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Crop(Operator):
+    """Crops HWC images (any type) to a window of crop [H, W] placed at crop_pos_x / crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With dtype, the output is converted (rounded, saturated).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image
+
+    Outputs:
+        output: the cropped HWC image
+
+    Keyword args:
+        crop (a list of floats; may be a DataNode (per-sample argument input)): window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive with crop_h / crop_w
+        crop_h (a float; default 0.0; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+        out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "pad" (with fill_values) or "trim_to_shape" (cut to the image)
+        fill_values (a list of floats; default [0.0]): padding value, one for all channels or one per channel
+        dtype (a string; default ""): output type: "" (the input's) or any type name (saturating, rounded conversion)
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer: round (half away from zero) or truncate
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., rounding: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class CropMirrorNormalize(Operator):
+    """Fused crop, mirror, normalisation, type conversion and layout change (DALI's crop_mirror_normalize): out = (in - mean[c]) / std[c] * scale + shift over the crop window (placed as in crop), mirrored left-right when `mirror`, written as CHW (or HWC) in one pass. uint8 inputs use a per-channel table computed in float64.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the normalised image (CHW or HWC)
+
+    Keyword args:
+        crop (a list of floats; may be a DataNode (per-sample argument input)): window size [H, W] (truncated to integers); none: the whole image
+        crop_h (a float; default 0.0; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the window left-right
+        mean (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): mean, one value or one per channel
+        std (a list of floats; default [1.0]; may be a DataNode (per-sample argument input)): standard deviation (non-zero), one value or one per channel
+        scale (a float; default 1.0): multiplies the normalised value
+        shift (a float; default 0.0): added after scaling
+        dtype (a string; default "float32"; one of 'float32', 'float', 'float16', 'half', 'uint8', 'int8'): output type; integer outputs are rounded half away from zero and saturated
+        output_layout (a string; default "CHW"; one of 'CHW', 'HWC'): output layout
+        pad_output (a bool; default false): pad the channels to the next power of two (3 -> 4) with fill_values (default 0)
+        out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "pad" (with fill_values) or "trim_to_shape"
+        fill_values (a list of floats; default [0.0]): output values (not normalised) for padded pixels and pad channels: one value, one per input channel, or one per output channel
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., mirror: int | DataNode | None = ..., mean: Sequence[float] | DataNode | None = ..., std: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., dtype: str | None = ..., output_layout: str | None = ..., pad_output: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., rounding: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ExternalSource(Operator):
     """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.
 
@@ -33,6 +110,25 @@ class ExternalSource(Operator):
     """
     def __init__(self, *, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class Flip(Operator):
+    """Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags may be fed per sample (e.g. from random.coin_flip). Exact for every type.
+
+    Devices: cpu.
+
+    Inputs:
+        input: image with H and W axes (HWC, CHW, HW)
+
+    Outputs:
+        output: the mirrored image
+
+    Keyword args:
+        horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror left-right
+        vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror top-bottom
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PeekImageShape(Operator):
     """The shape [H, W, C] of each encoded image, read from its header without decoding.
 
@@ -75,6 +171,62 @@ class PythonFunction(Operator):
     """
     def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class RandomResizedCrop(Operator):
+    """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the cropped and resized image
+
+    Keyword args:
+        size (a list of floats; required): output size [H, W] (one value: square)
+        random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the input area the window covers (uniform); one value: fixed
+        random_aspect_ratio (a list of floats; default [0.75, 1.3333333333333333]): [min, max] width / height of the window (log-uniform); one value: fixed
+        num_attempts (an int; default 10; in [1, 1000000]): draws before falling back to a centre crop clamped to the aspect ratio range
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear, cubic or lanczos3
+        antialias (a bool; default true): widen the filter by the scale factor when downscaling
+        dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
+        seed (an int; default -1): this operator's seed (-1: derived)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Resize(Operator):
+    """Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class decoders:
     """The decoders namespace."""
     class Image(Operator):
