@@ -46,7 +46,11 @@
   X(stk__op_transforms_scale)                                                              \
   X(stk__op_transforms_combine)
 
-#define STK__OPS_FILTERS(X) /* filters.c */
+#define STK__OPS_FILTERS(X) /* filters.c */                                                \
+  X(stk__op_gaussian_blur)                                                                 \
+  X(stk__op_laplacian)                                                                     \
+  X(stk__op_filter)                                                                        \
+  X(stk__op_experimental_filter)
 
 #define STK__OPS_ARITHMETIC(X) /* arithmetic.c, misc_ops.c */
 

@@ -1,0 +1,640 @@
+/* gaussian_blur, laplacian and filter on the CPU, and the convolution kernels behind them
+ * (see filters.h for the conventions). */
+#include "filters.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image_util.h"
+
+#define MAX_KERNEL 4095                       /* taps per axis */
+#define MAX_SCRATCH ((double)((size_t)1 << 34)) /* bytes */
+
+/* ---------------------------------------------------------------------------------- */
+/* Borders                                                                            */
+/* ---------------------------------------------------------------------------------- */
+
+bool stk__border_parse(const char *name, stk__border *out) {
+  static const char *const names[] = {"reflect_101", "reflect_1001", "wrap", "clamp",
+                                      "constant"};
+  for (int i = 0; i < 5; i++)
+    if (name && strcmp(name, names[i]) == 0) {
+      *out = (stk__border)i;
+      return true;
+    }
+  return false;
+}
+
+/* i mod n in [0, n). */
+static int64_t wrap_mod(int64_t i, int64_t n) {
+  int64_t m = i % n;
+  return m < 0 ? m + n : m;
+}
+
+int64_t stk__border_index(int64_t i, int64_t n, stk__border border) {
+  if (i >= 0 && i < n) return i;
+  switch (border) {
+  case STK__BORDER_CONSTANT: return -1;
+  case STK__BORDER_CLAMP: return i < 0 ? 0 : n - 1;
+  case STK__BORDER_WRAP: return wrap_mod(i, n);
+  case STK__BORDER_REFLECT_1001: { /* period 2n: 0..n-1, n-1..0 */
+    int64_t m = wrap_mod(i, 2 * n);
+    return m < n ? m : 2 * n - 1 - m;
+  }
+  default: { /* reflect_101, period 2n - 2: 0..n-1, n-2..1 */
+    if (n == 1) return 0;
+    int64_t m = wrap_mod(i, 2 * n - 2);
+    return m < n ? m : 2 * n - 2 - m;
+  }
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Scratch and padding                                                                */
+/* ---------------------------------------------------------------------------------- */
+
+typedef struct {
+  int64_t ph, pw; /* padded extents */
+  size_t c;
+  float *pad;     /* ph x pw x c */
+  float *tmp;     /* separable intermediate: ph x out_w x c */
+  float *row;     /* one source row as float */
+} conv_mem;
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+size_t stk__conv_scratch_size(const stk__image *src, const stk__conv_geom *g) {
+  if (src->h < 1 || src->w < 1 || src->c < 1 || g->out_h < 1 || g->out_w < 1 || g->kh < 1 ||
+      g->kw < 1 || g->kh > MAX_KERNEL || g->kw > MAX_KERNEL)
+    return 0;
+  double ph = (double)g->out_h + g->kh - 1, pw = (double)g->out_w + g->kw - 1;
+  double c = (double)src->c;
+  double bytes = 4.0 * c * (ph * pw + ph * (double)g->out_w + (double)src->w) + 4 * 64.0;
+  if (bytes > MAX_SCRATCH) return 0;
+  size_t C = (size_t)src->c;
+  return align64((size_t)ph * (size_t)pw * C * 4) + align64((size_t)ph * (size_t)g->out_w * C * 4) +
+         align64((size_t)src->w * C * 4) + 64;
+}
+
+static stk_status carve(const stk__image *src, const stk__conv_geom *g, void *scratch,
+                        size_t scratch_size, conv_mem *m) {
+  size_t need = stk__conv_scratch_size(src, g);
+  if (need == 0)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "bad convolution geometry: %lldx%lld image, %dx%d kernel, %lldx%lld output",
+                    (long long)src->h, (long long)src->w, g->kh, g->kw, (long long)g->out_h,
+                    (long long)g->out_w);
+  if (g->ay < 0 || g->ay >= g->kh || g->ax < 0 || g->ax >= g->kw)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "anchor (%d, %d) outside the %dx%d kernel", g->ay,
+                    g->ax, g->kh, g->kw);
+  if (scratch_size < need)
+    return STK_FAIL(STK_ERR_INTERNAL, "scratch of %zu bytes, %zu needed", scratch_size, need);
+  char *p = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+  m->ph = g->out_h + g->kh - 1, m->pw = g->out_w + g->kw - 1, m->c = (size_t)src->c;
+  m->pad = (float *)p, p += align64((size_t)(m->ph * m->pw) * m->c * 4);
+  m->tmp = (float *)p, p += align64((size_t)m->ph * (size_t)g->out_w * m->c * 4);
+  m->row = (float *)p;
+  return STK_OK;
+}
+
+/* Fills the padded float image: pad[r][p] = in(border(r - ay), border(p - ax)). */
+static void pad_image(const stk__image *src, const stk__conv_geom *g, conv_mem *m) {
+  size_t c = m->c, esize = stk_dtype_size(src->dtype), in_row = (size_t)src->w * c;
+  int64_t last = -2;
+  for (int64_t r = 0; r < m->ph; r++) {
+    float *out = m->pad + (size_t)(r * m->pw) * c;
+    int64_t sy = stk__border_index(r - g->ay, src->h, g->border);
+    if (sy < 0) {
+      for (size_t k = 0; k < (size_t)m->pw * c; k++) out[k] = g->fill;
+      continue;
+    }
+    if (sy != last)
+      stk__convert(m->row, STK_DTYPE_FLOAT32, (const char *)src->data + (size_t)sy * in_row * esize,
+                   src->dtype, in_row);
+    last = sy;
+    for (int64_t p = 0; p < m->pw; p++) {
+      int64_t sx = p - g->ax;
+      if (sx >= 0 && sx < src->w) { /* the inside run in one copy */
+        int64_t n = src->w - sx < m->pw - p ? src->w - sx : m->pw - p;
+        memcpy(out + (size_t)p * c, m->row + (size_t)sx * c, (size_t)n * c * sizeof(float));
+        p += n - 1;
+        continue;
+      }
+      sx = stk__border_index(sx, src->w, g->border);
+      for (size_t k = 0; k < c; k++)
+        out[(size_t)p * c + k] = sx < 0 ? g->fill : m->row[(size_t)sx * c + k];
+    }
+  }
+}
+
+/* acc[k] += w * x[k]; fixed 8-wide blocks so GCC's -O2 vectoriser takes them. */
+static void axpy(float *restrict acc, const float *restrict x, float w, size_t n) {
+  size_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int l = 0; l < 8; l++) acc[k + l] += w * x[k + l];
+  for (; k < n; k++) acc[k] += w * x[k];
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Convolutions                                                                       */
+/* ---------------------------------------------------------------------------------- */
+
+stk_status stk__conv2d(const stk__image *src, float *dst, const stk__conv_geom *g,
+                       const float *k, bool accumulate, void *scratch, size_t scratch_size) {
+  conv_mem m;
+  STK_TRY(carve(src, g, scratch, scratch_size, &m));
+  pad_image(src, g, &m);
+  size_t n = (size_t)g->out_w * m.c;
+  for (int64_t y = 0; y < g->out_h; y++) {
+    float *acc = dst + (size_t)y * n;
+    if (!accumulate) memset(acc, 0, n * sizeof(float));
+    for (int i = 0; i < g->kh; i++)
+      for (int j = 0; j < g->kw; j++) {
+        float w = k[i * g->kw + j];
+        if (w != 0.0f) axpy(acc, m.pad + ((size_t)((y + i) * m.pw) + (size_t)j) * m.c, w, n);
+      }
+  }
+  return STK_OK;
+}
+
+stk_status stk__conv_sep(const stk__image *src, float *dst, const stk__conv_geom *g,
+                         const float *ky, const float *kx, bool accumulate, void *scratch,
+                         size_t scratch_size) {
+  conv_mem m;
+  STK_TRY(carve(src, g, scratch, scratch_size, &m));
+  pad_image(src, g, &m);
+  size_t n = (size_t)g->out_w * m.c;
+  for (int64_t r = 0; r < m.ph; r++) { /* horizontal pass */
+    float *t = m.tmp + (size_t)r * n;
+    memset(t, 0, n * sizeof(float));
+    for (int j = 0; j < g->kw; j++)
+      if (kx[j] != 0.0f) axpy(t, m.pad + ((size_t)(r * m.pw) + (size_t)j) * m.c, kx[j], n);
+  }
+  for (int64_t y = 0; y < g->out_h; y++) { /* vertical pass */
+    float *acc = dst + (size_t)y * n;
+    if (!accumulate) memset(acc, 0, n * sizeof(float));
+    for (int i = 0; i < g->kh; i++)
+      if (ky[i] != 0.0f) axpy(acc, m.tmp + (size_t)(y + i) * n, ky[i], n);
+  }
+  return STK_OK;
+}
+
+bool stk__kernel_separable(const float *k, int kh, int kw, float *ky, float *kx) {
+  int pi = 0, pj = 0;
+  float best = 0.0f;
+  for (int i = 0; i < kh; i++)
+    for (int j = 0; j < kw; j++)
+      if (fabsf(k[i * kw + j]) > best) best = fabsf(k[i * kw + j]), pi = i, pj = j;
+  if (!(best > 0.0f) || !isfinite(best)) return false;
+  double piv = k[pi * kw + pj];
+  for (int i = 0; i < kh; i++)
+    for (int j = 0; j < kw; j++) {
+      double prod = (double)k[i * kw + pj] * (double)k[pi * kw + j] / piv;
+      if (fabs(prod - (double)k[i * kw + j]) > 1e-6 * best) return false;
+    }
+  for (int i = 0; i < kh; i++) ky[i] = k[i * kw + pj];
+  for (int j = 0; j < kw; j++) kx[j] = (float)((double)k[pi * kw + j] / piv);
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Windows                                                                            */
+/* ---------------------------------------------------------------------------------- */
+
+void stk__gaussian_window(float *w, int size, double sigma) {
+  int r = size / 2;
+  double sum = 0.0, k = -0.5 / (sigma * sigma);
+  for (int i = 0; i < size; i++) sum += exp(k * (double)((i - r) * (i - r)));
+  for (int i = 0; i < size; i++) w[i] = (float)(exp(k * (double)((i - r) * (i - r))) / sum);
+}
+
+int stk__gaussian_size(double sigma) { return 2 * (int)ceil(sigma * 3.0) + 1; }
+
+double stk__gaussian_sigma(int window) { return ((window - 1) / 2 - 1) * 0.3 + 0.8; }
+
+void stk__binomial_window(float *w, int size) {
+  w[0] = 1.0f;
+  for (int n = 1; n < size; n++) { /* Pascal's rule, in place from the right */
+    w[n] = 1.0f;
+    for (int k = n - 1; k > 0; k--) w[k] += w[k - 1];
+  }
+}
+
+void stk__second_derivative_window(float *w, int size) {
+  float s[32];
+  stk__binomial_window(s, size - 2);
+  for (int i = 0; i < size; i++) {
+    float v = 0.0f;
+    if (i < size - 2) v += s[i];
+    if (i >= 1 && i - 1 < size - 2) v -= 2.0f * s[i - 1];
+    if (i >= 2) v += s[i - 2];
+    w[i] = v;
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Operator plumbing                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+#define FILTER_DTYPES "|uint8|int8|uint16|int16|uint32|int32|int64|float16|float32|float64|float"
+
+/* The output type: the dtype argument, or the input's when "". */
+static stk_status out_dtype(const stk__node *node, int arg, stk_dtype in, stk_dtype *out) {
+  return stk__dtype_or_same(node, arg, "dtype", in, out);
+}
+
+/* Runs one (or, with `second`, a sum of two) separable convolutions of the sample's image
+ * and writes output 0 in `odt`. */
+typedef struct {
+  const float *ky, *kx;
+} sep_pair;
+
+static stk_status run_separable(stk__node *node, stk__sample *s, const stk__image *in,
+                                int in_ndim, stk__conv_geom *g, const sep_pair *pairs,
+                                int npairs, stk_dtype odt) {
+  size_t need = stk__conv_scratch_size(in, g);
+  if (need == 0)
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "image %lldx%lld with a %dx%d window is too large",
+                      (long long)in->h, (long long)in->w, g->kh, g->kw);
+  size_t n = (size_t)(g->out_h * g->out_w) * (size_t)in->c;
+  void *scratch = stk__scratch(s, need);
+  float *acc = stk__scratch(s, n * sizeof(float));
+  if (!scratch || !acc) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  for (int i = 0; i < npairs; i++)
+    STK_TRY(stk__sample_wrap(
+        stk__conv_sep(in, acc, g, pairs[i].ky, pairs[i].kx, i > 0, scratch, need), node, s));
+  int64_t shape[3] = {g->out_h, g->out_w, in->c};
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, odt, in_ndim, shape, in_ndim == 2 ? "HW" : "HWC", &out));
+  stk__convert(out->data, odt, acc, STK_DTYPE_FLOAT32, n);
+  return STK_OK;
+}
+
+/* A per-axis argument: one value for both axes or [H, W]. */
+static stk_status axis_floats(const stk__node *node, stk__sample *s, int arg, const char *name,
+                              double v[2]) {
+  const double *a;
+  size_t n = stk__arg_floats(node, s, arg, &a);
+  if (n != 1 && n != 2)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'%s' has %zu values; expected 1 or 2 ([H, W])", name, n);
+  v[0] = a[0], v[1] = a[n - 1];
+  return STK_OK;
+}
+
+static stk_status axis_ints(const stk__node *node, stk__sample *s, int arg, const char *name,
+                            int64_t v[2]) {
+  const int64_t *a;
+  size_t n = stk__arg_ints(node, s, arg, &a);
+  if (n != 1 && n != 2)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'%s' has %zu values; expected 1 or 2 ([H, W])", name, n);
+  v[0] = a[0], v[1] = a[n - 1];
+  return STK_OK;
+}
+
+static const stk_port_schema img_in[] = {{"input", "HWC or HW image, any numeric type"}};
+static const stk_port_schema img_out[] = {{"output", "the filtered image"}};
+
+/* ---------------------------------------------------------------------------------- */
+/* gaussian_blur                                                                      */
+/* ---------------------------------------------------------------------------------- */
+
+enum { G_SIGMA, G_WINDOW, G_DTYPE };
+static const stk_arg_schema gaussian_args[] = {
+    {"sigma", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[0.0]", 0, 0, NULL,
+     "standard deviation: one value or [H, W]; 0 derives it from window_size "
+     "((r - 1) * 0.3 + 0.8, r = (window_size - 1) / 2)"},
+    {"window_size", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, "[0]", 0, 0, NULL,
+     "odd kernel diameter: one value or [H, W]; 0 derives it from sigma (2 ceil(3 sigma) + 1)"},
+    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, FILTER_DTYPES,
+     "output type; \"\" keeps the input's (rounded and saturated)"},
+};
+
+/* This sample's window for one axis. */
+static stk_status gaussian_axis(stk__node *node, stk__sample *s, double sigma, int64_t size,
+                                int axis, float **w, int *n) {
+  if (!(sigma >= 0.0) || size < 0 || (sigma == 0.0 && size == 0))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "axis %d: sigma = %g, window_size = %lld: need sigma > 0 or an odd "
+                      "window_size > 0", axis, sigma, (long long)size);
+  if (size == 0) {
+    if (sigma > MAX_KERNEL / 6.0)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "sigma = %g is too large", sigma);
+    size = stk__gaussian_size(sigma);
+  }
+  if (size % 2 == 0 || size > MAX_KERNEL)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "window_size = %lld must be odd and at most %d", (long long)size, MAX_KERNEL);
+  if (sigma == 0.0) sigma = stk__gaussian_sigma((int)size);
+  if (!(*w = stk__scratch(s, (size_t)size * sizeof(float))))
+    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the window");
+  stk__gaussian_window(*w, (int)size, sigma);
+  *n = (int)size;
+  return STK_OK;
+}
+
+static stk_status gaussian_run(stk__node *node, stk__sample *s) {
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
+  stk_dtype odt;
+  STK_TRY(out_dtype(node, G_DTYPE, in.dtype, &odt));
+  double sigma[2];
+  int64_t size[2];
+  STK_TRY(axis_floats(node, s, G_SIGMA, "sigma", sigma));
+  STK_TRY(axis_ints(node, s, G_WINDOW, "window_size", size));
+  sep_pair p;
+  stk__conv_geom g = {in.h, in.w, 0, 0, 0, 0, STK__BORDER_REFLECT_101, 0.0f};
+  float *ky = NULL, *kx = NULL;
+  STK_TRY(gaussian_axis(node, s, sigma[0], size[0], 0, &ky, &g.kh));
+  STK_TRY(gaussian_axis(node, s, sigma[1], size[1], 1, &kx, &g.kw));
+  g.ay = g.kh / 2, g.ax = g.kw / 2;
+  p.ky = ky, p.kx = kx;
+  return run_separable(node, s, &in, stk__input(s, 0)->ndim, &g, &p, 1, odt);
+}
+
+static const stk_op_schema gaussian_schema = {
+    "gaussian_blur",
+    "Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights "
+    "exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).",
+    STK_DEVICE_CPU, 0, 1, 1, img_in, 1, img_out,
+    sizeof gaussian_args / sizeof gaussian_args[0], gaussian_args};
+const stk__op_def stk__op_gaussian_blur = {&gaussian_schema, NULL, NULL, NULL, gaussian_run,
+                                           NULL, NULL};
+
+/* ---------------------------------------------------------------------------------- */
+/* laplacian                                                                          */
+/* ---------------------------------------------------------------------------------- */
+
+enum { L_WINDOW, L_SMOOTHING, L_NORMALIZED, L_SCALE, L_DTYPE };
+static const stk_arg_schema laplacian_args[] = {
+    {"window_size", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, "[3]", 0, 0, NULL,
+     "derivative window, odd in [3, 23]: one value or [H, W] (the d2/dy2 and d2/dx2 "
+     "windows)"},
+    {"smoothing_size", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "smoothing window across the derivative, odd in [1, 23]: one value or [H, W] (the "
+     "window used along that axis). When absent, each partial derivative smooths with its "
+     "own window_size"},
+    {"normalized_kernel", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "scale each partial derivative by 2^-(s - 4), s being the sum of its two window sizes "
+     "(exclusive with scale)"},
+    {"scale", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[1.0]", 0, 0, NULL,
+     "factors of the partial derivatives: one value or [d2/dy2, d2/dx2]"},
+    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, FILTER_DTYPES,
+     "output type; \"\" keeps the input's (rounded and saturated: negative values of "
+     "unsigned inputs become 0)"},
+};
+
+static stk_status laplacian_init(stk__node *node) {
+  if (stk__arg_bool(node, NULL, L_NORMALIZED) && stk__arg_given(node, L_SCALE))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "scale cannot be given when normalized_kernel is true");
+  return STK_OK;
+}
+
+static stk_status check_window(stk__node *node, stk__sample *s, const char *name, int64_t v,
+                               int lo) {
+  if (v < lo || v > 23 || v % 2 == 0)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "%s = %lld must be an odd integer in [%d, 23]", name, (long long)v, lo);
+  return STK_OK;
+}
+
+static stk_status laplacian_run(stk__node *node, stk__sample *s) {
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
+  stk_dtype odt;
+  STK_TRY(out_dtype(node, L_DTYPE, in.dtype, &odt));
+  int64_t d[2], sm[2];
+  STK_TRY(axis_ints(node, s, L_WINDOW, "window_size", d));
+  bool smoothing = stk__arg_given(node, L_SMOOTHING);
+  if (smoothing) STK_TRY(axis_ints(node, s, L_SMOOTHING, "smoothing_size", sm));
+  double scale[2] = {1.0, 1.0};
+  if (!stk__arg_bool(node, s, L_NORMALIZED)) STK_TRY(axis_floats(node, s, L_SCALE, "scale", scale));
+  /* windows[i][j]: along axis j for the derivative along axis i */
+  int win[2][2];
+  for (int i = 0; i < 2; i++) {
+    STK_TRY(check_window(node, s, "window_size", d[i], 3));
+    if (smoothing) STK_TRY(check_window(node, s, "smoothing_size", sm[i], 1));
+  }
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) win[i][j] = (int)(i == j ? d[i] : smoothing ? sm[j] : d[i]);
+  if (stk__arg_bool(node, s, L_NORMALIZED))
+    for (int i = 0; i < 2; i++) scale[i] = ldexp(1.0, -(win[i][0] + win[i][1] - 4));
+  int maxk = 23;
+  float *k = stk__scratch(s, 4 * (size_t)maxk * sizeof(float));
+  if (!k) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the windows");
+  float *ky0 = k, *kx0 = k + maxk, *ky1 = k + 2 * maxk, *kx1 = k + 3 * maxk;
+  stk__second_derivative_window(ky0, win[0][0]); /* d2/dy2 */
+  stk__binomial_window(kx0, win[0][1]);
+  stk__binomial_window(ky1, win[1][0]); /* d2/dx2 */
+  stk__second_derivative_window(kx1, win[1][1]);
+  for (int i = 0; i < win[0][0]; i++) ky0[i] *= (float)scale[0];
+  for (int i = 0; i < win[1][0]; i++) ky1[i] *= (float)scale[1];
+  /* Both passes share one geometry: the larger window per axis, the smaller one padded
+   * with zeros around its centre. */
+  int kh = win[0][0] > win[1][0] ? win[0][0] : win[1][0];
+  int kw = win[0][1] > win[1][1] ? win[0][1] : win[1][1];
+  float *pk = stk__scratch(s, 4 * (size_t)maxk * sizeof(float));
+  if (!pk) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the windows");
+  memset(pk, 0, 4 * (size_t)maxk * sizeof(float));
+  memcpy(pk + (kh - win[0][0]) / 2, ky0, (size_t)win[0][0] * sizeof(float));
+  memcpy(pk + maxk + (kw - win[0][1]) / 2, kx0, (size_t)win[0][1] * sizeof(float));
+  memcpy(pk + 2 * maxk + (kh - win[1][0]) / 2, ky1, (size_t)win[1][0] * sizeof(float));
+  memcpy(pk + 3 * maxk + (kw - win[1][1]) / 2, kx1, (size_t)win[1][1] * sizeof(float));
+  stk__conv_geom g = {in.h, in.w, kh, kw, kh / 2, kw / 2, STK__BORDER_REFLECT_101, 0.0f};
+  sep_pair pairs[2] = {{pk, pk + maxk}, {pk + 2 * maxk, pk + 3 * maxk}};
+  return run_separable(node, s, &in, stk__input(s, 0)->ndim, &g, pairs, 2, odt);
+}
+
+static const stk_op_schema laplacian_schema = {
+    "laplacian",
+    "Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's "
+    "Sobel-based windows): each partial derivative is a separable convolution of a "
+    "second-derivative window along its axis and a binomial smoothing window across it; "
+    "float32 intermediate, border reflect_101.",
+    STK_DEVICE_CPU, 0, 1, 1, img_in, 1, img_out,
+    sizeof laplacian_args / sizeof laplacian_args[0], laplacian_args};
+const stk__op_def stk__op_laplacian = {&laplacian_schema, laplacian_init, NULL, NULL,
+                                       laplacian_run, NULL, NULL};
+
+/* ---------------------------------------------------------------------------------- */
+/* filter                                                                             */
+/* ---------------------------------------------------------------------------------- */
+
+enum { F_KERNEL, F_KERNEL_SHAPE, F_ANCHOR, F_BORDER, F_FILL, F_MODE, F_DTYPE };
+static const stk_arg_schema filter_args[] = {
+    {"kernel", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "the filter, row-major, when not given as input 1 (kernel_shape gives its extents)"},
+    {"kernel_shape", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "[rows, cols] of `kernel`; a square kernel when absent"},
+    {"anchor", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, "[-1]", 0, 0, NULL,
+     "[row, col] of the filter element placed over the output pixel; -1: the middle "
+     "(extent / 2, rounded down). Ignored in mode \"valid\""},
+    {"border", STK_ARG_STRING, 0, "\"reflect_101\"", 0, 0, STK__BORDER_CHOICES,
+     "out-of-image positions: reflect_101 (dcb|abcd|cba), reflect_1001 (cba|abcd|dcb), wrap "
+     "(bcd|abcd|abc), clamp (aaa|abcd|ddd) or constant (fill_value)"},
+    {"fill_value", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "the value outside the image with border \"constant\""},
+    {"mode", STK_ARG_STRING, 0, "\"same\"", 0, 0, "same|valid",
+     "\"same\": output as large as the input; \"valid\": only positions where the whole "
+     "filter lies inside (extent - filter extent + 1)"},
+    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, FILTER_DTYPES,
+     "output type; \"\" keeps the input's (rounded and saturated)"},
+};
+
+static const stk_port_schema filter_in[] = {
+    {"input", "HWC or HW image, any numeric type"},
+    {"filter", "optional 2D filter [rows, cols] per sample (any numeric type, used as float32)"}};
+
+typedef struct {
+  stk__border border;
+  bool valid;
+} filter_state;
+
+static stk_status filter_init(stk__node *node) {
+  bool has_input = stk__node_num_inputs(node) > 1, has_arg = stk__arg_given(node, F_KERNEL);
+  if (has_input == has_arg)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      has_arg ? "give the filter either as 'kernel' or as input 1, not both"
+                              : "needs a filter: input 1 or the 'kernel' argument");
+  if (stk__arg_given(node, F_KERNEL_SHAPE)) {
+    const int64_t *ks;
+    size_t n = stk__arg_ints(node, NULL, F_KERNEL_SHAPE, &ks);
+    if (n != 2 || ks[0] < 1 || ks[1] < 1 || ks[0] > MAX_KERNEL || ks[1] > MAX_KERNEL)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "kernel_shape must be [rows, cols] with extents in [1, %d]", MAX_KERNEL);
+  }
+  filter_state *st = stk__malloc(sizeof *st, "filter state");
+  if (!st) return STK_ERR_OUT_OF_MEMORY;
+  stk__border_parse(stk__arg_string(node, F_BORDER), &st->border);
+  st->valid = strcmp(stk__arg_string(node, F_MODE), "valid") == 0;
+  *stk__node_state(node) = st;
+  return STK_OK;
+}
+
+static void filter_destroy(stk__node *node) {
+  free(*stk__node_state(node));
+  *stk__node_state(node) = NULL;
+}
+
+/* This sample's filter as float32, with its extents. */
+static stk_status filter_kernel(stk__node *node, stk__sample *s, float **k, int *kh, int *kw) {
+  size_t n;
+  int64_t rows, cols;
+  if (stk__node_num_inputs(node) > 1) {
+    const stk__tensor *t = stk__input(s, 1);
+    if (t->ndim != 2 || !stk__dtype_valid(t->dtype))
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "the filter (input 1) must be a 2D array; it has %d dimensions", t->ndim);
+    rows = t->shape[0], cols = t->shape[1];
+    if (rows < 1 || cols < 1 || rows > MAX_KERNEL || cols > MAX_KERNEL)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "filter extents %lldx%lld must lie in [1, %d]", (long long)rows,
+                        (long long)cols, MAX_KERNEL);
+    n = (size_t)(rows * cols);
+    if (!(*k = stk__scratch(s, n * sizeof(float))))
+      return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the filter");
+    stk__convert(*k, STK_DTYPE_FLOAT32, t->data, t->dtype, n);
+  } else {
+    const double *v;
+    n = stk__arg_floats(node, s, F_KERNEL, &v);
+    if (stk__arg_given(node, F_KERNEL_SHAPE)) {
+      const int64_t *ks;
+      stk__arg_ints(node, s, F_KERNEL_SHAPE, &ks);
+      rows = ks[0], cols = ks[1];
+    } else {
+      rows = cols = (int64_t)llround(sqrt((double)n));
+    }
+    if (n == 0 || (size_t)(rows * cols) != n)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "kernel has %zu values; expected %lldx%lld (set kernel_shape for a "
+                        "non-square filter)", n, (long long)rows, (long long)cols);
+    if (!(*k = stk__scratch(s, n * sizeof(float))))
+      return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the filter");
+    for (size_t i = 0; i < n; i++) (*k)[i] = (float)v[i];
+  }
+  *kh = (int)rows, *kw = (int)cols;
+  return STK_OK;
+}
+
+/* The geometry for this sample: anchors, output size, border. */
+static stk_status filter_geom(stk__node *node, stk__sample *s, const stk__image *in, int kh,
+                              int kw, stk__conv_geom *g) {
+  const filter_state *st = *stk__node_state(node);
+  *g = (stk__conv_geom){in->h, in->w, kh, kw, 0, 0, st->border,
+                        (float)stk__arg_float(node, s, F_FILL)};
+  if (st->valid) {
+    g->out_h = in->h - kh + 1, g->out_w = in->w - kw + 1;
+    if (g->out_h < 1 || g->out_w < 1)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "mode \"valid\": the %dx%d filter is larger than the %lldx%lld image",
+                        kh, kw, (long long)in->h, (long long)in->w);
+    return STK_OK;
+  }
+  int64_t a[2];
+  STK_TRY(axis_ints(node, s, F_ANCHOR, "anchor", a));
+  for (int i = 0; i < 2; i++) {
+    int ext = i == 0 ? kh : kw;
+    if (a[i] < -1 || a[i] >= ext)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "anchor [%lld, %lld] must lie within the %dx%d filter (or be -1)",
+                        (long long)a[0], (long long)a[1], kh, kw);
+  }
+  g->ay = a[0] < 0 ? kh / 2 : (int)a[0];
+  g->ax = a[1] < 0 ? kw / 2 : (int)a[1];
+  return STK_OK;
+}
+
+static stk_status filter_run(stk__node *node, stk__sample *s) {
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
+  stk_dtype odt;
+  STK_TRY(out_dtype(node, F_DTYPE, in.dtype, &odt));
+  float *k = NULL;
+  int kh = 0, kw = 0;
+  STK_TRY(filter_kernel(node, s, &k, &kh, &kw));
+  stk__conv_geom g;
+  STK_TRY(filter_geom(node, s, &in, kh, kw, &g));
+  float *ky = stk__scratch(s, (size_t)(kh + kw) * sizeof(float));
+  if (!ky) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the filter");
+  /* Separable and worth it: fewer taps than the full kernel. */
+  if (kh + kw < kh * kw && stk__kernel_separable(k, kh, kw, ky, ky + kh)) {
+    sep_pair p = {ky, ky + kh};
+    return run_separable(node, s, &in, stk__input(s, 0)->ndim, &g, &p, 1, odt);
+  }
+  size_t need = stk__conv_scratch_size(&in, &g);
+  if (need == 0)
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "image %lldx%lld with a %dx%d filter is too large",
+                      (long long)in.h, (long long)in.w, kh, kw);
+  size_t n = (size_t)(g.out_h * g.out_w) * (size_t)in.c;
+  void *scratch = stk__scratch(s, need);
+  float *acc = stk__scratch(s, n * sizeof(float));
+  if (!scratch || !acc) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  STK_TRY(stk__sample_wrap(stk__conv2d(&in, acc, &g, k, false, scratch, need), node, s));
+  int64_t shape[3] = {g.out_h, g.out_w, in.c};
+  int nd = stk__input(s, 0)->ndim;
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, odt, nd, shape, nd == 2 ? "HW" : "HWC", &out));
+  stk__convert(out->data, odt, acc, STK_DTYPE_FLOAT32, n);
+  return STK_OK;
+}
+
+#define FILTER_DOC                                                                         \
+  "Convolves each image with a 2D filter (DALI's experimental.filter). It computes a "    \
+  "correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable "     \
+  "filters run as two 1D passes; float32 accumulation."
+
+static const stk_op_schema filter_schema = {
+    "filter", FILTER_DOC, STK_DEVICE_CPU, 0, 1, 2, filter_in, 1, img_out,
+    sizeof filter_args / sizeof filter_args[0], filter_args};
+const stk__op_def stk__op_filter = {&filter_schema, filter_init, filter_destroy, NULL,
+                                    filter_run, NULL, NULL};
+
+static const stk_op_schema experimental_filter_schema = {
+    "experimental.filter", FILTER_DOC " Same operator as `filter` (DALI's name).",
+    STK_DEVICE_CPU, 0, 1, 2, filter_in, 1, img_out,
+    sizeof filter_args / sizeof filter_args[0], filter_args};
+const stk__op_def stk__op_experimental_filter = {&experimental_filter_schema, filter_init,
+                                                 filter_destroy, NULL, filter_run, NULL, NULL};

@@ -1,0 +1,238 @@
+/* transforms.rotation / shear / translation / scale / combine: builders of 2D affine
+ * matrices (DALI's transforms.*). Each sample's output is a float32 2x3 matrix
+ * [[a, b, tx], [c, d, ty]] mapping a point (x, y) to (a x + b y + tx, c x + d y + ty);
+ * warp_affine takes it as its matrix (with inverse_map=False when it describes where the
+ * input goes, which is how these builders are meant). Only 2D transforms are built. */
+#include <math.h>
+#include <string.h>
+
+#include "geometry.h"
+#include "image_util.h"
+
+#define PI 3.14159265358979323846
+
+static const stk_port_schema tf_in[] = {
+    {"input", "optional 2x3 matrix to which this transform is appended (float32)"}};
+static const stk_port_schema tf_out[] = {{"output", "2x3 float32 matrix per sample"}};
+
+#define REVERSE_DOC                                                                        \
+  "false: the result is T * input (the input transform first, then this one); true: "     \
+  "input * T"
+#define CENTER_DOC "[x, y] the transform keeps fixed (default: the origin)"
+
+/* Reads an input or argument matrix of exactly 6 elements into m. */
+static stk_status input_matrix(const stk__node *node, stk__sample *s, int index, double m[6]) {
+  const stk__tensor *t = stk__input(s, index);
+  size_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+  if (n != 6 || !stk__dtype_valid(t->dtype))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "input %d must be a 2x3 matrix (6 numbers); it has %zu elements", index, n);
+  stk__convert(m, STK_DTYPE_FLOAT64, t->data, t->dtype, 6);
+  return STK_OK;
+}
+
+/* A 2-vector argument (one value: both). */
+static stk_status vec2_arg(const stk__node *node, stk__sample *s, int arg, const char *name,
+                           double v[2]) {
+  const double *a;
+  size_t n = stk__arg_floats(node, s, arg, &a);
+  if (n != 1 && n != 2)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'%s' has %zu values; a 2D transform needs 2", name, n);
+  v[0] = a[0], v[1] = a[n - 1];
+  if (!isfinite(v[0]) || !isfinite(v[1]))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'%s' is not finite", name);
+  return STK_OK;
+}
+
+/* Makes the linear part of m act about `center`: t = c - L c. */
+static stk_status apply_center(const stk__node *node, stk__sample *s, int arg, double m[6]) {
+  if (!stk__arg_given(node, arg)) return STK_OK;
+  double c[2];
+  STK_TRY(vec2_arg(node, s, arg, "center", c));
+  m[2] = c[0] - (m[0] * c[0] + m[1] * c[1]);
+  m[5] = c[1] - (m[3] * c[0] + m[4] * c[1]);
+  return STK_OK;
+}
+
+/* Composes m with the optional input matrix and writes the float32 2x3 output. */
+static stk_status emit(stk__node *node, stk__sample *s, int reverse_arg, const double m[6]) {
+  double r[6];
+  memcpy(r, m, sizeof r);
+  if (stk__node_num_inputs(node) > 0) {
+    double in[6];
+    STK_TRY(input_matrix(node, s, 0, in));
+    if (stk__arg_bool(node, s, reverse_arg)) stk__affine_mul(in, m, r);
+    else stk__affine_mul(m, in, r);
+  }
+  int64_t shape[2] = {2, 3};
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, STK_DTYPE_FLOAT32, 2, shape, NULL, &out));
+  for (int i = 0; i < 6; i++) ((float *)out->data)[i] = (float)r[i];
+  return STK_OK;
+}
+
+/* ---- transforms.rotation ---- */
+enum { RO_ANGLE, RO_CENTER, RO_REVERSE };
+static const stk_arg_schema rotation_args[] = {
+    {"angle", STK_ARG_FLOAT, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "angle in degrees: the matrix is [[cos, -sin], [sin, cos]] (DALI's convention: with "
+     "y pointing down it turns points clockwise on screen; rotate's angle, which maps the "
+     "output to the input, turns the image counter-clockwise)"},
+    {"center", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, CENTER_DOC},
+    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+};
+
+static stk_status rotation_run(stk__node *node, stk__sample *s) {
+  double a = stk__arg_float(node, s, RO_ANGLE);
+  if (!isfinite(a))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "angle = %g is not finite", a);
+  a *= PI / 180.0;
+  double m[6] = {cos(a), -sin(a), 0.0, sin(a), cos(a), 0.0};
+  STK_TRY(apply_center(node, s, RO_CENTER, m));
+  return emit(node, s, RO_REVERSE, m);
+}
+
+static const stk_op_schema rotation_schema = {
+    "transforms.rotation",
+    "Produces a 2D rotation matrix (2x3 float32), optionally about `center`, appended to "
+    "an input matrix when one is given.",
+    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
+    sizeof rotation_args / sizeof rotation_args[0], rotation_args};
+const stk__op_def stk__op_transforms_rotation = {&rotation_schema, NULL, NULL, NULL,
+                                                 rotation_run, NULL, NULL};
+
+/* ---- transforms.shear ---- */
+enum { SH_SHEAR, SH_ANGLES, SH_CENTER, SH_REVERSE };
+static const stk_arg_schema shear_args[] = {
+    {"shear", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "[sx, sy]: the matrix [[1, sx], [sy, 1]] (x moves by sx per unit of y). Exclusive with "
+     "angles"},
+    {"angles", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "[ax, ay] in degrees within [-90, 90]: shear = tan(angle). Exclusive with shear"},
+    {"center", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, CENTER_DOC},
+    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+};
+
+static stk_status shear_init(stk__node *node) {
+  if (stk__arg_given(node, SH_SHEAR) == stk__arg_given(node, SH_ANGLES))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "give exactly one of 'shear' and 'angles'");
+  return STK_OK;
+}
+
+static stk_status shear_run(stk__node *node, stk__sample *s) {
+  double k[2];
+  if (stk__arg_given(node, SH_SHEAR)) {
+    STK_TRY(vec2_arg(node, s, SH_SHEAR, "shear", k));
+  } else {
+    STK_TRY(vec2_arg(node, s, SH_ANGLES, "angles", k));
+    for (int i = 0; i < 2; i++) {
+      if (!(k[i] >= -90.0 && k[i] <= 90.0))
+        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                          "angles[%d] = %g is outside [-90, 90]", i, k[i]);
+      k[i] = tan(k[i] * (PI / 180.0));
+    }
+  }
+  double m[6] = {1.0, k[0], 0.0, k[1], 1.0, 0.0};
+  STK_TRY(apply_center(node, s, SH_CENTER, m));
+  return emit(node, s, SH_REVERSE, m);
+}
+
+static const stk_op_schema shear_schema = {
+    "transforms.shear",
+    "Produces a 2D shear matrix (2x3 float32) from shear factors or angles, optionally "
+    "about `center`, appended to an input matrix when one is given.",
+    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
+    sizeof shear_args / sizeof shear_args[0], shear_args};
+const stk__op_def stk__op_transforms_shear = {&shear_schema, shear_init, NULL, NULL,
+                                              shear_run, NULL, NULL};
+
+/* ---- transforms.translation ---- */
+enum { TR_OFFSET, TR_REVERSE };
+static const stk_arg_schema translation_args[] = {
+    {"offset", STK_ARG_FLOATS, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "[tx, ty] added to every point"},
+    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+};
+
+static stk_status translation_run(stk__node *node, stk__sample *s) {
+  double t[2];
+  STK_TRY(vec2_arg(node, s, TR_OFFSET, "offset", t));
+  double m[6] = {1.0, 0.0, t[0], 0.0, 1.0, t[1]};
+  return emit(node, s, TR_REVERSE, m);
+}
+
+static const stk_op_schema translation_schema = {
+    "transforms.translation",
+    "Produces a 2D translation matrix (2x3 float32), appended to an input matrix when one "
+    "is given.",
+    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
+    sizeof translation_args / sizeof translation_args[0], translation_args};
+const stk__op_def stk__op_transforms_translation = {&translation_schema, NULL, NULL, NULL,
+                                                    translation_run, NULL, NULL};
+
+/* ---- transforms.scale ---- */
+enum { SC_SCALE, SC_CENTER, SC_REVERSE };
+static const stk_arg_schema scale_args[] = {
+    {"scale", STK_ARG_FLOATS, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "[sx, sy] scale factors (one value: both)"},
+    {"center", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, CENTER_DOC},
+    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+};
+
+static stk_status scale_run(stk__node *node, stk__sample *s) {
+  double k[2];
+  STK_TRY(vec2_arg(node, s, SC_SCALE, "scale", k));
+  double m[6] = {k[0], 0.0, 0.0, 0.0, k[1], 0.0};
+  STK_TRY(apply_center(node, s, SC_CENTER, m));
+  return emit(node, s, SC_REVERSE, m);
+}
+
+static const stk_op_schema scale_schema = {
+    "transforms.scale",
+    "Produces a 2D scaling matrix (2x3 float32), optionally about `center`, appended to an "
+    "input matrix when one is given.",
+    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
+    sizeof scale_args / sizeof scale_args[0], scale_args};
+const stk__op_def stk__op_transforms_scale = {&scale_schema, NULL, NULL, NULL, scale_run,
+                                              NULL, NULL};
+
+/* ---- transforms.combine ---- */
+enum { CO_REVERSE };
+static const stk_arg_schema combine_args[] = {
+    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "false: input 0 is applied first (result = T[n-1] * ... * T[0]); true: the last "
+     "input is applied first"},
+};
+static const stk_port_schema combine_in[] = {
+    {"T0", "2x3 matrix"}, {"T1", "2x3 matrix"}, {"T2", "2x3 matrix"}, {"T3", "2x3 matrix"},
+    {"T4", "2x3 matrix"}, {"T5", "2x3 matrix"}, {"T6", "2x3 matrix"}, {"T7", "2x3 matrix"},
+    {"T8", "2x3 matrix"}, {"T9", "2x3 matrix"}};
+
+static stk_status combine_run(stk__node *node, stk__sample *s) {
+  int n = stk__node_num_inputs(node);
+  bool reverse = stk__arg_bool(node, s, CO_REVERSE);
+  double r[6] = {1, 0, 0, 0, 1, 0};
+  for (int i = 0; i < n; i++) {
+    double m[6];
+    STK_TRY(input_matrix(node, s, i, m));
+    if (reverse) stk__affine_mul(r, m, r);
+    else stk__affine_mul(m, r, r);
+  }
+  int64_t shape[2] = {2, 3};
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, STK_DTYPE_FLOAT32, 2, shape, NULL, &out));
+  for (int i = 0; i < 6; i++) ((float *)out->data)[i] = (float)r[i];
+  return STK_OK;
+}
+
+static const stk_op_schema combine_schema = {
+    "transforms.combine",
+    "Combines 2 to 10 affine matrices (2x3) into one: by default the first input is "
+    "applied first.",
+    STK_DEVICE_CPU, 0, 2, 10, combine_in, 1, tf_out,
+    sizeof combine_args / sizeof combine_args[0], combine_args};
+const stk__op_def stk__op_transforms_combine = {&combine_schema, NULL, NULL, NULL,
+                                                combine_run, NULL, NULL};
