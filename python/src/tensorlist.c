@@ -191,8 +191,9 @@ static int tl_getbuffer(PyObject *self, Py_buffer *view, int flags) {
   view->readonly = 0;
   view->ndim = ndim;
   view->format = (flags & PyBUF_FORMAT) ? (char *)pystk_dtype_format(d.dtype) : NULL;
-  view->shape = dims;
-  view->strides = dims + ndim;
+  /* Consumers that ask for less structure get less (PyBUF_SIMPLE: a flat byte run). */
+  view->shape = (flags & PyBUF_ND) == PyBUF_ND ? dims : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? dims + ndim : NULL;
   view->suboffsets = NULL;
   view->internal = dims;
   return 0;

@@ -167,3 +167,44 @@ def test_closed_pipeline_refuses_to_run_but_outputs_survive():
     with pytest.raises(StateError, match="closed"):
         p.run()
     assert np.array_equal(u.as_array(), before)
+
+
+CLASSIFICATION_OPS = {"readers.file", "decoders.image", "resize", "crop_mirror_normalize"}
+
+
+@pytest.mark.skipif(not CLASSIFICATION_OPS <= set(HAS), reason="image operators missing")
+def test_dali_classification_pipeline(tmp_path, photos):
+    """A DALI-style classification pipeline; the normalised output is checked against
+    the pipeline's own resized images with NumPy (mirror included)."""
+    import os
+    from stoker.plugin.numpy import GenericIterator
+    for i, path in enumerate(photos[:4]):
+        d = tmp_path / f"class{i % 2}"
+        d.mkdir(exist_ok=True)
+        os.symlink(path, d / os.path.basename(path))
+    mean = np.array([0.485, 0.456, 0.406]) * 255
+    std = np.array([0.229, 0.224, 0.225]) * 255
+
+    @stoker.pipeline_def(batch_size=4, num_threads=2, seed=3)
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=str(tmp_path), name="Reader")
+        images = fn.decoders.image(jpegs, output_type=types.RGB)
+        images = fn.resize(images, resize_x=64, resize_y=48, interp_type=types.INTERP_LINEAR)
+        mirror = fn.random.coin_flip(probability=0.5)
+        out = fn.crop_mirror_normalize(images, dtype=types.FLOAT, output_layout=types.CHW,
+                                       mean=mean.tolist(), std=std.tolist(), mirror=mirror)
+        return out, labels, images, mirror
+
+    p = pipe()
+    out, labels, images, mirror = p.run()
+    assert out.layout() == "CHW" and out.as_array().shape == (4, 3, 48, 64)
+    assert labels.as_array()[:, 0].tolist() == [0, 0, 1, 1]
+    for i in range(4):
+        ref = images[i].astype(np.float64)
+        if mirror[i]:
+            ref = ref[:, ::-1]
+        ref = ((ref - mean) / std).transpose(2, 0, 1)
+        assert np.allclose(out[i], ref, atol=1e-4)
+    it = GenericIterator(pipe(), ["data", "label", "resized", "mirror"], reader_name="Reader")
+    batch = next(it)[0]
+    assert batch["data"].shape == (4, 3, 48, 64) and len(it) == 1

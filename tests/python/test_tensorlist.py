@@ -167,3 +167,15 @@ def test_outputs_outlive_their_pipeline():
 def test_tensor_lists_cannot_be_made_directly():
     with pytest.raises(TypeError, match="come from Pipeline.run"):
         stoker.TensorList()
+
+
+def test_pool_memory_stays_flat_over_many_batches():
+    pipe = uniform_pipe(batch_size=16, shape=(256,), prefetch_queue_depth=2)
+    for _ in range(20):
+        (tl,) = pipe.run()
+        np.from_dlpack(tl).sum()
+    peak = pipe.stats()["host_bytes_peak"]
+    for _ in range(200):
+        (tl,) = pipe.run()
+        np.from_dlpack(tl).sum()
+    assert pipe.stats()["host_bytes_peak"] == peak
