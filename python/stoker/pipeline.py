@@ -349,6 +349,33 @@ class Pipeline:
 
     to_text = serialize
 
+    @classmethod
+    def deserialize(cls, serialized_pipeline=None, filename=None, **kwargs):
+        """A built pipeline from its text form (a string, or a file). Settings come from
+        the text; keyword arguments (e.g. ``num_threads=8``) override them. External
+        sources and Python functions cannot be restored from text."""
+        if (serialized_pipeline is None) == (filename is None):
+            raise InvalidArgumentError("Pipeline.deserialize: give the text or a filename")
+        if filename is not None:
+            with open(filename, encoding="utf-8") as f:
+                serialized_pipeline = f.read()
+        c = _stoker.Pipeline.from_text(serialized_pipeline)
+        settings = {k: c.get(v) for k, v in _SETTINGS.items()}
+        settings["device_id"] = None if settings["device_id"] < 0 else settings["device_id"]
+        settings["on_error"] = "skip" if settings["on_error"] == _stoker.ON_ERROR_SKIP else "error"
+        settings["exec_async"] = bool(settings["exec_async"])
+        settings.update(kwargs)
+        pipe = cls(**settings)
+        try:
+            pipe._apply_settings(c)
+            c.build()
+        except BaseException:
+            c.close()
+            raise
+        pipe._c, pipe._outputs, pipe._built = c, [], True
+        _live.add(pipe)
+        return pipe
+
     def close(self):
         """Stops the producer and frees the C pipeline (outputs stay valid)."""
         if self._c is not None:

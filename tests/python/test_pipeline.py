@@ -152,11 +152,13 @@ def test_text_form_round_trip():
     p = random_pipe(batch_size=4, num_threads=1, seed=5)
     text = p.serialize()
     assert "random.uniform(" in text and "batch_size = 4" in text
-    c = stoker._stoker.Pipeline.from_text(text)
-    c.build()
+    q = stoker.Pipeline.deserialize(text, num_threads=2)
+    assert (q.batch_size, q.seed, q.num_threads) == (4, 5, 2)
     ours = [tl.as_array().tobytes() for tl in p.run()]
-    theirs = [np.asarray(memoryview(tl)).tobytes() for tl in c.run()]
+    theirs = [tl.as_array().tobytes() for tl in q.run()]
     assert ours == theirs
+    with pytest.raises(stoker.ParseError, match="line"):
+        stoker.Pipeline.deserialize("x = nonsense(")
 
 
 def test_closed_pipeline_refuses_to_run_but_outputs_survive():
