@@ -1,0 +1,693 @@
+/*
+ * Colour operators with DALI's definitions: brightness, contrast, brightness_contrast,
+ * hsv, hue, saturation, color_twist, color_space_conversion, and stoker's grayscale.
+ *
+ * brightness / contrast / saturation also carry a `pil` flag that switches them to
+ * Pillow's ImageEnhance definitions (Brightness, Contrast, Color), which automatic
+ * augmentation policies (AutoAugment, RandAugment, TrivialAugment) are written against;
+ * those kernels live in color_pil.c.
+ *
+ * All numeric arguments may be fed per sample. Inputs are HWC (or HW) images of uint8,
+ * int16, int32, float16 or float32; integer outputs are rounded half away from zero and
+ * saturated.
+ */
+#include <float.h>
+#include <string.h>
+
+#include "color.h"
+
+/* ---------------------------------------------------------------------------------- */
+/* Type ranges                                                                        */
+/* ---------------------------------------------------------------------------------- */
+
+bool stk__dtype_is_float(stk_dtype d) {
+  return d == STK_DTYPE_FLOAT16 || d == STK_DTYPE_FLOAT32 || d == STK_DTYPE_FLOAT64;
+}
+
+double stk__dtype_full_range(stk_dtype d) {
+  switch (d) {
+  case STK_DTYPE_UINT8: return 255.0;
+  case STK_DTYPE_INT8: return 127.0;
+  case STK_DTYPE_UINT16: return 65535.0;
+  case STK_DTYPE_INT16: return 32767.0;
+  case STK_DTYPE_UINT32: return 4294967295.0;
+  case STK_DTYPE_INT32: return 2147483647.0;
+  case STK_DTYPE_UINT64: return 18446744073709551615.0;
+  case STK_DTYPE_INT64: return 9223372036854775807.0;
+  default: return 1.0;
+  }
+}
+
+double stk__dtype_half_range(stk_dtype d) {
+  if (stk__dtype_is_float(d) || d == STK_DTYPE_BOOL) return 0.5;
+  size_t bits = 8 * stk_dtype_size(d);
+  bool is_signed = d == STK_DTYPE_INT8 || d == STK_DTYPE_INT16 || d == STK_DTYPE_INT32 ||
+                   d == STK_DTYPE_INT64;
+  return ldexp(1.0, (int)(bits - 1 - (is_signed ? 1 : 0)));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Point maps and affine maps                                                         */
+/* ---------------------------------------------------------------------------------- */
+
+static bool same_geometry(const stk__image *a, const stk__image *b) {
+  return a->h == b->h && a->w == b->w && a->c == b->c;
+}
+
+size_t stk__point_map_scratch(const stk__image *src, const stk__image *dst) {
+  if (src->dtype == STK_DTYPE_UINT8)
+    return (size_t)src->c * 256 * (sizeof(double) + stk_dtype_size(dst->dtype));
+  return (size_t)(src->w * src->c) * sizeof(double);
+}
+
+void stk__apply_lut_u8(const stk__image *src, const stk__image *dst, const uint8_t *lut) {
+  const uint8_t *s = src->data;
+  uint8_t *d = dst->data;
+  size_t pixels = (size_t)(src->h * src->w);
+  if (src->c == 3) { /* the common case, unrolled */
+    for (size_t i = 0; i < pixels; i++, s += 3, d += 3) {
+      d[0] = lut[s[0]], d[1] = lut[256 + s[1]], d[2] = lut[512 + s[2]];
+    }
+    return;
+  }
+  int64_t c = src->c;
+  for (size_t i = 0; i < pixels; i++, s += c, d += c)
+    for (int64_t k = 0; k < c; k++) d[k] = lut[k * 256 + s[k]];
+}
+
+/* Gathers table entries of `esize` bytes: dst element = typed[c * 256 + src element]. */
+static void gather_typed(const stk__image *src, const stk__image *dst, const uint8_t *typed) {
+  size_t es = stk_dtype_size(dst->dtype);
+  const uint8_t *s = src->data;
+  uint8_t *d = dst->data;
+  size_t pixels = (size_t)(src->h * src->w), c = (size_t)src->c;
+  for (size_t i = 0; i < pixels; i++, s += c)
+    for (size_t k = 0; k < c; k++, d += es) memcpy(d, typed + (k * 256 + s[k]) * es, es);
+}
+
+stk_status stk__point_map(const stk__image *src, const stk__image *dst, stk__point_fn f,
+                          const void *ctx, void *scratch, size_t scratch_size) {
+  if (!same_geometry(src, dst))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "input and output shapes differ");
+  if (scratch_size < stk__point_map_scratch(src, dst))
+    return STK_FAIL(STK_ERR_INTERNAL, "scratch too small");
+  double *tab = scratch;
+  if (src->dtype == STK_DTYPE_UINT8) {
+    size_t n = (size_t)src->c * 256;
+    for (int64_t c = 0; c < src->c; c++)
+      for (int v = 0; v < 256; v++) tab[c * 256 + v] = f((double)v, c, ctx);
+    uint8_t *typed = (uint8_t *)(tab + n);
+    stk__convert(typed, dst->dtype, tab, STK_DTYPE_FLOAT64, n);
+    if (dst->dtype == STK_DTYPE_UINT8) stk__apply_lut_u8(src, dst, typed);
+    else gather_typed(src, dst, typed);
+    return STK_OK;
+  }
+  size_t row = (size_t)(src->w * src->c);
+  size_t sbytes = row * stk_dtype_size(src->dtype), dbytes = row * stk_dtype_size(dst->dtype);
+  for (int64_t y = 0; y < src->h; y++) {
+    stk__convert(tab, STK_DTYPE_FLOAT64, (const char *)src->data + y * sbytes, src->dtype, row);
+    for (size_t i = 0; i < row; i += (size_t)src->c)
+      for (int64_t c = 0; c < src->c; c++) tab[i + c] = f(tab[i + c], c, ctx);
+    stk__convert((char *)dst->data + y * dbytes, dst->dtype, tab, STK_DTYPE_FLOAT64, row);
+  }
+  return STK_OK;
+}
+
+size_t stk__affine_scratch(const stk__image *src, const stk__image *dst) {
+  return (size_t)(src->w * (src->c + dst->c)) * sizeof(double);
+}
+
+stk_status stk__affine_apply(const stk__image *src, const stk__image *dst,
+                             const stk__affine_color *a, void *scratch, size_t scratch_size) {
+  if (src->h != dst->h || src->w != dst->w || src->c != a->cin || dst->c != a->cout)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "image shapes do not fit the colour map "
+                    "(%lld -> %lld channels, map %d -> %d)", (long long)src->c,
+                    (long long)dst->c, a->cin, a->cout);
+  if (scratch_size < stk__affine_scratch(src, dst))
+    return STK_FAIL(STK_ERR_INTERNAL, "scratch too small");
+  size_t w = (size_t)src->w, ci = (size_t)a->cin, co = (size_t)a->cout;
+  double *in = scratch, *out = in + w * ci;
+  size_t sbytes = w * ci * stk_dtype_size(src->dtype), dbytes = w * co * stk_dtype_size(dst->dtype);
+  for (int64_t y = 0; y < src->h; y++) {
+    stk__convert(in, STK_DTYPE_FLOAT64, (const char *)src->data + y * sbytes, src->dtype, w * ci);
+    for (size_t x = 0; x < w; x++) {
+      const double *p = in + x * ci;
+      for (size_t o = 0; o < co; o++) {
+        double acc = a->off[o];
+        for (size_t j = 0; j < ci; j++) acc += a->m[o * ci + j] * p[j];
+        out[x * co + o] = acc;
+      }
+    }
+    stk__convert((char *)dst->data + y * dbytes, dst->dtype, out, STK_DTYPE_FLOAT64, w * co);
+  }
+  return STK_OK;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* DALI's YIQ-based hue / saturation / value matrix                                   */
+/* ---------------------------------------------------------------------------------- */
+
+static void mat3_mul(const double a[9], const double b[9], double out[9]) {
+  double r[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      r[i * 3 + j] = a[i * 3] * b[j] + a[i * 3 + 1] * b[3 + j] + a[i * 3 + 2] * b[6 + j];
+  memcpy(out, r, sizeof r);
+}
+
+void stk__hsv_matrix(double hue_deg, double saturation, double value, bool bgr, double m[9]) {
+  /* The NTSC YIQ matrices as DALI states them (the inverse is rounded to 3 digits). */
+  static const double rgb2yiq[9] = {0.299, 0.587, 0.114, 0.596, -0.274, -0.321,
+                                    0.211, -0.523, 0.311};
+  static const double yiq2rgb[9] = {1, 0.956, 0.621, 1, -0.272, -0.647, 1, -1.107, 1.705};
+  double h = hue_deg * M_PI / 180.0, ch = cos(h), sh = sin(h);
+  /* hue rotates the IQ plane; saturation scales it; value scales everything */
+  double hsv[9] = {value, 0, 0, 0, value * saturation * ch, value * saturation * sh,
+                   0, -value * saturation * sh, value * saturation * ch};
+  mat3_mul(yiq2rgb, hsv, m);
+  mat3_mul(m, rgb2yiq, m);
+  if (bgr) { /* P m P with P swapping channels 0 and 2 */
+    double t[9];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) t[i * 3 + j] = m[(2 - i) * 3 + (2 - j)];
+    memcpy(m, t, sizeof t);
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Colour spaces (DALI's color_space_conversion)                                     */
+/* ---------------------------------------------------------------------------------- */
+
+bool stk__colorspace_parse(const char *name, stk__colorspace *out) {
+  static const char *const names[] = {"RGB", "BGR", "GRAY", "YCbCr"};
+  for (int i = 0; i < 4; i++)
+    if (name && strcmp(name, names[i]) == 0) {
+      *out = (stk__colorspace)i;
+      return true;
+    }
+  return false;
+}
+
+int stk__colorspace_channels(stk__colorspace cs) { return cs == STK__CS_GRAY ? 1 : 3; }
+
+/* BT.601 luma weights; the chroma formulas below follow from them. */
+#define KR 0.299
+#define KB 0.114
+#define KG (1.0 - KR - KB)
+
+/* Full-range RGB -> (Y, Cb, Cr) rows, then scaled to BT.601's 219 / 224 code ranges. */
+static void rgb_to_ycbcr_rows(double u, double m[9], double off[3]) {
+  const double ys = 219.0 / 255.0, cs = 224.0 / 255.0;
+  double rows[9] = {KR, KG, KB,
+                    -0.5 * KR / (1 - KB), -0.5 * KG / (1 - KB), 0.5,
+                    0.5, -0.5 * KG / (1 - KR), -0.5 * KB / (1 - KR)};
+  for (int j = 0; j < 3; j++) m[j] = ys * rows[j], m[3 + j] = cs * rows[3 + j], m[6 + j] = cs * rows[6 + j];
+  off[0] = 0.0625 * u, off[1] = 0.5 * u, off[2] = 0.5 * u;
+}
+
+static void ycbcr_to_rgb_rows(double u, double m[9], double off[3]) {
+  const double ys = 255.0 / 219.0, cs = 255.0 / 224.0;
+  double cr_r = 2 * (1 - KR), cb_b = 2 * (1 - KB);
+  double cb_g = -cb_b * KB / KG, cr_g = -cr_r * KR / KG;
+  double rows[9] = {ys, 0, cs * cr_r, ys, cs * cb_g, cs * cr_g, ys, cs * cb_b, 0};
+  memcpy(m, rows, sizeof rows);
+  for (int i = 0; i < 3; i++) off[i] = -(m[i * 3] * 0.0625 * u + (m[i * 3 + 1] + m[i * 3 + 2]) * 0.5 * u);
+}
+
+/* Swaps the roles of channels 0 and 2 on the input side (columns) of an affine map. */
+static void swap_in_rb(stk__affine_color *a) {
+  for (int o = 0; o < a->cout; o++) {
+    double t = a->m[o * 3];
+    a->m[o * 3] = a->m[o * 3 + 2], a->m[o * 3 + 2] = t;
+  }
+}
+
+/* Swaps output rows 0 and 2. */
+static void swap_out_rb(stk__affine_color *a) {
+  for (int j = 0; j < a->cin; j++) {
+    double t = a->m[j];
+    a->m[j] = a->m[2 * a->cin + j], a->m[2 * a->cin + j] = t;
+  }
+  double t = a->off[0];
+  a->off[0] = a->off[2], a->off[2] = t;
+}
+
+void stk__colorspace_affine(stk__colorspace from, stk__colorspace to, stk_dtype dtype,
+                            stk__affine_color *a) {
+  /* Biases are in units of 2^bits for integers (16 and 128 for uint8), 1 for floats. */
+  double u = stk__dtype_is_float(dtype) ? 1.0 : 2.0 * stk__dtype_half_range(dtype);
+  memset(a, 0, sizeof *a);
+  a->cin = stk__colorspace_channels(from), a->cout = stk__colorspace_channels(to);
+  bool from_bgr = from == STK__CS_BGR, to_bgr = to == STK__CS_BGR;
+  stk__colorspace f = from_bgr ? STK__CS_RGB : from, t = to_bgr ? STK__CS_RGB : to;
+  if (f == t) { /* identity (RGB <-> BGR is fixed up by the swaps below) */
+    for (int i = 0; i < a->cin; i++) a->m[i * a->cin + i] = 1.0;
+  } else if (f == STK__CS_RGB && t == STK__CS_GRAY) {
+    a->m[0] = KR, a->m[1] = KG, a->m[2] = KB;
+  } else if (f == STK__CS_RGB && t == STK__CS_YCBCR) {
+    rgb_to_ycbcr_rows(u, a->m, a->off);
+  } else if (f == STK__CS_GRAY && t == STK__CS_RGB) {
+    a->m[0] = a->m[1] = a->m[2] = 1.0;
+  } else if (f == STK__CS_GRAY && t == STK__CS_YCBCR) {
+    a->m[0] = 219.0 / 255.0, a->off[0] = 0.0625 * u, a->off[1] = a->off[2] = 0.5 * u;
+  } else if (f == STK__CS_YCBCR && t == STK__CS_RGB) {
+    ycbcr_to_rgb_rows(u, a->m, a->off);
+  } else { /* YCbCr -> GRAY: expand Y from 16..235 to the full range */
+    a->m[0] = 255.0 / 219.0, a->off[0] = -255.0 / 219.0 * 0.0625 * u;
+  }
+  if (from_bgr && a->cin == 3) swap_in_rb(a);
+  if (to_bgr && a->cout == 3) swap_out_rb(a);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Operator plumbing                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+static const stk_dtype color_in_types[] = {STK_DTYPE_UINT8, STK_DTYPE_INT16, STK_DTYPE_INT32,
+                                           STK_DTYPE_FLOAT16, STK_DTYPE_FLOAT32};
+#define N_COLOR_IN_TYPES 5
+
+static const stk_port_schema image_in[] = {{"input", "HWC image (or HW)"}};
+static const stk_port_schema image_out[] = {{"output", "the adjusted image"}};
+
+/* Reads the input image and makes an output of the same shape and `dtype_arg`'s type. */
+static stk_status open_images(stk__node *node, stk__sample *s, int dtype_arg, int channels,
+                              stk__image *src, stk__image *dst) {
+  STK_TRY(stk__image_input(node, s, 0, color_in_types, N_COLOR_IN_TYPES, src));
+  if (channels && src->c != channels)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects %d channels, got %lld",
+                      channels, (long long)src->c);
+  *dst = *src;
+  if (dtype_arg >= 0) STK_TRY(stk__color_out_dtype(node, s, dtype_arg, src->dtype, &dst->dtype));
+  return stk__image_output(s, stk__input(s, 0)->ndim, dst);
+}
+
+static void *sample_scratch(stk__node *node, stk__sample *s, size_t bytes, stk_status *st) {
+  void *p = stk__scratch(s, bytes ? bytes : 1);
+  *st = p ? STK_OK : STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", bytes);
+  return p;
+}
+
+/* The `pil` variants work on uint8 only and keep the type. */
+static stk_status check_pil(stk__node *node, stk__sample *s, const stk__image *src,
+                            const stk__image *dst) {
+  if (src->dtype != STK_DTYPE_UINT8 || dst->dtype != STK_DTYPE_UINT8)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "pil=true needs uint8 input and output "
+                      "(got %s -> %s)", stk_dtype_name(src->dtype), stk_dtype_name(dst->dtype));
+  return STK_OK;
+}
+
+/* ---- brightness / contrast / brightness_contrast ---- */
+
+typedef struct {
+  double mul, add;
+} linear_ctx;
+
+static double linear_fn(double x, int64_t c, const void *ctx) {
+  const linear_ctx *k = ctx;
+  return k->add + k->mul * x;
+}
+
+/* out = shift * range_out + b * (cc + c * (in - cc)), with b rescaled by range_out /
+ * range_in so that e.g. uint8 -> float32 maps 255 to 1.0 (DALI's normalisation). */
+static stk_status brightness_contrast_apply(stk__node *node, stk__sample *s, int dtype_arg,
+                                            double b, double shift, double c, bool has_cc,
+                                            double cc) {
+  stk__image src, dst;
+  STK_TRY(open_images(node, s, dtype_arg, 0, &src, &dst));
+  if (!has_cc) cc = stk__dtype_half_range(src.dtype);
+  double nb = b * stk__dtype_full_range(dst.dtype) / stk__dtype_full_range(src.dtype);
+  linear_ctx k = {nb * c, shift * stk__dtype_full_range(dst.dtype) + nb * cc * (1.0 - c)};
+  stk_status st;
+  size_t bytes = stk__point_map_scratch(&src, &dst);
+  void *scratch = sample_scratch(node, s, bytes, &st);
+  if (!scratch) return st;
+  return stk__sample_wrap(stk__point_map(&src, &dst, linear_fn, &k, scratch, bytes), node, s);
+}
+
+#define FINITE -DBL_MAX, DBL_MAX
+#define DTYPE_ARG                                                                          \
+  {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, STK__COLOR_DTYPE_CHOICES,                     \
+   "output type: \"\" (the input's), uint8, int16, int32, float16 or float32"}
+
+enum { B_BRIGHTNESS, B_SHIFT, B_DTYPE, B_PIL };
+static const stk_arg_schema brightness_args[] = {
+    {"brightness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "multiplier; 1 keeps the image"},
+    {"brightness_shift", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "added after scaling, in units of the output type's full range (255 for uint8, 1 for "
+     "floats)"},
+    DTYPE_ARG,
+    {"pil", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Pillow's ImageEnhance.Brightness instead: Image.blend(black, image, brightness), "
+     "computed in float32 and truncated (uint8 only; brightness_shift must stay 0)"},
+};
+
+static stk_status brightness_run(stk__node *node, stk__sample *s) {
+  double b, shift;
+  STK_TRY(stk__float_arg_in(node, s, B_BRIGHTNESS, "brightness", FINITE, &b));
+  STK_TRY(stk__float_arg_in(node, s, B_SHIFT, "brightness_shift", FINITE, &shift));
+  if (!stk__arg_bool(node, s, B_PIL))
+    return brightness_contrast_apply(node, s, B_DTYPE, b, shift, 1.0, false, 0.0);
+  if (shift != 0.0)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "brightness_shift = %g cannot be used with pil=true", shift);
+  stk__image src, dst;
+  STK_TRY(open_images(node, s, B_DTYPE, 0, &src, &dst));
+  STK_TRY(check_pil(node, s, &src, &dst));
+  stk__pil_brightness(&src, &dst, (float)b);
+  return STK_OK;
+}
+
+static const stk_op_schema brightness_schema = {
+    "brightness",
+    "Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * "
+    "full_range, where full_range is the output type's maximum (255 for uint8) or 1 for "
+    "floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's "
+    "ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof brightness_args / sizeof brightness_args[0], brightness_args};
+const stk__op_def stk__op_brightness = {&brightness_schema, NULL, NULL, NULL, brightness_run,
+                                        NULL, NULL};
+
+enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL };
+static const stk_arg_schema contrast_args[] = {
+    {"contrast", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "multiplier of the distance to contrast_center; 0 gives a uniform grey"},
+    {"contrast_center", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "the value kept by the contrast change, in input units; default: half the input "
+     "type's range (128 for uint8, 0.5 for floats). Feed it per sample (e.g. an image "
+     "mean) for mean-centred contrast"},
+    DTYPE_ARG,
+    {"pil", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the "
+     "image's ITU-R 601-2 luma (its own mean for 1 channel), then Image.blend(centre, "
+     "image, contrast) truncated (uint8 only; excludes contrast_center)"},
+};
+
+static stk_status contrast_init(stk__node *node) {
+  if (stk__arg_bool(node, NULL, C_PIL) && stk__arg_given(node, C_CENTER))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "contrast_center cannot be combined with pil=true (Pillow uses the "
+                      "image's mean luma)");
+  return STK_OK;
+}
+
+static stk_status contrast_run(stk__node *node, stk__sample *s) {
+  double c, cc = 0.0;
+  STK_TRY(stk__float_arg_in(node, s, C_CONTRAST, "contrast", FINITE, &c));
+  bool has_cc = stk__arg_given(node, C_CENTER);
+  if (has_cc) STK_TRY(stk__float_arg_in(node, s, C_CENTER, "contrast_center", FINITE, &cc));
+  if (!stk__arg_bool(node, s, C_PIL))
+    return brightness_contrast_apply(node, s, C_DTYPE, 1.0, 0.0, c, has_cc, cc);
+  stk__image src, dst;
+  STK_TRY(open_images(node, s, C_DTYPE, 0, &src, &dst));
+  STK_TRY(check_pil(node, s, &src, &dst));
+  stk__pil_contrast(&src, &dst, (float)c);
+  return STK_OK;
+}
+
+static const stk_op_schema contrast_schema = {
+    "contrast",
+    "Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - "
+    "contrast_center). With pil=true, Pillow's ImageEnhance.Contrast (blend with the "
+    "image's rounded mean luma, truncated) as AutoAugment uses it.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof contrast_args / sizeof contrast_args[0], contrast_args};
+const stk__op_def stk__op_contrast = {&contrast_schema, contrast_init, NULL, NULL, contrast_run,
+                                      NULL, NULL};
+
+enum { BC_BRIGHTNESS, BC_SHIFT, BC_CONTRAST, BC_CENTER, BC_DTYPE };
+static const stk_arg_schema bc_args[] = {
+    {"brightness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL, "multiplier"},
+    {"brightness_shift", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "added, in units of the output type's full range (255 for uint8, 1 for floats)"},
+    {"contrast", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "multiplier of the distance to contrast_center"},
+    {"contrast_center", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "the value kept by the contrast change, in input units; default: half the input "
+     "type's range (128 for uint8, 0.5 for floats)"},
+    DTYPE_ARG,
+};
+
+static stk_status bc_run(stk__node *node, stk__sample *s) {
+  double b, shift, c, cc = 0.0;
+  STK_TRY(stk__float_arg_in(node, s, BC_BRIGHTNESS, "brightness", FINITE, &b));
+  STK_TRY(stk__float_arg_in(node, s, BC_SHIFT, "brightness_shift", FINITE, &shift));
+  STK_TRY(stk__float_arg_in(node, s, BC_CONTRAST, "contrast", FINITE, &c));
+  bool has_cc = stk__arg_given(node, BC_CENTER);
+  if (has_cc) STK_TRY(stk__float_arg_in(node, s, BC_CENTER, "contrast_center", FINITE, &cc));
+  return brightness_contrast_apply(node, s, BC_DTYPE, b, shift, c, has_cc, cc);
+}
+
+static const stk_op_schema bc_schema = {
+    "brightness_contrast",
+    "Brightness and contrast in one pass (DALI's brightness_contrast): out = "
+    "brightness_shift * full_range + brightness * (contrast_center + contrast * (in - "
+    "contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof bc_args / sizeof bc_args[0], bc_args};
+const stk__op_def stk__op_brightness_contrast = {&bc_schema, NULL, NULL, NULL, bc_run, NULL, NULL};
+
+/* ---- hsv / hue / saturation / color_twist ---- */
+
+/* Applies b * c * HSV(hue, sat, value) plus the contrast offset (half - half * c) * b. */
+static stk_status twist_apply(stk__node *node, stk__sample *s, int dtype_arg, bool bgr,
+                              double hue, double sat, double value, double b, double c) {
+  stk__image src, dst;
+  STK_TRY(open_images(node, s, dtype_arg, 3, &src, &dst));
+  stk__affine_color a = {.cin = 3, .cout = 3};
+  stk__hsv_matrix(hue, sat, value, bgr, a.m);
+  for (int i = 0; i < 9; i++) a.m[i] *= b * c;
+  double half = stk__dtype_half_range(src.dtype);
+  a.off[0] = a.off[1] = a.off[2] = (half - half * c) * b;
+  stk_status st;
+  size_t bytes = stk__affine_scratch(&src, &dst);
+  void *scratch = sample_scratch(node, s, bytes, &st);
+  if (!scratch) return st;
+  return stk__sample_wrap(stk__affine_apply(&src, &dst, &a, scratch, bytes), node, s);
+}
+
+static bool image_type_bgr(const stk__node *node, int arg) {
+  return strcmp(stk__arg_string(node, arg), "BGR") == 0;
+}
+
+#define IMAGE_TYPE_ARG                                                                     \
+  {"image_type", STK_ARG_STRING, 0, "\"RGB\"", 0, 0, "RGB|BGR",                            \
+   "channel order of the input and output"}
+#define HUE_ARG                                                                            \
+  {"hue", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,                           \
+   "hue rotation in degrees (a rotation of the YIQ chroma plane)"}
+
+enum { HSV_HUE, HSV_SAT, HSV_VALUE, HSV_DTYPE };
+static const stk_arg_schema hsv_args[] = {
+    HUE_ARG,
+    {"saturation", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "multiplier of the chroma (I and Q); 0 gives grey"},
+    {"value", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL, "multiplier of all of YIQ"},
+    DTYPE_ARG,
+};
+
+static stk_status hsv_run(stk__node *node, stk__sample *s) {
+  double h, sat, v;
+  STK_TRY(stk__float_arg_in(node, s, HSV_HUE, "hue", FINITE, &h));
+  STK_TRY(stk__float_arg_in(node, s, HSV_SAT, "saturation", FINITE, &sat));
+  STK_TRY(stk__float_arg_in(node, s, HSV_VALUE, "value", FINITE, &v));
+  return twist_apply(node, s, HSV_DTYPE, false, h, sat, v, 1.0, 1.0);
+}
+
+#define YIQ_DOC                                                                            \
+  " As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the "   \
+  "NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales "       \
+  "YIQ). Needs 3 channels."
+
+static const stk_op_schema hsv_schema = {
+    "hsv",
+    "Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images "
+    "(DALI's hsv)." YIQ_DOC,
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof hsv_args / sizeof hsv_args[0], hsv_args};
+const stk__op_def stk__op_hsv = {&hsv_schema, NULL, NULL, NULL, hsv_run, NULL, NULL};
+
+enum { HUE_HUE, HUE_DTYPE, HUE_IMAGE_TYPE };
+static const stk_arg_schema hue_args[] = {HUE_ARG, DTYPE_ARG, IMAGE_TYPE_ARG};
+
+static stk_status hue_run(stk__node *node, stk__sample *s) {
+  double h;
+  STK_TRY(stk__float_arg_in(node, s, HUE_HUE, "hue", FINITE, &h));
+  return twist_apply(node, s, HUE_DTYPE, image_type_bgr(node, HUE_IMAGE_TYPE), h, 1.0, 1.0,
+                     1.0, 1.0);
+}
+
+static const stk_op_schema hue_schema = {
+    "hue", "Rotates the hue by `hue` degrees (DALI's hue)." YIQ_DOC,
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof hue_args / sizeof hue_args[0], hue_args};
+const stk__op_def stk__op_hue = {&hue_schema, NULL, NULL, NULL, hue_run, NULL, NULL};
+
+enum { SAT_SAT, SAT_DTYPE, SAT_IMAGE_TYPE, SAT_PIL };
+static const stk_arg_schema saturation_args[] = {
+    {"saturation", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "saturation factor: 0 gives grey, 1 keeps the image (>= 0 unless pil=true)"},
+    DTYPE_ARG,
+    IMAGE_TYPE_ARG,
+    {"pil", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Pillow's ImageEnhance.Color instead: Image.blend(luma, image, saturation) with PIL's "
+     "integer ITU-R 601-2 luma, truncated (uint8 RGB only)"},
+};
+
+static stk_status saturation_run(stk__node *node, stk__sample *s) {
+  bool pil = stk__arg_bool(node, s, SAT_PIL);
+  double sat;
+  STK_TRY(stk__float_arg_in(node, s, SAT_SAT, "saturation", pil ? -DBL_MAX : 0.0, DBL_MAX, &sat));
+  if (!pil)
+    return twist_apply(node, s, SAT_DTYPE, image_type_bgr(node, SAT_IMAGE_TYPE), 0.0, sat,
+                       1.0, 1.0, 1.0);
+  if (image_type_bgr(node, SAT_IMAGE_TYPE))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "pil=true needs image_type \"RGB\"");
+  stk__image src, dst;
+  STK_TRY(open_images(node, s, SAT_DTYPE, 3, &src, &dst));
+  STK_TRY(check_pil(node, s, &src, &dst));
+  stk__pil_color(&src, &dst, (float)sat);
+  return STK_OK;
+}
+
+static const stk_op_schema saturation_schema = {
+    "saturation",
+    "Changes the saturation (DALI's saturation)." YIQ_DOC " With pil=true, Pillow's "
+    "ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof saturation_args / sizeof saturation_args[0], saturation_args};
+const stk__op_def stk__op_saturation = {&saturation_schema, NULL, NULL, NULL, saturation_run,
+                                        NULL, NULL};
+
+enum { CT_BRIGHTNESS, CT_CONTRAST, CT_HUE, CT_SAT, CT_DTYPE, CT_IMAGE_TYPE };
+static const stk_arg_schema twist_args[] = {
+    {"brightness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "brightness factor (>= 0): 0 black, 1 unchanged"},
+    {"contrast", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "contrast factor (>= 0) around half the input type's range: 0 uniform grey"},
+    HUE_ARG,
+    {"saturation", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "saturation factor (>= 0): 0 grey"},
+    DTYPE_ARG,
+    IMAGE_TYPE_ARG,
+};
+
+static stk_status twist_run(stk__node *node, stk__sample *s) {
+  double b, c, h, sat;
+  STK_TRY(stk__float_arg_in(node, s, CT_BRIGHTNESS, "brightness", 0.0, DBL_MAX, &b));
+  STK_TRY(stk__float_arg_in(node, s, CT_CONTRAST, "contrast", 0.0, DBL_MAX, &c));
+  STK_TRY(stk__float_arg_in(node, s, CT_HUE, "hue", FINITE, &h));
+  STK_TRY(stk__float_arg_in(node, s, CT_SAT, "saturation", 0.0, DBL_MAX, &sat));
+  return twist_apply(node, s, CT_DTYPE, image_type_bgr(node, CT_IMAGE_TYPE), h, sat, 1.0, b, c);
+}
+
+static const stk_op_schema twist_schema = {
+    "color_twist",
+    "Hue, saturation, brightness and contrast in one linear map (DALI's color_twist): out "
+    "= brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * "
+    "brightness, where half is half the input type's range (128 for uint8, 0.5 for "
+    "floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof twist_args / sizeof twist_args[0], twist_args};
+const stk__op_def stk__op_color_twist = {&twist_schema, NULL, NULL, NULL, twist_run, NULL, NULL};
+
+/* ---- color_space_conversion ---- */
+
+enum { CS_IMAGE_TYPE, CS_OUTPUT_TYPE };
+static const stk_arg_schema cs_args[] = {
+    {"image_type", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, STK__CS_CHOICES,
+     "colour space of the input"},
+    {"output_type", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, STK__CS_CHOICES,
+     "colour space of the output"},
+};
+
+static stk_status cs_run(stk__node *node, stk__sample *s) {
+  stk__colorspace from, to;
+  stk__colorspace_parse(stk__arg_string(node, CS_IMAGE_TYPE), &from);
+  stk__colorspace_parse(stk__arg_string(node, CS_OUTPUT_TYPE), &to);
+  stk__image src, dst;
+  static const stk_dtype types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
+  STK_TRY(stk__image_input(node, s, 0, types, 2, &src));
+  if (src.c != stk__colorspace_channels(from))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image_type %s needs %d channels, "
+                      "the input has %lld", stk__arg_string(node, CS_IMAGE_TYPE),
+                      stk__colorspace_channels(from), (long long)src.c);
+  dst = src;
+  dst.c = stk__colorspace_channels(to);
+  STK_TRY(stk__image_output(s, 3, &dst));
+  stk__affine_color a;
+  stk__colorspace_affine(from, to, src.dtype, &a);
+  stk_status st;
+  size_t bytes = stk__affine_scratch(&src, &dst);
+  void *scratch = sample_scratch(node, s, bytes, &st);
+  if (!scratch) return st;
+  return stk__sample_wrap(stk__affine_apply(&src, &dst, &a, scratch, bytes), node, s);
+}
+
+static const stk_op_schema cs_schema = {
+    "color_space_conversion",
+    "Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is "
+    "also the way to get a grayscale image with DALI's definition). GRAY is the "
+    "full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R "
+    "BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for "
+    "float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in "
+    "float64, rounded half away from zero.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof cs_args / sizeof cs_args[0], cs_args};
+const stk__op_def stk__op_color_space_conversion = {&cs_schema, NULL, NULL, NULL, cs_run, NULL,
+                                                    NULL};
+
+/* ---- grayscale (stoker) ---- */
+
+enum { G_CHANNELS };
+static const stk_arg_schema gray_args[] = {
+    {"num_output_channels", STK_ARG_INT, STK_ARGF_RANGE, "1", 1, 3, NULL,
+     "1, or 3 for the luma replicated into R, G and B (torchvision's Grayscale)"},
+};
+
+static stk_status gray_init(stk__node *node) {
+  int64_t n = stk__arg_int(node, NULL, G_CHANNELS);
+  if (n != 1 && n != 3)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "num_output_channels = %lld: must be 1 or 3", (long long)n);
+  return STK_OK;
+}
+
+static stk_status gray_run(stk__node *node, stk__sample *s) {
+  static const stk_dtype types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
+  stk__image src, dst;
+  STK_TRY(stk__image_input(node, s, 0, types, 2, &src));
+  if (src.c != 3)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects an RGB image (3 channels), "
+                      "got %lld", (long long)src.c);
+  dst = src;
+  dst.c = stk__arg_int(node, NULL, G_CHANNELS);
+  STK_TRY(stk__image_output(s, 3, &dst));
+  size_t n = (size_t)(src.h * src.w), co = (size_t)dst.c;
+  if (src.dtype == STK_DTYPE_UINT8) { /* Pillow's convert("L"): what torchvision does */
+    const uint8_t *p = src.data;
+    uint8_t *d = dst.data;
+    for (size_t i = 0; i < n; i++, p += 3)
+      for (size_t k = 0; k < co; k++) *d++ = stk__pil_luma(p[0], p[1], p[2]);
+    return STK_OK;
+  }
+  const float *p = src.data;
+  float *d = dst.data;
+  for (size_t i = 0; i < n; i++, p += 3) {
+    float l = (float)(KR * p[0] + KG * p[1] + KB * p[2]);
+    for (size_t k = 0; k < co; k++) *d++ = l;
+  }
+  return STK_OK;
+}
+
+static const stk_op_schema gray_schema = {
+    "grayscale",
+    "Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a "
+    "stoker operator; DALI spells this color_space_conversion(image_type=RGB, "
+    "output_type=GRAY)): uint8 uses Pillow's convert(\"L\"), (19595 R + 38470 G + 7471 B + "
+    "2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof gray_args / sizeof gray_args[0], gray_args};
+const stk__op_def stk__op_grayscale = {&gray_schema, gray_init, NULL, NULL, gray_run, NULL, NULL};

@@ -1,0 +1,469 @@
+/*
+ * Operators defined by Pillow (the definitions AutoAugment, RandAugment and
+ * TrivialAugment were written against) and the Pillow kernels behind the `pil` flags of
+ * brightness / contrast / saturation:
+ *   invert, posterize, solarize, solarize_add, equalize (+ experimental.equalize),
+ *   auto_contrast, sharpness.
+ *
+ * Pillow's arithmetic is reproduced exactly: Image.blend computes a + alpha * (b - a) in
+ * float32 and truncates; convert("L") is (19595 R + 38470 G + 7471 B + 2^15) >> 16; the
+ * SMOOTH filter sums float32 products row by row starting from 0.5 and truncates; the
+ * ImageOps tables use Pillow's integer formulas. DALI has no operator for most of these;
+ * its experimental.equalize follows OpenCV, which is what experimental.equalize does
+ * here by default.
+ */
+#include <float.h>
+#include <string.h>
+
+#include "color.h"
+
+/* ---------------------------------------------------------------------------------- */
+/* Kernels                                                                            */
+/* ---------------------------------------------------------------------------------- */
+
+/* One element of Image.blend(a, b, alpha): interpolation truncates, extrapolation clamps
+ * and truncates. */
+static inline uint8_t blend1(uint8_t a, uint8_t b, float alpha) {
+  float t = (float)a + alpha * (float)((int)b - (int)a);
+  if (alpha >= 0.0f && alpha <= 1.0f) return (uint8_t)t;
+  return t <= 0.0f ? 0 : t >= 255.0f ? 255 : (uint8_t)t;
+}
+
+void stk__pil_blend(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, float alpha) {
+  for (size_t i = 0; i < n; i++) out[i] = blend1(a[i], b[i], alpha);
+}
+
+/* Blending with a constant is a function of the element value: use a table. */
+static void blend_constant(const stk__image *src, const stk__image *dst, uint8_t degenerate,
+                           float alpha) {
+  uint8_t lut[256];
+  for (int v = 0; v < 256; v++) lut[v] = blend1(degenerate, (uint8_t)v, alpha);
+  const uint8_t *s = src->data;
+  uint8_t *d = dst->data;
+  for (size_t i = 0, n = (size_t)(src->h * src->w * src->c); i < n; i++) d[i] = lut[s[i]];
+}
+
+void stk__pil_brightness(const stk__image *src, const stk__image *dst, float factor) {
+  blend_constant(src, dst, 0, factor);
+}
+
+int stk__pil_contrast_center(const stk__image *src) {
+  const uint8_t *p = src->data;
+  size_t n = (size_t)(src->h * src->w);
+  uint64_t sum = 0;
+  if (src->c == 3) {
+    for (size_t i = 0; i < n; i++, p += 3) sum += stk__pil_luma(p[0], p[1], p[2]);
+  } else {
+    for (size_t i = 0; i < n; i++, p += src->c) sum += p[0];
+  }
+  double mean = n ? (double)sum / (double)n : 0.0;
+  return (int)(mean + 0.5);
+}
+
+void stk__pil_contrast(const stk__image *src, const stk__image *dst, float factor) {
+  blend_constant(src, dst, (uint8_t)stk__pil_contrast_center(src), factor);
+}
+
+void stk__pil_color(const stk__image *src, const stk__image *dst, float factor) {
+  size_t n = (size_t)(src->h * src->w);
+  if (src->c != 3) { /* a gray image is its own degenerate */
+    memcpy(dst->data, src->data, n * (size_t)src->c);
+    return;
+  }
+  const uint8_t *p = src->data;
+  uint8_t *d = dst->data;
+  for (size_t i = 0; i < n; i++, p += 3, d += 3) {
+    uint8_t l = stk__pil_luma(p[0], p[1], p[2]);
+    d[0] = blend1(l, p[0], factor), d[1] = blend1(l, p[1], factor), d[2] = blend1(l, p[2], factor);
+  }
+}
+
+/* ImageFilter.SMOOTH at an interior element: kernel [[1 1 1] [1 5 1] [1 1 1]] / 13 in
+ * float32, rows summed in Pillow's order (below, centre, above), rounded by the 0.5
+ * start and truncation. `p` points at the element; `row` and `px` are the strides. */
+static inline uint8_t smooth_at(const uint8_t *p, ptrdiff_t row, ptrdiff_t px, float k1,
+                                float k5) {
+  const uint8_t *b = p + row, *a = p - row;
+  float ss = 0.5f;
+  ss += (float)b[-px] * k1 + (float)b[0] * k1 + (float)b[px] * k1;
+  ss += (float)p[-px] * k1 + (float)p[0] * k5 + (float)p[px] * k1;
+  ss += (float)a[-px] * k1 + (float)a[0] * k1 + (float)a[px] * k1;
+  ss = ss < 0.0f ? 0.0f : ss > 255.0f ? 255.0f : ss;
+  return (uint8_t)ss;
+}
+
+void stk__pil_sharpness(const stk__image *src, const stk__image *dst, float factor) {
+  size_t c = (size_t)src->c, w = (size_t)src->w, rowb = w * c;
+  memcpy(dst->data, src->data, (size_t)src->h * rowb); /* borders: the image itself */
+  if (src->h < 3 || src->w < 3) return;
+  /* Pillow divides the integer kernel by its scale in double and stores floats. */
+  const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
+  for (int64_t y = 1; y + 1 < src->h; y++) {
+    const uint8_t *s = (const uint8_t *)src->data + (size_t)y * rowb;
+    uint8_t *d = (uint8_t *)dst->data + (size_t)y * rowb;
+    for (size_t i = c; i < rowb - c; i++)
+      d[i] = blend1(smooth_at(s + i, (ptrdiff_t)rowb, (ptrdiff_t)c, k1, k5), s[i], factor);
+  }
+}
+
+void stk__histograms_u8(const stk__image *src, uint64_t *hist) {
+  size_t c = (size_t)src->c, n = (size_t)(src->h * src->w);
+  memset(hist, 0, c * 256 * sizeof *hist);
+  const uint8_t *p = src->data;
+  if (c == 3) {
+    for (size_t i = 0; i < n; i++, p += 3) hist[p[0]]++, hist[256 + p[1]]++, hist[512 + p[2]]++;
+    return;
+  }
+  for (size_t i = 0; i < n; i++, p += c)
+    for (size_t k = 0; k < c; k++) hist[k * 256 + p[k]]++;
+}
+
+static void identity_lut(uint8_t *lut) {
+  for (int v = 0; v < 256; v++) lut[v] = (uint8_t)v;
+}
+
+void stk__pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
+  uint64_t total = 0, last = 0;
+  int nonzero = 0;
+  for (int v = 0; v < 256; v++)
+    if (hist[v]) total += hist[v], last = hist[v], nonzero++;
+  uint64_t step = nonzero > 1 ? (total - last) / 255 : 0;
+  if (step == 0) {
+    identity_lut(lut);
+    return;
+  }
+  uint64_t n = step / 2;
+  for (int v = 0; v < 256; v++) {
+    uint64_t q = n / step;
+    lut[v] = (uint8_t)(q > 255 ? 255 : q); /* Pillow's point() clips to 8 bits */
+    n += hist[v];
+  }
+}
+
+void stk__cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
+  uint64_t total = 0;
+  for (int v = 0; v < 256; v++) total += hist[v];
+  int first = 0;
+  while (first < 256 && hist[first] == 0) first++;
+  if (first == 256 || hist[first] == total) {
+    identity_lut(lut);
+    return;
+  }
+  double scale = 255.0 / (double)(total - hist[first]);
+  uint64_t cdf = 0;
+  for (int v = 0; v < 256; v++) {
+    cdf += hist[v];
+    double x = v < first ? 0.0 : (double)(cdf - hist[first]) * scale;
+    lut[v] = (uint8_t)(x >= 255.0 ? 255 : floor(x + 0.5));
+  }
+}
+
+/* Removes `cut` pixels from one end of a histogram, as ImageOps.autocontrast does. */
+static void cut_histogram(uint64_t *h, uint64_t cut, bool from_top) {
+  for (int i = 0; i < 256 && cut > 0; i++) {
+    int v = from_top ? 255 - i : i;
+    if (cut > h[v]) {
+      cut -= h[v];
+      h[v] = 0;
+    } else {
+      h[v] -= cut;
+      cut = 0;
+    }
+  }
+}
+
+void stk__pil_autocontrast_lut(const uint64_t *hist, double cutoff_lo, double cutoff_hi,
+                               uint8_t *lut) {
+  uint64_t h[256], n = 0;
+  memcpy(h, hist, sizeof h);
+  for (int v = 0; v < 256; v++) n += h[v];
+  if (cutoff_lo > 0) cut_histogram(h, (uint64_t)floor((double)n * cutoff_lo / 100.0), false);
+  if (cutoff_hi > 0) cut_histogram(h, (uint64_t)floor((double)n * cutoff_hi / 100.0), true);
+  int lo = 0, hi = 255;
+  while (lo < 255 && h[lo] == 0) lo++;
+  while (hi > 0 && h[hi] == 0) hi--;
+  if (hi <= lo) {
+    identity_lut(lut);
+    return;
+  }
+  double scale = 255.0 / (hi - lo), offset = -lo * scale;
+  for (int v = 0; v < 256; v++) {
+    double x = trunc(v * scale + offset);
+    lut[v] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Operator plumbing                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+static const stk_port_schema image_in[] = {{"input", "HWC image (or HW)"}};
+static const stk_port_schema image_out[] = {{"output", "the processed image"}};
+static const stk_dtype u8_only[] = {STK_DTYPE_UINT8};
+static const stk_dtype u8_f32[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
+
+/* Opens the input (of `types`) and an output of the same type and shape. */
+static stk_status open_same(stk__node *node, stk__sample *s, const stk_dtype *types, int ntypes,
+                            stk__image *src, stk__image *dst) {
+  STK_TRY(stk__image_input(node, s, 0, types, ntypes, src));
+  *dst = *src;
+  return stk__image_output(s, stk__input(s, 0)->ndim, dst);
+}
+
+/* Runs a point function on the image: a table for uint8, rows of doubles otherwise. */
+static stk_status run_point(stk__node *node, stk__sample *s, const stk__image *src,
+                            const stk__image *dst, stk__point_fn f, const void *ctx) {
+  size_t bytes = stk__point_map_scratch(src, dst);
+  void *scratch = stk__scratch(s, bytes);
+  if (!scratch) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  return stk__sample_wrap(stk__point_map(src, dst, f, ctx, scratch, bytes), node, s);
+}
+
+typedef struct {
+  double max, threshold, shift;
+  uint8_t mask;
+} point_ctx;
+
+/* ---- invert ---- */
+
+static double invert_fn(double x, int64_t c, const void *ctx) {
+  return ((const point_ctx *)ctx)->max - x;
+}
+
+static stk_status invert_run(stk__node *node, stk__sample *s) {
+  stk__image src, dst;
+  STK_TRY(open_same(node, s, u8_f32, 2, &src, &dst));
+  point_ctx k = {.max = stk__dtype_full_range(src.dtype)};
+  return run_point(node, s, &src, &dst, invert_fn, &k);
+}
+
+static const stk_op_schema invert_schema = {
+    "invert",
+    "Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's "
+    "ImageOps.invert; DALI has none).",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out, 0, NULL};
+const stk__op_def stk__op_invert = {&invert_schema, NULL, NULL, NULL, invert_run, NULL, NULL};
+
+/* ---- posterize ---- */
+
+enum { P_BITS };
+static const stk_arg_schema posterize_args[] = {
+    {"bits", STK_ARG_INT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "4", 0, 8, NULL,
+     "number of high bits kept per channel, 0..8 (8 keeps the image)"},
+};
+
+static double posterize_fn(double x, int64_t c, const void *ctx) {
+  return (double)((uint8_t)x & ((const point_ctx *)ctx)->mask);
+}
+
+static stk_status posterize_run(stk__node *node, stk__sample *s) {
+  int64_t bits = stk__arg_int(node, s, P_BITS);
+  if (bits < 0 || bits > 8)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'bits' = %lld is out of "
+                      "range [0, 8]", (long long)bits);
+  stk__image src, dst;
+  STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
+  point_ctx k = {.mask = (uint8_t)(0xFF00u >> bits)};
+  return run_point(node, s, &src, &dst, posterize_fn, &k);
+}
+
+static const stk_op_schema posterize_schema = {
+    "posterize",
+    "Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & "
+    "~(2^(8 - bits) - 1)).",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof posterize_args / sizeof posterize_args[0], posterize_args};
+const stk__op_def stk__op_posterize = {&posterize_schema, NULL, NULL, NULL, posterize_run, NULL,
+                                       NULL};
+
+/* ---- solarize / solarize_add ---- */
+
+/* The threshold argument: given, or 128 (uint8) / 0.5 (float32). */
+static stk_status threshold_arg(stk__node *node, stk__sample *s, int arg, stk_dtype dtype,
+                                double *out) {
+  if (!stk__arg_given(node, arg)) {
+    *out = stk__dtype_half_range(dtype);
+    return STK_OK;
+  }
+  return stk__float_arg_in(node, s, arg, "threshold", -DBL_MAX, DBL_MAX, out);
+}
+
+enum { S_THRESHOLD };
+static const stk_arg_schema solarize_args[] = {
+    {"threshold", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "values >= threshold are inverted; default 128 for uint8, 0.5 for float32"},
+};
+
+static double solarize_fn(double x, int64_t c, const void *ctx) {
+  const point_ctx *k = ctx;
+  return x >= k->threshold ? k->max - x : x;
+}
+
+static stk_status solarize_run(stk__node *node, stk__sample *s) {
+  stk__image src, dst;
+  STK_TRY(open_same(node, s, u8_f32, 2, &src, &dst));
+  point_ctx k = {.max = stk__dtype_full_range(src.dtype)};
+  STK_TRY(threshold_arg(node, s, S_THRESHOLD, src.dtype, &k.threshold));
+  return run_point(node, s, &src, &dst, solarize_fn, &k);
+}
+
+static const stk_op_schema solarize_schema = {
+    "solarize",
+    "Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? "
+    "x : 255 - x; 1 - x for float32).",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof solarize_args / sizeof solarize_args[0], solarize_args};
+const stk__op_def stk__op_solarize = {&solarize_schema, NULL, NULL, NULL, solarize_run, NULL,
+                                      NULL};
+
+enum { SA_SHIFT, SA_THRESHOLD };
+static const stk_arg_schema solarize_add_args[] = {
+    {"shift", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "added to the values below threshold, then clamped to the type's range"},
+    {"threshold", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "values below it are shifted; default 128 for uint8, 0.5 for float32"},
+};
+
+static double solarize_add_fn(double x, int64_t c, const void *ctx) {
+  const point_ctx *k = ctx;
+  if (x >= k->threshold) return x;
+  double v = x + k->shift;
+  return v < 0.0 ? 0.0 : v > k->max ? k->max : v;
+}
+
+static stk_status solarize_add_run(stk__node *node, stk__sample *s) {
+  stk__image src, dst;
+  STK_TRY(open_same(node, s, u8_f32, 2, &src, &dst));
+  point_ctx k = {.max = stk__dtype_full_range(src.dtype)};
+  STK_TRY(threshold_arg(node, s, SA_THRESHOLD, src.dtype, &k.threshold));
+  STK_TRY(stk__float_arg_in(node, s, SA_SHIFT, "shift", -DBL_MAX, DBL_MAX, &k.shift));
+  return run_point(node, s, &src, &dst, solarize_add_fn, &k);
+}
+
+static const stk_op_schema solarize_add_schema = {
+    "solarize_add",
+    "Adds `shift` to the values below `threshold` and clamps to the type's range (the "
+    "SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). "
+    "A stoker operator.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof solarize_add_args / sizeof solarize_add_args[0], solarize_add_args};
+const stk__op_def stk__op_solarize_add = {&solarize_add_schema, NULL, NULL, NULL,
+                                          solarize_add_run, NULL, NULL};
+
+/* ---- equalize / experimental.equalize ---- */
+
+enum { E_ALGORITHM };
+#define EQ_ALGORITHM_DOC                                                                   \
+  "\"pil\": ImageOps.equalize (step = (pixels - count of the last used level) // 255, "    \
+  "table = (step // 2 + cumulative count below) // step); \"opencv\": equalizeHist "      \
+  "(cumulative count minus the first used level's, scaled to 0..255 and rounded)"
+static const stk_arg_schema equalize_args[] = {
+    {"algorithm", STK_ARG_STRING, 0, "\"pil\"", 0, 0, "pil|opencv", EQ_ALGORITHM_DOC},
+};
+static const stk_arg_schema x_equalize_args[] = {
+    {"algorithm", STK_ARG_STRING, 0, "\"opencv\"", 0, 0, "pil|opencv", EQ_ALGORITHM_DOC},
+};
+
+/* Builds each channel's table from its histogram and applies it. */
+static stk_status equalize_run(stk__node *node, stk__sample *s) {
+  stk__image src, dst;
+  STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
+  bool pil = strcmp(stk__arg_string(node, E_ALGORITHM), "pil") == 0;
+  size_t c = (size_t)src.c;
+  uint64_t *hist = stk__scratch(s, c * 256 * sizeof(uint64_t));
+  uint8_t *lut = stk__scratch(s, c * 256);
+  if (!hist || !lut) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  stk__histograms_u8(&src, hist);
+  for (size_t k = 0; k < c; k++)
+    (pil ? stk__pil_equalize_lut : stk__cv_equalize_lut)(hist + k * 256, lut + k * 256);
+  stk__apply_lut_u8(&src, &dst, lut);
+  return STK_OK;
+}
+
+static const stk_op_schema equalize_schema = {
+    "equalize",
+    "Equalizes the histogram of every channel of a uint8 image; by default with Pillow's "
+    "ImageOps.equalize (what AutoAugment uses), exactly.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof equalize_args / sizeof equalize_args[0], equalize_args};
+const stk__op_def stk__op_equalize = {&equalize_schema, NULL, NULL, NULL, equalize_run, NULL,
+                                      NULL};
+
+static const stk_op_schema x_equalize_schema = {
+    "experimental.equalize",
+    "DALI's experimental.equalize: per-channel histogram equalization of uint8 images, "
+    "following OpenCV's equalizeHist by default (algorithm=\"pil\" gives Pillow's).",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof x_equalize_args / sizeof x_equalize_args[0], x_equalize_args};
+const stk__op_def stk__op_experimental_equalize = {&x_equalize_schema, NULL, NULL, NULL,
+                                                   equalize_run, NULL, NULL};
+
+/* ---- auto_contrast ---- */
+
+enum { AC_CUTOFF };
+static const stk_arg_schema autocontrast_args[] = {
+    {"cutoff", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[0.0]", 0, 0, NULL,
+     "percent of pixels cut from the dark and the bright end before stretching: one value "
+     "for both or [low, high], each in [0, 100)"},
+};
+
+static stk_status autocontrast_run(stk__node *node, stk__sample *s) {
+  const double *cut;
+  size_t ncut = stk__arg_floats(node, s, AC_CUTOFF, &cut);
+  if (ncut != 1 && ncut != 2)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'cutoff' has %zu values; "
+                      "expected 1 or 2", ncut);
+  double lo = cut[0], hi = cut[ncut - 1];
+  if (!(lo >= 0 && lo < 100 && hi >= 0 && hi < 100))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'cutoff' = [%g, %g] is out "
+                      "of range [0, 100)", lo, hi);
+  stk__image src, dst;
+  STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
+  size_t c = (size_t)src.c;
+  uint64_t *hist = stk__scratch(s, c * 256 * sizeof(uint64_t));
+  uint8_t *lut = stk__scratch(s, c * 256);
+  if (!hist || !lut) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  stk__histograms_u8(&src, hist);
+  for (size_t k = 0; k < c; k++) stk__pil_autocontrast_lut(hist + k * 256, lo, hi, lut + k * 256);
+  stk__apply_lut_u8(&src, &dst, lut);
+  return STK_OK;
+}
+
+static const stk_op_schema autocontrast_schema = {
+    "auto_contrast",
+    "Stretches every channel of a uint8 image so that its darkest value becomes 0 and its "
+    "brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) "
+    "- lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker "
+    "operator.",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof autocontrast_args / sizeof autocontrast_args[0], autocontrast_args};
+const stk__op_def stk__op_auto_contrast = {&autocontrast_schema, NULL, NULL, NULL,
+                                           autocontrast_run, NULL, NULL};
+
+/* ---- sharpness ---- */
+
+enum { SH_SHARPNESS };
+static const stk_arg_schema sharpness_args[] = {
+    {"sharpness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
+     "factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one"},
+};
+
+static stk_status sharpness_run(stk__node *node, stk__sample *s) {
+  double f;
+  STK_TRY(stk__float_arg_in(node, s, SH_SHARPNESS, "sharpness", -DBL_MAX, DBL_MAX, &f));
+  stk__image src, dst;
+  STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
+  stk__pil_sharpness(&src, &dst, (float)f);
+  return STK_OK;
+}
+
+static const stk_op_schema sharpness_schema = {
+    "sharpness",
+    "Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, "
+    "sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / "
+    "13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment "
+    "builds it from a 3x3 filter).",
+    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    sizeof sharpness_args / sizeof sharpness_args[0], sharpness_args};
+const stk__op_def stk__op_sharpness = {&sharpness_schema, NULL, NULL, NULL, sharpness_run, NULL,
+                                       NULL};

@@ -1,0 +1,293 @@
+/*
+ * Occlusion operators with DALI's definitions: erase (one or more boxes filled with a
+ * value) and grid_mask (GridMask, Chen et al. 2020: a rotated grid of black squares).
+ * All numeric arguments may be fed per sample; any dtype.
+ */
+#include <float.h>
+#include <string.h>
+
+#include "color.h"
+
+static const stk_port_schema occ_in[] = {{"input", "data with a layout (images: HWC)"}};
+static const stk_port_schema occ_out[] = {{"output", "the occluded data"}};
+
+/* The input's layout, or HWC / HW for an unlabelled 3-D / 2-D tensor. */
+static const char *layout_of(const stk__tensor *t) {
+  if (t->layout[0]) return t->layout;
+  return t->ndim == 3 ? "HWC" : t->ndim == 2 ? "HW" : "";
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* erase                                                                              */
+/* ---------------------------------------------------------------------------------- */
+
+enum {
+  E_ANCHOR, E_SHAPE, E_AXIS_NAMES, E_AXES, E_FILL, E_NORM_ANCHOR, E_NORM_SHAPE, E_NORM,
+  E_CENTERED
+};
+
+static const stk_arg_schema erase_args[] = {
+    {"anchor", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "start of each region along the axes of axis_names (k regions: k * naxes values, "
+     "region after region); default: 0"},
+    {"shape", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "extent of each region along the axes of axis_names (k * naxes values); axes not "
+     "named are erased whole. Without it nothing is erased"},
+    {"axis_names", STK_ARG_STRING, 0, "\"HW\"", 0, 0, NULL,
+     "layout letters of the axes anchor and shape refer to, in their order"},
+    {"axes", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "axis indices instead of axis_names (used when axis_names is not given)"},
+    {"fill_value", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[0.0]", 0, 0, NULL,
+     "value of the erased elements: one value, or one per channel (needs a C axis)"},
+    {"normalized_anchor", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "anchor is a fraction of the axis extent"},
+    {"normalized_shape", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "shape is a fraction of the axis extent"},
+    {"normalized", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "both anchor and shape are fractions of the axis extent"},
+    {"centered_anchor", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "anchor is the centre of the region rather than its start"},
+};
+
+typedef struct {
+  int naxes;
+  int axes[STK_MAX_NDIM];
+} erase_state;
+
+/* Resolves axis_names (or axes) against a layout. */
+static stk_status erase_axes(const stk__node *node, const stk__sample *s, const char *layout,
+                             int ndim, erase_state *st) {
+  if (!stk__arg_given(node, E_AXIS_NAMES) && stk__arg_given(node, E_AXES)) {
+    const int64_t *ax;
+    size_t n = stk__arg_ints(node, s, E_AXES, &ax);
+    if (n == 0 || n > STK_MAX_NDIM)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'axes' needs 1 to %d values",
+                        STK_MAX_NDIM);
+    for (size_t i = 0; i < n; i++) {
+      if (ax[i] < 0 || ax[i] >= ndim)
+        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                          "'axes' has %lld, outside the %d dimensions of the input",
+                          (long long)ax[i], ndim);
+      st->axes[i] = (int)ax[i];
+    }
+    st->naxes = (int)n;
+    return STK_OK;
+  }
+  const char *names = stk__arg_string(node, E_AXIS_NAMES);
+  size_t n = strlen(names);
+  if (n == 0 || n > STK_MAX_NDIM)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'axis_names' \"%s\" must name 1 to "
+                      "%d axes", names, STK_MAX_NDIM);
+  for (size_t i = 0; i < n; i++) {
+    const char *p = strchr(layout, names[i]);
+    if (!p)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'axis_names' \"%s\": axis '%c' "
+                        "is not in the input layout \"%s\"", names, names[i], layout);
+    st->axes[i] = (int)(p - layout);
+  }
+  st->naxes = (int)n;
+  return STK_OK;
+}
+
+/* A box [lo, hi) per dimension. */
+typedef struct {
+  int64_t lo[STK_MAX_NDIM], hi[STK_MAX_NDIM];
+} box;
+
+/* Turns region r of anchor/shape into a box: extent rounded, start rounded (half away
+ * from zero), clipped to the tensor. */
+static stk_status region_box(const stk__node *node, const stk__sample *s, const stk__tensor *t,
+                             const erase_state *st, const double *anchor, const double *shape,
+                             int r, box *b) {
+  bool na = stk__arg_bool(node, s, E_NORM_ANCHOR) || stk__arg_bool(node, s, E_NORM);
+  bool ns = stk__arg_bool(node, s, E_NORM_SHAPE) || stk__arg_bool(node, s, E_NORM);
+  bool centered = stk__arg_bool(node, s, E_CENTERED);
+  for (int d = 0; d < t->ndim; d++) b->lo[d] = 0, b->hi[d] = t->shape[d];
+  for (int i = 0; i < st->naxes; i++) {
+    int d = st->axes[i];
+    double ext = (double)t->shape[d];
+    double a = anchor ? anchor[r * st->naxes + i] : 0.0, sz = shape[r * st->naxes + i];
+    if (na) a *= ext;
+    if (ns) sz *= ext;
+    if (!(sz >= 0.0 && sz < 9e15 && fabs(a) < 9e15))
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "region %d: 'shape' %g / 'anchor' "
+                        "%g along axis %d are not a valid extent and position", r, sz, a, d);
+    if (centered) a -= sz / 2.0;
+    int64_t lo = (int64_t)round(a), hi = lo + (int64_t)round(sz);
+    b->lo[d] = lo < 0 ? 0 : lo > t->shape[d] ? t->shape[d] : lo;
+    b->hi[d] = hi < b->lo[d] ? b->lo[d] : hi > t->shape[d] ? t->shape[d] : hi;
+  }
+  return STK_OK;
+}
+
+/* Writes n copies of a value of `es` bytes. */
+static void fill_run(uint8_t *d, const uint8_t *value, size_t es, size_t n) {
+  for (size_t i = 0; i < n; i++) memcpy(d + i * es, value, es);
+}
+
+/* Fills one box. `fill` holds nfill typed values (1, or one per index of axis caxis). */
+static void erase_box(const stk__tensor *t, uint8_t *data, const box *b, const uint8_t *fill,
+                      size_t nfill, int caxis, uint8_t *pattern) {
+  int nd = t->ndim;
+  size_t es = stk_dtype_size(t->dtype);
+  int64_t stride[STK_MAX_NDIM];
+  stride[nd - 1] = 1;
+  for (int d = nd - 2; d >= 0; d--) stride[d] = stride[d + 1] * t->shape[d + 1];
+  for (int d = 0; d < nd; d++)
+    if (b->hi[d] <= b->lo[d]) return;
+  /* The run: the last axis, or the last two when the box spans the last one whole. */
+  int rd = nd - 1;
+  if (nd >= 2 && b->lo[nd - 1] == 0 && b->hi[nd - 1] == t->shape[nd - 1]) rd = nd - 2;
+  size_t run = (size_t)((b->hi[rd] - b->lo[rd]) * stride[rd]);
+  if (rd == nd - 1) run = (size_t)(b->hi[rd] - b->lo[rd]);
+  bool channel_in_run = nfill > 1 && caxis >= rd;
+  if (channel_in_run || nfill == 1)
+    for (size_t j = 0; j < run; j++) {
+      size_t k = 0;
+      if (channel_in_run) {
+        int64_t p = b->lo[rd] * stride[rd] + (int64_t)j;
+        k = (size_t)((p / stride[caxis]) % t->shape[caxis]);
+      }
+      memcpy(pattern + j * es, fill + k * es, es);
+    }
+  int64_t idx[STK_MAX_NDIM];
+  for (int d = 0; d < rd; d++) idx[d] = b->lo[d];
+  for (;;) {
+    int64_t off = b->lo[rd] * stride[rd];
+    for (int d = 0; d < rd; d++) off += idx[d] * stride[d];
+    uint8_t *dst = data + (size_t)off * es;
+    if (channel_in_run || nfill == 1) memcpy(dst, pattern, run * es);
+    else fill_run(dst, fill + (size_t)idx[caxis] * es, es, run);
+    int d = rd - 1; /* odometer over the axes before the run */
+    while (d >= 0 && ++idx[d] == b->hi[d]) idx[d] = b->lo[d], d--;
+    if (d < 0) break;
+  }
+}
+
+/* The typed fill values and the axis they vary along. */
+static stk_status erase_fill(const stk__node *node, stk__sample *s, const stk__tensor *t,
+                             const char *layout, uint8_t **fill, size_t *nfill, int *caxis) {
+  const double *v;
+  size_t n = stk__arg_floats(node, s, E_FILL, &v);
+  const char *c = strchr(layout, 'C');
+  *caxis = c && (int)strlen(layout) == t->ndim ? (int)(c - layout) : -1;
+  if (n == 0 || (n > 1 && (*caxis < 0 || (int64_t)n != t->shape[*caxis])))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'fill_value' has %zu values; expected "
+                      "1 or one per channel (%lld)", n,
+                      (long long)(*caxis >= 0 ? t->shape[*caxis] : 1));
+  size_t es = stk_dtype_size(t->dtype);
+  *fill = stk__scratch(s, n * es);
+  if (!*fill) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  for (size_t i = 0; i < n; i++) stk__store_double(*fill, t->dtype, i, v[i]);
+  *nfill = n;
+  return STK_OK;
+}
+
+static stk_status erase_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  if (!stk__dtype_valid(in->dtype) || in->ndim < 1)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "needs a tensor of at least 1 dimension");
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, in->dtype, in->ndim, in->shape, in->layout, &out));
+  size_t total = 1, es = stk_dtype_size(in->dtype);
+  for (int d = 0; d < in->ndim; d++) total *= (size_t)in->shape[d];
+  memcpy(out->data, in->data, total * es);
+  if (!stk__arg_given(node, E_SHAPE)) return STK_OK;
+  const char *layout = layout_of(in);
+  erase_state st;
+  STK_TRY(erase_axes(node, s, layout, in->ndim, &st));
+  const double *shape, *anchor = NULL;
+  size_t ns = stk__arg_floats(node, s, E_SHAPE, &shape), na = ns;
+  if (stk__arg_given(node, E_ANCHOR)) na = stk__arg_floats(node, s, E_ANCHOR, &anchor);
+  if (na != ns || ns % (size_t)st.naxes != 0)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'anchor' (%zu values) and 'shape' "
+                      "(%zu values) must both hold k regions of %d values (one per axis of "
+                      "axis_names)", na, ns, st.naxes);
+  uint8_t *fill = NULL;
+  size_t nfill = 0;
+  int caxis = -1;
+  STK_TRY(erase_fill(node, s, in, layout, &fill, &nfill, &caxis));
+  /* the longest contiguous run erase_box writes: the last two axes */
+  size_t run_max = (size_t)in->shape[in->ndim - 1];
+  if (in->ndim >= 2) run_max *= (size_t)in->shape[in->ndim - 2];
+  uint8_t *pattern = stk__scratch(s, run_max * es > 0 ? run_max * es : 1);
+  if (!pattern) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  for (int r = 0; r < (int)(ns / (size_t)st.naxes); r++) {
+    box b;
+    STK_TRY(region_box(node, s, in, &st, anchor, shape, r, &b));
+    erase_box(in, out->data, &b, fill, nfill, caxis, pattern);
+  }
+  return STK_OK;
+}
+
+static const stk_op_schema erase_schema = {
+    "erase",
+    "Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent "
+    "along every axis of axis_names (the whole extent along other axes) take fill_value. "
+    "lo = round(anchor) and extent = round(shape), after scaling by the axis extent for "
+    "normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for "
+    "centered_anchor (round: half away from zero); boxes are clipped to the data.",
+    STK_DEVICE_CPU, 0, 1, 1, occ_in, 1, occ_out,
+    sizeof erase_args / sizeof erase_args[0], erase_args};
+const stk__op_def stk__op_erase = {&erase_schema, NULL, NULL, NULL, erase_run, NULL, NULL};
+
+/* ---------------------------------------------------------------------------------- */
+/* grid_mask                                                                          */
+/* ---------------------------------------------------------------------------------- */
+
+enum { GM_TILE, GM_RATIO, GM_ANGLE, GM_SHIFT_X, GM_SHIFT_Y };
+static const stk_arg_schema grid_args[] = {
+    {"tile", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "100", 0, 0, NULL,
+     "side of one grid tile in pixels (a black square plus the gap after it), >= 1"},
+    {"ratio", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.5", 0, 0, NULL,
+     "black square side / tile side, in [0, 1]"},
+    {"angle", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "rotation of the grid around the origin, in radians"},
+    {"shift_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "x translation of the grid after the rotation, in pixels"},
+    {"shift_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+     "y translation of the grid after the rotation, in pixels"},
+};
+
+static stk_status grid_run(stk__node *node, stk__sample *s) {
+  int64_t tile = stk__arg_int(node, s, GM_TILE);
+  if (tile < 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'tile' = %lld must be >= 1",
+                      (long long)tile);
+  double ratio, angle, sx, sy;
+  STK_TRY(stk__float_arg_in(node, s, GM_RATIO, "ratio", 0.0, 1.0, &ratio));
+  STK_TRY(stk__float_arg_in(node, s, GM_ANGLE, "angle", -1e9, 1e9, &angle));
+  STK_TRY(stk__float_arg_in(node, s, GM_SHIFT_X, "shift_x", -DBL_MAX, DBL_MAX, &sx));
+  STK_TRY(stk__float_arg_in(node, s, GM_SHIFT_Y, "shift_y", -DBL_MAX, DBL_MAX, &sy));
+  stk__image src, dst;
+  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &src));
+  if (!stk__dtype_valid(src.dtype))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
+  dst = src;
+  STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, &dst));
+  size_t px = (size_t)src.c * stk_dtype_size(src.dtype);
+  double ca = cos(angle), sa = sin(angle), t = (double)tile;
+  for (int64_t y = 0; y < src.h; y++) {
+    const uint8_t *in = (const uint8_t *)src.data + (size_t)(y * src.w) * px;
+    uint8_t *out = (uint8_t *)dst.data + (size_t)(y * src.w) * px;
+    for (int64_t x = 0; x < src.w; x++) {
+      /* grid coordinates of the pixel, in tiles */
+      double u = ((double)x * ca - (double)y * sa - sx) / t;
+      double v = ((double)x * sa + (double)y * ca - sy) / t;
+      bool keep = u - floor(u) >= ratio || v - floor(v) >= ratio;
+      if (keep) memcpy(out + (size_t)x * px, in + (size_t)x * px, px);
+      else memset(out + (size_t)x * px, 0, px);
+    }
+  }
+  return STK_OK;
+}
+
+static const stk_op_schema grid_schema = {
+    "grid_mask",
+    "GridMask (DALI's grid_mask): zeroes the pixels inside a grid of squares. With u = (x "
+    "cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - "
+    "shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed "
+    "in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).",
+    STK_DEVICE_CPU, 0, 1, 1, occ_in, 1, occ_out,
+    sizeof grid_args / sizeof grid_args[0], grid_args};
+const stk__op_def stk__op_grid_mask = {&grid_schema, NULL, NULL, NULL, grid_run, NULL, NULL};
