@@ -9,7 +9,11 @@
   STK__OPS_RANDOM(X)                                                                       \
   STK__OPS_IMAGE(X)                                                                        \
   STK__OPS_DECODERS(X)                                                                     \
+  STK__OPS_COLOR(X)                                                                        \
+  STK__OPS_OCCLUSION(X)                                                                    \
+  STK__OPS_NOISE(X)                                                                        \
   STK__OPS_READERS_FILE(X)                                                                 \
+  STK__OPS_READERS_FORMATS(X)                                                              \
   STK__OPS_GEOMETRY(X)                                                                     \
   STK__OPS_FILTERS(X)                                                                      \
   STK__OPS_ARITHMETIC(X)                                                                   \
@@ -28,6 +32,34 @@
   X(stk__op_flip)                                                                          \
   X(stk__op_crop_mirror_normalize)                                                         \
   X(stk__op_cast)
+
+#define STK__OPS_COLOR(X) /* color.c, color_pil.c */                                     \
+  X(stk__op_brightness)                                                                    \
+  X(stk__op_contrast)                                                                      \
+  X(stk__op_brightness_contrast)                                                           \
+  X(stk__op_hsv)                                                                           \
+  X(stk__op_hue)                                                                           \
+  X(stk__op_saturation)                                                                    \
+  X(stk__op_color_twist)                                                                   \
+  X(stk__op_color_space_conversion)                                                        \
+  X(stk__op_grayscale)                                                                     \
+  X(stk__op_invert)                                                                        \
+  X(stk__op_posterize)                                                                     \
+  X(stk__op_solarize)                                                                      \
+  X(stk__op_solarize_add)                                                                  \
+  X(stk__op_equalize)                                                                      \
+  X(stk__op_experimental_equalize)                                                         \
+  X(stk__op_auto_contrast)                                                                 \
+  X(stk__op_sharpness)
+
+#define STK__OPS_OCCLUSION(X) /* occlusion.c */                                            \
+  X(stk__op_erase)                                                                         \
+  X(stk__op_grid_mask)
+
+#define STK__OPS_NOISE(X) /* noise.c */                                                    \
+  X(stk__op_noise_gaussian)                                                                \
+  X(stk__op_noise_salt_and_pepper)                                                         \
+  X(stk__op_noise_shot)
 
 #define STK__OPS_DECODERS(X) /* decoders.c */                                              \
   X(stk__op_decoders_image)                                                                \
@@ -53,6 +85,11 @@
   X(stk__op_experimental_filter)
 
 #define STK__OPS_ARITHMETIC(X) /* arithmetic.c, misc_ops.c */
+
+#define STK__OPS_READERS_FORMATS(X) /* readers_webdataset.c, _tfrecord.c, _numpy.c */  \
+  X(stk__op_readers_webdataset)                                                            \
+  X(stk__op_readers_tfrecord)                                                              \
+  X(stk__op_readers_numpy)
 
 #define STK__OPS_HOST(X) /* pipeline/host.c */                                           \
   X(stk__op_external_source)                                                               \
