@@ -1,0 +1,706 @@
+/* math.binary, math.unary and math.clamp: elementwise arithmetic on nodes with DALI's
+ * type promotion (see arithmetic.h for the rules).
+ *
+ * Kernels work in blocks: both operands are converted into one of three compute kinds
+ * (float64, int64, uint64), the operation runs over the block, and the result is stored
+ * in the output type (floats rounded by IEEE rules, integers truncated, i.e. wrapped).
+ * float64 holds every float32 result exactly before its final rounding, so float32
+ * results equal float32 arithmetic for + - * / and sqrt. Broadcast operands are either
+ * periodic in the output's flat index (a scalar, a [C] vector against HWC, or any operand
+ * broadcast only along leading axes), converted once into a repeating tile, or gathered
+ * element by element (any other numpy broadcast). */
+#include "arithmetic.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image_util.h"
+
+#define BLOCK 512
+
+/* ---------------------------------------------------------------------------------- */
+/* Names and types                                                                    */
+/* ---------------------------------------------------------------------------------- */
+
+static const char *const binop_names[] = {
+#define STK__BINOP_NAME(name, text) text,
+    STK__BINOP_MAP(STK__BINOP_NAME)
+#undef STK__BINOP_NAME
+};
+static const char *const unop_names[] = {
+#define STK__UNOP_NAME(name, text) text,
+    STK__UNOP_MAP(STK__UNOP_NAME)
+#undef STK__UNOP_NAME
+};
+
+bool stk__binop_parse(const char *name, stk__binop *out) {
+  for (int i = 0; i < STK__BIN_COUNT; i++)
+    if (name && strcmp(name, binop_names[i]) == 0) return *out = (stk__binop)i, true;
+  return false;
+}
+
+bool stk__unop_parse(const char *name, stk__unop *out) {
+  for (int i = 0; i < STK__UN_COUNT; i++)
+    if (name && strcmp(name, unop_names[i]) == 0) return *out = (stk__unop)i, true;
+  return false;
+}
+
+const char *stk__binop_name(stk__binop op) {
+  return (unsigned)op < STK__BIN_COUNT ? binop_names[op] : "?";
+}
+
+static bool is_float(stk_dtype t) {
+  return t == STK_DTYPE_FLOAT16 || t == STK_DTYPE_FLOAT32 || t == STK_DTYPE_FLOAT64;
+}
+static bool is_signed(stk_dtype t) {
+  return t == STK_DTYPE_INT8 || t == STK_DTYPE_INT16 || t == STK_DTYPE_INT32 ||
+         t == STK_DTYPE_INT64;
+}
+static stk_dtype signed_of_size(size_t bytes) {
+  return bytes >= 8 ? STK_DTYPE_INT64 : bytes == 4 ? STK_DTYPE_INT32
+                                      : bytes == 2 ? STK_DTYPE_INT16 : STK_DTYPE_INT8;
+}
+
+stk_dtype stk__type_promote(stk_dtype a, stk_dtype b) {
+  if (a == b) return a;
+  size_t sa = stk_dtype_size(a), sb = stk_dtype_size(b);
+  if (is_float(a) || is_float(b)) {
+    if (is_float(a) && is_float(b)) return sa >= sb ? a : b;
+    return is_float(a) ? a : b;
+  }
+  if (a == STK_DTYPE_BOOL) return b;
+  if (b == STK_DTYPE_BOOL) return a;
+  if (is_signed(a) == is_signed(b)) return sa >= sb ? a : b;
+  size_t ssz = is_signed(a) ? sa : sb, usz = is_signed(a) ? sb : sa;
+  return ssz > usz ? signed_of_size(ssz) : signed_of_size(2 * usz);
+}
+
+static bool is_compare(stk__binop op) { return op >= STK__BIN_EQ && op <= STK__BIN_GE; }
+static bool is_bitwise(stk__binop op) { return op >= STK__BIN_AND && op <= STK__BIN_XOR; }
+
+bool stk__binop_type(stk__binop op, stk_dtype a, stk_dtype b, stk_dtype *out) {
+  if (!stk__dtype_valid(a) || !stk__dtype_valid(b)) return false;
+  stk_dtype p = stk__type_promote(a, b);
+  if (is_compare(op)) *out = STK_DTYPE_BOOL;
+  else if (is_bitwise(op)) {
+    if (is_float(p)) return false;
+    *out = p;
+  } else if (op == STK__BIN_DIV || op == STK__BIN_FPOW || op == STK__BIN_ATAN2) {
+    *out = is_float(p) ? p : STK_DTYPE_FLOAT32;
+  } else {
+    *out = p;
+  }
+  return true;
+}
+
+static bool unop_is_float_fn(stk__unop op) { return op >= STK__UN_SQRT && op <= STK__UN_TANH; }
+
+bool stk__unop_type(stk__unop op, stk_dtype in, stk_dtype *out) {
+  if (!stk__dtype_valid(in)) return false;
+  if (op == STK__UN_NOT) *out = STK_DTYPE_BOOL;
+  else if (unop_is_float_fn(op)) *out = is_float(in) ? in : STK_DTYPE_FLOAT32;
+  else if (op == STK__UN_NEG && in == STK_DTYPE_BOOL) return false;
+  else *out = in;
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Compute kinds, loads and stores                                                    */
+/* ---------------------------------------------------------------------------------- */
+
+typedef enum { K_F, K_I, K_U } kind;
+
+typedef union {
+  double f[BLOCK];
+  int64_t i[BLOCK];
+  uint64_t u[BLOCK];
+} block;
+
+static stk_dtype kind_dtype(kind k) {
+  return k == K_F ? STK_DTYPE_FLOAT64 : k == K_I ? STK_DTYPE_INT64 : STK_DTYPE_UINT64;
+}
+static kind kind_of(stk_dtype t) { return is_float(t) ? K_F : is_signed(t) ? K_I : K_U; }
+
+static const char *elem(const void *base, stk_dtype t, size_t i) {
+  return (const char *)base + i * stk_dtype_size(t);
+}
+
+/* Stores n integer results (bit patterns) into out[start...]: truncation (wrap-around),
+ * bool as != 0. */
+static void store_int(void *out, stk_dtype t, size_t start, const uint64_t *v, size_t n) {
+  switch (t) {
+#define ST(T, CT)                                                                          \
+  case T:                                                                                  \
+    for (size_t k = 0; k < n; k++) ((CT *)out)[start + k] = (CT)v[k];                      \
+    break;
+    ST(STK_DTYPE_UINT8, uint8_t) ST(STK_DTYPE_INT8, int8_t) ST(STK_DTYPE_UINT16, uint16_t)
+    ST(STK_DTYPE_INT16, int16_t) ST(STK_DTYPE_UINT32, uint32_t) ST(STK_DTYPE_INT32, int32_t)
+    ST(STK_DTYPE_UINT64, uint64_t) ST(STK_DTYPE_INT64, int64_t)
+#undef ST
+  case STK_DTYPE_BOOL:
+    for (size_t k = 0; k < n; k++) ((uint8_t *)out)[start + k] = v[k] != 0;
+    break;
+  default: break;
+  }
+}
+
+/* Stores a block whose values are in kind k. */
+static void store_block(void *out, stk_dtype t, size_t start, const block *r, kind k, size_t n) {
+  if (is_float(t)) {
+    if (k == K_F) stk__convert((char *)out + start * stk_dtype_size(t), t, r->f, STK_DTYPE_FLOAT64, n);
+    else stk__convert((char *)out + start * stk_dtype_size(t), t, r->i, kind_dtype(k), n);
+  } else {
+    store_int(out, t, start, r->u, n);
+  }
+}
+
+/* How an operand's elements line up with the output's flat index. */
+typedef struct {
+  const stk__operand *o;
+  kind k;
+  int64_t period;     /* periodic: element (i mod period); 0: gathered */
+  bool tiled;         /* periodic with the repeating tile in `tile` */
+  block tile;
+  int ndim;           /* gathered: the output's rank, */
+  int64_t shape[STK_MAX_NDIM], stride[STK_MAX_NDIM], idx[STK_MAX_NDIM], off;
+} reader;
+
+static int64_t numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  return n;
+}
+
+/* Periodic when the operand is broadcast only along leading output axes. */
+static int64_t find_period(const stk__operand *o, int ndim, const int64_t *shape) {
+  int64_t n = numel(o->ndim, o->shape);
+  if (n == 1) return 1;
+  int lead = ndim - o->ndim;
+  bool seen = false;
+  for (int e = 0; e < o->ndim; e++) {
+    if (!seen && o->shape[e] == 1) continue;
+    seen = true;
+    if (o->shape[e] != shape[e + lead]) return 0;
+  }
+  return n;
+}
+
+static void reader_init(reader *r, const stk__operand *o, kind k, int ndim, const int64_t *shape) {
+  r->o = o, r->k = k, r->tiled = false, r->off = 0;
+  r->period = find_period(o, ndim, shape);
+  r->ndim = ndim;
+  int lead = ndim - o->ndim;
+  int64_t st = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    int e = d - lead;
+    r->shape[d] = shape[d];
+    r->idx[d] = 0;
+    r->stride[d] = (e < 0 || o->shape[e] == 1) ? 0 : st;
+    if (e >= 0) st *= o->shape[e];
+  }
+}
+
+/* Builds the tile of a periodic operand: `len` elements (a multiple of its period). */
+static void reader_tile(reader *r, size_t len) {
+  size_t p = (size_t)r->period;
+  stk__convert(r->tile.f, kind_dtype(r->k), r->o->data, r->o->dtype, p);
+  size_t es = 8;
+  for (size_t k = p; k < len; k += p)
+    memcpy((char *)r->tile.f + k * es, r->tile.f, (len - k < p ? len - k : p) * es);
+  r->tiled = true;
+}
+
+/* The operand's values for output elements [start, start + n), in r's kind. */
+static const block *reader_read(reader *r, size_t start, size_t n, block *buf) {
+  if (r->tiled) return &r->tile;
+  const stk__operand *o = r->o;
+  stk_dtype kd = kind_dtype(r->k);
+  if (r->period > 0) {
+    size_t p = (size_t)r->period, pos = start % p, done = 0;
+    while (done < n) {
+      size_t len = p - pos < n - done ? p - pos : n - done;
+      stk__convert((char *)buf->f + done * 8, kd, elem(o->data, o->dtype, pos), o->dtype, len);
+      done += len, pos = 0;
+    }
+    return buf;
+  }
+  for (size_t k = 0; k < n; k++) { /* gather with an odometer over the output's axes */
+    stk__convert((char *)buf->f + k * 8, kd, elem(o->data, o->dtype, (size_t)r->off), o->dtype, 1);
+    for (int d = r->ndim - 1; d >= 0; d--) {
+      r->off += r->stride[d];
+      if (++r->idx[d] < r->shape[d]) break;
+      r->off -= r->stride[d] * r->shape[d];
+      r->idx[d] = 0;
+    }
+  }
+  return buf;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Binary operations                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+static double py_mod(double a, double b) {
+  double r = fmod(a, b);
+  if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b;
+  return r;
+}
+
+static uint64_t ipow_u(uint64_t base, uint64_t e) {
+  uint64_t r = 1;
+  while (e) {
+    if (e & 1) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return r;
+}
+
+static int64_t ipow_i(int64_t base, int64_t e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  return (int64_t)ipow_u((uint64_t)base, (uint64_t)e);
+}
+
+static void compute_f(stk__binop op, const double *a, const double *b, block *r, size_t n) {
+  double *o = r->f;
+  uint64_t *c = r->u;
+  switch (op) {
+  case STK__BIN_ADD: for (size_t k = 0; k < n; k++) o[k] = a[k] + b[k]; break;
+  case STK__BIN_SUB: for (size_t k = 0; k < n; k++) o[k] = a[k] - b[k]; break;
+  case STK__BIN_MUL: for (size_t k = 0; k < n; k++) o[k] = a[k] * b[k]; break;
+  case STK__BIN_DIV: for (size_t k = 0; k < n; k++) o[k] = a[k] / b[k]; break;
+  case STK__BIN_FLOORDIV: for (size_t k = 0; k < n; k++) o[k] = floor(a[k] / b[k]); break;
+  case STK__BIN_MOD: for (size_t k = 0; k < n; k++) o[k] = py_mod(a[k], b[k]); break;
+  case STK__BIN_MIN: for (size_t k = 0; k < n; k++) o[k] = b[k] < a[k] ? b[k] : a[k]; break;
+  case STK__BIN_MAX: for (size_t k = 0; k < n; k++) o[k] = b[k] > a[k] ? b[k] : a[k]; break;
+  case STK__BIN_POW:
+  case STK__BIN_FPOW: for (size_t k = 0; k < n; k++) o[k] = pow(a[k], b[k]); break;
+  case STK__BIN_ATAN2: for (size_t k = 0; k < n; k++) o[k] = atan2(a[k], b[k]); break;
+  case STK__BIN_EQ: for (size_t k = 0; k < n; k++) c[k] = a[k] == b[k]; break;
+  case STK__BIN_NE: for (size_t k = 0; k < n; k++) c[k] = a[k] != b[k]; break;
+  case STK__BIN_LT: for (size_t k = 0; k < n; k++) c[k] = a[k] < b[k]; break;
+  case STK__BIN_LE: for (size_t k = 0; k < n; k++) c[k] = a[k] <= b[k]; break;
+  case STK__BIN_GT: for (size_t k = 0; k < n; k++) c[k] = a[k] > b[k]; break;
+  case STK__BIN_GE: for (size_t k = 0; k < n; k++) c[k] = a[k] >= b[k]; break;
+  default: break; /* bitwise: refused for floats by stk__binop_type */
+  }
+}
+
+/* Signed integers: + - * on uint64 bit patterns (defined wrap-around). */
+static void compute_i(stk__binop op, const int64_t *a, const int64_t *b, block *r, size_t n) {
+  int64_t *o = r->i;
+  uint64_t *c = r->u;
+  for (size_t k = 0; k < n; k++) {
+    int64_t x = a[k], y = b[k];
+    switch (op) {
+    case STK__BIN_ADD: o[k] = (int64_t)((uint64_t)x + (uint64_t)y); break;
+    case STK__BIN_SUB: o[k] = (int64_t)((uint64_t)x - (uint64_t)y); break;
+    case STK__BIN_MUL: o[k] = (int64_t)((uint64_t)x * (uint64_t)y); break;
+    case STK__BIN_FLOORDIV:
+      if (y == 0) o[k] = 0;
+      else if (y == -1) o[k] = (int64_t)(0 - (uint64_t)x);
+      else o[k] = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
+      break;
+    case STK__BIN_MOD:
+      if (y == 0 || y == -1) o[k] = 0;
+      else {
+        int64_t m = x % y;
+        o[k] = (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
+      }
+      break;
+    case STK__BIN_MIN: o[k] = y < x ? y : x; break;
+    case STK__BIN_MAX: o[k] = y > x ? y : x; break;
+    case STK__BIN_POW: o[k] = ipow_i(x, y); break;
+    case STK__BIN_AND: o[k] = x & y; break;
+    case STK__BIN_OR: o[k] = x | y; break;
+    case STK__BIN_XOR: o[k] = x ^ y; break;
+    case STK__BIN_EQ: c[k] = x == y; break;
+    case STK__BIN_NE: c[k] = x != y; break;
+    case STK__BIN_LT: c[k] = x < y; break;
+    case STK__BIN_LE: c[k] = x <= y; break;
+    case STK__BIN_GT: c[k] = x > y; break;
+    case STK__BIN_GE: c[k] = x >= y; break;
+    default: o[k] = 0; break;
+    }
+  }
+}
+
+static void compute_u(stk__binop op, const uint64_t *a, const uint64_t *b, block *r, size_t n) {
+  uint64_t *o = r->u;
+  for (size_t k = 0; k < n; k++) {
+    uint64_t x = a[k], y = b[k];
+    switch (op) {
+    case STK__BIN_ADD: o[k] = x + y; break;
+    case STK__BIN_SUB: o[k] = x - y; break;
+    case STK__BIN_MUL: o[k] = x * y; break;
+    case STK__BIN_FLOORDIV: o[k] = y ? x / y : 0; break;
+    case STK__BIN_MOD: o[k] = y ? x % y : 0; break;
+    case STK__BIN_MIN: o[k] = y < x ? y : x; break;
+    case STK__BIN_MAX: o[k] = y > x ? y : x; break;
+    case STK__BIN_POW: o[k] = ipow_u(x, y); break;
+    case STK__BIN_AND: o[k] = x & y; break;
+    case STK__BIN_OR: o[k] = x | y; break;
+    case STK__BIN_XOR: o[k] = x ^ y; break;
+    case STK__BIN_EQ: o[k] = x == y; break;
+    case STK__BIN_NE: o[k] = x != y; break;
+    case STK__BIN_LT: o[k] = x < y; break;
+    case STK__BIN_LE: o[k] = x <= y; break;
+    case STK__BIN_GT: o[k] = x > y; break;
+    case STK__BIN_GE: o[k] = x >= y; break;
+    default: o[k] = 0; break;
+    }
+  }
+}
+
+bool stk__broadcast_shape(const stk__operand *a, const stk__operand *b, int *ndim,
+                          int64_t shape[STK_MAX_NDIM]) {
+  int64_t na = numel(a->ndim, a->shape), nb = numel(b->ndim, b->shape);
+  const stk__operand *big = NULL;
+  if (na == 1 && nb == 1) big = b->ndim > a->ndim ? b : a;
+  else if (na == 1) big = b;
+  else if (nb == 1) big = a;
+  if (big) {
+    *ndim = big->ndim;
+    memcpy(shape, big->shape, (size_t)big->ndim * sizeof(int64_t));
+    return true;
+  }
+  int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+  for (int d = 0; d < nd; d++) {
+    int ea = d - (nd - a->ndim), eb = d - (nd - b->ndim);
+    int64_t x = ea >= 0 ? a->shape[ea] : 1, y = eb >= 0 ? b->shape[eb] : 1;
+    if (x != y && x != 1 && y != 1) return false;
+    shape[d] = x == 1 ? y : x;
+  }
+  *ndim = nd;
+  return true;
+}
+
+void stk__binary(stk__binop op, const stk__operand *a, const stk__operand *b, void *out,
+                 stk_dtype out_type, int ndim, const int64_t *shape) {
+  stk_dtype p = stk__type_promote(a->dtype, b->dtype);
+  kind k = is_compare(op) ? kind_of(p) : kind_of(out_type);
+  size_t n = (size_t)numel(ndim, shape);
+  /* About 25 KB of stack: the blocks are small enough for any worker thread. */
+  reader sra, srb, *ra = &sra, *rb = &srb;
+  block sba, sbb, sbr, *ba = &sba, *bb = &sbb, *br = &sbr;
+  reader_init(ra, a, k, ndim, shape);
+  reader_init(rb, b, k, ndim, shape);
+  /* One operand with a short period sets the block length to a multiple of it; scalars
+   * fit any block. */
+  size_t len = BLOCK;
+  reader *small = NULL;
+  if (ra->period > 1 && ra->period <= BLOCK / 2) small = ra;
+  else if (rb->period > 1 && rb->period <= BLOCK / 2) small = rb;
+  if (small) len = BLOCK - BLOCK % (size_t)small->period, reader_tile(small, len);
+  if (ra->period == 1) reader_tile(ra, len);
+  if (rb->period == 1) reader_tile(rb, len);
+  for (size_t start = 0; start < n; start += len) {
+    size_t m = n - start < len ? n - start : len;
+    const block *x = reader_read(ra, start, m, ba), *y = reader_read(rb, start, m, bb);
+    if (k == K_F) compute_f(op, x->f, y->f, br, m);
+    else if (k == K_I) compute_i(op, x->i, y->i, br, m);
+    else compute_u(op, x->u, y->u, br, m);
+    store_block(out, out_type, start, br, is_compare(op) ? K_U : k, m);
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Unary operations and clamp                                                         */
+/* ---------------------------------------------------------------------------------- */
+
+static double unary_f(stk__unop op, double x) {
+  switch (op) {
+  case STK__UN_NEG: return -x;
+  case STK__UN_ABS: return fabs(x);
+  case STK__UN_SQRT: return sqrt(x);
+  case STK__UN_RSQRT: return 1.0 / sqrt(x);
+  case STK__UN_CBRT: return cbrt(x);
+  case STK__UN_EXP: return exp(x);
+  case STK__UN_LOG: return log(x);
+  case STK__UN_LOG2: return log2(x);
+  case STK__UN_LOG10: return log10(x);
+  case STK__UN_SIN: return sin(x);
+  case STK__UN_COS: return cos(x);
+  case STK__UN_TAN: return tan(x);
+  case STK__UN_ASIN: return asin(x);
+  case STK__UN_ACOS: return acos(x);
+  case STK__UN_ATAN: return atan(x);
+  case STK__UN_SINH: return sinh(x);
+  case STK__UN_COSH: return cosh(x);
+  case STK__UN_TANH: return tanh(x);
+  case STK__UN_FLOOR: return floor(x);
+  case STK__UN_CEIL: return ceil(x);
+  case STK__UN_ROUND: return round(x);
+  default: return x;
+  }
+}
+
+void stk__unary(stk__unop op, const void *in, stk_dtype in_type, void *out, stk_dtype out_type,
+                size_t n) {
+  block x, r;
+  kind k = (unop_is_float_fn(op) || op == STK__UN_NOT) ? K_F : kind_of(in_type);
+  for (size_t start = 0; start < n; start += BLOCK) {
+    size_t m = n - start < BLOCK ? n - start : BLOCK;
+    stk__convert(x.f, kind_dtype(k), elem(in, in_type, start), in_type, m);
+    if (op == STK__UN_NOT) {
+      for (size_t i = 0; i < m; i++) r.u[i] = x.f[i] == 0.0;
+      store_int(out, out_type, start, r.u, m);
+      continue;
+    }
+    if (k == K_F) {
+      for (size_t i = 0; i < m; i++) r.f[i] = unary_f(op, x.f[i]);
+    } else if (k == K_I) {
+      for (size_t i = 0; i < m; i++) {
+        uint64_t v = (uint64_t)x.i[i];
+        r.u[i] = op == STK__UN_NEG || (op == STK__UN_ABS && x.i[i] < 0) ? 0 - v : v;
+      }
+    } else {
+      for (size_t i = 0; i < m; i++) r.u[i] = op == STK__UN_NEG ? 0 - x.u[i] : x.u[i];
+    }
+    store_block(out, out_type, start, &r, k, m);
+  }
+}
+
+/* The integer range of t as [lo, hi] bounds in kind K_I or K_U. */
+static void int_bounds(stk_dtype t, double lo, double hi, int64_t *ilo, int64_t *ihi,
+                       uint64_t *ulo, uint64_t *uhi) {
+  size_t bits = stk_dtype_size(t) * 8;
+  if (is_signed(t)) {
+    int64_t tmax = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1, tmin = -tmax - 1;
+    double cl = ceil(lo), fh = floor(hi);
+    *ilo = !(cl > (double)tmin) ? tmin : cl >= (double)tmax ? tmax : (int64_t)cl;
+    *ihi = !(fh < (double)tmax) ? tmax : fh <= (double)tmin ? tmin : (int64_t)fh;
+  } else {
+    uint64_t tmax = t == STK_DTYPE_BOOL ? 1 : bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    double cl = ceil(lo), fh = floor(hi);
+    *ulo = !(cl > 0.0) ? 0 : cl >= (double)tmax ? tmax : (uint64_t)cl;
+    *uhi = !(fh < (double)tmax) ? tmax : fh <= 0.0 ? 0 : (uint64_t)fh;
+  }
+}
+
+void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo, double hi) {
+  if (isnan(lo)) lo = -INFINITY;
+  if (isnan(hi)) hi = INFINITY;
+  block x;
+  kind k = kind_of(dtype);
+  int64_t ilo = 0, ihi = 0;
+  uint64_t ulo = 0, uhi = 0;
+  if (k != K_F) int_bounds(dtype, lo, hi, &ilo, &ihi, &ulo, &uhi);
+  for (size_t start = 0; start < n; start += BLOCK) {
+    size_t m = n - start < BLOCK ? n - start : BLOCK;
+    stk__convert(x.f, kind_dtype(k), elem(in, dtype, start), dtype, m);
+    for (size_t i = 0; i < m; i++) {
+      if (k == K_F) {
+        double v = x.f[i] < lo ? lo : x.f[i];
+        x.f[i] = v > hi ? hi : v;
+      } else if (k == K_I) {
+        int64_t v = x.i[i] < ilo ? ilo : x.i[i];
+        x.i[i] = v > ihi ? ihi : v;
+      } else {
+        uint64_t v = x.u[i] < ulo ? ulo : x.u[i];
+        x.u[i] = v > uhi ? uhi : v;
+      }
+    }
+    store_block(out, dtype, start, &x, k, m);
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Operators                                                                          */
+/* ---------------------------------------------------------------------------------- */
+
+#define SCALAR_DTYPES "bool|uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64"
+#define BINOP_CHOICES                                                                      \
+  "add|sub|mul|div|floordiv|mod|min|max|pow|fpow|atan2|eq|ne|lt|le|gt|ge|and|or|xor"
+#define UNOP_CHOICES                                                                       \
+  "neg|not|abs|sqrt|rsqrt|cbrt|exp|log|log2|log10|sin|cos|tan|asin|acos|atan|sinh|cosh|"  \
+  "tanh|floor|ceil|round"
+
+static const stk_port_schema any_out[] = {{"output", "the result"}};
+
+/* Output layout: the layout of an input that has the output's rank and size. */
+static const char *result_layout(const stk__tensor *a, const stk__tensor *b, int ndim,
+                                 int64_t n) {
+  const stk__tensor *c[2] = {a, b};
+  for (int i = 0; i < 2; i++)
+    if (c[i] && c[i]->ndim == ndim && numel(c[i]->ndim, c[i]->shape) == n) return c[i]->layout;
+  return "";
+}
+
+static stk_status output_shaped(stk__sample *s, stk_dtype t, int ndim, const int64_t *shape,
+                                const char *layout, stk__tensor **out) {
+  return stk__output(s, 0, t, ndim, shape, layout, out);
+}
+
+static const char *dname(stk_dtype t) {
+  const char *n = stk_dtype_name(t);
+  return n ? n : "?";
+}
+
+/* ---- math.binary ---- */
+enum { B_OP, B_SCALAR, B_SCALAR_SIDE, B_SCALAR_DTYPE };
+static const stk_arg_schema binary_args[] = {
+    {"op", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, BINOP_CHOICES,
+     "the operation: add sub mul div (true division) floordiv mod (Python's rounding) min "
+     "max pow (in the promoted type) fpow (floating) atan2, comparisons eq ne lt le gt ge "
+     "(bool result), and or xor (bitwise; logical on bool)"},
+    {"scalar", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "the constant operand when there is one input"},
+    {"scalar_side", STK_ARG_STRING, 0, "\"right\"", 0, 0, "left|right",
+     "where the constant goes: \"right\" computes input op scalar, \"left\" scalar op input"},
+    {"scalar_dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, SCALAR_DTYPES,
+     "the constant's type for promotion (DALI: a Python int is int32, a float float32, a "
+     "bool bool); the value is rounded and saturated to it"},
+};
+static const stk_port_schema binary_in[] = {{"left", "left operand"},
+                                            {"right", "right operand (absent with `scalar`)"}};
+
+typedef struct {
+  stk__binop op;
+  bool scalar_left;
+  stk_dtype scalar_dtype;
+} binary_state;
+
+static stk_status binary_init(stk__node *node) {
+  bool two = stk__node_num_inputs(node) == 2, has_scalar = stk__arg_given(node, B_SCALAR);
+  if (two == has_scalar)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      two ? "takes two inputs or one input and 'scalar', not both"
+                          : "with one input, 'scalar' must be given");
+  binary_state *st = stk__malloc(sizeof *st, "math.binary state");
+  if (!st) return STK_ERR_OUT_OF_MEMORY;
+  if (!stk__binop_parse(stk__arg_string(node, B_OP), &st->op)) {
+    free(st);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "op = \"%s\" is not an operation",
+                      stk__arg_string(node, B_OP));
+  }
+  st->scalar_left = strcmp(stk__arg_string(node, B_SCALAR_SIDE), "left") == 0;
+  st->scalar_dtype = stk__dtype_arg(stk__arg_string(node, B_SCALAR_DTYPE));
+  *stk__node_state(node) = st;
+  return STK_OK;
+}
+
+static void state_destroy(stk__node *node) {
+  free(*stk__node_state(node));
+  *stk__node_state(node) = NULL;
+}
+
+static stk_status binary_run(stk__node *node, stk__sample *s) {
+  const binary_state *st = *stk__node_state(node);
+  const stk__tensor *t0 = stk__input(s, 0), *t1 = NULL;
+  stk__operand a = {t0->data, t0->dtype, t0->ndim, t0->shape}, b;
+  uint64_t scalar_buf; /* one element of any type */
+  static const int64_t one = 1;
+  if (stk__node_num_inputs(node) == 2) {
+    t1 = stk__input(s, 1);
+    b = (stk__operand){t1->data, t1->dtype, t1->ndim, t1->shape};
+  } else {
+    stk__store_double(&scalar_buf, st->scalar_dtype, 0, stk__arg_float(node, s, B_SCALAR));
+    b = (stk__operand){&scalar_buf, st->scalar_dtype, 0, &one};
+    if (st->scalar_left) {
+      stk__operand tmp = a;
+      a = b, b = tmp;
+    }
+  }
+  stk_dtype ot;
+  if (!stk__binop_type(st->op, a.dtype, b.dtype, &ot))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'%s' does not take %s and %s",
+                      stk__binop_name(st->op), dname(a.dtype), dname(b.dtype));
+  int ndim;
+  int64_t shape[STK_MAX_NDIM];
+  if (!stk__broadcast_shape(&a, &b, &ndim, shape))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'%s': shapes of %d and %d dimensions do not broadcast (first extents "
+                      "%lld and %lld)", stk__binop_name(st->op), a.ndim, b.ndim,
+                      (long long)(a.ndim ? a.shape[0] : 1), (long long)(b.ndim ? b.shape[0] : 1));
+  stk__tensor *out;
+  STK_TRY(output_shaped(s, ot, ndim, shape, result_layout(t0, t1, ndim, numel(ndim, shape)), &out));
+  stk__binary(st->op, &a, &b, out->data, ot, ndim, shape);
+  return STK_OK;
+}
+
+static const stk_op_schema binary_schema = {
+    "math.binary",
+    "Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one "
+    "input and a constant (what expressions on nodes become: `0.5 * image + edges`). Types "
+    "promote as DALI's: T op T -> T, floatX op int -> floatX, intX op uintY -> int(2Y) when "
+    "X <= Y, bool op T -> T; div of integers gives float32; comparisons give bool. "
+    "Integer results wrap around. Shapes: equal, one side a single element, or numpy "
+    "broadcasting ([C] against HWC).",
+    STK_DEVICE_CPU, 0, 1, 2, binary_in, 1, any_out,
+    sizeof binary_args / sizeof binary_args[0], binary_args};
+const stk__op_def stk__op_math_binary = {&binary_schema, binary_init, state_destroy, NULL,
+                                         binary_run, NULL, NULL};
+
+/* ---- math.unary ---- */
+enum { U_OP };
+static const stk_arg_schema unary_args[] = {
+    {"op", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, UNOP_CHOICES,
+     "neg, not (logical, bool result), abs, floor, ceil, round (half away from zero) keep "
+     "the type; sqrt rsqrt cbrt exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh "
+     "give the input's float type, or float32 for integers"},
+};
+static const stk_port_schema unary_in[] = {{"input", "a tensor of any type"}};
+
+static stk_status unary_init(stk__node *node) {
+  stk__unop *op = stk__malloc(sizeof *op, "math.unary state");
+  if (!op) return STK_ERR_OUT_OF_MEMORY;
+  if (!stk__unop_parse(stk__arg_string(node, U_OP), op)) {
+    free(op);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "op = \"%s\" is not an operation",
+                      stk__arg_string(node, U_OP));
+  }
+  *stk__node_state(node) = op;
+  return STK_OK;
+}
+
+static stk_status unary_run(stk__node *node, stk__sample *s) {
+  stk__unop op = *(const stk__unop *)*stk__node_state(node);
+  const stk__tensor *in = stk__input(s, 0);
+  stk_dtype ot;
+  if (!stk__unop_type(op, in->dtype, &ot))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'%s' does not take %s",
+                      unop_names[op], dname(in->dtype));
+  stk__tensor *out;
+  STK_TRY(output_shaped(s, ot, in->ndim, in->shape, in->layout, &out));
+  stk__unary(op, in->data, in->dtype, out->data, ot, (size_t)numel(in->ndim, in->shape));
+  return STK_OK;
+}
+
+static const stk_op_schema unary_schema = {
+    "math.unary", "Elementwise unary operations (negation, logical not, abs, rounding, "
+                  "and the floating-point functions).",
+    STK_DEVICE_CPU, 0, 1, 1, unary_in, 1, any_out,
+    sizeof unary_args / sizeof unary_args[0], unary_args};
+const stk__op_def stk__op_math_unary = {&unary_schema, unary_init, state_destroy, NULL,
+                                        unary_run, NULL, NULL};
+
+/* ---- math.clamp ---- */
+enum { C_LO, C_HI };
+static const stk_arg_schema clamp_args[] = {
+    {"lo", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "lower bound (none when absent)"},
+    {"hi", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+     "upper bound (none when absent); when lo > hi the result is hi, as numpy.clip"},
+};
+
+static stk_status clamp_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  if (!stk__dtype_valid(in->dtype))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
+  double lo = stk__arg_given(node, C_LO) ? stk__arg_float(node, s, C_LO) : -INFINITY;
+  double hi = stk__arg_given(node, C_HI) ? stk__arg_float(node, s, C_HI) : INFINITY;
+  stk__tensor *out;
+  STK_TRY(output_shaped(s, in->dtype, in->ndim, in->shape, in->layout, &out));
+  stk__clamp(in->data, out->data, in->dtype, (size_t)numel(in->ndim, in->shape), lo, hi);
+  return STK_OK;
+}
+
+static const stk_op_schema clamp_schema = {
+    "math.clamp",
+    "Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded "
+    "up, hi down, saturated to the type).",
+    STK_DEVICE_CPU, 0, 1, 1, unary_in, 1, any_out,
+    sizeof clamp_args / sizeof clamp_args[0], clamp_args};
+const stk__op_def stk__op_math_clamp = {&clamp_schema, NULL, NULL, NULL, clamp_run, NULL, NULL};
