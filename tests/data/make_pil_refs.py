@@ -42,7 +42,7 @@ def run(op, im, params):
     if op == "posterize":
         return ImageOps.posterize(im, int(params[0]))
     if op == "solarize":
-        return ImageOps.solarize(im, int(params[0]))
+        return ImageOps.solarize(im, float(params[0]))
     raise ValueError(f"unknown op {op}")
 
 
