@@ -393,22 +393,22 @@ static void hpass_gray(const float *restrict row, const axis_tab *tx, int32_t xl
  * common filters: lanczos3 antialiased at scale 2.3 has 14 taps). */
 #define HPASS_K(CH)                                                                        \
   switch (tx->k) {                                                                         \
-  case 1: hpass_lanes(row, CH, 1, tx, xlo, out_w, dst); return;                         \
-  case 2: hpass_lanes(row, CH, 2, tx, xlo, out_w, dst); return;                         \
-  case 3: hpass_lanes(row, CH, 3, tx, xlo, out_w, dst); return;                         \
-  case 4: hpass_lanes(row, CH, 4, tx, xlo, out_w, dst); return;                         \
-  case 5: hpass_lanes(row, CH, 5, tx, xlo, out_w, dst); return;                         \
-  case 6: hpass_lanes(row, CH, 6, tx, xlo, out_w, dst); return;                         \
-  case 7: hpass_lanes(row, CH, 7, tx, xlo, out_w, dst); return;                         \
-  case 8: hpass_lanes(row, CH, 8, tx, xlo, out_w, dst); return;                         \
-  case 9: hpass_lanes(row, CH, 9, tx, xlo, out_w, dst); return;                         \
-  case 10: hpass_lanes(row, CH, 10, tx, xlo, out_w, dst); return;                       \
-  case 11: hpass_lanes(row, CH, 11, tx, xlo, out_w, dst); return;                       \
-  case 12: hpass_lanes(row, CH, 12, tx, xlo, out_w, dst); return;                       \
-  case 13: hpass_lanes(row, CH, 13, tx, xlo, out_w, dst); return;                       \
-  case 14: hpass_lanes(row, CH, 14, tx, xlo, out_w, dst); return;                       \
-  case 15: hpass_lanes(row, CH, 15, tx, xlo, out_w, dst); return;                       \
-  case 16: hpass_lanes(row, CH, 16, tx, xlo, out_w, dst); return;                       \
+  case 1: hpass_lanes(row, CH, 1, tx, xlo, out_w, dst); return;                            \
+  case 2: hpass_lanes(row, CH, 2, tx, xlo, out_w, dst); return;                            \
+  case 3: hpass_lanes(row, CH, 3, tx, xlo, out_w, dst); return;                            \
+  case 4: hpass_lanes(row, CH, 4, tx, xlo, out_w, dst); return;                            \
+  case 5: hpass_lanes(row, CH, 5, tx, xlo, out_w, dst); return;                            \
+  case 6: hpass_lanes(row, CH, 6, tx, xlo, out_w, dst); return;                            \
+  case 7: hpass_lanes(row, CH, 7, tx, xlo, out_w, dst); return;                            \
+  case 8: hpass_lanes(row, CH, 8, tx, xlo, out_w, dst); return;                            \
+  case 9: hpass_lanes(row, CH, 9, tx, xlo, out_w, dst); return;                            \
+  case 10: hpass_lanes(row, CH, 10, tx, xlo, out_w, dst); return;                          \
+  case 11: hpass_lanes(row, CH, 11, tx, xlo, out_w, dst); return;                          \
+  case 12: hpass_lanes(row, CH, 12, tx, xlo, out_w, dst); return;                          \
+  case 13: hpass_lanes(row, CH, 13, tx, xlo, out_w, dst); return;                          \
+  case 14: hpass_lanes(row, CH, 14, tx, xlo, out_w, dst); return;                          \
+  case 15: hpass_lanes(row, CH, 15, tx, xlo, out_w, dst); return;                          \
+  case 16: hpass_lanes(row, CH, 16, tx, xlo, out_w, dst); return;                          \
   default: hpass_lanes(row, CH, tx->k, tx, xlo, out_w, dst); return;                       \
   }
 

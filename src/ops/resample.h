@@ -16,12 +16,15 @@
  * approach); otherwise the plain filter. Taps that fall outside the image are folded onto
  * the edge pixels (clamped coordinates) and each output's weights are normalised to 1.
  *
- * Implementation. One float weight table per axis, built once per call; a horizontal pass
- * into float rows (kept in a ring buffer of as many rows as the vertical filter has
- * taps, so each needed source row is filtered once and the intermediate stays in cache),
- * then a vertical pass; uint8 output is rounded to nearest and clamped. The intermediate
- * is float, so nothing is clamped or rounded between the passes and the result matches a
- * float64 evaluation of the separable filter to well under one level.
+ * Implementation. One float weight table per axis, built once per call (the horizontal
+ * one padded to a fixed tap count so its loop unrolls). Two pass orders, the cheaper one
+ * chosen from the expected work: horizontal first (filtered rows kept in a ring buffer of
+ * as many rows as the vertical filter has taps) or vertical first (converted source rows
+ * in the ring, then the horizontal pass on each output row). Either way each needed
+ * source row is converted once and the working set stays in cache. The intermediate is
+ * float, so nothing is clamped or rounded between the passes and the result matches a
+ * float64 evaluation of the separable filter to well under one level; uint8 output is
+ * rounded to nearest and clamped.
  */
 #ifndef STOKER_OPS_RESAMPLE_H
 #define STOKER_OPS_RESAMPLE_H
