@@ -194,7 +194,7 @@ static stk_status erase_run(stk__node *node, stk__sample *s) {
   memcpy(out->data, in->data, total * es);
   if (!stk__arg_given(node, E_SHAPE)) return STK_OK;
   const char *layout = layout_of(in);
-  erase_state st;
+  erase_state st = {0};
   STK_TRY(erase_axes(node, s, layout, in->ndim, &st));
   const double *shape, *anchor = NULL;
   size_t ns = stk__arg_floats(node, s, E_SHAPE, &shape), na = ns;
