@@ -297,6 +297,38 @@ stk_status stk__file_list_scan(stk__file_list *out, const char *root,
   return st;
 }
 
+/* ---- a whole tree, without classes (readers.numpy) ---- */
+
+stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
+                                    const char *const *filters, size_t num_filters,
+                                    bool case_sensitive) {
+  memset(out, 0, sizeof *out);
+  strlist found = {0};
+  builder b = {0};
+  walk_ctx w = {filters, num_filters, case_sensitive, &found};
+  ancestry up = {.depth = 0};
+  struct stat sb;
+  stk_status st = STK_OK;
+  if (stat(root, &sb) != 0)
+    st = errno == ENOENT ? STK_FAIL(STK_ERR_NOT_FOUND, "directory '%s' does not exist", root)
+                         : STK_FAIL(STK_ERR_IO, "cannot stat '%s': %s", root, strerror(errno));
+  if (st == STK_OK) {
+    up.dev[0] = sb.st_dev;
+    up.ino[0] = sb.st_ino;
+    up.depth = 1;
+    st = walk(&w, root, "", &up);
+  }
+  strlist_sort(&found);
+  for (size_t i = 0; st == STK_OK && i < found.count; i++)
+    st = builder_add(&b, root, found.items[i], strlen(found.items[i]), 0);
+  if (st == STK_OK && b.count == 0)
+    st = STK_FAIL(STK_ERR_NOT_FOUND, "file_root '%s' holds no file matching the filter", root);
+  if (st == STK_OK) st = builder_finish(&b, out);
+  builder_free(&b);
+  strlist_free(&found);
+  return st;
+}
+
 /* ---- list files ---- */
 
 static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
@@ -317,12 +349,13 @@ static bool parse_label(const char *tok, size_t len, int32_t *out) {
 
 /* Parses one line [p, end) into the builder; blank and comment lines are skipped. */
 static stk_status parse_line(builder *b, const char *base, const char *p, const char *end,
-                             const char *list_path, size_t line_no) {
+                             const char *list_path, size_t line_no, bool labels) {
   while (p < end && is_blank(*p)) p++;
   while (end > p && is_blank(end[-1])) end--;
   if (p == end || *p == '#') return STK_OK;
   if (memchr(p, '\0', (size_t)(end - p)))
     return STK_FAIL(STK_ERR_PARSE, "%s:%zu: the line holds a NUL byte", list_path, line_no);
+  if (!labels) return builder_add(b, base, p, (size_t)(end - p), 0);
   const char *tok = end;
   while (tok > p && !is_blank(tok[-1])) tok--;
   if (tok == p)
@@ -349,7 +382,8 @@ static stk_status dir_of(const char *path, char **out) {
   return STK_OK;
 }
 
-stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, const char *root) {
+static stk_status parse_list(stk__file_list *out, const char *list_path, const char *root,
+                             bool labels) {
   memset(out, 0, sizeof *out);
   struct stat sb;
   if (stat(list_path, &sb) != 0 && errno == ENOENT)
@@ -364,7 +398,7 @@ stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, cons
   for (size_t line_no = 1; st == STK_OK && p < end; line_no++) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     const char *line_end = nl ? nl : end;
-    st = parse_line(&b, root ? root : base, p, line_end, list_path, line_no);
+    st = parse_line(&b, root ? root : base, p, line_end, list_path, line_no, labels);
     p = nl ? nl + 1 : end;
   }
   if (st == STK_OK && b.count == 0)
@@ -374,6 +408,15 @@ stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, cons
   free(base);
   free(data);
   return st;
+}
+
+stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, const char *root) {
+  return parse_list(out, list_path, root, true);
+}
+
+stk_status stk__file_list_parse_paths(stk__file_list *out, const char *list_path,
+                                      const char *root) {
+  return parse_list(out, list_path, root, false);
 }
 
 /* ---- explicit files ---- */

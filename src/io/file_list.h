@@ -46,6 +46,18 @@ stk_status stk__file_list_scan(stk__file_list *out, const char *root,
  * STK_ERR_NOT_FOUND. */
 stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, const char *root);
 
+/* A list file of paths only, one per line (whole line, blanks trimmed; '#' comments and
+ * blank lines skipped); labels are 0. Otherwise as stk__file_list_parse. */
+stk_status stk__file_list_parse_paths(stk__file_list *out, const char *list_path,
+                                      const char *root);
+
+/* Every file below `root` (files directly in it included, sub-directories recursively,
+ * links followed, loops skipped) whose name matches `filters`, sorted by path relative
+ * to root; labels are 0. No match at all is STK_ERR_NOT_FOUND naming root. */
+stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
+                                    const char *const *filters, size_t num_filters,
+                                    bool case_sensitive);
+
 /* Explicit paths (relative to `root` when not NULL; absolute paths kept) and labels.
  * `labels` may be NULL (num_labels 0): labels are then 0, 1, ..., count - 1, as in DALI.
  * A count mismatch or a label outside int32 is STK_ERR_INVALID_ARGUMENT, naming the

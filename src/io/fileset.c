@@ -1,0 +1,116 @@
+/* Positional reads from a fixed set of files; see fileset.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileset.h"
+
+stk_status stk__pread_full(int fd, const char *path, int64_t offset, void *dst, size_t size,
+                           size_t *got) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = pread(fd, (char *)dst + done, size - done, (off_t)(offset + (int64_t)done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return STK_FAIL(STK_ERR_IO, "cannot read '%s' at offset %lld: %s", path,
+                      (long long)(offset + (int64_t)done), strerror(errno));
+    if (n == 0) break;
+    done += (size_t)n;
+  }
+  *got = done;
+  return STK_OK;
+}
+
+static stk_status open_one(const char *path, const char *who, int *fd, int64_t *size) {
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0)
+    return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
+                    who, path, strerror(errno));
+  struct stat sb;
+  if (fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(*fd);
+    *fd = -1;
+    return STK_FAIL(STK_ERR_IO, "%s: '%s' is not a regular file", who, path);
+  }
+  *size = (int64_t)sb.st_size;
+  return STK_OK;
+}
+
+static stk_status copy_paths(stk__fileset *fs, const char *const *paths, size_t count) {
+  stk__strbuf text = {0};
+  size_t *offsets = stk__malloc((count ? count : 1) * sizeof *offsets, "a file set");
+  if (!offsets) return STK_ERR_OUT_OF_MEMORY;
+  stk_status st = STK_OK;
+  for (size_t i = 0; st == STK_OK && i < count; i++) {
+    offsets[i] = text.len;
+    st = stk__strbuf_append(&text, paths[i], strlen(paths[i]) + 1);
+  }
+  if (st == STK_OK) {
+    for (size_t i = 0; i < count; i++) fs->paths[i] = text.data + offsets[i];
+    fs->text = text.data;
+  } else {
+    stk__strbuf_free(&text);
+  }
+  free(offsets);
+  return st;
+}
+
+stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t count,
+                             const char *who) {
+  memset(fs, 0, sizeof *fs);
+  if (!who) who = "fileset";
+  size_t n = count ? count : 1;
+  fs->paths = stk__calloc(n, sizeof *fs->paths, "a file set");
+  fs->sizes = stk__calloc(n, sizeof *fs->sizes, "a file set");
+  fs->fds = stk__malloc(n * sizeof *fs->fds, "a file set");
+  if (!fs->paths || !fs->sizes || !fs->fds) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < count; i++) fs->fds[i] = -1;
+  fs->count = (int64_t)count;
+  STK_TRY(copy_paths(fs, paths, count));
+  bool keep = count <= STK__FILESET_MAX_OPEN;
+  for (size_t i = 0; i < count; i++) {
+    int fd;
+    STK_TRY(open_one(fs->paths[i], who, &fd, &fs->sizes[i]));
+    if (keep) fs->fds[i] = fd;
+    else close(fd);
+  }
+  return STK_OK;
+}
+
+void stk__fileset_close(stk__fileset *fs) {
+  if (!fs) return;
+  for (int64_t i = 0; fs->fds && i < fs->count; i++)
+    if (fs->fds[i] >= 0) close(fs->fds[i]);
+  free(fs->paths);
+  free(fs->sizes);
+  free(fs->fds);
+  free(fs->text);
+  memset(fs, 0, sizeof *fs);
+}
+
+stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offset, void *dst,
+                             size_t size) {
+  if (index < 0 || index >= fs->count)
+    return STK_FAIL(STK_ERR_INTERNAL, "file %lld of %lld", (long long)index,
+                    (long long)fs->count);
+  const char *path = fs->paths[index];
+  int fd = fs->fds[index];
+  bool own = fd < 0;
+  if (own) {
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "cannot open '%s': %s",
+                      path, strerror(errno));
+  }
+  size_t got = 0;
+  stk_status st = stk__pread_full(fd, path, offset, dst, size, &got);
+  if (own) close(fd);
+  if (st == STK_OK && got < size)
+    st = STK_FAIL(STK_ERR_DECODE,
+                  "'%s' is truncated: %zu bytes wanted at offset %lld, the file ends at %lld",
+                  path, size, (long long)offset, (long long)(offset + (int64_t)got));
+  return st;
+}

@@ -1,0 +1,41 @@
+/*
+ * A fixed set of data files (tar shards, TFRecord files) read by position from many
+ * worker threads at once. Sizes are taken once when the set is opened, so a record's
+ * bounds can be checked before it is read; a file that shrank later is reported as
+ * truncated. Small sets keep their descriptors open (pread is thread-safe); large ones
+ * open the file for each read so that thousands of shards never exhaust descriptors.
+ */
+#ifndef STOKER_IO_FILESET_H
+#define STOKER_IO_FILESET_H
+
+#include "../core/core.h"
+
+typedef struct {
+  int64_t count;
+  char **paths;   /* count paths, pointing into `text` */
+  int64_t *sizes; /* bytes of each file when the set was opened */
+  int *fds;       /* open descriptors, or -1 where files are opened per read */
+  char *text;
+} stk__fileset;
+
+/* Sets kept open up to this many files. */
+#define STK__FILESET_MAX_OPEN 256
+
+/* Copies the paths and takes every file's size (a missing file is STK_ERR_NOT_FOUND,
+ * anything but a regular file STK_ERR_IO, both naming the path and prefixed by `who`).
+ * Free with stk__fileset_close, also after a failure. */
+stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t count,
+                             const char *who);
+void stk__fileset_close(stk__fileset *fs);
+
+/* Reads exactly `size` bytes at `offset` of file `index` into `dst`. Reading past the end
+ * of the file is STK_ERR_DECODE ("truncated"), naming the file and the offset; system
+ * errors are STK_ERR_IO. Thread-safe. */
+stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offset, void *dst,
+                             size_t size);
+
+/* pread loop on one descriptor: the bytes actually read go to *got (short at EOF). */
+stk_status stk__pread_full(int fd, const char *path, int64_t offset, void *dst, size_t size,
+                           size_t *got);
+
+#endif /* STOKER_IO_FILESET_H */

@@ -1,0 +1,215 @@
+/* The dataset readers' shared arguments, sampler set-up and brace expansion. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader_common.h"
+
+/* Fixed key of shuffle_after_epoch permutations when no seed is given (as readers.file). */
+#define EPOCH_SHUFFLE_SEED 0x5d1ce5eedull
+
+static uint64_t reader_seed(stk__node *node, int base) {
+  int64_t seed = stk__arg_int(node, NULL, base + STK__RA_SEED);
+  if (seed >= 0) return (uint64_t)seed;
+  if (stk__arg_bool(node, NULL, base + STK__RA_SHUFFLE_AFTER_EPOCH)) return EPOCH_SHUFFLE_SEED;
+  return stk__mix64((uint64_t)stk__node_seed(node), stk__hash_str(stk__node_name(node)));
+}
+
+stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
+                               stk__sampler_config *cfg, stk__sampler **out) {
+  *cfg = (stk__sampler_config){
+      .num_samples = num_samples,
+      .shard_id = stk__arg_int(node, NULL, base + STK__RA_SHARD_ID),
+      .num_shards = stk__arg_int(node, NULL, base + STK__RA_NUM_SHARDS),
+      .stick_to_shard = stk__arg_bool(node, NULL, base + STK__RA_STICK_TO_SHARD),
+      .pad_last_batch = stk__arg_bool(node, NULL, base + STK__RA_PAD_LAST_BATCH),
+      .batch_size = stk__node_batch_size(node),
+      .random_shuffle = stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE),
+      .initial_fill = stk__arg_int(node, NULL, base + STK__RA_INITIAL_FILL),
+      .shuffle_after_epoch = stk__arg_bool(node, NULL, base + STK__RA_SHUFFLE_AFTER_EPOCH),
+      .seed = reader_seed(node, base),
+  };
+  return stk__sampler_create(out, cfg, stk__node_name(node));
+}
+
+stk_status stk__reader_meta(stk__node *node, const stk__sampler_config *cfg,
+                            stk_reader_meta *out) {
+  if (cfg->num_samples < 1)
+    return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
+  stk__sampler_meta(cfg, out);
+  return STK_OK;
+}
+
+/* ---- brace expansion ---- */
+
+#define MAX_EXPANSION 10000000
+#define MAX_NESTING 32
+
+typedef struct {
+  char **items;
+  size_t count, cap;
+  const char *who, *arg, *pattern;
+} expansion;
+
+static stk_status push(expansion *x, const char *s, size_t n) {
+  if (x->count >= MAX_EXPANSION)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' expands to more than %d paths",
+                    x->who, x->arg, x->pattern, MAX_EXPANSION);
+  if (x->count == x->cap) {
+    size_t cap = x->cap ? x->cap * 2 : 16;
+    char **items = stk__realloc(x->items, cap * sizeof *items, "brace expansion");
+    if (!items) return STK_ERR_OUT_OF_MEMORY;
+    x->items = items;
+    x->cap = cap;
+  }
+  char *copy = stk__malloc(n + 1, "brace expansion");
+  if (!copy) return STK_ERR_OUT_OF_MEMORY;
+  memcpy(copy, s, n);
+  copy[n] = '\0';
+  x->items[x->count++] = copy;
+  return STK_OK;
+}
+
+/* The '}' closing the '{' at s[open], or -1. */
+static long matching_brace(const char *s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; s[i]; i++) {
+    if (s[i] == '{') depth++;
+    if (s[i] == '}' && --depth == 0) return (long)i;
+  }
+  return -1;
+}
+
+/* Parses "A..B" (both optionally signed integers) over the whole of [s, s+n). */
+static bool parse_range(const char *s, size_t n, long long *a, long long *b, int *width) {
+  char buf[64];
+  if (n >= sizeof buf) return false;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  char *dots = strstr(buf, "..");
+  if (!dots || dots == buf || !dots[2]) return false;
+  *dots = '\0';
+  char *end1, *end2;
+  *a = strtoll(buf, &end1, 10);
+  *b = strtoll(dots + 2, &end2, 10);
+  if (*end1 || *end2) return false;
+  const char *lo = buf[0] == '-' ? buf + 1 : buf, *hi = dots[2] == '-' ? dots + 3 : dots + 2;
+  if (!(*lo >= '0' && *lo <= '9') || !(*hi >= '0' && *hi <= '9')) return false;
+  size_t w1 = strlen(buf), w2 = strlen(dots + 2);
+  bool padded = (lo[0] == '0' && lo[1]) || (hi[0] == '0' && hi[1]);
+  *width = padded ? (int)(w1 > w2 ? w1 : w2) : 0;
+  return true;
+}
+
+static stk_status expand(expansion *x, const char *s, int depth);
+
+/* prefix + middle + suffix, expanded further. */
+static stk_status expand_joined(expansion *x, const char *s, size_t plen, const char *mid,
+                                size_t mlen, const char *suffix, int depth) {
+  stk__strbuf b = {0};
+  stk_status st = stk__strbuf_append(&b, s, plen);
+  if (st == STK_OK) st = stk__strbuf_append(&b, mid, mlen);
+  if (st == STK_OK) st = stk__strbuf_append(&b, suffix, strlen(suffix));
+  if (st == STK_OK) st = expand(x, b.data, depth + 1);
+  stk__strbuf_free(&b);
+  return st;
+}
+
+/* Alternatives split at the top-level commas of [body, body+n); false if none. */
+static stk_status expand_list(expansion *x, const char *s, size_t open, size_t close,
+                              int depth, bool *done) {
+  const char *body = s + open + 1;
+  size_t n = close - open - 1;
+  int level = 0;
+  bool comma = false;
+  for (size_t i = 0; i < n; i++) {
+    level += body[i] == '{' ? 1 : body[i] == '}' ? -1 : 0;
+    comma |= level == 0 && body[i] == ',';
+  }
+  *done = comma;
+  if (!comma) return STK_OK;
+  size_t start = 0;
+  level = 0;
+  for (size_t i = 0; i <= n; i++) {
+    if (i < n) level += body[i] == '{' ? 1 : body[i] == '}' ? -1 : 0;
+    if (i == n || (level == 0 && body[i] == ',')) {
+      STK_TRY(expand_joined(x, s, open, body + start, i - start, s + close + 1, depth));
+      start = i + 1;
+    }
+  }
+  return STK_OK;
+}
+
+static stk_status expand_range(expansion *x, const char *s, size_t open, size_t close,
+                               int depth, bool *done) {
+  long long a, b;
+  int width;
+  *done = parse_range(s + open + 1, close - open - 1, &a, &b, &width);
+  if (!*done) return STK_OK;
+  if ((a > b ? a - b : b - a) >= MAX_EXPANSION)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' expands to more than %d paths",
+                    x->who, x->arg, x->pattern, MAX_EXPANSION);
+  long long step = a <= b ? 1 : -1;
+  for (long long v = a;; v += step) {
+    char num[48];
+    int len = v < 0 ? snprintf(num, sizeof num, "-%0*lld", width > 0 ? width - 1 : 0, -v)
+                    : snprintf(num, sizeof num, "%0*lld", width, v);
+    STK_TRY(expand_joined(x, s, open, num, (size_t)len, s + close + 1, depth));
+    if (v == b) break;
+  }
+  return STK_OK;
+}
+
+static stk_status expand(expansion *x, const char *s, int depth) {
+  if (depth > MAX_NESTING)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' nests braces too deeply",
+                    x->who, x->arg, x->pattern);
+  /* Find the first brace group that is a list or a range; others stay literal. */
+  for (size_t open = 0; s[open]; open++) {
+    if (s[open] != '{') continue;
+    long close = matching_brace(s, open);
+    if (close < 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' has an unclosed '{'",
+                      x->who, x->arg, x->pattern);
+    bool done;
+    STK_TRY(expand_list(x, s, open, (size_t)close, depth, &done));
+    if (done) return STK_OK;
+    STK_TRY(expand_range(x, s, open, (size_t)close, depth, &done));
+    if (done) return STK_OK;
+  }
+  return push(x, s, strlen(s));
+}
+
+/* Packs the strings into one block: pointers first, then the text. */
+static stk_status pack(expansion *x, char ***out) {
+  size_t bytes = x->count * sizeof(char *);
+  for (size_t i = 0; i < x->count; i++) bytes += strlen(x->items[i]) + 1;
+  char **block = stk__malloc(bytes ? bytes : 1, "brace expansion");
+  if (!block) return STK_ERR_OUT_OF_MEMORY;
+  char *text = (char *)(block + x->count);
+  for (size_t i = 0; i < x->count; i++) {
+    size_t n = strlen(x->items[i]) + 1;
+    memcpy(text, x->items[i], n);
+    block[i] = text;
+    text += n;
+  }
+  *out = block;
+  return STK_OK;
+}
+
+stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns,
+                              const char *who, const char *arg, char ***out, size_t *count) {
+  *out = NULL;
+  *count = 0;
+  expansion x = {.who = who ? who : "reader", .arg = arg};
+  stk_status st = STK_OK;
+  for (size_t i = 0; st == STK_OK && i < num_patterns; i++) {
+    x.pattern = patterns[i];
+    st = expand(&x, patterns[i], 0);
+  }
+  if (st == STK_OK) st = pack(&x, out);
+  if (st == STK_OK) *count = x.count;
+  for (size_t i = 0; i < x.count; i++) free(x.items[i]);
+  free(x.items);
+  return st;
+}

@@ -1,0 +1,81 @@
+/*
+ * What the dataset readers (webdataset, tfrecord, numpy) share: the DALI reader
+ * arguments for sharding, padding and shuffling, and the sampler built from them
+ * (io/sampler.h). A reader puts STK__READER_COMMON_ARGS at the end of its argument
+ * table and passes the index of the first one as `base`.
+ */
+#ifndef STOKER_OPS_READER_COMMON_H
+#define STOKER_OPS_READER_COMMON_H
+
+#include "../io/sampler.h"
+#include "op.h"
+
+/* Offsets of the common arguments from `base`, in table order. */
+enum {
+  STK__RA_SHARD_ID,
+  STK__RA_NUM_SHARDS,
+  STK__RA_STICK_TO_SHARD,
+  STK__RA_PAD_LAST_BATCH,
+  STK__RA_RANDOM_SHUFFLE,
+  STK__RA_INITIAL_FILL,
+  STK__RA_SHUFFLE_AFTER_EPOCH,
+  STK__RA_SEED,
+  STK__RA_PREFETCH_QUEUE_DEPTH,
+  STK__RA_DONT_USE_MMAP,
+  STK__RA_READ_AHEAD,
+  STK__RA_LAZY_INIT,
+  STK__RA_SKIP_CACHED_IMAGES,
+  STK__RA_COUNT
+};
+
+#define STK__READER_COMPAT "Accepted for DALI compatibility; no effect."
+
+#define STK__READER_COMMON_ARGS                                                            \
+  {"shard_id", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 2147483646.0, NULL,                    \
+   "The shard to read (0 <= shard_id < num_shards)."},                                     \
+      {"num_shards", STK_ARG_INT, STK_ARGF_RANGE, "1", 1, 2147483647.0, NULL,              \
+       "Number of parts the data set is split into; shard i holds samples "                \
+       "floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order)."}, \
+      {"stick_to_shard", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                             \
+       "Read the same shard every epoch; when false the shard advances by one each "       \
+       "epoch."},                                                                          \
+      {"pad_last_batch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                             \
+       "Pad every shard's epoch to the same whole number of batches by repeating its "     \
+       "last sample."},                                                                    \
+      {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                             \
+       "Shuffle with a buffer of initial_fill samples: each output is drawn uniformly "    \
+       "from the buffer and replaced by the next sample."},                                \
+      {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL,                 \
+       "Size of the random_shuffle buffer."},                                              \
+      {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                        \
+       "A new permutation of the whole data set (across all files) every epoch, the "      \
+       "first included, the same on every shard; excludes random_shuffle."},               \
+      {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL,                        \
+       "Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and "   \
+       "the instance name; shuffle_after_epoch uses a fixed seed so that shards built "    \
+       "with different pipeline seeds still agree on the permutation."},                   \
+      {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, STK__READER_COMPAT},       \
+      {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},         \
+      {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},            \
+      {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},             \
+      {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT}
+
+/* Builds the sampler configuration for `num_samples` samples from the common arguments
+ * (starting at index `base`) and creates the sampler. Errors name the reader. */
+stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
+                               stk__sampler_config *cfg, stk__sampler **out);
+
+/* Fills `out` from a configuration (the readers' reader_meta). */
+stk_status stk__reader_meta(stk__node *node, const stk__sampler_config *cfg,
+                            stk_reader_meta *out);
+
+/* Expands shell-style brace patterns in `patterns`: numeric ranges "{000..099}" (zero
+ * padded to the width of the wider bound when a bound starts with 0; "{9..0}" counts
+ * down) and alternatives "{a,b,c}", any number of them per pattern. The result is a
+ * NULL-free list of *count strings in one allocation; free it with free(*out). Errors
+ * (an unbalanced brace, a range over 10^7 items) are STK_ERR_INVALID_ARGUMENT naming
+ * `arg` and the pattern, prefixed by `who`. */
+stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns,
+                              const char *who, const char *arg, char ***out, size_t *count);
+
+#endif /* STOKER_OPS_READER_COMMON_H */

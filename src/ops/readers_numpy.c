@@ -1,0 +1,319 @@
+/* readers.numpy: DALI's NumPy reader. The file list is built at build time (a tree of
+ * files matching file_filter, a list file, or explicit files); each worker maps its
+ * file, parses the .npy header (io/npy.c) and copies the array, or a region of it, into
+ * the output in C order and host byte order. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../io/fileset.h"
+#include "../io/file_list.h"
+#include "../io/npy.h"
+#include "reader_common.h"
+
+enum {
+  A_FILE_ROOT,
+  A_FILE_LIST,
+  A_FILES,
+  A_FILE_FILTER,
+  A_CASE_SENSITIVE_FILTER,
+  A_ROI_START,
+  A_ROI_END,
+  A_ROI_SHAPE,
+  A_ROI_AXES,
+  A_OUT_OF_BOUNDS,
+  A_FILL_VALUE,
+  A_USE_O_DIRECT,
+  A_COMMON,
+};
+
+static const stk_arg_schema npy_args[] = {
+    {"file_root", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
+     "Alone: a directory searched recursively (files directly in it included) for files "
+     "matching file_filter, sorted by relative path. With file_list or files: the directory "
+     "their paths are relative to."},
+    {"file_list", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
+     "A text file with one path per line ('#' comments and blank lines skipped)."},
+    {"files", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL, "Paths of the .npy files to read."},
+    {"file_filter", STK_ARG_STRING, 0, "\"*.npy\"", 0, 0, NULL,
+     "fnmatch pattern selecting files when searching file_root."},
+    {"case_sensitive_filter", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "Match file_filter case-sensitively."},
+    {"roi_start", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "Start of the region to read, in elements, per axis of roi_axes (default 0)."},
+    {"roi_end", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "End (exclusive) of the region, per axis of roi_axes (default: the extent)."},
+    {"roi_shape", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "Extent of the region per axis of roi_axes (instead of roi_end)."},
+    {"roi_axes", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+     "The axes the roi_* arguments refer to; all axes in order when absent."},
+    {"out_of_bounds_policy", STK_ARG_STRING, 0, "\"error\"", 0, 0, "error|trim_to_shape|pad",
+     "A region reaching outside the array: fail, trim it to the array, or pad it with "
+     "fill_value."},
+    {"fill_value", STK_ARG_FLOAT, 0, "0", 0, 0, NULL, "Value of padded elements."},
+    {"use_o_direct", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},
+    STK__READER_COMMON_ARGS,
+};
+
+static const stk_port_schema npy_outputs[] = {
+    {"data", "the array (or its region) in C order and host byte order, with its dtype"},
+};
+
+enum { OOB_ERROR, OOB_TRIM, OOB_PAD };
+
+typedef struct {
+  stk__file_list files;
+  bool roi;
+  int oob;
+  double fill;
+  bool use_mmap;
+  stk__sampler_config cfg;
+  stk__sampler *sampler;
+} npy_state;
+
+static void npy_destroy(stk__node *node) {
+  npy_state *r = *stk__node_state(node);
+  if (!r) return;
+  stk__file_list_free(&r->files);
+  stk__sampler_destroy(r->sampler);
+  free(r);
+  *stk__node_state(node) = NULL;
+}
+
+static stk_status build_list(stk__node *node, stk__file_list *out) {
+  bool root = stk__arg_given(node, A_FILE_ROOT), list = stk__arg_given(node, A_FILE_LIST);
+  bool files = stk__arg_given(node, A_FILES);
+  const char *name = stk__node_name(node);
+  if (list && files)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give file_list or files, not both", name);
+  if (!root && !list && !files)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: no data source: give file_root, file_list or files", name);
+  const char *dir = root ? stk__arg_string(node, A_FILE_ROOT) : NULL;
+  stk_status st;
+  if (list) {
+    st = stk__file_list_parse_paths(out, stk__arg_string(node, A_FILE_LIST), dir);
+  } else if (files) {
+    const char *const *paths;
+    size_t n = stk__arg_strings(node, A_FILES, &paths);
+    st = stk__file_list_from_files(out, dir, paths, n, NULL, 0, name);
+  } else {
+    const char *filter = stk__arg_string(node, A_FILE_FILTER);
+    st = stk__file_list_scan_tree(out, dir, &filter, 1,
+                                  stk__arg_bool(node, NULL, A_CASE_SENSITIVE_FILTER));
+  }
+  return st == STK_OK ? STK_OK : stk__wrap(st, "%s", name);
+}
+
+static stk_status npy_init(stk__node *node) {
+  npy_state *r = stk__calloc(1, sizeof *r, "a NumPy reader");
+  if (!r) return STK_ERR_OUT_OF_MEMORY;
+  *stk__node_state(node) = r;
+  const char *oob = stk__arg_string(node, A_OUT_OF_BOUNDS);
+  r->oob = strcmp(oob, "pad") == 0 ? OOB_PAD : strcmp(oob, "trim_to_shape") == 0 ? OOB_TRIM : OOB_ERROR;
+  r->fill = stk__arg_float(node, NULL, A_FILL_VALUE);
+  r->roi = stk__arg_given(node, A_ROI_START) || stk__arg_given(node, A_ROI_END) ||
+           stk__arg_given(node, A_ROI_SHAPE);
+  r->use_mmap = !stk__arg_bool(node, NULL, A_COMMON + STK__RA_DONT_USE_MMAP);
+  stk_status st = STK_OK;
+  if (stk__arg_given(node, A_ROI_END) && stk__arg_given(node, A_ROI_SHAPE))
+    st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give roi_end or roi_shape, not both",
+                  stk__node_name(node));
+  if (st == STK_OK) st = build_list(node, &r->files);
+  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->files.count, &r->cfg, &r->sampler);
+  if (st != STK_OK) npy_destroy(node);
+  return st;
+}
+
+static stk_status npy_plan(stk__node *node, stk__plan *plan) {
+  npy_state *r = *stk__node_state(node);
+  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, stk__sampler_next(r->sampler));
+  return STK_OK;
+}
+
+/* ---- regions ---- */
+
+typedef struct {
+  int64_t start[STK_MAX_NDIM], end[STK_MAX_NDIM]; /* requested, may exceed the array */
+} region;
+
+/* The region of `h` the roi arguments ask for. */
+static stk_status request(stk__node *node, const stk__npy_header *h, const char *path, region *g) {
+  const char *name = stk__node_name(node);
+  for (int d = 0; d < h->ndim; d++) g->start[d] = 0, g->end[d] = h->shape[d];
+  const int64_t *axes, *start, *end, *shape;
+  size_t na = stk__arg_ints(node, NULL, A_ROI_AXES, &axes);
+  size_t ns = stk__arg_ints(node, NULL, A_ROI_START, &start);
+  size_t ne = stk__arg_ints(node, NULL, A_ROI_END, &end);
+  size_t nz = stk__arg_ints(node, NULL, A_ROI_SHAPE, &shape);
+  bool given_axes = stk__arg_given(node, A_ROI_AXES);
+  size_t n = given_axes ? na : (size_t)h->ndim;
+  struct { size_t count; const char *what; bool given; } lists[] = {
+      {ns, "roi_start", stk__arg_given(node, A_ROI_START)},
+      {ne, "roi_end", stk__arg_given(node, A_ROI_END)},
+      {nz, "roi_shape", stk__arg_given(node, A_ROI_SHAPE)}};
+  for (int i = 0; i < 3; i++)
+    if (lists[i].given && lists[i].count != n)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s has %zu values, '%s' needs %zu (%s)", name,
+                      lists[i].what, lists[i].count, path, n,
+                      given_axes ? "one per roi_axes entry" : "one per dimension");
+  for (size_t i = 0; i < n; i++) {
+    int64_t a = given_axes ? axes[i] : (int64_t)i;
+    if (a < 0 || a >= h->ndim)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: roi_axes entry %lld is not an axis of '%s' "
+                      "(%d dimensions)", name, (long long)a, path, h->ndim);
+    if (ns) g->start[a] = start[i];
+    if (ne) g->end[a] = end[i];
+    if (nz) g->end[a] = g->start[a] + shape[i];
+  }
+  return STK_OK;
+}
+
+/* Applies out_of_bounds_policy; *inside gets the part of the region inside the array. */
+static stk_status bound(stk__node *node, const npy_state *r, const stk__npy_header *h,
+                        const char *path, region *g, region *inside) {
+  for (int d = 0; d < h->ndim; d++) {
+    bool out = g->start[d] < 0 || g->end[d] > h->shape[d];
+    if (g->end[d] < g->start[d] || (out && r->oob == OOB_ERROR))
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: region [%lld, %lld) of axis %d is outside "
+                      "'%s' (extent %lld); see out_of_bounds_policy", stk__node_name(node),
+                      (long long)g->start[d], (long long)g->end[d], d, path,
+                      (long long)h->shape[d]);
+    inside->start[d] = g->start[d] < 0 ? 0 : g->start[d] > h->shape[d] ? h->shape[d] : g->start[d];
+    inside->end[d] = g->end[d] > h->shape[d] ? h->shape[d] : g->end[d] < 0 ? 0 : g->end[d];
+    if (inside->end[d] < inside->start[d]) inside->end[d] = inside->start[d];
+    if (r->oob == OOB_TRIM) g->start[d] = inside->start[d], g->end[d] = inside->end[d];
+  }
+  return STK_OK;
+}
+
+/* Sets every element of `out` to fill_value converted to the dtype. */
+static void fill(stk__tensor *out, int64_t count, double v) {
+  uint8_t one[8];
+  switch (out->dtype) {
+  case STK_DTYPE_BOOL: one[0] = v != 0; break;
+  case STK_DTYPE_INT8: { int8_t x = (int8_t)v; memcpy(one, &x, 1); break; }
+  case STK_DTYPE_UINT8: one[0] = (uint8_t)v; break;
+  case STK_DTYPE_INT16: { int16_t x = (int16_t)v; memcpy(one, &x, 2); break; }
+  case STK_DTYPE_UINT16: { uint16_t x = (uint16_t)v; memcpy(one, &x, 2); break; }
+  case STK_DTYPE_INT32: { int32_t x = (int32_t)v; memcpy(one, &x, 4); break; }
+  case STK_DTYPE_UINT32: { uint32_t x = (uint32_t)v; memcpy(one, &x, 4); break; }
+  case STK_DTYPE_INT64: { int64_t x = (int64_t)v; memcpy(one, &x, 8); break; }
+  case STK_DTYPE_UINT64: { uint64_t x = (uint64_t)v; memcpy(one, &x, 8); break; }
+  case STK_DTYPE_FLOAT16: { uint16_t x = stk__f32_to_f16((float)v); memcpy(one, &x, 2); break; }
+  case STK_DTYPE_FLOAT32: { float x = (float)v; memcpy(one, &x, 4); break; }
+  default: { double x = v; memcpy(one, &x, 8); break; }
+  }
+  size_t e = stk_dtype_size(out->dtype);
+  for (int64_t i = 0; i < count; i++) memcpy((uint8_t *)out->data + (size_t)i * e, one, e);
+}
+
+/* Copies the array (or its region) from `data` (the whole file) into output 0. */
+static stk_status emit(stk__node *node, npy_state *r, stk__sample *s, const stk__npy_header *h,
+                       const uint8_t *data, const char *path) {
+  region g, inside;
+  int64_t shape[STK_MAX_NDIM], count[STK_MAX_NDIM], at[STK_MAX_NDIM], total = 1;
+  if (r->roi) {
+    STK_TRY(request(node, h, path, &g));
+    STK_TRY(bound(node, r, h, path, &g, &inside));
+  } else {
+    for (int d = 0; d < h->ndim; d++) g.start[d] = inside.start[d] = 0, g.end[d] = inside.end[d] = h->shape[d];
+  }
+  bool padded = false;
+  for (int d = 0; d < h->ndim; d++) {
+    shape[d] = g.end[d] - g.start[d];
+    count[d] = inside.end[d] - inside.start[d];
+    at[d] = inside.start[d] - g.start[d];
+    padded |= count[d] != shape[d];
+    total *= shape[d];
+  }
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, h->dtype, h->ndim, shape, NULL, &out));
+  if (padded) fill(out, total, r->fill);
+  stk__npy_copy_box(h, data + h->data_offset, inside.start, count, out->data, shape, at);
+  return STK_OK;
+}
+
+/* Whole file in memory: mapped, or read into scratch memory (dont_use_mmap). */
+static stk_status load(stk__node *node, npy_state *r, stk__sample *s, int fd, const char *path,
+                       int64_t size, const uint8_t **data, void **map) {
+  *map = NULL;
+  if (r->use_mmap) {
+    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED)
+      return STK_FAIL(STK_ERR_IO, "%s: cannot map '%s': %s", stk__node_name(node), path,
+                      strerror(errno));
+    *map = m;
+    *data = m;
+    return STK_OK;
+  }
+  uint8_t *buf = stk__scratch(s, (size_t)size);
+  if (!buf) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold '%s'", stk__node_name(node), path);
+  size_t got;
+  STK_TRY(stk__pread_full(fd, path, 0, buf, (size_t)size, &got));
+  if (got < (size_t)size)
+    return STK_FAIL(STK_ERR_IO, "'%s' shrank while it was read", path);
+  *data = buf;
+  return STK_OK;
+}
+
+static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const char *path,
+                            int fd) {
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+    return STK_FAIL(STK_ERR_IO, "%s: '%s' is not a regular file", stk__node_name(node), path);
+  int64_t size = (int64_t)sb.st_size;
+  if (size > stk__node_max_file_bytes(node))
+    return STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes",
+                    stk__node_name(node), path, (long long)size);
+  if (size < 10) return STK_FAIL(STK_ERR_DECODE, "'%s' is not a .npy file (%lld bytes)", path, (long long)size);
+  const uint8_t *data = NULL;
+  void *map = NULL;
+  STK_TRY(load(node, r, s, fd, path, size, &data, &map));
+  stk__npy_header h;
+  stk_status st = stk__npy_parse(data, (size_t)size, size, path, &h);
+  if (st == STK_OK) st = emit(node, r, s, &h, data, path);
+  if (map) munmap(map, (size_t)size);
+  return st;
+}
+
+static stk_status npy_run(stk__node *node, stk__sample *s) {
+  npy_state *r = *stk__node_state(node);
+  int64_t item = stk__sample_item(s, node);
+  if (item < 0 || item >= r->files.count)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
+                    (long long)item);
+  const char *path = r->files.paths[item];
+  stk__sample_set_source(s, path);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
+                    stk__node_name(node), path, strerror(errno));
+  stk_status st = read_file(node, r, s, path, fd);
+  close(fd);
+  return st;
+}
+
+static stk_status npy_meta(stk__node *node, stk_reader_meta *out) {
+  npy_state *r = *stk__node_state(node);
+  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
+  return stk__reader_meta(node, &r->cfg, out);
+}
+
+static const stk_op_schema npy_schema = {
+    "readers.numpy",
+    "Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran "
+    "order (returned in C order), numeric dtypes in either byte order (returned in host "
+    "order); pickled object arrays are refused. Files are memory-mapped (dont_use_mmap "
+    "reads them instead); roi_start/roi_end/roi_shape read only a region. Sharding, "
+    "padding and shuffling as in readers.file.",
+    STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
+    1, npy_outputs, sizeof npy_args / sizeof npy_args[0], npy_args};
+
+const stk__op_def stk__op_readers_numpy = {&npy_schema, npy_init, npy_destroy, npy_plan,
+                                           npy_run,     npy_meta, NULL};
