@@ -386,6 +386,33 @@ static stk_status parse_entry(const uint8_t *p, size_t n, const char *const *nam
   return STK_OK;
 }
 
+stk_status stk__tf_example_each(const uint8_t *msg, size_t size,
+                                stk_status (*fn)(void *user, const char *name, size_t name_len,
+                                                 const stk__tf_feature *f),
+                                void *user) {
+  const uint8_t *p = msg, *end = msg + size;
+  pb_field x, y, z;
+  int r, q, t;
+  while ((r = pb_next(&p, end, &x)) == 1) {
+    if (x.field != 1 || x.wire != 2) continue;
+    const uint8_t *fp = x.data, *fe = x.data + x.len;
+    while ((q = pb_next(&fp, fe, &y)) == 1) {
+      if (y.field != 1 || y.wire != 2) continue;
+      const uint8_t *ep = y.data, *ee = y.data + y.len, *key = (const uint8_t *)"";
+      size_t key_len = 0;
+      stk__tf_feature f = {.kind = STK__TF_EMPTY};
+      while ((t = pb_next(&ep, ee, &z)) == 1) {
+        if (z.field == 1 && z.wire == 2) key = z.data, key_len = z.len;
+        else if (z.field == 2 && z.wire == 2) STK_TRY(parse_feature(z.data, z.len, &f));
+      }
+      if (t < 0) return malformed("a truncated feature map entry");
+      STK_TRY(fn(user, (const char *)key, key_len, &f));
+    }
+    if (q < 0) return malformed("truncated Features");
+  }
+  return r < 0 ? malformed("a truncated Example") : STK_OK;
+}
+
 stk_status stk__tf_example_find(const uint8_t *msg, size_t size, const char *const *names,
                                 size_t n, stk__tf_feature *out) {
   for (size_t i = 0; i < n; i++) out[i] = (stk__tf_feature){.kind = STK__TF_MISSING};

@@ -86,6 +86,12 @@ typedef struct {
  * adds the file and offset). */
 stk_status stk__tf_example_find(const uint8_t *msg, size_t size, const char *const *names,
                                 size_t n, stk__tf_feature *out);
+/* Calls fn for every feature of a serialized Example, in message order (a repeated key is
+ * reported each time). For inspection (`stoker info`). */
+stk_status stk__tf_example_each(const uint8_t *msg, size_t size,
+                                stk_status (*fn)(void *user, const char *name, size_t name_len,
+                                                 const stk__tf_feature *f),
+                                void *user);
 /* Copies the feature's values (f->count of them) into dst. */
 stk_status stk__tf_feature_int64(const stk__tf_feature *f, int64_t *dst);
 stk_status stk__tf_feature_float(const stk__tf_feature *f, float *dst);
