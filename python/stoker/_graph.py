@@ -116,37 +116,36 @@ class DataNode:
     def __hash__(self):
         return id(self)
 
-    # Arithmetic: see stoker.math for the mapping.
-    def __add__(self, o): return _arith("add", self, o, "+")
-    def __radd__(self, o): return _arith("add", o, self, "+")
-    def __sub__(self, o): return _arith("sub", self, o, "-")
-    def __rsub__(self, o): return _arith("sub", o, self, "-")
-    def __mul__(self, o): return _arith("mul", self, o, "*")
-    def __rmul__(self, o): return _arith("mul", o, self, "*")
-    def __truediv__(self, o): return _arith("fdiv", self, o, "/")
-    def __rtruediv__(self, o): return _arith("fdiv", o, self, "/")
-    def __floordiv__(self, o): return _arith("div", self, o, "//")
-    def __rfloordiv__(self, o): return _arith("div", o, self, "//")
-    def __mod__(self, o): return _arith("mod", self, o, "%")
-    def __rmod__(self, o): return _arith("mod", o, self, "%")
-    def __pow__(self, o): return _arith("pow", self, o, "**")
-    def __rpow__(self, o): return _arith("pow", o, self, "**")
-    def __eq__(self, o): return _arith("eq", self, o, "==")
-    def __ne__(self, o): return _arith("neq", self, o, "!=")
-    def __lt__(self, o): return _arith("lt", self, o, "<")
-    def __le__(self, o): return _arith("leq", self, o, "<=")
-    def __gt__(self, o): return _arith("gt", self, o, ">")
-    def __ge__(self, o): return _arith("geq", self, o, ">=")
-    def __and__(self, o): return _arith("bitand", self, o, "&")
-    def __rand__(self, o): return _arith("bitand", o, self, "&")
-    def __or__(self, o): return _arith("bitor", self, o, "|")
-    def __ror__(self, o): return _arith("bitor", o, self, "|")
-    def __xor__(self, o): return _arith("bitxor", self, o, "^")
-    def __rxor__(self, o): return _arith("bitxor", o, self, "^")
-    def __neg__(self): return _arith("minus", self, None, "-")
+    # Arithmetic: the registry's math.binary / math.unary (see stoker.math).
+    def __add__(self, o): return binary("add", self, o)
+    def __radd__(self, o): return binary("add", o, self)
+    def __sub__(self, o): return binary("sub", self, o)
+    def __rsub__(self, o): return binary("sub", o, self)
+    def __mul__(self, o): return binary("mul", self, o)
+    def __rmul__(self, o): return binary("mul", o, self)
+    def __truediv__(self, o): return binary("div", self, o)
+    def __rtruediv__(self, o): return binary("div", o, self)
+    def __floordiv__(self, o): return binary("floordiv", self, o)
+    def __rfloordiv__(self, o): return binary("floordiv", o, self)
+    def __mod__(self, o): return binary("mod", self, o)
+    def __rmod__(self, o): return binary("mod", o, self)
+    def __pow__(self, o): return binary("pow", self, o)
+    def __rpow__(self, o): return binary("pow", o, self)
+    def __eq__(self, o): return binary("eq", self, o)
+    def __ne__(self, o): return binary("ne", self, o)
+    def __lt__(self, o): return binary("lt", self, o)
+    def __le__(self, o): return binary("le", self, o)
+    def __gt__(self, o): return binary("gt", self, o)
+    def __ge__(self, o): return binary("ge", self, o)
+    def __and__(self, o): return binary("and", self, o)
+    def __rand__(self, o): return binary("and", o, self)
+    def __or__(self, o): return binary("or", self, o)
+    def __ror__(self, o): return binary("or", o, self)
+    def __xor__(self, o): return binary("xor", self, o)
+    def __rxor__(self, o): return binary("xor", o, self)
+    def __neg__(self): return unary("neg", self)
     def __pos__(self): return self
-    def __abs__(self): return _arith("abs", self, None, "abs")
-    def __invert__(self): return _arith("bitnot", self, None, "~")
+    def __abs__(self): return unary("abs", self)
 
 
 # ---- instantiation ----
@@ -283,23 +282,60 @@ def constant_node(c, device=None):
     return call_op("constant", [], kwargs, what=f"the constant {c!r}")
 
 
-def _operand(x, what):
-    from .types import Constant, ScalarConstant
-    if isinstance(x, DataNode):
-        return x
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+            "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+            "and": "&", "or": "|", "xor": "^", "neg": "unary -", "abs": "abs()"}
+
+
+def _what(op):
+    sym = _SYMBOLS.get(op)
+    return f"the expression '{sym}' on data nodes" if sym else f"stoker.math.{op}"
+
+
+def _require(schema_name, what):
+    schema = _schema.registry().get(schema_name)
+    if schema is None:
+        _missing_op(schema_name, what)
+    return schema
+
+
+def scalar_operand(x, what):
+    """(value, C dtype) of a constant operand: Python ints are int32, floats float32 and
+    bools bool (DALI's rule); NumPy scalars and types.Constant keep their type."""
+    import numpy as np
+    from .types import ScalarConstant, to_c_value
     if isinstance(x, ScalarConstant):
-        return constant_node(x)
-    if isinstance(x, (bool, int, float)) or hasattr(x, "dtype"):
-        return constant_node(Constant(x))
+        value = np.asarray(x.value)
+        if value.size != 1:
+            _missing_op("constant", f"{what} with the tensor constant {x!r}")
+        return value.item(), to_c_value(x.dtype)
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x), "bool"
+    if isinstance(x, np.generic):
+        return x.item(), x.dtype.name
+    if isinstance(x, int):
+        return x, "int32"
+    if isinstance(x, float):
+        return x, "float32"
     raise InvalidArgumentError(f"{what}: unsupported operand of type {type(x).__name__}")
 
 
-def _arith(op, a, b, symbol):
-    """Elementwise arithmetic: the registry operator ``math.<op>`` on the operands."""
-    name = f"math.{op}"
-    what = f"the expression '{symbol}' on data nodes"
-    if name not in _schema.registry():
-        _missing_op(name, what)
-    operands = [a] if b is None else [a, b]
-    nodes = [_operand(x, what) for x in operands]
-    return call_op(name, nodes, {}, what=what)
+def binary(op, a, b, what=None):
+    """`a op b` through the registry operator math.binary; one side may be a constant."""
+    what = what or _what(op)
+    schema = _require("math.binary", what)
+    if isinstance(a, DataNode) and isinstance(b, DataNode):
+        return outputs_of(instantiate(schema, [a, b], {"op": op}))
+    node, const, side = (a, b, "right") if isinstance(a, DataNode) else (b, a, "left")
+    value, dtype = scalar_operand(const, what)
+    return outputs_of(instantiate(schema, [node], {"op": op, "scalar": value,
+                                                   "scalar_side": side, "scalar_dtype": dtype}))
+
+
+def unary(op, x, what=None):
+    """`op(x)` through the registry operator math.unary."""
+    what = what or _what(op)
+    schema = _require("math.unary", what)
+    if not isinstance(x, DataNode):
+        raise InvalidArgumentError(f"{what}: the operand must be a DataNode, got {type(x).__name__}")
+    return outputs_of(instantiate(schema, [x], {"op": op}))

@@ -3,6 +3,64 @@ from typing import Any, Literal, Sequence
 
 from ._graph import DataNode
 
+def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the processed image
+
+    Keyword args:
+        cutoff (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): percent of pixels cut from the dark and the bright end before stretching: one value for both or [low, high], each in [0, 100)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def brightness(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        brightness (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier; 1 keeps the image
+        brightness_shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added after scaling, in units of the output type's full range (255 for uint8, 1 for floats)
+        dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
+        pil (a bool; default false): Pillow's ImageEnhance.Brightness instead: Image.blend(black, image, brightness), computed in float32 and truncated (uint8 only; brightness_shift must stay 0)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def brightness_contrast(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Brightness and contrast in one pass (DALI's brightness_contrast): out = brightness_shift * full_range + brightness * (contrast_center + contrast * (in - contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        brightness (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier
+        brightness_shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added, in units of the output type's full range (255 for uint8, 1 for floats)
+        contrast (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the distance to contrast_center
+        contrast_center (a float; may be a DataNode (per-sample argument input)): the value kept by the contrast change, in input units; default: half the input type's range (128 for uint8, 0.5 for floats)
+        dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def cast(*inputs: DataNode, dtype: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts every element to `dtype` with saturation: float to integer rounds half away from zero and clamps to the type's range (DALI's CPU cast).
 
@@ -16,6 +74,83 @@ def cast(*inputs: DataNode, dtype: str, device: Literal['cpu'] | None = ..., nam
 
     Keyword args:
         dtype (a string; required; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double', 'half'): output type. To integers: round half away from zero, then saturate to the type's range (NaN -> 0); to bool: non-zero -> 1; between floats: IEEE rounding
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def cast_like(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Converts input 0 to the element type of input 1, as cast does (floats to integers: rounded half away from zero, then saturated).
+
+    Devices: cpu.
+
+    Inputs:
+        input: the values to convert
+        like: a tensor whose type the output takes
+
+    Outputs:
+        output: input in the type of `like`
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def color_space_conversion(*inputs: DataNode, image_type: str, output_type: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is also the way to get a grayscale image with DALI's definition). GRAY is the full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in float64, rounded half away from zero.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        image_type (a string; required; one of 'RGB', 'BGR', 'GRAY', 'YCbCr'): colour space of the input
+        output_type (a string; required; one of 'RGB', 'BGR', 'GRAY', 'YCbCr'): colour space of the output
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def color_twist(*inputs: DataNode, brightness: float | DataNode | None = ..., contrast: float | DataNode | None = ..., hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Hue, saturation, brightness and contrast in one linear map (DALI's color_twist): out = brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * brightness, where half is half the input type's range (128 for uint8, 0.5 for floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        brightness (a float; default 1.0; may be a DataNode (per-sample argument input)): brightness factor (>= 0): 0 black, 1 unchanged
+        contrast (a float; default 1.0; may be a DataNode (per-sample argument input)): contrast factor (>= 0) around half the input type's range: 0 uniform grey
+        hue (a float; default 0.0; may be a DataNode (per-sample argument input)): hue rotation in degrees (a rotation of the YIQ chroma plane)
+        saturation (a float; default 1.0; may be a DataNode (per-sample argument input)): saturation factor (>= 0): 0 grey
+        dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
+        image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - contrast_center). With pil=true, Pillow's ImageEnhance.Contrast (blend with the image's rounded mean luma, truncated) as AutoAugment uses it.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        contrast (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the distance to contrast_center; 0 gives a uniform grey
+        contrast_center (a float; may be a DataNode (per-sample argument input)): the value kept by the contrast change, in input units; default: half the input type's range (128 for uint8, 0.5 for floats). Feed it per sample (e.g. an image mean) for mean-centred contrast
+        dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
+        pil (a bool; default false): Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the image's ITU-R 601-2 luma (its own mean for 1 channel), then Image.blend(centre, image, contrast) truncated (uint8 only; excludes contrast_center)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -77,6 +212,48 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Equalizes the histogram of every channel of a uint8 image; by default with Pillow's ImageOps.equalize (what AutoAugment uses), exactly.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the processed image
+
+    Keyword args:
+        algorithm (a string; default "pil"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., axes: Sequence[int] | None = ..., fill_value: Sequence[float] | DataNode | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., normalized: bool | None = ..., centered_anchor: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent along every axis of axis_names (the whole extent along other axes) take fill_value. lo = round(anchor) and extent = round(shape), after scaling by the axis extent for normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for centered_anchor (round: half away from zero); boxes are clipped to the data.
+
+    Devices: cpu.
+
+    Inputs:
+        input: data with a layout (images: HWC)
+
+    Outputs:
+        output: the occluded data
+
+    Keyword args:
+        anchor (a list of floats; may be a DataNode (per-sample argument input)): start of each region along the axes of axis_names (k regions: k * naxes values, region after region); default: 0
+        shape (a list of floats; may be a DataNode (per-sample argument input)): extent of each region along the axes of axis_names (k * naxes values); axes not named are erased whole. Without it nothing is erased
+        axis_names (a string; default "HW"): layout letters of the axes anchor and shape refer to, in their order
+        axes (a list of ints): axis indices instead of axis_names (used when axis_names is not given)
+        fill_value (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): value of the erased elements: one value, or one per channel (needs a C axis)
+        normalized_anchor (a bool; default false): anchor is a fraction of the axis extent
+        normalized_shape (a bool; default false): shape is a fraction of the axis extent
+        normalized (a bool; default false): both anchor and shape are fractions of the axis extent
+        centered_anchor (a bool; default false): anchor is the centre of the region rather than its start
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
     """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.
 
@@ -105,6 +282,30 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC or HW image, any numeric type
+        filter (optional): optional 2D filter [rows, cols] per sample (any numeric type, used as float32)
+
+    Outputs:
+        output: the filtered image
+
+    Keyword args:
+        kernel (a list of floats; may be a DataNode (per-sample argument input)): the filter, row-major, when not given as input 1 (kernel_shape gives its extents)
+        kernel_shape (a list of ints): [rows, cols] of `kernel`; a square kernel when absent
+        anchor (a list of ints; default [-1]; may be a DataNode (per-sample argument input)): [row, col] of the filter element placed over the output pixel; -1: the middle (extent / 2, rounded down). Ignored in mode "valid"
+        border (a string; default "reflect_101"; one of 'reflect_101', 'reflect_1001', 'wrap', 'clamp', 'constant'): out-of-image positions: reflect_101 (dcb|abcd|cba), reflect_1001 (cba|abcd|dcb), wrap (bcd|abcd|abc), clamp (aaa|abcd|ddd) or constant (fill_value)
+        fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value outside the image with border "constant"
+        mode (a string; default "same"; one of 'same', 'valid'): "same": output as large as the input; "valid": only positions where the whole filter lies inside (extent - filter extent + 1)
+        dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags may be fed per sample (e.g. from random.coin_flip). Exact for every type.
 
@@ -123,6 +324,161 @@ def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: i
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def gaussian_blur(*inputs: DataNode, sigma: Sequence[float] | DataNode | None = ..., window_size: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC or HW image, any numeric type
+
+    Outputs:
+        output: the filtered image
+
+    Keyword args:
+        sigma (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): standard deviation: one value or [H, W]; 0 derives it from window_size ((r - 1) * 0.3 + 0.8, r = (window_size - 1) / 2)
+        window_size (a list of ints; default [0]; may be a DataNode (per-sample argument input)): odd kernel diameter: one value or [H, W]; 0 derives it from sigma (2 ceil(3 sigma) + 1)
+        dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def grayscale(*inputs: DataNode, num_output_channels: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a stoker operator; DALI spells this color_space_conversion(image_type=RGB, output_type=GRAY)): uint8 uses Pillow's convert("L"), (19595 R + 38470 G + 7471 B + 2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        num_output_channels (an int; default 1; in [1, 3]): 1, or 3 for the luma replicated into R, G and B (torchvision's Grayscale)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def grid_mask(*inputs: DataNode, tile: int | DataNode | None = ..., ratio: float | DataNode | None = ..., angle: float | DataNode | None = ..., shift_x: float | DataNode | None = ..., shift_y: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """GridMask (DALI's grid_mask): zeroes the pixels inside a grid of squares. With u = (x cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).
+
+    Devices: cpu.
+
+    Inputs:
+        input: data with a layout (images: HWC)
+
+    Outputs:
+        output: the occluded data
+
+    Keyword args:
+        tile (an int; default 100; may be a DataNode (per-sample argument input)): side of one grid tile in pixels (a black square plus the gap after it), >= 1
+        ratio (a float; default 0.5; may be a DataNode (per-sample argument input)): black square side / tile side, in [0, 1]
+        angle (a float; default 0.0; may be a DataNode (per-sample argument input)): rotation of the grid around the origin, in radians
+        shift_x (a float; default 0.0; may be a DataNode (per-sample argument input)): x translation of the grid after the rotation, in pixels
+        shift_y (a float; default 0.0; may be a DataNode (per-sample argument input)): y translation of the grid after the rotation, in pixels
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def hsv(*inputs: DataNode, hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images (DALI's hsv). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        hue (a float; default 0.0; may be a DataNode (per-sample argument input)): hue rotation in degrees (a rotation of the YIQ chroma plane)
+        saturation (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the chroma (I and Q); 0 gives grey
+        value (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of all of YIQ
+        dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def hue(*inputs: DataNode, hue: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Rotates the hue by `hue` degrees (DALI's hue). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        hue (a float; default 0.0; may be a DataNode (per-sample argument input)): hue rotation in degrees (a rotation of the YIQ chroma plane)
+        dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
+        image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def invert(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's ImageOps.invert; DALI has none).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the processed image
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's Sobel-based windows): each partial derivative is a separable convolution of a second-derivative window along its axis and a binomial smoothing window across it; float32 intermediate, border reflect_101.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC or HW image, any numeric type
+
+    Outputs:
+        output: the filtered image
+
+    Keyword args:
+        window_size (a list of ints; default [3]; may be a DataNode (per-sample argument input)): derivative window, odd in [3, 23]: one value or [H, W] (the d2/dy2 and d2/dx2 windows)
+        smoothing_size (a list of ints; may be a DataNode (per-sample argument input)): smoothing window across the derivative, odd in [1, 23]: one value or [H, W] (the window used along that axis). When absent, each partial derivative smooths with its own window_size
+        normalized_kernel (a bool; default false): scale each partial derivative by 2^-(s - 4), s being the sum of its two window sizes (exclusive with scale)
+        scale (a list of floats; default [1.0]; may be a DataNode (per-sample argument input)): factors of the partial derivatives: one value or [d2/dy2, d2/dx2]
+        dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated: negative values of unsigned inputs become 0)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
+
+    Devices: cpu.
+
+    Inputs:
+        input: class indices, any numeric type (fractions truncated toward zero)
+
+    Outputs:
+        output: the encoding: off_value everywhere but on_value at each index; indices outside [0, num_classes) give a row of off_value
+
+    Keyword args:
+        num_classes (an int; required; in [1, 16777216]; may be a DataNode (per-sample argument input)): number of classes: the extent of the new axis
+        axis (an int; default -1): where the new axis goes, in [0, ndim] (-1: last). A scalar or one-element [1] input gives just [num_classes]
+        axis_name (a string; default ""): one letter naming the new axis in the output layout (the layout is empty otherwise)
+        on_value (a float; default 1.0; may be a DataNode (per-sample argument input)): value where the class matches
+        off_value (a float; default 0.0; may be a DataNode (per-sample argument input)): value elsewhere
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The shape [H, W, C] of each encoded image, read from its header without decoding.
 
@@ -137,6 +493,23 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
     Keyword args:
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def posterize(*inputs: DataNode, bits: int | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & ~(2^(8 - bits) - 1)).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the processed image
+
+    Keyword args:
+        bits (an int; default 4; in [0, 8]; may be a DataNode (per-sample argument input)): number of high bits kept per channel, 0..8 (8 keeps the image)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -217,6 +590,140 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def rotate(*inputs: DataNode, angle: float | DataNode, keep_size: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Rotates each image by `angle` degrees counter-clockwise about its centre (DALI's rotate). Output pixel (x, y) samples the input at M (x + 0.5, y + 0.5) with M = T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge coordinates: the same centre as torchvision's functional rotate and Pillow's Image.rotate ((w - 1) / 2 in pixel indices).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC or HW image, any numeric type
+
+    Outputs:
+        output: the warped image
+
+    Keyword args:
+        angle (a float; required; may be a DataNode (per-sample argument input)): rotation in degrees, counter-clockwise as the image is displayed (top-left corner at (0, 0), y down), about the image centre
+        keep_size (a bool; default false): true: the output has the input's size (torchvision's rotate with expand=False); false (and no size): the canvas grows to hold the whole rotated image (DALI's rule: ceil(|cos| w + |sin| h - 0.01), parity kept)
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W], rounded to nearest; the centres of input and output coincide
+        fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
+        dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def saturation(*inputs: DataNode, saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Changes the saturation (DALI's saturation). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels. With pil=true, Pillow's ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the adjusted image
+
+    Keyword args:
+        saturation (a float; default 1.0; may be a DataNode (per-sample argument input)): saturation factor: 0 gives grey, 1 keeps the image (>= 0 unless pil=true)
+        dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
+        image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
+        pil (a bool; default false): Pillow's ImageEnhance.Color instead: Image.blend(luma, image, saturation) with PIL's integer ITU-R 601-2 luma, truncated (uint8 RGB only)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def select(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Merges conditional branches per sample: output = input[1 + index] where index is the first input (a bool or integer scalar per sample). No data is copied inside a sample's chain.
+
+    Devices: cpu.
+
+    Inputs:
+        index: per-sample branch index (bool: false = 0, true = 1)
+        (up to 64 inputs)
+
+    Outputs:
+        value: the chosen branch's value, per sample
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def sharpness(*inputs: DataNode, sharpness: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment builds it from a 3x3 filter).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the processed image
+
+    Keyword args:
+        sharpness (a float; default 1.0; may be a DataNode (per-sample argument input)): factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def solarize(*inputs: DataNode, threshold: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? x : 255 - x; 1 - x for float32).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the processed image
+
+    Keyword args:
+        threshold (a float; may be a DataNode (per-sample argument input)): values >= threshold are inverted; default 128 for uint8, 0.5 for float32
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Adds `shift` to the values below `threshold` and clamps to the type's range (the SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). A stoker operator.
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC image (or HW)
+
+    Outputs:
+        output: the processed image
+
+    Keyword args:
+        shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added to the values below threshold, then clamped to the type's range
+        threshold (a float; may be a DataNode (per-sample argument input)): values below it are shifted; default 128 for uint8, 0.5 for float32
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
+
+    Devices: cpu.
+
+    Inputs:
+        input: HWC or HW image, any numeric type
+        matrix (optional): 2x3 float matrix per sample
+
+    Outputs:
+        output: the warped image
+
+    Keyword args:
+        matrix (a list of floats; may be a DataNode (per-sample argument input)): [M11, M12, M13, M21, M22, M23]: with inverse_map, output pixel (x, y) takes the input at (M11 x + M12 y + M13, M21 x + M22 y + M23), [0, 0] being the corner of the first pixel. May instead come as the second input (e.g. from transforms.*)
+        inverse_map (a bool; default true): true: the matrix maps output to input coordinates; false: input to output (it is inverted; the transforms.* operators build matrices of this kind)
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W], rounded to nearest; the input's size when absent
+        fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
+        dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 class decoders:
     """The decoders namespace."""
     @staticmethod
@@ -270,6 +777,176 @@ class decoders:
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
             seed (an int; default -1): this operator's seed (-1: derived)
             size (a list of ints): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+class experimental:
+    """The experimental namespace."""
+    @staticmethod
+    def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """DALI's experimental.equalize: per-channel histogram equalization of uint8 images, following OpenCV's equalizeHist by default (algorithm="pil" gives Pillow's).
+
+        Devices: cpu.
+
+        Inputs:
+            input: HWC image (or HW)
+
+        Outputs:
+            output: the processed image
+
+        Keyword args:
+            algorithm (a string; default "opencv"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation. Same operator as `filter` (DALI's name).
+
+        Devices: cpu.
+
+        Inputs:
+            input: HWC or HW image, any numeric type
+            filter (optional): optional 2D filter [rows, cols] per sample (any numeric type, used as float32)
+
+        Outputs:
+            output: the filtered image
+
+        Keyword args:
+            kernel (a list of floats; may be a DataNode (per-sample argument input)): the filter, row-major, when not given as input 1 (kernel_shape gives its extents)
+            kernel_shape (a list of ints): [rows, cols] of `kernel`; a square kernel when absent
+            anchor (a list of ints; default [-1]; may be a DataNode (per-sample argument input)): [row, col] of the filter element placed over the output pixel; -1: the middle (extent / 2, rounded down). Ignored in mode "valid"
+            border (a string; default "reflect_101"; one of 'reflect_101', 'reflect_1001', 'wrap', 'clamp', 'constant'): out-of-image positions: reflect_101 (dcb|abcd|cba), reflect_1001 (cba|abcd|dcb), wrap (bcd|abcd|abc), clamp (aaa|abcd|ddd) or constant (fill_value)
+            fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value outside the image with border "constant"
+            mode (a string; default "same"; one of 'same', 'valid'): "same": output as large as the input; "valid": only positions where the whole filter lies inside (extent - filter extent + 1)
+            dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+class math:
+    """The math namespace."""
+    @staticmethod
+    def binary(*inputs: DataNode, op: str, scalar: float | DataNode | None = ..., scalar_side: str | None = ..., scalar_dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one input and a constant (what expressions on nodes become: `0.5 * image + edges`). Types promote as DALI's: T op T -> T, floatX op int -> floatX, intX op uintY -> int(2Y) when X <= Y, bool op T -> T; div of integers gives float32; comparisons give bool. Integer results wrap around. Shapes: equal, one side a single element, or numpy broadcasting ([C] against HWC).
+
+        Devices: cpu.
+
+        Inputs:
+            left: left operand
+            right (optional): right operand (absent with `scalar`)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            op (a string; required; one of 'add', 'sub', 'mul', 'div', 'floordiv', 'mod', 'min', 'max', 'pow', 'fpow', 'atan2', 'eq', 'ne', 'lt', 'le', 'gt', 'ge', 'and', 'or', 'xor'): the operation: add sub mul div (true division) floordiv mod (Python's rounding) min max pow (in the promoted type) fpow (floating) atan2, comparisons eq ne lt le gt ge (bool result), and or xor (bitwise; logical on bool)
+            scalar (a float; may be a DataNode (per-sample argument input)): the constant operand when there is one input
+            scalar_side (a string; default "right"; one of 'left', 'right'): where the constant goes: "right" computes input op scalar, "left" scalar op input
+            scalar_dtype (a string; default "float32"; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the constant's type for promotion (DALI: a Python int is int32, a float float32, a bool bool); the value is rounded and saturated to it
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def clamp(*inputs: DataNode, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded up, hi down, saturated to the type).
+
+        Devices: cpu.
+
+        Inputs:
+            input: a tensor of any type
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            lo (a float; may be a DataNode (per-sample argument input)): lower bound (none when absent)
+            hi (a float; may be a DataNode (per-sample argument input)): upper bound (none when absent); when lo > hi the result is hi, as numpy.clip
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def unary(*inputs: DataNode, op: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Elementwise unary operations (negation, logical not, abs, rounding, and the floating-point functions).
+
+        Devices: cpu.
+
+        Inputs:
+            input: a tensor of any type
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            op (a string; required; one of 'neg', 'not', 'abs', 'sqrt', 'rsqrt', 'cbrt', 'exp', 'log', 'log2', 'log10', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'floor', 'ceil', 'round'): neg, not (logical, bool result), abs, floor, ceil, round (half away from zero) keep the type; sqrt rsqrt cbrt exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh give the input's float type, or float32 for integers
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+class noise:
+    """The noise namespace."""
+    @staticmethod
+    def gaussian(*inputs: DataNode, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Adds normally distributed noise to every element (DALI's noise.gaussian): out = in + N(mean, stddev), rounded and saturated for integer types. Elements 2k and 2k + 1 take the cosine and sine halves of one Box-Muller draw from Philox words 2k and 2k + 1.
+
+        Devices: cpu.
+
+        Inputs:
+            input: data to corrupt (images: HWC)
+
+        Outputs:
+            output: the noisy data, same shape and type
+
+        Keyword args:
+            mean (a float; default 0.0; may be a DataNode (per-sample argument input)): mean of the noise
+            stddev (a float; default 1.0; may be a DataNode (per-sample argument input)): standard deviation of the noise (>= 0), in the data's units (e.g. 0..255 for uint8)
+            seed (an int; default -1): this operator's seed (-1: derived)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def salt_and_pepper(*inputs: DataNode, prob: float | DataNode | None = ..., salt_vs_pepper: float | DataNode | None = ..., per_channel: bool | None = ..., salt_val: float | DataNode | None = ..., pepper_val: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Replaces values by salt (with probability prob * salt_vs_pepper) or pepper (prob * (1 - salt_vs_pepper)), per pixel or per channel (DALI's noise.salt_and_pepper). One Philox word u per pixel (per value with per_channel): salt when u < prob * salt_vs_pepper, pepper when u < prob.
+
+        Devices: cpu.
+
+        Inputs:
+            input: data to corrupt (images: HWC)
+
+        Outputs:
+            output: the noisy data, same shape and type
+
+        Keyword args:
+            prob (a float; default 0.05; in [0, 1]; may be a DataNode (per-sample argument input)): probability that a value (or pixel) is replaced by salt or pepper
+            salt_vs_pepper (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): share of salt among the replaced values
+            per_channel (a bool; default false): draw for every channel independently; otherwise one draw per pixel replaces all its channels (the channels are the last axis when the layout ends in C or is empty)
+            salt_val (a float; may be a DataNode (per-sample argument input)): value of salt; default: the type's maximum (1.0 for floats)
+            pepper_val (a float; may be a DataNode (per-sample argument input)): value of pepper; default: the type's minimum (-1.0 for floats)
+            seed (an int; default -1): this operator's seed (-1: derived)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def shot(*inputs: DataNode, factor: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Shot (Poisson) noise (DALI's noise.shot): out = Poisson(max(0, in) / factor) * factor, rounded and saturated for integer types; factor 0 keeps the data. Exact Poisson sampling (inversion below a mean of 10, Hörmann's PTRS above).
+
+        Devices: cpu.
+
+        Inputs:
+            input: data to corrupt (images: HWC)
+
+        Outputs:
+            output: the noisy data, same shape and type
+
+        Keyword args:
+            factor (a float; default 20.0; may be a DataNode (per-sample argument input)): value of one event (>= 0); larger is noisier; 0 keeps the data
+            seed (an int; default -1): this operator's seed (-1: derived)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -383,6 +1060,218 @@ class readers:
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are memory-mapped (dont_use_mmap reads them instead); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
+
+        Devices: cpu.
+
+        Outputs:
+            data: the array (or its region) in C order and host byte order, with its dtype
+
+        Keyword args:
+            file_root (a string): Alone: a directory searched recursively (files directly in it included) for files matching file_filter, sorted by relative path. With file_list or files: the directory their paths are relative to.
+            file_list (a string): A text file with one path per line ('#' comments and blank lines skipped).
+            files (a list of strings): Paths of the .npy files to read.
+            file_filter (a string; default "*.npy"): fnmatch pattern selecting files when searching file_root.
+            case_sensitive_filter (a bool; default false): Match file_filter case-sensitively.
+            roi_start (a list of ints): Start of the region to read, in elements, per axis of roi_axes (default 0).
+            roi_end (a list of ints): End (exclusive) of the region, per axis of roi_axes (default: the extent).
+            roi_shape (a list of ints): Extent of the region per axis of roi_axes (instead of roi_end).
+            roi_axes (a list of ints): The axes the roi_* arguments refer to; all axes in order when absent.
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape', 'pad'): A region reaching outside the array: fail, trim it to the array, or pad it with fill_value.
+            fill_value (a float; default 0): Value of padded elements.
+            use_o_direct (a bool; default false): Accepted for DALI compatibility; no effect.
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str], feature_types: Sequence[str], feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments (see num_outputs)
+            features: one per feature_names entry, typed by feature_types
+
+        Keyword args:
+            path (a list of strings; required): The TFRecord files, in order (brace patterns expand).
+            index_path (a list of strings): Index files, one per file, in DALI's tfrecord2idx format ("<offset> <size>" per record). When absent, the records' headers are walked at build time.
+            feature_names (a list of strings; required): The features to read, one output each, in this order (the keys of DALI's `features` dict).
+            feature_types (a list of strings; required; one of 'string', 'int64', 'float32'): Type of each feature: "string" gives the bytes as a 1-D uint8 tensor, "int64" an int64 tensor, "float32" a float32 tensor.
+            feature_kinds (a list of strings; one of 'fixed', 'var'): "fixed" (FixedLenFeature: exactly prod(shape) values, output of that shape) or "var" (VarLenFeature: any number, a 1-D output); all "fixed" when absent.
+            feature_ndims (a list of ints): Number of dimensions of each fixed feature's shape (0 for a scalar, ignored for var features); all 0 when absent.
+            feature_shapes (a list of ints): The fixed features' shapes, concatenated (sum(feature_ndims) values).
+            feature_defaults (a list of strings): Default value of each feature when a record lacks it, as text: the bytes for "string", one number or prod(shape) numbers (separated by commas or blanks) for numbers. Without a default, a missing fixed feature is an error and a missing var feature is empty.
+            feature_has_default (a list of ints): 1 where feature_defaults holds a default, 0 where it does not (all 1 when feature_defaults is given and this is not).
+            use_o_direct (a bool; default false): Accepted for DALI compatibility; no effect.
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments (see num_outputs)
+            outputs: one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`
+
+        Keyword args:
+            paths (a list of strings; required): The tar shards, in order. Brace patterns expand: "shard-{000000..000099}.tar" (zero padded ranges), "{train,val}.tar" (alternatives).
+            index_paths (a list of strings): Index files, one per shard (brace patterns expand), in DALI's wds2idx format v1.2 (first line "v1.2 <samples>", then per sample "<ext> <offset> <size> <name>" groups). When absent, each shard's headers are scanned at build time.
+            ext (a list of strings; required): One entry per output: the extension(s) of the component feeding it, alternatives separated by ';' ("jpg;png"). The extension is what follows the first dot of a member's base name ("a/b.seg.png": key "a/b", extension "seg.png").
+            missing_component_behavior (a string; default "empty"; one of 'empty', 'fill', 'skip', 'error'): A sample without a component for some output: "empty" (or "fill") gives an empty tensor for that output, "skip" leaves the sample out of the data set, "error" fails when the reader is built, naming the shard and key.
+            dtypes (a list of strings; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): Element type of each output (default uint8): the component's bytes reinterpreted (little-endian); a size that is not a multiple of the element size is an error.
+            case_sensitive_extensions (a bool; default true): Match extensions case-sensitively.
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+class transforms:
+    """The transforms namespace."""
+    @staticmethod
+    def combine(*inputs: DataNode, reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Combines 2 to 10 affine matrices (2x3) into one: by default the first input is applied first.
+
+        Devices: cpu.
+
+        Inputs:
+            T0: 2x3 matrix
+            (up to 10 inputs)
+
+        Outputs:
+            output: 2x3 float32 matrix per sample
+
+        Keyword args:
+            reverse_order (a bool; default false): false: input 0 is applied first (result = T[n-1] * ... * T[0]); true: the last input is applied first
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def rotation(*inputs: DataNode, angle: float | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Produces a 2D rotation matrix (2x3 float32), optionally about `center`, appended to an input matrix when one is given.
+
+        Devices: cpu.
+
+        Inputs:
+            input (optional): optional 2x3 matrix to which this transform is appended (float32)
+
+        Outputs:
+            output: 2x3 float32 matrix per sample
+
+        Keyword args:
+            angle (a float; required; may be a DataNode (per-sample argument input)): angle in degrees: the matrix is [[cos, -sin], [sin, cos]] (DALI's convention: with y pointing down it turns points clockwise on screen; rotate's angle, which maps the output to the input, turns the image counter-clockwise)
+            center (a list of floats; may be a DataNode (per-sample argument input)): [x, y] the transform keeps fixed (default: the origin)
+            reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def scale(*inputs: DataNode, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Produces a 2D scaling matrix (2x3 float32), optionally about `center`, appended to an input matrix when one is given.
+
+        Devices: cpu.
+
+        Inputs:
+            input (optional): optional 2x3 matrix to which this transform is appended (float32)
+
+        Outputs:
+            output: 2x3 float32 matrix per sample
+
+        Keyword args:
+            scale (a list of floats; required; may be a DataNode (per-sample argument input)): [sx, sy] scale factors (one value: both)
+            center (a list of floats; may be a DataNode (per-sample argument input)): [x, y] the transform keeps fixed (default: the origin)
+            reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def shear(*inputs: DataNode, shear: Sequence[float] | DataNode | None = ..., angles: Sequence[float] | DataNode | None = ..., center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Produces a 2D shear matrix (2x3 float32) from shear factors or angles, optionally about `center`, appended to an input matrix when one is given.
+
+        Devices: cpu.
+
+        Inputs:
+            input (optional): optional 2x3 matrix to which this transform is appended (float32)
+
+        Outputs:
+            output: 2x3 float32 matrix per sample
+
+        Keyword args:
+            shear (a list of floats; may be a DataNode (per-sample argument input)): [sx, sy]: the matrix [[1, sx], [sy, 1]] (x moves by sx per unit of y). Exclusive with angles
+            angles (a list of floats; may be a DataNode (per-sample argument input)): [ax, ay] in degrees within [-90, 90]: shear = tan(angle). Exclusive with shear
+            center (a list of floats; may be a DataNode (per-sample argument input)): [x, y] the transform keeps fixed (default: the origin)
+            reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def translation(*inputs: DataNode, offset: Sequence[float] | DataNode, reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Produces a 2D translation matrix (2x3 float32), appended to an input matrix when one is given.
+
+        Devices: cpu.
+
+        Inputs:
+            input (optional): optional 2x3 matrix to which this transform is appended (float32)
+
+        Outputs:
+            output: 2x3 float32 matrix per sample
+
+        Keyword args:
+            offset (a list of floats; required; may be a DataNode (per-sample argument input)): [tx, ty] added to every point
+            reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

@@ -1,40 +1,65 @@
 """Elementwise math on data nodes, as ``nvidia.dali.math``: ``math.min(a, b)``,
 ``math.clamp(x, lo, hi)``, ``math.sqrt(x)``...
 
-Each function is the registry operator ``math.<name>``; Python numbers and
-``types.Constant`` operands become ``constant`` nodes. Operators on data nodes map the
-same way: ``+ - * / // % **`` to math.add, sub, mul, fdiv, div, mod, pow; comparisons to
-eq, neq, lt, leq, gt, geq; ``& | ^`` to bitand, bitor, bitxor; unary ``-`` to minus and
-``abs()`` to abs. Result types follow DALI's promotion rules
-(:func:`stoker.types.promote`).
+Binary functions and the operators on data nodes (``+ - * / // % **``, comparisons,
+``& | ^``) become the registry operator ``math.binary`` with its ``op`` argument (add,
+sub, mul, div, floordiv, mod, pow, eq, ne, lt, le, gt, ge, and, or, xor, min, max, fpow,
+atan2); a Python number or a one-element ``types.Constant`` operand becomes its
+``scalar`` argument (int -> int32, float -> float32, bool -> bool, as DALI types
+literals). Unary functions (and ``-x``, ``abs(x)``) become ``math.unary``; ``clamp``
+becomes ``math.clamp``. Result types follow DALI's promotion rules
+(:func:`stoker.types.promote`), applied by the C operators.
 """
 
-from . import _graph, _schema
+from . import _graph
+from .errors import UnsupportedError
 
-NAMES = ("abs", "fabs", "floor", "ceil", "pow", "fpow", "min", "max", "clamp", "sqrt", "rsqrt",
-         "cbrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan",
-         "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh")
+BINARY = ("min", "max", "pow", "fpow", "atan2")
+UNARY = ("abs", "fabs", "floor", "ceil", "round", "sqrt", "rsqrt", "cbrt", "exp", "log", "log2",
+         "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+         "acosh", "atanh")
+_ALIASES = {"fabs": "abs"}
 
 
-def _make(name):
-    def op(*operands, **kwargs):
+def _check_op(schema_name, op, what):
+    schema = _graph._require(schema_name, what)
+    choices = schema.args["op"].choices if "op" in schema.args else None
+    if choices and op not in choices:
+        raise UnsupportedError(f"{what}: '{schema_name}' has no op '{op}' in this build")
+
+
+def _make_binary(name):
+    def fn(a, b, **kwargs):
         what = f"stoker.math.{name}"
-        schema_name = f"math.{name}"
-        if schema_name not in _schema.registry():
-            _graph._missing_op(schema_name, what)
-        nodes = [_graph._operand(x, what) for x in operands]
-        return _graph.call_op(schema_name, nodes, kwargs, what=what)
-
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise {name} (the registry operator math.{name})."
-    return op
+        _check_op("math.binary", name, what)
+        return _graph.binary(name, a, b, what=what)
+    fn.__doc__ = f"Elementwise {name}(a, b) (math.binary with op={name!r})."
+    return fn
 
 
-def __getattr__(name):
-    if name in NAMES or f"math.{name}" in _schema.registry():
-        return _make(name)
-    raise AttributeError(f"module 'stoker.math' has no attribute {name!r}")
+def _make_unary(name):
+    op = _ALIASES.get(name, name)
+
+    def fn(x, **kwargs):
+        what = f"stoker.math.{name}"
+        _check_op("math.unary", op, what)
+        return _graph.unary(op, x, what=what)
+    fn.__doc__ = f"Elementwise {name}(x) (math.unary with op={op!r})."
+    return fn
 
 
-def __dir__():
-    return sorted(set(NAMES) | {n[5:] for n in _schema.registry() if n.startswith("math.")})
+def clamp(x, lo=None, hi=None):
+    """Clamps x to [lo, hi] (math.clamp); lo and hi may be numbers or per-sample nodes."""
+    schema = _graph._require("math.clamp", "stoker.math.clamp")
+    kwargs = {k: v for k, v in (("lo", lo), ("hi", hi)) if v is not None}
+    return _graph.outputs_of(_graph.instantiate(schema, [x], kwargs))
+
+
+for _name in BINARY:
+    globals()[_name] = _make_binary(_name)
+    globals()[_name].__name__ = _name
+for _name in UNARY:
+    globals()[_name] = _make_unary(_name)
+    globals()[_name].__name__ = _name
+
+__all__ = list(BINARY) + list(UNARY) + ["clamp"]

@@ -221,14 +221,22 @@ def test_data_node_names_and_outputs():
     assert u.name == "my_op"
 
 
-def test_arithmetic_maps_to_math_operators_or_says_which_is_missing():
+def test_arithmetic_builds_math_operators_or_says_which_is_missing():
     u = fn.random.uniform()
     reg = _schema.registry()
-    for expr, op in ((lambda: u + 1, "math.add"), (lambda: 2 * u, "math.mul"),
-                     (lambda: u / u, "math.fdiv"), (lambda: u < 0.5, "math.lt"),
-                     (lambda: -u, "math.minus"), (lambda: u == u, "math.eq")):
+    cases = ((lambda: u + 1, "math.binary", {"op": "add", "scalar": 1.0, "scalar_side": "right",
+                                             "scalar_dtype": "int32"}),
+             (lambda: 2.5 - u, "math.binary", {"op": "sub", "scalar": 2.5, "scalar_side": "left",
+                                               "scalar_dtype": "float32"}),
+             (lambda: u / u, "math.binary", {"op": "div"}),
+             (lambda: u <= np.uint8(3), "math.binary", {"op": "le", "scalar": 3.0,
+                                                        "scalar_side": "right",
+                                                        "scalar_dtype": "uint8"}),
+             (lambda: -u, "math.unary", {"op": "neg"}))
+    for expr, op, args in cases:
         if op in reg:
-            assert expr().op.schema.name == op
+            inst = expr().op
+            assert inst.schema.name == op and inst.args == args
         else:
             with pytest.raises(UnsupportedError, match=f"'{op}'"):
                 expr()

@@ -169,13 +169,12 @@ def test_tensor_lists_cannot_be_made_directly():
         stoker.TensorList()
 
 
-def test_pool_memory_stays_flat_over_many_batches():
-    pipe = uniform_pipe(batch_size=16, shape=(256,), prefetch_queue_depth=2)
-    for _ in range(20):
+def test_pool_memory_stays_bounded_over_many_batches():
+    depth, batch_bytes = 2, 16 * 256 * 4
+    pipe = uniform_pipe(batch_size=16, shape=(256,), prefetch_queue_depth=depth)
+    for _ in range(300):
         (tl,) = pipe.run()
         np.from_dlpack(tl).sum()
-    peak = pipe.stats()["host_bytes_peak"]
-    for _ in range(200):
-        (tl,) = pipe.run()
-        np.from_dlpack(tl).sum()
-    assert pipe.stats()["host_bytes_peak"] == peak
+    # At most: the batch held here, the one being returned, the queue, the one in the
+    # making; never more, however many batches ran.
+    assert pipe.stats()["host_bytes_peak"] <= (depth + 3) * batch_bytes
