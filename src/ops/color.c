@@ -50,6 +50,30 @@ double stk__dtype_half_range(stk_dtype d) {
 /* Point maps and affine maps                                                         */
 /* ---------------------------------------------------------------------------------- */
 
+void stk__to_f64(double *dst, const void *src, stk_dtype dtype, size_t n) {
+  if (dtype == STK_DTYPE_UINT8) {
+    for (size_t i = 0; i < n; i++) dst[i] = ((const uint8_t *)src)[i];
+  } else if (dtype == STK_DTYPE_FLOAT32) {
+    for (size_t i = 0; i < n; i++) dst[i] = ((const float *)src)[i];
+  } else {
+    stk__convert(dst, STK_DTYPE_FLOAT64, src, dtype, n);
+  }
+}
+
+void stk__from_f64(void *dst, stk_dtype dtype, const double *src, size_t n) {
+  if (dtype == STK_DTYPE_UINT8) {
+    uint8_t *d = dst;
+    for (size_t i = 0; i < n; i++) {
+      double x = src[i];
+      d[i] = !(x > 0.0) ? 0 : x >= 254.5 ? 255 : (uint8_t)(x + 0.5);
+    }
+  } else if (dtype == STK_DTYPE_FLOAT32) {
+    for (size_t i = 0; i < n; i++) ((float *)dst)[i] = (float)src[i];
+  } else {
+    stk__convert(dst, dtype, src, STK_DTYPE_FLOAT64, n);
+  }
+}
+
 static bool same_geometry(const stk__image *a, const stk__image *b) {
   return a->h == b->h && a->w == b->w && a->c == b->c;
 }
@@ -105,16 +129,52 @@ stk_status stk__point_map(const stk__image *src, const stk__image *dst, stk__poi
   size_t row = (size_t)(src->w * src->c);
   size_t sbytes = row * stk_dtype_size(src->dtype), dbytes = row * stk_dtype_size(dst->dtype);
   for (int64_t y = 0; y < src->h; y++) {
-    stk__convert(tab, STK_DTYPE_FLOAT64, (const char *)src->data + y * sbytes, src->dtype, row);
+    stk__to_f64(tab, (const char *)src->data + y * sbytes, src->dtype, row);
     for (size_t i = 0; i < row; i += (size_t)src->c)
       for (int64_t c = 0; c < src->c; c++) tab[i + c] = f(tab[i + c], c, ctx);
-    stk__convert((char *)dst->data + y * dbytes, dst->dtype, tab, STK_DTYPE_FLOAT64, row);
+    stk__from_f64((char *)dst->data + y * dbytes, dst->dtype, tab, row);
   }
   return STK_OK;
 }
 
 size_t stk__affine_scratch(const stk__image *src, const stk__image *dst) {
-  return (size_t)(src->w * (src->c + dst->c)) * sizeof(double);
+  size_t tables = src->dtype == STK_DTYPE_UINT8 ? (size_t)(src->c * dst->c) * 256 : 0;
+  return (size_t)(src->w * (src->c + dst->c)) * sizeof(double) + tables * sizeof(double);
+}
+
+/* One row: out[x * co + o] = off[o] + sum_j m[o][j] * in[x * ci + j], summed in j order. */
+static void affine_row(const double *in, double *out, size_t w, const stk__affine_color *a) {
+  size_t ci = (size_t)a->cin, co = (size_t)a->cout;
+  for (size_t x = 0; x < w; x++) {
+    const double *p = in + x * ci;
+    for (size_t o = 0; o < co; o++) {
+      double acc = a->off[o];
+      for (size_t j = 0; j < ci; j++) acc += a->m[o * ci + j] * p[j];
+      out[x * co + o] = acc;
+    }
+  }
+}
+
+/* The same for uint8 input through tables t[(o * ci + j) * 256 + v] = m[o][j] * v. */
+static void affine_row_u8(const uint8_t *in, double *out, size_t w, const stk__affine_color *a,
+                          const double *t) {
+  size_t ci = (size_t)a->cin, co = (size_t)a->cout;
+  if (ci == 3 && co == 3) {
+    for (size_t x = 0; x < w; x++, in += 3, out += 3) {
+      out[0] = a->off[0] + t[in[0]] + t[256 + in[1]] + t[512 + in[2]];
+      out[1] = a->off[1] + t[768 + in[0]] + t[1024 + in[1]] + t[1280 + in[2]];
+      out[2] = a->off[2] + t[1536 + in[0]] + t[1792 + in[1]] + t[2048 + in[2]];
+    }
+    return;
+  }
+  for (size_t x = 0; x < w; x++) {
+    const uint8_t *p = in + x * ci;
+    for (size_t o = 0; o < co; o++) {
+      double acc = a->off[o];
+      for (size_t j = 0; j < ci; j++) acc += t[(o * ci + j) * 256 + p[j]];
+      out[x * co + o] = acc;
+    }
+  }
 }
 
 stk_status stk__affine_apply(const stk__image *src, const stk__image *dst,
@@ -126,19 +186,21 @@ stk_status stk__affine_apply(const stk__image *src, const stk__image *dst,
   if (scratch_size < stk__affine_scratch(src, dst))
     return STK_FAIL(STK_ERR_INTERNAL, "scratch too small");
   size_t w = (size_t)src->w, ci = (size_t)a->cin, co = (size_t)a->cout;
-  double *in = scratch, *out = in + w * ci;
+  double *in = scratch, *out = in + w * ci, *tables = out + w * co;
+  bool u8 = src->dtype == STK_DTYPE_UINT8;
+  if (u8)
+    for (size_t k = 0; k < ci * co; k++)
+      for (int v = 0; v < 256; v++) tables[k * 256 + (size_t)v] = a->m[k] * (double)v;
   size_t sbytes = w * ci * stk_dtype_size(src->dtype), dbytes = w * co * stk_dtype_size(dst->dtype);
   for (int64_t y = 0; y < src->h; y++) {
-    stk__convert(in, STK_DTYPE_FLOAT64, (const char *)src->data + y * sbytes, src->dtype, w * ci);
-    for (size_t x = 0; x < w; x++) {
-      const double *p = in + x * ci;
-      for (size_t o = 0; o < co; o++) {
-        double acc = a->off[o];
-        for (size_t j = 0; j < ci; j++) acc += a->m[o * ci + j] * p[j];
-        out[x * co + o] = acc;
-      }
+    const char *row = (const char *)src->data + y * sbytes;
+    if (u8) {
+      affine_row_u8((const uint8_t *)row, out, w, a, tables);
+    } else {
+      stk__to_f64(in, row, src->dtype, w * ci);
+      affine_row(in, out, w, a);
     }
-    stk__convert((char *)dst->data + y * dbytes, dst->dtype, out, STK_DTYPE_FLOAT64, w * co);
+    stk__from_f64((char *)dst->data + y * dbytes, dst->dtype, out, w * co);
   }
   return STK_OK;
 }

@@ -26,6 +26,11 @@ double stk__dtype_half_range(stk_dtype dtype);
 /* True for float16/32/64. */
 bool stk__dtype_is_float(stk_dtype dtype);
 
+/* Rows of doubles from / to any dtype, with fast paths for uint8 and float32. To
+ * integers: round half away from zero and saturate (NaN -> 0), as stk__convert. */
+void stk__to_f64(double *dst, const void *src, stk_dtype dtype, size_t n);
+void stk__from_f64(void *dst, stk_dtype dtype, const double *src, size_t n);
+
 /* ---------------------------------------------------------------------------------- */
 /* Point operations and affine colour transforms                                     */
 /* ---------------------------------------------------------------------------------- */
@@ -52,7 +57,8 @@ typedef struct {
 } stk__affine_color;
 
 size_t stk__affine_scratch(const stk__image *src, const stk__image *dst);
-/* src->c == a->cin, dst->c == a->cout, same h and w; any dtypes. */
+/* src->c == a->cin, dst->c == a->cout, same h and w; any dtypes. uint8 input reads
+ * tables of m * v (same float64 arithmetic as the general path, just cached). */
 stk_status stk__affine_apply(const stk__image *src, const stk__image *dst,
                              const stk__affine_color *a, void *scratch, size_t scratch_size);
 

@@ -55,9 +55,9 @@ static stk_status map_chunks(stk__node *node, stk__sample *s, const stk__tensor 
   size_t es = stk_dtype_size(in->dtype);
   for (size_t i = 0; i < count; i += CHUNK) {
     size_t n = count - i < CHUNK ? count - i : CHUNK;
-    stk__convert(buf, STK_DTYPE_FLOAT64, (const char *)in->data + i * es, in->dtype, n);
+    stk__to_f64(buf, (const char *)in->data + i * es, in->dtype, n);
     fn(buf, i, n, ctx);
-    stk__convert((char *)out->data + i * es, out->dtype, buf, STK_DTYPE_FLOAT64, n);
+    stk__from_f64((char *)out->data + i * es, out->dtype, buf, n);
   }
   return STK_OK;
 }
@@ -78,15 +78,17 @@ typedef struct {
 } gaussian_ctx;
 
 /* Box-Muller on word pairs: words (2k, 2k + 1) give elements 2k and 2k + 1. The chunks
- * have even length, so pairs never straddle two chunks. */
+ * have even length, so pairs never straddle two chunks. The transcendental part is in
+ * float32 (the noise needs no more), the sum with the data in float64. */
 static void gaussian_chunk(double *v, size_t first, size_t n, void *ctx) {
   gaussian_ctx *k = ctx;
   for (size_t i = 0; i < n; i += 2) {
-    double u1 = ((double)stk__philox_u32(&k->g) + 1.0) * INV_2_32; /* (0, 1] */
-    double u2 = (double)stk__philox_u32(&k->g) * INV_2_32;
-    double r = k->sd * sqrt(-2.0 * log(u1)), a = TWO_PI * u2;
-    v[i] += k->mean + r * cos(a);
-    if (i + 1 < n) v[i + 1] += k->mean + r * sin(a);
+    uint32_t w1 = stk__philox_u32(&k->g), w2 = stk__philox_u32(&k->g);
+    float u1 = (float)((double)w1 * INV_2_32 + INV_2_32); /* (0, 1] */
+    float a = (float)TWO_PI * (float)((double)w2 * INV_2_32);
+    float r = sqrtf(-2.0f * logf(u1));
+    v[i] += k->mean + k->sd * (double)(r * cosf(a));
+    if (i + 1 < n) v[i + 1] += k->mean + k->sd * (double)(r * sinf(a));
   }
 }
 
@@ -193,9 +195,9 @@ static stk_status sp_run(stk__node *node, stk__sample *s) {
   size_t es = stk_dtype_size(in->dtype);
   for (size_t i = 0; i < n; i += chunk) {
     size_t m = n - i < chunk ? n - i : chunk;
-    stk__convert(buf, STK_DTYPE_FLOAT64, (const char *)in->data + i * es, in->dtype, m);
+    stk__to_f64(buf, (const char *)in->data + i * es, in->dtype, m);
     sp_chunk(buf, i, m, &k);
-    stk__convert((char *)out->data + i * es, out->dtype, buf, STK_DTYPE_FLOAT64, m);
+    stk__from_f64((char *)out->data + i * es, out->dtype, buf, m);
   }
   return STK_OK;
 }
@@ -213,12 +215,29 @@ const stk__op_def stk__op_noise_salt_and_pepper = {&sp_schema, NULL, NULL, NULL,
 
 /* ---- noise.shot ---- */
 
-/* Poisson(lambda): inversion below 10, Hörmann's transformed rejection (PTRS, 1993)
- * above. Exact samplers both; the draw count varies. */
-static double poisson(stk__philox *g, double lambda) {
-  if (!(lambda > 0.0)) return 0.0;
+/* Constants of the Poisson sampler for one mean (images repeat values, so they are
+ * cached for the last mean). */
+typedef struct {
+  double lambda;
+  double exp_neg;                          /* inversion: exp(-lambda) */
+  double slam, loglam, b, a, log_inv_alpha, vr; /* PTRS */
+} poisson_consts;
+
+static void poisson_setup(poisson_consts *c, double lambda) {
+  c->lambda = lambda;
+  c->exp_neg = exp(-lambda);
+  c->slam = sqrt(lambda), c->loglam = log(lambda);
+  c->b = 0.931 + 2.53 * c->slam, c->a = -0.059 + 0.02483 * c->b;
+  c->log_inv_alpha = log(1.1239 + 1.1328 / (c->b - 3.4));
+  c->vr = 0.9277 - 3.6224 / (c->b - 2.0);
+}
+
+/* Poisson(lambda > 0): inversion below 10, Hörmann's transformed rejection (PTRS, 1993)
+ * above. Exact samplers both; the number of draws varies. */
+static double poisson(stk__philox *g, const poisson_consts *c) {
+  double lambda = c->lambda;
   if (lambda < 10.0) {
-    double u = stk__philox_uniform(g), p = exp(-lambda), cdf = p;
+    double u = stk__philox_uniform(g), p = c->exp_neg, cdf = p;
     int k = 0;
     while (u > cdf && k < 1000) {
       k++;
@@ -227,16 +246,14 @@ static double poisson(stk__philox *g, double lambda) {
     }
     return k;
   }
-  double slam = sqrt(lambda), loglam = log(lambda);
-  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
-  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2.0);
   for (;;) {
     double u = stk__philox_uniform(g) - 0.5, v = stk__philox_uniform(g);
     double us = 0.5 - fabs(u);
-    double k = floor((2.0 * a / us + b) * u + lambda + 0.43);
-    if (us >= 0.07 && v <= vr) return k;
+    double k = floor((2.0 * c->a / us + c->b) * u + lambda + 0.43);
+    if (us >= 0.07 && v <= c->vr) return k;
     if (k < 0.0 || (us < 0.013 && v > us)) continue;
-    if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lambda + k * loglam - lgamma(k + 1.0))
+    if (log(v) + c->log_inv_alpha - log(c->a / (us * us) + c->b) <=
+        -lambda + k * c->loglam - lgamma(k + 1.0))
       return k;
   }
 }
@@ -251,21 +268,30 @@ static const stk_arg_schema shot_args[] = {
 typedef struct {
   stk__philox g;
   double factor;
+  poisson_consts pc;      /* the last mean's constants */
+  poisson_consts *by_u8;  /* uint8 input: constants per input value, lazily */
 } shot_ctx;
 
 static void shot_chunk(double *v, size_t first, size_t n, void *ctx) {
   shot_ctx *k = ctx;
   for (size_t i = 0; i < n; i++) {
+    double lambda = v[i] / k->factor;
+    if (!(lambda > 0.0)) {
+      v[i] = 0.0;
+      continue;
+    }
     uint64_t block = (uint64_t)(first + i) << 16; /* the element's own sub-stream */
     k->g.counter[0] = (uint32_t)block, k->g.counter[1] = (uint32_t)(block >> 32);
     k->g.available = 0;
-    double lambda = v[i] / k->factor;
-    v[i] = poisson(&k->g, lambda > 0.0 ? lambda : 0.0) * k->factor;
+    poisson_consts *c = &k->pc;
+    if (k->by_u8) c = &k->by_u8[(int)v[i]];
+    if (lambda != c->lambda) poisson_setup(c, lambda);
+    v[i] = poisson(&k->g, c) * k->factor;
   }
 }
 
 static stk_status shot_run(stk__node *node, stk__sample *s) {
-  shot_ctx k;
+  shot_ctx k = {.pc.lambda = -1.0, .by_u8 = NULL};
   STK_TRY(stk__float_arg_in(node, s, SH_FACTOR, "factor", 0.0, DBL_MAX, &k.factor));
   const stk__tensor *in;
   stk__tensor *out;
@@ -274,6 +300,11 @@ static stk_status shot_run(stk__node *node, stk__sample *s) {
   if (k.factor == 0.0) {
     memcpy(out->data, in->data, n * stk_dtype_size(in->dtype));
     return STK_OK;
+  }
+  if (in->dtype == STK_DTYPE_UINT8) {
+    k.by_u8 = stk__scratch(s, 256 * sizeof(poisson_consts));
+    if (!k.by_u8) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+    for (int i = 0; i < 256; i++) k.by_u8[i].lambda = -1.0;
   }
   stk__sample_rng(node, s, &k.g);
   return map_chunks(node, s, in, out, n, shot_chunk, &k);
