@@ -21,7 +21,9 @@
 #include "ops/reader_common.h"
 #include "testutil.h"
 
-static char fx[512]; /* the fixture directory */
+static char fx[512];      /* the fixture directory */
+static char python[1024]; /* the interpreter running the fixture script */
+static char script[1024];
 
 /* ---------------------------------------------------------------------------------- */
 /* helpers                                                                            */
@@ -43,7 +45,7 @@ static void assert_error_mentions(const char *needle) {
 }
 
 static int setup_fixtures(void **state) {
-  char script[1024], python[1024], cmd[4096];
+  char cmd[4096];
   tu_tmpdir(fx, sizeof fx, "formats");
   tu_path(script, sizeof script, "tests/data/make_format_fixtures.py");
   tu_path(python, sizeof python, ".venv/bin/python");
@@ -994,6 +996,54 @@ static void make_image_folder(char *root, size_t cap) {
   }
 }
 
+/* Lists a converted file with the script's independent readers (which also check the
+ * CRCs and the DALI index); returns the listing's lines. */
+static char *independent_listing(const char *mode, const char *file, const char *idx) {
+  char cmd[4096], out[1200];
+  snprintf(out, sizeof out, "%s.listing", file);
+  snprintf(cmd, sizeof cmd, "'%s' '%s' %s '%s' '%s' '%s'", python, script, mode, file, idx, out);
+  if (system(cmd) != 0) fail_msg("independent check failed: %s", cmd);
+  size_t n;
+  char *text = (char *)tu_read(out, &n);
+  text[n] = '\0';
+  return text;
+}
+
+/* Shard 0 of an unshuffled conversion holds samples 0..2 of the file reader's order. */
+static void check_shard0_independently(const char *out_dir, int format, const size_t *sizes,
+                                       const int32_t *labels) {
+  char file[1200], idx[1200];
+  snprintf(file, sizeof file, "%s/shard-000000.%s", out_dir, format == STK__CONVERT_WDS ? "tar" : "tfrecord");
+  snprintf(idx, sizeof idx, "%s/shard-000000.idx", out_dir);
+  char *text = independent_listing(format == STK__CONVERT_WDS ? "--list-tar" : "--list-tfrecord", file, idx);
+  char *line = text;
+  for (int i = 0; i < 3; i++) {
+    long long size, label;
+    char name[256];
+    if (format == STK__CONVERT_WDS) {
+      assert_int_equal(sscanf(line, "%255s %lld %lld", name, &size, &label), 3);
+      char key[16];
+      snprintf(key, sizeof key, "%09d.", i);
+      assert_true(strncmp(name, key, 10) == 0);
+      line = strchr(line, '\n') + 1; /* then the .cls member: one digit, the label */
+      long long cls_size, cls_label;
+      char cls[256], want_cls[32];
+      assert_int_equal(sscanf(line, "%255s %lld %lld", cls, &cls_size, &cls_label), 3);
+      snprintf(want_cls, sizeof want_cls, "%09d.cls", i);
+      assert_string_equal(cls, want_cls);
+      assert_int_equal(cls_size, 1);
+      assert_int_equal(cls_label, labels[i]);
+    } else {
+      assert_int_equal(sscanf(line, "%lld %lld %255s", &size, &label, name), 3);
+      assert_non_null(strchr(name, '/')); /* class/file relative to the root */
+    }
+    assert_int_equal(size, (long long)sizes[i]);
+    assert_int_equal(label, labels[i]);
+    line = strchr(line, '\n') + 1;
+  }
+  free(text);
+}
+
 /* Reads `count` samples (data, label) of readers.file over `root`, in order. */
 static void file_reader_samples(const char *root, int count, uint8_t **data, size_t *sizes,
                                 int32_t *labels) {
@@ -1030,6 +1080,7 @@ static void test_convert_round_trip(void **state) {
       TU_OK(stk__convert_dataset(&o, &res));
       assert_int_equal(res.samples, 4);
       assert_int_equal(res.files, 2);
+      if (!shuffle) check_shard0_independently(out_dir, format, sizes, labels);
       char pattern[1100];
       snprintf(pattern, sizeof pattern, "%s/shard-{000000..000001}.%s", out_dir,
                format == STK__CONVERT_WDS ? "tar" : "tfrecord");

@@ -5,6 +5,14 @@ computes CRC32C bit by bit and encodes tf.train.Example by hand, and numpy.save 
 numpy.lib.format.write_array (many dtypes, both orders, format versions 1-3).
 
 usage: make_format_fixtures.py OUTDIR
+       make_format_fixtures.py --list-tar TAR IDX OUT
+       make_format_fixtures.py --list-tfrecord FILE IDX OUT
+
+The --list modes read what stoker wrote (`stoker convert`) with independent readers
+(tarfile; a CRC-checking TFRecord reader and protobuf decoder below), check the DALI
+index files against them, and write one line per sample to OUT for the C test:
+"<name> <size> <label>" (tar: per member; the label is the .cls text) or
+"<image size> <label> <filename>" (TFRecord). They exit with status 1 on any mismatch.
 
 Contents follow formulas the C test recomputes:
   content(name, n)[i] = (i * 31 + len(name in UTF-8) * 7 + 3) % 256
@@ -322,7 +330,119 @@ def write_npys(out):
     open(os.path.join(bad, "version.npy"), "wb").write(good[:6] + b"\x04\x00" + good[8:])
 
 
+# ---------------------------------------------------------------- checking stoker's output
+
+def read_varint(buf, pos):
+    shift = value = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, pos
+
+
+def fields(buf):
+    pos = 0
+    while pos < len(buf):
+        tag, pos = read_varint(buf, pos)
+        num, wire = tag >> 3, tag & 7
+        if wire == 0:
+            v, pos = read_varint(buf, pos)
+        elif wire == 2:
+            n, pos = read_varint(buf, pos)
+            v, pos = buf[pos:pos + n], pos + n
+        elif wire == 5:
+            v, pos = buf[pos:pos + 4], pos + 4
+        elif wire == 1:
+            v, pos = buf[pos:pos + 8], pos + 8
+        else:
+            raise ValueError("bad wire type")
+        yield num, wire, v
+
+
+def parse_example(buf):
+    feats = {}
+    for num, _, features in fields(buf):
+        if num != 1:
+            continue
+        for _, _, entry in fields(features):
+            key, value = None, b""
+            for n, _, v in fields(entry):
+                if n == 1:
+                    key = v.decode()
+                elif n == 2:
+                    value = v
+            for kind, _, lst in fields(value):
+                vals = []
+                for n, wire, v in fields(lst):
+                    if kind == 1:
+                        vals.append(bytes(v))
+                    elif kind == 3 and wire == 2:
+                        p = 0
+                        while p < len(v):
+                            x, p = read_varint(v, p)
+                            vals.append(x - (1 << 64) if x >> 63 else x)
+                    elif kind == 3:
+                        vals.append(v - (1 << 64) if v >> 63 else v)
+                feats[key] = vals
+    return feats
+
+
+def list_tfrecord(path, idx_path, out):
+    data = open(path, "rb").read()
+    index = [tuple(map(int, line.split())) for line in open(idx_path)]
+    lines, off, k = [], 0, 0
+    while off < len(data):
+        n = struct.unpack("<Q", data[off:off + 8])[0]
+        assert struct.unpack("<I", data[off + 8:off + 12])[0] == masked(crc32c(data[off:off + 8]))
+        payload = data[off + 12:off + 12 + n]
+        assert struct.unpack("<I", data[off + 12 + n:off + 16 + n])[0] == masked(crc32c(payload))
+        assert index[k] == (off, n + 16), (index[k], off, n + 16)
+        f = parse_example(payload)
+        lines.append(f"{len(f['image/encoded'][0])} {f['image/class/label'][0]} "
+                     f"{f['image/filename'][0].decode()}")
+        off += n + 16
+        k += 1
+    assert k == len(index)
+    open(out, "w").write("\n".join(lines) + "\n")
+
+
+def list_tar(path, idx_path, out):
+    lines, expected = [], []
+    with tarfile.open(path) as tf:
+        members = [m for m in tf.getmembers() if m.isreg()]
+        labels = {}
+        for m in members:
+            if m.name.endswith(".cls"):
+                labels[m.name[:-4]] = tf.extractfile(m).read().decode()
+        for m in members:
+            key, ext = m.name.split(".", 1)
+            lines.append(f"{m.name} {m.size} {labels[key]}")
+            expected.append((ext, m.offset_data, m.size, m.name))
+    got = []
+    with open(idx_path) as f:
+        head = f.readline().split()
+        assert head[0] == "v1.2"
+        rows = [line.split() for line in f]
+        assert int(head[1]) == len(rows)
+        for row in rows:
+            for i in range(0, len(row), 4):
+                got.append((row[i], int(row[i + 1]), int(row[i + 2]), row[i + 3]))
+    assert got == expected, (got, expected)
+    open(out, "w").write("\n".join(lines) + "\n")
+
+
 def main():
+    try:
+        if sys.argv[1] == "--list-tar":
+            return list_tar(*sys.argv[2:5])
+        if sys.argv[1] == "--list-tfrecord":
+            return list_tfrecord(*sys.argv[2:5])
+    except (AssertionError, KeyError, ValueError, IndexError) as e:
+        print(f"check failed: {e!r}", file=sys.stderr)
+        sys.exit(1)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     write_tars(out)
