@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PY := .venv/bin/python
 
-.PHONY: all setup build test demo bench clean sanitize tsan
+.PHONY: all setup build test demo bench clean sanitize tsan stubs
 
 all: build
 
@@ -32,6 +32,10 @@ tsan: setup
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTK_TSAN=ON -DSTK_BUILD_PYTHON=OFF
 	cmake --build build-tsan -j $(JOBS) --target test_pipeline test_end_to_end test_reader
 	cd build-tsan && ctest --output-on-failure -R 'test_(pipeline|end_to_end|reader)'
+
+# Regenerate the Python .pyi stubs from the registry (commit them; a test checks).
+stubs: build
+	$(PY) -m stoker._stubgen
 
 demo: build
 	scripts/demo.sh

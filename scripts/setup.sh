@@ -36,3 +36,5 @@ if ! .venv/bin/python -c "import numpy, PIL, pytest, scikit_build_core" 2>/dev/n
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q numpy pillow pytest scikit-build-core
 fi
+# `import stoker` from this checkout (the extension is built into python/stoker/ by make).
+python/install_pth.sh .venv/bin/python

@@ -105,7 +105,6 @@ int pystk_dtype_from_format(const char *format, Py_ssize_t itemsize) {
 
 /* ---- registry introspection ---- */
 
-#define PYSTK_VARIADIC_INPUTS 8
 
 static const char *arg_type_name(stk_arg_type t) {
   static const char *const names[] = {"bool", "int", "float", "str", "ints", "floats", "strs"};
@@ -165,10 +164,7 @@ static PyObject *schema_dict(const stk_op_schema *s) {
     return NULL;
   }
   int n_out_ports = s->num_outputs < 0 ? (s->outputs ? 1 : 0) : s->num_outputs;
-  /* Variadic operators (python_function: up to 16 inputs) describe their inputs with one
-   * entry, as operators with num_outputs == -1 do for outputs; reading max_inputs entries
-   * there would run past the array. */
-  int n_in_ports = s->max_inputs >= PYSTK_VARIADIC_INPUTS ? 1 : s->max_inputs;
+  int n_in_ports = s->max_inputs; /* the schema contract: one entry per possible input */
   return Py_BuildValue(
       "{s:s,s:N,s:N,s:O,s:O,s:O,s:i,s:i,s:N,s:i,s:N,s:N}", "name", s->name, "doc",
       str_or_none(s->doc), "devices", devices, "reader",

@@ -59,13 +59,17 @@ static stk_status select_run(stk__node *node, stk__sample *s) {
   return stk__output_alias(s, 0, chosen);
 }
 
+/* One entry per possible input (the schema contract): the index and 16 branches. */
+#define BRANCH(k) {"branch" #k, "the value of branch " #k "; only the chosen branch needs a value"}
 static const stk_port_schema select_in[] = {
     {"index", "per-sample branch index (bool: false = 0, true = 1)"},
-    {"branch", "one input per branch; only the chosen one needs a value"}};
+    BRANCH(0), BRANCH(1), BRANCH(2),  BRANCH(3),  BRANCH(4),  BRANCH(5),  BRANCH(6),  BRANCH(7),
+    BRANCH(8), BRANCH(9), BRANCH(10), BRANCH(11), BRANCH(12), BRANCH(13), BRANCH(14), BRANCH(15)};
+#undef BRANCH
 static const stk_port_schema select_out[] = {{"value", "the chosen branch's value, per sample"}};
 static const stk_op_schema select_schema = {
     "select",
     "Merges conditional branches per sample: output = input[1 + index] where index is the first input "
     "(a bool or integer scalar per sample). No data is copied inside a sample's chain.",
-    STK_DEVICE_CPU, 0, 2, 64, select_in, 1, select_out, 0, NULL};
+    STK_DEVICE_CPU, 0, 2, 17, select_in, 1, select_out, 0, NULL};
 const stk__op_def stk__op_select = {&select_schema, NULL, NULL, NULL, select_run, NULL, NULL};

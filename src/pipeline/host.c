@@ -226,7 +226,13 @@ static const stk_arg_schema hostfn_args[] = {
     {"num_outputs", STK_ARG_INT, STK_ARGF_RANGE, "1", 0, 64, NULL, "number of outputs the function returns"},
     {"batch_processing", STK_ARG_BOOL, 0, "false", 0, 0, NULL, "accepted for DALI compatibility; calls are per sample"},
 };
-static const stk_port_schema hostfn_in[] = {{"input", "arrays passed to the function"}};
+/* One entry per possible input, as the schema contract says (max_inputs entries). */
+#define HOSTFN_IN(k) {"input" #k, "an array passed to the function as argument " #k}
+static const stk_port_schema hostfn_in[] = {HOSTFN_IN(0),  HOSTFN_IN(1),  HOSTFN_IN(2),  HOSTFN_IN(3),
+                                            HOSTFN_IN(4),  HOSTFN_IN(5),  HOSTFN_IN(6),  HOSTFN_IN(7),
+                                            HOSTFN_IN(8),  HOSTFN_IN(9),  HOSTFN_IN(10), HOSTFN_IN(11),
+                                            HOSTFN_IN(12), HOSTFN_IN(13), HOSTFN_IN(14), HOSTFN_IN(15)};
+#undef HOSTFN_IN
 static const stk_port_schema hostfn_out[] = {{"output", "arrays returned by the function"}};
 static const stk_op_schema hostfn_schema = {
     "python_function",
