@@ -205,6 +205,24 @@ stk_status stk__affine_apply(const stk__image *src, const stk__image *dst,
   return STK_OK;
 }
 
+double stk__image_mean_luma(const stk__image *img) {
+  size_t c = (size_t)img->c, row = (size_t)img->w * c, es = stk_dtype_size(img->dtype);
+  double sums[3] = {0, 0, 0}, buf[256];
+  for (int64_t y = 0; y < img->h; y++) {
+    const char *p = (const char *)img->data + (size_t)y * row * es;
+    for (size_t i = 0; i < row;) { /* in pieces of whole pixels */
+      size_t n = row - i < 255 - 255 % c ? row - i : 255 - 255 % c;
+      stk__to_f64(buf, p + i * es, img->dtype, n);
+      for (size_t k = 0; k < n; k++) sums[c == 3 ? k % 3 : 0] += buf[k];
+      i += n;
+    }
+  }
+  double n = (double)(img->h * img->w) * (c == 3 ? 1.0 : (double)c);
+  if (n == 0) return 0.0;
+  if (c != 3) return sums[0] / n;
+  return (0.299 * sums[0] + 0.587 * sums[1] + 0.114 * sums[2]) / n;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* DALI's YIQ-based hue / saturation / value matrix                                   */
 /* ---------------------------------------------------------------------------------- */
@@ -432,26 +450,31 @@ static const stk_op_schema brightness_schema = {
 const stk__op_def stk__op_brightness = {&brightness_schema, NULL, NULL, NULL, brightness_run,
                                         NULL, NULL};
 
-enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL };
+enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL, C_MEAN };
 static const stk_arg_schema contrast_args[] = {
     {"contrast", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
      "multiplier of the distance to contrast_center; 0 gives a uniform grey"},
     {"contrast_center", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
      "the value kept by the contrast change, in input units; default: half the input "
-     "type's range (128 for uint8, 0.5 for floats). Feed it per sample (e.g. an image "
-     "mean) for mean-centred contrast"},
+     "type's range (128 for uint8, 0.5 for floats). May be fed per sample"},
     DTYPE_ARG,
     {"pil", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
      "Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the "
-     "image's ITU-R 601-2 luma (its own mean for 1 channel), then Image.blend(centre, "
-     "image, contrast) truncated (uint8 only; excludes contrast_center)"},
+     "image's ITU-R 601-2 integer luma (its own mean for 1 channel), then Image.blend("
+     "centre, image, contrast) truncated (uint8 only)"},
+    {"mean_center", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "centre on the image's mean luma, 0.299 R + 0.587 G + 0.114 B averaged over the image "
+     "in float64 (the mean of all values unless 3 channels), with only the output rounded: "
+     "DALI's AutoAugment contrast"},
 };
 
 static stk_status contrast_init(stk__node *node) {
-  if (stk__arg_bool(node, NULL, C_PIL) && stk__arg_given(node, C_CENTER))
+  bool pil = stk__arg_bool(node, NULL, C_PIL), mean = stk__arg_bool(node, NULL, C_MEAN);
+  bool cc = stk__arg_given(node, C_CENTER);
+  if ((pil && cc) || (mean && cc) || (pil && mean))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
-                      "contrast_center cannot be combined with pil=true (Pillow uses the "
-                      "image's mean luma)");
+                      "contrast_center, mean_center and pil=true exclude each other (each "
+                      "chooses the centre)");
   return STK_OK;
 }
 
@@ -460,6 +483,11 @@ static stk_status contrast_run(stk__node *node, stk__sample *s) {
   STK_TRY(stk__float_arg_in(node, s, C_CONTRAST, "contrast", FINITE, &c));
   bool has_cc = stk__arg_given(node, C_CENTER);
   if (has_cc) STK_TRY(stk__float_arg_in(node, s, C_CENTER, "contrast_center", FINITE, &cc));
+  if (stk__arg_bool(node, s, C_MEAN)) {
+    stk__image src;
+    STK_TRY(stk__image_input(node, s, 0, color_in_types, N_COLOR_IN_TYPES, &src));
+    cc = stk__image_mean_luma(&src), has_cc = true;
+  }
   if (!stk__arg_bool(node, s, C_PIL))
     return brightness_contrast_apply(node, s, C_DTYPE, 1.0, 0.0, c, has_cc, cc);
   stk__image src, dst;
@@ -472,8 +500,9 @@ static stk_status contrast_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema contrast_schema = {
     "contrast",
     "Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - "
-    "contrast_center). With pil=true, Pillow's ImageEnhance.Contrast (blend with the "
-    "image's rounded mean luma, truncated) as AutoAugment uses it.",
+    "contrast_center). mean_center=true centres on the image's mean luma (DALI's "
+    "AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the "
+    "image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.",
     STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
     sizeof contrast_args / sizeof contrast_args[0], contrast_args};
 const stk__op_def stk__op_contrast = {&contrast_schema, contrast_init, NULL, NULL, contrast_run,

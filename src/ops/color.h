@@ -67,6 +67,11 @@ stk_status stk__affine_apply(const stk__image *src, const stk__image *dst,
  * it for BGR images. hue in degrees. */
 void stk__hsv_matrix(double hue_deg, double saturation, double value, bool bgr, double m[9]);
 
+/* The mean luma of an image in float64: 0.299 R + 0.587 G + 0.114 B averaged over the
+ * pixels for 3 channels, the mean of all elements otherwise (any dtype). The centre of
+ * DALI's AutoAugment contrast. */
+double stk__image_mean_luma(const stk__image *img);
+
 /* Colour spaces of color_space_conversion. */
 typedef enum { STK__CS_RGB, STK__CS_BGR, STK__CS_GRAY, STK__CS_YCBCR } stk__colorspace;
 #define STK__CS_CHOICES "RGB|BGR|GRAY|YCbCr"

@@ -465,7 +465,7 @@ static void test_dali_brightness_contrast(void **state) {
   size_t n = (size_t)(img.h * img.w * 3);
   struct {
     const char *call;
-    double b, shift, c, cc; /* cc < 0: default 128 */
+    double b, shift, c, cc; /* -1: the default 128; -2: the mean luma */
     bool to_float;
   } cases[] = {
       {"brightness(src, brightness=1.3, brightness_shift=0.1)", 1.3, 0.1, 1, -1, false},
@@ -477,14 +477,19 @@ static void test_dali_brightness_contrast(void **state) {
        "contrast_center=100)", 0.9, -0.05, 1.2, 100, false},
       {"brightness_contrast(src, brightness=1.1, contrast=0.8, dtype=\"float32\")", 1.1, 0,
        0.8, -1, true},
+      {"contrast(src, contrast=1.6, mean_center=true)", 1, 0, 1.6, -2, false},
   };
+  double lsum = 0; /* DALI's AutoAugment centre: the mean of 0.299 R + 0.587 G + 0.114 B */
+  for (int64_t i = 0; i < img.h * img.w; i++)
+    lsum += 0.299 * img.data[i * 3] + 0.587 * img.data[i * 3 + 1] + 0.114 * img.data[i * 3 + 2];
+  double mean_luma = lsum / (double)(img.h * img.w);
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char body[512];
     snprintf(body, sizeof body, "out = %s\nreturn out\n", cases[k].call);
     stk_pipeline *p = build(1, body);
     stk_batch *b = feed_run(p, &img, 1);
     stk_tensor_desc d = sample_of(b, 0, 0);
-    double cc = cases[k].cc < 0 ? 128 : cases[k].cc;
+    double cc = cases[k].cc == -2 ? mean_luma : cases[k].cc < 0 ? 128 : cases[k].cc;
     for (size_t i = 0; i < n; i++) {
       double x = img.data[i];
       if (cases[k].to_float) { /* DALI: brightness rescaled by 1/255, shift by 1 */
@@ -737,6 +742,8 @@ static void test_bad_arguments(void **state) {
                    &rgb, "brightness_shift");
   expect_build_error("o = contrast(src, contrast=2, contrast_center=3, pil=true)\nreturn o\n",
                      "contrast_center");
+  expect_build_error("o = contrast(src, contrast=2, contrast_center=3, mean_center=true)\nreturn o\n",
+                     "mean_center");
   expect_build_error("o = posterize(src, bits=9)\nreturn o\n", "bits");
   expect_run_error(1, "b = random.uniform(range=[9, 12])\no = posterize(src, bits=b)\nreturn o\n",
                    &rgb, "'bits'");
