@@ -695,7 +695,7 @@ static const stk_arg_schema cs_args[] = {
 };
 
 static stk_status cs_run(stk__node *node, stk__sample *s) {
-  stk__colorspace from, to;
+  stk__colorspace from = STK__CS_RGB, to = STK__CS_RGB; /* the schema's choices hold */
   stk__colorspace_parse(stk__arg_string(node, CS_IMAGE_TYPE), &from);
   stk__colorspace_parse(stk__arg_string(node, CS_OUTPUT_TYPE), &to);
   stk__image src, dst;
