@@ -31,9 +31,24 @@ static stk_status load_source(const char *src, stk__file_list *fl) {
   return stk__file_list_scan(fl, src, stk__default_file_filters, n, false);
 }
 
+/* mkdir -p */
 static stk_status make_dir(const char *dir) {
-  if (mkdir(dir, 0755) == 0 || errno == EEXIST) return STK_OK;
-  return STK_FAIL(STK_ERR_IO, "cannot create directory '%s': %s", dir, strerror(errno));
+  char path[4096];
+  size_t n = strlen(dir);
+  if (n == 0 || n >= sizeof path) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad output directory '%s'", dir);
+  memcpy(path, dir, n + 1);
+  for (size_t i = 1; i <= n; i++) {
+    if (path[i] != '/' && path[i] != '\0') continue;
+    char c = path[i];
+    path[i] = '\0';
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+      return STK_FAIL(STK_ERR_IO, "cannot create directory '%s': %s", path, strerror(errno));
+    path[i] = c;
+  }
+  struct stat sb;
+  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    return STK_FAIL(STK_ERR_IO, "'%s' is not a directory", dir);
+  return STK_OK;
 }
 
 /* The lower-case extension of a path ("jpeg" becomes "jpg"; none gives "bin"). */

@@ -1160,6 +1160,66 @@ static void test_convert_round_trip(void **state) {
   free(b1), free(b2);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* hostile input: corrupted copies of valid files never crash the parsers              */
+/* ---------------------------------------------------------------------------------- */
+
+static bool acceptable(stk_status st) {
+  return st == STK_OK || st == STK_ERR_DECODE || st == STK_ERR_UNSUPPORTED || st == STK_ERR_LIMIT ||
+         st == STK_ERR_PARSE;
+}
+
+static void test_hostile_inputs(void **state) {
+  char path[1024], out[1200];
+  const char *files[] = {"ustar.tar", "gnu.tar", "pax.tar", "data.tfrecord", "npy/a010.npy"};
+  stk__philox g;
+  stk__philox_init(&g, 99, 0);
+  for (int f = 0; f < 5; f++) {
+    size_t n;
+    uint8_t *orig = tu_read(fxp(path, sizeof path, files[f]), &n);
+    uint8_t *buf = malloc(n);
+    snprintf(out, sizeof out, "%s/mutant", fx);
+    for (int iter = 0; iter < 150; iter++) {
+      memcpy(buf, orig, n);
+      /* Mutations in the first 4 KiB (headers), sometimes a truncation. */
+      size_t len = iter % 5 == 4 ? (size_t)stk__philox_below(&g, n) : n;
+      for (int k = 0; k < 1 + iter % 4; k++) {
+        size_t at = (size_t)stk__philox_below(&g, len < 4096 ? (len ? len : 1) : 4096);
+        if (at < len) buf[at] = (uint8_t)stk__philox_u32(&g);
+      }
+      tu_write(out, buf, len);
+      stk__fileset fs;
+      TU_OK(stk__fileset_open(&fs, (const char *const[]){out}, 1, "t"));
+      stk_status st;
+      if (f < 3) {
+        stk__wds_index idx;
+        st = stk__wds_index_build(&idx, fs.fds[0], out, fs.sizes[0]);
+        if (st == STK_OK) stk__wds_index_free(&idx);
+      } else if (f == 3) {
+        stk__tfrecord_index idx;
+        st = stk__tfrecord_index_build(&idx, fs.fds[0], out, fs.sizes[0]);
+        for (int64_t r = 0; st == STK_OK && r < idx.count; r++) {
+          const uint8_t *payload;
+          size_t plen;
+          stk__tf_feature feats[8];
+          stk_status rs = stk__tfrecord_check(buf + idx.offsets[r], (size_t)idx.sizes[r], out,
+                                              idx.offsets[r], &payload, &plen);
+          if (rs == STK_OK) rs = stk__tf_example_find(payload, plen, tf_names, 8, feats);
+          assert_true(acceptable(rs));
+        }
+        if (st == STK_OK) stk__tfrecord_index_free(&idx);
+      } else {
+        stk__npy_header h;
+        st = stk__npy_parse(buf, len, (int64_t)len, out, &h);
+      }
+      if (!acceptable(st)) fail_msg("%s mutant %d: %s: %s", files[f], iter, stk_status_name(st), stk_last_error());
+      stk__fileset_close(&fs);
+    }
+    free(buf);
+    free(orig);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_crc32c_vectors),
@@ -1181,6 +1241,7 @@ int main(void) {
       cmocka_unit_test(test_reader_shuffle_and_shards),
       cmocka_unit_test(test_reader_padding_meta),
       cmocka_unit_test(test_convert_round_trip),
+      cmocka_unit_test(test_hostile_inputs),
   };
   return cmocka_run_group_tests(tests, setup_fixtures, NULL);
 }
