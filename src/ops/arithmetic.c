@@ -126,6 +126,42 @@ static const char *elem(const void *base, stk_dtype t, size_t i) {
   return (const char *)base + i * stk_dtype_size(t);
 }
 
+/* Converts n elements of type t into kind k (exact, but uint64 into int64 saturates and
+ * 64-bit integers into float64 round). One loop per type: the generic stk__convert
+ * switches per element. */
+static void load_kind(void *dst, kind k, const void *src, stk_dtype t, size_t n) {
+#define LOAD(CT, EXPR)                                                                     \
+  do {                                                                                     \
+    const CT *q = src;                                                                     \
+    if (k == K_F)                                                                          \
+      for (size_t i = 0; i < n; i++) ((double *)dst)[i] = (double)(EXPR);                  \
+    else if (k == K_I)                                                                     \
+      for (size_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)(EXPR);                \
+    else                                                                                   \
+      for (size_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = (uint64_t)(EXPR);              \
+  } while (0)
+  switch (t) {
+  case STK_DTYPE_UINT8: LOAD(uint8_t, q[i]); return;
+  case STK_DTYPE_INT8: LOAD(int8_t, q[i]); return;
+  case STK_DTYPE_UINT16: LOAD(uint16_t, q[i]); return;
+  case STK_DTYPE_INT16: LOAD(int16_t, q[i]); return;
+  case STK_DTYPE_UINT32: LOAD(uint32_t, q[i]); return;
+  case STK_DTYPE_INT32: LOAD(int32_t, q[i]); return;
+  case STK_DTYPE_INT64: LOAD(int64_t, q[i]); return;
+  case STK_DTYPE_BOOL: LOAD(uint8_t, q[i] != 0); return;
+  case STK_DTYPE_UINT64:
+    if (k == K_I) LOAD(uint64_t, q[i] > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)q[i]);
+    else LOAD(uint64_t, q[i]);
+    return;
+  default:
+    if (k == K_F && t == STK_DTYPE_FLOAT32) LOAD(float, q[i]);
+    else if (k == K_F && t == STK_DTYPE_FLOAT64) memcpy(dst, src, n * sizeof(double));
+    else stk__convert(dst, kind_dtype(k), src, t, n); /* float16; floats into integer kinds */
+    return;
+  }
+#undef LOAD
+}
+
 /* Stores n integer results (bit patterns) into out[start...]: truncation (wrap-around),
  * bool as != 0. */
 static void store_int(void *out, stk_dtype t, size_t start, const uint64_t *v, size_t n) {
@@ -147,9 +183,11 @@ static void store_int(void *out, stk_dtype t, size_t start, const uint64_t *v, s
 
 /* Stores a block whose values are in kind k. */
 static void store_block(void *out, stk_dtype t, size_t start, const block *r, kind k, size_t n) {
-  if (is_float(t)) {
-    if (k == K_F) stk__convert((char *)out + start * stk_dtype_size(t), t, r->f, STK_DTYPE_FLOAT64, n);
-    else stk__convert((char *)out + start * stk_dtype_size(t), t, r->i, kind_dtype(k), n);
+  if (t == STK_DTYPE_FLOAT32 && k == K_F) {
+    float *o = (float *)out + start;
+    for (size_t i = 0; i < n; i++) o[i] = (float)r->f[i]; /* IEEE round to nearest */
+  } else if (is_float(t)) {
+    stk__convert((char *)out + start * stk_dtype_size(t), t, r->f, kind_dtype(k), n);
   } else {
     store_int(out, t, start, r->u, n);
   }
@@ -204,7 +242,7 @@ static void reader_init(reader *r, const stk__operand *o, kind k, int ndim, cons
 /* Builds the tile of a periodic operand: `len` elements (a multiple of its period). */
 static void reader_tile(reader *r, size_t len) {
   size_t p = (size_t)r->period;
-  stk__convert(r->tile.f, kind_dtype(r->k), r->o->data, r->o->dtype, p);
+  load_kind(r->tile.f, r->k, r->o->data, r->o->dtype, p);
   size_t es = 8;
   for (size_t k = p; k < len; k += p)
     memcpy((char *)r->tile.f + k * es, r->tile.f, (len - k < p ? len - k : p) * es);
@@ -215,18 +253,17 @@ static void reader_tile(reader *r, size_t len) {
 static const block *reader_read(reader *r, size_t start, size_t n, block *buf) {
   if (r->tiled) return &r->tile;
   const stk__operand *o = r->o;
-  stk_dtype kd = kind_dtype(r->k);
   if (r->period > 0) {
     size_t p = (size_t)r->period, pos = start % p, done = 0;
     while (done < n) {
       size_t len = p - pos < n - done ? p - pos : n - done;
-      stk__convert((char *)buf->f + done * 8, kd, elem(o->data, o->dtype, pos), o->dtype, len);
+      load_kind((char *)buf->f + done * 8, r->k, elem(o->data, o->dtype, pos), o->dtype, len);
       done += len, pos = 0;
     }
     return buf;
   }
   for (size_t k = 0; k < n; k++) { /* gather with an odometer over the output's axes */
-    stk__convert((char *)buf->f + k * 8, kd, elem(o->data, o->dtype, (size_t)r->off), o->dtype, 1);
+    load_kind((char *)buf->f + k * 8, r->k, elem(o->data, o->dtype, (size_t)r->off), o->dtype, 1);
     for (int d = r->ndim - 1; d >= 0; d--) {
       r->off += r->stride[d];
       if (++r->idx[d] < r->shape[d]) break;
@@ -287,71 +324,71 @@ static void compute_f(stk__binop op, const double *a, const double *b, block *r,
   }
 }
 
+/* Loops with the operation chosen outside them, so each is a plain vectorisable loop. */
+#define EACH(EXPR) for (size_t k = 0; k < n; k++) o[k] = (EXPR)
+
 /* Signed integers: + - * on uint64 bit patterns (defined wrap-around). */
 static void compute_i(stk__binop op, const int64_t *a, const int64_t *b, block *r, size_t n) {
   int64_t *o = r->i;
   uint64_t *c = r->u;
-  for (size_t k = 0; k < n; k++) {
-    int64_t x = a[k], y = b[k];
-    switch (op) {
-    case STK__BIN_ADD: o[k] = (int64_t)((uint64_t)x + (uint64_t)y); break;
-    case STK__BIN_SUB: o[k] = (int64_t)((uint64_t)x - (uint64_t)y); break;
-    case STK__BIN_MUL: o[k] = (int64_t)((uint64_t)x * (uint64_t)y); break;
-    case STK__BIN_FLOORDIV:
+  switch (op) {
+  case STK__BIN_ADD: EACH((int64_t)((uint64_t)a[k] + (uint64_t)b[k])); break;
+  case STK__BIN_SUB: EACH((int64_t)((uint64_t)a[k] - (uint64_t)b[k])); break;
+  case STK__BIN_MUL: EACH((int64_t)((uint64_t)a[k] * (uint64_t)b[k])); break;
+  case STK__BIN_MIN: EACH(b[k] < a[k] ? b[k] : a[k]); break;
+  case STK__BIN_MAX: EACH(b[k] > a[k] ? b[k] : a[k]); break;
+  case STK__BIN_AND: EACH(a[k] & b[k]); break;
+  case STK__BIN_OR: EACH(a[k] | b[k]); break;
+  case STK__BIN_XOR: EACH(a[k] ^ b[k]); break;
+  case STK__BIN_POW: EACH(ipow_i(a[k], b[k])); break;
+  case STK__BIN_FLOORDIV:
+    for (size_t k = 0; k < n; k++) {
+      int64_t x = a[k], y = b[k];
       if (y == 0) o[k] = 0;
       else if (y == -1) o[k] = (int64_t)(0 - (uint64_t)x);
       else o[k] = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
-      break;
-    case STK__BIN_MOD:
-      if (y == 0 || y == -1) o[k] = 0;
-      else {
-        int64_t m = x % y;
-        o[k] = (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
-      }
-      break;
-    case STK__BIN_MIN: o[k] = y < x ? y : x; break;
-    case STK__BIN_MAX: o[k] = y > x ? y : x; break;
-    case STK__BIN_POW: o[k] = ipow_i(x, y); break;
-    case STK__BIN_AND: o[k] = x & y; break;
-    case STK__BIN_OR: o[k] = x | y; break;
-    case STK__BIN_XOR: o[k] = x ^ y; break;
-    case STK__BIN_EQ: c[k] = x == y; break;
-    case STK__BIN_NE: c[k] = x != y; break;
-    case STK__BIN_LT: c[k] = x < y; break;
-    case STK__BIN_LE: c[k] = x <= y; break;
-    case STK__BIN_GT: c[k] = x > y; break;
-    case STK__BIN_GE: c[k] = x >= y; break;
-    default: o[k] = 0; break;
     }
+    break;
+  case STK__BIN_MOD:
+    for (size_t k = 0; k < n; k++) {
+      int64_t x = a[k], y = b[k], m = (y == 0 || y == -1) ? 0 : x % y;
+      o[k] = (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
+    }
+    break;
+  case STK__BIN_EQ: for (size_t k = 0; k < n; k++) c[k] = a[k] == b[k]; break;
+  case STK__BIN_NE: for (size_t k = 0; k < n; k++) c[k] = a[k] != b[k]; break;
+  case STK__BIN_LT: for (size_t k = 0; k < n; k++) c[k] = a[k] < b[k]; break;
+  case STK__BIN_LE: for (size_t k = 0; k < n; k++) c[k] = a[k] <= b[k]; break;
+  case STK__BIN_GT: for (size_t k = 0; k < n; k++) c[k] = a[k] > b[k]; break;
+  case STK__BIN_GE: for (size_t k = 0; k < n; k++) c[k] = a[k] >= b[k]; break;
+  default: EACH(0); break;
   }
 }
 
 static void compute_u(stk__binop op, const uint64_t *a, const uint64_t *b, block *r, size_t n) {
   uint64_t *o = r->u;
-  for (size_t k = 0; k < n; k++) {
-    uint64_t x = a[k], y = b[k];
-    switch (op) {
-    case STK__BIN_ADD: o[k] = x + y; break;
-    case STK__BIN_SUB: o[k] = x - y; break;
-    case STK__BIN_MUL: o[k] = x * y; break;
-    case STK__BIN_FLOORDIV: o[k] = y ? x / y : 0; break;
-    case STK__BIN_MOD: o[k] = y ? x % y : 0; break;
-    case STK__BIN_MIN: o[k] = y < x ? y : x; break;
-    case STK__BIN_MAX: o[k] = y > x ? y : x; break;
-    case STK__BIN_POW: o[k] = ipow_u(x, y); break;
-    case STK__BIN_AND: o[k] = x & y; break;
-    case STK__BIN_OR: o[k] = x | y; break;
-    case STK__BIN_XOR: o[k] = x ^ y; break;
-    case STK__BIN_EQ: o[k] = x == y; break;
-    case STK__BIN_NE: o[k] = x != y; break;
-    case STK__BIN_LT: o[k] = x < y; break;
-    case STK__BIN_LE: o[k] = x <= y; break;
-    case STK__BIN_GT: o[k] = x > y; break;
-    case STK__BIN_GE: o[k] = x >= y; break;
-    default: o[k] = 0; break;
-    }
+  switch (op) {
+  case STK__BIN_ADD: EACH(a[k] + b[k]); break;
+  case STK__BIN_SUB: EACH(a[k] - b[k]); break;
+  case STK__BIN_MUL: EACH(a[k] * b[k]); break;
+  case STK__BIN_FLOORDIV: EACH(b[k] ? a[k] / b[k] : 0); break;
+  case STK__BIN_MOD: EACH(b[k] ? a[k] % b[k] : 0); break;
+  case STK__BIN_MIN: EACH(b[k] < a[k] ? b[k] : a[k]); break;
+  case STK__BIN_MAX: EACH(b[k] > a[k] ? b[k] : a[k]); break;
+  case STK__BIN_POW: EACH(ipow_u(a[k], b[k])); break;
+  case STK__BIN_AND: EACH(a[k] & b[k]); break;
+  case STK__BIN_OR: EACH(a[k] | b[k]); break;
+  case STK__BIN_XOR: EACH(a[k] ^ b[k]); break;
+  case STK__BIN_EQ: EACH(a[k] == b[k]); break;
+  case STK__BIN_NE: EACH(a[k] != b[k]); break;
+  case STK__BIN_LT: EACH(a[k] < b[k]); break;
+  case STK__BIN_LE: EACH(a[k] <= b[k]); break;
+  case STK__BIN_GT: EACH(a[k] > b[k]); break;
+  case STK__BIN_GE: EACH(a[k] >= b[k]); break;
+  default: EACH(0); break;
   }
 }
+#undef EACH
 
 bool stk__broadcast_shape(const stk__operand *a, const stk__operand *b, int *ndim,
                           int64_t shape[STK_MAX_NDIM]) {
@@ -442,7 +479,7 @@ void stk__unary(stk__unop op, const void *in, stk_dtype in_type, void *out, stk_
   kind k = (unop_is_float_fn(op) || op == STK__UN_NOT) ? K_F : kind_of(in_type);
   for (size_t start = 0; start < n; start += BLOCK) {
     size_t m = n - start < BLOCK ? n - start : BLOCK;
-    stk__convert(x.f, kind_dtype(k), elem(in, in_type, start), in_type, m);
+    load_kind(x.f, k, elem(in, in_type, start), in_type, m);
     if (op == STK__UN_NOT) {
       for (size_t i = 0; i < m; i++) r.u[i] = x.f[i] == 0.0;
       store_int(out, out_type, start, r.u, m);
@@ -489,7 +526,7 @@ void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo,
   if (k != K_F) int_bounds(dtype, lo, hi, &ilo, &ihi, &ulo, &uhi);
   for (size_t start = 0; start < n; start += BLOCK) {
     size_t m = n - start < BLOCK ? n - start : BLOCK;
-    stk__convert(x.f, kind_dtype(k), elem(in, dtype, start), dtype, m);
+    load_kind(x.f, k, elem(in, dtype, start), dtype, m);
     for (size_t i = 0; i < m; i++) {
       if (k == K_F) {
         double v = x.f[i] < lo ? lo : x.f[i];
@@ -630,8 +667,11 @@ static const stk_op_schema binary_schema = {
     "broadcasting ([C] against HWC).",
     STK_DEVICE_CPU, 0, 1, 2, binary_in, 1, any_out,
     sizeof binary_args / sizeof binary_args[0], binary_args};
-const stk__op_def stk__op_math_binary = {&binary_schema, binary_init, state_destroy, NULL,
-                                         binary_run, NULL, NULL};
+const stk__op_def stk__op_math_binary = {
+    .schema = &binary_schema,
+    .init = binary_init,
+    .destroy = state_destroy,
+    .run_sample = binary_run};
 
 /* ---- math.unary ---- */
 enum { U_OP };
@@ -673,8 +713,11 @@ static const stk_op_schema unary_schema = {
                   "and the floating-point functions).",
     STK_DEVICE_CPU, 0, 1, 1, unary_in, 1, any_out,
     sizeof unary_args / sizeof unary_args[0], unary_args};
-const stk__op_def stk__op_math_unary = {&unary_schema, unary_init, state_destroy, NULL,
-                                        unary_run, NULL, NULL};
+const stk__op_def stk__op_math_unary = {
+    .schema = &unary_schema,
+    .init = unary_init,
+    .destroy = state_destroy,
+    .run_sample = unary_run};
 
 /* ---- math.clamp ---- */
 enum { C_LO, C_HI };
@@ -703,4 +746,4 @@ static const stk_op_schema clamp_schema = {
     "up, hi down, saturated to the type).",
     STK_DEVICE_CPU, 0, 1, 1, unary_in, 1, any_out,
     sizeof clamp_args / sizeof clamp_args[0], clamp_args};
-const stk__op_def stk__op_math_clamp = {&clamp_schema, NULL, NULL, NULL, clamp_run, NULL, NULL};
+const stk__op_def stk__op_math_clamp = {.schema = &clamp_schema, .run_sample = clamp_run};

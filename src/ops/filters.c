@@ -360,8 +360,8 @@ static const stk_op_schema gaussian_schema = {
     "exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).",
     STK_DEVICE_CPU, 0, 1, 1, img_in, 1, img_out,
     sizeof gaussian_args / sizeof gaussian_args[0], gaussian_args};
-const stk__op_def stk__op_gaussian_blur = {&gaussian_schema, NULL, NULL, NULL, gaussian_run,
-                                           NULL, NULL};
+const stk__op_def stk__op_gaussian_blur = {
+    .schema = &gaussian_schema, .run_sample = gaussian_run};
 
 /* ---------------------------------------------------------------------------------- */
 /* laplacian                                                                          */
@@ -456,8 +456,8 @@ static const stk_op_schema laplacian_schema = {
     "float32 intermediate, border reflect_101.",
     STK_DEVICE_CPU, 0, 1, 1, img_in, 1, img_out,
     sizeof laplacian_args / sizeof laplacian_args[0], laplacian_args};
-const stk__op_def stk__op_laplacian = {&laplacian_schema, laplacian_init, NULL, NULL,
-                                       laplacian_run, NULL, NULL};
+const stk__op_def stk__op_laplacian = {
+    .schema = &laplacian_schema, .init = laplacian_init, .run_sample = laplacian_run};
 
 /* ---------------------------------------------------------------------------------- */
 /* filter                                                                             */
@@ -629,12 +629,18 @@ static stk_status filter_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema filter_schema = {
     "filter", FILTER_DOC, STK_DEVICE_CPU, 0, 1, 2, filter_in, 1, img_out,
     sizeof filter_args / sizeof filter_args[0], filter_args};
-const stk__op_def stk__op_filter = {&filter_schema, filter_init, filter_destroy, NULL,
-                                    filter_run, NULL, NULL};
+const stk__op_def stk__op_filter = {
+    .schema = &filter_schema,
+    .init = filter_init,
+    .destroy = filter_destroy,
+    .run_sample = filter_run};
 
 static const stk_op_schema experimental_filter_schema = {
     "experimental.filter", FILTER_DOC " Same operator as `filter` (DALI's name).",
     STK_DEVICE_CPU, 0, 1, 2, filter_in, 1, img_out,
     sizeof filter_args / sizeof filter_args[0], filter_args};
-const stk__op_def stk__op_experimental_filter = {&experimental_filter_schema, filter_init,
-                                                 filter_destroy, NULL, filter_run, NULL, NULL};
+const stk__op_def stk__op_experimental_filter = {
+    .schema = &experimental_filter_schema,
+    .init = filter_init,
+    .destroy = filter_destroy,
+    .run_sample = filter_run};

@@ -92,14 +92,21 @@ static inline double tame(double v, int64_t n, double margin) {
   return v;
 }
 
+/* floor() of a tamed coordinate without a libm call (the x86-64 baseline has no SSE4.1
+ * rounding instruction, so floor() is a function call in the inner loops). */
+static inline int64_t ffloor(double v) {
+  int64_t i = (int64_t)v;
+  return i - (v < (double)i);
+}
+
 /* One output row of n pixels starting at source edge coordinates (x, y), stepping by
  * (dx, dy) per pixel. */
 static void row_nearest(const source *S, double x, double y, double dx, double dy, int64_t n,
                         float *out) {
   int64_t c = S->c;
   for (int64_t i = 0; i < n; i++, out += c) {
-    int64_t xi = (int64_t)floor(tame(x + dx * (double)i, S->w, 2.0));
-    int64_t yi = (int64_t)floor(tame(y + dy * (double)i, S->h, 2.0));
+    int64_t xi = ffloor(tame(x + dx * (double)i, S->w, 2.0));
+    int64_t yi = ffloor(tame(y + dy * (double)i, S->h, 2.0));
     if (xi >= 0 && yi >= 0 && xi < S->w && yi < S->h) {
       size_t base = (size_t)yi * S->stride + (size_t)(xi * c);
       for (int64_t ch = 0; ch < c; ch++) out[ch] = at(S, base + (size_t)ch);
@@ -115,9 +122,8 @@ static void row_linear(const source *S, double x, double y, double dx, double dy
   for (int64_t i = 0; i < n; i++, out += c) {
     double u = tame(x + dx * (double)i - 0.5, S->w, 3.0);
     double v = tame(y + dy * (double)i - 0.5, S->h, 3.0);
-    double fu = floor(u), fv = floor(v);
-    int64_t x0 = (int64_t)fu, y0 = (int64_t)fv;
-    float ax = (float)(u - fu), ay = (float)(v - fv);
+    int64_t x0 = ffloor(u), y0 = ffloor(v);
+    float ax = (float)(u - (double)x0), ay = (float)(v - (double)y0);
     if (x0 >= 0 && y0 >= 0 && x0 + 1 < S->w && y0 + 1 < S->h) {
       size_t p = (size_t)y0 * S->stride + (size_t)(x0 * c), q = p + S->stride;
       for (int64_t ch = 0; ch < c; ch++) {
@@ -143,7 +149,7 @@ static void row_cubic(const source *S, double x, double y, double dx, double dy,
   for (int64_t i = 0; i < n; i++, out += c) {
     double u = tame(x + dx * (double)i - 0.5, S->w, 4.0);
     double v = tame(y + dy * (double)i - 0.5, S->h, 4.0);
-    int64_t x0 = (int64_t)floor(u) - 1, y0 = (int64_t)floor(v) - 1;
+    int64_t x0 = ffloor(u) - 1, y0 = ffloor(v) - 1;
     float wx[4], wy[4];
     for (int k = 0; k < 4; k++) {
       wx[k] = (float)stk__interp_filter(STK__INTERP_CUBIC, u - (double)(x0 + k));
@@ -379,8 +385,11 @@ static const stk_op_schema rotate_schema = {
     "Image.rotate ((w - 1) / 2 in pixel indices).",
     STK_DEVICE_CPU, 0, 1, 1, warp_in, 1, warp_out,
     sizeof rotate_args / sizeof rotate_args[0], rotate_args};
-const stk__op_def stk__op_rotate = {&rotate_schema, rotate_init, warp_destroy, NULL,
-                                    rotate_run, NULL, NULL};
+const stk__op_def stk__op_rotate = {
+    .schema = &rotate_schema,
+    .init = rotate_init,
+    .destroy = warp_destroy,
+    .run_sample = rotate_run};
 
 /* ---------------------------------------------------------------------------------- */
 /* warp_affine                                                                        */
@@ -460,5 +469,8 @@ static const stk_op_schema warp_affine_schema = {
     "Pillow's Image.transform(AFFINE).",
     STK_DEVICE_CPU, 0, 1, 2, warp_in, 1, warp_out,
     sizeof warp_args / sizeof warp_args[0], warp_args};
-const stk__op_def stk__op_warp_affine = {&warp_affine_schema, warp_affine_init, warp_destroy,
-                                         NULL, warp_affine_run, NULL, NULL};
+const stk__op_def stk__op_warp_affine = {
+    .schema = &warp_affine_schema,
+    .init = warp_affine_init,
+    .destroy = warp_destroy,
+    .run_sample = warp_affine_run};

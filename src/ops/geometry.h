@@ -19,6 +19,18 @@
  * or, with the clamp border, the nearest edge pixel (DALI's default when fill_value is
  * not given). Arithmetic is float32 per tap from double coordinates; integer outputs are
  * rounded half away from zero and saturated.
+ *
+ * Agreement, measured on a 451x300 photo (rotations of 23.5, -41 and 7.25 degrees, two
+ * affine maps with shear and scale): Pillow's rotate/transform(AFFINE) within 1 level for
+ * bilinear (Pillow truncates, we round) where all four taps are inside, and identical for
+ * nearest but where the source point is within 0.02 px of a pixel edge (Pillow's 16.16
+ * fixed point) -- both in test_geometry. torchvision 0.26's functional rotate/affine on
+ * uint8 tensors (a one-off run): bilinear within 1 level on every pixel with fill=None
+ * (zero padding, torchvision's default); with a fill value, within 1 level except on the
+ * one-pixel ring where taps straddle the image edge: there torchvision computes
+ * m*S + (1 - m)*fill with S the zero-padded sample and m the coverage, weighting S by m
+ * twice, while DALI and this kernel compute S + (1 - m)*fill. Nearest: identical but for
+ * 2-3 pixels in 135,000 (its float32 grid lands on the other side of a pixel edge).
  */
 #ifndef STOKER_OPS_GEOMETRY_H
 #define STOKER_OPS_GEOMETRY_H

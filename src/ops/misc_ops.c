@@ -111,8 +111,8 @@ static const stk_op_schema one_hot_schema = {
     "`axis`, holding on_value at each index and off_value elsewhere.",
     STK_DEVICE_CPU, 0, 1, 1, one_hot_in, 1, one_hot_out,
     sizeof one_hot_args / sizeof one_hot_args[0], one_hot_args};
-const stk__op_def stk__op_one_hot = {&one_hot_schema, one_hot_init, NULL, NULL, one_hot_run,
-                                     NULL, NULL};
+const stk__op_def stk__op_one_hot = {
+    .schema = &one_hot_schema, .init = one_hot_init, .run_sample = one_hot_run};
 
 /* ---- cast_like ---- */
 static const stk_port_schema cast_like_in[] = {
@@ -136,5 +136,5 @@ static const stk_op_schema cast_like_schema = {
     "Converts input 0 to the element type of input 1, as cast does (floats to integers: "
     "rounded half away from zero, then saturated).",
     STK_DEVICE_CPU, 0, 2, 2, cast_like_in, 1, cast_like_out, 0, NULL};
-const stk__op_def stk__op_cast_like = {&cast_like_schema, NULL, NULL, NULL, cast_like_run,
-                                       NULL, NULL};
+const stk__op_def stk__op_cast_like = {
+    .schema = &cast_like_schema, .run_sample = cast_like_run};

@@ -100,8 +100,8 @@ static const stk_op_schema rotation_schema = {
     "an input matrix when one is given.",
     STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
     sizeof rotation_args / sizeof rotation_args[0], rotation_args};
-const stk__op_def stk__op_transforms_rotation = {&rotation_schema, NULL, NULL, NULL,
-                                                 rotation_run, NULL, NULL};
+const stk__op_def stk__op_transforms_rotation = {
+    .schema = &rotation_schema, .run_sample = rotation_run};
 
 /* ---- transforms.shear ---- */
 enum { SH_SHEAR, SH_ANGLES, SH_CENTER, SH_REVERSE };
@@ -146,8 +146,8 @@ static const stk_op_schema shear_schema = {
     "about `center`, appended to an input matrix when one is given.",
     STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
     sizeof shear_args / sizeof shear_args[0], shear_args};
-const stk__op_def stk__op_transforms_shear = {&shear_schema, shear_init, NULL, NULL,
-                                              shear_run, NULL, NULL};
+const stk__op_def stk__op_transforms_shear = {
+    .schema = &shear_schema, .init = shear_init, .run_sample = shear_run};
 
 /* ---- transforms.translation ---- */
 enum { TR_OFFSET, TR_REVERSE };
@@ -170,8 +170,8 @@ static const stk_op_schema translation_schema = {
     "is given.",
     STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
     sizeof translation_args / sizeof translation_args[0], translation_args};
-const stk__op_def stk__op_transforms_translation = {&translation_schema, NULL, NULL, NULL,
-                                                    translation_run, NULL, NULL};
+const stk__op_def stk__op_transforms_translation = {
+    .schema = &translation_schema, .run_sample = translation_run};
 
 /* ---- transforms.scale ---- */
 enum { SC_SCALE, SC_CENTER, SC_REVERSE };
@@ -196,8 +196,8 @@ static const stk_op_schema scale_schema = {
     "input matrix when one is given.",
     STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
     sizeof scale_args / sizeof scale_args[0], scale_args};
-const stk__op_def stk__op_transforms_scale = {&scale_schema, NULL, NULL, NULL, scale_run,
-                                              NULL, NULL};
+const stk__op_def stk__op_transforms_scale = {
+    .schema = &scale_schema, .run_sample = scale_run};
 
 /* ---- transforms.combine ---- */
 enum { CO_REVERSE };
@@ -234,5 +234,5 @@ static const stk_op_schema combine_schema = {
     "applied first.",
     STK_DEVICE_CPU, 0, 2, 10, combine_in, 1, tf_out,
     sizeof combine_args / sizeof combine_args[0], combine_args};
-const stk__op_def stk__op_transforms_combine = {&combine_schema, NULL, NULL, NULL,
-                                                combine_run, NULL, NULL};
+const stk__op_def stk__op_transforms_combine = {
+    .schema = &combine_schema, .run_sample = combine_run};
