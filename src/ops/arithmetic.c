@@ -660,10 +660,14 @@ static stk_status binary_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema binary_schema = {
     "math.binary",
     "Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one "
-    "input and a constant (what expressions on nodes become: `0.5 * image + edges`). Types "
-    "promote as DALI's: T op T -> T, floatX op int -> floatX, intX op uintY -> int(2Y) when "
-    "X <= Y, bool op T -> T; div of integers gives float32; comparisons give bool. "
-    "Integer results wrap around. Shapes: equal, one side a single element, or numpy "
+    "input and a constant (what expressions on nodes become: `0.5 * image + edges`). Type "
+    "promotion (DALI's table, commutative): T op T -> T; floatX op T -> floatX (T not a "
+    "float); floatX op floatY -> the wider float; intX op intY and uintX op uintY -> the "
+    "wider; intX op uintY -> intX if X > Y, else int(2Y) (int64 at most); bool op T -> T "
+    "(bool is the narrowest unsigned type). Result: the promoted type for add sub mul "
+    "floordiv mod min max pow and the bitwise ops (floats refused); div, fpow and atan2 "
+    "give float32 for integers; comparisons give bool. Integer results wrap around as in "
+    "C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy "
     "broadcasting ([C] against HWC).",
     STK_DEVICE_CPU, 0, 1, 2, binary_in, 1, any_out,
     sizeof binary_args / sizeof binary_args[0], binary_args};

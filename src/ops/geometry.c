@@ -116,6 +116,27 @@ static void row_nearest(const source *S, double x, double y, double dx, double d
   }
 }
 
+/* row_nearest for uint8 to uint8, copying bytes (the common AutoAugment case). */
+static void row_nearest_u8(const source *S, const uint8_t *fill, double x, double y, double dx,
+                           double dy, int64_t n, uint8_t *out) {
+  int64_t c = S->c;
+  for (int64_t i = 0; i < n; i++, out += c) {
+    int64_t xi = ffloor(tame(x + dx * (double)i, S->w, 2.0));
+    int64_t yi = ffloor(tame(y + dy * (double)i, S->h, 2.0));
+    if (!(xi >= 0 && yi >= 0 && xi < S->w && yi < S->h)) {
+      if (S->constant) {
+        memcpy(out, fill, (size_t)c);
+        continue;
+      }
+      xi = xi < 0 ? 0 : xi >= S->w ? S->w - 1 : xi;
+      yi = yi < 0 ? 0 : yi >= S->h ? S->h - 1 : yi;
+    }
+    const uint8_t *px = S->u8 + (size_t)yi * S->stride + (size_t)(xi * c);
+    if (c == 3) out[0] = px[0], out[1] = px[1], out[2] = px[2]; /* no memcpy call */
+    else memcpy(out, px, (size_t)c);
+  }
+}
+
 static void row_linear(const source *S, double x, double y, double dx, double dy, int64_t n,
                        float *out) {
   int64_t c = S->c;
@@ -204,10 +225,20 @@ stk_status stk__warp_affine(const stk__image *src, const stk__image *dst,
   else S.f32 = src->data;
   S.stride = (size_t)(src->w * src->c);
   size_t n = (size_t)(dst->w * dst->c);
+  /* nearest from uint8 to uint8 copies bytes; the fill is rounded as any output would be */
+  uint8_t fill8[64];
+  bool bytes = fn == row_nearest && S.u8 && dst->dtype == STK_DTYPE_UINT8 && S.c <= 64;
+  if (bytes && S.constant)
+    stk__convert(fill8, STK_DTYPE_UINT8, p->fill, STK_DTYPE_FLOAT32, (size_t)S.c);
   for (int64_t y = 0; y < dst->h; y++) {
     double yc = (double)y + 0.5;
     double sx = p->m[0] * 0.5 + p->m[1] * yc + p->m[2];
     double sy = p->m[3] * 0.5 + p->m[4] * yc + p->m[5];
+    if (bytes) {
+      row_nearest_u8(&S, fill8, sx, sy, p->m[0], p->m[3], dst->w,
+                     (uint8_t *)dst->data + (size_t)y * n);
+      continue;
+    }
     float *out = dst->dtype == STK_DTYPE_FLOAT32 ? (float *)dst->data + (size_t)y * n : row;
     fn(&S, sx, sy, p->m[0], p->m[3], dst->w, out);
     if (dst->dtype == STK_DTYPE_UINT8)
