@@ -165,6 +165,14 @@ STK_API void *stk_tensor_list_data(const stk_tensor_list *tl);
 /* For GPU lists: the CUDA event (cudaEvent_t) recorded after the producer's last kernel
  * writing this list, NULL when none is needed. Consumers make their stream wait on it. */
 STK_API void *stk_tensor_list_ready_event(const stk_tensor_list *tl);
+/* For GPU lists handed to a consumer (DLPack `stream`): makes the consumer's CUDA stream
+ * (a cudaStream_t as an integer) wait for the list to be ready, and makes the release
+ * of the list wait for that stream, so its memory is reused only after the consumer's
+ * work queued before the release. A no-op for host lists. */
+STK_API stk_status stk_tensor_list_set_consumer_stream(stk_tensor_list *tl, uintptr_t stream);
+/* A host copy of any list (device lists are copied after their ready event); the caller
+ * releases it. */
+STK_API stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **out);
 
 /* ------------------------------------------------------------------------------------ */
 /* Operator registry (introspection)                                                    */

@@ -34,6 +34,7 @@ typedef struct {
 typedef struct stk__node stk__node;     /* an operator instance in a built pipeline */
 typedef struct stk__sample stk__sample; /* one sample's execution context */
 typedef struct stk__plan stk__plan;     /* a reader's plan for the next samples */
+struct stk__gpu_batch;                  /* a batch in the GPU stage (gpu_stage.h) */
 
 typedef struct stk__op_def {
   const stk_op_schema *schema;
@@ -50,6 +51,10 @@ typedef struct stk__op_def {
   stk_status (*reader_meta)(stk__node *node, stk_reader_meta *out);
   /* Operators with schema->num_outputs == -1: the count for this instance's args. */
   int (*num_outputs)(const stk__node *node);
+  /* Mixed and GPU backends: process the whole batch on the device (see gpu_stage.h).
+   * For "mixed" operators, run_sample (when set) runs first in the CPU stage, e.g. to
+   * parse headers and draw random windows on the workers. */
+  stk_status (*run_gpu)(stk__node *node, struct stk__gpu_batch *batch);
 } stk__op_def;
 
 /* ---- the registry ---- */
@@ -100,6 +105,8 @@ stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
 void *stk__scratch(stk__sample *s, size_t bytes);
 /* The random stream of this node for this sample (same on every backend). */
 void stk__sample_rng(const stk__node *node, const stk__sample *s, stk__philox *g);
+/* The position of the sample in its batch. */
+size_t stk__sample_index(const stk__sample *s);
 /* The global ordinal of the sample in the pipeline's stream. */
 int64_t stk__sample_ordinal(const stk__sample *s);
 /* The item the reader planned for this sample (see stk__plan_set_item). */

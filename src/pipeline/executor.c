@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "gpu_stage.h"
 #include "internal.h"
 
 /* Give up when this many rounds of replacements in one batch still fail. */
@@ -28,14 +29,15 @@ typedef struct {
 struct stk__exec {
   stk_pipeline *p;
   size_t n; /* batch size */
-  size_t num_edges, num_outputs, num_readers;
+  size_t num_edges, num_slots, num_readers;
   stk__sample *samples;
   stk__tensor *edge_tensors; /* n * num_edges */
   int64_t *items;            /* n * num_readers */
   stk_status *status;
   char **messages;
-  void **out_blocks;   /* n * num_outputs: a sample's own pool block, or NULL */
-  void **dense_blocks; /* num_outputs: the batch-wide block for predicted shapes */
+  void **out_blocks;   /* n * num_slots: a sample's own pool block, or NULL */
+  void **dense_blocks; /* num_slots: the batch-wide block for predicted shapes */
+  stk_tensor_list **lists; /* num_edges: this batch's lists (collected CPU edges, GPU edges) */
   shape_prediction *pred;
   stk__arena **arenas;
   int num_workers;
@@ -100,6 +102,7 @@ static void run_sample_task(void *arg, size_t k, int worker) {
   s->source = NULL;
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
+    if (node->spec->device != STK_DEVICE_CPU) continue; /* the GPU stage runs it for the batch */
     s->current = node;
     if (node->spec->num_guards && !stk__guards_hold(node, s)) continue; /* not this sample's branch */
     stk_status st = check_inputs_present(node, s);
@@ -120,9 +123,9 @@ static void run_sample_task(void *arg, size_t k, int worker) {
 
 void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__tensor *t) {
   stk__exec *ex = s->ex;
-  size_t o = (size_t)s->pipe->edges[edge].output_index;
+  size_t o = (size_t)s->pipe->edges[edge].slot;
   const shape_prediction *pr = &ex->pred[o];
-  void **own = &ex->out_blocks[s->index * ex->num_outputs + o];
+  void **own = &ex->out_blocks[s->index * ex->num_slots + o];
   if (*own) { /* an operator re-allocating its output: drop the first block */
     stk__pool_free(s->pipe->pool, *own);
     *own = NULL;
@@ -153,8 +156,8 @@ static stk_status plan_readers(stk__exec *ex) {
 
 static void reset_sample(stk__exec *ex, size_t i) {
   stk_pipeline *p = ex->p;
-  for (size_t o = 0; o < ex->num_outputs; o++) {
-    void **own = &ex->out_blocks[i * ex->num_outputs + o];
+  for (size_t o = 0; o < ex->num_slots; o++) {
+    void **own = &ex->out_blocks[i * ex->num_slots + o];
     if (*own) stk__pool_free(p->pool, *own);
     *own = NULL;
   }
@@ -170,7 +173,7 @@ static void prepare_batch(stk__exec *ex) {
     ex->pending[i] = i;
   }
   ex->num_pending = ex->n;
-  for (size_t o = 0; o < ex->num_outputs; o++) {
+  for (size_t o = 0; o < ex->num_slots; o++) {
     ex->dense_blocks[o] = NULL;
     if (ex->pred[o].valid) ex->dense_blocks[o] = stk__pool_alloc(ex->p->pool, ex->pred[o].bytes * ex->n);
   }
@@ -178,9 +181,13 @@ static void prepare_batch(stk__exec *ex) {
 
 static void release_batch_memory(stk__exec *ex) {
   for (size_t i = 0; i < ex->n; i++) reset_sample(ex, i);
-  for (size_t o = 0; o < ex->num_outputs; o++) {
+  for (size_t o = 0; o < ex->num_slots; o++) {
     stk__pool_free(ex->p->pool, ex->dense_blocks[o]);
     ex->dense_blocks[o] = NULL;
+  }
+  for (size_t e = 0; ex->lists && e < ex->num_edges; e++) {
+    stk_tensor_list_release(ex->lists[e]);
+    ex->lists[e] = NULL;
   }
 }
 
@@ -223,19 +230,20 @@ static stk_status handle_failures(stk__exec *ex, int round) {
 /* ---- assembling outputs ---- */
 
 static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *first) {
-  int e = ex->p->output_edges[o];
+  int e = ex->p->collected[o];
+  const char *name = ex->p->edges[e].name;
   for (size_t i = 0; i < ex->n; i++)
     if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data)
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                        "output '%s' has no value for sample %zu of the batch: it is produced only in a "
-                       "conditional branch that sample did not take", ex->p->output_names[o], i);
+                       "conditional branch that sample did not take", name, i);
   for (size_t i = 1; i < ex->n; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                        "output '%s': sample %zu is %s/%dD/'%s' but sample 0 is %s/%dD/'%s' (conditional "
                        "branches must agree in dtype, dimensions and layout)",
-                       ex->p->output_names[o], i, stk_dtype_name(t->dtype), t->ndim, t->layout,
+                       name, i, stk_dtype_name(t->dtype), t->ndim, t->layout,
                        stk_dtype_name(first->dtype), first->ndim, first->layout);
   }
   return STK_OK;
@@ -260,7 +268,7 @@ static size_t sample_bytes(const stk__tensor *t) {
  * only when the prediction missed), ragged otherwise. Takes over the memory. */
 static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out) {
   stk_pipeline *p = ex->p;
-  int e = p->output_edges[o];
+  int e = p->collected[o];
   const stk__tensor *first = &ex->edge_tensors[(size_t)e];
   STK_TRY(check_consistent(ex, o, first));
   stk_tensor_list *tl;
@@ -271,7 +279,7 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
   size_t bytes = sample_bytes(first);
   bool in_slots = ex->dense_blocks[o] != NULL;
   for (size_t i = 0; i < ex->n && in_slots; i++)
-    in_slots = ex->out_blocks[i * ex->num_outputs + o] == NULL;
+    in_slots = ex->out_blocks[i * ex->num_slots + o] == NULL;
   void *dense = NULL;
   if (uniform && in_slots) {
     dense = ex->dense_blocks[o];
@@ -280,7 +288,7 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
     dense = stk__pool_alloc(p->pool, bytes * ex->n);
     if (!dense) {
       stk_tensor_list_release(tl);
-      return stk__fail(STK_ERR_OUT_OF_MEMORY, "stk_pipeline_run", "cannot allocate output '%s'", p->output_names[o]);
+      return stk__fail(STK_ERR_OUT_OF_MEMORY, "stk_pipeline_run", "cannot allocate output '%s'", p->edges[e].name);
     }
     for (size_t i = 0; i < ex->n; i++)
       memcpy((char *)dense + i * bytes, ex->edge_tensors[i * ex->num_edges + (size_t)e].data, bytes);
@@ -289,7 +297,7 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     memcpy(&tl->shapes[i * (size_t)tl->ndim], t->shape, sizeof(int64_t) * (size_t)tl->ndim);
     tl->data[i] = dense ? (char *)dense + i * bytes : t->data;
-    void **own = &ex->out_blocks[i * ex->num_outputs + o];
+    void **own = &ex->out_blocks[i * ex->num_slots + o];
     if (!dense && *own) { /* ragged: the list keeps each sample's block */
       stk__tensor_list_own(tl, *own);
       *own = NULL;
@@ -313,21 +321,31 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
   return STK_OK;
 }
 
+/* Collected CPU edges become tensor lists; the GPU stage runs on them; the pipeline's
+ * outputs are taken from the lists. */
 static stk_status assemble(stk__exec *ex, stk_batch **out) {
+  stk_pipeline *p = ex->p;
+  for (size_t o = 0; o < ex->num_slots; o++)
+    STK_TRY(assemble_output(ex, o, &ex->lists[p->collected[o]]));
+  if (p->has_gpu) {
+    stk__gpu_batch gb = {p, ex->n, ex->samples, ex->lists, NULL};
+    STK_TRY(stk__gpu_run_stage(&gb));
+    for (size_t o = 0; o < p->num_outputs; o++) {
+      stk_tensor_list *tl = ex->lists[p->output_edges[o]];
+      if (tl->gpu) STK_TRY(stk__gpu_mark_ready(p->gpu, tl));
+    }
+  }
   stk_batch *b = stk__calloc(1, sizeof *b, "a batch");
   if (!b) return STK_ERR_OUT_OF_MEMORY;
-  b->outputs = stk__calloc(ex->num_outputs, sizeof(stk_tensor_list *), "batch outputs");
+  b->outputs = stk__calloc(p->num_outputs, sizeof(stk_tensor_list *), "batch outputs");
   if (!b->outputs) {
     free(b);
     return STK_ERR_OUT_OF_MEMORY;
   }
-  b->num_outputs = ex->num_outputs;
-  for (size_t o = 0; o < ex->num_outputs; o++) {
-    stk_status st = assemble_output(ex, o, &b->outputs[o]);
-    if (st != STK_OK) {
-      stk_batch_release(b);
-      return st;
-    }
+  b->num_outputs = p->num_outputs;
+  for (size_t o = 0; o < p->num_outputs; o++) {
+    b->outputs[o] = ex->lists[p->output_edges[o]];
+    stk_tensor_list_retain(b->outputs[o]);
   }
   *out = b;
   return STK_OK;
@@ -418,6 +436,7 @@ static void exec_free(stk__exec *ex) {
   free(ex->out_blocks);
   free(ex->dense_blocks);
   free(ex->pred);
+  free(ex->lists);
   free(ex->pending);
   free(ex->plan_items);
   free(ex->queue);
@@ -434,16 +453,17 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   ex->items = stk__calloc(n * (ex->num_readers ? ex->num_readers : 1), sizeof(int64_t), "planned items");
   ex->status = stk__calloc(n, sizeof(stk_status), "sample status");
   ex->messages = stk__calloc(n, sizeof(char *), "sample messages");
-  ex->out_blocks = stk__calloc(n * ex->num_outputs, sizeof(void *), "output blocks");
-  ex->dense_blocks = stk__calloc(ex->num_outputs, sizeof(void *), "output blocks");
-  ex->pred = stk__calloc(ex->num_outputs, sizeof(shape_prediction), "output shapes");
+  ex->out_blocks = stk__calloc(n * (ex->num_slots ? ex->num_slots : 1), sizeof(void *), "output blocks");
+  ex->dense_blocks = stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(void *), "output blocks");
+  ex->pred = stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(shape_prediction), "output shapes");
+  ex->lists = stk__calloc(ex->num_edges ? ex->num_edges : 1, sizeof(stk_tensor_list *), "batch lists");
   ex->pending = stk__calloc(n, sizeof(size_t), "pending samples");
   ex->plan_items = stk__calloc(n, sizeof(int64_t), "planned items");
   ex->arenas = stk__calloc((size_t)ex->num_workers, sizeof(stk__arena *), "arenas");
   ex->cap = (size_t)p->settings[STK_PIPE_PREFETCH_QUEUE_DEPTH];
   ex->queue = stk__calloc(ex->cap, sizeof(queue_entry), "the prefetch queue");
   if (!ex->samples || !ex->edge_tensors || !ex->items || !ex->status || !ex->messages ||
-      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->pending || !ex->plan_items ||
+      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->plan_items ||
       !ex->arenas || !ex->queue)
     return STK_ERR_OUT_OF_MEMORY;
   for (int w = 0; w < ex->num_workers; w++)
@@ -467,7 +487,7 @@ stk_status stk__exec_start(stk_pipeline *p) {
   ex->p = p;
   ex->n = (size_t)p->settings[STK_PIPE_BATCH_SIZE];
   ex->num_edges = p->num_edges;
-  ex->num_outputs = p->num_outputs;
+  ex->num_slots = p->num_collected;
   ex->num_readers = (size_t)p->num_readers;
   ex->num_workers = stk__threadpool_size(p->threads);
   ex->async = p->settings[STK_PIPE_EXEC_ASYNC] != 0;

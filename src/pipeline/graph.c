@@ -69,6 +69,7 @@ static stk_status make_edges(stk_pipeline *p) {
       e->producer = (int)n;
       e->producer_out = k;
       e->output_index = -1;
+      e->slot = -1;
       node->out_edges[k] = (int)p->num_edges++;
     }
   }
@@ -104,10 +105,15 @@ static stk_status resolve_node(stk_pipeline *p, stk__node *node) {
     if ((spec->guards[g].edge = find_edge(p, spec->guards[g].edge_name)) < 0)
       return STK_FAIL(STK_ERR_NOT_FOUND, "operator '%s': condition '%s' is not produced by any operator",
                       node->name, spec->guards[g].edge_name);
-  if (spec->device != STK_DEVICE_CPU)
-    return STK_FAIL(STK_ERR_DEVICE,
-                    "operator '%s' (%s) asks for device \"%s\", but this build has no GPU backend; use device=\"cpu\"",
-                    node->name, sc->name, stk__device_name(spec->device));
+  if (spec->device != STK_DEVICE_CPU) {
+    if (!spec->def->run_gpu)
+      return STK_FAIL(STK_ERR_UNSUPPORTED, "operator '%s' (%s) has no %s implementation yet; use device=\"cpu\"",
+                      node->name, sc->name, stk__device_name(spec->device));
+    if (spec->num_guards)
+      return STK_FAIL(STK_ERR_UNSUPPORTED, "operator '%s': conditional execution runs on the CPU only for now",
+                      node->name);
+    p->has_gpu = true;
+  }
   return STK_OK;
 }
 
@@ -176,6 +182,47 @@ static stk_status resolve_outputs(stk_pipeline *p) {
   return STK_OK;
 }
 
+static bool on_cpu(const stk_pipeline *p, int edge) {
+  return p->nodes[p->edges[edge].producer].spec->device == STK_DEVICE_CPU;
+}
+
+static stk_status give_slot(stk_pipeline *p, int edge) {
+  if (p->edges[edge].slot >= 0 || !on_cpu(p, edge)) return STK_OK;
+  p->edges[edge].slot = (int)p->num_collected;
+  p->collected[p->num_collected++] = edge;
+  return STK_OK;
+}
+
+/* Collected edges: CPU outputs that outlive a sample's chain — pipeline outputs and
+ * everything a mixed/GPU operator reads (data inputs, per-sample arguments). A CPU
+ * operator may not read a GPU edge. */
+static stk_status collect_edges(stk_pipeline *p) {
+  p->collected = stk__calloc(p->num_edges + 1, sizeof(int), "collected edges");
+  if (!p->collected) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t o = 0; o < p->num_outputs; o++) STK_TRY(give_slot(p, p->output_edges[o]));
+  for (size_t n = 0; n < p->num_nodes; n++) {
+    stk__node *node = &p->nodes[n];
+    bool gpu = node->spec->device != STK_DEVICE_CPU;
+    for (int i = 0; i < node->spec->num_inputs; i++) {
+      int e = node->in_edges[i];
+      if (gpu) STK_TRY(give_slot(p, e));
+      else if (!on_cpu(p, e))
+        return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                        "operator '%s' runs on the CPU but its input '%s' is on the GPU (GPU data cannot come back)",
+                        node->name, p->edges[e].name);
+    }
+    for (int a = 0; a < node->spec->def->schema->num_args; a++) {
+      int e = node->spec->args[a].edge;
+      if (e < 0) continue;
+      if (!on_cpu(p, e))
+        return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s': argument '%s' must come from a CPU operator",
+                        node->name, node->spec->def->schema->args[a].name);
+      if (gpu) STK_TRY(give_slot(p, e));
+    }
+  }
+  return STK_OK;
+}
+
 /* Attaches host functions registered by instance name (python_function). */
 static stk_status attach_host_functions(stk_pipeline *p) {
   for (stk__host_reg *r = p->host_regs; r; r = r->next) {
@@ -235,6 +282,7 @@ stk_status stk__graph_build(stk_pipeline *p) {
   STK_TRY(make_edges(p));
   for (size_t n = 0; n < p->num_nodes; n++) STK_TRY(resolve_node(p, &p->nodes[n]));
   STK_TRY(resolve_outputs(p));
+  STK_TRY(collect_edges(p));
   STK_TRY(sort_nodes(p));
   STK_TRY(attach_host_functions(p));
   return init_nodes(p);
@@ -252,6 +300,10 @@ void stk__graph_free(stk_pipeline *p) {
   free(p->order);
   free(p->edges);
   free(p->output_edges);
+  free(p->collected);
+  p->collected = NULL;
+  p->num_collected = 0;
+  p->has_gpu = false;
   p->nodes = NULL;
   p->order = NULL;
   p->edges = NULL;

@@ -70,6 +70,8 @@ typedef struct {
   int producer;     /* node index */
   int producer_out; /* output index of the producer */
   int output_index; /* index among pipeline outputs, -1 if not an output */
+  int slot;         /* CPU edges kept for the whole batch (outputs, inputs of GPU
+                       operators): index among the collected edges, else -1 */
 } stk__edge;
 
 struct stk__node {
@@ -105,7 +107,17 @@ struct stk_tensor_list {
   void *dense;
   stk_storage storage;
   int device_id;
+  /* device lists: the device (blocks go back to its pool), the event recorded after the
+   * producer's last kernel, and the consumer's stream (set through DLPack) */
+  struct stk__gpu *gpu;
+  void *ready_event;
+  uintptr_t consumer_stream;
+  bool has_consumer;
+  void *malloc_block; /* host copies made by stk_tensor_list_to_host */
 };
+
+/* gpu.c: returns a device list's blocks to the device pool, stream-ordered. */
+void stk__tensor_list_free_device(stk_tensor_list *tl);
 
 stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim,
                                    stk__pool *pool);
@@ -141,6 +153,10 @@ struct stk_pipeline {
   stk__edge *edges;
   size_t num_edges;
   int *output_edges;
+  int *collected; /* edges with a slot, by slot */
+  size_t num_collected;
+  bool has_gpu;   /* some operator runs on "mixed" or "gpu" */
+  struct stk__gpu *gpu;
   int num_readers;
   stk__pool *pool;
   stk__threadpool *threads;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_stage.h"
 #include "internal.h"
 
 #define HOST_POOL_MAX_CACHED ((size_t)1 << 30)
@@ -39,6 +40,7 @@ stk_status stk_pipeline_create(stk_pipeline **out) {
 void stk_pipeline_destroy(stk_pipeline *p) {
   if (!p) return;
   stk__exec_stop(p);
+  stk__gpu_release(p->gpu); /* device lists still alive keep the device open */
   stk__threadpool_destroy(p->threads);
   stk__graph_free(p);
   for (size_t i = 0; i < p->num_ops; i++) stk_op_destroy(p->ops[i]);
@@ -116,6 +118,7 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
   if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
   if (p->built) return STK_OK;
   stk_status st = stk__graph_build(p);
+  if (st == STK_OK && p->has_gpu) st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], &p->gpu);
   if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
   if (st == STK_OK) st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);
   if (st == STK_OK) st = stk__exec_start(p);
@@ -124,6 +127,8 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
     snprintf(saved, sizeof saved, "%s", stk_last_error());
     stk__threadpool_destroy(p->threads);
     p->threads = NULL;
+    stk__gpu_release(p->gpu);
+    p->gpu = NULL;
     stk__graph_free(p);
     stk__pool_destroy(p->pool);
     p->pool = NULL;

@@ -139,7 +139,7 @@ stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
   t->ndim = ndim;
   t->dtype = dtype;
   snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
-  t->data = s->pipe->edges[edge].output_index >= 0 ? stk__exec_alloc_output(s, edge, bytes, t)
+  t->data = s->pipe->edges[edge].slot >= 0 ? stk__exec_alloc_output(s, edge, bytes, t)
                                                    : stk__arena_alloc(s->arena, bytes);
   if (!t->data)
     return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "operator '%s': cannot allocate %zu bytes", node->name, bytes);
@@ -150,7 +150,7 @@ stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
 stk_status stk__output_alias(stk__sample *s, int index, const stk__tensor *src) {
   stk__node *node = s->current;
   int edge = node->out_edges[index];
-  if (s->pipe->edges[edge].output_index < 0) { /* stays inside the chain: alias */
+  if (s->pipe->edges[edge].slot < 0) { /* stays inside the chain: alias */
     s->edges[edge] = *src;
     return STK_OK;
   }
@@ -169,6 +169,7 @@ void stk__sample_rng(const stk__node *node, const stk__sample *s, stk__philox *g
 }
 
 int64_t stk__sample_ordinal(const stk__sample *s) { return s->ordinal; }
+size_t stk__sample_index(const stk__sample *s) { return s->index; }
 
 int64_t stk__sample_item(const stk__sample *s, const stk__node *reader) {
   return reader->reader_slot >= 0 ? s->items[reader->reader_slot] : -1;

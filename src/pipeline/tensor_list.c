@@ -36,7 +36,9 @@ void stk_tensor_list_retain(stk_tensor_list *tl) {
 
 void stk_tensor_list_release(stk_tensor_list *tl) {
   if (!tl || atomic_fetch_sub_explicit(&tl->refs, 1, memory_order_acq_rel) != 1) return;
+  if (tl->gpu) stk__tensor_list_free_device(tl);
   for (size_t b = 0; b < tl->num_blocks; b++) stk__pool_free(tl->pool, tl->blocks[b]);
+  free(tl->malloc_block);
   free(tl->blocks);
   free(tl->shapes);
   free(tl->data);
@@ -51,7 +53,7 @@ int stk_tensor_list_device_id(const stk_tensor_list *tl) { return tl->device_id;
 int stk_tensor_list_ndim(const stk_tensor_list *tl) { return tl->ndim; }
 int stk_tensor_list_is_dense(const stk_tensor_list *tl) { return tl && tl->dense != NULL; }
 void *stk_tensor_list_data(const stk_tensor_list *tl) { return tl ? tl->dense : NULL; }
-void *stk_tensor_list_ready_event(const stk_tensor_list *tl) { return NULL; }
+void *stk_tensor_list_ready_event(const stk_tensor_list *tl) { return tl ? tl->ready_event : NULL; }
 
 stk_status stk_tensor_list_sample(const stk_tensor_list *tl, size_t index, stk_tensor_desc *out) {
   if (!tl || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");

@@ -1,0 +1,262 @@
+/* The device runtime as the executor sees it: loading libstoker_cuda.so, opening the
+ * device, device tensor lists, and running the GPU stage of a batch. */
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_stage.h"
+#include "internal.h"
+
+stk_status stk__gpu_check(int rc, const char *err) {
+  if (rc == 0) return STK_OK;
+  return stk__set_error((stk_status)rc, err && *err ? err : "GPU call failed");
+}
+
+/* dlopen of the backend: $STK_CUDA_LIBRARY, the folder of the code holding this
+ * function (libstoker.so, or the Python extension), then the loader's search path. */
+static void *load_backend(char *why, size_t cap) {
+  const char *env = getenv("STK_CUDA_LIBRARY");
+  if (env && *env) {
+    void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    if (!h) snprintf(why, cap, "%s", dlerror());
+    return h;
+  }
+  Dl_info info;
+  if (dladdr((void *)&load_backend, &info) && info.dli_fname) {
+    char self[4096], path[4200];
+    snprintf(self, sizeof self, "%s", info.dli_fname);
+    snprintf(path, sizeof path, "%s/libstoker_cuda.so", dirname(self));
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h) return h;
+  }
+  void *h = dlopen("libstoker_cuda.so", RTLD_NOW | RTLD_LOCAL);
+  if (!h) snprintf(why, cap, "%s", dlerror());
+  return h;
+}
+
+stk_status stk__gpu_open(int device, stk__gpu **out) {
+  if (device < 0)
+    return STK_FAIL(STK_ERR_DEVICE, "an operator runs on the GPU but device_id is -1 (None): set device_id");
+  char why[1024] = "";
+  void *lib = load_backend(why, sizeof why);
+  if (!lib)
+    return STK_FAIL(STK_ERR_DEVICE,
+                    "the GPU backend libstoker_cuda.so could not be loaded (built only where nvcc is present; "
+                    "set STK_CUDA_LIBRARY to its path): %s", why);
+  stk_cuda_get_api_fn get = (stk_cuda_get_api_fn)dlsym(lib, "stk_cuda_get_api");
+  const stk_gpu_api *api = get ? get() : NULL;
+  if (!api || api->abi_version != STK_GPU_ABI_VERSION || api->struct_size < sizeof(stk_gpu_api)) {
+    dlclose(lib);
+    return STK_FAIL(STK_ERR_DEVICE, "libstoker_cuda.so does not match this library (ABI %d, expected %d)",
+                    api ? api->abi_version : -1, STK_GPU_ABI_VERSION);
+  }
+  char err[STK_GPU_ERRLEN] = "";
+  int count = 0;
+  if (api->device_count(&count, err, sizeof err) != 0 || device >= count) {
+    dlclose(lib);
+    return STK_FAIL(STK_ERR_DEVICE, "no usable GPU for device_id %d (%d device(s) found)%s%s", device, count,
+                    *err ? ": " : "", err);
+  }
+  stk__gpu *g = stk__calloc(1, sizeof *g, "the GPU context");
+  if (!g) {
+    dlclose(lib);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  stk_gpu_open_opts opts = {.device = device};
+  int rc = api->open(&opts, &g->ctx, err, sizeof err);
+  if (rc == 0) rc = api->device_info(g->ctx, &g->info, err, sizeof err);
+  if (rc != 0) {
+    if (g->ctx) api->close(g->ctx);
+    free(g);
+    dlclose(lib);
+    return STK_FAIL(STK_ERR_DEVICE, "cannot open GPU %d: %s", device, err);
+  }
+  g->api = api;
+  g->library = lib;
+  g->device = device;
+  atomic_init(&g->refs, 1);
+  *out = g;
+  return STK_OK;
+}
+
+void stk__gpu_retain(stk__gpu *gpu) {
+  if (gpu) atomic_fetch_add(&gpu->refs, 1);
+}
+
+void stk__gpu_release(stk__gpu *gpu) {
+  if (!gpu || atomic_fetch_sub(&gpu->refs, 1) != 1) return;
+  gpu->api->close(gpu->ctx);
+  dlclose(gpu->library);
+  free(gpu);
+}
+
+/* ---- device tensor lists ---- */
+
+/* Frees a device list's blocks on the compute stream, after the consumer's stream has
+ * passed the point where the list was released. */
+static void free_device_blocks(stk_tensor_list *tl) {
+  stk__gpu *g = tl->gpu;
+  uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE);
+  if (tl->has_consumer && tl->ready_event) {
+    g->api->event_record(g->ctx, tl->ready_event, tl->consumer_stream, NULL, 0);
+    g->api->stream_wait_event(g->ctx, stream, tl->ready_event, NULL, 0);
+  }
+  for (size_t b = 0; b < tl->num_blocks; b++) g->api->device_free(g->ctx, tl->blocks[b], stream, NULL, 0);
+  tl->num_blocks = 0;
+  if (tl->ready_event) g->api->event_destroy(g->ctx, tl->ready_event);
+  tl->ready_event = NULL;
+}
+
+void stk__tensor_list_free_device(stk_tensor_list *tl) {
+  if (!tl->gpu) return;
+  free_device_blocks(tl);
+  stk__gpu_release(tl->gpu);
+  tl->gpu = NULL;
+}
+
+stk_status stk__gpu_mark_ready(stk__gpu *gpu, stk_tensor_list *tl) {
+  char err[STK_GPU_ERRLEN] = "";
+  uintptr_t stream = gpu->api->stream(gpu->ctx, STK_GPU_STREAM_COMPUTE);
+  int rc = tl->ready_event ? 0 : gpu->api->event_create(gpu->ctx, 0, &tl->ready_event, err, sizeof err);
+  if (rc == 0) rc = gpu->api->event_record(gpu->ctx, tl->ready_event, stream, err, sizeof err);
+  return stk__gpu_check(rc, err);
+}
+
+stk_status stk_tensor_list_set_consumer_stream(stk_tensor_list *tl, uintptr_t stream) {
+  if (!tl) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL tensor list");
+  if (!tl->gpu) return STK_OK; /* host memory: nothing to order */
+  char err[STK_GPU_ERRLEN] = "";
+  stk__gpu *g = tl->gpu;
+  if (tl->ready_event) STK_TRY(stk__gpu_check(g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err), err));
+  tl->consumer_stream = stream;
+  tl->has_consumer = true;
+  return STK_OK;
+}
+
+stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **out) {
+  if (!tl || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  size_t esize = stk_dtype_size(tl->dtype), total = 0;
+  size_t *bytes = stk__calloc(tl->n ? tl->n : 1, sizeof(size_t), "sample sizes");
+  if (!bytes) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < tl->n; i++) {
+    bytes[i] = esize;
+    for (int d = 0; d < tl->ndim; d++) bytes[i] *= (size_t)tl->shapes[i * (size_t)tl->ndim + (size_t)d];
+    total += bytes[i];
+  }
+  stk_tensor_list *h;
+  stk_status st = stk__tensor_list_create(&h, tl->n, tl->ndim, NULL);
+  char *block = st == STK_OK ? malloc(total ? total : 1) : NULL;
+  if (st == STK_OK && !block) st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", total);
+  if (st != STK_OK) {
+    free(bytes);
+    if (h && st != STK_OK) stk_tensor_list_release(h);
+    return st;
+  }
+  h->dtype = tl->dtype;
+  memcpy(h->layout, tl->layout, sizeof h->layout);
+  memcpy(h->shapes, tl->shapes, sizeof(int64_t) * tl->n * (size_t)tl->ndim);
+  h->malloc_block = block;
+  char err[STK_GPU_ERRLEN] = "";
+  size_t off = 0;
+  for (size_t i = 0; i < tl->n && st == STK_OK; i++) {
+    h->data[i] = block + off;
+    if (tl->gpu) {
+      stk__gpu *g = tl->gpu;
+      uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_COPY);
+      int rc = tl->ready_event ? g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err) : 0;
+      if (rc == 0) rc = g->api->memcpy_async(g->ctx, block + off, tl->data[i], bytes[i], stream, err, sizeof err);
+      if (rc == 0 && i + 1 == tl->n) rc = g->api->stream_sync(g->ctx, stream, err, sizeof err);
+      st = stk__gpu_check(rc, err);
+    } else if (bytes[i]) {
+      memcpy(block + off, tl->data[i], bytes[i]);
+    }
+    off += bytes[i];
+  }
+  if (st == STK_OK && tl->dense) h->dense = block;
+  free(bytes);
+  if (st != STK_OK) {
+    stk_tensor_list_release(h);
+    return st;
+  }
+  *out = h;
+  return STK_OK;
+}
+
+/* ---- the stage ---- */
+
+size_t stk__gpu_batch_size(const stk__gpu_batch *b) { return b->n; }
+stk__gpu *stk__gpu_device(const stk__gpu_batch *b) { return b->p->gpu; }
+uintptr_t stk__gpu_stream(const stk__gpu_batch *b) {
+  return b->p->gpu->api->stream(b->p->gpu->ctx, STK_GPU_STREAM_COMPUTE);
+}
+stk_tensor_list *stk__gpu_input(const stk__gpu_batch *b, int index) { return b->lists[b->node->in_edges[index]]; }
+stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i) { return &b->samples[i]; }
+
+stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
+                               const char *layout, bool dense, stk_tensor_list **out) {
+  stk__gpu *g = b->p->gpu;
+  stk_tensor_list *tl;
+  STK_TRY(stk__tensor_list_create(&tl, b->n, ndim, NULL));
+  tl->dtype = dtype;
+  tl->storage = STK_STORAGE_DEVICE;
+  tl->device_id = g->device;
+  tl->gpu = g;
+  stk__gpu_retain(g);
+  snprintf(tl->layout, sizeof tl->layout, "%s", layout ? layout : "");
+  memcpy(tl->shapes, shapes, sizeof(int64_t) * b->n * (size_t)ndim);
+  size_t esize = stk_dtype_size(dtype);
+  char err[STK_GPU_ERRLEN] = "";
+  uintptr_t stream = stk__gpu_stream(b);
+  stk_status st = STK_OK;
+  size_t sample0 = esize;
+  for (int d = 0; d < ndim; d++) sample0 *= (size_t)shapes[d];
+  if (dense) {
+    void *block = NULL;
+    st = stk__gpu_check(g->api->device_alloc(g->ctx, sample0 * b->n, stream, &block, err, sizeof err), err);
+    if (st == STK_OK) {
+      if (block) stk__tensor_list_own(tl, block);
+      tl->dense = block;
+      for (size_t i = 0; i < b->n; i++) tl->data[i] = (char *)block + i * sample0;
+    }
+  } else {
+    for (size_t i = 0; i < b->n && st == STK_OK; i++) {
+      size_t bytes = esize;
+      for (int d = 0; d < ndim; d++) bytes *= (size_t)shapes[i * (size_t)ndim + (size_t)d];
+      void *block = NULL;
+      st = stk__gpu_check(g->api->device_alloc(g->ctx, bytes, stream, &block, err, sizeof err), err);
+      if (st == STK_OK && block) stk__tensor_list_own(tl, block);
+      tl->data[i] = block;
+    }
+  }
+  if (st != STK_OK) {
+    stk_tensor_list_release(tl);
+    return st;
+  }
+  *out = tl;
+  return STK_OK;
+}
+
+stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl) {
+  int e = b->node->out_edges[index];
+  stk_tensor_list_release(b->lists[e]);
+  b->lists[e] = tl;
+  return STK_OK;
+}
+
+stk_status stk__gpu_run_stage(stk__gpu_batch *b) {
+  stk_pipeline *p = b->p;
+  for (size_t o = 0; o < p->num_nodes; o++) {
+    stk__node *node = &p->nodes[p->order[o]];
+    if (node->spec->device == STK_DEVICE_CPU) continue;
+    b->node = node;
+    int64_t t0 = stk__now_ns();
+    stk_status st = node->spec->def->run_gpu(node, b);
+    atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
+    if (st != STK_OK) return stk__wrap(st, "stk_pipeline_run: operator '%s' (%s)", node->name, stk__device_name(node->spec->device));
+    for (int k = 0; k < node->num_outputs; k++)
+      if (!b->lists[node->out_edges[k]])
+        return STK_FAIL(STK_ERR_INTERNAL, "operator '%s' produced no output %d", node->name, k);
+  }
+  return STK_OK;
+}

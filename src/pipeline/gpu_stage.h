@@ -1,0 +1,70 @@
+/*
+ * The GPU stage: what mixed and GPU operators see, and the device runtime the executor
+ * loads at run time (libstoker_cuda.so, through the function table of
+ * src/cuda/gpu_api.h). The CPU library never links CUDA.
+ *
+ * After the CPU stage of a batch, the executor runs every mixed/GPU operator once for
+ * the whole batch, in graph order, on the pipeline's compute stream: `run_gpu` reads its
+ * inputs as tensor lists (host lists for CPU edges, device lists for GPU edges), reads
+ * per-sample arguments through stk__gpu_sample(b, i), and hands its outputs over with
+ * stk__gpu_output. Device memory comes from the context's stream-ordered pool and goes
+ * back to it when the last reference to a list is dropped, after the consumer's stream
+ * has passed the point where it released the list.
+ */
+#ifndef STOKER_PIPELINE_GPU_STAGE_H
+#define STOKER_PIPELINE_GPU_STAGE_H
+
+#include <stdatomic.h>
+
+#include "../cuda/gpu_api.h"
+#include "../ops/op.h"
+
+/* A loaded and opened device (reference counted: the pipeline and every device tensor
+ * list hold a reference, so lists may outlive their pipeline). */
+typedef struct stk__gpu {
+  const stk_gpu_api *api;
+  stk_gpu_ctx *ctx;
+  void *library; /* dlopen handle */
+  int device;
+  atomic_int refs;
+  stk_gpu_device_info info;
+} stk__gpu;
+
+typedef struct stk__gpu_batch stk__gpu_batch;
+
+/* Loads libstoker_cuda.so ($STK_CUDA_LIBRARY, then beside the stoker library, then the
+ * loader's search path) and opens `device`. Errors are STK_ERR_DEVICE naming why. */
+stk_status stk__gpu_open(int device, stk__gpu **out);
+void stk__gpu_retain(stk__gpu *gpu);
+void stk__gpu_release(stk__gpu *gpu);
+/* Turns an API failure into a status with the API's message. */
+stk_status stk__gpu_check(int rc, const char *err);
+
+/* ---- for operators ---- */
+size_t stk__gpu_batch_size(const stk__gpu_batch *b);
+stk__gpu *stk__gpu_device(const stk__gpu_batch *b);
+uintptr_t stk__gpu_stream(const stk__gpu_batch *b);
+/* Input `index` of the running operator for the whole batch. */
+stk_tensor_list *stk__gpu_input(const stk__gpu_batch *b, int index);
+/* The per-sample context of sample i, for per-sample arguments and random streams. */
+stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i);
+/* A device tensor list of n samples with the given per-sample shapes (n * ndim values):
+ * one dense block when `dense` (all shapes equal), else one block per sample. */
+stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
+                               const char *layout, bool dense, stk_tensor_list **out);
+/* Output `index` of the running operator (takes the reference). */
+stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl);
+
+/* ---- for the executor ---- */
+struct stk__gpu_batch {
+  stk_pipeline *p;
+  size_t n;
+  stk__sample *samples;
+  stk_tensor_list **lists; /* per edge: this batch's list, or NULL */
+  stk__node *node;
+};
+stk_status stk__gpu_run_stage(stk__gpu_batch *b);
+/* Marks device outputs ready: records an event after the last kernel. */
+stk_status stk__gpu_mark_ready(stk__gpu *gpu, stk_tensor_list *tl);
+
+#endif
