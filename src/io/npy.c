@@ -207,53 +207,79 @@ static void swap_bytes(uint8_t *p, size_t count, size_t elem) {
     }
 }
 
+/* The box as up to STK_MAX_NDIM loops of (count, source stride, destination stride);
+ * adjacent loops that are contiguous in both arrays are merged, so a whole C-order
+ * array is one memcpy and an HWC image's rows are long runs, not 3-byte pieces. */
 typedef struct {
-  const stk__npy_header *h;
-  int64_t src_stride[STK_MAX_NDIM], dst_stride[STK_MAX_NDIM];
-  const int64_t *count;
-} box_copy;
+  int n;
+  int64_t count[STK_MAX_NDIM], src[STK_MAX_NDIM], dst[STK_MAX_NDIM];
+  size_t elem;
+  bool swap;
+} box_plan;
 
-static void copy_dim(const box_copy *c, int d, const uint8_t *src, uint8_t *dst) {
-  const stk__npy_header *h = c->h;
-  int last = h->ndim - 1;
-  if (d == last) {
-    size_t n = (size_t)c->count[d];
-    if (c->src_stride[d] == (int64_t)h->elem) {
-      memcpy(dst, src, n * h->elem);
-    } else {
-      for (size_t i = 0; i < n; i++)
-        memcpy(dst + i * h->elem, src + (int64_t)i * c->src_stride[d], h->elem);
+/* One run of `n` elements with a source stride: contiguous runs are one memcpy. */
+static void copy_run(const box_plan *b, const uint8_t *src, uint8_t *dst, int64_t n,
+                     int64_t stride) {
+  size_t e = b->elem;
+  if (stride == (int64_t)e) {
+    memcpy(dst, src, (size_t)n * e);
+  } else {
+    switch (e) { /* a gather (Fortran order): typed moves, not memcpy calls */
+    case 1: for (int64_t i = 0; i < n; i++) dst[i] = src[i * stride]; break;
+    case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + 2 * i, src + i * stride, 2); break;
+    case 4: for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * i, src + i * stride, 4); break;
+    default: for (int64_t i = 0; i < n; i++) memcpy(dst + 8 * i, src + i * stride, 8); break;
     }
-    if (h->swap) swap_bytes(dst, n, h->elem);
+  }
+  if (b->swap) swap_bytes(dst, (size_t)n, e);
+}
+
+static void copy_loop(const box_plan *b, int d, const uint8_t *src, uint8_t *dst) {
+  if (d == b->n - 1) {
+    copy_run(b, src, dst, b->count[d], b->src[d]);
     return;
   }
-  for (int64_t i = 0; i < c->count[d]; i++)
-    copy_dim(c, d + 1, src + i * c->src_stride[d], dst + i * c->dst_stride[d]);
+  for (int64_t i = 0; i < b->count[d]; i++)
+    copy_loop(b, d + 1, src + i * b->src[d], dst + i * b->dst[d]);
 }
 
 void stk__npy_copy_box(const stk__npy_header *h, const uint8_t *src, const int64_t *start,
                        const int64_t *count, uint8_t *dst, const int64_t *dst_shape,
                        const int64_t *dst_start) {
-  if (h->ndim == 0) {
-    memcpy(dst, src, h->elem);
-    if (h->swap) swap_bytes(dst, 1, h->elem);
-    return;
-  }
-  box_copy c = {.h = h, .count = count};
+  box_plan b = {.n = 0, .elem = h->elem, .swap = h->swap};
+  int64_t src_stride[STK_MAX_NDIM], dst_stride[STK_MAX_NDIM];
   int64_t s = (int64_t)h->elem, t = (int64_t)h->elem;
   for (int d = 0; d < h->ndim; d++) { /* Fortran: the first axis varies fastest */
     int k = h->fortran ? d : h->ndim - 1 - d;
-    c.src_stride[k] = s;
+    src_stride[k] = s;
     s *= h->shape[k];
   }
   for (int d = h->ndim - 1; d >= 0; d--) {
-    c.dst_stride[d] = t;
+    dst_stride[d] = t;
     t *= dst_shape[d];
   }
   for (int d = 0; d < h->ndim; d++) {
     if (count[d] == 0) return;
-    src += start[d] * c.src_stride[d];
-    dst += dst_start[d] * c.dst_stride[d];
+    src += start[d] * src_stride[d];
+    dst += dst_start[d] * dst_stride[d];
   }
-  copy_dim(&c, 0, src, dst);
+  for (int d = 0; d < h->ndim; d++) {
+    if (count[d] == 1) continue; /* a loop of one changes nothing */
+    int last = b.n - 1;
+    if (b.n > 0 && b.src[last] == src_stride[d] * count[d] && b.dst[last] == dst_stride[d] * count[d]) {
+      b.count[last] *= count[d]; /* contiguous with the outer loop: merge */
+      b.src[last] = src_stride[d];
+      b.dst[last] = dst_stride[d];
+      continue;
+    }
+    b.count[b.n] = count[d];
+    b.src[b.n] = src_stride[d];
+    b.dst[b.n++] = dst_stride[d];
+  }
+  if (b.n == 0) { /* a single element */
+    b.n = 1;
+    b.count[0] = 1;
+    b.src[0] = b.dst[0] = (int64_t)h->elem;
+  }
+  copy_loop(&b, 0, src, dst);
 }

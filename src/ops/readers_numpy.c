@@ -239,27 +239,55 @@ static stk_status emit(stk__node *node, npy_state *r, stk__sample *s, const stk_
   return STK_OK;
 }
 
-/* Whole file in memory: mapped, or read into scratch memory (dont_use_mmap). */
-static stk_status load(stk__node *node, npy_state *r, stk__sample *s, int fd, const char *path,
-                       int64_t size, const uint8_t **data, void **map) {
-  *map = NULL;
-  if (r->use_mmap) {
-    void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED)
-      return STK_FAIL(STK_ERR_IO, "%s: cannot map '%s': %s", stk__node_name(node), path,
-                      strerror(errno));
-    *map = m;
-    *data = m;
-    return STK_OK;
-  }
-  uint8_t *buf = stk__scratch(s, (size_t)size);
-  if (!buf) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold '%s'", stk__node_name(node), path);
+/* Reads exactly `n` bytes at `offset`; a short read means the file changed. */
+static stk_status pread_exact(int fd, const char *path, int64_t offset, void *dst, size_t n) {
   size_t got;
-  STK_TRY(stk__pread_full(fd, path, 0, buf, (size_t)size, &got));
-  if (got < (size_t)size)
-    return STK_FAIL(STK_ERR_IO, "'%s' shrank while it was read", path);
-  *data = buf;
+  STK_TRY(stk__pread_full(fd, path, offset, dst, n, &got));
+  if (got < n)
+    return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated at offset %lld (it changed while read?)",
+                    path, (long long)(offset + (int64_t)got));
   return STK_OK;
+}
+
+/* The memory-mapped read: the whole file mapped, the array or region copied out. */
+static stk_status read_mapped(stk__node *node, npy_state *r, stk__sample *s, int fd,
+                              const char *path, int64_t size) {
+  void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED)
+    return STK_FAIL(STK_ERR_IO, "%s: cannot map '%s': %s", stk__node_name(node), path,
+                    strerror(errno));
+  stk__npy_header h;
+  stk_status st = stk__npy_parse(m, (size_t)size, size, path, &h);
+  if (st == STK_OK) st = emit(node, r, s, &h, m, path);
+  munmap(m, (size_t)size);
+  return st;
+}
+
+/* dont_use_mmap: the header first, then the data straight into the output when it needs
+ * no reordering (C order, host byte order, no region); otherwise the whole file into
+ * scratch memory and the copy as for mapped files. */
+static stk_status read_plain(stk__node *node, npy_state *r, stk__sample *s, int fd,
+                             const char *path, int64_t size) {
+  uint8_t pre[12];
+  size_t got, hlen;
+  STK_TRY(stk__pread_full(fd, path, 0, pre, sizeof pre, &got));
+  STK_TRY(stk__npy_header_length(pre, got, path, &hlen));
+  if ((int64_t)hlen > size)
+    return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated inside its header (%zu bytes)", path, hlen);
+  uint8_t *buf = stk__scratch(s, hlen);
+  if (!buf) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold the header of '%s'", stk__node_name(node), path);
+  STK_TRY(pread_exact(fd, path, 0, buf, hlen));
+  stk__npy_header h;
+  STK_TRY(stk__npy_parse(buf, hlen, size, path, &h));
+  if (!r->roi && !h.fortran && !h.swap) {
+    stk__tensor *out;
+    STK_TRY(stk__output(s, 0, h.dtype, h.ndim, h.shape, NULL, &out));
+    return pread_exact(fd, path, h.data_offset, out->data, (size_t)h.data_bytes);
+  }
+  uint8_t *all = stk__scratch(s, (size_t)size);
+  if (!all) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold '%s'", stk__node_name(node), path);
+  STK_TRY(pread_exact(fd, path, 0, all, (size_t)size));
+  return emit(node, r, s, &h, all, path);
 }
 
 static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const char *path,
@@ -272,14 +300,7 @@ static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const
     return STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes",
                     stk__node_name(node), path, (long long)size);
   if (size < 10) return STK_FAIL(STK_ERR_DECODE, "'%s' is not a .npy file (%lld bytes)", path, (long long)size);
-  const uint8_t *data = NULL;
-  void *map = NULL;
-  STK_TRY(load(node, r, s, fd, path, size, &data, &map));
-  stk__npy_header h;
-  stk_status st = stk__npy_parse(data, (size_t)size, size, path, &h);
-  if (st == STK_OK) st = emit(node, r, s, &h, data, path);
-  if (map) munmap(map, (size_t)size);
-  return st;
+  return r->use_mmap ? read_mapped(node, r, s, fd, path, size) : read_plain(node, r, s, fd, path, size);
 }
 
 static stk_status npy_run(stk__node *node, stk__sample *s) {

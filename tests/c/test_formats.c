@@ -699,8 +699,10 @@ static void test_numpy_dtypes_orders_versions(void **state) {
   manifest[msize] = '\0';
   int count = 0;
   for (char *l = manifest; *l; l = strchr(l, '\n') + 1) count++;
+  for (int plain = 0; plain <= 1; plain++) { /* mapped, then read (dont_use_mmap) */
   stk_op *op = npy_op();
   TU_OK(stk_op_set_string(op, "file_root", fxp(root, sizeof root, "npy")));
+  TU_OK(stk_op_set_bool(op, "dont_use_mmap", plain));
   stk_pipeline *p = build_ok(op, 1, 1); /* one sample per batch: dtypes differ */
   int64_t n;
   TU_OK(stk_pipeline_epoch_size(p, "R", &n));
@@ -738,8 +740,11 @@ static void test_numpy_dtypes_orders_versions(void **state) {
   }
   stk_pipeline_destroy(p);
   stk_op_destroy(op);
+  }
   free(manifest);
 }
+
+static bool roi_plain; /* read_roi with dont_use_mmap */
 
 /* Reads roi_x.npy with the given region arguments; *d is the only sample. */
 static stk_status read_roi(const char *file, const int64_t *start, const int64_t *end,
@@ -753,6 +758,7 @@ static stk_status read_roi(const char *file, const int64_t *start, const int64_t
   if (axes) TU_OK(stk_op_set_ints(op, "roi_axes", axes, (size_t)n));
   if (policy) TU_OK(stk_op_set_string(op, "out_of_bounds_policy", policy));
   TU_OK(stk_op_set_float(op, "fill_value", -5));
+  TU_OK(stk_op_set_bool(op, "dont_use_mmap", roi_plain));
   stk_pipeline *p = build_ok(op, 1, 1);
   stk_op_destroy(op);
   stk_status st = stk_pipeline_run(p, out);
@@ -781,28 +787,33 @@ static void assert_box(stk_batch *out, const int64_t *lo, const int64_t *hi) {
 static void test_numpy_roi(void **state) {
   const char *files[] = {"npybad/roi_c.npy", "npybad/roi_f.npy", "npybad/roi_be.npy"};
   stk_batch *out;
-  for (int f = 0; f < 3; f++) {
+  for (int f = 0; f < 6; f++) {
+    roi_plain = f >= 3; /* each file mapped, then read */
     const int64_t lo[] = {1, 0, 2}, hi[] = {3, 5, 5};
-    TU_OK(read_roi(files[f], lo, hi, NULL, 3, NULL, &out));
+    TU_OK(read_roi(files[f % 3], lo, hi, NULL, 3, NULL, &out));
     assert_box(out, lo, hi);
+    stk_batch_release(out);
+    TU_OK(read_roi(files[f % 3], NULL, NULL, NULL, 0, NULL, &out)); /* the whole array */
+    assert_box(out, (const int64_t[]){0, 0, 0}, (const int64_t[]){4, 5, 6});
     stk_batch_release(out);
     /* roi_axes: only axis 2 is cut. */
     const int64_t ax[] = {2}, s2[] = {4}, e2[] = {6};
-    TU_OK(read_roi(files[f], s2, e2, ax, 1, NULL, &out));
+    TU_OK(read_roi(files[f % 3], s2, e2, ax, 1, NULL, &out));
     assert_box(out, (const int64_t[]){0, 0, 4}, (const int64_t[]){4, 5, 6});
     stk_batch_release(out);
     /* Outside the array: padded with fill_value, or trimmed, or an error. */
     const int64_t plo[] = {-1, 3, 4}, phi[] = {2, 7, 8};
-    TU_OK(read_roi(files[f], plo, phi, NULL, 3, "pad", &out));
+    TU_OK(read_roi(files[f % 3], plo, phi, NULL, 3, "pad", &out));
     assert_box(out, plo, phi);
     stk_batch_release(out);
-    TU_OK(read_roi(files[f], plo, phi, NULL, 3, "trim_to_shape", &out));
+    TU_OK(read_roi(files[f % 3], plo, phi, NULL, 3, "trim_to_shape", &out));
     assert_box(out, (const int64_t[]){0, 3, 4}, (const int64_t[]){2, 5, 6});
     stk_batch_release(out);
-    assert_int_equal(read_roi(files[f], plo, phi, NULL, 3, NULL, &out), STK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(read_roi(files[f % 3], plo, phi, NULL, 3, NULL, &out), STK_ERR_INVALID_ARGUMENT);
     assert_error_mentions("out_of_bounds_policy");
-    assert_error_mentions(files[f]);
+    assert_error_mentions(files[f % 3]);
   }
+  roi_plain = false;
 }
 
 static void test_numpy_bad_input(void **state) {
