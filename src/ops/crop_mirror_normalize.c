@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_util.h"
 #include "image_util.h"
 
 enum {
@@ -129,13 +130,148 @@ static stk_status cmn_run(stk__node *node, stk__sample *s) {
   return stk__sample_wrap(stk__cmn(&in, &out, &p, scratch, need), node, s);
 }
 
+/* ---- GPU backend ---- */
+
+bool stk__cmn_gpu_can_fuse(const stk__node *cmn) {
+  /* without a crop the window is the whole (resampled) image */
+  return !stk__arg_given(cmn, A_CROP) && !stk__arg_given(cmn, A_CROP_H) && !stk__arg_given(cmn, A_CROP_W);
+}
+
+/* Per-sample normalisation values shared by both GPU paths. */
+static stk_status cmn_gpu_values(stk__node *node, stk__sample *s, int c, int out_c, int *mirror, double mean[4],
+                                 double sd[4], double fill[4]) {
+  double *m, *d, *f;
+  STK_TRY(stk__channel_values(node, s, A_MEAN, "mean", c, &m));
+  STK_TRY(stk__channel_values(node, s, A_STD, "std", c, &d));
+  STK_TRY(cmn_fill(node, s, c, out_c, &f));
+  for (int k = 0; k < 4; k++) {
+    mean[k] = k < c ? m[k] : 0.0;
+    sd[k] = k < c ? d[k] : 1.0;
+    fill[k] = k < out_c ? f[k] : 0.0;
+  }
+  *mirror = stk__arg_int(node, s, A_MIRROR) != 0;
+  return STK_OK;
+}
+
+/* Output shapes for HWC plans (3 values per sample) in the chosen layout. */
+static void cmn_gpu_shapes(const cmn_state *st, int64_t *shapes, size_t n, int out_c) {
+  for (size_t i = 0; i < n; i++) {
+    int64_t *sh = shapes + 3 * i, h = sh[0], w = sh[1];
+    if (st->planar) sh[0] = out_c, sh[1] = h, sh[2] = w;
+    else sh[2] = out_c;
+  }
+}
+
+/* Resampling producer + normalisation in one resample call (two launches). */
+static stk_status cmn_run_fused(stk__node *node, stk__gpu_batch *b, stk__node *producer,
+                                stk__gpu_resample_plan_fn plan, const stk_tensor_list *in,
+                                stk_gpu_resample_sample *samples, int64_t *shapes, stk_tensor_list **out) {
+  const cmn_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  stk_gpu_resample_args args;
+  STK_TRY(plan(producer, b, in, samples, shapes, &args));
+  int c = args.channels, out_c = st->pad ? (int)next_pow2(c) : c;
+  for (size_t i = 0; i < n; i++)
+    STK_TRY(cmn_gpu_values(node, stk__gpu_sample(b, i), c, out_c, &samples[i].mirror, samples[i].mean,
+                           samples[i].stddev, args.fill));
+  /* the CPU chain rounds the resampled image to the producer's type before normalising */
+  args.quantize = args.out_dtype == STK_DTYPE_UINT8;
+  args.normalize = 1;
+  args.out_dtype = st->dtype;
+  args.planar = st->planar;
+  args.out_channels = out_c;
+  args.scale = st->scale;
+  args.shift = st->shift;
+  cmn_gpu_shapes(st, shapes, n, out_c);
+  STK_TRY(stk__gpu_alloc_list(b, st->dtype, 3, shapes, st->planar ? "CHW" : "HWC", stk__gpu_shapes_equal(shapes, n, 3), out));
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(*out, i, &d);
+    samples[i].dst = d.data;
+  }
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  return stk__gpu_op_check(node, g->api->resample(g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err, sizeof err), err);
+}
+
+/* The crop_mirror_normalize kernel alone. */
+static stk_status cmn_run_alone(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in, int64_t *shapes,
+                                stk_tensor_list **out) {
+  const cmn_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  stk_gpu_cmn_sample *samples = stk__calloc(n, sizeof *samples, "a crop_mirror_normalize plan");
+  if (!samples) return STK_ERR_OUT_OF_MEMORY;
+  stk_status rc = STK_OK;
+  int c = 0, out_c = 0;
+  for (size_t i = 0; i < n && rc == STK_OK; i++) {
+    stk__sample *s = stk__gpu_sample(b, i);
+    int h, w, ci;
+    void *data;
+    if ((rc = stk__gpu_image_dims(node, in, i, &h, &w, &ci, &data)) != STK_OK) break;
+    if (i == 0) c = ci, out_c = st->pad ? (int)next_pow2(c) : c;
+    if (ci != c) {
+      rc = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the GPU crop_mirror_normalize needs one channel count per batch");
+      break;
+    }
+    stk__rect win;
+    if ((rc = stk__crop_args_rect(node, s, &cmn_ids, st->policy, st->truncate, h, w, &win)) != STK_OK) break;
+    stk_gpu_cmn_sample *g = &samples[i];
+    *g = (stk_gpu_cmn_sample){.src = data, .src_pitch = (size_t)w * (size_t)c * stk_dtype_size(stk_tensor_list_dtype(in)),
+                              .src_h = h, .src_w = w, .win_y = (int)win.y, .win_x = (int)win.x,
+                              .win_h = (int)win.h, .win_w = (int)win.w};
+    rc = cmn_gpu_values(node, s, c, out_c, &g->mirror, g->mean, g->stddev, g->fill);
+    shapes[3 * i] = win.h, shapes[3 * i + 1] = win.w;
+  }
+  if (rc == STK_OK) {
+    cmn_gpu_shapes(st, shapes, n, out_c);
+    rc = stk__gpu_alloc_list(b, st->dtype, 3, shapes, st->planar ? "CHW" : "HWC", stk__gpu_shapes_equal(shapes, n, 3), out);
+  }
+  if (rc == STK_OK) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(*out, i, &d);
+      samples[i].dst = d.data;
+    }
+    stk_gpu_cmn_args args = {.channels = c, .out_channels = out_c, .in_dtype = stk_tensor_list_dtype(in),
+                             .out_dtype = st->dtype, .planar = st->planar, .scale = st->scale, .shift = st->shift};
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    rc = stk__gpu_op_check(node, g->api->crop_mirror_normalize(g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(samples);
+  return rc;
+}
+
+static stk_status cmn_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk__node *producer = stk__gpu_producer(b, 0);
+  stk__gpu_resample_plan_fn plan = stk__gpu_resample_plan_of(producer);
+  bool fused = plan && stk__gpu_sole_consumer(b, producer, 0) == node && stk__cmn_gpu_can_fuse(node);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_gpu_resample_sample *samples = stk__calloc(n, sizeof *samples, "a resample plan");
+  int64_t *shapes = stk__calloc(3 * n, sizeof(int64_t), "shapes");
+  stk_status rc = !samples || !shapes ? STK_ERR_OUT_OF_MEMORY
+                  : fused             ? cmn_run_fused(node, b, producer, plan, in, samples, shapes, &out)
+                                      : cmn_run_alone(node, b, in, shapes, &out);
+  free(samples);
+  free(shapes);
+  if (owned) stk_tensor_list_release(in);
+  if (rc != STK_OK) {
+    stk_tensor_list_release(out);
+    return rc;
+  }
+  return stk__gpu_output(b, 0, out);
+}
+
 static const stk_op_schema cmn_schema = {
     "crop_mirror_normalize",
     "Fused crop, mirror, normalisation, type conversion and layout change (DALI's "
     "crop_mirror_normalize): out = (in - mean[c]) / std[c] * scale + shift over the crop "
     "window (placed as in crop), mirrored left-right when `mirror`, written as CHW (or HWC) "
     "in one pass. uint8 inputs use a per-channel table computed in float64.",
-    STK_DEVICE_CPU, 0, 1, 1, cmn_in, 1, cmn_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, cmn_in, 1, cmn_out,
     sizeof cmn_args / sizeof cmn_args[0], cmn_args};
 const stk__op_def stk__op_crop_mirror_normalize = {&cmn_schema, cmn_init, cmn_destroy, NULL,
-                                                   cmn_run, NULL, NULL};
+                                                   cmn_run, NULL, NULL, cmn_run_gpu};

@@ -1,12 +1,15 @@
 /* Image decoders: decoders.image, decoders.image_random_crop, peek_image_shape.
- * CPU only for now; the mixed (nvJPEG) backend comes later. The codec work lives in
- * src/codecs; these operators read arguments, name the sample in errors and allocate
- * outputs through stk__output so the decoder writes straight into the batch. */
+ * The codec work lives in src/codecs; these operators read arguments, name the sample in
+ * errors and allocate outputs through stk__output so the decoder writes straight into the
+ * batch. On the "mixed" device, nvJPEG decodes the batch into GPU memory (see the end of
+ * this file). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../codecs/codecs.h"
 #include "crop_window.h"
+#include "gpu_util.h"
 #include "op.h"
 
 /* Arguments every decoder takes, first in each table (the enums rely on it). DALI's
@@ -87,6 +90,9 @@ static stk_status decode_into_output(stk__node *node, stk__sample *s, const uint
   return STK_OK;
 }
 
+static stk_status image_run_mixed(stk__node *node, stk__gpu_batch *b);
+static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b);
+
 /* ---- decoders.image ---- */
 
 static const stk_arg_schema image_args[] = {DECODER_COMMON_ARGS};
@@ -109,10 +115,10 @@ static const stk_op_schema image_schema = {
     "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
     "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
     "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
-    STK_DEVICE_CPU, 0, 1, 1, encoded_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_MIXED, 0, 1, 1, encoded_in, 1, image_out,
     sizeof image_args / sizeof image_args[0], image_args};
 const stk__op_def stk__op_decoders_image = {&image_schema, NULL, NULL, NULL, image_run, NULL,
-                                            NULL};
+                                            NULL, image_run_mixed};
 
 /* ---- decoders.image_random_crop ---- */
 
@@ -191,10 +197,146 @@ static const stk_op_schema crop_schema = {
     "drawn on the image as displayed): JPEGs decode just the rows and columns the window "
     "needs. With `size`, a JPEG window at least twice that size is also downscaled in the "
     "DCT domain. Otherwise as decoders.image.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 1, encoded_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_MIXED, STK_OPF_RANDOM, 1, 1, encoded_in, 1, image_out,
     sizeof crop_args / sizeof crop_args[0], crop_args};
 const stk__op_def stk__op_decoders_image_random_crop = {&crop_schema, crop_init, NULL, NULL,
-                                                        crop_run, NULL, NULL};
+                                                        crop_run, NULL, NULL, crop_run_mixed};
+
+
+/* ---- the mixed device: nvJPEG into GPU memory, CPU decode + upload for the rest ---- */
+
+/* One sample's decode in the mixed backend, planned on the host. */
+typedef struct {
+  const uint8_t *data;
+  size_t size;
+  const char *name;
+  stk__decode_opts opts; /* the CPU decode, for fallbacks: same window, no DCT scaling */
+  int out_h, out_w, channels;
+  bool cpu;              /* EXIF-rotated, PNG, ...: decoded on the CPU and uploaded */
+} mixed_sample;
+
+/* Reads the header, draws the window (random crop: the same Philox draws as the CPU
+ * operator), and decides where the sample is decoded. */
+static stk_status mixed_plan_sample(stk__node *node, stk__sample *s, bool random_crop, const stk_tensor_list *in,
+                                    size_t i, mixed_sample *m, char *buf, size_t cap) {
+  stk_tensor_desc d;
+  STK_TRY(stk_tensor_list_sample(in, i, &d));
+  if (d.dtype != STK_DTYPE_UINT8 || d.ndim != 1)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: encoded input must be a 1-D uint8 tensor", stk__node_name(node));
+  m->data = d.data;
+  m->size = (size_t)d.shape[0];
+  m->name = sample_name(s, buf, cap);
+  base_opts(node, &m->opts);
+  stk__image_info info;
+  stk_status st = stk__image_peek(m->data, m->size, m->name, &info);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  int w = m->opts.ignore_orientation ? info.width : info.oriented_width;
+  int h = m->opts.ignore_orientation ? info.height : info.oriented_height;
+  if ((int64_t)info.width * info.height > m->opts.max_pixels)
+    return STK_FAIL(STK_ERR_LIMIT, "%s: %s: %d x %d exceeds max_image_pixels", stk__node_name(node), m->name, info.width,
+                    info.height);
+  m->out_w = w, m->out_h = h;
+  if (random_crop) {
+    const double *a, *r;
+    stk__arg_floats(node, NULL, RC_AREA, &a);
+    stk__arg_floats(node, NULL, RC_RATIO, &r);
+    stk__philox g;
+    stk__sample_rng(node, s, &g);
+    stk__crop_window win = stk__random_crop_window(&g, w, h, a[0], a[1], r[0], r[1],
+                                                   (int)stk__arg_int(node, NULL, RC_ATTEMPTS));
+    m->opts.roi_x = win.x, m->opts.roi_y = win.y, m->opts.roi_w = win.w, m->opts.roi_h = win.h;
+    m->out_w = win.w, m->out_h = win.h;
+  }
+  m->channels = m->opts.color == STK__COLOR_GRAY ? 1 : 3;
+  bool rotated = !m->opts.ignore_orientation && info.orientation != 1;
+  m->cpu = info.format != STK__IMAGE_JPEG || rotated || (info.channels != 1 && info.channels != 3);
+  return STK_OK;
+}
+
+/* CPU decode of one sample into a host buffer, then a copy to its device slot. */
+static stk_status mixed_cpu_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *m, void *dst) {
+  stk__decoded dec;
+  stk_status st = stk__image_decode(m->data, m->size, m->name, &m->opts, stk__image_alloc_malloc, NULL, &dec);
+  if (st == STK_OK && (dec.h != m->out_h || dec.w != m->out_w || dec.c != m->channels))
+    st = STK_FAIL(STK_ERR_INTERNAL, "%s: %s decoded to %dx%dx%d, planned %dx%dx%d", stk__node_name(node), m->name, dec.h,
+                  dec.w, dec.c, m->out_h, m->out_w, m->channels);
+  if (st == STK_OK) {
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    size_t bytes = (size_t)dec.h * dec.w * dec.c;
+    /* a pageable source: the copy has staged the bytes when the call returns */
+    st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, dst, dec.data, bytes, stk__gpu_stream(b), err, sizeof err), err);
+  } else {
+    stk__wrap(st, "%s", stk__node_name(node));
+  }
+  free(dec.data);
+  return st;
+}
+
+/* nvJPEG for the JPEGs it takes; the CPU decoder for the rest and for nvJPEG's
+ * failures (the CPU decoder gives the verdict and the message on corrupt data). */
+static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, stk_tensor_list *out) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_gpu_decode_in *din = stk__calloc(n, sizeof *din, "decode requests");
+  stk_gpu_decode_out *dout = stk__calloc(n, sizeof *dout, "decode results");
+  int *index = stk__calloc(n, sizeof *index, "decode index");
+  stk_status st = din && dout && index ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  int k = 0;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    if (ms[i].cpu) continue;
+    const stk__decode_opts *o = &ms[i].opts;
+    din[k] = (stk_gpu_decode_in){ms[i].data, ms[i].size, o->roi_x, o->roi_y, o->roi_w, o->roi_h, d.data,
+                                 (size_t)ms[i].out_w * (size_t)ms[i].channels};
+    index[k++] = (int)i;
+  }
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  stk_gpu_decode_opts opts = {(int)ms[0].opts.color, stk__arg_float(node, NULL, 3 /* hw_decoder_load */)};
+  if (st == STK_OK && k > 0)
+    st = stk__gpu_op_check(node, g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err), err);
+  for (int j = 0; j < k && st == STK_OK; j++)
+    if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    if (!ms[i].cpu) continue;
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    st = mixed_cpu_decode(node, b, &ms[i], d.data);
+  }
+  free(din);
+  free(dout);
+  free(index);
+  return st;
+}
+
+static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in = stk__gpu_input(b, 0), *out = NULL;
+  if (stk_tensor_list_storage(in) == STK_STORAGE_DEVICE)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: the mixed decoder reads encoded bytes from the CPU", stk__node_name(node));
+  mixed_sample *ms = stk__calloc(n, sizeof *ms, "decode plans");
+  int64_t *shapes = stk__calloc(3 * n, sizeof(int64_t), "shapes");
+  char (*names)[48] = stk__calloc(n, 48, "sample names");
+  stk_status st = ms && shapes && names ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    st = mixed_plan_sample(node, stk__gpu_sample(b, i), random_crop, in, i, &ms[i], names[i], 48);
+    shapes[3 * i] = ms[i].out_h, shapes[3 * i + 1] = ms[i].out_w, shapes[3 * i + 2] = ms[i].channels;
+  }
+  if (st == STK_OK) st = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, 3, shapes, "HWC", stk__gpu_shapes_equal(shapes, n, 3), &out);
+  if (st == STK_OK) st = mixed_decode(node, b, ms, out);
+  free(ms);
+  free(shapes);
+  free(names);
+  if (st != STK_OK) {
+    stk_tensor_list_release(out);
+    return st;
+  }
+  return stk__gpu_output(b, 0, out);
+}
+
+static stk_status image_run_mixed(stk__node *node, stk__gpu_batch *b) { return mixed_run(node, b, false); }
+static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b) { return mixed_run(node, b, true); }
 
 /* ---- peek_image_shape ---- */
 

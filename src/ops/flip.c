@@ -1,7 +1,9 @@
 /* flip: mirrors images horizontally and/or vertically (DALI's flip). Any dtype; the H
  * and W axes come from the layout (HWC, HW, CHW, ...), or HWC / HW when it is empty. */
+#include <stdlib.h>
 #include <string.h>
 
+#include "gpu_util.h"
 #include "image_util.h"
 
 enum { A_HORIZONTAL, A_VERTICAL };
@@ -50,10 +52,64 @@ static stk_status flip_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* GPU: one launch for the batch; the same flags as the CPU per sample. */
+static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_gpu_flip_sample *fs = stk__calloc(n, sizeof *fs, "a flip plan");
+  int64_t *shapes = stk__calloc(n * (size_t)(ndim ? ndim : 1), sizeof(int64_t), "shapes");
+  stk_status st = fs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    stk__tensor t = {d.data, d.ndim, {0}, d.dtype, {0}};
+    memcpy(t.shape, d.shape, sizeof t.shape);
+    memcpy(t.layout, d.layout, sizeof t.layout);
+    int ah, aw;
+    if (!find_hw(&t, &ah, &aw)) {
+      st = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i), "needs H and W axes; layout '%s'", t.layout);
+      break;
+    }
+    int64_t outer = 1, mid = 1, inner = 1;
+    for (int k = 0; k < ah; k++) outer *= t.shape[k];
+    for (int k = ah + 1; k < aw; k++) mid *= t.shape[k];
+    for (int k = aw + 1; k < t.ndim; k++) inner *= t.shape[k];
+    stk__sample *s = stk__gpu_sample(b, i);
+    fs[i] = (stk_gpu_flip_sample){d.data, NULL, outer, t.shape[ah], mid, t.shape[aw], inner,
+                                  stk__arg_int(node, s, A_HORIZONTAL) != 0, stk__arg_int(node, s, A_VERTICAL) != 0};
+    memcpy(shapes + i * (size_t)ndim, d.shape, sizeof(int64_t) * (size_t)ndim);
+  }
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, stk_tensor_list_dtype(in), ndim, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
+  if (st == STK_OK) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      fs[i].dst = d.data;
+    }
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node, g->api->flip(g->ctx, (int)n, fs, stk_dtype_size(stk_tensor_list_dtype(in)),
+                                              stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(fs);
+  free(shapes);
+  if (owned) stk_tensor_list_release(in);
+  if (st != STK_OK) {
+    stk_tensor_list_release(out);
+    return st;
+  }
+  return stk__gpu_output(b, 0, out);
+}
+
 static const stk_op_schema flip_schema = {
     "flip",
     "Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags "
     "may be fed per sample (e.g. from random.coin_flip). Exact for every type.",
-    STK_DEVICE_CPU, 0, 1, 1, flip_in, 1, flip_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, flip_in, 1, flip_out,
     sizeof flip_args / sizeof flip_args[0], flip_args};
-const stk__op_def stk__op_flip = {&flip_schema, NULL, NULL, NULL, flip_run, NULL, NULL};
+const stk__op_def stk__op_flip = {&flip_schema, NULL, NULL, NULL, flip_run, NULL, NULL, flip_run_gpu};

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "crop_window.h"
+#include "gpu_util.h"
 #include "image_util.h"
 #include "resample.h"
 
@@ -114,6 +115,43 @@ static stk_status rrc_run(stk__node *node, stk__sample *s) {
   return stk__sample_wrap(stk__resample(&in, &out, &ra, scratch, need), node, s);
 }
 
+/* ---- GPU backend: the same windows (same Philox draws), resampled on the device ---- */
+
+stk_status stk__rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                             stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args) {
+  const rrc_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  int channels = 0;
+  for (size_t i = 0; i < n; i++) {
+    stk__sample *s = stk__gpu_sample(b, i);
+    int h, w, c;
+    void *data;
+    STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+    if (i == 0) channels = c;
+    else if (c != channels)
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the GPU random_resized_crop needs one channel count per batch");
+    stk__philox g;
+    stk__sample_rng(node, s, &g);
+    stk__crop_window win = stk__random_crop_window(&g, w, h, st->area[0], st->area[1], st->ratio[0], st->ratio[1],
+                                                   st->attempts);
+    size_t esize = stk_dtype_size(stk_tensor_list_dtype(in));
+    samples[i] = (stk_gpu_resample_sample){.src = data, .src_pitch = (size_t)w * (size_t)c * esize, .src_h = h,
+                                           .src_w = w, .dst_h = (int)st->out_h, .dst_w = (int)st->out_w,
+                                           .x0 = win.x, .y0 = win.y, .x1 = (double)win.x + win.w,
+                                           .y1 = (double)win.y + win.h};
+    shapes[3 * i] = st->out_h, shapes[3 * i + 1] = st->out_w, shapes[3 * i + 2] = c;
+  }
+  stk_dtype in_dtype = stk_tensor_list_dtype(in);
+  *args = (stk_gpu_resample_args){.channels = channels, .in_dtype = in_dtype,
+                                  .out_dtype = st->has_dtype ? st->dtype : in_dtype,
+                                  .interp = (int)st->interp, .antialias = st->antialias};
+  return STK_OK;
+}
+
+static stk_status rrc_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__gpu_run_resample(node, b, stk__rrc_gpu_plan);
+}
+
 static const stk_op_schema rrc_schema = {
     "random_resized_crop",
     "Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, "
@@ -122,7 +160,7 @@ static const stk_op_schema rrc_schema = {
     "the first that fits wins, else a centre crop clamped to the ratio range. The window "
     "is resampled in one pass (filters as in resize). Each sample draws from its own "
     "stream, so the result does not depend on threads or batch size.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, image_in, 1, image_out,
     sizeof rrc_args / sizeof rrc_args[0], rrc_args};
 const stk__op_def stk__op_random_resized_crop = {&rrc_schema, rrc_init, rrc_destroy, NULL,
-                                                 rrc_run, NULL, NULL};
+                                                 rrc_run, NULL, NULL, rrc_run_gpu};

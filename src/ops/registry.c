@@ -31,7 +31,8 @@
   X(stk__op_crop)                                                                          \
   X(stk__op_flip)                                                                          \
   X(stk__op_crop_mirror_normalize)                                                         \
-  X(stk__op_cast)
+  X(stk__op_cast)                                                                           \
+  X(stk__op_copy_op)
 
 #define STK__OPS_COLOR(X) /* color.c, color_pil.c */                                     \
   X(stk__op_brightness)                                                                    \
@@ -96,10 +97,11 @@
   X(stk__op_readers_tfrecord)                                                              \
   X(stk__op_readers_numpy)
 
-#define STK__OPS_HOST(X) /* pipeline/host.c */                                           \
+#define STK__OPS_HOST(X) /* pipeline/host.c, pipeline/conditional.c, constant.c */      \
   X(stk__op_external_source)                                                               \
   X(stk__op_python_function)                                                               \
-  X(stk__op_select)
+  X(stk__op_select)                                                                        \
+  X(stk__op_constant)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

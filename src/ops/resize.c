@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "gpu_util.h"
 #include "image_util.h"
 #include "resample.h"
 
@@ -210,6 +211,44 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
   return stk__sample_wrap(stk__resample(&in, &out, &ra, scratch, need), node, s);
 }
 
+
+/* ---- GPU backend: the host plans every sample with the CPU's size rules ---- */
+
+stk_status stk__resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args) {
+  const resize_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  int channels = 0;
+  for (size_t i = 0; i < n; i++) {
+    stk__sample *s = stk__gpu_sample(b, i);
+    int h, w, c;
+    void *data;
+    STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+    if (i == 0) channels = c;
+    else if (c != channels)
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the GPU resize needs one channel count per batch");
+    stk__image img = {data, stk_tensor_list_dtype(in), h, w, c};
+    stk__resize_request rq;
+    STK_TRY(resize_request(node, s, st, &img, &rq));
+    int64_t size[2];
+    double lo[2], hi[2];
+    STK_TRY(stk__sample_wrap(stk__resize_plan(&rq, size, lo, hi), node, s));
+    samples[i] = (stk_gpu_resample_sample){.src = data, .src_pitch = (size_t)w * (size_t)c * stk_dtype_size(img.dtype),
+                                           .src_h = h, .src_w = w, .dst_h = (int)size[0], .dst_w = (int)size[1],
+                                           .x0 = lo[1], .y0 = lo[0], .x1 = hi[1], .y1 = hi[0]};
+    shapes[3 * i] = size[0], shapes[3 * i + 1] = size[1], shapes[3 * i + 2] = c;
+  }
+  stk_dtype in_dtype = stk_tensor_list_dtype(in);
+  *args = (stk_gpu_resample_args){.channels = channels, .in_dtype = in_dtype,
+                                  .out_dtype = st->has_dtype ? st->dtype : in_dtype,
+                                  .interp = (int)st->interp, .antialias = st->antialias};
+  return STK_OK;
+}
+
+static stk_status resize_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__gpu_run_resample(node, b, stk__resize_gpu_plan);
+}
+
 static const stk_op_schema resize_schema = {
     "resize",
     "Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: "
@@ -219,7 +258,7 @@ static const stk_op_schema resize_schema = {
     "0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole "
     "image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, "
     "stretched by the scale factor when downscaling with antialias.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof resize_args / sizeof resize_args[0], resize_args};
 const stk__op_def stk__op_resize = {&resize_schema, resize_init, resize_destroy, NULL,
-                                    resize_run, NULL, NULL};
+                                    resize_run, NULL, NULL, resize_run_gpu};

@@ -40,6 +40,7 @@ struct stk__exec {
   stk_tensor_list **lists; /* num_edges: this batch's lists (collected CPU edges, GPU edges) */
   shape_prediction *pred;
   stk__arena **arenas;
+  stk__arena *gpu_arena; /* scratch of the GPU stage (producer thread) */
   int num_workers;
   size_t *pending, num_pending;
   int64_t *plan_items;
@@ -328,8 +329,11 @@ static stk_status assemble(stk__exec *ex, stk_batch **out) {
   for (size_t o = 0; o < ex->num_slots; o++)
     STK_TRY(assemble_output(ex, o, &ex->lists[p->collected[o]]));
   if (p->has_gpu) {
+    for (size_t i = 0; i < ex->n; i++) ex->samples[i].arena = ex->gpu_arena;
     stk__gpu_batch gb = {p, ex->n, ex->samples, ex->lists, NULL};
-    STK_TRY(stk__gpu_run_stage(&gb));
+    stk_status st = stk__gpu_run_stage(&gb);
+    stk__arena_reset(ex->gpu_arena);
+    STK_TRY(st);
     for (size_t o = 0; o < p->num_outputs; o++) {
       stk_tensor_list *tl = ex->lists[p->output_edges[o]];
       if (tl->gpu) STK_TRY(stk__gpu_mark_ready(p->gpu, tl));
@@ -421,6 +425,7 @@ static void exec_free(stk__exec *ex) {
   if (!ex) return;
   if (ex->samples) release_batch_memory(ex);
   for (int w = 0; ex->arenas && w < ex->num_workers; w++) stk__arena_destroy(ex->arenas[w]);
+  stk__arena_destroy(ex->gpu_arena);
   for (size_t q = 0; ex->queue && q < ex->count; q++) {
     queue_entry *e = &ex->queue[(ex->head + q) % ex->cap];
     stk_batch_release(e->batch);
@@ -468,6 +473,7 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
     return STK_ERR_OUT_OF_MEMORY;
   for (int w = 0; w < ex->num_workers; w++)
     if (!(ex->arenas[w] = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
+  if (!(ex->gpu_arena = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++) {
     stk__sample *s = &ex->samples[i];
     s->pipe = p;

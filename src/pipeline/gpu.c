@@ -237,6 +237,31 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
   return STK_OK;
 }
 
+stk__node *stk__gpu_producer(const stk__gpu_batch *b, int input_index) {
+  return &b->p->nodes[b->p->edges[b->node->in_edges[input_index]].producer];
+}
+
+stk__node *stk__gpu_sole_consumer(const stk__gpu_batch *b, const stk__node *node, int output) {
+  stk_pipeline *p = b->p;
+  int e = node->out_edges[output];
+  if (p->edges[e].output_index >= 0) return NULL;
+  stk__node *found = NULL;
+  int uses = 0;
+  for (size_t n = 0; n < p->num_nodes; n++) {
+    stk__node *c = &p->nodes[n];
+    for (int i = 0; i < c->spec->num_inputs; i++)
+      if (c->in_edges[i] == e) uses++, found = c;
+    for (int a = 0; a < c->spec->def->schema->num_args; a++)
+      if (c->spec->args[a].edge == e) uses += 2;
+    for (int g = 0; g < c->spec->num_guards; g++)
+      if (c->spec->guards[g].edge == e) uses += 2;
+  }
+  return uses == 1 ? found : NULL;
+}
+
+const stk__op_def *stk__node_def(const stk__node *node) { return node->spec->def; }
+unsigned stk__node_device(const stk__node *node) { return node->spec->device; }
+
 stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl) {
   int e = b->node->out_edges[index];
   stk_tensor_list_release(b->lists[e]);

@@ -52,6 +52,13 @@ stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i);
  * one dense block when `dense` (all shapes equal), else one block per sample. */
 stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
                                const char *layout, bool dense, stk_tensor_list **out);
+/* The operator producing input `input_index` of the running operator. */
+stk__node *stk__gpu_producer(const stk__gpu_batch *b, int input_index);
+/* The only reader of `node`'s output (as a data input; not a pipeline output, not an
+ * argument or condition), or NULL. Fusion uses it. */
+stk__node *stk__gpu_sole_consumer(const stk__gpu_batch *b, const stk__node *node, int output);
+const stk__op_def *stk__node_def(const stk__node *node);
+unsigned stk__node_device(const stk__node *node);
 /* Output `index` of the running operator (takes the reference). */
 stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl);
 

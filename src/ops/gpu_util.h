@@ -1,0 +1,44 @@
+/* Helpers shared by the GPU backends of operators (the run_gpu functions). */
+#ifndef STOKER_OPS_GPU_UTIL_H
+#define STOKER_OPS_GPU_UTIL_H
+
+#include "../pipeline/gpu_stage.h"
+#include "op.h"
+
+/* Input `index` as a device list: host lists (CPU edges) are uploaded through the copy
+ * path; *owned is true when the caller must release the returned list. */
+stk_status stk__gpu_device_input(stk__gpu_batch *b, int index, stk_tensor_list **out, bool *owned);
+
+/* Geometry of sample i of an HWC (or HW) list: h, w, c and the element type. */
+stk_status stk__gpu_image_dims(const stk__node *node, const stk_tensor_list *tl, size_t i, int *h, int *w,
+                               int *c, void **data);
+
+/* Calls an API function's result check with the operator's name in the message. */
+stk_status stk__gpu_op_check(const stk__node *node, int rc, const char *err);
+
+/* True when every sample has the same shape (the output can be one dense block). */
+bool stk__gpu_shapes_equal(const int64_t *shapes, size_t n, int ndim);
+
+/* ---- fusion of resampling into crop_mirror_normalize ----
+ * resize and random_resized_crop on the GPU whose only reader is a GPU
+ * crop_mirror_normalize without a crop pass their input through untouched; the
+ * normalisation then runs the producer's resampling plan with its own output stage, so
+ * random_resized_crop + flip + normalise + cast takes two launches. */
+typedef stk_status (*stk__gpu_resample_plan_fn)(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                                stk_gpu_resample_sample *samples, int64_t *shapes,
+                                                stk_gpu_resample_args *args);
+/* True when the running resampling node may defer to its consumer. */
+bool stk__gpu_resample_defers(stk__gpu_batch *b, stk__node *node);
+/* crop_mirror_normalize.c: whether a GPU cmn node can absorb a resampling producer. */
+bool stk__cmn_gpu_can_fuse(const stk__node *cmn);
+/* resize.c / random_resized_crop.c: their plans, and which plan belongs to a node. */
+stk_status stk__resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args);
+stk_status stk__rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                             stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args);
+stk__gpu_resample_plan_fn stk__gpu_resample_plan_of(const stk__node *node);
+
+/* Runs a resampling node on its own: plan, allocate, one resample call. */
+stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b, stk__gpu_resample_plan_fn plan);
+
+#endif
