@@ -429,6 +429,7 @@ static void test_webdataset_index_files(void **state) {
     }
     assert_string_equal(stk__wds_key(all[k], 2), "c");
   }
+  stk__wds_index_free(&loaded);
   /* An index that does not match its archive. */
   tu_write(mine, "v1.2 1\njpg 512 999999 a.jpg\n", 28);
   assert_int_equal(stk__wds_index_load(&loaded, mine, tar, fs.sizes[0]), STK_ERR_DECODE);
