@@ -80,9 +80,12 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
   return true;
 }
 
-/* Reads a pipeline file or returns a copy of the preset's text. */
-static char *pipeline_text(const char *spec) {
-  const char *preset = cli_preset(spec);
+/* Reads a pipeline file or returns a copy of the preset's text (its GPU variant for
+ * --device gpu). */
+static char *pipeline_text(const char *spec, const char *device) {
+  char gpu_name[256];
+  snprintf(gpu_name, sizeof gpu_name, "%s@gpu", spec);
+  const char *preset = strcmp(device, "gpu") == 0 && cli_preset(gpu_name) ? cli_preset(gpu_name) : cli_preset(spec);
   if (preset) return strdup(preset);
   FILE *f = fopen(spec, "rb");
   if (!f) {
@@ -126,7 +129,7 @@ static char *substitute_data(const char *text, const char *data) {
 }
 
 stk_pipeline *cli_make_pipeline(const cli_options *o) {
-  char *raw = pipeline_text(o->pipeline);
+  char *raw = pipeline_text(o->pipeline, o->device);
   if (!raw) return NULL;
   char *text = substitute_data(raw, o->data);
   free(raw);
@@ -136,11 +139,6 @@ stk_pipeline *cli_make_pipeline(const cli_options *o) {
   free(text);
   if (st != STK_OK) {
     cli_error(o->pipeline);
-    return NULL;
-  }
-  if (strcmp(o->device, "gpu") == 0) {
-    fprintf(stderr, "stoker: --device gpu: this build has no GPU backend yet; use --device cpu\n");
-    stk_pipeline_destroy(p);
     return NULL;
   }
   struct {
@@ -153,6 +151,7 @@ stk_pipeline *cli_make_pipeline(const cli_options *o) {
       {STK_PIPE_PREFETCH_QUEUE_DEPTH, o->prefetch, true},
       {STK_PIPE_SEED, o->seed, o->seed_given},
       {STK_PIPE_ON_ERROR, o->skip_errors ? STK_ON_ERROR_SKIP : STK_ON_ERROR_FAIL, true},
+      {STK_PIPE_DEVICE_ID, 0, strcmp(o->device, "gpu") == 0},
   };
   for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
     if (settings[i].apply && stk_pipeline_set(p, settings[i].key, settings[i].value) != STK_OK) {

@@ -7,6 +7,8 @@
 #define IMAGENET_NORMALIZE                                                                 \
   "mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]"
 
+/* CPU presets first; the GPU ones (name + "@gpu") place decoding on the mixed device
+ * (nvJPEG) and the image operators on the GPU, with the same random decisions. */
 static const struct {
   const char *name, *text;
 } presets[] = {
@@ -33,6 +35,28 @@ static const struct {
      "# Bare full-image decoding: the ceiling for every decode-bound pipeline.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", name=\"Reader\")\n"
      "images = decoders.image(jpegs, output_type=\"RGB\")\n"
+     "return images, labels\n"},
+    {"basic@gpu",
+     "# nvJPEG decodes the random crop window into GPU memory; resize + mirror + normalise\n"
+     "# run as one fused resampling on the GPU (two launches).\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
+     "images = resize(crops, size=[224, 224], device=\"gpu\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(images, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
+     "return out, labels\n"},
+    {"basic-full@gpu",
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
+     "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(crops, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
+     "return out, labels\n"},
+    {"decode@gpu",
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
      "return images, labels\n"},
 };
 

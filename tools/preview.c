@@ -72,16 +72,26 @@ static bool collect_tiles(stk_pipeline *p, tile *tiles, int64_t count) {
       cli_error("run");
       return false;
     }
-    stk_tensor_list *tl = stk_batch_output(b, 0);
+    stk_tensor_list *tl = stk_batch_output(b, 0), *host = NULL;
+    if (stk_tensor_list_storage(tl) == STK_STORAGE_DEVICE) { /* GPU output: look at a host copy */
+      if (stk_tensor_list_to_host(tl, &host) != STK_OK) {
+        cli_error("copy to host");
+        stk_batch_release(b);
+        return false;
+      }
+      tl = host;
+    }
     for (size_t i = 0; i < stk_tensor_list_num_samples(tl) && have < count; i++, have++) {
       stk_tensor_desc d;
       stk_tensor_list_sample(tl, i, &d);
       if (!to_tile(&d, stk_tensor_list_layout(tl), &tiles[have])) {
         fprintf(stderr, "stoker: preview: output 0 is not an image (HWC, CHW or HW)\n");
+        stk_tensor_list_release(host);
         stk_batch_release(b);
         return false;
       }
     }
+    stk_tensor_list_release(host);
     stk_batch_release(b);
   }
   return true;

@@ -122,26 +122,13 @@ PyObject *pystk_dlpack_device(stk_tensor_list *tl) {
   return Py_BuildValue("(ii)", d.device_type, d.device_id);
 }
 
-/* ---- CUDA stream ordering, through the driver API loaded at run time ---- */
+/* ---- CUDA stream ordering ---- */
 
-typedef int (*cu_stream_wait_event_fn)(void *stream, void *event, unsigned flags);
-
+/* The consumer's stream waits for the batch; the batch's memory returns to the pool only
+ * after that stream has passed the point where the last reference was dropped. */
 int pystk_cuda_wait(stk_tensor_list *tl, uintptr_t stream) {
-  void *event = stk_tensor_list_ready_event(tl);
-  if (!event) return 0;
-  static cu_stream_wait_event_fn wait_fn;
-  if (!wait_fn) {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib) wait_fn = (cu_stream_wait_event_fn)dlsym(lib, "cuStreamWaitEvent");
-    if (!wait_fn) {
-      PyErr_SetString(PyExc_BufferError,
-                      "__dlpack__: cannot load cuStreamWaitEvent from libcuda.so.1");
-      return -1;
-    }
-  }
-  int rc = wait_fn((void *)stream, event, 0);
-  if (rc != 0) {
-    PyErr_Format(PyExc_BufferError, "__dlpack__: cuStreamWaitEvent failed (CUresult %d)", rc);
+  if (stk_tensor_list_set_consumer_stream(tl, stream) != STK_OK) {
+    PyErr_Format(PyExc_BufferError, "__dlpack__: %s", stk_last_error());
     return -1;
   }
   return 0;
