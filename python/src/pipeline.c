@@ -221,18 +221,41 @@ static stk_status fill_op(stk_op *op, const stk_op_schema *schema, const char *n
   return st;
 }
 
-/* add_op(schema, device, name, inputs, outputs, args, arg_inputs) */
+/* Adds the conditions of an operator inside `if` branches: a sequence of
+ * (edge, value) pairs, all of which must hold for a sample (stk_op_add_guard). */
+static stk_status add_guards(stk_op *op, PyObject *guards) {
+  if (!guards || guards == Py_None) return STK_OK;
+  Py_ssize_t n = PySequence_Size(guards);
+  if (n < 0) return STK_ERR_INVALID_ARGUMENT;
+  stk_status st = STK_OK;
+  for (Py_ssize_t i = 0; st == STK_OK && i < n; i++) {
+    const char *edge;
+    long long value;
+    PyObject *pair = PySequence_GetItem(guards, i);
+    if (!pair || !PyTuple_Check(pair) || !PyArg_ParseTuple(pair, "sL:add_op guard", &edge, &value)) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "add_op: a guard must be an (edge, value) tuple");
+      Py_XDECREF(pair);
+      return STK_ERR_INVALID_ARGUMENT;
+    }
+    st = stk_op_add_guard(op, edge, (int64_t)value); /* copies the edge name */
+    Py_DECREF(pair);
+  }
+  return st;
+}
+
+/* add_op(schema, device, name, inputs, outputs, args, arg_inputs, guards=None) */
 static PyObject *pl_add_op(PyObject *self, PyObject *a) {
   const char *schema_name, *device, *name;
-  PyObject *inputs, *outputs, *args, *arg_inputs;
-  if (!PyArg_ParseTuple(a, "szzOOO!O!:add_op", &schema_name, &device, &name, &inputs,
-                        &outputs, &PyDict_Type, &args, &PyDict_Type, &arg_inputs))
+  PyObject *inputs, *outputs, *args, *arg_inputs, *guards = NULL;
+  if (!PyArg_ParseTuple(a, "szzOOO!O!|O:add_op", &schema_name, &device, &name, &inputs,
+                        &outputs, &PyDict_Type, &args, &PyDict_Type, &arg_inputs, &guards))
     return NULL;
   if (enter(self) < 0) return NULL;
   stk_op *op = NULL;
   stk_status st = stk_op_create(&op, schema_name, device);
   if (st == STK_OK)
     st = fill_op(op, stk_registry_find(schema_name), name, inputs, outputs, args, arg_inputs);
+  if (st == STK_OK) st = add_guards(op, guards);
   if (st == STK_OK) st = stk_pipeline_add_op(pipe_of(self), op);
   stk_op_destroy(op);
   leave(self);
@@ -487,7 +510,7 @@ static PyMethodDef pl_methods[] = {
     {"set", pl_set, METH_VARARGS, "set(key, value): stk_pipeline_set"},
     {"get", pl_get, METH_VARARGS, "get(key) -> int: stk_pipeline_get"},
     {"add_op", pl_add_op, METH_VARARGS,
-     "add_op(schema, device, name, inputs, outputs, args, arg_inputs)"},
+     "add_op(schema, device, name, inputs, outputs, args, arg_inputs, guards=None)"},
     {"set_outputs", pl_set_outputs, METH_O, "set_outputs([edge, ...])"},
     {"set_host_function", pl_set_host_function, METH_VARARGS,
      "set_host_function(op_name, trampoline)"},

@@ -31,6 +31,67 @@ def current_pipeline():
     return stack[-1] if stack else None
 
 
+# ---- conditional execution (see stoker._conditionals) ----
+
+def guard_stack():
+    """The thread's stack of (predicate DataNode, value) conditions: every operator
+    created while it is not empty runs only for the samples where all of them hold."""
+    stack = getattr(_local, "guards", None)
+    if stack is None:
+        stack = _local.guards = []
+    return stack
+
+
+def push_guard(node, value):
+    guard_stack().append((node, int(value)))
+
+
+def pop_guard():
+    guard_stack().pop()
+
+
+class UndefinedVariable:
+    """What a variable holds after an ``if`` on a DataNode when it has no value for some
+    samples (assigned in one branch only) or holds Python objects that cannot differ
+    per sample. Any use raises an error naming the variable."""
+
+    __slots__ = ("_name", "_reason")
+
+    def __init__(self, name, reason):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_reason", reason)
+
+    def error(self):
+        what = self._name if self._name.startswith("the ") else f"variable '{self._name}'"
+        return InvalidArgumentError(f"{what} {self._reason}")
+
+    def _fail(self, *args, **kwargs):
+        raise self.error()
+
+    def __getattr__(self, attr):
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)  # protocol probes (copy, pickle) are not uses
+        raise self.error()
+
+    def __repr__(self):
+        return f"<undefined variable {self._name!r}>"
+
+    __bool__ = __call__ = __iter__ = __len__ = __getitem__ = __setitem__ = __setattr__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _fail
+    __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = _fail
+    __rpow__ = __lt__ = __le__ = __gt__ = __ge__ = __and__ = __rand__ = __or__ = _fail
+    __ror__ = __xor__ = __rxor__ = __neg__ = __pos__ = __abs__ = __invert__ = _fail
+    __eq__ = __ne__ = __int__ = __float__ = __index__ = __array__ = _fail
+    __hash__ = object.__hash__
+
+
+def check_defined(x):
+    """Raises the variable's error if `x` is an UndefinedVariable."""
+    if isinstance(x, UndefinedVariable):
+        raise x.error()
+    return x
+
+
 def _ident(text):
     """`text` made into an identifier, as edge names in the text form must be."""
     s = re.sub(r"\W", "_", text)
@@ -52,6 +113,13 @@ class OpInstance:
         self.inputs = list(inputs)
         self.args = dict(args)
         self.arg_inputs = dict(arg_inputs)
+        self.guards = tuple(guard_stack())
+        if self.guards and device != "cpu":
+            raise UnsupportedError(
+                f"{schema.name} ('{name}'): conditional execution (operators inside an `if` "
+                f"on a DataNode, or stoker.conditional.when/switch) is CPU-only for now; this "
+                f"operator is on device {device!r}. Move it out of the branch, or run the "
+                "branch on the CPU")
         self.outputs = [DataNode(self, k, self._output_device()) for k in range(num_outputs)]
         self.payload = None  # Python-side extras (external source, python function)
 
@@ -63,8 +131,10 @@ class OpInstance:
         return base if len(self.outputs) == 1 else f"{base}_{k}"
 
     def upstream(self):
-        """The instances this one reads from (inputs and argument inputs)."""
+        """The instances this one reads from (inputs, argument inputs, conditions)."""
         for node in itertools.chain(self.inputs, self.arg_inputs.values()):
+            yield node.op
+        for node, _ in self.guards:
             yield node.op
 
     def __repr__(self):
@@ -108,10 +178,19 @@ class DataNode:
         return f"DataNode(name={self.name!r}, device={self.device!r})"
 
     def __bool__(self):
+        if getattr(_local, "converted_depth", 0):
+            hint = ("this `if` (or `while`, `assert`, chained comparison) is not one stoker "
+                    "rewrites: `if` statements, `x if c else y`, `and`, `or` and `not` in the "
+                    "pipeline function and in the functions it calls work; lambdas, functions "
+                    "without source and functions of installed packages are called as they "
+                    "are. Use stoker.conditional.when/switch there")
+        else:
+            hint = ("per-sample `if` / `and` / `or` / `not` on data nodes need "
+                    "@pipeline_def(enable_conditionals=True) (or stoker.conditional.when / "
+                    "switch for graphs built without it)")
         raise StateError(
-            f"DataNode {self.name!r} has no truth value while the graph is being defined; "
-            "per-sample `if` on data nodes needs enable_conditionals=True and the "
-            "conditional operators")
+            f"DataNode {self.name!r} has no single truth value while the graph is being "
+            f"defined (it holds one value per sample); {hint}")
 
     def __hash__(self):
         return id(self)
@@ -165,6 +244,7 @@ def check_inputs(schema, inputs):
     """The positional inputs as DataNodes; constants become ``constant`` nodes."""
     nodes = []
     for i, x in enumerate(inputs):
+        check_defined(x)
         if isinstance(x, DataNode):
             nodes.append(x)
         elif isinstance(x, (list, tuple)) and x and all(isinstance(n, DataNode) for n in x):
@@ -192,6 +272,7 @@ def split_kwargs(schema, kwargs):
     for key, value in kwargs.items():
         if key in _schema.IGNORED_KWARGS:
             continue
+        check_defined(value)
         a = schema.args.get(key)
         if a is None:
             known = ", ".join(list(schema.args) + list(_schema.COMMON_KWARGS))
@@ -323,6 +404,7 @@ def scalar_operand(x, what):
 def binary(op, a, b, what=None):
     """`a op b` through the registry operator math.binary; one side may be a constant."""
     what = what or _what(op)
+    check_defined(a), check_defined(b)
     schema = _require("math.binary", what)
     if isinstance(a, DataNode) and isinstance(b, DataNode):
         return outputs_of(instantiate(schema, [a, b], {"op": op}))

@@ -63,8 +63,10 @@ class Pipeline:
             {"cpu_size": n, "gpu_size": m}, of which the larger is used).
         exec_async: produce batches on a background thread.
         exec_pipelined: False limits the prefetch depth to 1.
-        enable_conditionals: stored; per-sample ``if`` on data nodes comes with the
-            conditionals rewriter.
+        enable_conditionals: rewrite the graph-defining function (``define_graph`` or the
+            ``pipeline_def`` function, and the functions it calls) so that ``if`` /
+            ``elif`` / ``else``, ``x if c else y``, ``and``, ``or`` and ``not`` on data
+            nodes choose per sample (see docs/python.md, "Conditional execution").
         on_error: "error" (a bad sample stops the run with an error naming it) or "skip"
             (bad samples are skipped, counted in stats(), batches kept full).
         max_image_pixels, max_file_bytes: limits for untrusted input.
@@ -156,6 +158,7 @@ class Pipeline:
             else:
                 flat.append(o)
         for i, o in enumerate(flat):
+            _graph.check_defined(o)
             if not isinstance(o, DataNode):
                 raise InvalidArgumentError(
                     f"Pipeline.set_outputs: output {i} is a {type(o).__name__}, not a DataNode")
@@ -214,7 +217,11 @@ class Pipeline:
             return
         if self._outputs is None:
             with self:
-                outs = self.define_graph()
+                if self._enable_conditionals:
+                    from . import _conditionals
+                    outs = _conditionals.call_converted(self.define_graph)
+                else:
+                    outs = self.define_graph()
             if isinstance(outs, DataNode):
                 outs = [outs]
             self.set_outputs(*outs)
@@ -226,7 +233,8 @@ class Pipeline:
                 c.add_op(inst.schema.name, inst.device, inst.name,
                          [n.name for n in inst.inputs],
                          [inst.edge_name(k) for k in range(len(inst.outputs))],
-                         inst.args, {k: n.name for k, n in inst.arg_inputs.items()})
+                         inst.args, {k: n.name for k, n in inst.arg_inputs.items()},
+                         [(n.name, v) for n, v in inst.guards])
             c.set_outputs([o.name for o in self._outputs])
             groups, functions = [], []
             for inst in ops:
@@ -398,7 +406,8 @@ def pipeline_def(fn=None, **pipeline_kwargs):
     ``@pipeline_def(batch_size=32, num_threads=4)`` (or bare ``@pipeline_def``) on a
     function returning output data nodes; calling it returns a Pipeline. Pipeline
     arguments given to the call override the decorator's; the other arguments go to the
-    function.
+    function. With ``enable_conditionals=True`` the function's syntax tree is rewritten
+    so that ``if`` statements on data nodes choose per sample (stoker._conditionals).
     """
 
     def decorate(func):
@@ -410,7 +419,12 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                     ctor[k] = kwargs.pop(k)
             pipe = Pipeline(**ctor)
             with pipe:
-                outs = func(*args, **kwargs)
+                if pipe.enable_conditionals:
+                    from . import _conditionals
+                    outs = _conditionals.call_converted(func, *args, **kwargs)
+                else:
+                    outs = func(*args, **kwargs)
+            _graph.check_defined(outs)
             if outs is None:
                 raise InvalidArgumentError(
                     f"pipeline_def: {func.__name__} returned None; return the output data nodes")
