@@ -1,0 +1,633 @@
+/*
+ * nvJPEG, loaded at run time, and batched JPEG decoding into caller buffers.
+ *
+ * Loading: dlopen of $STK_NVJPEG_LIBRARY, libnvjpeg.so.13, libnvjpeg.so.12 (then the
+ * same under /usr/local/cuda/lib64), every entry point by dlsym; no link-time
+ * dependency. A missing library or symbol leaves the context without a decoder and says
+ * why (device_info, decode_batch's refusal).
+ *
+ * Decoding a batch (stk_gpu_decode_batch):
+ * 1. headers are parsed on the decode threads (one nvJPEG stream object per thread); a
+ *    sample is routed to the hardware decoder when nvjpegDecodeBatchedSupported(Ex)
+ *    accepts it, and the first hw_load share of those go there;
+ * 2. the caller's thread submits them in one nvjpegDecodeBatched(Ex) call on an
+ *    internal stream ordered after the caller's (ROI through nvjpegDecodeBatchedEx; when
+ *    it is missing, the whole image goes to a pool temporary and the region is copied);
+ * 3. the remaining samples go through the decoupled API on the decode threads: HYBRID
+ *    (CPU Huffman) or, for baseline images over 1 Mpixel, GPU_HYBRID; each thread owns
+ *    its decoder states, a device buffer and two pinned buffers used alternately (the
+ *    host phase of image i + 1 overlaps the transfer of image i; an event guards reuse);
+ * 4. the caller's stream waits for the hardware batch.
+ * A batched hardware call that fails sends its samples through step 3 instead.
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.h"
+
+#define HYBRID_GPU_THRESHOLD (1000 * 1000) /* pixels: GPU_HYBRID above (DALI's default) */
+
+typedef struct {
+  nvjpegJpegStream_t hdr;          /* header parsing (hardware handle when present) */
+  nvjpegJpegStream_t stream;       /* full parse for the decoupled path */
+  nvjpegDecodeParams_t params;
+  nvjpegJpegState_t state[2];      /* per decoder: HYBRID, GPU_HYBRID */
+  nvjpegBufferPinned_t pinned[2];
+  nvjpegBufferDevice_t device_buf;
+  cudaEvent_t pinned_done[2];
+  int pinned_used[2];
+  int cur;
+} slot_t;
+
+typedef struct {
+  int route;   /* 0: settled (fallback), 1: hardware, 2: decoupled path */
+  int hw_ok;
+  int roi;     /* a region was requested */
+} sample_t;
+
+struct stk_decoder;
+typedef void (*job_fn)(struct stk_decoder *d, int index, int slot);
+
+struct stk_decoder {
+  stk_gpu_ctx *ctx;
+  void *lib;
+  char soname[64];
+  stk_nvjpeg_fns f;
+  int version;
+  nvjpegHandle_t handle;
+  nvjpegJpegDecoder_t dec[2];
+  nvjpegHandle_t hw_handle;
+  nvjpegJpegState_t hw_state;
+  unsigned hw_engines, hw_cores;
+  nvjpegDecodeParams_t *hw_params;
+  int hw_params_cap;
+  cudaStream_t hw_stream;
+  cudaEvent_t ev_in, ev_hw;
+  int nslots;
+  slot_t *slots;
+  /* worker threads (nslots - 1; the caller is the last slot) */
+  pthread_t *threads;
+  int nthreads, started;
+  pthread_mutex_t m;
+  pthread_cond_t cv_work, cv_done;
+  unsigned long generation;
+  int stop, active;
+  job_fn job;
+  int job_count, next;
+  /* the batch being decoded */
+  const stk_gpu_decode_in *in;
+  stk_gpu_decode_out *out;
+  sample_t *info;
+  int info_cap;
+  nvjpegOutputFormat_t fmt;
+  int channels;
+  cudaStream_t user_stream;
+  int64_t n_hybrid;
+};
+
+/* ---------------------------------------------------------------------------------- */
+/* Loading                                                                            */
+/* ---------------------------------------------------------------------------------- */
+
+static int load_library(stk_decoder *d, char *why, size_t whylen) {
+  const char *env = getenv("STK_NVJPEG_LIBRARY");
+  const char *names[] = {env, "libnvjpeg.so.13", "libnvjpeg.so.12",
+                         "/usr/local/cuda/lib64/libnvjpeg.so.13",
+                         "/usr/local/cuda/lib64/libnvjpeg.so.12"};
+  const char *last = "";
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !d->lib; i++) {
+    if (!names[i] || !*names[i]) continue;
+    d->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (d->lib) snprintf(d->soname, sizeof d->soname, "%s", names[i]);
+    else last = dlerror();
+  }
+  if (!d->lib) {
+    snprintf(why, whylen, "libnvjpeg.so.13 / .12 not found (%s)", last ? last : "");
+    return -1;
+  }
+#define STK__NVJPEG_LOAD(req, ret, name, params)                                           \
+  d->f.name = (ret(*) params)dlsym(d->lib, #name);                                         \
+  if (req && !d->f.name) {                                                                 \
+    snprintf(why, whylen, "%s lacks %s", d->soname, #name);                                \
+    return -1;                                                                             \
+  }
+  STK_NVJPEG_FUNCS(STK__NVJPEG_LOAD)
+#undef STK__NVJPEG_LOAD
+  int major = 0, minor = 0, patch = 0;
+  d->f.nvjpegGetProperty(0, &major);
+  d->f.nvjpegGetProperty(1, &minor);
+  d->f.nvjpegGetProperty(2, &patch);
+  d->version = major * 1000 + minor * 10 + patch;
+  return 0;
+}
+
+#define NVJ_TRY(call)                                                                      \
+  do {                                                                                     \
+    nvjpegStatus_t stk_s_ = (call);                                                        \
+    if (stk_s_ != NVJPEG_STATUS_SUCCESS)                                                   \
+      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, __func__, "%s failed: %s",          \
+                          #call, stk_nvjpeg_status_name(stk_s_));                          \
+  } while (0)
+
+static int slot_open(stk_decoder *d, slot_t *s, char *err, size_t errlen) {
+  NVJ_TRY(d->f.nvjpegJpegStreamCreate(d->hw_handle ? d->hw_handle : d->handle, &s->hdr));
+  NVJ_TRY(d->f.nvjpegJpegStreamCreate(d->handle, &s->stream));
+  NVJ_TRY(d->f.nvjpegDecodeParamsCreate(d->handle, &s->params));
+  NVJ_TRY(d->f.nvjpegBufferDeviceCreate(d->handle, NULL, &s->device_buf));
+  for (int b = 0; b < 2; b++) {
+    NVJ_TRY(d->f.nvjpegBufferPinnedCreate(d->handle, NULL, &s->pinned[b]));
+    CUDA_TRY(cudaEventCreateWithFlags(&s->pinned_done[b], cudaEventDisableTiming));
+  }
+  for (int k = 0; k < 2; k++) {
+    if (!d->dec[k]) continue;
+    NVJ_TRY(d->f.nvjpegDecoderStateCreate(d->handle, d->dec[k], &s->state[k]));
+    NVJ_TRY(d->f.nvjpegStateAttachDeviceBuffer(s->state[k], s->device_buf));
+  }
+  return 0;
+}
+
+static void slot_close(stk_decoder *d, slot_t *s) {
+  for (int k = 0; k < 2; k++)
+    if (s->state[k]) d->f.nvjpegJpegStateDestroy(s->state[k]);
+  for (int b = 0; b < 2; b++) {
+    if (s->pinned[b]) d->f.nvjpegBufferPinnedDestroy(s->pinned[b]);
+    if (s->pinned_done[b]) cudaEventDestroy(s->pinned_done[b]);
+  }
+  if (s->device_buf) d->f.nvjpegBufferDeviceDestroy(s->device_buf);
+  if (s->params) d->f.nvjpegDecodeParamsDestroy(s->params);
+  if (s->stream) d->f.nvjpegJpegStreamDestroy(s->stream);
+  if (s->hdr) d->f.nvjpegJpegStreamDestroy(s->hdr);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Worker threads                                                                     */
+/* ---------------------------------------------------------------------------------- */
+
+static void run_items(stk_decoder *d, int slot) {
+  for (;;) {
+    int i = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
+    if (i >= d->job_count) return;
+    d->job(d, i, slot);
+  }
+}
+
+static void *worker_main(void *arg) {
+  stk_decoder *d = (stk_decoder *)arg;
+  pthread_mutex_lock(&d->m);
+  int slot = d->started++;
+  unsigned long seen = d->generation;
+  pthread_mutex_unlock(&d->m);
+  cudaSetDevice(d->ctx->device);
+  for (;;) {
+    pthread_mutex_lock(&d->m);
+    while (!d->stop && d->generation == seen) pthread_cond_wait(&d->cv_work, &d->m);
+    if (d->stop) {
+      pthread_mutex_unlock(&d->m);
+      return NULL;
+    }
+    seen = d->generation;
+    pthread_mutex_unlock(&d->m);
+    run_items(d, slot);
+    pthread_mutex_lock(&d->m);
+    if (--d->active == 0) pthread_cond_signal(&d->cv_done);
+    pthread_mutex_unlock(&d->m);
+  }
+}
+
+/* Runs job(index, slot) for index in [0, count) on all threads, the caller included. */
+static void run_parallel(stk_decoder *d, job_fn job, int count) {
+  pthread_mutex_lock(&d->m);
+  d->job = job;
+  d->job_count = count;
+  d->next = 0;
+  d->active = d->nthreads;
+  d->generation++;
+  pthread_cond_broadcast(&d->cv_work);
+  pthread_mutex_unlock(&d->m);
+  run_items(d, d->nslots - 1);
+  pthread_mutex_lock(&d->m);
+  while (d->active > 0) pthread_cond_wait(&d->cv_done, &d->m);
+  pthread_mutex_unlock(&d->m);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Open / close                                                                       */
+/* ---------------------------------------------------------------------------------- */
+
+static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, size_t errlen) {
+  NVJ_TRY(d->f.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
+                              &d->handle));
+  NVJ_TRY(d->f.nvjpegDecoderCreate(d->handle, NVJPEG_BACKEND_HYBRID, &d->dec[0]));
+  if (d->f.nvjpegDecoderCreate(d->handle, NVJPEG_BACKEND_GPU_HYBRID, &d->dec[1]) !=
+      NVJPEG_STATUS_SUCCESS)
+    d->dec[1] = NULL; /* optional: the CPU-Huffman decoder takes everything */
+  if (!o->no_hw_decoder &&
+      d->f.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
+                          &d->hw_handle) == NVJPEG_STATUS_SUCCESS) {
+    if (d->f.nvjpegJpegStateCreate(d->hw_handle, &d->hw_state) != NVJPEG_STATUS_SUCCESS) {
+      d->f.nvjpegDestroy(d->hw_handle);
+      d->hw_handle = NULL;
+    } else if (d->f.nvjpegGetHardwareDecoderInfo) {
+      d->f.nvjpegGetHardwareDecoderInfo(d->hw_handle, &d->hw_engines, &d->hw_cores);
+    }
+  } else {
+    d->hw_handle = NULL;
+  }
+  CUDA_TRY(cudaStreamCreateWithFlags(&d->hw_stream, cudaStreamNonBlocking));
+  CUDA_TRY(cudaEventCreateWithFlags(&d->ev_in, cudaEventDisableTiming));
+  CUDA_TRY(cudaEventCreateWithFlags(&d->ev_hw, cudaEventDisableTiming));
+  d->nslots = o->decode_threads > 0 ? o->decode_threads : 4;
+  if (d->nslots > 256) d->nslots = 256;
+  d->slots = (slot_t *)calloc((size_t)d->nslots, sizeof(slot_t));
+  if (!d->slots) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for decode slots");
+  for (int i = 0; i < d->nslots; i++) STK_TRY_INT(slot_open(d, &d->slots[i], err, errlen));
+  d->threads = (pthread_t *)calloc((size_t)d->nslots, sizeof(pthread_t));
+  if (!d->threads) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for threads");
+  for (int i = 0; i < d->nslots - 1; i++) {
+    if (pthread_create(&d->threads[i], NULL, worker_main, d) != 0)
+      return GPU_FAIL(STK_ERR_INTERNAL, "could not start decode thread %d", i);
+    d->nthreads++;
+  }
+  return 0;
+}
+
+static void decoder_free(stk_decoder *d) {
+  if (!d) return;
+  if (d->nthreads) {
+    pthread_mutex_lock(&d->m);
+    d->stop = 1;
+    pthread_cond_broadcast(&d->cv_work);
+    pthread_mutex_unlock(&d->m);
+    for (int i = 0; i < d->nthreads; i++) pthread_join(d->threads[i], NULL);
+  }
+  if (d->hw_stream) cudaStreamSynchronize(d->hw_stream);
+  for (int i = 0; d->slots && i < d->nslots; i++) slot_close(d, &d->slots[i]);
+  for (int i = 0; i < d->hw_params_cap; i++)
+    if (d->hw_params[i]) d->f.nvjpegDecodeParamsDestroy(d->hw_params[i]);
+  free(d->hw_params);
+  if (d->hw_state) d->f.nvjpegJpegStateDestroy(d->hw_state);
+  if (d->hw_handle) d->f.nvjpegDestroy(d->hw_handle);
+  for (int k = 0; k < 2; k++)
+    if (d->dec[k]) d->f.nvjpegDecoderDestroy(d->dec[k]);
+  if (d->handle) d->f.nvjpegDestroy(d->handle);
+  if (d->ev_in) cudaEventDestroy(d->ev_in);
+  if (d->ev_hw) cudaEventDestroy(d->ev_hw);
+  if (d->hw_stream) cudaStreamDestroy(d->hw_stream);
+  /* the library stays loaded: nvJPEG may keep threads or atexit handlers around */
+  pthread_mutex_destroy(&d->m);
+  pthread_cond_destroy(&d->cv_work);
+  pthread_cond_destroy(&d->cv_done);
+  free(d->slots);
+  free(d->threads);
+  free(d->info);
+  free(d);
+}
+
+int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, size_t errlen) {
+  stk_decoder *d = (stk_decoder *)calloc(1, sizeof *d);
+  if (!d) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the decoder");
+  d->ctx = ctx;
+  pthread_mutex_init(&d->m, NULL);
+  pthread_cond_init(&d->cv_work, NULL);
+  pthread_cond_init(&d->cv_done, NULL);
+  if (load_library(d, ctx->nvjpeg_reason, sizeof ctx->nvjpeg_reason) != 0) {
+    if (d->lib) dlclose(d->lib);
+    pthread_mutex_destroy(&d->m);
+    pthread_cond_destroy(&d->cv_work);
+    pthread_cond_destroy(&d->cv_done);
+    free(d);
+    return 0; /* not an error: the context works without decoding */
+  }
+  int st = decoder_setup(d, o, err, errlen);
+  if (st != 0) {
+    decoder_free(d);
+    return st;
+  }
+  ctx->decoder = d;
+  return 0;
+}
+
+void stk_decoder_close(stk_gpu_ctx *ctx) {
+  decoder_free(ctx->decoder);
+  ctx->decoder = NULL;
+}
+
+void stk_decoder_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out) {
+  stk_decoder *d = ctx->decoder;
+  if (!d) return;
+  out->has_nvjpeg = 1;
+  out->nvjpeg_version = d->version;
+  snprintf(out->nvjpeg_path, sizeof out->nvjpeg_path, "%s", d->soname);
+  out->has_hw_decoder = d->hw_handle != NULL;
+  out->hw_engines = (int)d->hw_engines;
+  out->hw_cores_per_engine = (int)d->hw_cores;
+  out->has_batched_roi = d->hw_handle && d->f.nvjpegDecodeBatchedEx != NULL;
+}
+
+int stk_gpu_jpeg_header(stk_gpu_ctx *ctx, const uint8_t *data, size_t size,
+                      stk_gpu_jpeg_info *out, char *err, size_t errlen) {
+  if (!ctx || !data || !out || size == 0)
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL or empty argument");
+  if (!ctx->decoder)
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "nvJPEG is not available: %s", ctx->nvjpeg_reason);
+  int nc = 0, w[NVJPEG_MAX_COMPONENT] = {0}, h[NVJPEG_MAX_COMPONENT] = {0};
+  nvjpegChromaSubsampling_t css = NVJPEG_CSS_UNKNOWN;
+  nvjpegStatus_t s = ctx->decoder->f.nvjpegGetImageInfo(ctx->decoder->handle, data, size, &nc,
+                                                        &css, w, h);
+  if (s != NVJPEG_STATUS_SUCCESS)
+    return GPU_FAIL(STK_ERR_DECODE, "nvjpegGetImageInfo refused the header: %s",
+                    stk_nvjpeg_status_name(s));
+  out->width = w[0];
+  out->height = h[0];
+  out->components = nc;
+  out->subsampling = (int)css;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Decoding                                                                           */
+/* ---------------------------------------------------------------------------------- */
+
+static void count(stk_decoder *d, int64_t *counter) {
+  pthread_mutex_lock(&d->ctx->counters_lock);
+  (*counter)++;
+  pthread_mutex_unlock(&d->ctx->counters_lock);
+}
+
+static void settle(stk_decoder *d, int i, int status, int nvjpeg_status) {
+  d->out[i].status = status;
+  d->out[i].nvjpeg_status = nvjpeg_status;
+  d->info[i].route = 0;
+  count(d, status == STK_GPU_DECODE_FALLBACK ? &d->ctx->decode_fallbacks
+                                             : &d->ctx->decode_failures);
+}
+
+/* Phase 1: header, components, ROI check, hardware support. */
+static void job_classify(stk_decoder *d, int i, int slot) {
+  const stk_gpu_decode_in *in = &d->in[i];
+  stk_gpu_decode_out *out = &d->out[i];
+  slot_t *s = &d->slots[slot];
+  sample_t *info = &d->info[i];
+  nvjpegHandle_t h = d->hw_handle ? d->hw_handle : d->handle;
+  nvjpegStatus_t st = d->f.nvjpegJpegStreamParseHeader(h, in->data, in->size, s->hdr);
+  if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FALLBACK, st);
+  unsigned w = 0, hh = 0, nc = 0, prec = 8;
+  nvjpegJpegEncoding_t enc = NVJPEG_ENCODING_UNKNOWN;
+  d->f.nvjpegJpegStreamGetFrameDimensions(s->hdr, &w, &hh);
+  d->f.nvjpegJpegStreamGetComponentsNum(s->hdr, &nc);
+  d->f.nvjpegJpegStreamGetJpegEncoding(s->hdr, &enc);
+  if (d->f.nvjpegJpegStreamGetSamplePrecision)
+    d->f.nvjpegJpegStreamGetSamplePrecision(s->hdr, &prec);
+  out->width = (int)w;
+  out->height = (int)hh;
+  out->components = (int)nc;
+  bool encoding_ok = enc == NVJPEG_ENCODING_BASELINE_DCT ||
+                     enc == NVJPEG_ENCODING_EXTENDED_SEQUENTIAL_DCT_HUFFMAN ||
+                     enc == NVJPEG_ENCODING_PROGRESSIVE_DCT_HUFFMAN;
+  if ((nc != 1 && nc != 3) || prec != 8 || !encoding_ok || w == 0 || hh == 0)
+    return settle(d, i, STK_GPU_DECODE_FALLBACK, NVJPEG_STATUS_JPEG_NOT_SUPPORTED);
+  info->roi = in->roi_w > 0 && in->roi_h > 0;
+  if (info->roi && (in->roi_x < 0 || in->roi_y < 0 || (unsigned)in->roi_x + in->roi_w > w ||
+                    (unsigned)in->roi_y + in->roi_h > hh))
+    return settle(d, i, STK_GPU_DECODE_FALLBACK, NVJPEG_STATUS_INVALID_PARAMETER);
+  info->route = 2;
+  info->hw_ok = 0;
+  if (!d->hw_handle) return;
+  int unsupported = 1;
+  if (info->roi && d->f.nvjpegDecodeBatchedSupportedEx && d->f.nvjpegDecodeBatchedEx) {
+    d->f.nvjpegDecodeParamsSetROI(s->params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
+    st = d->f.nvjpegDecodeBatchedSupportedEx(d->hw_handle, s->hdr, s->params, &unsupported);
+  } else {
+    st = d->f.nvjpegDecodeBatchedSupported(d->hw_handle, s->hdr, &unsupported);
+  }
+  info->hw_ok = st == NVJPEG_STATUS_SUCCESS && unsupported == 0;
+}
+
+/* Decodes sample i through the decoupled API on `slot`. */
+static void hybrid_decode(stk_decoder *d, int i, int slot) {
+  const stk_gpu_decode_in *in = &d->in[i];
+  stk_gpu_decode_out *out = &d->out[i];
+  slot_t *s = &d->slots[slot];
+  nvjpegStatus_t st = d->f.nvjpegJpegStreamParse(d->handle, in->data, in->size, 0, 0, s->stream);
+  if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FALLBACK, st);
+  bool roi = d->info[i].roi;
+  d->f.nvjpegDecodeParamsSetOutputFormat(s->params, d->fmt);
+  if (roi) d->f.nvjpegDecodeParamsSetROI(s->params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
+  else d->f.nvjpegDecodeParamsSetROI(s->params, 0, 0, -1, -1);
+  nvjpegJpegEncoding_t enc = NVJPEG_ENCODING_UNKNOWN;
+  d->f.nvjpegJpegStreamGetJpegEncoding(s->stream, &enc);
+  int k = 0, unsupported = 1;
+  if (d->dec[1] && enc == NVJPEG_ENCODING_BASELINE_DCT &&
+      (int64_t)out->width * out->height > HYBRID_GPU_THRESHOLD &&
+      d->f.nvjpegDecoderJpegSupported(d->dec[1], s->stream, s->params, &unsupported) ==
+          NVJPEG_STATUS_SUCCESS &&
+      unsupported == 0)
+    k = 1;
+  if (k == 0) {
+    st = d->f.nvjpegDecoderJpegSupported(d->dec[0], s->stream, s->params, &unsupported);
+    if (st != NVJPEG_STATUS_SUCCESS || unsupported != 0)
+      return settle(d, i, STK_GPU_DECODE_FALLBACK,
+                    st != NVJPEG_STATUS_SUCCESS ? st : NVJPEG_STATUS_JPEG_NOT_SUPPORTED);
+  }
+  out->backend = k ? STK_GPU_BACKEND_GPU_HYBRID : STK_GPU_BACKEND_HYBRID;
+  out->roi_mode = roi ? STK_GPU_ROI_NVJPEG : STK_GPU_ROI_NONE;
+  /* the pinned buffer about to be overwritten must be done feeding its last transfer */
+  int b = s->cur;
+  if (s->pinned_used[b]) cudaEventSynchronize(s->pinned_done[b]);
+  d->f.nvjpegStateAttachPinnedBuffer(s->state[k], s->pinned[b]);
+  st = d->f.nvjpegDecodeJpegHost(d->handle, d->dec[k], s->state[k], s->params, s->stream);
+  if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FAILED, st);
+  st = d->f.nvjpegDecodeJpegTransferToDevice(d->handle, d->dec[k], s->state[k], s->stream,
+                                             d->user_stream);
+  cudaEventRecord(s->pinned_done[b], d->user_stream);
+  s->pinned_used[b] = 1;
+  s->cur ^= 1;
+  if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FAILED, st);
+  nvjpegImage_t img;
+  memset(&img, 0, sizeof img);
+  img.channel[0] = in->dst;
+  img.pitch[0] = in->dst_pitch;
+  st = d->f.nvjpegDecodeJpegDevice(d->handle, d->dec[k], s->state[k], &img, d->user_stream);
+  if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FAILED, st);
+  out->status = STK_GPU_DECODE_OK;
+  out->nvjpeg_status = 0;
+  count(d, &d->ctx->decoded_hybrid);
+}
+
+/* The samples routed to the decoupled path, compacted: stored after info[info_cap]. */
+static int *hybrid_list(stk_decoder *d) { return (int *)(d->info + d->info_cap); }
+
+static void job_hybrid_list(stk_decoder *d, int k, int slot) {
+  hybrid_decode(d, hybrid_list(d)[k], slot);
+}
+
+/* Grows the per-batch tables: info[cap] followed by cap ints of the hybrid list. */
+static int ensure_tables(stk_decoder *d, int n, char *err, size_t errlen) {
+  if (n <= d->info_cap) return 0;
+  void *p = malloc((size_t)n * (sizeof(sample_t) + sizeof(int)));
+  if (!p) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d samples", n);
+  free(d->info);
+  d->info = (sample_t *)p;
+  d->info_cap = n;
+  return 0;
+}
+
+/* Parameters for the hardware batch's ROI samples (one per sample, kept). */
+static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
+  if (n <= d->hw_params_cap) return 0;
+  nvjpegDecodeParams_t *p =
+      (nvjpegDecodeParams_t *)realloc(d->hw_params, (size_t)n * sizeof(nvjpegDecodeParams_t));
+  if (!p) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for decode parameters");
+  d->hw_params = p;
+  for (int i = d->hw_params_cap; i < n; i++) {
+    p[i] = NULL;
+    NVJ_TRY(d->f.nvjpegDecodeParamsCreate(d->hw_handle, &p[i]));
+    d->hw_params_cap = i + 1;
+  }
+  return 0;
+}
+
+/* Phase 2: the hardware batch. Returns the number of samples it took (0 on a batched
+ * failure: those samples are then routed to the decoupled path). Temporaries for
+ * regions without BatchedEx are freed on the hardware stream. */
+static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
+  int k = 0;
+  for (int i = 0; i < n; i++) k += d->info[i].route == 1;
+  if (k == 0) return 0;
+  bool any_roi = false;
+  for (int i = 0; i < n; i++) any_roi |= d->info[i].route == 1 && d->info[i].roi;
+  bool use_ex = any_roi && d->f.nvjpegDecodeBatchedEx && d->f.nvjpegDecodeBatchedSupportedEx;
+  const unsigned char **data = (const unsigned char **)malloc((size_t)k * sizeof(void *));
+  size_t *len = (size_t *)malloc((size_t)k * sizeof(size_t));
+  nvjpegImage_t *img = (nvjpegImage_t *)calloc((size_t)k, sizeof(nvjpegImage_t));
+  int *idx = (int *)malloc((size_t)k * sizeof(int));
+  void **tmp = (void **)calloc((size_t)k, sizeof(void *));
+  int rc = 0;
+  if (!data || !len || !img || !idx || !tmp) {
+    rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the hardware batch");
+    goto done;
+  }
+  if (use_ex && (rc = ensure_hw_params(d, k, err, errlen)) != 0) goto done;
+  for (int i = 0, j = 0; i < n; i++) {
+    if (d->info[i].route != 1) continue;
+    const stk_gpu_decode_in *in = &d->in[i];
+    data[j] = in->data;
+    len[j] = in->size;
+    idx[j] = i;
+    img[j].channel[0] = in->dst;
+    img[j].pitch[0] = in->dst_pitch;
+    d->out[i].roi_mode = d->info[i].roi ? STK_GPU_ROI_NVJPEG : STK_GPU_ROI_NONE;
+    if (use_ex) {
+      if (d->info[i].roi)
+        d->f.nvjpegDecodeParamsSetROI(d->hw_params[j], in->roi_x, in->roi_y, in->roi_w, in->roi_h);
+      else
+        d->f.nvjpegDecodeParamsSetROI(d->hw_params[j], 0, 0, -1, -1);
+    } else if (d->info[i].roi) { /* whole image into a temporary; region copied below */
+      size_t pitch = (size_t)d->out[i].width * d->channels;
+      rc = stk_gpu_device_alloc(d->ctx, pitch * d->out[i].height, (uintptr_t)d->hw_stream,
+                                &tmp[j], err, errlen);
+      if (rc) goto done;
+      img[j].channel[0] = (unsigned char *)tmp[j];
+      img[j].pitch[0] = pitch;
+      d->out[i].roi_mode = STK_GPU_ROI_CROPPED;
+    }
+    j++;
+  }
+  {
+    nvjpegStatus_t st = d->f.nvjpegDecodeBatchedInitialize(d->hw_handle, d->hw_state, k, 1, d->fmt);
+    if (st == NVJPEG_STATUS_SUCCESS)
+      st = use_ex ? d->f.nvjpegDecodeBatchedEx(d->hw_handle, d->hw_state, data, len, img,
+                                               d->hw_params, d->hw_stream)
+                  : d->f.nvjpegDecodeBatched(d->hw_handle, d->hw_state, data, len, img,
+                                             d->hw_stream);
+    if (st != NVJPEG_STATUS_SUCCESS) { /* retry each sample on the decoupled path */
+      for (int j = 0; j < k; j++) {
+        d->info[idx[j]].route = 2;
+        d->out[idx[j]].nvjpeg_status = st;
+      }
+      goto done;
+    }
+  }
+  for (int j = 0; j < k; j++) {
+    int i = idx[j];
+    const stk_gpu_decode_in *in = &d->in[i];
+    if (tmp[j]) {
+      size_t pitch = img[j].pitch[0];
+      cudaError_t e = cudaMemcpy2DAsync(in->dst, in->dst_pitch,
+                                        (const uint8_t *)tmp[j] + (size_t)in->roi_y * pitch +
+                                            (size_t)in->roi_x * d->channels,
+                                        pitch, (size_t)in->roi_w * d->channels,
+                                        (size_t)in->roi_h, cudaMemcpyDeviceToDevice,
+                                        d->hw_stream);
+      if (e != cudaSuccess) {
+        rc = GPU_FAIL(STK_ERR_DEVICE, "copying the region of sample %d failed: %s", i,
+                      cudaGetErrorString(e));
+        goto done;
+      }
+    }
+    d->out[i].status = STK_GPU_DECODE_OK;
+    d->out[i].backend = STK_GPU_BACKEND_HARDWARE;
+    d->out[i].nvjpeg_status = 0;
+    count(d, &d->ctx->decoded_hw);
+  }
+done:
+  for (int j = 0; tmp && j < k; j++)
+    if (tmp[j]) stk_gpu_device_free(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
+  free(data);
+  free(len);
+  free(img);
+  free(idx);
+  free(tmp);
+  return rc;
+}
+
+int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
+                         stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts,
+                         uintptr_t stream, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && (!in || !out)))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  stk_decoder *d = ctx->decoder;
+  if (!d) return GPU_FAIL(STK_ERR_UNSUPPORTED, "nvJPEG is not available: %s", ctx->nvjpeg_reason);
+  int color = opts ? opts->color : STK_GPU_COLOR_RGB;
+  if (color < 0 || color > 2) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "unknown color %d", color);
+  for (int i = 0; i < n; i++)
+    if (!in[i].data || in[i].size == 0 || !in[i].dst)
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL or empty data or no "
+                      "destination", i);
+  if (n == 0) return 0;
+  double load = opts && opts->hw_load >= 0 ? opts->hw_load : 0.9;
+  load = load > 1.0 ? 1.0 : load;
+  STK_TRY_INT(ensure_tables(d, n, err, errlen));
+  memset(out, 0, (size_t)n * sizeof *out);
+  memset(d->info, 0, (size_t)n * sizeof(sample_t));
+  d->in = in;
+  d->out = out;
+  d->fmt = color == STK_GPU_COLOR_RGB ? NVJPEG_OUTPUT_RGBI
+           : color == STK_GPU_COLOR_BGR ? NVJPEG_OUTPUT_BGRI : NVJPEG_OUTPUT_Y;
+  d->channels = color == STK_GPU_COLOR_GRAY ? 1 : 3;
+  d->user_stream = (cudaStream_t)stream;
+
+  run_parallel(d, job_classify, n);
+  int capable = 0;
+  for (int i = 0; i < n; i++) capable += d->info[i].route == 2 && d->info[i].hw_ok;
+  int take = (int)floor(load * capable + 0.5);
+  for (int i = 0; i < n && take > 0; i++)
+    if (d->info[i].route == 2 && d->info[i].hw_ok) {
+      d->info[i].route = 1;
+      take--;
+    }
+  /* the hardware stream starts after the work queued so far (e.g. dst allocations) */
+  CUDA_TRY(cudaEventRecord(d->ev_in, d->user_stream));
+  CUDA_TRY(cudaStreamWaitEvent(d->hw_stream, d->ev_in, 0));
+  STK_TRY_INT(hw_batch(d, n, err, errlen));
+  int *list = hybrid_list(d), m = 0;
+  for (int i = 0; i < n; i++)
+    if (d->info[i].route == 2) list[m++] = i;
+  if (m > 0) run_parallel(d, job_hybrid_list, m);
+  CUDA_TRY(cudaEventRecord(d->ev_hw, d->hw_stream));
+  CUDA_TRY(cudaStreamWaitEvent(d->user_stream, d->ev_hw, 0));
+  return 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * Internals of libstoker_cuda.so shared by its .cu files (CUDA C++; never included by
+ * the CPU library): the context, error helpers, the pinned pool, the parameter upload
+ * used by every batched kernel entry point, and the decoder's state.
+ */
+#ifndef STOKER_CUDA_GPU_INTERNAL_H
+#define STOKER_CUDA_GPU_INTERNAL_H
+
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "gpu_api.h"
+#include "nvjpeg_min.h"
+
+#define STK_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- errors ---- */
+
+/* Writes "<func>: <text>" into err (when given) and returns `status`. */
+STK_HIDDEN int stk_gpu_fail(char *err, size_t errlen, int status, const char *func,
+                            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+#define GPU_FAIL(status, ...) stk_gpu_fail(err, errlen, (status), __func__, __VA_ARGS__)
+
+/* On a CUDA error: message naming the call and cudaGetErrorString, STK_ERR_DEVICE (or
+ * STK_ERR_OUT_OF_MEMORY for cudaErrorMemoryAllocation). Uses `err`, `errlen`. */
+#define CUDA_TRY(call)                                                                     \
+  do {                                                                                     \
+    cudaError_t stk_e_ = (call);                                                           \
+    if (stk_e_ != cudaSuccess)                                                             \
+      return stk_gpu_fail(err, errlen,                                                     \
+                          stk_e_ == cudaErrorMemoryAllocation ? STK_ERR_OUT_OF_MEMORY      \
+                                                              : STK_ERR_DEVICE,            \
+                          __func__, "%s failed: %s (%s)", #call, cudaGetErrorString(stk_e_), \
+                          cudaGetErrorName(stk_e_));                                       \
+  } while (0)
+
+#define STK_TRY_INT(expr)                                                                  \
+  do {                                                                                     \
+    int stk_r_ = (expr);                                                                   \
+    if (stk_r_ != 0) return stk_r_;                                                        \
+  } while (0)
+
+/* ---- pinned host pool ---- */
+
+#define STK_PINNED_CLASSES 40 /* power-of-two size classes from 2^12 */
+
+typedef struct stk_pinned_block {
+  struct stk_pinned_block *next;
+  void *base;          /* from cudaHostAlloc */
+  int cls;             /* size class */
+  cudaEvent_t event;   /* pending: reusable once this completed (NULL: at once) */
+} stk_pinned_block;
+
+typedef struct {
+  pthread_mutex_t lock;
+  stk_pinned_block *free_list[STK_PINNED_CLASSES];
+  stk_pinned_block *pending;  /* freed with an event still running */
+  uint64_t max_cached, cached, in_use, peak;
+} stk_pinned_pool;
+
+/* ---- decoder (decode.cu) ---- */
+
+typedef struct stk_decoder stk_decoder;
+STK_HIDDEN int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *opts, char *err,
+                                size_t errlen);
+STK_HIDDEN void stk_decoder_close(stk_gpu_ctx *ctx);
+STK_HIDDEN int stk_gpu_jpeg_header(stk_gpu_ctx *ctx, const uint8_t *data, size_t size,
+                                 stk_gpu_jpeg_info *out, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
+                                    stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts,
+                                    uintptr_t stream, char *err, size_t errlen);
+STK_HIDDEN void stk_decoder_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out);
+
+/* ---- the context ---- */
+
+struct stk_gpu_ctx {
+  int device;
+  cudaDeviceProp prop;
+  cudaStream_t compute, copy;
+  cudaMemPool_t pool;
+  stk_pinned_pool pinned;
+  stk_decoder *decoder;  /* NULL without nvJPEG */
+  char nvjpeg_reason[256]; /* why decoder is NULL */
+  pthread_mutex_t counters_lock;
+  int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures;
+};
+
+/* Makes the context's device current on the calling thread. */
+STK_HIDDEN int stk_gpu_enter(stk_gpu_ctx *ctx, char *err, size_t errlen);
+
+STK_HIDDEN int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream,
+                                    void **out, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
+                                   size_t errlen);
+
+/* Copies `bytes` of host parameters into a fresh stream-ordered device block (freed by
+ * the caller with stk_gpu_device_free after the launches). */
+STK_HIDDEN int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes,
+                              cudaStream_t stream, void **dev, char *err, size_t errlen);
+
+/* ---- kernels (kernels.cu) ---- */
+
+STK_HIDDEN int stk_gpu_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s,
+                                const stk_gpu_resample_args *args, uintptr_t stream,
+                                char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *s,
+                           const stk_gpu_cmn_args *args, uintptr_t stream, char *err,
+                           size_t errlen);
+STK_HIDDEN int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *s,
+                            const stk_gpu_crop_args *args, uintptr_t stream, char *err,
+                            size_t errlen);
+STK_HIDDEN int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s,
+                            size_t esize, uintptr_t stream, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *s,
+                            stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream,
+                            char *err, size_t errlen);
+
+#endif /* STOKER_CUDA_GPU_INTERNAL_H */

@@ -1,0 +1,501 @@
+/*
+ * The device runtime of libstoker_cuda.so: context (device, streams, pools), memory,
+ * copies, events, statistics, and the exported function table.
+ *
+ * Device memory comes from a CUDA memory pool owned by the context (stream-ordered
+ * cudaMallocFromPoolAsync / cudaFreeAsync): freed blocks are reused by later
+ * allocations on any stream once ordered after the free, and the pool keeps at most
+ * `device_cache_bytes` cached beyond what is in use (release threshold), so memory stays
+ * bounded across epochs. Pinned host memory is pooled in power-of-two classes; a block
+ * freed "after a stream" becomes reusable only once an event recorded there completes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_internal.h"
+
+/* ---------------------------------------------------------------------------------- */
+/* Errors                                                                             */
+/* ---------------------------------------------------------------------------------- */
+
+int stk_gpu_fail(char *err, size_t errlen, int status, const char *func, const char *fmt,
+                 ...) {
+  if (err && errlen > 0) {
+    int n = snprintf(err, errlen, "%s: ", func);
+    if (n >= 0 && (size_t)n < errlen) {
+      va_list ap;
+      va_start(ap, fmt);
+      vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+      va_end(ap);
+    }
+  }
+  return status;
+}
+
+int stk_gpu_enter(stk_gpu_ctx *ctx, char *err, size_t errlen) {
+  if (!ctx) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no context");
+  CUDA_TRY(cudaSetDevice(ctx->device));
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Pinned host pool                                                                   */
+/* ---------------------------------------------------------------------------------- */
+
+#define PINNED_HEADER 64 /* bytes before the user pointer: the block's descriptor */
+
+static size_t class_bytes(int cls) { return (size_t)4096 << cls; }
+
+/* Moves pending blocks whose event completed to the free lists (lock held). */
+static void pinned_reclaim(stk_pinned_pool *p) {
+  stk_pinned_block **link = &p->pending;
+  while (*link) {
+    stk_pinned_block *b = *link;
+    if (cudaEventQuery(b->event) == cudaErrorNotReady) {
+      link = &b->next;
+      continue;
+    }
+    (void)cudaGetLastError(); /* a failed query is a sticky error reported elsewhere */
+    cudaEventDestroy(b->event);
+    b->event = NULL;
+    *link = b->next;
+    size_t bytes = class_bytes(b->cls);
+    p->in_use -= bytes;
+    if (p->cached + bytes > p->max_cached) { /* over the cache bound: give it back */
+      cudaFreeHost(b->base);
+      free(b);
+      continue;
+    }
+    b->next = p->free_list[b->cls];
+    p->free_list[b->cls] = b;
+    p->cached += bytes;
+  }
+}
+
+static int gpu_pinned_alloc(stk_gpu_ctx *ctx, size_t size, void **out, char *err,
+                            size_t errlen) {
+  if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
+  *out = NULL;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  int cls = 0;
+  while (cls < STK_PINNED_CLASSES && class_bytes(cls) < size + PINNED_HEADER) cls++;
+  if (cls == STK_PINNED_CLASSES)
+    return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "%zu bytes of pinned memory is beyond the pool's "
+                    "largest class", size);
+  stk_pinned_pool *p = &ctx->pinned;
+  pthread_mutex_lock(&p->lock);
+  pinned_reclaim(p);
+  stk_pinned_block *b = p->free_list[cls];
+  if (b) {
+    p->free_list[cls] = b->next;
+    p->cached -= class_bytes(cls);
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (!b) {
+    b = (stk_pinned_block *)calloc(1, sizeof *b);
+    if (!b) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for a block descriptor");
+    cudaError_t e = cudaHostAlloc(&b->base, class_bytes(cls), cudaHostAllocPortable);
+    if (e != cudaSuccess) {
+      free(b);
+      return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "cudaHostAlloc of %zu bytes failed: %s",
+                      class_bytes(cls), cudaGetErrorString(e));
+    }
+    b->cls = cls;
+  }
+  b->next = NULL;
+  memcpy(b->base, &b, sizeof b);
+  pthread_mutex_lock(&p->lock);
+  p->in_use += class_bytes(cls);
+  if (p->in_use > p->peak) p->peak = p->in_use;
+  pthread_mutex_unlock(&p->lock);
+  *out = (char *)b->base + PINNED_HEADER;
+  return 0;
+}
+
+static int gpu_pinned_free(stk_gpu_ctx *ctx, void *ptr, const uintptr_t *stream, char *err,
+                           size_t errlen) {
+  if (!ptr) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  stk_pinned_block *b;
+  memcpy(&b, (char *)ptr - PINNED_HEADER, sizeof b);
+  if (!b || (char *)b->base + PINNED_HEADER != (char *)ptr)
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "%p is not a pinned block of this context", ptr);
+  cudaEvent_t ev = NULL;
+  if (stream) {
+    CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+    cudaError_t e = cudaEventRecord(ev, (cudaStream_t)*stream);
+    if (e != cudaSuccess) {
+      cudaEventDestroy(ev);
+      return GPU_FAIL(STK_ERR_DEVICE, "cudaEventRecord failed: %s", cudaGetErrorString(e));
+    }
+  }
+  stk_pinned_pool *p = &ctx->pinned;
+  pthread_mutex_lock(&p->lock);
+  b->event = ev;
+  if (ev) { /* reclaimed by a later alloc once the stream passed this point */
+    b->next = p->pending;
+    p->pending = b;
+  } else {
+    size_t bytes = class_bytes(b->cls);
+    p->in_use -= bytes;
+    if (p->cached + bytes > p->max_cached) {
+      pthread_mutex_unlock(&p->lock);
+      cudaFreeHost(b->base);
+      free(b);
+      return 0;
+    }
+    b->next = p->free_list[b->cls];
+    p->free_list[b->cls] = b;
+    p->cached += bytes;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return 0;
+}
+
+/* Frees every cached block; with `all`, pending ones too (after their events). */
+static void pinned_drop(stk_pinned_pool *p, bool all) {
+  pthread_mutex_lock(&p->lock);
+  if (all)
+    for (stk_pinned_block *b = p->pending; b; b = b->next) cudaEventSynchronize(b->event);
+  pinned_reclaim(p);
+  for (int c = 0; c < STK_PINNED_CLASSES; c++) {
+    while (p->free_list[c]) {
+      stk_pinned_block *b = p->free_list[c];
+      p->free_list[c] = b->next;
+      cudaFreeHost(b->base);
+      free(b);
+    }
+  }
+  p->cached = 0;
+  pthread_mutex_unlock(&p->lock);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Context                                                                            */
+/* ---------------------------------------------------------------------------------- */
+
+static int gpu_device_count(int *count, char *err, size_t errlen) {
+  if (!count) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
+  *count = 0;
+  cudaError_t e = cudaGetDeviceCount(count);
+  if (e == cudaErrorNoDevice) {
+    (void)cudaGetLastError();
+    *count = 0;
+    return 0;
+  }
+  if (e != cudaSuccess) {
+    *count = 0;
+    return GPU_FAIL(STK_ERR_DEVICE, "cudaGetDeviceCount failed: %s (%s)", cudaGetErrorString(e),
+                    cudaGetErrorName(e));
+  }
+  return 0;
+}
+
+static void gpu_close(stk_gpu_ctx *ctx) {
+  if (!ctx) return;
+  cudaSetDevice(ctx->device);
+  if (ctx->compute) cudaStreamSynchronize(ctx->compute);
+  if (ctx->copy) cudaStreamSynchronize(ctx->copy);
+  stk_decoder_close(ctx);
+  pinned_drop(&ctx->pinned, true);
+  if (ctx->pool) cudaMemPoolDestroy(ctx->pool); /* released once outstanding frees finish */
+  if (ctx->compute) cudaStreamDestroy(ctx->compute);
+  if (ctx->copy) cudaStreamDestroy(ctx->copy);
+  pthread_mutex_destroy(&ctx->pinned.lock);
+  pthread_mutex_destroy(&ctx->counters_lock);
+  free(ctx);
+}
+
+static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, size_t errlen) {
+  int count = 0;
+  STK_TRY_INT(gpu_device_count(&count, err, errlen));
+  if (count == 0) return GPU_FAIL(STK_ERR_DEVICE, "no CUDA device is visible");
+  if (o->device < 0 || o->device >= count)
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "device %d does not exist (%d CUDA device%s)",
+                    o->device, count, count == 1 ? "" : "s");
+  CUDA_TRY(cudaSetDevice(ctx->device));
+  CUDA_TRY(cudaGetDeviceProperties(&ctx->prop, ctx->device));
+  int pools = 0;
+  CUDA_TRY(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, ctx->device));
+  if (!pools)
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "device %d (%s) has no stream-ordered memory pools",
+                    ctx->device, ctx->prop.name);
+  CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
+  CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
+  cudaMemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = ctx->device;
+  CUDA_TRY(cudaMemPoolCreate(&ctx->pool, &props));
+  uint64_t keep = o->device_cache_bytes ? o->device_cache_bytes : (uint64_t)2 << 30;
+  CUDA_TRY(cudaMemPoolSetAttribute(ctx->pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  return 0;
+}
+
+static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err,
+                    size_t errlen) {
+  if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
+  *out = NULL;
+  stk_gpu_open_opts o;
+  memset(&o, 0, sizeof o);
+  if (opts) o = *opts;
+  stk_gpu_ctx *ctx = (stk_gpu_ctx *)calloc(1, sizeof *ctx);
+  if (!ctx) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the context");
+  ctx->device = o.device;
+  pthread_mutex_init(&ctx->pinned.lock, NULL);
+  pthread_mutex_init(&ctx->counters_lock, NULL);
+  ctx->pinned.max_cached = o.pinned_cache_bytes ? o.pinned_cache_bytes : (uint64_t)256 << 20;
+  int st = open_device(ctx, &o, err, errlen);
+  if (st == 0 && !o.no_nvjpeg) st = stk_decoder_open(ctx, &o, err, errlen);
+  else if (st == 0) snprintf(ctx->nvjpeg_reason, sizeof ctx->nvjpeg_reason, "disabled by no_nvjpeg");
+  if (st != 0) {
+    gpu_close(ctx);
+    return st;
+  }
+  *out = ctx;
+  return 0;
+}
+
+static int gpu_device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err,
+                           size_t errlen) {
+  if (!ctx || !out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no context or output");
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", ctx->prop.name);
+  out->device = ctx->device;
+  out->cc_major = ctx->prop.major;
+  out->cc_minor = ctx->prop.minor;
+  out->sm_count = ctx->prop.multiProcessorCount;
+  out->total_memory = (int64_t)ctx->prop.totalGlobalMem;
+  stk_decoder_info(ctx, out);
+  return 0;
+}
+
+static uintptr_t gpu_stream(stk_gpu_ctx *ctx, int which) {
+  if (!ctx) return 0;
+  return (uintptr_t)(which == STK_GPU_STREAM_COPY ? ctx->copy : ctx->compute);
+}
+
+static int gpu_stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t errlen) {
+  if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output");
+  memset(out, 0, sizeof *out);
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  uint64_t v = 0;
+  CUDA_TRY(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrUsedMemCurrent, &v));
+  out->device_in_use = (int64_t)v;
+  CUDA_TRY(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrReservedMemCurrent, &v));
+  out->device_reserved = (int64_t)v;
+  CUDA_TRY(cudaMemPoolGetAttribute(ctx->pool, cudaMemPoolAttrUsedMemHigh, &v));
+  out->device_peak = (int64_t)v;
+  size_t fr = 0, tot = 0;
+  CUDA_TRY(cudaMemGetInfo(&fr, &tot));
+  out->device_free = (int64_t)fr;
+  out->device_total = (int64_t)tot;
+  pthread_mutex_lock(&ctx->pinned.lock);
+  pinned_reclaim(&ctx->pinned);
+  out->pinned_in_use = (int64_t)ctx->pinned.in_use;
+  out->pinned_cached = (int64_t)ctx->pinned.cached;
+  out->pinned_peak = (int64_t)ctx->pinned.peak;
+  pthread_mutex_unlock(&ctx->pinned.lock);
+  pthread_mutex_lock(&ctx->counters_lock);
+  out->decoded_hw = ctx->decoded_hw;
+  out->decoded_hybrid = ctx->decoded_hybrid;
+  out->decode_fallbacks = ctx->decode_fallbacks;
+  out->decode_failures = ctx->decode_failures;
+  pthread_mutex_unlock(&ctx->counters_lock);
+  return 0;
+}
+
+static int gpu_trim(stk_gpu_ctx *ctx, uint64_t keep, char *err, size_t errlen) {
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaMemPoolTrimTo(ctx->pool, (size_t)keep));
+  pinned_drop(&ctx->pinned, false);
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Device memory, copies                                                              */
+/* ---------------------------------------------------------------------------------- */
+
+int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out,
+                         char *err, size_t errlen) {
+  if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
+  *out = NULL;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  if (size == 0) return 0;
+  cudaError_t e = cudaMallocFromPoolAsync(out, size, ctx->pool, (cudaStream_t)stream);
+  if (e != cudaSuccess) {
+    *out = NULL;
+    (void)cudaGetLastError(); /* allocation failures are not sticky */
+    return GPU_FAIL(e == cudaErrorMemoryAllocation ? STK_ERR_OUT_OF_MEMORY : STK_ERR_DEVICE,
+                    "cudaMallocFromPoolAsync of %zu bytes failed: %s", size,
+                    cudaGetErrorString(e));
+  }
+  return 0;
+}
+
+int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
+                        size_t errlen) {
+  if (!ptr) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaFreeAsync(ptr, (cudaStream_t)stream));
+  return 0;
+}
+
+int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_t stream,
+                   void **dev, char *err, size_t errlen) {
+  STK_TRY_INT(stk_gpu_device_alloc(ctx, bytes, (uintptr_t)stream, dev, err, errlen));
+  /* from pageable memory: the source is staged before the call returns */
+  cudaError_t e = cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyHostToDevice, stream);
+  if (e != cudaSuccess) {
+    cudaFreeAsync(*dev, stream);
+    *dev = NULL;
+    return GPU_FAIL(STK_ERR_DEVICE, "copying %zu bytes of parameters failed: %s", bytes,
+                    cudaGetErrorString(e));
+  }
+  return 0;
+}
+
+static int gpu_memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
+                            uintptr_t stream, char *err, size_t errlen) {
+  if (bytes == 0) return 0;
+  if (!dst || !src) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pointer");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream));
+  return 0;
+}
+
+static int gpu_memcpy2d_async(stk_gpu_ctx *ctx, void *dst, size_t dpitch, const void *src,
+                              size_t spitch, size_t width, size_t height, uintptr_t stream,
+                              char *err, size_t errlen) {
+  if (width == 0 || height == 0) return 0;
+  if (!dst || !src) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pointer");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, cudaMemcpyDefault,
+                             (cudaStream_t)stream));
+  return 0;
+}
+
+static int gpu_memset_async(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes,
+                            uintptr_t stream, char *err, size_t errlen) {
+  if (bytes == 0) return 0;
+  if (!dst) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pointer");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaMemsetAsync(dst, value, bytes, (cudaStream_t)stream));
+  return 0;
+}
+
+static int gpu_stream_sync(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t errlen) {
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Events                                                                             */
+/* ---------------------------------------------------------------------------------- */
+
+static int gpu_event_create(stk_gpu_ctx *ctx, int timing, void **out, char *err,
+                            size_t errlen) {
+  if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
+  *out = NULL;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  cudaEvent_t ev;
+  CUDA_TRY(cudaEventCreateWithFlags(&ev, timing ? cudaEventDefault : cudaEventDisableTiming));
+  *out = (void *)ev;
+  return 0;
+}
+
+static int gpu_event_record(stk_gpu_ctx *ctx, void *event, uintptr_t stream, char *err,
+                            size_t errlen) {
+  if (!event) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no event");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream));
+  return 0;
+}
+
+static int gpu_stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event, char *err,
+                                 size_t errlen) {
+  if (!event) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no event");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0));
+  return 0;
+}
+
+static int gpu_event_sync(stk_gpu_ctx *ctx, void *event, char *err, size_t errlen) {
+  if (!event) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no event");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaEventSynchronize((cudaEvent_t)event));
+  return 0;
+}
+
+static int gpu_event_query(stk_gpu_ctx *ctx, void *event, int *done, char *err,
+                           size_t errlen) {
+  if (!event || !done) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no event or output");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    *done = 0;
+    return 0;
+  }
+  CUDA_TRY(e);
+  *done = 1;
+  return 0;
+}
+
+static int gpu_event_elapsed(stk_gpu_ctx *ctx, void *start, void *end, float *ms, char *err,
+                             size_t errlen) {
+  if (!start || !end || !ms) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  CUDA_TRY(cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end));
+  return 0;
+}
+
+static void gpu_event_destroy(stk_gpu_ctx *ctx, void *event) {
+  if (!event || !ctx) return;
+  cudaSetDevice(ctx->device);
+  cudaEventDestroy((cudaEvent_t)event);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The table                                                                          */
+/* ---------------------------------------------------------------------------------- */
+
+static const stk_gpu_api api_table = {
+    STK_GPU_ABI_VERSION,
+    sizeof(stk_gpu_api),
+    gpu_device_count,
+    gpu_open,
+    gpu_close,
+    gpu_device_info,
+    gpu_stream,
+    gpu_stats,
+    gpu_trim,
+    stk_gpu_device_alloc,
+    stk_gpu_device_free,
+    gpu_pinned_alloc,
+    gpu_pinned_free,
+    gpu_memcpy_async,
+    gpu_memcpy2d_async,
+    gpu_memset_async,
+    gpu_stream_sync,
+    gpu_event_create,
+    gpu_event_record,
+    gpu_stream_wait_event,
+    gpu_event_sync,
+    gpu_event_query,
+    gpu_event_elapsed,
+    gpu_event_destroy,
+    stk_gpu_jpeg_header,
+    stk_gpu_decode_batch,
+    stk_gpu_resample,
+    stk_gpu_cmn,
+    stk_gpu_crop,
+    stk_gpu_flip,
+    stk_gpu_cast,
+};
+
+extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {
+  return &api_table;
+}
