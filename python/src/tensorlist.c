@@ -274,7 +274,20 @@ static PyObject *tl_cuda_array_interface(PyObject *self, void *closure) {
                        Py_None, "version", 3, "stream", stream);
 }
 
+/* _to_host() -> TensorList: a host copy (GPU batches are copied after they are ready). */
+static PyObject *tl_to_host(PyObject *self, PyObject *unused) {
+  if (check_valid(self) < 0) return NULL;
+  stk_tensor_list *host = NULL;
+  stk_status st;
+  Py_BEGIN_ALLOW_THREADS st = stk_tensor_list_to_host(handle(self), &host);
+  Py_END_ALLOW_THREADS if (st != STK_OK) return pystk_raise(st);
+  PyObject *obj = pystk_tensorlist_wrap(host);
+  stk_tensor_list_release(host); /* the wrapper holds its own reference */
+  return obj;
+}
+
 static PyMethodDef tl_methods[] = {
+    {"_to_host", tl_to_host, METH_NOARGS, "_to_host() -> TensorList: a copy in host memory"},
     {"layout", tl_layout, METH_NOARGS, "layout() -> str: the batch's layout (\"HWC\", \"\"...)"},
     {"is_dense", tl_is_dense, METH_NOARGS,
      "is_dense() -> bool: every sample has one shape and the samples are contiguous"},

@@ -16,7 +16,7 @@ from .tensors import TensorList, TensorListCPU, TensorListGPU
 from .pipeline import Pipeline, pipeline_def
 from ._graph import DataNode
 from .external_source import SampleInfo, BatchInfo
-from . import fn, ops, math
+from . import fn, ops, math, conditional
 
 __version__ = _stoker.version_string
 

@@ -61,10 +61,10 @@ def brightness_contrast(*inputs: DataNode, brightness: float | DataNode | None =
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def cast(*inputs: DataNode, dtype: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def cast(*inputs: DataNode, dtype: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts every element to `dtype` with saturation: float to integer rounds half away from zero and clamps to the type's range (DALI's CPU cast).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a tensor of any type
@@ -74,7 +74,7 @@ def cast(*inputs: DataNode, dtype: str, device: Literal['cpu'] | None = ..., nam
 
     Keyword args:
         dtype (a string; required; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double', 'half'): output type. To integers: round half away from zero, then saturate to the type's range (NaN -> 0); to bool: non-zero -> 1; between floats: IEEE rounding
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -135,8 +135,26 @@ def color_twist(*inputs: DataNode, brightness: float | DataNode | None = ..., co
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - contrast_center). With pil=true, Pillow's ImageEnhance.Contrast (blend with the image's rounded mean luma, truncated) as AutoAugment uses it.
+def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """The same tensor for every sample (DALI's constant): values from fdata or idata, converted to dtype (integers: rounded half away from zero and saturated), in the given shape.
+
+    Devices: cpu.
+
+    Outputs:
+        value: the constant tensor
+
+    Keyword args:
+        fdata (a list of floats): the values as floats (give fdata or idata), row-major; one value fills the whole shape
+        idata (a list of ints): the values as integers (give fdata or idata), row-major; one value fills the whole shape
+        shape (a list of ints): the shape of the tensor; [] is a scalar; when absent, 1D with one element per value
+        dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): element type; float32 for fdata and int32 for idata when absent
+        layout (a string; default ""): layout of the tensor
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., mean_center: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - contrast_center). mean_center=true centres on the image's mean luma (DALI's AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.
 
     Devices: cpu.
 
@@ -148,10 +166,27 @@ def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contras
 
     Keyword args:
         contrast (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the distance to contrast_center; 0 gives a uniform grey
-        contrast_center (a float; may be a DataNode (per-sample argument input)): the value kept by the contrast change, in input units; default: half the input type's range (128 for uint8, 0.5 for floats). Feed it per sample (e.g. an image mean) for mean-centred contrast
+        contrast_center (a float; may be a DataNode (per-sample argument input)): the value kept by the contrast change, in input units; default: half the input type's range (128 for uint8, 0.5 for floats). May be fed per sample
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
-        pil (a bool; default false): Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the image's ITU-R 601-2 luma (its own mean for 1 channel), then Image.blend(centre, image, contrast) truncated (uint8 only; excludes contrast_center)
+        pil (a bool; default false): Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the image's ITU-R 601-2 integer luma (its own mean for 1 channel), then Image.blend(centre, image, contrast) truncated (uint8 only)
+        mean_center (a bool; default false): centre on the image's mean luma, 0.299 R + 0.587 G + 0.114 B averaged over the image in float64 (the mean of all values unless 3 channels), with only the output rounded: DALI's AutoAugment contrast
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def copy(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """The input unchanged, on this operator's device: with device="gpu" it moves CPU data to the GPU (DataNode.gpu() in Python).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor of any type
+
+    Outputs:
+        output: the same data on this operator's device
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -180,10 +215,10 @@ def crop(*inputs: DataNode, crop: Sequence[float] | DataNode | None = ..., crop_
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., mirror: int | DataNode | None = ..., mean: Sequence[float] | DataNode | None = ..., std: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., dtype: str | None = ..., output_layout: str | None = ..., pad_output: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., rounding: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., mirror: int | DataNode | None = ..., mean: Sequence[float] | DataNode | None = ..., std: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., dtype: str | None = ..., output_layout: str | None = ..., pad_output: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., rounding: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Fused crop, mirror, normalisation, type conversion and layout change (DALI's crop_mirror_normalize): out = (in - mean[c]) / std[c] * scale + shift over the crop window (placed as in crop), mirrored left-right when `mirror`, written as CHW (or HWC) in one pass. uint8 inputs use a per-channel table computed in float64.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (uint8 or float32)
@@ -208,7 +243,7 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "pad" (with fill_values) or "trim_to_shape"
         fill_values (a list of floats; default [0.0]): output values (not normalised) for padded pixels and pad channels: one value, one per input channel, or one per output channel
         rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -306,10 +341,10 @@ def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., k
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags may be fed per sample (e.g. from random.coin_flip). Exact for every type.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: image with H and W axes (HWC, CHW, HW)
@@ -320,7 +355,7 @@ def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: i
     Keyword args:
         horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror left-right
         vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror top-bottom
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -520,8 +555,22 @@ def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_proc
     Devices: cpu.
 
     Inputs:
-        input (optional): arrays passed to the function
-        (up to 16 inputs)
+        input0 (optional): an array passed to the function as argument 0
+        input1 (optional): an array passed to the function as argument 1
+        input2 (optional): an array passed to the function as argument 2
+        input3 (optional): an array passed to the function as argument 3
+        input4 (optional): an array passed to the function as argument 4
+        input5 (optional): an array passed to the function as argument 5
+        input6 (optional): an array passed to the function as argument 6
+        input7 (optional): an array passed to the function as argument 7
+        input8 (optional): an array passed to the function as argument 8
+        input9 (optional): an array passed to the function as argument 9
+        input10 (optional): an array passed to the function as argument 10
+        input11 (optional): an array passed to the function as argument 11
+        input12 (optional): an array passed to the function as argument 12
+        input13 (optional): an array passed to the function as argument 13
+        input14 (optional): an array passed to the function as argument 14
+        input15 (optional): an array passed to the function as argument 15
 
     Outputs:
         a number set by the arguments (see num_outputs)
@@ -536,10 +585,10 @@ def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_proc
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (uint8 or float32)
@@ -556,14 +605,14 @@ def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: S
         antialias (a bool; default true): widen the filter by the scale factor when downscaling
         dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
         seed (an int; default -1): this operator's seed (-1: derived)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (uint8 or float32)
@@ -586,7 +635,7 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -639,7 +688,22 @@ def select(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | N
 
     Inputs:
         index: per-sample branch index (bool: false = 0, true = 1)
-        (up to 64 inputs)
+        branch0: the value of branch 0; only the chosen branch needs a value
+        branch1 (optional): the value of branch 1; only the chosen branch needs a value
+        branch2 (optional): the value of branch 2; only the chosen branch needs a value
+        branch3 (optional): the value of branch 3; only the chosen branch needs a value
+        branch4 (optional): the value of branch 4; only the chosen branch needs a value
+        branch5 (optional): the value of branch 5; only the chosen branch needs a value
+        branch6 (optional): the value of branch 6; only the chosen branch needs a value
+        branch7 (optional): the value of branch 7; only the chosen branch needs a value
+        branch8 (optional): the value of branch 8; only the chosen branch needs a value
+        branch9 (optional): the value of branch 9; only the chosen branch needs a value
+        branch10 (optional): the value of branch 10; only the chosen branch needs a value
+        branch11 (optional): the value of branch 11; only the chosen branch needs a value
+        branch12 (optional): the value of branch 12; only the chosen branch needs a value
+        branch13 (optional): the value of branch 13; only the chosen branch needs a value
+        branch14 (optional): the value of branch 14; only the chosen branch needs a value
+        branch15 (optional): the value of branch 15; only the chosen branch needs a value
 
     Outputs:
         value: the chosen branch's value, per sample
@@ -727,10 +791,10 @@ def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = .
 class decoders:
     """The decoders namespace."""
     @staticmethod
-    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
 
-        Devices: cpu.
+        Devices: cpu, mixed.
 
         Inputs:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
@@ -747,15 +811,15 @@ class decoders:
             host_memory_padding (an int; default 8388608): accepted for DALI compatibility; only matters on the mixed device
             preallocate_width_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device
             preallocate_height_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
-        Devices: cpu.
+        Devices: cpu, mixed.
 
         Inputs:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
@@ -777,7 +841,7 @@ class decoders:
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
             seed (an int; default -1): this operator's seed (-1: derived)
             size (a list of ints): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -830,7 +894,7 @@ class math:
     """The math namespace."""
     @staticmethod
     def binary(*inputs: DataNode, op: str, scalar: float | DataNode | None = ..., scalar_side: str | None = ..., scalar_dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one input and a constant (what expressions on nodes become: `0.5 * image + edges`). Types promote as DALI's: T op T -> T, floatX op int -> floatX, intX op uintY -> int(2Y) when X <= Y, bool op T -> T; div of integers gives float32; comparisons give bool. Integer results wrap around. Shapes: equal, one side a single element, or numpy broadcasting ([C] against HWC).
+        """Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one input and a constant (what expressions on nodes become: `0.5 * image + edges`). Type promotion (DALI's table, commutative): T op T -> T; floatX op T -> floatX (T not a float); floatX op floatY -> the wider float; intX op intY and uintX op uintY -> the wider; intX op uintY -> intX if X > Y, else int(2Y) (int64 at most); bool op T -> T (bool is the narrowest unsigned type). Result: the promoted type for add sub mul floordiv mod min max pow and the bitwise ops (floats refused); div, fpow and atan2 give float32 for integers; comparisons give bool. Integer results wrap around as in C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy broadcasting ([C] against HWC).
 
         Devices: cpu.
 
@@ -1185,7 +1249,15 @@ class transforms:
 
         Inputs:
             T0: 2x3 matrix
-            (up to 10 inputs)
+            T1: 2x3 matrix
+            T2 (optional): 2x3 matrix
+            T3 (optional): 2x3 matrix
+            T4 (optional): 2x3 matrix
+            T5 (optional): 2x3 matrix
+            T6 (optional): 2x3 matrix
+            T7 (optional): 2x3 matrix
+            T8 (optional): 2x3 matrix
+            T9 (optional): 2x3 matrix
 
         Outputs:
             output: 2x3 float32 matrix per sample

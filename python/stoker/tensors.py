@@ -101,8 +101,7 @@ class TensorList(_stoker.TensorList):
         """The batch in host memory: this list for CPU data."""
         if self.device == "cpu":
             return self
-        raise UnsupportedError(
-            "TensorList.as_cpu: copying GPU batches to the host is not available in this build")
+        return self._to_host()
 
     def _shape_summary(self):
         shapes = self._shapes()

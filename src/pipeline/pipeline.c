@@ -181,6 +181,13 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
   out->samples = atomic_load(&p->stat_samples);
   out->skipped = atomic_load(&p->stat_skipped);
   if (p->pool) stk__pool_stats(p->pool, &out->host_bytes_in_use, &out->host_bytes_cached, &out->host_bytes_peak);
+  if (p->gpu) {
+    stk_gpu_stats g;
+    char err[STK_GPU_ERRLEN] = "";
+    STK_TRY(stk__gpu_check(p->gpu->api->stats(p->gpu->ctx, &g, err, sizeof err), err));
+    out->device_bytes_in_use = g.device_in_use;
+    out->device_bytes_cached = g.device_reserved - g.device_in_use;
+  }
   return STK_OK;
 }
 
