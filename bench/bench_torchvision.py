@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""torchvision baselines on the GPU machine, same files as stoker's benchmarks:
+(1) torchvision.io.decode_jpeg on the GPU, batched (nvJPEG under torchvision);
+(2) a torchvision DataLoader with N workers doing RandomResizedCrop(224) + flip +
+    normalise (optionally + RandAugment(2, 9)), the classic CPU loader.
+Prints one JSON line per measurement.
+
+usage: bench_torchvision.py DATA_DIR [--workers 16] [--batch 256] [--batches 20] [--randaugment]
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+import torchvision
+from torchvision import transforms as T
+
+
+def files_of(root):
+    return sorted(os.path.join(dp, f) for dp, _, fs in os.walk(root) for f in fs if f.endswith(".jpg"))
+
+
+def bench_gpu_decode(files, batch):
+    datas = [torchvision.io.read_file(f) for f in files]
+    torchvision.io.decode_jpeg(datas[:batch], device="cuda")  # warm-up
+    torch.cuda.synchronize()
+    n, t0 = 0, time.perf_counter()
+    for _ in range(3):
+        for i in range(0, len(datas) - batch + 1, batch):
+            torchvision.io.decode_jpeg(datas[i:i + batch], device="cuda")
+            n += batch
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    return {"what": "torchvision.io.decode_jpeg cuda batched", "images_per_s": n / dt, "images": n, "seconds": dt,
+            "batch": batch}
+
+
+def bench_loader(root, workers, batch, batches, randaugment):
+    tf = [T.RandomResizedCrop(224), T.RandomHorizontalFlip()]
+    if randaugment:
+        tf.append(T.RandAugment(num_ops=2, magnitude=9))
+    tf += [T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]
+    ds = torchvision.datasets.ImageFolder(root, T.Compose(tf))
+    dl = torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers, drop_last=True,
+                                     persistent_workers=True, prefetch_factor=4)
+    it = iter(dl)
+    next(it)  # warm-up: workers started
+    n, t0 = 0, time.perf_counter()
+    for _ in range(batches):
+        try:
+            x, _ = next(it)
+        except StopIteration:
+            it = iter(dl)
+            x, _ = next(it)
+        x = x.cuda(non_blocking=True)
+        n += x.shape[0]
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    return {"what": f"torchvision DataLoader {workers} workers RRC+flip+normalise" + (" +RandAugment" if randaugment else ""),
+            "images_per_s": n / dt, "images": n, "seconds": dt, "batch": batch}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("data")
+    ap.add_argument("--workers", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--randaugment", action="store_true")
+    ap.add_argument("--skip-decode", action="store_true")
+    a = ap.parse_args()
+    files = files_of(a.data)
+    if not a.skip_decode:
+        print(json.dumps(bench_gpu_decode(files, a.batch)), flush=True)
+    print(json.dumps(bench_loader(a.data, a.workers, a.batch, a.batches, a.randaugment)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
