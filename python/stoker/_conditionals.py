@@ -162,8 +162,9 @@ def merge_values(label, index, values, where="", op_label=None):
         return UndefinedVariable(label, (
             f"has no value in branch(es) {undefined} of the conditional{where_text}; assign it "
             "in every branch"))
-    if any(isinstance(v, DataNode) for v in values) and all(
-            isinstance(v, DataNode) or _is_number(v) for v in values):
+    if all(isinstance(v, DataNode) or _is_number(v) for v in values) and (
+            any(isinstance(v, DataNode) for v in values)
+            or not all(_same_python_value(first, v) for v in values[1:])):
         nodes = [v if isinstance(v, DataNode) else _as_node(v) for v in values]
         for n in nodes:
             _check_cpu(n, f"merging '{label}'")
@@ -450,7 +451,9 @@ def _compile(func):
         name="__stk_factory",
         args=ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[],
                            kw_defaults=[], kwarg=None, defaults=[]),
-        body=[fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
+        # `global` keeps the function's own name (recursion) a global, as it was
+        body=([] if fdef.name in freevars else [ast.Global(names=[fdef.name])])
+        + [fdef, ast.Return(value=ast.Name(id=fdef.name, ctx=ast.Load()))],
         decorator_list=[], returns=None, type_comment=None)
     module = ast.Module(body=[factory], type_ignores=[])
     ast.copy_location(factory, fdef)
@@ -503,6 +506,10 @@ def conv(f):
                                                                 _pytypes.MethodType)):
         inner = conv(f.func)
         return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
+    call = getattr(type(f), "__call__", None)
+    if isinstance(call, _pytypes.FunctionType) and not isinstance(f, type) and _convertible(call):
+        new = _converted_function(call)  # a callable object of a user class
+        return _pytypes.MethodType(new, f) if new is not None else f
     return f
 
 
