@@ -17,7 +17,8 @@
   STK__OPS_GEOMETRY(X)                                                                     \
   STK__OPS_FILTERS(X)                                                                      \
   STK__OPS_ARITHMETIC(X)                                                                   \
-  STK__OPS_HOST(X)
+  STK__OPS_HOST(X)                                                                         \
+  STK__OPS_AUTOAUG(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */                                                  \
   X(stk__op_random_uniform)                                                                \
@@ -102,6 +103,13 @@
   X(stk__op_python_function)                                                               \
   X(stk__op_select)                                                                        \
   X(stk__op_constant)
+
+#define STK__OPS_AUTOAUG(X) /* autoaug_op.c */                                           \
+  X(stk__op_auto_augment_choose)                                                           \
+  X(stk__op_auto_augment_apply)                                                            \
+  X(stk__op_auto_augment_augment)                                                          \
+  X(stk__op_auto_augment_stage_index)                                                      \
+  X(stk__op_auto_augment_stage_param)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

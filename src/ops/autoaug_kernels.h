@@ -1,0 +1,43 @@
+/*
+ * The operations of automatic augmentation on uint8 HWC images, in DALI's or
+ * torchvision's definition (see src/autoaug/autoaug.h for the parameters). Pure
+ * functions over the colour / filter / warp kernels; scratch memory comes from a
+ * callback (the sample's scratch in operators, malloc in tests).
+ */
+#ifndef STOKER_OPS_AUTOAUG_KERNELS_H
+#define STOKER_OPS_AUTOAUG_KERNELS_H
+
+#include "../autoaug/autoaug.h"
+#include "resample.h"
+
+/* Returns `bytes` of scratch living at least until the operation returns (NULL: none). */
+typedef void *(*stk__aa_scratch_fn)(void *ctx, size_t bytes);
+
+/* The output -> input matrix (pixel-edge coordinates) of a geometric operation for an
+ * h x w image: p = [sx, sy] for shears, [tx, ty] pixels for translations, [degrees, -]
+ * for rotations (about the centre, same size). DALI: the forward matrix is rounded to
+ * float32 and inverted, as warp_affine(transforms.*, inverse_map=False) does;
+ * torchvision: the matrix of its affine (ShearX: x_in = x + s y). */
+stk_status stk__aa_matrix(stk__aa_op op, stk__aa_convention conv, const double p[2], int64_t h,
+                          int64_t w, double m[6]);
+
+/* Warps src into dst (same size and channels) with matrix m; `row` is scratch of
+ * dst->w * dst->c floats. constant: outside taps read fill (src->c values), else the
+ * edge pixels repeat. */
+stk_status stk__aa_warp(const stk__image *src, const stk__image *dst, const double m[6],
+                        stk__interp interp, bool constant, const float *fill, float *row);
+
+/* Moves `count` boxes [l, t, r, b] (pixels, or fractions of w / h when normalized) the way
+ * the warp with output -> input matrix m moves the image: each becomes the box enclosing
+ * its four moved corners, clipped to the h x w canvas (a box pushed outside becomes
+ * empty; none is removed). */
+stk_status stk__aa_boxes(float *boxes, int64_t count, const double m[6], int64_t h, int64_t w,
+                         bool normalized);
+
+/* A colour operation (or identity) from src to dst (uint8, same shape, no aliasing) with
+ * parameter p (np values; DALI's sharpness also takes a 9-value kernel). */
+stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p, int np,
+                         const stk__image *src, const stk__image *dst, stk__aa_scratch_fn scratch,
+                         void *sctx);
+
+#endif /* STOKER_OPS_AUTOAUG_KERNELS_H */
