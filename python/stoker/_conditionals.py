@@ -389,6 +389,8 @@ def _convertible(func):
     if getattr(func, _NO_CONVERT_ATTR, False) or getattr(func, _CONVERTED_ATTR, False):
         return False
     code = func.__code__
+    if code in _ours:
+        return False  # already rewritten (a function defined inside rewritten code)
     if func.__name__ == "<lambda>" or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
                                                        | inspect.CO_ASYNC_GENERATOR):
         return False
@@ -465,7 +467,18 @@ def _compile(func):
     unknown = set(inner.co_freevars) - set(freevars) - {_RT}
     if unknown:
         raise _CannotConvert(", ".join(sorted(unknown)))
+    _mark_ours(inner)
     return inner
+
+
+_ours = set()  # code objects made by the rewriter (nested ones included)
+
+
+def _mark_ours(code):
+    _ours.add(code)
+    for c in code.co_consts:
+        if isinstance(c, _pytypes.CodeType):
+            _mark_ours(c)
 
 
 _RT_CELL = None
@@ -707,6 +720,11 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_AsyncFunctionDef(self, node):
         return node  # not rewritten
+
+    def visit_ClassDef(self, node):
+        # Class bodies are left alone (lambdas there could not see class-level names);
+        # their methods are rewritten when called.
+        return node
 
     # -- expressions --
     def visit_BoolOp(self, node):

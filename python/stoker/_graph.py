@@ -114,6 +114,11 @@ class OpInstance:
         self.args = dict(args)
         self.arg_inputs = dict(arg_inputs)
         self.guards = tuple(guard_stack())
+        if self.guards and (schema.is_reader or schema.name == "external_source"):
+            raise InvalidArgumentError(
+                f"{schema.name} ('{name}'): a data source cannot be inside a conditional "
+                "branch (every sample needs its item); create it before the `if` and use "
+                "its output in the branches")
         if self.guards and device != "cpu":
             raise UnsupportedError(
                 f"{schema.name} ('{name}'): conditional execution (operators inside an `if` "

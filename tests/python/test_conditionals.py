@@ -386,6 +386,51 @@ def test_python_bool_conditions_are_unaffected(photos):
         assert log == (["flipped"] if flag else ["kept"])
 
 
+def test_data_node_ifs_in_an_unrolled_python_loop(photos):
+    @pipeline_def(batch_size=BATCH, num_threads=2, seed=23, enable_conditionals=True)
+    def pipe():
+        img, _ = images(photos)
+        orig = img
+        flips = []
+        for _ in range(3):
+            c = fn.random.coin_flip()
+            flips.append(c)
+            if c:
+                img = fn.invert(img)
+        return (img, orig) + tuple(flips)
+
+    for out, orig, *flips in run(pipe()):
+        for i in range(BATCH):
+            n = sum(int(f[i]) for f in flips)
+            np.testing.assert_array_equal(out[i], 255 - orig[i] if n % 2 else orig[i])
+
+
+class SubclassPipe(stoker.Pipeline):
+    """DALI's other style: a Pipeline subclass whose define_graph uses `if`."""
+
+    def __init__(self, values):
+        super().__init__(batch_size=BATCH, num_threads=2, seed=29, enable_conditionals=True)
+        self.values = values
+        self.offset = 7.0
+
+    def shifted(self, x, c):
+        if not c:
+            x = x - self.offset
+        return x
+
+    def define_graph(self):
+        x = fn.external_source(source=[self.values], cycle=True)
+        c = fn.random.coin_flip(dtype="bool")
+        return self.shifted(x, c), c, x
+
+
+def test_pipeline_subclass_define_graph():
+    p = SubclassPipe([np.array([float(i)], np.float32) for i in range(BATCH)])
+    p.build()
+    y, c, x = (t.as_array().ravel() for t in p.run())
+    np.testing.assert_array_equal(y, np.where(c.astype(bool), x, x - 7))
+
+
 def test_literal_in_one_branch_becomes_a_constant():
     @pipeline_def(batch_size=BATCH, num_threads=2, seed=2, enable_conditionals=True)
     def pipe():
@@ -534,6 +579,19 @@ def test_lambda_with_if_on_data_node_says_it_is_not_rewritten():
         return call_it(fn.random.coin_flip())
 
     with pytest.raises(StateError, match="not one stoker rewrites"):
+        pipe()
+
+
+def test_data_source_in_a_branch_is_refused(photos):
+    @pipeline_def(batch_size=4, enable_conditionals=True)
+    def pipe():
+        if fn.random.coin_flip():
+            data, _ = fn.readers.file(files=photos)
+        else:
+            data, _ = fn.readers.file(files=photos[::-1])
+        return data
+
+    with pytest.raises(InvalidArgumentError, match="data source cannot be inside a conditional"):
         pipe()
 
 
