@@ -826,6 +826,152 @@ class WarpAffine(Operator):
     """
     def __init__(self, *, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class auto_augment:
+    """The auto_augment namespace."""
+    class Apply(Operator):
+        """Automatic augmentation in one operator (the fused path): each uint8 image goes through its own sequence of (operation, magnitude) decisions -- RandAugment, TrivialAugmentWide or an AutoAugment policy, with DALI's or torchvision's magnitudes and operation definitions -- one pass per operation. A mask follows the geometric operations (nearest, fill 0) and boxes are moved with them. Outputs: image, mask, boxes, decisions.
+
+        Devices: cpu.
+
+        Inputs:
+            input: uint8 HWC (or HW) image
+            mask (optional): with_mask: uint8 mask of the image's size (HW or HWC)
+            boxes (optional): with_boxes: float32 [N, 4] boxes (left, top, right, bottom)
+
+        Outputs:
+            output: the augmented image
+            mask: the moved mask (an empty uint8 [0] without with_mask)
+            boxes: the moved boxes (float32 [0, 4] without with_boxes)
+            decisions: float32 [stages, 5]: augmentation index (-1: none), operation id, bin, negate, and the parameter applied (pixels for translations)
+
+        Keyword args:
+            policy (a string; default "rand_augment"; one of 'rand_augment', 'trivial_augment_wide', 'auto_augment_image_net', 'auto_augment_reduced_image_net', 'auto_augment_reduced_cifar10', 'auto_augment_svhn', 'auto_augment'): the scheme: RandAugment, TrivialAugmentWide, one of the published AutoAugment policies, or "auto_augment" with a custom policy (policy_* arguments)
+            convention (a string; default "dali"; one of 'dali', 'torchvision'): "dali": DALI's auto_aug magnitudes and operation definitions (fill 128, linear); "torchvision": torchvision's _augmentation_space and its Pillow operations (fill 0, nearest)
+            n (an int; default 2; in [0, 16]): RandAugment: operations applied to each sample
+            m (an int; default 9): RandAugment: the magnitude bin, in [0, num_magnitude_bins)
+            num_magnitude_bins (an int; default -1): bins of each magnitude range; -1: 31 for RandAugment and TrivialAugment, the policy's (11 DALI, 10 torchvision) for AutoAugment
+            monotonic_mag (a bool; default true): DALI's RandAugment: false takes its non-monotonic suite
+            excluded (a list of strings): names of augmentations left out of the default list
+            augmentations (a list of strings): the list by name, in order (entries configured as in the scheme's list); default: the scheme's whole list
+            num_augmentations (an int; default 0): choose only: the size of a custom augmentation list (Python's apply_* with user augmentations)
+            policy_augmentations (a list of ints): custom AutoAugment policy: per (sub-policy, stage) the augmentation index, -1 absent
+            policy_probabilities (a list of floats): custom AutoAugment policy: per cell the probability
+            policy_magnitude_bins (a list of ints): custom AutoAugment policy: per cell the magnitude bin (-1: none)
+            policy_stages (an int; default 0): custom AutoAugment policy: stages per sub-policy (the cell rows' length)
+            max_translate_abs (a list of floats): largest translation in pixels, one value or [height, width] (defaults: DALI 100 RandAugment, 32 TrivialAugment, 250 AutoAugment; torchvision TrivialAugment 32)
+            max_translate_rel (a list of floats): largest translation as a fraction of the shape, one value or [height, width] (defaults: DALI 100/224 RandAugment, 1 otherwise; torchvision 150/331)
+            use_shape (a bool; default false): DALI: translations relative to the image shape (`shape`, else the image's own)
+            seed (an int; default -1): this operator's seed (-1: derived)
+            decisions (a list of ints; may be a DataNode (per-sample argument input)): the sample's decisions from auto_augment.choose (same policy arguments); drawn here from this operator's stream when not fed
+            shape (a list of floats; may be a DataNode (per-sample argument input)): [height, width, ...] that relative translations scale with; default: the image's
+            fill_value (a list of floats): fill of the image outside its source in geometric operations, one value or one per channel; default 128 (DALI) or 0 (torchvision)
+            border (a string; default "constant"; one of 'constant', 'clamp'): outside the image: fill_value, or the edge pixels repeated (DALI's fill_value=None)
+            interp_type (a string; default ""; one of '', 'nearest', 'linear', 'cubic'): interpolation of the image in shears, translations and rotations; "": the convention's (DALI linear, torchvision nearest)
+            with_mask (a bool; default false): input 1 is a uint8 mask (HW or HWC, the image's size): moved by the same geometric operations with nearest interpolation and fill 0, never recoloured
+            with_boxes (a bool; default false): the last input is float32 boxes [N, 4] (left, top, right, bottom): each becomes the box enclosing its moved corners, clipped to the image
+            normalized_boxes (a bool; default false): boxes are fractions of the width and height (else pixels)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, policy: str | None = ..., convention: str | None = ..., n: int | None = ..., m: int | None = ..., num_magnitude_bins: int | None = ..., monotonic_mag: bool | None = ..., excluded: Sequence[str] | None = ..., augmentations: Sequence[str] | None = ..., num_augmentations: int | None = ..., policy_augmentations: Sequence[int] | None = ..., policy_probabilities: Sequence[float] | None = ..., policy_magnitude_bins: Sequence[int] | None = ..., policy_stages: int | None = ..., max_translate_abs: Sequence[float] | None = ..., max_translate_rel: Sequence[float] | None = ..., use_shape: bool | None = ..., seed: int | None = ..., decisions: Sequence[int] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., with_mask: bool | None = ..., with_boxes: bool | None = ..., normalized_boxes: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
+    class Augment(Operator):
+        """Applies one automatic-augmentation operation with a per-sample parameter, with the same code as auto_augment.apply (DALI's or torchvision's definition). The Python built-in augmentations (stoker.auto_aug.augmentations) call it.
+
+        Devices: cpu.
+
+        Inputs:
+            input: uint8 HWC (or HW) image
+
+        Outputs:
+            output: the augmented image
+
+        Keyword args:
+            op (a string; required; one of 'identity', 'shear_x', 'shear_y', 'translate_x', 'translate_y', 'rotate', 'brightness', 'contrast', 'color', 'sharpness', 'posterize', 'solarize', 'solarize_add', 'invert', 'equalize', 'auto_contrast'): the operation
+            param (a list of floats; may be a DataNode (per-sample argument input)): the operation's parameter (see auto_augment.apply's decisions): [sx, sy] for shears, [tx, ty] for translations (pixels, or fractions with `relative`), degrees, factors, DALI's sharpness s or 3x3 kernel, DALI's posterize mask / torchvision's bits, thresholds, shifts
+            convention (a string; default "dali"; one of 'dali', 'torchvision'): "dali": DALI's auto_aug magnitudes and operation definitions (fill 128, linear); "torchvision": torchvision's _augmentation_space and its Pillow operations (fill 0, nearest)
+            shape (a list of floats; may be a DataNode (per-sample argument input)): [height, width, ...] for relative translations; default: the image's
+            relative (a bool; default false): translations: param is a fraction of the shape (DALI: offset = param * extent in float32; torchvision: truncated to an integer)
+            fill_value (a list of floats): fill of the image outside its source in geometric operations, one value or one per channel; default 128 (DALI) or 0 (torchvision)
+            border (a string; default "constant"; one of 'constant', 'clamp'): outside the image: fill_value, or the edge pixels repeated (DALI's fill_value=None)
+            interp_type (a string; default ""; one of '', 'nearest', 'linear', 'cubic'): interpolation of the image in shears, translations and rotations; "": the convention's (DALI linear, torchvision nearest)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, op: str, param: Sequence[float] | DataNode | None = ..., convention: str | None = ..., shape: Sequence[float] | DataNode | None = ..., relative: bool | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Choose(Operator):
+        """Draws each sample's automatic-augmentation decisions: RandAugment (n augmentations uniformly from the list, magnitude bin m, a random sign each), TrivialAugmentWide (one augmentation, a uniform bin and sign) or AutoAugment (a uniform sub-policy, each stage applied with its probability). auto_augment.apply (fused) and the per-sample selection of stoker.auto_aug (custom augmentations) both read these decisions, so they agree for one seed.
+
+        Devices: cpu.
+
+        Outputs:
+            decisions: float32 [stages, 5] per sample: augmentation index (-1: none), operation id (-1: custom), magnitude bin, negate, signed magnitude
+
+        Keyword args:
+            policy (a string; default "rand_augment"; one of 'rand_augment', 'trivial_augment_wide', 'auto_augment_image_net', 'auto_augment_reduced_image_net', 'auto_augment_reduced_cifar10', 'auto_augment_svhn', 'auto_augment'): the scheme: RandAugment, TrivialAugmentWide, one of the published AutoAugment policies, or "auto_augment" with a custom policy (policy_* arguments)
+            convention (a string; default "dali"; one of 'dali', 'torchvision'): "dali": DALI's auto_aug magnitudes and operation definitions (fill 128, linear); "torchvision": torchvision's _augmentation_space and its Pillow operations (fill 0, nearest)
+            n (an int; default 2; in [0, 16]): RandAugment: operations applied to each sample
+            m (an int; default 9): RandAugment: the magnitude bin, in [0, num_magnitude_bins)
+            num_magnitude_bins (an int; default -1): bins of each magnitude range; -1: 31 for RandAugment and TrivialAugment, the policy's (11 DALI, 10 torchvision) for AutoAugment
+            monotonic_mag (a bool; default true): DALI's RandAugment: false takes its non-monotonic suite
+            excluded (a list of strings): names of augmentations left out of the default list
+            augmentations (a list of strings): the list by name, in order (entries configured as in the scheme's list); default: the scheme's whole list
+            num_augmentations (an int; default 0): choose only: the size of a custom augmentation list (Python's apply_* with user augmentations)
+            policy_augmentations (a list of ints): custom AutoAugment policy: per (sub-policy, stage) the augmentation index, -1 absent
+            policy_probabilities (a list of floats): custom AutoAugment policy: per cell the probability
+            policy_magnitude_bins (a list of ints): custom AutoAugment policy: per cell the magnitude bin (-1: none)
+            policy_stages (an int; default 0): custom AutoAugment policy: stages per sub-policy (the cell rows' length)
+            max_translate_abs (a list of floats): largest translation in pixels, one value or [height, width] (defaults: DALI 100 RandAugment, 32 TrivialAugment, 250 AutoAugment; torchvision TrivialAugment 32)
+            max_translate_rel (a list of floats): largest translation as a fraction of the shape, one value or [height, width] (defaults: DALI 100/224 RandAugment, 1 otherwise; torchvision 150/331)
+            use_shape (a bool; default false): DALI: translations relative to the image shape (`shape`, else the image's own)
+            seed (an int; default -1): this operator's seed (-1: derived)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, policy: str | None = ..., convention: str | None = ..., n: int | None = ..., m: int | None = ..., num_magnitude_bins: int | None = ..., monotonic_mag: bool | None = ..., excluded: Sequence[str] | None = ..., augmentations: Sequence[str] | None = ..., num_augmentations: int | None = ..., policy_augmentations: Sequence[int] | None = ..., policy_probabilities: Sequence[float] | None = ..., policy_magnitude_bins: Sequence[int] | None = ..., policy_stages: int | None = ..., max_translate_abs: Sequence[float] | None = ..., max_translate_rel: Sequence[float] | None = ..., use_shape: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class StageIndex(Operator):
+        """The augmentation index a sample's decisions give for one stage (a scalar for select and conditional guards).
+
+        Devices: cpu.
+
+        Inputs:
+            decisions: auto_augment.choose's output
+
+        Outputs:
+            index: int32 scalar
+
+        Keyword args:
+            stage (an int; required): the stage (row)
+            skip_index (an int; default -1): the value given for a stage that does nothing (AutoAugment stages not applied)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, stage: int, skip_index: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class StageParam(Operator):
+        """Looks up a stage's parameter in a per-magnitude-bin table by the sample's decisions (what a Python augmentation's mag_to_param gives for each bin and sign).
+
+        Devices: cpu.
+
+        Inputs:
+            decisions: auto_augment.choose's output
+
+        Outputs:
+            param: the stage's parameter
+
+        Keyword args:
+            stage (an int; required): the stage (row)
+            values (a list of floats; required): the parameter table, row-major: one parameter (of `shape`) per bin, or with `signed` two per bin (bin 2k: positive, 2k + 1: negated magnitude)
+            shape (a list of ints): shape of one parameter (scalar: absent)
+            dtype (a string; default "float32"; one of 'uint8', 'int32', 'float32'): output type
+            signed (a bool; default false): the table has a negated row per bin
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, stage: int, values: Sequence[float], shape: Sequence[int] | None = ..., dtype: str | None = ..., signed: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class decoders:
     """The decoders namespace."""
     class Image(Operator):
