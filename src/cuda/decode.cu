@@ -32,7 +32,8 @@
 typedef struct {
   nvjpegJpegStream_t hdr;          /* header parsing (hardware handle when present) */
   nvjpegJpegStream_t stream;       /* full parse for the decoupled path */
-  nvjpegDecodeParams_t params;
+  nvjpegDecodeParams_t params;     /* for the decoupled path (default handle) */
+  nvjpegDecodeParams_t hw_params;  /* for hardware ROI support checks */
   nvjpegJpegState_t state[2];      /* per decoder: HYBRID, GPU_HYBRID */
   nvjpegBufferPinned_t pinned[2];
   nvjpegBufferDevice_t device_buf;
@@ -135,6 +136,7 @@ static int slot_open(stk_decoder *d, slot_t *s, char *err, size_t errlen) {
   NVJ_TRY(d->f.nvjpegJpegStreamCreate(d->hw_handle ? d->hw_handle : d->handle, &s->hdr));
   NVJ_TRY(d->f.nvjpegJpegStreamCreate(d->handle, &s->stream));
   NVJ_TRY(d->f.nvjpegDecodeParamsCreate(d->handle, &s->params));
+  if (d->hw_handle) NVJ_TRY(d->f.nvjpegDecodeParamsCreate(d->hw_handle, &s->hw_params));
   NVJ_TRY(d->f.nvjpegBufferDeviceCreate(d->handle, NULL, &s->device_buf));
   for (int b = 0; b < 2; b++) {
     NVJ_TRY(d->f.nvjpegBufferPinnedCreate(d->handle, NULL, &s->pinned[b]));
@@ -157,6 +159,7 @@ static void slot_close(stk_decoder *d, slot_t *s) {
   }
   if (s->device_buf) d->f.nvjpegBufferDeviceDestroy(s->device_buf);
   if (s->params) d->f.nvjpegDecodeParamsDestroy(s->params);
+  if (s->hw_params) d->f.nvjpegDecodeParamsDestroy(s->hw_params);
   if (s->stream) d->f.nvjpegJpegStreamDestroy(s->stream);
   if (s->hdr) d->f.nvjpegJpegStreamDestroy(s->hdr);
 }
@@ -397,8 +400,8 @@ static void job_classify(stk_decoder *d, int i, int slot) {
   if (!d->hw_handle) return;
   int unsupported = 1;
   if (info->roi && d->f.nvjpegDecodeBatchedSupportedEx && d->f.nvjpegDecodeBatchedEx) {
-    d->f.nvjpegDecodeParamsSetROI(s->params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
-    st = d->f.nvjpegDecodeBatchedSupportedEx(d->hw_handle, s->hdr, s->params, &unsupported);
+    d->f.nvjpegDecodeParamsSetROI(s->hw_params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
+    st = d->f.nvjpegDecodeBatchedSupportedEx(d->hw_handle, s->hdr, s->hw_params, &unsupported);
   } else {
     st = d->f.nvjpegDecodeBatchedSupported(d->hw_handle, s->hdr, &unsupported);
   }

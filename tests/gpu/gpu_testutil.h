@@ -30,7 +30,7 @@ typedef struct {
   int h, w;
 } tu_photo;
 
-static uint8_t *tu_read_file(const char *path, size_t *size) {
+static inline uint8_t *tu_read_file(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);
@@ -47,7 +47,7 @@ static uint8_t *tu_read_file(const char *path, size_t *size) {
 }
 
 /* CPU decode of a whole file as stored (no orientation), RGB or GRAY. */
-static uint8_t *tu_cpu_decode(const uint8_t *data, size_t size, const char *name, int gray,
+static inline uint8_t *tu_cpu_decode(const uint8_t *data, size_t size, const char *name, int gray,
                               int *h, int *w) {
   stk__decode_opts o;
   memset(&o, 0, sizeof o);
@@ -65,7 +65,7 @@ static uint8_t *tu_cpu_decode(const uint8_t *data, size_t size, const char *name
 }
 
 /* Loads data/photos/ (sorted by name). Returns the count, 0 on failure. */
-static int tu_load_photos(tu_photo **out) {
+static inline int tu_load_photos(tu_photo **out) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s/data/photos", STK_SOURCE_DIR);
   DIR *dp = opendir(dir);
@@ -96,21 +96,57 @@ static int tu_load_photos(tu_photo **out) {
   return n;
 }
 
+/* ---- files ---- */
+
+/* Reads the files under dir (sorted, up to 3 folders deep), at most max. */
+typedef struct {
+  char path[1024];
+  uint8_t *data;
+  size_t size;
+} tu_file;
+
+static inline int tu_list_files(const char *dir, tu_file *out, int max, int depth) {
+  DIR *dp = opendir(dir);
+  if (!dp) return 0;
+  int n = 0;
+  struct dirent *e;
+  char names[512][256];
+  int nn = 0;
+  while ((e = readdir(dp)) && nn < 512)
+    if (e->d_name[0] != '.') snprintf(names[nn++], 256, "%s", e->d_name);
+  closedir(dp);
+  qsort(names, (size_t)nn, 256, (int (*)(const void *, const void *))strcmp);
+  for (int i = 0; i < nn && n < max; i++) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    DIR *sub = depth < 3 ? opendir(p) : NULL;
+    if (sub) {
+      closedir(sub);
+      n += tu_list_files(p, out + n, max - n, depth + 1);
+      continue;
+    }
+    snprintf(out[n].path, sizeof out[n].path, "%s", p);
+    out[n].data = tu_read_file(p, &out[n].size);
+    if (out[n].data) n++;
+  }
+  return n;
+}
+
 /* ---- random numbers (xorshift64*) ---- */
 
 static uint64_t tu_rng = 0x9E3779B97F4A7C15ull;
-static uint32_t tu_rand(void) {
+static inline uint32_t tu_rand(void) {
   tu_rng ^= tu_rng >> 12;
   tu_rng ^= tu_rng << 25;
   tu_rng ^= tu_rng >> 27;
   return (uint32_t)((tu_rng * 2685821657736338717ull) >> 32);
 }
-static double tu_uniform(double lo, double hi) { return lo + (hi - lo) * (tu_rand() / 4294967296.0); }
-static int tu_int(int lo, int hi) { return lo + (int)(tu_rand() % (uint32_t)(hi - lo + 1)); }
+static inline double tu_uniform(double lo, double hi) { return lo + (hi - lo) * (tu_rand() / 4294967296.0); }
+static inline int tu_int(int lo, int hi) { return lo + (int)(tu_rand() % (uint32_t)(hi - lo + 1)); }
 
 /* ---- comparisons ---- */
 
-static double tu_load(const void *p, stk_dtype t, size_t i) {
+static inline double tu_load(const void *p, stk_dtype t, size_t i) {
   switch (t) {
   case STK_DTYPE_UINT8: return ((const uint8_t *)p)[i];
   case STK_DTYPE_INT8: return ((const int8_t *)p)[i];
@@ -121,7 +157,7 @@ static double tu_load(const void *p, stk_dtype t, size_t i) {
 }
 
 /* One unit in the last place of a float16 near x. */
-static double tu_ulp16(double x) {
+static inline double tu_ulp16(double x) {
   x = fabs(x);
   if (x < 6.103515625e-05) return 5.960464477539063e-08;
   return ldexp(1.0, (int)floor(log2(x)) - 10);
@@ -135,7 +171,7 @@ typedef struct {
 
 /* Compares n elements; an element is bad when |a - b| > tol (+ 1 float16 ulp of the
  * reference for float16). NaN must meet NaN. */
-static void tu_compare(tu_stat *st, const void *gpu, const void *cpu, stk_dtype t, size_t n,
+static inline void tu_compare(tu_stat *st, const void *gpu, const void *cpu, stk_dtype t, size_t n,
                        double tol) {
   for (size_t i = 0; i < n; i++) {
     double a = tu_load(gpu, t, i), b = tu_load(cpu, t, i);
@@ -165,11 +201,11 @@ typedef struct {
   const char *photo;
 } tu_trial;
 
-static size_t tu_esize(stk_dtype t) { return stk_dtype_size(t); }
+static inline size_t tu_esize(stk_dtype t) { return stk_dtype_size(t); }
 
 /* A random window over an h x w image: mostly inside, sometimes reaching outside,
  * fractional, sometimes mirrored. */
-static void tu_random_window(int h, int w, double *x0, double *y0, double *x1, double *y1) {
+static inline void tu_random_window(int h, int w, double *x0, double *y0, double *x1, double *y1) {
   double fw = tu_uniform(0.05, 1.0), fh = tu_uniform(0.05, 1.0);
   double cx = tu_uniform(0.0, 1.0), cy = tu_uniform(0.0, 1.0);
   double ww = fw * w, hh = fh * h;
@@ -189,7 +225,7 @@ static void tu_random_window(int h, int w, double *x0, double *y0, double *x1, d
 
 /* The CPU result of a trial (same layout as the GPU's output). src is a host HWC image
  * of a.channels channels of a.in_dtype. Returns 0 on success. */
-static int tu_cpu_resample(const tu_trial *t, void *out) {
+static inline int tu_cpu_resample(const tu_trial *t, void *out) {
   const stk_gpu_resample_args *a = &t->a;
   const stk_gpu_resample_sample *s = &t->s;
   int C = a->channels, oc = a->out_channels ? a->out_channels : C;
@@ -236,23 +272,43 @@ static int tu_cpu_resample(const tu_trial *t, void *out) {
   return rc;
 }
 
-/* A random trial on photo `ph`: src points at a host copy in the trial's input type
- * (caller frees t->s.src). kind: 0 resize, 1 fused (normalize, quantized), 2 fused float. */
-static void tu_make_trial(tu_trial *t, const tu_photo *ph, int kind) {
-  memset(t, 0, sizeof *t);
-  t->photo = ph->name;
-  int gray = tu_rand() % 4 == 0;
-  int C = gray ? 1 : 3;
-  stk_gpu_resample_args *a = &t->a;
-  stk_gpu_resample_sample *s = &t->s;
+/* Random batch-level arguments of a trial kind: 0 resize, 1 fused (normalize,
+ * quantized), 2 fused float (normalize without quantizing). */
+static inline void tu_make_args(stk_gpu_resample_args *a, int kind) {
+  memset(a, 0, sizeof *a);
+  int C = tu_rand() % 4 == 0 ? 1 : 3;
   a->channels = C;
   a->interp = tu_int(0, 3);
   a->antialias = tu_rand() % 4 != 0;
-  a->in_dtype = kind == 1 || tu_rand() % 3 ? STK_DTYPE_UINT8 : STK_DTYPE_FLOAT32;
+  a->in_dtype = (kind == 1 || tu_rand() % 3) ? STK_DTYPE_UINT8 : STK_DTYPE_FLOAT32;
+  if (kind == 0) {
+    static const stk_dtype outs[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16};
+    a->out_dtype = outs[tu_int(0, 2)];
+    a->out_channels = C;
+    return;
+  }
+  a->normalize = 1;
+  a->quantize = kind == 1;
+  a->planar = tu_rand() % 4 != 0;
+  a->out_dtype = tu_rand() % 2 ? STK_DTYPE_FLOAT16 : STK_DTYPE_FLOAT32;
+  a->out_channels = (tu_rand() % 3 == 0 && C == 3) ? 4 : C;
+  a->scale = tu_rand() % 2 ? 1.0 : 1.0 / 255.0;
+  a->shift = tu_rand() % 3 == 0 ? 0.5 : 0.0;
+  for (int c = 0; c < 4; c++) a->fill[c] = tu_uniform(-1, 1);
+}
+
+/* A random sample on photo `ph` for batch arguments `a`: src points at a host copy in
+ * the input type (the caller frees t->s.src). */
+static inline void tu_make_trial_for(tu_trial *t, const tu_photo *ph, const stk_gpu_resample_args *a) {
+  memset(t, 0, sizeof *t);
+  t->photo = ph->name;
+  t->a = *a;
+  int C = a->channels;
+  stk_gpu_resample_sample *s = &t->s;
   s->src_h = ph->h;
   s->src_w = ph->w;
   size_t np = (size_t)ph->h * ph->w * C;
-  const uint8_t *px = gray ? ph->gray : ph->rgb;
+  const uint8_t *px = C == 1 ? ph->gray : ph->rgb;
   if (a->in_dtype == STK_DTYPE_UINT8) {
     uint8_t *c = (uint8_t *)malloc(np);
     memcpy(c, px, np);
@@ -267,43 +323,38 @@ static void tu_make_trial(tu_trial *t, const tu_photo *ph, int kind) {
   s->dst_h = tu_rand() % 3 == 0 ? 224 : tu_int(1, 300);
   s->dst_w = tu_rand() % 3 == 0 ? 224 : tu_int(1, 300);
   s->mirror = tu_rand() % 2;
-  if (kind == 0) {
-    static const stk_dtype outs[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16};
-    a->out_dtype = outs[tu_int(0, 2)];
-    a->out_channels = C;
+  if (!a->normalize) {
     t->tol = a->out_dtype == STK_DTYPE_UINT8 ? 1.0 : a->out_dtype == STK_DTYPE_FLOAT32 ? 1e-5 * 255 : 0.0;
   } else {
-    a->normalize = 1;
-    a->quantize = kind == 1;
-    a->planar = tu_rand() % 4 != 0;
-    a->out_dtype = tu_rand() % 2 ? STK_DTYPE_FLOAT16 : STK_DTYPE_FLOAT32;
-    a->out_channels = (tu_rand() % 3 == 0 && C == 3) ? 4 : C;
-    a->scale = tu_rand() % 2 ? 1.0 : 1.0 / 255.0;
-    a->shift = tu_rand() % 3 == 0 ? 0.5 : 0.0;
-    for (int c = 0; c < 4; c++) a->fill[c] = tu_uniform(-1, 1);
     double min_std = 1e9;
     for (int c = 0; c < C; c++) {
       s->mean[c] = a->scale == 1.0 ? tu_uniform(100, 130) : tu_uniform(0.4, 0.5);
       s->stddev[c] = a->scale == 1.0 ? tu_uniform(50, 70) : tu_uniform(0.2, 0.3);
       if (fabs(s->stddev[c]) < min_std) min_std = fabs(s->stddev[c]);
     }
-    /* one input level (quantized) or float32 rounding at the data's scale */
-    t->tol = kind == 1 ? a->scale / min_std * 1.0001 : 1e-5 * 255.0 * a->scale / min_std;
+    /* one input level (quantized), or float32 rounding at the data's scale */
+    t->tol = a->quantize ? a->scale / min_std * 1.0001 : 1e-5 * 255.0 * a->scale / min_std;
   }
-  int oc = a->out_channels;
+  int oc = a->out_channels ? a->out_channels : C;
   t->out_bytes = (size_t)s->dst_h * s->dst_w * oc * tu_esize(a->out_dtype);
+}
+
+static inline void tu_make_trial(tu_trial *t, const tu_photo *ph, int kind) {
+  stk_gpu_resample_args a;
+  tu_make_args(&a, kind);
+  tu_make_trial_for(t, ph, &a);
 }
 
 static const char *const tu_kind_name[] = {"resize", "fused-quantized", "fused-float"};
 
-static void tu_stat_add(tu_stat *to, const tu_stat *one) {
+static inline void tu_stat_add(tu_stat *to, const tu_stat *one) {
   to->n += one->n, to->differ += one->differ, to->bad += one->bad;
   if (one->max_abs > to->max_abs) to->max_abs = one->max_abs;
   if (one->max_ratio > to->max_ratio) to->max_ratio = one->max_ratio;
 }
 
 /* Compares one trial's outputs into st[out_dtype]; prints the trial when it fails. */
-static void tu_check_trial(const tu_trial *t, const void *gpu, const void *cpu, tu_stat *st) {
+static inline void tu_check_trial(const tu_trial *t, const void *gpu, const void *cpu, tu_stat *st) {
   tu_stat one;
   memset(&one, 0, sizeof one);
   tu_compare(&one, gpu, cpu, t->a.out_dtype, t->out_bytes / stk_dtype_size(t->a.out_dtype), t->tol);
@@ -318,7 +369,7 @@ static void tu_check_trial(const tu_trial *t, const void *gpu, const void *cpu, 
 }
 
 /* Prints one line per output type; returns non-zero when any value was over tolerance. */
-static int tu_report(const char *prog, const char *what, const tu_stat *st) {
+static inline int tu_report(const char *prog, const char *what, const tu_stat *st) {
   int bad = 0;
   for (int t = 0; t < STK_DTYPE_COUNT; t++) {
     if (!st[t].n) continue;

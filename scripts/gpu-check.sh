@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# The one script the GPU machine runs: builds stoker with its CUDA backend there, runs the
+# GPU tests and the CPU/GPU parity harness, compute-sanitizer, the GPU benchmarks and the
+# torchvision comparisons, and prints a short table at the end.
+#
+# usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer]
+#        (no argument: all of them, in that order; build is implied by the others)
+# Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
+# for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
+# Debian packages in .deps/ when the machine lacks them (DESIGN.md section 7):
+#   mkdir -p .deps && cd .deps && apt-get download libturbojpeg0 libturbojpeg0-dev \
+#     libjpeg62-turbo libjpeg62-turbo-dev libspng0 libspng-dev libcmocka0 libcmocka-dev \
+#     pkgconf pkgconf-bin libpkgconf3 zlib1g-dev
+# Logs go to $OUT (the device tool's output folder) or ./gpu-out.
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OUTDIR=${OUT:-$ROOT/gpu-out}
+BUILD=${STK_GPU_BUILD:-/tmp/stk-build-gpu}
+DATA=${STK_GPU_DATA:-/tmp/stk-imagenet-like}
+EXTRA=/tmp/stk-extra-jpegs
+DEPS=/tmp/stk-deps
+mkdir -p "$OUTDIR"
+LOG=$OUTDIR/gpu-check.log
+: >"$LOG"
+want() { [ $# -eq 0 ] && return 0; [ -z "$STEPS" ] || [[ " $STEPS " == *" $1 "* ]]; }
+STEPS="$*"
+SUMMARY=()
+note() { SUMMARY+=("$1"); }
+
+# Whole-run budget in seconds ($STK_GPU_DEADLINE, default 570): a step gets at most what
+# is left minus 15 s, so the table below is always printed.
+START=$(date +%s)
+DEADLINE=${STK_GPU_DEADLINE:-570}
+
+# step NAME TIMEOUT CMD...: runs with a time limit, output to the console and the log.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local left=$(( DEADLINE - ($(date +%s) - START) - 15 ))
+  if [ $left -lt 10 ]; then
+    echo "== $name: skipped (time budget spent)" | tee -a "$LOG"
+    note "$(printf '%-12s skipped (budget)' "$name")"
+    return 124
+  fi
+  [ $limit -gt $left ] && limit=$left
+  echo "== $name: $*" | tee -a "$LOG"
+  local t0=$(date +%s)
+  timeout "$limit" "$@" 2>&1 | tee -a "$LOG" "$OUTDIR/$name.log"
+  local rc=${PIPESTATUS[0]} t=$(( $(date +%s) - t0 ))
+  echo "== $name: exit $rc after ${t}s" | tee -a "$LOG"
+  note "$(printf '%-12s exit %-3s %4ss' "$name" "$rc" "$t")"
+  return $rc
+}
+
+export PATH=/usr/local/cuda/bin:$PATH
+export CUDACXX=${CUDACXX:-/usr/local/cuda/bin/nvcc}
+
+if want env; then
+  {
+    echo "== env"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader || true
+    nvcc --version | tail -2
+    ls /usr/local/cuda/lib64/libnvjpeg* 2>&1 | head -4
+    command -v compute-sanitizer cmake ninja pkg-config gcc || true
+    python3 -c 'import torch, torchvision, numpy, PIL; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.cuda.is_available(), "numpy", numpy.__version__, "Pillow", PIL.__version__)' 2>&1 | tail -1
+    nproc
+  } 2>&1 | tee -a "$LOG"
+fi
+
+# ---- dependencies from .deps/*.deb, unpacked into a prefix ----
+PKGCFG_ARG=()
+if ls .deps/*.deb >/dev/null 2>&1; then
+  mkdir -p "$DEPS"
+  for f in .deps/*.deb; do dpkg -x "$f" "$DEPS"; done
+  for pc in "$DEPS"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$DEPS"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i -E "s#(=|-I|-L)/usr#\\1$DEPS/usr#g" "$pc"
+  done
+  export CMAKE_PREFIX_PATH=$DEPS/usr
+  export PKG_CONFIG_PATH=$DEPS/usr/lib/x86_64-linux-gnu/pkgconfig:$DEPS/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if ! command -v pkg-config >/dev/null && [ -x "$DEPS/usr/bin/pkgconf" ]; then
+    PKGCFG_ARG=(-DPKG_CONFIG_EXECUTABLE="$DEPS/usr/bin/pkgconf")
+  fi
+fi
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+# ---- the benchmark dataset (in the background while building) ----
+DATA_PID=
+if (want bench || want tests || want torch || want sanitizer) && [ ! -d "$DATA" ]; then
+  (
+    for i in 0 1 2 3 4 5 6 7; do
+      python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
+    done
+    wait
+    # unusual files for the decoder's fallbacks
+    mkdir -p "$EXTRA"
+    python3 - "$EXTRA" <<'EOF'
+import sys
+from PIL import Image
+out = sys.argv[1]
+im = Image.open("data/photos/rocket.jpg").convert("RGB")
+im.save(f"{out}/progressive.jpg", quality=90, progressive=True)
+im.convert("CMYK").save(f"{out}/cmyk.jpg", quality=90)
+im.convert("L").save(f"{out}/gray.jpg", quality=90)
+im.save(f"{out}/q95_444.jpg", quality=95, subsampling=0)
+im.save(f"{out}/q90_422.jpg", quality=90, subsampling=1)
+open(f"{out}/not_an_image.jpg", "wb").write(b"hello, this is not a JPEG" * 10)
+EOF
+  ) >"$OUTDIR/dataset.log" 2>&1 &
+  DATA_PID=$!
+fi
+
+# ---- build ----
+BUILD_OK=1
+if want build || want tests || want bench || want sanitizer; then
+  step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=OFF \
+    -DCMAKE_BUILD_TYPE=Release "${PKGCFG_ARG[@]}" || BUILD_OK=0
+  [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" stoker_cuda gpu_tests gpu_bench host_emul || BUILD_OK=0; }
+  if [ $BUILD_OK = 1 ]; then
+    echo "exported symbols: $(nm -D --defined-only "$BUILD/libstoker_cuda.so" | awk '{print $3}' | tr '\n' ' ')" | tee -a "$LOG"
+    echo "libstoker_cuda.so needs: $(ldd "$BUILD/libstoker_cuda.so" | awk '{print $1}' | tr '\n' ' ')" | tee -a "$LOG"
+  fi
+fi
+if [ -n "$DATA_PID" ]; then
+  wait "$DATA_PID"
+  tail -n 8 "$OUTDIR/dataset.log" | tee -a "$LOG"
+fi
+
+if [ $BUILD_OK = 1 ] && want tests; then
+  step host_emul 60 "$BUILD/host_emul"
+  step gpu_tests 240 "$BUILD/gpu_tests" --dataset "$DATA" --extra "$EXTRA"
+fi
+if [ $BUILD_OK = 1 ] && want bench; then
+  step gpu_bench 240 "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 3 --threads 15
+fi
+if want torch; then
+  step torchvision 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu.py "$DATA" --batch 256 --epochs 3 --workers 16
+fi
+if [ $BUILD_OK = 1 ] && want sanitizer; then
+  step memcheck 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+    "$BUILD/gpu_tests" --small --dataset "$DATA" --extra "$EXTRA"
+fi
+
+# ---- the table ----
+{
+  echo
+  echo "================ gpu-check summary ================"
+  for s in "${SUMMARY[@]}"; do echo "step  $s"; done
+  grep -h -E '^(device |RESULT|parity |host_emul |decode |gpu_tests: |dataset |make_dataset|========= ERROR SUMMARY)' "$LOG" | sed 's/^RESULT /bench /'
+} | tee "$OUTDIR/summary.txt"

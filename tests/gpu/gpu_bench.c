@@ -1,0 +1,384 @@
+/*
+ * gpu_bench: GPU benchmarks on a folder of JPEGs (scripts/make_dataset.py output), run by
+ * scripts/gpu-check.sh on the GPU machine.
+ *   bare     nvJPEG batched decoding with the hardware backend, called directly (no
+ *            stoker code in the loop): the ceiling
+ *   decode   stoker's decode_batch at several hw_load values (0: hybrid path only)
+ *   fused    decode_batch + random_resized_crop 224 (torchvision's window, Philox draws
+ *            as the CPU operator) + random flip + normalise + float16 CHW, one batch
+ *            tensor per batch, all memory from the stream-ordered pool; also with the
+ *            hardware decoder decoding only the crop window (ROI)
+ *   kernel   the fused resample alone on one decoded batch: time per batch, bytes moved
+ *   memory   the fused pipeline for 10 epochs: device memory after each epoch
+ * Files are read into host memory first (pageable, as a reader would hand them over).
+ * usage: gpu_bench DIR [--batch N] [--epochs N] [--threads N] [--lib PATH]
+ */
+#include <dlfcn.h>
+#include <time.h>
+
+#include "gpu_testutil.h"
+#include "cuda/nvjpeg_min.h"
+#include "ops/crop_window.h"
+
+static const stk_gpu_api *G;
+static stk_gpu_ctx *ctx;
+static char err[STK_GPU_ERRLEN];
+static uintptr_t S0;
+
+#define DIE_IF(cond, ...)                                                                  \
+  do {                                                                                     \
+    if (cond) {                                                                            \
+      printf("gpu_bench: " __VA_ARGS__);                                                   \
+      printf(" (%s)\n", err);                                                              \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+  const uint8_t *data;
+  size_t size;
+  int w, h;
+} img_t;
+
+static img_t *imgs;
+static int nimg, batch = 256;
+
+/* ---- the ceiling: nvJPEG's hardware batched decode, called directly ---- */
+
+static void bench_bare(int epochs) {
+  void *lib = dlopen("libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("/usr/local/cuda/lib64/libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libnvjpeg.so.12", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    printf("bare: no libnvjpeg\n");
+    return;
+  }
+  nvjpegStatus_t (*create)(nvjpegBackend_t, nvjpegDevAllocator_t *, nvjpegPinnedAllocator_t *,
+                           unsigned, nvjpegHandle_t *) =
+      (nvjpegStatus_t(*)(nvjpegBackend_t, nvjpegDevAllocator_t *, nvjpegPinnedAllocator_t *,
+                         unsigned, nvjpegHandle_t *))dlsym(lib, "nvjpegCreateEx");
+  nvjpegStatus_t (*state_create)(nvjpegHandle_t, nvjpegJpegState_t *) =
+      (nvjpegStatus_t(*)(nvjpegHandle_t, nvjpegJpegState_t *))dlsym(lib, "nvjpegJpegStateCreate");
+  nvjpegStatus_t (*init)(nvjpegHandle_t, nvjpegJpegState_t, int, int, nvjpegOutputFormat_t) =
+      (nvjpegStatus_t(*)(nvjpegHandle_t, nvjpegJpegState_t, int, int, nvjpegOutputFormat_t))dlsym(
+          lib, "nvjpegDecodeBatchedInitialize");
+  nvjpegStatus_t (*decode)(nvjpegHandle_t, nvjpegJpegState_t, const unsigned char *const *,
+                           const size_t *, nvjpegImage_t *, struct CUstream_st *) =
+      (nvjpegStatus_t(*)(nvjpegHandle_t, nvjpegJpegState_t, const unsigned char *const *,
+                         const size_t *, nvjpegImage_t *, struct CUstream_st *))dlsym(
+          lib, "nvjpegDecodeBatched");
+  nvjpegHandle_t h;
+  nvjpegJpegState_t st;
+  if (!create || !state_create || !init || !decode ||
+      create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &h) != NVJPEG_STATUS_SUCCESS ||
+      state_create(h, &st) != NVJPEG_STATUS_SUCCESS) {
+    printf("bare: hardware backend unavailable\n");
+    return;
+  }
+  size_t maxb = 0;
+  for (int i = 0; i < nimg; i++)
+    if ((size_t)imgs[i].w * imgs[i].h * 3 > maxb) maxb = (size_t)imgs[i].w * imgs[i].h * 3;
+  uint8_t *out = NULL;
+  DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&out, err, sizeof err), "alloc");
+  const unsigned char **data = (const unsigned char **)malloc(sizeof(void *) * batch);
+  size_t *len = (size_t *)malloc(sizeof(size_t) * batch);
+  nvjpegImage_t *dst = (nvjpegImage_t *)calloc((size_t)batch, sizeof *dst);
+  struct CUstream_st *stream = (struct CUstream_st *)S0;
+  double t0 = 0;
+  long done = 0, fails = 0;
+  for (int e = -1; e < epochs; e++) { /* epoch -1: warm-up */
+    if (e == 0) {
+      G->stream_sync(ctx, S0, err, sizeof err);
+      t0 = now();
+    }
+    for (int s = 0; s < nimg; s += batch) {
+      int b = nimg - s < batch ? nimg - s : batch;
+      for (int i = 0; i < b; i++) {
+        data[i] = imgs[s + i].data;
+        len[i] = imgs[s + i].size;
+        dst[i].channel[0] = out + maxb * i;
+        dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
+      }
+      if (init(h, st, b, 1, NVJPEG_OUTPUT_RGBI) != NVJPEG_STATUS_SUCCESS ||
+          decode(h, st, data, len, dst, stream) != NVJPEG_STATUS_SUCCESS)
+        fails++;
+      if (e >= 0) done += b;
+    }
+  }
+  G->stream_sync(ctx, S0, err, sizeof err);
+  double t = now() - t0;
+  printf("RESULT bare_nvjpeg_hw batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
+         "batches)\n", batch, done, t, done / t, fails);
+  G->device_free(ctx, out, S0, err, sizeof err);
+  free(data);
+  free(len);
+  free(dst);
+}
+
+/* ---- stoker: decode, optionally fused random_resized_crop + flip + normalise ---- */
+
+typedef struct {
+  double load;
+  int fused, roi;
+  long ok, hw, hybrid, fallback, failed;
+} run_cfg;
+
+static const double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255};
+static const double stdv[3] = {0.229 * 255, 0.224 * 255, 0.225 * 255};
+
+/* The random_resized_crop window and flip of image `ordinal` (Philox, as the CPU ops). */
+static void draw(int64_t ordinal, const img_t *im, stk__crop_window *w, int *flip) {
+  stk__philox g;
+  stk__philox_init(&g, 0x5EED, (uint64_t)ordinal);
+  *w = stk__random_crop_window(&g, im->w, im->h, 0.08, 1.0, 3.0 / 4, 4.0 / 3, 10);
+  *flip = (int)(stk__philox_u32(&g) & 1);
+}
+
+/* One batch [s, s + b): decode (+ fused); all memory stream-ordered on S0. */
+static void run_batch(run_cfg *c, int s, int b, int64_t ord0, stk_gpu_decode_in *in,
+                      stk_gpu_decode_out *out, stk_gpu_resample_sample *rs, void **keep) {
+  size_t total = 0;
+  stk__crop_window win[1024];
+  int flip[1024];
+  for (int i = 0; i < b; i++) {
+    const img_t *im = &imgs[s + i];
+    draw(ord0 + i, im, &win[i], &flip[i]);
+    int w = c->roi ? win[i].w : im->w, h = c->roi ? win[i].h : im->h;
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].data = im->data;
+    in[i].size = im->size;
+    if (c->roi) in[i].roi_x = win[i].x, in[i].roi_y = win[i].y, in[i].roi_w = w, in[i].roi_h = h;
+    in[i].dst_pitch = (size_t)w * 3;
+    total += (in[i].dst_pitch * h + 255) & ~(size_t)255;
+  }
+  uint8_t *buf = NULL;
+  DIE_IF(G->device_alloc(ctx, total, S0, (void **)&buf, err, sizeof err), "alloc");
+  for (int i = 0, off = 0; i < b; i++) {
+    int h = c->roi ? win[i].h : imgs[s + i].h;
+    in[i].dst = buf + off;
+    off += (int)((in[i].dst_pitch * h + 255) & ~(size_t)255);
+  }
+  stk_gpu_decode_opts o = {STK_GPU_COLOR_RGB, c->load};
+  DIE_IF(G->decode_batch(ctx, b, in, out, &o, S0, err, sizeof err), "decode_batch");
+  for (int i = 0; i < b; i++) {
+    c->ok += out[i].status == STK_GPU_DECODE_OK;
+    c->fallback += out[i].status == STK_GPU_DECODE_FALLBACK;
+    c->failed += out[i].status == STK_GPU_DECODE_FAILED;
+    c->hw += out[i].status == STK_GPU_DECODE_OK && out[i].backend == STK_GPU_BACKEND_HARDWARE;
+    c->hybrid += out[i].status == STK_GPU_DECODE_OK && out[i].backend != STK_GPU_BACKEND_HARDWARE;
+  }
+  void *tensor = NULL;
+  if (c->fused) {
+    size_t per = (size_t)3 * 224 * 224 * 2;
+    DIE_IF(G->device_alloc(ctx, per * b, S0, &tensor, err, sizeof err), "alloc");
+    stk_gpu_resample_args a;
+    memset(&a, 0, sizeof a);
+    a.channels = 3;
+    a.in_dtype = STK_DTYPE_UINT8;
+    a.out_dtype = STK_DTYPE_FLOAT16;
+    a.interp = STK_GPU_INTERP_LINEAR;
+    a.antialias = 1;
+    a.planar = 1;
+    a.normalize = 1;
+    a.quantize = 1;
+    a.scale = 1.0;
+    for (int i = 0; i < b; i++) {
+      stk_gpu_resample_sample *r = &rs[i];
+      memset(r, 0, sizeof *r);
+      r->src = in[i].dst;
+      r->src_pitch = in[i].dst_pitch;
+      r->src_h = c->roi ? win[i].h : imgs[s + i].h;
+      r->src_w = c->roi ? win[i].w : imgs[s + i].w;
+      r->dst = (char *)tensor + per * i;
+      r->dst_h = r->dst_w = 224;
+      r->x0 = c->roi ? 0 : win[i].x;
+      r->y0 = c->roi ? 0 : win[i].y;
+      r->x1 = r->x0 + win[i].w;
+      r->y1 = r->y0 + win[i].h;
+      r->mirror = flip[i];
+      for (int k = 0; k < 3; k++) r->mean[k] = mean[k], r->stddev[k] = stdv[k];
+    }
+    DIE_IF(G->resample(ctx, b, rs, &a, S0, err, sizeof err), "resample");
+  }
+  if (keep) { /* the caller keeps the decoded batch (kernel timing) */
+    keep[0] = buf;
+    keep[1] = tensor;
+    return;
+  }
+  G->device_free(ctx, buf, S0, err, sizeof err);
+  if (tensor) G->device_free(ctx, tensor, S0, err, sizeof err);
+}
+
+static double run(run_cfg *c, int epochs, const char *name) {
+  stk_gpu_decode_in *in = (stk_gpu_decode_in *)calloc((size_t)batch, sizeof *in);
+  stk_gpu_decode_out *out = (stk_gpu_decode_out *)calloc((size_t)batch, sizeof *out);
+  stk_gpu_resample_sample *rs = (stk_gpu_resample_sample *)calloc((size_t)batch, sizeof *rs);
+  run_batch(c, 0, nimg < batch ? nimg : batch, 0, in, out, rs, NULL); /* warm-up */
+  c->ok = c->hw = c->hybrid = c->fallback = c->failed = 0;
+  G->stream_sync(ctx, S0, err, sizeof err);
+  double t0 = now();
+  long done = 0;
+  for (int e = 0; e < epochs; e++)
+    for (int s = 0; s < nimg; s += batch) {
+      int b = nimg - s < batch ? nimg - s : batch;
+      run_batch(c, s, b, (int64_t)e * nimg + s, in, out, rs, NULL);
+      done += b;
+    }
+  DIE_IF(G->stream_sync(ctx, S0, err, sizeof err), "sync");
+  double t = now() - t0;
+  printf("RESULT %s hw_load %.2f batch %d: %ld images in %.3f s = %.0f img/s (ok %ld: hw %ld, "
+         "hybrid %ld; fallback %ld, failed %ld)\n", name, c->load, batch, done, t, done / t,
+         c->ok, c->hw, c->hybrid, c->fallback, c->failed);
+  free(in);
+  free(out);
+  free(rs);
+  return done / t;
+}
+
+/* ---- the fused kernel alone ---- */
+
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void bench_kernel(void) {
+  int b = nimg < batch ? nimg : batch;
+  stk_gpu_decode_in *in = (stk_gpu_decode_in *)calloc((size_t)b, sizeof *in);
+  stk_gpu_decode_out *out = (stk_gpu_decode_out *)calloc((size_t)b, sizeof *out);
+  stk_gpu_resample_sample *rs = (stk_gpu_resample_sample *)calloc((size_t)b, sizeof *rs);
+  run_cfg c = {1.0, 1, 0, 0, 0, 0, 0, 0};
+  void *keep[2];
+  run_batch(&c, 0, b, 0, in, out, rs, keep);
+  stk_gpu_resample_args a;
+  memset(&a, 0, sizeof a);
+  a.channels = 3, a.in_dtype = STK_DTYPE_UINT8, a.out_dtype = STK_DTYPE_FLOAT16;
+  a.interp = STK_GPU_INTERP_LINEAR, a.antialias = 1, a.planar = 1, a.normalize = 1;
+  a.quantize = 1, a.scale = 1.0;
+  /* bytes: the source pixels of each window, the intermediate written and read once,
+   * the output written */
+  double win_bytes = 0, tmp_bytes = 0, out_bytes = 0;
+  for (int i = 0; i < b; i++) {
+    double ww = fabs(rs[i].x1 - rs[i].x0), wh = fabs(rs[i].y1 - rs[i].y0);
+    win_bytes += ww * wh * 3;
+    tmp_bytes += 2.0 * (wh + 2) * 224 * 3 * 4;
+    out_bytes += 224.0 * 224 * 3 * 2;
+  }
+  void *e0, *e1;
+  G->event_create(ctx, 1, &e0, err, sizeof err);
+  G->event_create(ctx, 1, &e1, err, sizeof err);
+  float ms[30];
+  for (int r = -3; r < 30; r++) {
+    G->event_record(ctx, e0, S0, err, sizeof err);
+    DIE_IF(G->resample(ctx, b, rs, &a, S0, err, sizeof err), "resample");
+    G->event_record(ctx, e1, S0, err, sizeof err);
+    G->event_sync(ctx, e1, err, sizeof err);
+    if (r >= 0) G->event_elapsed(ctx, e0, e1, &ms[r], err, sizeof err);
+  }
+  qsort(ms, 30, sizeof(float), cmp_float);
+  double med = ms[15] * 1e-3;
+  printf("RESULT fused_kernel batch %d: median %.3f ms (min %.3f, max %.3f) = %.0f img/s; "
+         "window+output %.1f MB -> %.0f GB/s; with the float intermediate %.1f MB -> %.0f GB/s\n",
+         b, ms[15], ms[0], ms[29], b / med, (win_bytes + out_bytes) / 1e6,
+         (win_bytes + out_bytes) / med / 1e9, (win_bytes + out_bytes + tmp_bytes) / 1e6,
+         (win_bytes + out_bytes + tmp_bytes) / med / 1e9);
+  G->device_free(ctx, keep[0], S0, err, sizeof err);
+  G->device_free(ctx, keep[1], S0, err, sizeof err);
+  G->stream_sync(ctx, S0, err, sizeof err);
+  free(in);
+  free(out);
+  free(rs);
+}
+
+static void bench_memory(int epochs) {
+  run_cfg c = {1.0, 1, 0, 0, 0, 0, 0, 0};
+  stk_gpu_decode_in *in = (stk_gpu_decode_in *)calloc((size_t)batch, sizeof *in);
+  stk_gpu_decode_out *out = (stk_gpu_decode_out *)calloc((size_t)batch, sizeof *out);
+  stk_gpu_resample_sample *rs = (stk_gpu_resample_sample *)calloc((size_t)batch, sizeof *rs);
+  printf("memory (fused pipeline, after each epoch): in_use / reserved / device used MiB\n ");
+  int64_t first_used = 0, last_used = 0, first_res = 0, last_res = 0;
+  for (int e = 0; e < epochs; e++) {
+    for (int s = 0; s < nimg; s += batch) {
+      int b = nimg - s < batch ? nimg - s : batch;
+      run_batch(&c, s, b, (int64_t)e * nimg + s, in, out, rs, NULL);
+    }
+    G->stream_sync(ctx, S0, err, sizeof err);
+    stk_gpu_stats st;
+    G->stats(ctx, &st, err, sizeof err);
+    int64_t used = st.device_total - st.device_free;
+    printf(" %lld/%lld/%lld", (long long)(st.device_in_use >> 20),
+           (long long)(st.device_reserved >> 20), (long long)(used >> 20));
+    if (e == 0) first_used = used, first_res = st.device_reserved;
+    last_used = used, last_res = st.device_reserved;
+  }
+  printf("\nRESULT memory %d epochs: device used %lld -> %lld MiB, pool reserved %lld -> %lld MiB\n",
+         epochs, (long long)(first_used >> 20), (long long)(last_used >> 20),
+         (long long)(first_res >> 20), (long long)(last_res >> 20));
+  free(in);
+  free(out);
+  free(rs);
+}
+
+int main(int argc, char **argv) {
+  const char *lib = STK_CUDA_LIB, *dir = NULL;
+  int epochs = 3, threads = 15;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
+    else dir = argv[i];
+  }
+  if (!dir || batch < 1 || batch > 1024) {
+    printf("usage: gpu_bench DIR [--batch N<=1024] [--epochs N] [--threads N] [--lib PATH]\n");
+    return 2;
+  }
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  stk_cuda_get_api_fn get = h ? (stk_cuda_get_api_fn)dlsym(h, "stk_cuda_get_api") : NULL;
+  G = get ? get() : NULL;
+  DIE_IF(!G, "cannot load %s", lib);
+  stk_gpu_open_opts o;
+  memset(&o, 0, sizeof o);
+  o.decode_threads = threads;
+  DIE_IF(G->open(&o, &ctx, err, sizeof err), "open");
+  S0 = G->stream(ctx, STK_GPU_STREAM_COMPUTE);
+  tu_file *files = (tu_file *)calloc(8192, sizeof *files);
+  int nf = tu_list_files(dir, files, 8192, 0);
+  imgs = (img_t *)calloc((size_t)nf, sizeof *imgs);
+  double bytes = 0;
+  for (int i = 0; i < nf; i++) {
+    stk_gpu_jpeg_info info;
+    if (G->jpeg_info(ctx, files[i].data, files[i].size, &info, err, sizeof err) != 0) continue;
+    imgs[nimg].data = files[i].data;
+    imgs[nimg].size = files[i].size;
+    imgs[nimg].w = info.width;
+    imgs[nimg].h = info.height;
+    bytes += files[i].size;
+    nimg++;
+  }
+  DIE_IF(nimg == 0, "no JPEGs under %s", dir);
+  printf("dataset %s: %d JPEGs, mean %.1f KB; batch %d, %d epochs, %d decode threads\n", dir,
+         nimg, bytes / nimg / 1e3, batch, epochs, threads);
+  bench_bare(epochs);
+  static const double loads[] = {1.0, 0.9, 0.75, 0.0};
+  for (int i = 0; i < 4; i++) {
+    run_cfg c = {loads[i], 0, 0, 0, 0, 0, 0, 0};
+    run(&c, loads[i] == 0.0 ? 1 : epochs, "decode");
+  }
+  for (int i = 0; i < 3; i++) {
+    run_cfg c = {loads[i], 1, 0, 0, 0, 0, 0, 0};
+    run(&c, epochs, "decode+rrc224+flip+norm_f16");
+  }
+  run_cfg cr = {1.0, 1, 1, 0, 0, 0, 0, 0};
+  run(&cr, epochs, "roi_decode+rrc224+flip+norm_f16");
+  bench_kernel();
+  bench_memory(10);
+  G->close(ctx);
+  return 0;
+}

@@ -1,0 +1,650 @@
+/*
+ * gpu_tests: the GPU test program and parity harness (runs on a GPU machine only; see
+ * scripts/gpu-check.sh). It loads libstoker_cuda.so the way the CPU library does (dlopen
+ * + stk_cuda_get_api) and checks, against the CPU implementations in the stoker library
+ * called directly:
+ *   runtime   device, pools, copies, events, stats, error messages (no aborts)
+ *   resample  resize / the fused crop-resize-mirror-normalise-cast on the bundled photos
+ *             with random windows, sizes, filters, types, batched with per-sample
+ *             parameters: uint8 within 1, float32 within 1e-5 of the data's scale,
+ *             float16 within 1 ulp (+ the float32 tolerance); fused-quantized within
+ *             one input level
+ *   cmn       crop_mirror_normalize (exact), crop (exact), flip (exact), cast (exact)
+ *   decode    nvJPEG (hardware and hybrid paths, ROI, gray) against the CPU decoder:
+ *             differences measured and reported; fallbacks for PNG / CMYK / progressive /
+ *             truncated files reported
+ * usage: gpu_tests [--small] [--lib PATH] [--dataset DIR] [--extra DIR] [sections...]
+ * Exit status 0 when every check passed.
+ */
+#include <dlfcn.h>
+#include <time.h>
+
+#include "gpu_testutil.h"
+
+static const stk_gpu_api *G;
+static stk_gpu_ctx *ctx;
+static char err[STK_GPU_ERRLEN];
+static int failures;
+static int small_run;
+static uintptr_t S0;
+
+#define CHECK(cond, ...)                                                                   \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      failures++;                                                                          \
+      printf("  FAIL %s:%d: ", __FILE__, __LINE__);                                        \
+      printf(__VA_ARGS__);                                                                 \
+      printf("\n");                                                                        \
+    }                                                                                      \
+  } while (0)
+#define GOK(call)                                                                          \
+  do {                                                                                     \
+    err[0] = 0;                                                                            \
+    int rc_ = (call);                                                                      \
+    if (rc_ != 0) {                                                                        \
+      failures++;                                                                          \
+      printf("  FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, rc_, err);         \
+    }                                                                                      \
+  } while (0)
+
+static void *dev_upload(const void *host, size_t bytes) {
+  void *d = NULL;
+  GOK(G->device_alloc(ctx, bytes, S0, &d, err, sizeof err));
+  GOK(G->memcpy_async(ctx, d, host, bytes, S0, err, sizeof err));
+  return d;
+}
+
+static void *dev_poison(size_t bytes) {
+  void *d = NULL;
+  GOK(G->device_alloc(ctx, bytes, S0, &d, err, sizeof err));
+  GOK(G->memset_async(ctx, d, 0xA5, bytes, S0, err, sizeof err)); /* unwritten: visible */
+  return d;
+}
+
+static void dev_download(void *host, const void *dev, size_t bytes) {
+  GOK(G->memcpy_async(ctx, host, dev, bytes, S0, err, sizeof err));
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* runtime                                                                            */
+/* ---------------------------------------------------------------------------------- */
+
+static void test_runtime(void) {
+  printf("[runtime]\n");
+  stk_gpu_ctx *bad = NULL;
+  stk_gpu_open_opts o;
+  memset(&o, 0, sizeof o);
+  o.device = 99;
+  int rc = G->open(&o, &bad, err, sizeof err);
+  CHECK(rc == STK_ERR_INVALID_ARGUMENT && bad == NULL && strstr(err, "device 99"),
+        "open(device 99) -> %d '%s'", rc, err);
+  printf("  open(device 99): %s\n", err);
+  stk_gpu_stats st0, st1;
+  GOK(G->stats(ctx, &st0, err, sizeof err));
+  /* device memory: allocate, write, read back through pinned memory */
+  size_t n = 10 << 20;
+  uint8_t *pin = NULL, *back = NULL;
+  GOK(G->pinned_alloc(ctx, n, (void **)&pin, err, sizeof err));
+  GOK(G->pinned_alloc(ctx, n, (void **)&back, err, sizeof err));
+  for (size_t i = 0; i < n; i++) pin[i] = (uint8_t)(i * 7 + 3);
+  void *d = NULL;
+  GOK(G->device_alloc(ctx, n, S0, &d, err, sizeof err));
+  void *ev0 = NULL, *ev1 = NULL;
+  GOK(G->event_create(ctx, 1, &ev0, err, sizeof err));
+  GOK(G->event_create(ctx, 1, &ev1, err, sizeof err));
+  GOK(G->event_record(ctx, ev0, S0, err, sizeof err));
+  GOK(G->memcpy_async(ctx, d, pin, n, S0, err, sizeof err));
+  /* the copy stream orders after the compute stream through an event */
+  uintptr_t s1 = G->stream(ctx, STK_GPU_STREAM_COPY);
+  GOK(G->event_record(ctx, ev1, S0, err, sizeof err));
+  GOK(G->stream_wait_event(ctx, s1, ev1, err, sizeof err));
+  GOK(G->memcpy_async(ctx, back, d, n, s1, err, sizeof err));
+  GOK(G->stream_sync(ctx, s1, err, sizeof err));
+  CHECK(memcmp(pin, back, n) == 0, "round trip through device memory differs");
+  float ms = -1;
+  GOK(G->event_elapsed(ctx, ev0, ev1, &ms, err, sizeof err));
+  printf("  H2D 10 MiB from pinned: %.3f ms (%.1f GB/s)\n", ms, n / (ms * 1e6));
+  int done = 0;
+  GOK(G->event_query(ctx, ev1, &done, err, sizeof err));
+  CHECK(done == 1, "event not complete after a sync");
+  GOK(G->device_free(ctx, d, S0, err, sizeof err));
+  uintptr_t ss = S0;
+  GOK(G->pinned_free(ctx, pin, &ss, err, sizeof err));
+  GOK(G->pinned_free(ctx, back, NULL, err, sizeof err));
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  GOK(G->stats(ctx, &st1, err, sizeof err));
+  CHECK(st1.device_in_use == st0.device_in_use, "device memory in use %lld -> %lld",
+        (long long)st0.device_in_use, (long long)st1.device_in_use);
+  CHECK(st1.pinned_peak >= (int64_t)(2 * n), "pinned peak %lld", (long long)st1.pinned_peak);
+  /* the pool reuses: a second allocation of the same size does not grow reserved memory */
+  GOK(G->device_alloc(ctx, n, S0, &d, err, sizeof err));
+  GOK(G->device_free(ctx, d, S0, err, sizeof err));
+  stk_gpu_stats st2;
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  GOK(G->stats(ctx, &st2, err, sizeof err));
+  CHECK(st2.device_reserved <= st1.device_reserved, "pool grew on reuse: %lld -> %lld",
+        (long long)st1.device_reserved, (long long)st2.device_reserved);
+  GOK(G->trim(ctx, 0, err, sizeof err));
+  /* errors are reported, never fatal */
+  void *huge = NULL;
+  rc = G->device_alloc(ctx, (size_t)1 << 50, S0, &huge, err, sizeof err);
+  CHECK(rc == STK_ERR_OUT_OF_MEMORY && huge == NULL, "1 PiB allocation -> %d", rc);
+  printf("  1 PiB: %s\n", err);
+  stk_gpu_resample_args a;
+  memset(&a, 0, sizeof a);
+  a.channels = 5;
+  a.in_dtype = STK_DTYPE_UINT8;
+  a.out_dtype = STK_DTYPE_UINT8;
+  stk_gpu_resample_sample s;
+  memset(&s, 0, sizeof s);
+  rc = G->resample(ctx, 1, &s, &a, S0, err, sizeof err);
+  CHECK(rc == STK_ERR_UNSUPPORTED, "5 channels -> %d", rc);
+  printf("  5 channels: %s\n", err);
+  a.channels = 3;
+  rc = G->resample(ctx, 1, &s, &a, S0, err, sizeof err);
+  CHECK(rc == STK_ERR_INVALID_ARGUMENT && strstr(err, "sample 0"), "NULL sample -> %d", rc);
+  printf("  NULL sample: %s\n", err);
+  rc = G->stats(NULL, &st2, err, sizeof err);
+  CHECK(rc != 0, "stats(NULL) succeeded");
+  /* after all that the context still works */
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  G->event_destroy(ctx, ev0);
+  G->event_destroy(ctx, ev1);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* resample parity                                                                    */
+/* ---------------------------------------------------------------------------------- */
+
+static void test_resample(const tu_photo *ph, int np) {
+  printf("[resample]\n");
+  int batches = small_run ? 1 : 6, per = small_run ? 3 : 24;
+  for (int kind = 0; kind < 3; kind++) {
+    tu_stat st[STK_DTYPE_COUNT];
+    memset(st, 0, sizeof st);
+    for (int b = 0; b < batches; b++) {
+      stk_gpu_resample_args a;
+      tu_make_args(&a, kind);
+      tu_trial *t = (tu_trial *)calloc((size_t)per, sizeof *t);
+      stk_gpu_resample_sample *gs = (stk_gpu_resample_sample *)calloc((size_t)per, sizeof *gs);
+      for (int i = 0; i < per; i++) {
+        tu_make_trial_for(&t[i], &ph[tu_int(0, np - 1)], &a);
+        gs[i] = t[i].s;
+        gs[i].src = dev_upload(t[i].s.src, t[i].s.src_pitch * t[i].s.src_h);
+        gs[i].dst = dev_poison(t[i].out_bytes);
+      }
+      GOK(G->resample(ctx, per, gs, &a, S0, err, sizeof err));
+      for (int i = 0; i < per; i++) {
+        void *gpu = malloc(t[i].out_bytes), *cpu = malloc(t[i].out_bytes);
+        dev_download(gpu, gs[i].dst, t[i].out_bytes);
+        if (tu_cpu_resample(&t[i], cpu) != 0) failures++;
+        tu_check_trial(&t[i], gpu, cpu, st);
+        free(gpu);
+        free(cpu);
+        free((void *)t[i].s.src);
+        G->device_free(ctx, (void *)gs[i].src, S0, err, sizeof err);
+        G->device_free(ctx, gs[i].dst, S0, err, sizeof err);
+      }
+      free(t);
+      free(gs);
+    }
+    int bad = tu_report("parity", tu_kind_name[kind], st);
+    CHECK(!bad, "resample %s over tolerance", tu_kind_name[kind]);
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* crop_mirror_normalize, crop, flip, cast                                            */
+/* ---------------------------------------------------------------------------------- */
+
+static const stk_dtype cmn_outs[] = {STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16, STK_DTYPE_UINT8,
+                                     STK_DTYPE_INT8};
+
+static void test_cmn(const tu_photo *ph, int np) {
+  printf("[crop_mirror_normalize / crop / flip]\n");
+  int batches = small_run ? 1 : 8, per = small_run ? 3 : 16;
+  tu_stat cst;
+  memset(&cst, 0, sizeof cst);
+  for (int b = 0; b < batches; b++) {
+    stk_gpu_cmn_args a;
+    memset(&a, 0, sizeof a);
+    a.channels = tu_rand() % 4 == 0 ? 1 : 3;
+    a.out_channels = a.channels == 3 && tu_rand() % 2 ? 4 : a.channels;
+    a.in_dtype = tu_rand() % 3 ? STK_DTYPE_UINT8 : STK_DTYPE_FLOAT32;
+    a.out_dtype = cmn_outs[tu_int(0, 3)];
+    a.planar = tu_rand() % 2;
+    a.scale = tu_rand() % 2 ? 1.0 : 1.0 / 255;
+    a.shift = tu_rand() % 2 ? 0.0 : 0.25;
+    stk_gpu_cmn_sample *gs = (stk_gpu_cmn_sample *)calloc((size_t)per, sizeof *gs);
+    void **hsrc = (void **)calloc((size_t)per, sizeof(void *));
+    size_t es = stk_dtype_size(a.out_dtype);
+    for (int i = 0; i < per; i++) {
+      const tu_photo *p = &ph[tu_int(0, np - 1)];
+      int C = a.channels;
+      size_t npx = (size_t)p->h * p->w * C, isz = stk_dtype_size(a.in_dtype);
+      hsrc[i] = malloc(npx * isz);
+      const uint8_t *px = C == 1 ? p->gray : p->rgb;
+      for (size_t k = 0; k < npx; k++) {
+        if (a.in_dtype == STK_DTYPE_UINT8) ((uint8_t *)hsrc[i])[k] = px[k];
+        else ((float *)hsrc[i])[k] = px[k] * 0.731f - 3.5f;
+      }
+      stk_gpu_cmn_sample *s = &gs[i];
+      s->src_h = p->h, s->src_w = p->w, s->src_pitch = (size_t)p->w * C * isz;
+      s->win_h = tu_int(1, p->h), s->win_w = tu_int(1, p->w);
+      s->win_y = tu_int(-s->win_h / 3, p->h - s->win_h + s->win_h / 3);
+      s->win_x = tu_int(-s->win_w / 3, p->w - s->win_w + s->win_w / 3);
+      s->mirror = tu_rand() % 2;
+      for (int c = 0; c < 4; c++) {
+        s->mean[c] = tu_uniform(0, 200) * a.scale;
+        s->stddev[c] = tu_uniform(20, 80) * a.scale * (tu_rand() % 5 == 0 ? -1 : 1);
+        s->fill[c] = tu_uniform(-2, 2);
+      }
+      s->src = dev_upload(hsrc[i], npx * isz);
+      s->dst = dev_poison((size_t)s->win_h * s->win_w * a.out_channels * es);
+    }
+    GOK(G->crop_mirror_normalize(ctx, per, gs, &a, S0, err, sizeof err));
+    for (int i = 0; i < per; i++) {
+      stk_gpu_cmn_sample *s = &gs[i];
+      size_t n = (size_t)s->win_h * s->win_w * a.out_channels;
+      void *gpu = malloc(n * es), *cpu = malloc(n * es);
+      dev_download(gpu, s->dst, n * es);
+      stk__image src = {hsrc[i], a.in_dtype, s->src_h, s->src_w, a.channels};
+      stk__image dst = {cpu, a.out_dtype, s->win_h, s->win_w, a.out_channels};
+      stk__cmn_params p;
+      memset(&p, 0, sizeof p);
+      p.win.y = s->win_y, p.win.x = s->win_x, p.win.h = s->win_h, p.win.w = s->win_w;
+      p.mirror = s->mirror, p.planar = a.planar, p.mean = s->mean, p.stddev = s->stddev;
+      p.scale = a.scale, p.shift = a.shift, p.fill = s->fill;
+      size_t need = stk__cmn_scratch_size(&src, &dst);
+      void *scr = malloc(need);
+      if (stk__cmn(&src, &dst, &p, scr, need) != STK_OK) {
+        printf("  cpu cmn: %s\n", stk_last_error());
+        failures++;
+      }
+      free(scr);
+      tu_compare(&cst, gpu, cpu, a.out_dtype, n, 0.0);
+      free(gpu);
+      free(cpu);
+      free(hsrc[i]);
+      G->device_free(ctx, (void *)s->src, S0, err, sizeof err);
+      G->device_free(ctx, s->dst, S0, err, sizeof err);
+    }
+    free(gs);
+    free(hsrc);
+  }
+  /* float16 comparisons add one ulp in tu_compare; demand exact equality here */
+  printf("parity cmn              %9ld values: %ld differ, max |d| %g\n", cst.n, cst.differ,
+         cst.max_abs);
+  CHECK(cst.differ == 0, "crop_mirror_normalize differs from the CPU in %ld values", cst.differ);
+
+  /* crop: uint8 -> uint8 / float32 / float16 with padding, exact */
+  static const stk_dtype crop_outs[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16};
+  long crop_n = 0, crop_diff = 0;
+  for (int b = 0; b < (small_run ? 1 : 4); b++) {
+    stk_gpu_crop_args a = {3, STK_DTYPE_UINT8, crop_outs[b % 3]};
+    size_t es = stk_dtype_size(a.out_dtype);
+    int per2 = small_run ? 2 : 8;
+    stk_gpu_crop_sample *cs = (stk_gpu_crop_sample *)calloc((size_t)per2, sizeof *cs);
+    const tu_photo **pp = (const tu_photo **)calloc((size_t)per2, sizeof *pp);
+    double fillv[3] = {7.0, -3.0, 300.0};
+    for (int i = 0; i < per2; i++) {
+      const tu_photo *p = pp[i] = &ph[tu_int(0, np - 1)];
+      stk_gpu_crop_sample *s = &cs[i];
+      s->src_h = p->h, s->src_w = p->w, s->src_pitch = (size_t)p->w * 3;
+      s->dst_h = tu_int(1, p->h + 40), s->dst_w = tu_int(1, p->w + 40);
+      s->y = tu_int(-30, p->h - 1), s->x = tu_int(-30, p->w - 1);
+      stk__fill_pixel(s->fill, a.out_dtype, 3, fillv, 3);
+      s->src = dev_upload(p->rgb, (size_t)p->h * p->w * 3);
+      s->dst = dev_poison((size_t)s->dst_h * s->dst_w * 3 * es);
+    }
+    GOK(G->crop(ctx, per2, cs, &a, S0, err, sizeof err));
+    for (int i = 0; i < per2; i++) {
+      stk_gpu_crop_sample *s = &cs[i];
+      size_t bytes = (size_t)s->dst_h * s->dst_w * 3 * es;
+      uint8_t *gpu = (uint8_t *)malloc(bytes), *cpu = (uint8_t *)malloc(bytes);
+      dev_download(gpu, s->dst, bytes);
+      stk__image src = {pp[i]->rgb, STK_DTYPE_UINT8, s->src_h, s->src_w, 3};
+      stk__image dst = {cpu, a.out_dtype, s->dst_h, s->dst_w, 3};
+      stk__crop_hwc(&src, s->y, s->x, &dst, s->fill);
+      crop_n += (long)bytes;
+      for (size_t k = 0; k < bytes; k++) crop_diff += gpu[k] != cpu[k];
+      free(gpu);
+      free(cpu);
+      G->device_free(ctx, (void *)s->src, S0, err, sizeof err);
+      G->device_free(ctx, s->dst, S0, err, sizeof err);
+    }
+    free(cs);
+    free(pp);
+  }
+  printf("parity crop             %9ld bytes: %ld differ\n", crop_n, crop_diff);
+  CHECK(crop_diff == 0, "crop differs from the CPU in %ld bytes", crop_diff);
+
+  /* flip: HWC uint8 (block = 3 bytes) and CHW float32 (block = 4 bytes), exact */
+  long flip_n = 0, flip_diff = 0;
+  for (int mode = 0; mode < 2; mode++) {
+    int per2 = np;
+    stk_gpu_flip_sample *fs = (stk_gpu_flip_sample *)calloc((size_t)per2, sizeof *fs);
+    size_t esize = mode == 0 ? 1 : 4;
+    for (int i = 0; i < per2; i++) {
+      const tu_photo *p = &ph[i];
+      stk_gpu_flip_sample *s = &fs[i];
+      if (mode == 0) s->outer = 1, s->h = p->h, s->mid = 1, s->w = p->w, s->inner = 3;
+      else s->outer = 3, s->h = p->h, s->mid = 1, s->w = p->w, s->inner = 1;
+      s->horizontal = i % 2 == 0 || i % 3 == 0;
+      s->vertical = i % 2 == 1 || i % 3 == 0;
+      size_t bytes = (size_t)p->h * p->w * 3 * esize;
+      void *h = malloc(bytes);
+      for (size_t k = 0; k < (size_t)p->h * p->w * 3; k++) {
+        if (mode == 0) ((uint8_t *)h)[k] = p->rgb[k];
+        else ((float *)h)[k] = p->rgb[k] * 1.5f + 0.25f;
+      }
+      s->src = dev_upload(h, bytes);
+      s->dst = dev_poison(bytes);
+      free(h);
+    }
+    GOK(G->flip(ctx, per2, fs, esize, S0, err, sizeof err));
+    for (int i = 0; i < per2; i++) {
+      stk_gpu_flip_sample *s = &fs[i];
+      size_t bytes = (size_t)(s->outer * s->h * s->mid * s->w * s->inner) * esize;
+      uint8_t *src = (uint8_t *)malloc(bytes), *gpu = (uint8_t *)malloc(bytes), *cpu = (uint8_t *)malloc(bytes);
+      dev_download(src, s->src, bytes);
+      dev_download(gpu, s->dst, bytes);
+      stk__flip(src, cpu, esize, s->outer, s->h, s->mid, s->w, s->inner, s->horizontal != 0,
+                s->vertical != 0);
+      flip_n += (long)bytes;
+      for (size_t k = 0; k < bytes; k++) flip_diff += gpu[k] != cpu[k];
+      free(src);
+      free(gpu);
+      free(cpu);
+      G->device_free(ctx, (void *)s->src, S0, err, sizeof err);
+      G->device_free(ctx, s->dst, S0, err, sizeof err);
+    }
+    free(fs);
+  }
+  printf("parity flip             %9ld bytes: %ld differ\n", flip_n, flip_diff);
+  CHECK(flip_diff == 0, "flip differs from the CPU in %ld bytes", flip_diff);
+}
+
+/* Random bytes of a dtype, with special values mixed in for the float types. */
+static void fill_random(void *p, stk_dtype t, size_t n) {
+  static const double specials[] = {0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 127.5, 128.5, 255.5,
+                                    -128.5, 65504.0, 70000.0, 1e10, -1e10, 3.4e38, 1e-8,
+                                    4294967296.0, 9.3e18, -9.3e18, 1.9e19, INFINITY, -INFINITY, NAN};
+  for (size_t i = 0; i < n; i++) {
+    double v;
+    int pick = tu_rand() % 8;
+    if (pick == 0) v = specials[tu_rand() % (sizeof specials / sizeof specials[0])];
+    else if (pick < 4) v = tu_uniform(-300, 300);
+    else v = tu_uniform(-70000, 70000);
+    switch (t) {
+    case STK_DTYPE_FLOAT16: ((uint16_t *)p)[i] = stk__f32_to_f16((float)v); break;
+    case STK_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case STK_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
+    default: {
+      uint8_t *b = (uint8_t *)p + i * stk_dtype_size(t);
+      for (size_t k = 0; k < stk_dtype_size(t); k++) b[k] = (uint8_t)tu_rand();
+      if (t == STK_DTYPE_BOOL) b[0] = tu_rand() % 3 == 0 ? 0 : b[0];
+    }
+    }
+  }
+}
+
+static int is_nan_of(const void *p, stk_dtype t, size_t i) {
+  if (t == STK_DTYPE_FLOAT16) return isnan(stk__f16_to_f32(((const uint16_t *)p)[i]));
+  if (t == STK_DTYPE_FLOAT32) return isnan(((const float *)p)[i]);
+  if (t == STK_DTYPE_FLOAT64) return isnan(((const double *)p)[i]);
+  return 0;
+}
+
+static void test_cast(void) {
+  printf("[cast]\n");
+  long n_all = 0, diff_all = 0, pairs = 0;
+  size_t count = small_run ? 1000 : 100000;
+  for (int st = 0; st < STK_DTYPE_COUNT; st++)
+    for (int dt = 0; dt < STK_DTYPE_COUNT; dt++) {
+      size_t is = stk_dtype_size((stk_dtype)st), os = stk_dtype_size((stk_dtype)dt);
+      void *h = malloc(count * is), *gpu = malloc(count * os), *cpu = malloc(count * os);
+      fill_random(h, (stk_dtype)st, count);
+      stk_gpu_cast_sample s[2];
+      s[0].src = dev_upload(h, count * is);
+      s[0].dst = dev_poison(count * os);
+      s[0].count = (int64_t)count;
+      s[1].src = s[0].src;
+      s[1].dst = dev_poison(os * 10);
+      s[1].count = 10;
+      GOK(G->cast(ctx, 2, s, (stk_dtype)st, (stk_dtype)dt, S0, err, sizeof err));
+      dev_download(gpu, s[0].dst, count * os);
+      stk__convert(cpu, (stk_dtype)dt, h, (stk_dtype)st, count);
+      long diff = 0;
+      for (size_t i = 0; i < count; i++) {
+        if (is_nan_of(gpu, (stk_dtype)dt, i) && is_nan_of(cpu, (stk_dtype)dt, i)) continue;
+        if (memcmp((char *)gpu + i * os, (char *)cpu + i * os, os) != 0) {
+          if (diff < 3)
+            printf("  cast %s -> %s element %zu differs\n", stk_dtype_name((stk_dtype)st),
+                   stk_dtype_name((stk_dtype)dt), i);
+          diff++;
+        }
+      }
+      n_all += (long)count;
+      diff_all += diff;
+      pairs++;
+      G->device_free(ctx, (void *)s[0].src, S0, err, sizeof err);
+      G->device_free(ctx, s[0].dst, S0, err, sizeof err);
+      G->device_free(ctx, s[1].dst, S0, err, sizeof err);
+      free(h);
+      free(gpu);
+      free(cpu);
+    }
+  printf("parity cast             %ld dtype pairs, %ld values: %ld differ\n", pairs, n_all, diff_all);
+  CHECK(diff_all == 0, "cast differs from the CPU in %ld values", diff_all);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* decode                                                                             */
+/* ---------------------------------------------------------------------------------- */
+
+static const char *status_name(int s) {
+  return s == STK_GPU_DECODE_OK ? "ok" : s == STK_GPU_DECODE_FALLBACK ? "fallback" : "failed";
+}
+static const char *backend_name(int b) {
+  return b == STK_GPU_BACKEND_HARDWARE ? "hardware" : b == STK_GPU_BACKEND_HYBRID ? "hybrid"
+         : b == STK_GPU_BACKEND_GPU_HYBRID ? "gpu_hybrid" : "-";
+}
+
+/* Decodes files with hw_load and colour; compares decoded pixels with the CPU decoder
+ * (roi: a random region each, compared with the region of the CPU's full decode). */
+static void decode_pass(tu_file *f, int n, double load, int color, int roi, int verbose) {
+  int C = color == STK_GPU_COLOR_GRAY ? 1 : 3;
+  stk_gpu_decode_in *in = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *in);
+  stk_gpu_decode_out *out = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *out);
+  int *hh = (int *)calloc((size_t)n, sizeof(int)), *ww = (int *)calloc((size_t)n, sizeof(int));
+  for (int i = 0; i < n; i++) {
+    stk_gpu_jpeg_info info;
+    int w = 64, h = 64;
+    if (G->jpeg_info(ctx, f[i].data, f[i].size, &info, err, sizeof err) == 0) w = info.width, h = info.height;
+    ww[i] = w, hh[i] = h;
+    in[i].data = f[i].data;
+    in[i].size = f[i].size;
+    if (roi && w > 8 && h > 8) {
+      in[i].roi_w = tu_int(1, w), in[i].roi_h = tu_int(1, h);
+      in[i].roi_x = tu_int(0, w - in[i].roi_w), in[i].roi_y = tu_int(0, h - in[i].roi_h);
+      w = in[i].roi_w, h = in[i].roi_h;
+    }
+    in[i].dst_pitch = (size_t)w * C + 64; /* a pitch wider than the row */
+    in[i].dst = (uint8_t *)dev_poison(in[i].dst_pitch * h);
+  }
+  stk_gpu_decode_opts o = {color, load};
+  GOK(G->decode_batch(ctx, n, in, out, &o, S0, err, sizeof err));
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  double sum = 0;
+  long cnt = 0;
+  int maxd = 0, n_ok = 0, by_backend[4] = {0}, roi_modes[3] = {0};
+  for (int i = 0; i < n; i++) {
+    int h = in[i].roi_w ? in[i].roi_h : hh[i], w = in[i].roi_w ? in[i].roi_w : ww[i];
+    if (verbose)
+      printf("  %-40s %s (%s, nvjpeg %d, roi %d)\n", strrchr(f[i].path, '/') + 1,
+             status_name(out[i].status), backend_name(out[i].backend), out[i].nvjpeg_status,
+             out[i].roi_mode);
+    if (out[i].status != STK_GPU_DECODE_OK || verbose) { /* unusual inputs: status only */
+      n_ok += out[i].status == STK_GPU_DECODE_OK;
+      G->device_free(ctx, in[i].dst, S0, err, sizeof err);
+      continue;
+    }
+    n_ok++;
+    by_backend[out[i].backend]++;
+    roi_modes[out[i].roi_mode]++;
+    int ch = 0, cw = 0;
+    uint8_t *ref = tu_cpu_decode(f[i].data, f[i].size, f[i].path, C == 1, &ch, &cw);
+    uint8_t *gpu = (uint8_t *)malloc(in[i].dst_pitch * h);
+    dev_download(gpu, in[i].dst, in[i].dst_pitch * h);
+    if (ref && ch == hh[i] && cw == ww[i]) {
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w * C; x++) {
+          int a = gpu[(size_t)y * in[i].dst_pitch + x];
+          int b = ref[((size_t)(y + in[i].roi_y) * cw + in[i].roi_x) * C + x];
+          int d = abs(a - b);
+          sum += d;
+          cnt++;
+          if (d > maxd) maxd = d;
+        }
+    } else {
+      CHECK(0, "%s: CPU decode %dx%d vs nvJPEG header %dx%d", f[i].path, ch, cw, hh[i], ww[i]);
+    }
+    free(ref);
+    free(gpu);
+    G->device_free(ctx, in[i].dst, S0, err, sizeof err);
+  }
+  printf("decode %-4s load %.2f%s: %3d/%3d decoded (hw %d, hybrid %d, gpu_hybrid %d; roi by "
+         "nvjpeg %d, cropped %d): |gpu - libjpeg-turbo islow| mean %.3f, max %d\n",
+         C == 1 ? "gray" : "rgb", load, roi ? " roi" : "", n_ok, n, by_backend[1], by_backend[2],
+         by_backend[3], roi_modes[1], roi_modes[2], cnt ? sum / cnt : 0.0, maxd);
+  CHECK(cnt == 0 || sum / cnt < 3.0, "mean decode difference %.3f is implausible", sum / cnt);
+  free(in);
+  free(out);
+  free(hh);
+  free(ww);
+}
+
+static void test_decode(const tu_photo *ph, int np, const char *dataset, const char *extra) {
+  printf("[decode]\n");
+  stk_gpu_device_info di;
+  GOK(G->device_info(ctx, &di, err, sizeof err));
+  if (!di.has_nvjpeg) {
+    printf("  no nvJPEG: skipped\n");
+    failures++;
+    return;
+  }
+  int cap = 600;
+  tu_file *f = (tu_file *)calloc((size_t)cap, sizeof *f);
+  int n = 0;
+  for (int i = 0; i < np; i++)
+    if (ph[i].is_jpeg) {
+      snprintf(f[n].path, sizeof f[n].path, "photos/%s", ph[i].name);
+      f[n].data = ph[i].file;
+      f[n].size = ph[i].file_size;
+      n++;
+    }
+  int nphotos = n;
+  if (dataset) n += tu_list_files(dataset, f + n, small_run ? 8 : 256, 0);
+  decode_pass(f, n, 1.0, STK_GPU_COLOR_RGB, 0, 0);
+  decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 0, 0);
+  decode_pass(f, n, 0.5, STK_GPU_COLOR_GRAY, 0, 0);
+  decode_pass(f, n, 1.0, STK_GPU_COLOR_RGB, 1, 0);
+  decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 1, 0);
+  /* bad and unusual inputs: every one must come back with a status, none may crash */
+  int m = 0;
+  tu_file *g = (tu_file *)calloc(64, sizeof *g);
+  for (int i = 0; i < np && m < 2; i++)
+    if (!ph[i].is_jpeg) {
+      snprintf(g[m].path, sizeof g[m].path, "photos/%s", ph[i].name);
+      g[m].data = ph[i].file;
+      g[m].size = ph[i].file_size;
+      m++;
+    }
+  for (int i = 0; i < nphotos && i < 2; i++) { /* truncated to 60% and to 300 bytes */
+    snprintf(g[m].path, sizeof g[m].path, "x/truncated60-%s", strrchr(f[i].path, '/') + 1);
+    g[m].data = f[i].data;
+    g[m].size = f[i].size * 6 / 10;
+    m++;
+    snprintf(g[m].path, sizeof g[m].path, "x/truncated300-%s", strrchr(f[i].path, '/') + 1);
+    g[m].data = f[i].data;
+    g[m].size = 300;
+    m++;
+  }
+  if (extra) m += tu_list_files(extra, g + m, 64 - m, 0);
+  printf("  unusual inputs (hw_load 1):\n");
+  decode_pass(g, m, 1.0, STK_GPU_COLOR_RGB, 0, 1);
+  free(f);
+  free(g);
+}
+
+int main(int argc, char **argv) {
+  const char *lib = STK_CUDA_LIB, *dataset = NULL, *extra = NULL;
+  int want[5] = {0}, any = 0;
+  const char *sections[] = {"runtime", "resample", "cmn", "cast", "decode"};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--small")) small_run = 1;
+    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
+    else if (!strcmp(argv[i], "--dataset") && i + 1 < argc) dataset = argv[++i];
+    else if (!strcmp(argv[i], "--extra") && i + 1 < argc) extra = argv[++i];
+    else
+      for (int k = 0; k < 5; k++)
+        if (!strcmp(argv[i], sections[k])) want[k] = any = 1;
+  }
+  if (!any)
+    for (int k = 0; k < 5; k++) want[k] = 1;
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    printf("gpu_tests: dlopen %s: %s\n", lib, dlerror());
+    return 2;
+  }
+  stk_cuda_get_api_fn get = (stk_cuda_get_api_fn)dlsym(h, "stk_cuda_get_api");
+  G = get ? get() : NULL;
+  if (!G || G->abi_version != STK_GPU_ABI_VERSION || G->struct_size != sizeof(stk_gpu_api)) {
+    printf("gpu_tests: %s has no usable stk_cuda_get_api\n", lib);
+    return 2;
+  }
+  int count = 0;
+  if (G->device_count(&count, err, sizeof err) != 0 || count == 0) {
+    printf("gpu_tests: no CUDA device (%s)\n", err);
+    return 2;
+  }
+  stk_gpu_open_opts o;
+  memset(&o, 0, sizeof o);
+  o.decode_threads = 8;
+  if (G->open(&o, &ctx, err, sizeof err) != 0) {
+    printf("gpu_tests: open: %s\n", err);
+    return 2;
+  }
+  stk_gpu_device_info di;
+  GOK(G->device_info(ctx, &di, err, sizeof err));
+  printf("device %s (sm_%d%d, %d SMs, %.1f GiB); nvJPEG %d (%s), hardware decoder %d (%d "
+         "engines x %d cores), batched ROI %d\n", di.name, di.cc_major, di.cc_minor,
+         di.sm_count, di.total_memory / 1073741824.0, di.nvjpeg_version, di.nvjpeg_path,
+         di.has_hw_decoder, di.hw_engines, di.hw_cores_per_engine, di.has_batched_roi);
+  S0 = G->stream(ctx, STK_GPU_STREAM_COMPUTE);
+  tu_photo *ph = NULL;
+  int np = tu_load_photos(&ph);
+  if (!np) {
+    printf("gpu_tests: cannot load data/photos\n");
+    return 2;
+  }
+  clock_t t0 = clock();
+  if (want[0]) test_runtime();
+  if (want[1]) test_resample(ph, np);
+  if (want[2]) test_cmn(ph, np);
+  if (want[3]) test_cast();
+  if (want[4]) test_decode(ph, np, dataset, extra);
+  stk_gpu_stats st;
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  GOK(G->stats(ctx, &st, err, sizeof err));
+  printf("end: device pool in use %lld B, reserved %lld B, peak %lld B; pinned in use %lld B\n",
+         (long long)st.device_in_use, (long long)st.device_reserved, (long long)st.device_peak,
+         (long long)st.pinned_in_use);
+  CHECK(st.device_in_use == 0, "device memory still in use at the end: %lld", (long long)st.device_in_use);
+  G->close(ctx);
+  printf("gpu_tests: %s (%d failure%s, %.1f s CPU)\n", failures ? "FAILED" : "ok", failures,
+         failures == 1 ? "" : "s", (double)(clock() - t0) / CLOCKS_PER_SEC);
+  return failures ? 1 : 0;
+}
