@@ -363,18 +363,16 @@ double stk__aa_magnitude(const stk__aa_entry *e, stk__aa_convention conv, int bi
   return negate && e->negate ? -(double)m : (double)m;
 }
 
-/* A translation in pixels for an image extent `size`. */
+/* A translation in pixels for an image extent `size`. Relative translations multiply the
+ * float32 fraction by the extent in float32 (DALI's param * shape; for torchvision the
+ * fraction is torch's linspace(0, 150 / 331) and the product is truncated, which can
+ * differ from torchvision's linspace(0, 150 / 331 * size) by one pixel where the offset
+ * lies within float32 rounding of an integer). */
 static double translation_px(const stk__aa_entry *e, stk__aa_convention conv, int bin,
                              int num_bins, bool neg, double size) {
-  double sign = neg && e->negate ? -1.0 : 1.0;
-  if (conv == STK__AA_DALI) { /* DALI multiplies the float32 fraction by the extent */
-    float m = (float)stk__aa_magnitude(e, conv, bin, num_bins, neg);
-    return e->rel ? (double)(m * (float)size) : (double)m;
-  }
-  /* torchvision: linspace(0, 150 / 331 * size) in float32, then int() */
-  double hi = e->rel ? (double)(float)(e->hi * size) : e->hi;
-  float m = stk__aa_linspace(e->lo, hi, bin, num_bins, conv);
-  return sign * trunc((double)m);
+  float m = (float)stk__aa_magnitude(e, conv, bin, num_bins, neg);
+  double px = e->rel ? (double)(m * (float)size) : (double)m;
+  return conv == STK__AA_TORCHVISION ? trunc(px) : px;
 }
 
 double stk__aa_param(const stk__aa_entry *e, stk__aa_convention conv, int bin, int num_bins,

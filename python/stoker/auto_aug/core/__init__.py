@@ -1,0 +1,9 @@
+"""Building blocks of automatic augmentation (DALI's ``nvidia.dali.auto_aug.core``)."""
+
+from ._augmentation import Augmentation
+from .decorator import augmentation
+from .policy import Policy
+
+_Augmentation = Augmentation
+
+__all__ = ["augmentation", "Augmentation", "Policy"]
