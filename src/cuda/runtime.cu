@@ -344,16 +344,25 @@ int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err
 
 int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_t stream,
                    void **dev, char *err, size_t errlen) {
-  STK_TRY_INT(stk_gpu_device_alloc(ctx, bytes, (uintptr_t)stream, dev, err, errlen));
-  /* from pageable memory: the source is staged before the call returns */
-  cudaError_t e = cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyHostToDevice, stream);
-  if (e != cudaSuccess) {
-    cudaFreeAsync(*dev, stream);
-    *dev = NULL;
-    return GPU_FAIL(STK_ERR_DEVICE, "copying %zu bytes of parameters failed: %s", bytes,
+  /* through a pinned block: a copy from pageable memory may synchronise with the stream,
+   * which would stall the host behind the decoder's work; the block is reused only once
+   * the stream has passed the copy */
+  void *pin = NULL;
+  STK_TRY_INT(gpu_pinned_alloc(ctx, bytes, &pin, err, errlen));
+  memcpy(pin, host, bytes);
+  uintptr_t sh = (uintptr_t)stream;
+  int rc = stk_gpu_device_alloc(ctx, bytes, sh, dev, err, errlen);
+  if (rc == 0) {
+    cudaError_t e = cudaMemcpyAsync(*dev, pin, bytes, cudaMemcpyHostToDevice, stream);
+    if (e != cudaSuccess) {
+      cudaFreeAsync(*dev, stream);
+      *dev = NULL;
+      rc = GPU_FAIL(STK_ERR_DEVICE, "copying %zu bytes of parameters failed: %s", bytes,
                     cudaGetErrorString(e));
+    }
   }
-  return 0;
+  int rc2 = gpu_pinned_free(ctx, pin, &sh, err, errlen);
+  return rc ? rc : rc2;
 }
 
 static int gpu_memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,

@@ -48,6 +48,7 @@ typedef struct {
 
 static img_t *imgs;
 static int nimg, batch = 256;
+static double host_decode, host_resample; /* host seconds inside the two calls */
 
 /* ---- the ceiling: nvJPEG's hardware batched decode, called directly ---- */
 
@@ -165,7 +166,9 @@ static void run_batch(run_cfg *c, int s, int b, int64_t ord0, stk_gpu_decode_in 
     off += (int)((in[i].dst_pitch * h + 255) & ~(size_t)255);
   }
   stk_gpu_decode_opts o = {STK_GPU_COLOR_RGB, c->load};
+  double t0 = now();
   DIE_IF(G->decode_batch(ctx, b, in, out, &o, S0, err, sizeof err), "decode_batch");
+  host_decode += now() - t0;
   for (int i = 0; i < b; i++) {
     c->ok += out[i].status == STK_GPU_DECODE_OK;
     c->fallback += out[i].status == STK_GPU_DECODE_FALLBACK;
@@ -204,7 +207,9 @@ static void run_batch(run_cfg *c, int s, int b, int64_t ord0, stk_gpu_decode_in 
       r->mirror = flip[i];
       for (int k = 0; k < 3; k++) r->mean[k] = mean[k], r->stddev[k] = stdv[k];
     }
+    t0 = now();
     DIE_IF(G->resample(ctx, b, rs, &a, S0, err, sizeof err), "resample");
+    host_resample += now() - t0;
   }
   if (keep) { /* the caller keeps the decoded batch (kernel timing) */
     keep[0] = buf;
@@ -222,6 +227,7 @@ static double run(run_cfg *c, int epochs, const char *name) {
   run_batch(c, 0, nimg < batch ? nimg : batch, 0, in, out, rs, NULL); /* warm-up */
   c->ok = c->hw = c->hybrid = c->fallback = c->failed = 0;
   G->stream_sync(ctx, S0, err, sizeof err);
+  host_decode = host_resample = 0;
   double t0 = now();
   long done = 0;
   for (int e = 0; e < epochs; e++)
@@ -233,8 +239,9 @@ static double run(run_cfg *c, int epochs, const char *name) {
   DIE_IF(G->stream_sync(ctx, S0, err, sizeof err), "sync");
   double t = now() - t0;
   printf("RESULT %s hw_load %.2f batch %d: %ld images in %.3f s = %.0f img/s (ok %ld: hw %ld, "
-         "hybrid %ld; fallback %ld, failed %ld)\n", name, c->load, batch, done, t, done / t,
-         c->ok, c->hw, c->hybrid, c->fallback, c->failed);
+         "hybrid %ld; fallback %ld, failed %ld; host time in decode_batch %.3f s, in "
+         "resample %.3f s)\n", name, c->load, batch, done, t, done / t, c->ok, c->hw, c->hybrid,
+         c->fallback, c->failed, host_decode, host_resample);
   free(in);
   free(out);
   free(rs);

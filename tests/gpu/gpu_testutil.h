@@ -322,6 +322,10 @@ static inline void tu_make_trial_for(tu_trial *t, const tu_photo *ph, const stk_
   tu_random_window(ph->h, ph->w, &s->x0, &s->y0, &s->x1, &s->y1);
   s->dst_h = tu_rand() % 3 == 0 ? 224 : tu_int(1, 300);
   s->dst_w = tu_rand() % 3 == 0 ? 224 : tu_int(1, 300);
+  /* downscales of at most 64x keep every filter under the kernels' tap limit */
+  int min_h = (int)(fabs(s->y1 - s->y0) / 64) + 1, min_w = (int)(fabs(s->x1 - s->x0) / 64) + 1;
+  s->dst_h = s->dst_h < min_h ? min_h : s->dst_h;
+  s->dst_w = s->dst_w < min_w ? min_w : s->dst_w;
   s->mirror = tu_rand() % 2;
   if (!a->normalize) {
     t->tol = a->out_dtype == STK_DTYPE_UINT8 ? 1.0 : a->out_dtype == STK_DTYPE_FLOAT32 ? 1e-5 * 255 : 0.0;
