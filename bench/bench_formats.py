@@ -8,7 +8,8 @@ The page cache is warm (one untimed pass first). MB/s counts the sample bytes th
 hands out (the JPEG files' bytes, or the arrays' bytes).
 
 usage: bench_formats.py [--data DIR] [--count N] [--npy-count N] [--threads N]
-                        [--batch-size N] [--epochs N] [--json OUT]
+                        [--batch-size N] [--epochs N] [--repeat N] [--json OUT]
+--repeat runs each measurement N times and keeps the best (for a noisy machine).
 The shards and arrays are made under bench/data/formats/ on first use (`stoker convert`).
 Set STOKER to the stoker binary (default: $STK_BUILD_DIR/stoker or build/stoker).
 """
@@ -92,6 +93,12 @@ def prepare(a):
 
 
 def bench(pipeline_text, data, a, epochs):
+    """The best of a.repeat runs."""
+    runs = [bench_once(pipeline_text, data, a, epochs) for _ in range(a.repeat)]
+    return max(runs, key=lambda r: r["images_per_s"])
+
+
+def bench_once(pipeline_text, data, a, epochs):
     with tempfile.NamedTemporaryFile("w", suffix=".stk", delete=False) as f:
         f.write(pipeline_text)
         path = f.name
@@ -114,6 +121,7 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json")
     a = ap.parse_args()
     sources, shards = prepare(a)
