@@ -58,6 +58,39 @@ static const struct {
      "jpegs, labels = readers.file(file_root=\"${DATA}\", name=\"Reader\")\n"
      "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
      "return images, labels\n"},
+    {"randaugment",
+     "# The basic pipeline plus RandAugment (n=2, m=9 of 31 bins, DALI's magnitudes) (auto_augment.apply: the fused CPU path)\n"
+     "# between the resize and the normalisation.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[224, 224])\n"
+     "images = resize(crops, size=[224, 224])\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, policy=\"rand_augment\", n=2, m=9)\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float32\", output_layout=\"CHW\")\n"
+     "return out, labels\n"},
+    {"autoaugment",
+     "# The basic pipeline plus AutoAugment (DALI's ImageNet policy) (auto_augment.apply: the fused CPU path)\n"
+     "# between the resize and the normalisation.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[224, 224])\n"
+     "images = resize(crops, size=[224, 224])\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, policy=\"auto_augment_image_net\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float32\", output_layout=\"CHW\")\n"
+     "return out, labels\n"},
+    {"trivialaugment",
+     "# The basic pipeline plus TrivialAugmentWide (auto_augment.apply: the fused CPU path)\n"
+     "# between the resize and the normalisation.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[224, 224])\n"
+     "images = resize(crops, size=[224, 224])\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, policy=\"trivial_augment_wide\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float32\", output_layout=\"CHW\")\n"
+     "return out, labels\n"},
 };
 
 const char *cli_preset(const char *name) {
@@ -66,4 +99,4 @@ const char *cli_preset(const char *name) {
   return NULL;
 }
 
-const char *cli_preset_names(void) { return "basic basic-full decode"; }
+const char *cli_preset_names(void) { return "basic basic-full decode randaugment autoaugment trivialaugment"; }
