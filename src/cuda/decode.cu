@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_common.h"
 #include "gpu_internal.h"
 
 #define HYBRID_GPU_THRESHOLD (1000 * 1000) /* pixels: GPU_HYBRID above (DALI's default) */
@@ -43,7 +44,7 @@ typedef struct {
 } slot_t;
 
 typedef struct {
-  int route;   /* 0: settled (fallback), 1: hardware, 2: decoupled path */
+  int route;   /* 0: settled (fallback), 1: hardware, 2: decoupled path, 3: retry there */
   int hw_ok;
   int roi;     /* a region was requested */
 } sample_t;
@@ -199,8 +200,8 @@ static void *worker_main(void *arg) {
   }
 }
 
-/* Runs job(index, slot) for index in [0, count) on all threads, the caller included. */
-static void run_parallel(stk_decoder *d, job_fn job, int count) {
+/* Starts job(index, slot) for index in [0, count) on the worker threads. */
+static void start_parallel(stk_decoder *d, job_fn job, int count) {
   pthread_mutex_lock(&d->m);
   d->job = job;
   d->job_count = count;
@@ -209,10 +210,19 @@ static void run_parallel(stk_decoder *d, job_fn job, int count) {
   d->generation++;
   pthread_cond_broadcast(&d->cv_work);
   pthread_mutex_unlock(&d->m);
+}
+
+/* The caller joins the job started last, and returns when every index is done. */
+static void finish_parallel(stk_decoder *d) {
   run_items(d, d->nslots - 1);
   pthread_mutex_lock(&d->m);
   while (d->active > 0) pthread_cond_wait(&d->cv_done, &d->m);
   pthread_mutex_unlock(&d->m);
+}
+
+static void run_parallel(stk_decoder *d, job_fn job, int count) {
+  start_parallel(d, job, count);
+  finish_parallel(d);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -359,10 +369,12 @@ static void count(stk_decoder *d, int64_t *counter) {
   pthread_mutex_unlock(&d->ctx->counters_lock);
 }
 
+/* Records a sample's final failure. It leaves info[i] alone: during the hybrid phase the
+ * hardware submission reads the routes concurrently (classification settles samples
+ * before any route is set, so theirs stays 0). */
 static void settle(stk_decoder *d, int i, int status, int nvjpeg_status) {
   d->out[i].status = status;
   d->out[i].nvjpeg_status = nvjpeg_status;
-  d->info[i].route = 0;
   count(d, status == STK_GPU_DECODE_FALLBACK ? &d->ctx->decode_fallbacks
                                              : &d->ctx->decode_failures);
 }
@@ -373,6 +385,10 @@ static void job_classify(stk_decoder *d, int i, int slot) {
   stk_gpu_decode_out *out = &d->out[i];
   slot_t *s = &d->slots[slot];
   sample_t *info = &d->info[i];
+  /* nvJPEG decodes truncated streams without complaint; the CPU decoder refuses data
+   * that ends before EOI: such files go to it, so both backends apply one policy */
+  if (!stk_gpu_jpeg_has_eoi(in->data, in->size))
+    return settle(d, i, STK_GPU_DECODE_FALLBACK, NVJPEG_STATUS_INCOMPLETE_BITSTREAM);
   nvjpegHandle_t h = d->hw_handle ? d->hw_handle : d->handle;
   nvjpegStatus_t st = d->f.nvjpegJpegStreamParseHeader(h, in->data, in->size, s->hdr);
   if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FALLBACK, st);
@@ -492,9 +508,9 @@ static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
   return 0;
 }
 
-/* Phase 2: the hardware batch. Returns the number of samples it took (0 on a batched
- * failure: those samples are then routed to the decoupled path). Temporaries for
- * regions without BatchedEx are freed on the hardware stream. */
+/* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
+ * be retried on the decoupled path. Returns non-zero only for host / CUDA failures.
+ * Temporaries for regions without BatchedEx are freed on the hardware stream. */
 static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
   int k = 0;
   for (int i = 0; i < n; i++) k += d->info[i].route == 1;
@@ -547,7 +563,7 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
                                              d->hw_stream);
     if (st != NVJPEG_STATUS_SUCCESS) { /* retry each sample on the decoupled path */
       for (int j = 0; j < k; j++) {
-        d->info[idx[j]].route = 2;
+        d->info[idx[j]].route = 3;
         d->out[idx[j]].nvjpeg_status = st;
       }
       goto done;
@@ -601,7 +617,7 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
       return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL or empty data or no "
                       "destination", i);
   if (n == 0) return 0;
-  double load = opts && opts->hw_load >= 0 ? opts->hw_load : 0.9;
+  double load = opts && opts->hw_load >= 0 ? opts->hw_load : 1.0;
   load = load > 1.0 ? 1.0 : load;
   STK_TRY_INT(ensure_tables(d, n, err, errlen));
   memset(out, 0, (size_t)n * sizeof *out);
@@ -625,10 +641,19 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   /* the hardware stream starts after the work queued so far (e.g. dst allocations) */
   CUDA_TRY(cudaEventRecord(d->ev_in, d->user_stream));
   CUDA_TRY(cudaStreamWaitEvent(d->hw_stream, d->ev_in, 0));
-  STK_TRY_INT(hw_batch(d, n, err, errlen));
+  /* the decoupled path runs on the worker threads while this thread submits the
+   * hardware batch (nvjpegDecodeBatched returns only when the engines took it), then
+   * this thread joins them */
   int *list = hybrid_list(d), m = 0;
   for (int i = 0; i < n; i++)
     if (d->info[i].route == 2) list[m++] = i;
+  if (m > 0) start_parallel(d, job_hybrid_list, m);
+  int rc = hw_batch(d, n, err, errlen);
+  if (m > 0) finish_parallel(d);
+  if (rc != 0) return rc;
+  m = 0;
+  for (int i = 0; i < n; i++)
+    if (d->info[i].route == 3) d->info[i].route = 2, list[m++] = i;
   if (m > 0) run_parallel(d, job_hybrid_list, m);
   CUDA_TRY(cudaEventRecord(d->ev_hw, d->hw_stream));
   CUDA_TRY(cudaStreamWaitEvent(d->user_stream, d->ev_hw, 0));

@@ -151,7 +151,8 @@ typedef struct {
 typedef struct {
   int color;          /* STK_GPU_COLOR_* */
   /* Fraction (0..1) of the samples the hardware decoder accepts that go to it; the rest
-   * take the hybrid path on the decode threads (DALI's hw_decoder_load). < 0: 0.9. */
+   * take the hybrid path on the decode threads (DALI's hw_decoder_load). < 0: 1.0 (the
+   * best measured on the H100 with ~60 KB files: bench/GPU_NOTES.md). */
   double hw_load;
 } stk_gpu_decode_opts;
 

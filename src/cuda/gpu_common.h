@@ -191,4 +191,14 @@ STK_HD float stk_gpu_cmn_float(float v, float mul, float add) {
   return STK_FADD(STK_FMUL(v, mul), add);
 }
 
+/* Whether a JPEG stream contains its EOI marker (FF D9) within its last 64 KiB. Inside
+ * entropy-coded data an FF byte is always followed by 00 or a restart marker, so FF D9
+ * near the end is the end of the image (stray bytes may follow it). */
+static inline int stk_gpu_jpeg_has_eoi(const uint8_t *data, size_t size) {
+  size_t lo = size > 65536 ? size - 65536 : 0;
+  for (size_t i = size; i >= lo + 2; i--)
+    if (data[i - 2] == 0xFF && data[i - 1] == 0xD9) return 1;
+  return 0;
+}
+
 #endif /* STOKER_CUDA_GPU_COMMON_H */

@@ -111,6 +111,22 @@ __device__ static void store_int_raw(void *p, int t, size_t i, long long s, unsi
 /* Element i of src (type st) converted into element j of dst (type dt). */
 __device__ static void convert_elem(const void *src, int st, size_t i, void *dst, int dt,
                                     size_t j) {
+  if (st == dt) { /* a copy, bit for bit (bool bytes and NaN payloads kept), as the CPU */
+    switch (st) {
+    case STK_DTYPE_UINT8: case STK_DTYPE_INT8: case STK_DTYPE_BOOL:
+      ((uint8_t *)dst)[j] = ((const uint8_t *)src)[i];
+      return;
+    case STK_DTYPE_UINT16: case STK_DTYPE_INT16: case STK_DTYPE_FLOAT16:
+      ((uint16_t *)dst)[j] = ((const uint16_t *)src)[i];
+      return;
+    case STK_DTYPE_UINT32: case STK_DTYPE_INT32: case STK_DTYPE_FLOAT32:
+      ((uint32_t *)dst)[j] = ((const uint32_t *)src)[i];
+      return;
+    default:
+      ((unsigned long long *)dst)[j] = ((const unsigned long long *)src)[i];
+      return;
+    }
+  }
   if (dt_float(st)) {
     double v = st == STK_DTYPE_FLOAT16 ? (double)__half2float(((const __half *)src)[i])
                : st == STK_DTYPE_FLOAT32 ? (double)((const float *)src)[i]

@@ -130,6 +130,20 @@ int main(void) {
       }
     failed |= tu_report("host_emul", tu_kind_name[kind], st);
   }
+  /* the decoder's EOI test: whole files have it, truncated ones do not */
+  for (int p = 0; p < np; p++) {
+    if (!ph[p].is_jpeg) continue;
+    int whole = stk_gpu_jpeg_has_eoi(ph[p].file, ph[p].file_size);
+    int cut = stk_gpu_jpeg_has_eoi(ph[p].file, ph[p].file_size * 6 / 10);
+    int cut2 = stk_gpu_jpeg_has_eoi(ph[p].file, ph[p].file_size - 2);
+    if (!whole || cut || cut2) {
+      printf("host_emul: EOI test wrong on %s (whole %d, 60%% %d, minus 2 bytes %d)\n",
+             ph[p].name, whole, cut, cut2);
+      failed = 1;
+    }
+  }
+  uint8_t tiny[1] = {0xFF};
+  failed |= stk_gpu_jpeg_has_eoi(tiny, 1) || stk_gpu_jpeg_has_eoi(tiny, 0);
   printf("host_emul: %s\n", failed ? "FAILED" : "ok");
   return failed;
 }
