@@ -3,7 +3,7 @@
 # GPU tests and the CPU/GPU parity harness, compute-sanitizer, the GPU benchmarks and the
 # torchvision comparisons, and prints a short table at the end.
 #
-# usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer]
+# usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [pipeline]
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -90,7 +90,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -116,10 +116,11 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer; then
-  step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=OFF \
+if want build || want tests || want bench || want sanitizer || want pipeline; then
+  step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release "${PKGCFG_ARG[@]}" || BUILD_OK=0
-  [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" stoker_cuda gpu_tests gpu_bench host_emul || BUILD_OK=0; }
+  [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" stoker_cuda gpu_tests gpu_bench host_emul stoker_cli \
+    test_gpu_pipeline stoker_python || BUILD_OK=0; }
   if [ $BUILD_OK = 1 ]; then
     echo "exported symbols: $(nm -D --defined-only "$BUILD/libstoker_cuda.so" | awk '{print $3}' | tr '\n' ' ')" | tee -a "$LOG"
     echo "libstoker_cuda.so needs: $(ldd "$BUILD/libstoker_cuda.so" | awk '{print $1}' | tr '\n' ' ')" | tee -a "$LOG"
@@ -145,10 +146,25 @@ if [ $BUILD_OK = 1 ] && want sanitizer; then
     "$BUILD/gpu_tests" --small --no-bad-inputs --dataset "$DATA"
 fi
 
+# ---- the whole pipeline on the GPU: C parity test, torch hand-off, stoker bench ----
+if [ $BUILD_OK = 1 ] && want pipeline; then
+  step gpu_pipeline 120 "$BUILD/test_gpu_pipeline"
+  step torch_dlpack 180 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
+    tests/python/test_gpu_torch.py
+  for preset in decode basic-full basic; do
+    step "stk_$preset" 120 "$BUILD/stoker" bench --data "$DATA" --pipeline $preset --device gpu --batch-size 256 \
+      --threads 15 --epochs 3 --json
+  done
+  step stk_cpu16 120 "$BUILD/stoker" bench --data "$DATA" --pipeline basic --device cpu --batch-size 256 --threads 16 \
+    --epochs 1 --json
+  step tv_loader 200 env PYTHONUNBUFFERED=1 python3 bench/bench_torchvision.py "$DATA" --workers 16 --batch 256 \
+    --batches 12 --skip-decode
+fi
+
 # ---- the table ----
 {
   echo
   echo "================ gpu-check summary ================"
   for s in "${SUMMARY[@]}"; do echo "step  $s"; done
-  grep -h -E '^(device |RESULT|parity |host_emul |decode |gpu_tests: |dataset |make_dataset|========= ERROR SUMMARY)' "$LOG" | sed 's/^RESULT /bench /'
+  grep -h -E '^(device |RESULT|parity |host_emul |decode |gpu_tests: |dataset |make_dataset|========= ERROR SUMMARY|\{"images_per_s|\{"what|\[  (PASSED|FAILED)|# |[0-9]+ passed)' "$LOG" | sed 's/^RESULT /bench /'
 } | tee "$OUTDIR/summary.txt"
