@@ -41,5 +41,9 @@ int cli_bench(int argc, char **argv);
 int cli_preview(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_ops(int argc, char **argv);
+int cli_convert(int argc, char **argv);
+/* stoker info on a tar shard or TFRecord file: 0 on success, 1 on error, -1 when the
+ * path is neither. */
+int cli_info_archive(const char *path);
 
 #endif

@@ -92,6 +92,10 @@ int cli_info(int argc, char **argv) {
     perror(argv[2]);
     return 1;
   }
+  if (!S_ISDIR(sb.st_mode)) {
+    int r = cli_info_archive(argv[2]);
+    if (r >= 0) return r;
+  }
   return S_ISDIR(sb.st_mode) ? info_dir(argv[2]) : info_file(argv[2]);
 }
 

@@ -16,7 +16,10 @@ static void usage(FILE *f) {
           "  preview  --data DIR --pipeline PRESET|FILE --count N --out FILE.png [--seed N]\n"
           "           [--threads N] [--prefetch N] [--device cpu|gpu]\n"
           "           write a PNG grid of augmented samples\n"
-          "  info     PATH       an image's header, or a dataset folder's summary\n"
+          "  convert  SRC --to wds|tfrecord --out DIR [--shard-size N] [--shuffle] [--seed N]\n"
+          "           an ImageFolder (or file list) into tar shards or TFRecord files\n"
+          "  info     PATH       an image's header, a tar shard's or TFRecord file's samples,\n"
+          "           or a dataset folder's summary\n"
           "  ops      [NAME]     list the operators, or one operator's arguments\n"
           "  version\n"
           "\n"
@@ -34,6 +37,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "bench") == 0) return cli_bench(argc, argv);
   if (strcmp(cmd, "preview") == 0) return cli_preview(argc, argv);
   if (strcmp(cmd, "info") == 0) return cli_info(argc, argv);
+  if (strcmp(cmd, "convert") == 0) return cli_convert(argc, argv);
   if (strcmp(cmd, "ops") == 0) return cli_ops(argc, argv);
   if (strcmp(cmd, "version") == 0) {
     printf("stoker %s\n", stk_version_string());

@@ -140,7 +140,7 @@ bool stk__cmn_gpu_can_fuse(const stk__node *cmn) {
 /* Per-sample normalisation values shared by both GPU paths. */
 static stk_status cmn_gpu_values(stk__node *node, stk__sample *s, int c, int out_c, int *mirror, double mean[4],
                                  double sd[4], double fill[4]) {
-  double *m, *d, *f;
+  double *m = NULL, *d = NULL, *f = NULL;
   STK_TRY(stk__channel_values(node, s, A_MEAN, "mean", c, &m));
   STK_TRY(stk__channel_values(node, s, A_STD, "std", c, &d));
   STK_TRY(cmn_fill(node, s, c, out_c, &f));
