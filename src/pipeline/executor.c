@@ -26,6 +26,18 @@ typedef struct {
   char *message;
 } queue_entry;
 
+/* A batch between the CPU stage and the GPU stage: the collected lists and per-sample
+ * views of them (per-sample arguments of GPU operators), owned by the job, so the CPU
+ * stage can go on with the next batch while the GPU stage runs this one. */
+typedef struct gpu_job {
+  struct gpu_job *next;
+  stk_status status; /* a CPU-stage failure passed through in order */
+  char *message;
+  stk_tensor_list **lists; /* num_edges */
+  stk__sample *samples;
+  stk__tensor *edges; /* n * num_edges */
+} gpu_job;
+
 struct stk__exec {
   stk_pipeline *p;
   size_t n; /* batch size */
@@ -49,6 +61,11 @@ struct stk__exec {
   bool async;
   pthread_t thread;
   bool thread_started;
+  /* the GPU stage's thread and its queue of jobs */
+  pthread_t gpu_thread;
+  bool gpu_thread_started, cpu_done, gpu_busy;
+  gpu_job *jobs_head, *jobs_tail;
+  size_t jobs;
   pthread_mutex_t lock;
   pthread_cond_t cond;
   queue_entry *queue;
@@ -322,23 +339,8 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
   return STK_OK;
 }
 
-/* Collected CPU edges become tensor lists; the GPU stage runs on them; the pipeline's
- * outputs are taken from the lists. */
-static stk_status assemble(stk__exec *ex, stk_batch **out) {
-  stk_pipeline *p = ex->p;
-  for (size_t o = 0; o < ex->num_slots; o++)
-    STK_TRY(assemble_output(ex, o, &ex->lists[p->collected[o]]));
-  if (p->has_gpu) {
-    for (size_t i = 0; i < ex->n; i++) ex->samples[i].arena = ex->gpu_arena;
-    stk__gpu_batch gb = {p, ex->n, ex->samples, ex->lists, NULL};
-    stk_status st = stk__gpu_run_stage(&gb);
-    stk__arena_reset(ex->gpu_arena);
-    STK_TRY(st);
-    for (size_t o = 0; o < p->num_outputs; o++) {
-      stk_tensor_list *tl = ex->lists[p->output_edges[o]];
-      if (tl->gpu) STK_TRY(stk__gpu_mark_ready(p->gpu, tl));
-    }
-  }
+/* The pipeline's outputs from this batch's lists (references taken). */
+static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, stk_batch **out) {
   stk_batch *b = stk__calloc(1, sizeof *b, "a batch");
   if (!b) return STK_ERR_OUT_OF_MEMORY;
   b->outputs = stk__calloc(p->num_outputs, sizeof(stk_tensor_list *), "batch outputs");
@@ -348,10 +350,77 @@ static stk_status assemble(stk__exec *ex, stk_batch **out) {
   }
   b->num_outputs = p->num_outputs;
   for (size_t o = 0; o < p->num_outputs; o++) {
-    b->outputs[o] = ex->lists[p->output_edges[o]];
+    b->outputs[o] = lists[p->output_edges[o]];
     stk_tensor_list_retain(b->outputs[o]);
   }
   *out = b;
+  return STK_OK;
+}
+
+static void free_job(stk__exec *ex, gpu_job *job) {
+  if (!job) return;
+  for (size_t e = 0; job->lists && e < ex->num_edges; e++) stk_tensor_list_release(job->lists[e]);
+  free(job->lists);
+  free(job->samples);
+  free(job->edges);
+  free(job->message);
+  free(job);
+}
+
+/* Moves the batch's collected lists into a job with per-sample views of them. */
+static stk_status make_job(stk__exec *ex, gpu_job **out) {
+  stk_pipeline *p = ex->p;
+  gpu_job *job = stk__calloc(1, sizeof *job, "a GPU job");
+  if (!job) return STK_ERR_OUT_OF_MEMORY;
+  job->lists = stk__calloc(ex->num_edges, sizeof(stk_tensor_list *), "job lists");
+  job->samples = stk__calloc(ex->n, sizeof(stk__sample), "job samples");
+  job->edges = stk__calloc(ex->n * ex->num_edges, sizeof(stk__tensor), "job tensors");
+  if (!job->lists || !job->samples || !job->edges) {
+    free_job(ex, job);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  for (size_t e = 0; e < ex->num_edges; e++) job->lists[e] = ex->lists[e], ex->lists[e] = NULL;
+  for (size_t i = 0; i < ex->n; i++) {
+    job->samples[i] = ex->samples[i];
+    job->samples[i].edges = &job->edges[i * ex->num_edges];
+    job->samples[i].items = NULL;
+    job->samples[i].arena = ex->gpu_arena;
+  }
+  for (size_t k = 0; k < p->num_collected; k++) {
+    int e = p->collected[k];
+    for (size_t i = 0; i < ex->n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(job->lists[e], i, &d);
+      stk__tensor *t = &job->edges[i * ex->num_edges + (size_t)e];
+      t->data = d.data;
+      t->ndim = d.ndim;
+      t->dtype = d.dtype;
+      memcpy(t->shape, d.shape, sizeof t->shape);
+      memcpy(t->layout, d.layout, sizeof t->layout);
+    }
+  }
+  *out = job;
+  return STK_OK;
+}
+
+/* The GPU stage of one job, then the batch (GPU thread, or the caller in sync mode). */
+static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
+  stk_pipeline *p = ex->p;
+  if (job->status != STK_OK) return stk__set_error(job->status, job->message);
+  stk__gpu_batch gb = {p, ex->n, job->samples, job->lists, NULL};
+  stk_status st = stk__gpu_run_stage(&gb);
+  stk__arena_reset(ex->gpu_arena);
+  for (size_t o = 0; st == STK_OK && o < p->num_outputs; o++) {
+    stk_tensor_list *tl = job->lists[p->output_edges[o]];
+    if (tl->gpu) st = stk__gpu_mark_ready(p->gpu, tl);
+  }
+  return st == STK_OK ? make_batch(p, job->lists, out) : st;
+}
+
+/* Collected CPU edges become this batch's tensor lists. */
+static stk_status assemble_lists(stk__exec *ex) {
+  for (size_t o = 0; o < ex->num_slots; o++)
+    STK_TRY(assemble_output(ex, o, &ex->lists[ex->p->collected[o]]));
   return STK_OK;
 }
 
@@ -379,7 +448,10 @@ static stk_status check_selects(stk__exec *ex) {
   return STK_OK;
 }
 
-static stk_status produce(stk__exec *ex, stk_batch **out) {
+/* The CPU stage of a batch: readers, every sample's chain, the bad-sample policy, and
+ * the collected lists. Without GPU operators the result is the batch; with them, a job
+ * for the GPU stage (a failure too travels as a job, to keep the order). */
+static stk_status produce_cpu(stk__exec *ex, stk_batch **out, gpu_job **job) {
   prepare_batch(ex);
   stk_status st = STK_OK;
   for (int round = 0; ex->num_pending > 0; round++) {
@@ -387,33 +459,101 @@ static stk_status produce(stk__exec *ex, stk_batch **out) {
     if (ex->num_pending && (st = handle_failures(ex, round + 1)) != STK_OK) break;
   }
   if (st == STK_OK) st = check_selects(ex);
-  if (st == STK_OK) st = assemble(ex, out);
+  if (st == STK_OK) st = assemble_lists(ex);
+  if (st == STK_OK) st = ex->p->has_gpu ? make_job(ex, job) : make_batch(ex->p, ex->lists, out);
   release_batch_memory(ex);
+  return st;
+}
+
+/* One whole batch on the calling thread (sync mode). */
+static stk_status produce(stk__exec *ex, stk_batch **out) {
+  gpu_job *job = NULL;
+  stk_status st = produce_cpu(ex, out, &job);
+  if (st == STK_OK && job) st = run_job(ex, job, out);
+  free_job(ex, job);
   return st;
 }
 
 /* ---- the producer thread and the queue ---- */
 
+/* Queues a finished batch (or failure) for the consumer; the lock is held. */
+static void push_output(stk__exec *ex, queue_entry entry) {
+  ex->queue[(ex->head + ex->count) % ex->cap] = entry;
+  ex->count++;
+  pthread_cond_broadcast(&ex->cond);
+}
+
+/* Batches made or being made and not yet taken: the prefetch bound. Lock held. */
+static size_t in_flight(const stk__exec *ex) { return ex->count + ex->jobs + (ex->gpu_busy ? 1 : 0); }
+
 static void *producer_main(void *arg) {
   stk__exec *ex = arg;
+  bool gpu = ex->p->has_gpu;
   pthread_mutex_lock(&ex->lock);
   for (;;) {
-    while (!ex->stop && ex->count >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
+    while (!ex->stop && in_flight(ex) >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
     if (ex->stop) break;
     pthread_mutex_unlock(&ex->lock);
     queue_entry entry = {NULL, STK_OK, NULL};
-    entry.status = produce(ex, &entry.batch);
+    gpu_job *job = NULL;
+    entry.status = produce_cpu(ex, &entry.batch, &job);
     if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
+    if (gpu && !job && (job = calloc(1, sizeof *job))) { /* a failure, in order behind the jobs */
+      job->status = entry.status;
+      job->message = entry.message;
+      entry.message = NULL;
+    }
     pthread_mutex_lock(&ex->lock);
+    if (ex->stop) {
+      stk_batch_release(entry.batch);
+      free(entry.message);
+      free_job(ex, job);
+      break;
+    }
+    if (gpu && job) {
+      if (ex->jobs_tail) ex->jobs_tail->next = job;
+      else ex->jobs_head = job;
+      ex->jobs_tail = job;
+      ex->jobs++;
+      pthread_cond_broadcast(&ex->cond);
+    } else {
+      push_output(ex, entry);
+    }
+    if (entry.status != STK_OK) break; /* stop producing after an error */
+  }
+  ex->cpu_done = true;
+  if (!gpu) ex->producer_done = true;
+  pthread_cond_broadcast(&ex->cond);
+  pthread_mutex_unlock(&ex->lock);
+  return NULL;
+}
+
+/* The GPU stage, one job at a time in order, overlapping the next batches' CPU stage. */
+static void *gpu_main(void *arg) {
+  stk__exec *ex = arg;
+  pthread_mutex_lock(&ex->lock);
+  for (;;) {
+    while (!ex->stop && !ex->jobs_head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    if (ex->stop || !ex->jobs_head) break;
+    gpu_job *job = ex->jobs_head;
+    ex->jobs_head = job->next;
+    if (!ex->jobs_head) ex->jobs_tail = NULL;
+    ex->jobs--;
+    ex->gpu_busy = true;
+    pthread_mutex_unlock(&ex->lock);
+    queue_entry entry = {NULL, STK_OK, NULL};
+    entry.status = run_job(ex, job, &entry.batch);
+    if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
+    free_job(ex, job);
+    pthread_mutex_lock(&ex->lock);
+    ex->gpu_busy = false;
     if (ex->stop) {
       stk_batch_release(entry.batch);
       free(entry.message);
       break;
     }
-    ex->queue[(ex->head + ex->count) % ex->cap] = entry;
-    ex->count++;
-    pthread_cond_broadcast(&ex->cond);
-    if (entry.status != STK_OK) break; /* stop producing after an error */
+    push_output(ex, entry);
+    if (entry.status != STK_OK) break;
   }
   ex->producer_done = true;
   pthread_cond_broadcast(&ex->cond);
@@ -430,6 +570,10 @@ static void exec_free(stk__exec *ex) {
     queue_entry *e = &ex->queue[(ex->head + q) % ex->cap];
     stk_batch_release(e->batch);
     free(e->message);
+  }
+  for (gpu_job *j = ex->jobs_head, *n; j; j = n) {
+    n = j->next;
+    free_job(ex, j);
   }
   for (size_t i = 0; ex->messages && i < ex->n; i++) free(ex->messages[i]);
   free(ex->arenas);
@@ -504,6 +648,20 @@ stk_status stk__exec_start(stk_pipeline *p) {
     else
       ex->thread_started = true;
   }
+  if (st == STK_OK && ex->async && p->has_gpu) {
+    if (pthread_create(&ex->gpu_thread, NULL, gpu_main, ex) != 0)
+      st = STK_FAIL(STK_ERR_INTERNAL, "cannot start the GPU stage thread");
+    else
+      ex->gpu_thread_started = true;
+  }
+  if (st != STK_OK && ex->thread_started) { /* stop the producer before freeing */
+    pthread_mutex_lock(&ex->lock);
+    ex->stop = true;
+    pthread_cond_broadcast(&ex->cond);
+    pthread_mutex_unlock(&ex->lock);
+    pthread_join(ex->thread, NULL);
+    ex->thread_started = false;
+  }
   if (st != STK_OK) {
     exec_free(ex);
     return st;
@@ -524,6 +682,7 @@ void stk__exec_stop(stk_pipeline *p) {
   pthread_cond_broadcast(&p->feed_cond);
   pthread_mutex_unlock(&p->feed_lock);
   if (ex->thread_started) pthread_join(ex->thread, NULL);
+  if (ex->gpu_thread_started) pthread_join(ex->gpu_thread, NULL);
   exec_free(ex);
   p->exec = NULL;
 }

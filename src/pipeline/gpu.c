@@ -219,15 +219,22 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
       tl->dense = block;
       for (size_t i = 0; i < b->n; i++) tl->data[i] = (char *)block + i * sample0;
     }
-  } else {
+  } else { /* ragged: one block, samples 256-byte aligned inside it (one pool call) */
+    size_t total = 0;
+    size_t *offsets = stk__calloc(b->n ? b->n : 1, sizeof(size_t), "sample offsets");
+    if (!offsets) st = STK_ERR_OUT_OF_MEMORY;
     for (size_t i = 0; i < b->n && st == STK_OK; i++) {
       size_t bytes = esize;
       for (int d = 0; d < ndim; d++) bytes *= (size_t)shapes[i * (size_t)ndim + (size_t)d];
-      void *block = NULL;
-      st = stk__gpu_check(g->api->device_alloc(g->ctx, bytes, stream, &block, err, sizeof err), err);
-      if (st == STK_OK && block) stk__tensor_list_own(tl, block);
-      tl->data[i] = block;
+      offsets[i] = total;
+      total += (bytes + 255) & ~(size_t)255;
     }
+    void *block = NULL;
+    if (st == STK_OK)
+      st = stk__gpu_check(g->api->device_alloc(g->ctx, total, stream, &block, err, sizeof err), err);
+    if (st == STK_OK && block) stk__tensor_list_own(tl, block);
+    for (size_t i = 0; i < b->n && st == STK_OK; i++) tl->data[i] = (char *)block + offsets[i];
+    free(offsets);
   }
   if (st != STK_OK) {
     stk_tensor_list_release(tl);
