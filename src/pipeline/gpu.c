@@ -35,7 +35,7 @@ static void *load_backend(char *why, size_t cap) {
   return h;
 }
 
-stk_status stk__gpu_open(int device, stk__gpu **out) {
+stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out) {
   if (device < 0)
     return STK_FAIL(STK_ERR_DEVICE, "an operator runs on the GPU but device_id is -1 (None): set device_id");
   char why[1024] = "";
@@ -63,7 +63,7 @@ stk_status stk__gpu_open(int device, stk__gpu **out) {
     dlclose(lib);
     return STK_ERR_OUT_OF_MEMORY;
   }
-  stk_gpu_open_opts opts = {.device = device};
+  stk_gpu_open_opts opts = {.device = device, .decode_threads = decode_threads};
   int rc = api->open(&opts, &g->ctx, err, sizeof err);
   if (rc == 0) rc = api->device_info(g->ctx, &g->info, err, sizeof err);
   if (rc != 0) {

@@ -33,8 +33,9 @@ typedef struct stk__gpu {
 typedef struct stk__gpu_batch stk__gpu_batch;
 
 /* Loads libstoker_cuda.so ($STK_CUDA_LIBRARY, then beside the stoker library, then the
- * loader's search path) and opens `device`. Errors are STK_ERR_DEVICE naming why. */
-stk_status stk__gpu_open(int device, stk__gpu **out);
+ * loader's search path) and opens `device`, with `decode_threads` host threads for
+ * nvJPEG's hybrid path (the pipeline's num_threads). Errors are STK_ERR_DEVICE naming why. */
+stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out);
 void stk__gpu_retain(stk__gpu *gpu);
 void stk__gpu_release(stk__gpu *gpu);
 /* Turns an API failure into a status with the API's message. */

@@ -118,7 +118,7 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
   if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
   if (p->built) return STK_OK;
   stk_status st = stk__graph_build(p);
-  if (st == STK_OK && p->has_gpu) st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], &p->gpu);
+  if (st == STK_OK && p->has_gpu) st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], (int)p->settings[STK_PIPE_NUM_THREADS], &p->gpu);
   if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
   if (st == STK_OK) st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);
   if (st == STK_OK) st = stk__exec_start(p);
