@@ -53,18 +53,34 @@ stk_status stk__gpu_device_input(stk__gpu_batch *b, int index, stk_tensor_list *
                                       stk_tensor_list_is_dense(in) != 0, &dev);
   free(shapes);
   if (st != STK_OK) return st;
+  /* Through pinned staging: one host copy into a pinned block, one asynchronous upload;
+   * the block is reused only after the stream has passed the copy. */
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   uintptr_t stream = stk__gpu_stream(b);
-  size_t esize = stk_dtype_size(stk_tensor_list_dtype(in));
-  for (size_t i = 0; i < n && st == STK_OK; i++) {
+  size_t esize = stk_dtype_size(stk_tensor_list_dtype(in)), total = 0;
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    size_t bytes = esize;
+    for (int k = 0; k < ndim; k++) bytes *= (size_t)d.shape[k];
+    total += bytes;
+  }
+  char *pinned = NULL;
+  if (total) st = stk__gpu_check(g->api->pinned_alloc(g->ctx, total, (void **)&pinned, err, sizeof err), err);
+  size_t off = 0;
+  for (size_t i = 0; i < n && st == STK_OK && total; i++) {
     stk_tensor_desc s, d;
     stk_tensor_list_sample(in, i, &s);
     stk_tensor_list_sample(dev, i, &d);
     size_t bytes = esize;
     for (int k = 0; k < ndim; k++) bytes *= (size_t)s.shape[k];
-    if (bytes) st = stk__gpu_check(g->api->memcpy_async(g->ctx, d.data, s.data, bytes, stream, err, sizeof err), err);
+    if (!bytes) continue;
+    memcpy(pinned + off, s.data, bytes);
+    st = stk__gpu_check(g->api->memcpy_async(g->ctx, d.data, pinned + off, bytes, stream, err, sizeof err), err);
+    off += bytes;
   }
+  if (pinned) g->api->pinned_free(g->ctx, pinned, &stream, NULL, 0);
   if (st != STK_OK) {
     stk_tensor_list_release(dev);
     return st;

@@ -68,3 +68,25 @@ def test_long_loop_no_leak_no_race():
     for it in range(5):
         out, _ = g2.run()
         assert abs(float(torch.from_dlpack(out).float().sum()) - sums[it]) < 1e-3 * max(1.0, abs(sums[it]))
+
+
+def test_cpu_outputs_moved_to_gpu():
+    """DataNode.gpu(): CPU decode + crop, then the normalisation on the GPU; the values
+    equal the all-CPU pipeline exactly (same decode, same crop, exact normalisation)."""
+    def make_moved(device_id, move):
+        @stoker.pipeline_def(batch_size=len(PHOTOS), num_threads=2, seed=4, device_id=device_id)
+        def pipe():
+            jpegs, _ = fn.readers.file(files=PHOTOS, name="Reader")
+            crops = fn.random_resized_crop(fn.decoders.image(jpegs), size=[96, 128])
+            if move:
+                crops = crops.gpu()
+            return fn.crop_mirror_normalize(crops, mean=MEAN, std=STD, dtype=types.FLOAT,
+                                            device="gpu" if move else "cpu")
+        p = pipe()
+        p.build()
+        return p
+    g, c = make_moved(0, True), make_moved(None, False)
+    for _ in range(2):
+        (og,), (oc,) = g.run(), c.run()
+        assert og.__dlpack_device__()[0] == 2  # kDLCUDA
+        np.testing.assert_array_equal(np.asarray(og.as_cpu().as_array()), np.asarray(oc.as_array()))
