@@ -37,13 +37,14 @@ static const struct {
      "images = decoders.image(jpegs, output_type=\"RGB\")\n"
      "return images, labels\n"},
     {"basic@gpu",
-     "# nvJPEG decodes the random crop window into GPU memory; resize + mirror + normalise\n"
-     "# run as one fused resampling on the GPU (two launches).\n"
+     "# nvJPEG decodes whole images into GPU memory (the engines' region decoding is off:\n"
+     "# see src/cuda/decode.cu); random_resized_crop + mirror + normalise to float16 CHW run\n"
+     "# as one fused resampling (two launches).\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
-     "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
-     "images = resize(crops, size=[224, 224], device=\"gpu\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
+     "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
      "mirror = random.coin_flip(probability=0.5)\n"
-     "out = crop_mirror_normalize(images, mirror=mirror, " IMAGENET_NORMALIZE
+     "out = crop_mirror_normalize(crops, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
      "return out, labels\n"},
     {"basic-full@gpu",

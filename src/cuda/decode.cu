@@ -517,7 +517,16 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
   if (k == 0) return 0;
   bool any_roi = false;
   for (int i = 0; i < n; i++) any_roi |= d->info[i].route == 1 && d->info[i].roi;
-  bool use_ex = any_roi && d->f.nvjpegDecodeBatchedEx && d->f.nvjpegDecodeBatchedSupportedEx;
+  /* Region decoding on the engines (nvjpegDecodeBatchedEx) is switched off: under
+   * compute-sanitizer, pipelines using it showed out-of-bounds accesses in the next
+   * kernels (their parameter blocks overwritten: the engines' writes around a region are
+   * invisible to the sanitizer), while the same pipelines decoding whole images on the
+   * engines, or regions on the hybrid path, were clean (bench/RESULTS.md, 2026-11-22).
+   * Regions are decoded whole into a temporary and copied; STK_NVJPEG_BATCHED_ROI=1
+   * turns the engines' region decoding back on for investigation. */
+  static int allow_ex = -1;
+  if (allow_ex < 0) allow_ex = getenv("STK_NVJPEG_BATCHED_ROI") && atoi(getenv("STK_NVJPEG_BATCHED_ROI")) == 1;
+  bool use_ex = allow_ex && any_roi && d->f.nvjpegDecodeBatchedEx && d->f.nvjpegDecodeBatchedSupportedEx;
   const unsigned char **data = (const unsigned char **)malloc((size_t)k * sizeof(void *));
   size_t *len = (size_t *)malloc((size_t)k * sizeof(size_t));
   nvjpegImage_t *img = (nvjpegImage_t *)calloc((size_t)k, sizeof(nvjpegImage_t));

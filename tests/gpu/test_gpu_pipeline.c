@@ -40,10 +40,11 @@ static void replace_all(char *text, size_t cap, const char *key, const char *val
 /* body: operator lines using `jpegs`; @DEV@ and @MIX@ become the devices. */
 static stk_pipeline *make(const char *body, bool gpu) {
   char text[8192];
+  /* STK_TEST_SYNC=1 runs the stages on the calling thread (exec_async = 0) */
   snprintf(text, sizeof text,
-           "batch_size = %d\nnum_threads = 2\nseed = 5\ndevice_id = %d\n"
+           "batch_size = %d\nnum_threads = 2\nseed = 5\ndevice_id = %d\nexec_async = %d\n"
            "jpegs, labels = readers.file(files=[%s], name=\"Reader\")\n%s",
-           N, gpu ? 0 : -1, files_list(), body);
+           N, gpu ? 0 : -1, getenv("STK_TEST_SYNC") ? 0 : 1, files_list(), body);
   replace_all(text, sizeof text, "@DEV@", gpu ? "\"gpu\"" : "\"cpu\"");
   replace_all(text, sizeof text, "@MIX@", gpu ? "mixed" : "cpu");
   stk_pipeline *p;
@@ -160,11 +161,15 @@ static void test_resample_and_fused_normalise_parity(void **state) {
 }
 
 static void test_device_memory_is_flat(void **state) {
-  const char *body =
-      "crops = decoders.image_random_crop(jpegs, device=\"mixed\")\n"
-      "images = resize(crops, size=[224, 224], device=\"gpu\")\n"
-      "out = crop_mirror_normalize(images, dtype=\"float16\", device=\"gpu\")\n"
-      "return out\n";
+  /* STK_TEST_DECODER / STK_TEST_HW_LOAD vary the decoder (diagnosing the hardware path) */
+  char body[1024];
+  const char *decoder = getenv("STK_TEST_DECODER") ? getenv("STK_TEST_DECODER") : "decoders.image_random_crop";
+  const char *hw = getenv("STK_TEST_HW_LOAD") ? getenv("STK_TEST_HW_LOAD") : "1.0";
+  snprintf(body, sizeof body,
+           "crops = %s(jpegs, hw_decoder_load=%s, device=\"mixed\")\n"
+           "images = resize(crops, size=[224, 224], device=\"gpu\")\n"
+           "out = crop_mirror_normalize(images, dtype=\"float16\", device=\"gpu\")\n"
+           "return out\n", decoder, hw);
   stk_pipeline *g = make(body, true);
   stk_stats s;
   int64_t after_warmup = 0;
