@@ -85,7 +85,12 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
 static char *pipeline_text(const char *spec, const char *device) {
   char gpu_name[256];
   snprintf(gpu_name, sizeof gpu_name, "%s@gpu", spec);
-  const char *preset = strcmp(device, "gpu") == 0 && cli_preset(gpu_name) ? cli_preset(gpu_name) : cli_preset(spec);
+  bool gpu = strcmp(device, "gpu") == 0;
+  if (gpu && cli_preset(spec) && !cli_preset(gpu_name)) {
+    fprintf(stderr, "stoker: preset '%s' has no GPU variant yet (GPU presets: basic, basic-full, decode)\n", spec);
+    return NULL;
+  }
+  const char *preset = gpu ? cli_preset(gpu_name) : cli_preset(spec);
   if (preset) return strdup(preset);
   FILE *f = fopen(spec, "rb");
   if (!f) {
