@@ -138,3 +138,25 @@ stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b, stk__gpu_re
   }
   return stk__gpu_output(b, 0, out);
 }
+
+stk_status stk__gpu_resample_source(const stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                    size_t i, int *channels, stk__image *img, stk_gpu_resample_sample *smp) {
+  int h, w, c;
+  void *data;
+  STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+  if (i == 0) *channels = c;
+  else if (c != *channels)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: sample %zu has %d channels, sample 0 %d: the GPU resampling needs one "
+                    "channel count per batch", stk__node_name(node), i, c, *channels);
+  *img = (stk__image){data, stk_tensor_list_dtype(in), h, w, c};
+  *smp = (stk_gpu_resample_sample){.src = data, .src_pitch = (size_t)w * (size_t)c * stk_dtype_size(img->dtype),
+                                   .src_h = h, .src_w = w};
+  return STK_OK;
+}
+
+void stk__gpu_resample_target(stk_gpu_resample_sample *smp, int64_t *shape, int64_t out_h, int64_t out_w,
+                              int channels, double x0, double y0, double x1, double y1) {
+  smp->dst_h = (int)out_h, smp->dst_w = (int)out_w;
+  smp->x0 = x0, smp->y0 = y0, smp->x1 = x1, smp->y1 = y1;
+  shape[0] = out_h, shape[1] = out_w, shape[2] = channels;
+}

@@ -4,6 +4,7 @@
 
 #include "../pipeline/gpu_stage.h"
 #include "op.h"
+#include "resample.h"
 
 /* Input `index` as a device list: host lists (CPU edges) are uploaded through the copy
  * path; *owned is true when the caller must release the returned list. */
@@ -37,6 +38,14 @@ stk_status stk__resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_te
 stk_status stk__rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
                              stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args);
 stk__gpu_resample_plan_fn stk__gpu_resample_plan_of(const stk__node *node);
+
+/* Sample i of a resampling operator's input as an image and as the kernel's source
+ * (one channel count per batch: *channels is set by sample 0 and checked after). */
+stk_status stk__gpu_resample_source(const stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                    size_t i, int *channels, stk__image *img, stk_gpu_resample_sample *smp);
+/* The source window [x0, x1) x [y0, y1) of a sample and its out_h x out_w HWC output. */
+void stk__gpu_resample_target(stk_gpu_resample_sample *smp, int64_t *shape, int64_t out_h, int64_t out_w,
+                              int channels, double x0, double y0, double x1, double y1);
 
 /* Runs a resampling node on its own: plan, allocate, one resample call. */
 stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b, stk__gpu_resample_plan_fn plan);

@@ -124,22 +124,14 @@ stk_status stk__rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tenso
   int channels = 0;
   for (size_t i = 0; i < n; i++) {
     stk__sample *s = stk__gpu_sample(b, i);
-    int h, w, c;
-    void *data;
-    STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
-    if (i == 0) channels = c;
-    else if (c != channels)
-      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the GPU random_resized_crop needs one channel count per batch");
+    stk__image img;
+    STK_TRY(stk__gpu_resample_source(node, b, in, i, &channels, &img, &samples[i]));
     stk__philox g;
     stk__sample_rng(node, s, &g);
-    stk__crop_window win = stk__random_crop_window(&g, w, h, st->area[0], st->area[1], st->ratio[0], st->ratio[1],
-                                                   st->attempts);
-    size_t esize = stk_dtype_size(stk_tensor_list_dtype(in));
-    samples[i] = (stk_gpu_resample_sample){.src = data, .src_pitch = (size_t)w * (size_t)c * esize, .src_h = h,
-                                           .src_w = w, .dst_h = (int)st->out_h, .dst_w = (int)st->out_w,
-                                           .x0 = win.x, .y0 = win.y, .x1 = (double)win.x + win.w,
-                                           .y1 = (double)win.y + win.h};
-    shapes[3 * i] = st->out_h, shapes[3 * i + 1] = st->out_w, shapes[3 * i + 2] = c;
+    stk__crop_window win = stk__random_crop_window(&g, (int)img.w, (int)img.h, st->area[0], st->area[1],
+                                                   st->ratio[0], st->ratio[1], st->attempts);
+    stk__gpu_resample_target(&samples[i], shapes + 3 * i, st->out_h, st->out_w, channels, win.x, win.y,
+                             (double)win.x + win.w, (double)win.y + win.h);
   }
   stk_dtype in_dtype = stk_tensor_list_dtype(in);
   *args = (stk_gpu_resample_args){.channels = channels, .in_dtype = in_dtype,

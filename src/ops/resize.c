@@ -221,22 +221,14 @@ stk_status stk__resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_te
   int channels = 0;
   for (size_t i = 0; i < n; i++) {
     stk__sample *s = stk__gpu_sample(b, i);
-    int h, w, c;
-    void *data;
-    STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
-    if (i == 0) channels = c;
-    else if (c != channels)
-      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the GPU resize needs one channel count per batch");
-    stk__image img = {data, stk_tensor_list_dtype(in), h, w, c};
+    stk__image img;
+    STK_TRY(stk__gpu_resample_source(node, b, in, i, &channels, &img, &samples[i]));
     stk__resize_request rq;
     STK_TRY(resize_request(node, s, st, &img, &rq));
     int64_t size[2];
     double lo[2], hi[2];
     STK_TRY(stk__sample_wrap(stk__resize_plan(&rq, size, lo, hi), node, s));
-    samples[i] = (stk_gpu_resample_sample){.src = data, .src_pitch = (size_t)w * (size_t)c * stk_dtype_size(img.dtype),
-                                           .src_h = h, .src_w = w, .dst_h = (int)size[0], .dst_w = (int)size[1],
-                                           .x0 = lo[1], .y0 = lo[0], .x1 = hi[1], .y1 = hi[0]};
-    shapes[3 * i] = size[0], shapes[3 * i + 1] = size[1], shapes[3 * i + 2] = c;
+    stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0], hi[1], hi[0]);
   }
   stk_dtype in_dtype = stk_tensor_list_dtype(in);
   *args = (stk_gpu_resample_args){.channels = channels, .in_dtype = in_dtype,
