@@ -310,8 +310,11 @@ def num_outputs_of(schema, args):
     return int(args.get("num_outputs", a.default if a.default is not None else 1))
 
 
-def instantiate(schema, inputs, kwargs):
-    """Creates an OpInstance and returns its OpInstance (outputs in .outputs)."""
+def instantiate(schema, inputs, kwargs, num_outputs=None):
+    """Creates an OpInstance and returns its OpInstance (outputs in .outputs).
+
+    `num_outputs` is given by hooks of operators whose outputs follow a list argument
+    (one per entry of a reader's `ext` or `feature_names`)."""
     kwargs = dict(kwargs)
     device = kwargs.pop("device", None)
     name = kwargs.pop("name", None)
@@ -326,7 +329,9 @@ def instantiate(schema, inputs, kwargs):
     if name is not None and not isinstance(name, str):
         raise InvalidArgumentError(f"{schema.name}: argument 'name' must be a string")
     args, arg_inputs = split_kwargs(schema, kwargs)
-    return OpInstance(schema, device, name, nodes, args, arg_inputs, num_outputs_of(schema, args))
+    if num_outputs is None:
+        num_outputs = num_outputs_of(schema, args)
+    return OpInstance(schema, device, name, nodes, args, arg_inputs, num_outputs)
 
 
 def outputs_of(inst):

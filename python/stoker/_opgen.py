@@ -12,11 +12,85 @@ import keyword
 import sys
 import types as _pytypes
 
-from . import _graph, _schema
+from . import _graph, _schema, tfrecord as _tfrecord
 from .errors import InvalidArgumentError
 
-#: schema name -> hook object with `extra_kwargs` ({name: doc}) and `call(schema, inputs, kwargs)`.
+#: schema name -> hook object with `extra_kwargs` ({name: doc}), `call(schema, inputs,
+#: kwargs)` and optionally `optional_args` (required schema arguments the hook can fill
+#: in) and `returns` (the stubs' return annotation).
 HOOKS = {}
+
+
+class _ListOutputsHook:
+    """Readers with one output per entry of a list argument (the schema's num_outputs is
+    -1: the C operator counts the entries). `prepare` may rewrite the keyword arguments
+    first; `wrap(outputs, kwargs, given)` shapes what the call returns."""
+
+    def __init__(self, count_arg, extra_kwargs=None, optional_args=(), prepare=None, wrap=None,
+                 returns=None):
+        self.count_arg = count_arg
+        self.returns = returns  # the stubs' return annotation, when not the usual one
+        self.extra_kwargs = dict(extra_kwargs or {})
+        self.optional_args = tuple(optional_args)
+        self._prepare, self._wrap = prepare, wrap
+
+    def call(self, schema, inputs, kwargs):
+        given = dict(kwargs)
+        kwargs = self._prepare(schema, dict(given)) if self._prepare else dict(given)
+        a = schema.args[self.count_arg]
+        value = kwargs.get(self.count_arg)
+        if value is None:
+            raise InvalidArgumentError(f"{schema.name}: argument '{a.name}' is required")
+        if isinstance(value, _graph.DataNode):
+            raise InvalidArgumentError(
+                f"{schema.name}: argument '{a.name}' sets the outputs and must be a constant")
+        n = len(_schema.convert(schema.name, a, value))
+        if n == 0:
+            raise InvalidArgumentError(
+                f"{schema.name}: argument '{a.name}' is empty (one output per entry)")
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        if self._wrap:
+            return self._wrap(inst, kwargs, given)
+        return _graph.outputs_of(inst)
+
+
+def _tfrecord_features(schema, kwargs):
+    """DALI's `features` dict as the C operator's parallel lists."""
+    features = kwargs.pop("features", None)
+    if features is None:
+        return kwargs
+    clash = [k for k in kwargs if k.startswith("feature_") and kwargs[k] is not None]
+    if clash:
+        raise InvalidArgumentError(
+            f"{schema.name}: give either 'features' (a dict) or the feature_* lists, not both "
+            f"(got features and {clash[0]})")
+    kwargs.update(_tfrecord.feature_args(schema.name, features))
+    return kwargs
+
+
+def _tfrecord_outputs(inst, kwargs, given):
+    """A dict {feature name: DataNode} for the `features` form (DALI's result); the
+    outputs as usual for the feature_names form."""
+    if given.get("features") is None:
+        return _graph.outputs_of(inst)
+    return dict(zip(kwargs["feature_names"], inst.outputs))
+
+
+HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
+HOOKS["readers.tfrecord"] = _ListOutputsHook(
+    "feature_names",
+    extra_kwargs={"features": "DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, "
+                              "default_value) | VarLenFeature(dtype, default_value)}; the call "
+                              "then returns {name: DataNode}. Replaces the feature_* lists"},
+    optional_args=("feature_names", "feature_types"),
+    prepare=_tfrecord_features, wrap=_tfrecord_outputs,
+    returns="dict[str, DataNode] | DataNode | list[DataNode]")
+
+
+def required(schema, a):
+    """Whether argument `a` must be given (a hook may fill in required arguments)."""
+    hook = HOOKS.get(schema.name)
+    return a.required and a.name not in getattr(hook, "optional_args", ())
 
 
 def _call(schema, inputs, kwargs):
@@ -38,7 +112,7 @@ def signature(schema):
     for a in schema.args.values():
         if keyword.iskeyword(a.name) or not a.name.isidentifier():
             continue
-        default = inspect.Parameter.empty if a.required else a.default
+        default = inspect.Parameter.empty if required(schema, a) else a.default
         params.append(inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY, default=default))
         seen.add(a.name)
     for name in list(_extra_kwargs(schema)) + ["device", "name"]:

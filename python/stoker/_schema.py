@@ -100,6 +100,10 @@ def _fmt_num(x):
     return repr(x)
 
 
+# DALI's ops.* class names that are not the plain CamelCase of the fn name.
+_CLASS_NAMES = {"readers.tfrecord": "TFRecord"}
+
+
 class OpSchema:
     """One operator of the registry."""
 
@@ -128,7 +132,11 @@ class OpSchema:
 
     @property
     def class_name(self):
-        """The ops.* class name: the last component in CamelCase."""
+        """The ops.* class name: the last component in CamelCase, or DALI's spelling
+        where it is not that (ops.readers.TFRecord)."""
+        irregular = _CLASS_NAMES.get(self.name)
+        if irregular:
+            return irregular
         return "".join(p[:1].upper() + p[1:] for p in self.leaf.split("_"))
 
     def docstring(self, extra_args=()):
@@ -144,7 +152,8 @@ class OpSchema:
                 lines.append(f"    (up to {self.max_inputs} inputs)")
         lines += ["", "Outputs:"]
         if self.num_outputs < 0:
-            lines.append("    a number set by the arguments (see num_outputs)")
+            see = " (see num_outputs)" if "num_outputs" in self.args else ""
+            lines.append(f"    a number set by the arguments{see}")
         for pname, pdoc in self.outputs:
             lines.append(f"    {pname}: {pdoc or ''}")
         lines += ["", "Keyword args:"]

@@ -24,9 +24,10 @@ def _params(schema):
         if keyword.iskeyword(a.name) or not a.name.isidentifier():
             continue
         ann = a.py_type
-        if not a.required:
+        required = _opgen.required(schema, a)
+        if not required:
             ann = f"{ann} | None"
-        parts.append(f"{a.name}: {ann}" + ("" if a.required else " = ..."))
+        parts.append(f"{a.name}: {ann}" + ("" if required else " = ..."))
         seen.add(a.name)
     for name in _opgen._extra_kwargs(schema):
         if name not in seen:
@@ -39,6 +40,9 @@ def _params(schema):
 
 
 def _returns(schema):
+    hook_returns = getattr(_opgen.HOOKS.get(schema.name), "returns", None)
+    if hook_returns:
+        return hook_returns
     if schema.num_outputs < 0 or schema.name in _opgen.HOOKS:
         return "DataNode | list[DataNode]"
     if schema.num_outputs == 1:

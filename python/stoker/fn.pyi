@@ -1314,13 +1314,13 @@ class readers:
         """
         ...
     @staticmethod
-    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str], feature_types: Sequence[str], feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 
         Devices: cpu.
 
         Outputs:
-            a number set by the arguments (see num_outputs)
+            a number set by the arguments
             features: one per feature_names entry, typed by feature_types
 
         Keyword args:
@@ -1347,6 +1347,7 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            features: DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, default_value) | VarLenFeature(dtype, default_value)}; the call then returns {name: DataNode}. Replaces the feature_* lists
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1358,7 +1359,7 @@ class readers:
         Devices: cpu.
 
         Outputs:
-            a number set by the arguments (see num_outputs)
+            a number set by the arguments
             outputs: one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`
 
         Keyword args:

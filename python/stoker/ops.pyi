@@ -1351,13 +1351,13 @@ class readers:
         """
         def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-    class Tfrecord(Operator):
+    class TFRecord(Operator):
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 
         Devices: cpu.
 
         Outputs:
-            a number set by the arguments (see num_outputs)
+            a number set by the arguments
             features: one per feature_names entry, typed by feature_types
 
         Keyword args:
@@ -1384,18 +1384,19 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            features: DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, default_value) | VarLenFeature(dtype, default_value)}; the call then returns {name: DataNode}. Replaces the feature_* lists
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str], feature_types: Sequence[str], feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+        def __init__(self, *, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]: ...
     class Webdataset(Operator):
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
         Devices: cpu.
 
         Outputs:
-            a number set by the arguments (see num_outputs)
+            a number set by the arguments
             outputs: one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`
 
         Keyword args:
