@@ -76,6 +76,20 @@ def _tfrecord_outputs(inst, kwargs, given):
     return dict(zip(kwargs["feature_names"], inst.outputs))
 
 
+class _PairedReaderHook:
+    """readers.file: two outputs (data, label), three with paired=True (data, data2,
+    label: image + mask from a file list with two paths per line)."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        paired = kwargs.get("paired")
+        if isinstance(paired, _graph.DataNode):
+            raise InvalidArgumentError(f"{schema.name}: 'paired' sets the outputs and must be a constant")
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=3 if paired else 2)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["readers.file"] = _PairedReaderHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",

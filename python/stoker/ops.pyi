@@ -1284,8 +1284,8 @@ class readers:
         Devices: cpu.
 
         Outputs:
-            data: the file's bytes, a 1-D uint8 tensor
-            label: the sample's label, an int32 tensor of shape [1]
+            a number set by the arguments
+            data, [data2,] label: the file's bytes (a 1-D uint8 tensor), with paired=true the second file's bytes, and the sample's label (an int32 tensor of shape [1]): two outputs, three when paired
 
         Keyword args:
             file_root (a string): Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled by its index; its files are found recursively and sorted). With file_list or files: the directory their paths are relative to.
@@ -1307,11 +1307,12 @@ class readers:
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            paired (a bool; default false): stoker: file_list lines hold two paths and a label ("image mask label", paths without blanks), for segmentation: the reader then has three outputs, data, data2 (the second file's bytes) and label, and both files of a sample travel together
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
+        def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Numpy(Operator):
         """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are memory-mapped (dont_use_mmap reads them instead); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 

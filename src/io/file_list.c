@@ -382,9 +382,46 @@ static stk_status dir_of(const char *path, char **out) {
   return STK_OK;
 }
 
+/* Parses a paired line "image mask label" (paths without blanks) into two builders. */
+static stk_status parse_pair_line(builder *b, builder *b2, const char *base, const char *p, const char *end,
+                                  const char *list_path, size_t line_no) {
+  while (p < end && is_blank(*p)) p++;
+  while (end > p && is_blank(end[-1])) end--;
+  if (p == end || *p == '#') return STK_OK;
+  const char *tok[3];
+  size_t len[3];
+  int n = 0;
+  while (p < end && n < 4) {
+    const char *t = p;
+    while (p < end && !is_blank(*p)) p++;
+    if (n < 3) tok[n] = t, len[n] = (size_t)(p - t);
+    n++;
+    while (p < end && is_blank(*p)) p++;
+  }
+  if (n != 3)
+    return STK_FAIL(STK_ERR_PARSE, "%s:%zu: expected \"<path> <path> <label>\" (paths without blanks), found %d "
+                    "field(s)", list_path, line_no, n);
+  int32_t label;
+  if (!parse_label(tok[2], len[2], &label))
+    return STK_FAIL(STK_ERR_PARSE, "%s:%zu: label '%.*s' is not an integer in the int32 range", list_path,
+                    line_no, (int)len[2], tok[2]);
+  STK_TRY(builder_add(b, base, tok[0], len[0], label));
+  return builder_add(b2, base, tok[1], len[1], label);
+}
+
+static stk_status parse_list2(stk__file_list *out, stk__file_list *out2, const char *list_path,
+                              const char *root, bool labels);
+
 static stk_status parse_list(stk__file_list *out, const char *list_path, const char *root,
                              bool labels) {
+  return parse_list2(out, NULL, list_path, root, labels);
+}
+
+/* A list file; with `out2`, paired lines go to `out` (first path) and `out2` (second). */
+static stk_status parse_list2(stk__file_list *out, stk__file_list *out2, const char *list_path,
+                              const char *root, bool labels) {
   memset(out, 0, sizeof *out);
+  if (out2) memset(out2, 0, sizeof *out2);
   struct stat sb;
   if (stat(list_path, &sb) != 0 && errno == ENOENT)
     return STK_FAIL(STK_ERR_NOT_FOUND, "file_list '%s' does not exist", list_path);
@@ -392,22 +429,31 @@ static stk_status parse_list(stk__file_list *out, const char *list_path, const c
   size_t size;
   STK_TRY(stk__read_file(list_path, SIZE_MAX - 1, &data, &size));
   char *base = NULL;
-  builder b = {0};
+  builder b = {0}, b2 = {0};
   stk_status st = root ? STK_OK : dir_of(list_path, &base);
   const char *p = (const char *)data, *end = p + size;
   for (size_t line_no = 1; st == STK_OK && p < end; line_no++) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
     const char *line_end = nl ? nl : end;
-    st = parse_line(&b, root ? root : base, p, line_end, list_path, line_no, labels);
+    st = out2 ? parse_pair_line(&b, &b2, root ? root : base, p, line_end, list_path, line_no)
+              : parse_line(&b, root ? root : base, p, line_end, list_path, line_no, labels);
     p = nl ? nl + 1 : end;
   }
   if (st == STK_OK && b.count == 0)
     st = STK_FAIL(STK_ERR_NOT_FOUND, "file_list '%s' lists no file", list_path);
   if (st == STK_OK) st = builder_finish(&b, out);
+  if (st == STK_OK && out2) st = builder_finish(&b2, out2);
+  if (st != STK_OK) stk__file_list_free(out);
   builder_free(&b);
+  builder_free(&b2);
   free(base);
   free(data);
   return st;
+}
+
+stk_status stk__file_list_parse_pairs(stk__file_list *first, stk__file_list *second, const char *list_path,
+                                      const char *root) {
+  return parse_list2(first, second, list_path, root, true);
 }
 
 stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, const char *root) {

@@ -46,6 +46,13 @@ stk_status stk__file_list_scan(stk__file_list *out, const char *root,
  * STK_ERR_NOT_FOUND. */
 stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, const char *root);
 
+/* A paired list file (segmentation: image + mask): "path path label" per line, paths
+ * without blanks; `first` gets the first paths, `second` the second ones, both with the
+ * labels. Otherwise as stk__file_list_parse; a line without exactly three fields is
+ * STK_ERR_PARSE naming file and line. */
+stk_status stk__file_list_parse_pairs(stk__file_list *first, stk__file_list *second, const char *list_path,
+                                      const char *root);
+
 /* A list file of paths only, one per line (whole line, blanks trimmed; '#' comments and
  * blank lines skipped); labels are 0. Otherwise as stk__file_list_parse. */
 stk_status stk__file_list_parse_paths(stk__file_list *out, const char *list_path,

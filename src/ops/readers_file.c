@@ -32,6 +32,7 @@ enum {
   A_PREFETCH_QUEUE_DEPTH,
   A_LAZY_INIT,
   A_SKIP_CACHED_IMAGES,
+  A_PAIRED,
 };
 
 #define COMPAT "Accepted for DALI compatibility; no effect."
@@ -82,11 +83,16 @@ static const stk_arg_schema file_args[] = {
     {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, COMPAT},
     {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
     {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
+    {"paired", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "stoker: file_list lines hold two paths and a label (\"image mask label\", paths without "
+     "blanks), for segmentation: the reader then has three outputs, data, data2 (the second "
+     "file's bytes) and label, and both files of a sample travel together"},
 };
 
 static const stk_port_schema file_outputs[] = {
-    {"data", "the file's bytes, a 1-D uint8 tensor"},
-    {"label", "the sample's label, an int32 tensor of shape [1]"},
+    {"data, [data2,] label",
+     "the file's bytes (a 1-D uint8 tensor), with paired=true the second file's bytes, and "
+     "the sample's label (an int32 tensor of shape [1]): two outputs, three when paired"},
 };
 
 /* Fixed key of shuffle_after_epoch permutations when no seed is given. */
@@ -94,6 +100,7 @@ static const stk_port_schema file_outputs[] = {
 
 typedef struct {
   stk__file_list files;
+  stk__file_list second; /* paired lists: the second path of every line */
   stk__sampler_config cfg;
   stk__sampler *sampler;
 } reader_state;
@@ -102,13 +109,14 @@ static void file_destroy(stk__node *node) {
   reader_state *r = *stk__node_state(node);
   if (!r) return;
   stk__file_list_free(&r->files);
+  stk__file_list_free(&r->second);
   stk__sampler_destroy(r->sampler);
   free(r);
   *stk__node_state(node) = NULL;
 }
 
-/* Builds the sample list from the one source given. */
-static stk_status build_list(stk__node *node, stk__file_list *out) {
+/* Builds the sample list from the one source given (`second`: paired lists only). */
+static stk_status build_list(stk__node *node, stk__file_list *out, stk__file_list *second) {
   bool root = stk__arg_given(node, A_FILE_ROOT), list = stk__arg_given(node, A_FILE_LIST);
   bool files = stk__arg_given(node, A_FILES);
   const char *name = stk__node_name(node);
@@ -120,6 +128,10 @@ static stk_status build_list(stk__node *node, stk__file_list *out) {
   if (stk__arg_given(node, A_LABELS) && !files)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: labels needs files", name);
   const char *root_dir = root ? stk__arg_string(node, A_FILE_ROOT) : NULL;
+  if (stk__arg_bool(node, NULL, A_PAIRED)) {
+    if (!list) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: paired needs a file_list", name);
+    return stk__file_list_parse_pairs(out, second, stk__arg_string(node, A_FILE_LIST), root_dir);
+  }
   if (list) return stk__file_list_parse(out, stk__arg_string(node, A_FILE_LIST), root_dir);
   if (files) {
     const char *const *paths;
@@ -149,7 +161,7 @@ static uint64_t reader_seed(stk__node *node) {
 static stk_status file_init(stk__node *node) {
   reader_state *r = stk__calloc(1, sizeof *r, "a file reader");
   if (!r) return STK_ERR_OUT_OF_MEMORY;
-  stk_status st = build_list(node, &r->files);
+  stk_status st = build_list(node, &r->files, &r->second);
   if (st == STK_OK) {
     r->cfg = (stk__sampler_config){
         .num_samples = r->files.count,
@@ -167,6 +179,7 @@ static stk_status file_init(stk__node *node) {
   }
   if (st != STK_OK) {
     stk__file_list_free(&r->files);
+    stk__file_list_free(&r->second);
     free(r);
     return st;
   }
@@ -220,7 +233,20 @@ static stk_status open_checked(stk__node *node, const char *path, int *fd, int64
   return st;
 }
 
-/* Worker thread: the file's bytes, read straight into the output, and the label. */
+/* Reads the file at `path` straight into output `index`. */
+static stk_status read_into_output(stk__node *node, stk__sample *s, const char *path, int index) {
+  int fd;
+  int64_t size;
+  STK_TRY(open_checked(node, path, &fd, &size));
+  stk__tensor *data = NULL;
+  stk_status st = stk__output(s, index, STK_DTYPE_UINT8, 1, &size, NULL, &data);
+  if (st == STK_OK) st = read_all(fd, path, data->data, (size_t)size);
+  close(fd);
+  return st;
+}
+
+/* Worker thread: the file's bytes (and, paired, the second file's), read straight into
+ * the outputs, and the label. */
 static stk_status file_run(stk__node *node, stk__sample *s) {
   reader_state *r = *stk__node_state(node);
   int64_t item = stk__sample_item(s, node);
@@ -229,16 +255,19 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
                     stk__node_name(node), (long long)item);
   const char *path = r->files.paths[item];
   stk__sample_set_source(s, path);
-  int fd;
-  int64_t size, one = 1;
-  STK_TRY(open_checked(node, path, &fd, &size));
-  stk__tensor *data = NULL, *label = NULL;
-  stk_status st = stk__output(s, 0, STK_DTYPE_UINT8, 1, &size, NULL, &data);
-  if (st == STK_OK) st = read_all(fd, path, data->data, (size_t)size);
-  close(fd);
-  if (st == STK_OK) st = stk__output(s, 1, STK_DTYPE_INT32, 1, &one, NULL, &label);
-  if (st == STK_OK) *(int32_t *)label->data = r->files.labels[item];
-  return st;
+  int64_t one = 1;
+  stk__tensor *label = NULL;
+  STK_TRY(read_into_output(node, s, path, 0));
+  int label_out = 1;
+  if (r->second.count) { /* paired: the second file, named in errors */
+    stk__sample_set_source(s, r->second.paths[item]);
+    STK_TRY(read_into_output(node, s, r->second.paths[item], 1));
+    stk__sample_set_source(s, path);
+    label_out = 2;
+  }
+  STK_TRY(stk__output(s, label_out, STK_DTYPE_INT32, 1, &one, NULL, &label));
+  *(int32_t *)label->data = r->files.labels[item];
+  return STK_OK;
 }
 
 static stk_status file_meta(stk__node *node, stk_reader_meta *out) {
@@ -255,7 +284,9 @@ static const stk_op_schema file_schema = {
     "sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and "
     "shuffling (random_shuffle with initial_fill, or shuffle_after_epoch).",
     STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
-    2, file_outputs, sizeof file_args / sizeof file_args[0], file_args};
+    -1, file_outputs, sizeof file_args / sizeof file_args[0], file_args};
 
-const stk__op_def stk__op_readers_file = {&file_schema, file_init,     file_destroy, file_plan,
-                                          file_run,     file_meta,     NULL};
+static int file_num_outputs(const stk__node *node) { return stk__arg_bool(node, NULL, A_PAIRED) ? 3 : 2; }
+
+const stk__op_def stk__op_readers_file = {&file_schema, file_init, file_destroy, file_plan,
+                                          file_run,     file_meta, file_num_outputs};

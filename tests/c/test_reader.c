@@ -875,9 +875,39 @@ static void test_operator_files_and_labels(void **state) {
   stk_op_destroy(op);
 }
 
+/* Paired lists: "image mask label" lines into two parallel lists; bad lines named. */
+static void test_file_list_pairs(void **state) {
+  char dir[256], path[512];
+  tu_tmpdir(dir, sizeof dir, "pairs");
+  snprintf(path, sizeof path, "%s/pairs.txt", dir);
+  const char *text = "# image mask label\n a.jpg  a.png 3\nsub/b.jpg\tsub/b.png -1\n\n";
+  tu_write(path, text, strlen(text));
+  stk__file_list img, mask;
+  TU_OK(stk__file_list_parse_pairs(&img, &mask, path, "/data"));
+  assert_int_equal(img.count, 2);
+  assert_int_equal(mask.count, 2);
+  assert_string_equal(img.paths[0], "/data/a.jpg");
+  assert_string_equal(mask.paths[0], "/data/a.png");
+  assert_string_equal(img.paths[1], "/data/sub/b.jpg");
+  assert_string_equal(mask.paths[1], "/data/sub/b.png");
+  assert_int_equal(img.labels[0], 3);
+  assert_int_equal(mask.labels[1], -1);
+  stk__file_list_free(&img);
+  stk__file_list_free(&mask);
+  const char *bad = "a.jpg a.png 1\na.jpg 2\n";
+  tu_write(path, bad, strlen(bad));
+  assert_int_equal(stk__file_list_parse_pairs(&img, &mask, path, NULL), STK_ERR_PARSE);
+  assert_non_null(strstr(stk_last_error(), "pairs.txt:2"));
+  const char *bad_label = "a.jpg a.png x\n";
+  tu_write(path, bad_label, strlen(bad_label));
+  assert_int_equal(stk__file_list_parse_pairs(&img, &mask, path, NULL), STK_ERR_PARSE);
+  assert_non_null(strstr(stk_last_error(), "label 'x'"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_shard_bounds_formula),
+      cmocka_unit_test(test_file_list_pairs),
       cmocka_unit_test(test_padded_size),
       cmocka_unit_test(test_shards_disjoint_and_covering),
       cmocka_unit_test(test_sequential_wraps_across_epochs),

@@ -571,3 +571,46 @@ def test_convert_round_trip_through_both_readers(tmp_path, image_folder, shuffle
     assert w == t  # same order, same bytes, same labels
     assert sorted(w) == sorted(src)
     assert (w == src) != shuffle
+
+
+def test_file_reader_paired_list(tmp_path):
+    """readers.file(paired=True): image + mask from a list with two paths per line; both
+    files of a sample travel together through shuffling; a malformed line names itself."""
+    import stoker
+    from stoker import fn
+    pairs = []
+    for i in range(6):
+        img, mask = tmp_path / f"img{i}.bin", tmp_path / f"mask{i}.bin"
+        img.write_bytes(bytes([i]) * (10 + i))
+        mask.write_bytes(bytes([100 + i]) * (3 + i))
+        pairs.append((img.name, mask.name, i))
+    lst = tmp_path / "pairs.txt"
+    lst.write_text("# image mask label\n" + "".join(f"{a} {b} {c}\n" for a, b, c in pairs))
+
+    @stoker.pipeline_def(batch_size=3, num_threads=2, seed=1)
+    def pipe():
+        image, mask, label = fn.readers.file(file_list=str(lst), paired=True, random_shuffle=True,
+                                             initial_fill=4, name="Reader")
+        return image, mask, label
+
+    p = pipe()
+    p.build()
+    seen = set()
+    for _ in range(4):
+        image, mask, label = p.run()
+        for k in range(3):
+            i = int(np.asarray(label[k])[0])
+            assert bytes(np.asarray(image[k])) == bytes([i]) * (10 + i)
+            assert bytes(np.asarray(mask[k])) == bytes([100 + i]) * (3 + i)
+            seen.add(i)
+    assert seen == set(range(6))
+
+    bad = tmp_path / "bad.txt"
+    bad.write_text("img0.bin mask0.bin 0\nimg1.bin 1\n")
+
+    @stoker.pipeline_def(batch_size=1)
+    def bad_pipe():
+        return fn.readers.file(file_list=str(bad), paired=True)
+
+    with pytest.raises(stoker.StokerError, match=r"bad.txt:2"):
+        bad_pipe().build()
