@@ -27,21 +27,8 @@
 /* Helpers                                                                            */
 /* ---------------------------------------------------------------------------------- */
 
-typedef struct {
-  uint8_t *p;
-  int h, w, c;
-} img_t;
-
-static img_t load_photo(const char *rel) {
-  char path[1024];
-  size_t n;
-  uint8_t *data = tu_read(tu_path(path, sizeof path, rel), &n);
-  stk__decode_opts opts = {0};
-  stk__decoded d;
-  TU_OK(stk__image_decode(data, n, rel, &opts, stk__image_alloc_malloc, NULL, &d));
-  free(data);
-  return (img_t){d.data, d.h, d.w, d.c};
-}
+typedef tu_image img_t;
+#define load_photo tu_load_photo
 
 static uint32_t rng_state = 2024;
 static double urand(void) { /* xorshift32 in [0, 1) */

@@ -1,5 +1,7 @@
 #include "testutil.h"
 
+#include "codecs/codecs.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,4 +42,15 @@ const char *tu_tmpdir(char *buf, size_t cap, const char *tag) {
   if (system(cmd) != 0) fail_msg("cannot clean %s", buf);
   if (mkdir(buf, 0755) != 0) fail_msg("cannot create %s", buf);
   return buf;
+}
+
+tu_image tu_load_photo(const char *relative) {
+  char path[1024];
+  size_t n;
+  uint8_t *data = tu_read(tu_path(path, sizeof path, relative), &n);
+  stk__decode_opts opts = {0};
+  stk__decoded d;
+  TU_OK(stk__image_decode(data, n, relative, &opts, stk__image_alloc_malloc, NULL, &d));
+  free(data);
+  return (tu_image){d.data, d.h, d.w, d.c};
 }

@@ -21,6 +21,14 @@ void tu_write(const char *path, const void *data, size_t size);
 /* A fresh empty directory under the build tree, unique per call. */
 const char *tu_tmpdir(char *buf, size_t cap, const char *tag);
 
+/* A decoded photograph (RGB HWC uint8 unless the file is gray); free p with free(). */
+typedef struct {
+  uint8_t *p;
+  int h, w, c;
+} tu_image;
+/* Decodes a repository image (e.g. "data/photos/rocket.jpg") with stoker's decoder. */
+tu_image tu_load_photo(const char *relative);
+
 /* Asserts a status is STK_OK, printing the error message if not. */
 #define TU_OK(expr)                                                                        \
   do {                                                                                     \
