@@ -30,6 +30,16 @@ typedef struct {
   int h, w;
 } tu_photo;
 
+/* Frees what tu_load_photos loaded. */
+static inline void tu_free_photos(tu_photo *ph, int n) {
+  for (int i = 0; ph && i < n; i++) {
+    free(ph[i].file);
+    free(ph[i].rgb);
+    free(ph[i].gray);
+  }
+  free(ph);
+}
+
 static inline uint8_t *tu_read_file(const char *path, size_t *size) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;

@@ -145,5 +145,6 @@ int main(void) {
   uint8_t tiny[1] = {0xFF};
   failed |= stk_gpu_jpeg_has_eoi(tiny, 1) || stk_gpu_jpeg_has_eoi(tiny, 0);
   printf("host_emul: %s\n", failed ? "FAILED" : "ok");
+  tu_free_photos(ph, np);
   return failed;
 }
