@@ -168,6 +168,20 @@ static inline stk_status stk__image_output(stk__sample *s, int like_ndim, stk__i
   return STK_OK;
 }
 
+/* Resamples `in` over the window in `ra` into output 0 (out->h x out->w, out->dtype),
+ * with scratch memory from the sample: the common tail of resize and
+ * random_resized_crop. */
+static inline stk_status stk__resample_to_output(const stk__node *node, stk__sample *s,
+                                                 const stk__image *in, stk__image *out,
+                                                 const stk__resample_args *ra) {
+  size_t need = stk__resample_scratch_size(in, out->h, out->w, ra);
+  void *scratch = need ? stk__scratch(s, need) : NULL;
+  if (need && !scratch)
+    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", need);
+  STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, out));
+  return stk__sample_wrap(stk__resample(in, out, ra, scratch, need), node, s);
+}
+
 /* A per-channel float argument for `channels` channels: one value is broadcast, else
  * exactly `channels` values. *out lives in the sample's scratch. */
 static inline stk_status stk__channel_values(const stk__node *node, stk__sample *s, int arg,

@@ -203,12 +203,7 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
                       (long long)size[0], (long long)size[1]);
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
   stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], st->interp, st->antialias, 0};
-  size_t need = stk__resample_scratch_size(&in, out.h, out.w, &ra);
-  void *scratch = need ? stk__scratch(s, need) : NULL;
-  if (need && !scratch)
-    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", need);
-  STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, &out));
-  return stk__sample_wrap(stk__resample(&in, &out, &ra, scratch, need), node, s);
+  return stk__resample_to_output(node, s, &in, &out, &ra);
 }
 
 
