@@ -62,12 +62,7 @@ static stk_status elementwise_gpu(stk__node *node, stk__gpu_batch *b, stk_dtype 
   }
   free(cs);
   free(shapes);
-  if (owned) stk_tensor_list_release(in);
-  if (st != STK_OK) {
-    stk_tensor_list_release(out);
-    return st;
-  }
-  return stk__gpu_output(b, 0, out);
+  return stk__gpu_finish(b, in, owned, out, st);
 }
 
 static stk_status cast_run_gpu(stk__node *node, stk__gpu_batch *b) {

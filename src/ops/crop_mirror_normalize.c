@@ -257,12 +257,7 @@ static stk_status cmn_run_gpu(stk__node *node, stk__gpu_batch *b) {
                                       : cmn_run_alone(node, b, in, shapes, &out);
   free(samples);
   free(shapes);
-  if (owned) stk_tensor_list_release(in);
-  if (rc != STK_OK) {
-    stk_tensor_list_release(out);
-    return rc;
-  }
-  return stk__gpu_output(b, 0, out);
+  return stk__gpu_finish(b, in, owned, out, rc);
 }
 
 static const stk_op_schema cmn_schema = {

@@ -330,11 +330,7 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop
   free(ms);
   free(shapes);
   free(names);
-  if (st != STK_OK) {
-    stk_tensor_list_release(out);
-    return st;
-  }
-  return stk__gpu_output(b, 0, out);
+  return stk__gpu_finish(b, NULL, false, out, st);
 }
 
 static stk_status image_run_mixed(stk__node *node, stk__gpu_batch *b) { return mixed_run(node, b, false); }

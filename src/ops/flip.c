@@ -98,12 +98,7 @@ static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
   }
   free(fs);
   free(shapes);
-  if (owned) stk_tensor_list_release(in);
-  if (st != STK_OK) {
-    stk_tensor_list_release(out);
-    return st;
-  }
-  return stk__gpu_output(b, 0, out);
+  return stk__gpu_finish(b, in, owned, out, st);
 }
 
 static const stk_op_schema flip_schema = {

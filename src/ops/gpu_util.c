@@ -14,6 +14,15 @@ bool stk__gpu_shapes_equal(const int64_t *shapes, size_t n, int ndim) {
   return true;
 }
 
+stk_status stk__gpu_finish(stk__gpu_batch *b, stk_tensor_list *in, bool owned, stk_tensor_list *out, stk_status st) {
+  if (owned) stk_tensor_list_release(in);
+  if (st != STK_OK) {
+    stk_tensor_list_release(out);
+    return st;
+  }
+  return stk__gpu_output(b, 0, out);
+}
+
 stk_status stk__gpu_image_dims(const stk__node *node, const stk_tensor_list *tl, size_t i, int *h, int *w,
                                int *c, void **data) {
   stk_tensor_desc d;
@@ -131,12 +140,7 @@ stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b, stk__gpu_re
   }
   free(samples);
   free(shapes);
-  if (owned) stk_tensor_list_release(in);
-  if (rc != STK_OK) {
-    stk_tensor_list_release(out);
-    return rc;
-  }
-  return stk__gpu_output(b, 0, out);
+  return stk__gpu_finish(b, in, owned, out, rc);
 }
 
 stk_status stk__gpu_resample_source(const stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,

@@ -10,6 +10,10 @@
  * path; *owned is true when the caller must release the returned list. */
 stk_status stk__gpu_device_input(stk__gpu_batch *b, int index, stk_tensor_list **out, bool *owned);
 
+/* The end of a run_gpu: releases an uploaded input (`owned`), then hands `out` over as
+ * output 0 when `st` is STK_OK, else releases it and returns `st`. */
+stk_status stk__gpu_finish(stk__gpu_batch *b, stk_tensor_list *in, bool owned, stk_tensor_list *out, stk_status st);
+
 /* Geometry of sample i of an HWC (or HW) list: h, w, c and the element type. */
 stk_status stk__gpu_image_dims(const stk__node *node, const stk_tensor_list *tl, size_t i, int *h, int *w,
                                int *c, void **data);
