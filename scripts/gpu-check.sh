@@ -3,7 +3,7 @@
 # GPU tests and the CPU/GPU parity harness, compute-sanitizer, the GPU benchmarks and the
 # torchvision comparisons, and prints a short table at the end.
 #
-# usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [pipeline]
+# usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [pipeline]
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -90,7 +90,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer || want pipeline) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -116,11 +116,10 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer || want pipeline; then
+if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench; then
   step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release "${PKGCFG_ARG[@]}" || BUILD_OK=0
-  [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" stoker_cuda gpu_tests gpu_bench host_emul stoker_cli \
-    test_gpu_pipeline stoker_python || BUILD_OK=0; }
+  [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" || BUILD_OK=0; }
   if [ $BUILD_OK = 1 ]; then
     echo "exported symbols: $(nm -D --defined-only "$BUILD/libstoker_cuda.so" | awk '{print $3}' | tr '\n' ' ')" | tee -a "$LOG"
     echo "libstoker_cuda.so needs: $(ldd "$BUILD/libstoker_cuda.so" | awk '{print $1}' | tr '\n' ' ')" | tee -a "$LOG"
@@ -144,6 +143,17 @@ fi
 if [ $BUILD_OK = 1 ] && want sanitizer; then
   step memcheck 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
     "$BUILD/gpu_tests" --small --no-bad-inputs --dataset "$DATA"
+fi
+
+# ---- per-operator GPU tests (Python, CPU vs GPU parity) and benchmarks (bench_*) ----
+if [ $BUILD_OK = 1 ] && want ops; then
+  step gpu_ops_py 300 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
+    --timeout 120 -rf tests/python/test_gpu_*.py
+fi
+if [ $BUILD_OK = 1 ] && want opbench; then
+  for b in "$BUILD"/bench_*; do
+    [ -x "$b" ] && step "$(basename "$b")" 120 "$b" --batch 256
+  done
 fi
 
 # ---- the whole pipeline on the GPU: C parity test, torch hand-off, stoker bench ----

@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct or the table below changes incompatibly. */
-#define STK_GPU_ABI_VERSION 1
+#define STK_GPU_ABI_VERSION 2
 /* A buffer of this many bytes holds any error message. */
 #define STK_GPU_ERRLEN 512
 
@@ -78,6 +78,11 @@ enum { STK_GPU_ROI_NONE = 0,    /* whole image requested */
 };
 
 typedef struct stk_gpu_ctx stk_gpu_ctx; /* opaque */
+typedef struct stk_gpu_color_api stk_gpu_color_api;
+typedef struct stk_gpu_geometry_api stk_gpu_geometry_api;
+typedef struct stk_gpu_filter_api stk_gpu_filter_api;
+typedef struct stk_gpu_math_api stk_gpu_math_api;
+typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
 
 /* ---------------------------------------------------------------------------------- */
 /* Context, device, memory                                                             */
@@ -355,6 +360,13 @@ typedef struct stk_gpu_api {
               uintptr_t stream, char *err, size_t errlen);
   int (*cast)(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype,
               stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
+
+  /* Families of operators, each with its own table and header (src/cuda/api_*.h). */
+  const struct stk_gpu_color_api *color;       /* api_color.h */
+  const struct stk_gpu_geometry_api *geometry; /* api_geometry.h */
+  const struct stk_gpu_filter_api *filter;     /* api_filter.h */
+  const struct stk_gpu_math_api *math;         /* api_math.h */
+  const struct stk_gpu_autoaug_api *autoaug;   /* api_autoaug.h */
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

@@ -471,6 +471,12 @@ static void gpu_event_destroy(stk_gpu_ctx *ctx, void *event) {
 /* The table                                                                          */
 /* ---------------------------------------------------------------------------------- */
 
+extern "C" STK_HIDDEN const stk_gpu_color_api stk_gpu_color_table;
+extern "C" STK_HIDDEN const stk_gpu_geometry_api stk_gpu_geometry_table;
+extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table;
+extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table;
+extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table;
+
 static const stk_gpu_api api_table = {
     STK_GPU_ABI_VERSION,
     sizeof(stk_gpu_api),
@@ -503,6 +509,11 @@ static const stk_gpu_api api_table = {
     stk_gpu_crop,
     stk_gpu_flip,
     stk_gpu_cast,
+    &stk_gpu_color_table,
+    &stk_gpu_geometry_table,
+    &stk_gpu_filter_table,
+    &stk_gpu_math_table,
+    &stk_gpu_autoaug_table,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

@@ -1,0 +1,22 @@
+/* The GPU entry points for geometry and occlusion: rotate, warp_affine, erase, grid_mask.
+ * Reached through stk_gpu_api.geometry (gpu_api.h); implemented in src/cuda/geometry.cu. The same
+ * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
+ * err, queues its work on `stream` and never synchronises unless it says so. */
+#ifndef STOKER_CUDA_API_GEOMETRY_H
+#define STOKER_CUDA_API_GEOMETRY_H
+
+#include "gpu_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct stk_gpu_geometry_api {
+  int version; /* 1 */
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
