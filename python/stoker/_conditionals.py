@@ -91,8 +91,9 @@ def as_predicate(node, what="the condition"):
 def _check_cpu(node, what):
     if node.device != "cpu":
         raise UnsupportedError(
-            f"{what}: the condition {node.name!r} is on the GPU; conditional execution is "
-            "CPU-only for now (compute the condition on the CPU, e.g. with .cpu())")
+            f"{what}: the condition {node.name!r} is on the GPU; conditions are read per sample "
+            "on the host, so compute them on the CPU (as in DALI); the data inside the branches "
+            "may be on the GPU")
 
 
 def _unique_name(label):
@@ -165,11 +166,18 @@ def merge_values(label, index, values, where="", op_label=None):
     if all(isinstance(v, DataNode) or _is_number(v) for v in values) and (
             any(isinstance(v, DataNode) for v in values)
             or not all(_same_python_value(first, v) for v in values[1:])):
+        devices = {"cpu" if v.device == "cpu" else "gpu" for v in values if isinstance(v, DataNode)}
+        if len(devices) > 1:
+            where_dev = ", ".join(f"branch {k}: {'CPU' if v.device == 'cpu' else 'GPU'}"
+                                  for k, v in enumerate(values) if isinstance(v, DataNode))
+            raise TypeError(f"'{label}'{where_text}: the branches disagree in device ({where_dev}); "
+                            "branches must agree in device (move the CPU value with .gpu())")
+        device = devices.pop() if devices else "cpu"
         nodes = [v if isinstance(v, DataNode) else _as_node(v) for v in values]
-        for n in nodes:
-            _check_cpu(n, f"merging '{label}'")
+        if device == "gpu":  # numbers merged with GPU data become GPU constants
+            nodes = [n if n.device != "cpu" else n.gpu() for n in nodes]
         name = _unique_name(op_label or label)
-        return _graph.call_op("select", [index] + nodes, {"name": name},
+        return _graph.call_op("select", [index] + nodes, {"name": name, "device": device},
                               what=f"merging '{label}' after a conditional")
     if all(isinstance(v, (list, tuple)) for v in values) and len({type(v) for v in values}) == 1 \
             and len({len(v) for v in values}) == 1:

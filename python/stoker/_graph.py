@@ -119,12 +119,6 @@ class OpInstance:
                 f"{schema.name} ('{name}'): a data source cannot be inside a conditional "
                 "branch (every sample needs its item); create it before the `if` and use "
                 "its output in the branches")
-        if self.guards and device != "cpu":
-            raise UnsupportedError(
-                f"{schema.name} ('{name}'): conditional execution (operators inside an `if` "
-                f"on a DataNode, or stoker.conditional.when/switch) is CPU-only for now; this "
-                f"operator is on device {device!r}. Move it out of the branch, or run the "
-                "branch on the CPU")
         self.outputs = [DataNode(self, k, self._output_device()) for k in range(num_outputs)]
         self.payload = None  # Python-side extras (external source, python function)
 

@@ -11,7 +11,9 @@ graphs built without the rewriter::
 
     images = conditional.switch(k, [fn.invert, lambda x: fn.flip(x, vertical=1)], images)
 
-Conditional execution is CPU-only for now.
+Branches may hold CPU or GPU operators (a GPU operator in a branch runs on the sub-batch
+of the samples taking it; the merge of GPU values is a GPU "select" that copies nothing).
+Conditions themselves are read per sample on the host: compute them with CPU operators.
 """
 
 from ._conditionals import convert, do_not_convert, switch, when, merge_values as _merge

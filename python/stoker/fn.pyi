@@ -681,10 +681,10 @@ def saturation(*inputs: DataNode, saturation: float | DataNode | None = ..., dty
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def select(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def select(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Merges conditional branches per sample: output = input[1 + index] where index is the first input (a bool or integer scalar per sample). No data is copied inside a sample's chain.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         index: per-sample branch index (bool: false = 0, true = 1)
@@ -709,7 +709,7 @@ def select(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | N
         value: the chosen branch's value, per sample
 
     Keyword args:
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

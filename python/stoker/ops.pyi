@@ -717,7 +717,7 @@ class Saturation(Operator):
 class Select(Operator):
     """Merges conditional branches per sample: output = input[1 + index] where index is the first input (a bool or integer scalar per sample). No data is copied inside a sample's chain.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         index: per-sample branch index (bool: false = 0, true = 1)
@@ -742,10 +742,10 @@ class Select(Operator):
         value: the chosen branch's value, per sample
 
     Keyword args:
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Sharpness(Operator):
     """Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment builds it from a 3x3 filter).

@@ -109,6 +109,8 @@ stk__gpu_resample_plan_fn stk__gpu_resample_plan_of(const stk__node *node) {
 
 bool stk__gpu_resample_defers(stk__gpu_batch *b, stk__node *node) {
   stk__node *c = stk__gpu_sole_consumer(b, node, 0);
+  /* branches run on sub-batches of their own: no fusion across a condition */
+  if (stk__node_num_guards(node) || (c && stk__node_num_guards(c))) return false;
   return c && stk__node_def(c) == &stk__op_crop_mirror_normalize && stk__node_device(c) == STK_DEVICE_GPU &&
          stk__cmn_gpu_can_fuse(c);
 }

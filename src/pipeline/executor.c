@@ -411,8 +411,9 @@ static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   stk_status st = stk__gpu_run_stage(&gb);
   stk__arena_reset(ex->gpu_arena);
   for (size_t o = 0; st == STK_OK && o < p->num_outputs; o++) {
-    stk_tensor_list *tl = job->lists[p->output_edges[o]];
-    if (tl->gpu) st = stk__gpu_mark_ready(p->gpu, tl);
+    stk_tensor_list **tl = &job->lists[p->output_edges[o]];
+    if ((*tl)->gpu) st = stk__gpu_finalize_output(p->gpu, tl, p->edges[p->output_edges[o]].name);
+    if (st == STK_OK && (*tl)->gpu) st = stk__gpu_mark_ready(p->gpu, *tl);
   }
   return st == STK_OK ? make_batch(p, job->lists, out) : st;
 }

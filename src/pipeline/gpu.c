@@ -268,12 +268,159 @@ stk__node *stk__gpu_sole_consumer(const stk__gpu_batch *b, const stk__node *node
 
 const stk__op_def *stk__node_def(const stk__node *node) { return node->spec->def; }
 unsigned stk__node_device(const stk__node *node) { return node->spec->device; }
+int stk__node_num_guards(const stk__node *node) { return node->spec->num_guards; }
+
+static bool list_shapes_equal(const stk_tensor_list *tl) {
+  size_t nd = (size_t)tl->ndim;
+  for (size_t i = 1; i < tl->n; i++)
+    if (memcmp(tl->shapes, tl->shapes + i * nd, nd * sizeof(int64_t)) != 0) return false;
+  return true;
+}
+
+stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const char *name) {
+  stk_tensor_list *tl = *tlp;
+  for (size_t i = 0; tl->absent && i < tl->n; i++)
+    if (tl->absent[i])
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "pipeline output '%s' has no value for sample %zu of the batch (it is assigned only in some "
+                      "branches of a condition)", name, i);
+  if (!tl->parents || tl->dense || tl->n == 0 || !list_shapes_equal(tl)) return STK_OK;
+  size_t bytes = stk_dtype_size(tl->dtype);
+  for (int d = 0; d < tl->ndim; d++) bytes *= (size_t)tl->shapes[d];
+  char err[STK_GPU_ERRLEN] = "";
+  uintptr_t stream = gpu->api->stream(gpu->ctx, STK_GPU_STREAM_COMPUTE);
+  void *block = NULL;
+  STK_TRY(stk__gpu_check(gpu->api->device_alloc(gpu->ctx, bytes * tl->n, stream, &block, err, sizeof err), err));
+  stk_tensor_list *out;
+  stk_status st = stk__tensor_list_create(&out, tl->n, tl->ndim, NULL);
+  if (st != STK_OK) {
+    gpu->api->device_free(gpu->ctx, block, stream, NULL, 0);
+    return st;
+  }
+  out->dtype = tl->dtype;
+  out->storage = STK_STORAGE_DEVICE;
+  out->device_id = gpu->device;
+  out->gpu = gpu;
+  stk__gpu_retain(gpu);
+  memcpy(out->layout, tl->layout, sizeof out->layout);
+  memcpy(out->shapes, tl->shapes, sizeof(int64_t) * tl->n * (size_t)tl->ndim);
+  stk__tensor_list_own(out, block);
+  out->dense = block;
+  for (size_t i = 0; i < tl->n && st == STK_OK; i++) {
+    out->data[i] = (char *)block + i * bytes;
+    st = stk__gpu_check(gpu->api->memcpy_async(gpu->ctx, out->data[i], tl->data[i], bytes, stream, err, sizeof err), err);
+  }
+  if (st != STK_OK) {
+    stk_tensor_list_release(out);
+    return st;
+  }
+  stk_tensor_list_release(tl);
+  *tlp = out;
+  return STK_OK;
+}
 
 stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl) {
   int e = b->node->out_edges[index];
   stk_tensor_list_release(b->lists[e]);
   b->lists[e] = tl;
   return STK_OK;
+}
+
+/* ---- conditional execution on the GPU ----
+ * A guarded operator runs on the sub-batch of the samples whose predicates hold: its
+ * inputs become views of those samples (no copy), the per-sample contexts are those
+ * samples', and its outputs are spread back to batch positions as views with holes where
+ * the operator did not run. "select" merges branches into a view too. */
+
+/* Sub-batch of `node`'s samples: their contexts and views of the node's inputs. */
+static stk_status make_sub_batch(stk__gpu_batch *b, stk__node *node, const size_t *picked, size_t count,
+                                 stk__gpu_batch *sub) {
+  stk_pipeline *p = b->p;
+  *sub = (stk__gpu_batch){p, count, NULL, NULL, node};
+  sub->samples = stk__calloc(count ? count : 1, sizeof *sub->samples, "a branch's samples");
+  sub->lists = stk__calloc(p->num_edges ? p->num_edges : 1, sizeof *sub->lists, "a branch's lists");
+  int *which = stk__calloc(count ? count : 1, sizeof(int), "a branch's samples");
+  if (!sub->samples || !sub->lists || !which) {
+    free(which);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  for (size_t j = 0; j < count; j++) sub->samples[j] = b->samples[picked[j]];
+  stk_status st = STK_OK;
+  for (int i = 0; i < node->spec->num_inputs && st == STK_OK; i++) {
+    int e = node->in_edges[i];
+    if (sub->lists[e]) continue; /* the same edge twice */
+    st = stk__tensor_list_view(&b->lists[e], 1, which, picked, count, node->name, &sub->lists[e]);
+  }
+  free(which);
+  return st;
+}
+
+static void free_sub_batch(stk__gpu_batch *sub) {
+  for (size_t e = 0; sub->lists && e < sub->p->num_edges; e++) stk_tensor_list_release(sub->lists[e]);
+  free(sub->lists);
+  free(sub->samples);
+}
+
+/* Output k of the sub-batch spread over the whole batch (holes where it did not run). */
+static stk_status spread_output(stk__gpu_batch *b, stk__gpu_batch *sub, int e, const size_t *picked,
+                                size_t count) {
+  int *which = stk__calloc(b->n ? b->n : 1, sizeof(int), "branch positions");
+  size_t *index = stk__calloc(b->n ? b->n : 1, sizeof(size_t), "branch positions");
+  stk_status st = which && index ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; st == STK_OK && i < b->n; i++) which[i] = -1;
+  for (size_t j = 0; st == STK_OK && j < count; j++) which[picked[j]] = 0, index[picked[j]] = j;
+  stk_tensor_list *full = NULL;
+  if (st == STK_OK) st = stk__tensor_list_view(&sub->lists[e], 1, which, index, b->n, b->node->name, &full);
+  if (st == STK_OK) {
+    stk_tensor_list_release(b->lists[e]);
+    b->lists[e] = full;
+  }
+  free(which);
+  free(index);
+  return st;
+}
+
+/* The output of a branch no sample of this batch takes: holes only. */
+static stk_status empty_branch_output(stk__gpu_batch *b, int e) {
+  stk_tensor_list *tl;
+  STK_TRY(stk__tensor_list_create(&tl, b->n, 0, NULL));
+  tl->absent = stk__calloc(b->n ? b->n : 1, sizeof *tl->absent, "holes");
+  if (!tl->absent) {
+    stk_tensor_list_release(tl);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; i < b->n; i++) tl->absent[i] = true;
+  tl->storage = STK_STORAGE_DEVICE;
+  tl->device_id = b->p->gpu->device;
+  tl->gpu = b->p->gpu;
+  stk__gpu_retain(tl->gpu);
+  stk_tensor_list_release(b->lists[e]);
+  b->lists[e] = tl;
+  return STK_OK;
+}
+
+/* A guarded operator on the samples whose predicates hold. */
+static stk_status run_guarded(stk__gpu_batch *b, stk__node *node) {
+  size_t *picked = stk__calloc(b->n ? b->n : 1, sizeof(size_t), "a branch's samples");
+  if (!picked) return STK_ERR_OUT_OF_MEMORY;
+  size_t count = 0;
+  for (size_t i = 0; i < b->n; i++)
+    if (stk__guards_hold(node, &b->samples[i])) picked[count++] = i;
+  stk__gpu_batch sub;
+  stk_status st = make_sub_batch(b, node, picked, count, &sub);
+  if (st == STK_OK && count > 0) st = node->spec->def->run_gpu(node, &sub);
+  for (int k = 0; k < node->num_outputs && st == STK_OK; k++) {
+    int e = node->out_edges[k];
+    if (count == 0) { /* no sample takes this branch */
+      st = empty_branch_output(b, e);
+      continue;
+    }
+    if (!sub.lists[e]) st = STK_FAIL(STK_ERR_INTERNAL, "operator '%s' produced no output %d", node->name, k);
+    else st = spread_output(b, &sub, e, picked, count);
+  }
+  free_sub_batch(&sub);
+  free(picked);
+  return st;
 }
 
 stk_status stk__gpu_run_stage(stk__gpu_batch *b) {
@@ -283,7 +430,7 @@ stk_status stk__gpu_run_stage(stk__gpu_batch *b) {
     if (node->spec->device == STK_DEVICE_CPU) continue;
     b->node = node;
     int64_t t0 = stk__now_ns();
-    stk_status st = node->spec->def->run_gpu(node, b);
+    stk_status st = node->spec->num_guards ? run_guarded(b, node) : node->spec->def->run_gpu(node, b);
     atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
     if (st != STK_OK) return stk__wrap(st, "stk_pipeline_run: operator '%s' (%s)", node->name, stk__device_name(node->spec->device));
     for (int k = 0; k < node->num_outputs; k++)

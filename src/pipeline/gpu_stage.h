@@ -59,6 +59,8 @@ stk__node *stk__gpu_producer(const stk__gpu_batch *b, int input_index);
  * argument or condition), or NULL. Fusion uses it. */
 stk__node *stk__gpu_sole_consumer(const stk__gpu_batch *b, const stk__node *node, int output);
 const stk__op_def *stk__node_def(const stk__node *node);
+/* Number of conditions guarding `node` (conditional execution; 0: runs on every sample). */
+int stk__node_num_guards(const stk__node *node);
 unsigned stk__node_device(const stk__node *node);
 /* Output `index` of the running operator (takes the reference). */
 stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl);
@@ -72,6 +74,10 @@ struct stk__gpu_batch {
   stk__node *node;
 };
 stk_status stk__gpu_run_stage(stk__gpu_batch *b);
+/* A pipeline output leaving the GPU stage: an error if some sample has no value (a
+ * variable assigned in some branches only); a merge of branches (a view) with equal
+ * shapes is gathered into one dense block, so it leaves as one batch tensor. */
+stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tl, const char *name);
 /* Marks device outputs ready: records an event after the last kernel. */
 stk_status stk__gpu_mark_ready(stk__gpu *gpu, stk_tensor_list *tl);
 

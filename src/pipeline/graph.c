@@ -109,9 +109,6 @@ static stk_status resolve_node(stk_pipeline *p, stk__node *node) {
     if (!spec->def->run_gpu)
       return STK_FAIL(STK_ERR_UNSUPPORTED, "operator '%s' (%s) has no %s implementation yet; use device=\"cpu\"",
                       node->name, sc->name, stk__device_name(spec->device));
-    if (spec->num_guards)
-      return STK_FAIL(STK_ERR_UNSUPPORTED, "operator '%s': conditional execution runs on the CPU only for now",
-                      node->name);
     p->has_gpu = true;
   }
   return STK_OK;
@@ -217,6 +214,14 @@ static stk_status collect_edges(stk_pipeline *p) {
       if (!on_cpu(p, e))
         return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s': argument '%s' must come from a CPU operator",
                         node->name, node->spec->def->schema->args[a].name);
+      if (gpu) STK_TRY(give_slot(p, e));
+    }
+    for (int g = 0; g < node->spec->num_guards; g++) { /* predicates are read per sample on the host */
+      int e = node->spec->guards[g].edge;
+      if (!on_cpu(p, e))
+        return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                        "operator '%s': condition '%s' is computed on the GPU; conditions must come from CPU "
+                        "operators (as in DALI: compute the predicate on the CPU)", node->name, p->edges[e].name);
       if (gpu) STK_TRY(give_slot(p, e));
     }
   }

@@ -114,6 +114,11 @@ struct stk_tensor_list {
   uintptr_t consumer_stream;
   bool has_consumer;
   void *malloc_block; /* host copies made by stk_tensor_list_to_host */
+  /* views (conditional execution: a branch's subset of a batch, a merge of branches):
+   * the lists whose memory the samples point into, released with this one */
+  stk_tensor_list **parents;
+  size_t num_parents;
+  bool *absent; /* views: the samples with no value (holes); NULL: every sample has one */
 };
 
 /* gpu.c: returns a device list's blocks to the device pool, stream-ordered. */
@@ -123,6 +128,14 @@ stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim,
                                    stk__pool *pool);
 /* Hands ownership of a pool block to the list. */
 stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block);
+/* A view: `n` samples, sample j = sample index[j] of srcs[which[j]] (which[j] < 0: a hole,
+ * no value, shape all zeros). dtype, rank and layout come from the first source that gives
+ * a sample; sources that give samples must agree (else STK_ERR_INVALID_ARGUMENT naming
+ * `what`). The view keeps its sources alive; no sample is copied. */
+stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, const int *which,
+                                 const size_t *index, size_t n, const char *what, stk_tensor_list **out);
+/* True when sample i has a value (holes of views do not). */
+bool stk__tensor_list_has_sample(const stk_tensor_list *tl, size_t i);
 
 struct stk_batch {
   size_t num_outputs;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_stage.h"
 #include "internal.h"
 
 stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim, stk__pool *pool) {
@@ -30,13 +31,92 @@ stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block) {
   return STK_OK;
 }
 
+bool stk__tensor_list_has_sample(const stk_tensor_list *tl, size_t i) {
+  return tl && i < tl->n && !(tl->absent && tl->absent[i]);
+}
+
+/* Checks that the sources giving samples agree; returns the first such source. */
+static stk_status view_template(stk_tensor_list *const *srcs, const int *which, size_t n, const char *what,
+                                const stk_tensor_list **first) {
+  *first = NULL;
+  for (size_t j = 0; j < n; j++) {
+    if (which[j] < 0) continue;
+    const stk_tensor_list *t = srcs[which[j]];
+    if (!*first) {
+      *first = t;
+      continue;
+    }
+    const stk_tensor_list *f = *first;
+    if (t->dtype != f->dtype || t->ndim != f->ndim || strcmp(t->layout, f->layout) != 0 ||
+        (t->gpu != NULL) != (f->gpu != NULL))
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "'%s': the branches disagree: one gives %s/%dD/'%s' on the %s, another %s/%dD/'%s' on the %s "
+                      "(branches must agree in dtype, dimensions, layout and device)",
+                      what, stk_dtype_name(f->dtype), f->ndim, f->layout, f->gpu ? "GPU" : "CPU",
+                      stk_dtype_name(t->dtype), t->ndim, t->layout, t->gpu ? "GPU" : "CPU");
+  }
+  return STK_OK;
+}
+
+stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, const int *which,
+                                 const size_t *index, size_t n, const char *what, stk_tensor_list **out) {
+  const stk_tensor_list *first;
+  STK_TRY(view_template(srcs, which, n, what, &first));
+  if (!first) first = srcs[0];
+  stk_tensor_list *tl;
+  STK_TRY(stk__tensor_list_create(&tl, n, first->ndim, NULL));
+  tl->parents = stk__calloc(num_srcs ? num_srcs : 1, sizeof *tl->parents, "view sources");
+  tl->absent = stk__calloc(n ? n : 1, sizeof *tl->absent, "view holes");
+  if (!tl->parents || !tl->absent) {
+    stk_tensor_list_release(tl);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  for (size_t k = 0; k < num_srcs; k++) {
+    stk_tensor_list_retain(srcs[k]);
+    tl->parents[tl->num_parents++] = srcs[k];
+  }
+  tl->dtype = first->dtype;
+  tl->storage = first->storage;
+  tl->device_id = first->device_id;
+  memcpy(tl->layout, first->layout, sizeof tl->layout);
+  if (first->gpu) {
+    tl->gpu = first->gpu;
+    stk__gpu_retain(tl->gpu);
+  }
+  size_t nd = (size_t)first->ndim;
+  bool identity = num_srcs == 1 && n == srcs[0]->n;
+  for (size_t j = 0; j < n; j++) {
+    if (which[j] < 0) {
+      identity = false;
+      tl->absent[j] = true;
+      continue;
+    }
+    const stk_tensor_list *src = srcs[which[j]];
+    if (index[j] >= src->n || !stk__tensor_list_has_sample(src, index[j])) {
+      stk_tensor_list_release(tl);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s': sample %zu has no value in the branch it takes", what, j);
+    }
+    identity = identity && index[j] == j;
+    tl->data[j] = src->data[index[j]];
+    memcpy(tl->shapes + j * nd, src->shapes + index[j] * nd, sizeof(int64_t) * nd);
+  }
+  if (identity) tl->dense = srcs[0]->dense;
+  *out = tl;
+  return STK_OK;
+}
+
 void stk_tensor_list_retain(stk_tensor_list *tl) {
   if (tl) atomic_fetch_add_explicit(&tl->refs, 1, memory_order_relaxed);
 }
 
 void stk_tensor_list_release(stk_tensor_list *tl) {
   if (!tl || atomic_fetch_sub_explicit(&tl->refs, 1, memory_order_acq_rel) != 1) return;
+  /* a view's stream ordering (the consumer's stream) is enqueued before its sources
+   * return their blocks */
   if (tl->gpu) stk__tensor_list_free_device(tl);
+  for (size_t k = 0; k < tl->num_parents; k++) stk_tensor_list_release(tl->parents[k]);
+  free(tl->parents);
+  free(tl->absent);
   for (size_t b = 0; b < tl->num_blocks; b++) stk__pool_free(tl->pool, tl->blocks[b]);
   free(tl->malloc_block);
   free(tl->blocks);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "pipeline/internal.h"
 
 #define N 16
 
@@ -221,6 +222,68 @@ static void test_conditional_errors(void **state) {
   stk_pipeline_destroy(p);
 }
 
+/* A host list of n samples of shape [k] whose values are base + sample index. */
+static stk_tensor_list *small_list(size_t n, int base, stk_dtype dtype) {
+  stk_tensor_list *tl;
+  assert_int_equal(stk__tensor_list_create(&tl, n, 1, NULL), STK_OK);
+  tl->dtype = dtype;
+  snprintf(tl->layout, sizeof tl->layout, "X");
+  tl->malloc_block = calloc(n, 4);
+  for (size_t i = 0; i < n; i++) {
+    tl->shapes[i] = 1;
+    tl->data[i] = (char *)tl->malloc_block + 4 * i;
+    ((uint8_t *)tl->data[i])[0] = (uint8_t)(base + (int)i);
+  }
+  return tl;
+}
+
+/* The views the GPU stage uses for branches and merges (tensor_list.c): samples alias their
+ * sources, holes have no value, the sources stay alive, disagreeing branches are named. */
+static void test_branch_views(void **state) {
+  (void)state;
+  stk_tensor_list *a = small_list(4, 10, STK_DTYPE_UINT8), *b = small_list(4, 20, STK_DTYPE_UINT8);
+  /* a branch: samples 1 and 3 of a */
+  stk_tensor_list *sub;
+  int which_sub[2] = {0, 0};
+  size_t idx_sub[2] = {1, 3};
+  assert_int_equal(stk__tensor_list_view(&a, 1, which_sub, idx_sub, 2, "branch", &sub), STK_OK);
+  assert_ptr_equal(sub->data[0], a->data[1]);
+  assert_ptr_equal(sub->data[1], a->data[3]);
+  assert_null(sub->dense);
+  /* spread back with holes at 0 and 2 */
+  stk_tensor_list *spread;
+  int which_sp[4] = {-1, 0, -1, 0};
+  size_t idx_sp[4] = {0, 0, 0, 1};
+  assert_int_equal(stk__tensor_list_view(&sub, 1, which_sp, idx_sp, 4, "branch", &spread), STK_OK);
+  assert_false(stk__tensor_list_has_sample(spread, 0));
+  assert_true(stk__tensor_list_has_sample(spread, 1));
+  assert_int_equal(((uint8_t *)spread->data[3])[0], 13);
+  /* merge: sample i from spread where it has one, else from b */
+  stk_tensor_list *srcs[2] = {b, spread}, *merged;
+  int which_m[4] = {0, 1, 0, 1};
+  size_t idx_m[4] = {0, 1, 2, 3};
+  assert_int_equal(stk__tensor_list_view(srcs, 2, which_m, idx_m, 4, "merge", &merged), STK_OK);
+  int want[4] = {20, 11, 22, 13};
+  for (int i = 0; i < 4; i++) assert_int_equal(((uint8_t *)merged->data[i])[0], want[i]);
+  /* taking a hole is an error naming the merge */
+  int which_bad[4] = {1, 1, 0, 0};
+  stk_tensor_list *bad = NULL;
+  assert_int_equal(stk__tensor_list_view(srcs, 2, which_bad, idx_m, 4, "merge", &bad), STK_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(stk_last_error(), "'merge': sample 0 has no value"));
+  /* the sources live as long as the views: release them first */
+  stk_tensor_list_release(a);
+  stk_tensor_list_release(sub);
+  stk_tensor_list_release(spread);
+  assert_int_equal(((uint8_t *)merged->data[3])[0], 13);
+  /* branches of different dtypes are refused, naming the merge */
+  stk_tensor_list *f = small_list(4, 0, STK_DTYPE_INT8), *mixed[2] = {b, f}, *m2 = NULL;
+  assert_int_equal(stk__tensor_list_view(mixed, 2, which_m, idx_m, 4, "picture", &m2), STK_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(stk_last_error(), "'picture': the branches disagree"));
+  stk_tensor_list_release(f);
+  stk_tensor_list_release(b);
+  stk_tensor_list_release(merged);
+}
+
 static void test_text_form_conditions(void **state) {
   const char *text = "batch_size = 8\n"
                      "k = random.choice(a=[3])\n"
@@ -264,6 +327,7 @@ int main(void) {
       cmocka_unit_test(test_three_way_switch_and_nesting),
       cmocka_unit_test(test_conditional_errors),
       cmocka_unit_test(test_text_form_conditions),
+      cmocka_unit_test(test_branch_views),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

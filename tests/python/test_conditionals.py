@@ -526,6 +526,22 @@ def test_branches_with_different_dtypes_name_the_variable(photos):
         p.run()
 
 
+def test_branches_on_different_devices_are_refused(photos):
+    """One branch's value on the GPU, the other's on the CPU: refused where the pipeline is
+    defined, naming the variable and each branch's device (no GPU needed to see it)."""
+    @pipeline_def(batch_size=BATCH, num_threads=2, seed=11, device_id=0, enable_conditionals=True)
+    def pipe():
+        img, _ = images(photos)
+        if fn.random.coin_flip():
+            picture = img.gpu()
+        else:
+            picture = img
+        return picture
+
+    with pytest.raises(TypeError, match=r"'picture'.*disagree in device \(branch 0: CPU, branch 1: GPU\)"):
+        pipe()
+
+
 def test_return_value_of_helper_only_in_one_branch():
     def half(x, c):
         if c:
@@ -595,7 +611,9 @@ def test_data_source_in_a_branch_is_refused(photos):
         pipe()
 
 
-def test_gpu_operator_in_a_branch_is_refused():
+def test_gpu_operator_in_a_branch_is_accepted_but_a_gpu_condition_is_not():
+    """GPU operators may sit in branches (they run on the branch's sub-batch: see
+    test_gpu_conditionals.py on the GPU machine); the condition must come from the CPU."""
     gpu_ops = [name for name, s in _schema.registry().items()
                if "gpu" in s.devices and "cpu" in s.devices and name in ("flip", "cast")]
     if not gpu_ops:
@@ -603,9 +621,12 @@ def test_gpu_operator_in_a_branch_is_refused():
     with stoker.Pipeline(batch_size=2):
         c = fn.random.coin_flip()
         x = fn.random.uniform(shape=[4, 4, 3])
-        with pytest.raises(UnsupportedError, match="CPU-only"):
-            with conditional.when(c):
-                fn.cast(x, dtype="uint8", device="gpu")
+        with conditional.when(c):
+            y = fn.cast(x, dtype="uint8", device="gpu")
+        assert y.device == "gpu"
+        with pytest.raises(UnsupportedError, match="is on the GPU; conditions are read per sample"):
+            with conditional.when(c.gpu()):
+                pass
 
 
 # ---- the explicit API ----------------------------------------------------------------------
