@@ -282,11 +282,67 @@ static size_t sample_bytes(const stk__tensor *t) {
   return b;
 }
 
+/* A collected edge that only some samples have (made inside a conditional branch and
+ * read by a GPU operator or condition): a ragged list with holes where samples have no
+ * value. Not a pipeline output (those must have every sample). */
+static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **out) {
+  stk_pipeline *p = ex->p;
+  int e = p->collected[o];
+  const stk__tensor *first = NULL;
+  for (size_t i = 0; i < ex->n; i++) {
+    const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
+    if (!t->data) continue;
+    if (!first) first = t;
+    else if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
+      return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
+                       "'%s': sample %zu is %s/%dD/'%s' but another is %s/%dD/'%s'", p->edges[e].name, i,
+                       stk_dtype_name(t->dtype), t->ndim, t->layout, stk_dtype_name(first->dtype), first->ndim,
+                       first->layout);
+  }
+  stk_tensor_list *tl;
+  STK_TRY(stk__tensor_list_create(&tl, ex->n, first ? first->ndim : 0, p->pool));
+  tl->absent = stk__calloc(ex->n ? ex->n : 1, sizeof *tl->absent, "holes");
+  if (!tl->absent) {
+    stk_tensor_list_release(tl);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  if (first) {
+    tl->dtype = first->dtype;
+    memcpy(tl->layout, first->layout, sizeof tl->layout);
+  }
+  for (size_t i = 0; i < ex->n; i++) {
+    const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
+    void **own = &ex->out_blocks[i * ex->num_slots + o];
+    tl->absent[i] = t->data == NULL;
+    if (!t->data) continue;
+    memcpy(&tl->shapes[i * (size_t)tl->ndim], t->shape, sizeof(int64_t) * (size_t)tl->ndim);
+    tl->data[i] = t->data;
+    if (*own) {
+      stk__tensor_list_own(tl, *own);
+      *own = NULL;
+    }
+  }
+  if (ex->dense_blocks[o]) {
+    stk__tensor_list_own(tl, ex->dense_blocks[o]);
+    ex->dense_blocks[o] = NULL;
+  }
+  ex->pred[o].valid = false;
+  *out = tl;
+  return STK_OK;
+}
+
+static bool some_sample_lacks(stk__exec *ex, int e) {
+  for (size_t i = 0; i < ex->n; i++)
+    if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data) return true;
+  return false;
+}
+
 /* Makes output `o` into a tensor list: dense when shapes agree (copying into one block
  * only when the prediction missed), ragged otherwise. Takes over the memory. */
 static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out) {
   stk_pipeline *p = ex->p;
   int e = p->collected[o];
+  if (p->edges[e].output_index < 0 && some_sample_lacks(ex, e)) return assemble_partial(ex, o, out);
   const stk__tensor *first = &ex->edge_tensors[(size_t)e];
   STK_TRY(check_consistent(ex, o, first));
   stk_tensor_list *tl;
