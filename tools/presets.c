@@ -47,6 +47,17 @@ static const struct {
      "out = crop_mirror_normalize(crops, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
      "return out, labels\n"},
+    {"basic-roi@gpu",
+     "# The engines decode only the random crop window (nvjpegDecodeBatchedEx region decoding\n"
+     "# into padded temporaries: src/cuda/decode.cu); resize + mirror + normalise to float16\n"
+     "# CHW as one fused resampling.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
+     "images = resize(crops, size=[224, 224], device=\"gpu\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(images, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
+     "return out, labels\n"},
     {"basic-full@gpu",
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"

@@ -493,6 +493,42 @@ static int ensure_tables(stk_decoder *d, int n, char *err, size_t errlen) {
   return 0;
 }
 
+/* Padding of the temporaries the engines decode regions into: more than a block row
+ * (16 lines at 4:2:0) and a block column past the region. */
+#define ROI_PAD_ROWS 32
+#define ROI_PAD_COLS 32
+
+/* STK_NVJPEG_ROI_PROBE=1 (diagnostics): the padded temporaries are filled with a marker
+ * before the engines decode and scanned after, and the farthest row / column the engines
+ * wrote past each region goes to stderr, to check ROI_PAD_* against the hardware. */
+static bool roi_probe_enabled(void) {
+  static int on = -1;
+  if (on < 0) on = getenv("STK_NVJPEG_ROI_PROBE") && atoi(getenv("STK_NVJPEG_ROI_PROBE")) == 1;
+  return on == 1;
+}
+
+static void roi_probe_report(const stk_gpu_decode_in *in, const void *tmp, size_t pitch, int channels,
+                             cudaStream_t stream) {
+  size_t rows = (size_t)in->roi_h + ROI_PAD_ROWS, bytes = pitch * rows;
+  uint8_t *h = (uint8_t *)malloc(bytes);
+  if (!h || cudaMemcpyAsync(h, tmp, bytes, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
+      cudaStreamSynchronize(stream) != cudaSuccess) {
+    free(h);
+    return;
+  }
+  int extra_rows = 0, extra_cols = 0;
+  for (size_t y = 0; y < rows; y++)
+    for (size_t x = 0; x < pitch; x++) {
+      if (h[y * pitch + x] == 0xAB) continue;
+      int col = (int)(x / (size_t)channels);
+      if ((int)y >= in->roi_h && (int)y - in->roi_h + 1 > extra_rows) extra_rows = (int)y - in->roi_h + 1;
+      if (col >= in->roi_w && col - in->roi_w + 1 > extra_cols) extra_cols = col - in->roi_w + 1;
+    }
+  fprintf(stderr, "roi probe: region %dx%d at (%d,%d): engines wrote %d rows and %d columns past it (padding %d/%d)\n",
+          in->roi_w, in->roi_h, in->roi_x, in->roi_y, extra_rows, extra_cols, ROI_PAD_ROWS, ROI_PAD_COLS);
+  free(h);
+}
+
 /* Parameters for the hardware batch's ROI samples (one per sample, kept). */
 static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
   if (n <= d->hw_params_cap) return 0;
@@ -517,15 +553,16 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
   if (k == 0) return 0;
   bool any_roi = false;
   for (int i = 0; i < n; i++) any_roi |= d->info[i].route == 1 && d->info[i].roi;
-  /* Region decoding on the engines (nvjpegDecodeBatchedEx) is switched off: under
-   * compute-sanitizer, pipelines using it showed out-of-bounds accesses in the next
-   * kernels (their parameter blocks overwritten: the engines' writes around a region are
-   * invisible to the sanitizer), while the same pipelines decoding whole images on the
-   * engines, or regions on the hybrid path, were clean (bench/RESULTS.md, 2026-11-22).
-   * Regions are decoded whole into a temporary and copied; STK_NVJPEG_BATCHED_ROI=1
-   * turns the engines' region decoding back on for investigation. */
+  /* Region decoding on the engines (nvjpegDecodeBatchedEx). Writing regions straight
+   * into the caller's region-sized buffers corrupted the memory after them (under
+   * compute-sanitizer the next kernels read overwritten parameter blocks; bench/RESULTS.md,
+   * 2026-11-22): the engines write whole blocks around a region, past its last row and
+   * column. So each region is decoded into a temporary padded by ROI_PAD_ROWS rows and
+   * ROI_PAD_COLS columns and copied out, which keeps the engines' saving (they decode
+   * only the region's blocks). STK_NVJPEG_BATCHED_ROI=0 decodes whole images into a
+   * temporary instead. */
   static int allow_ex = -1;
-  if (allow_ex < 0) allow_ex = getenv("STK_NVJPEG_BATCHED_ROI") && atoi(getenv("STK_NVJPEG_BATCHED_ROI")) == 1;
+  if (allow_ex < 0) allow_ex = !(getenv("STK_NVJPEG_BATCHED_ROI") && atoi(getenv("STK_NVJPEG_BATCHED_ROI")) == 0);
   bool use_ex = allow_ex && any_roi && d->f.nvjpegDecodeBatchedEx && d->f.nvjpegDecodeBatchedSupportedEx;
   const unsigned char **data = (const unsigned char **)malloc((size_t)k * sizeof(void *));
   size_t *len = (size_t *)malloc((size_t)k * sizeof(size_t));
@@ -548,10 +585,19 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
     img[j].pitch[0] = in->dst_pitch;
     d->out[i].roi_mode = d->info[i].roi ? STK_GPU_ROI_NVJPEG : STK_GPU_ROI_NONE;
     if (use_ex) {
-      if (d->info[i].roi)
+      if (d->info[i].roi) { /* the region into a padded temporary; copied below */
+        size_t pitch = ((size_t)(in->roi_w + ROI_PAD_COLS) * d->channels + 255) & ~(size_t)255;
+        rc = stk_gpu_device_alloc(d->ctx, pitch * (size_t)(in->roi_h + ROI_PAD_ROWS), (uintptr_t)d->hw_stream,
+                                  &tmp[j], err, errlen);
+        if (rc) goto done;
+        img[j].channel[0] = (unsigned char *)tmp[j];
+        img[j].pitch[0] = pitch;
+        if (roi_probe_enabled())
+          cudaMemsetAsync(tmp[j], 0xAB, pitch * (size_t)(in->roi_h + ROI_PAD_ROWS), d->hw_stream);
         d->f.nvjpegDecodeParamsSetROI(d->hw_params[j], in->roi_x, in->roi_y, in->roi_w, in->roi_h);
-      else
+      } else {
         d->f.nvjpegDecodeParamsSetROI(d->hw_params[j], 0, 0, -1, -1);
+      }
     } else if (d->info[i].roi) { /* whole image into a temporary; region copied below */
       size_t pitch = (size_t)d->out[i].width * d->channels;
       rc = stk_gpu_device_alloc(d->ctx, pitch * d->out[i].height, (uintptr_t)d->hw_stream,
@@ -581,11 +627,11 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
   for (int j = 0; j < k; j++) {
     int i = idx[j];
     const stk_gpu_decode_in *in = &d->in[i];
-    if (tmp[j]) {
+    if (tmp[j]) { /* the engines' region sits at the temporary's origin; a whole image at its place */
       size_t pitch = img[j].pitch[0];
-      cudaError_t e = cudaMemcpy2DAsync(in->dst, in->dst_pitch,
-                                        (const uint8_t *)tmp[j] + (size_t)in->roi_y * pitch +
-                                            (size_t)in->roi_x * d->channels,
+      size_t origin = use_ex ? 0 : (size_t)in->roi_y * pitch + (size_t)in->roi_x * d->channels;
+      if (use_ex && roi_probe_enabled() && j < 8) roi_probe_report(in, tmp[j], pitch, d->channels, d->hw_stream);
+      cudaError_t e = cudaMemcpy2DAsync(in->dst, in->dst_pitch, (const uint8_t *)tmp[j] + origin,
                                         pitch, (size_t)in->roi_w * d->channels,
                                         (size_t)in->roi_h, cudaMemcpyDeviceToDevice,
                                         d->hw_stream);
