@@ -48,9 +48,9 @@ static const struct {
      ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
      "return out, labels\n"},
     {"basic-roi@gpu",
-     "# The engines decode only the random crop window (nvjpegDecodeBatchedEx region decoding\n"
-     "# into padded temporaries: src/cuda/decode.cu); resize + mirror + normalise to float16\n"
-     "# CHW as one fused resampling.\n"
+     "# Decode only the random crop window (whole-image decode + copy of the window by default;\n"
+     "# STK_NVJPEG_BATCHED_ROI=1: the engines' region decoding, see src/cuda/decode.cu);\n"
+     "# resize + mirror + normalise to float16 CHW as one fused resampling.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
      "images = resize(crops, size=[224, 224], device=\"gpu\")\n"

@@ -553,16 +553,18 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
   if (k == 0) return 0;
   bool any_roi = false;
   for (int i = 0; i < n; i++) any_roi |= d->info[i].route == 1 && d->info[i].roi;
-  /* Region decoding on the engines (nvjpegDecodeBatchedEx). Writing regions straight
-   * into the caller's region-sized buffers corrupted the memory after them (under
-   * compute-sanitizer the next kernels read overwritten parameter blocks; bench/RESULTS.md,
-   * 2026-11-22): the engines write whole blocks around a region, past its last row and
-   * column. So each region is decoded into a temporary padded by ROI_PAD_ROWS rows and
-   * ROI_PAD_COLS columns and copied out, which keeps the engines' saving (they decode
-   * only the region's blocks). STK_NVJPEG_BATCHED_ROI=0 decodes whole images into a
-   * temporary instead. */
+  /* Region decoding on the engines (nvjpegDecodeBatchedEx) is off by default.
+   * 2026-11-22: writing regions straight into the caller's region-sized buffers was
+   * followed, under compute-sanitizer, by kernels reading corrupted parameter blocks.
+   * 2026-11-23: with each region decoded into a temporary padded by ROI_PAD_ROWS rows and
+   * ROI_PAD_COLS columns and copied out, memcheck was clean, and a probe
+   * (STK_NVJPEG_ROI_PROBE=1) saw the engines write nothing past any region, so the cause
+   * of the first corruption is not established. Either way it was slower on the H100
+   * than whole-image decoding + the fused crop (19.1k vs 23.5k images/s in gpu_bench,
+   * bench/RESULTS.md). Off, regions are decoded whole into a temporary and copied;
+   * STK_NVJPEG_BATCHED_ROI=1 turns the engines' region decoding (padded) on. */
   static int allow_ex = -1;
-  if (allow_ex < 0) allow_ex = !(getenv("STK_NVJPEG_BATCHED_ROI") && atoi(getenv("STK_NVJPEG_BATCHED_ROI")) == 0);
+  if (allow_ex < 0) allow_ex = getenv("STK_NVJPEG_BATCHED_ROI") && atoi(getenv("STK_NVJPEG_BATCHED_ROI")) == 1;
   bool use_ex = allow_ex && any_roi && d->f.nvjpegDecodeBatchedEx && d->f.nvjpegDecodeBatchedSupportedEx;
   const unsigned char **data = (const unsigned char **)malloc((size_t)k * sizeof(void *));
   size_t *len = (size_t *)malloc((size_t)k * sizeof(size_t));

@@ -408,6 +408,12 @@ static stk_status run_guarded(stk__gpu_batch *b, stk__node *node) {
     if (stk__guards_hold(node, &b->samples[i])) picked[count++] = i;
   stk__gpu_batch sub;
   stk_status st = make_sub_batch(b, node, picked, count, &sub);
+  for (int i = 0; i < node->spec->num_inputs && st == STK_OK && node->spec->def != &stk__op_select; i++)
+    for (size_t j = 0; j < count && st == STK_OK; j++)
+      if (!stk__tensor_list_has_sample(sub.lists[node->in_edges[i]], j))
+        st = STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "'%s': input '%s' has no value for sample %lld (it is assigned only in some branches)",
+                      node->name, b->p->edges[node->in_edges[i]].name, (long long)sub.samples[j].ordinal);
   if (st == STK_OK && count > 0) st = node->spec->def->run_gpu(node, &sub);
   for (int k = 0; k < node->num_outputs && st == STK_OK; k++) {
     int e = node->out_edges[k];

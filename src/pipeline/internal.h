@@ -131,7 +131,8 @@ stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block);
 /* A view: `n` samples, sample j = sample index[j] of srcs[which[j]] (which[j] < 0: a hole,
  * no value, shape all zeros). dtype, rank and layout come from the first source that gives
  * a sample; sources that give samples must agree (else STK_ERR_INVALID_ARGUMENT naming
- * `what`). The view keeps its sources alive; no sample is copied. */
+ * `what`). A hole of a source stays a hole. The view keeps its sources alive; no sample
+ * is copied. */
 stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, const int *which,
                                  const size_t *index, size_t n, const char *what, stk_tensor_list **out);
 /* True when sample i has a value (holes of views do not). */

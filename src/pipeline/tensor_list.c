@@ -92,9 +92,14 @@ stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, 
       continue;
     }
     const stk_tensor_list *src = srcs[which[j]];
-    if (index[j] >= src->n || !stk__tensor_list_has_sample(src, index[j])) {
+    if (index[j] >= src->n) {
       stk_tensor_list_release(tl);
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s': sample %zu has no value in the branch it takes", what, j);
+      return STK_FAIL(STK_ERR_INTERNAL, "'%s': sample %zu of a list of %zu", what, index[j], src->n);
+    }
+    if (!stk__tensor_list_has_sample(src, index[j])) { /* a hole stays a hole */
+      identity = false;
+      tl->absent[j] = true;
+      continue;
     }
     identity = identity && index[j] == j;
     tl->data[j] = src->data[index[j]];
