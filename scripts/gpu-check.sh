@@ -143,6 +143,8 @@ fi
 if [ $BUILD_OK = 1 ] && want sanitizer; then
   step memcheck 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
     "$BUILD/gpu_tests" --small --no-bad-inputs --dataset "$DATA"
+  step memcheck_pipe 240 compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no \
+    "$BUILD/test_gpu_pipeline"
 fi
 
 # ---- per-operator GPU tests (Python, CPU vs GPU parity) and benchmarks (bench_*) ----
