@@ -148,9 +148,7 @@ static void affine_row(const double *in, double *out, size_t w, const stk__affin
   for (size_t x = 0; x < w; x++) {
     const double *p = in + x * ci;
     for (size_t o = 0; o < co; o++) {
-      double acc = a->off[o];
-      for (size_t j = 0; j < ci; j++) acc += a->m[o * ci + j] * p[j];
-      out[x * co + o] = acc;
+      out[x * co + o] = stk_color_affine1(a->m + o * ci, a->off[o], p, (int)ci);
     }
   }
 }
@@ -385,7 +383,7 @@ typedef struct {
 
 static double linear_fn(double x, int64_t c, const void *ctx) {
   const linear_ctx *k = ctx;
-  return k->add + k->mul * x;
+  return stk_color_linear(x, k->mul, k->add);
 }
 
 /* out = shift * range_out + b * (cc + c * (in - cc)), with b rescaled by range_out /
@@ -397,7 +395,7 @@ static stk_status brightness_contrast_apply(stk__node *node, stk__sample *s, int
   STK_TRY(open_images(node, s, dtype_arg, 0, &src, &dst));
   if (!has_cc) cc = stk__dtype_half_range(src.dtype);
   double nb = b * stk__dtype_full_range(dst.dtype) / stk__dtype_full_range(src.dtype);
-  linear_ctx k = {nb * c, shift * stk__dtype_full_range(dst.dtype) + nb * cc * (1.0 - c)};
+  linear_ctx k = {nb * c, stk_color_bc_add(shift * stk__dtype_full_range(dst.dtype), nb, cc, c)};
   stk_status st;
   size_t bytes = stk__point_map_scratch(&src, &dst);
   void *scratch = sample_scratch(node, s, bytes, &st);

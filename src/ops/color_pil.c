@@ -21,13 +21,8 @@
 /* Kernels                                                                            */
 /* ---------------------------------------------------------------------------------- */
 
-/* One element of Image.blend(a, b, alpha): interpolation truncates, extrapolation clamps
- * and truncates. */
-static inline uint8_t blend1(uint8_t a, uint8_t b, float alpha) {
-  float t = (float)a + alpha * (float)((int)b - (int)a);
-  if (alpha >= 0.0f && alpha <= 1.0f) return (uint8_t)t;
-  return t <= 0.0f ? 0 : t >= 255.0f ? 255 : (uint8_t)t;
-}
+/* One element of Image.blend (color_math.h). */
+#define blend1 stk_color_blend1
 
 void stk__pil_blend(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, float alpha) {
   for (size_t i = 0; i < n; i++) out[i] = blend1(a[i], b[i], alpha);
@@ -78,31 +73,15 @@ void stk__pil_color(const stk__image *src, const stk__image *dst, float factor) 
   }
 }
 
-/* ImageFilter.SMOOTH at an interior element: kernel [[1 1 1] [1 5 1] [1 1 1]] / 13 in
- * float32, rows summed in Pillow's order (below, centre, above), rounded by the 0.5
- * start and truncation. `p` points at the element; `row` and `px` are the strides. */
-static inline uint8_t smooth_at(const uint8_t *p, ptrdiff_t row, ptrdiff_t px, float k1,
-                                float k5) {
-  const uint8_t *b = p + row, *a = p - row;
-  float ss = 0.5f;
-  ss += (float)b[-px] * k1 + (float)b[0] * k1 + (float)b[px] * k1;
-  ss += (float)p[-px] * k1 + (float)p[0] * k5 + (float)p[px] * k1;
-  ss += (float)a[-px] * k1 + (float)a[0] * k1 + (float)a[px] * k1;
-  ss = ss < 0.0f ? 0.0f : ss > 255.0f ? 255.0f : ss;
-  return (uint8_t)ss;
-}
-
 void stk__pil_sharpness(const stk__image *src, const stk__image *dst, float factor) {
   size_t c = (size_t)src->c, w = (size_t)src->w, rowb = w * c;
   memcpy(dst->data, src->data, (size_t)src->h * rowb); /* borders: the image itself */
   if (src->h < 3 || src->w < 3) return;
-  /* Pillow divides the integer kernel by its scale in double and stores floats. */
-  const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
   for (int64_t y = 1; y + 1 < src->h; y++) {
     const uint8_t *s = (const uint8_t *)src->data + (size_t)y * rowb;
     uint8_t *d = (uint8_t *)dst->data + (size_t)y * rowb;
     for (size_t i = c; i < rowb - c; i++)
-      d[i] = blend1(smooth_at(s + i, (ptrdiff_t)rowb, (ptrdiff_t)c, k1, k5), s[i], factor);
+      d[i] = blend1(stk_color_smooth_at(s + i, (long)rowb, (long)c), s[i], factor);
   }
 }
 
@@ -118,79 +97,17 @@ void stk__histograms_u8(const stk__image *src, uint64_t *hist) {
     for (size_t k = 0; k < c; k++) hist[k * 256 + p[k]]++;
 }
 
-static void identity_lut(uint8_t *lut) {
-  for (int v = 0; v < 256; v++) lut[v] = (uint8_t)v;
-}
-
 void stk__pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
-  uint64_t total = 0, last = 0;
-  int nonzero = 0;
-  for (int v = 0; v < 256; v++)
-    if (hist[v]) total += hist[v], last = hist[v], nonzero++;
-  uint64_t step = nonzero > 1 ? (total - last) / 255 : 0;
-  if (step == 0) {
-    identity_lut(lut);
-    return;
-  }
-  uint64_t n = step / 2;
-  for (int v = 0; v < 256; v++) {
-    uint64_t q = n / step;
-    lut[v] = (uint8_t)(q > 255 ? 255 : q); /* Pillow's point() clips to 8 bits */
-    n += hist[v];
-  }
+  stk_color_pil_equalize_lut(hist, lut);
 }
 
-void stk__cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
-  uint64_t total = 0;
-  for (int v = 0; v < 256; v++) total += hist[v];
-  int first = 0;
-  while (first < 256 && hist[first] == 0) first++;
-  if (first == 256 || hist[first] == total) {
-    identity_lut(lut);
-    return;
-  }
-  double scale = 255.0 / (double)(total - hist[first]);
-  uint64_t cdf = 0;
-  for (int v = 0; v < 256; v++) {
-    cdf += hist[v];
-    double x = v < first ? 0.0 : (double)(cdf - hist[first]) * scale;
-    lut[v] = (uint8_t)(x >= 255.0 ? 255 : floor(x + 0.5));
-  }
-}
-
-/* Removes `cut` pixels from one end of a histogram, as ImageOps.autocontrast does. */
-static void cut_histogram(uint64_t *h, uint64_t cut, bool from_top) {
-  for (int i = 0; i < 256 && cut > 0; i++) {
-    int v = from_top ? 255 - i : i;
-    if (cut > h[v]) {
-      cut -= h[v];
-      h[v] = 0;
-    } else {
-      h[v] -= cut;
-      cut = 0;
-    }
-  }
-}
+void stk__cv_equalize_lut(const uint64_t *hist, uint8_t *lut) { stk_color_cv_equalize_lut(hist, lut); }
 
 void stk__pil_autocontrast_lut(const uint64_t *hist, double cutoff_lo, double cutoff_hi,
                                uint8_t *lut) {
-  uint64_t h[256], n = 0;
+  uint64_t h[256];
   memcpy(h, hist, sizeof h);
-  for (int v = 0; v < 256; v++) n += h[v];
-  if (cutoff_lo > 0) cut_histogram(h, (uint64_t)floor((double)n * cutoff_lo / 100.0), false);
-  if (cutoff_hi > 0) cut_histogram(h, (uint64_t)floor((double)n * cutoff_hi / 100.0), true);
-  int lo = 0, hi = 255;
-  while (lo < 255 && h[lo] == 0) lo++;
-  while (hi > 0 && h[hi] == 0) hi--;
-  if (hi <= lo) {
-    identity_lut(lut);
-    return;
-  }
-  double scale = 255.0 / (hi - lo), offset = -lo * scale;
-  for (int v = 0; v < 256; v++) {
-    double x = trunc(v * scale + offset);
-    lut[v] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
-  }
+  stk_color_autocontrast_lut(h, cutoff_lo, cutoff_hi, lut);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -227,7 +144,7 @@ typedef struct {
 /* ---- invert ---- */
 
 static double invert_fn(double x, int64_t c, const void *ctx) {
-  return ((const point_ctx *)ctx)->max - x;
+  return stk_color_invert(x, ((const point_ctx *)ctx)->max);
 }
 
 static stk_status invert_run(stk__node *node, stk__sample *s) {
@@ -263,7 +180,7 @@ static stk_status posterize_run(stk__node *node, stk__sample *s) {
                       "range [0, 8]", (long long)bits);
   stk__image src, dst;
   STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
-  point_ctx k = {.mask = (uint8_t)(0xFF00u >> bits)};
+  point_ctx k = {.mask = stk_color_posterize_mask((int)bits)};
   return run_point(node, s, &src, &dst, posterize_fn, &k);
 }
 
@@ -296,7 +213,7 @@ static const stk_arg_schema solarize_args[] = {
 
 static double solarize_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
-  return x >= k->threshold ? k->max - x : x;
+  return stk_color_solarize(x, k->threshold, k->max);
 }
 
 static stk_status solarize_run(stk__node *node, stk__sample *s) {
@@ -326,9 +243,7 @@ static const stk_arg_schema solarize_add_args[] = {
 
 static double solarize_add_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
-  if (x >= k->threshold) return x;
-  double v = x + k->shift;
-  return v < 0.0 ? 0.0 : v > k->max ? k->max : v;
+  return stk_color_solarize_add(x, k->threshold, k->shift, k->max);
 }
 
 static stk_status solarize_add_run(stk__node *node, stk__sample *s) {
