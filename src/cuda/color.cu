@@ -29,6 +29,7 @@
 
 #define CT 256        /* threads per block */
 #define CHUNK 16      /* elements (or pixels) per thread */
+#define LUT_CHUNK 32  /* elements per thread of the table kernel (groups of 4) */
 #define MAX_C 4       /* channels: stk__gpu_image_dims's bound */
 
 /* ---------------------------------------------------------------------------------- */
@@ -158,8 +159,10 @@ typedef struct {
   int64_t count;
 } lut_dev;
 
-/* Each block: CT * CHUNK elements; thread t handles groups of 4 consecutive elements at
- * (g * CT + t) * 4 for g < CHUNK / 4, with uchar4 loads / stores when aligned. */
+/* Each block: CT * LUT_CHUNK elements; thread t handles groups of 4 consecutive elements
+ * at (g * CT + t) * 4 for g < LUT_CHUNK / 4 (a warp reads 128 contiguous bytes), with
+ * uchar4 loads / stores when aligned. The tables are copied to shared memory once per
+ * block. */
 __global__ void __launch_bounds__(CT)
 lut_kernel(const lut_dev *S, const int *first, int n, const uint8_t *luts, int es) {
   __shared__ __align__(16) uint8_t tab[MAX_C * 256 * 4];
@@ -171,9 +174,9 @@ lut_kernel(const lut_dev *S, const int *first, int n, const uint8_t *luts, int e
   __syncthreads();
   const uint8_t *src = d->s.src;
   void *dst = d->s.dst;
-  int64_t base = (int64_t)(b - first[si]) * CT * CHUNK;
+  int64_t base = (int64_t)(b - first[si]) * CT * LUT_CHUNK;
   bool vec = es == 1 && ((uintptr_t)src % 4 == 0) && ((uintptr_t)dst % 4 == 0);
-  for (int gi = 0; gi < CHUNK / 4; gi++) {
+  for (int gi = 0; gi < LUT_CHUNK / 4; gi++) {
     int64_t e = base + ((int64_t)gi * CT + threadIdx.x) * 4;
     if (e >= d->count) break;
     int ch = (int)(e % c);
@@ -228,7 +231,7 @@ static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *sample
                     s->lut_offset, lut_bytes);
     S[i].s = *s;
     S[i].count = count;
-    st.nb[i] = clr_cdiv(count, CT * CHUNK);
+    st.nb[i] = clr_cdiv(count, CT * LUT_CHUNK);
   }
   if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
   memcpy(st.host + st.extra_off, luts, lut_bytes);
@@ -532,7 +535,7 @@ static stats_layout stats_layout_of(int n) {
 
 /* Fills the descriptors; per-sample block counts of both launches into nb_r / nb_a. */
 static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t lut_stride,
-                          char *host, const stats_layout *L, int64_t *nb_r, int64_t *nb_a,
+                          bool mean_f64, char *host, const stats_layout *L, int64_t *nb_r, int64_t *nb_a,
                           char *err, size_t errlen) {
   stats_dev *S = (stats_dev *)host;
   lut_dev *A = (lut_dev *)(host + L->lut);
@@ -555,7 +558,8 @@ static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t
     A[i].s.c = s->c;
     A[i].s.lut_offset = (size_t)i * lut_stride;
     A[i].count = s->pixels * s->c;
-    nb_a[i] = clr_cdiv(A[i].count, CT * CHUNK);
+    /* the application: lut_kernel's blocks, or stats_apply_f64's (CT * CHUNK elements) */
+    nb_a[i] = clr_cdiv(A[i].count, mean_f64 ? CT * CHUNK : CT * LUT_CHUNK);
   }
   STK_TRY_INT(clr_block_table(nb_r, n, (int *)(host + L->first_r), err, errlen));
   return clr_block_table(nb_a, n, (int *)(host + L->first_a), err, errlen);
@@ -599,7 +603,7 @@ static int clr_stats(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *sa
   char *host = (char *)malloc(L.bytes);
   int64_t *nb = (int64_t *)malloc(2 * (size_t)n * sizeof(int64_t));
   int rc = host && nb ? 0 : GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
-  if (rc == 0) rc = stats_describe(n, samples, lut_stride, host, &L, nb, nb + n, err, errlen);
+  if (rc == 0) rc = stats_describe(n, samples, lut_stride, mean && in_dtype != STK_DTYPE_UINT8, host, &L, nb, nb + n, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL, *scratch = NULL;
   size_t acc_bytes = (size_t)n * sizeof(stats_acc);
