@@ -103,13 +103,24 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
   stk_dtype ot = p0->out_dtype;
   int rc = STK_ERR_OUT_OF_MEMORY;
   if (p0->kind == STK__CG_LUT) {
+    /* the tables packed back to back: what travels to the device is only what is used */
+    size_t es = stk_dtype_size(ot), total = 0;
+    for (size_t i = 0; i < n; i++) total += (size_t)p->ins[i].c * 256 * es;
     stk_gpu_clr_lut_sample *S = calloc(n, sizeof *S);
-    if (!S) return rc;
-    for (size_t i = 0; i < n; i++)
-      S[i] = (stk_gpu_clr_lut_sample){p->src[i], p->dst[i], (int64_t)p->ins[i].h * p->ins[i].w,
-                                      p->ins[i].c, i * LUT_STRIDE};
-    rc = api->lut(g->ctx, (int)n, S, p->luts, n * LUT_STRIDE, ot, stream, err, errlen);
+    uint8_t *packed = malloc(total ? total : 1);
+    if (S && packed) {
+      size_t off = 0;
+      for (size_t i = 0; i < n; i++) {
+        size_t bytes = (size_t)p->ins[i].c * 256 * es;
+        memcpy(packed + off, p->luts + i * LUT_STRIDE, bytes);
+        S[i] = (stk_gpu_clr_lut_sample){p->src[i], p->dst[i], (int64_t)p->ins[i].h * p->ins[i].w,
+                                        p->ins[i].c, off};
+        off += bytes;
+      }
+      rc = api->lut(g->ctx, (int)n, S, packed, total, ot, stream, err, errlen);
+    }
     free(S);
+    free(packed);
   } else if (p0->kind == STK__CG_POINT) {
     stk_gpu_clr_point_sample *S = calloc(n, sizeof *S);
     if (!S) return rc;
