@@ -412,7 +412,7 @@ typedef struct {
 
 /* Builds the sample's tables from its accumulators (the last reduction block). */
 __device__ void stats_build(const stats_dev *d, int mode, int ot, volatile stats_acc *A,
-                            uint8_t *lut) {
+                            uint8_t *lut, uint64_t *h64) {
   const stk_gpu_clr_stats_sample *s = &d->s;
   int c = s->c, t = threadIdx.x;
   if (mode == STK_GPU_CLR_PIL_CONTRAST) { /* int(mean luma + 0.5), then blends */
@@ -429,9 +429,12 @@ __device__ void stats_build(const stats_dev *d, int mode, int ot, volatile stats
     for (int k = 0; k < c; k++) clr_store(lut, ot, k * 256 + t, v, false);
     return;
   }
+  /* histograms: widened into shared memory (no per-thread arrays, whose local memory
+   * the driver would reserve for every resident thread), one channel per thread */
+  for (int k = t; k < c * 256; k += CT) h64[k] = A->hist[k];
+  __syncthreads();
   if (t >= c) return;
-  uint64_t h[256];
-  for (int v = 0; v < 256; v++) h[v] = A->hist[t * 256 + v];
+  uint64_t *h = h64 + t * 256;
   uint8_t *out = lut + t * 256;
   if (mode == STK_GPU_CLR_EQ_PIL) stk_color_pil_equalize_lut(h, out);
   else if (mode == STK_GPU_CLR_EQ_CV) stk_color_cv_equalize_lut(h, out);
@@ -444,6 +447,7 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
   __shared__ unsigned int hist[MAX_C * 256];
   __shared__ unsigned long long isum[4];
   __shared__ double dsum[4];
+  __shared__ uint64_t h64[MAX_C * 256];
   __shared__ bool last;
   int b = blockIdx.x, si = clr_find_sample(first, n, b);
   const stats_dev *d = &S[si];
@@ -457,9 +461,20 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
   int64_t p0 = (int64_t)(b - first[si]) * STATS_PIX, p1 = p0 + STATS_PIX;
   if (p1 > s->pixels) p1 = s->pixels;
   if (histo) {
+    /* lanes holding the same bin add once (photos have long runs of equal values, which
+     * would serialise on one shared-memory address); the loop is warp-uniform so that
+     * every lane takes part in the match, lanes past the end with keys of their own */
     const uint8_t *src = (const uint8_t *)s->src;
-    for (int64_t px = p0 + t; px < p1; px += CT)
-      for (int k = 0; k < c; k++) atomicAdd(&hist[k * 256 + src[px * c + k]], 1u);
+    int lane = t & 31;
+    for (int64_t q = p0; q < p1; q += CT) {
+      int64_t px = q + t;
+      bool ok = px < p1;
+      for (int k = 0; k < c; k++) {
+        int key = ok ? k * 256 + src[px * c + k] : MAX_C * 256 + lane;
+        unsigned same = __match_any_sync(0xffffffffu, key);
+        if (ok && lane == __ffs(same) - 1) atomicAdd(&hist[key], (unsigned)__popc(same));
+      }
+    }
   } else if (mode == STK_GPU_CLR_PIL_CONTRAST) { /* sum of luma (3 channels) or channel 0 */
     const uint8_t *src = (const uint8_t *)s->src;
     unsigned long long acc1 = 0;
@@ -498,7 +513,7 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
   if (!last) return;
   __threadfence();
   if (mode == STK_GPU_CLR_MEAN_CONTRAST && it != STK_DTYPE_UINT8) return; /* applied directly */
-  stats_build(d, mode, ot, (volatile stats_acc *)A, luts + d->lut_offset);
+  stats_build(d, mode, ot, (volatile stats_acc *)A, luts + d->lut_offset, h64);
 }
 
 /* MEAN_CONTRAST on non-uint8 input: elementwise, the centre from the float64 sums. */

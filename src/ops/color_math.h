@@ -14,6 +14,14 @@
 
 #include "../cuda/gpu_common.h"
 
+/* Keeps the 256-step table loops rolled on the device (they run once per sample and
+ * channel; unrolled, they would inflate the registers of the kernel that calls them). */
+#ifdef __CUDA_ARCH__ /* the device pass only (the host compiler knows no such pragma) */
+#define STK_NOUNROLL _Pragma("unroll 1")
+#else
+#define STK_NOUNROLL
+#endif
+
 /* ---- conversions of a computed double to the output type ---- */
 
 /* stk__from_f64's uint8 rule (rows of doubles): + 0.5, truncate, saturate, NaN -> 0. */
@@ -105,6 +113,7 @@ STK_HD uint8_t stk_color_smooth_at(const uint8_t *p, long row, long px) {
 /* ---- tables built from one channel's histogram (256 counts) ---- */
 
 STK_HD void stk_color_identity_lut(uint8_t *lut) {
+  STK_NOUNROLL
   for (int v = 0; v < 256; v++) lut[v] = (uint8_t)v;
 }
 
@@ -112,6 +121,7 @@ STK_HD void stk_color_identity_lut(uint8_t *lut) {
 STK_HD void stk_color_pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
   uint64_t total = 0, last = 0;
   int nonzero = 0;
+  STK_NOUNROLL
   for (int v = 0; v < 256; v++)
     if (hist[v]) total += hist[v], last = hist[v], nonzero++;
   uint64_t step = nonzero > 1 ? (total - last) / 255 : 0;
@@ -120,6 +130,7 @@ STK_HD void stk_color_pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
     return;
   }
   uint64_t n = step / 2;
+  STK_NOUNROLL
   for (int v = 0; v < 256; v++) {
     uint64_t q = n / step;
     lut[v] = (uint8_t)(q > 255 ? 255 : q); /* Pillow's point() clips to 8 bits */
@@ -130,6 +141,7 @@ STK_HD void stk_color_pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
 /* OpenCV's equalizeHist table (DALI's experimental.equalize). */
 STK_HD void stk_color_cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
   uint64_t total = 0;
+  STK_NOUNROLL
   for (int v = 0; v < 256; v++) total += hist[v];
   int first = 0;
   while (first < 256 && hist[first] == 0) first++;
@@ -139,6 +151,7 @@ STK_HD void stk_color_cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
   }
   double scale = 255.0 / (double)(total - hist[first]);
   uint64_t cdf = 0;
+  STK_NOUNROLL
   for (int v = 0; v < 256; v++) {
     cdf += hist[v];
     double x = v < first ? 0.0 : STK_DMUL((double)(cdf - hist[first]), scale);
@@ -148,6 +161,7 @@ STK_HD void stk_color_cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
 
 /* Removes `cut` pixels from one end of a histogram, as ImageOps.autocontrast does. */
 STK_HD void stk_color_cut_histogram(uint64_t *h, uint64_t cut, int from_top) {
+  STK_NOUNROLL
   for (int i = 0; i < 256 && cut > 0; i++) {
     int v = from_top ? 255 - i : i;
     if (cut > h[v]) {
@@ -164,6 +178,7 @@ STK_HD void stk_color_cut_histogram(uint64_t *h, uint64_t cut, int from_top) {
 STK_HD void stk_color_autocontrast_lut(uint64_t *h, double cutoff_lo, double cutoff_hi,
                                        uint8_t *lut) {
   uint64_t n = 0;
+  STK_NOUNROLL
   for (int v = 0; v < 256; v++) n += h[v];
   if (cutoff_lo > 0)
     stk_color_cut_histogram(h, (uint64_t)floor(STK_DMUL((double)n, cutoff_lo) / 100.0), 0);
@@ -177,6 +192,7 @@ STK_HD void stk_color_autocontrast_lut(uint64_t *h, double cutoff_lo, double cut
     return;
   }
   double scale = 255.0 / (double)(hi - lo), offset = STK_DMUL((double)-lo, scale);
+  STK_NOUNROLL
   for (int v = 0; v < 256; v++) {
     double x = trunc(STK_DADD(STK_DMUL((double)v, scale), offset));
     lut[v] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
