@@ -3,10 +3,10 @@ from typing import Any, Literal, Sequence
 
 from ._graph import DataNode
 
-def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -16,14 +16,14 @@ def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None =
 
     Keyword args:
         cutoff (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): percent of pixels cut from the dark and the bright end before stretching: one value for both or [low, high], each in [0, 100)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def brightness(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def brightness(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -36,14 +36,14 @@ def brightness(*inputs: DataNode, brightness: float | DataNode | None = ..., bri
         brightness_shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added after scaling, in units of the output type's full range (255 for uint8, 1 for floats)
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         pil (a bool; default false): Pillow's ImageEnhance.Brightness instead: Image.blend(black, image, brightness), computed in float32 and truncated (uint8 only; brightness_shift must stay 0)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def brightness_contrast(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def brightness_contrast(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Brightness and contrast in one pass (DALI's brightness_contrast): out = brightness_shift * full_range + brightness * (contrast_center + contrast * (in - contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -57,7 +57,7 @@ def brightness_contrast(*inputs: DataNode, brightness: float | DataNode | None =
         contrast (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the distance to contrast_center
         contrast_center (a float; may be a DataNode (per-sample argument input)): the value kept by the contrast change, in input units; default: half the input type's range (128 for uint8, 0.5 for floats)
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -95,10 +95,10 @@ def cast_like(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def color_space_conversion(*inputs: DataNode, image_type: str, output_type: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def color_space_conversion(*inputs: DataNode, image_type: str, output_type: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is also the way to get a grayscale image with DALI's definition). GRAY is the full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in float64, rounded half away from zero.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -109,14 +109,14 @@ def color_space_conversion(*inputs: DataNode, image_type: str, output_type: str,
     Keyword args:
         image_type (a string; required; one of 'RGB', 'BGR', 'GRAY', 'YCbCr'): colour space of the input
         output_type (a string; required; one of 'RGB', 'BGR', 'GRAY', 'YCbCr'): colour space of the output
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def color_twist(*inputs: DataNode, brightness: float | DataNode | None = ..., contrast: float | DataNode | None = ..., hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def color_twist(*inputs: DataNode, brightness: float | DataNode | None = ..., contrast: float | DataNode | None = ..., hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Hue, saturation, brightness and contrast in one linear map (DALI's color_twist): out = brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * brightness, where half is half the input type's range (128 for uint8, 0.5 for floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -131,7 +131,7 @@ def color_twist(*inputs: DataNode, brightness: float | DataNode | None = ..., co
         saturation (a float; default 1.0; may be a DataNode (per-sample argument input)): saturation factor (>= 0): 0 grey
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -153,10 +153,10 @@ def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequ
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., mean_center: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., mean_center: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - contrast_center). mean_center=true centres on the image's mean luma (DALI's AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -170,7 +170,7 @@ def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contras
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         pil (a bool; default false): Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the image's ITU-R 601-2 integer luma (its own mean for 1 channel), then Image.blend(centre, image, contrast) truncated (uint8 only)
         mean_center (a bool; default false): centre on the image's mean luma, 0.299 R + 0.587 G + 0.114 B averaged over the image in float64 (the mean of all values unless 3 channels), with only the output rounded: DALI's AutoAugment contrast
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -247,10 +247,10 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Equalizes the histogram of every channel of a uint8 image; by default with Pillow's ImageOps.equalize (what AutoAugment uses), exactly.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -260,7 +260,7 @@ def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cp
 
     Keyword args:
         algorithm (a string; default "pil"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -378,10 +378,10 @@ def gaussian_blur(*inputs: DataNode, sigma: Sequence[float] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def grayscale(*inputs: DataNode, num_output_channels: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def grayscale(*inputs: DataNode, num_output_channels: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a stoker operator; DALI spells this color_space_conversion(image_type=RGB, output_type=GRAY)): uint8 uses Pillow's convert("L"), (19595 R + 38470 G + 7471 B + 2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -391,7 +391,7 @@ def grayscale(*inputs: DataNode, num_output_channels: int | None = ..., device: 
 
     Keyword args:
         num_output_channels (an int; default 1; in [1, 3]): 1, or 3 for the luma replicated into R, G and B (torchvision's Grayscale)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -416,10 +416,10 @@ def grid_mask(*inputs: DataNode, tile: int | DataNode | None = ..., ratio: float
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def hsv(*inputs: DataNode, hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def hsv(*inputs: DataNode, hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images (DALI's hsv). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -432,14 +432,14 @@ def hsv(*inputs: DataNode, hue: float | DataNode | None = ..., saturation: float
         saturation (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the chroma (I and Q); 0 gives grey
         value (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of all of YIQ
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def hue(*inputs: DataNode, hue: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def hue(*inputs: DataNode, hue: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Rotates the hue by `hue` degrees (DALI's hue). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -451,14 +451,14 @@ def hue(*inputs: DataNode, hue: float | DataNode | None = ..., dtype: str | None
         hue (a float; default 0.0; may be a DataNode (per-sample argument input)): hue rotation in degrees (a rotation of the YIQ chroma plane)
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def invert(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def invert(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's ImageOps.invert; DALI has none).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -467,7 +467,7 @@ def invert(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | N
         output: the processed image
 
     Keyword args:
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -532,10 +532,10 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def posterize(*inputs: DataNode, bits: int | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def posterize(*inputs: DataNode, bits: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & ~(2^(8 - bits) - 1)).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -545,7 +545,7 @@ def posterize(*inputs: DataNode, bits: int | DataNode | None = ..., device: Lite
 
     Keyword args:
         bits (an int; default 4; in [0, 8]; may be a DataNode (per-sample argument input)): number of high bits kept per channel, 0..8 (8 keeps the image)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -661,10 +661,10 @@ def rotate(*inputs: DataNode, angle: float | DataNode, keep_size: bool | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def saturation(*inputs: DataNode, saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def saturation(*inputs: DataNode, saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., pil: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Changes the saturation (DALI's saturation). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels. With pil=true, Pillow's ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -677,7 +677,7 @@ def saturation(*inputs: DataNode, saturation: float | DataNode | None = ..., dty
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
         pil (a bool; default false): Pillow's ImageEnhance.Color instead: Image.blend(luma, image, saturation) with PIL's integer ITU-R 601-2 luma, truncated (uint8 RGB only)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -713,10 +713,10 @@ def select(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def sharpness(*inputs: DataNode, sharpness: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def sharpness(*inputs: DataNode, sharpness: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment builds it from a 3x3 filter).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -726,14 +726,14 @@ def sharpness(*inputs: DataNode, sharpness: float | DataNode | None = ..., devic
 
     Keyword args:
         sharpness (a float; default 1.0; may be a DataNode (per-sample argument input)): factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def solarize(*inputs: DataNode, threshold: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def solarize(*inputs: DataNode, threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? x : 255 - x; 1 - x for float32).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -743,14 +743,14 @@ def solarize(*inputs: DataNode, threshold: float | DataNode | None = ..., device
 
     Keyword args:
         threshold (a float; may be a DataNode (per-sample argument input)): values >= threshold are inverted; default 128 for uint8, 0.5 for float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Adds `shift` to the values below `threshold` and clamps to the type's range (the SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). A stoker operator.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -761,7 +761,7 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
     Keyword args:
         shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added to the values below threshold, then clamped to the type's range
         threshold (a float; may be a DataNode (per-sample argument input)): values below it are shifted; default 128 for uint8, 0.5 for float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -994,10 +994,10 @@ class decoders:
 class experimental:
     """The experimental namespace."""
     @staticmethod
-    def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """DALI's experimental.equalize: per-channel histogram equalization of uint8 images, following OpenCV's equalizeHist by default (algorithm="pil" gives Pillow's).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: HWC image (or HW)
@@ -1007,7 +1007,7 @@ class experimental:
 
         Keyword args:
             algorithm (a string; default "opencv"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

@@ -7,7 +7,7 @@ from ._opgen import Operator
 class AutoContrast(Operator):
     """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -17,15 +17,15 @@ class AutoContrast(Operator):
 
     Keyword args:
         cutoff (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): percent of pixels cut from the dark and the bright end before stretching: one value for both or [low, high], each in [0, 100)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Brightness(Operator):
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -38,15 +38,15 @@ class Brightness(Operator):
         brightness_shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added after scaling, in units of the output type's full range (255 for uint8, 1 for floats)
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         pil (a bool; default false): Pillow's ImageEnhance.Brightness instead: Image.blend(black, image, brightness), computed in float32 and truncated (uint8 only; brightness_shift must stay 0)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class BrightnessContrast(Operator):
     """Brightness and contrast in one pass (DALI's brightness_contrast): out = brightness_shift * full_range + brightness * (contrast_center + contrast * (in - contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -60,10 +60,10 @@ class BrightnessContrast(Operator):
         contrast (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the distance to contrast_center
         contrast_center (a float; may be a DataNode (per-sample argument input)): the value kept by the contrast change, in input units; default: half the input type's range (128 for uint8, 0.5 for floats)
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Cast(Operator):
     """Converts every element to `dtype` with saturation: float to integer rounds half away from zero and clamps to the type's range (DALI's CPU cast).
@@ -104,7 +104,7 @@ class CastLike(Operator):
 class ColorSpaceConversion(Operator):
     """Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is also the way to get a grayscale image with DALI's definition). GRAY is the full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in float64, rounded half away from zero.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -115,15 +115,15 @@ class ColorSpaceConversion(Operator):
     Keyword args:
         image_type (a string; required; one of 'RGB', 'BGR', 'GRAY', 'YCbCr'): colour space of the input
         output_type (a string; required; one of 'RGB', 'BGR', 'GRAY', 'YCbCr'): colour space of the output
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, image_type: str, output_type: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, image_type: str, output_type: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ColorTwist(Operator):
     """Hue, saturation, brightness and contrast in one linear map (DALI's color_twist): out = brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * brightness, where half is half the input type's range (128 for uint8, 0.5 for floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -138,10 +138,10 @@ class ColorTwist(Operator):
         saturation (a float; default 1.0; may be a DataNode (per-sample argument input)): saturation factor (>= 0): 0 grey
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, brightness: float | DataNode | None = ..., contrast: float | DataNode | None = ..., hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, brightness: float | DataNode | None = ..., contrast: float | DataNode | None = ..., hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Constant(Operator):
     """The same tensor for every sample (DALI's constant): values from fdata or idata, converted to dtype (integers: rounded half away from zero and saturated), in the given shape.
@@ -165,7 +165,7 @@ class Constant(Operator):
 class Contrast(Operator):
     """Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - contrast_center). mean_center=true centres on the image's mean luma (DALI's AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -179,10 +179,10 @@ class Contrast(Operator):
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         pil (a bool; default false): Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the image's ITU-R 601-2 integer luma (its own mean for 1 channel), then Image.blend(centre, image, contrast) truncated (uint8 only)
         mean_center (a bool; default false): centre on the image's mean luma, 0.299 R + 0.587 G + 0.114 B averaged over the image in float64 (the mean of all values unless 3 channels), with only the output rounded: DALI's AutoAugment contrast
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., mean_center: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., mean_center: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Copy(Operator):
     """The input unchanged, on this operator's device: with device="gpu" it moves CPU data to the GPU (DataNode.gpu() in Python).
@@ -263,7 +263,7 @@ class CropMirrorNormalize(Operator):
 class Equalize(Operator):
     """Equalizes the histogram of every channel of a uint8 image; by default with Pillow's ImageOps.equalize (what AutoAugment uses), exactly.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -273,10 +273,10 @@ class Equalize(Operator):
 
     Keyword args:
         algorithm (a string; default "pil"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, algorithm: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Erase(Operator):
     """Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent along every axis of axis_names (the whole extent along other axes) take fill_value. lo = round(anchor) and extent = round(shape), after scaling by the axis extent for normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for centered_anchor (round: half away from zero); boxes are clipped to the data.
@@ -400,7 +400,7 @@ class GaussianBlur(Operator):
 class Grayscale(Operator):
     """Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a stoker operator; DALI spells this color_space_conversion(image_type=RGB, output_type=GRAY)): uint8 uses Pillow's convert("L"), (19595 R + 38470 G + 7471 B + 2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -410,10 +410,10 @@ class Grayscale(Operator):
 
     Keyword args:
         num_output_channels (an int; default 1; in [1, 3]): 1, or 3 for the luma replicated into R, G and B (torchvision's Grayscale)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, num_output_channels: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, num_output_channels: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class GridMask(Operator):
     """GridMask (DALI's grid_mask): zeroes the pixels inside a grid of squares. With u = (x cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).
@@ -440,7 +440,7 @@ class GridMask(Operator):
 class Hsv(Operator):
     """Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images (DALI's hsv). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -453,15 +453,15 @@ class Hsv(Operator):
         saturation (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of the chroma (I and Q); 0 gives grey
         value (a float; default 1.0; may be a DataNode (per-sample argument input)): multiplier of all of YIQ
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, hue: float | DataNode | None = ..., saturation: float | DataNode | None = ..., value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Hue(Operator):
     """Rotates the hue by `hue` degrees (DALI's hue). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -473,15 +473,15 @@ class Hue(Operator):
         hue (a float; default 0.0; may be a DataNode (per-sample argument input)): hue rotation in degrees (a rotation of the YIQ chroma plane)
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, hue: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, hue: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Invert(Operator):
     """Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's ImageOps.invert; DALI has none).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -490,10 +490,10 @@ class Invert(Operator):
         output: the processed image
 
     Keyword args:
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Laplacian(Operator):
     """Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's Sobel-based windows): each partial derivative is a separable convolution of a second-derivative window along its axis and a binomial smoothing window across it; float32 intermediate, border reflect_101.
@@ -562,7 +562,7 @@ class PeekImageShape(Operator):
 class Posterize(Operator):
     """Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & ~(2^(8 - bits) - 1)).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -572,10 +572,10 @@ class Posterize(Operator):
 
     Keyword args:
         bits (an int; default 4; in [0, 8]; may be a DataNode (per-sample argument input)): number of high bits kept per channel, 0..8 (8 keeps the image)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, bits: int | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, bits: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PythonFunction(Operator):
     """Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, on the worker threads.
@@ -696,7 +696,7 @@ class Rotate(Operator):
 class Saturation(Operator):
     """Changes the saturation (DALI's saturation). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels. With pil=true, Pillow's ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -709,10 +709,10 @@ class Saturation(Operator):
         dtype (a string; default ""; one of '', 'uint8', 'int16', 'int32', 'float16', 'half', 'float32', 'float'): output type: "" (the input's), uint8, int16, int32, float16 or float32
         image_type (a string; default "RGB"; one of 'RGB', 'BGR'): channel order of the input and output
         pil (a bool; default false): Pillow's ImageEnhance.Color instead: Image.blend(luma, image, saturation) with PIL's integer ITU-R 601-2 luma, truncated (uint8 RGB only)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., pil: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, saturation: float | DataNode | None = ..., dtype: str | None = ..., image_type: str | None = ..., pil: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Select(Operator):
     """Merges conditional branches per sample: output = input[1 + index] where index is the first input (a bool or integer scalar per sample). No data is copied inside a sample's chain.
@@ -750,7 +750,7 @@ class Select(Operator):
 class Sharpness(Operator):
     """Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment builds it from a 3x3 filter).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -760,15 +760,15 @@ class Sharpness(Operator):
 
     Keyword args:
         sharpness (a float; default 1.0; may be a DataNode (per-sample argument input)): factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, sharpness: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, sharpness: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Solarize(Operator):
     """Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? x : 255 - x; 1 - x for float32).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -778,15 +778,15 @@ class Solarize(Operator):
 
     Keyword args:
         threshold (a float; may be a DataNode (per-sample argument input)): values >= threshold are inverted; default 128 for uint8, 0.5 for float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, threshold: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class SolarizeAdd(Operator):
     """Adds `shift` to the values below `threshold` and clamps to the type's range (the SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). A stoker operator.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image (or HW)
@@ -797,10 +797,10 @@ class SolarizeAdd(Operator):
     Keyword args:
         shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added to the values below threshold, then clamped to the type's range
         threshold (a float; may be a DataNode (per-sample argument input)): values below it are shifted; default 128 for uint8, 0.5 for float32
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class WarpAffine(Operator):
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
@@ -1034,7 +1034,7 @@ class experimental:
     class Equalize(Operator):
         """DALI's experimental.equalize: per-channel histogram equalization of uint8 images, following OpenCV's equalizeHist by default (algorithm="pil" gives Pillow's).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: HWC image (or HW)
@@ -1044,10 +1044,10 @@ class experimental:
 
         Keyword args:
             algorithm (a string; default "opencv"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, algorithm: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Filter(Operator):
         """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation. Same operator as `filter` (DALI's name).

@@ -11,8 +11,94 @@
 extern "C" {
 #endif
 
+/* Every colour kernel takes HWC (or HW) samples of uint8, int16, int32, float16 or
+ * float32 (the kernel says which) with at most 4 channels, one input and one output dtype
+ * per batch, and writes a separate output (no aliasing). Arithmetic is that of
+ * src/ops/color_math.h, shared with the CPU operators. */
+
+/* lut: dst[p, k] = table_k[src[p, k]] for uint8 input; a sample's c tables of 256
+ * out_dtype values lie at byte `lut_offset` of the host array `luts` (uploaded once). */
+typedef struct {
+  const uint8_t *src;
+  void *dst;
+  int64_t pixels; /* h * w */
+  int c;
+  size_t lut_offset;
+} stk_gpu_clr_lut_sample;
+
+/* point: an elementwise function computed in float64 on any input dtype (the same
+ * function for every channel); integer outputs use stk__from_f64's rules. */
+enum {
+  STK_GPU_CLR_LINEAR = 0,      /* p[1] + p[0] * x */
+  STK_GPU_CLR_INVERT = 1,      /* p[0] - x */
+  STK_GPU_CLR_SOLARIZE = 2,    /* x >= p[0] ? p[1] - x : x */
+  STK_GPU_CLR_SOLARIZE_ADD = 3 /* x >= p[0] ? x : clamp(x + p[1], 0, p[2]) */
+};
+typedef struct {
+  const void *src;
+  void *dst;
+  int64_t count; /* elements */
+  int op;        /* STK_GPU_CLR_LINEAR.. */
+  double p[3];
+} stk_gpu_clr_point_sample;
+
+/* pixel: a function of whole pixels (cin -> cout channels, each 1 or 3). */
+enum {
+  STK_GPU_CLR_AFFINE = 0,   /* out[o] = off[o] + sum_j m[o * cin + j] * in[j], float64; any dtypes */
+  STK_GPU_CLR_PIL_GRAY = 1, /* uint8 RGB -> PIL's integer luma, replicated to cout channels */
+  STK_GPU_CLR_PIL_COLOR = 2 /* uint8 RGB: Image.blend(luma, pixel, factor) (ImageEnhance.Color) */
+};
+typedef struct {
+  const void *src;
+  void *dst;
+  int64_t pixels;
+  int cin, cout;
+  double m[9], off[3];
+  float factor;
+} stk_gpu_clr_pixel_sample;
+
+/* stats: a per-sample, per-channel reduction (histograms or sums) followed by a table
+ * built from it and applied (two launches). Input uint8 except for MEAN_CONTRAST. */
+enum {
+  STK_GPU_CLR_EQ_PIL = 0,        /* ImageOps.equalize */
+  STK_GPU_CLR_EQ_CV = 1,         /* OpenCV's equalizeHist */
+  STK_GPU_CLR_AUTOCONTRAST = 2,  /* ImageOps.autocontrast, p[0] / p[1]: cutoff low / high % */
+  STK_GPU_CLR_PIL_CONTRAST = 3,  /* ImageEnhance.Contrast, p[0]: factor (float32) */
+  STK_GPU_CLR_MEAN_CONTRAST = 4  /* contrast around the mean luma: p = {nb * c, nb,
+                                    shift * full_range_out, c} (brightness_contrast's terms) */
+};
+typedef struct {
+  const void *src;
+  void *dst;
+  int64_t pixels;
+  int c;
+  double p[4];
+} stk_gpu_clr_stats_sample;
+
+/* sharpness: ImageEnhance.Sharpness on uint8 (3x3 SMOOTH blended with the image,
+ * borders copied). */
+typedef struct {
+  const uint8_t *src;
+  uint8_t *dst;
+  int h, w, c;
+  float factor;
+} stk_gpu_clr_sharpness_sample;
+
 struct stk_gpu_color_api {
-  int version; /* 1 */
+  int version; /* 2 */
+  int (*lut)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *samples, const void *luts,
+             size_t lut_bytes, stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
+  int (*point)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *samples,
+               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
+               size_t errlen);
+  int (*pixel)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *samples, int mode,
+               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
+               size_t errlen);
+  int (*stats)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *samples, int mode,
+               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
+               size_t errlen);
+  int (*sharpness)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sample *samples,
+                   uintptr_t stream, char *err, size_t errlen);
 };
 
 #ifdef __cplusplus

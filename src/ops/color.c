@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "color.h"
+#include "color_gpu.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* Type ranges                                                                        */
@@ -148,9 +149,7 @@ static void affine_row(const double *in, double *out, size_t w, const stk__affin
   for (size_t x = 0; x < w; x++) {
     const double *p = in + x * ci;
     for (size_t o = 0; o < co; o++) {
-      double acc = a->off[o];
-      for (size_t j = 0; j < ci; j++) acc += a->m[o * ci + j] * p[j];
-      out[x * co + o] = acc;
+      out[x * co + o] = stk_color_affine1(a->m + o * ci, a->off[o], p, (int)ci);
     }
   }
 }
@@ -369,15 +368,19 @@ static void *sample_scratch(stk__node *node, stk__sample *s, size_t bytes, stk_s
 }
 
 /* The `pil` variants work on uint8 only and keep the type. */
-static stk_status check_pil(stk__node *node, stk__sample *s, const stk__image *src,
-                            const stk__image *dst) {
-  if (src->dtype != STK_DTYPE_UINT8 || dst->dtype != STK_DTYPE_UINT8)
+static stk_status check_pil_types(stk__node *node, stk__sample *s, stk_dtype in, stk_dtype out) {
+  if (in != STK_DTYPE_UINT8 || out != STK_DTYPE_UINT8)
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "pil=true needs uint8 input and output "
-                      "(got %s -> %s)", stk_dtype_name(src->dtype), stk_dtype_name(dst->dtype));
+                      "(got %s -> %s)", stk_dtype_name(in), stk_dtype_name(out));
   return STK_OK;
 }
 
-/* ---- brightness / contrast / brightness_contrast ---- */
+static stk_status check_pil(stk__node *node, stk__sample *s, const stk__image *src,
+                            const stk__image *dst) {
+  return check_pil_types(node, s, src->dtype, dst->dtype);
+}
+
+/* ---- GPU plans (color_gpu.h): the same arguments and terms as the CPU paths ---- */
 
 typedef struct {
   double mul, add;
@@ -385,8 +388,59 @@ typedef struct {
 
 static double linear_fn(double x, int64_t c, const void *ctx) {
   const linear_ctx *k = ctx;
-  return k->add + k->mul * x;
+  return stk_color_linear(x, k->mul, k->add);
 }
+
+/* brightness_contrast's map for one sample: the CPU's table for uint8 input, else the
+ * same float64 map elementwise. */
+static stk_status bc_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl,
+                          int dtype_arg, double b, double shift, double c, bool has_cc, double cc) {
+  STK_TRY(stk__color_out_dtype(node, s, dtype_arg, in->dtype, &pl->out_dtype));
+  if (!has_cc) cc = stk__dtype_half_range(in->dtype);
+  double nb = b * stk__dtype_full_range(pl->out_dtype) / stk__dtype_full_range(in->dtype);
+  linear_ctx k = {nb * c, stk_color_bc_add(shift * stk__dtype_full_range(pl->out_dtype), nb, cc, c)};
+  if (in->dtype == STK_DTYPE_UINT8) {
+    pl->kind = STK__CG_LUT;
+    stk__point_lut(linear_fn, &k, in->c, pl->out_dtype, pl->lut);
+  } else {
+    pl->kind = STK__CG_POINT;
+    pl->point_op = STK_GPU_CLR_LINEAR;
+    pl->p[0] = k.mul, pl->p[1] = k.add;
+  }
+  return STK_OK;
+}
+
+/* Contrast around the image's mean luma: the sums are taken on the device. */
+static stk_status mean_contrast_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                     stk__cg_plan *pl, int dtype_arg, double c) {
+  STK_TRY(stk__color_out_dtype(node, s, dtype_arg, in->dtype, &pl->out_dtype));
+  double nb = 1.0 * stk__dtype_full_range(pl->out_dtype) / stk__dtype_full_range(in->dtype);
+  pl->kind = STK__CG_STATS;
+  pl->mode = STK_GPU_CLR_MEAN_CONTRAST;
+  pl->p[0] = nb * c, pl->p[1] = nb, pl->p[2] = 0.0 * stk__dtype_full_range(pl->out_dtype), pl->p[3] = c;
+  return STK_OK;
+}
+
+/* A Pillow blend with a constant (brightness): a table. */
+static stk_status pil_const_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                 stk__cg_plan *pl, int dtype_arg, uint8_t degenerate, float alpha) {
+  STK_TRY(stk__color_out_dtype(node, s, dtype_arg, in->dtype, &pl->out_dtype));
+  STK_TRY(check_pil_types(node, s, in->dtype, pl->out_dtype));
+  pl->kind = STK__CG_LUT;
+  uint8_t *lut = pl->lut;
+  for (int v = 0; v < 256; v++) lut[v] = stk_color_blend1(degenerate, (uint8_t)v, alpha);
+  for (int k = 1; k < in->c; k++) memcpy(lut + k * 256, lut, 256);
+  return STK_OK;
+}
+
+static stk_status gpu_channels(stk__node *node, stk__sample *s, const stk__cg_in *in, int channels) {
+  if (in->c != channels)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects %d channels, got %d", channels, in->c);
+  return STK_OK;
+}
+
+/* ---- brightness / contrast / brightness_contrast ---- */
+
 
 /* out = shift * range_out + b * (cc + c * (in - cc)), with b rescaled by range_out /
  * range_in so that e.g. uint8 -> float32 maps 255 to 1.0 (DALI's normalisation). */
@@ -397,7 +451,7 @@ static stk_status brightness_contrast_apply(stk__node *node, stk__sample *s, int
   STK_TRY(open_images(node, s, dtype_arg, 0, &src, &dst));
   if (!has_cc) cc = stk__dtype_half_range(src.dtype);
   double nb = b * stk__dtype_full_range(dst.dtype) / stk__dtype_full_range(src.dtype);
-  linear_ctx k = {nb * c, shift * stk__dtype_full_range(dst.dtype) + nb * cc * (1.0 - c)};
+  linear_ctx k = {nb * c, stk_color_bc_add(shift * stk__dtype_full_range(dst.dtype), nb, cc, c)};
   stk_status st;
   size_t bytes = stk__point_map_scratch(&src, &dst);
   void *scratch = sample_scratch(node, s, bytes, &st);
@@ -439,16 +493,32 @@ static stk_status brightness_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status brightness_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                  stk__cg_plan *pl) {
+  double b, shift;
+  STK_TRY(stk__float_arg_in(node, s, B_BRIGHTNESS, "brightness", FINITE, &b));
+  STK_TRY(stk__float_arg_in(node, s, B_SHIFT, "brightness_shift", FINITE, &shift));
+  if (!stk__arg_bool(node, s, B_PIL)) return bc_plan(node, s, in, pl, B_DTYPE, b, shift, 1.0, false, 0.0);
+  if (shift != 0.0)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "brightness_shift = %g cannot be used with pil=true", shift);
+  return pil_const_plan(node, s, in, pl, B_DTYPE, 0, (float)b);
+}
+
+static stk_status brightness_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, brightness_plan);
+}
+
 static const stk_op_schema brightness_schema = {
     "brightness",
     "Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * "
     "full_range, where full_range is the output type's maximum (255 for uint8) or 1 for "
     "floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's "
     "ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof brightness_args / sizeof brightness_args[0], brightness_args};
 const stk__op_def stk__op_brightness = {&brightness_schema, NULL, NULL, NULL, brightness_run,
-                                        NULL, NULL};
+                                        NULL, NULL, brightness_run_gpu};
 
 enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL, C_MEAN };
 static const stk_arg_schema contrast_args[] = {
@@ -497,16 +567,36 @@ static stk_status contrast_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status contrast_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                stk__cg_plan *pl) {
+  double c, cc = 0.0;
+  STK_TRY(stk__float_arg_in(node, s, C_CONTRAST, "contrast", FINITE, &c));
+  bool has_cc = stk__arg_given(node, C_CENTER);
+  if (has_cc) STK_TRY(stk__float_arg_in(node, s, C_CENTER, "contrast_center", FINITE, &cc));
+  if (stk__arg_bool(node, s, C_MEAN)) return mean_contrast_plan(node, s, in, pl, C_DTYPE, c);
+  if (!stk__arg_bool(node, s, C_PIL)) return bc_plan(node, s, in, pl, C_DTYPE, 1.0, 0.0, c, has_cc, cc);
+  STK_TRY(stk__color_out_dtype(node, s, C_DTYPE, in->dtype, &pl->out_dtype));
+  STK_TRY(check_pil_types(node, s, in->dtype, pl->out_dtype));
+  pl->kind = STK__CG_STATS; /* the centre is the image's rounded mean luma */
+  pl->mode = STK_GPU_CLR_PIL_CONTRAST;
+  pl->p[0] = c;
+  return STK_OK;
+}
+
+static stk_status contrast_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, contrast_plan);
+}
+
 static const stk_op_schema contrast_schema = {
     "contrast",
     "Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - "
     "contrast_center). mean_center=true centres on the image's mean luma (DALI's "
     "AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the "
     "image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof contrast_args / sizeof contrast_args[0], contrast_args};
 const stk__op_def stk__op_contrast = {&contrast_schema, contrast_init, NULL, NULL, contrast_run,
-                                      NULL, NULL};
+                                      NULL, NULL, contrast_run_gpu};
 
 enum { BC_BRIGHTNESS, BC_SHIFT, BC_CONTRAST, BC_CENTER, BC_DTYPE };
 static const stk_arg_schema bc_args[] = {
@@ -531,14 +621,28 @@ static stk_status bc_run(stk__node *node, stk__sample *s) {
   return brightness_contrast_apply(node, s, BC_DTYPE, b, shift, c, has_cc, cc);
 }
 
+static stk_status bc_gpu_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+  double b, shift, c, cc = 0.0;
+  STK_TRY(stk__float_arg_in(node, s, BC_BRIGHTNESS, "brightness", FINITE, &b));
+  STK_TRY(stk__float_arg_in(node, s, BC_SHIFT, "brightness_shift", FINITE, &shift));
+  STK_TRY(stk__float_arg_in(node, s, BC_CONTRAST, "contrast", FINITE, &c));
+  bool has_cc = stk__arg_given(node, BC_CENTER);
+  if (has_cc) STK_TRY(stk__float_arg_in(node, s, BC_CENTER, "contrast_center", FINITE, &cc));
+  return bc_plan(node, s, in, pl, BC_DTYPE, b, shift, c, has_cc, cc);
+}
+
+static stk_status bc_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, bc_gpu_plan);
+}
+
 static const stk_op_schema bc_schema = {
     "brightness_contrast",
     "Brightness and contrast in one pass (DALI's brightness_contrast): out = "
     "brightness_shift * full_range + brightness * (contrast_center + contrast * (in - "
     "contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof bc_args / sizeof bc_args[0], bc_args};
-const stk__op_def stk__op_brightness_contrast = {&bc_schema, NULL, NULL, NULL, bc_run, NULL, NULL};
+const stk__op_def stk__op_brightness_contrast = {&bc_schema, NULL, NULL, NULL, bc_run, NULL, NULL, bc_run_gpu};
 
 /* ---- hsv / hue / saturation / color_twist ---- */
 
@@ -557,6 +661,21 @@ static stk_status twist_apply(stk__node *node, stk__sample *s, int dtype_arg, bo
   void *scratch = sample_scratch(node, s, bytes, &st);
   if (!scratch) return st;
   return stk__sample_wrap(stk__affine_apply(&src, &dst, &a, scratch, bytes), node, s);
+}
+
+/* The GPU's version of twist_apply: the same matrix and offset, applied per pixel. */
+static stk_status twist_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl,
+                             int dtype_arg, bool bgr, double hue, double sat, double value, double b,
+                             double c) {
+  STK_TRY(gpu_channels(node, s, in, 3));
+  STK_TRY(stk__color_out_dtype(node, s, dtype_arg, in->dtype, &pl->out_dtype));
+  stk__hsv_matrix(hue, sat, value, bgr, pl->m);
+  for (int i = 0; i < 9; i++) pl->m[i] *= b * c;
+  double half = stk__dtype_half_range(in->dtype);
+  pl->off[0] = pl->off[1] = pl->off[2] = (half - half * c) * b;
+  pl->kind = STK__CG_PIXEL;
+  pl->mode = STK_GPU_CLR_AFFINE;
+  return STK_OK;
 }
 
 static bool image_type_bgr(const stk__node *node, int arg) {
@@ -592,13 +711,25 @@ static stk_status hsv_run(stk__node *node, stk__sample *s) {
   "NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales "       \
   "YIQ). Needs 3 channels."
 
+static stk_status hsv_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+  double h, sat, v;
+  STK_TRY(stk__float_arg_in(node, s, HSV_HUE, "hue", FINITE, &h));
+  STK_TRY(stk__float_arg_in(node, s, HSV_SAT, "saturation", FINITE, &sat));
+  STK_TRY(stk__float_arg_in(node, s, HSV_VALUE, "value", FINITE, &v));
+  return twist_plan(node, s, in, pl, HSV_DTYPE, false, h, sat, v, 1.0, 1.0);
+}
+
+static stk_status hsv_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, hsv_plan);
+}
+
 static const stk_op_schema hsv_schema = {
     "hsv",
     "Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images "
     "(DALI's hsv)." YIQ_DOC,
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof hsv_args / sizeof hsv_args[0], hsv_args};
-const stk__op_def stk__op_hsv = {&hsv_schema, NULL, NULL, NULL, hsv_run, NULL, NULL};
+const stk__op_def stk__op_hsv = {&hsv_schema, NULL, NULL, NULL, hsv_run, NULL, NULL, hsv_run_gpu};
 
 enum { HUE_HUE, HUE_DTYPE, HUE_IMAGE_TYPE };
 static const stk_arg_schema hue_args[] = {HUE_ARG, DTYPE_ARG, IMAGE_TYPE_ARG};
@@ -610,11 +741,22 @@ static stk_status hue_run(stk__node *node, stk__sample *s) {
                      1.0, 1.0);
 }
 
+static stk_status hue_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+  double h;
+  STK_TRY(stk__float_arg_in(node, s, HUE_HUE, "hue", FINITE, &h));
+  return twist_plan(node, s, in, pl, HUE_DTYPE, image_type_bgr(node, HUE_IMAGE_TYPE), h, 1.0, 1.0,
+                    1.0, 1.0);
+}
+
+static stk_status hue_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, hue_plan);
+}
+
 static const stk_op_schema hue_schema = {
     "hue", "Rotates the hue by `hue` degrees (DALI's hue)." YIQ_DOC,
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof hue_args / sizeof hue_args[0], hue_args};
-const stk__op_def stk__op_hue = {&hue_schema, NULL, NULL, NULL, hue_run, NULL, NULL};
+const stk__op_def stk__op_hue = {&hue_schema, NULL, NULL, NULL, hue_run, NULL, NULL, hue_run_gpu};
 
 enum { SAT_SAT, SAT_DTYPE, SAT_IMAGE_TYPE, SAT_PIL };
 static const stk_arg_schema saturation_args[] = {
@@ -643,14 +785,37 @@ static stk_status saturation_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status saturation_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                  stk__cg_plan *pl) {
+  bool pil = stk__arg_bool(node, s, SAT_PIL);
+  double sat;
+  STK_TRY(stk__float_arg_in(node, s, SAT_SAT, "saturation", pil ? -DBL_MAX : 0.0, DBL_MAX, &sat));
+  if (!pil)
+    return twist_plan(node, s, in, pl, SAT_DTYPE, image_type_bgr(node, SAT_IMAGE_TYPE), 0.0, sat,
+                      1.0, 1.0, 1.0);
+  if (image_type_bgr(node, SAT_IMAGE_TYPE))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "pil=true needs image_type \"RGB\"");
+  STK_TRY(gpu_channels(node, s, in, 3));
+  STK_TRY(stk__color_out_dtype(node, s, SAT_DTYPE, in->dtype, &pl->out_dtype));
+  STK_TRY(check_pil_types(node, s, in->dtype, pl->out_dtype));
+  pl->kind = STK__CG_PIXEL;
+  pl->mode = STK_GPU_CLR_PIL_COLOR;
+  pl->factor = (float)sat;
+  return STK_OK;
+}
+
+static stk_status saturation_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, saturation_plan);
+}
+
 static const stk_op_schema saturation_schema = {
     "saturation",
     "Changes the saturation (DALI's saturation)." YIQ_DOC " With pil=true, Pillow's "
     "ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof saturation_args / sizeof saturation_args[0], saturation_args};
 const stk__op_def stk__op_saturation = {&saturation_schema, NULL, NULL, NULL, saturation_run,
-                                        NULL, NULL};
+                                        NULL, NULL, saturation_run_gpu};
 
 enum { CT_BRIGHTNESS, CT_CONTRAST, CT_HUE, CT_SAT, CT_DTYPE, CT_IMAGE_TYPE };
 static const stk_arg_schema twist_args[] = {
@@ -674,15 +839,29 @@ static stk_status twist_run(stk__node *node, stk__sample *s) {
   return twist_apply(node, s, CT_DTYPE, image_type_bgr(node, CT_IMAGE_TYPE), h, sat, 1.0, b, c);
 }
 
+static stk_status twist_gpu_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                 stk__cg_plan *pl) {
+  double b, c, h, sat;
+  STK_TRY(stk__float_arg_in(node, s, CT_BRIGHTNESS, "brightness", 0.0, DBL_MAX, &b));
+  STK_TRY(stk__float_arg_in(node, s, CT_CONTRAST, "contrast", 0.0, DBL_MAX, &c));
+  STK_TRY(stk__float_arg_in(node, s, CT_HUE, "hue", FINITE, &h));
+  STK_TRY(stk__float_arg_in(node, s, CT_SAT, "saturation", 0.0, DBL_MAX, &sat));
+  return twist_plan(node, s, in, pl, CT_DTYPE, image_type_bgr(node, CT_IMAGE_TYPE), h, sat, 1.0, b, c);
+}
+
+static stk_status twist_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, twist_gpu_plan);
+}
+
 static const stk_op_schema twist_schema = {
     "color_twist",
     "Hue, saturation, brightness and contrast in one linear map (DALI's color_twist): out "
     "= brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * "
     "brightness, where half is half the input type's range (128 for uint8, 0.5 for "
     "floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof twist_args / sizeof twist_args[0], twist_args};
-const stk__op_def stk__op_color_twist = {&twist_schema, NULL, NULL, NULL, twist_run, NULL, NULL};
+const stk__op_def stk__op_color_twist = {&twist_schema, NULL, NULL, NULL, twist_run, NULL, NULL, twist_run_gpu};
 
 /* ---- color_space_conversion ---- */
 
@@ -717,6 +896,30 @@ static stk_status cs_run(stk__node *node, stk__sample *s) {
   return stk__sample_wrap(stk__affine_apply(&src, &dst, &a, scratch, bytes), node, s);
 }
 
+static const stk_dtype u8_f32_types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
+
+static stk_status cs_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+  stk__colorspace from = STK__CS_RGB, to = STK__CS_RGB;
+  stk__colorspace_parse(stk__arg_string(node, CS_IMAGE_TYPE), &from);
+  stk__colorspace_parse(stk__arg_string(node, CS_OUTPUT_TYPE), &to);
+  if (in->c != stk__colorspace_channels(from))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image_type %s needs %d channels, "
+                      "the input has %d", stk__arg_string(node, CS_IMAGE_TYPE),
+                      stk__colorspace_channels(from), in->c);
+  stk__affine_color a;
+  stk__colorspace_affine(from, to, in->dtype, &a);
+  pl->kind = STK__CG_PIXEL;
+  pl->mode = STK_GPU_CLR_AFFINE;
+  pl->out_c = a.cout, pl->out_ndim = 3;
+  memcpy(pl->m, a.m, sizeof pl->m);
+  memcpy(pl->off, a.off, sizeof pl->off);
+  return STK_OK;
+}
+
+static stk_status cs_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_f32_types, 2, cs_plan);
+}
+
 static const stk_op_schema cs_schema = {
     "color_space_conversion",
     "Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is "
@@ -725,10 +928,10 @@ static const stk_op_schema cs_schema = {
     "BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for "
     "float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in "
     "float64, rounded half away from zero.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof cs_args / sizeof cs_args[0], cs_args};
 const stk__op_def stk__op_color_space_conversion = {&cs_schema, NULL, NULL, NULL, cs_run, NULL,
-                                                    NULL};
+                                                    NULL, cs_run_gpu};
 
 /* ---- grayscale (stoker) ---- */
 
@@ -773,12 +976,32 @@ static stk_status gray_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status gray_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+  if (in->c != 3)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects an RGB image (3 channels), "
+                      "got %d", in->c);
+  pl->kind = STK__CG_PIXEL;
+  pl->out_c = (int)stk__arg_int(node, NULL, G_CHANNELS), pl->out_ndim = 3;
+  if (in->dtype == STK_DTYPE_UINT8) {
+    pl->mode = STK_GPU_CLR_PIL_GRAY;
+    return STK_OK;
+  }
+  /* float32: (KR r + KG g) + KB b in float64, as gray_run (0 + x is exact) */
+  pl->mode = STK_GPU_CLR_AFFINE;
+  for (int o = 0; o < pl->out_c; o++) pl->m[o * 3] = KR, pl->m[o * 3 + 1] = KG, pl->m[o * 3 + 2] = KB;
+  return STK_OK;
+}
+
+static stk_status gray_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_f32_types, 2, gray_plan);
+}
+
 static const stk_op_schema gray_schema = {
     "grayscale",
     "Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a "
     "stoker operator; DALI spells this color_space_conversion(image_type=RGB, "
     "output_type=GRAY)): uint8 uses Pillow's convert(\"L\"), (19595 R + 38470 G + 7471 B + "
     "2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof gray_args / sizeof gray_args[0], gray_args};
-const stk__op_def stk__op_grayscale = {&gray_schema, gray_init, NULL, NULL, gray_run, NULL, NULL};
+const stk__op_def stk__op_grayscale = {&gray_schema, gray_init, NULL, NULL, gray_run, NULL, NULL, gray_run_gpu};

@@ -13,6 +13,7 @@
 
 #include <math.h>
 
+#include "color_math.h"
 #include "image_util.h"
 
 /* ---------------------------------------------------------------------------------- */
@@ -89,7 +90,7 @@ void stk__colorspace_affine(stk__colorspace from, stk__colorspace to, stk_dtype 
 
 /* PIL's "L" conversion: (19595 R + 38470 G + 7471 B + 2^15) >> 16 (ITU-R 601-2 luma). */
 static inline uint8_t stk__pil_luma(uint8_t r, uint8_t g, uint8_t b) {
-  return (uint8_t)(((uint32_t)r * 19595u + (uint32_t)g * 38470u + (uint32_t)b * 7471u + 0x8000u) >> 16);
+  return stk_color_pil_luma(r, g, b);
 }
 /* Image.blend(a, b, alpha) for n bytes: a + alpha * (b - a) in float32, truncated; values
  * outside [0, 255] clamped when alpha is outside [0, 1]. */

@@ -16,18 +16,14 @@
 #include <string.h>
 
 #include "color.h"
+#include "color_gpu.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* Kernels                                                                            */
 /* ---------------------------------------------------------------------------------- */
 
-/* One element of Image.blend(a, b, alpha): interpolation truncates, extrapolation clamps
- * and truncates. */
-static inline uint8_t blend1(uint8_t a, uint8_t b, float alpha) {
-  float t = (float)a + alpha * (float)((int)b - (int)a);
-  if (alpha >= 0.0f && alpha <= 1.0f) return (uint8_t)t;
-  return t <= 0.0f ? 0 : t >= 255.0f ? 255 : (uint8_t)t;
-}
+/* One element of Image.blend (color_math.h). */
+#define blend1 stk_color_blend1
 
 void stk__pil_blend(const uint8_t *a, const uint8_t *b, uint8_t *out, size_t n, float alpha) {
   for (size_t i = 0; i < n; i++) out[i] = blend1(a[i], b[i], alpha);
@@ -78,31 +74,15 @@ void stk__pil_color(const stk__image *src, const stk__image *dst, float factor) 
   }
 }
 
-/* ImageFilter.SMOOTH at an interior element: kernel [[1 1 1] [1 5 1] [1 1 1]] / 13 in
- * float32, rows summed in Pillow's order (below, centre, above), rounded by the 0.5
- * start and truncation. `p` points at the element; `row` and `px` are the strides. */
-static inline uint8_t smooth_at(const uint8_t *p, ptrdiff_t row, ptrdiff_t px, float k1,
-                                float k5) {
-  const uint8_t *b = p + row, *a = p - row;
-  float ss = 0.5f;
-  ss += (float)b[-px] * k1 + (float)b[0] * k1 + (float)b[px] * k1;
-  ss += (float)p[-px] * k1 + (float)p[0] * k5 + (float)p[px] * k1;
-  ss += (float)a[-px] * k1 + (float)a[0] * k1 + (float)a[px] * k1;
-  ss = ss < 0.0f ? 0.0f : ss > 255.0f ? 255.0f : ss;
-  return (uint8_t)ss;
-}
-
 void stk__pil_sharpness(const stk__image *src, const stk__image *dst, float factor) {
   size_t c = (size_t)src->c, w = (size_t)src->w, rowb = w * c;
   memcpy(dst->data, src->data, (size_t)src->h * rowb); /* borders: the image itself */
   if (src->h < 3 || src->w < 3) return;
-  /* Pillow divides the integer kernel by its scale in double and stores floats. */
-  const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
   for (int64_t y = 1; y + 1 < src->h; y++) {
     const uint8_t *s = (const uint8_t *)src->data + (size_t)y * rowb;
     uint8_t *d = (uint8_t *)dst->data + (size_t)y * rowb;
     for (size_t i = c; i < rowb - c; i++)
-      d[i] = blend1(smooth_at(s + i, (ptrdiff_t)rowb, (ptrdiff_t)c, k1, k5), s[i], factor);
+      d[i] = blend1(stk_color_smooth_at(s + i, (long)rowb, (long)c), s[i], factor);
   }
 }
 
@@ -118,79 +98,17 @@ void stk__histograms_u8(const stk__image *src, uint64_t *hist) {
     for (size_t k = 0; k < c; k++) hist[k * 256 + p[k]]++;
 }
 
-static void identity_lut(uint8_t *lut) {
-  for (int v = 0; v < 256; v++) lut[v] = (uint8_t)v;
-}
-
 void stk__pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
-  uint64_t total = 0, last = 0;
-  int nonzero = 0;
-  for (int v = 0; v < 256; v++)
-    if (hist[v]) total += hist[v], last = hist[v], nonzero++;
-  uint64_t step = nonzero > 1 ? (total - last) / 255 : 0;
-  if (step == 0) {
-    identity_lut(lut);
-    return;
-  }
-  uint64_t n = step / 2;
-  for (int v = 0; v < 256; v++) {
-    uint64_t q = n / step;
-    lut[v] = (uint8_t)(q > 255 ? 255 : q); /* Pillow's point() clips to 8 bits */
-    n += hist[v];
-  }
+  stk_color_pil_equalize_lut(hist, lut);
 }
 
-void stk__cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
-  uint64_t total = 0;
-  for (int v = 0; v < 256; v++) total += hist[v];
-  int first = 0;
-  while (first < 256 && hist[first] == 0) first++;
-  if (first == 256 || hist[first] == total) {
-    identity_lut(lut);
-    return;
-  }
-  double scale = 255.0 / (double)(total - hist[first]);
-  uint64_t cdf = 0;
-  for (int v = 0; v < 256; v++) {
-    cdf += hist[v];
-    double x = v < first ? 0.0 : (double)(cdf - hist[first]) * scale;
-    lut[v] = (uint8_t)(x >= 255.0 ? 255 : floor(x + 0.5));
-  }
-}
-
-/* Removes `cut` pixels from one end of a histogram, as ImageOps.autocontrast does. */
-static void cut_histogram(uint64_t *h, uint64_t cut, bool from_top) {
-  for (int i = 0; i < 256 && cut > 0; i++) {
-    int v = from_top ? 255 - i : i;
-    if (cut > h[v]) {
-      cut -= h[v];
-      h[v] = 0;
-    } else {
-      h[v] -= cut;
-      cut = 0;
-    }
-  }
-}
+void stk__cv_equalize_lut(const uint64_t *hist, uint8_t *lut) { stk_color_cv_equalize_lut(hist, lut); }
 
 void stk__pil_autocontrast_lut(const uint64_t *hist, double cutoff_lo, double cutoff_hi,
                                uint8_t *lut) {
-  uint64_t h[256], n = 0;
+  uint64_t h[256];
   memcpy(h, hist, sizeof h);
-  for (int v = 0; v < 256; v++) n += h[v];
-  if (cutoff_lo > 0) cut_histogram(h, (uint64_t)floor((double)n * cutoff_lo / 100.0), false);
-  if (cutoff_hi > 0) cut_histogram(h, (uint64_t)floor((double)n * cutoff_hi / 100.0), true);
-  int lo = 0, hi = 255;
-  while (lo < 255 && h[lo] == 0) lo++;
-  while (hi > 0 && h[hi] == 0) hi--;
-  if (hi <= lo) {
-    identity_lut(lut);
-    return;
-  }
-  double scale = 255.0 / (hi - lo), offset = -lo * scale;
-  for (int v = 0; v < 256; v++) {
-    double x = trunc(v * scale + offset);
-    lut[v] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
-  }
+  stk_color_autocontrast_lut(h, cutoff_lo, cutoff_hi, lut);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -224,10 +142,25 @@ typedef struct {
   uint8_t mask;
 } point_ctx;
 
+/* A point function for the GPU: uint8 input through the CPU's own table, float32 input
+ * through the device's float64 map `op` with parameters a, b, c (op < 0: uint8 only). */
+static stk_status point_plan(const stk__cg_in *in, stk__cg_plan *pl, stk__point_fn f, const void *ctx,
+                             int op, double a, double b, double c) {
+  if (in->dtype == STK_DTYPE_UINT8 || op < 0) {
+    pl->kind = STK__CG_LUT;
+    stk__point_lut(f, ctx, in->c, pl->out_dtype, pl->lut);
+    return STK_OK;
+  }
+  pl->kind = STK__CG_POINT;
+  pl->point_op = op;
+  pl->p[0] = a, pl->p[1] = b, pl->p[2] = c;
+  return STK_OK;
+}
+
 /* ---- invert ---- */
 
 static double invert_fn(double x, int64_t c, const void *ctx) {
-  return ((const point_ctx *)ctx)->max - x;
+  return stk_color_invert(x, ((const point_ctx *)ctx)->max);
 }
 
 static stk_status invert_run(stk__node *node, stk__sample *s) {
@@ -237,12 +170,21 @@ static stk_status invert_run(stk__node *node, stk__sample *s) {
   return run_point(node, s, &src, &dst, invert_fn, &k);
 }
 
+static stk_status invert_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+  point_ctx k = {.max = stk__dtype_full_range(in->dtype)};
+  return point_plan(in, pl, invert_fn, &k, STK_GPU_CLR_INVERT, k.max, 0.0, 0.0);
+}
+
+static stk_status invert_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_f32, 2, invert_plan);
+}
+
 static const stk_op_schema invert_schema = {
     "invert",
     "Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's "
     "ImageOps.invert; DALI has none).",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out, 0, NULL};
-const stk__op_def stk__op_invert = {&invert_schema, NULL, NULL, NULL, invert_run, NULL, NULL};
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out, 0, NULL};
+const stk__op_def stk__op_invert = {&invert_schema, NULL, NULL, NULL, invert_run, NULL, NULL, invert_run_gpu};
 
 /* ---- posterize ---- */
 
@@ -263,18 +205,32 @@ static stk_status posterize_run(stk__node *node, stk__sample *s) {
                       "range [0, 8]", (long long)bits);
   stk__image src, dst;
   STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
-  point_ctx k = {.mask = (uint8_t)(0xFF00u >> bits)};
+  point_ctx k = {.mask = stk_color_posterize_mask((int)bits)};
   return run_point(node, s, &src, &dst, posterize_fn, &k);
+}
+
+static stk_status posterize_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                 stk__cg_plan *pl) {
+  int64_t bits = stk__arg_int(node, s, P_BITS);
+  if (bits < 0 || bits > 8)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'bits' = %lld is out of "
+                      "range [0, 8]", (long long)bits);
+  point_ctx k = {.mask = stk_color_posterize_mask((int)bits)};
+  return point_plan(in, pl, posterize_fn, &k, -1, 0.0, 0.0, 0.0);
+}
+
+static stk_status posterize_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_only, 1, posterize_plan);
 }
 
 static const stk_op_schema posterize_schema = {
     "posterize",
     "Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & "
     "~(2^(8 - bits) - 1)).",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof posterize_args / sizeof posterize_args[0], posterize_args};
 const stk__op_def stk__op_posterize = {&posterize_schema, NULL, NULL, NULL, posterize_run, NULL,
-                                       NULL};
+                                       NULL, posterize_run_gpu};
 
 /* ---- solarize / solarize_add ---- */
 
@@ -296,7 +252,7 @@ static const stk_arg_schema solarize_args[] = {
 
 static double solarize_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
-  return x >= k->threshold ? k->max - x : x;
+  return stk_color_solarize(x, k->threshold, k->max);
 }
 
 static stk_status solarize_run(stk__node *node, stk__sample *s) {
@@ -307,14 +263,25 @@ static stk_status solarize_run(stk__node *node, stk__sample *s) {
   return run_point(node, s, &src, &dst, solarize_fn, &k);
 }
 
+static stk_status solarize_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                stk__cg_plan *pl) {
+  point_ctx k = {.max = stk__dtype_full_range(in->dtype)};
+  STK_TRY(threshold_arg(node, s, S_THRESHOLD, in->dtype, &k.threshold));
+  return point_plan(in, pl, solarize_fn, &k, STK_GPU_CLR_SOLARIZE, k.threshold, k.max, 0.0);
+}
+
+static stk_status solarize_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_f32, 2, solarize_plan);
+}
+
 static const stk_op_schema solarize_schema = {
     "solarize",
     "Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? "
     "x : 255 - x; 1 - x for float32).",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof solarize_args / sizeof solarize_args[0], solarize_args};
 const stk__op_def stk__op_solarize = {&solarize_schema, NULL, NULL, NULL, solarize_run, NULL,
-                                      NULL};
+                                      NULL, solarize_run_gpu};
 
 enum { SA_SHIFT, SA_THRESHOLD };
 static const stk_arg_schema solarize_add_args[] = {
@@ -326,9 +293,7 @@ static const stk_arg_schema solarize_add_args[] = {
 
 static double solarize_add_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
-  if (x >= k->threshold) return x;
-  double v = x + k->shift;
-  return v < 0.0 ? 0.0 : v > k->max ? k->max : v;
+  return stk_color_solarize_add(x, k->threshold, k->shift, k->max);
 }
 
 static stk_status solarize_add_run(stk__node *node, stk__sample *s) {
@@ -340,15 +305,27 @@ static stk_status solarize_add_run(stk__node *node, stk__sample *s) {
   return run_point(node, s, &src, &dst, solarize_add_fn, &k);
 }
 
+static stk_status solarize_add_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                    stk__cg_plan *pl) {
+  point_ctx k = {.max = stk__dtype_full_range(in->dtype)};
+  STK_TRY(threshold_arg(node, s, SA_THRESHOLD, in->dtype, &k.threshold));
+  STK_TRY(stk__float_arg_in(node, s, SA_SHIFT, "shift", -DBL_MAX, DBL_MAX, &k.shift));
+  return point_plan(in, pl, solarize_add_fn, &k, STK_GPU_CLR_SOLARIZE_ADD, k.threshold, k.shift, k.max);
+}
+
+static stk_status solarize_add_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_f32, 2, solarize_add_plan);
+}
+
 static const stk_op_schema solarize_add_schema = {
     "solarize_add",
     "Adds `shift` to the values below `threshold` and clamps to the type's range (the "
     "SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). "
     "A stoker operator.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof solarize_add_args / sizeof solarize_add_args[0], solarize_add_args};
 const stk__op_def stk__op_solarize_add = {&solarize_add_schema, NULL, NULL, NULL,
-                                          solarize_add_run, NULL, NULL};
+                                          solarize_add_run, NULL, NULL, solarize_add_run_gpu};
 
 /* ---- equalize / experimental.equalize ---- */
 
@@ -380,23 +357,35 @@ static stk_status equalize_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status equalize_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                stk__cg_plan *pl) {
+  pl->kind = STK__CG_STATS;
+  pl->mode = strcmp(stk__arg_string(node, E_ALGORITHM), "pil") == 0 ? STK_GPU_CLR_EQ_PIL
+                                                                     : STK_GPU_CLR_EQ_CV;
+  return STK_OK;
+}
+
+static stk_status equalize_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_only, 1, equalize_plan);
+}
+
 static const stk_op_schema equalize_schema = {
     "equalize",
     "Equalizes the histogram of every channel of a uint8 image; by default with Pillow's "
     "ImageOps.equalize (what AutoAugment uses), exactly.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof equalize_args / sizeof equalize_args[0], equalize_args};
 const stk__op_def stk__op_equalize = {&equalize_schema, NULL, NULL, NULL, equalize_run, NULL,
-                                      NULL};
+                                      NULL, equalize_run_gpu};
 
 static const stk_op_schema x_equalize_schema = {
     "experimental.equalize",
     "DALI's experimental.equalize: per-channel histogram equalization of uint8 images, "
     "following OpenCV's equalizeHist by default (algorithm=\"pil\" gives Pillow's).",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof x_equalize_args / sizeof x_equalize_args[0], x_equalize_args};
 const stk__op_def stk__op_experimental_equalize = {&x_equalize_schema, NULL, NULL, NULL,
-                                                   equalize_run, NULL, NULL};
+                                                   equalize_run, NULL, NULL, equalize_run_gpu};
 
 /* ---- auto_contrast ---- */
 
@@ -407,16 +396,23 @@ static const stk_arg_schema autocontrast_args[] = {
      "for both or [low, high], each in [0, 100)"},
 };
 
-static stk_status autocontrast_run(stk__node *node, stk__sample *s) {
+/* The low and high cutoffs of this sample, checked. */
+static stk_status cutoff_args(stk__node *node, stk__sample *s, double *lo, double *hi) {
   const double *cut;
   size_t ncut = stk__arg_floats(node, s, AC_CUTOFF, &cut);
   if (ncut != 1 && ncut != 2)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'cutoff' has %zu values; "
                       "expected 1 or 2", ncut);
-  double lo = cut[0], hi = cut[ncut - 1];
-  if (!(lo >= 0 && lo < 100 && hi >= 0 && hi < 100))
+  *lo = cut[0], *hi = cut[ncut - 1];
+  if (!(*lo >= 0 && *lo < 100 && *hi >= 0 && *hi < 100))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'cutoff' = [%g, %g] is out "
-                      "of range [0, 100)", lo, hi);
+                      "of range [0, 100)", *lo, *hi);
+  return STK_OK;
+}
+
+static stk_status autocontrast_run(stk__node *node, stk__sample *s) {
+  double lo, hi;
+  STK_TRY(cutoff_args(node, s, &lo, &hi));
   stk__image src, dst;
   STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
   size_t c = (size_t)src.c;
@@ -429,16 +425,30 @@ static stk_status autocontrast_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status autocontrast_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                    stk__cg_plan *pl) {
+  double lo, hi;
+  STK_TRY(cutoff_args(node, s, &lo, &hi));
+  pl->kind = STK__CG_STATS;
+  pl->mode = STK_GPU_CLR_AUTOCONTRAST;
+  pl->p[0] = lo, pl->p[1] = hi;
+  return STK_OK;
+}
+
+static stk_status autocontrast_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_only, 1, autocontrast_plan);
+}
+
 static const stk_op_schema autocontrast_schema = {
     "auto_contrast",
     "Stretches every channel of a uint8 image so that its darkest value becomes 0 and its "
     "brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) "
     "- lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker "
     "operator.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof autocontrast_args / sizeof autocontrast_args[0], autocontrast_args};
 const stk__op_def stk__op_auto_contrast = {&autocontrast_schema, NULL, NULL, NULL,
-                                           autocontrast_run, NULL, NULL};
+                                           autocontrast_run, NULL, NULL, autocontrast_run_gpu};
 
 /* ---- sharpness ---- */
 
@@ -457,13 +467,26 @@ static stk_status sharpness_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status sharpness_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                                 stk__cg_plan *pl) {
+  double f;
+  STK_TRY(stk__float_arg_in(node, s, SH_SHARPNESS, "sharpness", -DBL_MAX, DBL_MAX, &f));
+  pl->kind = STK__CG_SHARPNESS;
+  pl->factor = (float)f;
+  return STK_OK;
+}
+
+static stk_status sharpness_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__color_run_gpu(node, b, u8_only, 1, sharpness_plan);
+}
+
 static const stk_op_schema sharpness_schema = {
     "sharpness",
     "Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, "
     "sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / "
     "13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment "
     "builds it from a 3x3 filter).",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof sharpness_args / sizeof sharpness_args[0], sharpness_args};
 const stk__op_def stk__op_sharpness = {&sharpness_schema, NULL, NULL, NULL, sharpness_run, NULL,
-                                       NULL};
+                                       NULL, sharpness_run_gpu};
