@@ -2,6 +2,7 @@
  * windows that leave the image and an optional output type. */
 #include <stdlib.h>
 
+#include "gpu_util.h"
 #include "image_util.h"
 
 enum {
@@ -80,13 +81,81 @@ static stk_status crop_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* Plans sample i of a GPU crop exactly as crop_run: window, fill pixel, output shape. */
+static stk_status crop_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in, size_t i,
+                                  stk_dtype odt, int *channels, stk_gpu_crop_sample *cs, int64_t *shape) {
+  const crop_state *st = *stk__node_state(node);
+  stk__sample *s = stk__gpu_sample(b, i);
+  int h, w, c;
+  void *data;
+  STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+  if (i == 0) *channels = c;
+  else if (c != *channels)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "has %d channels, sample 0 %d: the GPU crop needs one channel "
+                      "count per batch", c, *channels);
+  stk__rect r;
+  STK_TRY(stk__crop_args_rect(node, s, &crop_ids, st->policy, st->truncate, h, w, &r));
+  double *fill = NULL;
+  STK_TRY(stk__channel_values(node, s, A_FILL, "fill_values", c, &fill));
+  if ((size_t)c * stk_dtype_size(odt) > sizeof cs->fill)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "%d channels of %s exceed the GPU's 64-byte fill", c,
+                      stk_dtype_name(odt));
+  memset(cs, 0, sizeof *cs);
+  stk__fill_pixel(cs->fill, odt, (size_t)c, fill, (size_t)c);
+  cs->src = data;
+  cs->src_pitch = (size_t)w * (size_t)c * stk_dtype_size(stk_tensor_list_dtype(in));
+  cs->src_h = h, cs->src_w = w;
+  cs->dst_h = (int)r.h, cs->dst_w = (int)r.w;
+  cs->y = (int)r.y, cs->x = (int)r.x;
+  shape[0] = r.h, shape[1] = r.w;
+  if (stk_tensor_list_ndim(in) == 3) shape[2] = c;
+  return STK_OK;
+}
+
+/* crop on the GPU: windows and fills read per sample as on the CPU, one api->crop call
+ * (copy, padding and type conversion as stk__crop_hwc). */
+static stk_status crop_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  const crop_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_dtype idt = stk_tensor_list_dtype(in), odt = st->has_dtype ? st->dtype : idt;
+  stk_gpu_crop_sample *cs = stk__calloc(n ? n : 1, sizeof *cs, "a crop plan");
+  int64_t *shapes = stk__calloc(n * 3, sizeof(int64_t), "shapes");
+  stk_status rc = cs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (rc == STK_OK && ndim != 2 && ndim != 3)
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects HWC or HW images, got %d dimensions", ndim);
+  int c = 1;
+  for (size_t i = 0; i < n && rc == STK_OK; i++)
+    rc = crop_gpu_sample(node, b, in, i, odt, &c, &cs[i], shapes + i * (size_t)ndim);
+  if (rc == STK_OK)
+    rc = stk__gpu_alloc_list(b, odt, ndim, shapes, ndim == 2 ? "HW" : "HWC", stk__gpu_shapes_equal(shapes, n, ndim),
+                             &out);
+  if (rc == STK_OK && n > 0) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      cs[i].dst = d.data;
+    }
+    stk_gpu_crop_args a = {c, idt, odt};
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    rc = stk__gpu_op_check(node, g->api->crop(g->ctx, (int)n, cs, &a, stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(cs);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, rc);
+}
+
 static const stk_op_schema crop_schema = {
     "crop",
     "Crops HWC images (any type) to a window of crop [H, W] placed at crop_pos_x / "
     "crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image "
     "are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With "
     "dtype, the output is converted (rounded, saturated).",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof crop_args / sizeof crop_args[0], crop_args};
 const stk__op_def stk__op_crop = {&crop_schema, crop_init, crop_destroy, NULL, crop_run,
-                                  NULL, NULL};
+                                  NULL, NULL, crop_run_gpu};

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/api_geometry.h"
+#include "geometry_px.h"
+#include "gpu_util.h"
 #include "image_util.h"
 
 #define PI 3.14159265358979323846
@@ -84,29 +87,15 @@ static inline float tap(const source *S, int64_t x, int64_t y, int64_t ch) {
   return at(S, (size_t)y * S->stride + (size_t)(x * S->c + ch));
 }
 
-/* Keeps a coordinate (NaN included) within `margin` pixels of the image so it converts
- * to an integer safely; beyond that every tap is outside and the result is the same. */
-static inline double tame(double v, int64_t n, double margin) {
-  if (!(v > -margin)) return -margin;
-  if (!(v < (double)n + margin)) return (double)n + margin;
-  return v;
-}
-
-/* floor() of a tamed coordinate without a libm call (the x86-64 baseline has no SSE4.1
- * rounding instruction, so floor() is a function call in the inner loops). */
-static inline int64_t ffloor(double v) {
-  int64_t i = (int64_t)v;
-  return i - (v < (double)i);
-}
-
 /* One output row of n pixels starting at source edge coordinates (x, y), stepping by
  * (dx, dy) per pixel. */
 static void row_nearest(const source *S, double x, double y, double dx, double dy, int64_t n,
                         float *out) {
   int64_t c = S->c;
   for (int64_t i = 0; i < n; i++, out += c) {
-    int64_t xi = ffloor(tame(x + dx * (double)i, S->w, 2.0));
-    int64_t yi = ffloor(tame(y + dy * (double)i, S->h, 2.0));
+    long long xl, yl;
+    stk_warp_nearest(stk_warp_step(x, dx, i), stk_warp_step(y, dy, i), S->w, S->h, &xl, &yl);
+    int64_t xi = xl, yi = yl;
     if (xi >= 0 && yi >= 0 && xi < S->w && yi < S->h) {
       size_t base = (size_t)yi * S->stride + (size_t)(xi * c);
       for (int64_t ch = 0; ch < c; ch++) out[ch] = at(S, base + (size_t)ch);
@@ -121,8 +110,9 @@ static void row_nearest_u8(const source *S, const uint8_t *fill, double x, doubl
                            double dy, int64_t n, uint8_t *out) {
   int64_t c = S->c;
   for (int64_t i = 0; i < n; i++, out += c) {
-    int64_t xi = ffloor(tame(x + dx * (double)i, S->w, 2.0));
-    int64_t yi = ffloor(tame(y + dy * (double)i, S->h, 2.0));
+    long long xl, yl;
+    stk_warp_nearest(stk_warp_step(x, dx, i), stk_warp_step(y, dy, i), S->w, S->h, &xl, &yl);
+    int64_t xi = xl, yi = yl;
     if (!(xi >= 0 && yi >= 0 && xi < S->w && yi < S->h)) {
       if (S->constant) {
         memcpy(out, fill, (size_t)c);
@@ -141,25 +131,22 @@ static void row_linear(const source *S, double x, double y, double dx, double dy
                        float *out) {
   int64_t c = S->c;
   for (int64_t i = 0; i < n; i++, out += c) {
-    double u = tame(x + dx * (double)i - 0.5, S->w, 3.0);
-    double v = tame(y + dy * (double)i - 0.5, S->h, 3.0);
-    int64_t x0 = ffloor(u), y0 = ffloor(v);
-    float ax = (float)(u - (double)x0), ay = (float)(v - (double)y0);
+    long long xl, yl;
+    float ax, ay;
+    stk_warp_linear_setup(stk_warp_step(x, dx, i), stk_warp_step(y, dy, i), S->w, S->h, &xl, &yl,
+                          &ax, &ay);
+    int64_t x0 = xl, y0 = yl;
     if (x0 >= 0 && y0 >= 0 && x0 + 1 < S->w && y0 + 1 < S->h) {
       size_t p = (size_t)y0 * S->stride + (size_t)(x0 * c), q = p + S->stride;
       for (int64_t ch = 0; ch < c; ch++) {
-        float t = at(S, p) + (at(S, p + (size_t)c) - at(S, p)) * ax;
-        float b = at(S, q) + (at(S, q + (size_t)c) - at(S, q)) * ax;
-        out[ch] = t + (b - t) * ay;
+        out[ch] = stk_warp_bilinear(at(S, p), at(S, p + (size_t)c), at(S, q),
+                                    at(S, q + (size_t)c), ax, ay);
         p++, q++;
       }
     } else {
-      for (int64_t ch = 0; ch < c; ch++) {
-        float t = tap(S, x0, y0, ch) + (tap(S, x0 + 1, y0, ch) - tap(S, x0, y0, ch)) * ax;
-        float b = tap(S, x0, y0 + 1, ch) +
-                  (tap(S, x0 + 1, y0 + 1, ch) - tap(S, x0, y0 + 1, ch)) * ax;
-        out[ch] = t + (b - t) * ay;
-      }
+      for (int64_t ch = 0; ch < c; ch++)
+        out[ch] = stk_warp_bilinear(tap(S, x0, y0, ch), tap(S, x0 + 1, y0, ch),
+                                    tap(S, x0, y0 + 1, ch), tap(S, x0 + 1, y0 + 1, ch), ax, ay);
     }
   }
 }
@@ -168,14 +155,11 @@ static void row_cubic(const source *S, double x, double y, double dx, double dy,
                       float *out) {
   int64_t c = S->c;
   for (int64_t i = 0; i < n; i++, out += c) {
-    double u = tame(x + dx * (double)i - 0.5, S->w, 4.0);
-    double v = tame(y + dy * (double)i - 0.5, S->h, 4.0);
-    int64_t x0 = ffloor(u) - 1, y0 = ffloor(v) - 1;
+    long long xl, yl;
     float wx[4], wy[4];
-    for (int k = 0; k < 4; k++) {
-      wx[k] = (float)stk__interp_filter(STK__INTERP_CUBIC, u - (double)(x0 + k));
-      wy[k] = (float)stk__interp_filter(STK__INTERP_CUBIC, v - (double)(y0 + k));
-    }
+    stk_warp_cubic_setup(stk_warp_step(x, dx, i), stk_warp_step(y, dy, i), S->w, S->h, &xl, &yl,
+                         wx, wy);
+    int64_t x0 = xl, y0 = yl;
     bool inside = x0 >= 0 && y0 >= 0 && x0 + 3 < S->w && y0 + 3 < S->h;
     for (int64_t ch = 0; ch < c; ch++) {
       float acc = 0.0f;
@@ -183,11 +167,11 @@ static void row_cubic(const source *S, double x, double y, double dx, double dy,
         float r = 0.0f;
         if (inside) {
           size_t p = (size_t)(y0 + j) * S->stride + (size_t)(x0 * c + ch);
-          for (int k = 0; k < 4; k++) r += wx[k] * at(S, p + (size_t)(k * c));
+          for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], at(S, p + (size_t)(k * c)));
         } else {
-          for (int k = 0; k < 4; k++) r += wx[k] * tap(S, x0 + k, y0 + j, ch);
+          for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], tap(S, x0 + k, y0 + j, ch));
         }
-        acc += wy[j] * r;
+        acc = stk_warp_mac(acc, wy[j], r);
       }
       out[ch] = acc;
     }
@@ -231,9 +215,8 @@ stk_status stk__warp_affine(const stk__image *src, const stk__image *dst,
   if (bytes && S.constant)
     stk__convert(fill8, STK_DTYPE_UINT8, p->fill, STK_DTYPE_FLOAT32, (size_t)S.c);
   for (int64_t y = 0; y < dst->h; y++) {
-    double yc = (double)y + 0.5;
-    double sx = p->m[0] * 0.5 + p->m[1] * yc + p->m[2];
-    double sy = p->m[3] * 0.5 + p->m[4] * yc + p->m[5];
+    double sx, sy;
+    stk_warp_row_origin(p->m, y, &sx, &sy);
     if (bytes) {
       row_nearest_u8(&S, fill8, sx, sy, p->m[0], p->m[3], dst->w,
                      (uint8_t *)dst->data + (size_t)y * n);
@@ -355,6 +338,199 @@ static stk_status warp_sample(stk__node *node, stk__sample *s, const warp_arg_id
   return STK_OK;
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* GPU backend (rotate and warp_affine)                                               */
+/* ---------------------------------------------------------------------------------- */
+
+/* One sample's geometry: output size and output -> input matrix; `mv` holds the n values
+ * of the matrix input when the node has one. */
+typedef stk_status (*warp_geometry_fn)(stk__node *node, stk__sample *s, const double *mv,
+                                       size_t n, int64_t in_h, int64_t in_w, double m[6],
+                                       int64_t *oh, int64_t *ow);
+
+/* Sample i of input 1 (the matrix, from a CPU node such as transforms.* or a GPU one) as
+ * doubles; *n counts its elements (only 6 are read). */
+static stk_status warp_gpu_matrix_input(stk__node *node, stk__gpu_batch *b, size_t i, double v[6],
+                                        size_t *n) {
+  stk_tensor_list *ml = stk__gpu_input(b, 1);
+  stk_tensor_desc d;
+  STK_TRY(stk_tensor_list_sample(ml, i, &d));
+  *n = 1;
+  for (int k = 0; k < d.ndim; k++) *n *= (size_t)d.shape[k];
+  if (*n != 6) return STK_OK;
+  if (!stk__dtype_valid(d.dtype) || stk_dtype_size(d.dtype) > 8)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, stk__gpu_sample(b, i), "matrix of an unknown type");
+  const void *src = d.data;
+  uint8_t host[6 * 8];
+  if (stk_tensor_list_storage(ml) == STK_STORAGE_DEVICE) { /* a GPU producer: bring 6 values back */
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    STK_TRY(stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, host, d.data, 6 * stk_dtype_size(d.dtype),
+                                                         stk__gpu_stream(b), err, sizeof err), err));
+    src = host;
+  }
+  stk__convert(v, STK_DTYPE_FLOAT64, src, d.dtype, 6);
+  return STK_OK;
+}
+
+/* The sample's fill (as the CPU's warp_sample: float per channel, and as uint8 for the
+ * nearest byte copy). */
+static stk_status warp_gpu_fill(stk__node *node, stk__sample *s, const warp_arg_ids *ids, int c,
+                                stk_gpu_warp_sample *ws) {
+  if (!stk__arg_given(node, ids->fill_value)) return STK_OK;
+  double *fv = NULL;
+  STK_TRY(stk__channel_values(node, s, ids->fill_value, "fill_value", c, &fv));
+  ws->constant_border = 1;
+  for (int k = 0; k < c; k++) ws->fill[k] = (float)fv[k];
+  stk__convert(ws->fill_u8, STK_DTYPE_UINT8, ws->fill, STK_DTYPE_FLOAT32, (size_t)c);
+  return STK_OK;
+}
+
+/* Plans sample i: geometry, limits, fill; writes its output shape (ndim values). */
+static stk_status warp_gpu_sample(stk__node *node, stk__gpu_batch *b, const warp_arg_ids *ids,
+                                  warp_geometry_fn geom, const stk_tensor_list *in, size_t i,
+                                  int *channels, stk_gpu_warp_sample *ws, int64_t *shape) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  int h, w, c;
+  void *data;
+  STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+  if (i == 0) *channels = c;
+  else if (c != *channels)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "has %d channels, sample 0 %d: the GPU warp needs one "
+                      "channel count per batch", c, *channels);
+  if (h < 1 || w < 1) return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty image (%dx%d)", h, w);
+  double mv[6] = {0}, m[6];
+  size_t mn = 0;
+  if (stk__node_num_inputs(node) > 1) STK_TRY(warp_gpu_matrix_input(node, b, i, mv, &mn));
+  int64_t oh, ow;
+  STK_TRY(geom(node, s, mv, mn, h, w, m, &oh, &ow));
+  if ((double)oh * (double)ow > (double)stk__node_max_pixels(node) || oh > INT32_MAX || ow > INT32_MAX)
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit %lld", (long long)oh,
+                      (long long)ow, (long long)stk__node_max_pixels(node));
+  for (int k = 0; k < 6; k++)
+    if (!isfinite(m[k]))
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "matrix element %d is not finite", k);
+  memset(ws, 0, sizeof *ws);
+  ws->src = data;
+  ws->src_h = h, ws->src_w = w;
+  ws->dst_h = (int)oh, ws->dst_w = (int)ow;
+  memcpy(ws->m, m, sizeof ws->m);
+  STK_TRY(warp_gpu_fill(node, s, ids, c, ws));
+  shape[0] = oh, shape[1] = ow;
+  if (stk_tensor_list_ndim(in) == 3) shape[2] = c;
+  return STK_OK;
+}
+
+/* Casts every sample of `from` into a new list of `dtype` (same shapes) with api->cast:
+ * the CPU's stk__convert before / after the float32 warp for other types. */
+static stk_status warp_gpu_cast(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *from, stk_dtype dtype,
+                                stk_tensor_list **out) {
+  size_t n = stk__gpu_batch_size(b);
+  int ndim = stk_tensor_list_ndim(from);
+  int64_t *shapes = stk__calloc(n * (size_t)ndim, sizeof(int64_t), "shapes");
+  stk_gpu_cast_sample *cs = stk__calloc(n, sizeof *cs, "a cast plan");
+  stk_status st = shapes && cs ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(from, i, &d);
+    memcpy(shapes + i * (size_t)ndim, d.shape, sizeof(int64_t) * (size_t)ndim);
+    cs[i].src = d.data;
+    cs[i].count = 1;
+    for (int k = 0; k < ndim; k++) cs[i].count *= d.shape[k];
+  }
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, dtype, ndim, shapes, stk_tensor_list_layout(from),
+                             stk__gpu_shapes_equal(shapes, n, ndim), out);
+  if (st == STK_OK) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(*out, i, &d);
+      cs[i].dst = d.data;
+    }
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node, g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(from), dtype,
+                                              stk__gpu_stream(b), err, sizeof err), err);
+    if (st != STK_OK) {
+      stk_tensor_list_release(*out);
+      *out = NULL;
+    }
+  }
+  free(shapes);
+  free(cs);
+  return st;
+}
+
+/* Warps the float32 / uint8 `src` list into a new list of `dtype` (uint8 or float32). */
+static stk_status warp_gpu_launch(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *src,
+                                  stk_gpu_warp_sample *ws, const int64_t *shapes, int ndim, int c,
+                                  stk_dtype dtype, stk_tensor_list **out) {
+  const warp_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  stk_dtype idt = stk_tensor_list_dtype(src);
+  STK_TRY(stk__gpu_alloc_list(b, dtype, ndim, shapes, ndim == 2 ? "HW" : "HWC",
+                              stk__gpu_shapes_equal(shapes, n, ndim), out));
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(src, i, &d);
+    ws[i].src = d.data;
+    ws[i].src_pitch = (size_t)ws[i].src_w * (size_t)c * stk_dtype_size(idt);
+    stk_tensor_list_sample(*out, i, &d);
+    ws[i].dst = d.data;
+  }
+  stk_gpu_warp_args a = {c, idt, dtype, (int)st->interp};
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  stk_status rc = stk__gpu_op_check(
+      node, g->api->geometry->warp_affine(g->ctx, (int)n, ws, &a, stk__gpu_stream(b), err, sizeof err), err);
+  if (rc != STK_OK) {
+    stk_tensor_list_release(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* rotate / warp_affine on the GPU: per-sample geometry read on the host exactly as the
+ * CPU does, then one warp launch (plus a cast before / after for types other than uint8
+ * and float32, as the CPU converts through float32). */
+static stk_status warp_run_gpu(stk__node *node, stk__gpu_batch *b, const warp_arg_ids *ids,
+                               warp_geometry_fn geom) {
+  const warp_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL, *fin = NULL, *fout = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_dtype idt = stk_tensor_list_dtype(in), odt = st->has_dtype ? st->dtype : idt;
+  stk_gpu_warp_sample *ws = stk__calloc(n, sizeof *ws, "a warp plan");
+  int64_t *shapes = stk__calloc(n * 3, sizeof(int64_t), "shapes");
+  stk_status rc = ws && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (rc == STK_OK && ndim != 2 && ndim != 3)
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects HWC or HW images, got %d dimensions", ndim);
+  int c = 0;
+  for (size_t i = 0; i < n && rc == STK_OK; i++)
+    rc = warp_gpu_sample(node, b, ids, geom, in, i, &c, &ws[i], shapes + i * (size_t)ndim);
+  bool native_in = idt == STK_DTYPE_UINT8 || idt == STK_DTYPE_FLOAT32;
+  bool native_out = odt == STK_DTYPE_UINT8 || odt == STK_DTYPE_FLOAT32;
+  if (rc == STK_OK && !native_in) rc = warp_gpu_cast(node, b, in, STK_DTYPE_FLOAT32, &fin);
+  if (rc == STK_OK && n > 0) {
+    const stk_tensor_list *src = fin ? fin : in;
+    if (native_out) {
+      rc = warp_gpu_launch(node, b, src, ws, shapes, ndim, c, odt, &out);
+    } else {
+      rc = warp_gpu_launch(node, b, src, ws, shapes, ndim, c, STK_DTYPE_FLOAT32, &fout);
+      if (rc == STK_OK) rc = warp_gpu_cast(node, b, fout, odt, &out);
+    }
+  } else if (rc == STK_OK) {
+    rc = stk__gpu_alloc_list(b, odt, ndim, shapes, ndim == 2 ? "HW" : "HWC", true, &out);
+  }
+  if (fin) stk_tensor_list_release(fin);
+  if (fout) stk_tensor_list_release(fout);
+  free(ws);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, rc);
+}
+
 #define FILL_DOC                                                                           \
   "value of the pixels outside the source image: one value, or one per channel. When "   \
   "absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)"
@@ -391,20 +567,35 @@ static const stk_port_schema warp_out[] = {{"output", "the warped image"}};
 
 static stk_status rotate_init(stk__node *node) { return warp_init(node, &rotate_ids); }
 
-static stk_status rotate_run(stk__node *node, stk__sample *s) {
-  stk__image in;
-  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
+/* The sample's output size and output -> input matrix for an in_h x in_w input (shared by
+ * both backends; `mv` is unused: rotate has no matrix input). */
+static stk_status rotate_geometry(stk__node *node, stk__sample *s, const double *mv, size_t mn,
+                                  int64_t in_h, int64_t in_w, double m[6], int64_t *oh,
+                                  int64_t *ow) {
+  (void)mv, (void)mn;
   double angle = stk__arg_float(node, s, R_ANGLE);
   if (!isfinite(angle) || fabs(angle) > 1e9)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "angle = %g is not a usable number", angle);
-  int64_t oh = in.h, ow = in.w;
+  *oh = in_h, *ow = in_w;
   bool sized;
-  STK_TRY(size_arg(node, s, R_SIZE, &oh, &ow, &sized));
+  STK_TRY(size_arg(node, s, R_SIZE, oh, ow, &sized));
   if (!sized && !stk__arg_bool(node, s, R_KEEP_SIZE))
-    stk__rotate_canvas(in.h, in.w, angle, &oh, &ow);
+    stk__rotate_canvas(in_h, in_w, angle, oh, ow);
+  stk__rotate_matrix(angle, in_h, in_w, *oh, *ow, m);
+  return STK_OK;
+}
+
+static stk_status rotate_run(stk__node *node, stk__sample *s) {
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
+  int64_t oh, ow;
   double m[6];
-  stk__rotate_matrix(angle, in.h, in.w, oh, ow, m);
+  STK_TRY(rotate_geometry(node, s, NULL, 0, in.h, in.w, m, &oh, &ow));
   return warp_sample(node, s, &rotate_ids, &in, stk__input(s, 0)->ndim, m, oh, ow);
+}
+
+static stk_status rotate_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return warp_run_gpu(node, b, &rotate_ids, rotate_geometry);
 }
 
 static const stk_op_schema rotate_schema = {
@@ -414,13 +605,14 @@ static const stk_op_schema rotate_schema = {
     "T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge "
     "coordinates: the same centre as torchvision's functional rotate and Pillow's "
     "Image.rotate ((w - 1) / 2 in pixel indices).",
-    STK_DEVICE_CPU, 0, 1, 1, warp_in, 1, warp_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, warp_in, 1, warp_out,
     sizeof rotate_args / sizeof rotate_args[0], rotate_args};
 const stk__op_def stk__op_rotate = {
     .schema = &rotate_schema,
     .init = rotate_init,
     .destroy = warp_destroy,
-    .run_sample = rotate_run};
+    .run_sample = rotate_run,
+    .run_gpu = rotate_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* warp_affine                                                                        */
@@ -453,43 +645,45 @@ static stk_status warp_affine_init(stk__node *node) {
   return warp_init(node, &warp_ids);
 }
 
-/* This sample's matrix, output -> input. */
-static stk_status warp_matrix(stk__node *node, stk__sample *s, double m[6]) {
-  double v[6];
-  size_t n;
-  if (stk__node_num_inputs(node) > 1) {
-    const stk__tensor *t = stk__input(s, 1);
-    n = 1;
-    for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
-    if (n == 6) stk__convert(v, STK_DTYPE_FLOAT64, t->data, t->dtype, 6);
-  } else {
-    const double *a;
-    n = stk__arg_floats(node, s, W_MATRIX, &a);
-    if (n == 6) memcpy(v, a, sizeof v);
-  }
+/* This sample's output -> input matrix from the 6 values `v` of the matrix (argument or
+ * input 1; n counts them), and its output size (both backends). */
+static stk_status warp_affine_geometry(stk__node *node, stk__sample *s, const double *v,
+                                       size_t n, int64_t in_h, int64_t in_w, double m[6],
+                                       int64_t *oh, int64_t *ow) {
+  if (stk__node_num_inputs(node) <= 1) n = stk__arg_floats(node, s, W_MATRIX, &v);
   if (n != 6)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "matrix has %zu elements; expected 6 (a 2x3 matrix)", n);
   if (stk__arg_bool(node, s, W_INVERSE_MAP)) {
-    memcpy(m, v, sizeof v);
-    return STK_OK;
-  }
-  if (!stk__affine_invert(v, m))
+    memcpy(m, v, 6 * sizeof(double));
+  } else if (!stk__affine_invert(v, m)) {
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "matrix [%g, %g, %g, %g, %g, %g] cannot be inverted (inverse_map = false)",
                       v[0], v[1], v[2], v[3], v[4], v[5]);
-  return STK_OK;
+  }
+  *oh = in_h, *ow = in_w;
+  bool sized;
+  return size_arg(node, s, W_SIZE, oh, ow, &sized);
 }
 
 static stk_status warp_affine_run(stk__node *node, stk__sample *s) {
   stk__image in;
   STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
-  double m[6];
-  STK_TRY(warp_matrix(node, s, m));
-  int64_t oh = in.h, ow = in.w;
-  bool sized;
-  STK_TRY(size_arg(node, s, W_SIZE, &oh, &ow, &sized));
+  double v[6], m[6];
+  size_t n = 0;
+  if (stk__node_num_inputs(node) > 1) {
+    const stk__tensor *t = stk__input(s, 1);
+    n = 1;
+    for (int d = 0; d < t->ndim; d++) n *= (size_t)t->shape[d];
+    if (n == 6) stk__convert(v, STK_DTYPE_FLOAT64, t->data, t->dtype, 6);
+  }
+  int64_t oh, ow;
+  STK_TRY(warp_affine_geometry(node, s, v, n, in.h, in.w, m, &oh, &ow));
   return warp_sample(node, s, &warp_ids, &in, stk__input(s, 0)->ndim, m, oh, ow);
+}
+
+static stk_status warp_affine_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return warp_run_gpu(node, b, &warp_ids, warp_affine_geometry);
 }
 
 static const stk_op_schema warp_affine_schema = {
@@ -498,10 +692,11 @@ static const stk_op_schema warp_affine_schema = {
     "(x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is "
     "the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and "
     "Pillow's Image.transform(AFFINE).",
-    STK_DEVICE_CPU, 0, 1, 2, warp_in, 1, warp_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, warp_in, 1, warp_out,
     sizeof warp_args / sizeof warp_args[0], warp_args};
 const stk__op_def stk__op_warp_affine = {
     .schema = &warp_affine_schema,
     .init = warp_affine_init,
     .destroy = warp_destroy,
-    .run_sample = warp_affine_run};
+    .run_sample = warp_affine_run,
+    .run_gpu = warp_affine_run_gpu};

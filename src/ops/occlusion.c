@@ -4,9 +4,13 @@
  * All numeric arguments may be fed per sample; any dtype.
  */
 #include <float.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "color.h"
+#include "geometry_px.h"
+#include "../cuda/api_geometry.h"
+#include "gpu_util.h"
 
 static const stk_port_schema occ_in[] = {{"input", "data with a layout (images: HWC)"}};
 static const stk_port_schema occ_out[] = {{"output", "the occluded data"}};
@@ -220,6 +224,102 @@ static stk_status erase_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* ---- erase on the GPU: the regions and fill read on the host as on the CPU, then one
+ * launch that copies every element or fills it when it lies in one of the boxes. ---- */
+
+/* Sample i of the input as a tensor view (shape and layout), as the CPU sees it. */
+static void erase_gpu_view(const stk_tensor_list *in, size_t i, stk__tensor *t) {
+  stk_tensor_desc d;
+  stk_tensor_list_sample(in, i, &d);
+  memset(t, 0, sizeof *t);
+  t->data = d.data;
+  t->ndim = d.ndim;
+  t->dtype = d.dtype;
+  memcpy(t->shape, d.shape, sizeof t->shape);
+  memcpy(t->layout, d.layout, sizeof t->layout);
+}
+
+/* Plans sample i: its boxes (in the sample's scratch) and its fill pattern. */
+static stk_status erase_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in, size_t i,
+                                   stk_gpu_erase_sample *es) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  stk__tensor t;
+  erase_gpu_view(in, i, &t);
+  memset(es, 0, sizeof *es);
+  es->src = t.data;
+  for (int d = 0; d < t.ndim; d++) es->shape[d] = t.shape[d];
+  es->nfill = 1;
+  if (!stk__arg_given(node, E_SHAPE)) return STK_OK;
+  const char *layout = layout_of(&t);
+  erase_state st = {0};
+  STK_TRY(erase_axes(node, s, layout, t.ndim, &st));
+  const double *shape, *anchor = NULL;
+  size_t ns = stk__arg_floats(node, s, E_SHAPE, &shape), na = ns;
+  if (stk__arg_given(node, E_ANCHOR)) na = stk__arg_floats(node, s, E_ANCHOR, &anchor);
+  if (na != ns || ns % (size_t)st.naxes != 0)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'anchor' (%zu values) and 'shape' (%zu values) must "
+                      "both hold k regions of %d values (one per axis of axis_names)", na, ns, st.naxes);
+  uint8_t *fill = NULL;
+  size_t nfill = 0, esz = stk_dtype_size(t.dtype);
+  int caxis = -1;
+  STK_TRY(erase_fill(node, s, &t, layout, &fill, &nfill, &caxis));
+  if (nfill * esz > sizeof es->fill)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "%zu fill values of %zu bytes exceed the GPU's 64 bytes",
+                      nfill, esz);
+  memcpy(es->fill, fill, nfill * esz);
+  es->nfill = (int)nfill;
+  es->fill_axis = caxis;
+  int k = (int)(ns / (size_t)st.naxes);
+  stk_gpu_erase_box *boxes = stk__scratch(s, (size_t)(k ? k : 1) * sizeof *boxes);
+  if (!boxes) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  for (int r = 0; r < k; r++) {
+    box bx;
+    STK_TRY(region_box(node, s, &t, &st, anchor, shape, r, &bx));
+    memset(&boxes[r], 0, sizeof boxes[r]);
+    memcpy(boxes[r].lo, bx.lo, sizeof(int64_t) * (size_t)t.ndim);
+    memcpy(boxes[r].hi, bx.hi, sizeof(int64_t) * (size_t)t.ndim);
+  }
+  es->boxes = boxes;
+  es->nboxes = k;
+  return STK_OK;
+}
+
+static stk_status erase_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_dtype dt = stk_tensor_list_dtype(in);
+  stk_gpu_erase_sample *es = stk__calloc(n ? n : 1, sizeof *es, "an erase plan");
+  int64_t *shapes = stk__calloc(n * (size_t)(ndim > 0 ? ndim : 1), sizeof(int64_t), "shapes");
+  stk_status st = es && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK && (!stk__dtype_valid(dt) || ndim < 1 || ndim > STK_GPU_ERASE_MAX_NDIM))
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "needs a tensor of 1 to %d dimensions", STK_GPU_ERASE_MAX_NDIM);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    st = erase_gpu_sample(node, b, in, i, &es[i]);
+    memcpy(shapes + i * (size_t)ndim, es[i].shape, sizeof(int64_t) * (size_t)ndim);
+  }
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, dt, ndim, shapes, stk_tensor_list_layout(in), stk__gpu_shapes_equal(shapes, n, ndim),
+                             &out);
+  if (st == STK_OK && n > 0) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      es[i].dst = d.data;
+    }
+    stk_gpu_erase_args a = {ndim, (int)stk_dtype_size(dt)};
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node, g->api->geometry->erase(g->ctx, (int)n, es, &a, stk__gpu_stream(b), err, sizeof err),
+                           err);
+  }
+  free(es);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
+
 static const stk_op_schema erase_schema = {
     "erase",
     "Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent "
@@ -227,9 +327,9 @@ static const stk_op_schema erase_schema = {
     "lo = round(anchor) and extent = round(shape), after scaling by the axis extent for "
     "normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for "
     "centered_anchor (round: half away from zero); boxes are clipped to the data.",
-    STK_DEVICE_CPU, 0, 1, 1, occ_in, 1, occ_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, occ_in, 1, occ_out,
     sizeof erase_args / sizeof erase_args[0], erase_args};
-const stk__op_def stk__op_erase = {&erase_schema, NULL, NULL, NULL, erase_run, NULL, NULL};
+const stk__op_def stk__op_erase = {&erase_schema, NULL, NULL, NULL, erase_run, NULL, NULL, erase_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* grid_mask                                                                          */
@@ -249,16 +349,23 @@ static const stk_arg_schema grid_args[] = {
      "y translation of the grid after the rotation, in pixels"},
 };
 
+/* The sample's grid arguments, checked as on the CPU. */
+static stk_status grid_params(stk__node *node, stk__sample *s, double *tile, double *ratio, double *angle,
+                              double *sx, double *sy) {
+  int64_t t = stk__arg_int(node, s, GM_TILE);
+  if (t < 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'tile' = %lld must be >= 1", (long long)t);
+  *tile = (double)t;
+  STK_TRY(stk__float_arg_in(node, s, GM_RATIO, "ratio", 0.0, 1.0, ratio));
+  STK_TRY(stk__float_arg_in(node, s, GM_ANGLE, "angle", -1e9, 1e9, angle));
+  STK_TRY(stk__float_arg_in(node, s, GM_SHIFT_X, "shift_x", -DBL_MAX, DBL_MAX, sx));
+  STK_TRY(stk__float_arg_in(node, s, GM_SHIFT_Y, "shift_y", -DBL_MAX, DBL_MAX, sy));
+  return STK_OK;
+}
+
 static stk_status grid_run(stk__node *node, stk__sample *s) {
-  int64_t tile = stk__arg_int(node, s, GM_TILE);
-  if (tile < 1)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'tile' = %lld must be >= 1",
-                      (long long)tile);
-  double ratio, angle, sx, sy;
-  STK_TRY(stk__float_arg_in(node, s, GM_RATIO, "ratio", 0.0, 1.0, &ratio));
-  STK_TRY(stk__float_arg_in(node, s, GM_ANGLE, "angle", -1e9, 1e9, &angle));
-  STK_TRY(stk__float_arg_in(node, s, GM_SHIFT_X, "shift_x", -DBL_MAX, DBL_MAX, &sx));
-  STK_TRY(stk__float_arg_in(node, s, GM_SHIFT_Y, "shift_y", -DBL_MAX, DBL_MAX, &sy));
+  double t, ratio, angle, sx, sy;
+  STK_TRY(grid_params(node, s, &t, &ratio, &angle, &sx, &sy));
   stk__image src, dst;
   STK_TRY(stk__image_input(node, s, 0, NULL, 0, &src));
   if (!stk__dtype_valid(src.dtype))
@@ -266,20 +373,69 @@ static stk_status grid_run(stk__node *node, stk__sample *s) {
   dst = src;
   STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, &dst));
   size_t px = (size_t)src.c * stk_dtype_size(src.dtype);
-  double ca = cos(angle), sa = sin(angle), t = (double)tile;
+  double ca = cos(angle), sa = sin(angle);
   for (int64_t y = 0; y < src.h; y++) {
     const uint8_t *in = (const uint8_t *)src.data + (size_t)(y * src.w) * px;
     uint8_t *out = (uint8_t *)dst.data + (size_t)(y * src.w) * px;
     for (int64_t x = 0; x < src.w; x++) {
-      /* grid coordinates of the pixel, in tiles */
-      double u = ((double)x * ca - (double)y * sa - sx) / t;
-      double v = ((double)x * sa + (double)y * ca - sy) / t;
-      bool keep = u - floor(u) >= ratio || v - floor(v) >= ratio;
-      if (keep) memcpy(out + (size_t)x * px, in + (size_t)x * px, px);
+      if (stk_grid_keep(x, y, ca, sa, sx, sy, t, ratio)) memcpy(out + (size_t)x * px, in + (size_t)x * px, px);
       else memset(out + (size_t)x * px, 0, px);
     }
   }
   return STK_OK;
+}
+
+/* grid_mask on the GPU: the same per-pixel test (geometry_px.h) in one launch. */
+static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_dtype dt = stk_tensor_list_dtype(in);
+  stk_gpu_grid_mask_sample *gs = stk__calloc(n ? n : 1, sizeof *gs, "a grid_mask plan");
+  int64_t *shapes = stk__calloc(n * 3, sizeof(int64_t), "shapes");
+  stk_status st = gs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK && !stk__dtype_valid(dt))
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "unknown input type");
+  int c0 = 0;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__sample *s = stk__gpu_sample(b, i);
+    double tile, ratio, angle, sx, sy;
+    st = grid_params(node, s, &tile, &ratio, &angle, &sx, &sy);
+    int h, w, c;
+    void *data;
+    if (st == STK_OK) st = stk__gpu_image_dims(node, in, i, &h, &w, &c, &data);
+    if (st != STK_OK) break;
+    if (i == 0) c0 = c;
+    if (c != c0 || (size_t)c * stk_dtype_size(dt) > 64) {
+      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "%d channels (sample 0: %d): the GPU needs one channel count "
+                      "per batch and at most 64 bytes per pixel", c, c0);
+      break;
+    }
+    gs[i] = (stk_gpu_grid_mask_sample){.src = data, .h = h, .w = w, .ca = cos(angle), .sa = sin(angle),
+                                       .shift_x = sx, .shift_y = sy, .tile = tile, .ratio = ratio};
+    int64_t *sh = shapes + i * (size_t)ndim;
+    sh[0] = h, sh[1] = w;
+    if (ndim == 3) sh[2] = c;
+  }
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, dt, ndim, shapes, ndim == 2 ? "HW" : "HWC", stk__gpu_shapes_equal(shapes, n, ndim),
+                             &out);
+  if (st == STK_OK && n > 0) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      gs[i].dst = d.data;
+    }
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node, g->api->geometry->grid_mask(g->ctx, (int)n, gs, c0 * (int)stk_dtype_size(dt),
+                                                             stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(gs);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
 }
 
 static const stk_op_schema grid_schema = {
@@ -288,6 +444,6 @@ static const stk_op_schema grid_schema = {
     "cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - "
     "shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed "
     "in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).",
-    STK_DEVICE_CPU, 0, 1, 1, occ_in, 1, occ_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, occ_in, 1, occ_out,
     sizeof grid_args / sizeof grid_args[0], grid_args};
-const stk__op_def stk__op_grid_mask = {&grid_schema, NULL, NULL, NULL, grid_run, NULL, NULL};
+const stk__op_def stk__op_grid_mask = {&grid_schema, NULL, NULL, NULL, grid_run, NULL, NULL, grid_run_gpu};
