@@ -190,10 +190,10 @@ def copy(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: st
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def crop(*inputs: DataNode, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., rounding: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def crop(*inputs: DataNode, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., rounding: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Crops HWC images (any type) to a window of crop [H, W] placed at crop_pos_x / crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With dtype, the output is converted (rounded, saturated).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image
@@ -211,7 +211,7 @@ def crop(*inputs: DataNode, crop: Sequence[float] | DataNode | None = ..., crop_
         fill_values (a list of floats; default [0.0]): padding value, one for all channels or one per channel
         dtype (a string; default ""): output type: "" (the input's) or any type name (saturating, rounded conversion)
         rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer: round (half away from zero) or truncate
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -264,10 +264,10 @@ def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cp
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., axes: Sequence[int] | None = ..., fill_value: Sequence[float] | DataNode | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., normalized: bool | None = ..., centered_anchor: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., axes: Sequence[int] | None = ..., fill_value: Sequence[float] | DataNode | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., normalized: bool | None = ..., centered_anchor: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent along every axis of axis_names (the whole extent along other axes) take fill_value. lo = round(anchor) and extent = round(shape), after scaling by the axis extent for normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for centered_anchor (round: half away from zero); boxes are clipped to the data.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: data with a layout (images: HWC)
@@ -285,7 +285,7 @@ def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., sh
         normalized_shape (a bool; default false): shape is a fraction of the axis extent
         normalized (a bool; default false): both anchor and shape are fractions of the axis extent
         centered_anchor (a bool; default false): anchor is the centre of the region rather than its start
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -395,10 +395,10 @@ def grayscale(*inputs: DataNode, num_output_channels: int | None = ..., device: 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def grid_mask(*inputs: DataNode, tile: int | DataNode | None = ..., ratio: float | DataNode | None = ..., angle: float | DataNode | None = ..., shift_x: float | DataNode | None = ..., shift_y: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def grid_mask(*inputs: DataNode, tile: int | DataNode | None = ..., ratio: float | DataNode | None = ..., angle: float | DataNode | None = ..., shift_x: float | DataNode | None = ..., shift_y: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """GridMask (DALI's grid_mask): zeroes the pixels inside a grid of squares. With u = (x cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: data with a layout (images: HWC)
@@ -412,7 +412,7 @@ def grid_mask(*inputs: DataNode, tile: int | DataNode | None = ..., ratio: float
         angle (a float; default 0.0; may be a DataNode (per-sample argument input)): rotation of the grid around the origin, in radians
         shift_x (a float; default 0.0; may be a DataNode (per-sample argument input)): x translation of the grid after the rotation, in pixels
         shift_y (a float; default 0.0; may be a DataNode (per-sample argument input)): y translation of the grid after the rotation, in pixels
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -639,10 +639,10 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def rotate(*inputs: DataNode, angle: float | DataNode, keep_size: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def rotate(*inputs: DataNode, angle: float | DataNode, keep_size: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Rotates each image by `angle` degrees counter-clockwise about its centre (DALI's rotate). Output pixel (x, y) samples the input at M (x + 0.5, y + 0.5) with M = T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge coordinates: the same centre as torchvision's functional rotate and Pillow's Image.rotate ((w - 1) / 2 in pixel indices).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC or HW image, any numeric type
@@ -657,7 +657,7 @@ def rotate(*inputs: DataNode, angle: float | DataNode, keep_size: bool | None = 
         fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -765,10 +765,10 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC or HW image, any numeric type
@@ -784,7 +784,7 @@ def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = .
         fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

@@ -204,7 +204,7 @@ class Copy(Operator):
 class Crop(Operator):
     """Crops HWC images (any type) to a window of crop [H, W] placed at crop_pos_x / crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With dtype, the output is converted (rounded, saturated).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC image
@@ -222,10 +222,10 @@ class Crop(Operator):
         fill_values (a list of floats; default [0.0]): padding value, one for all channels or one per channel
         dtype (a string; default ""): output type: "" (the input's) or any type name (saturating, rounded conversion)
         rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer: round (half away from zero) or truncate
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., rounding: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., rounding: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class CropMirrorNormalize(Operator):
     """Fused crop, mirror, normalisation, type conversion and layout change (DALI's crop_mirror_normalize): out = (in - mean[c]) / std[c] * scale + shift over the crop window (placed as in crop), mirrored left-right when `mirror`, written as CHW (or HWC) in one pass. uint8 inputs use a per-channel table computed in float64.
@@ -281,7 +281,7 @@ class Equalize(Operator):
 class Erase(Operator):
     """Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent along every axis of axis_names (the whole extent along other axes) take fill_value. lo = round(anchor) and extent = round(shape), after scaling by the axis extent for normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for centered_anchor (round: half away from zero); boxes are clipped to the data.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: data with a layout (images: HWC)
@@ -299,10 +299,10 @@ class Erase(Operator):
         normalized_shape (a bool; default false): shape is a fraction of the axis extent
         normalized (a bool; default false): both anchor and shape are fractions of the axis extent
         centered_anchor (a bool; default false): anchor is the centre of the region rather than its start
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, anchor: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., axes: Sequence[int] | None = ..., fill_value: Sequence[float] | DataNode | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., normalized: bool | None = ..., centered_anchor: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, anchor: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., axes: Sequence[int] | None = ..., fill_value: Sequence[float] | DataNode | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., normalized: bool | None = ..., centered_anchor: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ExternalSource(Operator):
     """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.
@@ -418,7 +418,7 @@ class Grayscale(Operator):
 class GridMask(Operator):
     """GridMask (DALI's grid_mask): zeroes the pixels inside a grid of squares. With u = (x cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: data with a layout (images: HWC)
@@ -432,10 +432,10 @@ class GridMask(Operator):
         angle (a float; default 0.0; may be a DataNode (per-sample argument input)): rotation of the grid around the origin, in radians
         shift_x (a float; default 0.0; may be a DataNode (per-sample argument input)): x translation of the grid after the rotation, in pixels
         shift_y (a float; default 0.0; may be a DataNode (per-sample argument input)): y translation of the grid after the rotation, in pixels
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, tile: int | DataNode | None = ..., ratio: float | DataNode | None = ..., angle: float | DataNode | None = ..., shift_x: float | DataNode | None = ..., shift_y: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, tile: int | DataNode | None = ..., ratio: float | DataNode | None = ..., angle: float | DataNode | None = ..., shift_x: float | DataNode | None = ..., shift_y: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Hsv(Operator):
     """Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images (DALI's hsv). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels.
@@ -673,7 +673,7 @@ class Resize(Operator):
 class Rotate(Operator):
     """Rotates each image by `angle` degrees counter-clockwise about its centre (DALI's rotate). Output pixel (x, y) samples the input at M (x + 0.5, y + 0.5) with M = T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge coordinates: the same centre as torchvision's functional rotate and Pillow's Image.rotate ((w - 1) / 2 in pixel indices).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC or HW image, any numeric type
@@ -688,10 +688,10 @@ class Rotate(Operator):
         fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, angle: float | DataNode, keep_size: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, angle: float | DataNode, keep_size: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Saturation(Operator):
     """Changes the saturation (DALI's saturation). As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales YIQ). Needs 3 channels. With pil=true, Pillow's ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.
@@ -805,7 +805,7 @@ class SolarizeAdd(Operator):
 class WarpAffine(Operator):
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC or HW image, any numeric type
@@ -821,10 +821,10 @@ class WarpAffine(Operator):
         fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class auto_augment:
     """The auto_augment namespace."""
