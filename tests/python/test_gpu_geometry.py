@@ -37,13 +37,13 @@ def _fn():
 # ---- rotate ----
 
 @pytest.mark.parametrize("interp", INTERPS)
-@pytest.mark.parametrize("keep_size", [True, False])
 @pytest.mark.parametrize("resize", [None, (120, 160)])
-def test_rotate_random_angles(interp, keep_size, resize):
+def test_rotate_random_angles(interp, resize):
     fn = _fn()
-    compare_op(lambda x, dev, angle: fn.rotate(x, angle=angle, keep_size=keep_size, interp_type=interp, device=dev),
+    compare_op(lambda x, dev, angle: (fn.rotate(x, angle=angle, keep_size=True, interp_type=interp, device=dev),
+                                      fn.rotate(x, angle=angle, keep_size=False, interp_type=interp, device=dev)),
                args=lambda: {"angle": fn.random.uniform(range=[-180.0, 180.0])},
-               atol=_atol(interp), resize=resize, what=f"rotate {interp} keep_size={keep_size}")
+               atol=_atol(interp), resize=resize, what=f"rotate {interp}")
 
 
 @pytest.mark.parametrize("interp", INTERPS)
@@ -56,12 +56,13 @@ def test_rotate_fill_and_size(interp):
                atol=_atol(interp), what=f"rotate fill/size {interp}")
 
 
-@pytest.mark.parametrize("angle", [0.0, 90.0, -90.0, 180.0, 45.0, 1e-7])
-def test_rotate_edge_angles(angle):
+@pytest.mark.parametrize("interp", INTERPS)
+def test_rotate_edge_angles(interp):
     fn = _fn()
-    for interp in INTERPS:
-        compare_op(lambda x, dev: fn.rotate(x, angle=angle, fill_value=17, interp_type=interp, device=dev),
-                   atol=_atol(interp), iterations=1, what=f"rotate {angle} {interp}")
+    angles = [0.0, 90.0, -90.0, 180.0, 45.0, 1e-7, 720.0]
+    compare_op(lambda x, dev: tuple(fn.rotate(x, angle=a, fill_value=17, interp_type=interp, device=dev)
+                                    for a in angles),
+               atol=_atol(interp), iterations=1, what=f"rotate edge angles {interp}")
 
 
 @pytest.mark.parametrize("interp", INTERPS)
@@ -91,15 +92,15 @@ MATRIX = [0.9, 0.2, -10.0, -0.15, 1.1, 12.0]
 
 
 @pytest.mark.parametrize("interp", INTERPS)
-@pytest.mark.parametrize("inverse_map", [True, False])
 @pytest.mark.parametrize("resize", [None, (150, 110)])
-def test_warp_affine_constant_matrix(interp, inverse_map, resize):
+def test_warp_affine_constant_matrix(interp, resize):
     fn = _fn()
-    compare_op(lambda x, dev: (fn.warp_affine(x, matrix=MATRIX, inverse_map=inverse_map, interp_type=interp,
-                                              device=dev),
-                               fn.warp_affine(x, matrix=MATRIX, inverse_map=inverse_map, interp_type=interp,
-                                              size=[90, 140], fill_value=[10, 128, 250], device=dev)),
-               atol=_atol(interp), resize=resize, iterations=1, what=f"warp_affine {interp} inv={inverse_map}")
+    compare_op(lambda x, dev: tuple(
+        out for inv in (True, False) for out in (
+            fn.warp_affine(x, matrix=MATRIX, inverse_map=inv, interp_type=interp, device=dev),
+            fn.warp_affine(x, matrix=MATRIX, inverse_map=inv, interp_type=interp, size=[90, 140],
+                           fill_value=[10, 128, 250], device=dev))),
+        atol=_atol(interp), resize=resize, iterations=1, what=f"warp_affine {interp}")
 
 
 @pytest.mark.parametrize("interp", INTERPS)
