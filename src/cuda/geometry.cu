@@ -176,11 +176,17 @@ warp_kernel(const warp_dev *S, const int *first, int n, int C) {
     long long x0, y0;
     float wx[4], wy[4];
     stk_warp_cubic_setup(px, py, W, H, &x0, &y0, wx, wy);
+    bool inside = x0 >= 0 && y0 >= 0 && x0 + 3 < W && y0 + 3 < H;
     for (int c = 0; c < C; c++) {
       float acc = 0.0f;
       for (int j = 0; j < 4; j++) {
         float r = 0.0f;
-        for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], warp_tap<TI>(s, C, x0 + k, y0 + j, c));
+        if (inside) { /* all 16 taps inside: no checks (same values) */
+          const TI *p = (const TI *)((const char *)s.src + (size_t)(y0 + j) * s.src_pitch) + (size_t)x0 * C + c;
+          for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], (float)p[k * C]);
+        } else {
+          for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], warp_tap<TI>(s, C, x0 + k, y0 + j, c));
+        }
         acc = stk_warp_mac(acc, wy[j], r);
       }
       warp_store<TO>(out + c, acc);
@@ -267,12 +273,14 @@ static int gpu_warp_affine(stk_gpu_ctx *ctx, int n, const stk_gpu_warp_sample *s
 
 /* A sample seen as `units` units of `unit` contiguous elements: the dimensions [0, split)
  * index the units (every box may restrict them), the others lie inside a unit (every
- * box spans them whole), so a unit is erased or kept as a whole. */
+ * box spans them whole), so a unit is erased or kept as a whole. The units form a
+ * rows x cols grid (cols: the extent of dimension split - 1), tiled like an image. */
 typedef struct {
   const void *src;
   void *dst;
   int shape[STK_GPU_ERASE_MAX_NDIM];
   int split, unit, units;
+  int rows, cols, bx;  /* units as rows x cols (cols: extent of dimension split - 1) */
   int box0, nboxes;   /* this sample's boxes in the box array */
   int nfill, fill_axis;
   int cstride, cshape; /* fill index inside a unit: (j / cstride) % cshape */
@@ -296,14 +304,19 @@ __global__ void __launch_bounds__(G_THREADS)
 erase_kernel(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
   int b = blockIdx.x, si = g_find_sample(first, n, b);
   const erase_dev *d = &S[si];
-  int u = (b - first[si]) * G_THREADS + (int)threadIdx.x;
-  if (u >= d->units) return;
+  /* 2-D tiles over (rows, cols) of units: a warp takes 32 consecutive units of a row */
+  int t = b - first[si], tx = t % d->bx, ty = t / d->bx;
+  int x = tx * G_TW + (int)threadIdx.x % G_TW, y = ty * G_TH + (int)threadIdx.x / G_TW;
+  if (x >= d->cols || y >= d->rows) return;
+  int u = y * d->cols + x;
   int coord[STK_GPU_ERASE_MAX_NDIM];
-  int r = u;
-  for (int k = d->split - 1; k >= 0; k--) {
+  coord[d->split - 1] = x;
+  int r = y;
+  for (int k = d->split - 2; k > 0; k--) {
     coord[k] = r % d->shape[k];
     r /= d->shape[k];
   }
+  if (d->split >= 2) coord[0] = r;
   bool erased = false;
   for (int q = 0; q < d->nboxes && !erased; q++) {
     const erase_box_dev *bx = &boxes[d->box0 + q];
@@ -371,6 +384,9 @@ static int erase_describe(const stk_gpu_erase_sample *s, const stk_gpu_erase_arg
   d->unit = 1;
   for (int k = need; k < nd; k++) d->unit *= (int)s->shape[k];
   d->units = d->unit ? (int)(total / d->unit) : 0;
+  d->cols = (int)s->shape[need - 1];
+  d->rows = d->cols ? d->units / d->cols : 0;
+  d->bx = (int)g_cdiv(d->cols, G_TW);
   d->nfill = s->nfill, d->fill_axis = s->nfill > 1 ? s->fill_axis : 0;
   d->cstride = 1, d->cshape = 1;
   if (s->nfill > 1) {
@@ -402,7 +418,7 @@ static int gpu_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *sample
   int nbox = 0;
   for (int i = 0; i < n && rc == 0; i++) {
     rc = erase_describe(&samples[i], &a, i, &S[i], boxes, &nbox, err, errlen);
-    p.nb[i] = rc ? 0 : g_cdiv(S[i].units, G_THREADS);
+    p.nb[i] = rc ? 0 : (int64_t)S[i].bx * g_cdiv(S[i].rows, G_TH);
   }
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
