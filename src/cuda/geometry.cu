@@ -20,6 +20,10 @@
 #define G_TW 32 /* output columns per 2-D block */
 #define G_TH 8  /* output rows per 2-D block */
 
+/* Everything below has internal linkage: kernel templates of other families' files may
+ * share a name (their host stubs would otherwise be merged by the linker). */
+namespace {
+
 /* ---------------------------------------------------------------------------------- */
 /* Launch plumbing (as kernels.cu)                                                    */
 /* ---------------------------------------------------------------------------------- */
@@ -512,6 +516,8 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
   g_plan_free(&p);
   return rc;
 }
+
+}  // namespace
 
 extern "C" STK_HIDDEN const stk_gpu_geometry_api stk_gpu_geometry_table = {
     1,
