@@ -69,133 +69,27 @@ static int64_t f_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static size_t f_align(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* ---------------------------------------------------------------------------------- */
-/* Element conversion (stk__convert to and from float32)                              */
-/* ---------------------------------------------------------------------------------- */
-
-__device__ __forceinline__ float to_f(uint8_t v) { return (float)v; }
-__device__ __forceinline__ float to_f(int8_t v) { return (float)v; }
-__device__ __forceinline__ float to_f(uint16_t v) { return (float)v; }
-__device__ __forceinline__ float to_f(int16_t v) { return (float)v; }
-__device__ __forceinline__ float to_f(int32_t v) { return (float)v; }
-__device__ __forceinline__ float to_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f(float v) { return v; }
-
-/* Rounded half away from zero and saturated to [lo, hi] (NaN -> 0), as stk__store_double. */
-__device__ __forceinline__ double round_sat(float v, double lo, double hi) {
-  double r = isnan(v) ? 0.0 : round((double)v);
-  return r <= lo ? lo : r >= hi ? hi : r;
-}
-
-/* Element i of dst = v as stk__convert from float32 writes it (uint8: the CPU's vector
- * body, + 0.5 and truncation). */
-__device__ void store_from_f32(void *dst, int dt, int64_t i, float v) {
-  switch (dt) {
-  case STK_DTYPE_UINT8: {
-    float f = v + 0.5f;
-    f = f > 0.0f ? f : 0.0f;
-    f = f < 255.0f ? f : 255.0f;
-    ((uint8_t *)dst)[i] = (uint8_t)(int)f;
-    return;
-  }
-  case STK_DTYPE_INT8: ((int8_t *)dst)[i] = (int8_t)round_sat(v, -128.0, 127.0); return;
-  case STK_DTYPE_UINT16: ((uint16_t *)dst)[i] = (uint16_t)round_sat(v, 0.0, 65535.0); return;
-  case STK_DTYPE_INT16: ((int16_t *)dst)[i] = (int16_t)round_sat(v, -32768.0, 32767.0); return;
-  case STK_DTYPE_INT32:
-    ((int32_t *)dst)[i] = (int32_t)round_sat(v, -2147483648.0, 2147483647.0);
-    return;
-  case STK_DTYPE_INT64: {
-    double r = isnan(v) ? 0.0 : round((double)v);
-    ((long long *)dst)[i] = r <= -9223372036854775808.0 ? (-9223372036854775807ll - 1)
-                            : r >= 9223372036854775807.0 ? 9223372036854775807ll
-                                                         : (long long)r;
-    return;
-  }
-  case STK_DTYPE_FLOAT16: ((__half *)dst)[i] = __float2half_rn(v); return;
-  case STK_DTYPE_FLOAT64: ((double *)dst)[i] = (double)v; return;
-  default: ((float *)dst)[i] = v; return;
-  }
-}
-
-/* ---------------------------------------------------------------------------------- */
 /* Convolutions                                                                       */
 /* ---------------------------------------------------------------------------------- */
 
-typedef struct {
-  stk_gpu_conv_sample s; /* s.weights is the host pointer: unused on the device */
-  int64_t w_off;         /* first weight of the sample in W */
-  int64_t tmp_off;       /* first float of its temporary */
-  int64_t h_count;       /* temporary elements: npairs * (out_h + kh - 1) * out_w * c */
-  int64_t v_count;       /* output elements: out_h * out_w * c */
-} conv_dev;
-
-/* Temporary element e: pair p, padded row r (source row border(r - ay)), column x,
- * channel ch = sum_j kx[j] * in(row, border(x + j - ax)), taps in j order. */
-template <typename T>
+/* One thread per temporary element (filter_common.h: stk_conv_hpass_elem). */
+template <int DT>
 __global__ void __launch_bounds__(THREADS)
-conv_hpass(const conv_dev *S, const int *first, int n, const float *W, float *tmp) {
+conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float *tmp) {
   int b = blockIdx.x, si = f_find_sample(first, n, b);
-  const conv_dev *d = &S[si];
+  const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
-  if (e >= d->h_count) return;
-  const stk_gpu_conv_sample &s = d->s;
-  int64_t C = s.c, ph = (int64_t)s.out_h + s.kh - 1, rowlen = (int64_t)s.out_w * C;
-  int64_t pr = e / rowlen, rem = e - pr * rowlen;
-  int64_t pair = pr / ph, r = pr - pair * ph;
-  int64_t x = rem / C, ch = rem - x * C;
-  const float *kx = W + d->w_off + pair * (s.kh + s.kw) + s.kh;
-  int64_t sy = stk_conv_border(r - s.ay, s.h, s.border);
-  const T *row = (const T *)s.src + (sy < 0 ? 0 : sy) * (int64_t)s.w * C;
-  float acc = 0.0f;
-  for (int j = 0; j < s.kw; j++) {
-    float w = kx[j];
-    if (w == 0.0f) continue;
-    int64_t sx = stk_conv_border(x + j - s.ax, s.w, s.border);
-    float v = (sy < 0 || sx < 0) ? s.fill : to_f(row[sx * C + ch]);
-    acc = stk_conv_tap(acc, w, v);
-  }
-  tmp[d->tmp_off + e] = acc;
+  if (e < d->h_count) stk_conv_hpass_elem(d, DT, W, tmp, e);
 }
 
-/* Output element e (y, x, ch): the vertical taps over the temporary of each pair (pair
- * 2 continues pair 1's sum), or every tap of a full kernel in row-major order; then the
- * conversion to the output type. */
-template <typename T>
+/* One thread per output element (stk_conv_out_elem). */
+template <int DT>
 __global__ void __launch_bounds__(THREADS)
-conv_out(const conv_dev *S, const int *first, int n, const float *W, const float *tmp, int odt) {
+conv_out(const stk_conv_job *S, const int *first, int n, const float *W, const float *tmp, int odt) {
   int b = blockIdx.x, si = f_find_sample(first, n, b);
-  const conv_dev *d = &S[si];
+  const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
-  if (e >= d->v_count) return;
-  const stk_gpu_conv_sample &s = d->s;
-  int64_t C = s.c, rowlen = (int64_t)s.out_w * C;
-  int64_t y = e / rowlen, rem = e - y * rowlen;
-  float acc = 0.0f;
-  if (s.npairs == 0) {
-    int64_t x = rem / C, ch = rem - x * C;
-    const float *k = W + d->w_off;
-    for (int i = 0; i < s.kh; i++) {
-      int64_t sy = stk_conv_border(y + i - s.ay, s.h, s.border);
-      const T *row = (const T *)s.src + (sy < 0 ? 0 : sy) * (int64_t)s.w * C;
-      for (int j = 0; j < s.kw; j++) {
-        float w = k[(int64_t)i * s.kw + j];
-        if (w == 0.0f) continue;
-        int64_t sx = stk_conv_border(x + j - s.ax, s.w, s.border);
-        float v = (sy < 0 || sx < 0) ? s.fill : to_f(row[sx * C + ch]);
-        acc = stk_conv_tap(acc, w, v);
-      }
-    }
-  } else {
-    int64_t ph = (int64_t)s.out_h + s.kh - 1;
-    for (int p = 0; p < s.npairs; p++) {
-      const float *ky = W + d->w_off + (int64_t)p * (s.kh + s.kw);
-      const float *t = tmp + d->tmp_off + (int64_t)p * ph * rowlen + rem;
-      for (int i = 0; i < s.kh; i++) {
-        float w = ky[i];
-        if (w != 0.0f) acc = stk_conv_tap(acc, w, t[(y + i) * rowlen]);
-      }
-    }
-  }
-  store_from_f32(s.dst, odt, e, acc);
+  if (e < d->v_count) stk_conv_out_elem(d, DT, W, tmp, e, odt);
 }
 
 static bool conv_in_ok(stk_dtype t) {
@@ -204,12 +98,13 @@ static bool conv_in_ok(stk_dtype t) {
          t == STK_DTYPE_FLOAT32;
 }
 
-template <typename T>
-static void conv_launch(int hblocks, int oblocks, const conv_dev *S, const int *fh,
+/* The input type is a template parameter: the loads' switch folds away. */
+template <int DT>
+static void conv_launch(int hblocks, int oblocks, const stk_conv_job *S, const int *fh,
                         const int *fo, int n, const float *W, float *tmp, int odt,
                         cudaStream_t stream) {
-  if (hblocks > 0) conv_hpass<T><<<hblocks, THREADS, 0, stream>>>(S, fh, n, W, tmp);
-  if (oblocks > 0) conv_out<T><<<oblocks, THREADS, 0, stream>>>(S, fo, n, W, tmp, odt);
+  if (hblocks > 0) conv_hpass<DT><<<hblocks, THREADS, 0, stream>>>(S, fh, n, W, tmp);
+  if (oblocks > 0) conv_out<DT><<<oblocks, THREADS, 0, stream>>>(S, fo, n, W, tmp, odt);
 }
 
 /* Checks one sample's descriptor; returns its weight count or -1 (err set). */
@@ -242,7 +137,7 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     if (k < 0) return STK_ERR_INVALID_ARGUMENT;
     nweights += (size_t)k;
   }
-  size_t off_fh = f_align((size_t)n * sizeof(conv_dev));
+  size_t off_fh = f_align((size_t)n * sizeof(stk_conv_job));
   size_t off_fo = off_fh + f_align((size_t)(n + 1) * sizeof(int));
   size_t off_w = off_fo + f_align((size_t)(n + 1) * sizeof(int));
   size_t bytes = off_w + nweights * sizeof(float);
@@ -250,14 +145,18 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
   int64_t *nb = (int64_t *)malloc(2 * (size_t)n * sizeof(int64_t));
   int rc = 0;
   if (!host || !nb) rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
-  conv_dev *S = (conv_dev *)host;
+  stk_conv_job *S = (stk_conv_job *)host;
   int64_t woff = 0, toff = 0;
   for (int i = 0; i < n && rc == 0; i++) {
     const stk_gpu_conv_sample *s = &samples[i];
     int64_t k = conv_check(s, i, err, errlen);
-    memset(&S[i], 0, sizeof S[i]);
-    S[i].s = *s;
-    S[i].w_off = woff;
+    stk_conv_job *J = &S[i];
+    memset(J, 0, sizeof *J);
+    J->src = s->src, J->dst = s->dst;
+    J->h = s->h, J->w = s->w, J->c = s->c, J->out_h = s->out_h, J->out_w = s->out_w;
+    J->kh = s->kh, J->kw = s->kw, J->ay = s->ay, J->ax = s->ax, J->border = s->border;
+    J->npairs = s->npairs, J->fill = s->fill;
+    J->w_off = woff;
     memcpy(host + off_w + (size_t)woff * sizeof(float), s->weights, (size_t)k * sizeof(float));
     woff += k;
     int64_t rowlen = (int64_t)s->out_w * s->c;
@@ -277,19 +176,19 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     rc = stk_gpu_device_alloc(ctx, (size_t)toff * sizeof(float), stream_h, &tmp, err, errlen);
   if (rc == 0) rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
   if (rc == 0) {
-    const conv_dev *dS = (const conv_dev *)dp;
+    const stk_conv_job *dS = (const stk_conv_job *)dp;
     const int *dfh = (const int *)((char *)dp + off_fh), *dfo = (const int *)((char *)dp + off_fo);
     const float *dW = (const float *)((char *)dp + off_w);
     float *dT = (float *)tmp;
     int hb = fh[n], ob = fo[n], odt = (int)out_dtype;
     switch (in_dtype) {
-    case STK_DTYPE_UINT8: conv_launch<uint8_t>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_INT8: conv_launch<int8_t>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_UINT16: conv_launch<uint16_t>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_INT16: conv_launch<int16_t>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_INT32: conv_launch<int32_t>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_FLOAT16: conv_launch<__half>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    default: conv_launch<float>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_UINT8: conv_launch<STK_DTYPE_UINT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_INT8: conv_launch<STK_DTYPE_INT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_UINT16: conv_launch<STK_DTYPE_UINT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_INT16: conv_launch<STK_DTYPE_INT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_INT32: conv_launch<STK_DTYPE_INT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_FLOAT16: conv_launch<STK_DTYPE_FLOAT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    default: conv_launch<STK_DTYPE_FLOAT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
     }
     rc = f_check_launch("conv", err, errlen);
   }
