@@ -132,6 +132,30 @@ static stk_status gaussian_args_of(stk__node *node, stk__sample *s, double *mean
   return stk__float_arg_in(node, s, G_STDDEV, "stddev", 0.0, DBL_MAX, sd);
 }
 
+/* The CPU loops are instantiated per element type (a constant dt folds the load and
+ * store switches away): FOR_NOISE_TYPES(fn, args) calls fn(args..., dt) with dt constant. */
+#define NOISE_INLINE static inline __attribute__((always_inline))
+#define FOR_NOISE_TYPES(dt, call)                                                          \
+  switch (dt) {                                                                            \
+  case STK_DTYPE_UINT8: call(STK_DTYPE_UINT8); break;                                      \
+  case STK_DTYPE_INT16: call(STK_DTYPE_INT16); break;                                      \
+  case STK_DTYPE_INT32: call(STK_DTYPE_INT32); break;                                      \
+  case STK_DTYPE_FLOAT16: call(STK_DTYPE_FLOAT16); break;                                  \
+  default: call(STK_DTYPE_FLOAT32); break;                                                 \
+  }
+
+/* Elements of a sample, four Philox blocks (16 elements) at a time. */
+NOISE_INLINE void gaussian_all(const stk_noise_stream *st, const void *in, void *out, int64_t n,
+                               double mean, double sd, int dt) {
+  int64_t blocks = (n + 3) / 4;
+  for (int64_t q = 0; q < blocks; q += 4) {
+    uint32_t w[4][4];
+    stk_noise_blocks4(st, (uint64_t)q, w);
+    for (int k = 0; k < 4 && q + k < blocks; k++)
+      stk_noise_gaussian_words(w[k], in, out, dt, n, q + k, mean, sd);
+  }
+}
+
 static stk_status gaussian_run(stk__node *node, stk__sample *s) {
   double mean, sd;
   STK_TRY(gaussian_args_of(node, s, &mean, &sd));
@@ -140,9 +164,9 @@ static stk_status gaussian_run(stk__node *node, stk__sample *s) {
   size_t n;
   STK_TRY(open_noise(node, s, &in, &out, &n));
   stk_noise_stream st = sample_stream(node, s);
-  int64_t blocks = ((int64_t)n + 3) / 4;
-  for (int64_t q = 0; q < blocks; q++)
-    stk_noise_gaussian_step(&st, in->data, out->data, (int)in->dtype, (int64_t)n, q, mean, sd);
+#define GAUSSIAN_ALL(DT) gaussian_all(&st, in->data, out->data, (int64_t)n, mean, sd, DT)
+  FOR_NOISE_TYPES(in->dtype, GAUSSIAN_ALL)
+#undef GAUSSIAN_ALL
   return STK_OK;
 }
 
@@ -222,6 +246,18 @@ static stk_status sp_args_of(stk__node *node, stk__sample *s, const stk__tensor 
   return STK_OK;
 }
 
+NOISE_INLINE void sp_all(const stk_noise_stream *st, const void *in, void *out, int64_t npix,
+                         const sp_params *k, int dt) {
+  int64_t blocks = (npix + 3) / 4;
+  for (int64_t q = 0; q < blocks; q += 4) {
+    uint32_t w[4][4];
+    stk_noise_blocks4(st, (uint64_t)q, w);
+    for (int j = 0; j < 4 && q + j < blocks; j++)
+      stk_noise_sp_words(w[j], in, out, dt, npix, k->group, q + j, k->salt_below,
+                         k->noise_below, k->salt, k->pepper);
+  }
+}
+
 static stk_status sp_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in;
   stk__tensor *out;
@@ -231,10 +267,9 @@ static stk_status sp_run(stk__node *node, stk__sample *s) {
   STK_TRY(sp_args_of(node, s, in, &k));
   if (k.group == 0 || n == 0) return STK_OK;
   stk_noise_stream st = sample_stream(node, s);
-  int64_t npix = (int64_t)n / k.group, blocks = (npix + 3) / 4;
-  for (int64_t q = 0; q < blocks; q++)
-    stk_noise_sp_step(&st, in->data, out->data, (int)in->dtype, npix, k.group, q, k.salt_below,
-                      k.noise_below, k.salt, k.pepper);
+#define SP_ALL(DT) sp_all(&st, in->data, out->data, (int64_t)n / k.group, &k, DT)
+  FOR_NOISE_TYPES(in->dtype, SP_ALL)
+#undef SP_ALL
   return STK_OK;
 }
 
@@ -272,19 +307,77 @@ static const stk_arg_schema shot_args[] = {
     {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
 };
 
-/* Elements [e0, e1) of a sample; `by_u8` caches the sampler's constants per uint8 value
- * (the same values the GPU computes per element). */
-static void shot_range(const stk_noise_stream *st, const void *in, void *out, int dt, int64_t e0,
-                       int64_t e1, double factor, stk_noise_poisson_consts *by_u8) {
-  stk_noise_poisson_consts last;
-  last.lambda = -1.0;
-  for (int64_t e = e0; e < e1; e++) {
+/* uint8 inputs: per input value, the sampler's constants and the inversion's first
+ * INV_TERMS terms (probability and distribution, by stk_noise_inversion_from's own
+ * recurrence), so an element costs a short search instead of a loop of divisions. */
+#define INV_TERMS 64
+typedef struct {
+  stk_noise_poisson_consts c;
+  double cdf[INV_TERMS];
+  double p_last; /* the term probability at INV_TERMS - 1 */
+} shot_u8_entry;
+
+static void shot_u8_setup(shot_u8_entry *t, double lambda) {
+  stk_noise_poisson_setup(&t->c, lambda);
+  if (!(lambda < 10.0)) return;
+  double p = t->c.exp_neg, cdf = p;
+  t->cdf[0] = cdf;
+  for (int k = 1; k < INV_TERMS; k++) {
+    p = p * (lambda / (double)k);
+    cdf = cdf + p;
+    t->cdf[k] = cdf;
+  }
+  t->p_last = p;
+}
+
+/* Poisson for element e with uniform u (used below a mean of 10). */
+static double shot_u8_poisson(const stk_noise_stream *st, uint64_t e, double u,
+                              const shot_u8_entry *t) {
+  if (!(t->c.lambda < 10.0)) return stk_noise_poisson(st, e, &t->c);
+  for (int k = 0; k < INV_TERMS; k++)
+    if (!(u > t->cdf[k])) return (double)k;
+  return (double)stk_noise_inversion_from(u, t->c.lambda, INV_TERMS - 1, t->p_last,
+                                          t->cdf[INV_TERMS - 1]);
+}
+
+/* Eight elements at a time: their inversion uniforms are the words of four consecutive
+ * Philox blocks (stk_noise_inversion_u's layout), drawn together. */
+static void shot_u8(const stk_noise_stream *st, const uint8_t *in, uint8_t *out, int64_t n,
+                    double factor, shot_u8_entry *tab) {
+  for (int64_t e0 = 0; e0 < n; e0 += 8) {
+    uint32_t w[4][4];
+    stk_noise_blocks4(st, (uint64_t)e0 >> 1, w);
+    for (int j = 0; j < 8 && e0 + j < n; j++) {
+      int64_t e = e0 + j;
+      int v = in[e];
+      double lambda = (double)v / factor;
+      if (!(lambda > 0.0)) {
+        out[e] = 0;
+        continue;
+      }
+      if (tab[v].c.lambda != lambda) shot_u8_setup(&tab[v], lambda);
+      const uint32_t *b = w[j >> 1];
+      int o = (j & 1) * 2;
+      double k = shot_u8_poisson(st, (uint64_t)e, stk_noise_u53(b[o], b[o + 1]), &tab[v]);
+      stk_noise_store(out, STK_DTYPE_UINT8, e, STK_DMUL(k, factor));
+    }
+  }
+}
+
+/* Other types: the sampler's constants in a small direct-mapped cache keyed by the mean
+ * (images repeat values; the constants are the same whichever entry holds them). */
+#define SHOT_CACHE 256
+NOISE_INLINE void shot_all(const stk_noise_stream *st, const void *in, void *out, int64_t n,
+                           double factor, stk_noise_poisson_consts *cache, int dt) {
+  for (int64_t e = 0; e < n; e++) {
     double x = stk_noise_load(in, dt, e), lambda = x / factor;
     if (!(lambda > 0.0)) {
       stk_noise_store(out, dt, e, 0.0);
       continue;
     }
-    stk_noise_poisson_consts *c = by_u8 ? &by_u8[(int)x] : &last;
+    uint64_t bits;
+    memcpy(&bits, &lambda, sizeof bits);
+    stk_noise_poisson_consts *c = &cache[(bits * 0x9E3779B97F4A7C15ull) >> 56];
     if (c->lambda != lambda) stk_noise_poisson_setup(c, lambda);
     stk_noise_store(out, dt, e, STK_DMUL(stk_noise_poisson(st, (uint64_t)e, c), factor));
   }
@@ -301,14 +394,20 @@ static stk_status shot_run(stk__node *node, stk__sample *s) {
     memcpy(out->data, in->data, n * stk_dtype_size(in->dtype));
     return STK_OK;
   }
-  stk_noise_poisson_consts *by_u8 = NULL;
-  if (in->dtype == STK_DTYPE_UINT8) {
-    by_u8 = stk__scratch(s, 256 * sizeof *by_u8);
-    if (!by_u8) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
-    for (int i = 0; i < 256; i++) by_u8[i].lambda = -1.0;
-  }
   stk_noise_stream st = sample_stream(node, s);
-  shot_range(&st, in->data, out->data, (int)in->dtype, 0, (int64_t)n, factor, by_u8);
+  if (in->dtype == STK_DTYPE_UINT8) {
+    shot_u8_entry *tab = stk__scratch(s, 256 * sizeof *tab);
+    if (!tab) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+    for (int i = 0; i < 256; i++) tab[i].c.lambda = -1.0;
+    shot_u8(&st, in->data, out->data, (int64_t)n, factor, tab);
+    return STK_OK;
+  }
+  stk_noise_poisson_consts *cache = stk__scratch(s, SHOT_CACHE * sizeof *cache);
+  if (!cache) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  for (int i = 0; i < SHOT_CACHE; i++) cache[i].lambda = -1.0;
+#define SHOT_ALL(DT) shot_all(&st, in->data, out->data, (int64_t)n, factor, cache, DT)
+  FOR_NOISE_TYPES(in->dtype, SHOT_ALL)
+#undef SHOT_ALL
   return STK_OK;
 }
 

