@@ -16,8 +16,9 @@
  *                    whose try t of element e uses block 2^63 + e * 2^16 + t.
  *
  * Exactness: Box-Muller uses its own log/sin/cos (short double polynomials on exactly
- * reduced arguments, absolute error < 1e-9 on the normals) and rounds every step (STK_D* under CUDA: no fused multiply-add), so the
- * noise is bit-identical on both backends. Shot noise calls exp/log/lgamma from the
+ * reduced arguments, absolute error < 1e-9 on the normals) and rounds every step
+ * (STK_D* under CUDA: no fused multiply-add; the host builds as ISO C11, which does not
+ * contract), so the noise is bit-identical on both backends. Shot noise calls exp/log/lgamma from the
  * platform's libm: results are identical unless a uniform falls within ~1e-15 of an
  * acceptance threshold (the libraries differ by an ULP at most).
  */
