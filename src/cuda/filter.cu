@@ -9,9 +9,9 @@
  * waste no blocks.
  *
  * Convolutions: separable samples run a horizontal pass into a float32 temporary (one
- * thread per temporary element: rows of the padded height, out_w columns, channels; per
- * pair), then the output kernel runs the vertical taps (or, for a full kernel, all kh x
- * kw taps) and converts to the output type. Sums follow the CPU's order exactly
+ * thread per temporary pixel, all channels: rows of the padded height, out_w columns;
+ * per pair), then the output kernel (one thread per output pixel) runs the vertical taps
+ * (or, for a full kernel, all kh x kw taps) and converts to the output type. Sums follow the CPU's order exactly
  * (filter_common.h), so float32 results are bit-identical.
  *
  * Noise: one thread per Philox block (gaussian: 4 elements, salt_and_pepper: 4 pixels)
@@ -72,24 +72,24 @@ static size_t f_align(size_t n) { return (n + 15) & ~(size_t)15; }
 /* Convolutions                                                                       */
 /* ---------------------------------------------------------------------------------- */
 
-/* One thread per temporary element (filter_common.h: stk_conv_hpass_elem). */
+/* One thread per temporary pixel (filter_common.h: stk_conv_hpass_px). */
 template <int DT>
 __global__ void __launch_bounds__(THREADS)
 conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float *tmp) {
   int b = blockIdx.x, si = f_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
-  if (e < d->h_count) stk_conv_hpass_elem(d, DT, W, tmp, e);
+  if (e < d->h_count) stk_conv_hpass_px(d, DT, W, tmp, e);
 }
 
-/* One thread per output element (stk_conv_out_elem). */
+/* One thread per output pixel (stk_conv_out_px). */
 template <int DT>
 __global__ void __launch_bounds__(THREADS)
 conv_out(const stk_conv_job *S, const int *first, int n, const float *W, const float *tmp, int odt) {
   int b = blockIdx.x, si = f_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
-  if (e < d->v_count) stk_conv_out_elem(d, DT, W, tmp, e, odt);
+  if (e < d->v_count) stk_conv_out_px(d, DT, W, tmp, e, odt);
 }
 
 static bool conv_in_ok(stk_dtype t) {
@@ -116,6 +116,12 @@ static int64_t conv_check(const stk_gpu_conv_sample *s, int i, char *err, size_t
              "the %dx%d kernel, border %d or %d pairs", i, s->kh, s->kw, s->border, s->npairs);
     return -1;
   }
+  if ((int64_t)(s->npairs > 0 ? s->npairs : 1) * ((int64_t)s->out_h + s->kh - 1) * s->out_w >=
+      ((int64_t)1 << 31)) {
+    GPU_FAIL(STK_ERR_LIMIT, "sample %d: %dx%d output with a %dx%d kernel has too many pixels", i,
+             s->out_h, s->out_w, s->kh, s->kw);
+    return -1;
+  }
   return s->npairs ? (int64_t)s->npairs * (s->kh + s->kw) : (int64_t)s->kh * s->kw;
 }
 
@@ -134,7 +140,7 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
   size_t nweights = 0;
   for (int i = 0; i < n; i++) {
     int64_t k = conv_check(&samples[i], i, err, errlen);
-    if (k < 0) return STK_ERR_INVALID_ARGUMENT;
+    if (k < 0) return STK_ERR_INVALID_ARGUMENT; /* err names the sample */
     nweights += (size_t)k;
   }
   size_t off_fh = f_align((size_t)n * sizeof(stk_conv_job));
@@ -159,11 +165,10 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     J->w_off = woff;
     memcpy(host + off_w + (size_t)woff * sizeof(float), s->weights, (size_t)k * sizeof(float));
     woff += k;
-    int64_t rowlen = (int64_t)s->out_w * s->c;
-    S[i].v_count = (int64_t)s->out_h * rowlen;
-    S[i].h_count = (int64_t)s->npairs * ((int64_t)s->out_h + s->kh - 1) * rowlen;
+    S[i].v_count = (int64_t)s->out_h * s->out_w;
+    S[i].h_count = (int64_t)s->npairs * ((int64_t)s->out_h + s->kh - 1) * s->out_w;
     S[i].tmp_off = toff;
-    toff += S[i].h_count;
+    toff += S[i].h_count * s->c;
     nb[i] = f_cdiv(S[i].h_count, THREADS);
     nb[n + i] = f_cdiv(S[i].v_count, THREADS);
   }

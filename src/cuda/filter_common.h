@@ -11,7 +11,7 @@
  * bit-identical; only the final conversion of float32 to uint8 may differ by 1 on the
  * CPU's scalar tail (it rounds x.5 - 2^-25 differently from its vector body).
  *
- * The kernels' per-element bodies are here too (stk_conv_hpass_elem, stk_conv_out_elem),
+ * The kernels' per-pixel bodies are here too (stk_conv_hpass_px, stk_conv_out_px),
  * so tests/c/test_filter_emul.c runs them on the host against the CPU convolutions.
  */
 #ifndef STOKER_CUDA_FILTER_COMMON_H
@@ -68,8 +68,8 @@ typedef struct {
   float fill;
   int64_t w_off;   /* first weight: npairs ? ky (kh), kx (kw) per pair : kh x kw */
   int64_t tmp_off; /* first float of the temporary (pair, padded row, x, channel) */
-  int64_t h_count; /* temporary elements: npairs * (out_h + kh - 1) * out_w * c */
-  int64_t v_count; /* output elements: out_h * out_w * c */
+  int64_t h_count; /* temporary pixels: npairs * (out_h + kh - 1) * out_w (< 2^31) */
+  int64_t v_count; /* output pixels: out_h * out_w (< 2^31) */
 } stk_conv_job;
 
 /* Element i of an input of type dt as float32 (stk__convert's values). */
@@ -135,57 +135,64 @@ STK_HD float stk_conv_value(const stk_conv_job *d, int dt, int64_t sy, int64_t s
   return stk_conv_load(d->src, dt, (sy * d->w + sx) * d->c + ch);
 }
 
-/* Temporary element e (pair, padded row r, column x, channel) = sum_j kx[j] *
+/* Temporary pixel px (pair, padded row r, column x), every channel: sum_j kx[j] *
  * in(border(r - ay), border(x + j - ax)), taps in j order, zero weights skipped: the
- * CPU's horizontal pass over its padded image. */
-STK_HD void stk_conv_hpass_elem(const stk_conv_job *d, int dt, const float *W, float *tmp,
-                                int64_t e) {
-  int64_t C = d->c, ph = (int64_t)d->out_h + d->kh - 1, rowlen = (int64_t)d->out_w * C;
-  int64_t pr = e / rowlen, rem = e - pr * rowlen;
-  int64_t pair = pr / ph, r = pr - pair * ph;
-  int64_t x = rem / C, ch = rem - x * C;
-  const float *kx = W + d->w_off + pair * (d->kh + d->kw) + d->kh;
-  int64_t sy = stk_conv_border(r - d->ay, d->h, d->border);
-  float acc = 0.0f;
-  for (int j = 0; j < d->kw; j++) {
-    float w = kx[j];
-    if (w == 0.0f) continue;
-    acc = stk_conv_tap(acc, w, stk_conv_value(d, dt, sy, stk_conv_border(x + j - d->ax, d->w, d->border), ch));
+ * CPU's horizontal pass over its padded image. One thread per pixel, so the index
+ * arithmetic (32-bit: counts < 2^31) is paid once for all channels. */
+STK_HD void stk_conv_hpass_px(const stk_conv_job *d, int dt, const float *W, float *tmp,
+                              int64_t px) {
+  uint32_t ow = (uint32_t)d->out_w, ph = (uint32_t)(d->out_h + d->kh - 1);
+  uint32_t pr = (uint32_t)px / ow, x = (uint32_t)px - pr * ow;
+  uint32_t pair = pr / ph, r = pr - pair * ph;
+  const float *kx = W + d->w_off + (int64_t)pair * (d->kh + d->kw) + d->kh;
+  int64_t sy = stk_conv_border((int64_t)r - d->ay, d->h, d->border);
+  float *out = tmp + d->tmp_off + px * d->c;
+  for (int ch = 0; ch < d->c; ch++) {
+    float acc = 0.0f;
+    for (int j = 0; j < d->kw; j++) {
+      float w = kx[j];
+      if (w == 0.0f) continue;
+      int64_t sx = stk_conv_border((int64_t)x + j - d->ax, d->w, d->border);
+      acc = stk_conv_tap(acc, w, stk_conv_value(d, dt, sy, sx, ch));
+    }
+    out[ch] = acc;
   }
-  tmp[d->tmp_off + e] = acc;
 }
 
-/* Output element e (y, x, channel): the vertical taps over each pair's temporary (pair
- * 2 continues pair 1's sum, as the CPU's accumulate), or every tap of a full kernel in
- * row-major order; then the conversion to odt. */
-STK_HD void stk_conv_out_elem(const stk_conv_job *d, int dt, const float *W, const float *tmp,
-                              int64_t e, int odt) {
-  int64_t C = d->c, rowlen = (int64_t)d->out_w * C;
-  int64_t y = e / rowlen, rem = e - y * rowlen;
-  float acc = 0.0f;
-  if (d->npairs == 0) {
-    int64_t x = rem / C, ch = rem - x * C;
-    const float *k = W + d->w_off;
-    for (int i = 0; i < d->kh; i++) {
-      int64_t sy = stk_conv_border(y + i - d->ay, d->h, d->border);
-      for (int j = 0; j < d->kw; j++) {
-        float w = k[(int64_t)i * d->kw + j];
-        if (w == 0.0f) continue;
-        acc = stk_conv_tap(acc, w, stk_conv_value(d, dt, sy, stk_conv_border(x + j - d->ax, d->w, d->border), ch));
-      }
-    }
-  } else {
-    int64_t ph = (int64_t)d->out_h + d->kh - 1;
-    for (int p = 0; p < d->npairs; p++) {
-      const float *ky = W + d->w_off + (int64_t)p * (d->kh + d->kw);
-      const float *t = tmp + d->tmp_off + (int64_t)p * ph * rowlen + rem;
+/* Output pixel px (y, x), every channel: the vertical taps over each pair's temporary
+ * (pair 2 continues pair 1's sum, as the CPU's accumulate), or every tap of a full
+ * kernel in row-major order; then the conversion to odt. */
+STK_HD void stk_conv_out_px(const stk_conv_job *d, int dt, const float *W, const float *tmp,
+                            int64_t px, int odt) {
+  uint32_t ow = (uint32_t)d->out_w;
+  uint32_t y = (uint32_t)px / ow, x = (uint32_t)px - y * ow;
+  int64_t C = d->c, rowlen = (int64_t)ow * C;
+  for (int ch = 0; ch < d->c; ch++) {
+    float acc = 0.0f;
+    if (d->npairs == 0) {
+      const float *k = W + d->w_off;
       for (int i = 0; i < d->kh; i++) {
-        float w = ky[i];
-        if (w != 0.0f) acc = stk_conv_tap(acc, w, t[(y + i) * rowlen]);
+        int64_t sy = stk_conv_border((int64_t)y + i - d->ay, d->h, d->border);
+        for (int j = 0; j < d->kw; j++) {
+          float w = k[(int64_t)i * d->kw + j];
+          if (w == 0.0f) continue;
+          int64_t sx = stk_conv_border((int64_t)x + j - d->ax, d->w, d->border);
+          acc = stk_conv_tap(acc, w, stk_conv_value(d, dt, sy, sx, ch));
+        }
+      }
+    } else {
+      int64_t ph = (int64_t)d->out_h + d->kh - 1;
+      for (int p = 0; p < d->npairs; p++) {
+        const float *ky = W + d->w_off + (int64_t)p * (d->kh + d->kw);
+        const float *t = tmp + d->tmp_off + (int64_t)p * ph * rowlen + (int64_t)x * C + ch;
+        for (int i = 0; i < d->kh; i++) {
+          float w = ky[i];
+          if (w != 0.0f) acc = stk_conv_tap(acc, w, t[((int64_t)y + i) * rowlen]);
+        }
       }
     }
+    stk_conv_store(d->dst, odt, px * C + ch, acc);
   }
-  stk_conv_store(d->dst, odt, e, acc);
 }
 
 #endif /* STOKER_CUDA_FILTER_COMMON_H */

@@ -3,7 +3,7 @@
  * The kernels' per-element bodies live in src/cuda/filter_common.h and noise_common.h.
  * Here they run on the host over every element, exactly as the kernels map threads, and
  * must match the CPU operators' functions bit for bit:
- *  - convolutions: stk_conv_hpass_elem + stk_conv_out_elem (float32 output) against
+ *  - convolutions: stk_conv_hpass_px + stk_conv_out_px (float32 output) against
  *    stk__conv_sep (one or two accumulated pairs) and stk__conv2d, for random images
  *    (uint8, int16, float32, float16; 1 and 3 channels, tiny to medium sizes), random
  *    kernels with zero taps, every border mode, random anchors, "same" and "valid";
@@ -47,14 +47,19 @@ static void *random_image(stk_dtype dt, int h, int w, int c) {
   return p;
 }
 
-/* Runs the two kernels of src/cuda/filter.cu on the host for one sample. */
-static void emulate(const stk_conv_job *j, stk_dtype dt, const float *W, float *out) {
-  float *tmp = j->h_count ? malloc((size_t)j->h_count * sizeof(float)) : NULL;
-  for (int64_t e = 0; e < j->h_count; e++) stk_conv_hpass_elem(j, (int)dt, W, tmp, e);
+/* Runs the two kernels of src/cuda/filter.cu on the host for one sample, placed at
+ * offsets in the batch's weight and temporary arrays as a later sample would be. */
+static void emulate(const stk_conv_job *j, stk_dtype dt, const float *W, size_t nw, float *out) {
+  enum { WOFF = 7, TOFF = 5 };
+  float *Wb = malloc((WOFF + nw) * sizeof(float));
+  memcpy(Wb + WOFF, W, nw * sizeof(float));
+  float *tmp = malloc((size_t)(TOFF + j->h_count * j->c) * sizeof(float));
   stk_conv_job o = *j;
-  o.dst = out;
-  for (int64_t e = 0; e < j->v_count; e++) stk_conv_out_elem(&o, (int)dt, W, tmp, e, STK_DTYPE_FLOAT32);
+  o.dst = out, o.w_off = WOFF, o.tmp_off = TOFF;
+  for (int64_t px = 0; px < o.h_count; px++) stk_conv_hpass_px(&o, (int)dt, Wb, tmp, px);
+  for (int64_t px = 0; px < o.v_count; px++) stk_conv_out_px(&o, (int)dt, Wb, tmp, px, STK_DTYPE_FLOAT32);
   free(tmp);
+  free(Wb);
 }
 
 static void one_case(int iter) {
@@ -89,9 +94,9 @@ static void one_case(int iter) {
   j.src = src, j.h = h, j.w = w, j.c = c, j.out_h = (int)g.out_h, j.out_w = (int)g.out_w;
   j.kh = kh, j.kw = kw, j.ay = g.ay, j.ax = g.ax, j.border = (int)g.border, j.npairs = npairs;
   j.fill = g.fill;
-  j.v_count = (int64_t)n;
-  j.h_count = (int64_t)npairs * (g.out_h + kh - 1) * g.out_w * c;
-  emulate(&j, dt, W, gpu);
+  j.v_count = (int64_t)(g.out_h * g.out_w);
+  j.h_count = (int64_t)npairs * (g.out_h + kh - 1) * g.out_w;
+  emulate(&j, dt, W, nw, gpu);
   if (memcmp(cpu, gpu, n * sizeof(float)) != 0) {
     for (size_t i = 0; i < n; i++)
       if (memcmp(&cpu[i], &gpu[i], 4) != 0) {
