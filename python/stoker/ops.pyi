@@ -336,7 +336,7 @@ class ExternalSource(Operator):
 class Filter(Operator):
     """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC or HW image, any numeric type
@@ -353,10 +353,10 @@ class Filter(Operator):
         fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value outside the image with border "constant"
         mode (a string; default "same"; one of 'same', 'valid'): "same": output as large as the input; "valid": only positions where the whole filter lies inside (extent - filter extent + 1)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Flip(Operator):
     """Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags may be fed per sample (e.g. from random.coin_flip). Exact for every type.
@@ -380,7 +380,7 @@ class Flip(Operator):
 class GaussianBlur(Operator):
     """Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC or HW image, any numeric type
@@ -392,10 +392,10 @@ class GaussianBlur(Operator):
         sigma (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): standard deviation: one value or [H, W]; 0 derives it from window_size ((r - 1) * 0.3 + 0.8, r = (window_size - 1) / 2)
         window_size (a list of ints; default [0]; may be a DataNode (per-sample argument input)): odd kernel diameter: one value or [H, W]; 0 derives it from sigma (2 ceil(3 sigma) + 1)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, sigma: Sequence[float] | DataNode | None = ..., window_size: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, sigma: Sequence[float] | DataNode | None = ..., window_size: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Grayscale(Operator):
     """Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a stoker operator; DALI spells this color_space_conversion(image_type=RGB, output_type=GRAY)): uint8 uses Pillow's convert("L"), (19595 R + 38470 G + 7471 B + 2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.
@@ -498,7 +498,7 @@ class Invert(Operator):
 class Laplacian(Operator):
     """Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's Sobel-based windows): each partial derivative is a separable convolution of a second-derivative window along its axis and a binomial smoothing window across it; float32 intermediate, border reflect_101.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: HWC or HW image, any numeric type
@@ -512,10 +512,10 @@ class Laplacian(Operator):
         normalized_kernel (a bool; default false): scale each partial derivative by 2^-(s - 4), s being the sum of its two window sizes (exclusive with scale)
         scale (a list of floats; default [1.0]; may be a DataNode (per-sample argument input)): factors of the partial derivatives: one value or [d2/dy2, d2/dx2]
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated: negative values of unsigned inputs become 0)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class OneHot(Operator):
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
@@ -1052,7 +1052,7 @@ class experimental:
     class Filter(Operator):
         """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation. Same operator as `filter` (DALI's name).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: HWC or HW image, any numeric type
@@ -1069,10 +1069,10 @@ class experimental:
             fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value outside the image with border "constant"
             mode (a string; default "same"; one of 'same', 'valid'): "same": output as large as the input; "valid": only positions where the whole filter lies inside (extent - filter extent + 1)
             dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class math:
     """The math namespace."""
@@ -1138,9 +1138,9 @@ class math:
 class noise:
     """The noise namespace."""
     class Gaussian(Operator):
-        """Adds normally distributed noise to every element (DALI's noise.gaussian): out = in + N(mean, stddev), rounded and saturated for integer types. Elements 2k and 2k + 1 take the cosine and sine halves of one Box-Muller draw from Philox words 2k and 2k + 1.
+        """Adds normally distributed noise to every element (DALI's noise.gaussian): out = in + N(mean, stddev), rounded and saturated for integer types. Elements 4q .. 4q + 3 take two Box-Muller pairs from Philox block q (counter-based; the GPU gives the same bytes).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: data to corrupt (images: HWC)
@@ -1152,15 +1152,15 @@ class noise:
             mean (a float; default 0.0; may be a DataNode (per-sample argument input)): mean of the noise
             stddev (a float; default 1.0; may be a DataNode (per-sample argument input)): standard deviation of the noise (>= 0), in the data's units (e.g. 0..255 for uint8)
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class SaltAndPepper(Operator):
         """Replaces values by salt (with probability prob * salt_vs_pepper) or pepper (prob * (1 - salt_vs_pepper)), per pixel or per channel (DALI's noise.salt_and_pepper). One Philox word u per pixel (per value with per_channel): salt when u < prob * salt_vs_pepper, pepper when u < prob.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: data to corrupt (images: HWC)
@@ -1175,15 +1175,15 @@ class noise:
             salt_val (a float; may be a DataNode (per-sample argument input)): value of salt; default: the type's maximum (1.0 for floats)
             pepper_val (a float; may be a DataNode (per-sample argument input)): value of pepper; default: the type's minimum (-1.0 for floats)
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, prob: float | DataNode | None = ..., salt_vs_pepper: float | DataNode | None = ..., per_channel: bool | None = ..., salt_val: float | DataNode | None = ..., pepper_val: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, prob: float | DataNode | None = ..., salt_vs_pepper: float | DataNode | None = ..., per_channel: bool | None = ..., salt_val: float | DataNode | None = ..., pepper_val: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Shot(Operator):
-        """Shot (Poisson) noise (DALI's noise.shot): out = Poisson(max(0, in) / factor) * factor, rounded and saturated for integer types; factor 0 keeps the data. Exact Poisson sampling (inversion below a mean of 10, Hörmann's PTRS above).
+        """Shot (Poisson) noise (DALI's noise.shot): out = Poisson(max(0, in) / factor) * factor, rounded and saturated for integer types; factor 0 keeps the data. Exact Poisson sampling (inversion below a mean of 10, Hörmann's PTRS above), counter-based per element.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: data to corrupt (images: HWC)
@@ -1194,10 +1194,10 @@ class noise:
         Keyword args:
             factor (a float; default 20.0; may be a DataNode (per-sample argument input)): value of one event (>= 0); larger is noisier; 0 keeps the data
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, factor: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, factor: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class random:
     """The random namespace."""

@@ -1,7 +1,298 @@
-/* GPU kernels for filters and noise: gaussian_blur, laplacian, filter, noise.* (api_filter.h). */
+/*
+ * GPU kernels for filters and noise (api_filter.h): the convolutions behind
+ * gaussian_blur, laplacian and filter, and noise.gaussian / salt_and_pepper / shot.
+ *
+ * Both entry points copy their per-sample descriptors (plus, for the convolutions, every
+ * sample's weights, computed on the host by the CPU operator's own functions) and a table
+ * of each sample's first block into one device array, then launch one grid for the batch:
+ * block b belongs to the sample whose range holds b (binary search), so ragged batches
+ * waste no blocks.
+ *
+ * Convolutions: separable samples run a horizontal pass into a float32 temporary (one
+ * thread per temporary pixel, all channels: rows of the padded height, out_w columns;
+ * per pair), then the output kernel (one thread per output pixel) runs the vertical taps
+ * (or, for a full kernel, all kh x kw taps) and converts to the output type. Sums follow the CPU's order exactly
+ * (filter_common.h), so float32 results are bit-identical.
+ *
+ * Noise: one thread per Philox block (gaussian: 4 elements, salt_and_pepper: 4 pixels)
+ * or per element (shot), with the arithmetic of noise_common.h.
+ */
+#include <cuda_fp16.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "api_filter.h"
+#include "filter_common.h"
 #include "gpu_internal.h"
+#include "noise_common.h"
+
+#define THREADS 256
+
+/* ---------------------------------------------------------------------------------- */
+/* Launch plumbing (as kernels.cu)                                                    */
+/* ---------------------------------------------------------------------------------- */
+
+/* The sample owning block b: the last i with first[i] <= b. */
+__device__ __forceinline__ int f_find_sample(const int *first, int n, int b) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (first[mid] <= b) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* Fills first[0..n] from per-sample block counts; fails beyond 2^31 - 1 blocks. */
+static int f_block_table(const int64_t *blocks, int n, int *first, char *err, size_t errlen) {
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    first[i] = (int)total;
+    total += blocks[i];
+    if (total > INT32_MAX)
+      return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
+  }
+  first[n] = (int)total;
+  return 0;
+}
+
+static int f_check_launch(const char *what, char *err, size_t errlen) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)",
+                        cudaGetErrorString(e), cudaGetErrorName(e));
+  return 0;
+}
+
+static int64_t f_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static size_t f_align(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* ---------------------------------------------------------------------------------- */
+/* Convolutions                                                                       */
+/* ---------------------------------------------------------------------------------- */
+
+/* One thread per temporary pixel (filter_common.h: stk_conv_hpass_px). */
+template <int DT>
+__global__ void __launch_bounds__(THREADS)
+conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float *tmp) {
+  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  const stk_conv_job *d = &S[si];
+  int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
+  if (e < d->h_count) stk_conv_hpass_px(d, DT, W, tmp, e);
+}
+
+/* One thread per output pixel (stk_conv_out_px). */
+template <int DT>
+__global__ void __launch_bounds__(THREADS)
+conv_out(const stk_conv_job *S, const int *first, int n, const float *W, const float *tmp, int odt) {
+  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  const stk_conv_job *d = &S[si];
+  int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
+  if (e < d->v_count) stk_conv_out_px(d, DT, W, tmp, e, odt);
+}
+
+static bool conv_in_ok(stk_dtype t) {
+  return t == STK_DTYPE_UINT8 || t == STK_DTYPE_INT8 || t == STK_DTYPE_UINT16 ||
+         t == STK_DTYPE_INT16 || t == STK_DTYPE_INT32 || t == STK_DTYPE_FLOAT16 ||
+         t == STK_DTYPE_FLOAT32;
+}
+
+/* The input type is a template parameter: the loads' switch folds away. */
+template <int DT>
+static void conv_launch(int hblocks, int oblocks, const stk_conv_job *S, const int *fh,
+                        const int *fo, int n, const float *W, float *tmp, int odt,
+                        cudaStream_t stream) {
+  if (hblocks > 0) conv_hpass<DT><<<hblocks, THREADS, 0, stream>>>(S, fh, n, W, tmp);
+  if (oblocks > 0) conv_out<DT><<<oblocks, THREADS, 0, stream>>>(S, fo, n, W, tmp, odt);
+}
+
+/* Checks one sample's descriptor; returns its weight count or -1 (err set). */
+static int64_t conv_check(const stk_gpu_conv_sample *s, int i, char *err, size_t errlen) {
+  if (!s->src || !s->dst || !s->weights || s->h < 1 || s->w < 1 || s->c < 1 || s->out_h < 1 ||
+      s->out_w < 1 || s->kh < 1 || s->kw < 1 || s->ay < 0 || s->ay >= s->kh || s->ax < 0 ||
+      s->ax >= s->kw || s->border < 0 || s->border > 4 || s->npairs < 0 || s->npairs > 2) {
+    GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, empty extent, anchor outside "
+             "the %dx%d kernel, border %d or %d pairs", i, s->kh, s->kw, s->border, s->npairs);
+    return -1;
+  }
+  if ((int64_t)(s->npairs > 0 ? s->npairs : 1) * ((int64_t)s->out_h + s->kh - 1) * s->out_w >=
+      ((int64_t)1 << 31)) {
+    GPU_FAIL(STK_ERR_LIMIT, "sample %d: %dx%d output with a %dx%d kernel has too many pixels", i,
+             s->out_h, s->out_w, s->kh, s->kw);
+    return -1;
+  }
+  return s->npairs ? (int64_t)s->npairs * (s->kh + s->kw) : (int64_t)s->kh * s->kw;
+}
+
+static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samples,
+                        stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream_h, char *err,
+                        size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  if (!conv_in_ok(in_dtype) ||
+      !(conv_in_ok(out_dtype) || out_dtype == STK_DTYPE_INT64 || out_dtype == STK_DTYPE_FLOAT64))
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "types %d -> %d are not supported", (int)in_dtype,
+                    (int)out_dtype);
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  /* layout of the upload: descriptors, two block tables, weights */
+  size_t nweights = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t k = conv_check(&samples[i], i, err, errlen);
+    if (k < 0) return STK_ERR_INVALID_ARGUMENT; /* err names the sample */
+    nweights += (size_t)k;
+  }
+  size_t off_fh = f_align((size_t)n * sizeof(stk_conv_job));
+  size_t off_fo = off_fh + f_align((size_t)(n + 1) * sizeof(int));
+  size_t off_w = off_fo + f_align((size_t)(n + 1) * sizeof(int));
+  size_t bytes = off_w + nweights * sizeof(float);
+  char *host = (char *)malloc(bytes);
+  int64_t *nb = (int64_t *)malloc(2 * (size_t)n * sizeof(int64_t));
+  int rc = 0;
+  if (!host || !nb) rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
+  stk_conv_job *S = (stk_conv_job *)host;
+  int64_t woff = 0, toff = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_conv_sample *s = &samples[i];
+    int64_t k = conv_check(s, i, err, errlen);
+    stk_conv_job *J = &S[i];
+    memset(J, 0, sizeof *J);
+    J->src = s->src, J->dst = s->dst;
+    J->h = s->h, J->w = s->w, J->c = s->c, J->out_h = s->out_h, J->out_w = s->out_w;
+    J->kh = s->kh, J->kw = s->kw, J->ay = s->ay, J->ax = s->ax, J->border = s->border;
+    J->npairs = s->npairs, J->fill = s->fill;
+    J->w_off = woff;
+    memcpy(host + off_w + (size_t)woff * sizeof(float), s->weights, (size_t)k * sizeof(float));
+    woff += k;
+    S[i].v_count = (int64_t)s->out_h * s->out_w;
+    S[i].h_count = (int64_t)s->npairs * ((int64_t)s->out_h + s->kh - 1) * s->out_w;
+    S[i].tmp_off = toff;
+    toff += S[i].h_count * s->c;
+    nb[i] = f_cdiv(S[i].h_count, THREADS);
+    nb[n + i] = f_cdiv(S[i].v_count, THREADS);
+  }
+  int *fh = (int *)(host + off_fh), *fo = (int *)(host + off_fo);
+  if (rc == 0) rc = f_block_table(nb, n, fh, err, errlen);
+  if (rc == 0) rc = f_block_table(nb + n, n, fo, err, errlen);
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  void *dp = NULL, *tmp = NULL;
+  if (rc == 0 && toff > 0)
+    rc = stk_gpu_device_alloc(ctx, (size_t)toff * sizeof(float), stream_h, &tmp, err, errlen);
+  if (rc == 0) rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
+  if (rc == 0) {
+    const stk_conv_job *dS = (const stk_conv_job *)dp;
+    const int *dfh = (const int *)((char *)dp + off_fh), *dfo = (const int *)((char *)dp + off_fo);
+    const float *dW = (const float *)((char *)dp + off_w);
+    float *dT = (float *)tmp;
+    int hb = fh[n], ob = fo[n], odt = (int)out_dtype;
+    switch (in_dtype) {
+    case STK_DTYPE_UINT8: conv_launch<STK_DTYPE_UINT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_INT8: conv_launch<STK_DTYPE_INT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_UINT16: conv_launch<STK_DTYPE_UINT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_INT16: conv_launch<STK_DTYPE_INT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_INT32: conv_launch<STK_DTYPE_INT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    case STK_DTYPE_FLOAT16: conv_launch<STK_DTYPE_FLOAT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    default: conv_launch<STK_DTYPE_FLOAT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
+    }
+    rc = f_check_launch("conv", err, errlen);
+  }
+  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+  if (tmp) stk_gpu_device_free(ctx, tmp, stream_h, NULL, 0);
+  free(host);
+  free(nb);
+  return rc;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Noise                                                                              */
+/* ---------------------------------------------------------------------------------- */
+
+/* Work units of a sample: Philox blocks (gaussian: 4 elements, salt_and_pepper: 4
+ * pixels) or elements (shot). */
+static int64_t noise_units(int kind, const stk_gpu_noise_sample *s) {
+  if (kind == STK_GPU_NOISE_GAUSSIAN) return f_cdiv(s->count, 4);
+  if (kind == STK_GPU_NOISE_SALT_AND_PEPPER) return f_cdiv(s->count / s->group, 4);
+  return s->count;
+}
+
+__global__ void __launch_bounds__(THREADS)
+noise_kernel(const stk_gpu_noise_sample *S, const int *first, int n, int kind, int dt) {
+  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  const stk_gpu_noise_sample *s = &S[si];
+  int64_t u = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
+  stk_noise_stream st;
+  st.key[0] = s->key[0], st.key[1] = s->key[1];
+  st.ord[0] = s->ordinal[0], st.ord[1] = s->ordinal[1];
+  if (kind == STK_GPU_NOISE_GAUSSIAN) {
+    if (u * 4 < s->count)
+      stk_noise_gaussian_step(&st, s->src, s->dst, dt, s->count, u, s->p[0], s->p[1]);
+  } else if (kind == STK_GPU_NOISE_SALT_AND_PEPPER) {
+    int64_t npix = s->count / s->group;
+    if (u * 4 < npix)
+      stk_noise_sp_step(&st, s->src, s->dst, dt, npix, s->group, u, s->p[0], s->p[1], s->p[2],
+                        s->p[3]);
+  } else if (u < s->count) {
+    double x = stk_noise_load(s->src, dt, u), factor = s->p[0], lambda = x / factor;
+    if (!(lambda > 0.0)) {
+      stk_noise_store(s->dst, dt, u, 0.0);
+      return;
+    }
+    stk_noise_poisson_consts c;
+    stk_noise_poisson_setup(&c, lambda);
+    stk_noise_store(s->dst, dt, u, STK_DMUL(stk_noise_poisson(&st, (uint64_t)u, &c), factor));
+  }
+}
+
+static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_sample *samples,
+                         stk_dtype dtype, uintptr_t stream_h, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples) || kind < 0 || kind > 2)
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d, kind = %d)", n, kind);
+  if (dtype != STK_DTYPE_UINT8 && dtype != STK_DTYPE_INT16 && dtype != STK_DTYPE_INT32 &&
+      dtype != STK_DTYPE_FLOAT16 && dtype != STK_DTYPE_FLOAT32)
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "type %d is not supported", (int)dtype);
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  size_t off_first = f_align((size_t)n * sizeof(stk_gpu_noise_sample));
+  size_t bytes = off_first + (size_t)(n + 1) * sizeof(int);
+  char *host = (char *)malloc(bytes);
+  int64_t *nb = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+  int rc = 0;
+  if (!host || !nb) rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
+  stk_gpu_noise_sample *S = (stk_gpu_noise_sample *)host;
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_noise_sample *s = &samples[i];
+    if (s->count < 0 || (s->count > 0 && (!s->src || !s->dst)) ||
+        (kind == STK_GPU_NOISE_SALT_AND_PEPPER && s->group < 1) ||
+        (kind == STK_GPU_NOISE_SHOT && !(s->p[0] > 0.0)) || s->count >= ((int64_t)1 << 47)) {
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, bad count (%lld), "
+                    "group or shot factor", i, (long long)s->count);
+      break;
+    }
+    S[i] = *s;
+    nb[i] = f_cdiv(noise_units(kind, s), THREADS);
+  }
+  int *first = (int *)(host + off_first);
+  if (rc == 0) rc = f_block_table(nb, n, first, err, errlen);
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  void *dp = NULL;
+  if (rc == 0 && first[n] > 0) {
+    rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
+    if (rc == 0) {
+      noise_kernel<<<first[n], THREADS, 0, stream>>>(
+          (const stk_gpu_noise_sample *)dp, (const int *)((char *)dp + off_first), n, kind,
+          (int)dtype);
+      rc = f_check_launch("noise", err, errlen);
+    }
+  }
+  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+  free(host);
+  free(nb);
+  return rc;
+}
 
 extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table = {
-    1,
+    2,
+    stk_gpu_conv,
+    stk_gpu_noise,
 };

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/api_filter.h"
+#include "../cuda/filter_common.h"
+#include "gpu_util.h"
 #include "image_util.h"
 
 #define MAX_KERNEL 4095                       /* taps per axis */
@@ -26,28 +29,9 @@ bool stk__border_parse(const char *name, stk__border *out) {
   return false;
 }
 
-/* i mod n in [0, n). */
-static int64_t wrap_mod(int64_t i, int64_t n) {
-  int64_t m = i % n;
-  return m < 0 ? m + n : m;
-}
-
+/* The rule lives in filter_common.h, shared with the GPU kernels. */
 int64_t stk__border_index(int64_t i, int64_t n, stk__border border) {
-  if (i >= 0 && i < n) return i;
-  switch (border) {
-  case STK__BORDER_CONSTANT: return -1;
-  case STK__BORDER_CLAMP: return i < 0 ? 0 : n - 1;
-  case STK__BORDER_WRAP: return wrap_mod(i, n);
-  case STK__BORDER_REFLECT_1001: { /* period 2n: 0..n-1, n-1..0 */
-    int64_t m = wrap_mod(i, 2 * n);
-    return m < n ? m : 2 * n - 1 - m;
-  }
-  default: { /* reflect_101, period 2n - 2: 0..n-1, n-2..1 */
-    if (n == 1) return 0;
-    int64_t m = wrap_mod(i, 2 * n - 2);
-    return m < n ? m : 2 * n - 2 - m;
-  }
-  }
+  return stk_conv_border(i, n, (int)border);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -312,26 +296,55 @@ static const stk_arg_schema gaussian_args[] = {
      "output type; \"\" keeps the input's (rounded and saturated)"},
 };
 
-/* This sample's window for one axis. */
-static stk_status gaussian_axis(stk__node *node, stk__sample *s, double sigma, int64_t size,
-                                int axis, float **w, int *n) {
-  if (!(sigma >= 0.0) || size < 0 || (sigma == 0.0 && size == 0))
+/* Weight buffers of a plan: per-sample scratch on the CPU, malloc for the GPU path
+ * (freed by the caller). */
+static float *plan_alloc(stk__sample *s, size_t n, bool heap) {
+  return heap ? malloc(n * sizeof(float)) : stk__scratch(s, n * sizeof(float));
+}
+
+/* One convolution as both backends run it: the geometry and the weights, laid out as
+ * stk_gpu_conv_sample's (npairs 0: kh x kw kernel; else ky, kx per pair). */
+typedef struct {
+  stk__conv_geom g;
+  int npairs;
+  float *w;
+} conv_plan;
+
+/* This sample's window size for one axis (sigma updated when derived). */
+static stk_status gaussian_axis(stk__node *node, stk__sample *s, double *sigma, int64_t size,
+                                int axis, int *n) {
+  if (!(*sigma >= 0.0) || size < 0 || (*sigma == 0.0 && size == 0))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "axis %d: sigma = %g, window_size = %lld: need sigma > 0 or an odd "
-                      "window_size > 0", axis, sigma, (long long)size);
+                      "window_size > 0", axis, *sigma, (long long)size);
   if (size == 0) {
-    if (sigma > MAX_KERNEL / 6.0)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "sigma = %g is too large", sigma);
-    size = stk__gaussian_size(sigma);
+    if (*sigma > MAX_KERNEL / 6.0)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "sigma = %g is too large", *sigma);
+    size = stk__gaussian_size(*sigma);
   }
   if (size % 2 == 0 || size > MAX_KERNEL)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "window_size = %lld must be odd and at most %d", (long long)size, MAX_KERNEL);
-  if (sigma == 0.0) sigma = stk__gaussian_sigma((int)size);
-  if (!(*w = stk__scratch(s, (size_t)size * sizeof(float))))
-    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the window");
-  stk__gaussian_window(*w, (int)size, sigma);
+  if (*sigma == 0.0) *sigma = stk__gaussian_sigma((int)size);
   *n = (int)size;
+  return STK_OK;
+}
+
+static stk_status gaussian_plan(stk__node *node, stk__sample *s, const stk__image *in, bool heap,
+                                conv_plan *p) {
+  double sigma[2];
+  int64_t size[2];
+  STK_TRY(axis_floats(node, s, G_SIGMA, "sigma", sigma));
+  STK_TRY(axis_ints(node, s, G_WINDOW, "window_size", size));
+  stk__conv_geom g = {in->h, in->w, 0, 0, 0, 0, STK__BORDER_REFLECT_101, 0.0f};
+  STK_TRY(gaussian_axis(node, s, &sigma[0], size[0], 0, &g.kh));
+  STK_TRY(gaussian_axis(node, s, &sigma[1], size[1], 1, &g.kw));
+  g.ay = g.kh / 2, g.ax = g.kw / 2;
+  if (!(p->w = plan_alloc(s, (size_t)(g.kh + g.kw), heap)))
+    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for the window");
+  stk__gaussian_window(p->w, g.kh, sigma[0]);
+  stk__gaussian_window(p->w + g.kh, g.kw, sigma[1]);
+  p->g = g, p->npairs = 1;
   return STK_OK;
 }
 
@@ -340,28 +353,27 @@ static stk_status gaussian_run(stk__node *node, stk__sample *s) {
   STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
   stk_dtype odt;
   STK_TRY(out_dtype(node, G_DTYPE, in.dtype, &odt));
-  double sigma[2];
-  int64_t size[2];
-  STK_TRY(axis_floats(node, s, G_SIGMA, "sigma", sigma));
-  STK_TRY(axis_ints(node, s, G_WINDOW, "window_size", size));
-  sep_pair p;
-  stk__conv_geom g = {in.h, in.w, 0, 0, 0, 0, STK__BORDER_REFLECT_101, 0.0f};
-  float *ky = NULL, *kx = NULL;
-  STK_TRY(gaussian_axis(node, s, sigma[0], size[0], 0, &ky, &g.kh));
-  STK_TRY(gaussian_axis(node, s, sigma[1], size[1], 1, &kx, &g.kw));
-  g.ay = g.kh / 2, g.ax = g.kw / 2;
-  p.ky = ky, p.kx = kx;
-  return run_separable(node, s, &in, stk__input(s, 0)->ndim, &g, &p, 1, odt);
+  conv_plan p;
+  STK_TRY(gaussian_plan(node, s, &in, false, &p));
+  sep_pair pair = {p.w, p.w + p.g.kh};
+  return run_separable(node, s, &in, stk__input(s, 0)->ndim, &p.g, &pair, 1, odt);
+}
+
+static stk_status conv_run_gpu(stk__node *node, stk__gpu_batch *b, int dtype_arg,
+                               stk_status (*plan)(stk__node *, stk__sample *, const stk__image *,
+                                                  bool, conv_plan *));
+static stk_status gaussian_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return conv_run_gpu(node, b, G_DTYPE, gaussian_plan);
 }
 
 static const stk_op_schema gaussian_schema = {
     "gaussian_blur",
     "Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights "
     "exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).",
-    STK_DEVICE_CPU, 0, 1, 1, img_in, 1, img_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, img_in, 1, img_out,
     sizeof gaussian_args / sizeof gaussian_args[0], gaussian_args};
 const stk__op_def stk__op_gaussian_blur = {
-    .schema = &gaussian_schema, .run_sample = gaussian_run};
+    .schema = &gaussian_schema, .run_sample = gaussian_run, .run_gpu = gaussian_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* laplacian                                                                          */
@@ -401,11 +413,8 @@ static stk_status check_window(stk__node *node, stk__sample *s, const char *name
   return STK_OK;
 }
 
-static stk_status laplacian_run(stk__node *node, stk__sample *s) {
-  stk__image in;
-  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
-  stk_dtype odt;
-  STK_TRY(out_dtype(node, L_DTYPE, in.dtype, &odt));
+static stk_status laplacian_plan(stk__node *node, stk__sample *s, const stk__image *in, bool heap,
+                                 conv_plan *p) {
   int64_t d[2], sm[2];
   STK_TRY(axis_ints(node, s, L_WINDOW, "window_size", d));
   bool smoothing = stk__arg_given(node, L_SMOOTHING);
@@ -422,9 +431,8 @@ static stk_status laplacian_run(stk__node *node, stk__sample *s) {
     for (int j = 0; j < 2; j++) win[i][j] = (int)(i == j ? d[i] : smoothing ? sm[j] : d[i]);
   if (stk__arg_bool(node, s, L_NORMALIZED))
     for (int i = 0; i < 2; i++) scale[i] = ldexp(1.0, -(win[i][0] + win[i][1] - 4));
-  int maxk = 23;
-  float *k = stk__scratch(s, 4 * (size_t)maxk * sizeof(float));
-  if (!k) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the windows");
+  enum { maxk = 23 };
+  float k[4 * maxk];
   float *ky0 = k, *kx0 = k + maxk, *ky1 = k + 2 * maxk, *kx1 = k + 3 * maxk;
   stk__second_derivative_window(ky0, win[0][0]); /* d2/dy2 */
   stk__binomial_window(kx0, win[0][1]);
@@ -436,16 +444,33 @@ static stk_status laplacian_run(stk__node *node, stk__sample *s) {
    * with zeros around its centre. */
   int kh = win[0][0] > win[1][0] ? win[0][0] : win[1][0];
   int kw = win[0][1] > win[1][1] ? win[0][1] : win[1][1];
-  float *pk = stk__scratch(s, 4 * (size_t)maxk * sizeof(float));
-  if (!pk) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the windows");
-  memset(pk, 0, 4 * (size_t)maxk * sizeof(float));
+  /* the plan's layout: ky0 (kh), kx0 (kw), ky1 (kh), kx1 (kw) */
+  float *pk = plan_alloc(s, 2 * (size_t)(kh + kw), heap);
+  if (!pk) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for the windows");
+  memset(pk, 0, 2 * (size_t)(kh + kw) * sizeof(float));
   memcpy(pk + (kh - win[0][0]) / 2, ky0, (size_t)win[0][0] * sizeof(float));
-  memcpy(pk + maxk + (kw - win[0][1]) / 2, kx0, (size_t)win[0][1] * sizeof(float));
-  memcpy(pk + 2 * maxk + (kh - win[1][0]) / 2, ky1, (size_t)win[1][0] * sizeof(float));
-  memcpy(pk + 3 * maxk + (kw - win[1][1]) / 2, kx1, (size_t)win[1][1] * sizeof(float));
-  stk__conv_geom g = {in.h, in.w, kh, kw, kh / 2, kw / 2, STK__BORDER_REFLECT_101, 0.0f};
-  sep_pair pairs[2] = {{pk, pk + maxk}, {pk + 2 * maxk, pk + 3 * maxk}};
-  return run_separable(node, s, &in, stk__input(s, 0)->ndim, &g, pairs, 2, odt);
+  memcpy(pk + kh + (kw - win[0][1]) / 2, kx0, (size_t)win[0][1] * sizeof(float));
+  memcpy(pk + kh + kw + (kh - win[1][0]) / 2, ky1, (size_t)win[1][0] * sizeof(float));
+  memcpy(pk + 2 * kh + kw + (kw - win[1][1]) / 2, kx1, (size_t)win[1][1] * sizeof(float));
+  stk__conv_geom g = {in->h, in->w, kh, kw, kh / 2, kw / 2, STK__BORDER_REFLECT_101, 0.0f};
+  p->g = g, p->npairs = 2, p->w = pk;
+  return STK_OK;
+}
+
+static stk_status laplacian_run(stk__node *node, stk__sample *s) {
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
+  stk_dtype odt;
+  STK_TRY(out_dtype(node, L_DTYPE, in.dtype, &odt));
+  conv_plan p;
+  STK_TRY(laplacian_plan(node, s, &in, false, &p));
+  int kh = p.g.kh, kw = p.g.kw;
+  sep_pair pairs[2] = {{p.w, p.w + kh}, {p.w + kh + kw, p.w + 2 * kh + kw}};
+  return run_separable(node, s, &in, stk__input(s, 0)->ndim, &p.g, pairs, 2, odt);
+}
+
+static stk_status laplacian_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return conv_run_gpu(node, b, L_DTYPE, laplacian_plan);
 }
 
 static const stk_op_schema laplacian_schema = {
@@ -454,10 +479,13 @@ static const stk_op_schema laplacian_schema = {
     "Sobel-based windows): each partial derivative is a separable convolution of a "
     "second-derivative window along its axis and a binomial smoothing window across it; "
     "float32 intermediate, border reflect_101.",
-    STK_DEVICE_CPU, 0, 1, 1, img_in, 1, img_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, img_in, 1, img_out,
     sizeof laplacian_args / sizeof laplacian_args[0], laplacian_args};
 const stk__op_def stk__op_laplacian = {
-    .schema = &laplacian_schema, .init = laplacian_init, .run_sample = laplacian_run};
+    .schema = &laplacian_schema,
+    .init = laplacian_init,
+    .run_sample = laplacian_run,
+    .run_gpu = laplacian_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* filter                                                                             */
@@ -520,10 +548,14 @@ static void filter_destroy(stk__node *node) {
 }
 
 /* This sample's filter as float32, with its extents. */
-static stk_status filter_kernel(stk__node *node, stk__sample *s, float **k, int *kh, int *kw) {
+static stk_status filter_kernel(stk__node *node, stk__sample *s, bool heap, float **k, int *kh,
+                                int *kw) {
   size_t n;
   int64_t rows, cols;
   if (stk__node_num_inputs(node) > 1) {
+    if (heap) /* the GPU path: input 1 would be a device list */
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                        "on the GPU the filter must be given as the 'kernel' argument");
     const stk__tensor *t = stk__input(s, 1);
     if (t->ndim != 2 || !stk__dtype_valid(t->dtype))
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
@@ -551,8 +583,8 @@ static stk_status filter_kernel(stk__node *node, stk__sample *s, float **k, int 
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                         "kernel has %zu values; expected %lldx%lld (set kernel_shape for a "
                         "non-square filter)", n, (long long)rows, (long long)cols);
-    if (!(*k = stk__scratch(s, n * sizeof(float))))
-      return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the filter");
+    if (!(*k = plan_alloc(s, n, heap)))
+      return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for the filter");
     for (size_t i = 0; i < n; i++) (*k)[i] = (float)v[i];
   }
   *kh = (int)rows, *kw = (int)cols;
@@ -587,23 +619,45 @@ static stk_status filter_geom(stk__node *node, stk__sample *s, const stk__image 
   return STK_OK;
 }
 
+/* The plan: a separable filter with fewer taps than the full kernel runs as one pair
+ * (stk__kernel_separable's factors), others tap by tap. */
+static stk_status filter_plan(stk__node *node, stk__sample *s, const stk__image *in, bool heap,
+                              conv_plan *p) {
+  float *k = NULL;
+  int kh = 0, kw = 0;
+  STK_TRY(filter_kernel(node, s, heap, &k, &kh, &kw));
+  stk_status st = filter_geom(node, s, in, kh, kw, &p->g);
+  float *ky = st == STK_OK ? plan_alloc(s, (size_t)(kh + kw), heap) : NULL;
+  if (st == STK_OK && !ky)
+    st = STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for the filter");
+  if (st == STK_OK && kh + kw < kh * kw && stk__kernel_separable(k, kh, kw, ky, ky + kh)) {
+    p->npairs = 1, p->w = ky;
+    if (heap) free(k);
+    return STK_OK;
+  }
+  if (heap) free(ky);
+  if (st != STK_OK) {
+    if (heap) free(k);
+    return st;
+  }
+  p->npairs = 0, p->w = k;
+  return STK_OK;
+}
+
 static stk_status filter_run(stk__node *node, stk__sample *s) {
   stk__image in;
   STK_TRY(stk__image_input(node, s, 0, NULL, 0, &in));
   stk_dtype odt;
   STK_TRY(out_dtype(node, F_DTYPE, in.dtype, &odt));
-  float *k = NULL;
-  int kh = 0, kw = 0;
-  STK_TRY(filter_kernel(node, s, &k, &kh, &kw));
-  stk__conv_geom g;
-  STK_TRY(filter_geom(node, s, &in, kh, kw, &g));
-  float *ky = stk__scratch(s, (size_t)(kh + kw) * sizeof(float));
-  if (!ky) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the filter");
-  /* Separable and worth it: fewer taps than the full kernel. */
-  if (kh + kw < kh * kw && stk__kernel_separable(k, kh, kw, ky, ky + kh)) {
-    sep_pair p = {ky, ky + kh};
-    return run_separable(node, s, &in, stk__input(s, 0)->ndim, &g, &p, 1, odt);
+  conv_plan p;
+  STK_TRY(filter_plan(node, s, &in, false, &p));
+  stk__conv_geom g = p.g;
+  int kh = g.kh, kw = g.kw;
+  if (p.npairs == 1) {
+    sep_pair pair = {p.w, p.w + kh};
+    return run_separable(node, s, &in, stk__input(s, 0)->ndim, &g, &pair, 1, odt);
   }
+  const float *k = p.w;
   size_t need = stk__conv_scratch_size(&in, &g);
   if (need == 0)
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "image %lldx%lld with a %dx%d filter is too large",
@@ -621,26 +675,126 @@ static stk_status filter_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status filter_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return conv_run_gpu(node, b, F_DTYPE, filter_plan);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The GPU path of the three operators                                                */
+/* ---------------------------------------------------------------------------------- */
+
+static bool conv_gpu_in_type(stk_dtype t) {
+  return t == STK_DTYPE_UINT8 || t == STK_DTYPE_INT8 || t == STK_DTYPE_UINT16 ||
+         t == STK_DTYPE_INT16 || t == STK_DTYPE_INT32 || t == STK_DTYPE_FLOAT16 ||
+         t == STK_DTYPE_FLOAT32;
+}
+
+static bool conv_gpu_out_type(stk_dtype t) {
+  return conv_gpu_in_type(t) || t == STK_DTYPE_INT64 || t == STK_DTYPE_FLOAT64;
+}
+
+/* Sample i of the input as an image (HWC or HW) and its descriptor, or an error. */
+static stk_status conv_gpu_image(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                 size_t i, stk__image *img) {
+  stk_tensor_desc d;
+  stk_tensor_list_sample(in, i, &d);
+  if (d.ndim != 2 && d.ndim != 3)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                      "expects an HWC or HW image; got %d dimensions", d.ndim);
+  if (d.ndim == 3 && strcmp(d.layout, "") != 0 && strcmp(d.layout, "HWC") != 0)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                      "expects layout HWC; got '%s'", d.layout);
+  stk__image im = {d.data, d.dtype, d.shape[0], d.shape[1], d.ndim == 3 ? d.shape[2] : 1};
+  if (im.h < 1 || im.w < 1 || im.c < 1 || im.h > INT32_MAX || im.w > INT32_MAX || im.c > 65535)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                      "image extents %lldx%lldx%lld are empty or too large for the GPU path",
+                      (long long)im.h, (long long)im.w, (long long)im.c);
+  *img = im;
+  return STK_OK;
+}
+
+/* One API call for the batch: the same plan per sample as the CPU (weights computed on
+ * the host by the same functions), the output type as the CPU chooses it. */
+static stk_status conv_run_gpu(stk__node *node, stk__gpu_batch *b, int dtype_arg,
+                               stk_status (*plan)(stk__node *, stk__sample *, const stk__image *,
+                                                  bool, conv_plan *)) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_dtype idt = stk_tensor_list_dtype(in), odt = idt;
+  stk_gpu_conv_sample *cs = stk__calloc(n ? n : 1, sizeof *cs, "a convolution plan");
+  int64_t *shapes = stk__calloc((n ? n : 1) * 3, sizeof(int64_t), "shapes");
+  stk_status st = cs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK) st = out_dtype(node, dtype_arg, idt, &odt);
+  if (st == STK_OK && (!conv_gpu_in_type(idt) || !conv_gpu_out_type(odt)))
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                    "the GPU path takes uint8, int8, uint16, int16, int32, float16 or float32 "
+                    "inputs and outputs (also int64, float64); got %s -> %s",
+                    stk_dtype_name(idt) ? stk_dtype_name(idt) : "?",
+                    stk_dtype_name(odt) ? stk_dtype_name(odt) : "?");
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__image img;
+    st = conv_gpu_image(node, b, in, i, &img);
+    conv_plan p = {{0}, 0, NULL};
+    if (st == STK_OK) st = plan(node, stk__gpu_sample(b, i), &img, true, &p);
+    if (st != STK_OK) break;
+    const stk__conv_geom *g = &p.g;
+    cs[i].weights = p.w;
+    cs[i].src = img.data;
+    cs[i].h = (int)img.h, cs[i].w = (int)img.w, cs[i].c = (int)img.c;
+    cs[i].out_h = (int)g->out_h, cs[i].out_w = (int)g->out_w;
+    cs[i].kh = g->kh, cs[i].kw = g->kw, cs[i].ay = g->ay, cs[i].ax = g->ax;
+    cs[i].border = (int)g->border, cs[i].fill = g->fill, cs[i].npairs = p.npairs;
+    int64_t *sh = shapes + i * (size_t)ndim;
+    sh[0] = g->out_h, sh[1] = g->out_w;
+    if (ndim == 3) sh[2] = img.c;
+  }
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, odt, ndim, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
+  if (st == STK_OK) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      cs[i].dst = d.data;
+    }
+    stk__gpu *gpu = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node, gpu->api->filter->conv(gpu->ctx, (int)n, cs, idt, odt,
+                                                        stk__gpu_stream(b), err, sizeof err),
+                           err);
+  }
+  if (cs)
+    for (size_t i = 0; i < n; i++) free((void *)cs[i].weights);
+  free(cs);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
+
 #define FILTER_DOC                                                                         \
   "Convolves each image with a 2D filter (DALI's experimental.filter). It computes a "    \
   "correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable "     \
   "filters run as two 1D passes; float32 accumulation."
 
 static const stk_op_schema filter_schema = {
-    "filter", FILTER_DOC, STK_DEVICE_CPU, 0, 1, 2, filter_in, 1, img_out,
+    "filter", FILTER_DOC, STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, filter_in, 1, img_out,
     sizeof filter_args / sizeof filter_args[0], filter_args};
 const stk__op_def stk__op_filter = {
     .schema = &filter_schema,
     .init = filter_init,
     .destroy = filter_destroy,
-    .run_sample = filter_run};
+    .run_sample = filter_run,
+    .run_gpu = filter_run_gpu};
 
 static const stk_op_schema experimental_filter_schema = {
     "experimental.filter", FILTER_DOC " Same operator as `filter` (DALI's name).",
-    STK_DEVICE_CPU, 0, 1, 2, filter_in, 1, img_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, filter_in, 1, img_out,
     sizeof filter_args / sizeof filter_args[0], filter_args};
 const stk__op_def stk__op_experimental_filter = {
     .schema = &experimental_filter_schema,
     .init = filter_init,
     .destroy = filter_destroy,
-    .run_sample = filter_run};
+    .run_sample = filter_run,
+    .run_gpu = filter_run_gpu};

@@ -2,30 +2,29 @@
  * Noise operators with DALI's definitions: noise.gaussian, noise.salt_and_pepper,
  * noise.shot.
  *
- * Randomness comes from the node's Philox stream for the sample (stk__sample_rng), so
- * results do not depend on threads, prefetching or batch size. The draws are laid out so
- * that any element can be computed on its own (what a GPU kernel needs to give the same
- * bytes): gaussian and salt_and_pepper consume exactly one 32-bit word per element (per
- * pixel for salt_and_pepper without per_channel), words in stream order, so element i
- * reads word i % 4 of Philox block i / 4; shot noise, whose Poisson sampler rejects a
- * variable number of times, gives element i its own sub-stream starting at block i * 2^16.
+ * Randomness is counter-based (src/cuda/noise_common.h): every element's draws come from
+ * Philox4x32-10 under the node's key and the sample's ordinal (stk__sample_rng) with a
+ * counter derived from the element index, so results depend on neither threads,
+ * prefetching nor batch size, and the GPU kernels (run_gpu here, src/cuda/filter.cu)
+ * compute the same bytes with the same inline functions.
  *
  * Inputs: any tensor of uint8, int16, int32, float16 or float32; the output has the
  * input's shape, type and layout. Integer outputs are rounded half away from zero and
  * saturated.
  */
 #include <float.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/api_filter.h"
+#include "../cuda/noise_common.h"
 #include "color.h"
+#include "gpu_util.h"
 
 static const stk_dtype noise_types[] = {STK_DTYPE_UINT8, STK_DTYPE_INT16, STK_DTYPE_INT32,
                                         STK_DTYPE_FLOAT16, STK_DTYPE_FLOAT32};
 static const stk_port_schema noise_in[] = {{"input", "data to corrupt (images: HWC)"}};
 static const stk_port_schema noise_out[] = {{"output", "the noisy data, same shape and type"}};
-
-#define TWO_PI 6.283185307179586476925
-#define INV_2_32 (1.0 / 4294967296.0)
 
 /* Checks the input type and allocates an output like the input. */
 static stk_status open_noise(stk__node *node, stk__sample *s, const stk__tensor **in,
@@ -44,22 +43,78 @@ static stk_status open_noise(stk__node *node, stk__sample *s, const stk__tensor 
   return stk__output(s, 0, t->dtype, t->ndim, t->shape, t->layout, out);
 }
 
-/* Processes the data in chunks of doubles: convert in, `fn` on the chunk, convert out. */
-#define CHUNK 4096
-typedef void (*chunk_fn)(double *v, size_t first, size_t n, void *ctx);
+/* The sample's counter-based stream: the key and ordinal of stk__sample_rng. */
+static stk_noise_stream sample_stream(const stk__node *node, const stk__sample *s) {
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  stk_noise_stream st = {{g.key[0], g.key[1]}, {g.counter[2], g.counter[3]}};
+  return st;
+}
 
-static stk_status map_chunks(stk__node *node, stk__sample *s, const stk__tensor *in,
-                             stk__tensor *out, size_t count, chunk_fn fn, void *ctx) {
-  double *buf = stk__scratch(s, CHUNK * sizeof(double));
-  if (!buf) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
-  size_t es = stk_dtype_size(in->dtype);
-  for (size_t i = 0; i < count; i += CHUNK) {
-    size_t n = count - i < CHUNK ? count - i : CHUNK;
-    stk__to_f64(buf, (const char *)in->data + i * es, in->dtype, n);
-    fn(buf, i, n, ctx);
-    stk__from_f64((char *)out->data + i * es, out->dtype, buf, n);
+/* ---- the GPU path: one API call per batch with the CPU's per-sample values ---- */
+
+typedef stk_status (*noise_params_fn)(stk__node *node, stk__sample *s, const stk__tensor *t,
+                                      stk_gpu_noise_sample *ns);
+
+static stk_status noise_run_gpu(stk__node *node, stk__gpu_batch *b, int kind,
+                                noise_params_fn params) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_dtype dt = stk_tensor_list_dtype(in);
+  stk_gpu_noise_sample *ns = stk__calloc(n ? n : 1, sizeof *ns, "a noise plan");
+  int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(ndim ? ndim : 1), sizeof(int64_t), "shapes");
+  stk_status st = ns && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  bool ok = false;
+  for (int i = 0; i < 5; i++) ok |= dt == noise_types[i];
+  if (st == STK_OK && !ok)
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "input type %s is not supported (uint8, "
+                    "int16, int32, float16 or float32)", stk_dtype_name(dt) ? stk_dtype_name(dt) : "?");
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    stk__tensor t = {d.data, d.ndim, {0}, d.dtype, {0}};
+    memcpy(t.shape, d.shape, sizeof t.shape);
+    memcpy(t.layout, d.layout, sizeof t.layout);
+    stk__sample *s = stk__gpu_sample(b, i);
+    int64_t count = 1;
+    for (int k = 0; k < d.ndim; k++) count *= d.shape[k];
+    ns[i].src = d.data, ns[i].count = count, ns[i].group = 1;
+    stk_noise_stream rs = sample_stream(node, s);
+    ns[i].key[0] = rs.key[0], ns[i].key[1] = rs.key[1];
+    ns[i].ordinal[0] = rs.ord[0], ns[i].ordinal[1] = rs.ord[1];
+    st = params(node, s, &t, &ns[i]);
+    memcpy(shapes + i * (size_t)ndim, d.shape, sizeof(int64_t) * (size_t)ndim);
   }
-  return STK_OK;
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, dt, ndim, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
+  if (st == STK_OK) {
+    stk__gpu *g = stk__gpu_device(b);
+    size_t m = 0; /* samples with work: shot noise with factor 0 is a copy */
+    for (size_t i = 0; i < n && st == STK_OK; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      ns[i].dst = d.data;
+      if (kind == STK_GPU_NOISE_SHOT && ns[i].p[0] == 0.0) {
+        char err[STK_GPU_ERRLEN] = "";
+        size_t bytes = (size_t)ns[i].count * stk_dtype_size(dt);
+        st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d.data, ns[i].src, bytes,
+                                                          stk__gpu_stream(b), err, sizeof err), err);
+        continue;
+      }
+      ns[m++] = ns[i];
+    }
+    char err[STK_GPU_ERRLEN] = "";
+    if (st == STK_OK && m > 0)
+      st = stk__gpu_op_check(node, g->api->filter->noise(g->ctx, kind, (int)m, ns, dt,
+                                                         stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(ns);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
 }
 
 /* ---- noise.gaussian ---- */
@@ -72,47 +127,67 @@ static const stk_arg_schema gaussian_args[] = {
     {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
 };
 
-typedef struct {
-  stk__philox g;
-  double mean, sd;
-} gaussian_ctx;
+static stk_status gaussian_args_of(stk__node *node, stk__sample *s, double *mean, double *sd) {
+  STK_TRY(stk__float_arg_in(node, s, G_MEAN, "mean", -DBL_MAX, DBL_MAX, mean));
+  return stk__float_arg_in(node, s, G_STDDEV, "stddev", 0.0, DBL_MAX, sd);
+}
 
-/* Box-Muller on word pairs: words (2k, 2k + 1) give elements 2k and 2k + 1. The chunks
- * have even length, so pairs never straddle two chunks. The transcendental part is in
- * float32 (the noise needs no more), the sum with the data in float64. */
-static void gaussian_chunk(double *v, size_t first, size_t n, void *ctx) {
-  gaussian_ctx *k = ctx;
-  for (size_t i = 0; i < n; i += 2) {
-    uint32_t w1 = stk__philox_u32(&k->g), w2 = stk__philox_u32(&k->g);
-    float u1 = (float)((double)w1 * INV_2_32 + INV_2_32); /* (0, 1] */
-    float a = (float)TWO_PI * (float)((double)w2 * INV_2_32);
-    float r = sqrtf(-2.0f * logf(u1));
-    v[i] += k->mean + k->sd * (double)(r * cosf(a));
-    if (i + 1 < n) v[i + 1] += k->mean + k->sd * (double)(r * sinf(a));
+/* The CPU loops are instantiated per element type (a constant dt folds the load and
+ * store switches away): FOR_NOISE_TYPES(fn, args) calls fn(args..., dt) with dt constant. */
+#define NOISE_INLINE static inline __attribute__((always_inline))
+#define FOR_NOISE_TYPES(dt, call)                                                          \
+  switch (dt) {                                                                            \
+  case STK_DTYPE_UINT8: call(STK_DTYPE_UINT8); break;                                      \
+  case STK_DTYPE_INT16: call(STK_DTYPE_INT16); break;                                      \
+  case STK_DTYPE_INT32: call(STK_DTYPE_INT32); break;                                      \
+  case STK_DTYPE_FLOAT16: call(STK_DTYPE_FLOAT16); break;                                  \
+  default: call(STK_DTYPE_FLOAT32); break;                                                 \
+  }
+
+/* Elements of a sample, four Philox blocks (16 elements) at a time. */
+NOISE_INLINE void gaussian_all(const stk_noise_stream *st, const void *in, void *out, int64_t n,
+                               double mean, double sd, int dt) {
+  int64_t blocks = (n + 3) / 4;
+  for (int64_t q = 0; q < blocks; q += 4) {
+    uint32_t w[4][4];
+    stk_noise_blocks4(st, (uint64_t)q, w);
+    for (int k = 0; k < 4 && q + k < blocks; k++)
+      stk_noise_gaussian_words(w[k], in, out, dt, n, q + k, mean, sd);
   }
 }
 
 static stk_status gaussian_run(stk__node *node, stk__sample *s) {
-  gaussian_ctx k;
-  STK_TRY(stk__float_arg_in(node, s, G_MEAN, "mean", -DBL_MAX, DBL_MAX, &k.mean));
-  STK_TRY(stk__float_arg_in(node, s, G_STDDEV, "stddev", 0.0, DBL_MAX, &k.sd));
+  double mean, sd;
+  STK_TRY(gaussian_args_of(node, s, &mean, &sd));
   const stk__tensor *in;
   stk__tensor *out;
   size_t n;
   STK_TRY(open_noise(node, s, &in, &out, &n));
-  stk__sample_rng(node, s, &k.g);
-  return map_chunks(node, s, in, out, n, gaussian_chunk, &k);
+  stk_noise_stream st = sample_stream(node, s);
+#define GAUSSIAN_ALL(DT) gaussian_all(&st, in->data, out->data, (int64_t)n, mean, sd, DT)
+  FOR_NOISE_TYPES(in->dtype, GAUSSIAN_ALL)
+#undef GAUSSIAN_ALL
+  return STK_OK;
+}
+
+static stk_status gaussian_gpu_params(stk__node *node, stk__sample *s, const stk__tensor *t,
+                                      stk_gpu_noise_sample *ns) {
+  return gaussian_args_of(node, s, &ns->p[0], &ns->p[1]);
+}
+
+static stk_status gaussian_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return noise_run_gpu(node, b, STK_GPU_NOISE_GAUSSIAN, gaussian_gpu_params);
 }
 
 static const stk_op_schema gaussian_schema = {
     "noise.gaussian",
     "Adds normally distributed noise to every element (DALI's noise.gaussian): out = in + "
-    "N(mean, stddev), rounded and saturated for integer types. Elements 2k and 2k + 1 take "
-    "the cosine and sine halves of one Box-Muller draw from Philox words 2k and 2k + 1.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
+    "N(mean, stddev), rounded and saturated for integer types. Elements 4q .. 4q + 3 take "
+    "two Box-Muller pairs from Philox block q (counter-based; the GPU gives the same bytes).",
+    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
     sizeof gaussian_args / sizeof gaussian_args[0], gaussian_args};
 const stk__op_def stk__op_noise_gaussian = {&gaussian_schema, NULL, NULL, NULL, gaussian_run,
-                                            NULL, NULL};
+                                            NULL, NULL, gaussian_run_gpu};
 
 /* ---- noise.salt_and_pepper ---- */
 
@@ -151,55 +226,65 @@ static double type_min(stk_dtype d) {
 }
 
 typedef struct {
-  stk__philox g;
   double salt_below, noise_below; /* thresholds on u = word / 2^32 */
   double salt, pepper;
-  size_t group; /* elements sharing one draw */
-} sp_ctx;
+  int64_t group; /* elements sharing one draw */
+} sp_params;
 
-static void sp_chunk(double *v, size_t first, size_t n, void *ctx) {
-  sp_ctx *k = ctx;
-  for (size_t i = 0; i < n; i += k->group) {
-    double u = (double)stk__philox_u32(&k->g) * INV_2_32;
-    if (u >= k->noise_below) continue;
-    double x = u < k->salt_below ? k->salt : k->pepper;
-    for (size_t c = 0; c < k->group; c++) v[i + c] = x;
+static stk_status sp_args_of(stk__node *node, stk__sample *s, const stk__tensor *in, sp_params *k) {
+  double prob, svp;
+  STK_TRY(stk__float_arg_in(node, s, SP_PROB, "prob", 0.0, 1.0, &prob));
+  STK_TRY(stk__float_arg_in(node, s, SP_SVP, "salt_vs_pepper", 0.0, 1.0, &svp));
+  k->noise_below = prob, k->salt_below = prob * svp;
+  k->salt = stk__dtype_full_range(in->dtype);
+  k->pepper = type_min(in->dtype);
+  if (stk__arg_given(node, SP_SALT))
+    STK_TRY(stk__float_arg_in(node, s, SP_SALT, "salt_val", -DBL_MAX, DBL_MAX, &k->salt));
+  if (stk__arg_given(node, SP_PEPPER))
+    STK_TRY(stk__float_arg_in(node, s, SP_PEPPER, "pepper_val", -DBL_MAX, DBL_MAX, &k->pepper));
+  k->group = stk__arg_bool(node, s, SP_PER_CHANNEL) ? 1 : (int64_t)pixel_channels(in);
+  return STK_OK;
+}
+
+NOISE_INLINE void sp_all(const stk_noise_stream *st, const void *in, void *out, int64_t npix,
+                         const sp_params *k, int dt) {
+  int64_t blocks = (npix + 3) / 4;
+  for (int64_t q = 0; q < blocks; q += 4) {
+    uint32_t w[4][4];
+    stk_noise_blocks4(st, (uint64_t)q, w);
+    for (int j = 0; j < 4 && q + j < blocks; j++)
+      stk_noise_sp_words(w[j], in, out, dt, npix, k->group, q + j, k->salt_below,
+                         k->noise_below, k->salt, k->pepper);
   }
 }
 
 static stk_status sp_run(stk__node *node, stk__sample *s) {
-  double prob, svp;
-  STK_TRY(stk__float_arg_in(node, s, SP_PROB, "prob", 0.0, 1.0, &prob));
-  STK_TRY(stk__float_arg_in(node, s, SP_SVP, "salt_vs_pepper", 0.0, 1.0, &svp));
   const stk__tensor *in;
   stk__tensor *out;
   size_t n;
   STK_TRY(open_noise(node, s, &in, &out, &n));
-  sp_ctx k = {.noise_below = prob, .salt_below = prob * svp};
-  k.salt = stk__dtype_full_range(in->dtype);
-  k.pepper = type_min(in->dtype);
-  if (stk__arg_given(node, SP_SALT))
-    STK_TRY(stk__float_arg_in(node, s, SP_SALT, "salt_val", -DBL_MAX, DBL_MAX, &k.salt));
-  if (stk__arg_given(node, SP_PEPPER))
-    STK_TRY(stk__float_arg_in(node, s, SP_PEPPER, "pepper_val", -DBL_MAX, DBL_MAX, &k.pepper));
-  k.group = stk__arg_bool(node, s, SP_PER_CHANNEL) ? 1 : pixel_channels(in);
+  sp_params k;
+  STK_TRY(sp_args_of(node, s, in, &k));
   if (k.group == 0 || n == 0) return STK_OK;
-  stk__sample_rng(node, s, &k.g);
-  /* chunks hold whole pixels */
-  size_t chunk = CHUNK - CHUNK % k.group;
-  if (chunk == 0)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "pixels of %zu channels are too large",
-                      k.group);
-  double *buf = stk__scratch(s, chunk * sizeof(double));
-  if (!buf) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
-  size_t es = stk_dtype_size(in->dtype);
-  for (size_t i = 0; i < n; i += chunk) {
-    size_t m = n - i < chunk ? n - i : chunk;
-    stk__to_f64(buf, (const char *)in->data + i * es, in->dtype, m);
-    sp_chunk(buf, i, m, &k);
-    stk__from_f64((char *)out->data + i * es, out->dtype, buf, m);
-  }
+  stk_noise_stream st = sample_stream(node, s);
+#define SP_ALL(DT) sp_all(&st, in->data, out->data, (int64_t)n / k.group, &k, DT)
+  FOR_NOISE_TYPES(in->dtype, SP_ALL)
+#undef SP_ALL
   return STK_OK;
+}
+
+static stk_status sp_gpu_params(stk__node *node, stk__sample *s, const stk__tensor *t,
+                                stk_gpu_noise_sample *ns) {
+  sp_params k;
+  STK_TRY(sp_args_of(node, s, t, &k));
+  ns->group = k.group > 0 ? k.group : 1;
+  if (k.group == 0) ns->count = 0; /* no pixels */
+  ns->p[0] = k.salt_below, ns->p[1] = k.noise_below, ns->p[2] = k.salt, ns->p[3] = k.pepper;
+  return STK_OK;
+}
+
+static stk_status sp_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return noise_run_gpu(node, b, STK_GPU_NOISE_SALT_AND_PEPPER, sp_gpu_params);
 }
 
 static const stk_op_schema sp_schema = {
@@ -208,55 +293,12 @@ static const stk_op_schema sp_schema = {
     "salt_vs_pepper)), per pixel or per channel (DALI's noise.salt_and_pepper). One Philox "
     "word u per pixel (per value with per_channel): salt when u < prob * salt_vs_pepper, "
     "pepper when u < prob.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
     sizeof sp_args / sizeof sp_args[0], sp_args};
 const stk__op_def stk__op_noise_salt_and_pepper = {&sp_schema, NULL, NULL, NULL, sp_run, NULL,
-                                                   NULL};
+                                                   NULL, sp_run_gpu};
 
 /* ---- noise.shot ---- */
-
-/* Constants of the Poisson sampler for one mean (images repeat values, so they are
- * cached for the last mean). */
-typedef struct {
-  double lambda;
-  double exp_neg;                          /* inversion: exp(-lambda) */
-  double slam, loglam, b, a, log_inv_alpha, vr; /* PTRS */
-} poisson_consts;
-
-static void poisson_setup(poisson_consts *c, double lambda) {
-  c->lambda = lambda;
-  c->exp_neg = exp(-lambda);
-  c->slam = sqrt(lambda), c->loglam = log(lambda);
-  c->b = 0.931 + 2.53 * c->slam, c->a = -0.059 + 0.02483 * c->b;
-  c->log_inv_alpha = log(1.1239 + 1.1328 / (c->b - 3.4));
-  c->vr = 0.9277 - 3.6224 / (c->b - 2.0);
-}
-
-/* Poisson(lambda > 0): inversion below 10, Hörmann's transformed rejection (PTRS, 1993)
- * above. Exact samplers both; the number of draws varies. */
-static double poisson(stk__philox *g, const poisson_consts *c) {
-  double lambda = c->lambda;
-  if (lambda < 10.0) {
-    double u = stk__philox_uniform(g), p = c->exp_neg, cdf = p;
-    int k = 0;
-    while (u > cdf && k < 1000) {
-      k++;
-      p *= lambda / k;
-      cdf += p;
-    }
-    return k;
-  }
-  for (;;) {
-    double u = stk__philox_uniform(g) - 0.5, v = stk__philox_uniform(g);
-    double us = 0.5 - fabs(u);
-    double k = floor((2.0 * c->a / us + c->b) * u + lambda + 0.43);
-    if (us >= 0.07 && v <= c->vr) return k;
-    if (k < 0.0 || (us < 0.013 && v > us)) continue;
-    if (log(v) + c->log_inv_alpha - log(c->a / (us * us) + c->b) <=
-        -lambda + k * c->loglam - lgamma(k + 1.0))
-      return k;
-  }
-}
 
 enum { SH_FACTOR, SH_SEED };
 static const stk_arg_schema shot_args[] = {
@@ -265,56 +307,124 @@ static const stk_arg_schema shot_args[] = {
     {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
 };
 
+/* uint8 inputs: per input value, the sampler's constants and the inversion's first
+ * INV_TERMS terms (probability and distribution, by stk_noise_inversion_from's own
+ * recurrence), so an element costs a short search instead of a loop of divisions. */
+#define INV_TERMS 64
 typedef struct {
-  stk__philox g;
-  double factor;
-  poisson_consts pc;      /* the last mean's constants */
-  poisson_consts *by_u8;  /* uint8 input: constants per input value, lazily */
-} shot_ctx;
+  stk_noise_poisson_consts c;
+  double cdf[INV_TERMS];
+  double p_last; /* the term probability at INV_TERMS - 1 */
+} shot_u8_entry;
 
-static void shot_chunk(double *v, size_t first, size_t n, void *ctx) {
-  shot_ctx *k = ctx;
-  for (size_t i = 0; i < n; i++) {
-    double lambda = v[i] / k->factor;
+static void shot_u8_setup(shot_u8_entry *t, double lambda) {
+  stk_noise_poisson_setup(&t->c, lambda);
+  if (!(lambda < 10.0)) return;
+  double p = t->c.exp_neg, cdf = p;
+  t->cdf[0] = cdf;
+  for (int k = 1; k < INV_TERMS; k++) {
+    p = p * (lambda / (double)k);
+    cdf = cdf + p;
+    t->cdf[k] = cdf;
+  }
+  t->p_last = p;
+}
+
+/* Poisson for element e with uniform u (used below a mean of 10). */
+static double shot_u8_poisson(const stk_noise_stream *st, uint64_t e, double u,
+                              const shot_u8_entry *t) {
+  if (!(t->c.lambda < 10.0)) return stk_noise_poisson(st, e, &t->c);
+  for (int k = 0; k < INV_TERMS; k++)
+    if (!(u > t->cdf[k])) return (double)k;
+  return (double)stk_noise_inversion_from(u, t->c.lambda, INV_TERMS - 1, t->p_last,
+                                          t->cdf[INV_TERMS - 1]);
+}
+
+/* Eight elements at a time: their inversion uniforms are the words of four consecutive
+ * Philox blocks (stk_noise_inversion_u's layout), drawn together. */
+static void shot_u8(const stk_noise_stream *st, const uint8_t *in, uint8_t *out, int64_t n,
+                    double factor, shot_u8_entry *tab) {
+  for (int64_t e0 = 0; e0 < n; e0 += 8) {
+    uint32_t w[4][4];
+    stk_noise_blocks4(st, (uint64_t)e0 >> 1, w);
+    for (int j = 0; j < 8 && e0 + j < n; j++) {
+      int64_t e = e0 + j;
+      int v = in[e];
+      double lambda = (double)v / factor;
+      if (!(lambda > 0.0)) {
+        out[e] = 0;
+        continue;
+      }
+      if (tab[v].c.lambda != lambda) shot_u8_setup(&tab[v], lambda);
+      const uint32_t *b = w[j >> 1];
+      int o = (j & 1) * 2;
+      double k = shot_u8_poisson(st, (uint64_t)e, stk_noise_u53(b[o], b[o + 1]), &tab[v]);
+      stk_noise_store(out, STK_DTYPE_UINT8, e, STK_DMUL(k, factor));
+    }
+  }
+}
+
+/* Other types: the sampler's constants in a small direct-mapped cache keyed by the mean
+ * (images repeat values; the constants are the same whichever entry holds them). */
+#define SHOT_CACHE 256
+NOISE_INLINE void shot_all(const stk_noise_stream *st, const void *in, void *out, int64_t n,
+                           double factor, stk_noise_poisson_consts *cache, int dt) {
+  for (int64_t e = 0; e < n; e++) {
+    double x = stk_noise_load(in, dt, e), lambda = x / factor;
     if (!(lambda > 0.0)) {
-      v[i] = 0.0;
+      stk_noise_store(out, dt, e, 0.0);
       continue;
     }
-    uint64_t block = (uint64_t)(first + i) << 16; /* the element's own sub-stream */
-    k->g.counter[0] = (uint32_t)block, k->g.counter[1] = (uint32_t)(block >> 32);
-    k->g.available = 0;
-    poisson_consts *c = &k->pc;
-    if (k->by_u8) c = &k->by_u8[(int)v[i]];
-    if (lambda != c->lambda) poisson_setup(c, lambda);
-    v[i] = poisson(&k->g, c) * k->factor;
+    uint64_t bits;
+    memcpy(&bits, &lambda, sizeof bits);
+    stk_noise_poisson_consts *c = &cache[(bits * 0x9E3779B97F4A7C15ull) >> 56];
+    if (c->lambda != lambda) stk_noise_poisson_setup(c, lambda);
+    stk_noise_store(out, dt, e, STK_DMUL(stk_noise_poisson(st, (uint64_t)e, c), factor));
   }
 }
 
 static stk_status shot_run(stk__node *node, stk__sample *s) {
-  shot_ctx k = {.pc.lambda = -1.0, .by_u8 = NULL};
-  STK_TRY(stk__float_arg_in(node, s, SH_FACTOR, "factor", 0.0, DBL_MAX, &k.factor));
+  double factor;
+  STK_TRY(stk__float_arg_in(node, s, SH_FACTOR, "factor", 0.0, DBL_MAX, &factor));
   const stk__tensor *in;
   stk__tensor *out;
   size_t n;
   STK_TRY(open_noise(node, s, &in, &out, &n));
-  if (k.factor == 0.0) {
+  if (factor == 0.0) {
     memcpy(out->data, in->data, n * stk_dtype_size(in->dtype));
     return STK_OK;
   }
+  stk_noise_stream st = sample_stream(node, s);
   if (in->dtype == STK_DTYPE_UINT8) {
-    k.by_u8 = stk__scratch(s, 256 * sizeof(poisson_consts));
-    if (!k.by_u8) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
-    for (int i = 0; i < 256; i++) k.by_u8[i].lambda = -1.0;
+    shot_u8_entry *tab = stk__scratch(s, 256 * sizeof *tab);
+    if (!tab) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+    for (int i = 0; i < 256; i++) tab[i].c.lambda = -1.0;
+    shot_u8(&st, in->data, out->data, (int64_t)n, factor, tab);
+    return STK_OK;
   }
-  stk__sample_rng(node, s, &k.g);
-  return map_chunks(node, s, in, out, n, shot_chunk, &k);
+  stk_noise_poisson_consts *cache = stk__scratch(s, SHOT_CACHE * sizeof *cache);
+  if (!cache) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  for (int i = 0; i < SHOT_CACHE; i++) cache[i].lambda = -1.0;
+#define SHOT_ALL(DT) shot_all(&st, in->data, out->data, (int64_t)n, factor, cache, DT)
+  FOR_NOISE_TYPES(in->dtype, SHOT_ALL)
+#undef SHOT_ALL
+  return STK_OK;
+}
+
+static stk_status shot_gpu_params(stk__node *node, stk__sample *s, const stk__tensor *t,
+                                  stk_gpu_noise_sample *ns) {
+  return stk__float_arg_in(node, s, SH_FACTOR, "factor", 0.0, DBL_MAX, &ns->p[0]);
+}
+
+static stk_status shot_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return noise_run_gpu(node, b, STK_GPU_NOISE_SHOT, shot_gpu_params);
 }
 
 static const stk_op_schema shot_schema = {
     "noise.shot",
     "Shot (Poisson) noise (DALI's noise.shot): out = Poisson(max(0, in) / factor) * factor, "
     "rounded and saturated for integer types; factor 0 keeps the data. Exact Poisson "
-    "sampling (inversion below a mean of 10, Hörmann's PTRS above).",
-    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
+    "sampling (inversion below a mean of 10, Hörmann's PTRS above), counter-based per element.",
+    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
     sizeof shot_args / sizeof shot_args[0], shot_args};
-const stk__op_def stk__op_noise_shot = {&shot_schema, NULL, NULL, NULL, shot_run, NULL, NULL};
+const stk__op_def stk__op_noise_shot = {&shot_schema, NULL, NULL, NULL, shot_run, NULL, NULL, shot_run_gpu};
