@@ -149,8 +149,9 @@ fi
 
 # ---- per-operator GPU tests (Python, CPU vs GPU parity) and benchmarks (bench_*) ----
 if [ $BUILD_OK = 1 ] && want ops; then
+  XDIST=(); python3 -c 'import xdist' 2>/dev/null && XDIST=(-n 8)  # tests in 8 processes where pytest-xdist is
   step gpu_ops_py 300 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
-    --timeout 120 -rf tests/python/test_gpu_*.py
+    "${XDIST[@]}" --timeout 120 -rf tests/python/test_gpu_*.py
 fi
 if [ $BUILD_OK = 1 ] && want opbench; then
   for b in "$BUILD"/bench_*; do
