@@ -31,32 +31,9 @@
 
 #include "../core/core.h"
 
-#define STK__BINOP_MAP(X)                                                                  \
-  X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(FLOORDIV, "floordiv")          \
-  X(MOD, "mod") X(MIN, "min") X(MAX, "max") X(POW, "pow") X(FPOW, "fpow")                  \
-  X(ATAN2, "atan2") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt")            \
-  X(GE, "ge") X(AND, "and") X(OR, "or") X(XOR, "xor")
-
-typedef enum {
-#define STK__BINOP_ENUM(name, text) STK__BIN_##name,
-  STK__BINOP_MAP(STK__BINOP_ENUM)
-#undef STK__BINOP_ENUM
-  STK__BIN_COUNT
-} stk__binop;
-
-#define STK__UNOP_MAP(X)                                                                   \
-  X(NEG, "neg") X(NOT, "not") X(ABS, "abs") X(SQRT, "sqrt") X(RSQRT, "rsqrt")              \
-  X(CBRT, "cbrt") X(EXP, "exp") X(LOG, "log") X(LOG2, "log2") X(LOG10, "log10")            \
-  X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos")                \
-  X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(TANH, "tanh") X(FLOOR, "floor")        \
-  X(CEIL, "ceil") X(ROUND, "round")
-
-typedef enum {
-#define STK__UNOP_ENUM(name, text) STK__UN_##name,
-  STK__UNOP_MAP(STK__UNOP_ENUM)
-#undef STK__UNOP_ENUM
-  STK__UN_COUNT
-} stk__unop;
+/* The operation codes (STK__BINOP_MAP, STK__UNOP_MAP) and the per-element arithmetic,
+ * shared with the CUDA kernels. */
+#include "../cuda/math_common.h"
 
 bool stk__binop_parse(const char *name, stk__binop *out);
 bool stk__unop_parse(const char *name, stk__unop *out);

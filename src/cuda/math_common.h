@@ -1,0 +1,370 @@
+/*
+ * The per-element arithmetic of math.binary, math.unary, math.clamp and one_hot, shared
+ * by the CPU operators (src/ops/arithmetic.c, misc_ops.c) and the CUDA kernels
+ * (src/cuda/math.cu). C11 and CUDA C++ at once (STK_HD): the GPU computes every element
+ * with the very functions the CPU runs, so parity reduces to indexing.
+ *
+ * Values travel in one of three compute kinds (arithmetic.c explains why): float64
+ * (STK_AK_F), int64 (STK_AK_I) and uint64 (STK_AK_U). Loads convert an element of any
+ * type into a kind, the operation runs in the kind, and a store writes the result into
+ * the output type: floats rounded by IEEE rules, integers truncated (wrap-around), bool
+ * as != 0. The only results that may differ between the backends are those of the libm
+ * functions (exp, log, sin, pow, atan2, ...): glibc and CUDA's libdevice are both within
+ * 1-2 ulp of float64 and almost always agree after rounding to the output type; + - * /,
+ * sqrt, floor, fmod and the integer operations are exact on both.
+ */
+#ifndef STOKER_CUDA_MATH_COMMON_H
+#define STOKER_CUDA_MATH_COMMON_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stoker/stoker.h" /* stk_dtype */
+
+#ifdef __CUDACC__
+#include <cuda_fp16.h>
+#define STK_MHD static inline __host__ __device__
+#else
+#define STK_MHD static inline
+#endif
+
+/* src/core: the CPU's float16 conversions (the host side of the loads and stores). */
+#ifdef __cplusplus
+extern "C" {
+#endif
+uint16_t stk__f32_to_f16(float f);
+float stk__f16_to_f32(uint16_t h);
+#ifdef __cplusplus
+}
+#endif
+
+/* The operations (codes shared by both backends and the GPU API's `op` fields). */
+#define STK__BINOP_MAP(X)                                                                  \
+  X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(FLOORDIV, "floordiv")          \
+  X(MOD, "mod") X(MIN, "min") X(MAX, "max") X(POW, "pow") X(FPOW, "fpow")                  \
+  X(ATAN2, "atan2") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt")            \
+  X(GE, "ge") X(AND, "and") X(OR, "or") X(XOR, "xor")
+
+typedef enum {
+#define STK__BINOP_ENUM(name, text) STK__BIN_##name,
+  STK__BINOP_MAP(STK__BINOP_ENUM)
+#undef STK__BINOP_ENUM
+  STK__BIN_COUNT
+} stk__binop;
+
+#define STK__UNOP_MAP(X)                                                                   \
+  X(NEG, "neg") X(NOT, "not") X(ABS, "abs") X(SQRT, "sqrt") X(RSQRT, "rsqrt")              \
+  X(CBRT, "cbrt") X(EXP, "exp") X(LOG, "log") X(LOG2, "log2") X(LOG10, "log10")            \
+  X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos")                \
+  X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(TANH, "tanh") X(FLOOR, "floor")        \
+  X(CEIL, "ceil") X(ROUND, "round")
+
+typedef enum {
+#define STK__UNOP_ENUM(name, text) STK__UN_##name,
+  STK__UNOP_MAP(STK__UNOP_ENUM)
+#undef STK__UNOP_ENUM
+  STK__UN_COUNT
+} stk__unop;
+
+/* Compute kinds. */
+enum { STK_AK_F = 0, STK_AK_I = 1, STK_AK_U = 2 };
+
+STK_MHD int stk_ar_is_float(int t) {
+  return t == STK_DTYPE_FLOAT16 || t == STK_DTYPE_FLOAT32 || t == STK_DTYPE_FLOAT64;
+}
+STK_MHD int stk_ar_is_signed(int t) {
+  return t == STK_DTYPE_INT8 || t == STK_DTYPE_INT16 || t == STK_DTYPE_INT32 || t == STK_DTYPE_INT64;
+}
+STK_MHD int stk_ar_kind_of(int t) {
+  return stk_ar_is_float(t) ? STK_AK_F : stk_ar_is_signed(t) ? STK_AK_I : STK_AK_U;
+}
+STK_MHD int stk_ar_is_compare(int op) { return op >= STK__BIN_EQ && op <= STK__BIN_GE; }
+/* Unary operations computed in float64 whatever the input (the libm functions). */
+STK_MHD int stk_ar_unop_is_float_fn(int op) { return op >= STK__UN_SQRT && op <= STK__UN_TANH; }
+
+/* ---- float16 ---- */
+
+STK_MHD double stk_ar_f16_load(uint16_t h) {
+#ifdef __CUDA_ARCH__
+  return (double)__half2float(__ushort_as_half(h));
+#else
+  return (double)stk__f16_to_f32(h);
+#endif
+}
+
+/* float64 -> float32 -> float16 (both roundings to nearest even), as stk__convert. */
+STK_MHD uint16_t stk_ar_f16_store(double v) {
+#ifdef __CUDA_ARCH__
+  return __half_as_ushort(__float2half_rn((float)v));
+#else
+  return stk__f32_to_f16((float)v);
+#endif
+}
+
+/* ---- loads: element i of p (type t) in a kind ---- */
+
+STK_MHD double stk_ar_load_f(const void *p, int t, size_t i) {
+  switch (t) {
+  case STK_DTYPE_UINT8: return (double)((const uint8_t *)p)[i];
+  case STK_DTYPE_INT8: return (double)((const int8_t *)p)[i];
+  case STK_DTYPE_UINT16: return (double)((const uint16_t *)p)[i];
+  case STK_DTYPE_INT16: return (double)((const int16_t *)p)[i];
+  case STK_DTYPE_UINT32: return (double)((const uint32_t *)p)[i];
+  case STK_DTYPE_INT32: return (double)((const int32_t *)p)[i];
+  case STK_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
+  case STK_DTYPE_INT64: return (double)((const int64_t *)p)[i];
+  case STK_DTYPE_FLOAT16: return stk_ar_f16_load(((const uint16_t *)p)[i]);
+  case STK_DTYPE_FLOAT32: return (double)((const float *)p)[i];
+  case STK_DTYPE_FLOAT64: return ((const double *)p)[i];
+  default: return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0; /* bool */
+  }
+}
+
+/* A float into int64 as stk__convert: round half away from zero, saturate, NaN -> 0. */
+STK_MHD int64_t stk_ar_f_to_i(double v) {
+  double r = isnan(v) ? 0.0 : round(v);
+  if (r <= -9223372036854775808.0) return INT64_MIN;
+  if (r >= 9223372036854775807.0) return INT64_MAX;
+  return (int64_t)r;
+}
+STK_MHD uint64_t stk_ar_f_to_u(double v) {
+  double r = isnan(v) ? 0.0 : round(v);
+  if (r <= 0.0) return 0;
+  if (r >= 18446744073709551615.0) return UINT64_MAX;
+  return (uint64_t)r;
+}
+
+/* Integers exactly; uint64 above INT64_MAX saturates. */
+STK_MHD int64_t stk_ar_load_i(const void *p, int t, size_t i) {
+  switch (t) {
+  case STK_DTYPE_UINT8: return ((const uint8_t *)p)[i];
+  case STK_DTYPE_INT8: return ((const int8_t *)p)[i];
+  case STK_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+  case STK_DTYPE_INT16: return ((const int16_t *)p)[i];
+  case STK_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+  case STK_DTYPE_INT32: return ((const int32_t *)p)[i];
+  case STK_DTYPE_INT64: return ((const int64_t *)p)[i];
+  case STK_DTYPE_UINT64: {
+    uint64_t u = ((const uint64_t *)p)[i];
+    return u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
+  }
+  case STK_DTYPE_FLOAT16: case STK_DTYPE_FLOAT32: case STK_DTYPE_FLOAT64:
+    return stk_ar_f_to_i(stk_ar_load_f(p, t, i));
+  default: return ((const uint8_t *)p)[i] != 0; /* bool */
+  }
+}
+
+/* Integers as their two's-complement bit patterns (C's conversion to uint64). */
+STK_MHD uint64_t stk_ar_load_u(const void *p, int t, size_t i) {
+  switch (t) {
+  case STK_DTYPE_UINT64: return ((const uint64_t *)p)[i];
+  case STK_DTYPE_FLOAT16: case STK_DTYPE_FLOAT32: case STK_DTYPE_FLOAT64:
+    return stk_ar_f_to_u(stk_ar_load_f(p, t, i));
+  default: return (uint64_t)stk_ar_load_i(p, t, i);
+  }
+}
+
+/* ---- stores ---- */
+
+/* A float64 result into a float type. */
+STK_MHD void stk_ar_store_f(void *p, int t, size_t i, double v) {
+  if (t == STK_DTYPE_FLOAT32) ((float *)p)[i] = (float)v;
+  else if (t == STK_DTYPE_FLOAT64) ((double *)p)[i] = v;
+  else ((uint16_t *)p)[i] = stk_ar_f16_store(v);
+}
+
+/* An integer result (bit pattern) into an integer type: truncation; bool: != 0. */
+STK_MHD void stk_ar_store_u(void *p, int t, size_t i, uint64_t v) {
+  switch (t) {
+  case STK_DTYPE_UINT8: case STK_DTYPE_INT8: ((uint8_t *)p)[i] = (uint8_t)v; return;
+  case STK_DTYPE_UINT16: case STK_DTYPE_INT16: ((uint16_t *)p)[i] = (uint16_t)v; return;
+  case STK_DTYPE_UINT32: case STK_DTYPE_INT32: ((uint32_t *)p)[i] = (uint32_t)v; return;
+  case STK_DTYPE_UINT64: case STK_DTYPE_INT64: ((uint64_t *)p)[i] = v; return;
+  default: ((uint8_t *)p)[i] = v != 0; return; /* bool */
+  }
+}
+
+/* ---- binary operations ---- */
+
+/* Python's modulo: the sign of the divisor. */
+STK_MHD double stk_ar_py_mod(double a, double b) {
+  double r = fmod(a, b);
+  if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b;
+  return r;
+}
+
+STK_MHD uint64_t stk_ar_ipow_u(uint64_t base, uint64_t e) {
+  uint64_t r = 1;
+  while (e) {
+    if (e & 1) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return r;
+}
+
+/* A negative exponent gives 0 unless the base is 1 or -1. */
+STK_MHD int64_t stk_ar_ipow_i(int64_t base, int64_t e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  return (int64_t)stk_ar_ipow_u((uint64_t)base, (uint64_t)e);
+}
+
+/* Arithmetic in float64 (the bitwise operations never reach it). */
+STK_MHD double stk_ar_bin_f(int op, double a, double b) {
+  switch (op) {
+  case STK__BIN_ADD: return a + b;
+  case STK__BIN_SUB: return a - b;
+  case STK__BIN_MUL: return a * b;
+  case STK__BIN_DIV: return a / b;
+  case STK__BIN_FLOORDIV: return floor(a / b);
+  case STK__BIN_MOD: return stk_ar_py_mod(a, b);
+  case STK__BIN_MIN: return b < a ? b : a;
+  case STK__BIN_MAX: return b > a ? b : a;
+  case STK__BIN_POW: case STK__BIN_FPOW: return pow(a, b);
+  case STK__BIN_ATAN2: return atan2(a, b);
+  default: return 0.0;
+  }
+}
+
+/* Signed integers: + - * on uint64 bit patterns (defined wrap-around); division by zero
+ * gives 0, floordiv and mod round toward minus infinity. */
+STK_MHD int64_t stk_ar_bin_i(int op, int64_t a, int64_t b) {
+  switch (op) {
+  case STK__BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
+  case STK__BIN_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+  case STK__BIN_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+  case STK__BIN_MIN: return b < a ? b : a;
+  case STK__BIN_MAX: return b > a ? b : a;
+  case STK__BIN_AND: return a & b;
+  case STK__BIN_OR: return a | b;
+  case STK__BIN_XOR: return a ^ b;
+  case STK__BIN_POW: return stk_ar_ipow_i(a, b);
+  case STK__BIN_FLOORDIV:
+    if (b == 0) return 0;
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+  case STK__BIN_MOD: {
+    int64_t m = (b == 0 || b == -1) ? 0 : a % b;
+    return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+  }
+  default: return 0;
+  }
+}
+
+STK_MHD uint64_t stk_ar_bin_u(int op, uint64_t a, uint64_t b) {
+  switch (op) {
+  case STK__BIN_ADD: return a + b;
+  case STK__BIN_SUB: return a - b;
+  case STK__BIN_MUL: return a * b;
+  case STK__BIN_FLOORDIV: return b ? a / b : 0;
+  case STK__BIN_MOD: return b ? a % b : 0;
+  case STK__BIN_MIN: return b < a ? b : a;
+  case STK__BIN_MAX: return b > a ? b : a;
+  case STK__BIN_POW: return stk_ar_ipow_u(a, b);
+  case STK__BIN_AND: return a & b;
+  case STK__BIN_OR: return a | b;
+  case STK__BIN_XOR: return a ^ b;
+  default: return 0;
+  }
+}
+
+/* Comparisons (1 or 0; NaN compares unequal to everything). */
+#define STK_AR_CMP(NAME, T)                                                                \
+  STK_MHD uint64_t NAME(int op, T a, T b) {                                                \
+    switch (op) {                                                                          \
+    case STK__BIN_EQ: return a == b;                                                       \
+    case STK__BIN_NE: return a != b;                                                       \
+    case STK__BIN_LT: return a < b;                                                        \
+    case STK__BIN_LE: return a <= b;                                                       \
+    case STK__BIN_GT: return a > b;                                                        \
+    default: return a >= b;                                                                \
+    }                                                                                      \
+  }
+STK_AR_CMP(stk_ar_cmp_f, double)
+STK_AR_CMP(stk_ar_cmp_i, int64_t)
+STK_AR_CMP(stk_ar_cmp_u, uint64_t)
+#undef STK_AR_CMP
+
+/* ---- unary operations ---- */
+
+STK_MHD double stk_ar_un_f(int op, double x) {
+  switch (op) {
+  case STK__UN_NEG: return -x;
+  case STK__UN_ABS: return fabs(x);
+  case STK__UN_SQRT: return sqrt(x);
+  case STK__UN_RSQRT: return 1.0 / sqrt(x);
+  case STK__UN_CBRT: return cbrt(x);
+  case STK__UN_EXP: return exp(x);
+  case STK__UN_LOG: return log(x);
+  case STK__UN_LOG2: return log2(x);
+  case STK__UN_LOG10: return log10(x);
+  case STK__UN_SIN: return sin(x);
+  case STK__UN_COS: return cos(x);
+  case STK__UN_TAN: return tan(x);
+  case STK__UN_ASIN: return asin(x);
+  case STK__UN_ACOS: return acos(x);
+  case STK__UN_ATAN: return atan(x);
+  case STK__UN_SINH: return sinh(x);
+  case STK__UN_COSH: return cosh(x);
+  case STK__UN_TANH: return tanh(x);
+  case STK__UN_FLOOR: return floor(x);
+  case STK__UN_CEIL: return ceil(x);
+  case STK__UN_ROUND: return round(x);
+  default: return x;
+  }
+}
+
+/* Integer kinds: neg and abs wrap around (abs(INT8_MIN) stays -128 after the store);
+ * floor/ceil/round are the identity. */
+STK_MHD uint64_t stk_ar_un_i(int op, int64_t x) {
+  uint64_t v = (uint64_t)x;
+  return op == STK__UN_NEG || (op == STK__UN_ABS && x < 0) ? 0 - v : v;
+}
+STK_MHD uint64_t stk_ar_un_u(int op, uint64_t x) { return op == STK__UN_NEG ? 0 - x : x; }
+
+/* ---- clamp ---- */
+
+/* The bounds of an integer clamp in the input type t: lo rounded up, hi down, both
+ * saturated to the type (the kind's pair is filled: ilo and ihi, or ulo and uhi). */
+STK_MHD void stk_ar_int_bounds(int t, double lo, double hi, int64_t *ilo, int64_t *ihi,
+                               uint64_t *ulo, uint64_t *uhi) {
+  int bits = t == STK_DTYPE_UINT8 || t == STK_DTYPE_INT8 || t == STK_DTYPE_BOOL ? 8
+             : t == STK_DTYPE_UINT16 || t == STK_DTYPE_INT16                    ? 16
+             : t == STK_DTYPE_UINT32 || t == STK_DTYPE_INT32                    ? 32
+                                                                                : 64;
+  double cl = ceil(lo), fh = floor(hi);
+  if (stk_ar_is_signed(t)) {
+    int64_t tmax = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1, tmin = -tmax - 1;
+    *ilo = !(cl > (double)tmin) ? tmin : cl >= (double)tmax ? tmax : (int64_t)cl;
+    *ihi = !(fh < (double)tmax) ? tmax : fh <= (double)tmin ? tmin : (int64_t)fh;
+  } else {
+    uint64_t tmax = t == STK_DTYPE_BOOL ? 1 : bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
+    *ulo = !(cl > 0.0) ? 0 : cl >= (double)tmax ? tmax : (uint64_t)cl;
+    *uhi = !(fh < (double)tmax) ? tmax : fh <= 0.0 ? 0 : (uint64_t)fh;
+  }
+}
+
+STK_MHD double stk_ar_clamp_f(double x, double lo, double hi) {
+  double v = x < lo ? lo : x;
+  return v > hi ? hi : v;
+}
+STK_MHD int64_t stk_ar_clamp_i(int64_t x, int64_t lo, int64_t hi) {
+  int64_t v = x < lo ? lo : x;
+  return v > hi ? hi : v;
+}
+STK_MHD uint64_t stk_ar_clamp_u(uint64_t x, uint64_t lo, uint64_t hi) {
+  uint64_t v = x < lo ? lo : x;
+  return v > hi ? hi : v;
+}
+
+/* ---- one_hot ---- */
+
+/* The class of a label (any type, converted to float64 as stk__convert does, fractions
+ * truncated toward zero), or -1 when it lies outside [0, ncls). */
+STK_MHD int64_t stk_ar_one_hot_class(const void *p, int t, size_t i, int64_t ncls) {
+  double l = trunc(stk_ar_load_f(p, t, i));
+  return l >= 0.0 && l < (double)ncls ? (int64_t)l : -1;
+}
+
+#endif /* STOKER_CUDA_MATH_COMMON_H */
