@@ -135,10 +135,10 @@ def color_twist(*inputs: DataNode, brightness: float | DataNode | None = ..., co
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The same tensor for every sample (DALI's constant): values from fdata or idata, converted to dtype (integers: rounded half away from zero and saturated), in the given shape.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Outputs:
         value: the constant tensor
@@ -149,7 +149,7 @@ def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequ
         shape (a list of ints): the shape of the tensor; [] is a scalar; when absent, 1D with one element per value
         dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): element type; float32 for fdata and int32 for idata when absent
         layout (a string; default ""): layout of the tensor
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

@@ -146,7 +146,7 @@ class ColorTwist(Operator):
 class Constant(Operator):
     """The same tensor for every sample (DALI's constant): values from fdata or idata, converted to dtype (integers: rounded half away from zero and saturated), in the given shape.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Outputs:
         value: the constant tensor
@@ -157,10 +157,10 @@ class Constant(Operator):
         shape (a list of ints): the shape of the tensor; [] is a scalar; when absent, 1D with one element per value
         dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): element type; float32 for fdata and int32 for idata when absent
         layout (a string; default ""): layout of the tensor
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Contrast(Operator):
     """Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - contrast_center). mean_center=true centres on the image's mean luma (DALI's AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.
