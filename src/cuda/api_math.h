@@ -12,22 +12,16 @@
 #define STOKER_CUDA_API_MATH_H
 
 #include "gpu_api.h"
+#include "math_common.h" /* the operation codes, STK_AK_* and STK_GPU_OPERAND_* */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* How an operand's elements line up with the output's flat index i. */
-enum {
-  STK_GPU_OPERAND_DENSE = 0,    /* the output's shape: element i */
-  STK_GPU_OPERAND_SCALAR = 1,   /* one element for the whole sample (data[0], or `scalar`) */
-  STK_GPU_OPERAND_PERIODIC = 2, /* broadcast along leading axes only: element i % period */
-  STK_GPU_OPERAND_STRIDED = 3   /* any numpy broadcast: sum of idx[d] * stride[d] */
-};
-
 typedef struct {
   const void *data;         /* device; NULL with SCALAR: `scalar` holds the element */
-  int mode;                 /* STK_GPU_OPERAND_* */
+  int mode;                 /* STK_GPU_OPERAND_* (math_common.h); SCALAR reads data[0], or
+                               `scalar` when data is NULL */
   int64_t period;           /* PERIODIC */
   int64_t stride[STK_MAX_NDIM]; /* STRIDED: elements per output axis step (0: broadcast) */
   uint64_t scalar;          /* one element of the operand's dtype (little-endian bytes) */

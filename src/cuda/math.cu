@@ -83,27 +83,6 @@ static int staging_blocks(staging *st, int i, int64_t count, int64_t *total, cha
 /* Binary                                                                             */
 /* ---------------------------------------------------------------------------------- */
 
-/* The operand's element index for output element e. */
-__device__ __forceinline__ size_t operand_index(const stk_gpu_math_operand *o, const stk_gpu_binary_sample *s,
-                                                int64_t e) {
-  switch (o->mode) {
-  case STK_GPU_OPERAND_DENSE: return (size_t)e;
-  case STK_GPU_OPERAND_SCALAR: return 0;
-  case STK_GPU_OPERAND_PERIODIC:
-    if (s->count <= (int64_t)UINT32_MAX) return (size_t)((uint32_t)e % (uint32_t)o->period);
-    return (size_t)(e % o->period);
-  default: {
-    int64_t off = 0, rest = e;
-    for (int d = s->ndim - 1; d >= 0; d--) {
-      int64_t ext = s->shape[d];
-      off += (rest % ext) * o->stride[d];
-      rest /= ext;
-    }
-    return (size_t)off;
-  }
-  }
-}
-
 template <int OP, int K>
 __global__ void __launch_bounds__(THREADS)
 binary_kernel(const stk_gpu_binary_sample *S, const int *first, int n, int at, int bt, int ot) {
@@ -112,23 +91,15 @@ binary_kernel(const stk_gpu_binary_sample *S, const int *first, int n, int at, i
   const void *pa = s->a.data ? s->a.data : (const void *)&s->a.scalar;
   const void *pb = s->b.data ? s->b.data : (const void *)&s->b.scalar;
   void *dst = s->dst;
-  int64_t count = s->count, base = (int64_t)(b - first[si]) * BLOCK_ELEMS + threadIdx.x;
+  int ma = s->a.mode, mb = s->b.mode, ndim = s->ndim;
+  int64_t count = s->count, pera = s->a.period, perb = s->b.period;
+  int64_t base = (int64_t)(b - first[si]) * BLOCK_ELEMS + threadIdx.x;
   for (int k = 0; k < PER_THREAD; k++) {
     int64_t e = base + (int64_t)k * THREADS;
     if (e >= count) return;
-    size_t ia = operand_index(&s->a, s, e), ib = operand_index(&s->b, s, e);
-    if (K == STK_AK_F) {
-      double x = stk_ar_load_f(pa, at, ia), y = stk_ar_load_f(pb, bt, ib);
-      if (stk_ar_is_compare(OP)) stk_ar_store_u(dst, ot, (size_t)e, stk_ar_cmp_f(OP, x, y));
-      else stk_ar_store_f(dst, ot, (size_t)e, stk_ar_bin_f(OP, x, y));
-    } else if (K == STK_AK_I) {
-      int64_t x = stk_ar_load_i(pa, at, ia), y = stk_ar_load_i(pb, bt, ib);
-      stk_ar_store_u(dst, ot, (size_t)e,
-                     stk_ar_is_compare(OP) ? stk_ar_cmp_i(OP, x, y) : (uint64_t)stk_ar_bin_i(OP, x, y));
-    } else {
-      uint64_t x = stk_ar_load_u(pa, at, ia), y = stk_ar_load_u(pb, bt, ib);
-      stk_ar_store_u(dst, ot, (size_t)e, stk_ar_is_compare(OP) ? stk_ar_cmp_u(OP, x, y) : stk_ar_bin_u(OP, x, y));
-    }
+    size_t ia = stk_ar_operand_index(ma, pera, s->a.stride, ndim, s->shape, count, e);
+    size_t ib = stk_ar_operand_index(mb, perb, s->b.stride, ndim, s->shape, count, e);
+    stk_ar_binary_elem(OP, K, pa, at, ia, pb, bt, ib, dst, ot, (size_t)e);
   }
 }
 
@@ -246,36 +217,21 @@ static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sam
 
 #define CLAMP_OP (-1)
 
-/* The kind a unary operation computes in (stk__unary / stk__clamp). */
-__host__ __device__ static inline int unary_kind(int op, int in_type) {
-  if (op != CLAMP_OP && (stk_ar_unop_is_float_fn(op) || op == STK__UN_NOT)) return STK_AK_F;
-  return stk_ar_kind_of(in_type);
-}
-
 __global__ void __launch_bounds__(THREADS)
 unary_kernel(const stk_gpu_unary_sample *S, const int *first, int n, int op, int it, int ot) {
   int b = blockIdx.x, si = math_find_sample(first, n, b);
   const stk_gpu_unary_sample *s = &S[si];
-  int kind = unary_kind(op, it);
+  int kind = stk_ar_unary_kind(op, it);
+  const void *src = s->src;
+  void *dst = s->dst;
+  double lo = s->lo, hi = s->hi;
+  int64_t ilo = s->ilo, ihi = s->ihi;
+  uint64_t ulo = s->ulo, uhi = s->uhi;
   int64_t count = s->count, base = (int64_t)(b - first[si]) * BLOCK_ELEMS + threadIdx.x;
   for (int k = 0; k < PER_THREAD; k++) {
     int64_t e = base + (int64_t)k * THREADS;
     if (e >= count) return;
-    size_t i = (size_t)e;
-    if (op == CLAMP_OP) {
-      if (kind == STK_AK_F) stk_ar_store_f(s->dst, ot, i, stk_ar_clamp_f(stk_ar_load_f(s->src, it, i), s->lo, s->hi));
-      else if (kind == STK_AK_I)
-        stk_ar_store_u(s->dst, ot, i, (uint64_t)stk_ar_clamp_i(stk_ar_load_i(s->src, it, i), s->ilo, s->ihi));
-      else stk_ar_store_u(s->dst, ot, i, stk_ar_clamp_u(stk_ar_load_u(s->src, it, i), s->ulo, s->uhi));
-    } else if (op == STK__UN_NOT) {
-      stk_ar_store_u(s->dst, ot, i, stk_ar_load_f(s->src, it, i) == 0.0);
-    } else if (kind == STK_AK_F) {
-      stk_ar_store_f(s->dst, ot, i, stk_ar_un_f(op, stk_ar_load_f(s->src, it, i)));
-    } else if (kind == STK_AK_I) {
-      stk_ar_store_u(s->dst, ot, i, stk_ar_un_i(op, stk_ar_load_i(s->src, it, i)));
-    } else {
-      stk_ar_store_u(s->dst, ot, i, stk_ar_un_u(op, stk_ar_load_u(s->src, it, i)));
-    }
+    stk_ar_unary_elem(op, kind, src, it, dst, ot, (size_t)e, lo, hi, ilo, ihi, ulo, uhi);
   }
 }
 
@@ -286,7 +242,7 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad operation %d", args->op);
   if (!dtype_ok(args->in_dtype) || !dtype_ok(args->out_dtype))
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)args->in_dtype, (int)args->out_dtype);
-  int kind = unary_kind(args->op, args->in_dtype);
+  int kind = stk_ar_unary_kind(args->op, args->in_dtype);
   bool out_float = stk_ar_is_float(args->out_dtype) != 0;
   if (args->op == STK__UN_NOT ? args->out_dtype != STK_DTYPE_BOOL : out_float != (kind == STK_AK_F))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "output type %d does not match operation %d on type %d",
@@ -326,7 +282,7 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
 /* ---------------------------------------------------------------------------------- */
 
 __global__ void __launch_bounds__(THREADS)
-one_hot_kernel(const stk_gpu_one_hot_sample *S, const int *first, int n, int it, int ot, int esize) {
+one_hot_kernel(const stk_gpu_one_hot_sample *S, const int *first, int n, int it, int esize) {
   int b = blockIdx.x, si = math_find_sample(first, n, b);
   const stk_gpu_one_hot_sample *s = &S[si];
   int64_t ncls = s->num_classes, inner = s->inner, total = s->count * ncls;
@@ -334,15 +290,7 @@ one_hot_kernel(const stk_gpu_one_hot_sample *S, const int *first, int n, int it,
   for (int k = 0; k < PER_THREAD; k++) {
     int64_t e = base + (int64_t)k * THREADS;
     if (e >= total) return;
-    int64_t row = ncls * inner, o = e / row, r = e - o * row, cls = r / inner, j = r - cls * inner;
-    int64_t c = stk_ar_one_hot_class(s->src, it, (size_t)(o * inner + j), ncls);
-    uint64_t v = c == cls ? s->on : s->off; /* the element's bytes, little-endian */
-    switch (esize) {
-    case 1: ((uint8_t *)s->dst)[e] = (uint8_t)v; break;
-    case 2: ((uint16_t *)s->dst)[e] = (uint16_t)v; break;
-    case 4: ((uint32_t *)s->dst)[e] = (uint32_t)v; break;
-    default: ((uint64_t *)s->dst)[e] = v; break;
-    }
+    stk_ar_one_hot_elem(s->src, it, s->dst, esize, ncls, inner, s->on, s->off, e);
   }
 }
 
@@ -375,8 +323,7 @@ static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_s
     if (rc == 0) {
       one_hot_kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_one_hot_sample *)dp,
                                                              (const int *)((char *)dp + st.desc_bytes), n,
-                                                             (int)in_dtype, (int)out_dtype,
-                                                             math_dtype_size(out_dtype));
+                                                             (int)in_dtype, math_dtype_size(out_dtype));
       rc = math_launch_check("one_hot", err, errlen);
     }
   }

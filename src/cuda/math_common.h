@@ -67,6 +67,14 @@ typedef enum {
   STK__UN_COUNT
 } stk__unop;
 
+/* How a binary operand's elements line up with the output's flat index (api_math.h). */
+enum {
+  STK_GPU_OPERAND_DENSE = 0,    /* the output's shape: element i */
+  STK_GPU_OPERAND_SCALAR = 1,   /* one element for the whole sample */
+  STK_GPU_OPERAND_PERIODIC = 2, /* broadcast along leading axes only: element i % period */
+  STK_GPU_OPERAND_STRIDED = 3   /* any numpy broadcast: sum of idx[d] * stride[d] */
+};
+
 /* Compute kinds. */
 enum { STK_AK_F = 0, STK_AK_I = 1, STK_AK_U = 2 };
 
@@ -365,6 +373,85 @@ STK_MHD uint64_t stk_ar_clamp_u(uint64_t x, uint64_t lo, uint64_t hi) {
 STK_MHD int64_t stk_ar_one_hot_class(const void *p, int t, size_t i, int64_t ncls) {
   double l = trunc(stk_ar_load_f(p, t, i));
   return l >= 0.0 && l < (double)ncls ? (int64_t)l : -1;
+}
+
+/* ---- whole elements: what one GPU thread does for one output element ---- */
+
+/* The operand's element index for output element e of a sample with `count` elements
+ * and shape [ndim] (STRIDED only reads the shape and the strides). */
+STK_MHD size_t stk_ar_operand_index(int mode, int64_t period, const int64_t *stride, int ndim,
+                                    const int64_t *shape, int64_t count, int64_t e) {
+  switch (mode) {
+  case STK_GPU_OPERAND_DENSE: return (size_t)e;
+  case STK_GPU_OPERAND_SCALAR: return 0;
+  case STK_GPU_OPERAND_PERIODIC: /* 32-bit division where it fits: much cheaper on a GPU */
+    if (count <= (int64_t)UINT32_MAX) return (size_t)((uint32_t)e % (uint32_t)period);
+    return (size_t)(e % period);
+  default: {
+    int64_t off = 0, rest = e;
+    for (int d = ndim - 1; d >= 0; d--) {
+      off += (rest % shape[d]) * stride[d];
+      rest /= shape[d];
+    }
+    return (size_t)off;
+  }
+  }
+}
+
+/* out[e] = a[ia] op b[ib] in compute kind `kind` (math.binary: the output's kind, or the
+ * promoted type's for comparisons). With op and kind compile-time constants (the
+ * kernel's template) the switches fold away. */
+STK_MHD void stk_ar_binary_elem(int op, int kind, const void *a, int at, size_t ia, const void *b, int bt,
+                                size_t ib, void *out, int ot, size_t e) {
+  if (kind == STK_AK_F) {
+    double x = stk_ar_load_f(a, at, ia), y = stk_ar_load_f(b, bt, ib);
+    if (stk_ar_is_compare(op)) stk_ar_store_u(out, ot, e, stk_ar_cmp_f(op, x, y));
+    else stk_ar_store_f(out, ot, e, stk_ar_bin_f(op, x, y));
+  } else if (kind == STK_AK_I) {
+    int64_t x = stk_ar_load_i(a, at, ia), y = stk_ar_load_i(b, bt, ib);
+    stk_ar_store_u(out, ot, e, stk_ar_is_compare(op) ? stk_ar_cmp_i(op, x, y) : (uint64_t)stk_ar_bin_i(op, x, y));
+  } else {
+    uint64_t x = stk_ar_load_u(a, at, ia), y = stk_ar_load_u(b, bt, ib);
+    stk_ar_store_u(out, ot, e, stk_ar_is_compare(op) ? stk_ar_cmp_u(op, x, y) : stk_ar_bin_u(op, x, y));
+  }
+}
+
+/* The kind math.unary (op >= 0) or math.clamp (op < 0) computes in on type `in`. */
+STK_MHD int stk_ar_unary_kind(int op, int in) {
+  if (op >= 0 && (stk_ar_unop_is_float_fn(op) || op == STK__UN_NOT)) return STK_AK_F;
+  return stk_ar_kind_of(in);
+}
+
+/* out[i] = op(in[i]) (op >= 0), or the clamp of in[i] to the bounds of its kind. */
+STK_MHD void stk_ar_unary_elem(int op, int kind, const void *in, int it, void *out, int ot, size_t i, double lo,
+                               double hi, int64_t ilo, int64_t ihi, uint64_t ulo, uint64_t uhi) {
+  if (op < 0) {
+    if (kind == STK_AK_F) stk_ar_store_f(out, ot, i, stk_ar_clamp_f(stk_ar_load_f(in, it, i), lo, hi));
+    else if (kind == STK_AK_I) stk_ar_store_u(out, ot, i, (uint64_t)stk_ar_clamp_i(stk_ar_load_i(in, it, i), ilo, ihi));
+    else stk_ar_store_u(out, ot, i, stk_ar_clamp_u(stk_ar_load_u(in, it, i), ulo, uhi));
+  } else if (op == STK__UN_NOT) {
+    stk_ar_store_u(out, ot, i, stk_ar_load_f(in, it, i) == 0.0);
+  } else if (kind == STK_AK_F) {
+    stk_ar_store_f(out, ot, i, stk_ar_un_f(op, stk_ar_load_f(in, it, i)));
+  } else if (kind == STK_AK_I) {
+    stk_ar_store_u(out, ot, i, stk_ar_un_i(op, stk_ar_load_i(in, it, i)));
+  } else {
+    stk_ar_store_u(out, ot, i, stk_ar_un_u(op, stk_ar_load_u(in, it, i)));
+  }
+}
+
+/* Element e of a one_hot output [count / inner, ncls, inner] (esize-byte elements; on and
+ * off hold one element each, little-endian). */
+STK_MHD void stk_ar_one_hot_elem(const void *src, int it, void *dst, int esize, int64_t ncls, int64_t inner,
+                                 uint64_t on, uint64_t off, int64_t e) {
+  int64_t row = ncls * inner, o = e / row, r = e - o * row, cls = r / inner, j = r - cls * inner;
+  uint64_t v = stk_ar_one_hot_class(src, it, (size_t)(o * inner + j), ncls) == cls ? on : off;
+  switch (esize) {
+  case 1: ((uint8_t *)dst)[e] = (uint8_t)v; break;
+  case 2: ((uint16_t *)dst)[e] = (uint16_t)v; break;
+  case 4: ((uint32_t *)dst)[e] = (uint32_t)v; break;
+  default: ((uint64_t *)dst)[e] = v; break;
+  }
 }
 
 #endif /* STOKER_CUDA_MATH_COMMON_H */

@@ -662,8 +662,8 @@ static stk_status gpu_math_table(const stk__node *node, stk__gpu_batch *b, const
   return STK_OK;
 }
 
-/* How operand o lines up with the output (the reader's rules, arithmetic.c above). */
-static void gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, stk_gpu_math_operand *g) {
+/* How operand o lines up with the output (the reader's rules above). */
+void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, stk_gpu_math_operand *g) {
   memset(g, 0, sizeof *g);
   g->data = o->data;
   int64_t n = numel(o->ndim, o->shape), total = numel(ndim, shape), period = find_period(o, ndim, shape);
@@ -676,6 +676,10 @@ static void gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, s
     g->mode = STK_GPU_OPERAND_STRIDED;
     memcpy(g->stride, r.stride, sizeof g->stride);
   }
+}
+
+int stk__binary_kind(stk__binop op, stk_dtype a, stk_dtype b, stk_dtype out) {
+  return is_compare(op) ? (int)kind_of(stk__type_promote(a, b)) : (int)kind_of(out);
 }
 
 typedef struct {
@@ -718,8 +722,8 @@ static stk_status binary_gpu_sample(stk__node *node, stk__gpu_batch *b, const bi
   memcpy(g->shape, shape, (size_t)ndim * sizeof(int64_t));
   memcpy(p->shapes + i * (size_t)ndim, shape, (size_t)ndim * sizeof(int64_t)); /* one rank: checked above */
   if (i == 0) snprintf(layout, STK_MAX_LAYOUT + 1, "%s", result_layout(&t0, p->in[1] ? &t1 : NULL, ndim, g->count));
-  gpu_operand(&a, ndim, shape, &g->a);
-  gpu_operand(&c, ndim, shape, &g->b);
+  stk__binary_gpu_operand(&a, ndim, shape, &g->a);
+  stk__binary_gpu_operand(&c, ndim, shape, &g->b);
   if (!p->in[1]) {
     stk__store_double(&g->b.scalar, st->scalar_dtype, 0, stk__arg_float(node, s, B_SCALAR));
     if (st->scalar_left) {
@@ -767,8 +771,7 @@ static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
       stk_tensor_list_sample(p.out, i, &d);
       p.smp[i].dst = d.data;
     }
-    stk_gpu_binary_args args = {(int)st->op, ta, tb, ot,
-                                is_compare(st->op) ? (int)kind_of(stk__type_promote(ta, tb)) : (int)kind_of(ot)};
+    stk_gpu_binary_args args = {(int)st->op, ta, tb, ot, stk__binary_kind(st->op, ta, tb, ot)};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     rc = stk__gpu_op_check(node, m->binary(g->ctx, (int)n, p.smp, &args, stk__gpu_stream(b), err, sizeof err), err);

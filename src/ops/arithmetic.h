@@ -33,6 +33,7 @@
 
 /* The operation codes (STK__BINOP_MAP, STK__UNOP_MAP) and the per-element arithmetic,
  * shared with the CUDA kernels. */
+#include "../cuda/api_math.h"
 #include "../cuda/math_common.h"
 
 bool stk__binop_parse(const char *name, stk__binop *out);
@@ -70,5 +71,13 @@ void stk__unary(stk__unop op, const void *in, stk_dtype in_type, void *out, stk_
 /* out[i] = min(max(in[i], lo), hi) in the input's type (integers: lo rounded up, hi
  * down, both saturated to the type; NaN stays NaN). */
 void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo, double hi);
+
+/* ---- the GPU plan (the kernels in src/cuda/math.cu index with these) ---- */
+
+/* How operand o of a broadcast to `shape` is read per output element (data, mode,
+ * period, strides; the scalar bytes are the caller's). */
+void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, stk_gpu_math_operand *g);
+/* The compute kind (STK_AK_*) of op on types a and b with result type out. */
+int stk__binary_kind(stk__binop op, stk_dtype a, stk_dtype b, stk_dtype out);
 
 #endif /* STOKER_OPS_ARITHMETIC_H */

@@ -43,9 +43,7 @@ static int call_binary(bu_bench *b, void *user) {
     s[i].b.scalar = j->scalar;
     s[i].b.period = j->period;
   }
-  int kind = stk_ar_is_compare(j->op) ? stk_ar_kind_of(stk__type_promote(j->in, j->b))
-                                      : stk_ar_kind_of(j->out);
-  stk_gpu_binary_args args = {j->op, j->in, j->b, j->out, kind};
+  stk_gpu_binary_args args = {j->op, j->in, j->b, j->out, stk__binary_kind((stk__binop)j->op, j->in, j->b, j->out)};
   int rc = b->api->math->binary(b->ctx, b->batch, s, &args, b->stream, b->err, sizeof b->err);
   free(s);
   return rc;
