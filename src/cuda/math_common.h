@@ -23,20 +23,9 @@
 #include "stoker/stoker.h" /* stk_dtype */
 
 #ifdef __CUDACC__
-#include <cuda_fp16.h>
 #define STK_MHD static inline __host__ __device__
 #else
 #define STK_MHD static inline
-#endif
-
-/* src/core: the CPU's float16 conversions (the host side of the loads and stores). */
-#ifdef __cplusplus
-extern "C" {
-#endif
-uint16_t stk__f32_to_f16(float f);
-float stk__f16_to_f32(uint16_t h);
-#ifdef __cplusplus
-}
 #endif
 
 /* The operations (codes shared by both backends and the GPU API's `op` fields). */
@@ -91,24 +80,75 @@ STK_MHD int stk_ar_is_compare(int op) { return op >= STK__BIN_EQ && op <= STK__B
 /* Unary operations computed in float64 whatever the input (the libm functions). */
 STK_MHD int stk_ar_unop_is_float_fn(int op) { return op >= STK__UN_SQRT && op <= STK__UN_TANH; }
 
-/* ---- float16 ---- */
+/* ---- float16 ----
+ * In software on both sides, bit for bit the CPU's conversions (src/core/util.c: round to
+ * nearest even, subnormals, the same quiet-NaN pattern), so even NaN payloads agree;
+ * CUDA's __float2half_rn would give another NaN pattern. */
 
-STK_MHD double stk_ar_f16_load(uint16_t h) {
+STK_MHD uint32_t stk_ar_f32_bits(float f) {
 #ifdef __CUDA_ARCH__
-  return (double)__half2float(__ushort_as_half(h));
+  return (uint32_t)__float_as_uint(f);
 #else
-  return (double)stk__f16_to_f32(h);
+  union { float f; uint32_t u; } v;
+  v.f = f;
+  return v.u;
 #endif
 }
+
+STK_MHD float stk_ar_bits_f32(uint32_t x) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(x);
+#else
+  union { float f; uint32_t u; } v;
+  v.u = x;
+  return v.f;
+#endif
+}
+
+STK_MHD uint16_t stk_ar_f32_to_f16(float f) {
+  uint32_t x = stk_ar_f32_bits(f);
+  uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
+  if (exp == 0xffu) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0)); /* inf/nan */
+  int32_t e = (int32_t)exp - 127 + 15;
+  if (e >= 31) return (uint16_t)(sign | 0x7c00u); /* overflow to inf */
+  if (e <= 0) {                                   /* subnormal or zero */
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - e);
+    uint32_t half = mant >> shift, rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1u))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13), rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) half++; /* may carry into exp */
+  return (uint16_t)half;
+}
+
+STK_MHD float stk_ar_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else { /* subnormal: normalise */
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400u)) {
+        mant <<= 1;
+        exp--;
+      }
+      x = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else if (exp == 31) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  return stk_ar_bits_f32(x);
+}
+
+STK_MHD double stk_ar_f16_load(uint16_t h) { return (double)stk_ar_f16_to_f32(h); }
 
 /* float64 -> float32 -> float16 (both roundings to nearest even), as stk__convert. */
-STK_MHD uint16_t stk_ar_f16_store(double v) {
-#ifdef __CUDA_ARCH__
-  return __half_as_ushort(__float2half_rn((float)v));
-#else
-  return stk__f32_to_f16((float)v);
-#endif
-}
+STK_MHD uint16_t stk_ar_f16_store(double v) { return stk_ar_f32_to_f16((float)v); }
 
 /* ---- loads: element i of p (type t) in a kind ---- */
 

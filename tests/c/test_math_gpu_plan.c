@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ops/arithmetic.h"
+#include "core/core.h"
 #include "ops/image_util.h"
 
 static uint64_t lcg(uint64_t *s) {
@@ -165,11 +166,27 @@ static void test_one_hot_elements(void **state) {
         assert_true(out[(o * 5 + c) * 3 + j] == (labels[o * 3 + j] == c ? on : off));
 }
 
+/* The shared float16 conversions are the CPU's, bit for bit (NaN patterns included). */
+static void test_float16_conversions_are_the_cpus(void **state) {
+  (void)state;
+  for (uint32_t h = 0; h < 65536; h++) {
+    float a = stk__f16_to_f32((uint16_t)h), b = stk_ar_f16_to_f32((uint16_t)h);
+    assert_memory_equal(&a, &b, sizeof a);
+  }
+  for (uint64_t x = 0; x < 0x100000000ull; x += 4093) {
+    uint32_t u = (uint32_t)x;
+    float f;
+    memcpy(&f, &u, 4);
+    assert_int_equal(stk__f32_to_f16(f), stk_ar_f32_to_f16(f));
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_binary_every_op_type_and_broadcast),
       cmocka_unit_test(test_unary_and_clamp_every_op_and_type),
       cmocka_unit_test(test_one_hot_elements),
+      cmocka_unit_test(test_float16_conversions_are_the_cpus),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
