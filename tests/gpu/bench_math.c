@@ -124,25 +124,25 @@ int main(int argc, char **argv) {
    * `image * 0.5 + 0.5` */
   job mul = {STK__BIN_MUL, STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT32, NULL, f0,
              STK_GPU_OPERAND_SCALAR, s_half, NULL, 0, 0, 0};
-  bu_time(&b, "math.binary mul u8*f32 scalar->f32", n * 5, call_binary, &mul);
+  bu_time(&b, "math.mul(u8,f32_scalar)->f32", n * 5, call_binary, &mul);
   job add = {STK__BIN_ADD, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT32, f0, f1,
              STK_GPU_OPERAND_SCALAR, s_half, NULL, 0, 0, 0};
-  bu_time(&b, "math.binary add f32+f32 scalar->f32", n * 8, call_binary, &add);
+  bu_time(&b, "math.add(f32,f32_scalar)->f32", n * 8, call_binary, &add);
   job chan = {STK__BIN_MUL, STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT32, NULL, f0,
               STK_GPU_OPERAND_PERIODIC, 0, vec, 3, 0, 0};
-  bu_time(&b, "math.binary mul u8*f32[3] per-channel->f32", n * 5, call_binary, &chan);
+  bu_time(&b, "math.mul(u8,f32[3]_per_channel)->f32", n * 5, call_binary, &chan);
   job gt = {STK__BIN_GT, STK_DTYPE_UINT8, STK_DTYPE_INT32, STK_DTYPE_BOOL, NULL, f0,
             STK_GPU_OPERAND_SCALAR, s_128, NULL, 0, 0, 0};
-  bu_time(&b, "math.binary gt u8>128->bool", n * 2, call_binary, &gt);
+  bu_time(&b, "math.gt(u8,128)->bool", n * 2, call_binary, &gt);
   job sub = {STK__BIN_SUB, STK_DTYPE_UINT8, STK_DTYPE_UINT8, STK_DTYPE_UINT8, NULL, f0,
              STK_GPU_OPERAND_SCALAR, 100, NULL, 0, 0, 0};
-  bu_time(&b, "math.binary sub u8-u8 scalar->u8", n * 2, call_binary, &sub);
+  bu_time(&b, "math.sub(u8,u8_scalar)->u8", n * 2, call_binary, &sub);
   job clamp = {-1, STK_DTYPE_UINT8, STK_DTYPE_UINT8, STK_DTYPE_UINT8, NULL, f0, 0, 0, NULL, 0, 20.0, 200.0};
-  bu_time(&b, "math.clamp u8", n * 2, call_unary, &clamp);
+  bu_time(&b, "math.clamp(u8)", n * 2, call_unary, &clamp);
   job sq = {STK__UN_SQRT, STK_DTYPE_UINT8, STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, NULL, f0, 0, 0, NULL, 0, 0, 0};
-  bu_time(&b, "math.unary sqrt u8->f32", n * 5, call_unary, &sq);
+  bu_time(&b, "math.sqrt(u8)->f32", n * 5, call_unary, &sq);
   job cast = {0, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT32, STK_DTYPE_UINT8, f1, f0, 0, 0, NULL, 0, 0, 0};
-  bu_time(&b, "cast_like f32->u8", n * 5, call_cast, &cast);
+  bu_time(&b, "cast_like(f32->u8)", n * 5, call_cast, &cast);
 
   /* one_hot: one int32 label per sample, 1000 classes, float32 (tiny: launch-bound) */
   int32_t *labels = (int32_t *)malloc((size_t)b.batch * sizeof(int32_t));
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
   BU_DIE_IF(&b, b.api->memcpy_async(b.ctx, f1, labels, (size_t)b.batch * sizeof(int32_t), b.stream, b.err,
                                     sizeof b.err), "upload");
   oh_job oh = {f1, f0, 1000};
-  bu_time(&b, "one_hot 1000 classes f32", (double)b.batch * (4 + 4000), call_one_hot, &oh);
+  bu_time(&b, "one_hot(1000_classes)->f32", (double)b.batch * (4 + 4000), call_one_hot, &oh);
   free(labels);
 
   b.api->device_free(b.ctx, f0, b.stream, b.err, sizeof b.err);
