@@ -134,7 +134,8 @@ def test_binary_broadcasts():
 
     def build(img, dev, chan, col, one):
         g_chan = fn.constant(fdata=[0.5, 1.0, 2.0], device=dev)
-        return img * chan, img * g_chan, chan - img, img + col, col * img, img * one, one - img
+        vec = types.Constant(np.array([3, 1, 2], dtype=np.int16))  # a constant node on img's device
+        return img * chan, img * g_chan, chan - img, img + col, col * img, img * one, one - img, img * vec, vec - img
     compare_op(build, args=args, resize=SMALL, atol=0)
 
 
@@ -304,3 +305,19 @@ def test_expressions_on_gpu_nodes_build_gpu_operators():
                      fn.constant(fdata=[1.0], device="gpu")):
             assert node.device == "gpu", node
         assert (x * 0.5).device == "cpu"
+        tensor_const = types.Constant(np.array([1.0, 2.0, 3.0], dtype=np.float32))
+        assert (g * tensor_const).device == "gpu" and (tensor_const - x).device == "cpu"
+
+
+def test_tensor_constant_operand_becomes_a_constant_node():
+    @stoker.pipeline_def(batch_size=2, num_threads=1, seed=1)
+    def pipe():
+        x = fn.random.uniform(shape=[2, 3], range=[0, 10])
+        return x, x * types.Constant(np.array([1.0, 2.0, 3.0], dtype=np.float32)), types.Constant([1, 2, 3]) - x
+
+    p = pipe()
+    p.build()
+    x, prod, diff = (to_numpy_samples(o) for o in p.run())
+    for i in range(2):
+        np.testing.assert_array_equal(prod[i], x[i] * np.float32([1, 2, 3]))
+        np.testing.assert_array_equal(diff[i], np.float32([1, 2, 3]) - x[i])
