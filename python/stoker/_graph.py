@@ -413,6 +413,14 @@ def binary(op, a, b, what=None):
     if isinstance(a, DataNode) and isinstance(b, DataNode):
         return outputs_of(instantiate(schema, [a, b], {"op": op}))
     node, const, side = (a, b, "right") if isinstance(a, DataNode) else (b, a, "left")
+    import numpy as np
+    from .types import ScalarConstant
+    if isinstance(const, ScalarConstant) and np.asarray(const.value).size != 1:
+        # a tensor constant (types.Constant([...])) becomes a `constant` node on the data
+        # node's device (DALI does the same), then a two-input operation
+        cnode = constant_node(const, device=const.device or node.device)
+        pair = [node, cnode] if side == "right" else [cnode, node]
+        return outputs_of(instantiate(schema, pair, {"op": op}))
     value, dtype = scalar_operand(const, what)
     return outputs_of(instantiate(schema, [node], {"op": op, "scalar": value,
                                                    "scalar_side": side, "scalar_dtype": dtype}))

@@ -78,10 +78,10 @@ def cast(*inputs: DataNode, dtype: str, device: Literal['cpu', 'gpu'] | None = .
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def cast_like(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def cast_like(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts input 0 to the element type of input 1, as cast does (floats to integers: rounded half away from zero, then saturated).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: the values to convert
@@ -91,7 +91,7 @@ def cast_like(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str 
         output: input in the type of `like`
 
     Keyword args:
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -135,10 +135,10 @@ def color_twist(*inputs: DataNode, brightness: float | DataNode | None = ..., co
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The same tensor for every sample (DALI's constant): values from fdata or idata, converted to dtype (integers: rounded half away from zero and saturated), in the given shape.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Outputs:
         value: the constant tensor
@@ -149,7 +149,7 @@ def constant(*inputs: DataNode, fdata: Sequence[float] | None = ..., idata: Sequ
         shape (a list of ints): the shape of the tensor; [] is a scalar; when absent, 1D with one element per value
         dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): element type; float32 for fdata and int32 for idata when absent
         layout (a string; default ""): layout of the tensor
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -492,10 +492,10 @@ def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: class indices, any numeric type (fractions truncated toward zero)
@@ -510,7 +510,7 @@ def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = .
         on_value (a float; default 1.0; may be a DataNode (per-sample argument input)): value where the class matches
         off_value (a float; default 0.0; may be a DataNode (per-sample argument input)): value elsewhere
         dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1039,10 +1039,10 @@ class experimental:
 class math:
     """The math namespace."""
     @staticmethod
-    def binary(*inputs: DataNode, op: str, scalar: float | DataNode | None = ..., scalar_side: str | None = ..., scalar_dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def binary(*inputs: DataNode, op: str, scalar: float | DataNode | None = ..., scalar_side: str | None = ..., scalar_dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one input and a constant (what expressions on nodes become: `0.5 * image + edges`). Type promotion (DALI's table, commutative): T op T -> T; floatX op T -> floatX (T not a float); floatX op floatY -> the wider float; intX op intY and uintX op uintY -> the wider; intX op uintY -> intX if X > Y, else int(2Y) (int64 at most); bool op T -> T (bool is the narrowest unsigned type). Result: the promoted type for add sub mul floordiv mod min max pow and the bitwise ops (floats refused); div, fpow and atan2 give float32 for integers; comparisons give bool. Integer results wrap around as in C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy broadcasting ([C] against HWC).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             left: left operand
@@ -1056,15 +1056,15 @@ class math:
             scalar (a float; may be a DataNode (per-sample argument input)): the constant operand when there is one input
             scalar_side (a string; default "right"; one of 'left', 'right'): where the constant goes: "right" computes input op scalar, "left" scalar op input
             scalar_dtype (a string; default "float32"; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the constant's type for promotion (DALI: a Python int is int32, a float float32, a bool bool); the value is rounded and saturated to it
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def clamp(*inputs: DataNode, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def clamp(*inputs: DataNode, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded up, hi down, saturated to the type).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: a tensor of any type
@@ -1075,15 +1075,15 @@ class math:
         Keyword args:
             lo (a float; may be a DataNode (per-sample argument input)): lower bound (none when absent)
             hi (a float; may be a DataNode (per-sample argument input)): upper bound (none when absent); when lo > hi the result is hi, as numpy.clip
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def unary(*inputs: DataNode, op: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def unary(*inputs: DataNode, op: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Elementwise unary operations (negation, logical not, abs, rounding, and the floating-point functions).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: a tensor of any type
@@ -1093,7 +1093,7 @@ class math:
 
         Keyword args:
             op (a string; required; one of 'neg', 'not', 'abs', 'sqrt', 'rsqrt', 'cbrt', 'exp', 'log', 'log2', 'log10', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'floor', 'ceil', 'round'): neg, not (logical, bool result), abs, floor, ceil, round (half away from zero) keep the type; sqrt rsqrt cbrt exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh give the input's float type, or float32 for integers
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

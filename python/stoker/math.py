@@ -6,9 +6,14 @@ Binary functions and the operators on data nodes (``+ - * / // % **``, compariso
 sub, mul, div, floordiv, mod, pow, eq, ne, lt, le, gt, ge, and, or, xor, min, max, fpow,
 atan2); a Python number or a one-element ``types.Constant`` operand becomes its
 ``scalar`` argument (int -> int32, float -> float32, bool -> bool, as DALI types
-literals). Unary functions (and ``-x``, ``abs(x)``) become ``math.unary``; ``clamp``
+literals); a larger ``types.Constant`` becomes a ``constant`` node on the data node's
+device. Unary functions (and ``-x``, ``abs(x)``) become ``math.unary``; ``clamp``
 becomes ``math.clamp``. Result types follow DALI's promotion rules
 (:func:`stoker.types.promote`), applied by the C operators.
+
+Device: an expression runs on the GPU when any operand is a GPU node; CPU operands (tensors
+or per-sample scalar nodes) are then uploaded for it, and the result is a GPU node. Both
+devices compute every element with the same code (docs/gpu.md).
 """
 
 from . import _graph

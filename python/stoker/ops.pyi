@@ -86,7 +86,7 @@ class Cast(Operator):
 class CastLike(Operator):
     """Converts input 0 to the element type of input 1, as cast does (floats to integers: rounded half away from zero, then saturated).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: the values to convert
@@ -96,10 +96,10 @@ class CastLike(Operator):
         output: input in the type of `like`
 
     Keyword args:
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ColorSpaceConversion(Operator):
     """Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is also the way to get a grayscale image with DALI's definition). GRAY is the full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in float64, rounded half away from zero.
@@ -146,7 +146,7 @@ class ColorTwist(Operator):
 class Constant(Operator):
     """The same tensor for every sample (DALI's constant): values from fdata or idata, converted to dtype (integers: rounded half away from zero and saturated), in the given shape.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Outputs:
         value: the constant tensor
@@ -157,10 +157,10 @@ class Constant(Operator):
         shape (a list of ints): the shape of the tensor; [] is a scalar; when absent, 1D with one element per value
         dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): element type; float32 for fdata and int32 for idata when absent
         layout (a string; default ""): layout of the tensor
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, fdata: Sequence[float] | None = ..., idata: Sequence[int] | None = ..., shape: Sequence[int] | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Contrast(Operator):
     """Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - contrast_center). mean_center=true centres on the image's mean luma (DALI's AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.
@@ -520,7 +520,7 @@ class Laplacian(Operator):
 class OneHot(Operator):
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: class indices, any numeric type (fractions truncated toward zero)
@@ -535,10 +535,10 @@ class OneHot(Operator):
         on_value (a float; default 1.0; may be a DataNode (per-sample argument input)): value where the class matches
         off_value (a float; default 0.0; may be a DataNode (per-sample argument input)): value elsewhere
         dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PeekImageShape(Operator):
     """The shape [H, W, C] of each encoded image, read from its header without decoding.
@@ -1079,7 +1079,7 @@ class math:
     class Binary(Operator):
         """Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one input and a constant (what expressions on nodes become: `0.5 * image + edges`). Type promotion (DALI's table, commutative): T op T -> T; floatX op T -> floatX (T not a float); floatX op floatY -> the wider float; intX op intY and uintX op uintY -> the wider; intX op uintY -> intX if X > Y, else int(2Y) (int64 at most); bool op T -> T (bool is the narrowest unsigned type). Result: the promoted type for add sub mul floordiv mod min max pow and the bitwise ops (floats refused); div, fpow and atan2 give float32 for integers; comparisons give bool. Integer results wrap around as in C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy broadcasting ([C] against HWC).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             left: left operand
@@ -1093,15 +1093,15 @@ class math:
             scalar (a float; may be a DataNode (per-sample argument input)): the constant operand when there is one input
             scalar_side (a string; default "right"; one of 'left', 'right'): where the constant goes: "right" computes input op scalar, "left" scalar op input
             scalar_dtype (a string; default "float32"; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the constant's type for promotion (DALI: a Python int is int32, a float float32, a bool bool); the value is rounded and saturated to it
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, op: str, scalar: float | DataNode | None = ..., scalar_side: str | None = ..., scalar_dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, op: str, scalar: float | DataNode | None = ..., scalar_side: str | None = ..., scalar_dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Clamp(Operator):
         """Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded up, hi down, saturated to the type).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: a tensor of any type
@@ -1112,15 +1112,15 @@ class math:
         Keyword args:
             lo (a float; may be a DataNode (per-sample argument input)): lower bound (none when absent)
             hi (a float; may be a DataNode (per-sample argument input)): upper bound (none when absent); when lo > hi the result is hi, as numpy.clip
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Unary(Operator):
         """Elementwise unary operations (negation, logical not, abs, rounding, and the floating-point functions).
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: a tensor of any type
@@ -1130,10 +1130,10 @@ class math:
 
         Keyword args:
             op (a string; required; one of 'neg', 'not', 'abs', 'sqrt', 'rsqrt', 'cbrt', 'exp', 'log', 'log2', 'log10', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'floor', 'ceil', 'round'): neg, not (logical, bool result), abs, floor, ceil, round (half away from zero) keep the type; sqrt rsqrt cbrt exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh give the input's float type, or float32 for integers
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, op: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, op: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class noise:
     """The noise namespace."""

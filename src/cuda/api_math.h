@@ -1,18 +1,81 @@
 /* The GPU entry points for elementwise arithmetic and friends: math.*, cast_like, one_hot.
  * Reached through stk_gpu_api.math (gpu_api.h); implemented in src/cuda/math.cu. The same
  * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so. */
+ * err, queues its work on `stream` and never synchronises unless it says so.
+ *
+ * Every element is computed by the functions of math_common.h, which the CPU operators
+ * (src/ops/arithmetic.c, misc_ops.c) run too: types, promotion results, wrap-around,
+ * division by zero and NaN behave identically on both backends. The caller (the
+ * operator) decides the output type and shape; these functions only index and compute.
+ * One launch per call for the whole batch. (cast_like is the table's `cast`.) */
 #ifndef STOKER_CUDA_API_MATH_H
 #define STOKER_CUDA_API_MATH_H
 
 #include "gpu_api.h"
+#include "math_common.h" /* the operation codes, STK_AK_* and STK_GPU_OPERAND_* */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+typedef struct {
+  const void *data;         /* device; NULL with SCALAR: `scalar` holds the element */
+  int mode;                 /* STK_GPU_OPERAND_* (math_common.h); SCALAR reads data[0], or
+                               `scalar` when data is NULL */
+  int64_t period;           /* PERIODIC */
+  int64_t stride[STK_MAX_NDIM]; /* STRIDED: elements per output axis step (0: broadcast) */
+  uint64_t scalar;          /* one element of the operand's dtype (little-endian bytes) */
+} stk_gpu_math_operand;
+
+typedef struct {
+  void *dst;                /* device, dense: count elements of out_dtype */
+  int64_t count;
+  int ndim;                 /* the output's shape (used by STRIDED operands) */
+  int64_t shape[STK_MAX_NDIM];
+  stk_gpu_math_operand a, b;
+} stk_gpu_binary_sample;
+
+typedef struct {
+  int op;                   /* stk__binop (math_common.h) */
+  stk_dtype a_dtype, b_dtype, out_dtype;
+  /* the compute kind (STK_AK_*): the output's for arithmetic, the promoted type's for
+   * comparisons */
+  int kind;
+} stk_gpu_binary_args;
+
+/* out = a op b; unary/clamp: out = f(in), count elements each. */
+typedef struct {
+  const void *src;
+  void *dst;
+  int64_t count;
+  double lo, hi;            /* clamp, float inputs (NaN bounds already replaced) */
+  int64_t ilo, ihi;         /* clamp, signed inputs (stk_ar_int_bounds) */
+  uint64_t ulo, uhi;        /* clamp, unsigned and bool inputs */
+} stk_gpu_unary_sample;
+
+typedef struct {
+  int op;                   /* stk__unop, or -1 for clamp */
+  stk_dtype in_dtype, out_dtype;
+} stk_gpu_unary_args;
+
+/* one_hot: `count` labels, output count * num_classes elements laid out as
+ * [count / inner, num_classes, inner]. */
+typedef struct {
+  const void *src;
+  void *dst;
+  int64_t count, num_classes, inner;
+  uint64_t on, off;         /* one element of out_dtype each (stk__store_double) */
+} stk_gpu_one_hot_sample;
+
 struct stk_gpu_math_api {
   int version; /* 1 */
+  int (*binary)(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sample *samples,
+                const stk_gpu_binary_args *args, uintptr_t stream, char *err, size_t errlen);
+  int (*unary)(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sample *samples,
+               const stk_gpu_unary_args *args, uintptr_t stream, char *err, size_t errlen);
+  int (*one_hot)(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples,
+                 stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
+                 size_t errlen);
 };
 
 #ifdef __cplusplus

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/api_math.h"
+#include "gpu_util.h"
 #include "image_util.h"
 
 #define BLOCK 512
@@ -278,117 +280,58 @@ static const block *reader_read(reader *r, size_t start, size_t n, block *buf) {
 /* Binary operations                                                                  */
 /* ---------------------------------------------------------------------------------- */
 
-static double py_mod(double a, double b) {
-  double r = fmod(a, b);
-  if (r != 0.0 && ((r < 0.0) != (b < 0.0))) r += b;
-  return r;
-}
-
-static uint64_t ipow_u(uint64_t base, uint64_t e) {
-  uint64_t r = 1;
-  while (e) {
-    if (e & 1) r *= base;
-    base *= base;
-    e >>= 1;
-  }
-  return r;
-}
-
-static int64_t ipow_i(int64_t base, int64_t e) {
-  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
-  return (int64_t)ipow_u((uint64_t)base, (uint64_t)e);
-}
+/* The operation is chosen outside each loop and passed to the shared per-element
+ * function as a constant, so the function's switch folds away and each loop is a plain
+ * vectorisable loop running exactly the GPU's arithmetic (math_common.h). */
+#define EACH(OUT, FN, OP) \
+  case OP: \
+    for (size_t k = 0; k < n; k++) OUT[k] = FN(OP, a[k], b[k]); \
+    break;
+#define COMPARISONS(FN) \
+  EACH(c, FN, STK__BIN_EQ) EACH(c, FN, STK__BIN_NE) EACH(c, FN, STK__BIN_LT) \
+  EACH(c, FN, STK__BIN_LE) EACH(c, FN, STK__BIN_GT) EACH(c, FN, STK__BIN_GE)
+#define ARITH(FN) \
+  EACH(o, FN, STK__BIN_ADD) EACH(o, FN, STK__BIN_SUB) EACH(o, FN, STK__BIN_MUL) \
+  EACH(o, FN, STK__BIN_FLOORDIV) EACH(o, FN, STK__BIN_MOD) EACH(o, FN, STK__BIN_MIN) \
+  EACH(o, FN, STK__BIN_MAX) EACH(o, FN, STK__BIN_POW)
+#define BITWISE(FN) EACH(o, FN, STK__BIN_AND) EACH(o, FN, STK__BIN_OR) EACH(o, FN, STK__BIN_XOR)
 
 static void compute_f(stk__binop op, const double *a, const double *b, block *r, size_t n) {
   double *o = r->f;
   uint64_t *c = r->u;
   switch (op) {
-  case STK__BIN_ADD: for (size_t k = 0; k < n; k++) o[k] = a[k] + b[k]; break;
-  case STK__BIN_SUB: for (size_t k = 0; k < n; k++) o[k] = a[k] - b[k]; break;
-  case STK__BIN_MUL: for (size_t k = 0; k < n; k++) o[k] = a[k] * b[k]; break;
-  case STK__BIN_DIV: for (size_t k = 0; k < n; k++) o[k] = a[k] / b[k]; break;
-  case STK__BIN_FLOORDIV: for (size_t k = 0; k < n; k++) o[k] = floor(a[k] / b[k]); break;
-  case STK__BIN_MOD: for (size_t k = 0; k < n; k++) o[k] = py_mod(a[k], b[k]); break;
-  case STK__BIN_MIN: for (size_t k = 0; k < n; k++) o[k] = b[k] < a[k] ? b[k] : a[k]; break;
-  case STK__BIN_MAX: for (size_t k = 0; k < n; k++) o[k] = b[k] > a[k] ? b[k] : a[k]; break;
-  case STK__BIN_POW:
-  case STK__BIN_FPOW: for (size_t k = 0; k < n; k++) o[k] = pow(a[k], b[k]); break;
-  case STK__BIN_ATAN2: for (size_t k = 0; k < n; k++) o[k] = atan2(a[k], b[k]); break;
-  case STK__BIN_EQ: for (size_t k = 0; k < n; k++) c[k] = a[k] == b[k]; break;
-  case STK__BIN_NE: for (size_t k = 0; k < n; k++) c[k] = a[k] != b[k]; break;
-  case STK__BIN_LT: for (size_t k = 0; k < n; k++) c[k] = a[k] < b[k]; break;
-  case STK__BIN_LE: for (size_t k = 0; k < n; k++) c[k] = a[k] <= b[k]; break;
-  case STK__BIN_GT: for (size_t k = 0; k < n; k++) c[k] = a[k] > b[k]; break;
-  case STK__BIN_GE: for (size_t k = 0; k < n; k++) c[k] = a[k] >= b[k]; break;
+    ARITH(stk_ar_bin_f)
+    EACH(o, stk_ar_bin_f, STK__BIN_DIV) EACH(o, stk_ar_bin_f, STK__BIN_FPOW)
+    EACH(o, stk_ar_bin_f, STK__BIN_ATAN2)
+    COMPARISONS(stk_ar_cmp_f)
   default: break; /* bitwise: refused for floats by stk__binop_type */
   }
 }
 
-/* Loops with the operation chosen outside them, so each is a plain vectorisable loop. */
-#define EACH(EXPR) for (size_t k = 0; k < n; k++) o[k] = (EXPR)
-
-/* Signed integers: + - * on uint64 bit patterns (defined wrap-around). */
 static void compute_i(stk__binop op, const int64_t *a, const int64_t *b, block *r, size_t n) {
   int64_t *o = r->i;
   uint64_t *c = r->u;
   switch (op) {
-  case STK__BIN_ADD: EACH((int64_t)((uint64_t)a[k] + (uint64_t)b[k])); break;
-  case STK__BIN_SUB: EACH((int64_t)((uint64_t)a[k] - (uint64_t)b[k])); break;
-  case STK__BIN_MUL: EACH((int64_t)((uint64_t)a[k] * (uint64_t)b[k])); break;
-  case STK__BIN_MIN: EACH(b[k] < a[k] ? b[k] : a[k]); break;
-  case STK__BIN_MAX: EACH(b[k] > a[k] ? b[k] : a[k]); break;
-  case STK__BIN_AND: EACH(a[k] & b[k]); break;
-  case STK__BIN_OR: EACH(a[k] | b[k]); break;
-  case STK__BIN_XOR: EACH(a[k] ^ b[k]); break;
-  case STK__BIN_POW: EACH(ipow_i(a[k], b[k])); break;
-  case STK__BIN_FLOORDIV:
-    for (size_t k = 0; k < n; k++) {
-      int64_t x = a[k], y = b[k];
-      if (y == 0) o[k] = 0;
-      else if (y == -1) o[k] = (int64_t)(0 - (uint64_t)x);
-      else o[k] = x / y - ((x % y != 0) && ((x < 0) != (y < 0)));
-    }
-    break;
-  case STK__BIN_MOD:
-    for (size_t k = 0; k < n; k++) {
-      int64_t x = a[k], y = b[k], m = (y == 0 || y == -1) ? 0 : x % y;
-      o[k] = (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
-    }
-    break;
-  case STK__BIN_EQ: for (size_t k = 0; k < n; k++) c[k] = a[k] == b[k]; break;
-  case STK__BIN_NE: for (size_t k = 0; k < n; k++) c[k] = a[k] != b[k]; break;
-  case STK__BIN_LT: for (size_t k = 0; k < n; k++) c[k] = a[k] < b[k]; break;
-  case STK__BIN_LE: for (size_t k = 0; k < n; k++) c[k] = a[k] <= b[k]; break;
-  case STK__BIN_GT: for (size_t k = 0; k < n; k++) c[k] = a[k] > b[k]; break;
-  case STK__BIN_GE: for (size_t k = 0; k < n; k++) c[k] = a[k] >= b[k]; break;
-  default: EACH(0); break;
+    ARITH(stk_ar_bin_i)
+    BITWISE(stk_ar_bin_i)
+    COMPARISONS(stk_ar_cmp_i)
+  default: for (size_t k = 0; k < n; k++) o[k] = 0; break;
   }
 }
 
 static void compute_u(stk__binop op, const uint64_t *a, const uint64_t *b, block *r, size_t n) {
-  uint64_t *o = r->u;
+  uint64_t *o = r->u, *c = r->u;
   switch (op) {
-  case STK__BIN_ADD: EACH(a[k] + b[k]); break;
-  case STK__BIN_SUB: EACH(a[k] - b[k]); break;
-  case STK__BIN_MUL: EACH(a[k] * b[k]); break;
-  case STK__BIN_FLOORDIV: EACH(b[k] ? a[k] / b[k] : 0); break;
-  case STK__BIN_MOD: EACH(b[k] ? a[k] % b[k] : 0); break;
-  case STK__BIN_MIN: EACH(b[k] < a[k] ? b[k] : a[k]); break;
-  case STK__BIN_MAX: EACH(b[k] > a[k] ? b[k] : a[k]); break;
-  case STK__BIN_POW: EACH(ipow_u(a[k], b[k])); break;
-  case STK__BIN_AND: EACH(a[k] & b[k]); break;
-  case STK__BIN_OR: EACH(a[k] | b[k]); break;
-  case STK__BIN_XOR: EACH(a[k] ^ b[k]); break;
-  case STK__BIN_EQ: EACH(a[k] == b[k]); break;
-  case STK__BIN_NE: EACH(a[k] != b[k]); break;
-  case STK__BIN_LT: EACH(a[k] < b[k]); break;
-  case STK__BIN_LE: EACH(a[k] <= b[k]); break;
-  case STK__BIN_GT: EACH(a[k] > b[k]); break;
-  case STK__BIN_GE: EACH(a[k] >= b[k]); break;
-  default: EACH(0); break;
+    ARITH(stk_ar_bin_u)
+    BITWISE(stk_ar_bin_u)
+    COMPARISONS(stk_ar_cmp_u)
+  default: for (size_t k = 0; k < n; k++) o[k] = 0; break;
   }
 }
 #undef EACH
+#undef COMPARISONS
+#undef ARITH
+#undef BITWISE
 
 bool stk__broadcast_shape(const stk__operand *a, const stk__operand *b, int *ndim,
                           int64_t shape[STK_MAX_NDIM]) {
@@ -446,33 +389,6 @@ void stk__binary(stk__binop op, const stk__operand *a, const stk__operand *b, vo
 /* Unary operations and clamp                                                         */
 /* ---------------------------------------------------------------------------------- */
 
-static double unary_f(stk__unop op, double x) {
-  switch (op) {
-  case STK__UN_NEG: return -x;
-  case STK__UN_ABS: return fabs(x);
-  case STK__UN_SQRT: return sqrt(x);
-  case STK__UN_RSQRT: return 1.0 / sqrt(x);
-  case STK__UN_CBRT: return cbrt(x);
-  case STK__UN_EXP: return exp(x);
-  case STK__UN_LOG: return log(x);
-  case STK__UN_LOG2: return log2(x);
-  case STK__UN_LOG10: return log10(x);
-  case STK__UN_SIN: return sin(x);
-  case STK__UN_COS: return cos(x);
-  case STK__UN_TAN: return tan(x);
-  case STK__UN_ASIN: return asin(x);
-  case STK__UN_ACOS: return acos(x);
-  case STK__UN_ATAN: return atan(x);
-  case STK__UN_SINH: return sinh(x);
-  case STK__UN_COSH: return cosh(x);
-  case STK__UN_TANH: return tanh(x);
-  case STK__UN_FLOOR: return floor(x);
-  case STK__UN_CEIL: return ceil(x);
-  case STK__UN_ROUND: return round(x);
-  default: return x;
-  }
-}
-
 void stk__unary(stk__unop op, const void *in, stk_dtype in_type, void *out, stk_dtype out_type,
                 size_t n) {
   block x, r;
@@ -486,33 +402,13 @@ void stk__unary(stk__unop op, const void *in, stk_dtype in_type, void *out, stk_
       continue;
     }
     if (k == K_F) {
-      for (size_t i = 0; i < m; i++) r.f[i] = unary_f(op, x.f[i]);
+      for (size_t i = 0; i < m; i++) r.f[i] = stk_ar_un_f(op, x.f[i]);
     } else if (k == K_I) {
-      for (size_t i = 0; i < m; i++) {
-        uint64_t v = (uint64_t)x.i[i];
-        r.u[i] = op == STK__UN_NEG || (op == STK__UN_ABS && x.i[i] < 0) ? 0 - v : v;
-      }
+      for (size_t i = 0; i < m; i++) r.u[i] = stk_ar_un_i(op, x.i[i]);
     } else {
-      for (size_t i = 0; i < m; i++) r.u[i] = op == STK__UN_NEG ? 0 - x.u[i] : x.u[i];
+      for (size_t i = 0; i < m; i++) r.u[i] = stk_ar_un_u(op, x.u[i]);
     }
     store_block(out, out_type, start, &r, k, m);
-  }
-}
-
-/* The integer range of t as [lo, hi] bounds in kind K_I or K_U. */
-static void int_bounds(stk_dtype t, double lo, double hi, int64_t *ilo, int64_t *ihi,
-                       uint64_t *ulo, uint64_t *uhi) {
-  size_t bits = stk_dtype_size(t) * 8;
-  if (is_signed(t)) {
-    int64_t tmax = bits == 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1, tmin = -tmax - 1;
-    double cl = ceil(lo), fh = floor(hi);
-    *ilo = !(cl > (double)tmin) ? tmin : cl >= (double)tmax ? tmax : (int64_t)cl;
-    *ihi = !(fh < (double)tmax) ? tmax : fh <= (double)tmin ? tmin : (int64_t)fh;
-  } else {
-    uint64_t tmax = t == STK_DTYPE_BOOL ? 1 : bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1;
-    double cl = ceil(lo), fh = floor(hi);
-    *ulo = !(cl > 0.0) ? 0 : cl >= (double)tmax ? tmax : (uint64_t)cl;
-    *uhi = !(fh < (double)tmax) ? tmax : fh <= 0.0 ? 0 : (uint64_t)fh;
   }
 }
 
@@ -523,21 +419,14 @@ void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo,
   kind k = kind_of(dtype);
   int64_t ilo = 0, ihi = 0;
   uint64_t ulo = 0, uhi = 0;
-  if (k != K_F) int_bounds(dtype, lo, hi, &ilo, &ihi, &ulo, &uhi);
+  if (k != K_F) stk_ar_int_bounds(dtype, lo, hi, &ilo, &ihi, &ulo, &uhi);
   for (size_t start = 0; start < n; start += BLOCK) {
     size_t m = n - start < BLOCK ? n - start : BLOCK;
     load_kind(x.f, k, elem(in, dtype, start), dtype, m);
     for (size_t i = 0; i < m; i++) {
-      if (k == K_F) {
-        double v = x.f[i] < lo ? lo : x.f[i];
-        x.f[i] = v > hi ? hi : v;
-      } else if (k == K_I) {
-        int64_t v = x.i[i] < ilo ? ilo : x.i[i];
-        x.i[i] = v > ihi ? ihi : v;
-      } else {
-        uint64_t v = x.u[i] < ulo ? ulo : x.u[i];
-        x.u[i] = v > uhi ? uhi : v;
-      }
+      if (k == K_F) x.f[i] = stk_ar_clamp_f(x.f[i], lo, hi);
+      else if (k == K_I) x.i[i] = stk_ar_clamp_i(x.i[i], ilo, ihi);
+      else x.u[i] = stk_ar_clamp_u(x.u[i], ulo, uhi);
     }
     store_block(out, dtype, start, &x, k, m);
   }
@@ -657,6 +546,8 @@ static stk_status binary_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b);
+
 static const stk_op_schema binary_schema = {
     "math.binary",
     "Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one "
@@ -669,13 +560,14 @@ static const stk_op_schema binary_schema = {
     "give float32 for integers; comparisons give bool. Integer results wrap around as in "
     "C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy "
     "broadcasting ([C] against HWC).",
-    STK_DEVICE_CPU, 0, 1, 2, binary_in, 1, any_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, binary_in, 1, any_out,
     sizeof binary_args / sizeof binary_args[0], binary_args};
 const stk__op_def stk__op_math_binary = {
     .schema = &binary_schema,
     .init = binary_init,
     .destroy = state_destroy,
-    .run_sample = binary_run};
+    .run_sample = binary_run,
+    .run_gpu = binary_run_gpu};
 
 /* ---- math.unary ---- */
 enum { U_OP };
@@ -712,16 +604,19 @@ static stk_status unary_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status unary_run_gpu(stk__node *node, stk__gpu_batch *b);
+
 static const stk_op_schema unary_schema = {
     "math.unary", "Elementwise unary operations (negation, logical not, abs, rounding, "
                   "and the floating-point functions).",
-    STK_DEVICE_CPU, 0, 1, 1, unary_in, 1, any_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, unary_in, 1, any_out,
     sizeof unary_args / sizeof unary_args[0], unary_args};
 const stk__op_def stk__op_math_unary = {
     .schema = &unary_schema,
     .init = unary_init,
     .destroy = state_destroy,
-    .run_sample = unary_run};
+    .run_sample = unary_run,
+    .run_gpu = unary_run_gpu};
 
 /* ---- math.clamp ---- */
 enum { C_LO, C_HI };
@@ -744,10 +639,211 @@ static stk_status clamp_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* GPU backends: the same checks, types and shapes per sample as the CPU operators,    */
+/* then one call of the math table (src/cuda/math.cu, the same per-element functions). */
+/* ---------------------------------------------------------------------------------- */
+
+/* Sample i of a list as a tensor view. */
+static void list_sample(const stk_tensor_list *tl, size_t i, stk__tensor *t) {
+  stk_tensor_desc d;
+  stk_tensor_list_sample(tl, i, &d);
+  memset(t, 0, sizeof *t);
+  t->data = d.data, t->ndim = d.ndim, t->dtype = d.dtype;
+  memcpy(t->shape, d.shape, sizeof t->shape);
+  memcpy(t->layout, d.layout, sizeof t->layout);
+}
+
+static stk_status gpu_math_table(const stk__node *node, stk__gpu_batch *b, const stk_gpu_math_api **out) {
+  const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
+  if (!m || m->version < 1 || !m->binary)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no math kernels", stk__node_name(node));
+  *out = m;
+  return STK_OK;
+}
+
+/* How operand o lines up with the output (the reader's rules above). */
+void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, stk_gpu_math_operand *g) {
+  memset(g, 0, sizeof *g);
+  g->data = o->data;
+  int64_t n = numel(o->ndim, o->shape), total = numel(ndim, shape), period = find_period(o, ndim, shape);
+  if (n == 1) g->mode = STK_GPU_OPERAND_SCALAR;
+  else if (n == total) g->mode = STK_GPU_OPERAND_DENSE;
+  else if (period > 0) g->mode = STK_GPU_OPERAND_PERIODIC, g->period = period;
+  else {
+    reader r;
+    reader_init(&r, o, K_F, ndim, shape);
+    g->mode = STK_GPU_OPERAND_STRIDED;
+    memcpy(g->stride, r.stride, sizeof g->stride);
+  }
+}
+
+int stk__binary_kind(stk__binop op, stk_dtype a, stk_dtype b, stk_dtype out) {
+  return is_compare(op) ? (int)kind_of(stk__type_promote(a, b)) : (int)kind_of(out);
+}
+
+typedef struct {
+  stk_tensor_list *in[2];
+  bool owned[2];
+  int64_t *shapes;
+  stk_gpu_binary_sample *smp;
+  stk_tensor_list *out;
+} binary_gpu_plan;
+
+/* Plans sample i: operands, types (checked), output shape; *ndim0 is the batch's rank. */
+static stk_status binary_gpu_sample(stk__node *node, stk__gpu_batch *b, const binary_state *st, binary_gpu_plan *p,
+                                    size_t i, int *ndim0, char *layout) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  static const int64_t one = 1;
+  stk__tensor t0, t1;
+  list_sample(p->in[0], i, &t0);
+  stk__operand a = {t0.data, t0.dtype, t0.ndim, t0.shape}, c;
+  stk_gpu_binary_sample *g = &p->smp[i];
+  if (p->in[1]) {
+    list_sample(p->in[1], i, &t1);
+    c = (stk__operand){t1.data, t1.dtype, t1.ndim, t1.shape};
+  } else {
+    c = (stk__operand){NULL, st->scalar_dtype, 0, &one};
+  }
+  int ndim;
+  int64_t shape[STK_MAX_NDIM];
+  if (!stk__broadcast_shape(&a, &c, &ndim, shape))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'%s': shapes of %d and %d dimensions do not broadcast (first extents "
+                      "%lld and %lld)", stk__binop_name(st->op), a.ndim, c.ndim,
+                      (long long)(a.ndim ? a.shape[0] : 1), (long long)(c.ndim ? c.shape[0] : 1));
+  if (i == 0) *ndim0 = ndim;
+  else if (ndim != *ndim0)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "'%s': the result has %d dimensions here and %d in sample "
+                      "0; a GPU batch needs one rank", stk__binop_name(st->op), ndim, *ndim0);
+  memset(g, 0, sizeof *g);
+  g->count = numel(ndim, shape);
+  g->ndim = ndim;
+  memcpy(g->shape, shape, (size_t)ndim * sizeof(int64_t));
+  memcpy(p->shapes + i * (size_t)ndim, shape, (size_t)ndim * sizeof(int64_t)); /* one rank: checked above */
+  if (i == 0) snprintf(layout, STK_MAX_LAYOUT + 1, "%s", result_layout(&t0, p->in[1] ? &t1 : NULL, ndim, g->count));
+  stk__binary_gpu_operand(&a, ndim, shape, &g->a);
+  stk__binary_gpu_operand(&c, ndim, shape, &g->b);
+  if (!p->in[1]) {
+    stk__store_double(&g->b.scalar, st->scalar_dtype, 0, stk__arg_float(node, s, B_SCALAR));
+    if (st->scalar_left) {
+      stk_gpu_math_operand tmp = g->a;
+      g->a = g->b, g->b = tmp;
+    }
+  }
+  return STK_OK;
+}
+
+static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  const binary_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  const stk_gpu_math_api *m;
+  STK_TRY(gpu_math_table(node, b, &m));
+  binary_gpu_plan p;
+  memset(&p, 0, sizeof p);
+  stk_status rc = stk__gpu_device_input(b, 0, &p.in[0], &p.owned[0]);
+  if (rc == STK_OK && stk__node_num_inputs(node) == 2) rc = stk__gpu_device_input(b, 1, &p.in[1], &p.owned[1]);
+  if (rc != STK_OK) {
+    if (p.owned[0]) stk_tensor_list_release(p.in[0]);
+    return rc;
+  }
+  stk_dtype ta = stk_tensor_list_dtype(p.in[0]), tb = p.in[1] ? stk_tensor_list_dtype(p.in[1]) : st->scalar_dtype;
+  if (!p.in[1] && st->scalar_left) {
+    stk_dtype tmp = ta;
+    ta = tb, tb = tmp;
+  }
+  stk_dtype ot = STK_DTYPE_BOOL;
+  if (!stk__binop_type(st->op, ta, tb, &ot))
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, n ? stk__gpu_sample(b, 0) : NULL, "'%s' does not take %s and %s",
+                    stk__binop_name(st->op), dname(ta), dname(tb));
+  p.smp = stk__calloc(n ? n : 1, sizeof *p.smp, "a math.binary plan");
+  p.shapes = stk__calloc((n ? n : 1) * STK_MAX_NDIM, sizeof(int64_t), "shapes");
+  if (rc == STK_OK && (!p.smp || !p.shapes)) rc = STK_ERR_OUT_OF_MEMORY;
+  int ndim = 0;
+  char layout[STK_MAX_LAYOUT + 1] = "";
+  for (size_t i = 0; i < n && rc == STK_OK; i++) rc = binary_gpu_sample(node, b, st, &p, i, &ndim, layout);
+  if (rc == STK_OK) {
+    rc = stk__gpu_alloc_list(b, ot, ndim, p.shapes, layout, stk__gpu_shapes_equal(p.shapes, n, ndim), &p.out);
+  }
+  if (rc == STK_OK) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(p.out, i, &d);
+      p.smp[i].dst = d.data;
+    }
+    stk_gpu_binary_args args = {(int)st->op, ta, tb, ot, stk__binary_kind(st->op, ta, tb, ot)};
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    rc = stk__gpu_op_check(node, m->binary(g->ctx, (int)n, p.smp, &args, stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(p.smp);
+  free(p.shapes);
+  if (p.owned[1]) stk_tensor_list_release(p.in[1]);
+  return stk__gpu_finish(b, p.in[0], p.owned[0], p.out, rc);
+}
+
+/* math.unary (op >= 0) and math.clamp (op < 0): same shape, one call. */
+static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op) {
+  size_t n = stk__gpu_batch_size(b);
+  const stk_gpu_math_api *m;
+  STK_TRY(gpu_math_table(node, b, &m));
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_dtype it = stk_tensor_list_dtype(in), ot = it;
+  stk_status rc = STK_OK;
+  if (op >= 0 && !stk__unop_type((stk__unop)op, it, &ot))
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, n ? stk__gpu_sample(b, 0) : NULL, "'%s' does not take %s",
+                    unop_names[op], dname(it));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_gpu_unary_sample *us = stk__calloc(n ? n : 1, sizeof *us, "a math plan");
+  int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(ndim ? ndim : 1), sizeof(int64_t), "shapes");
+  if (rc == STK_OK && (!us || !shapes)) rc = STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && rc == STK_OK; i++) {
+    stk__tensor t;
+    list_sample(in, i, &t);
+    memcpy(shapes + i * (size_t)ndim, t.shape, (size_t)ndim * sizeof(int64_t));
+    us[i].src = t.data;
+    us[i].count = numel(t.ndim, t.shape);
+    if (op < 0) { /* clamp: the CPU's bounds, per sample */
+      stk__sample *s = stk__gpu_sample(b, i);
+      double lo = stk__arg_given(node, C_LO) ? stk__arg_float(node, s, C_LO) : -INFINITY;
+      double hi = stk__arg_given(node, C_HI) ? stk__arg_float(node, s, C_HI) : INFINITY;
+      us[i].lo = isnan(lo) ? -INFINITY : lo;
+      us[i].hi = isnan(hi) ? INFINITY : hi;
+      if (!is_float(it)) stk_ar_int_bounds(it, us[i].lo, us[i].hi, &us[i].ilo, &us[i].ihi, &us[i].ulo, &us[i].uhi);
+    }
+  }
+  if (rc == STK_OK)
+    rc = stk__gpu_alloc_list(b, ot, ndim, shapes, stk_tensor_list_layout(in), stk__gpu_shapes_equal(shapes, n, ndim),
+                             &out);
+  if (rc == STK_OK) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      us[i].dst = d.data;
+    }
+    stk_gpu_unary_args args = {op, it, ot};
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    rc = stk__gpu_op_check(node, m->unary(g->ctx, (int)n, us, &args, stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(us);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, rc);
+}
+
+static stk_status unary_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return unary_like_run_gpu(node, b, (int)*(const stk__unop *)*stk__node_state(node));
+}
+
+static stk_status clamp_run_gpu(stk__node *node, stk__gpu_batch *b) { return unary_like_run_gpu(node, b, -1); }
+
 static const stk_op_schema clamp_schema = {
     "math.clamp",
     "Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded "
     "up, hi down, saturated to the type).",
-    STK_DEVICE_CPU, 0, 1, 1, unary_in, 1, any_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, unary_in, 1, any_out,
     sizeof clamp_args / sizeof clamp_args[0], clamp_args};
-const stk__op_def stk__op_math_clamp = {.schema = &clamp_schema, .run_sample = clamp_run};
+const stk__op_def stk__op_math_clamp = {
+    .schema = &clamp_schema, .run_sample = clamp_run, .run_gpu = clamp_run_gpu};

@@ -31,32 +31,10 @@
 
 #include "../core/core.h"
 
-#define STK__BINOP_MAP(X)                                                                  \
-  X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(FLOORDIV, "floordiv")          \
-  X(MOD, "mod") X(MIN, "min") X(MAX, "max") X(POW, "pow") X(FPOW, "fpow")                  \
-  X(ATAN2, "atan2") X(EQ, "eq") X(NE, "ne") X(LT, "lt") X(LE, "le") X(GT, "gt")            \
-  X(GE, "ge") X(AND, "and") X(OR, "or") X(XOR, "xor")
-
-typedef enum {
-#define STK__BINOP_ENUM(name, text) STK__BIN_##name,
-  STK__BINOP_MAP(STK__BINOP_ENUM)
-#undef STK__BINOP_ENUM
-  STK__BIN_COUNT
-} stk__binop;
-
-#define STK__UNOP_MAP(X)                                                                   \
-  X(NEG, "neg") X(NOT, "not") X(ABS, "abs") X(SQRT, "sqrt") X(RSQRT, "rsqrt")              \
-  X(CBRT, "cbrt") X(EXP, "exp") X(LOG, "log") X(LOG2, "log2") X(LOG10, "log10")            \
-  X(SIN, "sin") X(COS, "cos") X(TAN, "tan") X(ASIN, "asin") X(ACOS, "acos")                \
-  X(ATAN, "atan") X(SINH, "sinh") X(COSH, "cosh") X(TANH, "tanh") X(FLOOR, "floor")        \
-  X(CEIL, "ceil") X(ROUND, "round")
-
-typedef enum {
-#define STK__UNOP_ENUM(name, text) STK__UN_##name,
-  STK__UNOP_MAP(STK__UNOP_ENUM)
-#undef STK__UNOP_ENUM
-  STK__UN_COUNT
-} stk__unop;
+/* The operation codes (STK__BINOP_MAP, STK__UNOP_MAP) and the per-element arithmetic,
+ * shared with the CUDA kernels. */
+#include "../cuda/api_math.h"
+#include "../cuda/math_common.h"
 
 bool stk__binop_parse(const char *name, stk__binop *out);
 bool stk__unop_parse(const char *name, stk__unop *out);
@@ -93,5 +71,13 @@ void stk__unary(stk__unop op, const void *in, stk_dtype in_type, void *out, stk_
 /* out[i] = min(max(in[i], lo), hi) in the input's type (integers: lo rounded up, hi
  * down, both saturated to the type; NaN stays NaN). */
 void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo, double hi);
+
+/* ---- the GPU plan (the kernels in src/cuda/math.cu index with these) ---- */
+
+/* How operand o of a broadcast to `shape` is read per output element (data, mode,
+ * period, strides; the scalar bytes are the caller's). */
+void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, stk_gpu_math_operand *g);
+/* The compute kind (STK_AK_*) of op on types a and b with result type out. */
+int stk__binary_kind(stk__binop op, stk_dtype a, stk_dtype b, stk_dtype out);
 
 #endif /* STOKER_OPS_ARITHMETIC_H */

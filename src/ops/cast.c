@@ -29,8 +29,9 @@ static stk_status cast_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-/* Same-shape element-wise GPU work: a cast to `dtype` (identity types copy). */
-static stk_status elementwise_gpu(stk__node *node, stk__gpu_batch *b, stk_dtype dtype) {
+/* Same-shape element-wise GPU work: a cast to `dtype` (identity types copy); also
+ * cast_like's GPU backend (misc_ops.c). */
+stk_status stk__gpu_cast_to(stk__node *node, stk__gpu_batch *b, stk_dtype dtype) {
   size_t n = stk__gpu_batch_size(b);
   stk_tensor_list *in, *out = NULL;
   bool owned;
@@ -66,7 +67,7 @@ static stk_status elementwise_gpu(stk__node *node, stk__gpu_batch *b, stk_dtype 
 }
 
 static stk_status cast_run_gpu(stk__node *node, stk__gpu_batch *b) {
-  return elementwise_gpu(node, b, stk__dtype_arg(stk__arg_string(node, A_DTYPE)));
+  return stk__gpu_cast_to(node, b, stk__dtype_arg(stk__arg_string(node, A_DTYPE)));
 }
 
 /* ---- copy: the same data, on the operator's device (DataNode.gpu() in Python) ---- */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_util.h"
 #include "image_util.h"
 #include "op.h"
 
@@ -123,11 +124,50 @@ static stk_status constant_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* GPU (DALI's constant with device="gpu"): the batch is one dense block; the host
+ * repeats the converted tensor n times and one copy uploads it (the pageable source may
+ * be freed once the call returns). */
+static stk_status constant_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  const constant_state *k = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(k->ndim ? k->ndim : 1), sizeof(int64_t), "shapes");
+  if (!shapes) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++) memcpy(shapes + i * (size_t)k->ndim, k->shape, (size_t)k->ndim * sizeof(int64_t));
+  stk_tensor_list *out = NULL;
+  stk_status st = stk__gpu_alloc_list(b, k->dtype, k->ndim, shapes, stk__arg_string(node, K_LAYOUT), true, &out);
+  free(shapes);
+  size_t total = n * k->bytes;
+  char *host = st == STK_OK && total ? stk__malloc(total, "the constant batch") : NULL;
+  if (st == STK_OK && total && !host) st = STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK && total) {
+    for (size_t i = 0; i < n; i++) memcpy(host + i * k->bytes, k->data, k->bytes);
+    stk_tensor_desc d0, dl;
+    stk_tensor_list_sample(out, 0, &d0);
+    stk_tensor_list_sample(out, n - 1, &dl);
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    uintptr_t stream = stk__gpu_stream(b);
+    if ((char *)dl.data == (char *)d0.data + (n - 1) * k->bytes) { /* one dense block */
+      st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d0.data, host, total, stream, err, sizeof err), err);
+    } else {
+      for (size_t i = 0; i < n && st == STK_OK; i++) {
+        stk_tensor_desc d;
+        stk_tensor_list_sample(out, i, &d);
+        st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d.data, k->data, k->bytes, stream, err, sizeof err),
+                               err);
+      }
+    }
+  }
+  free(host);
+  return stk__gpu_finish(b, NULL, false, out, st);
+}
+
 static const stk_op_schema constant_schema = {
     "constant",
     "The same tensor for every sample (DALI's constant): values from fdata or idata, converted to "
     "dtype (integers: rounded half away from zero and saturated), in the given shape.",
-    STK_DEVICE_CPU, STK_OPF_NO_INPUT, 0, 0, NULL, 1, constant_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_NO_INPUT, 0, 0, NULL, 1, constant_out,
     sizeof constant_args / sizeof constant_args[0], constant_args};
 const stk__op_def stk__op_constant = {.schema = &constant_schema, .init = constant_init,
-                                      .destroy = constant_destroy, .run_sample = constant_run};
+                                      .destroy = constant_destroy, .run_sample = constant_run,
+                                      .run_gpu = constant_run_gpu};

@@ -54,4 +54,7 @@ void stk__gpu_resample_target(stk_gpu_resample_sample *smp, int64_t *shape, int6
 /* Runs a resampling node on its own: plan, allocate, one resample call. */
 stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b, stk__gpu_resample_plan_fn plan);
 
+/* cast.c: input 0 converted to `dtype` as stk__convert does (the cast kernel). */
+stk_status stk__gpu_cast_to(stk__node *node, stk__gpu_batch *b, stk_dtype dtype);
+
 #endif

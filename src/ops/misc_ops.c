@@ -1,7 +1,11 @@
 /* one_hot and cast_like on the CPU. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/api_math.h"
+#include "../cuda/math_common.h"
+#include "gpu_util.h"
 #include "image_util.h"
 
 #define OH_DTYPES "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
@@ -52,8 +56,17 @@ static void one_hot_layout(const stk__tensor *in, int axis, const char *name, bo
   memcpy(layout + axis + 1, in->layout + axis, (size_t)(in->ndim - axis) + 1);
 }
 
-static stk_status one_hot_run(stk__node *node, stk__sample *s) {
-  const stk__tensor *in = stk__input(s, 0);
+/* The output of one sample: its shape (`ndim` dims), the class count, and `inner` (the
+ * label elements after the new axis). Shared by both backends. */
+typedef struct {
+  int64_t ncls, shape[STK_MAX_NDIM];
+  int ndim;
+  size_t n, inner;
+  stk_dtype dtype;
+  char layout[STK_MAX_LAYOUT + 1];
+} one_hot_plan;
+
+static stk_status one_hot_plan_sample(stk__node *node, stk__sample *s, const stk__tensor *in, one_hot_plan *p) {
   if (!stk__dtype_valid(in->dtype))
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
   int64_t ncls = stk__arg_int(node, s, OH_NUM_CLASSES);
@@ -70,49 +83,109 @@ static stk_status one_hot_run(stk__node *node, stk__sample *s) {
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "axis = %d is outside [0, %d] for an input of %d dimensions", axis,
                       in->ndim, in->ndim);
-  int64_t shape[STK_MAX_NDIM];
   int ndim = 0;
   size_t inner = 1;
   if (scalar) {
-    shape[ndim++] = ncls;
+    p->shape[ndim++] = ncls;
   } else {
     for (int d = 0; d < in->ndim; d++) {
-      if (d == axis) shape[ndim++] = ncls;
-      shape[ndim++] = in->shape[d];
+      if (d == axis) p->shape[ndim++] = ncls;
+      p->shape[ndim++] = in->shape[d];
       if (d >= axis) inner *= (size_t)in->shape[d];
     }
-    if (axis == in->ndim) shape[ndim++] = ncls;
+    if (axis == in->ndim) p->shape[ndim++] = ncls;
   }
-  stk_dtype dt = stk__dtype_arg(stk__arg_string(node, OH_DTYPE));
-  char layout[STK_MAX_LAYOUT + 1];
-  one_hot_layout(in, axis, stk__arg_string(node, OH_AXIS_NAME), scalar, layout);
+  p->ncls = ncls, p->ndim = ndim, p->n = n, p->inner = inner;
+  p->dtype = stk__dtype_arg(stk__arg_string(node, OH_DTYPE));
+  one_hot_layout(in, axis, stk__arg_string(node, OH_AXIS_NAME), scalar, p->layout);
+  return STK_OK;
+}
+
+static stk_status one_hot_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  one_hot_plan p;
+  STK_TRY(one_hot_plan_sample(node, s, in, &p));
+  stk_dtype dt = p.dtype;
   stk__tensor *out;
-  STK_TRY(stk__output(s, 0, dt, ndim, shape, layout, &out));
-  size_t es = stk_dtype_size(dt), total = n * (size_t)ncls;
+  STK_TRY(stk__output(s, 0, dt, p.ndim, p.shape, p.layout, &out));
+  size_t es = stk_dtype_size(dt), total = p.n * (size_t)p.ncls, inner = p.inner;
   uint8_t on[8], off[8];
   stk__store_double(on, dt, 0, stk__arg_float(node, s, OH_ON));
   stk__store_double(off, dt, 0, stk__arg_float(node, s, OH_OFF));
   for (size_t i = 0; i < total; i++) memcpy((char *)out->data + i * es, off, es);
-  double *labels = stk__scratch(s, (n ? n : 1) * sizeof(double));
-  if (!labels) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the labels");
-  stk__convert(labels, STK_DTYPE_FLOAT64, in->data, in->dtype, n);
-  for (size_t i = 0; i < n; i++) {
-    double l = trunc(labels[i]);
-    if (!(l >= 0.0 && l < (double)ncls)) continue;
+  for (size_t i = 0; i < p.n; i++) {
+    int64_t l = stk_ar_one_hot_class(in->data, in->dtype, i, p.ncls); /* the GPU's rule */
+    if (l < 0) continue;
     size_t o = i / inner, j = i % inner;
-    memcpy((char *)out->data + ((o * (size_t)ncls + (size_t)l) * inner + j) * es, on, es);
+    memcpy((char *)out->data + ((o * (size_t)p.ncls + (size_t)l) * inner + j) * es, on, es);
   }
   return STK_OK;
+}
+
+/* GPU: the same plan per sample, one launch; on/off stored by the host as on the CPU. */
+static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
+  if (!m || !m->one_hot)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no one_hot kernel", stk__node_name(node));
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_gpu_one_hot_sample *hs = stk__calloc(n ? n : 1, sizeof *hs, "a one_hot plan");
+  int64_t *shapes = stk__calloc((n ? n : 1) * STK_MAX_NDIM, sizeof(int64_t), "shapes");
+  stk_status st = hs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  one_hot_plan p0;
+  memset(&p0, 0, sizeof p0);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__sample *s = stk__gpu_sample(b, i);
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    stk__tensor t = {d.data, d.ndim, {0}, d.dtype, {0}};
+    memcpy(t.shape, d.shape, sizeof t.shape);
+    memcpy(t.layout, d.layout, sizeof t.layout);
+    one_hot_plan p;
+    st = one_hot_plan_sample(node, s, &t, &p);
+    if (st != STK_OK) break;
+    if (i == 0) p0 = p;
+    else if (p.ndim != p0.ndim) {
+      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the output has %d dimensions here and %d in sample 0; a GPU "
+                      "batch needs one rank", p.ndim, p0.ndim);
+      break;
+    }
+    memcpy(shapes + i * (size_t)p.ndim, p.shape, (size_t)p.ndim * sizeof(int64_t));
+    hs[i].src = d.data;
+    hs[i].count = (int64_t)p.n;
+    hs[i].num_classes = p.ncls;
+    hs[i].inner = (int64_t)p.inner;
+    stk__store_double(&hs[i].on, p.dtype, 0, stk__arg_float(node, s, OH_ON));
+    stk__store_double(&hs[i].off, p.dtype, 0, stk__arg_float(node, s, OH_OFF));
+  }
+  if (st == STK_OK && n > 0)
+    st = stk__gpu_alloc_list(b, p0.dtype, p0.ndim, shapes, p0.layout, stk__gpu_shapes_equal(shapes, n, p0.ndim), &out);
+  if (st == STK_OK && n > 0) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d);
+      hs[i].dst = d.data;
+    }
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node, m->one_hot(g->ctx, (int)n, hs, stk_tensor_list_dtype(in), p0.dtype,
+                                            stk__gpu_stream(b), err, sizeof err), err);
+  }
+  free(hs);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
 }
 
 static const stk_op_schema one_hot_schema = {
     "one_hot",
     "One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at "
     "`axis`, holding on_value at each index and off_value elsewhere.",
-    STK_DEVICE_CPU, 0, 1, 1, one_hot_in, 1, one_hot_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, one_hot_in, 1, one_hot_out,
     sizeof one_hot_args / sizeof one_hot_args[0], one_hot_args};
 const stk__op_def stk__op_one_hot = {
-    .schema = &one_hot_schema, .init = one_hot_init, .run_sample = one_hot_run};
+    .schema = &one_hot_schema, .init = one_hot_init, .run_sample = one_hot_run, .run_gpu = one_hot_run_gpu};
 
 /* ---- cast_like ---- */
 static const stk_port_schema cast_like_in[] = {
@@ -131,10 +204,19 @@ static stk_status cast_like_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* GPU: the cast kernel into the type of `like`, which stays where it is (only its type
+ * is read, so a CPU `like` is not uploaded). */
+static stk_status cast_like_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  stk_dtype in = stk_tensor_list_dtype(stk__gpu_input(b, 0)), like = stk_tensor_list_dtype(stk__gpu_input(b, 1));
+  if (!stk__dtype_valid(in) || !stk__dtype_valid(like))
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: unknown input type", stk__node_name(node));
+  return stk__gpu_cast_to(node, b, like);
+}
+
 static const stk_op_schema cast_like_schema = {
     "cast_like",
     "Converts input 0 to the element type of input 1, as cast does (floats to integers: "
     "rounded half away from zero, then saturated).",
-    STK_DEVICE_CPU, 0, 2, 2, cast_like_in, 1, cast_like_out, 0, NULL};
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 2, 2, cast_like_in, 1, cast_like_out, 0, NULL};
 const stk__op_def stk__op_cast_like = {
-    .schema = &cast_like_schema, .run_sample = cast_like_run};
+    .schema = &cast_like_schema, .run_sample = cast_like_run, .run_gpu = cast_like_run_gpu};
