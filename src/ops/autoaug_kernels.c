@@ -4,6 +4,7 @@
  * auto_augment.augment (one operation with a per-sample parameter), so both compute the
  * same bytes. */
 #include "autoaug_kernels.h"
+#include "autoaug_pixel.h"
 
 #include <math.h>
 #include <string.h>
@@ -133,12 +134,7 @@ static stk_status dali_saturation(const stk__image *src, const stk__image *dst, 
   return stk__affine_apply(src, dst, &a, mem, bytes);
 }
 
-/* DALI's sharpness: experimental.filter with the 3x3 kernel (1 + s) delta - s blur
- * (blur = [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13, all float32 as DALI's mag_to_param
- * computes it), border reflect_101, rounded. `k9` overrides the kernel. */
-static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, double s,
-                                 const double *k9, stk__aa_scratch_fn scratch, void *sctx) {
-  float k[9];
+bool stk__aa_dali_sharp_kernel(double s, const double *k9, float k[9]) {
   bool identity = true;
   for (int i = 0; i < 9; i++) {
     float blur = (float)(i == 4 ? 5 : 1) / 13.0f, delta = i == 4 ? 1.0f : 0.0f;
@@ -146,8 +142,17 @@ static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, d
     k[i] = k9 ? (float)k9[i] : (-sf) * blur + (1.0f + sf) * delta;
     identity &= k[i] == delta;
   }
+  return identity;
+}
+
+/* DALI's sharpness: experimental.filter with the 3x3 kernel (1 + s) delta - s blur
+ * (blur = [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13, all float32 as DALI's mag_to_param
+ * computes it), border reflect_101, rounded. `k9` overrides the kernel. */
+static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, double s,
+                                 const double *k9, stk__aa_scratch_fn scratch, void *sctx) {
+  float k[9];
   size_t n = (size_t)(src->h * src->w * src->c);
-  if (identity) { /* the filter would copy (its separable path for a delta) */
+  if (stk__aa_dali_sharp_kernel(s, k9, k)) { /* the filter would copy (its separable path for a delta) */
     memcpy(dst->data, src->data, n);
     return STK_OK;
   }
@@ -159,20 +164,6 @@ static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, d
   STK_TRY(stk__conv2d(src, acc, &g, k, false, mem, need));
   stk__convert(dst->data, STK_DTYPE_UINT8, acc, STK_DTYPE_FLOAT32, n);
   return STK_OK;
-}
-
-/* DALI's auto_contrast: per channel (x - lo) * (255 / (hi - lo)) in float32, rounded;
- * a channel with one value is kept. */
-static void dali_auto_contrast_lut(const uint64_t *hist, uint8_t *lut) {
-  int lo = 0, hi = 255;
-  while (lo < 255 && hist[lo] == 0) lo++;
-  while (hi > 0 && hist[hi] == 0) hi--;
-  float scale = hi > lo ? 255.0f / (float)(hi - lo) : 1.0f;
-  int off = hi > lo ? lo : 0;
-  for (int v = 0; v < 256; v++) {
-    float x = (float)(v - off) * scale;
-    stk__convert(&lut[v], STK_DTYPE_UINT8, &x, STK_DTYPE_FLOAT32, 1);
-  }
 }
 
 typedef enum { LUT_POSTERIZE, LUT_SOLARIZE, LUT_SOLARIZE_ADD, LUT_INVERT } lut_kind;
@@ -215,7 +206,7 @@ static stk_status histogram_op(const stk__image *src, const stk__image *dst, stk
     else if (conv == STK__AA_TORCHVISION)
       stk__pil_autocontrast_lut(h, 0.0, 0.0, l);
     else
-      dali_auto_contrast_lut(h, l);
+      stk_aa_dali_autocontrast_lut(h, l); /* shared with the GPU */
   }
   stk__apply_lut_u8(src, dst, lut);
   return STK_OK;

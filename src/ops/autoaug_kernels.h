@@ -40,4 +40,8 @@ stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p
                          const stk__image *src, const stk__image *dst, stk__aa_scratch_fn scratch,
                          void *sctx);
 
+/* DALI's sharpness kernel (1 + s) delta - s blur in float32 (or k9 as float32); true when
+ * it is the identity (the operation copies). Shared by the CPU and GPU paths. */
+bool stk__aa_dali_sharp_kernel(double s, const double *k9, float k[9]);
+
 #endif /* STOKER_OPS_AUTOAUG_KERNELS_H */
