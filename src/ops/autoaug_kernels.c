@@ -7,6 +7,7 @@
 #include "autoaug_pixel.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "color.h"
@@ -249,5 +250,90 @@ stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p
   case STK__AA_EQUALIZE:
   case STK__AA_AUTO_CONTRAST: return histogram_op(src, dst, op, conv, scratch, sctx);
   default: return STK_FAIL(STK_ERR_INTERNAL, "%s is not a colour operation", stk__aa_op_name(op));
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* GPU program steps                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+/* Scratch for building a table on the host (a few kilobytes). */
+typedef struct {
+  _Alignas(16) char buf[16384];
+  size_t used;
+} bump_arena;
+
+static void *bump_alloc(void *ctx, size_t bytes) {
+  bump_arena *a = ctx;
+  size_t at = (a->used + 15) & ~(size_t)15;
+  if (at + bytes > sizeof a->buf) return NULL;
+  a->used = at + bytes;
+  return a->buf + at;
+}
+
+/* The table of a point operation that depends on its parameter only: the CPU operation
+ * itself applied to the ramp 0..255, so the GPU's table holds the CPU's bytes. */
+static stk_status ramp_lut(stk__aa_op op, stk__aa_convention conv, double param, uint8_t *lut) {
+  uint8_t ramp[256];
+  for (int v = 0; v < 256; v++) ramp[v] = (uint8_t)v;
+  stk__image src = {ramp, STK_DTYPE_UINT8, 1, 256, 1}, dst = {lut, STK_DTYPE_UINT8, 1, 256, 1};
+  bump_arena *arena = malloc(sizeof *arena);
+  if (!arena) return STK_ERR_OUT_OF_MEMORY;
+  arena->used = 0;
+  stk_status st = stk__aa_color(op, conv, &param, 1, &src, &dst, bump_alloc, arena);
+  free(arena);
+  return st;
+}
+
+stk_status stk__aa_gpu_step(stk__aa_op op, stk__aa_convention conv, double param, int64_t h,
+                            int64_t w, stk_gpu_aa_step *step, double m[6], uint8_t *lut,
+                            bool *uses_lut) {
+  bool tv = conv == STK__AA_TORCHVISION;
+  memset(step, 0, sizeof *step);
+  step->code = STK_GPU_AA_COPY;
+  *uses_lut = false;
+  if (stk__aa_op_is_geometric(op)) { /* the parameter vector as apply_one builds it */
+    bool y = op == STK__AA_SHEAR_Y || op == STK__AA_TRANSLATE_Y;
+    double v[2] = {y ? 0.0 : param, y ? param : 0.0};
+    if (op == STK__AA_ROTATE) v[0] = param;
+    STK_TRY(stk__aa_matrix(op, conv, v, h, w, m));
+    step->code = STK_GPU_AA_WARP;
+    for (int i = 0; i < 6; i++) step->p[i] = m[i];
+    return STK_OK;
+  }
+  switch (op) {
+  case STK__AA_IDENTITY: return STK_OK;
+  case STK__AA_BRIGHTNESS:
+  case STK__AA_POSTERIZE:
+  case STK__AA_SOLARIZE:
+  case STK__AA_SOLARIZE_ADD:
+  case STK__AA_INVERT:
+    step->code = STK_GPU_AA_LUT, *uses_lut = true;
+    return ramp_lut(op, conv, param, lut);
+  case STK__AA_CONTRAST:
+    step->code = tv ? STK_GPU_AA_CONTRAST_PIL : STK_GPU_AA_CONTRAST_DALI, step->p[0] = param;
+    return STK_OK;
+  case STK__AA_COLOR:
+    if (tv) step->code = STK_GPU_AA_COLOR_PIL, step->p[0] = param;
+    else step->code = STK_GPU_AA_COLOR_DALI, stk__hsv_matrix(0.0, param, 1.0, false, step->p);
+    return STK_OK;
+  case STK__AA_SHARPNESS:
+    if (tv) {
+      step->code = STK_GPU_AA_SHARP_PIL, step->p[0] = param;
+    } else {
+      float k[9];
+      if (!stk__aa_dali_sharp_kernel(param, NULL, k)) { /* else a copy, as the CPU */
+        step->code = STK_GPU_AA_SHARP_DALI;
+        for (int i = 0; i < 9; i++) step->p[i] = k[i];
+      }
+    }
+    return STK_OK;
+  case STK__AA_EQUALIZE:
+    step->code = tv ? STK_GPU_AA_EQUALIZE_PIL : STK_GPU_AA_EQUALIZE_CV;
+    return STK_OK;
+  case STK__AA_AUTO_CONTRAST:
+    step->code = tv ? STK_GPU_AA_AUTOCONTRAST_PIL : STK_GPU_AA_AUTOCONTRAST_DALI;
+    return STK_OK;
+  default: return STK_FAIL(STK_ERR_INTERNAL, "operation %d", (int)op);
   }
 }

@@ -651,88 +651,6 @@ typedef struct {
   int num_steps, num_luts, num_floats;
 } gpu_prog;
 
-/* Scratch for building a table on the host (a few kilobytes). */
-typedef struct {
-  _Alignas(16) char buf[16384];
-  size_t used;
-} bump_arena;
-
-static void *bump_alloc(void *ctx, size_t bytes) {
-  bump_arena *a = ctx;
-  size_t at = (a->used + 15) & ~(size_t)15;
-  if (at + bytes > sizeof a->buf) return NULL;
-  a->used = at + bytes;
-  return a->buf + at;
-}
-
-/* The table of a point operation that depends on its parameter only: the CPU operation
- * itself applied to the ramp 0..255, so the GPU's table is the CPU's bytes. */
-static stk_status ramp_lut(stk__aa_op op, stk__aa_convention conv, double param, uint8_t *lut) {
-  uint8_t ramp[256];
-  for (int v = 0; v < 256; v++) ramp[v] = (uint8_t)v;
-  stk__image src = {ramp, STK_DTYPE_UINT8, 1, 256, 1}, dst = {lut, STK_DTYPE_UINT8, 1, 256, 1};
-  bump_arena *arena = malloc(sizeof *arena);
-  if (!arena) return STK_ERR_OUT_OF_MEMORY;
-  arena->used = 0;
-  stk_status st = stk__aa_color(op, conv, &param, 1, &src, &dst, bump_alloc, arena);
-  free(arena);
-  return st;
-}
-
-/* Appends the step of one operation (the same dispatch as stk__aa_color / apply_one). */
-static stk_status gpu_step(const aa_state *st, stk__aa_op op, double param, int64_t h,
-                           int64_t w, gpu_prog *g, stk_gpu_aa_step *step, double m[6]) {
-  bool tv = st->conv == STK__AA_TORCHVISION;
-  memset(step, 0, sizeof *step);
-  step->code = STK_GPU_AA_COPY;
-  if (stk__aa_op_is_geometric(op)) {
-    double v[2];
-    geometric_vec(op, param, v);
-    if (op == STK__AA_ROTATE) v[0] = param;
-    STK_TRY(stk__aa_matrix(op, st->conv, v, h, w, m));
-    step->code = STK_GPU_AA_WARP;
-    for (int i = 0; i < 6; i++) step->p[i] = m[i];
-    return STK_OK;
-  }
-  switch (op) {
-  case STK__AA_IDENTITY: return STK_OK;
-  case STK__AA_BRIGHTNESS:
-  case STK__AA_POSTERIZE:
-  case STK__AA_SOLARIZE:
-  case STK__AA_SOLARIZE_ADD:
-  case STK__AA_INVERT:
-    step->code = STK_GPU_AA_LUT, step->lut = g->num_luts;
-    STK_TRY(ramp_lut(op, st->conv, param, g->luts + (size_t)g->num_luts * 256));
-    g->num_luts++;
-    return STK_OK;
-  case STK__AA_CONTRAST:
-    step->code = tv ? STK_GPU_AA_CONTRAST_PIL : STK_GPU_AA_CONTRAST_DALI, step->p[0] = param;
-    return STK_OK;
-  case STK__AA_COLOR:
-    if (tv) step->code = STK_GPU_AA_COLOR_PIL, step->p[0] = param;
-    else step->code = STK_GPU_AA_COLOR_DALI, stk__hsv_matrix(0.0, param, 1.0, false, step->p);
-    return STK_OK;
-  case STK__AA_SHARPNESS:
-    if (tv) {
-      step->code = STK_GPU_AA_SHARP_PIL, step->p[0] = param;
-    } else {
-      float k[9];
-      if (!stk__aa_dali_sharp_kernel(param, NULL, k)) {
-        step->code = STK_GPU_AA_SHARP_DALI;
-        for (int i = 0; i < 9; i++) step->p[i] = k[i];
-      }
-    }
-    return STK_OK;
-  case STK__AA_EQUALIZE:
-    step->code = tv ? STK_GPU_AA_EQUALIZE_PIL : STK_GPU_AA_EQUALIZE_CV;
-    return STK_OK;
-  case STK__AA_AUTO_CONTRAST:
-    step->code = tv ? STK_GPU_AA_AUTOCONTRAST_PIL : STK_GPU_AA_AUTOCONTRAST_DALI;
-    return STK_OK;
-  default: return STK_FAIL(STK_ERR_INTERNAL, "operation %d", (int)op);
-  }
-}
-
 /* Boxes of sample i (host input `index`) into the payload; *count boxes. */
 static stk_status gpu_boxes_in(stk__node *node, stk__gpu_batch *b, int index, size_t i,
                                const float **data, int64_t *count) {
@@ -790,8 +708,11 @@ static stk_status gpu_plan_sample(stk__node *node, stk__gpu_batch *b, const aa_s
   for (int k = 0; k < stages; k++) {
     if (op[k] < 0) continue;
     double m[6];
+    bool uses_lut = false;
     stk_gpu_aa_step *step = &g->steps[g->num_steps];
-    STK_TRY(stk__sample_wrap(gpu_step(st, (stk__aa_op)op[k], param[k], h, w, g, step, m), node, s));
+    STK_TRY(stk__sample_wrap(stk__aa_gpu_step((stk__aa_op)op[k], st->conv, param[k], h, w, step, m,
+                                              g->luts + (size_t)g->num_luts * 256, &uses_lut), node, s));
+    if (uses_lut) step->lut = g->num_luts++;
     if (step->code == STK_GPU_AA_COPY) continue; /* identity: nothing to run */
     g->num_steps++;
     if (step->code == STK_GPU_AA_WARP && nb)
