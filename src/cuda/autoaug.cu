@@ -30,6 +30,8 @@ static int check_sample(int i, const stk_gpu_aa_sample *s, int num_steps,
   if (!s->src || !s->dst || !s->scratch || s->h < 0 || s->w < 0 || s->c < 1 || s->c > STK_AA_C)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL buffer or bad image %dx%dx%d "
                     "(1..%d channels)", i, s->h, s->w, s->c, STK_AA_C);
+  if ((int64_t)s->h * s->w * (s->c > s->mask_c ? s->c : s->mask_c) >= ((int64_t)1 << 31))
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "sample %d: %dx%d image of 2^31 elements or more", i, s->h, s->w);
   if (s->mask_src && (!s->mask_dst || !s->mask_scratch || s->mask_c < 1))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: mask without its buffers", i);
   if (s->num_steps < 1 || s->first_step < 0 || s->first_step > num_steps - s->num_steps)

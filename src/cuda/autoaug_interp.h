@@ -5,7 +5,8 @@
  * blockDim.x, shared memory for `sh`); the C test tests/c/test_autoaug_interp.c runs the
  * very same code on the CPU with one thread (tid 0, nt 1: the barriers vanish, the
  * atomics become plain additions) and compares it with the CPU operator. Every loop is
- * strided by nt, so the one-thread run does all the work of the block.
+ * strided by nt, so the one-thread run does all the work of the block. Images and masks
+ * hold fewer than 2^31 elements (the entry point checks), so indices divide in 32 bits.
  */
 #ifndef STOKER_CUDA_AUTOAUG_INTERP_H
 #define STOKER_CUDA_AUTOAUG_INTERP_H
@@ -41,7 +42,7 @@ STK_HD void stk_aa_copy(const uint8_t *in, uint8_t *out, int64_t n, int tid, int
 STK_HD void stk_aa_histograms(const uint8_t *in, int64_t n, int c, stk_aa_shared *sh, int tid, int nt) {
   for (int i = tid; i < c * 256; i += nt) sh->hist[i] = 0;
   STK_AA_SYNC();
-  for (int64_t i = tid; i < n; i += nt) STK_AA_ADD_U32(&sh->hist[(int)(i % c) * 256 + in[i]], 1u);
+  for (int64_t i = tid; i < n; i += nt) STK_AA_ADD_U32(&sh->hist[(int)((uint32_t)i % (uint32_t)c) * 256 + in[i]], 1u);
   STK_AA_SYNC();
   for (int i = tid; i < c * 256; i += nt) sh->hist64[i] = sh->hist[i];
   STK_AA_SYNC();
@@ -89,7 +90,7 @@ STK_HD void stk_aa_warp_step(const stk_gpu_aa_sample *s, const double *m, const 
   int64_t px = (int64_t)s->h * s->w;
   int c = s->c;
   for (int64_t p = tid; p < px; p += nt) {
-    int x = (int)(p % s->w), y = (int)(p / s->w);
+    int x = (int)((uint32_t)p % (uint32_t)s->w), y = (int)((uint32_t)p / (uint32_t)s->w);
     double sx, sy;
     stk_aa_warp_coords(m, x, y, &sx, &sy);
     uint8_t *o = out + p * c;
@@ -111,7 +112,7 @@ STK_HD void stk_aa_warp_step(const stk_gpu_aa_sample *s, const double *m, const 
 /* A table applied to every element: lut[(i % c) * 256 + in[i]] (per_channel) or lut[in[i]]. */
 STK_HD void stk_aa_apply_lut(const uint8_t *in, uint8_t *out, int64_t n, int c, int per_channel,
                              const uint8_t *lut, int tid, int nt) {
-  for (int64_t i = tid; i < n; i += nt) out[i] = lut[(per_channel ? (int)(i % c) * 256 : 0) + in[i]];
+  for (int64_t i = tid; i < n; i += nt) out[i] = lut[(per_channel ? (int)((uint32_t)i % (uint32_t)c) * 256 : 0) + in[i]];
 }
 
 /* One non-geometric step from in to out (no aliasing). */
@@ -164,9 +165,9 @@ STK_HD void stk_aa_color_step(const stk_gpu_aa_sample *s, const stk_gpu_aa_step 
     float k[9];
     for (int i = 0; i < 9; i++) k[i] = (float)st->p[i];
     for (int64_t i = tid; i < n; i += nt) {
-      int ch = (int)(i % c);
-      int64_t p = i / c;
-      int x = (int)(p % s->w), y = (int)(p / s->w);
+      int ch = (int)((uint32_t)i % (uint32_t)c);
+      uint32_t p = (uint32_t)i / (uint32_t)c;
+      int x = (int)(p % (uint32_t)s->w), y = (int)(p / (uint32_t)s->w);
       out[i] = st->code == STK_GPU_AA_SHARP_DALI ? stk_aa_dali_sharp(in, s->h, s->w, c, y, x, ch, k)
                                                  : stk_aa_pil_sharp(in, s->h, s->w, c, y, x, ch, k[0]);
     }
