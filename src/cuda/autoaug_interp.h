@@ -188,9 +188,14 @@ STK_HD void stk_aa_color_step(const stk_gpu_aa_sample *s, const stk_gpu_aa_step 
 /* Runs sample s's program (steps[s->first_step ...]) as thread tid of nt. The last step
  * lands in dst: step j of k writes dst when k - 1 - j is even, else scratch; the mask
  * ping-pongs the same way over the warp steps. */
-STK_HD void stk_aa_run_sample(const stk_gpu_aa_sample *s, const stk_gpu_aa_step *steps, const uint8_t *luts,
-                              const float *floats, int interp, int constant, stk_aa_shared *sh, int tid,
-                              int nt) {
+STK_HD void stk_aa_run_sample(const stk_gpu_aa_sample *sample, const stk_gpu_aa_step *steps,
+                              const uint8_t *luts, const float *floats, int interp, int constant,
+                              stk_aa_shared *sh, int tid, int nt) {
+  /* local copies of the descriptor and of each step: the byte stores of the pixel loops
+   * may alias any global memory, so fields read through pointers would be reloaded for
+   * every pixel; locals stay in registers */
+  stk_gpu_aa_sample S = *sample;
+  const stk_gpu_aa_sample *s = &S;
   for (int i = tid; i < s->dec_count; i += nt) s->dec_dst[i] = floats[s->dec_off + i];
   for (int i = tid; i < s->box_count; i += nt) s->box_dst[i] = floats[s->box_off + i];
   const stk_gpu_aa_step *prog = steps + s->first_step;
@@ -198,16 +203,16 @@ STK_HD void stk_aa_run_sample(const stk_gpu_aa_sample *s, const stk_gpu_aa_step 
   for (int j = 0; j < k; j++) warps += prog[j].code == STK_GPU_AA_WARP;
   const uint8_t *cur = s->src, *mcur = s->mask_src;
   for (int j = 0; j < k; j++) {
-    const stk_gpu_aa_step *st = &prog[j];
+    stk_gpu_aa_step st = prog[j];
     uint8_t *out = (k - 1 - j) % 2 == 0 ? s->dst : s->scratch;
-    if (st->code == STK_GPU_AA_WARP) {
+    if (st.code == STK_GPU_AA_WARP) {
       uint8_t *mout = NULL;
       if (mcur) mout = (warps - 1 - done_warps) % 2 == 0 ? s->mask_dst : s->mask_scratch;
-      stk_aa_warp_step(s, st->p, cur, out, mcur, mout, interp, constant, tid, nt);
+      stk_aa_warp_step(s, st.p, cur, out, mcur, mout, interp, constant, tid, nt);
       done_warps++;
       mcur = mout;
     } else {
-      stk_aa_color_step(s, st, luts, cur, out, sh, tid, nt);
+      stk_aa_color_step(s, &st, luts, cur, out, sh, tid, nt);
     }
     STK_AA_SYNC();
     cur = out;
