@@ -34,8 +34,15 @@ typedef struct {
   uint8_t lut[STK_AA_C * 256];
 } stk_aa_shared;
 
+/* Whole 4-byte words of n bytes at in and out, when both are 4-byte aligned (else 0). */
+STK_HD int64_t stk_aa_words(const uint8_t *in, const uint8_t *out, int64_t n) {
+  return ((uintptr_t)in % 4 == 0 && (uintptr_t)out % 4 == 0) ? n / 4 : 0;
+}
+
 STK_HD void stk_aa_copy(const uint8_t *in, uint8_t *out, int64_t n, int tid, int nt) {
-  for (int64_t i = tid; i < n; i += nt) out[i] = in[i];
+  int64_t words = stk_aa_words(in, out, n);
+  for (int64_t i = tid; i < words; i += nt) ((uint32_t *)out)[i] = ((const uint32_t *)in)[i];
+  for (int64_t i = words * 4 + tid; i < n; i += nt) out[i] = in[i];
 }
 
 /* Per-channel histograms of `in` into sh->hist64 (synchronised on return). */
@@ -109,10 +116,22 @@ STK_HD void stk_aa_warp_step(const stk_gpu_aa_sample *s, const double *m, const 
   }
 }
 
-/* A table applied to every element: lut[(i % c) * 256 + in[i]] (per_channel) or lut[in[i]]. */
+/* A table applied to every element: lut[(i % c) * 256 + in[i]] (per_channel) or lut[in[i]];
+ * four elements per load where the buffers allow. */
 STK_HD void stk_aa_apply_lut(const uint8_t *in, uint8_t *out, int64_t n, int c, int per_channel,
                              const uint8_t *lut, int tid, int nt) {
-  for (int64_t i = tid; i < n; i += nt) out[i] = lut[(per_channel ? (int)((uint32_t)i % (uint32_t)c) * 256 : 0) + in[i]];
+  int64_t words = stk_aa_words(in, out, n);
+  for (int64_t i = tid; i < words; i += nt) {
+    uint32_t v = ((const uint32_t *)in)[i], r = 0;
+    int ch = per_channel ? (int)(((uint32_t)i * 4u) % (uint32_t)c) : 0;
+    for (int j = 0; j < 4; j++) {
+      r |= (uint32_t)lut[ch * 256 + (int)((v >> (8 * j)) & 255u)] << (8 * j); /* little-endian bytes */
+      if (per_channel && ++ch == c) ch = 0;
+    }
+    ((uint32_t *)out)[i] = r;
+  }
+  for (int64_t i = words * 4 + tid; i < n; i += nt)
+    out[i] = lut[(per_channel ? (int)((uint32_t)i % (uint32_t)c) * 256 : 0) + in[i]];
 }
 
 /* One non-geometric step from in to out (no aliasing). */
