@@ -781,8 +781,11 @@ static stk_status gpu_bind(stk__gpu_batch *b, gpu_prog *g, stk_tensor_list **out
     }
     stk_tensor_list_sample(outs[2], i, &d), q->box_dst = d.data;
     stk_tensor_list_sample(outs[3], i, &d), q->dec_dst = d.data;
-    /* an empty image still needs valid pointers for the descriptor check */
+    /* an empty image (no bytes, NULL pointers) still needs valid pointers for the
+     * descriptor check; nothing is read or written through them */
+    if (!q->src) q->src = q->scratch;
     if (!q->dst) q->dst = q->scratch;
+    if (q->mask_src && !q->mask_dst) q->mask_dst = q->mask_scratch;
   }
   return STK_OK;
 }
