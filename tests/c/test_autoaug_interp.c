@@ -32,10 +32,16 @@ static void *arena_alloc(void *ctx, size_t bytes) {
   return a->buf + at;
 }
 
-/* A structured test image: gradients, a texture and, with `narrow`, a value range of
- * 60..179 (so auto-contrast and equalize do something). */
-static uint8_t *make_image(int h, int w, int c, int seed, bool narrow) {
+/* A test image: kind 0 gradients and a texture, 1 the same in 60..179 (so auto-contrast
+ * and equalize do something), 2 noise (every rounding case of the float sums). */
+static uint8_t *make_image(int h, int w, int c, int seed, int kind) {
   uint8_t *p = malloc((size_t)(h * w * c));
+  if (kind == 2) {
+    uint32_t x = 2463534242u + (uint32_t)seed;
+    for (int i = 0; i < h * w * c; i++) x ^= x << 13, x ^= x >> 17, x ^= x << 5, p[i] = (uint8_t)(x >> 7);
+    return p;
+  }
+  bool narrow = kind == 1;
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++)
       for (int k = 0; k < c; k++) {
@@ -157,11 +163,11 @@ static const op_params OPS[] = {
 
 static void test_every_operation(void **state) {
   (void)state;
-  int shapes[][3] = {{29, 37, 3}, {16, 23, 1}, {2, 3, 3}};
+  int shapes[][3] = {{29, 37, 3}, {16, 23, 1}, {2, 3, 3}, {64, 48, 3}};
   size_t off_by_one = 0, total = 0;
   for (int conv = 0; conv < 2; conv++)
-    for (int si = 0; si < 3; si++)
-      for (int narrow = 0; narrow < 2; narrow++)
+    for (int si = 0; si < 4; si++)
+      for (int narrow = 0; narrow < 3; narrow++)
         for (int mode = 0; mode < 3; mode++) { /* default interp + constant, nearest + clamp, linear */
           setup S = {shapes[si][0], shapes[si][1], shapes[si][2], (stk__aa_convention)conv,
                      conv ? STK__INTERP_NEAREST : STK__INTERP_LINEAR, true, {128.f, 10.4f, 200.5f, 0.f}};
