@@ -65,7 +65,7 @@ typedef struct {
 } stk_gpu_aa_sample;
 
 typedef struct {
-  int interp;   /* STK_GPU_INTERP_NEAREST or _LINEAR (of the image; masks: nearest) */
+  int interp;   /* STK_GPU_INTERP_NEAREST, _LINEAR or _CUBIC (of the image; masks: nearest) */
   int constant; /* outside pixels take the fill (else the edge repeats) */
 } stk_gpu_aa_args;
 

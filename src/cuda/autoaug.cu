@@ -62,8 +62,9 @@ static int aa_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, i
       (num_luts > 0 && !luts) || num_floats < 0 || (num_floats > 0 && !floats) || !args)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d, %d steps, %d tables, %d "
                     "values)", n, num_steps, num_luts, num_floats);
-  if (args->interp != STK_GPU_INTERP_NEAREST && args->interp != STK_GPU_INTERP_LINEAR)
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "interpolation %d: nearest or linear", args->interp);
+  if (args->interp != STK_GPU_INTERP_NEAREST && args->interp != STK_GPU_INTERP_LINEAR &&
+      args->interp != STK_GPU_INTERP_CUBIC)
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "interpolation %d: nearest, linear or cubic", args->interp);
   if (n == 0) return 0;
   for (int i = 0; i < n; i++)
     STK_TRY_INT(check_sample(i, &samples[i], num_steps, steps, num_luts, num_floats, err, errlen));

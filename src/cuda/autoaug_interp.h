@@ -104,9 +104,12 @@ STK_HD void stk_aa_warp_step(const stk_gpu_aa_sample *s, const double *m, const 
     if (interp == STK_GPU_INTERP_NEAREST) {
       int64_t q = stk_aa_warp_nearest(sx, sy, s->h, s->w, constant);
       for (int ch = 0; ch < c; ch++) o[ch] = q < 0 ? s->fill8[ch] : in[q * c + ch];
-    } else {
+    } else if (interp == STK_GPU_INTERP_LINEAR) {
       for (int ch = 0; ch < c; ch++)
         o[ch] = stk_aa_u8_f32(stk_aa_warp_linear(in, s->h, s->w, c, sx, sy, ch, constant, s->fill));
+    } else {
+      for (int ch = 0; ch < c; ch++)
+        o[ch] = stk_aa_u8_f32(stk_aa_warp_cubic(in, s->h, s->w, c, sx, sy, ch, constant, s->fill));
     }
     if (min) {
       int64_t q = stk_aa_warp_nearest(sx, sy, s->h, s->w, 1);

@@ -796,9 +796,6 @@ static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const aa_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   int stages = stk__aa_num_stages(&st->sampler);
-  if (st->interp != STK__INTERP_NEAREST && st->interp != STK__INTERP_LINEAR)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "interp_type cubic is not supported on the "
-                      "GPU (nearest or linear)");
   stk_tensor_list *in = NULL, *mask = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
   bool owned = false, mask_owned = false;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -835,7 +832,9 @@ static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
   stk__gpu *gpu = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   if (rc == STK_OK) {
-    stk_gpu_aa_args args = {st->interp == STK__INTERP_NEAREST ? STK_GPU_INTERP_NEAREST : STK_GPU_INTERP_LINEAR,
+    stk_gpu_aa_args args = {st->interp == STK__INTERP_NEAREST  ? STK_GPU_INTERP_NEAREST
+                            : st->interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
+                                                               : STK_GPU_INTERP_CUBIC,
                             st->constant};
     rc = stk__gpu_op_check(node, gpu->api->autoaug->apply(gpu->ctx, (int)n, g.smp, g.num_steps, g.steps,
                                                           g.num_luts, g.luts, g.num_floats, g.floats, &args,

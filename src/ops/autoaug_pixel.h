@@ -10,8 +10,8 @@
  *    truncated), double -> uint8 as stk__store_double (round half away, saturated);
  *  - Pillow's blend of two values and its luma;
  *  - the table builders of equalize (Pillow, OpenCV) and auto-contrast (Pillow, DALI);
- *  - the affine-warp samplers (nearest, linear) of geometry.c's warp_affine for one
- *    output pixel;
+ *  - the affine-warp samplers (nearest, linear, cubic) of geometry.c's warp_affine for
+ *    one output pixel, over geometry_px.h's coordinate and weight arithmetic;
  *  - DALI's colour (YIQ saturation) and sharpness (3x3 filter, reflect-101) and Pillow's
  *    sharpness at one element.
  */
@@ -23,6 +23,7 @@
 
 #include "../cuda/gpu_common.h"
 #include "color_math.h"
+#include "geometry_px.h"
 
 /* ---- stores ---- */
 
@@ -136,35 +137,22 @@ STK_HD uint8_t stk_aa_pil_sharp(const uint8_t *src, int h, int w, int c, int y, 
   return stk_aa_pil_blend(smooth, *p, factor);
 }
 
-/* ---- warps (geometry.c's warp_affine, one output pixel) ---- */
+/* ---- warps (geometry.c's warp_affine, one output pixel, through geometry_px.h) ---- */
 
-/* Keeps a coordinate (NaN included) within `margin` pixels of the image. */
-STK_HD double stk_aa_tame(double v, int n, double margin) {
-  if (!(v > -margin)) return -margin;
-  if (!(v < (double)n + margin)) return (double)n + margin;
-  return v;
-}
-
-STK_HD int stk_aa_ffloor(double v) {
-  int i = (int)v;
-  return i - (v < (double)i);
-}
-
-/* Source edge coordinates of output pixel (x, y) under the output -> input matrix m:
- * the row start m0 / 2 + m1 (y + 1/2) + m2 stepped x times by m0 (likewise for y). */
+/* Source edge coordinates of output pixel (x, y) under the output -> input matrix m: the
+ * row origin stepped x times by (m0, m3), as warp_affine's rows. */
 STK_HD void stk_aa_warp_coords(const double *m, int x, int y, double *sx, double *sy) {
-  double yc = (double)y + 0.5;
-  double rx = STK_DADD(STK_DADD(STK_DMUL(m[0], 0.5), STK_DMUL(m[1], yc)), m[2]);
-  double ry = STK_DADD(STK_DADD(STK_DMUL(m[3], 0.5), STK_DMUL(m[4], yc)), m[5]);
-  *sx = STK_DADD(rx, STK_DMUL(m[0], (double)x));
-  *sy = STK_DADD(ry, STK_DMUL(m[3], (double)x));
+  double rx, ry;
+  stk_warp_row_origin(m, y, &rx, &ry);
+  *sx = stk_warp_step(rx, m[0], x);
+  *sy = stk_warp_step(ry, m[3], x);
 }
 
-/* Nearest: the source pixel of output (sx, sy), or -1 for the fill; with !constant the
- * edge pixel. Returns the pixel index (y * w + x). */
+/* Nearest: the index (y * w + x) of the source pixel of output (sx, sy), or -1 for the
+ * fill; with !constant the edge pixel. */
 STK_HD int64_t stk_aa_warp_nearest(double sx, double sy, int h, int w, int constant) {
-  int xi = stk_aa_ffloor(stk_aa_tame(sx, w, 2.0));
-  int yi = stk_aa_ffloor(stk_aa_tame(sy, h, 2.0));
+  long long xi, yi;
+  stk_warp_nearest(sx, sy, w, h, &xi, &yi);
   if (!(xi >= 0 && yi >= 0 && xi < w && yi < h)) {
     if (constant) return -1;
     xi = xi < 0 ? 0 : xi >= w ? w - 1 : xi;
@@ -173,7 +161,8 @@ STK_HD int64_t stk_aa_warp_nearest(double sx, double sy, int h, int w, int const
   return (int64_t)yi * w + xi;
 }
 
-STK_HD float stk_aa_tap(const uint8_t *src, int h, int w, int c, int x, int y, int ch,
+/* Channel ch of pixel (x, y), which may lie outside: the fill or the clamped edge. */
+STK_HD float stk_aa_tap(const uint8_t *src, int h, int w, int c, long long x, long long y, int ch,
                         int constant, const float *fill) {
   if (x < 0 || y < 0 || x >= w || y >= h) {
     if (constant) return fill[ch];
@@ -187,17 +176,29 @@ STK_HD float stk_aa_tap(const uint8_t *src, int h, int w, int c, int x, int y, i
  * stk_aa_u8_f32). */
 STK_HD float stk_aa_warp_linear(const uint8_t *src, int h, int w, int c, double sx, double sy,
                                 int ch, int constant, const float *fill) {
-  double u = stk_aa_tame(STK_DSUB(sx, 0.5), w, 3.0);
-  double v = stk_aa_tame(STK_DSUB(sy, 0.5), h, 3.0);
-  int x0 = stk_aa_ffloor(u), y0 = stk_aa_ffloor(v);
-  float ax = (float)(u - (double)x0), ay = (float)(v - (double)y0);
-  float p00 = stk_aa_tap(src, h, w, c, x0, y0, ch, constant, fill);
-  float p01 = stk_aa_tap(src, h, w, c, x0 + 1, y0, ch, constant, fill);
-  float p10 = stk_aa_tap(src, h, w, c, x0, y0 + 1, ch, constant, fill);
-  float p11 = stk_aa_tap(src, h, w, c, x0 + 1, y0 + 1, ch, constant, fill);
-  float t = STK_FADD(p00, STK_FMUL(STK_FADD(p01, -p00), ax));
-  float b = STK_FADD(p10, STK_FMUL(STK_FADD(p11, -p10), ax));
-  return STK_FADD(t, STK_FMUL(STK_FADD(b, -t), ay));
+  long long x0, y0;
+  float ax, ay;
+  stk_warp_linear_setup(sx, sy, w, h, &x0, &y0, &ax, &ay);
+  return stk_warp_bilinear(stk_aa_tap(src, h, w, c, x0, y0, ch, constant, fill),
+                           stk_aa_tap(src, h, w, c, x0 + 1, y0, ch, constant, fill),
+                           stk_aa_tap(src, h, w, c, x0, y0 + 1, ch, constant, fill),
+                           stk_aa_tap(src, h, w, c, x0 + 1, y0 + 1, ch, constant, fill), ax, ay);
+}
+
+/* Cubic: channel ch of output (sx, sy) as row_cubic computes it (rows of four taps, then
+ * the column; float32 multiply-adds rounded step by step). */
+STK_HD float stk_aa_warp_cubic(const uint8_t *src, int h, int w, int c, double sx, double sy,
+                               int ch, int constant, const float *fill) {
+  long long x0, y0;
+  float wx[4], wy[4];
+  stk_warp_cubic_setup(sx, sy, w, h, &x0, &y0, wx, wy);
+  float acc = 0.0f;
+  for (int j = 0; j < 4; j++) {
+    float r = 0.0f;
+    for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], stk_aa_tap(src, h, w, c, x0 + k, y0 + j, ch, constant, fill));
+    acc = stk_warp_mac(acc, wy[j], r);
+  }
+  return acc;
 }
 
 #endif /* STOKER_OPS_AUTOAUG_PIXEL_H */

@@ -6,8 +6,8 @@
  * kernel's code; only the block's parallelism is missing, so a GPU run can differ from
  * here only through indexing across threads, not through arithmetic.
  *
- * Exact everywhere except where the CPU stores float32 rows to uint8 (linear warps,
- * DALI's sharpness): its bulk conversion adds 0.5f in float32 while a row's last
+ * Exact everywhere except where the CPU stores float32 rows to uint8 (linear and cubic
+ * warps, DALI's sharpness): its bulk conversion adds 0.5f in float32 while a row's last
  * elements round in double, so values within an ulp of .5 may differ by one. */
 #include <math.h>
 #include <stdio.h>
@@ -116,7 +116,9 @@ static void emulate(const setup *S, const stk__aa_op *ops, const double *params,
   float payload[8] = {1, 2, 3, 4, 5, 6, 7, 8}, dec[3] = {0}, box[4] = {0};
   s.dec_dst = dec, s.dec_off = 1, s.dec_count = 3, s.box_dst = box, s.box_off = 4, s.box_count = 4;
   stk_aa_shared *sh = malloc(sizeof *sh);
-  int interp = S->interp == STK__INTERP_NEAREST ? STK_GPU_INTERP_NEAREST : STK_GPU_INTERP_LINEAR;
+  int interp = S->interp == STK__INTERP_NEAREST  ? STK_GPU_INTERP_NEAREST
+               : S->interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
+                                                 : STK_GPU_INTERP_CUBIC;
   stk_aa_run_sample(&s, steps, luts, payload, interp, S->constant, sh, 0, 1);
   assert_true(dec[0] == 2 && dec[2] == 4 && box[0] == 5 && box[3] == 8);
   free(sh), free(scratch), free(mscratch);
@@ -168,11 +170,12 @@ static void test_every_operation(void **state) {
   for (int conv = 0; conv < 2; conv++)
     for (int si = 0; si < 4; si++)
       for (int narrow = 0; narrow < 3; narrow++)
-        for (int mode = 0; mode < 3; mode++) { /* default interp + constant, nearest + clamp, linear */
+        for (int mode = 0; mode < 4; mode++) { /* default interp + constant, nearest + clamp, linear, cubic + clamp */
           setup S = {shapes[si][0], shapes[si][1], shapes[si][2], (stk__aa_convention)conv,
                      conv ? STK__INTERP_NEAREST : STK__INTERP_LINEAR, true, {128.f, 10.4f, 200.5f, 0.f}};
           if (mode == 1) S.interp = STK__INTERP_NEAREST, S.constant = false;
           if (mode == 2) S.interp = STK__INTERP_LINEAR;
+          if (mode == 3) S.interp = STK__INTERP_CUBIC, S.constant = false;
           size_t n = (size_t)(S.h * S.w * S.c);
           uint8_t *src = make_image(S.h, S.w, S.c, si * 11 + narrow, narrow), *a = malloc(n), *b = malloc(n);
           for (size_t k = 0; k < sizeof OPS / sizeof OPS[0]; k++)
@@ -184,7 +187,7 @@ static void test_every_operation(void **state) {
               char what[128];
               snprintf(what, sizeof what, "%s %s(%g) %dx%dx%d mode %d", conv ? "torchvision" : "dali",
                        stk__aa_op_name(OPS[k].op), p, S.h, S.w, S.c, mode);
-              bool exact = !(S.interp == STK__INTERP_LINEAR && stk__aa_op_is_geometric(OPS[k].op)) &&
+              bool exact = !(S.interp != STK__INTERP_NEAREST && stk__aa_op_is_geometric(OPS[k].op)) &&
                            !(OPS[k].op == STK__AA_SHARPNESS && conv == 0);
               off_by_one += compare(a, b, n, exact, what);
               total += n;

@@ -5,7 +5,8 @@ same Philox stream for the same seed) and the kernel computes each operation wit
 per-pixel code the CPU uses (src/ops/autoaug_pixel.h). Tolerances:
   - torchvision's convention (nearest warps, Pillow's integer / truncating arithmetic,
     tables) is exact: atol 0;
-  - DALI's convention (linear warps, float32 sharpness) rounds float32 results to uint8:
+  - DALI's convention (linear warps, float32 sharpness) and cubic warps round float32
+    results to uint8:
     the CPU's bulk conversion adds 0.5f in float32 while its conversion of a row's last
     elements rounds in double, so a value within one float32 ulp of .5 may round either
     way: atol 1, on a small fraction of the elements. A warp moves such an off-by-one
@@ -80,7 +81,7 @@ def test_every_operation(op, conv):
 
 
 @pytest.mark.parametrize("conv", ["dali", "torchvision"])
-@pytest.mark.parametrize("interp", ["nearest", "linear"])
+@pytest.mark.parametrize("interp", ["nearest", "linear", "cubic"])
 @pytest.mark.parametrize("border", ["constant", "clamp"])
 def test_warp_settings(conv, interp, border):
     tol = dict(atol=0) if interp == "nearest" else TOL["dali"]
@@ -186,8 +187,8 @@ def test_gpu_fused_equals_cpu_generic(conv):
 
 
 def test_errors_on_the_gpu():
-    with pytest.raises(Exception, match="cubic"):
-        run_both(fused("rand_augment", "dali", interp_type="cubic"), iterations=1)
+    with pytest.raises(Exception, match="fill_value"):  # 2 values for 3 channels
+        run_both(fused("rand_augment", "dali", fill_value=[1.0, 2.0]), iterations=1)
     with pytest.raises(Exception, match="CPU only"):
         run_both(lambda img, dev: ra.apply_rand_augment(renamed(ra.get_rand_augment_suite()), img, 2, 9),
                  iterations=1)
