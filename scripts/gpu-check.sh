@@ -164,7 +164,7 @@ if [ $BUILD_OK = 1 ] && want pipeline; then
   step gpu_pipeline 120 "$BUILD/test_gpu_pipeline"
   step torch_dlpack 180 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
     tests/python/test_gpu_torch.py
-  for preset in decode basic-full basic; do
+  for preset in decode basic-full basic randaugment autoaugment trivialaugment; do
     step "stk_$preset" 120 "$BUILD/stoker" bench --data "$DATA" --pipeline $preset --device gpu --batch-size 256 \
       --threads 15 --epochs 3 --json
   done

@@ -87,7 +87,7 @@ static char *pipeline_text(const char *spec, const char *device) {
   snprintf(gpu_name, sizeof gpu_name, "%s@gpu", spec);
   bool gpu = strcmp(device, "gpu") == 0;
   if (gpu && cli_preset(spec) && !cli_preset(gpu_name)) {
-    fprintf(stderr, "stoker: preset '%s' has no GPU variant yet (GPU presets: basic, basic-full, decode)\n", spec);
+    fprintf(stderr, "stoker: preset '%s' has no GPU variant yet (GPU presets: basic, basic-full, decode, randaugment, autoaugment, trivialaugment)\n", spec);
     return NULL;
   }
   const char *preset = gpu ? cli_preset(gpu_name) : cli_preset(spec);

@@ -103,6 +103,42 @@ static const struct {
      "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float32\", output_layout=\"CHW\")\n"
      "return out, labels\n"},
+    {"randaugment@gpu",
+     "# basic@gpu plus RandAugment (n=2, m=9) on the GPU (auto_augment.apply: the fused GPU path, one\n"
+     "# launch per batch; the decisions are drawn on the host as on the CPU) after the\n"
+     "# random_resized_crop, before the normalisation.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
+     "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, policy=\"rand_augment\", n=2, m=9, device=\"gpu\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
+     "return out, labels\n"},
+    {"autoaugment@gpu",
+     "# basic@gpu plus AutoAugment (DALI's ImageNet policy) on the GPU (auto_augment.apply: the fused GPU path, one\n"
+     "# launch per batch; the decisions are drawn on the host as on the CPU) after the\n"
+     "# random_resized_crop, before the normalisation.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
+     "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, policy=\"auto_augment_image_net\", device=\"gpu\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
+     "return out, labels\n"},
+    {"trivialaugment@gpu",
+     "# basic@gpu plus TrivialAugmentWide on the GPU (auto_augment.apply: the fused GPU path, one\n"
+     "# launch per batch; the decisions are drawn on the host as on the CPU) after the\n"
+     "# random_resized_crop, before the normalisation.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
+     "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, policy=\"trivial_augment_wide\", device=\"gpu\")\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
+     "return out, labels\n"},
 };
 
 const char *cli_preset(const char *name) {

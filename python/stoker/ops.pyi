@@ -831,7 +831,7 @@ class auto_augment:
     class Apply(Operator):
         """Automatic augmentation in one operator (the fused path): each uint8 image goes through its own sequence of (operation, magnitude) decisions -- RandAugment, TrivialAugmentWide or an AutoAugment policy, with DALI's or torchvision's magnitudes and operation definitions -- one pass per operation. A mask follows the geometric operations (nearest, fill 0) and boxes are moved with them. Outputs: image, mask, boxes, decisions.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: uint8 HWC (or HW) image
@@ -870,10 +870,10 @@ class auto_augment:
             with_mask (a bool; default false): input 1 is a uint8 mask (HW or HWC, the image's size): moved by the same geometric operations with nearest interpolation and fill 0, never recoloured
             with_boxes (a bool; default false): the last input is float32 boxes [N, 4] (left, top, right, bottom): each becomes the box enclosing its moved corners, clipped to the image
             normalized_boxes (a bool; default false): boxes are fractions of the width and height (else pixels)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, policy: str | None = ..., convention: str | None = ..., n: int | None = ..., m: int | None = ..., num_magnitude_bins: int | None = ..., monotonic_mag: bool | None = ..., excluded: Sequence[str] | None = ..., augmentations: Sequence[str] | None = ..., num_augmentations: int | None = ..., policy_augmentations: Sequence[int] | None = ..., policy_probabilities: Sequence[float] | None = ..., policy_magnitude_bins: Sequence[int] | None = ..., policy_stages: int | None = ..., max_translate_abs: Sequence[float] | None = ..., max_translate_rel: Sequence[float] | None = ..., use_shape: bool | None = ..., seed: int | None = ..., decisions: Sequence[int] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., with_mask: bool | None = ..., with_boxes: bool | None = ..., normalized_boxes: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, policy: str | None = ..., convention: str | None = ..., n: int | None = ..., m: int | None = ..., num_magnitude_bins: int | None = ..., monotonic_mag: bool | None = ..., excluded: Sequence[str] | None = ..., augmentations: Sequence[str] | None = ..., num_augmentations: int | None = ..., policy_augmentations: Sequence[int] | None = ..., policy_probabilities: Sequence[float] | None = ..., policy_magnitude_bins: Sequence[int] | None = ..., policy_stages: int | None = ..., max_translate_abs: Sequence[float] | None = ..., max_translate_rel: Sequence[float] | None = ..., use_shape: bool | None = ..., seed: int | None = ..., decisions: Sequence[int] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., with_mask: bool | None = ..., with_boxes: bool | None = ..., normalized_boxes: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class Augment(Operator):
         """Applies one automatic-augmentation operation with a per-sample parameter, with the same code as auto_augment.apply (DALI's or torchvision's definition). The Python built-in augmentations (stoker.auto_aug.augmentations) call it.

@@ -4,8 +4,10 @@
  * auto_augment.augment (one operation with a per-sample parameter), so both compute the
  * same bytes. */
 #include "autoaug_kernels.h"
+#include "autoaug_pixel.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "color.h"
@@ -133,12 +135,7 @@ static stk_status dali_saturation(const stk__image *src, const stk__image *dst, 
   return stk__affine_apply(src, dst, &a, mem, bytes);
 }
 
-/* DALI's sharpness: experimental.filter with the 3x3 kernel (1 + s) delta - s blur
- * (blur = [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13, all float32 as DALI's mag_to_param
- * computes it), border reflect_101, rounded. `k9` overrides the kernel. */
-static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, double s,
-                                 const double *k9, stk__aa_scratch_fn scratch, void *sctx) {
-  float k[9];
+bool stk__aa_dali_sharp_kernel(double s, const double *k9, float k[9]) {
   bool identity = true;
   for (int i = 0; i < 9; i++) {
     float blur = (float)(i == 4 ? 5 : 1) / 13.0f, delta = i == 4 ? 1.0f : 0.0f;
@@ -146,8 +143,17 @@ static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, d
     k[i] = k9 ? (float)k9[i] : (-sf) * blur + (1.0f + sf) * delta;
     identity &= k[i] == delta;
   }
+  return identity;
+}
+
+/* DALI's sharpness: experimental.filter with the 3x3 kernel (1 + s) delta - s blur
+ * (blur = [[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13, all float32 as DALI's mag_to_param
+ * computes it), border reflect_101, rounded. `k9` overrides the kernel. */
+static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, double s,
+                                 const double *k9, stk__aa_scratch_fn scratch, void *sctx) {
+  float k[9];
   size_t n = (size_t)(src->h * src->w * src->c);
-  if (identity) { /* the filter would copy (its separable path for a delta) */
+  if (stk__aa_dali_sharp_kernel(s, k9, k)) { /* the filter would copy (its separable path for a delta) */
     memcpy(dst->data, src->data, n);
     return STK_OK;
   }
@@ -159,20 +165,6 @@ static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, d
   STK_TRY(stk__conv2d(src, acc, &g, k, false, mem, need));
   stk__convert(dst->data, STK_DTYPE_UINT8, acc, STK_DTYPE_FLOAT32, n);
   return STK_OK;
-}
-
-/* DALI's auto_contrast: per channel (x - lo) * (255 / (hi - lo)) in float32, rounded;
- * a channel with one value is kept. */
-static void dali_auto_contrast_lut(const uint64_t *hist, uint8_t *lut) {
-  int lo = 0, hi = 255;
-  while (lo < 255 && hist[lo] == 0) lo++;
-  while (hi > 0 && hist[hi] == 0) hi--;
-  float scale = hi > lo ? 255.0f / (float)(hi - lo) : 1.0f;
-  int off = hi > lo ? lo : 0;
-  for (int v = 0; v < 256; v++) {
-    float x = (float)(v - off) * scale;
-    stk__convert(&lut[v], STK_DTYPE_UINT8, &x, STK_DTYPE_FLOAT32, 1);
-  }
 }
 
 typedef enum { LUT_POSTERIZE, LUT_SOLARIZE, LUT_SOLARIZE_ADD, LUT_INVERT } lut_kind;
@@ -215,7 +207,7 @@ static stk_status histogram_op(const stk__image *src, const stk__image *dst, stk
     else if (conv == STK__AA_TORCHVISION)
       stk__pil_autocontrast_lut(h, 0.0, 0.0, l);
     else
-      dali_auto_contrast_lut(h, l);
+      stk_aa_dali_autocontrast_lut(h, l); /* shared with the GPU */
   }
   stk__apply_lut_u8(src, dst, lut);
   return STK_OK;
@@ -258,5 +250,90 @@ stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p
   case STK__AA_EQUALIZE:
   case STK__AA_AUTO_CONTRAST: return histogram_op(src, dst, op, conv, scratch, sctx);
   default: return STK_FAIL(STK_ERR_INTERNAL, "%s is not a colour operation", stk__aa_op_name(op));
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* GPU program steps                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+/* Scratch for building a table on the host (a few kilobytes). */
+typedef struct {
+  _Alignas(16) char buf[16384];
+  size_t used;
+} bump_arena;
+
+static void *bump_alloc(void *ctx, size_t bytes) {
+  bump_arena *a = ctx;
+  size_t at = (a->used + 15) & ~(size_t)15;
+  if (at + bytes > sizeof a->buf) return NULL;
+  a->used = at + bytes;
+  return a->buf + at;
+}
+
+/* The table of a point operation that depends on its parameter only: the CPU operation
+ * itself applied to the ramp 0..255, so the GPU's table holds the CPU's bytes. */
+static stk_status ramp_lut(stk__aa_op op, stk__aa_convention conv, double param, uint8_t *lut) {
+  uint8_t ramp[256];
+  for (int v = 0; v < 256; v++) ramp[v] = (uint8_t)v;
+  stk__image src = {ramp, STK_DTYPE_UINT8, 1, 256, 1}, dst = {lut, STK_DTYPE_UINT8, 1, 256, 1};
+  bump_arena *arena = malloc(sizeof *arena);
+  if (!arena) return STK_ERR_OUT_OF_MEMORY;
+  arena->used = 0;
+  stk_status st = stk__aa_color(op, conv, &param, 1, &src, &dst, bump_alloc, arena);
+  free(arena);
+  return st;
+}
+
+stk_status stk__aa_gpu_step(stk__aa_op op, stk__aa_convention conv, double param, int64_t h,
+                            int64_t w, stk_gpu_aa_step *step, double m[6], uint8_t *lut,
+                            bool *uses_lut) {
+  bool tv = conv == STK__AA_TORCHVISION;
+  memset(step, 0, sizeof *step);
+  step->code = STK_GPU_AA_COPY;
+  *uses_lut = false;
+  if (stk__aa_op_is_geometric(op)) { /* the parameter vector as apply_one builds it */
+    bool y = op == STK__AA_SHEAR_Y || op == STK__AA_TRANSLATE_Y;
+    double v[2] = {y ? 0.0 : param, y ? param : 0.0};
+    if (op == STK__AA_ROTATE) v[0] = param;
+    STK_TRY(stk__aa_matrix(op, conv, v, h, w, m));
+    step->code = STK_GPU_AA_WARP;
+    for (int i = 0; i < 6; i++) step->p[i] = m[i];
+    return STK_OK;
+  }
+  switch (op) {
+  case STK__AA_IDENTITY: return STK_OK;
+  case STK__AA_BRIGHTNESS:
+  case STK__AA_POSTERIZE:
+  case STK__AA_SOLARIZE:
+  case STK__AA_SOLARIZE_ADD:
+  case STK__AA_INVERT:
+    step->code = STK_GPU_AA_LUT, *uses_lut = true;
+    return ramp_lut(op, conv, param, lut);
+  case STK__AA_CONTRAST:
+    step->code = tv ? STK_GPU_AA_CONTRAST_PIL : STK_GPU_AA_CONTRAST_DALI, step->p[0] = param;
+    return STK_OK;
+  case STK__AA_COLOR:
+    if (tv) step->code = STK_GPU_AA_COLOR_PIL, step->p[0] = param;
+    else step->code = STK_GPU_AA_COLOR_DALI, stk__hsv_matrix(0.0, param, 1.0, false, step->p);
+    return STK_OK;
+  case STK__AA_SHARPNESS:
+    if (tv) {
+      step->code = STK_GPU_AA_SHARP_PIL, step->p[0] = param;
+    } else {
+      float k[9];
+      if (!stk__aa_dali_sharp_kernel(param, NULL, k)) { /* else a copy, as the CPU */
+        step->code = STK_GPU_AA_SHARP_DALI;
+        for (int i = 0; i < 9; i++) step->p[i] = k[i];
+      }
+    }
+    return STK_OK;
+  case STK__AA_EQUALIZE:
+    step->code = tv ? STK_GPU_AA_EQUALIZE_PIL : STK_GPU_AA_EQUALIZE_CV;
+    return STK_OK;
+  case STK__AA_AUTO_CONTRAST:
+    step->code = tv ? STK_GPU_AA_AUTOCONTRAST_PIL : STK_GPU_AA_AUTOCONTRAST_DALI;
+    return STK_OK;
+  default: return STK_FAIL(STK_ERR_INTERNAL, "operation %d", (int)op);
   }
 }

@@ -8,6 +8,7 @@
 #define STOKER_OPS_AUTOAUG_KERNELS_H
 
 #include "../autoaug/autoaug.h"
+#include "../cuda/api_autoaug.h"
 #include "resample.h"
 
 /* Returns `bytes` of scratch living at least until the operation returns (NULL: none). */
@@ -39,5 +40,17 @@ stk_status stk__aa_boxes(float *boxes, int64_t count, const double m[6], int64_t
 stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p, int np,
                          const stk__image *src, const stk__image *dst, stk__aa_scratch_fn scratch,
                          void *sctx);
+
+/* DALI's sharpness kernel (1 + s) delta - s blur in float32 (or k9 as float32); true when
+ * it is the identity (the operation copies). Shared by the CPU and GPU paths. */
+bool stk__aa_dali_sharp_kernel(double s, const double *k9, float k[9]);
+
+/* Encodes one operation with parameter `param` on an h x w image as a step of the GPU
+ * program (api_autoaug.h): warp matrix (also returned in m, for the boxes), colour
+ * matrix, sharpness kernel, or a 256-byte table written to `lut` (*uses_lut) computed by
+ * stk__aa_color itself on the ramp 0..255. An identity step is STK_GPU_AA_COPY. */
+stk_status stk__aa_gpu_step(stk__aa_op op, stk__aa_convention conv, double param, int64_t h,
+                            int64_t w, stk_gpu_aa_step *step, double m[6], uint8_t *lut,
+                            bool *uses_lut);
 
 #endif /* STOKER_OPS_AUTOAUG_KERNELS_H */

@@ -20,7 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/api_autoaug.h"
 #include "autoaug_kernels.h"
+#include "color.h"
+#include "gpu_util.h"
 #include "image_util.h"
 
 #define DEC_COLS 5
@@ -361,11 +364,10 @@ static stk_status warp_init(stk__node *node, aa_state *st, int interp_arg, int b
   return STK_OK;
 }
 
-/* The image's fill: fill_value broadcast to c channels, or the convention's default. */
-static stk_status fill_values(stk__node *node, stk__sample *s, const aa_state *st, int arg,
-                              int64_t c, float **out) {
-  float *f = stk__scratch(s, (size_t)c * sizeof(float));
-  if (!f) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the fill");
+/* The image's fill into f[0..c): fill_value broadcast to c channels, or the convention's
+ * default. */
+static stk_status fill_into(stk__node *node, stk__sample *s, const aa_state *st, int arg,
+                            int64_t c, float *f) {
   const double *v = NULL;
   size_t n = stk__arg_given(node, arg) ? stk__arg_floats(node, s, arg, &v) : 0;
   if (n != 0 && n != 1 && n != (size_t)c)
@@ -373,8 +375,16 @@ static stk_status fill_values(stk__node *node, stk__sample *s, const aa_state *s
                       "or %lld", n, (long long)c);
   double def = st->conv == STK__AA_TORCHVISION ? 0.0 : 128.0;
   for (int64_t k = 0; k < c; k++) f[k] = (float)(n == 0 ? def : v[n == 1 ? 0 : k]);
-  *out = f;
   return STK_OK;
+}
+
+/* The same in the sample's scratch. */
+static stk_status fill_values(stk__node *node, stk__sample *s, const aa_state *st, int arg,
+                              int64_t c, float **out) {
+  float *f = stk__scratch(s, (size_t)c * sizeof(float));
+  if (!f) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for the fill");
+  *out = f;
+  return fill_into(node, s, st, arg, c, f);
 }
 
 static void *sample_scratch(void *ctx, size_t bytes) { return stk__scratch(ctx, bytes ? bytes : 1); }
@@ -464,6 +474,29 @@ static stk_status sample_decisions(stk__node *node, stk__sample *s, const aa_sta
                         "does not fit the list of %d or %d bins", i, (long long)r[0],
                         (long long)r[2], st->suite.count, st->num_bins);
     dec[i] = (stk__aa_decision){(int32_t)r[0], (int32_t)r[2], r[3] != 0};
+  }
+  return STK_OK;
+}
+
+/* A sample's program: its decisions (fed, or drawn from the node's Philox stream) and
+ * each stage's operation and parameter for an image of h x w, with the decisions
+ * output rows. The one function both backends call, so the CPU and the GPU apply the
+ * same sequence. op[i] is -1 for a stage that does nothing. */
+static stk_status sample_plan(stk__node *node, stk__sample *s, const aa_state *st,
+                              const stk__image *img, int stages, int *op, double *param,
+                              float *rows) {
+  stk__aa_decision dec[STK__AA_MAX_STAGES];
+  STK_TRY(sample_decisions(node, s, st, dec, stages));
+  double hw[2];
+  STK_TRY(shape_hw(node, s, A_SHAPE, img, hw));
+  for (int i = 0; i < stages; i++) {
+    param[i] = 0.0, op[i] = -1;
+    if (dec[i].index >= 0) {
+      const stk__aa_entry *e = &st->suite.e[dec[i].index];
+      param[i] = stk__aa_param(e, st->conv, dec[i].bin, st->num_bins, dec[i].negate, hw[0], hw[1]);
+      op[i] = (int)e->op;
+    }
+    decision_row(rows + i * DEC_COLS, &dec[i], st, param[i]);
   }
   return STK_OK;
 }
@@ -582,8 +615,6 @@ static stk_status apply_run(stk__node *node, stk__sample *s) {
   const aa_state *st = *stk__node_state(node);
   static const stk_dtype u8[] = {STK_DTYPE_UINT8};
   int stages = stk__aa_num_stages(&st->sampler);
-  stk__aa_decision dec[STK__AA_MAX_STAGES];
-  STK_TRY(sample_decisions(node, s, st, dec, stages));
   stk__image img;
   STK_TRY(stk__image_input(node, s, 0, u8, 1, &img));
   sequence q = {0};
@@ -593,22 +624,230 @@ static stk_status apply_run(stk__node *node, stk__sample *s) {
   int64_t wc = img.w * (q.has_mask && q.mask.cur.c > img.c ? q.mask.cur.c : img.c);
   if (!(q.row = stk__scratch(s, (size_t)(wc ? wc : 1) * sizeof(float))))
     return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for a row");
-  STK_TRY(shape_hw(node, s, A_SHAPE, &img, q.hw));
   float *rows;
   STK_TRY(decisions_output(s, 3, stages, &rows));
-  for (int i = 0; i < stages; i++) {
-    double param = 0.0;
-    if (dec[i].index >= 0) {
-      const stk__aa_entry *e = &st->suite.e[dec[i].index];
-      param = stk__aa_param(e, st->conv, dec[i].bin, st->num_bins, dec[i].negate, q.hw[0], q.hw[1]);
-      STK_TRY(apply_one(node, s, st, &q, e->op, param));
-    }
-    decision_row(rows + i * DEC_COLS, &dec[i], st, param);
-  }
+  int op[STK__AA_MAX_STAGES];
+  double param[STK__AA_MAX_STAGES];
+  STK_TRY(sample_plan(node, s, st, &img, stages, op, param, rows));
+  for (int i = 0; i < stages; i++)
+    if (op[i] >= 0) STK_TRY(apply_one(node, s, st, &q, (stk__aa_op)op[i], param[i]));
   STK_TRY(emit(s, 0, 0, &q.img));
   if (q.has_mask) return emit(s, 1, 1, &q.mask);
   stk__tensor *t;
   return stk__output(s, 1, STK_DTYPE_UINT8, 1, (int64_t[]){0}, NULL, &t);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* auto_augment.apply on the GPU                                                      */
+/* ---------------------------------------------------------------------------------- */
+
+/* The batch's programs, tables and float payload (decisions rows and moved boxes), as
+ * the GPU entry point takes them (api_autoaug.h). */
+typedef struct {
+  stk_gpu_aa_sample *smp;
+  stk_gpu_aa_step *steps;
+  uint8_t *luts;
+  float *floats;
+  int num_steps, num_luts, num_floats;
+} gpu_prog;
+
+/* Boxes of sample i (host input `index`) into the payload; *count boxes. */
+static stk_status gpu_boxes_in(stk__node *node, stk__gpu_batch *b, int index, size_t i,
+                               const float **data, int64_t *count) {
+  stk_tensor_desc d;
+  STK_TRY(stk_tensor_list_sample(stk__gpu_input(b, index), i, &d));
+  bool ok = d.dtype == STK_DTYPE_FLOAT32 &&
+            ((d.ndim == 2 && d.shape[1] == 4) || (d.ndim == 1 && d.shape[0] == 0));
+  if (!ok)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i), "boxes must be "
+                      "float32 [N, 4]");
+  *count = d.ndim == 2 ? d.shape[0] : 0;
+  *data = d.data;
+  return STK_OK;
+}
+
+/* Plans sample i: its steps, tables and payload; the moved boxes go to the payload. */
+static stk_status gpu_plan_sample(stk__node *node, stk__gpu_batch *b, const aa_state *st,
+                                  const stk_tensor_list *in, const stk_tensor_list *mask,
+                                  size_t i, int stages, gpu_prog *g) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  stk_gpu_aa_sample *q = &g->smp[i];
+  int h, w, c;
+  void *data;
+  STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+  q->src = data, q->h = h, q->w = w, q->c = c;
+  if (mask) {
+    int mh, mw, mc;
+    STK_TRY(stk__gpu_image_dims(node, mask, i, &mh, &mw, &mc, &data));
+    if (mh != h || mw != w)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the mask is %dx%d, the image %dx%d",
+                        mh, mw, h, w);
+    q->mask_src = data, q->mask_c = mc;
+  }
+  float fill[STK_GPU_AA_MAX_CHANNELS];
+  STK_TRY(fill_into(node, s, st, A_FILL, c, fill));
+  memcpy(q->fill, fill, sizeof fill);
+  stk__convert(q->fill8, STK_DTYPE_UINT8, fill, STK_DTYPE_FLOAT32, (size_t)c); /* as the CPU warp */
+  stk__image img = {NULL, STK_DTYPE_UINT8, h, w, c};
+  int op[STK__AA_MAX_STAGES];
+  double param[STK__AA_MAX_STAGES];
+  q->dec_off = g->num_floats, q->dec_count = stages * DEC_COLS;
+  STK_TRY(sample_plan(node, s, st, &img, stages, op, param, g->floats + g->num_floats));
+  g->num_floats += stages * DEC_COLS;
+  float *boxes = NULL;
+  int64_t nb = 0;
+  if (st->with_boxes) {
+    const float *bin;
+    STK_TRY(gpu_boxes_in(node, b, 1 + st->with_mask, i, &bin, &nb));
+    boxes = g->floats + g->num_floats;
+    memcpy(boxes, bin, (size_t)nb * 4 * sizeof(float));
+    q->box_off = g->num_floats, q->box_count = (int)(nb * 4);
+    g->num_floats += (int)(nb * 4);
+  }
+  q->first_step = g->num_steps;
+  for (int k = 0; k < stages; k++) {
+    if (op[k] < 0) continue;
+    double m[6];
+    bool uses_lut = false;
+    stk_gpu_aa_step *step = &g->steps[g->num_steps];
+    STK_TRY(stk__sample_wrap(stk__aa_gpu_step((stk__aa_op)op[k], st->conv, param[k], h, w, step, m,
+                                              g->luts + (size_t)g->num_luts * 256, &uses_lut), node, s));
+    if (uses_lut) step->lut = g->num_luts++;
+    if (step->code == STK_GPU_AA_COPY) continue; /* identity: nothing to run */
+    g->num_steps++;
+    if (step->code == STK_GPU_AA_WARP && nb)
+      STK_TRY(stk__sample_wrap(stk__aa_boxes(boxes, nb, m, h, w, st->normalized), node, s));
+  }
+  if (g->num_steps == q->first_step) g->steps[g->num_steps++] = (stk_gpu_aa_step){0};
+  q->num_steps = g->num_steps - q->first_step;
+  return STK_OK;
+}
+
+/* Output lists: image (input's shapes), mask, boxes, decisions. */
+static stk_status gpu_outputs(stk__gpu_batch *b, const aa_state *st, const stk_tensor_list *in,
+                              const stk_tensor_list *mask, gpu_prog *g, int stages,
+                              stk_tensor_list **outs) {
+  size_t n = stk__gpu_batch_size(b);
+  int ndim = stk_tensor_list_ndim(in), mdim = mask ? stk_tensor_list_ndim(mask) : 1;
+  int64_t *shapes = stk__calloc(n * 4, sizeof(int64_t), "shapes");
+  if (!shapes) return STK_ERR_OUT_OF_MEMORY;
+  stk_status rc = STK_OK;
+  const stk_tensor_list *src[2] = {in, mask};
+  int dims[2] = {ndim, mdim};
+  for (int o = 0; o < 2 && rc == STK_OK; o++) {
+    for (size_t i = 0; i < n; i++) {
+      stk_tensor_desc d = {0};
+      if (src[o]) stk_tensor_list_sample(src[o], i, &d);
+      for (int k = 0; k < dims[o]; k++) shapes[i * (size_t)dims[o] + (size_t)k] = src[o] ? d.shape[k] : 0;
+    }
+    rc = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, dims[o], shapes, src[o] ? stk_tensor_list_layout(src[o]) : "",
+                             stk__gpu_shapes_equal(shapes, n, dims[o]), &outs[o]);
+  }
+  for (size_t i = 0; i < n && rc == STK_OK; i++)
+    shapes[i * 2] = g->smp[i].box_count / 4, shapes[i * 2 + 1] = 4;
+  if (rc == STK_OK)
+    rc = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, 2, shapes, "", stk__gpu_shapes_equal(shapes, n, 2), &outs[2]);
+  for (size_t i = 0; i < n && rc == STK_OK; i++) shapes[i * 2] = stages, shapes[i * 2 + 1] = DEC_COLS;
+  if (rc == STK_OK) rc = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, 2, shapes, "", true, &outs[3]);
+  free(shapes);
+  (void)st;
+  return rc;
+}
+
+/* Points the programs at the outputs and at one scratch block (image and mask
+ * ping-pong buffers of every sample); *scratch is the block to free. */
+static stk_status gpu_bind(stk__gpu_batch *b, gpu_prog *g, stk_tensor_list **outs, void **scratch) {
+  size_t n = stk__gpu_batch_size(b), total = 0;
+  for (size_t i = 0; i < n; i++) {
+    const stk_gpu_aa_sample *q = &g->smp[i];
+    size_t px = (size_t)q->h * (size_t)q->w;
+    total += ((px * (size_t)q->c + 255) & ~(size_t)255) + (q->mask_src ? ((px * (size_t)q->mask_c + 255) & ~(size_t)255) : 0);
+  }
+  stk__gpu *gpu = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  *scratch = NULL;
+  STK_TRY(stk__gpu_check(gpu->api->device_alloc(gpu->ctx, total ? total : 256, stk__gpu_stream(b), scratch,
+                                                err, sizeof err), err));
+  char *at = *scratch;
+  for (size_t i = 0; i < n; i++) {
+    stk_gpu_aa_sample *q = &g->smp[i];
+    size_t px = (size_t)q->h * (size_t)q->w;
+    stk_tensor_desc d;
+    stk_tensor_list_sample(outs[0], i, &d), q->dst = d.data;
+    q->scratch = (uint8_t *)at, at += (px * (size_t)q->c + 255) & ~(size_t)255;
+    if (q->mask_src) {
+      stk_tensor_list_sample(outs[1], i, &d), q->mask_dst = d.data;
+      q->mask_scratch = (uint8_t *)at, at += (px * (size_t)q->mask_c + 255) & ~(size_t)255;
+    }
+    stk_tensor_list_sample(outs[2], i, &d), q->box_dst = d.data;
+    stk_tensor_list_sample(outs[3], i, &d), q->dec_dst = d.data;
+    /* an empty image (no bytes, NULL pointers) still needs valid pointers for the
+     * descriptor check; nothing is read or written through them */
+    if (!q->src) q->src = q->scratch;
+    if (!q->dst) q->dst = q->scratch;
+    if (q->mask_src && !q->mask_dst) q->mask_dst = q->mask_scratch;
+  }
+  return STK_OK;
+}
+
+/* The fused program on the GPU: the host draws and encodes every sample's sequence
+ * (sample_plan, as the CPU), one call runs the batch. */
+static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  const aa_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  int stages = stk__aa_num_stages(&st->sampler);
+  stk_tensor_list *in = NULL, *mask = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
+  bool owned = false, mask_owned = false;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_status rc = stk_tensor_list_dtype(in) == STK_DTYPE_UINT8
+                      ? STK_OK
+                      : STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects uint8 images, got %s",
+                                   stk_dtype_name(stk_tensor_list_dtype(in)));
+  if (rc == STK_OK && st->with_mask) rc = stk__gpu_device_input(b, 1, &mask, &mask_owned);
+  if (rc == STK_OK && mask && stk_tensor_list_dtype(mask) != STK_DTYPE_UINT8)
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "the mask must be uint8");
+  if (rc == STK_OK && st->with_boxes &&
+      stk_tensor_list_storage(stk__gpu_input(b, 1 + st->with_mask)) == STK_STORAGE_DEVICE)
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "boxes must come from the CPU (they are "
+                    "moved on the host)");
+  size_t total_boxes = 0;
+  for (size_t i = 0; i < n && rc == STK_OK && st->with_boxes; i++) {
+    const float *bd;
+    int64_t nb;
+    rc = gpu_boxes_in(node, b, 1 + st->with_mask, i, &bd, &nb);
+    total_boxes += (size_t)nb;
+  }
+  size_t max_steps = n * (size_t)(stages > 0 ? stages : 1);
+  gpu_prog g = {0};
+  g.smp = stk__calloc(n ? n : 1, sizeof *g.smp, "GPU programs");
+  g.steps = stk__calloc(max_steps + 1, sizeof *g.steps, "GPU programs");
+  g.luts = stk__calloc(max_steps + 1, 256, "GPU tables");
+  g.floats = stk__calloc(n * (size_t)stages * DEC_COLS + total_boxes * 4 + 1, sizeof(float), "GPU payload");
+  if (rc == STK_OK && (!g.smp || !g.steps || !g.luts || !g.floats)) rc = STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && rc == STK_OK; i++)
+    rc = gpu_plan_sample(node, b, st, in, mask, i, stages, &g);
+  if (rc == STK_OK) rc = gpu_outputs(b, st, in, mask, &g, stages, outs);
+  void *scratch = NULL;
+  if (rc == STK_OK) rc = gpu_bind(b, &g, outs, &scratch);
+  stk__gpu *gpu = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  if (rc == STK_OK) {
+    stk_gpu_aa_args args = {st->interp == STK__INTERP_NEAREST  ? STK_GPU_INTERP_NEAREST
+                            : st->interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
+                                                               : STK_GPU_INTERP_CUBIC,
+                            st->constant};
+    rc = stk__gpu_op_check(node, gpu->api->autoaug->apply(gpu->ctx, (int)n, g.smp, g.num_steps, g.steps,
+                                                          g.num_luts, g.luts, g.num_floats, g.floats, &args,
+                                                          stk__gpu_stream(b), err, sizeof err), err);
+  }
+  if (scratch) gpu->api->device_free(gpu->ctx, scratch, stk__gpu_stream(b), NULL, 0);
+  free(g.smp), free(g.steps), free(g.luts), free(g.floats);
+  if (mask_owned) stk_tensor_list_release(mask);
+  for (int o = 1; o < 4; o++) {
+    if (rc == STK_OK) rc = stk__gpu_output(b, o, outs[o]), outs[o] = NULL;
+    else stk_tensor_list_release(outs[o]);
+  }
+  return stk__gpu_finish(b, in, owned, outs[0], rc);
 }
 
 static const stk_port_schema apply_in[] = {
@@ -629,10 +868,11 @@ static const stk_op_schema apply_schema = {
     "and operation definitions -- one pass per operation. A mask follows the geometric "
     "operations (nearest, fill 0) and boxes are moved with them. Outputs: image, mask, "
     "boxes, decisions.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM, 1, 3, apply_in, 4, apply_out,
+    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 3, apply_in, 4, apply_out,
     sizeof apply_args / sizeof apply_args[0], apply_args};
 const stk__op_def stk__op_auto_augment_apply = {
-    .schema = &apply_schema, .init = apply_init, .destroy = aa_destroy, .run_sample = apply_run};
+    .schema = &apply_schema, .init = apply_init, .destroy = aa_destroy, .run_sample = apply_run,
+    .run_gpu = apply_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* auto_augment.augment                                                               */

@@ -105,6 +105,11 @@ def _branch(aug, decisions, stage, num_bins, kwargs, name_hint):
 
 def run_stages(augmentations, data, decisions, num_stages, num_bins, kwargs, skip, call_name):
     """The generic path: `augmentations` is the list the decisions index."""
+    if isinstance(data, DataNode) and data.device == "gpu":
+        raise Exception(f"`{call_name}`: lists with custom augmentations run on the CPU only "
+                        "(the per-sample conditional path); apply them before moving the "
+                        "images to the GPU, or use the built-in augmentations, which run "
+                        "fused on the GPU.")
     for stage in range(num_stages):
         index = fn.auto_augment.stage_index(decisions, stage=stage, skip_index=len(augmentations))
         branches = [_branch(a, decisions, stage, num_bins, kwargs, call_name) for a in augmentations]
@@ -199,6 +204,12 @@ def fused_args(augmentations, kwargs, call_name):
 
 
 def apply_fused(data, decisions, args, apply, masks, boxes, normalized_boxes):
+    """One ``auto_augment.apply``, on the GPU when the images are there (the decisions
+    are drawn on the host either way, so both backends apply the same sequence)."""
+    device = "gpu" if isinstance(data, DataNode) and data.device == "gpu" else "cpu"
+    if device == "gpu" and isinstance(boxes, DataNode) and boxes.device == "gpu":
+        raise Exception("auto augmentation on the GPU moves boxes on the host: pass the boxes "
+                        "as a CPU node")
     inputs = [data]
     if masks is not None:
         inputs.append(masks)
@@ -206,7 +217,7 @@ def apply_fused(data, decisions, args, apply, masks, boxes, normalized_boxes):
         inputs.append(boxes)
     outs = fn.auto_augment.apply(*inputs, decisions=decisions, with_mask=masks is not None,
                                  with_boxes=boxes is not None, normalized_boxes=normalized_boxes,
-                                 **args, **apply)
+                                 device=device, **args, **apply)
     result = [outs[0]]
     if masks is not None:
         result.append(outs[1])
