@@ -113,10 +113,12 @@ def assert_close(cpu, gpu, atol=0, max_mismatch_fraction=0.0, what=""):
         assert c.dtype == g.dtype, f"{what} sample {i}: dtype CPU {c.dtype} vs GPU {g.dtype}"
         if c.size == 0:
             continue
-        diff = np.abs(c.astype(np.float64) - g.astype(np.float64))
-        bad = diff > atol
-        if np.isnan(c).any() if c.dtype.kind == "f" else False:
-            bad |= np.isnan(c) != np.isnan(g)
+        c64, g64 = c.astype(np.float64), g.astype(np.float64)
+        with np.errstate(invalid="ignore"):  # inf - inf: equal infinities count as equal below
+            diff = np.where(c64 == g64, 0.0, np.abs(c64 - g64))
+        both_nan = np.isnan(c64) & np.isnan(g64)
+        diff = np.where(both_nan, 0.0, diff)
+        bad = (diff > atol) | np.isnan(diff)  # NaN on one side only, or opposite infinities
         frac = bad.mean()
         if frac > max_mismatch_fraction:
             where = np.argwhere(bad)[:5].tolist()
