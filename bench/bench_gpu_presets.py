@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Interleaved, repeated timings of `stoker bench` pipelines on the GPU machine.
+
+Pipeline throughput on a shared GPU machine drifts by 10-20% between runs (clocks, page
+cache, the first pipeline of a process tree paying for warm-up), so comparing two
+pipelines from single runs is noise. This runs every pipeline once per round, for several
+rounds, in the same order, and reports each one's median and its ratio to the first
+(the reference, e.g. basic@gpu), and optionally to a ceiling measured in the same session
+(bare nvJPEG from gpu_bench).
+
+usage: bench_gpu_presets.py --stoker build/stoker --data DIR [--rounds 3] [--epochs 2]
+                            [--ceiling IMG_PER_S] [--env NAME=VALUE:LABEL ...] PIPELINE...
+PIPELINE: a preset name (run with --device gpu) or a pipeline file. --env runs the first
+pipeline once more per round with an environment variable set (an A/B of a knob).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def run_once(stoker, data, pipeline, epochs, batch, threads, env=None, device="gpu"):
+    cmd = [stoker, "bench", "--data", data, "--pipeline", pipeline, "--device", device, "--batch-size", str(batch),
+           "--threads", str(threads), "--epochs", str(epochs), "--json"]
+    e = dict(os.environ, **(env or {}))
+    out = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300)
+    for line in reversed(out.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)["images_per_s"]
+    raise RuntimeError(f"{pipeline}: no result (exit {out.returncode}): {out.stderr[-400:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--stoker", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=15)
+    ap.add_argument("--device", default="gpu")
+    ap.add_argument("--ceiling", type=float, help="images/s of the ceiling measured in the same session")
+    ap.add_argument("--env", action="append", default=[], help="NAME=VALUE:LABEL, an A/B of the first pipeline")
+    ap.add_argument("pipelines", nargs="+")
+    a = ap.parse_args()
+    runs = [(p, p, None) for p in a.pipelines]
+    for spec in a.env:
+        kv, label = spec.split(":", 1)
+        k, v = kv.split("=", 1)
+        runs.append((f"{a.pipelines[0]} [{label}]", a.pipelines[0], {k: v}))
+    results = {label: [] for label, _, _ in runs}
+    run_once(a.stoker, a.data, a.pipelines[0], 1, a.batch, a.threads, None, a.device)  # warm-up: page cache, clocks
+    for r in range(a.rounds):
+        for label, pipe, env in runs:
+            try:
+                results[label].append(run_once(a.stoker, a.data, pipe, a.epochs, a.batch, a.threads, env, a.device))
+            except Exception as exc:  # report and go on: one broken pipeline must not hide the others
+                print(f"round {r}: {label}: {exc}", file=sys.stderr)
+    ref = statistics.median(results[runs[0][0]]) if results[runs[0][0]] else None
+    print(f"{'pipeline':48s} {'median img/s':>12s} {'runs':>28s} {'vs first':>9s} {'time +%':>8s}"
+          + (f" {'of ceiling':>10s}" if a.ceiling else ""))
+    for label, _, _ in runs:
+        v = results[label]
+        if not v:
+            print(f"{label:48s} {'FAILED':>12s}")
+            continue
+        m = statistics.median(v)
+        extra = (ref / m - 1) * 100 if ref else float("nan")
+        line = (f"{label:48s} {m:12.0f} {' '.join(f'{x:.0f}' for x in v):>28s} {m / ref:9.3f} {extra:+8.1f}")
+        if a.ceiling:
+            line += f" {m / a.ceiling:10.1%}"
+        print("RESULT " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
