@@ -26,6 +26,7 @@
 #include "../ops/color_math.h"
 #include "api_color.h"
 #include "gpu_internal.h"
+#include "pixel_tiles.cuh"
 
 #define CT 256        /* threads per block */
 #define CHUNK 16      /* elements (or pixels) per thread */
@@ -157,12 +158,73 @@ static int clr_check_types(stk_dtype in, stk_dtype out, bool u8_in, char *err, s
 typedef struct {
   stk_gpu_clr_lut_sample s;
   int64_t count;
+  int64_t nvec; /* vector path: aligned 16-byte vectors after `head` scalar bytes */
+  int head;
+  int vec;      /* 1: uint8 -> uint8 with src and dst equally aligned (vector path) */
 } lut_dev;
 
-/* Each block: CT * LUT_CHUNK elements; thread t handles groups of 4 consecutive elements
- * at (g * CT + t) * 4 for g < LUT_CHUNK / 4 (a warp reads 128 contiguous bytes), with
- * uchar4 loads / stores when aligned. The tables are copied to shared memory once per
- * block. */
+#define LUT_VPT 4 /* 16-byte vectors per thread of the vector path */
+
+/* Chooses the path of one sample and returns its block count (host). */
+static int64_t lut_plan(lut_dev *d, int es) {
+  uintptr_t a = (uintptr_t)d->s.src, b = (uintptr_t)d->s.dst;
+  d->vec = es == 1 && ((a ^ b) & 15) == 0;
+  if (!d->vec) return clr_cdiv(d->count, CT * LUT_CHUNK);
+  int64_t head = (int64_t)((16 - (a & 15)) & 15);
+  if (head > d->count) head = d->count;
+  d->head = (int)head;
+  d->nvec = (d->count - head) / 16;
+  int64_t nb = clr_cdiv(d->nvec, (int64_t)CT * LUT_VPT);
+  return d->count > 0 && nb == 0 ? 1 : nb;
+}
+
+/* One table lookup per byte of a 16-byte vector whose first byte is of channel ch. */
+__device__ __forceinline__ uint4 lut_vec(uint4 v, const uint8_t *tab, int ch, int c) {
+  uint4 o = v;
+  if (c == 1) {
+#pragma unroll
+    for (int j = 0; j < 16; j++) pt_set_byte(o, j, tab[pt_byte(v, j)]);
+    return o;
+  }
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    pt_set_byte(o, j, tab[ch * 256 + pt_byte(v, j)]);
+    ch = ch + 1 == c ? 0 : ch + 1;
+  }
+  return o;
+}
+
+/* The vector path: block k of a sample maps vectors [k, k + 1) * CT * LUT_VPT (a warp
+ * moves 512 contiguous bytes per step); block 0 also the scalar head, the last block the
+ * scalar tail. */
+__device__ __forceinline__ void lut_vec_block(const lut_dev *d, int k, int nblocks, const uint8_t *tab) {
+  const uint8_t *src = d->s.src;
+  uint8_t *dst = (uint8_t *)d->s.dst;
+  int c = d->s.c, t = threadIdx.x;
+  int64_t head = d->head, v0 = (int64_t)k * CT * LUT_VPT;
+  const uint4 *sv = (const uint4 *)(src + head);
+  uint4 *dv = (uint4 *)(dst + head);
+  uint4 buf[LUT_VPT];
+#pragma unroll
+  for (int g = 0; g < LUT_VPT; g++) {
+    int64_t v = v0 + (int64_t)g * CT + t;
+    if (v < d->nvec) buf[g] = sv[v];
+  }
+#pragma unroll
+  for (int g = 0; g < LUT_VPT; g++) {
+    int64_t v = v0 + (int64_t)g * CT + t;
+    if (v < d->nvec) dv[v] = lut_vec(buf[g], tab, (int)((head + v * 16) % c), c);
+  }
+  if (k == 0 && t < head) dst[t] = tab[(t % c) * 256 + src[t]];
+  if (k == nblocks - 1) {
+    int64_t e = head + d->nvec * 16 + t;
+    if (t < 16 && e < d->count) dst[e] = tab[(int)(e % c) * 256 + src[e]];
+  }
+}
+
+/* The general path: each block CT * LUT_CHUNK elements; thread t handles groups of 4
+ * consecutive elements at (g * CT + t) * 4 for g < LUT_CHUNK / 4, with uchar4 loads /
+ * stores when aligned. The tables are copied to shared memory once per block. */
 __global__ void __launch_bounds__(CT)
 lut_kernel(const lut_dev *S, const int *first, int n, const uint8_t *luts, int es) {
   __shared__ __align__(16) uint8_t tab[MAX_C * 256 * 4];
@@ -172,6 +234,10 @@ lut_kernel(const lut_dev *S, const int *first, int n, const uint8_t *luts, int e
   const uint8_t *g = luts + d->s.lut_offset;
   for (int k = threadIdx.x; k < tb; k += CT) tab[k] = g[k];
   __syncthreads();
+  if (d->vec) {
+    lut_vec_block(d, b - first[si], first[si + 1] - first[si], tab);
+    return;
+  }
   const uint8_t *src = d->s.src;
   void *dst = d->s.dst;
   int64_t base = (int64_t)(b - first[si]) * CT * LUT_CHUNK;
@@ -229,9 +295,10 @@ static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *sample
       rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: %d channels (1..%d), %lld pixels, table "
                     "at %zu of %zu bytes or NULL pointers", i, s->c, MAX_C, (long long)s->pixels,
                     s->lut_offset, lut_bytes);
+    memset(&S[i], 0, sizeof S[i]);
     S[i].s = *s;
     S[i].count = count;
-    st.nb[i] = clr_cdiv(count, CT * LUT_CHUNK);
+    st.nb[i] = lut_plan(&S[i], es);
   }
   if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
   memcpy(st.host + st.extra_off, luts, lut_bytes);
@@ -345,6 +412,63 @@ pixel_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mod
   }
 }
 
+#define PX_TILE (CT * 8) /* pixels per block of the staged uint8 kernel */
+
+/* uint8 -> uint8 whole-pixel maps, staged: the block's input bytes (PX_TILE pixels of
+ * cin) come to shared memory as 16-byte vectors, each thread maps pixels there into a
+ * shared output tile, which leaves as 16-byte vectors (pixel_tiles.cuh). Same arithmetic
+ * as pixel_kernel. */
+__global__ void __launch_bounds__(CT)
+pixel_u8_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mode) {
+  __shared__ __align__(16) uint8_t sin[PX_TILE * 3 + 16], sout[PX_TILE * 3 + 16];
+  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  const stk_gpu_clr_pixel_sample *s = &S[si];
+  int ci = s->cin, co = s->cout;
+  int64_t px0 = (int64_t)(b - first[si]) * PX_TILE;
+  int np = (int)(s->pixels - px0 < PX_TILE ? s->pixels - px0 : PX_TILE);
+  const uint8_t *g = (const uint8_t *)s->src + px0 * ci;
+  uint8_t *gd = (uint8_t *)s->dst + px0 * co;
+  pt_load(sin, g, np * ci);
+  __syncthreads();
+  const uint8_t *a = sin + pt_shift(g);
+  uint8_t *o = sout + pt_shift(gd);
+  if (mode == STK_GPU_CLR_AFFINE && ci == 3 && co == 3) {
+    /* the common case with constant extents: matrix and pixel in registers */
+    double m[9], off[3];
+#pragma unroll
+    for (int k = 0; k < 9; k++) m[k] = s->m[k];
+#pragma unroll
+    for (int k = 0; k < 3; k++) off[k] = s->off[k];
+    for (int p = threadIdx.x; p < np; p += CT) {
+      const uint8_t *q = a + p * 3;
+      double in[3] = {(double)q[0], (double)q[1], (double)q[2]};
+      uint8_t *d = o + p * 3;
+#pragma unroll
+      for (int k = 0; k < 3; k++) d[k] = stk_color_u8_rows(stk_color_affine1(m + k * 3, off[k], in, 3));
+    }
+  } else {
+  for (int p = threadIdx.x; p < np; p += CT) {
+    const uint8_t *q = a + p * ci;
+    uint8_t *d = o + p * co;
+    if (mode == STK_GPU_CLR_AFFINE) {
+      double in[3], out[3];
+      for (int j = 0; j < ci; j++) in[j] = (double)q[j];
+      for (int k = 0; k < co; k++) out[k] = stk_color_affine1(s->m + k * ci, s->off[k], in, ci);
+      for (int k = 0; k < co; k++) d[k] = stk_color_u8_rows(out[k]);
+      continue;
+    }
+    uint8_t l = stk_color_pil_luma(q[0], q[1], q[2]);
+    if (mode == STK_GPU_CLR_PIL_GRAY) {
+      for (int k = 0; k < co; k++) d[k] = l;
+    } else {
+      for (int k = 0; k < 3; k++) d[k] = stk_color_blend1(l, q[k], s->factor);
+    }
+  }
+  }
+  __syncthreads();
+  pt_store(gd, sout, np * co);
+}
+
 static int clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *samples, int mode,
                      stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream_h, char *err,
                      size_t errlen) {
@@ -356,6 +480,7 @@ static int clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *sa
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "Pillow's modes write uint8 only");
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  bool staged = in_dtype == STK_DTYPE_UINT8 && out_dtype == STK_DTYPE_UINT8;
   clr_stage st;
   STK_TRY_INT(clr_stage_open(&st, n, sizeof(stk_gpu_clr_pixel_sample), 0, err, errlen));
   stk_gpu_clr_pixel_sample *S = (stk_gpu_clr_pixel_sample *)st.host;
@@ -370,14 +495,18 @@ static int clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *sa
       rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: %d -> %d channels, %lld pixels or NULL "
                     "pointers (mode %d)", i, s->cin, s->cout, (long long)s->pixels, mode);
     S[i] = *s;
-    st.nb[i] = clr_cdiv(s->pixels, CT * CHUNK);
+    st.nb[i] = clr_cdiv(s->pixels, staged ? PX_TILE : CT * CHUNK);
   }
   if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
     rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+    if (rc == 0 && staged) {
+      pixel_u8_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
+                                                   (const int *)((char *)dp + st.first_off), n, mode);
+      rc = clr_check_launch("color pixel", err, errlen);
+    } else if (rc == 0) {
       pixel_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
                                                 (const int *)((char *)dp + st.first_off), n, mode,
                                                 (int)in_dtype, (int)out_dtype);
@@ -441,10 +570,89 @@ __device__ void stats_build(const stats_dev *d, int mode, int ot, volatile stats
   else stk_color_autocontrast_lut(h, s->p[0], s->p[1], out);
 }
 
+#define STATS_WARPS (CT / 32)
+
+/* Adds `cnt` to bin `key` of this warp's histogram (warp-private copies: fewer
+ * collisions on one shared address than a block-wide histogram). */
+__device__ __forceinline__ void hist_add(unsigned int *wh, int key, unsigned int cnt) {
+  if (cnt) atomicAdd(&wh[key], cnt);
+}
+
+/* Histogram of the bytes [g, g + nbytes) of a sample whose first span byte is of
+ * channel 0 (spans start on a pixel), C channels: 16-byte vector loads; inside a vector,
+ * equal consecutive values of a channel (frequent in photos: flat areas) are counted in
+ * registers and added once. */
+template <int C>
+__device__ __forceinline__ void hist_span(const uint8_t *g, int nbytes, unsigned int *wh) {
+  pt_cut cut = pt_cut_of(g, nbytes);
+  int t = threadIdx.x, nv = (cut.tail - cut.head) >> 4;
+  const uint4 *gv = (const uint4 *)(g + cut.head);
+  for (int v = t; v < nv; v += CT) {
+    uint4 x = gv[v];
+    int ch = (cut.head + v * 16) % C;
+    int pk[C];
+    unsigned int pc[C];
+#pragma unroll
+    for (int k = 0; k < C; k++) pk[k] = -1, pc[k] = 0;
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+      int key = ch * 256 + pt_byte(x, j);
+      const int sl = j % C; /* bytes j and j + C are of one channel */
+      if (key == pk[sl]) {
+        pc[sl]++;
+      } else {
+        if (pc[sl]) hist_add(wh, pk[sl], pc[sl]);
+        pk[sl] = key, pc[sl] = 1;
+      }
+      ch = ch + 1 == C ? 0 : ch + 1;
+    }
+#pragma unroll
+    for (int k = 0; k < C; k++)
+      if (pc[k]) hist_add(wh, pk[k], pc[k]);
+  }
+  if (t < cut.head) hist_add(wh, (t % C) * 256 + g[t], 1u);
+  else if (t >= 32 && t < 48 && cut.tail + (t - 32) < nbytes) {
+    int e = cut.tail + t - 32;
+    hist_add(wh, (e % C) * 256 + g[e], 1u);
+  }
+}
+
+/* Per-channel sums (3 channels; otherwise everything into a[0], as the CPU's mean) of
+ * the bytes [g, g + nbytes), a span starting on a pixel: 16-byte vector loads. */
+__device__ __forceinline__ void sums_span(const uint8_t *g, int nbytes, int c,
+                                          unsigned long long a[3]) {
+  pt_cut cut = pt_cut_of(g, nbytes);
+  int t = threadIdx.x, nv = (cut.tail - cut.head) >> 4;
+  const uint4 *gv = (const uint4 *)(g + cut.head);
+  for (int v = t; v < nv; v += CT) {
+    uint4 x = gv[v];
+    unsigned int sl[3] = {0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < 16; j++) sl[j % 3] += pt_byte(x, j);
+    if (c != 3) {
+      a[0] += sl[0] + sl[1] + sl[2];
+      continue;
+    }
+    int ch = (cut.head + v * 16) % 3; /* channel of slot 0; slot k holds (ch + k) % 3 */
+    unsigned int c0 = ch == 0 ? sl[0] : ch == 1 ? sl[2] : sl[1];
+    unsigned int c1 = ch == 0 ? sl[1] : ch == 1 ? sl[0] : sl[2];
+    unsigned int c2 = ch == 0 ? sl[2] : ch == 1 ? sl[1] : sl[0];
+    a[0] += c0, a[1] += c1, a[2] += c2;
+  }
+  int e = -1;
+  if (t < cut.head) e = t;
+  else if (t >= 32 && t < 48 && cut.tail + (t - 32) < nbytes) e = cut.tail + t - 32;
+  if (e >= 0) {
+    int k = c == 3 ? e % 3 : 0;
+    unsigned int v = g[e];
+    a[0] += k == 0 ? v : 0u, a[1] += k == 1 ? v : 0u, a[2] += k == 2 ? v : 0u;
+  }
+}
+
 __global__ void __launch_bounds__(CT)
 stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int ot,
              stats_acc *acc, uint8_t *luts) {
-  __shared__ unsigned int hist[MAX_C * 256];
+  __shared__ unsigned int whist[STATS_WARPS * MAX_C * 256]; /* one histogram per warp */
   __shared__ unsigned long long isum[4];
   __shared__ double dsum[4];
   __shared__ uint64_t h64[MAX_C * 256];
@@ -455,39 +663,38 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
   int c = s->c, t = threadIdx.x;
   stats_acc *A = &acc[si];
   bool histo = mode <= STK_GPU_CLR_AUTOCONTRAST;
-  for (int k = t; k < c * 256; k += CT) hist[k] = 0;
+  if (histo)
+    for (int k = t; k < STATS_WARPS * MAX_C * 256; k += CT) whist[k] = 0;
   if (t < 4) isum[t] = 0, dsum[t] = 0.0;
   __syncthreads();
   int64_t p0 = (int64_t)(b - first[si]) * STATS_PIX, p1 = p0 + STATS_PIX;
   if (p1 > s->pixels) p1 = s->pixels;
   if (histo) {
-    /* lanes holding the same bin add once (photos have long runs of equal values, which
-     * would serialise on one shared-memory address); the loop is warp-uniform so that
-     * every lane takes part in the match, lanes past the end with keys of their own */
-    const uint8_t *src = (const uint8_t *)s->src;
-    int lane = t & 31;
-    for (int64_t q = p0; q < p1; q += CT) {
-      int64_t px = q + t;
-      bool ok = px < p1;
-      for (int k = 0; k < c; k++) {
-        int key = ok ? k * 256 + src[px * c + k] : MAX_C * 256 + lane;
-        unsigned same = __match_any_sync(0xffffffffu, key);
-        if (ok && lane == __ffs(same) - 1) atomicAdd(&hist[key], (unsigned)__popc(same));
-      }
+    const uint8_t *g = (const uint8_t *)s->src + p0 * c;
+    int nbytes = (int)(p1 - p0) * c;
+    unsigned int *wh = whist + (t >> 5) * (MAX_C * 256);
+    switch (c) {
+    case 1: hist_span<1>(g, nbytes, wh); break;
+    case 2: hist_span<2>(g, nbytes, wh); break;
+    case 3: hist_span<3>(g, nbytes, wh); break;
+    default: hist_span<4>(g, nbytes, wh); break;
     }
   } else if (mode == STK_GPU_CLR_PIL_CONTRAST) { /* sum of luma (3 channels) or channel 0 */
-    const uint8_t *src = (const uint8_t *)s->src;
+    /* the block's pixels staged through shared memory (the unused histogram space) */
+    const uint8_t *g = (const uint8_t *)s->src + p0 * c;
+    uint8_t *stage = (uint8_t *)whist;
+    pt_load(stage, g, (int)(p1 - p0) * c);
+    __syncthreads();
+    const uint8_t *src = stage + pt_shift(g);
     unsigned long long acc1 = 0;
-    for (int64_t px = p0 + t; px < p1; px += CT) {
+    for (int px = t; px < (int)(p1 - p0); px += CT) {
       const uint8_t *p = src + px * c;
       acc1 += c == 3 ? stk_color_pil_luma(p[0], p[1], p[2]) : p[0];
     }
     atomicAdd(&isum[0], acc1);
   } else if (it == STK_DTYPE_UINT8) { /* MEAN_CONTRAST: exact integer sums */
-    const uint8_t *src = (const uint8_t *)s->src;
     unsigned long long a3[3] = {0, 0, 0};
-    for (int64_t px = p0 + t; px < p1; px += CT)
-      for (int k = 0; k < c; k++) a3[c == 3 ? k : 0] += src[px * c + k];
+    sums_span((const uint8_t *)s->src + p0 * c, (int)(p1 - p0) * c, c, a3);
     for (int k = 0; k < 3; k++)
       if (a3[k]) atomicAdd(&isum[k], a3[k]);
   } else { /* MEAN_CONTRAST on other types: float64 sums */
@@ -499,8 +706,11 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
   }
   __syncthreads();
   if (histo) {
-    for (int k = t; k < c * 256; k += CT)
-      if (hist[k]) atomicAdd(&A->hist[k], hist[k]);
+    for (int k = t; k < c * 256; k += CT) {
+      unsigned int sum = 0;
+      for (int w = 0; w < STATS_WARPS; w++) sum += whist[w * MAX_C * 256 + k];
+      if (sum) atomicAdd(&A->hist[k], sum);
+    }
   } else if (t < 3) {
     if (isum[t]) atomicAdd(&A->isum[t], isum[t]);
     if (dsum[t] != 0.0) atomicAdd(&A->dsum[t], dsum[t]);
@@ -550,7 +760,7 @@ static stats_layout stats_layout_of(int n) {
 
 /* Fills the descriptors; per-sample block counts of both launches into nb_r / nb_a. */
 static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t lut_stride,
-                          bool mean_f64, char *host, const stats_layout *L, int64_t *nb_r, int64_t *nb_a,
+                          bool mean_f64, stk_dtype ot, char *host, const stats_layout *L, int64_t *nb_r, int64_t *nb_a,
                           char *err, size_t errlen) {
   stats_dev *S = (stats_dev *)host;
   lut_dev *A = (lut_dev *)(host + L->lut);
@@ -574,7 +784,7 @@ static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t
     A[i].s.lut_offset = (size_t)i * lut_stride;
     A[i].count = s->pixels * s->c;
     /* the application: lut_kernel's blocks, or stats_apply_f64's (CT * CHUNK elements) */
-    nb_a[i] = clr_cdiv(A[i].count, mean_f64 ? CT * CHUNK : CT * LUT_CHUNK);
+    nb_a[i] = mean_f64 ? clr_cdiv(A[i].count, CT * CHUNK) : lut_plan(&A[i], (int)clr_esize(ot));
   }
   STK_TRY_INT(clr_block_table(nb_r, n, (int *)(host + L->first_r), err, errlen));
   return clr_block_table(nb_a, n, (int *)(host + L->first_a), err, errlen);
@@ -618,7 +828,7 @@ static int clr_stats(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *sa
   char *host = (char *)malloc(L.bytes);
   int64_t *nb = (int64_t *)malloc(2 * (size_t)n * sizeof(int64_t));
   int rc = host && nb ? 0 : GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
-  if (rc == 0) rc = stats_describe(n, samples, lut_stride, mean && in_dtype != STK_DTYPE_UINT8, host, &L, nb, nb + n, err, errlen);
+  if (rc == 0) rc = stats_describe(n, samples, lut_stride, mean && in_dtype != STK_DTYPE_UINT8, out_dtype, host, &L, nb, nb + n, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL, *scratch = NULL;
   size_t acc_bytes = (size_t)n * sizeof(stats_acc);
@@ -641,8 +851,11 @@ static int clr_stats(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *sa
 
 typedef struct {
   stk_gpu_clr_sharpness_sample s;
-  int bx; /* blocks across a row of w * c elements */
+  int bx;   /* blocks across a row of w * c elements (sharp_kernel) */
+  int rows; /* output rows per block (sharp_staged) */
 } sharp_dev;
+
+#define SHARP_BYTES 20480 /* shared bytes of a staged block's input (and output) rows */
 
 /* One block: CT consecutive elements of one row. */
 __global__ void __launch_bounds__(CT)
@@ -663,6 +876,41 @@ sharp_kernel(const sharp_dev *S, const int *first, int n) {
   s->dst[at] = stk_color_blend1(stk_color_smooth_at(s->src + at, (long)row, (long)s->c), v, s->factor);
 }
 
+/* Rows that fit: a block stages `rows` output rows plus one above and one below (one
+ * contiguous span: the image is packed) as 16-byte vectors, applies the stencil there and
+ * writes its rows back as vectors. 0 when a row is too long (sharp_kernel then). */
+static int sharp_rows(const stk_gpu_clr_sharpness_sample *s) {
+  int64_t row = (int64_t)s->w * s->c;
+  int64_t r = row > 0 ? SHARP_BYTES / row - 2 : 0;
+  return r < 1 ? 0 : r > 64 ? 64 : (int)r;
+}
+
+__global__ void __launch_bounds__(CT)
+sharp_staged(const sharp_dev *S, const int *first, int n) {
+  __shared__ __align__(16) uint8_t sin[SHARP_BYTES + 16], sout[SHARP_BYTES + 16];
+  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  const sharp_dev *d = &S[si];
+  const stk_gpu_clr_sharpness_sample *s = &d->s;
+  int row = s->w * s->c, c = s->c;
+  int y0 = (b - first[si]) * d->rows, y1 = y0 + d->rows < s->h ? y0 + d->rows : s->h;
+  int ys = y0 > 0 ? y0 - 1 : 0, ye = y1 < s->h ? y1 + 1 : s->h;
+  const uint8_t *g = s->src + (size_t)ys * row;
+  uint8_t *gd = s->dst + (size_t)y0 * row;
+  pt_load(sin, g, (ye - ys) * row);
+  __syncthreads();
+  const uint8_t *a = sin + pt_shift(g) + (y0 - ys) * row; /* row y0 in shared memory */
+  uint8_t *o = sout + pt_shift(gd);
+  int count = (y1 - y0) * row;
+  for (int e = threadIdx.x; e < count; e += CT) {
+    int yy = e / row, i = e - yy * row, y = y0 + yy, x = i / c;
+    uint8_t v = a[e];
+    if (y == 0 || y == s->h - 1 || x == 0 || x == s->w - 1) o[e] = v; /* borders: the image */
+    else o[e] = stk_color_blend1(stk_color_smooth_at(a + e, (long)row, (long)c), v, s->factor);
+  }
+  __syncthreads();
+  pt_store(gd, sout, count);
+}
+
 static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sample *samples,
                          uintptr_t stream_h, char *err, size_t errlen) {
   if (n < 0 || (n > 0 && !samples)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
@@ -673,6 +921,7 @@ static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sa
   sharp_dev *S = (sharp_dev *)st.host;
   int *first = (int *)(st.host + st.first_off);
   int rc = 0;
+  bool staged = true; /* every row short enough: the staged kernel */
   for (int i = 0; i < n && rc == 0; i++) {
     const stk_gpu_clr_sharpness_sample *s = &samples[i];
     int64_t row = (int64_t)s->w * s->c;
@@ -682,16 +931,24 @@ static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sa
                     s->w, s->c);
     S[i].s = *s;
     S[i].bx = (int)clr_cdiv(row, CT);
-    st.nb[i] = (int64_t)S[i].bx * s->h;
+    S[i].rows = sharp_rows(s);
+    if (S[i].rows == 0 && s->h > 0 && s->w > 0) staged = false;
   }
+  for (int i = 0; i < n && rc == 0; i++)
+    st.nb[i] = staged ? (S[i].rows ? clr_cdiv(S[i].s.h, S[i].rows) : 0)
+                      : (int64_t)S[i].bx * S[i].s.h;
   if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
     rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
     if (rc == 0) {
-      sharp_kernel<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
-                                                (const int *)((char *)dp + st.first_off), n);
+      if (staged)
+        sharp_staged<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
+                                                  (const int *)((char *)dp + st.first_off), n);
+      else
+        sharp_kernel<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
+                                                  (const int *)((char *)dp + st.first_off), n);
       rc = clr_check_launch("color sharpness", err, errlen);
     }
   }

@@ -92,6 +92,106 @@ conv_out(const stk_conv_job *S, const int *first, int n, const float *W, const f
   if (e < d->v_count) stk_conv_out_px(d, DT, W, tmp, e, odt);
 }
 
+/* Tiled convolution: one block per TILE_H x TILE_W output pixels (all channels) of one
+ * sample. The block loads its input window (halo included, border rule applied, as
+ * float32) into shared memory once, runs each pair's horizontal taps over the window's
+ * rows into a shared float32 temporary, then the vertical taps (or, for a full kernel,
+ * every tap over the window), all in the CPU's order with the same float32 roundings as
+ * stk_conv_hpass_px / stk_conv_out_px: bit-identical to the two-pass kernels, without
+ * the temporary's round trip through global memory or the per-tap global loads. */
+#define TILE_W 32
+#define TILE_H 16
+#define TILE_SMEM_MAX (48 * 1024)
+
+/* Shared floats a sample's tile needs: window, temporaries, weights. */
+static int64_t tile_floats(const stk_gpu_conv_sample *s) {
+  int64_t wr = TILE_H + s->kh - 1, wc = (int64_t)(TILE_W + s->kw - 1) * s->c;
+  int64_t win = wr * wc, tmp = (int64_t)s->npairs * wr * TILE_W * s->c;
+  int64_t nw = s->npairs ? (int64_t)s->npairs * (s->kh + s->kw) : (int64_t)s->kh * s->kw;
+  return win + tmp + nw;
+}
+
+template <int DT>
+__global__ void __launch_bounds__(THREADS)
+conv_tiled(const stk_conv_job *S, const int *first, int n, const float *W, int odt) {
+  extern __shared__ float sm[];
+  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  const stk_conv_job *d = &S[si];
+  int C = d->c, kh = d->kh, kw = d->kw, t = threadIdx.x;
+  int tx = (d->out_w + TILE_W - 1) / TILE_W, lb = b - first[si];
+  int y0 = (lb / tx) * TILE_H, x0 = (lb % tx) * TILE_W;
+  int th = d->out_h - y0 < TILE_H ? d->out_h - y0 : TILE_H;
+  int tw = d->out_w - x0 < TILE_W ? d->out_w - x0 : TILE_W;
+  int wr = th + kh - 1, wcols = tw + kw - 1, wc = (TILE_W + kw - 1) * C;
+  float *win = sm;                                   /* (TILE_H + kh - 1) x wc */
+  float *tmp = win + (TILE_H + kh - 1) * wc;         /* npairs x (TILE_H + kh - 1) x TILE_W * C */
+  int tstride = (TILE_H + kh - 1) * TILE_W * C;
+  float *wts = tmp + d->npairs * tstride;
+  int nw = d->npairs ? d->npairs * (kh + kw) : kh * kw;
+  for (int k = t; k < nw; k += THREADS) wts[k] = W[d->w_off + k];
+  /* the window: row r <-> input row border(y0 + r - ay), column q <-> x0 + q - ax */
+  int rowel = wcols * C;
+  for (int e = t; e < wr * rowel; e += THREADS) {
+    int r = e / rowel, q = e - r * rowel, col = q / C, ch = q - col * C;
+    int64_t sy = stk_conv_border((int64_t)y0 + r - d->ay, d->h, d->border);
+    int64_t sx = stk_conv_border((int64_t)x0 + col - d->ax, d->w, d->border);
+    win[r * wc + q] = stk_conv_value(d, DT, sy, sx, ch);
+  }
+  __syncthreads();
+  int oel = tw * C;
+  if (d->npairs == 0) {
+    for (int e = t; e < th * oel; e += THREADS) {
+      int yy = e / oel, q = e - yy * oel, xx = q / C, ch = q - xx * C;
+      float acc = 0.0f;
+      for (int i = 0; i < kh; i++) {
+        const float *row = win + (yy + i) * wc + xx * C + ch;
+        for (int j = 0; j < kw; j++) {
+          float w = wts[i * kw + j];
+          if (w != 0.0f) acc = stk_conv_tap(acc, w, row[j * C]);
+        }
+      }
+      stk_conv_store(d->dst, odt, ((int64_t)(y0 + yy) * d->out_w + x0 + xx) * C + ch, acc);
+    }
+    return;
+  }
+  /* horizontal taps of each pair over the window's rows */
+  for (int p = 0; p < d->npairs; p++) {
+    const float *kx = wts + p * (kh + kw) + kh;
+    float *tp = tmp + p * tstride;
+    for (int e = t; e < wr * oel; e += THREADS) {
+      int r = e / oel, q = e - r * oel, xx = q / C, ch = q - xx * C;
+      const float *row = win + r * wc + xx * C + ch;
+      float acc = 0.0f;
+      for (int j = 0; j < kw; j++) {
+        float w = kx[j];
+        if (w != 0.0f) acc = stk_conv_tap(acc, w, row[j * C]);
+      }
+      tp[r * TILE_W * C + q] = acc;
+    }
+  }
+  __syncthreads();
+  /* vertical taps: pair 2 continues pair 1's sum */
+  for (int e = t; e < th * oel; e += THREADS) {
+    int yy = e / oel, q = e - yy * oel, xx = q / C, ch = q - xx * C;
+    float acc = 0.0f;
+    for (int p = 0; p < d->npairs; p++) {
+      const float *ky = wts + p * (kh + kw);
+      const float *col = tmp + p * tstride + yy * TILE_W * C + q;
+      for (int i = 0; i < kh; i++) {
+        float w = ky[i];
+        if (w != 0.0f) acc = stk_conv_tap(acc, w, col[i * TILE_W * C]);
+      }
+    }
+    stk_conv_store(d->dst, odt, ((int64_t)(y0 + yy) * d->out_w + x0 + xx) * C + ch, acc);
+  }
+}
+
+template <int DT>
+static void conv_tiled_launch(int blocks, size_t smem, const stk_conv_job *S, const int *first,
+                              int n, const float *W, int odt, cudaStream_t stream) {
+  if (blocks > 0) conv_tiled<DT><<<blocks, THREADS, smem, stream>>>(S, first, n, W, odt);
+}
+
 static bool conv_in_ok(stk_dtype t) {
   return t == STK_DTYPE_UINT8 || t == STK_DTYPE_INT8 || t == STK_DTYPE_UINT16 ||
          t == STK_DTYPE_INT16 || t == STK_DTYPE_INT32 || t == STK_DTYPE_FLOAT16 ||
@@ -138,11 +238,15 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   /* layout of the upload: descriptors, two block tables, weights */
   size_t nweights = 0;
+  int64_t tile_max = 0; /* the tiled kernel when every sample's tile fits in shared memory */
   for (int i = 0; i < n; i++) {
     int64_t k = conv_check(&samples[i], i, err, errlen);
     if (k < 0) return STK_ERR_INVALID_ARGUMENT; /* err names the sample */
     nweights += (size_t)k;
+    int64_t f = tile_floats(&samples[i]);
+    if (f > tile_max) tile_max = f;
   }
+  bool tiled = tile_max * (int64_t)sizeof(float) <= TILE_SMEM_MAX;
   size_t off_fh = f_align((size_t)n * sizeof(stk_conv_job));
   size_t off_fo = off_fh + f_align((size_t)(n + 1) * sizeof(int));
   size_t off_w = off_fo + f_align((size_t)(n + 1) * sizeof(int));
@@ -170,14 +274,15 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     S[i].tmp_off = toff;
     toff += S[i].h_count * s->c;
     nb[i] = f_cdiv(S[i].h_count, THREADS);
-    nb[n + i] = f_cdiv(S[i].v_count, THREADS);
+    nb[n + i] = tiled ? f_cdiv(s->out_h, TILE_H) * f_cdiv(s->out_w, TILE_W)
+                      : f_cdiv(S[i].v_count, THREADS);
   }
   int *fh = (int *)(host + off_fh), *fo = (int *)(host + off_fo);
   if (rc == 0) rc = f_block_table(nb, n, fh, err, errlen);
   if (rc == 0) rc = f_block_table(nb + n, n, fo, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL, *tmp = NULL;
-  if (rc == 0 && toff > 0)
+  if (rc == 0 && toff > 0 && !tiled)
     rc = stk_gpu_device_alloc(ctx, (size_t)toff * sizeof(float), stream_h, &tmp, err, errlen);
   if (rc == 0) rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
   if (rc == 0) {
@@ -186,7 +291,17 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     const float *dW = (const float *)((char *)dp + off_w);
     float *dT = (float *)tmp;
     int hb = fh[n], ob = fo[n], odt = (int)out_dtype;
-    switch (in_dtype) {
+    size_t sm = (size_t)tile_max * sizeof(float);
+    if (tiled) switch (in_dtype) {
+    case STK_DTYPE_UINT8: conv_tiled_launch<STK_DTYPE_UINT8>(ob, sm, dS, dfo, n, dW, odt, stream); break;
+    case STK_DTYPE_INT8: conv_tiled_launch<STK_DTYPE_INT8>(ob, sm, dS, dfo, n, dW, odt, stream); break;
+    case STK_DTYPE_UINT16: conv_tiled_launch<STK_DTYPE_UINT16>(ob, sm, dS, dfo, n, dW, odt, stream); break;
+    case STK_DTYPE_INT16: conv_tiled_launch<STK_DTYPE_INT16>(ob, sm, dS, dfo, n, dW, odt, stream); break;
+    case STK_DTYPE_INT32: conv_tiled_launch<STK_DTYPE_INT32>(ob, sm, dS, dfo, n, dW, odt, stream); break;
+    case STK_DTYPE_FLOAT16: conv_tiled_launch<STK_DTYPE_FLOAT16>(ob, sm, dS, dfo, n, dW, odt, stream); break;
+    default: conv_tiled_launch<STK_DTYPE_FLOAT32>(ob, sm, dS, dfo, n, dW, odt, stream); break;
+    }
+    else switch (in_dtype) {
     case STK_DTYPE_UINT8: conv_launch<STK_DTYPE_UINT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
     case STK_DTYPE_INT8: conv_launch<STK_DTYPE_INT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
     case STK_DTYPE_UINT16: conv_launch<STK_DTYPE_UINT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;

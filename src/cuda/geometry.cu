@@ -15,10 +15,12 @@
 #include "api_geometry.h"
 #include "gpu_internal.h"
 #include "../ops/geometry_px.h"
+#include "pixel_tiles.cuh"
 
 #define G_THREADS 256
 #define G_TW 32 /* output columns per 2-D block */
 #define G_TH 8  /* output rows per 2-D block */
+#define G_TILE 8192 /* bytes per block of the staged kernels (pixel_tiles.cuh) */
 
 /* Everything below has internal linkage: kernel templates of other families' files may
  * share a name (their host stubs would otherwise be merged by the linker). */
@@ -343,6 +345,64 @@ erase_kernel(const erase_dev *S, const int *first, int n, const erase_box_dev *b
   }
 }
 
+/* Whether unit u is inside a box; *fixed: the fill index when it does not vary inside
+ * the unit (as erase_kernel). */
+__device__ __forceinline__ bool erase_unit_in(const erase_dev *d, const erase_box_dev *boxes, int u,
+                                              int *fixed) {
+  int coord[STK_GPU_ERASE_MAX_NDIM];
+  int x = u % d->cols, r = u / d->cols;
+  coord[d->split - 1] = x;
+  for (int k = d->split - 2; k > 0; k--) {
+    coord[k] = r % d->shape[k];
+    r /= d->shape[k];
+  }
+  if (d->split >= 2) coord[0] = r;
+  bool erased = false;
+  for (int q = 0; q < d->nboxes && !erased; q++) {
+    const erase_box_dev *bx = &boxes[d->box0 + q];
+    bool in = true;
+    for (int k = 0; k < d->split && in; k++) in = coord[k] >= bx->lo[k] && coord[k] < bx->hi[k];
+    erased = in;
+  }
+  *fixed = d->nfill > 1 && d->fill_axis < d->split ? coord[d->fill_axis] : 0;
+  return erased;
+}
+
+/* Small units (at most 64 bytes): a block takes `upb` consecutive units (upb = the
+ * sample's G_TILE / unit bytes), staged through shared memory as 16-byte vectors; each
+ * thread copies or fills whole units there. */
+template <int ES>
+__global__ void __launch_bounds__(G_THREADS)
+erase_staged(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
+  __shared__ __align__(16) uint8_t sin[G_TILE + 16], sout[G_TILE + 16];
+  int b = blockIdx.x, si = g_find_sample(first, n, b);
+  const erase_dev *d = &S[si];
+  int ub = d->unit * ES, upb = G_TILE / ub;
+  int u0 = (b - first[si]) * upb, nu = d->units - u0 < upb ? d->units - u0 : upb;
+  const uint8_t *g = (const uint8_t *)d->src + (size_t)u0 * ub;
+  uint8_t *gd = (uint8_t *)d->dst + (size_t)u0 * ub;
+  pt_load(sin, g, nu * ub);
+  __syncthreads();
+  const uint8_t *a = sin + pt_shift(g);
+  uint8_t *o = sout + pt_shift(gd);
+  bool inner = d->nfill > 1 && d->fill_axis >= d->split;
+  for (int i = threadIdx.x; i < nu; i += G_THREADS) {
+    int fixed;
+    const uint8_t *q = a + i * ub;
+    uint8_t *w = o + i * ub;
+    if (!erase_unit_in(d, boxes, u0 + i, &fixed)) {
+      for (int j = 0; j < ub; j++) w[j] = q[j];
+      continue;
+    }
+    for (int j = 0; j < d->unit; j++) {
+      int k = inner ? (j / d->cstride) % d->cshape : fixed;
+      for (int e = 0; e < ES; e++) w[j * ES + e] = d->fill[k * ES + e];
+    }
+  }
+  __syncthreads();
+  pt_store(gd, sout, nu * ub);
+}
+
 /* The unit split of sample s (see erase_dev); false when a box is empty (skipped). */
 static bool erase_box_empty(const stk_gpu_erase_box *bx, int ndim) {
   for (int k = 0; k < ndim; k++)
@@ -420,10 +480,15 @@ static int gpu_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *sample
   erase_dev *S = (erase_dev *)p.host;
   erase_box_dev *boxes = (erase_box_dev *)(p.host + p.extra_off);
   int nbox = 0;
+  /* the staged kernel when every unit is small (one launch for the batch) */
+  bool staged = true;
   for (int i = 0; i < n && rc == 0; i++) {
     rc = erase_describe(&samples[i], &a, i, &S[i], boxes, &nbox, err, errlen);
-    p.nb[i] = rc ? 0 : (int64_t)S[i].bx * g_cdiv(S[i].rows, G_TH);
+    if (rc == 0 && S[i].units > 0 && (int64_t)S[i].unit * a.esize > 64) staged = false;
   }
+  for (int i = 0; i < n && rc == 0; i++)
+    p.nb[i] = staged ? (S[i].units > 0 ? g_cdiv(S[i].units, G_TILE / (S[i].unit * a.esize)) : 0)
+                     : (int64_t)S[i].bx * g_cdiv(S[i].rows, G_TH);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0) rc = g_plan_upload(ctx, &p, n, stream, &dp, err, errlen);
@@ -432,7 +497,14 @@ static int gpu_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *sample
     const int *df = (const int *)((char *)dp + p.table_off);
     const erase_box_dev *db = (const erase_box_dev *)((char *)dp + p.extra_off);
     int g = g_blocks(&p, n);
-    switch (a.esize) {
+    if (staged) {
+      switch (a.esize) {
+      case 1: erase_staged<1><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
+      case 2: erase_staged<2><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
+      case 4: erase_staged<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
+      default: erase_staged<8><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
+      }
+    } else switch (a.esize) {
     case 1: erase_kernel<1><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
     case 2: erase_kernel<2><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
     case 4: erase_kernel<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
@@ -454,24 +526,36 @@ typedef struct {
   int bx;
 } grid_dev;
 
-template <int PB>
+/* Pixels of at most 64 bytes, staged: a block takes G_TILE / pb consecutive pixels
+ * (flat index: any rows), moved through shared memory as 16-byte vectors; each thread
+ * keeps or zeroes whole pixels there (stk_grid_keep, as the CPU). */
 __global__ void __launch_bounds__(G_THREADS)
-grid_kernel(const grid_dev *S, const int *first, int n, int pb_rt) {
+grid_staged(const grid_dev *S, const int *first, int n, int pb) {
+  __shared__ __align__(16) uint8_t sin[G_TILE + 16], sout[G_TILE + 16];
   int b = blockIdx.x, si = g_find_sample(first, n, b);
   const grid_dev *d = &S[si];
   const stk_gpu_grid_mask_sample &s = d->s;
-  int t = b - first[si], bx = t % d->bx, by = t / d->bx;
-  int x = bx * G_TW + (int)threadIdx.x % G_TW, y = by * G_TH + (int)threadIdx.x / G_TW;
-  if (x >= s.w || y >= s.h) return;
-  int pb = PB ? PB : pb_rt;
-  size_t off = ((size_t)y * s.w + x) * pb;
-  uint8_t *o = (uint8_t *)s.dst + off;
-  if (stk_grid_keep(x, y, s.ca, s.sa, s.shift_x, s.shift_y, s.tile, s.ratio)) {
-    const uint8_t *i = (const uint8_t *)s.src + off;
-    for (int k = 0; k < pb; k++) o[k] = i[k];
-  } else {
-    for (int k = 0; k < pb; k++) o[k] = 0;
+  int ppb = G_TILE / pb;
+  int64_t total = (int64_t)s.h * s.w, p0 = (int64_t)(b - first[si]) * ppb;
+  int np = (int)(total - p0 < ppb ? total - p0 : ppb);
+  const uint8_t *g = (const uint8_t *)s.src + p0 * pb;
+  uint8_t *gd = (uint8_t *)s.dst + p0 * pb;
+  pt_load(sin, g, np * pb);
+  __syncthreads();
+  const uint8_t *a = sin + pt_shift(g);
+  uint8_t *o = sout + pt_shift(gd);
+  for (int i = threadIdx.x; i < np; i += G_THREADS) {
+    int64_t px = p0 + i;
+    int y = (int)(px / s.w), x = (int)(px - (int64_t)y * s.w);
+    const uint8_t *q = a + i * pb;
+    uint8_t *w = o + i * pb;
+    if (stk_grid_keep(x, y, s.ca, s.sa, s.shift_x, s.shift_y, s.tile, s.ratio))
+      for (int k = 0; k < pb; k++) w[k] = q[k];
+    else
+      for (int k = 0; k < pb; k++) w[k] = 0;
   }
+  __syncthreads();
+  pt_store(gd, sout, np * pb);
 }
 
 static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample *samples,
@@ -495,7 +579,7 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
     }
     S[i].s = *s;
     S[i].bx = (int)g_cdiv(s->w, G_TW);
-    p.nb[i] = (int64_t)S[i].bx * g_cdiv(s->h, G_TH);
+    p.nb[i] = g_cdiv((int64_t)s->h * s->w, G_TILE / pixel_bytes);
   }
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
@@ -504,12 +588,7 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
     const grid_dev *dS = (const grid_dev *)dp;
     const int *df = (const int *)((char *)dp + p.table_off);
     int g = g_blocks(&p, n);
-    switch (pixel_bytes) {
-    case 1: grid_kernel<1><<<g, G_THREADS, 0, stream>>>(dS, df, n, 1); break;
-    case 3: grid_kernel<3><<<g, G_THREADS, 0, stream>>>(dS, df, n, 3); break;
-    case 4: grid_kernel<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, 4); break;
-    default: grid_kernel<0><<<g, G_THREADS, 0, stream>>>(dS, df, n, pixel_bytes); break;
-    }
+    grid_staged<<<g, G_THREADS, 0, stream>>>(dS, df, n, pixel_bytes);
     rc = g_check_launch("grid_mask", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
