@@ -5,7 +5,8 @@
  *
  * Five batched kernels serve them all, each one launch per batch (stats: two):
  * - lut: uint8 input through per-sample tables built on the host by the CPU's own code
- *   (every point operation on uint8, Pillow's blends with a constant): exact;
+ *   (every point operation on uint8, Pillow's blends with a constant): exact; uint8
+ *   output moves as 16-byte vectors with a scalar head / tail (pixel_tiles.cuh);
  * - point: an elementwise float64 function for the other input types;
  * - pixel: whole-pixel maps (the 3x3 + offset colour matrices, PIL's luma and
  *   ImageEnhance.Color);
@@ -617,6 +618,13 @@ __device__ __forceinline__ void hist_span(const uint8_t *g, int nbytes, unsigned
   }
 }
 
+/* Sum over the warp (every lane calls it): one shared atomic per warp instead of one
+ * per thread on the same address. Integer sums: the order does not matter. */
+__device__ __forceinline__ unsigned long long warp_sum_u64(unsigned long long v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+
 /* Per-channel sums (3 channels; otherwise everything into a[0], as the CPU's mean) of
  * the bytes [g, g + nbytes), a span starting on a pixel: 16-byte vector loads. */
 __device__ __forceinline__ void sums_span(const uint8_t *g, int nbytes, int c,
@@ -691,12 +699,15 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
       const uint8_t *p = src + px * c;
       acc1 += c == 3 ? stk_color_pil_luma(p[0], p[1], p[2]) : p[0];
     }
-    atomicAdd(&isum[0], acc1);
+    acc1 = warp_sum_u64(acc1);
+    if ((t & 31) == 0) atomicAdd(&isum[0], acc1);
   } else if (it == STK_DTYPE_UINT8) { /* MEAN_CONTRAST: exact integer sums */
     unsigned long long a3[3] = {0, 0, 0};
     sums_span((const uint8_t *)s->src + p0 * c, (int)(p1 - p0) * c, c, a3);
-    for (int k = 0; k < 3; k++)
-      if (a3[k]) atomicAdd(&isum[k], a3[k]);
+    for (int k = 0; k < 3; k++) {
+      unsigned long long v = warp_sum_u64(a3[k]);
+      if ((t & 31) == 0 && v) atomicAdd(&isum[k], v);
+    }
   } else { /* MEAN_CONTRAST on other types: float64 sums */
     double a3[3] = {0.0, 0.0, 0.0};
     for (int64_t px = p0 + t; px < p1; px += CT)

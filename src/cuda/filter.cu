@@ -8,7 +8,9 @@
  * block b belongs to the sample whose range holds b (binary search), so ragged batches
  * waste no blocks.
  *
- * Convolutions: separable samples run a horizontal pass into a float32 temporary (one
+ * Convolutions: when every sample's tile fits in 48 KB of shared memory (conv_tiled: the
+ * usual image kernels), one fused launch computes TILE_H x TILE_W output pixels per block
+ * from a shared-memory window. Otherwise separable samples run a horizontal pass into a float32 temporary (one
  * thread per temporary pixel, all channels: rows of the padded height, out_w columns;
  * per pair), then the output kernel (one thread per output pixel) runs the vertical taps
  * (or, for a full kernel, all kh x kw taps) and converts to the output type. Sums follow the CPU's order exactly
