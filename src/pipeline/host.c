@@ -121,7 +121,9 @@ static stk_status check_fed(stk__node *node, const stk_tensor_desc *samples, siz
   return STK_OK;
 }
 
-/* Copies one fed sample (honouring its byte strides) into a dense buffer. */
+/* Copies one fed sample (honouring its byte strides) into a dense buffer. The trailing
+ * dimensions whose strides are already dense form one block copied with memcpy (the
+ * whole sample for a C-contiguous array); only the dimensions before them are walked. */
 static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout, stk__tensor *dst) {
   size_t elem = stk_dtype_size(src->dtype), count = 1;
   for (int d = 0; d < src->ndim; d++) {
@@ -134,14 +136,22 @@ static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout
   snprintf(dst->layout, sizeof dst->layout, "%s", layout && *layout ? layout : src->layout);
   dst->data = stk__malloc(count * elem, "a fed sample");
   if (!dst->data) return STK_ERR_OUT_OF_MEMORY;
-  for (size_t k = 0; k < count; k++) { /* element-wise walk over the strided source */
+  if (count == 0) return STK_OK;
+  int outer = src->ndim; /* dimensions [outer, ndim) are dense in the source */
+  size_t block = elem;
+  while (outer > 0 && (src->shape[outer - 1] == 1 || src->strides[outer - 1] == (int64_t)block)) {
+    block *= (size_t)src->shape[outer - 1];
+    outer--;
+  }
+  size_t blocks = count * elem / block;
+  for (size_t k = 0; k < blocks; k++) { /* walk the outer dimensions of the strided source */
     size_t rem = k;
     int64_t offset = 0;
-    for (int d = src->ndim - 1; d >= 0; d--) {
+    for (int d = outer - 1; d >= 0; d--) {
       offset += (int64_t)(rem % (size_t)src->shape[d]) * src->strides[d];
       rem /= (size_t)src->shape[d];
     }
-    memcpy((char *)dst->data + k * elem, (const char *)src->data + offset, elem);
+    memcpy((char *)dst->data + k * block, (const char *)src->data + offset, block);
   }
   return STK_OK;
 }

@@ -182,6 +182,9 @@ static void test_external_source_feed(void **state) {
     }
     /* sample 2 fed transposed through strides */
     d[2].strides[0] = 2, d[2].strides[1] = 4;
+    /* sample 1 fed with a row pitch of 3 elements (dense rows, strided outer axis) */
+    int16_t padded[2][3] = {{vals[1][0][0], vals[1][0][1], -1}, {vals[1][1][0], vals[1][1][1], -1}};
+    d[1].data = padded, d[1].strides[0] = 6;
     TU_OK(stk_pipeline_feed(p, "src", d, 3));
     stk_batch *out;
     TU_OK(stk_pipeline_run(p, &out));
@@ -190,6 +193,7 @@ static void test_external_source_feed(void **state) {
     const int16_t *o = stk_tensor_list_data(tl);
     assert_non_null(o);
     assert_int_equal(o[0], b * 100);
+    assert_int_equal(o[4 + 2], b * 100 + 12); /* row pitch */
     assert_int_equal(o[4 + 3], b * 100 + 13);
     assert_int_equal(o[8 + 1], b * 100 + 22); /* transposed */
     assert_int_equal(o[8 + 2], b * 100 + 21);
