@@ -38,6 +38,7 @@ usage: bench_ops_cpu.py [--ops a,b,...] [--sizes 375x500,224x224] [--repeats 3]
                         [--min-time 0.25] [--json OUT] [--markdown OUT]
 """
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -49,10 +50,11 @@ import numpy as np
 from PIL import Image, ImageEnhance, ImageFilter, ImageOps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-try:  # an installed stoker, or PYTHONPATH; else the checkout's python/ (built by `make`)
-    import stoker  # noqa: F401
-except ImportError:
+# This checkout's stoker when it is built (`make` builds the extension into python/stoker/),
+# else whichever `import stoker` finds (an install, or a .pth pointing at another checkout).
+if glob.glob(os.path.join(ROOT, "python", "stoker", "_stoker*.so")):
     sys.path.insert(0, os.path.join(ROOT, "python"))
+import stoker  # noqa: E402
 from stoker import fn, pipeline_def  # noqa: E402
 
 try:
@@ -617,8 +619,8 @@ def main():
     if a.ops:
         keys = [k.strip() for k in a.ops.split(",")]
         ops = [o for o in ops if any(k in o[0] for k in keys)]
-    print(f"OpenCV {cv2.__version__ if cv2 else 'not installed'}, Pillow {Image.__version__}, "
-          f"NumPy {np.__version__}", flush=True)
+    print(f"stoker from {os.path.dirname(stoker.__file__)}; OpenCV {cv2.__version__ if cv2 else 'not installed'}, "
+          f"Pillow {Image.__version__}, NumPy {np.__version__}", flush=True)
     rows = []
     for h, w in sizes:
         with tempfile.TemporaryDirectory(prefix="stk-opbench-") as folder:
