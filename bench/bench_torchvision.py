@@ -2,10 +2,13 @@
 """torchvision baselines on the GPU machine, same files as stoker's benchmarks:
 (1) torchvision.io.decode_jpeg on the GPU, batched (nvJPEG under torchvision);
 (2) a torchvision DataLoader with N workers doing RandomResizedCrop(224) + flip +
-    normalise (optionally + RandAugment(2, 9)), the classic CPU loader.
+    normalise (optionally + RandAugment(2, 9), AutoAugment(ImageNet) or
+    TrivialAugmentWide after the crop), the classic CPU loader. bench_loader is also used
+    on the CPU by bench_autoaug_cpu_vs_torch.py.
 Prints one JSON line per measurement.
 
-usage: bench_torchvision.py DATA_DIR [--workers 16] [--batch 256] [--batches 20] [--randaugment]
+usage: bench_torchvision.py DATA_DIR [--workers 16] [--batch 256] [--batches 20]
+                           [--randaugment | --policy randaugment|autoaugment|trivialaugment]
 """
 import argparse
 import json
@@ -36,29 +39,58 @@ def bench_gpu_decode(files, batch):
             "batch": batch}
 
 
-def bench_loader(root, workers, batch, batches, randaugment):
-    tf = [T.RandomResizedCrop(224), T.RandomHorizontalFlip()]
-    if randaugment:
-        tf.append(T.RandAugment(num_ops=2, magnitude=9))
-    tf += [T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]
-    ds = torchvision.datasets.ImageFolder(root, T.Compose(tf))
+POLICIES = ("none", "randaugment", "autoaugment", "trivialaugment")
+
+
+def policy_transform(policy):
+    """torchvision's automatic augmentation on PIL images (its defaults: nearest, fill 0)."""
+    if policy == "randaugment":
+        return T.RandAugment(num_ops=2, magnitude=9)
+    if policy == "autoaugment":
+        return T.AutoAugment(T.AutoAugmentPolicy.IMAGENET)
+    if policy == "trivialaugment":
+        return T.TrivialAugmentWide()
+    return None
+
+
+def loader_transform(policy="none"):
+    """decode (ImageFolder's PIL loader) + RandomResizedCrop(224) [+ policy] + flip +
+    ToTensor + Normalize."""
+    tf = [T.RandomResizedCrop(224)]
+    if policy_transform(policy) is not None:
+        tf.append(policy_transform(policy))
+    tf += [T.RandomHorizontalFlip(), T.ToTensor(), T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]
+    return T.Compose(tf)
+
+
+def bench_loader(root, workers, batch, batches, randaugment=False, policy=None, device="cuda", transform=None,
+                 what=None):
+    """Images/s of a DataLoader over ImageFolder(root) after its first batch (the workers'
+    start-up). batches=None: the rest of one epoch. `transform` replaces the torchvision
+    one (e.g. timm's); `device` "cpu" keeps the batches on the host."""
+    policy = policy or ("randaugment" if randaugment else "none")
+    ds = torchvision.datasets.ImageFolder(root, transform or loader_transform(policy))
     dl = torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers, drop_last=True,
-                                     persistent_workers=True, prefetch_factor=4)
+                                     persistent_workers=workers > 0, prefetch_factor=4 if workers > 0 else None)
     it = iter(dl)
     next(it)  # warm-up: workers started
     n, t0 = 0, time.perf_counter()
-    for _ in range(batches):
+    for _ in range(batches if batches is not None else len(dl) - 1):
         try:
             x, _ = next(it)
         except StopIteration:
             it = iter(dl)
             x, _ = next(it)
-        x = x.cuda(non_blocking=True)
+        if device != "cpu":
+            x = x.to(device, non_blocking=True)
         n += x.shape[0]
-    torch.cuda.synchronize()
+    if device != "cpu":
+        torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    return {"what": f"torchvision DataLoader {workers} workers RRC+flip+normalise" + (" +RandAugment" if randaugment else ""),
-            "images_per_s": n / dt, "images": n, "seconds": dt, "batch": batch}
+    del it, dl
+    if what is None:
+        what = f"torchvision DataLoader {workers} workers RRC+flip+normalise" + ("" if policy == "none" else f" +{policy}")
+    return {"what": what, "images_per_s": n / dt, "images": n, "seconds": dt, "batch": batch, "workers": workers}
 
 
 def main():
@@ -68,12 +100,13 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--batches", type=int, default=20)
     ap.add_argument("--randaugment", action="store_true")
+    ap.add_argument("--policy", choices=POLICIES, help="automatic augmentation (--randaugment: randaugment)")
     ap.add_argument("--skip-decode", action="store_true")
     a = ap.parse_args()
     files = files_of(a.data)
     if not a.skip_decode:
         print(json.dumps(bench_gpu_decode(files, a.batch)), flush=True)
-    print(json.dumps(bench_loader(a.data, a.workers, a.batch, a.batches, a.randaugment)), flush=True)
+    print(json.dumps(bench_loader(a.data, a.workers, a.batch, a.batches, a.randaugment, a.policy)), flush=True)
 
 
 if __name__ == "__main__":
