@@ -20,7 +20,10 @@ timm's RandAugment 'rand-m9-n2-mstd0' (or AutoAugment 'original') + ToTensor + N
 
 Each measurement runs --repeats times (fresh process / fresh DataLoader each time) and
 the median images/s is reported with the range; the first batch is not timed (worker
-start-up). Needs torch, torchvision and timm in the running interpreter (not in the
+start-up). Also reported: CPU time per image of all the processes involved (stoker: the
+CLI process, from getrusage; torch: the main process and the workers during the timed
+batches, from /proc), whose ratio is the speed ratio at equal cores when the machine is
+shared and wall-clock throughput is noisy. Needs torch, torchvision and timm in the running interpreter (not in the
 project venv: see bench/requirements-torch.txt) and the stoker CLI (build/stoker).
 
 usage: bench_autoaug_cpu_vs_torch.py [--data DIR] [--threads 2] [--batch 32]
@@ -29,6 +32,7 @@ usage: bench_autoaug_cpu_vs_torch.py [--data DIR] [--threads 2] [--batch 32]
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,11 +46,21 @@ PRESETS = ("basic", "randaugment", "autoaugment", "trivialaugment")
 TIMM = (("randaugment", "rand-m9-n2-mstd0"), ("autoaugment", "original"))
 
 
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def stoker_run(data, preset, threads, batch):
+    """(images/s, CPU ms per image). The CPU time is the whole process's (start-up and the
+    untimed first batch included: a slight overestimate)."""
     cmd = [os.path.join(BUILD, "stoker"), "bench", "--data", data, "--pipeline", preset, "--device", "cpu",
            "--threads", str(threads), "--batch-size", str(batch), "--epochs", "1", "--json"]
+    c0 = _children_cpu()
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["images_per_s"]
+    cpu = _children_cpu() - c0
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["images_per_s"], 1e3 * cpu / r["images"]
 
 
 def torch_run(data, policy, workers, batch, timm_aa=None):
@@ -54,7 +68,8 @@ def torch_run(data, policy, workers, batch, timm_aa=None):
     code = ("import json, sys; sys.path.insert(0, %r); import bench_autoaug_cpu_vs_torch as b; "
             "print(json.dumps(b._torch_once(%r, %r, %d, %d, %r)))" % (HERE, data, policy, workers, batch, timm_aa))
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["images_per_s"]
+    r = json.loads(out.strip().splitlines()[-1])
+    return r["images_per_s"], r.get("cpu_ms_per_image")
 
 
 def _torch_once(data, policy, workers, batch, timm_aa):
@@ -79,8 +94,37 @@ def versions():
         return "torch/torchvision/timm not importable"
 
 
-def summarise(xs):
-    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": xs}
+def summarise(runs):
+    ips = [r[0] for r in runs]
+    cpu = [r[1] for r in runs if r[1] is not None]
+    return {"median": statistics.median(ips), "min": min(ips), "max": max(ips), "runs": ips,
+            "cpu_ms_per_image": statistics.median(cpu) if cpu else None, "cpu_runs": cpu}
+
+
+def table(summ, threads, key):
+    """Markdown table of images/s (key "median") or CPU ms per image (key "cpu")."""
+    unit = "images/s, median (range)" if key == "median" else "CPU ms per image (all processes), median"
+    out = [f"| pipeline ({unit}) | stoker, {threads} threads | torchvision DataLoader, {threads} workers "
+           f"| timm transform, {threads} workers | stoker / torchvision | stoker / timm |",
+           "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for p in PRESETS:
+        cells, val = [], {}
+        for lib in ("stoker", "torchvision", "timm"):
+            s = summ.get(f"{lib} {p}")
+            if key == "median":
+                val[lib] = s["median"] if s else None
+                cells.append(f"{s['median']:.0f} ({s['min']:.0f}-{s['max']:.0f})" if s else "-")
+            else:
+                val[lib] = s["cpu_ms_per_image"] if s else None
+                cells.append(f"{val[lib]:.2f}" if val[lib] else "-")
+
+        def ratio(other):
+            if not val["stoker"] or not val[other]:
+                return "-"
+            r = val["stoker"] / val[other] if key == "median" else val[other] / val["stoker"]
+            return f"{r:.2f}x"
+        out.append(f"| {p} | " + " | ".join(cells) + f" | {ratio('torchvision')} | {ratio('timm')} |")
+    return "\n".join(out)
 
 
 def main():
@@ -110,21 +154,13 @@ def main():
         if "timm" in only:
             for p, aa in TIMM:
                 res.setdefault(("timm", p), []).append(torch_run(a.data, "none", a.threads, a.batch, aa))
-        print(f"run {rep + 1}: " + ", ".join(f"{k[0]} {k[1]} {v[-1]:.0f}" for k, v in res.items()), flush=True)
+        print(f"run {rep + 1}: " + ", ".join(f"{k[0]} {k[1]} {v[-1][0]:.0f}/s {v[-1][1] or 0:.2f} ms"
+                                             for k, v in res.items()), flush=True)
     summ = {f"{k[0]} {k[1]}": summarise(v) for k, v in res.items()}
     print()
-    print(f"| pipeline | stoker, {a.threads} threads | torchvision DataLoader, {a.threads} workers | timm transform, "
-          f"{a.threads} workers | stoker / torchvision | stoker / timm |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for p in PRESETS:
-        cells, med = [], {}
-        for lib in ("stoker", "torchvision", "timm"):
-            s = summ.get(f"{lib} {p}")
-            med[lib] = s["median"] if s else None
-            cells.append(f"{s['median']:.0f} ({s['min']:.0f}-{s['max']:.0f})" if s else "-")
-        r1 = f"{med['stoker'] / med['torchvision']:.2f}x" if med["stoker"] and med["torchvision"] else "-"
-        r2 = f"{med['stoker'] / med['timm']:.2f}x" if med["stoker"] and med["timm"] else "-"
-        print(f"| {p} | " + " | ".join(cells) + f" | {r1} | {r2} |")
+    print(table(summ, a.threads, "median"))
+    print()
+    print(table(summ, a.threads, "cpu"))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summ, f, indent=1)

@@ -63,6 +63,21 @@ def loader_transform(policy="none"):
     return T.Compose(tf)
 
 
+def _cpu_seconds(pids):
+    """CPU time (user + system) of this process and of the processes `pids` (the loader's
+    workers), from /proc; None where it cannot be read."""
+    total = time.process_time()
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        except (OSError, IndexError, ValueError):
+            return None
+    return total
+
+
 def bench_loader(root, workers, batch, batches, randaugment=False, policy=None, device="cuda", transform=None,
                  what=None):
     """Images/s of a DataLoader over ImageFolder(root) after its first batch (the workers'
@@ -74,7 +89,8 @@ def bench_loader(root, workers, batch, batches, randaugment=False, policy=None, 
                                      persistent_workers=workers > 0, prefetch_factor=4 if workers > 0 else None)
     it = iter(dl)
     next(it)  # warm-up: workers started
-    n, t0 = 0, time.perf_counter()
+    pids = [w.pid for w in getattr(it, "_workers", [])]
+    n, t0, c0 = 0, time.perf_counter(), _cpu_seconds(pids)
     for _ in range(batches if batches is not None else len(dl) - 1):
         try:
             x, _ = next(it)
@@ -87,10 +103,13 @@ def bench_loader(root, workers, batch, batches, randaugment=False, policy=None, 
     if device != "cpu":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    c1 = _cpu_seconds(pids)
     del it, dl
     if what is None:
         what = f"torchvision DataLoader {workers} workers RRC+flip+normalise" + ("" if policy == "none" else f" +{policy}")
-    return {"what": what, "images_per_s": n / dt, "images": n, "seconds": dt, "batch": batch, "workers": workers}
+    cpu = {"cpu_ms_per_image": 1e3 * (c1 - c0) / n} if c0 is not None and c1 is not None and n else {}
+    return {"what": what, "images_per_s": n / dt, "images": n, "seconds": dt, "batch": batch, "workers": workers,
+            **cpu}
 
 
 def main():
