@@ -3,7 +3,8 @@
 # GPU tests and the CPU/GPU parity harness, compute-sanitizer, the GPU benchmarks and the
 # torchvision comparisons, and prints a short table at the end.
 #
-# usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [pipeline]
+# usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
+#        [loaders] [pipeline]
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -90,7 +91,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -116,7 +117,7 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench; then
+if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets; then
   step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release "${PKGCFG_ARG[@]}" || BUILD_OK=0
   [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" || BUILD_OK=0; }
@@ -149,7 +150,7 @@ fi
 
 # ---- per-operator GPU tests (Python, CPU vs GPU parity) and benchmarks (bench_*) ----
 if [ $BUILD_OK = 1 ] && want ops; then
-  XDIST=(); python3 -c 'import xdist' 2>/dev/null && XDIST=(-n 8)  # tests in 8 processes where pytest-xdist is
+  XDIST=(); python3 -c 'import xdist' 2>/dev/null && XDIST=(-n 14)  # tests in 14 processes where pytest-xdist is
   step gpu_ops_py 300 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
     "${XDIST[@]}" --timeout 120 -rf tests/python/test_gpu_*.py
 fi
@@ -157,6 +158,18 @@ if [ $BUILD_OK = 1 ] && want opbench; then
   for b in "$BUILD"/bench_*; do
     [ -x "$b" ] && step "$(basename "$b")" 120 "$b" --batch 256
   done
+fi
+
+# ---- pipelines compared on the GPU (interleaved rounds, medians) and the CPU loaders
+#      doing the same policies (issue 6: <= 10% over basic@gpu, >= 4x a 16-worker loader) ----
+if [ $BUILD_OK = 1 ] && want presets; then
+  step presets 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
+    --rounds 3 --epochs 2 ${STK_CEILING:+--ceiling $STK_CEILING} --env STK_GPU_DECODE_ON_COMPUTE=1:decode-on-compute \
+    basic bench/pipelines/basic_gpu_hw075.txt randaugment autoaugment trivialaugment
+fi
+if want loaders; then
+  step loaders 200 env PYTHONUNBUFFERED=1 python3 bench/bench_autoaug_cpu_vs_torch.py --data "$DATA" --threads 16 \
+    --batch 256 --repeats 1 --only torchvision,timm
 fi
 
 # ---- the whole pipeline on the GPU: C parity test, torch hand-off, stoker bench ----
