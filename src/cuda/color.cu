@@ -27,6 +27,7 @@
 #include "../ops/color_math.h"
 #include "api_color.h"
 #include "gpu_internal.h"
+#include "launch.cuh"
 #include "pixel_tiles.cuh"
 
 #define CT 256        /* threads per block */
@@ -38,18 +39,6 @@
 /* Helpers                                                                            */
 /* ---------------------------------------------------------------------------------- */
 
-__device__ __forceinline__ int clr_find_sample(const int *first, int n, int b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-static int64_t clr_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static size_t clr_esize(stk_dtype t) {
   switch (t) {
   case STK_DTYPE_UINT8: return 1;
@@ -57,14 +46,6 @@ static size_t clr_esize(stk_dtype t) {
   case STK_DTYPE_INT32: case STK_DTYPE_FLOAT32: return 4;
   default: return 0; /* not a colour type */
   }
-}
-
-static int clr_check_launch(const char *what, char *err, size_t errlen) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)",
-                        cudaGetErrorString(e), cudaGetErrorName(e));
-  return 0;
 }
 
 /* Element i of a colour-type array as a double (exact for every type). */
@@ -102,18 +83,6 @@ __device__ __forceinline__ void clr_put(void *dst, int64_t i, const uint8_t *tab
   case 2: ((uint16_t *)dst)[i] = ((const uint16_t *)tab)[v]; return;
   default: ((uint32_t *)dst)[i] = ((const uint32_t *)tab)[v]; return;
   }
-}
-
-/* Builds first[] (n + 1 entries) from per-sample block counts. */
-static int clr_block_table(const int64_t *blocks, int n, int *first, char *err, size_t errlen) {
-  int64_t total = 0;
-  for (int i = 0; i < n; i++) {
-    first[i] = (int)total;
-    total += blocks[i];
-    if (total > INT32_MAX) return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
-  }
-  first[n] = (int)total;
-  return 0;
 }
 
 /* A host staging area: n descriptors of `dsize` bytes, the first-block table and
@@ -170,12 +139,12 @@ typedef struct {
 static int64_t lut_plan(lut_dev *d, int es) {
   uintptr_t a = (uintptr_t)d->s.src, b = (uintptr_t)d->s.dst;
   d->vec = es == 1 && ((a ^ b) & 15) == 0;
-  if (!d->vec) return clr_cdiv(d->count, CT * LUT_CHUNK);
+  if (!d->vec) return stk_cdiv(d->count, CT * LUT_CHUNK);
   int64_t head = (int64_t)((16 - (a & 15)) & 15);
   if (head > d->count) head = d->count;
   d->head = (int)head;
   d->nvec = (d->count - head) / 16;
-  int64_t nb = clr_cdiv(d->nvec, (int64_t)CT * LUT_VPT);
+  int64_t nb = stk_cdiv(d->nvec, (int64_t)CT * LUT_VPT);
   return d->count > 0 && nb == 0 ? 1 : nb;
 }
 
@@ -229,7 +198,7 @@ __device__ __forceinline__ void lut_vec_block(const lut_dev *d, int k, int nbloc
 __global__ void __launch_bounds__(CT)
 lut_kernel(const lut_dev *S, const int *first, int n, const uint8_t *luts, int es) {
   __shared__ __align__(16) uint8_t tab[MAX_C * 256 * 4];
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const lut_dev *d = &S[si];
   int c = d->s.c, tb = c * 256 * es;
   const uint8_t *g = luts + d->s.lut_offset;
@@ -271,7 +240,7 @@ static int lut_launch(const lut_dev *dS, const int *dfirst, int n, int blocks, c
                       int es, cudaStream_t stream, char *err, size_t errlen) {
   if (blocks == 0) return 0;
   lut_kernel<<<blocks, CT, 0, stream>>>(dS, dfirst, n, luts, es);
-  return clr_check_launch("color lut", err, errlen);
+  return stk_check_launch("color lut", err, errlen);
 }
 
 static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *samples,
@@ -301,7 +270,7 @@ static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *sample
     S[i].count = count;
     st.nb[i] = lut_plan(&S[i], es);
   }
-  if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   memcpy(st.host + st.extra_off, luts, lut_bytes);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
@@ -331,7 +300,7 @@ __device__ __forceinline__ double point_fn(int op, const double *p, double x) {
 
 __global__ void __launch_bounds__(CT)
 point_kernel(const stk_gpu_clr_point_sample *S, const int *first, int n, int it, int ot) {
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_point_sample *s = &S[si];
   double p[3] = {s->p[0], s->p[1], s->p[2]};
   int op = s->op;
@@ -362,9 +331,9 @@ static int clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *sa
       rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: op %d, %lld elements or NULL pointers",
                     i, s->op, (long long)s->count);
     S[i] = *s;
-    st.nb[i] = clr_cdiv(s->count, CT * CHUNK);
+    st.nb[i] = stk_cdiv(s->count, CT * CHUNK);
   }
-  if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -373,7 +342,7 @@ static int clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *sa
       point_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_point_sample *)dp,
                                                 (const int *)((char *)dp + st.first_off), n,
                                                 (int)in_dtype, (int)out_dtype);
-      rc = clr_check_launch("color point", err, errlen);
+      rc = stk_check_launch("color point", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -388,7 +357,7 @@ static int clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *sa
 __global__ void __launch_bounds__(CT)
 pixel_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mode, int it,
              int ot) {
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_pixel_sample *s = &S[si];
   int ci = s->cin, co = s->cout;
   int64_t base = (int64_t)(b - first[si]) * CT * CHUNK + threadIdx.x;
@@ -422,7 +391,7 @@ pixel_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mod
 __global__ void __launch_bounds__(CT)
 pixel_u8_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mode) {
   __shared__ __align__(16) uint8_t sin[PX_TILE * 3 + 16], sout[PX_TILE * 3 + 16];
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_pixel_sample *s = &S[si];
   int ci = s->cin, co = s->cout;
   int64_t px0 = (int64_t)(b - first[si]) * PX_TILE;
@@ -496,9 +465,9 @@ static int clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *sa
       rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: %d -> %d channels, %lld pixels or NULL "
                     "pointers (mode %d)", i, s->cin, s->cout, (long long)s->pixels, mode);
     S[i] = *s;
-    st.nb[i] = clr_cdiv(s->pixels, staged ? PX_TILE : CT * CHUNK);
+    st.nb[i] = stk_cdiv(s->pixels, staged ? PX_TILE : CT * CHUNK);
   }
-  if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -506,12 +475,12 @@ static int clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *sa
     if (rc == 0 && staged) {
       pixel_u8_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
                                                    (const int *)((char *)dp + st.first_off), n, mode);
-      rc = clr_check_launch("color pixel", err, errlen);
+      rc = stk_check_launch("color pixel", err, errlen);
     } else if (rc == 0) {
       pixel_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
                                                 (const int *)((char *)dp + st.first_off), n, mode,
                                                 (int)in_dtype, (int)out_dtype);
-      rc = clr_check_launch("color pixel", err, errlen);
+      rc = stk_check_launch("color pixel", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -665,7 +634,7 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
   __shared__ double dsum[4];
   __shared__ uint64_t h64[MAX_C * 256];
   __shared__ bool last;
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stats_dev *d = &S[si];
   const stk_gpu_clr_stats_sample *s = &d->s;
   int c = s->c, t = threadIdx.x;
@@ -740,7 +709,7 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
 /* MEAN_CONTRAST on non-uint8 input: elementwise, the centre from the float64 sums. */
 __global__ void __launch_bounds__(CT)
 stats_apply_f64(const stats_dev *S, const int *first, int n, int it, int ot, const stats_acc *acc) {
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_stats_sample *s = &S[si].s;
   double sums[3] = {acc[si].dsum[0], acc[si].dsum[1], acc[si].dsum[2]};
   double cc = stk_color_mean_luma(sums, (double)s->pixels, s->c);
@@ -786,7 +755,7 @@ static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t
     S[i].s = *s;
     S[i].lut_offset = (size_t)i * lut_stride;
     /* at least one reduction block, so that a last block builds the tables */
-    nb_r[i] = s->pixels > 0 ? clr_cdiv(s->pixels, STATS_PIX) : 1;
+    nb_r[i] = s->pixels > 0 ? stk_cdiv(s->pixels, STATS_PIX) : 1;
     S[i].blocks = (int)nb_r[i];
     A[i].s.src = (const uint8_t *)s->src;
     A[i].s.dst = s->dst;
@@ -795,10 +764,10 @@ static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t
     A[i].s.lut_offset = (size_t)i * lut_stride;
     A[i].count = s->pixels * s->c;
     /* the application: lut_kernel's blocks, or stats_apply_f64's (CT * CHUNK elements) */
-    nb_a[i] = mean_f64 ? clr_cdiv(A[i].count, CT * CHUNK) : lut_plan(&A[i], (int)clr_esize(ot));
+    nb_a[i] = mean_f64 ? stk_cdiv(A[i].count, CT * CHUNK) : lut_plan(&A[i], (int)clr_esize(ot));
   }
-  STK_TRY_INT(clr_block_table(nb_r, n, (int *)(host + L->first_r), err, errlen));
-  return clr_block_table(nb_a, n, (int *)(host + L->first_a), err, errlen);
+  STK_TRY_INT(stk_block_table(nb_r, n, (int *)(host + L->first_r), err, errlen));
+  return stk_block_table(nb_a, n, (int *)(host + L->first_a), err, errlen);
 }
 
 /* Zeroes the accumulators, reduces (building the tables), applies. */
@@ -812,12 +781,12 @@ static int stats_launch(const char *dp, const char *host, const stats_layout *L,
   const stats_dev *dS = (const stats_dev *)dp;
   stats_reduce<<<blocks_r, CT, 0, stream>>>(dS, (const int *)(dp + L->first_r), n, mode, (int)it,
                                             (int)ot, A, luts);
-  STK_TRY_INT(clr_check_launch("color stats (reduction)", err, errlen));
+  STK_TRY_INT(stk_check_launch("color stats (reduction)", err, errlen));
   if (blocks_a == 0) return 0;
   if (mode == STK_GPU_CLR_MEAN_CONTRAST && it != STK_DTYPE_UINT8) {
     stats_apply_f64<<<blocks_a, CT, 0, stream>>>(dS, (const int *)(dp + L->first_a), n, (int)it,
                                                  (int)ot, A);
-    return clr_check_launch("color stats (application)", err, errlen);
+    return stk_check_launch("color stats (application)", err, errlen);
   }
   return lut_launch((const lut_dev *)(dp + L->lut), (const int *)(dp + L->first_a), n, blocks_a,
                     luts, (int)clr_esize(ot), stream, err, errlen);
@@ -871,7 +840,7 @@ typedef struct {
 /* One block: CT consecutive elements of one row. */
 __global__ void __launch_bounds__(CT)
 sharp_kernel(const sharp_dev *S, const int *first, int n) {
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const sharp_dev *d = &S[si];
   const stk_gpu_clr_sharpness_sample *s = &d->s;
   int lb = b - first[si], y = lb / d->bx, row = s->w * s->c;
@@ -899,7 +868,7 @@ static int sharp_rows(const stk_gpu_clr_sharpness_sample *s) {
 __global__ void __launch_bounds__(CT)
 sharp_staged(const sharp_dev *S, const int *first, int n) {
   __shared__ __align__(16) uint8_t sin[SHARP_BYTES + 16], sout[SHARP_BYTES + 16];
-  int b = blockIdx.x, si = clr_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const sharp_dev *d = &S[si];
   const stk_gpu_clr_sharpness_sample *s = &d->s;
   int row = s->w * s->c, c = s->c;
@@ -941,14 +910,14 @@ static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sa
       rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: %d x %d x %d or NULL pointers", i, s->h,
                     s->w, s->c);
     S[i].s = *s;
-    S[i].bx = (int)clr_cdiv(row, CT);
+    S[i].bx = (int)stk_cdiv(row, CT);
     S[i].rows = sharp_rows(s);
     if (S[i].rows == 0 && s->h > 0 && s->w > 0) staged = false;
   }
   for (int i = 0; i < n && rc == 0; i++)
-    st.nb[i] = staged ? (S[i].rows ? clr_cdiv(S[i].s.h, S[i].rows) : 0)
+    st.nb[i] = staged ? (S[i].rows ? stk_cdiv(S[i].s.h, S[i].rows) : 0)
                       : (int64_t)S[i].bx * S[i].s.h;
-  if (rc == 0) rc = clr_block_table(st.nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -960,7 +929,7 @@ static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sa
       else
         sharp_kernel<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
                                                   (const int *)((char *)dp + st.first_off), n);
-      rc = clr_check_launch("color sharpness", err, errlen);
+      rc = stk_check_launch("color sharpness", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);

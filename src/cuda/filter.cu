@@ -26,47 +26,14 @@
 #include "api_filter.h"
 #include "filter_common.h"
 #include "gpu_internal.h"
+#include "launch.cuh"
 #include "noise_common.h"
 
 #define THREADS 256
 
 /* ---------------------------------------------------------------------------------- */
-/* Launch plumbing (as kernels.cu)                                                    */
+/* Launch plumbing (the shared part: launch.cuh)                                      */
 /* ---------------------------------------------------------------------------------- */
-
-/* The sample owning block b: the last i with first[i] <= b. */
-__device__ __forceinline__ int f_find_sample(const int *first, int n, int b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-/* Fills first[0..n] from per-sample block counts; fails beyond 2^31 - 1 blocks. */
-static int f_block_table(const int64_t *blocks, int n, int *first, char *err, size_t errlen) {
-  int64_t total = 0;
-  for (int i = 0; i < n; i++) {
-    first[i] = (int)total;
-    total += blocks[i];
-    if (total > INT32_MAX)
-      return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
-  }
-  first[n] = (int)total;
-  return 0;
-}
-
-static int f_check_launch(const char *what, char *err, size_t errlen) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)",
-                        cudaGetErrorString(e), cudaGetErrorName(e));
-  return 0;
-}
-
-static int64_t f_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static size_t f_align(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -78,7 +45,7 @@ static size_t f_align(size_t n) { return (n + 15) & ~(size_t)15; }
 template <int DT>
 __global__ void __launch_bounds__(THREADS)
 conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float *tmp) {
-  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
   if (e < d->h_count) stk_conv_hpass_px(d, DT, W, tmp, e);
@@ -88,7 +55,7 @@ conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float
 template <int DT>
 __global__ void __launch_bounds__(THREADS)
 conv_out(const stk_conv_job *S, const int *first, int n, const float *W, const float *tmp, int odt) {
-  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
   if (e < d->v_count) stk_conv_out_px(d, DT, W, tmp, e, odt);
@@ -117,7 +84,7 @@ template <int DT>
 __global__ void __launch_bounds__(THREADS)
 conv_tiled(const stk_conv_job *S, const int *first, int n, const float *W, int odt) {
   extern __shared__ float sm[];
-  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
   int C = d->c, kh = d->kh, kw = d->kw, t = threadIdx.x;
   int tx = (d->out_w + TILE_W - 1) / TILE_W, lb = b - first[si];
@@ -275,13 +242,13 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     S[i].h_count = (int64_t)s->npairs * ((int64_t)s->out_h + s->kh - 1) * s->out_w;
     S[i].tmp_off = toff;
     toff += S[i].h_count * s->c;
-    nb[i] = f_cdiv(S[i].h_count, THREADS);
-    nb[n + i] = tiled ? f_cdiv(s->out_h, TILE_H) * f_cdiv(s->out_w, TILE_W)
-                      : f_cdiv(S[i].v_count, THREADS);
+    nb[i] = stk_cdiv(S[i].h_count, THREADS);
+    nb[n + i] = tiled ? stk_cdiv(s->out_h, TILE_H) * stk_cdiv(s->out_w, TILE_W)
+                      : stk_cdiv(S[i].v_count, THREADS);
   }
   int *fh = (int *)(host + off_fh), *fo = (int *)(host + off_fo);
-  if (rc == 0) rc = f_block_table(nb, n, fh, err, errlen);
-  if (rc == 0) rc = f_block_table(nb + n, n, fo, err, errlen);
+  if (rc == 0) rc = stk_block_table(nb, n, fh, err, errlen);
+  if (rc == 0) rc = stk_block_table(nb + n, n, fo, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL, *tmp = NULL;
   if (rc == 0 && toff > 0 && !tiled)
@@ -312,7 +279,7 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     case STK_DTYPE_FLOAT16: conv_launch<STK_DTYPE_FLOAT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
     default: conv_launch<STK_DTYPE_FLOAT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
     }
-    rc = f_check_launch("conv", err, errlen);
+    rc = stk_check_launch("conv", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
   if (tmp) stk_gpu_device_free(ctx, tmp, stream_h, NULL, 0);
@@ -328,14 +295,14 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
 /* Work units of a sample: Philox blocks (gaussian: 4 elements, salt_and_pepper: 4
  * pixels) or elements (shot). */
 static int64_t noise_units(int kind, const stk_gpu_noise_sample *s) {
-  if (kind == STK_GPU_NOISE_GAUSSIAN) return f_cdiv(s->count, 4);
-  if (kind == STK_GPU_NOISE_SALT_AND_PEPPER) return f_cdiv(s->count / s->group, 4);
+  if (kind == STK_GPU_NOISE_GAUSSIAN) return stk_cdiv(s->count, 4);
+  if (kind == STK_GPU_NOISE_SALT_AND_PEPPER) return stk_cdiv(s->count / s->group, 4);
   return s->count;
 }
 
 __global__ void __launch_bounds__(THREADS)
 noise_kernel(const stk_gpu_noise_sample *S, const int *first, int n, int kind, int dt) {
-  int b = blockIdx.x, si = f_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_noise_sample *s = &S[si];
   int64_t u = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
   stk_noise_stream st;
@@ -387,10 +354,10 @@ static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_
       break;
     }
     S[i] = *s;
-    nb[i] = f_cdiv(noise_units(kind, s), THREADS);
+    nb[i] = stk_cdiv(noise_units(kind, s), THREADS);
   }
   int *first = (int *)(host + off_first);
-  if (rc == 0) rc = f_block_table(nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -399,7 +366,7 @@ static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_
       noise_kernel<<<first[n], THREADS, 0, stream>>>(
           (const stk_gpu_noise_sample *)dp, (const int *)((char *)dp + off_first), n, kind,
           (int)dtype);
-      rc = f_check_launch("noise", err, errlen);
+      rc = stk_check_launch("noise", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);

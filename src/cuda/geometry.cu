@@ -14,6 +14,7 @@
 
 #include "api_geometry.h"
 #include "gpu_internal.h"
+#include "launch.cuh"
 #include "../ops/geometry_px.h"
 #include "pixel_tiles.cuh"
 
@@ -29,40 +30,6 @@ namespace {
 /* ---------------------------------------------------------------------------------- */
 /* Launch plumbing (as kernels.cu)                                                    */
 /* ---------------------------------------------------------------------------------- */
-
-/* The sample owning block b: the last i with first[i] <= b. */
-__device__ __forceinline__ int g_find_sample(const int *first, int n, int b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-/* Fills first[0..n] from per-sample block counts; fails beyond 2^31 - 1 blocks. */
-static int g_block_table(const int64_t *blocks, int n, int *first, char *err, size_t errlen) {
-  int64_t total = 0;
-  for (int i = 0; i < n; i++) {
-    first[i] = (int)total;
-    total += blocks[i];
-    if (total > INT32_MAX)
-      return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
-  }
-  first[n] = (int)total;
-  return 0;
-}
-
-static int g_check_launch(const char *what, char *err, size_t errlen) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)",
-                        cudaGetErrorString(e), cudaGetErrorName(e));
-  return 0;
-}
-
-static int64_t g_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* One host block holding n descriptors of `desc` bytes, the first-block table (n + 1
  * ints) and `extra` more bytes (8-byte aligned), uploaded in one copy. */
@@ -93,7 +60,7 @@ static int g_plan_upload(stk_gpu_ctx *ctx, g_plan *p, int n, cudaStream_t stream
                          char *err, size_t errlen) {
   *dev = NULL;
   int *first = (int *)(p->host + p->table_off);
-  STK_TRY_INT(g_block_table(p->nb, n, first, err, errlen));
+  STK_TRY_INT(stk_block_table(p->nb, n, first, err, errlen));
   if (first[n] == 0) return 0;
   return stk_gpu_upload(ctx, p->host, p->bytes, stream, dev, err, errlen);
 }
@@ -134,7 +101,7 @@ __device__ __forceinline__ void warp_store<float>(float *p, float v) { *p = v; }
 template <typename TI, typename TO, int INTERP>
 __global__ void __launch_bounds__(G_THREADS)
 warp_kernel(const warp_dev *S, const int *first, int n, int C) {
-  int b = blockIdx.x, si = g_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const warp_dev *d = &S[si];
   const stk_gpu_warp_sample &s = d->s;
   int t = b - first[si], bx = t % d->bx, by = t / d->bx;
@@ -251,8 +218,8 @@ static int gpu_warp_affine(stk_gpu_ctx *ctx, int n, const stk_gpu_warp_sample *s
   for (int i = 0; i < n && rc == 0; i++) {
     rc = warp_check_sample(&samples[i], &a, i, err, errlen);
     S[i].s = samples[i];
-    S[i].bx = (int)g_cdiv(samples[i].dst_w, G_TW);
-    p.nb[i] = (int64_t)S[i].bx * g_cdiv(samples[i].dst_h, G_TH);
+    S[i].bx = (int)stk_cdiv(samples[i].dst_w, G_TW);
+    p.nb[i] = (int64_t)S[i].bx * stk_cdiv(samples[i].dst_h, G_TH);
   }
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
@@ -266,7 +233,7 @@ static int gpu_warp_affine(stk_gpu_ctx *ctx, int n, const stk_gpu_warp_sample *s
     else if (iu8) warp_launch<uint8_t, float>(a.interp, g, stream, dS, df, n, a.channels);
     else if (ou8) warp_launch<float, uint8_t>(a.interp, g, stream, dS, df, n, a.channels);
     else warp_launch<float, float>(a.interp, g, stream, dS, df, n, a.channels);
-    rc = g_check_launch("warp_affine", err, errlen);
+    rc = stk_check_launch("warp_affine", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
   g_plan_free(&p);
@@ -308,7 +275,7 @@ __device__ __forceinline__ void erase_copy(uint8_t *dst, const uint8_t *src) {
 template <int ES>
 __global__ void __launch_bounds__(G_THREADS)
 erase_kernel(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
-  int b = blockIdx.x, si = g_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const erase_dev *d = &S[si];
   /* 2-D tiles over (rows, cols) of units: a warp takes 32 consecutive units of a row */
   int t = b - first[si], tx = t % d->bx, ty = t / d->bx;
@@ -375,7 +342,7 @@ template <int ES>
 __global__ void __launch_bounds__(G_THREADS)
 erase_staged(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
   __shared__ __align__(16) uint8_t sin[G_TILE + 16], sout[G_TILE + 16];
-  int b = blockIdx.x, si = g_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const erase_dev *d = &S[si];
   int ub = d->unit * ES, upb = G_TILE / ub;
   int u0 = (b - first[si]) * upb, nu = d->units - u0 < upb ? d->units - u0 : upb;
@@ -450,7 +417,7 @@ static int erase_describe(const stk_gpu_erase_sample *s, const stk_gpu_erase_arg
   d->units = d->unit ? (int)(total / d->unit) : 0;
   d->cols = (int)s->shape[need - 1];
   d->rows = d->cols ? d->units / d->cols : 0;
-  d->bx = (int)g_cdiv(d->cols, G_TW);
+  d->bx = (int)stk_cdiv(d->cols, G_TW);
   d->nfill = s->nfill, d->fill_axis = s->nfill > 1 ? s->fill_axis : 0;
   d->cstride = 1, d->cshape = 1;
   if (s->nfill > 1) {
@@ -487,8 +454,8 @@ static int gpu_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *sample
     if (rc == 0 && S[i].units > 0 && (int64_t)S[i].unit * a.esize > 64) staged = false;
   }
   for (int i = 0; i < n && rc == 0; i++)
-    p.nb[i] = staged ? (S[i].units > 0 ? g_cdiv(S[i].units, G_TILE / (S[i].unit * a.esize)) : 0)
-                     : (int64_t)S[i].bx * g_cdiv(S[i].rows, G_TH);
+    p.nb[i] = staged ? (S[i].units > 0 ? stk_cdiv(S[i].units, G_TILE / (S[i].unit * a.esize)) : 0)
+                     : (int64_t)S[i].bx * stk_cdiv(S[i].rows, G_TH);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0) rc = g_plan_upload(ctx, &p, n, stream, &dp, err, errlen);
@@ -510,7 +477,7 @@ static int gpu_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *sample
     case 4: erase_kernel<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
     default: erase_kernel<8><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
     }
-    rc = g_check_launch("erase", err, errlen);
+    rc = stk_check_launch("erase", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
   g_plan_free(&p);
@@ -532,7 +499,7 @@ typedef struct {
 __global__ void __launch_bounds__(G_THREADS)
 grid_staged(const grid_dev *S, const int *first, int n, int pb) {
   __shared__ __align__(16) uint8_t sin[G_TILE + 16], sout[G_TILE + 16];
-  int b = blockIdx.x, si = g_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const grid_dev *d = &S[si];
   const stk_gpu_grid_mask_sample &s = d->s;
   int ppb = G_TILE / pb;
@@ -578,8 +545,8 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
       break;
     }
     S[i].s = *s;
-    S[i].bx = (int)g_cdiv(s->w, G_TW);
-    p.nb[i] = g_cdiv((int64_t)s->h * s->w, G_TILE / pixel_bytes);
+    S[i].bx = (int)stk_cdiv(s->w, G_TW);
+    p.nb[i] = stk_cdiv((int64_t)s->h * s->w, G_TILE / pixel_bytes);
   }
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
@@ -589,7 +556,7 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
     const int *df = (const int *)((char *)dp + p.table_off);
     int g = g_blocks(&p, n);
     grid_staged<<<g, G_THREADS, 0, stream>>>(dS, df, n, pixel_bytes);
-    rc = g_check_launch("grid_mask", err, errlen);
+    rc = stk_check_launch("grid_mask", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
   g_plan_free(&p);

@@ -22,6 +22,7 @@
 
 #include "gpu_common.h"
 #include "gpu_internal.h"
+#include "launch.cuh"
 
 #define TW 32      /* output columns per block */
 #define H_ROWS 32  /* temporary rows per horizontal-pass block */
@@ -31,17 +32,6 @@
 /* ---------------------------------------------------------------------------------- */
 /* Shared helpers                                                                     */
 /* ---------------------------------------------------------------------------------- */
-
-/* The sample owning block b: the last i with first[i] <= b. */
-__device__ __forceinline__ int find_sample(const int *first, int n, int b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
 
 /* Stores v as element i of a dst array of `dt` with stk__store_double's rules. */
 __device__ __forceinline__ void store_double(void *dst, int dt, size_t i, double v) {
@@ -195,29 +185,6 @@ __device__ static void convert_elem(const void *src, int st, size_t i, void *dst
 /* Launch plumbing                                                                    */
 /* ---------------------------------------------------------------------------------- */
 
-/* Fills first[0..n] from per-sample block counts; fails beyond 2^31 - 1 blocks. */
-static int block_table(const int64_t *blocks, int n, int *first, char *err, size_t errlen) {
-  int64_t total = 0;
-  for (int i = 0; i < n; i++) {
-    first[i] = (int)total;
-    total += blocks[i];
-    if (total > INT32_MAX)
-      return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
-  }
-  first[n] = (int)total;
-  return 0;
-}
-
-static int check_launch(const char *what, char *err, size_t errlen) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)",
-                        cudaGetErrorString(e), cudaGetErrorName(e));
-  return 0;
-}
-
-static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /* ---------------------------------------------------------------------------------- */
 /* Resample                                                                           */
 /* ---------------------------------------------------------------------------------- */
@@ -239,7 +206,7 @@ rs_hpass(const rs_dev *S, const int *first, int n, int interp, int kmax, float *
   float *w = smem;                         /* [kmax][TW] */
   int *st = (int *)(smem + (size_t)kmax * TW);
   int *cnt = st + TW;
-  int b = blockIdx.x, si = find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const rs_dev *d = &S[si];
   int t = b - first[si], bx = t % d->hbx, by = t / d->hbx;
   int tx = threadIdx.x % TW, ty = threadIdx.x / TW;
@@ -301,7 +268,7 @@ rs_vpass(const rs_dev *S, const int *first, int n, stk_gpu_resample_args a, int 
   float *w = smem;                                  /* [V_ROWS][kmax] */
   int *st = (int *)(smem + (size_t)kmax * V_ROWS);
   int *cnt = st + V_ROWS;
-  int b = blockIdx.x, si = find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const rs_dev *d = &S[si];
   int t = b - first[si], bx = t % d->vbx, by = t / d->vbx;
   int tx = threadIdx.x % TW, ty = threadIdx.x / TW;
@@ -416,16 +383,16 @@ static int launch_resample(stk_gpu_ctx *ctx, const rs_dev *dS, const int *dh, co
                            size_t errlen) {
   if (a.interp == STK_GPU_INTERP_NEAREST) {
     rs_vpass<C, T, true><<<vblocks, THREADS, 0, stream>>>(dS, dv, n, a, 1, NULL);
-    return check_launch("resample (nearest pass)", err, errlen);
+    return stk_check_launch("resample (nearest pass)", err, errlen);
   }
   size_t hs = (size_t)kx * TW * sizeof(float) + 2 * TW * sizeof(int);
   size_t vs = (size_t)ky * V_ROWS * sizeof(float) + 2 * V_ROWS * sizeof(int);
   STK_TRY_INT(smem_limit(ctx, rs_hpass<T, C>, hs, err, errlen));
   STK_TRY_INT(smem_limit(ctx, rs_vpass<C, T, false>, vs, err, errlen));
   rs_hpass<T, C><<<hblocks, THREADS, hs, stream>>>(dS, dh, n, a.interp, kx, tmp);
-  STK_TRY_INT(check_launch("resample (horizontal pass)", err, errlen));
+  STK_TRY_INT(stk_check_launch("resample (horizontal pass)", err, errlen));
   rs_vpass<C, T, false><<<vblocks, THREADS, vs, stream>>>(dS, dv, n, a, ky, tmp);
-  return check_launch("resample (vertical pass)", err, errlen);
+  return stk_check_launch("resample (vertical pass)", err, errlen);
 }
 
 #define DISPATCH_C(T, ...)                                                                 \
@@ -480,15 +447,15 @@ int stk_gpu_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *sam
     d->tmp_off = tmp_floats;
     int64_t rows = d->yhi - d->ylo + 1;
     if (!nearest) tmp_floats += (size_t)rows * s->dst_w * a.channels;
-    d->hbx = (int)cdiv(s->dst_w, TW);
-    d->vbx = (int)cdiv(s->dst_w, TW);
-    hb[i] = nearest ? 0 : (int64_t)d->hbx * cdiv(rows, H_ROWS);
-    hb[n + i] = (int64_t)d->vbx * cdiv(s->dst_h, V_ROWS);
+    d->hbx = (int)stk_cdiv(s->dst_w, TW);
+    d->vbx = (int)stk_cdiv(s->dst_w, TW);
+    hb[i] = nearest ? 0 : (int64_t)d->hbx * stk_cdiv(rows, H_ROWS);
+    hb[n + i] = (int64_t)d->vbx * stk_cdiv(s->dst_h, V_ROWS);
     for (int c = 0; c < a.channels && a.normalize; c++)
       stk_gpu_cmn_muladd(s->mean[c], s->stddev[c], a.scale, a.shift, &d->mul[c], &d->add[c]);
   }
-  if (rc == 0) rc = block_table(hb, n, hfirst, err, errlen);
-  if (rc == 0) rc = block_table(hb + n, n, vfirst, err, errlen);
+  if (rc == 0) rc = stk_block_table(hb, n, hfirst, err, errlen);
+  if (rc == 0) rc = stk_block_table(hb + n, n, vfirst, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dparams = NULL, *dtmp = NULL;
   if (rc == 0) rc = stk_gpu_upload(ctx, host, bytes, stream, &dparams, err, errlen);
@@ -525,7 +492,7 @@ typedef struct {
 template <typename T, int C>
 __global__ void __launch_bounds__(THREADS)
 cmn_kernel(const cmn_dev *S, const int *first, int n, stk_gpu_cmn_args a) {
-  int b = blockIdx.x, si = find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const cmn_dev *d = &S[si];
   int t = b - first[si], bx = t % d->bx, by = t / d->bx;
   int x = bx * TW + threadIdx.x % TW, y = by * V_ROWS + threadIdx.x / TW;
@@ -593,10 +560,10 @@ int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
     d->s = *s;
     for (int c = 0; c < a.channels; c++)
       stk_gpu_cmn_muladd(s->mean[c], s->stddev[c], a.scale, a.shift, &d->mul[c], &d->add[c]);
-    d->bx = (int)cdiv(s->win_w, TW);
-    nb[i] = (int64_t)d->bx * cdiv(s->win_h, V_ROWS);
+    d->bx = (int)stk_cdiv(s->win_w, TW);
+    nb[i] = (int64_t)d->bx * stk_cdiv(s->win_h, V_ROWS);
   }
-  if (rc == 0) rc = block_table(nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -615,7 +582,7 @@ int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
       if (a.in_dtype == STK_DTYPE_UINT8) CMN_LAUNCH(uint8_t)
       else CMN_LAUNCH(float)
 #undef CMN_LAUNCH
-      rc = check_launch("crop_mirror_normalize", err, errlen);
+      rc = stk_check_launch("crop_mirror_normalize", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -635,7 +602,7 @@ typedef struct {
 
 __global__ void __launch_bounds__(THREADS)
 crop_kernel(const crop_dev *S, const int *first, int n, stk_gpu_crop_args a, int es_out) {
-  int b = blockIdx.x, si = find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const crop_dev *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
   if (e >= d->elems) return;
@@ -683,9 +650,9 @@ int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
     }
     S[i].s = *s;
     S[i].elems = (int64_t)s->dst_h * s->dst_w * a.channels;
-    nb[i] = cdiv(S[i].elems, THREADS);
+    nb[i] = stk_cdiv(S[i].elems, THREADS);
   }
-  if (rc == 0) rc = block_table(nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -694,7 +661,7 @@ int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
       crop_kernel<<<first[n], THREADS, 0, stream>>>(
           (const crop_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(crop_dev)), n, a,
           (int)eo);
-      rc = check_launch("crop", err, errlen);
+      rc = stk_check_launch("crop", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -714,7 +681,7 @@ typedef struct {
 
 __global__ void __launch_bounds__(THREADS)
 flip_kernel(const flip_dev *S, const int *first, int n, size_t block_bytes) {
-  int b = blockIdx.x, si = find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const flip_dev *d = &S[si];
   int64_t u = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
   if (u >= d->units) return;
@@ -759,9 +726,9 @@ int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, si
     }
     S[i].s = *s;
     S[i].units = s->outer * s->h * s->mid * s->w;
-    nb[i] = cdiv(S[i].units, THREADS);
+    nb[i] = stk_cdiv(S[i].units, THREADS);
   }
-  if (rc == 0) rc = block_table(nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -770,7 +737,7 @@ int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, si
       flip_kernel<<<first[n], THREADS, 0, stream>>>(
           (const flip_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(flip_dev)), n,
           (size_t)inner * esize);
-      rc = check_launch("flip", err, errlen);
+      rc = stk_check_launch("flip", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -787,7 +754,7 @@ int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, si
 
 __global__ void __launch_bounds__(THREADS)
 cast_kernel(const stk_gpu_cast_sample *S, const int *first, int n, int st, int dt) {
-  int b = blockIdx.x, si = find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_cast_sample *s = &S[si];
   int64_t base = (int64_t)(b - first[si]) * THREADS * CAST_PER_THREAD + threadIdx.x;
   for (int k = 0; k < CAST_PER_THREAD; k++) {
@@ -818,9 +785,9 @@ int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples,
       break;
     }
     S[i] = samples[i];
-    nb[i] = samples[i].count > 0 ? cdiv(samples[i].count, THREADS * CAST_PER_THREAD) : 0;
+    nb[i] = samples[i].count > 0 ? stk_cdiv(samples[i].count, THREADS * CAST_PER_THREAD) : 0;
   }
-  if (rc == 0) rc = block_table(nb, n, first, err, errlen);
+  if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL;
   if (rc == 0 && first[n] > 0) {
@@ -830,7 +797,7 @@ int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples,
           (const stk_gpu_cast_sample *)dp,
           (const int *)((char *)dp + (size_t)n * sizeof(stk_gpu_cast_sample)), n, (int)in_dtype,
           (int)out_dtype);
-      rc = check_launch("cast", err, errlen);
+      rc = stk_check_launch("cast", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);

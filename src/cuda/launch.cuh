@@ -1,0 +1,45 @@
+/* Launch plumbing shared by the kernel files: a batch's samples get consecutive ranges of
+ * thread blocks (first[i] = the first block of sample i, first[n] = the total), a block
+ * finds its sample by binary search, and every launch is checked. */
+#ifndef STOKER_CUDA_LAUNCH_CUH
+#define STOKER_CUDA_LAUNCH_CUH
+
+#include <stdint.h>
+
+#include "gpu_internal.h"
+
+/* The sample owning block b: the last i with first[i] <= b. */
+static __device__ __forceinline__ int stk_find_sample(const int *first, int n, int b) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (first[mid] <= b) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* Fills first[0..n] from per-sample block counts; fails beyond 2^31 - 1 blocks. */
+static inline int stk_block_table(const int64_t *blocks, int n, int *first, char *err, size_t errlen) {
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    first[i] = (int)total;
+    total += blocks[i];
+    if (total > INT32_MAX) return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
+  }
+  first[n] = (int)total;
+  return 0;
+}
+
+/* cudaGetLastError after a launch, as a status naming `what`. */
+static inline int stk_check_launch(const char *what, char *err, size_t errlen) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)", cudaGetErrorString(e),
+                        cudaGetErrorName(e));
+  return 0;
+}
+
+static inline int64_t stk_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#endif
