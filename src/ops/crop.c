@@ -81,18 +81,6 @@ static stk_status crop_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-/* The GPU form of stk__image_input's check: HWC (3 dims) or HW (2 dims) images, or no
- * layout. */
-static stk_status crop_gpu_layout(const stk__node *node, const stk_tensor_list *in) {
-  int nd = stk_tensor_list_ndim(in);
-  const char *l = stk_tensor_list_layout(in);
-  bool ok = (nd == 3 && (!*l || strcmp(l, "HWC") == 0)) || (nd == 2 && (!*l || strcmp(l, "HW") == 0));
-  if (!ok)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects HWC images, got %d dimensions with layout '%s'",
-                      nd, l);
-  return STK_OK;
-}
-
 /* Plans sample i of a GPU crop exactly as crop_run: window, fill pixel, output shape. */
 static stk_status crop_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in, size_t i,
                                   stk_dtype odt, int *channels, stk_gpu_crop_sample *cs, int64_t *shape) {
@@ -137,7 +125,7 @@ static stk_status crop_run_gpu(stk__node *node, stk__gpu_batch *b) {
   stk_gpu_crop_sample *cs = stk__calloc(n ? n : 1, sizeof *cs, "a crop plan");
   int64_t *shapes = stk__calloc(n * 3, sizeof(int64_t), "shapes");
   stk_status rc = cs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
-  if (rc == STK_OK) rc = crop_gpu_layout(node, in);
+  if (rc == STK_OK) rc = stk__gpu_check_image_layout(node, in);
   int c = 1;
   for (size_t i = 0; i < n && rc == STK_OK; i++)
     rc = crop_gpu_sample(node, b, in, i, odt, &c, &cs[i], shapes + i * (size_t)ndim);

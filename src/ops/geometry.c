@@ -386,18 +386,6 @@ static stk_status warp_gpu_fill(stk__node *node, stk__sample *s, const warp_arg_
   return STK_OK;
 }
 
-/* The GPU form of stk__image_input's check: HWC (3 dims) or HW (2 dims) images, or no
- * layout. */
-static stk_status warp_gpu_layout(const stk__node *node, const stk_tensor_list *in) {
-  int nd = stk_tensor_list_ndim(in);
-  const char *l = stk_tensor_list_layout(in);
-  bool ok = (nd == 3 && (!*l || strcmp(l, "HWC") == 0)) || (nd == 2 && (!*l || strcmp(l, "HW") == 0));
-  if (!ok)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects HWC images, got %d dimensions with layout '%s'",
-                      nd, l);
-  return STK_OK;
-}
-
 /* Plans sample i: geometry, limits, fill; writes its output shape (ndim values). */
 static stk_status warp_gpu_sample(stk__node *node, stk__gpu_batch *b, const warp_arg_ids *ids,
                                   warp_geometry_fn geom, const stk_tensor_list *in, size_t i,
@@ -517,7 +505,7 @@ static stk_status warp_run_gpu(stk__node *node, stk__gpu_batch *b, const warp_ar
   stk_gpu_warp_sample *ws = stk__calloc(n, sizeof *ws, "a warp plan");
   int64_t *shapes = stk__calloc(n * 3, sizeof(int64_t), "shapes");
   stk_status rc = ws && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
-  if (rc == STK_OK) rc = warp_gpu_layout(node, in);
+  if (rc == STK_OK) rc = stk__gpu_check_image_layout(node, in);
   int c = 0;
   for (size_t i = 0; i < n && rc == STK_OK; i++)
     rc = warp_gpu_sample(node, b, ids, geom, in, i, &c, &ws[i], shapes + i * (size_t)ndim);

@@ -1,5 +1,6 @@
 #include <stdlib.h>
 #include "gpu_util.h"
+#include "image_util.h"
 
 #include <string.h>
 
@@ -165,4 +166,14 @@ void stk__gpu_resample_target(stk_gpu_resample_sample *smp, int64_t *shape, int6
   smp->dst_h = (int)out_h, smp->dst_w = (int)out_w;
   smp->x0 = x0, smp->y0 = y0, smp->x1 = x1, smp->y1 = y1;
   shape[0] = out_h, shape[1] = out_w, shape[2] = channels;
+}
+
+stk_status stk__gpu_check_image_layout(const stk__node *node, const stk_tensor_list *in) {
+  int nd = stk_tensor_list_ndim(in);
+  const char *l = stk_tensor_list_layout(in);
+  bool ok = (nd == 3 && (!*l || strcmp(l, "HWC") == 0)) || (nd == 2 && (!*l || strcmp(l, "HW") == 0));
+  if (!ok)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects HWC images, got %d dimensions with layout '%s'",
+                      nd, l);
+  return STK_OK;
 }

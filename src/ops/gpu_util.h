@@ -18,6 +18,10 @@ stk_status stk__gpu_finish(stk__gpu_batch *b, stk_tensor_list *in, bool owned, s
 stk_status stk__gpu_image_dims(const stk__node *node, const stk_tensor_list *tl, size_t i, int *h, int *w,
                                int *c, void **data);
 
+/* The GPU form of stk__image_input's layout check: HWC (3 dims) or HW (2 dims) images,
+ * or no layout; else an error naming the operator. */
+stk_status stk__gpu_check_image_layout(const stk__node *node, const stk_tensor_list *in);
+
 /* Calls an API function's result check with the operator's name in the message. */
 stk_status stk__gpu_op_check(const stk__node *node, int rc, const char *err);
 

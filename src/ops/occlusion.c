@@ -385,18 +385,6 @@ static stk_status grid_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-/* The GPU form of stk__image_input's check: HWC (3 dims) or HW (2 dims) images, or no
- * layout. */
-static stk_status grid_gpu_layout(const stk__node *node, const stk_tensor_list *in) {
-  int nd = stk_tensor_list_ndim(in);
-  const char *l = stk_tensor_list_layout(in);
-  bool ok = (nd == 3 && (!*l || strcmp(l, "HWC") == 0)) || (nd == 2 && (!*l || strcmp(l, "HW") == 0));
-  if (!ok)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects HWC images, got %d dimensions with layout '%s'",
-                      nd, l);
-  return STK_OK;
-}
-
 /* grid_mask on the GPU: the same per-pixel test (geometry_px.h) in one launch. */
 static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
   size_t n = stk__gpu_batch_size(b);
@@ -410,7 +398,7 @@ static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
   stk_status st = gs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
   if (st == STK_OK && !stk__dtype_valid(dt))
     st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "unknown input type");
-  if (st == STK_OK) st = grid_gpu_layout(node, in);
+  if (st == STK_OK) st = stk__gpu_check_image_layout(node, in);
   int c0 = 0;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     stk__sample *s = stk__gpu_sample(b, i);
