@@ -259,9 +259,6 @@ static stk_status mixed_plan_sample(stk__node *node, stk__sample *s, bool random
  * and the compute stream then waits for them: the next batch's decode need not queue
  * behind this batch's kernels (bench/RESULTS.md: the bubble this removes). */
 static uintptr_t decode_stream(stk__gpu_batch *b) {
-  static int on_compute = -1; /* STK_GPU_DECODE_ON_COMPUTE=1: the old single stream, for A/B timing */
-  if (on_compute < 0) on_compute = getenv("STK_GPU_DECODE_ON_COMPUTE") && atoi(getenv("STK_GPU_DECODE_ON_COMPUTE")) == 1;
-  if (on_compute) return stk__gpu_stream(b);
   stk__gpu *g = stk__gpu_device(b);
   return g->api->stream(g->ctx, STK_GPU_STREAM_DECODE);
 }
