@@ -164,7 +164,7 @@ fi
 #      doing the same policies (issue 6: <= 10% over basic@gpu, >= 4x a 16-worker loader) ----
 if [ $BUILD_OK = 1 ] && want presets; then
   step presets 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
-    --rounds 3 --epochs 2 ${STK_CEILING:+--ceiling $STK_CEILING} --env STK_GPU_DECODE_ON_COMPUTE=1:decode-on-compute \
+    --rounds 3 --epochs 2 ${STK_CEILING:+--ceiling $STK_CEILING} \
     basic bench/pipelines/basic_gpu_hw075.txt randaugment autoaugment trivialaugment
 fi
 if want loaders; then

@@ -78,7 +78,7 @@ STK_HIDDEN void stk_decoder_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out);
 struct stk_gpu_ctx {
   int device;
   cudaDeviceProp prop;
-  cudaStream_t compute, copy, decode;
+  cudaStream_t compute, copy;
   cudaMemPool_t pool;
   stk_pinned_pool pinned;
   stk_decoder *decoder;  /* NULL without nvJPEG */

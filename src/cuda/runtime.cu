@@ -196,13 +196,11 @@ static void gpu_close(stk_gpu_ctx *ctx) {
   cudaSetDevice(ctx->device);
   if (ctx->compute) cudaStreamSynchronize(ctx->compute);
   if (ctx->copy) cudaStreamSynchronize(ctx->copy);
-  if (ctx->decode) cudaStreamSynchronize(ctx->decode);
   stk_decoder_close(ctx);
   pinned_drop(&ctx->pinned, true);
   if (ctx->pool) cudaMemPoolDestroy(ctx->pool); /* released once outstanding frees finish */
   if (ctx->compute) cudaStreamDestroy(ctx->compute);
   if (ctx->copy) cudaStreamDestroy(ctx->copy);
-  if (ctx->decode) cudaStreamDestroy(ctx->decode);
   pthread_mutex_destroy(&ctx->pinned.lock);
   pthread_mutex_destroy(&ctx->counters_lock);
   free(ctx);
@@ -224,7 +222,6 @@ static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, 
                     ctx->device, ctx->prop.name);
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
-  CUDA_TRY(cudaStreamCreateWithFlags(&ctx->decode, cudaStreamNonBlocking));
   cudaMemPoolProps props;
   memset(&props, 0, sizeof props);
   props.allocType = cudaMemAllocationTypePinned;
@@ -233,11 +230,6 @@ static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, 
   CUDA_TRY(cudaMemPoolCreate(&ctx->pool, &props));
   uint64_t keep = o->device_cache_bytes ? o->device_cache_bytes : (uint64_t)2 << 30;
   CUDA_TRY(cudaMemPoolSetAttribute(ctx->pool, cudaMemPoolAttrReleaseThreshold, &keep));
-  /* An allocation on one stream must not wait for frees queued on another (the decode
-   * stream would then wait for the previous batch's kernels again): such memory is
-   * reused only once its free has completed, else the pool grows. */
-  int no = 0;
-  CUDA_TRY(cudaMemPoolSetAttribute(ctx->pool, cudaMemPoolReuseAllowInternalDependencies, &no));
   return 0;
 }
 
@@ -281,9 +273,7 @@ static int gpu_device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err
 
 static uintptr_t gpu_stream(stk_gpu_ctx *ctx, int which) {
   if (!ctx) return 0;
-  return (uintptr_t)(which == STK_GPU_STREAM_COPY     ? ctx->copy
-                    : which == STK_GPU_STREAM_DECODE ? ctx->decode
-                                                     : ctx->compute);
+  return (uintptr_t)(which == STK_GPU_STREAM_COPY ? ctx->copy : ctx->compute);
 }
 
 static int gpu_stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t errlen) {

@@ -255,14 +255,6 @@ static stk_status mixed_plan_sample(stk__node *node, stk__sample *s, bool random
   return STK_OK;
 }
 
-/* The mixed decoders decode on the context's decode stream into buffers ordered on it,
- * and the compute stream then waits for them: the next batch's decode need not queue
- * behind this batch's kernels (bench/RESULTS.md: the bubble this removes). */
-static uintptr_t decode_stream(stk__gpu_batch *b) {
-  stk__gpu *g = stk__gpu_device(b);
-  return g->api->stream(g->ctx, STK_GPU_STREAM_DECODE);
-}
-
 /* CPU decode of one sample into a host buffer, then a copy to its device slot. */
 static stk_status mixed_cpu_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *m, void *dst) {
   stk__decoded dec;
@@ -275,7 +267,7 @@ static stk_status mixed_cpu_decode(stk__node *node, stk__gpu_batch *b, mixed_sam
     char err[STK_GPU_ERRLEN] = "";
     size_t bytes = (size_t)dec.h * dec.w * dec.c;
     /* a pageable source: the copy has staged the bytes when the call returns */
-    st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, dst, dec.data, bytes, decode_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, dst, dec.data, bytes, stk__gpu_stream(b), err, sizeof err), err);
   } else {
     stk__wrap(st, "%s", stk__node_name(node));
   }
@@ -305,7 +297,7 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
   char err[STK_GPU_ERRLEN] = "";
   stk_gpu_decode_opts opts = {(int)ms[0].opts.color, stk__arg_float(node, NULL, 3 /* hw_decoder_load */)};
   if (st == STK_OK && k > 0)
-    st = stk__gpu_op_check(node, g->api->decode_batch(g->ctx, k, din, dout, &opts, decode_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(node, g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err), err);
   for (int j = 0; j < k && st == STK_OK; j++)
     if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
@@ -333,11 +325,8 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop
     st = mixed_plan_sample(node, stk__gpu_sample(b, i), random_crop, in, i, &ms[i], names[i], 48);
     shapes[3 * i] = ms[i].out_h, shapes[3 * i + 1] = ms[i].out_w, shapes[3 * i + 2] = ms[i].channels;
   }
-  if (st == STK_OK)
-    st = stk__gpu_alloc_list_on(b, decode_stream(b), STK_DTYPE_UINT8, 3, shapes, "HWC",
-                                stk__gpu_shapes_equal(shapes, n, 3), &out);
+  if (st == STK_OK) st = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, 3, shapes, "HWC", stk__gpu_shapes_equal(shapes, n, 3), &out);
   if (st == STK_OK) st = mixed_decode(node, b, ms, out);
-  if (st == STK_OK) st = stk__gpu_join(b, decode_stream(b));
   free(ms);
   free(shapes);
   free(names);

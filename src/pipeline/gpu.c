@@ -86,7 +86,6 @@ void stk__gpu_retain(stk__gpu *gpu) {
 
 void stk__gpu_release(stk__gpu *gpu) {
   if (!gpu || atomic_fetch_sub(&gpu->refs, 1) != 1) return;
-  if (gpu->join_event) gpu->api->event_destroy(gpu->ctx, gpu->join_event);
   gpu->api->close(gpu->ctx);
   dlclose(gpu->library);
   free(gpu);
@@ -196,20 +195,6 @@ stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i) { return &b->sam
 
 stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
                                const char *layout, bool dense, stk_tensor_list **out) {
-  return stk__gpu_alloc_list_on(b, stk__gpu_stream(b), dtype, ndim, shapes, layout, dense, out);
-}
-
-stk_status stk__gpu_join(stk__gpu_batch *b, uintptr_t stream) {
-  stk__gpu *g = b->p->gpu;
-  char err[STK_GPU_ERRLEN] = "";
-  int rc = g->join_event ? 0 : g->api->event_create(g->ctx, 0, &g->join_event, err, sizeof err);
-  if (rc == 0) rc = g->api->event_record(g->ctx, g->join_event, stream, err, sizeof err);
-  if (rc == 0) rc = g->api->stream_wait_event(g->ctx, stk__gpu_stream(b), g->join_event, err, sizeof err);
-  return stk__gpu_check(rc, err);
-}
-
-stk_status stk__gpu_alloc_list_on(stk__gpu_batch *b, uintptr_t stream, stk_dtype dtype, int ndim,
-                                  const int64_t *shapes, const char *layout, bool dense, stk_tensor_list **out) {
   stk__gpu *g = b->p->gpu;
   stk_tensor_list *tl;
   STK_TRY(stk__tensor_list_create(&tl, b->n, ndim, NULL));
@@ -222,6 +207,7 @@ stk_status stk__gpu_alloc_list_on(stk__gpu_batch *b, uintptr_t stream, stk_dtype
   memcpy(tl->shapes, shapes, sizeof(int64_t) * b->n * (size_t)ndim);
   size_t esize = stk_dtype_size(dtype);
   char err[STK_GPU_ERRLEN] = "";
+  uintptr_t stream = stk__gpu_stream(b);
   stk_status st = STK_OK;
   size_t sample0 = esize;
   for (int d = 0; d < ndim; d++) sample0 *= (size_t)shapes[d];

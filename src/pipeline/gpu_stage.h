@@ -28,7 +28,6 @@ typedef struct stk__gpu {
   int device;
   atomic_int refs;
   stk_gpu_device_info info;
-  void *join_event; /* stk__gpu_join's (GPU stage thread only) */
 } stk__gpu;
 
 typedef struct stk__gpu_batch stk__gpu_batch;
@@ -54,12 +53,6 @@ stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i);
  * one dense block when `dense` (all shapes equal), else one block per sample. */
 stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
                                const char *layout, bool dense, stk_tensor_list **out);
-/* stk__gpu_alloc_list with the memory ordered on `stream` (another of the context's
- * streams; the list is still freed on the compute stream). */
-stk_status stk__gpu_alloc_list_on(stk__gpu_batch *b, uintptr_t stream, stk_dtype dtype, int ndim,
-                                  const int64_t *shapes, const char *layout, bool dense, stk_tensor_list **out);
-/* Makes the batch's compute stream wait for the work queued on `stream` so far. */
-stk_status stk__gpu_join(stk__gpu_batch *b, uintptr_t stream);
 /* The operator producing input `input_index` of the running operator. */
 stk__node *stk__gpu_producer(const stk__gpu_batch *b, int input_index);
 /* The only reader of `node`'s output (as a data input; not a pipeline output, not an
