@@ -42,19 +42,6 @@ bool stk__guards_hold(const stk__node *node, const stk__sample *s) {
   return true;
 }
 
-static stk_status branch_of(const stk__node *node, const stk__tensor *pred, int64_t ordinal, int64_t *index);
-
-static stk_status select_run(stk__node *node, stk__sample *s) {
-  int64_t index;
-  STK_TRY(branch_of(node, stk__input(s, 0), s->ordinal, &index));
-  const stk__tensor *chosen = stk__input(s, (int)index + 1);
-  if (!chosen->data)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                    "'%s': branch %lld has no value for sample %lld (the variable is assigned only in "
-                    "some branches)", node->name, (long long)index, (long long)s->ordinal);
-  return stk__output_alias(s, 0, chosen);
-}
-
 /* The branch index of a sample, checked. */
 static stk_status branch_of(const stk__node *node, const stk__tensor *pred, int64_t ordinal, int64_t *index) {
   if (!scalar_value(pred, index))
@@ -66,6 +53,17 @@ static stk_status branch_of(const stk__node *node, const stk__tensor *pred, int6
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s': selector value %lld for sample %lld is outside [0, %d)",
                     node->name, (long long)*index, (long long)ordinal, branches);
   return STK_OK;
+}
+
+static stk_status select_run(stk__node *node, stk__sample *s) {
+  int64_t index;
+  STK_TRY(branch_of(node, stk__input(s, 0), s->ordinal, &index));
+  const stk__tensor *chosen = stk__input(s, (int)index + 1);
+  if (!chosen->data)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "'%s': branch %lld has no value for sample %lld (the variable is assigned only in "
+                    "some branches)", node->name, (long long)index, (long long)s->ordinal);
+  return stk__output_alias(s, 0, chosen);
 }
 
 /* GPU batches: the merge is a view whose sample i is sample i of the chosen branch's

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/gpu_util.h"
 #include "gpu_stage.h"
 #include "internal.h"
 
@@ -270,13 +271,6 @@ const stk__op_def *stk__node_def(const stk__node *node) { return node->spec->def
 unsigned stk__node_device(const stk__node *node) { return node->spec->device; }
 int stk__node_num_guards(const stk__node *node) { return node->spec->num_guards; }
 
-static bool list_shapes_equal(const stk_tensor_list *tl) {
-  size_t nd = (size_t)tl->ndim;
-  for (size_t i = 1; i < tl->n; i++)
-    if (memcmp(tl->shapes, tl->shapes + i * nd, nd * sizeof(int64_t)) != 0) return false;
-  return true;
-}
-
 stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const char *name) {
   stk_tensor_list *tl = *tlp;
   for (size_t i = 0; tl->absent && i < tl->n; i++)
@@ -284,7 +278,7 @@ stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const 
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                       "pipeline output '%s' has no value for sample %zu of the batch (it is assigned only in some "
                       "branches of a condition)", name, i);
-  if (!tl->parents || tl->dense || tl->n == 0 || !list_shapes_equal(tl)) return STK_OK;
+  if (!tl->parents || tl->dense || tl->n == 0 || !stk__gpu_shapes_equal(tl->shapes, tl->n, tl->ndim)) return STK_OK;
   size_t bytes = stk_dtype_size(tl->dtype);
   for (int d = 0; d < tl->ndim; d++) bytes *= (size_t)tl->shapes[d];
   char err[STK_GPU_ERRLEN] = "";
