@@ -247,6 +247,11 @@ static stk_status handle_failures(stk__exec *ex, int round) {
 
 /* ---- assembling outputs ---- */
 
+/* Two samples of one edge agree in dtype, rank and layout (what a batch requires). */
+static bool same_kind(const stk__tensor *a, const stk__tensor *b) {
+  return a->dtype == b->dtype && a->ndim == b->ndim && strcmp(a->layout, b->layout) == 0;
+}
+
 static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *first) {
   int e = ex->p->collected[o];
   const char *name = ex->p->edges[e].name;
@@ -257,7 +262,7 @@ static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *f
                        "conditional branch that sample did not take", name, i);
   for (size_t i = 1; i < ex->n; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
-    if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
+    if (!same_kind(t, first))
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                        "output '%s': sample %zu is %s/%dD/'%s' but sample 0 is %s/%dD/'%s' (conditional "
                        "branches must agree in dtype, dimensions and layout)",
@@ -293,7 +298,7 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (!t->data) continue;
     if (!first) first = t;
-    else if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
+    else if (!same_kind(t, first))
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                        "'%s': sample %zu is %s/%dD/'%s' but another is %s/%dD/'%s'", p->edges[e].name, i,
                        stk_dtype_name(t->dtype), t->ndim, t->layout, stk_dtype_name(first->dtype), first->ndim,
@@ -494,7 +499,7 @@ static stk_status check_selects(stk__exec *ex) {
       const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
       if (!t->data) continue;
       if (!first) first = t;
-      else if (t->dtype != first->dtype || t->ndim != first->ndim || strcmp(t->layout, first->layout) != 0)
+      else if (!same_kind(t, first))
         return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                          "'%s': the branches disagree: one gives %s/%dD/'%s', another %s/%dD/'%s' "
                          "(branches must agree in dtype, dimensions and layout)",
