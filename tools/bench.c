@@ -37,6 +37,25 @@ static bool count_batches(stk_pipeline *p, const cli_options *o, int64_t *out) {
   return true;
 }
 
+/* Where the wall time went, per batch: the stages' threads (see stk_stats). */
+static void print_stages(const stk_stats *s, int64_t batches, bool json) {
+  const struct {
+    const char *name;
+    int64_t ns;
+  } t[] = {{"cpu_stage", s->cpu_stage_ns},           {"producer_blocked", s->producer_blocked_ns},
+           {"gpu_stage", s->gpu_stage_ns},           {"gpu_idle", s->gpu_idle_ns},
+           {"consumer_wait", s->consumer_wait_ns},   {"decode_parse", s->decode_parse_ns},
+           {"decode_hw_call", s->decode_hw_call_ns}, {"decode_hybrid_wait", s->decode_hybrid_wait_ns}};
+  double per = batches > 0 ? 1e6 * (double)batches : 1.0;
+  if (json) printf("\"stage_ms_per_batch\": {");
+  else printf("stages, ms per batch (threads of the pipeline; decode_* inside gpu_stage):\n");
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    if (json) printf("%s\"%s\": %.3f", i ? ", " : "", t[i].name, (double)t[i].ns / per);
+    else printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);
+  }
+  if (json) printf("}, ");
+}
+
 static void print_breakdown(stk_pipeline *p, bool json) {
   size_t n = stk_pipeline_num_ops(p);
   int64_t total = 0, t;
@@ -81,7 +100,20 @@ int cli_bench(int argc, char **argv) {
       stk_pipeline_destroy(p);
       return 1;
     }
-    size_t n = stk_tensor_list_num_samples(stk_batch_output(batch, 0));
+    stk_tensor_list *first = stk_batch_output(batch, 0);
+    size_t n = stk_tensor_list_num_samples(first);
+    /* GPU work is queued, not finished, when a batch is handed out: the last batch is
+     * copied to the host so the clock stops only after the device is done with it */
+    if (b + 1 == batches && stk_tensor_list_device_id(first) >= 0) {
+      stk_tensor_list *host = NULL;
+      if (stk_tensor_list_to_host(first, &host) != STK_OK) {
+        cli_error("copying the last batch to the host");
+        stk_batch_release(batch);
+        stk_pipeline_destroy(p);
+        return 1;
+      }
+      stk_tensor_list_release(host);
+    }
     stk_batch_release(batch);
     images += (int64_t)n;
     if (b == 0) t_first = now_s(); /* the first batch is warm-up: not timed */
@@ -103,6 +135,7 @@ int cli_bench(int argc, char **argv) {
            ips, (long long)images, t_end - t0, (long long)s.skipped, (long long)batches,
            (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)s.host_bytes_peak,
            o.pipeline, o.device);
+    print_stages(&s, batches, true);
     print_breakdown(p, true);
     printf("}\n");
   } else {
@@ -111,6 +144,7 @@ int cli_bench(int argc, char **argv) {
     printf("  %.1f images/s, %.2f ms/batch of %lld, %lld threads, %lld skipped, host pool peak %.1f MiB\n",
            ips, ms_batch, (long long)o.batch_size, (long long)o.threads, (long long)s.skipped,
            s.host_bytes_peak / 1048576.0);
+    print_stages(&s, batches, false);
     printf("operator share of CPU time:\n");
     print_breakdown(p, false);
   }

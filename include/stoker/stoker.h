@@ -318,6 +318,15 @@ typedef struct {
   int64_t host_bytes_peak;   /* high-water mark of in_use + cached */
   int64_t device_bytes_in_use;
   int64_t device_bytes_cached;
+  /* Where the time goes (nanoseconds since build, for profiling the stages):
+   * the producer in the CPU stage (readers and CPU operators of whole batches), the
+   * producer blocked on a full prefetch queue, the GPU stage's thread issuing a batch,
+   * that thread idle waiting for the CPU stage, and stk_pipeline_run waiting. */
+  int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns;
+  /* Inside the GPU stage's decoding (host time): parsing headers on the decode threads,
+   * the nvjpegDecodeBatched call of the hardware engines, and waiting for the decode
+   * threads' hybrid-path samples after it. */
+  int64_t decode_parse_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
 } stk_stats;
 
 STK_API stk_status stk_pipeline_create(stk_pipeline **out);

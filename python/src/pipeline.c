@@ -458,13 +458,39 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
   stk_status st = stk_pipeline_stats(pipe_of(self), &s);
   leave(self);
   if (st != STK_OK) return pystk_raise(st);
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L}", "batches", (long long)s.batches,
-                       "samples", (long long)s.samples, "skipped", (long long)s.skipped,
-                       "host_bytes_in_use", (long long)s.host_bytes_in_use,
-                       "host_bytes_cached", (long long)s.host_bytes_cached, "host_bytes_peak",
-                       (long long)s.host_bytes_peak, "device_bytes_in_use",
-                       (long long)s.device_bytes_in_use, "device_bytes_cached",
-                       (long long)s.device_bytes_cached);
+  PyObject *d = PyDict_New();
+  if (!d) return NULL;
+  const struct {
+    const char *key;
+    int64_t value;
+  } items[] = {
+      {"batches", s.batches},
+      {"samples", s.samples},
+      {"skipped", s.skipped},
+      {"host_bytes_in_use", s.host_bytes_in_use},
+      {"host_bytes_cached", s.host_bytes_cached},
+      {"host_bytes_peak", s.host_bytes_peak},
+      {"device_bytes_in_use", s.device_bytes_in_use},
+      {"device_bytes_cached", s.device_bytes_cached},
+      {"cpu_stage_ns", s.cpu_stage_ns},
+      {"producer_blocked_ns", s.producer_blocked_ns},
+      {"gpu_stage_ns", s.gpu_stage_ns},
+      {"gpu_idle_ns", s.gpu_idle_ns},
+      {"consumer_wait_ns", s.consumer_wait_ns},
+      {"decode_parse_ns", s.decode_parse_ns},
+      {"decode_hw_call_ns", s.decode_hw_call_ns},
+      {"decode_hybrid_wait_ns", s.decode_hybrid_wait_ns},
+  };
+  for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+    PyObject *v = PyLong_FromLongLong((long long)items[i].value);
+    if (!v || PyDict_SetItemString(d, items[i].key, v) < 0) {
+      Py_XDECREF(v);
+      Py_DECREF(d);
+      return NULL;
+    }
+    Py_DECREF(v);
+  }
+  return d;
 }
 
 /* op_times() -> list of (instance name, nanoseconds) in graph order. */

@@ -24,6 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu_common.h"
 #include "gpu_internal.h"
@@ -475,6 +476,19 @@ static void hybrid_decode(stk_decoder *d, int i, int slot) {
   count(d, &d->ctx->decoded_hybrid);
 }
 
+static int64_t host_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Adds host time to one of the context's decode timers (stats). */
+static void add_time(stk_decoder *d, int64_t *timer, int64_t ns) {
+  pthread_mutex_lock(&d->ctx->counters_lock);
+  *timer += ns;
+  pthread_mutex_unlock(&d->ctx->counters_lock);
+}
+
 /* The samples routed to the decoupled path, compacted: stored after info[info_cap]. */
 static int *hybrid_list(stk_decoder *d) { return (int *)(d->info + d->info_cap); }
 
@@ -686,7 +700,9 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   d->channels = color == STK_GPU_COLOR_GRAY ? 1 : 3;
   d->user_stream = (cudaStream_t)stream;
 
+  int64_t t0 = host_now_ns();
   run_parallel(d, job_classify, n);
+  add_time(d, &d->ctx->decode_parse_ns, host_now_ns() - t0);
   int capable = 0;
   for (int i = 0; i < n; i++) capable += d->info[i].route == 2 && d->info[i].hw_ok;
   int take = (int)floor(load * capable + 0.5);
@@ -705,8 +721,12 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   for (int i = 0; i < n; i++)
     if (d->info[i].route == 2) list[m++] = i;
   if (m > 0) start_parallel(d, job_hybrid_list, m);
+  int64_t t1 = host_now_ns();
   int rc = hw_batch(d, n, err, errlen);
+  int64_t t2 = host_now_ns();
   if (m > 0) finish_parallel(d);
+  add_time(d, &d->ctx->decode_hw_call_ns, t2 - t1);
+  add_time(d, &d->ctx->decode_hybrid_wait_ns, host_now_ns() - t2);
   if (rc != 0) return rc;
   m = 0;
   for (int i = 0; i < n; i++)

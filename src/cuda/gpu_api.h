@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct or the table below changes incompatibly. */
-#define STK_GPU_ABI_VERSION 2
+#define STK_GPU_ABI_VERSION 3
 /* A buffer of this many bytes holds any error message. */
 #define STK_GPU_ERRLEN 512
 
@@ -120,6 +120,9 @@ typedef struct {
   int64_t device_free, device_total; /* cudaMemGetInfo: the whole device, all users */
   int64_t pinned_in_use, pinned_cached, pinned_peak;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures; /* counters */
+  /* host time of decode_batch: header parsing (wall, on the decode threads), the
+   * hardware engines' batched call, waiting for the hybrid samples after it */
+  int64_t decode_parse_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
 } stk_gpu_stats;
 
 /* ---------------------------------------------------------------------------------- */

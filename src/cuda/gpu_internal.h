@@ -85,6 +85,7 @@ struct stk_gpu_ctx {
   char nvjpeg_reason[256]; /* why decoder is NULL */
   pthread_mutex_t counters_lock;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures;
+  int64_t decode_parse_ns, decode_hw_call_ns, decode_hybrid_wait_ns; /* host time */
 };
 
 /* Makes the context's device current on the calling thread. */

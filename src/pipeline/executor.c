@@ -71,6 +71,8 @@ struct stk__exec {
   queue_entry *queue;
   size_t cap, head, count;
   bool stop, producer_done;
+  /* stage timers (stk_stats), nanoseconds */
+  _Atomic int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns;
   stk_status final_status;
   char *final_message;
 };
@@ -553,12 +555,16 @@ static void *producer_main(void *arg) {
   bool gpu = ex->p->has_gpu;
   pthread_mutex_lock(&ex->lock);
   for (;;) {
+    int64_t t0 = stk__now_ns();
     while (!ex->stop && in_flight(ex) >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
     if (ex->stop) break;
     pthread_mutex_unlock(&ex->lock);
+    int64_t t1 = stk__now_ns();
     queue_entry entry = {NULL, STK_OK, NULL};
     gpu_job *job = NULL;
     entry.status = produce_cpu(ex, &entry.batch, &job);
+    atomic_fetch_add(&ex->producer_blocked_ns, t1 - t0);
+    atomic_fetch_add(&ex->cpu_stage_ns, stk__now_ns() - t1);
     if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
     if (gpu && !job && (job = calloc(1, sizeof *job))) { /* a failure, in order behind the jobs */
       job->status = entry.status;
@@ -595,7 +601,9 @@ static void *gpu_main(void *arg) {
   stk__exec *ex = arg;
   pthread_mutex_lock(&ex->lock);
   for (;;) {
+    int64_t t0 = stk__now_ns();
     while (!ex->stop && !ex->jobs_head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    atomic_fetch_add(&ex->gpu_idle_ns, stk__now_ns() - t0);
     if (ex->stop || !ex->jobs_head) break;
     gpu_job *job = ex->jobs_head;
     ex->jobs_head = job->next;
@@ -604,9 +612,11 @@ static void *gpu_main(void *arg) {
     ex->gpu_busy = true;
     pthread_mutex_unlock(&ex->lock);
     queue_entry entry = {NULL, STK_OK, NULL};
+    int64_t t1 = stk__now_ns();
     entry.status = run_job(ex, job, &entry.batch);
     if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
     free_job(ex, job);
+    atomic_fetch_add(&ex->gpu_stage_ns, stk__now_ns() - t1);
     pthread_mutex_lock(&ex->lock);
     ex->gpu_busy = false;
     if (ex->stop) {
@@ -749,6 +759,14 @@ void stk__exec_stop(stk_pipeline *p) {
   p->exec = NULL;
 }
 
+void stk__exec_stage_times(const stk__exec *ex, stk_stats *out) {
+  out->cpu_stage_ns = atomic_load(&ex->cpu_stage_ns);
+  out->producer_blocked_ns = atomic_load(&ex->producer_blocked_ns);
+  out->gpu_stage_ns = atomic_load(&ex->gpu_stage_ns);
+  out->gpu_idle_ns = atomic_load(&ex->gpu_idle_ns);
+  out->consumer_wait_ns = atomic_load(&ex->consumer_wait_ns);
+}
+
 static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {
   if (e->status != STK_OK) {
     return stk__set_error(e->status, e->message ? e->message : "stk_pipeline_run: failed");
@@ -769,8 +787,10 @@ stk_status stk__exec_next(stk_pipeline *p, stk_batch **out) {
     e.status = produce(ex, &e.batch);
     if (e.status != STK_OK) e.message = strdup(stk_last_error());
   } else {
+    int64_t t0 = stk__now_ns();
     pthread_mutex_lock(&ex->lock);
     while (ex->count == 0 && !ex->producer_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    atomic_fetch_add(&ex->consumer_wait_ns, stk__now_ns() - t0);
     if (ex->count == 0) {
       pthread_mutex_unlock(&ex->lock);
       return STK_FAIL(STK_ERR_STATE, "the producer has stopped");

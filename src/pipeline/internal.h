@@ -203,6 +203,7 @@ stk__node *stk__graph_find_node(stk_pipeline *p, const char *name);
 stk_status stk__exec_start(stk_pipeline *p);
 void stk__exec_stop(stk_pipeline *p);
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out);
+void stk__exec_stage_times(const stk__exec *ex, stk_stats *out);
 
 /* the per-sample context, shared by executor.c and sample.c */
 typedef struct stk__arena stk__arena;

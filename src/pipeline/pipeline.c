@@ -187,7 +187,11 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
     STK_TRY(stk__gpu_check(p->gpu->api->stats(p->gpu->ctx, &g, err, sizeof err), err));
     out->device_bytes_in_use = g.device_in_use;
     out->device_bytes_cached = g.device_reserved - g.device_in_use;
+    out->decode_parse_ns = g.decode_parse_ns;
+    out->decode_hw_call_ns = g.decode_hw_call_ns;
+    out->decode_hybrid_wait_ns = g.decode_hybrid_wait_ns;
   }
+  if (p->exec) stk__exec_stage_times(p->exec, out);
   return STK_OK;
 }
 

@@ -333,17 +333,18 @@ static void bench_memory(int epochs) {
 }
 
 int main(int argc, char **argv) {
-  const char *lib = STK_CUDA_LIB, *dir = NULL;
+  const char *lib = STK_CUDA_LIB, *dir = NULL, *only = NULL; /* --only bare: the ceiling alone */
   int epochs = 3, threads = 15;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else dir = argv[i];
   }
   if (!dir || batch < 1 || batch > 1024) {
-    printf("usage: gpu_bench DIR [--batch N<=1024] [--epochs N] [--threads N] [--lib PATH]\n");
+    printf("usage: gpu_bench DIR [--batch N<=1024] [--epochs N] [--threads N] [--lib PATH] [--only bare]\n");
     return 2;
   }
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -373,6 +374,10 @@ int main(int argc, char **argv) {
   printf("dataset %s: %d JPEGs, mean %.1f KB; batch %d, %d epochs, %d decode threads\n", dir,
          nimg, bytes / nimg / 1e3, batch, epochs, threads);
   bench_bare(epochs);
+  if (only && !strcmp(only, "bare")) {
+    G->close(ctx);
+    return 0;
+  }
   static const double loads[] = {1.0, 0.9, 0.75, 0.0};
   for (int i = 0; i < 4; i++) {
     run_cfg c = {loads[i], 0, 0, 0, 0, 0, 0, 0};
