@@ -189,7 +189,8 @@ if [ $BUILD_OK = 1 ] && want pipeline; then
 fi
 
 # ---- where a GPU pipeline's time goes: the stages' threads, at 15 / 8 / 4 CPU threads,
-#      against bare nvJPEG (issue 4's 90% target); more epochs than `pipeline` for steadier rates ----
+#      against bare nvJPEG (issue 4's 90% target); more epochs than `pipeline` for steadier rates;
+#      the automatic engines / hybrid split (default) against fixed hw_decoder_load 0.75 and 1.0 ----
 if [ $BUILD_OK = 1 ] && want profile; then
   step prof_bare 120 "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 8 --threads 15 --only bare
   for t in 15 8 4; do
@@ -197,8 +198,10 @@ if [ $BUILD_OK = 1 ] && want profile; then
       --threads $t --epochs 12
   done
   step prof_decode 90 "$BUILD/stoker" bench --data "$DATA" --pipeline decode --device gpu --batch-size 256 --threads 15 --epochs 12
-  step prof_hw075 90 "$BUILD/stoker" bench --data "$DATA" --pipeline bench/pipelines/basic_gpu_hw075.txt --device gpu \
-    --batch-size 256 --threads 15 --epochs 12
+  for load in 075 10; do
+    step prof_hw$load 90 "$BUILD/stoker" bench --data "$DATA" --pipeline bench/pipelines/basic_gpu_hw$load.txt --device gpu \
+      --batch-size 256 --threads 15 --epochs 12
+  done
 fi
 # The per-operator parity tests under compute-sanitizer (torch's hand-off test excluded:
 # torch's own start-up under memcheck takes minutes and it launches no stoker kernel).

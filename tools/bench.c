@@ -45,6 +45,7 @@ static void print_stages(const stk_stats *s, int64_t batches, bool json) {
   } t[] = {{"cpu_stage", s->cpu_stage_ns},           {"producer_blocked", s->producer_blocked_ns},
            {"gpu_stage", s->gpu_stage_ns},           {"gpu_idle", s->gpu_idle_ns},
            {"consumer_wait", s->consumer_wait_ns},   {"decode_parse", s->decode_parse_ns},
+           {"decode_fence", s->decode_fence_ns},
            {"decode_hw_call", s->decode_hw_call_ns}, {"decode_hybrid_wait", s->decode_hybrid_wait_ns}};
   double per = batches > 0 ? 1e6 * (double)batches : 1.0;
   if (json) printf("\"stage_ms_per_batch\": {");
@@ -53,7 +54,8 @@ static void print_stages(const stk_stats *s, int64_t batches, bool json) {
     if (json) printf("%s\"%s\": %.3f", i ? ", " : "", t[i].name, (double)t[i].ns / per);
     else printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);
   }
-  if (json) printf("}, ");
+  if (json) printf("}, \"decode_hw_share\": %.3f, ", s->decode_hw_share);
+  else printf("  engines' share of the capable JPEGs in the last batch: %.3f\n", s->decode_hw_share);
 }
 
 static void print_breakdown(stk_pipeline *p, bool json) {

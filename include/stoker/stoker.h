@@ -324,9 +324,12 @@ typedef struct {
    * that thread idle waiting for the CPU stage, and stk_pipeline_run waiting. */
   int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns;
   /* Inside the GPU stage's decoding (host time): parsing headers on the decode threads,
-   * the nvjpegDecodeBatched call of the hardware engines, and waiting for the decode
-   * threads' hybrid-path samples after it. */
-  int64_t decode_parse_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
+   * the hardware engines' batch (decode_fence_ns of it: waiting until their destinations
+   * are idle), and waiting for the decode threads' hybrid-path samples after it. */
+  int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
+  /* The hardware engines' share of the samples they accept, in the last batch decoded:
+   * hw_decoder_load, or where the automatic split (the default) has settled. */
+  double decode_hw_share;
 } stk_stats;
 
 STK_API stk_status stk_pipeline_create(stk_pipeline **out);

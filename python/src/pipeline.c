@@ -478,6 +478,7 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"gpu_idle_ns", s.gpu_idle_ns},
       {"consumer_wait_ns", s.consumer_wait_ns},
       {"decode_parse_ns", s.decode_parse_ns},
+      {"decode_fence_ns", s.decode_fence_ns},
       {"decode_hw_call_ns", s.decode_hw_call_ns},
       {"decode_hybrid_wait_ns", s.decode_hybrid_wait_ns},
   };
@@ -490,6 +491,13 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
     }
     Py_DECREF(v);
   }
+  PyObject *share = PyFloat_FromDouble(s.decode_hw_share);
+  if (!share || PyDict_SetItemString(d, "decode_hw_share", share) < 0) {
+    Py_XDECREF(share);
+    Py_DECREF(d);
+    return NULL;
+  }
+  Py_DECREF(share);
   return d;
 }
 

@@ -989,7 +989,7 @@ class decoders:
             output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
             adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
             use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
-            hw_decoder_load (a float; default 1.0; in [0, 1]): mixed device: share of JPEGs for the hardware decoder, the rest decoded by nvJPEG's hybrid path on CPU threads. Default 1.0 (DALI's is 0.65): on an H100 (7 engines) 1.0 measured 21.4k images/s against 10.8k for 0.65 (bench/RESULTS.md)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
             device_memory_padding (an int; default 16777216): accepted for DALI compatibility; only matters on the mixed device
             host_memory_padding (an int; default 8388608): accepted for DALI compatibility; only matters on the mixed device
             preallocate_width_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device
@@ -1014,7 +1014,7 @@ class decoders:
             output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
             adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
             use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
-            hw_decoder_load (a float; default 1.0; in [0, 1]): mixed device: share of JPEGs for the hardware decoder, the rest decoded by nvJPEG's hybrid path on CPU threads. Default 1.0 (DALI's is 0.65): on an H100 (7 engines) 1.0 measured 21.4k images/s against 10.8k for 0.65 (bench/RESULTS.md)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
             device_memory_padding (an int; default 16777216): accepted for DALI compatibility; only matters on the mixed device
             host_memory_padding (an int; default 8388608): accepted for DALI compatibility; only matters on the mixed device
             preallocate_width_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device

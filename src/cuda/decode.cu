@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "decode_balance.h"
 #include "gpu_common.h"
 #include "gpu_internal.h"
 
@@ -67,7 +68,7 @@ struct stk_decoder {
   nvjpegDecodeParams_t *hw_params;
   int hw_params_cap;
   cudaStream_t hw_stream;
-  cudaEvent_t ev_in, ev_hw;
+  cudaEvent_t ev_in, ev_hw, ev_fence;
   int nslots;
   slot_t *slots;
   /* worker threads (nslots - 1; the caller is the last slot) */
@@ -88,6 +89,9 @@ struct stk_decoder {
   int channels;
   cudaStream_t user_stream;
   int64_t n_hybrid;
+  stk_hw_balance balance; /* the automatic engines / hybrid split (hw_load < 0) */
+  int64_t workers_done_ns; /* when the worker threads finished the last parallel job */
+  int64_t engines_ns;      /* the last hardware batch's nvjpegDecodeBatched call */
 };
 
 /* ---------------------------------------------------------------------------------- */
@@ -170,11 +174,20 @@ static void slot_close(stk_decoder *d, slot_t *s) {
 /* Worker threads                                                                     */
 /* ---------------------------------------------------------------------------------- */
 
-static void run_items(stk_decoder *d, int slot) {
+static int64_t host_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Runs items of the current job until none is left; returns how many it ran. */
+static int run_items(stk_decoder *d, int slot) {
+  int ran = 0;
   for (;;) {
     int i = __atomic_fetch_add(&d->next, 1, __ATOMIC_RELAXED);
-    if (i >= d->job_count) return;
+    if (i >= d->job_count) return ran;
     d->job(d, i, slot);
+    ran++;
   }
 }
 
@@ -196,7 +209,10 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&d->m);
     run_items(d, slot);
     pthread_mutex_lock(&d->m);
-    if (--d->active == 0) pthread_cond_signal(&d->cv_done);
+    if (--d->active == 0) {
+      d->workers_done_ns = host_now_ns();
+      pthread_cond_signal(&d->cv_done);
+    }
     pthread_mutex_unlock(&d->m);
   }
 }
@@ -213,12 +229,15 @@ static void start_parallel(stk_decoder *d, job_fn job, int count) {
   pthread_mutex_unlock(&d->m);
 }
 
-/* The caller joins the job started last, and returns when every index is done. */
-static void finish_parallel(stk_decoder *d) {
-  run_items(d, d->nslots - 1);
+/* The caller joins the job started last, and returns when every index is done: the
+ * time the last item finished (host clock). */
+static int64_t finish_parallel(stk_decoder *d) {
+  int64_t caller_done = run_items(d, d->nslots - 1) > 0 ? host_now_ns() : 0;
   pthread_mutex_lock(&d->m);
   while (d->active > 0) pthread_cond_wait(&d->cv_done, &d->m);
+  int64_t done = d->nthreads > 0 && d->workers_done_ns > caller_done ? d->workers_done_ns : caller_done;
   pthread_mutex_unlock(&d->m);
+  return done;
 }
 
 static void run_parallel(stk_decoder *d, job_fn job, int count) {
@@ -252,6 +271,7 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   CUDA_TRY(cudaStreamCreateWithFlags(&d->hw_stream, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_in, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_hw, cudaEventDisableTiming));
+  CUDA_TRY(cudaEventCreateWithFlags(&d->ev_fence, cudaEventDisableTiming));
   d->nslots = o->decode_threads > 0 ? o->decode_threads : 4;
   if (d->nslots > 256) d->nslots = 256;
   d->slots = (slot_t *)calloc((size_t)d->nslots, sizeof(slot_t));
@@ -288,6 +308,7 @@ static void decoder_free(stk_decoder *d) {
   if (d->handle) d->f.nvjpegDestroy(d->handle);
   if (d->ev_in) cudaEventDestroy(d->ev_in);
   if (d->ev_hw) cudaEventDestroy(d->ev_hw);
+  if (d->ev_fence) cudaEventDestroy(d->ev_fence);
   if (d->hw_stream) cudaStreamDestroy(d->hw_stream);
   /* the library stays loaded: nvJPEG may keep threads or atexit handlers around */
   pthread_mutex_destroy(&d->m);
@@ -303,6 +324,7 @@ int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, si
   stk_decoder *d = (stk_decoder *)calloc(1, sizeof *d);
   if (!d) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the decoder");
   d->ctx = ctx;
+  stk_hw_balance_init(&d->balance);
   pthread_mutex_init(&d->m, NULL);
   pthread_cond_init(&d->cv_work, NULL);
   pthread_cond_init(&d->cv_done, NULL);
@@ -476,12 +498,6 @@ static void hybrid_decode(stk_decoder *d, int i, int slot) {
   count(d, &d->ctx->decoded_hybrid);
 }
 
-static int64_t host_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Adds host time to one of the context's decode timers (stats). */
 static void add_time(stk_decoder *d, int64_t *timer, int64_t ns) {
   pthread_mutex_lock(&d->ctx->counters_lock);
@@ -558,6 +574,23 @@ static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
   return 0;
 }
 
+/* The engines write into their destinations when nvjpegDecodeBatched is called, not
+ * when the stream it is given reaches the decode: on the H100, with nvJPEG 12.3 to 13.2,
+ * a pending cudaStreamWaitEvent does not hold them back (meta-pytorch/torchcodec#1634,
+ * pytorch/vision#9606). Destinations come from the stream-ordered pool, so they may be
+ * blocks that queued kernels of the previous batch, or a consumer, still read; here the
+ * engines once overwrote the next kernels' parameter blocks (illegal addresses in
+ * basic@gpu, 2026-11-23). So the host waits until the hardware stream has passed
+ * everything queued before the call: the compute stream's work up to the allocation of
+ * this batch's destinations (ev_in) and the temporaries allocated on the hardware stream. */
+static int fence_engines(stk_decoder *d, char *err, size_t errlen) {
+  int64_t t0 = host_now_ns();
+  CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
+  CUDA_TRY(cudaEventSynchronize(d->ev_fence));
+  add_time(d, &d->ctx->decode_fence_ns, host_now_ns() - t0);
+  return 0;
+}
+
 /* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
  * be retried on the decoupled path. Returns non-zero only for host / CUDA failures.
  * Temporaries for regions without BatchedEx are freed on the hardware stream. */
@@ -625,13 +658,16 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
     }
     j++;
   }
+  if ((rc = fence_engines(d, err, errlen)) != 0) goto done;
   {
+    int64_t t0 = host_now_ns();
     nvjpegStatus_t st = d->f.nvjpegDecodeBatchedInitialize(d->hw_handle, d->hw_state, k, 1, d->fmt);
     if (st == NVJPEG_STATUS_SUCCESS)
       st = use_ex ? d->f.nvjpegDecodeBatchedEx(d->hw_handle, d->hw_state, data, len, img,
                                                d->hw_params, d->hw_stream)
                   : d->f.nvjpegDecodeBatched(d->hw_handle, d->hw_state, data, len, img,
                                              d->hw_stream);
+    d->engines_ns = host_now_ns() - t0;
     if (st != NVJPEG_STATUS_SUCCESS) { /* retry each sample on the decoupled path */
       for (int j = 0; j < k; j++) {
         d->info[idx[j]].route = 3;
@@ -688,8 +724,8 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
       return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL or empty data or no "
                       "destination", i);
   if (n == 0) return 0;
-  double load = opts && opts->hw_load >= 0 ? opts->hw_load : 1.0;
-  load = load > 1.0 ? 1.0 : load;
+  bool automatic = !opts || opts->hw_load < 0;
+  double load = automatic ? d->balance.load : opts->hw_load > 1.0 ? 1.0 : opts->hw_load;
   STK_TRY_INT(ensure_tables(d, n, err, errlen));
   memset(out, 0, (size_t)n * sizeof *out);
   memset(d->info, 0, (size_t)n * sizeof(sample_t));
@@ -706,6 +742,9 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   int capable = 0;
   for (int i = 0; i < n; i++) capable += d->info[i].route == 2 && d->info[i].hw_ok;
   int take = (int)floor(load * capable + 0.5);
+  pthread_mutex_lock(&d->ctx->counters_lock);
+  d->ctx->decode_hw_share = load;
+  pthread_mutex_unlock(&d->ctx->counters_lock);
   for (int i = 0; i < n && take > 0; i++)
     if (d->info[i].route == 2 && d->info[i].hw_ok) {
       d->info[i].route = 1;
@@ -718,13 +757,18 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
    * hardware batch (nvjpegDecodeBatched returns only when the engines took it), then
    * this thread joins them */
   int *list = hybrid_list(d), m = 0;
-  for (int i = 0; i < n; i++)
-    if (d->info[i].route == 2) list[m++] = i;
-  if (m > 0) start_parallel(d, job_hybrid_list, m);
+  double hw_pixels = 0, hybrid_pixels = 0;
+  for (int i = 0; i < n; i++) {
+    double pixels = (double)out[i].width * out[i].height;
+    if (d->info[i].route == 1) hw_pixels += pixels;
+    if (d->info[i].route == 2) list[m++] = i, hybrid_pixels += pixels;
+  }
   int64_t t1 = host_now_ns();
+  if (m > 0) start_parallel(d, job_hybrid_list, m);
+  d->engines_ns = 0;
   int rc = hw_batch(d, n, err, errlen);
   int64_t t2 = host_now_ns();
-  if (m > 0) finish_parallel(d);
+  int64_t hybrid_done = m > 0 ? finish_parallel(d) : t1;
   add_time(d, &d->ctx->decode_hw_call_ns, t2 - t1);
   add_time(d, &d->ctx->decode_hybrid_wait_ns, host_now_ns() - t2);
   if (rc != 0) return rc;
@@ -732,6 +776,9 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   for (int i = 0; i < n; i++)
     if (d->info[i].route == 3) d->info[i].route = 2, list[m++] = i;
   if (m > 0) run_parallel(d, job_hybrid_list, m);
+  else if (automatic && d->hw_handle) /* a clean batch: both paths timed as they ran together */
+    stk_hw_balance_update(&d->balance, hw_pixels, d->engines_ns * 1e-9, hybrid_pixels,
+                          (hybrid_done - t1) * 1e-9);
   CUDA_TRY(cudaEventRecord(d->ev_hw, d->hw_stream));
   CUDA_TRY(cudaStreamWaitEvent(d->user_stream, d->ev_hw, 0));
   return 0;

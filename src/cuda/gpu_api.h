@@ -120,9 +120,11 @@ typedef struct {
   int64_t device_free, device_total; /* cudaMemGetInfo: the whole device, all users */
   int64_t pinned_in_use, pinned_cached, pinned_peak;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures; /* counters */
-  /* host time of decode_batch: header parsing (wall, on the decode threads), the
-   * hardware engines' batched call, waiting for the hybrid samples after it */
-  int64_t decode_parse_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
+  /* host time of decode_batch: header parsing (wall, on the decode threads), waiting
+   * before the engines' call until their destinations are idle (see decode.cu), the
+   * engines' batched call (the wait included), waiting for the hybrid samples after it */
+  int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
+  double decode_hw_share; /* the engines' share of the capable samples in the last batch */
 } stk_gpu_stats;
 
 /* ---------------------------------------------------------------------------------- */
@@ -159,8 +161,9 @@ typedef struct {
 typedef struct {
   int color;          /* STK_GPU_COLOR_* */
   /* Fraction (0..1) of the samples the hardware decoder accepts that go to it; the rest
-   * take the hybrid path on the decode threads (DALI's hw_decoder_load). < 0: 1.0 (the
-   * best measured on the H100 with ~60 KB files: bench/GPU_NOTES.md). */
+   * take the hybrid path on the decode threads (DALI's hw_decoder_load). < 0: automatic,
+   * the share that balances the two paths' measured rates, updated every batch
+   * (decode_balance.h). */
   double hw_load;
 } stk_gpu_decode_opts;
 

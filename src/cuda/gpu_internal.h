@@ -85,7 +85,8 @@ struct stk_gpu_ctx {
   char nvjpeg_reason[256]; /* why decoder is NULL */
   pthread_mutex_t counters_lock;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures;
-  int64_t decode_parse_ns, decode_hw_call_ns, decode_hybrid_wait_ns; /* host time */
+  int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns; /* host time */
+  double decode_hw_share; /* the engines' share in the last batch (hw_decoder_load or the automatic split) */
 };
 
 /* Makes the context's device current on the calling thread. */

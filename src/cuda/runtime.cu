@@ -303,6 +303,8 @@ static int gpu_stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t err
   out->decode_fallbacks = ctx->decode_fallbacks;
   out->decode_failures = ctx->decode_failures;
   out->decode_parse_ns = ctx->decode_parse_ns;
+  out->decode_fence_ns = ctx->decode_fence_ns;
+  out->decode_hw_share = ctx->decode_hw_share;
   out->decode_hw_call_ns = ctx->decode_hw_call_ns;
   out->decode_hybrid_wait_ns = ctx->decode_hybrid_wait_ns;
   pthread_mutex_unlock(&ctx->counters_lock);

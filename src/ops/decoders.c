@@ -21,10 +21,12 @@
        "apply the EXIF orientation, so the image comes out as displayed"},                  \
       {"use_fast_idct", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                               \
        "JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)"},   \
-      {"hw_decoder_load", STK_ARG_FLOAT, STK_ARGF_RANGE, "1.0", 0, 1, NULL,                 \
-       "mixed device: share of JPEGs for the hardware decoder, the rest decoded by nvJPEG's " \
-       "hybrid path on CPU threads. Default 1.0 (DALI's is 0.65): on an H100 (7 engines) "   \
-       "1.0 measured 21.4k images/s against 10.8k for 0.65 (bench/RESULTS.md)"},             \
+      {"hw_decoder_load", STK_ARG_FLOAT, STK_ARGF_RANGE, "-1", -1, 1, NULL,                 \
+       "mixed device: share of the JPEGs the hardware decoder accepts that go to it; the "    \
+       "rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. "    \
+       "-1 (default): automatic, the share that balances the two paths' measured rates, "     \
+       "adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, "    \
+       "for bit-identical outputs across runs"},                                             \
       {"device_memory_padding", STK_ARG_INT, 0, "16777216", 0, 0, NULL,                     \
        "accepted for DALI compatibility; only matters on the mixed device"},                \
       {"host_memory_padding", STK_ARG_INT, 0, "8388608", 0, 0, NULL,                        \

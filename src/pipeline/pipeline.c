@@ -188,6 +188,8 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
     out->device_bytes_in_use = g.device_in_use;
     out->device_bytes_cached = g.device_reserved - g.device_in_use;
     out->decode_parse_ns = g.decode_parse_ns;
+    out->decode_fence_ns = g.decode_fence_ns;
+    out->decode_hw_share = g.decode_hw_share;
     out->decode_hw_call_ns = g.decode_hw_call_ns;
     out->decode_hybrid_wait_ns = g.decode_hybrid_wait_ns;
   }
