@@ -580,12 +580,14 @@ static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
  * pytorch/vision#9606). Destinations come from the stream-ordered pool, so they may be
  * blocks that queued kernels of the previous batch, or a consumer, still read; here the
  * engines once overwrote the next kernels' parameter blocks (illegal addresses in
- * basic@gpu, 2026-11-23). So the host waits until the hardware stream has passed
- * everything queued before the call: the compute stream's work up to the allocation of
- * this batch's destinations (ev_in) and the temporaries allocated on the hardware stream. */
-static int fence_engines(stk_decoder *d, char *err, size_t errlen) {
+ * basic@gpu, 2026-11-23). So the host waits, before the call, until the hardware stream
+ * has passed everything queued before it: the compute stream's work up to the allocation
+ * of this batch's destinations (ev_in, marked on the hardware stream as ev_fence when
+ * decode_batch starts, so the header parsing overlaps the wait) and the temporaries
+ * allocated on the hardware stream since (`moved`: marked again). */
+static int fence_engines(stk_decoder *d, bool moved, char *err, size_t errlen) {
   int64_t t0 = host_now_ns();
-  CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
+  if (moved) CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
   CUDA_TRY(cudaEventSynchronize(d->ev_fence));
   add_time(d, &d->ctx->decode_fence_ns, host_now_ns() - t0);
   return 0;
@@ -619,6 +621,7 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
   int *idx = (int *)malloc((size_t)k * sizeof(int));
   void **tmp = (void **)calloc((size_t)k, sizeof(void *));
   int rc = 0;
+  bool temporaries = false; /* allocated on the hardware stream: the fence is marked again */
   if (!data || !len || !img || !idx || !tmp) {
     rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the hardware batch");
     goto done;
@@ -658,7 +661,8 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
     }
     j++;
   }
-  if ((rc = fence_engines(d, err, errlen)) != 0) goto done;
+  for (int j = 0; j < k; j++) temporaries |= tmp[j] != NULL;
+  if ((rc = fence_engines(d, temporaries, err, errlen)) != 0) goto done;
   {
     int64_t t0 = host_now_ns();
     nvjpegStatus_t st = d->f.nvjpegDecodeBatchedInitialize(d->hw_handle, d->hw_state, k, 1, d->fmt);
@@ -736,6 +740,11 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   d->channels = color == STK_GPU_COLOR_GRAY ? 1 : 3;
   d->user_stream = (cudaStream_t)stream;
 
+  /* the hardware stream starts after the work queued so far (the destinations'
+   * allocations); the fence before the engines' call waits for this point */
+  CUDA_TRY(cudaEventRecord(d->ev_in, d->user_stream));
+  CUDA_TRY(cudaStreamWaitEvent(d->hw_stream, d->ev_in, 0));
+  CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
   int64_t t0 = host_now_ns();
   run_parallel(d, job_classify, n);
   add_time(d, &d->ctx->decode_parse_ns, host_now_ns() - t0);
@@ -750,9 +759,6 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
       d->info[i].route = 1;
       take--;
     }
-  /* the hardware stream starts after the work queued so far (e.g. dst allocations) */
-  CUDA_TRY(cudaEventRecord(d->ev_in, d->user_stream));
-  CUDA_TRY(cudaStreamWaitEvent(d->hw_stream, d->ev_in, 0));
   /* the decoupled path runs on the worker threads while this thread submits the
    * hardware batch (nvjpegDecodeBatched returns only when the engines took it), then
    * this thread joins them */
