@@ -1,6 +1,11 @@
 /* The device runtime as the executor sees it: loading libstoker_cuda.so, opening the
  * device, device tensor lists, and running the GPU stage of a batch. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include <dlfcn.h>
+#include <sched.h>
+#include <unistd.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +41,18 @@ static void *load_backend(char *why, size_t cap) {
   return h;
 }
 
+/* The decoder's threads (header parsing, nvJPEG's hybrid path): the pipeline's thread
+ * count, but at most half the CPUs this process may run on. The hybrid path's CPU work
+ * (Huffman decoding) competes with the thread that feeds the hardware engines and with
+ * the CPU stage's workers: on the H100 machine (16 CPUs) basic@gpu ran at 89-94% of bare
+ * nvJPEG with 8 + 8 threads but 81-84% with 15 + 15 (bench/RESULTS.md, 2026-11-23). */
+static int decoder_threads(int pipeline_threads) {
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  int cap = cpus > 1 ? cpus / 2 : 1;
+  return pipeline_threads < cap ? pipeline_threads : cap;
+}
+
 stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out) {
   if (device < 0)
     return STK_FAIL(STK_ERR_DEVICE, "an operator runs on the GPU but device_id is -1 (None): set device_id");
@@ -64,7 +81,7 @@ stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out) {
     dlclose(lib);
     return STK_ERR_OUT_OF_MEMORY;
   }
-  stk_gpu_open_opts opts = {.device = device, .decode_threads = decode_threads};
+  stk_gpu_open_opts opts = {.device = device, .decode_threads = decoder_threads(decode_threads)};
   int rc = api->open(&opts, &g->ctx, err, sizeof err);
   if (rc == 0) rc = api->device_info(g->ctx, &g->info, err, sizeof err);
   if (rc != 0) {
