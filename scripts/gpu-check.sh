@@ -205,11 +205,13 @@ if [ $BUILD_OK = 1 ] && want profile; then
 fi
 # The per-operator parity tests under compute-sanitizer (torch's hand-off test excluded:
 # torch's own start-up under memcheck takes minutes and it launches no stoker kernel).
+# $STK_MEMCHECK_FILES: the test files, to split the run over several device calls.
 if [ $BUILD_OK = 1 ] && want memcheck_ops; then
-  XDIST=(); python3 -c 'import xdist' 2>/dev/null && XDIST=(-n 12)
+  XDIST=(); python3 -c 'import xdist' 2>/dev/null && XDIST=(-n 15)
   step memcheck_ops 420 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" compute-sanitizer --tool memcheck \
     --error-exitcode 9 --report-api-errors no --print-limit 30 --target-processes all \
-    python3 -m pytest -q -p no:cacheprovider "${XDIST[@]}" --timeout 400 -rf $(ls tests/python/test_gpu_*.py | grep -v torch)
+    python3 -m pytest -q -p no:cacheprovider "${XDIST[@]}" --timeout 400 -rf \
+    ${STK_MEMCHECK_FILES:-$(ls tests/python/test_gpu_*.py | grep -v torch)}
 fi
 
 # ---- the table ----
