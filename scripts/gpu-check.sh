@@ -4,7 +4,7 @@
 # torchvision comparisons, and prints a short table at the end.
 #
 # usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
-#        [loaders] [pipeline] [profile] [memcheck_ops]
+#        [loaders] [pipeline] [profile] [ab] [memcheck_ops]
 #        (memcheck_ops, the Python parity tests under compute-sanitizer, is only run when named)
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
@@ -27,6 +27,7 @@ LOG=$OUTDIR/gpu-check.log
 : >"$LOG"
 want() { [ $# -eq 0 ] && return 0; [ -z "$STEPS" ] || [[ " $STEPS " == *" $1 "* ]]; }
 STEPS="$*"
+named() { [[ " $STEPS " == *" $1 "* ]]; }  # steps that a plain run (no argument) leaves out
 SUMMARY=()
 note() { SUMMARY+=("$1"); }
 
@@ -92,7 +93,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want memcheck_ops) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -118,7 +119,7 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want memcheck_ops; then
+if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops; then
   step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release -DSTK_CUDA_ARCHS="${STK_GPU_ARCHS:-90-real}" "${PKGCFG_ARG[@]}" || BUILD_OK=0
   [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" || BUILD_OK=0; }
@@ -203,15 +204,50 @@ if [ $BUILD_OK = 1 ] && want profile; then
       --batch-size 256 --threads 15 --epochs 12
   done
 fi
+# ---- issue 4's ratio, robustly: bare nvJPEG and the basic pipeline (automatic split,
+#      hw_decoder_load 1.0 and 0.75) interleaved, every round measuring its own ceiling,
+#      at 15 and at 8 CPU threads; the per-pipeline figure is the median same-round ratio ----
+if [ $BUILD_OK = 1 ] && want ab; then
+  for t in 15 8; do
+    step "ab_t$t" 200 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
+      --rounds ${STK_AB_ROUNDS:-4} --epochs 10 --threads $t --bare "$BUILD/gpu_bench" \
+      basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
+  done
+fi
 # The per-operator parity tests under compute-sanitizer (torch's hand-off test excluded:
 # torch's own start-up under memcheck takes minutes and it launches no stoker kernel).
-# $STK_MEMCHECK_FILES: the test files, to split the run over several device calls.
-if [ $BUILD_OK = 1 ] && want memcheck_ops; then
-  XDIST=(); python3 -c 'import xdist' 2>/dev/null && XDIST=(-n 15)
-  step memcheck_ops 420 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" compute-sanitizer --tool memcheck \
-    --error-exitcode 9 --report-api-errors no --print-limit 30 --target-processes all \
-    python3 -m pytest -q -p no:cacheprovider "${XDIST[@]}" --timeout 400 -rf \
-    ${STK_MEMCHECK_FILES:-$(ls tests/python/test_gpu_*.py | grep -v torch)}
+# One sanitizer process per test file, all at once: memcheck's cost is on the host (one
+# core per process), so the files run side by side on the machine's cores; each file's
+# log ends in its own ERROR SUMMARY. $STK_MEMCHECK_FILES: the test files (default: all).
+memcheck_file() {  # FILE or FILE@I/N (the I-th of N shards, tests/python/conftest.py)
+  local f=${1%@*} shard= name
+  [[ $1 == *@* ]] && shard=${1#*@}
+  name=$(basename "$f" .py)${shard:+_${shard/\//of}}
+  timeout "$MC_LIMIT" env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" STK_TEST_SHARD="$shard" \
+    compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no --print-limit 30 \
+    python3 -m pytest -q -p no:cacheprovider $MC_PYTEST_TIMEOUT -rf "$f" >"$OUTDIR/mc_$name.log" 2>&1
+  local rc=$?
+  echo "memcheck $name: exit $rc $(grep -h 'ERROR SUMMARY' "$OUTDIR/mc_$name.log" | tail -1) $(grep -hE '[0-9]+ (passed|failed|skipped|errors?)' "$OUTDIR/mc_$name.log" | tail -1)"
+  return $rc
+}
+memcheck_all() {
+  local pids=() f rc=0
+  for f in "$@"; do memcheck_file "$f" & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  grep -l 'ERROR SUMMARY: [1-9]' "$OUTDIR"/mc_*.log && rc=9
+  return $rc
+}
+if [ $BUILD_OK = 1 ] && named memcheck_ops; then
+  export -f memcheck_file memcheck_all
+  export ROOT BUILD OUTDIR
+  MC_PYTEST_TIMEOUT=; python3 -c 'import pytest_timeout' 2>/dev/null && MC_PYTEST_TIMEOUT="--timeout 500"
+  export MC_PYTEST_TIMEOUT
+  export MC_LIMIT=$(( DEADLINE - ($(date +%s) - START) - 30 ))
+  [ "$MC_LIMIT" -gt 540 ] && MC_LIMIT=540
+  MC_FILES=(tests/python/test_gpu_color.py@{0,1,2}/3 tests/python/test_gpu_{autoaug,filter,geometry,math}.py@{0,1}/2
+    tests/python/test_gpu_conditionals.py tests/python/test_gpu_core_ops.py)
+  [ -n "${STK_MEMCHECK_FILES:-}" ] && read -r -a MC_FILES <<<"$STK_MEMCHECK_FILES"
+  step memcheck_ops 560 bash -c 'memcheck_all "$@"' _ "${MC_FILES[@]}"
 fi
 
 # ---- the table ----
@@ -219,5 +255,5 @@ fi
   echo
   echo "================ gpu-check summary ================"
   for s in "${SUMMARY[@]}"; do echo "step  $s"; done
-  grep -h -E '^(device |RESULT|parity |host_emul |decode |gpu_tests: |dataset |make_dataset|========= ERROR SUMMARY|\{"images_per_s|\{"what|\[  (PASSED|FAILED)|# |[0-9]+ passed)' "$LOG" | sed 's/^RESULT /bench /'
+  grep -h -E '^(memcheck |device |RESULT|parity |host_emul |decode |gpu_tests: |dataset |make_dataset|========= ERROR SUMMARY|\{"images_per_s|\{"what|\[  (PASSED|FAILED)|# |[0-9]+ passed)' "$LOG" | sed 's/^RESULT /bench /'
 } | tee "$OUTDIR/summary.txt"

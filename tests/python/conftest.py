@@ -28,3 +28,17 @@ def seven_files(tmp_path):
 def photos():
     d = os.path.join(ROOT, "data", "photos")
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith((".png", ".jpg")))
+
+
+def pytest_collection_modifyitems(config, items):
+    """STK_TEST_SHARD=i/n keeps every n-th collected test starting at the i-th (0-based),
+    so a slow run (the GPU tests under compute-sanitizer) can be split over processes."""
+    shard = os.environ.get("STK_TEST_SHARD")
+    if not shard:
+        return
+    i, n = (int(x) for x in shard.split("/"))
+    if not 0 <= i < n:
+        raise pytest.UsageError(f"STK_TEST_SHARD={shard}: want i/n with 0 <= i < n")
+    keep = [t for k, t in enumerate(items) if k % n == i]
+    config.hook.pytest_deselected(items=[t for k, t in enumerate(items) if k % n != i])
+    items[:] = keep
