@@ -227,7 +227,7 @@ memcheck_file() {  # FILE or FILE@I/N (the I-th of N shards, tests/python/confte
     compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no --print-limit 30 \
     python3 -m pytest -q -p no:cacheprovider $MC_PYTEST_TIMEOUT -rf "$f" >"$OUTDIR/mc_$name.log" 2>&1
   local rc=$?
-  echo "memcheck $name: exit $rc $(grep -h 'ERROR SUMMARY' "$OUTDIR/mc_$name.log" | tail -1) $(grep -hE '[0-9]+ (passed|failed|skipped|errors?)' "$OUTDIR/mc_$name.log" | tail -1)"
+  echo "memcheck $name: exit $rc $(grep -h 'ERROR SUMMARY' "$OUTDIR/mc_$name.log" | tail -1) $(grep -hE '[0-9]+ (passed|failed|skipped|errors?)' "$OUTDIR/mc_$name.log" | grep -v 'ERROR SUMMARY' | tail -1)"
   return $rc
 }
 memcheck_all() {
