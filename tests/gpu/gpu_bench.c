@@ -11,9 +11,12 @@
  *   kernel   the fused resample alone on one decoded batch: time per batch, bytes moved
  *   memory   the fused pipeline for 10 epochs: device memory after each epoch
  * Files are read into host memory first (pageable, as a reader would hand them over).
- * usage: gpu_bench DIR [--batch N] [--epochs N] [--threads N] [--lib PATH]
+ * usage: gpu_bench DIR [--batch N] [--epochs N] [--threads N] [--lib PATH] [--only bare]
+ *                  [--bare-threads N] (bare also from 2..N submitting threads)
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "gpu_testutil.h"
@@ -52,74 +55,132 @@ static double host_decode, host_resample; /* host seconds inside the two calls *
 
 /* ---- the ceiling: nvJPEG's hardware batched decode, called directly ---- */
 
-static void bench_bare(int epochs) {
+/* nvJPEG's entry points, resolved once (libnvjpeg.so.13, then .12). */
+typedef struct {
+  nvjpegStatus_t (*create)(nvjpegBackend_t, nvjpegDevAllocator_t *, nvjpegPinnedAllocator_t *, unsigned,
+                           nvjpegHandle_t *);
+  nvjpegStatus_t (*state_create)(nvjpegHandle_t, nvjpegJpegState_t *);
+  nvjpegStatus_t (*init)(nvjpegHandle_t, nvjpegJpegState_t, int, int, nvjpegOutputFormat_t);
+  nvjpegStatus_t (*decode)(nvjpegHandle_t, nvjpegJpegState_t, const unsigned char *const *, const size_t *,
+                           nvjpegImage_t *, struct CUstream_st *);
+  int (*stream_create)(struct CUstream_st **, unsigned); /* cuStreamCreate (driver API) */
+  int (*stream_sync)(struct CUstream_st *);              /* cuStreamSynchronize */
+  nvjpegHandle_t h;
+} bare_nvjpeg;
+
+static int bare_load(bare_nvjpeg *n) {
   void *lib = dlopen("libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
   if (!lib) lib = dlopen("/usr/local/cuda/lib64/libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
   if (!lib) lib = dlopen("libnvjpeg.so.12", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    printf("bare: no libnvjpeg\n");
-    return;
-  }
-  nvjpegStatus_t (*create)(nvjpegBackend_t, nvjpegDevAllocator_t *, nvjpegPinnedAllocator_t *,
-                           unsigned, nvjpegHandle_t *) =
-      (nvjpegStatus_t(*)(nvjpegBackend_t, nvjpegDevAllocator_t *, nvjpegPinnedAllocator_t *,
-                         unsigned, nvjpegHandle_t *))dlsym(lib, "nvjpegCreateEx");
-  nvjpegStatus_t (*state_create)(nvjpegHandle_t, nvjpegJpegState_t *) =
-      (nvjpegStatus_t(*)(nvjpegHandle_t, nvjpegJpegState_t *))dlsym(lib, "nvjpegJpegStateCreate");
-  nvjpegStatus_t (*init)(nvjpegHandle_t, nvjpegJpegState_t, int, int, nvjpegOutputFormat_t) =
-      (nvjpegStatus_t(*)(nvjpegHandle_t, nvjpegJpegState_t, int, int, nvjpegOutputFormat_t))dlsym(
-          lib, "nvjpegDecodeBatchedInitialize");
-  nvjpegStatus_t (*decode)(nvjpegHandle_t, nvjpegJpegState_t, const unsigned char *const *,
-                           const size_t *, nvjpegImage_t *, struct CUstream_st *) =
-      (nvjpegStatus_t(*)(nvjpegHandle_t, nvjpegJpegState_t, const unsigned char *const *,
-                         const size_t *, nvjpegImage_t *, struct CUstream_st *))dlsym(
-          lib, "nvjpegDecodeBatched");
-  nvjpegHandle_t h;
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib || !cu) return -1;
+  *(void **)&n->create = dlsym(lib, "nvjpegCreateEx");
+  *(void **)&n->state_create = dlsym(lib, "nvjpegJpegStateCreate");
+  *(void **)&n->init = dlsym(lib, "nvjpegDecodeBatchedInitialize");
+  *(void **)&n->decode = dlsym(lib, "nvjpegDecodeBatched");
+  *(void **)&n->stream_create = dlsym(cu, "cuStreamCreate");
+  *(void **)&n->stream_sync = dlsym(cu, "cuStreamSynchronize");
+  if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create || !n->stream_sync) return -1;
+  return n->create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &n->h) == NVJPEG_STATUS_SUCCESS ? 0 : -1;
+}
+
+/* One submitting thread: its own decoder state, stream and destinations; takes batches
+ * from a shared counter until `total` batches were taken. */
+typedef struct {
+  bare_nvjpeg *n;
   nvjpegJpegState_t st;
-  if (!create || !state_create || !init || !decode ||
-      create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &h) != NVJPEG_STATUS_SUCCESS ||
-      state_create(h, &st) != NVJPEG_STATUS_SUCCESS) {
-    printf("bare: hardware backend unavailable\n");
+  struct CUstream_st *stream;
+  uint8_t *out;
+  size_t maxb;
+  atomic_long *next;
+  long total;
+  long images, fails;
+  double call_s; /* host time inside nvjpegDecodeBatched(Initialize) */
+} bare_worker;
+
+static void *bare_thread(void *arg) {
+  bare_worker *w = (bare_worker *)arg;
+  const unsigned char **data = (const unsigned char **)malloc(sizeof(void *) * batch);
+  size_t *len = (size_t *)malloc(sizeof(size_t) * batch);
+  nvjpegImage_t *dst = (nvjpegImage_t *)calloc((size_t)batch, sizeof *dst);
+  int per_epoch = (nimg + batch - 1) / batch;
+  for (;;) {
+    long k = atomic_fetch_add(w->next, 1);
+    if (k >= w->total) break;
+    int s = (int)(k % per_epoch) * batch, b = nimg - s < batch ? nimg - s : batch;
+    for (int i = 0; i < b; i++) {
+      data[i] = imgs[s + i].data;
+      len[i] = imgs[s + i].size;
+      dst[i].channel[0] = w->out + w->maxb * i;
+      dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
+    }
+    double t = now();
+    if (w->n->init(w->n->h, w->st, b, 1, NVJPEG_OUTPUT_RGBI) != NVJPEG_STATUS_SUCCESS ||
+        w->n->decode(w->n->h, w->st, data, len, dst, w->stream) != NVJPEG_STATUS_SUCCESS)
+      w->fails++;
+    w->call_s += now() - t;
+    w->images += b;
+  }
+  w->n->stream_sync(w->stream);
+  free(data);
+  free(len);
+  free(dst);
+  return NULL;
+}
+
+/* The ceiling: nvJPEG's hardware batched decode, called directly, from `submitters`
+ * threads at once (1: the usual single caller; more: whether the engines are fed faster
+ * than one calling thread can feed them). */
+static void bench_bare(int epochs, int submitters) {
+  static bare_nvjpeg n;
+  static int loaded = 0;
+  if (!loaded) loaded = bare_load(&n) == 0 ? 1 : -1;
+  if (loaded < 0) {
+    printf("bare: no libnvjpeg / libcuda, or the hardware backend is unavailable\n");
     return;
   }
   size_t maxb = 0;
   for (int i = 0; i < nimg; i++)
     if ((size_t)imgs[i].w * imgs[i].h * 3 > maxb) maxb = (size_t)imgs[i].w * imgs[i].h * 3;
-  uint8_t *out = NULL;
-  DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&out, err, sizeof err), "alloc");
-  const unsigned char **data = (const unsigned char **)malloc(sizeof(void *) * batch);
-  size_t *len = (size_t *)malloc(sizeof(size_t) * batch);
-  nvjpegImage_t *dst = (nvjpegImage_t *)calloc((size_t)batch, sizeof *dst);
-  struct CUstream_st *stream = (struct CUstream_st *)S0;
-  double t0 = 0;
-  long done = 0, fails = 0;
-  for (int e = -1; e < epochs; e++) { /* epoch -1: warm-up */
-    if (e == 0) {
-      G->stream_sync(ctx, S0, err, sizeof err);
-      t0 = now();
-    }
-    for (int s = 0; s < nimg; s += batch) {
-      int b = nimg - s < batch ? nimg - s : batch;
-      for (int i = 0; i < b; i++) {
-        data[i] = imgs[s + i].data;
-        len[i] = imgs[s + i].size;
-        dst[i].channel[0] = out + maxb * i;
-        dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
-      }
-      if (init(h, st, b, 1, NVJPEG_OUTPUT_RGBI) != NVJPEG_STATUS_SUCCESS ||
-          decode(h, st, data, len, dst, stream) != NVJPEG_STATUS_SUCCESS)
-        fails++;
-      if (e >= 0) done += b;
-    }
+  bare_worker w[8];
+  pthread_t th[8];
+  if (submitters < 1 || submitters > 8) submitters = 1;
+  atomic_long next;
+  int per_epoch = (nimg + batch - 1) / batch;
+  for (int t = 0; t < submitters; t++) {
+    memset(&w[t], 0, sizeof w[t]);
+    w[t].n = &n;
+    w[t].maxb = maxb;
+    w[t].next = &next;
+    DIE_IF(n.state_create(n.h, &w[t].st) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
+    DIE_IF(n.stream_create(&w[t].stream, 1 /* CU_STREAM_NON_BLOCKING */) != 0, "cuStreamCreate");
+    DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&w[t].out, err, sizeof err), "alloc");
   }
   G->stream_sync(ctx, S0, err, sizeof err);
+  double t0 = 0;
+  for (int pass = 0; pass < 2; pass++) { /* pass 0: one epoch of warm-up */
+    atomic_store(&next, 0);
+    for (int t = 0; t < submitters; t++) {
+      w[t].total = (long)per_epoch * (pass ? epochs : 1);
+      w[t].images = w[t].fails = 0;
+      w[t].call_s = 0;
+    }
+    if (pass) t0 = now();
+    for (int t = 0; t < submitters; t++) pthread_create(&th[t], NULL, bare_thread, &w[t]);
+    for (int t = 0; t < submitters; t++) pthread_join(th[t], NULL);
+  }
   double t = now() - t0;
-  printf("RESULT bare_nvjpeg_hw batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
-         "batches)\n", batch, done, t, done / t, fails);
-  G->device_free(ctx, out, S0, err, sizeof err);
-  free(data);
-  free(len);
-  free(dst);
+  long done = 0, fails = 0, calls = (long)per_epoch * epochs;
+  double call_s = 0;
+  for (int i = 0; i < submitters; i++) {
+    done += w[i].images;
+    fails += w[i].fails;
+    call_s += w[i].call_s;
+  }
+  printf("RESULT bare_nvjpeg_hw%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
+         "batches; %.2f ms per call, %d thread%s)\n", submitters > 1 ? "_mt" : "", batch, done, t, done / t, fails,
+         call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "");
+  for (int i = 0; i < submitters; i++) G->device_free(ctx, w[i].out, S0, err, sizeof err);
 }
 
 /* ---- stoker: decode, optionally fused random_resized_crop + flip + normalise ---- */
@@ -334,17 +395,18 @@ static void bench_memory(int epochs) {
 
 int main(int argc, char **argv) {
   const char *lib = STK_CUDA_LIB, *dir = NULL, *only = NULL; /* --only bare: the ceiling alone */
-  int epochs = 3, threads = 15;
+  int epochs = 3, threads = 15, submitters = 0; /* --bare-threads N: also bare from 2..N threads */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--bare-threads") && i + 1 < argc) submitters = atoi(argv[++i]);
     else dir = argv[i];
   }
   if (!dir || batch < 1 || batch > 1024) {
-    printf("usage: gpu_bench DIR [--batch N<=1024] [--epochs N] [--threads N] [--lib PATH] [--only bare]\n");
+    printf("usage: gpu_bench DIR [--batch N<=1024] [--epochs N] [--threads N] [--lib PATH] [--only bare] [--bare-threads N<=8]\n");
     return 2;
   }
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -373,7 +435,8 @@ int main(int argc, char **argv) {
   DIE_IF(nimg == 0, "no JPEGs under %s", dir);
   printf("dataset %s: %d JPEGs, mean %.1f KB; batch %d, %d epochs, %d decode threads\n", dir,
          nimg, bytes / nimg / 1e3, batch, epochs, threads);
-  bench_bare(epochs);
+  bench_bare(epochs, 1);
+  for (int t = 2; t <= submitters && t <= 8; t++) bench_bare(epochs, t);
   if (only && !strcmp(only, "bare")) {
     G->close(ctx);
     return 0;
