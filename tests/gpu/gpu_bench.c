@@ -65,6 +65,9 @@ typedef struct {
                            nvjpegImage_t *, struct CUstream_st *);
   int (*stream_create)(struct CUstream_st **, unsigned); /* cuStreamCreate (driver API) */
   int (*stream_sync)(struct CUstream_st *);              /* cuStreamSynchronize */
+  int (*ctx_get)(void **);                               /* cuCtxGetCurrent */
+  int (*ctx_set)(void *);                                /* cuCtxSetCurrent */
+  void *cu_ctx; /* the device's primary context, made current on every submitting thread */
   nvjpegHandle_t h;
 } bare_nvjpeg;
 
@@ -80,7 +83,11 @@ static int bare_load(bare_nvjpeg *n) {
   *(void **)&n->decode = dlsym(lib, "nvjpegDecodeBatched");
   *(void **)&n->stream_create = dlsym(cu, "cuStreamCreate");
   *(void **)&n->stream_sync = dlsym(cu, "cuStreamSynchronize");
-  if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create || !n->stream_sync) return -1;
+  *(void **)&n->ctx_get = dlsym(cu, "cuCtxGetCurrent");
+  *(void **)&n->ctx_set = dlsym(cu, "cuCtxSetCurrent");
+  if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create || !n->stream_sync ||
+      !n->ctx_get || !n->ctx_set || n->ctx_get(&n->cu_ctx) != 0 || !n->cu_ctx)
+    return -1;
   return n->create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &n->h) == NVJPEG_STATUS_SUCCESS ? 0 : -1;
 }
 
@@ -104,6 +111,7 @@ static void *bare_thread(void *arg) {
   size_t *len = (size_t *)malloc(sizeof(size_t) * batch);
   nvjpegImage_t *dst = (nvjpegImage_t *)calloc((size_t)batch, sizeof *dst);
   int per_epoch = (nimg + batch - 1) / batch;
+  w->n->ctx_set(w->n->cu_ctx);
   for (;;) {
     long k = atomic_fetch_add(w->next, 1);
     if (k >= w->total) break;
@@ -115,9 +123,9 @@ static void *bare_thread(void *arg) {
       dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
     }
     double t = now();
-    if (w->n->init(w->n->h, w->st, b, 1, NVJPEG_OUTPUT_RGBI) != NVJPEG_STATUS_SUCCESS ||
-        w->n->decode(w->n->h, w->st, data, len, dst, w->stream) != NVJPEG_STATUS_SUCCESS)
-      w->fails++;
+    nvjpegStatus_t st = w->n->init(w->n->h, w->st, b, 1, NVJPEG_OUTPUT_RGBI);
+    if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->n->h, w->st, data, len, dst, w->stream);
+    if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0) printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
     w->call_s += now() - t;
     w->images += b;
   }
