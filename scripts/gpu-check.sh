@@ -210,9 +210,9 @@ fi
 #      hw_decoder_load 1.0 and 0.75) interleaved, every round measuring its own ceiling,
 #      at 15 and at 8 CPU threads; the per-pipeline figure is the median same-round ratio ----
 if [ $BUILD_OK = 1 ] && want ab; then
-  for t in 15 8; do
-    step "ab_t$t" 200 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
-      --rounds ${STK_AB_ROUNDS:-4} --epochs 10 --threads $t --bare "$BUILD/gpu_bench" \
+  for t in ${STK_AB_THREADS:-15 8}; do
+    step "ab_t$t" 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
+      --rounds ${STK_AB_ROUNDS:-4} --epochs ${STK_AB_EPOCHS:-10} --threads $t --bare "$BUILD/gpu_bench" \
       basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
   done
 fi

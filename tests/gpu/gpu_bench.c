@@ -95,6 +95,7 @@ static int bare_load(bare_nvjpeg *n) {
  * from a shared counter until `total` batches were taken. */
 typedef struct {
   bare_nvjpeg *n;
+  nvjpegHandle_t h; /* the shared handle, or the thread's own (--bare-own-handles) */
   nvjpegJpegState_t st;
   struct CUstream_st *stream;
   uint8_t *out;
@@ -123,8 +124,8 @@ static void *bare_thread(void *arg) {
       dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
     }
     double t = now();
-    nvjpegStatus_t st = w->n->init(w->n->h, w->st, b, 1, NVJPEG_OUTPUT_RGBI);
-    if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->n->h, w->st, data, len, dst, w->stream);
+    nvjpegStatus_t st = w->n->init(w->h, w->st, b, 1, NVJPEG_OUTPUT_RGBI);
+    if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->h, w->st, data, len, dst, w->stream);
     if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0) printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
     w->call_s += now() - t;
     w->images += b;
@@ -139,6 +140,8 @@ static void *bare_thread(void *arg) {
 /* The ceiling: nvJPEG's hardware batched decode, called directly, from `submitters`
  * threads at once (1: the usual single caller; more: whether the engines are fed faster
  * than one calling thread can feed them). */
+static int bare_own_handles; /* --bare-own-handles: one nvJPEG handle per submitting thread */
+
 static void bench_bare(int epochs, int submitters) {
   static bare_nvjpeg n;
   static int loaded = 0;
@@ -160,7 +163,10 @@ static void bench_bare(int epochs, int submitters) {
     w[t].n = &n;
     w[t].maxb = maxb;
     w[t].next = &next;
-    DIE_IF(n.state_create(n.h, &w[t].st) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
+    w[t].h = n.h;
+    if (bare_own_handles && submitters > 1)
+      DIE_IF(n.create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &w[t].h) != NVJPEG_STATUS_SUCCESS, "nvjpegCreateEx");
+    DIE_IF(n.state_create(w[t].h, &w[t].st) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
     DIE_IF(n.stream_create(&w[t].stream, 1 /* CU_STREAM_NON_BLOCKING */) != 0, "cuStreamCreate");
     DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&w[t].out, err, sizeof err), "alloc");
   }
@@ -186,8 +192,9 @@ static void bench_bare(int epochs, int submitters) {
     call_s += w[i].call_s;
   }
   printf("RESULT bare_nvjpeg_hw%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
-         "batches; %.2f ms per call, %d thread%s)\n", submitters > 1 ? "_mt" : "", batch, done, t, done / t, fails,
-         call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "");
+         "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", batch, done, t, done / t, fails,
+         call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
+         bare_own_handles && submitters > 1 ? ", a handle each" : "");
   for (int i = 0; i < submitters; i++) G->device_free(ctx, w[i].out, S0, err, sizeof err);
 }
 
@@ -411,6 +418,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--bare-threads") && i + 1 < argc) submitters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-own-handles")) bare_own_handles = 1;
     else dir = argv[i];
   }
   if (!dir || batch < 1 || batch > 1024) {
