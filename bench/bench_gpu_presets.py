@@ -22,6 +22,16 @@ import subprocess
 import sys
 
 
+STAGES = []  # stage_ms_per_batch of every run_once, in order
+
+
+def stage_note():
+    """'gpu_stage G ms, engines' call H ms (H/G)' for the last run, where it has those timers."""
+    st = STAGES[-1] if STAGES else {}
+    g, h = st.get("gpu_stage"), st.get("decode_hw_call")
+    return f"; gpu_stage {g:.2f} ms/batch, engines' call {h:.2f} ({h / g:.0%})" if g and h else ""
+
+
 def run_once(stoker, data, pipeline, epochs, batch, threads, env=None, device="gpu"):
     cmd = [stoker, "bench", "--data", data, "--pipeline", pipeline, "--device", device, "--batch-size", str(batch),
            "--threads", str(threads), "--epochs", str(epochs), "--json"]
@@ -29,7 +39,9 @@ def run_once(stoker, data, pipeline, epochs, batch, threads, env=None, device="g
     out = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=300)
     for line in reversed(out.stdout.splitlines()):
         if line.startswith("{"):
-            return json.loads(line)["images_per_s"]
+            r = json.loads(line)
+            STAGES.append(r.get("stage_ms_per_batch", {}))
+            return r["images_per_s"]
     raise RuntimeError(f"{pipeline}: no result (exit {out.returncode}): {out.stderr[-400:]}")
 
 
@@ -80,7 +92,7 @@ def main():
                 print(f"round {r}: {label}: {exc}", file=sys.stderr)
                 results[label].append(None)
             else:
-                print(f"round {r}: {label} {results[label][-1]:.0f} img/s", flush=True)
+                print(f"round {r}: {label} {results[label][-1]:.0f} img/s{stage_note()}", flush=True)
     ceiling = a.ceiling
     if a.bare and any(b for b in bare):
         ceiling = statistics.median([b for b in bare if b])
