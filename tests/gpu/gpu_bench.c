@@ -12,7 +12,9 @@
  *   memory   the fused pipeline for 10 epochs: device memory after each epoch
  * Files are read into host memory first (pageable, as a reader would hand them over).
  * usage: gpu_bench DIR [--batch N] [--epochs N] [--threads N] [--lib PATH] [--only bare]
- *                  [--bare-threads N] (bare also from 2..N submitting threads)
+ *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
+ *                  threads: an experiment; with nvJPEG 13.0.1 on the H100 it hangs after a
+ *                  few batches, bench/RESULTS.md 2026-11-23/24)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -139,7 +141,7 @@ static void *bare_thread(void *arg) {
 
 /* The ceiling: nvJPEG's hardware batched decode, called directly, from `submitters`
  * threads at once (1: the usual single caller; more: whether the engines are fed faster
- * than one calling thread can feed them). */
+ * than one calling thread can feed them; measured to hang inside nvJPEG, see above). */
 static int bare_own_handles; /* --bare-own-handles: one nvJPEG handle per submitting thread */
 
 static void bench_bare(int epochs, int submitters) {
