@@ -5,7 +5,7 @@
  *
  * Launch shape (as kernels.cu's cast): the per-sample descriptors plus a table of each
  * sample's first block go to the device in one upload; one grid covers the batch, block
- * b belongs to the sample whose block range holds b (binary search once per block), and
+ * b belongs to the sample whose block range holds b (launch.cuh's binary search), and
  * each thread handles PER_THREAD elements THREADS apart (coalesced). The binary kernel is
  * a template over (operation, compute kind), so the operation's switch folds away; the
  * element types are warp-uniform runtime switches. */
@@ -14,6 +14,7 @@
 
 #include "api_math.h"
 #include "gpu_internal.h"
+#include "launch.cuh"
 #include "math_common.h"
 
 #define THREADS 256
@@ -24,26 +25,7 @@
 /* Launch plumbing                                                                    */
 /* ---------------------------------------------------------------------------------- */
 
-/* The sample owning block b: the last i with first[i] <= b. */
-__device__ __forceinline__ int math_find_sample(const int *first, int n, int b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-static int64_t blocks_for(int64_t count) { return count > 0 ? (count + BLOCK_ELEMS - 1) / BLOCK_ELEMS : 0; }
-
-static int math_launch_check(const char *what, char *err, size_t errlen) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)",
-                        cudaGetErrorString(e), cudaGetErrorName(e));
-  return 0;
-}
+static int64_t blocks_for(int64_t count) { return count > 0 ? stk_cdiv(count, BLOCK_ELEMS) : 0; }
 
 static int math_dtype_size(int t) {
   switch (t) {
@@ -86,7 +68,7 @@ static int staging_blocks(staging *st, int i, int64_t count, int64_t *total, cha
 template <int OP, int K>
 __global__ void __launch_bounds__(THREADS)
 binary_kernel(const stk_gpu_binary_sample *S, const int *first, int n, int at, int bt, int ot) {
-  int b = blockIdx.x, si = math_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_binary_sample *s = &S[si];
   const void *pa = s->a.data ? s->a.data : (const void *)&s->a.scalar;
   const void *pb = s->b.data ? s->b.data : (const void *)&s->b.scalar;
@@ -203,7 +185,7 @@ static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sam
       kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_binary_sample *)dp,
                                                      (const int *)((char *)dp + st.desc_bytes), n,
                                                      (int)args->a_dtype, (int)args->b_dtype, (int)args->out_dtype);
-      rc = math_launch_check("math binary", err, errlen);
+      rc = stk_check_launch("math binary", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -219,7 +201,7 @@ static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sam
 
 __global__ void __launch_bounds__(THREADS)
 unary_kernel(const stk_gpu_unary_sample *S, const int *first, int n, int op, int it, int ot) {
-  int b = blockIdx.x, si = math_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_unary_sample *s = &S[si];
   int kind = stk_ar_unary_kind(op, it);
   const void *src = s->src;
@@ -269,7 +251,7 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
       unary_kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_unary_sample *)dp,
                                                            (const int *)((char *)dp + st.desc_bytes), n, args->op,
                                                            (int)args->in_dtype, (int)args->out_dtype);
-      rc = math_launch_check(args->op == CLAMP_OP ? "math clamp" : "math unary", err, errlen);
+      rc = stk_check_launch(args->op == CLAMP_OP ? "math clamp" : "math unary", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -283,7 +265,7 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
 
 __global__ void __launch_bounds__(THREADS)
 one_hot_kernel(const stk_gpu_one_hot_sample *S, const int *first, int n, int it, int esize) {
-  int b = blockIdx.x, si = math_find_sample(first, n, b);
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_one_hot_sample *s = &S[si];
   int64_t ncls = s->num_classes, inner = s->inner, total = s->count * ncls;
   int64_t base = (int64_t)(b - first[si]) * BLOCK_ELEMS + threadIdx.x;
@@ -324,7 +306,7 @@ static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_s
       one_hot_kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_one_hot_sample *)dp,
                                                              (const int *)((char *)dp + st.desc_bytes), n,
                                                              (int)in_dtype, math_dtype_size(out_dtype));
-      rc = math_launch_check("one_hot", err, errlen);
+      rc = stk_check_launch("one_hot", err, errlen);
     }
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);

@@ -317,10 +317,16 @@ stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const 
   memcpy(out->shapes, tl->shapes, sizeof(int64_t) * tl->n * (size_t)tl->ndim);
   stk__tensor_list_own(out, block);
   out->dense = block;
+  /* one launch for the whole gather: a cast to the same type copies bit for bit */
+  stk_gpu_cast_sample *copies = stk__calloc(tl->n, sizeof *copies, "gather descriptors");
+  if (!copies) st = STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < tl->n && st == STK_OK; i++) {
     out->data[i] = (char *)block + i * bytes;
-    st = stk__gpu_check(gpu->api->memcpy_async(gpu->ctx, out->data[i], tl->data[i], bytes, stream, err, sizeof err), err);
+    copies[i] = (stk_gpu_cast_sample){tl->data[i], out->data[i], (int64_t)(bytes / stk_dtype_size(tl->dtype))};
   }
+  if (st == STK_OK)
+    st = stk__gpu_check(gpu->api->cast(gpu->ctx, (int)tl->n, copies, tl->dtype, tl->dtype, stream, err, sizeof err), err);
+  free(copies);
   if (st != STK_OK) {
     stk_tensor_list_release(out);
     return st;
