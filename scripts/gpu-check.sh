@@ -218,9 +218,10 @@ if [ $BUILD_OK = 1 ] && want ab; then
 fi
 # The per-operator parity tests under compute-sanitizer (torch's hand-off test excluded:
 # torch's own start-up under memcheck takes minutes and it launches no stoker kernel).
-# One sanitizer process per test file, all at once: memcheck's cost is on the host (one
-# core per process), so the files run side by side on the machine's cores; each file's
-# log ends in its own ERROR SUMMARY. $STK_MEMCHECK_FILES: the test files (default: all).
+# One sanitizer process per test file or shard of a file (FILE@I/N), all at once:
+# memcheck's cost is on the host (one core per process), so they run side by side on the
+# machine's cores; each log (mc_*.log) ends in its own ERROR SUMMARY.
+# $STK_MEMCHECK_FILES: the files / shards, space-separated (default: all, the big ones split).
 memcheck_file() {  # FILE or FILE@I/N (the I-th of N shards, tests/python/conftest.py)
   local f=${1%@*} shard= name
   [[ $1 == *@* ]] && shard=${1#*@}
