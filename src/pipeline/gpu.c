@@ -296,8 +296,9 @@ stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const 
                       "pipeline output '%s' has no value for sample %zu of the batch (it is assigned only in some "
                       "branches of a condition)", name, i);
   if (!tl->parents || tl->dense || tl->n == 0 || !stk__gpu_shapes_equal(tl->shapes, tl->n, tl->ndim)) return STK_OK;
-  size_t bytes = stk_dtype_size(tl->dtype);
-  for (int d = 0; d < tl->ndim; d++) bytes *= (size_t)tl->shapes[d];
+  int64_t count = 1; /* elements per sample */
+  for (int d = 0; d < tl->ndim; d++) count *= tl->shapes[d];
+  size_t bytes = (size_t)count * stk_dtype_size(tl->dtype);
   char err[STK_GPU_ERRLEN] = "";
   uintptr_t stream = gpu->api->stream(gpu->ctx, STK_GPU_STREAM_COMPUTE);
   void *block = NULL;
@@ -322,7 +323,7 @@ stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const 
   if (!copies) st = STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < tl->n && st == STK_OK; i++) {
     out->data[i] = (char *)block + i * bytes;
-    copies[i] = (stk_gpu_cast_sample){tl->data[i], out->data[i], (int64_t)(bytes / stk_dtype_size(tl->dtype))};
+    copies[i] = (stk_gpu_cast_sample){tl->data[i], out->data[i], count};
   }
   if (st == STK_OK)
     st = stk__gpu_check(gpu->api->cast(gpu->ctx, (int)tl->n, copies, tl->dtype, tl->dtype, stream, err, sizeof err), err);
