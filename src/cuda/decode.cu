@@ -7,9 +7,11 @@
  * why (device_info, decode_batch's refusal).
  *
  * Decoding a batch (stk_gpu_decode_batch):
- * 1. headers are parsed on the decode threads (one nvJPEG stream object per thread); a
- *    sample is routed to the hardware decoder when nvjpegDecodeBatchedSupported(Ex)
- *    accepts it, and the first hw_load share of those go there;
+ * 1. headers are parsed on the decode threads (one nvJPEG stream object per thread),
+ *    unless the caller parsed them ahead with stk_gpu_decode_classify (the pipeline does,
+ *    on the CPU stage's workers); a sample is routed to the hardware decoder when
+ *    nvjpegDecodeBatchedSupported(Ex) accepts it, and the first hw_load share of those
+ *    go there;
  * 2. the caller's thread submits them in one nvjpegDecodeBatched(Ex) call on an
  *    internal stream ordered after the caller's (ROI through nvjpegDecodeBatchedEx; when
  *    it is missing, the whole image goes to a pool temporary and the region is copied);
@@ -53,6 +55,14 @@ typedef struct {
 
 struct stk_decoder;
 typedef void (*job_fn)(struct stk_decoder *d, int index, int slot);
+/* A header parser of decode_classify's: a JPEG stream and decode parameters, taken
+ * from the free list by one caller at a time. */
+typedef struct parser {
+  struct parser *next;
+  nvjpegJpegStream_t hdr;
+  nvjpegDecodeParams_t hw_params;
+} parser_t;
+static void parser_destroy(struct stk_decoder *d, parser_t *p);
 
 struct stk_decoder {
   stk_gpu_ctx *ctx;
@@ -92,6 +102,10 @@ struct stk_decoder {
   stk_hw_balance balance; /* the automatic engines / hybrid split (hw_load < 0) */
   int64_t workers_done_ns; /* when the worker threads finished the last parallel job */
   int64_t engines_ns;      /* the last hardware batch's nvjpegDecodeBatched call */
+  /* decode_classify's header parsers (free list; grown on demand, one per concurrent caller) */
+  pthread_mutex_t parsers_lock;
+  struct parser *parsers;
+  bool dst_idle;           /* this batch's destinations need no fence (opts->dst_idle) */
 };
 
 /* ---------------------------------------------------------------------------------- */
@@ -314,6 +328,12 @@ static void decoder_free(stk_decoder *d) {
   pthread_mutex_destroy(&d->m);
   pthread_cond_destroy(&d->cv_work);
   pthread_cond_destroy(&d->cv_done);
+  while (d->parsers) {
+    struct parser *p = d->parsers;
+    d->parsers = p->next;
+    parser_destroy(d, p);
+  }
+  pthread_mutex_destroy(&d->parsers_lock);
   free(d->slots);
   free(d->threads);
   free(d->info);
@@ -328,8 +348,10 @@ int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, si
   pthread_mutex_init(&d->m, NULL);
   pthread_cond_init(&d->cv_work, NULL);
   pthread_cond_init(&d->cv_done, NULL);
+  pthread_mutex_init(&d->parsers_lock, NULL);
   if (load_library(d, ctx->nvjpeg_reason, sizeof ctx->nvjpeg_reason) != 0) {
     if (d->lib) dlclose(d->lib);
+    pthread_mutex_destroy(&d->parsers_lock);
     pthread_mutex_destroy(&d->m);
     pthread_cond_destroy(&d->cv_work);
     pthread_cond_destroy(&d->cv_done);
@@ -402,49 +424,128 @@ static void settle(stk_decoder *d, int i, int status, int nvjpeg_status) {
                                              : &d->ctx->decode_failures);
 }
 
-/* Phase 1: header, components, ROI check, hardware support. */
-static void job_classify(stk_decoder *d, int i, int slot) {
-  const stk_gpu_decode_in *in = &d->in[i];
-  stk_gpu_decode_out *out = &d->out[i];
-  slot_t *s = &d->slots[slot];
-  sample_t *info = &d->info[i];
+/* Phase 1 for one JPEG: header, components, ROI check, hardware support, parsed with
+ * `hdr` and checked with `hw_params` (a caller's own pair: neither is thread-safe). */
+static void classify(stk_decoder *d, const stk_gpu_decode_in *in, nvjpegJpegStream_t hdr,
+                     nvjpegDecodeParams_t hw_params, stk_gpu_decode_class *c) {
+  memset(c, 0, sizeof *c);
+  c->status = STK_GPU_DECODE_FALLBACK;
   /* nvJPEG decodes truncated streams without complaint; the CPU decoder refuses data
    * that ends before EOI: such files go to it, so both backends apply one policy */
-  if (!stk_gpu_jpeg_has_eoi(in->data, in->size))
-    return settle(d, i, STK_GPU_DECODE_FALLBACK, NVJPEG_STATUS_INCOMPLETE_BITSTREAM);
+  if (!stk_gpu_jpeg_has_eoi(in->data, in->size)) {
+    c->nvjpeg_status = NVJPEG_STATUS_INCOMPLETE_BITSTREAM;
+    return;
+  }
   nvjpegHandle_t h = d->hw_handle ? d->hw_handle : d->handle;
-  nvjpegStatus_t st = d->f.nvjpegJpegStreamParseHeader(h, in->data, in->size, s->hdr);
-  if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FALLBACK, st);
+  nvjpegStatus_t st = d->f.nvjpegJpegStreamParseHeader(h, in->data, in->size, hdr);
+  if (st != NVJPEG_STATUS_SUCCESS) {
+    c->nvjpeg_status = st;
+    return;
+  }
   unsigned w = 0, hh = 0, nc = 0, prec = 8;
   nvjpegJpegEncoding_t enc = NVJPEG_ENCODING_UNKNOWN;
-  d->f.nvjpegJpegStreamGetFrameDimensions(s->hdr, &w, &hh);
-  d->f.nvjpegJpegStreamGetComponentsNum(s->hdr, &nc);
-  d->f.nvjpegJpegStreamGetJpegEncoding(s->hdr, &enc);
-  if (d->f.nvjpegJpegStreamGetSamplePrecision)
-    d->f.nvjpegJpegStreamGetSamplePrecision(s->hdr, &prec);
-  out->width = (int)w;
-  out->height = (int)hh;
-  out->components = (int)nc;
+  d->f.nvjpegJpegStreamGetFrameDimensions(hdr, &w, &hh);
+  d->f.nvjpegJpegStreamGetComponentsNum(hdr, &nc);
+  d->f.nvjpegJpegStreamGetJpegEncoding(hdr, &enc);
+  if (d->f.nvjpegJpegStreamGetSamplePrecision) d->f.nvjpegJpegStreamGetSamplePrecision(hdr, &prec);
+  c->width = (int)w;
+  c->height = (int)hh;
+  c->components = (int)nc;
   bool encoding_ok = enc == NVJPEG_ENCODING_BASELINE_DCT ||
                      enc == NVJPEG_ENCODING_EXTENDED_SEQUENTIAL_DCT_HUFFMAN ||
                      enc == NVJPEG_ENCODING_PROGRESSIVE_DCT_HUFFMAN;
-  if ((nc != 1 && nc != 3) || prec != 8 || !encoding_ok || w == 0 || hh == 0)
-    return settle(d, i, STK_GPU_DECODE_FALLBACK, NVJPEG_STATUS_JPEG_NOT_SUPPORTED);
-  info->roi = in->roi_w > 0 && in->roi_h > 0;
-  if (info->roi && (in->roi_x < 0 || in->roi_y < 0 || (unsigned)in->roi_x + in->roi_w > w ||
-                    (unsigned)in->roi_y + in->roi_h > hh))
-    return settle(d, i, STK_GPU_DECODE_FALLBACK, NVJPEG_STATUS_INVALID_PARAMETER);
-  info->route = 2;
-  info->hw_ok = 0;
+  if ((nc != 1 && nc != 3) || prec != 8 || !encoding_ok || w == 0 || hh == 0) {
+    c->nvjpeg_status = NVJPEG_STATUS_JPEG_NOT_SUPPORTED;
+    return;
+  }
+  c->roi = in->roi_w > 0 && in->roi_h > 0;
+  if (c->roi && (in->roi_x < 0 || in->roi_y < 0 || (unsigned)in->roi_x + in->roi_w > w ||
+                 (unsigned)in->roi_y + in->roi_h > hh)) {
+    c->nvjpeg_status = NVJPEG_STATUS_INVALID_PARAMETER;
+    return;
+  }
+  c->status = STK_GPU_DECODE_OK;
   if (!d->hw_handle) return;
   int unsupported = 1;
-  if (info->roi && d->f.nvjpegDecodeBatchedSupportedEx && d->f.nvjpegDecodeBatchedEx) {
-    d->f.nvjpegDecodeParamsSetROI(s->hw_params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
-    st = d->f.nvjpegDecodeBatchedSupportedEx(d->hw_handle, s->hdr, s->hw_params, &unsupported);
+  if (c->roi && d->f.nvjpegDecodeBatchedSupportedEx && d->f.nvjpegDecodeBatchedEx) {
+    d->f.nvjpegDecodeParamsSetROI(hw_params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
+    st = d->f.nvjpegDecodeBatchedSupportedEx(d->hw_handle, hdr, hw_params, &unsupported);
   } else {
-    st = d->f.nvjpegDecodeBatchedSupported(d->hw_handle, s->hdr, &unsupported);
+    st = d->f.nvjpegDecodeBatchedSupported(d->hw_handle, hdr, &unsupported);
   }
-  info->hw_ok = st == NVJPEG_STATUS_SUCCESS && unsupported == 0;
+  c->hw_ok = st == NVJPEG_STATUS_SUCCESS && unsupported == 0;
+}
+
+/* Sample i takes its classification: settled (to the CPU decoder) or routed to the
+ * decoupled path, the engines' share being picked afterwards. */
+static void apply_class(stk_decoder *d, int i, const stk_gpu_decode_class *c) {
+  stk_gpu_decode_out *out = &d->out[i];
+  out->width = c->width;
+  out->height = c->height;
+  out->components = c->components;
+  if (c->status != STK_GPU_DECODE_OK) return settle(d, i, STK_GPU_DECODE_FALLBACK, c->nvjpeg_status);
+  d->info[i].roi = c->roi;
+  d->info[i].hw_ok = c->hw_ok && d->hw_handle != NULL;
+  d->info[i].route = 2;
+}
+
+/* The samples decode_batch classifies itself, compacted: stored after the hybrid list. */
+static int *classify_list(stk_decoder *d) { return (int *)(d->info + d->info_cap) + d->info_cap; }
+
+static void job_classify(stk_decoder *d, int k, int slot) {
+  int i = classify_list(d)[k];
+  stk_gpu_decode_class c;
+  classify(d, &d->in[i], d->slots[slot].hdr, d->slots[slot].hw_params, &c);
+  apply_class(d, i, &c);
+}
+
+static void parser_destroy(stk_decoder *d, parser_t *p) {
+  if (p->hdr) d->f.nvjpegJpegStreamDestroy(p->hdr);
+  if (p->hw_params) d->f.nvjpegDecodeParamsDestroy(p->hw_params);
+  free(p);
+}
+
+static parser_t *parser_take(stk_decoder *d, char *err, size_t errlen) {
+  pthread_mutex_lock(&d->parsers_lock);
+  parser_t *p = d->parsers;
+  if (p) d->parsers = p->next;
+  pthread_mutex_unlock(&d->parsers_lock);
+  if (p) return p;
+  p = (parser_t *)calloc(1, sizeof *p);
+  nvjpegStatus_t st = p ? d->f.nvjpegJpegStreamCreate(d->hw_handle ? d->hw_handle : d->handle, &p->hdr)
+                        : NVJPEG_STATUS_ALLOCATOR_FAILURE;
+  if (st == NVJPEG_STATUS_SUCCESS && d->hw_handle) st = d->f.nvjpegDecodeParamsCreate(d->hw_handle, &p->hw_params);
+  if (st != NVJPEG_STATUS_SUCCESS) {
+    if (p) parser_destroy(d, p);
+    GPU_FAIL(STK_ERR_DEVICE, "could not make a JPEG header parser: %s", stk_nvjpeg_status_name(st));
+    return NULL;
+  }
+  return p;
+}
+
+static void parser_give(stk_decoder *d, parser_t *p) {
+  pthread_mutex_lock(&d->parsers_lock);
+  p->next = d->parsers;
+  d->parsers = p;
+  pthread_mutex_unlock(&d->parsers_lock);
+}
+
+int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x, int roi_y,
+                            int roi_w, int roi_h, stk_gpu_decode_class *out, char *err, size_t errlen) {
+  if (!ctx || !data || size == 0 || !out)
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL or empty argument");
+  stk_decoder *d = ctx->decoder;
+  if (!d) return GPU_FAIL(STK_ERR_UNSUPPORTED, "nvJPEG is not available: %s", ctx->nvjpeg_reason);
+  parser_t *p = parser_take(d, err, errlen);
+  if (!p) return STK_ERR_DEVICE;
+  stk_gpu_decode_in in;
+  memset(&in, 0, sizeof in);
+  in.data = data;
+  in.size = size;
+  in.roi_x = roi_x, in.roi_y = roi_y, in.roi_w = roi_w, in.roi_h = roi_h;
+  classify(d, &in, p->hdr, p->hw_params, out);
+  parser_give(d, p);
+  return 0;
 }
 
 /* Decodes sample i through the decoupled API on `slot`. */
@@ -512,10 +613,11 @@ static void job_hybrid_list(stk_decoder *d, int k, int slot) {
   hybrid_decode(d, hybrid_list(d)[k], slot);
 }
 
-/* Grows the per-batch tables: info[cap] followed by cap ints of the hybrid list. */
+/* Grows the per-batch tables: info[cap] followed by cap ints of the hybrid list and cap
+ * ints of the classify list. */
 static int ensure_tables(stk_decoder *d, int n, char *err, size_t errlen) {
   if (n <= d->info_cap) return 0;
-  void *p = malloc((size_t)n * (sizeof(sample_t) + sizeof(int)));
+  void *p = malloc((size_t)n * (sizeof(sample_t) + 2 * sizeof(int)));
   if (!p) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d samples", n);
   free(d->info);
   d->info = (sample_t *)p;
@@ -593,6 +695,14 @@ static int fence_engines(stk_decoder *d, bool moved, char *err, size_t errlen) {
   return 0;
 }
 
+/* A temporary the engines write: from the idle pool when the destinations are idle too
+ * (nothing to wait for), else from the stream-ordered pool on the hardware stream (the
+ * fence then covers it). */
+static int engines_alloc(stk_decoder *d, size_t bytes, void **out, char *err, size_t errlen) {
+  return d->dst_idle ? stk_gpu_device_alloc_idle(d->ctx, bytes, (uintptr_t)d->hw_stream, out, err, errlen)
+                     : stk_gpu_device_alloc(d->ctx, bytes, (uintptr_t)d->hw_stream, out, err, errlen);
+}
+
 /* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
  * be retried on the decoupled path. Returns non-zero only for host / CUDA failures.
  * Temporaries for regions without BatchedEx are freed on the hardware stream. */
@@ -639,8 +749,7 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
     if (use_ex) {
       if (d->info[i].roi) { /* the region into a padded temporary; copied below */
         size_t pitch = ((size_t)(in->roi_w + ROI_PAD_COLS) * d->channels + 255) & ~(size_t)255;
-        rc = stk_gpu_device_alloc(d->ctx, pitch * (size_t)(in->roi_h + ROI_PAD_ROWS), (uintptr_t)d->hw_stream,
-                                  &tmp[j], err, errlen);
+        rc = engines_alloc(d, pitch * (size_t)(in->roi_h + ROI_PAD_ROWS), &tmp[j], err, errlen);
         if (rc) goto done;
         img[j].channel[0] = (unsigned char *)tmp[j];
         img[j].pitch[0] = pitch;
@@ -652,8 +761,7 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
       }
     } else if (d->info[i].roi) { /* whole image into a temporary; region copied below */
       size_t pitch = (size_t)d->out[i].width * d->channels;
-      rc = stk_gpu_device_alloc(d->ctx, pitch * d->out[i].height, (uintptr_t)d->hw_stream,
-                                &tmp[j], err, errlen);
+      rc = engines_alloc(d, pitch * d->out[i].height, &tmp[j], err, errlen);
       if (rc) goto done;
       img[j].channel[0] = (unsigned char *)tmp[j];
       img[j].pitch[0] = pitch;
@@ -662,7 +770,7 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
     j++;
   }
   for (int j = 0; j < k; j++) temporaries |= tmp[j] != NULL;
-  if ((rc = fence_engines(d, temporaries, err, errlen)) != 0) goto done;
+  if (!d->dst_idle && (rc = fence_engines(d, temporaries, err, errlen)) != 0) goto done;
   {
     int64_t t0 = host_now_ns();
     nvjpegStatus_t st = d->f.nvjpegDecodeBatchedInitialize(d->hw_handle, d->hw_state, k, 1, d->fmt);
@@ -704,7 +812,8 @@ static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
   }
 done:
   for (int j = 0; tmp && j < k; j++)
-    if (tmp[j]) stk_gpu_device_free(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
+    if (tmp[j] && d->dst_idle) stk_gpu_device_free_idle(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
+    else if (tmp[j]) stk_gpu_device_free(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
   free(data);
   free(len);
   free(img);
@@ -739,14 +848,21 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
            : color == STK_GPU_COLOR_BGR ? NVJPEG_OUTPUT_BGRI : NVJPEG_OUTPUT_Y;
   d->channels = color == STK_GPU_COLOR_GRAY ? 1 : 3;
   d->user_stream = (cudaStream_t)stream;
+  d->dst_idle = opts && opts->dst_idle;
 
   /* the hardware stream starts after the work queued so far (the destinations'
-   * allocations); the fence before the engines' call waits for this point */
+   * allocations); unless the destinations are idle, the fence before the engines' call
+   * waits for this point */
   CUDA_TRY(cudaEventRecord(d->ev_in, d->user_stream));
   CUDA_TRY(cudaStreamWaitEvent(d->hw_stream, d->ev_in, 0));
-  CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
+  if (!d->dst_idle) CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
   int64_t t0 = host_now_ns();
-  run_parallel(d, job_classify, n);
+  int *unclassified = classify_list(d), u = 0;
+  for (int i = 0; i < n; i++) {
+    if (in[i].cls) apply_class(d, i, in[i].cls);
+    else unclassified[u++] = i;
+  }
+  if (u > 0) run_parallel(d, job_classify, u);
   add_time(d, &d->ctx->decode_parse_ns, host_now_ns() - t0);
   int capable = 0;
   for (int i = 0; i < n; i++) capable += d->info[i].route == 2 && d->info[i].hw_ok;

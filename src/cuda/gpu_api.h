@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct or the table below changes incompatibly. */
-#define STK_GPU_ABI_VERSION 3
+#define STK_GPU_ABI_VERSION 4
 /* A buffer of this many bytes holds any error message. */
 #define STK_GPU_ERRLEN 512
 
@@ -137,6 +137,16 @@ typedef struct {
   int subsampling;         /* nvjpegChromaSubsampling_t value (0 444, 1 422, 2 420, ...) */
 } stk_gpu_jpeg_info;
 
+/* What decode_classify found out about one JPEG, for decode_batch (which then skips its
+ * own header parsing for the sample). */
+typedef struct {
+  int status;         /* STK_GPU_DECODE_OK: nvJPEG takes it; STK_GPU_DECODE_FALLBACK: not */
+  int nvjpeg_status;  /* why not (nvjpegStatus_t) */
+  int width, height, components; /* as stored, when the header parsed */
+  int hw_ok;          /* the hardware engines accept it (with its region) */
+  int roi;            /* a region was given */
+} stk_gpu_decode_class;
+
 typedef struct {
   const uint8_t *data;     /* host bytes of the file (pinned or pageable) */
   size_t size;
@@ -148,6 +158,9 @@ typedef struct {
    * apart. It must be usable on the stream passed to decode_batch. */
   uint8_t *dst;
   size_t dst_pitch;
+  /* decode_classify's verdict for exactly these bytes and this region, or NULL (then
+   * decode_batch parses the header itself, on its decode threads) */
+  const stk_gpu_decode_class *cls;
 } stk_gpu_decode_in;
 
 typedef struct {
@@ -165,6 +178,11 @@ typedef struct {
    * the share that balances the two paths' measured rates, updated every batch
    * (decode_balance.h). */
   double hw_load;
+  /* Non-zero: every dst comes from device_alloc_idle (no queued work touches it), so
+   * the engines can be fed at once. Zero: before the engines' call, the host waits until
+   * `stream` has passed the work queued before decode_batch (the engines write when
+   * called, ignoring stream order; see decode.cu). */
+  int dst_idle;
 } stk_gpu_decode_opts;
 
 /* ---------------------------------------------------------------------------------- */
@@ -373,6 +391,24 @@ typedef struct stk_gpu_api {
   const struct stk_gpu_filter_api *filter;     /* api_filter.h */
   const struct stk_gpu_math_api *math;         /* api_math.h */
   const struct stk_gpu_autoaug_api *autoaug;   /* api_autoaug.h */
+
+  /* Device memory that no queued work on any stream reads or writes: a separate pool
+   * that reuses only frees the device has completed. For buffers the hardware JPEG
+   * engines write (decode_batch's dst_idle). Usable on `stream` at once; free it with
+   * device_free_idle. */
+  int (*device_alloc_idle)(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out,
+                           char *err, size_t errlen);
+  /* decode_batch's header parsing for one JPEG, done ahead (e.g. on the CPU stage's
+   * workers while an earlier batch decodes): whether nvJPEG and its engines take it
+   * with this region (roi_w, roi_h <= 0: the whole image). Thread-safe, also against a
+   * running decode_batch. Refusals are the verdict (status FALLBACK), not an error;
+   * errors are for bad arguments or a context without nvJPEG. */
+  int (*decode_classify)(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x, int roi_y,
+                         int roi_w, int roi_h, stk_gpu_decode_class *out, char *err, size_t errlen);
+  /* Returns a device_alloc_idle block once the work queued on `stream` so far has
+   * finished (an event is recorded; the block goes back to the idle pool at a later
+   * device_alloc_idle that finds the event complete). NULL is a no-op. */
+  int (*device_free_idle)(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err, size_t errlen);
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

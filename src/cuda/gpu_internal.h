@@ -68,6 +68,9 @@ STK_HIDDEN int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *opts,
 STK_HIDDEN void stk_decoder_close(stk_gpu_ctx *ctx);
 STK_HIDDEN int stk_gpu_jpeg_header(stk_gpu_ctx *ctx, const uint8_t *data, size_t size,
                                  stk_gpu_jpeg_info *out, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x,
+                                       int roi_y, int roi_w, int roi_h, stk_gpu_decode_class *out,
+                                       char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
                                     stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts,
                                     uintptr_t stream, char *err, size_t errlen);
@@ -80,6 +83,14 @@ struct stk_gpu_ctx {
   cudaDeviceProp prop;
   cudaStream_t compute, copy;
   cudaMemPool_t pool;
+  /* blocks no queued work touches (device_alloc_idle): a pool that reuses only frees
+   * already completed on the device, allocated on a stream that never gets work */
+  cudaMemPool_t idle_pool;
+  cudaStream_t idle_stream;
+  cudaEvent_t idle_ready;
+  struct stk_idle_free *idle_pending; /* freed after a stream, waiting for its event */
+  struct stk_idle_free *idle_spare;   /* records (with their events) to reuse */
+  pthread_mutex_t idle_lock; /* idle_ready and the lists */
   stk_pinned_pool pinned;
   stk_decoder *decoder;  /* NULL without nvJPEG */
   char nvjpeg_reason[256]; /* why decoder is NULL */
@@ -94,6 +105,10 @@ STK_HIDDEN int stk_gpu_enter(stk_gpu_ctx *ctx, char *err, size_t errlen);
 
 STK_HIDDEN int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream,
                                     void **out, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_device_alloc_idle(stk_gpu_ctx *ctx, size_t size, uintptr_t stream,
+                                         void **out, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_device_free_idle(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
+                                        size_t errlen);
 STK_HIDDEN int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
                                    size_t errlen);
 

@@ -41,6 +41,21 @@ static const stk_port_schema encoded_in[] = {
     {"encoded", "the file's bytes: a 1-D uint8 tensor (JPEG or PNG)"}};
 static const stk_port_schema image_out[] = {{"image", "HWC uint8 image"}};
 
+/* What the CPU stage prepares per sample (stk__op_def.prepare): the plan without the
+ * pointers (the input's bytes may move when the batch is assembled) and nvJPEG's
+ * classification of the header, so the GPU stage's thread only feeds the decoders. */
+typedef struct {
+  bool ready;
+  bool cpu;
+  bool classified;
+  int out_h, out_w, channels;
+  int roi_x, roi_y, roi_w, roi_h;
+  stk_gpu_decode_class cls;
+} mixed_record;
+
+static stk_status image_prepare(stk__node *node, stk__sample *s, void *record);
+static stk_status crop_prepare(stk__node *node, stk__sample *s, void *record);
+
 /* ---- helpers shared by the three operators ---- */
 
 /* The sample's name for messages: its source file, else its ordinal. */
@@ -121,8 +136,8 @@ static const stk_op_schema image_schema = {
     "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
     STK_DEVICE_CPU | STK_DEVICE_MIXED, 0, 1, 1, encoded_in, 1, image_out,
     sizeof image_args / sizeof image_args[0], image_args};
-const stk__op_def stk__op_decoders_image = {&image_schema, NULL, NULL, NULL, image_run, NULL,
-                                            NULL, image_run_mixed};
+const stk__op_def stk__op_decoders_image = {&image_schema, NULL, NULL, NULL, image_run, NULL, NULL,
+                                            image_run_mixed, image_prepare, sizeof(mixed_record)};
 
 /* ---- decoders.image_random_crop ---- */
 
@@ -203,8 +218,8 @@ static const stk_op_schema crop_schema = {
     "DCT domain. Otherwise as decoders.image.",
     STK_DEVICE_CPU | STK_DEVICE_MIXED, STK_OPF_RANDOM, 1, 1, encoded_in, 1, image_out,
     sizeof crop_args / sizeof crop_args[0], crop_args};
-const stk__op_def stk__op_decoders_image_random_crop = {&crop_schema, crop_init, NULL, NULL,
-                                                        crop_run, NULL, NULL, crop_run_mixed};
+const stk__op_def stk__op_decoders_image_random_crop = {&crop_schema, crop_init, NULL, NULL, crop_run, NULL, NULL,
+                                                        crop_run_mixed, crop_prepare, sizeof(mixed_record)};
 
 
 /* ---- the mixed device: nvJPEG into GPU memory, CPU decode + upload for the rest ---- */
@@ -217,19 +232,12 @@ typedef struct {
   stk__decode_opts opts; /* the CPU decode, for fallbacks: same window, no DCT scaling */
   int out_h, out_w, channels;
   bool cpu;              /* EXIF-rotated, PNG, ...: decoded on the CPU and uploaded */
+  const stk_gpu_decode_class *cls; /* nvJPEG's verdict when prepared, else NULL */
 } mixed_sample;
 
 /* Reads the header, draws the window (random crop: the same Philox draws as the CPU
- * operator), and decides where the sample is decoded. */
-static stk_status mixed_plan_sample(stk__node *node, stk__sample *s, bool random_crop, const stk_tensor_list *in,
-                                    size_t i, mixed_sample *m, char *buf, size_t cap) {
-  stk_tensor_desc d;
-  STK_TRY(stk_tensor_list_sample(in, i, &d));
-  if (d.dtype != STK_DTYPE_UINT8 || d.ndim != 1)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: encoded input must be a 1-D uint8 tensor", stk__node_name(node));
-  m->data = d.data;
-  m->size = (size_t)d.shape[0];
-  m->name = sample_name(s, buf, cap);
+ * operator), and decides where the sample is decoded. m->data, size and name are set. */
+static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_crop, mixed_sample *m) {
   base_opts(node, &m->opts);
   stk__image_info info;
   stk_status st = stk__image_peek(m->data, m->size, m->name, &info);
@@ -254,6 +262,64 @@ static stk_status mixed_plan_sample(stk__node *node, stk__sample *s, bool random
   m->channels = m->opts.color == STK__COLOR_GRAY ? 1 : 3;
   bool rotated = !m->opts.ignore_orientation && info.orientation != 1;
   m->cpu = info.format != STK__IMAGE_JPEG || rotated || (info.channels != 1 && info.channels != 3);
+  return STK_OK;
+}
+
+/* The CPU stage's part (on the workers, while the GPU stage runs earlier batches): the
+ * plan and nvJPEG's header classification. A bad header is the sample's failure here,
+ * so the bad-sample policy replaces it before the batch reaches the GPU. */
+static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, bool random_crop) {
+  mixed_record *rec = record;
+  char buf[48];
+  mixed_sample m = {.name = sample_name(s, buf, sizeof buf)};
+  STK_TRY(encoded_input(node, s, m.name, &m.data, &m.size));
+  STK_TRY(mixed_plan(node, s, random_crop, &m));
+  *rec = (mixed_record){true, m.cpu, false, m.out_h, m.out_w, m.channels,
+                        m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h, {0}};
+  stk__gpu *g = stk__node_gpu(node);
+  if (m.cpu || !g || !g->info.has_nvjpeg) return STK_OK;
+  char err[STK_GPU_ERRLEN] = "";
+  int rc = g->api->decode_classify(g->ctx, m.data, m.size, m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h,
+                                   &rec->cls, err, sizeof err);
+  if (rc != 0) return stk__gpu_op_check(node, rc, err);
+  rec->classified = true;
+  if (rec->cls.status == STK_GPU_DECODE_OK) return STK_OK;
+  /* nvJPEG refuses it (truncated, CMYK, a header it cannot read): the GPU stage will
+   * decode it on the CPU. Doing that once here first puts corrupt files under the
+   * bad-sample policy (skipped and replaced), where a failure in the GPU stage could
+   * only fail the batch. Such files are rare; the pixels are not kept. */
+  stk__decoded dec;
+  stk_status st = stk__image_decode(m.data, m.size, m.name, &m.opts, stk__image_alloc_malloc, NULL, &dec);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  free(dec.data);
+  return STK_OK;
+}
+
+static stk_status image_prepare(stk__node *node, stk__sample *s, void *record) {
+  return mixed_prepare(node, s, record, false);
+}
+static stk_status crop_prepare(stk__node *node, stk__sample *s, void *record) {
+  return mixed_prepare(node, s, record, true);
+}
+
+/* Sample i's plan in the GPU stage: the prepared record, else planned here. */
+static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool random_crop, const stk_tensor_list *in,
+                                    size_t i, mixed_sample *m, char *buf, size_t cap) {
+  stk_tensor_desc d;
+  STK_TRY(stk_tensor_list_sample(in, i, &d));
+  if (d.dtype != STK_DTYPE_UINT8 || d.ndim != 1)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: encoded input must be a 1-D uint8 tensor", stk__node_name(node));
+  stk__sample *s = stk__gpu_sample(b, i);
+  m->data = d.data;
+  m->size = (size_t)d.shape[0];
+  m->name = sample_name(s, buf, cap);
+  const mixed_record *rec = stk__gpu_prep(b, i);
+  if (!rec || !rec->ready) return mixed_plan(node, s, random_crop, m);
+  base_opts(node, &m->opts);
+  m->opts.roi_x = rec->roi_x, m->opts.roi_y = rec->roi_y, m->opts.roi_w = rec->roi_w, m->opts.roi_h = rec->roi_h;
+  m->out_h = rec->out_h, m->out_w = rec->out_w, m->channels = rec->channels;
+  m->cpu = rec->cpu;
+  m->cls = rec->classified ? &rec->cls : NULL;
   return STK_OK;
 }
 
@@ -292,12 +358,13 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
     if (ms[i].cpu) continue;
     const stk__decode_opts *o = &ms[i].opts;
     din[k] = (stk_gpu_decode_in){ms[i].data, ms[i].size, o->roi_x, o->roi_y, o->roi_w, o->roi_h, d.data,
-                                 (size_t)ms[i].out_w * (size_t)ms[i].channels};
+                                 (size_t)ms[i].out_w * (size_t)ms[i].channels, ms[i].cls};
     index[k++] = (int)i;
   }
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  stk_gpu_decode_opts opts = {(int)ms[0].opts.color, stk__arg_float(node, NULL, 3 /* hw_decoder_load */)};
+  /* the output list comes from the idle pool (mixed_run): the engines need not wait */
+  stk_gpu_decode_opts opts = {(int)ms[0].opts.color, stk__arg_float(node, NULL, 3 /* hw_decoder_load */), 1};
   if (st == STK_OK && k > 0)
     st = stk__gpu_op_check(node, g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err), err);
   for (int j = 0; j < k && st == STK_OK; j++)
@@ -324,10 +391,12 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop
   char (*names)[48] = stk__calloc(n, 48, "sample names");
   stk_status st = ms && shapes && names ? STK_OK : STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
-    st = mixed_plan_sample(node, stk__gpu_sample(b, i), random_crop, in, i, &ms[i], names[i], 48);
+    st = mixed_plan_sample(node, b, random_crop, in, i, &ms[i], names[i], 48);
     shapes[3 * i] = ms[i].out_h, shapes[3 * i + 1] = ms[i].out_w, shapes[3 * i + 2] = ms[i].channels;
   }
-  if (st == STK_OK) st = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, 3, shapes, "HWC", stk__gpu_shapes_equal(shapes, n, 3), &out);
+  /* idle memory: nvJPEG's engines write it when called, whatever the stream says */
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list_idle(b, STK_DTYPE_UINT8, 3, shapes, "HWC", stk__gpu_shapes_equal(shapes, n, 3), &out);
   if (st == STK_OK) st = mixed_decode(node, b, ms, out);
   free(ms);
   free(shapes);

@@ -51,10 +51,15 @@ typedef struct stk__op_def {
   stk_status (*reader_meta)(stk__node *node, stk_reader_meta *out);
   /* Operators with schema->num_outputs == -1: the count for this instance's args. */
   int (*num_outputs)(const stk__node *node);
-  /* Mixed and GPU backends: process the whole batch on the device (see gpu_stage.h).
-   * For "mixed" operators, run_sample (when set) runs first in the CPU stage, e.g. to
-   * parse headers and draw random windows on the workers. */
+  /* Mixed and GPU backends: process the whole batch on the device (see gpu_stage.h). */
   stk_status (*run_gpu)(stk__node *node, struct stk__gpu_batch *batch);
+  /* Mixed operators (optional): per-sample work done in the CPU stage, on the workers,
+   * while the GPU stage runs earlier batches (header parsing, random draws), written to
+   * a record of prep_bytes bytes that run_gpu reads back with stk__gpu_prep. A failure
+   * is the sample's failure, under the bad-sample policy. Skipped when an input or a
+   * guard of the node comes from a GPU operator (run_gpu then sees no record). */
+  stk_status (*prepare)(stk__node *node, stk__sample *s, void *record);
+  size_t prep_bytes;
 } stk__op_def;
 
 /* ---- the registry ---- */

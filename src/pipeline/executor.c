@@ -36,6 +36,7 @@ typedef struct gpu_job {
   stk_tensor_list **lists; /* num_edges */
   stk__sample *samples;
   stk__tensor *edges; /* n * num_edges */
+  unsigned char *prep; /* n * prep_stride: the mixed operators' prepared records */
 } gpu_job;
 
 struct stk__exec {
@@ -44,6 +45,8 @@ struct stk__exec {
   size_t num_edges, num_slots, num_readers;
   stk__sample *samples;
   stk__tensor *edge_tensors; /* n * num_edges */
+  unsigned char *prep;       /* n * prep_stride: records of the prepared mixed operators */
+  size_t prep_stride;
   int64_t *items;            /* n * num_readers */
   stk_status *status;
   char **messages;
@@ -112,6 +115,15 @@ static stk_status check_inputs_present(const stk__node *node, const stk__sample 
   return STK_OK;
 }
 
+/* A mixed operator's CPU-stage part for one sample (see stk__op_def.prepare). */
+static stk_status prepare_mixed(stk__node *node, stk__sample *s) {
+  if (node->spec->num_guards && !stk__guards_hold(node, s)) return STK_OK; /* not this sample's branch */
+  STK_TRY(check_inputs_present(node, s));
+  unsigned char *record = s->prep + node->prep_offset;
+  memset(record, 0, node->spec->def->prep_bytes);
+  return node->spec->def->prepare(node, s, record);
+}
+
 static void run_sample_task(void *arg, size_t k, int worker) {
   stk__exec *ex = arg;
   stk_pipeline *p = ex->p;
@@ -122,16 +134,17 @@ static void run_sample_task(void *arg, size_t k, int worker) {
   s->source = NULL;
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
-    if (node->spec->device != STK_DEVICE_CPU) continue; /* the GPU stage runs it for the batch */
+    if (node->spec->device != STK_DEVICE_CPU && !node->prepares) continue; /* the GPU stage runs it */
     s->current = node;
-    if (node->spec->num_guards && !stk__guards_hold(node, s)) continue; /* not this sample's branch */
-    stk_status st = check_inputs_present(node, s);
-    if (st != STK_OK) {
-      record_failure(ex, i, st, node);
-      break;
-    }
     int64_t t0 = stk__now_ns();
-    st = node->spec->def->run_sample(node, s);
+    stk_status st;
+    if (node->prepares) {
+      st = prepare_mixed(node, s);
+    } else if (node->spec->num_guards && !stk__guards_hold(node, s)) {
+      continue; /* not this sample's branch */
+    } else if ((st = check_inputs_present(node, s)) == STK_OK) {
+      st = node->spec->def->run_sample(node, s);
+    }
     atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
     if (st != STK_OK) {
       record_failure(ex, i, st, node);
@@ -426,6 +439,7 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->lists);
   free(job->samples);
   free(job->edges);
+  free(job->prep);
   free(job->message);
   free(job);
 }
@@ -438,16 +452,19 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   job->lists = stk__calloc(ex->num_edges, sizeof(stk_tensor_list *), "job lists");
   job->samples = stk__calloc(ex->n, sizeof(stk__sample), "job samples");
   job->edges = stk__calloc(ex->n * ex->num_edges, sizeof(stk__tensor), "job tensors");
-  if (!job->lists || !job->samples || !job->edges) {
+  if (ex->prep_stride) job->prep = stk__calloc(ex->n, ex->prep_stride, "prepared records");
+  if (!job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep)) {
     free_job(ex, job);
     return STK_ERR_OUT_OF_MEMORY;
   }
+  if (ex->prep_stride) memcpy(job->prep, ex->prep, ex->n * ex->prep_stride);
   for (size_t e = 0; e < ex->num_edges; e++) job->lists[e] = ex->lists[e], ex->lists[e] = NULL;
   for (size_t i = 0; i < ex->n; i++) {
     job->samples[i] = ex->samples[i];
     job->samples[i].edges = &job->edges[i * ex->num_edges];
     job->samples[i].items = NULL;
     job->samples[i].arena = ex->gpu_arena;
+    job->samples[i].prep = job->prep ? job->prep + i * ex->prep_stride : NULL;
   }
   for (size_t k = 0; k < p->num_collected; k++) {
     int e = p->collected[k];
@@ -651,6 +668,7 @@ static void exec_free(stk__exec *ex) {
   free(ex->arenas);
   free(ex->samples);
   free(ex->edge_tensors);
+  free(ex->prep);
   free(ex->items);
   free(ex->status);
   free(ex->messages);
@@ -667,8 +685,38 @@ static void exec_free(stk__exec *ex) {
   free(ex);
 }
 
+/* A mixed operator is prepared in the CPU stage when it has a prepare hook and every
+ * data input and guard it reads comes from a CPU operator. */
+static bool prepared_in_cpu_stage(const stk_pipeline *p, const stk__node *node) {
+  const stk_op *spec = node->spec;
+  if (spec->device != STK_DEVICE_MIXED || !spec->def->prepare || !spec->def->prep_bytes) return false;
+  for (int i = 0; i < spec->num_inputs; i++)
+    if (p->nodes[p->edges[node->in_edges[i]].producer].spec->device != STK_DEVICE_CPU) return false;
+  for (int g = 0; g < spec->num_guards; g++)
+    if (p->nodes[p->edges[spec->guards[g].edge].producer].spec->device != STK_DEVICE_CPU) return false;
+  for (int a = 0; a < spec->def->schema->num_args; a++) {
+    int e = spec->args[a].edge;
+    if (e >= 0 && p->nodes[p->edges[e].producer].spec->device != STK_DEVICE_CPU) return false;
+  }
+  return true;
+}
+
+/* Places the prepared records of the mixed operators in every sample's prep block. */
+static void plan_prep(stk_pipeline *p, stk__exec *ex) {
+  ex->prep_stride = 0;
+  for (size_t k = 0; k < p->num_nodes; k++) {
+    stk__node *node = &p->nodes[k];
+    node->prepares = prepared_in_cpu_stage(p, node);
+    if (!node->prepares) continue;
+    node->prep_offset = ex->prep_stride;
+    ex->prep_stride += (node->spec->def->prep_bytes + 63) & ~(size_t)63;
+  }
+}
+
 static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   size_t n = ex->n;
+  plan_prep(p, ex);
+  if (ex->prep_stride && !(ex->prep = stk__calloc(n, ex->prep_stride, "prepared records"))) return STK_ERR_OUT_OF_MEMORY;
   ex->samples = stk__calloc(n, sizeof(stk__sample), "sample contexts");
   ex->edge_tensors = stk__calloc(n * ex->num_edges, sizeof(stk__tensor), "sample tensors");
   ex->items = stk__calloc(n * (ex->num_readers ? ex->num_readers : 1), sizeof(int64_t), "planned items");
@@ -697,6 +745,7 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
     s->index = i;
     s->edges = &ex->edge_tensors[i * ex->num_edges];
     s->items = &ex->items[i * (ex->num_readers ? ex->num_readers : 1)];
+    s->prep = ex->prep ? ex->prep + i * ex->prep_stride : NULL;
   }
   return STK_OK;
 }

@@ -120,7 +120,8 @@ static void free_device_blocks(stk_tensor_list *tl) {
     g->api->event_record(g->ctx, tl->ready_event, tl->consumer_stream, NULL, 0);
     g->api->stream_wait_event(g->ctx, stream, tl->ready_event, NULL, 0);
   }
-  for (size_t b = 0; b < tl->num_blocks; b++) g->api->device_free(g->ctx, tl->blocks[b], stream, NULL, 0);
+  for (size_t b = 0; b < tl->num_blocks; b++)
+    (tl->idle_blocks ? g->api->device_free_idle : g->api->device_free)(g->ctx, tl->blocks[b], stream, NULL, 0);
   tl->num_blocks = 0;
   if (tl->ready_event) g->api->event_destroy(g->ctx, tl->ready_event);
   tl->ready_event = NULL;
@@ -210,9 +211,15 @@ uintptr_t stk__gpu_stream(const stk__gpu_batch *b) {
 }
 stk_tensor_list *stk__gpu_input(const stk__gpu_batch *b, int index) { return b->lists[b->node->in_edges[index]]; }
 stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i) { return &b->samples[i]; }
+const void *stk__gpu_prep(const stk__gpu_batch *b, size_t i) {
+  const stk__sample *s = &b->samples[i];
+  return b->node->prepares && s->prep ? s->prep + b->node->prep_offset : NULL;
+}
 
-stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
-                               const char *layout, bool dense, stk_tensor_list **out) {
+stk__gpu *stk__node_gpu(const stk__node *node) { return node->pipe->gpu; }
+
+static stk_status alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
+                             const char *layout, bool dense, bool idle, stk_tensor_list **out) {
   stk__gpu *g = b->p->gpu;
   stk_tensor_list *tl;
   STK_TRY(stk__tensor_list_create(&tl, b->n, ndim, NULL));
@@ -220,6 +227,7 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
   tl->storage = STK_STORAGE_DEVICE;
   tl->device_id = g->device;
   tl->gpu = g;
+  tl->idle_blocks = idle;
   stk__gpu_retain(g);
   snprintf(tl->layout, sizeof tl->layout, "%s", layout ? layout : "");
   memcpy(tl->shapes, shapes, sizeof(int64_t) * b->n * (size_t)ndim);
@@ -231,7 +239,7 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
   for (int d = 0; d < ndim; d++) sample0 *= (size_t)shapes[d];
   if (dense) {
     void *block = NULL;
-    st = stk__gpu_check(g->api->device_alloc(g->ctx, sample0 * b->n, stream, &block, err, sizeof err), err);
+    st = stk__gpu_check((idle ? g->api->device_alloc_idle : g->api->device_alloc)(g->ctx, sample0 * b->n, stream, &block, err, sizeof err), err);
     if (st == STK_OK) {
       if (block) stk__tensor_list_own(tl, block);
       tl->dense = block;
@@ -249,7 +257,7 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
     }
     void *block = NULL;
     if (st == STK_OK)
-      st = stk__gpu_check(g->api->device_alloc(g->ctx, total, stream, &block, err, sizeof err), err);
+      st = stk__gpu_check((idle ? g->api->device_alloc_idle : g->api->device_alloc)(g->ctx, total, stream, &block, err, sizeof err), err);
     if (st == STK_OK && block) stk__tensor_list_own(tl, block);
     for (size_t i = 0; i < b->n && st == STK_OK; i++) tl->data[i] = (char *)block + offsets[i];
     free(offsets);
@@ -260,6 +268,16 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
   }
   *out = tl;
   return STK_OK;
+}
+
+stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
+                               const char *layout, bool dense, stk_tensor_list **out) {
+  return alloc_list(b, dtype, ndim, shapes, layout, dense, false, out);
+}
+
+stk_status stk__gpu_alloc_list_idle(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
+                                    const char *layout, bool dense, stk_tensor_list **out) {
+  return alloc_list(b, dtype, ndim, shapes, layout, dense, true, out);
 }
 
 stk__node *stk__gpu_producer(const stk__gpu_batch *b, int input_index) {

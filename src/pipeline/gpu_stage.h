@@ -49,10 +49,20 @@ uintptr_t stk__gpu_stream(const stk__gpu_batch *b);
 stk_tensor_list *stk__gpu_input(const stk__gpu_batch *b, int index);
 /* The per-sample context of sample i, for per-sample arguments and random streams. */
 stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i);
+/* The record the running mixed operator's `prepare` wrote for sample i in the CPU stage,
+ * or NULL when the operator was not prepared there (stk__op_def.prepare). */
+const void *stk__gpu_prep(const stk__gpu_batch *b, size_t i);
 /* A device tensor list of n samples with the given per-sample shapes (n * ndim values):
  * one dense block when `dense` (all shapes equal), else one block per sample. */
 stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
                                const char *layout, bool dense, stk_tensor_list **out);
+/* The same from the pool of idle memory (api->device_alloc_idle): blocks no queued
+ * work touches, for outputs the hardware JPEG engines write. */
+stk_status stk__gpu_alloc_list_idle(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
+                                    const char *layout, bool dense, stk_tensor_list **out);
+/* The pipeline's device, for work done outside the GPU stage (a mixed operator's
+ * prepare); NULL when no operator runs on the device. */
+stk__gpu *stk__node_gpu(const stk__node *node);
 /* The operator producing input `input_index` of the running operator. */
 stk__node *stk__gpu_producer(const stk__gpu_batch *b, int input_index);
 /* The only reader of `node`'s output (as a data input; not a pipeline output, not an

@@ -86,6 +86,11 @@ struct stk__node {
   void *state;
   uint64_t rng_key;
   atomic_llong time_ns;
+  /* mixed operators with a `prepare` hook whose inputs and guards all come from CPU
+   * operators: prepared per sample in the CPU stage, into the sample's prep block at
+   * prep_offset (executor.c) */
+  bool prepares;
+  size_t prep_offset;
   /* host functions (python_function) */
   stk_host_fn host_fn;
   void *host_user;
@@ -110,6 +115,7 @@ struct stk_tensor_list {
   /* device lists: the device (blocks go back to its pool), the event recorded after the
    * producer's last kernel, and the consumer's stream (set through DLPack) */
   struct stk__gpu *gpu;
+  bool idle_blocks; /* the blocks come from the idle pool (returned with device_free_idle) */
   void *ready_event;
   uintptr_t consumer_stream;
   bool has_consumer;
@@ -220,6 +226,7 @@ struct stk__sample {
   const char *source;   /* file or origin of the sample */
   stk__node *current;   /* the node being run */
   stk__arena *arena;
+  unsigned char *prep;  /* records of the mixed operators prepared in the CPU stage */
 };
 
 /* sample.c: output `index` of the running node takes the value of `src` for this

@@ -18,6 +18,7 @@
  * Exit status 0 when every check passed.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "gpu_testutil.h"
@@ -528,6 +529,88 @@ static void decode_pass(tu_file *f, int n, double load, int color, int roi, int 
   free(ww);
 }
 
+/* Classification ahead: decode_classify on three threads, for batch B, while batch A
+ * (the same files) decodes with decode_batch's own parsing and the fence; then B decodes
+ * with those verdicts into idle destinations (device_alloc_idle, dst_idle). B must get
+ * the same verdicts, sizes and bytes as A. */
+typedef struct {
+  tu_file *f;
+  stk_gpu_decode_class *cls;
+  int n, next, failures;
+  pthread_mutex_t m;
+} classify_job;
+
+static void *classify_worker(void *arg) {
+  classify_job *j = (classify_job *)arg;
+  char e[STK_GPU_ERRLEN] = "";
+  for (;;) {
+    pthread_mutex_lock(&j->m);
+    int i = j->next++;
+    pthread_mutex_unlock(&j->m);
+    if (i >= j->n) return NULL;
+    if (G->decode_classify(ctx, j->f[i].data, j->f[i].size, 0, 0, 0, 0, &j->cls[i], e, sizeof e) != 0) {
+      pthread_mutex_lock(&j->m);
+      j->failures++;
+      printf("  FAIL decode_classify %s: %s\n", j->f[i].path, e);
+      pthread_mutex_unlock(&j->m);
+    }
+  }
+}
+
+static void decode_ahead_pass(tu_file *f, int n, double load) {
+  stk_gpu_decode_in *a = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *a), *b = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *b);
+  stk_gpu_decode_out *oa = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *oa), *ob = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *ob);
+  stk_gpu_decode_class *cls = (stk_gpu_decode_class *)calloc((size_t)n, sizeof *cls);
+  size_t *bytes = (size_t *)calloc((size_t)n, sizeof(size_t));
+  for (int i = 0; i < n; i++) {
+    stk_gpu_jpeg_info info;
+    int w = 64, h = 64;
+    if (G->jpeg_info(ctx, f[i].data, f[i].size, &info, err, sizeof err) == 0) w = info.width, h = info.height;
+    a[i].data = b[i].data = f[i].data;
+    a[i].size = b[i].size = f[i].size;
+    a[i].dst_pitch = b[i].dst_pitch = (size_t)w * 3;
+    bytes[i] = a[i].dst_pitch * (size_t)h;
+    a[i].dst = (uint8_t *)dev_poison(bytes[i]);
+    GOK(G->device_alloc_idle(ctx, bytes[i], S0, (void **)&b[i].dst, err, sizeof err));
+    b[i].cls = &cls[i];
+  }
+  classify_job job = {f, cls, n, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+  pthread_t th[3];
+  for (int t = 0; t < 3; t++) pthread_create(&th[t], NULL, classify_worker, &job);
+  stk_gpu_decode_opts oo = {STK_GPU_COLOR_RGB, load, 0};
+  GOK(G->decode_batch(ctx, n, a, oa, &oo, S0, err, sizeof err));
+  for (int t = 0; t < 3; t++) pthread_join(th[t], NULL);
+  failures += job.failures;
+  stk_gpu_decode_opts oi = {STK_GPU_COLOR_RGB, load, 1};
+  GOK(G->decode_batch(ctx, n, b, ob, &oi, S0, err, sizeof err));
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  int same = 0, decoded = 0;
+  for (int i = 0; i < n; i++) {
+    CHECK(oa[i].status == ob[i].status && oa[i].width == ob[i].width && oa[i].height == ob[i].height &&
+              oa[i].components == ob[i].components,
+          "%s: classified ahead %s %dx%dx%d, by decode_batch %s %dx%dx%d", f[i].path, status_name(ob[i].status),
+          ob[i].width, ob[i].height, ob[i].components, status_name(oa[i].status), oa[i].width, oa[i].height,
+          oa[i].components);
+    CHECK((cls[i].status == STK_GPU_DECODE_OK) == (oa[i].status != STK_GPU_DECODE_FALLBACK),
+          "%s: decode_classify says %s, decode_batch %s", f[i].path, status_name(cls[i].status), status_name(oa[i].status));
+    if (oa[i].status == STK_GPU_DECODE_OK && ob[i].status == STK_GPU_DECODE_OK) {
+      decoded++;
+      uint8_t *x = (uint8_t *)malloc(bytes[i]), *y = (uint8_t *)malloc(bytes[i]);
+      dev_download(x, a[i].dst, bytes[i]);
+      dev_download(y, b[i].dst, bytes[i]);
+      same += memcmp(x, y, bytes[i]) == 0;
+      CHECK(memcmp(x, y, bytes[i]) == 0, "%s: decoded with the verdict ahead into idle memory, the bytes differ", f[i].path);
+      free(x);
+      free(y);
+    }
+    G->device_free(ctx, a[i].dst, S0, err, sizeof err);
+    G->device_free_idle(ctx, b[i].dst, S0, err, sizeof err);
+  }
+  printf("decode ahead load %.2f: %d/%d classified on 3 threads during a decode; %d/%d decoded "
+         "identical to decode_batch's own parsing\n", load, n - job.failures, n, same, decoded);
+  free(a), free(b), free(oa), free(ob), free(cls), free(bytes);
+}
+
 static void test_decode(const tu_photo *ph, int np, const char *dataset, const char *extra) {
   printf("[decode]\n");
   stk_gpu_device_info di;
@@ -554,6 +637,8 @@ static void test_decode(const tu_photo *ph, int np, const char *dataset, const c
   decode_pass(f, n, 0.5, STK_GPU_COLOR_GRAY, 0, 0);
   decode_pass(f, n, 1.0, STK_GPU_COLOR_RGB, 1, 0);
   decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 1, 0);
+  decode_ahead_pass(f, n, 1.0);
+  decode_ahead_pass(f, n, 0.0);
   if (no_bad_inputs) {
     free(f);
     return;
@@ -581,6 +666,7 @@ static void test_decode(const tu_photo *ph, int np, const char *dataset, const c
   if (extra) m += tu_list_files(extra, g + m, 64 - m, 0);
   printf("  unusual inputs (hw_load 1):\n");
   decode_pass(g, m, 1.0, STK_GPU_COLOR_RGB, 0, 1);
+  decode_ahead_pass(g, m, 1.0);
   free(f);
   free(g);
 }

@@ -189,6 +189,43 @@ static void test_device_memory_is_flat(void **state) {
   stk_pipeline_destroy(g);
 }
 
+/* A truncated JPEG among the files: nvJPEG's verdict (no EOI) is known in the CPU stage,
+ * whose CPU decode refuses it, so on_error="skip" replaces it like on the CPU backend. */
+static void test_mixed_bad_file_is_skipped(void **state) {
+  char src[1024], bad[] = "/tmp/stk-truncated-XXXXXX.jpg";
+  FILE *in = fopen(tu_path(src, sizeof src, "data/photos/rocket.jpg"), "rb");
+  assert_non_null(in);
+  static unsigned char buf[1 << 20];
+  size_t n = fread(buf, 1, sizeof buf, in);
+  fclose(in);
+  int fd = mkstemps(bad, 4);
+  assert_true(fd >= 0);
+  FILE *out = fdopen(fd, "wb");
+  fwrite(buf, 1, n / 2, out); /* half the file: no EOI */
+  fclose(out);
+  char text[8192];
+  snprintf(text, sizeof text,
+           "batch_size = %d\nnum_threads = 2\nseed = 5\ndevice_id = 0\non_error = \"skip\"\n"
+           "jpegs, labels = readers.file(files=[%s, \"%s\"])\n"
+           "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n",
+           N, files_list(), bad);
+  stk_pipeline *p;
+  TU_OK(stk_pipeline_from_text(text, &p));
+  TU_OK(stk_pipeline_build(p));
+  for (int b = 0; b < 3; b++) {
+    stk_batch *batch;
+    TU_OK(stk_pipeline_run(p, &batch));
+    assert_int_equal(stk_tensor_list_num_samples(stk_batch_output(batch, 0)), N);
+    stk_batch_release(batch);
+  }
+  stk_stats s;
+  TU_OK(stk_pipeline_stats(p, &s));
+  printf("# truncated JPEG among %d files: %lld skipped over 3 batches\n", N + 1, (long long)s.skipped);
+  assert_true(s.skipped >= 2); /* 3 batches of 7 from 8 files reach the bad one at least twice */
+  stk_pipeline_destroy(p);
+  remove(bad);
+}
+
 static void test_gpu_errors(void **state) {
   char text[4096];
   snprintf(text, sizeof text,
@@ -207,6 +244,7 @@ int main(void) {
       cmocka_unit_test(test_random_crop_decode_draws_the_same_windows),
       cmocka_unit_test(test_resample_and_fused_normalise_parity),
       cmocka_unit_test(test_device_memory_is_flat),
+      cmocka_unit_test(test_mixed_bad_file_is_skipped),
       cmocka_unit_test(test_gpu_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
