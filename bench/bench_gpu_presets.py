@@ -28,7 +28,9 @@ STAGES = []  # stage_ms_per_batch of every run_once, in order
 def stage_note():
     """'gpu_stage G ms, engines' call H ms (H/G)' for the last run, where it has those timers."""
     st = STAGES[-1] if STAGES else {}
-    g, h = st.get("gpu_stage"), st.get("decode_hw_call")
+    g, h, d = st.get("gpu_stage"), st.get("decode_hw_call"), st.get("decode_stage")
+    if d and h:  # the decoders on their own thread: the engines' call is inside decode_stage
+        return f"; decode_stage {d:.2f} ms/batch, engines' call {h:.2f} ({h / d:.0%}), gpu_stage {g:.2f}"
     return f"; gpu_stage {g:.2f} ms/batch, engines' call {h:.2f} ({h / g:.0%})" if g and h else ""
 
 

@@ -44,12 +44,14 @@ static void print_stages(const stk_stats *s, int64_t batches, bool json) {
     int64_t ns;
   } t[] = {{"cpu_stage", s->cpu_stage_ns},           {"producer_blocked", s->producer_blocked_ns},
            {"gpu_stage", s->gpu_stage_ns},           {"gpu_idle", s->gpu_idle_ns},
+           {"decode_stage", s->decode_stage_ns},
            {"consumer_wait", s->consumer_wait_ns},   {"decode_parse", s->decode_parse_ns},
            {"decode_fence", s->decode_fence_ns},
            {"decode_hw_call", s->decode_hw_call_ns}, {"decode_hybrid_wait", s->decode_hybrid_wait_ns}};
   double per = batches > 0 ? 1e6 * (double)batches : 1.0;
   if (json) printf("\"stage_ms_per_batch\": {");
-  else printf("stages, ms per batch (threads of the pipeline; decode_* inside gpu_stage):\n");
+  else printf("stages, ms per batch (threads of the pipeline; decode_* inside decode_stage when it is\n"
+              "not zero, else inside gpu_stage):\n");
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     if (json) printf("%s\"%s\": %.3f", i ? ", " : "", t[i].name, (double)t[i].ns / per);
     else printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);

@@ -330,6 +330,10 @@ typedef struct {
   /* The hardware engines' share of the samples they accept, in the last batch decoded:
    * hw_decoder_load, or where the automatic split (the default) has settled. */
   double decode_hw_share;
+  /* When the mixed decoders run on their own thread, one batch ahead of the GPU stage's
+   * thread (pipelines with GPU operators after them): that thread's busy time. The
+   * decode_* times above are then inside it, not inside gpu_stage_ns. */
+  int64_t decode_stage_ns;
 } stk_stats;
 
 STK_API stk_status stk_pipeline_create(stk_pipeline **out);

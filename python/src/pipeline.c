@@ -481,6 +481,7 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"decode_fence_ns", s.decode_fence_ns},
       {"decode_hw_call_ns", s.decode_hw_call_ns},
       {"decode_hybrid_wait_ns", s.decode_hybrid_wait_ns},
+      {"decode_stage_ns", s.decode_stage_ns},
   };
   for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
     PyObject *v = PyLong_FromLongLong((long long)items[i].value);

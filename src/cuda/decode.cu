@@ -850,12 +850,16 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   d->user_stream = (cudaStream_t)stream;
   d->dst_idle = opts && opts->dst_idle;
 
-  /* the hardware stream starts after the work queued so far (the destinations'
-   * allocations); unless the destinations are idle, the fence before the engines' call
-   * waits for this point */
-  CUDA_TRY(cudaEventRecord(d->ev_in, d->user_stream));
-  CUDA_TRY(cudaStreamWaitEvent(d->hw_stream, d->ev_in, 0));
-  if (!d->dst_idle) CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
+  /* Unless the destinations are idle, the hardware stream starts after the work queued
+   * so far (the destinations' allocations) and the fence before the engines' call waits
+   * for this point. Idle destinations need no order: the hardware stream then does not
+   * wait for the caller's stream either, as nvJPEG's call appears to wait for its stream
+   * (the engines' call took 10.1 ms in the pipeline against bare's 9.0, 2026-11-25). */
+  if (!d->dst_idle) {
+    CUDA_TRY(cudaEventRecord(d->ev_in, d->user_stream));
+    CUDA_TRY(cudaStreamWaitEvent(d->hw_stream, d->ev_in, 0));
+    CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
+  }
   int64_t t0 = host_now_ns();
   int *unclassified = classify_list(d), u = 0;
   for (int i = 0; i < n; i++) {

@@ -45,7 +45,9 @@ extern "C" {
 #define STK_GPU_ERRLEN 512
 
 /* The context's streams, for api->stream(). */
-enum { STK_GPU_STREAM_COMPUTE = 0, STK_GPU_STREAM_COPY = 1 };
+/* DECODE: the pipeline's mixed decoders, which run one batch ahead of the compute
+ * stream's kernels on their own thread. */
+enum { STK_GPU_STREAM_COMPUTE = 0, STK_GPU_STREAM_COPY = 1, STK_GPU_STREAM_DECODE = 2 };
 
 /* Interpolation codes (the values of stk__interp in src/ops/resample.h). */
 enum { STK_GPU_INTERP_NEAREST = 0, STK_GPU_INTERP_LINEAR = 1, STK_GPU_INTERP_CUBIC = 2,
@@ -307,7 +309,7 @@ typedef struct stk_gpu_api {
    * still allocated from the pool is freed with it. */
   void (*close)(stk_gpu_ctx *ctx);
   int (*device_info)(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err, size_t errlen);
-  /* The context's stream STK_GPU_STREAM_COMPUTE or _COPY, as a cudaStream_t handle. */
+  /* The context's stream STK_GPU_STREAM_COMPUTE, _COPY or _DECODE, as a cudaStream_t handle. */
   uintptr_t (*stream)(stk_gpu_ctx *ctx, int which);
   int (*stats)(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t errlen);
   /* Returns cached memory: the device pool down to `keep_bytes`, the pinned cache to 0

@@ -81,7 +81,7 @@ STK_HIDDEN void stk_decoder_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out);
 struct stk_gpu_ctx {
   int device;
   cudaDeviceProp prop;
-  cudaStream_t compute, copy;
+  cudaStream_t compute, copy, decode;
   cudaMemPool_t pool;
   /* blocks no queued work touches (device_alloc_idle): a pool that reuses only frees
    * already completed on the device, allocated on a stream that never gets work */

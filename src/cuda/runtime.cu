@@ -245,6 +245,7 @@ static void gpu_close(stk_gpu_ctx *ctx) {
   cudaSetDevice(ctx->device);
   if (ctx->compute) cudaStreamSynchronize(ctx->compute);
   if (ctx->copy) cudaStreamSynchronize(ctx->copy);
+  if (ctx->decode) cudaStreamSynchronize(ctx->decode);
   stk_decoder_close(ctx);
   pinned_drop(&ctx->pinned, true);
   if (ctx->pool) cudaMemPoolDestroy(ctx->pool); /* released once outstanding frees finish */
@@ -255,6 +256,7 @@ static void gpu_close(stk_gpu_ctx *ctx) {
   pthread_mutex_destroy(&ctx->idle_lock);
   if (ctx->compute) cudaStreamDestroy(ctx->compute);
   if (ctx->copy) cudaStreamDestroy(ctx->copy);
+  if (ctx->decode) cudaStreamDestroy(ctx->decode);
   pthread_mutex_destroy(&ctx->pinned.lock);
   pthread_mutex_destroy(&ctx->counters_lock);
   free(ctx);
@@ -276,6 +278,7 @@ static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, 
                     ctx->device, ctx->prop.name);
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
+  CUDA_TRY(cudaStreamCreateWithFlags(&ctx->decode, cudaStreamNonBlocking));
   cudaMemPoolProps props;
   memset(&props, 0, sizeof props);
   props.allocType = cudaMemAllocationTypePinned;
@@ -339,13 +342,18 @@ static int gpu_device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err
 
 static uintptr_t gpu_stream(stk_gpu_ctx *ctx, int which) {
   if (!ctx) return 0;
-  return (uintptr_t)(which == STK_GPU_STREAM_COPY ? ctx->copy : ctx->compute);
+  return (uintptr_t)(which == STK_GPU_STREAM_COPY ? ctx->copy : which == STK_GPU_STREAM_DECODE ? ctx->decode : ctx->compute);
 }
 
 static int gpu_stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t errlen) {
   if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output");
   memset(out, 0, sizeof *out);
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  pthread_mutex_lock(&ctx->idle_lock); /* completed idle frees count as returned */
+  idle_reclaim(ctx);
+  cudaError_t synced = cudaStreamSynchronize(ctx->idle_stream); /* only frees run there */
+  pthread_mutex_unlock(&ctx->idle_lock);
+  CUDA_TRY(synced);
   cudaMemPool_t pools[2] = {ctx->pool, ctx->idle_pool};
   for (int k = 0; k < 2; k++) { /* the two pools together (the peaks may not coincide) */
     uint64_t v = 0;

@@ -37,7 +37,14 @@ typedef struct gpu_job {
   stk__sample *samples;
   stk__tensor *edges; /* n * num_edges */
   unsigned char *prep; /* n * prep_stride: the mixed operators' prepared records */
+  void *decoded;       /* split stage: event on the decode stream after the job's decoders */
 } gpu_job;
+
+/* A queue of jobs between two stages. */
+typedef struct {
+  gpu_job *head, *tail;
+  size_t count;
+} job_queue;
 
 struct stk__exec {
   stk_pipeline *p;
@@ -56,6 +63,7 @@ struct stk__exec {
   shape_prediction *pred;
   stk__arena **arenas;
   stk__arena *gpu_arena; /* scratch of the GPU stage (producer thread) */
+  stk__arena *decode_arena; /* scratch of the decode part when it has its own thread */
   int num_workers;
   size_t *pending, num_pending;
   int64_t *plan_items;
@@ -64,18 +72,19 @@ struct stk__exec {
   bool async;
   pthread_t thread;
   bool thread_started;
-  /* the GPU stage's thread and its queue of jobs */
-  pthread_t gpu_thread;
-  bool gpu_thread_started, cpu_done, gpu_busy;
-  gpu_job *jobs_head, *jobs_tail;
-  size_t jobs;
+  /* the GPU stage's thread and its queue of jobs; with `split`, the mixed decoders run
+   * on their own thread (decode_thread) one batch ahead, between two queues */
+  pthread_t gpu_thread, decode_thread;
+  bool gpu_thread_started, decode_thread_started, cpu_done, decode_done, gpu_busy, decode_busy;
+  bool split;
+  job_queue jobs, decoded;
   pthread_mutex_t lock;
   pthread_cond_t cond;
   queue_entry *queue;
   size_t cap, head, count;
   bool stop, producer_done;
   /* stage timers (stk_stats), nanoseconds */
-  _Atomic int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns;
+  _Atomic int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns, decode_stage_ns;
   stk_status final_status;
   char *final_message;
 };
@@ -440,6 +449,7 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->samples);
   free(job->edges);
   free(job->prep);
+  if (job->decoded) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->decoded);
   free(job->message);
   free(job);
 }
@@ -483,12 +493,41 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   return STK_OK;
 }
 
-/* The GPU stage of one job, then the batch (GPU thread, or the caller in sync mode). */
+/* The split stage's first part (decode thread): the job's mixed decoders on the decode
+ * stream, then an event there for the rest of the stage to wait on. A failure stays in
+ * the job, to come out in order. */
+static void run_decode_part(stk__exec *ex, gpu_job *job) {
+  if (job->status != STK_OK) return;
+  stk__gpu *g = ex->p->gpu;
+  uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_DECODE);
+  for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->decode_arena;
+  stk__gpu_batch gb = {ex->p, ex->n, job->samples, job->lists, NULL, stream};
+  stk_status st = stk__gpu_run_stage(&gb, STK__GPU_PART_DECODE);
+  stk__arena_reset(ex->decode_arena);
+  for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->gpu_arena;
+  char err[STK_GPU_ERRLEN] = "";
+  if (st == STK_OK) st = stk__gpu_check(g->api->event_create(g->ctx, 0, &job->decoded, err, sizeof err), err);
+  if (st == STK_OK) st = stk__gpu_check(g->api->event_record(g->ctx, job->decoded, stream, err, sizeof err), err);
+  if (st != STK_OK) {
+    job->status = st;
+    job->message = strdup(stk_last_error());
+  }
+}
+
+/* The GPU stage of one job, then the batch (GPU thread, or the caller in sync mode).
+ * With the split stage, the decoders have run already: the compute stream waits for them. */
 static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   stk_pipeline *p = ex->p;
-  if (job->status != STK_OK) return stk__set_error(job->status, job->message);
-  stk__gpu_batch gb = {p, ex->n, job->samples, job->lists, NULL};
-  stk_status st = stk__gpu_run_stage(&gb);
+  if (job->status != STK_OK) return stk__set_error(job->status, job->message ? job->message : "failed");
+  stk__gpu_batch gb = {p, ex->n, job->samples, job->lists, NULL, 0};
+  stk_status st = STK_OK;
+  if (job->decoded) {
+    char err[STK_GPU_ERRLEN] = "";
+    stk__gpu *g = p->gpu;
+    st = stk__gpu_check(g->api->stream_wait_event(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE),
+                                                  job->decoded, err, sizeof err), err);
+  }
+  if (st == STK_OK) st = stk__gpu_run_stage(&gb, job->decoded ? STK__GPU_PART_REST : STK__GPU_PART_ALL);
   stk__arena_reset(ex->gpu_arena);
   for (size_t o = 0; st == STK_OK && o < p->num_outputs; o++) {
     stk_tensor_list **tl = &job->lists[p->output_edges[o]];
@@ -565,7 +604,26 @@ static void push_output(stk__exec *ex, queue_entry entry) {
 }
 
 /* Batches made or being made and not yet taken: the prefetch bound. Lock held. */
-static size_t in_flight(const stk__exec *ex) { return ex->count + ex->jobs + (ex->gpu_busy ? 1 : 0); }
+static size_t in_flight(const stk__exec *ex) {
+  return ex->count + ex->jobs.count + ex->decoded.count + (ex->gpu_busy ? 1 : 0) + (ex->decode_busy ? 1 : 0);
+}
+
+static void queue_push(job_queue *q, gpu_job *job) {
+  job->next = NULL;
+  if (q->tail) q->tail->next = job;
+  else q->head = job;
+  q->tail = job;
+  q->count++;
+}
+
+static gpu_job *queue_pop(job_queue *q) {
+  gpu_job *job = q->head;
+  if (!job) return NULL;
+  q->head = job->next;
+  if (!q->head) q->tail = NULL;
+  q->count--;
+  return job;
+}
 
 static void *producer_main(void *arg) {
   stk__exec *ex = arg;
@@ -596,10 +654,7 @@ static void *producer_main(void *arg) {
       break;
     }
     if (gpu && job) {
-      if (ex->jobs_tail) ex->jobs_tail->next = job;
-      else ex->jobs_head = job;
-      ex->jobs_tail = job;
-      ex->jobs++;
+      queue_push(&ex->jobs, job);
       pthread_cond_broadcast(&ex->cond);
     } else {
       push_output(ex, entry);
@@ -613,19 +668,49 @@ static void *producer_main(void *arg) {
   return NULL;
 }
 
-/* The GPU stage, one job at a time in order, overlapping the next batches' CPU stage. */
-static void *gpu_main(void *arg) {
+/* The split stage's decode thread: each job's mixed decoders, in order, one batch ahead
+ * of the GPU thread. The hardware engines' call blocks this thread for most of a batch;
+ * meanwhile the GPU thread launches the previous batch's kernels and finishes it. */
+static void *decode_main(void *arg) {
   stk__exec *ex = arg;
   pthread_mutex_lock(&ex->lock);
   for (;;) {
+    while (!ex->stop && !ex->jobs.head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    if (ex->stop || !ex->jobs.head) break;
+    gpu_job *job = queue_pop(&ex->jobs);
+    ex->decode_busy = true;
+    pthread_mutex_unlock(&ex->lock);
     int64_t t0 = stk__now_ns();
-    while (!ex->stop && !ex->jobs_head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    run_decode_part(ex, job);
+    atomic_fetch_add(&ex->decode_stage_ns, stk__now_ns() - t0);
+    pthread_mutex_lock(&ex->lock);
+    ex->decode_busy = false;
+    if (ex->stop) {
+      free_job(ex, job);
+      break;
+    }
+    queue_push(&ex->decoded, job); /* a failed job too: it comes out in order */
+    pthread_cond_broadcast(&ex->cond);
+  }
+  ex->decode_done = true;
+  pthread_cond_broadcast(&ex->cond);
+  pthread_mutex_unlock(&ex->lock);
+  return NULL;
+}
+
+/* The GPU stage, one job at a time in order, overlapping the next batches' CPU stage
+ * (and, split, the next batch's decoding). */
+static void *gpu_main(void *arg) {
+  stk__exec *ex = arg;
+  job_queue *in = ex->split ? &ex->decoded : &ex->jobs;
+  pthread_mutex_lock(&ex->lock);
+  for (;;) {
+    int64_t t0 = stk__now_ns();
+    while (!ex->stop && !in->head && !(ex->split ? ex->decode_done : ex->cpu_done))
+      pthread_cond_wait(&ex->cond, &ex->lock);
     atomic_fetch_add(&ex->gpu_idle_ns, stk__now_ns() - t0);
-    if (ex->stop || !ex->jobs_head) break;
-    gpu_job *job = ex->jobs_head;
-    ex->jobs_head = job->next;
-    if (!ex->jobs_head) ex->jobs_tail = NULL;
-    ex->jobs--;
+    if (ex->stop || !in->head) break;
+    gpu_job *job = queue_pop(in);
     ex->gpu_busy = true;
     pthread_mutex_unlock(&ex->lock);
     queue_entry entry = {NULL, STK_OK, NULL};
@@ -655,15 +740,13 @@ static void exec_free(stk__exec *ex) {
   if (ex->samples) release_batch_memory(ex);
   for (int w = 0; ex->arenas && w < ex->num_workers; w++) stk__arena_destroy(ex->arenas[w]);
   stk__arena_destroy(ex->gpu_arena);
+  stk__arena_destroy(ex->decode_arena);
   for (size_t q = 0; ex->queue && q < ex->count; q++) {
     queue_entry *e = &ex->queue[(ex->head + q) % ex->cap];
     stk_batch_release(e->batch);
     free(e->message);
   }
-  for (gpu_job *j = ex->jobs_head, *n; j; j = n) {
-    n = j->next;
-    free_job(ex, j);
-  }
+  for (gpu_job *j; (j = queue_pop(&ex->jobs)) || (j = queue_pop(&ex->decoded));) free_job(ex, j);
   for (size_t i = 0; ex->messages && i < ex->n; i++) free(ex->messages[i]);
   free(ex->arenas);
   free(ex->samples);
@@ -738,6 +821,7 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   for (int w = 0; w < ex->num_workers; w++)
     if (!(ex->arenas[w] = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
   if (!(ex->gpu_arena = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
+  if (!(ex->decode_arena = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++) {
     stk__sample *s = &ex->samples[i];
     s->pipe = p;
@@ -748,6 +832,23 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
     s->prep = ex->prep ? ex->prep + i * ex->prep_stride : NULL;
   }
   return STK_OK;
+}
+
+/* Whether the mixed decoders get their own thread: every mixed operator is prepared in
+ * the CPU stage (so only that thread calls the decoder, which takes one caller) and some
+ * GPU operator runs after them (else there is nothing to overlap). STK_SPLIT_DECODE=0
+ * turns it off (measurements). */
+static bool split_decoding(const stk_pipeline *p) {
+  const char *env = getenv("STK_SPLIT_DECODE");
+  if (env && atoi(env) == 0) return false;
+  bool decoders = false, rest = false;
+  for (size_t k = 0; k < p->num_nodes; k++) {
+    const stk__node *node = &p->nodes[k];
+    if (node->spec->device == STK_DEVICE_MIXED && !node->prepares) return false;
+    decoders |= node->prepares;
+    rest |= node->spec->device != STK_DEVICE_CPU && !node->prepares;
+  }
+  return decoders && rest;
 }
 
 stk_status stk__exec_start(stk_pipeline *p) {
@@ -769,19 +870,27 @@ stk_status stk__exec_start(stk_pipeline *p) {
     else
       ex->thread_started = true;
   }
+  ex->split = ex->async && p->has_gpu && split_decoding(p);
+  if (st == STK_OK && ex->split) {
+    if (pthread_create(&ex->decode_thread, NULL, decode_main, ex) != 0)
+      st = STK_FAIL(STK_ERR_INTERNAL, "cannot start the decode thread");
+    else
+      ex->decode_thread_started = true;
+  }
   if (st == STK_OK && ex->async && p->has_gpu) {
     if (pthread_create(&ex->gpu_thread, NULL, gpu_main, ex) != 0)
       st = STK_FAIL(STK_ERR_INTERNAL, "cannot start the GPU stage thread");
     else
       ex->gpu_thread_started = true;
   }
-  if (st != STK_OK && ex->thread_started) { /* stop the producer before freeing */
+  if (st != STK_OK && (ex->thread_started || ex->decode_thread_started)) { /* stop the threads before freeing */
     pthread_mutex_lock(&ex->lock);
     ex->stop = true;
     pthread_cond_broadcast(&ex->cond);
     pthread_mutex_unlock(&ex->lock);
-    pthread_join(ex->thread, NULL);
-    ex->thread_started = false;
+    if (ex->thread_started) pthread_join(ex->thread, NULL);
+    if (ex->decode_thread_started) pthread_join(ex->decode_thread, NULL);
+    ex->thread_started = ex->decode_thread_started = false;
   }
   if (st != STK_OK) {
     exec_free(ex);
@@ -803,6 +912,7 @@ void stk__exec_stop(stk_pipeline *p) {
   pthread_cond_broadcast(&p->feed_cond);
   pthread_mutex_unlock(&p->feed_lock);
   if (ex->thread_started) pthread_join(ex->thread, NULL);
+  if (ex->decode_thread_started) pthread_join(ex->decode_thread, NULL);
   if (ex->gpu_thread_started) pthread_join(ex->gpu_thread, NULL);
   exec_free(ex);
   p->exec = NULL;
@@ -813,6 +923,7 @@ void stk__exec_stage_times(const stk__exec *ex, stk_stats *out) {
   out->producer_blocked_ns = atomic_load(&ex->producer_blocked_ns);
   out->gpu_stage_ns = atomic_load(&ex->gpu_stage_ns);
   out->gpu_idle_ns = atomic_load(&ex->gpu_idle_ns);
+  out->decode_stage_ns = atomic_load(&ex->decode_stage_ns);
   out->consumer_wait_ns = atomic_load(&ex->consumer_wait_ns);
 }
 

@@ -207,7 +207,7 @@ stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **
 size_t stk__gpu_batch_size(const stk__gpu_batch *b) { return b->n; }
 stk__gpu *stk__gpu_device(const stk__gpu_batch *b) { return b->p->gpu; }
 uintptr_t stk__gpu_stream(const stk__gpu_batch *b) {
-  return b->p->gpu->api->stream(b->p->gpu->ctx, STK_GPU_STREAM_COMPUTE);
+  return b->stream ? b->stream : b->p->gpu->api->stream(b->p->gpu->ctx, STK_GPU_STREAM_COMPUTE);
 }
 stk_tensor_list *stk__gpu_input(const stk__gpu_batch *b, int index) { return b->lists[b->node->in_edges[index]]; }
 stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i) { return &b->samples[i]; }
@@ -372,7 +372,7 @@ stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl) {
 static stk_status make_sub_batch(stk__gpu_batch *b, stk__node *node, const size_t *picked, size_t count,
                                  stk__gpu_batch *sub) {
   stk_pipeline *p = b->p;
-  *sub = (stk__gpu_batch){p, count, NULL, NULL, node};
+  *sub = (stk__gpu_batch){p, count, NULL, NULL, node, b->stream};
   sub->samples = stk__calloc(count ? count : 1, sizeof *sub->samples, "a branch's samples");
   sub->lists = stk__calloc(p->num_edges ? p->num_edges : 1, sizeof *sub->lists, "a branch's lists");
   int *which = stk__calloc(count ? count : 1, sizeof(int), "a branch's samples");
@@ -465,11 +465,12 @@ static stk_status run_guarded(stk__gpu_batch *b, stk__node *node) {
   return st;
 }
 
-stk_status stk__gpu_run_stage(stk__gpu_batch *b) {
+stk_status stk__gpu_run_stage(stk__gpu_batch *b, stk__gpu_part part) {
   stk_pipeline *p = b->p;
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->spec->device == STK_DEVICE_CPU) continue;
+    if ((part == STK__GPU_PART_DECODE && !node->prepares) || (part == STK__GPU_PART_REST && node->prepares)) continue;
     b->node = node;
     int64_t t0 = stk__now_ns();
     stk_status st = node->spec->num_guards ? run_guarded(b, node) : node->spec->def->run_gpu(node, b);

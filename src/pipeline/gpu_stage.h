@@ -82,8 +82,12 @@ struct stk__gpu_batch {
   stk__sample *samples;
   stk_tensor_list **lists; /* per edge: this batch's list, or NULL */
   stk__node *node;
+  uintptr_t stream; /* where the operators queue their work; 0: the compute stream */
 };
-stk_status stk__gpu_run_stage(stk__gpu_batch *b);
+/* The GPU stage's parts: the mixed operators prepared in the CPU stage (the decoders),
+ * which may run on their own thread one batch ahead, and the rest. */
+typedef enum { STK__GPU_PART_ALL, STK__GPU_PART_DECODE, STK__GPU_PART_REST } stk__gpu_part;
+stk_status stk__gpu_run_stage(stk__gpu_batch *b, stk__gpu_part part);
 /* A pipeline output leaving the GPU stage: an error if some sample has no value (a
  * variable assigned in some branches only); a merge of branches (a view) with equal
  * shapes is gathered into one dense block, so it leaves as one batch tensor. */
