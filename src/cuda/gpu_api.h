@@ -361,7 +361,8 @@ typedef struct stk_gpu_api {
   int (*jpeg_info)(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, stk_gpu_jpeg_info *out,
                    char *err, size_t errlen);
   /* Decodes n JPEGs into the callers' device buffers, queued on `stream`. Headers are
-   * parsed on the decode threads; the samples the hardware decoder accepts go to it in
+   * parsed on the decode threads (unless in[i].cls carries decode_classify's verdict);
+   * the samples the hardware decoder accepts go to it in
    * one batched call (a share of 1 - hw_load goes to the hybrid path instead); the rest
    * are decoded through nvJPEG's decoupled API (HYBRID: CPU Huffman; GPU_HYBRID for
    * baseline images over 1 Mpixel) on the decode threads. out[i] tells per sample what

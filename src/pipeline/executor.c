@@ -1,6 +1,9 @@
 /* The executor: a producer that plans readers, runs every sample's chain of CPU
  * operators on the thread pool (sample-major), applies the bad-sample policy, assembles
- * the outputs into tensor lists and queues finished batches, prefetch_queue_depth ahead. */
+ * the outputs into tensor lists and queues finished batches, prefetch_queue_depth ahead.
+ * With GPU operators, batches go on as jobs to the GPU stage's thread; when the graph's
+ * mixed decoders were prepared in the CPU stage, a decode thread runs them first, one
+ * batch ahead (producer -> jobs -> decode thread -> decoded -> GPU thread -> queue). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
