@@ -148,6 +148,9 @@ int cli_bench(int argc, char **argv) {
     printf("  %.1f images/s, %.2f ms/batch of %lld, %lld threads, %lld skipped, host pool peak %.1f MiB\n",
            ips, ms_batch, (long long)o.batch_size, (long long)o.threads, (long long)s.skipped,
            s.host_bytes_peak / 1048576.0);
+    if (s.host_blocks_pinned || s.host_pin_failures)
+      printf("  host pool blocks page-locked: %lld (%lld left pageable)\n", (long long)s.host_blocks_pinned,
+             (long long)s.host_pin_failures);
     print_stages(&s, batches, false);
     printf("operator share of CPU time:\n");
     print_breakdown(p, false);

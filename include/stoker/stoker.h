@@ -334,6 +334,9 @@ typedef struct {
    * thread (pipelines with GPU operators after them): that thread's busy time. The
    * decode_* times above are then inside it, not inside gpu_stage_ns. */
   int64_t decode_stage_ns;
+  /* Pipelines with GPU operators page-lock their host pool's blocks (faster nvJPEG calls
+   * and uploads): blocks pinned so far, and blocks left pageable because pinning failed. */
+  int64_t host_blocks_pinned, host_pin_failures;
 } stk_stats;
 
 STK_API stk_status stk_pipeline_create(stk_pipeline **out);

@@ -482,6 +482,8 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"decode_hw_call_ns", s.decode_hw_call_ns},
       {"decode_hybrid_wait_ns", s.decode_hybrid_wait_ns},
       {"decode_stage_ns", s.decode_stage_ns},
+      {"host_blocks_pinned", s.host_blocks_pinned},
+      {"host_pin_failures", s.host_pin_failures},
   };
   for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
     PyObject *v = PyLong_FromLongLong((long long)items[i].value);

@@ -143,6 +143,20 @@ void stk__pool_free(stk__pool *pool, void *ptr);
 /* The usable size of a block. */
 size_t stk__pool_block_size(const void *ptr);
 void stk__pool_stats(stk__pool *pool, int64_t *in_use, int64_t *cached, int64_t *peak);
+/* Page-locking of the pool's blocks (pipelines with GPU operators: nvJPEG's hardware
+ * call and host-to-device copies read pinned memory much faster). pin() is called once
+ * for every block the pool allocates from now on (a failure leaves that block pageable
+ * and is counted), unpin() before a pinned block goes back to the system, release(user)
+ * when the pool and its last block are gone. */
+typedef struct {
+  int (*pin)(void *user, void *ptr, size_t bytes);
+  void (*unpin)(void *user, void *ptr);
+  void (*release)(void *user);
+  void *user;
+} stk__pool_pinning;
+void stk__pool_set_pinning(stk__pool *pool, const stk__pool_pinning *pinning);
+/* Blocks pinned so far, and pin() failures. */
+void stk__pool_pin_stats(stk__pool *pool, int64_t *pinned, int64_t *failures);
 
 /* ---------------------------------------------------------------------------------- */
 /* Thread pool                                                                        */

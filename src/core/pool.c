@@ -14,6 +14,7 @@ typedef struct block_header {
   struct block_header *next; /* free-list link while cached */
   size_t size;               /* usable bytes */
   int cls;
+  bool pinned;               /* page-locked through the pool's pinning hook */
 } block_header;
 
 /* The header occupies one alignment unit in front of the user block. */
@@ -26,6 +27,8 @@ struct stk__pool {
   int64_t in_use, cached, peak;
   int64_t live_blocks;
   bool destroyed;
+  stk__pool_pinning pinning; /* pin == NULL: pageable blocks */
+  int64_t pinned_blocks, pin_failures;
 };
 
 /* Rounds `size` up to m * 2^e with m in {4, 5, 6, 7}; returns the class index. */
@@ -50,8 +53,28 @@ stk_status stk__pool_create(stk__pool **out, size_t max_cached) {
 }
 
 static void pool_free_struct(stk__pool *p) {
+  if (p->pinning.release) p->pinning.release(p->pinning.user);
   pthread_mutex_destroy(&p->lock);
   free(p);
+}
+
+/* Gives a block back to the system (no lock needed: the block is no longer listed). */
+static void release_block(stk__pool *p, block_header *b) {
+  if (b->pinned) p->pinning.unpin(p->pinning.user, b);
+  free(b);
+}
+
+void stk__pool_set_pinning(stk__pool *p, const stk__pool_pinning *pinning) {
+  pthread_mutex_lock(&p->lock);
+  p->pinning = *pinning;
+  pthread_mutex_unlock(&p->lock);
+}
+
+void stk__pool_pin_stats(stk__pool *p, int64_t *pinned, int64_t *failures) {
+  pthread_mutex_lock(&p->lock);
+  if (pinned) *pinned = p->pinned_blocks;
+  if (failures) *failures = p->pin_failures;
+  pthread_mutex_unlock(&p->lock);
 }
 
 void stk__pool_destroy(stk__pool *p) {
@@ -62,7 +85,7 @@ void stk__pool_destroy(stk__pool *p) {
     while (b) {
       block_header *n = b->next;
       p->live_blocks--;
-      free(b);
+      release_block(p, b);
       b = n;
     }
     p->free_list[c] = NULL;
@@ -101,6 +124,13 @@ void *stk__pool_alloc(stk__pool *p, size_t size) {
   b->size = rounded;
   b->cls = cls;
   pthread_mutex_lock(&p->lock);
+  stk__pool_pinning pinning = p->pinning;
+  pthread_mutex_unlock(&p->lock);
+  /* the header too: one registration covers the whole allocation */
+  b->pinned = pinning.pin && pinning.pin(pinning.user, b, rounded + POOL_ALIGN) == 0;
+  pthread_mutex_lock(&p->lock);
+  if (b->pinned) p->pinned_blocks++;
+  else if (pinning.pin) p->pin_failures++;
   p->live_blocks++;
   p->in_use += (int64_t)rounded;
   if (p->in_use + p->cached > p->peak) p->peak = p->in_use + p->cached;
@@ -124,7 +154,7 @@ void stk__pool_free(stk__pool *p, void *ptr) {
   }
   bool last = p->destroyed && p->live_blocks == 0;
   pthread_mutex_unlock(&p->lock);
-  if (!keep) free(b);
+  if (!keep) release_block(p, b);
   if (last) pool_free_struct(p);
 }
 

@@ -412,6 +412,10 @@ typedef struct stk_gpu_api {
    * finished (an event is recorded; the block goes back to the idle pool at a later
    * device_alloc_idle that finds the event complete). NULL is a no-op. */
   int (*device_free_idle)(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err, size_t errlen);
+  /* Page-locks existing host memory (cudaHostRegister) / undoes it before the memory is
+   * freed. The pipeline pins its host pool's blocks this way. */
+  int (*host_register)(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen);
+  void (*host_unregister)(stk_gpu_ctx *ctx, void *ptr);
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

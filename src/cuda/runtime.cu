@@ -420,6 +420,23 @@ int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void *
   return 0;
 }
 
+static int gpu_host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
+  if (!ptr || bytes == 0) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL or empty host range");
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  cudaError_t e = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return GPU_FAIL(STK_ERR_DEVICE, "cudaHostRegister of %zu bytes at %p failed: %s", bytes, ptr,
+                    cudaGetErrorString(e));
+  }
+  return 0;
+}
+
+static void gpu_host_unregister(stk_gpu_ctx *ctx, void *ptr) {
+  if (!ptr || stk_gpu_enter(ctx, NULL, 0) != 0) return;
+  if (cudaHostUnregister(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
 /* nvJPEG's hardware engines write their outputs when the batched call is made, whatever
  * the stream says (decode.cu): their destinations must be blocks that no queued work
  * reads or writes. The idle pool hands out only such blocks (fresh memory or completed
@@ -662,6 +679,8 @@ static const stk_gpu_api api_table = {
     stk_gpu_device_alloc_idle,
     stk_gpu_decode_classify,
     stk_gpu_device_free_idle,
+    gpu_host_register,
+    gpu_host_unregister,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

@@ -102,6 +102,24 @@ void stk__gpu_retain(stk__gpu *gpu) {
   if (gpu) atomic_fetch_add(&gpu->refs, 1);
 }
 
+static int pin_block(void *user, void *ptr, size_t bytes) {
+  stk__gpu *g = user;
+  return g->api->host_register(g->ctx, ptr, bytes, NULL, 0);
+}
+static void unpin_block(void *user, void *ptr) {
+  stk__gpu *g = user;
+  g->api->host_unregister(g->ctx, ptr);
+}
+static void release_pinning(void *user) { stk__gpu_release(user); }
+
+void stk__gpu_pin_pool(stk__gpu *gpu, stk__pool *pool) {
+  const char *env = getenv("STK_PIN_HOST");
+  if (env && atoi(env) == 0) return;
+  stk__gpu_retain(gpu);
+  stk__pool_pinning pinning = {pin_block, unpin_block, release_pinning, gpu};
+  stk__pool_set_pinning(pool, &pinning);
+}
+
 void stk__gpu_release(stk__gpu *gpu) {
   if (!gpu || atomic_fetch_sub(&gpu->refs, 1) != 1) return;
   gpu->api->close(gpu->ctx);

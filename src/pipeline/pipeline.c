@@ -120,6 +120,7 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
   stk_status st = stk__graph_build(p);
   if (st == STK_OK && p->has_gpu) st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], (int)p->settings[STK_PIPE_NUM_THREADS], &p->gpu);
   if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
+  if (st == STK_OK && p->gpu) stk__gpu_pin_pool(p->gpu, p->pool);
   if (st == STK_OK) st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);
   if (st == STK_OK) st = stk__exec_start(p);
   if (st != STK_OK) { /* leave the pipeline as it was so it can be fixed and rebuilt */
@@ -181,6 +182,7 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
   out->samples = atomic_load(&p->stat_samples);
   out->skipped = atomic_load(&p->stat_skipped);
   if (p->pool) stk__pool_stats(p->pool, &out->host_bytes_in_use, &out->host_bytes_cached, &out->host_bytes_peak);
+  if (p->pool) stk__pool_pin_stats(p->pool, &out->host_blocks_pinned, &out->host_pin_failures);
   if (p->gpu) {
     stk_gpu_stats g;
     char err[STK_GPU_ERRLEN] = "";

@@ -125,6 +125,74 @@ static void test_pool_reuse_and_bound(void **state) {
   stk__pool_free(NULL, late);
 }
 
+/* A fake page-locking hook: records what is pinned, refuses every third block. */
+typedef struct {
+  int calls, pinned, unpinned, released;
+  void *live[64];
+} fake_pinning;
+
+static int fake_pin(void *user, void *ptr, size_t bytes) {
+  fake_pinning *f = user;
+  assert_true(bytes >= 64);
+  if (++f->calls % 3 == 0) return 1; /* refused: the block stays pageable */
+  for (int i = 0; i < 64; i++)
+    if (!f->live[i]) {
+      f->live[i] = ptr;
+      f->pinned++;
+      return 0;
+    }
+  fail_msg("too many pinned blocks");
+  return 1;
+}
+
+static void fake_unpin(void *user, void *ptr) {
+  fake_pinning *f = user;
+  for (int i = 0; i < 64; i++)
+    if (f->live[i] == ptr) {
+      f->live[i] = NULL;
+      f->unpinned++;
+      return;
+    }
+  fail_msg("unpinning a block that was never pinned");
+}
+
+static void fake_release(void *user) { ((fake_pinning *)user)->released++; }
+
+/* Every block the pool allocates after set_pinning is offered to pin(); exactly the
+ * pinned ones are unpinned before they go back to the system (over the cache bound, at
+ * destroy, and a block outliving the pool); release() comes once, after the last block. */
+static void test_pool_pinning_hooks(void **state) {
+  fake_pinning f = {0};
+  stk__pool *pool;
+  TU_OK(stk__pool_create(&pool, 1 << 16));
+  void *before = stk__pool_alloc(pool, 100); /* allocated before the hook: never pinned */
+  stk__pool_pinning hooks = {fake_pin, fake_unpin, fake_release, &f};
+  stk__pool_set_pinning(pool, &hooks);
+  void *blocks[6];
+  for (int i = 0; i < 6; i++) blocks[i] = stk__pool_alloc(pool, 1000 * (size_t)(i + 1));
+  assert_int_equal(f.calls, 6);
+  assert_int_equal(f.pinned, 4); /* calls 3 and 6 refused */
+  int64_t pinned, failures;
+  stk__pool_pin_stats(pool, &pinned, &failures);
+  assert_int_equal(pinned, 4);
+  assert_int_equal(failures, 2);
+  stk__pool_free(pool, blocks[0]); /* cached: still pinned, reused as is */
+  void *again = stk__pool_alloc(pool, 900);
+  assert_ptr_equal(again, blocks[0]);
+  assert_int_equal(f.calls, 6);
+  void *big = stk__pool_alloc(pool, 1 << 20); /* call 7: pinned; over the cache bound on free */
+  stk__pool_free(pool, big);
+  assert_int_equal(f.unpinned, 1);
+  stk__pool_free(pool, before);
+  for (int i = 1; i < 5; i++) stk__pool_free(pool, blocks[i]);
+  stk__pool_destroy(pool); /* the cached ones go back now; blocks[5] and `again` are alive */
+  assert_int_equal(f.released, 0);
+  stk__pool_free(NULL, again);
+  stk__pool_free(NULL, blocks[5]);
+  assert_int_equal(f.pinned, f.unpinned); /* every pinned block was unpinned */
+  assert_int_equal(f.released, 1);
+}
+
 typedef struct {
   atomic_int hits[1000];
   atomic_int workers_seen[8];
@@ -172,6 +240,7 @@ int main(void) {
       cmocka_unit_test(test_philox_uniform_statistics),
       cmocka_unit_test(test_philox_normal_and_below),
       cmocka_unit_test(test_pool_reuse_and_bound),
+      cmocka_unit_test(test_pool_pinning_hooks),
       cmocka_unit_test(test_threadpool_runs_every_index_once),
       cmocka_unit_test(test_float16_round_trip),
   };

@@ -183,8 +183,11 @@ static void test_device_memory_is_flat(void **state) {
     TU_OK(stk_pipeline_stats(g, &s));
     if (b == 20) after_warmup = s.device_bytes_in_use + s.device_bytes_cached;
   }
-  printf("# device pool: %lld in use, %lld cached after 300 batches (%lld after 20)\n", (long long)s.device_bytes_in_use,
-         (long long)s.device_bytes_cached, (long long)after_warmup);
+  printf("# device pool: %lld in use, %lld cached after 300 batches (%lld after 20); host blocks pinned %lld, "
+         "pinning failed %lld\n", (long long)s.device_bytes_in_use, (long long)s.device_bytes_cached,
+         (long long)after_warmup, (long long)s.host_blocks_pinned, (long long)s.host_pin_failures);
+  assert_true(s.host_blocks_pinned > 0); /* the files the decoder reads are page-locked */
+  assert_int_equal(s.host_pin_failures, 0);
   assert_true(s.device_bytes_in_use + s.device_bytes_cached <= 2 * after_warmup + (8 << 20));
   stk_pipeline_destroy(g);
 }
