@@ -10,7 +10,8 @@ rounds, in the same order, and reports each one's median and its ratio to the fi
 each pipeline's share of bare decoding is a median of same-round ratios.
 
 usage: bench_gpu_presets.py --stoker build/stoker --data DIR [--rounds 3] [--epochs 2]
-                            [--ceiling IMG_PER_S | --bare build/gpu_bench] [--env NAME=VALUE:LABEL ...] PIPELINE...
+                            [--ceiling IMG_PER_S | --bare build/gpu_bench [--bare-pinned]]
+                            [--env NAME=VALUE:LABEL ...] PIPELINE...
 PIPELINE: a preset name (run with --device gpu) or a pipeline file. --env runs the first
 pipeline once more per round with an environment variable set (an A/B of a knob).
 """
@@ -47,9 +48,11 @@ def run_once(stoker, data, pipeline, epochs, batch, threads, env=None, device="g
     raise RuntimeError(f"{pipeline}: no result (exit {out.returncode}): {out.stderr[-400:]}")
 
 
-def run_bare(gpu_bench, data, epochs, batch, threads):
-    """images/s of bare nvJPEG hardware batched decoding (gpu_bench --only bare)."""
+def run_bare(gpu_bench, data, epochs, batch, threads, pinned=False):
+    """images/s of bare nvJPEG hardware batched decoding (gpu_bench --only bare), from the
+    files' bytes in pageable memory or (pinned) in page-locked copies."""
     cmd = [gpu_bench, data, "--batch", str(batch), "--epochs", str(epochs), "--threads", str(threads), "--only", "bare"]
+    cmd += ["--bare-pinned"] if pinned else []
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     for line in out.stdout.splitlines():
         if line.startswith("RESULT bare_nvjpeg_hw"):
@@ -68,6 +71,8 @@ def main():
     ap.add_argument("--device", default="gpu")
     ap.add_argument("--ceiling", type=float, help="images/s of the ceiling measured in the same session")
     ap.add_argument("--bare", metavar="GPU_BENCH", help="measure bare nvJPEG (gpu_bench --only bare) in every round")
+    ap.add_argument("--bare-pinned", action="store_true",
+                    help="with --bare: also bare nvJPEG from pinned copies of the files, a second ceiling")
     ap.add_argument("--env", action="append", default=[], help="NAME=VALUE:LABEL, an A/B of the first pipeline")
     ap.add_argument("pipelines", nargs="+")
     a = ap.parse_args()
@@ -77,7 +82,7 @@ def main():
         k, v = kv.split("=", 1)
         runs.append((f"{a.pipelines[0]} [{label}]", a.pipelines[0], {k: v}))
     results = {label: [] for label, _, _ in runs}
-    bare = []
+    bare, bare_p = [], []
     run_once(a.stoker, a.data, a.pipelines[0], 1, a.batch, a.threads, None, a.device)  # warm-up: page cache, clocks
     for r in range(a.rounds):
         if a.bare:
@@ -87,6 +92,13 @@ def main():
             except Exception as exc:
                 print(f"round {r}: bare: {exc}", file=sys.stderr)
                 bare.append(None)
+        if a.bare and a.bare_pinned:
+            try:
+                bare_p.append(run_bare(a.bare, a.data, a.epochs * 2, a.batch, a.threads, pinned=True))
+                print(f"round {r}: bare nvJPEG, pinned input {bare_p[-1]:.0f} img/s", flush=True)
+            except Exception as exc:
+                print(f"round {r}: bare pinned: {exc}", file=sys.stderr)
+                bare_p.append(None)
         for label, pipe, env in runs:
             try:
                 results[label].append(run_once(a.stoker, a.data, pipe, a.epochs, a.batch, a.threads, env, a.device))
@@ -100,11 +112,15 @@ def main():
         ceiling = statistics.median([b for b in bare if b])
         print(f"RESULT {'bare nvJPEG (gpu_bench --only bare)':48s} {ceiling:12.0f} "
               f"{' '.join(f'{x:.0f}' if x else '-' for x in bare):>28s}")
+    if bare_p and any(b for b in bare_p):
+        print(f"RESULT {'bare nvJPEG, pinned input (--bare-pinned)':48s} {statistics.median([b for b in bare_p if b]):12.0f} "
+              f"{' '.join(f'{x:.0f}' if x else '-' for x in bare_p):>28s}")
     ok = {label: [x for x in v if x] for label, v in results.items()}
     ref = statistics.median(ok[runs[0][0]]) if ok[runs[0][0]] else None
     print(f"{'pipeline':48s} {'median img/s':>12s} {'runs':>28s} {'vs first':>9s} {'time +%':>8s}"
           + (f" {'of ceiling':>10s}" if ceiling else "")
-          + (f" {'same-round':>10s}" if a.bare else ""))
+          + (f" {'same-round':>10s}" if a.bare else "")
+          + (f" {'vs pinned':>10s}" if bare_p else ""))
     for label, _, _ in runs:
         v = ok[label]
         if not v:
@@ -117,6 +133,9 @@ def main():
             line += f" {m / ceiling:10.1%}"
         if a.bare:  # the median of this pipeline's ratio to the bare decode of the same round
             pairs = [x / b for x, b in zip(results[label], bare) if x and b]
+            line += f" {statistics.median(pairs):10.1%}" if pairs else f" {'-':>10s}"
+        if bare_p:  # the same against the pinned-input ceiling
+            pairs = [x / b for x, b in zip(results[label], bare_p) if x and b]
             line += f" {statistics.median(pairs):10.1%}" if pairs else f" {'-':>10s}"
         print("RESULT " + line)
     return 0

@@ -206,14 +206,15 @@ if [ $BUILD_OK = 1 ] && want profile; then
       --batch-size 256 --threads 15 --epochs 12
   done
 fi
-# ---- issue 4's ratio, robustly: bare nvJPEG and the basic pipeline (automatic split,
-#      hw_decoder_load 1.0 and 0.75) interleaved, every round measuring its own ceiling,
+# ---- issue 4's ratio, robustly: bare nvJPEG (from pageable and from pinned copies of the
+#      files) and the basic pipeline (automatic split, hw_decoder_load 1.0 and 0.75, and
+#      with its host pool left pageable) interleaved, every round measuring its own ceilings,
 #      at 15 and at 8 CPU threads; the per-pipeline figure is the median same-round ratio ----
 if [ $BUILD_OK = 1 ] && want ab; then
   for t in ${STK_AB_THREADS:-15 8}; do
     step "ab_t$t" 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
-      --rounds ${STK_AB_ROUNDS:-4} --epochs ${STK_AB_EPOCHS:-10} --threads $t --bare "$BUILD/gpu_bench" \
-      basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
+      --rounds ${STK_AB_ROUNDS:-4} --epochs ${STK_AB_EPOCHS:-10} --threads $t --bare "$BUILD/gpu_bench" --bare-pinned \
+      --env STK_PIN_HOST=0:pageable basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
   done
 fi
 # The per-operator parity tests under compute-sanitizer (torch's hand-off test excluded:
