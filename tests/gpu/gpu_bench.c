@@ -12,7 +12,8 @@
  *   memory   the fused pipeline for 10 epochs: device memory after each epoch
  * Files are read into host memory first (pageable, as a reader would hand them over).
  * usage: gpu_bench DIR [--batch N] [--epochs N] [--threads N] [--lib PATH] [--only bare]
- *                  [--bare-pinned] (bare decodes from pinned copies of the files)
+ *                  [--bare-pinned | --bare-registered] (bare decodes from pinned copies of
+ *                  the files: cudaHostAlloc'd, or malloc'd and cudaHostRegister'ed)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
  *                  threads: an experiment; with nvJPEG 13.0.1 on the H100 it hangs after a
  *                  few batches, bench/RESULTS.md 2026-11-23/24)
@@ -144,7 +145,9 @@ static void *bare_thread(void *arg) {
  * threads at once (1: the usual single caller; more: whether the engines are fed faster
  * than one calling thread can feed them; measured to hang inside nvJPEG, see above). */
 static int bare_own_handles; /* --bare-own-handles: one nvJPEG handle per submitting thread */
-static int bare_pinned;      /* --bare-pinned: the files' bytes in pinned host memory (an experiment) */
+static int bare_pinned;      /* --bare-pinned: the files' bytes in pinned host memory (an experiment);
+                               2: --bare-registered, malloc'd copies page-locked with cudaHostRegister,
+                               as the pipeline's host pool does */
 
 static void bench_bare(int epochs, int submitters) {
   static bare_nvjpeg n;
@@ -196,7 +199,7 @@ static void bench_bare(int epochs, int submitters) {
     call_s += w[i].call_s;
   }
   printf("RESULT bare_nvjpeg_hw%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
-         "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned ? "_pinned" : "", batch, done, t, done / t, fails,
+         "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "");
   for (int i = 0; i < submitters; i++) G->device_free(ctx, w[i].out, S0, err, sizeof err);
@@ -424,6 +427,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-threads") && i + 1 < argc) submitters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-own-handles")) bare_own_handles = 1;
     else if (!strcmp(argv[i], "--bare-pinned")) bare_pinned = 1;
+    else if (!strcmp(argv[i], "--bare-registered")) bare_pinned = 2;
     else dir = argv[i];
   }
   if (!dir || batch < 1 || batch > 1024) {
@@ -459,7 +463,12 @@ int main(int argc, char **argv) {
   if (bare_pinned) /* the same bytes, copied into pinned blocks: does nvJPEG's call get faster? */
     for (int i = 0; i < nimg; i++) {
       void *pin = NULL;
-      DIE_IF(G->pinned_alloc(ctx, imgs[i].size, &pin, err, sizeof err), "pinned_alloc");
+      if (bare_pinned == 2) {
+        pin = aligned_alloc(64, (imgs[i].size + 63) & ~(size_t)63);
+        DIE_IF(!pin || G->host_register(ctx, pin, (imgs[i].size + 63) & ~(size_t)63, err, sizeof err), "host_register");
+      } else {
+        DIE_IF(G->pinned_alloc(ctx, imgs[i].size, &pin, err, sizeof err), "pinned_alloc");
+      }
       memcpy(pin, imgs[i].data, imgs[i].size);
       imgs[i].data = (const uint8_t *)pin;
     }
