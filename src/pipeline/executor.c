@@ -129,10 +129,10 @@ static stk_status check_inputs_present(const stk__node *node, const stk__sample 
 
 /* A mixed operator's CPU-stage part for one sample (see stk__op_def.prepare). */
 static stk_status prepare_mixed(stk__node *node, stk__sample *s) {
+  unsigned char *record = s->prep + node->prep_offset;
+  memset(record, 0, node->spec->def->prep_bytes); /* no stale record from an earlier batch */
   if (node->spec->num_guards && !stk__guards_hold(node, s)) return STK_OK; /* not this sample's branch */
   STK_TRY(check_inputs_present(node, s));
-  unsigned char *record = s->prep + node->prep_offset;
-  memset(record, 0, node->spec->def->prep_bytes);
   return node->spec->def->prepare(node, s, record);
 }
 
@@ -771,19 +771,21 @@ static void exec_free(stk__exec *ex) {
   free(ex);
 }
 
+static bool made_on_cpu(const stk_pipeline *p, int edge) {
+  return p->nodes[p->edges[edge].producer].spec->device == STK_DEVICE_CPU;
+}
+
 /* A mixed operator is prepared in the CPU stage when it has a prepare hook and every
- * data input and guard it reads comes from a CPU operator. */
+ * data input, argument feed and guard it reads comes from a CPU operator. */
 static bool prepared_in_cpu_stage(const stk_pipeline *p, const stk__node *node) {
   const stk_op *spec = node->spec;
   if (spec->device != STK_DEVICE_MIXED || !spec->def->prepare || !spec->def->prep_bytes) return false;
   for (int i = 0; i < spec->num_inputs; i++)
-    if (p->nodes[p->edges[node->in_edges[i]].producer].spec->device != STK_DEVICE_CPU) return false;
+    if (!made_on_cpu(p, node->in_edges[i])) return false;
   for (int g = 0; g < spec->num_guards; g++)
-    if (p->nodes[p->edges[spec->guards[g].edge].producer].spec->device != STK_DEVICE_CPU) return false;
-  for (int a = 0; a < spec->def->schema->num_args; a++) {
-    int e = spec->args[a].edge;
-    if (e >= 0 && p->nodes[p->edges[e].producer].spec->device != STK_DEVICE_CPU) return false;
-  }
+    if (!made_on_cpu(p, spec->guards[g].edge)) return false;
+  for (int a = 0; a < spec->def->schema->num_args; a++)
+    if (spec->args[a].edge >= 0 && !made_on_cpu(p, spec->args[a].edge)) return false;
   return true;
 }
 
