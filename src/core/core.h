@@ -144,13 +144,17 @@ void stk__pool_free(stk__pool *pool, void *ptr);
 size_t stk__pool_block_size(const void *ptr);
 void stk__pool_stats(stk__pool *pool, int64_t *in_use, int64_t *cached, int64_t *peak);
 /* Page-locking of the pool's blocks (pipelines with GPU operators: nvJPEG's hardware
- * call and host-to-device copies read pinned memory much faster). pin() is called once
- * for every block the pool allocates from now on (a failure leaves that block pageable
- * and is counted), unpin() before a pinned block goes back to the system, release(user)
- * when the pool and its last block are gone. */
+ * call and host-to-device copies read pinned memory much faster). Either every block the
+ * pool allocates from now on comes from alloc() (page-locked memory; NULL: the block is
+ * malloc'd, pageable, and counted as a failure) and goes back through dealloc(), or, when
+ * alloc is NULL, pin() is called once for every new block (a failure leaves it pageable
+ * and is counted) and unpin() before a pinned block goes back to the system. release(user)
+ * comes when the pool and its last block are gone. */
 typedef struct {
   int (*pin)(void *user, void *ptr, size_t bytes);
   void (*unpin)(void *user, void *ptr);
+  void *(*alloc)(void *user, size_t bytes);
+  void (*dealloc)(void *user, void *ptr);
   void (*release)(void *user);
   void *user;
 } stk__pool_pinning;

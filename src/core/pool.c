@@ -15,6 +15,7 @@ typedef struct block_header {
   size_t size;               /* usable bytes */
   int cls;
   bool pinned;               /* page-locked through the pool's pinning hook */
+  bool hook_allocated;       /* from the hook's alloc(): goes back through dealloc() */
 } block_header;
 
 /* The header occupies one alignment unit in front of the user block. */
@@ -60,8 +61,27 @@ static void pool_free_struct(stk__pool *p) {
 
 /* Gives a block back to the system (no lock needed: the block is no longer listed). */
 static void release_block(stk__pool *p, block_header *b) {
+  if (b->hook_allocated) return p->pinning.dealloc(p->pinning.user, b);
   if (b->pinned) p->pinning.unpin(p->pinning.user, b);
   free(b);
+}
+
+/* A new block of `bytes` (header included): from the pinning hook's allocator when there
+ * is one, else aligned_alloc, then offered to pin(). */
+static block_header *new_block(const stk__pool_pinning *pinning, size_t bytes) {
+  if (pinning->alloc) {
+    block_header *b = pinning->alloc(pinning->user, bytes);
+    if (b) {
+      b->hook_allocated = b->pinned = true;
+      return b;
+    }
+  }
+  block_header *b = aligned_alloc(POOL_ALIGN, bytes);
+  if (!b) return NULL;
+  b->hook_allocated = false;
+  /* the header too: one registration covers the whole allocation */
+  b->pinned = !pinning->alloc && pinning->pin && pinning->pin(pinning->user, b, bytes) == 0;
+  return b;
 }
 
 void stk__pool_set_pinning(stk__pool *p, const stk__pool_pinning *pinning) {
@@ -113,8 +133,9 @@ void *stk__pool_alloc(stk__pool *p, size_t size) {
     pthread_mutex_unlock(&p->lock);
     return (char *)b + POOL_ALIGN;
   }
+  stk__pool_pinning pinning = p->pinning;
   pthread_mutex_unlock(&p->lock);
-  b = aligned_alloc(POOL_ALIGN, rounded + POOL_ALIGN);
+  b = new_block(&pinning, rounded + POOL_ALIGN);
   if (!b) {
     STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", size);
     return NULL;
@@ -124,13 +145,8 @@ void *stk__pool_alloc(stk__pool *p, size_t size) {
   b->size = rounded;
   b->cls = cls;
   pthread_mutex_lock(&p->lock);
-  stk__pool_pinning pinning = p->pinning;
-  pthread_mutex_unlock(&p->lock);
-  /* the header too: one registration covers the whole allocation */
-  b->pinned = pinning.pin && pinning.pin(pinning.user, b, rounded + POOL_ALIGN) == 0;
-  pthread_mutex_lock(&p->lock);
   if (b->pinned) p->pinned_blocks++;
-  else if (pinning.pin) p->pin_failures++;
+  else if (pinning.pin || pinning.alloc) p->pin_failures++;
   p->live_blocks++;
   p->in_use += (int64_t)rounded;
   if (p->in_use + p->cached > p->peak) p->peak = p->in_use + p->cached;

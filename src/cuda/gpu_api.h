@@ -416,6 +416,10 @@ typedef struct stk_gpu_api {
    * freed. The pipeline pins its host pool's blocks this way. */
   int (*host_register)(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen);
   void (*host_unregister)(stk_gpu_ctx *ctx, void *ptr);
+  /* Page-locked host memory straight from the driver (cudaHostAlloc, no pooling) and its
+   * release (cudaFreeHost). */
+  int (*host_alloc)(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen);
+  void (*host_free)(stk_gpu_ctx *ctx, void *ptr);
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

@@ -432,6 +432,24 @@ static int gpu_host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *er
   return 0;
 }
 
+static int gpu_host_alloc(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen) {
+  if (!out || bytes == 0) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output or 0 bytes");
+  *out = NULL;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocDefault);
+  if (e != cudaSuccess) {
+    *out = NULL;
+    (void)cudaGetLastError();
+    return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "cudaHostAlloc of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+  }
+  return 0;
+}
+
+static void gpu_host_free(stk_gpu_ctx *ctx, void *ptr) {
+  if (!ptr || stk_gpu_enter(ctx, NULL, 0) != 0) return;
+  if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
 static void gpu_host_unregister(stk_gpu_ctx *ctx, void *ptr) {
   if (!ptr || stk_gpu_enter(ctx, NULL, 0) != 0) return;
   if (cudaHostUnregister(ptr) != cudaSuccess) (void)cudaGetLastError();
@@ -681,6 +699,8 @@ static const stk_gpu_api api_table = {
     stk_gpu_device_free_idle,
     gpu_host_register,
     gpu_host_unregister,
+    gpu_host_alloc,
+    gpu_host_free,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

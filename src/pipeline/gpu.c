@@ -110,13 +110,24 @@ static void unpin_block(void *user, void *ptr) {
   stk__gpu *g = user;
   g->api->host_unregister(g->ctx, ptr);
 }
+static void *alloc_block(void *user, size_t bytes) {
+  stk__gpu *g = user;
+  void *p = NULL;
+  return g->api->host_alloc(g->ctx, bytes, &p, NULL, 0) == 0 ? p : NULL;
+}
+static void free_block(void *user, void *ptr) {
+  stk__gpu *g = user;
+  g->api->host_free(g->ctx, ptr);
+}
 static void release_pinning(void *user) { stk__gpu_release(user); }
 
 void stk__gpu_pin_pool(stk__gpu *gpu, stk__pool *pool) {
-  const char *env = getenv("STK_PIN_HOST");
-  if (env && atoi(env) == 0) return;
+  const char *env = getenv("STK_PIN_HOST"); /* 0: off; alloc: cudaHostAlloc'd blocks; else registered */
+  if (env && !strcmp(env, "0")) return;
   stk__gpu_retain(gpu);
-  stk__pool_pinning pinning = {pin_block, unpin_block, release_pinning, gpu};
+  stk__pool_pinning pinning = {.release = release_pinning, .user = gpu};
+  if (env && !strcmp(env, "alloc")) pinning.alloc = alloc_block, pinning.dealloc = free_block;
+  else pinning.pin = pin_block, pinning.unpin = unpin_block;
   stk__pool_set_pinning(pool, &pinning);
 }
 

@@ -158,6 +158,47 @@ static void fake_unpin(void *user, void *ptr) {
 
 static void fake_release(void *user) { ((fake_pinning *)user)->released++; }
 
+/* The allocating form: blocks come from alloc() (here malloc, refusing every third) and
+ * go back through dealloc(); a refused block is malloc'd and counted as a failure. */
+static void *fake_alloc(void *user, size_t bytes) {
+  fake_pinning *f = user;
+  if (++f->calls % 3 == 0) return NULL;
+  f->pinned++;
+  return aligned_alloc(64, bytes);
+}
+
+static void fake_dealloc(void *user, void *ptr) {
+  ((fake_pinning *)user)->unpinned++;
+  free(ptr);
+}
+
+static void test_pool_allocating_hooks(void **state) {
+  fake_pinning f = {0};
+  stk__pool *pool;
+  TU_OK(stk__pool_create(&pool, 1 << 16));
+  stk__pool_pinning hooks = {.alloc = fake_alloc, .dealloc = fake_dealloc, .release = fake_release, .user = &f};
+  stk__pool_set_pinning(pool, &hooks);
+  void *blocks[6];
+  for (int i = 0; i < 6; i++) {
+    blocks[i] = stk__pool_alloc(pool, 1000 * (size_t)(i + 1));
+    assert_non_null(blocks[i]);
+    assert_int_equal((uintptr_t)blocks[i] % 64, 0);
+    memset(blocks[i], 7, 1000 * (size_t)(i + 1));
+  }
+  int64_t pinned, failures;
+  stk__pool_pin_stats(pool, &pinned, &failures);
+  assert_int_equal(pinned, 4);
+  assert_int_equal(failures, 2);
+  void *big = stk__pool_alloc(pool, 1 << 20); /* allocated by the hook, released over the bound */
+  stk__pool_free(pool, big);
+  assert_int_equal(f.unpinned, 1);
+  for (int i = 0; i < 5; i++) stk__pool_free(pool, blocks[i]);
+  stk__pool_destroy(pool);
+  stk__pool_free(NULL, blocks[5]);
+  assert_int_equal(f.pinned, f.unpinned); /* every hook block went back through dealloc */
+  assert_int_equal(f.released, 1);
+}
+
 /* Every block the pool allocates after set_pinning is offered to pin(); exactly the
  * pinned ones are unpinned before they go back to the system (over the cache bound, at
  * destroy, and a block outliving the pool); release() comes once, after the last block. */
@@ -166,7 +207,7 @@ static void test_pool_pinning_hooks(void **state) {
   stk__pool *pool;
   TU_OK(stk__pool_create(&pool, 1 << 16));
   void *before = stk__pool_alloc(pool, 100); /* allocated before the hook: never pinned */
-  stk__pool_pinning hooks = {fake_pin, fake_unpin, fake_release, &f};
+  stk__pool_pinning hooks = {.pin = fake_pin, .unpin = fake_unpin, .release = fake_release, .user = &f};
   stk__pool_set_pinning(pool, &hooks);
   void *blocks[6];
   for (int i = 0; i < 6; i++) blocks[i] = stk__pool_alloc(pool, 1000 * (size_t)(i + 1));
@@ -241,6 +282,7 @@ int main(void) {
       cmocka_unit_test(test_philox_normal_and_below),
       cmocka_unit_test(test_pool_reuse_and_bound),
       cmocka_unit_test(test_pool_pinning_hooks),
+      cmocka_unit_test(test_pool_allocating_hooks),
       cmocka_unit_test(test_threadpool_runs_every_index_once),
       cmocka_unit_test(test_float16_round_trip),
   };
