@@ -10,7 +10,10 @@
  *             float16 within 1 ulp (+ the float32 tolerance); fused-quantized within
  *             one input level
  *   cmn       crop_mirror_normalize (exact), crop (exact), flip (exact), cast (exact)
- *   decode    nvJPEG (hardware and hybrid paths, ROI, gray) against the CPU decoder:
+ *   decode    nvJPEG (hardware and hybrid paths, ROI, gray) against the CPU decoder;
+ *             header classification ahead and idle destinations against decode_batch's
+ *             own parsing (byte-identical); host bytes overwritten as decode_batch
+ *             returns (byte-identical: nothing reads them later);
  *             differences measured and reported; fallbacks for PNG / CMYK / progressive /
  *             truncated files reported
  * usage: gpu_tests [--small] [--no-bad-inputs] [--lib PATH] [--dataset DIR] [--extra DIR]
@@ -611,6 +614,56 @@ static void decode_ahead_pass(tu_file *f, int n, double load) {
   free(a), free(b), free(oa), free(ob), free(cls), free(bytes);
 }
 
+/* The pipeline page-locks the files' bytes and recycles their blocks once decode_batch has
+ * returned and the batch's work is queued. That is safe only if nothing reads the host
+ * bytes after decode_batch returns. Decode from pinned copies, overwrite the copies the
+ * moment the call returns, then compare with a decode of untouched bytes. */
+static void decode_input_lifetime_pass(tu_file *f, int n, double load) {
+  stk_gpu_decode_in *a = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *a), *b = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *b);
+  stk_gpu_decode_out *oa = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *oa), *ob = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *ob);
+  size_t *bytes = (size_t *)calloc((size_t)n, sizeof(size_t));
+  for (int i = 0; i < n; i++) {
+    stk_gpu_jpeg_info info;
+    int w = 64, h = 64;
+    if (G->jpeg_info(ctx, f[i].data, f[i].size, &info, err, sizeof err) == 0) w = info.width, h = info.height;
+    void *pin = NULL;
+    GOK(G->pinned_alloc(ctx, f[i].size, &pin, err, sizeof err));
+    memcpy(pin, f[i].data, f[i].size);
+    a[i].data = f[i].data, b[i].data = (const uint8_t *)pin;
+    a[i].size = b[i].size = f[i].size;
+    a[i].dst_pitch = b[i].dst_pitch = (size_t)w * 3;
+    bytes[i] = a[i].dst_pitch * (size_t)h;
+    GOK(G->device_alloc_idle(ctx, bytes[i], S0, (void **)&a[i].dst, err, sizeof err));
+    GOK(G->device_alloc_idle(ctx, bytes[i], S0, (void **)&b[i].dst, err, sizeof err));
+  }
+  stk_gpu_decode_opts o = {STK_GPU_COLOR_RGB, load, 1};
+  GOK(G->decode_batch(ctx, n, a, oa, &o, S0, err, sizeof err));
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  GOK(G->decode_batch(ctx, n, b, ob, &o, S0, err, sizeof err));
+  for (int i = 0; i < n; i++) memset((void *)b[i].data, 0x5A, b[i].size); /* the pool reusing the blocks */
+  GOK(G->stream_sync(ctx, S0, err, sizeof err));
+  int same = 0, decoded = 0;
+  for (int i = 0; i < n; i++) {
+    if (oa[i].status == STK_GPU_DECODE_OK && ob[i].status == STK_GPU_DECODE_OK) {
+      decoded++;
+      uint8_t *x = (uint8_t *)malloc(bytes[i]), *y = (uint8_t *)malloc(bytes[i]);
+      dev_download(x, a[i].dst, bytes[i]);
+      dev_download(y, b[i].dst, bytes[i]);
+      same += memcmp(x, y, bytes[i]) == 0;
+      CHECK(memcmp(x, y, bytes[i]) == 0, "%s: the bytes were overwritten after decode_batch returned and the image "
+            "changed: nvJPEG read them later", f[i].path);
+      free(x);
+      free(y);
+    }
+    G->device_free_idle(ctx, a[i].dst, S0, err, sizeof err);
+    G->device_free_idle(ctx, b[i].dst, S0, err, sizeof err);
+    G->pinned_free(ctx, (void *)b[i].data, NULL, err, sizeof err);
+  }
+  printf("decode input lifetime load %.2f: %d/%d decoded from pinned bytes overwritten as decode_batch returned, "
+         "identical to untouched\n", load, same, decoded);
+  free(a), free(b), free(oa), free(ob), free(bytes);
+}
+
 static void test_decode(const tu_photo *ph, int np, const char *dataset, const char *extra) {
   printf("[decode]\n");
   stk_gpu_device_info di;
@@ -639,6 +692,8 @@ static void test_decode(const tu_photo *ph, int np, const char *dataset, const c
   decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 1, 0);
   decode_ahead_pass(f, n, 1.0);
   decode_ahead_pass(f, n, 0.0);
+  decode_input_lifetime_pass(f, n, 1.0);
+  decode_input_lifetime_pass(f, n, 0.0);
   if (no_bad_inputs) {
     free(f);
     return;
