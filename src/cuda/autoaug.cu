@@ -8,6 +8,7 @@
 #include "api_autoaug.h"
 #include "autoaug_interp.h"
 #include "gpu_internal.h"
+#include "launch.cuh"
 
 #define AA_THREADS 1024
 
@@ -80,22 +81,14 @@ static int aa_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, i
   if (num_luts) memcpy(host + o_luts, luts, (size_t)num_luts * 256);
   if (num_floats) memcpy(host + o_floats, floats, (size_t)num_floats * sizeof(float));
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  int rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
+  int rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "auto_augment", err, errlen, [&](const char *d) {
+    aa_kernel<<<n, AA_THREADS, 0, stream>>>((const stk_gpu_aa_sample *)d, (const stk_gpu_aa_step *)(d + o_steps),
+                                            (const uint8_t *)(d + o_luts), (const float *)(d + o_floats),
+                                            args->interp, args->constant);
+    return 0;
+  });
   free(host);
-  if (rc) return rc;
-  char *d = (char *)dp;
-  aa_kernel<<<n, AA_THREADS, 0, stream>>>((const stk_gpu_aa_sample *)d,
-                                          (const stk_gpu_aa_step *)(d + o_steps),
-                                          (const uint8_t *)(d + o_luts),
-                                          (const float *)(d + o_floats), args->interp,
-                                          args->constant);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    rc = GPU_FAIL(STK_ERR_DEVICE, "auto_augment kernel launch failed: %s (%s)",
-                  cudaGetErrorString(e), cudaGetErrorName(e));
-  int rc2 = stk_gpu_device_free(ctx, dp, stream_h, err, errlen);
-  return rc ? rc : rc2;
+  return rc;
 }
 
 extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table = {

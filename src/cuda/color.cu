@@ -273,14 +273,11 @@ static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *sample
   if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   memcpy(st.host + st.extra_off, luts, lut_bytes);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0)
-      rc = lut_launch((const lut_dev *)dp, (const int *)((char *)dp + st.first_off), n, first[n],
-                      (const uint8_t *)dp + st.extra_off, es, stream, err, errlen);
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color lut", err, errlen, [&](const char *dp) {
+      return lut_launch((const lut_dev *)dp, (const int *)(dp + st.first_off), n, first[n],
+                        (const uint8_t *)dp + st.extra_off, es, stream, err, errlen);
+    });
   clr_stage_close(&st);
   return rc;
 }
@@ -335,17 +332,13 @@ static int clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *sa
   }
   if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color point", err, errlen, [&](const char *dp) {
       point_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_point_sample *)dp,
                                                 (const int *)((char *)dp + st.first_off), n,
                                                 (int)in_dtype, (int)out_dtype);
-      rc = stk_check_launch("color point", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   clr_stage_close(&st);
   return rc;
 }
@@ -469,21 +462,17 @@ static int clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *sa
   }
   if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0 && staged) {
-      pixel_u8_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
-                                                   (const int *)((char *)dp + st.first_off), n, mode);
-      rc = stk_check_launch("color pixel", err, errlen);
-    } else if (rc == 0) {
-      pixel_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
-                                                (const int *)((char *)dp + st.first_off), n, mode,
-                                                (int)in_dtype, (int)out_dtype);
-      rc = stk_check_launch("color pixel", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color pixel", err, errlen, [&](const char *dp) {
+      if (staged)
+        pixel_u8_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
+                                                     (const int *)(dp + st.first_off), n, mode);
+      else
+        pixel_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
+                                                  (const int *)(dp + st.first_off), n, mode, (int)in_dtype,
+                                                  (int)out_dtype);
+      return 0;
+    });
   clr_stage_close(&st);
   return rc;
 }
@@ -919,20 +908,16 @@ static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sa
                       : (int64_t)S[i].bx * S[i].s.h;
   if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color sharpness", err, errlen, [&](const char *dp) {
       if (staged)
         sharp_staged<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
                                                   (const int *)((char *)dp + st.first_off), n);
       else
         sharp_kernel<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
                                                   (const int *)((char *)dp + st.first_off), n);
-      rc = stk_check_launch("color sharpness", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   clr_stage_close(&st);
   return rc;
 }

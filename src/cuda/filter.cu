@@ -359,17 +359,13 @@ static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_
   int *first = (int *)(host + off_first);
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "noise", err, errlen, [&](const char *dp) {
       noise_kernel<<<first[n], THREADS, 0, stream>>>(
           (const stk_gpu_noise_sample *)dp, (const int *)((char *)dp + off_first), n, kind,
           (int)dtype);
-      rc = stk_check_launch("noise", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(host);
   free(nb);
   return rc;

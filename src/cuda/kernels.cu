@@ -565,10 +565,8 @@ int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
   }
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "crop_mirror_normalize", err, errlen, [&](const char *dp) {
       const cmn_dev *dS = (const cmn_dev *)dp;
       const int *df = (const int *)((char *)dp + (size_t)n * sizeof(cmn_dev));
       int g = first[n];
@@ -582,10 +580,8 @@ int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
       if (a.in_dtype == STK_DTYPE_UINT8) CMN_LAUNCH(uint8_t)
       else CMN_LAUNCH(float)
 #undef CMN_LAUNCH
-      rc = stk_check_launch("crop_mirror_normalize", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(host);
   free(nb);
   return rc;
@@ -654,17 +650,13 @@ int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
   }
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "crop", err, errlen, [&](const char *dp) {
       crop_kernel<<<first[n], THREADS, 0, stream>>>(
           (const crop_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(crop_dev)), n, a,
           (int)eo);
-      rc = stk_check_launch("crop", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(host);
   free(nb);
   return rc;
@@ -730,17 +722,13 @@ int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, si
   }
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "flip", err, errlen, [&](const char *dp) {
       flip_kernel<<<first[n], THREADS, 0, stream>>>(
           (const flip_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(flip_dev)), n,
           (size_t)inner * esize);
-      rc = stk_check_launch("flip", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(host);
   free(nb);
   return rc;
@@ -789,18 +777,14 @@ int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples,
   }
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && first[n] > 0) {
-    rc = stk_gpu_upload(ctx, host, bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "cast", err, errlen, [&](const char *dp) {
       cast_kernel<<<first[n], THREADS, 0, stream>>>(
           (const stk_gpu_cast_sample *)dp,
           (const int *)((char *)dp + (size_t)n * sizeof(stk_gpu_cast_sample)), n, (int)in_dtype,
           (int)out_dtype);
-      rc = stk_check_launch("cast", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(host);
   free(nb);
   return rc;

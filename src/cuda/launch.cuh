@@ -1,6 +1,7 @@
 /* Launch plumbing shared by the kernel files: a batch's samples get consecutive ranges of
  * thread blocks (first[i] = the first block of sample i, first[n] = the total), a block
- * finds its sample by binary search, and every launch is checked. */
+ * finds its sample by binary search, the per-sample descriptors are uploaded once per
+ * launch, and every launch is checked. */
 #ifndef STOKER_CUDA_LAUNCH_CUH
 #define STOKER_CUDA_LAUNCH_CUH
 
@@ -41,5 +42,20 @@ static inline int stk_check_launch(const char *what, char *err, size_t errlen) {
 }
 
 static inline int64_t stk_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The "upload the batch's descriptors, launch, check, free" sequence of the kernel entry
+ * points: `host` (`bytes`) goes to a stream-ordered device block through pinned staging,
+ * launch(block) queues the kernel(s) on the stream and returns a status, the launch is
+ * checked as `what`, and the block is freed once the stream has passed it. */
+template <class Launch>
+static int stk_upload_and_launch(stk_gpu_ctx *ctx, const void *host, size_t bytes, uintptr_t stream,
+                                 const char *what, char *err, size_t errlen, Launch launch) {
+  void *dp = NULL;
+  int rc = stk_gpu_upload(ctx, host, bytes, (cudaStream_t)stream, &dp, err, errlen);
+  if (rc == 0) rc = launch((const char *)dp);
+  if (rc == 0) rc = stk_check_launch(what, err, errlen);
+  if (dp) stk_gpu_device_free(ctx, dp, stream, NULL, 0);
+  return rc;
+}
 
 #endif

@@ -178,17 +178,13 @@ static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sam
   }
   st.first[n] = (int)total;
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && total > 0) {
-    rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && total > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "math binary", err, errlen, [&](const char *dp) {
       kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_binary_sample *)dp,
                                                      (const int *)((char *)dp + st.desc_bytes), n,
                                                      (int)args->a_dtype, (int)args->b_dtype, (int)args->out_dtype);
-      rc = stk_check_launch("math binary", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(st.host);
   return rc;
 }
@@ -244,17 +240,14 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
   }
   st.first[n] = (int)total;
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && total > 0) {
-    rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && total > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, args->op == CLAMP_OP ? "math clamp" : "math unary",
+                               err, errlen, [&](const char *dp) {
       unary_kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_unary_sample *)dp,
                                                            (const int *)((char *)dp + st.desc_bytes), n, args->op,
                                                            (int)args->in_dtype, (int)args->out_dtype);
-      rc = stk_check_launch(args->op == CLAMP_OP ? "math clamp" : "math unary", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(st.host);
   return rc;
 }
@@ -299,17 +292,13 @@ static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_s
   }
   st.first[n] = (int)total;
   cudaStream_t stream = (cudaStream_t)stream_h;
-  void *dp = NULL;
-  if (rc == 0 && total > 0) {
-    rc = stk_gpu_upload(ctx, st.host, st.bytes, stream, &dp, err, errlen);
-    if (rc == 0) {
+  if (rc == 0 && total > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "one_hot", err, errlen, [&](const char *dp) {
       one_hot_kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_one_hot_sample *)dp,
                                                              (const int *)((char *)dp + st.desc_bytes), n,
                                                              (int)in_dtype, math_dtype_size(out_dtype));
-      rc = stk_check_launch("one_hot", err, errlen);
-    }
-  }
-  if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
+      return 0;
+    });
   free(st.host);
   return rc;
 }
