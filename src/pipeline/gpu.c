@@ -263,12 +263,14 @@ static stk_status alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const
   size_t esize = stk_dtype_size(dtype);
   char err[STK_GPU_ERRLEN] = "";
   uintptr_t stream = stk__gpu_stream(b);
+  int (*alloc)(stk_gpu_ctx *, size_t, uintptr_t, void **, char *, size_t) =
+      idle ? g->api->device_alloc_idle : g->api->device_alloc;
   stk_status st = STK_OK;
   size_t sample0 = esize;
   for (int d = 0; d < ndim; d++) sample0 *= (size_t)shapes[d];
   if (dense) {
     void *block = NULL;
-    st = stk__gpu_check((idle ? g->api->device_alloc_idle : g->api->device_alloc)(g->ctx, sample0 * b->n, stream, &block, err, sizeof err), err);
+    st = stk__gpu_check(alloc(g->ctx, sample0 * b->n, stream, &block, err, sizeof err), err);
     if (st == STK_OK) {
       if (block) stk__tensor_list_own(tl, block);
       tl->dense = block;
@@ -286,7 +288,7 @@ static stk_status alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, const
     }
     void *block = NULL;
     if (st == STK_OK)
-      st = stk__gpu_check((idle ? g->api->device_alloc_idle : g->api->device_alloc)(g->ctx, total, stream, &block, err, sizeof err), err);
+      st = stk__gpu_check(alloc(g->ctx, total, stream, &block, err, sizeof err), err);
     if (st == STK_OK && block) stk__tensor_list_own(tl, block);
     for (size_t i = 0; i < b->n && st == STK_OK; i++) tl->data[i] = (char *)block + offsets[i];
     free(offsets);

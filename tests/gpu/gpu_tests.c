@@ -72,6 +72,24 @@ static void dev_download(void *host, const void *dev, size_t bytes) {
   GOK(G->stream_sync(ctx, S0, err, sizeof err));
 }
 
+/* Whether two device buffers hold the same bytes. */
+static bool same_device_bytes(const void *a, const void *b, size_t bytes) {
+  uint8_t *x = (uint8_t *)malloc(bytes), *y = (uint8_t *)malloc(bytes);
+  dev_download(x, a, bytes);
+  dev_download(y, b, bytes);
+  bool same = memcmp(x, y, bytes) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+/* The stored size of a JPEG as nvJPEG reads its header; 64 x 64 when it cannot. */
+static void jpeg_dims(const tu_file *f, int *w, int *h) {
+  stk_gpu_jpeg_info info;
+  *w = *h = 64;
+  if (G->jpeg_info(ctx, f->data, f->size, &info, err, sizeof err) == 0) *w = info.width, *h = info.height;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* runtime                                                                            */
 /* ---------------------------------------------------------------------------------- */
@@ -466,9 +484,8 @@ static void decode_pass(tu_file *f, int n, double load, int color, int roi, int 
   stk_gpu_decode_out *out = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *out);
   int *hh = (int *)calloc((size_t)n, sizeof(int)), *ww = (int *)calloc((size_t)n, sizeof(int));
   for (int i = 0; i < n; i++) {
-    stk_gpu_jpeg_info info;
-    int w = 64, h = 64;
-    if (G->jpeg_info(ctx, f[i].data, f[i].size, &info, err, sizeof err) == 0) w = info.width, h = info.height;
+    int w, h;
+    jpeg_dims(&f[i], &w, &h);
     ww[i] = w, hh[i] = h;
     in[i].data = f[i].data;
     in[i].size = f[i].size;
@@ -566,9 +583,8 @@ static void decode_ahead_pass(tu_file *f, int n, double load) {
   stk_gpu_decode_class *cls = (stk_gpu_decode_class *)calloc((size_t)n, sizeof *cls);
   size_t *bytes = (size_t *)calloc((size_t)n, sizeof(size_t));
   for (int i = 0; i < n; i++) {
-    stk_gpu_jpeg_info info;
-    int w = 64, h = 64;
-    if (G->jpeg_info(ctx, f[i].data, f[i].size, &info, err, sizeof err) == 0) w = info.width, h = info.height;
+    int w, h;
+    jpeg_dims(&f[i], &w, &h);
     a[i].data = b[i].data = f[i].data;
     a[i].size = b[i].size = f[i].size;
     a[i].dst_pitch = b[i].dst_pitch = (size_t)w * 3;
@@ -598,13 +614,9 @@ static void decode_ahead_pass(tu_file *f, int n, double load) {
           "%s: decode_classify says %s, decode_batch %s", f[i].path, status_name(cls[i].status), status_name(oa[i].status));
     if (oa[i].status == STK_GPU_DECODE_OK && ob[i].status == STK_GPU_DECODE_OK) {
       decoded++;
-      uint8_t *x = (uint8_t *)malloc(bytes[i]), *y = (uint8_t *)malloc(bytes[i]);
-      dev_download(x, a[i].dst, bytes[i]);
-      dev_download(y, b[i].dst, bytes[i]);
-      same += memcmp(x, y, bytes[i]) == 0;
-      CHECK(memcmp(x, y, bytes[i]) == 0, "%s: decoded with the verdict ahead into idle memory, the bytes differ", f[i].path);
-      free(x);
-      free(y);
+      bool equal = same_device_bytes(a[i].dst, b[i].dst, bytes[i]);
+      same += equal;
+      CHECK(equal, "%s: decoded with the verdict ahead into idle memory, the bytes differ", f[i].path);
     }
     G->device_free(ctx, a[i].dst, S0, err, sizeof err);
     G->device_free_idle(ctx, b[i].dst, S0, err, sizeof err);
@@ -623,9 +635,8 @@ static void decode_input_lifetime_pass(tu_file *f, int n, double load) {
   stk_gpu_decode_out *oa = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *oa), *ob = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *ob);
   size_t *bytes = (size_t *)calloc((size_t)n, sizeof(size_t));
   for (int i = 0; i < n; i++) {
-    stk_gpu_jpeg_info info;
-    int w = 64, h = 64;
-    if (G->jpeg_info(ctx, f[i].data, f[i].size, &info, err, sizeof err) == 0) w = info.width, h = info.height;
+    int w, h;
+    jpeg_dims(&f[i], &w, &h);
     void *pin = NULL;
     GOK(G->pinned_alloc(ctx, f[i].size, &pin, err, sizeof err));
     memcpy(pin, f[i].data, f[i].size);
@@ -646,14 +657,10 @@ static void decode_input_lifetime_pass(tu_file *f, int n, double load) {
   for (int i = 0; i < n; i++) {
     if (oa[i].status == STK_GPU_DECODE_OK && ob[i].status == STK_GPU_DECODE_OK) {
       decoded++;
-      uint8_t *x = (uint8_t *)malloc(bytes[i]), *y = (uint8_t *)malloc(bytes[i]);
-      dev_download(x, a[i].dst, bytes[i]);
-      dev_download(y, b[i].dst, bytes[i]);
-      same += memcmp(x, y, bytes[i]) == 0;
-      CHECK(memcmp(x, y, bytes[i]) == 0, "%s: the bytes were overwritten after decode_batch returned and the image "
-            "changed: nvJPEG read them later", f[i].path);
-      free(x);
-      free(y);
+      bool equal = same_device_bytes(a[i].dst, b[i].dst, bytes[i]);
+      same += equal;
+      CHECK(equal, "%s: the bytes were overwritten after decode_batch returned and the image changed: nvJPEG "
+            "read them later", f[i].path);
     }
     G->device_free_idle(ctx, a[i].dst, S0, err, sizeof err);
     G->device_free_idle(ctx, b[i].dst, S0, err, sizeof err);
