@@ -4,8 +4,8 @@
 # torchvision comparisons, and prints a short table at the end.
 #
 # usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
-#        [loaders] [pipeline] [profile] [ab] [memcheck_ops]
-#        (memcheck_ops, the Python parity tests under compute-sanitizer, is only run when named)
+#        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks]
+#        (memcheck_ops, the Python parity tests under compute-sanitizer, and stacks are only run when named)
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -93,7 +93,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -119,7 +119,7 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops; then
+if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops || want stacks; then
   step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release -DSTK_CUDA_ARCHS="${STK_GPU_ARCHS:-90-real}" "${PKGCFG_ARG[@]}" || BUILD_OK=0
   [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" || BUILD_OK=0; }
@@ -215,6 +215,17 @@ if [ $BUILD_OK = 1 ] && want ab; then
     step "ab_t$t" 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
       --rounds ${STK_AB_ROUNDS:-4} --epochs ${STK_AB_EPOCHS:-10} --threads $t --bare "$BUILD/gpu_bench" --bare-pinned \
       --env STK_PIN_HOST=0:pageable basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
+  done
+fi
+# ---- where the thread feeding the engines spends nvjpegDecodeBatched (only when named):
+#      stack samples (cuda-gdb) and per-thread CPU time (scripts/stack_sample.py) for bare
+#      decoding from pinned copies and for basic@gpu at 15 and 2 CPU threads ----
+if [ $BUILD_OK = 1 ] && named stacks; then
+  SS=(python3 scripts/stack_sample.py --warmup ${STK_SS_WARMUP:-6} --window ${STK_SS_WINDOW:-20} --samples ${STK_SS_SAMPLES:-10})
+  step stacks_bare 150 "${SS[@]}" -- "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 600 --threads 15 --only bare --bare-pinned
+  for t in 15 2; do
+    step "stacks_basic_t$t" 150 "${SS[@]}" -- "$BUILD/stoker" bench --data "$DATA" --pipeline basic --device gpu \
+      --batch-size 256 --threads $t --epochs 600
   done
 fi
 # The per-operator parity tests under compute-sanitizer (torch's hand-off test excluded:
