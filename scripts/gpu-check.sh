@@ -217,16 +217,20 @@ if [ $BUILD_OK = 1 ] && want ab; then
       --env STK_PIN_HOST=0:pageable basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
   done
 fi
-# ---- where the thread feeding the engines spends nvjpegDecodeBatched (only when named):
-#      stack samples (cuda-gdb) and per-thread CPU time (scripts/stack_sample.py) for bare
-#      decoding from pinned copies and for basic@gpu at 15 and 2 CPU threads ----
+# ---- where the thread feeding the engines spends its time (only when named): per-thread
+#      CPU time (scripts/stack_sample.py; cuda-gdb stack samples too with STK_SS_SAMPLES=N)
+#      for bare decoding from pinned copies and for GPU pipelines at 15 and 8 CPU threads,
+#      with the machine's CPU topology (SMT siblings share a core's execution units) ----
 if [ $BUILD_OK = 1 ] && named stacks; then
-  SS=(python3 scripts/stack_sample.py --warmup ${STK_SS_WARMUP:-6} --window ${STK_SS_WINDOW:-20} --samples ${STK_SS_SAMPLES:-10})
-  step stacks_bare 150 "${SS[@]}" -- "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 600 --threads 15 --only bare --bare-pinned
-  for t in 15 2; do
-    step "stacks_basic_t$t" 150 "${SS[@]}" -- "$BUILD/stoker" bench --data "$DATA" --pipeline basic --device gpu \
-      --batch-size 256 --threads $t --epochs 600
+  { lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA)"; echo "SMT sibling sets: $(cat /sys/devices/system/cpu/cpu*/topology/thread_siblings_list | sort -un | tr '\n' ' ')"; } 2>&1 | tee -a "$LOG"
+  SS=(python3 scripts/stack_sample.py --warmup 5 --window ${STK_SS_WINDOW:-12} --samples ${STK_SS_SAMPLES:-0} --let-finish)
+  step stacks_bare 90 "${SS[@]}" -- "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 300 --threads 15 --only bare --bare-pinned
+  for run in ${STK_SS_RUNS:-basic:15 basic:8 bench/pipelines/basic_gpu_hw10.txt:15 decode:15}; do
+    p=${run%:*} t=${run##*:}
+    step "stacks_$(basename "$p" .txt)_t$t" 90 "${SS[@]}" -- "$BUILD/stoker" bench --data "$DATA" --pipeline "$p" --device gpu \
+      --batch-size 256 --threads "$t" --epochs 250
   done
+  step stacks_bare2 90 "${SS[@]}" -- "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 300 --threads 15 --only bare --bare-pinned
 fi
 # The per-operator parity tests under compute-sanitizer (torch's hand-off test excluded:
 # torch's own start-up under memcheck takes minutes and it launches no stoker kernel).

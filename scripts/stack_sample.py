@@ -15,7 +15,11 @@ nvjpegDecodeBatched), the innermost frames seen and how often, and for every thr
 share of one core over the window.
 
 usage: scripts/stack_sample.py [--warmup S] [--window S] [--samples N] [--match NAME]
-                               [--depth K] [--debugger cuda-gdb] -- CMD ARGS...
+                               [--depth K] [--debugger cuda-gdb] [--let-finish] -- CMD ARGS...
+(--samples 0: CPU times only, the command undisturbed. cuda-gdb's attach takes a lock in
+the CUDA driver, so a thread inside a driver call is caught waiting on it: the stacks say
+which library call a thread was in, not whether it computed or waited; the CPU times say
+that.)
 """
 import argparse
 import collections
@@ -47,6 +51,17 @@ def thread_cpu(pid):
             continue
         out[int(tid)] = (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
     return out
+
+
+def thread_names(pid):
+    names = {}
+    for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names[int(tid)] = f.read().strip()
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return names
 
 
 def parse_stacks(text):
@@ -87,6 +102,8 @@ def main():
     ap.add_argument("--samples", type=int, default=12)
     ap.add_argument("--match", default="nvjpegDecodeBatched")
     ap.add_argument("--depth", type=int, default=40)
+    ap.add_argument("--let-finish", action="store_true",
+                    help="wait for the command to end (its own summary) instead of interrupting it")
     ap.add_argument("--debugger", default=shutil.which("cuda-gdb") or shutil.which("gdb") or "cuda-gdb")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -107,7 +124,9 @@ def main():
             break
         samples.append(sample(a.debugger, proc.pid, a.depth))
     time.sleep(max(0.0, t0 + a.window - time.monotonic()))
-    t1, cpu1 = time.monotonic(), thread_cpu(proc.pid)
+    t1, cpu1, names = time.monotonic(), thread_cpu(proc.pid), thread_names(proc.pid)
+    if proc.poll() is None and a.let_finish:
+        proc.wait()
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:
@@ -143,9 +162,16 @@ def main():
     busy = sorted(((cpu1.get(t, 0) - cpu0.get(t, 0), t) for t in cpu1), reverse=True)
     for sec, tid in busy[:24]:
         tag = f"  <- inside {a.match} in some samples" if tid in matched else ""
-        print(f"  tid {tid:7d}  {100 * sec / wall:6.1f}% of a core{tag}")
+        print(f"  tid {tid:7d} {names.get(tid, '?'):15s} {100 * sec / wall:6.1f}% of a core{tag}")
     total = sum(s for s, _ in busy)
     print(f"  all {len(busy)} threads: {total / wall:.2f} cores")
+    by_name = collections.defaultdict(lambda: [0, 0.0])
+    for sec, tid in busy:
+        group = re.sub(r"-?\d+$", "", names.get(tid, "?"))
+        by_name[group][0] += 1
+        by_name[group][1] += sec
+    print("  by name (numbers dropped): " + ", ".join(
+        f"{g} x{n} {100 * sec / wall:.0f}%" for g, (n, sec) in sorted(by_name.items(), key=lambda kv: -kv[1][1])))
     return 0
 
 

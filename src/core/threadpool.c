@@ -40,6 +40,7 @@ static void *worker_main(void *opaque) {
   stk__threadpool *tp = ws->tp;
   int index = ws->index;
   free(ws);
+  stk__name_thread("stk-cpu-%d", index + 1);
   uint64_t seen = 0;
   pthread_mutex_lock(&tp->lock);
   for (;;) {

@@ -1,10 +1,14 @@
 /* Allocation helpers, string buffers, whole-file reads, clocks and float16. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "core.h"
 
@@ -164,4 +168,17 @@ float stk__f16_to_f32(uint16_t h) {
   float f;
   memcpy(&f, &x, 4);
   return f;
+}
+
+void stk__name_thread(const char *fmt, ...) {
+#ifdef __linux__
+  char name[16];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  prctl(PR_SET_NAME, name, 0, 0, 0);
+#else
+  (void)fmt;
+#endif
 }

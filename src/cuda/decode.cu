@@ -26,6 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include "decode_balance.h"
@@ -211,6 +212,9 @@ static void *worker_main(void *arg) {
   int slot = d->started++;
   unsigned long seen = d->generation;
   pthread_mutex_unlock(&d->m);
+  char name[16]; /* as the library's threads are named (stk__name_thread) */
+  snprintf(name, sizeof name, "stk-nvjpeg-%d", slot + 1);
+  prctl(PR_SET_NAME, name, 0, 0, 0);
   cudaSetDevice(d->ctx->device);
   for (;;) {
     pthread_mutex_lock(&d->m);

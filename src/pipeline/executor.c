@@ -630,6 +630,7 @@ static gpu_job *queue_pop(job_queue *q) {
 
 static void *producer_main(void *arg) {
   stk__exec *ex = arg;
+  stk__name_thread("stk-producer");
   bool gpu = ex->p->has_gpu;
   pthread_mutex_lock(&ex->lock);
   for (;;) {
@@ -676,6 +677,7 @@ static void *producer_main(void *arg) {
  * meanwhile the GPU thread launches the previous batch's kernels and finishes it. */
 static void *decode_main(void *arg) {
   stk__exec *ex = arg;
+  stk__name_thread("stk-decode");
   pthread_mutex_lock(&ex->lock);
   for (;;) {
     while (!ex->stop && !ex->jobs.head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
@@ -705,6 +707,7 @@ static void *decode_main(void *arg) {
  * (and, split, the next batch's decoding). */
 static void *gpu_main(void *arg) {
   stk__exec *ex = arg;
+  stk__name_thread("stk-gpu");
   job_queue *in = ex->split ? &ex->decoded : &ex->jobs;
   pthread_mutex_lock(&ex->lock);
   for (;;) {

@@ -47,6 +47,8 @@ static void *load_backend(char *why, size_t cap) {
  * the CPU stage's workers: on the H100 machine (16 CPUs) basic@gpu ran at 89-94% of bare
  * nvJPEG with 8 + 8 threads but 81-84% with 15 + 15 (bench/RESULTS.md, 2026-11-23). */
 static int decoder_threads(int pipeline_threads) {
+  const char *env = getenv("STK_NVJPEG_THREADS"); /* an override, for measurements */
+  if (env && atoi(env) >= 1) return atoi(env);
   cpu_set_t set;
   int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
   int cap = cpus > 1 ? cpus / 2 : 1;
