@@ -842,7 +842,7 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
                       "destination", i);
   if (n == 0) return 0;
   bool automatic = !opts || opts->hw_load < 0;
-  double load = automatic ? d->balance.load : opts->hw_load > 1.0 ? 1.0 : opts->hw_load;
+  double load = automatic ? stk_hw_balance_plan(&d->balance) : opts->hw_load > 1.0 ? 1.0 : opts->hw_load;
   STK_TRY_INT(ensure_tables(d, n, err, errlen));
   memset(out, 0, (size_t)n * sizeof *out);
   memset(d->info, 0, (size_t)n * sizeof(sample_t));
@@ -908,7 +908,7 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   if (m > 0) run_parallel(d, job_hybrid_list, m);
   else if (automatic && d->hw_handle) /* a clean batch: both paths timed as they ran together */
     stk_hw_balance_update(&d->balance, hw_pixels, d->engines_ns * 1e-9, hybrid_pixels,
-                          (hybrid_done - t1) * 1e-9);
+                          (hybrid_done - t1) * 1e-9, (host_now_ns() - t1) * 1e-9);
   CUDA_TRY(cudaEventRecord(d->ev_hw, d->hw_stream));
   CUDA_TRY(cudaStreamWaitEvent(d->user_stream, d->ev_hw, 0));
   return 0;
