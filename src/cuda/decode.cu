@@ -305,8 +305,22 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   return 0;
 }
 
+/* $STK_NVJPEG_BALANCE_LOG=1: the automatic split's state when the decoder closes (for
+ * measurements: which arm it played, and how fast each was). */
+static void balance_log(const stk_decoder *d) {
+  const char *env = getenv("STK_NVJPEG_BALANCE_LOG");
+  const stk_hw_balance *b = &d->balance;
+  if (!env || atoi(env) != 1 || b->planned == 0) return;
+  fprintf(stderr, "stoker: hw balance after %ld batches: playing %s (%ld switches); split share %.3f, "
+          "%ld batches at %.3g px/s; engines alone %ld batches at %.3g px/s\n", b->planned,
+          b->best == STK_HW_ARM_ENGINES ? "the engines alone" : "the split", b->switches, b->load,
+          b->count[STK_HW_ARM_SPLIT], b->rate[STK_HW_ARM_SPLIT], b->count[STK_HW_ARM_ENGINES],
+          b->rate[STK_HW_ARM_ENGINES]);
+}
+
 static void decoder_free(stk_decoder *d) {
   if (!d) return;
+  balance_log(d);
   if (d->nthreads) {
     pthread_mutex_lock(&d->m);
     d->stop = 1;

@@ -52,6 +52,7 @@ typedef struct {
   long count[2];  /* batches measured per arm */
   long planned;   /* batches planned so far */
   long since;     /* batches since the other arm was last played */
+  long switches;  /* times the played arm changed */
   int best;       /* the arm played (after the warm-up) */
   int arm;        /* the arm of the batch planned last */
 } stk_hw_balance;
@@ -60,7 +61,7 @@ static inline void stk_hw_balance_init(stk_hw_balance *b) {
   b->load = STK_HW_BALANCE_START;
   b->rate[0] = b->rate[1] = 0;
   b->count[0] = b->count[1] = 0;
-  b->planned = b->since = 0;
+  b->planned = b->since = b->switches = 0;
   b->best = STK_HW_ARM_SPLIT;
   b->arm = STK_HW_ARM_SPLIT;
 }
@@ -127,7 +128,10 @@ static inline void stk_hw_balance_update(stk_hw_balance *b, double hw_pixels, do
   b->rate[arm] += gain * (rate - b->rate[arm]);
   if (stk_hw_balance_warming(b)) return;
   int other = !b->best;
-  if (b->rate[other] > b->rate[b->best] * (1 + STK_HW_ARM_MARGIN)) b->best = other;
+  if (b->rate[other] > b->rate[b->best] * (1 + STK_HW_ARM_MARGIN)) {
+    b->best = other;
+    b->switches++;
+  }
 }
 
 #endif
