@@ -14,6 +14,7 @@
  * usage: gpu_bench DIR [--batch N] [--epochs N] [--threads N] [--lib PATH] [--only bare]
  *                  [--bare-pinned | --bare-registered] (bare decodes from pinned copies of
  *                  the files: cudaHostAlloc'd, or malloc'd and cudaHostRegister'ed)
+ *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
  *                  threads: an experiment; with nvJPEG 13.0.1 on the H100 it hangs after a
  *                  few batches, bench/RESULTS.md 2026-11-23/24)
@@ -55,6 +56,9 @@ typedef struct {
 
 static img_t *imgs;
 static int nimg, batch = 256;
+static int bare_vary; /* --bare-vary N: bare's calls alternate between batch and batch - N images
+                         (as the automatic split's engine share varies): does nvJPEG pay for
+                         a batch size that changes from call to call? */
 static double host_decode, host_resample; /* host seconds inside the two calls */
 
 /* ---- the ceiling: nvJPEG's hardware batched decode, called directly ---- */
@@ -121,6 +125,7 @@ static void *bare_thread(void *arg) {
     long k = atomic_fetch_add(w->next, 1);
     if (k >= w->total) break;
     int s = (int)(k % per_epoch) * batch, b = nimg - s < batch ? nimg - s : batch;
+    if (bare_vary > 0 && bare_vary < b && k % 2) b -= bare_vary;
     for (int i = 0; i < b; i++) {
       data[i] = imgs[s + i].data;
       len[i] = imgs[s + i].size;
@@ -198,8 +203,9 @@ static void bench_bare(int epochs, int submitters) {
     fails += w[i].fails;
     call_s += w[i].call_s;
   }
-  printf("RESULT bare_nvjpeg_hw%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
-         "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "", batch, done, t, done / t, fails,
+  printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
+         "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
+         bare_vary ? "_vary" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "");
   for (int i = 0; i < submitters; i++) G->device_free(ctx, w[i].out, S0, err, sizeof err);
@@ -428,6 +434,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-own-handles")) bare_own_handles = 1;
     else if (!strcmp(argv[i], "--bare-pinned")) bare_pinned = 1;
     else if (!strcmp(argv[i], "--bare-registered")) bare_pinned = 2;
+    else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
     else dir = argv[i];
   }
   if (!dir || batch < 1 || batch > 1024) {
