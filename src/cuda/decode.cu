@@ -311,11 +311,11 @@ static void balance_log(const stk_decoder *d) {
   const char *env = getenv("STK_NVJPEG_BALANCE_LOG");
   const stk_hw_balance *b = &d->balance;
   if (!env || atoi(env) != 1 || b->planned == 0) return;
-  fprintf(stderr, "stoker: hw balance after %ld batches: playing %s (%ld switches); split share %.3f, "
-          "%ld batches at %.3g px/s; engines alone %ld batches at %.3g px/s\n", b->planned,
-          b->best == STK_HW_ARM_ENGINES ? "the engines alone" : "the split", b->switches, b->load,
-          b->count[STK_HW_ARM_SPLIT], b->rate[STK_HW_ARM_SPLIT], b->count[STK_HW_ARM_ENGINES],
-          b->rate[STK_HW_ARM_ENGINES]);
+  fprintf(stderr, "stoker: hw balance after %ld batches: playing %s (%ld switches); split share %.3f; "
+          "%ld split and %ld engines-alone batches; the other arm's rate / the played one's %.3f "
+          "(%ld pairs)\n", b->planned, b->best == STK_HW_ARM_ENGINES ? "the engines alone" : "the split",
+          b->switches, b->load, b->count[STK_HW_ARM_SPLIT], b->count[STK_HW_ARM_ENGINES],
+          stk_hw_balance_ratio(b), b->pairs);
 }
 
 static void decoder_free(stk_decoder *d) {
