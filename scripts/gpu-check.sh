@@ -209,11 +209,13 @@ fi
 # ---- issue 4's ratio, robustly: bare nvJPEG (from pageable and from pinned copies of the
 #      files) and the basic pipeline (automatic split, hw_decoder_load 1.0 and 0.75, and
 #      with its host pool left pageable) interleaved, every round measuring its own ceilings,
-#      at 15 and at 8 CPU threads; the per-pipeline figure is the median same-round ratio ----
+#      at 15 and at 8 CPU threads; the per-pipeline figure is the median same-round ratio.
+#      60 epochs of the 2000 files (~5 s a run): at 10 the start (the host pool's blocks
+#      growing and being page-locked) weighed on the pipelines' rates ----
 if [ $BUILD_OK = 1 ] && want ab; then
   for t in ${STK_AB_THREADS:-15 8}; do
     step "ab_t$t" 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
-      --rounds ${STK_AB_ROUNDS:-4} --epochs ${STK_AB_EPOCHS:-10} --threads $t --bare "$BUILD/gpu_bench" --bare-pinned \
+      --rounds ${STK_AB_ROUNDS:-4} --epochs ${STK_AB_EPOCHS:-60} --threads $t --bare "$BUILD/gpu_bench" --bare-pinned \
       --env STK_PIN_HOST=0:pageable basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
   done
 fi
