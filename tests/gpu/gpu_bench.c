@@ -15,6 +15,7 @@
  *                  [--bare-pinned | --bare-registered] (bare decodes from pinned copies of
  *                  the files: cudaHostAlloc'd, or malloc'd and cudaHostRegister'ed)
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
+ *                  [--bare-read-load N] (N threads re-read the files while bare decodes)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
  *                  threads: an experiment; with nvJPEG 13.0.1 on the H100 it hangs after a
  *                  few batches, bench/RESULTS.md 2026-11-23/24)
@@ -56,6 +57,28 @@ typedef struct {
 
 static img_t *imgs;
 static int nimg, batch = 256;
+/* --bare-read-load N: N threads read the dataset's files over and over (pread into one
+ * buffer each) while bare decodes, as a pipeline's reader does: does that traffic through
+ * the caches and memory slow nvJPEG's CPU-bound call? */
+static int read_load;
+static atomic_int read_load_stop;
+static tu_file *read_files;
+static int read_nfiles;
+
+static void *read_load_main(void *arg) {
+  long id = (long)arg;
+  uint8_t *buf = (uint8_t *)malloc(1 << 22);
+  long bytes = 0;
+  for (int i = (int)id; buf && !atomic_load(&read_load_stop); i = (i + 1) % read_nfiles) {
+    FILE *f = fopen(read_files[i].path, "rb");
+    if (!f) continue;
+    bytes += (long)fread(buf, 1, 1 << 22, f);
+    fclose(f);
+  }
+  free(buf);
+  return (void *)bytes;
+}
+
 static int bare_vary; /* --bare-vary N: bare's calls alternate between batch and batch - N images
                          (as the automatic split's engine share varies): does nvJPEG pay for
                          a batch size that changes from call to call? */
@@ -183,6 +206,9 @@ static void bench_bare(int epochs, int submitters) {
     DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&w[t].out, err, sizeof err), "alloc");
   }
   G->stream_sync(ctx, S0, err, sizeof err);
+  pthread_t loaders[64];
+  atomic_store(&read_load_stop, 0);
+  for (long i = 0; i < read_load && i < 64; i++) pthread_create(&loaders[i], NULL, read_load_main, (void *)(i * 97));
   double t0 = 0;
   for (int pass = 0; pass < 2; pass++) { /* pass 0: one epoch of warm-up */
     atomic_store(&next, 0);
@@ -196,6 +222,14 @@ static void bench_bare(int epochs, int submitters) {
     for (int t = 0; t < submitters; t++) pthread_join(th[t], NULL);
   }
   double t = now() - t0;
+  atomic_store(&read_load_stop, 1);
+  double read_bytes = 0;
+  for (int i = 0; i < read_load && i < 64; i++) {
+    void *r;
+    pthread_join(loaders[i], &r);
+    read_bytes += (double)(long)r;
+  }
+  if (read_load) printf("bare: %d reading threads read %.0f MB/s meanwhile\n", read_load, read_bytes / t / 1e6);
   long done = 0, fails = 0, calls = (long)per_epoch * epochs;
   double call_s = 0;
   for (int i = 0; i < submitters; i++) {
@@ -205,7 +239,7 @@ static void bench_bare(int epochs, int submitters) {
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
          "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
-         bare_vary ? "_vary" : "", batch, done, t, done / t, fails,
+         bare_vary ? "_vary" : read_load ? "_readload" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "");
   for (int i = 0; i < submitters; i++) G->device_free(ctx, w[i].out, S0, err, sizeof err);
@@ -435,6 +469,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-pinned")) bare_pinned = 1;
     else if (!strcmp(argv[i], "--bare-registered")) bare_pinned = 2;
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-read-load") && i + 1 < argc) read_load = atoi(argv[++i]);
     else dir = argv[i];
   }
   if (!dir || batch < 1 || batch > 1024) {
@@ -452,6 +487,8 @@ int main(int argc, char **argv) {
   S0 = G->stream(ctx, STK_GPU_STREAM_COMPUTE);
   tu_file *files = (tu_file *)calloc(8192, sizeof *files);
   int nf = tu_list_files(dir, files, 8192, 0);
+  read_files = files;
+  read_nfiles = nf;
   imgs = (img_t *)calloc((size_t)nf, sizeof *imgs);
   double bytes = 0;
   for (int i = 0; i < nf; i++) {
