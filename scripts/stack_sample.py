@@ -36,14 +36,18 @@ THREAD_RE = re.compile(r"^Thread \S+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\)")
 FRAME_RE = re.compile(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*?\)(?: (?:from|at) (\S+))?")
 
 
+def tasks(pid):
+    """The thread ids of pid ([] once it has ended)."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return []
+
+
 def thread_cpu(pid):
     """{tid: CPU seconds (user + system)} of every thread of pid."""
     out = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        return out
-    for tid in tids:
+    for tid in tasks(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
@@ -55,7 +59,7 @@ def thread_cpu(pid):
 
 def thread_names(pid):
     names = {}
-    for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+    for tid in tasks(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/comm") as f:
                 names[int(tid)] = f.read().strip()
@@ -141,12 +145,12 @@ def main():
     in_call = 0
     for s in samples:
         for tid, st in s.items():
-            names = [f for f, _ in st]
-            if a.match not in names:
+            functions = [f for f, _ in st]
+            if a.match not in functions:
                 continue
             matched.add(tid)
             in_call += 1
-            cut = names.index(a.match)
+            cut = functions.index(a.match)
             inner[label(st[0])] += 1
             for f in set(st[:cut]):  # every frame between the innermost and the call
                 frames_in_call[label(f)] += 1

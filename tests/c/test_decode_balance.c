@@ -67,7 +67,7 @@ static double rate_after(stk_hw_balance *b, machine *m, int warm, int batches) {
   for (int k = 0; k < warm; k++) run_batch(b, m);
   double seconds = 0;
   for (int k = 0; k < batches; k++) seconds += run_batch(b, m);
-  return batches * (double)BATCH / seconds;
+  return batches > 0 ? batches * (double)BATCH / seconds : 0;
 }
 
 static void check_machine(double r_hw, double r_hybrid, double noise, double start) {

@@ -57,8 +57,8 @@ typedef struct {
 
 static img_t *imgs;
 static int nimg, batch = 256;
-/* --bare-read-load N: N threads read the dataset's files over and over (pread into one
- * buffer each) while bare decodes, as a pipeline's reader does: does that traffic through
+/* --bare-read-load N: N threads read the dataset's files over and over (fread into one
+ * buffer each; from the warm-up epoch to the end) while bare decodes, as a pipeline's reader does: does that traffic through
  * the caches and memory slow nvJPEG's CPU-bound call? */
 static int read_load;
 static atomic_int read_load_stop;
@@ -69,7 +69,7 @@ static void *read_load_main(void *arg) {
   long id = (long)arg;
   uint8_t *buf = (uint8_t *)malloc(1 << 22);
   long bytes = 0;
-  for (int i = (int)id; buf && !atomic_load(&read_load_stop); i = (i + 1) % read_nfiles) {
+  for (int i = (int)(id % read_nfiles); buf && !atomic_load(&read_load_stop); i = (i + 1) % read_nfiles) {
     FILE *f = fopen(read_files[i].path, "rb");
     if (!f) continue;
     bytes += (long)fread(buf, 1, 1 << 22, f);
@@ -208,6 +208,8 @@ static void bench_bare(int epochs, int submitters) {
   G->stream_sync(ctx, S0, err, sizeof err);
   pthread_t loaders[64];
   atomic_store(&read_load_stop, 0);
+  if (read_nfiles == 0) read_load = 0;
+  double read_t0 = now(); /* the readers run through the warm-up epoch too */
   for (long i = 0; i < read_load && i < 64; i++) pthread_create(&loaders[i], NULL, read_load_main, (void *)(i * 97));
   double t0 = 0;
   for (int pass = 0; pass < 2; pass++) { /* pass 0: one epoch of warm-up */
@@ -229,7 +231,7 @@ static void bench_bare(int epochs, int submitters) {
     pthread_join(loaders[i], &r);
     read_bytes += (double)(long)r;
   }
-  if (read_load) printf("bare: %d reading threads read %.0f MB/s meanwhile\n", read_load, read_bytes / t / 1e6);
+  if (read_load) printf("bare: %d reading threads read %.0f MB/s meanwhile\n", read_load, read_bytes / (now() - read_t0) / 1e6);
   long done = 0, fails = 0, calls = (long)per_epoch * epochs;
   double call_s = 0;
   for (int i = 0; i < submitters; i++) {
