@@ -16,6 +16,7 @@
  *                  the files: cudaHostAlloc'd, or malloc'd and cudaHostRegister'ed)
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
  *                  [--bare-read-load N] (N threads re-read the files while bare decodes)
+ *                  [--bare-pin-cpu N] (bare's submitting thread runs on CPU N only)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
  *                  threads: an experiment; with nvJPEG 13.0.1 on the H100 it hangs after a
  *                  few batches, bench/RESULTS.md 2026-11-23/24)
@@ -137,8 +138,18 @@ typedef struct {
   double call_s; /* host time inside nvjpegDecodeBatched(Initialize) */
 } bare_worker;
 
+/* --bare-pin-cpu N: the submitting thread runs on CPU N only (does a busy SMT sibling or
+ * busy cores elsewhere slow nvJPEG's CPU-bound call? scripts/cpu_contention.sh) */
+static int bare_pin_cpu = -1;
+
 static void *bare_thread(void *arg) {
   bare_worker *w = (bare_worker *)arg;
+  if (bare_pin_cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(bare_pin_cpu, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) printf("bare: cannot pin to CPU %d\n", bare_pin_cpu);
+  }
   const unsigned char **data = (const unsigned char **)malloc(sizeof(void *) * batch);
   size_t *len = (size_t *)malloc(sizeof(size_t) * batch);
   nvjpegImage_t *dst = (nvjpegImage_t *)calloc((size_t)batch, sizeof *dst);
@@ -470,6 +481,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-own-handles")) bare_own_handles = 1;
     else if (!strcmp(argv[i], "--bare-pinned")) bare_pinned = 1;
     else if (!strcmp(argv[i], "--bare-registered")) bare_pinned = 2;
+    else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-read-load") && i + 1 < argc) read_load = atoi(argv[++i]);
     else dir = argv[i];
