@@ -17,6 +17,8 @@
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
  *                  [--bare-read-load N] (N threads re-read the files while bare decodes)
  *                  [--bare-pin-cpu N] (bare's submitting thread runs on CPU N only)
+ *                  [--bare-padding MB] [--bare-prealloc] (nvJPEG's memory padding; its
+ *                  state's buffers allocated up front)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
  *                  threads: an experiment; with nvJPEG 13.0.1 on the H100 it hangs after a
  *                  few batches, bench/RESULTS.md 2026-11-23/24)
@@ -99,9 +101,19 @@ typedef struct {
   int (*stream_sync)(struct CUstream_st *);              /* cuStreamSynchronize */
   int (*ctx_get)(void **);                               /* cuCtxGetCurrent */
   int (*ctx_set)(void *);                                /* cuCtxSetCurrent */
+  nvjpegStatus_t (*prealloc)(nvjpegHandle_t, nvjpegJpegState_t, int, int, int, nvjpegChromaSubsampling_t,
+                             nvjpegOutputFormat_t);           /* nvjpegDecodeBatchedPreAllocate */
+  nvjpegStatus_t (*dev_padding)(size_t, nvjpegHandle_t);    /* nvjpegSetDeviceMemoryPadding */
+  nvjpegStatus_t (*pinned_padding)(size_t, nvjpegHandle_t); /* nvjpegSetPinnedMemoryPadding */
   void *cu_ctx; /* the device's primary context, made current on every submitting thread */
   nvjpegHandle_t h;
 } bare_nvjpeg;
+
+/* --bare-padding MB: nvJPEG's device and pinned allocations padded by MB (fewer
+ * reallocations inside the call when images grow); --bare-prealloc: the state's buffers
+ * allocated up front for a batch of the largest image (nvjpegDecodeBatchedPreAllocate).
+ * Does the call's host time include nvJPEG's own allocations? */
+static int bare_padding_mb, bare_prealloc;
 
 static int bare_load(bare_nvjpeg *n) {
   void *lib = dlopen("libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -117,10 +129,20 @@ static int bare_load(bare_nvjpeg *n) {
   *(void **)&n->stream_sync = dlsym(cu, "cuStreamSynchronize");
   *(void **)&n->ctx_get = dlsym(cu, "cuCtxGetCurrent");
   *(void **)&n->ctx_set = dlsym(cu, "cuCtxSetCurrent");
+  *(void **)&n->prealloc = dlsym(lib, "nvjpegDecodeBatchedPreAllocate");
+  *(void **)&n->dev_padding = dlsym(lib, "nvjpegSetDeviceMemoryPadding");
+  *(void **)&n->pinned_padding = dlsym(lib, "nvjpegSetPinnedMemoryPadding");
   if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create || !n->stream_sync ||
       !n->ctx_get || !n->ctx_set || n->ctx_get(&n->cu_ctx) != 0 || !n->cu_ctx)
     return -1;
-  return n->create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &n->h) == NVJPEG_STATUS_SUCCESS ? 0 : -1;
+  if (n->create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &n->h) != NVJPEG_STATUS_SUCCESS) return -1;
+  if (bare_padding_mb > 0) {
+    size_t pad = (size_t)bare_padding_mb << 20;
+    if (!n->dev_padding || !n->pinned_padding || n->dev_padding(pad, n->h) != NVJPEG_STATUS_SUCCESS ||
+        n->pinned_padding(pad, n->h) != NVJPEG_STATUS_SUCCESS)
+      printf("bare: memory padding refused\n");
+  }
+  return 0;
 }
 
 /* One submitting thread: its own decoder state, stream and destinations; takes batches
@@ -213,6 +235,16 @@ static void bench_bare(int epochs, int submitters) {
     if (bare_own_handles && submitters > 1)
       DIE_IF(n.create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &w[t].h) != NVJPEG_STATUS_SUCCESS, "nvjpegCreateEx");
     DIE_IF(n.state_create(w[t].h, &w[t].st) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
+    if (bare_prealloc) {
+      int mw = 0, mh = 0;
+      for (int i = 0; i < nimg; i++) {
+        if (imgs[i].w > mw) mw = imgs[i].w;
+        if (imgs[i].h > mh) mh = imgs[i].h;
+      }
+      nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st, batch, mw, mh, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI)
+                                     : NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
+      if (ps != NVJPEG_STATUS_SUCCESS) printf("bare: nvjpegDecodeBatchedPreAllocate: status %d\n", (int)ps);
+    }
     DIE_IF(n.stream_create(&w[t].stream, 1 /* CU_STREAM_NON_BLOCKING */) != 0, "cuStreamCreate");
     DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&w[t].out, err, sizeof err), "alloc");
   }
@@ -481,6 +513,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-own-handles")) bare_own_handles = 1;
     else if (!strcmp(argv[i], "--bare-pinned")) bare_pinned = 1;
     else if (!strcmp(argv[i], "--bare-registered")) bare_pinned = 2;
+    else if (!strcmp(argv[i], "--bare-prealloc")) bare_prealloc = 1;
+    else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc) bare_padding_mb = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-read-load") && i + 1 < argc) read_load = atoi(argv[++i]);

@@ -1,0 +1,344 @@
+/*
+ * cpu_sampler: where a program's threads spend their CPU time, on a machine without perf
+ * or Nsight Systems (the GPU machine has neither). Loaded with LD_PRELOAD; it samples the
+ * program counter and a few return addresses of whichever thread is on the CPU, at a rate
+ * proportional to CPU time (ITIMER_PROF, whose signal Linux delivers to the thread that
+ * was running when the timer expired, the way gperftools' profiler relies on), and at exit
+ * writes a summary: per thread, the samples by library and by function.
+ *
+ *   STK_SAMPLER_OUT=PREFIX   turns it on; the summary goes to PREFIX.PID.txt
+ *   STK_SAMPLER_HZ=N         samples per CPU-second (default 1000)
+ *   STK_SAMPLER_DELAY=S      seconds before sampling starts (default 1: start-up left out)
+ *
+ * Functions are named from each file's own symbol table (.symtab, so a library's internal
+ * functions too, where the file is not stripped; else .dynsym's exported ones). A
+ * stripped library's internal functions are reported as LIB+0xOFFSET (offset from the library's load address), so
+ * two samples in one internal function still group together (by 4 KiB page of code,
+ * see PAGE_GROUP). Time a thread spends in the kernel appears at the system call's
+ * return address in user space (libc's ioctl, futex wait, ...): which library made the
+ * call is then the next frame.
+ * Frames past the first come from backtrace() (libgcc's unwinder on .eh_frame); it is
+ * warmed up before the timer starts, since its first call loads libgcc.
+ * Libraries are kept loaded to the end (dlclose is a no-op while this is preloaded), so
+ * that the report can still name addresses in libraries the program unloaded.
+ * Caveat: a signal interrupts a sleeping system call only on the thread it is delivered
+ * to, which is one on the CPU; calls that do not restart on SA_RESTART (nanosleep, poll
+ * with a timeout) may return EINTR early there.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+enum { MAX_SAMPLES = 1 << 20, DEPTH = 6, PAGE_GROUP = 4096 };
+
+typedef struct {
+  char thread[16];
+  void *pc[DEPTH]; /* pc[0]: the interrupted instruction; then return addresses */
+  int depth;
+} sample_t;
+
+static sample_t *samples;
+static atomic_long nsamples;
+static atomic_int enabled;
+static char out_prefix[512];
+
+static void on_prof(int sig, siginfo_t *info, void *ucv) {
+  (void)sig;
+  (void)info;
+  if (!atomic_load_explicit(&enabled, memory_order_relaxed)) return;
+  long i = atomic_fetch_add_explicit(&nsamples, 1, memory_order_relaxed);
+  if (i >= MAX_SAMPLES) return;
+  sample_t *s = &samples[i];
+  ucontext_t *uc = (ucontext_t *)ucv;
+  s->pc[0] = (void *)uc->uc_mcontext.gregs[REG_RIP];
+  prctl(PR_GET_NAME, s->thread, 0, 0, 0);
+  /* backtrace() from inside the handler starts in the handler and the signal frame: keep
+   * what lies past the interrupted instruction's own frame. */
+  void *bt[DEPTH + 4];
+  int n = backtrace(bt, DEPTH + 4), k = 0;
+  while (k < n && bt[k] != s->pc[0]) k++;
+  int d = 1;
+  for (k = k + 1; k < n && d < DEPTH; k++) s->pc[d++] = bt[k];
+  s->depth = d;
+}
+
+static void *start_later(void *arg) {
+  double delay = *(double *)arg;
+  struct timespec ts = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
+  nanosleep(&ts, NULL);
+  atomic_store(&enabled, 1);
+  return NULL;
+}
+
+/* ---- symbol tables, read from the files themselves (at report time only) ---- */
+
+typedef struct {
+  uint64_t start, size;
+  const char *name;
+} func_sym;
+
+typedef struct {
+  char path[512];
+  int is_exec; /* ET_EXEC: symbol values are addresses, not offsets from the load address */
+  func_sym *syms;
+  int n;
+} sym_file;
+
+static sym_file files[64];
+static int nfiles;
+
+static int by_start(const void *a, const void *b) {
+  uint64_t x = ((const func_sym *)a)->start, y = ((const func_sym *)b)->start;
+  return (x > y) - (x < y);
+}
+
+/* The function symbols of one ELF file: .symtab when present (not stripped), else .dynsym.
+ * The file stays mapped: the names point into it. */
+static void load_symbols(sym_file *sf) {
+  int fd = open(sf->path, O_RDONLY);
+  if (fd < 0) return;
+  struct stat st;
+  void *map = MAP_FAILED;
+  if (fstat(fd, &st) == 0 && st.st_size > (off_t)sizeof(Elf64_Ehdr))
+    map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return;
+  const uint8_t *base = (const uint8_t *)map;
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+  if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+      eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > (uint64_t)st.st_size)
+    return;
+  sf->is_exec = eh->e_type == ET_EXEC;
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+  const Elf64_Shdr *tab = NULL;
+  for (int want = SHT_SYMTAB; want && !tab; want = want == SHT_SYMTAB ? SHT_DYNSYM : 0)
+    for (int i = 0; i < eh->e_shnum; i++)
+      if (sh[i].sh_type == (Elf64_Word)want && sh[i].sh_link < eh->e_shnum) tab = &sh[i];
+  if (!tab || tab->sh_offset + tab->sh_size > (uint64_t)st.st_size) return;
+  const Elf64_Shdr *strs = &sh[tab->sh_link];
+  const Elf64_Sym *sym = (const Elf64_Sym *)(base + tab->sh_offset);
+  size_t count = tab->sh_size / sizeof(Elf64_Sym);
+  sf->syms = (func_sym *)calloc(count ? count : 1, sizeof *sf->syms);
+  if (!sf->syms) return;
+  for (size_t i = 0; i < count; i++) {
+    if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC || !sym[i].st_value || sym[i].st_name >= strs->sh_size) continue;
+    sf->syms[sf->n++] = (func_sym){sym[i].st_value, sym[i].st_size,
+                                   (const char *)(base + strs->sh_offset + sym[i].st_name)};
+  }
+  qsort(sf->syms, (size_t)sf->n, sizeof *sf->syms, by_start);
+}
+
+static sym_file *symbols_for(const char *path) {
+  for (int i = 0; i < nfiles; i++)
+    if (!strcmp(files[i].path, path)) return &files[i];
+  if (nfiles == (int)(sizeof files / sizeof files[0])) return NULL;
+  sym_file *sf = &files[nfiles++];
+  snprintf(sf->path, sizeof sf->path, "%s", path);
+  load_symbols(sf);
+  return sf;
+}
+
+/* The function containing file address `addr`, or NULL. */
+static const char *function_at(sym_file *sf, uint64_t addr) {
+  int lo = 0, hi = sf ? sf->n - 1 : -1, best = -1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (sf->syms[mid].start <= addr) {
+      best = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (best < 0) return NULL;
+  const func_sym *f = &sf->syms[best];
+  return addr < f->start + (f->size ? f->size : 1) ? f->name : NULL;
+}
+
+/* "lib:function" or "lib+0xPAGE" for an address. */
+static void name_of(void *pc, char *buf, size_t cap) {
+  Dl_info di;
+  if (!dladdr(pc, &di) || !di.dli_fname) {
+    snprintf(buf, cap, "?%p", pc);
+    return;
+  }
+  const char *lib = strrchr(di.dli_fname, '/');
+  lib = lib ? lib + 1 : di.dli_fname;
+  uintptr_t off = (uintptr_t)pc - (uintptr_t)di.dli_fbase;
+  const char *path = di.dli_fname;
+  char exe[512];
+  if (!*path || !strchr(path, '/')) { /* the main program: dladdr names it as run */
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+      exe[k] = 0;
+      path = exe;
+    }
+  }
+  sym_file *sf = symbols_for(path);
+  const char *fn = sf ? function_at(sf, sf->is_exec ? (uint64_t)(uintptr_t)pc : (uint64_t)off) : NULL;
+  if (fn)
+    snprintf(buf, cap, "%s:%s", lib, fn);
+  else
+    snprintf(buf, cap, "%s+0x%lx", lib, (unsigned long)(off / PAGE_GROUP * PAGE_GROUP));
+}
+
+static void lib_of(void *pc, char *buf, size_t cap) {
+  Dl_info di;
+  const char *lib = "?";
+  if (dladdr(pc, &di) && di.dli_fname) {
+    lib = strrchr(di.dli_fname, '/');
+    lib = lib ? lib + 1 : di.dli_fname;
+  }
+  snprintf(buf, cap, "%s", lib);
+}
+
+typedef struct {
+  char key[768];
+  long count;
+} tally_t;
+
+typedef struct {
+  tally_t *t;
+  int n, cap;
+} tallies;
+
+static void tally_add(tallies *ts, const char *key) {
+  for (int i = 0; i < ts->n; i++)
+    if (!strcmp(ts->t[i].key, key)) {
+      ts->t[i].count++;
+      return;
+    }
+  if (ts->n == ts->cap) {
+    int cap = ts->cap ? ts->cap * 2 : 64;
+    tally_t *t = (tally_t *)realloc(ts->t, sizeof *t * (size_t)cap);
+    if (!t) return;
+    ts->t = t;
+    ts->cap = cap;
+  }
+  snprintf(ts->t[ts->n].key, sizeof ts->t[ts->n].key, "%s", key);
+  ts->t[ts->n++].count = 1;
+}
+
+static int by_count(const void *a, const void *b) {
+  long x = ((const tally_t *)a)->count, y = ((const tally_t *)b)->count;
+  return (x < y) - (x > y);
+}
+
+static void print_top(FILE *f, tallies *ts, long total, int top, const char *title) {
+  qsort(ts->t, (size_t)ts->n, sizeof *ts->t, by_count);
+  fprintf(f, "  %s\n", title);
+  for (int i = 0; i < ts->n && i < top; i++)
+    fprintf(f, "    %5.1f%%  %6ld  %s\n", 100.0 * ts->t[i].count / total, ts->t[i].count, ts->t[i].key);
+}
+
+/* The report for one thread name: samples by library, by function, by call chain. */
+static void report_thread(FILE *f, const char *thread, long n_all) {
+  tallies libs = {0}, funcs = {0}, chains = {0};
+  long total = 0;
+  char a[256], chain[768];
+  for (long i = 0; i < n_all; i++) {
+    sample_t *s = &samples[i];
+    if (strncmp(s->thread, thread, sizeof s->thread)) continue;
+    total++;
+    lib_of(s->pc[0], a, sizeof a);
+    tally_add(&libs, a);
+    name_of(s->pc[0], a, sizeof a);
+    tally_add(&funcs, a);
+    size_t used = 0;
+    chain[0] = 0;
+    for (int d = 0; d < s->depth && d < 4 && used < sizeof chain - 1; d++) {
+      name_of(s->pc[d], a, sizeof a);
+      int w = snprintf(chain + used, sizeof chain - used, "%s%s", d ? " < " : "", a);
+      if (w < 0) break;
+      used += (size_t)w;
+    }
+    tally_add(&chains, chain);
+  }
+  fprintf(f, "thread %s: %ld samples\n", thread, total);
+  print_top(f, &libs, total, 12, "by library (self)");
+  print_top(f, &funcs, total, 25, "by function (self)");
+  print_top(f, &chains, total, 25, "by call chain (innermost first)");
+  free(libs.t);
+  free(funcs.t);
+  free(chains.t);
+}
+
+static void write_report(void) {
+  atomic_store(&enabled, 0);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, NULL);
+  long n = atomic_load(&nsamples);
+  if (n > MAX_SAMPLES) n = MAX_SAMPLES;
+  char path[600];
+  snprintf(path, sizeof path, "%s.%d.txt", out_prefix, (int)getpid());
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  char cmd[256] = {0};
+  FILE *c = fopen("/proc/self/cmdline", "r");
+  if (c) {
+    size_t k = fread(cmd, 1, sizeof cmd - 1, c);
+    for (size_t i = 0; i + 1 < k; i++)
+      if (!cmd[i]) cmd[i] = ' ';
+    fclose(c);
+  }
+  fprintf(f, "cpu_sampler: %ld samples; %s\n", n, cmd);
+  tallies threads = {0};
+  for (long i = 0; i < n; i++) {
+    char t[17];
+    memcpy(t, samples[i].thread, 16);
+    t[16] = 0;
+    tally_add(&threads, t);
+  }
+  print_top(f, &threads, n ? n : 1, 64, "by thread");
+  for (int i = 0; i < threads.n; i++)
+    if (threads.t[i].count * 50 >= n) report_thread(f, threads.t[i].key, n); /* threads with >= 2% */
+  free(threads.t);
+  fclose(f);
+}
+
+/* Interposed: the libraries a program unloads would leave their samples nameless. */
+int dlclose(void *handle) {
+  (void)handle;
+  return 0;
+}
+
+__attribute__((constructor)) static void sampler_start(void) {
+  const char *out = getenv("STK_SAMPLER_OUT");
+  if (!out || !*out) return;
+  samples = (sample_t *)calloc(MAX_SAMPLES, sizeof *samples);
+  if (!samples) return;
+  snprintf(out_prefix, sizeof out_prefix, "%s", out);
+  const char *hz_s = getenv("STK_SAMPLER_HZ"), *delay_s = getenv("STK_SAMPLER_DELAY");
+  int hz = hz_s ? atoi(hz_s) : 1000;
+  if (hz < 1 || hz > 10000) hz = 1000;
+  static double delay;
+  delay = delay_s ? atof(delay_s) : 1.0;
+  void *warm[4];
+  backtrace(warm, 4); /* loads libgcc's unwinder now, not in the handler */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_prof;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPROF, &sa, NULL);
+  pthread_t th;
+  if (pthread_create(&th, NULL, start_later, &delay) == 0) pthread_detach(th);
+  struct itimerval it = {{0, 1000000 / hz}, {0, 1000000 / hz}};
+  setitimer(ITIMER_PROF, &it, NULL);
+  atexit(write_report);
+}
