@@ -990,10 +990,10 @@ class decoders:
             adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
             use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
             hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
-            device_memory_padding (an int; default 16777216): accepted for DALI compatibility; only matters on the mixed device
-            host_memory_padding (an int; default 8388608): accepted for DALI compatibility; only matters on the mixed device
-            preallocate_width_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device
-            preallocate_height_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1015,10 +1015,10 @@ class decoders:
             adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
             use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
             hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
-            device_memory_padding (an int; default 16777216): accepted for DALI compatibility; only matters on the mixed device
-            host_memory_padding (an int; default 8388608): accepted for DALI compatibility; only matters on the mixed device
-            preallocate_width_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device
-            preallocate_height_hint (an int; default 0): accepted for DALI compatibility; only matters on the mixed device
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
             random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
             random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop

@@ -107,6 +107,10 @@ struct stk_decoder {
   pthread_mutex_t parsers_lock;
   struct parser *parsers;
   bool dst_idle;           /* this batch's destinations need no fence (opts->dst_idle) */
+  /* nvJPEG's memory padding as applied to the handles (-1: never set) and the hardware
+   * state's pre-allocation so far (0: none) */
+  int64_t device_padding, host_padding;
+  int prealloc_n, prealloc_w, prealloc_h;
 };
 
 /* ---------------------------------------------------------------------------------- */
@@ -268,6 +272,7 @@ static void run_parallel(stk_decoder *d, job_fn job, int count) {
 /* ---------------------------------------------------------------------------------- */
 
 static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, size_t errlen) {
+  d->device_padding = d->host_padding = -1;
   NVJ_TRY(d->f.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
                               &d->handle));
   NVJ_TRY(d->f.nvjpegDecoderCreate(d->handle, NVJPEG_BACKEND_HYBRID, &d->dec[0]));
@@ -721,13 +726,50 @@ static int engines_alloc(stk_decoder *d, size_t bytes, void **out, char *err, si
                      : stk_gpu_device_alloc(d->ctx, bytes, (uintptr_t)d->hw_stream, out, err, errlen);
 }
 
+/* nvJPEG's memory padding on both handles, when the caller's values changed. A refusal
+ * is no error: padding only spares reallocations. */
+static void apply_padding(stk_decoder *d, const stk_gpu_decode_opts *opts) {
+  int64_t dev = opts && opts->device_padding > 0 ? opts->device_padding : 0;
+  int64_t host = opts && opts->host_padding > 0 ? opts->host_padding : 0;
+  if (dev == d->device_padding && host == d->host_padding) return;
+  nvjpegHandle_t handles[2] = {d->handle, d->hw_handle};
+  for (int i = 0; i < 2; i++) {
+    if (!handles[i]) continue;
+    if (d->f.nvjpegSetDeviceMemoryPadding) d->f.nvjpegSetDeviceMemoryPadding((size_t)dev, handles[i]);
+    if (d->f.nvjpegSetPinnedMemoryPadding) d->f.nvjpegSetPinnedMemoryPadding((size_t)host, handles[i]);
+  }
+  d->device_padding = dev;
+  d->host_padding = host;
+}
+
+/* The hardware state's buffers for `k` images of up to the hinted size (4:4:4, the
+ * largest), allocated before the call when the batch is larger than any before or the
+ * hint grew. A failure is reported: the hint asked for memory the device may not have. */
+static int engines_preallocate(stk_decoder *d, int k, const stk_gpu_decode_opts *opts, char *err, size_t errlen) {
+  if (!opts || opts->prealloc_width <= 0 || opts->prealloc_height <= 0 || !d->f.nvjpegDecodeBatchedPreAllocate)
+    return 0;
+  if (k <= d->prealloc_n && opts->prealloc_width <= d->prealloc_w && opts->prealloc_height <= d->prealloc_h) return 0;
+  int n = k > d->prealloc_n ? k : d->prealloc_n;
+  int w = opts->prealloc_width > d->prealloc_w ? opts->prealloc_width : d->prealloc_w;
+  int h = opts->prealloc_height > d->prealloc_h ? opts->prealloc_height : d->prealloc_h;
+  nvjpegStatus_t st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_state, n, w, h, NVJPEG_CSS_444, d->fmt);
+  if (st != NVJPEG_STATUS_SUCCESS)
+    return GPU_FAIL(STK_ERR_DEVICE, "nvjpegDecodeBatchedPreAllocate(%d images of %dx%d) failed: %s (the "
+                    "preallocate_width_hint / preallocate_height_hint may be too large)", n, w, h, stk_nvjpeg_status_name(st));
+  d->prealloc_n = n;
+  d->prealloc_w = w;
+  d->prealloc_h = h;
+  return 0;
+}
+
 /* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
  * be retried on the decoupled path. Returns non-zero only for host / CUDA failures.
  * Temporaries for regions without BatchedEx are freed on the hardware stream. */
-static int hw_batch(stk_decoder *d, int n, char *err, size_t errlen) {
+static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char *err, size_t errlen) {
   int k = 0;
   for (int i = 0; i < n; i++) k += d->info[i].route == 1;
   if (k == 0) return 0;
+  STK_TRY_INT(engines_preallocate(d, n, opts, err, errlen));
   bool any_roi = false;
   for (int i = 0; i < n; i++) any_roi |= d->info[i].route == 1 && d->info[i].roi;
   /* Region decoding on the engines (nvjpegDecodeBatchedEx) is off by default.
@@ -867,6 +909,7 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   d->channels = color == STK_GPU_COLOR_GRAY ? 1 : 3;
   d->user_stream = (cudaStream_t)stream;
   d->dst_idle = opts && opts->dst_idle;
+  apply_padding(d, opts);
 
   /* Unless the destinations are idle, the hardware stream starts after the work queued
    * so far (the destinations' allocations) and the fence before the engines' call waits
@@ -910,7 +953,7 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   int64_t t1 = host_now_ns();
   if (m > 0) start_parallel(d, job_hybrid_list, m);
   d->engines_ns = 0;
-  int rc = hw_batch(d, n, err, errlen);
+  int rc = hw_batch(d, n, opts, err, errlen);
   int64_t t2 = host_now_ns();
   int64_t hybrid_done = m > 0 ? finish_parallel(d) : t1;
   add_time(d, &d->ctx->decode_hw_call_ns, t2 - t1);

@@ -185,6 +185,16 @@ typedef struct {
    * `stream` has passed the work queued before decode_batch (the engines write when
    * called, ignoring stream order; see decode.cu). */
   int dst_idle;
+  /* nvJPEG's own device and pinned allocations are padded by these many bytes, so that
+   * its buffers, which grow with the images, are reallocated less often (DALI's
+   * device_memory_padding / host_memory_padding). 0: no padding. The decoder's handles
+   * take the values of the latest call. */
+  int64_t device_padding, host_padding;
+  /* The hardware decoder's buffers are allocated up front for a batch of images of up to
+   * this size (nvjpegDecodeBatchedPreAllocate; DALI's preallocate_width_hint /
+   * preallocate_height_hint), for the largest batch seen, again whenever a batch is
+   * larger. 0 and 0: no pre-allocation. */
+  int prealloc_width, prealloc_height;
 } stk_gpu_decode_opts;
 
 /* ---------------------------------------------------------------------------------- */

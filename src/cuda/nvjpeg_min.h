@@ -163,7 +163,14 @@ typedef struct nvjpegBufferDevice *nvjpegBufferDevice_t;
                                                       unsigned int *engines,               \
                                                       unsigned int *cores))                \
   X(0, nvjpegStatus_t, nvjpegJpegStreamGetSamplePrecision, (nvjpegJpegStream_t s,         \
-                                                            unsigned int *precision))
+                                                            unsigned int *precision))      \
+  X(0, nvjpegStatus_t, nvjpegSetDeviceMemoryPadding, (size_t padding, nvjpegHandle_t handle)) \
+  X(0, nvjpegStatus_t, nvjpegSetPinnedMemoryPadding, (size_t padding, nvjpegHandle_t handle)) \
+  X(0, nvjpegStatus_t, nvjpegDecodeBatchedPreAllocate, (nvjpegHandle_t handle,             \
+                                                        nvjpegJpegState_t state, int batch, \
+                                                        int width, int height,             \
+                                                        nvjpegChromaSubsampling_t css,     \
+                                                        nvjpegOutputFormat_t fmt))
 
 /* The table of entry points, one pointer per X entry, named as the function. */
 #define STK__NVJPEG_FIELD(req, ret, name, params) ret (*name) params;

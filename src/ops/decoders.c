@@ -27,15 +27,28 @@
        "-1 (default): automatic, the share that balances the two paths' measured rates, "     \
        "adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, "    \
        "for bit-identical outputs across runs"},                                             \
-      {"device_memory_padding", STK_ARG_INT, 0, "16777216", 0, 0, NULL,                     \
-       "accepted for DALI compatibility; only matters on the mixed device"},                \
-      {"host_memory_padding", STK_ARG_INT, 0, "8388608", 0, 0, NULL,                        \
-       "accepted for DALI compatibility; only matters on the mixed device"},                \
-      {"preallocate_width_hint", STK_ARG_INT, 0, "0", 0, 0, NULL,                           \
-       "accepted for DALI compatibility; only matters on the mixed device"},                \
-      {"preallocate_height_hint", STK_ARG_INT, 0, "0", 0, 0, NULL,                          \
-       "accepted for DALI compatibility; only matters on the mixed device"}
-enum { A_OUTPUT_TYPE, A_ADJUST_ORIENTATION, A_FAST_IDCT, A_COMMON_COUNT = 8 };
+      {"device_memory_padding", STK_ARG_INT, STK_ARGF_RANGE, "16777216", 0, 17179869184.0, NULL,  \
+       "mixed device: bytes added to each of nvJPEG's device allocations, so that its "      \
+       "buffers, which grow with the images, are reallocated less often (as in DALI)"},      \
+      {"host_memory_padding", STK_ARG_INT, STK_ARGF_RANGE, "8388608", 0, 17179869184.0, NULL,  \
+       "mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)"}, \
+      {"preallocate_width_hint", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 65535, NULL,           \
+       "mixed device: with preallocate_height_hint, the hardware decoder's buffers are "     \
+       "allocated up front for a batch of images up to this size, not while decoding; "       \
+       "0: none"},                                                                           \
+      {"preallocate_height_hint", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 65535, NULL,          \
+       "mixed device: see preallocate_width_hint"}
+enum {
+  A_OUTPUT_TYPE,
+  A_ADJUST_ORIENTATION,
+  A_FAST_IDCT,
+  A_HW_LOAD,
+  A_DEVICE_PADDING,
+  A_HOST_PADDING,
+  A_PREALLOC_W,
+  A_PREALLOC_H,
+  A_COMMON_COUNT
+};
 
 static const stk_port_schema encoded_in[] = {
     {"encoded", "the file's bytes: a 1-D uint8 tensor (JPEG or PNG)"}};
@@ -364,7 +377,13 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   /* the output list comes from the idle pool (mixed_run): the engines need not wait */
-  stk_gpu_decode_opts opts = {(int)ms[0].opts.color, stk__arg_float(node, NULL, 3 /* hw_decoder_load */), 1};
+  stk_gpu_decode_opts opts = {.color = (int)ms[0].opts.color,
+                              .hw_load = stk__arg_float(node, NULL, A_HW_LOAD),
+                              .dst_idle = 1,
+                              .device_padding = stk__arg_int(node, NULL, A_DEVICE_PADDING),
+                              .host_padding = stk__arg_int(node, NULL, A_HOST_PADDING),
+                              .prealloc_width = (int)stk__arg_int(node, NULL, A_PREALLOC_W),
+                              .prealloc_height = (int)stk__arg_int(node, NULL, A_PREALLOC_H)};
   if (st == STK_OK && k > 0)
     st = stk__gpu_op_check(node, g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err), err);
   for (int j = 0; j < k && st == STK_OK; j++)

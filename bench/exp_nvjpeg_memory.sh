@@ -1,0 +1,8 @@
+set -u
+echo "== gpu_tests"; timeout 200 $BUILD/gpu_tests --dataset $DATA --extra $EXTRA 2>&1 | tail -4
+echo "== test_gpu_pipeline"; timeout 120 $BUILD/test_gpu_pipeline 2>&1 | tail -3
+B="$BUILD/gpu_bench $DATA --batch 256 --epochs 40 --threads 15 --only bare --bare-pinned"
+S="$BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --threads 15 --epochs 60 --pipeline"
+python3 bench/interleave.py --rounds ${R:-5} \
+  bare="$B" bare_pad_pre="$B --bare-padding 16 --bare-prealloc" \
+  basic="$S basic" basic_nopad="$S bench/pipelines/basic_gpu_nopad.txt" basic_prealloc="$S bench/pipelines/basic_gpu_prealloc.txt"

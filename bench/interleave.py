@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Runs benchmark commands in interleaved rounds and compares them within each round.
+
+The GPU machine's speed drifts more between minutes than the variants being compared
+differ (bare nvJPEG alone swings 26-40k images/s, bench/RESULTS.md), so each round runs
+every command once, in order, and each command is judged by its ratio to the reference
+command of the same round; the summary gives the median of those ratios over the rounds.
+
+A command's rate is read from its output: gpu_bench's "RESULT ... = N img/s" or
+stoker bench's "N images/s" line (the last one printed).
+
+usage: bench/interleave.py [--rounds N] [--ref LABEL] LABEL=COMMAND [LABEL=COMMAND ...]
+  (COMMAND is run by the shell; the first label is the reference unless --ref names one)
+"""
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+
+RATE_RES = [re.compile(r"= ([0-9.]+) img/s"), re.compile(r"^\s*([0-9.]+) images/s", re.M)]
+
+
+def rate_of(output):
+    for rx in RATE_RES:
+        found = rx.findall(output)
+        if found:
+            return float(found[-1])
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ref", default=None, help="the label the others are compared with")
+    ap.add_argument("runs", nargs="+", help="LABEL=COMMAND")
+    a = ap.parse_args()
+    runs = []
+    for r in a.runs:
+        label, sep, cmd = r.partition("=")
+        if not sep or not label or not cmd:
+            sys.exit(f"interleave: expected LABEL=COMMAND, got {r!r}")
+        runs.append((label, cmd))
+    ref = a.ref or runs[0][0]
+    if ref not in {label for label, _ in runs}:
+        sys.exit(f"interleave: --ref {ref!r} names no command")
+    rates = {label: [] for label, _ in runs}
+    for rnd in range(1, a.rounds + 1):
+        for label, cmd in runs:
+            p = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+            r = rate_of(p.stdout)
+            rates[label].append(r)
+            note = "" if r is not None else f"  (no rate; exit {p.returncode}: {(p.stdout + p.stderr)[-300:]!r})"
+            print(f"round {rnd} {label:<28} {r if r is not None else float('nan'):10.0f}{note}", flush=True)
+    print(f"\nsummary over {a.rounds} rounds (ratio: to {ref} in the same round)")
+    print(f"{'command':<28} {'median':>10} {'min':>10} {'max':>10} {'ratio med':>10} {'ratio min':>10} {'ratio max':>10}")
+    for label, _ in runs:
+        xs = [x for x in rates[label] if x is not None]
+        ratios = [x / y for x, y in zip(rates[label], rates[ref]) if x is not None and y]
+        if not xs:
+            print(f"{label:<28} no rates")
+            continue
+        rs = (statistics.median(ratios), min(ratios), max(ratios)) if ratios else (float("nan"),) * 3
+        print(f"{label:<28} {statistics.median(xs):10.0f} {min(xs):10.0f} {max(xs):10.0f} "
+              f"{rs[0]:10.3f} {rs[1]:10.3f} {rs[2]:10.3f}")
+
+
+if __name__ == "__main__":
+    main()
