@@ -41,6 +41,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -56,6 +57,8 @@ static sample_t *samples;
 static atomic_long nsamples;
 static atomic_int enabled;
 static char out_prefix[512];
+static int sample_hz;
+static struct timespec window_start;
 
 static void on_prof(int sig, siginfo_t *info, void *ucv) {
   (void)sig;
@@ -81,6 +84,7 @@ static void *start_later(void *arg) {
   double delay = *(double *)arg;
   struct timespec ts = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
   nanosleep(&ts, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &window_start);
   atomic_store(&enabled, 1);
   return NULL;
 }
@@ -170,11 +174,31 @@ static const char *function_at(sym_file *sf, uint64_t addr) {
   return addr < f->start + (f->size ? f->size : 1) ? f->name : NULL;
 }
 
+/* An address dladdr cannot place: its mapping in /proc/self/maps (a file mapped by other
+ * means than the dynamic loader, or anonymous memory), as "file+0xPAGE" or "[anon]+0xPAGE". */
+static void name_from_maps(void *pc, char *buf, size_t cap) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[1024];
+  uintptr_t a = (uintptr_t)pc;
+  snprintf(buf, cap, "?%p", pc);
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, off;
+    char perms[8], path[512] = "";
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %511s", &lo, &hi, perms, &off, path) < 4) continue;
+    if (a < lo || a >= hi) continue;
+    const char *name = strrchr(path, '/');
+    name = name ? name + 1 : *path ? path : "[anon]";
+    snprintf(buf, cap, "%s+0x%lx", name, (unsigned long)((a - lo + off) / PAGE_GROUP * PAGE_GROUP));
+    break;
+  }
+  if (f) fclose(f);
+}
+
 /* "lib:function" or "lib+0xPAGE" for an address. */
 static void name_of(void *pc, char *buf, size_t cap) {
   Dl_info di;
   if (!dladdr(pc, &di) || !di.dli_fname) {
-    snprintf(buf, cap, "?%p", pc);
+    name_from_maps(pc, buf, cap);
     return;
   }
   const char *lib = strrchr(di.dli_fname, '/');
@@ -199,12 +223,14 @@ static void name_of(void *pc, char *buf, size_t cap) {
 
 static void lib_of(void *pc, char *buf, size_t cap) {
   Dl_info di;
-  const char *lib = "?";
   if (dladdr(pc, &di) && di.dli_fname) {
-    lib = strrchr(di.dli_fname, '/');
-    lib = lib ? lib + 1 : di.dli_fname;
+    const char *lib = strrchr(di.dli_fname, '/');
+    snprintf(buf, cap, "%s", lib ? lib + 1 : di.dli_fname);
+    return;
   }
-  snprintf(buf, cap, "%s", lib);
+  name_from_maps(pc, buf, cap);
+  char *plus = strrchr(buf, '+');
+  if (plus && buf[0] != '?') *plus = 0;
 }
 
 typedef struct {
@@ -296,7 +322,10 @@ static void write_report(void) {
       if (!cmd[i]) cmd[i] = ' ';
     fclose(c);
   }
-  fprintf(f, "cpu_sampler: %ld samples; %s\n", n, cmd);
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double window = window_start.tv_sec ? (now.tv_sec - window_start.tv_sec) + (now.tv_nsec - window_start.tv_nsec) * 1e-9 : 0;
+  fprintf(f, "cpu_sampler: %ld samples (asked for %d per CPU-second; the kernel's tick may give fewer) over a %.2f s window; %s\n", n, sample_hz, window, cmd);
   tallies threads = {0};
   for (long i = 0; i < n; i++) {
     char t[17];
@@ -326,6 +355,7 @@ __attribute__((constructor)) static void sampler_start(void) {
   const char *hz_s = getenv("STK_SAMPLER_HZ"), *delay_s = getenv("STK_SAMPLER_DELAY");
   int hz = hz_s ? atoi(hz_s) : 1000;
   if (hz < 1 || hz > 10000) hz = 1000;
+  sample_hz = hz;
   static double delay;
   delay = delay_s ? atof(delay_s) : 1.0;
   void *warm[4];

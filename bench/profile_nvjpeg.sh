@@ -9,24 +9,37 @@ BUILD=$1 DATA=$2 OUTDIR=$3 ROUNDS=${4:-3}
 SAMPLER=$BUILD/libstk_sampler.so
 rate() { grep -E '^RESULT|^bare:|^ +[0-9.]+ images/s' | sed -E 's/.*= ([0-9]+ img\/s).*; ([0-9.]+ ms per call).*/\1 \2/'; }
 
-sampled() { # LABEL CMD...: the command under the sampler; its report printed
+# compact: the threads, then the decoding thread's libraries and functions
+compact() {
+  awk '/^  by thread/ {t = 1; n = 0; print; next}
+       t && n < 4 {print; n++; next}
+       /^thread (gpu_bench|stk-decode|stk-gpu):/ {d = 1; print; next}
+       /^thread / {d = 0}
+       d && /by call chain/ {d = 0}
+       d {print}' "$1" | head -60
+}
+
+sampled() { # LABEL CMD...: the command under the sampler; its report summarised
   local label=$1
   shift
   rm -f /tmp/stkprof.*
   STK_SAMPLER_OUT=/tmp/stkprof STK_SAMPLER_DELAY=${STK_SAMPLER_DELAY:-2} LD_PRELOAD=$SAMPLER "$@" 2>/dev/null | rate
   for f in /tmp/stkprof.*.txt; do
     [ -f "$f" ] || continue
-    cp "$f" "$OUTDIR/prof_$label.txt"
+    [ -f "$OUTDIR/prof_$label.txt" ] || cp "$f" "$OUTDIR/prof_$label.txt"
     echo "---- sampler report: $label"
-    cat "$f"
+    compact "$f"
   done
 }
 
-echo "== sampled runs"
-sampled bare "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 80 --threads 15 --only bare --bare-pinned
-sampled basic_t15 "$BUILD/stoker" bench --data "$DATA" --pipeline basic --device gpu --batch-size 256 --threads 15 --epochs 120
-sampled basic_t15_nosplit env STK_SPLIT_DECODE=0 "$BUILD/stoker" bench --data "$DATA" --pipeline basic --device gpu \
-  --batch-size 256 --threads 15 --epochs 120
+S="$BUILD/stoker bench --data $DATA --pipeline"
+for r in $(seq "$ROUNDS"); do
+  echo "== sampled runs, round $r"
+  sampled bare "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 80 --threads 15 --only bare --bare-pinned
+  sampled basic_t15 $S basic --device gpu --batch-size 256 --threads 15 --epochs 120
+  sampled basic_hw10_t15 $S bench/pipelines/basic_gpu_hw10.txt --device gpu --batch-size 256 --threads 15 --epochs 120
+done
+[ -n "${STK_PROFILE_ONLY:-}" ] && exit 0
 
 echo "== nvJPEG memory padding and pre-allocation, bare from pinned memory, interleaved"
 for r in $(seq "$ROUNDS"); do
