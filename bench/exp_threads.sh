@@ -7,8 +7,9 @@
 set -u
 B="$BUILD/gpu_bench $DATA --batch 256 --epochs 40 --threads 15 --only bare --bare-pinned"
 S="$BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 60 --pipeline basic --threads"
-SPIN='for c in $(seq 14); do (while :; do :; done) & done; sleep 0.3'
-STOP='kill $(jobs -p) 2>/dev/null'
+# (the commands run under /bin/sh: the loops' pids are kept, their output goes nowhere)
+SPIN='pids=; for c in $(seq 14); do (while :; do :; done) >/dev/null 2>&1 & pids="$pids $!"; done; sleep 0.3'
+STOP='kill $pids'
 python3 bench/interleave.py --rounds "${R:-6}" \
   bare="$B" bare_14busy="$SPIN; $B; $STOP" \
   basic_t15="$S 15" basic_t8="$S 8" basic_t4="$S 4" basic_t2="$S 2"

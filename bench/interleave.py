@@ -13,7 +13,9 @@ usage: bench/interleave.py [--rounds N] [--ref LABEL] LABEL=COMMAND [LABEL=COMMA
   (COMMAND is run by the shell; the first label is the reference unless --ref names one)
 """
 import argparse
+import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -29,10 +31,25 @@ def rate_of(output):
     return None
 
 
+def run(cmd, timeout):
+    """Output, error output and exit status of a shell command; on a timeout its whole
+    process group is killed (background loops it started included)."""
+    p = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return out, err, p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return out, err + f"\n(killed after {timeout:.0f} s)", "timeout"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ref", default=None, help="the label the others are compared with")
+    ap.add_argument("--timeout", type=float, default=180, help="seconds a command may run (its process group is killed)")
     ap.add_argument("runs", nargs="+", help="LABEL=COMMAND")
     a = ap.parse_args()
     runs = []
@@ -47,10 +64,10 @@ def main():
     rates = {label: [] for label, _ in runs}
     for rnd in range(1, a.rounds + 1):
         for label, cmd in runs:
-            p = subprocess.run(cmd, shell=True, capture_output=True, text=True)
-            r = rate_of(p.stdout)
+            out, err, code = run(cmd, a.timeout)
+            r = rate_of(out)
             rates[label].append(r)
-            note = "" if r is not None else f"  (no rate; exit {p.returncode}: {(p.stdout + p.stderr)[-300:]!r})"
+            note = "" if r is not None else f"  (no rate; exit {code}: {(out + err)[-300:]!r})"
             print(f"round {rnd} {label:<28} {r if r is not None else float('nan'):10.0f}{note}", flush=True)
     print(f"\nsummary over {a.rounds} rounds (ratio: to {ref} in the same round)")
     print(f"{'command':<28} {'median':>10} {'min':>10} {'max':>10} {'ratio med':>10} {'ratio min':>10} {'ratio max':>10}")
