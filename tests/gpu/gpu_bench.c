@@ -17,6 +17,8 @@
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
  *                  [--bare-read-load N] (N threads re-read the files while bare decodes)
  *                  [--bare-pin-cpu N] (bare's submitting thread runs on CPU N only)
+ *                  [--bare-classify-load N] [--bare-driver-load] (a pipeline's CPU-stage
+ *                  classification or GPU-stage driver calls beside bare's call)
  *                  [--bare-padding MB] [--bare-prealloc] (nvJPEG's memory padding; its
  *                  state's buffers allocated up front)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
@@ -105,6 +107,9 @@ typedef struct {
                              nvjpegOutputFormat_t);           /* nvjpegDecodeBatchedPreAllocate */
   nvjpegStatus_t (*dev_padding)(size_t, nvjpegHandle_t);    /* nvjpegSetDeviceMemoryPadding */
   nvjpegStatus_t (*pinned_padding)(size_t, nvjpegHandle_t); /* nvjpegSetPinnedMemoryPadding */
+  nvjpegStatus_t (*stream_new)(nvjpegHandle_t, nvjpegJpegStream_t *);   /* nvjpegJpegStreamCreate */
+  nvjpegStatus_t (*parse_header)(nvjpegHandle_t, const unsigned char *, size_t, nvjpegJpegStream_t);
+  nvjpegStatus_t (*supported)(nvjpegHandle_t, nvjpegJpegStream_t, int *); /* nvjpegDecodeBatchedSupported */
   void *cu_ctx; /* the device's primary context, made current on every submitting thread */
   nvjpegHandle_t h;
 } bare_nvjpeg;
@@ -130,6 +135,9 @@ static int bare_load(bare_nvjpeg *n) {
   *(void **)&n->ctx_get = dlsym(cu, "cuCtxGetCurrent");
   *(void **)&n->ctx_set = dlsym(cu, "cuCtxSetCurrent");
   *(void **)&n->prealloc = dlsym(lib, "nvjpegDecodeBatchedPreAllocate");
+  *(void **)&n->stream_new = dlsym(lib, "nvjpegJpegStreamCreate");
+  *(void **)&n->parse_header = dlsym(lib, "nvjpegJpegStreamParseHeader");
+  *(void **)&n->supported = dlsym(lib, "nvjpegDecodeBatchedSupported");
   *(void **)&n->dev_padding = dlsym(lib, "nvjpegSetDeviceMemoryPadding");
   *(void **)&n->pinned_padding = dlsym(lib, "nvjpegSetPinnedMemoryPadding");
   if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create || !n->stream_sync ||
@@ -210,6 +218,62 @@ static int bare_pinned;      /* --bare-pinned: the files' bytes in pinned host m
                                2: --bare-registered, malloc'd copies page-locked with cudaHostRegister,
                                as the pipeline's host pool does */
 
+/* Loads that stand in for parts of a pipeline, run beside bare's call (the pipeline's
+ * engines' call is 10-15% slower than bare's, bench/RESULTS.md 2026-11-25):
+ *   --bare-classify-load N: N threads parse headers and ask nvjpegDecodeBatchedSupported
+ *     on bare's own handle, at 30k images/s together, as the CPU stage classifies;
+ *   --bare-driver-load: one thread makes stream-ordered allocations, frees, a memset and
+ *     a synchronisation on another stream, 20 of each every 8 ms, as the GPU stage does. */
+static int classify_load, driver_load;
+static atomic_int loads_stop;
+static atomic_long classified;
+
+typedef struct {
+  bare_nvjpeg *n;
+  int id, threads;
+} load_arg;
+
+static void sleep_until(double t) {
+  double d = t - now();
+  if (d <= 0) return;
+  struct timespec ts = {(time_t)d, (long)((d - (time_t)d) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+static void *classify_load_main(void *arg) {
+  load_arg *a = (load_arg *)arg;
+  nvjpegJpegStream_t js;
+  if (!a->n->stream_new || !a->n->parse_header || !a->n->supported || a->n->stream_new(a->n->h, &js) != NVJPEG_STATUS_SUCCESS)
+    return NULL;
+  double per_image = a->threads / 30000.0, t = now();
+  for (long i = a->id; !atomic_load(&loads_stop); i += a->threads) {
+    const img_t *im = &imgs[i % nimg];
+    int ok = 0;
+    if (a->n->parse_header(a->n->h, im->data, im->size, js) == NVJPEG_STATUS_SUCCESS) a->n->supported(a->n->h, js, &ok);
+    atomic_fetch_add(&classified, 1);
+    t += per_image;
+    sleep_until(t);
+  }
+  return NULL; /* the parser is left to the process's end: destroying it races nothing here */
+}
+
+static void *driver_load_main(void *arg) {
+  (void)arg;
+  uintptr_t s = G->stream(ctx, STK_GPU_STREAM_COPY);
+  double t = now();
+  char e[STK_GPU_ERRLEN];
+  while (!atomic_load(&loads_stop)) {
+    for (int k = 0; k < 20; k++) {
+      void *p = NULL;
+      if (G->device_alloc(ctx, (size_t)1 << 20, s, &p, e, sizeof e) == 0) G->device_free(ctx, p, s, e, sizeof e);
+    }
+    G->stream_sync(ctx, s, e, sizeof e);
+    t += 0.008;
+    sleep_until(t);
+  }
+  return NULL;
+}
+
 static void bench_bare(int epochs, int submitters) {
   static bare_nvjpeg n;
   static int loaded = 0;
@@ -254,6 +318,16 @@ static void bench_bare(int epochs, int submitters) {
   if (read_nfiles == 0) read_load = 0;
   double read_t0 = now(); /* the readers run through the warm-up epoch too */
   for (long i = 0; i < read_load && i < 64; i++) pthread_create(&loaders[i], NULL, read_load_main, (void *)(i * 97));
+  pthread_t cl_threads[16], drv_thread;
+  load_arg cl_args[16];
+  atomic_store(&loads_stop, 0);
+  atomic_store(&classified, 0);
+  if (classify_load > 16) classify_load = 16;
+  for (int i = 0; i < classify_load; i++) {
+    cl_args[i] = (load_arg){&n, i, classify_load};
+    pthread_create(&cl_threads[i], NULL, classify_load_main, &cl_args[i]);
+  }
+  if (driver_load) pthread_create(&drv_thread, NULL, driver_load_main, NULL);
   double t0 = 0;
   for (int pass = 0; pass < 2; pass++) { /* pass 0: one epoch of warm-up */
     atomic_store(&next, 0);
@@ -268,6 +342,10 @@ static void bench_bare(int epochs, int submitters) {
   }
   double t = now() - t0;
   atomic_store(&read_load_stop, 1);
+  atomic_store(&loads_stop, 1);
+  for (int i = 0; i < classify_load; i++) pthread_join(cl_threads[i], NULL);
+  if (driver_load) pthread_join(drv_thread, NULL);
+  if (classify_load) printf("bare: %d threads classified %.0f images/s meanwhile\n", classify_load, atomic_load(&classified) / (now() - read_t0));
   double read_bytes = 0;
   for (int i = 0; i < read_load && i < 64; i++) {
     void *r;
@@ -284,7 +362,7 @@ static void bench_bare(int epochs, int submitters) {
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
          "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
-         bare_vary ? "_vary" : read_load ? "_readload" : "", batch, done, t, done / t, fails,
+         bare_vary ? "_vary" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "");
   for (int i = 0; i < submitters; i++) G->device_free(ctx, w[i].out, S0, err, sizeof err);
@@ -514,6 +592,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-pinned")) bare_pinned = 1;
     else if (!strcmp(argv[i], "--bare-registered")) bare_pinned = 2;
     else if (!strcmp(argv[i], "--bare-prealloc")) bare_prealloc = 1;
+    else if (!strcmp(argv[i], "--bare-classify-load") && i + 1 < argc) classify_load = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-driver-load")) driver_load = 1;
     else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc) bare_padding_mb = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
