@@ -15,7 +15,8 @@
  *                  [--bare-pinned | --bare-registered] (bare decodes from pinned copies of
  *                  the files: cudaHostAlloc'd, or malloc'd and cudaHostRegister'ed)
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
- *                  [--bare-read-load N] (N threads re-read the files while bare decodes)
+ *                  [--bare-read-load N [--bare-read-rate F]] (N threads re-read the files
+ *                  while bare decodes, F files/s together; flat out without a rate)
  *                  [--bare-pin-cpu N] (bare's submitting thread runs on CPU N only)
  *                  [--bare-classify-load N] [--bare-driver-load] (a pipeline's CPU-stage
  *                  classification or GPU-stage driver calls beside bare's call)
@@ -70,15 +71,20 @@ static atomic_int read_load_stop;
 static tu_file *read_files;
 static int read_nfiles;
 
+static double read_rate; /* --bare-read-rate F: the readers together read F files/s (0: flat out) */
+static void sleep_until(double t);
+
 static void *read_load_main(void *arg) {
   long id = (long)arg;
   uint8_t *buf = (uint8_t *)malloc(1 << 22);
   long bytes = 0;
+  double per_file = read_rate > 0 ? read_load / read_rate : 0, t = now();
   for (int i = (int)(id % read_nfiles); buf && !atomic_load(&read_load_stop); i = (i + 1) % read_nfiles) {
     FILE *f = fopen(read_files[i].path, "rb");
     if (!f) continue;
     bytes += (long)fread(buf, 1, 1 << 22, f);
     fclose(f);
+    if (per_file > 0) sleep_until(t += per_file);
   }
   free(buf);
   return (void *)bytes;
@@ -594,6 +600,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-prealloc")) bare_prealloc = 1;
     else if (!strcmp(argv[i], "--bare-classify-load") && i + 1 < argc) classify_load = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-driver-load")) driver_load = 1;
+    else if (!strcmp(argv[i], "--bare-read-rate") && i + 1 < argc) read_rate = atof(argv[++i]);
     else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc) bare_padding_mb = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
