@@ -6,6 +6,10 @@ differ (bare nvJPEG alone swings 26-40k images/s, bench/RESULTS.md), so each rou
 every command once, in order, and each command is judged by its ratio to the reference
 command of the same round; the summary gives the median of those ratios over the rounds.
 
+Interference on a shared machine only slows a run down (bench/RESULTS.md saw single runs
+at half speed, at any position in a round), so the summary also gives each command's best
+round and the ratio of the bests, the estimate least touched by such events.
+
 A command's rate is read from its output: gpu_bench's "RESULT ... = N img/s" or
 stoker bench's "N images/s" line (the last one printed).
 
@@ -70,7 +74,9 @@ def main():
             note = "" if r is not None else f"  (no rate; exit {code}: {(out + err)[-300:]!r})"
             print(f"round {rnd} {label:<28} {r if r is not None else float('nan'):10.0f}{note}", flush=True)
     print(f"\nsummary over {a.rounds} rounds (ratio: to {ref} in the same round)")
-    print(f"{'command':<28} {'median':>10} {'min':>10} {'max':>10} {'ratio med':>10} {'ratio min':>10} {'ratio max':>10}")
+    print(f"{'command':<28} {'median':>10} {'min':>10} {'max':>10} {'ratio med':>10} {'ratio min':>10} "
+          f"{'ratio max':>10} {'best/best':>10}")
+    ref_best = max([x for x in rates[ref] if x is not None], default=None)
     for label, _ in runs:
         xs = [x for x in rates[label] if x is not None]
         ratios = [x / y for x, y in zip(rates[label], rates[ref]) if x is not None and y]
@@ -78,8 +84,9 @@ def main():
             print(f"{label:<28} no rates")
             continue
         rs = (statistics.median(ratios), min(ratios), max(ratios)) if ratios else (float("nan"),) * 3
+        best_ratio = max(xs) / ref_best if ref_best else float("nan")
         print(f"{label:<28} {statistics.median(xs):10.0f} {min(xs):10.0f} {max(xs):10.0f} "
-              f"{rs[0]:10.3f} {rs[1]:10.3f} {rs[2]:10.3f}")
+              f"{rs[0]:10.3f} {rs[1]:10.3f} {rs[2]:10.3f} {best_ratio:10.3f}")
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 # torchvision comparisons, and prints a short table at the end.
 #
 # usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
-#        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [exec]
-#        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms and exec are only run when named)
+#        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [ceiling] [exec]
+#        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms, ceiling and exec are only
+#        run when named)
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -93,7 +94,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks || want arms || want exec) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -119,7 +120,7 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops || want stacks || want arms || want exec; then
+if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec; then
   step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release -DSTK_CUDA_ARCHS="${STK_GPU_ARCHS:-90-real}" "${PKGCFG_ARG[@]}" || BUILD_OK=0
   [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" || BUILD_OK=0; }
@@ -247,6 +248,16 @@ if [ $BUILD_OK = 1 ] && named arms; then
       done
     done
   done
+fi
+# ---- the 90% target, interleaved (only when named): bare nvJPEG from pinned and from
+#      pageable memory against basic@gpu (automatic split) and hw_decoder_load 1.0,
+#      $STK_CEILING_ROUNDS rounds of 60 epochs; medians, same-round ratios and best/best
+#      (bench/interleave.py) ----
+if [ $BUILD_OK = 1 ] && named ceiling; then
+  B="$BUILD/gpu_bench $DATA --batch 256 --epochs 40 --threads 15 --only bare"
+  S="$BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 60 --threads 15 --pipeline"
+  step ceiling 540 python3 bench/interleave.py --rounds "${STK_CEILING_ROUNDS:-8}" \
+    bare_pinned="$B --bare-pinned" bare_pageable="$B" basic="$S basic" hw10="$S bench/pipelines/basic_gpu_hw10.txt"
 fi
 # ---- exec (only when named): $STK_EXEC, a bash command line, run with this script's
 #      environment (the dependencies' library path, $BUILD, $DATA, $EXTRA), for experiments
