@@ -1,3 +1,9 @@
+#!/usr/bin/env bash
+# The nvJPEG memory arguments in the pipeline: bare decoding (plain, and with nvJPEG's
+# padding and pre-allocation) against basic@gpu with the defaults (padding 16 / 8 MiB),
+# padding off, and pre-allocation for 500x500, interleaved (bench/interleave.py); the GPU
+# tests first, as the decoder changed. Run through gpu-check's exec step:
+#   STK_EXEC='R=5 bash bench/exp_nvjpeg_memory.sh' scripts/gpu-check.sh exec
 set -u
 echo "== gpu_tests"; timeout 200 $BUILD/gpu_tests --dataset $DATA --extra $EXTRA 2>&1 | tail -4
 echo "== test_gpu_pipeline"; timeout 120 $BUILD/test_gpu_pipeline 2>&1 | tail -3
