@@ -20,6 +20,7 @@
  *                  [--bare-pin-cpu N] (bare's submitting thread runs on CPU N only)
  *                  [--bare-classify-load N] [--bare-driver-load] (a pipeline's CPU-stage
  *                  classification or GPU-stage driver calls beside bare's call)
+ *                  [--bare-dst-rotate K] (K destination buffers in turn, images packed)
  *                  [--bare-padding MB] [--bare-prealloc] (nvJPEG's memory padding; its
  *                  state's buffers allocated up front)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
@@ -125,6 +126,10 @@ typedef struct {
  * allocated up front for a batch of the largest image (nvjpegDecodeBatchedPreAllocate).
  * Does the call's host time include nvJPEG's own allocations? */
 static int bare_padding_mb, bare_prealloc;
+/* --bare-dst-rotate K: each call decodes into the next of K buffers, the images packed one
+ * after the other (as into a pipeline's output list, whose address and offsets change from
+ * batch to batch) instead of the same buffer at a fixed stride. */
+static int bare_rotate;
 
 static int bare_load(bare_nvjpeg *n) {
   void *lib = dlopen("libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -167,6 +172,8 @@ typedef struct {
   nvjpegJpegState_t st;
   struct CUstream_st *stream;
   uint8_t *out;
+  uint8_t *rot[8]; /* --bare-dst-rotate K: K destination buffers, one per call in turn */
+  long calls;
   size_t maxb;
   atomic_long *next;
   long total;
@@ -196,10 +203,15 @@ static void *bare_thread(void *arg) {
     if (k >= w->total) break;
     int s = (int)(k % per_epoch) * batch, b = nimg - s < batch ? nimg - s : batch;
     if (bare_vary > 0 && bare_vary < b && k % 2) b -= bare_vary;
+    size_t packed = 0;
     for (int i = 0; i < b; i++) {
       data[i] = imgs[s + i].data;
       len[i] = imgs[s + i].size;
       dst[i].channel[0] = w->out + w->maxb * i;
+      if (bare_rotate > 0) { /* packed as a pipeline's output list: each image after the last */
+        dst[i].channel[0] = w->rot[w->calls % bare_rotate] + packed;
+        packed += ((size_t)imgs[s + i].w * imgs[s + i].h * 3 + 255) & ~(size_t)255;
+      }
       dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
     }
     double t = now();
@@ -208,6 +220,7 @@ static void *bare_thread(void *arg) {
     if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0) printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
     w->call_s += now() - t;
     w->images += b;
+    w->calls++;
   }
   w->n->stream_sync(w->stream);
   free(data);
@@ -317,6 +330,8 @@ static void bench_bare(int epochs, int submitters) {
     }
     DIE_IF(n.stream_create(&w[t].stream, 1 /* CU_STREAM_NON_BLOCKING */) != 0, "cuStreamCreate");
     DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&w[t].out, err, sizeof err), "alloc");
+    for (int k = 0; k < bare_rotate; k++)
+      DIE_IF(G->device_alloc(ctx, (maxb + 256) * batch + 4096 * (size_t)k, S0, (void **)&w[t].rot[k], err, sizeof err), "alloc");
   }
   G->stream_sync(ctx, S0, err, sizeof err);
   pthread_t loaders[64];
@@ -368,10 +383,13 @@ static void bench_bare(int epochs, int submitters) {
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
          "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
-         bare_vary ? "_vary" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
+         bare_vary ? "_vary" : bare_rotate ? "_rotate" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "");
-  for (int i = 0; i < submitters; i++) G->device_free(ctx, w[i].out, S0, err, sizeof err);
+  for (int i = 0; i < submitters; i++) {
+    G->device_free(ctx, w[i].out, S0, err, sizeof err);
+    for (int k = 0; k < bare_rotate; k++) G->device_free(ctx, w[i].rot[k], S0, err, sizeof err);
+  }
 }
 
 /* ---- stoker: decode, optionally fused random_resized_crop + flip + normalise ---- */
@@ -600,6 +618,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-prealloc")) bare_prealloc = 1;
     else if (!strcmp(argv[i], "--bare-classify-load") && i + 1 < argc) classify_load = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-driver-load")) driver_load = 1;
+    else if (!strcmp(argv[i], "--bare-dst-rotate") && i + 1 < argc) {
+      bare_rotate = atoi(argv[++i]);
+      if (bare_rotate > 8) bare_rotate = 8;
+    }
     else if (!strcmp(argv[i], "--bare-read-rate") && i + 1 < argc) read_rate = atof(argv[++i]);
     else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc) bare_padding_mb = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
