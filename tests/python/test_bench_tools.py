@@ -1,0 +1,43 @@
+"""bench/interleave.py, the tool behind the GPU comparisons in bench/RESULTS.md: it reads
+rates from both benchmark programs' output, compares commands within a round, and a
+command that hangs is killed with everything it started."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import interleave  # noqa: E402
+
+
+def test_rates_are_read_from_gpu_bench_and_stoker_bench_output():
+    gpu_bench = ("bare: 4 threads classified 30000 images/s meanwhile\n"
+                 "RESULT bare_nvjpeg_hw_pinned batch 256: 80000 images in 2.5 s = 32000 img/s (0 failed)\n")
+    assert interleave.rate_of(gpu_bench) == 32000.0
+    stoker_bench = ("pipeline basic on gpu: 120000 images in 4.1 s\n"
+                    "  29244.3 images/s, 8.75 ms/batch of 256, 15 threads, 0 skipped\n")
+    assert interleave.rate_of(stoker_bench) == pytest.approx(29244.3)
+    assert interleave.rate_of("no figures here\n") is None
+
+
+def test_summary_compares_within_rounds():
+    script = os.path.join(ROOT, "bench", "interleave.py")
+    # b is always 80% of a; c fails to print a rate
+    out = subprocess.run([sys.executable, script, "--rounds", "3",
+                          "a=echo 'RESULT x = 1000 img/s'", "b=echo '  800.0 images/s'", "c=exit 3"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[-3:]}
+    assert rows["a"][1:] == ["1000", "1000", "1000", "1.000", "1.000", "1.000", "1.000"]
+    assert rows["b"][4] == "0.800" and rows["b"][7] == "0.800"
+    assert rows["c"][1:] == ["no", "rates"]
+    assert "no rate; exit 3" in out
+
+
+def test_a_hanging_command_is_killed_with_its_children():
+    t0 = time.monotonic()
+    out, err, code = interleave.run("sleep 60 & sleep 60; echo never", timeout=1)
+    assert code == "timeout" and "killed after 1 s" in err and "never" not in out
+    assert time.monotonic() - t0 < 10

@@ -1,0 +1,31 @@
+#!/bin/sh
+# bench/cpu_sampler.c against a program whose answer is known (sampler_target.c): the
+# report must exist, name both threads and both static functions (from the executable's
+# own symbol table), attribute each function to its thread, and find the threads' CPU
+# times in a ratio near 3 : 1.
+# usage: cpu_sampler_test.sh SAMPLER_TARGET LIBSTK_SAMPLER OUTDIR
+set -eu
+target=$1 sampler=$2 out=$3/cpu_sampler_test
+rm -f "$out".*.txt
+STK_SAMPLER_OUT=$out STK_SAMPLER_DELAY=0 LD_PRELOAD=$sampler "$target"
+report=$(ls "$out".*.txt 2>/dev/null | head -1)
+[ -n "$report" ] || { echo "FAIL: no report at $out.PID.txt"; exit 1; }
+fail() { echo "FAIL: $1"; cat "$report"; exit 1; }
+count() { # samples of a thread, from the "by thread" table
+  awk -v t="$1" '/^  by thread/ {on = 1; next} on && $3 == t {print $2; exit} /^thread / {on = 0}' "$report"
+}
+three=$(count test-three)
+one=$(count test-one)
+[ -n "$three" ] && [ -n "$one" ] || fail "threads test-three / test-one not in the report"
+[ "$one" -ge 10 ] || fail "too few samples ($one) for test-one"
+# 3 : 1 within sampling error: between 2 and 4.5
+awk -v a="$three" -v b="$one" 'BEGIN { r = a / b; exit !(r > 2.0 && r < 4.5) }' ||
+  fail "ratio $three / $one is not near 3"
+# each thread's own section names its function, from the executable's symbol table
+awk '/^thread test-three:/ {on = 1} /^thread test-one:/ {on = 0} on' "$report" | grep -q 'sampler_target:burn_three' ||
+  fail "burn_three not named in test-three's section"
+awk '/^thread test-one:/ {on = 1} /^thread test-three:/ {on = 0} on' "$report" | grep -q 'sampler_target:burn_one' ||
+  fail "burn_one not named in test-one's section"
+# the call chains go past the innermost frame (return addresses from the unwinder)
+grep -q 'burn_three[^ ]* < sampler_target:worker_three' "$report" || fail "no call chain burn_three < worker_three"
+echo "cpu_sampler: ok ($three and $one samples)"

@@ -1,0 +1,56 @@
+/* A program for tests/sampler/cpu_sampler_test.sh: two named threads burn CPU in two
+ * static functions, 3 : 1 in CPU time (measured on each thread's own CPU clock, so the
+ * ratio holds however the threads are scheduled); the sampler's report must name the
+ * threads and the functions and find that ratio. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+static volatile uint64_t sink;
+
+static double thread_cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* noinline: each must be its own function in the symbol table and in the samples (GCC
+ * may still name a specialised copy burn_three.constprop.0) */
+__attribute__((noinline)) static void burn_three(double seconds) {
+  double end = thread_cpu_seconds() + seconds;
+  while (thread_cpu_seconds() < end)
+    for (int i = 0; i < 20000; i++) sink = sink * 6364136223846793005ull + 1442695040888963407ull;
+}
+
+__attribute__((noinline)) static void burn_one(double seconds) {
+  double end = thread_cpu_seconds() + seconds;
+  while (thread_cpu_seconds() < end)
+    for (int i = 0; i < 20000; i++) sink = sink * 2862933555777941757ull + 3037000493ull;
+}
+
+static void *worker_three(void *arg) {
+  (void)arg;
+  prctl(PR_SET_NAME, "test-three", 0, 0, 0);
+  burn_three(0.9);
+  return NULL;
+}
+
+static void *worker_one(void *arg) {
+  (void)arg;
+  prctl(PR_SET_NAME, "test-one", 0, 0, 0);
+  burn_one(0.3);
+  return NULL;
+}
+
+int main(void) {
+  pthread_t a, b;
+  pthread_create(&a, NULL, worker_three, NULL);
+  pthread_create(&b, NULL, worker_one, NULL);
+  pthread_join(a, NULL);
+  pthread_join(b, NULL);
+  return 0;
+}
