@@ -742,14 +742,16 @@ static void apply_padding(stk_decoder *d, const stk_gpu_decode_opts *opts) {
   d->host_padding = host;
 }
 
-/* The hardware state's buffers for `k` images of up to the hinted size (4:4:4, the
- * largest), allocated before the call when the batch is larger than any before or the
- * hint grew. A failure is reported: the hint asked for memory the device may not have. */
-static int engines_preallocate(stk_decoder *d, int k, const stk_gpu_decode_opts *opts, char *err, size_t errlen) {
+/* The hardware state's buffers for a batch of `batch` images of up to the hinted size
+ * (4:4:4, the largest), allocated before the call when the batch is larger than any
+ * before or the hint grew. A failure is reported: the hint asked for memory the device
+ * may not have. */
+static int engines_preallocate(stk_decoder *d, int batch, const stk_gpu_decode_opts *opts, char *err, size_t errlen) {
   if (!opts || opts->prealloc_width <= 0 || opts->prealloc_height <= 0 || !d->f.nvjpegDecodeBatchedPreAllocate)
     return 0;
-  if (k <= d->prealloc_n && opts->prealloc_width <= d->prealloc_w && opts->prealloc_height <= d->prealloc_h) return 0;
-  int n = k > d->prealloc_n ? k : d->prealloc_n;
+  if (batch <= d->prealloc_n && opts->prealloc_width <= d->prealloc_w && opts->prealloc_height <= d->prealloc_h)
+    return 0;
+  int n = batch > d->prealloc_n ? batch : d->prealloc_n;
   int w = opts->prealloc_width > d->prealloc_w ? opts->prealloc_width : d->prealloc_w;
   int h = opts->prealloc_height > d->prealloc_h ? opts->prealloc_height : d->prealloc_h;
   nvjpegStatus_t st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_state, n, w, h, NVJPEG_CSS_444, d->fmt);
