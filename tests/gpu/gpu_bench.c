@@ -21,6 +21,8 @@
  *                  [--bare-classify-load N] [--bare-driver-load] (a pipeline's CPU-stage
  *                  classification or GPU-stage driver calls beside bare's call)
  *                  [--bare-dst-rotate K] (K destination buffers in turn, images packed)
+ *                  [--bare-src-blocks K] (with --bare-pinned / --bare-registered: the files
+ *                  packed into K pinned blocks, one copy of the dataset each, in turn)
  *                  [--bare-padding MB] [--bare-prealloc] (nvJPEG's memory padding; its
  *                  state's buffers allocated up front)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
@@ -130,6 +132,12 @@ static int bare_padding_mb, bare_prealloc;
  * after the other (as into a pipeline's output list, whose address and offsets change from
  * batch to batch) instead of the same buffer at a fixed stride. */
 static int bare_rotate;
+/* --bare-src-blocks K (with --bare-pinned or --bare-registered): the files' bytes packed
+ * into K large pinned blocks, K copies of the dataset, call c reading copy c % K, as a
+ * pipeline's reader packs a batch's files into the blocks of its host pool, which rotate
+ * (bare otherwise reads each file from its own fixed pinned copy). */
+static int src_blocks;
+static const uint8_t **src_copy[8]; /* src_copy[k][i]: file i in block k */
 
 static int bare_load(bare_nvjpeg *n) {
   void *lib = dlopen("libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -205,7 +213,7 @@ static void *bare_thread(void *arg) {
     if (bare_vary > 0 && bare_vary < b && k % 2) b -= bare_vary;
     size_t packed = 0;
     for (int i = 0; i < b; i++) {
-      data[i] = imgs[s + i].data;
+      data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][s + i] : imgs[s + i].data;
       len[i] = imgs[s + i].size;
       dst[i].channel[0] = w->out + w->maxb * i;
       if (bare_rotate > 0) { /* packed as a pipeline's output list: each image after the last */
@@ -383,7 +391,7 @@ static void bench_bare(int epochs, int submitters) {
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
          "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
-         bare_vary ? "_vary" : bare_rotate ? "_rotate" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
+         bare_vary ? "_vary" : bare_rotate ? "_rotate" : src_blocks ? "_srcblocks" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "");
   for (int i = 0; i < submitters; i++) {
@@ -618,7 +626,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-prealloc")) bare_prealloc = 1;
     else if (!strcmp(argv[i], "--bare-classify-load") && i + 1 < argc) classify_load = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-driver-load")) driver_load = 1;
-    else if (!strcmp(argv[i], "--bare-dst-rotate") && i + 1 < argc) {
+    else if (!strcmp(argv[i], "--bare-src-blocks") && i + 1 < argc) {
+      src_blocks = atoi(argv[++i]);
+      if (src_blocks > 8) src_blocks = 8;
+    } else if (!strcmp(argv[i], "--bare-dst-rotate") && i + 1 < argc) {
       bare_rotate = atoi(argv[++i]);
       if (bare_rotate > 8) bare_rotate = 8;
     }
@@ -673,6 +684,29 @@ int main(int argc, char **argv) {
       memcpy(pin, imgs[i].data, imgs[i].size);
       imgs[i].data = (const uint8_t *)pin;
     }
+  if (bare_pinned && src_blocks > 0) { /* K packed copies, one block each */
+    size_t total = 0;
+    for (int i = 0; i < nimg; i++) total += (imgs[i].size + 63) & ~(size_t)63;
+    for (int k = 0; k < src_blocks; k++) {
+      uint8_t *block = NULL;
+      if (bare_pinned == 2) {
+        block = (uint8_t *)aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
+        DIE_IF(!block || G->host_register(ctx, block, (total + 4095) & ~(size_t)4095, err, sizeof err), "host_register");
+      } else {
+        DIE_IF(G->pinned_alloc(ctx, total, (void **)&block, err, sizeof err), "pinned_alloc");
+      }
+      src_copy[k] = (const uint8_t **)malloc(sizeof(uint8_t *) * (size_t)nimg);
+      DIE_IF(!src_copy[k], "malloc");
+      size_t off = 0;
+      for (int i = 0; i < nimg; i++) {
+        memcpy(block + off, imgs[i].data, imgs[i].size);
+        src_copy[k][i] = block + off;
+        off += (imgs[i].size + 63) & ~(size_t)63;
+      }
+    }
+  } else {
+    src_blocks = 0;
+  }
   bench_bare(epochs, 1);
   for (int t = 2; t <= submitters && t <= 8; t++) bench_bare(epochs, t);
   if (only && !strcmp(only, "bare")) {
