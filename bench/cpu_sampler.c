@@ -19,8 +19,9 @@
  * call is then the next frame.
  * Frames past the first come from backtrace() (libgcc's unwinder on .eh_frame); it is
  * warmed up before the timer starts, since its first call loads libgcc.
- * Libraries are kept loaded to the end (dlclose is a no-op while this is preloaded), so
- * that the report can still name addresses in libraries the program unloaded.
+ * Libraries are kept loaded to the end (dlclose is a no-op while this is preloaded), and
+ * the executable mappings are recorded every 200 ms while sampling, so that the report can
+ * still name addresses in libraries unloaded by other means (nvJPEG's libnvcuvid is).
  * Caveat: a signal interrupts a sleeping system call only on the thread it is delivered
  * to, which is one on the CPU; calls that do not restart on SA_RESTART (nanosleep, poll
  * with a timeout) may return EINTR early there.
@@ -80,12 +81,15 @@ static void on_prof(int sig, siginfo_t *info, void *ucv) {
   s->depth = d;
 }
 
+static void *snapshot_main(void *arg);
+
 static void *start_later(void *arg) {
   double delay = *(double *)arg;
   struct timespec ts = {(time_t)delay, (long)((delay - (time_t)delay) * 1e9)};
   nanosleep(&ts, NULL);
   clock_gettime(CLOCK_MONOTONIC, &window_start);
   atomic_store(&enabled, 1);
+  snapshot_main(NULL); /* this thread now records the mappings every 200 ms */
   return NULL;
 }
 
@@ -174,24 +178,79 @@ static const char *function_at(sym_file *sf, uint64_t addr) {
   return addr < f->start + (f->size ? f->size : 1) ? f->name : NULL;
 }
 
-/* An address dladdr cannot place: its mapping in /proc/self/maps (a file mapped by other
- * means than the dynamic loader, or anonymous memory), as "file+0xPAGE" or "[anon]+0xPAGE". */
-static void name_from_maps(void *pc, char *buf, size_t cap) {
+/* ---- mappings seen while sampling: a library unmapped before the report (nvJPEG's
+ *      libnvcuvid is, by a path other than dlclose) is still named ---- */
+
+typedef struct {
+  unsigned long lo, hi, off;
+  char path[256];
+} mapping_t;
+
+enum { MAX_MAPPINGS = 1024 };
+static mapping_t mappings[MAX_MAPPINGS];
+static int nmappings;
+static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int snapshots_stop;
+
+/* Adds the executable file mappings of /proc/self/maps not yet in the table. */
+static void maps_snapshot(void) {
   FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return;
   char line[1024];
-  uintptr_t a = (uintptr_t)pc;
-  snprintf(buf, cap, "?%p", pc);
-  while (f && fgets(line, sizeof line, f)) {
+  pthread_mutex_lock(&mappings_lock);
+  while (fgets(line, sizeof line, f)) {
     unsigned long lo, hi, off;
     char perms[8], path[512] = "";
-    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %511s", &lo, &hi, perms, &off, path) < 4) continue;
-    if (a < lo || a >= hi) continue;
-    const char *name = strrchr(path, '/');
-    name = name ? name + 1 : *path ? path : "[anon]";
-    snprintf(buf, cap, "%s+0x%lx", name, (unsigned long)((a - lo + off) / PAGE_GROUP * PAGE_GROUP));
-    break;
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %511s", &lo, &hi, perms, &off, path) < 5 || perms[2] != 'x' ||
+        path[0] != '/')
+      continue;
+    int known = 0;
+    for (int i = nmappings - 1; i >= 0 && !known; i--)
+      known = mappings[i].lo == lo && mappings[i].hi == hi && !strcmp(mappings[i].path, path);
+    if (known || nmappings == MAX_MAPPINGS) continue;
+    mappings[nmappings] = (mapping_t){lo, hi, off, ""};
+    snprintf(mappings[nmappings].path, sizeof mappings[nmappings].path, "%s", path);
+    nmappings++;
   }
-  if (f) fclose(f);
+  pthread_mutex_unlock(&mappings_lock);
+  fclose(f);
+}
+
+/* The latest mapping seen that holds `a` (NULL: none, e.g. anonymous memory). */
+static const mapping_t *mapping_of(uintptr_t a) {
+  for (int i = nmappings - 1; i >= 0; i--)
+    if (a >= mappings[i].lo && a < mappings[i].hi) return &mappings[i];
+  return NULL;
+}
+
+/* An address dladdr cannot place, named from the mappings seen: "file:function" (file
+ * offsets taken as symbol values, true of the text of ordinary shared objects) or
+ * "file+0xPAGE"; "?ADDRESS" for memory no file backs. */
+static void name_from_maps(void *pc, char *buf, size_t cap) {
+  const mapping_t *m = mapping_of((uintptr_t)pc);
+  if (!m) {
+    snprintf(buf, cap, "?%p", pc);
+    return;
+  }
+  const char *name = strrchr(m->path, '/');
+  name = name ? name + 1 : m->path;
+  unsigned long rel = (uintptr_t)pc - m->lo + m->off;
+  sym_file *sf = symbols_for(m->path);
+  const char *fn = sf && !sf->is_exec ? function_at(sf, rel) : NULL;
+  if (fn)
+    snprintf(buf, cap, "%s:%s", name, fn);
+  else
+    snprintf(buf, cap, "%s+0x%lx", name, rel / PAGE_GROUP * PAGE_GROUP);
+}
+
+static void *snapshot_main(void *arg) {
+  (void)arg;
+  while (!atomic_load(&snapshots_stop)) {
+    maps_snapshot();
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
 }
 
 /* "lib:function" or "lib+0xPAGE" for an address. */
@@ -229,8 +288,7 @@ static void lib_of(void *pc, char *buf, size_t cap) {
     return;
   }
   name_from_maps(pc, buf, cap);
-  char *plus = strrchr(buf, '+');
-  if (plus && buf[0] != '?') *plus = 0;
+  if (buf[0] != '?') buf[strcspn(buf, ":+")] = 0;
 }
 
 typedef struct {
@@ -308,12 +366,18 @@ static void write_report(void) {
   atomic_store(&enabled, 0);
   struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_PROF, &off, NULL);
+  atomic_store(&snapshots_stop, 1);
+  maps_snapshot();
+  pthread_mutex_lock(&mappings_lock); /* the snapshot thread may still be about: the table is read below */
   long n = atomic_load(&nsamples);
   if (n > MAX_SAMPLES) n = MAX_SAMPLES;
   char path[600];
   snprintf(path, sizeof path, "%s.%d.txt", out_prefix, (int)getpid());
   FILE *f = fopen(path, "w");
-  if (!f) return;
+  if (!f) {
+    pthread_mutex_unlock(&mappings_lock);
+    return;
+  }
   char cmd[256] = {0};
   FILE *c = fopen("/proc/self/cmdline", "r");
   if (c) {
@@ -338,6 +402,7 @@ static void write_report(void) {
     if (threads.t[i].count * 50 >= n) report_thread(f, threads.t[i].key, n); /* threads with >= 2% */
   free(threads.t);
   fclose(f);
+  pthread_mutex_unlock(&mappings_lock);
 }
 
 /* Interposed: the libraries a program unloads would leave their samples nameless. */

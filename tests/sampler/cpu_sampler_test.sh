@@ -3,11 +3,13 @@
 # report must exist, name both threads and both static functions (from the executable's
 # own symbol table), attribute each function to its thread, and find the threads' CPU
 # times in a ratio near 3 : 1.
-# usage: cpu_sampler_test.sh SAMPLER_TARGET LIBSTK_SAMPLER OUTDIR
+# A third thread burns CPU in a library the program then unloads: the report must still
+# name the library's function (from the mappings recorded while sampling).
+# usage: cpu_sampler_test.sh SAMPLER_TARGET LIBSTK_SAMPLER OUTDIR LIBSAMPLER_BURN
 set -eu
-target=$1 sampler=$2 out=$3/cpu_sampler_test
+target=$1 sampler=$2 out=$3/cpu_sampler_test burn=$4
 rm -f "$out".*.txt
-STK_SAMPLER_OUT=$out STK_SAMPLER_DELAY=0 LD_PRELOAD=$sampler "$target"
+STK_SAMPLER_OUT=$out STK_SAMPLER_DELAY=0 LD_PRELOAD=$sampler "$target" "$burn"
 report=$(ls "$out".*.txt 2>/dev/null | head -1)
 [ -n "$report" ] || { echo "FAIL: no report at $out.PID.txt"; exit 1; }
 fail() { echo "FAIL: $1"; cat "$report"; exit 1; }
@@ -28,4 +30,7 @@ awk '/^thread test-one:/ {on = 1} /^thread test-three:/ {on = 0} on' "$report" |
   fail "burn_one not named in test-one's section"
 # the call chains go past the innermost frame (return addresses from the unwinder)
 grep -q 'burn_three[^ ]* < sampler_target:worker_three' "$report" || fail "no call chain burn_three < worker_three"
+# the unloaded library, named after it was gone
+awk '/^thread test-library:/ {on = 1; next} /^thread / {on = 0} on' "$report" |
+  grep -q 'libsampler_burn.so:burn_in_library' || fail "burn_in_library not named after its library was unloaded"
 echo "cpu_sampler: ok ($three and $one samples)"
