@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The experiments behind bench/RESULTS.md's "2026-11-25 (third session)" section: why is
+# nvJPEG's engines' call slower inside basic@gpu than bare? Each runs its commands in
+# interleaved rounds (bench/interleave.py: medians, same-round ratios, best/best).
+# Run on the GPU machine through gpu-check's exec step (which sets $BUILD and $DATA):
+#   STK_EXEC='R=6 bash bench/gpu_experiments.sh NAME' scripts/gpu-check.sh exec
+# NAME:
+#   memory     nvJPEG memory padding / pre-allocation, bare and in the pipeline (runs the
+#              GPU tests first: it was the first run of the decoder change)
+#   threads    CPU-stage thread counts; bare beside 14 busy loops
+#   threads2   CPU-stage workers or nvJPEG hybrid threads? hw_decoder_load 1.0 alongside
+#   loads      bare beside header classification, driver calls, file reads; decode@gpu
+#   reads      bare beside file reads at a pipeline's pace (30k files/s) and flat out
+#   all_loads  every stand-in at once
+#   dst        destinations that change from call to call, images packed
+#   src        bitstreams packed in rotating pinned blocks, as in the host pool (not yet run)
+set -u
+NAME=${1:?usage: gpu_experiments.sh NAME (see the header)}
+ROUNDS=${R:-6}
+BARE="$BUILD/gpu_bench $DATA --batch 256 --epochs 40 --threads 15 --only bare"
+B="$BARE --bare-pinned"
+S="$BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 60"
+P="$S --threads 15 --pipeline"
+HW10=bench/pipelines/basic_gpu_hw10.txt
+# busy loops under /bin/sh (interleave.py's shell): their pids kept, their output nowhere
+SPIN='pids=; for c in $(seq 14); do (while :; do :; done) >/dev/null 2>&1 & pids="$pids $!"; done; sleep 0.3'
+STOP='kill $pids'
+
+case $NAME in
+  memory)
+    echo "== gpu_tests"; timeout 200 "$BUILD/gpu_tests" --dataset "$DATA" --extra "$EXTRA" 2>&1 | tail -4
+    echo "== test_gpu_pipeline"; timeout 120 "$BUILD/test_gpu_pipeline" 2>&1 | tail -3
+    RUNS=(bare="$B" bare_pad_pre="$B --bare-padding 16 --bare-prealloc" basic="$P basic"
+          basic_nopad="$P bench/pipelines/basic_gpu_nopad.txt" basic_prealloc="$P bench/pipelines/basic_gpu_prealloc.txt") ;;
+  threads)
+    RUNS=(bare="$B" bare_14busy="$SPIN; $B; $STOP" basic_t15="$S --pipeline basic --threads 15"
+          basic_t8="$S --pipeline basic --threads 8" basic_t4="$S --pipeline basic --threads 4"
+          basic_t2="$S --pipeline basic --threads 2") ;;
+  threads2)
+    RUNS=(bare="$B" basic_t15="$S --pipeline basic --threads 15"
+          basic_t15_nvj4="env STK_NVJPEG_THREADS=4 $S --pipeline basic --threads 15"
+          basic_t4="$S --pipeline basic --threads 4" hw10_t15="$S --pipeline $HW10 --threads 15"
+          hw10_t4="$S --pipeline $HW10 --threads 4") ;;
+  loads)
+    RUNS=(bare="$B" bare_classify4="$B --bare-classify-load 4" bare_classify12="$B --bare-classify-load 12"
+          bare_driver="$B --bare-driver-load" bare_read4="$B --bare-read-load 4" decode_t15="$P decode"
+          basic_t15="$P basic") ;;
+  reads)
+    RUNS=(bare="$B" bare_read4_30k="$B --bare-read-load 4 --bare-read-rate 30000"
+          bare_read15_30k="$B --bare-read-load 15 --bare-read-rate 30000" bare_read4_max="$B --bare-read-load 4"
+          basic_t15="$P basic") ;;
+  all_loads)
+    RUNS=(bare="$B" bare_all="$B --bare-classify-load 4 --bare-driver-load --bare-read-load 4 --bare-read-rate 30000"
+          basic_t15="$P basic") ;;
+  dst)
+    RUNS=(bare="$B" bare_rotate1="$B --bare-dst-rotate 1" bare_rotate4="$B --bare-dst-rotate 4" basic_t15="$P basic") ;;
+  src)
+    RUNS=(bare_pinned="$B" bare_registered="$BARE --bare-registered"
+          reg_blocks1="$BARE --bare-registered --bare-src-blocks 1"
+          reg_blocks4="$BARE --bare-registered --bare-src-blocks 4" pinned_blocks4="$B --bare-src-blocks 4"
+          basic="$P basic" basic_pin_alloc="env STK_PIN_HOST=alloc $P basic") ;;
+  *) echo "gpu_experiments.sh: no experiment '$NAME' (see the header)" >&2; exit 2 ;;
+esac
+python3 bench/interleave.py --rounds "$ROUNDS" "${RUNS[@]}"
