@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where nvJPEG's batched hardware call spends its CPU time, bare and inside basic@gpu
-# (bench/cpu_sampler.c, preloaded), and whether nvJPEG's memory padding or pre-allocation
-# shortens the call (gpu_bench --bare-padding / --bare-prealloc, interleaved rounds).
+# (automatic split and hw_decoder_load 1.0), ROUNDS times: bench/cpu_sampler.c preloaded,
+# each report summarised (threads; the decoding thread by library and function) and the
+# first of each kind kept in OUTDIR.
 # usage: bench/profile_nvjpeg.sh BUILD DATA OUTDIR [ROUNDS]   (on the GPU machine, through
 #        scripts/gpu-check.sh exec: STK_EXEC='bash bench/profile_nvjpeg.sh $BUILD $DATA $OUT')
 set -u
@@ -38,14 +39,4 @@ for r in $(seq "$ROUNDS"); do
   sampled bare "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 80 --threads 15 --only bare --bare-pinned
   sampled basic_t15 $S basic --device gpu --batch-size 256 --threads 15 --epochs 120
   sampled basic_hw10_t15 $S bench/pipelines/basic_gpu_hw10.txt --device gpu --batch-size 256 --threads 15 --epochs 120
-done
-[ -n "${STK_PROFILE_ONLY:-}" ] && exit 0
-
-echo "== nvJPEG memory padding and pre-allocation, bare from pinned memory, interleaved"
-for r in $(seq "$ROUNDS"); do
-  for v in "" "--bare-padding 64" "--bare-prealloc" "--bare-padding 64 --bare-prealloc"; do
-    printf 'round %s %-36s ' "$r" "${v:-plain}"
-    # shellcheck disable=SC2086
-    "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 40 --threads 15 --only bare --bare-pinned $v 2>&1 | grep -E '^RESULT|^bare:' | rate
-  done
 done
