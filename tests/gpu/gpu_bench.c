@@ -119,6 +119,7 @@ typedef struct {
   nvjpegStatus_t (*stream_new)(nvjpegHandle_t, nvjpegJpegStream_t *);   /* nvjpegJpegStreamCreate */
   nvjpegStatus_t (*parse_header)(nvjpegHandle_t, const unsigned char *, size_t, nvjpegJpegStream_t);
   nvjpegStatus_t (*supported)(nvjpegHandle_t, nvjpegJpegStream_t, int *); /* nvjpegDecodeBatchedSupported */
+  nvjpegStatus_t (*stream_free)(nvjpegJpegStream_t);                    /* nvjpegJpegStreamDestroy */
   void *cu_ctx; /* the device's primary context, made current on every submitting thread */
   nvjpegHandle_t h;
 } bare_nvjpeg;
@@ -157,6 +158,7 @@ static int bare_load(bare_nvjpeg *n) {
   *(void **)&n->stream_new = dlsym(lib, "nvjpegJpegStreamCreate");
   *(void **)&n->parse_header = dlsym(lib, "nvjpegJpegStreamParseHeader");
   *(void **)&n->supported = dlsym(lib, "nvjpegDecodeBatchedSupported");
+  *(void **)&n->stream_free = dlsym(lib, "nvjpegJpegStreamDestroy");
   *(void **)&n->dev_padding = dlsym(lib, "nvjpegSetDeviceMemoryPadding");
   *(void **)&n->pinned_padding = dlsym(lib, "nvjpegSetPinnedMemoryPadding");
   if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create || !n->stream_sync ||
@@ -249,8 +251,8 @@ static int bare_pinned;      /* --bare-pinned: the files' bytes in pinned host m
  * engines' call is 10-15% slower than bare's, bench/RESULTS.md 2026-11-25):
  *   --bare-classify-load N: N threads parse headers and ask nvjpegDecodeBatchedSupported
  *     on bare's own handle, at 30k images/s together, as the CPU stage classifies;
- *   --bare-driver-load: one thread makes stream-ordered allocations, frees, a memset and
- *     a synchronisation on another stream, 20 of each every 8 ms, as the GPU stage does. */
+ *   --bare-driver-load: one thread makes 20 stream-ordered allocations and frees and one
+ *     synchronisation on another stream every 8 ms, as the GPU stage does. */
 static int classify_load, driver_load;
 static atomic_int loads_stop;
 static atomic_long classified;
@@ -270,7 +272,8 @@ static void sleep_until(double t) {
 static void *classify_load_main(void *arg) {
   load_arg *a = (load_arg *)arg;
   nvjpegJpegStream_t js;
-  if (!a->n->stream_new || !a->n->parse_header || !a->n->supported || a->n->stream_new(a->n->h, &js) != NVJPEG_STATUS_SUCCESS)
+  if (!a->n->stream_new || !a->n->stream_free || !a->n->parse_header || !a->n->supported ||
+      a->n->stream_new(a->n->h, &js) != NVJPEG_STATUS_SUCCESS)
     return NULL;
   double per_image = a->threads / 30000.0, t = now();
   for (long i = a->id; !atomic_load(&loads_stop); i += a->threads) {
@@ -281,7 +284,8 @@ static void *classify_load_main(void *arg) {
     t += per_image;
     sleep_until(t);
   }
-  return NULL; /* the parser is left to the process's end: destroying it races nothing here */
+  a->n->stream_free(js);
+  return NULL;
 }
 
 static void *driver_load_main(void *arg) {
