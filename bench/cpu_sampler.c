@@ -1,10 +1,12 @@
 /*
  * cpu_sampler: where a program's threads spend their CPU time, on a machine without perf
  * or Nsight Systems (the GPU machine has neither). Loaded with LD_PRELOAD; it samples the
- * program counter and a few return addresses of whichever thread is on the CPU, at a rate
- * proportional to CPU time (ITIMER_PROF, whose signal Linux delivers to the thread that
- * was running when the timer expired, the way gperftools' profiler relies on), and at exit
- * writes a summary: per thread, the samples by library and by function.
+ * program counter and a few return addresses of every thread at a rate proportional to
+ * that thread's own CPU time (a timer on each thread's CPU clock, signalling that thread:
+ * timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID); threads are given theirs by an
+ * interposed pthread_create), and at exit writes a summary: per thread, the samples by
+ * library and by function. (A process-wide ITIMER_PROF, the first version, over-sampled
+ * the busier thread on a loaded machine: 5 : 1 for a 3 : 1 split of CPU time.)
  *
  *   STK_SAMPLER_OUT=PREFIX   turns it on; the summary goes to PREFIX.PID.txt
  *   STK_SAMPLER_HZ=N         samples per CPU-second (default 1000)
@@ -21,13 +23,15 @@
  * warmed up before the timer starts, since its first call loads libgcc.
  * Libraries are kept loaded to the end (dlclose is a no-op while this is preloaded), and
  * the executable mappings are recorded every 200 ms while sampling, so that the report can
- * still name addresses in libraries unloaded by other means (nvJPEG's libnvcuvid is).
- * Caveat: a signal interrupts a sleeping system call only on the thread it is delivered
- * to, which is one on the CPU; calls that do not restart on SA_RESTART (nanosleep, poll
- * with a timeout) may return EINTR early there.
+ * still name addresses in libraries unloaded by other means.
+ * Caveat: a thread's timer fires only while it runs, so the signal interrupts system
+ * calls rarely; one that does not restart on SA_RESTART (nanosleep, poll with a timeout)
+ * may then return EINTR early. Threads started before this library's constructor ran
+ * are not sampled.
  */
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,6 +56,7 @@ typedef struct {
   char thread[16];
   void *pc[DEPTH]; /* pc[0]: the interrupted instruction; then return addresses */
   int depth;
+  int weight; /* 1 + the timer's overruns: expiries folded into this one signal */
 } sample_t;
 
 static sample_t *samples;
@@ -63,11 +68,14 @@ static struct timespec window_start;
 
 static void on_prof(int sig, siginfo_t *info, void *ucv) {
   (void)sig;
-  (void)info;
   if (!atomic_load_explicit(&enabled, memory_order_relaxed)) return;
   long i = atomic_fetch_add_explicit(&nsamples, 1, memory_order_relaxed);
   if (i >= MAX_SAMPLES) return;
   sample_t *s = &samples[i];
+  /* A thread's CPU clock is checked at the kernel's tick: expiries between two checks
+   * arrive as one signal whose overrun counts the rest, so the sample stands for them all
+   * (without it, a thread whose runs were short was under-sampled: 8 : 1 for 3 : 1). */
+  s->weight = 1 + (info && info->si_code == SI_TIMER && info->si_overrun > 0 ? info->si_overrun : 0);
   ucontext_t *uc = (ucontext_t *)ucv;
   s->pc[0] = (void *)uc->uc_mcontext.gregs[REG_RIP];
   prctl(PR_GET_NAME, s->thread, 0, 0, 0);
@@ -82,6 +90,59 @@ static void on_prof(int sig, siginfo_t *info, void *ucv) {
 }
 
 static void *snapshot_main(void *arg);
+
+/* ---- one CPU-time timer per thread ---- */
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+static pthread_key_t timer_key; /* its destructor deletes an exiting thread's timer */
+
+static void delete_thread_timer(void *timer) {
+  timer_delete((timer_t)timer);
+}
+
+/* The calling thread's timer: SIGPROF to this thread every 1/sample_hz s of its CPU time. */
+static void arm_thread_timer(void) {
+  struct sigevent sev;
+  memset(&sev, 0, sizeof sev);
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = SIGPROF;
+  sev.sigev_notify_thread_id = (pid_t)syscall(SYS_gettid);
+  timer_t timer;
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &timer) != 0) return;
+  long ns = 1000000000L / sample_hz;
+  struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L}, {ns / 1000000000L, ns % 1000000000L}};
+  timer_settime(timer, 0, &its, NULL);
+  pthread_setspecific(timer_key, (void *)timer);
+}
+
+typedef struct {
+  void *(*fn)(void *);
+  void *arg;
+} thread_start;
+
+static void *timed_thread(void *p) {
+  thread_start start = *(thread_start *)p;
+  free(p);
+  arm_thread_timer();
+  return start.fn(start.arg);
+}
+
+/* Interposed: every thread the program starts gets its timer first. */
+__attribute__((visibility("default"))) int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                                                     void *(*fn)(void *), void *arg) {
+  static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+  if (!real_create) *(void **)&real_create = dlsym(RTLD_NEXT, "pthread_create");
+  if (!real_create) return EAGAIN;
+  thread_start *start = samples ? (thread_start *)malloc(sizeof *start) : NULL;
+  if (!start) return real_create(thread, attr, fn, arg); /* sampler off (or no memory): as is */
+  *start = (thread_start){fn, arg};
+  int rc = real_create(thread, attr, timed_thread, start);
+  if (rc != 0) free(start);
+  return rc;
+}
 
 static void *start_later(void *arg) {
   double delay = *(double *)arg;
@@ -179,7 +240,8 @@ static const char *function_at(sym_file *sf, uint64_t addr) {
 }
 
 /* ---- mappings seen while sampling: a library unmapped before the report (nvJPEG's
- *      libnvcuvid is, by a path other than dlclose) is still named ---- */
+ *      libnvcuvid was, in the first version, whose dlclose was not exported) is still
+ *      named ---- */
 
 typedef struct {
   unsigned long lo, hi, off;
@@ -301,10 +363,10 @@ typedef struct {
   int n, cap;
 } tallies;
 
-static void tally_add(tallies *ts, const char *key) {
+static void tally_add(tallies *ts, const char *key, long weight) {
   for (int i = 0; i < ts->n; i++)
     if (!strcmp(ts->t[i].key, key)) {
-      ts->t[i].count++;
+      ts->t[i].count += weight;
       return;
     }
   if (ts->n == ts->cap) {
@@ -315,7 +377,7 @@ static void tally_add(tallies *ts, const char *key) {
     ts->cap = cap;
   }
   snprintf(ts->t[ts->n].key, sizeof ts->t[ts->n].key, "%s", key);
-  ts->t[ts->n++].count = 1;
+  ts->t[ts->n++].count = weight;
 }
 
 static int by_count(const void *a, const void *b) {
@@ -338,11 +400,11 @@ static void report_thread(FILE *f, const char *thread, long n_all) {
   for (long i = 0; i < n_all; i++) {
     sample_t *s = &samples[i];
     if (strncmp(s->thread, thread, sizeof s->thread)) continue;
-    total++;
+    total += s->weight;
     lib_of(s->pc[0], a, sizeof a);
-    tally_add(&libs, a);
+    tally_add(&libs, a, s->weight);
     name_of(s->pc[0], a, sizeof a);
-    tally_add(&funcs, a);
+    tally_add(&funcs, a, s->weight);
     size_t used = 0;
     chain[0] = 0;
     for (int d = 0; d < s->depth && d < 4 && used < sizeof chain - 1; d++) {
@@ -351,9 +413,9 @@ static void report_thread(FILE *f, const char *thread, long n_all) {
       if (w < 0) break;
       used += (size_t)w;
     }
-    tally_add(&chains, chain);
+    tally_add(&chains, chain, s->weight);
   }
-  fprintf(f, "thread %s: %ld samples\n", thread, total);
+  fprintf(f, "thread %s: %ld timer expiries (%.3f s of CPU)\n", thread, total, (double)total / sample_hz);
   print_top(f, &libs, total, 12, "by library (self)");
   print_top(f, &funcs, total, 25, "by function (self)");
   print_top(f, &chains, total, 25, "by call chain (innermost first)");
@@ -363,9 +425,7 @@ static void report_thread(FILE *f, const char *thread, long n_all) {
 }
 
 static void write_report(void) {
-  atomic_store(&enabled, 0);
-  struct itimerval off = {{0, 0}, {0, 0}};
-  setitimer(ITIMER_PROF, &off, NULL);
+  atomic_store(&enabled, 0); /* the timers tick on; their samples are dropped */
   atomic_store(&snapshots_stop, 1);
   maps_snapshot();
   pthread_mutex_lock(&mappings_lock); /* the snapshot thread may still be about: the table is read below */
@@ -389,24 +449,28 @@ static void write_report(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   double window = window_start.tv_sec ? (now.tv_sec - window_start.tv_sec) + (now.tv_nsec - window_start.tv_nsec) * 1e-9 : 0;
-  fprintf(f, "cpu_sampler: %ld samples (asked for %d per CPU-second; the kernel's tick may give fewer) over a %.2f s window; %s\n", n, sample_hz, window, cmd);
+  fprintf(f, "cpu_sampler: %ld signals over a %.2f s window; %s\n", n, window, cmd);
   tallies threads = {0};
+  long weighed = 0;
   for (long i = 0; i < n; i++) {
     char t[17];
     memcpy(t, samples[i].thread, 16);
     t[16] = 0;
-    tally_add(&threads, t);
+    tally_add(&threads, t, samples[i].weight);
+    weighed += samples[i].weight;
   }
-  print_top(f, &threads, n ? n : 1, 64, "by thread");
+  fprintf(f, "(counts below are expiries of the threads' timers: %ld, one per 1/%d s of a thread's CPU time)\n",
+          weighed, sample_hz);
+  print_top(f, &threads, weighed ? weighed : 1, 64, "by thread");
   for (int i = 0; i < threads.n; i++)
-    if (threads.t[i].count * 50 >= n) report_thread(f, threads.t[i].key, n); /* threads with >= 2% */
+    if (threads.t[i].count * 50 >= weighed) report_thread(f, threads.t[i].key, n); /* threads with >= 2% */
   free(threads.t);
   fclose(f);
   pthread_mutex_unlock(&mappings_lock);
 }
 
 /* Interposed: the libraries a program unloads would leave their samples nameless. */
-int dlclose(void *handle) {
+__attribute__((visibility("default"))) int dlclose(void *handle) {
   (void)handle;
   return 0;
 }
@@ -421,6 +485,7 @@ __attribute__((constructor)) static void sampler_start(void) {
   int hz = hz_s ? atoi(hz_s) : 1000;
   if (hz < 1 || hz > 10000) hz = 1000;
   sample_hz = hz;
+  pthread_key_create(&timer_key, delete_thread_timer);
   static double delay;
   delay = delay_s ? atof(delay_s) : 1.0;
   void *warm[4];
@@ -431,9 +496,8 @@ __attribute__((constructor)) static void sampler_start(void) {
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGPROF, &sa, NULL);
+  arm_thread_timer(); /* the main thread; the others get theirs as they start */
   pthread_t th;
   if (pthread_create(&th, NULL, start_later, &delay) == 0) pthread_detach(th);
-  struct itimerval it = {{0, 1000000 / hz}, {0, 1000000 / hz}};
-  setitimer(ITIMER_PROF, &it, NULL);
   atexit(write_report);
 }
