@@ -285,24 +285,33 @@ static const mapping_t *mapping_of(uintptr_t a) {
   return NULL;
 }
 
-/* An address dladdr cannot place, named from the mappings seen: "file:function" (file
- * offsets taken as symbol values, true of the text of ordinary shared objects) or
- * "file+0xPAGE"; "?ADDRESS" for memory no file backs. */
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* "lib:function" when the file at `path` has a function there in its symbol table, else
+ * "lib+0xPAGE". `pc` is the address, `off` its offset in the file as loaded (the symbol
+ * value in a shared object; an executable's symbols are addresses). */
+static void name_in_file(char *buf, size_t cap, const char *path, uintptr_t pc, uint64_t off) {
+  sym_file *sf = symbols_for(path);
+  const char *fn = sf ? function_at(sf, sf->is_exec ? (uint64_t)pc : off) : NULL;
+  if (fn)
+    snprintf(buf, cap, "%s:%s", base_name(path), fn);
+  else
+    snprintf(buf, cap, "%s+0x%lx", base_name(path), (unsigned long)(off / PAGE_GROUP * PAGE_GROUP));
+}
+
+/* An address dladdr cannot place, named from the mappings seen (file offsets taken as
+ * symbol values, true of the text of ordinary shared objects); "?ADDRESS" for memory no
+ * file backs. */
 static void name_from_maps(void *pc, char *buf, size_t cap) {
   const mapping_t *m = mapping_of((uintptr_t)pc);
   if (!m) {
     snprintf(buf, cap, "?%p", pc);
     return;
   }
-  const char *name = strrchr(m->path, '/');
-  name = name ? name + 1 : m->path;
-  unsigned long rel = (uintptr_t)pc - m->lo + m->off;
-  sym_file *sf = symbols_for(m->path);
-  const char *fn = sf && !sf->is_exec ? function_at(sf, rel) : NULL;
-  if (fn)
-    snprintf(buf, cap, "%s:%s", name, fn);
-  else
-    snprintf(buf, cap, "%s+0x%lx", name, rel / PAGE_GROUP * PAGE_GROUP);
+  name_in_file(buf, cap, m->path, (uintptr_t)pc, (uintptr_t)pc - m->lo + m->off);
 }
 
 static void *snapshot_main(void *arg) {
@@ -322,31 +331,24 @@ static void name_of(void *pc, char *buf, size_t cap) {
     name_from_maps(pc, buf, cap);
     return;
   }
-  const char *lib = strrchr(di.dli_fname, '/');
-  lib = lib ? lib + 1 : di.dli_fname;
-  uintptr_t off = (uintptr_t)pc - (uintptr_t)di.dli_fbase;
   const char *path = di.dli_fname;
   char exe[512];
-  if (!*path || !strchr(path, '/')) { /* the main program: dladdr names it as run */
+  /* the main program: dladdr names it as run (argv[0]); the vdso has a name without a
+   * directory too, and no file */
+  if (!*path || !strcmp(path, program_invocation_name)) {
     ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (k > 0) {
       exe[k] = 0;
       path = exe;
     }
   }
-  sym_file *sf = symbols_for(path);
-  const char *fn = sf ? function_at(sf, sf->is_exec ? (uint64_t)(uintptr_t)pc : (uint64_t)off) : NULL;
-  if (fn)
-    snprintf(buf, cap, "%s:%s", lib, fn);
-  else
-    snprintf(buf, cap, "%s+0x%lx", lib, (unsigned long)(off / PAGE_GROUP * PAGE_GROUP));
+  name_in_file(buf, cap, path, (uintptr_t)pc, (uintptr_t)pc - (uintptr_t)di.dli_fbase);
 }
 
 static void lib_of(void *pc, char *buf, size_t cap) {
   Dl_info di;
   if (dladdr(pc, &di) && di.dli_fname) {
-    const char *lib = strrchr(di.dli_fname, '/');
-    snprintf(buf, cap, "%s", lib ? lib + 1 : di.dli_fname);
+    snprintf(buf, cap, "%s", base_name(di.dli_fname));
     return;
   }
   name_from_maps(pc, buf, cap);

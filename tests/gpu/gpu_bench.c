@@ -314,8 +314,12 @@ static void bench_bare(int epochs, int submitters) {
     return;
   }
   size_t maxb = 0;
-  for (int i = 0; i < nimg; i++)
+  int maxw = 0, maxh = 0; /* for --bare-prealloc */
+  for (int i = 0; i < nimg; i++) {
     if ((size_t)imgs[i].w * imgs[i].h * 3 > maxb) maxb = (size_t)imgs[i].w * imgs[i].h * 3;
+    if (imgs[i].w > maxw) maxw = imgs[i].w;
+    if (imgs[i].h > maxh) maxh = imgs[i].h;
+  }
   bare_worker w[8];
   pthread_t th[8];
   if (submitters < 1 || submitters > 8) submitters = 1;
@@ -331,12 +335,7 @@ static void bench_bare(int epochs, int submitters) {
       DIE_IF(n.create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &w[t].h) != NVJPEG_STATUS_SUCCESS, "nvjpegCreateEx");
     DIE_IF(n.state_create(w[t].h, &w[t].st) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
     if (bare_prealloc) {
-      int mw = 0, mh = 0;
-      for (int i = 0; i < nimg; i++) {
-        if (imgs[i].w > mw) mw = imgs[i].w;
-        if (imgs[i].h > mh) mh = imgs[i].h;
-      }
-      nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st, batch, mw, mh, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI)
+      nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st, batch, maxw, maxh, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI)
                                      : NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
       if (ps != NVJPEG_STATUS_SUCCESS) printf("bare: nvjpegDecodeBatchedPreAllocate: status %d\n", (int)ps);
     }
