@@ -13,7 +13,9 @@
 #   reads      bare beside file reads at a pipeline's pace (30k files/s) and flat out
 #   all_loads  every stand-in at once
 #   dst        destinations that change from call to call, images packed
-#   src        bitstreams packed in rotating pinned blocks, as in the host pool (not yet run)
+#   src        bitstreams packed in rotating pinned blocks, as in the host pool
+#   nvjpeg_new nvJPEG from the PyPI wheel carried in .nvjpeg/ (13.3) against the machine's
+#              (13.0.1): do two submitting threads still hang; is one caller faster?
 set -u
 NAME=${1:?usage: gpu_experiments.sh NAME (see the header)}
 ROUNDS=${R:-6}
@@ -59,6 +61,18 @@ case $NAME in
           reg_blocks1="$BARE --bare-registered --bare-src-blocks 1"
           reg_blocks4="$BARE --bare-registered --bare-src-blocks 4" pinned_blocks4="$B --bare-src-blocks 4"
           basic="$P basic" basic_pin_alloc="env STK_PIN_HOST=alloc $P basic") ;;
+  nvjpeg_new)
+    NEW="env LD_LIBRARY_PATH=$PWD/.nvjpeg"
+    hung=0
+    for handles in "" --bare-own-handles "" ""; do
+        echo "== nvJPEG 13.3, two submitting threads $handles"
+        timeout -s KILL 30 $NEW $B --epochs 10 --bare-threads 2 $handles >/tmp/two.log 2>&1
+        rc=$?
+        grep -E "nvJPEG|RESULT|bare:" /tmp/two.log
+        [ $rc = 0 ] || { echo "(exit $rc: hung or failed)"; hung=1; }
+    done
+    RUNS=(bare="$B" bare_new="$NEW $B" basic="$P basic" basic_new="$NEW $P basic")
+    [ $hung = 0 ] && RUNS+=(bare2_new="$NEW $B --bare-threads 2") ;;
   *) echo "gpu_experiments.sh: no experiment '$NAME' (see the header)" >&2; exit 2 ;;
 esac
-python3 bench/interleave.py --rounds "$ROUNDS" "${RUNS[@]}"
+python3 bench/interleave.py --rounds "$ROUNDS" --timeout "${TO:-180}" "${RUNS[@]}"

@@ -673,8 +673,11 @@ int main(int argc, char **argv) {
     nimg++;
   }
   DIE_IF(nimg == 0, "no JPEGs under %s", dir);
-  printf("dataset %s: %d JPEGs, mean %.1f KB; batch %d, %d epochs, %d decode threads\n", dir,
-         nimg, bytes / nimg / 1e3, batch, epochs, threads);
+  stk_gpu_device_info di;
+  memset(&di, 0, sizeof di);
+  G->device_info(ctx, &di, err, sizeof err);
+  printf("dataset %s: %d JPEGs, mean %.1f KB; batch %d, %d epochs, %d decode threads; nvJPEG %d (%s)\n", dir,
+         nimg, bytes / nimg / 1e3, batch, epochs, threads, di.nvjpeg_version, di.nvjpeg_path);
   if (bare_pinned) /* the same bytes, copied into pinned blocks: does nvJPEG's call get faster? */
     for (int i = 0; i < nimg; i++) {
       void *pin = NULL;
