@@ -14,6 +14,8 @@
 #   all_loads  every stand-in at once
 #   dst        destinations that change from call to call, images packed
 #   src        bitstreams packed in rotating pinned blocks, as in the host pool
+#   states     several hardware decoder states used in turn (bare --bare-states K, the
+#              pipeline STK_NVJPEG_HW_STATES=K), after the GPU tests with two states
 #   nvjpeg_new nvJPEG from the PyPI wheel carried in .nvjpeg/ (13.3) against the machine's
 #              (13.0.1): do two submitting threads still hang; is one caller faster?
 set -u
@@ -61,6 +63,13 @@ case $NAME in
           reg_blocks1="$BARE --bare-registered --bare-src-blocks 1"
           reg_blocks4="$BARE --bare-registered --bare-src-blocks 4" pinned_blocks4="$B --bare-src-blocks 4"
           basic="$P basic" basic_pin_alloc="env STK_PIN_HOST=alloc $P basic") ;;
+  states)
+    echo "== gpu_tests, 2 hardware states"
+    STK_NVJPEG_HW_STATES=2 timeout 240 "$BUILD/gpu_tests" --dataset "$DATA" --extra "$EXTRA" 2>&1 | grep -E "lifetime|FAIL|gpu_tests:" | tail -12
+    echo "== test_gpu_pipeline, 2 hardware states"
+    STK_NVJPEG_HW_STATES=2 timeout 120 "$BUILD/test_gpu_pipeline" 2>&1 | tail -3
+    RUNS=(bare="$B" bare_s2="$B --bare-states 2" bare_s3="$B --bare-states 3" basic="$P basic"
+          basic_s2="env STK_NVJPEG_HW_STATES=2 $P basic" hw10_s2="env STK_NVJPEG_HW_STATES=2 $P $HW10") ;;
   nvjpeg_new)
     NEW="env LD_LIBRARY_PATH=$PWD/.nvjpeg"
     hung=0

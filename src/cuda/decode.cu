@@ -65,6 +65,8 @@ typedef struct parser {
 } parser_t;
 static void parser_destroy(struct stk_decoder *d, parser_t *p);
 
+#define HW_STATES_MAX 4
+
 struct stk_decoder {
   stk_gpu_ctx *ctx;
   void *lib;
@@ -74,6 +76,11 @@ struct stk_decoder {
   nvjpegHandle_t handle;
   nvjpegJpegDecoder_t dec[2];
   nvjpegHandle_t hw_handle;
+  /* The hardware path's states, each with its own stream, used by batches in turn (see
+   * hw_states_wanted); hw_state / hw_stream are the current batch's. */
+  nvjpegJpegState_t hw_states[HW_STATES_MAX];
+  cudaStream_t hw_streams[HW_STATES_MAX];
+  int n_hw_states, hw_turn;
   nvjpegJpegState_t hw_state;
   unsigned hw_engines, hw_cores;
   nvjpegDecodeParams_t *hw_params;
@@ -271,6 +278,16 @@ static void run_parallel(stk_decoder *d, job_fn job, int count) {
 /* Open / close                                                                       */
 /* ---------------------------------------------------------------------------------- */
 
+/* How many hardware states batches take in turn: $STK_NVJPEG_HW_STATES (1..4), else 1.
+ * With one state, a call must wait until the engines have finished with the state's
+ * previous batch before it can reuse the state's buffers; with two, the host's share of
+ * batch N + 1 overlaps the engines' work on batch N (an experiment, bench/RESULTS.md). */
+static int hw_states_wanted(void) {
+  const char *env = getenv("STK_NVJPEG_HW_STATES");
+  int k = env ? atoi(env) : 1;
+  return k < 1 ? 1 : k > HW_STATES_MAX ? HW_STATES_MAX : k;
+}
+
 static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, size_t errlen) {
   d->device_padding = d->host_padding = -1;
   NVJ_TRY(d->f.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
@@ -282,7 +299,11 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   if (!o->no_hw_decoder &&
       d->f.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
                           &d->hw_handle) == NVJPEG_STATUS_SUCCESS) {
-    if (d->f.nvjpegJpegStateCreate(d->hw_handle, &d->hw_state) != NVJPEG_STATUS_SUCCESS) {
+    int wanted = hw_states_wanted();
+    while (d->n_hw_states < wanted &&
+           d->f.nvjpegJpegStateCreate(d->hw_handle, &d->hw_states[d->n_hw_states]) == NVJPEG_STATUS_SUCCESS)
+      d->n_hw_states++;
+    if (d->n_hw_states == 0) {
       d->f.nvjpegDestroy(d->hw_handle);
       d->hw_handle = NULL;
     } else if (d->f.nvjpegGetHardwareDecoderInfo) {
@@ -291,7 +312,10 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   } else {
     d->hw_handle = NULL;
   }
-  CUDA_TRY(cudaStreamCreateWithFlags(&d->hw_stream, cudaStreamNonBlocking));
+  for (int k = 0; k < (d->n_hw_states > 0 ? d->n_hw_states : 1); k++)
+    CUDA_TRY(cudaStreamCreateWithFlags(&d->hw_streams[k], cudaStreamNonBlocking));
+  d->hw_state = d->hw_states[0];
+  d->hw_stream = d->hw_streams[0];
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_in, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_hw, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_fence, cudaEventDisableTiming));
@@ -333,12 +357,13 @@ static void decoder_free(stk_decoder *d) {
     pthread_mutex_unlock(&d->m);
     for (int i = 0; i < d->nthreads; i++) pthread_join(d->threads[i], NULL);
   }
-  if (d->hw_stream) cudaStreamSynchronize(d->hw_stream);
+  for (int k = 0; k < HW_STATES_MAX; k++)
+    if (d->hw_streams[k]) cudaStreamSynchronize(d->hw_streams[k]);
   for (int i = 0; d->slots && i < d->nslots; i++) slot_close(d, &d->slots[i]);
   for (int i = 0; i < d->hw_params_cap; i++)
     if (d->hw_params[i]) d->f.nvjpegDecodeParamsDestroy(d->hw_params[i]);
   free(d->hw_params);
-  if (d->hw_state) d->f.nvjpegJpegStateDestroy(d->hw_state);
+  for (int k = 0; k < d->n_hw_states; k++) d->f.nvjpegJpegStateDestroy(d->hw_states[k]);
   if (d->hw_handle) d->f.nvjpegDestroy(d->hw_handle);
   for (int k = 0; k < 2; k++)
     if (d->dec[k]) d->f.nvjpegDecoderDestroy(d->dec[k]);
@@ -346,7 +371,8 @@ static void decoder_free(stk_decoder *d) {
   if (d->ev_in) cudaEventDestroy(d->ev_in);
   if (d->ev_hw) cudaEventDestroy(d->ev_hw);
   if (d->ev_fence) cudaEventDestroy(d->ev_fence);
-  if (d->hw_stream) cudaStreamDestroy(d->hw_stream);
+  for (int k = 0; k < HW_STATES_MAX; k++)
+    if (d->hw_streams[k]) cudaStreamDestroy(d->hw_streams[k]);
   /* the library stays loaded: nvJPEG may keep threads or atexit handlers around */
   pthread_mutex_destroy(&d->m);
   pthread_cond_destroy(&d->cv_work);
@@ -754,7 +780,9 @@ static int engines_preallocate(stk_decoder *d, int batch, const stk_gpu_decode_o
   int n = batch > d->prealloc_n ? batch : d->prealloc_n;
   int w = opts->prealloc_width > d->prealloc_w ? opts->prealloc_width : d->prealloc_w;
   int h = opts->prealloc_height > d->prealloc_h ? opts->prealloc_height : d->prealloc_h;
-  nvjpegStatus_t st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_state, n, w, h, NVJPEG_CSS_444, d->fmt);
+  nvjpegStatus_t st = NVJPEG_STATUS_SUCCESS;
+  for (int k = 0; k < d->n_hw_states && st == NVJPEG_STATUS_SUCCESS; k++)
+    st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_states[k], n, w, h, NVJPEG_CSS_444, d->fmt);
   if (st != NVJPEG_STATUS_SUCCESS)
     return GPU_FAIL(STK_ERR_DEVICE, "nvjpegDecodeBatchedPreAllocate(%d images of %dx%d) failed: %s (the "
                     "preallocate_width_hint / preallocate_height_hint may be too large)", n, w, h, stk_nvjpeg_status_name(st));
@@ -912,6 +940,11 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   d->user_stream = (cudaStream_t)stream;
   d->dst_idle = opts && opts->dst_idle;
   apply_padding(d, opts);
+  if (d->n_hw_states > 1) { /* this batch's state and stream */
+    d->hw_state = d->hw_states[d->hw_turn];
+    d->hw_stream = d->hw_streams[d->hw_turn];
+    d->hw_turn = (d->hw_turn + 1) % d->n_hw_states;
+  }
 
   /* Unless the destinations are idle, the hardware stream starts after the work queued
    * so far (the destinations' allocations) and the fence before the engines' call waits

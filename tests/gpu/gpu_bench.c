@@ -23,6 +23,7 @@
  *                  [--bare-dst-rotate K] (K destination buffers in turn, images packed)
  *                  [--bare-src-blocks K] (with --bare-pinned / --bare-registered: the files
  *                  packed into K pinned blocks, one copy of the dataset each, in turn)
+ *                  [--bare-states K] (K decoder states per submitting thread, used in turn)
  *                  [--bare-padding MB] [--bare-prealloc] (nvJPEG's memory padding; its
  *                  state's buffers allocated up front)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
@@ -133,6 +134,10 @@ static int bare_padding_mb, bare_prealloc;
  * after the other (as into a pipeline's output list, whose address and offsets change from
  * batch to batch) instead of the same buffer at a fixed stride. */
 static int bare_rotate;
+/* --bare-states K: each submitting thread keeps K decoder states (and a stream each) and
+ * uses them in turn, so that a call need not wait for the state's previous batch to leave
+ * its buffers (does one state serialise the host's work with the engines'?) */
+static int bare_states = 1;
 /* --bare-src-blocks K (with --bare-pinned or --bare-registered): the files' bytes packed
  * into K large pinned blocks, K copies of the dataset, call c reading copy c % K, as a
  * pipeline's reader packs a batch's files into the blocks of its host pool, which rotate
@@ -179,8 +184,8 @@ static int bare_load(bare_nvjpeg *n) {
 typedef struct {
   bare_nvjpeg *n;
   nvjpegHandle_t h; /* the shared handle, or the thread's own (--bare-own-handles) */
-  nvjpegJpegState_t st;
-  struct CUstream_st *stream;
+  nvjpegJpegState_t st[4];        /* --bare-states K: K states, one per call in turn */
+  struct CUstream_st *stream[4];  /* a stream for each state */
   uint8_t *out;
   uint8_t *rot[8]; /* --bare-dst-rotate K: K destination buffers, one per call in turn */
   long calls;
@@ -225,14 +230,15 @@ static void *bare_thread(void *arg) {
       dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
     }
     double t = now();
-    nvjpegStatus_t st = w->n->init(w->h, w->st, b, 1, NVJPEG_OUTPUT_RGBI);
-    if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->h, w->st, data, len, dst, w->stream);
+    int k_state = (int)(w->calls % bare_states);
+    nvjpegStatus_t st = w->n->init(w->h, w->st[k_state], b, 1, NVJPEG_OUTPUT_RGBI);
+    if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->h, w->st[k_state], data, len, dst, w->stream[k_state]);
     if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0) printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
     w->call_s += now() - t;
     w->images += b;
     w->calls++;
   }
-  w->n->stream_sync(w->stream);
+  for (int k = 0; k < bare_states; k++) w->n->stream_sync(w->stream[k]);
   free(data);
   free(len);
   free(dst);
@@ -333,13 +339,15 @@ static void bench_bare(int epochs, int submitters) {
     w[t].h = n.h;
     if (bare_own_handles && submitters > 1)
       DIE_IF(n.create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &w[t].h) != NVJPEG_STATUS_SUCCESS, "nvjpegCreateEx");
-    DIE_IF(n.state_create(w[t].h, &w[t].st) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
-    if (bare_prealloc) {
-      nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st, batch, maxw, maxh, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI)
-                                     : NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
-      if (ps != NVJPEG_STATUS_SUCCESS) printf("bare: nvjpegDecodeBatchedPreAllocate: status %d\n", (int)ps);
+    for (int k = 0; k < bare_states; k++) {
+      DIE_IF(n.state_create(w[t].h, &w[t].st[k]) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
+      if (bare_prealloc) {
+        nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st[k], batch, maxw, maxh, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI)
+                                       : NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
+        if (ps != NVJPEG_STATUS_SUCCESS) printf("bare: nvjpegDecodeBatchedPreAllocate: status %d\n", (int)ps);
+      }
+      DIE_IF(n.stream_create(&w[t].stream[k], 1 /* CU_STREAM_NON_BLOCKING */) != 0, "cuStreamCreate");
     }
-    DIE_IF(n.stream_create(&w[t].stream, 1 /* CU_STREAM_NON_BLOCKING */) != 0, "cuStreamCreate");
     DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&w[t].out, err, sizeof err), "alloc");
     for (int k = 0; k < bare_rotate; k++)
       DIE_IF(G->device_alloc(ctx, (maxb + 256) * batch + 4096 * (size_t)k, S0, (void **)&w[t].rot[k], err, sizeof err), "alloc");
@@ -393,10 +401,10 @@ static void bench_bare(int epochs, int submitters) {
     call_s += w[i].call_s;
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
-         "batches; %.2f ms per call, %d thread%s%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
+         "batches; %.2f ms per call, %d thread%s%s, %d state%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
          bare_vary ? "_vary" : bare_rotate ? "_rotate" : src_blocks ? "_srcblocks" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
-         bare_own_handles && submitters > 1 ? ", a handle each" : "");
+         bare_own_handles && submitters > 1 ? ", a handle each" : "", bare_states, bare_states > 1 ? "s each" : "");
   for (int i = 0; i < submitters; i++) {
     G->device_free(ctx, w[i].out, S0, err, sizeof err);
     for (int k = 0; k < bare_rotate; k++) G->device_free(ctx, w[i].rot[k], S0, err, sizeof err);
@@ -637,6 +645,10 @@ int main(int argc, char **argv) {
       if (bare_rotate > 8) bare_rotate = 8;
     }
     else if (!strcmp(argv[i], "--bare-read-rate") && i + 1 < argc) read_rate = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-states") && i + 1 < argc) {
+      bare_states = atoi(argv[++i]);
+      if (bare_states < 1 || bare_states > 4) bare_states = 1;
+    }
     else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc) bare_padding_mb = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
