@@ -16,6 +16,8 @@
 #   src        bitstreams packed in rotating pinned blocks, as in the host pool
 #   states     several hardware decoder states used in turn (bare --bare-states K, the
 #              pipeline STK_NVJPEG_HW_STATES=K), after the GPU tests with two states
+#   format     bare's output format (rgbi as the pipeline, rgb, yuv, y) and bitstreams in
+#              rotating registered blocks
 #   nvjpeg_new nvJPEG from the PyPI wheel carried in .nvjpeg/ (13.3) against the machine's
 #              (13.0.1): do two submitting threads still hang; is one caller faster?
 set -u
@@ -70,6 +72,9 @@ case $NAME in
     STK_NVJPEG_HW_STATES=2 timeout 120 "$BUILD/test_gpu_pipeline" 2>&1 | tail -3
     RUNS=(bare="$B" bare_s2="$B --bare-states 2" bare_s3="$B --bare-states 3" basic="$P basic"
           basic_s2="env STK_NVJPEG_HW_STATES=2 $P basic" hw10_s2="env STK_NVJPEG_HW_STATES=2 $P $HW10") ;;
+  format)
+    RUNS=(bare="$B" bare_rgb="$B --bare-format rgb" bare_yuv="$B --bare-format yuv" bare_y="$B --bare-format y"
+          reg_blocks4="$BARE --bare-registered --bare-src-blocks 4" basic="$P basic") ;;
   nvjpeg_new)
     NEW="env LD_LIBRARY_PATH=$PWD/.nvjpeg"
     hung=0

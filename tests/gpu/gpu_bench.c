@@ -24,6 +24,7 @@
  *                  [--bare-src-blocks K] (with --bare-pinned / --bare-registered: the files
  *                  packed into K pinned blocks, one copy of the dataset each, in turn)
  *                  [--bare-states K] (K decoder states per submitting thread, used in turn)
+ *                  [--bare-format rgbi|rgb|yuv|y|unchanged] (nvJPEG's output format)
  *                  [--bare-padding MB] [--bare-prealloc] (nvJPEG's memory padding; its
  *                  state's buffers allocated up front)
  *                  [--bare-threads N [--bare-own-handles]] (bare also from 2..N submitting
@@ -138,6 +139,10 @@ static int bare_rotate;
  * uses them in turn, so that a call need not wait for the state's previous batch to leave
  * its buffers (does one state serialise the host's work with the engines'?) */
 static int bare_states = 1;
+/* --bare-format F: nvJPEG's output format for bare (rgbi, the default as in the pipeline;
+ * rgb, yuv, y, unchanged: planar, each plane at its own third of the image's buffer).
+ * Does the call's host work depend on the colour conversion nvJPEG does after the engines? */
+static nvjpegOutputFormat_t bare_format = NVJPEG_OUTPUT_RGBI;
 /* --bare-src-blocks K (with --bare-pinned or --bare-registered): the files' bytes packed
  * into K large pinned blocks, K copies of the dataset, call c reading copy c % K, as a
  * pipeline's reader packs a batch's files into the blocks of its host pool, which rotate
@@ -228,10 +233,17 @@ static void *bare_thread(void *arg) {
         packed += ((size_t)imgs[s + i].w * imgs[s + i].h * 3 + 255) & ~(size_t)255;
       }
       dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
+      if (bare_format != NVJPEG_OUTPUT_RGBI && bare_format != NVJPEG_OUTPUT_BGRI) { /* planes */
+        size_t plane = (size_t)imgs[s + i].w * imgs[s + i].h;
+        for (int c = 0; c < 3; c++) {
+          dst[i].channel[c] = dst[i].channel[0] + plane * c;
+          dst[i].pitch[c] = (size_t)imgs[s + i].w;
+        }
+      }
     }
     double t = now();
     int k_state = (int)(w->calls % bare_states);
-    nvjpegStatus_t st = w->n->init(w->h, w->st[k_state], b, 1, NVJPEG_OUTPUT_RGBI);
+    nvjpegStatus_t st = w->n->init(w->h, w->st[k_state], b, 1, bare_format);
     if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->h, w->st[k_state], data, len, dst, w->stream[k_state]);
     if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0) printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
     w->call_s += now() - t;
@@ -342,7 +354,7 @@ static void bench_bare(int epochs, int submitters) {
     for (int k = 0; k < bare_states; k++) {
       DIE_IF(n.state_create(w[t].h, &w[t].st[k]) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
       if (bare_prealloc) {
-        nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st[k], batch, maxw, maxh, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI)
+        nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st[k], batch, maxw, maxh, NVJPEG_CSS_444, bare_format)
                                        : NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
         if (ps != NVJPEG_STATUS_SUCCESS) printf("bare: nvjpegDecodeBatchedPreAllocate: status %d\n", (int)ps);
       }
@@ -645,7 +657,12 @@ int main(int argc, char **argv) {
       if (bare_rotate > 8) bare_rotate = 8;
     }
     else if (!strcmp(argv[i], "--bare-read-rate") && i + 1 < argc) read_rate = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--bare-states") && i + 1 < argc) {
+    else if (!strcmp(argv[i], "--bare-format") && i + 1 < argc) {
+      const char *f = argv[++i];
+      bare_format = !strcmp(f, "rgb") ? NVJPEG_OUTPUT_RGB : !strcmp(f, "yuv") ? NVJPEG_OUTPUT_YUV
+                    : !strcmp(f, "y") ? NVJPEG_OUTPUT_Y : !strcmp(f, "unchanged") ? NVJPEG_OUTPUT_UNCHANGED
+                    : NVJPEG_OUTPUT_RGBI;
+    } else if (!strcmp(argv[i], "--bare-states") && i + 1 < argc) {
       bare_states = atoi(argv[++i]);
       if (bare_states < 1 || bare_states > 4) bare_states = 1;
     }
