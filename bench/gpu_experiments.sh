@@ -18,6 +18,8 @@
 #              pipeline STK_NVJPEG_HW_STATES=K), after the GPU tests with two states
 #   format     bare's output format (rgbi as the pipeline, rgb, yuv, y) and bitstreams in
 #              rotating registered blocks
+#   warmup     the pipeline's rate without its first epoch (--warmup 8), as bare's rate is
+#              taken after an untimed epoch; and over 200 epochs
 #   nvjpeg_new nvJPEG from the PyPI wheel carried in .nvjpeg/ (13.3) against the machine's
 #              (13.0.1): do two submitting threads still hang; is one caller faster?
 set -u
@@ -75,6 +77,10 @@ case $NAME in
   format)
     RUNS=(bare="$B" bare_rgb="$B --bare-format rgb" bare_yuv="$B --bare-format yuv" bare_y="$B --bare-format y"
           reg_blocks4="$BARE --bare-registered --bare-src-blocks 4" basic="$P basic") ;;
+  warmup)
+    S200="$BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 200 --threads 15 --pipeline"
+    RUNS=(bare="$B" basic="$P basic" basic_w8="$P basic --warmup 8" basic_200_w8="$S200 basic --warmup 8"
+          hw10_w8="$P $HW10 --warmup 8") ;;
   nvjpeg_new)
     NEW="env LD_LIBRARY_PATH=$PWD/.nvjpeg"
     hung=0

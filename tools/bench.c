@@ -79,7 +79,8 @@ static void print_breakdown(stk_pipeline *p, bool json) {
 int cli_bench(int argc, char **argv) {
   cli_options o;
   if (!cli_parse(argc, argv, 2,
-                 "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch --seed --on-error --json", &o))
+                 "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch --seed --on-error --warmup "
+                 "--json", &o))
     return 2;
   stk_pipeline *p = cli_make_pipeline(&o);
   if (!p) return 1;
@@ -92,6 +93,13 @@ int cli_bench(int argc, char **argv) {
   if (!count_batches(p, &o, &batches)) {
     stk_pipeline_destroy(p);
     return 1;
+  }
+  if (o.warmup < 0) o.warmup = batches > 1; /* by default the first batch, when there are more */
+  if (o.warmup >= batches) {
+    fprintf(stderr, "stoker: bench: --warmup %lld leaves no batch to time (the run has %lld)\n", (long long)o.warmup,
+            (long long)batches);
+    stk_pipeline_destroy(p);
+    return 2;
   }
   bool bar = !o.json && isatty(2);
   double t0 = now_s(), t_first = 0;
@@ -120,31 +128,34 @@ int cli_bench(int argc, char **argv) {
     }
     stk_batch_release(batch);
     images += (int64_t)n;
-    if (b == 0) t_first = now_s(); /* the first batch is warm-up: not timed */
-    else timed_images += (int64_t)n;
+    /* the first --warmup batches (the host pool growing, its blocks being page-locked,
+     * caches and nvJPEG's buffers filling) are not timed */
+    if (b + 1 == o.warmup) t_first = now_s();
+    else if (b >= o.warmup) timed_images += (int64_t)n;
     if (bar && (b % 4 == 3 || b + 1 == batches))
-      progress(b + 1, batches, b ? timed_images / (now_s() - t_first) : 0);
+      progress(b + 1, batches, b >= o.warmup ? timed_images / (now_s() - t_first) : 0);
   }
   double t_end = now_s();
-  double timed = batches > 1 ? t_end - t_first : t_end - t0;
-  if (batches <= 1) timed_images = images;
+  if (o.warmup == 0) t_first = t0, timed_images = images;
+  double timed = t_end - t_first;
   double ips = timed > 0 ? timed_images / timed : 0;
-  double ms_batch = batches > 1 ? 1e3 * timed / (double)(batches - 1) : 1e3 * timed;
+  double ms_batch = 1e3 * timed / (double)(batches - o.warmup);
   stk_stats s;
   stk_pipeline_stats(p, &s);
   if (o.json) {
     printf("{\"images_per_s\": %.2f, \"images\": %lld, \"seconds\": %.4f, \"skipped\": %lld, "
            "\"batches\": %lld, \"batch_size\": %lld, \"threads\": %lld, \"ms_per_batch\": %.3f, "
+           "\"warmup_batches\": %lld, \"timed_images\": %lld, \"timed_seconds\": %.6f, "
            "\"host_bytes_peak\": %lld, \"pipeline\": \"%s\", \"device\": \"%s\", ",
            ips, (long long)images, t_end - t0, (long long)s.skipped, (long long)batches,
-           (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)s.host_bytes_peak,
-           o.pipeline, o.device);
+           (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)o.warmup, (long long)timed_images,
+           timed, (long long)s.host_bytes_peak, o.pipeline, o.device);
     print_stages(&s, batches, true);
     print_breakdown(p, true);
     printf("}\n");
   } else {
-    printf("pipeline %s on %s: %lld images in %.2f s (first batch excluded from the rate)\n", o.pipeline,
-           o.device, (long long)images, t_end - t0);
+    printf("pipeline %s on %s: %lld images in %.2f s (the first %lld batch%s excluded from the rate)\n", o.pipeline,
+           o.device, (long long)images, t_end - t0, (long long)o.warmup, o.warmup == 1 ? "" : "es");
     printf("  %.1f images/s, %.2f ms/batch of %lld, %lld threads, %lld skipped, host pool peak %.1f MiB\n",
            ips, ms_batch, (long long)o.batch_size, (long long)o.threads, (long long)s.skipped,
            s.host_bytes_peak / 1048576.0);

@@ -13,6 +13,7 @@ typedef struct {
   const char *pipeline; /* --pipeline PRESET|FILE */
   const char *device;   /* --device cpu|gpu */
   int64_t batch_size, threads, prefetch, seed, epochs, iters, count;
+  int64_t warmup; /* --warmup N: batches run before the clock starts (bench; -1: not given) */
   bool seed_given, json, skip_errors;
   const char *out; /* --out FILE */
 } cli_options;

@@ -28,7 +28,8 @@ static bool flag_allowed(const char *allowed, const char *flag) {
 }
 
 bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_options *o) {
-  *o = (cli_options){.device = "cpu", .batch_size = 64, .threads = 2, .prefetch = 2, .seed = -1, .count = 16};
+  *o = (cli_options){.device = "cpu", .batch_size = 64, .threads = 2, .prefetch = 2, .seed = -1, .count = 16,
+                     .warmup = -1};
   for (int i = first; i < argc; i++) {
     const char *f = argv[i];
     if (!flag_allowed(allowed, f)) {
@@ -65,6 +66,7 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
     else if (strcmp(f, "--prefetch") == 0) ok = parse_int(f, v, 1, &o->prefetch);
     else if (strcmp(f, "--epochs") == 0) ok = parse_int(f, v, 1, &o->epochs);
     else if (strcmp(f, "--iters") == 0) ok = parse_int(f, v, 1, &o->iters);
+    else if (strcmp(f, "--warmup") == 0) ok = parse_int(f, v, 0, &o->warmup);
     else if (strcmp(f, "--count") == 0) ok = parse_int(f, v, 1, &o->count);
     else if (strcmp(f, "--seed") == 0) {
       ok = parse_int(f, v, 0, &o->seed);

@@ -55,6 +55,22 @@ def test_bench_epochs_counts_batches(dataset):
     assert res["images"] == 2 * 4 * 8  # 28 files -> 4 batches of 8 per epoch
 
 
+def test_bench_warmup_batches_are_not_timed(dataset):
+    r = run("bench", "--data", dataset, "--pipeline", "basic", "--batch-size", 8, "--iters", 6, "--warmup", 4, "--json")
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["images"] == 48 and res["warmup_batches"] == 4 and res["timed_images"] == 16
+    assert res["timed_seconds"] < res["seconds"]
+    assert res["images_per_s"] == pytest.approx(16 / res["timed_seconds"], rel=1e-2)
+    assert res["ms_per_batch"] == pytest.approx(1e3 * res["timed_seconds"] / 2, rel=1e-2)
+    # by default the first batch is warm-up; a single batch is timed whole
+    res = json.loads(run("bench", "--data", dataset, "--batch-size", 8, "--iters", 3, "--json").stdout.splitlines()[-1])
+    assert res["warmup_batches"] == 1 and res["timed_images"] == 16
+    res = json.loads(run("bench", "--data", dataset, "--batch-size", 8, "--iters", 1, "--json").stdout.splitlines()[-1])
+    assert res["warmup_batches"] == 0 and res["timed_images"] == 8
+    r = run("bench", "--data", dataset, "--batch-size", 8, "--iters", 3, "--warmup", 3, check=False)
+    assert r.returncode == 2 and "--warmup 3 leaves no batch to time" in r.stderr
+
+
 def test_preview_is_deterministic(dataset, tmp_path):
     a, b, c = tmp_path / "a.png", tmp_path / "b.png", tmp_path / "c.png"
     run("preview", "--data", dataset, "--count", 9, "--out", a, "--seed", 3, "--threads", 1, "--prefetch", 1)
