@@ -41,6 +41,7 @@ typedef struct gpu_job {
   stk__tensor *edges; /* n * num_edges */
   unsigned char *prep; /* n * prep_stride: the mixed operators' prepared records */
   void *decoded;       /* split stage: event on the decode stream after the job's decoders */
+  void *retired;       /* event on the compute stream after all of the job's GPU work */
 } gpu_job;
 
 /* A queue of jobs between two stages. */
@@ -81,6 +82,11 @@ struct stk__exec {
   bool gpu_thread_started, decode_thread_started, cpu_done, decode_done, gpu_busy, decode_busy;
   bool split;
   job_queue jobs, decoded;
+  /* Jobs whose GPU work may still read their host memory (lock held): nvJPEG's hardware
+   * path reads the bitstreams in the page-locked host pool after its call has returned
+   * (gpu_tests caught it under compute-sanitizer, 2026-11-25), so a job's lists go back to
+   * the pool only once the compute stream has passed the job's work. */
+  job_queue retiring;
   pthread_mutex_t lock;
   pthread_cond_t cond;
   queue_entry *queue;
@@ -445,6 +451,23 @@ static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, stk_batch
   return STK_OK;
 }
 
+static void queue_push(job_queue *q, gpu_job *job) {
+  job->next = NULL;
+  if (q->tail) q->tail->next = job;
+  else q->head = job;
+  q->tail = job;
+  q->count++;
+}
+
+static gpu_job *queue_pop(job_queue *q) {
+  gpu_job *job = q->head;
+  if (!job) return NULL;
+  q->head = job->next;
+  if (!q->head) q->tail = NULL;
+  q->count--;
+  return job;
+}
+
 static void free_job(stk__exec *ex, gpu_job *job) {
   if (!job) return;
   for (size_t e = 0; job->lists && e < ex->num_edges; e++) stk_tensor_list_release(job->lists[e]);
@@ -453,8 +476,53 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->edges);
   free(job->prep);
   if (job->decoded) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->decoded);
+  if (job->retired) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->retired);
   free(job->message);
   free(job);
+}
+
+/* A job whose GPU work is queued: kept on `retiring` until an event recorded now on the
+ * compute stream (which waited for the job's decoders) has completed. Without a usable
+ * event the job stays there until the executor's teardown synchronises the streams. Lock
+ * held. */
+static void retire_job(stk__exec *ex, gpu_job *job, bool record) {
+  if (!job) return;
+  stk__gpu *g = ex->p->gpu;
+  if (record && g) {
+    uintptr_t compute = g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE);
+    int rc = job->decoded ? g->api->stream_wait_event(g->ctx, compute, job->decoded, NULL, 0) : 0;
+    if (rc == 0) rc = g->api->event_create(g->ctx, 0, &job->retired, NULL, 0);
+    if (rc == 0) rc = g->api->event_record(g->ctx, job->retired, compute, NULL, 0);
+    if (rc != 0 && job->retired) {
+      g->api->event_destroy(g->ctx, job->retired);
+      job->retired = NULL;
+    }
+  }
+  queue_push(&ex->retiring, job);
+}
+
+/* Frees the retiring jobs whose events have completed, oldest first (lock held). */
+static void reap_jobs(stk__exec *ex) {
+  stk__gpu *g = ex->p->gpu;
+  while (ex->retiring.head) {
+    gpu_job *job = ex->retiring.head;
+    int done = 0;
+    if (!job->retired || g->api->event_query(g->ctx, job->retired, &done, NULL, 0) != 0 || !done) return;
+    free_job(ex, queue_pop(&ex->retiring));
+  }
+}
+
+/* Teardown: waits for every GPU stream of the pipeline, then frees the jobs still queued
+ * or retiring (their decoders or kernels may still read their host memory). */
+static void drain_jobs(stk__exec *ex) {
+  stk__gpu *g = ex->p->gpu;
+  if (!ex->jobs.head && !ex->decoded.head && !ex->retiring.head) return;
+  if (g) {
+    g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_DECODE), NULL, 0);
+    g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), NULL, 0);
+  }
+  for (gpu_job *j; (j = queue_pop(&ex->jobs)) || (j = queue_pop(&ex->decoded)) || (j = queue_pop(&ex->retiring));)
+    free_job(ex, j);
 }
 
 /* Moves the batch's collected lists into a job with per-sample views of them. */
@@ -514,6 +582,9 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
   if (st != STK_OK) {
     job->status = st;
     job->message = strdup(stk_last_error());
+    /* no event covers what the decoders queued before failing: wait for it here, so that
+     * the job's host memory can be released (an error path) */
+    g->api->stream_sync(g->ctx, stream, NULL, 0);
   }
 }
 
@@ -593,7 +664,10 @@ static stk_status produce(stk__exec *ex, stk_batch **out) {
   gpu_job *job = NULL;
   stk_status st = produce_cpu(ex, out, &job);
   if (st == STK_OK && job) st = run_job(ex, job, out);
-  free_job(ex, job);
+  pthread_mutex_lock(&ex->lock);
+  retire_job(ex, job, true);
+  reap_jobs(ex);
+  pthread_mutex_unlock(&ex->lock);
   return st;
 }
 
@@ -609,23 +683,6 @@ static void push_output(stk__exec *ex, queue_entry entry) {
 /* Batches made or being made and not yet taken: the prefetch bound. Lock held. */
 static size_t in_flight(const stk__exec *ex) {
   return ex->count + ex->jobs.count + ex->decoded.count + (ex->gpu_busy ? 1 : 0) + (ex->decode_busy ? 1 : 0);
-}
-
-static void queue_push(job_queue *q, gpu_job *job) {
-  job->next = NULL;
-  if (q->tail) q->tail->next = job;
-  else q->head = job;
-  q->tail = job;
-  q->count++;
-}
-
-static gpu_job *queue_pop(job_queue *q) {
-  gpu_job *job = q->head;
-  if (!job) return NULL;
-  q->head = job->next;
-  if (!q->head) q->tail = NULL;
-  q->count--;
-  return job;
 }
 
 static void *producer_main(void *arg) {
@@ -691,7 +748,7 @@ static void *decode_main(void *arg) {
     pthread_mutex_lock(&ex->lock);
     ex->decode_busy = false;
     if (ex->stop) {
-      free_job(ex, job);
+      retire_job(ex, job, false); /* its decoders may still read its host memory */
       break;
     }
     queue_push(&ex->decoded, job); /* a failed job too: it comes out in order */
@@ -723,9 +780,10 @@ static void *gpu_main(void *arg) {
     int64_t t1 = stk__now_ns();
     entry.status = run_job(ex, job, &entry.batch);
     if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
-    free_job(ex, job);
     atomic_fetch_add(&ex->gpu_stage_ns, stk__now_ns() - t1);
     pthread_mutex_lock(&ex->lock);
+    retire_job(ex, job, true);
+    reap_jobs(ex);
     ex->gpu_busy = false;
     if (ex->stop) {
       stk_batch_release(entry.batch);
@@ -752,7 +810,7 @@ static void exec_free(stk__exec *ex) {
     stk_batch_release(e->batch);
     free(e->message);
   }
-  for (gpu_job *j; (j = queue_pop(&ex->jobs)) || (j = queue_pop(&ex->decoded));) free_job(ex, j);
+  drain_jobs(ex);
   for (size_t i = 0; ex->messages && i < ex->n; i++) free(ex->messages[i]);
   free(ex->arenas);
   free(ex->samples);
