@@ -1,0 +1,157 @@
+/* The executor's GPU stage on a machine without a GPU: pipelines with mixed decoders run
+ * against tests/fake_gpu/fake_gpu.c, a backend whose queued work runs only when
+ * something waits for it, and whose decodes read the JPEG bytes only then (as nvJPEG's
+ * hardware path does). Each batch must equal the CPU pipeline's: a job whose host memory
+ * went back to the pool before the device had read it would decode another file's bytes.
+ * Both forms of the stage are run: decoding alone (the decoders on the compute stream)
+ * and decoding followed by a GPU operator (the decoders on their own thread and stream). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <turbojpeg.h>
+
+#include "testutil.h"
+
+#define FILES 24
+#define BATCH 4
+
+static char files[FILES * 160];
+
+/* FILES distinct JPEGs of a few sizes (similar byte counts, so the host pool's blocks
+ * are reused from batch to batch), in a fresh directory. */
+static void make_files(void) {
+  char dir[256];
+  tu_tmpdir(dir, sizeof dir, "fakegpu");
+  tjhandle tj = tjInitCompress();
+  assert_non_null(tj);
+  unsigned seed = 12345;
+  files[0] = 0;
+  for (int f = 0; f < FILES; f++) {
+    int w = 72 + 8 * (f % 3), h = 64 + 4 * (f % 2);
+    unsigned char *px = malloc((size_t)w * h * 3);
+    for (int i = 0; i < w * h * 3; i++) {
+      seed = seed * 1103515245u + 12345u;
+      px[i] = (unsigned char)((i / 3 % w) * 3 + f * 7 + (seed >> 27));
+    }
+    unsigned char *jpeg = NULL;
+    unsigned long size = 0;
+    assert_int_equal(tjCompress2(tj, px, w, 0, h, TJPF_RGB, &jpeg, &size, TJSAMP_420, 90, 0), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/f%02d.jpg", dir, f);
+    tu_write(path, jpeg, size);
+    snprintf(files + strlen(files), sizeof files - strlen(files), "%s\"%s\"", f ? ", " : "", path);
+    tjFree(jpeg);
+    free(px);
+  }
+  tjDestroy(tj);
+}
+
+static bool sync_mode; /* exec_async = 0: every stage on the calling thread */
+
+static stk_pipeline *make(const char *body, bool gpu) {
+  char text[8192];
+  snprintf(text, sizeof text,
+           "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = %d\nprefetch_queue_depth = 2\n"
+           "exec_async = %d\njpegs, labels = readers.file(files=[%s], name=\"Reader\")\n%s",
+           BATCH, gpu ? 0 : -1, sync_mode ? 0 : 1, files, body);
+  stk_pipeline *p;
+  TU_OK(stk_pipeline_from_text(text, &p));
+  TU_OK(stk_pipeline_build(p));
+  return p;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {0, ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* `batches` batches of the GPU and the CPU form of `body`, compared sample by sample;
+ * the consumer pauses before each copy so that the producer runs ahead and refills the
+ * host pool's blocks. */
+static void check_against_cpu(const char *gpu_body, const char *cpu_body, int batches) {
+  stk_pipeline *g = make(gpu_body, true), *c = make(cpu_body, false);
+  for (int k = 0; k < batches; k++) {
+    stk_batch *gb, *cb;
+    TU_OK(stk_pipeline_run(g, &gb));
+    TU_OK(stk_pipeline_run(c, &cb));
+    stk_tensor_list *dev = stk_batch_output(gb, 0), *host = NULL, *ref = stk_batch_output(cb, 0);
+    assert_int_equal(stk_tensor_list_storage(dev), STK_STORAGE_DEVICE);
+    sleep_ms(5);
+    TU_OK(stk_tensor_list_to_host(dev, &host));
+    for (size_t i = 0; i < BATCH; i++) {
+      stk_tensor_desc x, y;
+      TU_OK(stk_tensor_list_sample(host, i, &x));
+      TU_OK(stk_tensor_list_sample(ref, i, &y));
+      assert_int_equal(x.ndim, 3);
+      assert_int_equal(x.shape[0], y.shape[0]);
+      assert_int_equal(x.shape[1], y.shape[1]);
+      size_t bytes = (size_t)x.shape[0] * x.shape[1] * x.shape[2];
+      if (memcmp(x.data, y.data, bytes) != 0)
+        fail_msg("batch %d sample %zu: the GPU stage's decode differs from the CPU's (its bytes were "
+                 "reused before the device read them?)", k, i);
+    }
+    stk_tensor_list_release(host);
+    stk_batch_release(gb);
+    stk_batch_release(cb);
+  }
+  stk_pipeline_destroy(g);
+  stk_pipeline_destroy(c);
+}
+
+static void test_decoders_alone(void **state) {
+  (void)state;
+  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n",
+                    "images = decoders.image(jpegs)\nreturn images\n", 3 * FILES / BATCH);
+}
+
+static void test_decoders_on_their_own_thread(void **state) {
+  (void)state;
+  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\n"
+                    "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n",
+                    "images = decoders.image(jpegs)\nreturn images\n", 3 * FILES / BATCH);
+}
+
+static void test_sync_mode(void **state) {
+  (void)state;
+  sync_mode = true;
+  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\n"
+                    "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n",
+                    "images = decoders.image(jpegs)\nreturn images\n", 2 * FILES / BATCH);
+  sync_mode = false;
+}
+
+/* Destroying a pipeline with batches still queued on the device waits for them before
+ * their memory goes (nothing to compare: the fake would read freed memory otherwise,
+ * which the sanitizers and the checksum of the next run would show). */
+static void test_destroy_with_work_queued(void **state) {
+  (void)state;
+  stk_pipeline *g = make("images = decoders.image(jpegs, device=\"mixed\")\n"
+                         "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n", true);
+  stk_batch *b;
+  TU_OK(stk_pipeline_run(g, &b));
+  stk_batch_release(b);
+  sleep_ms(20); /* the producer and the decode thread fill the prefetch queue */
+  stk_pipeline_destroy(g);
+  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n",
+                    "images = decoders.image(jpegs)\nreturn images\n", 2);
+}
+
+static int setup_files(void **state) {
+  (void)state;
+  make_files();
+  return 0;
+}
+
+int main(void) {
+  char lib[] = STK_FAKE_GPU_LIB;
+  setenv("STK_CUDA_LIBRARY", lib, 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_decoders_alone),
+      cmocka_unit_test(test_decoders_on_their_own_thread),
+      cmocka_unit_test(test_sync_mode),
+      cmocka_unit_test(test_destroy_with_work_queued),
+  };
+  return cmocka_run_group_tests(tests, setup_files, NULL);
+}

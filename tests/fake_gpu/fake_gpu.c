@@ -1,0 +1,570 @@
+/*
+ * A stand-in for libstoker_cuda.so that runs on the CPU, for testing the executor's GPU
+ * stage in CI (no GPU there): "device" memory is host memory, and the work queued on a
+ * stream runs only when something waits for it (stream_sync, event_sync, event_query, a
+ * copy into pageable host memory), in stream order, with stream_wait_event honoured.
+ *
+ * That laziness is the point. A real device runs queued work later than the host queues
+ * it; here it runs as late as the API allows, so code that lets go of memory the device
+ * still reads shows up as wrong bytes. decode_batch reads the JPEG bytes only when its
+ * queued decode runs (libjpeg-turbo), as nvJPEG's hardware path was found to read them
+ * after its call returned (bench/RESULTS.md, 2026-11-25). Headers are parsed at the call,
+ * as nvJPEG does.
+ *
+ * Only what a pipeline of readers and mixed decoders needs is here; the kernels report
+ * STK_ERR_UNSUPPORTED, except a same-type cast (a copy), which gathers outputs.
+ * One lock serialises the whole fake: callers may come from any thread.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <turbojpeg.h>
+
+#include "cuda/gpu_api.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int fail(char *err, size_t errlen, int code, const char *what) {
+  if (err && errlen) snprintf(err, errlen, "fake GPU: %s", what);
+  return code;
+}
+
+/* ---- memory ranges: which pointers are device, which host memory is page-locked ---- */
+
+typedef struct {
+  const char *base;
+  size_t size;
+} range_t;
+
+typedef struct {
+  range_t *r;
+  size_t n, cap;
+} range_set;
+
+static range_set device_mem, pinned_mem;
+
+static void range_add(range_set *s, const void *p, size_t size) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 256;
+    s->r = realloc(s->r, s->cap * sizeof *s->r);
+  }
+  s->r[s->n++] = (range_t){(const char *)p, size};
+}
+
+static void range_remove(range_set *s, const void *p) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->r[i].base == p) {
+      s->r[i] = s->r[--s->n];
+      return;
+    }
+}
+
+static bool range_has(const range_set *s, const void *p) {
+  for (size_t i = 0; i < s->n; i++)
+    if ((const char *)p >= s->r[i].base && (const char *)p < s->r[i].base + (s->r[i].size ? s->r[i].size : 1))
+      return true;
+  return false;
+}
+
+/* ---- streams of queued work ---- */
+
+typedef enum { OP_COPY, OP_DECODE, OP_FREE_DEVICE, OP_FREE_HOST, OP_RECORD, OP_WAIT } op_kind;
+
+struct fake_event;
+
+typedef struct op {
+  struct op *next;
+  op_kind kind;
+  void *dst;
+  const void *src;
+  size_t bytes;
+  void *staging; /* a copy's source taken at the call (pageable memory), freed after */
+  /* OP_DECODE */
+  size_t pitch;
+  int color, roi_x, roi_y, roi_w, roi_h, width, height;
+  /* OP_RECORD / OP_WAIT */
+  struct fake_event *event;
+  unsigned long generation;
+} op;
+
+typedef struct fake_stream {
+  uintptr_t handle;
+  op *head, *tail;
+  struct fake_stream *next;
+} fake_stream;
+
+typedef struct fake_event {
+  fake_stream *stream;     /* where it was last recorded */
+  unsigned long recorded;  /* records so far */
+  unsigned long completed; /* the last record that ran */
+} fake_event;
+
+static fake_stream *streams;
+
+static fake_stream *stream_of(uintptr_t handle) {
+  for (fake_stream *s = streams; s; s = s->next)
+    if (s->handle == handle) return s;
+  fake_stream *s = calloc(1, sizeof *s);
+  s->handle = handle;
+  s->next = streams;
+  streams = s;
+  return s;
+}
+
+static void enqueue(uintptr_t stream, op *o) {
+  fake_stream *s = stream_of(stream);
+  o->next = NULL;
+  if (s->tail) s->tail->next = o;
+  else s->head = o;
+  s->tail = o;
+}
+
+static void run_event(fake_event *e, unsigned long generation);
+
+/* A JPEG into dst (whole image, or the region of a whole-image decode); a stream that no
+ * longer decodes to the planned size leaves a 0x7F fill, which no test image has. */
+static void run_decode(op *o) {
+  int channels = o->color == STK_GPU_COLOR_GRAY ? 1 : 3;
+  int format = o->color == STK_GPU_COLOR_GRAY ? TJPF_GRAY : o->color == STK_GPU_COLOR_BGR ? TJPF_BGR : TJPF_RGB;
+  size_t row = (size_t)o->width * channels;
+  unsigned char *whole = malloc(row * (size_t)o->height);
+  tjhandle tj = tjInitDecompress();
+  int w = 0, h = 0, ss = 0, cs = 0;
+  bool ok = whole && tj && tjDecompressHeader3(tj, o->src, (unsigned long)o->bytes, &w, &h, &ss, &cs) == 0 &&
+            w == o->width && h == o->height &&
+            tjDecompress2(tj, o->src, (unsigned long)o->bytes, whole, w, (int)row, h, format, 0) == 0;
+  bool roi = o->roi_w > 0 && o->roi_h > 0;
+  int out_w = roi ? o->roi_w : o->width, out_h = roi ? o->roi_h : o->height;
+  for (int y = 0; y < out_h; y++) {
+    unsigned char *d = (unsigned char *)o->dst + (size_t)y * o->pitch;
+    if (ok) memcpy(d, whole + (size_t)(y + (roi ? o->roi_y : 0)) * row + (size_t)(roi ? o->roi_x : 0) * channels,
+                   (size_t)out_w * channels);
+    else memset(d, 0x7F, (size_t)out_w * channels);
+  }
+  if (tj) tjDestroy(tj);
+  free(whole);
+}
+
+static void run_op(op *o) {
+  switch (o->kind) {
+    case OP_COPY: memcpy(o->dst, o->staging ? o->staging : o->src, o->bytes); break;
+    case OP_DECODE: run_decode(o); break;
+    case OP_FREE_DEVICE:
+      range_remove(&device_mem, o->dst);
+      free(o->dst);
+      break;
+    case OP_FREE_HOST:
+      range_remove(&pinned_mem, o->dst);
+      free(o->dst);
+      break;
+    case OP_RECORD:
+      if (o->generation > o->event->completed) o->event->completed = o->generation;
+      break;
+    case OP_WAIT: run_event(o->event, o->generation); break;
+  }
+  free(o->staging);
+  free(o);
+}
+
+/* Runs the stream's queued work, oldest first, until `until` has run (NULL: all of it). */
+static void run_stream(fake_stream *s, const op *until) {
+  while (s->head) {
+    op *o = s->head;
+    s->head = o->next;
+    if (!s->head) s->tail = NULL;
+    bool last = o == until;
+    run_op(o);
+    if (last) return;
+  }
+}
+
+/* Runs the event's stream until the record `generation` has run. */
+static void run_event(fake_event *e, unsigned long generation) {
+  while (e->completed < generation && e->stream && e->stream->head) {
+    fake_stream *s = e->stream;
+    op *o = s->head;
+    s->head = o->next;
+    if (!s->head) s->tail = NULL;
+    run_op(o);
+  }
+}
+
+static void run_all(void) {
+  for (bool more = true; more;) {
+    more = false;
+    for (fake_stream *s = streams; s; s = s->next)
+      if (s->head) run_stream(s, NULL), more = true;
+  }
+}
+
+/* ---- the table ---- */
+
+struct stk_gpu_ctx {
+  int device;
+};
+
+static int device_count(int *count, char *err, size_t errlen) {
+  (void)err, (void)errlen;
+  *count = 1;
+  return 0;
+}
+
+static int ctx_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err, size_t errlen) {
+  (void)err, (void)errlen;
+  *out = calloc(1, sizeof **out);
+  (*out)->device = opts ? opts->device : 0;
+  return 0;
+}
+
+static void ctx_close(stk_gpu_ctx *ctx) {
+  pthread_mutex_lock(&lock);
+  run_all();
+  pthread_mutex_unlock(&lock);
+  free(ctx);
+}
+
+static int device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err, size_t errlen) {
+  (void)err, (void)errlen;
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "fake GPU (CPU, queued work runs when waited for)");
+  out->device = ctx->device;
+  out->cc_major = 9;
+  out->total_memory = (int64_t)1 << 34;
+  out->has_nvjpeg = out->has_hw_decoder = 1;
+  return 0;
+}
+
+static uintptr_t ctx_stream(stk_gpu_ctx *ctx, int which) {
+  (void)ctx;
+  return (uintptr_t)(0x5000 + which);
+}
+
+static int stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  memset(out, 0, sizeof *out);
+  return 0;
+}
+
+static int trim(stk_gpu_ctx *ctx, uint64_t keep, char *err, size_t errlen) {
+  (void)ctx, (void)keep, (void)err, (void)errlen;
+  return 0;
+}
+
+static int device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out, char *err, size_t errlen) {
+  (void)ctx, (void)stream;
+  *out = NULL;
+  if (size == 0) return 0;
+  if (!(*out = malloc(size))) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "out of memory");
+  pthread_mutex_lock(&lock);
+  range_add(&device_mem, *out, size);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+/* Freed when the stream reaches the free (cudaFreeAsync). */
+static int device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  if (!ptr) return 0;
+  op *o = calloc(1, sizeof *o);
+  o->kind = OP_FREE_DEVICE;
+  o->dst = ptr;
+  pthread_mutex_lock(&lock);
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int pinned_alloc(stk_gpu_ctx *ctx, size_t size, void **out, char *err, size_t errlen) {
+  (void)ctx;
+  if (!(*out = malloc(size ? size : 1))) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "out of memory");
+  pthread_mutex_lock(&lock);
+  range_add(&pinned_mem, *out, size);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int pinned_free(stk_gpu_ctx *ctx, void *ptr, const uintptr_t *stream, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  if (!ptr) return 0;
+  pthread_mutex_lock(&lock);
+  if (stream) {
+    op *o = calloc(1, sizeof *o);
+    o->kind = OP_FREE_HOST;
+    o->dst = ptr;
+    enqueue(*stream, o);
+  } else {
+    range_remove(&pinned_mem, ptr);
+    free(ptr);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+/* cudaMemcpyAsync's rules: a pageable source is taken at the call, a pageable
+ * destination is written before the call returns; anything else runs in stream order. */
+static int memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes, uintptr_t stream, char *err,
+                        size_t errlen) {
+  (void)ctx;
+  if (bytes == 0) return 0;
+  if (!dst || !src) return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "memcpy_async: NULL pointer");
+  pthread_mutex_lock(&lock);
+  op *o = calloc(1, sizeof *o);
+  o->kind = OP_COPY;
+  o->dst = dst;
+  o->src = src;
+  o->bytes = bytes;
+  bool src_pageable = !range_has(&device_mem, src) && !range_has(&pinned_mem, src);
+  bool dst_pageable = !range_has(&device_mem, dst) && !range_has(&pinned_mem, dst);
+  if (src_pageable) {
+    o->staging = malloc(bytes);
+    memcpy(o->staging, src, bytes);
+  }
+  enqueue(stream, o);
+  if (dst_pageable) run_stream(stream_of(stream), o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int stream_sync(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  pthread_mutex_lock(&lock);
+  run_stream(stream_of(stream), NULL);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int event_create(stk_gpu_ctx *ctx, int timing, void **out, char *err, size_t errlen) {
+  (void)ctx, (void)timing;
+  if (!(*out = calloc(1, sizeof(fake_event)))) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "out of memory");
+  return 0;
+}
+
+static int event_record(stk_gpu_ctx *ctx, void *event, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  fake_event *e = event;
+  pthread_mutex_lock(&lock);
+  op *o = calloc(1, sizeof *o);
+  o->kind = OP_RECORD;
+  o->event = e;
+  o->generation = ++e->recorded;
+  e->stream = stream_of(stream);
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  fake_event *e = event;
+  pthread_mutex_lock(&lock);
+  op *o = calloc(1, sizeof *o);
+  o->kind = OP_WAIT;
+  o->event = e;
+  o->generation = e->recorded;
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int event_sync(stk_gpu_ctx *ctx, void *event, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  fake_event *e = event;
+  pthread_mutex_lock(&lock);
+  run_event(e, e->recorded);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+/* The device "finishes" whatever is asked about: the work up to the event runs now. */
+static int event_query(stk_gpu_ctx *ctx, void *event, int *done, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  fake_event *e = event;
+  pthread_mutex_lock(&lock);
+  run_event(e, e->recorded);
+  *done = e->completed >= e->recorded;
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int event_elapsed(stk_gpu_ctx *ctx, void *a, void *b, float *ms, char *err, size_t errlen) {
+  (void)ctx, (void)a, (void)b, (void)err, (void)errlen;
+  *ms = 0;
+  return 0;
+}
+
+/* Destroyed with work still recorded: the stream's queue keeps a pointer, so the event is
+ * only forgotten once nothing refers to it (it leaks otherwise: a test process). */
+static void event_destroy(stk_gpu_ctx *ctx, void *event) {
+  (void)ctx;
+  fake_event *e = event;
+  pthread_mutex_lock(&lock);
+  bool referenced = false;
+  for (fake_stream *s = streams; s && !referenced; s = s->next)
+    for (op *o = s->head; o && !referenced; o = o->next) referenced = o->event == e;
+  if (!referenced) free(e);
+  pthread_mutex_unlock(&lock);
+}
+
+static bool header(const uint8_t *data, size_t size, int *w, int *h, int *components) {
+  tjhandle tj = tjInitDecompress();
+  int ss = 0, cs = 0;
+  bool ok = tj && tjDecompressHeader3(tj, data, (unsigned long)size, w, h, &ss, &cs) == 0;
+  if (tj) tjDestroy(tj);
+  *components = ok && cs == TJCS_GRAY ? 1 : 3;
+  return ok && cs != TJCS_CMYK && cs != TJCS_YCCK;
+}
+
+static int jpeg_info(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, stk_gpu_jpeg_info *out, char *err,
+                     size_t errlen) {
+  (void)ctx;
+  memset(out, 0, sizeof *out);
+  if (!header(data, size, &out->width, &out->height, &out->components))
+    return fail(err, errlen, STK_ERR_DECODE, "jpeg_info: not a JPEG the fake takes");
+  return 0;
+}
+
+static int decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x, int roi_y, int roi_w,
+                           int roi_h, stk_gpu_decode_class *out, char *err, size_t errlen) {
+  (void)ctx, (void)roi_x, (void)roi_y, (void)err, (void)errlen;
+  memset(out, 0, sizeof *out);
+  bool ok = header(data, size, &out->width, &out->height, &out->components);
+  out->status = ok ? STK_GPU_DECODE_OK : STK_GPU_DECODE_FALLBACK;
+  out->hw_ok = ok;
+  out->roi = roi_w > 0 && roi_h > 0;
+  return 0;
+}
+
+/* Headers now; the decodes queued on `stream`, reading the bytes when they run. */
+static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, stk_gpu_decode_out *out,
+                        const stk_gpu_decode_opts *opts, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  if (n < 0 || (n > 0 && (!in || !out))) return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "decode_batch: bad batch");
+  int color = opts ? opts->color : STK_GPU_COLOR_RGB;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    memset(&out[i], 0, sizeof out[i]);
+    int w = 0, h = 0, c = 0;
+    if (!header(in[i].data, in[i].size, &w, &h, &c)) {
+      out[i].status = STK_GPU_DECODE_FALLBACK;
+      continue;
+    }
+    out[i] = (stk_gpu_decode_out){STK_GPU_DECODE_OK, STK_GPU_BACKEND_HARDWARE,
+                                  in[i].roi_w > 0 ? STK_GPU_ROI_CROPPED : STK_GPU_ROI_NONE, 0, w, h, c};
+    op *o = calloc(1, sizeof *o);
+    o->kind = OP_DECODE;
+    o->dst = in[i].dst;
+    o->src = in[i].data; /* read when the decode runs */
+    o->bytes = in[i].size;
+    o->pitch = in[i].dst_pitch;
+    o->color = color;
+    o->roi_x = in[i].roi_x, o->roi_y = in[i].roi_y, o->roi_w = in[i].roi_w, o->roi_h = in[i].roi_h;
+    o->width = w, o->height = h;
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+/* Bytes per element (the library's stk_dtype_size is not visible to a dlopen'd module). */
+static size_t dtype_size(stk_dtype t) {
+#define FAKE_DTYPE_SIZE(name, value, text, size) if (t == STK_DTYPE_##name) return size;
+  STK_DTYPE_MAP(FAKE_DTYPE_SIZE)
+#undef FAKE_DTYPE_SIZE
+  return 0;
+}
+
+static int cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype, stk_dtype out_dtype,
+                uintptr_t stream, char *err, size_t errlen) {
+  if (in_dtype != out_dtype) return fail(err, errlen, STK_ERR_UNSUPPORTED, "cast: only same-type copies");
+  for (int i = 0; i < n; i++) {
+    int rc = memcpy_async(ctx, samples[i].dst, samples[i].src, (size_t)samples[i].count * dtype_size(in_dtype),
+                          stream, err, errlen);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int no_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s, const stk_gpu_resample_args *a,
+                       uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx, (void)n, (void)s, (void)a, (void)stream;
+  return fail(err, errlen, STK_ERR_UNSUPPORTED, "resample: no kernels here");
+}
+static int no_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *s, const stk_gpu_cmn_args *a, uintptr_t stream,
+                  char *err, size_t errlen) {
+  (void)ctx, (void)n, (void)s, (void)a, (void)stream;
+  return fail(err, errlen, STK_ERR_UNSUPPORTED, "crop_mirror_normalize: no kernels here");
+}
+static int no_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *s, const stk_gpu_crop_args *a,
+                   uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx, (void)n, (void)s, (void)a, (void)stream;
+  return fail(err, errlen, STK_ERR_UNSUPPORTED, "crop: no kernels here");
+}
+static int no_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s, size_t esize, uintptr_t stream, char *err,
+                   size_t errlen) {
+  (void)ctx, (void)n, (void)s, (void)esize, (void)stream;
+  return fail(err, errlen, STK_ERR_UNSUPPORTED, "flip: no kernels here");
+}
+
+static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  pthread_mutex_lock(&lock);
+  range_add(&pinned_mem, ptr, bytes);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static void host_unregister(stk_gpu_ctx *ctx, void *ptr) {
+  (void)ctx;
+  pthread_mutex_lock(&lock);
+  range_remove(&pinned_mem, ptr);
+  pthread_mutex_unlock(&lock);
+}
+
+static int host_alloc(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen) {
+  return pinned_alloc(ctx, bytes, out, err, errlen);
+}
+
+static void host_free(stk_gpu_ctx *ctx, void *ptr) { pinned_free(ctx, ptr, NULL, NULL, 0); }
+
+static const stk_gpu_api api = {
+    .abi_version = STK_GPU_ABI_VERSION,
+    .struct_size = sizeof(stk_gpu_api),
+    .device_count = device_count,
+    .open = ctx_open,
+    .close = ctx_close,
+    .device_info = device_info,
+    .stream = ctx_stream,
+    .stats = stats,
+    .trim = trim,
+    .device_alloc = device_alloc,
+    .device_free = device_free,
+    .pinned_alloc = pinned_alloc,
+    .pinned_free = pinned_free,
+    .memcpy_async = memcpy_async,
+    .stream_sync = stream_sync,
+    .event_create = event_create,
+    .event_record = event_record,
+    .stream_wait_event = stream_wait_event,
+    .event_sync = event_sync,
+    .event_query = event_query,
+    .event_elapsed = event_elapsed,
+    .event_destroy = event_destroy,
+    .jpeg_info = jpeg_info,
+    .decode_batch = decode_batch,
+    .resample = no_resample,
+    .crop_mirror_normalize = no_cmn,
+    .crop = no_crop,
+    .flip = no_flip,
+    .cast = cast,
+    .device_alloc_idle = device_alloc,
+    .decode_classify = decode_classify,
+    .device_free_idle = device_free,
+    .host_register = host_register,
+    .host_unregister = host_unregister,
+    .host_alloc = host_alloc,
+    .host_free = host_free,
+};
+
+__attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) { return &api; }
