@@ -96,12 +96,15 @@ typedef struct fake_stream {
 } fake_stream;
 
 typedef struct fake_event {
+  struct fake_event *next_orphan; /* destroyed while queued work still named it */
   fake_stream *stream;     /* where it was last recorded */
   unsigned long recorded;  /* records so far */
   unsigned long completed; /* the last record that ran */
 } fake_event;
 
 static fake_stream *streams;
+static fake_event *orphans; /* freed when the last context closes */
+static int open_contexts;
 
 static fake_stream *stream_of(uintptr_t handle) {
   for (fake_stream *s = streams; s; s = s->next)
@@ -215,12 +218,33 @@ static int ctx_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err,
   (void)err, (void)errlen;
   *out = calloc(1, sizeof **out);
   (*out)->device = opts ? opts->device : 0;
+  pthread_mutex_lock(&lock);
+  open_contexts++;
+  pthread_mutex_unlock(&lock);
   return 0;
 }
 
+/* Runs what is queued; the last context to close frees the fake's own bookkeeping (the
+ * library may be unloaded next). */
 static void ctx_close(stk_gpu_ctx *ctx) {
+  if (!ctx) return;
   pthread_mutex_lock(&lock);
   run_all();
+  if (--open_contexts == 0) {
+    while (streams) {
+      fake_stream *s = streams;
+      streams = s->next;
+      free(s);
+    }
+    while (orphans) {
+      fake_event *e = orphans;
+      orphans = e->next_orphan;
+      free(e);
+    }
+    free(device_mem.r);
+    free(pinned_mem.r);
+    device_mem = pinned_mem = (range_set){NULL, 0, 0};
+  }
   pthread_mutex_unlock(&lock);
   free(ctx);
 }
@@ -394,8 +418,7 @@ static int event_elapsed(stk_gpu_ctx *ctx, void *a, void *b, float *ms, char *er
   return 0;
 }
 
-/* Destroyed with work still recorded: the stream's queue keeps a pointer, so the event is
- * only forgotten once nothing refers to it (it leaks otherwise: a test process). */
+/* Destroyed with work still queued that names it: kept until the last context closes. */
 static void event_destroy(stk_gpu_ctx *ctx, void *event) {
   (void)ctx;
   fake_event *e = event;
@@ -403,7 +426,12 @@ static void event_destroy(stk_gpu_ctx *ctx, void *event) {
   bool referenced = false;
   for (fake_stream *s = streams; s && !referenced; s = s->next)
     for (op *o = s->head; o && !referenced; o = o->next) referenced = o->event == e;
-  if (!referenced) free(e);
+  if (referenced) {
+    e->next_orphan = orphans;
+    orphans = e;
+  } else {
+    free(e);
+  }
   pthread_mutex_unlock(&lock);
 }
 
