@@ -392,7 +392,9 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
     if (!ms[i].cpu) continue;
     stk_tensor_desc d;
     stk_tensor_list_sample(out, i, &d);
-    st = mixed_cpu_decode(node, b, &ms[i], d.data);
+    /* the CPU decoder's verdict; under on_error="skip" a bad sample is rejected (the
+     * executor gives its place to another sample of the batch) instead of failing it */
+    st = stk__gpu_reject_sample(b, i, mixed_cpu_decode(node, b, &ms[i], d.data));
   }
   free(din);
   free(dout);

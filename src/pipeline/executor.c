@@ -42,6 +42,8 @@ typedef struct gpu_job {
   unsigned char *prep; /* n * prep_stride: the mixed operators' prepared records */
   void *decoded;       /* split stage: event on the decode stream after the job's decoders */
   void *retired;       /* event on the compute stream after all of the job's GPU work */
+  bool *rejected;         /* n: samples rejected in the GPU stage (stk__gpu_reject_sample) */
+  char **reject_messages; /* n: why */
 } gpu_job;
 
 /* A queue of jobs between two stages. */
@@ -99,10 +101,6 @@ struct stk__exec {
 };
 
 /* ---- per-sample work ---- */
-
-static bool is_data_error(stk_status st) {
-  return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT || st == STK_ERR_UNSUPPORTED;
-}
 
 static void record_failure(stk__exec *ex, size_t i, stk_status st, const stk__node *node) {
   stk__sample *s = &ex->samples[i];
@@ -260,7 +258,7 @@ static stk_status handle_failures(stk__exec *ex, int round) {
   bool skip = p->settings[STK_PIPE_ON_ERROR] == STK_ON_ERROR_SKIP;
   for (size_t k = 0; k < ex->num_pending; k++) {
     size_t i = ex->pending[k];
-    if (!skip || !is_data_error(ex->status[i]))
+    if (!skip || !stk__is_data_error(ex->status[i]))
       return stk__fail(ex->status[i], "stk_pipeline_run", "%s", ex->messages[i] ? ex->messages[i] : "failed");
   }
   if (round >= MAX_REPLACEMENT_ROUNDS)
@@ -269,8 +267,10 @@ static stk_status handle_failures(stk__exec *ex, int round) {
                      ex->messages[ex->pending[0]]);
   for (size_t k = 0; k < ex->num_pending; k++) {
     size_t i = ex->pending[k];
+    pthread_mutex_lock(&ex->lock); /* the GPU stage's rejections write it too */
     free(p->last_skip_message);
     p->last_skip_message = ex->messages[i];
+    pthread_mutex_unlock(&ex->lock);
     ex->messages[i] = NULL;
     atomic_fetch_add(&p->stat_skipped, 1);
     reset_sample(ex, i);
@@ -475,6 +475,9 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->samples);
   free(job->edges);
   free(job->prep);
+  for (size_t i = 0; job->reject_messages && i < ex->n; i++) free(job->reject_messages[i]);
+  free(job->reject_messages);
+  free(job->rejected);
   if (job->decoded) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->decoded);
   if (job->retired) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->retired);
   free(job->message);
@@ -534,7 +537,10 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   job->samples = stk__calloc(ex->n, sizeof(stk__sample), "job samples");
   job->edges = stk__calloc(ex->n * ex->num_edges, sizeof(stk__tensor), "job tensors");
   if (ex->prep_stride) job->prep = stk__calloc(ex->n, ex->prep_stride, "prepared records");
-  if (!job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep)) {
+  job->rejected = stk__calloc(ex->n, sizeof(bool), "rejected samples");
+  job->reject_messages = stk__calloc(ex->n, sizeof(char *), "rejection messages");
+  if (!job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep) || !job->rejected ||
+      !job->reject_messages) {
     free_job(ex, job);
     return STK_ERR_OUT_OF_MEMORY;
   }
@@ -572,7 +578,7 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
   stk__gpu *g = ex->p->gpu;
   uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_DECODE);
   for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->decode_arena;
-  stk__gpu_batch gb = {ex->p, ex->n, job->samples, job->lists, NULL, stream};
+  stk__gpu_batch gb = {ex->p, ex->n, job->samples, job->lists, NULL, stream, job->rejected, job->reject_messages};
   stk_status st = stk__gpu_run_stage(&gb, STK__GPU_PART_DECODE);
   stk__arena_reset(ex->decode_arena);
   for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->gpu_arena;
@@ -588,12 +594,67 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
   }
 }
 
+/* Sample `to` of a batch output becomes a copy of sample `from`: bytes copied where the
+ * list is one dense block (on the compute stream for device lists, after the stage's
+ * work), else the sample's pointer and shape taken (the list's blocks stay owned as they
+ * were). */
+static stk_status copy_sample(stk__exec *ex, stk_tensor_list *tl, size_t to, size_t from) {
+  if (tl->absent && (tl->absent[to] || tl->absent[from])) {
+    tl->absent[to] = tl->absent[from];
+    if (tl->absent[to]) return STK_OK;
+  }
+  if (!tl->dense) {
+    tl->data[to] = tl->data[from];
+    memcpy(&tl->shapes[to * (size_t)tl->ndim], &tl->shapes[from * (size_t)tl->ndim], sizeof(int64_t) * (size_t)tl->ndim);
+    return STK_OK;
+  }
+  size_t bytes = stk_dtype_size(tl->dtype);
+  for (int d = 0; d < tl->ndim; d++) bytes *= (size_t)tl->shapes[d];
+  if (!tl->gpu) {
+    memcpy(tl->data[to], tl->data[from], bytes);
+    return STK_OK;
+  }
+  stk__gpu *g = ex->p->gpu;
+  char err[STK_GPU_ERRLEN] = "";
+  return stk__gpu_check(g->api->memcpy_async(g->ctx, tl->data[to], tl->data[from], bytes,
+                                             g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), err, sizeof err), err);
+}
+
+/* The samples rejected in the GPU stage (on_error="skip") take a copy of the next good
+ * sample of the batch in every output, and are counted as skipped. The CPU stage replaces
+ * a bad sample with the reader's next item; after it, the batch is fixed, so a copy it is.
+ * A batch with no good sample left fails. */
+static stk_status replace_rejected(stk__exec *ex, gpu_job *job) {
+  stk_pipeline *p = ex->p;
+  size_t bad = 0, last = 0;
+  for (size_t i = 0; i < ex->n; i++)
+    if (job->rejected[i]) bad++, last = i;
+  if (bad == 0) return STK_OK;
+  if (bad == ex->n)
+    return stk__fail(STK_ERR_DECODE, "stk_pipeline_run", "every sample of the batch failed in the GPU stage; last: %s",
+                     job->reject_messages[last] ? job->reject_messages[last] : "?");
+  for (size_t i = 0; i < ex->n; i++) {
+    if (!job->rejected[i]) continue;
+    size_t j = (i + 1) % ex->n;
+    while (job->rejected[j]) j = (j + 1) % ex->n;
+    for (size_t o = 0; o < p->num_outputs; o++)
+      STK_TRY(copy_sample(ex, job->lists[p->output_edges[o]], i, j));
+    atomic_fetch_add(&p->stat_skipped, 1);
+    pthread_mutex_lock(&ex->lock);
+    free(p->last_skip_message);
+    p->last_skip_message = job->reject_messages[i];
+    job->reject_messages[i] = NULL;
+    pthread_mutex_unlock(&ex->lock);
+  }
+  return STK_OK;
+}
+
 /* The GPU stage of one job, then the batch (GPU thread, or the caller in sync mode).
  * With the split stage, the decoders have run already: the compute stream waits for them. */
 static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   stk_pipeline *p = ex->p;
   if (job->status != STK_OK) return stk__set_error(job->status, job->message ? job->message : "failed");
-  stk__gpu_batch gb = {p, ex->n, job->samples, job->lists, NULL, 0};
+  stk__gpu_batch gb = {p, ex->n, job->samples, job->lists, NULL, 0, job->rejected, job->reject_messages};
   stk_status st = STK_OK;
   if (job->decoded) {
     char err[STK_GPU_ERRLEN] = "";
@@ -603,6 +664,7 @@ static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   }
   if (st == STK_OK) st = stk__gpu_run_stage(&gb, job->decoded ? STK__GPU_PART_REST : STK__GPU_PART_ALL);
   stk__arena_reset(ex->gpu_arena);
+  if (st == STK_OK) st = replace_rejected(ex, job);
   for (size_t o = 0; st == STK_OK && o < p->num_outputs; o++) {
     stk_tensor_list **tl = &job->lists[p->output_edges[o]];
     if ((*tl)->gpu) st = stk__gpu_finalize_output(p->gpu, tl, p->edges[p->output_edges[o]].name);

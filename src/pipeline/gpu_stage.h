@@ -88,7 +88,18 @@ struct stk__gpu_batch {
   stk_tensor_list **lists; /* per edge: this batch's list, or NULL */
   stk__node *node;
   uintptr_t stream; /* where the operators queue their work; 0: the compute stream */
+  /* the samples rejected in the GPU stage and why (n each, the job's; NULL in a
+   * conditional branch's sub-batch: no rejection there) */
+  bool *rejected;
+  char **reject_messages;
 };
+/* Under on_error="skip", a data error of sample i found in the GPU stage (a JPEG whose
+ * header nvJPEG accepted but which the CPU decoder then refuses) rejects the sample
+ * instead of failing the batch: after the stage the executor gives its place to a copy of
+ * another sample of the batch, and counts it as skipped. Returns STK_OK when the sample
+ * was rejected, else `st` (the error stands: policy "error", not a data error, or a
+ * sub-batch). The message is the calling thread's last error. */
+stk_status stk__gpu_reject_sample(stk__gpu_batch *b, size_t i, stk_status st);
 /* The GPU stage's parts: the mixed operators prepared in the CPU stage (the decoders),
  * which may run on their own thread one batch ahead, and the rest. */
 typedef enum { STK__GPU_PART_ALL, STK__GPU_PART_DECODE, STK__GPU_PART_REST } stk__gpu_part;

@@ -127,6 +127,11 @@ struct stk_tensor_list {
   bool *absent; /* views: the samples with no value (holes); NULL: every sample has one */
 };
 
+/* Failures that on_error="skip" may skip: bad data, not bugs or resource failures. */
+static inline bool stk__is_data_error(stk_status st) {
+  return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT || st == STK_ERR_UNSUPPORTED;
+}
+
 /* gpu.c: returns a device list's blocks to the device pool, stream-ordered. */
 void stk__tensor_list_free_device(stk_tensor_list *tl);
 

@@ -18,6 +18,7 @@
 #define BATCH 4
 
 static char files[FILES * 160];
+static char paths[FILES][512]; /* the files, in order */
 
 /* FILES distinct JPEGs of a few sizes (similar byte counts, so the host pool's blocks
  * are reused from batch to batch), in a fresh directory. */
@@ -41,6 +42,7 @@ static void make_files(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/f%02d.jpg", dir, f);
     tu_write(path, jpeg, size);
+    snprintf(paths[f], sizeof paths[f], "%s", path);
     snprintf(files + strlen(files), sizeof files - strlen(files), "%s\"%s\"", f ? ", " : "", path);
     tjFree(jpeg);
     free(px);
@@ -144,6 +146,102 @@ static int setup_files(void **state) {
   return 0;
 }
 
+/* ---- a JPEG whose header is fine and whose entropy-coded data is not ---- */
+
+/* A copy of `path` with a DHT marker written into the middle of its scan: the header
+ * parses (the CPU stage's checks pass), the decoders fail on the data. */
+static void write_corrupt_copy(const char *path, const char *out) {
+  size_t size;
+  uint8_t *b = tu_read(path, &size);
+  size_t sos = 0;
+  for (size_t i = 2; i + 3 < size && !sos; i++)
+    if (b[i] == 0xFF && b[i + 1] == 0xDA) sos = i;
+  assert_true(sos > 0);
+  size_t scan = sos + 2 + ((size_t)b[sos + 2] << 8 | b[sos + 3]);
+  size_t mid = scan + (size - 2 - scan) / 2;
+  b[mid] = 0xFF, b[mid + 1] = 0xC4;
+  tu_write(out, b, size);
+  free(b);
+}
+
+/* The reference decode of a file (libjpeg-turbo, as the CPU decoder). */
+static uint8_t *reference(const char *path, int *w, int *h) {
+  size_t size;
+  uint8_t *jpeg = tu_read(path, &size);
+  tjhandle tj = tjInitDecompress();
+  int ss, cs;
+  assert_int_equal(tjDecompressHeader3(tj, jpeg, (unsigned long)size, w, h, &ss, &cs), 0);
+  uint8_t *px = malloc((size_t)*w * *h * 3);
+  assert_int_equal(tjDecompress2(tj, jpeg, (unsigned long)size, px, *w, 0, *h, TJPF_RGB, 0), 0);
+  tjDestroy(tj);
+  free(jpeg);
+  return px;
+}
+
+/* 11 good files and a corrupt one, labelled by position. Under on_error="skip" the
+ * corrupt sample, found only in the GPU stage, takes a copy of another sample of its
+ * batch (image and label), and is counted; under "error" the run fails naming it. */
+static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
+  (void)state;
+  enum { GOOD = 11 };
+  char bad[600], list[GOOD * 520 + 600] = "", labels[200] = "";
+  snprintf(bad, sizeof bad, "%s.corrupt.jpg", paths[0]);
+  write_corrupt_copy(paths[0], bad);
+  for (int f = 0; f <= GOOD; f++) {
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", f ? ", " : "", f < GOOD ? paths[f] : bad);
+    snprintf(labels + strlen(labels), sizeof labels - strlen(labels), "%s%d", f ? ", " : "", f);
+  }
+  uint8_t *ref[GOOD];
+  int rw[GOOD], rh[GOOD];
+  for (int f = 0; f < GOOD; f++) ref[f] = reference(paths[f], &rw[f], &rh[f]);
+  for (int policy = 0; policy < 2; policy++) {
+    char text[16384];
+    snprintf(text, sizeof text,
+             "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = 0\non_error = \"%s\"\n"
+             "jpegs, labels = readers.file(files=[%s], labels=[%s], name=\"Reader\")\n"
+             "images = decoders.image(jpegs, device=\"mixed\")\n"
+             "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out, labels\n",
+             BATCH, policy == 0 ? "skip" : "error", list, labels);
+    stk_pipeline *p;
+    TU_OK(stk_pipeline_from_text(text, &p));
+    TU_OK(stk_pipeline_build(p));
+    stk_status st = STK_OK;
+    for (int k = 0; k < (GOOD + 1) / BATCH && st == STK_OK; k++) {
+      stk_batch *b;
+      st = stk_pipeline_run(p, &b);
+      if (st != STK_OK) break;
+      stk_tensor_list *img = NULL;
+      TU_OK(stk_tensor_list_to_host(stk_batch_output(b, 0), &img));
+      stk_tensor_list *lab = stk_batch_output(b, 1);
+      for (size_t i = 0; i < BATCH; i++) {
+        stk_tensor_desc x, l;
+        TU_OK(stk_tensor_list_sample(img, i, &x));
+        TU_OK(stk_tensor_list_sample(lab, i, &l));
+        int label = (int)((const int32_t *)l.data)[0];
+        if (l.dtype == STK_DTYPE_INT64) label = (int)((const int64_t *)l.data)[0];
+        assert_true(label >= 0 && label < GOOD); /* never the corrupt file's */
+        assert_int_equal(x.shape[0], rh[label]);
+        assert_int_equal(x.shape[1], rw[label]);
+        if (memcmp(x.data, ref[label], (size_t)rw[label] * rh[label] * 3) != 0)
+          fail_msg("batch %d sample %zu (label %d): not the decode of its file", k, i, label);
+      }
+      stk_tensor_list_release(img);
+      stk_batch_release(b);
+    }
+    stk_stats stats;
+    TU_OK(stk_pipeline_stats(p, &stats));
+    if (policy == 0) {
+      TU_OK(st);
+      assert_int_equal(stats.skipped, 1);
+    } else {
+      assert_int_equal(st, STK_ERR_DECODE);
+      assert_non_null(strstr(stk_last_error(), ".corrupt.jpg"));
+    }
+    stk_pipeline_destroy(p);
+  }
+  for (int f = 0; f < GOOD; f++) free(ref[f]);
+}
+
 int main(void) {
   char lib[] = STK_FAKE_GPU_LIB;
   setenv("STK_CUDA_LIBRARY", lib, 1);
@@ -151,6 +249,7 @@ int main(void) {
       cmocka_unit_test(test_decoders_alone),
       cmocka_unit_test(test_decoders_on_their_own_thread),
       cmocka_unit_test(test_sync_mode),
+      cmocka_unit_test(test_corrupt_data_found_in_the_gpu_stage),
       cmocka_unit_test(test_destroy_with_work_queued),
   };
   return cmocka_run_group_tests(tests, setup_files, NULL);

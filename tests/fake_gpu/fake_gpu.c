@@ -453,6 +453,17 @@ static int jpeg_info(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, stk_gpu
   return 0;
 }
 
+/* Whether libjpeg-turbo decodes the stream without complaint (a warning counts): the
+ * verdict nvJPEG's hybrid path gives at its call on corrupt entropy-coded data. */
+static bool decodes_cleanly(const uint8_t *data, size_t size, int w, int h) {
+  unsigned char *scratch = malloc((size_t)w * h * 3);
+  tjhandle tj = tjInitDecompress();
+  bool ok = scratch && tj && tjDecompress2(tj, data, (unsigned long)size, scratch, w, 0, h, TJPF_RGB, 0) == 0;
+  if (tj) tjDestroy(tj);
+  free(scratch);
+  return ok;
+}
+
 static int decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x, int roi_y, int roi_w,
                            int roi_h, stk_gpu_decode_class *out, char *err, size_t errlen) {
   (void)ctx, (void)roi_x, (void)roi_y, (void)err, (void)errlen;
@@ -464,7 +475,8 @@ static int decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, i
   return 0;
 }
 
-/* Headers now; the decodes queued on `stream`, reading the bytes when they run. */
+/* Headers now; the decodes queued on `stream`, reading the bytes when they run. A stream
+ * that does not decode cleanly is reported FAILED at the call (nvJPEG's hybrid path). */
 static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, stk_gpu_decode_out *out,
                         const stk_gpu_decode_opts *opts, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
@@ -476,6 +488,10 @@ static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, st
     int w = 0, h = 0, c = 0;
     if (!header(in[i].data, in[i].size, &w, &h, &c)) {
       out[i].status = STK_GPU_DECODE_FALLBACK;
+      continue;
+    }
+    if (!decodes_cleanly(in[i].data, in[i].size, w, h)) {
+      out[i] = (stk_gpu_decode_out){STK_GPU_DECODE_FAILED, STK_GPU_BACKEND_HYBRID, STK_GPU_ROI_NONE, 6, w, h, c};
       continue;
     }
     out[i] = (stk_gpu_decode_out){STK_GPU_DECODE_OK, STK_GPU_BACKEND_HARDWARE,
