@@ -4,7 +4,9 @@
  * hardware path does). Each batch must equal the CPU pipeline's: a job whose host memory
  * went back to the pool before the device had read it would decode another file's bytes.
  * Both forms of the stage are run: decoding alone (the decoders on the compute stream)
- * and decoding followed by a GPU operator (the decoders on their own thread and stream). */
+ * and decoding followed by a GPU operator (the decoders on their own thread and stream);
+ * also CPU outputs moved to the GPU, synchronous mode, teardown with work queued, and a
+ * corrupt JPEG found only in the GPU stage under both bad-sample policies. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +93,8 @@ static void check_against_cpu(const char *gpu_body, const char *cpu_body, int ba
       assert_int_equal(x.shape[1], y.shape[1]);
       size_t bytes = (size_t)x.shape[0] * x.shape[1] * x.shape[2];
       if (memcmp(x.data, y.data, bytes) != 0)
-        fail_msg("batch %d sample %zu: the GPU stage's decode differs from the CPU's (its bytes were "
-                 "reused before the device read them?)", k, i);
+        fail_msg("batch %d sample %zu: the GPU stage's output differs from the CPU pipeline's (memory "
+                 "reused before the device had read it?)", k, i);
     }
     stk_tensor_list_release(host);
     stk_batch_release(gb);
@@ -113,6 +115,14 @@ static void test_decoders_on_their_own_thread(void **state) {
   check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\n"
                     "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n",
                     "images = decoders.image(jpegs)\nreturn images\n", 3 * FILES / BATCH);
+}
+
+/* CPU data moved to the GPU (`.gpu()` in Python): through pinned staging whose blocks are
+ * reused only once the stream has passed the upload. */
+static void test_cpu_outputs_moved_to_the_gpu(void **state) {
+  (void)state;
+  check_against_cpu("images = decoders.image(jpegs)\nout = copy(images, device=\"gpu\")\nreturn out\n",
+                    "images = decoders.image(jpegs)\nreturn images\n", 2 * FILES / BATCH);
 }
 
 static void test_sync_mode(void **state) {
@@ -248,6 +258,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_decoders_alone),
       cmocka_unit_test(test_decoders_on_their_own_thread),
+      cmocka_unit_test(test_cpu_outputs_moved_to_the_gpu),
       cmocka_unit_test(test_sync_mode),
       cmocka_unit_test(test_corrupt_data_found_in_the_gpu_stage),
       cmocka_unit_test(test_destroy_with_work_queued),

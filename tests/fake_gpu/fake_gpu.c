@@ -53,12 +53,23 @@ static void range_add(range_set *s, const void *p, size_t size) {
   s->r[s->n++] = (range_t){(const char *)p, size};
 }
 
-static void range_remove(range_set *s, const void *p) {
+/* Forgets the range starting at p; returns its size (0: not found). */
+static size_t range_remove(range_set *s, const void *p) {
   for (size_t i = 0; i < s->n; i++)
     if (s->r[i].base == p) {
+      size_t size = s->r[i].size;
       s->r[i] = s->r[--s->n];
-      return;
+      return size;
     }
+  return 0;
+}
+
+/* Frees a block of device or pinned memory after filling it with 0xA5, so that work that
+ * still reads it afterwards reads poison, not the old bytes (CI runs without ASan). */
+static void poison_free(range_set *s, void *p) {
+  size_t size = range_remove(s, p);
+  if (size) memset(p, 0xA5, size);
+  free(p);
 }
 
 static bool range_has(const range_set *s, const void *p) {
@@ -154,14 +165,8 @@ static void run_op(op *o) {
   switch (o->kind) {
     case OP_COPY: memcpy(o->dst, o->staging ? o->staging : o->src, o->bytes); break;
     case OP_DECODE: run_decode(o); break;
-    case OP_FREE_DEVICE:
-      range_remove(&device_mem, o->dst);
-      free(o->dst);
-      break;
-    case OP_FREE_HOST:
-      range_remove(&pinned_mem, o->dst);
-      free(o->dst);
-      break;
+    case OP_FREE_DEVICE: poison_free(&device_mem, o->dst); break;
+    case OP_FREE_HOST: poison_free(&pinned_mem, o->dst); break;
     case OP_RECORD:
       if (o->generation > o->event->completed) o->event->completed = o->generation;
       break;
@@ -319,8 +324,7 @@ static int pinned_free(stk_gpu_ctx *ctx, void *ptr, const uintptr_t *stream, cha
     o->dst = ptr;
     enqueue(*stream, o);
   } else {
-    range_remove(&pinned_mem, ptr);
-    free(ptr);
+    poison_free(&pinned_mem, ptr);
   }
   pthread_mutex_unlock(&lock);
   return 0;
