@@ -104,33 +104,36 @@ static void check_against_cpu(const char *gpu_body, const char *cpu_body, int ba
   stk_pipeline_destroy(c);
 }
 
+/* The pipelines compared: mixed decoding alone, mixed decoding followed by a GPU
+ * operator (a same-type cast: a copy), and the CPU reference. */
+#define MIXED_ALONE "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n"
+#define MIXED_THEN_GPU                                                                     \
+  "images = decoders.image(jpegs, device=\"mixed\")\n"                                     \
+  "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n"
+#define CPU_DECODE "images = decoders.image(jpegs)\nreturn images\n"
+
 static void test_decoders_alone(void **state) {
   (void)state;
-  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n",
-                    "images = decoders.image(jpegs)\nreturn images\n", 3 * FILES / BATCH);
+  check_against_cpu(MIXED_ALONE, CPU_DECODE, 3 * FILES / BATCH);
 }
 
 static void test_decoders_on_their_own_thread(void **state) {
   (void)state;
-  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\n"
-                    "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n",
-                    "images = decoders.image(jpegs)\nreturn images\n", 3 * FILES / BATCH);
+  check_against_cpu(MIXED_THEN_GPU, CPU_DECODE, 3 * FILES / BATCH);
 }
 
 /* CPU data moved to the GPU (`.gpu()` in Python): through pinned staging whose blocks are
  * reused only once the stream has passed the upload. */
 static void test_cpu_outputs_moved_to_the_gpu(void **state) {
   (void)state;
-  check_against_cpu("images = decoders.image(jpegs)\nout = copy(images, device=\"gpu\")\nreturn out\n",
-                    "images = decoders.image(jpegs)\nreturn images\n", 2 * FILES / BATCH);
+  check_against_cpu("images = decoders.image(jpegs)\nout = copy(images, device=\"gpu\")\nreturn out\n", CPU_DECODE,
+                    2 * FILES / BATCH);
 }
 
 static void test_sync_mode(void **state) {
   (void)state;
   sync_mode = true;
-  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\n"
-                    "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n",
-                    "images = decoders.image(jpegs)\nreturn images\n", 2 * FILES / BATCH);
+  check_against_cpu(MIXED_THEN_GPU, CPU_DECODE, 2 * FILES / BATCH);
   sync_mode = false;
 }
 
@@ -139,15 +142,13 @@ static void test_sync_mode(void **state) {
  * which the sanitizers and the checksum of the next run would show). */
 static void test_destroy_with_work_queued(void **state) {
   (void)state;
-  stk_pipeline *g = make("images = decoders.image(jpegs, device=\"mixed\")\n"
-                         "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n", true);
+  stk_pipeline *g = make(MIXED_THEN_GPU, true);
   stk_batch *b;
   TU_OK(stk_pipeline_run(g, &b));
   stk_batch_release(b);
   sleep_ms(20); /* the producer and the decode thread fill the prefetch queue */
   stk_pipeline_destroy(g);
-  check_against_cpu("images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n",
-                    "images = decoders.image(jpegs)\nreturn images\n", 2);
+  check_against_cpu(MIXED_ALONE, CPU_DECODE, 2);
 }
 
 static int setup_files(void **state) {
