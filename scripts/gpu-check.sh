@@ -253,11 +253,12 @@ fi
 #      pageable memory against basic@gpu (automatic split, also with 4 batches of
 #      prefetch) and hw_decoder_load 1.0, $STK_CEILING_ROUNDS rounds; medians, same-round
 #      ratios and best/best (bench/interleave.py). Both sides leave their first epoch
-#      untimed: gpu_bench runs one before the clock starts, the pipelines skip 8 batches
-#      (--warmup 8: the 2000-file dataset's first epoch, when the host pool grows and
-#      page-locks its blocks) ----
+#      untimed (gpu_bench runs one before the clock starts, the pipelines skip 8 batches:
+#      --warmup 8, the 2000-file dataset's first epoch, when the host pool grows and
+#      page-locks its blocks) and time 100 epochs, so that both runs last about as long
+#      (the machine's slow spells only slow: a shorter run is likelier to miss them) ----
 if [ $BUILD_OK = 1 ] && named ceiling; then
-  B="$BUILD/gpu_bench $DATA --batch 256 --epochs 40 --threads 15 --only bare"
+  B="$BUILD/gpu_bench $DATA --batch 256 --epochs 100 --threads 15 --only bare"
   S="$BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 100 --threads 15 --warmup 8 --pipeline"
   step ceiling 540 python3 bench/interleave.py --rounds "${STK_CEILING_ROUNDS:-6}" \
     bare_pinned="$B --bare-pinned" bare_pageable="$B" basic="$S basic" basic_prefetch4="$S basic --prefetch 4" \
