@@ -485,9 +485,10 @@ static void free_job(stk__exec *ex, gpu_job *job) {
 }
 
 /* A job whose GPU work is queued: kept on `retiring` until an event recorded now on the
- * compute stream (which waited for the job's decoders) has completed. Without a usable
- * event the job stays there until the executor's teardown synchronises the streams. Lock
- * held. */
+ * compute stream (which waited for the job's decoders) has completed. Its device lists go
+ * at once (their blocks return to the pool in stream order); only its host memory waits.
+ * Without a usable event the job stays there until the executor's teardown synchronises
+ * the streams. Lock held. */
 static void retire_job(stk__exec *ex, gpu_job *job, bool record) {
   if (!job) return;
   stk__gpu *g = ex->p->gpu;
@@ -500,6 +501,11 @@ static void retire_job(stk__exec *ex, gpu_job *job, bool record) {
       g->api->event_destroy(g->ctx, job->retired);
       job->retired = NULL;
     }
+    for (size_t e = 0; job->lists && e < ex->num_edges; e++)
+      if (job->lists[e] && job->lists[e]->storage == STK_STORAGE_DEVICE) {
+        stk_tensor_list_release(job->lists[e]);
+        job->lists[e] = NULL;
+      }
   }
   queue_push(&ex->retiring, job);
 }
