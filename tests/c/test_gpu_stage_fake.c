@@ -159,18 +159,12 @@ static int setup_files(void **state) {
 
 /* ---- a JPEG whose header is fine and whose entropy-coded data is not ---- */
 
-/* A copy of `path` with a DHT marker written into the middle of its scan: the header
- * parses (the CPU stage's checks pass), the decoders fail on the data. */
+/* A copy of `path` with a marker in the middle of its scan: the header parses (the CPU
+ * stage's checks pass), the decoders fail on the data. */
 static void write_corrupt_copy(const char *path, const char *out) {
   size_t size;
   uint8_t *b = tu_read(path, &size);
-  size_t sos = 0;
-  for (size_t i = 2; i + 3 < size && !sos; i++)
-    if (b[i] == 0xFF && b[i + 1] == 0xDA) sos = i;
-  assert_true(sos > 0);
-  size_t scan = sos + 2 + ((size_t)b[sos + 2] << 8 | b[sos + 3]);
-  size_t mid = scan + (size - 2 - scan) / 2;
-  b[mid] = 0xFF, b[mid + 1] = 0xC4;
+  tu_corrupt_scan(b, size);
   tu_write(out, b, size);
   free(b);
 }

@@ -54,3 +54,13 @@ tu_image tu_load_photo(const char *relative) {
   free(data);
   return (tu_image){d.data, d.h, d.w, d.c};
 }
+
+void tu_corrupt_scan(uint8_t *b, size_t size) {
+  size_t sos = 0;
+  for (size_t i = 2; i + 3 < size && !sos; i++)
+    if (b[i] == 0xFF && b[i + 1] == 0xDA) sos = i;
+  if (!sos) fail_msg("no scan (SOS marker) in the JPEG");
+  size_t scan = sos + 2 + ((size_t)b[sos + 2] << 8 | b[sos + 3]);
+  size_t mid = scan + (size - 2 - scan) / 2;
+  b[mid] = 0xFF, b[mid + 1] = 0xC4;
+}

@@ -29,6 +29,10 @@ typedef struct {
 /* Decodes a repository image (e.g. "data/photos/rocket.jpg") with stoker's decoder. */
 tu_image tu_load_photo(const char *relative);
 
+/* Writes a DHT marker into the middle of a JPEG's scan (the header still parses; the
+ * decoders fail on the data). The test fails if the bytes have no scan. */
+void tu_corrupt_scan(uint8_t *jpeg, size_t size);
+
 /* Asserts a status is STK_OK, printing the error message if not. */
 #define TU_OK(expr)                                                                        \
   do {                                                                                     \

@@ -207,26 +207,39 @@ static void test_device_memory_is_flat(void **state) {
   stk_pipeline_destroy(g);
 }
 
-/* A truncated JPEG among the files: nvJPEG's verdict (no EOI) is known in the CPU stage,
- * whose CPU decode refuses it, so on_error="skip" replaces it like on the CPU backend. */
-static void test_mixed_bad_file_is_skipped(void **state) {
-  char src[1024], bad[] = "/tmp/stk-truncated-XXXXXX.jpg";
-  FILE *in = fopen(tu_path(src, sizeof src, "data/photos/rocket.jpg"), "rb");
-  assert_non_null(in);
-  static unsigned char buf[1 << 20];
-  size_t n = fread(buf, 1, sizeof buf, in);
-  fclose(in);
-  int fd = mkstemps(bad, 4);
+/* A copy of rocket.jpg changed by `spoil`, in a temporary file named into `path`
+ * (a mkstemps template ending in ".jpg"). */
+static void write_bad_copy(char *path, size_t (*spoil)(uint8_t *jpeg, size_t size)) {
+  char src[1024];
+  size_t n;
+  uint8_t *buf = tu_read(tu_path(src, sizeof src, "data/photos/rocket.jpg"), &n);
+  n = spoil(buf, n);
+  int fd = mkstemps(path, 4);
   assert_true(fd >= 0);
   FILE *out = fdopen(fd, "wb");
-  fwrite(buf, 1, n / 2, out); /* half the file: no EOI */
+  fwrite(buf, 1, n, out);
   fclose(out);
+  free(buf);
+}
+
+static size_t truncate_half(uint8_t *jpeg, size_t size) { /* half the file: no EOI */
+  (void)jpeg;
+  return size / 2;
+}
+
+static size_t corrupt_scan(uint8_t *jpeg, size_t size) {
+  tu_corrupt_scan(jpeg, size);
+  return size;
+}
+
+/* Three batches of the photos plus `bad` under on_error="skip" through `body` (operator
+ * lines using `jpegs`): every batch must come out full. Returns the skipped count. */
+static long long skipped_over_three_batches(const char *bad, const char *body) {
   char text[8192];
   snprintf(text, sizeof text,
            "batch_size = %d\nnum_threads = 2\nseed = 5\ndevice_id = 0\non_error = \"skip\"\n"
-           "jpegs, labels = readers.file(files=[%s, \"%s\"])\n"
-           "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n",
-           N, files_list(), bad);
+           "jpegs, labels = readers.file(files=[%s, \"%s\"])\n%s",
+           N, files_list(), bad, body);
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_build(p));
@@ -238,9 +251,19 @@ static void test_mixed_bad_file_is_skipped(void **state) {
   }
   stk_stats s;
   TU_OK(stk_pipeline_stats(p, &s));
-  printf("# truncated JPEG among %d files: %lld skipped over 3 batches\n", N + 1, (long long)s.skipped);
-  assert_true(s.skipped >= 2); /* 3 batches of 7 from 8 files reach the bad one at least twice */
   stk_pipeline_destroy(p);
+  return s.skipped;
+}
+
+/* A truncated JPEG among the files: nvJPEG's verdict (no EOI) is known in the CPU stage,
+ * whose CPU decode refuses it, so on_error="skip" replaces it like on the CPU backend. */
+static void test_mixed_bad_file_is_skipped(void **state) {
+  char bad[] = "/tmp/stk-truncated-XXXXXX.jpg";
+  write_bad_copy(bad, truncate_half);
+  long long skipped =
+      skipped_over_three_batches(bad, "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n");
+  printf("# truncated JPEG among %d files: %lld skipped over 3 batches\n", N + 1, skipped);
+  assert_true(skipped >= 2); /* 3 batches of 7 from 8 files reach the bad one at least twice */
   remove(bad);
 }
 
@@ -250,45 +273,15 @@ static void test_mixed_bad_file_is_skipped(void **state) {
  * sample is rejected and replaced by a copy of another sample of the batch), or it
  * decodes the data to garbage without a word. hw_decoder_load 0 and 1: both paths. */
 static void test_mixed_corrupt_scan_does_not_fail_the_batch(void **state) {
-  char src[1024], bad[] = "/tmp/stk-corrupt-scan-XXXXXX.jpg";
-  FILE *in = fopen(tu_path(src, sizeof src, "data/photos/rocket.jpg"), "rb");
-  assert_non_null(in);
-  static unsigned char buf[1 << 20];
-  size_t n = fread(buf, 1, sizeof buf, in);
-  fclose(in);
-  size_t sos = 0;
-  for (size_t i = 2; i + 3 < n && !sos; i++)
-    if (buf[i] == 0xFF && buf[i + 1] == 0xDA) sos = i;
-  assert_true(sos > 0);
-  size_t scan = sos + 2 + ((size_t)buf[sos + 2] << 8 | buf[sos + 3]), mid = scan + (n - 2 - scan) / 2;
-  buf[mid] = 0xFF, buf[mid + 1] = 0xC4;
-  int fd = mkstemps(bad, 4);
-  assert_true(fd >= 0);
-  FILE *out = fdopen(fd, "wb");
-  fwrite(buf, 1, n, out);
-  fclose(out);
+  char bad[] = "/tmp/stk-corrupt-scan-XXXXXX.jpg";
+  write_bad_copy(bad, corrupt_scan);
   for (int hw = 0; hw <= 1; hw++) {
-    char text[8192];
-    snprintf(text, sizeof text,
-             "batch_size = %d\nnum_threads = 2\nseed = 5\ndevice_id = 0\non_error = \"skip\"\n"
-             "jpegs, labels = readers.file(files=[%s, \"%s\"])\n"
+    char body[512];
+    snprintf(body, sizeof body,
              "images = decoders.image(jpegs, device=\"mixed\", hw_decoder_load=%d.0)\n"
-             "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n",
-             N, files_list(), bad, hw);
-    stk_pipeline *p;
-    TU_OK(stk_pipeline_from_text(text, &p));
-    TU_OK(stk_pipeline_build(p));
-    for (int b = 0; b < 3; b++) {
-      stk_batch *batch;
-      TU_OK(stk_pipeline_run(p, &batch));
-      assert_int_equal(stk_tensor_list_num_samples(stk_batch_output(batch, 0)), N);
-      stk_batch_release(batch);
-    }
-    stk_stats s;
-    TU_OK(stk_pipeline_stats(p, &s));
+             "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n", hw);
     printf("# corrupt scan among %d files, hw_decoder_load %d: %lld skipped over 3 batches (0: decoded "
-           "without a reported error)\n", N + 1, hw, (long long)s.skipped);
-    stk_pipeline_destroy(p);
+           "without a reported error)\n", N + 1, hw, skipped_over_three_batches(bad, body));
   }
   remove(bad);
 }
