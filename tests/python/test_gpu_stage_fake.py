@@ -1,0 +1,107 @@
+"""GPU pipelines through the Python API without a GPU: the C library loads
+tests/fake_gpu/fake_gpu.c (STK_CUDA_LIBRARY) instead of libstoker_cuda.so, a CPU backend
+whose queued work (decodes included) runs only when something waits for it. Device
+outputs, .as_cpu(), .gpu() and the bad-sample policy of the GPU stage are checked against
+the CPU pipeline; the kernels themselves are tested on the GPU machine (test_gpu_*.py)."""
+import os
+
+import numpy as np
+import pytest
+
+import stoker
+from stoker import fn
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("STK_BUILD_DIR", os.path.join(ROOT, "build"))
+FAKE = os.path.join(BUILD, "libstk_fake_gpu.so")
+PHOTO_DIR = os.path.join(ROOT, "data", "photos")
+PHOTOS = sorted(os.path.join(PHOTO_DIR, f) for f in os.listdir(PHOTO_DIR) if f.endswith((".jpg", ".png")))
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    if not os.path.exists(FAKE):
+        pytest.skip("the fake GPU backend is not built")
+    monkeypatch.setenv("STK_CUDA_LIBRARY", FAKE)
+
+
+def build(graph, device_id, batch_size=len(PHOTOS), **kw):
+    @stoker.pipeline_def(batch_size=batch_size, num_threads=2, seed=4, device_id=device_id, **kw)
+    def pipe():
+        return graph()
+    p = pipe()
+    p.build()
+    return p
+
+
+def host_samples(tl):
+    if hasattr(tl, "as_cpu"):
+        tl = tl.as_cpu()
+    return [np.asarray(tl.at(i)) for i in range(len(tl))]
+
+
+def label_values(tl):
+    return [int(x.reshape(-1)[0]) for x in host_samples(tl)]
+
+
+def test_mixed_decoding_matches_the_cpu_over_several_batches(fake_gpu):
+    def graph(device):
+        jpegs, labels = fn.readers.file(files=PHOTOS, name="Reader")
+        return fn.decoders.image(jpegs, device=device), labels
+
+    gpu = build(lambda: graph("mixed"), 0, batch_size=3)
+    cpu = build(lambda: graph("cpu"), None, batch_size=3)
+    for _ in range(5):  # 15 samples of 7 files: the reader wraps, the host pool's blocks are reused
+        (g_img, g_lab), (c_img, c_lab) = gpu.run(), cpu.run()
+        assert g_img.device == "gpu" and c_img.device == "cpu"
+        for a, b in zip(host_samples(g_img), host_samples(c_img)):
+            assert a.shape == b.shape and np.array_equal(a, b)
+        assert label_values(g_lab) == label_values(c_lab)
+
+
+def test_cpu_outputs_moved_to_the_gpu_come_back_unchanged(fake_gpu):
+    def graph():
+        jpegs, _ = fn.readers.file(files=PHOTOS, name="Reader")
+        images = fn.decoders.image(jpegs)
+        return images, images.gpu()
+
+    (cpu_side, gpu_side), = [build(graph, 0).run()]
+    assert gpu_side.device == "gpu"
+    for a, b in zip(host_samples(cpu_side), host_samples(gpu_side)):
+        assert np.array_equal(a, b)
+
+
+def corrupt_copy(path, out):
+    data = bytearray(open(path, "rb").read())
+    sos = data.index(b"\xff\xda")
+    scan = sos + 2 + (data[sos + 2] << 8 | data[sos + 3])
+    mid = scan + (len(data) - 2 - scan) // 2
+    data[mid:mid + 2] = b"\xff\xc4"  # a marker in the middle of the scan: the header still parses
+    out.write_bytes(bytes(data))
+    return str(out)
+
+
+def test_corrupt_data_found_in_the_gpu_stage_is_skipped(fake_gpu, tmp_path):
+    jpegs_only = [p for p in PHOTOS if p.endswith(".jpg")]
+    bad = corrupt_copy(jpegs_only[0], tmp_path / "corrupt.jpg")
+    files = jpegs_only + [bad]
+    labels = list(range(len(files)))
+
+    def graph():
+        jpegs, lab = fn.readers.file(files=files, labels=labels, name="Reader")
+        return fn.decoders.image(jpegs, device="mixed"), lab
+
+    # synchronous: exactly one batch has run when the count is read (no prefetching)
+    p = build(graph, 0, batch_size=len(files), on_error="skip", exec_async=False, exec_pipelined=False)
+    images, lab = p.run()
+    imgs, labs = host_samples(images), label_values(lab)
+    assert len(imgs) == len(files)
+    assert len(labs) - 1 not in labs  # the corrupt file's label never comes out
+    assert p.stats()["skipped"] == 1
+    # the rejected sample (the last) is a copy of another sample of the batch, label included
+    i = len(files) - 1
+    assert any(np.array_equal(imgs[i], imgs[j]) and labs[i] == labs[j] for j in range(i))
+
+    strict = build(graph, 0, batch_size=len(files))
+    with pytest.raises(stoker.errors.StokerError, match="corrupt.jpg"):
+        strict.run()
