@@ -95,9 +95,11 @@ typedef struct op {
   /* OP_DECODE */
   size_t pitch;
   int color, roi_x, roi_y, roi_w, roi_h, width, height;
-  /* OP_RECORD / OP_WAIT */
+  /* OP_RECORD / OP_WAIT: the event and which of its records; a wait also keeps the
+   * stream that record was queued on (the event may be recorded elsewhere later) */
   struct fake_event *event;
   unsigned long generation;
+  struct fake_stream *record_stream;
 } op;
 
 typedef struct fake_stream {
@@ -136,7 +138,7 @@ static void enqueue(uintptr_t stream, op *o) {
   s->tail = o;
 }
 
-static void run_event(fake_event *e, unsigned long generation);
+static void run_event(fake_event *e, unsigned long generation, fake_stream *s);
 
 /* A JPEG into dst (whole image, or the region of a whole-image decode); a stream that no
  * longer decodes to the planned size leaves a 0x7F fill, which no test image has. */
@@ -171,7 +173,7 @@ static void run_op(op *o) {
     case OP_RECORD:
       if (o->generation > o->event->completed) o->event->completed = o->generation;
       break;
-    case OP_WAIT: run_event(o->event, o->generation); break;
+    case OP_WAIT: run_event(o->event, o->generation, o->record_stream); break;
   }
   free(o->staging);
   free(o);
@@ -189,10 +191,9 @@ static void run_stream(fake_stream *s, const op *until) {
   }
 }
 
-/* Runs the event's stream until the record `generation` has run. */
-static void run_event(fake_event *e, unsigned long generation) {
-  while (e->completed < generation && e->stream && e->stream->head) {
-    fake_stream *s = e->stream;
+/* Runs stream s, where the event's record `generation` was queued, until it has run. */
+static void run_event(fake_event *e, unsigned long generation, fake_stream *s) {
+  while (e->completed < generation && s && s->head) {
     op *o = s->head;
     s->head = o->next;
     if (!s->head) s->tail = NULL;
@@ -371,12 +372,13 @@ static int event_create(stk_gpu_ctx *ctx, int timing, void **out, char *err, siz
 }
 
 /* An event's record or a wait on it, queued on `stream` (lock held). */
-static void enqueue_event_op(op_kind kind, fake_event *e, unsigned long generation, uintptr_t stream) {
+static op *enqueue_event_op(op_kind kind, fake_event *e, unsigned long generation, uintptr_t stream) {
   op *o = calloc(1, sizeof *o);
   o->kind = kind;
   o->event = e;
   o->generation = generation;
   enqueue(stream, o);
+  return o;
 }
 
 static int event_record(stk_gpu_ctx *ctx, void *event, uintptr_t stream, char *err, size_t errlen) {
@@ -394,7 +396,7 @@ static int stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event, ch
   (void)ctx, (void)err, (void)errlen;
   fake_event *e = event;
   pthread_mutex_lock(&lock);
-  enqueue_event_op(OP_WAIT, e, e->recorded, stream);
+  enqueue_event_op(OP_WAIT, e, e->recorded, stream)->record_stream = e->stream;
   pthread_mutex_unlock(&lock);
   return 0;
 }
@@ -405,7 +407,7 @@ static int stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event, ch
 static void wait_or_ask(fake_event *e, int *done) {
   pthread_mutex_lock(&lock);
   bool pending = e->completed < e->recorded;
-  if (!done || !pending || e->asked == e->recorded) run_event(e, e->recorded);
+  if (!done || !pending || e->asked == e->recorded) run_event(e, e->recorded, e->stream);
   else e->asked = e->recorded;
   if (done) *done = e->completed >= e->recorded;
   pthread_mutex_unlock(&lock);
