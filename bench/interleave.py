@@ -13,8 +13,10 @@ round and the ratio of the bests, the estimate least touched by such events.
 A command's rate is read from its output: gpu_bench's "RESULT ... = N img/s" or
 stoker bench's "N images/s" line (the last one printed).
 
-usage: bench/interleave.py [--rounds N] [--ref LABEL] LABEL=COMMAND [LABEL=COMMAND ...]
-  (COMMAND is run by the shell; the first label is the reference unless --ref names one)
+usage: bench/interleave.py [--rounds N] [--ref LABEL] [--show REGEX] LABEL=COMMAND [...]
+  (COMMAND is run by the shell; the first label is the reference unless --ref names one;
+  --show prints, beside each round's rate, what REGEX matches in the command's output,
+  e.g. the time per call of nvJPEG: --show '[0-9.]+ ms per call|decode_hw_call +[0-9.]+')
 """
 import argparse
 import os
@@ -33,6 +35,11 @@ def rate_of(output):
         if found:
             return float(found[-1])
     return None
+
+
+def shown(regex, output):
+    """What `regex` matches in a command's output (whole matches, whitespace squeezed)."""
+    return [" ".join(m.group(0).split()) for m in re.finditer(regex, output, re.M)]
 
 
 def run(cmd, timeout):
@@ -54,6 +61,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ref", default=None, help="the label the others are compared with")
     ap.add_argument("--timeout", type=float, default=180, help="seconds a command may run (its process group is killed)")
+    ap.add_argument("--show", default=None, help="a regular expression: its matches in each output are printed")
     ap.add_argument("runs", nargs="+", help="LABEL=COMMAND")
     a = ap.parse_args()
     runs = []
@@ -72,6 +80,8 @@ def main():
             r = rate_of(out)
             rates[label].append(r)
             note = "" if r is not None else f"  (no rate; exit {code}: {(out + err)[-300:]!r})"
+            if a.show:
+                note += "".join(f"  [{m}]" for m in shown(a.show, out))
             print(f"round {rnd} {label:<28} {r if r is not None else float('nan'):10.0f}{note}", flush=True)
     print(f"\nsummary over {a.rounds} rounds (ratio: to {ref} in the same round)")
     print(f"{'command':<28} {'median':>10} {'min':>10} {'max':>10} {'ratio med':>10} {'ratio min':>10} "

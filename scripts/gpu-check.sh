@@ -261,6 +261,7 @@ if [ $BUILD_OK = 1 ] && named ceiling; then
   B="$BUILD/gpu_bench $DATA --batch 256 --epochs 100 --threads 15 --only bare"
   S="$BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 100 --threads 15 --warmup 8 --pipeline"
   step ceiling 540 python3 bench/interleave.py --rounds "${STK_CEILING_ROUNDS:-6}" \
+    --show '[0-9.]+ ms per call|decode_hw_call +[0-9.]+' \
     bare_pinned="$B --bare-pinned" bare_pageable="$B" basic="$S basic" basic_prefetch4="$S basic --prefetch 4" \
     hw10="$S bench/pipelines/basic_gpu_hw10.txt"
 fi

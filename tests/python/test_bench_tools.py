@@ -36,6 +36,19 @@ def test_summary_compares_within_rounds():
     assert "no rate; exit 3" in out
 
 
+def test_show_prints_the_matches_beside_each_round():
+    script = os.path.join(ROOT, "bench", "interleave.py")
+    out = subprocess.run([sys.executable, script, "--rounds", "2", "--show", r"[0-9.]+ ms per call|decode_hw_call +[0-9.]+",
+                          "a=echo 'RESULT x = 1000 img/s (0 failed batches; 7.93 ms per call, 1 thread)'",
+                          "b=printf '  800.0 images/s\n  decode_hw_call        8.512\n'"],
+                         capture_output=True, text=True, check=True).stdout
+    rounds = [line for line in out.splitlines() if line.startswith("round")]
+    assert len(rounds) == 4
+    assert all(line.endswith("[7.93 ms per call]") for line in rounds if " a " in line)
+    assert all(line.endswith("[decode_hw_call 8.512]") for line in rounds if " b " in line)
+    assert interleave.shown(r"\d+ ms", "took 12 ms\nthen 3 ms") == ["12 ms", "3 ms"]
+
+
 def test_a_hanging_command_is_killed_with_its_children():
     t0 = time.monotonic()
     out, err, code = interleave.run("sleep 60 & sleep 60; echo never", timeout=1)
