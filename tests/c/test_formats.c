@@ -78,7 +78,10 @@ static stk_pipeline *build(const stk_op *op, int outputs, int batch, int threads
   TU_OK(stk_pipeline_create(&p));
   TU_OK(stk_pipeline_set(p, STK_PIPE_BATCH_SIZE, batch));
   TU_OK(stk_pipeline_set(p, STK_PIPE_NUM_THREADS, threads));
+  /* skipping: synchronous, so that the skipped count read after a batch is that batch's
+   * (a producer running ahead may already have met the bad record again) */
   if (skip) TU_OK(stk_pipeline_set(p, STK_PIPE_ON_ERROR, STK_ON_ERROR_SKIP));
+  if (skip) TU_OK(stk_pipeline_set(p, STK_PIPE_EXEC_ASYNC, 0));
   TU_OK(stk_pipeline_add_op(p, op));
   const char *names[] = {"o0", "o1", "o2", "o3", "o4", "o5", "o6", "o7", "o8", "o9"};
   TU_OK(stk_pipeline_set_outputs(p, names, (size_t)outputs));
