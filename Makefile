@@ -30,8 +30,8 @@ sanitize: setup
 # ThreadSanitizer build of the executor and end-to-end tests.
 tsan: setup
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTK_TSAN=ON -DSTK_BUILD_PYTHON=OFF
-	cmake --build build-tsan -j $(JOBS) --target test_pipeline test_end_to_end test_reader
-	cd build-tsan && ctest --output-on-failure -R 'test_(pipeline|end_to_end|reader)'
+	cmake --build build-tsan -j $(JOBS) --target test_pipeline test_end_to_end test_reader test_gpu_stage_fake stk_fake_gpu
+	cd build-tsan && ctest --output-on-failure -R 'test_(pipeline|end_to_end|reader|gpu_stage_fake)$$'
 
 # Regenerate the Python .pyi stubs from the registry (commit them; a test checks).
 stubs: build
