@@ -102,7 +102,7 @@ int cli_bench(int argc, char **argv) {
     return 2;
   }
   bool bar = !o.json && isatty(2);
-  double t0 = now_s(), t_first = 0;
+  double t0 = now_s(), t_first = t0; /* the clock starts after the warm-up batches, if any */
   int64_t images = 0, timed_images = 0;
   for (int64_t b = 0; b < batches; b++) {
     stk_batch *batch;
@@ -136,7 +136,6 @@ int cli_bench(int argc, char **argv) {
       progress(b + 1, batches, b >= o.warmup ? timed_images / (now_s() - t_first) : 0);
   }
   double t_end = now_s();
-  if (o.warmup == 0) t_first = t0, timed_images = images;
   double timed = t_end - t_first;
   double ips = timed > 0 ? timed_images / timed : 0;
   double ms_batch = 1e3 * timed / (double)(batches - o.warmup);

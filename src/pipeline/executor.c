@@ -103,13 +103,9 @@ struct stk__exec {
 /* ---- per-sample work ---- */
 
 static void record_failure(stk__exec *ex, size_t i, stk_status st, const stk__node *node) {
-  stk__sample *s = &ex->samples[i];
-  char buf[1400];
-  snprintf(buf, sizeof buf, "operator '%s', sample %lld%s%s: %s", node->name, (long long)s->ordinal,
-           s->source ? " from " : "", s->source ? s->source : "", stk_last_error());
   ex->status[i] = st;
   free(ex->messages[i]);
-  ex->messages[i] = strdup(buf);
+  ex->messages[i] = stk__sample_failure_message(node->name, "", &ex->samples[i]);
 }
 
 /* Every data input, argument feed and guard edge of `node` must have a value for the
@@ -252,6 +248,17 @@ static stk_status run_pending(stk__exec *ex) {
   return STK_OK;
 }
 
+/* A skipped sample: counted, and its message kept as the last one (taken over). The CPU
+ * stage and the GPU stage's rejections both skip, from different threads. */
+static void note_skip(stk__exec *ex, char *message) {
+  stk_pipeline *p = ex->p;
+  atomic_fetch_add(&p->stat_skipped, 1);
+  pthread_mutex_lock(&ex->lock);
+  free(p->last_skip_message);
+  p->last_skip_message = message;
+  pthread_mutex_unlock(&ex->lock);
+}
+
 /* Applies the bad-sample policy to the failed samples in `pending`. */
 static stk_status handle_failures(stk__exec *ex, int round) {
   stk_pipeline *p = ex->p;
@@ -267,12 +274,8 @@ static stk_status handle_failures(stk__exec *ex, int round) {
                      ex->messages[ex->pending[0]]);
   for (size_t k = 0; k < ex->num_pending; k++) {
     size_t i = ex->pending[k];
-    pthread_mutex_lock(&ex->lock); /* the GPU stage's rejections write it too */
-    free(p->last_skip_message);
-    p->last_skip_message = ex->messages[i];
-    pthread_mutex_unlock(&ex->lock);
+    note_skip(ex, ex->messages[i]);
     ex->messages[i] = NULL;
-    atomic_fetch_add(&p->stat_skipped, 1);
     reset_sample(ex, i);
   }
   return STK_OK;
@@ -645,12 +648,8 @@ static stk_status replace_rejected(stk__exec *ex, gpu_job *job) {
     while (job->rejected[j]) j = (j + 1) % ex->n;
     for (size_t o = 0; o < p->num_outputs; o++)
       STK_TRY(copy_sample(ex, job->lists[p->output_edges[o]], i, j));
-    atomic_fetch_add(&p->stat_skipped, 1);
-    pthread_mutex_lock(&ex->lock);
-    free(p->last_skip_message);
-    p->last_skip_message = job->reject_messages[i];
+    note_skip(ex, job->reject_messages[i]);
     job->reject_messages[i] = NULL;
-    pthread_mutex_unlock(&ex->lock);
   }
   return STK_OK;
 }

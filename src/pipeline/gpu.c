@@ -317,13 +317,9 @@ stk_status stk__gpu_reject_sample(stk__gpu_batch *b, size_t i, stk_status st) {
   if (st == STK_OK || !b->rejected || i >= b->n || b->p->settings[STK_PIPE_ON_ERROR] != STK_ON_ERROR_SKIP ||
       !stk__is_data_error(st))
     return st;
-  char buf[1400];
-  const stk__sample *s = &b->samples[i];
-  snprintf(buf, sizeof buf, "operator '%s' (GPU stage), sample %lld%s%s: %s", b->node ? b->node->name : "?",
-           (long long)s->ordinal, s->source ? " from " : "", s->source ? s->source : "", stk_last_error());
   b->rejected[i] = true;
   free(b->reject_messages[i]);
-  b->reject_messages[i] = strdup(buf);
+  b->reject_messages[i] = stk__sample_failure_message(b->node ? b->node->name : "?", " (GPU stage)", &b->samples[i]);
   return STK_OK;
 }
 

@@ -127,6 +127,10 @@ struct stk_tensor_list {
   bool *absent; /* views: the samples with no value (holes); NULL: every sample has one */
 };
 
+/* "operator 'NAME'STAGE, sample N from SOURCE: <the thread's last error>", strdup'ed: what
+ * the bad-sample policy records of a failed sample (NULL when out of memory). */
+char *stk__sample_failure_message(const char *op_name, const char *stage, const stk__sample *s);
+
 /* Failures that on_error="skip" may skip: bad data, not bugs or resource failures. */
 static inline bool stk__is_data_error(stk_status st) {
   return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT || st == STK_ERR_UNSUPPORTED;

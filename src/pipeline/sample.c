@@ -6,6 +6,13 @@
 
 #include "internal.h"
 
+char *stk__sample_failure_message(const char *op_name, const char *stage, const stk__sample *s) {
+  char buf[1400];
+  snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s", op_name, stage, (long long)s->ordinal,
+           s->source ? " from " : "", s->source ? s->source : "", stk_last_error());
+  return strdup(buf);
+}
+
 void **stk__node_state(stk__node *node) { return &node->state; }
 const char *stk__node_name(const stk__node *node) { return node->name; }
 int stk__node_num_inputs(const stk__node *node) { return node->spec->num_inputs; }
