@@ -22,6 +22,8 @@
 #              taken after an untimed epoch; and over 200 epochs
 #   nvjpeg_new nvJPEG from the PyPI wheel carried in .nvjpeg/ (13.3) against the machine's
 #              (13.0.1): do two submitting threads still hang; is one caller faster?
+#   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
+#              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
 NAME=${1:?usage: gpu_experiments.sh NAME (see the header)}
 ROUNDS=${R:-6}
@@ -93,6 +95,13 @@ case $NAME in
     done
     RUNS=(bare="$B" bare_new="$NEW $B" basic="$P basic" basic_new="$NEW $P basic")
     [ $hung = 0 ] && RUNS+=(bare2_new="$NEW $B --bare-threads 2") ;;
+  host)
+    SHOW='decode_hw_call +[0-9.]+|uploaded: [0-9]+|share now [0-9]+|[0-9.]+ ms per call'
+    W="--warmup 8 --pipeline"
+    RUNS=(bare="$B" basic="$S --threads 15 $W basic" cpu0="$S --threads 15 $W bench/pipelines/basic_gpu_cpu0.txt"
+          cpu10="$S --threads 15 $W bench/pipelines/basic_gpu_cpu10.txt"
+          cpu20="$S --threads 15 $W bench/pipelines/basic_gpu_cpu20.txt"
+          cpu30="$S --threads 15 $W bench/pipelines/basic_gpu_cpu30.txt") ;;
   *) echo "gpu_experiments.sh: no experiment '$NAME' (see the header)" >&2; exit 2 ;;
 esac
-python3 bench/interleave.py --rounds "$ROUNDS" --timeout "${TO:-180}" "${RUNS[@]}"
+python3 bench/interleave.py --rounds "$ROUNDS" --timeout "${TO:-180}" ${SHOW:+--show "$SHOW"} "${RUNS[@]}"

@@ -56,8 +56,14 @@ static void print_stages(const stk_stats *s, int64_t batches, bool json) {
     if (json) printf("%s\"%s\": %.3f", i ? ", " : "", t[i].name, (double)t[i].ns / per);
     else printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);
   }
-  if (json) printf("}, \"decode_hw_share\": %.3f, ", s->decode_hw_share);
-  else printf("  engines' share of the capable JPEGs in the last batch: %.3f\n", s->decode_hw_share);
+  if (json) {
+    printf("}, \"decode_hw_share\": %.3f, \"host_decoded\": %lld, \"host_decode_quota\": %lld, ", s->decode_hw_share,
+           (long long)s->host_decoded, (long long)s->host_decode_quota);
+  } else {
+    printf("  engines' share of the capable JPEGs in the last batch: %.3f\n", s->decode_hw_share);
+    printf("  decoded in the CPU stage and uploaded: %lld samples (host_decoded; automatic share now %lld per batch)\n",
+           (long long)s->host_decoded, (long long)s->host_decode_quota);
+  }
 }
 
 static void print_breakdown(stk_pipeline *p, bool json) {

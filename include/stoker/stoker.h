@@ -337,6 +337,10 @@ typedef struct {
   /* Pipelines with GPU operators page-lock their host pool's blocks (faster nvJPEG calls
    * and uploads): blocks pinned so far, and blocks left pageable because pinning failed. */
   int64_t host_blocks_pinned, host_pin_failures;
+  /* Mixed decoders: samples decoded by libjpeg-turbo in the CPU stage and uploaded (the
+   * cpu_decoder_load share, and files nvJPEG does not take), and the automatic share's
+   * current number of samples per batch (0 when none is automatic). */
+  int64_t host_decoded, host_decode_quota;
 } stk_stats;
 
 STK_API stk_status stk_pipeline_create(stk_pipeline **out);

@@ -484,6 +484,8 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"decode_stage_ns", s.decode_stage_ns},
       {"host_blocks_pinned", s.host_blocks_pinned},
       {"host_pin_failures", s.host_pin_failures},
+      {"host_decoded", s.host_decoded},
+      {"host_decode_quota", s.host_decode_quota},
   };
   for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
     PyObject *v = PyLong_FromLongLong((long long)items[i].value);

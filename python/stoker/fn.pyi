@@ -937,7 +937,7 @@ class auto_augment:
 class decoders:
     """The decoders namespace."""
     @staticmethod
-    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
 
         Devices: cpu, mixed.
@@ -953,6 +953,7 @@ class decoders:
             adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
             use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
             hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
             device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
@@ -962,7 +963,7 @@ class decoders:
         """
         ...
     @staticmethod
-    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
@@ -978,6 +979,7 @@ class decoders:
             adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
             use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
             hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
             device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none

@@ -27,6 +27,13 @@
        "-1 (default): automatic, the share that balances the two paths' measured rates, "     \
        "adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, "    \
        "for bit-identical outputs across runs"},                                             \
+      {"cpu_decoder_load", STK_ARG_FLOAT, STK_ARGF_RANGE, "0", -1, 1, NULL,                 \
+       "mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on "    \
+       "the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose "       \
+       "batched call is bound by the one thread submitting it. 0 (default): none; a value " \
+       "in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and " \
+       "shrunk when the decoders wait for it. Files nvJPEG does not take are always "       \
+       "decoded there"},                                                                    \
       {"device_memory_padding", STK_ARG_INT, STK_ARGF_RANGE, "16777216", 0, 17179869184.0, NULL,  \
        "mixed device: bytes added to each of nvJPEG's device allocations, so that its "      \
        "buffers, which grow with the images, are reallocated less often (as in DALI)"},      \
@@ -43,6 +50,7 @@ enum {
   A_ADJUST_ORIENTATION,
   A_FAST_IDCT,
   A_HW_LOAD,
+  A_CPU_LOAD,
   A_DEVICE_PADDING,
   A_HOST_PADDING,
   A_PREALLOC_W,
@@ -64,10 +72,13 @@ typedef struct {
   int out_h, out_w, channels;
   int roi_x, roi_y, roi_w, roi_h;
   stk_gpu_decode_class cls;
+  uint8_t *pixels; /* decoded in the CPU stage (a host pool block), uploaded by the GPU stage */
 } mixed_record;
 
 static stk_status image_prepare(stk__node *node, stk__sample *s, void *record);
 static stk_status crop_prepare(stk__node *node, stk__sample *s, void *record);
+static void mixed_release(stk__node *node, void *record);
+static stk_status mixed_init(stk__node *node);
 
 /* ---- helpers shared by the three operators ---- */
 
@@ -149,8 +160,8 @@ static const stk_op_schema image_schema = {
     "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
     STK_DEVICE_CPU | STK_DEVICE_MIXED, 0, 1, 1, encoded_in, 1, image_out,
     sizeof image_args / sizeof image_args[0], image_args};
-const stk__op_def stk__op_decoders_image = {&image_schema, NULL, NULL, NULL, image_run, NULL, NULL,
-                                            image_run_mixed, image_prepare, sizeof(mixed_record)};
+const stk__op_def stk__op_decoders_image = {&image_schema, mixed_init, NULL, NULL, image_run, NULL, NULL,
+                                            image_run_mixed, image_prepare, sizeof(mixed_record), mixed_release};
 
 /* ---- decoders.image_random_crop ---- */
 
@@ -171,6 +182,7 @@ static const stk_arg_schema crop_args[] = {
 };
 
 static stk_status crop_init(stk__node *node) {
+  STK_TRY(mixed_init(node));
   const char *nm = stk__node_name(node);
   const double *a, *r;
   if (stk__arg_floats(node, NULL, RC_AREA, &a) != 2 || !(a[0] > 0 && a[0] <= a[1] && a[1] <= 1))
@@ -232,7 +244,8 @@ static const stk_op_schema crop_schema = {
     STK_DEVICE_CPU | STK_DEVICE_MIXED, STK_OPF_RANDOM, 1, 1, encoded_in, 1, image_out,
     sizeof crop_args / sizeof crop_args[0], crop_args};
 const stk__op_def stk__op_decoders_image_random_crop = {&crop_schema, crop_init, NULL, NULL, crop_run, NULL, NULL,
-                                                        crop_run_mixed, crop_prepare, sizeof(mixed_record)};
+                                                        crop_run_mixed, crop_prepare, sizeof(mixed_record),
+                                                        mixed_release};
 
 
 /* ---- the mixed device: nvJPEG into GPU memory, CPU decode + upload for the rest ---- */
@@ -246,7 +259,49 @@ typedef struct {
   int out_h, out_w, channels;
   bool cpu;              /* EXIF-rotated, PNG, ...: decoded on the CPU and uploaded */
   const stk_gpu_decode_class *cls; /* nvJPEG's verdict when prepared, else NULL */
+  const uint8_t *pixels; /* decoded in the CPU stage: only uploaded */
 } mixed_sample;
+
+static stk_status mixed_init(stk__node *node) {
+  if (stk__arg_float(node, NULL, A_CPU_LOAD) < 0) stk__node_request_host_balance(node);
+  return STK_OK;
+}
+
+static void mixed_release(stk__node *node, void *record) {
+  (void)node;
+  mixed_record *rec = record;
+  stk__node_pool_free(rec->pixels);
+  rec->pixels = NULL;
+}
+
+/* Whether sample s is one of the batch's host-decoded share: q of the n samples, spread
+ * evenly over the batch's positions (workers take neighbouring samples, so the decoding
+ * is spread over them too). */
+static bool host_share_picks(stk__node *node, const stk__sample *s) {
+  double load = stk__arg_float(node, NULL, A_CPU_LOAD);
+  int64_t n = stk__node_batch_size(node), i = (int64_t)stk__sample_index(s);
+  int64_t q = load >= 0 ? (int64_t)(load * (double)n + 0.5) : stk__node_host_decode_quota(node);
+  if (q <= 0 || n <= 0) return false;
+  return (i + 1) * q / n > i * q / n;
+}
+
+static stk_status alloc_pool_pixels(void *ctx, int h, int w, int c, uint8_t **out) {
+  *out = stk__node_pool_alloc(ctx, (size_t)h * (size_t)w * (size_t)c);
+  return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for a %dx%dx%d image", h, w, c);
+}
+
+/* Decodes the sample with the CPU decoder into a pool block kept in the record; the GPU
+ * stage only uploads it. A failure is the sample's (under the bad-sample policy). */
+static stk_status host_decode(stk__node *node, const mixed_sample *m, mixed_record *rec) {
+  stk__decoded dec;
+  stk_status st = stk__image_decode(m->data, m->size, m->name, &m->opts, alloc_pool_pixels, node, &dec);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  rec->pixels = dec.data;
+  if (dec.h != m->out_h || dec.w != m->out_w || dec.c != m->channels)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: %s decoded to %dx%dx%d, planned %dx%dx%d", stk__node_name(node), m->name,
+                    dec.h, dec.w, dec.c, m->out_h, m->out_w, m->channels);
+  return STK_OK;
+}
 
 /* Reads the header, draws the window (random crop: the same Philox draws as the CPU
  * operator), and decides where the sample is decoded. m->data, size and name are set. */
@@ -279,8 +334,10 @@ static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_
 }
 
 /* The CPU stage's part (on the workers, while the GPU stage runs earlier batches): the
- * plan and nvJPEG's header classification. A bad header is the sample's failure here,
- * so the bad-sample policy replaces it before the batch reaches the GPU. */
+ * plan, and either nvJPEG's header classification or, for the host-decoded share and
+ * the files nvJPEG does not take, the decoded pixels. A bad header or, there, bad data
+ * is the sample's failure here, so the bad-sample policy replaces it before the batch
+ * reaches the GPU. */
 static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, bool random_crop) {
   mixed_record *rec = record;
   char buf[48];
@@ -290,22 +347,20 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, b
   *rec = (mixed_record){true, m.cpu, false, m.out_h, m.out_w, m.channels,
                         m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h, {0}};
   stk__gpu *g = stk__node_gpu(node);
-  if (m.cpu || !g || !g->info.has_nvjpeg) return STK_OK;
+  if (m.cpu || !g || !g->info.has_nvjpeg || host_share_picks(node, s)) {
+    rec->cpu = true;
+    return host_decode(node, &m, rec);
+  }
   char err[STK_GPU_ERRLEN] = "";
   int rc = g->api->decode_classify(g->ctx, m.data, m.size, m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h,
                                    &rec->cls, err, sizeof err);
   if (rc != 0) return stk__gpu_op_check(node, rc, err);
   rec->classified = true;
   if (rec->cls.status == STK_GPU_DECODE_OK) return STK_OK;
-  /* nvJPEG refuses it (truncated, CMYK, a header it cannot read): the GPU stage will
-   * decode it on the CPU. Doing that once here first puts corrupt files under the
-   * bad-sample policy (skipped and replaced), where a failure in the GPU stage could
-   * only fail the batch. Such files are rare; the pixels are not kept. */
-  stk__decoded dec;
-  stk_status st = stk__image_decode(m.data, m.size, m.name, &m.opts, stk__image_alloc_malloc, NULL, &dec);
-  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
-  free(dec.data);
-  return STK_OK;
+  /* nvJPEG refuses it (truncated, CMYK, a header it cannot read): decoded here, where a
+   * corrupt file falls under the bad-sample policy (skipped and replaced) */
+  rec->cpu = true;
+  return host_decode(node, &m, rec);
 }
 
 static stk_status image_prepare(stk__node *node, stk__sample *s, void *record) {
@@ -333,6 +388,7 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool ran
   m->out_h = rec->out_h, m->out_w = rec->out_w, m->channels = rec->channels;
   m->cpu = rec->cpu;
   m->cls = rec->classified ? &rec->cls : NULL;
+  m->pixels = rec->pixels;
   return STK_OK;
 }
 
@@ -356,9 +412,32 @@ static stk_status mixed_cpu_decode(stk__node *node, stk__gpu_batch *b, mixed_sam
   return st;
 }
 
+/* Uploads the pixels the CPU stage decoded (page-locked pool blocks, kept by the job
+ * until its GPU work has completed), before nvJPEG's call so that the copies run while
+ * it decodes. */
+static stk_status upload_host_decoded(stk__node *node, stk__gpu_batch *b, const mixed_sample *ms, stk_tensor_list *out) {
+  size_t n = stk__gpu_batch_size(b);
+  stk__gpu *g = stk__gpu_device(b);
+  int64_t uploaded = 0;
+  stk_status st = STK_OK;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    if (!ms[i].pixels) continue;
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    char err[STK_GPU_ERRLEN] = "";
+    size_t bytes = (size_t)ms[i].out_h * (size_t)ms[i].out_w * (size_t)ms[i].channels;
+    st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d.data, ms[i].pixels, bytes, stk__gpu_stream(b), err, sizeof err), err);
+    uploaded += st == STK_OK;
+  }
+  stk__node_count_host_decoded(node, uploaded);
+  return st;
+}
+
 /* nvJPEG for the JPEGs it takes; the CPU decoder for the rest and for nvJPEG's
- * failures (the CPU decoder gives the verdict and the message on corrupt data). */
+ * failures (the CPU decoder gives the verdict and the message on corrupt data). The
+ * samples decoded in the CPU stage are only uploaded. */
 static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, stk_tensor_list *out) {
+  STK_TRY(upload_host_decoded(node, b, ms, out));
   size_t n = stk__gpu_batch_size(b);
   stk_gpu_decode_in *din = stk__calloc(n, sizeof *din, "decode requests");
   stk_gpu_decode_out *dout = stk__calloc(n, sizeof *dout, "decode results");
@@ -389,7 +468,7 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
   for (int j = 0; j < k && st == STK_OK; j++)
     if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
-    if (!ms[i].cpu) continue;
+    if (!ms[i].cpu || ms[i].pixels) continue;
     stk_tensor_desc d;
     stk_tensor_list_sample(out, i, &d);
     /* the CPU decoder's verdict; under on_error="skip" a bad sample is rejected (the

@@ -60,6 +60,11 @@ typedef struct stk__op_def {
    * guard of the node comes from a GPU operator (run_gpu then sees no record). */
   stk_status (*prepare)(stk__node *node, stk__sample *s, void *record);
   size_t prep_bytes;
+  /* Frees what prepare left in a record (host pool blocks) and clears it; called for
+   * every record once it is no longer needed: its sample replaced or reset, or the job
+   * holding it freed after its GPU work (which may read those blocks) completed. May be
+   * NULL. */
+  void (*prep_release)(stk__node *node, void *record);
 } stk__op_def;
 
 /* ---- the registry ---- */
@@ -78,6 +83,16 @@ int64_t stk__node_max_pixels(const stk__node *node);
 int64_t stk__node_max_file_bytes(const stk__node *node);
 int stk__node_num_threads(const stk__node *node);
 int64_t stk__node_seed(const stk__node *node); /* pipeline seed (never -1) */
+/* Mixed decoders: host memory from the pipeline's pool (page-locked in GPU pipelines,
+ * so uploads from it are asynchronous), freed with stk__node_pool_free; the automatic
+ * host-decoding share (the executor's balance runs only for nodes that request it, and
+ * the quota is the samples per batch it currently gives them); and the count of samples
+ * decoded on the host and uploaded (stk_stats.host_decoded). */
+void *stk__node_pool_alloc(stk__node *node, size_t bytes);
+void stk__node_pool_free(void *block);
+void stk__node_request_host_balance(stk__node *node);
+int stk__node_host_decode_quota(const stk__node *node);
+void stk__node_count_host_decoded(stk__node *node, int64_t count);
 
 /* ---- arguments ----
  * `arg` is the index of the argument in the operator's schema (operators keep an enum

@@ -42,6 +42,7 @@ typedef struct gpu_job {
   unsigned char *prep; /* n * prep_stride: the mixed operators' prepared records */
   void *decoded;       /* split stage: event on the decode stream after the job's decoders */
   void *retired;       /* event on the compute stream after all of the job's GPU work */
+  int64_t cpu_ns;      /* the CPU stage's time for this batch (the host decoding's balance) */
   bool *rejected;         /* n: samples rejected in the GPU stage (stk__gpu_reject_sample) */
   char **reject_messages; /* n: why */
 } gpu_job;
@@ -96,6 +97,10 @@ struct stk__exec {
   bool stop, producer_done;
   /* stage timers (stk_stats), nanoseconds */
   _Atomic int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns, decode_stage_ns;
+  /* the automatic cpu_decoder_load (balance_host_decoding): samples per batch the mixed
+   * decoders decode in the CPU stage */
+  atomic_int host_quota;
+  bool host_balance; /* some prepared decoder leaves its share to the balance */
   stk_status final_status;
   char *final_message;
 };
@@ -127,9 +132,22 @@ static stk_status check_inputs_present(const stk__node *node, const stk__sample 
   return STK_OK;
 }
 
+/* Releases what the prepared mixed operators left in one sample's records (the
+ * decoded pixels of the CPU stage's host decoding) and clears them. */
+static void release_records(stk_pipeline *p, unsigned char *prep) {
+  if (!prep) return;
+  for (size_t k = 0; k < p->num_nodes; k++) {
+    stk__node *node = &p->nodes[k];
+    if (!node->prepares) continue;
+    if (node->spec->def->prep_release) node->spec->def->prep_release(node, prep + node->prep_offset);
+    memset(prep + node->prep_offset, 0, node->spec->def->prep_bytes);
+  }
+}
+
 /* A mixed operator's CPU-stage part for one sample (see stk__op_def.prepare). */
 static stk_status prepare_mixed(stk__node *node, stk__sample *s) {
   unsigned char *record = s->prep + node->prep_offset;
+  if (node->spec->def->prep_release) node->spec->def->prep_release(node, record);
   memset(record, 0, node->spec->def->prep_bytes); /* no stale record from an earlier batch */
   if (node->spec->num_guards && !stk__guards_hold(node, s)) return STK_OK; /* not this sample's branch */
   STK_TRY(check_inputs_present(node, s));
@@ -207,6 +225,7 @@ static void reset_sample(stk__exec *ex, size_t i) {
     *own = NULL;
   }
   memset(&ex->edge_tensors[i * ex->num_edges], 0, ex->num_edges * sizeof(stk__tensor));
+  release_records(p, ex->samples[i].prep);
   ex->status[i] = STK_OK;
   free(ex->messages[i]);
   ex->messages[i] = NULL;
@@ -477,6 +496,7 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->lists);
   free(job->samples);
   free(job->edges);
+  for (size_t i = 0; job->prep && i < ex->n; i++) release_records(ex->p, job->prep + i * ex->prep_stride);
   free(job->prep);
   for (size_t i = 0; job->reject_messages && i < ex->n; i++) free(job->reject_messages[i]);
   free(job->reject_messages);
@@ -553,7 +573,10 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
     free_job(ex, job);
     return STK_ERR_OUT_OF_MEMORY;
   }
-  if (ex->prep_stride) memcpy(job->prep, ex->prep, ex->n * ex->prep_stride);
+  if (ex->prep_stride) { /* the records move to the job, with the host blocks they hold */
+    memcpy(job->prep, ex->prep, ex->n * ex->prep_stride);
+    memset(ex->prep, 0, ex->n * ex->prep_stride);
+  }
   for (size_t e = 0; e < ex->num_edges; e++) job->lists[e] = ex->lists[e], ex->lists[e] = NULL;
   for (size_t i = 0; i < ex->n; i++) {
     job->samples[i] = ex->samples[i];
@@ -766,8 +789,10 @@ static void *producer_main(void *arg) {
     queue_entry entry = {NULL, STK_OK, NULL};
     gpu_job *job = NULL;
     entry.status = produce_cpu(ex, &entry.batch, &job);
+    int64_t cpu_ns = stk__now_ns() - t1;
+    if (job) job->cpu_ns = cpu_ns;
     atomic_fetch_add(&ex->producer_blocked_ns, t1 - t0);
-    atomic_fetch_add(&ex->cpu_stage_ns, stk__now_ns() - t1);
+    atomic_fetch_add(&ex->cpu_stage_ns, cpu_ns);
     if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
     if (gpu && !job && (job = calloc(1, sizeof *job))) { /* a failure, in order behind the jobs */
       job->status = entry.status;
@@ -796,6 +821,34 @@ static void *producer_main(void *arg) {
   return NULL;
 }
 
+/* The automatic cpu_decoder_load: how many samples of each batch the prepared mixed
+ * decoders decode with libjpeg-turbo in the CPU stage (on the workers, batches ahead)
+ * instead of sending them to nvJPEG. nvJPEG's hardware batch is CPU-bound on the one
+ * thread submitting it (bench/RESULTS.md), so the thread running the decoders is usually
+ * the pipeline's slowest stage while the workers have cores to spare: every sample they
+ * decode is one fewer in that thread's call. After each job, with the time the thread
+ * waited for the job and the time the job took it, and the CPU stage's time for the job:
+ * the share shrinks when the thread waited (the CPU stage, or a slow consumer, is the
+ * limit: more host decoding would only cost cores) or the CPU stage nears the decoders'
+ * time, and grows while the CPU stage makes a batch in under 80% of it. Steps of 1/32 of
+ * the batch, within [0, n]. */
+int stk__host_quota_next(int q, int n, int64_t wait_ns, int64_t busy_ns, int64_t cpu_ns) {
+  if (busy_ns <= 0 || cpu_ns <= 0 || n <= 0) return q;
+  int step = n / 32 > 1 ? n / 32 : 1;
+  if (wait_ns > busy_ns / 8 || (double)cpu_ns > 0.95 * (double)busy_ns) q -= step;
+  else if ((double)cpu_ns < 0.8 * (double)busy_ns) q += step;
+  return q < 0 ? 0 : q > n ? n : q;
+}
+
+static void balance_host_decoding(stk__exec *ex, const gpu_job *job, int64_t wait_ns, int64_t busy_ns) {
+  if (!ex->host_balance || job->status != STK_OK) return;
+  int q = stk__host_quota_next(atomic_load(&ex->host_quota), (int)ex->n, wait_ns, busy_ns, job->cpu_ns);
+  if (q == atomic_load(&ex->host_quota)) return;
+  atomic_store(&ex->host_quota, q);
+  for (size_t k = 0; k < ex->p->num_nodes; k++)
+    if (ex->p->nodes[k].prepares) atomic_store(&ex->p->nodes[k].host_decode_quota, q);
+}
+
 /* The split stage's decode thread: each job's mixed decoders, in order, one batch ahead
  * of the GPU thread. The hardware engines' call blocks this thread for most of a batch;
  * meanwhile the GPU thread launches the previous batch's kernels and finishes it. */
@@ -804,6 +857,7 @@ static void *decode_main(void *arg) {
   stk__name_thread("stk-decode");
   pthread_mutex_lock(&ex->lock);
   for (;;) {
+    int64_t waited = stk__now_ns();
     while (!ex->stop && !ex->jobs.head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
     if (ex->stop || !ex->jobs.head) break;
     gpu_job *job = queue_pop(&ex->jobs);
@@ -811,7 +865,9 @@ static void *decode_main(void *arg) {
     pthread_mutex_unlock(&ex->lock);
     int64_t t0 = stk__now_ns();
     run_decode_part(ex, job);
-    atomic_fetch_add(&ex->decode_stage_ns, stk__now_ns() - t0);
+    int64_t busy = stk__now_ns() - t0;
+    atomic_fetch_add(&ex->decode_stage_ns, busy);
+    balance_host_decoding(ex, job, t0 - waited, busy);
     pthread_mutex_lock(&ex->lock);
     ex->decode_busy = false;
     if (ex->stop) {
@@ -847,7 +903,9 @@ static void *gpu_main(void *arg) {
     int64_t t1 = stk__now_ns();
     entry.status = run_job(ex, job, &entry.batch);
     if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
-    atomic_fetch_add(&ex->gpu_stage_ns, stk__now_ns() - t1);
+    int64_t busy = stk__now_ns() - t1;
+    atomic_fetch_add(&ex->gpu_stage_ns, busy);
+    if (!ex->split) balance_host_decoding(ex, job, t1 - t0, busy); /* this thread runs the decoders */
     pthread_mutex_lock(&ex->lock);
     retire_job(ex, job, true);
     reap_jobs(ex);
@@ -1004,6 +1062,10 @@ stk_status stk__exec_start(stk_pipeline *p) {
       ex->thread_started = true;
   }
   ex->split = ex->async && p->has_gpu && split_decoding(p);
+  for (size_t k = 0; k < p->num_nodes; k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
+    atomic_store(&p->nodes[k].host_decode_quota, 0);
+    if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted) ex->host_balance = ex->async && p->has_gpu;
+  }
   if (st == STK_OK && ex->split) {
     if (pthread_create(&ex->decode_thread, NULL, decode_main, ex) != 0)
       st = STK_FAIL(STK_ERR_INTERNAL, "cannot start the decode thread");
@@ -1058,6 +1120,7 @@ void stk__exec_stage_times(const stk__exec *ex, stk_stats *out) {
   out->gpu_idle_ns = atomic_load(&ex->gpu_idle_ns);
   out->decode_stage_ns = atomic_load(&ex->decode_stage_ns);
   out->consumer_wait_ns = atomic_load(&ex->consumer_wait_ns);
+  out->host_decode_quota = ex->host_balance ? atomic_load(&ex->host_quota) : 0;
 }
 
 static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {

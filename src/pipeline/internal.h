@@ -91,6 +91,10 @@ struct stk__node {
    * prep_offset (executor.c) */
   bool prepares;
   size_t prep_offset;
+  /* samples per batch the mixed decoders decode on the CPU in the CPU stage when their
+   * cpu_decoder_load is automatic (set by the executor's balance, executor.c) */
+  atomic_int host_decode_quota;
+  bool host_balance_wanted; /* its share is automatic (stk__node_request_host_balance) */
   /* host functions (python_function) */
   stk_host_fn host_fn;
   void *host_user;
@@ -194,6 +198,7 @@ struct stk_pipeline {
   struct stk__host_reg *host_regs;
   /* stats */
   atomic_llong stat_batches, stat_samples, stat_skipped;
+  atomic_llong stat_host_decoded; /* mixed decoders' samples decoded in the CPU stage and uploaded */
   /* external source feeding */
   pthread_mutex_t feed_lock;
   pthread_cond_t feed_cond;
@@ -248,6 +253,11 @@ bool stk__guards_hold(const stk__node *node, const stk__sample *s);
 
 /* sample.c: allocation of a node's output for a sample (executor decides where). */
 void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__tensor *t);
+
+/* executor.c: the automatic cpu_decoder_load's next number of host-decoded samples per
+ * batch of n, from the decoders' thread's wait and busy time for a job and the CPU
+ * stage's time for it (exposed for its unit test). */
+int stk__host_quota_next(int q, int n, int64_t wait_ns, int64_t busy_ns, int64_t cpu_ns);
 
 /* host.c: external sources */
 stk_status stk__feed_pop(stk_pipeline *p, stk__node *node, stk__feed_batch **out);

@@ -181,6 +181,7 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
   out->batches = atomic_load(&p->stat_batches);
   out->samples = atomic_load(&p->stat_samples);
   out->skipped = atomic_load(&p->stat_skipped);
+  out->host_decoded = atomic_load(&p->stat_host_decoded);
   if (p->pool) stk__pool_stats(p->pool, &out->host_bytes_in_use, &out->host_bytes_cached, &out->host_bytes_peak);
   if (p->pool) stk__pool_pin_stats(p->pool, &out->host_blocks_pinned, &out->host_pin_failures);
   if (p->gpu) {

@@ -21,6 +21,11 @@ int64_t stk__node_batch_size(const stk__node *node) { return node->pipe->setting
 int64_t stk__node_max_pixels(const stk__node *node) { return node->pipe->settings[STK_PIPE_MAX_IMAGE_PIXELS]; }
 int64_t stk__node_max_file_bytes(const stk__node *node) { return node->pipe->settings[STK_PIPE_MAX_FILE_BYTES]; }
 int stk__node_num_threads(const stk__node *node) { return (int)node->pipe->settings[STK_PIPE_NUM_THREADS]; }
+void *stk__node_pool_alloc(stk__node *node, size_t bytes) { return stk__pool_alloc(node->pipe->pool, bytes); }
+void stk__node_pool_free(void *block) { stk__pool_free(NULL, block); }
+void stk__node_request_host_balance(stk__node *node) { node->host_balance_wanted = true; }
+int stk__node_host_decode_quota(const stk__node *node) { return atomic_load(&node->host_decode_quota); }
+void stk__node_count_host_decoded(stk__node *node, int64_t count) { atomic_fetch_add(&node->pipe->stat_host_decoded, count); }
 int64_t stk__node_seed(const stk__node *node) {
   int64_t seed = node->pipe->settings[STK_PIPE_SEED];
   return seed < 0 ? 0x5EED : seed;

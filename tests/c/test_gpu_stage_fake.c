@@ -16,6 +16,9 @@
 
 #include "testutil.h"
 
+/* src/pipeline/executor.c (internal): the automatic cpu_decoder_load's rule */
+int stk__host_quota_next(int q, int n, int64_t wait_ns, int64_t busy_ns, int64_t cpu_ns);
+
 #define FILES 24
 #define BATCH 4
 
@@ -74,7 +77,7 @@ static void sleep_ms(int ms) {
 /* `batches` batches of the GPU and the CPU form of `body`, compared sample by sample;
  * the consumer pauses before each copy so that the producer runs ahead and refills the
  * host pool's blocks. */
-static void check_against_cpu(const char *gpu_body, const char *cpu_body, int batches) {
+static void check_against_cpu_stats(const char *gpu_body, const char *cpu_body, int batches, stk_stats *stats) {
   stk_pipeline *g = make(gpu_body, true), *c = make(cpu_body, false);
   for (int k = 0; k < batches; k++) {
     stk_batch *gb, *cb;
@@ -100,8 +103,13 @@ static void check_against_cpu(const char *gpu_body, const char *cpu_body, int ba
     stk_batch_release(gb);
     stk_batch_release(cb);
   }
+  if (stats) TU_OK(stk_pipeline_stats(g, stats));
   stk_pipeline_destroy(g);
   stk_pipeline_destroy(c);
+}
+
+static void check_against_cpu(const char *gpu_body, const char *cpu_body, int batches) {
+  check_against_cpu_stats(gpu_body, cpu_body, batches, NULL);
 }
 
 /* The pipelines compared: mixed decoding alone, mixed decoding followed by a GPU
@@ -151,6 +159,60 @@ static void test_destroy_with_work_queued(void **state) {
   check_against_cpu(MIXED_ALONE, CPU_DECODE, 2);
 }
 
+/* cpu_decoder_load: a fixed share of every batch decoded in the CPU stage into page-locked
+ * pool blocks and only uploaded by the GPU stage. The fake copies from page-locked memory
+ * only when the stream is waited for, so blocks released with the batch's CPU part (not
+ * with its job) would show as other files' pixels. Counted in stats.host_decoded: whole
+ * batches' shares (the stage may have run ahead of the consumer). */
+static void test_host_decoded_share(void **state) {
+  (void)state;
+  const double loads[] = {1.0, 0.5, 0.0, -1.0}; /* -1: automatic (outputs still right; the quota in range) */
+  for (int sync = 0; sync < 2; sync++)
+    for (int l = 0; l < 4; l++)
+      for (int then_gpu = 0; then_gpu < 2; then_gpu++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "images = decoders.image(jpegs, device=\"mixed\", cpu_decoder_load=%g)\n%s", loads[l],
+                 then_gpu ? "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n" : "return images\n");
+        int batches = 2 * FILES / BATCH, per_batch = (int)(loads[l] * BATCH + 0.5);
+        sync_mode = sync;
+        stk_stats st;
+        check_against_cpu_stats(body, CPU_DECODE, batches, &st);
+        sync_mode = false;
+        if (loads[l] < 0) {
+          assert_true(st.host_decode_quota >= 0 && st.host_decode_quota <= BATCH);
+          assert_true(st.host_decoded >= 0);
+          continue;
+        }
+        if (per_batch == 0) {
+          assert_int_equal(st.host_decoded, 0);
+          continue;
+        }
+        assert_int_equal(st.host_decoded % per_batch, 0);
+        assert_true(st.host_decoded >= (int64_t)batches * per_batch);
+        assert_true(st.host_decoded <= (int64_t)(batches + 4) * per_batch);
+        assert_int_equal(st.host_decode_quota, 0); /* a fixed share: no balance */
+      }
+}
+
+/* The automatic share's rule (stk__host_quota_next): it grows while the CPU stage makes a
+ * batch well within the decoders' time and the decoders did not wait for it, shrinks
+ * when they waited or the CPU stage nears their time, by 1/32 of the batch (at least 1),
+ * within [0, n]. */
+static void test_host_quota_rule(void **state) {
+  (void)state;
+  const int64_t ms = 1000000;
+  assert_int_equal(stk__host_quota_next(0, 256, 0, 10 * ms, 5 * ms), 8);      /* CPU stage at 50%: grow */
+  assert_int_equal(stk__host_quota_next(8, 256, 0, 10 * ms, 9 * ms), 8);      /* at 90%: hold */
+  assert_int_equal(stk__host_quota_next(8, 256, 0, 10 * ms, 99 * ms / 10), 0); /* at 99%: shrink */
+  assert_int_equal(stk__host_quota_next(16, 256, 2 * ms, 10 * ms, 5 * ms), 8); /* waited 20%: shrink */
+  assert_int_equal(stk__host_quota_next(16, 256, ms, 10 * ms, 5 * ms), 24);    /* waited 10%: grow */
+  assert_int_equal(stk__host_quota_next(4, 256, 5 * ms, 10 * ms, 5 * ms), 0);  /* never below 0 */
+  assert_int_equal(stk__host_quota_next(254, 256, 0, 10 * ms, ms), 256);     /* never above n */
+  assert_int_equal(stk__host_quota_next(3, 4, 0, 10 * ms, ms), 4);           /* small batches: steps of 1 */
+  assert_int_equal(stk__host_quota_next(3, 4, 0, 0, ms), 3);                 /* no timing: unchanged */
+}
+
 static int setup_files(void **state) {
   (void)state;
   make_files();
@@ -183,8 +245,9 @@ static uint8_t *reference(const char *path, int *w, int *h) {
   return px;
 }
 
-/* 11 good files and a corrupt one, labelled by position. Under on_error="skip" the
- * corrupt sample, found only in the GPU stage, takes a copy of another sample of its
+/* 11 good files and a corrupt one, labelled by position, decoded by the (fake) nvJPEG
+ * (cpu_decoder_load=0: the corruption is found only in the GPU stage) or in the CPU stage
+ * (cpu_decoder_load=1). Under on_error="skip" the corrupt sample takes a copy of another sample of its
  * batch (image and label), and is counted; under "error" the run fails naming it. */
 static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
   (void)state;
@@ -199,14 +262,15 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
   uint8_t *ref[GOOD];
   int rw[GOOD], rh[GOOD];
   for (int f = 0; f < GOOD; f++) ref[f] = reference(paths[f], &rw[f], &rh[f]);
-  for (int policy = 0; policy < 2; policy++) {
+  for (int route = 0; route < 4; route++) {
+    int policy = route % 2, host = route / 2; /* host: decoded in the CPU stage (cpu_decoder_load=1) */
     char text[16384];
     snprintf(text, sizeof text,
              "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = 0\non_error = \"%s\"\n"
              "jpegs, labels = readers.file(files=[%s], labels=[%s], name=\"Reader\")\n"
-             "images = decoders.image(jpegs, device=\"mixed\")\n"
+             "images = decoders.image(jpegs, device=\"mixed\", cpu_decoder_load=%d)\n"
              "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out, labels\n",
-             BATCH, policy == 0 ? "skip" : "error", list, labels);
+             BATCH, policy == 0 ? "skip" : "error", list, labels, host);
     stk_pipeline *p;
     TU_OK(stk_pipeline_from_text(text, &p));
     TU_OK(stk_pipeline_build(p));
@@ -257,6 +321,8 @@ int main(void) {
       cmocka_unit_test(test_sync_mode),
       cmocka_unit_test(test_corrupt_data_found_in_the_gpu_stage),
       cmocka_unit_test(test_destroy_with_work_queued),
+      cmocka_unit_test(test_host_decoded_share),
+      cmocka_unit_test(test_host_quota_rule),
   };
   return cmocka_run_group_tests(tests, setup_files, NULL);
 }

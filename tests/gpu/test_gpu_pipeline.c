@@ -278,12 +278,40 @@ static void test_mixed_corrupt_scan_does_not_fail_the_batch(void **state) {
   for (int hw = 0; hw <= 1; hw++) {
     char body[512];
     snprintf(body, sizeof body,
-             "images = decoders.image(jpegs, device=\"mixed\", hw_decoder_load=%d.0)\n"
+             "images = decoders.image(jpegs, device=\"mixed\", hw_decoder_load=%d.0, cpu_decoder_load=0)\n"
              "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n", hw);
     printf("# corrupt scan among %d files, hw_decoder_load %d: %lld skipped over 3 batches (0: decoded "
            "without a reported error)\n", N + 1, hw, skipped_over_three_batches(bad, body));
   }
   remove(bad);
+}
+
+/* cpu_decoder_load=1: every sample decoded by libjpeg-turbo in the CPU stage and only
+ * uploaded, so the mixed decoders' outputs are the CPU decoders' byte for byte (the
+ * random crop with the same windows), followed by a GPU operator or not; counted in
+ * stats.host_decoded. */
+static void test_host_decoded_share_is_the_cpu_decode(void **state) {
+  const char *bodies[] = {
+      "images = decoders.image(jpegs, device=\"@MIX@\", cpu_decoder_load=1)\nreturn images\n",
+      "images = decoders.image_random_crop(jpegs, device=\"@MIX@\", cpu_decoder_load=1)\nreturn images\n",
+      "images = decoders.image(jpegs, device=\"@MIX@\", cpu_decoder_load=1)\n"
+      "out = cast(images, dtype=\"uint8\", device=@DEV@)\nreturn out\n"};
+  for (int k = 0; k < 3; k++) {
+    stk_pipeline *g = make(bodies[k], true), *c = make(bodies[k], false);
+    for (int batch = 0; batch < 2; batch++) {
+      stk_tensor_list **og = run_host(g, 1, true), **oc = run_host(c, 1, false);
+      for (size_t i = 0; i < N; i++) {
+        diff d = compare(og[0], oc[0], i);
+        if (d.max != 0) fail_msg("pipeline %d batch %d %s: differs from the CPU decode by up to %.0f", k, batch, PHOTOS[i], d.max);
+      }
+      stk_tensor_list_release(og[0]), stk_tensor_list_release(oc[0]);
+      free(og), free(oc);
+    }
+    stk_stats s;
+    TU_OK(stk_pipeline_stats(g, &s));
+    assert_true(s.host_decoded >= 2 * N);
+    stk_pipeline_destroy(g), stk_pipeline_destroy(c);
+  }
 }
 
 static void test_gpu_errors(void **state) {
@@ -306,6 +334,7 @@ int main(void) {
       cmocka_unit_test(test_device_memory_is_flat),
       cmocka_unit_test(test_mixed_bad_file_is_skipped),
       cmocka_unit_test(test_mixed_corrupt_scan_does_not_fail_the_batch),
+      cmocka_unit_test(test_host_decoded_share_is_the_cpu_decode),
       cmocka_unit_test(test_gpu_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
