@@ -22,6 +22,8 @@
 #              taken after an untimed epoch; and over 200 epochs
 #   nvjpeg_new nvJPEG from the PyPI wheel carried in .nvjpeg/ (13.3) against the machine's
 #              (13.0.1): do two submitting threads still hang; is one caller faster?
+#   order      batch composition: bare's batches as random sets of files drawn anew each
+#              epoch (--bare-shuffle), the pipeline reading the files in order (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -95,6 +97,11 @@ case $NAME in
     done
     RUNS=(bare="$B" bare_new="$NEW $B" basic="$P basic" basic_new="$NEW $P basic")
     [ $hung = 0 ] && RUNS+=(bare2_new="$NEW $B --bare-threads 2") ;;
+  order)
+    SHOW='decode_hw_call +[0-9.]+|[0-9.]+ ms per call'
+    W="--warmup 8 --pipeline"
+    RUNS=(bare="$B" bare_shuffle="$B --bare-shuffle" basic="$S --threads 15 $W basic"
+          basic_ordered="$S --threads 15 $W bench/pipelines/basic_gpu_ordered.txt") ;;
   host)
     SHOW='decode_hw_call +[0-9.]+|uploaded: [0-9]+|share now [0-9]+|[0-9.]+ ms per call'
     W="--warmup 8 --pipeline"

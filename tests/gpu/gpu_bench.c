@@ -15,6 +15,8 @@
  *                  [--bare-pinned | --bare-registered] (bare decodes from pinned copies of
  *                  the files: cudaHostAlloc'd, or malloc'd and cudaHostRegister'ed)
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
+ *                  [--bare-shuffle] (bare's batches are random sets, drawn anew every epoch, as a
+ *                  pipeline's shuffling reader makes them; default: the files in order)
  *                  [--bare-read-load N [--bare-read-rate F]] (N threads re-read the files
  *                  while bare decodes, F files/s together; flat out without a rate)
  *                  [--bare-pin-cpu N] (bare's submitting thread runs on CPU N only)
@@ -95,6 +97,7 @@ static void *read_load_main(void *arg) {
   return (void *)bytes;
 }
 
+static int bare_shuffle; /* --bare-shuffle: batches are random sets of files, new each epoch */
 static int bare_vary; /* --bare-vary N: bare's calls alternate between batch and batch - N images
                          (as the automatic split's engine share varies): does nvJPEG pay for
                          a batch size that changes from call to call? */
@@ -217,27 +220,37 @@ static void *bare_thread(void *arg) {
   size_t *len = (size_t *)malloc(sizeof(size_t) * batch);
   nvjpegImage_t *dst = (nvjpegImage_t *)calloc((size_t)batch, sizeof *dst);
   int per_epoch = (nimg + batch - 1) / batch;
+  int *order = (int *)malloc(sizeof(int) * (size_t)nimg); /* the files of the epoch, in batch order */
+  for (int i = 0; i < nimg; i++) order[i] = i;
+  unsigned rng = 12345u + (unsigned)w->calls;
   w->n->ctx_set(w->n->cu_ctx);
   for (;;) {
     long k = atomic_fetch_add(w->next, 1);
     if (k >= w->total) break;
+    if (bare_shuffle && k % per_epoch == 0) /* a new epoch: Fisher-Yates (one submitting thread) */
+      for (int i = nimg - 1; i > 0; i--) {
+        rng = rng * 1103515245u + 12345u;
+        int j = (int)((rng >> 8) % (unsigned)(i + 1)), t = order[i];
+        order[i] = order[j], order[j] = t;
+      }
     int s = (int)(k % per_epoch) * batch, b = nimg - s < batch ? nimg - s : batch;
     if (bare_vary > 0 && bare_vary < b && k % 2) b -= bare_vary;
     size_t packed = 0;
     for (int i = 0; i < b; i++) {
-      data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][s + i] : imgs[s + i].data;
-      len[i] = imgs[s + i].size;
+      const img_t *im = &imgs[order[s + i]];
+      data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][order[s + i]] : im->data;
+      len[i] = im->size;
       dst[i].channel[0] = w->out + w->maxb * i;
       if (bare_rotate > 0) { /* packed as a pipeline's output list: each image after the last */
         dst[i].channel[0] = w->rot[w->calls % bare_rotate] + packed;
-        packed += ((size_t)imgs[s + i].w * imgs[s + i].h * 3 + 255) & ~(size_t)255;
+        packed += ((size_t)im->w * im->h * 3 + 255) & ~(size_t)255;
       }
-      dst[i].pitch[0] = (size_t)imgs[s + i].w * 3;
+      dst[i].pitch[0] = (size_t)im->w * 3;
       if (bare_format != NVJPEG_OUTPUT_RGBI && bare_format != NVJPEG_OUTPUT_BGRI) { /* planes */
-        size_t plane = (size_t)imgs[s + i].w * imgs[s + i].h;
+        size_t plane = (size_t)im->w * im->h;
         for (int c = 0; c < 3; c++) {
           dst[i].channel[c] = dst[i].channel[0] + plane * c;
-          dst[i].pitch[c] = (size_t)imgs[s + i].w;
+          dst[i].pitch[c] = (size_t)im->w;
         }
       }
     }
@@ -251,6 +264,7 @@ static void *bare_thread(void *arg) {
     w->calls++;
   }
   for (int k = 0; k < bare_states; k++) w->n->stream_sync(w->stream[k]);
+  free(order);
   free(data);
   free(len);
   free(dst);
@@ -414,7 +428,7 @@ static void bench_bare(int epochs, int submitters) {
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
          "batches; %.2f ms per call, %d thread%s%s, %d state%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
-         bare_vary ? "_vary" : bare_rotate ? "_rotate" : src_blocks ? "_srcblocks" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
+         bare_vary ? "_vary" : bare_shuffle ? "_shuffle" : bare_rotate ? "_rotate" : src_blocks ? "_srcblocks" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "", bare_states, bare_states > 1 ? "s each" : "");
   for (int i = 0; i < submitters; i++) {
@@ -669,6 +683,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc) bare_padding_mb = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-shuffle")) bare_shuffle = 1;
     else if (!strcmp(argv[i], "--bare-read-load") && i + 1 < argc) read_load = atoi(argv[++i]);
     else dir = argv[i];
   }
