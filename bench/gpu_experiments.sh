@@ -24,6 +24,9 @@
 #              (13.0.1): do two submitting threads still hang; is one caller faster?
 #   order      batch composition: bare's batches as random sets of files drawn anew each
 #              epoch (--bare-shuffle), the pipeline reading the files in order (fifth session)
+#   submit     the order of a shuffled batch's images in nvJPEG's call: as drawn, by
+#              bitstream size (desc, asc), balanced over 7 engines dealt in turn (rr) or in
+#              contiguous chunks (chunk) (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -102,6 +105,11 @@ case $NAME in
     W="--warmup 8 --pipeline"
     RUNS=(bare="$B" bare_shuffle="$B --bare-shuffle" basic="$S --threads 15 $W basic"
           basic_ordered="$S --threads 15 $W bench/pipelines/basic_gpu_ordered.txt") ;;
+  submit)
+    SHOW='[0-9.]+ ms per call'
+    BS="$B --bare-shuffle"
+    RUNS=(bare="$B" shuffle="$BS" desc="$BS --bare-order desc" asc="$BS --bare-order asc" rr="$BS --bare-order rr"
+          chunk="$BS --bare-order chunk") ;;
   host)
     SHOW='decode_hw_call +[0-9.]+|uploaded: [0-9]+|share now [0-9]+|[0-9.]+ ms per call'
     W="--warmup 8 --pipeline"

@@ -17,6 +17,10 @@
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
  *                  [--bare-shuffle] (bare's batches are random sets, drawn anew every epoch, as a
  *                  pipeline's shuffling reader makes them; default: the files in order)
+ *                  [--bare-order desc|asc|rr|chunk] (each batch's images submitted in another
+ *                  order: by bitstream size, or balanced over --bare-engines E (default 7)
+ *                  engines assuming nvJPEG deals them out in turn (rr) or in contiguous
+ *                  chunks (chunk); the decoded images land in the same places)
  *                  [--bare-read-load N [--bare-read-rate F]] (N threads re-read the files
  *                  while bare decodes, F files/s together; flat out without a rate)
  *                  [--bare-pin-cpu N] (bare's submitting thread runs on CPU N only)
@@ -97,6 +101,8 @@ static void *read_load_main(void *arg) {
   return (void *)bytes;
 }
 
+static int bare_order;   /* --bare-order: 0 as given, 1 desc, 2 asc, 3 rr, 4 chunk */
+static int bare_engines = 7;
 static int bare_shuffle; /* --bare-shuffle: batches are random sets of files, new each epoch */
 static int bare_vary; /* --bare-vary N: bare's calls alternate between batch and batch - N images
                          (as the automatic split's engine share varies): does nvJPEG pay for
@@ -187,6 +193,52 @@ static int bare_load(bare_nvjpeg *n) {
   return 0;
 }
 
+static int by_size_desc(const void *a, const void *b) {
+  size_t x = imgs[*(const int *)a].size, y = imgs[*(const int *)b].size;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Reorders the batch's file indices (idx[0..n)) for --bare-order. rr and chunk: the
+ * images, largest bitstream first, each to the least-loaded of E engines that still has
+ * room (the engines' counts fixed by the assumed dealing), then laid out so that the
+ * dealing gives each engine its set. */
+static void order_batch(int *idx, int n) {
+  if (bare_order == 0 || n < 2) return;
+  qsort(idx, (size_t)n, sizeof *idx, by_size_desc);
+  if (bare_order == 2)
+    for (int i = 0; i < n / 2; i++) {
+      int t = idx[i];
+      idx[i] = idx[n - 1 - i], idx[n - 1 - i] = t;
+    }
+  if (bare_order < 3) return;
+  int E = bare_engines < 1 ? 1 : bare_engines > 64 ? 64 : bare_engines;
+  int cap[64], used[64];
+  double load[64];
+  int chunk = (n + E - 1) / E;
+  for (int e = 0; e < E; e++) {
+    cap[e] = bare_order == 3 ? n / E + (e < n % E) : (n - e * chunk < 0 ? 0 : n - e * chunk > chunk ? chunk : n - e * chunk);
+    used[e] = 0, load[e] = 0;
+  }
+  int *bin = (int *)malloc(sizeof(int) * (size_t)n), *out = (int *)malloc(sizeof(int) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    int best = -1;
+    for (int e = 0; e < E; e++)
+      if (used[e] < cap[e] && (best < 0 || load[e] < load[best])) best = e;
+    bin[i] = best;
+    load[best] += (double)imgs[idx[i]].size;
+    used[best]++;
+  }
+  int start[64], fill[64] = {0};
+  for (int e = 0, acc = 0; e < E; e++) start[e] = acc, acc += cap[e];
+  for (int i = 0; i < n; i++) {
+    int e = bin[i], r = fill[e]++;
+    out[bare_order == 3 ? r * E + e : start[e] + r] = idx[i];
+  }
+  memcpy(idx, out, sizeof(int) * (size_t)n);
+  free(bin);
+  free(out);
+}
+
 /* One submitting thread: its own decoder state, stream and destinations; takes batches
  * from a shared counter until `total` batches were taken. */
 typedef struct {
@@ -222,6 +274,7 @@ static void *bare_thread(void *arg) {
   int per_epoch = (nimg + batch - 1) / batch;
   int *order = (int *)malloc(sizeof(int) * (size_t)nimg); /* the files of the epoch, in batch order */
   for (int i = 0; i < nimg; i++) order[i] = i;
+  int *idx = (int *)malloc(sizeof(int) * (size_t)batch);
   unsigned rng = 12345u + (unsigned)w->calls;
   w->n->ctx_set(w->n->cu_ctx);
   for (;;) {
@@ -235,10 +288,12 @@ static void *bare_thread(void *arg) {
       }
     int s = (int)(k % per_epoch) * batch, b = nimg - s < batch ? nimg - s : batch;
     if (bare_vary > 0 && bare_vary < b && k % 2) b -= bare_vary;
+    for (int i = 0; i < b; i++) idx[i] = order[s + i];
+    order_batch(idx, b); /* the submission order (the destinations follow the images) */
     size_t packed = 0;
     for (int i = 0; i < b; i++) {
-      const img_t *im = &imgs[order[s + i]];
-      data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][order[s + i]] : im->data;
+      const img_t *im = &imgs[idx[i]];
+      data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][idx[i]] : im->data;
       len[i] = im->size;
       dst[i].channel[0] = w->out + w->maxb * i;
       if (bare_rotate > 0) { /* packed as a pipeline's output list: each image after the last */
@@ -265,6 +320,7 @@ static void *bare_thread(void *arg) {
   }
   for (int k = 0; k < bare_states; k++) w->n->stream_sync(w->stream[k]);
   free(order);
+  free(idx);
   free(data);
   free(len);
   free(dst);
@@ -428,7 +484,7 @@ static void bench_bare(int epochs, int submitters) {
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
          "batches; %.2f ms per call, %d thread%s%s, %d state%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
-         bare_vary ? "_vary" : bare_shuffle ? "_shuffle" : bare_rotate ? "_rotate" : src_blocks ? "_srcblocks" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
+         bare_vary ? "_vary" : bare_order ? "_order" : bare_shuffle ? "_shuffle" : bare_rotate ? "_rotate" : src_blocks ? "_srcblocks" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
          call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
          bare_own_handles && submitters > 1 ? ", a handle each" : "", bare_states, bare_states > 1 ? "s each" : "");
   for (int i = 0; i < submitters; i++) {
@@ -684,6 +740,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-shuffle")) bare_shuffle = 1;
+    else if (!strcmp(argv[i], "--bare-engines") && i + 1 < argc) bare_engines = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-order") && i + 1 < argc) {
+      const char *m = argv[++i];
+      bare_order = !strcmp(m, "desc") ? 1 : !strcmp(m, "asc") ? 2 : !strcmp(m, "rr") ? 3 : !strcmp(m, "chunk") ? 4 : 0;
+    }
     else if (!strcmp(argv[i], "--bare-read-load") && i + 1 < argc) read_load = atoi(argv[++i]);
     else dir = argv[i];
   }
