@@ -26,7 +26,8 @@
 #              epoch (--bare-shuffle), the pipeline reading the files in order (fifth session)
 #   submit     the order of a shuffled batch's images in nvJPEG's call: as drawn, by
 #              bitstream size (desc, asc), balanced over 7 engines dealt in turn (rr) or in
-#              contiguous chunks (chunk) (fifth session)
+#              contiguous chunks (chunk); the pipeline with the same orders (STK_NVJPEG_ORDER)
+#              after the GPU tests with them (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -106,10 +107,17 @@ case $NAME in
     RUNS=(bare="$B" bare_shuffle="$B --bare-shuffle" basic="$S --threads 15 $W basic"
           basic_ordered="$S --threads 15 $W bench/pipelines/basic_gpu_ordered.txt") ;;
   submit)
-    SHOW='[0-9.]+ ms per call'
     BS="$B --bare-shuffle"
+    SHOW='decode_hw_call +[0-9.]+|[0-9.]+ ms per call'
+    P8="$S --threads 15 --warmup 8 --pipeline basic"
+    for o in desc dealt chunks; do
+      echo "== gpu_tests, STK_NVJPEG_ORDER=$o"
+      STK_NVJPEG_ORDER=$o timeout 100 "$BUILD/gpu_tests" --dataset "$DATA" --extra "$EXTRA" 2>&1 | grep -E "^decode rgb  load|lifetime|FAIL|gpu_tests:" | head -8
+    done
+    echo "== test_gpu_pipeline, STK_NVJPEG_ORDER=dealt"; STK_NVJPEG_ORDER=dealt timeout 100 "$BUILD/test_gpu_pipeline" 2>&1 | tail -2
     RUNS=(bare="$B" shuffle="$BS" desc="$BS --bare-order desc" asc="$BS --bare-order asc" rr="$BS --bare-order rr"
-          chunk="$BS --bare-order chunk") ;;
+          chunk="$BS --bare-order chunk" basic="$P8" basic_desc="env STK_NVJPEG_ORDER=desc $P8"
+          basic_dealt="env STK_NVJPEG_ORDER=dealt $P8" basic_chunks="env STK_NVJPEG_ORDER=chunks $P8") ;;
   host)
     SHOW='decode_hw_call +[0-9.]+|uploaded: [0-9]+|share now [0-9]+|[0-9.]+ ms per call'
     W="--warmup 8 --pipeline"

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "decode_balance.h"
+#include "engine_order.h"
 #include "gpu_common.h"
 #include "gpu_internal.h"
 
@@ -792,6 +793,49 @@ static int engines_preallocate(stk_decoder *d, int batch, const stk_gpu_decode_o
   return 0;
 }
 
+/* The hardware batch's submission order (engine_order.h): STK_NVJPEG_ORDER, read once. */
+static int engines_order_mode(void) {
+  static int mode = -1;
+  if (mode < 0) mode = stk_engine_order_parse(getenv("STK_NVJPEG_ORDER"), STK_ORDER_AS_GIVEN);
+  return mode;
+}
+
+/* Puts the hardware batch's k entries (and their ROI parameters) in the engines' order.
+ * Only the order of submission changes: every image keeps its destination. */
+static void order_for_engines(stk_decoder *d, int k, bool use_ex, const unsigned char **data, size_t *len,
+                              nvjpegImage_t *img, int *idx, void **tmp) {
+  int mode = engines_order_mode();
+  if (mode == STK_ORDER_AS_GIVEN || k < 2) return;
+  int *perm = (int *)malloc(sizeof(int) * 3 * (size_t)k);
+  void *copy = malloc((sizeof(void *) * 3 + sizeof(size_t) + sizeof(nvjpegImage_t) + sizeof(int)) * (size_t)k);
+  if (!perm || !copy) { /* the order is an optimisation: without memory, keep the given one */
+    free(perm);
+    free(copy);
+    return;
+  }
+  if (stk_engine_order(mode, k, len, (int)d->hw_engines, perm, perm + k) == 0) {
+    const unsigned char **data0 = (const unsigned char **)copy;
+    void **tmp0 = (void **)(data0 + k);
+    nvjpegDecodeParams_t *par0 = (nvjpegDecodeParams_t *)(tmp0 + k);
+    size_t *len0 = (size_t *)(par0 + k);
+    nvjpegImage_t *img0 = (nvjpegImage_t *)(len0 + k);
+    int *idx0 = (int *)(img0 + k);
+    memcpy(data0, data, sizeof *data * (size_t)k);
+    memcpy(tmp0, tmp, sizeof *tmp * (size_t)k);
+    memcpy(len0, len, sizeof *len * (size_t)k);
+    memcpy(img0, img, sizeof *img * (size_t)k);
+    memcpy(idx0, idx, sizeof *idx * (size_t)k);
+    if (use_ex) memcpy(par0, d->hw_params, sizeof *par0 * (size_t)k);
+    for (int j = 0; j < k; j++) {
+      int from = perm[j];
+      data[j] = data0[from], tmp[j] = tmp0[from], len[j] = len0[from], img[j] = img0[from], idx[j] = idx0[from];
+      if (use_ex) d->hw_params[j] = par0[from];
+    }
+  }
+  free(perm);
+  free(copy);
+}
+
 /* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
  * be retried on the decoupled path. Returns non-zero only for host / CUDA failures.
  * Temporaries for regions without BatchedEx are freed on the hardware stream. */
@@ -859,6 +903,7 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
     }
     j++;
   }
+  order_for_engines(d, k, use_ex, data, len, img, idx, tmp);
   for (int j = 0; j < k; j++) temporaries |= tmp[j] != NULL;
   if (!d->dst_idle && (rc = fence_engines(d, temporaries, err, errlen)) != 0) goto done;
   {

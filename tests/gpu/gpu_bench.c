@@ -43,6 +43,7 @@
 #include <time.h>
 
 #include "gpu_testutil.h"
+#include "cuda/engine_order.h"
 #include "cuda/nvjpeg_min.h"
 #include "ops/crop_window.h"
 
@@ -193,50 +194,22 @@ static int bare_load(bare_nvjpeg *n) {
   return 0;
 }
 
-static int by_size_desc(const void *a, const void *b) {
-  size_t x = imgs[*(const int *)a].size, y = imgs[*(const int *)b].size;
-  return x < y ? 1 : x > y ? -1 : 0;
-}
-
-/* Reorders the batch's file indices (idx[0..n)) for --bare-order. rr and chunk: the
- * images, largest bitstream first, each to the least-loaded of E engines that still has
- * room (the engines' counts fixed by the assumed dealing), then laid out so that the
- * dealing gives each engine its set. */
+/* Reorders the batch's file indices (idx[0..n)) for --bare-order: the decoder's own rules
+ * (src/cuda/engine_order.h) on the bitstreams' sizes, or ascending size (the reverse of
+ * desc). */
 static void order_batch(int *idx, int n) {
   if (bare_order == 0 || n < 2) return;
-  qsort(idx, (size_t)n, sizeof *idx, by_size_desc);
-  if (bare_order == 2)
-    for (int i = 0; i < n / 2; i++) {
-      int t = idx[i];
-      idx[i] = idx[n - 1 - i], idx[n - 1 - i] = t;
-    }
-  if (bare_order < 3) return;
-  int E = bare_engines < 1 ? 1 : bare_engines > 64 ? 64 : bare_engines;
-  int cap[64], used[64];
-  double load[64];
-  int chunk = (n + E - 1) / E;
-  for (int e = 0; e < E; e++) {
-    cap[e] = bare_order == 3 ? n / E + (e < n % E) : (n - e * chunk < 0 ? 0 : n - e * chunk > chunk ? chunk : n - e * chunk);
-    used[e] = 0, load[e] = 0;
-  }
-  int *bin = (int *)malloc(sizeof(int) * (size_t)n), *out = (int *)malloc(sizeof(int) * (size_t)n);
-  for (int i = 0; i < n; i++) {
-    int best = -1;
-    for (int e = 0; e < E; e++)
-      if (used[e] < cap[e] && (best < 0 || load[e] < load[best])) best = e;
-    bin[i] = best;
-    load[best] += (double)imgs[idx[i]].size;
-    used[best]++;
-  }
-  int start[64], fill[64] = {0};
-  for (int e = 0, acc = 0; e < E; e++) start[e] = acc, acc += cap[e];
-  for (int i = 0; i < n; i++) {
-    int e = bin[i], r = fill[e]++;
-    out[bare_order == 3 ? r * E + e : start[e] + r] = idx[i];
-  }
-  memcpy(idx, out, sizeof(int) * (size_t)n);
-  free(bin);
-  free(out);
+  size_t *cost = (size_t *)malloc(sizeof(size_t) * (size_t)n);
+  int *perm = (int *)malloc(sizeof(int) * (size_t)n), *scratch = (int *)malloc(sizeof(int) * 2 * (size_t)n);
+  int *given = (int *)malloc(sizeof(int) * (size_t)n);
+  for (int i = 0; i < n; i++) cost[i] = imgs[idx[i]].size, given[i] = idx[i];
+  int mode = bare_order == 3 ? STK_ORDER_DEALT : bare_order == 4 ? STK_ORDER_CHUNKS : STK_ORDER_DESC;
+  stk_engine_order(mode, n, cost, bare_engines, perm, scratch);
+  for (int i = 0; i < n; i++) idx[bare_order == 2 ? n - 1 - i : i] = given[perm[i]];
+  free(cost);
+  free(perm);
+  free(scratch);
+  free(given);
 }
 
 /* One submitting thread: its own decoder state, stream and destinations; takes batches
