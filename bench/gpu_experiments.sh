@@ -28,6 +28,8 @@
 #              bitstream size (desc, asc), balanced over 7 engines dealt in turn (rr) or in
 #              contiguous chunks (chunk); the pipeline with the same orders (STK_NVJPEG_ORDER)
 #              after the GPU tests with them (fifth session)
+#   cycle      the same questions as order and submit, paired within one process: bare's
+#              calls take the arms in turn (gpu_bench --bare-cycle), twice (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -118,6 +120,12 @@ case $NAME in
     RUNS=(bare="$B" shuffle="$BS" desc="$BS --bare-order desc" asc="$BS --bare-order asc" rr="$BS --bare-order rr"
           chunk="$BS --bare-order chunk" basic="$P8" basic_desc="env STK_NVJPEG_ORDER=desc $P8"
           basic_dealt="env STK_NVJPEG_ORDER=dealt $P8" basic_chunks="env STK_NVJPEG_ORDER=chunks $P8") ;;
+  cycle)
+    for k in 1 2; do
+      echo "== gpu_bench --bare-cycle, run $k"
+      timeout 120 $B --epochs 80 --bare-cycle 2>&1 | grep -E "CYCLE|RESULT"
+    done
+    exit 0 ;;
   host)
     SHOW='decode_hw_call +[0-9.]+|uploaded: [0-9]+|share now [0-9]+|[0-9.]+ ms per call'
     W="--warmup 8 --pipeline"

@@ -17,6 +17,11 @@
  *                  [--bare-vary N] (bare's calls alternate between batch and batch - N images)
  *                  [--bare-shuffle] (bare's batches are random sets, drawn anew every epoch, as a
  *                  pipeline's shuffling reader makes them; default: the files in order)
+ *                  [--bare-cycle] (one submitting thread; its calls take six arms in turn: the
+ *                  files in order, then random sets submitted as drawn, desc, asc, rr, chunk;
+ *                  prints each arm's ms per call and the median over cycles of its call time
+ *                  over the ordered arm's in the same cycle: a paired comparison, immune to
+ *                  the machine's drift between separate runs)
  *                  [--bare-order desc|asc|rr|chunk] (each batch's images submitted in another
  *                  order: by bitstream size, or balanced over --bare-engines E (default 7)
  *                  engines assuming nvJPEG deals them out in turn (rr) or in contiguous
@@ -102,6 +107,11 @@ static void *read_load_main(void *arg) {
   return (void *)bytes;
 }
 
+static int bare_cycle;   /* --bare-cycle: arms in turn, call by call (see the header) */
+#define CYCLE_ARMS 6
+static const char *const cycle_arm_names[CYCLE_ARMS] = {"ordered", "random", "random_desc", "random_asc",
+                                                        "random_rr", "random_chunk"};
+static double *cycle_times; /* the timed pass's call times, call by call */
 static int bare_order;   /* --bare-order: 0 as given, 1 desc, 2 asc, 3 rr, 4 chunk */
 static int bare_engines = 7;
 static int bare_shuffle; /* --bare-shuffle: batches are random sets of files, new each epoch */
@@ -212,6 +222,30 @@ static void order_batch(int *idx, int n) {
   free(given);
 }
 
+static int by_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* --bare-cycle: each arm's mean call time and the median over whole cycles of its call
+ * time over the ordered arm's in the same cycle. */
+static void report_cycle(long calls) {
+  long cycles = calls / CYCLE_ARMS;
+  double *ratio = (double *)malloc(sizeof(double) * (size_t)(cycles > 0 ? cycles : 1));
+  for (int a = 0; a < CYCLE_ARMS && cycles > 0; a++) {
+    double sum = 0;
+    for (long c = 0; c < cycles; c++) {
+      sum += cycle_times[c * CYCLE_ARMS + a];
+      ratio[c] = cycle_times[c * CYCLE_ARMS + a] / cycle_times[c * CYCLE_ARMS];
+    }
+    qsort(ratio, (size_t)cycles, sizeof *ratio, by_double);
+    printf("CYCLE %-13s %.3f ms per call; call time / ordered's in the same cycle: median %.3f (quartiles %.3f "
+           "%.3f, %ld cycles)\n", cycle_arm_names[a], sum / cycles * 1e3, ratio[cycles / 2], ratio[cycles / 4],
+           ratio[3 * cycles / 4], cycles);
+  }
+  free(ratio);
+}
+
 /* One submitting thread: its own decoder state, stream and destinations; takes batches
  * from a shared counter until `total` batches were taken. */
 typedef struct {
@@ -262,6 +296,21 @@ static void *bare_thread(void *arg) {
     int s = (int)(k % per_epoch) * batch, b = nimg - s < batch ? nimg - s : batch;
     if (bare_vary > 0 && bare_vary < b && k % 2) b -= bare_vary;
     for (int i = 0; i < b; i++) idx[i] = order[s + i];
+    if (bare_cycle) { /* arm k % CYCLE_ARMS: full batches, neighbouring files or a random set */
+      int arm = (int)(k % CYCLE_ARMS);
+      b = batch < nimg ? batch : nimg;
+      for (int i = 0; i < b; i++) {
+        if (arm == 0) {
+          idx[i] = (int)(((k / CYCLE_ARMS) * batch + i) % nimg);
+          continue;
+        }
+        rng = rng * 1103515245u + 12345u; /* a partial Fisher-Yates draw over `order` */
+        int j = i + (int)((rng >> 8) % (unsigned)(nimg - i)), t = order[i];
+        order[i] = order[j], order[j] = t;
+        idx[i] = order[i];
+      }
+      bare_order = arm <= 1 ? 0 : arm == 2 ? 1 : arm == 3 ? 2 : arm == 4 ? 3 : 4;
+    }
     order_batch(idx, b); /* the submission order (the destinations follow the images) */
     size_t packed = 0;
     for (int i = 0; i < b; i++) {
@@ -288,6 +337,7 @@ static void *bare_thread(void *arg) {
     if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->h, w->st[k_state], data, len, dst, w->stream[k_state]);
     if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0) printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
     w->call_s += now() - t;
+    if (cycle_times) cycle_times[k] = now() - t;
     w->images += b;
     w->calls++;
   }
@@ -384,6 +434,7 @@ static void bench_bare(int epochs, int submitters) {
   bare_worker w[8];
   pthread_t th[8];
   if (submitters < 1 || submitters > 8) submitters = 1;
+  if (bare_cycle) submitters = 1; /* the arms take calls in turn: one caller */
   atomic_long next;
   int per_epoch = (nimg + batch - 1) / batch;
   for (int t = 0; t < submitters; t++) {
@@ -431,6 +482,7 @@ static void bench_bare(int epochs, int submitters) {
       w[t].images = w[t].fails = 0;
       w[t].call_s = 0;
     }
+    if (pass && bare_cycle) cycle_times = (double *)calloc((size_t)w[0].total, sizeof(double));
     if (pass) t0 = now();
     for (int t = 0; t < submitters; t++) pthread_create(&th[t], NULL, bare_thread, &w[t]);
     for (int t = 0; t < submitters; t++) pthread_join(th[t], NULL);
@@ -454,6 +506,11 @@ static void bench_bare(int epochs, int submitters) {
     done += w[i].images;
     fails += w[i].fails;
     call_s += w[i].call_s;
+  }
+  if (cycle_times) {
+    report_cycle(calls);
+    free(cycle_times);
+    cycle_times = NULL;
   }
   printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
          "batches; %.2f ms per call, %d thread%s%s, %d state%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
@@ -713,6 +770,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-shuffle")) bare_shuffle = 1;
+    else if (!strcmp(argv[i], "--bare-cycle")) bare_cycle = 1;
     else if (!strcmp(argv[i], "--bare-engines") && i + 1 < argc) bare_engines = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-order") && i + 1 < argc) {
       const char *m = argv[++i];
