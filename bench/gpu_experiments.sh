@@ -30,6 +30,10 @@
 #              after the GPU tests with them (fifth session)
 #   cycle      the same questions as order and submit, paired within one process: bare's
 #              calls take the arms in turn (gpu_bench --bare-cycle), twice (fifth session)
+#   quiet      does the CPU stage's work slow nvJPEG's call? In every 3 batches the pipeline
+#              decodes one with the CPU stage idle and one beside it (STK_EXP_QUIET_DECODE=1;
+#              paired medians printed at the end), basic, hw_decoder_load 1.0, 20% decoded
+#              in the CPU stage, 15 and 4 CPU threads (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -124,6 +128,14 @@ case $NAME in
     for k in 1 2; do
       echo "== gpu_bench --bare-cycle, run $k"
       timeout 120 $B --epochs 80 --bare-cycle 2>&1 | grep -E "CYCLE|RESULT"
+    done
+    exit 0 ;;
+  quiet)
+    Q="env STK_EXP_QUIET_DECODE=1 $BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 100 --warmup 8"
+    for run in "basic --threads 15" "basic --threads 15" "$HW10 --threads 15" "bench/pipelines/basic_gpu_cpu20.txt --threads 15" \
+               "basic --threads 4"; do
+      echo "== quiet-decode: $run"
+      timeout 90 $Q --pipeline $run 2>&1 | grep -E "quiet-decode|images/s"
     done
     exit 0 ;;
   host)

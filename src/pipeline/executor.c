@@ -43,6 +43,7 @@ typedef struct gpu_job {
   void *decoded;       /* split stage: event on the decode stream after the job's decoders */
   void *retired;       /* event on the compute stream after all of the job's GPU work */
   int64_t cpu_ns;      /* the CPU stage's time for this batch (the host decoding's balance) */
+  int64_t seq;         /* production order (the quiet-decode experiment) */
   bool *rejected;         /* n: samples rejected in the GPU stage (stk__gpu_reject_sample) */
   char **reject_messages; /* n: why */
 } gpu_job;
@@ -100,7 +101,15 @@ struct stk__exec {
   /* the automatic cpu_decoder_load (balance_host_decoding): samples per batch the mixed
    * decoders decode in the CPU stage */
   atomic_int host_quota;
-  bool host_balance; /* some prepared decoder leaves its share to the balance */
+  bool host_balance;
+  /* STK_EXP_QUIET_DECODE=1 (an experiment, split stage only): in every 3 batches, the first
+   * is decoded with the CPU stage idle and the second beside the CPU stage making the
+   * third; each job's decode time is kept (quiet_ns, by production order) and the paired
+   * comparison printed when the pipeline stops. Does the CPU stage's work slow nvJPEG's
+   * call? */
+  bool quiet;
+  int64_t produced, *quiet_ns;
+  size_t quiet_cap; /* some prepared decoder leaves its share to the balance */
   stk_status final_status;
   char *final_message;
 };
@@ -775,6 +784,52 @@ static size_t in_flight(const stk__exec *ex) {
   return ex->count + ex->jobs.count + ex->decoded.count + (ex->gpu_busy ? 1 : 0) + (ex->decode_busy ? 1 : 0);
 }
 
+/* The quiet-decode experiment: waits until the decode thread has nothing queued or
+ * running (lock held). */
+static void wait_decoder_idle(stk__exec *ex) {
+  while (!ex->stop && (ex->decode_busy || ex->jobs.count > 0)) pthread_cond_wait(&ex->cond, &ex->lock);
+}
+
+/* The quiet-decode experiment's record of a job's decode time (decode thread). */
+static void quiet_record(stk__exec *ex, const gpu_job *job, int64_t busy) {
+  if (!ex->quiet || job->seq < 0) return;
+  if ((size_t)job->seq >= ex->quiet_cap) {
+    size_t cap = ex->quiet_cap ? 2 * ex->quiet_cap : 1024;
+    while (cap <= (size_t)job->seq) cap *= 2;
+    int64_t *t = realloc(ex->quiet_ns, cap * sizeof *t);
+    if (!t) return;
+    memset(t + ex->quiet_cap, 0, (cap - ex->quiet_cap) * sizeof *t);
+    ex->quiet_ns = t, ex->quiet_cap = cap;
+  }
+  ex->quiet_ns[job->seq] = busy;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The quiet-decode experiment's report: per cycle of 3, the decode time beside the CPU
+ * stage over the decode time alone (the first 8 cycles, warm-up, left out). */
+static void quiet_report(const stk__exec *ex) {
+  size_t cycles = ex->quiet_cap / 3, n = 0;
+  double *r = calloc(cycles ? cycles : 1, sizeof *r), *a = calloc(cycles ? cycles : 1, sizeof *a),
+         *b = calloc(cycles ? cycles : 1, sizeof *b);
+  for (size_t c = 8; r && a && b && c < cycles; c++) {
+    int64_t alone = ex->quiet_ns[3 * c], beside = ex->quiet_ns[3 * c + 1];
+    if (alone <= 0 || beside <= 0) continue;
+    a[n] = alone / 1e6, b[n] = beside / 1e6, r[n] = (double)beside / (double)alone;
+    n++;
+  }
+  if (n > 0) {
+    qsort(r, n, sizeof *r, cmp_double), qsort(a, n, sizeof *a, cmp_double), qsort(b, n, sizeof *b, cmp_double);
+    fprintf(stderr, "quiet-decode experiment: decode part %.3f ms alone, %.3f ms beside the CPU stage (medians); "
+            "beside / alone per cycle: median %.3f, quartiles %.3f %.3f (%zu cycles)\n",
+            a[n / 2], b[n / 2], r[n / 2], r[n / 4], r[3 * n / 4], n);
+  }
+  free(r), free(a), free(b);
+}
+
 static void *producer_main(void *arg) {
   stk__exec *ex = arg;
   stk__name_thread("stk-producer");
@@ -783,6 +838,7 @@ static void *producer_main(void *arg) {
   for (;;) {
     int64_t t0 = stk__now_ns();
     while (!ex->stop && in_flight(ex) >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
+    if (ex->quiet && ex->produced % 3 == 0) wait_decoder_idle(ex);
     if (ex->stop) break;
     pthread_mutex_unlock(&ex->lock);
     int64_t t1 = stk__now_ns();
@@ -807,8 +863,10 @@ static void *producer_main(void *arg) {
       break;
     }
     if (gpu && job) {
+      job->seq = ex->produced++;
       queue_push(&ex->jobs, job);
       pthread_cond_broadcast(&ex->cond);
+      if (ex->quiet && job->seq % 3 == 0) wait_decoder_idle(ex); /* decoded with this stage idle */
     } else {
       push_output(ex, entry);
     }
@@ -868,6 +926,7 @@ static void *decode_main(void *arg) {
     int64_t busy = stk__now_ns() - t0;
     atomic_fetch_add(&ex->decode_stage_ns, busy);
     balance_host_decoding(ex, job, t0 - waited, busy);
+    quiet_record(ex, job, busy);
     pthread_mutex_lock(&ex->lock);
     ex->decode_busy = false;
     if (ex->stop) {
@@ -952,6 +1011,8 @@ static void exec_free(stk__exec *ex) {
   free(ex->plan_items);
   free(ex->queue);
   free(ex->final_message);
+  if (ex->quiet) quiet_report(ex);
+  free(ex->quiet_ns);
   pthread_mutex_destroy(&ex->lock);
   pthread_cond_destroy(&ex->cond);
   free(ex);
@@ -1062,6 +1123,7 @@ stk_status stk__exec_start(stk_pipeline *p) {
       ex->thread_started = true;
   }
   ex->split = ex->async && p->has_gpu && split_decoding(p);
+  ex->quiet = ex->split && getenv("STK_EXP_QUIET_DECODE") && atoi(getenv("STK_EXP_QUIET_DECODE")) == 1;
   for (size_t k = 0; k < p->num_nodes; k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
     atomic_store(&p->nodes[k].host_decode_quota, 0);
     if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted) ex->host_balance = ex->async && p->has_gpu;
