@@ -34,6 +34,9 @@
 #              decodes one with the CPU stage idle and one beside it (STK_EXP_QUIET_DECODE=1;
 #              paired medians printed at the end), basic, hw_decoder_load 1.0, 20% decoded
 #              in the CPU stage, 15 and 4 CPU threads (fifth session)
+#   wrapper    is the gap in stoker's decode_batch? bare's call and decode_batch as the
+#              pipeline calls it, call by call on random sets (gpu_bench --bare-cycle-stoker),
+#              twice (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -136,6 +139,12 @@ case $NAME in
                "basic --threads 4"; do
       echo "== quiet-decode: $run"
       timeout 90 $Q --pipeline $run 2>&1 | grep -E "quiet-decode|images/s"
+    done
+    exit 0 ;;
+  wrapper)
+    for k in 1 2; do
+      echo "== gpu_bench --bare-cycle-stoker, run $k"
+      timeout 120 $B --epochs 80 --bare-cycle-stoker 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
     done
     exit 0 ;;
   host)

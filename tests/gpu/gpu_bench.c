@@ -22,6 +22,10 @@
  *                  prints each arm's ms per call and the median over cycles of its call time
  *                  over the ordered arm's in the same cycle: a paired comparison, immune to
  *                  the machine's drift between separate runs)
+ *                  [--bare-cycle-stoker] (the same, with three arms on random sets: bare's call,
+ *                  stoker's decode_batch as the pipeline calls it (hw_decoder_load 1, headers
+ *                  classified beforehand, idle destinations), and decode_batch parsing the
+ *                  headers itself: is the gap in stoker's wrapper?)
  *                  [--bare-order desc|asc|rr|chunk] (each batch's images submitted in another
  *                  order: by bitstream size, or balanced over --bare-engines E (default 7)
  *                  engines assuming nvJPEG deals them out in turn (rr) or in contiguous
@@ -112,6 +116,39 @@ static int bare_cycle;   /* --bare-cycle: arms in turn, call by call (see the he
 static const char *const cycle_arm_names[CYCLE_ARMS] = {"ordered", "random", "random_desc", "random_asc",
                                                         "random_rr", "random_chunk"};
 static double *cycle_times; /* the timed pass's call times, call by call */
+static int cycle_stoker;    /* --bare-cycle-stoker: arms bare / stoker classified / stoker parsing */
+static const char *const stoker_arm_names[3] = {"bare_random", "stoker_classified", "stoker_parsing"};
+static stk_gpu_decode_class *classes; /* each file's decode_classify verdict (--bare-cycle-stoker) */
+static int cycle_arms(void) { return cycle_stoker ? 3 : CYCLE_ARMS; }
+
+/* --bare-cycle-stoker's stoker arms: decode_batch on the batch's files, destinations from
+ * the idle pool (as the pipeline's output list), freed after the stream. Returns the
+ * host time of the call. */
+static double stoker_arm(const int *idx, int b, int classified) {
+  static stk_gpu_decode_in in[1024];
+  static stk_gpu_decode_out out[1024];
+  size_t total = 0;
+  for (int i = 0; i < b; i++) total += ((size_t)imgs[idx[i]].w * imgs[idx[i]].h * 3 + 255) & ~(size_t)255;
+  uint8_t *buf = NULL;
+  DIE_IF(G->device_alloc_idle(ctx, total, S0, (void **)&buf, err, sizeof err), "alloc_idle");
+  for (int i = 0, off = 0; i < b; i++) {
+    const img_t *im = &imgs[idx[i]];
+    memset(&in[i], 0, sizeof in[i]);
+    in[i].data = im->data;
+    in[i].size = im->size;
+    in[i].dst = buf + off;
+    in[i].dst_pitch = (size_t)im->w * 3;
+    in[i].cls = classified ? &classes[idx[i]] : NULL;
+    off += (int)((in[i].dst_pitch * im->h + 255) & ~(size_t)255);
+  }
+  stk_gpu_decode_opts o = {STK_GPU_COLOR_RGB, 1.0};
+  o.dst_idle = 1;
+  double t = now();
+  DIE_IF(G->decode_batch(ctx, b, in, out, &o, S0, err, sizeof err), "decode_batch");
+  t = now() - t;
+  DIE_IF(G->device_free_idle(ctx, buf, S0, err, sizeof err), "free_idle");
+  return t;
+}
 static int bare_order;   /* --bare-order: 0 as given, 1 desc, 2 asc, 3 rr, 4 chunk */
 static int bare_engines = 7;
 static int bare_shuffle; /* --bare-shuffle: batches are random sets of files, new each epoch */
@@ -230,17 +267,19 @@ static int by_double(const void *a, const void *b) {
 /* --bare-cycle: each arm's mean call time and the median over whole cycles of its call
  * time over the ordered arm's in the same cycle. */
 static void report_cycle(long calls) {
-  long cycles = calls / CYCLE_ARMS;
+  int arms = cycle_arms();
+  long cycles = calls / arms;
   double *ratio = (double *)malloc(sizeof(double) * (size_t)(cycles > 0 ? cycles : 1));
-  for (int a = 0; a < CYCLE_ARMS && cycles > 0; a++) {
+  for (int a = 0; a < arms && cycles > 0; a++) {
     double sum = 0;
     for (long c = 0; c < cycles; c++) {
-      sum += cycle_times[c * CYCLE_ARMS + a];
-      ratio[c] = cycle_times[c * CYCLE_ARMS + a] / cycle_times[c * CYCLE_ARMS];
+      sum += cycle_times[c * arms + a];
+      ratio[c] = cycle_times[c * arms + a] / cycle_times[c * arms];
     }
     qsort(ratio, (size_t)cycles, sizeof *ratio, by_double);
-    printf("CYCLE %-13s %.3f ms per call; call time / ordered's in the same cycle: median %.3f (quartiles %.3f "
-           "%.3f, %ld cycles)\n", cycle_arm_names[a], sum / cycles * 1e3, ratio[cycles / 2], ratio[cycles / 4],
+    printf("CYCLE %-17s %.3f ms per call; call time / %s's in the same cycle: median %.3f (quartiles %.3f "
+           "%.3f, %ld cycles)\n", cycle_stoker ? stoker_arm_names[a] : cycle_arm_names[a], sum / cycles * 1e3,
+           cycle_stoker ? stoker_arm_names[0] : cycle_arm_names[0], ratio[cycles / 2], ratio[cycles / 4],
            ratio[3 * cycles / 4], cycles);
   }
   free(ratio);
@@ -296,12 +335,13 @@ static void *bare_thread(void *arg) {
     int s = (int)(k % per_epoch) * batch, b = nimg - s < batch ? nimg - s : batch;
     if (bare_vary > 0 && bare_vary < b && k % 2) b -= bare_vary;
     for (int i = 0; i < b; i++) idx[i] = order[s + i];
-    if (bare_cycle) { /* arm k % CYCLE_ARMS: full batches, neighbouring files or a random set */
-      int arm = (int)(k % CYCLE_ARMS);
+    if (bare_cycle) { /* arm k % arms: full batches, neighbouring files or a random set */
+      int arm = (int)(k % cycle_arms());
+      if (cycle_stoker) arm = 1; /* every arm: a random set, as drawn */
       b = batch < nimg ? batch : nimg;
       for (int i = 0; i < b; i++) {
         if (arm == 0) {
-          idx[i] = (int)(((k / CYCLE_ARMS) * batch + i) % nimg);
+          idx[i] = (int)(((k / cycle_arms()) * batch + i) % nimg);
           continue;
         }
         rng = rng * 1103515245u + 12345u; /* a partial Fisher-Yates draw over `order` */
@@ -330,6 +370,14 @@ static void *bare_thread(void *arg) {
           dst[i].pitch[c] = (size_t)im->w;
         }
       }
+    }
+    if (cycle_stoker && k % 3 != 0) { /* stoker's arms */
+      double ts = stoker_arm(idx, b, k % 3 == 1);
+      w->call_s += ts;
+      if (cycle_times) cycle_times[k] = ts;
+      w->images += b;
+      w->calls++;
+      continue;
     }
     double t = now();
     int k_state = (int)(w->calls % bare_states);
@@ -771,6 +819,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-shuffle")) bare_shuffle = 1;
     else if (!strcmp(argv[i], "--bare-cycle")) bare_cycle = 1;
+    else if (!strcmp(argv[i], "--bare-cycle-stoker")) bare_cycle = cycle_stoker = 1;
     else if (!strcmp(argv[i], "--bare-engines") && i + 1 < argc) bare_engines = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-order") && i + 1 < argc) {
       const char *m = argv[++i];
@@ -809,6 +858,11 @@ int main(int argc, char **argv) {
     nimg++;
   }
   DIE_IF(nimg == 0, "no JPEGs under %s", dir);
+  if (cycle_stoker) { /* the CPU stage's header classification, done beforehand */
+    classes = (stk_gpu_decode_class *)calloc((size_t)nimg, sizeof *classes);
+    for (int i = 0; i < nimg; i++)
+      DIE_IF(G->decode_classify(ctx, imgs[i].data, imgs[i].size, 0, 0, 0, 0, &classes[i], err, sizeof err), "classify");
+  }
   stk_gpu_device_info di;
   memset(&di, 0, sizeof di);
   G->device_info(ctx, &di, err, sizeof err);
