@@ -37,6 +37,8 @@
 #   wrapper    is the gap in stoker's decode_batch? bare's call and decode_batch as the
 #              pipeline calls it, call by call on random sets (gpu_bench --bare-cycle-stoker),
 #              twice (fifth session)
+#   quiet2     the same with STK_EXP_QUIET_DECODE=2: the "alone" decodes also have the GPU
+#              thread idle (no kernel launches, events or frees beside nvJPEG's call)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -145,6 +147,13 @@ case $NAME in
     for k in 1 2; do
       echo "== gpu_bench --bare-cycle-stoker, run $k"
       timeout 120 $B --epochs 80 --bare-cycle-stoker 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
+    done
+    exit 0 ;;
+  quiet2)
+    Q="env STK_EXP_QUIET_DECODE=2 $BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 100 --warmup 8"
+    for run in "basic --threads 15" "basic --threads 15" "$HW10 --threads 15" "basic --threads 4"; do
+      echo "== quiet-decode 2: $run"
+      timeout 90 $Q --pipeline $run 2>&1 | grep -E "quiet-decode|images/s"
     done
     exit 0 ;;
   host)

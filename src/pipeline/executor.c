@@ -103,11 +103,13 @@ struct stk__exec {
   atomic_int host_quota;
   bool host_balance;
   /* STK_EXP_QUIET_DECODE=1 (an experiment, split stage only): in every 3 batches, the first
-   * is decoded with the CPU stage idle and the second beside the CPU stage making the
-   * third; each job's decode time is kept (quiet_ns, by production order) and the paired
+   * is decoded with the CPU stage idle (=2: the GPU thread too) and the second beside the
+   * CPU stage making the third (and the GPU thread finishing the first); each job's decode time is kept (quiet_ns, by production order) and the paired
    * comparison printed when the pipeline stops. Does the CPU stage's work slow nvJPEG's
    * call? */
   bool quiet;
+  bool quiet_gpu;      /* =2: the first of every 3 is also decoded with the GPU thread idle */
+  bool decoding_alone; /* such a decode is running (lock) */
   int64_t produced, *quiet_ns;
   size_t quiet_cap; /* some prepared decoder leaves its share to the balance */
   stk_status final_status;
@@ -918,6 +920,11 @@ static void *decode_main(void *arg) {
     int64_t waited = stk__now_ns();
     while (!ex->stop && !ex->jobs.head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
     if (ex->stop || !ex->jobs.head) break;
+    if (ex->quiet_gpu && ex->jobs.head->seq % 3 == 0) { /* wait until the GPU thread is idle */
+      while (!ex->stop && (ex->gpu_busy || ex->decoded.count > 0)) pthread_cond_wait(&ex->cond, &ex->lock);
+      if (ex->stop) break;
+      ex->decoding_alone = true;
+    }
     gpu_job *job = queue_pop(&ex->jobs);
     ex->decode_busy = true;
     pthread_mutex_unlock(&ex->lock);
@@ -929,6 +936,7 @@ static void *decode_main(void *arg) {
     quiet_record(ex, job, busy);
     pthread_mutex_lock(&ex->lock);
     ex->decode_busy = false;
+    ex->decoding_alone = false;
     if (ex->stop) {
       retire_job(ex, job, false); /* its decoders may still read its host memory */
       break;
@@ -951,7 +959,7 @@ static void *gpu_main(void *arg) {
   pthread_mutex_lock(&ex->lock);
   for (;;) {
     int64_t t0 = stk__now_ns();
-    while (!ex->stop && !in->head && !(ex->split ? ex->decode_done : ex->cpu_done))
+    while (!ex->stop && (ex->decoding_alone || (!in->head && !(ex->split ? ex->decode_done : ex->cpu_done))))
       pthread_cond_wait(&ex->cond, &ex->lock);
     atomic_fetch_add(&ex->gpu_idle_ns, stk__now_ns() - t0);
     if (ex->stop || !in->head) break;
@@ -1123,7 +1131,9 @@ stk_status stk__exec_start(stk_pipeline *p) {
       ex->thread_started = true;
   }
   ex->split = ex->async && p->has_gpu && split_decoding(p);
-  ex->quiet = ex->split && getenv("STK_EXP_QUIET_DECODE") && atoi(getenv("STK_EXP_QUIET_DECODE")) == 1;
+  const char *quiet = getenv("STK_EXP_QUIET_DECODE");
+  ex->quiet = ex->split && quiet && (atoi(quiet) == 1 || atoi(quiet) == 2);
+  ex->quiet_gpu = ex->quiet && atoi(quiet) == 2;
   for (size_t k = 0; k < p->num_nodes; k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
     atomic_store(&p->nodes[k].host_decode_quota, 0);
     if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted) ex->host_balance = ex->async && p->has_gpu;
