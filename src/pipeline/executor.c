@@ -1124,12 +1124,7 @@ stk_status stk__exec_start(stk_pipeline *p) {
   ex->num_workers = stk__threadpool_size(p->threads);
   ex->async = p->settings[STK_PIPE_EXEC_ASYNC] != 0;
   stk_status st = exec_alloc(p, ex);
-  if (st == STK_OK && ex->async) {
-    if (pthread_create(&ex->thread, NULL, producer_main, ex) != 0)
-      st = STK_FAIL(STK_ERR_INTERNAL, "cannot start the producer thread");
-    else
-      ex->thread_started = true;
-  }
+  /* the threads' settings, before any thread starts */
   ex->split = ex->async && p->has_gpu && split_decoding(p);
   const char *quiet = getenv("STK_EXP_QUIET_DECODE");
   ex->quiet = ex->split && quiet && (atoi(quiet) == 1 || atoi(quiet) == 2);
@@ -1137,6 +1132,12 @@ stk_status stk__exec_start(stk_pipeline *p) {
   for (size_t k = 0; k < p->num_nodes; k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
     atomic_store(&p->nodes[k].host_decode_quota, 0);
     if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted) ex->host_balance = ex->async && p->has_gpu;
+  }
+  if (st == STK_OK && ex->async) {
+    if (pthread_create(&ex->thread, NULL, producer_main, ex) != 0)
+      st = STK_FAIL(STK_ERR_INTERNAL, "cannot start the producer thread");
+    else
+      ex->thread_started = true;
   }
   if (st == STK_OK && ex->split) {
     if (pthread_create(&ex->decode_thread, NULL, decode_main, ex) != 0)
