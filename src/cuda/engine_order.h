@@ -1,13 +1,14 @@
 /* The order in which a batch's JPEGs are handed to nvJPEG's hardware engines.
  *
  * The decoded images land where their destination pointers say whatever the order, so the
- * order is free to choose, and on the H100 it matters: bare batched decoding of the same
- * files ran about 6% slower when each batch was a random set of files (as a shuffling
- * reader makes them) than when it held neighbouring files, which are crops of one photo of
- * similar size (bench/RESULTS.md, fifth session). The engines decode one image each at a
- * time; a batch is done when the last engine is, so the batch's time is set by the most
- * loaded engine. How nvJPEG deals the images out is not documented; the modes here are the
- * candidates the measurement chooses between. The cost of an image is taken to be its
+ * order is free to choose. On the H100, bare batched decoding took 2.5% longer per call
+ * when each batch was a random set of files (as a shuffling reader makes them) than when
+ * it held neighbouring files, crops of one photo of similar size, and handing a random
+ * batch over in the orders below took back about 1% of that (bench/RESULTS.md, fifth
+ * session: call by call in one process); the default stays the given order. The engines
+ * decode one image each at a time; a batch is done when the last engine is, so the
+ * batch's time is set by the most loaded engine. How nvJPEG deals the images out is not
+ * documented; the modes are the candidates that were measured. The cost of an image is taken to be its
  * bitstream's size (the engines' entropy decoding reads every byte).
  *
  *   STK_ORDER_AS_GIVEN  the batch's order

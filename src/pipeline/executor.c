@@ -101,17 +101,17 @@ struct stk__exec {
   /* the automatic cpu_decoder_load (balance_host_decoding): samples per batch the mixed
    * decoders decode in the CPU stage */
   atomic_int host_quota;
-  bool host_balance;
+  bool host_balance; /* some prepared decoder leaves its share to the balance */
   /* STK_EXP_QUIET_DECODE=1 (an experiment, split stage only): in every 3 batches, the first
    * is decoded with the CPU stage idle (=2: the GPU thread too) and the second beside the
-   * CPU stage making the third (and the GPU thread finishing the first); each job's decode time is kept (quiet_ns, by production order) and the paired
-   * comparison printed when the pipeline stops. Does the CPU stage's work slow nvJPEG's
-   * call? */
+   * CPU stage making the third (and the GPU thread finishing the first). Each job's decode
+   * time is kept (quiet_ns, by production order) and the paired comparison printed when
+   * the pipeline stops: does the work beside nvJPEG's call slow it? */
   bool quiet;
-  bool quiet_gpu;      /* =2: the first of every 3 is also decoded with the GPU thread idle */
-  bool decoding_alone; /* such a decode is running (lock) */
+  bool quiet_gpu;      /* =2 */
+  bool decoding_alone; /* such a decode is running (lock held) */
   int64_t produced, *quiet_ns;
-  size_t quiet_cap; /* some prepared decoder leaves its share to the balance */
+  size_t quiet_cap;
   stk_status final_status;
   char *final_message;
 };
