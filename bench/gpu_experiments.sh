@@ -39,6 +39,8 @@
 #              twice (fifth session)
 #   quiet2     the same with STK_EXP_QUIET_DECODE=2: the "alone" decodes also have the GPU
 #              thread idle (no kernel launches, events or frees beside nvJPEG's call)
+#   fresh      do bitstreams freshly written by another thread (as the reader writes them)
+#              slow nvJPEG's call? gpu_bench --bare-cycle-fresh, twice (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -154,6 +156,12 @@ case $NAME in
     for run in "basic --threads 15" "basic --threads 15" "$HW10 --threads 15" "basic --threads 4"; do
       echo "== quiet-decode 2: $run"
       timeout 90 $Q --pipeline $run 2>&1 | grep -E "quiet-decode|images/s"
+    done
+    exit 0 ;;
+  fresh)
+    for k in 1 2; do
+      echo "== gpu_bench --bare-cycle-fresh, run $k"
+      timeout 120 $B --epochs 80 --bare-cycle-fresh 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
     done
     exit 0 ;;
   host)

@@ -26,6 +26,10 @@
  *                  stoker's decode_batch as the pipeline calls it (hw_decoder_load 1, headers
  *                  classified beforehand, idle destinations), and decode_batch parsing the
  *                  headers itself: is the gap in stoker's wrapper?)
+ *                  [--bare-cycle-fresh] (the same, two arms on random sets: the pinned copies,
+ *                  and bitstreams a helper thread wrote into page-locked arenas a call ahead,
+ *                  as a pipeline's reader writes them: do freshly written bitstreams slow
+ *                  the call?)
  *                  [--bare-order desc|asc|rr|chunk] (each batch's images submitted in another
  *                  order: by bitstream size, or balanced over --bare-engines E (default 7)
  *                  engines assuming nvJPEG deals them out in turn (rr) or in contiguous
@@ -119,7 +123,64 @@ static double *cycle_times; /* the timed pass's call times, call by call */
 static int cycle_stoker;    /* --bare-cycle-stoker: arms bare / stoker classified / stoker parsing */
 static const char *const stoker_arm_names[3] = {"bare_random", "stoker_classified", "stoker_parsing"};
 static stk_gpu_decode_class *classes; /* each file's decode_classify verdict (--bare-cycle-stoker) */
-static int cycle_arms(void) { return cycle_stoker ? 3 : CYCLE_ARMS; }
+static int cycle_fresh;     /* --bare-cycle-fresh: arms pinned copies / freshly written arenas */
+static const char *const fresh_arm_names[2] = {"pinned_copies", "fresh_writes"};
+static int cycle_arms(void) { return cycle_stoker ? 3 : cycle_fresh ? 2 : CYCLE_ARMS; }
+
+/* --bare-cycle-fresh: a helper thread copies the files of the next fresh-arm batch into
+ * one of three page-locked arenas (registered, as the host pool's blocks) while the
+ * submitting thread decodes; the fresh arm then decodes from there. */
+#define FRESH_ARENAS 3
+static struct {
+  pthread_mutex_t m;
+  pthread_cond_t cv;
+  int pending, quit, n;
+  uint8_t *arena[FRESH_ARENAS];
+  size_t arena_bytes;
+  int fill;                  /* the arena to fill */
+  int idx[FRESH_ARENAS][1024]; /* each arena's files */
+  const uint8_t *ptr[FRESH_ARENAS][1024];
+} fresh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+
+static void *fresh_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&fresh.m);
+  for (;;) {
+    while (!fresh.pending && !fresh.quit) pthread_cond_wait(&fresh.cv, &fresh.m);
+    if (fresh.quit) break;
+    int a = fresh.fill, n = fresh.n;
+    pthread_mutex_unlock(&fresh.m);
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+      const img_t *im = &imgs[fresh.idx[a][i]];
+      if (off + im->size > fresh.arena_bytes) off = 0; /* never: sized for the largest files */
+      memcpy(fresh.arena[a] + off, im->data, im->size);
+      fresh.ptr[a][i] = fresh.arena[a] + off;
+      off += (im->size + 63) & ~(size_t)63;
+    }
+    pthread_mutex_lock(&fresh.m);
+    fresh.pending = 0;
+    pthread_cond_broadcast(&fresh.cv);
+  }
+  pthread_mutex_unlock(&fresh.m);
+  return NULL;
+}
+
+/* Asks the helper to fill arena `a` with the files idx[0..n) (waits for the last fill). */
+static void fresh_request(int a, const int *idx, int n) {
+  pthread_mutex_lock(&fresh.m);
+  while (fresh.pending) pthread_cond_wait(&fresh.cv, &fresh.m);
+  memcpy(fresh.idx[a], idx, sizeof(int) * (size_t)n);
+  fresh.fill = a, fresh.n = n, fresh.pending = 1;
+  pthread_cond_broadcast(&fresh.cv);
+  pthread_mutex_unlock(&fresh.m);
+}
+
+static void fresh_wait(void) {
+  pthread_mutex_lock(&fresh.m);
+  while (fresh.pending) pthread_cond_wait(&fresh.cv, &fresh.m);
+  pthread_mutex_unlock(&fresh.m);
+}
 
 /* --bare-cycle-stoker's stoker arms: decode_batch on the batch's files, destinations from
  * the idle pool (as the pipeline's output list), freed after the stream. Returns the
@@ -278,8 +339,9 @@ static void report_cycle(long calls) {
     }
     qsort(ratio, (size_t)cycles, sizeof *ratio, by_double);
     printf("CYCLE %-17s %.3f ms per call; call time / %s's in the same cycle: median %.3f (quartiles %.3f "
-           "%.3f, %ld cycles)\n", cycle_stoker ? stoker_arm_names[a] : cycle_arm_names[a], sum / cycles * 1e3,
-           cycle_stoker ? stoker_arm_names[0] : cycle_arm_names[0], ratio[cycles / 2], ratio[cycles / 4],
+           "%.3f, %ld cycles)\n", cycle_stoker ? stoker_arm_names[a] : cycle_fresh ? fresh_arm_names[a] : cycle_arm_names[a],
+           sum / cycles * 1e3, cycle_stoker ? stoker_arm_names[0] : cycle_fresh ? fresh_arm_names[0] : cycle_arm_names[0],
+           ratio[cycles / 2], ratio[cycles / 4],
            ratio[3 * cycles / 4], cycles);
   }
   free(ratio);
@@ -337,7 +399,7 @@ static void *bare_thread(void *arg) {
     for (int i = 0; i < b; i++) idx[i] = order[s + i];
     if (bare_cycle) { /* arm k % arms: full batches, neighbouring files or a random set */
       int arm = (int)(k % cycle_arms());
-      if (cycle_stoker) arm = 1; /* every arm: a random set, as drawn */
+      if (cycle_stoker || cycle_fresh) arm = 1; /* every arm: a random set, as drawn */
       b = batch < nimg ? batch : nimg;
       for (int i = 0; i < b; i++) {
         if (arm == 0) {
@@ -351,11 +413,26 @@ static void *bare_thread(void *arg) {
       }
       bare_order = arm <= 1 ? 0 : arm == 2 ? 1 : arm == 3 ? 2 : arm == 4 ? 3 : 4;
     }
+    int fresh_arena = -1;
+    if (cycle_fresh && k % 2 == 1) { /* decode the batch the helper wrote; have it write this one */
+      long turn = k / 2;
+      fresh_arena = (int)(turn % FRESH_ARENAS);
+      fresh_wait();
+      int next[1024];
+      memcpy(next, idx, sizeof(int) * (size_t)b);
+      if (turn == 0) { /* nothing written yet: write this batch now */
+        fresh_request(fresh_arena, next, b);
+        fresh_wait();
+      }
+      memcpy(idx, fresh.idx[fresh_arena], sizeof(int) * (size_t)b);
+      fresh_request((int)((turn + 1) % FRESH_ARENAS), next, b);
+    }
     order_batch(idx, b); /* the submission order (the destinations follow the images) */
     size_t packed = 0;
     for (int i = 0; i < b; i++) {
       const img_t *im = &imgs[idx[i]];
       data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][idx[i]] : im->data;
+      if (fresh_arena >= 0) data[i] = fresh.ptr[fresh_arena][i];
       len[i] = im->size;
       dst[i].channel[0] = w->out + w->maxb * i;
       if (bare_rotate > 0) { /* packed as a pipeline's output list: each image after the last */
@@ -820,6 +897,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--bare-shuffle")) bare_shuffle = 1;
     else if (!strcmp(argv[i], "--bare-cycle")) bare_cycle = 1;
     else if (!strcmp(argv[i], "--bare-cycle-stoker")) bare_cycle = cycle_stoker = 1;
+    else if (!strcmp(argv[i], "--bare-cycle-fresh")) bare_cycle = cycle_fresh = 1;
     else if (!strcmp(argv[i], "--bare-engines") && i + 1 < argc) bare_engines = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-order") && i + 1 < argc) {
       const char *m = argv[++i];
@@ -858,6 +936,17 @@ int main(int argc, char **argv) {
     nimg++;
   }
   DIE_IF(nimg == 0, "no JPEGs under %s", dir);
+  pthread_t fresh_thread;
+  if (cycle_fresh) { /* the helper and its arenas, sized for a batch of the largest files */
+    size_t maxf = 0;
+    for (int i = 0; i < nimg; i++) maxf = imgs[i].size > maxf ? imgs[i].size : maxf;
+    fresh.arena_bytes = ((size_t)batch * ((maxf + 63) & ~(size_t)63) + 4095) & ~(size_t)4095;
+    for (int a = 0; a < FRESH_ARENAS; a++) {
+      fresh.arena[a] = (uint8_t *)aligned_alloc(4096, fresh.arena_bytes);
+      DIE_IF(!fresh.arena[a] || G->host_register(ctx, fresh.arena[a], fresh.arena_bytes, err, sizeof err), "arena");
+    }
+    pthread_create(&fresh_thread, NULL, fresh_main, NULL);
+  }
   if (cycle_stoker) { /* the CPU stage's header classification, done beforehand */
     classes = (stk_gpu_decode_class *)calloc((size_t)nimg, sizeof *classes);
     for (int i = 0; i < nimg; i++)
