@@ -39,8 +39,10 @@
 #              twice (fifth session)
 #   quiet2     the same with STK_EXP_QUIET_DECODE=2: the "alone" decodes also have the GPU
 #              thread idle (no kernel launches, events or frees beside nvJPEG's call)
-#   fresh      do bitstreams freshly written by another thread (as the reader writes them)
-#              slow nvJPEG's call? gpu_bench --bare-cycle-fresh, twice (fifth session)
+#   fresh      where the bitstreams lie and how recently another thread wrote them (as
+#              the reader does): separate pinned copies, a batch packed into an arena a
+#              call ahead, one block holding every file, the copies rewritten a call
+#              ahead; gpu_bench --bare-cycle-fresh, twice (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -161,7 +163,7 @@ case $NAME in
   fresh)
     for k in 1 2; do
       echo "== gpu_bench --bare-cycle-fresh, run $k"
-      timeout 120 $B --epochs 80 --bare-cycle-fresh 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
+      timeout 120 $B --epochs 80 --bare-src-blocks 1 --bare-cycle-fresh 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
     done
     exit 0 ;;
   host)

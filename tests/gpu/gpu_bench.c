@@ -26,10 +26,13 @@
  *                  stoker's decode_batch as the pipeline calls it (hw_decoder_load 1, headers
  *                  classified beforehand, idle destinations), and decode_batch parsing the
  *                  headers itself: is the gap in stoker's wrapper?)
- *                  [--bare-cycle-fresh] (the same, two arms on random sets: the pinned copies,
- *                  and bitstreams a helper thread wrote into page-locked arenas a call ahead,
- *                  as a pipeline's reader writes them: do freshly written bitstreams slow
- *                  the call?)
+ *                  [--bare-cycle-fresh] (with --bare-pinned --bare-src-blocks 1; the same, four
+ *                  arms on random sets: the pinned copies (one allocation each, written
+ *                  once); the batch's files written a call ahead by a helper thread, packed
+ *                  into one of three page-locked arenas; the one page-locked block holding
+ *                  every file (packed, written once); the pinned copies rewritten in place
+ *                  by the helper a call ahead: where the bitstreams lie, and how recently
+ *                  they were written)
  *                  [--bare-order desc|asc|rr|chunk] (each batch's images submitted in another
  *                  order: by bitstream size, or balanced over --bare-engines E (default 7)
  *                  engines assuming nvJPEG deals them out in turn (rr) or in contiguous
@@ -84,6 +87,7 @@ typedef struct {
   const uint8_t *data;
   size_t size;
   int w, h;
+  const uint8_t *file; /* the file's bytes as read (pageable) */
 } img_t;
 
 static img_t *imgs;
@@ -124,8 +128,9 @@ static int cycle_stoker;    /* --bare-cycle-stoker: arms bare / stoker classifie
 static const char *const stoker_arm_names[3] = {"bare_random", "stoker_classified", "stoker_parsing"};
 static stk_gpu_decode_class *classes; /* each file's decode_classify verdict (--bare-cycle-stoker) */
 static int cycle_fresh;     /* --bare-cycle-fresh: arms pinned copies / freshly written arenas */
-static const char *const fresh_arm_names[2] = {"pinned_copies", "fresh_writes"};
-static int cycle_arms(void) { return cycle_stoker ? 3 : cycle_fresh ? 2 : CYCLE_ARMS; }
+static const char *const fresh_arm_names[4] = {"pinned_copies", "fresh_packed", "one_block_stale",
+                                               "fresh_in_place"};
+static int cycle_arms(void) { return cycle_stoker ? 3 : cycle_fresh ? 4 : CYCLE_ARMS; }
 
 /* --bare-cycle-fresh: a helper thread copies the files of the next fresh-arm batch into
  * one of three page-locked arenas (registered, as the host pool's blocks) while the
@@ -137,9 +142,10 @@ static struct {
   int pending, quit, n;
   uint8_t *arena[FRESH_ARENAS];
   size_t arena_bytes;
-  int fill;                  /* the arena to fill */
+  int fill;                  /* the arena to fill; -1: rewrite the files' pinned copies in place */
   int idx[FRESH_ARENAS][1024]; /* each arena's files */
   const uint8_t *ptr[FRESH_ARENAS][1024];
+  int in_place[1024];        /* the files to rewrite in place */
 } fresh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 static void *fresh_main(void *arg) {
@@ -151,7 +157,11 @@ static void *fresh_main(void *arg) {
     int a = fresh.fill, n = fresh.n;
     pthread_mutex_unlock(&fresh.m);
     size_t off = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; a < 0 && i < n; i++) { /* in place: the copies' bytes again, from the files */
+      const img_t *im = &imgs[fresh.in_place[i]];
+      memcpy((uint8_t *)im->data, im->file, im->size);
+    }
+    for (int i = 0; a >= 0 && i < n; i++) {
       const img_t *im = &imgs[fresh.idx[a][i]];
       if (off + im->size > fresh.arena_bytes) off = 0; /* never: sized for the largest files */
       memcpy(fresh.arena[a] + off, im->data, im->size);
@@ -170,7 +180,7 @@ static void *fresh_main(void *arg) {
 static void fresh_request(int a, const int *idx, int n) {
   pthread_mutex_lock(&fresh.m);
   while (fresh.pending) pthread_cond_wait(&fresh.cv, &fresh.m);
-  memcpy(fresh.idx[a], idx, sizeof(int) * (size_t)n);
+  memcpy(a >= 0 ? fresh.idx[a] : fresh.in_place, idx, sizeof(int) * (size_t)n);
   fresh.fill = a, fresh.n = n, fresh.pending = 1;
   pthread_cond_broadcast(&fresh.cv);
   pthread_mutex_unlock(&fresh.m);
@@ -413,9 +423,20 @@ static void *bare_thread(void *arg) {
       }
       bare_order = arm <= 1 ? 0 : arm == 2 ? 1 : arm == 3 ? 2 : arm == 4 ? 3 : 4;
     }
-    int fresh_arena = -1;
-    if (cycle_fresh && k % 2 == 1) { /* decode the batch the helper wrote; have it write this one */
-      long turn = k / 2;
+    int fresh_arena = -1, fresh_arm = cycle_fresh ? (int)(k % 4) : -1;
+    if (fresh_arm == 3) { /* decode the batch rewritten in place a call ahead; queue the next */
+      static int next_in_place[1024], have;
+      fresh_wait();
+      int cur[1024];
+      memcpy(cur, idx, sizeof(int) * (size_t)b);
+      if (have) memcpy(idx, next_in_place, sizeof(int) * (size_t)b);
+      else fresh_request(-1, cur, b), fresh_wait();
+      memcpy(next_in_place, cur, sizeof(int) * (size_t)b);
+      fresh_request(-1, next_in_place, b);
+      have = 1;
+    }
+    if (fresh_arm == 1) { /* decode the batch the helper wrote; have it write this one */
+      long turn = k / 4;
       fresh_arena = (int)(turn % FRESH_ARENAS);
       fresh_wait();
       int next[1024];
@@ -433,6 +454,7 @@ static void *bare_thread(void *arg) {
       const img_t *im = &imgs[idx[i]];
       data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][idx[i]] : im->data;
       if (fresh_arena >= 0) data[i] = fresh.ptr[fresh_arena][i];
+      if (cycle_fresh) data[i] = fresh_arm == 2 && src_copy[0] ? src_copy[0][idx[i]] : fresh_arena >= 0 ? data[i] : im->data;
       len[i] = im->size;
       dst[i].channel[0] = w->out + w->maxb * i;
       if (bare_rotate > 0) { /* packed as a pipeline's output list: each image after the last */
@@ -928,7 +950,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < nf; i++) {
     stk_gpu_jpeg_info info;
     if (G->jpeg_info(ctx, files[i].data, files[i].size, &info, err, sizeof err) != 0) continue;
-    imgs[nimg].data = files[i].data;
+    imgs[nimg].data = imgs[nimg].file = files[i].data;
     imgs[nimg].size = files[i].size;
     imgs[nimg].w = info.width;
     imgs[nimg].h = info.height;
