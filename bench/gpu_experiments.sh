@@ -43,6 +43,9 @@
 #              the reader does): separate pinned copies, a batch packed into an arena a
 #              call ahead, one block holding every file, the copies rewritten a call
 #              ahead; gpu_bench --bare-cycle-fresh, twice (fifth session)
+#   slabs      the host pool's blocks carved from page-locked slabs (the default now)
+#              against blocks registered one by one (STK_PIN_HOST=blocks), after
+#              test_gpu_pipeline (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
 set -u
@@ -166,6 +169,12 @@ case $NAME in
       timeout 120 $B --epochs 80 --bare-src-blocks 1 --bare-cycle-fresh 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
     done
     exit 0 ;;
+  slabs)
+    echo "== test_gpu_pipeline"; timeout 120 "$BUILD/test_gpu_pipeline" 2>&1 | grep -E "host blocks|PASSED|FAILED" | tail -3
+    SHOW='decode_hw_call +[0-9.]+|[0-9.]+ ms per call'
+    P8="$S --threads 15 --warmup 8 --pipeline"
+    RUNS=(bare="$B" bare_shuffled="$B --bare-shuffle" basic_slabs="$P8 basic" basic_blocks="env STK_PIN_HOST=blocks $P8 basic"
+          hw10_slabs="$P8 $HW10" hw10_blocks="env STK_PIN_HOST=blocks $P8 $HW10") ;;
   host)
     SHOW='decode_hw_call +[0-9.]+|uploaded: [0-9]+|share now [0-9]+|[0-9.]+ ms per call'
     W="--warmup 8 --pipeline"

@@ -123,13 +123,44 @@ static void free_block(void *user, void *ptr) {
 }
 static void release_pinning(void *user) { stk__gpu_release(user); }
 
+/* The default: blocks carved from page-locked slabs (slabs.c says why). */
+typedef struct {
+  stk__gpu *gpu;
+  stk__slabs *slabs;
+} slab_pinning;
+
+static void *alloc_slab_block(void *user, size_t bytes) { return stk__slabs_alloc(((slab_pinning *)user)->slabs, bytes); }
+static void free_slab_block(void *user, void *ptr) { stk__slabs_free(((slab_pinning *)user)->slabs, ptr); }
+static void release_slabs(void *user) {
+  slab_pinning *sp = user;
+  stk__slabs_destroy(sp->slabs);
+  stk__gpu_release(sp->gpu);
+  free(sp);
+}
+
 void stk__gpu_pin_pool(stk__gpu *gpu, stk__pool *pool) {
-  const char *env = getenv("STK_PIN_HOST"); /* 0: off; alloc: cudaHostAlloc'd blocks; else registered */
+  /* STK_PIN_HOST: 0 off; blocks: each block registered on its own (before 2026-11-25,
+   * fifth session); alloc: each block from cudaHostAlloc; else slabs */
+  const char *env = getenv("STK_PIN_HOST");
   if (env && !strcmp(env, "0")) return;
-  stk__gpu_retain(gpu);
   stk__pool_pinning pinning = {.release = release_pinning, .user = gpu};
-  if (env && !strcmp(env, "alloc")) pinning.alloc = alloc_block, pinning.dealloc = free_block;
-  else pinning.pin = pin_block, pinning.unpin = unpin_block;
+  if (env && !strcmp(env, "alloc")) {
+    pinning.alloc = alloc_block, pinning.dealloc = free_block;
+  } else if (env && !strcmp(env, "blocks")) {
+    pinning.pin = pin_block, pinning.unpin = unpin_block;
+  } else {
+    slab_pinning *sp = calloc(1, sizeof *sp);
+    if (sp) sp->slabs = stk__slabs_create(pin_block, unpin_block, gpu);
+    if (!sp || !sp->slabs) { /* no memory for the bookkeeping: blocks registered one by one */
+      free(sp);
+      pinning.pin = pin_block, pinning.unpin = unpin_block;
+    } else {
+      sp->gpu = gpu;
+      pinning = (stk__pool_pinning){.alloc = alloc_slab_block, .dealloc = free_slab_block, .release = release_slabs,
+                                    .user = sp};
+    }
+  }
+  stk__gpu_retain(gpu);
   stk__pool_set_pinning(pool, &pinning);
 }
 

@@ -254,6 +254,16 @@ bool stk__guards_hold(const stk__node *node, const stk__sample *s);
 /* sample.c: allocation of a node's output for a sample (executor decides where). */
 void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__tensor *t);
 
+/* slabs.c: page-locked slabs carved into 64-byte aligned blocks (the host pool's blocks in
+ * GPU pipelines); reg / unreg page-lock and release a slab. */
+typedef struct stk__slabs stk__slabs;
+stk__slabs *stk__slabs_create(int (*reg)(void *user, void *ptr, size_t bytes), void (*unreg)(void *user, void *ptr),
+                              void *user);
+void *stk__slabs_alloc(stk__slabs *s, size_t bytes);
+void stk__slabs_free(stk__slabs *s, void *ptr);
+int64_t stk__slabs_registered(stk__slabs *s);
+void stk__slabs_destroy(stk__slabs *s);
+
 /* executor.c: the automatic cpu_decoder_load's next number of host-decoded samples per
  * batch of n, from the decoders' thread's wait and busy time for a job and the CPU
  * stage's time for it (exposed for its unit test). */
