@@ -59,6 +59,41 @@ def test_mixed_decoding_matches_the_cpu_over_several_batches(fake_gpu):
         assert label_values(g_lab) == label_values(c_lab)
 
 
+@pytest.mark.parametrize("load", [1.0, 0.5, -1.0])
+def test_cpu_decoder_load_decodes_in_the_cpu_stage(fake_gpu, load):
+    """cpu_decoder_load: that share of every batch decoded by the CPU decoder in the CPU
+    stage and uploaded (byte-identical to the CPU pipeline); counted in stats(). JPEGs
+    only: PNGs are always decoded there, and would be counted too."""
+    jpeg_files = [f for f in PHOTOS if f.endswith(".jpg")]
+
+    def graph(device, **kw):
+        jpegs, _ = fn.readers.file(files=jpeg_files, name="Reader")
+        return fn.decoders.image(jpegs, device=device, **kw)
+
+    gpu = build(lambda: graph("mixed", cpu_decoder_load=load), 0, batch_size=4)
+    cpu = build(lambda: graph("cpu"), None, batch_size=4)
+    for _ in range(4):
+        (g,), (c,) = gpu.run(), cpu.run()
+        for a, b in zip(host_samples(g), host_samples(c)):
+            assert a.shape == b.shape and np.array_equal(a, b)
+    stats = gpu.stats()
+    if load >= 0:
+        per_batch = round(load * 4)
+        assert stats["host_decoded"] >= 4 * per_batch and stats["host_decoded"] % per_batch == 0
+        assert stats["host_decode_quota"] == 0  # a fixed share: no balance
+    else:
+        assert 0 <= stats["host_decode_quota"] <= 4
+
+
+def test_cpu_decoder_load_out_of_range_is_refused(fake_gpu):
+    def graph():
+        jpegs, _ = fn.readers.file(files=PHOTOS, name="Reader")
+        return fn.decoders.image(jpegs, device="mixed", cpu_decoder_load=1.5)
+
+    with pytest.raises(Exception, match="cpu_decoder_load"):
+        build(graph, 0)
+
+
 def test_cpu_outputs_moved_to_the_gpu_come_back_unchanged(fake_gpu):
     def graph():
         jpegs, _ = fn.readers.file(files=PHOTOS, name="Reader")
