@@ -60,6 +60,24 @@ HW10=bench/pipelines/basic_gpu_hw10.txt
 SPIN='pids=; for c in $(seq 14); do (while :; do :; done) >/dev/null 2>&1 & pids="$pids $!"; done; sleep 0.3'
 STOP='kill $pids'
 
+# twice FLAGS...: two runs of bare with FLAGS (the paired --bare-cycle* experiments)
+twice() {
+  for k in 1 2; do
+    echo "== gpu_bench $*, run $k"
+    timeout 120 $B --epochs 80 "$@" 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
+  done
+}
+# quiet_runs MODE "PIPELINE --threads N"...: STK_EXP_QUIET_DECODE=MODE runs, 100 epochs each
+quiet_runs() {
+  local mode=$1 run
+  shift
+  for run in "$@"; do
+    echo "== quiet-decode $mode: $run"
+    timeout 90 env STK_EXP_QUIET_DECODE=$mode $BUILD/stoker bench --data $DATA --device gpu --batch-size 256 \
+      --epochs 100 --warmup 8 --pipeline $run 2>&1 | grep -E "quiet-decode|images/s"
+  done
+}
+
 case $NAME in
   memory)
     echo "== gpu_tests"; timeout 200 "$BUILD/gpu_tests" --dataset "$DATA" --extra "$EXTRA" 2>&1 | tail -4
@@ -137,37 +155,20 @@ case $NAME in
           chunk="$BS --bare-order chunk" basic="$P8" basic_desc="env STK_NVJPEG_ORDER=desc $P8"
           basic_dealt="env STK_NVJPEG_ORDER=dealt $P8" basic_chunks="env STK_NVJPEG_ORDER=chunks $P8") ;;
   cycle)
-    for k in 1 2; do
-      echo "== gpu_bench --bare-cycle, run $k"
-      timeout 120 $B --epochs 80 --bare-cycle 2>&1 | grep -E "CYCLE|RESULT"
-    done
+    twice --bare-cycle
     exit 0 ;;
   quiet)
-    Q="env STK_EXP_QUIET_DECODE=1 $BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 100 --warmup 8"
-    for run in "basic --threads 15" "basic --threads 15" "$HW10 --threads 15" "bench/pipelines/basic_gpu_cpu20.txt --threads 15" \
-               "basic --threads 4"; do
-      echo "== quiet-decode: $run"
-      timeout 90 $Q --pipeline $run 2>&1 | grep -E "quiet-decode|images/s"
-    done
+    quiet_runs 1 "basic --threads 15" "basic --threads 15" "$HW10 --threads 15" \
+      "bench/pipelines/basic_gpu_cpu20.txt --threads 15" "basic --threads 4"
     exit 0 ;;
   wrapper)
-    for k in 1 2; do
-      echo "== gpu_bench --bare-cycle-stoker, run $k"
-      timeout 120 $B --epochs 80 --bare-cycle-stoker 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
-    done
+    twice --bare-cycle-stoker
     exit 0 ;;
   quiet2)
-    Q="env STK_EXP_QUIET_DECODE=2 $BUILD/stoker bench --data $DATA --device gpu --batch-size 256 --epochs 100 --warmup 8"
-    for run in "basic --threads 15" "basic --threads 15" "$HW10 --threads 15" "basic --threads 4"; do
-      echo "== quiet-decode 2: $run"
-      timeout 90 $Q --pipeline $run 2>&1 | grep -E "quiet-decode|images/s"
-    done
+    quiet_runs 2 "basic --threads 15" "basic --threads 15" "$HW10 --threads 15" "basic --threads 4"
     exit 0 ;;
   fresh)
-    for k in 1 2; do
-      echo "== gpu_bench --bare-cycle-fresh, run $k"
-      timeout 120 $B --epochs 80 --bare-src-blocks 1 --bare-cycle-fresh 2>&1 | grep -E "CYCLE|RESULT|gpu_bench|DIE|error"
-    done
+    twice --bare-src-blocks 1 --bare-cycle-fresh
     exit 0 ;;
   slabs)
     echo "== test_gpu_pipeline"; timeout 120 "$BUILD/test_gpu_pipeline" 2>&1 | grep -E "host blocks|PASSED|FAILED" | tail -3
