@@ -419,6 +419,14 @@ STK_API stk_status stk_pipeline_set_host_function(stk_pipeline *p, const char *o
 STK_API size_t stk_batch_num_outputs(const stk_batch *b);
 /* Output `index`, borrowed: valid until stk_batch_release unless retained. */
 STK_API stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index);
+/* The reader epoch the batch belongs to (the pipeline's first reader; -1 without one).
+ * A batch never holds samples of two epochs. */
+STK_API int64_t stk_batch_epoch(const stk_batch *b);
+/* 1 when the batch is the last of its epoch: the next batch starts the next epoch. The
+ * last batch may be shorter than the batch size (an epoch that does not divide into
+ * whole batches, or samples skipped under STK_ON_ERROR_SKIP); it may even be empty,
+ * when every sample left in the epoch was bad. */
+STK_API int stk_batch_ends_epoch(const stk_batch *b);
 STK_API void stk_batch_release(stk_batch *b);
 
 #ifdef __cplusplus

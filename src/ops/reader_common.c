@@ -5,18 +5,15 @@
 
 #include "reader_common.h"
 
-/* Fixed key of shuffle_after_epoch permutations when no seed is given (as readers.file). */
+/* Key of the epoch permutations when no seed is given: fixed, so that every shard
+ * agrees on them whatever its pipeline seed (DALI's examples seed each rank apart). */
 #define EPOCH_SHUFFLE_SEED 0x5d1ce5eedull
 
-static uint64_t reader_seed(stk__node *node, int base) {
-  int64_t seed = stk__arg_int(node, NULL, base + STK__RA_SEED);
-  if (seed >= 0) return (uint64_t)seed;
-  if (stk__arg_bool(node, NULL, base + STK__RA_SHUFFLE_AFTER_EPOCH)) return EPOCH_SHUFFLE_SEED;
-  return stk__mix64((uint64_t)stk__node_seed(node), stk__hash_str(stk__node_name(node)));
-}
-
 stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
+                               const int64_t *unit_sizes, int64_t num_units,
                                stk__sampler_config *cfg, stk__sampler **out) {
+  int64_t seed = stk__arg_int(node, NULL, base + STK__RA_SEED);
+  bool random_shuffle = stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE);
   *cfg = (stk__sampler_config){
       .num_samples = num_samples,
       .shard_id = stk__arg_int(node, NULL, base + STK__RA_SHARD_ID),
@@ -24,19 +21,34 @@ stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
       .stick_to_shard = stk__arg_bool(node, NULL, base + STK__RA_STICK_TO_SHARD),
       .pad_last_batch = stk__arg_bool(node, NULL, base + STK__RA_PAD_LAST_BATCH),
       .batch_size = stk__node_batch_size(node),
-      .random_shuffle = stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE),
-      .initial_fill = stk__arg_int(node, NULL, base + STK__RA_INITIAL_FILL),
+      .random_shuffle = random_shuffle,
       .shuffle_after_epoch = stk__arg_bool(node, NULL, base + STK__RA_SHUFFLE_AFTER_EPOCH),
-      .seed = reader_seed(node, base),
+      .seed = seed >= 0 ? (uint64_t)seed : EPOCH_SHUFFLE_SEED,
+      /* Without a seed, random_shuffle also follows the pipeline seed, within the shard. */
+      .local_shuffle = random_shuffle && seed < 0,
+      .local_seed = stk__mix64((uint64_t)stk__node_seed(node), stk__hash_str(stk__node_name(node))),
+      .num_units = unit_sizes ? num_units : 0,
+      .unit_sizes = unit_sizes,
+      .initial_fill = stk__arg_int(node, NULL, base + STK__RA_INITIAL_FILL),
   };
   return stk__sampler_create(out, cfg, stk__node_name(node));
 }
 
-stk_status stk__reader_meta(stk__node *node, const stk__sampler_config *cfg,
-                            stk_reader_meta *out) {
-  if (cfg->num_samples < 1)
-    return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  stk__sampler_meta(cfg, out);
+stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_samples,
+                                    const int32_t *file_of, int64_t num_files, bool streaming,
+                                    stk__sampler_config *cfg, stk__sampler **out) {
+  if (!streaming) return stk__reader_sampler(node, base, num_samples, NULL, 0, cfg, out);
+  int64_t *sizes = stk__calloc((size_t)num_files, sizeof *sizes, "per-file sample counts");
+  if (!sizes) return STK_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0; i < num_samples; i++) sizes[file_of[i]]++;
+  stk_status st = stk__reader_sampler(node, base, num_samples, sizes, num_files, cfg, out);
+  free(sizes); /* the sampler keeps its own copy */
+  return st;
+}
+
+stk_status stk__reader_meta(stk__node *node, const stk__sampler *sampler, stk_reader_meta *out) {
+  if (!sampler) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
+  stk__sampler_meta(sampler, out);
   return STK_OK;
 }
 

@@ -125,7 +125,7 @@ static stk_status npy_init(stk__node *node) {
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give roi_end or roi_shape, not both",
                   stk__node_name(node));
   if (st == STK_OK) st = build_list(node, &r->files);
-  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->files.count, &r->cfg, &r->sampler);
+  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->files.count, NULL, 0, &r->cfg, &r->sampler);
   if (st != STK_OK) npy_destroy(node);
   return st;
 }
@@ -323,7 +323,13 @@ static stk_status npy_run(stk__node *node, stk__sample *s) {
 static stk_status npy_meta(stk__node *node, stk_reader_meta *out) {
   npy_state *r = *stk__node_state(node);
   if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  return stk__reader_meta(node, &r->cfg, out);
+  return stk__reader_meta(node, r ? r->sampler : NULL, out);
+}
+
+static stk_status npy_position(stk__node *node, int64_t *epoch, int64_t *left) {
+  npy_state *r = *stk__node_state(node);
+  stk__sampler_position(r->sampler, epoch, left);
+  return STK_OK;
 }
 
 static const stk_op_schema npy_schema = {
@@ -337,4 +343,5 @@ static const stk_op_schema npy_schema = {
     1, npy_outputs, sizeof npy_args / sizeof npy_args[0], npy_args};
 
 const stk__op_def stk__op_readers_numpy = {&npy_schema, npy_init, npy_destroy, npy_plan,
-                                           npy_run,     npy_meta, NULL};
+                                           npy_run,     npy_meta, NULL,
+    .position = npy_position};

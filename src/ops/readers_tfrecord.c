@@ -23,6 +23,7 @@ enum {
   A_DEFAULTS,
   A_HAS_DEFAULT,
   A_USE_O_DIRECT,
+  A_STREAMING,
   A_COMMON,
 };
 
@@ -55,6 +56,7 @@ static const stk_arg_schema tf_args[] = {
      "1 where feature_defaults holds a default, 0 where it does not (all 1 when "
      "feature_defaults is given and this is not)."},
     {"use_o_direct", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},
+    STK__READER_STREAMING_ARG,
     STK__READER_COMMON_ARGS,
 };
 
@@ -296,7 +298,8 @@ static stk_status tf_init(stk__node *node) {
   *stk__node_state(node) = r;
   stk_status st = build_specs(node, r);
   if (st == STK_OK) st = build_records(node, r);
-  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->num_records, &r->cfg, &r->sampler);
+  if (st == STK_OK) st = stk__reader_file_sampler(node, A_COMMON, r->num_records, r->rec_file, r->files.count,
+                                       stk__arg_bool(node, NULL, A_STREAMING), &r->cfg, &r->sampler);
   if (st != STK_OK) tf_destroy(node);
   return st;
 }
@@ -413,8 +416,13 @@ static stk_status tf_run(stk__node *node, stk__sample *s) {
 
 static stk_status tf_meta(stk__node *node, stk_reader_meta *out) {
   tf_state *r = *stk__node_state(node);
-  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  return stk__reader_meta(node, &r->cfg, out);
+  return stk__reader_meta(node, r ? r->sampler : NULL, out);
+}
+
+static stk_status tf_position(stk__node *node, int64_t *epoch, int64_t *left) {
+  tf_state *r = *stk__node_state(node);
+  stk__sampler_position(r->sampler, epoch, left);
+  return STK_OK;
 }
 
 static const stk_op_schema tf_schema = {
@@ -429,4 +437,5 @@ static const stk_op_schema tf_schema = {
     -1, tf_outputs, sizeof tf_args / sizeof tf_args[0], tf_args};
 
 const stk__op_def stk__op_readers_tfrecord = {&tf_schema, tf_init, tf_destroy, tf_plan,
-                                              tf_run,     tf_meta, tf_num_outputs};
+                                              tf_run,     tf_meta, tf_num_outputs,
+    .position = tf_position};

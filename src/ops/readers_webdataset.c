@@ -20,6 +20,7 @@ enum {
   A_MISSING,
   A_DTYPES,
   A_CASE_SENSITIVE,
+  A_STREAMING,
   A_COMMON, /* STK__READER_COMMON_ARGS follow */
 };
 
@@ -45,6 +46,7 @@ static const stk_arg_schema wds_args[] = {
      "(little-endian); a size that is not a multiple of the element size is an error."},
     {"case_sensitive_extensions", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
      "Match extensions case-sensitively."},
+    STK__READER_STREAMING_ARG,
     STK__READER_COMMON_ARGS,
 };
 
@@ -239,7 +241,8 @@ static stk_status wds_init(stk__node *node) {
   if (!r) return STK_ERR_OUT_OF_MEMORY;
   *stk__node_state(node) = r;
   stk_status st = init_state(node, r);
-  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->num_samples, &r->cfg, &r->sampler);
+  if (st == STK_OK) st = stk__reader_file_sampler(node, A_COMMON, r->num_samples, r->sample_file, r->files.count,
+                                       stk__arg_bool(node, NULL, A_STREAMING), &r->cfg, &r->sampler);
   if (st != STK_OK) wds_destroy(node);
   return st;
 }
@@ -291,8 +294,13 @@ static stk_status wds_run(stk__node *node, stk__sample *s) {
 
 static stk_status wds_meta(stk__node *node, stk_reader_meta *out) {
   wds_state *r = *stk__node_state(node);
-  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  return stk__reader_meta(node, &r->cfg, out);
+  return stk__reader_meta(node, r ? r->sampler : NULL, out);
+}
+
+static stk_status wds_position(stk__node *node, int64_t *epoch, int64_t *left) {
+  wds_state *r = *stk__node_state(node);
+  stk__sampler_position(r->sampler, epoch, left);
+  return STK_OK;
 }
 
 static const stk_op_schema wds_schema = {
@@ -307,4 +315,5 @@ static const stk_op_schema wds_schema = {
     -1, wds_outputs, sizeof wds_args / sizeof wds_args[0], wds_args};
 
 const stk__op_def stk__op_readers_webdataset = {&wds_schema, wds_init, wds_destroy, wds_plan,
-                                                wds_run, wds_meta, wds_num_outputs};
+                                                wds_run, wds_meta, wds_num_outputs,
+    .position = wds_position};

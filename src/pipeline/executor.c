@@ -34,6 +34,9 @@ typedef struct {
  * stage can go on with the next batch while the GPU stage runs this one. */
 typedef struct gpu_job {
   struct gpu_job *next;
+  size_t n;            /* samples in the batch (the batch size, or fewer: see produce_cpu) */
+  int64_t epoch;       /* the batch's reader epoch, and whether the batch ends it */
+  bool ends_epoch;
   stk_status status; /* a CPU-stage failure passed through in order */
   char *message;
   stk_tensor_list **lists; /* num_edges */
@@ -56,7 +59,16 @@ typedef struct {
 
 struct stk__exec {
   stk_pipeline *p;
-  size_t n; /* batch size */
+  size_t n; /* batch size: the most samples a batch has */
+  /* This batch: its samples (n or fewer: a batch ends with its readers' epoch, and
+   * samples with no replacement in that epoch leave it), which of them left, whether
+   * compacting moved samples out of their predicted slots, and the readers' epoch. */
+  size_t batch_count;
+  bool *dropped;
+  bool compacted;
+  int64_t *reader_epoch; /* num_readers */
+  int64_t batch_epoch;
+  bool ends_epoch;
   size_t num_edges, num_slots, num_readers;
   stk__sample *samples;
   stk__tensor *edge_tensors; /* n * num_edges */
@@ -228,6 +240,44 @@ static stk_status plan_readers(stk__exec *ex) {
   return STK_OK;
 }
 
+/* How many of `want` samples the readers can plan into this batch: none past the end
+ * of the epoch the batch started in (`starting`: the batch's first plan, which sets
+ * that epoch; a reader whose epoch is over then starts the next one). */
+static stk_status readers_room(stk__exec *ex, size_t want, bool starting, size_t *room) {
+  stk_pipeline *p = ex->p;
+  *room = want;
+  for (size_t o = 0; o < p->num_nodes; o++) {
+    stk__node *node = &p->nodes[p->order[o]];
+    if (node->reader_slot < 0 || !node->spec->def->position) continue;
+    int64_t epoch, left;
+    stk_status st = node->spec->def->position(node, &epoch, &left);
+    if (st != STK_OK) return stk__wrap(st, "reader '%s'", node->name);
+    if (starting) ex->reader_epoch[node->reader_slot] = epoch;
+    else if (epoch != ex->reader_epoch[node->reader_slot]) left = 0;
+    if ((uint64_t)left < *room) *room = (size_t)left;
+  }
+  return STK_OK;
+}
+
+/* After the batch's last plan: its epoch (the first reader's) and whether the batch
+ * ended it (the readers have moved on). */
+static stk_status note_batch_epoch(stk__exec *ex) {
+  stk_pipeline *p = ex->p;
+  ex->batch_epoch = -1;
+  ex->ends_epoch = false;
+  for (size_t o = 0; o < p->num_nodes; o++) {
+    stk__node *node = &p->nodes[p->order[o]];
+    if (node->reader_slot < 0 || !node->spec->def->position) continue;
+    int64_t epoch, left;
+    stk_status st = node->spec->def->position(node, &epoch, &left);
+    if (st != STK_OK) return stk__wrap(st, "reader '%s'", node->name);
+    ex->batch_epoch = ex->reader_epoch[node->reader_slot];
+    ex->ends_epoch = epoch != ex->batch_epoch;
+    break;
+  }
+  return STK_OK;
+}
+
 static void reset_sample(stk__exec *ex, size_t i) {
   stk_pipeline *p = ex->p;
   for (size_t o = 0; o < ex->num_slots; o++) {
@@ -242,16 +292,22 @@ static void reset_sample(stk__exec *ex, size_t i) {
   ex->messages[i] = NULL;
 }
 
-static void prepare_batch(stk__exec *ex) {
+/* Resets the samples and plans the batch's size: the batch size, or what is left of
+ * the readers' epoch. */
+static stk_status prepare_batch(stk__exec *ex) {
   for (size_t i = 0; i < ex->n; i++) {
     reset_sample(ex, i);
     ex->pending[i] = i;
+    ex->dropped[i] = false;
   }
-  ex->num_pending = ex->n;
+  ex->compacted = false;
+  STK_TRY(readers_room(ex, ex->n, true, &ex->batch_count));
+  ex->num_pending = ex->batch_count;
   for (size_t o = 0; o < ex->num_slots; o++) {
     ex->dense_blocks[o] = NULL;
     if (ex->pred[o].valid) ex->dense_blocks[o] = stk__pool_alloc(ex->p->pool, ex->pred[o].bytes * ex->n);
   }
+  return STK_OK;
 }
 
 static void release_batch_memory(stk__exec *ex) {
@@ -289,7 +345,9 @@ static void note_skip(stk__exec *ex, char *message) {
   pthread_mutex_unlock(&ex->lock);
 }
 
-/* Applies the bad-sample policy to the failed samples in `pending`. */
+/* Applies the bad-sample policy to the failed samples in `pending`: each is counted as
+ * skipped and replaced by the reader's next sample of the same epoch; where the epoch
+ * has none left, the sample leaves the batch (`dropped`). */
 static stk_status handle_failures(stk__exec *ex, int round) {
   stk_pipeline *p = ex->p;
   bool skip = p->settings[STK_PIPE_ON_ERROR] == STK_ON_ERROR_SKIP;
@@ -308,7 +366,42 @@ static stk_status handle_failures(stk__exec *ex, int round) {
     ex->messages[i] = NULL;
     reset_sample(ex, i);
   }
+  size_t room;
+  STK_TRY(readers_room(ex, ex->num_pending, false, &room));
+  for (size_t k = room; k < ex->num_pending; k++) ex->dropped[ex->pending[k]] = true;
+  ex->num_pending = room;
   return STK_OK;
+}
+
+/* Sample `from` moves to the free place `to` (a dropped sample's, already reset): its
+ * tensors, blocks, planned items and prepared records. */
+static void move_sample(stk__exec *ex, size_t to, size_t from) {
+  size_t edges = ex->num_edges, slots = ex->num_slots, readers = ex->num_readers;
+  memcpy(&ex->edge_tensors[to * edges], &ex->edge_tensors[from * edges], edges * sizeof(stk__tensor));
+  memset(&ex->edge_tensors[from * edges], 0, edges * sizeof(stk__tensor));
+  memcpy(&ex->out_blocks[to * slots], &ex->out_blocks[from * slots], slots * sizeof(void *));
+  memset(&ex->out_blocks[from * slots], 0, slots * sizeof(void *));
+  memcpy(&ex->items[to * readers], &ex->items[from * readers], readers * sizeof(int64_t));
+  if (ex->prep) {
+    memcpy(ex->prep + to * ex->prep_stride, ex->prep + from * ex->prep_stride, ex->prep_stride);
+    memset(ex->prep + from * ex->prep_stride, 0, ex->prep_stride);
+  }
+  ex->samples[to].ordinal = ex->samples[from].ordinal;
+  ex->samples[to].source = ex->samples[from].source;
+}
+
+/* The samples that left the batch leave no gaps: the others move up, in order. Their
+ * data stays where it is, so outputs predicted into batch-wide blocks are copied when
+ * assembled (`compacted`). */
+static void compact_batch(stk__exec *ex) {
+  size_t kept = 0;
+  for (size_t i = 0; i < ex->batch_count; i++) {
+    if (ex->dropped[i]) continue;
+    if (i != kept) move_sample(ex, kept, i);
+    kept++;
+  }
+  ex->compacted = kept != ex->batch_count;
+  ex->batch_count = kept;
 }
 
 /* ---- assembling outputs ---- */
@@ -321,12 +414,12 @@ static bool same_kind(const stk__tensor *a, const stk__tensor *b) {
 static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *first) {
   int e = ex->p->collected[o];
   const char *name = ex->p->edges[e].name;
-  for (size_t i = 0; i < ex->n; i++)
+  for (size_t i = 0; i < ex->batch_count; i++)
     if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data)
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                        "output '%s' has no value for sample %zu of the batch: it is produced only in a "
                        "conditional branch that sample did not take", name, i);
-  for (size_t i = 1; i < ex->n; i++) {
+  for (size_t i = 1; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (!same_kind(t, first))
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
@@ -340,7 +433,7 @@ static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *f
 
 static bool same_shapes(stk__exec *ex, int e) {
   const stk__tensor *a = &ex->edge_tensors[(size_t)e];
-  for (size_t i = 1; i < ex->n; i++) {
+  for (size_t i = 1; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (memcmp(a->shape, t->shape, sizeof(int64_t) * (size_t)a->ndim) != 0) return false;
   }
@@ -360,7 +453,7 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
   stk_pipeline *p = ex->p;
   int e = p->collected[o];
   const stk__tensor *first = NULL;
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (!t->data) continue;
     if (!first) first = t;
@@ -371,8 +464,8 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
                        first->layout);
   }
   stk_tensor_list *tl;
-  STK_TRY(stk__tensor_list_create(&tl, ex->n, first ? first->ndim : 0, p->pool));
-  tl->absent = stk__calloc(ex->n ? ex->n : 1, sizeof *tl->absent, "holes");
+  STK_TRY(stk__tensor_list_create(&tl, ex->batch_count, first ? first->ndim : 0, p->pool));
+  tl->absent = stk__calloc(ex->batch_count ? ex->batch_count : 1, sizeof *tl->absent, "holes");
   if (!tl->absent) {
     stk_tensor_list_release(tl);
     return STK_ERR_OUT_OF_MEMORY;
@@ -381,7 +474,7 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
     tl->dtype = first->dtype;
     memcpy(tl->layout, first->layout, sizeof tl->layout);
   }
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     void **own = &ex->out_blocks[i * ex->num_slots + o];
     tl->absent[i] = t->data == NULL;
@@ -403,7 +496,7 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
 }
 
 static bool some_sample_lacks(stk__exec *ex, int e) {
-  for (size_t i = 0; i < ex->n; i++)
+  for (size_t i = 0; i < ex->batch_count; i++)
     if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data) return true;
   return false;
 }
@@ -417,28 +510,28 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
   const stk__tensor *first = &ex->edge_tensors[(size_t)e];
   STK_TRY(check_consistent(ex, o, first));
   stk_tensor_list *tl;
-  STK_TRY(stk__tensor_list_create(&tl, ex->n, first->ndim, p->pool));
+  STK_TRY(stk__tensor_list_create(&tl, ex->batch_count, first->ndim, p->pool));
   tl->dtype = first->dtype;
   memcpy(tl->layout, first->layout, sizeof tl->layout);
   bool uniform = same_shapes(ex, e);
   size_t bytes = sample_bytes(first);
-  bool in_slots = ex->dense_blocks[o] != NULL;
-  for (size_t i = 0; i < ex->n && in_slots; i++)
+  bool in_slots = ex->dense_blocks[o] != NULL && !ex->compacted;
+  for (size_t i = 0; i < ex->batch_count && in_slots; i++)
     in_slots = ex->out_blocks[i * ex->num_slots + o] == NULL;
   void *dense = NULL;
   if (uniform && in_slots) {
     dense = ex->dense_blocks[o];
     ex->dense_blocks[o] = NULL;
   } else if (uniform) {
-    dense = stk__pool_alloc(p->pool, bytes * ex->n);
+    dense = stk__pool_alloc(p->pool, bytes * ex->batch_count);
     if (!dense) {
       stk_tensor_list_release(tl);
       return stk__fail(STK_ERR_OUT_OF_MEMORY, "stk_pipeline_run", "cannot allocate output '%s'", p->edges[e].name);
     }
-    for (size_t i = 0; i < ex->n; i++)
+    for (size_t i = 0; i < ex->batch_count; i++)
       memcpy((char *)dense + i * bytes, ex->edge_tensors[i * ex->num_edges + (size_t)e].data, bytes);
   }
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     memcpy(&tl->shapes[i * (size_t)tl->ndim], t->shape, sizeof(int64_t) * (size_t)tl->ndim);
     tl->data[i] = dense ? (char *)dense + i * bytes : t->data;
@@ -467,9 +560,12 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
 }
 
 /* The pipeline's outputs from this batch's lists (references taken). */
-static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, stk_batch **out) {
+static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, int64_t epoch, bool ends_epoch,
+                             stk_batch **out) {
   stk_batch *b = stk__calloc(1, sizeof *b, "a batch");
   if (!b) return STK_ERR_OUT_OF_MEMORY;
+  b->epoch = epoch;
+  b->ends_epoch = ends_epoch;
   b->outputs = stk__calloc(p->num_outputs, sizeof(stk_tensor_list *), "batch outputs");
   if (!b->outputs) {
     free(b);
@@ -507,9 +603,9 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->lists);
   free(job->samples);
   free(job->edges);
-  for (size_t i = 0; job->prep && i < ex->n; i++) release_records(ex->p, job->prep + i * ex->prep_stride);
+  for (size_t i = 0; job->prep && i < job->n; i++) release_records(ex->p, job->prep + i * ex->prep_stride);
   free(job->prep);
-  for (size_t i = 0; job->reject_messages && i < ex->n; i++) free(job->reject_messages[i]);
+  for (size_t i = 0; job->reject_messages && i < job->n; i++) free(job->reject_messages[i]);
   free(job->reject_messages);
   free(job->rejected);
   if (job->decoded) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->decoded);
@@ -573,23 +669,27 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   stk_pipeline *p = ex->p;
   gpu_job *job = stk__calloc(1, sizeof *job, "a GPU job");
   if (!job) return STK_ERR_OUT_OF_MEMORY;
+  size_t n = ex->batch_count, alloc_n = n ? n : 1;
+  job->n = n;
+  job->epoch = ex->batch_epoch;
+  job->ends_epoch = ex->ends_epoch;
   job->lists = stk__calloc(ex->num_edges, sizeof(stk_tensor_list *), "job lists");
-  job->samples = stk__calloc(ex->n, sizeof(stk__sample), "job samples");
-  job->edges = stk__calloc(ex->n * ex->num_edges, sizeof(stk__tensor), "job tensors");
-  if (ex->prep_stride) job->prep = stk__calloc(ex->n, ex->prep_stride, "prepared records");
-  job->rejected = stk__calloc(ex->n, sizeof(bool), "rejected samples");
-  job->reject_messages = stk__calloc(ex->n, sizeof(char *), "rejection messages");
+  job->samples = stk__calloc(alloc_n, sizeof(stk__sample), "job samples");
+  job->edges = stk__calloc(alloc_n * ex->num_edges, sizeof(stk__tensor), "job tensors");
+  if (ex->prep_stride) job->prep = stk__calloc(alloc_n, ex->prep_stride, "prepared records");
+  job->rejected = stk__calloc(alloc_n, sizeof(bool), "rejected samples");
+  job->reject_messages = stk__calloc(alloc_n, sizeof(char *), "rejection messages");
   if (!job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep) || !job->rejected ||
       !job->reject_messages) {
     free_job(ex, job);
     return STK_ERR_OUT_OF_MEMORY;
   }
   if (ex->prep_stride) { /* the records move to the job, with the host blocks they hold */
-    memcpy(job->prep, ex->prep, ex->n * ex->prep_stride);
-    memset(ex->prep, 0, ex->n * ex->prep_stride);
+    memcpy(job->prep, ex->prep, n * ex->prep_stride);
+    memset(ex->prep, 0, n * ex->prep_stride);
   }
   for (size_t e = 0; e < ex->num_edges; e++) job->lists[e] = ex->lists[e], ex->lists[e] = NULL;
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < n; i++) {
     job->samples[i] = ex->samples[i];
     job->samples[i].edges = &job->edges[i * ex->num_edges];
     job->samples[i].items = NULL;
@@ -598,7 +698,7 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   }
   for (size_t k = 0; k < p->num_collected; k++) {
     int e = p->collected[k];
-    for (size_t i = 0; i < ex->n; i++) {
+    for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
       stk_tensor_list_sample(job->lists[e], i, &d);
       stk__tensor *t = &job->edges[i * ex->num_edges + (size_t)e];
@@ -620,11 +720,11 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
   if (job->status != STK_OK) return;
   stk__gpu *g = ex->p->gpu;
   uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_DECODE);
-  for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->decode_arena;
-  stk__gpu_batch gb = {ex->p, ex->n, job->samples, job->lists, NULL, stream, job->rejected, job->reject_messages};
+  for (size_t i = 0; i < job->n; i++) job->samples[i].arena = ex->decode_arena;
+  stk__gpu_batch gb = {ex->p, job->n, job->samples, job->lists, NULL, stream, job->rejected, job->reject_messages};
   stk_status st = stk__gpu_run_stage(&gb, STK__GPU_PART_DECODE);
   stk__arena_reset(ex->decode_arena);
-  for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->gpu_arena;
+  for (size_t i = 0; i < job->n; i++) job->samples[i].arena = ex->gpu_arena;
   char err[STK_GPU_ERRLEN] = "";
   if (st == STK_OK) st = stk__gpu_check(g->api->event_create(g->ctx, 0, &job->decoded, err, sizeof err), err);
   if (st == STK_OK) st = stk__gpu_check(g->api->event_record(g->ctx, job->decoded, stream, err, sizeof err), err);
@@ -639,8 +739,8 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
 
 /* Sample `to` of a batch output becomes a copy of sample `from`: bytes copied where the
  * list is one dense block (on the compute stream for device lists, after the stage's
- * work), else the sample's pointer and shape taken (the list's blocks stay owned as they
- * were). */
+ * work; samples of a dense list do not overlap), else the sample's pointer and shape
+ * taken (the list's blocks stay owned as they were). */
 static stk_status copy_sample(stk__exec *ex, stk_tensor_list *tl, size_t to, size_t from) {
   if (tl->absent && (tl->absent[to] || tl->absent[from])) {
     tl->absent[to] = tl->absent[from];
@@ -663,25 +763,29 @@ static stk_status copy_sample(stk__exec *ex, stk_tensor_list *tl, size_t to, siz
                                              g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), err, sizeof err), err);
 }
 
-/* The samples rejected in the GPU stage (on_error="skip") take a copy of the next good
- * sample of the batch in every output, and are counted as skipped. The CPU stage replaces
- * a bad sample with the reader's next item; after it, the batch is fixed, so a copy it is.
- * A batch with no good sample left fails. */
-static stk_status replace_rejected(stk__exec *ex, gpu_job *job) {
+/* The samples rejected in the GPU stage (on_error="skip") leave the batch: every output
+ * list closes ranks over them (a list two outputs share, once), and they are counted as
+ * skipped. The batch may end up empty. */
+static stk_status drop_rejected(stk__exec *ex, gpu_job *job) {
   stk_pipeline *p = ex->p;
-  size_t bad = 0, last = 0;
-  for (size_t i = 0; i < ex->n; i++)
-    if (job->rejected[i]) bad++, last = i;
-  if (bad == 0) return STK_OK;
-  if (bad == ex->n)
-    return stk__fail(STK_ERR_DECODE, "stk_pipeline_run", "every sample of the batch failed in the GPU stage; last: %s",
-                     job->reject_messages[last] ? job->reject_messages[last] : "?");
-  for (size_t i = 0; i < ex->n; i++) {
+  size_t kept = 0;
+  for (size_t i = 0; i < job->n; i++) kept += !job->rejected[i];
+  if (kept == job->n) return STK_OK;
+  for (size_t o = 0; o < p->num_outputs; o++) {
+    stk_tensor_list *tl = job->lists[p->output_edges[o]];
+    bool seen = false;
+    for (size_t k = 0; k < o && !seen; k++) seen = job->lists[p->output_edges[k]] == tl;
+    if (seen || tl->n != job->n) continue;
+    size_t to = 0;
+    for (size_t from = 0; from < job->n; from++) {
+      if (job->rejected[from]) continue;
+      if (to != from) STK_TRY(copy_sample(ex, tl, to, from));
+      to++;
+    }
+    tl->n = to;
+  }
+  for (size_t i = 0; i < job->n; i++) {
     if (!job->rejected[i]) continue;
-    size_t j = (i + 1) % ex->n;
-    while (job->rejected[j]) j = (j + 1) % ex->n;
-    for (size_t o = 0; o < p->num_outputs; o++)
-      STK_TRY(copy_sample(ex, job->lists[p->output_edges[o]], i, j));
     note_skip(ex, job->reject_messages[i]);
     job->reject_messages[i] = NULL;
   }
@@ -693,7 +797,7 @@ static stk_status replace_rejected(stk__exec *ex, gpu_job *job) {
 static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   stk_pipeline *p = ex->p;
   if (job->status != STK_OK) return stk__set_error(job->status, job->message ? job->message : "failed");
-  stk__gpu_batch gb = {p, ex->n, job->samples, job->lists, NULL, 0, job->rejected, job->reject_messages};
+  stk__gpu_batch gb = {p, job->n, job->samples, job->lists, NULL, 0, job->rejected, job->reject_messages};
   stk_status st = STK_OK;
   if (job->decoded) {
     char err[STK_GPU_ERRLEN] = "";
@@ -703,13 +807,13 @@ static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   }
   if (st == STK_OK) st = stk__gpu_run_stage(&gb, job->decoded ? STK__GPU_PART_REST : STK__GPU_PART_ALL);
   stk__arena_reset(ex->gpu_arena);
-  if (st == STK_OK) st = replace_rejected(ex, job);
+  if (st == STK_OK) st = drop_rejected(ex, job);
   for (size_t o = 0; st == STK_OK && o < p->num_outputs; o++) {
     stk_tensor_list **tl = &job->lists[p->output_edges[o]];
     if ((*tl)->gpu) st = stk__gpu_finalize_output(p->gpu, tl, p->edges[p->output_edges[o]].name);
     if (st == STK_OK && (*tl)->gpu) st = stk__gpu_mark_ready(p->gpu, *tl);
   }
-  return st == STK_OK ? make_batch(p, job->lists, out) : st;
+  return st == STK_OK ? make_batch(p, job->lists, job->epoch, job->ends_epoch, out) : st;
 }
 
 /* Collected CPU edges become this batch's tensor lists. */
@@ -728,7 +832,7 @@ static stk_status check_selects(stk__exec *ex) {
     if (node->spec->def != &stk__op_select) continue;
     int e = node->out_edges[0];
     const stk__tensor *first = NULL;
-    for (size_t i = 0; i < ex->n; i++) {
+    for (size_t i = 0; i < ex->batch_count; i++) {
       const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
       if (!t->data) continue;
       if (!first) first = t;
@@ -747,15 +851,16 @@ static stk_status check_selects(stk__exec *ex) {
  * the collected lists. Without GPU operators the result is the batch; with them, a job
  * for the GPU stage (a failure too travels as a job, to keep the order). */
 static stk_status produce_cpu(stk__exec *ex, stk_batch **out, gpu_job **job) {
-  prepare_batch(ex);
-  stk_status st = STK_OK;
-  for (int round = 0; ex->num_pending > 0; round++) {
+  stk_status st = prepare_batch(ex);
+  for (int round = 0; st == STK_OK && ex->num_pending > 0; round++) {
     if ((st = run_pending(ex)) != STK_OK) break;
     if (ex->num_pending && (st = handle_failures(ex, round + 1)) != STK_OK) break;
   }
+  if (st == STK_OK) st = note_batch_epoch(ex);
+  if (st == STK_OK) compact_batch(ex);
   if (st == STK_OK) st = check_selects(ex);
   if (st == STK_OK) st = assemble_lists(ex);
-  if (st == STK_OK) st = ex->p->has_gpu ? make_job(ex, job) : make_batch(ex->p, ex->lists, out);
+  if (st == STK_OK) st = ex->p->has_gpu ? make_job(ex, job) : make_batch(ex->p, ex->lists, ex->batch_epoch, ex->ends_epoch, out);
   release_batch_memory(ex);
   return st;
 }
@@ -1016,6 +1121,8 @@ static void exec_free(stk__exec *ex) {
   free(ex->pred);
   free(ex->lists);
   free(ex->pending);
+  free(ex->dropped);
+  free(ex->reader_epoch);
   free(ex->plan_items);
   free(ex->queue);
   free(ex->final_message);
@@ -1070,12 +1177,14 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   ex->pred = stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(shape_prediction), "output shapes");
   ex->lists = stk__calloc(ex->num_edges ? ex->num_edges : 1, sizeof(stk_tensor_list *), "batch lists");
   ex->pending = stk__calloc(n, sizeof(size_t), "pending samples");
+  ex->dropped = stk__calloc(n, sizeof(bool), "dropped samples");
+  ex->reader_epoch = stk__calloc(ex->num_readers ? ex->num_readers : 1, sizeof(int64_t), "reader epochs");
   ex->plan_items = stk__calloc(n, sizeof(int64_t), "planned items");
   ex->arenas = stk__calloc((size_t)ex->num_workers, sizeof(stk__arena *), "arenas");
   ex->cap = (size_t)p->settings[STK_PIPE_PREFETCH_QUEUE_DEPTH];
   ex->queue = stk__calloc(ex->cap, sizeof(queue_entry), "the prefetch queue");
   if (!ex->samples || !ex->edge_tensors || !ex->items || !ex->status || !ex->messages ||
-      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->plan_items ||
+      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->dropped || !ex->reader_epoch || !ex->plan_items ||
       !ex->arenas || !ex->queue)
     return STK_ERR_OUT_OF_MEMORY;
   for (int w = 0; w < ex->num_workers; w++)

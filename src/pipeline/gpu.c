@@ -545,6 +545,10 @@ stk_status stk__gpu_run_stage(stk__gpu_batch *b, stk__gpu_part part) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->spec->device == STK_DEVICE_CPU) continue;
     if ((part == STK__GPU_PART_DECODE && !node->prepares) || (part == STK__GPU_PART_REST && node->prepares)) continue;
+    if (b->n == 0) { /* an empty batch (every sample skipped): empty outputs, no launch */
+      for (int k = 0; k < node->num_outputs; k++) STK_TRY(empty_branch_output(b, node->out_edges[k]));
+      continue;
+    }
     b->node = node;
     int64_t t0 = stk__now_ns();
     stk_status st = node->spec->num_guards ? run_guarded(b, node) : node->spec->def->run_gpu(node, b);

@@ -160,6 +160,8 @@ bool stk__tensor_list_has_sample(const stk_tensor_list *tl, size_t i);
 struct stk_batch {
   size_t num_outputs;
   stk_tensor_list **outputs;
+  int64_t epoch;   /* the first reader's epoch; -1 without readers */
+  bool ends_epoch; /* the batch is the last of that epoch */
 };
 
 /* ---- external data queues ---- */

@@ -159,6 +159,8 @@ stk_status stk_tensor_list_sample(const stk_tensor_list *tl, size_t index, stk_t
 }
 
 size_t stk_batch_num_outputs(const stk_batch *b) { return b ? b->num_outputs : 0; }
+int64_t stk_batch_epoch(const stk_batch *b) { return b ? b->epoch : -1; }
+int stk_batch_ends_epoch(const stk_batch *b) { return b && b->ends_epoch; }
 
 stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index) {
   return (b && index < b->num_outputs) ? b->outputs[index] : NULL;

@@ -247,8 +247,8 @@ static uint8_t *reference(const char *path, int *w, int *h) {
 
 /* 11 good files and a corrupt one, labelled by position, decoded by the (fake) nvJPEG
  * (cpu_decoder_load=0: the corruption is found only in the GPU stage) or in the CPU stage
- * (cpu_decoder_load=1). Under on_error="skip" the corrupt sample takes a copy of another sample of its
- * batch (image and label), and is counted; under "error" the run fails naming it. */
+ * (cpu_decoder_load=1). Under on_error="skip" the corrupt sample leaves its batch (image and label; the
+ * batch is one shorter), and is counted once per epoch; under "error" the run fails naming it. */
 static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
   (void)state;
   enum { GOOD = 11 };
@@ -275,20 +275,25 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
     TU_OK(stk_pipeline_from_text(text, &p));
     TU_OK(stk_pipeline_build(p));
     stk_status st = STK_OK;
-    for (int k = 0; k < (GOOD + 1) / BATCH && st == STK_OK; k++) {
+    int seen[GOOD] = {0}, delivered = 0;
+    for (int k = 0; k < 2 * ((GOOD + 1) / BATCH) && st == STK_OK; k++) { /* two epochs */
       stk_batch *b;
       st = stk_pipeline_run(p, &b);
       if (st != STK_OK) break;
       stk_tensor_list *img = NULL;
       TU_OK(stk_tensor_list_to_host(stk_batch_output(b, 0), &img));
       stk_tensor_list *lab = stk_batch_output(b, 1);
-      for (size_t i = 0; i < BATCH; i++) {
+      size_t n = stk_tensor_list_num_samples(img);
+      assert_int_equal(stk_tensor_list_num_samples(lab), n);
+      for (size_t i = 0; i < n; i++) {
         stk_tensor_desc x, l;
         TU_OK(stk_tensor_list_sample(img, i, &x));
         TU_OK(stk_tensor_list_sample(lab, i, &l));
         int label = (int)((const int32_t *)l.data)[0];
         if (l.dtype == STK_DTYPE_INT64) label = (int)((const int64_t *)l.data)[0];
         assert_true(label >= 0 && label < GOOD); /* never the corrupt file's */
+        seen[label]++;
+        delivered++;
         assert_int_equal(x.shape[0], rh[label]);
         assert_int_equal(x.shape[1], rw[label]);
         if (memcmp(x.data, ref[label], (size_t)rw[label] * rh[label] * 3) != 0)
@@ -297,11 +302,15 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
       stk_tensor_list_release(img);
       stk_batch_release(b);
     }
+    if (policy == 0) { /* every good file once per epoch, none twice: the bad one left its batch */
+      assert_int_equal(delivered, 2 * GOOD);
+      for (int f = 0; f < GOOD; f++) assert_int_equal(seen[f], 2);
+    }
     stk_stats stats;
     TU_OK(stk_pipeline_stats(p, &stats));
     if (policy == 0) {
       TU_OK(st);
-      assert_int_equal(stats.skipped, 1);
+      assert_int_equal(stats.skipped, 2); /* once per epoch */
     } else {
       assert_int_equal(st, STK_ERR_DECODE);
       assert_non_null(strstr(stk_last_error(), ".corrupt.jpg"));
