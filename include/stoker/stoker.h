@@ -312,7 +312,9 @@ typedef struct {
 typedef struct {
   int64_t batches;          /* batches handed out by stk_pipeline_run */
   int64_t samples;          /* samples in them */
-  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP */
+  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP: each bad
+                             * sample once per epoch (stk_pipeline_skipped_sample names
+                             * the first ones) */
   int64_t host_bytes_in_use; /* pooled host memory held by live batches */
   int64_t host_bytes_cached; /* pooled host memory kept free for reuse */
   int64_t host_bytes_peak;   /* high-water mark of in_use + cached */
@@ -368,6 +370,12 @@ STK_API stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_n
 STK_API stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name,
                                             stk_reader_meta *out);
 STK_API stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out);
+/* How many skipped samples' messages a pipeline keeps (the first ones). */
+#define STK_SKIP_MESSAGES_KEPT 16
+/* The message of skipped sample `index` (0: the first skipped), naming the operator and
+ * the sample's file; *out is a copy the caller frees with stk_free. STK_ERR_NOT_FOUND
+ * past the ones kept. Thread-safe. */
+STK_API stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out);
 /* Time spent in operator instance `index` (graph order) in nanoseconds, summed over
  * threads, and its instance name (valid while the pipeline lives). */
 STK_API size_t stk_pipeline_num_ops(const stk_pipeline *p);

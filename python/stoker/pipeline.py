@@ -101,7 +101,8 @@ class Pipeline:
         self._groups = []
         self._functions = []
         self._readers = []
-        self._pending = []  # batches run ahead by schedule_run()
+        self._pending = []  # batches run ahead by schedule_run(), with their info
+        self._last_batch_info = None
 
     # ---- properties (DALI names) ----
     batch_size = property(lambda self: self._batch_size)
@@ -269,7 +270,7 @@ class Pipeline:
                 raise StopIteration
             g.check_has_data()
         try:
-            out = self._c.run()
+            out, epoch, ends_epoch = self._c.run()
         except StokerError as e:
             cause = next((f.last_exception for f in self._functions if f.last_exception), None)
             if cause is not None:
@@ -277,17 +278,34 @@ class Pipeline:
             raise
         for g in self._groups:
             g.consumed += 1
+        return out, {"epoch": epoch, "ends_epoch": ends_epoch,
+                     "size": len(out[0]) if out else 0}
+
+    def _take(self, batch):
+        out, self._last_batch_info = batch
         return out
 
     def run(self):
         """The next batch: a tuple with one TensorList per output.
 
-        Raises StopIteration at the end of an external source's epoch (call reset()).
+        A batch never holds samples of two reader epochs: the last batch of an epoch
+        may be shorter than the batch size (and, under ``on_error="skip"``, any batch
+        may be); ``last_batch_info()`` says which epoch the batch belongs to and
+        whether it ends it. Raises StopIteration at the end of an external source's
+        epoch (call reset()).
         """
         self._require_built()
         if self._pending:
-            return self._pending.pop(0)
-        return self._run_one()
+            return self._take(self._pending.pop(0))
+        return self._take(self._run_one())
+
+    def last_batch_info(self):
+        """About the batch the last run() returned: ``{"epoch": e, "ends_epoch": bool,
+        "size": n}``, e being the first reader's epoch (-1 without a reader) and
+        ``ends_epoch`` whether the next batch starts the next epoch."""
+        if self._last_batch_info is None:
+            raise StateError("Pipeline: no batch has been returned yet")
+        return dict(self._last_batch_info)
 
     def schedule_run(self):
         """DALI compatibility: prepares a batch for share_outputs()/outputs()."""

@@ -334,15 +334,15 @@ static stk_status run_pending(stk__exec *ex) {
   return STK_OK;
 }
 
-/* A skipped sample: counted, and its message kept as the last one (taken over). The CPU
- * stage and the GPU stage's rejections both skip, from different threads. */
+/* A skipped sample: counted, and its message (taken over) kept when it is one of the
+ * first STK_SKIP_MESSAGES_KEPT. The CPU stage and the GPU stage's rejections both skip,
+ * from different threads. */
 static void note_skip(stk__exec *ex, char *message) {
   stk_pipeline *p = ex->p;
   atomic_fetch_add(&p->stat_skipped, 1);
-  pthread_mutex_lock(&ex->lock);
-  free(p->last_skip_message);
-  p->last_skip_message = message;
-  pthread_mutex_unlock(&ex->lock);
+  long long slot = atomic_fetch_add(&p->num_skip_messages, 1);
+  if (slot < STK_SKIP_MESSAGES_KEPT && message) atomic_store(&p->skip_messages[slot], message);
+  else free(message);
 }
 
 /* Applies the bad-sample policy to the failed samples in `pending`: each is counted as

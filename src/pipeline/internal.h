@@ -205,7 +205,10 @@ struct stk_pipeline {
   pthread_mutex_t feed_lock;
   pthread_cond_t feed_cond;
   atomic_bool stopping; /* set while the producer is being stopped */
-  char *last_skip_message;
+  /* The messages of the first STK_SKIP_MESSAGES_KEPT skipped samples (naming them), in
+   * the order the stages skipped them; a slot is NULL until its writer has stored it. */
+  atomic_llong num_skip_messages;
+  _Atomic(char *) skip_messages[STK_SKIP_MESSAGES_KEPT];
 };
 
 typedef struct stk__host_reg {

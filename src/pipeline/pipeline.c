@@ -54,7 +54,7 @@ void stk_pipeline_destroy(stk_pipeline *p) {
     free(r);
   }
   stk__pool_destroy(p->pool); /* blocks held by live tensor lists stay valid */
-  free(p->last_skip_message);
+  for (size_t i = 0; i < STK_SKIP_MESSAGES_KEPT; i++) free(atomic_load(&p->skip_messages[i]));
   pthread_mutex_destroy(&p->feed_lock);
   pthread_cond_destroy(&p->feed_cond);
   free(p);
@@ -173,6 +173,17 @@ stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_name, int
   STK_TRY(stk_pipeline_reader_meta(p, reader_name, &meta));
   *out = meta.epoch_size;
   return STK_OK;
+}
+
+stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out) {
+  if (!p || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  *out = NULL;
+  char *message = index < STK_SKIP_MESSAGES_KEPT ? atomic_load(&p->skip_messages[index]) : NULL;
+  if (!message)
+    return STK_FAIL(STK_ERR_NOT_FOUND, "no skipped sample %zu is kept (%lld skipped, the first %d kept)",
+                    index, (long long)atomic_load(&p->num_skip_messages), STK_SKIP_MESSAGES_KEPT);
+  *out = strdup(message);
+  return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot copy a skip message");
 }
 
 stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
