@@ -508,6 +508,13 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
   int e = p->collected[o];
   if (p->edges[e].output_index < 0 && some_sample_lacks(ex, e)) return assemble_partial(ex, o, out);
   const stk__tensor *first = &ex->edge_tensors[(size_t)e];
+  stk__tensor model;
+  if (ex->batch_count == 0) { /* every sample was skipped: an empty list of the predicted kind */
+    memset(&model, 0, sizeof model);
+    model.dtype = ex->pred[o].valid ? ex->pred[o].dtype : STK_DTYPE_UINT8;
+    model.ndim = ex->pred[o].valid ? ex->pred[o].ndim : 1;
+    first = &model;
+  }
   STK_TRY(check_consistent(ex, o, first));
   stk_tensor_list *tl;
   STK_TRY(stk__tensor_list_create(&tl, ex->batch_count, first->ndim, p->pool));
@@ -549,12 +556,14 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
     ex->dense_blocks[o] = NULL;
   }
   shape_prediction *pr = &ex->pred[o];
-  pr->valid = uniform;
-  pr->dtype = first->dtype;
-  pr->ndim = first->ndim;
-  memcpy(pr->shape, first->shape, sizeof pr->shape);
-  pr->bytes = (bytes + 63) & ~(size_t)63; /* keep every slot 64-byte aligned */
-  if (pr->bytes != bytes) pr->valid = false; /* slots must be back to back to be dense */
+  if (ex->batch_count > 0) { /* an empty batch says nothing of the next one's shapes */
+    pr->valid = uniform;
+    pr->dtype = first->dtype;
+    pr->ndim = first->ndim;
+    memcpy(pr->shape, first->shape, sizeof pr->shape);
+    pr->bytes = (bytes + 63) & ~(size_t)63; /* keep every slot 64-byte aligned */
+    if (pr->bytes != bytes) pr->valid = false; /* slots must be back to back to be dense */
+  }
   *out = tl;
   return STK_OK;
 }

@@ -16,7 +16,8 @@ batch size 2:
 With the reader's ``pad_last_batch=True`` the reader itself pads (FILL and the
 pipeline give [7, 7]); PARTIAL then returns at most the shard's own samples ([7]).
 Under ``on_error="skip"`` a batch may lose samples anywhere: PARTIAL returns what is
-left, FILL fills it, DROP drops it. With several pipelines (one per GPU), the epoch
+left, FILL fills it, DROP drops it; a step where no pipeline has a sample left (the end
+of an epoch was all bad samples) is no batch at all. With several pipelines (one per GPU), the epoch
 ends when every pipeline's epoch has ended; a pipeline whose shard ran out a batch
 earlier contributes an empty batch (PARTIAL) or a filled one (FILL), and DROP drops
 such a step. ``len()`` and ``size`` are DALI's (upper bounds when samples are skipped).
@@ -177,7 +178,9 @@ class BaseIterator:
         model = self._templates[g]
         if batch is None and model is None:  # its shard gave no sample at all yet
             return {k: None for k in self.output_map}
-        if batch is None:  # this pipeline's epoch ended a step earlier
+        if batch is None or (n == 0 and model is not None):
+            # this pipeline's epoch ended a step earlier, or every sample of the batch was
+            # skipped: an empty batch shaped like the pipeline's earlier ones
             batch, n = {k: self._slice(v, 0) for k, v in model.items()}, 0
         if self._last_batch_policy == LastBatchPolicy.PARTIAL:
             return batch if keep >= n else {k: self._slice(v, keep) for k, v in batch.items()}
@@ -190,6 +193,8 @@ class BaseIterator:
             if all(self._ended):
                 self._end_iteration()
             batches, sizes = self._run_pipelines()
+            if not any(sizes):  # nothing left in any pipeline's epoch (all of it skipped)
+                continue
             if self._last_batch_policy == LastBatchPolicy.DROP:
                 padding = self._last_batch_padded and np.any(self._delivered + sizes > self._shard_sizes())
                 if all(n == self.batch_size for n in sizes) and not padding:
