@@ -32,7 +32,9 @@ static bool count_batches(stk_pipeline *p, const cli_options *o, int64_t *out) {
     cli_error("--epochs needs a reader with a known epoch size (or use --iters)");
     return false;
   }
-  int64_t per_epoch = (meta.epoch_size_padded + o->batch_size - 1) / o->batch_size;
+  /* a shard's epoch: its own samples, or with padding the largest shard's count */
+  int64_t per_shard = meta.pad_last_batch ? meta.epoch_size_padded / meta.number_of_shards : meta.shard_size;
+  int64_t per_epoch = (per_shard + o->batch_size - 1) / o->batch_size;
   *out = per_epoch * (o->epochs ? o->epochs : 1);
   return true;
 }

@@ -301,7 +301,10 @@ typedef struct stk_batch stk_batch;
 
 typedef struct {
   int64_t epoch_size;        /* samples in the whole data set */
-  int64_t epoch_size_padded; /* samples this shard yields per epoch, padding included */
+  int64_t epoch_size_padded; /* as DALI: with pad_last_batch, num_shards times the
+                              * largest shard (every shard padded to it); else
+                              * epoch_size. The reader also pads each shard's epoch to a
+                              * whole number of batches. */
   int64_t shard_size;        /* samples in this shard without padding */
   int64_t shard_id;
   int64_t number_of_shards;

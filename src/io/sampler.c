@@ -21,7 +21,7 @@ struct stk__sampler {
   int64_t *unit_sizes, *unit_begin; /* streaming: copies, and each unit's first sample */
   int64_t *perm;                    /* N (random access) or U (streaming) when shuffling */
   int64_t *scratch;                 /* U: the next streaming epoch's unit order */
-  int64_t meta_shard_size, meta_length; /* epoch 0's (reader metadata; immutable) */
+  int64_t meta_shard_size, meta_padded; /* epoch 0's (reader metadata; immutable) */
   int64_t *order;                   /* the epoch's samples in read order */
   int64_t *buffer;                  /* streaming shuffle buffer (buffer_cap entries) */
   int64_t buffer_cap;
@@ -195,7 +195,7 @@ void stk__sampler_meta(const stk__sampler *s, stk_reader_meta *out) {
   const stk__sampler_config *c = &s->cfg;
   out->epoch_size = c->num_samples;
   out->shard_size = s->meta_shard_size;
-  out->epoch_size_padded = s->meta_length;
+  out->epoch_size_padded = s->meta_padded;
   out->shard_id = c->shard_id;
   out->number_of_shards = c->num_shards;
   out->pad_last_batch = c->pad_last_batch;
@@ -318,7 +318,10 @@ stk_status stk__sampler_create(stk__sampler **out, const stk__sampler_config *cf
     return st;
   }
   start_epoch(s, 0);
-  s->meta_length = epoch_length(s, 0, s->scratch, &s->meta_shard_size);
+  epoch_length(s, 0, s->scratch, &s->meta_shard_size);
+  /* DALI's definition: every shard padded to the longest one, over all shards. */
+  s->meta_padded = cfg->pad_last_batch ? cfg->num_shards * longest_shard(s, s->shuffle ? s->perm : NULL)
+                                       : cfg->num_samples;
   *out = s;
   return STK_OK;
 }

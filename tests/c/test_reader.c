@@ -235,7 +235,7 @@ static void test_meta(void **state) {
   stk__sampler_destroy(s);
   assert_int_equal(m.epoch_size, 10);
   assert_int_equal(m.shard_size, 4);
-  assert_int_equal(m.epoch_size_padded, 6);
+  assert_int_equal(m.epoch_size_padded, 12); /* 3 shards * ceil(10/3), as DALI */
   assert_int_equal(m.shard_id, 2);
   assert_int_equal(m.number_of_shards, 3);
   assert_true(m.pad_last_batch);
@@ -245,7 +245,7 @@ static void test_meta(void **state) {
   stk__sampler_meta(s, &m);
   stk__sampler_destroy(s);
   assert_int_equal(m.shard_size, 3);
-  assert_int_equal(m.epoch_size_padded, 3);
+  assert_int_equal(m.epoch_size_padded, 10); /* unpadded: the data set */
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -934,7 +934,7 @@ static void test_operator_sequential_and_meta(void **state) {
   stk_reader_meta m;
   TU_OK(stk_pipeline_reader_meta(p, "Reader", &m));
   assert_int_equal(m.epoch_size, 7);
-  assert_int_equal(m.epoch_size_padded, 8);
+  assert_int_equal(m.epoch_size_padded, 7); /* one shard: nothing to pad to */
   assert_int_equal(m.shard_size, 7);
   assert_int_equal(m.number_of_shards, 1);
   assert_true(m.pad_last_batch);

@@ -125,9 +125,8 @@ class BaseIterator:
         self._shards_id = np.array([m["shard_id"] for m in metas], dtype=np.int64)
         if self._last_batch_policy == LastBatchPolicy.DROP:
             self._size = self._size_no_pad // self._shards_num
-        elif self._last_batch_padded:
-            # stoker's epoch_size_padded is already per shard
-            self._size = first["epoch_size_padded"]
+        elif self._last_batch_padded:  # every shard padded to the largest (DALI's size)
+            self._size = first["epoch_size_padded"] // self._shards_num
         else:
             self._size = math.ceil(math.ceil(self._size_no_pad / self._shards_num)
                                    / self.batch_size) * self.batch_size
