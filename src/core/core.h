@@ -34,6 +34,9 @@ stk_status stk__vfail(stk_status status, const char *func, const char *fmt, va_l
 /* Prepends "<context>: " to the calling thread's current message (for callers that add
  * the culprit, e.g. the file name, to an error raised deeper down). Returns `status`. */
 stk_status stk__wrap(stk_status status, const char *fmt, ...) STK__PRINTF(2, 3);
+/* A warning for the user's log (standard error, one line prefixed "stoker: warning: "):
+ * for settings that work but likely not as meant. Call it once per cause (at build). */
+void stk__warn(const char *fmt, ...) STK__PRINTF(1, 2);
 
 /* Replaces the calling thread's message with `message` as is (for passing a message
  * recorded on another thread). Returns `status`. */

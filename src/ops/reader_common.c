@@ -40,8 +40,19 @@ stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_sampl
   if (!streaming) return stk__reader_sampler(node, base, num_samples, NULL, 0, cfg, out);
   int64_t *sizes = stk__calloc((size_t)num_files, sizeof *sizes, "per-file sample counts");
   if (!sizes) return STK_ERR_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < num_samples; i++) sizes[file_of[i]]++;
+  int64_t largest = 0;
+  for (int64_t i = 0; i < num_samples; i++) {
+    sizes[file_of[i]]++;
+    if (sizes[file_of[i]] > largest) largest = sizes[file_of[i]];
+  }
   stk_status st = stk__reader_sampler(node, base, num_samples, sizes, num_files, cfg, out);
+  /* A buffer that cannot hold two files' worth mixes few files into a batch: where each
+   * file holds one class (files written class by class), batches see few classes. */
+  if (st == STK_OK && cfg->random_shuffle && cfg->initial_fill < 2 * largest && cfg->initial_fill < num_samples)
+    stk__warn("%s: streaming with initial_fill=%lld, less than two files' worth (the largest holds %lld "
+              "samples): a batch mixes samples of few files; if files are sorted by class, raise "
+              "initial_fill or write shards with mixed classes",
+              stk__node_name(node), (long long)cfg->initial_fill, (long long)largest);
   free(sizes); /* the sampler keeps its own copy */
   return st;
 }

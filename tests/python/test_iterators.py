@@ -122,6 +122,7 @@ def test_sharding_over_epochs(seven_files, policy, stick):
         it.reset()
 
 
+@pytest.mark.filterwarnings("ignore:iterator. size counts samples")
 def test_size_without_reader_and_partial_last_batch():
     data = [[np.array([2 * i + k], np.int32) for k in range(2)] for i in range(10)]
 
@@ -152,6 +153,10 @@ def test_iterator_argument_errors(seven_files):
     p = reader_pipe(*seven_files)
     with pytest.raises(stoker.InvalidArgumentError, match="either size or reader_name"):
         GenericIterator(p, ["a", "b"], size=4, reader_name="Reader")
+    with pytest.raises(stoker.InvalidArgumentError, match="last_batch_padded comes from the reader"):
+        GenericIterator(p, ["a", "b"], reader_name="Reader", last_batch_padded=True)
+    with pytest.warns(UserWarning, match="pass reader_name instead"):  # as DALI warns
+        GenericIterator(p, ["a", "b"], size=4)
     with pytest.raises(stoker.InvalidArgumentError, match="unique"):
         GenericIterator(p, ["a", "a"], reader_name="Reader")
     with pytest.raises(stoker.InvalidArgumentError, match="outputs"):

@@ -268,6 +268,7 @@ def test_skip_delivers_every_good_sample_once_per_epoch(good_and_bad, policy, sh
     assert all(".png" in m for m in stats["skipped_samples"])
 
 
+@pytest.mark.filterwarnings("ignore:iterator. size counts samples")
 def test_skip_in_a_sized_iterator_counts_delivered_samples(good_and_bad):
     files, labels = good_and_bad
 
@@ -279,3 +280,12 @@ def test_skip_in_a_sized_iterator_counts_delivered_samples(good_and_bad):
     it = GenericIterator(pipe(), ["img", "label"], size=20, last_batch_policy=LastBatchPolicy.PARTIAL)
     got = sum((b[0]["label"][:, 0].tolist() for b in it), [])
     assert len(got) == 20 and len(set(got)) == 20 and all(x < 40 for x in got)
+
+
+def test_streaming_warns_once_when_the_buffer_cannot_mix_files(datasets, capfd):
+    # the largest file holds 31 samples: a buffer of 62 or more mixes at least two files
+    run_epochs("webdataset", datasets["webdataset"], 2, streaming=True, random_shuffle=True, initial_fill=62)
+    assert "stoker: warning:" not in capfd.readouterr().err
+    run_epochs("webdataset", datasets["webdataset"], 2, streaming=True, random_shuffle=True, initial_fill=16)
+    err = capfd.readouterr().err
+    assert err.count("stoker: warning:") == 1 and "initial_fill=16" in err and "Reader" in err

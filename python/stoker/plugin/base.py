@@ -79,6 +79,14 @@ class BaseIterator:
             raise InvalidArgumentError("iterator: all pipelines must have the same batch size")
         if size != -1 and reader_name is not None:
             raise InvalidArgumentError("iterator: give either size or reader_name, not both")
+        if last_batch_padded and reader_name is not None:
+            raise InvalidArgumentError(
+                "iterator: with reader_name, last_batch_padded comes from the reader's "
+                "pad_last_batch; do not set it")
+        if size > 0:
+            warnings.warn("iterator: size counts samples without knowing the reader's epochs; "
+                          "pass reader_name instead, so that every epoch is the reader's",
+                          UserWarning, stacklevel=3)
         if fill_last_batch is not None:
             warnings.warn("fill_last_batch is deprecated; use last_batch_policy",
                           DeprecationWarning, stacklevel=2)
