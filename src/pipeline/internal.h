@@ -157,9 +157,22 @@ stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, 
 /* True when sample i has a value (holes of views do not). */
 bool stk__tensor_list_has_sample(const stk_tensor_list *tl, size_t i);
 
+/* The samples a batch skipped (on_error="skip"): their messages, owned (an entry may be
+ * NULL when its copy failed). They count in the pipeline's stats when the batch is
+ * handed out, so stats() never counts batches made ahead and not yet taken. */
+typedef struct {
+  char **messages;
+  size_t count, cap;
+} stk__skip_list;
+
+/* Adds a skipped sample's message (taken over; may be NULL). */
+void stk__skip_list_add(stk__skip_list *l, char *message);
+void stk__skip_list_free(stk__skip_list *l);
+
 struct stk_batch {
   size_t num_outputs;
   stk_tensor_list **outputs;
+  stk__skip_list skips;
   int64_t epoch;   /* the first reader's epoch; -1 without readers */
   bool ends_epoch; /* the batch is the last of that epoch */
 };
@@ -209,6 +222,8 @@ struct stk_pipeline {
    * the order the stages skipped them; a slot is NULL until its writer has stored it. */
   atomic_llong num_skip_messages;
   _Atomic(char *) skip_messages[STK_SKIP_MESSAGES_KEPT];
+  atomic_int feed_waiters; /* threads waiting for fed data (not bounded by timeout_ms) */
+  struct stk_pipeline *next_abandoned; /* stk_pipeline_destroy's list of kept pipelines */
 };
 
 typedef struct stk__host_reg {
@@ -226,7 +241,10 @@ stk__node *stk__graph_find_node(stk_pipeline *p, const char *name);
 
 /* executor.c */
 stk_status stk__exec_start(stk_pipeline *p);
-void stk__exec_stop(stk_pipeline *p);
+/* Stops the stage threads and frees the executor. Returns false when a stage thread did
+ * not stop within the pipeline's timeout (stuck inside a driver or nvJPEG call): it is
+ * detached, and the executor and the pipeline must stay allocated. */
+bool stk__exec_stop(stk_pipeline *p);
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out);
 void stk__exec_stage_times(const stk__exec *ex, stk_stats *out);
 

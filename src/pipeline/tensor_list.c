@@ -166,8 +166,30 @@ stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index) {
   return (b && index < b->num_outputs) ? b->outputs[index] : NULL;
 }
 
+void stk__skip_list_add(stk__skip_list *l, char *message) {
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 8;
+    char **grown = realloc(l->messages, cap * sizeof *grown);
+    if (!grown) { /* counted all the same, without its message */
+      free(message);
+      l->count++;
+      return;
+    }
+    memset(grown + l->cap, 0, (cap - l->cap) * sizeof *grown);
+    l->messages = grown, l->cap = cap;
+  }
+  l->messages[l->count++] = message;
+}
+
+void stk__skip_list_free(stk__skip_list *l) {
+  for (size_t i = 0; i < l->count && i < l->cap; i++) free(l->messages[i]);
+  free(l->messages);
+  memset(l, 0, sizeof *l);
+}
+
 void stk_batch_release(stk_batch *b) {
   if (!b) return;
+  stk__skip_list_free(&b->skips);
   for (size_t o = 0; o < b->num_outputs; o++) stk_tensor_list_release(b->outputs[o]);
   free(b->outputs);
   free(b);

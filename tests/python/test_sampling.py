@@ -264,7 +264,7 @@ def test_skip_delivers_every_good_sample_once_per_epoch(good_and_bad, policy, sh
             assert set(flat) == set(range(40)) and len(flat) == 40
         it.reset()
     stats = p.stats()
-    assert stats["skipped"] >= 3 * 4 and stats["skipped"] <= 4 * 4  # prefetching may run ahead
+    assert stats["skipped"] == 3 * 4  # counted as batches are handed out: 4 per epoch
     assert all(".png" in m for m in stats["skipped_samples"])
 
 
