@@ -325,9 +325,9 @@ typedef struct {
 typedef struct {
   int64_t batches;          /* batches handed out by stk_pipeline_run */
   int64_t samples;          /* samples in them */
-  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP in the batches handed out so far: each bad
-                             * sample once per epoch (stk_pipeline_skipped_sample names
-                             * the first ones) */
+  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP, in the
+                             * batches handed out so far: each bad sample once per
+                             * epoch (stk_pipeline_skipped_sample names the first) */
   int64_t host_bytes_in_use; /* pooled host memory held by live batches */
   int64_t host_bytes_cached; /* pooled host memory kept free for reuse */
   int64_t host_bytes_peak;   /* high-water mark of in_use + cached */
