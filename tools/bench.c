@@ -86,7 +86,7 @@ int cli_bench(int argc, char **argv) {
   cli_options o;
   if (!cli_parse(argc, argv, 2,
                  "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch --seed --on-error --warmup "
-                 "--json", &o))
+                 "--timeout --json", &o))
     return 2;
   stk_pipeline *p = cli_make_pipeline(&o);
   if (!p) return 1;

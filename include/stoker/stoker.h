@@ -289,6 +289,16 @@ typedef enum {
   STK_PIPE_MAX_IMAGE_PIXELS = 6,     /* decoders refuse larger images; default 2^28 */
   STK_PIPE_MAX_FILE_BYTES = 7,       /* readers refuse larger files; default 2^30 */
   STK_PIPE_EXEC_ASYNC = 8,           /* 1: produce on a background thread (default) */
+  /* The bound, in milliseconds, of every wait on the device, on nvJPEG and on another
+   * stage; default 300000 (5 minutes), 1 .. 86400000. When stk_pipeline_run has waited
+   * this long for a batch, or a wait on the device inside a stage passes it, the run
+   * fails with STK_ERR_DEVICE (a GPU stage) or STK_ERR_INTERNAL, naming the stage, the
+   * batch and what it waited for, and every later run fails the same way;
+   * stk_pipeline_destroy then returns within about this bound (a stage thread stuck
+   * inside a driver or nvJPEG call is left running and its pipeline's memory is kept,
+   * since freeing it under that thread would crash the process). Waiting for an
+   * external source's data (stk_pipeline_feed) is not bounded: that is the caller's. */
+  STK_PIPE_TIMEOUT_MS = 9,
   STK_PIPE_SETTING_COUNT
 } stk_pipeline_setting;
 

@@ -28,6 +28,7 @@ _SETTINGS = {
     "max_image_pixels": _stoker.PIPE_MAX_IMAGE_PIXELS,
     "max_file_bytes": _stoker.PIPE_MAX_FILE_BYTES,
     "exec_async": _stoker.PIPE_EXEC_ASYNC,
+    "timeout_ms": _stoker.PIPE_TIMEOUT_MS,
 }
 
 # DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
@@ -70,12 +71,18 @@ class Pipeline:
         on_error: "error" (a bad sample stops the run with an error naming it) or "skip"
             (bad samples are skipped, counted in stats(), batches kept full).
         max_image_pixels, max_file_bytes: limits for untrusted input.
+        timeout_ms: the bound of every wait on the device, on nvJPEG and between the
+            pipeline's stages (default 300000, 5 minutes). When run() has waited this long
+            for a batch, it raises an error naming the stage, the batch and what it waited
+            for (:class:`DeviceError` for the GPU stages), and the pipeline stays failed;
+            close() returns within about this bound. Waiting for an external source's data
+            is not bounded. stoker's own setting (DALI has none).
     """
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
-                 max_file_bytes=None, **kwargs):
+                 max_file_bytes=None, timeout_ms=300000, **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -93,6 +100,7 @@ class Pipeline:
         self._enable_conditionals = bool(enable_conditionals)
         self._on_error = on_error
         self._max_image_pixels, self._max_file_bytes = max_image_pixels, max_file_bytes
+        self._timeout_ms = int(timeout_ms)
         self._outputs = None
         self._ops = []
         self._op_counter = 0
@@ -114,6 +122,7 @@ class Pipeline:
     prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
     enable_conditionals = property(lambda self: self._enable_conditionals)
     on_error = property(lambda self: self._on_error)
+    timeout_ms = property(lambda self: self._timeout_ms)
 
     @property
     def built(self):
@@ -203,6 +212,7 @@ class Pipeline:
             "device_id": -1 if self._device_id is None else self._device_id,
             "on_error": _stoker.ON_ERROR_SKIP if self._on_error == "skip" else _stoker.ON_ERROR_FAIL,
             "exec_async": int(self._exec_async),
+            "timeout_ms": self._timeout_ms,
         }
         if self._max_image_pixels is not None:
             values["max_image_pixels"] = int(self._max_image_pixels)

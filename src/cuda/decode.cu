@@ -88,6 +88,16 @@ struct stk_decoder {
   int hw_params_cap;
   cudaStream_t hw_stream;
   cudaEvent_t ev_in, ev_hw, ev_fence;
+  /* Each hardware state's last batch: recorded on its stream after the engines' call, and
+   * waited for (bounded) before the state's next call. nvJPEG's call waits for it itself,
+   * with a spinning cuEventSynchronize that never returns when the engines' work is lost
+   * (issue 27); waiting first, here, turns that into an error naming the batch. */
+  cudaEvent_t ev_state[HW_STATES_MAX];
+  bool state_used[HW_STATES_MAX];
+  int cur_state;
+  /* a bounded wait of a worker thread that gave up (the device stopped): the batch fails */
+  int wait_failed;
+  char wait_err[STK_GPU_ERRLEN];
   int nslots;
   slot_t *slots;
   /* worker threads (nslots - 1; the caller is the last slot) */
@@ -320,6 +330,7 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_in, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_hw, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_fence, cudaEventDisableTiming));
+  for (int k = 0; k < HW_STATES_MAX; k++) CUDA_TRY(cudaEventCreateWithFlags(&d->ev_state[k], cudaEventDisableTiming));
   d->nslots = o->decode_threads > 0 ? o->decode_threads : 4;
   if (d->nslots > 256) d->nslots = 256;
   d->slots = (slot_t *)calloc((size_t)d->nslots, sizeof(slot_t));
@@ -348,18 +359,29 @@ static void balance_log(const stk_decoder *d) {
           stk_hw_balance_ratio(b), b->pairs);
 }
 
+/* Stops the worker threads (idle between batches: each job's items are bounded). */
+static void decoder_stop_threads(stk_decoder *d) {
+  if (!d->nthreads) return;
+  pthread_mutex_lock(&d->m);
+  d->stop = 1;
+  pthread_cond_broadcast(&d->cv_work);
+  pthread_mutex_unlock(&d->m);
+  for (int i = 0; i < d->nthreads; i++) pthread_join(d->threads[i], NULL);
+  d->nthreads = 0;
+}
+
+/* Whether the hardware streams drain within the wait bound. */
+static bool decoder_streams_drain(stk_decoder *d) {
+  for (int k = 0; k < HW_STATES_MAX; k++)
+    if (d->hw_streams[k] && stk_gpu_wait(d->ctx, NULL, d->hw_streams[k], "close", "the engines' last batch", NULL, 0) != 0)
+      return false;
+  return true;
+}
+
 static void decoder_free(stk_decoder *d) {
   if (!d) return;
   balance_log(d);
-  if (d->nthreads) {
-    pthread_mutex_lock(&d->m);
-    d->stop = 1;
-    pthread_cond_broadcast(&d->cv_work);
-    pthread_mutex_unlock(&d->m);
-    for (int i = 0; i < d->nthreads; i++) pthread_join(d->threads[i], NULL);
-  }
-  for (int k = 0; k < HW_STATES_MAX; k++)
-    if (d->hw_streams[k]) cudaStreamSynchronize(d->hw_streams[k]);
+  decoder_stop_threads(d);
   for (int i = 0; d->slots && i < d->nslots; i++) slot_close(d, &d->slots[i]);
   for (int i = 0; i < d->hw_params_cap; i++)
     if (d->hw_params[i]) d->f.nvjpegDecodeParamsDestroy(d->hw_params[i]);
@@ -372,6 +394,8 @@ static void decoder_free(stk_decoder *d) {
   if (d->ev_in) cudaEventDestroy(d->ev_in);
   if (d->ev_hw) cudaEventDestroy(d->ev_hw);
   if (d->ev_fence) cudaEventDestroy(d->ev_fence);
+  for (int k = 0; k < HW_STATES_MAX; k++)
+    if (d->ev_state[k]) cudaEventDestroy(d->ev_state[k]);
   for (int k = 0; k < HW_STATES_MAX; k++)
     if (d->hw_streams[k]) cudaStreamDestroy(d->hw_streams[k]);
   /* the library stays loaded: nvJPEG may keep threads or atexit handlers around */
@@ -417,9 +441,14 @@ int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, si
   return 0;
 }
 
-void stk_decoder_close(stk_gpu_ctx *ctx) {
-  decoder_free(ctx->decoder);
+bool stk_decoder_close(stk_gpu_ctx *ctx, bool device_ok) {
+  stk_decoder *d = ctx->decoder;
+  if (!d) return true;
+  decoder_stop_threads(d);
+  if (!device_ok || !decoder_streams_drain(d)) return false; /* nvJPEG's objects stay: the engines may hold them */
+  decoder_free(d);
   ctx->decoder = NULL;
+  return true;
 }
 
 void stk_decoder_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out) {
@@ -598,6 +627,30 @@ int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, 
   return 0;
 }
 
+/* Waits (bounded) until a slot's pinned buffer has fed its last transfer. A wait that
+ * gives up is kept as the batch's error (decode_batch returns it). */
+static bool pinned_buffer_free(stk_decoder *d, cudaEvent_t done) {
+  char err[STK_GPU_ERRLEN];
+  pthread_mutex_lock(&d->m);
+  int failed = d->wait_failed; /* one wait gives up for the batch, not one per sample */
+  pthread_mutex_unlock(&d->m);
+  if (failed) return false;
+  if (stk_gpu_wait(d->ctx, done, NULL, "stk_gpu_decode_batch", "a hybrid sample's transfer (nvJPEG's decoupled path)",
+                   err, sizeof err) == 0)
+    return true;
+  pthread_mutex_lock(&d->m);
+  if (!d->wait_failed) snprintf(d->wait_err, sizeof d->wait_err, "%s", err);
+  d->wait_failed = 1;
+  pthread_mutex_unlock(&d->m);
+  return false;
+}
+
+/* The error of a worker's wait that gave up (after the parallel job has finished). */
+static int worker_wait_failure(stk_decoder *d, char *err, size_t errlen) {
+  if (err && errlen) snprintf(err, errlen, "%s", d->wait_err);
+  return STK_ERR_DEVICE;
+}
+
 /* Decodes sample i through the decoupled API on `slot`. */
 static void hybrid_decode(stk_decoder *d, int i, int slot) {
   const stk_gpu_decode_in *in = &d->in[i];
@@ -628,7 +681,7 @@ static void hybrid_decode(stk_decoder *d, int i, int slot) {
   out->roi_mode = roi ? STK_GPU_ROI_NVJPEG : STK_GPU_ROI_NONE;
   /* the pinned buffer about to be overwritten must be done feeding its last transfer */
   int b = s->cur;
-  if (s->pinned_used[b]) cudaEventSynchronize(s->pinned_done[b]);
+  if (s->pinned_used[b] && !pinned_buffer_free(d, s->pinned_done[b])) return settle(d, i, STK_GPU_DECODE_FAILED, 0);
   d->f.nvjpegStateAttachPinnedBuffer(s->state[k], s->pinned[b]);
   st = d->f.nvjpegDecodeJpegHost(d->handle, d->dec[k], s->state[k], s->params, s->stream);
   if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FAILED, st);
@@ -740,7 +793,8 @@ static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
 static int fence_engines(stk_decoder *d, bool moved, char *err, size_t errlen) {
   int64_t t0 = host_now_ns();
   if (moved) CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
-  CUDA_TRY(cudaEventSynchronize(d->ev_fence));
+  STK_TRY_INT(stk_gpu_wait(d->ctx, d->ev_fence, NULL, "stk_gpu_decode_batch",
+                           "the work queued before the engines' destinations (fence)", err, errlen));
   add_time(d, &d->ctx->decode_fence_ns, host_now_ns() - t0);
   return 0;
 }
@@ -836,6 +890,35 @@ static void order_for_engines(stk_decoder *d, int k, bool use_ex, const unsigned
   free(copy);
 }
 
+/* One caller of the hardware engines at a time in the process: two threads calling
+ * nvjpegDecodeBatched at once (one handle each or a shared one, nvJPEG 13.0.1 and 13.3.2)
+ * hung inside nvJPEG within a few runs (bench/RESULTS.md, 2026-11-23/24), and two
+ * pipelines in one process each have a decoder. Taken with the context's wait bound: a
+ * caller stuck inside nvJPEG holds it for ever. */
+static pthread_mutex_t engines_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static int engines_lock(stk_decoder *d, char *err, size_t errlen) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  int64_t ns = until.tv_nsec + (d->ctx->wait_timeout_ms % 1000) * 1000000;
+  until.tv_sec += (time_t)(d->ctx->wait_timeout_ms / 1000 + ns / 1000000000);
+  until.tv_nsec = (long)(ns % 1000000000);
+  int rc = pthread_mutex_timedlock(&engines_mutex, &until);
+  if (rc == 0) return 0;
+  return GPU_FAIL(STK_ERR_DEVICE, "another decoder of this process (another pipeline) has been inside nvJPEG's "
+                  "hardware call for over %lld ms", (long long)d->ctx->wait_timeout_ms);
+}
+
+/* Waits (bounded) for this state's previous batch on the engines; see ev_state. */
+static int engines_idle(stk_decoder *d, char *err, size_t errlen) {
+  if (!d->state_used[d->cur_state]) return 0;
+  int64_t t0 = host_now_ns();
+  int rc = stk_gpu_wait(d->ctx, d->ev_state[d->cur_state], NULL, "stk_gpu_decode_batch",
+                        "the hardware engines' previous batch (nvJPEG)", err, errlen);
+  add_time(d, &d->ctx->decode_fence_ns, host_now_ns() - t0);
+  return rc;
+}
+
 /* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
  * be retried on the decoupled path. Returns non-zero only for host / CUDA failures.
  * Temporaries for regions without BatchedEx are freed on the hardware stream. */
@@ -906,14 +989,17 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
   order_for_engines(d, k, use_ex, data, len, img, idx, tmp);
   for (int j = 0; j < k; j++) temporaries |= tmp[j] != NULL;
   if (!d->dst_idle && (rc = fence_engines(d, temporaries, err, errlen)) != 0) goto done;
+  if ((rc = engines_idle(d, err, errlen)) != 0) goto done;
   {
     int64_t t0 = host_now_ns();
+    if ((rc = engines_lock(d, err, errlen)) != 0) goto done;
     nvjpegStatus_t st = d->f.nvjpegDecodeBatchedInitialize(d->hw_handle, d->hw_state, k, 1, d->fmt);
     if (st == NVJPEG_STATUS_SUCCESS)
       st = use_ex ? d->f.nvjpegDecodeBatchedEx(d->hw_handle, d->hw_state, data, len, img,
                                                d->hw_params, d->hw_stream)
                   : d->f.nvjpegDecodeBatched(d->hw_handle, d->hw_state, data, len, img,
                                              d->hw_stream);
+    pthread_mutex_unlock(&engines_mutex);
     d->engines_ns = host_now_ns() - t0;
     if (st != NVJPEG_STATUS_SUCCESS) { /* retry each sample on the decoupled path */
       for (int j = 0; j < k; j++) {
@@ -986,10 +1072,12 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   d->dst_idle = opts && opts->dst_idle;
   apply_padding(d, opts);
   if (d->n_hw_states > 1) { /* this batch's state and stream */
+    d->cur_state = d->hw_turn;
     d->hw_state = d->hw_states[d->hw_turn];
     d->hw_stream = d->hw_streams[d->hw_turn];
     d->hw_turn = (d->hw_turn + 1) % d->n_hw_states;
   }
+  d->wait_failed = 0;
 
   /* Unless the destinations are idle, the hardware stream starts after the work queued
    * so far (the destinations' allocations) and the fence before the engines' call waits
@@ -1038,12 +1126,18 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   int64_t hybrid_done = m > 0 ? finish_parallel(d) : t1;
   add_time(d, &d->ctx->decode_hw_call_ns, t2 - t1);
   add_time(d, &d->ctx->decode_hybrid_wait_ns, host_now_ns() - t2);
+  if (d->hw_handle) { /* the state's batch, for the next call's bounded wait */
+    CUDA_TRY(cudaEventRecord(d->ev_state[d->cur_state], d->hw_stream));
+    d->state_used[d->cur_state] = true;
+  }
   if (rc != 0) return rc;
+  if (d->wait_failed) return worker_wait_failure(d, err, errlen);
   m = 0;
   for (int i = 0; i < n; i++)
     if (d->info[i].route == 3) d->info[i].route = 2, list[m++] = i;
   if (m > 0) run_parallel(d, job_hybrid_list, m);
-  else if (automatic && d->hw_handle) /* a clean batch: both paths timed as they ran together */
+  if (d->wait_failed) return worker_wait_failure(d, err, errlen);
+  if (m == 0 && automatic && d->hw_handle) /* a clean batch: both paths timed as they ran together */
     stk_hw_balance_update(&d->balance, hw_pixels, d->engines_ns * 1e-9, hybrid_pixels,
                           (hybrid_done - t1) * 1e-9, (host_now_ns() - t1) * 1e-9);
   CUDA_TRY(cudaEventRecord(d->ev_hw, d->hw_stream));

@@ -3,10 +3,21 @@
  * the outputs into tensor lists and queues finished batches, prefetch_queue_depth ahead.
  * With GPU operators, batches go on as jobs to the GPU stage's thread; when the graph's
  * mixed decoders were prepared in the CPU stage, a decode thread runs them first, one
- * batch ahead (producer -> jobs -> decode thread -> decoded -> GPU thread -> queue). */
+ * batch ahead (producer -> jobs -> decode thread -> decoded -> GPU thread -> queue).
+ *
+ * Every wait is bounded by the pipeline's timeout_ms (issue 27): the stages' waits on the
+ * device inside the backend fail their batch past it, the consumer's wait for a batch
+ * fails the run naming the stage that holds it (stage_watch), and teardown joins the
+ * threads with the same bound. Waits on the consumer (room in the queue) and on fed
+ * external data are the caller's, not stalls. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#endif
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arena.h"
 #include "gpu_stage.h"
@@ -53,6 +64,14 @@ typedef struct {
   gpu_job *head, *tail;
   size_t count;
 } job_queue;
+
+/* What a stage thread is working on, for the message of a timeout (lock held). */
+typedef struct {
+  const char *stage; /* "CPU", "decode", "GPU" */
+  const char *doing; /* NULL while it waits for work or for room */
+  int64_t batch;     /* production order */
+  int64_t since_ns;
+} stage_watch;
 
 struct stk__exec {
   stk_pipeline *p;
@@ -114,7 +133,18 @@ struct stk__exec {
   size_t quiet_cap;
   stk_status final_status;
   char *final_message;
+  int64_t timeout_ms;  /* STK_PIPE_TIMEOUT_MS */
+  int64_t cpu_batches; /* batches the CPU stage has started (its watch's numbering) */
+  stage_watch cpu_watch, decode_watch, gpu_watch;
 };
+
+static void watch_begin(stage_watch *w, const char *doing, int64_t batch) {
+  w->doing = doing;
+  w->batch = batch;
+  w->since_ns = stk__now_ns();
+}
+
+static void watch_end(stage_watch *w) { w->doing = NULL; }
 
 /* ---- per-sample work ---- */
 
@@ -560,10 +590,9 @@ static void reap_jobs(stk__exec *ex) {
 static void drain_jobs(stk__exec *ex) {
   stk__gpu *g = ex->p->gpu;
   if (!ex->jobs.head && !ex->decoded.head && !ex->retiring.head) return;
-  if (g) {
-    g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_DECODE), NULL, 0);
-    g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), NULL, 0);
-  }
+  if (g && (g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_DECODE), NULL, 0) != 0 ||
+            g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), NULL, 0) != 0))
+    return; /* the device stopped (bounded wait): the jobs' host memory stays allocated */
   for (gpu_job *j; (j = queue_pop(&ex->jobs)) || (j = queue_pop(&ex->decoded)) || (j = queue_pop(&ex->retiring));)
     free_job(ex, j);
 }
@@ -842,6 +871,7 @@ static void *producer_main(void *arg) {
     while (!ex->stop && in_flight(ex) >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
     if (ex->quiet && ex->produced % 3 == 0) wait_decoder_idle(ex);
     if (ex->stop) break;
+    watch_begin(&ex->cpu_watch, "reading and running the CPU operators", ex->cpu_batches++);
     pthread_mutex_unlock(&ex->lock);
     int64_t t1 = stk__now_ns();
     queue_entry entry = {NULL, STK_OK, NULL};
@@ -858,6 +888,7 @@ static void *producer_main(void *arg) {
       entry.message = NULL;
     }
     pthread_mutex_lock(&ex->lock);
+    watch_end(&ex->cpu_watch);
     if (ex->stop) {
       stk_batch_release(entry.batch);
       free(entry.message);
@@ -927,6 +958,7 @@ static void *decode_main(void *arg) {
     }
     gpu_job *job = queue_pop(&ex->jobs);
     ex->decode_busy = true;
+    watch_begin(&ex->decode_watch, "inside the mixed decoders (nvJPEG's call and its waits on the device)", job->seq);
     pthread_mutex_unlock(&ex->lock);
     int64_t t0 = stk__now_ns();
     run_decode_part(ex, job);
@@ -935,6 +967,7 @@ static void *decode_main(void *arg) {
     balance_host_decoding(ex, job, t0 - waited, busy);
     quiet_record(ex, job, busy);
     pthread_mutex_lock(&ex->lock);
+    watch_end(&ex->decode_watch);
     ex->decode_busy = false;
     ex->decoding_alone = false;
     if (ex->stop) {
@@ -948,6 +981,15 @@ static void *decode_main(void *arg) {
   pthread_cond_broadcast(&ex->cond);
   pthread_mutex_unlock(&ex->lock);
   return NULL;
+}
+
+/* What the GPU thread does with a job, as the timeout's message says it. */
+static const char *gpu_stage_doing(const stk__exec *ex) {
+  if (ex->split) return "queueing the GPU operators' work";
+  for (size_t k = 0; k < ex->p->num_nodes; k++)
+    if (ex->p->nodes[k].spec->device == STK_DEVICE_MIXED)
+      return "inside the mixed decoders (nvJPEG's call and its waits on the device) or queueing the GPU operators' work";
+  return "queueing the GPU operators' work";
 }
 
 /* The GPU stage, one job at a time in order, overlapping the next batches' CPU stage
@@ -965,6 +1007,7 @@ static void *gpu_main(void *arg) {
     if (ex->stop || !in->head) break;
     gpu_job *job = queue_pop(in);
     ex->gpu_busy = true;
+    watch_begin(&ex->gpu_watch, gpu_stage_doing(ex), job->seq);
     pthread_mutex_unlock(&ex->lock);
     queue_entry entry = {NULL, STK_OK, NULL};
     int64_t t1 = stk__now_ns();
@@ -974,6 +1017,7 @@ static void *gpu_main(void *arg) {
     atomic_fetch_add(&ex->gpu_stage_ns, busy);
     if (!ex->split) balance_host_decoding(ex, job, t1 - t0, busy); /* this thread runs the decoders */
     pthread_mutex_lock(&ex->lock);
+    watch_end(&ex->gpu_watch);
     retire_job(ex, job, true);
     reap_jobs(ex);
     ex->gpu_busy = false;
@@ -1115,8 +1159,14 @@ stk_status stk__exec_start(stk_pipeline *p) {
   stk__exec *ex = stk__calloc(1, sizeof *ex, "the executor");
   if (!ex) return STK_ERR_OUT_OF_MEMORY;
   pthread_mutex_init(&ex->lock, NULL);
-  pthread_cond_init(&ex->cond, NULL);
+  pthread_condattr_t attr; /* timed waits on the monotonic clock (stk__now_ns) */
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&ex->cond, &attr);
+  pthread_condattr_destroy(&attr);
   ex->p = p;
+  ex->timeout_ms = p->settings[STK_PIPE_TIMEOUT_MS];
+  ex->cpu_watch.stage = "CPU", ex->decode_watch.stage = "decode", ex->gpu_watch.stage = "GPU";
   ex->n = (size_t)p->settings[STK_PIPE_BATCH_SIZE];
   ex->num_edges = p->num_edges;
   ex->num_slots = p->num_collected;
@@ -1168,9 +1218,22 @@ stk_status stk__exec_start(stk_pipeline *p) {
   return STK_OK;
 }
 
-void stk__exec_stop(stk_pipeline *p) {
+/* Joins a stage thread, waiting until `deadline_ns` (monotonic) at most; a thread that
+ * has not ended by then is detached. */
+static bool join_until(pthread_t thread, int64_t deadline_ns) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
+  int64_t left = deadline_ns - stk__now_ns(), ns = until.tv_nsec + (left > 0 ? left % 1000000000 : 0);
+  until.tv_sec += (time_t)((left > 0 ? left / 1000000000 : 0) + ns / 1000000000);
+  until.tv_nsec = (long)(ns % 1000000000);
+  if (pthread_timedjoin_np(thread, NULL, &until) == 0) return true;
+  pthread_detach(thread);
+  return false;
+}
+
+bool stk__exec_stop(stk_pipeline *p) {
   stk__exec *ex = p->exec;
-  if (!ex) return;
+  if (!ex) return true;
   atomic_store(&p->stopping, true);
   pthread_mutex_lock(&ex->lock);
   ex->stop = true;
@@ -1179,11 +1242,19 @@ void stk__exec_stop(stk_pipeline *p) {
   pthread_mutex_lock(&p->feed_lock); /* wake a reader waiting for external data */
   pthread_cond_broadcast(&p->feed_cond);
   pthread_mutex_unlock(&p->feed_lock);
-  if (ex->thread_started) pthread_join(ex->thread, NULL);
-  if (ex->decode_thread_started) pthread_join(ex->decode_thread, NULL);
-  if (ex->gpu_thread_started) pthread_join(ex->gpu_thread, NULL);
+  int64_t deadline = stk__now_ns() + ex->timeout_ms * 1000000;
+  bool joined = true;
+  if (ex->thread_started) joined &= join_until(ex->thread, deadline);
+  if (ex->decode_thread_started) joined &= join_until(ex->decode_thread, deadline);
+  if (ex->gpu_thread_started) joined &= join_until(ex->gpu_thread, deadline);
+  if (!joined) { /* a thread stuck inside a driver or nvJPEG call may still return into ex */
+    fprintf(stderr, "stoker: a stage thread did not stop within %lld ms (timeout_ms); the pipeline's memory "
+            "is kept for it\n", (long long)ex->timeout_ms);
+    return false;
+  }
   exec_free(ex);
   p->exec = NULL;
+  return true;
 }
 
 void stk__exec_stage_times(const stk__exec *ex, stk_stats *out) {
@@ -1206,6 +1277,37 @@ static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {
   return STK_OK;
 }
 
+/* The stage that has been on one batch the longest (NULL: none works; lock held). */
+static const stage_watch *longest_busy(const stk__exec *ex) {
+  const stage_watch *w[3] = {&ex->cpu_watch, &ex->decode_watch, &ex->gpu_watch}, *best = NULL;
+  for (int k = 0; k < 3; k++)
+    if (w[k]->doing && (!best || w[k]->since_ns < best->since_ns)) best = w[k];
+  return best;
+}
+
+/* The consumer's wait for a batch (lock held): bounded by timeout_ms, except while the
+ * CPU stage waits for fed data (the caller's). Past the bound, an error naming the stage
+ * that holds the run up, the batch and what it is doing. */
+static stk_status wait_for_batch(stk__exec *ex) {
+  int64_t limit = ex->timeout_ms * 1000000, from = stk__now_ns();
+  while (ex->count == 0 && !ex->producer_done) {
+    int64_t until = from + limit;
+    struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+    int rc = pthread_cond_timedwait(&ex->cond, &ex->lock, &ts);
+    if (atomic_load(&ex->p->feed_waiters) > 0) from = stk__now_ns();
+    if (rc != ETIMEDOUT || ex->count > 0 || ex->producer_done || stk__now_ns() - from < limit) continue;
+    const stage_watch *w = longest_busy(ex);
+    if (!w)
+      return stk__fail(STK_ERR_INTERNAL, "stk_pipeline_run",
+                       "no batch came within %lld ms (timeout_ms) and no stage is working on one", (long long)ex->timeout_ms);
+    return stk__fail(w->stage[0] == 'C' ? STK_ERR_INTERNAL : STK_ERR_DEVICE, "stk_pipeline_run",
+                     "no batch came within %lld ms (timeout_ms): the %s stage has been %s on batch %lld for %lld ms",
+                     (long long)ex->timeout_ms, w->stage, w->doing, (long long)w->batch,
+                     (long long)((stk__now_ns() - w->since_ns) / 1000000));
+  }
+  return STK_OK;
+}
+
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out) {
   stk__exec *ex = p->exec;
   if (ex->final_message) /* an earlier batch failed: the pipeline stays failed */
@@ -1218,17 +1320,22 @@ stk_status stk__exec_next(stk_pipeline *p, stk_batch **out) {
   } else {
     int64_t t0 = stk__now_ns();
     pthread_mutex_lock(&ex->lock);
-    while (ex->count == 0 && !ex->producer_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    stk_status waited = wait_for_batch(ex);
     atomic_fetch_add(&ex->consumer_wait_ns, stk__now_ns() - t0);
-    if (ex->count == 0) {
+    if (waited != STK_OK) {
+      e.status = waited;
+      e.message = strdup(stk_last_error());
+      pthread_mutex_unlock(&ex->lock);
+    } else if (ex->count == 0) {
       pthread_mutex_unlock(&ex->lock);
       return STK_FAIL(STK_ERR_STATE, "the producer has stopped");
+    } else {
+      e = ex->queue[ex->head];
+      ex->head = (ex->head + 1) % ex->cap;
+      ex->count--;
+      pthread_cond_broadcast(&ex->cond);
+      pthread_mutex_unlock(&ex->lock);
     }
-    e = ex->queue[ex->head];
-    ex->head = (ex->head + 1) % ex->cap;
-    ex->count--;
-    pthread_cond_broadcast(&ex->cond);
-    pthread_mutex_unlock(&ex->lock);
   }
   stk_status st = deliver(p, &e, out);
   if (st != STK_OK) {

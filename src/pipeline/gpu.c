@@ -55,7 +55,7 @@ static int decoder_threads(int pipeline_threads) {
   return pipeline_threads < cap ? pipeline_threads : cap;
 }
 
-stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out) {
+stk_status stk__gpu_open(int device, int decode_threads, int64_t wait_timeout_ms, stk__gpu **out) {
   if (device < 0)
     return STK_FAIL(STK_ERR_DEVICE, "an operator runs on the GPU but device_id is -1 (None): set device_id");
   char why[1024] = "";
@@ -83,7 +83,8 @@ stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out) {
     dlclose(lib);
     return STK_ERR_OUT_OF_MEMORY;
   }
-  stk_gpu_open_opts opts = {.device = device, .decode_threads = decoder_threads(decode_threads)};
+  stk_gpu_open_opts opts = {.device = device, .decode_threads = decoder_threads(decode_threads),
+                            .wait_timeout_ms = wait_timeout_ms};
   int rc = api->open(&opts, &g->ctx, err, sizeof err);
   if (rc == 0) rc = api->device_info(g->ctx, &g->info, err, sizeof err);
   if (rc != 0) {

@@ -45,8 +45,10 @@ static stk_status ext_plan(stk__node *node, stk__plan *plan) {
   if (plan->count != stk__node_batch_size(node))
     return STK_FAIL(STK_ERR_DECODE, "external source '%s' cannot replace skipped samples", node->name);
   pthread_mutex_lock(&p->feed_lock);
+  atomic_fetch_add(&p->feed_waiters, 1); /* the caller's data: no stall of the pipeline's */
   while (!fs->head && !fs->ended && !atomic_load(&p->stopping))
     pthread_cond_wait(&p->feed_cond, &p->feed_lock);
+  atomic_fetch_sub(&p->feed_waiters, 1);
   stk__feed_batch *b = fs->head;
   if (b) {
     fs->head = b->next;

@@ -203,7 +203,9 @@ struct stk_pipeline {
   pthread_mutex_t feed_lock;
   pthread_cond_t feed_cond;
   atomic_bool stopping; /* set while the producer is being stopped */
+  atomic_int feed_waiters; /* threads waiting for fed data (not bounded by timeout_ms) */
   char *last_skip_message;
+  struct stk_pipeline *next_abandoned; /* stk_pipeline_destroy's list of kept pipelines */
 };
 
 typedef struct stk__host_reg {
@@ -221,7 +223,10 @@ stk__node *stk__graph_find_node(stk_pipeline *p, const char *name);
 
 /* executor.c */
 stk_status stk__exec_start(stk_pipeline *p);
-void stk__exec_stop(stk_pipeline *p);
+/* Stops the stage threads and frees the executor. Returns false when a stage thread did
+ * not stop within the pipeline's timeout (stuck inside a driver or nvJPEG call): it is
+ * detached, and the executor and the pipeline must stay allocated. */
+bool stk__exec_stop(stk_pipeline *p);
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out);
 void stk__exec_stage_times(const stk__exec *ex, stk_stats *out);
 

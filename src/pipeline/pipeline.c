@@ -20,6 +20,7 @@ static const struct {
     [STK_PIPE_MAX_IMAGE_PIXELS] = {"max_image_pixels", (int64_t)1 << 28, 1, INT64_MAX},
     [STK_PIPE_MAX_FILE_BYTES] = {"max_file_bytes", (int64_t)1 << 30, 1, INT64_MAX},
     [STK_PIPE_EXEC_ASYNC] = {"exec_async", 1, 0, 1},
+    [STK_PIPE_TIMEOUT_MS] = {"timeout_ms", 300000, 1, 86400000},
 };
 
 const char *stk__setting_name(stk_pipeline_setting key) {
@@ -37,9 +38,22 @@ stk_status stk_pipeline_create(stk_pipeline **out) {
   return STK_OK;
 }
 
+/* Pipelines whose stage thread was stuck inside a driver or nvJPEG call at destroy (see
+ * STK_PIPE_TIMEOUT_MS): kept, reachable, because that thread may still return into them. */
+static stk_pipeline *abandoned;
+static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void stk_pipeline_destroy(stk_pipeline *p) {
   if (!p) return;
-  stk__exec_stop(p);
+  if (!stk__exec_stop(p)) {
+    stk__threadpool_destroy(p->threads); /* idle: the producer has stopped */
+    p->threads = NULL;
+    pthread_mutex_lock(&abandoned_lock);
+    p->next_abandoned = abandoned;
+    abandoned = p;
+    pthread_mutex_unlock(&abandoned_lock);
+    return;
+  }
   stk__gpu_release(p->gpu); /* device lists still alive keep the device open */
   stk__threadpool_destroy(p->threads);
   stk__graph_free(p);
@@ -118,7 +132,9 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
   if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
   if (p->built) return STK_OK;
   stk_status st = stk__graph_build(p);
-  if (st == STK_OK && p->has_gpu) st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], (int)p->settings[STK_PIPE_NUM_THREADS], &p->gpu);
+  if (st == STK_OK && p->has_gpu)
+    st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], (int)p->settings[STK_PIPE_NUM_THREADS],
+                       p->settings[STK_PIPE_TIMEOUT_MS], &p->gpu);
   if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
   if (st == STK_OK && p->gpu) stk__gpu_pin_pool(p->gpu, p->pool);
   if (st == STK_OK) st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);

@@ -5,8 +5,10 @@
  * went back to the pool before the device had read it would decode another file's bytes.
  * Both forms of the stage are run: decoding alone (the decoders on the compute stream)
  * and decoding followed by a GPU operator (the decoders on their own thread and stream);
- * also CPU outputs moved to the GPU, synchronous mode, teardown with work queued, and a
- * corrupt JPEG found only in the GPU stage under both bad-sample policies. */
+ * also CPU outputs moved to the GPU, synchronous mode, teardown with work queued, a
+ * corrupt JPEG found only in the GPU stage under both bad-sample policies, and a decode
+ * call that never returns (the pipeline's timeout). */
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,12 @@ static stk_pipeline *make(const char *body, bool gpu) {
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_build(p));
   return p;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void sleep_ms(int ms) {
@@ -311,6 +319,52 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
   for (int f = 0; f < GOOD; f++) free(ref[f]);
 }
 
+/* Issue 27: a decode call that never returns (the fake blocks inside decode_batch, as
+ * nvJPEG's call spun for ever on the GPU machine). stk_pipeline_run fails within the
+ * pipeline's timeout_ms naming the stage, the batch and what it waited for; the failure
+ * stays; stk_pipeline_destroy returns within the bound; the call, released afterwards,
+ * returns into the pipeline that destroy kept for it. Both forms of the stage: the
+ * decoders on their own thread (stage "decode") and on the GPU thread (stage "GPU"). */
+static void test_decode_call_that_never_returns(void **state) {
+  (void)state;
+  void *fake = dlopen(STK_FAKE_GPU_LIB, RTLD_NOW | RTLD_LOCAL); /* the module the pipeline loads */
+  assert_non_null(fake);
+  void (*hang)(int) = (void (*)(int))dlsym(fake, "stk_fake_gpu_hang_decodes");
+  int (*hung)(void) = (int (*)(void))dlsym(fake, "stk_fake_gpu_hung_calls");
+  assert_non_null(hang);
+  assert_non_null(hung);
+  const char *bodies[2] = {MIXED_THEN_GPU, MIXED_ALONE}, *stages[2] = {"the decode stage", "the GPU stage"};
+  for (int k = 0; k < 2; k++) {
+    char text[8192];
+    snprintf(text, sizeof text,
+             "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = 0\ntimeout_ms = 300\n"
+             "jpegs, labels = readers.file(files=[%s], name=\"Reader\")\n%s", BATCH, files, bodies[k]);
+    stk_pipeline *p;
+    TU_OK(stk_pipeline_from_text(text, &p));
+    hang(1);
+    TU_OK(stk_pipeline_build(p));
+    int64_t t0 = now_ns();
+    stk_batch *b = NULL;
+    assert_int_equal(stk_pipeline_run(p, &b), STK_ERR_DEVICE);
+    int64_t waited_ms = (now_ns() - t0) / 1000000;
+    const char *msg = stk_last_error();
+    if (!strstr(msg, stages[k]) || !strstr(msg, "on batch 0") || !strstr(msg, "nvJPEG") || !strstr(msg, "timeout_ms"))
+      fail_msg("the timeout's message should name the stage, the batch and the wait: %s", msg);
+    assert_true(waited_ms >= 250 && waited_ms < 5000);
+    assert_true(hung() == 1);
+    assert_int_equal(stk_pipeline_run(p, &b), STK_ERR_DEVICE); /* the pipeline stays failed */
+    assert_non_null(strstr(stk_last_error(), "earlier error"));
+    t0 = now_ns();
+    stk_pipeline_destroy(p); /* the stuck thread is left; its pipeline kept */
+    assert_true((now_ns() - t0) / 1000000 < 5000);
+    hang(0);
+    for (int i = 0; i < 500 && hung() > 0; i++) sleep_ms(2);
+    assert_int_equal(hung(), 0);
+    sleep_ms(50); /* the released thread leaves its loop (stop is set) */
+  }
+  dlclose(fake);
+}
+
 int main(void) {
   char lib[] = STK_FAKE_GPU_LIB;
   setenv("STK_CUDA_LIBRARY", lib, 1);
@@ -323,6 +377,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_with_work_queued),
       cmocka_unit_test(test_host_decoded_share),
       cmocka_unit_test(test_host_quota_rule),
+      cmocka_unit_test(test_decode_call_that_never_returns),
   };
   return cmocka_run_group_tests(tests, setup_files, NULL);
 }

@@ -210,3 +210,17 @@ def test_dali_classification_pipeline(tmp_path, photos):
     it = GenericIterator(pipe(), ["data", "label", "resized", "mirror"], reader_name="Reader")
     batch = next(it)[0]
     assert batch["data"].shape == (4, 3, 48, 64) and len(it) == 1
+
+
+def test_timeout_ms_is_a_checked_setting():
+    """timeout_ms (issue 27): the bound of the pipeline's waits; kept through the text form,
+    refused out of range."""
+    pipe = random_pipe(batch_size=4, num_threads=1, seed=9, timeout_ms=1500)
+    pipe.build()
+    assert pipe.timeout_ms == 1500
+    assert "timeout_ms = 1500" in pipe.serialize()
+    assert stoker.Pipeline.deserialize(pipe.serialize()).timeout_ms == 1500
+    assert len(collect(pipe, 2)) == 2
+    from stoker.errors import InvalidArgumentError
+    with pytest.raises(InvalidArgumentError, match="timeout_ms"):
+        random_pipe(batch_size=4, num_threads=1, timeout_ms=0).build()
