@@ -408,6 +408,7 @@ STK_API stk_status stk_pipeline_from_text(const char *text, stk_pipeline **out);
  * dtype and ndim; `count` must equal the batch size. Batches are consumed in order, one
  * per pipeline batch; the producer waits for data when the queue is empty. Thread-safe
  * with respect to stk_pipeline_run. */
+/* `count` may be 1 to the batch size: the batch the fed samples make is as small. */
 STK_API stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name,
                                      const stk_tensor_desc *samples, size_t count);
 /* Makes the producer give up waiting for external data: the pending and every later

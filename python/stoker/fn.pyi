@@ -290,7 +290,7 @@ def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., sh
     """
     ...
 def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.
+    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
 
     Devices: cpu.
 

@@ -291,15 +291,22 @@ static stk_status readers_room(stk__exec *ex, size_t want, bool starting, size_t
   return STK_OK;
 }
 
-/* After the batch's last plan: its epoch (the first reader's) and whether the batch
- * ended it (the readers have moved on). */
+/* A reader of a data set (an external source's "epochs" are its fed batches). */
+static bool has_epochs(stk__node *node) {
+  stk_reader_meta meta;
+  return node->spec->def->reader_meta && node->spec->def->reader_meta(node, &meta) == STK_OK &&
+         meta.epoch_size >= 0;
+}
+
+/* After the batch's last plan: its epoch (the first data set reader's) and whether the
+ * batch ended it (the reader has moved on). */
 static stk_status note_batch_epoch(stk__exec *ex) {
   stk_pipeline *p = ex->p;
   ex->batch_epoch = -1;
   ex->ends_epoch = false;
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
-    if (node->reader_slot < 0 || !node->spec->def->position) continue;
+    if (node->reader_slot < 0 || !node->spec->def->position || !has_epochs(node)) continue;
     int64_t epoch, left;
     stk_status st = node->spec->def->position(node, &epoch, &left);
     if (st != STK_OK) return stk__wrap(st, "reader '%s'", node->name);
