@@ -405,10 +405,9 @@ STK_API stk_status stk_pipeline_from_text(const char *text, stk_pipeline **out);
 
 /* Queues one batch of samples for the "external_source" operator instance named
  * `op_name`. The samples are copied (the caller keeps its memory); all must share
- * dtype and ndim; `count` must equal the batch size. Batches are consumed in order, one
- * per pipeline batch; the producer waits for data when the queue is empty. Thread-safe
- * with respect to stk_pipeline_run. */
-/* `count` may be 1 to the batch size: the batch the fed samples make is as small. */
+ * dtype and ndim; `count` may be 1 to the batch size (the pipeline's batch is then as
+ * small). Batches are consumed in order, one per pipeline batch; the producer waits for
+ * data when the queue is empty. Thread-safe with respect to stk_pipeline_run. */
 STK_API stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name,
                                      const stk_tensor_desc *samples, size_t count);
 /* Makes the producer give up waiting for external data: the pending and every later
