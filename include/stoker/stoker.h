@@ -383,6 +383,18 @@ STK_API stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_n
 STK_API stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name,
                                             stk_reader_meta *out);
 STK_API stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out);
+/* Checkpoints: the pipeline's state after the last batch stk_pipeline_run returned
+ * (before the first: the start), as text (*out, the caller frees it with stk_free). A
+ * pipeline built alike and given it with stk_pipeline_restore before its build goes on
+ * with the same batches: the readers' positions (epoch and place in it) and the random
+ * streams (keyed by each sample's ordinal) are all there is. External sources cannot
+ * resume: feed them from where the checkpoint was taken. Call from the thread that
+ * calls stk_pipeline_run. */
+STK_API stk_status stk_pipeline_checkpoint(stk_pipeline *p, char **out);
+/* Resumes from `checkpoint` (copied) when the pipeline is built; build fails, naming the
+ * reader, when it does not fit (another reader name or data set size). */
+STK_API stk_status stk_pipeline_restore(stk_pipeline *p, const char *checkpoint);
+
 /* How many skipped samples' messages a pipeline keeps (the first ones). */
 #define STK_SKIP_MESSAGES_KEPT 16
 /* The message of skipped sample `index` (0: the first skipped), naming the operator and

@@ -549,6 +549,29 @@ static PyObject *pl_op_times(PyObject *self, PyObject *unused) {
   return list;
 }
 
+/* checkpoint() -> str: the state after the last batch run() returned (checkpoint.c). */
+static PyObject *pl_checkpoint(PyObject *self, PyObject *unused) {
+  if (enter(self) < 0) return NULL;
+  char *text = NULL;
+  stk_status st = stk_pipeline_checkpoint(pipe_of(self), &text);
+  leave(self);
+  if (st != STK_OK) return pystk_raise(st);
+  PyObject *r = PyUnicode_FromString(text);
+  stk_free(text);
+  return r;
+}
+
+/* restore(text): resume from a checkpoint at build. */
+static PyObject *pl_restore(PyObject *self, PyObject *args) {
+  const char *text;
+  if (!PyArg_ParseTuple(args, "s:restore", &text)) return NULL;
+  if (enter(self) < 0) return NULL;
+  stk_status st = stk_pipeline_restore(pipe_of(self), text);
+  leave(self);
+  if (st != STK_OK) return pystk_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *pl_to_text(PyObject *self, PyObject *unused) {
   if (enter(self) < 0) return NULL;
   char *text = NULL;
@@ -589,6 +612,8 @@ static PyMethodDef pl_methods[] = {
     {"stats", pl_stats, METH_NOARGS, "stats() -> dict"},
     {"op_times", pl_op_times, METH_NOARGS, "op_times() -> [(instance name, ns)]"},
     {"to_text", pl_to_text, METH_NOARGS, "to_text() -> str"},
+    {"checkpoint", pl_checkpoint, METH_NOARGS, "checkpoint() -> str: the state after the last batch"},
+    {"restore", pl_restore, METH_VARARGS, "restore(text): resume from a checkpoint at build"},
     {"from_text", pl_from_text, METH_VARARGS | METH_CLASS, "from_text(text) -> Pipeline"},
     {NULL, NULL, 0, NULL}};
 

@@ -35,7 +35,7 @@ _SETTINGS = {
 _DALI_COMPAT_ARGS = ("bytes_per_sample", "set_affinity", "max_streams",
                      "default_cuda_stream_priority", "enable_memory_stats", "py_num_workers",
                      "py_start_method", "py_callback_pickler", "output_dtype", "output_ndim",
-                     "enable_checkpointing", "exec_dynamic", "experimental_exec_dynamic")
+                     "exec_dynamic", "experimental_exec_dynamic")
 
 _live = weakref.WeakSet()
 
@@ -77,12 +77,16 @@ class Pipeline:
             for (:class:`DeviceError` for the GPU stages), and the pipeline stays failed;
             close() returns within about this bound. Waiting for an external source's data
             is not bounded. stoker's own setting (DALI has none).
+        enable_checkpointing: accepted as in DALI; stoker can always take a checkpoint.
+        checkpoint: a checkpoint (``pipe.checkpoint()``'s text) to resume from: the
+            pipeline, built alike, goes on with the batches that followed it.
     """
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
-                 max_file_bytes=None, timeout_ms=300000, **kwargs):
+                 max_file_bytes=None, timeout_ms=300000, enable_checkpointing=False,
+                 checkpoint=None, **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -101,6 +105,11 @@ class Pipeline:
         self._on_error = on_error
         self._max_image_pixels, self._max_file_bytes = max_image_pixels, max_file_bytes
         self._timeout_ms = int(timeout_ms)
+        self._enable_checkpointing = bool(enable_checkpointing)
+        if checkpoint is not None and not isinstance(checkpoint, str):
+            raise InvalidArgumentError("Pipeline: checkpoint must be the text pipe.checkpoint() gave")
+        self._restore_from = checkpoint
+        self._checkpoint = None  # the state after the last batch run() returned
         self._outputs = None
         self._ops = []
         self._op_counter = 0
@@ -247,6 +256,8 @@ class Pipeline:
                          inst.args, {k: n.name for k, n in inst.arg_inputs.items()},
                          [(n.name, v) for n, v in inst.guards])
             c.set_outputs([o.name for o in self._outputs])
+            if self._restore_from is not None:
+                c.restore(self._restore_from)
             groups, functions = [], []
             for inst in ops:
                 if isinstance(inst.payload, PythonFunctionTrampoline):
@@ -260,6 +271,7 @@ class Pipeline:
             c.close()
             raise
         self._c, self._ops, self._groups, self._functions = c, ops, groups, functions
+        self._checkpoint = c.checkpoint()  # the start (or where it resumed)
         self._readers = [i.name for i in ops if i.schema.is_reader]
         self._built = True
         _live.add(self)
@@ -289,10 +301,10 @@ class Pipeline:
         for g in self._groups:
             g.consumed += 1
         return out, {"epoch": epoch, "ends_epoch": ends_epoch,
-                     "size": len(out[0]) if out else 0}
+                     "size": len(out[0]) if out else 0}, self._c.checkpoint()
 
     def _take(self, batch):
-        out, self._last_batch_info = batch
+        out, self._last_batch_info, self._checkpoint = batch
         return out
 
     def run(self):
@@ -308,6 +320,18 @@ class Pipeline:
         if self._pending:
             return self._take(self._pending.pop(0))
         return self._take(self._run_one())
+
+    def checkpoint(self, filename=None):
+        """The pipeline's state after the last batch run() returned (before the first:
+        the start), as text; written to `filename` too when given. A pipeline built alike
+        with ``checkpoint=`` this text goes on with the same batches: the readers'
+        positions and every random draw. External sources are the caller's to resume."""
+        self._require_built()
+        text = self._checkpoint
+        if filename is not None:
+            with open(filename, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
 
     def last_batch_info(self):
         """About the batch the last run() returned: ``{"epoch": e, "ends_epoch": bool,

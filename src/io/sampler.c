@@ -191,6 +191,19 @@ void stk__sampler_position(stk__sampler *s, int64_t *epoch, int64_t *left) {
   *left = epoch_length(s, s->epoch + 1, s->scratch, &size);
 }
 
+stk_status stk__sampler_seek(stk__sampler *s, int64_t epoch, int64_t left, const char *who) {
+  if (epoch < 0)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: checkpoint epoch %lld is negative", who, (long long)epoch);
+  start_epoch(s, epoch);
+  if (left < 1 || left > s->length)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: checkpoint position (%lld left of epoch %lld) does not fit its %lld samples: "
+                    "a checkpoint of another data set or configuration?",
+                    who, (long long)left, (long long)epoch, (long long)s->length);
+  for (int64_t i = s->length - left; i > 0; i--) stk__sampler_next(s);
+  return STK_OK;
+}
+
 void stk__sampler_meta(const stk__sampler *s, stk_reader_meta *out) {
   const stk__sampler_config *c = &s->cfg;
   out->epoch_size = c->num_samples;

@@ -92,6 +92,11 @@ int64_t stk__sampler_next(stk__sampler *s);
  * space: the sampler's thread only. */
 void stk__sampler_position(stk__sampler *s, int64_t *epoch, int64_t *left);
 
+/* Moves the stream to where stk__sampler_position said (epoch, left): the epoch is
+ * rebuilt and its first length - left samples drawn again, so the stream goes on exactly
+ * as it would have (checkpoints). Errors name `who` and the position. */
+stk_status stk__sampler_seek(stk__sampler *s, int64_t epoch, int64_t left, const char *who);
+
 /* Metadata as reported by readers (for the initial shard_id; streaming shards' sizes
  * are those of epoch 0). */
 void stk__sampler_meta(const stk__sampler *s, stk_reader_meta *out);

@@ -71,6 +71,9 @@ typedef struct stk__op_def {
    * last batch may be short, and replaces a bad sample only from the same epoch. May
    * be NULL: a stream without epochs. */
   stk_status (*position)(stk__node *node, int64_t *epoch, int64_t *left);
+  /* Readers (checkpoints): moves the stream to a position `position` reported, before
+   * the producer starts. May be NULL: the reader cannot resume (external sources). */
+  stk_status (*seek)(stk__node *node, int64_t epoch, int64_t left);
 } stk__op_def;
 
 /* ---- the registry ---- */

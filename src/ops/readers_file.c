@@ -247,6 +247,11 @@ static stk_status file_meta(stk__node *node, stk_reader_meta *out) {
   return stk__reader_meta(node, r ? r->sampler : NULL, out);
 }
 
+static stk_status file_seek(stk__node *node, int64_t epoch, int64_t left) {
+  reader_state *r = *stk__node_state(node);
+  return stk__sampler_seek(r->sampler, epoch, left, stk__node_name(node));
+}
+
 static stk_status file_position(stk__node *node, int64_t *epoch, int64_t *left) {
   reader_state *r = *stk__node_state(node);
   stk__sampler_position(r->sampler, epoch, left);
@@ -268,4 +273,4 @@ static int file_num_outputs(const stk__node *node) { return stk__arg_bool(node, 
 const stk__op_def stk__op_readers_file = {&file_schema, file_init,    file_destroy,
                                           file_plan,    file_run,     file_meta,
                                           file_num_outputs,
-                                          .position = file_position};
+                                          .position = file_position, .seek = file_seek};

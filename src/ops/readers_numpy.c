@@ -326,6 +326,11 @@ static stk_status npy_meta(stk__node *node, stk_reader_meta *out) {
   return stk__reader_meta(node, r ? r->sampler : NULL, out);
 }
 
+static stk_status npy_seek(stk__node *node, int64_t epoch, int64_t left) {
+  npy_state *r = *stk__node_state(node);
+  return stk__sampler_seek(r->sampler, epoch, left, stk__node_name(node));
+}
+
 static stk_status npy_position(stk__node *node, int64_t *epoch, int64_t *left) {
   npy_state *r = *stk__node_state(node);
   stk__sampler_position(r->sampler, epoch, left);
@@ -344,4 +349,4 @@ static const stk_op_schema npy_schema = {
 
 const stk__op_def stk__op_readers_numpy = {&npy_schema, npy_init, npy_destroy, npy_plan,
                                            npy_run,     npy_meta, NULL,
-    .position = npy_position};
+    .position = npy_position, .seek = npy_seek};

@@ -419,6 +419,11 @@ static stk_status tf_meta(stk__node *node, stk_reader_meta *out) {
   return stk__reader_meta(node, r ? r->sampler : NULL, out);
 }
 
+static stk_status tf_seek(stk__node *node, int64_t epoch, int64_t left) {
+  tf_state *r = *stk__node_state(node);
+  return stk__sampler_seek(r->sampler, epoch, left, stk__node_name(node));
+}
+
 static stk_status tf_position(stk__node *node, int64_t *epoch, int64_t *left) {
   tf_state *r = *stk__node_state(node);
   stk__sampler_position(r->sampler, epoch, left);
@@ -438,4 +443,4 @@ static const stk_op_schema tf_schema = {
 
 const stk__op_def stk__op_readers_tfrecord = {&tf_schema, tf_init, tf_destroy, tf_plan,
                                               tf_run,     tf_meta, tf_num_outputs,
-    .position = tf_position};
+    .position = tf_position, .seek = tf_seek};

@@ -297,6 +297,11 @@ static stk_status wds_meta(stk__node *node, stk_reader_meta *out) {
   return stk__reader_meta(node, r ? r->sampler : NULL, out);
 }
 
+static stk_status wds_seek(stk__node *node, int64_t epoch, int64_t left) {
+  wds_state *r = *stk__node_state(node);
+  return stk__sampler_seek(r->sampler, epoch, left, stk__node_name(node));
+}
+
 static stk_status wds_position(stk__node *node, int64_t *epoch, int64_t *left) {
   wds_state *r = *stk__node_state(node);
   stk__sampler_position(r->sampler, epoch, left);
@@ -316,4 +321,4 @@ static const stk_op_schema wds_schema = {
 
 const stk__op_def stk__op_readers_webdataset = {&wds_schema, wds_init, wds_destroy, wds_plan,
                                                 wds_run, wds_meta, wds_num_outputs,
-    .position = wds_position};
+    .position = wds_position, .seek = wds_seek};

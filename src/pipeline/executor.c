@@ -59,6 +59,7 @@ typedef struct gpu_job {
   int64_t cpu_ns;      /* the CPU stage's time for this batch (the host decoding's balance) */
   int64_t seq;         /* production order (the quiet-decode experiment) */
   stk__skip_list skips;   /* the batch's skipped samples (CPU stage, then GPU stage) */
+  int64_t *resume;        /* the pipeline's state after the batch (checkpoint.c) */
   bool *rejected;         /* n: samples rejected in the GPU stage (stk__gpu_reject_sample) */
   char **reject_messages; /* n: why */
 } gpu_job;
@@ -89,6 +90,7 @@ struct stk__exec {
   int64_t *reader_epoch; /* num_readers */
   int64_t batch_epoch;
   bool ends_epoch;
+  int64_t *resume; /* the state after this batch (checkpoint.c) */
   stk__skip_list skips; /* this batch's skipped samples, until the batch or job takes them */
   size_t num_edges, num_slots, num_readers;
   stk__sample *samples;
@@ -304,6 +306,7 @@ static stk_status note_batch_epoch(stk__exec *ex) {
   stk_pipeline *p = ex->p;
   ex->batch_epoch = -1;
   ex->ends_epoch = false;
+  STK_TRY(stk__resume_capture(p, ex->next_ordinal, ex->resume));
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->reader_slot < 0 || !node->spec->def->position || !has_epochs(node)) continue;
@@ -445,6 +448,14 @@ static void compact_batch(stk__exec *ex) {
   }
   ex->compacted = kept != ex->batch_count;
   ex->batch_count = kept;
+}
+
+/* A copy of the state after the current batch, for the batch or job to carry. */
+static int64_t *copy_resume(const stk__exec *ex) {
+  size_t len = stk__resume_len(ex->p);
+  int64_t *copy = stk__malloc(len * sizeof *copy, "a checkpoint state");
+  if (copy) memcpy(copy, ex->resume, len * sizeof *copy);
+  return copy;
 }
 
 /* ---- assembling outputs ---- */
@@ -613,9 +624,11 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
 
 /* The pipeline's outputs from this batch's lists (references taken). */
 static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, int64_t epoch, bool ends_epoch,
-                             stk__skip_list *skips, stk_batch **out) {
+                             stk__skip_list *skips, int64_t **resume, stk_batch **out) {
   stk_batch *b = stk__calloc(1, sizeof *b, "a batch");
   if (!b) return STK_ERR_OUT_OF_MEMORY;
+  b->resume = *resume; /* taken over */
+  *resume = NULL;
   b->epoch = epoch;
   b->ends_epoch = ends_epoch;
   b->skips = *skips; /* taken over */
@@ -663,6 +676,7 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->reject_messages);
   free(job->rejected);
   stk__skip_list_free(&job->skips);
+  free(job->resume);
   if (job->decoded) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->decoded);
   if (job->retired) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->retired);
   free(job->message);
@@ -729,13 +743,14 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   job->ends_epoch = ex->ends_epoch;
   job->skips = ex->skips; /* taken over */
   memset(&ex->skips, 0, sizeof ex->skips);
+  job->resume = copy_resume(ex);
   job->lists = stk__calloc(ex->num_edges, sizeof(stk_tensor_list *), "job lists");
   job->samples = stk__calloc(alloc_n, sizeof(stk__sample), "job samples");
   job->edges = stk__calloc(alloc_n * ex->num_edges, sizeof(stk__tensor), "job tensors");
   if (ex->prep_stride) job->prep = stk__calloc(alloc_n, ex->prep_stride, "prepared records");
   job->rejected = stk__calloc(alloc_n, sizeof(bool), "rejected samples");
   job->reject_messages = stk__calloc(alloc_n, sizeof(char *), "rejection messages");
-  if (!job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep) || !job->rejected ||
+  if (!job->resume || !job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep) || !job->rejected ||
       !job->reject_messages) {
     free_job(ex, job);
     return STK_ERR_OUT_OF_MEMORY;
@@ -869,7 +884,7 @@ static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
     if ((*tl)->gpu) st = stk__gpu_finalize_output(p->gpu, tl, p->edges[p->output_edges[o]].name);
     if (st == STK_OK && (*tl)->gpu) st = stk__gpu_mark_ready(p->gpu, *tl);
   }
-  return st == STK_OK ? make_batch(p, job->lists, job->epoch, job->ends_epoch, &job->skips, out) : st;
+  return st == STK_OK ? make_batch(p, job->lists, job->epoch, job->ends_epoch, &job->skips, &job->resume, out) : st;
 }
 
 /* Collected CPU edges become this batch's tensor lists. */
@@ -916,7 +931,14 @@ static stk_status produce_cpu(stk__exec *ex, stk_batch **out, gpu_job **job) {
   if (st == STK_OK) compact_batch(ex);
   if (st == STK_OK) st = check_selects(ex);
   if (st == STK_OK) st = assemble_lists(ex);
-  if (st == STK_OK) st = ex->p->has_gpu ? make_job(ex, job) : make_batch(ex->p, ex->lists, ex->batch_epoch, ex->ends_epoch, &ex->skips, out);
+  if (st == STK_OK && ex->p->has_gpu) {
+    st = make_job(ex, job);
+  } else if (st == STK_OK) {
+    int64_t *resume = copy_resume(ex);
+    st = resume ? make_batch(ex->p, ex->lists, ex->batch_epoch, ex->ends_epoch, &ex->skips, &resume, out)
+                : STK_ERR_OUT_OF_MEMORY;
+    free(resume);
+  }
   release_batch_memory(ex);
   return st;
 }
@@ -1194,6 +1216,7 @@ static void exec_free(stk__exec *ex) {
   free(ex->pending);
   stk__skip_list_free(&ex->skips);
   free(ex->dropped);
+  free(ex->resume);
   free(ex->reader_epoch);
   free(ex->plan_items);
   free(ex->queue);
@@ -1250,13 +1273,14 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   ex->lists = stk__calloc(ex->num_edges ? ex->num_edges : 1, sizeof(stk_tensor_list *), "batch lists");
   ex->pending = stk__calloc(n, sizeof(size_t), "pending samples");
   ex->dropped = stk__calloc(n, sizeof(bool), "dropped samples");
+  ex->resume = stk__calloc(stk__resume_len(p), sizeof(int64_t), "a checkpoint state");
   ex->reader_epoch = stk__calloc(ex->num_readers ? ex->num_readers : 1, sizeof(int64_t), "reader epochs");
   ex->plan_items = stk__calloc(n, sizeof(int64_t), "planned items");
   ex->arenas = stk__calloc((size_t)ex->num_workers, sizeof(stk__arena *), "arenas");
   ex->cap = (size_t)p->settings[STK_PIPE_PREFETCH_QUEUE_DEPTH];
   ex->queue = stk__calloc(ex->cap, sizeof(queue_entry), "the prefetch queue");
   if (!ex->samples || !ex->edge_tensors || !ex->items || !ex->status || !ex->messages ||
-      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->dropped || !ex->reader_epoch || !ex->plan_items ||
+      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->dropped || !ex->resume || !ex->reader_epoch || !ex->plan_items ||
       !ex->arenas || !ex->queue)
     return STK_ERR_OUT_OF_MEMORY;
   for (int w = 0; w < ex->num_workers; w++)
@@ -1292,6 +1316,17 @@ static bool split_decoding(const stk_pipeline *p) {
   return decoders && rest;
 }
 
+/* Before the producer starts: resumes from the pipeline's checkpoint, if it has one, and
+ * notes the state a checkpoint taken before the first batch gives. */
+static stk_status start_from_checkpoint(stk__exec *ex) {
+  stk_pipeline *p = ex->p;
+  if (p->restore_text) STK_TRY(stk__resume_apply(p, p->restore_text, &ex->next_ordinal));
+  free(p->delivered_resume);
+  p->delivered_resume = stk__calloc(stk__resume_len(p), sizeof(int64_t), "a checkpoint state");
+  if (!p->delivered_resume) return STK_ERR_OUT_OF_MEMORY;
+  return stk__resume_capture(p, ex->next_ordinal, p->delivered_resume);
+}
+
 stk_status stk__exec_start(stk_pipeline *p) {
   stk__exec *ex = stk__calloc(1, sizeof *ex, "the executor");
   if (!ex) return STK_ERR_OUT_OF_MEMORY;
@@ -1311,6 +1346,7 @@ stk_status stk__exec_start(stk_pipeline *p) {
   ex->num_workers = stk__threadpool_size(p->threads);
   ex->async = p->settings[STK_PIPE_EXEC_ASYNC] != 0;
   stk_status st = exec_alloc(p, ex);
+  if (st == STK_OK) st = start_from_checkpoint(ex);
   /* the threads' settings, before any thread starts */
   ex->split = ex->async && p->has_gpu && split_decoding(p);
   const char *quiet = getenv("STK_EXP_QUIET_DECODE");
@@ -1411,6 +1447,7 @@ static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {
   atomic_fetch_add(&p->stat_batches, 1);
   atomic_fetch_add(&p->stat_samples, (long long)stk_tensor_list_num_samples(e->batch->outputs[0]));
   count_skips(p, &e->batch->skips);
+  if (e->batch->resume) memcpy(p->delivered_resume, e->batch->resume, stk__resume_len(p) * sizeof(int64_t));
   *out = e->batch;
   return STK_OK;
 }

@@ -173,6 +173,7 @@ struct stk_batch {
   size_t num_outputs;
   stk_tensor_list **outputs;
   stk__skip_list skips;
+  int64_t *resume; /* the pipeline's state after this batch (checkpoint.c), owned */
   int64_t epoch;   /* the first reader's epoch; -1 without readers */
   bool ends_epoch; /* the batch is the last of that epoch */
 };
@@ -223,6 +224,10 @@ struct stk_pipeline {
   atomic_llong num_skip_messages;
   _Atomic(char *) skip_messages[STK_SKIP_MESSAGES_KEPT];
   atomic_int feed_waiters; /* threads waiting for fed data (not bounded by timeout_ms) */
+  /* Checkpoints (checkpoint.c): the state after the last batch handed out (consumer's
+   * thread; stk__resume_len entries), and a checkpoint to resume from at build. */
+  int64_t *delivered_resume;
+  char *restore_text;
   struct stk_pipeline *next_abandoned; /* stk_pipeline_destroy's list of kept pipelines */
 };
 
@@ -294,5 +299,13 @@ int stk__host_quota_next(int q, int n, int64_t wait_ns, int64_t busy_ns, int64_t
 
 /* host.c: external sources */
 stk_status stk__feed_pop(stk_pipeline *p, stk__node *node, stk__feed_batch **out);
+
+/* checkpoint.c: the state a checkpoint holds, as int64s: the next sample's ordinal, then
+ * (epoch, left) per reader slot (-1 for readers that cannot seek). */
+size_t stk__resume_len(const stk_pipeline *p);
+/* The state now (producer thread, between batches; or before the producer starts). */
+stk_status stk__resume_capture(stk_pipeline *p, int64_t ordinal, int64_t *out);
+/* Moves the readers to a checkpoint's positions (before the producer starts). */
+stk_status stk__resume_apply(stk_pipeline *p, const char *text, int64_t *ordinal);
 
 #endif

@@ -69,6 +69,8 @@ void stk_pipeline_destroy(stk_pipeline *p) {
   }
   stk__pool_destroy(p->pool); /* blocks held by live tensor lists stay valid */
   for (size_t i = 0; i < STK_SKIP_MESSAGES_KEPT; i++) free(atomic_load(&p->skip_messages[i]));
+  free(p->delivered_resume);
+  free(p->restore_text);
   pthread_mutex_destroy(&p->feed_lock);
   pthread_cond_destroy(&p->feed_cond);
   free(p);

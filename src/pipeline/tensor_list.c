@@ -190,6 +190,7 @@ void stk__skip_list_free(stk__skip_list *l) {
 void stk_batch_release(stk_batch *b) {
   if (!b) return;
   stk__skip_list_free(&b->skips);
+  free(b->resume);
   for (size_t o = 0; o < b->num_outputs; o++) stk_tensor_list_release(b->outputs[o]);
   free(b->outputs);
   free(b);

@@ -111,9 +111,13 @@ class BaseIterator:
             self._init_from_reader(reader_name)
         self._counter = 0
         self._first_batch = None
+        # the pipelines' checkpoints after the batches returned so far, and after those run
+        self._checkpoints = [p.checkpoint() for p in self._pipes]
+        self._staged = list(self._checkpoints)
         if prepare_first_batch:
             try:
                 self._first_batch = self._next_batch()
+                self._first_staged = list(self._staged)
             except StopIteration:
                 raise InvalidArgumentError(
                     "iterator: the pipeline gave no data; check its source and size") from None
@@ -172,6 +176,7 @@ class BaseIterator:
                     f"{len(self.output_map)}")
             if self._reader_name is not None and p.last_batch_info()["ends_epoch"]:
                 self._ended[g] = True
+            self._staged[g] = p.checkpoint()
             batches.append({name: self._convert(out, p) for name, out in zip(self.output_map, outs)})
             sizes.append(len(outs[0]) if outs else 0)
         return batches, sizes
@@ -243,8 +248,11 @@ class BaseIterator:
     def __next__(self):
         if self._first_batch is not None:
             batch, self._first_batch = self._first_batch, None
+            self._checkpoints = self._first_staged
             return batch
-        return self._next_batch()
+        batch = self._next_batch()
+        self._checkpoints = list(self._staged)
+        return batch
 
     def __iter__(self):
         return self
@@ -270,6 +278,34 @@ class BaseIterator:
             self._counter = 0
         for p in self._pipes:
             p.reset()
+
+    # ---- checkpoints ----
+
+    def checkpoints(self):
+        """Each pipeline's checkpoint after the batches this iterator returned (DALI's
+        ``checkpoints()``): build the pipelines with ``checkpoint=`` these to resume."""
+        return list(self._checkpoints)
+
+    def state_dict(self):
+        """Where the iterator stands: the pipelines' checkpoints and the epoch's
+        counters; a plain dict (PyTorch Lightning's ``state_dict`` convention)."""
+        return {"checkpoints": self.checkpoints(), "ended": list(self._ended),
+                "delivered": self._delivered.tolist(), "counter": self._counter,
+                "shards_id": self._shards_id.tolist() if self._reader_name is not None else None}
+
+    def load_state_dict(self, state):
+        """Resumes the epoch's counters of `state` (from ``state_dict()``). The
+        pipelines must have been built with ``checkpoint=`` state["checkpoints"], each
+        its own; construct the iterator on them, then call this before iterating."""
+        if list(state["checkpoints"]) != self._checkpoints:
+            raise InvalidArgumentError(
+                "iterator: load_state_dict needs pipelines built with checkpoint= the "
+                "state's checkpoints (each pipeline its own, in order)")
+        self._ended = list(state["ended"])
+        self._delivered = np.array(state["delivered"], dtype=np.int64)
+        self._counter = int(state["counter"])
+        if state["shards_id"] is not None:
+            self._shards_id = np.array(state["shards_id"], dtype=np.int64)
 
     @property
     def size(self):
