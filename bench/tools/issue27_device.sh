@@ -26,7 +26,8 @@ if [ ! -d "$DATA" ]; then
 fi
 
 echo "== 1. gpu_tests"
-timeout 150 build-dev/gpu_tests --small --no-bad-inputs --dataset "$DATA" >"$OUTDIR/gpu_tests.log" 2>&1
+timeout 150 build-dev/gpu_tests --small --no-bad-inputs --lib build-dev/libstoker_cuda.so --dataset "$DATA" \
+  >"$OUTDIR/gpu_tests.log" 2>&1
 echo "gpu_tests exit $?: $(tail -2 "$OUTDIR/gpu_tests.log" | tr '\n' ' ')"
 
 rate() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["images_per_s"]))' "$1" 2>/dev/null || echo "?"; }

@@ -72,7 +72,7 @@ static inline bool stk__mul_size(size_t a, size_t b, size_t *out) {
 int64_t stk__now_ns(void);
 
 /* Names the calling thread (Linux: at most 15 characters show, in /proc/PID/task/TID/comm,
- * top -H and debuggers), so per-thread CPU figures (scripts/stack_sample.py) say which
+ * top -H and debuggers), so per-thread CPU figures (bench/tools/stack_sample.py) say which
  * stage a thread belongs to. printf-style; a no-op where unsupported. */
 void stk__name_thread(const char *fmt, ...);
 

@@ -128,7 +128,8 @@ typedef struct {
   int64_t pinned_in_use, pinned_cached, pinned_peak;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures; /* counters */
   /* host time of decode_batch: header parsing (wall, on the decode threads), waiting
-   * before the engines' call until their destinations are idle (see decode.cu), the
+   * before the engines' call for their previous batch and, unless the destinations are
+   * idle, until they are (see decode.cu), the
    * engines' batched call (the wait included), waiting for the hybrid samples after it */
   int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
   double decode_hw_share; /* the engines' share of the capable samples in the last batch */

@@ -57,7 +57,7 @@ typedef struct gpu_job {
   void *decoded;       /* split stage: event on the decode stream after the job's decoders */
   void *retired;       /* event on the compute stream after all of the job's GPU work */
   int64_t cpu_ns;      /* the CPU stage's time for this batch (the host decoding's balance) */
-  int64_t seq;         /* production order (the quiet-decode experiment) */
+  int64_t seq;         /* production order (the batch's number in timeout messages) */
   stk__skip_list skips;   /* the batch's skipped samples (CPU stage, then GPU stage) */
   int64_t *resume;        /* the pipeline's state after the batch (checkpoint.c) */
   bool *rejected;         /* n: samples rejected in the GPU stage (stk__gpu_reject_sample) */
@@ -137,16 +137,7 @@ struct stk__exec {
    * decoders decode in the CPU stage */
   atomic_int host_quota;
   bool host_balance; /* some prepared decoder leaves its share to the balance */
-  /* STK_EXP_QUIET_DECODE=1 (an experiment, split stage only): in every 3 batches, the first
-   * is decoded with the CPU stage idle (=2: the GPU thread too) and the second beside the
-   * CPU stage making the third (and the GPU thread finishing the first). Each job's decode
-   * time is kept (quiet_ns, by production order) and the paired comparison printed when
-   * the pipeline stops: does the work beside nvJPEG's call slow it? */
-  bool quiet;
-  bool quiet_gpu;      /* =2 */
-  bool decoding_alone; /* such a decode is running (lock held) */
-  int64_t produced, *quiet_ns;
-  size_t quiet_cap;
+  int64_t produced; /* jobs queued so far (their seq) */
   stk_status final_status;
   char *final_message;
   int64_t timeout_ms;  /* STK_PIPE_TIMEOUT_MS */
@@ -969,52 +960,6 @@ static size_t in_flight(const stk__exec *ex) {
   return ex->count + ex->jobs.count + ex->decoded.count + (ex->gpu_busy ? 1 : 0) + (ex->decode_busy ? 1 : 0);
 }
 
-/* The quiet-decode experiment: waits until the decode thread has nothing queued or
- * running (lock held). */
-static void wait_decoder_idle(stk__exec *ex) {
-  while (!ex->stop && (ex->decode_busy || ex->jobs.count > 0)) pthread_cond_wait(&ex->cond, &ex->lock);
-}
-
-/* The quiet-decode experiment's record of a job's decode time (decode thread). */
-static void quiet_record(stk__exec *ex, const gpu_job *job, int64_t busy) {
-  if (!ex->quiet || job->seq < 0) return;
-  if ((size_t)job->seq >= ex->quiet_cap) {
-    size_t cap = ex->quiet_cap ? 2 * ex->quiet_cap : 1024;
-    while (cap <= (size_t)job->seq) cap *= 2;
-    int64_t *t = realloc(ex->quiet_ns, cap * sizeof *t);
-    if (!t) return;
-    memset(t + ex->quiet_cap, 0, (cap - ex->quiet_cap) * sizeof *t);
-    ex->quiet_ns = t, ex->quiet_cap = cap;
-  }
-  ex->quiet_ns[job->seq] = busy;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The quiet-decode experiment's report: per cycle of 3, the decode time beside the CPU
- * stage over the decode time alone (the first 8 cycles, warm-up, left out). */
-static void quiet_report(const stk__exec *ex) {
-  size_t cycles = ex->quiet_cap / 3, n = 0;
-  double *r = calloc(cycles ? cycles : 1, sizeof *r), *a = calloc(cycles ? cycles : 1, sizeof *a),
-         *b = calloc(cycles ? cycles : 1, sizeof *b);
-  for (size_t c = 8; r && a && b && c < cycles; c++) {
-    int64_t alone = ex->quiet_ns[3 * c], beside = ex->quiet_ns[3 * c + 1];
-    if (alone <= 0 || beside <= 0) continue;
-    a[n] = alone / 1e6, b[n] = beside / 1e6, r[n] = (double)beside / (double)alone;
-    n++;
-  }
-  if (n > 0) {
-    qsort(r, n, sizeof *r, cmp_double), qsort(a, n, sizeof *a, cmp_double), qsort(b, n, sizeof *b, cmp_double);
-    fprintf(stderr, "quiet-decode experiment: decode part %.3f ms alone, %.3f ms beside the CPU stage (medians); "
-            "beside / alone per cycle: median %.3f, quartiles %.3f %.3f (%zu cycles)\n",
-            a[n / 2], b[n / 2], r[n / 2], r[n / 4], r[3 * n / 4], n);
-  }
-  free(r), free(a), free(b);
-}
-
 static void *producer_main(void *arg) {
   stk__exec *ex = arg;
   stk__name_thread("stk-producer");
@@ -1023,7 +968,6 @@ static void *producer_main(void *arg) {
   for (;;) {
     int64_t t0 = stk__now_ns();
     while (!ex->stop && in_flight(ex) >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
-    if (ex->quiet && ex->produced % 3 == 0) wait_decoder_idle(ex);
     if (ex->stop) break;
     watch_begin(&ex->cpu_watch, "reading and running the CPU operators", ex->cpu_batches++);
     pthread_mutex_unlock(&ex->lock);
@@ -1053,7 +997,6 @@ static void *producer_main(void *arg) {
       job->seq = ex->produced++;
       queue_push(&ex->jobs, job);
       pthread_cond_broadcast(&ex->cond);
-      if (ex->quiet && job->seq % 3 == 0) wait_decoder_idle(ex); /* decoded with this stage idle */
     } else {
       push_output(ex, entry);
     }
@@ -1105,11 +1048,6 @@ static void *decode_main(void *arg) {
     int64_t waited = stk__now_ns();
     while (!ex->stop && !ex->jobs.head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
     if (ex->stop || !ex->jobs.head) break;
-    if (ex->quiet_gpu && ex->jobs.head->seq % 3 == 0) { /* wait until the GPU thread is idle */
-      while (!ex->stop && (ex->gpu_busy || ex->decoded.count > 0)) pthread_cond_wait(&ex->cond, &ex->lock);
-      if (ex->stop) break;
-      ex->decoding_alone = true;
-    }
     gpu_job *job = queue_pop(&ex->jobs);
     ex->decode_busy = true;
     watch_begin(&ex->decode_watch, "inside the mixed decoders (nvJPEG's call and its waits on the device)", job->seq);
@@ -1119,11 +1057,9 @@ static void *decode_main(void *arg) {
     int64_t busy = stk__now_ns() - t0;
     atomic_fetch_add(&ex->decode_stage_ns, busy);
     balance_host_decoding(ex, job, t0 - waited, busy);
-    quiet_record(ex, job, busy);
     pthread_mutex_lock(&ex->lock);
     watch_end(&ex->decode_watch);
     ex->decode_busy = false;
-    ex->decoding_alone = false;
     if (ex->stop) {
       retire_job(ex, job, false); /* its decoders may still read its host memory */
       break;
@@ -1155,7 +1091,7 @@ static void *gpu_main(void *arg) {
   pthread_mutex_lock(&ex->lock);
   for (;;) {
     int64_t t0 = stk__now_ns();
-    while (!ex->stop && (ex->decoding_alone || (!in->head && !(ex->split ? ex->decode_done : ex->cpu_done))))
+    while (!ex->stop && !in->head && !(ex->split ? ex->decode_done : ex->cpu_done))
       pthread_cond_wait(&ex->cond, &ex->lock);
     atomic_fetch_add(&ex->gpu_idle_ns, stk__now_ns() - t0);
     if (ex->stop || !in->head) break;
@@ -1221,8 +1157,6 @@ static void exec_free(stk__exec *ex) {
   free(ex->plan_items);
   free(ex->queue);
   free(ex->final_message);
-  if (ex->quiet) quiet_report(ex);
-  free(ex->quiet_ns);
   pthread_mutex_destroy(&ex->lock);
   pthread_cond_destroy(&ex->cond);
   free(ex);
@@ -1301,11 +1235,8 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
 
 /* Whether the mixed decoders get their own thread: every mixed operator is prepared in
  * the CPU stage (so only that thread calls the decoder, which takes one caller) and some
- * GPU operator runs after them (else there is nothing to overlap). STK_SPLIT_DECODE=0
- * turns it off (measurements). */
+ * GPU operator runs after them (else there is nothing to overlap). */
 static bool split_decoding(const stk_pipeline *p) {
-  const char *env = getenv("STK_SPLIT_DECODE");
-  if (env && atoi(env) == 0) return false;
   bool decoders = false, rest = false;
   for (size_t k = 0; k < p->num_nodes; k++) {
     const stk__node *node = &p->nodes[k];
@@ -1349,9 +1280,6 @@ stk_status stk__exec_start(stk_pipeline *p) {
   if (st == STK_OK) st = start_from_checkpoint(ex);
   /* the threads' settings, before any thread starts */
   ex->split = ex->async && p->has_gpu && split_decoding(p);
-  const char *quiet = getenv("STK_EXP_QUIET_DECODE");
-  ex->quiet = ex->split && quiet && (atoi(quiet) == 1 || atoi(quiet) == 2);
-  ex->quiet_gpu = ex->quiet && atoi(quiet) == 2;
   for (size_t k = 0; k < p->num_nodes; k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
     atomic_store(&p->nodes[k].host_decode_quota, 0);
     if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted) ex->host_balance = ex->async && p->has_gpu;
