@@ -4,9 +4,10 @@
 # torchvision comparisons, and prints a short table at the end.
 #
 # usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
-#        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [ceiling] [exec]
-#        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms, ceiling and exec are only
-#        run when named)
+#        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [ceiling] [exec] [pytest_gpu]
+#        [sampling]
+#        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms, ceiling, exec,
+#        pytest_gpu (the whole Python suite on the GPU) and sampling are only run when named)
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -190,6 +191,17 @@ if [ $BUILD_OK = 1 ] && want pipeline; then
     --epochs 1 --json
   step tv_loader 200 env PYTHONUNBUFFERED=1 python3 bench/bench_torchvision.py "$DATA" --workers 16 --batch 256 \
     --batches 12 --skip-decode
+fi
+
+# ---- the Python GPU tests (every operator's GPU parity, the GPU stage, torch hand-off),
+#      and why sampling matters (a small classifier on a class-sorted folder; CPU, torch) ----
+if [ $BUILD_OK = 1 ] && named pytest_gpu; then
+  step pytest_gpu 300 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
+    -x tests/python
+fi
+if named sampling; then
+  step sampling 240 env PYTHONUNBUFFERED=1 PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" \
+    python3 bench/bench_sampling_training.py --epochs 4 --per-class 240
 fi
 
 # ---- where a GPU pipeline's time goes: the stages' threads, at 15 / 8 / 4 CPU threads,
