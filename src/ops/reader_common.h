@@ -72,14 +72,24 @@ enum {
       {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},             \
       {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT}
 
-/* Builds the sampler configuration for `num_samples` samples from the common arguments
- * (starting at index `base`: shard_id, num_shards, stick_to_shard, pad_last_batch,
- * random_shuffle, initial_fill, shuffle_after_epoch, seed, in that order) and creates
- * the sampler. With `unit_sizes` (num_units files of consecutive samples) it streams:
- * see io/sampler.h. Errors name the reader. */
+/* What every data set reader's state starts with: the shared hooks below reach the
+ * sampler through it. */
+typedef struct {
+  stk__sampler *sampler;
+} stk__reader_base;
+
+/* Creates the sampler for `num_samples` samples from the common arguments (starting at
+ * index `base`: shard_id, num_shards, stick_to_shard, pad_last_batch, random_shuffle,
+ * initial_fill, shuffle_after_epoch, seed, in that order). With `unit_sizes` (num_units
+ * files of consecutive samples) it streams: see io/sampler.h. Errors name the reader. */
 stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
-                               const int64_t *unit_sizes, int64_t num_units,
-                               stk__sampler_config *cfg, stk__sampler **out);
+                               const int64_t *unit_sizes, int64_t num_units, stk__sampler **out);
+
+/* The readers' plan, reader_meta, position and seek (stk__op_def), over their sampler. */
+stk_status stk__reader_plan(stk__node *node, stk__plan *plan);
+stk_status stk__reader_meta(stk__node *node, stk_reader_meta *out);
+stk_status stk__reader_position(stk__node *node, int64_t *epoch, int64_t *left);
+stk_status stk__reader_seek(stk__node *node, int64_t epoch, int64_t left);
 
 /* The `streaming` argument's schema entry (readers of multi-sample files). */
 #define STK__READER_STREAMING_ARG                                                            \
@@ -92,10 +102,7 @@ stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
  * (non-decreasing): random access, or streaming file by file when `streaming`. */
 stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_samples,
                                     const int32_t *file_of, int64_t num_files, bool streaming,
-                                    stk__sampler_config *cfg, stk__sampler **out);
-
-/* Fills `out` from the reader's sampler (the readers' reader_meta). */
-stk_status stk__reader_meta(stk__node *node, const stk__sampler *sampler, stk_reader_meta *out);
+                                    stk__sampler **out);
 
 /* Expands shell-style brace patterns in `patterns`: numeric ranges "{000..099}" (zero
  * padded to the width of the wider bound when a bound starts with 0; "{9..0}" counts

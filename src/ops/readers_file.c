@@ -91,10 +91,9 @@ _Static_assert(A_SEED - A_SHARD_ID == STK__RA_SEED && A_INITIAL_FILL - A_SHARD_I
                "readers.file's sampling arguments must follow the common order");
 
 typedef struct {
+  stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__file_list files;
   stk__file_list second; /* paired lists: the second path of every line */
-  stk__sampler_config cfg;
-  stk__sampler *sampler;
 } reader_state;
 
 static void file_destroy(stk__node *node) {
@@ -102,7 +101,7 @@ static void file_destroy(stk__node *node) {
   if (!r) return;
   stk__file_list_free(&r->files);
   stk__file_list_free(&r->second);
-  stk__sampler_destroy(r->sampler);
+  stk__sampler_destroy(r->base.sampler);
   free(r);
   *stk__node_state(node) = NULL;
 }
@@ -148,7 +147,7 @@ static stk_status file_init(stk__node *node) {
   stk_status st = build_list(node, &r->files, &r->second);
   /* The sampling arguments shard_id .. seed are in the common order (reader_common.h). */
   if (st == STK_OK)
-    st = stk__reader_sampler(node, A_SHARD_ID, r->files.count, NULL, 0, &r->cfg, &r->sampler);
+    st = stk__reader_sampler(node, A_SHARD_ID, r->files.count, NULL, 0, &r->base.sampler);
   if (st != STK_OK) {
     stk__file_list_free(&r->files);
     stk__file_list_free(&r->second);
@@ -156,14 +155,6 @@ static stk_status file_init(stk__node *node) {
     return st;
   }
   *stk__node_state(node) = r;
-  return STK_OK;
-}
-
-/* Producer thread: the next samples' indices into the file list, in order. */
-static stk_status file_plan(stk__node *node, stk__plan *plan) {
-  reader_state *r = *stk__node_state(node);
-  for (int64_t i = 0; i < plan->count; i++)
-    stk__plan_set_item(plan, i, stk__sampler_next(r->sampler));
   return STK_OK;
 }
 
@@ -242,22 +233,6 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-static stk_status file_meta(stk__node *node, stk_reader_meta *out) {
-  reader_state *r = *stk__node_state(node);
-  return stk__reader_meta(node, r ? r->sampler : NULL, out);
-}
-
-static stk_status file_seek(stk__node *node, int64_t epoch, int64_t left) {
-  reader_state *r = *stk__node_state(node);
-  return stk__sampler_seek(r->sampler, epoch, left, stk__node_name(node));
-}
-
-static stk_status file_position(stk__node *node, int64_t *epoch, int64_t *left) {
-  reader_state *r = *stk__node_state(node);
-  stk__sampler_position(r->sampler, epoch, left);
-  return STK_OK;
-}
-
 static const stk_op_schema file_schema = {
     "readers.file",
     "Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder "
@@ -270,7 +245,14 @@ static const stk_op_schema file_schema = {
 
 static int file_num_outputs(const stk__node *node) { return stk__arg_bool(node, NULL, A_PAIRED) ? 3 : 2; }
 
-const stk__op_def stk__op_readers_file = {&file_schema, file_init,    file_destroy,
-                                          file_plan,    file_run,     file_meta,
-                                          file_num_outputs,
-                                          .position = file_position, .seek = file_seek};
+const stk__op_def stk__op_readers_file = {
+    .schema = &file_schema,
+    .init = file_init,
+    .destroy = file_destroy,
+    .plan = stk__reader_plan,
+    .run_sample = file_run,
+    .reader_meta = stk__reader_meta,
+    .num_outputs = file_num_outputs,
+    .position = stk__reader_position,
+    .seek = stk__reader_seek,
+};
