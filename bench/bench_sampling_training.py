@@ -137,7 +137,7 @@ def stoker_batches(it):
 
 def train(name, batches_per_epoch, epochs, classes, test_loader):
     net = model(classes)
-    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
     rows = []
     for epoch in range(epochs):
         losses, mix = [], []
@@ -161,7 +161,7 @@ def train(name, batches_per_epoch, epochs, classes, test_loader):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--per-class", type=int, default=240)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--out", default=None)
