@@ -102,6 +102,7 @@ class Pipeline:
         self._functions = []
         self._readers = []
         self._pending = []  # batches run ahead by schedule_run()
+        self._out_types = None  # [(dtype, ndim)] of the outputs, from the last batch
 
     # ---- properties (DALI names) ----
     batch_size = property(lambda self: self._batch_size)
@@ -277,6 +278,7 @@ class Pipeline:
             raise
         for g in self._groups:
             g.consumed += 1
+        self._out_types = [(tl.dtype, tl.ndim) for tl in out]
         return out
 
     def run(self):
@@ -288,6 +290,23 @@ class Pipeline:
         if self._pending:
             return self._pending.pop(0)
         return self._run_one()
+
+    def output_dtype(self):
+        """The element type (types.DALIDataType) of every output, in order; None where
+        it is not known yet: before the first batch, only outputs whose operator states
+        its type (``external_source(dtype=)``, ``cast``, ...) are known."""
+        return [t[0] for t in self._output_types()]
+
+    def output_ndim(self):
+        """The number of dimensions of every output's samples; None where not known yet
+        (see output_dtype)."""
+        return [t[1] for t in self._output_types()]
+
+    def _output_types(self):
+        self._require_built()
+        if self._out_types is not None:
+            return self._out_types
+        return [_declared_type(o) for o in self._outputs]
 
     def schedule_run(self):
         """DALI compatibility: prepares a batch for share_outputs()/outputs()."""
@@ -437,3 +456,21 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         return create
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _declared_type(node):
+    """(dtype, ndim) of a graph output as its operator's arguments state them (None
+    where they do not): `dtype` of external_source / cast / constant ..., `ndim` of
+    external_source."""
+    from . import types
+    args = node.op.args
+    dtype = args.get("dtype") if node.op.schema.name != "cast_like" else None
+    if isinstance(dtype, str):
+        try:
+            dtype = types.dtype_from_name(dtype)
+        except ValueError:
+            dtype = None
+    else:
+        dtype = None
+    ndim = args.get("ndim") if node.op.schema.name == "external_source" else None
+    return dtype, (int(ndim) if ndim is not None else None)

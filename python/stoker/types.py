@@ -41,6 +41,25 @@ class DALIDataType(_CEnum):
     def numpy(self):
         return np.dtype(self.value[1])
 
+    # NumPy reads the type of an object from its `dtype` attribute (np.dtype(types.FLOAT),
+    # array.astype(tensor.dtype) work).
+    dtype = numpy
+
+    def __eq__(self, other):
+        # A member also equals its NumPy type, so code written for tl[i] as a NumPy array
+        # (`tl[i].dtype == np.uint8`) keeps working now that tl[i] is a TensorCPU.
+        if isinstance(other, DALIDataType):
+            return self is other
+        if isinstance(other, np.dtype) or (isinstance(other, type) and issubclass(other, np.generic)):
+            return self.numpy == np.dtype(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = enum.Enum.__hash__
+
 
 DataType = DALIDataType
 
