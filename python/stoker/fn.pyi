@@ -248,7 +248,7 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
     """
     ...
 def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Equalizes the histogram of every channel of a uint8 image; by default with Pillow's ImageOps.equalize (what AutoAugment uses), exactly.
+    """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
     Devices: cpu, gpu.
 
@@ -259,7 +259,7 @@ def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cp
         output: the processed image
 
     Keyword args:
-        algorithm (a string; default "pil"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
+        algorithm (a string; default "opencv"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1063,8 +1063,8 @@ class math:
         """
         ...
     @staticmethod
-    def clamp(*inputs: DataNode, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded up, hi down, saturated to the type).
+    def clamp(*inputs: DataNode, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., lo_dtype: str | None = ..., hi_dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Clamps every element to [lo, hi] (DALI's math.clamp): the output type is the input's promoted with the bounds' types (lo_dtype / hi_dtype, or the feeding nodes' types), as DALI's arithmetic promotes; integer outputs: lo rounded up, hi down, saturated to the type.
 
         Devices: cpu, gpu.
 
@@ -1077,6 +1077,8 @@ class math:
         Keyword args:
             lo (a float; may be a DataNode (per-sample argument input)): lower bound (none when absent)
             hi (a float; may be a DataNode (per-sample argument input)): upper bound (none when absent); when lo > hi the result is hi, as numpy.clip
+            lo_dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the type of a constant lo (a Python int is int32, a float float32): the output type is promoted with it, as DALI does; when lo is fed by a node, the node's type
+            hi_dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the same for hi
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

@@ -261,7 +261,7 @@ class CropMirrorNormalize(Operator):
     def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., mirror: int | DataNode | None = ..., mean: Sequence[float] | DataNode | None = ..., std: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., dtype: str | None = ..., output_layout: str | None = ..., pad_output: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., rounding: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Equalize(Operator):
-    """Equalizes the histogram of every channel of a uint8 image; by default with Pillow's ImageOps.equalize (what AutoAugment uses), exactly.
+    """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
     Devices: cpu, gpu.
 
@@ -272,7 +272,7 @@ class Equalize(Operator):
         output: the processed image
 
     Keyword args:
-        algorithm (a string; default "pil"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
+        algorithm (a string; default "opencv"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1101,7 +1101,7 @@ class math:
         def __init__(self, *, op: str, scalar: float | DataNode | None = ..., scalar_side: str | None = ..., scalar_dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Clamp(Operator):
-        """Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded up, hi down, saturated to the type).
+        """Clamps every element to [lo, hi] (DALI's math.clamp): the output type is the input's promoted with the bounds' types (lo_dtype / hi_dtype, or the feeding nodes' types), as DALI's arithmetic promotes; integer outputs: lo rounded up, hi down, saturated to the type.
 
         Devices: cpu, gpu.
 
@@ -1114,10 +1114,12 @@ class math:
         Keyword args:
             lo (a float; may be a DataNode (per-sample argument input)): lower bound (none when absent)
             hi (a float; may be a DataNode (per-sample argument input)): upper bound (none when absent); when lo > hi the result is hi, as numpy.clip
+            lo_dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the type of a constant lo (a Python int is int32, a float float32): the output type is promoted with it, as DALI does; when lo is fed by a node, the node's type
+            hi_dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the same for hi
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., lo_dtype: str | None = ..., hi_dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Unary(Operator):
         """Elementwise unary operations (negation, logical not, abs, rounding, and the floating-point functions).

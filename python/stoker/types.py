@@ -70,6 +70,7 @@ class DALIImageType(_CEnum):
     RGB = ("RGB",)
     BGR = ("BGR",)
     GRAY = ("GRAY",)
+    YCbCr = ("YCbCr",)
 
 
 class DALIInterpType(_CEnum):
@@ -79,7 +80,9 @@ class DALIInterpType(_CEnum):
     INTERP_LINEAR = ("linear",)
     INTERP_CUBIC = ("cubic",)
     INTERP_LANCZOS3 = ("lanczos3",)
-    INTERP_TRIANGULAR = ("triangular",)
+    # DALI's triangular filter is its linear one (antialiased when downscaling unless
+    # antialias=False): DALI 2.4 gives identical bytes for both, so it runs as "linear".
+    INTERP_TRIANGULAR = ("linear", "triangular")
     INTERP_GAUSSIAN = ("gaussian",)
 
 

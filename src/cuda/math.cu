@@ -199,7 +199,8 @@ __global__ void __launch_bounds__(THREADS)
 unary_kernel(const stk_gpu_unary_sample *S, const int *first, int n, int op, int it, int ot) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_unary_sample *s = &S[si];
-  int kind = stk_ar_unary_kind(op, it);
+  /* clamp computes in its output's kind: the input is converted to the promoted type */
+  int kind = op == CLAMP_OP ? stk_ar_kind_of(ot) : stk_ar_unary_kind(op, it);
   const void *src = s->src;
   void *dst = s->dst;
   double lo = s->lo, hi = s->hi;
@@ -220,7 +221,7 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad operation %d", args->op);
   if (!dtype_ok(args->in_dtype) || !dtype_ok(args->out_dtype))
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)args->in_dtype, (int)args->out_dtype);
-  int kind = stk_ar_unary_kind(args->op, args->in_dtype);
+  int kind = args->op == CLAMP_OP ? stk_ar_kind_of(args->out_dtype) : stk_ar_unary_kind(args->op, args->in_dtype);
   bool out_float = stk_ar_is_float(args->out_dtype) != 0;
   if (args->op == STK__UN_NOT ? args->out_dtype != STK_DTYPE_BOOL : out_float != (kind == STK_AK_F))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "output type %d does not match operation %d on type %d",
