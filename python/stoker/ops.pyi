@@ -747,6 +747,24 @@ class Select(Operator):
     """
     def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Shapes(Operator):
+    """The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node becomes).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor (only its shape is read)
+
+    Outputs:
+        output: the input's shape: one element per dimension
+
+    Keyword args:
+        dtype (a string; default "int64"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): type of the output's elements
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Sharpness(Operator):
     """Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment builds it from a 3x3 filter).
 
@@ -801,6 +819,57 @@ class SolarizeAdd(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Subscript(Operator):
+    """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: the selected elements, dense, in the input's type
+
+    Keyword args:
+        kinds (a list of ints; required): the expression, one entry per position: 0 an integer index (the axis goes), 1 a slice, 2 a new axis of extent 1 (None), 3 the ellipsis (the axes not named; at most one). Axes after the last position are kept whole
+        new_axis_names (a string; default ""): one layout letter per new axis, in order (empty: the output has no layout when the expression adds axes)
+        at_0 (an int; may be a DataNode (per-sample argument input)): position 0 (kind 0): the index; negative counts from the end
+        lo_0 (an int; may be a DataNode (per-sample argument input)): position 0 (kind 1): the slice's start (absent: the start for the step)
+        hi_0 (an int; may be a DataNode (per-sample argument input)): position 0 (kind 1): the slice's stop (absent: the end for the step)
+        step_0 (an int; default 1; may be a DataNode (per-sample argument input)): position 0 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_1 (an int; may be a DataNode (per-sample argument input)): position 1 (kind 0): the index; negative counts from the end
+        lo_1 (an int; may be a DataNode (per-sample argument input)): position 1 (kind 1): the slice's start (absent: the start for the step)
+        hi_1 (an int; may be a DataNode (per-sample argument input)): position 1 (kind 1): the slice's stop (absent: the end for the step)
+        step_1 (an int; default 1; may be a DataNode (per-sample argument input)): position 1 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_2 (an int; may be a DataNode (per-sample argument input)): position 2 (kind 0): the index; negative counts from the end
+        lo_2 (an int; may be a DataNode (per-sample argument input)): position 2 (kind 1): the slice's start (absent: the start for the step)
+        hi_2 (an int; may be a DataNode (per-sample argument input)): position 2 (kind 1): the slice's stop (absent: the end for the step)
+        step_2 (an int; default 1; may be a DataNode (per-sample argument input)): position 2 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_3 (an int; may be a DataNode (per-sample argument input)): position 3 (kind 0): the index; negative counts from the end
+        lo_3 (an int; may be a DataNode (per-sample argument input)): position 3 (kind 1): the slice's start (absent: the start for the step)
+        hi_3 (an int; may be a DataNode (per-sample argument input)): position 3 (kind 1): the slice's stop (absent: the end for the step)
+        step_3 (an int; default 1; may be a DataNode (per-sample argument input)): position 3 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_4 (an int; may be a DataNode (per-sample argument input)): position 4 (kind 0): the index; negative counts from the end
+        lo_4 (an int; may be a DataNode (per-sample argument input)): position 4 (kind 1): the slice's start (absent: the start for the step)
+        hi_4 (an int; may be a DataNode (per-sample argument input)): position 4 (kind 1): the slice's stop (absent: the end for the step)
+        step_4 (an int; default 1; may be a DataNode (per-sample argument input)): position 4 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_5 (an int; may be a DataNode (per-sample argument input)): position 5 (kind 0): the index; negative counts from the end
+        lo_5 (an int; may be a DataNode (per-sample argument input)): position 5 (kind 1): the slice's start (absent: the start for the step)
+        hi_5 (an int; may be a DataNode (per-sample argument input)): position 5 (kind 1): the slice's stop (absent: the end for the step)
+        step_5 (an int; default 1; may be a DataNode (per-sample argument input)): position 5 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_6 (an int; may be a DataNode (per-sample argument input)): position 6 (kind 0): the index; negative counts from the end
+        lo_6 (an int; may be a DataNode (per-sample argument input)): position 6 (kind 1): the slice's start (absent: the start for the step)
+        hi_6 (an int; may be a DataNode (per-sample argument input)): position 6 (kind 1): the slice's stop (absent: the end for the step)
+        step_6 (an int; default 1; may be a DataNode (per-sample argument input)): position 6 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 0): the index; negative counts from the end
+        lo_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's start (absent: the start for the step)
+        hi_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's stop (absent: the end for the step)
+        step_7 (an int; default 1; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's step (not 0; negative walks backwards)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class WarpAffine(Operator):
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).

@@ -187,6 +187,12 @@ class ScalarConstant:
     def __repr__(self):
         return f"Constant({self.value!r}, dtype={self.dtype!r})"
 
+    def __getitem__(self, index):
+        """Indexes the constant as a data node (``types.Constant(table)[idx_node]`` picks
+        an entry per sample, as in DALI)."""
+        from ._graph import constant_node
+        return constant_node(self)[index]
+
 
 def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):
     """A constant for pipeline graphs, as ``nvidia.dali.types.Constant``.
