@@ -54,7 +54,9 @@ def _to_array(x, where):
             pass
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor on any device
         x = x.detach().cpu().numpy()
-    arr = np.ascontiguousarray(np.asarray(x))
+    arr = np.asarray(x)
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d sample 1-d)
+        arr = np.ascontiguousarray(arr)
     if arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:
         raise InvalidArgumentError(f"{where}: element type {arr.dtype} is not supported")
     return arr
