@@ -323,8 +323,8 @@ class ExternalSource(Operator):
         cycle: for iterables: False (StopIteration ends the epoch), True/'quiet' (restart silently) or 'raise' (end the epoch, restart on reset)
         batch: True: the source gives whole batches; False: one sample per call
         batch_info: pass a BatchInfo instead of the iteration number to batch callables
-        parallel: accepted for DALI compatibility (sources run in the main process)
-        prefetch_queue_depth: accepted for DALI compatibility
+        parallel: run the source in the pipeline's worker processes (Pipeline's py_num_workers, py_start_method): a per-sample callable (batch=False) has each batch split among the workers, a batch callable gets one batch per worker, an iterable or generator runs in one worker
+        prefetch_queue_depth: with parallel=True: batches computed ahead by the workers beyond those fed to the pipeline (default 1)
         cuda_stream: accepted for DALI compatibility
         use_copy_kernel: accepted for DALI compatibility
         repeat_last: accepted for DALI compatibility (not supported: must be False)

@@ -32,8 +32,8 @@ _SETTINGS = {
 
 # DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
 _DALI_COMPAT_ARGS = ("bytes_per_sample", "set_affinity", "max_streams",
-                     "default_cuda_stream_priority", "enable_memory_stats", "py_num_workers",
-                     "py_start_method", "py_callback_pickler", "output_dtype", "output_ndim",
+                     "default_cuda_stream_priority", "enable_memory_stats",
+                     "py_callback_pickler", "output_dtype", "output_ndim",
                      "enable_checkpointing", "exec_dynamic", "experimental_exec_dynamic")
 
 _live = weakref.WeakSet()
@@ -70,12 +70,15 @@ class Pipeline:
         on_error: "error" (a bad sample stops the run with an error naming it) or "skip"
             (bad samples are skipped, counted in stats(), batches kept full).
         max_image_pixels, max_file_bytes: limits for untrusted input.
+        py_num_workers, py_start_method: the worker processes of the external sources
+            with ``parallel=True`` ("fork" or "spawn"; spawn needs picklable sources);
+            started by build() (or start_py_workers()) before the pipeline's threads.
     """
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
-                 max_file_bytes=None, **kwargs):
+                 max_file_bytes=None, py_num_workers=1, py_start_method="fork", **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -103,6 +106,13 @@ class Pipeline:
         self._readers = []
         self._pending = []  # batches run ahead by schedule_run()
         self._out_types = None  # [(dtype, ndim)] of the outputs, from the last batch
+        if py_start_method not in ("fork", "spawn"):
+            raise InvalidArgumentError(
+                f"Pipeline: py_start_method must be 'fork' or 'spawn', got {py_start_method!r}")
+        if int(py_num_workers) < 1:
+            raise InvalidArgumentError(f"Pipeline: py_num_workers must be >= 1, got {py_num_workers}")
+        self._py_num_workers, self._py_start_method = int(py_num_workers), py_start_method
+        self._py_pool = None  # worker processes of parallel external sources
 
     # ---- properties (DALI names) ----
     batch_size = property(lambda self: self._batch_size)
@@ -216,17 +226,9 @@ class Pipeline:
         """Checks the graph, creates the C pipeline and starts its producer."""
         if self._built:
             return
-        if self._outputs is None:
-            with self:
-                if self._enable_conditionals:
-                    from . import _conditionals
-                    outs = _conditionals.call_converted(self.define_graph)
-                else:
-                    outs = self.define_graph()
-            if isinstance(outs, DataNode):
-                outs = [outs]
-            self.set_outputs(*outs)
+        self._define_outputs()
         ops = self._collect()
+        self._start_py_workers(ops)  # before any thread of this pipeline exists (fork)
         c = _stoker.Pipeline()
         try:
             self._apply_settings(c)
@@ -248,11 +250,50 @@ class Pipeline:
             c.build()
         except BaseException:
             c.close()
+            self._stop_py_workers()
             raise
         self._c, self._ops, self._groups, self._functions = c, ops, groups, functions
         self._readers = [i.name for i in ops if i.schema.is_reader]
         self._built = True
         _live.add(self)
+
+    def _define_outputs(self):
+        if self._outputs is None:
+            with self:
+                if self._enable_conditionals:
+                    from . import _conditionals
+                    outs = _conditionals.call_converted(self.define_graph)
+                else:
+                    outs = self.define_graph()
+            if isinstance(outs, DataNode):
+                outs = [outs]
+            self.set_outputs(*outs)
+
+    def start_py_workers(self):
+        """Starts the worker processes of the parallel external sources (build() does it
+        too); DALI's name. With "fork", call it before creating threads of your own."""
+        if self._py_pool is None and not self._built:
+            self._define_outputs()
+            self._start_py_workers(self._collect())
+
+    def _start_py_workers(self, ops):
+        if self._py_pool is not None:
+            return
+        from ._parallel import ParallelSourceGroup, WorkerPool
+        groups = []
+        for inst in ops:
+            g = inst.payload
+            if isinstance(g, ParallelSourceGroup) and all(g is not x for x in groups):
+                groups.append(g)
+        if groups:
+            self._py_pool = WorkerPool(groups, self._py_num_workers, self._py_start_method)
+
+    def _stop_py_workers(self):
+        if self._py_pool is not None:
+            self._py_pool.close()
+            for g in self._py_pool.groups:
+                g.pool = None
+            self._py_pool = None
 
     def _require_built(self):
         if not self._built:
@@ -398,6 +439,7 @@ class Pipeline:
             c.build()
         except BaseException:
             c.close()
+            self._stop_py_workers()
             raise
         pipe._c, pipe._outputs, pipe._built = c, [], True
         _live.add(pipe)
@@ -407,6 +449,7 @@ class Pipeline:
         """Stops the producer and frees the C pipeline (outputs stay valid)."""
         if self._c is not None:
             self._c.close()
+        self._stop_py_workers()
         _live.discard(self)
 
     def __del__(self):
