@@ -290,7 +290,7 @@ def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., sh
     """
     ...
 def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.
+    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
 
     Devices: cpu.
 
@@ -1313,7 +1313,7 @@ class readers:
     """The readers namespace."""
     @staticmethod
     def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-        """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle with initial_fill, or shuffle_after_epoch).
+        """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per epoch).
 
         Devices: cpu.
 
@@ -1332,10 +1332,10 @@ class readers:
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1.
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation (as DALI does).
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
@@ -1372,10 +1372,10 @@ class readers:
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
@@ -1386,7 +1386,7 @@ class readers:
         """
         ...
     @staticmethod
-    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
+    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 
         Devices: cpu.
@@ -1406,14 +1406,15 @@ class readers:
             feature_defaults (a list of strings): Default value of each feature when a record lacks it, as text: the bytes for "string", one number or prod(shape) numbers (separated by commas or blanks) for numbers. Without a default, a missing fixed feature is an error and a missing var feature is empty.
             feature_has_default (a list of ints): 1 where feature_defaults holds a default, 0 where it does not (all 1 when feature_defaults is given and this is not).
             use_o_direct (a bool; default false): Accepted for DALI compatibility; no effect.
+            streaming (a bool; default false): Read each file front to back, for slow or remote storage: shards split the files (not the samples), random_shuffle permutes the file order every epoch and mixes the samples in a buffer of initial_fill that never crosses an epoch.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
@@ -1425,7 +1426,7 @@ class readers:
         """
         ...
     @staticmethod
-    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
         Devices: cpu.
@@ -1441,14 +1442,15 @@ class readers:
             missing_component_behavior (a string; default "empty"; one of 'empty', 'fill', 'skip', 'error'): A sample without a component for some output: "empty" (or "fill") gives an empty tensor for that output, "skip" leaves the sample out of the data set, "error" fails when the reader is built, naming the shard and key.
             dtypes (a list of strings; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): Element type of each output (default uint8): the component's bytes reinterpreted (little-endian); a size that is not a multiple of the element size is an error.
             case_sensitive_extensions (a bool; default true): Match extensions case-sensitively.
+            streaming (a bool; default false): Read each file front to back, for slow or remote storage: shards split the files (not the samples), random_shuffle permutes the file order every epoch and mixes the samples in a buffer of initial_fill that never crosses an epoch.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.

@@ -28,13 +28,14 @@ _SETTINGS = {
     "max_image_pixels": _stoker.PIPE_MAX_IMAGE_PIXELS,
     "max_file_bytes": _stoker.PIPE_MAX_FILE_BYTES,
     "exec_async": _stoker.PIPE_EXEC_ASYNC,
+    "timeout_ms": _stoker.PIPE_TIMEOUT_MS,
 }
 
 # DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
 _DALI_COMPAT_ARGS = ("bytes_per_sample", "set_affinity", "max_streams",
                      "default_cuda_stream_priority", "enable_memory_stats",
                      "py_callback_pickler", "output_dtype", "output_ndim",
-                     "enable_checkpointing", "exec_dynamic", "experimental_exec_dynamic")
+                     "exec_dynamic", "experimental_exec_dynamic")
 
 _live = weakref.WeakSet()
 
@@ -70,6 +71,15 @@ class Pipeline:
         on_error: "error" (a bad sample stops the run with an error naming it) or "skip"
             (bad samples are skipped, counted in stats(), batches kept full).
         max_image_pixels, max_file_bytes: limits for untrusted input.
+        timeout_ms: the bound of every wait on the device, on nvJPEG and between the
+            pipeline's stages (default 300000, 5 minutes). When run() has waited this long
+            for a batch, it raises an error naming the stage, the batch and what it waited
+            for (:class:`DeviceError` for the GPU stages), and the pipeline stays failed;
+            close() returns within about this bound. Waiting for an external source's data
+            is not bounded. stoker's own setting (DALI has none).
+        enable_checkpointing: accepted as in DALI; stoker can always take a checkpoint.
+        checkpoint: a checkpoint (``pipe.checkpoint()``'s text) to resume from: the
+            pipeline, built alike, goes on with the batches that followed it.
         py_num_workers, py_start_method: the worker processes of the external sources
             with ``parallel=True`` ("fork" or "spawn"; spawn needs picklable sources);
             started by build() (or start_py_workers()) before the pipeline's threads.
@@ -78,7 +88,8 @@ class Pipeline:
     def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
-                 max_file_bytes=None, py_num_workers=1, py_start_method="fork", **kwargs):
+                 max_file_bytes=None, timeout_ms=300000, enable_checkpointing=False,
+                 checkpoint=None, py_num_workers=1, py_start_method="fork", **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -96,6 +107,12 @@ class Pipeline:
         self._enable_conditionals = bool(enable_conditionals)
         self._on_error = on_error
         self._max_image_pixels, self._max_file_bytes = max_image_pixels, max_file_bytes
+        self._timeout_ms = int(timeout_ms)
+        self._enable_checkpointing = bool(enable_checkpointing)
+        if checkpoint is not None and not isinstance(checkpoint, str):
+            raise InvalidArgumentError("Pipeline: checkpoint must be the text pipe.checkpoint() gave")
+        self._restore_from = checkpoint
+        self._checkpoint = None  # the state after the last batch run() returned
         self._outputs = None
         self._ops = []
         self._op_counter = 0
@@ -104,7 +121,8 @@ class Pipeline:
         self._groups = []
         self._functions = []
         self._readers = []
-        self._pending = []  # batches run ahead by schedule_run()
+        self._pending = []  # batches run ahead by schedule_run(), with their info
+        self._last_batch_info = None
         self._out_types = None  # [(dtype, ndim)] of the outputs, from the last batch
         if py_start_method not in ("fork", "spawn"):
             raise InvalidArgumentError(
@@ -125,6 +143,7 @@ class Pipeline:
     prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
     enable_conditionals = property(lambda self: self._enable_conditionals)
     on_error = property(lambda self: self._on_error)
+    timeout_ms = property(lambda self: self._timeout_ms)
 
     @property
     def built(self):
@@ -214,6 +233,7 @@ class Pipeline:
             "device_id": -1 if self._device_id is None else self._device_id,
             "on_error": _stoker.ON_ERROR_SKIP if self._on_error == "skip" else _stoker.ON_ERROR_FAIL,
             "exec_async": int(self._exec_async),
+            "timeout_ms": self._timeout_ms,
         }
         if self._max_image_pixels is not None:
             values["max_image_pixels"] = int(self._max_image_pixels)
@@ -239,6 +259,8 @@ class Pipeline:
                          inst.args, {k: n.name for k, n in inst.arg_inputs.items()},
                          [(n.name, v) for n, v in inst.guards])
             c.set_outputs([o.name for o in self._outputs])
+            if self._restore_from is not None:
+                c.restore(self._restore_from)
             groups, functions = [], []
             for inst in ops:
                 if isinstance(inst.payload, PythonFunctionTrampoline):
@@ -253,6 +275,7 @@ class Pipeline:
             self._stop_py_workers()
             raise
         self._c, self._ops, self._groups, self._functions = c, ops, groups, functions
+        self._checkpoint = c.checkpoint()  # the start (or where it resumed)
         self._readers = [i.name for i in ops if i.schema.is_reader]
         self._built = True
         _live.add(self)
@@ -311,7 +334,7 @@ class Pipeline:
                 raise StopIteration
             g.check_has_data()
         try:
-            out = self._c.run()
+            out, epoch, ends_epoch = self._c.run()
         except StokerError as e:
             cause = next((f.last_exception for f in self._functions if f.last_exception), None)
             if cause is not None:
@@ -319,18 +342,47 @@ class Pipeline:
             raise
         for g in self._groups:
             g.consumed += 1
+        return out, {"epoch": epoch, "ends_epoch": ends_epoch,
+                     "size": len(out[0]) if out else 0}, self._c.checkpoint()
+
+    def _take(self, batch):
+        out, self._last_batch_info, self._checkpoint = batch
         self._out_types = [(tl.dtype, tl.ndim) for tl in out]
         return out
 
     def run(self):
         """The next batch: a tuple with one TensorList per output.
 
-        Raises StopIteration at the end of an external source's epoch (call reset()).
+        A batch never holds samples of two reader epochs: the last batch of an epoch
+        may be shorter than the batch size (and, under ``on_error="skip"``, any batch
+        may be); ``last_batch_info()`` says which epoch the batch belongs to and
+        whether it ends it. Raises StopIteration at the end of an external source's
+        epoch (call reset()).
         """
         self._require_built()
         if self._pending:
-            return self._pending.pop(0)
-        return self._run_one()
+            return self._take(self._pending.pop(0))
+        return self._take(self._run_one())
+
+    def checkpoint(self, filename=None):
+        """The pipeline's state after the last batch run() returned (before the first:
+        the start), as text; written to `filename` too when given. A pipeline built alike
+        with ``checkpoint=`` this text goes on with the same batches: the readers'
+        positions and every random draw. External sources are the caller's to resume."""
+        self._require_built()
+        text = self._checkpoint
+        if filename is not None:
+            with open(filename, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
+
+    def last_batch_info(self):
+        """About the batch the last run() returned: ``{"epoch": e, "ends_epoch": bool,
+        "size": n}``, e being the first reader's epoch (-1 without a reader) and
+        ``ends_epoch`` whether the next batch starts the next epoch."""
+        if self._last_batch_info is None:
+            raise StateError("Pipeline: no batch has been returned yet")
+        return dict(self._last_batch_info)
 
     def output_dtype(self):
         """The element type (types.DALIDataType) of every output, in order; None where

@@ -65,6 +65,15 @@ typedef struct stk__op_def {
    * holding it freed after its GPU work (which may read those blocks) completed. May be
    * NULL. */
   void (*prep_release)(stk__node *node, void *record);
+  /* Readers: where the stream stands (producer thread, before plan): *epoch, the epoch
+   * of the next item, and *left >= 1, the items that epoch still has. A batch never
+   * crosses an epoch: the executor plans at most `left` items into it, so an epoch's
+   * last batch may be short, and replaces a bad sample only from the same epoch. May
+   * be NULL: a stream without epochs. */
+  stk_status (*position)(stk__node *node, int64_t *epoch, int64_t *left);
+  /* Readers (checkpoints): moves the stream to a position `position` reported, before
+   * the producer starts. May be NULL: the reader cannot resume (external sources). */
+  stk_status (*seek)(stk__node *node, int64_t epoch, int64_t left);
 } stk__op_def;
 
 /* ---- the registry ---- */

@@ -503,12 +503,45 @@ static int decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, i
   return 0;
 }
 
+/* A decode call that does not return (issue 27's test): while the test keeps
+ * `hang_decodes` set, decode_batch blocks inside the call, as nvJPEG's batched call did on
+ * the GPU machine once the engines' work was lost, and nothing but the test can release
+ * it. hung_calls counts the calls blocked there. */
+static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hang_cond = PTHREAD_COND_INITIALIZER;
+static int hang_decodes, hung_calls;
+
+__attribute__((visibility("default"))) void stk_fake_gpu_hang_decodes(int on) {
+  pthread_mutex_lock(&hang_lock);
+  hang_decodes = on;
+  pthread_cond_broadcast(&hang_cond);
+  pthread_mutex_unlock(&hang_lock);
+}
+
+__attribute__((visibility("default"))) int stk_fake_gpu_hung_calls(void) {
+  pthread_mutex_lock(&hang_lock);
+  int n = hung_calls;
+  pthread_mutex_unlock(&hang_lock);
+  return n;
+}
+
+static void maybe_hang(void) {
+  pthread_mutex_lock(&hang_lock);
+  if (hang_decodes) {
+    hung_calls++;
+    while (hang_decodes) pthread_cond_wait(&hang_cond, &hang_lock);
+    hung_calls--;
+  }
+  pthread_mutex_unlock(&hang_lock);
+}
+
 /* Headers now; the decodes queued on `stream`, reading the bytes when they run. A stream
  * that does not decode cleanly is reported FAILED at the call (nvJPEG's hybrid path). */
 static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, stk_gpu_decode_out *out,
                         const stk_gpu_decode_opts *opts, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
   if (n < 0 || (n > 0 && (!in || !out))) return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "decode_batch: bad batch");
+  maybe_hang();
   int color = opts ? opts->color : STK_GPU_COLOR_RGB;
   pthread_mutex_lock(&lock);
   for (int i = 0; i < n; i++) {

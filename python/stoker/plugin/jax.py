@@ -83,6 +83,9 @@ class Iterator(BaseIterator):
     def _slice(self, tensor, n):
         return tensor[:n]
 
+    def _fill(self, tensor, last, k):
+        return jnp.concatenate([tensor, jnp.repeat(last, k, axis=0)])
+
     def __next__(self):
         batches = super().__next__()
         if len(batches) == 1 and self._sharding is None and not self._pmap_compatible:
