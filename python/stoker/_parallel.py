@@ -212,9 +212,15 @@ def _exception_payload(e):
 def _worker_main(worker_id, specs, tasks, results, prefix):
     """A worker process: runs tasks until it reads None."""
     state, slots = _WorkerState(specs), _Slots(prefix)
+    parent = os.getppid()
     try:
         while True:
-            msg = tasks.get()
+            try:
+                msg = tasks.get(timeout=1.0)
+            except queue.Empty:
+                if os.getppid() != parent:  # the pipeline's process died: do not linger
+                    break
+                continue
             if msg is None:
                 break
             if msg[0] == "release":

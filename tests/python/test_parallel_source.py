@@ -174,3 +174,43 @@ def test_argument_errors():
         build(None)
     with pytest.raises(InvalidArgumentError, match="prefetch_queue_depth must be >= 1"):
         build(per_sample, batch=False, prefetch_queue_depth=0)
+
+
+ORPHAN = """
+import os, sys
+import numpy as np
+sys.path.insert(0, {python!r})
+import stoker
+from stoker import fn
+def src(info):
+    return np.zeros(3, np.uint8)
+@stoker.pipeline_def(batch_size=2, num_threads=1, py_num_workers=2)
+def p():
+    return fn.external_source(source=src, batch=False, parallel=True)
+pipe = p()
+pipe.run()
+print(" ".join(str(x.pid) for x in pipe._py_pool.procs), pipe._py_pool.prefix, flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_workers_leave_when_the_pipelines_process_dies():
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", ORPHAN.format(python=os.path.join(root, "python"))],
+                         capture_output=True, text=True, timeout=60).stdout.split()
+    pids, prefix = [int(x) for x in out[:2]], out[2]
+    deadline = time.time() + 10
+    while time.time() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+    assert not any(f.startswith(prefix + "-") for f in os.listdir(SHM))
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
