@@ -92,7 +92,6 @@ typedef struct {
   sub_view *v;
   bool named; /* the input has a layout, so kept axes have letters */
   bool lost;  /* a letter is missing: the output has no layout */
-  const char *in_layout;
   int news;   /* new axes so far */
 } sub_build;
 
@@ -115,7 +114,8 @@ static stk_status sub_slice(stk__node *node, stk__sample *s, int j, int axis, in
                             int64_t *step, int64_t *count) {
   int64_t st = stk__arg_int(node, s, SUB_ARG(j, P_STEP));
   if (st == 0)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "step_%d: the slice step of axis %d is 0", j, axis);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "step_%d (position %d of the subscript): the slice step of axis %d is 0",
+                      j, j, axis);
   bool has_lo = stk__arg_given(node, SUB_ARG(j, P_LO)), has_hi = stk__arg_given(node, SUB_ARG(j, P_HI));
   int64_t a = has_lo ? stk__arg_int(node, s, SUB_ARG(j, P_LO)) : (st > 0 ? 0 : extent - 1);
   int64_t z = has_hi ? stk__arg_int(node, s, SUB_ARG(j, P_HI)) : (st > 0 ? extent : -1);
@@ -146,7 +146,7 @@ static stk_status sub_plan(stk__node *node, stk__sample *s, int in_ndim, const i
   memset(v, 0, sizeof *v);
   int64_t stride[STK_MAX_NDIM];
   for (int d = in_ndim - 1; d >= 0; d--) stride[d] = d == in_ndim - 1 ? 1 : stride[d + 1] * in_shape[d + 1];
-  sub_build b = {v, (int)strlen(in_layout) == in_ndim && in_ndim > 0, false, in_layout, 0};
+  sub_build b = {v, (int)strlen(in_layout) == in_ndim && in_ndim > 0, false, 0};
   if (!b.named && in_ndim > 0) b.lost = true;
   int axis = 0;
   for (int j = 0; j <= n; j++) {
@@ -162,8 +162,8 @@ static stk_status sub_plan(stk__node *node, stk__sample *s, int in_ndim, const i
       int64_t i = stk__arg_int(node, s, SUB_ARG(j, P_AT)), ext = in_shape[axis];
       int64_t k = i < 0 ? i + ext : i;
       if (k < 0 || k >= ext)
-        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "at_%d: index %lld is out of range for axis %d of extent %lld",
-                          j, (long long)i, axis, (long long)ext);
+        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "at_%d (position %d of the subscript): index %lld is out of range for axis %d of "
+                          "extent %lld", j, j, (long long)i, axis, (long long)ext);
       v->base += k * stride[axis];
       axis++;
     } else {

@@ -977,8 +977,8 @@ static void test_subscript_errors(void **state) {
     bool at_build;
     const char *needle;
   } cases[] = {
-      {{0}, 1, "at_0", 2, false, "at_0: index 2 is out of range for axis 0 of extent 2"},
-      {{1, 1}, 2, "step_1", 0, false, "step_1: the slice step of axis 1 is 0"},
+      {{0}, 1, "at_0", 2, false, "at_0 (position 0 of the subscript): index 2 is out of range for axis 0 of extent 2"},
+      {{1, 1}, 2, "step_1", 0, false, "step_1 (position 1 of the subscript): the slice step of axis 1 is 0"},
       {{0, 0, 0, 0}, 4, "at_3", 0, false, "indexes 4 axes of a 3-dimensional input"},
       {{3, 3}, 2, "step_0", 1, true, "at most one ellipsis"},
       {{0}, 1, "lo_0", 1, true, "at_0 is not given"},

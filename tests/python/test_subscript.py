@@ -91,10 +91,10 @@ def test_shape_and_constant_lookup():
 
 
 @pytest.mark.parametrize("index, message", [
-    (3, r"at_0: index 3 is out of range for axis 0 of extent 2"),
-    ((0, -4), r"at_1: index -4 is out of range for axis 1 of extent 3"),
+    (3, r"at_0 \(position 0 of the subscript\): index 3 is out of range for axis 0 of extent 2"),
+    ((0, -4), r"at_1 \(position 1 of the subscript\): index -4 is out of range for axis 1 of extent 3"),
     ((0, 0, 0, 0), r"the expression indexes 4 axes of a 3-dimensional input"),
-    ((0, slice(None, None, 0)), r"step_1: the slice step of axis 1 is 0"),
+    ((0, slice(None, None, 0)), r"step_1 \(position 1 of the subscript\): the slice step of axis 1 is 0"),
 ])
 def test_errors_name_the_index(index, message):
     with pytest.raises(InvalidArgumentError, match=message):
