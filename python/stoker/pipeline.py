@@ -33,8 +33,8 @@ _SETTINGS = {
 
 # DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
 _DALI_COMPAT_ARGS = ("bytes_per_sample", "set_affinity", "max_streams",
-                     "default_cuda_stream_priority", "enable_memory_stats", "py_num_workers",
-                     "py_start_method", "py_callback_pickler", "output_dtype", "output_ndim",
+                     "default_cuda_stream_priority", "enable_memory_stats",
+                     "py_callback_pickler", "output_dtype", "output_ndim",
                      "exec_dynamic", "experimental_exec_dynamic")
 
 _live = weakref.WeakSet()
@@ -80,13 +80,16 @@ class Pipeline:
         enable_checkpointing: accepted as in DALI; stoker can always take a checkpoint.
         checkpoint: a checkpoint (``pipe.checkpoint()``'s text) to resume from: the
             pipeline, built alike, goes on with the batches that followed it.
+        py_num_workers, py_start_method: the worker processes of the external sources
+            with ``parallel=True`` ("fork" or "spawn"; spawn needs picklable sources);
+            started by build() (or start_py_workers()) before the pipeline's threads.
     """
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
                  max_file_bytes=None, timeout_ms=300000, enable_checkpointing=False,
-                 checkpoint=None, **kwargs):
+                 checkpoint=None, py_num_workers=1, py_start_method="fork", **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -120,6 +123,14 @@ class Pipeline:
         self._readers = []
         self._pending = []  # batches run ahead by schedule_run(), with their info
         self._last_batch_info = None
+        self._out_types = None  # [(dtype, ndim)] of the outputs, from the last batch
+        if py_start_method not in ("fork", "spawn"):
+            raise InvalidArgumentError(
+                f"Pipeline: py_start_method must be 'fork' or 'spawn', got {py_start_method!r}")
+        if int(py_num_workers) < 1:
+            raise InvalidArgumentError(f"Pipeline: py_num_workers must be >= 1, got {py_num_workers}")
+        self._py_num_workers, self._py_start_method = int(py_num_workers), py_start_method
+        self._py_pool = None  # worker processes of parallel external sources
 
     # ---- properties (DALI names) ----
     batch_size = property(lambda self: self._batch_size)
@@ -235,17 +246,9 @@ class Pipeline:
         """Checks the graph, creates the C pipeline and starts its producer."""
         if self._built:
             return
-        if self._outputs is None:
-            with self:
-                if self._enable_conditionals:
-                    from . import _conditionals
-                    outs = _conditionals.call_converted(self.define_graph)
-                else:
-                    outs = self.define_graph()
-            if isinstance(outs, DataNode):
-                outs = [outs]
-            self.set_outputs(*outs)
+        self._define_outputs()
         ops = self._collect()
+        self._start_py_workers(ops)  # before any thread of this pipeline exists (fork)
         c = _stoker.Pipeline()
         try:
             self._apply_settings(c)
@@ -269,12 +272,51 @@ class Pipeline:
             c.build()
         except BaseException:
             c.close()
+            self._stop_py_workers()
             raise
         self._c, self._ops, self._groups, self._functions = c, ops, groups, functions
         self._checkpoint = c.checkpoint()  # the start (or where it resumed)
         self._readers = [i.name for i in ops if i.schema.is_reader]
         self._built = True
         _live.add(self)
+
+    def _define_outputs(self):
+        if self._outputs is None:
+            with self:
+                if self._enable_conditionals:
+                    from . import _conditionals
+                    outs = _conditionals.call_converted(self.define_graph)
+                else:
+                    outs = self.define_graph()
+            if isinstance(outs, DataNode):
+                outs = [outs]
+            self.set_outputs(*outs)
+
+    def start_py_workers(self):
+        """Starts the worker processes of the parallel external sources (build() does it
+        too); DALI's name. With "fork", call it before creating threads of your own."""
+        if self._py_pool is None and not self._built:
+            self._define_outputs()
+            self._start_py_workers(self._collect())
+
+    def _start_py_workers(self, ops):
+        if self._py_pool is not None:
+            return
+        from ._parallel import ParallelSourceGroup, WorkerPool
+        groups = []
+        for inst in ops:
+            g = inst.payload
+            if isinstance(g, ParallelSourceGroup) and all(g is not x for x in groups):
+                groups.append(g)
+        if groups:
+            self._py_pool = WorkerPool(groups, self._py_num_workers, self._py_start_method)
+
+    def _stop_py_workers(self):
+        if self._py_pool is not None:
+            self._py_pool.close()
+            for g in self._py_pool.groups:
+                g.pool = None
+            self._py_pool = None
 
     def _require_built(self):
         if not self._built:
@@ -305,6 +347,7 @@ class Pipeline:
 
     def _take(self, batch):
         out, self._last_batch_info, self._checkpoint = batch
+        self._out_types = [(tl.dtype, tl.ndim) for tl in out]
         return out
 
     def run(self):
@@ -340,6 +383,23 @@ class Pipeline:
         if self._last_batch_info is None:
             raise StateError("Pipeline: no batch has been returned yet")
         return dict(self._last_batch_info)
+
+    def output_dtype(self):
+        """The element type (types.DALIDataType) of every output, in order; None where
+        it is not known yet: before the first batch, only outputs whose operator states
+        its type (``external_source(dtype=)``, ``cast``, ...) are known."""
+        return [t[0] for t in self._output_types()]
+
+    def output_ndim(self):
+        """The number of dimensions of every output's samples; None where not known yet
+        (see output_dtype)."""
+        return [t[1] for t in self._output_types()]
+
+    def _output_types(self):
+        self._require_built()
+        if self._out_types is not None:
+            return self._out_types
+        return [_declared_type(o) for o in self._outputs]
 
     def schedule_run(self):
         """DALI compatibility: prepares a batch for share_outputs()/outputs()."""
@@ -431,6 +491,7 @@ class Pipeline:
             c.build()
         except BaseException:
             c.close()
+            self._stop_py_workers()
             raise
         pipe._c, pipe._outputs, pipe._built = c, [], True
         _live.add(pipe)
@@ -440,6 +501,7 @@ class Pipeline:
         """Stops the producer and frees the C pipeline (outputs stay valid)."""
         if self._c is not None:
             self._c.close()
+        self._stop_py_workers()
         _live.discard(self)
 
     def __del__(self):
@@ -489,3 +551,21 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         return create
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _declared_type(node):
+    """(dtype, ndim) of a graph output as its operator's arguments state them (None
+    where they do not): `dtype` of external_source / cast / constant ..., `ndim` of
+    external_source."""
+    from . import types
+    args = node.op.args
+    dtype = args.get("dtype") if node.op.schema.name != "cast_like" else None
+    if isinstance(dtype, str):
+        try:
+            dtype = types.dtype_from_name(dtype)
+        except ValueError:
+            dtype = None
+    else:
+        dtype = None
+    ndim = args.get("ndim") if node.op.schema.name == "external_source" else None
+    return dtype, (int(ndim) if ndim is not None else None)

@@ -112,6 +112,9 @@ void stk__node_count_host_decoded(stk__node *node, int64_t count);
  * STK_ARGF_REQUIRED flag. */
 bool stk__arg_given(const stk__node *node, int arg); /* set explicitly (or fed) */
 bool stk__arg_is_fed(const stk__node *node, int arg);
+/* The element type of the tensor feeding `arg` for sample `s`; STK_DTYPE_COUNT when the
+ * argument is not fed (or s is NULL). */
+stk_dtype stk__arg_fed_dtype(const stk__node *node, const stk__sample *s, int arg);
 bool stk__arg_bool(const stk__node *node, const stk__sample *s, int arg);
 int64_t stk__arg_int(const stk__node *node, const stk__sample *s, int arg);
 double stk__arg_float(const stk__node *node, const stk__sample *s, int arg);
