@@ -17,6 +17,7 @@ build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
+	$(PY) scripts/check_layers.py
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	@if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then \
 	  STK_BUILD_DIR=$(abspath $(BUILD)) $(PY) -m pytest -q tests/python; fi

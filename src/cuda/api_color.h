@@ -14,7 +14,7 @@ extern "C" {
 /* Every colour kernel takes HWC (or HW) samples of uint8, int16, int32, float16 or
  * float32 (the kernel says which) with at most 4 channels, one input and one output dtype
  * per batch, and writes a separate output (no aliasing). Arithmetic is that of
- * src/ops/color_math.h, shared with the CPU operators. */
+ * src/shared/color_math.h, shared with the CPU operators. */
 
 /* lut: dst[p, k] = table_k[src[p, k]] for uint8 input; a sample's c tables of 256
  * out_dtype values lie at byte `lut_offset` of the host array `luts` (uploaded once). */

@@ -13,7 +13,7 @@
 #define STOKER_CUDA_API_MATH_H
 
 #include "gpu_api.h"
-#include "math_common.h" /* the operation codes, STK_AK_* and STK_GPU_OPERAND_* */
+#include "../shared/math_common.h" /* the operation codes, STK_AK_* and STK_GPU_OPERAND_* */
 
 #ifdef __cplusplus
 extern "C" {

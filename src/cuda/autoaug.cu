@@ -1,6 +1,6 @@
 /* GPU kernels for the fused automatic-augmentation program (auto_augment.apply)
  * (api_autoaug.h): one thread block per sample interprets the sample's steps, with the
- * per-pixel arithmetic of src/ops/autoaug_pixel.h, which the CPU operator uses too (the
+ * per-pixel arithmetic of src/shared/autoaug_pixel.h, which the CPU operator uses too (the
  * interpreter itself is autoaug_interp.h). */
 #include <stdlib.h>
 #include <string.h>

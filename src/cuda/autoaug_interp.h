@@ -11,7 +11,7 @@
 #ifndef STOKER_CUDA_AUTOAUG_INTERP_H
 #define STOKER_CUDA_AUTOAUG_INTERP_H
 
-#include "../ops/autoaug_pixel.h"
+#include "../shared/autoaug_pixel.h"
 #include "api_autoaug.h"
 
 #if defined(__CUDA_ARCH__)

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ops/color_math.h"
+#include "../shared/color_math.h"
 #include "api_color.h"
 #include "gpu_internal.h"
 #include "launch.cuh"

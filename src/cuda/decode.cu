@@ -30,7 +30,7 @@
 #include <time.h>
 
 #include "decode_balance.h"
-#include "gpu_common.h"
+#include "../shared/gpu_common.h"
 #include "gpu_internal.h"
 
 #define HYBRID_GPU_THRESHOLD (1000 * 1000) /* pixels: GPU_HYBRID above (DALI's default) */

@@ -24,10 +24,10 @@
 #include <string.h>
 
 #include "api_filter.h"
-#include "filter_common.h"
+#include "../shared/filter_common.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
-#include "noise_common.h"
+#include "../shared/noise_common.h"
 
 #define THREADS 256
 

@@ -5,7 +5,7 @@
  * As in kernels.cu, each entry point copies its per-sample descriptors and a table of
  * each sample's first block into one device array and launches one grid for the batch;
  * block b belongs to the sample whose range holds b. The per-pixel arithmetic is
- * src/ops/geometry_px.h, the same functions the CPU operators call, so the results
+ * src/shared/geometry_px.h, the same functions the CPU operators call, so the results
  * agree with the CPU by construction (bit for bit for float32, and for uint8 up to the
  * CPU's tail rounding rule; see the tests).
  */
@@ -15,7 +15,7 @@
 #include "api_geometry.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
-#include "../ops/geometry_px.h"
+#include "../shared/geometry_px.h"
 #include "pixel_tiles.cuh"
 
 #define G_THREADS 256

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_common.h"
+#include "../shared/gpu_common.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 

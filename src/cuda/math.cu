@@ -15,7 +15,7 @@
 #include "api_math.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
-#include "math_common.h"
+#include "../shared/math_common.h"
 
 #define THREADS 256
 #define PER_THREAD 4

@@ -34,7 +34,7 @@
 /* The operation codes (STK__BINOP_MAP, STK__UNOP_MAP) and the per-element arithmetic,
  * shared with the CUDA kernels. */
 #include "../cuda/api_math.h"
-#include "../cuda/math_common.h"
+#include "../shared/math_common.h"
 
 bool stk__binop_parse(const char *name, stk__binop *out);
 bool stk__unop_parse(const char *name, stk__unop *out);

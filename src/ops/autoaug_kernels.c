@@ -4,7 +4,7 @@
  * auto_augment.augment (one operation with a per-sample parameter), so both compute the
  * same bytes. */
 #include "autoaug_kernels.h"
-#include "autoaug_pixel.h"
+#include "../shared/autoaug_pixel.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 
 #include <math.h>
 
-#include "color_math.h"
+#include "../shared/color_math.h"
 #include "image_util.h"
 
 /* ---------------------------------------------------------------------------------- */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../cuda/api_filter.h"
-#include "../cuda/filter_common.h"
+#include "../shared/filter_common.h"
 #include "gpu_util.h"
 #include "image_util.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../cuda/api_geometry.h"
-#include "geometry_px.h"
+#include "../shared/geometry_px.h"
 #include "gpu_util.h"
 #include "image_util.h"
 

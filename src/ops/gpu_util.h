@@ -2,7 +2,7 @@
 #ifndef STOKER_OPS_GPU_UTIL_H
 #define STOKER_OPS_GPU_UTIL_H
 
-#include "../pipeline/gpu_stage.h"
+#include "op_gpu.h"
 #include "op.h"
 #include "resample.h"
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "../cuda/api_math.h"
-#include "../cuda/math_common.h"
+#include "../shared/math_common.h"
 #include "gpu_util.h"
 #include "image_util.h"
 

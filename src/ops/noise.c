@@ -2,7 +2,7 @@
  * Noise operators with DALI's definitions: noise.gaussian, noise.salt_and_pepper,
  * noise.shot.
  *
- * Randomness is counter-based (src/cuda/noise_common.h): every element's draws come from
+ * Randomness is counter-based (src/shared/noise_common.h): every element's draws come from
  * Philox4x32-10 under the node's key and the sample's ordinal (stk__sample_rng) with a
  * counter derived from the element index, so results depend on neither threads,
  * prefetching nor batch size, and the GPU kernels (run_gpu here, src/cuda/filter.cu)
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../cuda/api_filter.h"
-#include "../cuda/noise_common.h"
+#include "../shared/noise_common.h"
 #include "color.h"
 #include "gpu_util.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "color.h"
-#include "geometry_px.h"
+#include "../shared/geometry_px.h"
 #include "../cuda/api_geometry.h"
 #include "gpu_util.h"
 

@@ -34,7 +34,7 @@ typedef struct {
 typedef struct stk__node stk__node;     /* an operator instance in a built pipeline */
 typedef struct stk__sample stk__sample; /* one sample's execution context */
 typedef struct stk__plan stk__plan;     /* a reader's plan for the next samples */
-struct stk__gpu_batch;                  /* a batch in the GPU stage (gpu_stage.h) */
+struct stk__gpu_batch;                  /* a batch in the GPU stage (op_gpu.h) */
 
 typedef struct stk__op_def {
   const stk_op_schema *schema;
@@ -51,7 +51,7 @@ typedef struct stk__op_def {
   stk_status (*reader_meta)(stk__node *node, stk_reader_meta *out);
   /* Operators with schema->num_outputs == -1: the count for this instance's args. */
   int (*num_outputs)(const stk__node *node);
-  /* Mixed and GPU backends: process the whole batch on the device (see gpu_stage.h). */
+  /* Mixed and GPU backends: process the whole batch on the device (see op_gpu.h). */
   stk_status (*run_gpu)(stk__node *node, struct stk__gpu_batch *batch);
   /* Mixed operators (optional): per-sample work done in the CPU stage, on the workers,
    * while the GPU stage runs earlier batches (header parsing, random draws), written to

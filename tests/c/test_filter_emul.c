@@ -1,6 +1,6 @@
 /* Host emulation of the GPU filter and noise kernels (src/cuda/filter.cu), no GPU needed.
  *
- * The kernels' per-element bodies live in src/cuda/filter_common.h and noise_common.h.
+ * The kernels' per-element bodies live in src/shared/filter_common.h and noise_common.h.
  * Here they run on the host over every element, exactly as the kernels map threads, and
  * must match the CPU operators' functions bit for bit:
  *  - convolutions: stk_conv_hpass_px + stk_conv_out_px (float32 output) against
@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "cuda/filter_common.h"
-#include "cuda/noise_common.h"
+#include "shared/filter_common.h"
+#include "shared/noise_common.h"
 #include "ops/filters.h"
 
 static uint32_t rng_state = 12345;

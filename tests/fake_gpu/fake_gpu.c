@@ -25,7 +25,7 @@
 
 #include "cuda/api_math.h"
 #include "cuda/gpu_api.h"
-#include "cuda/math_common.h"
+#include "shared/math_common.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -4,7 +4,7 @@
  * usage: bench_math [--batch N] [--lib PATH] [--size HxW] */
 #include "bench_util.h"
 #include "cuda/api_math.h"
-#include "cuda/math_common.h"
+#include "shared/math_common.h"
 #include "ops/arithmetic.h"
 
 typedef struct {

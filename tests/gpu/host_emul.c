@@ -11,7 +11,7 @@
  */
 #include "gpu_testutil.h"
 
-#include "cuda/gpu_common.h"
+#include "shared/gpu_common.h"
 
 /* The output stage of src/cuda/kernels.cu (rs_store / the pad-channel fill). */
 static void emu_store(const stk_gpu_resample_args *a, const stk_gpu_resample_sample *s,

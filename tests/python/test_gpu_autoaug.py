@@ -2,7 +2,7 @@
 
 The host draws every sample's decisions with the same function as the CPU operator (the
 same Philox stream for the same seed) and the kernel computes each operation with the
-per-pixel code the CPU uses (src/ops/autoaug_pixel.h). Tolerances:
+per-pixel code the CPU uses (src/shared/autoaug_pixel.h). Tolerances:
   - torchvision's convention (nearest warps, Pillow's integer / truncating arithmetic,
     tables) is exact: atol 0;
   - DALI's convention (linear warps, float32 sharpness) and cubic warps round float32

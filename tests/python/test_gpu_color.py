@@ -2,7 +2,7 @@
 
 Tolerances: uint8 input goes through tables that the GPU path builds on the host with
 the CPU's own code (every point operation, Pillow's blends), or through integer / float32
-arithmetic shared with the CPU in src/ops/color_math.h (Pillow's luma, SMOOTH, blends,
+arithmetic shared with the CPU in src/shared/color_math.h (Pillow's luma, SMOOTH, blends,
 the histogram tables): those are exact (atol=0). The float64 maps (colour matrices,
 point maps of float inputs) run the same operations in the same order without fused
 multiply-adds, so they should be exact too; they are allowed 1 LSB (uint8 / int16) or

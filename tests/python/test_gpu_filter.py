@@ -3,7 +3,7 @@
 
 Tolerances, and why:
 - Convolutions: both backends compute the same float32 products and sums in the same
-  order (src/cuda/filter_common.h; tests/c/test_filter_emul.c checks the kernels' bodies
+  order (src/shared/filter_common.h; tests/c/test_filter_emul.c checks the kernels' bodies
   bit for bit on the host), so float outputs are identical (atol 1e-3 only as a guard;
   values are O(1e3)). uint8 outputs: atol 1, because the CPU's float32 -> uint8
   conversion rounds the last (size % 16) elements of a sample with round() and the

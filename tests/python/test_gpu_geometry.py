@@ -3,7 +3,7 @@ an argument, per sample, or as an input from transforms.* running on the CPU), e
 grid_mask and crop. Runs on the GPU machine only (see gpu_parity.py).
 
 Tolerances. Both backends compute coordinates, taps and weights with the same functions
-(src/ops/geometry_px.h, each float step rounded alike: no fused multiply-add on the GPU),
+(src/shared/geometry_px.h, each float step rounded alike: no fused multiply-add on the GPU),
 so:
 - nearest, erase, grid_mask, crop: exact (bytes are copied or filled; the fill is
   converted on the host by the same code);

@@ -1,7 +1,7 @@
 """CPU-GPU parity of the elementwise math family: math.binary / math.unary / math.clamp (the
 operators on data nodes), cast_like, one_hot and constant(device="gpu").
 
-Both backends compute every element with the same functions (src/cuda/math_common.h), so
+Both backends compute every element with the same functions (src/shared/math_common.h), so
 the comparisons are exact (atol 0) except for the libm functions (exp, log, sin, pow,
 atan2, ...): glibc and CUDA's libdevice are each within 1-2 ulp in float64, so after the
 rounding to float32 a result may differ by 1 float32 ulp; those use LIBM_ATOL (the values

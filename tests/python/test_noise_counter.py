@@ -1,4 +1,4 @@
-"""Counter-based noise on the CPU (src/cuda/noise_common.h): an element's value depends
+"""Counter-based noise on the CPU (src/shared/noise_common.h): an element's value depends
 only on (seed, sample, element index, input value), so the same data as uint8 and as int16
 give the same noise (up to uint8 saturation), whichever code path the type takes (uint8
 shot noise uses per-value inversion tables, other types the direct loop the GPU runs)."""

@@ -15,7 +15,7 @@
 #ifndef STOKER_OPS_GEOMETRY_PX_H
 #define STOKER_OPS_GEOMETRY_PX_H
 
-#include "../cuda/gpu_common.h"
+#include "gpu_common.h"
 
 #if defined(__CUDA_ARCH__)
 #define STK_FSUB(a, b) __fsub_rn((a), (b))

@@ -21,7 +21,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../cuda/gpu_common.h"
+#include "gpu_common.h"
 #include "color_math.h"
 #include "geometry_px.h"
 

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "../cuda/gpu_common.h"
+#include "gpu_common.h"
 
 /* Keeps the 256-step table loops rolled on the device (they run once per sample and
  * channel; unrolled, they would inflate the registers of the kernel that calls them). */
