@@ -132,7 +132,7 @@ static stk_status cmn_run(stk__node *node, stk__sample *s) {
 
 /* ---- GPU backend ---- */
 
-bool stk__cmn_gpu_can_fuse(const stk__node *cmn) {
+static bool cmn_gpu_can_fuse(const stk__node *cmn) {
   /* without a crop the window is the whole (resampled) image */
   return !stk__arg_given(cmn, A_CROP) && !stk__arg_given(cmn, A_CROP_H) && !stk__arg_given(cmn, A_CROP_W);
 }
@@ -246,7 +246,7 @@ static stk_status cmn_run_gpu(stk__node *node, stk__gpu_batch *b) {
   size_t n = stk__gpu_batch_size(b);
   stk__node *producer = stk__gpu_producer(b, 0);
   stk__gpu_resample_plan_fn plan = stk__gpu_resample_plan_of(producer);
-  bool fused = plan && stk__gpu_sole_consumer(b, producer, 0) == node && stk__cmn_gpu_can_fuse(node);
+  bool fused = plan && stk__gpu_sole_consumer(b, producer, 0) == node && cmn_gpu_can_fuse(node);
   stk_tensor_list *in, *out = NULL;
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -268,5 +268,13 @@ static const stk_op_schema cmn_schema = {
     "in one pass. uint8 inputs use a per-channel table computed in float64.",
     STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, cmn_in, 1, cmn_out,
     sizeof cmn_args / sizeof cmn_args[0], cmn_args};
-const stk__op_def stk__op_crop_mirror_normalize = {&cmn_schema, cmn_init, cmn_destroy, NULL,
-                                                   cmn_run, NULL, NULL, cmn_run_gpu};
+static const struct stk__gpu_fusion cmn_fusion = {.absorbs_resampling = cmn_gpu_can_fuse};
+
+const stk__op_def stk__op_crop_mirror_normalize = {
+    .schema = &cmn_schema,
+    .init = cmn_init,
+    .destroy = cmn_destroy,
+    .run_sample = cmn_run,
+    .run_gpu = cmn_run_gpu,
+    .fusion = &cmn_fusion,
+};

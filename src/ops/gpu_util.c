@@ -100,20 +100,18 @@ stk_status stk__gpu_device_input(stk__gpu_batch *b, int index, stk_tensor_list *
   return STK_OK;
 }
 
-extern const stk__op_def stk__op_resize, stk__op_random_resized_crop, stk__op_crop_mirror_normalize;
-
 stk__gpu_resample_plan_fn stk__gpu_resample_plan_of(const stk__node *node) {
-  const stk__op_def *def = stk__node_def(node);
-  if (stk__node_device(node) != STK_DEVICE_GPU) return NULL;
-  return def == &stk__op_resize ? stk__resize_gpu_plan : def == &stk__op_random_resized_crop ? stk__rrc_gpu_plan : NULL;
+  const struct stk__gpu_fusion *f = stk__node_def(node)->fusion;
+  if (stk__node_device(node) != STK_DEVICE_GPU || !f) return NULL;
+  return f->resample_plan;
 }
 
 bool stk__gpu_resample_defers(stk__gpu_batch *b, stk__node *node) {
   stk__node *c = stk__gpu_sole_consumer(b, node, 0);
   /* branches run on sub-batches of their own: no fusion across a condition */
   if (stk__node_num_guards(node) || (c && stk__node_num_guards(c))) return false;
-  return c && stk__node_def(c) == &stk__op_crop_mirror_normalize && stk__node_device(c) == STK_DEVICE_GPU &&
-         stk__cmn_gpu_can_fuse(c);
+  const struct stk__gpu_fusion *f = c ? stk__node_def(c)->fusion : NULL;
+  return f && f->absorbs_resampling && stk__node_device(c) == STK_DEVICE_GPU && f->absorbs_resampling(c);
 }
 
 stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b, stk__gpu_resample_plan_fn plan) {

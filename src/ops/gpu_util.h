@@ -36,15 +36,16 @@ bool stk__gpu_shapes_equal(const int64_t *shapes, size_t n, int ndim);
 typedef stk_status (*stk__gpu_resample_plan_fn)(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
                                                 stk_gpu_resample_sample *samples, int64_t *shapes,
                                                 stk_gpu_resample_args *args);
+/* A GPU operator's part in a fusion (stk__op_def.fusion): a resampling producer gives
+ * its plan; a consumer says whether it can run a producer's plan with its own output
+ * stage. */
+struct stk__gpu_fusion {
+  stk__gpu_resample_plan_fn resample_plan;           /* producers */
+  bool (*absorbs_resampling)(const stk__node *node); /* consumers */
+};
 /* True when the running resampling node may defer to its consumer. */
 bool stk__gpu_resample_defers(stk__gpu_batch *b, stk__node *node);
-/* crop_mirror_normalize.c: whether a GPU cmn node can absorb a resampling producer. */
-bool stk__cmn_gpu_can_fuse(const stk__node *cmn);
-/* resize.c / random_resized_crop.c: their plans, and which plan belongs to a node. */
-stk_status stk__resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
-                                stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args);
-stk_status stk__rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
-                             stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args);
+/* The resampling plan of a GPU node whose operator has one (its fusion's), else NULL. */
 stk__gpu_resample_plan_fn stk__gpu_resample_plan_of(const stk__node *node);
 
 /* Sample i of a resampling operator's input as an image and as the kernel's source

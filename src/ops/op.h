@@ -35,6 +35,7 @@ typedef struct stk__node stk__node;     /* an operator instance in a built pipel
 typedef struct stk__sample stk__sample; /* one sample's execution context */
 typedef struct stk__plan stk__plan;     /* a reader's plan for the next samples */
 struct stk__gpu_batch;                  /* a batch in the GPU stage (op_gpu.h) */
+struct stk__gpu_fusion;                 /* how a GPU operator fuses with its neighbours (gpu_util.h) */
 
 typedef struct stk__op_def {
   const stk_op_schema *schema;
@@ -74,6 +75,9 @@ typedef struct stk__op_def {
   /* Readers (checkpoints): moves the stream to a position `position` reported, before
    * the producer starts. May be NULL: the reader cannot resume (external sources). */
   stk_status (*seek)(stk__node *node, int64_t epoch, int64_t left);
+  /* GPU operators that fuse with a neighbour (resampling into crop_mirror_normalize):
+   * their part of the fusion, described in gpu_util.h. May be NULL. */
+  const struct stk__gpu_fusion *fusion;
 } stk__op_def;
 
 /* ---- the registry ---- */

@@ -112,7 +112,7 @@ static stk_status rrc_run(stk__node *node, stk__sample *s) {
 
 /* ---- GPU backend: the same windows (same Philox draws), resampled on the device ---- */
 
-stk_status stk__rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+static stk_status rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
                              stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args) {
   const rrc_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
@@ -136,7 +136,7 @@ stk_status stk__rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tenso
 }
 
 static stk_status rrc_run_gpu(stk__node *node, stk__gpu_batch *b) {
-  return stk__gpu_run_resample(node, b, stk__rrc_gpu_plan);
+  return stk__gpu_run_resample(node, b, rrc_gpu_plan);
 }
 
 static const stk_op_schema rrc_schema = {
@@ -149,5 +149,13 @@ static const stk_op_schema rrc_schema = {
     "stream, so the result does not depend on threads or batch size.",
     STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, image_in, 1, image_out,
     sizeof rrc_args / sizeof rrc_args[0], rrc_args};
-const stk__op_def stk__op_random_resized_crop = {&rrc_schema, rrc_init, rrc_destroy, NULL,
-                                                 rrc_run, NULL, NULL, rrc_run_gpu};
+static const struct stk__gpu_fusion rrc_fusion = {.resample_plan = rrc_gpu_plan};
+
+const stk__op_def stk__op_random_resized_crop = {
+    .schema = &rrc_schema,
+    .init = rrc_init,
+    .destroy = rrc_destroy,
+    .run_sample = rrc_run,
+    .run_gpu = rrc_run_gpu,
+    .fusion = &rrc_fusion,
+};

@@ -209,7 +209,7 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
 
 /* ---- GPU backend: the host plans every sample with the CPU's size rules ---- */
 
-stk_status stk__resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+static stk_status resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
                                 stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args) {
   const resize_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
@@ -233,7 +233,7 @@ stk_status stk__resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_te
 }
 
 static stk_status resize_run_gpu(stk__node *node, stk__gpu_batch *b) {
-  return stk__gpu_run_resample(node, b, stk__resize_gpu_plan);
+  return stk__gpu_run_resample(node, b, resize_gpu_plan);
 }
 
 static const stk_op_schema resize_schema = {
@@ -247,5 +247,13 @@ static const stk_op_schema resize_schema = {
     "stretched by the scale factor when downscaling with antialias.",
     STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof resize_args / sizeof resize_args[0], resize_args};
-const stk__op_def stk__op_resize = {&resize_schema, resize_init, resize_destroy, NULL,
-                                    resize_run, NULL, NULL, resize_run_gpu};
+static const struct stk__gpu_fusion resize_fusion = {.resample_plan = resize_gpu_plan};
+
+const stk__op_def stk__op_resize = {
+    .schema = &resize_schema,
+    .init = resize_init,
+    .destroy = resize_destroy,
+    .run_sample = resize_run,
+    .run_gpu = resize_run_gpu,
+    .fusion = &resize_fusion,
+};

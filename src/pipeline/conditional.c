@@ -113,5 +113,5 @@ static const stk_op_schema select_schema = {
     "select",
     "Merges conditional branches per sample: output = input[1 + index] where index is the first input "
     "(a bool or integer scalar per sample). No data is copied inside a sample's chain.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 2, 17, select_in, 1, select_out, 0, NULL};
+    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_MERGES_BRANCHES, 2, 17, select_in, 1, select_out, 0, NULL};
 const stk__op_def stk__op_select = {&select_schema, NULL, NULL, NULL, select_run, NULL, NULL, select_run_gpu};

@@ -161,12 +161,17 @@ static void record_failure(stk__exec *ex, size_t i, stk_status st, const stk__no
   ex->messages[i] = stk__sample_failure_message(node->name, "", &ex->samples[i]);
 }
 
+/* An operator merging conditional branches ("select": STK_OPF_MERGES_BRANCHES). */
+static bool merges_branches(const stk__node *node) {
+  return (node->spec->def->schema->flags & STK_OPF_MERGES_BRANCHES) != 0;
+}
+
 /* Every data input, argument feed and guard edge of `node` must have a value for the
  * sample ("select" alone may see absent branch inputs). */
 static stk_status check_inputs_present(const stk__node *node, const stk__sample *s) {
   const stk_op *spec = node->spec;
   for (int i = 0; i < spec->num_inputs; i++)
-    if (!s->edges[node->in_edges[i]].data && !(spec->def == &stk__op_select && i > 0))
+    if (!s->edges[node->in_edges[i]].data && !(merges_branches(node) && i > 0))
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                       "input '%s' has no value for this sample: it is produced only in a conditional branch "
                       "the sample did not take", spec->inputs[i]);
@@ -891,7 +896,7 @@ static stk_status check_selects(stk__exec *ex) {
   stk_pipeline *p = ex->p;
   for (size_t n = 0; n < p->num_nodes; n++) {
     const stk__node *node = &p->nodes[n];
-    if (node->spec->def != &stk__op_select) continue;
+    if (!merges_branches(node)) continue;
     int e = node->out_edges[0];
     const stk__tensor *first = NULL;
     for (size_t i = 0; i < ex->batch_count; i++) {

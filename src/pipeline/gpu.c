@@ -501,7 +501,8 @@ static stk_status run_guarded(stk__gpu_batch *b, stk__node *node) {
     if (stk__guards_hold(node, &b->samples[i])) picked[count++] = i;
   stk__gpu_batch sub;
   stk_status st = make_sub_batch(b, node, picked, count, &sub);
-  for (int i = 0; i < node->spec->num_inputs && st == STK_OK && node->spec->def != &stk__op_select; i++)
+  bool merges = (node->spec->def->schema->flags & STK_OPF_MERGES_BRANCHES) != 0;
+  for (int i = 0; i < node->spec->num_inputs && st == STK_OK && !merges; i++)
     for (size_t j = 0; j < count && st == STK_OK; j++)
       if (!stk__tensor_list_has_sample(sub.lists[node->in_edges[i]], j))
         st = STK_FAIL(STK_ERR_INVALID_ARGUMENT,
