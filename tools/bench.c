@@ -67,17 +67,18 @@ static void print_skipped(stk_pipeline *p, bool json) {
   if (json) putchar(']');
 }
 
-/* Where the wall time went, per batch: the stages' threads (see stk_stats). */
-static void print_stages(const stk_stats *s, int64_t batches, bool json) {
+/* Where the wall time went, per batch: the stages' threads (see stk_stats) and inside the
+ * GPU decoders (stk_decoder_diagnostics). */
+static void print_stages(const stk_stats *s, const stk_decoder_diagnostics *d, int64_t batches, bool json) {
   const struct {
     const char *name;
     int64_t ns;
   } t[] = {{"cpu_stage", s->cpu_stage_ns},           {"producer_blocked", s->producer_blocked_ns},
            {"gpu_stage", s->gpu_stage_ns},           {"gpu_idle", s->gpu_idle_ns},
            {"decode_stage", s->decode_stage_ns},
-           {"consumer_wait", s->consumer_wait_ns},   {"decode_parse", s->decode_parse_ns},
-           {"decode_fence", s->decode_fence_ns},
-           {"decode_hw_call", s->decode_hw_call_ns}, {"decode_hybrid_wait", s->decode_hybrid_wait_ns}};
+           {"consumer_wait", s->consumer_wait_ns},   {"decode_parse", d->decode_parse_ns},
+           {"decode_fence", d->decode_fence_ns},
+           {"decode_hw_call", d->decode_hw_call_ns}, {"decode_hybrid_wait", d->decode_hybrid_wait_ns}};
   double per = batches > 0 ? 1e6 * (double)batches : 1.0;
   if (json) printf("\"stage_ms_per_batch\": {");
   else printf("stages, ms per batch (threads of the pipeline; decode_* inside decode_stage when it is\n"
@@ -87,12 +88,12 @@ static void print_stages(const stk_stats *s, int64_t batches, bool json) {
     else printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);
   }
   if (json) {
-    printf("}, \"decode_hw_share\": %.3f, \"host_decoded\": %lld, \"host_decode_quota\": %lld, ", s->decode_hw_share,
-           (long long)s->host_decoded, (long long)s->host_decode_quota);
+    printf("}, \"decode_hw_share\": %.3f, \"host_decoded\": %lld, \"host_decode_quota\": %lld, ", d->decode_hw_share,
+           (long long)s->host_decoded, (long long)d->host_decode_quota);
   } else {
-    printf("  engines' share of the capable JPEGs in the last batch: %.3f\n", s->decode_hw_share);
+    printf("  engines' share of the capable JPEGs in the last batch: %.3f\n", d->decode_hw_share);
     printf("  decoded in the CPU stage and uploaded: %lld samples (host_decoded; automatic share now %lld per batch)\n",
-           (long long)s->host_decoded, (long long)s->host_decode_quota);
+           (long long)s->host_decoded, (long long)d->host_decode_quota);
   }
 }
 
@@ -181,8 +182,10 @@ int cli_bench(int argc, char **argv) {
   double timed = t_end - t_first;
   double ips = timed > 0 ? timed_images / timed : 0;
   double ms_batch = 1e3 * timed / (double)(batches - o.warmup);
-  stk_stats s;
+  stk_stats s = {.struct_size = sizeof s};
+  stk_decoder_diagnostics d = {.struct_size = sizeof d};
   stk_pipeline_stats(p, &s);
+  stk_pipeline_decoder_diagnostics(p, &d);
   if (o.json) {
     printf("{\"images_per_s\": %.2f, \"images\": %lld, \"seconds\": %.4f, \"skipped\": %lld, "
            "\"batches\": %lld, \"batch_size\": %lld, \"threads\": %lld, \"ms_per_batch\": %.3f, "
@@ -191,7 +194,7 @@ int cli_bench(int argc, char **argv) {
            ips, (long long)images, t_end - t0, (long long)s.skipped, (long long)batches,
            (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)o.warmup, (long long)timed_images,
            timed, (long long)s.host_bytes_peak, o.pipeline, o.device);
-    print_stages(&s, batches, true);
+    print_stages(&s, &d, batches, true);
     print_breakdown(p, true);
     printf(", \"skipped_samples\": ");
     print_skipped(p, true);
@@ -202,11 +205,11 @@ int cli_bench(int argc, char **argv) {
     printf("  %.1f images/s, %.2f ms/batch of %lld, %lld threads, %lld skipped, host pool peak %.1f MiB\n",
            ips, ms_batch, (long long)o.batch_size, (long long)o.threads, (long long)s.skipped,
            s.host_bytes_peak / 1048576.0);
-    if (s.host_blocks_pinned || s.host_pin_failures)
-      printf("  host pool blocks page-locked: %lld (%lld left pageable)\n", (long long)s.host_blocks_pinned,
-             (long long)s.host_pin_failures);
+    if (d.host_blocks_pinned || d.host_pin_failures)
+      printf("  host pool blocks page-locked: %lld (%lld left pageable)\n", (long long)d.host_blocks_pinned,
+             (long long)d.host_pin_failures);
     print_skipped(p, false);
-    print_stages(&s, batches, false);
+    print_stages(&s, &d, batches, false);
     printf("operator share of CPU time:\n");
     print_breakdown(p, false);
   }

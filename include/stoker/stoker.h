@@ -324,7 +324,11 @@ typedef struct {
   int stick_to_shard;
 } stk_reader_meta;
 
+/* A pipeline's counters. The caller sets struct_size = sizeof(stk_stats) before the
+ * call: later versions only add fields at the end and fill as many as the caller's size
+ * holds, so programs built against this header keep working. */
 typedef struct {
+  size_t struct_size;
   int64_t batches;          /* batches handed out by stk_pipeline_run */
   int64_t samples;          /* samples in them */
   int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP, in the
@@ -340,25 +344,33 @@ typedef struct {
    * producer blocked on a full prefetch queue, the GPU stage's thread issuing a batch,
    * that thread idle waiting for the CPU stage, and stk_pipeline_run waiting. */
   int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns;
+  /* When the mixed decoders run on their own thread, one batch ahead of the GPU stage's
+   * thread (pipelines with GPU operators after them): that thread's busy time. */
+  int64_t decode_stage_ns;
+  /* Mixed decoders: samples decoded by libjpeg-turbo in the CPU stage and uploaded (the
+   * cpu_decoder_load share, and files nvJPEG does not take). */
+  int64_t host_decoded;
+} stk_stats;
+
+/* The GPU decoders' instrumentation, for profiling them (what a user tunes with
+ * hw_decoder_load / cpu_decoder_load); struct_size as in stk_stats. These fields follow
+ * the decoder's implementation and may change between versions. */
+typedef struct {
+  size_t struct_size;
   /* Inside the GPU stage's decoding (host time): parsing headers on the decode threads,
    * the hardware engines' batch (decode_fence_ns of it: waiting until their destinations
-   * are idle), and waiting for the decode threads' hybrid-path samples after it. */
+   * are idle), and waiting for the decode threads' hybrid-path samples after it. Inside
+   * decode_stage_ns when the decoders have their own thread, else inside gpu_stage_ns. */
   int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
   /* The hardware engines' share of the samples they accept, in the last batch decoded:
    * hw_decoder_load, or where the automatic split (the default) has settled. */
   double decode_hw_share;
-  /* When the mixed decoders run on their own thread, one batch ahead of the GPU stage's
-   * thread (pipelines with GPU operators after them): that thread's busy time. The
-   * decode_* times above are then inside it, not inside gpu_stage_ns. */
-  int64_t decode_stage_ns;
   /* Pipelines with GPU operators page-lock their host pool's blocks (faster nvJPEG calls
    * and uploads): blocks pinned so far, and blocks left pageable because pinning failed. */
   int64_t host_blocks_pinned, host_pin_failures;
-  /* Mixed decoders: samples decoded by libjpeg-turbo in the CPU stage and uploaded (the
-   * cpu_decoder_load share, and files nvJPEG does not take), and the automatic share's
-   * current number of samples per batch (0 when none is automatic). */
-  int64_t host_decoded, host_decode_quota;
-} stk_stats;
+  /* The automatic cpu_decoder_load's current samples per batch (0 when none is automatic). */
+  int64_t host_decode_quota;
+} stk_decoder_diagnostics;
 
 STK_API stk_status stk_pipeline_create(stk_pipeline **out);
 /* Stops the producer, waits for it and frees everything the pipeline owns. Tensor lists
@@ -384,7 +396,11 @@ STK_API stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_n
                                            int64_t *out);
 STK_API stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name,
                                             stk_reader_meta *out);
+/* Fills *out (out->struct_size set by the caller; STK_ERR_INVALID_ARGUMENT when it is
+ * smaller than the first version's struct). */
 STK_API stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out);
+/* Fills *out (out->struct_size set by the caller), zeros without a GPU. */
+STK_API stk_status stk_pipeline_decoder_diagnostics(stk_pipeline *p, stk_decoder_diagnostics *out);
 /* Checkpoints: the pipeline's state after the last batch stk_pipeline_run returned
  * (before the first: the start), as text (*out, the caller frees it with stk_free). A
  * pipeline built alike and given it with stk_pipeline_restore before its build goes on

@@ -469,19 +469,36 @@ static PyObject *skipped_samples(PyObject *self) {
   return list;
 }
 
+typedef struct {
+  const char *key;
+  int64_t value;
+} stat_item;
+
+/* A dict of the items; NULL with an exception on failure. */
+static PyObject *stats_dict(const stat_item *items, size_t count) {
+  PyObject *d = PyDict_New();
+  for (size_t i = 0; d && i < count; i++) {
+    PyObject *v = PyLong_FromLongLong((long long)items[i].value);
+    if (!v || PyDict_SetItemString(d, items[i].key, v) < 0) Py_CLEAR(d);
+    Py_XDECREF(v);
+  }
+  return d;
+}
+
+/* d[key] = value (taken); d is released on failure. */
+static PyObject *dict_put(PyObject *d, const char *key, PyObject *value) {
+  if (d && (!value || PyDict_SetItemString(d, key, value) < 0)) Py_CLEAR(d);
+  Py_XDECREF(value);
+  return d;
+}
+
 static PyObject *pl_stats(PyObject *self, PyObject *unused) {
   if (enter(self) < 0) return NULL;
-  stk_stats s;
-  memset(&s, 0, sizeof s);
+  stk_stats s = {.struct_size = sizeof s};
   stk_status st = stk_pipeline_stats(pipe_of(self), &s);
   leave(self);
   if (st != STK_OK) return pystk_raise(st);
-  PyObject *d = PyDict_New();
-  if (!d) return NULL;
-  const struct {
-    const char *key;
-    int64_t value;
-  } items[] = {
+  const stat_item items[] = {
       {"batches", s.batches},
       {"samples", s.samples},
       {"skipped", s.skipped},
@@ -495,40 +512,31 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"gpu_stage_ns", s.gpu_stage_ns},
       {"gpu_idle_ns", s.gpu_idle_ns},
       {"consumer_wait_ns", s.consumer_wait_ns},
-      {"decode_parse_ns", s.decode_parse_ns},
-      {"decode_fence_ns", s.decode_fence_ns},
-      {"decode_hw_call_ns", s.decode_hw_call_ns},
-      {"decode_hybrid_wait_ns", s.decode_hybrid_wait_ns},
       {"decode_stage_ns", s.decode_stage_ns},
-      {"host_blocks_pinned", s.host_blocks_pinned},
-      {"host_pin_failures", s.host_pin_failures},
       {"host_decoded", s.host_decoded},
-      {"host_decode_quota", s.host_decode_quota},
   };
-  for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
-    PyObject *v = PyLong_FromLongLong((long long)items[i].value);
-    if (!v || PyDict_SetItemString(d, items[i].key, v) < 0) {
-      Py_XDECREF(v);
-      Py_DECREF(d);
-      return NULL;
-    }
-    Py_DECREF(v);
-  }
-  PyObject *share = PyFloat_FromDouble(s.decode_hw_share);
-  if (!share || PyDict_SetItemString(d, "decode_hw_share", share) < 0) {
-    Py_XDECREF(share);
-    Py_DECREF(d);
-    return NULL;
-  }
-  Py_DECREF(share);
-  PyObject *names = skipped_samples(self);
-  if (!names || PyDict_SetItemString(d, "skipped_samples", names) < 0) {
-    Py_XDECREF(names);
-    Py_DECREF(d);
-    return NULL;
-  }
-  Py_DECREF(names);
-  return d;
+  PyObject *d = stats_dict(items, sizeof items / sizeof items[0]);
+  return dict_put(d, "skipped_samples", d ? skipped_samples(self) : NULL);
+}
+
+/* decoder_diagnostics() -> dict: the GPU decoders' instrumentation. */
+static PyObject *pl_decoder_diagnostics(PyObject *self, PyObject *unused) {
+  if (enter(self) < 0) return NULL;
+  stk_decoder_diagnostics g = {.struct_size = sizeof g};
+  stk_status st = stk_pipeline_decoder_diagnostics(pipe_of(self), &g);
+  leave(self);
+  if (st != STK_OK) return pystk_raise(st);
+  const stat_item items[] = {
+      {"decode_parse_ns", g.decode_parse_ns},
+      {"decode_fence_ns", g.decode_fence_ns},
+      {"decode_hw_call_ns", g.decode_hw_call_ns},
+      {"decode_hybrid_wait_ns", g.decode_hybrid_wait_ns},
+      {"host_blocks_pinned", g.host_blocks_pinned},
+      {"host_pin_failures", g.host_pin_failures},
+      {"host_decode_quota", g.host_decode_quota},
+  };
+  PyObject *d = stats_dict(items, sizeof items / sizeof items[0]);
+  return dict_put(d, "decode_hw_share", d ? PyFloat_FromDouble(g.decode_hw_share) : NULL);
 }
 
 /* op_times() -> list of (instance name, nanoseconds) in graph order. */
@@ -612,6 +620,7 @@ static PyMethodDef pl_methods[] = {
     {"stats", pl_stats, METH_NOARGS, "stats() -> dict"},
     {"op_times", pl_op_times, METH_NOARGS, "op_times() -> [(instance name, ns)]"},
     {"to_text", pl_to_text, METH_NOARGS, "to_text() -> str"},
+    {"decoder_diagnostics", pl_decoder_diagnostics, METH_NOARGS, "decoder_diagnostics() -> dict"},
     {"checkpoint", pl_checkpoint, METH_NOARGS, "checkpoint() -> str: the state after the last batch"},
     {"restore", pl_restore, METH_VARARGS, "restore(text): resume from a checkpoint at build"},
     {"from_text", pl_from_text, METH_VARARGS | METH_CLASS, "from_text(text) -> Pipeline"},

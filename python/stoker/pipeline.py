@@ -457,6 +457,14 @@ class Pipeline:
         self._require_built()
         return self._c.stats()
 
+    def decoder_diagnostics(self):
+        """The GPU decoders' instrumentation (stk_pipeline_decoder_diagnostics): time
+        parsing headers, in the hardware engines' call and waiting for the hybrid path,
+        the engines' share, page-locked pool blocks, the automatic cpu_decoder_load's
+        current quota. Zeros without a GPU; the keys may change between versions."""
+        self._require_built()
+        return self._c.decoder_diagnostics()
+
     def executor_statistics(self):
         """{instance name: {"time_ns": ...}} for every operator."""
         self._require_built()

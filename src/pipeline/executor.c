@@ -1370,7 +1370,10 @@ void stk__exec_stage_times(const stk__exec *ex, stk_stats *out) {
   out->gpu_idle_ns = atomic_load(&ex->gpu_idle_ns);
   out->decode_stage_ns = atomic_load(&ex->decode_stage_ns);
   out->consumer_wait_ns = atomic_load(&ex->consumer_wait_ns);
-  out->host_decode_quota = ex->host_balance ? atomic_load(&ex->host_quota) : 0;
+}
+
+int64_t stk__exec_host_decode_quota(const stk__exec *ex) {
+  return ex->host_balance ? atomic_load(&ex->host_quota) : 0;
 }
 
 static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {

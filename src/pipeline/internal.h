@@ -252,6 +252,8 @@ stk_status stk__exec_start(stk_pipeline *p);
 bool stk__exec_stop(stk_pipeline *p);
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out);
 void stk__exec_stage_times(const stk__exec *ex, stk_stats *out);
+/* The automatic cpu_decoder_load's current samples per batch (0 when none is automatic). */
+int64_t stk__exec_host_decode_quota(const stk__exec *ex);
 
 /* the per-sample context, shared by executor.c and sample.c */
 typedef struct stk__arena stk__arena;

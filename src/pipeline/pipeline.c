@@ -204,29 +204,56 @@ stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out
   return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot copy a skip message");
 }
 
+/* Copies the `full` struct of `size` bytes into `out` as far as the caller's
+ * struct_size (its first member) allows, keeping that member. */
+static stk_status fill_sized(void *out, const void *full, size_t size, size_t min_size, const char *what) {
+  size_t want = *(const size_t *)out;
+  if (want < min_size)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: set struct_size to sizeof(%s) before the call (it is %zu)",
+                    what, what, want);
+  memcpy((char *)out + sizeof(size_t), (const char *)full + sizeof(size_t),
+         (want < size ? want : size) - sizeof(size_t));
+  return STK_OK;
+}
+
+static stk_status gpu_stats(stk_pipeline *p, stk_gpu_stats *g) {
+  memset(g, 0, sizeof *g);
+  if (!p->gpu) return STK_OK;
+  char err[STK_GPU_ERRLEN] = "";
+  return stk__gpu_check(p->gpu->api->stats(p->gpu->ctx, g, err, sizeof err), err);
+}
+
 stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
   if (!p || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
-  memset(out, 0, sizeof *out);
-  out->batches = atomic_load(&p->stat_batches);
-  out->samples = atomic_load(&p->stat_samples);
-  out->skipped = atomic_load(&p->stat_skipped);
-  out->host_decoded = atomic_load(&p->stat_host_decoded);
-  if (p->pool) stk__pool_stats(p->pool, &out->host_bytes_in_use, &out->host_bytes_cached, &out->host_bytes_peak);
-  if (p->pool) stk__pool_pin_stats(p->pool, &out->host_blocks_pinned, &out->host_pin_failures);
-  if (p->gpu) {
-    stk_gpu_stats g;
-    char err[STK_GPU_ERRLEN] = "";
-    STK_TRY(stk__gpu_check(p->gpu->api->stats(p->gpu->ctx, &g, err, sizeof err), err));
-    out->device_bytes_in_use = g.device_in_use;
-    out->device_bytes_cached = g.device_reserved - g.device_in_use;
-    out->decode_parse_ns = g.decode_parse_ns;
-    out->decode_fence_ns = g.decode_fence_ns;
-    out->decode_hw_share = g.decode_hw_share;
-    out->decode_hw_call_ns = g.decode_hw_call_ns;
-    out->decode_hybrid_wait_ns = g.decode_hybrid_wait_ns;
-  }
-  if (p->exec) stk__exec_stage_times(p->exec, out);
-  return STK_OK;
+  stk_stats s;
+  memset(&s, 0, sizeof s);
+  s.batches = atomic_load(&p->stat_batches);
+  s.samples = atomic_load(&p->stat_samples);
+  s.skipped = atomic_load(&p->stat_skipped);
+  s.host_decoded = atomic_load(&p->stat_host_decoded);
+  if (p->pool) stk__pool_stats(p->pool, &s.host_bytes_in_use, &s.host_bytes_cached, &s.host_bytes_peak);
+  stk_gpu_stats g;
+  STK_TRY(gpu_stats(p, &g));
+  s.device_bytes_in_use = g.device_in_use;
+  s.device_bytes_cached = g.device_reserved - g.device_in_use;
+  if (p->exec) stk__exec_stage_times(p->exec, &s);
+  return fill_sized(out, &s, sizeof s, sizeof s, "stk_stats");
+}
+
+stk_status stk_pipeline_decoder_diagnostics(stk_pipeline *p, stk_decoder_diagnostics *out) {
+  if (!p || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  stk_decoder_diagnostics d;
+  memset(&d, 0, sizeof d);
+  stk_gpu_stats g;
+  STK_TRY(gpu_stats(p, &g));
+  d.decode_parse_ns = g.decode_parse_ns;
+  d.decode_fence_ns = g.decode_fence_ns;
+  d.decode_hw_share = g.decode_hw_share;
+  d.decode_hw_call_ns = g.decode_hw_call_ns;
+  d.decode_hybrid_wait_ns = g.decode_hybrid_wait_ns;
+  if (p->pool) stk__pool_pin_stats(p->pool, &d.host_blocks_pinned, &d.host_pin_failures);
+  if (p->exec) d.host_decode_quota = stk__exec_host_decode_quota(p->exec);
+  return fill_sized(out, &d, sizeof d, sizeof d, "stk_decoder_diagnostics");
 }
 
 size_t stk_pipeline_num_ops(const stk_pipeline *p) { return p && p->built ? p->num_nodes : 0; }

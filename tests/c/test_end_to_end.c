@@ -78,7 +78,7 @@ static epochs_run run_epochs(const char *text, int epochs) {
     else assert_int_equal(n, 5); /* only an epoch's last batch may be short here */
     stk_batch_release(out);
   }
-  stk_stats s;
+  stk_stats s = {.struct_size = sizeof s};
   TU_OK(stk_pipeline_stats(p, &s));
   r.skipped = s.skipped;
   stk_pipeline_destroy(p);

@@ -605,7 +605,7 @@ static void test_tfrecord_bad_crc(void **state) {
   assert_record(out, 1, 1);
   assert_record(out, 2, 3);
   stk_batch_release(out);
-  stk_stats stats;
+  stk_stats stats = {.struct_size = sizeof stats};
   TU_OK(stk_pipeline_stats(p, &stats));
   assert_int_equal(stats.skipped, 1);
   stk_pipeline_destroy(p);

@@ -85,7 +85,8 @@ static void sleep_ms(int ms) {
 /* `batches` batches of the GPU and the CPU form of `body`, compared sample by sample;
  * the consumer pauses before each copy so that the producer runs ahead and refills the
  * host pool's blocks. */
-static void check_against_cpu_stats(const char *gpu_body, const char *cpu_body, int batches, stk_stats *stats) {
+static void check_against_cpu_stats(const char *gpu_body, const char *cpu_body, int batches, stk_stats *stats,
+                                    stk_decoder_diagnostics *diag) {
   stk_pipeline *g = make(gpu_body, true), *c = make(cpu_body, false);
   for (int k = 0; k < batches; k++) {
     stk_batch *gb, *cb;
@@ -112,12 +113,13 @@ static void check_against_cpu_stats(const char *gpu_body, const char *cpu_body, 
     stk_batch_release(cb);
   }
   if (stats) TU_OK(stk_pipeline_stats(g, stats));
+  if (diag) TU_OK(stk_pipeline_decoder_diagnostics(g, diag));
   stk_pipeline_destroy(g);
   stk_pipeline_destroy(c);
 }
 
 static void check_against_cpu(const char *gpu_body, const char *cpu_body, int batches) {
-  check_against_cpu_stats(gpu_body, cpu_body, batches, NULL);
+  check_against_cpu_stats(gpu_body, cpu_body, batches, NULL, NULL);
 }
 
 /* The pipelines compared: mixed decoding alone, mixed decoding followed by a GPU
@@ -184,11 +186,12 @@ static void test_host_decoded_share(void **state) {
                  then_gpu ? "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n" : "return images\n");
         int batches = 2 * FILES / BATCH, per_batch = (int)(loads[l] * BATCH + 0.5);
         sync_mode = sync;
-        stk_stats st;
-        check_against_cpu_stats(body, CPU_DECODE, batches, &st);
+        stk_stats st = {.struct_size = sizeof st};
+        stk_decoder_diagnostics diag = {.struct_size = sizeof diag};
+        check_against_cpu_stats(body, CPU_DECODE, batches, &st, &diag);
         sync_mode = false;
         if (loads[l] < 0) {
-          assert_true(st.host_decode_quota >= 0 && st.host_decode_quota <= BATCH);
+          assert_true(diag.host_decode_quota >= 0 && diag.host_decode_quota <= BATCH);
           assert_true(st.host_decoded >= 0);
           continue;
         }
@@ -199,7 +202,7 @@ static void test_host_decoded_share(void **state) {
         assert_int_equal(st.host_decoded % per_batch, 0);
         assert_true(st.host_decoded >= (int64_t)batches * per_batch);
         assert_true(st.host_decoded <= (int64_t)(batches + 4) * per_batch);
-        assert_int_equal(st.host_decode_quota, 0); /* a fixed share: no balance */
+        assert_int_equal(diag.host_decode_quota, 0); /* a fixed share: no balance */
       }
 }
 
@@ -314,7 +317,7 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
       assert_int_equal(delivered, 2 * GOOD);
       for (int f = 0; f < GOOD; f++) assert_int_equal(seen[f], 2);
     }
-    stk_stats stats;
+    stk_stats stats = {.struct_size = sizeof stats};
     TU_OK(stk_pipeline_stats(p, &stats));
     if (policy == 0) {
       TU_OK(st);

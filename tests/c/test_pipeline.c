@@ -290,7 +290,7 @@ static void test_skip_policy_keeps_batches_full(void **state) {
     for (int i = 0; i < 10; i++) assert_float_equal(d[i], 2 * u[i], 0);
     stk_batch_release(out);
   }
-  stk_stats stats;
+  stk_stats stats = {.struct_size = sizeof stats};
   TU_OK(stk_pipeline_stats(p, &stats));
   assert_int_equal(stats.batches, 6);
   /* ordinals 1, 5, 9, ... fail: about a quarter of all attempts */
@@ -427,13 +427,24 @@ static void test_outputs_outlive_pipeline_and_memory_is_flat(void **state) {
   add_uniform(p, "u", 0, 1, 1000);
   set_outputs1(p, "u");
   TU_OK(stk_pipeline_build(p));
-  stk_stats s;
+  stk_stats s = {.struct_size = sizeof s};
   for (int b = 0; b < 300; b++) {
     stk_batch *out;
     TU_OK(stk_pipeline_run(p, &out));
     stk_batch_release(out);
   }
   TU_OK(stk_pipeline_stats(p, &s));
+  assert_int_equal(s.struct_size, sizeof s); /* kept */
+  assert_int_equal(s.batches, 300);
+  /* A caller that did not say its struct's size gets an error naming the field, and an
+   * older, smaller struct is refused rather than overrun. */
+  stk_stats unsized = {0};
+  assert_int_equal(stk_pipeline_stats(p, &unsized), STK_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(stk_last_error(), "struct_size"));
+  stk_decoder_diagnostics diag = {.struct_size = sizeof diag, .host_decode_quota = 99};
+  TU_OK(stk_pipeline_decoder_diagnostics(p, &diag)); /* no GPU: zeros */
+  assert_int_equal(diag.decode_hw_call_ns, 0);
+  assert_int_equal(diag.host_decode_quota, 0);
   /* At most prefetch (3) queued + 1 being made + 1 held by us, each one 64 KiB block. */
   assert_true(s.host_bytes_peak <= 5 * 65536);
   assert_true(s.host_bytes_in_use <= 4 * 65536);

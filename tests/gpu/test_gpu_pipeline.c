@@ -181,7 +181,7 @@ static void test_device_memory_is_flat(void **state) {
            "out = crop_mirror_normalize(images, dtype=\"float16\", device=\"gpu\")\n"
            "return out\n", decoder, hw);
   stk_pipeline *g = make(body, true);
-  stk_stats s;
+  stk_stats s = {.struct_size = sizeof s};
   int64_t after_warmup = 0;
   for (int b = 0; b < 300; b++) {
     stk_batch *batch;
@@ -193,16 +193,18 @@ static void test_device_memory_is_flat(void **state) {
     TU_OK(stk_pipeline_stats(g, &s));
     if (b == 20) after_warmup = s.device_bytes_in_use + s.device_bytes_cached;
   }
+  stk_decoder_diagnostics d = {.struct_size = sizeof d};
+  TU_OK(stk_pipeline_decoder_diagnostics(g, &d));
   printf("# device pool: %lld in use, %lld cached after 300 batches (%lld after 20); host blocks pinned %lld, "
          "pinning failed %lld\n", (long long)s.device_bytes_in_use, (long long)s.device_bytes_cached,
-         (long long)after_warmup, (long long)s.host_blocks_pinned, (long long)s.host_pin_failures);
-  assert_true(s.host_blocks_pinned > 0); /* the files the decoder reads are page-locked */
-  assert_int_equal(s.host_pin_failures, 0);
+         (long long)after_warmup, (long long)d.host_blocks_pinned, (long long)d.host_pin_failures);
+  assert_true(d.host_blocks_pinned > 0); /* the files the decoder reads are page-locked */
+  assert_int_equal(d.host_pin_failures, 0);
   /* asynchronous: the decoder runs on its own thread (GPU operators follow it); in sync
    * mode everything runs on the caller's thread and the decode stage stays empty */
   printf("# decode stage %.3f ms/batch, GPU stage %.3f ms/batch\n", s.decode_stage_ns / 300e6, s.gpu_stage_ns / 300e6);
   if (getenv("STK_TEST_SYNC")) assert_int_equal(s.decode_stage_ns, 0);
-  else assert_true(s.decode_stage_ns > 0 && s.decode_hw_call_ns > 0);
+  else assert_true(s.decode_stage_ns > 0 && d.decode_hw_call_ns > 0);
   assert_true(s.device_bytes_in_use + s.device_bytes_cached <= 2 * after_warmup + (8 << 20));
   stk_pipeline_destroy(g);
 }
@@ -256,7 +258,7 @@ static long long skipped_over_three_epochs(const char *bad, const char *body) {
     e += stk_batch_ends_epoch(batch);
     stk_batch_release(batch);
   }
-  stk_stats s;
+  stk_stats s = {.struct_size = sizeof s};
   TU_OK(stk_pipeline_stats(p, &s));
   stk_pipeline_destroy(p);
   assert_int_equal(delivered + s.skipped, 3 * (N + 1));
@@ -315,7 +317,7 @@ static void test_host_decoded_share_is_the_cpu_decode(void **state) {
       stk_tensor_list_release(og[0]), stk_tensor_list_release(oc[0]);
       free(og), free(oc);
     }
-    stk_stats s;
+    stk_stats s = {.struct_size = sizeof s};
     TU_OK(stk_pipeline_stats(g, &s));
     assert_true(s.host_decoded >= 2 * N);
     stk_pipeline_destroy(g), stk_pipeline_destroy(c);
