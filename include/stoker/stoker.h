@@ -173,6 +173,13 @@ STK_API stk_status stk_tensor_list_set_consumer_stream(stk_tensor_list *tl, uint
 /* A host copy of any list (device lists are copied after their ready event); the caller
  * releases it. */
 STK_API stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **out);
+/* Copies samples [first, first + count) back to back into `dst`, which holds `dst_bytes`
+ * (host memory, or for device lists device or host memory: CUDA's unified addressing
+ * decides). Device lists: the copy is queued on `stream` (0: the library's own copy
+ * stream) after the producer's last kernel; with `blocking` the call returns once it is
+ * done. STK_ERR_INVALID_ARGUMENT names the sizes when `dst` is too small. */
+STK_API stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, size_t count, void *dst,
+                                            size_t dst_bytes, uintptr_t stream, int blocking);
 
 /* ------------------------------------------------------------------------------------ */
 /* Operator registry (introspection)                                                    */

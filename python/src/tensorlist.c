@@ -286,7 +286,29 @@ static PyObject *tl_to_host(PyObject *self, PyObject *unused) {
   return obj;
 }
 
+/* _copy_out(first, count, address, nbytes, stream, blocking): stk_tensor_list_copy_out. */
+static PyObject *tl_copy_out(PyObject *self, PyObject *args) {
+  Py_ssize_t first, count;
+  unsigned long long address, nbytes, stream;
+  int blocking;
+  if (!PyArg_ParseTuple(args, "nnKKKp:_copy_out", &first, &count, &address, &nbytes, &stream, &blocking))
+    return NULL;
+  if (first < 0 || count < 0) {
+    PyErr_SetString(PyExc_ValueError, "copy_to_external: negative sample range");
+    return NULL;
+  }
+  if (check_valid(self) < 0) return NULL;
+  stk_status st;
+  Py_BEGIN_ALLOW_THREADS st = stk_tensor_list_copy_out(handle(self), (size_t)first, (size_t)count,
+                                                       (void *)(uintptr_t)address, (size_t)nbytes,
+                                                       (uintptr_t)stream, blocking);
+  Py_END_ALLOW_THREADS if (st != STK_OK) return pystk_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef tl_methods[] = {
+    {"_copy_out", tl_copy_out, METH_VARARGS,
+     "_copy_out(first, count, address, nbytes, stream, blocking): samples into external memory"},
     {"_to_host", tl_to_host, METH_NOARGS, "_to_host() -> TensorList: a copy in host memory"},
     {"layout", tl_layout, METH_NOARGS, "layout() -> str: the batch's layout (\"HWC\", \"\"...)"},
     {"is_dense", tl_is_dense, METH_NOARGS,

@@ -66,6 +66,40 @@ def _pointer(ptr, what):
         f"writable NumPy array, got {type(ptr).__name__}")
 
 
+def _device_destination(ptr, what):
+    """(address, bytes it holds or None) of a copy's destination: an address, a ctypes
+    pointer, or an object with __cuda_array_interface__ (a torch / CuPy array)."""
+    if isinstance(ptr, np.ndarray):  # host memory: unified addressing copies there too
+        if not (ptr.flags.writeable and ptr.flags.c_contiguous):
+            raise InvalidArgumentError(f"{what}: the destination array must be writable and C-contiguous")
+        return ptr.ctypes.data, ptr.nbytes
+    cai = getattr(ptr, "__cuda_array_interface__", None)
+    if cai is not None:
+        nbytes = int(np.prod(cai["shape"], dtype=np.int64)) * np.dtype(cai["typestr"]).itemsize
+        return int(cai["data"][0]), nbytes
+    return _pointer(ptr, what), None
+
+
+def _stream_handle(cuda_stream):
+    """A CUDA stream as an integer handle (None: stoker's copy stream)."""
+    if cuda_stream is None:
+        return 0
+    for attr in ("cuda_stream", "ptr", "value"):  # torch.cuda.Stream, CuPy, ctypes.c_void_p
+        value = getattr(cuda_stream, attr, None)
+        if isinstance(value, int):
+            return value
+    return int(cuda_stream)
+
+
+def _copy_to_device(owner, first, count, nbytes, ptr, cuda_stream, non_blocking, what):
+    """Samples [first, first + count) of a device list copied back to back to `ptr`."""
+    address, room = _device_destination(ptr, what)
+    if room is not None and room < nbytes:
+        raise InvalidArgumentError(f"{what}: the destination holds {room} bytes, the data {nbytes}")
+    owner._copy_out(first, count, address, nbytes if room is None else room,
+                    _stream_handle(cuda_stream), not non_blocking)
+
+
 def _copy_to_host(src, ptr, what):
     """Copies the C-contiguous array `src` to `ptr`: an address or a writable array of
     the same number of bytes."""
@@ -304,10 +338,14 @@ class TensorGPU:
         raise UnsupportedError("TensorGPU.as_array: the data is in GPU memory; call as_cpu() first")
 
     def copy_to_external(self, ptr, cuda_stream=None, non_blocking=False, use_copy_kernel=False):
-        raise UnsupportedError(
-            "TensorGPU.copy_to_external: stoker does not copy into external device memory; "
-            "export the tensor with DLPack (torch.from_dlpack(t)) and copy there, or copy "
-            "as_cpu() to host memory")
+        """Copies the data to ``ptr`` (device or host memory: an address, a ctypes
+        pointer, or an array with __cuda_array_interface__) on ``cuda_stream`` (None: a
+        stream of stoker's), after the batch's producer; returns when done unless
+        ``non_blocking``."""
+        nbytes = int(np.prod(self._shape, dtype=np.int64)) * np.dtype(self._dtype_name).itemsize
+        first, count = (0, len(self._owner)) if self._index is None else (self._index, 1)
+        _copy_to_device(self._owner, first, count, nbytes, ptr, cuda_stream, non_blocking,
+                        "TensorGPU.copy_to_external")
 
     def _wait(self):
         # Exporting a capsule for the legacy default stream (1) makes that stream wait
@@ -455,14 +493,16 @@ class TensorList(_stoker.TensorList):
         return TensorGPU(self, None, self.data_ptr(), shape, self.dtype_name, layout)
 
     def copy_to_external(self, ptr, cuda_stream=None, non_blocking=False, use_copy_kernel=False):
-        """Copies the dense batch to ``ptr`` (CPU lists): an address (int,
+        """Copies the batch to ``ptr``. CPU lists (dense): an address (int,
         ctypes.c_void_p) with room for all its bytes, or a writable NumPy array of the
-        same size."""
-        if self.device != "cpu":
-            raise UnsupportedError(
-                "TensorList.copy_to_external: stoker does not copy into external device "
-                "memory; export the batch with DLPack (torch.from_dlpack(tl)) and copy there, "
-                "or copy as_cpu() to host memory")
+        same size. GPU lists: every sample back to back into device (or host) memory,
+        as TensorGPU.copy_to_external."""
+        if self.device != "cpu":  # every sample back to back, as in DALI
+            itemsize = np.dtype(self.dtype_name).itemsize
+            nbytes = sum(int(np.prod(s, dtype=np.int64)) * itemsize for s in self._shapes())
+            _copy_to_device(self, 0, len(self), nbytes, ptr, cuda_stream, non_blocking,
+                            "TensorList.copy_to_external")
+            return
         self._require_dense("copy_to_external")
         _copy_to_host(np.asarray(self), ptr, "TensorList.copy_to_external")
 

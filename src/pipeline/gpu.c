@@ -198,6 +198,43 @@ stk_status stk_tensor_list_set_consumer_stream(stk_tensor_list *tl, uintptr_t st
   return STK_OK;
 }
 
+/* Bytes of sample i. */
+static size_t sample_size(const stk_tensor_list *tl, size_t i) {
+  size_t bytes = stk_dtype_size(tl->dtype);
+  for (int d = 0; d < tl->ndim; d++) bytes *= (size_t)tl->shapes[i * (size_t)tl->ndim + (size_t)d];
+  return bytes;
+}
+
+stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, size_t count, void *dst,
+                                    size_t dst_bytes, uintptr_t stream, int blocking) {
+  if (!tl || (!dst && count)) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (first > tl->n || count > tl->n - first)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "samples %zu..%zu out of range (the list has %zu)", first,
+                    first + count, tl->n);
+  size_t total = 0;
+  for (size_t i = first; i < first + count; i++) {
+    if (tl->absent && tl->absent[i])
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu has no value (a conditional branch)", i);
+    total += sample_size(tl, i);
+  }
+  if (total > dst_bytes)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "the samples take %zu bytes, the destination holds %zu", total,
+                    dst_bytes);
+  if (!tl->gpu) {
+    for (size_t i = first, off = 0; i < first + count; off += sample_size(tl, i), i++)
+      memcpy((char *)dst + off, tl->data[i], sample_size(tl, i));
+    return STK_OK;
+  }
+  stk__gpu *g = tl->gpu;
+  char err[STK_GPU_ERRLEN] = "";
+  if (!stream) stream = g->api->stream(g->ctx, STK_GPU_STREAM_COPY);
+  int rc = tl->ready_event ? g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err) : 0;
+  for (size_t i = first, off = 0; rc == 0 && i < first + count; off += sample_size(tl, i), i++)
+    rc = g->api->memcpy_async(g->ctx, (char *)dst + off, tl->data[i], sample_size(tl, i), stream, err, sizeof err);
+  if (rc == 0 && blocking) rc = g->api->stream_sync(g->ctx, stream, err, sizeof err);
+  return stk__gpu_check(rc, err);
+}
+
 stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **out) {
   if (!tl || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   size_t esize = stk_dtype_size(tl->dtype), total = 0;

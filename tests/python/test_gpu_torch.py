@@ -90,3 +90,18 @@ def test_cpu_outputs_moved_to_gpu():
         (og,), (oc,) = g.run(), c.run()
         assert og.__dlpack_device__()[0] == 2  # kDLCUDA
         np.testing.assert_array_equal(np.asarray(og.as_cpu().as_array()), np.asarray(oc.as_array()))
+
+
+def test_copy_to_external_into_torch_tensors_on_their_stream():
+    """TensorList / TensorGPU.copy_to_external (DALI's API) into a torch CUDA tensor (its
+    __cuda_array_interface__), queued on torch's stream after the batch's producer."""
+    g, c = make(0, True), make(None, False)
+    (out, _), (ref, _) = g.run(), c.run()
+    whole = torch.empty((len(PHOTOS), 3, 224, 224), dtype=torch.float32, device="cuda")
+    stream = torch.cuda.Stream()
+    out.copy_to_external(whole, cuda_stream=stream, non_blocking=True)
+    stream.synchronize()
+    np.testing.assert_allclose(whole.cpu().numpy(), ref.as_array(), atol=0.05)
+    one = torch.empty((3, 224, 224), dtype=torch.float32, device="cuda")
+    out[2].copy_to_external(one)
+    assert torch.equal(one, whole[2])

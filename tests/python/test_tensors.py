@@ -190,5 +190,11 @@ def test_gpu_samples_are_tensor_gpu(fake_gpu):
     rs = dense.as_reshaped_tensor([3, 4])
     assert rs.shape() == [3, 4] and rs.data_ptr() == d.data_ptr()
     assert np.array_equal(rs.as_cpu(), dense.as_cpu().as_array().reshape(3, 4))
-    with pytest.raises(UnsupportedError, match="copy_to_external"):
-        dense.copy_to_external(np.zeros(12, np.uint8))
+    out = np.zeros(12, np.uint8)  # GPU lists copy into device or (unified addressing) host memory
+    dense.copy_to_external(out)
+    assert np.array_equal(out, dense.as_cpu().as_array().ravel())
+    one = np.zeros(cpu[1].shape, np.uint8)
+    gpu[1].copy_to_external(one, non_blocking=False)
+    assert np.array_equal(one, cpu[1])
+    with pytest.raises(stoker.InvalidArgumentError, match="holds 11 bytes, the data 12"):
+        dense.copy_to_external(np.zeros(11, np.uint8))
