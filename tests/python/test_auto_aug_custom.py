@@ -246,3 +246,14 @@ def test_param_device_auto_on_cpu_data():
 def test_masks_with_custom_augmentations_name_them():
     with pytest.raises(Exception, match="masks and boxes.*`cutout`"):
         run(lambda x: ta.apply_trivial_augment([A.rotate, cutout], x, masks=x))
+
+
+def test_gpu_parameter_for_cpu_data_names_the_augmentation():
+    """param_device="gpu" moves the parameter to the GPU (DALI's meaning): on CPU data the
+    augmentation's result lands on the GPU, refused where the pipeline is defined."""
+    @augmentation(mag_range=(0.5, 1.5), param_device="gpu")
+    def gpu_scale(data, factor):
+        return fn.cast(data * factor, dtype=types.UINT8)
+
+    with pytest.raises(Exception, match="augmentation `gpu_scale` returns GPU data for CPU data"):
+        run(lambda x: ta.apply_trivial_augment([gpu_scale, A.identity], x))

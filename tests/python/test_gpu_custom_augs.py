@@ -57,9 +57,10 @@ def vflip(data, _):
     return fn.flip(data, horizontal=0, vertical=1)
 
 
-@augmentation(mag_range=(0.5, 1.5), param_device="gpu")
+@augmentation(mag_range=(0.5, 1.5), param_device="auto")
 def scale(data, factor):
-    """The parameter on the GPU (param_device="gpu"), used as data."""
+    """The parameter on the data's device (param_device="auto": the GPU in the GPU
+    pipeline, moved there by a named copy), used as data."""
     return fn.cast(data * factor, dtype=types.UINT8)
 
 

@@ -147,6 +147,11 @@ def _branch(aug, decisions, stage, num_bins, kwargs, name_hint):
                 raise
             raise Exception(f"`{name_hint}`: the augmentation `{aug.name}` cannot run on GPU "
                             f"data: {e}") from e
+        if not on_gpu and isinstance(out, DataNode) and out.device == "gpu":
+            raise Exception(
+                f"`{name_hint}`: the augmentation `{aug.name}` returns GPU data for CPU data "
+                f"(param_device={aug.param_device!r}?); every augmentation of a list must give "
+                "its result on the data's device.")
         problem = _gpu_problem(out, data) if on_gpu else None
         if problem:
             raise Exception(
