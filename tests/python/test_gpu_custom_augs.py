@@ -14,9 +14,11 @@ on at most 0.2% of the elements; torchvision's convention is exact; the custom m
 (erase, flip, arithmetic, subscript) are exact.
 
 The `requires_gpu` tests run on the GPU machine (scripts/gpu-check.sh); the `fake_gpu`
-ones run here too, through tests/fake_gpu/fake_gpu.c (which runs the fused kernel's
-interpreter on the host, and subscript's gather, but no erase / flip / arithmetic
-kernels): the dispatch of a mixed list on GPU data, built-ins included, end to end.
+ones run in CI too, through tests/fake_gpu/fake_gpu.c (which runs the fused kernel's
+interpreter on the host and subscript's gather, but has no erase / flip / arithmetic /
+resize kernels, hence their custom augmentations made of subscripts): the dispatch of a
+mixed list on GPU data end to end, every built-in's one-step GPU program against the CPU
+operator, the DALI-style seed example with enable_conditionals and mixed decoding.
 """
 import os
 
@@ -77,11 +79,12 @@ def crop_rows(data, rows):
 
 # ---- running ----
 
-def both(build, files=PHOTOS, resize=None, seed=42, iterations=2, decoder="cpu"):
+def both(build, files=PHOTOS, resize=None, seed=42, iterations=2, decoder="cpu", conditionals=False):
     """[(cpu outputs, gpu outputs)] per iteration, each a list of per-sample arrays;
     build(images, shape) -> DataNode."""
     def make(dev):
-        @stoker.pipeline_def(batch_size=len(files), num_threads=2, device_id=0, seed=seed)
+        @stoker.pipeline_def(batch_size=len(files), num_threads=2, device_id=0, seed=seed,
+                             enable_conditionals=conditionals)
         def pipe():
             jpegs, _ = fn.readers.file(files=files, name="Reader")
             shape = fn.peek_image_shape(jpegs)
@@ -129,8 +132,9 @@ def test_seed_example_trivial_augment():
 
 @requires_gpu
 def test_seed_example_on_mixed_decoded_images():
-    """On device="mixed" images (nvJPEG: the pixels may differ from libjpeg-turbo's, so the
-    shapes and types are compared, and the samples whose operation keeps the geometry)."""
+    """On device="mixed" images (nvJPEG: the pixels may differ from libjpeg-turbo's, so only
+    the shapes and types are compared; test_seed_example_dali_style_fake compares pixels
+    through the stand-in backend, whose mixed decoder is libjpeg-turbo)."""
     augs = suite_plus("dali", [cutout_unseeded], use_shape=True)
     for c, g in both(lambda x, shape: ta.apply_trivial_augment(augs, x, shape=shape, fill_value=0),
                      decoder="mixed"):
@@ -166,17 +170,22 @@ def test_published_policy_plus_a_custom_augmentation():
     compare(lambda x, shape: aa.apply_auto_augment(mine, x, shape=shape), TOL["dali"], files=PHOTOS * 3)
 
 
+def every_builtin(conv, resize, iterations=3):
+    """Each built-in of a convention with a custom one beside it (the list is then not
+    fusable): auto_augment.augment's GPU backend for every operation, many bins and signs."""
+    aug = ta.get_trivial_augment_wide_suite(convention=conv)
+    compare(lambda x, shape: ta.apply_trivial_augment(aug + [upside_down], x, seed=3), TOL[conv],
+            files=PHOTOS * 4, resize=resize, iterations=iterations)
+    extra = [A.solarize_add, A.invert] if conv == "dali" else [A.torchvision.solarize_add, A.torchvision.invert]
+    compare(lambda x, shape: ra.apply_rand_augment(extra + [upside_down], x, 2, 7, seed=3), TOL[conv],
+            files=PHOTOS * 2, resize=resize)
+
+
 @requires_gpu
 @pytest.mark.parametrize("conv", ["dali", "torchvision"])
 def test_every_builtin_in_a_mixed_list(conv):
-    """Each built-in of both conventions with a custom one beside it (the list is then not
-    fusable): auto_augment.augment's GPU backend for every operation, many bins and signs."""
-    aug = ta.get_trivial_augment_wide_suite(convention=conv)
-    compare(lambda x, shape: ta.apply_trivial_augment(aug + [vflip], x, seed=3), TOL[conv],
-            files=PHOTOS * 4, resize=(150, 200), iterations=3)
-    extra = [A.solarize_add, A.invert] if conv == "dali" else [A.torchvision.solarize_add, A.torchvision.invert]
-    compare(lambda x, shape: ra.apply_rand_augment(extra + [vflip], x, 2, 7, seed=3), TOL[conv],
-            files=PHOTOS * 2)
+    every_builtin(conv, (150, 200))
+    every_builtin(conv, None)
 
 
 # ---- through the stand-in GPU backend (runs in CI) ----
@@ -196,6 +205,10 @@ def test_mixed_list_runs_on_gpu_data_fake(fake_gpu):
     res = compare(lambda x, shape: ta.apply_trivial_augment(augs, x, shape=shape, fill_value=0), TOL["dali"],
                   files=PHOTOS * 3, resize=SMALL)
     assert any(x.shape[0] != SMALL[0] for _, g in res for x in g)  # crop_rows was chosen
+    # more than 16 augmentations: the selection nests (groups of 16), on the GPU too
+    many = augs + [upside_down.augmentation(name="again"), A.invert, A.solarize_add]
+    compare(lambda x, shape: ta.apply_trivial_augment(many, x, shape=shape, seed=2), TOL["dali"],
+            files=PHOTOS * 3, resize=SMALL)
     tv = suite_plus("torchvision", [upside_down, crop_rows])
     compare(lambda x, shape: ra.apply_rand_augment(tv, x, 2, 11, seed=4), TOL["torchvision"], files=PHOTOS * 2,
             resize=SMALL)
@@ -203,6 +216,25 @@ def test_mixed_list_runs_on_gpu_data_fake(fake_gpu):
                               [(upside_down, 1.0, None), (A.invert, 0.3, None)],
                               [(A.equalize, 0.6, None), (crop_rows, 1.0, 9)]])
     compare(lambda x, shape: aa.apply_auto_augment(pol, x), TOL["dali"], files=PHOTOS * 2, resize=SMALL)
+
+
+@pytest.mark.parametrize("conv", ["dali", "torchvision"])
+def test_every_builtin_in_a_mixed_list_fake(fake_gpu, conv):
+    every_builtin(conv, SMALL, iterations=1)
+
+
+def test_seed_example_dali_style_fake(fake_gpu):
+    """The seed example as a DALI user writes it: enable_conditionals=True, device="mixed"
+    decoding (the stand-in decodes with libjpeg-turbo: the CPU's pixels), shapes from
+    peek_image_shape; equal to the CPU pipeline per sample."""
+    augs = suite_plus("dali", [upside_down, crop_rows], use_shape=True)
+
+    def build(x, shape):
+        x = ta.apply_trivial_augment(augs, x, shape=shape, fill_value=0)
+        if fn.random.coin_flip(seed=5):  # a plain `if` on the result, on the GPU too
+            x = x[:, ::-1]
+        return x
+    compare(build, TOL["dali"], decoder="mixed", conditionals=True, iterations=1)
 
 
 def test_builtin_only_lists_stay_fused_fake(fake_gpu):
