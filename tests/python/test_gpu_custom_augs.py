@@ -33,7 +33,7 @@ from stoker.auto_aug import rand_augment as ra
 from stoker.auto_aug import trivial_augment as ta
 from stoker.auto_aug.core import Policy, augmentation
 
-from gpu_parity import PHOTOS, assert_close, requires_gpu, to_numpy_samples
+from gpu_parity import PHOTOS, assert_close, compare_op, requires_gpu, to_numpy_samples
 from test_auto_aug_custom import cutout, shift
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -170,12 +170,12 @@ def test_published_policy_plus_a_custom_augmentation():
     compare(lambda x, shape: aa.apply_auto_augment(mine, x, shape=shape), TOL["dali"], files=PHOTOS * 3)
 
 
-def every_builtin(conv, resize, iterations=3):
+def every_builtin(conv, resize, iterations=3, copies=4):
     """Each built-in of a convention with a custom one beside it (the list is then not
     fusable): auto_augment.augment's GPU backend for every operation, many bins and signs."""
     aug = ta.get_trivial_augment_wide_suite(convention=conv)
     compare(lambda x, shape: ta.apply_trivial_augment(aug + [upside_down], x, seed=3), TOL[conv],
-            files=PHOTOS * 4, resize=resize, iterations=iterations)
+            files=PHOTOS * copies, resize=resize, iterations=iterations)
     extra = [A.solarize_add, A.invert] if conv == "dali" else [A.torchvision.solarize_add, A.torchvision.invert]
     compare(lambda x, shape: ra.apply_rand_augment(extra + [upside_down], x, 2, 7, seed=3), TOL[conv],
             files=PHOTOS * 2, resize=resize)
@@ -188,7 +188,64 @@ def test_every_builtin_in_a_mixed_list(conv):
     every_builtin(conv, None)
 
 
+# ---- auto_augment.augment on its own: every operation, per-sample parameter vectors ----
+
+def _u(lo, hi, shape=None):
+    kw = {"shape": shape} if shape else {}
+    return lambda: fn.random.uniform(range=[lo, hi], **kw)
+
+
+AUGMENT_CASES = [  # (op, convention, param node factory, extra arguments)
+    ("shear_x", "dali", _u(-0.3, 0.3, [2]), {}),       # [sx, sy] both non-zero
+    ("shear_y", "torchvision", _u(-0.3, 0.3), {}),
+    ("translate_x", "dali", _u(-0.5, 0.5), {"relative": True}),
+    ("translate_y", "dali", _u(-0.5, 0.5, [2]), {"relative": True, "shape": [300.0, 200.0]}),
+    ("translate_x", "torchvision", _u(-40, 40), {"interp_type": "cubic", "border": "clamp"}),
+    ("rotate", "dali", _u(-135, 135), {"fill_value": [10.0, 20.0, 30.0]}),
+    ("rotate", "torchvision", _u(-30, 30), {}),
+    ("brightness", "dali", _u(0.1, 1.9), {}),
+    ("brightness", "torchvision", _u(0.1, 1.9), {}),
+    ("contrast", "dali", _u(0.1, 1.9), {}),
+    ("contrast", "torchvision", _u(0.1, 1.9), {}),
+    ("color", "dali", _u(0.1, 1.9), {}),
+    ("color", "torchvision", _u(0.1, 1.9), {}),
+    ("sharpness", "dali", _u(-0.2, 0.4, [9]), {}),     # DALI's 3x3 kernel as the parameter
+    ("sharpness", "dali", _u(-0.9, 0.9), {}),
+    ("sharpness", "torchvision", _u(0.1, 1.9), {}),
+    ("posterize", "dali", lambda: fn.random.choice(a=[0, 128, 192, 240, 255]), {}),
+    ("posterize", "torchvision", lambda: fn.random.choice(a=[1, 2, 4, 8]), {}),
+    ("solarize", "dali", _u(0, 256), {}),
+    ("solarize_add", "torchvision", _u(0, 110), {}),
+    ("invert", "dali", None, {}),
+    ("equalize", "dali", None, {}),
+    ("equalize", "torchvision", None, {}),
+    ("auto_contrast", "dali", None, {}),
+    ("auto_contrast", "torchvision", None, {}),
+]
+
+
+def augment_case(op, conv, param, extra, resize=None, iterations=2):
+    def build(img, dev, **kw):
+        return fn.auto_augment.augment(img, op=op, convention=conv, device=dev, **kw, **extra)
+    build.__name__ = f"augment-{op}-{conv}"
+    compare_op(build, args=(lambda: {"param": param()}) if param else None, resize=resize,
+               iterations=iterations, **TOL[conv])
+
+
+@requires_gpu
+@pytest.mark.parametrize("op,conv,param,extra", AUGMENT_CASES)
+def test_augment_operator(op, conv, param, extra):
+    """The built-in members' GPU operator against its CPU operator, photos as they are."""
+    augment_case(op, conv, param, extra)
+
+
 # ---- through the stand-in GPU backend (runs in CI) ----
+
+def test_augment_operator_fake(fake_gpu):
+    """The same, every case, through the stand-in's host run of the kernel's interpreter:
+    the one-step programs (stk__aa_gpu_step_vec) against the CPU operator."""
+    for case in AUGMENT_CASES:
+        augment_case(*case, resize=SMALL, iterations=1)
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
@@ -220,7 +277,7 @@ def test_mixed_list_runs_on_gpu_data_fake(fake_gpu):
 
 @pytest.mark.parametrize("conv", ["dali", "torchvision"])
 def test_every_builtin_in_a_mixed_list_fake(fake_gpu, conv):
-    every_builtin(conv, SMALL, iterations=1)
+    every_builtin(conv, SMALL, iterations=1, copies=2)
 
 
 def test_seed_example_dali_style_fake(fake_gpu):
