@@ -224,12 +224,12 @@ AUGMENT_CASES = [  # (op, convention, param node factory, extra arguments)
 ]
 
 
-def augment_case(op, conv, param, extra, resize=None, iterations=2):
+def augment_case(op, conv, param, extra, resize=None, iterations=2, files=None):
     def build(img, dev, **kw):
         return fn.auto_augment.augment(img, op=op, convention=conv, device=dev, **kw, **extra)
     build.__name__ = f"augment-{op}-{conv}"
     compare_op(build, args=(lambda: {"param": param()}) if param else None, resize=resize,
-               iterations=iterations, **TOL[conv])
+               iterations=iterations, files=files, **TOL[conv])
 
 
 @requires_gpu
@@ -245,7 +245,7 @@ def test_augment_operator_fake(fake_gpu):
     """The same, every case, through the stand-in's host run of the kernel's interpreter:
     the one-step programs (stk__aa_gpu_step_vec) against the CPU operator."""
     for case in AUGMENT_CASES:
-        augment_case(*case, resize=SMALL, iterations=1)
+        augment_case(*case, resize=SMALL, iterations=1, files=PHOTOS[:4])
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
@@ -260,19 +260,19 @@ def test_mixed_list_runs_on_gpu_data_fake(fake_gpu):
     Policy."""
     augs = suite_plus("dali", [upside_down, crop_rows], use_shape=True)
     res = compare(lambda x, shape: ta.apply_trivial_augment(augs, x, shape=shape, fill_value=0), TOL["dali"],
-                  files=PHOTOS * 3, resize=SMALL)
+                  files=PHOTOS * 3, resize=SMALL, iterations=1)
     assert any(x.shape[0] != SMALL[0] for _, g in res for x in g)  # crop_rows was chosen
     # more than 16 augmentations: the selection nests (groups of 16), on the GPU too
     many = augs + [upside_down.augmentation(name="again"), A.invert, A.solarize_add]
     compare(lambda x, shape: ta.apply_trivial_augment(many, x, shape=shape, seed=2), TOL["dali"],
-            files=PHOTOS * 3, resize=SMALL)
+            files=PHOTOS * 3, resize=SMALL, iterations=1)
     tv = suite_plus("torchvision", [upside_down, crop_rows])
     compare(lambda x, shape: ra.apply_rand_augment(tv, x, 2, 11, seed=4), TOL["torchvision"], files=PHOTOS * 2,
-            resize=SMALL)
+            resize=SMALL, iterations=1)
     pol = Policy("mine", 11, [[(crop_rows, 0.8, 3), (A.rotate, 0.5, 5)],
                               [(upside_down, 1.0, None), (A.invert, 0.3, None)],
                               [(A.equalize, 0.6, None), (crop_rows, 1.0, 9)]])
-    compare(lambda x, shape: aa.apply_auto_augment(pol, x), TOL["dali"], files=PHOTOS * 2, resize=SMALL)
+    compare(lambda x, shape: aa.apply_auto_augment(pol, x), TOL["dali"], files=PHOTOS * 2, resize=SMALL, iterations=1)
 
 
 @pytest.mark.parametrize("conv", ["dali", "torchvision"])
