@@ -958,6 +958,34 @@ static stk_status augment_run(stk__node *node, stk__sample *s) {
   return stk__sample_wrap(stk__aa_warp(&img, &dst, m, st->interp, st->constant, fill, row), node, s);
 }
 
+/* Sample i of auto_augment.augment on the GPU: its descriptor, its one step (a table
+ * appended to `luts` when the step uses one) and its output shape. */
+static stk_status augment_gpu_sample(stk__node *node, stk__gpu_batch *b, const aa_state *st,
+                                     const stk_tensor_list *in, size_t i, stk_gpu_aa_sample *q,
+                                     stk_gpu_aa_step *step, uint8_t *luts, int *num_luts, int64_t *shape) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  int h, w, c;
+  void *data;
+  STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+  q->src = data, q->h = h, q->w = w, q->c = c;
+  shape[0] = h, shape[1] = w;
+  if (stk_tensor_list_ndim(in) == 3) shape[2] = c;
+  float fill[STK_GPU_AA_MAX_CHANNELS];
+  STK_TRY(fill_into(node, s, st, G_FILL, c, fill));
+  memcpy(q->fill, fill, sizeof fill);
+  stk__convert(q->fill8, STK_DTYPE_UINT8, fill, STK_DTYPE_FLOAT32, (size_t)c); /* as the CPU warp */
+  stk__image img = {NULL, STK_DTYPE_UINT8, h, w, c};
+  double p[9] = {0}, m[6];
+  int np = 0;
+  bool uses_lut = false;
+  STK_TRY(augment_param(node, s, st, &img, p, &np));
+  STK_TRY(stk__sample_wrap(stk__aa_gpu_step_vec(st->op, st->conv, p, np, h, w, step, m,
+                                                luts + (size_t)*num_luts * 256, &uses_lut), node, s));
+  if (uses_lut) step->lut = (*num_luts)++;
+  q->first_step = (int)i, q->num_steps = 1; /* a COPY step copies: identity, sharpness 0 */
+  return STK_OK;
+}
+
 /* auto_augment.augment on the GPU: every sample's operation becomes a one-step program of
  * the fused operator's kernel (api_autoaug.h), its parameter vector read per sample with
  * augment_param as on the CPU; one launch per batch (what a built-in augmentation costs
@@ -986,29 +1014,8 @@ static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
   int num_luts = 0;
   size_t total = 0;
   for (size_t i = 0; i < n && rc == STK_OK; i++) {
-    stk__sample *s = stk__gpu_sample(b, i);
-    stk_gpu_aa_sample *q = &smp[i];
-    int h, w, c;
-    void *data;
-    rc = stk__gpu_image_dims(node, in, i, &h, &w, &c, &data);
-    if (rc != STK_OK) break;
-    q->src = data, q->h = h, q->w = w, q->c = c;
-    shapes[i * (size_t)ndim] = h, shapes[i * (size_t)ndim + 1] = w;
-    if (ndim == 3) shapes[i * 3 + 2] = c;
-    float fill[STK_GPU_AA_MAX_CHANNELS];
-    if ((rc = fill_into(node, s, st, G_FILL, c, fill)) != STK_OK) break;
-    memcpy(q->fill, fill, sizeof fill);
-    stk__convert(q->fill8, STK_DTYPE_UINT8, fill, STK_DTYPE_FLOAT32, (size_t)c); /* as the CPU warp */
-    stk__image img = {NULL, STK_DTYPE_UINT8, h, w, c};
-    double p[9] = {0}, m[6];
-    int np = 0;
-    bool uses_lut = false;
-    if ((rc = augment_param(node, s, st, &img, p, &np)) != STK_OK) break;
-    rc = stk__sample_wrap(stk__aa_gpu_step_vec(st->op, st->conv, p, np, h, w, &steps[i], m,
-                                               luts + (size_t)num_luts * 256, &uses_lut), node, s);
-    if (uses_lut) steps[i].lut = num_luts++;
-    q->first_step = (int)i, q->num_steps = 1; /* a COPY step copies: identity, sharpness 0 */
-    total += ((size_t)h * (size_t)w * (size_t)c + 255) & ~(size_t)255;
+    rc = augment_gpu_sample(node, b, st, in, i, &smp[i], &steps[i], luts, &num_luts, shapes + i * (size_t)ndim);
+    total += ((size_t)smp[i].h * (size_t)smp[i].w * (size_t)smp[i].c + 255) & ~(size_t)255;
   }
   if (rc == STK_OK)
     rc = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, ndim, shapes, stk_tensor_list_layout(in),
