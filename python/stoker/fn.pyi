@@ -905,10 +905,10 @@ class auto_augment:
         """
         ...
     @staticmethod
-    def augment(*inputs: DataNode, op: str, param: Sequence[float] | DataNode | None = ..., convention: str | None = ..., shape: Sequence[float] | DataNode | None = ..., relative: bool | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Applies one automatic-augmentation operation with a per-sample parameter, with the same code as auto_augment.apply (DALI's or torchvision's definition). The Python built-in augmentations (stoker.auto_aug.augmentations) call it.
+    def augment(*inputs: DataNode, op: str, param: Sequence[float] | DataNode | None = ..., convention: str | None = ..., shape: Sequence[float] | DataNode | None = ..., relative: bool | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Applies one automatic-augmentation operation with a per-sample parameter, with the same code as auto_augment.apply (DALI's or torchvision's definition). The Python built-in augmentations (stoker.auto_aug.augmentations) call it; on the GPU, the fused operator's kernel with a one-step program per sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: uint8 HWC (or HW) image
@@ -925,7 +925,7 @@ class auto_augment:
             fill_value (a list of floats): fill of the image outside its source in geometric operations, one value or one per channel; default 128 (DALI) or 0 (torchvision)
             border (a string; default "constant"; one of 'constant', 'clamp'): outside the image: fill_value, or the edge pixels repeated (DALI's fill_value=None)
             interp_type (a string; default ""; one of '', 'nearest', 'linear', 'cubic'): interpolation of the image in shears, translations and rotations; "": the convention's (DALI linear, torchvision nearest)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

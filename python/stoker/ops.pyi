@@ -945,9 +945,9 @@ class auto_augment:
         def __init__(self, *, policy: str | None = ..., convention: str | None = ..., n: int | None = ..., m: int | None = ..., num_magnitude_bins: int | None = ..., monotonic_mag: bool | None = ..., excluded: Sequence[str] | None = ..., augmentations: Sequence[str] | None = ..., num_augmentations: int | None = ..., policy_augmentations: Sequence[int] | None = ..., policy_probabilities: Sequence[float] | None = ..., policy_magnitude_bins: Sequence[int] | None = ..., policy_stages: int | None = ..., max_translate_abs: Sequence[float] | None = ..., max_translate_rel: Sequence[float] | None = ..., use_shape: bool | None = ..., seed: int | None = ..., decisions: Sequence[int] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., with_mask: bool | None = ..., with_boxes: bool | None = ..., normalized_boxes: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class Augment(Operator):
-        """Applies one automatic-augmentation operation with a per-sample parameter, with the same code as auto_augment.apply (DALI's or torchvision's definition). The Python built-in augmentations (stoker.auto_aug.augmentations) call it.
+        """Applies one automatic-augmentation operation with a per-sample parameter, with the same code as auto_augment.apply (DALI's or torchvision's definition). The Python built-in augmentations (stoker.auto_aug.augmentations) call it; on the GPU, the fused operator's kernel with a one-step program per sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: uint8 HWC (or HW) image
@@ -964,10 +964,10 @@ class auto_augment:
             fill_value (a list of floats): fill of the image outside its source in geometric operations, one value or one per channel; default 128 (DALI) or 0 (torchvision)
             border (a string; default "constant"; one of 'constant', 'clamp'): outside the image: fill_value, or the edge pixels repeated (DALI's fill_value=None)
             interp_type (a string; default ""; one of '', 'nearest', 'linear', 'cubic'): interpolation of the image in shears, translations and rotations; "": the convention's (DALI linear, torchvision nearest)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, op: str, param: Sequence[float] | DataNode | None = ..., convention: str | None = ..., shape: Sequence[float] | DataNode | None = ..., relative: bool | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, op: str, param: Sequence[float] | DataNode | None = ..., convention: str | None = ..., shape: Sequence[float] | DataNode | None = ..., relative: bool | None = ..., fill_value: Sequence[float] | None = ..., border: str | None = ..., interp_type: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Choose(Operator):
         """Draws each sample's automatic-augmentation decisions: RandAugment (n augmentations uniformly from the list, magnitude bin m, a random sign each), TrivialAugmentWide (one augmentation, a uniform bin and sign) or AutoAugment (a uniform sub-policy, each stage applied with its probability). auto_augment.apply (fused) and the per-sample selection of stoker.auto_aug (custom augmentations) both read these decisions, so they agree for one seed.

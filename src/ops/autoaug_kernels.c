@@ -288,15 +288,21 @@ static stk_status ramp_lut(stk__aa_op op, stk__aa_convention conv, double param,
 stk_status stk__aa_gpu_step(stk__aa_op op, stk__aa_convention conv, double param, int64_t h,
                             int64_t w, stk_gpu_aa_step *step, double m[6], uint8_t *lut,
                             bool *uses_lut) {
+  double v[2] = {param, 0.0}; /* the parameter vector as apply_one builds it */
+  if (op == STK__AA_SHEAR_Y || op == STK__AA_TRANSLATE_Y) v[0] = 0.0, v[1] = param;
+  return stk__aa_gpu_step_vec(op, conv, stk__aa_op_is_geometric(op) ? v : &param, 1, h, w, step, m, lut,
+                              uses_lut);
+}
+
+stk_status stk__aa_gpu_step_vec(stk__aa_op op, stk__aa_convention conv, const double *p, int np, int64_t h,
+                                int64_t w, stk_gpu_aa_step *step, double m[6], uint8_t *lut, bool *uses_lut) {
   bool tv = conv == STK__AA_TORCHVISION;
+  double param = np > 0 ? p[0] : 0.0; /* what stk__aa_color reads */
   memset(step, 0, sizeof *step);
   step->code = STK_GPU_AA_COPY;
   *uses_lut = false;
-  if (stk__aa_op_is_geometric(op)) { /* the parameter vector as apply_one builds it */
-    bool y = op == STK__AA_SHEAR_Y || op == STK__AA_TRANSLATE_Y;
-    double v[2] = {y ? 0.0 : param, y ? param : 0.0};
-    if (op == STK__AA_ROTATE) v[0] = param;
-    STK_TRY(stk__aa_matrix(op, conv, v, h, w, m));
+  if (stk__aa_op_is_geometric(op)) {
+    STK_TRY(stk__aa_matrix(op, conv, p, h, w, m));
     step->code = STK_GPU_AA_WARP;
     for (int i = 0; i < 6; i++) step->p[i] = m[i];
     return STK_OK;
@@ -322,7 +328,7 @@ stk_status stk__aa_gpu_step(stk__aa_op op, stk__aa_convention conv, double param
       step->code = STK_GPU_AA_SHARP_PIL, step->p[0] = param;
     } else {
       float k[9];
-      if (!stk__aa_dali_sharp_kernel(param, NULL, k)) { /* else a copy, as the CPU */
+      if (!stk__aa_dali_sharp_kernel(param, np == 9 ? p : NULL, k)) { /* else a copy, as the CPU */
         step->code = STK_GPU_AA_SHARP_DALI;
         for (int i = 0; i < 9; i++) step->p[i] = k[i];
       }

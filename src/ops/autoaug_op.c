@@ -794,6 +794,9 @@ static stk_status gpu_bind(stk__gpu_batch *b, gpu_prog *g, stk_tensor_list **out
  * (sample_plan, as the CPU), one call runs the batch. */
 static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const aa_state *st = *stk__node_state(node);
+  if (!stk__gpu_device(b)->api->autoaug)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "the CUDA backend has no automatic-augmentation "
+                      "kernels");
   size_t n = stk__gpu_batch_size(b);
   int stages = stk__aa_num_stages(&st->sampler);
   stk_tensor_list *in = NULL, *mask = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
@@ -955,17 +958,111 @@ static stk_status augment_run(stk__node *node, stk__sample *s) {
   return stk__sample_wrap(stk__aa_warp(&img, &dst, m, st->interp, st->constant, fill, row), node, s);
 }
 
+/* Sample i of auto_augment.augment on the GPU: its descriptor, its one step (a table
+ * appended to `luts` when the step uses one) and its output shape. */
+static stk_status augment_gpu_sample(stk__node *node, stk__gpu_batch *b, const aa_state *st,
+                                     const stk_tensor_list *in, size_t i, stk_gpu_aa_sample *q,
+                                     stk_gpu_aa_step *step, uint8_t *luts, int *num_luts, int64_t *shape) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  int h, w, c;
+  void *data;
+  STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
+  q->src = data, q->h = h, q->w = w, q->c = c;
+  shape[0] = h, shape[1] = w;
+  if (stk_tensor_list_ndim(in) == 3) shape[2] = c;
+  float fill[STK_GPU_AA_MAX_CHANNELS];
+  STK_TRY(fill_into(node, s, st, G_FILL, c, fill));
+  memcpy(q->fill, fill, sizeof fill);
+  stk__convert(q->fill8, STK_DTYPE_UINT8, fill, STK_DTYPE_FLOAT32, (size_t)c); /* as the CPU warp */
+  stk__image img = {NULL, STK_DTYPE_UINT8, h, w, c};
+  double p[9] = {0}, m[6];
+  int np = 0;
+  bool uses_lut = false;
+  STK_TRY(augment_param(node, s, st, &img, p, &np));
+  STK_TRY(stk__sample_wrap(stk__aa_gpu_step_vec(st->op, st->conv, p, np, h, w, step, m,
+                                                luts + (size_t)*num_luts * 256, &uses_lut), node, s));
+  if (uses_lut) step->lut = (*num_luts)++;
+  q->first_step = (int)i, q->num_steps = 1; /* a COPY step copies: identity, sharpness 0 */
+  return STK_OK;
+}
+
+/* auto_augment.augment on the GPU: every sample's operation becomes a one-step program of
+ * the fused operator's kernel (api_autoaug.h), its parameter vector read per sample with
+ * augment_param as on the CPU; one launch per batch (what a built-in augmentation costs
+ * inside a list with custom ones, on the sub-batch of the samples that picked it). */
+static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  const aa_state *st = *stk__node_state(node);
+  stk__gpu *gpu = stk__gpu_device(b);
+  if (!gpu->api->autoaug)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "the CUDA backend has no automatic-augmentation "
+                      "kernels");
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in = NULL, *out = NULL;
+  bool owned = false;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_status rc = stk_tensor_list_dtype(in) == STK_DTYPE_UINT8
+                      ? STK_OK
+                      : STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects uint8 images, got %s",
+                                   stk_dtype_name(stk_tensor_list_dtype(in)));
+  if (rc == STK_OK) rc = stk__gpu_check_image_layout(node, in);
+  int ndim = stk_tensor_list_ndim(in);
+  stk_gpu_aa_sample *smp = stk__calloc(n ? n : 1, sizeof *smp, "GPU programs");
+  stk_gpu_aa_step *steps = stk__calloc(n ? n : 1, sizeof *steps, "GPU programs");
+  uint8_t *luts = stk__calloc(n ? n : 1, 256, "GPU tables");
+  int64_t *shapes = stk__calloc((n ? n : 1) * 3, sizeof(int64_t), "shapes");
+  if (rc == STK_OK && (!smp || !steps || !luts || !shapes)) rc = STK_ERR_OUT_OF_MEMORY;
+  int num_luts = 0;
+  size_t total = 0;
+  for (size_t i = 0; i < n && rc == STK_OK; i++) {
+    rc = augment_gpu_sample(node, b, st, in, i, &smp[i], &steps[i], luts, &num_luts, shapes + i * (size_t)ndim);
+    total += ((size_t)smp[i].h * (size_t)smp[i].w * (size_t)smp[i].c + 255) & ~(size_t)255;
+  }
+  if (rc == STK_OK)
+    rc = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, ndim, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
+  void *scratch = NULL;
+  char err[STK_GPU_ERRLEN] = "";
+  if (rc == STK_OK)
+    rc = stk__gpu_check(gpu->api->device_alloc(gpu->ctx, total ? total : 256, stk__gpu_stream(b), &scratch, err,
+                                               sizeof err), err);
+  if (rc == STK_OK) {
+    char *at = scratch;
+    for (size_t i = 0; i < n; i++) {
+      stk_gpu_aa_sample *q = &smp[i];
+      stk_tensor_desc d;
+      stk_tensor_list_sample(out, i, &d), q->dst = d.data;
+      q->scratch = (uint8_t *)at;
+      at += ((size_t)q->h * (size_t)q->w * (size_t)q->c + 255) & ~(size_t)255;
+      if (!q->src) q->src = q->scratch; /* an empty image: valid pointers, nothing read */
+      if (!q->dst) q->dst = q->scratch;
+    }
+    stk_gpu_aa_args args = {st->interp == STK__INTERP_NEAREST  ? STK_GPU_INTERP_NEAREST
+                            : st->interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
+                                                               : STK_GPU_INTERP_CUBIC,
+                            st->constant};
+    if (n > 0)
+      rc = stk__gpu_op_check(node, gpu->api->autoaug->apply(gpu->ctx, (int)n, smp, (int)n, steps, num_luts, luts,
+                                                            0, NULL, &args, stk__gpu_stream(b), err, sizeof err),
+                             err);
+  }
+  if (scratch) gpu->api->device_free(gpu->ctx, scratch, stk__gpu_stream(b), NULL, 0);
+  free(smp), free(steps), free(luts), free(shapes);
+  return stk__gpu_finish(b, in, owned, out, rc);
+}
+
 static const stk_port_schema image_in[] = {{"input", "uint8 HWC (or HW) image"}};
 static const stk_port_schema image_out[] = {{"output", "the augmented image"}};
 static const stk_op_schema augment_schema = {
     "auto_augment.augment",
     "Applies one automatic-augmentation operation with a per-sample parameter, with the "
     "same code as auto_augment.apply (DALI's or torchvision's definition). The Python "
-    "built-in augmentations (stoker.auto_aug.augmentations) call it.",
-    STK_DEVICE_CPU, 0, 1, 1, image_in, 1, image_out,
+    "built-in augmentations (stoker.auto_aug.augmentations) call it; on the GPU, the fused "
+    "operator's kernel with a one-step program per sample.",
+    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof augment_args / sizeof augment_args[0], augment_args};
 const stk__op_def stk__op_auto_augment_augment = {
-    .schema = &augment_schema, .init = augment_init, .destroy = aa_destroy, .run_sample = augment_run};
+    .schema = &augment_schema, .init = augment_init, .destroy = aa_destroy, .run_sample = augment_run,
+    .run_gpu = augment_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* auto_augment.stage_index / stage_param                                             */

@@ -762,8 +762,10 @@ static stk_status conv_run_gpu(stk__node *node, stk__gpu_batch *b, int dtype_arg
     }
     stk__gpu *gpu = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, gpu->api->filter->conv(gpu->ctx, (int)n, cs, idt, odt,
-                                                        stk__gpu_stream(b), err, sizeof err),
+    st = stk__gpu_op_check(node,
+                           gpu->api->filter ? gpu->api->filter->conv(gpu->ctx, (int)n, cs, idt, odt,
+                                                                     stk__gpu_stream(b), err, sizeof err)
+                                            : stk__gpu_no_table(err, sizeof err, "filter"),
                            err);
   }
   if (cs)

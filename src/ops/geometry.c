@@ -482,7 +482,10 @@ static stk_status warp_gpu_launch(stk__node *node, stk__gpu_batch *b, const stk_
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   stk_status rc = stk__gpu_op_check(
-      node, g->api->geometry->warp_affine(g->ctx, (int)n, ws, &a, stk__gpu_stream(b), err, sizeof err), err);
+      node,
+      g->api->geometry ? g->api->geometry->warp_affine(g->ctx, (int)n, ws, &a, stk__gpu_stream(b), err, sizeof err)
+                       : stk__gpu_no_table(err, sizeof err, "geometry"),
+      err);
   if (rc != STK_OK) {
     stk_tensor_list_release(*out);
     *out = NULL;

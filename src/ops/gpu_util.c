@@ -1,3 +1,4 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include "gpu_util.h"
 #include "image_util.h"
@@ -174,4 +175,9 @@ stk_status stk__gpu_check_image_layout(const stk__node *node, const stk_tensor_l
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects HWC images, got %d dimensions with layout '%s'",
                       nd, l);
   return STK_OK;
+}
+
+int stk__gpu_no_table(char *err, size_t errlen, const char *what) {
+  snprintf(err, errlen, "the CUDA backend has no %s kernels", what);
+  return STK_ERR_UNSUPPORTED;
 }

@@ -25,6 +25,10 @@ stk_status stk__gpu_check_image_layout(const stk__node *node, const stk_tensor_l
 /* Calls an API function's result check with the operator's name in the message. */
 stk_status stk__gpu_op_check(const stk__node *node, int rc, const char *err);
 
+/* A backend without the kernel table `what` (the CI's stand-in, an older library): writes
+ * the message to err and returns STK_ERR_UNSUPPORTED, for stk__gpu_op_check. */
+int stk__gpu_no_table(char *err, size_t errlen, const char *what);
+
 /* True when every sample has the same shape (the output can be one dense block). */
 bool stk__gpu_shapes_equal(const int64_t *shapes, size_t n, int ndim);
 

@@ -312,7 +312,10 @@ static stk_status erase_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk_gpu_erase_args a = {ndim, (int)stk_dtype_size(dt)};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, g->api->geometry->erase(g->ctx, (int)n, es, &a, stk__gpu_stream(b), err, sizeof err),
+    st = stk__gpu_op_check(node,
+                           g->api->geometry
+                               ? g->api->geometry->erase(g->ctx, (int)n, es, &a, stk__gpu_stream(b), err, sizeof err)
+                               : stk__gpu_no_table(err, sizeof err, "geometry"),
                            err);
   }
   free(es);
@@ -431,8 +434,11 @@ static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, g->api->geometry->grid_mask(g->ctx, (int)n, gs, c0 * (int)stk_dtype_size(dt),
-                                                             stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(node,
+                           g->api->geometry ? g->api->geometry->grid_mask(g->ctx, (int)n, gs, c0 * (int)stk_dtype_size(dt),
+                                                                          stk__gpu_stream(b), err, sizeof err)
+                                            : stk__gpu_no_table(err, sizeof err, "geometry"),
+                           err);
   }
   free(gs);
   free(shapes);

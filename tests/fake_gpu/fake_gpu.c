@@ -12,8 +12,9 @@
  * as nvJPEG does.
  *
  * Only what a pipeline of readers and mixed decoders needs is here; the kernels report
- * STK_ERR_UNSUPPORTED, except a same-type cast (a copy), which gathers outputs, and the
- * math table's gather (subscript), queued like a kernel.
+ * STK_ERR_UNSUPPORTED, except a same-type cast (a copy), which gathers outputs, the
+ * math table's gather (subscript), queued like a kernel, and the automatic augmentation's
+ * program (auto_augment.apply / augment): the kernel's own interpreter run on the host.
  * One lock serialises the whole fake: callers may come from any thread.
  */
 #include <pthread.h>
@@ -23,7 +24,9 @@
 #include <string.h>
 #include <turbojpeg.h>
 
+#include "cuda/api_autoaug.h"
 #include "cuda/api_math.h"
+#include "cuda/autoaug_interp.h"
 #include "cuda/gpu_api.h"
 #include "shared/math_common.h"
 
@@ -84,7 +87,9 @@ static bool range_has(const range_set *s, const void *p) {
 
 /* ---- streams of queued work ---- */
 
-typedef enum { OP_COPY, OP_DECODE, OP_FREE_DEVICE, OP_FREE_HOST, OP_RECORD, OP_WAIT, OP_GATHER } op_kind;
+typedef enum { OP_COPY, OP_DECODE, OP_FREE_DEVICE, OP_FREE_HOST, OP_RECORD, OP_WAIT, OP_GATHER, OP_AUTOAUG } op_kind;
+
+struct aa_batch;
 
 struct fake_event;
 
@@ -105,6 +110,8 @@ typedef struct op {
   struct fake_stream *record_stream;
   /* OP_GATHER: one sample's descriptor (copied at the call), element size in `bytes` */
   stk_gpu_gather_sample gather;
+  /* OP_AUTOAUG: the batch's programs (copied at the call, as the real entry uploads them) */
+  struct aa_batch *aa;
 } op;
 
 typedef struct fake_stream {
@@ -178,6 +185,32 @@ static void run_gather(op *o) {
            (const char *)g->src + stk_ar_gather_offset(g->ndim, g->shape, g->stride, e) * (int64_t)es, es);
 }
 
+/* The fused automatic augmentation: the kernel's interpreter (src/cuda/autoaug_interp.h) on
+ * the host with one thread, sample after sample (tests/c/test_autoaug_interp.c checks it
+ * against the CPU operator). */
+struct aa_batch {
+  int n, num_steps, num_luts, num_floats;
+  stk_gpu_aa_sample *samples;
+  stk_gpu_aa_step *steps;
+  uint8_t *luts;
+  float *floats;
+  stk_gpu_aa_args args;
+};
+
+static void aa_batch_free(struct aa_batch *a) {
+  if (!a) return;
+  free(a->samples), free(a->steps), free(a->luts), free(a->floats), free(a);
+}
+
+static void run_autoaug(op *o) {
+  struct aa_batch *a = o->aa;
+  stk_aa_shared *sh = malloc(sizeof *sh);
+  for (int i = 0; sh && i < a->n; i++)
+    stk_aa_run_sample(&a->samples[i], a->steps, a->luts, a->floats, a->args.interp, a->args.constant, sh, 0, 1);
+  free(sh);
+  aa_batch_free(a);
+}
+
 static void run_op(op *o) {
   switch (o->kind) {
     case OP_COPY: memcpy(o->dst, o->staging ? o->staging : o->src, o->bytes); break;
@@ -189,6 +222,7 @@ static void run_op(op *o) {
       break;
     case OP_WAIT: run_event(o->event, o->generation, o->record_stream); break;
     case OP_GATHER: run_gather(o); break;
+    case OP_AUTOAUG: run_autoaug(o); break;
   }
   free(o->staging);
   free(o);
@@ -637,6 +671,53 @@ static int no_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s, size_t
   return fail(err, errlen, STK_ERR_UNSUPPORTED, "flip: no kernels here");
 }
 
+static void *dup_bytes(const void *p, size_t bytes) {
+  void *q = malloc(bytes ? bytes : 1);
+  if (q && bytes) memcpy(q, p, bytes);
+  return q;
+}
+
+static int autoaug_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, int num_steps,
+                         const stk_gpu_aa_step *steps, int num_luts, const uint8_t *luts, int num_floats,
+                         const float *floats, const stk_gpu_aa_args *args, uintptr_t stream, char *err,
+                         size_t errlen) {
+  (void)ctx;
+  if (n < 0 || (n > 0 && (!samples || !steps || num_steps < 1)) || num_luts < 0 || num_floats < 0 || !args)
+    return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "autoaug.apply: bad batch");
+  for (int i = 0; i < n; i++) {
+    const stk_gpu_aa_sample *q = &samples[i];
+    if (!q->src || !q->dst || !q->scratch || q->c < 1 || q->c > STK_GPU_AA_MAX_CHANNELS || q->num_steps < 1 ||
+        q->first_step < 0 || q->first_step > num_steps - q->num_steps)
+      return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "autoaug.apply: bad sample descriptor");
+    for (int j = 0; j < q->num_steps; j++) {
+      const stk_gpu_aa_step *st = &steps[q->first_step + j];
+      if (st->code < 0 || st->code >= STK_GPU_AA_NUM_CODES || (st->code == STK_GPU_AA_LUT && (st->lut < 0 || st->lut >= num_luts)))
+        return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "autoaug.apply: bad step");
+    }
+  }
+  if (n == 0) return 0;
+  struct aa_batch *a = calloc(1, sizeof *a);
+  if (!a) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "autoaug.apply: no memory");
+  *a = (struct aa_batch){n, num_steps, num_luts, num_floats,
+                         dup_bytes(samples, (size_t)n * sizeof *samples),
+                         dup_bytes(steps, (size_t)num_steps * sizeof *steps),
+                         dup_bytes(luts, (size_t)num_luts * 256),
+                         dup_bytes(floats, (size_t)num_floats * sizeof(float)), *args};
+  op *o = calloc(1, sizeof *o);
+  if (!o || !a->samples || !a->steps || !a->luts || !a->floats) {
+    aa_batch_free(a), free(o);
+    return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "autoaug.apply: no memory");
+  }
+  o->kind = OP_AUTOAUG;
+  o->aa = a;
+  pthread_mutex_lock(&lock);
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static const stk_gpu_autoaug_api autoaug_api = {.version = 1, .apply = autoaug_apply};
+
 static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   pthread_mutex_lock(&lock);
@@ -689,6 +770,7 @@ static const stk_gpu_api api = {
     .flip = no_flip,
     .cast = cast,
     .math = &math_api,
+    .autoaug = &autoaug_api,
     .device_alloc_idle = device_alloc,
     .decode_classify = decode_classify,
     .device_free_idle = device_free,

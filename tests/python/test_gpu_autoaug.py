@@ -23,7 +23,7 @@ from stoker import fn
 from stoker.auto_aug import auto_augment as aa
 from stoker.auto_aug import rand_augment as ra
 from stoker.auto_aug import trivial_augment as ta
-from stoker.auto_aug.core import Policy
+from stoker.auto_aug.core import Policy, augmentation
 
 pytestmark = requires_gpu
 
@@ -186,12 +186,22 @@ def test_gpu_fused_equals_cpu_generic(conv):
         compare_op(build, resize=(120, 160), **TOL[conv])
 
 
+@augmentation
+def _in_python(data, _):
+    return fn.python_function(data, function=lambda a: a)
+
+
+_in_python = _in_python.augmentation(name="in_python")
+
+
 def test_errors_on_the_gpu():
     with pytest.raises(Exception, match="fill_value"):  # 2 values for 3 channels
         run_both(fused("rand_augment", "dali", fill_value=[1.0, 2.0]), iterations=1)
-    with pytest.raises(Exception, match="CPU only"):
-        run_both(lambda img, dev: ra.apply_rand_augment(renamed(ra.get_rand_augment_suite()), img, 2, 9),
-                 iterations=1)
+    # a list with custom augmentations runs on GPU data (test_gpu_custom_augs.py); one whose
+    # operators cannot take GPU data fails naming the augmentation
+    with pytest.raises(Exception, match="augmentation `in_python` cannot run on GPU data"):
+        run_both(lambda img, dev: ra.apply_rand_augment(
+            [ra.get_rand_augment_suite()[0], _in_python], img, 2, 9), iterations=1)
     with pytest.raises(Exception):  # float32 images: refused on both backends
         run_both(lambda img, dev: fn.auto_augment.apply(fn.cast(img, dtype="float32", device=dev),
                                                         device=dev)[0], iterations=1)

@@ -6,7 +6,8 @@ Both start from one ``auto_augment.choose`` node (the per-sample decisions):
  - generic: any list (custom augmentations included) runs stage by stage, each
    augmentation under a conditional guard (``index == k``: it runs only for its samples)
    with its parameter looked up per bin and sign (``auto_augment.stage_param``), merged
-   per sample by ``select``.
+   per sample by ``select``; on GPU data the guarded operators run on the GPU (built-in
+   members through ``auto_augment.augment``'s GPU backend) and the select merges there.
 The decisions node is named after the call's position in the pipeline (or seeded by
 ``seed``), so both paths draw the same decisions and give the same bytes.
 """
@@ -86,11 +87,52 @@ def switch(index, branches, data):
     return _select(outer, results)
 
 
+def _param_on_device(aug, param, data):
+    """DALI's param_device: "cpu" (default), "gpu", or "auto" (the data's device). The
+    parameter is looked up on the host (stage_param); for "gpu" it is moved there by a
+    named copy (named: the op counter, hence the names and random streams of the
+    augmentation's own operators, stays as on the CPU)."""
+    device = aug.param_device
+    if device == "auto":
+        device = data.device if isinstance(data, DataNode) else "cpu"
+    if param is None or device != "gpu" or not isinstance(param, DataNode):
+        return param
+    return _graph.call_op("copy", [param], {"device": "gpu", "name": f"{param.op.name}_gpu"})
+
+
+def _is_node(a, b):
+    return a.op is b.op and a.index == b.index
+
+
+def _gpu_problem(out, data):
+    """Why the branch built from GPU `data` cannot run on the GPU (None: it can): an
+    operator of it that runs on the CPU only but reads GPU data, or a result on the CPU."""
+    if not isinstance(out, DataNode):
+        return f"it returned {type(out).__name__}, not a DataNode"
+    seen, stack = set(), [out]
+    while stack:
+        node = stack.pop()
+        if _is_node(node, data) or id(node.op) in seen:
+            continue
+        seen.add(id(node.op))
+        op = node.op
+        for x in op.inputs:
+            if op.device == "cpu" and x.device == "gpu":
+                devices = ", ".join(op.schema.devices)
+                return (f"its operator '{op.name}' ({op.schema.name}, devices: {devices}) runs on "
+                        f"the CPU and reads GPU data")
+            stack.append(x)
+    if out.device != "gpu":
+        return "it returns CPU data"
+    return None
+
+
 def _branch(aug, decisions, stage, num_bins, kwargs, name_hint):
     def run(data):
-        param = aug._param_node(decisions, stage, num_bins)
+        on_gpu = isinstance(data, DataNode) and data.device == "gpu"
+        param = _param_on_device(aug, aug._param_node(decisions, stage, num_bins), data)
         try:
-            return aug._call_with(data, param, kwargs)
+            out = aug._call_with(data, param, kwargs)
         except MissingArgException as e:
             if e.missing_args == ["shape"] and aug._builtin in ("translate_x", "translate_y"):
                 raise Exception(
@@ -100,16 +142,32 @@ def _branch(aug, decisions, stage, num_bins, kwargs, name_hint):
                     f"`fn.peek_image_shape`. Alternatively, use the suites without shapes "
                     f"(translate_x_no_shape / translate_y_no_shape).") from None
             raise
+        except Exception as e:
+            if not on_gpu:
+                raise
+            raise Exception(f"`{name_hint}`: the augmentation `{aug.name}` cannot run on GPU "
+                            f"data: {e}") from e
+        if not on_gpu and isinstance(out, DataNode) and out.device == "gpu":
+            raise Exception(
+                f"`{name_hint}`: the augmentation `{aug.name}` returns GPU data for CPU data "
+                f"(param_device={aug.param_device!r}?); every augmentation of a list must give "
+                "its result on the data's device.")
+        problem = _gpu_problem(out, data) if on_gpu else None
+        if problem:
+            raise Exception(
+                f"`{name_hint}`: the augmentation `{aug.name}` cannot run on GPU data: {problem}. "
+                "Build it from operators with a GPU backend, or apply the list before moving the "
+                "images to the GPU.")
+        return out
     return run
 
 
 def run_stages(augmentations, data, decisions, num_stages, num_bins, kwargs, skip, call_name):
-    """The generic path: `augmentations` is the list the decisions index."""
-    if isinstance(data, DataNode) and data.device == "gpu":
-        raise Exception(f"`{call_name}`: lists with custom augmentations run on the CPU only "
-                        "(the per-sample conditional path); apply them before moving the "
-                        "images to the GPU, or use the built-in augmentations, which run "
-                        "fused on the GPU.")
+    """The generic path: `augmentations` is the list the decisions index. On GPU data too:
+    per stage, each augmentation's operators run on the GPU for the sub-batch of the
+    samples that picked it (its parameter looked up on the host from the same decisions
+    as the CPU path), the built-in ones through auto_augment.augment's GPU backend (the
+    fused kernel with one step per sample), and a GPU select merges the sub-batches."""
     for stage in range(num_stages):
         index = fn.auto_augment.stage_index(decisions, stage=stage, skip_index=len(augmentations))
         branches = [_branch(a, decisions, stage, num_bins, kwargs, call_name) for a in augmentations]
@@ -226,7 +284,10 @@ def apply_fused(data, decisions, args, apply, masks, boxes, normalized_boxes):
     return outs[0] if len(result) == 1 else tuple(result)
 
 
-def no_targets(masks, boxes, call_name):
+def no_targets(masks, boxes, call_name, augmentations=()):
     if masks is not None or boxes is not None:
+        custom = [a.name for a in augmentations if a._builtin is None]
+        which = f": {', '.join(f'`{n}`' for n in custom)}" if custom else \
+            " (or built-in ones configured differently from the scheme's list)"
         raise Exception(f"`{call_name}`: masks and boxes follow the built-in augmentations "
-                        "only (the fused operator); this list has custom augmentations.")
+                        f"only (the fused operator); this list has custom augmentations{which}.")

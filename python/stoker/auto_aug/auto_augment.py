@@ -211,7 +211,7 @@ def apply_auto_augment(policy, data, seed=None, **kwargs):
         args.update(common)
         decisions = _apply.choose(seed, **args)
         return _apply.apply_fused(data, decisions, args, apply, masks, boxes, normalized_boxes)
-    _apply.no_targets(masks, boxes, "apply_auto_augment")
+    _apply.no_targets(masks, boxes, "apply_auto_augment", augs)
     _apply.forbid_unused_kwargs(augs, kwargs, "apply_auto_augment")
     decisions = _apply.choose(seed, num_augmentations=len(augs), **common)
     return _apply.run_stages(augs, data, decisions, stages, policy.num_magnitude_bins, kwargs,

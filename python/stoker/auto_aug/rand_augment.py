@@ -90,7 +90,7 @@ def apply_rand_augment(augmentations, data, n, m, num_magnitude_bins=31, seed=No
             decisions = _apply.choose(seed, **args)
             return _apply.apply_fused(data, decisions, args, apply, masks, boxes,
                                       normalized_boxes)
-    _apply.no_targets(masks, boxes, "apply_rand_augment")
+    _apply.no_targets(masks, boxes, "apply_rand_augment", augmentations)
     _apply.forbid_unused_kwargs(augmentations, kwargs, "apply_rand_augment")
     decisions = _apply.choose(seed, num_augmentations=len(augmentations), **policy)
     return _apply.run_stages(augmentations, data, decisions, n, num_magnitude_bins, kwargs,

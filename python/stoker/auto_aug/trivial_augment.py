@@ -56,7 +56,7 @@ def apply_trivial_augment(augmentations, data, num_magnitude_bins=31, seed=None,
         args.update(policy)
         decisions = _apply.choose(seed, **args)
         return _apply.apply_fused(data, decisions, args, apply, masks, boxes, normalized_boxes)
-    _apply.no_targets(masks, boxes, "apply_trivial_augment")
+    _apply.no_targets(masks, boxes, "apply_trivial_augment", augmentations)
     _apply.forbid_unused_kwargs(augmentations, kwargs, "apply_trivial_augment")
     decisions = _apply.choose(seed, num_augmentations=len(augmentations), **policy)
     return _apply.run_stages(augmentations, data, decisions, 1, num_magnitude_bins, kwargs,
