@@ -5,9 +5,10 @@
 #
 # usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
 #        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [ceiling] [exec] [pytest_gpu]
-#        [sampling]
+#        [sampling] [sanitizers]
 #        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms, ceiling, exec,
-#        pytest_gpu (the whole Python suite on the GPU) and sampling are only run when named)
+#        pytest_gpu (the whole Python suite on the GPU), sampling and sanitizers (racecheck and
+#        synccheck over gpu_tests, memcheck over every preset) are only run when named)
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -152,6 +153,18 @@ if [ $BUILD_OK = 1 ] && want sanitizer; then
     "$BUILD/gpu_tests" --small --no-bad-inputs --dataset "$DATA"
   step memcheck_pipe 240 compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no \
     "$BUILD/test_gpu_pipeline"
+fi
+# racecheck (shared-memory hazards) and synccheck (barriers) over the GPU tests' kernels,
+# and memcheck over one short run of every GPU preset (issue 19)
+if [ $BUILD_OK = 1 ] && named sanitizers; then
+  for tool in racecheck synccheck; do
+    step "$tool" 240 compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no \
+      "$BUILD/gpu_tests" --small --no-bad-inputs --dataset "$DATA"
+  done
+  for preset in decode basic-full basic randaugment autoaugment trivialaugment; do
+    step "memcheck_$preset" 120 compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no \
+      "$BUILD/stoker" bench --data "$DATA" --pipeline $preset --device gpu --batch-size 64 --threads 8 --iters 3
+  done
 fi
 
 # ---- per-operator GPU tests (Python, CPU vs GPU parity) and benchmarks (bench_*) ----
