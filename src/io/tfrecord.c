@@ -440,7 +440,8 @@ stk_status stk__tf_feature_int64(const stk__tf_feature *f, int64_t *dst) {
   while (pb_next(&p, end, &x) == 1 && i < f->count) {
     if (x.field != 1) continue;
     if (x.wire == 0) dst[i++] = (int64_t)x.value;
-    for (const uint8_t *q = x.data, *qe = x.data + x.len; x.wire == 2 && q < qe && i < f->count;) {
+    if (x.wire != 2) continue; /* (x.data is NULL for varints: no pointer arithmetic on it) */
+    for (const uint8_t *q = x.data, *qe = x.data + x.len; q < qe && i < f->count;) {
       uint64_t v;
       if (!varint(&q, qe, &v)) return malformed("a bad packed int64 list");
       dst[i++] = (int64_t)v;

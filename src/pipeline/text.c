@@ -115,6 +115,11 @@ static stk_status find_device(char **args, int nargs, char **device, int line) {
   for (int i = 0; i < nargs; i++) {
     char *eq = find_kw_equals(args[i]);
     if (!eq || strncmp(args[i], "device", 6) != 0 || (args[i][6] != '=' && !isspace((unsigned char)args[i][6]))) continue;
+    if (*device) { /* found by fuzzing: the first value leaked */
+      free(*device);
+      *device = NULL;
+      return STK_FAIL(STK_ERR_PARSE, "line %d: device is given twice", line);
+    }
     STK_TRY(parse_string_value(trim(eq + 1), device, line));
     args[i] = NULL;
   }
