@@ -109,7 +109,7 @@ static stk_status index_shards(stk__node *node, wds_state *r, char **index_paths
     if (index_paths) {
       st = stk__wds_index_load(&r->indexes[i], index_paths[i], path, r->files.sizes[i]);
     } else {
-      int fd = r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC);
+      int fd = r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
       if (fd < 0) return STK_FAIL(STK_ERR_IO, "%s: cannot open '%s'", stk__node_name(node), path);
       st = stk__wds_index_build(&r->indexes[i], fd, path, r->files.sizes[i]);
       if (fd != r->files.fds[i]) close(fd);

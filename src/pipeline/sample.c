@@ -6,10 +6,26 @@
 
 #include "internal.h"
 
+/* Drops `prefix` + ": " (or "'" prefix "': ") from the front of *msg when present. */
+static void drop_prefix(const char **msg, const char *prefix) {
+  size_t n = strlen(prefix);
+  const char *m = *msg;
+  if (n == 0) return;
+  if (strncmp(m, prefix, n) == 0 && m[n] == ':' && m[n + 1] == ' ') *msg = m + n + 2;
+  else if (m[0] == '\'' && strncmp(m + 1, prefix, n) == 0 && m[n + 1] == '\'' && m[n + 2] == ':' &&
+           m[n + 3] == ' ')
+    *msg = m + n + 4;
+}
+
 char *stk__sample_failure_message(const char *op_name, const char *stage, const stk__sample *s) {
   char buf[1400];
+  /* The operator's and the file's names lead this message: the same names at the front
+   * of the operator's own message would only repeat them. */
+  const char *inner = stk_last_error();
+  drop_prefix(&inner, op_name);
+  if (s->source) drop_prefix(&inner, s->source);
   snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s", op_name, stage, (long long)s->ordinal,
-           s->source ? " from " : "", s->source ? s->source : "", stk_last_error());
+           s->source ? " from " : "", s->source ? s->source : "", inner);
   return strdup(buf);
 }
 
