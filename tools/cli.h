@@ -15,6 +15,8 @@ typedef struct {
   int64_t batch_size, threads, prefetch, seed, epochs, iters, count;
   int64_t warmup; /* --warmup N: batches run before the clock starts (bench; -1: not given) */
   bool seed_given, json, skip_errors;
+  /* Flags actually given: only those override a pipeline file's own settings. */
+  bool batch_size_given, threads_given, prefetch_given, on_error_given;
   const char *out; /* --out FILE */
 } cli_options;
 

@@ -118,6 +118,26 @@ static PyObject *pl_get(PyObject *self, PyObject *args) {
 /* Sets one argument, converting the Python value by the schema's type. */
 static stk_status set_list_arg(stk_op *op, const char *name, stk_arg_type type, PyObject *value);
 
+/* UTF-8 of a str for the C side, which reads NUL-terminated strings: an embedded NUL
+ * would silently cut it (a path "a.jpg\0.png" read as "a.jpg"), so it is a ValueError
+ * naming `what`. NULL with an exception set on failure. */
+static const char *checked_utf8(PyObject *v, const char *what) {
+  Py_ssize_t n;
+  const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+  if (s && (size_t)n != strlen(s)) {
+    PyErr_Format(PyExc_ValueError, "%s: embedded NUL character in %R", what, v);
+    return NULL;
+  }
+  return s;
+}
+
+/* Re-raises an OverflowError from converting argument `name` with the argument named. */
+static void name_overflow(const char *name, PyObject *v) {
+  if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return;
+  PyErr_Clear();
+  PyErr_Format(PyExc_OverflowError, "argument '%s': %R does not fit in a 64-bit integer", name, v);
+}
+
 static stk_status set_arg(stk_op *op, const stk_arg_schema *a, const char *name, PyObject *v) {
   stk_arg_type type = a ? a->type : STK_ARG_STRING;
   if (!a) { /* unknown to the schema: let the C side name the culprit */
@@ -132,7 +152,10 @@ static stk_status set_arg(stk_op *op, const stk_arg_schema *a, const char *name,
   }
   case STK_ARG_INT: {
     long long x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred()) return STK_ERR_INVALID_ARGUMENT;
+    if (x == -1 && PyErr_Occurred()) {
+      name_overflow(name, v);
+      return STK_ERR_INVALID_ARGUMENT;
+    }
     return stk_op_set_int(op, name, x);
   }
   case STK_ARG_FLOAT: {
@@ -141,7 +164,7 @@ static stk_status set_arg(stk_op *op, const stk_arg_schema *a, const char *name,
     return stk_op_set_float(op, name, x);
   }
   case STK_ARG_STRING: {
-    const char *s = PyUnicode_AsUTF8AndSize(v, NULL);
+    const char *s = checked_utf8(v, name);
     return s ? stk_op_set_string(op, name, s) : STK_ERR_INVALID_ARGUMENT;
   }
   default: return set_list_arg(op, name, type, v);
@@ -165,7 +188,8 @@ static stk_status set_list_arg(stk_op *op, const char *name, stk_arg_type type, 
     if (!x) break;
     if (type == STK_ARG_INTS) ((int64_t *)buf)[i] = PyLong_AsLongLong(x);
     else if (type == STK_ARG_FLOATS) ((double *)buf)[i] = PyFloat_AsDouble(x);
-    else ((const char **)buf)[i] = PyUnicode_AsUTF8AndSize(x, NULL); /* kept alive by seq */
+    else ((const char **)buf)[i] = checked_utf8(x, name); /* kept alive by seq */
+    if (PyErr_Occurred()) name_overflow(name, x);
     Py_DECREF(x);
     if (PyErr_Occurred()) break;
   }
@@ -192,7 +216,7 @@ static stk_status add_edges(stk_op *op, PyObject *list,
   if (n < 0) return STK_ERR_INVALID_ARGUMENT;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *x = PySequence_GetItem(list, i);
-    const char *s = x ? PyUnicode_AsUTF8AndSize(x, NULL) : NULL;
+    const char *s = x ? checked_utf8(x, "an edge name") : NULL;
     stk_status st = s ? add(op, s) : STK_ERR_INVALID_ARGUMENT;
     Py_XDECREF(x);
     if (st != STK_OK) return st;
@@ -209,13 +233,13 @@ static stk_status fill_op(stk_op *op, const stk_op_schema *schema, const char *n
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   while (st == STK_OK && PyDict_Next(args, &pos, &key, &value)) {
-    const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
+    const char *k = checked_utf8(key, "an argument name");
     st = k ? set_arg(op, find_arg(schema, k), k, value) : STK_ERR_INVALID_ARGUMENT;
   }
   pos = 0;
   while (st == STK_OK && PyDict_Next(arg_inputs, &pos, &key, &value)) {
-    const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
-    const char *e = PyUnicode_AsUTF8AndSize(value, NULL);
+    const char *k = checked_utf8(key, "an argument name");
+    const char *e = k ? checked_utf8(value, k) : NULL;
     st = k && e ? stk_op_set_arg_input(op, k, e) : STK_ERR_INVALID_ARGUMENT;
   }
   return st;
@@ -275,7 +299,7 @@ static PyObject *pl_set_outputs(PyObject *self, PyObject *list) {
   Py_ssize_t i = 0;
   for (; i < n; i++) {
     PyObject *x = PySequence_GetItem(seq, i);
-    names[i] = x ? PyUnicode_AsUTF8AndSize(x, NULL) : NULL; /* kept alive by seq */
+    names[i] = x ? checked_utf8(x, "an output name") : NULL; /* kept alive by seq */
     Py_XDECREF(x);
     if (!names[i]) break;
   }

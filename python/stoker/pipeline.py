@@ -209,7 +209,11 @@ class Pipeline:
         if self._max_file_bytes is not None:
             values["max_file_bytes"] = int(self._max_file_bytes)
         for key, value in values.items():
-            c.set(_SETTINGS[key], value)
+            try:
+                c.set(_SETTINGS[key], value)
+            except OverflowError:
+                raise OverflowError(f"Pipeline: {key}={value!r} does not fit in a 64-bit "
+                                    "integer") from None
 
     def build(self):
         """Checks the graph, creates the C pipeline and starts its producer."""
@@ -271,7 +275,13 @@ class Pipeline:
         try:
             out = self._c.run()
         except StokerError as e:
-            cause = next((f.last_exception for f in self._functions if f.last_exception), None)
+            cause = None
+            for f in self._functions:  # (consumed: a later error has its own cause)
+                if f.last_exception is not None:
+                    cause, f.last_exception = f.last_exception, None
+                    break
+            if cause is not None and not isinstance(cause, Exception):
+                raise cause  # KeyboardInterrupt, SystemExit: as themselves
             if cause is not None:
                 raise e from cause
             raise

@@ -82,3 +82,13 @@ stk_status stk__set_error(stk_status status, const char *message) {
   snprintf(stk__msg, sizeof stk__msg, "%s", message ? message : "");
   return status;
 }
+
+stk_status stk__wrap_operator(stk_status status, const char *name) {
+  size_t n = strlen(name);
+  char old[STK__MSG_CAP];
+  memcpy(old, stk__msg, sizeof old);
+  const char *rest = old;
+  if (strncmp(old, name, n) == 0 && old[n] == ':' && old[n + 1] == ' ') rest = old + n + 2;
+  snprintf(stk__msg, sizeof stk__msg, "operator '%s': %s", name, rest);
+  return status;
+}

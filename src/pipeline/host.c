@@ -228,7 +228,7 @@ static stk_status hostfn_run(stk__node *node, stk__sample *s) {
   stk_host_call call = {node, s, ""};
   stk_status st = node->host_fn(node->host_user, &call);
   if (st != STK_OK)
-    return STK_FAIL(st, "function '%s' failed: %s", node->name, call.message[0] ? call.message : stk_last_error());
+    return STK_FAIL(st, "%s", call.message[0] ? call.message : stk_last_error()); /* the operator is named by the caller */
   for (int k = 0; k < node->num_outputs; k++)
     if (!s->edges[node->out_edges[k]].data)
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "function '%s' did not produce output %d", node->name, k);
