@@ -28,6 +28,7 @@ _SETTINGS = {
     "max_image_pixels": _stoker.PIPE_MAX_IMAGE_PIXELS,
     "max_file_bytes": _stoker.PIPE_MAX_FILE_BYTES,
     "exec_async": _stoker.PIPE_EXEC_ASYNC,
+    "max_batch_bytes": _stoker.PIPE_MAX_BATCH_BYTES,
 }
 
 # DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
@@ -69,13 +70,14 @@ class Pipeline:
             nodes choose per sample (see docs/python.md, "Conditional execution").
         on_error: "error" (a bad sample stops the run with an error naming it) or "skip"
             (bad samples are skipped, counted in stats(), batches kept full).
-        max_image_pixels, max_file_bytes: limits for untrusted input.
+        max_image_pixels, max_file_bytes, max_batch_bytes: limits for untrusted input
+            (defaults 2^26 pixels, 256 MiB, 2 GiB; see docs/hardening.md).
     """
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
-                 max_file_bytes=None, **kwargs):
+                 max_file_bytes=None, max_batch_bytes=None, **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -93,6 +95,7 @@ class Pipeline:
         self._enable_conditionals = bool(enable_conditionals)
         self._on_error = on_error
         self._max_image_pixels, self._max_file_bytes = max_image_pixels, max_file_bytes
+        self._max_batch_bytes = max_batch_bytes
         self._outputs = None
         self._ops = []
         self._op_counter = 0
@@ -208,6 +211,8 @@ class Pipeline:
             values["max_image_pixels"] = int(self._max_image_pixels)
         if self._max_file_bytes is not None:
             values["max_file_bytes"] = int(self._max_file_bytes)
+        if self._max_batch_bytes is not None:
+            values["max_batch_bytes"] = int(self._max_batch_bytes)
         for key, value in values.items():
             try:
                 c.set(_SETTINGS[key], value)

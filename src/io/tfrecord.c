@@ -191,9 +191,10 @@ static stk_status scan_records(stk__tfrecord_index *out, chunk_reader *c, int64_
     uint64_t len = load64(hdr);
     if (len > (uint64_t)(file_size - off - STK__TFRECORD_OVERHEAD) ||
         file_size - off < STK__TFRECORD_OVERHEAD)
-      return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated: the record at offset %lld needs %llu "
-                      "bytes, the file ends at %lld", c->path, (long long)off,
-                      (unsigned long long)len + STK__TFRECORD_OVERHEAD, (long long)file_size);
+      return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated or corrupt: the record at offset %lld "
+                      "claims %llu data bytes (plus %d of framing), the file ends at %lld",
+                      c->path, (long long)off, (unsigned long long)len,
+                      STK__TFRECORD_OVERHEAD, (long long)file_size);
     int64_t size = (int64_t)len + STK__TFRECORD_OVERHEAD;
     STK_TRY(index_push(out, &cap, off, size));
     off += size;

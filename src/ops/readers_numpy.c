@@ -292,8 +292,9 @@ static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const
     return STK_FAIL(STK_ERR_IO, "%s: '%s' is not a regular file", stk__node_name(node), path);
   int64_t size = (int64_t)sb.st_size;
   if (size > stk__node_max_file_bytes(node))
-    return STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes",
-                    stk__node_name(node), path, (long long)size);
+    return STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes (%lld)",
+                    stk__node_name(node), path, (long long)size,
+                    (long long)stk__node_max_file_bytes(node));
   if (size < 10) return STK_FAIL(STK_ERR_DECODE, "'%s' is not a .npy file (%lld bytes)", path, (long long)size);
   return read_plain(node, r, s, fd, path, size);
 }

@@ -149,6 +149,36 @@ const stk__tensor *stk__input(const stk__sample *s, int index) {
   return &s->edges[s->current->in_edges[index]];
 }
 
+/* Every operator's output is held to the untrusted-input limits before it is allocated:
+ * an image (layout HWC, CHW or HW) to max_image_pixels, and the sample's outputs that the
+ * batch holds (those leaving the sample's chain of CPU operators) together to its share
+ * of max_batch_bytes (a share, not a running batch total, so whether a
+ * sample fits never depends on the order threads finish in). */
+static stk_status check_output_limits(stk__sample *s, const stk__node *node, int ndim,
+                                      const int64_t *shape, const char *layout, size_t bytes,
+                                      bool held) {
+  const int64_t *set = s->pipe->settings;
+  if (layout && ndim >= 2 && ndim <= 3 &&
+      (strcmp(layout, "HWC") == 0 || strcmp(layout, "CHW") == 0 || strcmp(layout, "HW") == 0)) {
+    int h = layout[0] == 'C' ? 1 : 0;
+    double pixels = (double)shape[h] * (double)shape[h + 1];
+    if (pixels > (double)set[STK_PIPE_MAX_IMAGE_PIXELS])
+      return STK_FAIL(STK_ERR_LIMIT, "operator '%s': a %lld x %lld output image has more than "
+                      "max_image_pixels (%lld) pixels", node->name, (long long)shape[h + 1],
+                      (long long)shape[h], (long long)set[STK_PIPE_MAX_IMAGE_PIXELS]);
+  }
+  if (!held) return STK_OK; /* scratch inside the sample's chain, reused for the next sample */
+  int64_t batch = set[STK_PIPE_BATCH_SIZE] > 0 ? set[STK_PIPE_BATCH_SIZE] : 1;
+  uint64_t share = (uint64_t)set[STK_PIPE_MAX_BATCH_BYTES] / (uint64_t)batch;
+  if (bytes > share || s->out_bytes + bytes > share)
+    return STK_FAIL(STK_ERR_LIMIT, "operator '%s': %zu more bytes of output would take the sample "
+                    "past its share of max_batch_bytes (%lld / batch_size %lld = %llu bytes)",
+                    node->name, bytes, (long long)set[STK_PIPE_MAX_BATCH_BYTES], (long long)batch,
+                    (unsigned long long)share);
+  s->out_bytes += bytes;
+  return STK_OK;
+}
+
 stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
                        const int64_t *shape, const char *layout, stk__tensor **out) {
   stk__node *node = s->current;
@@ -164,6 +194,7 @@ stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
       return STK_FAIL(STK_ERR_LIMIT, "operator '%s': output shape overflows", node->name);
     t->shape[d] = shape[d];
   }
+  STK_TRY(check_output_limits(s, node, ndim, shape, layout, bytes, s->pipe->edges[edge].slot >= 0));
   t->ndim = ndim;
   t->dtype = dtype;
   snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
