@@ -388,3 +388,28 @@ print("collected", np.array(out[0]).tolist())
     took = float(r.stdout.split("interrupted after ")[1].split()[0])
     assert took < 1.0, r.stdout
     assert "collected [7, 7, 7]" in r.stdout, r.stdout + r.stderr
+
+
+def test_cli_flags_override_a_pipeline_file_only_when_given(tmp_path, photos):
+    cli = os.path.join(BUILD, "stoker")
+    if not os.path.exists(cli):
+        pytest.skip("the CLI is not built")
+    data = tmp_path / "data" / "a"
+    data.mkdir(parents=True)
+    for p in photos[:3]:
+        (data / os.path.basename(p)).write_bytes(open(p, "rb").read())
+    (data / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
+    spec = tmp_path / "p.txt"
+    spec.write_text('batch_size = 2\nnum_threads = 1\non_error = "skip"\n'
+                    'j, l = readers.file(file_root="${DATA}", name="Reader")\n'
+                    'i = decoders.image(j)\nreturn i, l\n')
+    import json
+    r = subprocess.run([cli, "bench", "--data", str(tmp_path / "data"), "--pipeline", str(spec),
+                        "--epochs", "1", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr  # on_error = "skip" from the file held
+    out = json.loads(r.stdout)
+    assert out["batch_size"] == 2 and out["threads"] == 1 and out["skipped"] == 1
+    r = subprocess.run([cli, "bench", "--data", str(tmp_path / "data"), "--pipeline", str(spec),
+                        "--epochs", "1", "--json", "--batch-size", "4", "--on-error", "error"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "broken.jpg" in r.stderr  # the flags given override
