@@ -199,6 +199,32 @@ static void test_fifo_never_blocks(void **state) {
   stk_pipeline_destroy(p);
 }
 
+/* roi_start near INT64_MAX plus roi_shape overflowed (UBSan: signed overflow). */
+static void test_npy_roi_near_int64_max(void **state) {
+  char dir[512], file[700], text[2048];
+  tu_tmpdir(dir, sizeof dir, "npyroi");
+  snprintf(file, sizeof file, "%s/a.npy", dir);
+  const char *hdr = "{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }          \n";
+  uint8_t buf[128];
+  size_t n = strlen(hdr);
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (uint8_t)n, buf[9] = 0;
+  memcpy(buf + 10, hdr, n);
+  memcpy(buf + 10 + n, "\1\2\3\4", 4);
+  tu_write(file, buf, 10 + n + 4);
+  snprintf(text, sizeof text, "batch_size = 1\nx = readers.numpy(file_root=\"%s\", "
+           "roi_start=[9223372036854775800], roi_shape=[100], out_of_bounds_policy=\"pad\")\n"
+           "return x\n", dir);
+  stk_pipeline *p;
+  TU_OK(stk_pipeline_from_text(text, &p));
+  stk_status st = stk_pipeline_build(p);
+  stk_batch *out = NULL;
+  if (st == STK_OK) st = stk_pipeline_run(p, &out);
+  assert_int_not_equal(st, STK_OK);
+  assert_non_null(strstr(stk_last_error(), "overflows"));
+  stk_pipeline_destroy(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_feed_null_and_overflowing_shapes),
@@ -208,6 +234,7 @@ int main(void) {
       cmocka_unit_test(test_png_damage_below_window),
       cmocka_unit_test(test_symlink_dag_listed_once),
       cmocka_unit_test(test_fifo_never_blocks),
+      cmocka_unit_test(test_npy_roi_near_int64_max),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
