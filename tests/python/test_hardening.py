@@ -192,10 +192,26 @@ except Exception as e:
     print(type(e).__name__, e)
 """, timeout=30)
     assert "x.jpg" in r.stdout and "regular file" in r.stdout, r.stdout + r.stderr
+    shard = tmp_path / "s.tar"
+    os.mkfifo(shard)
+    r = run_py(f"""
+import stoker
+from stoker import fn
+try:
+    stoker.pipeline_def(lambda: fn.readers.webdataset(paths=[{str(shard)!r}], ext=["jpg"]),
+                        batch_size=1, num_threads=1)().run()
+except Exception as e:
+    print(type(e).__name__, e)
+""", timeout=30)
+    assert "s.tar' is not a regular file" in r.stdout, r.stdout + r.stderr
     cli = os.path.join(BUILD, "stoker")
     if os.path.exists(cli):
         r = subprocess.run([cli, "info", str(fifo)], capture_output=True, text=True, timeout=30)
         assert r.returncode != 0 and "regular file" in r.stderr
+        (tmp_path / "cls").mkdir()
+        os.mkfifo(tmp_path / "cls" / "y.jpg")  # a dataset summary skips it
+        r = subprocess.run([cli, "info", str(tmp_path)], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
 
 
 def test_numpy_file_shrinking_while_read(tmp_path):
