@@ -213,9 +213,9 @@ class Crop(Operator):
         output: the cropped HWC image
 
     Keyword args:
-        crop (a list of floats; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive with crop_h / crop_w
-        crop_h (a float; default 0.0; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): window height (with crop_w)
-        crop_w (a float; default 0.0; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive with crop_h / crop_w
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
         crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
         crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
         out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "pad" (with fill_values) or "trim_to_shape" (cut to the image)
@@ -239,9 +239,9 @@ class CropMirrorNormalize(Operator):
         output: the normalised image (CHW or HWC)
 
     Keyword args:
-        crop (a list of floats; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): window size [H, W] (truncated to integers); none: the whole image
-        crop_h (a float; default 0.0; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): window height (with crop_w)
-        crop_w (a float; default 0.0; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (truncated to integers); none: the whole image
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
         crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
         crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
         mirror (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the window left-right
@@ -626,7 +626,7 @@ class RandomResizedCrop(Operator):
         output: the cropped and resized image
 
     Keyword args:
-        size (a list of floats; required; in [0, 1000000000000000.0]): output size [H, W] (one value: square)
+        size (a list of floats; required; in [0, 1000000000]): output size [H, W] (one value: square)
         random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the input area the window covers (uniform); one value: fixed
         random_aspect_ratio (a list of floats; default [0.75, 1.3333333333333333]): [min, max] width / height of the window (log-uniform); one value: fixed
         num_attempts (an int; default 10; in [1, 1000000]): draws before falling back to a centre crop clamped to the aspect ratio range
@@ -653,11 +653,11 @@ class Resize(Operator):
     Keyword args:
         resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
         resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-        resize_shorter (a float; default 0.0; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-        resize_longer (a float; default 0.0; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
         size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
         mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-        max_size (a list of floats; in [0, 1000000000000000.0]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
         antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
         dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
@@ -1025,7 +1025,7 @@ class decoders:
             random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
             seed (an int; default -1): this operator's seed (-1: derived)
-            size (a list of ints; in [0, 1000000000000000.0]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+            size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

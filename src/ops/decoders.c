@@ -175,7 +175,7 @@ static const stk_arg_schema crop_args[] = {
     {"num_attempts", STK_ARG_INT, STK_ARGF_RANGE, "10", 1, 1e9, NULL,
      "tries to find a window before falling back to a centre crop"},
     {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
-    {"size", STK_ARG_INTS, STK_ARGF_RANGE, NULL, 0, 1e15, NULL,
+    {"size", STK_ARG_INTS, STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
      "[H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in "
      "the DCT domain while the crop stays at least this large (faster, nearly lossless "
      "for the resize that follows)"},

@@ -23,7 +23,15 @@ char *stk__sample_failure_message(const char *op_name, const char *stage, const 
    * of the operator's own message would only repeat them. */
   const char *inner = stk_last_error();
   drop_prefix(&inner, op_name);
-  if (s->source) drop_prefix(&inner, s->source);
+  char own[64]; /* operators that name the sample themselves ("sample 3: ...") */
+  snprintf(own, sizeof own, "sample %lld", (long long)s->ordinal);
+  drop_prefix(&inner, own);
+  if (s->source) {
+    char with_source[1200];
+    snprintf(with_source, sizeof with_source, "sample %lld (%s)", (long long)s->ordinal, s->source);
+    drop_prefix(&inner, with_source);
+    drop_prefix(&inner, s->source);
+  }
   snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s", op_name, stage, (long long)s->ordinal,
            s->source ? " from " : "", s->source ? s->source : "", inner);
   return strdup(buf);
@@ -163,17 +171,16 @@ static stk_status check_output_limits(stk__sample *s, const stk__node *node, int
     int h = layout[0] == 'C' ? 1 : 0;
     double pixels = (double)shape[h] * (double)shape[h + 1];
     if (pixels > (double)set[STK_PIPE_MAX_IMAGE_PIXELS])
-      return STK_FAIL(STK_ERR_LIMIT, "operator '%s': a %lld x %lld output image has more than "
-                      "max_image_pixels (%lld) pixels", node->name, (long long)shape[h + 1],
+      return STK_FAIL(STK_ERR_LIMIT, "a %lld x %lld output image has more than "
+                      "max_image_pixels (%lld) pixels", (long long)shape[h + 1],
                       (long long)shape[h], (long long)set[STK_PIPE_MAX_IMAGE_PIXELS]);
   }
   if (!held) return STK_OK; /* scratch inside the sample's chain, reused for the next sample */
   int64_t batch = set[STK_PIPE_BATCH_SIZE] > 0 ? set[STK_PIPE_BATCH_SIZE] : 1;
   uint64_t share = (uint64_t)set[STK_PIPE_MAX_BATCH_BYTES] / (uint64_t)batch;
   if (bytes > share || s->out_bytes + bytes > share)
-    return STK_FAIL(STK_ERR_LIMIT, "operator '%s': %zu more bytes of output would take the sample "
-                    "past its share of max_batch_bytes (%lld / batch_size %lld = %llu bytes)",
-                    node->name, bytes, (long long)set[STK_PIPE_MAX_BATCH_BYTES], (long long)batch,
+    return STK_FAIL(STK_ERR_LIMIT, "%zu more bytes of output would take the sample past its "
+                    "share of max_batch_bytes (%lld / batch_size %lld = %llu bytes)", bytes, (long long)set[STK_PIPE_MAX_BATCH_BYTES], (long long)batch,
                     (unsigned long long)share);
   s->out_bytes += bytes;
   return STK_OK;
