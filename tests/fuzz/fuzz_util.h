@@ -1,4 +1,4 @@
-/* Shared helpers of the fuzz targets (tests/fuzz/README.md).
+/* Shared helpers of the fuzz targets (docs/hardening.md).
  *
  * Each target defines LLVMFuzzerTestOneInput. With clang it links libFuzzer
  * (`make fuzz`); with any compiler it links replay_main.c instead, which runs the
