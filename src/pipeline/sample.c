@@ -32,8 +32,16 @@ char *stk__sample_failure_message(const char *op_name, const char *stage, const 
     drop_prefix(&inner, with_source);
     drop_prefix(&inner, s->source);
   }
-  snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s", op_name, stage, (long long)s->ordinal,
-           s->source ? " from " : "", s->source ? s->source : "", inner);
+  /* "'<source>' is truncated" after "from <source>: " reads "the file is truncated" */
+  const char *the_file = "";
+  size_t n = s->source ? strlen(s->source) : 0;
+  if (n && inner[0] == '\'' && strncmp(inner + 1, s->source, n) == 0 && inner[n + 1] == '\'' &&
+      inner[n + 2] == ' ') {
+    inner += n + 3;
+    the_file = "the file ";
+  }
+  snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s%s", op_name, stage, (long long)s->ordinal,
+           s->source ? " from " : "", s->source ? s->source : "", the_file, inner);
   return strdup(buf);
 }
 
