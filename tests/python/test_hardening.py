@@ -429,3 +429,15 @@ def test_cli_flags_override_a_pipeline_file_only_when_given(tmp_path, photos):
                         "--epochs", "1", "--json", "--batch-size", "4", "--on-error", "error"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "broken.jpg" in r.stderr  # the flags given override
+
+
+def test_tensorlist_bad_indices_and_dlpack_arguments(photos):
+    (tl,) = photo_pipe(photos).run()
+    with pytest.raises(IndexError, match="sample index -100 out of range"):
+        tl[-100]
+    with pytest.raises((OverflowError, IndexError)):
+        tl[10 ** 20]
+    with pytest.raises(BufferError, match="stream must be None"):  # was a SystemError
+        tl.__dlpack__(stream=10 ** 30)
+    with pytest.raises((OverflowError, TypeError, ValueError)):
+        tl.__dlpack__(max_version=(10 ** 20, 0))
