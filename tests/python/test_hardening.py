@@ -384,7 +384,7 @@ def test_ctrl_c_during_run_returns_promptly():
 import os, signal, threading, time, numpy as np, stoker
 from stoker import fn
 def slow(x):
-    time.sleep(1.5)
+    time.sleep(3.0)
     return x
 p = stoker.pipeline_def(lambda: fn.python_function(fn.external_source(name="s"), function=slow),
                         batch_size=1, num_threads=1, exec_async=False)()
@@ -402,7 +402,7 @@ print("collected", np.array(out[0]).tolist())
 """, timeout=60)
     assert "interrupted after" in r.stdout, r.stdout + r.stderr
     took = float(r.stdout.split("interrupted after ")[1].split()[0])
-    assert took < 1.0, r.stdout
+    assert took < 1.5, r.stdout  # (before: the whole 3 s batch)
     assert "collected [7, 7, 7]" in r.stdout, r.stdout + r.stderr
 
 
