@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where nvJPEG's batched hardware call spends its CPU time, bare and inside basic@gpu
-# (automatic split and hw_decoder_load 1.0), ROUNDS times: bench/cpu_sampler.c preloaded,
+# (automatic split and hw_decoder_load 1.0), ROUNDS times: bench/tools/cpu_sampler.c preloaded,
 # each report summarised (threads; the decoding thread by library and function) and the
 # first of each kind kept in OUTDIR.
 # usage: bench/profile_nvjpeg.sh BUILD DATA OUTDIR [ROUNDS]   (on the GPU machine, through

@@ -4,9 +4,10 @@
 # torchvision comparisons, and prints a short table at the end.
 #
 # usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
-#        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [ceiling] [exec]
-#        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms, ceiling and exec are only
-#        run when named)
+#        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [ceiling] [exec] [pytest_gpu]
+#        [sampling]
+#        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms, ceiling, exec,
+#        pytest_gpu (the whole Python suite on the GPU) and sampling are only run when named)
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -192,6 +193,17 @@ if [ $BUILD_OK = 1 ] && want pipeline; then
     --batches 12 --skip-decode
 fi
 
+# ---- the Python GPU tests (every operator's GPU parity, the GPU stage, torch hand-off),
+#      and why sampling matters (a small classifier on a class-sorted folder; CPU, torch) ----
+if [ $BUILD_OK = 1 ] && named pytest_gpu; then
+  step pytest_gpu 300 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
+    -x tests/python
+fi
+if named sampling; then
+  step sampling 240 env PYTHONUNBUFFERED=1 PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" \
+    python3 bench/bench_sampling_training.py --epochs 4 --per-class 240
+fi
+
 # ---- where a GPU pipeline's time goes: the stages' threads, at 15 / 8 / 4 CPU threads,
 #      against bare nvJPEG (issue 4's 90% target); more epochs than `pipeline` for steadier rates;
 #      the automatic engines / hybrid split (default) against fixed hw_decoder_load 0.75 and 1.0 ----
@@ -217,16 +229,16 @@ if [ $BUILD_OK = 1 ] && want ab; then
   for t in ${STK_AB_THREADS:-15 8}; do
     step "ab_t$t" 240 env PYTHONUNBUFFERED=1 python3 bench/bench_gpu_presets.py --stoker "$BUILD/stoker" --data "$DATA" \
       --rounds ${STK_AB_ROUNDS:-4} --epochs ${STK_AB_EPOCHS:-60} --threads $t --bare "$BUILD/gpu_bench" --bare-pinned \
-      --env STK_PIN_HOST=0:pageable basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
+      basic bench/pipelines/basic_gpu_hw10.txt bench/pipelines/basic_gpu_hw075.txt
   done
 fi
 # ---- where the thread feeding the engines spends its time (only when named): per-thread
-#      CPU time (scripts/stack_sample.py; cuda-gdb stack samples too with STK_SS_SAMPLES=N)
+#      CPU time (bench/tools/stack_sample.py; cuda-gdb stack samples too with STK_SS_SAMPLES=N)
 #      for bare decoding from pinned copies and for GPU pipelines at 15 and 8 CPU threads,
 #      with the machine's CPU topology (SMT siblings share a core's execution units) ----
 if [ $BUILD_OK = 1 ] && named stacks; then
   { lscpu | grep -E "^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA)"; echo "SMT sibling sets: $(cat /sys/devices/system/cpu/cpu*/topology/thread_siblings_list | sort -un | tr '\n' ' ')"; } 2>&1 | tee -a "$LOG"
-  SS=(python3 scripts/stack_sample.py --warmup 5 --window ${STK_SS_WINDOW:-12} --samples ${STK_SS_SAMPLES:-0} --let-finish)
+  SS=(python3 bench/tools/stack_sample.py --warmup 5 --window ${STK_SS_WINDOW:-12} --samples ${STK_SS_SAMPLES:-0} --let-finish)
   step stacks_bare 90 "${SS[@]}" -- "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 300 --threads 15 --only bare --bare-pinned
   for run in ${STK_SS_RUNS:-basic:15 basic:8 bench/pipelines/basic_gpu_hw10.txt:15 decode:15}; do
     p=${run%:*} t=${run##*:}
@@ -237,13 +249,13 @@ if [ $BUILD_OK = 1 ] && named stacks; then
 fi
 # ---- the automatic split against the engines alone, long runs (only when named): every
 #      round bare decoding from pinned copies, then basic@gpu with the automatic split
-#      (its arms logged, STK_NVJPEG_BALANCE_LOG) and with hw_decoder_load 1.0 ----
+#      (its share in the stats' decode_hw_share) and with hw_decoder_load 1.0 ----
 if [ $BUILD_OK = 1 ] && named arms; then
   for r in $(seq ${STK_ARMS_ROUNDS:-2}); do
     for t in ${STK_ARMS_THREADS:-15 8}; do
       step "arms_bare_r${r}_t$t" 60 "$BUILD/gpu_bench" "$DATA" --batch 256 --epochs 30 --threads 15 --only bare --bare-pinned
       for p in basic bench/pipelines/basic_gpu_hw10.txt; do
-        step "arms_$(basename $p .txt)_r${r}_t$t" 60 env STK_NVJPEG_BALANCE_LOG=1 "$BUILD/stoker" bench --data "$DATA" \
+        step "arms_$(basename $p .txt)_r${r}_t$t" 60 "$BUILD/stoker" bench --data "$DATA" \
           --pipeline "$p" --device gpu --batch-size 256 --threads "$t" --epochs ${STK_ARMS_EPOCHS:-100}
       done
     done

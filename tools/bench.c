@@ -32,9 +32,39 @@ static bool count_batches(stk_pipeline *p, const cli_options *o, int64_t *out) {
     cli_error("--epochs needs a reader with a known epoch size (or use --iters)");
     return false;
   }
-  int64_t per_epoch = (meta.epoch_size_padded + o->batch_size - 1) / o->batch_size;
+  /* a shard's epoch: its own samples, or with padding the largest shard's count */
+  int64_t per_shard = meta.pad_last_batch ? meta.epoch_size_padded / meta.number_of_shards : meta.shard_size;
+  int64_t per_epoch = (per_shard + o->batch_size - 1) / o->batch_size;
   *out = per_epoch * (o->epochs ? o->epochs : 1);
   return true;
+}
+
+/* `text` as a JSON string. */
+static void print_json_string(const char *text) {
+  putchar('"');
+  for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+    if (*c == '"' || *c == '\\') printf("\\%c", *c);
+    else if (*c < 0x20) printf("\\u%04x", *c);
+    else putchar(*c);
+  }
+  putchar('"');
+}
+
+/* The first skipped samples' messages (they name the files): a JSON list, or lines. */
+static void print_skipped(stk_pipeline *p, bool json) {
+  if (json) putchar('[');
+  for (size_t i = 0;; i++) {
+    char *message = NULL;
+    if (stk_pipeline_skipped_sample(p, i, &message) != STK_OK) break;
+    if (json) {
+      if (i) printf(", ");
+      print_json_string(message);
+    } else {
+      printf("  skipped: %s\n", message);
+    }
+    stk_free(message);
+  }
+  if (json) putchar(']');
 }
 
 /* Where the wall time went, per batch: the stages' threads (see stk_stats). */
@@ -86,7 +116,7 @@ int cli_bench(int argc, char **argv) {
   cli_options o;
   if (!cli_parse(argc, argv, 2,
                  "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch --seed --on-error --warmup "
-                 "--json", &o))
+                 "--timeout --json", &o))
     return 2;
   stk_pipeline *p = cli_make_pipeline(&o);
   if (!p) return 1;
@@ -113,7 +143,10 @@ int cli_bench(int argc, char **argv) {
   bool bar = !o.json && isatty(2);
   double t0 = now_s(), t_first = t0; /* the clock starts after the warm-up batches, if any */
   int64_t images = 0, timed_images = 0;
-  for (int64_t b = 0; b < batches; b++) {
+  /* With --epochs, the run ends with the last batch of the last epoch (batches is then an
+   * upper bound: bad samples skipped can end an epoch a batch early). */
+  int64_t epochs_left = o.iters ? -1 : (o.epochs ? o.epochs : 1), ran = 0;
+  for (int64_t b = 0; b < batches && epochs_left != 0; b++, ran++) {
     stk_batch *batch;
     if (stk_pipeline_run(p, &batch) != STK_OK) {
       if (bar) fputc('\n', stderr);
@@ -123,9 +156,11 @@ int cli_bench(int argc, char **argv) {
     }
     stk_tensor_list *first = stk_batch_output(batch, 0);
     size_t n = stk_tensor_list_num_samples(first);
+    if (epochs_left > 0 && stk_batch_ends_epoch(batch)) epochs_left--;
+    bool last = b + 1 == batches || epochs_left == 0;
     /* GPU work is queued, not finished, when a batch is handed out: the last batch is
      * copied to the host so the clock stops only after the device is done with it */
-    if (b + 1 == batches && stk_tensor_list_device_id(first) >= 0) {
+    if (last && n > 0 && stk_tensor_list_device_id(first) >= 0) {
       stk_tensor_list *host = NULL;
       if (stk_tensor_list_to_host(first, &host) != STK_OK) {
         cli_error("copying the last batch to the host");
@@ -141,9 +176,10 @@ int cli_bench(int argc, char **argv) {
      * caches and nvJPEG's buffers filling) are not timed */
     if (b + 1 == o.warmup) t_first = now_s();
     else if (b >= o.warmup) timed_images += (int64_t)n;
-    if (bar && (b % 4 == 3 || b + 1 == batches))
+    if (bar && (b % 4 == 3 || last))
       progress(b + 1, batches, b >= o.warmup ? timed_images / (now_s() - t_first) : 0);
   }
+  batches = ran;
   double t_end = now_s();
   double timed = t_end - t_first;
   double ips = timed > 0 ? timed_images / timed : 0;
@@ -160,6 +196,8 @@ int cli_bench(int argc, char **argv) {
            timed, (long long)s.host_bytes_peak, o.pipeline, o.device);
     print_stages(&s, batches, true);
     print_breakdown(p, true);
+    printf(", \"skipped_samples\": ");
+    print_skipped(p, true);
     printf("}\n");
   } else {
     printf("pipeline %s on %s: %lld images in %.2f s (the first %lld batch%s excluded from the rate)\n", o.pipeline,
@@ -170,6 +208,7 @@ int cli_bench(int argc, char **argv) {
     if (s.host_blocks_pinned || s.host_pin_failures)
       printf("  host pool blocks page-locked: %lld (%lld left pageable)\n", (long long)s.host_blocks_pinned,
              (long long)s.host_pin_failures);
+    print_skipped(p, false);
     print_stages(&s, batches, false);
     printf("operator share of CPU time:\n");
     print_breakdown(p, false);

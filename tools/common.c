@@ -68,6 +68,7 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
     else if (strcmp(f, "--epochs") == 0) ok = parse_int(f, v, 1, &o->epochs);
     else if (strcmp(f, "--iters") == 0) ok = parse_int(f, v, 1, &o->iters);
     else if (strcmp(f, "--warmup") == 0) ok = parse_int(f, v, 0, &o->warmup);
+    else if (strcmp(f, "--timeout") == 0) ok = parse_int(f, v, 1, &o->timeout_s);
     else if (strcmp(f, "--count") == 0) ok = parse_int(f, v, 1, &o->count);
     else if (strcmp(f, "--seed") == 0) {
       ok = parse_int(f, v, 0, &o->seed);
@@ -178,6 +179,7 @@ stk_pipeline *cli_make_pipeline(const cli_options *o) {
       {STK_PIPE_ON_ERROR, o->skip_errors ? STK_ON_ERROR_SKIP : STK_ON_ERROR_FAIL,
        o->on_error_given || !sets_on_error},
       {STK_PIPE_DEVICE_ID, 0, strcmp(o->device, "gpu") == 0},
+      {STK_PIPE_TIMEOUT_MS, o->timeout_s * 1000, o->timeout_s > 0},
   };
   for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++)
     if (settings[i].apply && stk_pipeline_set(p, settings[i].key, settings[i].value) != STK_OK) {

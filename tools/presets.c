@@ -48,8 +48,8 @@ static const struct {
      ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
      "return out, labels\n"},
     {"basic-roi@gpu",
-     "# Decode only the random crop window (whole-image decode + copy of the window by default;\n"
-     "# STK_NVJPEG_BATCHED_ROI=1: the engines' region decoding, see src/cuda/decode.cu);\n"
+     "# Decode only the random crop window (the engines decode the whole image and the window\n"
+     "# is copied out, see src/cuda/decode.cu);\n"
      "# resize + mirror + normalise to float16 CHW as one fused resampling.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", device=\"mixed\")\n"

@@ -121,7 +121,8 @@ static bool write_grid(const char *path, tile *tiles, int64_t count) {
 
 int cli_preview(int argc, char **argv) {
   cli_options o;
-  if (!cli_parse(argc, argv, 2, "--data --pipeline --count --out --seed --threads --prefetch --device --batch-size --on-error", &o))
+  if (!cli_parse(argc, argv, 2, "--data --pipeline --count --out --seed --threads --prefetch --device --batch-size --on-error --timeout",
+                  &o))
     return 2;
   if (!o.out) {
     fprintf(stderr, "stoker: preview needs --out FILE.png\n");

@@ -292,7 +292,17 @@ typedef enum {
   STK_PIPE_MAX_FILE_BYTES = 7,       /* readers refuse larger files, records and tar
                                         members; default 2^28 (256 MiB) */
   STK_PIPE_EXEC_ASYNC = 8,           /* 1: produce on a background thread (default) */
-  STK_PIPE_MAX_BATCH_BYTES = 9,      /* bound on a batch's memory: each sample's outputs held
+  /* The bound, in milliseconds, of every wait on the device, on nvJPEG and on another
+   * stage; default 300000 (5 minutes), 1 .. 86400000. When stk_pipeline_run has waited
+   * this long for a batch, or a wait on the device inside a stage passes it, the run
+   * fails with STK_ERR_DEVICE (a GPU stage) or STK_ERR_INTERNAL, naming the stage, the
+   * batch and what it waited for, and every later run fails the same way;
+   * stk_pipeline_destroy then returns within about this bound (a stage thread stuck
+   * inside a driver or nvJPEG call is left running and its pipeline's memory is kept,
+   * since freeing it under that thread would crash the process). Waiting for an
+   * external source's data (stk_pipeline_feed) is not bounded: that is the caller's. */
+  STK_PIPE_TIMEOUT_MS = 9,
+  STK_PIPE_MAX_BATCH_BYTES = 10,      /* bound on a batch's memory: each sample's outputs held
                                         by the batch may take max_batch_bytes / batch_size
                                         bytes (STK_ERR_LIMIT beyond); default 2^31 */
   STK_PIPE_SETTING_COUNT
@@ -307,7 +317,10 @@ typedef struct stk_batch stk_batch;
 
 typedef struct {
   int64_t epoch_size;        /* samples in the whole data set */
-  int64_t epoch_size_padded; /* samples this shard yields per epoch, padding included */
+  int64_t epoch_size_padded; /* as DALI: with pad_last_batch, num_shards times the
+                              * largest shard (every shard padded to it); else
+                              * epoch_size. The reader also pads each shard's epoch to a
+                              * whole number of batches. */
   int64_t shard_size;        /* samples in this shard without padding */
   int64_t shard_id;
   int64_t number_of_shards;
@@ -318,7 +331,9 @@ typedef struct {
 typedef struct {
   int64_t batches;          /* batches handed out by stk_pipeline_run */
   int64_t samples;          /* samples in them */
-  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP */
+  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP, in the
+                             * batches handed out so far: each bad sample once per
+                             * epoch (stk_pipeline_skipped_sample names the first) */
   int64_t host_bytes_in_use; /* pooled host memory held by live batches */
   int64_t host_bytes_cached; /* pooled host memory kept free for reuse */
   int64_t host_bytes_peak;   /* high-water mark of in_use + cached */
@@ -374,6 +389,24 @@ STK_API stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_n
 STK_API stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name,
                                             stk_reader_meta *out);
 STK_API stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out);
+/* Checkpoints: the pipeline's state after the last batch stk_pipeline_run returned
+ * (before the first: the start), as text (*out, the caller frees it with stk_free). A
+ * pipeline built alike and given it with stk_pipeline_restore before its build goes on
+ * with the same batches: the readers' positions (epoch and place in it) and the random
+ * streams (keyed by each sample's ordinal) are all there is. External sources cannot
+ * resume: feed them from where the checkpoint was taken. Call from the thread that
+ * calls stk_pipeline_run. */
+STK_API stk_status stk_pipeline_checkpoint(stk_pipeline *p, char **out);
+/* Resumes from `checkpoint` (copied) when the pipeline is built; build fails, naming the
+ * reader, when it does not fit (another reader name or data set size). */
+STK_API stk_status stk_pipeline_restore(stk_pipeline *p, const char *checkpoint);
+
+/* How many skipped samples' messages a pipeline keeps (the first ones). */
+#define STK_SKIP_MESSAGES_KEPT 16
+/* The message of skipped sample `index` (0: the first skipped), naming the operator and
+ * the sample's file; *out is a copy the caller frees with stk_free. STK_ERR_NOT_FOUND
+ * past the ones kept. Thread-safe. */
+STK_API stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out);
 /* Time spent in operator instance `index` (graph order) in nanoseconds, summed over
  * threads, and its instance name (valid while the pipeline lives). */
 STK_API size_t stk_pipeline_num_ops(const stk_pipeline *p);
@@ -390,9 +423,9 @@ STK_API stk_status stk_pipeline_from_text(const char *text, stk_pipeline **out);
 
 /* Queues one batch of samples for the "external_source" operator instance named
  * `op_name`. The samples are copied (the caller keeps its memory); all must share
- * dtype and ndim; `count` must equal the batch size. Batches are consumed in order, one
- * per pipeline batch; the producer waits for data when the queue is empty. Thread-safe
- * with respect to stk_pipeline_run. */
+ * dtype and ndim; `count` may be 1 to the batch size (the pipeline's batch is then as
+ * small). Batches are consumed in order, one per pipeline batch; the producer waits for
+ * data when the queue is empty. Thread-safe with respect to stk_pipeline_run. */
 STK_API stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name,
                                      const stk_tensor_desc *samples, size_t count);
 /* Makes the producer give up waiting for external data: the pending and every later
@@ -425,6 +458,14 @@ STK_API stk_status stk_pipeline_set_host_function(stk_pipeline *p, const char *o
 STK_API size_t stk_batch_num_outputs(const stk_batch *b);
 /* Output `index`, borrowed: valid until stk_batch_release unless retained. */
 STK_API stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index);
+/* The reader epoch the batch belongs to (the pipeline's first reader; -1 without one).
+ * A batch never holds samples of two epochs. */
+STK_API int64_t stk_batch_epoch(const stk_batch *b);
+/* 1 when the batch is the last of its epoch: the next batch starts the next epoch. The
+ * last batch may be shorter than the batch size (an epoch that does not divide into
+ * whole batches, or samples skipped under STK_ON_ERROR_SKIP); it may even be empty,
+ * when every sample left in the epoch was bad. */
+STK_API int stk_batch_ends_epoch(const stk_batch *b);
 STK_API void stk_batch_release(stk_batch *b);
 
 #ifdef __cplusplus

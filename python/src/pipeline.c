@@ -490,8 +490,11 @@ static PyObject *pl_run(PyObject *self, PyObject *unused) {
     if (st != STK_OK) return pystk_raise(st);
   }
   PyObject *t = batch_tuple(b);
+  PyObject *r = t ? Py_BuildValue("(NLO)", t, (long long)stk_batch_epoch(b),
+                                  stk_batch_ends_epoch(b) ? Py_True : Py_False)
+                  : NULL;
   stk_batch_release(b); /* each TensorList holds its own reference */
-  return t;
+  return r;
 }
 
 /* feed(op_name, samples, layout): copies a batch of buffer objects into the queue of
@@ -590,6 +593,21 @@ static PyObject *pl_reader_meta(PyObject *self, PyObject *args) {
                        m.stick_to_shard ? Py_True : Py_False);
 }
 
+/* The messages of the first skipped samples (stk_pipeline_skipped_sample), a list. */
+static PyObject *skipped_samples(PyObject *self) {
+  PyObject *list = PyList_New(0);
+  for (size_t i = 0; list && i < STK_SKIP_MESSAGES_KEPT; i++) {
+    char *message = NULL;
+    if (stk_pipeline_skipped_sample(pipe_of(self), i, &message) != STK_OK) break;
+    PyObject *m = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
+    stk_free(message);
+    if (!m || PyList_Append(list, m) < 0) Py_CLEAR(list);
+    Py_XDECREF(m);
+  }
+  stk_clear_error();
+  return list;
+}
+
 static PyObject *pl_stats(PyObject *self, PyObject *unused) {
   if (enter(self) < 0) return NULL;
   stk_stats s;
@@ -642,6 +660,13 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
     return NULL;
   }
   Py_DECREF(share);
+  PyObject *names = skipped_samples(self);
+  if (!names || PyDict_SetItemString(d, "skipped_samples", names) < 0) {
+    Py_XDECREF(names);
+    Py_DECREF(d);
+    return NULL;
+  }
+  Py_DECREF(names);
   return d;
 }
 
@@ -661,6 +686,29 @@ static PyObject *pl_op_times(PyObject *self, PyObject *unused) {
   }
   leave(self);
   return list;
+}
+
+/* checkpoint() -> str: the state after the last batch run() returned (checkpoint.c). */
+static PyObject *pl_checkpoint(PyObject *self, PyObject *unused) {
+  if (enter(self) < 0) return NULL;
+  char *text = NULL;
+  stk_status st = stk_pipeline_checkpoint(pipe_of(self), &text);
+  leave(self);
+  if (st != STK_OK) return pystk_raise(st);
+  PyObject *r = PyUnicode_FromString(text);
+  stk_free(text);
+  return r;
+}
+
+/* restore(text): resume from a checkpoint at build. */
+static PyObject *pl_restore(PyObject *self, PyObject *args) {
+  const char *text;
+  if (!PyArg_ParseTuple(args, "s:restore", &text)) return NULL;
+  if (enter(self) < 0) return NULL;
+  stk_status st = stk_pipeline_restore(pipe_of(self), text);
+  leave(self);
+  if (st != STK_OK) return pystk_raise(st);
+  Py_RETURN_NONE;
 }
 
 static PyObject *pl_to_text(PyObject *self, PyObject *unused) {
@@ -693,7 +741,9 @@ static PyMethodDef pl_methods[] = {
     {"set_host_function", pl_set_host_function, METH_VARARGS,
      "set_host_function(op_name, trampoline)"},
     {"build", pl_build, METH_NOARGS, "validates the graph and starts the producer"},
-    {"run", pl_run, METH_NOARGS, "run() -> tuple of TensorList"},
+    {"run", pl_run, METH_NOARGS,
+     "run() -> (tuple of TensorList, epoch, ends_epoch): the batch, its reader epoch (-1 "
+     "without readers) and whether it is the epoch's last"},
     {"feed", pl_feed, METH_VARARGS, "feed(op_name, samples, layout=None)"},
     {"feed_end", pl_feed_end, METH_VARARGS, "feed_end(op_name)"},
     {"epoch_size", pl_epoch_size, METH_VARARGS, "epoch_size(reader_name) -> int"},
@@ -701,6 +751,8 @@ static PyMethodDef pl_methods[] = {
     {"stats", pl_stats, METH_NOARGS, "stats() -> dict"},
     {"op_times", pl_op_times, METH_NOARGS, "op_times() -> [(instance name, ns)]"},
     {"to_text", pl_to_text, METH_NOARGS, "to_text() -> str"},
+    {"checkpoint", pl_checkpoint, METH_NOARGS, "checkpoint() -> str: the state after the last batch"},
+    {"restore", pl_restore, METH_VARARGS, "restore(text): resume from a checkpoint at build"},
     {"from_text", pl_from_text, METH_VARARGS | METH_CLASS, "from_text(text) -> Pipeline"},
     {NULL, NULL, 0, NULL}};
 
@@ -736,6 +788,7 @@ int pystk_pipeline_init_type(PyObject *module) {
   PYSTK_SETTING(PIPE_MAX_IMAGE_PIXELS)
   PYSTK_SETTING(PIPE_MAX_FILE_BYTES)
   PYSTK_SETTING(PIPE_EXEC_ASYNC)
+  PYSTK_SETTING(PIPE_TIMEOUT_MS)
   PYSTK_SETTING(PIPE_MAX_BATCH_BYTES)
   PYSTK_SETTING(ON_ERROR_FAIL)
   PYSTK_SETTING(ON_ERROR_SKIP)

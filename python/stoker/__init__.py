@@ -12,14 +12,14 @@ from . import _stoker
 from .errors import *  # noqa: F401,F403
 from .errors import StokerError
 from . import types
-from .tensors import TensorList, TensorListCPU, TensorListGPU
+from .tensors import TensorCPU, TensorGPU, TensorList, TensorListCPU, TensorListGPU
 from .pipeline import Pipeline, pipeline_def
-from ._graph import DataNode
+from ._graph import DataNode, newaxis
 from .external_source import SampleInfo, BatchInfo
 from . import fn, ops, math, conditional
 
 __version__ = _stoker.version_string
 
 __all__ = ["Pipeline", "pipeline_def", "fn", "ops", "types", "DataNode", "TensorList",
-           "TensorListCPU", "TensorListGPU", "SampleInfo", "BatchInfo", "StokerError",
+           "TensorCPU", "TensorGPU", "TensorListCPU", "TensorListGPU", "SampleInfo", "BatchInfo", "StokerError", "newaxis",
            "__version__"]

@@ -225,6 +225,25 @@ class DataNode:
     def __pos__(self): return self
     def __abs__(self): return unary("abs", self)
 
+    # Indexing: the registry's subscript (NumPy's a[...] per sample), shape(): shapes.
+    def __getitem__(self, index):
+        return subscript(self, index)
+
+    def __iter__(self):
+        # Without this, Python would iterate by indexing 0, 1, 2... forever.
+        raise TypeError(
+            f"DataNode {self.name!r} is not iterable while the graph is being defined (it "
+            "holds one value per sample); index it (x[0], x[1:3]) to select parts of each sample")
+
+    def shape(self, dtype=None, device=None):
+        """Each sample's shape as a 1D int64 tensor (DALI's DataNode.shape(); the
+        ``shapes`` operator). ``dtype`` picks another type. A GPU node's shape is a GPU
+        node here (DALI gives a CPU node)."""
+        kwargs = {"device": device or self.device}
+        if dtype is not None:
+            kwargs["dtype"] = dtype
+        return call_op("shapes", [self], kwargs, what="DataNode.shape()")
+
 
 # ---- instantiation ----
 
@@ -433,3 +452,75 @@ def unary(op, x, what=None):
     if not isinstance(x, DataNode):
         raise InvalidArgumentError(f"{what}: the operand must be a DataNode, got {type(x).__name__}")
     return outputs_of(instantiate(schema, [x], {"op": op}))
+
+
+# ---- subscripts: x[...] on data nodes ----
+
+class NewAxis:
+    """A new axis of extent 1 in a subscript, with a layout letter: ``x[stoker.newaxis("F")]``
+    (DALI's ``newaxis``); a bare ``None`` adds an unnamed one."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name=None):
+        if name is not None and (not isinstance(name, str) or len(name) != 1):
+            raise InvalidArgumentError(f"newaxis: name must be one layout letter, got {name!r}")
+        self.name = name
+
+    def __repr__(self):
+        return f"newaxis({self.name!r})" if self.name else "newaxis()"
+
+
+def newaxis(name=None):
+    return NewAxis(name)
+
+
+_SUB_AT, _SUB_SLICE, _SUB_NEW, _SUB_ELLIPSIS = 0, 1, 2, 3
+
+
+def _index_value(x, where):
+    """An index or slice bound: a Python / NumPy integer, or a DataNode of one integer per
+    sample."""
+    import numpy as np
+    check_defined(x)
+    if isinstance(x, DataNode):
+        return x
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+        raise TypeError(f"DataNode subscript: {where} must be an integer or a DataNode, got "
+                        f"{type(x).__name__} ({x!r})")
+    return int(x)
+
+
+def subscript(node, index):
+    """``node[index]`` per sample, as NumPy: integers (negative from the end) remove their
+    axis, slices (with steps, negative ones too) keep it, None / newaxis() insert an axis
+    of extent 1, ``...`` stands for the axes not named. Indices and slice bounds may be
+    DataNodes (one integer per sample)."""
+    items = index if isinstance(index, tuple) else (index,)
+    kinds, kwargs, names = [], {}, []
+    for j, item in enumerate(items):
+        if item is None or isinstance(item, NewAxis):
+            kinds.append(_SUB_NEW)
+            names.append(item.name if isinstance(item, NewAxis) else None)
+        elif item is Ellipsis:
+            if _SUB_ELLIPSIS in kinds:
+                raise InvalidArgumentError("DataNode subscript: an index can only have a single ellipsis ('...')")
+            kinds.append(_SUB_ELLIPSIS)
+        elif isinstance(item, slice):
+            kinds.append(_SUB_SLICE)
+            for key, value in (("lo", item.start), ("hi", item.stop), ("step", item.step)):
+                if value is not None:
+                    kwargs[f"{key}_{j}"] = _index_value(value, f"the slice {key} at position {j}")
+        else:
+            kinds.append(_SUB_AT)
+            kwargs[f"at_{j}"] = _index_value(item, f"the index at position {j}")
+    schema = _require("subscript", "DataNode subscripts (x[...])")
+    limit = (len(schema.args) - 2) // 4
+    if len(kinds) > limit:
+        raise InvalidArgumentError(
+            f"DataNode subscript: {len(kinds)} positions in the index; at most {limit}")
+    kwargs["kinds"] = kinds
+    if names and all(names):
+        kwargs["new_axis_names"] = "".join(names)
+    kwargs["device"] = node.device
+    return outputs_of(instantiate(schema, [node], kwargs))

@@ -54,7 +54,9 @@ def _to_array(x, where):
             pass
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor on any device
         x = x.detach().cpu().numpy()
-    arr = np.ascontiguousarray(np.asarray(x))
+    arr = np.asarray(x)
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d sample 1-d)
+        arr = np.ascontiguousarray(arr)
     if arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:
         raise InvalidArgumentError(f"{where}: element type {arr.dtype} is not supported")
     return arr
@@ -229,8 +231,12 @@ class _ExternalSourceHook:
                  "(restart silently) or 'raise' (end the epoch, restart on reset)",
         "batch": "True: the source gives whole batches; False: one sample per call",
         "batch_info": "pass a BatchInfo instead of the iteration number to batch callables",
-        "parallel": "accepted for DALI compatibility (sources run in the main process)",
-        "prefetch_queue_depth": "accepted for DALI compatibility",
+        "parallel": "run the source in the pipeline's worker processes (Pipeline's "
+                    "py_num_workers, py_start_method): a per-sample callable (batch=False) "
+                    "has each batch split among the workers, a batch callable gets one "
+                    "batch per worker, an iterable or generator runs in one worker",
+        "prefetch_queue_depth": "with parallel=True: batches computed ahead by the workers "
+                                "beyond those fed to the pipeline (default 1)",
         "cuda_stream": "accepted for DALI compatibility",
         "use_copy_kernel": "accepted for DALI compatibility",
         "repeat_last": "accepted for DALI compatibility (not supported: must be False)",
@@ -245,7 +251,9 @@ class _ExternalSourceHook:
         cycle = kwargs.pop("cycle", None)
         batch = kwargs.pop("batch", True)
         batch_info = kwargs.pop("batch_info", False)
-        for k in ("parallel", "prefetch_queue_depth", "cuda_stream", "use_copy_kernel"):
+        parallel = bool(kwargs.pop("parallel", False))
+        depth = kwargs.pop("prefetch_queue_depth", None)
+        for k in ("cuda_stream", "use_copy_kernel"):
             kwargs.pop(k, None)
         if kwargs.pop("repeat_last", False):
             raise InvalidArgumentError("external_source: repeat_last=True is not supported")
@@ -269,7 +277,11 @@ class _ExternalSourceHook:
             per_output.append(kw)
         layouts = [kw.get("layout") for kw in per_output]
         label = name or "external_source"
-        group = SourceGroup(source, n, cycle, batch, batch_info, layouts, label)
+        if parallel:
+            from ._parallel import ParallelSourceGroup
+            group = ParallelSourceGroup(source, n, cycle, batch, batch_info, layouts, label, depth)
+        else:
+            group = SourceGroup(source, n, cycle, batch, batch_info, layouts, label)
         nodes = []
         for kw in per_output:
             inst = _graph.instantiate(schema, [], kw)

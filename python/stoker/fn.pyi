@@ -248,7 +248,7 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
     """
     ...
 def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Equalizes the histogram of every channel of a uint8 image; by default with Pillow's ImageOps.equalize (what AutoAugment uses), exactly.
+    """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
     Devices: cpu, gpu.
 
@@ -259,7 +259,7 @@ def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cp
         output: the processed image
 
     Keyword args:
-        algorithm (a string; default "pil"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
+        algorithm (a string; default "opencv"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -290,7 +290,7 @@ def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., sh
     """
     ...
 def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.
+    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
 
     Devices: cpu.
 
@@ -308,8 +308,8 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         cycle: for iterables: False (StopIteration ends the epoch), True/'quiet' (restart silently) or 'raise' (end the epoch, restart on reset)
         batch: True: the source gives whole batches; False: one sample per call
         batch_info: pass a BatchInfo instead of the iteration number to batch callables
-        parallel: accepted for DALI compatibility (sources run in the main process)
-        prefetch_queue_depth: accepted for DALI compatibility
+        parallel: run the source in the pipeline's worker processes (Pipeline's py_num_workers, py_start_method): a per-sample callable (batch=False) has each batch split among the workers, a batch callable gets one batch per worker, an iterable or generator runs in one worker
+        prefetch_queue_depth: with parallel=True: batches computed ahead by the workers beyond those fed to the pipeline (default 1)
         cuda_stream: accepted for DALI compatibility
         use_copy_kernel: accepted for DALI compatibility
         repeat_last: accepted for DALI compatibility (not supported: must be False)
@@ -713,6 +713,23 @@ def select(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def shapes(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node becomes).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor (only its shape is read)
+
+    Outputs:
+        output: the input's shape: one element per dimension
+
+    Keyword args:
+        dtype (a string; default "int64"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): type of the output's elements
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def sharpness(*inputs: DataNode, sharpness: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / 13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment builds it from a 3x3 filter).
 
@@ -761,6 +778,56 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
     Keyword args:
         shift (a float; default 0.0; may be a DataNode (per-sample argument input)): added to the values below threshold, then clamped to the type's range
         threshold (a float; may be a DataNode (per-sample argument input)): values below it are shifted; default 128 for uint8, 0.5 for float32
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: the selected elements, dense, in the input's type
+
+    Keyword args:
+        kinds (a list of ints; required): the expression, one entry per position: 0 an integer index (the axis goes), 1 a slice, 2 a new axis of extent 1 (None), 3 the ellipsis (the axes not named; at most one). Axes after the last position are kept whole
+        new_axis_names (a string; default ""): one layout letter per new axis, in order (empty: the output has no layout when the expression adds axes)
+        at_0 (an int; may be a DataNode (per-sample argument input)): position 0 (kind 0): the index; negative counts from the end
+        lo_0 (an int; may be a DataNode (per-sample argument input)): position 0 (kind 1): the slice's start (absent: the start for the step)
+        hi_0 (an int; may be a DataNode (per-sample argument input)): position 0 (kind 1): the slice's stop (absent: the end for the step)
+        step_0 (an int; default 1; may be a DataNode (per-sample argument input)): position 0 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_1 (an int; may be a DataNode (per-sample argument input)): position 1 (kind 0): the index; negative counts from the end
+        lo_1 (an int; may be a DataNode (per-sample argument input)): position 1 (kind 1): the slice's start (absent: the start for the step)
+        hi_1 (an int; may be a DataNode (per-sample argument input)): position 1 (kind 1): the slice's stop (absent: the end for the step)
+        step_1 (an int; default 1; may be a DataNode (per-sample argument input)): position 1 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_2 (an int; may be a DataNode (per-sample argument input)): position 2 (kind 0): the index; negative counts from the end
+        lo_2 (an int; may be a DataNode (per-sample argument input)): position 2 (kind 1): the slice's start (absent: the start for the step)
+        hi_2 (an int; may be a DataNode (per-sample argument input)): position 2 (kind 1): the slice's stop (absent: the end for the step)
+        step_2 (an int; default 1; may be a DataNode (per-sample argument input)): position 2 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_3 (an int; may be a DataNode (per-sample argument input)): position 3 (kind 0): the index; negative counts from the end
+        lo_3 (an int; may be a DataNode (per-sample argument input)): position 3 (kind 1): the slice's start (absent: the start for the step)
+        hi_3 (an int; may be a DataNode (per-sample argument input)): position 3 (kind 1): the slice's stop (absent: the end for the step)
+        step_3 (an int; default 1; may be a DataNode (per-sample argument input)): position 3 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_4 (an int; may be a DataNode (per-sample argument input)): position 4 (kind 0): the index; negative counts from the end
+        lo_4 (an int; may be a DataNode (per-sample argument input)): position 4 (kind 1): the slice's start (absent: the start for the step)
+        hi_4 (an int; may be a DataNode (per-sample argument input)): position 4 (kind 1): the slice's stop (absent: the end for the step)
+        step_4 (an int; default 1; may be a DataNode (per-sample argument input)): position 4 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_5 (an int; may be a DataNode (per-sample argument input)): position 5 (kind 0): the index; negative counts from the end
+        lo_5 (an int; may be a DataNode (per-sample argument input)): position 5 (kind 1): the slice's start (absent: the start for the step)
+        hi_5 (an int; may be a DataNode (per-sample argument input)): position 5 (kind 1): the slice's stop (absent: the end for the step)
+        step_5 (an int; default 1; may be a DataNode (per-sample argument input)): position 5 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_6 (an int; may be a DataNode (per-sample argument input)): position 6 (kind 0): the index; negative counts from the end
+        lo_6 (an int; may be a DataNode (per-sample argument input)): position 6 (kind 1): the slice's start (absent: the start for the step)
+        hi_6 (an int; may be a DataNode (per-sample argument input)): position 6 (kind 1): the slice's stop (absent: the end for the step)
+        step_6 (an int; default 1; may be a DataNode (per-sample argument input)): position 6 (kind 1): the slice's step (not 0; negative walks backwards)
+        at_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 0): the index; negative counts from the end
+        lo_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's start (absent: the start for the step)
+        hi_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's stop (absent: the end for the step)
+        step_7 (an int; default 1; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's step (not 0; negative walks backwards)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1063,8 +1130,8 @@ class math:
         """
         ...
     @staticmethod
-    def clamp(*inputs: DataNode, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded up, hi down, saturated to the type).
+    def clamp(*inputs: DataNode, lo: float | DataNode | None = ..., hi: float | DataNode | None = ..., lo_dtype: str | None = ..., hi_dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Clamps every element to [lo, hi] (DALI's math.clamp): the output type is the input's promoted with the bounds' types (lo_dtype / hi_dtype, or the feeding nodes' types), as DALI's arithmetic promotes; integer outputs: lo rounded up, hi down, saturated to the type.
 
         Devices: cpu, gpu.
 
@@ -1077,6 +1144,8 @@ class math:
         Keyword args:
             lo (a float; may be a DataNode (per-sample argument input)): lower bound (none when absent)
             hi (a float; may be a DataNode (per-sample argument input)): upper bound (none when absent); when lo > hi the result is hi, as numpy.clip
+            lo_dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the type of a constant lo (a Python int is int32, a float float32): the output type is promoted with it, as DALI does; when lo is fed by a node, the node's type
+            hi_dtype (a string; one of 'bool', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64'): the same for hi
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1244,7 +1313,7 @@ class readers:
     """The readers namespace."""
     @staticmethod
     def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-        """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle with initial_fill, or shuffle_after_epoch).
+        """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per epoch).
 
         Devices: cpu.
 
@@ -1263,10 +1332,10 @@ class readers:
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1.
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation (as DALI does).
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
@@ -1303,10 +1372,10 @@ class readers:
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
@@ -1317,7 +1386,7 @@ class readers:
         """
         ...
     @staticmethod
-    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
+    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 
         Devices: cpu.
@@ -1337,14 +1406,15 @@ class readers:
             feature_defaults (a list of strings): Default value of each feature when a record lacks it, as text: the bytes for "string", one number or prod(shape) numbers (separated by commas or blanks) for numbers. Without a default, a missing fixed feature is an error and a missing var feature is empty.
             feature_has_default (a list of ints): 1 where feature_defaults holds a default, 0 where it does not (all 1 when feature_defaults is given and this is not).
             use_o_direct (a bool; default false): Accepted for DALI compatibility; no effect.
+            streaming (a bool; default false): Read each file front to back, for slow or remote storage: shards split the files (not the samples), random_shuffle permutes the file order every epoch and mixes the samples in a buffer of initial_fill that never crosses an epoch.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
@@ -1356,7 +1426,7 @@ class readers:
         """
         ...
     @staticmethod
-    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
         Devices: cpu.
@@ -1372,14 +1442,15 @@ class readers:
             missing_component_behavior (a string; default "empty"; one of 'empty', 'fill', 'skip', 'error'): A sample without a component for some output: "empty" (or "fill") gives an empty tensor for that output, "skip" leaves the sample out of the data set, "error" fails when the reader is built, naming the shard and key.
             dtypes (a list of strings; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): Element type of each output (default uint8): the component's bytes reinterpreted (little-endian); a size that is not a multiple of the element size is an error.
             case_sensitive_extensions (a bool; default true): Match extensions case-sensitively.
+            streaming (a bool; default false): Read each file front to back, for slow or remote storage: shards split the files (not the samples), random_shuffle permutes the file order every epoch and mixes the samples in a buffer of initial_fill that never crosses an epoch.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
             pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from the buffer and replaced by the next sample.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): Size of the random_shuffle buffer.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set (across all files) every epoch, the first included, the same on every shard; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the instance name; shuffle_after_epoch uses a fixed seed so that shards built with different pipeline seeds still agree on the permutation.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
             prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
             dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.

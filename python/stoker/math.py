@@ -54,9 +54,22 @@ def _make_unary(name):
 
 
 def clamp(x, lo=None, hi=None):
-    """Clamps x to [lo, hi] (math.clamp); lo and hi may be numbers or per-sample nodes."""
+    """Clamps x to [lo, hi] (math.clamp); lo and hi may be numbers or per-sample nodes.
+
+    The result type follows DALI: x's type promoted with the bounds' types (a Python int
+    is int32, a float float32, a NumPy scalar or types.Constant keeps its type, a node
+    its own), so ``clamp(uint8_image, 0, 255)`` is int32 and ``clamp(uint8_image, 0.5,
+    200)`` float32; give bounds of x's type (``np.uint8(10)``) to keep it."""
     schema = _graph._require("math.clamp", "stoker.math.clamp")
-    kwargs = {k: v for k, v in (("lo", lo), ("hi", hi)) if v is not None}
+    kwargs = {}
+    for key, value in (("lo", lo), ("hi", hi)):
+        if value is None:
+            continue
+        _graph.check_defined(value)
+        if isinstance(value, _graph.DataNode):
+            kwargs[key] = value
+        else:
+            kwargs[key], kwargs[key + "_dtype"] = _graph.scalar_operand(value, "stoker.math.clamp")
     return _graph.outputs_of(_graph.instantiate(schema, [x], kwargs))
 
 

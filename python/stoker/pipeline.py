@@ -28,14 +28,15 @@ _SETTINGS = {
     "max_image_pixels": _stoker.PIPE_MAX_IMAGE_PIXELS,
     "max_file_bytes": _stoker.PIPE_MAX_FILE_BYTES,
     "exec_async": _stoker.PIPE_EXEC_ASYNC,
+    "timeout_ms": _stoker.PIPE_TIMEOUT_MS,
     "max_batch_bytes": _stoker.PIPE_MAX_BATCH_BYTES,
 }
 
 # DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
 _DALI_COMPAT_ARGS = ("bytes_per_sample", "set_affinity", "max_streams",
-                     "default_cuda_stream_priority", "enable_memory_stats", "py_num_workers",
-                     "py_start_method", "py_callback_pickler", "output_dtype", "output_ndim",
-                     "enable_checkpointing", "exec_dynamic", "experimental_exec_dynamic")
+                     "default_cuda_stream_priority", "enable_memory_stats",
+                     "py_callback_pickler", "output_dtype", "output_ndim",
+                     "exec_dynamic", "experimental_exec_dynamic")
 
 _live = weakref.WeakSet()
 
@@ -72,12 +73,26 @@ class Pipeline:
             (bad samples are skipped, counted in stats(), batches kept full).
         max_image_pixels, max_file_bytes, max_batch_bytes: limits for untrusted input
             (defaults 2^26 pixels, 256 MiB, 2 GiB; see docs/hardening.md).
+        timeout_ms: the bound of every wait on the device, on nvJPEG and between the
+            pipeline's stages (default 300000, 5 minutes). When run() has waited this long
+            for a batch, it raises an error naming the stage, the batch and what it waited
+            for (:class:`DeviceError` for the GPU stages), and the pipeline stays failed;
+            close() returns within about this bound. Waiting for an external source's data
+            is not bounded. stoker's own setting (DALI has none).
+        enable_checkpointing: accepted as in DALI; stoker can always take a checkpoint.
+        checkpoint: a checkpoint (``pipe.checkpoint()``'s text) to resume from: the
+            pipeline, built alike, goes on with the batches that followed it.
+        py_num_workers, py_start_method: the worker processes of the external sources
+            with ``parallel=True`` ("fork" or "spawn"; spawn needs picklable sources);
+            started by build() (or start_py_workers()) before the pipeline's threads.
     """
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=None, seed=-1,
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
-                 max_file_bytes=None, max_batch_bytes=None, **kwargs):
+                 max_file_bytes=None, timeout_ms=300000, enable_checkpointing=False,
+                 checkpoint=None, py_num_workers=1, py_start_method="fork", max_batch_bytes=None,
+                 **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -96,6 +111,12 @@ class Pipeline:
         self._on_error = on_error
         self._max_image_pixels, self._max_file_bytes = max_image_pixels, max_file_bytes
         self._max_batch_bytes = max_batch_bytes
+        self._timeout_ms = int(timeout_ms)
+        self._enable_checkpointing = bool(enable_checkpointing)
+        if checkpoint is not None and not isinstance(checkpoint, str):
+            raise InvalidArgumentError("Pipeline: checkpoint must be the text pipe.checkpoint() gave")
+        self._restore_from = checkpoint
+        self._checkpoint = None  # the state after the last batch run() returned
         self._outputs = None
         self._ops = []
         self._op_counter = 0
@@ -104,7 +125,16 @@ class Pipeline:
         self._groups = []
         self._functions = []
         self._readers = []
-        self._pending = []  # batches run ahead by schedule_run()
+        self._pending = []  # batches run ahead by schedule_run(), with their info
+        self._last_batch_info = None
+        self._out_types = None  # [(dtype, ndim)] of the outputs, from the last batch
+        if py_start_method not in ("fork", "spawn"):
+            raise InvalidArgumentError(
+                f"Pipeline: py_start_method must be 'fork' or 'spawn', got {py_start_method!r}")
+        if int(py_num_workers) < 1:
+            raise InvalidArgumentError(f"Pipeline: py_num_workers must be >= 1, got {py_num_workers}")
+        self._py_num_workers, self._py_start_method = int(py_num_workers), py_start_method
+        self._py_pool = None  # worker processes of parallel external sources
 
     # ---- properties (DALI names) ----
     batch_size = property(lambda self: self._batch_size)
@@ -117,6 +147,7 @@ class Pipeline:
     prefetch_queue_depth = property(lambda self: self._prefetch_queue_depth)
     enable_conditionals = property(lambda self: self._enable_conditionals)
     on_error = property(lambda self: self._on_error)
+    timeout_ms = property(lambda self: self._timeout_ms)
 
     @property
     def built(self):
@@ -206,6 +237,7 @@ class Pipeline:
             "device_id": -1 if self._device_id is None else self._device_id,
             "on_error": _stoker.ON_ERROR_SKIP if self._on_error == "skip" else _stoker.ON_ERROR_FAIL,
             "exec_async": int(self._exec_async),
+            "timeout_ms": self._timeout_ms,
         }
         if self._max_image_pixels is not None:
             values["max_image_pixels"] = int(self._max_image_pixels)
@@ -224,17 +256,9 @@ class Pipeline:
         """Checks the graph, creates the C pipeline and starts its producer."""
         if self._built:
             return
-        if self._outputs is None:
-            with self:
-                if self._enable_conditionals:
-                    from . import _conditionals
-                    outs = _conditionals.call_converted(self.define_graph)
-                else:
-                    outs = self.define_graph()
-            if isinstance(outs, DataNode):
-                outs = [outs]
-            self.set_outputs(*outs)
+        self._define_outputs()
         ops = self._collect()
+        self._start_py_workers(ops)  # before any thread of this pipeline exists (fork)
         c = _stoker.Pipeline()
         try:
             self._apply_settings(c)
@@ -245,6 +269,8 @@ class Pipeline:
                          inst.args, {k: n.name for k, n in inst.arg_inputs.items()},
                          [(n.name, v) for n, v in inst.guards])
             c.set_outputs([o.name for o in self._outputs])
+            if self._restore_from is not None:
+                c.restore(self._restore_from)
             groups, functions = [], []
             for inst in ops:
                 if isinstance(inst.payload, PythonFunctionTrampoline):
@@ -256,11 +282,51 @@ class Pipeline:
             c.build()
         except BaseException:
             c.close()
+            self._stop_py_workers()
             raise
         self._c, self._ops, self._groups, self._functions = c, ops, groups, functions
+        self._checkpoint = c.checkpoint()  # the start (or where it resumed)
         self._readers = [i.name for i in ops if i.schema.is_reader]
         self._built = True
         _live.add(self)
+
+    def _define_outputs(self):
+        if self._outputs is None:
+            with self:
+                if self._enable_conditionals:
+                    from . import _conditionals
+                    outs = _conditionals.call_converted(self.define_graph)
+                else:
+                    outs = self.define_graph()
+            if isinstance(outs, DataNode):
+                outs = [outs]
+            self.set_outputs(*outs)
+
+    def start_py_workers(self):
+        """Starts the worker processes of the parallel external sources (build() does it
+        too); DALI's name. With "fork", call it before creating threads of your own."""
+        if self._py_pool is None and not self._built:
+            self._define_outputs()
+            self._start_py_workers(self._collect())
+
+    def _start_py_workers(self, ops):
+        if self._py_pool is not None:
+            return
+        from ._parallel import ParallelSourceGroup, WorkerPool
+        groups = []
+        for inst in ops:
+            g = inst.payload
+            if isinstance(g, ParallelSourceGroup) and all(g is not x for x in groups):
+                groups.append(g)
+        if groups:
+            self._py_pool = WorkerPool(groups, self._py_num_workers, self._py_start_method)
+
+    def _stop_py_workers(self):
+        if self._py_pool is not None:
+            self._py_pool.close()
+            for g in self._py_pool.groups:
+                g.pool = None
+            self._py_pool = None
 
     def _require_built(self):
         if not self._built:
@@ -278,7 +344,7 @@ class Pipeline:
                 raise StopIteration
             g.check_has_data()
         try:
-            out = self._c.run()
+            out, epoch, ends_epoch = self._c.run()
         except StokerError as e:
             cause = None
             for f in self._functions:  # (consumed: a later error has its own cause)
@@ -292,17 +358,64 @@ class Pipeline:
             raise
         for g in self._groups:
             g.consumed += 1
+        return out, {"epoch": epoch, "ends_epoch": ends_epoch,
+                     "size": len(out[0]) if out else 0}, self._c.checkpoint()
+
+    def _take(self, batch):
+        out, self._last_batch_info, self._checkpoint = batch
+        self._out_types = [(tl.dtype, tl.ndim) for tl in out]
         return out
 
     def run(self):
         """The next batch: a tuple with one TensorList per output.
 
-        Raises StopIteration at the end of an external source's epoch (call reset()).
+        A batch never holds samples of two reader epochs: the last batch of an epoch
+        may be shorter than the batch size (and, under ``on_error="skip"``, any batch
+        may be); ``last_batch_info()`` says which epoch the batch belongs to and
+        whether it ends it. Raises StopIteration at the end of an external source's
+        epoch (call reset()).
         """
         self._require_built()
         if self._pending:
-            return self._pending.pop(0)
-        return self._run_one()
+            return self._take(self._pending.pop(0))
+        return self._take(self._run_one())
+
+    def checkpoint(self, filename=None):
+        """The pipeline's state after the last batch run() returned (before the first:
+        the start), as text; written to `filename` too when given. A pipeline built alike
+        with ``checkpoint=`` this text goes on with the same batches: the readers'
+        positions and every random draw. External sources are the caller's to resume."""
+        self._require_built()
+        text = self._checkpoint
+        if filename is not None:
+            with open(filename, "w", encoding="utf-8") as f:
+                f.write(text)
+        return text
+
+    def last_batch_info(self):
+        """About the batch the last run() returned: ``{"epoch": e, "ends_epoch": bool,
+        "size": n}``, e being the first reader's epoch (-1 without a reader) and
+        ``ends_epoch`` whether the next batch starts the next epoch."""
+        if self._last_batch_info is None:
+            raise StateError("Pipeline: no batch has been returned yet")
+        return dict(self._last_batch_info)
+
+    def output_dtype(self):
+        """The element type (types.DALIDataType) of every output, in order; None where
+        it is not known yet: before the first batch, only outputs whose operator states
+        its type (``external_source(dtype=)``, ``cast``, ...) are known."""
+        return [t[0] for t in self._output_types()]
+
+    def output_ndim(self):
+        """The number of dimensions of every output's samples; None where not known yet
+        (see output_dtype)."""
+        return [t[1] for t in self._output_types()]
+
+    def _output_types(self):
+        self._require_built()
+        if self._out_types is not None:
+            return self._out_types
+        return [_declared_type(o) for o in self._outputs]
 
     def schedule_run(self):
         """DALI compatibility: prepares a batch for share_outputs()/outputs()."""
@@ -394,6 +507,7 @@ class Pipeline:
             c.build()
         except BaseException:
             c.close()
+            pipe._stop_py_workers()
             raise
         pipe._c, pipe._outputs, pipe._built = c, [], True
         _live.add(pipe)
@@ -403,6 +517,7 @@ class Pipeline:
         """Stops the producer and frees the C pipeline (outputs stay valid)."""
         if self._c is not None:
             self._c.close()
+        self._stop_py_workers()
         _live.discard(self)
 
     def __del__(self):
@@ -452,3 +567,21 @@ def pipeline_def(fn=None, **pipeline_kwargs):
         return create
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _declared_type(node):
+    """(dtype, ndim) of a graph output as its operator's arguments state them (None
+    where they do not): `dtype` of external_source / cast / constant ..., `ndim` of
+    external_source."""
+    from . import types
+    args = node.op.args
+    dtype = args.get("dtype") if node.op.schema.name != "cast_like" else None
+    if isinstance(dtype, str):
+        try:
+            dtype = types.dtype_from_name(dtype)
+        except ValueError:
+            dtype = None
+    else:
+        dtype = None
+    ndim = args.get("ndim") if node.op.schema.name == "external_source" else None
+    return dtype, (int(ndim) if ndim is not None else None)

@@ -41,6 +41,25 @@ class DALIDataType(_CEnum):
     def numpy(self):
         return np.dtype(self.value[1])
 
+    # NumPy reads the type of an object from its `dtype` attribute (np.dtype(types.FLOAT),
+    # array.astype(tensor.dtype) work).
+    dtype = numpy
+
+    def __eq__(self, other):
+        # A member also equals its NumPy type, so code written for tl[i] as a NumPy array
+        # (`tl[i].dtype == np.uint8`) keeps working now that tl[i] is a TensorCPU.
+        if isinstance(other, DALIDataType):
+            return self is other
+        if isinstance(other, np.dtype) or (isinstance(other, type) and issubclass(other, np.generic)):
+            return self.numpy == np.dtype(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = enum.Enum.__hash__
+
 
 DataType = DALIDataType
 
@@ -51,6 +70,7 @@ class DALIImageType(_CEnum):
     RGB = ("RGB",)
     BGR = ("BGR",)
     GRAY = ("GRAY",)
+    YCbCr = ("YCbCr",)
 
 
 class DALIInterpType(_CEnum):
@@ -60,7 +80,9 @@ class DALIInterpType(_CEnum):
     INTERP_LINEAR = ("linear",)
     INTERP_CUBIC = ("cubic",)
     INTERP_LANCZOS3 = ("lanczos3",)
-    INTERP_TRIANGULAR = ("triangular",)
+    # DALI's triangular filter is its linear one (antialiased when downscaling unless
+    # antialias=False): DALI 2.4 gives identical bytes for both, so it runs as "linear".
+    INTERP_TRIANGULAR = ("linear", "triangular")
     INTERP_GAUSSIAN = ("gaussian",)
 
 
@@ -164,6 +186,12 @@ class ScalarConstant:
 
     def __repr__(self):
         return f"Constant({self.value!r}, dtype={self.dtype!r})"
+
+    def __getitem__(self, index):
+        """Indexes the constant as a data node (``types.Constant(table)[idx_node]`` picks
+        an entry per sample, as in DALI)."""
+        from ._graph import constant_node
+        return constant_node(self)[index]
 
 
 def Constant(value, dtype=None, shape=None, layout=None, device=None, **kwargs):

@@ -34,6 +34,9 @@ stk_status stk__vfail(stk_status status, const char *func, const char *fmt, va_l
 /* Prepends "<context>: " to the calling thread's current message (for callers that add
  * the culprit, e.g. the file name, to an error raised deeper down). Returns `status`. */
 stk_status stk__wrap(stk_status status, const char *fmt, ...) STK__PRINTF(2, 3);
+/* A warning for the user's log (standard error, one line prefixed "stoker: warning: "):
+ * for settings that work but likely not as meant. Call it once per cause (at build). */
+void stk__warn(const char *fmt, ...) STK__PRINTF(1, 2);
 
 /* Prefixes "operator '<name>': " to the calling thread's message, dropping the name the
  * operator's own message may start with ("<name>: "), so it is not said twice. */
@@ -73,7 +76,7 @@ static inline bool stk__mul_size(size_t a, size_t b, size_t *out) {
 int64_t stk__now_ns(void);
 
 /* Names the calling thread (Linux: at most 15 characters show, in /proc/PID/task/TID/comm,
- * top -H and debuggers), so per-thread CPU figures (scripts/stack_sample.py) say which
+ * top -H and debuggers), so per-thread CPU figures (bench/tools/stack_sample.py) say which
  * stage a thread belongs to. printf-style; a no-op where unsupported. */
 void stk__name_thread(const char *fmt, ...);
 

@@ -67,6 +67,15 @@ stk_status stk__fail(stk_status status, const char *func, const char *fmt, ...) 
   return status;
 }
 
+void stk__warn(const char *fmt, ...) {
+  char line[STK__MSG_CAP];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "stoker: warning: %s\n", line);
+}
+
 stk_status stk__wrap(stk_status status, const char *fmt, ...) {
   char prefix[STK__MSG_CAP], old[STK__MSG_CAP];
   va_list ap;

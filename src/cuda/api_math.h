@@ -7,7 +7,8 @@
  * (src/ops/arithmetic.c, misc_ops.c) run too: types, promotion results, wrap-around,
  * division by zero and NaN behave identically on both backends. The caller (the
  * operator) decides the output type and shape; these functions only index and compute.
- * One launch per call for the whole batch. (cast_like is the table's `cast`.) */
+ * One launch per call for the whole batch. (cast_like is the table's `cast`.) gather
+ * serves subscript (src/ops/subscript.c). */
 #ifndef STOKER_CUDA_API_MATH_H
 #define STOKER_CUDA_API_MATH_H
 
@@ -67,6 +68,18 @@ typedef struct {
   uint64_t on, off;         /* one element of out_dtype each (stk__store_double) */
 } stk_gpu_one_hot_sample;
 
+/* gather (subscript): output element e (row-major over `shape`) is the source element at
+ * stk_ar_gather_offset(ndim, shape, stride, e) elements from `src` (strides may be
+ * negative or 0). */
+typedef struct {
+  const void *src;          /* device: the source element of the output's origin */
+  void *dst;                /* device, dense: count elements */
+  int64_t count;
+  int ndim;
+  int64_t shape[STK_MAX_NDIM];
+  int64_t stride[STK_MAX_NDIM]; /* source elements per step along each output axis */
+} stk_gpu_gather_sample;
+
 struct stk_gpu_math_api {
   int version; /* 1 */
   int (*binary)(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sample *samples,
@@ -76,6 +89,9 @@ struct stk_gpu_math_api {
   int (*one_hot)(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples,
                  stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
                  size_t errlen);
+  /* esize: bytes per element (1, 2, 4 or 8). NULL in tables older than subscript. */
+  int (*gather)(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize,
+                uintptr_t stream, char *err, size_t errlen);
 };
 
 #ifdef __cplusplus

@@ -12,9 +12,9 @@
  *    on the CPU stage's workers); a sample is routed to the hardware decoder when
  *    nvjpegDecodeBatchedSupported(Ex) accepts it, and the first hw_load share of those
  *    go there;
- * 2. the caller's thread submits them in one nvjpegDecodeBatched(Ex) call on an
- *    internal stream ordered after the caller's (ROI through nvjpegDecodeBatchedEx; when
- *    it is missing, the whole image goes to a pool temporary and the region is copied);
+ * 2. the caller's thread submits them in one nvjpegDecodeBatched call on an internal
+ *    stream, after waiting (bounded) for its previous batch and taking the process's
+ *    engines lock (a region: the whole image goes to a temporary, the region is copied);
  * 3. the remaining samples go through the decoupled API on the decode threads: HYBRID
  *    (CPU Huffman) or, for baseline images over 1 Mpixel, GPU_HYBRID; each thread owns
  *    its decoder states, a device buffer and two pinned buffers used alternately (the
@@ -30,7 +30,6 @@
 #include <time.h>
 
 #include "decode_balance.h"
-#include "engine_order.h"
 #include "gpu_common.h"
 #include "gpu_internal.h"
 
@@ -66,8 +65,6 @@ typedef struct parser {
 } parser_t;
 static void parser_destroy(struct stk_decoder *d, parser_t *p);
 
-#define HW_STATES_MAX 4
-
 struct stk_decoder {
   stk_gpu_ctx *ctx;
   void *lib;
@@ -77,17 +74,21 @@ struct stk_decoder {
   nvjpegHandle_t handle;
   nvjpegJpegDecoder_t dec[2];
   nvjpegHandle_t hw_handle;
-  /* The hardware path's states, each with its own stream, used by batches in turn (see
-   * hw_states_wanted); hw_state / hw_stream are the current batch's. */
-  nvjpegJpegState_t hw_states[HW_STATES_MAX];
-  cudaStream_t hw_streams[HW_STATES_MAX];
-  int n_hw_states, hw_turn;
+  /* The hardware path's one state and its stream (a second state, taken in turn, showed
+   * no clear gain: bench/RESULTS.md, 2026-11-25). */
   nvjpegJpegState_t hw_state;
   unsigned hw_engines, hw_cores;
-  nvjpegDecodeParams_t *hw_params;
-  int hw_params_cap;
   cudaStream_t hw_stream;
   cudaEvent_t ev_in, ev_hw, ev_fence;
+  /* The engines' last batch: recorded on the hardware stream after their call, and waited
+   * for (bounded) before the next call. nvJPEG's call waits for it itself, with a spinning
+   * cuEventSynchronize that never returns when the engines' work is lost (issue 27);
+   * waiting first, here, turns that into an error naming the batch. */
+  cudaEvent_t ev_engines;
+  bool engines_used;
+  /* a bounded wait of a worker thread that gave up (the device stopped): the batch fails */
+  int wait_failed;
+  char wait_err[STK_GPU_ERRLEN];
   int nslots;
   slot_t *slots;
   /* worker threads (nslots - 1; the caller is the last slot) */
@@ -279,16 +280,6 @@ static void run_parallel(stk_decoder *d, job_fn job, int count) {
 /* Open / close                                                                       */
 /* ---------------------------------------------------------------------------------- */
 
-/* How many hardware states batches take in turn: $STK_NVJPEG_HW_STATES (1..4), else 1.
- * With one state, a call must wait until the engines have finished with the state's
- * previous batch before it can reuse the state's buffers; with two, the host's share of
- * batch N + 1 overlaps the engines' work on batch N (an experiment, bench/RESULTS.md). */
-static int hw_states_wanted(void) {
-  const char *env = getenv("STK_NVJPEG_HW_STATES");
-  int k = env ? atoi(env) : 1;
-  return k < 1 ? 1 : k > HW_STATES_MAX ? HW_STATES_MAX : k;
-}
-
 static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, size_t errlen) {
   d->device_padding = d->host_padding = -1;
   NVJ_TRY(d->f.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
@@ -300,11 +291,8 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   if (!o->no_hw_decoder &&
       d->f.nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
                           &d->hw_handle) == NVJPEG_STATUS_SUCCESS) {
-    int wanted = hw_states_wanted();
-    while (d->n_hw_states < wanted &&
-           d->f.nvjpegJpegStateCreate(d->hw_handle, &d->hw_states[d->n_hw_states]) == NVJPEG_STATUS_SUCCESS)
-      d->n_hw_states++;
-    if (d->n_hw_states == 0) {
+    if (d->f.nvjpegJpegStateCreate(d->hw_handle, &d->hw_state) != NVJPEG_STATUS_SUCCESS) {
+      d->hw_state = NULL;
       d->f.nvjpegDestroy(d->hw_handle);
       d->hw_handle = NULL;
     } else if (d->f.nvjpegGetHardwareDecoderInfo) {
@@ -313,13 +301,11 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   } else {
     d->hw_handle = NULL;
   }
-  for (int k = 0; k < (d->n_hw_states > 0 ? d->n_hw_states : 1); k++)
-    CUDA_TRY(cudaStreamCreateWithFlags(&d->hw_streams[k], cudaStreamNonBlocking));
-  d->hw_state = d->hw_states[0];
-  d->hw_stream = d->hw_streams[0];
+  CUDA_TRY(cudaStreamCreateWithFlags(&d->hw_stream, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_in, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_hw, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_fence, cudaEventDisableTiming));
+  CUDA_TRY(cudaEventCreateWithFlags(&d->ev_engines, cudaEventDisableTiming));
   d->nslots = o->decode_threads > 0 ? o->decode_threads : 4;
   if (d->nslots > 256) d->nslots = 256;
   d->slots = (slot_t *)calloc((size_t)d->nslots, sizeof(slot_t));
@@ -335,36 +321,27 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   return 0;
 }
 
-/* $STK_NVJPEG_BALANCE_LOG=1: the automatic split's state when the decoder closes (for
- * measurements: which arm it played, and how fast each was). */
-static void balance_log(const stk_decoder *d) {
-  const char *env = getenv("STK_NVJPEG_BALANCE_LOG");
-  const stk_hw_balance *b = &d->balance;
-  if (!env || atoi(env) != 1 || b->planned == 0) return;
-  fprintf(stderr, "stoker: hw balance after %ld batches: playing %s (%ld switches); split share %.3f; "
-          "%ld split and %ld engines-alone batches; the other arm's rate / the played one's %.3f "
-          "(%ld pairs)\n", b->planned, b->best == STK_HW_ARM_ENGINES ? "the engines alone" : "the split",
-          b->switches, b->load, b->count[STK_HW_ARM_SPLIT], b->count[STK_HW_ARM_ENGINES],
-          stk_hw_balance_ratio(b), b->pairs);
+/* Stops the worker threads (idle between batches: each job's items are bounded). */
+static void decoder_stop_threads(stk_decoder *d) {
+  if (!d->nthreads) return;
+  pthread_mutex_lock(&d->m);
+  d->stop = 1;
+  pthread_cond_broadcast(&d->cv_work);
+  pthread_mutex_unlock(&d->m);
+  for (int i = 0; i < d->nthreads; i++) pthread_join(d->threads[i], NULL);
+  d->nthreads = 0;
+}
+
+/* Whether the hardware streams drain within the wait bound. */
+static bool decoder_streams_drain(stk_decoder *d) {
+  return !d->hw_stream || stk_gpu_wait(d->ctx, NULL, d->hw_stream, "close", "the engines' last batch", NULL, 0) == 0;
 }
 
 static void decoder_free(stk_decoder *d) {
   if (!d) return;
-  balance_log(d);
-  if (d->nthreads) {
-    pthread_mutex_lock(&d->m);
-    d->stop = 1;
-    pthread_cond_broadcast(&d->cv_work);
-    pthread_mutex_unlock(&d->m);
-    for (int i = 0; i < d->nthreads; i++) pthread_join(d->threads[i], NULL);
-  }
-  for (int k = 0; k < HW_STATES_MAX; k++)
-    if (d->hw_streams[k]) cudaStreamSynchronize(d->hw_streams[k]);
+  decoder_stop_threads(d);
   for (int i = 0; d->slots && i < d->nslots; i++) slot_close(d, &d->slots[i]);
-  for (int i = 0; i < d->hw_params_cap; i++)
-    if (d->hw_params[i]) d->f.nvjpegDecodeParamsDestroy(d->hw_params[i]);
-  free(d->hw_params);
-  for (int k = 0; k < d->n_hw_states; k++) d->f.nvjpegJpegStateDestroy(d->hw_states[k]);
+  if (d->hw_state) d->f.nvjpegJpegStateDestroy(d->hw_state);
   if (d->hw_handle) d->f.nvjpegDestroy(d->hw_handle);
   for (int k = 0; k < 2; k++)
     if (d->dec[k]) d->f.nvjpegDecoderDestroy(d->dec[k]);
@@ -372,8 +349,8 @@ static void decoder_free(stk_decoder *d) {
   if (d->ev_in) cudaEventDestroy(d->ev_in);
   if (d->ev_hw) cudaEventDestroy(d->ev_hw);
   if (d->ev_fence) cudaEventDestroy(d->ev_fence);
-  for (int k = 0; k < HW_STATES_MAX; k++)
-    if (d->hw_streams[k]) cudaStreamDestroy(d->hw_streams[k]);
+  if (d->ev_engines) cudaEventDestroy(d->ev_engines);
+  if (d->hw_stream) cudaStreamDestroy(d->hw_stream);
   /* the library stays loaded: nvJPEG may keep threads or atexit handlers around */
   pthread_mutex_destroy(&d->m);
   pthread_cond_destroy(&d->cv_work);
@@ -417,9 +394,14 @@ int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, si
   return 0;
 }
 
-void stk_decoder_close(stk_gpu_ctx *ctx) {
-  decoder_free(ctx->decoder);
+bool stk_decoder_close(stk_gpu_ctx *ctx, bool device_ok) {
+  stk_decoder *d = ctx->decoder;
+  if (!d) return true;
+  decoder_stop_threads(d);
+  if (!device_ok || !decoder_streams_drain(d)) return false; /* nvJPEG's objects stay: the engines may hold them */
+  decoder_free(d);
   ctx->decoder = NULL;
+  return true;
 }
 
 void stk_decoder_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out) {
@@ -598,6 +580,30 @@ int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, 
   return 0;
 }
 
+/* Waits (bounded) until a slot's pinned buffer has fed its last transfer. A wait that
+ * gives up is kept as the batch's error (decode_batch returns it). */
+static bool pinned_buffer_free(stk_decoder *d, cudaEvent_t done) {
+  char err[STK_GPU_ERRLEN];
+  pthread_mutex_lock(&d->m);
+  int failed = d->wait_failed; /* one wait gives up for the batch, not one per sample */
+  pthread_mutex_unlock(&d->m);
+  if (failed) return false;
+  if (stk_gpu_wait(d->ctx, done, NULL, "stk_gpu_decode_batch", "a hybrid sample's transfer (nvJPEG's decoupled path)",
+                   err, sizeof err) == 0)
+    return true;
+  pthread_mutex_lock(&d->m);
+  if (!d->wait_failed) snprintf(d->wait_err, sizeof d->wait_err, "%s", err);
+  d->wait_failed = 1;
+  pthread_mutex_unlock(&d->m);
+  return false;
+}
+
+/* The error of a worker's wait that gave up (after the parallel job has finished). */
+static int worker_wait_failure(stk_decoder *d, char *err, size_t errlen) {
+  if (err && errlen) snprintf(err, errlen, "%s", d->wait_err);
+  return STK_ERR_DEVICE;
+}
+
 /* Decodes sample i through the decoupled API on `slot`. */
 static void hybrid_decode(stk_decoder *d, int i, int slot) {
   const stk_gpu_decode_in *in = &d->in[i];
@@ -628,7 +634,7 @@ static void hybrid_decode(stk_decoder *d, int i, int slot) {
   out->roi_mode = roi ? STK_GPU_ROI_NVJPEG : STK_GPU_ROI_NONE;
   /* the pinned buffer about to be overwritten must be done feeding its last transfer */
   int b = s->cur;
-  if (s->pinned_used[b]) cudaEventSynchronize(s->pinned_done[b]);
+  if (s->pinned_used[b] && !pinned_buffer_free(d, s->pinned_done[b])) return settle(d, i, STK_GPU_DECODE_FAILED, 0);
   d->f.nvjpegStateAttachPinnedBuffer(s->state[k], s->pinned[b]);
   st = d->f.nvjpegDecodeJpegHost(d->handle, d->dec[k], s->state[k], s->params, s->stream);
   if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FAILED, st);
@@ -675,57 +681,6 @@ static int ensure_tables(stk_decoder *d, int n, char *err, size_t errlen) {
   return 0;
 }
 
-/* Padding of the temporaries the engines decode regions into: more than a block row
- * (16 lines at 4:2:0) and a block column past the region. */
-#define ROI_PAD_ROWS 32
-#define ROI_PAD_COLS 32
-
-/* STK_NVJPEG_ROI_PROBE=1 (diagnostics): the padded temporaries are filled with a marker
- * before the engines decode and scanned after, and the farthest row / column the engines
- * wrote past each region goes to stderr, to check ROI_PAD_* against the hardware. */
-static bool roi_probe_enabled(void) {
-  static int on = -1;
-  if (on < 0) on = getenv("STK_NVJPEG_ROI_PROBE") && atoi(getenv("STK_NVJPEG_ROI_PROBE")) == 1;
-  return on == 1;
-}
-
-static void roi_probe_report(const stk_gpu_decode_in *in, const void *tmp, size_t pitch, int channels,
-                             cudaStream_t stream) {
-  size_t rows = (size_t)in->roi_h + ROI_PAD_ROWS, bytes = pitch * rows;
-  uint8_t *h = (uint8_t *)malloc(bytes);
-  if (!h || cudaMemcpyAsync(h, tmp, bytes, cudaMemcpyDeviceToHost, stream) != cudaSuccess ||
-      cudaStreamSynchronize(stream) != cudaSuccess) {
-    free(h);
-    return;
-  }
-  int extra_rows = 0, extra_cols = 0;
-  for (size_t y = 0; y < rows; y++)
-    for (size_t x = 0; x < pitch; x++) {
-      if (h[y * pitch + x] == 0xAB) continue;
-      int col = (int)(x / (size_t)channels);
-      if ((int)y >= in->roi_h && (int)y - in->roi_h + 1 > extra_rows) extra_rows = (int)y - in->roi_h + 1;
-      if (col >= in->roi_w && col - in->roi_w + 1 > extra_cols) extra_cols = col - in->roi_w + 1;
-    }
-  fprintf(stderr, "roi probe: region %dx%d at (%d,%d): engines wrote %d rows and %d columns past it (padding %d/%d)\n",
-          in->roi_w, in->roi_h, in->roi_x, in->roi_y, extra_rows, extra_cols, ROI_PAD_ROWS, ROI_PAD_COLS);
-  free(h);
-}
-
-/* Parameters for the hardware batch's ROI samples (one per sample, kept). */
-static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
-  if (n <= d->hw_params_cap) return 0;
-  nvjpegDecodeParams_t *p =
-      (nvjpegDecodeParams_t *)realloc(d->hw_params, (size_t)n * sizeof(nvjpegDecodeParams_t));
-  if (!p) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for decode parameters");
-  d->hw_params = p;
-  for (int i = d->hw_params_cap; i < n; i++) {
-    p[i] = NULL;
-    NVJ_TRY(d->f.nvjpegDecodeParamsCreate(d->hw_handle, &p[i]));
-    d->hw_params_cap = i + 1;
-  }
-  return 0;
-}
-
 /* The engines write into their destinations when nvjpegDecodeBatched is called, not
  * when the stream it is given reaches the decode: on the H100, with nvJPEG 12.3 to 13.2,
  * a pending cudaStreamWaitEvent does not hold them back (meta-pytorch/torchcodec#1634,
@@ -740,7 +695,8 @@ static int ensure_hw_params(stk_decoder *d, int n, char *err, size_t errlen) {
 static int fence_engines(stk_decoder *d, bool moved, char *err, size_t errlen) {
   int64_t t0 = host_now_ns();
   if (moved) CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
-  CUDA_TRY(cudaEventSynchronize(d->ev_fence));
+  STK_TRY_INT(stk_gpu_wait(d->ctx, d->ev_fence, NULL, "stk_gpu_decode_batch",
+                           "the work queued before the engines' destinations (fence)", err, errlen));
   add_time(d, &d->ctx->decode_fence_ns, host_now_ns() - t0);
   return 0;
 }
@@ -782,8 +738,7 @@ static int engines_preallocate(stk_decoder *d, int batch, const stk_gpu_decode_o
   int w = opts->prealloc_width > d->prealloc_w ? opts->prealloc_width : d->prealloc_w;
   int h = opts->prealloc_height > d->prealloc_h ? opts->prealloc_height : d->prealloc_h;
   nvjpegStatus_t st = NVJPEG_STATUS_SUCCESS;
-  for (int k = 0; k < d->n_hw_states && st == NVJPEG_STATUS_SUCCESS; k++)
-    st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_states[k], n, w, h, NVJPEG_CSS_444, d->fmt);
+  st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_state, n, w, h, NVJPEG_CSS_444, d->fmt);
   if (st != NVJPEG_STATUS_SUCCESS)
     return GPU_FAIL(STK_ERR_DEVICE, "nvjpegDecodeBatchedPreAllocate(%d images of %dx%d) failed: %s (the "
                     "preallocate_width_hint / preallocate_height_hint may be too large)", n, w, h, stk_nvjpeg_status_name(st));
@@ -793,47 +748,33 @@ static int engines_preallocate(stk_decoder *d, int batch, const stk_gpu_decode_o
   return 0;
 }
 
-/* The hardware batch's submission order (engine_order.h): STK_NVJPEG_ORDER, read once. */
-static int engines_order_mode(void) {
-  static int mode = -1;
-  if (mode < 0) mode = stk_engine_order_parse(getenv("STK_NVJPEG_ORDER"), STK_ORDER_AS_GIVEN);
-  return mode;
+/* One caller of the hardware engines at a time in the process: two threads calling
+ * nvjpegDecodeBatched at once (one handle each or a shared one, nvJPEG 13.0.1 and 13.3.2)
+ * hung inside nvJPEG within a few runs (bench/RESULTS.md, 2026-11-23/24), and two
+ * pipelines in one process each have a decoder. Taken with the context's wait bound: a
+ * caller stuck inside nvJPEG holds it for ever. */
+static pthread_mutex_t engines_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static int engines_lock(stk_decoder *d, char *err, size_t errlen) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  int64_t ns = until.tv_nsec + (d->ctx->wait_timeout_ms % 1000) * 1000000;
+  until.tv_sec += (time_t)(d->ctx->wait_timeout_ms / 1000 + ns / 1000000000);
+  until.tv_nsec = (long)(ns % 1000000000);
+  int rc = pthread_mutex_timedlock(&engines_mutex, &until);
+  if (rc == 0) return 0;
+  return GPU_FAIL(STK_ERR_DEVICE, "another decoder of this process (another pipeline) has been inside nvJPEG's "
+                  "hardware call for over %lld ms", (long long)d->ctx->wait_timeout_ms);
 }
 
-/* Puts the hardware batch's k entries (and their ROI parameters) in the engines' order.
- * Only the order of submission changes: every image keeps its destination. */
-static void order_for_engines(stk_decoder *d, int k, bool use_ex, const unsigned char **data, size_t *len,
-                              nvjpegImage_t *img, int *idx, void **tmp) {
-  int mode = engines_order_mode();
-  if (mode == STK_ORDER_AS_GIVEN || k < 2) return;
-  int *perm = (int *)malloc(sizeof(int) * 3 * (size_t)k);
-  void *copy = malloc((sizeof(void *) * 3 + sizeof(size_t) + sizeof(nvjpegImage_t) + sizeof(int)) * (size_t)k);
-  if (!perm || !copy) { /* the order is an optimisation: without memory, keep the given one */
-    free(perm);
-    free(copy);
-    return;
-  }
-  if (stk_engine_order(mode, k, len, (int)d->hw_engines, perm, perm + k) == 0) {
-    const unsigned char **data0 = (const unsigned char **)copy;
-    void **tmp0 = (void **)(data0 + k);
-    nvjpegDecodeParams_t *par0 = (nvjpegDecodeParams_t *)(tmp0 + k);
-    size_t *len0 = (size_t *)(par0 + k);
-    nvjpegImage_t *img0 = (nvjpegImage_t *)(len0 + k);
-    int *idx0 = (int *)(img0 + k);
-    memcpy(data0, data, sizeof *data * (size_t)k);
-    memcpy(tmp0, tmp, sizeof *tmp * (size_t)k);
-    memcpy(len0, len, sizeof *len * (size_t)k);
-    memcpy(img0, img, sizeof *img * (size_t)k);
-    memcpy(idx0, idx, sizeof *idx * (size_t)k);
-    if (use_ex) memcpy(par0, d->hw_params, sizeof *par0 * (size_t)k);
-    for (int j = 0; j < k; j++) {
-      int from = perm[j];
-      data[j] = data0[from], tmp[j] = tmp0[from], len[j] = len0[from], img[j] = img0[from], idx[j] = idx0[from];
-      if (use_ex) d->hw_params[j] = par0[from];
-    }
-  }
-  free(perm);
-  free(copy);
+/* Waits (bounded) for the engines' previous batch; see ev_engines. */
+static int engines_idle(stk_decoder *d, char *err, size_t errlen) {
+  if (!d->engines_used) return 0;
+  int64_t t0 = host_now_ns();
+  int rc = stk_gpu_wait(d->ctx, d->ev_engines, NULL, "stk_gpu_decode_batch",
+                        "the hardware engines' previous batch (nvJPEG)", err, errlen);
+  add_time(d, &d->ctx->decode_fence_ns, host_now_ns() - t0);
+  return rc;
 }
 
 /* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
@@ -844,21 +785,11 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
   for (int i = 0; i < n; i++) k += d->info[i].route == 1;
   if (k == 0) return 0;
   STK_TRY_INT(engines_preallocate(d, n, opts, err, errlen));
-  bool any_roi = false;
-  for (int i = 0; i < n; i++) any_roi |= d->info[i].route == 1 && d->info[i].roi;
-  /* Region decoding on the engines (nvjpegDecodeBatchedEx) is off by default.
-   * 2026-11-22: writing regions straight into the caller's region-sized buffers was
-   * followed, under compute-sanitizer, by kernels reading corrupted parameter blocks.
-   * 2026-11-23: with each region decoded into a temporary padded by ROI_PAD_ROWS rows and
-   * ROI_PAD_COLS columns and copied out, memcheck was clean, and a probe
-   * (STK_NVJPEG_ROI_PROBE=1) saw the engines write nothing past any region, so the cause
-   * of the first corruption is not established. Either way it was slower on the H100
-   * than whole-image decoding + the fused crop (19.1k vs 23.5k images/s in gpu_bench,
-   * bench/RESULTS.md). Off, regions are decoded whole into a temporary and copied;
-   * STK_NVJPEG_BATCHED_ROI=1 turns the engines' region decoding (padded) on. */
-  static int allow_ex = -1;
-  if (allow_ex < 0) allow_ex = getenv("STK_NVJPEG_BATCHED_ROI") && atoi(getenv("STK_NVJPEG_BATCHED_ROI")) == 1;
-  bool use_ex = allow_ex && any_roi && d->f.nvjpegDecodeBatchedEx && d->f.nvjpegDecodeBatchedSupportedEx;
+  /* A region is decoded whole by the engines into a temporary and copied out, not by
+   * nvjpegDecodeBatchedEx: that was slower on the H100 than whole-image decoding + the
+   * fused crop (19.1k vs 23.5k images/s in gpu_bench), and writing regions straight into
+   * region-sized buffers was followed, under compute-sanitizer, by corrupted kernel
+   * parameters (bench/RESULTS.md, 2026-11-22/23; the experiment's switch was removed). */
   const unsigned char **data = (const unsigned char **)malloc((size_t)k * sizeof(void *));
   size_t *len = (size_t *)malloc((size_t)k * sizeof(size_t));
   nvjpegImage_t *img = (nvjpegImage_t *)calloc((size_t)k, sizeof(nvjpegImage_t));
@@ -870,7 +801,6 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
     rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the hardware batch");
     goto done;
   }
-  if (use_ex && (rc = ensure_hw_params(d, k, err, errlen)) != 0) goto done;
   for (int i = 0, j = 0; i < n; i++) {
     if (d->info[i].route != 1) continue;
     const stk_gpu_decode_in *in = &d->in[i];
@@ -879,21 +809,8 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
     idx[j] = i;
     img[j].channel[0] = in->dst;
     img[j].pitch[0] = in->dst_pitch;
-    d->out[i].roi_mode = d->info[i].roi ? STK_GPU_ROI_NVJPEG : STK_GPU_ROI_NONE;
-    if (use_ex) {
-      if (d->info[i].roi) { /* the region into a padded temporary; copied below */
-        size_t pitch = ((size_t)(in->roi_w + ROI_PAD_COLS) * d->channels + 255) & ~(size_t)255;
-        rc = engines_alloc(d, pitch * (size_t)(in->roi_h + ROI_PAD_ROWS), &tmp[j], err, errlen);
-        if (rc) goto done;
-        img[j].channel[0] = (unsigned char *)tmp[j];
-        img[j].pitch[0] = pitch;
-        if (roi_probe_enabled())
-          cudaMemsetAsync(tmp[j], 0xAB, pitch * (size_t)(in->roi_h + ROI_PAD_ROWS), d->hw_stream);
-        d->f.nvjpegDecodeParamsSetROI(d->hw_params[j], in->roi_x, in->roi_y, in->roi_w, in->roi_h);
-      } else {
-        d->f.nvjpegDecodeParamsSetROI(d->hw_params[j], 0, 0, -1, -1);
-      }
-    } else if (d->info[i].roi) { /* whole image into a temporary; region copied below */
+    d->out[i].roi_mode = STK_GPU_ROI_NONE;
+    if (d->info[i].roi) { /* whole image into a temporary; region copied below */
       size_t pitch = (size_t)d->out[i].width * d->channels;
       rc = engines_alloc(d, pitch * d->out[i].height, &tmp[j], err, errlen);
       if (rc) goto done;
@@ -903,17 +820,16 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
     }
     j++;
   }
-  order_for_engines(d, k, use_ex, data, len, img, idx, tmp);
   for (int j = 0; j < k; j++) temporaries |= tmp[j] != NULL;
   if (!d->dst_idle && (rc = fence_engines(d, temporaries, err, errlen)) != 0) goto done;
+  if ((rc = engines_idle(d, err, errlen)) != 0) goto done;
   {
     int64_t t0 = host_now_ns();
+    if ((rc = engines_lock(d, err, errlen)) != 0) goto done;
     nvjpegStatus_t st = d->f.nvjpegDecodeBatchedInitialize(d->hw_handle, d->hw_state, k, 1, d->fmt);
     if (st == NVJPEG_STATUS_SUCCESS)
-      st = use_ex ? d->f.nvjpegDecodeBatchedEx(d->hw_handle, d->hw_state, data, len, img,
-                                               d->hw_params, d->hw_stream)
-                  : d->f.nvjpegDecodeBatched(d->hw_handle, d->hw_state, data, len, img,
-                                             d->hw_stream);
+      st = d->f.nvjpegDecodeBatched(d->hw_handle, d->hw_state, data, len, img, d->hw_stream);
+    pthread_mutex_unlock(&engines_mutex);
     d->engines_ns = host_now_ns() - t0;
     if (st != NVJPEG_STATUS_SUCCESS) { /* retry each sample on the decoupled path */
       for (int j = 0; j < k; j++) {
@@ -926,10 +842,9 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
   for (int j = 0; j < k; j++) {
     int i = idx[j];
     const stk_gpu_decode_in *in = &d->in[i];
-    if (tmp[j]) { /* the engines' region sits at the temporary's origin; a whole image at its place */
+    if (tmp[j]) { /* the whole image in the temporary: its region goes to the destination */
       size_t pitch = img[j].pitch[0];
-      size_t origin = use_ex ? 0 : (size_t)in->roi_y * pitch + (size_t)in->roi_x * d->channels;
-      if (use_ex && roi_probe_enabled() && j < 8) roi_probe_report(in, tmp[j], pitch, d->channels, d->hw_stream);
+      size_t origin = (size_t)in->roi_y * pitch + (size_t)in->roi_x * d->channels;
       cudaError_t e = cudaMemcpy2DAsync(in->dst, in->dst_pitch, (const uint8_t *)tmp[j] + origin,
                                         pitch, (size_t)in->roi_w * d->channels,
                                         (size_t)in->roi_h, cudaMemcpyDeviceToDevice,
@@ -985,11 +900,7 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   d->user_stream = (cudaStream_t)stream;
   d->dst_idle = opts && opts->dst_idle;
   apply_padding(d, opts);
-  if (d->n_hw_states > 1) { /* this batch's state and stream */
-    d->hw_state = d->hw_states[d->hw_turn];
-    d->hw_stream = d->hw_streams[d->hw_turn];
-    d->hw_turn = (d->hw_turn + 1) % d->n_hw_states;
-  }
+  d->wait_failed = 0;
 
   /* Unless the destinations are idle, the hardware stream starts after the work queued
    * so far (the destinations' allocations) and the fence before the engines' call waits
@@ -1038,12 +949,18 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   int64_t hybrid_done = m > 0 ? finish_parallel(d) : t1;
   add_time(d, &d->ctx->decode_hw_call_ns, t2 - t1);
   add_time(d, &d->ctx->decode_hybrid_wait_ns, host_now_ns() - t2);
+  if (d->hw_handle) { /* the engines' batch, for the next call's bounded wait */
+    CUDA_TRY(cudaEventRecord(d->ev_engines, d->hw_stream));
+    d->engines_used = true;
+  }
   if (rc != 0) return rc;
+  if (d->wait_failed) return worker_wait_failure(d, err, errlen);
   m = 0;
   for (int i = 0; i < n; i++)
     if (d->info[i].route == 3) d->info[i].route = 2, list[m++] = i;
   if (m > 0) run_parallel(d, job_hybrid_list, m);
-  else if (automatic && d->hw_handle) /* a clean batch: both paths timed as they ran together */
+  if (d->wait_failed) return worker_wait_failure(d, err, errlen);
+  if (m == 0 && automatic && d->hw_handle) /* a clean batch: both paths timed as they ran together */
     stk_hw_balance_update(&d->balance, hw_pixels, d->engines_ns * 1e-9, hybrid_pixels,
                           (hybrid_done - t1) * 1e-9, (host_now_ns() - t1) * 1e-9);
   CUDA_TRY(cudaEventRecord(d->ev_hw, d->hw_stream));

@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct or the table below changes incompatibly. */
-#define STK_GPU_ABI_VERSION 4
+#define STK_GPU_ABI_VERSION 5
 /* A buffer of this many bytes holds any error message. */
 #define STK_GPU_ERRLEN 512
 
@@ -101,6 +101,11 @@ typedef struct {
                                     0: 4 */
   int no_nvjpeg;                 /* non-zero: do not load nvJPEG (decode_batch refuses) */
   int no_hw_decoder;             /* non-zero: never use the hardware JPEG decoder */
+  /* The bound of every wait on the device inside the backend (stream_sync, event_sync,
+   * decode_batch's waits, close): past it the call fails with STK_ERR_DEVICE naming what
+   * it waited for, instead of waiting for ever on work the device never finishes.
+   * 0: 300000 (5 minutes). */
+  int64_t wait_timeout_ms;
 } stk_gpu_open_opts;
 
 typedef struct {
@@ -123,7 +128,8 @@ typedef struct {
   int64_t pinned_in_use, pinned_cached, pinned_peak;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures; /* counters */
   /* host time of decode_batch: header parsing (wall, on the decode threads), waiting
-   * before the engines' call until their destinations are idle (see decode.cu), the
+   * before the engines' call for their previous batch and, unless the destinations are
+   * idle, until they are (see decode.cu), the
    * engines' batched call (the wait included), waiting for the hybrid samples after it */
   int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns;
   double decode_hw_share; /* the engines' share of the capable samples in the last batch */
@@ -316,7 +322,9 @@ typedef struct stk_gpu_api {
    * decode_batch refuses. opts may be NULL (defaults, device 0). */
   int (*open)(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err, size_t errlen);
   /* Waits for the context's streams, then frees everything (NULL is a no-op). Memory
-   * still allocated from the pool is freed with it. */
+   * still allocated from the pool is freed with it. When the streams do not drain within
+   * the context's wait bound (a device that stopped), the device-side objects are left
+   * allocated rather than destroyed under work that may still name them. */
   void (*close)(stk_gpu_ctx *ctx);
   int (*device_info)(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err, size_t errlen);
   /* The context's stream STK_GPU_STREAM_COMPUTE, _COPY or _DECODE, as a cudaStream_t handle. */
@@ -350,7 +358,9 @@ typedef struct stk_gpu_api {
                         uintptr_t stream, char *err, size_t errlen);
   int (*memset_async)(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes,
                       uintptr_t stream, char *err, size_t errlen);
-  /* Blocks until the stream is idle; reports errors of earlier asynchronous work. */
+  /* Blocks until the stream is idle; reports errors of earlier asynchronous work. The
+   * wait polls with a growing sleep (no spinning core) and gives up after the context's
+   * wait_timeout_ms with STK_ERR_DEVICE. */
   int (*stream_sync)(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t errlen);
 
   /* Events (opaque cudaEvent_t). timing != 0: usable with event_elapsed. */
@@ -359,6 +369,7 @@ typedef struct stk_gpu_api {
   /* Makes `stream` (any stream of the process, e.g. a consumer's) wait for the event. */
   int (*stream_wait_event)(stk_gpu_ctx *ctx, uintptr_t stream, void *event, char *err,
                            size_t errlen);
+  /* As stream_sync, for the event's latest record (bounded the same way). */
   int (*event_sync)(stk_gpu_ctx *ctx, void *event, char *err, size_t errlen);
   /* *done = 1 when the event has completed, 0 while pending. */
   int (*event_query)(stk_gpu_ctx *ctx, void *event, int *done, char *err, size_t errlen);

@@ -65,7 +65,10 @@ typedef struct {
 typedef struct stk_decoder stk_decoder;
 STK_HIDDEN int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *opts, char *err,
                                 size_t errlen);
-STK_HIDDEN void stk_decoder_close(stk_gpu_ctx *ctx);
+/* Stops the decoder's threads; with `device_ok`, waits (bounded) for its hardware
+ * streams and frees it. Returns false when the decoder's device objects were left
+ * allocated (the device stopped: !device_ok or its streams did not drain). */
+STK_HIDDEN bool stk_decoder_close(stk_gpu_ctx *ctx, bool device_ok);
 STK_HIDDEN int stk_gpu_jpeg_header(stk_gpu_ctx *ctx, const uint8_t *data, size_t size,
                                  stk_gpu_jpeg_info *out, char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x,
@@ -98,10 +101,21 @@ struct stk_gpu_ctx {
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures;
   int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns; /* host time */
   double decode_hw_share; /* the engines' share in the last batch (hw_decoder_load or the automatic split) */
+  int64_t wait_timeout_ms; /* the bound of every wait on the device (stk_gpu_wait) */
 };
 
 /* Makes the context's device current on the calling thread. */
 STK_HIDDEN int stk_gpu_enter(stk_gpu_ctx *ctx, char *err, size_t errlen);
+
+/* Waits until `event` has completed (event non-NULL) or `stream` is idle, for at most the
+ * context's wait_timeout_ms. It polls with a sleep that grows from 10 us to 1 ms instead
+ * of CUDA's synchronisation, which spins a core (with fewer contexts than cores) and
+ * never returns when the device loses work (issue 27: nvJPEG's engines' batch never
+ * completed after the kernel driver failed an internal allocation). Past the bound:
+ * STK_ERR_DEVICE, "<who>: <what> has not completed after N ms". */
+STK_HIDDEN int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream, const char *who,
+                            const char *what, char *err, size_t errlen);
+STK_HIDDEN int64_t stk_gpu_now_ns(void);
 
 STK_HIDDEN int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream,
                                     void **out, char *err, size_t errlen);

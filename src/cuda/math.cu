@@ -199,7 +199,8 @@ __global__ void __launch_bounds__(THREADS)
 unary_kernel(const stk_gpu_unary_sample *S, const int *first, int n, int op, int it, int ot) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_unary_sample *s = &S[si];
-  int kind = stk_ar_unary_kind(op, it);
+  /* clamp computes in its output's kind: the input is converted to the promoted type */
+  int kind = op == CLAMP_OP ? stk_ar_kind_of(ot) : stk_ar_unary_kind(op, it);
   const void *src = s->src;
   void *dst = s->dst;
   double lo = s->lo, hi = s->hi;
@@ -220,7 +221,7 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad operation %d", args->op);
   if (!dtype_ok(args->in_dtype) || !dtype_ok(args->out_dtype))
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)args->in_dtype, (int)args->out_dtype);
-  int kind = stk_ar_unary_kind(args->op, args->in_dtype);
+  int kind = args->op == CLAMP_OP ? stk_ar_kind_of(args->out_dtype) : stk_ar_unary_kind(args->op, args->in_dtype);
   bool out_float = stk_ar_is_float(args->out_dtype) != 0;
   if (args->op == STK__UN_NOT ? args->out_dtype != STK_DTYPE_BOOL : out_float != (kind == STK_AK_F))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "output type %d does not match operation %d on type %d",
@@ -303,9 +304,67 @@ static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_s
   return rc;
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* gather (subscript)                                                                  */
+/* ---------------------------------------------------------------------------------- */
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+gather_kernel(const stk_gpu_gather_sample *S, const int *first, int n) {
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
+  const stk_gpu_gather_sample *s = &S[si];
+  const T *src = (const T *)s->src;
+  T *dst = (T *)s->dst;
+  int64_t base = (int64_t)(b - first[si]) * BLOCK_ELEMS + threadIdx.x;
+  for (int k = 0; k < PER_THREAD; k++) {
+    int64_t e = base + (int64_t)k * THREADS;
+    if (e >= s->count) return;
+    dst[e] = src[stk_ar_gather_offset(s->ndim, s->shape, s->stride, e)];
+  }
+}
+
+static int stk_gpu_math_gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize,
+                               uintptr_t stream_h, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  if (esize != 1 && esize != 2 && esize != 4 && esize != 8)
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "element size %zu", esize);
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  staging st{};
+  STK_TRY_INT(staging_init(&st, n, sizeof(stk_gpu_gather_sample), err, errlen));
+  stk_gpu_gather_sample *S = (stk_gpu_gather_sample *)st.host;
+  int64_t total = 0;
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_gather_sample *s = &samples[i];
+    if (s->count < 0 || s->ndim < 0 || s->ndim > STK_MAX_NDIM || (s->count > 0 && (!s->src || !s->dst)))
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad count %lld, ndim %d or NULL pointer", i,
+                    (long long)s->count, s->ndim);
+    S[i] = *s;
+    if (rc == 0) rc = staging_blocks(&st, i, s->count, &total, err, errlen);
+  }
+  st.first[n] = (int)total;
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  if (rc == 0 && total > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "gather", err, errlen, [&](const char *dp) {
+      const stk_gpu_gather_sample *ds = (const stk_gpu_gather_sample *)dp;
+      const int *df = (const int *)((char *)dp + st.desc_bytes);
+      switch (esize) {
+        case 1: gather_kernel<uint8_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
+        case 2: gather_kernel<uint16_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
+        case 4: gather_kernel<uint32_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
+        default: gather_kernel<uint64_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
+      }
+      return 0;
+    });
+  free(st.host);
+  return rc;
+}
+
 extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table = {
     1,
     stk_gpu_math_binary,
     stk_gpu_math_unary,
     stk_gpu_math_one_hot,
+    stk_gpu_math_gather,
 };

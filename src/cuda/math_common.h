@@ -480,6 +480,18 @@ STK_MHD void stk_ar_unary_elem(int op, int kind, const void *in, int it, void *o
   }
 }
 
+/* The source offset (elements) of element e of a row-major output of `shape`, each of
+ * whose axes steps `stride` source elements (subscript's gather, CPU and GPU). */
+STK_MHD int64_t stk_ar_gather_offset(int ndim, const int64_t *shape, const int64_t *stride, int64_t e) {
+  int64_t off = 0;
+  for (int d = ndim - 1; d >= 0; d--) {
+    int64_t q = e / shape[d];
+    off += (e - q * shape[d]) * stride[d];
+    e = q;
+  }
+  return off;
+}
+
 /* Element e of a one_hot output [count / inner, ncls, inner] (esize-byte elements; on and
  * off hold one element each, little-endian). */
 STK_MHD void stk_ar_one_hot_elem(const void *src, int it, void *dst, int esize, int64_t ncls, int64_t inner,

@@ -11,8 +11,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu_internal.h"
+
+#define DEFAULT_WAIT_TIMEOUT_MS 300000
 
 /* ---------------------------------------------------------------------------------- */
 /* Errors                                                                             */
@@ -36,6 +39,35 @@ int stk_gpu_enter(stk_gpu_ctx *ctx, char *err, size_t errlen) {
   if (!ctx) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no context");
   CUDA_TRY(cudaSetDevice(ctx->device));
   return 0;
+}
+
+int64_t stk_gpu_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream, const char *who, const char *what,
+                 char *err, size_t errlen) {
+  int64_t start = stk_gpu_now_ns(), limit_ms = ctx && ctx->wait_timeout_ms > 0 ? ctx->wait_timeout_ms
+                                                                             : DEFAULT_WAIT_TIMEOUT_MS;
+  int64_t deadline = start + limit_ms * 1000000, sleep_ns = 10000;
+  for (;;) {
+    cudaError_t e = event ? cudaEventQuery(event) : cudaStreamQuery(stream);
+    if (e == cudaSuccess) return 0;
+    if (e != cudaErrorNotReady)
+      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, who, "waiting for %s failed: %s", what, cudaGetErrorString(e));
+    (void)cudaGetLastError(); /* not-ready is no error */
+    int64_t now = stk_gpu_now_ns();
+    if (now >= deadline)
+      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, who,
+                          "%s has not completed after %lld ms (the pipeline's timeout_ms): the device stopped "
+                          "working on it (the kernel driver's log, dmesg, may say why)",
+                          what, (long long)((now - start) / 1000000));
+    struct timespec ts = {0, (long)(sleep_ns < deadline - now ? sleep_ns : deadline - now)};
+    nanosleep(&ts, NULL);
+    if (sleep_ns < 1000000) sleep_ns *= 2;
+  }
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -156,7 +188,8 @@ static int gpu_pinned_free(stk_gpu_ctx *ctx, void *ptr, const uintptr_t *stream,
 static void pinned_drop(stk_pinned_pool *p, bool all) {
   pthread_mutex_lock(&p->lock);
   if (all)
-    for (stk_pinned_block *b = p->pending; b; b = b->next) cudaEventSynchronize(b->event);
+    for (stk_pinned_block *b = p->pending; b; b = b->next)
+      (void)stk_gpu_wait(NULL, b->event, NULL, "close", "a pinned block's last use", NULL, 0);
   pinned_reclaim(p);
   for (int c = 0; c < STK_PINNED_CLASSES; c++) {
     while (p->free_list[c]) {
@@ -226,7 +259,7 @@ static void idle_reclaim(stk_gpu_ctx *ctx) {
 static void idle_release_all(stk_gpu_ctx *ctx) {
   for (stk_idle_free *f = ctx->idle_pending, *n; f; f = n) {
     n = f->next;
-    cudaEventSynchronize(f->done);
+    (void)stk_gpu_wait(ctx, f->done, NULL, "close", "an idle block's last use", NULL, 0);
     cudaFreeAsync(f->ptr, ctx->idle_stream);
     cudaEventDestroy(f->done);
     free(f);
@@ -237,16 +270,29 @@ static void idle_release_all(stk_gpu_ctx *ctx) {
     free(f);
   }
   ctx->idle_pending = ctx->idle_spare = NULL;
-  if (ctx->idle_stream) cudaStreamSynchronize(ctx->idle_stream);
+  if (ctx->idle_stream) (void)stk_gpu_wait(ctx, NULL, ctx->idle_stream, "close", "the idle pool's frees", NULL, 0);
+}
+
+/* Whether the context's streams drain within the wait bound (at close). */
+static bool streams_drain(stk_gpu_ctx *ctx) {
+  cudaStream_t streams[3] = {ctx->compute, ctx->copy, ctx->decode};
+  for (int k = 0; k < 3; k++)
+    if (streams[k] && stk_gpu_wait(ctx, NULL, streams[k], "close", "a stream's work", NULL, 0) != 0) return false;
+  return true;
 }
 
 static void gpu_close(stk_gpu_ctx *ctx) {
   if (!ctx) return;
   cudaSetDevice(ctx->device);
-  if (ctx->compute) cudaStreamSynchronize(ctx->compute);
-  if (ctx->copy) cudaStreamSynchronize(ctx->copy);
-  if (ctx->decode) cudaStreamSynchronize(ctx->decode);
-  stk_decoder_close(ctx);
+  /* A device that stopped: its streams, pools, events and nvJPEG's objects stay allocated
+   * (destroying them under work the device still holds may block for ever or fault);
+   * the decoder's threads still stop. Leaked, for a process that is failing anyway. */
+  bool drained = streams_drain(ctx);
+  if (!stk_decoder_close(ctx, drained) || !drained) {
+    fprintf(stderr, "stoker: GPU %d did not finish its queued work within %lld ms; its context is left "
+            "allocated\n", ctx->device, (long long)ctx->wait_timeout_ms);
+    return;
+  }
   pinned_drop(&ctx->pinned, true);
   if (ctx->pool) cudaMemPoolDestroy(ctx->pool); /* released once outstanding frees finish */
   idle_release_all(ctx);
@@ -311,6 +357,7 @@ static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err,
   stk_gpu_ctx *ctx = (stk_gpu_ctx *)calloc(1, sizeof *ctx);
   if (!ctx) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the context");
   ctx->device = o.device;
+  ctx->wait_timeout_ms = o.wait_timeout_ms > 0 ? o.wait_timeout_ms : DEFAULT_WAIT_TIMEOUT_MS;
   pthread_mutex_init(&ctx->pinned.lock, NULL);
   pthread_mutex_init(&ctx->counters_lock, NULL);
   pthread_mutex_init(&ctx->idle_lock, NULL);
@@ -351,9 +398,9 @@ static int gpu_stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t err
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   pthread_mutex_lock(&ctx->idle_lock); /* completed idle frees count as returned */
   idle_reclaim(ctx);
-  cudaError_t synced = cudaStreamSynchronize(ctx->idle_stream); /* only frees run there */
+  int synced = stk_gpu_wait(ctx, NULL, ctx->idle_stream, "stats", "the idle pool's frees", err, errlen); /* only frees run there */
   pthread_mutex_unlock(&ctx->idle_lock);
-  CUDA_TRY(synced);
+  if (synced != 0) return synced;
   cudaMemPool_t pools[2] = {ctx->pool, ctx->idle_pool};
   for (int k = 0; k < 2; k++) { /* the two pools together (the peaks may not coincide) */
     uint64_t v = 0;
@@ -576,8 +623,7 @@ static int gpu_memset_async(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes
 
 static int gpu_stream_sync(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t errlen) {
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  CUDA_TRY(cudaStreamSynchronize((cudaStream_t)stream));
-  return 0;
+  return stk_gpu_wait(ctx, NULL, (cudaStream_t)stream, "stream_sync", "the stream's queued work", err, errlen);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -614,8 +660,7 @@ static int gpu_stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event
 static int gpu_event_sync(stk_gpu_ctx *ctx, void *event, char *err, size_t errlen) {
   if (!event) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no event");
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  CUDA_TRY(cudaEventSynchronize((cudaEvent_t)event));
-  return 0;
+  return stk_gpu_wait(ctx, (cudaEvent_t)event, NULL, "event_sync", "the work before the event", err, errlen);
 }
 
 static int gpu_event_query(stk_gpu_ctx *ctx, void *event, int *done, char *err,

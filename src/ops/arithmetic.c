@@ -619,13 +619,32 @@ const stk__op_def stk__op_math_unary = {
     .run_gpu = unary_run_gpu};
 
 /* ---- math.clamp ---- */
-enum { C_LO, C_HI };
+enum { C_LO, C_HI, C_LO_DTYPE, C_HI_DTYPE };
 static const stk_arg_schema clamp_args[] = {
     {"lo", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
      "lower bound (none when absent)"},
     {"hi", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
      "upper bound (none when absent); when lo > hi the result is hi, as numpy.clip"},
+    {"lo_dtype", STK_ARG_STRING, 0, NULL, 0, 0, SCALAR_DTYPES,
+     "the type of a constant lo (a Python int is int32, a float float32): the output "
+     "type is promoted with it, as DALI does; when lo is fed by a node, the node's type"},
+    {"hi_dtype", STK_ARG_STRING, 0, NULL, 0, 0, SCALAR_DTYPES, "the same for hi"},
 };
+
+/* The output type: the input's promoted with the bounds' types (DALI's rule), where the
+ * bound is fed by a node or its type is given. */
+static stk_dtype clamp_type(const stk__node *node, const stk__sample *s, stk_dtype in) {
+  static const int bound[2][2] = {{C_LO, C_LO_DTYPE}, {C_HI, C_HI_DTYPE}};
+  stk_dtype t = in;
+  for (int k = 0; k < 2; k++) {
+    if (!stk__arg_given(node, bound[k][0])) continue;
+    stk_dtype b = stk__arg_fed_dtype(node, s, bound[k][0]);
+    if (b == STK_DTYPE_COUNT && stk__arg_given(node, bound[k][1]))
+      b = stk__dtype_arg(stk__arg_string(node, bound[k][1]));
+    if (b != STK_DTYPE_COUNT && stk__dtype_valid(b)) t = stk__type_promote(t, b);
+  }
+  return t;
+}
 
 static stk_status clamp_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
@@ -633,9 +652,16 @@ static stk_status clamp_run(stk__node *node, stk__sample *s) {
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
   double lo = stk__arg_given(node, C_LO) ? stk__arg_float(node, s, C_LO) : -INFINITY;
   double hi = stk__arg_given(node, C_HI) ? stk__arg_float(node, s, C_HI) : INFINITY;
+  stk_dtype ot = clamp_type(node, s, in->dtype);
+  size_t n = (size_t)numel(in->ndim, in->shape);
   stk__tensor *out;
-  STK_TRY(output_shaped(s, in->dtype, in->ndim, in->shape, in->layout, &out));
-  stk__clamp(in->data, out->data, in->dtype, (size_t)numel(in->ndim, in->shape), lo, hi);
+  STK_TRY(output_shaped(s, ot, in->ndim, in->shape, in->layout, &out));
+  if (ot == in->dtype) {
+    stk__clamp(in->data, out->data, ot, n, lo, hi);
+  } else { /* promoted: convert (exact: the promoted type holds every input value), clamp */
+    stk__convert(out->data, ot, in->data, in->dtype, n);
+    stk__clamp(out->data, out->data, ot, n, lo, hi);
+  }
   return STK_OK;
 }
 
@@ -792,6 +818,13 @@ static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op)
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
   stk_dtype it = stk_tensor_list_dtype(in), ot = it;
   stk_status rc = STK_OK;
+  if (op < 0 && n > 0) { /* clamp: the promoted type; per-sample bounds must agree on it */
+    ot = clamp_type(node, stk__gpu_sample(b, 0), it);
+    for (size_t i = 1; i < n && rc == STK_OK; i++)
+      if (clamp_type(node, stk__gpu_sample(b, i), it) != ot)
+        rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                        "the bounds' types give another output type here than in sample 0");
+  }
   if (op >= 0 && !stk__unop_type((stk__unop)op, it, &ot))
     rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, n ? stk__gpu_sample(b, 0) : NULL, "'%s' does not take %s",
                     unop_names[op], dname(it));
@@ -811,7 +844,7 @@ static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op)
       double hi = stk__arg_given(node, C_HI) ? stk__arg_float(node, s, C_HI) : INFINITY;
       us[i].lo = isnan(lo) ? -INFINITY : lo;
       us[i].hi = isnan(hi) ? INFINITY : hi;
-      if (!is_float(it)) stk_ar_int_bounds(it, us[i].lo, us[i].hi, &us[i].ilo, &us[i].ihi, &us[i].ulo, &us[i].uhi);
+      if (!is_float(ot)) stk_ar_int_bounds(ot, us[i].lo, us[i].hi, &us[i].ilo, &us[i].ihi, &us[i].ulo, &us[i].uhi);
     }
   }
   if (rc == STK_OK)
@@ -841,8 +874,9 @@ static stk_status clamp_run_gpu(stk__node *node, stk__gpu_batch *b) { return una
 
 static const stk_op_schema clamp_schema = {
     "math.clamp",
-    "Clamps every element to [lo, hi], keeping the input's type (integer inputs: lo rounded "
-    "up, hi down, saturated to the type).",
+    "Clamps every element to [lo, hi] (DALI's math.clamp): the output type is the input's "
+    "promoted with the bounds' types (lo_dtype / hi_dtype, or the feeding nodes' types), as "
+    "DALI's arithmetic promotes; integer outputs: lo rounded up, hi down, saturated to the type.",
     STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, unary_in, 1, any_out,
     sizeof clamp_args / sizeof clamp_args[0], clamp_args};
 const stk__op_def stk__op_math_clamp = {

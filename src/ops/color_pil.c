@@ -9,8 +9,8 @@
  * float32 and truncates; convert("L") is (19595 R + 38470 G + 7471 B + 2^15) >> 16; the
  * SMOOTH filter sums float32 products row by row starting from 0.5 and truncates; the
  * ImageOps tables use Pillow's integer formulas. DALI has no operator for most of these;
- * its experimental.equalize follows OpenCV, which is what experimental.equalize does
- * here by default.
+ * its equalize follows OpenCV, which is what equalize and experimental.equalize do here
+ * by default (algorithm="pil" is Pillow's).
  */
 #include <float.h>
 #include <string.h>
@@ -334,10 +334,9 @@ enum { E_ALGORITHM };
   "\"pil\": ImageOps.equalize (step = (pixels - count of the last used level) // 255, "    \
   "table = (step // 2 + cumulative count below) // step); \"opencv\": equalizeHist "      \
   "(cumulative count minus the first used level's, scaled to 0..255 and rounded)"
+/* equalize and experimental.equalize both default to DALI's (OpenCV's) algorithm, as
+ * DALI's fn.equalize and fn.experimental.equalize do; algorithm="pil" is Pillow's. */
 static const stk_arg_schema equalize_args[] = {
-    {"algorithm", STK_ARG_STRING, 0, "\"pil\"", 0, 0, "pil|opencv", EQ_ALGORITHM_DOC},
-};
-static const stk_arg_schema x_equalize_args[] = {
     {"algorithm", STK_ARG_STRING, 0, "\"opencv\"", 0, 0, "pil|opencv", EQ_ALGORITHM_DOC},
 };
 
@@ -371,8 +370,9 @@ static stk_status equalize_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema equalize_schema = {
     "equalize",
-    "Equalizes the histogram of every channel of a uint8 image; by default with Pillow's "
-    "ImageOps.equalize (what AutoAugment uses), exactly.",
+    "Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by "
+    "default as DALI, following OpenCV's equalizeHist; algorithm=\"pil\" gives Pillow's "
+    "ImageOps.equalize (what AutoAugment's reference code uses), exactly.",
     STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
     sizeof equalize_args / sizeof equalize_args[0], equalize_args};
 const stk__op_def stk__op_equalize = {&equalize_schema, NULL, NULL, NULL, equalize_run, NULL,
@@ -383,7 +383,7 @@ static const stk_op_schema x_equalize_schema = {
     "DALI's experimental.equalize: per-channel histogram equalization of uint8 images, "
     "following OpenCV's equalizeHist by default (algorithm=\"pil\" gives Pillow's).",
     STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof x_equalize_args / sizeof x_equalize_args[0], x_equalize_args};
+    sizeof equalize_args / sizeof equalize_args[0], equalize_args};
 const stk__op_def stk__op_experimental_equalize = {&x_equalize_schema, NULL, NULL, NULL,
                                                    equalize_run, NULL, NULL, equalize_run_gpu};
 

@@ -65,6 +65,15 @@ typedef struct stk__op_def {
    * holding it freed after its GPU work (which may read those blocks) completed. May be
    * NULL. */
   void (*prep_release)(stk__node *node, void *record);
+  /* Readers: where the stream stands (producer thread, before plan): *epoch, the epoch
+   * of the next item, and *left >= 1, the items that epoch still has. A batch never
+   * crosses an epoch: the executor plans at most `left` items into it, so an epoch's
+   * last batch may be short, and replaces a bad sample only from the same epoch. May
+   * be NULL: a stream without epochs. */
+  stk_status (*position)(stk__node *node, int64_t *epoch, int64_t *left);
+  /* Readers (checkpoints): moves the stream to a position `position` reported, before
+   * the producer starts. May be NULL: the reader cannot resume (external sources). */
+  stk_status (*seek)(stk__node *node, int64_t epoch, int64_t left);
 } stk__op_def;
 
 /* ---- the registry ---- */
@@ -103,6 +112,9 @@ void stk__node_count_host_decoded(stk__node *node, int64_t count);
  * STK_ARGF_REQUIRED flag. */
 bool stk__arg_given(const stk__node *node, int arg); /* set explicitly (or fed) */
 bool stk__arg_is_fed(const stk__node *node, int arg);
+/* The element type of the tensor feeding `arg` for sample `s`; STK_DTYPE_COUNT when the
+ * argument is not fed (or s is NULL). */
+stk_dtype stk__arg_fed_dtype(const stk__node *node, const stk__sample *s, int arg);
 bool stk__arg_bool(const stk__node *node, const stk__sample *s, int arg);
 int64_t stk__arg_int(const stk__node *node, const stk__sample *s, int arg);
 double stk__arg_float(const stk__node *node, const stk__sample *s, int arg);

@@ -5,39 +5,90 @@
 
 #include "reader_common.h"
 
-/* Fixed key of shuffle_after_epoch permutations when no seed is given (as readers.file). */
+/* Key of the epoch permutations when no seed is given: fixed, so that every shard
+ * agrees on them whatever its pipeline seed (DALI's examples seed each rank apart). */
 #define EPOCH_SHUFFLE_SEED 0x5d1ce5eedull
 
-static uint64_t reader_seed(stk__node *node, int base) {
+/* The sampler's configuration from the common arguments. */
+static stk__sampler_config reader_config(stk__node *node, int base, int64_t num_samples,
+                                         const int64_t *unit_sizes, int64_t num_units) {
   int64_t seed = stk__arg_int(node, NULL, base + STK__RA_SEED);
-  if (seed >= 0) return (uint64_t)seed;
-  if (stk__arg_bool(node, NULL, base + STK__RA_SHUFFLE_AFTER_EPOCH)) return EPOCH_SHUFFLE_SEED;
-  return stk__mix64((uint64_t)stk__node_seed(node), stk__hash_str(stk__node_name(node)));
-}
-
-stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
-                               stk__sampler_config *cfg, stk__sampler **out) {
-  *cfg = (stk__sampler_config){
+  bool random_shuffle = stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE);
+  return (stk__sampler_config){
       .num_samples = num_samples,
       .shard_id = stk__arg_int(node, NULL, base + STK__RA_SHARD_ID),
       .num_shards = stk__arg_int(node, NULL, base + STK__RA_NUM_SHARDS),
       .stick_to_shard = stk__arg_bool(node, NULL, base + STK__RA_STICK_TO_SHARD),
       .pad_last_batch = stk__arg_bool(node, NULL, base + STK__RA_PAD_LAST_BATCH),
       .batch_size = stk__node_batch_size(node),
-      .random_shuffle = stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE),
-      .initial_fill = stk__arg_int(node, NULL, base + STK__RA_INITIAL_FILL),
+      .random_shuffle = random_shuffle,
       .shuffle_after_epoch = stk__arg_bool(node, NULL, base + STK__RA_SHUFFLE_AFTER_EPOCH),
-      .seed = reader_seed(node, base),
+      .seed = seed >= 0 ? (uint64_t)seed : EPOCH_SHUFFLE_SEED,
+      /* Without a seed, random_shuffle also follows the pipeline seed, within the shard. */
+      .local_shuffle = random_shuffle && seed < 0,
+      .local_seed = stk__mix64((uint64_t)stk__node_seed(node), stk__hash_str(stk__node_name(node))),
+      .num_units = unit_sizes ? num_units : 0,
+      .unit_sizes = unit_sizes,
+      .initial_fill = stk__arg_int(node, NULL, base + STK__RA_INITIAL_FILL),
   };
-  return stk__sampler_create(out, cfg, stk__node_name(node));
 }
 
-stk_status stk__reader_meta(stk__node *node, const stk__sampler_config *cfg,
-                            stk_reader_meta *out) {
-  if (cfg->num_samples < 1)
-    return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  stk__sampler_meta(cfg, out);
+stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
+                               const int64_t *unit_sizes, int64_t num_units, stk__sampler **out) {
+  stk__sampler_config cfg = reader_config(node, base, num_samples, unit_sizes, num_units);
+  return stk__sampler_create(out, &cfg, stk__node_name(node));
+}
+
+stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_samples,
+                                    const int32_t *file_of, int64_t num_files, bool streaming,
+                                    stk__sampler **out) {
+  if (!streaming) return stk__reader_sampler(node, base, num_samples, NULL, 0, out);
+  int64_t *sizes = stk__calloc((size_t)num_files, sizeof *sizes, "per-file sample counts");
+  if (!sizes) return STK_ERR_OUT_OF_MEMORY;
+  int64_t largest = 0;
+  for (int64_t i = 0; i < num_samples; i++) {
+    sizes[file_of[i]]++;
+    if (sizes[file_of[i]] > largest) largest = sizes[file_of[i]];
+  }
+  stk__sampler_config cfg = reader_config(node, base, num_samples, sizes, num_files);
+  stk_status st = stk__sampler_create(out, &cfg, stk__node_name(node));
+  free(sizes); /* the sampler keeps its own copy */
+  /* A buffer that cannot hold two files' worth mixes few files into a batch: where each
+   * file holds one class (files written class by class), batches see few classes. */
+  if (st == STK_OK && cfg.random_shuffle && cfg.initial_fill < 2 * largest && cfg.initial_fill < num_samples)
+    stk__warn("%s: streaming with initial_fill=%lld, less than two files' worth (the largest holds %lld "
+              "samples): a batch mixes samples of few files; if files are sorted by class, raise "
+              "initial_fill or write shards with mixed classes",
+              stk__node_name(node), (long long)cfg.initial_fill, (long long)largest);
+  return st;
+}
+
+/* The reader's sampler: every reader's state starts with a stk__reader_base. */
+static stk__sampler *sampler_of(stk__node *node) {
+  stk__reader_base *r = *stk__node_state(node);
+  return r ? r->sampler : NULL;
+}
+
+stk_status stk__reader_plan(stk__node *node, stk__plan *plan) {
+  stk__sampler *s = sampler_of(node);
+  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, stk__sampler_next(s));
   return STK_OK;
+}
+
+stk_status stk__reader_meta(stk__node *node, stk_reader_meta *out) {
+  stk__sampler *s = sampler_of(node);
+  if (!s) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
+  stk__sampler_meta(s, out);
+  return STK_OK;
+}
+
+stk_status stk__reader_position(stk__node *node, int64_t *epoch, int64_t *left) {
+  stk__sampler_position(sampler_of(node), epoch, left);
+  return STK_OK;
+}
+
+stk_status stk__reader_seek(stk__node *node, int64_t epoch, int64_t left) {
+  return stk__sampler_seek(sampler_of(node), epoch, left, stk__node_name(node));
 }
 
 /* ---- brace expansion ---- */

@@ -30,6 +30,24 @@ enum {
 
 #define STK__READER_COMPAT "Accepted for DALI compatibility; no effect."
 
+/* The sampling arguments' documentation, shared by every reader (io/sampler.h). */
+#define STK__RANDOM_SHUFFLE_DOC                                                              \
+  "Every epoch is a new uniform permutation of the whole data set, drawn from (seed, "      \
+  "epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a " \
+  "seed the pipeline seed also reorders each shard's part. With streaming, the file order " \
+  "is permuted and a buffer of initial_fill samples mixes within the epoch."
+#define STK__INITIAL_FILL_DOC                                                                \
+  "With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's "    \
+  "length; a sample moves at most this many places). Random-access readers shuffle the "   \
+  "whole data set and do not need it."
+#define STK__SHUFFLE_AFTER_EPOCH_DOC                                                         \
+  "A new permutation of the whole data set every epoch (the first included), drawn from "   \
+  "(seed, epoch) only: the same on every shard and for every pipeline seed; excludes "      \
+  "random_shuffle."
+#define STK__READER_SEED_DOC                                                                 \
+  "Key of the epoch permutations; every shard must use the same one. -1: a fixed key, "     \
+  "and random_shuffle also permutes each shard's part by the pipeline seed."
+
 #define STK__READER_COMMON_ARGS                                                            \
   {"shard_id", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 2147483646.0, NULL,                    \
    "The shard to read (0 <= shard_id < num_shards)."},                                     \
@@ -42,32 +60,49 @@ enum {
       {"pad_last_batch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                             \
        "Pad every shard's epoch to the same whole number of batches by repeating its "     \
        "last sample."},                                                                    \
-      {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                             \
-       "Shuffle with a buffer of initial_fill samples: each output is drawn uniformly "    \
-       "from the buffer and replaced by the next sample."},                                \
+      {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__RANDOM_SHUFFLE_DOC},   \
       {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL,                 \
-       "Size of the random_shuffle buffer."},                                              \
+       STK__INITIAL_FILL_DOC},                                                             \
       {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                        \
-       "A new permutation of the whole data set (across all files) every epoch, the "      \
-       "first included, the same on every shard; excludes random_shuffle."},               \
-      {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL,                        \
-       "Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and "   \
-       "the instance name; shuffle_after_epoch uses a fixed seed so that shards built "    \
-       "with different pipeline seeds still agree on the permutation."},                   \
+       STK__SHUFFLE_AFTER_EPOCH_DOC},                                                      \
+      {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL, STK__READER_SEED_DOC}, \
       {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, STK__READER_COMPAT},       \
       {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},         \
       {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},            \
       {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},             \
       {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT}
 
-/* Builds the sampler configuration for `num_samples` samples from the common arguments
- * (starting at index `base`) and creates the sampler. Errors name the reader. */
-stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
-                               stk__sampler_config *cfg, stk__sampler **out);
+/* What every data set reader's state starts with: the shared hooks below reach the
+ * sampler through it. */
+typedef struct {
+  stk__sampler *sampler;
+} stk__reader_base;
 
-/* Fills `out` from a configuration (the readers' reader_meta). */
-stk_status stk__reader_meta(stk__node *node, const stk__sampler_config *cfg,
-                            stk_reader_meta *out);
+/* Creates the sampler for `num_samples` samples from the common arguments (starting at
+ * index `base`: shard_id, num_shards, stick_to_shard, pad_last_batch, random_shuffle,
+ * initial_fill, shuffle_after_epoch, seed, in that order). With `unit_sizes` (num_units
+ * files of consecutive samples) it streams: see io/sampler.h. Errors name the reader. */
+stk_status stk__reader_sampler(stk__node *node, int base, int64_t num_samples,
+                               const int64_t *unit_sizes, int64_t num_units, stk__sampler **out);
+
+/* The readers' plan, reader_meta, position and seek (stk__op_def), over their sampler. */
+stk_status stk__reader_plan(stk__node *node, stk__plan *plan);
+stk_status stk__reader_meta(stk__node *node, stk_reader_meta *out);
+stk_status stk__reader_position(stk__node *node, int64_t *epoch, int64_t *left);
+stk_status stk__reader_seek(stk__node *node, int64_t epoch, int64_t left);
+
+/* The `streaming` argument's schema entry (readers of multi-sample files). */
+#define STK__READER_STREAMING_ARG                                                            \
+  {"streaming", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                                        \
+   "Read each file front to back, for slow or remote storage: shards split the files "      \
+   "(not the samples), random_shuffle permutes the file order every epoch and mixes the "   \
+   "samples in a buffer of initial_fill that never crosses an epoch."}
+
+/* The sampler of a reader whose samples lie in files, `file_of[i]` the file of sample i
+ * (non-decreasing): random access, or streaming file by file when `streaming`. */
+stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_samples,
+                                    const int32_t *file_of, int64_t num_files, bool streaming,
+                                    stk__sampler **out);
 
 /* Expands shell-style brace patterns in `patterns`: numeric ranges "{000..099}" (zero
  * padded to the width of the wider bound when a bound starts with 0; "{9..0}" counts

@@ -9,8 +9,7 @@
 #include <unistd.h>
 
 #include "../io/file_list.h"
-#include "../io/sampler.h"
-#include "op.h"
+#include "reader_common.h"
 
 enum {
   A_FILE_ROOT,
@@ -66,18 +65,10 @@ static const stk_arg_schema file_args[] = {
     {"pad_last_batch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
      "Pad every shard's epoch to the same whole number of batches by repeating its last "
      "sample."},
-    {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Shuffle with a buffer of initial_fill samples: each output is drawn uniformly from "
-     "the buffer and replaced by the next sample."},
-    {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL,
-     "Size of the random_shuffle buffer."},
-    {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "A new permutation of the whole data set every epoch (the first included), the same "
-     "on every shard; excludes random_shuffle."},
-    {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL,
-     "Seed of the shuffles. -1: random_shuffle derives it from the pipeline seed and the "
-     "instance name; shuffle_after_epoch uses a fixed seed so that shards built with "
-     "different pipeline seeds still agree on the permutation (as DALI does)."},
+    {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__RANDOM_SHUFFLE_DOC},
+    {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL, STK__INITIAL_FILL_DOC},
+    {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__SHUFFLE_AFTER_EPOCH_DOC},
+    {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL, STK__READER_SEED_DOC},
     {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
     {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
     {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, COMPAT},
@@ -95,14 +86,14 @@ static const stk_port_schema file_outputs[] = {
      "the sample's label (an int32 tensor of shape [1]): two outputs, three when paired"},
 };
 
-/* Fixed key of shuffle_after_epoch permutations when no seed is given. */
-#define EPOCH_SHUFFLE_SEED 0x5d1ce5eedull
+/* stk__reader_sampler reads shard_id .. seed at the common offsets from A_SHARD_ID. */
+_Static_assert(A_SEED - A_SHARD_ID == STK__RA_SEED && A_INITIAL_FILL - A_SHARD_ID == STK__RA_INITIAL_FILL,
+               "readers.file's sampling arguments must follow the common order");
 
 typedef struct {
+  stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__file_list files;
   stk__file_list second; /* paired lists: the second path of every line */
-  stk__sampler_config cfg;
-  stk__sampler *sampler;
 } reader_state;
 
 static void file_destroy(stk__node *node) {
@@ -110,7 +101,7 @@ static void file_destroy(stk__node *node) {
   if (!r) return;
   stk__file_list_free(&r->files);
   stk__file_list_free(&r->second);
-  stk__sampler_destroy(r->sampler);
+  stk__sampler_destroy(r->base.sampler);
   free(r);
   *stk__node_state(node) = NULL;
 }
@@ -150,33 +141,13 @@ static stk_status build_list(stk__node *node, stk__file_list *out, stk__file_lis
                              stk__arg_bool(node, NULL, A_CASE_SENSITIVE_FILTER));
 }
 
-/* The shuffles' seed (see the `seed` argument's doc). */
-static uint64_t reader_seed(stk__node *node) {
-  int64_t seed = stk__arg_int(node, NULL, A_SEED);
-  if (seed >= 0) return (uint64_t)seed;
-  if (stk__arg_bool(node, NULL, A_SHUFFLE_AFTER_EPOCH)) return EPOCH_SHUFFLE_SEED;
-  return stk__mix64((uint64_t)stk__node_seed(node), stk__hash_str(stk__node_name(node)));
-}
-
 static stk_status file_init(stk__node *node) {
   reader_state *r = stk__calloc(1, sizeof *r, "a file reader");
   if (!r) return STK_ERR_OUT_OF_MEMORY;
   stk_status st = build_list(node, &r->files, &r->second);
-  if (st == STK_OK) {
-    r->cfg = (stk__sampler_config){
-        .num_samples = r->files.count,
-        .shard_id = stk__arg_int(node, NULL, A_SHARD_ID),
-        .num_shards = stk__arg_int(node, NULL, A_NUM_SHARDS),
-        .stick_to_shard = stk__arg_bool(node, NULL, A_STICK_TO_SHARD),
-        .pad_last_batch = stk__arg_bool(node, NULL, A_PAD_LAST_BATCH),
-        .batch_size = stk__node_batch_size(node),
-        .random_shuffle = stk__arg_bool(node, NULL, A_RANDOM_SHUFFLE),
-        .initial_fill = stk__arg_int(node, NULL, A_INITIAL_FILL),
-        .shuffle_after_epoch = stk__arg_bool(node, NULL, A_SHUFFLE_AFTER_EPOCH),
-        .seed = reader_seed(node),
-    };
-    st = stk__sampler_create(&r->sampler, &r->cfg, stk__node_name(node));
-  }
+  /* The sampling arguments shard_id .. seed are in the common order (reader_common.h). */
+  if (st == STK_OK)
+    st = stk__reader_sampler(node, A_SHARD_ID, r->files.count, NULL, 0, &r->base.sampler);
   if (st != STK_OK) {
     stk__file_list_free(&r->files);
     stk__file_list_free(&r->second);
@@ -184,14 +155,6 @@ static stk_status file_init(stk__node *node) {
     return st;
   }
   *stk__node_state(node) = r;
-  return STK_OK;
-}
-
-/* Producer thread: the next samples' indices into the file list, in order. */
-static stk_status file_plan(stk__node *node, stk__plan *plan) {
-  reader_state *r = *stk__node_state(node);
-  for (int64_t i = 0; i < plan->count; i++)
-    stk__plan_set_item(plan, i, stk__sampler_next(r->sampler));
   return STK_OK;
 }
 
@@ -270,23 +233,26 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-static stk_status file_meta(stk__node *node, stk_reader_meta *out) {
-  reader_state *r = *stk__node_state(node);
-  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  stk__sampler_meta(&r->cfg, out);
-  return STK_OK;
-}
-
 static const stk_op_schema file_schema = {
     "readers.file",
     "Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder "
     "tree (file_root), a list file (file_list) or explicit paths (files, labels); with "
     "sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and "
-    "shuffling (random_shuffle with initial_fill, or shuffle_after_epoch).",
+    "shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per "
+    "epoch).",
     STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
     -1, file_outputs, sizeof file_args / sizeof file_args[0], file_args};
 
 static int file_num_outputs(const stk__node *node) { return stk__arg_bool(node, NULL, A_PAIRED) ? 3 : 2; }
 
-const stk__op_def stk__op_readers_file = {&file_schema, file_init, file_destroy, file_plan,
-                                          file_run,     file_meta, file_num_outputs};
+const stk__op_def stk__op_readers_file = {
+    .schema = &file_schema,
+    .init = file_init,
+    .destroy = file_destroy,
+    .plan = stk__reader_plan,
+    .run_sample = file_run,
+    .reader_meta = stk__reader_meta,
+    .num_outputs = file_num_outputs,
+    .position = stk__reader_position,
+    .seek = stk__reader_seek,
+};

@@ -66,19 +66,18 @@ static const stk_port_schema npy_outputs[] = {
 enum { OOB_ERROR, OOB_TRIM, OOB_PAD };
 
 typedef struct {
+  stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__file_list files;
   bool roi;
   int oob;
   double fill;
-  stk__sampler_config cfg;
-  stk__sampler *sampler;
 } npy_state;
 
 static void npy_destroy(stk__node *node) {
   npy_state *r = *stk__node_state(node);
   if (!r) return;
   stk__file_list_free(&r->files);
-  stk__sampler_destroy(r->sampler);
+  stk__sampler_destroy(r->base.sampler);
   free(r);
   *stk__node_state(node) = NULL;
 }
@@ -122,15 +121,9 @@ static stk_status npy_init(stk__node *node) {
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give roi_end or roi_shape, not both",
                   stk__node_name(node));
   if (st == STK_OK) st = build_list(node, &r->files);
-  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->files.count, &r->cfg, &r->sampler);
+  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->files.count, NULL, 0, &r->base.sampler);
   if (st != STK_OK) npy_destroy(node);
   return st;
-}
-
-static stk_status npy_plan(stk__node *node, stk__plan *plan) {
-  npy_state *r = *stk__node_state(node);
-  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, stk__sampler_next(r->sampler));
-  return STK_OK;
 }
 
 /* ---- regions ---- */
@@ -316,12 +309,6 @@ static stk_status npy_run(stk__node *node, stk__sample *s) {
   return st;
 }
 
-static stk_status npy_meta(stk__node *node, stk_reader_meta *out) {
-  npy_state *r = *stk__node_state(node);
-  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  return stk__reader_meta(node, &r->cfg, out);
-}
-
 static const stk_op_schema npy_schema = {
     "readers.numpy",
     "Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran "
@@ -333,5 +320,13 @@ static const stk_op_schema npy_schema = {
     STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
     1, npy_outputs, sizeof npy_args / sizeof npy_args[0], npy_args};
 
-const stk__op_def stk__op_readers_numpy = {&npy_schema, npy_init, npy_destroy, npy_plan,
-                                           npy_run,     npy_meta, NULL};
+const stk__op_def stk__op_readers_numpy = {
+    .schema = &npy_schema,
+    .init = npy_init,
+    .destroy = npy_destroy,
+    .plan = stk__reader_plan,
+    .run_sample = npy_run,
+    .reader_meta = stk__reader_meta,
+    .position = stk__reader_position,
+    .seek = stk__reader_seek,
+};

@@ -23,6 +23,7 @@ enum {
   A_DEFAULTS,
   A_HAS_DEFAULT,
   A_USE_O_DIRECT,
+  A_STREAMING,
   A_COMMON,
 };
 
@@ -55,6 +56,7 @@ static const stk_arg_schema tf_args[] = {
      "1 where feature_defaults holds a default, 0 where it does not (all 1 when "
      "feature_defaults is given and this is not)."},
     {"use_o_direct", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},
+    STK__READER_STREAMING_ARG,
     STK__READER_COMMON_ARGS,
 };
 
@@ -79,6 +81,7 @@ typedef struct {
 } feature_spec;
 
 typedef struct {
+  stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__fileset files;
   int num_features;
   feature_spec *specs;
@@ -86,8 +89,6 @@ typedef struct {
   int64_t num_records;
   int32_t *rec_file;
   int64_t *rec_offset, *rec_size;
-  stk__sampler_config cfg;
-  stk__sampler *sampler;
 } tf_state;
 
 static int tf_num_outputs(const stk__node *node) {
@@ -108,7 +109,7 @@ static void tf_destroy(stk__node *node) {
   free(r->rec_file);
   free(r->rec_offset);
   free(r->rec_size);
-  stk__sampler_destroy(r->sampler);
+  stk__sampler_destroy(r->base.sampler);
   free(r);
   *stk__node_state(node) = NULL;
 }
@@ -296,15 +297,10 @@ static stk_status tf_init(stk__node *node) {
   *stk__node_state(node) = r;
   stk_status st = build_specs(node, r);
   if (st == STK_OK) st = build_records(node, r);
-  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->num_records, &r->cfg, &r->sampler);
+  if (st == STK_OK) st = stk__reader_file_sampler(node, A_COMMON, r->num_records, r->rec_file, r->files.count,
+                                       stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
   if (st != STK_OK) tf_destroy(node);
   return st;
-}
-
-static stk_status tf_plan(stk__node *node, stk__plan *plan) {
-  tf_state *r = *stk__node_state(node);
-  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, stk__sampler_next(r->sampler));
-  return STK_OK;
 }
 
 /* ---- outputs ---- */
@@ -411,12 +407,6 @@ static stk_status tf_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-static stk_status tf_meta(stk__node *node, stk_reader_meta *out) {
-  tf_state *r = *stk__node_state(node);
-  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  return stk__reader_meta(node, &r->cfg, out);
-}
-
 static const stk_op_schema tf_schema = {
     "readers.tfrecord",
     "Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking "
@@ -428,5 +418,14 @@ static const stk_op_schema tf_schema = {
     STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
     -1, tf_outputs, sizeof tf_args / sizeof tf_args[0], tf_args};
 
-const stk__op_def stk__op_readers_tfrecord = {&tf_schema, tf_init, tf_destroy, tf_plan,
-                                              tf_run,     tf_meta, tf_num_outputs};
+const stk__op_def stk__op_readers_tfrecord = {
+    .schema = &tf_schema,
+    .init = tf_init,
+    .destroy = tf_destroy,
+    .plan = stk__reader_plan,
+    .run_sample = tf_run,
+    .reader_meta = stk__reader_meta,
+    .num_outputs = tf_num_outputs,
+    .position = stk__reader_position,
+    .seek = stk__reader_seek,
+};

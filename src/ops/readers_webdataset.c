@@ -20,6 +20,7 @@ enum {
   A_MISSING,
   A_DTYPES,
   A_CASE_SENSITIVE,
+  A_STREAMING,
   A_COMMON, /* STK__READER_COMMON_ARGS follow */
 };
 
@@ -45,6 +46,7 @@ static const stk_arg_schema wds_args[] = {
      "(little-endian); a size that is not a multiple of the element size is an error."},
     {"case_sensitive_extensions", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
      "Match extensions case-sensitively."},
+    STK__READER_STREAMING_ARG,
     STK__READER_COMMON_ARGS,
 };
 
@@ -55,6 +57,7 @@ static const stk_port_schema wds_outputs[] = {
 enum { MISSING_EMPTY, MISSING_SKIP, MISSING_ERROR };
 
 typedef struct {
+  stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__fileset files;
   stk__wds_index *indexes; /* one per shard */
   int num_outputs;
@@ -63,8 +66,6 @@ typedef struct {
   int32_t *sample_file;  /* shard of each sample */
   int64_t *sample_local; /* the sample's index in its shard's index */
   int64_t *comp;         /* num_samples * num_outputs component indices, -1 if missing */
-  stk__sampler_config cfg;
-  stk__sampler *sampler;
 } wds_state;
 
 static int wds_num_outputs(const stk__node *node) {
@@ -82,7 +83,7 @@ static void wds_destroy(stk__node *node) {
   free(r->sample_file);
   free(r->sample_local);
   free(r->comp);
-  stk__sampler_destroy(r->sampler);
+  stk__sampler_destroy(r->base.sampler);
   free(r);
   *stk__node_state(node) = NULL;
 }
@@ -239,15 +240,10 @@ static stk_status wds_init(stk__node *node) {
   if (!r) return STK_ERR_OUT_OF_MEMORY;
   *stk__node_state(node) = r;
   stk_status st = init_state(node, r);
-  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->num_samples, &r->cfg, &r->sampler);
+  if (st == STK_OK) st = stk__reader_file_sampler(node, A_COMMON, r->num_samples, r->sample_file, r->files.count,
+                                       stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
   if (st != STK_OK) wds_destroy(node);
   return st;
-}
-
-static stk_status wds_plan(stk__node *node, stk__plan *plan) {
-  wds_state *r = *stk__node_state(node);
-  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, stk__sampler_next(r->sampler));
-  return STK_OK;
 }
 
 /* Reads component `k` of shard `f` into output `o`. */
@@ -292,12 +288,6 @@ static stk_status wds_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-static stk_status wds_meta(stk__node *node, stk_reader_meta *out) {
-  wds_state *r = *stk__node_state(node);
-  if (!r) return STK_FAIL(STK_ERR_STATE, "%s: reader not built", stk__node_name(node));
-  return stk__reader_meta(node, &r->cfg, out);
-}
-
 static const stk_op_schema wds_schema = {
     "readers.webdataset",
     "Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key "
@@ -309,5 +299,14 @@ static const stk_op_schema wds_schema = {
     STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
     -1, wds_outputs, sizeof wds_args / sizeof wds_args[0], wds_args};
 
-const stk__op_def stk__op_readers_webdataset = {&wds_schema, wds_init, wds_destroy, wds_plan,
-                                                wds_run, wds_meta, wds_num_outputs};
+const stk__op_def stk__op_readers_webdataset = {
+    .schema = &wds_schema,
+    .init = wds_init,
+    .destroy = wds_destroy,
+    .plan = stk__reader_plan,
+    .run_sample = wds_run,
+    .reader_meta = stk__reader_meta,
+    .num_outputs = wds_num_outputs,
+    .position = stk__reader_position,
+    .seek = stk__reader_seek,
+};

@@ -86,12 +86,14 @@
   X(stk__op_filter)                                                                        \
   X(stk__op_experimental_filter)
 
-#define STK__OPS_ARITHMETIC(X) /* arithmetic.c, misc_ops.c */                             \
+#define STK__OPS_ARITHMETIC(X) /* arithmetic.c, misc_ops.c, subscript.c */               \
   X(stk__op_math_binary)                                                                   \
   X(stk__op_math_unary)                                                                    \
   X(stk__op_math_clamp)                                                                    \
   X(stk__op_one_hot)                                                                       \
-  X(stk__op_cast_like)
+  X(stk__op_cast_like)                                                                     \
+  X(stk__op_subscript)                                                                     \
+  X(stk__op_shapes)
 
 #define STK__OPS_READERS_FORMATS(X) /* readers_webdataset.c, _tfrecord.c, _numpy.c */  \
   X(stk__op_readers_webdataset)                                                            \

@@ -3,10 +3,21 @@
  * the outputs into tensor lists and queues finished batches, prefetch_queue_depth ahead.
  * With GPU operators, batches go on as jobs to the GPU stage's thread; when the graph's
  * mixed decoders were prepared in the CPU stage, a decode thread runs them first, one
- * batch ahead (producer -> jobs -> decode thread -> decoded -> GPU thread -> queue). */
+ * batch ahead (producer -> jobs -> decode thread -> decoded -> GPU thread -> queue).
+ *
+ * Every wait is bounded by the pipeline's timeout_ms (issue 27): the stages' waits on the
+ * device inside the backend fail their batch past it, the consumer's wait for a batch
+ * fails the run naming the stage that holds it (stage_watch), and teardown joins the
+ * threads with the same bound. Waits on the consumer (room in the queue) and on fed
+ * external data are the caller's, not stalls. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_timedjoin_np */
+#endif
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "arena.h"
 #include "gpu_stage.h"
@@ -34,6 +45,9 @@ typedef struct {
  * stage can go on with the next batch while the GPU stage runs this one. */
 typedef struct gpu_job {
   struct gpu_job *next;
+  size_t n;            /* samples in the batch (the batch size, or fewer: see produce_cpu) */
+  int64_t epoch;       /* the batch's reader epoch, and whether the batch ends it */
+  bool ends_epoch;
   stk_status status; /* a CPU-stage failure passed through in order */
   char *message;
   stk_tensor_list **lists; /* num_edges */
@@ -43,7 +57,9 @@ typedef struct gpu_job {
   void *decoded;       /* split stage: event on the decode stream after the job's decoders */
   void *retired;       /* event on the compute stream after all of the job's GPU work */
   int64_t cpu_ns;      /* the CPU stage's time for this batch (the host decoding's balance) */
-  int64_t seq;         /* production order (the quiet-decode experiment) */
+  int64_t seq;         /* production order (the batch's number in timeout messages) */
+  stk__skip_list skips;   /* the batch's skipped samples (CPU stage, then GPU stage) */
+  int64_t *resume;        /* the pipeline's state after the batch (checkpoint.c) */
   bool *rejected;         /* n: samples rejected in the GPU stage (stk__gpu_reject_sample) */
   char **reject_messages; /* n: why */
 } gpu_job;
@@ -54,9 +70,28 @@ typedef struct {
   size_t count;
 } job_queue;
 
+/* What a stage thread is working on, for the message of a timeout (lock held). */
+typedef struct {
+  const char *stage; /* "CPU", "decode", "GPU" */
+  const char *doing; /* NULL while it waits for work or for room */
+  int64_t batch;     /* production order */
+  int64_t since_ns;
+} stage_watch;
+
 struct stk__exec {
   stk_pipeline *p;
-  size_t n; /* batch size */
+  size_t n; /* batch size: the most samples a batch has */
+  /* This batch: its samples (n or fewer: a batch ends with its readers' epoch, and
+   * samples with no replacement in that epoch leave it), which of them left, whether
+   * compacting moved samples out of their predicted slots, and the readers' epoch. */
+  size_t batch_count;
+  bool *dropped;
+  bool compacted;
+  int64_t *reader_epoch; /* num_readers */
+  int64_t batch_epoch;
+  bool ends_epoch;
+  int64_t *resume; /* the state after this batch (checkpoint.c) */
+  stk__skip_list skips; /* this batch's skipped samples, until the batch or job takes them */
   size_t num_edges, num_slots, num_readers;
   stk__sample *samples;
   stk__tensor *edge_tensors; /* n * num_edges */
@@ -102,19 +137,21 @@ struct stk__exec {
    * decoders decode in the CPU stage */
   atomic_int host_quota;
   bool host_balance; /* some prepared decoder leaves its share to the balance */
-  /* STK_EXP_QUIET_DECODE=1 (an experiment, split stage only): in every 3 batches, the first
-   * is decoded with the CPU stage idle (=2: the GPU thread too) and the second beside the
-   * CPU stage making the third (and the GPU thread finishing the first). Each job's decode
-   * time is kept (quiet_ns, by production order) and the paired comparison printed when
-   * the pipeline stops: does the work beside nvJPEG's call slow it? */
-  bool quiet;
-  bool quiet_gpu;      /* =2 */
-  bool decoding_alone; /* such a decode is running (lock held) */
-  int64_t produced, *quiet_ns;
-  size_t quiet_cap;
+  int64_t produced; /* jobs queued so far (their seq) */
   stk_status final_status;
   char *final_message;
+  int64_t timeout_ms;  /* STK_PIPE_TIMEOUT_MS */
+  int64_t cpu_batches; /* batches the CPU stage has started (its watch's numbering) */
+  stage_watch cpu_watch, decode_watch, gpu_watch;
 };
+
+static void watch_begin(stage_watch *w, const char *doing, int64_t batch) {
+  w->doing = doing;
+  w->batch = batch;
+  w->since_ns = stk__now_ns();
+}
+
+static void watch_end(stage_watch *w) { w->doing = NULL; }
 
 /* ---- per-sample work ---- */
 
@@ -229,6 +266,52 @@ static stk_status plan_readers(stk__exec *ex) {
   return STK_OK;
 }
 
+/* How many of `want` samples the readers can plan into this batch: none past the end
+ * of the epoch the batch started in (`starting`: the batch's first plan, which sets
+ * that epoch; a reader whose epoch is over then starts the next one). */
+static stk_status readers_room(stk__exec *ex, size_t want, bool starting, size_t *room) {
+  stk_pipeline *p = ex->p;
+  *room = want;
+  for (size_t o = 0; o < p->num_nodes; o++) {
+    stk__node *node = &p->nodes[p->order[o]];
+    if (node->reader_slot < 0 || !node->spec->def->position) continue;
+    int64_t epoch, left;
+    stk_status st = node->spec->def->position(node, &epoch, &left);
+    if (st != STK_OK) return stk__wrap(st, "reader '%s'", node->name);
+    if (starting) ex->reader_epoch[node->reader_slot] = epoch;
+    else if (epoch != ex->reader_epoch[node->reader_slot]) left = 0;
+    if ((uint64_t)left < *room) *room = (size_t)left;
+  }
+  return STK_OK;
+}
+
+/* A reader of a data set (an external source's "epochs" are its fed batches). */
+static bool has_epochs(stk__node *node) {
+  stk_reader_meta meta;
+  return node->spec->def->reader_meta && node->spec->def->reader_meta(node, &meta) == STK_OK &&
+         meta.epoch_size >= 0;
+}
+
+/* After the batch's last plan: its epoch (the first data set reader's) and whether the
+ * batch ended it (the reader has moved on). */
+static stk_status note_batch_epoch(stk__exec *ex) {
+  stk_pipeline *p = ex->p;
+  ex->batch_epoch = -1;
+  ex->ends_epoch = false;
+  STK_TRY(stk__resume_capture(p, ex->next_ordinal, ex->resume));
+  for (size_t o = 0; o < p->num_nodes; o++) {
+    stk__node *node = &p->nodes[p->order[o]];
+    if (node->reader_slot < 0 || !node->spec->def->position || !has_epochs(node)) continue;
+    int64_t epoch, left;
+    stk_status st = node->spec->def->position(node, &epoch, &left);
+    if (st != STK_OK) return stk__wrap(st, "reader '%s'", node->name);
+    ex->batch_epoch = ex->reader_epoch[node->reader_slot];
+    ex->ends_epoch = epoch != ex->batch_epoch;
+    break;
+  }
+  return STK_OK;
+}
+
 static void reset_sample(stk__exec *ex, size_t i) {
   stk_pipeline *p = ex->p;
   for (size_t o = 0; o < ex->num_slots; o++) {
@@ -243,16 +326,23 @@ static void reset_sample(stk__exec *ex, size_t i) {
   ex->messages[i] = NULL;
 }
 
-static void prepare_batch(stk__exec *ex) {
+/* Resets the samples and plans the batch's size: the batch size, or what is left of
+ * the readers' epoch. */
+static stk_status prepare_batch(stk__exec *ex) {
   for (size_t i = 0; i < ex->n; i++) {
     reset_sample(ex, i);
     ex->pending[i] = i;
+    ex->dropped[i] = false;
   }
-  ex->num_pending = ex->n;
+  ex->compacted = false;
+  stk__skip_list_free(&ex->skips); /* a failed batch's, if it kept them */
+  STK_TRY(readers_room(ex, ex->n, true, &ex->batch_count));
+  ex->num_pending = ex->batch_count;
   for (size_t o = 0; o < ex->num_slots; o++) {
     ex->dense_blocks[o] = NULL;
     if (ex->pred[o].valid) ex->dense_blocks[o] = stk__pool_alloc(ex->p->pool, ex->pred[o].bytes * ex->n);
   }
+  return STK_OK;
 }
 
 static void release_batch_memory(stk__exec *ex) {
@@ -279,18 +369,23 @@ static stk_status run_pending(stk__exec *ex) {
   return STK_OK;
 }
 
-/* A skipped sample: counted, and its message kept as the last one (taken over). The CPU
- * stage and the GPU stage's rejections both skip, from different threads. */
-static void note_skip(stk__exec *ex, char *message) {
-  stk_pipeline *p = ex->p;
-  atomic_fetch_add(&p->stat_skipped, 1);
-  pthread_mutex_lock(&ex->lock);
-  free(p->last_skip_message);
-  p->last_skip_message = message;
-  pthread_mutex_unlock(&ex->lock);
+/* A delivered batch's skipped samples join the pipeline's count; the first
+ * STK_SKIP_MESSAGES_KEPT messages are kept (taken over). The consumer's thread. */
+static void count_skips(stk_pipeline *p, stk__skip_list *skips) {
+  atomic_fetch_add(&p->stat_skipped, (long long)skips->count);
+  for (size_t i = 0; i < skips->count && i < skips->cap; i++) {
+    long long slot = atomic_fetch_add(&p->num_skip_messages, 1);
+    if (slot < STK_SKIP_MESSAGES_KEPT && skips->messages[i]) {
+      atomic_store(&p->skip_messages[slot], skips->messages[i]);
+      skips->messages[i] = NULL;
+    }
+  }
+  stk__skip_list_free(skips);
 }
 
-/* Applies the bad-sample policy to the failed samples in `pending`. */
+/* Applies the bad-sample policy to the failed samples in `pending`: each is counted as
+ * skipped and replaced by the reader's next sample of the same epoch; where the epoch
+ * has none left, the sample leaves the batch (`dropped`). */
 static stk_status handle_failures(stk__exec *ex, int round) {
   stk_pipeline *p = ex->p;
   bool skip = p->settings[STK_PIPE_ON_ERROR] == STK_ON_ERROR_SKIP;
@@ -305,11 +400,54 @@ static stk_status handle_failures(stk__exec *ex, int round) {
                      ex->messages[ex->pending[0]]);
   for (size_t k = 0; k < ex->num_pending; k++) {
     size_t i = ex->pending[k];
-    note_skip(ex, ex->messages[i]);
+    stk__skip_list_add(&ex->skips, ex->messages[i]);
     ex->messages[i] = NULL;
     reset_sample(ex, i);
   }
+  size_t room;
+  STK_TRY(readers_room(ex, ex->num_pending, false, &room));
+  for (size_t k = room; k < ex->num_pending; k++) ex->dropped[ex->pending[k]] = true;
+  ex->num_pending = room;
   return STK_OK;
+}
+
+/* Sample `from` moves to the free place `to` (a dropped sample's, already reset): its
+ * tensors, blocks, planned items and prepared records. */
+static void move_sample(stk__exec *ex, size_t to, size_t from) {
+  size_t edges = ex->num_edges, slots = ex->num_slots, readers = ex->num_readers;
+  memcpy(&ex->edge_tensors[to * edges], &ex->edge_tensors[from * edges], edges * sizeof(stk__tensor));
+  memset(&ex->edge_tensors[from * edges], 0, edges * sizeof(stk__tensor));
+  memcpy(&ex->out_blocks[to * slots], &ex->out_blocks[from * slots], slots * sizeof(void *));
+  memset(&ex->out_blocks[from * slots], 0, slots * sizeof(void *));
+  memcpy(&ex->items[to * readers], &ex->items[from * readers], readers * sizeof(int64_t));
+  if (ex->prep) {
+    memcpy(ex->prep + to * ex->prep_stride, ex->prep + from * ex->prep_stride, ex->prep_stride);
+    memset(ex->prep + from * ex->prep_stride, 0, ex->prep_stride);
+  }
+  ex->samples[to].ordinal = ex->samples[from].ordinal;
+  ex->samples[to].source = ex->samples[from].source;
+}
+
+/* The samples that left the batch leave no gaps: the others move up, in order. Their
+ * data stays where it is, so outputs predicted into batch-wide blocks are copied when
+ * assembled (`compacted`). */
+static void compact_batch(stk__exec *ex) {
+  size_t kept = 0;
+  for (size_t i = 0; i < ex->batch_count; i++) {
+    if (ex->dropped[i]) continue;
+    if (i != kept) move_sample(ex, kept, i);
+    kept++;
+  }
+  ex->compacted = kept != ex->batch_count;
+  ex->batch_count = kept;
+}
+
+/* A copy of the state after the current batch, for the batch or job to carry. */
+static int64_t *copy_resume(const stk__exec *ex) {
+  size_t len = stk__resume_len(ex->p);
+  int64_t *copy = stk__malloc(len * sizeof *copy, "a checkpoint state");
+  if (copy) memcpy(copy, ex->resume, len * sizeof *copy);
+  return copy;
 }
 
 /* ---- assembling outputs ---- */
@@ -322,12 +460,12 @@ static bool same_kind(const stk__tensor *a, const stk__tensor *b) {
 static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *first) {
   int e = ex->p->collected[o];
   const char *name = ex->p->edges[e].name;
-  for (size_t i = 0; i < ex->n; i++)
+  for (size_t i = 0; i < ex->batch_count; i++)
     if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data)
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                        "output '%s' has no value for sample %zu of the batch: it is produced only in a "
                        "conditional branch that sample did not take", name, i);
-  for (size_t i = 1; i < ex->n; i++) {
+  for (size_t i = 1; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (!same_kind(t, first))
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
@@ -341,7 +479,7 @@ static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *f
 
 static bool same_shapes(stk__exec *ex, int e) {
   const stk__tensor *a = &ex->edge_tensors[(size_t)e];
-  for (size_t i = 1; i < ex->n; i++) {
+  for (size_t i = 1; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (memcmp(a->shape, t->shape, sizeof(int64_t) * (size_t)a->ndim) != 0) return false;
   }
@@ -361,7 +499,7 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
   stk_pipeline *p = ex->p;
   int e = p->collected[o];
   const stk__tensor *first = NULL;
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (!t->data) continue;
     if (!first) first = t;
@@ -372,8 +510,8 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
                        first->layout);
   }
   stk_tensor_list *tl;
-  STK_TRY(stk__tensor_list_create(&tl, ex->n, first ? first->ndim : 0, p->pool));
-  tl->absent = stk__calloc(ex->n ? ex->n : 1, sizeof *tl->absent, "holes");
+  STK_TRY(stk__tensor_list_create(&tl, ex->batch_count, first ? first->ndim : 0, p->pool));
+  tl->absent = stk__calloc(ex->batch_count ? ex->batch_count : 1, sizeof *tl->absent, "holes");
   if (!tl->absent) {
     stk_tensor_list_release(tl);
     return STK_ERR_OUT_OF_MEMORY;
@@ -382,7 +520,7 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
     tl->dtype = first->dtype;
     memcpy(tl->layout, first->layout, sizeof tl->layout);
   }
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     void **own = &ex->out_blocks[i * ex->num_slots + o];
     tl->absent[i] = t->data == NULL;
@@ -404,7 +542,7 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
 }
 
 static bool some_sample_lacks(stk__exec *ex, int e) {
-  for (size_t i = 0; i < ex->n; i++)
+  for (size_t i = 0; i < ex->batch_count; i++)
     if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data) return true;
   return false;
 }
@@ -416,30 +554,37 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
   int e = p->collected[o];
   if (p->edges[e].output_index < 0 && some_sample_lacks(ex, e)) return assemble_partial(ex, o, out);
   const stk__tensor *first = &ex->edge_tensors[(size_t)e];
+  stk__tensor model;
+  if (ex->batch_count == 0) { /* every sample was skipped: an empty list of the predicted kind */
+    memset(&model, 0, sizeof model);
+    model.dtype = ex->pred[o].valid ? ex->pred[o].dtype : STK_DTYPE_UINT8;
+    model.ndim = ex->pred[o].valid ? ex->pred[o].ndim : 1;
+    first = &model;
+  }
   STK_TRY(check_consistent(ex, o, first));
   stk_tensor_list *tl;
-  STK_TRY(stk__tensor_list_create(&tl, ex->n, first->ndim, p->pool));
+  STK_TRY(stk__tensor_list_create(&tl, ex->batch_count, first->ndim, p->pool));
   tl->dtype = first->dtype;
   memcpy(tl->layout, first->layout, sizeof tl->layout);
   bool uniform = same_shapes(ex, e);
   size_t bytes = sample_bytes(first);
-  bool in_slots = ex->dense_blocks[o] != NULL;
-  for (size_t i = 0; i < ex->n && in_slots; i++)
+  bool in_slots = ex->dense_blocks[o] != NULL && !ex->compacted;
+  for (size_t i = 0; i < ex->batch_count && in_slots; i++)
     in_slots = ex->out_blocks[i * ex->num_slots + o] == NULL;
   void *dense = NULL;
   if (uniform && in_slots) {
     dense = ex->dense_blocks[o];
     ex->dense_blocks[o] = NULL;
   } else if (uniform) {
-    dense = stk__pool_alloc(p->pool, bytes * ex->n);
+    dense = stk__pool_alloc(p->pool, bytes * ex->batch_count);
     if (!dense) {
       stk_tensor_list_release(tl);
       return stk__fail(STK_ERR_OUT_OF_MEMORY, "stk_pipeline_run", "cannot allocate output '%s'", p->edges[e].name);
     }
-    for (size_t i = 0; i < ex->n; i++)
+    for (size_t i = 0; i < ex->batch_count; i++)
       memcpy((char *)dense + i * bytes, ex->edge_tensors[i * ex->num_edges + (size_t)e].data, bytes);
   }
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     memcpy(&tl->shapes[i * (size_t)tl->ndim], t->shape, sizeof(int64_t) * (size_t)tl->ndim);
     tl->data[i] = dense ? (char *)dense + i * bytes : t->data;
@@ -457,20 +602,29 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
     ex->dense_blocks[o] = NULL;
   }
   shape_prediction *pr = &ex->pred[o];
-  pr->valid = uniform;
-  pr->dtype = first->dtype;
-  pr->ndim = first->ndim;
-  memcpy(pr->shape, first->shape, sizeof pr->shape);
-  pr->bytes = (bytes + 63) & ~(size_t)63; /* keep every slot 64-byte aligned */
-  if (pr->bytes != bytes) pr->valid = false; /* slots must be back to back to be dense */
+  if (ex->batch_count > 0) { /* an empty batch says nothing of the next one's shapes */
+    pr->valid = uniform;
+    pr->dtype = first->dtype;
+    pr->ndim = first->ndim;
+    memcpy(pr->shape, first->shape, sizeof pr->shape);
+    pr->bytes = (bytes + 63) & ~(size_t)63; /* keep every slot 64-byte aligned */
+    if (pr->bytes != bytes) pr->valid = false; /* slots must be back to back to be dense */
+  }
   *out = tl;
   return STK_OK;
 }
 
 /* The pipeline's outputs from this batch's lists (references taken). */
-static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, stk_batch **out) {
+static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, int64_t epoch, bool ends_epoch,
+                             stk__skip_list *skips, int64_t **resume, stk_batch **out) {
   stk_batch *b = stk__calloc(1, sizeof *b, "a batch");
   if (!b) return STK_ERR_OUT_OF_MEMORY;
+  b->resume = *resume; /* taken over */
+  *resume = NULL;
+  b->epoch = epoch;
+  b->ends_epoch = ends_epoch;
+  b->skips = *skips; /* taken over */
+  memset(skips, 0, sizeof *skips);
   b->outputs = stk__calloc(p->num_outputs, sizeof(stk_tensor_list *), "batch outputs");
   if (!b->outputs) {
     free(b);
@@ -508,11 +662,13 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->lists);
   free(job->samples);
   free(job->edges);
-  for (size_t i = 0; job->prep && i < ex->n; i++) release_records(ex->p, job->prep + i * ex->prep_stride);
+  for (size_t i = 0; job->prep && i < job->n; i++) release_records(ex->p, job->prep + i * ex->prep_stride);
   free(job->prep);
-  for (size_t i = 0; job->reject_messages && i < ex->n; i++) free(job->reject_messages[i]);
+  for (size_t i = 0; job->reject_messages && i < job->n; i++) free(job->reject_messages[i]);
   free(job->reject_messages);
   free(job->rejected);
+  stk__skip_list_free(&job->skips);
+  free(job->resume);
   if (job->decoded) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->decoded);
   if (job->retired) ex->p->gpu->api->event_destroy(ex->p->gpu->ctx, job->retired);
   free(job->message);
@@ -561,10 +717,9 @@ static void reap_jobs(stk__exec *ex) {
 static void drain_jobs(stk__exec *ex) {
   stk__gpu *g = ex->p->gpu;
   if (!ex->jobs.head && !ex->decoded.head && !ex->retiring.head) return;
-  if (g) {
-    g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_DECODE), NULL, 0);
-    g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), NULL, 0);
-  }
+  if (g && (g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_DECODE), NULL, 0) != 0 ||
+            g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), NULL, 0) != 0))
+    return; /* the device stopped (bounded wait): the jobs' host memory stays allocated */
   for (gpu_job *j; (j = queue_pop(&ex->jobs)) || (j = queue_pop(&ex->decoded)) || (j = queue_pop(&ex->retiring));)
     free_job(ex, j);
 }
@@ -574,23 +729,30 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   stk_pipeline *p = ex->p;
   gpu_job *job = stk__calloc(1, sizeof *job, "a GPU job");
   if (!job) return STK_ERR_OUT_OF_MEMORY;
+  size_t n = ex->batch_count, alloc_n = n ? n : 1;
+  job->n = n;
+  job->epoch = ex->batch_epoch;
+  job->ends_epoch = ex->ends_epoch;
+  job->skips = ex->skips; /* taken over */
+  memset(&ex->skips, 0, sizeof ex->skips);
+  job->resume = copy_resume(ex);
   job->lists = stk__calloc(ex->num_edges, sizeof(stk_tensor_list *), "job lists");
-  job->samples = stk__calloc(ex->n, sizeof(stk__sample), "job samples");
-  job->edges = stk__calloc(ex->n * ex->num_edges, sizeof(stk__tensor), "job tensors");
-  if (ex->prep_stride) job->prep = stk__calloc(ex->n, ex->prep_stride, "prepared records");
-  job->rejected = stk__calloc(ex->n, sizeof(bool), "rejected samples");
-  job->reject_messages = stk__calloc(ex->n, sizeof(char *), "rejection messages");
-  if (!job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep) || !job->rejected ||
+  job->samples = stk__calloc(alloc_n, sizeof(stk__sample), "job samples");
+  job->edges = stk__calloc(alloc_n * ex->num_edges, sizeof(stk__tensor), "job tensors");
+  if (ex->prep_stride) job->prep = stk__calloc(alloc_n, ex->prep_stride, "prepared records");
+  job->rejected = stk__calloc(alloc_n, sizeof(bool), "rejected samples");
+  job->reject_messages = stk__calloc(alloc_n, sizeof(char *), "rejection messages");
+  if (!job->resume || !job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep) || !job->rejected ||
       !job->reject_messages) {
     free_job(ex, job);
     return STK_ERR_OUT_OF_MEMORY;
   }
   if (ex->prep_stride) { /* the records move to the job, with the host blocks they hold */
-    memcpy(job->prep, ex->prep, ex->n * ex->prep_stride);
-    memset(ex->prep, 0, ex->n * ex->prep_stride);
+    memcpy(job->prep, ex->prep, n * ex->prep_stride);
+    memset(ex->prep, 0, n * ex->prep_stride);
   }
   for (size_t e = 0; e < ex->num_edges; e++) job->lists[e] = ex->lists[e], ex->lists[e] = NULL;
-  for (size_t i = 0; i < ex->n; i++) {
+  for (size_t i = 0; i < n; i++) {
     job->samples[i] = ex->samples[i];
     job->samples[i].edges = &job->edges[i * ex->num_edges];
     job->samples[i].items = NULL;
@@ -599,7 +761,7 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   }
   for (size_t k = 0; k < p->num_collected; k++) {
     int e = p->collected[k];
-    for (size_t i = 0; i < ex->n; i++) {
+    for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
       stk_tensor_list_sample(job->lists[e], i, &d);
       stk__tensor *t = &job->edges[i * ex->num_edges + (size_t)e];
@@ -621,11 +783,11 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
   if (job->status != STK_OK) return;
   stk__gpu *g = ex->p->gpu;
   uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_DECODE);
-  for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->decode_arena;
-  stk__gpu_batch gb = {ex->p, ex->n, job->samples, job->lists, NULL, stream, job->rejected, job->reject_messages};
+  for (size_t i = 0; i < job->n; i++) job->samples[i].arena = ex->decode_arena;
+  stk__gpu_batch gb = {ex->p, job->n, job->samples, job->lists, NULL, stream, job->rejected, job->reject_messages};
   stk_status st = stk__gpu_run_stage(&gb, STK__GPU_PART_DECODE);
   stk__arena_reset(ex->decode_arena);
-  for (size_t i = 0; i < ex->n; i++) job->samples[i].arena = ex->gpu_arena;
+  for (size_t i = 0; i < job->n; i++) job->samples[i].arena = ex->gpu_arena;
   char err[STK_GPU_ERRLEN] = "";
   if (st == STK_OK) st = stk__gpu_check(g->api->event_create(g->ctx, 0, &job->decoded, err, sizeof err), err);
   if (st == STK_OK) st = stk__gpu_check(g->api->event_record(g->ctx, job->decoded, stream, err, sizeof err), err);
@@ -640,8 +802,8 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
 
 /* Sample `to` of a batch output becomes a copy of sample `from`: bytes copied where the
  * list is one dense block (on the compute stream for device lists, after the stage's
- * work), else the sample's pointer and shape taken (the list's blocks stay owned as they
- * were). */
+ * work; samples of a dense list do not overlap), else the sample's pointer and shape
+ * taken (the list's blocks stay owned as they were). */
 static stk_status copy_sample(stk__exec *ex, stk_tensor_list *tl, size_t to, size_t from) {
   if (tl->absent && (tl->absent[to] || tl->absent[from])) {
     tl->absent[to] = tl->absent[from];
@@ -664,26 +826,30 @@ static stk_status copy_sample(stk__exec *ex, stk_tensor_list *tl, size_t to, siz
                                              g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), err, sizeof err), err);
 }
 
-/* The samples rejected in the GPU stage (on_error="skip") take a copy of the next good
- * sample of the batch in every output, and are counted as skipped. The CPU stage replaces
- * a bad sample with the reader's next item; after it, the batch is fixed, so a copy it is.
- * A batch with no good sample left fails. */
-static stk_status replace_rejected(stk__exec *ex, gpu_job *job) {
+/* The samples rejected in the GPU stage (on_error="skip") leave the batch: every output
+ * list closes ranks over them (a list two outputs share, once), and they are counted as
+ * skipped. The batch may end up empty. */
+static stk_status drop_rejected(stk__exec *ex, gpu_job *job) {
   stk_pipeline *p = ex->p;
-  size_t bad = 0, last = 0;
-  for (size_t i = 0; i < ex->n; i++)
-    if (job->rejected[i]) bad++, last = i;
-  if (bad == 0) return STK_OK;
-  if (bad == ex->n)
-    return stk__fail(STK_ERR_DECODE, "stk_pipeline_run", "every sample of the batch failed in the GPU stage; last: %s",
-                     job->reject_messages[last] ? job->reject_messages[last] : "?");
-  for (size_t i = 0; i < ex->n; i++) {
+  size_t kept = 0;
+  for (size_t i = 0; i < job->n; i++) kept += !job->rejected[i];
+  if (kept == job->n) return STK_OK;
+  for (size_t o = 0; o < p->num_outputs; o++) {
+    stk_tensor_list *tl = job->lists[p->output_edges[o]];
+    bool seen = false;
+    for (size_t k = 0; k < o && !seen; k++) seen = job->lists[p->output_edges[k]] == tl;
+    if (seen || tl->n != job->n) continue;
+    size_t to = 0;
+    for (size_t from = 0; from < job->n; from++) {
+      if (job->rejected[from]) continue;
+      if (to != from) STK_TRY(copy_sample(ex, tl, to, from));
+      to++;
+    }
+    tl->n = to;
+  }
+  for (size_t i = 0; i < job->n; i++) {
     if (!job->rejected[i]) continue;
-    size_t j = (i + 1) % ex->n;
-    while (job->rejected[j]) j = (j + 1) % ex->n;
-    for (size_t o = 0; o < p->num_outputs; o++)
-      STK_TRY(copy_sample(ex, job->lists[p->output_edges[o]], i, j));
-    note_skip(ex, job->reject_messages[i]);
+    stk__skip_list_add(&job->skips, job->reject_messages[i]);
     job->reject_messages[i] = NULL;
   }
   return STK_OK;
@@ -694,7 +860,7 @@ static stk_status replace_rejected(stk__exec *ex, gpu_job *job) {
 static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   stk_pipeline *p = ex->p;
   if (job->status != STK_OK) return stk__set_error(job->status, job->message ? job->message : "failed");
-  stk__gpu_batch gb = {p, ex->n, job->samples, job->lists, NULL, 0, job->rejected, job->reject_messages};
+  stk__gpu_batch gb = {p, job->n, job->samples, job->lists, NULL, 0, job->rejected, job->reject_messages};
   stk_status st = STK_OK;
   if (job->decoded) {
     char err[STK_GPU_ERRLEN] = "";
@@ -704,13 +870,13 @@ static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   }
   if (st == STK_OK) st = stk__gpu_run_stage(&gb, job->decoded ? STK__GPU_PART_REST : STK__GPU_PART_ALL);
   stk__arena_reset(ex->gpu_arena);
-  if (st == STK_OK) st = replace_rejected(ex, job);
+  if (st == STK_OK) st = drop_rejected(ex, job);
   for (size_t o = 0; st == STK_OK && o < p->num_outputs; o++) {
     stk_tensor_list **tl = &job->lists[p->output_edges[o]];
     if ((*tl)->gpu) st = stk__gpu_finalize_output(p->gpu, tl, p->edges[p->output_edges[o]].name);
     if (st == STK_OK && (*tl)->gpu) st = stk__gpu_mark_ready(p->gpu, *tl);
   }
-  return st == STK_OK ? make_batch(p, job->lists, out) : st;
+  return st == STK_OK ? make_batch(p, job->lists, job->epoch, job->ends_epoch, &job->skips, &job->resume, out) : st;
 }
 
 /* Collected CPU edges become this batch's tensor lists. */
@@ -729,7 +895,7 @@ static stk_status check_selects(stk__exec *ex) {
     if (node->spec->def != &stk__op_select) continue;
     int e = node->out_edges[0];
     const stk__tensor *first = NULL;
-    for (size_t i = 0; i < ex->n; i++) {
+    for (size_t i = 0; i < ex->batch_count; i++) {
       const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
       if (!t->data) continue;
       if (!first) first = t;
@@ -748,15 +914,23 @@ static stk_status check_selects(stk__exec *ex) {
  * the collected lists. Without GPU operators the result is the batch; with them, a job
  * for the GPU stage (a failure too travels as a job, to keep the order). */
 static stk_status produce_cpu(stk__exec *ex, stk_batch **out, gpu_job **job) {
-  prepare_batch(ex);
-  stk_status st = STK_OK;
-  for (int round = 0; ex->num_pending > 0; round++) {
+  stk_status st = prepare_batch(ex);
+  for (int round = 0; st == STK_OK && ex->num_pending > 0; round++) {
     if ((st = run_pending(ex)) != STK_OK) break;
     if (ex->num_pending && (st = handle_failures(ex, round + 1)) != STK_OK) break;
   }
+  if (st == STK_OK) st = note_batch_epoch(ex);
+  if (st == STK_OK) compact_batch(ex);
   if (st == STK_OK) st = check_selects(ex);
   if (st == STK_OK) st = assemble_lists(ex);
-  if (st == STK_OK) st = ex->p->has_gpu ? make_job(ex, job) : make_batch(ex->p, ex->lists, out);
+  if (st == STK_OK && ex->p->has_gpu) {
+    st = make_job(ex, job);
+  } else if (st == STK_OK) {
+    int64_t *resume = copy_resume(ex);
+    st = resume ? make_batch(ex->p, ex->lists, ex->batch_epoch, ex->ends_epoch, &ex->skips, &resume, out)
+                : STK_ERR_OUT_OF_MEMORY;
+    free(resume);
+  }
   release_batch_memory(ex);
   return st;
 }
@@ -787,52 +961,6 @@ static size_t in_flight(const stk__exec *ex) {
   return ex->count + ex->jobs.count + ex->decoded.count + (ex->gpu_busy ? 1 : 0) + (ex->decode_busy ? 1 : 0);
 }
 
-/* The quiet-decode experiment: waits until the decode thread has nothing queued or
- * running (lock held). */
-static void wait_decoder_idle(stk__exec *ex) {
-  while (!ex->stop && (ex->decode_busy || ex->jobs.count > 0)) pthread_cond_wait(&ex->cond, &ex->lock);
-}
-
-/* The quiet-decode experiment's record of a job's decode time (decode thread). */
-static void quiet_record(stk__exec *ex, const gpu_job *job, int64_t busy) {
-  if (!ex->quiet || job->seq < 0) return;
-  if ((size_t)job->seq >= ex->quiet_cap) {
-    size_t cap = ex->quiet_cap ? 2 * ex->quiet_cap : 1024;
-    while (cap <= (size_t)job->seq) cap *= 2;
-    int64_t *t = realloc(ex->quiet_ns, cap * sizeof *t);
-    if (!t) return;
-    memset(t + ex->quiet_cap, 0, (cap - ex->quiet_cap) * sizeof *t);
-    ex->quiet_ns = t, ex->quiet_cap = cap;
-  }
-  ex->quiet_ns[job->seq] = busy;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* The quiet-decode experiment's report: per cycle of 3, the decode time beside the CPU
- * stage over the decode time alone (the first 8 cycles, warm-up, left out). */
-static void quiet_report(const stk__exec *ex) {
-  size_t cycles = ex->quiet_cap / 3, n = 0;
-  double *r = calloc(cycles ? cycles : 1, sizeof *r), *a = calloc(cycles ? cycles : 1, sizeof *a),
-         *b = calloc(cycles ? cycles : 1, sizeof *b);
-  for (size_t c = 8; r && a && b && c < cycles; c++) {
-    int64_t alone = ex->quiet_ns[3 * c], beside = ex->quiet_ns[3 * c + 1];
-    if (alone <= 0 || beside <= 0) continue;
-    a[n] = alone / 1e6, b[n] = beside / 1e6, r[n] = (double)beside / (double)alone;
-    n++;
-  }
-  if (n > 0) {
-    qsort(r, n, sizeof *r, cmp_double), qsort(a, n, sizeof *a, cmp_double), qsort(b, n, sizeof *b, cmp_double);
-    fprintf(stderr, "quiet-decode experiment: decode part %.3f ms alone, %.3f ms beside the CPU stage (medians); "
-            "beside / alone per cycle: median %.3f, quartiles %.3f %.3f (%zu cycles)\n",
-            a[n / 2], b[n / 2], r[n / 2], r[n / 4], r[3 * n / 4], n);
-  }
-  free(r), free(a), free(b);
-}
-
 static void *producer_main(void *arg) {
   stk__exec *ex = arg;
   stk__name_thread("stk-producer");
@@ -841,8 +969,8 @@ static void *producer_main(void *arg) {
   for (;;) {
     int64_t t0 = stk__now_ns();
     while (!ex->stop && in_flight(ex) >= ex->cap) pthread_cond_wait(&ex->cond, &ex->lock);
-    if (ex->quiet && ex->produced % 3 == 0) wait_decoder_idle(ex);
     if (ex->stop) break;
+    watch_begin(&ex->cpu_watch, "reading and running the CPU operators", ex->cpu_batches++);
     pthread_mutex_unlock(&ex->lock);
     int64_t t1 = stk__now_ns();
     queue_entry entry = {NULL, STK_OK, NULL};
@@ -859,6 +987,7 @@ static void *producer_main(void *arg) {
       entry.message = NULL;
     }
     pthread_mutex_lock(&ex->lock);
+    watch_end(&ex->cpu_watch);
     if (ex->stop) {
       stk_batch_release(entry.batch);
       free(entry.message);
@@ -869,7 +998,6 @@ static void *producer_main(void *arg) {
       job->seq = ex->produced++;
       queue_push(&ex->jobs, job);
       pthread_cond_broadcast(&ex->cond);
-      if (ex->quiet && job->seq % 3 == 0) wait_decoder_idle(ex); /* decoded with this stage idle */
     } else {
       push_output(ex, entry);
     }
@@ -921,23 +1049,18 @@ static void *decode_main(void *arg) {
     int64_t waited = stk__now_ns();
     while (!ex->stop && !ex->jobs.head && !ex->cpu_done) pthread_cond_wait(&ex->cond, &ex->lock);
     if (ex->stop || !ex->jobs.head) break;
-    if (ex->quiet_gpu && ex->jobs.head->seq % 3 == 0) { /* wait until the GPU thread is idle */
-      while (!ex->stop && (ex->gpu_busy || ex->decoded.count > 0)) pthread_cond_wait(&ex->cond, &ex->lock);
-      if (ex->stop) break;
-      ex->decoding_alone = true;
-    }
     gpu_job *job = queue_pop(&ex->jobs);
     ex->decode_busy = true;
+    watch_begin(&ex->decode_watch, "inside the mixed decoders (nvJPEG's call and its waits on the device)", job->seq);
     pthread_mutex_unlock(&ex->lock);
     int64_t t0 = stk__now_ns();
     run_decode_part(ex, job);
     int64_t busy = stk__now_ns() - t0;
     atomic_fetch_add(&ex->decode_stage_ns, busy);
     balance_host_decoding(ex, job, t0 - waited, busy);
-    quiet_record(ex, job, busy);
     pthread_mutex_lock(&ex->lock);
+    watch_end(&ex->decode_watch);
     ex->decode_busy = false;
-    ex->decoding_alone = false;
     if (ex->stop) {
       retire_job(ex, job, false); /* its decoders may still read its host memory */
       break;
@@ -951,6 +1074,15 @@ static void *decode_main(void *arg) {
   return NULL;
 }
 
+/* What the GPU thread does with a job, as the timeout's message says it. */
+static const char *gpu_stage_doing(const stk__exec *ex) {
+  if (ex->split) return "queueing the GPU operators' work";
+  for (size_t k = 0; k < ex->p->num_nodes; k++)
+    if (ex->p->nodes[k].spec->device == STK_DEVICE_MIXED)
+      return "inside the mixed decoders (nvJPEG's call and its waits on the device) or queueing the GPU operators' work";
+  return "queueing the GPU operators' work";
+}
+
 /* The GPU stage, one job at a time in order, overlapping the next batches' CPU stage
  * (and, split, the next batch's decoding). */
 static void *gpu_main(void *arg) {
@@ -960,12 +1092,13 @@ static void *gpu_main(void *arg) {
   pthread_mutex_lock(&ex->lock);
   for (;;) {
     int64_t t0 = stk__now_ns();
-    while (!ex->stop && (ex->decoding_alone || (!in->head && !(ex->split ? ex->decode_done : ex->cpu_done))))
+    while (!ex->stop && !in->head && !(ex->split ? ex->decode_done : ex->cpu_done))
       pthread_cond_wait(&ex->cond, &ex->lock);
     atomic_fetch_add(&ex->gpu_idle_ns, stk__now_ns() - t0);
     if (ex->stop || !in->head) break;
     gpu_job *job = queue_pop(in);
     ex->gpu_busy = true;
+    watch_begin(&ex->gpu_watch, gpu_stage_doing(ex), job->seq);
     pthread_mutex_unlock(&ex->lock);
     queue_entry entry = {NULL, STK_OK, NULL};
     int64_t t1 = stk__now_ns();
@@ -975,6 +1108,7 @@ static void *gpu_main(void *arg) {
     atomic_fetch_add(&ex->gpu_stage_ns, busy);
     if (!ex->split) balance_host_decoding(ex, job, t1 - t0, busy); /* this thread runs the decoders */
     pthread_mutex_lock(&ex->lock);
+    watch_end(&ex->gpu_watch);
     retire_job(ex, job, true);
     reap_jobs(ex);
     ex->gpu_busy = false;
@@ -1017,11 +1151,13 @@ static void exec_free(stk__exec *ex) {
   free(ex->pred);
   free(ex->lists);
   free(ex->pending);
+  stk__skip_list_free(&ex->skips);
+  free(ex->dropped);
+  free(ex->resume);
+  free(ex->reader_epoch);
   free(ex->plan_items);
   free(ex->queue);
   free(ex->final_message);
-  if (ex->quiet) quiet_report(ex);
-  free(ex->quiet_ns);
   pthread_mutex_destroy(&ex->lock);
   pthread_cond_destroy(&ex->cond);
   free(ex);
@@ -1071,12 +1207,15 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   ex->pred = stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(shape_prediction), "output shapes");
   ex->lists = stk__calloc(ex->num_edges ? ex->num_edges : 1, sizeof(stk_tensor_list *), "batch lists");
   ex->pending = stk__calloc(n, sizeof(size_t), "pending samples");
+  ex->dropped = stk__calloc(n, sizeof(bool), "dropped samples");
+  ex->resume = stk__calloc(stk__resume_len(p), sizeof(int64_t), "a checkpoint state");
+  ex->reader_epoch = stk__calloc(ex->num_readers ? ex->num_readers : 1, sizeof(int64_t), "reader epochs");
   ex->plan_items = stk__calloc(n, sizeof(int64_t), "planned items");
   ex->arenas = stk__calloc((size_t)ex->num_workers, sizeof(stk__arena *), "arenas");
   ex->cap = (size_t)p->settings[STK_PIPE_PREFETCH_QUEUE_DEPTH];
   ex->queue = stk__calloc(ex->cap, sizeof(queue_entry), "the prefetch queue");
   if (!ex->samples || !ex->edge_tensors || !ex->items || !ex->status || !ex->messages ||
-      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->plan_items ||
+      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->dropped || !ex->resume || !ex->reader_epoch || !ex->plan_items ||
       !ex->arenas || !ex->queue)
     return STK_ERR_OUT_OF_MEMORY;
   for (int w = 0; w < ex->num_workers; w++)
@@ -1097,11 +1236,8 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
 
 /* Whether the mixed decoders get their own thread: every mixed operator is prepared in
  * the CPU stage (so only that thread calls the decoder, which takes one caller) and some
- * GPU operator runs after them (else there is nothing to overlap). STK_SPLIT_DECODE=0
- * turns it off (measurements). */
+ * GPU operator runs after them (else there is nothing to overlap). */
 static bool split_decoding(const stk_pipeline *p) {
-  const char *env = getenv("STK_SPLIT_DECODE");
-  if (env && atoi(env) == 0) return false;
   bool decoders = false, rest = false;
   for (size_t k = 0; k < p->num_nodes; k++) {
     const stk__node *node = &p->nodes[k];
@@ -1112,12 +1248,29 @@ static bool split_decoding(const stk_pipeline *p) {
   return decoders && rest;
 }
 
+/* Before the producer starts: resumes from the pipeline's checkpoint, if it has one, and
+ * notes the state a checkpoint taken before the first batch gives. */
+static stk_status start_from_checkpoint(stk__exec *ex) {
+  stk_pipeline *p = ex->p;
+  if (p->restore_text) STK_TRY(stk__resume_apply(p, p->restore_text, &ex->next_ordinal));
+  free(p->delivered_resume);
+  p->delivered_resume = stk__calloc(stk__resume_len(p), sizeof(int64_t), "a checkpoint state");
+  if (!p->delivered_resume) return STK_ERR_OUT_OF_MEMORY;
+  return stk__resume_capture(p, ex->next_ordinal, p->delivered_resume);
+}
+
 stk_status stk__exec_start(stk_pipeline *p) {
   stk__exec *ex = stk__calloc(1, sizeof *ex, "the executor");
   if (!ex) return STK_ERR_OUT_OF_MEMORY;
   pthread_mutex_init(&ex->lock, NULL);
-  pthread_cond_init(&ex->cond, NULL);
+  pthread_condattr_t attr; /* timed waits on the monotonic clock (stk__now_ns) */
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&ex->cond, &attr);
+  pthread_condattr_destroy(&attr);
   ex->p = p;
+  ex->timeout_ms = p->settings[STK_PIPE_TIMEOUT_MS];
+  ex->cpu_watch.stage = "CPU", ex->decode_watch.stage = "decode", ex->gpu_watch.stage = "GPU";
   ex->n = (size_t)p->settings[STK_PIPE_BATCH_SIZE];
   ex->num_edges = p->num_edges;
   ex->num_slots = p->num_collected;
@@ -1125,11 +1278,9 @@ stk_status stk__exec_start(stk_pipeline *p) {
   ex->num_workers = stk__threadpool_size(p->threads);
   ex->async = p->settings[STK_PIPE_EXEC_ASYNC] != 0;
   stk_status st = exec_alloc(p, ex);
+  if (st == STK_OK) st = start_from_checkpoint(ex);
   /* the threads' settings, before any thread starts */
   ex->split = ex->async && p->has_gpu && split_decoding(p);
-  const char *quiet = getenv("STK_EXP_QUIET_DECODE");
-  ex->quiet = ex->split && quiet && (atoi(quiet) == 1 || atoi(quiet) == 2);
-  ex->quiet_gpu = ex->quiet && atoi(quiet) == 2;
   for (size_t k = 0; k < p->num_nodes; k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
     atomic_store(&p->nodes[k].host_decode_quota, 0);
     if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted) ex->host_balance = ex->async && p->has_gpu;
@@ -1169,9 +1320,22 @@ stk_status stk__exec_start(stk_pipeline *p) {
   return STK_OK;
 }
 
-void stk__exec_stop(stk_pipeline *p) {
+/* Joins a stage thread, waiting until `deadline_ns` (monotonic) at most; a thread that
+ * has not ended by then is detached. */
+static bool join_until(pthread_t thread, int64_t deadline_ns) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
+  int64_t left = deadline_ns - stk__now_ns(), ns = until.tv_nsec + (left > 0 ? left % 1000000000 : 0);
+  until.tv_sec += (time_t)((left > 0 ? left / 1000000000 : 0) + ns / 1000000000);
+  until.tv_nsec = (long)(ns % 1000000000);
+  if (pthread_timedjoin_np(thread, NULL, &until) == 0) return true;
+  pthread_detach(thread);
+  return false;
+}
+
+bool stk__exec_stop(stk_pipeline *p) {
   stk__exec *ex = p->exec;
-  if (!ex) return;
+  if (!ex) return true;
   atomic_store(&p->stopping, true);
   pthread_mutex_lock(&ex->lock);
   ex->stop = true;
@@ -1180,11 +1344,19 @@ void stk__exec_stop(stk_pipeline *p) {
   pthread_mutex_lock(&p->feed_lock); /* wake a reader waiting for external data */
   pthread_cond_broadcast(&p->feed_cond);
   pthread_mutex_unlock(&p->feed_lock);
-  if (ex->thread_started) pthread_join(ex->thread, NULL);
-  if (ex->decode_thread_started) pthread_join(ex->decode_thread, NULL);
-  if (ex->gpu_thread_started) pthread_join(ex->gpu_thread, NULL);
+  int64_t deadline = stk__now_ns() + ex->timeout_ms * 1000000;
+  bool joined = true;
+  if (ex->thread_started) joined &= join_until(ex->thread, deadline);
+  if (ex->decode_thread_started) joined &= join_until(ex->decode_thread, deadline);
+  if (ex->gpu_thread_started) joined &= join_until(ex->gpu_thread, deadline);
+  if (!joined) { /* a thread stuck inside a driver or nvJPEG call may still return into ex */
+    fprintf(stderr, "stoker: a stage thread did not stop within %lld ms (timeout_ms); the pipeline's memory "
+            "is kept for it\n", (long long)ex->timeout_ms);
+    return false;
+  }
   exec_free(ex);
   p->exec = NULL;
+  return true;
 }
 
 void stk__exec_stage_times(const stk__exec *ex, stk_stats *out) {
@@ -1203,7 +1375,40 @@ static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {
   }
   atomic_fetch_add(&p->stat_batches, 1);
   atomic_fetch_add(&p->stat_samples, (long long)stk_tensor_list_num_samples(e->batch->outputs[0]));
+  count_skips(p, &e->batch->skips);
+  if (e->batch->resume) memcpy(p->delivered_resume, e->batch->resume, stk__resume_len(p) * sizeof(int64_t));
   *out = e->batch;
+  return STK_OK;
+}
+
+/* The stage that has been on one batch the longest (NULL: none works; lock held). */
+static const stage_watch *longest_busy(const stk__exec *ex) {
+  const stage_watch *w[3] = {&ex->cpu_watch, &ex->decode_watch, &ex->gpu_watch}, *best = NULL;
+  for (int k = 0; k < 3; k++)
+    if (w[k]->doing && (!best || w[k]->since_ns < best->since_ns)) best = w[k];
+  return best;
+}
+
+/* The consumer's wait for a batch (lock held): bounded by timeout_ms, except while the
+ * CPU stage waits for fed data (the caller's). Past the bound, an error naming the stage
+ * that holds the run up, the batch and what it is doing. */
+static stk_status wait_for_batch(stk__exec *ex) {
+  int64_t limit = ex->timeout_ms * 1000000, from = stk__now_ns();
+  while (ex->count == 0 && !ex->producer_done) {
+    int64_t until = from + limit;
+    struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+    int rc = pthread_cond_timedwait(&ex->cond, &ex->lock, &ts);
+    if (atomic_load(&ex->p->feed_waiters) > 0) from = stk__now_ns();
+    if (rc != ETIMEDOUT || ex->count > 0 || ex->producer_done || stk__now_ns() - from < limit) continue;
+    const stage_watch *w = longest_busy(ex);
+    if (!w)
+      return stk__fail(STK_ERR_INTERNAL, "stk_pipeline_run",
+                       "no batch came within %lld ms (timeout_ms) and no stage is working on one", (long long)ex->timeout_ms);
+    return stk__fail(w->stage[0] == 'C' ? STK_ERR_INTERNAL : STK_ERR_DEVICE, "stk_pipeline_run",
+                     "no batch came within %lld ms (timeout_ms): the %s stage has been %s on batch %lld for %lld ms",
+                     (long long)ex->timeout_ms, w->stage, w->doing, (long long)w->batch,
+                     (long long)((stk__now_ns() - w->since_ns) / 1000000));
+  }
   return STK_OK;
 }
 
@@ -1219,17 +1424,22 @@ stk_status stk__exec_next(stk_pipeline *p, stk_batch **out) {
   } else {
     int64_t t0 = stk__now_ns();
     pthread_mutex_lock(&ex->lock);
-    while (ex->count == 0 && !ex->producer_done) pthread_cond_wait(&ex->cond, &ex->lock);
+    stk_status waited = wait_for_batch(ex);
     atomic_fetch_add(&ex->consumer_wait_ns, stk__now_ns() - t0);
-    if (ex->count == 0) {
+    if (waited != STK_OK) {
+      e.status = waited;
+      e.message = strdup(stk_last_error());
+      pthread_mutex_unlock(&ex->lock);
+    } else if (ex->count == 0) {
       pthread_mutex_unlock(&ex->lock);
       return STK_FAIL(STK_ERR_STATE, "the producer has stopped");
+    } else {
+      e = ex->queue[ex->head];
+      ex->head = (ex->head + 1) % ex->cap;
+      ex->count--;
+      pthread_cond_broadcast(&ex->cond);
+      pthread_mutex_unlock(&ex->lock);
     }
-    e = ex->queue[ex->head];
-    ex->head = (ex->head + 1) % ex->cap;
-    ex->count--;
-    pthread_cond_broadcast(&ex->cond);
-    pthread_mutex_unlock(&ex->lock);
   }
   stk_status st = deliver(p, &e, out);
   if (st != STK_OK) {

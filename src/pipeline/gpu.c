@@ -47,15 +47,13 @@ static void *load_backend(char *why, size_t cap) {
  * the CPU stage's workers: on the H100 machine (16 CPUs) basic@gpu ran at 89-94% of bare
  * nvJPEG with 8 + 8 threads but 81-84% with 15 + 15 (bench/RESULTS.md, 2026-11-23). */
 static int decoder_threads(int pipeline_threads) {
-  const char *env = getenv("STK_NVJPEG_THREADS"); /* an override, for measurements */
-  if (env && atoi(env) >= 1) return atoi(env);
   cpu_set_t set;
   int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
   int cap = cpus > 1 ? cpus / 2 : 1;
   return pipeline_threads < cap ? pipeline_threads : cap;
 }
 
-stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out) {
+stk_status stk__gpu_open(int device, int decode_threads, int64_t wait_timeout_ms, stk__gpu **out) {
   if (device < 0)
     return STK_FAIL(STK_ERR_DEVICE, "an operator runs on the GPU but device_id is -1 (None): set device_id");
   char why[1024] = "";
@@ -83,7 +81,8 @@ stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out) {
     dlclose(lib);
     return STK_ERR_OUT_OF_MEMORY;
   }
-  stk_gpu_open_opts opts = {.device = device, .decode_threads = decoder_threads(decode_threads)};
+  stk_gpu_open_opts opts = {.device = device, .decode_threads = decoder_threads(decode_threads),
+                            .wait_timeout_ms = wait_timeout_ms};
   int rc = api->open(&opts, &g->ctx, err, sizeof err);
   if (rc == 0) rc = api->device_info(g->ctx, &g->info, err, sizeof err);
   if (rc != 0) {
@@ -112,15 +111,6 @@ static void unpin_block(void *user, void *ptr) {
   stk__gpu *g = user;
   g->api->host_unregister(g->ctx, ptr);
 }
-static void *alloc_block(void *user, size_t bytes) {
-  stk__gpu *g = user;
-  void *p = NULL;
-  return g->api->host_alloc(g->ctx, bytes, &p, NULL, 0) == 0 ? p : NULL;
-}
-static void free_block(void *user, void *ptr) {
-  stk__gpu *g = user;
-  g->api->host_free(g->ctx, ptr);
-}
 static void release_pinning(void *user) { stk__gpu_release(user); }
 
 /* The default: blocks carved from page-locked slabs (slabs.c says why). */
@@ -138,27 +128,20 @@ static void release_slabs(void *user) {
   free(sp);
 }
 
+/* Slabs won (bench/RESULTS.md, 2026-11-25 fifth session: basic@gpu's engines' call 6%
+ * faster than with each block registered on its own; pageable blocks and cudaHostAlloc'd
+ * ones were slower still). Per-block registration remains as the fallback. */
 void stk__gpu_pin_pool(stk__gpu *gpu, stk__pool *pool) {
-  /* STK_PIN_HOST: 0 off; blocks: each block registered on its own (before 2026-11-25,
-   * fifth session); alloc: each block from cudaHostAlloc; else slabs */
-  const char *env = getenv("STK_PIN_HOST");
-  if (env && !strcmp(env, "0")) return;
   stk__pool_pinning pinning = {.release = release_pinning, .user = gpu};
-  if (env && !strcmp(env, "alloc")) {
-    pinning.alloc = alloc_block, pinning.dealloc = free_block;
-  } else if (env && !strcmp(env, "blocks")) {
+  slab_pinning *sp = calloc(1, sizeof *sp);
+  if (sp) sp->slabs = stk__slabs_create(pin_block, unpin_block, gpu);
+  if (!sp || !sp->slabs) { /* no memory for the bookkeeping: blocks registered one by one */
+    free(sp);
     pinning.pin = pin_block, pinning.unpin = unpin_block;
   } else {
-    slab_pinning *sp = calloc(1, sizeof *sp);
-    if (sp) sp->slabs = stk__slabs_create(pin_block, unpin_block, gpu);
-    if (!sp || !sp->slabs) { /* no memory for the bookkeeping: blocks registered one by one */
-      free(sp);
-      pinning.pin = pin_block, pinning.unpin = unpin_block;
-    } else {
-      sp->gpu = gpu;
-      pinning = (stk__pool_pinning){.alloc = alloc_slab_block, .dealloc = free_slab_block, .release = release_slabs,
-                                    .user = sp};
-    }
+    sp->gpu = gpu;
+    pinning = (stk__pool_pinning){.alloc = alloc_slab_block, .dealloc = free_slab_block, .release = release_slabs,
+                                  .user = sp};
   }
   stk__gpu_retain(gpu);
   stk__pool_set_pinning(pool, &pinning);
@@ -545,6 +528,10 @@ stk_status stk__gpu_run_stage(stk__gpu_batch *b, stk__gpu_part part) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->spec->device == STK_DEVICE_CPU) continue;
     if ((part == STK__GPU_PART_DECODE && !node->prepares) || (part == STK__GPU_PART_REST && node->prepares)) continue;
+    if (b->n == 0) { /* an empty batch (every sample skipped): empty outputs, no launch */
+      for (int k = 0; k < node->num_outputs; k++) STK_TRY(empty_branch_output(b, node->out_edges[k]));
+      continue;
+    }
     b->node = node;
     int64_t t0 = stk__now_ns();
     stk_status st = node->spec->num_guards ? run_guarded(b, node) : node->spec->def->run_gpu(node, b);

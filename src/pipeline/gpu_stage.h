@@ -35,12 +35,12 @@ typedef struct stk__gpu_batch stk__gpu_batch;
 /* Loads libstoker_cuda.so ($STK_CUDA_LIBRARY, then beside the stoker library, then the
  * loader's search path) and opens `device`, with `decode_threads` host threads for
  * nvJPEG's hybrid path (the pipeline's num_threads). Errors are STK_ERR_DEVICE naming why. */
-stk_status stk__gpu_open(int device, int decode_threads, stk__gpu **out);
+stk_status stk__gpu_open(int device, int decode_threads, int64_t wait_timeout_ms, stk__gpu **out);
 void stk__gpu_retain(stk__gpu *gpu);
 /* Page-locks the host pool's future blocks through this device (the encoded files the
  * mixed decoders read: nvJPEG's hardware call took 7.3-8.2 ms per batch of 256 from
  * pinned memory against 10.8-16.9 ms from pageable memory on the H100, bench/RESULTS.md
- * 2026-11-25). The pool holds a reference to the device. STK_PIN_HOST=0 turns it off. */
+ * 2026-11-25), from page-locked slabs. The pool holds a reference to the device. */
 void stk__gpu_pin_pool(stk__gpu *gpu, stk__pool *pool);
 void stk__gpu_release(stk__gpu *gpu);
 /* Turns an API failure into a status with the API's message. */

@@ -11,6 +11,8 @@
 typedef struct {
   stk__feed_batch *head, *tail; /* queued batches */
   stk__feed_batch *current;     /* the batch being processed */
+  int64_t taken;                /* its samples planned so far */
+  int64_t sequence;             /* fed batches made current so far */
   bool ended;
 } feed_state;
 
@@ -38,15 +40,14 @@ static void ext_destroy(stk__node *node) {
   free(fs);
 }
 
-/* Waits for the next fed batch (producer thread). */
-static stk_status ext_plan(stk__node *node, stk__plan *plan) {
+/* Makes the next fed batch current, waiting for it (producer thread). */
+static stk_status next_fed_batch(stk__node *node, feed_state *fs) {
   stk_pipeline *p = node->pipe;
-  feed_state *fs = node->state;
-  if (plan->count != stk__node_batch_size(node))
-    return STK_FAIL(STK_ERR_DECODE, "external source '%s' cannot replace skipped samples", node->name);
   pthread_mutex_lock(&p->feed_lock);
+  atomic_fetch_add(&p->feed_waiters, 1); /* the caller's data: no stall of the pipeline's */
   while (!fs->head && !fs->ended && !atomic_load(&p->stopping))
     pthread_cond_wait(&p->feed_cond, &p->feed_lock);
+  atomic_fetch_sub(&p->feed_waiters, 1);
   stk__feed_batch *b = fs->head;
   if (b) {
     fs->head = b->next;
@@ -57,7 +58,34 @@ static stk_status ext_plan(stk__node *node, stk__plan *plan) {
     return STK_FAIL(STK_ERR_STATE, "external source '%s' exhausted (no data was fed)", node->name);
   free_feed_batch(fs->current);
   fs->current = b;
-  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, i);
+  fs->taken = 0;
+  fs->sequence++;
+  return STK_OK;
+}
+
+/* Each fed batch is one pipeline batch (it may hold fewer samples than the batch size):
+ * an "epoch" of the position is a fed batch, so the executor plans exactly its samples,
+ * and a sample skipped under on_error="skip" leaves the batch instead of taking one of
+ * the next fed batch. */
+static stk_status ext_position(stk__node *node, int64_t *epoch, int64_t *left) {
+  feed_state *fs = node->state;
+  if (!fs->current || fs->taken == (int64_t)fs->current->count) STK_TRY(next_fed_batch(node, fs));
+  *epoch = fs->sequence;
+  *left = (int64_t)fs->current->count - fs->taken;
+  return STK_OK;
+}
+
+static stk_status ext_plan(stk__node *node, stk__plan *plan) {
+  feed_state *fs = node->state;
+  if (!fs->current || fs->taken + plan->count > (int64_t)fs->current->count)
+    return STK_FAIL(STK_ERR_INTERNAL, "external source '%s': planned past its fed batch", node->name);
+  if (fs->taken == 0 && plan->count < (int64_t)fs->current->count)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "external source '%s': fed %zu samples, but the batch holds %lld (other external "
+                    "sources or readers of the pipeline gave fewer); feed them batches of one size",
+                    node->name, fs->current->count, (long long)plan->count);
+  for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, fs->taken + i);
+  fs->taken += plan->count;
   return STK_OK;
 }
 
@@ -93,17 +121,19 @@ enum { EXT_DTYPE, EXT_NDIM, EXT_LAYOUT };
 static const stk_port_schema ext_out[] = {{"data", "the fed samples"}};
 static const stk_op_schema ext_schema = {
     "external_source",
-    "Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order.",
+    "Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; "
+    "a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).",
     STK_DEVICE_CPU, STK_OPF_NO_INPUT, 0, 0, NULL, 1, ext_out,
     sizeof ext_args / sizeof ext_args[0], ext_args};
 const stk__op_def stk__op_external_source = {&ext_schema, ext_init, ext_destroy, ext_plan,
-                                             ext_run, ext_meta, NULL};
+                                             ext_run, ext_meta, NULL, .position = ext_position};
 
 static stk_status check_fed(stk__node *node, const stk_tensor_desc *samples, size_t count) {
   int64_t batch = stk__node_batch_size(node);
-  if ((int64_t)count != batch)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': fed %zu samples, the batch size is %lld",
-                    node->name, count, (long long)batch);
+  if (count < 1 || (int64_t)count > batch) /* a batch may be smaller: the batch size is the most */
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "external source '%s': fed %zu samples, must be 1 to the batch size (%lld)", node->name,
+                    count, (long long)batch);
   for (size_t i = 0; i < count; i++) {
     if (samples[i].dtype != samples[0].dtype || samples[i].ndim != samples[0].ndim)
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,

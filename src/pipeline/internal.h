@@ -157,9 +157,25 @@ stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, 
 /* True when sample i has a value (holes of views do not). */
 bool stk__tensor_list_has_sample(const stk_tensor_list *tl, size_t i);
 
+/* The samples a batch skipped (on_error="skip"): their messages, owned (an entry may be
+ * NULL when its copy failed). They count in the pipeline's stats when the batch is
+ * handed out, so stats() never counts batches made ahead and not yet taken. */
+typedef struct {
+  char **messages;
+  size_t count, cap;
+} stk__skip_list;
+
+/* Adds a skipped sample's message (taken over; may be NULL). */
+void stk__skip_list_add(stk__skip_list *l, char *message);
+void stk__skip_list_free(stk__skip_list *l);
+
 struct stk_batch {
   size_t num_outputs;
   stk_tensor_list **outputs;
+  stk__skip_list skips;
+  int64_t *resume; /* the pipeline's state after this batch (checkpoint.c), owned */
+  int64_t epoch;   /* the first reader's epoch; -1 without readers */
+  bool ends_epoch; /* the batch is the last of that epoch */
 };
 
 /* ---- external data queues ---- */
@@ -203,7 +219,16 @@ struct stk_pipeline {
   pthread_mutex_t feed_lock;
   pthread_cond_t feed_cond;
   atomic_bool stopping; /* set while the producer is being stopped */
-  char *last_skip_message;
+  /* The messages of the first STK_SKIP_MESSAGES_KEPT skipped samples (naming them), in
+   * the order the stages skipped them; a slot is NULL until its writer has stored it. */
+  atomic_llong num_skip_messages;
+  _Atomic(char *) skip_messages[STK_SKIP_MESSAGES_KEPT];
+  atomic_int feed_waiters; /* threads waiting for fed data (not bounded by timeout_ms) */
+  /* Checkpoints (checkpoint.c): the state after the last batch handed out (consumer's
+   * thread; stk__resume_len entries), and a checkpoint to resume from at build. */
+  int64_t *delivered_resume;
+  char *restore_text;
+  struct stk_pipeline *next_abandoned; /* stk_pipeline_destroy's list of kept pipelines */
 };
 
 typedef struct stk__host_reg {
@@ -221,7 +246,10 @@ stk__node *stk__graph_find_node(stk_pipeline *p, const char *name);
 
 /* executor.c */
 stk_status stk__exec_start(stk_pipeline *p);
-void stk__exec_stop(stk_pipeline *p);
+/* Stops the stage threads and frees the executor. Returns false when a stage thread did
+ * not stop within the pipeline's timeout (stuck inside a driver or nvJPEG call): it is
+ * detached, and the executor and the pipeline must stay allocated. */
+bool stk__exec_stop(stk_pipeline *p);
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out);
 void stk__exec_stage_times(const stk__exec *ex, stk_stats *out);
 
@@ -272,5 +300,13 @@ int stk__host_quota_next(int q, int n, int64_t wait_ns, int64_t busy_ns, int64_t
 
 /* host.c: external sources */
 stk_status stk__feed_pop(stk_pipeline *p, stk__node *node, stk__feed_batch **out);
+
+/* checkpoint.c: the state a checkpoint holds, as int64s: the next sample's ordinal, then
+ * (epoch, left) per reader slot (-1 for readers that cannot seek). */
+size_t stk__resume_len(const stk_pipeline *p);
+/* The state now (producer thread, between batches; or before the producer starts). */
+stk_status stk__resume_capture(stk_pipeline *p, int64_t ordinal, int64_t *out);
+/* Moves the readers to a checkpoint's positions (before the producer starts). */
+stk_status stk__resume_apply(stk_pipeline *p, const char *text, int64_t *ordinal);
 
 #endif

@@ -22,6 +22,7 @@ static const struct {
     [STK_PIPE_MAX_IMAGE_PIXELS] = {"max_image_pixels", (int64_t)1 << 26, 1, INT64_MAX},
     [STK_PIPE_MAX_FILE_BYTES] = {"max_file_bytes", (int64_t)1 << 28, 1, INT64_MAX},
     [STK_PIPE_EXEC_ASYNC] = {"exec_async", 1, 0, 1},
+    [STK_PIPE_TIMEOUT_MS] = {"timeout_ms", 300000, 1, 86400000},
     [STK_PIPE_MAX_BATCH_BYTES] = {"max_batch_bytes", (int64_t)1 << 31, 1, INT64_MAX},
 };
 
@@ -40,9 +41,22 @@ stk_status stk_pipeline_create(stk_pipeline **out) {
   return STK_OK;
 }
 
+/* Pipelines whose stage thread was stuck inside a driver or nvJPEG call at destroy (see
+ * STK_PIPE_TIMEOUT_MS): kept, reachable, because that thread may still return into them. */
+static stk_pipeline *abandoned;
+static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void stk_pipeline_destroy(stk_pipeline *p) {
   if (!p) return;
-  stk__exec_stop(p);
+  if (!stk__exec_stop(p)) {
+    stk__threadpool_destroy(p->threads); /* idle: the producer has stopped */
+    p->threads = NULL;
+    pthread_mutex_lock(&abandoned_lock);
+    p->next_abandoned = abandoned;
+    abandoned = p;
+    pthread_mutex_unlock(&abandoned_lock);
+    return;
+  }
   stk__gpu_release(p->gpu); /* device lists still alive keep the device open */
   stk__threadpool_destroy(p->threads);
   stk__graph_free(p);
@@ -57,7 +71,9 @@ void stk_pipeline_destroy(stk_pipeline *p) {
     free(r);
   }
   stk__pool_destroy(p->pool); /* blocks held by live tensor lists stay valid */
-  free(p->last_skip_message);
+  for (size_t i = 0; i < STK_SKIP_MESSAGES_KEPT; i++) free(atomic_load(&p->skip_messages[i]));
+  free(p->delivered_resume);
+  free(p->restore_text);
   pthread_mutex_destroy(&p->feed_lock);
   pthread_cond_destroy(&p->feed_cond);
   free(p);
@@ -121,7 +137,9 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
   if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
   if (p->built) return STK_OK;
   stk_status st = stk__graph_build(p);
-  if (st == STK_OK && p->has_gpu) st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], (int)p->settings[STK_PIPE_NUM_THREADS], &p->gpu);
+  if (st == STK_OK && p->has_gpu)
+    st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], (int)p->settings[STK_PIPE_NUM_THREADS],
+                       p->settings[STK_PIPE_TIMEOUT_MS], &p->gpu);
   if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
   if (st == STK_OK && p->gpu) stk__gpu_pin_pool(p->gpu, p->pool);
   if (st == STK_OK) st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);
@@ -176,6 +194,17 @@ stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_name, int
   STK_TRY(stk_pipeline_reader_meta(p, reader_name, &meta));
   *out = meta.epoch_size;
   return STK_OK;
+}
+
+stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out) {
+  if (!p || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  *out = NULL;
+  char *message = index < STK_SKIP_MESSAGES_KEPT ? atomic_load(&p->skip_messages[index]) : NULL;
+  if (!message)
+    return STK_FAIL(STK_ERR_NOT_FOUND, "no skipped sample %zu is kept (%lld skipped, the first %d kept)",
+                    index, (long long)atomic_load(&p->num_skip_messages), STK_SKIP_MESSAGES_KEPT);
+  *out = strdup(message);
+  return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot copy a skip message");
 }
 
 stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {

@@ -96,6 +96,11 @@ static const stk__tensor *fed(const stk__node *node, const stk__sample *s, int a
   return (e >= 0 && s) ? &s->edges[e] : NULL;
 }
 
+stk_dtype stk__arg_fed_dtype(const stk__node *node, const stk__sample *s, int arg) {
+  const stk__tensor *t = fed(node, s, arg);
+  return t ? t->dtype : STK_DTYPE_COUNT;
+}
+
 bool stk__arg_bool(const stk__node *node, const stk__sample *s, int arg) {
   const stk__tensor *t = fed(node, s, arg);
   if (t) return tensor_size(t) > 0 && element(t, 0) != 0.0;

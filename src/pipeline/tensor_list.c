@@ -159,13 +159,38 @@ stk_status stk_tensor_list_sample(const stk_tensor_list *tl, size_t index, stk_t
 }
 
 size_t stk_batch_num_outputs(const stk_batch *b) { return b ? b->num_outputs : 0; }
+int64_t stk_batch_epoch(const stk_batch *b) { return b ? b->epoch : -1; }
+int stk_batch_ends_epoch(const stk_batch *b) { return b && b->ends_epoch; }
 
 stk_tensor_list *stk_batch_output(const stk_batch *b, size_t index) {
   return (b && index < b->num_outputs) ? b->outputs[index] : NULL;
 }
 
+void stk__skip_list_add(stk__skip_list *l, char *message) {
+  if (l->count == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 8;
+    char **grown = realloc(l->messages, cap * sizeof *grown);
+    if (!grown) { /* counted all the same, without its message */
+      free(message);
+      l->count++;
+      return;
+    }
+    memset(grown + l->cap, 0, (cap - l->cap) * sizeof *grown);
+    l->messages = grown, l->cap = cap;
+  }
+  l->messages[l->count++] = message;
+}
+
+void stk__skip_list_free(stk__skip_list *l) {
+  for (size_t i = 0; i < l->count && i < l->cap; i++) free(l->messages[i]);
+  free(l->messages);
+  memset(l, 0, sizeof *l);
+}
+
 void stk_batch_release(stk_batch *b) {
   if (!b) return;
+  stk__skip_list_free(&b->skips);
+  free(b->resume);
   for (size_t o = 0; o < b->num_outputs; o++) stk_tensor_list_release(b->outputs[o]);
   free(b->outputs);
   free(b);

@@ -316,7 +316,7 @@ static void test_pil_imageops_through_operators(void **state) {
     const char *body, *pil_op, *params;
     bool gray_in_batch; /* grayscale needs RGB only */
   } cases[] = {
-      {"out = equalize(src)\n", "equalize", "", true},
+      {"out = equalize(src, algorithm=\"pil\")\n", "equalize", "", true},
       {"out = auto_contrast(src)\n", "autocontrast", "0 0", true},
       {"out = auto_contrast(src, cutoff=[1.5, 3.25])\n", "autocontrast", "1.5 3.25", true},
       {"out = auto_contrast(src, cutoff=[7])\n", "autocontrast", "7 7", true},

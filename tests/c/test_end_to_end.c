@@ -33,43 +33,82 @@ static char *pipeline_text(const char *extra_files, int threads, int prefetch, c
   return buf;
 }
 
-static float *run_batches(const char *text, int batches, int64_t *skipped) {
+/* What `epochs` whole epochs of a pipeline gave: every image (float32 3x96x96) and
+ * label in order, how many, and the skip count. A batch never holds two epochs, and
+ * stk_batch_ends_epoch marks each epoch's last one. */
+typedef struct {
+  float *images;
+  int32_t *labels;
+  size_t count;
+  int64_t skipped;
+} epochs_run;
+
+static epochs_run run_epochs(const char *text, int epochs) {
+  enum { PER = 3 * 96 * 96 };
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_build(p));
-  size_t per = 5 * 3 * 96 * 96;
-  float *all = malloc(sizeof(float) * per * (size_t)batches);
-  for (int b = 0; b < batches; b++) {
+  epochs_run r = {malloc(sizeof(float) * PER * 64 * (size_t)epochs), malloc(sizeof(int32_t) * 64 * (size_t)epochs), 0, 0};
+  for (int e = 0; e < epochs;) {
     stk_batch *out;
     TU_OK(stk_pipeline_run(p, &out));
-    stk_tensor_list *tl = stk_batch_output(out, 0);
-    assert_true(stk_tensor_list_is_dense(tl));
-    assert_string_equal(stk_tensor_list_layout(tl), "CHW");
-    stk_tensor_desc d;
-    TU_OK(stk_tensor_list_sample(tl, 0, &d));
-    assert_int_equal(d.shape[0], 3);
-    assert_int_equal(d.shape[1], 96);
-    assert_int_equal(d.shape[2], 96);
-    memcpy(all + per * (size_t)b, stk_tensor_list_data(tl), sizeof(float) * per);
+    assert_int_equal(stk_batch_epoch(out), e);
+    stk_tensor_list *tl = stk_batch_output(out, 0), *lab = stk_batch_output(out, 1);
+    size_t n = stk_tensor_list_num_samples(tl);
+    assert_true(n <= 5);
+    assert_int_equal(stk_tensor_list_num_samples(lab), n);
+    assert_true(r.count + n <= 64 * (size_t)epochs);
+    if (n > 0) {
+      assert_true(stk_tensor_list_is_dense(tl));
+      assert_string_equal(stk_tensor_list_layout(tl), "CHW");
+      stk_tensor_desc d;
+      TU_OK(stk_tensor_list_sample(tl, 0, &d));
+      assert_int_equal(d.shape[0], 3);
+      assert_int_equal(d.shape[1], 96);
+      assert_int_equal(d.shape[2], 96);
+      memcpy(r.images + PER * r.count, stk_tensor_list_data(tl), sizeof(float) * PER * n);
+      for (size_t i = 0; i < n; i++) {
+        stk_tensor_desc l;
+        TU_OK(stk_tensor_list_sample(lab, i, &l));
+        r.labels[r.count + i] = *(const int32_t *)l.data;
+      }
+    }
+    r.count += n;
+    if (stk_batch_ends_epoch(out)) e++;
+    else assert_int_equal(n, 5); /* only an epoch's last batch may be short here */
     stk_batch_release(out);
   }
   stk_stats s;
   TU_OK(stk_pipeline_stats(p, &s));
-  if (skipped) *skipped = s.skipped;
+  r.skipped = s.skipped;
   stk_pipeline_destroy(p);
-  return all;
+  return r;
+}
+
+static void free_run(epochs_run *r) {
+  free(r->images);
+  free(r->labels);
 }
 
 static void test_basic_pipeline_is_deterministic(void **state) {
-  size_t bytes = sizeof(float) * 5 * 3 * 96 * 96 * 4;
-  float *a = run_batches(pipeline_text("", 1, 1, "error"), 4, NULL);
-  float *b = run_batches(pipeline_text("", 2, 1, "error"), 4, NULL);
-  float *c = run_batches(pipeline_text("", 2, 3, "error"), 4, NULL);
-  assert_memory_equal(a, b, bytes);
-  assert_memory_equal(a, c, bytes);
+  epochs_run a = run_epochs(pipeline_text("", 1, 1, "error"), 3);
+  epochs_run b = run_epochs(pipeline_text("", 2, 1, "error"), 3);
+  epochs_run c = run_epochs(pipeline_text("", 2, 3, "error"), 3);
+  size_t n = sizeof PHOTOS / sizeof *PHOTOS;
+  assert_int_equal(a.count, 3 * n); /* every photo once per epoch */
+  assert_int_equal(b.count, a.count);
+  assert_int_equal(c.count, a.count);
+  assert_memory_equal(a.images, b.images, sizeof(float) * 3 * 96 * 96 * a.count);
+  assert_memory_equal(a.images, c.images, sizeof(float) * 3 * 96 * 96 * a.count);
+  assert_memory_equal(a.labels, c.labels, sizeof(int32_t) * a.count);
+  for (size_t e = 0; e < 3; e++) { /* each epoch a permutation of the labels */
+    int seen[16] = {0};
+    for (size_t i = 0; i < n; i++) seen[a.labels[e * n + i]]++;
+    for (size_t k = 0; k < n; k++) assert_int_equal(seen[k], 1);
+  }
   /* values are (pixel - 128) / 64 */
-  for (size_t i = 0; i < bytes / sizeof(float); i += 97) assert_true(a[i] >= -2.0f && a[i] <= 127.0f / 64);
-  free(a), free(b), free(c);
+  for (size_t i = 0; i < a.count * 3 * 96 * 96; i += 97) assert_true(a.images[i] >= -2.0f && a.images[i] <= 127.0f / 64);
+  free_run(&a), free_run(&b), free_run(&c);
 }
 
 static void write_bad_files(char *dir, size_t cap, char *extra, size_t extra_cap) {
@@ -116,14 +155,24 @@ static void test_bad_files_fail_naming_the_file(void **state) {
   }
 }
 
+/* Under "skip", each epoch delivers every good file exactly once and no file twice, and
+ * each bad file counts once per epoch: the batch that meets one takes a replacement from
+ * the same epoch, and the epoch's last batch is shorter. Any thread count. */
 static void test_skip_policy_counts_bad_files(void **state) {
   char dir[256], extra[2048];
   write_bad_files(dir, sizeof dir, extra, sizeof extra);
-  int64_t skipped = 0;
-  /* 11 files, 4 bad; 11 batches of 5 = 55 samples drawn: about 20 bad ones skipped */
-  float *v = run_batches(pipeline_text(extra, 2, 2, "skip"), 11, &skipped);
-  free(v);
-  assert_true(skipped >= 10);
+  size_t good = sizeof PHOTOS / sizeof *PHOTOS;
+  for (int threads = 1; threads <= 3; threads += 2) {
+    epochs_run r = run_epochs(pipeline_text(extra, threads, 2, "skip"), 3);
+    assert_int_equal(r.count, 3 * good);
+    assert_int_equal(r.skipped, 3 * 4);
+    for (size_t e = 0; e < 3; e++) {
+      int seen[16] = {0};
+      for (size_t i = 0; i < good; i++) seen[r.labels[e * good + i]]++;
+      for (size_t k = 0; k < good; k++) assert_int_equal(seen[k], 1);
+    }
+    free_run(&r);
+  }
 }
 
 int main(void) {

@@ -1,4 +1,4 @@
-/* The hardware batch's submission order (src/cuda/engine_order.h), checked on the CPU:
+/* The hardware batch's submission order (bench/tools/engine_order.h), checked on the CPU:
  * every mode returns a permutation; "desc" sorts by cost, largest first, stably; "dealt"
  * and "chunks" give each engine the number of images its dealing implies and loads that
  * differ by at most one image's cost (the greedy rule's bound when the largest go first),
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "testutil.h"
-#include "../../src/cuda/engine_order.h"
+#include "../../bench/tools/engine_order.h"
 
 #define MAXN 600
 

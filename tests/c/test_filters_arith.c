@@ -906,6 +906,111 @@ static void test_one_hot_and_cast_like(void **state) {
   stk_pipeline_destroy(p);
 }
 
+/* subscript (x[...]) and shapes: a [2, 3, 4] int16 tensor indexed as a[1, ::-2, None, 1:]
+ * and as a[..., -1]; the shapes as int32; clamp promoted by its bounds' types. */
+static void test_subscript_shapes_and_clamp_types(void **state) {
+  stk_pipeline *p = make_pipe(1);
+  add_source(p, "t", "HWC");
+  stk_op *op = new_op("subscript", "t", "s1");
+  TU_OK(stk_op_set_ints(op, "kinds", (int64_t[]){0, 1, 2, 1}, 4));
+  TU_OK(stk_op_set_int(op, "at_0", 1));
+  TU_OK(stk_op_set_int(op, "step_1", -2));
+  TU_OK(stk_op_set_int(op, "lo_3", 1));
+  TU_OK(stk_op_set_string(op, "new_axis_names", "Z"));
+  add(p, op);
+  op = new_op("subscript", "t", "s2");
+  TU_OK(stk_op_set_ints(op, "kinds", (int64_t[]){3, 0}, 2));
+  TU_OK(stk_op_set_int(op, "at_1", -1));
+  add(p, op);
+  op = new_op("shapes", "t", "sh");
+  TU_OK(stk_op_set_string(op, "dtype", "int32"));
+  add(p, op);
+  op = new_op("math.clamp", "t", "cl");
+  TU_OK(stk_op_set_float(op, "lo", 2.5));
+  TU_OK(stk_op_set_string(op, "lo_dtype", "float32"));
+  TU_OK(stk_op_set_float(op, "hi", 20));
+  TU_OK(stk_op_set_string(op, "hi_dtype", "int32"));
+  add(p, op);
+  const char *outs[] = {"s1", "s2", "sh", "cl"};
+  TU_OK(stk_pipeline_set_outputs(p, outs, 4));
+  TU_OK(stk_pipeline_build(p));
+  int16_t t[24];
+  for (int i = 0; i < 24; i++) t[i] = (int16_t)i;
+  stk_tensor_desc td = desc(t, STK_DTYPE_INT16, 3, (int64_t[]){2, 3, 4});
+  snprintf(td.layout, sizeof td.layout, "HWC");
+  TU_OK(stk_pipeline_feed(p, "t", &td, 1));
+  stk_batch *b;
+  TU_OK(stk_pipeline_run(p, &b));
+  stk_tensor_desc d = sample(b, 0, 0); /* a[1, ::-2, None, 1:]: rows 2, 0 of sample 1 */
+  assert_int_equal(d.ndim, 3);
+  assert_int_equal(d.shape[0], 2);
+  assert_int_equal(d.shape[1], 1);
+  assert_int_equal(d.shape[2], 3);
+  assert_string_equal(d.layout, "WZC");
+  int16_t w1[6] = {21, 22, 23, 13, 14, 15};
+  assert_memory_equal(d.data, w1, sizeof w1);
+  d = sample(b, 1, 0); /* a[..., -1] */
+  assert_int_equal(d.ndim, 2);
+  assert_string_equal(d.layout, "HW");
+  int16_t w2[6] = {3, 7, 11, 15, 19, 23};
+  assert_memory_equal(d.data, w2, sizeof w2);
+  d = sample(b, 2, 0);
+  assert_int_equal(d.dtype, STK_DTYPE_INT32);
+  int32_t w3[3] = {2, 3, 4};
+  assert_memory_equal(d.data, w3, sizeof w3);
+  d = sample(b, 3, 0); /* int16 with a float32 and an int32 bound: float32 */
+  assert_int_equal(d.dtype, STK_DTYPE_FLOAT32);
+  const float *f = d.data;
+  assert_true(f[0] == 2.5f && f[5] == 5.0f && f[23] == 20.0f);
+  stk_batch_release(b);
+  stk_pipeline_destroy(p);
+}
+
+static void test_subscript_errors(void **state) {
+  int16_t t[24] = {0};
+  stk_tensor_desc td = desc(t, STK_DTYPE_INT16, 3, (int64_t[]){2, 3, 4});
+  struct {
+    int64_t kinds[4];
+    size_t n;
+    const char *arg;
+    int64_t value;
+    bool at_build;
+    const char *needle;
+  } cases[] = {
+      {{0}, 1, "at_0", 2, false, "at_0 (position 0 of the subscript): index 2 is out of range for axis 0 of extent 2"},
+      {{1, 1}, 2, "step_1", 0, false, "step_1 (position 1 of the subscript): the slice step of axis 1 is 0"},
+      {{0, 0, 0, 0}, 4, "at_3", 0, false, "indexes 4 axes of a 3-dimensional input"},
+      {{3, 3}, 2, "step_0", 1, true, "at most one ellipsis"},
+      {{0}, 1, "lo_0", 1, true, "at_0 is not given"},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    stk_pipeline *p = make_pipe(1);
+    add_source(p, "t", NULL);
+    stk_op *op = new_op("subscript", "t", "o");
+    TU_OK(stk_op_set_ints(op, "kinds", cases[k].kinds, cases[k].n));
+    for (size_t j = 0; j < cases[k].n; j++) {
+      char name[16];
+      snprintf(name, sizeof name, "at_%zu", j);
+      if (cases[k].kinds[j] == 0 && strcmp(cases[k].arg, "lo_0") != 0) TU_OK(stk_op_set_int(op, name, 0));
+    }
+    TU_OK(stk_op_set_int(op, cases[k].arg, cases[k].value));
+    add(p, op);
+    const char *outs[] = {"o"};
+    TU_OK(stk_pipeline_set_outputs(p, outs, 1));
+    stk_status st = stk_pipeline_build(p);
+    if (!cases[k].at_build) {
+      TU_OK(st);
+      TU_OK(stk_pipeline_feed(p, "t", &td, 1));
+      stk_batch *b = NULL;
+      st = stk_pipeline_run(p, &b);
+    }
+    assert_int_not_equal(st, STK_OK);
+    if (!strstr(stk_last_error(), cases[k].needle))
+      fail_msg("case %zu: error '%s' does not mention '%s'", k, stk_last_error(), cases[k].needle);
+    stk_pipeline_destroy(p);
+  }
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Errors                                                                             */
 /* ---------------------------------------------------------------------------------- */
@@ -1043,6 +1148,8 @@ int main(void) {
       cmocka_unit_test(test_unary_and_clamp),
       cmocka_unit_test(test_expression_pipeline),
       cmocka_unit_test(test_one_hot_and_cast_like),
+      cmocka_unit_test(test_subscript_shapes_and_clamp_types),
+      cmocka_unit_test(test_subscript_errors),
       cmocka_unit_test(test_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

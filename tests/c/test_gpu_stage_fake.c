@@ -5,8 +5,10 @@
  * went back to the pool before the device had read it would decode another file's bytes.
  * Both forms of the stage are run: decoding alone (the decoders on the compute stream)
  * and decoding followed by a GPU operator (the decoders on their own thread and stream);
- * also CPU outputs moved to the GPU, synchronous mode, teardown with work queued, and a
- * corrupt JPEG found only in the GPU stage under both bad-sample policies. */
+ * also CPU outputs moved to the GPU, synchronous mode, teardown with work queued, a
+ * corrupt JPEG found only in the GPU stage under both bad-sample policies, and a decode
+ * call that never returns (the pipeline's timeout). */
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,12 @@ static stk_pipeline *make(const char *body, bool gpu) {
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_build(p));
   return p;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void sleep_ms(int ms) {
@@ -247,8 +255,8 @@ static uint8_t *reference(const char *path, int *w, int *h) {
 
 /* 11 good files and a corrupt one, labelled by position, decoded by the (fake) nvJPEG
  * (cpu_decoder_load=0: the corruption is found only in the GPU stage) or in the CPU stage
- * (cpu_decoder_load=1). Under on_error="skip" the corrupt sample takes a copy of another sample of its
- * batch (image and label), and is counted; under "error" the run fails naming it. */
+ * (cpu_decoder_load=1). Under on_error="skip" the corrupt sample leaves its batch (image and label; the
+ * batch is one shorter), and is counted once per epoch; under "error" the run fails naming it. */
 static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
   (void)state;
   enum { GOOD = 11 };
@@ -275,20 +283,25 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
     TU_OK(stk_pipeline_from_text(text, &p));
     TU_OK(stk_pipeline_build(p));
     stk_status st = STK_OK;
-    for (int k = 0; k < (GOOD + 1) / BATCH && st == STK_OK; k++) {
+    int seen[GOOD] = {0}, delivered = 0;
+    for (int k = 0; k < 2 * ((GOOD + 1) / BATCH) && st == STK_OK; k++) { /* two epochs */
       stk_batch *b;
       st = stk_pipeline_run(p, &b);
       if (st != STK_OK) break;
       stk_tensor_list *img = NULL;
       TU_OK(stk_tensor_list_to_host(stk_batch_output(b, 0), &img));
       stk_tensor_list *lab = stk_batch_output(b, 1);
-      for (size_t i = 0; i < BATCH; i++) {
+      size_t n = stk_tensor_list_num_samples(img);
+      assert_int_equal(stk_tensor_list_num_samples(lab), n);
+      for (size_t i = 0; i < n; i++) {
         stk_tensor_desc x, l;
         TU_OK(stk_tensor_list_sample(img, i, &x));
         TU_OK(stk_tensor_list_sample(lab, i, &l));
         int label = (int)((const int32_t *)l.data)[0];
         if (l.dtype == STK_DTYPE_INT64) label = (int)((const int64_t *)l.data)[0];
         assert_true(label >= 0 && label < GOOD); /* never the corrupt file's */
+        seen[label]++;
+        delivered++;
         assert_int_equal(x.shape[0], rh[label]);
         assert_int_equal(x.shape[1], rw[label]);
         if (memcmp(x.data, ref[label], (size_t)rw[label] * rh[label] * 3) != 0)
@@ -297,11 +310,15 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
       stk_tensor_list_release(img);
       stk_batch_release(b);
     }
+    if (policy == 0) { /* every good file once per epoch, none twice: the bad one left its batch */
+      assert_int_equal(delivered, 2 * GOOD);
+      for (int f = 0; f < GOOD; f++) assert_int_equal(seen[f], 2);
+    }
     stk_stats stats;
     TU_OK(stk_pipeline_stats(p, &stats));
     if (policy == 0) {
       TU_OK(st);
-      assert_int_equal(stats.skipped, 1);
+      assert_int_equal(stats.skipped, 2); /* once per epoch */
     } else {
       assert_int_equal(st, STK_ERR_DECODE);
       assert_non_null(strstr(stk_last_error(), ".corrupt.jpg"));
@@ -309,6 +326,52 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
     stk_pipeline_destroy(p);
   }
   for (int f = 0; f < GOOD; f++) free(ref[f]);
+}
+
+/* Issue 27: a decode call that never returns (the fake blocks inside decode_batch, as
+ * nvJPEG's call spun for ever on the GPU machine). stk_pipeline_run fails within the
+ * pipeline's timeout_ms naming the stage, the batch and what it waited for; the failure
+ * stays; stk_pipeline_destroy returns within the bound; the call, released afterwards,
+ * returns into the pipeline that destroy kept for it. Both forms of the stage: the
+ * decoders on their own thread (stage "decode") and on the GPU thread (stage "GPU"). */
+static void test_decode_call_that_never_returns(void **state) {
+  (void)state;
+  void *fake = dlopen(STK_FAKE_GPU_LIB, RTLD_NOW | RTLD_LOCAL); /* the module the pipeline loads */
+  assert_non_null(fake);
+  void (*hang)(int) = (void (*)(int))dlsym(fake, "stk_fake_gpu_hang_decodes");
+  int (*hung)(void) = (int (*)(void))dlsym(fake, "stk_fake_gpu_hung_calls");
+  assert_non_null(hang);
+  assert_non_null(hung);
+  const char *bodies[2] = {MIXED_THEN_GPU, MIXED_ALONE}, *stages[2] = {"the decode stage", "the GPU stage"};
+  for (int k = 0; k < 2; k++) {
+    char text[8192];
+    snprintf(text, sizeof text,
+             "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = 0\ntimeout_ms = 300\n"
+             "jpegs, labels = readers.file(files=[%s], name=\"Reader\")\n%s", BATCH, files, bodies[k]);
+    stk_pipeline *p;
+    TU_OK(stk_pipeline_from_text(text, &p));
+    hang(1);
+    TU_OK(stk_pipeline_build(p));
+    int64_t t0 = now_ns();
+    stk_batch *b = NULL;
+    assert_int_equal(stk_pipeline_run(p, &b), STK_ERR_DEVICE);
+    int64_t waited_ms = (now_ns() - t0) / 1000000;
+    const char *msg = stk_last_error();
+    if (!strstr(msg, stages[k]) || !strstr(msg, "on batch 0") || !strstr(msg, "nvJPEG") || !strstr(msg, "timeout_ms"))
+      fail_msg("the timeout's message should name the stage, the batch and the wait: %s", msg);
+    assert_true(waited_ms >= 250 && waited_ms < 5000);
+    assert_true(hung() == 1);
+    assert_int_equal(stk_pipeline_run(p, &b), STK_ERR_DEVICE); /* the pipeline stays failed */
+    assert_non_null(strstr(stk_last_error(), "earlier error"));
+    t0 = now_ns();
+    stk_pipeline_destroy(p); /* the stuck thread is left; its pipeline kept */
+    assert_true((now_ns() - t0) / 1000000 < 5000);
+    hang(0);
+    for (int i = 0; i < 500 && hung() > 0; i++) sleep_ms(2);
+    assert_int_equal(hung(), 0);
+    sleep_ms(50); /* the released thread leaves its loop (stop is set) */
+  }
+  dlclose(fake);
 }
 
 int main(void) {
@@ -323,6 +386,7 @@ int main(void) {
       cmocka_unit_test(test_destroy_with_work_queued),
       cmocka_unit_test(test_host_decoded_share),
       cmocka_unit_test(test_host_quota_rule),
+      cmocka_unit_test(test_decode_call_that_never_returns),
   };
   return cmocka_run_group_tests(tests, setup_files, NULL);
 }

@@ -199,10 +199,18 @@ static void test_external_source_feed(void **state) {
     assert_int_equal(o[8 + 2], b * 100 + 21);
     stk_batch_release(out);
   }
-  stk_tensor_desc bad = {.data = NULL, .ndim = 0, .dtype = STK_DTYPE_INT16};
-  assert_int_equal(stk_pipeline_feed(p, "src", &bad, 1), STK_ERR_INVALID_ARGUMENT);
-  assert_non_null(strstr(stk_last_error(), "batch size is 3"));
-  assert_int_equal(stk_pipeline_feed(p, "nope", &bad, 1), STK_ERR_NOT_FOUND);
+  int16_t one = 7;
+  stk_tensor_desc bad[4];
+  for (int i = 0; i < 4; i++) bad[i] = (stk_tensor_desc){.data = &one, .ndim = 0, .dtype = STK_DTYPE_INT16};
+  assert_int_equal(stk_pipeline_feed(p, "src", bad, 4), STK_ERR_INVALID_ARGUMENT); /* more than a batch */
+  assert_non_null(strstr(stk_last_error(), "must be 1 to the batch size (3)"));
+  assert_int_equal(stk_pipeline_feed(p, "nope", bad, 1), STK_ERR_NOT_FOUND);
+  TU_OK(stk_pipeline_feed(p, "src", bad, 2)); /* fewer: a batch of 2 */
+  stk_batch *small;
+  TU_OK(stk_pipeline_run(p, &small));
+  assert_int_equal(stk_tensor_list_num_samples(stk_batch_output(small, 0)), 2);
+  assert_int_equal(*(const int16_t *)stk_tensor_list_data(stk_batch_output(small, 0)), 7);
+  stk_batch_release(small);
   TU_OK(stk_pipeline_feed_end(p, "src"));
   stk_batch *out;
   assert_int_equal(stk_pipeline_run(p, &out), STK_ERR_STATE);

@@ -172,7 +172,10 @@ static void test_sequential_wraps_across_epochs(void **state) {
   take(s, got, 12);
   const int64_t padded[12] = {0, 1, 2, 3, 4, 5, 6, 6, 0, 1, 2, 3};
   assert_seq(got, padded, 12);
-  assert_int_equal(stk__sampler_epoch(s), 1);
+  int64_t epoch, left;
+  stk__sampler_position(s, &epoch, &left);
+  assert_int_equal(epoch, 1);
+  assert_int_equal(left, 4); /* 8 - the 4 already taken of epoch 1 */
   stk__sampler_destroy(s);
 }
 
@@ -227,92 +230,289 @@ static void test_meta(void **state) {
   stk__sampler_config c = base_cfg(10);
   c.num_shards = 3, c.shard_id = 2, c.batch_size = 3, c.pad_last_batch = true;
   stk_reader_meta m;
-  stk__sampler_meta(&c, &m);
+  stk__sampler *s = make_sampler(c);
+  stk__sampler_meta(s, &m);
+  stk__sampler_destroy(s);
   assert_int_equal(m.epoch_size, 10);
   assert_int_equal(m.shard_size, 4);
-  assert_int_equal(m.epoch_size_padded, 6);
+  assert_int_equal(m.epoch_size_padded, 12); /* 3 shards * ceil(10/3), as DALI */
   assert_int_equal(m.shard_id, 2);
   assert_int_equal(m.number_of_shards, 3);
   assert_true(m.pad_last_batch);
   assert_false(m.stick_to_shard);
   c.pad_last_batch = false, c.shard_id = 0;
-  stk__sampler_meta(&c, &m);
+  s = make_sampler(c);
+  stk__sampler_meta(s, &m);
+  stk__sampler_destroy(s);
   assert_int_equal(m.shard_size, 3);
-  assert_int_equal(m.epoch_size_padded, 3);
+  assert_int_equal(m.epoch_size_padded, 10); /* unpadded: the data set */
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* sampler: random_shuffle (shuffle buffer)                                           */
+/* sampler: random_shuffle, as properties a training loop relies on                   */
 /* ---------------------------------------------------------------------------------- */
 
-static int64_t *shuffled(int64_t n, int64_t fill, uint64_t seed, int64_t count) {
-  stk__sampler_config c = base_cfg(n);
-  c.random_shuffle = true, c.initial_fill = fill, c.seed = seed;
-  stk__sampler *s = make_sampler(c);
-  int64_t *v = malloc(sizeof(int64_t) * (size_t)count);
-  take(s, v, count);
-  stk__sampler_destroy(s);
+/* The next epoch of a sampler: its samples, in order (*count of them). The length comes
+ * from stk__sampler_position, and the epoch must be the one expected. */
+static int64_t *next_epoch(stk__sampler *s, int64_t want_epoch, int64_t *count) {
+  int64_t epoch, left;
+  stk__sampler_position(s, &epoch, &left);
+  assert_int_equal(epoch, want_epoch);
+  int64_t *v = malloc(sizeof(int64_t) * (size_t)left);
+  assert_non_null(v);
+  take(s, v, left);
+  *count = left;
+  stk__sampler_position(s, &epoch, &left);
+  assert_int_equal(epoch, want_epoch + 1); /* nothing of this epoch is left */
   return v;
 }
 
-/* Over many epochs every sample is emitted equally often: each enters the buffer once
- * per epoch, so its count is within `fill` of T / N. */
-static void test_random_shuffle_frequencies(void **state) {
-  const int64_t n = 37, fill = 8, epochs = 500, total = n * epochs;
-  int64_t *v = shuffled(n, fill, 5, total);
-  int64_t counts[37] = {0};
-  for (int64_t i = 0; i < total; i++) {
-    assert_true(v[i] >= 0 && v[i] < n);
-    counts[v[i]]++;
+/* Checks one epoch over all shards: each shard's part holds distinct samples (then
+ * only repeats of its last one, as padding), the parts are disjoint and cover 0..n-1. */
+static void check_epoch_partition(int64_t *const *parts, const int64_t *sizes, int64_t shards,
+                                  int64_t n, bool padded) {
+  char *seen = calloc((size_t)n, 1);
+  assert_non_null(seen);
+  int64_t covered = 0;
+  for (int64_t k = 0; k < shards; k++) {
+    int64_t own = sizes[k];
+    if (padded) /* the padding: the shard's last sample repeated */
+      while (own > 1 && parts[k][own - 1] == parts[k][own - 2]) own--;
+    for (int64_t j = 0; j < own; j++) {
+      int64_t v = parts[k][j];
+      assert_true(v >= 0 && v < n);
+      if (seen[v]) fail_msg("shard %lld: sample %lld seen twice in one epoch", (long long)k, (long long)v);
+      seen[v] = 1;
+      covered++;
+    }
   }
-  for (int64_t k = 0; k < n; k++) assert_true(llabs(counts[k] - epochs) <= fill);
-  /* Not the sequential order. */
-  int64_t in_place = 0;
-  for (int64_t i = 0; i < total; i++) in_place += v[i] == i % n;
-  assert_true(in_place < total / 4);
-  free(v);
+  if (covered != n) fail_msg("the shards cover %lld of %lld samples", (long long)covered, (long long)n);
+  free(seen);
 }
 
-/* Output k comes from the first k + fill samples of the stream; the first output is
- * uniform over the initial buffer (checked over many seeds). */
-static void test_random_shuffle_buffer_semantics(void **state) {
-  const int64_t n = 1000, fill = 10;
-  int64_t *v = shuffled(n, fill, 77, n - fill);
-  for (int64_t k = 0; k < n - fill; k++) assert_true(v[k] < k + fill);
-  free(v);
-  int64_t first[10] = {0};
-  const int trials = 20000;
-  for (int t = 0; t < trials; t++) {
-    int64_t *w = shuffled(50, fill, (uint64_t)t, 1);
-    assert_true(w[0] < fill);
-    first[w[0]]++;
-    free(w);
+/* Every reader mode x shard count x stick/rotate x padding x local shuffle: each epoch
+ * of the shards together is a partition of the data set, and epochs differ. */
+static void test_epochs_partition_the_data(void **state) {
+  const int64_t sizes_n[] = {1, 7, 23, 64};
+  for (size_t ni = 0; ni < sizeof sizes_n / sizeof *sizes_n; ni++)
+    for (int64_t shards = 1; shards <= 4 && shards <= sizes_n[ni]; shards++)
+      for (int mode = 0; mode < 16; mode++) {
+        int64_t n = sizes_n[ni];
+        stk__sampler *sm[4];
+        for (int64_t k = 0; k < shards; k++) {
+          stk__sampler_config c = base_cfg(n);
+          c.num_shards = shards, c.shard_id = k, c.batch_size = 5;
+          c.stick_to_shard = mode & 1, c.pad_last_batch = (mode >> 1) & 1;
+          c.random_shuffle = (mode >> 2) & 1, c.shuffle_after_epoch = !c.random_shuffle && ((mode >> 3) & 1);
+          c.local_shuffle = c.random_shuffle && ((mode >> 3) & 1), c.local_seed = 100 + (uint64_t)k;
+          sm[k] = make_sampler(c);
+        }
+        int64_t *first = NULL, first_size = 0;
+        bool differs = false;
+        for (int64_t e = 0; e < 4; e++) {
+          int64_t *parts[4], counts[4];
+          for (int64_t k = 0; k < shards; k++) parts[k] = next_epoch(sm[k], e, &counts[k]);
+          check_epoch_partition(parts, counts, shards, n, (mode >> 1) & 1);
+          if (e == 0) first = parts[0], first_size = counts[0];
+          else differs |= counts[0] != first_size || memcmp(parts[0], first, sizeof(int64_t) * (size_t)first_size);
+          for (int64_t k = (e == 0); k < shards; k++) free(parts[k]);
+        }
+        bool shuffled = (mode >> 2) & 1 || (mode >> 3) & 1;
+        if (n > 4 && (shuffled || (!(mode & 1) && shards > 1))) assert_true(differs);
+        free(first);
+        for (int64_t k = 0; k < shards; k++) stk__sampler_destroy(sm[k]);
+      }
+}
+
+/* A pipeline seed (local_seed) changes the order within the shard, never which samples
+ * the shard holds; the reader seed changes the epoch permutation. */
+static void test_local_shuffle_keeps_the_shard(void **state) {
+  stk__sampler_config c = base_cfg(40);
+  c.num_shards = 2, c.shard_id = 1, c.random_shuffle = true, c.local_shuffle = true;
+  c.local_seed = 1;
+  stk__sampler *a = make_sampler(c);
+  c.local_seed = 2;
+  stk__sampler *b = make_sampler(c);
+  int64_t na, nb;
+  int64_t *ea = next_epoch(a, 0, &na), *eb = next_epoch(b, 0, &nb);
+  assert_int_equal(na, 20);
+  assert_int_equal(nb, 20);
+  assert_memory_not_equal(ea, eb, sizeof(int64_t) * 20);
+  int64_t sa = 0, sb = 0, xa = 0, xb = 0;
+  for (int i = 0; i < 20; i++) sa += ea[i], sb += eb[i], xa ^= ea[i] * 7919, xb ^= eb[i] * 7919;
+  assert_int_equal(sa, sb); /* the same set (sum and xor of a hash as witnesses) */
+  assert_int_equal(xa, xb);
+  free(ea), free(eb);
+  stk__sampler_destroy(a), stk__sampler_destroy(b);
+}
+
+/* Uniformity: over 20000 seeds, where sample i lands in epoch 0 (10 samples) is uniform:
+ * chi-square over the 10x10 position table (81 degrees of freedom; 131.6 is the 0.9999
+ * quantile), and the same for epoch 1 and for shard-local shuffles. */
+static void test_shuffle_positions_uniform(void **state) {
+  const int n = 10, trials = 20000;
+  for (int variant = 0; variant < 3; variant++) {
+    static int table[10][10];
+    memset(table, 0, sizeof table);
+    for (int t = 0; t < trials; t++) {
+      stk__sampler_config c = base_cfg(n);
+      c.random_shuffle = true;
+      c.seed = variant == 2 ? 5 : (uint64_t)t;
+      c.local_shuffle = variant == 2, c.local_seed = (uint64_t)t;
+      stk__sampler *s = make_sampler(c);
+      int64_t count, *v = next_epoch(s, 0, &count);
+      if (variant == 1) {
+        free(v);
+        v = next_epoch(s, 1, &count);
+      }
+      for (int pos = 0; pos < n; pos++) table[v[pos]][pos]++;
+      free(v);
+      stk__sampler_destroy(s);
+    }
+    double chi2 = 0, expected = (double)trials / n;
+    for (int i = 0; i < n; i++)
+      for (int pos = 0; pos < n; pos++) chi2 += (table[i][pos] - expected) * (table[i][pos] - expected) / expected;
+    if (chi2 > 131.6) fail_msg("variant %d: chi-square %.1f over 81 dof", variant, chi2);
   }
-  for (int j = 0; j < fill; j++) assert_true(llabs(first[j] - trials / fill) < 200); /* ~3.4 sd */
+}
+
+/* A class-sorted list (20 classes x 200, as an ImageFolder lists ImageNet): every batch
+ * of 64 of a shuffled epoch mixes many classes. A uniform shuffle gives about 19.3
+ * classes per batch; fewer than 12 has probability far below 1e-9. */
+static void test_class_sorted_batches_mix(void **state) {
+  stk__sampler_config c = base_cfg(4000);
+  c.random_shuffle = true, c.local_shuffle = true, c.local_seed = 3;
+  stk__sampler *s = make_sampler(c);
+  int64_t count, *v = next_epoch(s, 0, &count);
+  for (int64_t b = 0; b + 64 <= count; b += 64) {
+    int classes[20] = {0}, distinct = 0;
+    for (int64_t i = b; i < b + 64; i++) distinct += classes[v[i] / 200]++ == 0;
+    if (distinct < 12) fail_msg("batch %lld holds %d classes", (long long)(b / 64), distinct);
+  }
+  free(v);
+  stk__sampler_destroy(s);
 }
 
 static void test_random_shuffle_seeds(void **state) {
-  int64_t *a = shuffled(100, 16, 1, 300), *b = shuffled(100, 16, 1, 300);
-  int64_t *c = shuffled(100, 16, 2, 300);
-  assert_memory_equal(a, b, sizeof(int64_t) * 300);
-  assert_memory_not_equal(a, c, sizeof(int64_t) * 300);
-  free(a), free(b), free(c);
+  stk__sampler_config c = base_cfg(100);
+  c.random_shuffle = true, c.seed = 1;
+  stk__sampler *a = make_sampler(c), *b = make_sampler(c);
+  c.seed = 2;
+  stk__sampler *d = make_sampler(c);
+  int64_t va[300], vb[300], vd[300];
+  take(a, va, 300), take(b, vb, 300), take(d, vd, 300);
+  assert_memory_equal(va, vb, sizeof va);
+  assert_memory_not_equal(va, vd, sizeof va);
+  assert_false(is_identity(va, 100));
+  stk__sampler_destroy(a), stk__sampler_destroy(b), stk__sampler_destroy(d);
 }
 
-/* The buffer draws from the shard only; initial_fill larger than the shard is fine. */
-static void test_random_shuffle_sharded(void **state) {
-  stk__sampler_config c = base_cfg(20);
-  c.num_shards = 2, c.shard_id = 1, c.stick_to_shard = true, c.random_shuffle = true;
-  c.initial_fill = 64;
+/* ---------------------------------------------------------------------------------- */
+/* sampler: streaming (samples in files read front to back)                            */
+/* ---------------------------------------------------------------------------------- */
+
+/* Files of 3, 0, 5, 1, 4, 2, 7 samples (22 in all; one file empty). */
+static const int64_t unit_sizes[] = {3, 0, 5, 1, 4, 2, 7};
+
+static stk__sampler_config stream_cfg(void) {
+  stk__sampler_config c = base_cfg(22);
+  c.num_units = 7, c.unit_sizes = unit_sizes;
+  return c;
+}
+
+/* The file of sample i. */
+static int unit_of(int64_t i) {
+  int u = 0;
+  for (int64_t begin = 0; i >= begin + unit_sizes[u]; u++) begin += unit_sizes[u];
+  return u;
+}
+
+/* Without a shuffle: files in order, each front to back; shards take whole files. */
+static void test_streaming_in_order(void **state) {
+  stk__sampler_config c = stream_cfg();
   stk__sampler *s = make_sampler(c);
-  int64_t v[500], counts[20] = {0};
-  take(s, v, 500);
-  for (int i = 0; i < 500; i++) {
-    assert_true(v[i] >= 10 && v[i] < 20);
-    counts[v[i]]++;
-  }
-  for (int k = 10; k < 20; k++) assert_true(llabs(counts[k] - 50) <= 64);
+  int64_t count, *v = next_epoch(s, 0, &count);
+  assert_int_equal(count, 22);
+  for (int64_t i = 0; i < 22; i++) assert_int_equal(v[i], i);
+  free(v);
   stk__sampler_destroy(s);
+  /* Two shards over the 6 non-empty files: files 0,2,3 (9 samples) and 4,5,6 (13). */
+  c.num_shards = 2, c.shard_id = 1, c.stick_to_shard = true;
+  s = make_sampler(c);
+  v = next_epoch(s, 0, &count);
+  assert_int_equal(count, 13);
+  for (int64_t i = 0; i < 13; i++) assert_int_equal(v[i], 9 + i);
+  free(v);
+  stk_reader_meta m;
+  stk__sampler_meta(s, &m);
+  assert_int_equal(m.shard_size, 13);
+  assert_int_equal(m.epoch_size, 22);
+  stk__sampler_destroy(s);
+}
+
+/* Shuffled streaming: every epoch of the shards together is a partition; each shard
+ * holds whole files; no sample moves more than initial_fill places from where its
+ * file's read put it; epochs differ. */
+static void test_streaming_shuffled_partition(void **state) {
+  for (int64_t shards = 1; shards <= 3; shards++)
+    for (int pad = 0; pad <= 1; pad++) {
+      stk__sampler *sm[3];
+      for (int64_t k = 0; k < shards; k++) {
+        stk__sampler_config c = stream_cfg();
+        c.num_shards = shards, c.shard_id = k, c.random_shuffle = true, c.initial_fill = 4;
+        c.pad_last_batch = pad, c.batch_size = 4;
+        sm[k] = make_sampler(c);
+      }
+      int64_t prev_first = -1;
+      bool differs = false;
+      for (int64_t e = 0; e < 6; e++) {
+        int64_t *parts[3], counts[3];
+        for (int64_t k = 0; k < shards; k++) parts[k] = next_epoch(sm[k], e, &counts[k]);
+        check_epoch_partition(parts, counts, shards, 22, pad);
+        for (int64_t k = 0; k < shards; k++) {
+          int owner[7] = {0};
+          for (int64_t j = 0; j < counts[k]; j++) owner[unit_of(parts[k][j])] = 1;
+          for (int64_t other = 0; other < shards; other++) /* whole files per shard */
+            if (other != k)
+              for (int64_t j = 0; j < counts[other]; j++) assert_false(owner[unit_of(parts[other][j])]);
+        }
+        differs |= prev_first >= 0 && parts[0][0] != prev_first;
+        prev_first = parts[0][0];
+        for (int64_t k = 0; k < shards; k++) free(parts[k]);
+      }
+      assert_true(differs);
+      for (int64_t k = 0; k < shards; k++) stk__sampler_destroy(sm[k]);
+    }
+}
+
+/* The buffer's bound: output j comes from the first j + initial_fill samples read. The
+ * read order is what a buffer of one emits (the same files in the same order). */
+static void test_streaming_buffer_bound(void **state) {
+  for (int64_t fill = 1; fill <= 8; fill++)
+    for (int64_t e = 0; e < 3; e++) {
+      stk__sampler_config c = stream_cfg();
+      c.random_shuffle = true, c.initial_fill = 1;
+      stk__sampler *reads = make_sampler(c);
+      c.initial_fill = fill;
+      stk__sampler *s = make_sampler(c);
+      int64_t nr, n, *r = NULL, *v = NULL;
+      for (int64_t k = 0; k <= e; k++) {
+        free(r), free(v);
+        r = next_epoch(reads, k, &nr);
+        v = next_epoch(s, k, &n);
+      }
+      assert_int_equal(nr, n);
+      int64_t read_pos[22];
+      for (int64_t j = 0; j < nr; j++) read_pos[r[j]] = j;
+      bool moved = false;
+      for (int64_t j = 0; j < n; j++) {
+        assert_true(read_pos[v[j]] < j + fill);
+        moved |= read_pos[v[j]] != j;
+      }
+      if (fill > 2) assert_true(moved);
+      free(r), free(v);
+      stk__sampler_destroy(reads), stk__sampler_destroy(s);
+    }
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -419,8 +619,18 @@ static void test_sampler_errors(void **state) {
   expect_config_error(c, "shard_id");
   c = base_cfg(5), c.random_shuffle = true, c.shuffle_after_epoch = true;
   expect_config_error(c, "shuffle_after_epoch");
-  c = base_cfg(5), c.random_shuffle = true, c.initial_fill = 0;
+  c = stream_cfg(), c.random_shuffle = true, c.initial_fill = 0;
   expect_config_error(c, "initial_fill");
+  c = stream_cfg(), c.num_shards = 7; /* 7 files, one of them empty */
+  expect_config_error(c, "files holding samples (6)");
+  /* Random access needs no buffer: a huge initial_fill allocates nothing. */
+  c = base_cfg(5), c.random_shuffle = true, c.initial_fill = (int64_t)1 << 40;
+  stk__sampler *s;
+  TU_OK(stk__sampler_create(&s, &c, "rdr"));
+  stk__sampler_destroy(s);
+  c = stream_cfg(), c.random_shuffle = true, c.initial_fill = (int64_t)1 << 40;
+  TU_OK(stk__sampler_create(&s, &c, "rdr")); /* capped at the data set */
+  stk__sampler_destroy(s);
   c = base_cfg(5), c.batch_size = 0;
   expect_config_error(c, "batch size");
 }
@@ -663,16 +873,22 @@ static stk_pipeline *reader_pipe(const reader_args *a, int batch, int threads, s
   return p;
 }
 
-/* Runs `batches` batches; records labels and checks every sample's bytes against the
- * file named by its label (files are "<label>.jpg" holding "content <label>"). */
-static void run_labels(stk_pipeline *p, int batches, int batch, int32_t *labels) {
+/* Runs `batches` batches (of at most `batch` samples: an epoch's last batch may be
+ * shorter); records the labels and checks every sample's bytes against the file named
+ * by its label (files are "<label>.jpg" holding "content <label>"). Returns how many
+ * samples came. */
+static int run_labels(stk_pipeline *p, int batches, int batch, int32_t *labels) {
+  int total = 0;
   for (int b = 0; b < batches; b++) {
     stk_batch *out;
     TU_OK(stk_pipeline_run(p, &out));
     stk_tensor_list *data = stk_batch_output(out, 0), *lab = stk_batch_output(out, 1);
     assert_int_equal(stk_tensor_list_dtype(data), STK_DTYPE_UINT8);
     assert_int_equal(stk_tensor_list_dtype(lab), STK_DTYPE_INT32);
-    for (int i = 0; i < batch; i++) {
+    int size = (int)stk_tensor_list_num_samples(lab);
+    assert_true(size >= 1 && size <= batch);
+    assert_int_equal(stk_tensor_list_num_samples(data), size);
+    for (int i = 0; i < size; i++) {
       stk_tensor_desc d, l;
       TU_OK(stk_tensor_list_sample(data, (size_t)i, &d));
       TU_OK(stk_tensor_list_sample(lab, (size_t)i, &l));
@@ -684,10 +900,11 @@ static void run_labels(stk_pipeline *p, int batches, int batch, int32_t *labels)
       assert_int_equal(d.ndim, 1);
       assert_int_equal(d.shape[0], (int64_t)strlen(want));
       assert_memory_equal(d.data, want, strlen(want));
-      labels[b * batch + i] = label;
+      labels[total++] = label;
     }
     stk_batch_release(out);
   }
+  return total;
 }
 
 /* A list file over n files "<k>.jpg" (label k) in `dir`. */
@@ -717,7 +934,7 @@ static void test_operator_sequential_and_meta(void **state) {
   stk_reader_meta m;
   TU_OK(stk_pipeline_reader_meta(p, "Reader", &m));
   assert_int_equal(m.epoch_size, 7);
-  assert_int_equal(m.epoch_size_padded, 8);
+  assert_int_equal(m.epoch_size_padded, 7); /* one shard: nothing to pad to */
   assert_int_equal(m.shard_size, 7);
   assert_int_equal(m.number_of_shards, 1);
   assert_true(m.pad_last_batch);
@@ -736,18 +953,22 @@ static void test_operator_shuffle_threads(void **state) {
   char dir[512], list[600];
   make_numbered(dir, sizeof dir, 30, list, sizeof list);
   int32_t got[3][60];
+  int count[3];
   for (int t = 0; t < 3; t++) {
-    reader_args a = {.list = list, .random_shuffle = true, .initial_fill = 8, .seed = 9};
+    reader_args a = {.list = list, .random_shuffle = true, .seed = 9};
     stk_status st;
     stk_pipeline *p = reader_pipe(&a, 4, 1 + 2 * t, &st); /* 1, 3, 5 threads */
     TU_OK(st);
-    run_labels(p, 15, 4, got[t]);
+    count[t] = run_labels(p, 16, 4, got[t]); /* two epochs: 7 batches of 4 and one of 2 */
     stk_pipeline_destroy(p);
   }
+  assert_int_equal(count[0], 60);
+  assert_int_equal(count[1], 60);
+  assert_int_equal(count[2], 60);
   assert_memory_equal(got[0], got[1], sizeof got[0]);
   assert_memory_equal(got[0], got[2], sizeof got[0]);
   stk__sampler_config c = base_cfg(30);
-  c.random_shuffle = true, c.initial_fill = 8, c.seed = 9;
+  c.random_shuffle = true, c.seed = 9;
   stk__sampler *s = make_sampler(c);
   for (int i = 0; i < 60; i++) assert_int_equal(got[0][i], stk__sampler_next(s));
   stk__sampler_destroy(s);
@@ -914,10 +1135,14 @@ int main(void) {
       cmocka_unit_test(test_padding_with_shards),
       cmocka_unit_test(test_stick_to_shard),
       cmocka_unit_test(test_meta),
-      cmocka_unit_test(test_random_shuffle_frequencies),
-      cmocka_unit_test(test_random_shuffle_buffer_semantics),
+      cmocka_unit_test(test_epochs_partition_the_data),
+      cmocka_unit_test(test_local_shuffle_keeps_the_shard),
+      cmocka_unit_test(test_shuffle_positions_uniform),
+      cmocka_unit_test(test_class_sorted_batches_mix),
       cmocka_unit_test(test_random_shuffle_seeds),
-      cmocka_unit_test(test_random_shuffle_sharded),
+      cmocka_unit_test(test_streaming_in_order),
+      cmocka_unit_test(test_streaming_shuffled_partition),
+      cmocka_unit_test(test_streaming_buffer_bound),
       cmocka_unit_test(test_shuffle_after_epoch_single_shard),
       cmocka_unit_test(test_shuffle_after_epoch_uniform),
       cmocka_unit_test(test_shuffle_after_epoch_shards),

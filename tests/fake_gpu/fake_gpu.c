@@ -12,7 +12,8 @@
  * as nvJPEG does.
  *
  * Only what a pipeline of readers and mixed decoders needs is here; the kernels report
- * STK_ERR_UNSUPPORTED, except a same-type cast (a copy), which gathers outputs.
+ * STK_ERR_UNSUPPORTED, except a same-type cast (a copy), which gathers outputs, and the
+ * math table's gather (subscript), queued like a kernel.
  * One lock serialises the whole fake: callers may come from any thread.
  */
 #include <pthread.h>
@@ -22,7 +23,9 @@
 #include <string.h>
 #include <turbojpeg.h>
 
+#include "cuda/api_math.h"
 #include "cuda/gpu_api.h"
+#include "cuda/math_common.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -81,7 +84,7 @@ static bool range_has(const range_set *s, const void *p) {
 
 /* ---- streams of queued work ---- */
 
-typedef enum { OP_COPY, OP_DECODE, OP_FREE_DEVICE, OP_FREE_HOST, OP_RECORD, OP_WAIT } op_kind;
+typedef enum { OP_COPY, OP_DECODE, OP_FREE_DEVICE, OP_FREE_HOST, OP_RECORD, OP_WAIT, OP_GATHER } op_kind;
 
 struct fake_event;
 
@@ -100,6 +103,8 @@ typedef struct op {
   struct fake_event *event;
   unsigned long generation;
   struct fake_stream *record_stream;
+  /* OP_GATHER: one sample's descriptor (copied at the call), element size in `bytes` */
+  stk_gpu_gather_sample gather;
 } op;
 
 typedef struct fake_stream {
@@ -164,6 +169,15 @@ static void run_decode(op *o) {
   free(whole);
 }
 
+/* subscript's gather, element by element with the kernel's offset rule. */
+static void run_gather(op *o) {
+  const stk_gpu_gather_sample *g = &o->gather;
+  size_t es = o->bytes;
+  for (int64_t e = 0; e < g->count; e++)
+    memcpy((char *)g->dst + (size_t)e * es,
+           (const char *)g->src + stk_ar_gather_offset(g->ndim, g->shape, g->stride, e) * (int64_t)es, es);
+}
+
 static void run_op(op *o) {
   switch (o->kind) {
     case OP_COPY: memcpy(o->dst, o->staging ? o->staging : o->src, o->bytes); break;
@@ -174,6 +188,7 @@ static void run_op(op *o) {
       if (o->generation > o->event->completed) o->event->completed = o->generation;
       break;
     case OP_WAIT: run_event(o->event, o->generation, o->record_stream); break;
+    case OP_GATHER: run_gather(o); break;
   }
   free(o->staging);
   free(o);
@@ -488,12 +503,45 @@ static int decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, i
   return 0;
 }
 
+/* A decode call that does not return (issue 27's test): while the test keeps
+ * `hang_decodes` set, decode_batch blocks inside the call, as nvJPEG's batched call did on
+ * the GPU machine once the engines' work was lost, and nothing but the test can release
+ * it. hung_calls counts the calls blocked there. */
+static pthread_mutex_t hang_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hang_cond = PTHREAD_COND_INITIALIZER;
+static int hang_decodes, hung_calls;
+
+__attribute__((visibility("default"))) void stk_fake_gpu_hang_decodes(int on) {
+  pthread_mutex_lock(&hang_lock);
+  hang_decodes = on;
+  pthread_cond_broadcast(&hang_cond);
+  pthread_mutex_unlock(&hang_lock);
+}
+
+__attribute__((visibility("default"))) int stk_fake_gpu_hung_calls(void) {
+  pthread_mutex_lock(&hang_lock);
+  int n = hung_calls;
+  pthread_mutex_unlock(&hang_lock);
+  return n;
+}
+
+static void maybe_hang(void) {
+  pthread_mutex_lock(&hang_lock);
+  if (hang_decodes) {
+    hung_calls++;
+    while (hang_decodes) pthread_cond_wait(&hang_cond, &hang_lock);
+    hung_calls--;
+  }
+  pthread_mutex_unlock(&hang_lock);
+}
+
 /* Headers now; the decodes queued on `stream`, reading the bytes when they run. A stream
  * that does not decode cleanly is reported FAILED at the call (nvJPEG's hybrid path). */
 static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, stk_gpu_decode_out *out,
                         const stk_gpu_decode_opts *opts, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
   if (n < 0 || (n > 0 && (!in || !out))) return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "decode_batch: bad batch");
+  maybe_hang();
   int color = opts ? opts->color : STK_GPU_COLOR_RGB;
   pthread_mutex_lock(&lock);
   for (int i = 0; i < n; i++) {
@@ -542,6 +590,31 @@ static int cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk
   }
   return 0;
 }
+
+/* Queued like a kernel: the gather runs when something waits for the stream. */
+static int gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize, uintptr_t stream,
+                  char *err, size_t errlen) {
+  (void)ctx;
+  if (esize != 1 && esize != 2 && esize != 4 && esize != 8)
+    return fail(err, errlen, STK_ERR_UNSUPPORTED, "gather: element size");
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    if (!o) {
+      pthread_mutex_unlock(&lock);
+      return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "gather: no memory");
+    }
+    o->kind = OP_GATHER;
+    o->gather = samples[i];
+    o->bytes = esize;
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+/* Only gather: the other math entries stay NULL (the operators report no kernels). */
+static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};
 
 static int no_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s, const stk_gpu_resample_args *a,
                        uintptr_t stream, char *err, size_t errlen) {
@@ -615,6 +688,7 @@ static const stk_gpu_api api = {
     .crop = no_crop,
     .flip = no_flip,
     .cast = cast,
+    .math = &math_api,
     .device_alloc_idle = device_alloc,
     .decode_classify = decode_classify,
     .device_free_idle = device_free,

@@ -59,7 +59,7 @@
 #include <time.h>
 
 #include "gpu_testutil.h"
-#include "cuda/engine_order.h"
+#include "../../bench/tools/engine_order.h"
 #include "cuda/nvjpeg_min.h"
 #include "ops/crop_window.h"
 
@@ -313,7 +313,7 @@ static int bare_load(bare_nvjpeg *n) {
 }
 
 /* Reorders the batch's file indices (idx[0..n)) for --bare-order: the decoder's own rules
- * (src/cuda/engine_order.h) on the bitstreams' sizes, or ascending size (the reverse of
+ * (bench/tools/engine_order.h) on the bitstreams' sizes, or ascending size (the reverse of
  * desc). */
 static void order_batch(int *idx, int n) {
   if (bare_order == 0 || n < 2) return;
@@ -375,7 +375,7 @@ typedef struct {
 } bare_worker;
 
 /* --bare-pin-cpu N: the submitting thread runs on CPU N only (does a busy SMT sibling or
- * busy cores elsewhere slow nvJPEG's CPU-bound call? scripts/cpu_contention.sh) */
+ * busy cores elsewhere slow nvJPEG's CPU-bound call? bench/tools/cpu_contention.sh) */
 static int bare_pin_cpu = -1;
 
 static void *bare_thread(void *arg) {

@@ -41,7 +41,9 @@ def run(build, a=A, b=B):
     ("abs", lambda x, y: abs(y), lambda a, b: np.abs(b)),
     ("min", lambda x, y: math.min(x, 7), lambda a, b: np.minimum(a.astype(np.int32), 7)),
     ("max", lambda x, y: math.max(y, x), lambda a, b: np.maximum(b, a.astype(np.float32))),
-    ("clamp", lambda x, y: math.clamp(x, 5, 100), lambda a, b: np.clip(a, 5, 100)),
+    # DALI promotes a clamp's type with its bounds': uint8 with Python ints is int32
+    ("clamp", lambda x, y: math.clamp(x, 5, 100), lambda a, b: np.clip(a, 5, 100).astype(np.int32)),
+    ("clamp_same_type", lambda x, y: math.clamp(x, np.uint8(5), np.uint8(100)), lambda a, b: np.clip(a, 5, 100)),
     ("sqrt", lambda x, y: math.sqrt(x), lambda a, b: np.sqrt(a.astype(np.float32))),
 ])
 def test_against_numpy(name, expr, ref):
@@ -68,3 +70,27 @@ def test_math_reports_operations_the_build_lacks():
     for name in missing:
         with pytest.raises(stoker.UnsupportedError, match=name):
             getattr(math, name)(fn.random.uniform())
+
+
+def test_clamp_promotes_as_dali():
+    """Output types and values as DALI 2.4's math.clamp gives them (checked against DALI):
+    the input's type promoted with the bounds' (Python int -> int32, float -> float32,
+    NumPy scalars and types.Constant keep theirs, a node its own)."""
+    img = [np.arange(0, 256, 5, dtype=np.uint8).reshape(1, -1)] * 2
+
+    def graph(x, y):
+        f, i16 = fn.cast(x, dtype=types.FLOAT), fn.cast(x, dtype=types.INT16)
+        lo_node = fn.cast(fn.random.uniform(range=[10, 11]), dtype=types.INT16)
+        return (math.clamp(x, 10, 200), math.clamp(x, 10.5, 200), math.clamp(f, 10, 200),
+                math.clamp(i16, 10.0, 20), math.clamp(x, types.Constant(10, dtype=types.INT16), 200),
+                math.clamp(x, -5, 300), math.clamp(x, np.uint8(10), np.uint8(200)),
+                math.clamp(x, lo=lo_node), math.clamp(x, hi=np.float64(3.5)))
+    outs = run(graph, img, img)
+    a = img[0].astype(np.int64)
+    want = [("int32", np.clip(a, 10, 200)), ("float32", np.clip(a, 10.5, 200)),
+            ("float32", np.clip(a, 10, 200)), ("float32", np.clip(a, 10, 20)),
+            ("int32", np.clip(a, 10, 200)), ("int32", a), ("uint8", np.clip(a, 10, 200)),
+            ("int16", np.clip(a, 10, None)), ("float64", np.clip(a, None, 3.5))]
+    for k, (got, (dtype, ref)) in enumerate(zip(outs, want)):
+        assert got.dtype.name == dtype, k
+        assert np.array_equal(np.asarray(got)[0], ref.astype(dtype)), k

@@ -43,7 +43,8 @@ def test_bench_json(dataset):
     res = json.loads(r.stdout.strip().splitlines()[-1])
     for key in ("images_per_s", "images", "seconds", "skipped", "op_share"):
         assert key in res
-    assert res["images"] == 40 and res["skipped"] == 0 and res["images_per_s"] > 0
+    # 28 files, batch 8: an epoch is batches of 8, 8, 8 and 4 (a batch never crosses it)
+    assert res["images"] == 8 + 8 + 8 + 4 + 8 and res["skipped"] == 0 and res["images_per_s"] > 0
     shares = res["op_share"]
     assert "Reader" in shares and abs(sum(shares.values()) - 1.0) < 0.01
     assert any(k.startswith("decoders.image_random_crop") for k in shares)
@@ -52,13 +53,13 @@ def test_bench_json(dataset):
 def test_bench_epochs_counts_batches(dataset):
     r = run("bench", "--data", dataset, "--pipeline", "basic-full", "--batch-size", 8, "--epochs", 2, "--json")
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res["images"] == 2 * 4 * 8  # 28 files -> 4 batches of 8 per epoch
+    assert res["images"] == 2 * 28 and res["batches"] == 2 * 4  # 28 files: 8, 8, 8, 4 per epoch
 
 
 def test_bench_warmup_batches_are_not_timed(dataset):
     r = run("bench", "--data", dataset, "--pipeline", "basic", "--batch-size", 8, "--iters", 6, "--warmup", 4, "--json")
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res["images"] == 48 and res["warmup_batches"] == 4 and res["timed_images"] == 16
+    assert res["images"] == 8 + 8 + 8 + 4 + 8 + 8 and res["warmup_batches"] == 4 and res["timed_images"] == 16
     assert res["timed_seconds"] < res["seconds"]
     assert res["images_per_s"] == pytest.approx(16 / res["timed_seconds"], rel=1e-2)
     assert res["ms_per_batch"] == pytest.approx(1e3 * res["timed_seconds"] / 2, rel=1e-2)
@@ -109,7 +110,9 @@ def test_bad_file_stops_run_naming_it_unless_skipped(dataset, tmp_path, name, da
     assert r.returncode != 0 and name in r.stderr
     r = run("bench", "--data", d, "--batch-size", 8, "--epochs", 2, "--on-error", "skip", "--json")
     res = json.loads(r.stdout.strip().splitlines()[-1])
-    assert res["skipped"] >= 1 and res["images"] == 2 * 4 * 8  # batches stay full
+    # every good file once per epoch, the bad one skipped once per epoch and named
+    assert res["skipped"] == 2 and res["images"] == 2 * 28
+    assert len(res["skipped_samples"]) == 2 and all(name in m for m in res["skipped_samples"])
 
 
 def test_png_with_bad_crc(dataset, tmp_path):

@@ -55,7 +55,7 @@ def pil_apply(img, op, *args):
     (lambda x: fn.contrast(x, contrast=0.35, pil=True), "Contrast", (0.35,)),
     (lambda x: fn.saturation(x, saturation=1.7, pil=True), "Color", (1.7,)),
     (lambda x: fn.sharpness(x, sharpness=0.2), "Sharpness", (0.2,)),
-    (lambda x: fn.equalize(x), "equalize", ()),
+    (lambda x: fn.equalize(x, algorithm="pil"), "equalize", ()),
     (lambda x: fn.auto_contrast(x, cutoff=[2.0, 1.0]), "autocontrast", ((2.0, 1.0),)),
     (lambda x: fn.posterize(x, bits=2), "posterize", (2,)),
     (lambda x: fn.solarize(x, threshold=100), "solarize", (100,)),

@@ -25,8 +25,11 @@ BATCH = 16
 
 
 def images(photos):
-    """Decoded photos, resized small (HWC uint8), in reader order, with their labels."""
-    jpegs, labels = fn.readers.file(files=photos, labels=list(range(len(photos))))
+    """Decoded photos, resized small (HWC uint8), in reader order, with their labels. The
+    photos are listed BATCH times over, so that every batch is full (a batch never
+    crosses a reader epoch)."""
+    jpegs, labels = fn.readers.file(files=photos * BATCH,
+                                    labels=[i % len(photos) for i in range(len(photos) * BATCH)])
     decoded = fn.decoders.image(jpegs)
     return fn.resize(decoded, resize_x=40, resize_y=30), labels
 

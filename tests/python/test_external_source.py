@@ -153,7 +153,7 @@ def test_source_errors():
     def wrong_size():
         return fn.external_source(source=lambda: [np.zeros(1)] * 3)
 
-    with pytest.raises(InvalidArgumentError, match="fed 3 samples, the batch size is 2"):
+    with pytest.raises(InvalidArgumentError, match="fed 3 samples, must be 1 to the batch size .2."):
         wrong_size().run()
 
     @stoker.pipeline_def(batch_size=1, num_threads=1)

@@ -17,7 +17,9 @@ BATCH = 16
 
 
 def decoded(size=(30, 40)):
-    jpegs, labels = fn.readers.file(files=PHOTOS, labels=list(range(len(PHOTOS))))
+    # the photos listed BATCH times over: every batch is full (a batch never crosses an epoch)
+    jpegs, labels = fn.readers.file(files=PHOTOS * BATCH,
+                                    labels=[i % len(PHOTOS) for i in range(len(PHOTOS) * BATCH)])
     img = fn.decoders.image(jpegs)
     return fn.resize(img, resize_y=size[0], resize_x=size[1]), labels
 

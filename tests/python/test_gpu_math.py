@@ -27,6 +27,34 @@ def _gpu(node, dev):
     return node.gpu() if dev == "gpu" else node
 
 
+# ---- subscript and shapes (x[...], x.shape()) ------------------------------------------
+
+@requires_gpu
+def test_subscript_and_shapes_exact():
+    # the gather kernel against the CPU's copy loop: slices with steps (negative too),
+    # integer indices, new axes, ellipsis, per-sample indices; shapes uploaded
+    def args():  # made before the device's operators, so both graphs draw the same k
+        return {"k": fn.cast(fn.random.uniform(range=[0, 2.4]), dtype=types.INT32)}  # 0, 1 or 2
+
+    def build(img, dev, k):
+        return (img[10:50, ::-3], img[..., ::-1], img[5], img[:, 7, 1], img[None, ::2],
+                img[k, :, k], img[-1:, 4::-1, 2:], img.shape(), img[3].shape(dtype=types.INT32))
+    compare_op(build, args=args, atol=0)
+
+
+@requires_gpu
+def test_clamp_promotion_on_the_gpu():
+    # clamp computes in the promoted type's kind (uint8 with int bounds -> int32, with a
+    # float bound -> float32), as on the CPU
+    def build(img, dev):
+        return (math.clamp(img, 10, 200), math.clamp(img, 10.5, 200), math.clamp(img, -5, 300),
+                math.clamp(img, np.uint8(10), np.uint8(200)))
+    for cpu, gpu in run_both(build):
+        for c, g in zip(cpu, gpu):
+            assert c[0].dtype == g[0].dtype
+            assert_close(c, g, atol=0, what="clamp")
+
+
 # ---- binary: scalar operands, every operation --------------------------------------------
 
 @requires_gpu

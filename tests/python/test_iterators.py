@@ -29,14 +29,14 @@ def epochs(it, n, gpu=0):
     return out
 
 
-# The semantics stated for samples 1..7, batch size 2 (DALI's).
+# The semantics stated for samples 1..7, batch size 2: every epoch is the reader's epoch.
 @pytest.mark.parametrize("policy, pad, expected, length", [
-    (PARTIAL, False, [[[1, 2], [3, 4], [5, 6], [7]], [[2, 3], [4, 5], [6, 7], [1]]], 4),
-    (FILL, False, [[[1, 2], [3, 4], [5, 6], [7, 1]], [[2, 3], [4, 5], [6, 7]]], 4),
-    (DROP, False, [[[1, 2], [3, 4], [5, 6]], [[2, 3], [4, 5], [6, 7]]], 3),
-    (FILL, True, [[[1, 2], [3, 4], [5, 6], [7, 7]], [[1, 2], [3, 4], [5, 6], [7, 7]]], 4),
-    (PARTIAL, True, [[[1, 2], [3, 4], [5, 6], [7]], [[1, 2], [3, 4], [5, 6], [7]]], 4),
-    (DROP, True, [[[1, 2], [3, 4], [5, 6]], [[1, 2], [3, 4], [5, 6]]], 3),
+    (PARTIAL, False, [[[1, 2], [3, 4], [5, 6], [7]]] * 2, 4),
+    (FILL, False, [[[1, 2], [3, 4], [5, 6], [7, 7]]] * 2, 4),
+    (DROP, False, [[[1, 2], [3, 4], [5, 6]]] * 2, 3),
+    (FILL, True, [[[1, 2], [3, 4], [5, 6], [7, 7]]] * 2, 4),
+    (PARTIAL, True, [[[1, 2], [3, 4], [5, 6], [7]]] * 2, 4),
+    (DROP, True, [[[1, 2], [3, 4], [5, 6]]] * 2, 3),
 ])
 def test_last_batch_policies(seven_files, policy, pad, expected, length):
     it = ClassificationIterator(reader_pipe(*seven_files, pad=pad), reader_name="Reader",
@@ -45,9 +45,9 @@ def test_last_batch_policies(seven_files, policy, pad, expected, length):
     assert epochs(it, 2) == expected
 
 
-def test_fill_epoch_three_restarts_the_cycle(seven_files):
+def test_fill_epoch_three_starts_with_its_own_first_sample(seven_files):
     it = ClassificationIterator(reader_pipe(*seven_files), reader_name="Reader")
-    assert epochs(it, 3)[2] == [[1, 2], [3, 4], [5, 6], [7, 1]]
+    assert epochs(it, 3)[2] == [[1, 2], [3, 4], [5, 6], [7, 7]]
 
 
 def test_outputs_are_dense_numpy_batches(seven_files):
@@ -62,7 +62,7 @@ def test_auto_reset_runs_epoch_after_epoch(seven_files):
                                 last_batch_policy=DROP, auto_reset=True)
     first = [b[0]["label"][:, 0].tolist() for b in it]
     second = [b[0]["label"][:, 0].tolist() for b in it]
-    assert first == [[1, 2], [3, 4], [5, 6]] and second == [[2, 3], [4, 5], [6, 7]]
+    assert first == [[1, 2], [3, 4], [5, 6]] and second == [[1, 2], [3, 4], [5, 6]]
 
 
 def test_reset_before_the_end_is_ignored(seven_files):
@@ -79,14 +79,27 @@ def test_prepare_first_batch_off(seven_files):
     assert next(it)[0]["label"][:, 0].tolist() == [1, 2]
 
 
-def stream(labels, shard_id, num_shards, stick):
-    """An independent model of a reader's sample stream (sharding.h's definition)."""
-    n, e = len(labels), 0
-    while True:
-        k = shard_id if stick else (shard_id + e) % num_shards
-        lo, hi = k * n // num_shards, (k + 1) * n // num_shards
-        yield from labels[lo:hi]
-        e += 1
+def shard_slice(labels, shard_id, num_shards, stick, epoch):
+    """An independent model of a reader's epoch: its shard's samples, in order."""
+    n = len(labels)
+    k = shard_id if stick else (shard_id + epoch) % num_shards
+    return labels[k * n // num_shards:(k + 1) * n // num_shards]
+
+
+def expected_steps(slices, policy, batch=2):
+    """What an iterator over one pipeline per slice gives in one epoch, per pipeline."""
+    chunks = [[s[i:i + batch] for i in range(0, len(s), batch)] for s in slices]
+    steps = max(map(len, chunks))
+    out = [[] for _ in slices]
+    for step in range(steps):
+        got = [c[step] if step < len(c) else [] for c in chunks]
+        if policy == DROP and any(len(b) < batch for b in got):
+            continue  # an incomplete step is dropped
+        for g, b in enumerate(got):
+            if policy == FILL:
+                b = b + [b[-1] if b else slices[g][-1]] * (batch - len(b))
+            out[g].append(b)
+    return out
 
 
 @pytest.mark.parametrize("policy", [FILL, DROP, PARTIAL])
@@ -97,32 +110,19 @@ def test_sharding_over_epochs(seven_files, policy, stick):
     it = ClassificationIterator(pipes, reader_name="Reader", last_batch_policy=policy)
     # Shard sizes 3 and 4: an epoch is two batches (FILL/PARTIAL) or one (DROP).
     assert it.size == (3 if policy == DROP else 4) and len(it) == (1 if policy == DROP else 2)
-    streams = [stream(labels, s, 2, stick) for s in (0, 1)]
-    shard = [0, 1]
     for epoch in range(4):
         got = [[], []]
         for batch in it:
             for g in (0, 1):
                 got[g].append(batch[g]["label"][:, 0].tolist())
-        for g in (0, 1):
-            size = (3, 4)[shard[g]]
-            for b in got[g]:
-                want = [next(streams[g]) for _ in range(2)]
-                assert b == want[:len(b)]  # consecutive stream samples, maybe cut (PARTIAL)
-            if policy == PARTIAL:
-                # PARTIAL returns exactly the pipeline's current shard's worth... up to the
-                # batch-rounded epoch: never more than the shard in the last batch.
-                assert sum(map(len, got[g])) <= max(size, 4)
-            if policy == DROP:
-                assert got[g] and all(len(b) == 2 for b in got[g])
-                next(streams[g]), next(streams[g])  # the dropped batch was read
-        if policy == PARTIAL and stick:
-            assert sorted(sum(got[0] + got[1], [])) == labels  # every sample once per epoch
-        if not stick:
-            shard = [(s + 1) % 2 for s in shard]
+        slices = [shard_slice(labels, g, 2, stick, epoch) for g in (0, 1)]
+        assert got == expected_steps(slices, policy)
+        if policy == PARTIAL:  # the shards of an epoch together: every sample once
+            assert sorted(sum(got[0] + got[1], [])) == labels
         it.reset()
 
 
+@pytest.mark.filterwarnings("ignore:iterator. size counts samples")
 def test_size_without_reader_and_partial_last_batch():
     data = [[np.array([2 * i + k], np.int32) for k in range(2)] for i in range(10)]
 
@@ -153,6 +153,10 @@ def test_iterator_argument_errors(seven_files):
     p = reader_pipe(*seven_files)
     with pytest.raises(stoker.InvalidArgumentError, match="either size or reader_name"):
         GenericIterator(p, ["a", "b"], size=4, reader_name="Reader")
+    with pytest.raises(stoker.InvalidArgumentError, match="last_batch_padded comes from the reader"):
+        GenericIterator(p, ["a", "b"], reader_name="Reader", last_batch_padded=True)
+    with pytest.warns(UserWarning, match="pass reader_name instead"):  # as DALI warns
+        GenericIterator(p, ["a", "b"], size=4)
     with pytest.raises(stoker.InvalidArgumentError, match="unique"):
         GenericIterator(p, ["a", "a"], reader_name="Reader")
     with pytest.raises(stoker.InvalidArgumentError, match="outputs"):

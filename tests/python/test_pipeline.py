@@ -132,9 +132,13 @@ def test_bad_image_error_names_the_file_or_is_skipped(tmp_path, photos):
 
     with pytest.raises(DecodeError, match="garbage.jpg"):
         pipe().run()
-    p = pipe(on_error="skip")
+    p = pipe(on_error="skip", exec_async=False, exec_pipelined=False)  # no batch made ahead
+    (images,) = p.run()  # the bad file leaves the batch: the epoch holds one good image
+    assert len(images) == 1 and p.last_batch_info() == {"epoch": 0, "ends_epoch": True, "size": 1}
+    stats = p.stats()
+    assert stats["skipped"] == 1 and "garbage.jpg" in stats["skipped_samples"][0]
     (images,) = p.run()
-    assert len(images) == 2 and p.stats()["skipped"] >= 1
+    assert len(images) == 1 and p.last_batch_info()["epoch"] == 1 and p.stats()["skipped"] == 2
 
 
 def test_stats_and_timings():
@@ -210,3 +214,17 @@ def test_dali_classification_pipeline(tmp_path, photos):
     it = GenericIterator(pipe(), ["data", "label", "resized", "mirror"], reader_name="Reader")
     batch = next(it)[0]
     assert batch["data"].shape == (4, 3, 48, 64) and len(it) == 1
+
+
+def test_timeout_ms_is_a_checked_setting():
+    """timeout_ms (issue 27): the bound of the pipeline's waits; kept through the text form,
+    refused out of range."""
+    pipe = random_pipe(batch_size=4, num_threads=1, seed=9, timeout_ms=1500)
+    pipe.build()
+    assert pipe.timeout_ms == 1500
+    assert "timeout_ms = 1500" in pipe.serialize()
+    assert stoker.Pipeline.deserialize(pipe.serialize()).timeout_ms == 1500
+    assert len(collect(pipe, 2)) == 2
+    from stoker.errors import InvalidArgumentError
+    with pytest.raises(InvalidArgumentError, match="timeout_ms"):
+        random_pipe(batch_size=4, num_threads=1, timeout_ms=0).build()

@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/cpu_sampler.c against a program whose answer is known (sampler_target.c): the
+# bench/tools/cpu_sampler.c against a program whose answer is known (sampler_target.c): the
 # report must exist, name both threads and both static functions (from the executable's
 # own symbol table), attribute each function to its thread, and find the threads' CPU
 # times (about 900 and 300 ms) in a ratio near 3 : 1.

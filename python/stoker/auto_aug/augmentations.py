@@ -153,6 +153,8 @@ def _identity(data, _):
     return data
 
 
+_identity.__name__ = "identity"  # the augmentation's name, as DALI's
+
 _D = "dali"
 shear_x = _make(_dali_shear("shear_x"), _D, "shear_x", mag_range=(0, 0.3), randomly_negate=True,
                 mag_to_param=warp_x_param)

@@ -1,18 +1,26 @@
 """The framework-neutral iterator behind the PyTorch, JAX and NumPy plugins.
 
-It follows DALI's iterator semantics exactly, so training loops port unchanged. With
-``reader_name``, the epoch length comes from the reader's metadata, and the last batch
-of an epoch follows ``last_batch_policy``. For samples 1..7, batch size 2, unpadded:
+It takes DALI's iterator arguments, so training loops port unchanged, and guarantees
+what a training loop relies on: with ``reader_name``, an epoch of the iterator is
+exactly one epoch of the reader, so every sample of the shard comes once per epoch
+(stoker's batches never cross a reader epoch: see ``Pipeline.last_batch_info``). The
+epoch's last batch, when incomplete, follows ``last_batch_policy``. For samples 1..7,
+batch size 2:
 
-* ``PARTIAL`` ends the epoch with [7]; the next epoch starts with [2, 3] (the reader
-  went on: the padding sample of the last batch was the next epoch's first).
-* ``FILL`` ends with [7, 1] (filled from the next epoch); the next starts with [2, 3].
-* ``DROP`` ends with [5, 6]; the incomplete batch is dropped.
+* ``PARTIAL`` ends every epoch with [7].
+* ``FILL`` ends every epoch with [7, 7]: the incomplete batch is filled by repeating
+  its last sample (what DALI gives with the reader's ``pad_last_batch=True``), so the
+  next epoch still starts with its own first sample.
+* ``DROP`` ends every epoch with [5, 6]: only full batches are returned.
 
-With the reader's ``pad_last_batch=True``, FILL ends with [7, 7], PARTIAL with [7], DROP
-with [5, 6], and every policy starts the next epoch with [1, 2]. When
-``stick_to_shard`` is False, shards advance by one every epoch, and the counters below
-follow each pipeline's current shard.
+With the reader's ``pad_last_batch=True`` the reader itself pads (FILL and the
+pipeline give [7, 7]); PARTIAL then returns at most the shard's own samples ([7]).
+Under ``on_error="skip"`` a batch may lose samples anywhere: PARTIAL returns what is
+left, FILL fills it, DROP drops it; a step where no pipeline has a sample left (the end
+of an epoch was all bad samples) is no batch at all. With several pipelines (one per GPU), the epoch
+ends when every pipeline's epoch has ended; a pipeline whose shard ran out a batch
+earlier contributes an empty batch (PARTIAL) or a filled one (FILL), and DROP drops
+such a step. ``len()`` and ``size`` are DALI's (upper bounds when samples are skipped).
 """
 
 import enum
@@ -71,6 +79,14 @@ class BaseIterator:
             raise InvalidArgumentError("iterator: all pipelines must have the same batch size")
         if size != -1 and reader_name is not None:
             raise InvalidArgumentError("iterator: give either size or reader_name, not both")
+        if last_batch_padded and reader_name is not None:
+            raise InvalidArgumentError(
+                "iterator: with reader_name, last_batch_padded comes from the reader's "
+                "pad_last_batch; do not set it")
+        if size > 0:
+            warnings.warn("iterator: size counts samples without knowing the reader's epochs; "
+                          "pass reader_name instead, so that every epoch is the reader's",
+                          UserWarning, stacklevel=3)
         if fill_last_batch is not None:
             warnings.warn("fill_last_batch is deprecated; use last_batch_policy",
                           DeprecationWarning, stacklevel=2)
@@ -88,18 +104,25 @@ class BaseIterator:
         self._size = int(size)
         for p in self._pipes:
             p.build()
+        self._ended = [False] * self._num_gpus  # reader epochs over, this iterator epoch
+        self._delivered = np.zeros(self._num_gpus, dtype=np.int64)  # samples, this epoch
+        self._templates = [None] * self._num_gpus  # a pipeline's last converted batch
         if reader_name is not None:
             self._init_from_reader(reader_name)
         self._counter = 0
         self._first_batch = None
+        # the pipelines' checkpoints after the batches returned so far, and after those run
+        self._checkpoints = [p.checkpoint() for p in self._pipes]
+        self._staged = list(self._checkpoints)
         if prepare_first_batch:
             try:
                 self._first_batch = self._next_batch()
+                self._first_staged = list(self._staged)
             except StopIteration:
                 raise InvalidArgumentError(
                     "iterator: the pipeline gave no data; check its source and size") from None
 
-    # ---- epoch bookkeeping (DALI's algorithm) ----
+    # ---- epoch bookkeeping ----
 
     def _init_from_reader(self, name):
         metas = [p.reader_meta(name) for p in self._pipes]
@@ -114,117 +137,175 @@ class BaseIterator:
         self._shards_id = np.array([m["shard_id"] for m in metas], dtype=np.int64)
         if self._last_batch_policy == LastBatchPolicy.DROP:
             self._size = self._size_no_pad // self._shards_num
-        elif self._last_batch_padded:
-            # stoker's epoch_size_padded is already per shard
-            self._size = first["epoch_size_padded"]
+        elif self._last_batch_padded:  # every shard padded to the largest (DALI's size)
+            self._size = first["epoch_size_padded"] // self._shards_num
         else:
             self._size = math.ceil(math.ceil(self._size_no_pad / self._shards_num)
                                    / self.batch_size) * self.batch_size
-        self._counter_per_gpu = np.zeros(self._shards_num, dtype=np.int64)
-        self._shard_sizes_per_gpu = self._shard_sizes(np.arange(0, self._shards_num))
 
-    def _shard_sizes(self, shards):
-        begin = shards * self._size_no_pad // self._shards_num
-        end = (shards + 1) * self._size_no_pad // self._shards_num
-        return (end - begin).astype(np.int64)
+    def _shard_sizes(self):
+        """Each pipeline's shard size this epoch (the shard moves when not sticking)."""
+        n, s = self._size_no_pad, self._shards_num
+        return (self._shards_id + 1) * n // s - self._shards_id * n // s
 
     def _end_iteration(self):
         if self._auto_reset:
             self.reset()
         raise StopIteration
 
-    def _advance_and_check_drop_last(self):
-        if self._reader_name is not None:
-            self._counter += self.batch_size
-            if self._last_batch_policy == LastBatchPolicy.DROP:
-                return bool(np.any(self._counter_per_gpu + self._counter > self._shard_sizes_per_gpu))
-            return False
-        self._counter += self._num_gpus * self.batch_size
-        return self._last_batch_policy == LastBatchPolicy.DROP and self._counter > self._size
-
-    def _remove_padded(self):
-        """How many samples of each pipeline's batch belong to the epoch (PARTIAL)."""
-        if self._last_batch_policy != LastBatchPolicy.PARTIAL:
-            return False, None
-        left = self.batch_size - (self._counter - self._shard_sizes_per_gpu[self._shards_id])
-        return bool(np.any(left < self.batch_size)), left
-
     # ---- iteration ----
 
     def _run_pipelines(self):
-        if self._size > 0 and self._counter >= self._size:
-            self._end_iteration()
-        try:
-            return [p.run() for p in self._pipes]
-        except StopIteration:
-            if self._size < 0 and self._auto_reset:
-                self.reset()
-            raise
-
-    def _next_batch(self):
-        outputs = self._run_pipelines()
-        batches = []
-        for i, outs in enumerate(outputs):
+        """One batch of converted outputs per pipeline (None for a pipeline whose reader
+        epoch has ended), and their sizes."""
+        batches, sizes = [], []
+        for g, p in enumerate(self._pipes):
+            if self._ended[g]:
+                batches.append(None)
+                sizes.append(0)
+                continue
+            try:
+                outs = p.run()
+            except StopIteration:
+                if self._size < 0 and self._auto_reset:
+                    self.reset()
+                raise
             if len(outs) != len(self.output_map):
                 raise InvalidArgumentError(
                     f"iterator: the pipeline has {len(outs)} outputs, output_map names "
                     f"{len(self.output_map)}")
-            batches.append({name: self._convert(out, self._pipes[i])
-                            for name, out in zip(self.output_map, outs)})
-        if self._advance_and_check_drop_last():
+            if self._reader_name is not None and p.last_batch_info()["ends_epoch"]:
+                self._ended[g] = True
+            self._staged[g] = p.checkpoint()
+            batches.append({name: self._convert(out, p) for name, out in zip(self.output_map, outs)})
+            sizes.append(len(outs[0]) if outs else 0)
+        return batches, sizes
+
+    def _shaped(self, g, batch, n, keep):
+        """Pipeline g's batch cut to `keep` samples (PARTIAL), or filled up to the batch
+        size by repeating its last sample (FILL); a missing batch takes the pipeline's
+        last one as the model."""
+        if batch is not None and n > 0:
+            self._templates[g] = {k: self._slice_from(v, n - 1) for k, v in batch.items()}
+        model = self._templates[g]
+        if batch is None and model is None:  # its shard gave no sample at all yet
+            return {k: None for k in self.output_map}
+        if batch is None or (n == 0 and model is not None):
+            # this pipeline's epoch ended a step earlier, or every sample of the batch was
+            # skipped: an empty batch shaped like the pipeline's earlier ones
+            batch, n = {k: self._slice(v, 0) for k, v in model.items()}, 0
+        if self._last_batch_policy == LastBatchPolicy.PARTIAL:
+            return batch if keep >= n else {k: self._slice(v, keep) for k, v in batch.items()}
+        if n == self.batch_size or model is None:  # nothing was ever seen to fill with
+            return batch
+        return {k: self._fill(v, model[k], self.batch_size - n) for k, v in batch.items()}
+
+    def _next_reader_batch(self):
+        while True:
+            if all(self._ended):
+                self._end_iteration()
+            batches, sizes = self._run_pipelines()
+            if not any(sizes):  # nothing left in any pipeline's epoch (all of it skipped)
+                continue
+            if self._last_batch_policy == LastBatchPolicy.DROP:
+                padding = self._last_batch_padded and np.any(self._delivered + sizes > self._shard_sizes())
+                if all(n == self.batch_size for n in sizes) and not padding:
+                    self._delivered += sizes
+                    return batches
+                continue  # an incomplete step is dropped; the epoch may go on
+            keep = self._shard_sizes() - self._delivered if self._last_batch_padded else np.array(sizes)
+            out = []
+            for g in range(self._num_gpus):
+                out.append(self._shaped(g, batches[g], sizes[g], int(max(keep[g], 0))))
+            self._delivered += np.minimum(sizes, np.maximum(keep, 0))
+            return out
+
+    def _next_sized_batch(self):
+        """Without reader_name: `size` samples per epoch over all pipelines (or until an
+        external source ends, size -1), counted as they come."""
+        if self._size > 0 and self._counter >= self._size:
             self._end_iteration()
-        if self._reader_name is not None:
-            drop, left = self._remove_padded()
-            if drop:
-                return [{k: self._slice(v, int(n)) for k, v in b.items()}
-                        for b, n in zip(batches, left)]
-        elif (self._last_batch_policy == LastBatchPolicy.PARTIAL and self._size > 0
-              and self._counter > self._size):
-            want = self._num_gpus * self.batch_size - (self._counter - self._size)
-            ngpus = math.ceil(want / self.batch_size)
-            last = want % self.batch_size or self.batch_size
-            batches = batches[:ngpus]
-            batches[-1] = {k: self._slice(v, last) for k, v in batches[-1].items()}
+        batches, sizes = self._run_pipelines()
+        before, self._counter = self._counter, self._counter + sum(sizes)
+        policy = self._last_batch_policy
+        if policy == LastBatchPolicy.DROP and self._size > 0 and self._counter > self._size:
+            self._end_iteration()
+        if policy == LastBatchPolicy.PARTIAL and self._size > 0 and self._counter > self._size:
+            want, out = self._size - before, []
+            for g, batch in enumerate(batches):
+                take = min(want, sizes[g])
+                want -= take
+                if take > 0:
+                    out.append({k: self._slice(v, take) for k, v in batch.items()})
+            return out
         return batches
+
+    def _next_batch(self):
+        if self._reader_name is not None:
+            return self._next_reader_batch()
+        return self._next_sized_batch()
 
     def __next__(self):
         if self._first_batch is not None:
             batch, self._first_batch = self._first_batch, None
+            self._checkpoints = self._first_staged
             return batch
-        return self._next_batch()
+        batch = self._next_batch()
+        self._checkpoints = list(self._staged)
+        return batch
 
     def __iter__(self):
         return self
 
+    def _epoch_over(self):
+        if self._reader_name is not None:
+            return all(self._ended) and self._first_batch is None
+        return self._size < 0 or self._counter >= self._size
+
     def reset(self):
         """Starts the next epoch; only valid once the current one has ended."""
-        if not (self._counter >= self._size or self._size < 0):
+        if not self._epoch_over():
             warnings.warn("iterator: reset() before the end of the epoch is ignored", stacklevel=2)
             return
-        fill = self._last_batch_policy == LastBatchPolicy.FILL and not self._last_batch_padded
-        if fill and self._reader_name is not None:
-            # Samples each pipeline read beyond its shard spill into the next epoch.
-            self._counter -= min(self._counter_per_gpu)
-            self._counter_per_gpu = self._counter_per_gpu + self._counter
-            self._counter_per_gpu = self._counter_per_gpu - self._shard_sizes_per_gpu
-            self._counter = min(self._counter_per_gpu)
-        elif fill and self._size > 0:
+        if self._reader_name is not None:
+            self._ended = [False] * self._num_gpus
+            self._delivered[:] = 0
+            if not self._is_stick_to_shard:
+                self._shards_id = (self._shards_id + 1) % self._shards_num
+        elif self._last_batch_policy == LastBatchPolicy.FILL and self._size > 0:
             self._counter = self._counter % self._size
         else:
             self._counter = 0
-        if self._reader_name is not None:
-            if not self._is_stick_to_shard:
-                self._shards_id = (self._shards_id + 1) % self._shards_num
-            if fill:
-                if not self._is_stick_to_shard:
-                    self._shard_sizes_per_gpu = np.roll(self._shard_sizes_per_gpu, 1)
-                left = self._shard_sizes_per_gpu - self._counter_per_gpu
-                self._size = math.ceil(max(left) / self.batch_size) * self.batch_size
-                if self._size == 0:
-                    self._counter_per_gpu = np.zeros(self._shards_num, dtype=np.int64)
-                    self._size = math.ceil(max(self._shard_sizes_per_gpu) / self.batch_size) * self.batch_size
         for p in self._pipes:
             p.reset()
+
+    # ---- checkpoints ----
+
+    def checkpoints(self):
+        """Each pipeline's checkpoint after the batches this iterator returned (DALI's
+        ``checkpoints()``): build the pipelines with ``checkpoint=`` these to resume."""
+        return list(self._checkpoints)
+
+    def state_dict(self):
+        """Where the iterator stands: the pipelines' checkpoints and the epoch's
+        counters; a plain dict (PyTorch Lightning's ``state_dict`` convention)."""
+        return {"checkpoints": self.checkpoints(), "ended": list(self._ended),
+                "delivered": self._delivered.tolist(), "counter": self._counter,
+                "shards_id": self._shards_id.tolist() if self._reader_name is not None else None}
+
+    def load_state_dict(self, state):
+        """Resumes the epoch's counters of `state` (from ``state_dict()``). The
+        pipelines must have been built with ``checkpoint=`` state["checkpoints"], each
+        its own; construct the iterator on them, then call this before iterating."""
+        if list(state["checkpoints"]) != self._checkpoints:
+            raise InvalidArgumentError(
+                "iterator: load_state_dict needs pipelines built with checkpoint= the "
+                "state's checkpoints (each pipeline its own, in order)")
+        self._ended = list(state["ended"])
+        self._delivered = np.array(state["delivered"], dtype=np.int64)
+        self._counter = int(state["counter"])
+        if state["shards_id"] is not None:
+            self._shards_id = np.array(state["shards_id"], dtype=np.int64)
 
     @property
     def size(self):
@@ -245,3 +326,11 @@ class BaseIterator:
 
     def _slice(self, tensor, n):
         return tensor[:n]
+
+    def _slice_from(self, tensor, i):
+        """Sample i alone, as a batch of one."""
+        return tensor[i:i + 1]
+
+    def _fill(self, tensor, last, k):
+        """`tensor` followed by k copies of `last` (a batch of one sample)."""
+        return np.concatenate([tensor, np.repeat(last, k, axis=0)])

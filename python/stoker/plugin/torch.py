@@ -80,6 +80,9 @@ class GenericIterator(BaseIterator):
     def _convert(self, tensor_list, pipe):
         return to_torch(tensor_list)
 
+    def _fill(self, tensor, last, k):
+        return torch.cat([tensor, last.expand(k, *last.shape[1:])])
+
 
 class ClassificationIterator(GenericIterator):
     """GenericIterator with output_map ["data", "label"] (DALIClassificationIterator)."""

@@ -17,6 +17,57 @@ from ._args import (MissingArgException, filter_extra_accepted_kwargs, get_missi
                     get_num_positional_args)
 
 
+class _SignedMagnitudeBin:
+    """A magnitude bin together with its sign (DALI's signed_bin result): ``bin`` (int or
+    DataNode), ``random_sign`` (a DataNode of 0 / 1, 1: negate) and
+    ``signed_magnitude_idx`` = 2 * bin + random_sign, the row of a signed parameter table.
+    Indexing picks one entry of a sign drawn with a shape (one per augmentation of a
+    sequence)."""
+
+    def __init__(self, magnitude_bin, random_sign, signed_magnitude_idx):
+        self._magnitude_bin = magnitude_bin
+        self._random_sign = random_sign
+        self._signed_magnitude_idx = signed_magnitude_idx
+
+    bin = property(lambda self: self._magnitude_bin)
+    random_sign = property(lambda self: self._random_sign)
+    signed_magnitude_idx = property(lambda self: self._signed_magnitude_idx)
+
+    def __getitem__(self, idx):
+        from ..._graph import DataNode
+        b = self._magnitude_bin[idx] if isinstance(self._magnitude_bin, DataNode) else self._magnitude_bin
+        return type(self)(b, self._random_sign[idx], self._signed_magnitude_idx[idx])
+
+    @classmethod
+    def create_from_bin(cls, magnitude_bin, random_sign=None, seed=None, shape=None):
+        from ..._graph import DataNode
+        if isinstance(magnitude_bin, (bool, np.bool_)) or not isinstance(magnitude_bin, (int, np.integer, DataNode)):
+            raise Exception(
+                "signed_bin: `magnitude_bin` must be an int or a DataNode of ints in "
+                f"[0, num_magnitude_bins - 1], got {magnitude_bin!r}")
+        if isinstance(magnitude_bin, np.integer):
+            magnitude_bin = int(magnitude_bin)
+        if random_sign is not None and (seed is not None or shape is not None):
+            raise Exception("signed_bin: `random_sign` cannot be given together with `seed` or `shape`")
+        if random_sign is None:
+            kwargs = {"values": [0, 1], "dtype": "int32"}
+            if seed is not None:
+                kwargs["seed"] = seed
+            if shape is not None:
+                kwargs["shape"] = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+            random_sign = fn.random.uniform(**kwargs)
+        # made here, before any conditional split that reads it
+        return cls(magnitude_bin, random_sign, 2 * magnitude_bin + random_sign)
+
+
+def signed_bin(magnitude_bin, random_sign=None, seed=None, shape=None):
+    """Pairs a magnitude bin (int or DataNode) with a sign: `random_sign` (a DataNode of
+    0 / 1), or one drawn here (with `seed` and `shape`). Augmentations declared with
+    ``randomly_negate=True`` negate their magnitude where the sign is 1. Draw it before
+    splitting a batch between augmentations (``select``), as DALI recommends."""
+    return _SignedMagnitudeBin.create_from_bin(magnitude_bin, random_sign, seed, shape)
+
+
 class _UndefinedParam:
     """Marks a keyword of ``.augmentation()`` that was not given."""
 
@@ -162,17 +213,51 @@ class Augmentation:
     def __call__(self, sample, *, magnitude_bin=None, num_magnitude_bins=None, random_sign=0,
                  **kwargs):
         """Applies the augmentation as ``op(sample, param, **kwargs)`` with
-        ``param = mag_to_param(magnitudes[magnitude_bin] * (-1) ** random_sign)``. Here
-        ``magnitude_bin`` and ``random_sign`` are Python ints (per-sample magnitudes come
-        from the apply_* functions)."""
+        ``param = mag_to_param(magnitudes[magnitude_bin] * (-1) ** random_sign)``.
+
+        ``magnitude_bin`` is an int, a DataNode (one bin per sample) or a
+        ``signed_bin(...)``; the parameter is then looked up per sample in the table of
+        every bin's parameter. An augmentation with ``randomly_negate=True`` given a bin
+        without a sign draws one (with a warning, as DALI). With an int bin,
+        ``random_sign`` (an int) picks the sign."""
         table, signed = self._param_table(num_magnitude_bins)
         param = None
         if table is not None:
-            if not isinstance(magnitude_bin, (int, np.integer)):
-                raise Exception(
-                    f"The augmentation `{self.name}` needs `magnitude_bin` as an int when "
-                    "called directly; per-sample bins come from rand_augment / "
-                    "trivial_augment / auto_augment (apply_*)")
-            row = 2 * int(magnitude_bin) + int(bool(random_sign)) if signed else int(magnitude_bin)
-            param = table[row]
+            param = self._param_for(table, signed, magnitude_bin, random_sign, sample)
         return self._call_with(sample, param, kwargs)
+
+    def _param_for(self, table, signed, magnitude_bin, random_sign, sample):
+        from ... import types
+        from ..._graph import DataNode
+        if magnitude_bin is None:
+            raise Exception(
+                f"The augmentation `{self.name}` has `mag_range` specified, so when called, it "
+                "requires the `magnitude_bin` parameter to select the magnitude.\n"
+                f"Error in augmentation: {self}.")
+        if isinstance(magnitude_bin, (int, np.integer)) and not isinstance(magnitude_bin, (bool, np.bool_)) \
+                and not isinstance(random_sign, DataNode):
+            row = 2 * int(magnitude_bin) + int(bool(random_sign)) if signed else int(magnitude_bin)
+            if not 0 <= row < len(table):
+                raise Exception(f"The augmentation `{self.name}`: magnitude_bin {magnitude_bin} is "
+                                f"outside [0, {len(table) // (2 if signed else 1) - 1}]")
+            return table[row]
+        device = self.param_device
+        if device == "auto":
+            device = sample.device if isinstance(sample, DataNode) else "cpu"
+        if not signed:
+            b = magnitude_bin.bin if isinstance(magnitude_bin, _SignedMagnitudeBin) else magnitude_bin
+            if not isinstance(b, DataNode):
+                return table[int(b)]
+            return types.Constant(table, device=device)[b]
+        if not isinstance(magnitude_bin, _SignedMagnitudeBin):
+            import warnings
+            warnings.warn(
+                f"The augmentation `{self.name}` was declared with `randomly_negate=True`, but an "
+                "unsigned `magnitude_bin` was passed: a random sign is drawn here. When a batch is "
+                "split between augmentations, draw it once before the split with "
+                "`signed_bin(magnitude_bin)` and pass the signed bins.", Warning, stacklevel=3)
+            magnitude_bin = signed_bin(magnitude_bin, None if not isinstance(random_sign, DataNode) else random_sign)
+        if isinstance(magnitude_bin.bin, DataNode):
+            return types.Constant(table, device=device)[magnitude_bin.signed_magnitude_idx]
+        both = table[2 * int(magnitude_bin.bin): 2 * int(magnitude_bin.bin) + 2]
+        return types.Constant(both, device=device)[magnitude_bin.random_sign]

@@ -3,7 +3,7 @@
 # nvJPEG's engines' call slower inside basic@gpu than bare? Each runs its commands in
 # interleaved rounds (bench/interleave.py: medians, same-round ratios, best/best).
 # Run on the GPU machine through gpu-check's exec step (which sets $BUILD and $DATA):
-#   STK_EXEC='R=6 bash bench/gpu_experiments.sh NAME' scripts/gpu-check.sh exec
+#   STK_EXEC='R=6 bash bench/tools/gpu_experiments.sh NAME' scripts/gpu-check.sh exec
 # NAME:
 #   memory     nvJPEG memory padding / pre-allocation, bare and in the pipeline (runs the
 #              GPU tests first: it was the first run of the decoder change)
@@ -48,6 +48,11 @@
 #              test_gpu_pipeline (fifth session)
 #   host       the CPU stage's share of the decoding (cpu_decoder_load): automatic (the
 #              default), none, and fixed shares of 10, 20 and 30% (fifth session)
+# The pipeline's experiment switches these used (STK_NVJPEG_HW_STATES, STK_NVJPEG_ORDER,
+# STK_EXP_QUIET_DECODE, STK_PIN_HOST, STK_NVJPEG_THREADS) were removed once the experiments
+# were decided (issue 20): the arms that set them now run the default code, so `states`,
+# `submit`, `quiet`, `quiet2`, `slabs` and `threads2` measure nothing new. Kept as the
+# record of what was run; gpu_bench's bare arms still work.
 set -u
 NAME=${1:?usage: gpu_experiments.sh NAME (see the header)}
 ROUNDS=${R:-6}

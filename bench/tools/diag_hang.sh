@@ -2,7 +2,7 @@
 # Runs a command; if it is still running after SECONDS, prints the native stacks of all
 # its threads (gdb, where installed) and of its children, then lets it go on to its own
 # end (a pytest --timeout prints the Python stacks).
-# usage: scripts/diag_hang.sh SECONDS CMD...
+# usage: bench/tools/diag_hang.sh SECONDS CMD...
 set -u
 limit=$1
 shift

@@ -10,8 +10,8 @@
 # Then basic@gpu as is, and with its threads placed from outside: the decode thread on C
 # alone, every other thread off C and C's sibling.
 #
-# usage: scripts/cpu_contention.sh BUILD DATA [ROUNDS] [EPOCHS]  (run by gpu-check.sh's
-#        exec step on the GPU machine: STK_EXEC='bash scripts/cpu_contention.sh $BUILD $DATA')
+# usage: bench/tools/cpu_contention.sh BUILD DATA [ROUNDS] [EPOCHS]  (run by gpu-check.sh's
+#        exec step on the GPU machine: STK_EXEC='bash bench/tools/cpu_contention.sh $BUILD $DATA')
 set -u
 BUILD=$1 DATA=$2 ROUNDS=${3:-3} EPOCHS=${4:-40}
 NCPU=$(nproc)

@@ -5,7 +5,8 @@
  * when each batch was a random set of files (as a shuffling reader makes them) than when
  * it held neighbouring files, crops of one photo of similar size, and handing a random
  * batch over in the orders below took back about 1% of that (bench/RESULTS.md, fifth
- * session: call by call in one process); the default stays the given order. The engines
+ * session: call by call in one process); the pipeline keeps the given order, and these
+ * orders remain for gpu_bench --bare-order (a lab tool). The engines
  * decode one image each at a time; a batch is done when the last engine is, so the
  * batch's time is set by the most loaded engine. How nvJPEG deals the images out is not
  * documented; the modes are the candidates that were measured. The cost of an image is taken to be its
@@ -31,7 +32,7 @@
 enum { STK_ORDER_AS_GIVEN, STK_ORDER_DESC, STK_ORDER_DEALT, STK_ORDER_CHUNKS };
 #define STK_ORDER_MAX_ENGINES 64
 
-/* STK_NVJPEG_ORDER's value ("given", "desc", "dealt", "chunks"); unknown or NULL: `dflt`. */
+/* gpu_bench --bare-order's value ("given", "desc", "dealt", "chunks"); unknown or NULL: `dflt`. */
 static inline int stk_engine_order_parse(const char *s, int dflt) {
   if (!s) return dflt;
   if (!strcmp(s, "given")) return STK_ORDER_AS_GIVEN;

@@ -14,7 +14,7 @@ It prints, for the threads whose stacks contain MATCH (a function name, e.g.
 nvjpegDecodeBatched), the innermost frames seen and how often, and for every thread its
 share of one core over the window.
 
-usage: scripts/stack_sample.py [--warmup S] [--window S] [--samples N] [--match NAME]
+usage: bench/tools/stack_sample.py [--warmup S] [--window S] [--samples N] [--match NAME]
                                [--depth K] [--debugger cuda-gdb] [--let-finish] -- CMD ARGS...
 (--samples 0: CPU times only, the command undisturbed. cuda-gdb's attach takes a lock in
 the CUDA driver, so a thread inside a driver call is caught waiting on it: the stacks say

@@ -4,7 +4,7 @@ child process per configuration, prints its rate every 50 batches, and on a stal
 progress for --stall seconds) prints every Python thread's stack and, where gdb exists,
 the native stacks of every thread.
 
-usage: python3 scripts/diag_torch_loop.py [--stall 30]"""
+usage: python3 bench/tools/diag_torch_loop.py [--stall 30]"""
 import argparse
 import faulthandler
 import os
@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = [("auto", "side"), ("1.0", "side"), ("auto", "default"), ("0.75", "side")]
 
 
