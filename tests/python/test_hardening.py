@@ -383,6 +383,9 @@ def test_ctrl_c_during_run_returns_promptly():
     r = run_py("""
 import os, signal, threading, time, numpy as np, stoker
 from stoker import fn
+# (a job started with '&' by a non-interactive shell inherits SIGINT ignored, and Python
+#  then installs no handler: install Python's own, as an interactive session has it)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 def slow(x):
     time.sleep(3.0)
     return x
