@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PY := .venv/bin/python
 
-.PHONY: all setup build test demo bench clean sanitize tsan stubs
+.PHONY: all setup build test demo bench clean sanitize tsan stubs fuzz fuzz-seeds
 
 all: build
 
@@ -34,6 +34,16 @@ tsan: setup
 	cmake --build build-tsan -j $(JOBS) --target test_pipeline test_end_to_end test_reader test_gpu_stage_fake stk_fake_gpu
 	cd build-tsan && ctest --output-on-failure -R 'test_(pipeline|end_to_end|reader|gpu_stage_fake)$$'
 
+# The fuzz targets with libFuzzer + ASan + UBSan (clang); run one with scripts/fuzz.sh.
+# (`make test` and `make sanitize` replay their corpora without libFuzzer.)
+fuzz: setup
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release -DSTK_FUZZ=ON -DSTK_BUILD_TESTS=OFF -DSTK_BUILD_PYTHON=OFF
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
+
+# Rewrites the fuzzers' seed inputs (tests/fuzz/corpus/*/seed-*) from data/photos.
+fuzz-seeds: setup
+	$(PY) tests/fuzz/make_seeds.py
+
 # Regenerate the Python .pyi stubs from the registry (commit them; a test checks).
 stubs: build
 	$(PY) -m stoker._stubgen
@@ -42,4 +52,4 @@ demo: build
 	scripts/demo.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -121,6 +121,9 @@ int cli_bench(int argc, char **argv) {
     return 2;
   stk_pipeline *p = cli_make_pipeline(&o);
   if (!p) return 1;
+  /* The settings in effect (a pipeline file's own, unless a flag overrode them). */
+  stk_pipeline_get(p, STK_PIPE_BATCH_SIZE, &o.batch_size);
+  stk_pipeline_get(p, STK_PIPE_NUM_THREADS, &o.threads);
   int64_t batches = 0;
   if (stk_pipeline_build(p) != STK_OK) {
     cli_error("build");

@@ -16,6 +16,8 @@ typedef struct {
   int64_t warmup; /* --warmup N: batches run before the clock starts (bench; -1: not given) */
   int64_t timeout_s; /* --timeout SECONDS: the pipeline's timeout_ms / 1000 (0: not given) */
   bool seed_given, json, skip_errors;
+  /* Flags actually given: only those override a pipeline file's own settings. */
+  bool batch_size_given, threads_given, prefetch_given, on_error_given;
   const char *out; /* --out FILE */
 } cli_options;
 

@@ -61,9 +61,10 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
         return false;
       }
       o->skip_errors = strcmp(v, "skip") == 0;
-    } else if (strcmp(f, "--batch-size") == 0) ok = parse_int(f, v, 1, &o->batch_size);
-    else if (strcmp(f, "--threads") == 0) ok = parse_int(f, v, 1, &o->threads);
-    else if (strcmp(f, "--prefetch") == 0) ok = parse_int(f, v, 1, &o->prefetch);
+      o->on_error_given = true;
+    } else if (strcmp(f, "--batch-size") == 0) ok = o->batch_size_given = parse_int(f, v, 1, &o->batch_size);
+    else if (strcmp(f, "--threads") == 0) ok = o->threads_given = parse_int(f, v, 1, &o->threads);
+    else if (strcmp(f, "--prefetch") == 0) ok = o->prefetch_given = parse_int(f, v, 1, &o->prefetch);
     else if (strcmp(f, "--epochs") == 0) ok = parse_int(f, v, 1, &o->epochs);
     else if (strcmp(f, "--iters") == 0) ok = parse_int(f, v, 1, &o->iters);
     else if (strcmp(f, "--warmup") == 0) ok = parse_int(f, v, 0, &o->warmup);
@@ -136,12 +137,29 @@ static char *substitute_data(const char *text, const char *data) {
   return out;
 }
 
+/* True when the text form sets `key` on a line of its own ("key = value"). */
+static bool text_sets(const char *text, const char *key) {
+  size_t n = strlen(key);
+  for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    while (*line == ' ' || *line == '\t') line++;
+    if (strncmp(line, key, n) != 0) continue;
+    const char *p = line + n;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == '=') return true;
+  }
+  return false;
+}
+
 stk_pipeline *cli_make_pipeline(const cli_options *o) {
   char *raw = pipeline_text(o->pipeline, o->device);
   if (!raw) return NULL;
   char *text = substitute_data(raw, o->data);
   free(raw);
   if (!text) return NULL;
+  /* A flag given overrides the pipeline's own setting; a flag not given leaves a setting
+   * the pipeline makes alone, and otherwise applies the command's default. */
+  bool sets_batch = text_sets(text, "batch_size"), sets_threads = text_sets(text, "num_threads"),
+       sets_prefetch = text_sets(text, "prefetch_queue_depth"), sets_on_error = text_sets(text, "on_error");
   stk_pipeline *p = NULL;
   stk_status st = stk_pipeline_from_text(text, &p);
   free(text);
@@ -154,11 +172,12 @@ stk_pipeline *cli_make_pipeline(const cli_options *o) {
     int64_t value;
     bool apply;
   } settings[] = {
-      {STK_PIPE_BATCH_SIZE, o->batch_size, true},
-      {STK_PIPE_NUM_THREADS, o->threads, true},
-      {STK_PIPE_PREFETCH_QUEUE_DEPTH, o->prefetch, true},
+      {STK_PIPE_BATCH_SIZE, o->batch_size, o->batch_size_given || !sets_batch},
+      {STK_PIPE_NUM_THREADS, o->threads, o->threads_given || !sets_threads},
+      {STK_PIPE_PREFETCH_QUEUE_DEPTH, o->prefetch, o->prefetch_given || !sets_prefetch},
       {STK_PIPE_SEED, o->seed, o->seed_given},
-      {STK_PIPE_ON_ERROR, o->skip_errors ? STK_ON_ERROR_SKIP : STK_ON_ERROR_FAIL, true},
+      {STK_PIPE_ON_ERROR, o->skip_errors ? STK_ON_ERROR_SKIP : STK_ON_ERROR_FAIL,
+       o->on_error_given || !sets_on_error},
       {STK_PIPE_DEVICE_ID, 0, strcmp(o->device, "gpu") == 0},
       {STK_PIPE_TIMEOUT_MS, o->timeout_s * 1000, o->timeout_s > 0},
   };

@@ -45,7 +45,7 @@ static struct {
 
 static int visit(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
   if (type == FTW_D && ftw->level == 1) summary.classes++;
-  if (type != FTW_F) return 0;
+  if (type != FTW_F || !S_ISREG(sb->st_mode)) return 0; /* never open a FIFO: it blocks */
   summary.files++;
   summary.bytes += sb->st_size;
   uint8_t head[65536];

@@ -89,7 +89,7 @@ static int info_tfrecord(const char *path, int fd, int64_t size) {
 }
 
 int cli_info_archive(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return -1;
   struct stat sb;
   uint8_t head[512];

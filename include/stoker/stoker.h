@@ -295,8 +295,11 @@ typedef enum {
   STK_PIPE_PREFETCH_QUEUE_DEPTH = 3, /* batches produced ahead; default 2; >= 1 */
   STK_PIPE_DEVICE_ID = 4,            /* CUDA device, -1 for CPU only; default -1 */
   STK_PIPE_ON_ERROR = 5,             /* STK_ON_ERROR_FAIL (default) or STK_ON_ERROR_SKIP */
-  STK_PIPE_MAX_IMAGE_PIXELS = 6,     /* decoders refuse larger images; default 2^28 */
-  STK_PIPE_MAX_FILE_BYTES = 7,       /* readers refuse larger files; default 2^30 */
+  STK_PIPE_MAX_IMAGE_PIXELS = 6,     /* decoders refuse larger images, and every operator
+                                        refuses an image output (layout HWC, CHW, HW)
+                                        with more pixels; default 2^26 (8192 x 8192) */
+  STK_PIPE_MAX_FILE_BYTES = 7,       /* readers refuse larger files, records and tar
+                                        members; default 2^28 (256 MiB) */
   STK_PIPE_EXEC_ASYNC = 8,           /* 1: produce on a background thread (default) */
   /* The bound, in milliseconds, of every wait on the device, on nvJPEG and on another
    * stage; default 300000 (5 minutes), 1 .. 86400000. When stk_pipeline_run has waited
@@ -308,6 +311,9 @@ typedef enum {
    * since freeing it under that thread would crash the process). Waiting for an
    * external source's data (stk_pipeline_feed) is not bounded: that is the caller's. */
   STK_PIPE_TIMEOUT_MS = 9,
+  STK_PIPE_MAX_BATCH_BYTES = 10,      /* bound on a batch's memory: each sample's outputs held
+                                        by the batch may take max_batch_bytes / batch_size
+                                        bytes (STK_ERR_LIMIT beyond); default 2^31 */
   STK_PIPE_SETTING_COUNT
 } stk_pipeline_setting;
 

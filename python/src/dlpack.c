@@ -178,9 +178,9 @@ static int sync_stream(stk_tensor_list *tl, PyObject *stream, dl_device dev) {
   if (dev.device_type != DL_CUDA) {
     if (stream == Py_None) return 0;
     long s = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
-    if (s == -1) return 0; /* "no synchronisation" is harmless on the CPU */
-    if (!PyErr_Occurred())
-      PyErr_SetString(PyExc_BufferError, "__dlpack__: stream must be None for CPU data");
+    if (s == -1 && PyErr_Occurred()) PyErr_Clear(); /* (an int too large: refused below) */
+    else if (s == -1) return 0; /* "no synchronisation" is harmless on the CPU */
+    PyErr_SetString(PyExc_BufferError, "__dlpack__: stream must be None for CPU data");
     return -1;
   }
   uintptr_t handle = 1; /* None: the legacy default stream */

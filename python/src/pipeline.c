@@ -1,10 +1,95 @@
 /* _stoker.Pipeline: owns one stk_pipeline. Calls that can block (build, run, feed,
  * destroy) release the GIL, so python_function callbacks on worker threads can run and
  * other Python threads keep going. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pystk.h"
+
+/* One stk_pipeline_run on a helper thread, so that the caller waits for it in short
+ * slices and Ctrl-C (a signal handler raising KeyboardInterrupt) is seen within 50 ms, not
+ * after the batch in flight. An interrupted run is kept: the next run() collects its batch
+ * (none is lost or produced twice), close() waits for it. Freed by whichever side lets go
+ * of it last. */
+typedef struct {
+  pthread_mutex_t m;
+  pthread_cond_t c;
+  stk_pipeline *p;
+  stk_batch *b;
+  stk_status st;
+  char msg[1024];
+  int done, refs;
+} run_job;
+
+static void job_release(run_job *j) {
+  pthread_mutex_lock(&j->m);
+  int left = --j->refs;
+  pthread_mutex_unlock(&j->m);
+  if (left) return;
+  if (j->b) stk_batch_release(j->b);
+  pthread_mutex_destroy(&j->m);
+  pthread_cond_destroy(&j->c);
+  free(j);
+}
+
+static void *job_main(void *arg) {
+  run_job *j = arg;
+  stk_batch *b = NULL;
+  stk_status st = stk_pipeline_run(j->p, &b);
+  pthread_mutex_lock(&j->m);
+  j->st = st;
+  j->b = b;
+  if (st != STK_OK) snprintf(j->msg, sizeof j->msg, "%s", stk_last_error());
+  j->done = 1;
+  pthread_cond_broadcast(&j->c);
+  pthread_mutex_unlock(&j->m);
+  job_release(j);
+  return NULL;
+}
+
+/* A run started on a helper thread, or NULL (no memory or no thread: run inline). */
+static run_job *job_start(stk_pipeline *p) {
+  run_job *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  pthread_mutex_init(&j->m, NULL);
+  pthread_cond_init(&j->c, NULL);
+  j->p = p;
+  j->refs = 2;
+  pthread_t t;
+  if (pthread_create(&t, NULL, job_main, j) != 0) {
+    pthread_mutex_destroy(&j->m);
+    pthread_cond_destroy(&j->c);
+    free(j);
+    return NULL;
+  }
+  pthread_detach(t);
+  return j;
+}
+
+/* Waits for the job with the GIL released, 50 ms at a time, running Python's signal
+ * handlers in between (when `interruptible`). 0 when done; -1 with the handler's exception
+ * (KeyboardInterrupt) set. */
+static int job_wait(run_job *j, int interruptible) {
+  for (;;) {
+    int done;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&j->m);
+    if (!j->done) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 50 * 1000 * 1000;
+      if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+      pthread_cond_timedwait(&j->c, &j->m, &ts);
+    }
+    done = j->done;
+    pthread_mutex_unlock(&j->m);
+    Py_END_ALLOW_THREADS
+    if (done) return 0;
+    if (interruptible && PyErr_CheckSignals() < 0) return -1;
+  }
+}
 
 typedef struct {
   PyObject_HEAD
@@ -12,6 +97,7 @@ typedef struct {
   pystk_hostfn **fns; /* host functions attached to this pipeline (owned) */
   size_t num_fns;
   int busy; /* a call with the GIL released is in flight */
+  run_job *pending; /* a run() interrupted by a signal, still finishing (busy stays set) */
 } pystk_Pipeline;
 
 static PyObject *PipelineType;
@@ -27,8 +113,10 @@ static int enter(PyObject *self) {
   }
   if (pp->busy) {
     pystk_raise_msg(STK_ERR_STATE,
-                    "Pipeline: another thread is using this pipeline; a pipeline serves "
-                    "one thread at a time");
+                    pp->pending ? "Pipeline: an interrupted run() is still finishing; call "
+                                  "run() to collect its batch, or close()"
+                                : "Pipeline: another thread is using this pipeline; a pipeline "
+                                  "serves one thread at a time");
     return -1;
   }
   pp->busy = 1;
@@ -39,6 +127,12 @@ static void leave(PyObject *self) { ((pystk_Pipeline *)self)->busy = 0; }
 
 /* Destroys the C pipeline (stopping its producer) and then the host functions. */
 static void close_pipeline(pystk_Pipeline *pp) {
+  if (pp->pending) { /* an interrupted run: let it finish before the pipeline goes */
+    job_wait(pp->pending, 0);
+    job_release(pp->pending);
+    pp->pending = NULL;
+    pp->busy = 0;
+  }
   stk_pipeline *p = pp->p;
   pp->p = NULL;
   for (size_t i = 0; i < pp->num_fns; i++) pystk_hostfn_close(pp->fns[i]);
@@ -84,7 +178,7 @@ static void pl_dealloc(PyObject *self) {
 }
 
 static PyObject *pl_close(PyObject *self, PyObject *unused) {
-  if (((pystk_Pipeline *)self)->busy) return pystk_raise_msg(STK_ERR_STATE, "Pipeline.close: in use by another thread");
+  if (((pystk_Pipeline *)self)->busy && !((pystk_Pipeline *)self)->pending) return pystk_raise_msg(STK_ERR_STATE, "Pipeline.close: in use by another thread");
   close_pipeline((pystk_Pipeline *)self);
   Py_RETURN_NONE;
 }
@@ -118,6 +212,26 @@ static PyObject *pl_get(PyObject *self, PyObject *args) {
 /* Sets one argument, converting the Python value by the schema's type. */
 static stk_status set_list_arg(stk_op *op, const char *name, stk_arg_type type, PyObject *value);
 
+/* UTF-8 of a str for the C side, which reads NUL-terminated strings: an embedded NUL
+ * would silently cut it (a path "a.jpg\0.png" read as "a.jpg"), so it is a ValueError
+ * naming `what`. NULL with an exception set on failure. */
+static const char *checked_utf8(PyObject *v, const char *what) {
+  Py_ssize_t n;
+  const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+  if (s && (size_t)n != strlen(s)) {
+    PyErr_Format(PyExc_ValueError, "%s: embedded NUL character in %R", what, v);
+    return NULL;
+  }
+  return s;
+}
+
+/* Re-raises an OverflowError from converting argument `name` with the argument named. */
+static void name_overflow(const char *name, PyObject *v) {
+  if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return;
+  PyErr_Clear();
+  PyErr_Format(PyExc_OverflowError, "argument '%s': %R does not fit in a 64-bit integer", name, v);
+}
+
 static stk_status set_arg(stk_op *op, const stk_arg_schema *a, const char *name, PyObject *v) {
   stk_arg_type type = a ? a->type : STK_ARG_STRING;
   if (!a) { /* unknown to the schema: let the C side name the culprit */
@@ -132,7 +246,10 @@ static stk_status set_arg(stk_op *op, const stk_arg_schema *a, const char *name,
   }
   case STK_ARG_INT: {
     long long x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred()) return STK_ERR_INVALID_ARGUMENT;
+    if (x == -1 && PyErr_Occurred()) {
+      name_overflow(name, v);
+      return STK_ERR_INVALID_ARGUMENT;
+    }
     return stk_op_set_int(op, name, x);
   }
   case STK_ARG_FLOAT: {
@@ -141,7 +258,7 @@ static stk_status set_arg(stk_op *op, const stk_arg_schema *a, const char *name,
     return stk_op_set_float(op, name, x);
   }
   case STK_ARG_STRING: {
-    const char *s = PyUnicode_AsUTF8AndSize(v, NULL);
+    const char *s = checked_utf8(v, name);
     return s ? stk_op_set_string(op, name, s) : STK_ERR_INVALID_ARGUMENT;
   }
   default: return set_list_arg(op, name, type, v);
@@ -165,7 +282,8 @@ static stk_status set_list_arg(stk_op *op, const char *name, stk_arg_type type, 
     if (!x) break;
     if (type == STK_ARG_INTS) ((int64_t *)buf)[i] = PyLong_AsLongLong(x);
     else if (type == STK_ARG_FLOATS) ((double *)buf)[i] = PyFloat_AsDouble(x);
-    else ((const char **)buf)[i] = PyUnicode_AsUTF8AndSize(x, NULL); /* kept alive by seq */
+    else ((const char **)buf)[i] = checked_utf8(x, name); /* kept alive by seq */
+    if (PyErr_Occurred()) name_overflow(name, x);
     Py_DECREF(x);
     if (PyErr_Occurred()) break;
   }
@@ -192,7 +310,7 @@ static stk_status add_edges(stk_op *op, PyObject *list,
   if (n < 0) return STK_ERR_INVALID_ARGUMENT;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *x = PySequence_GetItem(list, i);
-    const char *s = x ? PyUnicode_AsUTF8AndSize(x, NULL) : NULL;
+    const char *s = x ? checked_utf8(x, "an edge name") : NULL;
     stk_status st = s ? add(op, s) : STK_ERR_INVALID_ARGUMENT;
     Py_XDECREF(x);
     if (st != STK_OK) return st;
@@ -209,13 +327,13 @@ static stk_status fill_op(stk_op *op, const stk_op_schema *schema, const char *n
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   while (st == STK_OK && PyDict_Next(args, &pos, &key, &value)) {
-    const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
+    const char *k = checked_utf8(key, "an argument name");
     st = k ? set_arg(op, find_arg(schema, k), k, value) : STK_ERR_INVALID_ARGUMENT;
   }
   pos = 0;
   while (st == STK_OK && PyDict_Next(arg_inputs, &pos, &key, &value)) {
-    const char *k = PyUnicode_AsUTF8AndSize(key, NULL);
-    const char *e = PyUnicode_AsUTF8AndSize(value, NULL);
+    const char *k = checked_utf8(key, "an argument name");
+    const char *e = k ? checked_utf8(value, k) : NULL;
     st = k && e ? stk_op_set_arg_input(op, k, e) : STK_ERR_INVALID_ARGUMENT;
   }
   return st;
@@ -275,7 +393,7 @@ static PyObject *pl_set_outputs(PyObject *self, PyObject *list) {
   Py_ssize_t i = 0;
   for (; i < n; i++) {
     PyObject *x = PySequence_GetItem(seq, i);
-    names[i] = x ? PyUnicode_AsUTF8AndSize(x, NULL) : NULL; /* kept alive by seq */
+    names[i] = x ? checked_utf8(x, "an output name") : NULL; /* kept alive by seq */
     Py_XDECREF(x);
     if (!names[i]) break;
   }
@@ -342,14 +460,35 @@ static PyObject *batch_tuple(stk_batch *b) {
 }
 
 static PyObject *pl_run(PyObject *self, PyObject *unused) {
-  if (enter(self) < 0) return NULL;
+  pystk_Pipeline *pp = (pystk_Pipeline *)self;
+  run_job *j = pp->pending; /* an interrupted run's batch comes first */
+  if (!j) {
+    if (enter(self) < 0) return NULL;
+    j = job_start(pp->p);
+  }
   stk_status st;
   stk_batch *b = NULL;
-  Py_BEGIN_ALLOW_THREADS
-  st = stk_pipeline_run(pipe_of(self), &b);
-  Py_END_ALLOW_THREADS
-  leave(self);
-  if (st != STK_OK) return pystk_raise(st);
+  if (j) {
+    pp->pending = NULL; /* (only an interrupted run is pending: another thread calling
+                           run() meanwhile finds the pipeline busy) */
+    if (job_wait(j, 1) < 0) {
+      pp->pending = j; /* Ctrl-C: the run goes on; the next run() takes its batch */
+      return NULL;
+    }
+    st = j->st;
+    b = j->b;
+    j->b = NULL;
+    leave(self);
+    if (st != STK_OK) pystk_raise_msg(st, j->msg);
+    job_release(j);
+    if (st != STK_OK) return NULL;
+  } else {
+    Py_BEGIN_ALLOW_THREADS
+    st = stk_pipeline_run(pipe_of(self), &b);
+    Py_END_ALLOW_THREADS
+    leave(self);
+    if (st != STK_OK) return pystk_raise(st);
+  }
   PyObject *t = batch_tuple(b);
   PyObject *r = t ? Py_BuildValue("(NLO)", t, (long long)stk_batch_epoch(b),
                                   stk_batch_ends_epoch(b) ? Py_True : Py_False)
@@ -659,6 +798,7 @@ int pystk_pipeline_init_type(PyObject *module) {
   PYSTK_SETTING(PIPE_MAX_FILE_BYTES)
   PYSTK_SETTING(PIPE_EXEC_ASYNC)
   PYSTK_SETTING(PIPE_TIMEOUT_MS)
+  PYSTK_SETTING(PIPE_MAX_BATCH_BYTES)
   PYSTK_SETTING(ON_ERROR_FAIL)
   PYSTK_SETTING(ON_ERROR_SKIP)
 #undef PYSTK_SETTING

@@ -113,10 +113,10 @@ static PyObject *tl_sample(PyObject *self, PyObject *arg) {
   if (check_valid(self) < 0) return NULL;
   Py_ssize_t i = PyLong_AsSsize_t(arg);
   if (i == -1 && PyErr_Occurred()) return NULL;
-  Py_ssize_t n = tl_len(self);
+  Py_ssize_t n = tl_len(self), given = i;
   if (i < 0) i += n;
   if (i < 0 || i >= n) {
-    PyErr_Format(PyExc_IndexError, "sample index %zd out of range for a batch of %zd", i, n);
+    PyErr_Format(PyExc_IndexError, "sample index %zd out of range for a batch of %zd", given, n);
     return NULL;
   }
   stk_tensor_desc d;
@@ -218,10 +218,10 @@ static PyObject *tl_sample_dlpack(PyObject *self, PyObject *args, PyObject *kwar
   }
   Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GetItem(args, 0));
   if (i == -1 && PyErr_Occurred()) return NULL;
-  Py_ssize_t n = tl_len(self);
+  Py_ssize_t n = tl_len(self), given = i;
   if (i < 0) i += n;
   if (i < 0 || i >= n) {
-    PyErr_Format(PyExc_IndexError, "sample index %zd out of range for a batch of %zd", i, n);
+    PyErr_Format(PyExc_IndexError, "sample index %zd out of range for a batch of %zd", given, n);
     return NULL;
   }
   PyObject *rest = PyTuple_GetSlice(args, 1, nargs);

@@ -327,9 +327,11 @@ class PythonFunctionTrampoline:
                       for p, shape, strides, dt, _layout in inputs]
             result = self.function(*arrays)
             return self._outputs(result)
-        except Exception as e:  # reported through the C error, re-raised as the cause
+        except BaseException as e:  # reported through the C error, re-raised as the cause
+            # (KeyboardInterrupt and SystemExit too: Pipeline.run re-raises them as they
+            # are; escaping here they would be swallowed by the C caller)
             self.last_exception = e
-            return f"{self.label}: {type(e).__name__}: {e}"
+            return f"{type(e).__name__}: {e}"  # (the operator is named by the caller)
 
     def _outputs(self, result):
         if self.num_outputs == 1:

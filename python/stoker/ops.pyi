@@ -213,9 +213,9 @@ class Crop(Operator):
         output: the cropped HWC image
 
     Keyword args:
-        crop (a list of floats; may be a DataNode (per-sample argument input)): window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive with crop_h / crop_w
-        crop_h (a float; default 0.0; may be a DataNode (per-sample argument input)): window height (with crop_w)
-        crop_w (a float; default 0.0; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive with crop_h / crop_w
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
         crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
         crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
         out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "pad" (with fill_values) or "trim_to_shape" (cut to the image)
@@ -239,9 +239,9 @@ class CropMirrorNormalize(Operator):
         output: the normalised image (CHW or HWC)
 
     Keyword args:
-        crop (a list of floats; may be a DataNode (per-sample argument input)): window size [H, W] (truncated to integers); none: the whole image
-        crop_h (a float; default 0.0; may be a DataNode (per-sample argument input)): window height (with crop_w)
-        crop_w (a float; default 0.0; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (truncated to integers); none: the whole image
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
         crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
         crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
         mirror (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the window left-right
@@ -626,7 +626,7 @@ class RandomResizedCrop(Operator):
         output: the cropped and resized image
 
     Keyword args:
-        size (a list of floats; required): output size [H, W] (one value: square)
+        size (a list of floats; required; in [0, 1000000000]): output size [H, W] (one value: square)
         random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the input area the window covers (uniform); one value: fixed
         random_aspect_ratio (a list of floats; default [0.75, 1.3333333333333333]): [min, max] width / height of the window (log-uniform); one value: fixed
         num_attempts (an int; default 10; in [1, 1000000]): draws before falling back to a centre crop clamped to the aspect ratio range
@@ -653,11 +653,11 @@ class Resize(Operator):
     Keyword args:
         resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
         resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-        resize_shorter (a float; default 0.0; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-        resize_longer (a float; default 0.0; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
         size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
         mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-        max_size (a list of floats): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
         antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
         dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
@@ -684,7 +684,7 @@ class Rotate(Operator):
     Keyword args:
         angle (a float; required; may be a DataNode (per-sample argument input)): rotation in degrees, counter-clockwise as the image is displayed (top-left corner at (0, 0), y down), about the image centre
         keep_size (a bool; default false): true: the output has the input's size (torchvision's rotate with expand=False); false (and no size): the canvas grows to hold the whole rotated image (DALI's rule: ceil(|cos| w + |sin| h - 0.01), parity kept)
-        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W], rounded to nearest; the centres of input and output coincide
+        size (a list of floats; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): output size [H, W], rounded to nearest; the centres of input and output coincide
         fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
@@ -886,7 +886,7 @@ class WarpAffine(Operator):
     Keyword args:
         matrix (a list of floats; may be a DataNode (per-sample argument input)): [M11, M12, M13, M21, M22, M23]: with inverse_map, output pixel (x, y) takes the input at (M11 x + M12 y + M13, M21 x + M22 y + M23), [0, 0] being the corner of the first pixel. May instead come as the second input (e.g. from transforms.*)
         inverse_map (a bool; default true): true: the matrix maps output to input coordinates; false: input to output (it is inverted; the transforms.* operators build matrices of this kind)
-        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W], rounded to nearest; the input's size when absent
+        size (a list of floats; in [0, 1000000000000000.0]; may be a DataNode (per-sample argument input)): output size [H, W], rounded to nearest; the input's size when absent
         fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
@@ -1094,7 +1094,7 @@ class decoders:
             random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
             seed (an int; default -1): this operator's seed (-1: derived)
-            size (a list of ints): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+            size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1387,7 +1387,7 @@ class readers:
         def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Numpy(Operator):
-        """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are memory-mapped (dont_use_mmap reads them instead); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
+        """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 
         Devices: cpu.
 

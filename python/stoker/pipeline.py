@@ -29,6 +29,7 @@ _SETTINGS = {
     "max_file_bytes": _stoker.PIPE_MAX_FILE_BYTES,
     "exec_async": _stoker.PIPE_EXEC_ASYNC,
     "timeout_ms": _stoker.PIPE_TIMEOUT_MS,
+    "max_batch_bytes": _stoker.PIPE_MAX_BATCH_BYTES,
 }
 
 # DALI constructor arguments with no effect in stoker, accepted so DALI code ports as is.
@@ -70,7 +71,8 @@ class Pipeline:
             nodes choose per sample (see docs/python.md, "Conditional execution").
         on_error: "error" (a bad sample stops the run with an error naming it) or "skip"
             (bad samples are skipped, counted in stats(), batches kept full).
-        max_image_pixels, max_file_bytes: limits for untrusted input.
+        max_image_pixels, max_file_bytes, max_batch_bytes: limits for untrusted input
+            (defaults 2^26 pixels, 256 MiB, 2 GiB; see docs/hardening.md).
         timeout_ms: the bound of every wait on the device, on nvJPEG and between the
             pipeline's stages (default 300000, 5 minutes). When run() has waited this long
             for a batch, it raises an error naming the stage, the batch and what it waited
@@ -89,7 +91,8 @@ class Pipeline:
                  exec_pipelined=True, prefetch_queue_depth=2, exec_async=True,
                  enable_conditionals=False, on_error="error", max_image_pixels=None,
                  max_file_bytes=None, timeout_ms=300000, enable_checkpointing=False,
-                 checkpoint=None, py_num_workers=1, py_start_method="fork", **kwargs):
+                 checkpoint=None, py_num_workers=1, py_start_method="fork", max_batch_bytes=None,
+                 **kwargs):
         unknown = [k for k in kwargs if k not in _DALI_COMPAT_ARGS]
         if unknown:
             raise InvalidArgumentError(f"Pipeline: unknown argument '{unknown[0]}'")
@@ -107,6 +110,7 @@ class Pipeline:
         self._enable_conditionals = bool(enable_conditionals)
         self._on_error = on_error
         self._max_image_pixels, self._max_file_bytes = max_image_pixels, max_file_bytes
+        self._max_batch_bytes = max_batch_bytes
         self._timeout_ms = int(timeout_ms)
         self._enable_checkpointing = bool(enable_checkpointing)
         if checkpoint is not None and not isinstance(checkpoint, str):
@@ -239,8 +243,14 @@ class Pipeline:
             values["max_image_pixels"] = int(self._max_image_pixels)
         if self._max_file_bytes is not None:
             values["max_file_bytes"] = int(self._max_file_bytes)
+        if self._max_batch_bytes is not None:
+            values["max_batch_bytes"] = int(self._max_batch_bytes)
         for key, value in values.items():
-            c.set(_SETTINGS[key], value)
+            try:
+                c.set(_SETTINGS[key], value)
+            except OverflowError:
+                raise OverflowError(f"Pipeline: {key}={value!r} does not fit in a 64-bit "
+                                    "integer") from None
 
     def build(self):
         """Checks the graph, creates the C pipeline and starts its producer."""
@@ -336,7 +346,13 @@ class Pipeline:
         try:
             out, epoch, ends_epoch = self._c.run()
         except StokerError as e:
-            cause = next((f.last_exception for f in self._functions if f.last_exception), None)
+            cause = None
+            for f in self._functions:  # (consumed: a later error has its own cause)
+                if f.last_exception is not None:
+                    cause, f.last_exception = f.last_exception, None
+                    break
+            if cause is not None and not isinstance(cause, Exception):
+                raise cause  # KeyboardInterrupt, SystemExit: as themselves
             if cause is not None:
                 raise e from cause
             raise
@@ -499,7 +515,7 @@ class Pipeline:
             c.build()
         except BaseException:
             c.close()
-            self._stop_py_workers()
+            pipe._stop_py_workers()
             raise
         pipe._c, pipe._outputs, pipe._built = c, [], True
         _live.add(pipe)

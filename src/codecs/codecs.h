@@ -90,8 +90,9 @@ typedef struct {
  * was not allocated yet, so the caller can free it. JPEG:
  * truncated or corrupt entropy data is an error (libjpeg's corrupt-data warnings are
  * fatal), and so is data that ends before the EOI marker, even when only the marker is
- * missing (libjpeg reads ahead to it); a ROI decode does not read past its last row,
- * so damage below the ROI goes unnoticed. PNG: the same for rows and CRCs. */
+ * missing: truncation is checked before decoding, whatever the region (corrupt entropy
+ * data below a region's last row still goes unnoticed: finding it costs a full decode).
+ * PNG: the whole stream is always decoded, so zlib and CRC errors anywhere are errors. */
 stk_status stk__image_decode(const uint8_t *data, size_t size, const char *name,
                              const stk__decode_opts *opts, stk__image_alloc_fn alloc,
                              void *alloc_ctx, stk__decoded *out);
@@ -144,6 +145,10 @@ static inline uint8_t stk__luma601(unsigned r, unsigned g, unsigned b) {
 /* Converts n RGB pixels to `color` (RGB copy, BGR swap or GRAY). src and dst may not
  * overlap unless equal with color RGB/BGR. */
 void stk__convert_rgb_row(const uint8_t *src, uint8_t *dst, int n, stk__color color);
+
+/* STK_ERR_DECODE unless the JPEG's data runs to an end-of-image marker after its first
+ * scan (trailing bytes after it are allowed): truncation found without decoding. */
+stk_status stk__jpeg_check_complete(const uint8_t *data, size_t size, const char *name);
 
 stk_status stk__jpeg_peek(const uint8_t *data, size_t size, const char *name,
                           stk__image_info *out);

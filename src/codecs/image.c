@@ -209,7 +209,7 @@ stk_status stk__image_decode(const uint8_t *data, size_t size, const char *name,
   memset(out, 0, sizeof *out);
   STK_TRY(stk__image_peek(data, size, nm, &info));
   if (o->max_pixels > 0 && (int64_t)info.width * info.height > o->max_pixels)
-    return STK_FAIL(STK_ERR_LIMIT, "%s: %dx%d image has more than max_pixels = %lld pixels",
+    return STK_FAIL(STK_ERR_LIMIT, "%s: %dx%d image has more than max_image_pixels = %lld pixels",
                     nm, info.width, info.height, (long long)o->max_pixels);
   if (o->color != STK__COLOR_RGB && o->color != STK__COLOR_BGR && o->color != STK__COLOR_GRAY)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: invalid output colour %d", nm, (int)o->color);

@@ -94,6 +94,36 @@ stk_status stk__jpeg_peek(const uint8_t *d, size_t n, const char *nm, stk__image
   }
 }
 
+/* Offset just past the first SOS marker, by walking the segments as the peek does; 0
+ * when there is none. */
+static size_t first_scan(const uint8_t *d, size_t n) {
+  size_t pos = 2;
+  for (;;) {
+    while (pos < n && d[pos] != 0xff) pos++;
+    while (pos < n && d[pos] == 0xff) pos++;
+    if (pos >= n) return 0;
+    unsigned m = d[pos++];
+    if (m == 0x00 || m == 0x01 || m == 0xd8 || (m >= 0xd0 && m <= 0xd7)) continue;
+    if (m == 0xda) return pos;
+    if (m == 0xd9 || n - pos < 2) return 0;
+    size_t len = (size_t)d[pos] << 8 | d[pos + 1];
+    if (len < 2 || len > n - pos) return 0;
+    pos += len;
+  }
+}
+
+stk_status stk__jpeg_check_complete(const uint8_t *d, size_t n, const char *nm) {
+  /* Entropy-coded data never holds 0xFF 0xD9 (0xFF is stuffed), so an EOI after the first
+   * scan's start is the end of the image; an EOI inside an Exif thumbnail, before it,
+   * does not count. Searching backwards from the end costs two byte reads for the usual
+   * file that ends with its EOI. */
+  size_t scan = first_scan(d, n);
+  if (scan == 0) return STK_FAIL(STK_ERR_DECODE, "%s: JPEG has no scan (truncated in its header)", nm);
+  for (size_t i = n; i >= scan + 2; i--)
+    if (d[i - 2] == 0xff && d[i - 1] == 0xd9) return STK_OK;
+  return STK_FAIL(STK_ERR_DECODE, "%s: JPEG is truncated (%zu bytes, no end-of-image marker)", nm, n);
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Errors                                                                             */
 /* ---------------------------------------------------------------------------------- */
@@ -328,6 +358,9 @@ stk_status stk__jpeg_decode(stk__decode_job *job, int *scale_num) {
   if (job->info->bit_depth != 8)
     return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: %d-bit JPEG is not supported (8-bit only)",
                     job->name, job->info->bit_depth);
+  /* Up front, so a truncated file fails whatever region is decoded (a region decode
+   * stops reading after its last row). */
+  STK_TRY(stk__jpeg_check_complete(job->data, job->size, job->name));
   jpeg_state *S = stk__calloc(1, sizeof *S, "JPEG decoder state");
   if (!S) return STK_ERR_OUT_OF_MEMORY;
   S->cinfo.err = jpeg_std_error(&S->err.pub);

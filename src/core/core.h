@@ -38,6 +38,10 @@ stk_status stk__wrap(stk_status status, const char *fmt, ...) STK__PRINTF(2, 3);
  * for settings that work but likely not as meant. Call it once per cause (at build). */
 void stk__warn(const char *fmt, ...) STK__PRINTF(1, 2);
 
+/* Prefixes "operator '<name>': " to the calling thread's message, dropping the name the
+ * operator's own message may start with ("<name>: "), so it is not said twice. */
+stk_status stk__wrap_operator(stk_status status, const char *name);
+
 /* Replaces the calling thread's message with `message` as is (for passing a message
  * recorded on another thread). Returns `status`. */
 stk_status stk__set_error(stk_status status, const char *message);

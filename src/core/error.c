@@ -45,10 +45,17 @@ void stk_clear_error(void) { stk__msg[0] = '\0'; }
 
 void stk_free(void *ptr) { free(ptr); }
 
+/* Only the public API's names (stk_...) mean something to a user: internal ones (stk__...)
+ * and static helpers stay out of messages. */
+static bool is_public_name(const char *func) {
+  return func && strncmp(func, "stk_", 4) == 0 && func[4] != '_';
+}
+
 stk_status stk__vfail(stk_status status, const char *func, const char *fmt, va_list ap) {
   char text[STK__MSG_CAP];
   vsnprintf(text, sizeof text, fmt, ap);
-  snprintf(stk__msg, sizeof stk__msg, "%s: %s", func, text);
+  if (is_public_name(func)) snprintf(stk__msg, sizeof stk__msg, "%s: %s", func, text);
+  else snprintf(stk__msg, sizeof stk__msg, "%s", text);
   return status;
 }
 
@@ -82,5 +89,15 @@ stk_status stk__wrap(stk_status status, const char *fmt, ...) {
 
 stk_status stk__set_error(stk_status status, const char *message) {
   snprintf(stk__msg, sizeof stk__msg, "%s", message ? message : "");
+  return status;
+}
+
+stk_status stk__wrap_operator(stk_status status, const char *name) {
+  size_t n = strlen(name);
+  char old[STK__MSG_CAP];
+  memcpy(old, stk__msg, sizeof old);
+  const char *rest = old;
+  if (strncmp(old, name, n) == 0 && old[n] == ':' && old[n + 1] == ' ') rest = old + n + 2;
+  snprintf(stk__msg, sizeof stk__msg, "operator '%s': %s", name, rest);
   return status;
 }

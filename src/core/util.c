@@ -1,11 +1,13 @@
 /* Allocation helpers, string buffers, whole-file reads, clocks and float16. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -87,8 +89,14 @@ void stk__strbuf_free(stk__strbuf *b) {
 stk_status stk__read_file(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
   stk_status st = STK_OK;
   uint8_t *buf = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return STK_FAIL(STK_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  /* Non-blocking, so a FIFO (or a device) is refused below instead of blocking open(). */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    st = STK_FAIL(STK_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return st;
+  }
   struct stat sb;
   if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
     st = STK_FAIL(STK_ERR_IO, "'%s' is not a regular file", path);

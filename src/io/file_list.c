@@ -155,12 +155,72 @@ typedef struct {
   int depth;
 } ancestry;
 
+/* Directories already walked, by identity: a tree of symbolic links to folders may reach
+ * one real directory along many paths (a chain of 22 levels, each linking twice to the
+ * next, is 2^22 paths), so each is listed once, by the first path reached, and the number
+ * of directories one scan may walk is bounded. Open addressing on (device, inode). */
+#define MAX_WALKED_DIRS 1000000
+typedef struct {
+  dev_t *dev;
+  ino_t *ino;
+  size_t count, cap; /* cap: a power of two, 0 before the first insert */
+} dir_set;
+
 typedef struct {
   const char *const *filters;
   size_t num_filters;
   bool case_sensitive;
   strlist *found; /* relative paths */
+  dir_set seen;
 } walk_ctx;
+
+static void dir_set_free(dir_set *s) {
+  free(s->dev);
+  free(s->ino);
+  memset(s, 0, sizeof *s);
+}
+
+static size_t dir_slot(const dir_set *s, dev_t dev, ino_t ino) {
+  uint64_t h = stk__mix64((uint64_t)dev, (uint64_t)ino);
+  size_t i = (size_t)h & (s->cap - 1);
+  while (s->dev[i] != 0 || s->ino[i] != 0) {
+    if (s->dev[i] == dev && s->ino[i] == ino) break;
+    i = (i + 1) & (s->cap - 1);
+  }
+  return i;
+}
+
+/* Adds a directory; *fresh is false when it was walked before. ("0, 0" marks an empty
+ * slot: no real directory has inode 0.) */
+static stk_status dir_set_add(dir_set *s, dev_t dev, ino_t ino, const char *path, bool *fresh) {
+  if (2 * (s->count + 1) > s->cap) {
+    if (s->count >= MAX_WALKED_DIRS)
+      return STK_FAIL(STK_ERR_LIMIT, "'%s': more than %d directories to walk (links to "
+                      "folders reach too many)", path, MAX_WALKED_DIRS);
+    dir_set bigger = {.cap = s->cap ? 2 * s->cap : 64};
+    bigger.dev = stk__calloc(bigger.cap, sizeof *bigger.dev, "a directory walk");
+    bigger.ino = stk__calloc(bigger.cap, sizeof *bigger.ino, "a directory walk");
+    if (!bigger.dev || !bigger.ino) {
+      dir_set_free(&bigger);
+      return STK_ERR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+      if (s->dev[i] != 0 || s->ino[i] != 0) {
+        size_t j = dir_slot(&bigger, s->dev[i], s->ino[i]);
+        bigger.dev[j] = s->dev[i], bigger.ino[j] = s->ino[i];
+      }
+    bigger.count = s->count;
+    dir_set_free(s);
+    *s = bigger;
+  }
+  size_t i = dir_slot(s, dev, ino);
+  *fresh = s->dev[i] != dev || s->ino[i] != ino;
+  if (*fresh) {
+    s->dev[i] = dev, s->ino[i] = ino;
+    s->count++;
+  }
+  return STK_OK;
+}
 
 static stk_status walk(walk_ctx *w, const char *full, const char *rel, ancestry *up);
 
@@ -195,7 +255,9 @@ static stk_status walk_entry(walk_ctx *w, const char *full, const char *rel,
     if (!loop && up->depth == MAX_DEPTH)
       st = STK_FAIL(STK_ERR_LIMIT, "'%s' is nested more than %d directories deep",
                     child_full, MAX_DEPTH);
-    if (!loop && st == STK_OK) {
+    bool fresh = false;
+    if (!loop && st == STK_OK) st = dir_set_add(&w->seen, sb.st_dev, sb.st_ino, child_full, &fresh);
+    if (!loop && fresh && st == STK_OK) {
       char *child_rel = join(rel, e->d_name);
       up->dev[up->depth] = sb.st_dev;
       up->ino[up->depth++] = sb.st_ino;
@@ -261,8 +323,11 @@ static stk_status scan_class(builder *b, const char *root, const char *name, int
     up.ino[0] = sb.st_ino;
     up.depth = 1;
     w->found = &found;
-    st = walk(w, full, "", &up);
+    bool fresh;
+    st = dir_set_add(&w->seen, sb.st_dev, sb.st_ino, full, &fresh);
+    if (st == STK_OK) st = walk(w, full, "", &up);
   }
+  dir_set_free(&w->seen); /* per class: a folder linked into two classes is in both */
   strlist_sort(&found);
   for (size_t i = 0; st == STK_OK && i < found.count; i++) {
     char *rel = join(name, found.items[i]);
@@ -280,7 +345,7 @@ stk_status stk__file_list_scan(stk__file_list *out, const char *root,
   memset(out, 0, sizeof *out);
   strlist classes = {0};
   builder b = {0};
-  walk_ctx w = {filters, num_filters, case_sensitive, NULL};
+  walk_ctx w = {filters, num_filters, case_sensitive, NULL, {0}};
   stk_status st = list_classes(root, &classes);
   if (st == STK_OK && classes.count > INT32_MAX)
     st = STK_FAIL(STK_ERR_LIMIT, "'%s' has more than 2^31 class directories", root);
@@ -305,7 +370,7 @@ stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
   memset(out, 0, sizeof *out);
   strlist found = {0};
   builder b = {0};
-  walk_ctx w = {filters, num_filters, case_sensitive, &found};
+  walk_ctx w = {filters, num_filters, case_sensitive, &found, {0}};
   ancestry up = {.depth = 0};
   struct stat sb;
   stk_status st = STK_OK;
@@ -316,8 +381,11 @@ stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
     up.dev[0] = sb.st_dev;
     up.ino[0] = sb.st_ino;
     up.depth = 1;
-    st = walk(&w, root, "", &up);
+    bool fresh;
+    st = dir_set_add(&w.seen, sb.st_dev, sb.st_ino, root, &fresh);
+    if (st == STK_OK) st = walk(&w, root, "", &up);
   }
+  dir_set_free(&w.seen);
   strlist_sort(&found);
   for (size_t i = 0; st == STK_OK && i < found.count; i++)
     st = builder_add(&b, root, found.items[i], strlen(found.items[i]), 0);

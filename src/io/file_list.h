@@ -29,7 +29,10 @@ bool stk__file_filter_match(const char *name, const char *const *filters, size_t
 /* ImageFolder: every sub-directory of `root` (sorted by name, byte order) is a class
  * whose label is its index in that order (empty classes keep their index). Inside a
  * class directory, files matching `filters` are collected recursively (symbolic links
- * followed, loops skipped) and sorted by their path relative to the class directory.
+ * followed; each real directory, by device and inode, walked once, by the first path
+ * that reaches it, so loops and link DAGs cost one walk; at most 1,000,000 directories,
+ * else STK_ERR_LIMIT) and sorted by their path relative to the class directory. Only
+ * regular files are listed (FIFOs, sockets and devices never are).
  * Files directly inside `root` are ignored. Paths are `root` joined with the relative
  * path. Errors: a missing or unreadable root (STK_ERR_NOT_FOUND / STK_ERR_IO), no
  * matching file at all (STK_ERR_NOT_FOUND), both naming `root`. */
@@ -59,7 +62,7 @@ stk_status stk__file_list_parse_paths(stk__file_list *out, const char *list_path
                                       const char *root);
 
 /* Every file below `root` (files directly in it included, sub-directories recursively,
- * links followed, loops skipped) whose name matches `filters`, sorted by path relative
+ * links followed, each real directory walked once as above) whose name matches `filters`, sorted by path relative
  * to root; labels are 0. No match at all is STK_ERR_NOT_FOUND naming root. */
 stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
                                     const char *const *filters, size_t num_filters,

@@ -25,7 +25,7 @@ stk_status stk__pread_full(int fd, const char *path, int64_t offset, void *dst, 
 }
 
 static stk_status open_one(const char *path, const char *who, int *fd, int64_t *size) {
-  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (*fd < 0)
     return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
                     who, path, strerror(errno));
@@ -100,7 +100,7 @@ stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offs
   int fd = fs->fds[index];
   bool own = fd < 0;
   if (own) {
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
       return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "cannot open '%s': %s",
                       path, strerror(errno));

@@ -166,11 +166,18 @@ static stk_status parse_dict(lexer *lx, stk__npy_header *h) {
   return STK_OK;
 }
 
+/* The data's size in bytes. The product of the non-zero extents is bounded too: an array
+ * with a zero extent holds no data, but strides computed from its other extents (region
+ * copies) must still fit in int64_t. */
 static stk_status data_size(stk__npy_header *h, const char *path) {
-  size_t bytes = h->elem;
-  for (int d = 0; d < h->ndim; d++)
-    if (!stk__mul_size(bytes, (size_t)h->shape[d], &bytes) || bytes > ((size_t)1 << 62))
-      return STK_FAIL(STK_ERR_LIMIT, "'%s': the array's size overflows", path);
+  size_t bytes = h->elem, strided = h->elem;
+  for (int d = 0; d < h->ndim; d++) {
+    size_t extent = (size_t)h->shape[d];
+    if (!stk__mul_size(bytes, extent, &bytes) ||
+        !stk__mul_size(strided, extent ? extent : 1, &strided) || strided > ((size_t)1 << 62))
+      return STK_FAIL(STK_ERR_LIMIT, "'%s': the array's shape is too large (its size in bytes "
+                      "overflows)", path);
+  }
   h->data_bytes = (int64_t)bytes;
   return STK_OK;
 }

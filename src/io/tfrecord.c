@@ -191,9 +191,10 @@ static stk_status scan_records(stk__tfrecord_index *out, chunk_reader *c, int64_
     uint64_t len = load64(hdr);
     if (len > (uint64_t)(file_size - off - STK__TFRECORD_OVERHEAD) ||
         file_size - off < STK__TFRECORD_OVERHEAD)
-      return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated: the record at offset %lld needs %llu "
-                      "bytes, the file ends at %lld", c->path, (long long)off,
-                      (unsigned long long)len + STK__TFRECORD_OVERHEAD, (long long)file_size);
+      return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated or corrupt: the record at offset %lld "
+                      "claims %llu data bytes (plus %d of framing), the file ends at %lld",
+                      c->path, (long long)off, (unsigned long long)len,
+                      STK__TFRECORD_OVERHEAD, (long long)file_size);
     int64_t size = (int64_t)len + STK__TFRECORD_OVERHEAD;
     STK_TRY(index_push(out, &cap, off, size));
     off += size;
@@ -440,7 +441,8 @@ stk_status stk__tf_feature_int64(const stk__tf_feature *f, int64_t *dst) {
   while (pb_next(&p, end, &x) == 1 && i < f->count) {
     if (x.field != 1) continue;
     if (x.wire == 0) dst[i++] = (int64_t)x.value;
-    for (const uint8_t *q = x.data, *qe = x.data + x.len; x.wire == 2 && q < qe && i < f->count;) {
+    if (x.wire != 2) continue; /* (x.data is NULL for varints: no pointer arithmetic on it) */
+    for (const uint8_t *q = x.data, *qe = x.data + x.len; q < qe && i < f->count;) {
       uint64_t v;
       if (!varint(&q, qe, &v)) return malformed("a bad packed int64 list");
       dst[i++] = (int64_t)v;

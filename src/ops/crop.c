@@ -10,12 +10,12 @@ enum {
 };
 
 static const stk_arg_schema crop_args[] = {
-    {"crop", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+    {"crop", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
      "window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive "
      "with crop_h / crop_w"},
-    {"crop_h", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+    {"crop_h", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
      "window height (with crop_w)"},
-    {"crop_w", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+    {"crop_w", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
      "window width (with crop_h)"},
     {"crop_pos_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
      "horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))"},

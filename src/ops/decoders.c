@@ -175,7 +175,7 @@ static const stk_arg_schema crop_args[] = {
     {"num_attempts", STK_ARG_INT, STK_ARGF_RANGE, "10", 1, 1e9, NULL,
      "tries to find a window before falling back to a centre crop"},
     {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
-    {"size", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
+    {"size", STK_ARG_INTS, STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
      "[H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in "
      "the DCT domain while the crop stays at least this large (faster, nearly lossless "
      "for the resize that follows)"},
@@ -313,8 +313,13 @@ static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_
   int w = m->opts.ignore_orientation ? info.width : info.oriented_width;
   int h = m->opts.ignore_orientation ? info.height : info.oriented_height;
   if ((int64_t)info.width * info.height > m->opts.max_pixels)
-    return STK_FAIL(STK_ERR_LIMIT, "%s: %s: %d x %d exceeds max_image_pixels", stk__node_name(node), m->name, info.width,
-                    info.height);
+    return STK_FAIL(STK_ERR_LIMIT, "%s: %s: %d x %d exceeds max_image_pixels (%lld)", stk__node_name(node), m->name,
+                    info.width, info.height, (long long)m->opts.max_pixels);
+  /* nvJPEG decodes without this check: a truncated file is refused here, on every path. */
+  if (info.format == STK__IMAGE_JPEG) {
+    st = stk__jpeg_check_complete(m->data, m->size, m->name);
+    if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  }
   m->out_w = w, m->out_h = h;
   if (random_crop) {
     const double *a, *r;

@@ -556,7 +556,7 @@ static const stk_arg_schema rotate_args[] = {
      "true: the output has the input's size (torchvision's rotate with expand=False); "
      "false (and no size): the canvas grows to hold the whole rotated image (DALI's rule: "
      "ceil(|cos| w + |sin| h - 0.01), parity kept)"},
-    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e15, NULL,
      "output size [H, W], rounded to nearest; the centres of input and output coincide"},
     {"fill_value", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, FILL_DOC},
     {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, WARP_INTERP_CHOICES, INTERP_DOC},
@@ -631,7 +631,7 @@ static const stk_arg_schema warp_args[] = {
     {"inverse_map", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
      "true: the matrix maps output to input coordinates; false: input to output (it is "
      "inverted; the transforms.* operators build matrices of this kind)"},
-    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
+    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e15, NULL,
      "output size [H, W], rounded to nearest; the input's size when absent"},
     {"fill_value", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, FILL_DOC},
     {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, WARP_INTERP_CHOICES, INTERP_DOC},

@@ -11,7 +11,7 @@
 enum { A_SIZE, A_AREA, A_RATIO, A_ATTEMPTS, A_INTERP, A_ANTIALIAS, A_DTYPE, A_SEED };
 
 static const stk_arg_schema rrc_args[] = {
-    {"size", STK_ARG_FLOATS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
+    {"size", STK_ARG_FLOATS, STK_ARGF_REQUIRED | STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
      "output size [H, W] (one value: square)"},
     {"random_area", STK_ARG_FLOATS, 0, "[0.08, 1.0]", 0, 0, NULL,
      "[min, max] fraction of the input area the window covers (uniform); one value: fixed"},

@@ -175,7 +175,7 @@ static stk_status read_all(int fd, const char *path, uint8_t *dst, size_t size) 
 
 /* Opens `path` and checks it is a regular file within the size limit. */
 static stk_status open_checked(stk__node *node, const char *path, int *fd, int64_t *size) {
-  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (*fd < 0)
     return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
                     stk__node_name(node), path, strerror(errno));

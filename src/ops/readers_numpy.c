@@ -7,7 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,7 +71,6 @@ typedef struct {
   bool roi;
   int oob;
   double fill;
-  bool use_mmap;
 } npy_state;
 
 static void npy_destroy(stk__node *node) {
@@ -118,7 +116,6 @@ static stk_status npy_init(stk__node *node) {
   r->fill = stk__arg_float(node, NULL, A_FILL_VALUE);
   r->roi = stk__arg_given(node, A_ROI_START) || stk__arg_given(node, A_ROI_END) ||
            stk__arg_given(node, A_ROI_SHAPE);
-  r->use_mmap = !stk__arg_bool(node, NULL, A_COMMON + STK__RA_DONT_USE_MMAP);
   stk_status st = STK_OK;
   if (stk__arg_given(node, A_ROI_END) && stk__arg_given(node, A_ROI_SHAPE))
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give roi_end or roi_shape, not both",
@@ -162,7 +159,10 @@ static stk_status request(stk__node *node, const stk__npy_header *h, const char 
                       "(%d dimensions)", name, (long long)a, path, h->ndim);
     if (ns) g->start[a] = start[i];
     if (ne) g->end[a] = end[i];
-    if (nz) g->end[a] = g->start[a] + shape[i];
+    if (nz && __builtin_add_overflow(g->start[a], shape[i], &g->end[a]))
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: roi_start %lld + roi_shape %lld overflows "
+                      "(axis %lld of '%s')", name, (long long)g->start[a], (long long)shape[i],
+                      (long long)a, path);
   }
   return STK_OK;
 }
@@ -219,11 +219,17 @@ static stk_status emit(stk__node *node, npy_state *r, stk__sample *s, const stk_
   }
   bool padded = false;
   for (int d = 0; d < h->ndim; d++) {
-    shape[d] = g.end[d] - g.start[d];
+    /* A region far outside the array (padded with fill_value) may not overflow, nor
+     * exceed max_file_bytes once allocated. */
+    if (__builtin_sub_overflow(g.end[d], g.start[d], &shape[d]) ||
+        __builtin_mul_overflow(total, shape[d], &total) ||
+        (double)total * (double)h->elem > (double)stk__node_max_file_bytes(node))
+      return STK_FAIL(STK_ERR_LIMIT, "%s: the region read from '%s' would be larger than "
+                      "max_file_bytes (%lld bytes)", stk__node_name(node), path,
+                      (long long)stk__node_max_file_bytes(node));
     count[d] = inside.end[d] - inside.start[d];
     at[d] = inside.start[d] - g.start[d];
     padded |= count[d] != shape[d];
-    total *= shape[d];
   }
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, h->dtype, h->ndim, shape, NULL, &out));
@@ -237,28 +243,17 @@ static stk_status pread_exact(int fd, const char *path, int64_t offset, void *ds
   size_t got;
   STK_TRY(stk__pread_full(fd, path, offset, dst, n, &got));
   if (got < n)
-    return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated at offset %lld (it changed while read?)",
-                    path, (long long)(offset + (int64_t)got));
+    return STK_FAIL(STK_ERR_DECODE, "'%s' changed while read: it ends at byte %lld, %lld bytes "
+                    "were expected", path, (long long)(offset + (int64_t)got),
+                    (long long)(offset + (int64_t)n));
   return STK_OK;
 }
 
-/* The memory-mapped read: the whole file mapped, the array or region copied out. */
-static stk_status read_mapped(stk__node *node, npy_state *r, stk__sample *s, int fd,
-                              const char *path, int64_t size) {
-  void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (m == MAP_FAILED)
-    return STK_FAIL(STK_ERR_IO, "%s: cannot map '%s': %s", stk__node_name(node), path,
-                    strerror(errno));
-  stk__npy_header h;
-  stk_status st = stk__npy_parse(m, (size_t)size, size, path, &h);
-  if (st == STK_OK) st = emit(node, r, s, &h, m, path);
-  munmap(m, (size_t)size);
-  return st;
-}
-
-/* dont_use_mmap: the header first, then the data straight into the output when it needs
- * no reordering (C order, host byte order, no region); otherwise the whole file into
- * scratch memory and the copy as for mapped files. */
+/* The header first, then the data straight into the output when it needs no reordering
+ * (C order, host byte order, no region); otherwise the whole file into scratch memory and
+ * the copy from there. Files are read with pread, never mapped (whatever use_mmap says): a
+ * mapped file that shrinks while it is read kills the process with SIGBUS, and a library
+ * must not install signal handlers; a short read is an error naming the file instead. */
 static stk_status read_plain(stk__node *node, npy_state *r, stk__sample *s, int fd,
                              const char *path, int64_t size) {
   uint8_t pre[12];
@@ -290,10 +285,11 @@ static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const
     return STK_FAIL(STK_ERR_IO, "%s: '%s' is not a regular file", stk__node_name(node), path);
   int64_t size = (int64_t)sb.st_size;
   if (size > stk__node_max_file_bytes(node))
-    return STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes",
-                    stk__node_name(node), path, (long long)size);
+    return STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes (%lld)",
+                    stk__node_name(node), path, (long long)size,
+                    (long long)stk__node_max_file_bytes(node));
   if (size < 10) return STK_FAIL(STK_ERR_DECODE, "'%s' is not a .npy file (%lld bytes)", path, (long long)size);
-  return r->use_mmap ? read_mapped(node, r, s, fd, path, size) : read_plain(node, r, s, fd, path, size);
+  return read_plain(node, r, s, fd, path, size);
 }
 
 static stk_status npy_run(stk__node *node, stk__sample *s) {
@@ -304,7 +300,7 @@ static stk_status npy_run(stk__node *node, stk__sample *s) {
                     (long long)item);
   const char *path = r->files.paths[item];
   stk__sample_set_source(s, path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",
                     stk__node_name(node), path, strerror(errno));
@@ -317,8 +313,9 @@ static const stk_op_schema npy_schema = {
     "readers.numpy",
     "Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran "
     "order (returned in C order), numeric dtypes in either byte order (returned in host "
-    "order); pickled object arrays are refused. Files are memory-mapped (dont_use_mmap "
-    "reads them instead); roi_start/roi_end/roi_shape read only a region. Sharding, "
+    "order); pickled object arrays are refused. Files are read with pread, never memory-mapped "
+    "(dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read "
+    "would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, "
     "padding and shuffling as in readers.file.",
     STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
     1, npy_outputs, sizeof npy_args / sizeof npy_args[0], npy_args};

@@ -110,7 +110,7 @@ static stk_status index_shards(stk__node *node, wds_state *r, char **index_paths
     if (index_paths) {
       st = stk__wds_index_load(&r->indexes[i], index_paths[i], path, r->files.sizes[i]);
     } else {
-      int fd = r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC);
+      int fd = r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
       if (fd < 0) return STK_FAIL(STK_ERR_IO, "%s: cannot open '%s'", stk__node_name(node), path);
       st = stk__wds_index_build(&r->indexes[i], fd, path, r->files.sizes[i]);
       if (fd != r->files.fds[i]) close(fd);
@@ -259,16 +259,19 @@ static stk_status read_component(stk__node *node, wds_state *r, stk__sample *s, 
                     (long long)idx->comps[k].offset, (long long)size,
                     stk_dtype_name(r->dtypes[o]), elem);
   if (size > stk__node_max_file_bytes(node))
-    return STK_FAIL(STK_ERR_LIMIT, "%s: component '%s.%s' of '%s' has %lld bytes, more than "
-                    "max_file_bytes", stk__node_name(node), stk__wds_key(idx, local),
-                    stk__wds_ext(idx, &idx->comps[k]), r->files.paths[f], (long long)size);
+    return STK_FAIL(STK_ERR_LIMIT, "%s: member '%s.%s' of '%s' (data at byte %lld) has %lld "
+                    "bytes, more than max_file_bytes (%lld)", stk__node_name(node),
+                    stk__wds_key(idx, local), stk__wds_ext(idx, &idx->comps[k]), r->files.paths[f],
+                    (long long)idx->comps[k].offset, (long long)size,
+                    (long long)stk__node_max_file_bytes(node));
   int64_t count = size / (int64_t)elem;
   stk__tensor *out;
   STK_TRY(stk__output(s, o, r->dtypes[o], 1, &count, NULL, &out));
   if (size == 0) return STK_OK;
   stk_status st = stk__fileset_read(&r->files, f, idx->comps[k].offset, out->data, (size_t)size);
   if (st != STK_OK)
-    return stk__wrap(st, "%s: sample '%s'", stk__node_name(node), stk__wds_key(idx, local));
+    return stk__wrap(st, "member '%s.%s' (data at byte %lld)", stk__wds_key(idx, local),
+                     stk__wds_ext(idx, &idx->comps[k]), (long long)idx->comps[k].offset);
   return STK_OK;
 }
 

@@ -18,10 +18,10 @@ static const stk_arg_schema resize_args[] = {
      "resize_longer"},
     {"resize_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
      "output height; 0 derives it from resize_x; negative mirrors vertically"},
-    {"resize_shorter", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+    {"resize_shorter", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
      "length of the shorter side of the output, aspect ratio kept: the same as size = "
      "[v, v] with mode \"not_smaller\" (the longer side may be bounded by max_size)"},
-    {"resize_longer", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
+    {"resize_longer", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
      "length of the longer side of the output, aspect ratio kept: the same as size = "
      "[v, v] with mode \"not_larger\""},
     {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
@@ -33,7 +33,7 @@ static const stk_arg_schema resize_args[] = {
      "\"not_larger\": aspect kept, the output fits inside the size (1280x720 to 640x480 "
      "gives 640x360). \"not_smaller\": aspect kept, the output covers the size (640x480 "
      "to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer"},
-    {"max_size", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,
+    {"max_size", STK_ARG_FLOATS, STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
      "limit of the output size [H, W] (one value: both; 0: none). In \"not_larger\" and "
      "\"not_smaller\" modes (and resize_shorter / resize_longer) it lowers the common scale, "
      "so the aspect ratio is kept; in \"default\" and \"stretch\" modes each extent is clipped "

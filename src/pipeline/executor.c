@@ -215,6 +215,7 @@ static void run_sample_task(void *arg, size_t k, int worker) {
   s->worker = worker;
   s->arena = ex->arenas[worker];
   s->source = NULL;
+  s->out_bytes = 0;
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->spec->device != STK_DEVICE_CPU && !node->prepares) continue; /* the GPU stage runs it */

@@ -256,7 +256,7 @@ static stk_status init_nodes(stk_pipeline *p) {
     node->reader_slot = node->spec->def->plan ? readers++ : -1;
     if (node->spec->def->init) {
       stk_status st = node->spec->def->init(node);
-      if (st != STK_OK) return stk__wrap(st, "operator '%s'", node->name);
+      if (st != STK_OK) return stk__wrap_operator(st, node->name);
     }
   }
   p->num_readers = readers;

@@ -155,16 +155,21 @@ static stk_status check_fed(stk__node *node, const stk_tensor_desc *samples, siz
  * dimensions whose strides are already dense form one block copied with memcpy (the
  * whole sample for a C-contiguous array); only the dimensions before them are walked. */
 static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout, stk__tensor *dst) {
-  size_t elem = stk_dtype_size(src->dtype), count = 1;
+  size_t elem = stk_dtype_size(src->dtype), count = 1, bytes;
   for (int d = 0; d < src->ndim; d++) {
     if (src->shape[d] < 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "negative extent in a fed sample");
-    count *= (size_t)src->shape[d];
+    if (!stk__mul_size(count, (size_t)src->shape[d], &count))
+      return STK_FAIL(STK_ERR_LIMIT, "a fed sample's element count overflows");
     dst->shape[d] = src->shape[d];
   }
+  /* (bounded so that every byte offset below fits in int64_t) */
+  if (!stk__mul_size(count, elem, &bytes) || bytes > (size_t)INT64_MAX / 2)
+    return STK_FAIL(STK_ERR_LIMIT, "a fed sample's size in bytes overflows");
+  if (count > 0 && !src->data) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "a fed sample has no data (NULL)");
   dst->ndim = src->ndim;
   dst->dtype = src->dtype;
   snprintf(dst->layout, sizeof dst->layout, "%s", layout && *layout ? layout : src->layout);
-  dst->data = stk__malloc(count * elem, "a fed sample");
+  dst->data = stk__malloc(bytes ? bytes : 1, "a fed sample");
   if (!dst->data) return STK_ERR_OUT_OF_MEMORY;
   if (count == 0) return STK_OK;
   int outer = src->ndim; /* dimensions [outer, ndim) are dense in the source */
@@ -173,7 +178,7 @@ static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout
     block *= (size_t)src->shape[outer - 1];
     outer--;
   }
-  size_t blocks = count * elem / block;
+  size_t blocks = bytes / block;
   for (size_t k = 0; k < blocks; k++) { /* walk the outer dimensions of the strided source */
     size_t rem = k;
     int64_t offset = 0;
@@ -206,7 +211,7 @@ stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name, const stk_ten
     stk_status st = copy_fed_sample(&samples[i], layout, &b->samples[i]);
     if (st != STK_OK) {
       free_feed_batch(b);
-      return st;
+      return stk__wrap(st, "external source '%s', sample %zu", node->name, i);
     }
   }
   feed_state *fs = node->state;
@@ -253,7 +258,7 @@ static stk_status hostfn_run(stk__node *node, stk__sample *s) {
   stk_host_call call = {node, s, ""};
   stk_status st = node->host_fn(node->host_user, &call);
   if (st != STK_OK)
-    return STK_FAIL(st, "function '%s' failed: %s", node->name, call.message[0] ? call.message : stk_last_error());
+    return STK_FAIL(st, "%s", call.message[0] ? call.message : stk_last_error()); /* the operator is named by the caller */
   for (int k = 0; k < node->num_outputs; k++)
     if (!s->edges[node->out_edges[k]].data)
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "function '%s' did not produce output %d", node->name, k);

@@ -268,6 +268,7 @@ struct stk__sample {
   stk__tensor *edges;   /* this sample's tensor for every edge */
   int64_t *items;       /* planned item per reader */
   const char *source;   /* file or origin of the sample */
+  size_t out_bytes;     /* bytes of operator outputs so far (max_batch_bytes' share) */
   stk__node *current;   /* the node being run */
   stk__arena *arena;
   unsigned char *prep;  /* records of the mixed operators prepared in the CPU stage */

@@ -17,10 +17,13 @@ static const struct {
     [STK_PIPE_PREFETCH_QUEUE_DEPTH] = {"prefetch_queue_depth", 2, 1, 64},
     [STK_PIPE_DEVICE_ID] = {"device_id", -1, -1, 1023},
     [STK_PIPE_ON_ERROR] = {"on_error", STK_ON_ERROR_FAIL, 0, 1},
-    [STK_PIPE_MAX_IMAGE_PIXELS] = {"max_image_pixels", (int64_t)1 << 28, 1, INT64_MAX},
-    [STK_PIPE_MAX_FILE_BYTES] = {"max_file_bytes", (int64_t)1 << 30, 1, INT64_MAX},
+    /* Untrusted-input limits: safe for a 16 GiB machine with the default prefetch depth
+     * (an 8192 x 8192 RGB image is 192 MiB; a batch at most 2 GiB). */
+    [STK_PIPE_MAX_IMAGE_PIXELS] = {"max_image_pixels", (int64_t)1 << 26, 1, INT64_MAX},
+    [STK_PIPE_MAX_FILE_BYTES] = {"max_file_bytes", (int64_t)1 << 28, 1, INT64_MAX},
     [STK_PIPE_EXEC_ASYNC] = {"exec_async", 1, 0, 1},
     [STK_PIPE_TIMEOUT_MS] = {"timeout_ms", 300000, 1, 86400000},
+    [STK_PIPE_MAX_BATCH_BYTES] = {"max_batch_bytes", (int64_t)1 << 31, 1, INT64_MAX},
 };
 
 const char *stk__setting_name(stk_pipeline_setting key) {

@@ -6,10 +6,42 @@
 
 #include "internal.h"
 
+/* Drops `prefix` + ": " (or "'" prefix "': ") from the front of *msg when present. */
+static void drop_prefix(const char **msg, const char *prefix) {
+  size_t n = strlen(prefix);
+  const char *m = *msg;
+  if (n == 0) return;
+  if (strncmp(m, prefix, n) == 0 && m[n] == ':' && m[n + 1] == ' ') *msg = m + n + 2;
+  else if (m[0] == '\'' && strncmp(m + 1, prefix, n) == 0 && m[n + 1] == '\'' && m[n + 2] == ':' &&
+           m[n + 3] == ' ')
+    *msg = m + n + 4;
+}
+
 char *stk__sample_failure_message(const char *op_name, const char *stage, const stk__sample *s) {
   char buf[1400];
-  snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s", op_name, stage, (long long)s->ordinal,
-           s->source ? " from " : "", s->source ? s->source : "", stk_last_error());
+  /* The operator's and the file's names lead this message: the same names at the front
+   * of the operator's own message would only repeat them. */
+  const char *inner = stk_last_error();
+  drop_prefix(&inner, op_name);
+  char own[64]; /* operators that name the sample themselves ("sample 3: ...") */
+  snprintf(own, sizeof own, "sample %lld", (long long)s->ordinal);
+  drop_prefix(&inner, own);
+  if (s->source) {
+    char with_source[1200];
+    snprintf(with_source, sizeof with_source, "sample %lld (%s)", (long long)s->ordinal, s->source);
+    drop_prefix(&inner, with_source);
+    drop_prefix(&inner, s->source);
+  }
+  /* "'<source>' is truncated" after "from <source>: " reads "the file is truncated" */
+  const char *the_file = "";
+  size_t n = s->source ? strlen(s->source) : 0;
+  if (n && inner[0] == '\'' && strncmp(inner + 1, s->source, n) == 0 && inner[n + 1] == '\'' &&
+      inner[n + 2] == ' ') {
+    inner += n + 3;
+    the_file = "the file ";
+  }
+  snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s%s", op_name, stage, (long long)s->ordinal,
+           s->source ? " from " : "", s->source ? s->source : "", the_file, inner);
   return strdup(buf);
 }
 
@@ -138,6 +170,35 @@ const stk__tensor *stk__input(const stk__sample *s, int index) {
   return &s->edges[s->current->in_edges[index]];
 }
 
+/* Every operator's output is held to the untrusted-input limits before it is allocated:
+ * an image (layout HWC, CHW or HW) to max_image_pixels, and the sample's outputs that the
+ * batch holds (those leaving the sample's chain of CPU operators) together to its share
+ * of max_batch_bytes (a share, not a running batch total, so whether a
+ * sample fits never depends on the order threads finish in). */
+static stk_status check_output_limits(stk__sample *s, const stk__node *node, int ndim,
+                                      const int64_t *shape, const char *layout, size_t bytes,
+                                      bool held) {
+  const int64_t *set = s->pipe->settings;
+  if (layout && ndim >= 2 && ndim <= 3 &&
+      (strcmp(layout, "HWC") == 0 || strcmp(layout, "CHW") == 0 || strcmp(layout, "HW") == 0)) {
+    int h = layout[0] == 'C' ? 1 : 0;
+    double pixels = (double)shape[h] * (double)shape[h + 1];
+    if (pixels > (double)set[STK_PIPE_MAX_IMAGE_PIXELS])
+      return STK_FAIL(STK_ERR_LIMIT, "a %lld x %lld output image has more than "
+                      "max_image_pixels (%lld) pixels", (long long)shape[h + 1],
+                      (long long)shape[h], (long long)set[STK_PIPE_MAX_IMAGE_PIXELS]);
+  }
+  if (!held) return STK_OK; /* scratch inside the sample's chain, reused for the next sample */
+  int64_t batch = set[STK_PIPE_BATCH_SIZE] > 0 ? set[STK_PIPE_BATCH_SIZE] : 1;
+  uint64_t share = (uint64_t)set[STK_PIPE_MAX_BATCH_BYTES] / (uint64_t)batch;
+  if (bytes > share || s->out_bytes + bytes > share)
+    return STK_FAIL(STK_ERR_LIMIT, "%zu more bytes of output would take the sample past its "
+                    "share of max_batch_bytes (%lld / batch_size %lld = %llu bytes)", bytes, (long long)set[STK_PIPE_MAX_BATCH_BYTES], (long long)batch,
+                    (unsigned long long)share);
+  s->out_bytes += bytes;
+  return STK_OK;
+}
+
 stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
                        const int64_t *shape, const char *layout, stk__tensor **out) {
   stk__node *node = s->current;
@@ -153,6 +214,7 @@ stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
       return STK_FAIL(STK_ERR_LIMIT, "operator '%s': output shape overflows", node->name);
     t->shape[d] = shape[d];
   }
+  STK_TRY(check_output_limits(s, node, ndim, shape, layout, bytes, s->pipe->edges[edge].slot >= 0));
   t->ndim = ndim;
   t->dtype = dtype;
   snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");

@@ -12,8 +12,10 @@
  * "strings", [lists]) or edge names (per-sample argument inputs). `name` and `device` are
  * the instance name and device. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -83,6 +85,10 @@ static stk_status parse_string_value(const char *text, char **out, int line) {
   return STK_OK;
 }
 
+static bool is_float_word(const char *s) {
+  return strcasecmp(s, "nan") == 0 || strcasecmp(s, "inf") == 0 || strcasecmp(s, "infinity") == 0;
+}
+
 static stk_status apply_kwarg(stk_op *op, const char *key, const char *value, int line) {
   const stk_op_schema *sc = op->def->schema;
   if (strcmp(key, "name") == 0) {
@@ -95,7 +101,10 @@ static stk_status apply_kwarg(stk_op *op, const char *key, const char *value, in
   int a = 0;
   while (a < sc->num_args && strcmp(sc->args[a].name, key) != 0) a++;
   if (a == sc->num_args) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "line %d: %s has no argument '%s'", line, sc->name, key);
-  if (is_identifier(value)) return stk_op_set_arg_input(op, key, value);
+  /* nan and inf are numbers to Python, not edge names: read them as literals, so the
+   * argument's range check sees them (they would otherwise feed the argument from an
+   * edge named "nan"). */
+  if (is_identifier(value) && !is_float_word(value)) return stk_op_set_arg_input(op, key, value);
   stk__argval v;
   stk_status st = stk__argval_parse(&sc->args[a], value, &v);
   if (st != STK_OK) return stk__wrap(st, "line %d", line);
@@ -115,6 +124,11 @@ static stk_status find_device(char **args, int nargs, char **device, int line) {
   for (int i = 0; i < nargs; i++) {
     char *eq = find_kw_equals(args[i]);
     if (!eq || strncmp(args[i], "device", 6) != 0 || (args[i][6] != '=' && !isspace((unsigned char)args[i][6]))) continue;
+    if (*device) { /* found by fuzzing: the first value leaked */
+      free(*device);
+      *device = NULL;
+      return STK_FAIL(STK_ERR_PARSE, "line %d: device is given twice", line);
+    }
     STK_TRY(parse_string_value(trim(eq + 1), device, line));
     args[i] = NULL;
   }
@@ -211,8 +225,11 @@ static stk_status parse_setting(stk_pipeline *p, const char *key, const char *va
     else if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
       v = value[0] == 't';
     else {
+      errno = 0;
       v = strtoll(value, &end, 10);
       if (end == value || *trim(end)) return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' needs an integer, got '%s'", line, key, value);
+      if (errno == ERANGE)
+        return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' = %s does not fit in a 64-bit integer", line, key, value);
     }
     stk_status st = stk_pipeline_set(p, (stk_pipeline_setting)k, v);
     return st == STK_OK ? st : stk__wrap(st, "line %d", line);

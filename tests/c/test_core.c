@@ -14,13 +14,21 @@ static void test_status_table(void **state) {
   assert_string_equal(stk_status_str(STK_ERR_IO), "input/output error");
 }
 
+/* Public API functions name themselves first; internal ones (stk__..., static helpers)
+ * stay out of user-facing messages. */
+static stk_status stk_fake_public_call(void) { return STK_FAIL(STK_ERR_IO, "cannot open '%s'", "x.jpg"); }
+static stk_status stk__fake_internal_call(void) { return STK_FAIL(STK_ERR_IO, "cannot open '%s'", "y.jpg"); }
+
 static void test_error_message_names_function(void **state) {
-  stk_status st = STK_FAIL(STK_ERR_IO, "cannot open '%s'", "x.jpg");
+  stk_status st = stk_fake_public_call();
   assert_int_equal(st, STK_ERR_IO);
-  assert_string_equal(stk_last_error(), "test_error_message_names_function: cannot open 'x.jpg'");
+  assert_string_equal(stk_last_error(), "stk_fake_public_call: cannot open 'x.jpg'");
   stk__wrap(st, "sample 3");
-  assert_string_equal(stk_last_error(),
-                      "sample 3: test_error_message_names_function: cannot open 'x.jpg'");
+  assert_string_equal(stk_last_error(), "sample 3: stk_fake_public_call: cannot open 'x.jpg'");
+  assert_int_equal(stk__fake_internal_call(), STK_ERR_IO);
+  assert_string_equal(stk_last_error(), "cannot open 'y.jpg'");
+  assert_int_equal(STK_FAIL(STK_ERR_IO, "static helper"), STK_ERR_IO);
+  assert_string_equal(stk_last_error(), "static helper");
   stk_clear_error();
   assert_string_equal(stk_last_error(), "");
 }

@@ -481,7 +481,7 @@ static void test_webdataset_dtypes_and_errors(void **state) {
   const char *trunc[] = {fxp(t, sizeof t, "trunc.tar")};
   op = wds_op(trunc, 1, ext, 2);
   expect_build_error(op, 2, STK_ERR_DECODE, "truncated");
-  assert_error_mentions("R: ");
+  assert_error_mentions("operator 'R': ");
   stk_op_destroy(op);
   const char *notar[] = {fxp(nt, sizeof nt, "notar.tar")};
   op = wds_op(notar, 1, ext, 2);
