@@ -10,15 +10,18 @@ Interference on a shared machine only slows a run down (bench/RESULTS.md saw sin
 at half speed, at any position in a round), so the summary also gives each command's best
 round and the ratio of the bests, the estimate least touched by such events.
 
-A command's rate is read from its output: gpu_bench's "RESULT ... = N img/s" or
-stoker bench's "N images/s" line (the last one printed).
+A command's rate is read from its output: gpu_bench's "RESULT ... = N img/s",
+stoker bench's "N images/s" line, or a JSON line's "images_per_s" (the last one printed).
+--json FILE writes every command and its rate in every round (bench/perf_table.py makes
+Markdown of it).
 
-usage: bench/interleave.py [--rounds N] [--ref LABEL] [--show REGEX] LABEL=COMMAND [...]
+usage: bench/interleave.py [--rounds N] [--ref LABEL] [--show REGEX] [--json FILE] LABEL=COMMAND [...]
   (COMMAND is run by the shell; the first label is the reference unless --ref names one;
   --show prints, beside each round's rate, what REGEX matches in the command's output,
   e.g. the time per call of nvJPEG: --show '[0-9.]+ ms per call|decode_hw_call +[0-9.]+')
 """
 import argparse
+import json
 import os
 import re
 import signal
@@ -26,7 +29,8 @@ import statistics
 import subprocess
 import sys
 
-RATE_RES = [re.compile(r"= ([0-9.]+) img/s"), re.compile(r"^\s*([0-9.]+) images/s", re.M)]
+RATE_RES = [re.compile(r"= ([0-9.]+) img/s"), re.compile(r"^\s*([0-9.]+) images/s", re.M),
+            re.compile(r'"images_per_s": ([0-9.]+)')]
 
 
 def rate_of(output):
@@ -62,6 +66,7 @@ def main():
     ap.add_argument("--ref", default=None, help="the label the others are compared with")
     ap.add_argument("--timeout", type=float, default=180, help="seconds a command may run (its process group is killed)")
     ap.add_argument("--show", default=None, help="a regular expression: its matches in each output are printed")
+    ap.add_argument("--json", default=None, help="write the commands and every round's rates to this file")
     ap.add_argument("runs", nargs="+", help="LABEL=COMMAND")
     a = ap.parse_args()
     runs = []
@@ -83,6 +88,10 @@ def main():
             if a.show:
                 note += "".join(f"  [{m}]" for m in shown(a.show, out))
             print(f"round {rnd} {label:<28} {r if r is not None else float('nan'):10.0f}{note}", flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rounds": a.rounds, "runs": [{"label": label, "command": cmd, "rates": rates[label]}
+                                                    for label, cmd in runs]}, f, indent=1)
     print(f"\nsummary over {a.rounds} rounds (ratio: to {ref} in the same round)")
     print(f"{'command':<28} {'median':>10} {'min':>10} {'max':>10} {'ratio med':>10} {'ratio min':>10} "
           f"{'ratio max':>10} {'best/best':>10}")

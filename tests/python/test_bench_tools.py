@@ -54,3 +54,23 @@ def test_a_hanging_command_is_killed_with_its_children():
     out, err, code = interleave.run("sleep 60 & sleep 60; echo never", timeout=1)
     assert code == "timeout" and "killed after 1 s" in err and "never" not in out
     assert time.monotonic() - t0 < 10
+
+
+def test_json_rates_and_the_performance_table(tmp_path):
+    """bench/performance.sh's path: JSON rates, --json, then bench/perf_table.py's Markdown
+    (a ratio column for every row, a paired column for stoker's rows only)."""
+    assert interleave.rate_of('{"images_per_s": 1234.5, "images": 10}\n') == pytest.approx(1234.5)
+    script = os.path.join(ROOT, "bench", "interleave.py")
+    rates = tmp_path / "rates.json"
+    subprocess.run([sys.executable, script, "--rounds", "2", "--json", str(rates),
+                    "bare=echo '  1000 images/s'", "stoker basic=echo '{\"images_per_s\": 900}'",
+                    "other basic=echo '  300 images/s'", "broken=exit 1"],
+                   capture_output=True, text=True, check=True)
+    table = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "perf_table.py"), str(rates),
+                            "--col", "vs bare=bare", "--pair", "vs other=other {}"],
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    assert table[0] == "| what | images/s: median (range) | vs bare | vs other | command |"
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]] for line in table[2:]}
+    assert rows["stoker basic"][:3] == ["900 (900–900)", "0.90 (0.90–0.90)", "3.00 (3.00–3.00)"]
+    assert rows["other basic"][1:3] == ["0.30 (0.30–0.30)", "-"]
+    assert rows["broken"][0] == "failed"
