@@ -21,9 +21,11 @@
 #     untimed), torchvision's DataLoader with 16 workers (batch 256, basic and RandAugment),
 #     DALI's mixed-decoding pipelines when installed.
 # Environment: BUILD (default build), PYTHON (default .venv/bin/python, else python3),
-#   DALI_PYTHON, ROUND_TIMEOUT (seconds one command may run, default 300).
+#   DALI_PYTHON, GPU_ROUNDS (default 3), ROUND_TIMEOUT (seconds one command may run,
+#   default 300).
 # Make the machine as quiet as you can; on a shared machine read the ranges, not only the
-# medians. Takes about 4 minutes (CPU, 2 cores, 5 rounds) / 8 minutes (GPU, 3 rounds).
+# medians. Takes about 6 minutes (CPU half, 2 busy cores, 5 rounds) and 6 minutes (GPU
+# half, 3 rounds, estimated: not yet run on a GPU).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
     --out) OUTFILE=$2; shift 2 ;;
     --cpu-only) GPU=0; shift ;;
     --gpu-only) CPU=0; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "performance.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +46,7 @@ BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 DALI_PYTHON=${DALI_PYTHON:-$( [ -x /work/dali-venv/bin/python ] && echo /work/dali-venv/bin/python || echo python3 )}
 TO=${ROUND_TIMEOUT:-300}
+GPU_ROUNDS=${GPU_ROUNDS:-3}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -70,7 +73,8 @@ fi
   if [ "$GPU" = 1 ]; then
     echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
   fi
-  echo "- rounds: $ROUNDS; threads / processes: $THREADS"
+  [ "$CPU" = 1 ] && echo "- CPU half: $ROUNDS rounds, $THREADS threads / processes"
+  [ "$GPU" = 1 ] && echo "- GPU half: $GPU_ROUNDS rounds (GPU_ROUNDS)"
 } | tee "$TMP/head.md"
 
 # ---- the torchvision-style loader and DALI, where they are ----
@@ -131,9 +135,9 @@ if [ "$GPU" = 1 ]; then
            "DALI randaugment@gpu=$DALI_PYTHON -W ignore bench/perf_baselines.py dali randaugment --device gpu --batch 256 --threads 15 --epochs 20 --data $D")
   fi
   echo; echo "## GPU"
-  python3 bench/interleave.py --rounds "${GPU_ROUNDS:-3}" --timeout "$TO" --json "$TMP/gpu.json" "${ARGS[@]}"
+  python3 bench/interleave.py --rounds "$GPU_ROUNDS" --timeout "$TO" --json "$TMP/gpu.json" "${ARGS[@]}"
   {
-    echo; echo "## GPU: batch 256, 15 CPU threads, ${GPU_ROUNDS:-3} interleaved rounds"; echo
+    echo; echo "## GPU: batch 256, 15 CPU threads, $GPU_ROUNDS interleaved rounds"; echo
     python3 bench/perf_table.py "$TMP/gpu.json" --col "vs bare nvJPEG (pinned)=bare nvJPEG pinned" \
       --col "vs bare nvJPEG (pageable)=bare nvJPEG pageable" \
       --pair "vs torchvision (16 workers), same work=torchvision 16 workers {}" --pair "vs DALI, same work=DALI {}"
