@@ -14,8 +14,8 @@
 #                processes (bench/perf_baselines.py pil)
 #     DALI       the same pipelines on DALI's CPU backend, when $DALI_PYTHON (default
 #                /work/dali-venv/bin/python, else python3) imports nvidia.dali; else skipped
-#   GPU half (when nvidia-smi sees a GPU and build/gpu_bench exists, i.e. after
-#   `scripts/gpu-check.sh build` with STK_GPU_BUILD=build, or with $BUILD pointing at it):
+#   GPU half (when nvidia-smi sees a GPU and $BUILD/gpu_bench exists; on the GPU machine run
+#   it as `scripts/gpu-check.sh perf`, which passes its build and dataset):
 #     bare nvJPEG (gpu_bench --only bare) from pinned and from pageable copies of the files,
 #     stoker basic@gpu and randaugment@gpu (batch 256, 15 threads, 100 epochs, first epoch
 #     untimed), torchvision's DataLoader with 16 workers (batch 256, basic and RandAugment),

@@ -5,10 +5,11 @@
 #
 # usage: scripts/gpu-check.sh [env] [build] [tests] [bench] [torch] [sanitizer] [ops] [opbench] [presets]
 #        [loaders] [pipeline] [profile] [ab] [memcheck_ops] [stacks] [arms] [ceiling] [exec] [pytest_gpu]
-#        [sampling] [sanitizers]
+#        [sampling] [sanitizers] [perf]
 #        (memcheck_ops, the Python parity tests under compute-sanitizer, stacks, arms, ceiling, exec,
-#        pytest_gpu (the whole Python suite on the GPU), sampling and sanitizers (racecheck and
-#        synccheck over gpu_tests, memcheck over every preset) are only run when named)
+#        pytest_gpu (the whole Python suite on the GPU), sampling, sanitizers (racecheck and
+#        synccheck over gpu_tests, memcheck over every preset) and perf (docs/performance.md's
+#        GPU half: bench/performance.sh --gpu-only) are only run when named)
 #        (no argument: all of them, in that order; build is implied by the others)
 # Needs: nvcc + CUDA 12/13 with nvJPEG, cmake, ninja, python3 with numpy + Pillow (torch
 # for the comparisons). libjpeg-turbo / libspng / cmocka development files are taken from
@@ -96,7 +97,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec || want perf) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -122,7 +123,7 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec; then
+if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec || want perf; then
   step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release -DSTK_CUDA_ARCHS="${STK_GPU_ARCHS:-90-real}" "${PKGCFG_ARG[@]}" || BUILD_OK=0
   [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" || BUILD_OK=0; }
@@ -290,6 +291,14 @@ if [ $BUILD_OK = 1 ] && named ceiling; then
     --show '[0-9.]+ ms per call|decode_hw_call +[0-9.]+' \
     bare_pinned="$B --bare-pinned" bare_pinned_shuffled="$B --bare-pinned --bare-shuffle" bare_pageable="$B" \
     basic="$S basic" hw10="$S bench/pipelines/basic_gpu_hw10.txt"
+fi
+# ---- docs/performance.md's GPU half (only when named): bare nvJPEG (pinned, pageable),
+#      basic@gpu, randaugment@gpu, the 16-worker torchvision DataLoader and DALI where
+#      installed, interleaved ($STK_PERF_ROUNDS rounds, default 3); the Markdown table goes
+#      to $OUTDIR/performance-gpu.md ----
+if [ $BUILD_OK = 1 ] && named perf; then
+  step perf 540 env BUILD="$BUILD" GPU_ROUNDS="${STK_PERF_ROUNDS:-3}" bash bench/performance.sh --gpu-only \
+    --data "$DATA" --out "$OUTDIR/performance-gpu.md"
 fi
 # ---- exec (only when named): $STK_EXEC, a bash command line, run with this script's
 #      environment (the dependencies' library path, $BUILD, $DATA, $EXTRA), for experiments
