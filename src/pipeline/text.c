@@ -195,7 +195,10 @@ static stk_status parse_call(stk_pipeline *p, char *lhs, char *rhs, int line) {
   stk_status st = stk_op_create(&op, opname, device);
   free(device);
   if (st != STK_OK) return stk__wrap(st, "line %d", line);
-  for (int k = 0; k < nouts && st == STK_OK; k++) st = stk_op_add_output(op, outs[k]);
+  for (int k = 0; k < nouts && st == STK_OK; k++)
+    st = strcmp(trim(outs[k]), "return") == 0 /* (found by fuzzing: it printed as a return line) */
+             ? STK_FAIL(STK_ERR_PARSE, "line %d: 'return' cannot name an output", line)
+             : stk_op_add_output(op, outs[k]);
   for (int i = 0; i < nargs && st == STK_OK; i++) {
     if (!args[i]) continue;
     char *eq = find_kw_equals(args[i]);
