@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 PY := .venv/bin/python
 
-.PHONY: all setup build test demo bench clean sanitize tsan stubs fuzz fuzz-seeds
+.PHONY: all setup build test demo bench clean sanitize tsan stubs format format-check fuzz fuzz-seeds
 
 all: build
 
@@ -53,3 +53,13 @@ demo: build
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+
+# C, CUDA C and headers in the committed .clang-format style (Debian's clang-format 14).
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h' '*.cu' '*.cuh')
+format:
+	clang-format -i $(FORMAT_FILES)
+
+# Fails, listing the files, when formatting would change anything (CI runs it).
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_FILES) 2>&1 | grep -o '^[^:]*\.\(c\|h\|cu\|cuh\):' | sort -u | \
+	  sed 's/:$$/: not formatted (make format)/' | tee /dev/stderr | (! grep -q .)

@@ -27,7 +27,9 @@ static atomic_int failures;
 
 static int collect(const char *path, const struct stat *sb, int type, struct FTW *ftw) {
   size_t n = strlen(path);
-  if (type != FTW_F || n < 4 || (strcmp(path + n - 4, ".jpg") != 0 && strcmp(path + n - 5, ".jpeg") != 0)) return 0;
+  if (type != FTW_F || n < 4 ||
+      (strcmp(path + n - 4, ".jpg") != 0 && strcmp(path + n - 5, ".jpeg") != 0))
+    return 0;
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
   if (num_blobs == cap_blobs) {
@@ -37,8 +39,10 @@ static int collect(const char *path, const struct stat *sb, int type, struct FTW
   blob *b = &blobs[num_blobs];
   b->size = (unsigned long)sb->st_size;
   b->data = malloc(b->size);
-  if (fread(b->data, 1, b->size, f) == b->size) num_blobs++;
-  else free(b->data);
+  if (fread(b->data, 1, b->size, f) == b->size)
+    num_blobs++;
+  else
+    free(b->data);
   fclose(f);
   return 0;
 }
@@ -62,7 +66,8 @@ static void *worker(void *arg) {
       out = malloc(need);
       out_cap = need;
     }
-    if (tjDecompress2(tj, b->data, b->size, out, w, 0, h, TJPF_RGB, 0) != 0) atomic_fetch_add(&failures, 1);
+    if (tjDecompress2(tj, b->data, b->size, out, w, 0, h, TJPF_RGB, 0) != 0)
+      atomic_fetch_add(&failures, 1);
   }
   free(out);
   tjDestroy(tj);
@@ -87,9 +92,11 @@ int main(int argc, char **argv) {
   for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
   clock_gettime(CLOCK_MONOTONIC, &b);
   double s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
-  printf("bare libjpeg-turbo decode: %zu images x %d passes on %d threads: %.1f images/s (%d failures)\n", num_blobs,
-         passes, threads, (double)total_jobs / s, atomic_load(&failures));
-  printf("{\"images_per_s\": %.2f, \"images\": %zu, \"seconds\": %.4f, \"threads\": %d}\n", (double)total_jobs / s,
-         total_jobs, s, threads);
+  printf(
+      "bare libjpeg-turbo decode: %zu images x %d passes on %d threads: %.1f images/s (%d "
+      "failures)\n",
+      num_blobs, passes, threads, (double)total_jobs / s, atomic_load(&failures));
+  printf("{\"images_per_s\": %.2f, \"images\": %zu, \"seconds\": %.4f, \"threads\": %d}\n",
+         (double)total_jobs / s, total_jobs, s, threads);
   return 0;
 }

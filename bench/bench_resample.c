@@ -82,8 +82,8 @@ static void run_cast(void *p) {
 }
 
 static double bench_resize(stk__image *src, int64_t oh, int64_t ow, stk__resample_args a) {
-  resize_ctx c = {*src, {malloc((size_t)(oh * ow * src->c)), STK_DTYPE_UINT8, oh, ow, src->c}, a,
-                  NULL, 0};
+  resize_ctx c = {
+      *src, {malloc((size_t)(oh * ow * src->c)), STK_DTYPE_UINT8, oh, ow, src->c}, a, NULL, 0};
   c.scratch_size = stk__resample_scratch_size(src, oh, ow, &a);
   c.scratch = malloc(c.scratch_size);
   double us = time_us(run_resize, &c);
@@ -127,14 +127,18 @@ int main(void) {
          bench_resize(&src, 336, 448, up));
 
   /* fused crop_mirror_normalize on a 224x224 crop */
-  double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255}, sd[3] = {0.229 * 255, 0.224 * 255, 0.225 * 255};
+  double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255},
+         sd[3] = {0.229 * 255, 0.224 * 255, 0.225 * 255};
   double fill[4] = {0, 0, 0, 0};
   const char *types[] = {"float32", "float16", "uint8"};
   stk_dtype dts[] = {STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16, STK_DTYPE_UINT8};
   for (int t = 0; t < 3; t++)
     for (int planar = 1; planar >= 0; planar--) {
-      cmn_ctx c = {src, {NULL, dts[t], 224, 224, 3}, {{75, 138, 224, 224}, true, planar != 0,
-                                                      mean, sd, 1.0, 0.0, fill}, NULL, 0};
+      cmn_ctx c = {src,
+                   {NULL, dts[t], 224, 224, 3},
+                   {{75, 138, 224, 224}, true, planar != 0, mean, sd, 1.0, 0.0, fill},
+                   NULL,
+                   0};
       c.dst.data = malloc(224 * 224 * 3 * 4);
       c.scratch_size = stk__cmn_scratch_size(&c.src, &c.dst);
       c.scratch = malloc(c.scratch_size);

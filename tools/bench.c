@@ -16,7 +16,8 @@ static double now_s(void) {
 static void progress(int64_t done, int64_t total, double ips) {
   int width = 30, filled = total ? (int)(width * done / total) : width;
   fprintf(stderr, "\r[%.*s%*s] %lld/%lld batches  %.0f images/s", filled,
-          "##############################", width - filled, "", (long long)done, (long long)total, ips);
+          "##############################", width - filled, "", (long long)done, (long long)total,
+          ips);
   if (done == total) fputc('\n', stderr);
   fflush(stderr);
 }
@@ -33,7 +34,8 @@ static bool count_batches(stk_pipeline *p, const cli_options *o, int64_t *out) {
     return false;
   }
   /* a shard's epoch: its own samples, or with padding the largest shard's count */
-  int64_t per_shard = meta.pad_last_batch ? meta.epoch_size_padded / meta.number_of_shards : meta.shard_size;
+  int64_t per_shard =
+      meta.pad_last_batch ? meta.epoch_size_padded / meta.number_of_shards : meta.shard_size;
   int64_t per_epoch = (per_shard + o->batch_size - 1) / o->batch_size;
   *out = per_epoch * (o->epochs ? o->epochs : 1);
   return true;
@@ -43,9 +45,12 @@ static bool count_batches(stk_pipeline *p, const cli_options *o, int64_t *out) {
 static void print_json_string(const char *text) {
   putchar('"');
   for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-    if (*c == '"' || *c == '\\') printf("\\%c", *c);
-    else if (*c < 0x20) printf("\\u%04x", *c);
-    else putchar(*c);
+    if (*c == '"' || *c == '\\')
+      printf("\\%c", *c);
+    else if (*c < 0x20)
+      printf("\\u%04x", *c);
+    else
+      putchar(*c);
   }
   putchar('"');
 }
@@ -69,31 +74,39 @@ static void print_skipped(stk_pipeline *p, bool json) {
 
 /* Where the wall time went, per batch: the stages' threads (see stk_stats) and inside the
  * GPU decoders (stk_decoder_diagnostics). */
-static void print_stages(const stk_stats *s, const stk_decoder_diagnostics *d, int64_t batches, bool json) {
+static void print_stages(const stk_stats *s, const stk_decoder_diagnostics *d, int64_t batches,
+                         bool json) {
   const struct {
     const char *name;
     int64_t ns;
-  } t[] = {{"cpu_stage", s->cpu_stage_ns},           {"producer_blocked", s->producer_blocked_ns},
-           {"gpu_stage", s->gpu_stage_ns},           {"gpu_idle", s->gpu_idle_ns},
-           {"decode_stage", s->decode_stage_ns},
-           {"consumer_wait", s->consumer_wait_ns},   {"decode_parse", d->decode_parse_ns},
-           {"decode_fence", d->decode_fence_ns},
-           {"decode_hw_call", d->decode_hw_call_ns}, {"decode_hybrid_wait", d->decode_hybrid_wait_ns}};
+  } t[] = {
+      {"cpu_stage", s->cpu_stage_ns},           {"producer_blocked", s->producer_blocked_ns},
+      {"gpu_stage", s->gpu_stage_ns},           {"gpu_idle", s->gpu_idle_ns},
+      {"decode_stage", s->decode_stage_ns},     {"consumer_wait", s->consumer_wait_ns},
+      {"decode_parse", d->decode_parse_ns},     {"decode_fence", d->decode_fence_ns},
+      {"decode_hw_call", d->decode_hw_call_ns}, {"decode_hybrid_wait", d->decode_hybrid_wait_ns}};
   double per = batches > 0 ? 1e6 * (double)batches : 1.0;
-  if (json) printf("\"stage_ms_per_batch\": {");
-  else printf("stages, ms per batch (threads of the pipeline; decode_* inside decode_stage when it is\n"
-              "not zero, else inside gpu_stage):\n");
+  if (json)
+    printf("\"stage_ms_per_batch\": {");
+  else
+    printf(
+        "stages, ms per batch (threads of the pipeline; decode_* inside decode_stage when it is\n"
+        "not zero, else inside gpu_stage):\n");
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-    if (json) printf("%s\"%s\": %.3f", i ? ", " : "", t[i].name, (double)t[i].ns / per);
-    else printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);
+    if (json)
+      printf("%s\"%s\": %.3f", i ? ", " : "", t[i].name, (double)t[i].ns / per);
+    else
+      printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);
   }
   if (json) {
-    printf("}, \"decode_hw_share\": %.3f, \"host_decoded\": %lld, \"host_decode_quota\": %lld, ", d->decode_hw_share,
-           (long long)s->host_decoded, (long long)d->host_decode_quota);
+    printf("}, \"decode_hw_share\": %.3f, \"host_decoded\": %lld, \"host_decode_quota\": %lld, ",
+           d->decode_hw_share, (long long)s->host_decoded, (long long)d->host_decode_quota);
   } else {
     printf("  engines' share of the capable JPEGs in the last batch: %.3f\n", d->decode_hw_share);
-    printf("  decoded in the CPU stage and uploaded: %lld samples (host_decoded; automatic share now %lld per batch)\n",
-           (long long)s->host_decoded, (long long)d->host_decode_quota);
+    printf(
+        "  decoded in the CPU stage and uploaded: %lld samples (host_decoded; automatic share now "
+        "%lld per batch)\n",
+        (long long)s->host_decoded, (long long)d->host_decode_quota);
   }
 }
 
@@ -107,8 +120,10 @@ static void print_breakdown(stk_pipeline *p, bool json) {
   for (size_t i = 0; i < n; i++) {
     stk_pipeline_op_time(p, i, &name, &t);
     double share = total ? (double)t / total : 0.0;
-    if (json) printf("%s\"%s\": %.4f", i ? ", " : "", name, share);
-    else printf("  %-40s %5.1f%%  %8.1f ms cpu\n", name, 100 * share, t / 1e6);
+    if (json)
+      printf("%s\"%s\": %.4f", i ? ", " : "", name, share);
+    else
+      printf("  %-40s %5.1f%%  %8.1f ms cpu\n", name, 100 * share, t / 1e6);
   }
   if (json) printf("}");
 }
@@ -116,8 +131,10 @@ static void print_breakdown(stk_pipeline *p, bool json) {
 int cli_bench(int argc, char **argv) {
   cli_options o;
   if (!cli_parse(argc, argv, 2,
-                 "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch --seed --on-error --warmup "
-                 "--timeout --json", &o))
+                 "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch "
+                 "--seed --on-error --warmup "
+                 "--timeout --json",
+                 &o))
     return 2;
   stk_pipeline *p = cli_make_pipeline(&o);
   if (!p) return 1;
@@ -136,8 +153,8 @@ int cli_bench(int argc, char **argv) {
   }
   if (o.warmup < 0) o.warmup = batches > 1; /* by default the first batch, when there are more */
   if (o.warmup >= batches) {
-    fprintf(stderr, "stoker: bench: --warmup %lld leaves no batch to time (the run has %lld)\n", (long long)o.warmup,
-            (long long)batches);
+    fprintf(stderr, "stoker: bench: --warmup %lld leaves no batch to time (the run has %lld)\n",
+            (long long)o.warmup, (long long)batches);
     stk_pipeline_destroy(p);
     return 2;
   }
@@ -175,8 +192,10 @@ int cli_bench(int argc, char **argv) {
     images += (int64_t)n;
     /* the first --warmup batches (the host pool growing, its blocks being page-locked,
      * caches and nvJPEG's buffers filling) are not timed */
-    if (b + 1 == o.warmup) t_first = now_s();
-    else if (b >= o.warmup) timed_images += (int64_t)n;
+    if (b + 1 == o.warmup)
+      t_first = now_s();
+    else if (b >= o.warmup)
+      timed_images += (int64_t)n;
     if (bar && (b % 4 == 3 || last))
       progress(b + 1, batches, b >= o.warmup ? timed_images / (now_s() - t_first) : 0);
   }
@@ -190,27 +209,33 @@ int cli_bench(int argc, char **argv) {
   stk_pipeline_stats(p, &s);
   stk_pipeline_decoder_diagnostics(p, &d);
   if (o.json) {
-    printf("{\"images_per_s\": %.2f, \"images\": %lld, \"seconds\": %.4f, \"skipped\": %lld, "
-           "\"batches\": %lld, \"batch_size\": %lld, \"threads\": %lld, \"ms_per_batch\": %.3f, "
-           "\"warmup_batches\": %lld, \"timed_images\": %lld, \"timed_seconds\": %.6f, "
-           "\"host_bytes_peak\": %lld, \"pipeline\": \"%s\", \"device\": \"%s\", ",
-           ips, (long long)images, t_end - t0, (long long)s.skipped, (long long)batches,
-           (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)o.warmup, (long long)timed_images,
-           timed, (long long)s.host_bytes_peak, o.pipeline, o.device);
+    printf(
+        "{\"images_per_s\": %.2f, \"images\": %lld, \"seconds\": %.4f, \"skipped\": %lld, "
+        "\"batches\": %lld, \"batch_size\": %lld, \"threads\": %lld, \"ms_per_batch\": %.3f, "
+        "\"warmup_batches\": %lld, \"timed_images\": %lld, \"timed_seconds\": %.6f, "
+        "\"host_bytes_peak\": %lld, \"pipeline\": \"%s\", \"device\": \"%s\", ",
+        ips, (long long)images, t_end - t0, (long long)s.skipped, (long long)batches,
+        (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)o.warmup,
+        (long long)timed_images, timed, (long long)s.host_bytes_peak, o.pipeline, o.device);
     print_stages(&s, &d, batches, true);
     print_breakdown(p, true);
     printf(", \"skipped_samples\": ");
     print_skipped(p, true);
     printf("}\n");
   } else {
-    printf("pipeline %s on %s: %lld images in %.2f s (the first %lld batch%s excluded from the rate)\n", o.pipeline,
-           o.device, (long long)images, t_end - t0, (long long)o.warmup, o.warmup == 1 ? "" : "es");
-    printf("  %.1f images/s, %.2f ms/batch of %lld, %lld threads, %lld skipped, host pool peak %.1f MiB\n",
-           ips, ms_batch, (long long)o.batch_size, (long long)o.threads, (long long)s.skipped,
-           s.host_bytes_peak / 1048576.0);
+    printf(
+        "pipeline %s on %s: %lld images in %.2f s (the first %lld batch%s excluded from the "
+        "rate)\n",
+        o.pipeline, o.device, (long long)images, t_end - t0, (long long)o.warmup,
+        o.warmup == 1 ? "" : "es");
+    printf(
+        "  %.1f images/s, %.2f ms/batch of %lld, %lld threads, %lld skipped, host pool peak %.1f "
+        "MiB\n",
+        ips, ms_batch, (long long)o.batch_size, (long long)o.threads, (long long)s.skipped,
+        s.host_bytes_peak / 1048576.0);
     if (d.host_blocks_pinned || d.host_pin_failures)
-      printf("  host pool blocks page-locked: %lld (%lld left pageable)\n", (long long)d.host_blocks_pinned,
-             (long long)d.host_pin_failures);
+      printf("  host pool blocks page-locked: %lld (%lld left pageable)\n",
+             (long long)d.host_blocks_pinned, (long long)d.host_pin_failures);
     print_skipped(p, false);
     print_stages(&s, &d, batches, false);
     printf("operator share of CPU time:\n");

@@ -13,7 +13,7 @@ typedef struct {
   const char *pipeline; /* --pipeline PRESET|FILE */
   const char *device;   /* --device cpu|gpu */
   int64_t batch_size, threads, prefetch, seed, epochs, iters, count;
-  int64_t warmup; /* --warmup N: batches run before the clock starts (bench; -1: not given) */
+  int64_t warmup;    /* --warmup N: batches run before the clock starts (bench; -1: not given) */
   int64_t timeout_s; /* --timeout SECONDS: the pipeline's timeout_ms / 1000 (0: not given) */
   bool seed_given, json, skip_errors;
   /* Flags actually given: only those override a pipeline file's own settings. */

@@ -28,12 +28,18 @@ static bool flag_allowed(const char *allowed, const char *flag) {
 }
 
 bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_options *o) {
-  *o = (cli_options){.device = "cpu", .batch_size = 64, .threads = 2, .prefetch = 2, .seed = -1, .count = 16,
+  *o = (cli_options){.device = "cpu",
+                     .batch_size = 64,
+                     .threads = 2,
+                     .prefetch = 2,
+                     .seed = -1,
+                     .count = 16,
                      .warmup = -1};
   for (int i = first; i < argc; i++) {
     const char *f = argv[i];
     if (!flag_allowed(allowed, f)) {
-      fprintf(stderr, "stoker: %s: unknown option '%s' (this command takes: %s)\n", argv[1], f, allowed);
+      fprintf(stderr, "stoker: %s: unknown option '%s' (this command takes: %s)\n", argv[1], f,
+              allowed);
       return false;
     }
     if (strcmp(f, "--json") == 0) {
@@ -46,9 +52,12 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
     }
     const char *v = argv[++i];
     bool ok = true;
-    if (strcmp(f, "--data") == 0) o->data = v;
-    else if (strcmp(f, "--pipeline") == 0) o->pipeline = v;
-    else if (strcmp(f, "--out") == 0) o->out = v;
+    if (strcmp(f, "--data") == 0)
+      o->data = v;
+    else if (strcmp(f, "--pipeline") == 0)
+      o->pipeline = v;
+    else if (strcmp(f, "--out") == 0)
+      o->out = v;
     else if (strcmp(f, "--device") == 0) {
       o->device = v;
       if (strcmp(v, "cpu") != 0 && strcmp(v, "gpu") != 0) {
@@ -62,14 +71,22 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
       }
       o->skip_errors = strcmp(v, "skip") == 0;
       o->on_error_given = true;
-    } else if (strcmp(f, "--batch-size") == 0) ok = o->batch_size_given = parse_int(f, v, 1, &o->batch_size);
-    else if (strcmp(f, "--threads") == 0) ok = o->threads_given = parse_int(f, v, 1, &o->threads);
-    else if (strcmp(f, "--prefetch") == 0) ok = o->prefetch_given = parse_int(f, v, 1, &o->prefetch);
-    else if (strcmp(f, "--epochs") == 0) ok = parse_int(f, v, 1, &o->epochs);
-    else if (strcmp(f, "--iters") == 0) ok = parse_int(f, v, 1, &o->iters);
-    else if (strcmp(f, "--warmup") == 0) ok = parse_int(f, v, 0, &o->warmup);
-    else if (strcmp(f, "--timeout") == 0) ok = parse_int(f, v, 1, &o->timeout_s);
-    else if (strcmp(f, "--count") == 0) ok = parse_int(f, v, 1, &o->count);
+    } else if (strcmp(f, "--batch-size") == 0)
+      ok = o->batch_size_given = parse_int(f, v, 1, &o->batch_size);
+    else if (strcmp(f, "--threads") == 0)
+      ok = o->threads_given = parse_int(f, v, 1, &o->threads);
+    else if (strcmp(f, "--prefetch") == 0)
+      ok = o->prefetch_given = parse_int(f, v, 1, &o->prefetch);
+    else if (strcmp(f, "--epochs") == 0)
+      ok = parse_int(f, v, 1, &o->epochs);
+    else if (strcmp(f, "--iters") == 0)
+      ok = parse_int(f, v, 1, &o->iters);
+    else if (strcmp(f, "--warmup") == 0)
+      ok = parse_int(f, v, 0, &o->warmup);
+    else if (strcmp(f, "--timeout") == 0)
+      ok = parse_int(f, v, 1, &o->timeout_s);
+    else if (strcmp(f, "--count") == 0)
+      ok = parse_int(f, v, 1, &o->count);
     else if (strcmp(f, "--seed") == 0) {
       ok = parse_int(f, v, 0, &o->seed);
       o->seed_given = true;
@@ -91,22 +108,26 @@ static char *pipeline_text(const char *spec, const char *device) {
   snprintf(gpu_name, sizeof gpu_name, "%s@gpu", spec);
   bool gpu = strcmp(device, "gpu") == 0;
   if (gpu && cli_preset(spec) && !cli_preset(gpu_name)) {
-    fprintf(stderr, "stoker: preset '%s' has no GPU variant yet (GPU presets: basic, basic-full, decode, randaugment, autoaugment, trivialaugment)\n", spec);
+    fprintf(stderr,
+            "stoker: preset '%s' has no GPU variant yet (GPU presets: basic, basic-full, decode, "
+            "randaugment, autoaugment, trivialaugment)\n",
+            spec);
     return NULL;
   }
   const char *preset = gpu ? cli_preset(gpu_name) : cli_preset(spec);
   if (preset) return strdup(preset);
   FILE *f = fopen(spec, "rb");
   if (!f) {
-    fprintf(stderr, "stoker: --pipeline '%s' is neither a preset (%s) nor a readable file: %s\n", spec,
-            cli_preset_names(), strerror(errno));
+    fprintf(stderr, "stoker: --pipeline '%s' is neither a preset (%s) nor a readable file: %s\n",
+            spec, cli_preset_names(), strerror(errno));
     return NULL;
   }
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   char *text = malloc((size_t)n + 1);
-  if (text && fread(text, 1, (size_t)n, f) == (size_t)n) text[n] = '\0';
+  if (text && fread(text, 1, (size_t)n, f) == (size_t)n)
+    text[n] = '\0';
   else {
     free(text);
     text = NULL;
@@ -140,7 +161,8 @@ static char *substitute_data(const char *text, const char *data) {
 /* True when the text form sets `key` on a line of its own ("key = value"). */
 static bool text_sets(const char *text, const char *key) {
   size_t n = strlen(key);
-  for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+  for (const char *line = text; line && *line;
+       line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
     while (*line == ' ' || *line == '\t') line++;
     if (strncmp(line, key, n) != 0) continue;
     const char *p = line + n;
@@ -159,7 +181,8 @@ stk_pipeline *cli_make_pipeline(const cli_options *o) {
   /* A flag given overrides the pipeline's own setting; a flag not given leaves a setting
    * the pipeline makes alone, and otherwise applies the command's default. */
   bool sets_batch = text_sets(text, "batch_size"), sets_threads = text_sets(text, "num_threads"),
-       sets_prefetch = text_sets(text, "prefetch_queue_depth"), sets_on_error = text_sets(text, "on_error");
+       sets_prefetch = text_sets(text, "prefetch_queue_depth"),
+       sets_on_error = text_sets(text, "on_error");
   stk_pipeline *p = NULL;
   stk_status st = stk_pipeline_from_text(text, &p);
   free(text);

@@ -33,8 +33,8 @@ static void show_progress(void *user, int64_t done, int64_t total) {
   int width = 30, filled = (int)(width * done / (total ? total : 1));
   double secs = (now - ps->start_ns) / 1e9;
   fprintf(stderr, "\r[%.*s%*s] %lld/%lld samples  %.0f samples/s", filled,
-          "##############################", width - filled, "", (long long)done,
-          (long long)total, secs > 0 ? done / secs : 0.0);
+          "##############################", width - filled, "", (long long)done, (long long)total,
+          secs > 0 ? done / secs : 0.0);
   if (done == total) fputc('\n', stderr);
   fflush(stderr);
 }
@@ -56,16 +56,20 @@ static bool parse_args(int argc, char **argv, stk__convert_options *o) {
   int64_t seed = 0;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (strcmp(a, "--to") == 0 && v) to = v, i++;
-    else if (strcmp(a, "--out") == 0 && v) o->out_dir = v, i++;
+    if (strcmp(a, "--to") == 0 && v)
+      to = v, i++;
+    else if (strcmp(a, "--out") == 0 && v)
+      o->out_dir = v, i++;
     else if (strcmp(a, "--shard-size") == 0) {
       if (!parse_int(a, v, 1, &o->shard_size)) return false;
       i++;
     } else if (strcmp(a, "--seed") == 0) {
       if (!parse_int(a, v, 0, &seed)) return false;
       i++;
-    } else if (strcmp(a, "--shuffle") == 0) o->shuffle = true;
-    else if (a[0] != '-' && !o->src) o->src = a;
+    } else if (strcmp(a, "--shuffle") == 0)
+      o->shuffle = true;
+    else if (a[0] != '-' && !o->src)
+      o->src = a;
     else {
       fprintf(stderr, "stoker convert: unexpected argument '%s'\n", a);
       return false;
@@ -76,8 +80,10 @@ static bool parse_args(int argc, char **argv, stk__convert_options *o) {
     fprintf(stderr, "stoker convert: SRC, --to and --out are required\n");
     return false;
   }
-  if (strcmp(to, "wds") == 0 || strcmp(to, "webdataset") == 0) o->format = STK__CONVERT_WDS;
-  else if (strcmp(to, "tfrecord") == 0) o->format = STK__CONVERT_TFRECORD;
+  if (strcmp(to, "wds") == 0 || strcmp(to, "webdataset") == 0)
+    o->format = STK__CONVERT_WDS;
+  else if (strcmp(to, "tfrecord") == 0)
+    o->format = STK__CONVERT_TFRECORD;
   else {
     fprintf(stderr, "stoker convert: --to is 'wds' or 'tfrecord', not '%s'\n", to);
     return false;

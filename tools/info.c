@@ -27,11 +27,13 @@ static int info_file(const char *path) {
     cli_error("info");
     return 1;
   }
-  printf("%s: %s, %d x %d (width x height), %d channel(s), %d bit%s, EXIF orientation %d", path,
-         format_name(info.format), info.width, info.height, info.channels, info.bit_depth,
-         info.progressive ? (info.format == STK__IMAGE_JPEG ? ", progressive" : ", interlaced") : "",
-         info.orientation);
-  if (info.orientation != 1) printf(" (displayed %d x %d)", info.oriented_width, info.oriented_height);
+  printf(
+      "%s: %s, %d x %d (width x height), %d channel(s), %d bit%s, EXIF orientation %d", path,
+      format_name(info.format), info.width, info.height, info.channels, info.bit_depth,
+      info.progressive ? (info.format == STK__IMAGE_JPEG ? ", progressive" : ", interlaced") : "",
+      info.orientation);
+  if (info.orientation != 1)
+    printf(" (displayed %d x %d)", info.oriented_width, info.oriented_height);
   printf(", %zu bytes\n", size);
   return 0;
 }
@@ -73,12 +75,14 @@ static int info_dir(const char *path) {
   }
   printf("%s: %lld file(s) in %lld class folder(s), %.1f MB\n", path, (long long)summary.files,
          (long long)summary.classes, summary.bytes / 1e6);
-  printf("  images: %lld (JPEG %lld, PNG %lld), unreadable headers: %lld\n", (long long)summary.images,
-         (long long)summary.jpeg, (long long)summary.png, (long long)summary.bad);
+  printf("  images: %lld (JPEG %lld, PNG %lld), unreadable headers: %lld\n",
+         (long long)summary.images, (long long)summary.jpeg, (long long)summary.png,
+         (long long)summary.bad);
   if (summary.images)
     printf("  mean file size %.1f KB, mean size %.0f pixels (%.0f x %.0f if square)\n",
            summary.bytes / 1e3 / (double)summary.files, (double)summary.pixels / summary.images,
-           __builtin_sqrt((double)summary.pixels / summary.images), __builtin_sqrt((double)summary.pixels / summary.images));
+           __builtin_sqrt((double)summary.pixels / summary.images),
+           __builtin_sqrt((double)summary.pixels / summary.images));
   return 0;
 }
 
@@ -100,7 +104,8 @@ int cli_info(int argc, char **argv) {
 }
 
 static const char *type_name(stk_arg_type t) {
-  static const char *const names[] = {"bool", "int", "float", "string", "ints", "floats", "strings"};
+  static const char *const names[] = {"bool", "int",    "float",  "string",
+                                      "ints", "floats", "strings"};
   return (unsigned)t < 7 ? names[t] : "?";
 }
 
@@ -118,11 +123,13 @@ int cli_ops(int argc, char **argv) {
     fprintf(stderr, "stoker: no operator named '%s' (see `stoker ops`)\n", argv[2]);
     return 1;
   }
-  printf("%s\n\n%s\n\ninputs: %d..%d, outputs: %d\n\n", s->name, s->doc, s->min_inputs, s->max_inputs, s->num_outputs);
+  printf("%s\n\n%s\n\ninputs: %d..%d, outputs: %d\n\n", s->name, s->doc, s->min_inputs,
+         s->max_inputs, s->num_outputs);
   for (int a = 0; a < s->num_args; a++) {
     const stk_arg_schema *g = &s->args[a];
     printf("  %-24s %-8s default %-20s%s%s\n      %s", g->name, type_name(g->type),
-           g->default_text ? g->default_text : (g->flags & STK_ARGF_REQUIRED ? "(required)" : "(none)"),
+           g->default_text ? g->default_text
+                           : (g->flags & STK_ARGF_REQUIRED ? "(required)" : "(none)"),
            g->flags & STK_ARGF_PER_SAMPLE ? " per-sample" : "", g->choices ? "" : "", g->doc);
     if (g->choices) printf(" [%s]", g->choices);
     if (g->flags & STK_ARGF_RANGE) printf(" range [%g, %g]", g->min, g->max);

@@ -49,7 +49,8 @@ static int info_tar(const char *path, int fd, int64_t size) {
   return 0;
 }
 
-static stk_status print_feature(void *user, const char *name, size_t len, const stk__tf_feature *f) {
+static stk_status print_feature(void *user, const char *name, size_t len,
+                                const stk__tf_feature *f) {
   static const char *const kinds[] = {"missing", "bytes_list", "float_list", "int64_list", "empty"};
   printf("  %-28.*s %-10s %lld value(s)", (int)len, name, kinds[f->kind], (long long)f->count);
   if (f->kind == STK__TF_INT64 && f->count >= 1 && f->count <= 4) {
@@ -98,12 +99,13 @@ int cli_info_archive(const char *path) {
   if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
       stk__pread_full(fd, path, 0, head, sizeof head, &got) == STK_OK) {
     bool is_tar = got == sizeof head && stk__tar_header_valid(head);
-    bool is_tfrecord = got >= 12 &&
-                       stk__crc32c_mask(stk__crc32c(0, head, 8)) ==
-                           ((uint32_t)head[8] | (uint32_t)head[9] << 8 |
-                            (uint32_t)head[10] << 16 | (uint32_t)head[11] << 24);
-    if (is_tar) rc = info_tar(path, fd, (int64_t)sb.st_size);
-    else if (is_tfrecord) rc = info_tfrecord(path, fd, (int64_t)sb.st_size);
+    bool is_tfrecord = got >= 12 && stk__crc32c_mask(stk__crc32c(0, head, 8)) ==
+                                        ((uint32_t)head[8] | (uint32_t)head[9] << 8 |
+                                         (uint32_t)head[10] << 16 | (uint32_t)head[11] << 24);
+    if (is_tar)
+      rc = info_tar(path, fd, (int64_t)sb.st_size);
+    else if (is_tfrecord)
+      rc = info_tfrecord(path, fd, (int64_t)sb.st_size);
   }
   close(fd);
   return rc;

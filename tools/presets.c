@@ -4,8 +4,7 @@
 #include "cli.h"
 
 /* ImageNet mean and std in 0..255 units (torchvision's constants times 255). */
-#define IMAGENET_NORMALIZE                                                                 \
-  "mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]"
+#define IMAGENET_NORMALIZE "mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375]"
 
 /* CPU presets first; the GPU ones (name + "@gpu") place decoding on the mixed device
  * (nvJPEG) and the image operators on the GPU, with the same random decisions. */
@@ -71,23 +70,27 @@ static const struct {
      "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
      "return images, labels\n"},
     {"randaugment",
-     "# The basic pipeline plus RandAugment (n=2, m=9 of 31 bins, DALI's magnitudes) (auto_augment.apply: the fused CPU path)\n"
+     "# The basic pipeline plus RandAugment (n=2, m=9 of 31 bins, DALI's magnitudes) "
+     "(auto_augment.apply: the fused CPU path)\n"
      "# between the resize and the normalisation.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[224, 224])\n"
      "images = resize(crops, size=[224, 224])\n"
-     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, policy=\"rand_augment\", n=2, m=9)\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, "
+     "policy=\"rand_augment\", n=2, m=9)\n"
      "mirror = random.coin_flip(probability=0.5)\n"
      "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float32\", output_layout=\"CHW\")\n"
      "return out, labels\n"},
     {"autoaugment",
-     "# The basic pipeline plus AutoAugment (DALI's ImageNet policy) (auto_augment.apply: the fused CPU path)\n"
+     "# The basic pipeline plus AutoAugment (DALI's ImageNet policy) (auto_augment.apply: the "
+     "fused CPU path)\n"
      "# between the resize and the normalisation.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[224, 224])\n"
      "images = resize(crops, size=[224, 224])\n"
-     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, policy=\"auto_augment_image_net\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, "
+     "policy=\"auto_augment_image_net\")\n"
      "mirror = random.coin_flip(probability=0.5)\n"
      "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float32\", output_layout=\"CHW\")\n"
@@ -98,31 +101,36 @@ static const struct {
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[224, 224])\n"
      "images = resize(crops, size=[224, 224])\n"
-     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, policy=\"trivial_augment_wide\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(images, "
+     "policy=\"trivial_augment_wide\")\n"
      "mirror = random.coin_flip(probability=0.5)\n"
      "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float32\", output_layout=\"CHW\")\n"
      "return out, labels\n"},
     {"randaugment@gpu",
-     "# basic@gpu plus RandAugment (n=2, m=9) on the GPU (auto_augment.apply: the fused GPU path, one\n"
+     "# basic@gpu plus RandAugment (n=2, m=9) on the GPU (auto_augment.apply: the fused GPU path, "
+     "one\n"
      "# launch per batch; the decisions are drawn on the host as on the CPU) after the\n"
      "# random_resized_crop, before the normalisation.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
      "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
-     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, policy=\"rand_augment\", n=2, m=9, device=\"gpu\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, policy=\"rand_augment\", "
+     "n=2, m=9, device=\"gpu\")\n"
      "mirror = random.coin_flip(probability=0.5)\n"
      "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
      "return out, labels\n"},
     {"autoaugment@gpu",
-     "# basic@gpu plus AutoAugment (DALI's ImageNet policy) on the GPU (auto_augment.apply: the fused GPU path, one\n"
+     "# basic@gpu plus AutoAugment (DALI's ImageNet policy) on the GPU (auto_augment.apply: the "
+     "fused GPU path, one\n"
      "# launch per batch; the decisions are drawn on the host as on the CPU) after the\n"
      "# random_resized_crop, before the normalisation.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
      "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
-     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, policy=\"auto_augment_image_net\", device=\"gpu\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, "
+     "policy=\"auto_augment_image_net\", device=\"gpu\")\n"
      "mirror = random.coin_flip(probability=0.5)\n"
      "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
@@ -134,7 +142,8 @@ static const struct {
      "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
      "images = decoders.image(jpegs, output_type=\"RGB\", device=\"mixed\")\n"
      "crops = random_resized_crop(images, size=[224, 224], device=\"gpu\")\n"
-     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, policy=\"trivial_augment_wide\", device=\"gpu\")\n"
+     "augmented, no_mask, no_boxes, decisions = auto_augment.apply(crops, "
+     "policy=\"trivial_augment_wide\", device=\"gpu\")\n"
      "mirror = random.coin_flip(probability=0.5)\n"
      "out = crop_mirror_normalize(augmented, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float16\", output_layout=\"CHW\", device=\"gpu\")\n"
@@ -147,4 +156,6 @@ const char *cli_preset(const char *name) {
   return NULL;
 }
 
-const char *cli_preset_names(void) { return "basic basic-full decode randaugment autoaugment trivialaugment"; }
+const char *cli_preset_names(void) {
+  return "basic basic-full decode randaugment autoaugment trivialaugment";
+}

@@ -14,18 +14,24 @@ typedef struct {
 static double element(const stk_tensor_desc *d, int64_t offset) {
   const char *p = (const char *)d->data + offset;
   switch (d->dtype) {
-  case STK_DTYPE_UINT8: return *(const uint8_t *)p;
-  case STK_DTYPE_FLOAT32: return *(const float *)p;
-  case STK_DTYPE_FLOAT64: return *(const double *)p;
-  case STK_DTYPE_INT16: return *(const int16_t *)p;
-  case STK_DTYPE_INT32: return *(const int32_t *)p;
-  case STK_DTYPE_FLOAT16: { /* half to float, enough for display */
-    uint16_t h = *(const uint16_t *)p;
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
-    return (h & 0x8000) ? -v : v;
-  }
-  default: return 0;
+    case STK_DTYPE_UINT8:
+      return *(const uint8_t *)p;
+    case STK_DTYPE_FLOAT32:
+      return *(const float *)p;
+    case STK_DTYPE_FLOAT64:
+      return *(const double *)p;
+    case STK_DTYPE_INT16:
+      return *(const int16_t *)p;
+    case STK_DTYPE_INT32:
+      return *(const int32_t *)p;
+    case STK_DTYPE_FLOAT16: { /* half to float, enough for display */
+      uint16_t h = *(const uint16_t *)p;
+      int e = (h >> 10) & 31, m = h & 1023;
+      double v = e ? ldexp(1024 + m, e - 25) : ldexp(m, -24);
+      return (h & 0x8000) ? -v : v;
+    }
+    default:
+      return 0;
   }
 }
 
@@ -111,7 +117,8 @@ static bool write_grid(const char *path, tile *tiles, int64_t count) {
   for (int64_t i = 0; i < count; i++) {
     int ox = gap + (int)(i % cols) * (cell_w + gap), oy = gap + (int)(i / cols) * (cell_h + gap);
     for (int y = 0; y < tiles[i].h; y++)
-      memcpy(img + ((size_t)(oy + y) * W + ox) * 3, tiles[i].rgb + (size_t)y * tiles[i].w * 3, (size_t)tiles[i].w * 3);
+      memcpy(img + ((size_t)(oy + y) * W + ox) * 3, tiles[i].rgb + (size_t)y * tiles[i].w * 3,
+             (size_t)tiles[i].w * 3);
   }
   bool ok = cli_write_png(path, img, W, H, 3);
   free(img);
@@ -121,8 +128,10 @@ static bool write_grid(const char *path, tile *tiles, int64_t count) {
 
 int cli_preview(int argc, char **argv) {
   cli_options o;
-  if (!cli_parse(argc, argv, 2, "--data --pipeline --count --out --seed --threads --prefetch --device --batch-size --on-error --timeout",
-                  &o))
+  if (!cli_parse(argc, argv, 2,
+                 "--data --pipeline --count --out --seed --threads --prefetch --device "
+                 "--batch-size --on-error --timeout",
+                 &o))
     return 2;
   if (!o.out) {
     fprintf(stderr, "stoker: preview needs --out FILE.png\n");

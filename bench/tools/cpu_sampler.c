@@ -14,12 +14,11 @@
  *
  * Functions are named from each file's own symbol table (.symtab, so a library's internal
  * functions too, where the file is not stripped; else .dynsym's exported ones). A
- * stripped library's internal functions are reported as LIB+0xOFFSET (offset from the library's load address), so
- * two samples in one internal function still group together (by 4 KiB page of code,
- * see PAGE_GROUP). Time a thread spends in the kernel appears at the system call's
- * return address in user space (libc's ioctl, futex wait, ...): which library made the
- * call is then the next frame.
- * Frames past the first come from backtrace() (libgcc's unwinder on .eh_frame); it is
+ * stripped library's internal functions are reported as LIB+0xOFFSET (offset from the library's
+ * load address), so two samples in one internal function still group together (by 4 KiB page of
+ * code, see PAGE_GROUP). Time a thread spends in the kernel appears at the system call's return
+ * address in user space (libc's ioctl, futex wait, ...): which library made the call is then the
+ * next frame. Frames past the first come from backtrace() (libgcc's unwinder on .eh_frame); it is
  * warmed up before the timer starts, since its first call loads libgcc.
  * Libraries are kept loaded to the end (dlclose is a no-op while this is preloaded), and
  * the executable mappings are recorded every 200 ms while sampling, so that the report can
@@ -75,7 +74,8 @@ static void on_prof(int sig, siginfo_t *info, void *ucv) {
   /* A thread's CPU clock is checked at the kernel's tick: expiries between two checks
    * arrive as one signal whose overrun counts the rest, so the sample stands for them all
    * (without it, a thread whose runs were short was under-sampled: 8 : 1 for 3 : 1). */
-  s->weight = 1 + (info && info->si_code == SI_TIMER && info->si_overrun > 0 ? info->si_overrun : 0);
+  s->weight =
+      1 + (info && info->si_code == SI_TIMER && info->si_overrun > 0 ? info->si_overrun : 0);
   ucontext_t *uc = (ucontext_t *)ucv;
   s->pc[0] = (void *)uc->uc_mcontext.gregs[REG_RIP];
   prctl(PR_GET_NAME, s->thread, 0, 0, 0);
@@ -99,9 +99,7 @@ static void *snapshot_main(void *arg);
 
 static pthread_key_t timer_key; /* its destructor deletes an exiting thread's timer */
 
-static void delete_thread_timer(void *timer) {
-  timer_delete((timer_t)timer);
-}
+static void delete_thread_timer(void *timer) { timer_delete((timer_t)timer); }
 
 /* The calling thread's timer: SIGPROF to this thread every 1/sample_hz s of its CPU time. */
 static void arm_thread_timer(void) {
@@ -113,7 +111,8 @@ static void arm_thread_timer(void) {
   timer_t timer;
   if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &timer) != 0) return;
   long ns = 1000000000L / sample_hz;
-  struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L}, {ns / 1000000000L, ns % 1000000000L}};
+  struct itimerspec its = {{ns / 1000000000L, ns % 1000000000L},
+                           {ns / 1000000000L, ns % 1000000000L}};
   timer_settime(timer, 0, &its, NULL);
   pthread_setspecific(timer_key, (void *)timer);
 }
@@ -131,8 +130,9 @@ static void *timed_thread(void *p) {
 }
 
 /* Interposed: every thread the program starts gets its timer first. */
-__attribute__((visibility("default"))) int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                                                     void *(*fn)(void *), void *arg) {
+__attribute__((visibility("default"))) int pthread_create(pthread_t *thread,
+                                                          const pthread_attr_t *attr,
+                                                          void *(*fn)(void *), void *arg) {
   static int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
   if (!real_create) *(void **)&real_create = dlsym(RTLD_NEXT, "pthread_create");
   if (!real_create) return EAGAIN;
@@ -205,7 +205,9 @@ static void load_symbols(sym_file *sf) {
   sf->syms = (func_sym *)calloc(count ? count : 1, sizeof *sf->syms);
   if (!sf->syms) return;
   for (size_t i = 0; i < count; i++) {
-    if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC || !sym[i].st_value || sym[i].st_name >= strs->sh_size) continue;
+    if (ELF64_ST_TYPE(sym[i].st_info) != STT_FUNC || !sym[i].st_value ||
+        sym[i].st_name >= strs->sh_size)
+      continue;
     sf->syms[sf->n++] = (func_sym){sym[i].st_value, sym[i].st_size,
                                    (const char *)(base + strs->sh_offset + sym[i].st_name)};
   }
@@ -263,8 +265,8 @@ static void maps_snapshot(void) {
   while (fgets(line, sizeof line, f)) {
     unsigned long lo, hi, off;
     char perms[8], path[512] = "";
-    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %511s", &lo, &hi, perms, &off, path) < 5 || perms[2] != 'x' ||
-        path[0] != '/')
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %511s", &lo, &hi, perms, &off, path) < 5 ||
+        perms[2] != 'x' || path[0] != '/')
       continue;
     int known = 0;
     for (int i = nmappings - 1; i >= 0 && !known; i--)
@@ -391,7 +393,8 @@ static void print_top(FILE *f, tallies *ts, long total, int top, const char *tit
   qsort(ts->t, (size_t)ts->n, sizeof *ts->t, by_count);
   fprintf(f, "  %s\n", title);
   for (int i = 0; i < ts->n && i < top; i++)
-    fprintf(f, "    %5.1f%%  %6ld  %s\n", 100.0 * ts->t[i].count / total, ts->t[i].count, ts->t[i].key);
+    fprintf(f, "    %5.1f%%  %6ld  %s\n", 100.0 * ts->t[i].count / total, ts->t[i].count,
+            ts->t[i].key);
 }
 
 /* The report for one thread name: samples by library, by function, by call chain. */
@@ -417,7 +420,8 @@ static void report_thread(FILE *f, const char *thread, long n_all) {
     }
     tally_add(&chains, chain, s->weight);
   }
-  fprintf(f, "thread %s: %ld timer expiries (%.3f s of CPU)\n", thread, total, (double)total / sample_hz);
+  fprintf(f, "thread %s: %ld timer expiries (%.3f s of CPU)\n", thread, total,
+          (double)total / sample_hz);
   print_top(f, &libs, total, 12, "by library (self)");
   print_top(f, &funcs, total, 25, "by function (self)");
   print_top(f, &chains, total, 25, "by call chain (innermost first)");
@@ -430,7 +434,8 @@ static void write_report(void) {
   atomic_store(&enabled, 0); /* the timers tick on; their samples are dropped */
   atomic_store(&snapshots_stop, 1);
   maps_snapshot();
-  pthread_mutex_lock(&mappings_lock); /* the snapshot thread may still be about: the table is read below */
+  pthread_mutex_lock(
+      &mappings_lock); /* the snapshot thread may still be about: the table is read below */
   long n = atomic_load(&nsamples);
   if (n > MAX_SAMPLES) n = MAX_SAMPLES;
   char path[600];
@@ -450,7 +455,9 @@ static void write_report(void) {
   }
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  double window = window_start.tv_sec ? (now.tv_sec - window_start.tv_sec) + (now.tv_nsec - window_start.tv_nsec) * 1e-9 : 0;
+  double window = window_start.tv_sec ? (now.tv_sec - window_start.tv_sec) +
+                                            (now.tv_nsec - window_start.tv_nsec) * 1e-9
+                                      : 0;
   fprintf(f, "cpu_sampler: %ld signals over a %.2f s window; %s\n", n, window, cmd);
   tallies threads = {0};
   long weighed = 0;
@@ -461,11 +468,14 @@ static void write_report(void) {
     tally_add(&threads, t, samples[i].weight);
     weighed += samples[i].weight;
   }
-  fprintf(f, "(counts below are expiries of the threads' timers: %ld, one per 1/%d s of a thread's CPU time)\n",
+  fprintf(f,
+          "(counts below are expiries of the threads' timers: %ld, one per 1/%d s of a thread's "
+          "CPU time)\n",
           weighed, sample_hz);
   print_top(f, &threads, weighed ? weighed : 1, 64, "by thread");
   for (int i = 0; i < threads.n; i++)
-    if (threads.t[i].count * 50 >= weighed) report_thread(f, threads.t[i].key, n); /* threads with >= 2% */
+    if (threads.t[i].count * 50 >= weighed)
+      report_thread(f, threads.t[i].key, n); /* threads with >= 2% */
   free(threads.t);
   fclose(f);
   pthread_mutex_unlock(&mappings_lock);

@@ -9,8 +9,8 @@
  * orders remain for gpu_bench --bare-order (a lab tool). The engines
  * decode one image each at a time; a batch is done when the last engine is, so the
  * batch's time is set by the most loaded engine. How nvJPEG deals the images out is not
- * documented; the modes are the candidates that were measured. The cost of an image is taken to be its
- * bitstream's size (the engines' entropy decoding reads every byte).
+ * documented; the modes are the candidates that were measured. The cost of an image is taken to be
+ * its bitstream's size (the engines' entropy decoding reads every byte).
  *
  *   STK_ORDER_AS_GIVEN  the batch's order
  *   STK_ORDER_DESC      largest bitstream first: with engines that take the next image when
@@ -55,7 +55,8 @@ static inline void stk_engine_sort_desc(int *perm, int n, const size_t *cost) {
 /* Writes into perm[0..n) the order (indices into cost[]) in which to submit. `scratch`
  * holds 2n ints. Returns 0, or -1 when a mode needs the engines' count and has none (perm
  * is then the given order). */
-static inline int stk_engine_order(int mode, int n, const size_t *cost, int engines, int *perm, int *scratch) {
+static inline int stk_engine_order(int mode, int n, const size_t *cost, int engines, int *perm,
+                                   int *scratch) {
   for (int i = 0; i < n; i++) perm[i] = i;
   if (mode == STK_ORDER_AS_GIVEN || n < 2) return 0;
   stk_engine_sort_desc(perm, n, cost);
@@ -69,7 +70,10 @@ static inline int stk_engine_order(int mode, int n, const size_t *cost, int engi
   int chunk = (n + engines - 1) / engines;
   for (int e = 0, acc = 0; e < engines; e++) {
     int left = n - e * chunk;
-    cap[e] = mode == STK_ORDER_DEALT ? n / engines + (e < n % engines) : left < 0 ? 0 : left > chunk ? chunk : left;
+    cap[e] = mode == STK_ORDER_DEALT ? n / engines + (e < n % engines)
+             : left < 0              ? 0
+             : left > chunk          ? chunk
+                                     : left;
     used[e] = 0, load[e] = 0, start[e] = acc;
     acc += cap[e];
   }

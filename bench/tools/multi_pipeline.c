@@ -68,8 +68,10 @@ int main(int argc, char **argv) {
   /* cli_parse reads argv[1] as the command's name in messages: skip "--pipelines N" */
   static char name[] = "multi_pipeline";
   argv[2] = name;
-  if (!cli_parse(argc - 2, argv + 2, 1,
-                 "--data --pipeline --device --batch-size --threads --epochs --prefetch --seed --timeout", &o))
+  if (!cli_parse(
+          argc - 2, argv + 2, 1,
+          "--data --pipeline --device --batch-size --threads --epochs --prefetch --seed --timeout",
+          &o))
     return 2;
   run_state *runs = calloc((size_t)n, sizeof *runs);
   pthread_t *threads = calloc((size_t)n, sizeof *threads);
@@ -82,7 +84,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) {
     pthread_join(threads[i], NULL);
     if (runs[i].error[0]) {
-      printf("pipeline %d: FAILED after %lld batches: %s\n", i, (long long)runs[i].batches, runs[i].error);
+      printf("pipeline %d: FAILED after %lld batches: %s\n", i, (long long)runs[i].batches,
+             runs[i].error);
       failed = 1;
     } else {
       printf("pipeline %d: %lld batches, %.0f images/s\n", i, (long long)runs[i].batches,

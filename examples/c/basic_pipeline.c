@@ -7,12 +7,12 @@
 
 #include "stoker/stoker.h"
 
-#define CHECK(call)                                                                        \
-  do {                                                                                     \
-    if ((call) != STK_OK) {                                                                \
-      fprintf(stderr, "%s failed: %s\n", #call, stk_last_error());                         \
-      goto done;                                                                           \
-    }                                                                                      \
+#define CHECK(call)                                                \
+  do {                                                             \
+    if ((call) != STK_OK) {                                        \
+      fprintf(stderr, "%s failed: %s\n", #call, stk_last_error()); \
+      goto done;                                                   \
+    }                                                              \
   } while (0)
 
 int main(int argc, char **argv) {

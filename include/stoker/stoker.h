@@ -47,18 +47,18 @@ STK_API const char *stk_version_string(void);
 /* ------------------------------------------------------------------------------------ */
 
 /* X(name, value, description): the one table all status helpers are generated from. */
-#define STK_STATUS_MAP(X)                                                                  \
-  X(OK, 0, "success")                                                                      \
-  X(ERR_INVALID_ARGUMENT, 1, "invalid argument")                                           \
-  X(ERR_OUT_OF_MEMORY, 2, "out of memory")                                                 \
-  X(ERR_IO, 3, "input/output error")                                                       \
-  X(ERR_DECODE, 4, "corrupt or undecodable data")                                          \
-  X(ERR_UNSUPPORTED, 5, "unsupported operation or format")                                 \
-  X(ERR_NOT_FOUND, 6, "not found")                                                         \
-  X(ERR_STATE, 7, "call not valid in the object's current state")                          \
-  X(ERR_DEVICE, 8, "device (CUDA) error or no usable device")                              \
-  X(ERR_LIMIT, 9, "input exceeds a configured limit")                                      \
-  X(ERR_PARSE, 10, "syntax error in pipeline text")                                        \
+#define STK_STATUS_MAP(X)                                         \
+  X(OK, 0, "success")                                             \
+  X(ERR_INVALID_ARGUMENT, 1, "invalid argument")                  \
+  X(ERR_OUT_OF_MEMORY, 2, "out of memory")                        \
+  X(ERR_IO, 3, "input/output error")                              \
+  X(ERR_DECODE, 4, "corrupt or undecodable data")                 \
+  X(ERR_UNSUPPORTED, 5, "unsupported operation or format")        \
+  X(ERR_NOT_FOUND, 6, "not found")                                \
+  X(ERR_STATE, 7, "call not valid in the object's current state") \
+  X(ERR_DEVICE, 8, "device (CUDA) error or no usable device")     \
+  X(ERR_LIMIT, 9, "input exceeds a configured limit")             \
+  X(ERR_PARSE, 10, "syntax error in pipeline text")               \
   X(ERR_INTERNAL, 11, "internal error")
 
 typedef enum {
@@ -83,25 +83,25 @@ STK_API void stk_free(void *ptr);
 /* Data types, layouts, storage                                                         */
 /* ------------------------------------------------------------------------------------ */
 
-#define STK_DTYPE_MAP(X)                                                                   \
-  X(UINT8, 0, "uint8", 1)                                                                  \
-  X(INT8, 1, "int8", 1)                                                                    \
-  X(UINT16, 2, "uint16", 2)                                                                \
-  X(INT16, 3, "int16", 2)                                                                  \
-  X(UINT32, 4, "uint32", 4)                                                                \
-  X(INT32, 5, "int32", 4)                                                                  \
-  X(UINT64, 6, "uint64", 8)                                                                \
-  X(INT64, 7, "int64", 8)                                                                  \
-  X(FLOAT16, 8, "float16", 2)                                                              \
-  X(FLOAT32, 9, "float32", 4)                                                              \
-  X(FLOAT64, 10, "float64", 8)                                                             \
+#define STK_DTYPE_MAP(X)       \
+  X(UINT8, 0, "uint8", 1)      \
+  X(INT8, 1, "int8", 1)        \
+  X(UINT16, 2, "uint16", 2)    \
+  X(INT16, 3, "int16", 2)      \
+  X(UINT32, 4, "uint32", 4)    \
+  X(INT32, 5, "int32", 4)      \
+  X(UINT64, 6, "uint64", 8)    \
+  X(INT64, 7, "int64", 8)      \
+  X(FLOAT16, 8, "float16", 2)  \
+  X(FLOAT32, 9, "float32", 4)  \
+  X(FLOAT64, 10, "float64", 8) \
   X(BOOL, 11, "bool", 1)
 
 typedef enum {
 #define STK__DTYPE_ENUM(name, value, text, size) STK_DTYPE_##name = value,
   STK_DTYPE_MAP(STK__DTYPE_ENUM)
 #undef STK__DTYPE_ENUM
-  STK_DTYPE_COUNT
+      STK_DTYPE_COUNT
 } stk_dtype;
 
 /* Bytes per element (0 for an invalid dtype). */
@@ -121,7 +121,7 @@ typedef enum {
 /* Devices an operator instance may run on (bit flags in schemas). */
 typedef enum { STK_DEVICE_CPU = 1, STK_DEVICE_MIXED = 2, STK_DEVICE_GPU = 4 } stk_device;
 
-#define STK_MAX_NDIM 8
+#define STK_MAX_NDIM   8
 #define STK_MAX_LAYOUT 8
 
 /* One sample of a tensor list, described in plain data. Strides are in bytes. */
@@ -178,8 +178,9 @@ STK_API stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor
  * decides). Device lists: the copy is queued on `stream` (0: the library's own copy
  * stream) after the producer's last kernel; with `blocking` the call returns once it is
  * done. STK_ERR_INVALID_ARGUMENT names the sizes when `dst` is too small. */
-STK_API stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, size_t count, void *dst,
-                                            size_t dst_bytes, uintptr_t stream, int blocking);
+STK_API stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, size_t count,
+                                            void *dst, size_t dst_bytes, uintptr_t stream,
+                                            int blocking);
 
 /* ------------------------------------------------------------------------------------ */
 /* Operator registry (introspection)                                                    */
@@ -196,9 +197,9 @@ typedef enum {
 } stk_arg_type;
 
 /* Argument flags. */
-#define STK_ARGF_REQUIRED 1u   /* must be given */
+#define STK_ARGF_REQUIRED   1u /* must be given */
 #define STK_ARGF_PER_SAMPLE 2u /* may be fed per sample by another node's output */
-#define STK_ARGF_RANGE 4u      /* numeric values must lie in [min, max] */
+#define STK_ARGF_RANGE      4u /* numeric values must lie in [min, max] */
 
 typedef struct {
   const char *name;
@@ -217,11 +218,12 @@ typedef struct {
 } stk_port_schema;
 
 /* Operator flags. */
-#define STK_OPF_READER 1u  /* a data source; has an epoch size */
-#define STK_OPF_RANDOM 2u  /* draws random numbers (keyed by seed + instance) */
+#define STK_OPF_READER   1u /* a data source; has an epoch size */
+#define STK_OPF_RANDOM   2u /* draws random numbers (keyed by seed + instance) */
 #define STK_OPF_NO_INPUT 4u /* takes no data inputs */
-#define STK_OPF_MERGES_BRANCHES 8u /* merges conditional branches: inputs after the first may
-                                    * have no value for a sample (the branches it did not take) */
+#define STK_OPF_MERGES_BRANCHES                                 \
+  8u /* merges conditional branches: inputs after the first may \
+      * have no value for a sample (the branches it did not take) */
 
 typedef struct {
   const char *name; /* dotted name, e.g. "decoders.image", "readers.file", "resize" */
@@ -229,8 +231,8 @@ typedef struct {
   unsigned devices; /* STK_DEVICE_* bits */
   unsigned flags;   /* STK_OPF_* bits */
   int min_inputs, max_inputs;
-  const stk_port_schema *inputs; /* max_inputs entries (names of the positional inputs) */
-  int num_outputs;               /* -1: decided by the arguments (see doc) */
+  const stk_port_schema *inputs;  /* max_inputs entries (names of the positional inputs) */
+  int num_outputs;                /* -1: decided by the arguments (see doc) */
   const stk_port_schema *outputs; /* num_outputs entries, or one describing them all */
   int num_args;
   const stk_arg_schema *args;
@@ -270,8 +272,8 @@ STK_API stk_status stk_op_set_ints(stk_op *op, const char *arg, const int64_t *v
                                    size_t count);
 STK_API stk_status stk_op_set_floats(stk_op *op, const char *arg, const double *values,
                                      size_t count);
-STK_API stk_status stk_op_set_strings(stk_op *op, const char *arg,
-                                      const char *const *values, size_t count);
+STK_API stk_status stk_op_set_strings(stk_op *op, const char *arg, const char *const *values,
+                                      size_t count);
 /* Feed argument `arg` per sample from `edge` (the argument must allow it). */
 STK_API stk_status stk_op_set_arg_input(stk_op *op, const char *arg, const char *edge);
 /* Conditional execution: run this operator only for the samples whose value of `edge`
@@ -311,9 +313,9 @@ typedef enum {
    * since freeing it under that thread would crash the process). Waiting for an
    * external source's data (stk_pipeline_feed) is not bounded: that is the caller's. */
   STK_PIPE_TIMEOUT_MS = 9,
-  STK_PIPE_MAX_BATCH_BYTES = 10,      /* bound on a batch's memory: each sample's outputs held
-                                        by the batch may take max_batch_bytes / batch_size
-                                        bytes (STK_ERR_LIMIT beyond); default 2^31 */
+  STK_PIPE_MAX_BATCH_BYTES = 10, /* bound on a batch's memory: each sample's outputs held
+                                   by the batch may take max_batch_bytes / batch_size
+                                   bytes (STK_ERR_LIMIT beyond); default 2^31 */
   STK_PIPE_SETTING_COUNT
 } stk_pipeline_setting;
 
@@ -342,11 +344,11 @@ typedef struct {
  * holds, so programs built against this header keep working. */
 typedef struct {
   size_t struct_size;
-  int64_t batches;          /* batches handed out by stk_pipeline_run */
-  int64_t samples;          /* samples in them */
-  int64_t skipped;          /* bad samples skipped under STK_ON_ERROR_SKIP, in the
-                             * batches handed out so far: each bad sample once per
-                             * epoch (stk_pipeline_skipped_sample names the first) */
+  int64_t batches;           /* batches handed out by stk_pipeline_run */
+  int64_t samples;           /* samples in them */
+  int64_t skipped;           /* bad samples skipped under STK_ON_ERROR_SKIP, in the
+                              * batches handed out so far: each bad sample once per
+                              * epoch (stk_pipeline_skipped_sample names the first) */
   int64_t host_bytes_in_use; /* pooled host memory held by live batches */
   int64_t host_bytes_cached; /* pooled host memory kept free for reuse */
   int64_t host_bytes_peak;   /* high-water mark of in_use + cached */
@@ -405,8 +407,7 @@ STK_API stk_status stk_pipeline_build(stk_pipeline *p);
 /* Returns the next batch, in order. Readers wrap around at the end of an epoch; use
  * the reader metadata to count epochs. The caller releases the batch. */
 STK_API stk_status stk_pipeline_run(stk_pipeline *p, stk_batch **out);
-STK_API stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_name,
-                                           int64_t *out);
+STK_API stk_status stk_pipeline_epoch_size(stk_pipeline *p, const char *reader_name, int64_t *out);
 STK_API stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name,
                                             stk_reader_meta *out);
 /* Fills *out (out->struct_size set by the caller; STK_ERR_INVALID_ARGUMENT when it is

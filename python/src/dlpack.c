@@ -95,15 +95,29 @@ static int dl_dtype_of(stk_dtype d, dl_dtype *out) {
   out->lanes = 1;
   out->bits = (uint8_t)(stk_dtype_size(d) * 8);
   switch (d) {
-  case STK_DTYPE_UINT8: case STK_DTYPE_UINT16: case STK_DTYPE_UINT32: case STK_DTYPE_UINT64:
-    out->code = DL_UINT; return 0;
-  case STK_DTYPE_INT8: case STK_DTYPE_INT16: case STK_DTYPE_INT32: case STK_DTYPE_INT64:
-    out->code = DL_INT; return 0;
-  case STK_DTYPE_FLOAT16: case STK_DTYPE_FLOAT32: case STK_DTYPE_FLOAT64:
-    out->code = DL_FLOAT; return 0;
-  case STK_DTYPE_BOOL:
-    out->code = DL_BOOL; out->bits = 8; return 0;
-  default: return -1;
+    case STK_DTYPE_UINT8:
+    case STK_DTYPE_UINT16:
+    case STK_DTYPE_UINT32:
+    case STK_DTYPE_UINT64:
+      out->code = DL_UINT;
+      return 0;
+    case STK_DTYPE_INT8:
+    case STK_DTYPE_INT16:
+    case STK_DTYPE_INT32:
+    case STK_DTYPE_INT64:
+      out->code = DL_INT;
+      return 0;
+    case STK_DTYPE_FLOAT16:
+    case STK_DTYPE_FLOAT32:
+    case STK_DTYPE_FLOAT64:
+      out->code = DL_FLOAT;
+      return 0;
+    case STK_DTYPE_BOOL:
+      out->code = DL_BOOL;
+      out->bits = 8;
+      return 0;
+    default:
+      return -1;
   }
 }
 
@@ -178,8 +192,10 @@ static int sync_stream(stk_tensor_list *tl, PyObject *stream, dl_device dev) {
   if (dev.device_type != DL_CUDA) {
     if (stream == Py_None) return 0;
     long s = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
-    if (s == -1 && PyErr_Occurred()) PyErr_Clear(); /* (an int too large: refused below) */
-    else if (s == -1) return 0; /* "no synchronisation" is harmless on the CPU */
+    if (s == -1 && PyErr_Occurred())
+      PyErr_Clear(); /* (an int too large: refused below) */
+    else if (s == -1)
+      return 0; /* "no synchronisation" is harmless on the CPU */
     PyErr_SetString(PyExc_BufferError, "__dlpack__: stream must be None for CPU data");
     return -1;
   }

@@ -58,11 +58,13 @@ static PyObject *input_tuple(stk_host_call *call) {
       return pystk_raise(st);
     }
     const char *dt = pystk_dtype_name(d.dtype);
-    PyObject *item = Py_BuildValue("(NNNss)", PyLong_FromVoidPtr(d.data),
-                                   int64_tuple(d.shape, d.ndim), int64_tuple(d.strides, d.ndim),
-                                   dt ? dt : "unknown", d.layout);
-    if (!item) Py_CLEAR(inputs);
-    else PyTuple_SetItem(inputs, (Py_ssize_t)i, item);
+    PyObject *item =
+        Py_BuildValue("(NNNss)", PyLong_FromVoidPtr(d.data), int64_tuple(d.shape, d.ndim),
+                      int64_tuple(d.strides, d.ndim), dt ? dt : "unknown", d.layout);
+    if (!item)
+      Py_CLEAR(inputs);
+    else
+      PyTuple_SetItem(inputs, (Py_ssize_t)i, item);
   }
   return inputs;
 }
@@ -96,16 +98,18 @@ static stk_status store_output(stk_host_call *call, size_t index, PyObject *pair
   stk_status st = STK_OK;
   int dtype = pystk_dtype_from_format(view.format, view.itemsize);
   if (dtype < 0 || view.ndim > STK_MAX_NDIM) {
-    snprintf(err, cap, "python_function: output %zu has an unsupported %s",
-             index, dtype < 0 ? "element type" : "number of dimensions");
+    snprintf(err, cap, "python_function: output %zu has an unsupported %s", index,
+             dtype < 0 ? "element type" : "number of dimensions");
     st = STK_ERR_INVALID_ARGUMENT;
   } else {
     int64_t shape[STK_MAX_NDIM];
     for (int k = 0; k < view.ndim; k++) shape[k] = view.shape ? view.shape[k] : view.len;
     void *data = NULL;
     st = stk_host_call_output(call, index, (stk_dtype)dtype, view.ndim, shape, layout, &data);
-    if (st != STK_OK) snprintf(err, cap, "%s", stk_last_error());
-    else if (view.len) memcpy(data, view.buf, (size_t)view.len);
+    if (st != STK_OK)
+      snprintf(err, cap, "%s", stk_last_error());
+    else if (view.len)
+      memcpy(data, view.buf, (size_t)view.len);
   }
   PyBuffer_Release(&view);
   return st;

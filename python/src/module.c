@@ -21,9 +21,7 @@ PyObject *pystk_raise_msg(stk_status status, const char *message) {
   return NULL;
 }
 
-PyObject *pystk_raise(stk_status status) {
-  return pystk_raise_msg(status, stk_last_error());
-}
+PyObject *pystk_raise(stk_status status) { return pystk_raise_msg(status, stk_last_error()); }
 
 static PyObject *set_error_classes(PyObject *self, PyObject *mapping) {
   if (!PyDict_Check(mapping)) {
@@ -86,25 +84,49 @@ int pystk_dtype_from_format(const char *format, Py_ssize_t itemsize) {
   if (format[0] == '\0' || format[1] != '\0') return -1;
   int is_signed;
   switch (format[0]) {
-  case 'e': return itemsize == 2 ? STK_DTYPE_FLOAT16 : -1;
-  case 'f': return itemsize == 4 ? STK_DTYPE_FLOAT32 : -1;
-  case 'd': return itemsize == 8 ? STK_DTYPE_FLOAT64 : -1;
-  case '?': return itemsize == 1 ? STK_DTYPE_BOOL : -1;
-  case 'b': case 'h': case 'i': case 'l': case 'q': case 'n': is_signed = 1; break;
-  case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N': case 'c': is_signed = 0; break;
-  default: return -1;
+    case 'e':
+      return itemsize == 2 ? STK_DTYPE_FLOAT16 : -1;
+    case 'f':
+      return itemsize == 4 ? STK_DTYPE_FLOAT32 : -1;
+    case 'd':
+      return itemsize == 8 ? STK_DTYPE_FLOAT64 : -1;
+    case '?':
+      return itemsize == 1 ? STK_DTYPE_BOOL : -1;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+    case 'n':
+      is_signed = 1;
+      break;
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+    case 'N':
+    case 'c':
+      is_signed = 0;
+      break;
+    default:
+      return -1;
   }
   switch (itemsize) {
-  case 1: return is_signed ? STK_DTYPE_INT8 : STK_DTYPE_UINT8;
-  case 2: return is_signed ? STK_DTYPE_INT16 : STK_DTYPE_UINT16;
-  case 4: return is_signed ? STK_DTYPE_INT32 : STK_DTYPE_UINT32;
-  case 8: return is_signed ? STK_DTYPE_INT64 : STK_DTYPE_UINT64;
-  default: return -1;
+    case 1:
+      return is_signed ? STK_DTYPE_INT8 : STK_DTYPE_UINT8;
+    case 2:
+      return is_signed ? STK_DTYPE_INT16 : STK_DTYPE_UINT16;
+    case 4:
+      return is_signed ? STK_DTYPE_INT32 : STK_DTYPE_UINT32;
+    case 8:
+      return is_signed ? STK_DTYPE_INT64 : STK_DTYPE_UINT64;
+    default:
+      return -1;
   }
 }
 
 /* ---- registry introspection ---- */
-
 
 static const char *arg_type_name(stk_arg_type t) {
   static const char *const names[] = {"bool", "int", "float", "str", "ints", "floats", "strs"};
@@ -134,12 +156,11 @@ static PyObject *arg_dict(const stk_arg_schema *a) {
     range = Py_BuildValue("(dd)", a->min, a->max);
     if (!range) return NULL;
   }
-  return Py_BuildValue("{s:s,s:s,s:O,s:O,s:N,s:N,s:N,s:N}", "name", a->name, "type",
-                       arg_type_name(a->type), "required",
-                       (a->flags & STK_ARGF_REQUIRED) ? Py_True : Py_False, "per_sample",
-                       (a->flags & STK_ARGF_PER_SAMPLE) ? Py_True : Py_False, "range", range,
-                       "default", str_or_none(a->default_text), "choices",
-                       str_or_none(a->choices), "doc", str_or_none(a->doc));
+  return Py_BuildValue(
+      "{s:s,s:s,s:O,s:O,s:N,s:N,s:N,s:N}", "name", a->name, "type", arg_type_name(a->type),
+      "required", (a->flags & STK_ARGF_REQUIRED) ? Py_True : Py_False, "per_sample",
+      (a->flags & STK_ARGF_PER_SAMPLE) ? Py_True : Py_False, "range", range, "default",
+      str_or_none(a->default_text), "choices", str_or_none(a->choices), "doc", str_or_none(a->doc));
 }
 
 static PyObject *schema_dict(const stk_op_schema *s) {
@@ -151,8 +172,10 @@ static PyObject *schema_dict(const stk_op_schema *s) {
   }
   if (!args) return NULL;
   PyObject *devices = PyList_New(0);
-  static const struct { unsigned bit; const char *name; } devs[] = {
-      {STK_DEVICE_CPU, "cpu"}, {STK_DEVICE_MIXED, "mixed"}, {STK_DEVICE_GPU, "gpu"}};
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } devs[] = {{STK_DEVICE_CPU, "cpu"}, {STK_DEVICE_MIXED, "mixed"}, {STK_DEVICE_GPU, "gpu"}};
   for (size_t i = 0; devices && i < sizeof devs / sizeof devs[0]; i++) {
     if (!(s->devices & devs[i].bit)) continue;
     PyObject *n = PyUnicode_FromString(devs[i].name);
@@ -165,15 +188,14 @@ static PyObject *schema_dict(const stk_op_schema *s) {
   }
   int n_out_ports = s->num_outputs < 0 ? (s->outputs ? 1 : 0) : s->num_outputs;
   int n_in_ports = s->max_inputs; /* the schema contract: one entry per possible input */
-  return Py_BuildValue(
-      "{s:s,s:N,s:N,s:O,s:O,s:O,s:i,s:i,s:N,s:i,s:N,s:N}", "name", s->name, "doc",
-      str_or_none(s->doc), "devices", devices, "reader",
-      (s->flags & STK_OPF_READER) ? Py_True : Py_False, "random",
-      (s->flags & STK_OPF_RANDOM) ? Py_True : Py_False, "no_input",
-      (s->flags & STK_OPF_NO_INPUT) ? Py_True : Py_False, "min_inputs", s->min_inputs,
-      "max_inputs", s->max_inputs, "inputs", port_list(s->inputs, n_in_ports),
-      "num_outputs", s->num_outputs, "outputs", port_list(s->outputs, n_out_ports), "args",
-      args);
+  return Py_BuildValue("{s:s,s:N,s:N,s:O,s:O,s:O,s:i,s:i,s:N,s:i,s:N,s:N}", "name", s->name, "doc",
+                       str_or_none(s->doc), "devices", devices, "reader",
+                       (s->flags & STK_OPF_READER) ? Py_True : Py_False, "random",
+                       (s->flags & STK_OPF_RANDOM) ? Py_True : Py_False, "no_input",
+                       (s->flags & STK_OPF_NO_INPUT) ? Py_True : Py_False, "min_inputs",
+                       s->min_inputs, "max_inputs", s->max_inputs, "inputs",
+                       port_list(s->inputs, n_in_ports), "num_outputs", s->num_outputs, "outputs",
+                       port_list(s->outputs, n_out_ports), "args", args);
 }
 
 static PyObject *registry(PyObject *self, PyObject *unused) {
@@ -191,11 +213,11 @@ static PyObject *registry(PyObject *self, PyObject *unused) {
 
 static PyObject *status_table(PyObject *self, PyObject *unused) {
   PyObject *list = PyList_New(0);
-#define PYSTK_STATUS_ITEM(name, value, desc)                                               \
-  if (list) {                                                                              \
-    PyObject *item = Py_BuildValue("(iss)", value, "STK_" #name, desc);                    \
-    if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);                            \
-    Py_XDECREF(item);                                                                      \
+#define PYSTK_STATUS_ITEM(name, value, desc)                            \
+  if (list) {                                                           \
+    PyObject *item = Py_BuildValue("(iss)", value, "STK_" #name, desc); \
+    if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);         \
+    Py_XDECREF(item);                                                   \
   }
   STK_STATUS_MAP(PYSTK_STATUS_ITEM)
 #undef PYSTK_STATUS_ITEM
@@ -217,9 +239,15 @@ static PyMethodDef module_methods[] = {
     {"_raise_status", raise_status, METH_VARARGS, "raises the exception of a status"},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_stoker",
-                                        "stoker's C extension (use the `stoker` package)", -1,
-                                        module_methods, NULL, NULL, NULL, NULL};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT,
+                                        "_stoker",
+                                        "stoker's C extension (use the `stoker` package)",
+                                        -1,
+                                        module_methods,
+                                        NULL,
+                                        NULL,
+                                        NULL,
+                                        NULL};
 
 PyMODINIT_FUNC PyInit__stoker(void) {
   PyObject *m = PyModule_Create(&module_def);

@@ -74,8 +74,7 @@ static run_job *job_start(stk_pipeline *p) {
 static int job_wait(run_job *j, int interruptible) {
   for (;;) {
     int done;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_mutex_lock(&j->m);
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&j->m);
     if (!j->done) {
       struct timespec ts;
       clock_gettime(CLOCK_REALTIME, &ts);
@@ -85,18 +84,16 @@ static int job_wait(run_job *j, int interruptible) {
     }
     done = j->done;
     pthread_mutex_unlock(&j->m);
-    Py_END_ALLOW_THREADS
-    if (done) return 0;
+    Py_END_ALLOW_THREADS if (done) return 0;
     if (interruptible && PyErr_CheckSignals() < 0) return -1;
   }
 }
 
 typedef struct {
-  PyObject_HEAD
-  stk_pipeline *p;
+  PyObject_HEAD stk_pipeline *p;
   pystk_hostfn **fns; /* host functions attached to this pipeline (owned) */
   size_t num_fns;
-  int busy; /* a call with the GIL released is in flight */
+  int busy;         /* a call with the GIL released is in flight */
   run_job *pending; /* a run() interrupted by a signal, still finishing (busy stays set) */
 } pystk_Pipeline;
 
@@ -137,8 +134,7 @@ static void close_pipeline(pystk_Pipeline *pp) {
   pp->p = NULL;
   for (size_t i = 0; i < pp->num_fns; i++) pystk_hostfn_close(pp->fns[i]);
   if (p) {
-    Py_BEGIN_ALLOW_THREADS
-    stk_pipeline_destroy(p);
+    Py_BEGIN_ALLOW_THREADS stk_pipeline_destroy(p);
     Py_END_ALLOW_THREADS
   }
   for (size_t i = 0; i < pp->num_fns; i++) pystk_hostfn_free(pp->fns[i]);
@@ -178,12 +174,15 @@ static void pl_dealloc(PyObject *self) {
 }
 
 static PyObject *pl_close(PyObject *self, PyObject *unused) {
-  if (((pystk_Pipeline *)self)->busy && !((pystk_Pipeline *)self)->pending) return pystk_raise_msg(STK_ERR_STATE, "Pipeline.close: in use by another thread");
+  if (((pystk_Pipeline *)self)->busy && !((pystk_Pipeline *)self)->pending)
+    return pystk_raise_msg(STK_ERR_STATE, "Pipeline.close: in use by another thread");
   close_pipeline((pystk_Pipeline *)self);
   Py_RETURN_NONE;
 }
 
-static PyObject *pl_closed(PyObject *self, void *closure) { return PyBool_FromLong(pipe_of(self) == NULL); }
+static PyObject *pl_closed(PyObject *self, void *closure) {
+  return PyBool_FromLong(pipe_of(self) == NULL);
+}
 
 /* ---- settings ---- */
 
@@ -235,33 +234,37 @@ static void name_overflow(const char *name, PyObject *v) {
 static stk_status set_arg(stk_op *op, const stk_arg_schema *a, const char *name, PyObject *v) {
   stk_arg_type type = a ? a->type : STK_ARG_STRING;
   if (!a) { /* unknown to the schema: let the C side name the culprit */
-    if (PyBool_Check(v)) type = STK_ARG_BOOL;
-    else if (PyLong_Check(v)) type = STK_ARG_INT;
-    else if (PyFloat_Check(v)) type = STK_ARG_FLOAT;
+    if (PyBool_Check(v))
+      type = STK_ARG_BOOL;
+    else if (PyLong_Check(v))
+      type = STK_ARG_INT;
+    else if (PyFloat_Check(v))
+      type = STK_ARG_FLOAT;
   }
   switch (type) {
-  case STK_ARG_BOOL: {
-    int b = PyObject_IsTrue(v);
-    return b < 0 ? STK_ERR_INVALID_ARGUMENT : stk_op_set_bool(op, name, b);
-  }
-  case STK_ARG_INT: {
-    long long x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred()) {
-      name_overflow(name, v);
-      return STK_ERR_INVALID_ARGUMENT;
+    case STK_ARG_BOOL: {
+      int b = PyObject_IsTrue(v);
+      return b < 0 ? STK_ERR_INVALID_ARGUMENT : stk_op_set_bool(op, name, b);
     }
-    return stk_op_set_int(op, name, x);
-  }
-  case STK_ARG_FLOAT: {
-    double x = PyFloat_AsDouble(v);
-    if (x == -1.0 && PyErr_Occurred()) return STK_ERR_INVALID_ARGUMENT;
-    return stk_op_set_float(op, name, x);
-  }
-  case STK_ARG_STRING: {
-    const char *s = checked_utf8(v, name);
-    return s ? stk_op_set_string(op, name, s) : STK_ERR_INVALID_ARGUMENT;
-  }
-  default: return set_list_arg(op, name, type, v);
+    case STK_ARG_INT: {
+      long long x = PyLong_AsLongLong(v);
+      if (x == -1 && PyErr_Occurred()) {
+        name_overflow(name, v);
+        return STK_ERR_INVALID_ARGUMENT;
+      }
+      return stk_op_set_int(op, name, x);
+    }
+    case STK_ARG_FLOAT: {
+      double x = PyFloat_AsDouble(v);
+      if (x == -1.0 && PyErr_Occurred()) return STK_ERR_INVALID_ARGUMENT;
+      return stk_op_set_float(op, name, x);
+    }
+    case STK_ARG_STRING: {
+      const char *s = checked_utf8(v, name);
+      return s ? stk_op_set_string(op, name, s) : STK_ERR_INVALID_ARGUMENT;
+    }
+    default:
+      return set_list_arg(op, name, type, v);
   }
 }
 
@@ -280,17 +283,23 @@ static stk_status set_list_arg(stk_op *op, const char *name, stk_arg_type type, 
   for (; i < n; i++) {
     PyObject *x = PySequence_GetItem(seq, i);
     if (!x) break;
-    if (type == STK_ARG_INTS) ((int64_t *)buf)[i] = PyLong_AsLongLong(x);
-    else if (type == STK_ARG_FLOATS) ((double *)buf)[i] = PyFloat_AsDouble(x);
-    else ((const char **)buf)[i] = checked_utf8(x, name); /* kept alive by seq */
+    if (type == STK_ARG_INTS)
+      ((int64_t *)buf)[i] = PyLong_AsLongLong(x);
+    else if (type == STK_ARG_FLOATS)
+      ((double *)buf)[i] = PyFloat_AsDouble(x);
+    else
+      ((const char **)buf)[i] = checked_utf8(x, name); /* kept alive by seq */
     if (PyErr_Occurred()) name_overflow(name, x);
     Py_DECREF(x);
     if (PyErr_Occurred()) break;
   }
   if (i == n) {
-    if (type == STK_ARG_INTS) st = stk_op_set_ints(op, name, buf, (size_t)n);
-    else if (type == STK_ARG_FLOATS) st = stk_op_set_floats(op, name, buf, (size_t)n);
-    else st = stk_op_set_strings(op, name, buf, (size_t)n);
+    if (type == STK_ARG_INTS)
+      st = stk_op_set_ints(op, name, buf, (size_t)n);
+    else if (type == STK_ARG_FLOATS)
+      st = stk_op_set_floats(op, name, buf, (size_t)n);
+    else
+      st = stk_op_set_strings(op, name, buf, (size_t)n);
   }
   free(buf);
   Py_DECREF(seq);
@@ -304,8 +313,7 @@ static const stk_arg_schema *find_arg(const stk_op_schema *s, const char *name) 
 }
 
 /* Adds each string of `list` through `add` (inputs or outputs). */
-static stk_status add_edges(stk_op *op, PyObject *list,
-                            stk_status (*add)(stk_op *, const char *)) {
+static stk_status add_edges(stk_op *op, PyObject *list, stk_status (*add)(stk_op *, const char *)) {
   Py_ssize_t n = PySequence_Size(list);
   if (n < 0) return STK_ERR_INVALID_ARGUMENT;
   for (Py_ssize_t i = 0; i < n; i++) {
@@ -350,8 +358,10 @@ static stk_status add_guards(stk_op *op, PyObject *guards) {
     const char *edge;
     long long value;
     PyObject *pair = PySequence_GetItem(guards, i);
-    if (!pair || !PyTuple_Check(pair) || !PyArg_ParseTuple(pair, "sL:add_op guard", &edge, &value)) {
-      if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "add_op: a guard must be an (edge, value) tuple");
+    if (!pair || !PyTuple_Check(pair) ||
+        !PyArg_ParseTuple(pair, "sL:add_op guard", &edge, &value)) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError, "add_op: a guard must be an (edge, value) tuple");
       Py_XDECREF(pair);
       return STK_ERR_INVALID_ARGUMENT;
     }
@@ -365,8 +375,8 @@ static stk_status add_guards(stk_op *op, PyObject *guards) {
 static PyObject *pl_add_op(PyObject *self, PyObject *a) {
   const char *schema_name, *device, *name;
   PyObject *inputs, *outputs, *args, *arg_inputs, *guards = NULL;
-  if (!PyArg_ParseTuple(a, "szzOOO!O!|O:add_op", &schema_name, &device, &name, &inputs,
-                        &outputs, &PyDict_Type, &args, &PyDict_Type, &arg_inputs, &guards))
+  if (!PyArg_ParseTuple(a, "szzOOO!O!|O:add_op", &schema_name, &device, &name, &inputs, &outputs,
+                        &PyDict_Type, &args, &PyDict_Type, &arg_inputs, &guards))
     return NULL;
   if (enter(self) < 0) return NULL;
   stk_op *op = NULL;
@@ -440,10 +450,8 @@ static PyObject *pl_set_host_function(PyObject *self, PyObject *args) {
 static PyObject *pl_build(PyObject *self, PyObject *unused) {
   if (enter(self) < 0) return NULL;
   stk_status st;
-  Py_BEGIN_ALLOW_THREADS
-  st = stk_pipeline_build(pipe_of(self));
-  Py_END_ALLOW_THREADS
-  leave(self);
+  Py_BEGIN_ALLOW_THREADS st = stk_pipeline_build(pipe_of(self));
+  Py_END_ALLOW_THREADS leave(self);
   if (st != STK_OK) return pystk_raise(st);
   Py_RETURN_NONE;
 }
@@ -453,8 +461,10 @@ static PyObject *batch_tuple(stk_batch *b) {
   PyObject *t = PyTuple_New((Py_ssize_t)n);
   for (size_t i = 0; t && i < n; i++) {
     PyObject *o = pystk_tensorlist_wrap(stk_batch_output(b, i));
-    if (!o) Py_CLEAR(t);
-    else PyTuple_SetItem(t, (Py_ssize_t)i, o);
+    if (!o)
+      Py_CLEAR(t);
+    else
+      PyTuple_SetItem(t, (Py_ssize_t)i, o);
   }
   return t;
 }
@@ -483,10 +493,8 @@ static PyObject *pl_run(PyObject *self, PyObject *unused) {
     job_release(j);
     if (st != STK_OK) return NULL;
   } else {
-    Py_BEGIN_ALLOW_THREADS
-    st = stk_pipeline_run(pipe_of(self), &b);
-    Py_END_ALLOW_THREADS
-    leave(self);
+    Py_BEGIN_ALLOW_THREADS st = stk_pipeline_run(pipe_of(self), &b);
+    Py_END_ALLOW_THREADS leave(self);
     if (st != STK_OK) return pystk_raise(st);
   }
   PyObject *t = batch_tuple(b);
@@ -540,10 +548,8 @@ static PyObject *pl_feed(PyObject *self, PyObject *args) {
   }
   stk_status st = STK_OK;
   if (ok && enter(self) == 0) {
-    Py_BEGIN_ALLOW_THREADS
-    st = stk_pipeline_feed(pipe_of(self), name, descs, (size_t)n);
-    Py_END_ALLOW_THREADS
-    leave(self);
+    Py_BEGIN_ALLOW_THREADS st = stk_pipeline_feed(pipe_of(self), name, descs, (size_t)n);
+    Py_END_ALLOW_THREADS leave(self);
   } else {
     ok = 0;
   }
@@ -687,8 +693,8 @@ static PyObject *pl_op_times(PyObject *self, PyObject *unused) {
     const char *name = NULL;
     int64_t ns = 0;
     stk_status st = stk_pipeline_op_time(pipe_of(self), i, &name, &ns);
-    PyObject *item = st == STK_OK ? Py_BuildValue("(sL)", name ? name : "", (long long)ns)
-                                  : pystk_raise(st);
+    PyObject *item =
+        st == STK_OK ? Py_BuildValue("(sL)", name ? name : "", (long long)ns) : pystk_raise(st);
     if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);
     Py_XDECREF(item);
   }
@@ -760,20 +766,22 @@ static PyMethodDef pl_methods[] = {
     {"op_times", pl_op_times, METH_NOARGS, "op_times() -> [(instance name, ns)]"},
     {"to_text", pl_to_text, METH_NOARGS, "to_text() -> str"},
     {"decoder_diagnostics", pl_decoder_diagnostics, METH_NOARGS, "decoder_diagnostics() -> dict"},
-    {"checkpoint", pl_checkpoint, METH_NOARGS, "checkpoint() -> str: the state after the last batch"},
+    {"checkpoint", pl_checkpoint, METH_NOARGS,
+     "checkpoint() -> str: the state after the last batch"},
     {"restore", pl_restore, METH_VARARGS, "restore(text): resume from a checkpoint at build"},
     {"from_text", pl_from_text, METH_VARARGS | METH_CLASS, "from_text(text) -> Pipeline"},
     {NULL, NULL, 0, NULL}};
 
-static PyGetSetDef pl_getset[] = {
-    {"closed", pl_closed, NULL, "True once close() ran", NULL}, {NULL, NULL, NULL, NULL, NULL}};
+static PyGetSetDef pl_getset[] = {{"closed", pl_closed, NULL, "True once close() ran", NULL},
+                                  {NULL, NULL, NULL, NULL, NULL}};
 
-static PyType_Slot pl_slots[] = {{Py_tp_new, pl_new},
-                                 {Py_tp_dealloc, pl_dealloc},
-                                 {Py_tp_methods, pl_methods},
-                                 {Py_tp_getset, pl_getset},
-                                 {Py_tp_doc, "Low-level handle of a C pipeline (use stoker.Pipeline)."},
-                                 {0, NULL}};
+static PyType_Slot pl_slots[] = {
+    {Py_tp_new, pl_new},
+    {Py_tp_dealloc, pl_dealloc},
+    {Py_tp_methods, pl_methods},
+    {Py_tp_getset, pl_getset},
+    {Py_tp_doc, "Low-level handle of a C pipeline (use stoker.Pipeline)."},
+    {0, NULL}};
 
 static PyType_Spec pl_spec = {"stoker._stoker.Pipeline", sizeof(pystk_Pipeline), 0,
                               Py_TPFLAGS_DEFAULT, pl_slots};
@@ -786,7 +794,7 @@ int pystk_pipeline_init_type(PyObject *module) {
     Py_DECREF(PipelineType);
     return -1;
   }
-#define PYSTK_SETTING(name)                                                                \
+#define PYSTK_SETTING(name) \
   if (PyModule_AddIntConstant(module, #name, STK_##name) < 0) return -1;
   PYSTK_SETTING(PIPE_BATCH_SIZE)
   PYSTK_SETTING(PIPE_NUM_THREADS)

@@ -37,8 +37,7 @@ const char *pystk_dtype_typestr(stk_dtype dtype);
 /* ---- TensorList (tensorlist.c) ---- */
 
 typedef struct {
-  PyObject_HEAD
-  stk_tensor_list *tl; /* one reference, released in dealloc */
+  PyObject_HEAD stk_tensor_list *tl; /* one reference, released in dealloc */
 } pystk_TensorList;
 
 extern PyObject *pystk_TensorListType; /* the C base type */

@@ -270,8 +270,8 @@ static PyObject *tl_cuda_array_interface(PyObject *self, void *closure) {
   }
   return Py_BuildValue("{s:N,s:s,s:(NO),s:O,s:i,s:N}", "shape", int64_tuple(shape, d.ndim + 1),
                        "typestr", pystk_dtype_typestr(d.dtype), "data",
-                       PyLong_FromVoidPtr(stk_tensor_list_data(tl)), Py_False, "strides",
-                       Py_None, "version", 3, "stream", stream);
+                       PyLong_FromVoidPtr(stk_tensor_list_data(tl)), Py_False, "strides", Py_None,
+                       "version", 3, "stream", stream);
 }
 
 /* _to_host() -> TensorList: a host copy (GPU batches are copied after they are ready). */
@@ -291,7 +291,8 @@ static PyObject *tl_copy_out(PyObject *self, PyObject *args) {
   Py_ssize_t first, count;
   unsigned long long address, nbytes, stream;
   int blocking;
-  if (!PyArg_ParseTuple(args, "nnKKKp:_copy_out", &first, &count, &address, &nbytes, &stream, &blocking))
+  if (!PyArg_ParseTuple(args, "nnKKKp:_copy_out", &first, &count, &address, &nbytes, &stream,
+                        &blocking))
     return NULL;
   if (first < 0 || count < 0) {
     PyErr_SetString(PyExc_ValueError, "copy_to_external: negative sample range");
@@ -321,8 +322,8 @@ static PyMethodDef tl_methods[] = {
      "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
      "Exports the dense batch as one [N, ...] tensor without a copy (DLPack Python "
      "spec). max_version >= (1, 0) gives a versioned capsule, else a legacy one."},
-    {"_sample_dlpack", (PyCFunction)(void (*)(void))tl_sample_dlpack,
-     METH_VARARGS | METH_KEYWORDS, "__dlpack__ of one sample"},
+    {"_sample_dlpack", (PyCFunction)(void (*)(void))tl_sample_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__ of one sample"},
     {"__dlpack_device__", tl_dlpack_device, METH_NOARGS,
      "__dlpack_device__() -> (device_type, device_id)"},
     {NULL, NULL, 0, NULL}};
@@ -363,10 +364,9 @@ static PyObject *set_tensorlist_class(PyObject *self, PyObject *cls) {
   Py_RETURN_NONE;
 }
 
-static PyMethodDef extra_methods[] = {
-    {"_set_tensorlist_class", set_tensorlist_class, METH_O,
-     "sets the class Pipeline.run() instantiates for outputs"},
-    {NULL, NULL, 0, NULL}};
+static PyMethodDef extra_methods[] = {{"_set_tensorlist_class", set_tensorlist_class, METH_O,
+                                       "sets the class Pipeline.run() instantiates for outputs"},
+                                      {NULL, NULL, 0, NULL}};
 
 int pystk_tensorlist_init_type(PyObject *module) {
   pystk_TensorListType = PyType_FromSpec(&tl_spec);

@@ -47,8 +47,8 @@ typedef enum {
   STK__AA_NUM_OPS
 } stk__aa_op;
 
-#define STK__AA_OP_CHOICES                                                                 \
-  "identity|shear_x|shear_y|translate_x|translate_y|rotate|brightness|contrast|color|"     \
+#define STK__AA_OP_CHOICES                                                             \
+  "identity|shear_x|shear_y|translate_x|translate_y|rotate|brightness|contrast|color|" \
   "sharpness|posterize|solarize|solarize_add|invert|equalize|auto_contrast"
 
 typedef enum { STK__AA_DALI = 0, STK__AA_TORCHVISION = 1 } stk__aa_convention;
@@ -72,10 +72,10 @@ typedef enum {
 /* One augmentation of a scheme's list. */
 typedef struct {
   stk__aa_op op;
-  double lo, hi;     /* magnitude range: bin k of N is linspace(lo, hi, N)[k] */
-  bool negate;       /* the magnitude's sign is random */
+  double lo, hi; /* magnitude range: bin k of N is linspace(lo, hi, N)[k] */
+  bool negate;   /* the magnitude's sign is random */
   stk__aa_map map;
-  bool rel;          /* translations: lo/hi are fractions of the width (x) / height (y) */
+  bool rel; /* translations: lo/hi are fractions of the width (x) / height (y) */
 } stk__aa_entry;
 
 #define STK__AA_MAX_SUITE 16
@@ -104,9 +104,9 @@ typedef struct {
 } stk__aa_stage;
 
 typedef struct {
-  const char *name;        /* "image_net", "reduced_image_net", "reduced_cifar10", "svhn" */
-  int num_bins;            /* 11 for DALI's tables, 10 for torchvision's */
-  int num_sub, stages;     /* sub-policies, stages per sub-policy (table rows x columns) */
+  const char *name;           /* "image_net", "reduced_image_net", "reduced_cifar10", "svhn" */
+  int num_bins;               /* 11 for DALI's tables, 10 for torchvision's */
+  int num_sub, stages;        /* sub-policies, stages per sub-policy (table rows x columns) */
   const stk__aa_stage *table; /* num_sub * stages entries, row-major */
 } stk__aa_policy;
 
@@ -122,10 +122,10 @@ typedef struct {
  * probability and the magnitude bin. */
 typedef struct {
   stk__aa_scheme scheme;
-  int n;          /* RandAugment: operations per sample */
-  int m;          /* RandAugment: the magnitude bin */
-  int num_bins;   /* magnitude bins */
-  int num_augs;   /* size of the augmentation list */
+  int n;        /* RandAugment: operations per sample */
+  int m;        /* RandAugment: the magnitude bin */
+  int num_bins; /* magnitude bins */
+  int num_augs; /* size of the augmentation list */
   int num_sub, stages;
   const int32_t *aug;
   const float *prob;

@@ -18,28 +18,24 @@
 
 #include "../core/core.h"
 
-typedef enum {
-  STK__IMAGE_UNKNOWN = 0,
-  STK__IMAGE_JPEG = 1,
-  STK__IMAGE_PNG = 2
-} stk__image_format;
+typedef enum { STK__IMAGE_UNKNOWN = 0, STK__IMAGE_JPEG = 1, STK__IMAGE_PNG = 2 } stk__image_format;
 
 /* Output colour of a decode. */
 typedef enum {
-  STK__COLOR_RGB = 0,  /* 3 channels */
-  STK__COLOR_BGR = 1,  /* 3 channels */
-  STK__COLOR_GRAY = 2  /* 1 channel: luma, ITU-R BT.601 weights */
+  STK__COLOR_RGB = 0, /* 3 channels */
+  STK__COLOR_BGR = 1, /* 3 channels */
+  STK__COLOR_GRAY = 2 /* 1 channel: luma, ITU-R BT.601 weights */
 } stk__color;
 
 typedef struct {
   stk__image_format format;
-  int width, height;   /* as stored in the file */
-  int channels;        /* components in the file: JPEG 1/3/4, PNG 1 (gray), 2 (gray +
-                          alpha), 3 (RGB, palette), 4 (RGBA) */
-  int bit_depth;       /* JPEG sample precision, PNG bit depth */
-  int orientation;     /* EXIF orientation 1..8; 1 when absent or invalid */
+  int width, height; /* as stored in the file */
+  int channels;      /* components in the file: JPEG 1/3/4, PNG 1 (gray), 2 (gray +
+                        alpha), 3 (RGB, palette), 4 (RGBA) */
+  int bit_depth;     /* JPEG sample precision, PNG bit depth */
+  int orientation;   /* EXIF orientation 1..8; 1 when absent or invalid */
   int oriented_width, oriented_height; /* as displayed: swapped for orientations 5..8 */
-  bool progressive;    /* JPEG progressive (SOF2/SOF6/SOF10/SOF14); PNG interlaced */
+  bool progressive; /* JPEG progressive (SOF2/SOF6/SOF10/SOF14); PNG interlaced */
 } stk__image_info;
 
 /* The format from the first bytes; STK__IMAGE_UNKNOWN when neither JPEG nor PNG. */
@@ -116,15 +112,15 @@ typedef struct {
   const stk__image_info *info;
   stk__color color;
   bool fast_idct;
-  int rx, ry, rw, rh;   /* region of the stored image to decode */
-  int min_w, min_h;     /* minimum decoded region size, stored orientation (0: none) */
+  int rx, ry, rw, rh;        /* region of the stored image to decode */
+  int min_w, min_h;          /* minimum decoded region size, stored orientation (0: none) */
   bool swap, flip_x, flip_y; /* orientation: see image.c */
   stk__image_alloc_fn alloc;
   void *alloc_ctx;
   /* sink state (set by stk__sink_begin) */
-  int dw, dh, c;        /* decoded region size (after DCT scaling), stored orientation */
-  uint8_t *out;         /* the caller's buffer (oriented) */
-  uint8_t *tmp;         /* dw x dh x c staging buffer for transposing orientations */
+  int dw, dh, c; /* decoded region size (after DCT scaling), stored orientation */
+  uint8_t *out;  /* the caller's buffer (oriented) */
+  uint8_t *tmp;  /* dw x dh x c staging buffer for transposing orientations */
 } stk__decode_job;
 
 /* Allocates the output for a decoded region of dw x dh x c (stored orientation). */
@@ -150,10 +146,8 @@ void stk__convert_rgb_row(const uint8_t *src, uint8_t *dst, int n, stk__color co
  * scan (trailing bytes after it are allowed): truncation found without decoding. */
 stk_status stk__jpeg_check_complete(const uint8_t *data, size_t size, const char *name);
 
-stk_status stk__jpeg_peek(const uint8_t *data, size_t size, const char *name,
-                          stk__image_info *out);
-stk_status stk__png_peek(const uint8_t *data, size_t size, const char *name,
-                         stk__image_info *out);
+stk_status stk__jpeg_peek(const uint8_t *data, size_t size, const char *name, stk__image_info *out);
+stk_status stk__png_peek(const uint8_t *data, size_t size, const char *name, stk__image_info *out);
 /* Decode job->r* of the stored image through the sink; sets the effective scale. */
 stk_status stk__jpeg_decode(stk__decode_job *job, int *scale_num);
 stk_status stk__png_decode(stk__decode_job *job);

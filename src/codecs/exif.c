@@ -6,9 +6,9 @@
 #include "codecs.h"
 
 #define TIFF_TAG_ORIENTATION 0x0112
-#define TIFF_TYPE_BYTE 1
-#define TIFF_TYPE_SHORT 3
-#define TIFF_TYPE_LONG 4
+#define TIFF_TYPE_BYTE       1
+#define TIFF_TYPE_SHORT      3
+#define TIFF_TYPE_LONG       4
 
 static unsigned read16(const uint8_t *p, bool le) {
   return le ? (unsigned)p[0] | (unsigned)p[1] << 8 : (unsigned)p[0] << 8 | (unsigned)p[1];
@@ -26,10 +26,17 @@ static int entry_value(const uint8_t *e, bool le) {
   if (count < 1) return 1;
   unsigned v;
   switch (type) {
-  case TIFF_TYPE_SHORT: v = read16(e + 8, le); break;
-  case TIFF_TYPE_LONG: v = (unsigned)read32(e + 8, le); break; /* non-standard writers */
-  case TIFF_TYPE_BYTE: v = e[8]; break;
-  default: return 1;
+    case TIFF_TYPE_SHORT:
+      v = read16(e + 8, le);
+      break;
+    case TIFF_TYPE_LONG:
+      v = (unsigned)read32(e + 8, le);
+      break; /* non-standard writers */
+    case TIFF_TYPE_BYTE:
+      v = e[8];
+      break;
+    default:
+      return 1;
   }
   return v >= 1 && v <= 8 ? (int)v : 1;
 }
@@ -42,9 +49,12 @@ int stk__exif_orientation(const uint8_t *data, size_t size) {
   }
   if (size < 8) return 1;
   bool le;
-  if (data[0] == 'I' && data[1] == 'I') le = true;
-  else if (data[0] == 'M' && data[1] == 'M') le = false;
-  else return 1;
+  if (data[0] == 'I' && data[1] == 'I')
+    le = true;
+  else if (data[0] == 'M' && data[1] == 'M')
+    le = false;
+  else
+    return 1;
   if (read16(data + 2, le) != 42) return 1;
   uint32_t ifd = read32(data + 4, le);
   if (ifd < 8 || ifd > size - 2) return 1;

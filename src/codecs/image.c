@@ -49,14 +49,17 @@ stk_status stk__image_peek(const uint8_t *data, size_t size, const char *name,
   memset(out, 0, sizeof *out);
   if (!data || size == 0) return STK_FAIL(STK_ERR_DECODE, "%s: empty image data", nm);
   switch (stk__image_sniff(data, size)) {
-  case STK__IMAGE_JPEG: return stk__jpeg_peek(data, size, nm, out);
-  case STK__IMAGE_PNG: return stk__png_peek(data, size, nm, out);
-  default: break;
+    case STK__IMAGE_JPEG:
+      return stk__jpeg_peek(data, size, nm, out);
+    case STK__IMAGE_PNG:
+      return stk__png_peek(data, size, nm, out);
+    default:
+      break;
   }
   const char *other = other_format(data, size);
   if (other)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: %s images are not supported (JPEG and PNG are)",
-                    nm, other);
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: %s images are not supported (JPEG and PNG are)", nm,
+                    other);
   return STK_FAIL(STK_ERR_DECODE, "%s: unknown image format (%zu bytes, not JPEG or PNG)", nm,
                   size);
 }
@@ -74,20 +77,20 @@ stk_status stk__image_alloc_malloc(void *ctx, int h, int w, int c, uint8_t **out
 
 void stk__convert_rgb_row(const uint8_t *src, uint8_t *dst, int n, stk__color color) {
   switch (color) {
-  case STK__COLOR_RGB:
-    if (src != dst) memcpy(dst, src, (size_t)n * 3);
-    break;
-  case STK__COLOR_BGR:
-    for (int i = 0; i < n; i++) {
-      uint8_t r = src[3 * i], g = src[3 * i + 1], b = src[3 * i + 2];
-      dst[3 * i] = b;
-      dst[3 * i + 1] = g;
-      dst[3 * i + 2] = r;
-    }
-    break;
-  case STK__COLOR_GRAY:
-    for (int i = 0; i < n; i++) dst[i] = stk__luma601(src[3 * i], src[3 * i + 1], src[3 * i + 2]);
-    break;
+    case STK__COLOR_RGB:
+      if (src != dst) memcpy(dst, src, (size_t)n * 3);
+      break;
+    case STK__COLOR_BGR:
+      for (int i = 0; i < n; i++) {
+        uint8_t r = src[3 * i], g = src[3 * i + 1], b = src[3 * i + 2];
+        dst[3 * i] = b;
+        dst[3 * i + 1] = g;
+        dst[3 * i + 2] = r;
+      }
+      break;
+    case STK__COLOR_GRAY:
+      for (int i = 0; i < n; i++) dst[i] = stk__luma601(src[3 * i], src[3 * i + 1], src[3 * i + 2]);
+      break;
   }
 }
 
@@ -242,8 +245,8 @@ stk_status stk__image_decode(const uint8_t *data, size_t size, const char *name,
   job.alloc_ctx = alloc_ctx;
 
   int scale_num = 8;
-  stk_status st = info.format == STK__IMAGE_JPEG ? stk__jpeg_decode(&job, &scale_num)
-                                                 : stk__png_decode(&job);
+  stk_status st =
+      info.format == STK__IMAGE_JPEG ? stk__jpeg_decode(&job, &scale_num) : stk__png_decode(&job);
   stk__sink_abort(&job);
   out->data = job.out; /* on failure too, so the caller can free it */
   if (st != STK_OK) return st;

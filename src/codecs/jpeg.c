@@ -52,8 +52,8 @@ static stk_status parse_sof(const uint8_t *seg, size_t len, unsigned marker, con
     return STK_FAIL(STK_ERR_DECODE, "%s: JPEG frame header gives width %d, %d components", nm,
                     out->width, out->channels);
   if (out->height == 0)
-    return STK_FAIL(STK_ERR_UNSUPPORTED,
-                    "%s: JPEG height defined by a DNL marker is not supported", nm);
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: JPEG height defined by a DNL marker is not supported",
+                    nm);
   return STK_OK;
 }
 
@@ -66,8 +66,7 @@ stk_status stk__jpeg_peek(const uint8_t *d, size_t n, const char *nm, stk__image
     /* Like libjpeg, skip stray bytes before a marker and any 0xFF fill bytes. */
     while (pos < n && d[pos] != 0xff) pos++;
     while (pos < n && d[pos] == 0xff) pos++;
-    if (pos >= n)
-      return STK_FAIL(STK_ERR_DECODE, "%s: JPEG data ends before the frame header", nm);
+    if (pos >= n) return STK_FAIL(STK_ERR_DECODE, "%s: JPEG data ends before the frame header", nm);
     unsigned m = d[pos++];
     if (m == 0x00 || m == 0x01 || m == 0xd8 || (m >= 0xd0 && m <= 0xd7)) continue;
     if (m == 0xd9 || m == 0xda)
@@ -76,8 +75,7 @@ stk_status stk__jpeg_peek(const uint8_t *d, size_t n, const char *nm, stk__image
     if (n - pos < 2) return STK_FAIL(STK_ERR_DECODE, "%s: JPEG header truncated", nm);
     size_t len = (size_t)d[pos] << 8 | d[pos + 1];
     if (len < 2 || len > n - pos)
-      return STK_FAIL(STK_ERR_DECODE, "%s: JPEG marker 0x%02x segment truncated or corrupt", nm,
-                      m);
+      return STK_FAIL(STK_ERR_DECODE, "%s: JPEG marker 0x%02x segment truncated or corrupt", nm, m);
     const uint8_t *seg = d + pos + 2;
     if (m == 0xe1 && !have_exif && len - 2 >= 6 && memcmp(seg, "Exif\0\0", 6) == 0) {
       out->orientation = stk__exif_orientation(seg, len - 2);
@@ -118,10 +116,12 @@ stk_status stk__jpeg_check_complete(const uint8_t *d, size_t n, const char *nm) 
    * does not count. Searching backwards from the end costs two byte reads for the usual
    * file that ends with its EOI. */
   size_t scan = first_scan(d, n);
-  if (scan == 0) return STK_FAIL(STK_ERR_DECODE, "%s: JPEG has no scan (truncated in its header)", nm);
+  if (scan == 0)
+    return STK_FAIL(STK_ERR_DECODE, "%s: JPEG has no scan (truncated in its header)", nm);
   for (size_t i = n; i >= scan + 2; i--)
     if (d[i - 2] == 0xff && d[i - 1] == 0xd9) return STK_OK;
-  return STK_FAIL(STK_ERR_DECODE, "%s: JPEG is truncated (%zu bytes, no end-of-image marker)", nm, n);
+  return STK_FAIL(STK_ERR_DECODE, "%s: JPEG is truncated (%zu bytes, no end-of-image marker)", nm,
+                  n);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -167,16 +167,23 @@ static void on_progress(j_common_ptr cinfo) {
 static stk_status status_of(const jpeg_err *e, const char *nm) {
   stk_status st = STK_ERR_DECODE;
   switch (e->code) {
-  case JERR_OUT_OF_MEMORY: st = STK_ERR_OUT_OF_MEMORY; break;
-  case JERR_SOF_UNSUPPORTED:
-  case JERR_NOT_COMPILED:
-  case JERR_NOTIMPL:
-  case JERR_BAD_PRECISION:
-  case JERR_ARITH_NOTIMPL:
-  case JERR_CONVERSION_NOTIMPL: st = STK_ERR_UNSUPPORTED; break;
-  case JERR_IMAGE_TOO_BIG:
-  case JERR_WIDTH_OVERFLOW: st = STK_ERR_LIMIT; break;
-  default: break;
+    case JERR_OUT_OF_MEMORY:
+      st = STK_ERR_OUT_OF_MEMORY;
+      break;
+    case JERR_SOF_UNSUPPORTED:
+    case JERR_NOT_COMPILED:
+    case JERR_NOTIMPL:
+    case JERR_BAD_PRECISION:
+    case JERR_ARITH_NOTIMPL:
+    case JERR_CONVERSION_NOTIMPL:
+      st = STK_ERR_UNSUPPORTED;
+      break;
+    case JERR_IMAGE_TOO_BIG:
+    case JERR_WIDTH_OVERFLOW:
+      st = STK_ERR_LIMIT;
+      break;
+    default:
+      break;
   }
   /* Named after the entry point: the static helper's name would tell users nothing. */
   return stk__fail(st, "stk__jpeg_decode", "%s: JPEG: %s", nm, e->msg);
@@ -237,17 +244,18 @@ static int choose_scale(const stk__decode_job *job) {
 static stk_status set_color_space(stk__decode_job *job, jpeg_state *S) {
   struct jpeg_decompress_struct *ci = &S->cinfo;
   switch (ci->jpeg_color_space) {
-  case JCS_GRAYSCALE:
-  case JCS_YCbCr:
-  case JCS_RGB: break;
-  case JCS_CMYK:
-  case JCS_YCCK: /* libjpeg only gives CMYK for these; we convert to RGB */
-    S->cmyk = true;
-    ci->out_color_space = JCS_CMYK;
-    return STK_OK;
-  default:
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: JPEG with %d components of unknown colour space",
-                    job->name, ci->num_components);
+    case JCS_GRAYSCALE:
+    case JCS_YCbCr:
+    case JCS_RGB:
+      break;
+    case JCS_CMYK:
+    case JCS_YCCK: /* libjpeg only gives CMYK for these; we convert to RGB */
+      S->cmyk = true;
+      ci->out_color_space = JCS_CMYK;
+      return STK_OK;
+    default:
+      return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: JPEG with %d components of unknown colour space",
+                      job->name, ci->num_components);
   }
   ci->out_color_space = job->color == STK__COLOR_GRAY  ? JCS_GRAYSCALE
                         : job->color == STK__COLOR_BGR ? JCS_EXT_BGR
@@ -305,8 +313,10 @@ static stk_status read_staged(stk__decode_job *job, jpeg_state *S, int dx) {
       return STK_FAIL(STK_ERR_DECODE, "%s: JPEG decoder stalled at row %u", job->name,
                       (unsigned)ci->output_scanline);
     uint8_t *dst = stk__sink_row(job, r);
-    if (S->cmyk) cmyk_row(src, dst, job->dw, job->color, ci->saw_Adobe_marker);
-    else memcpy(dst, src, (size_t)job->dw * comps);
+    if (S->cmyk)
+      cmyk_row(src, dst, job->dw, job->color, ci->saw_Adobe_marker);
+    else
+      memcpy(dst, src, (size_t)job->dw * comps);
     stk__sink_row_done(job, r);
   }
   return STK_OK;
@@ -335,15 +345,15 @@ static stk_status run_decode(stk__decode_job *job, jpeg_state *S, int *scale_num
   scaled_span(job->rx, job->rw, job->info->width, n, &x0, &x1);
   scaled_span(job->ry, job->rh, job->info->height, n, &y0, &y1);
   if (x1 > (int)ci->output_width || y1 > (int)ci->output_height)
-    return STK_FAIL(STK_ERR_INTERNAL, "%s: JPEG scaled to %ux%u, smaller than expected",
-                    job->name, (unsigned)ci->output_width, (unsigned)ci->output_height);
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: JPEG scaled to %ux%u, smaller than expected", job->name,
+                    (unsigned)ci->output_width, (unsigned)ci->output_height);
   JDIMENSION xoff, cw;
   crop_request(x0, x1, (int)ci->output_width, &xoff, &cw);
   if (xoff > 0 || cw < ci->output_width) jpeg_crop_scanline(ci, &xoff, &cw);
   int dx = x0 - (int)xoff;
   if (dx < 0 || (JDIMENSION)(dx + x1 - x0) > ci->output_width)
-    return STK_FAIL(STK_ERR_INTERNAL, "%s: JPEG crop [%d, %d) became [%u, +%u)", job->name, x0,
-                    x1, (unsigned)xoff, (unsigned)cw);
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: JPEG crop [%d, %d) became [%u, +%u)", job->name, x0, x1,
+                    (unsigned)xoff, (unsigned)cw);
   if (y0 > 0 && jpeg_skip_scanlines(ci, (JDIMENSION)y0) != (JDIMENSION)y0)
     return STK_FAIL(STK_ERR_DECODE, "%s: JPEG ends before row %d", job->name, y0);
   int c = job->color == STK__COLOR_GRAY ? 1 : 3;
@@ -356,8 +366,8 @@ static stk_status run_decode(stk__decode_job *job, jpeg_state *S, int *scale_num
 
 stk_status stk__jpeg_decode(stk__decode_job *job, int *scale_num) {
   if (job->info->bit_depth != 8)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: %d-bit JPEG is not supported (8-bit only)",
-                    job->name, job->info->bit_depth);
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: %d-bit JPEG is not supported (8-bit only)", job->name,
+                    job->info->bit_depth);
   /* Up front, so a truncated file fails whatever region is decoded (a region decode
    * stops reading after its last row). */
   STK_TRY(stk__jpeg_check_complete(job->data, job->size, job->name));

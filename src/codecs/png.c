@@ -19,12 +19,16 @@ static uint32_t be32(const uint8_t *p) {
 
 static bool valid_depth(int color_type, int depth) {
   switch (color_type) {
-  case 0: return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
-  case 3: return depth == 1 || depth == 2 || depth == 4 || depth == 8;
-  case 2:
-  case 4:
-  case 6: return depth == 8 || depth == 16;
-  default: return false;
+    case 0:
+      return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
+    case 3:
+      return depth == 1 || depth == 2 || depth == 4 || depth == 8;
+    case 2:
+    case 4:
+    case 6:
+      return depth == 8 || depth == 16;
+    default:
+      return false;
   }
 }
 
@@ -50,11 +54,10 @@ stk_status stk__png_peek(const uint8_t *d, size_t n, const char *nm, stk__image_
   uint32_t w = be32(d + 16), h = be32(d + 20);
   int depth = d[24], type = d[25];
   if (w == 0 || h == 0 || w > 0x7fffffffu || h > 0x7fffffffu)
-    return STK_FAIL(STK_ERR_DECODE, "%s: PNG size %ux%u is invalid", nm, (unsigned)w,
-                    (unsigned)h);
+    return STK_FAIL(STK_ERR_DECODE, "%s: PNG size %ux%u is invalid", nm, (unsigned)w, (unsigned)h);
   if (type > 6 || !valid_depth(type, depth))
-    return STK_FAIL(STK_ERR_DECODE, "%s: PNG colour type %d with bit depth %d is invalid", nm,
-                    type, depth);
+    return STK_FAIL(STK_ERR_DECODE, "%s: PNG colour type %d with bit depth %d is invalid", nm, type,
+                    depth);
   out->width = (int)w;
   out->height = (int)h;
   out->bit_depth = depth;
@@ -83,8 +86,10 @@ static stk_status spng_failure(const stk__decode_job *job, int err, const char *
 /* Copies the ROI columns of one decoded row into sink row r. */
 static void emit_row(stk__decode_job *job, const png_state *P, const uint8_t *src, int r) {
   uint8_t *dst = stk__sink_row(job, r);
-  if (P->fmt == SPNG_FMT_G8) memcpy(dst, src + job->rx, (size_t)job->rw);
-  else stk__convert_rgb_row(src + (size_t)job->rx * 3, dst, job->rw, job->color);
+  if (P->fmt == SPNG_FMT_G8)
+    memcpy(dst, src + job->rx, (size_t)job->rw);
+  else
+    stk__convert_rgb_row(src + (size_t)job->rx * 3, dst, job->rw, job->color);
   stk__sink_row_done(job, r);
 }
 
@@ -123,8 +128,10 @@ static stk_status decode_rows(stk__decode_job *job, png_state *P) {
     if (err != 0 && !(err == SPNG_EOI && y == job->info->height - 1))
       return spng_failure(job, err, "row decode");
     if (!inside) continue;
-    if (direct) stk__sink_row_done(job, r);
-    else emit_row(job, P, dst, r);
+    if (direct)
+      stk__sink_row_done(job, r);
+    else
+      emit_row(job, P, dst, r);
   }
   return STK_OK;
 }
@@ -145,8 +152,7 @@ static stk_status run_png(stk__decode_job *job, png_state *P) {
   if (err) return spng_failure(job, err, "header");
   P->row_bytes = total / (size_t)job->info->height;
   if (P->row_bytes < (size_t)job->info->width * (P->fmt == SPNG_FMT_G8 ? 1 : 3))
-    return STK_FAIL(STK_ERR_INTERNAL, "%s: PNG row size %zu is too small", job->name,
-                    P->row_bytes);
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: PNG row size %zu is too small", job->name, P->row_bytes);
   STK_TRY(job->info->progressive ? decode_interlaced(job, P, total) : decode_rows(job, P));
   /* All image data was read: read on to IEND so the last chunks' CRCs are checked
    * (libspng stops inside the last IDAT once the pixels are complete). */

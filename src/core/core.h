@@ -16,7 +16,7 @@
 
 #if defined(__GNUC__)
 #define STK__PRINTF(a, b) __attribute__((format(printf, a, b)))
-#define STK__HIDDEN __attribute__((visibility("hidden")))
+#define STK__HIDDEN       __attribute__((visibility("hidden")))
 #else
 #define STK__PRINTF(a, b)
 #define STK__HIDDEN
@@ -28,8 +28,7 @@
 
 /* Sets the calling thread's message to "<func>: <formatted text>" and returns
  * `status`. Use through STK_FAIL so the function name comes first. */
-stk_status stk__fail(stk_status status, const char *func, const char *fmt, ...)
-    STK__PRINTF(3, 4);
+stk_status stk__fail(stk_status status, const char *func, const char *fmt, ...) STK__PRINTF(3, 4);
 stk_status stk__vfail(stk_status status, const char *func, const char *fmt, va_list ap);
 /* Prepends "<context>: " to the calling thread's current message (for callers that add
  * the culprit, e.g. the file name, to an error raised deeper down). Returns `status`. */
@@ -49,10 +48,10 @@ stk_status stk__set_error(stk_status status, const char *message);
 #define STK_FAIL(status, ...) stk__fail((status), __func__, __VA_ARGS__)
 
 /* Evaluate an expression returning stk_status; return it on failure. */
-#define STK_TRY(expr)                                                                      \
-  do {                                                                                     \
-    stk_status stk__st = (expr);                                                           \
-    if (stk__st != STK_OK) return stk__st;                                                 \
+#define STK_TRY(expr)                      \
+  do {                                     \
+    stk_status stk__st = (expr);           \
+    if (stk__st != STK_OK) return stk__st; \
   } while (0)
 
 /* ---------------------------------------------------------------------------------- */
@@ -189,7 +188,6 @@ stk_status stk__threadpool_create(stk__threadpool **out, int num_threads);
 void stk__threadpool_destroy(stk__threadpool *tp);
 int stk__threadpool_size(const stk__threadpool *tp);
 /* Runs the job and returns when every index is done. Not reentrant. */
-void stk__threadpool_parallel_for(stk__threadpool *tp, size_t count, stk__task_fn fn,
-                                  void *arg);
+void stk__threadpool_parallel_for(stk__threadpool *tp, size_t count, stk__task_fn fn, void *arg);
 
 #endif /* STOKER_CORE_H */

@@ -5,23 +5,25 @@
 
 size_t stk_dtype_size(stk_dtype dtype) {
   switch (dtype) {
-#define STK__SIZE_CASE(name, value, text, size)                                            \
-  case STK_DTYPE_##name:                                                                   \
+#define STK__SIZE_CASE(name, value, text, size) \
+  case STK_DTYPE_##name:                        \
     return size;
     STK_DTYPE_MAP(STK__SIZE_CASE)
 #undef STK__SIZE_CASE
-  default: return 0;
+    default:
+      return 0;
   }
 }
 
 const char *stk_dtype_name(stk_dtype dtype) {
   switch (dtype) {
-#define STK__NAME_CASE(name, value, text, size)                                            \
-  case STK_DTYPE_##name:                                                                   \
+#define STK__NAME_CASE(name, value, text, size) \
+  case STK_DTYPE_##name:                        \
     return text;
     STK_DTYPE_MAP(STK__NAME_CASE)
 #undef STK__NAME_CASE
-  default: return NULL;
+    default:
+      return NULL;
   }
 }
 

@@ -19,8 +19,8 @@ const char *stk_version_string(void) { return STK_VERSION_STRING; }
 
 const char *stk_status_name(stk_status status) {
   switch (status) {
-#define STK__NAME_CASE(name, value, desc)                                                  \
-  case STK_##name:                                                                         \
+#define STK__NAME_CASE(name, value, desc) \
+  case STK_##name:                        \
     return "STK_" #name;
     STK_STATUS_MAP(STK__NAME_CASE)
 #undef STK__NAME_CASE
@@ -30,8 +30,8 @@ const char *stk_status_name(stk_status status) {
 
 const char *stk_status_str(stk_status status) {
   switch (status) {
-#define STK__STR_CASE(name, value, desc)                                                   \
-  case STK_##name:                                                                         \
+#define STK__STR_CASE(name, value, desc) \
+  case STK_##name:                       \
     return desc;
     STK_STATUS_MAP(STK__STR_CASE)
 #undef STK__STR_CASE
@@ -54,8 +54,10 @@ static bool is_public_name(const char *func) {
 stk_status stk__vfail(stk_status status, const char *func, const char *fmt, va_list ap) {
   char text[STK__MSG_CAP];
   vsnprintf(text, sizeof text, fmt, ap);
-  if (is_public_name(func)) snprintf(stk__msg, sizeof stk__msg, "%s: %s", func, text);
-  else snprintf(stk__msg, sizeof stk__msg, "%s", text);
+  if (is_public_name(func))
+    snprintf(stk__msg, sizeof stk__msg, "%s: %s", func, text);
+  else
+    snprintf(stk__msg, sizeof stk__msg, "%s", text);
   return status;
 }
 

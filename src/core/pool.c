@@ -6,7 +6,7 @@
 
 #include "core.h"
 
-#define POOL_ALIGN 64
+#define POOL_ALIGN   64
 #define POOL_CLASSES 256
 
 typedef struct block_header {
@@ -14,8 +14,8 @@ typedef struct block_header {
   struct block_header *next; /* free-list link while cached */
   size_t size;               /* usable bytes */
   int cls;
-  bool pinned;               /* page-locked through the pool's pinning hook */
-  bool hook_allocated;       /* from the hook's alloc(): goes back through dealloc() */
+  bool pinned;         /* page-locked through the pool's pinning hook */
+  bool hook_allocated; /* from the hook's alloc(): goes back through dealloc() */
 } block_header;
 
 /* The header occupies one alignment unit in front of the user block. */
@@ -145,8 +145,10 @@ void *stk__pool_alloc(stk__pool *p, size_t size) {
   b->size = rounded;
   b->cls = cls;
   pthread_mutex_lock(&p->lock);
-  if (b->pinned) p->pinned_blocks++;
-  else if (pinning.pin || pinning.alloc) p->pin_failures++;
+  if (b->pinned)
+    p->pinned_blocks++;
+  else if (pinning.pin || pinning.alloc)
+    p->pin_failures++;
   p->live_blocks++;
   p->in_use += (int64_t)rounded;
   if (p->in_use + p->cached > p->peak) p->peak = p->in_use + p->cached;

@@ -26,8 +26,7 @@ typedef struct {
   int index;
 } worker_start;
 
-static void run_indices(stk__threadpool *tp, stk__task_fn fn, void *arg, size_t count,
-                        int worker) {
+static void run_indices(stk__threadpool *tp, stk__task_fn fn, void *arg, size_t count, int worker) {
   for (;;) {
     size_t i = atomic_fetch_add_explicit(&tp->next, 1, memory_order_relaxed);
     if (i >= count) break;
@@ -61,8 +60,7 @@ static void *worker_main(void *opaque) {
 
 stk_status stk__threadpool_create(stk__threadpool **out, int num_threads) {
   if (num_threads < 1)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "num_threads must be >= 1, got %d",
-                    num_threads);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "num_threads must be >= 1, got %d", num_threads);
   stk__threadpool *tp = stk__calloc(1, sizeof *tp, "a thread pool");
   if (!tp) return STK_ERR_OUT_OF_MEMORY;
   tp->num_threads = num_threads;
@@ -112,8 +110,7 @@ void stk__threadpool_destroy(stk__threadpool *tp) {
 
 int stk__threadpool_size(const stk__threadpool *tp) { return tp->num_threads; }
 
-void stk__threadpool_parallel_for(stk__threadpool *tp, size_t count, stk__task_fn fn,
-                                  void *arg) {
+void stk__threadpool_parallel_for(stk__threadpool *tp, size_t count, stk__task_fn fn, void *arg) {
   if (count == 0) return;
   int helpers = tp->num_threads - 1;
   if (helpers == 0 || count == 1) {

@@ -23,8 +23,7 @@ void *stk__malloc(size_t size, const char *what) {
 void *stk__calloc(size_t count, size_t size, const char *what) {
   void *p = calloc(count ? count : 1, size ? size : 1);
   if (!p)
-    STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot allocate %zu x %zu bytes for %s", count, size,
-             what);
+    STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot allocate %zu x %zu bytes for %s", count, size, what);
   return p;
 }
 

@@ -47,15 +47,15 @@ typedef struct {
 #define STK_GPU_AA_MAX_CHANNELS 4
 
 typedef struct {
-  const uint8_t *src;     /* device HWC uint8 image, dense */
-  uint8_t *dst;           /* device, h * w * c (must not overlap src) */
-  uint8_t *scratch;       /* device, h * w * c: the other ping-pong buffer */
-  int h, w, c;            /* c in 1..STK_GPU_AA_MAX_CHANNELS */
-  const uint8_t *mask_src;/* NULL: no mask; else HW(C) uint8, the image's h x w */
+  const uint8_t *src;      /* device HWC uint8 image, dense */
+  uint8_t *dst;            /* device, h * w * c (must not overlap src) */
+  uint8_t *scratch;        /* device, h * w * c: the other ping-pong buffer */
+  int h, w, c;             /* c in 1..STK_GPU_AA_MAX_CHANNELS */
+  const uint8_t *mask_src; /* NULL: no mask; else HW(C) uint8, the image's h x w */
   uint8_t *mask_dst, *mask_scratch;
   int mask_c;
-  int first_step, num_steps; /* this sample's steps in the step array (num_steps >= 1) */
-  float fill[STK_GPU_AA_MAX_CHANNELS];    /* image fill of the linear warp */
+  int first_step, num_steps;           /* this sample's steps in the step array (num_steps >= 1) */
+  float fill[STK_GPU_AA_MAX_CHANNELS]; /* image fill of the linear warp */
   uint8_t fill8[STK_GPU_AA_MAX_CHANNELS]; /* image fill of the nearest warp (rounded) */
   /* float32 values copied from the float payload: decisions and moved boxes */
   float *dec_dst;

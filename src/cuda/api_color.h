@@ -1,4 +1,6 @@
-/* The GPU entry points for colour operators: brightness/contrast/saturation/hue/hsv/color_twist/grayscale/invert/posterize/solarize(_add)/equalize/auto_contrast/sharpness/color_space_conversion.
+/* The GPU entry points for colour operators:
+ * brightness, contrast, saturation, hue, hsv, color_twist, grayscale, invert, posterize,
+ * solarize(_add), equalize, auto_contrast, sharpness, color_space_conversion.
  * Reached through stk_gpu_api.color (gpu_api.h); implemented in src/cuda/color.cu. The same
  * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
  * err, queues its work on `stream` and never synchronises unless it says so. */
@@ -44,7 +46,7 @@ typedef struct {
 
 /* pixel: a function of whole pixels (cin -> cout channels, each 1 or 3). */
 enum {
-  STK_GPU_CLR_AFFINE = 0,   /* out[o] = off[o] + sum_j m[o * cin + j] * in[j], float64; any dtypes */
+  STK_GPU_CLR_AFFINE = 0, /* out[o] = off[o] + sum_j m[o * cin + j] * in[j], float64; any dtypes */
   STK_GPU_CLR_PIL_GRAY = 1, /* uint8 RGB -> PIL's integer luma, replicated to cout channels */
   STK_GPU_CLR_PIL_COLOR = 2 /* uint8 RGB: Image.blend(luma, pixel, factor) (ImageEnhance.Color) */
 };
@@ -60,12 +62,12 @@ typedef struct {
 /* stats: a per-sample, per-channel reduction (histograms or sums) followed by a table
  * built from it and applied (two launches). Input uint8 except for MEAN_CONTRAST. */
 enum {
-  STK_GPU_CLR_EQ_PIL = 0,        /* ImageOps.equalize */
-  STK_GPU_CLR_EQ_CV = 1,         /* OpenCV's equalizeHist */
-  STK_GPU_CLR_AUTOCONTRAST = 2,  /* ImageOps.autocontrast, p[0] / p[1]: cutoff low / high % */
-  STK_GPU_CLR_PIL_CONTRAST = 3,  /* ImageEnhance.Contrast, p[0]: factor (float32) */
-  STK_GPU_CLR_MEAN_CONTRAST = 4  /* contrast around the mean luma: p = {nb * c, nb,
-                                    shift * full_range_out, c} (brightness_contrast's terms) */
+  STK_GPU_CLR_EQ_PIL = 0,       /* ImageOps.equalize */
+  STK_GPU_CLR_EQ_CV = 1,        /* OpenCV's equalizeHist */
+  STK_GPU_CLR_AUTOCONTRAST = 2, /* ImageOps.autocontrast, p[0] / p[1]: cutoff low / high % */
+  STK_GPU_CLR_PIL_CONTRAST = 3, /* ImageEnhance.Contrast, p[0]: factor (float32) */
+  STK_GPU_CLR_MEAN_CONTRAST = 4 /* contrast around the mean luma: p = {nb * c, nb,
+                                   shift * full_range_out, c} (brightness_contrast's terms) */
 };
 typedef struct {
   const void *src;
@@ -88,15 +90,12 @@ struct stk_gpu_color_api {
   int version; /* 2 */
   int (*lut)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *samples, const void *luts,
              size_t lut_bytes, stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  int (*point)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *samples,
-               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
-               size_t errlen);
+  int (*point)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *samples, stk_dtype in_dtype,
+               stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
   int (*pixel)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *samples, int mode,
-               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
-               size_t errlen);
+               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
   int (*stats)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *samples, int mode,
-               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
-               size_t errlen);
+               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
   int (*sharpness)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sample *samples,
                    uintptr_t stream, char *err, size_t errlen);
 };

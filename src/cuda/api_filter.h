@@ -20,9 +20,9 @@ extern "C" {
 typedef struct {
   const void *src;
   void *dst;
-  int h, w, c;          /* input extents */
-  int out_h, out_w;     /* output extents ("valid" mode: smaller, anchors 0) */
-  int kh, kw, ay, ax;   /* kernel extents and anchor */
+  int h, w, c;        /* input extents */
+  int out_h, out_w;   /* output extents ("valid" mode: smaller, anchors 0) */
+  int kh, kw, ay, ax; /* kernel extents and anchor */
   int border;
   float fill;
   /* 0: `weights` is the kh x kw kernel, row-major. 1 or 2: the sum of npairs separable
@@ -38,10 +38,10 @@ enum { STK_GPU_NOISE_GAUSSIAN = 0, STK_GPU_NOISE_SALT_AND_PEPPER = 1, STK_GPU_NO
 typedef struct {
   const void *src;
   void *dst;
-  int64_t count;        /* elements */
-  int64_t group;        /* salt_and_pepper: elements per draw (channels, or 1) */
-  uint32_t key[2];      /* the node's Philox key */
-  uint32_t ordinal[2];  /* the sample's ordinal (counter words 2, 3) */
+  int64_t count;       /* elements */
+  int64_t group;       /* salt_and_pepper: elements per draw (channels, or 1) */
+  uint32_t key[2];     /* the node's Philox key */
+  uint32_t ordinal[2]; /* the sample's ordinal (counter words 2, 3) */
   /* gaussian: mean, stddev; salt_and_pepper: salt_below, noise_below, salt, pepper;
    * shot: factor (> 0) */
   double p[4];

@@ -19,22 +19,22 @@ extern "C" {
  * taps in float32; outside taps read `fill` (constant_border) or the clamped edge pixel.
  * uint8 output: + 0.5, clamp, truncate (the CPU's float32 -> uint8 conversion). */
 typedef struct {
-  const void *src;         /* device HWC image, rows src_pitch bytes apart */
+  const void *src; /* device HWC image, rows src_pitch bytes apart */
   size_t src_pitch;
   int src_h, src_w;
-  void *dst;               /* dense dst_h x dst_w x channels */
+  void *dst; /* dense dst_h x dst_w x channels */
   int dst_h, dst_w;
-  double m[6];             /* output -> input */
+  double m[6]; /* output -> input */
   int constant_border;
-  float fill[4];           /* per channel, with constant_border */
-  uint8_t fill_u8[4];      /* the fill as uint8 (nearest uint8 -> uint8 copies bytes) */
+  float fill[4];      /* per channel, with constant_border */
+  uint8_t fill_u8[4]; /* the fill as uint8 (nearest uint8 -> uint8 copies bytes) */
 } stk_gpu_warp_sample;
 
 typedef struct {
-  int channels;            /* 1..4 */
-  stk_dtype in_dtype;      /* UINT8 or FLOAT32 */
-  stk_dtype out_dtype;     /* UINT8 or FLOAT32 */
-  int interp;              /* STK_GPU_INTERP_NEAREST, _LINEAR or _CUBIC */
+  int channels;        /* 1..4 */
+  stk_dtype in_dtype;  /* UINT8 or FLOAT32 */
+  stk_dtype out_dtype; /* UINT8 or FLOAT32 */
+  int interp;          /* STK_GPU_INTERP_NEAREST, _LINEAR or _CUBIC */
 } stk_gpu_warp_args;
 
 /* ---- erase (src/ops/occlusion.c) ----
@@ -46,26 +46,26 @@ typedef struct {
 
 typedef struct {
   const void *src;
-  void *dst;               /* dense, same shape; must not overlap src */
+  void *dst; /* dense, same shape; must not overlap src */
   int64_t shape[STK_GPU_ERASE_MAX_NDIM];
   const stk_gpu_erase_box *boxes; /* host array of nboxes (clipped to the shape) */
   int nboxes;
-  int nfill;               /* 1, or one value per index of fill_axis */
-  int fill_axis;           /* the dimension the fill varies along (nfill > 1) */
-  uint8_t fill[64];        /* nfill values of esize bytes */
+  int nfill;        /* 1, or one value per index of fill_axis */
+  int fill_axis;    /* the dimension the fill varies along (nfill > 1) */
+  uint8_t fill[64]; /* nfill values of esize bytes */
 } stk_gpu_erase_sample;
 
 typedef struct {
-  int ndim;                /* 1..STK_GPU_ERASE_MAX_NDIM */
-  int esize;               /* bytes per element: 1, 2, 4 or 8 */
+  int ndim;  /* 1..STK_GPU_ERASE_MAX_NDIM */
+  int esize; /* bytes per element: 1, 2, 4 or 8 */
 } stk_gpu_erase_args;
 
 /* ---- grid_mask (src/ops/occlusion.c, geometry_px.h: stk_grid_keep) ---- */
 typedef struct {
   const void *src;
-  void *dst;               /* dense h x w pixels of pixel_bytes; must not overlap src */
+  void *dst; /* dense h x w pixels of pixel_bytes; must not overlap src */
   int h, w;
-  double ca, sa;           /* cos and sin of the angle (computed on the host, as the CPU) */
+  double ca, sa; /* cos and sin of the angle (computed on the host, as the CPU) */
   double shift_x, shift_y, tile, ratio;
 } stk_gpu_grid_mask_sample;
 

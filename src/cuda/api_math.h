@@ -20,24 +20,24 @@ extern "C" {
 #endif
 
 typedef struct {
-  const void *data;         /* device; NULL with SCALAR: `scalar` holds the element */
-  int mode;                 /* STK_GPU_OPERAND_* (math_common.h); SCALAR reads data[0], or
-                               `scalar` when data is NULL */
-  int64_t period;           /* PERIODIC */
+  const void *data;             /* device; NULL with SCALAR: `scalar` holds the element */
+  int mode;                     /* STK_GPU_OPERAND_* (math_common.h); SCALAR reads data[0], or
+                                   `scalar` when data is NULL */
+  int64_t period;               /* PERIODIC */
   int64_t stride[STK_MAX_NDIM]; /* STRIDED: elements per output axis step (0: broadcast) */
-  uint64_t scalar;          /* one element of the operand's dtype (little-endian bytes) */
+  uint64_t scalar;              /* one element of the operand's dtype (little-endian bytes) */
 } stk_gpu_math_operand;
 
 typedef struct {
-  void *dst;                /* device, dense: count elements of out_dtype */
+  void *dst; /* device, dense: count elements of out_dtype */
   int64_t count;
-  int ndim;                 /* the output's shape (used by STRIDED operands) */
+  int ndim; /* the output's shape (used by STRIDED operands) */
   int64_t shape[STK_MAX_NDIM];
   stk_gpu_math_operand a, b;
 } stk_gpu_binary_sample;
 
 typedef struct {
-  int op;                   /* stk__binop (math_common.h) */
+  int op; /* stk__binop (math_common.h) */
   stk_dtype a_dtype, b_dtype, out_dtype;
   /* the compute kind (STK_AK_*): the output's for arithmetic, the promoted type's for
    * comparisons */
@@ -49,13 +49,13 @@ typedef struct {
   const void *src;
   void *dst;
   int64_t count;
-  double lo, hi;            /* clamp, float inputs (NaN bounds already replaced) */
-  int64_t ilo, ihi;         /* clamp, signed inputs (stk_ar_int_bounds) */
-  uint64_t ulo, uhi;        /* clamp, unsigned and bool inputs */
+  double lo, hi;     /* clamp, float inputs (NaN bounds already replaced) */
+  int64_t ilo, ihi;  /* clamp, signed inputs (stk_ar_int_bounds) */
+  uint64_t ulo, uhi; /* clamp, unsigned and bool inputs */
 } stk_gpu_unary_sample;
 
 typedef struct {
-  int op;                   /* stk__unop, or -1 for clamp */
+  int op; /* stk__unop, or -1 for clamp */
   stk_dtype in_dtype, out_dtype;
 } stk_gpu_unary_args;
 
@@ -65,15 +65,15 @@ typedef struct {
   const void *src;
   void *dst;
   int64_t count, num_classes, inner;
-  uint64_t on, off;         /* one element of out_dtype each (stk__store_double) */
+  uint64_t on, off; /* one element of out_dtype each (stk__store_double) */
 } stk_gpu_one_hot_sample;
 
 /* gather (subscript): output element e (row-major over `shape`) is the source element at
  * stk_ar_gather_offset(ndim, shape, stride, e) elements from `src` (strides may be
  * negative or 0). */
 typedef struct {
-  const void *src;          /* device: the source element of the output's origin */
-  void *dst;                /* device, dense: count elements */
+  const void *src; /* device: the source element of the output's origin */
+  void *dst;       /* device, dense: count elements */
   int64_t count;
   int ndim;
   int64_t shape[STK_MAX_NDIM];
@@ -86,9 +86,8 @@ struct stk_gpu_math_api {
                 const stk_gpu_binary_args *args, uintptr_t stream, char *err, size_t errlen);
   int (*unary)(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sample *samples,
                const stk_gpu_unary_args *args, uintptr_t stream, char *err, size_t errlen);
-  int (*one_hot)(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples,
-                 stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
-                 size_t errlen);
+  int (*one_hot)(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples, stk_dtype in_dtype,
+                 stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
   /* esize: bytes per element (1, 2, 4 or 8). NULL in tables older than subscript. */
   int (*gather)(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize,
                 uintptr_t stream, char *err, size_t errlen);

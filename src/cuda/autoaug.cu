@@ -15,8 +15,8 @@
 /* One block per sample; the interpreter is autoaug_interp.h (also run on the CPU by
  * tests/c/test_autoaug_interp.c). */
 __global__ void __launch_bounds__(AA_THREADS)
-aa_kernel(const stk_gpu_aa_sample *S, const stk_gpu_aa_step *steps, const uint8_t *luts,
-          const float *floats, int interp, int constant) {
+    aa_kernel(const stk_gpu_aa_sample *S, const stk_gpu_aa_step *steps, const uint8_t *luts,
+              const float *floats, int interp, int constant) {
   __shared__ stk_aa_shared sh;
   stk_aa_run_sample(&S[blockIdx.x], steps, luts, floats, interp, constant, &sh, (int)threadIdx.x,
                     (int)blockDim.x);
@@ -29,43 +29,49 @@ static int check_sample(int i, const stk_gpu_aa_sample *s, int num_steps,
                         const stk_gpu_aa_step *steps, int num_luts, int num_floats, char *err,
                         size_t errlen) {
   if (!s->src || !s->dst || !s->scratch || s->h < 0 || s->w < 0 || s->c < 1 || s->c > STK_AA_C)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL buffer or bad image %dx%dx%d "
-                    "(1..%d channels)", i, s->h, s->w, s->c, STK_AA_C);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: NULL buffer or bad image %dx%dx%d "
+                    "(1..%d channels)",
+                    i, s->h, s->w, s->c, STK_AA_C);
   if ((int64_t)s->h * s->w * (s->c > s->mask_c ? s->c : s->mask_c) >= ((int64_t)1 << 31))
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "sample %d: %dx%d image of 2^31 elements or more", i, s->h, s->w);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "sample %d: %dx%d image of 2^31 elements or more", i, s->h,
+                    s->w);
   if (s->mask_src && (!s->mask_dst || !s->mask_scratch || s->mask_c < 1))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: mask without its buffers", i);
   if (s->num_steps < 1 || s->first_step < 0 || s->first_step > num_steps - s->num_steps)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: steps [%d, +%d) outside the %d steps",
-                    i, s->first_step, s->num_steps, num_steps);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: steps [%d, +%d) outside the %d steps", i,
+                    s->first_step, s->num_steps, num_steps);
   for (int j = 0; j < s->num_steps; j++) {
     const stk_gpu_aa_step *st = &steps[s->first_step + j];
     if (st->code < 0 || st->code >= STK_GPU_AA_NUM_CODES ||
         (st->code == STK_GPU_AA_LUT && (st->lut < 0 || st->lut >= num_luts)))
-      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d step %d: code %d / table %d of %d", i,
-                      j, st->code, st->lut, num_luts);
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d step %d: code %d / table %d of %d", i, j,
+                      st->code, st->lut, num_luts);
   }
   bool dec_ok = s->dec_count == 0 || (s->dec_dst && s->dec_off >= 0 && s->dec_count > 0 &&
                                       s->dec_off <= num_floats - s->dec_count);
   bool box_ok = s->box_count == 0 || (s->box_dst && s->box_off >= 0 && s->box_count > 0 &&
                                       s->box_off <= num_floats - s->box_count);
   if (!dec_ok || !box_ok)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: payload copies outside the %d values",
-                    i, num_floats);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: payload copies outside the %d values", i,
+                    num_floats);
   return 0;
 }
 
 static int aa_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, int num_steps,
-                    const stk_gpu_aa_step *steps, int num_luts, const uint8_t *luts,
-                    int num_floats, const float *floats, const stk_gpu_aa_args *args,
-                    uintptr_t stream_h, char *err, size_t errlen) {
+                    const stk_gpu_aa_step *steps, int num_luts, const uint8_t *luts, int num_floats,
+                    const float *floats, const stk_gpu_aa_args *args, uintptr_t stream_h, char *err,
+                    size_t errlen) {
   if (n < 0 || (n > 0 && (!samples || !steps || num_steps < 1)) || num_luts < 0 ||
       (num_luts > 0 && !luts) || num_floats < 0 || (num_floats > 0 && !floats) || !args)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d, %d steps, %d tables, %d "
-                    "values)", n, num_steps, num_luts, num_floats);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "bad batch (n = %d, %d steps, %d tables, %d "
+                    "values)",
+                    n, num_steps, num_luts, num_floats);
   if (args->interp != STK_GPU_INTERP_NEAREST && args->interp != STK_GPU_INTERP_LINEAR &&
       args->interp != STK_GPU_INTERP_CUBIC)
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "interpolation %d: nearest, linear or cubic", args->interp);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "interpolation %d: nearest, linear or cubic",
+                    args->interp);
   if (n == 0) return 0;
   for (int i = 0; i < n; i++)
     STK_TRY_INT(check_sample(i, &samples[i], num_steps, steps, num_luts, num_floats, err, errlen));
@@ -81,12 +87,14 @@ static int aa_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, i
   if (num_luts) memcpy(host + o_luts, luts, (size_t)num_luts * 256);
   if (num_floats) memcpy(host + o_floats, floats, (size_t)num_floats * sizeof(float));
   cudaStream_t stream = (cudaStream_t)stream_h;
-  int rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "auto_augment", err, errlen, [&](const char *d) {
-    aa_kernel<<<n, AA_THREADS, 0, stream>>>((const stk_gpu_aa_sample *)d, (const stk_gpu_aa_step *)(d + o_steps),
-                                            (const uint8_t *)(d + o_luts), (const float *)(d + o_floats),
-                                            args->interp, args->constant);
-    return 0;
-  });
+  int rc = stk_upload_and_launch(
+      ctx, host, bytes, stream_h, "auto_augment", err, errlen, [&](const char *d) {
+        aa_kernel<<<n, AA_THREADS, 0, stream>>>(
+            (const stk_gpu_aa_sample *)d, (const stk_gpu_aa_step *)(d + o_steps),
+            (const uint8_t *)(d + o_luts), (const float *)(d + o_floats), args->interp,
+            args->constant);
+        return 0;
+      });
   free(host);
   return rc;
 }

@@ -15,11 +15,11 @@
 #include "api_autoaug.h"
 
 #if defined(__CUDA_ARCH__)
-#define STK_AA_SYNC() __syncthreads()
+#define STK_AA_SYNC()        __syncthreads()
 #define STK_AA_ADD_U32(p, v) atomicAdd((p), (v))
 #define STK_AA_ADD_U64(p, v) atomicAdd((p), (v))
 #else
-#define STK_AA_SYNC() ((void)0)
+#define STK_AA_SYNC()        ((void)0)
 #define STK_AA_ADD_U32(p, v) (*(p) += (v))
 #define STK_AA_ADD_U64(p, v) (*(p) += (v))
 #endif
@@ -46,10 +46,12 @@ STK_HD void stk_aa_copy(const uint8_t *in, uint8_t *out, int64_t n, int tid, int
 }
 
 /* Per-channel histograms of `in` into sh->hist64 (synchronised on return). */
-STK_HD void stk_aa_histograms(const uint8_t *in, int64_t n, int c, stk_aa_shared *sh, int tid, int nt) {
+STK_HD void stk_aa_histograms(const uint8_t *in, int64_t n, int c, stk_aa_shared *sh, int tid,
+                              int nt) {
   for (int i = tid; i < c * 256; i += nt) sh->hist[i] = 0;
   STK_AA_SYNC();
-  for (int64_t i = tid; i < n; i += nt) STK_AA_ADD_U32(&sh->hist[(int)((uint32_t)i % (uint32_t)c) * 256 + in[i]], 1u);
+  for (int64_t i = tid; i < n; i += nt)
+    STK_AA_ADD_U32(&sh->hist[(int)((uint32_t)i % (uint32_t)c) * 256 + in[i]], 1u);
   STK_AA_SYNC();
   for (int i = tid; i < c * 256; i += nt) sh->hist64[i] = sh->hist[i];
   STK_AA_SYNC();
@@ -57,8 +59,8 @@ STK_HD void stk_aa_histograms(const uint8_t *in, int64_t n, int c, stk_aa_shared
 
 /* Channel sums of `in` (sh->sums[0..c)); with `pil_luma`, sums[0] is the sum of Pillow's
  * luma of each RGB pixel (of channel 0 when c != 3). Synchronised on return. */
-STK_HD void stk_aa_sums(const uint8_t *in, int64_t px, int c, int pil_luma, stk_aa_shared *sh, int tid,
-                        int nt) {
+STK_HD void stk_aa_sums(const uint8_t *in, int64_t px, int c, int pil_luma, stk_aa_shared *sh,
+                        int tid, int nt) {
   for (int k = tid; k < STK_AA_C; k += nt) sh->sums[k] = 0;
   STK_AA_SYNC();
   unsigned long long part[STK_AA_C] = {0, 0, 0, 0};
@@ -81,10 +83,18 @@ STK_HD void stk_aa_hist_luts(int code, int c, stk_aa_shared *sh, int tid, int nt
     const uint64_t *h = sh->hist64 + k * 256;
     uint8_t *l = sh->lut + k * 256;
     switch (code) {
-    case STK_GPU_AA_EQUALIZE_CV: stk_aa_cv_equalize_lut(h, l); break;
-    case STK_GPU_AA_EQUALIZE_PIL: stk_aa_pil_equalize_lut(h, l); break;
-    case STK_GPU_AA_AUTOCONTRAST_DALI: stk_aa_dali_autocontrast_lut(h, l); break;
-    default: stk_aa_pil_autocontrast_lut(h, l); break;
+      case STK_GPU_AA_EQUALIZE_CV:
+        stk_aa_cv_equalize_lut(h, l);
+        break;
+      case STK_GPU_AA_EQUALIZE_PIL:
+        stk_aa_pil_equalize_lut(h, l);
+        break;
+      case STK_GPU_AA_AUTOCONTRAST_DALI:
+        stk_aa_dali_autocontrast_lut(h, l);
+        break;
+      default:
+        stk_aa_pil_autocontrast_lut(h, l);
+        break;
     }
   }
   STK_AA_SYNC();
@@ -128,7 +138,8 @@ STK_HD void stk_aa_apply_lut(const uint8_t *in, uint8_t *out, int64_t n, int c, 
     uint32_t v = ((const uint32_t *)in)[i], r = 0;
     int ch = per_channel ? (int)(((uint32_t)i * 4u) % (uint32_t)c) : 0;
     for (int j = 0; j < 4; j++) {
-      r |= (uint32_t)lut[ch * 256 + (int)((v >> (8 * j)) & 255u)] << (8 * j); /* little-endian bytes */
+      r |= (uint32_t)lut[ch * 256 + (int)((v >> (8 * j)) & 255u)]
+           << (8 * j); /* little-endian bytes */
       if (per_channel && ++ch == c) ch = 0;
     }
     ((uint32_t *)out)[i] = r;
@@ -138,72 +149,76 @@ STK_HD void stk_aa_apply_lut(const uint8_t *in, uint8_t *out, int64_t n, int c, 
 }
 
 /* One non-geometric step from in to out (no aliasing). */
-STK_HD void stk_aa_color_step(const stk_gpu_aa_sample *s, const stk_gpu_aa_step *st, const uint8_t *luts,
-                              const uint8_t *in, uint8_t *out, stk_aa_shared *sh, int tid, int nt) {
+STK_HD void stk_aa_color_step(const stk_gpu_aa_sample *s, const stk_gpu_aa_step *st,
+                              const uint8_t *luts, const uint8_t *in, uint8_t *out,
+                              stk_aa_shared *sh, int tid, int nt) {
   int c = s->c;
   int64_t px = (int64_t)s->h * s->w, n = px * c;
   switch (st->code) {
-  case STK_GPU_AA_LUT:
-    for (int i = tid; i < 256; i += nt) sh->lut[i] = luts[(size_t)st->lut * 256 + (size_t)i];
-    STK_AA_SYNC();
-    stk_aa_apply_lut(in, out, n, c, 0, sh->lut, tid, nt);
-    return;
-  case STK_GPU_AA_CONTRAST_DALI:
-  case STK_GPU_AA_CONTRAST_PIL: {
-    int pil = st->code == STK_GPU_AA_CONTRAST_PIL;
-    stk_aa_sums(in, px, c, pil, sh, tid, nt);
-    uint64_t sums[STK_AA_C];
-    for (int k = 0; k < STK_AA_C; k++) sums[k] = (uint64_t)sh->sums[k];
-    double mean = px ? (double)sums[0] / (double)px : 0.0;
-    double cc = stk_aa_mean_luma(sums, c, (double)px);
-    for (int v = tid; v < 256; v += nt)
-      sh->lut[v] = pil ? stk_aa_pil_blend((uint8_t)(int)(mean + 0.5), (uint8_t)v, (float)st->p[0])
-                       : stk_aa_dali_linear(1.0, st->p[0], cc, v);
-    STK_AA_SYNC();
-    stk_aa_apply_lut(in, out, n, c, 0, sh->lut, tid, nt);
-    return;
-  }
-  case STK_GPU_AA_COLOR_DALI:
-  case STK_GPU_AA_COLOR_PIL:
-    if (c != 3) {
-      stk_aa_copy(in, out, n, tid, nt);
+    case STK_GPU_AA_LUT:
+      for (int i = tid; i < 256; i += nt) sh->lut[i] = luts[(size_t)st->lut * 256 + (size_t)i];
+      STK_AA_SYNC();
+      stk_aa_apply_lut(in, out, n, c, 0, sh->lut, tid, nt);
+      return;
+    case STK_GPU_AA_CONTRAST_DALI:
+    case STK_GPU_AA_CONTRAST_PIL: {
+      int pil = st->code == STK_GPU_AA_CONTRAST_PIL;
+      stk_aa_sums(in, px, c, pil, sh, tid, nt);
+      uint64_t sums[STK_AA_C];
+      for (int k = 0; k < STK_AA_C; k++) sums[k] = (uint64_t)sh->sums[k];
+      double mean = px ? (double)sums[0] / (double)px : 0.0;
+      double cc = stk_aa_mean_luma(sums, c, (double)px);
+      for (int v = tid; v < 256; v += nt)
+        sh->lut[v] = pil ? stk_aa_pil_blend((uint8_t)(int)(mean + 0.5), (uint8_t)v, (float)st->p[0])
+                         : stk_aa_dali_linear(1.0, st->p[0], cc, v);
+      STK_AA_SYNC();
+      stk_aa_apply_lut(in, out, n, c, 0, sh->lut, tid, nt);
       return;
     }
-    for (int64_t p = tid; p < px; p += nt) {
-      const uint8_t *q = in + p * 3;
-      uint8_t *o = out + p * 3;
-      if (st->code == STK_GPU_AA_COLOR_DALI) {
-        stk_aa_dali_color(st->p, q, o);
-      } else {
-        uint8_t l = stk_aa_pil_luma(q[0], q[1], q[2]);
-        float f = (float)st->p[0];
-        o[0] = stk_aa_pil_blend(l, q[0], f), o[1] = stk_aa_pil_blend(l, q[1], f);
-        o[2] = stk_aa_pil_blend(l, q[2], f);
+    case STK_GPU_AA_COLOR_DALI:
+    case STK_GPU_AA_COLOR_PIL:
+      if (c != 3) {
+        stk_aa_copy(in, out, n, tid, nt);
+        return;
       }
+      for (int64_t p = tid; p < px; p += nt) {
+        const uint8_t *q = in + p * 3;
+        uint8_t *o = out + p * 3;
+        if (st->code == STK_GPU_AA_COLOR_DALI) {
+          stk_aa_dali_color(st->p, q, o);
+        } else {
+          uint8_t l = stk_aa_pil_luma(q[0], q[1], q[2]);
+          float f = (float)st->p[0];
+          o[0] = stk_aa_pil_blend(l, q[0], f), o[1] = stk_aa_pil_blend(l, q[1], f);
+          o[2] = stk_aa_pil_blend(l, q[2], f);
+        }
+      }
+      return;
+    case STK_GPU_AA_SHARP_DALI:
+    case STK_GPU_AA_SHARP_PIL: {
+      float k[9];
+      for (int i = 0; i < 9; i++) k[i] = (float)st->p[i];
+      for (int64_t i = tid; i < n; i += nt) {
+        int ch = (int)((uint32_t)i % (uint32_t)c);
+        uint32_t p = (uint32_t)i / (uint32_t)c;
+        int x = (int)(p % (uint32_t)s->w), y = (int)(p / (uint32_t)s->w);
+        out[i] = st->code == STK_GPU_AA_SHARP_DALI
+                     ? stk_aa_dali_sharp(in, s->h, s->w, c, y, x, ch, k)
+                     : stk_aa_pil_sharp(in, s->h, s->w, c, y, x, ch, k[0]);
+      }
+      return;
     }
-    return;
-  case STK_GPU_AA_SHARP_DALI:
-  case STK_GPU_AA_SHARP_PIL: {
-    float k[9];
-    for (int i = 0; i < 9; i++) k[i] = (float)st->p[i];
-    for (int64_t i = tid; i < n; i += nt) {
-      int ch = (int)((uint32_t)i % (uint32_t)c);
-      uint32_t p = (uint32_t)i / (uint32_t)c;
-      int x = (int)(p % (uint32_t)s->w), y = (int)(p / (uint32_t)s->w);
-      out[i] = st->code == STK_GPU_AA_SHARP_DALI ? stk_aa_dali_sharp(in, s->h, s->w, c, y, x, ch, k)
-                                                 : stk_aa_pil_sharp(in, s->h, s->w, c, y, x, ch, k[0]);
-    }
-    return;
-  }
-  case STK_GPU_AA_EQUALIZE_CV:
-  case STK_GPU_AA_EQUALIZE_PIL:
-  case STK_GPU_AA_AUTOCONTRAST_DALI:
-  case STK_GPU_AA_AUTOCONTRAST_PIL:
-    stk_aa_histograms(in, n, c, sh, tid, nt);
-    stk_aa_hist_luts(st->code, c, sh, tid, nt);
-    stk_aa_apply_lut(in, out, n, c, 1, sh->lut, tid, nt);
-    return;
-  default: stk_aa_copy(in, out, n, tid, nt); return;
+    case STK_GPU_AA_EQUALIZE_CV:
+    case STK_GPU_AA_EQUALIZE_PIL:
+    case STK_GPU_AA_AUTOCONTRAST_DALI:
+    case STK_GPU_AA_AUTOCONTRAST_PIL:
+      stk_aa_histograms(in, n, c, sh, tid, nt);
+      stk_aa_hist_luts(st->code, c, sh, tid, nt);
+      stk_aa_apply_lut(in, out, n, c, 1, sh->lut, tid, nt);
+      return;
+    default:
+      stk_aa_copy(in, out, n, tid, nt);
+      return;
   }
 }
 
@@ -239,7 +254,8 @@ STK_HD void stk_aa_run_sample(const stk_gpu_aa_sample *sample, const stk_gpu_aa_
     STK_AA_SYNC();
     cur = out;
   }
-  if (s->mask_src && warps == 0) stk_aa_copy(s->mask_src, s->mask_dst, (int64_t)s->h * s->w * s->mask_c, tid, nt);
+  if (s->mask_src && warps == 0)
+    stk_aa_copy(s->mask_src, s->mask_dst, (int64_t)s->h * s->w * s->mask_c, tid, nt);
 }
 
 #endif /* STOKER_CUDA_AUTOAUG_INTERP_H */

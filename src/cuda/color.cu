@@ -30,10 +30,10 @@
 #include "launch.cuh"
 #include "pixel_tiles.cuh"
 
-#define CT 256        /* threads per block */
-#define CHUNK 16      /* elements (or pixels) per thread */
+#define CT        256 /* threads per block */
+#define CHUNK     16  /* elements (or pixels) per thread */
 #define LUT_CHUNK 32  /* elements per thread of the table kernel (groups of 4) */
-#define MAX_C 4       /* channels: stk__gpu_image_dims's bound */
+#define MAX_C     4   /* channels: stk__gpu_image_dims's bound */
 
 /* ---------------------------------------------------------------------------------- */
 /* Helpers                                                                            */
@@ -41,21 +41,32 @@
 
 static size_t clr_esize(stk_dtype t) {
   switch (t) {
-  case STK_DTYPE_UINT8: return 1;
-  case STK_DTYPE_INT16: case STK_DTYPE_FLOAT16: return 2;
-  case STK_DTYPE_INT32: case STK_DTYPE_FLOAT32: return 4;
-  default: return 0; /* not a colour type */
+    case STK_DTYPE_UINT8:
+      return 1;
+    case STK_DTYPE_INT16:
+    case STK_DTYPE_FLOAT16:
+      return 2;
+    case STK_DTYPE_INT32:
+    case STK_DTYPE_FLOAT32:
+      return 4;
+    default:
+      return 0; /* not a colour type */
   }
 }
 
 /* Element i of a colour-type array as a double (exact for every type). */
 __device__ __forceinline__ double clr_load(const void *p, int t, int64_t i) {
   switch (t) {
-  case STK_DTYPE_UINT8: return (double)((const uint8_t *)p)[i];
-  case STK_DTYPE_INT16: return (double)((const int16_t *)p)[i];
-  case STK_DTYPE_INT32: return (double)((const int32_t *)p)[i];
-  case STK_DTYPE_FLOAT16: return (double)__half2float(((const __half *)p)[i]);
-  default: return (double)((const float *)p)[i];
+    case STK_DTYPE_UINT8:
+      return (double)((const uint8_t *)p)[i];
+    case STK_DTYPE_INT16:
+      return (double)((const int16_t *)p)[i];
+    case STK_DTYPE_INT32:
+      return (double)((const int32_t *)p)[i];
+    case STK_DTYPE_FLOAT16:
+      return (double)__half2float(((const __half *)p)[i]);
+    default:
+      return (double)((const float *)p)[i];
   }
 }
 
@@ -64,24 +75,36 @@ __device__ __forceinline__ double clr_load(const void *p, int t, int64_t i) {
  * from zero and saturated; floats through float32 (float16: rounded to nearest even). */
 __device__ __forceinline__ void clr_store(void *p, int t, int64_t i, double v, bool rows) {
   switch (t) {
-  case STK_DTYPE_UINT8:
-    ((uint8_t *)p)[i] = rows ? stk_color_u8_rows(v) : (uint8_t)stk_color_round_sat(v, 0.0, 255.0);
-    return;
-  case STK_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)stk_color_round_sat(v, -32768.0, 32767.0); return;
-  case STK_DTYPE_INT32:
-    ((int32_t *)p)[i] = (int32_t)stk_color_round_sat(v, -2147483648.0, 2147483647.0);
-    return;
-  case STK_DTYPE_FLOAT16: ((__half *)p)[i] = __float2half_rn((float)v); return;
-  default: ((float *)p)[i] = (float)v; return;
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)p)[i] = rows ? stk_color_u8_rows(v) : (uint8_t)stk_color_round_sat(v, 0.0, 255.0);
+      return;
+    case STK_DTYPE_INT16:
+      ((int16_t *)p)[i] = (int16_t)stk_color_round_sat(v, -32768.0, 32767.0);
+      return;
+    case STK_DTYPE_INT32:
+      ((int32_t *)p)[i] = (int32_t)stk_color_round_sat(v, -2147483648.0, 2147483647.0);
+      return;
+    case STK_DTYPE_FLOAT16:
+      ((__half *)p)[i] = __float2half_rn((float)v);
+      return;
+    default:
+      ((float *)p)[i] = (float)v;
+      return;
   }
 }
 
 /* Copies a table entry of `es` bytes. */
 __device__ __forceinline__ void clr_put(void *dst, int64_t i, const uint8_t *tab, int v, int es) {
   switch (es) {
-  case 1: ((uint8_t *)dst)[i] = tab[v]; return;
-  case 2: ((uint16_t *)dst)[i] = ((const uint16_t *)tab)[v]; return;
-  default: ((uint32_t *)dst)[i] = ((const uint32_t *)tab)[v]; return;
+    case 1:
+      ((uint8_t *)dst)[i] = tab[v];
+      return;
+    case 2:
+      ((uint16_t *)dst)[i] = ((const uint16_t *)tab)[v];
+      return;
+    default:
+      ((uint32_t *)dst)[i] = ((const uint32_t *)tab)[v];
+      return;
   }
 }
 
@@ -130,7 +153,7 @@ typedef struct {
   int64_t count;
   int64_t nvec; /* vector path: aligned 16-byte vectors after `head` scalar bytes */
   int head;
-  int vec;      /* 1: uint8 -> uint8 with src and dst equally aligned (vector path) */
+  int vec; /* 1: uint8 -> uint8 with src and dst equally aligned (vector path) */
 } lut_dev;
 
 #define LUT_VPT 4 /* 16-byte vectors per thread of the vector path */
@@ -167,7 +190,8 @@ __device__ __forceinline__ uint4 lut_vec(uint4 v, const uint8_t *tab, int ch, in
 /* The vector path: block k of a sample maps vectors [k, k + 1) * CT * LUT_VPT (a warp
  * moves 512 contiguous bytes per step); block 0 also the scalar head, the last block the
  * scalar tail. */
-__device__ __forceinline__ void lut_vec_block(const lut_dev *d, int k, int nblocks, const uint8_t *tab) {
+__device__ __forceinline__ void lut_vec_block(const lut_dev *d, int k, int nblocks,
+                                              const uint8_t *tab) {
   const uint8_t *src = d->s.src;
   uint8_t *dst = (uint8_t *)d->s.dst;
   int c = d->s.c, t = threadIdx.x;
@@ -196,7 +220,7 @@ __device__ __forceinline__ void lut_vec_block(const lut_dev *d, int k, int nbloc
  * consecutive elements at (g * CT + t) * 4 for g < LUT_CHUNK / 4, with uchar4 loads /
  * stores when aligned. The tables are copied to shared memory once per block. */
 __global__ void __launch_bounds__(CT)
-lut_kernel(const lut_dev *S, const int *first, int n, const uint8_t *luts, int es) {
+    lut_kernel(const lut_dev *S, const int *first, int n, const uint8_t *luts, int es) {
   __shared__ __align__(16) uint8_t tab[MAX_C * 256 * 4];
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const lut_dev *d = &S[si];
@@ -243,9 +267,9 @@ static int lut_launch(const lut_dev *dS, const int *dfirst, int n, int blocks, c
   return stk_check_launch("color lut", err, errlen);
 }
 
-static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *samples,
-                   const void *luts, size_t lut_bytes, stk_dtype out_dtype, uintptr_t stream_h,
-                   char *err, size_t errlen) {
+static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *samples, const void *luts,
+                   size_t lut_bytes, stk_dtype out_dtype, uintptr_t stream_h, char *err,
+                   size_t errlen) {
   if (n < 0 || (n > 0 && (!samples || !luts)))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   STK_TRY_INT(clr_check_types(STK_DTYPE_UINT8, out_dtype, true, err, errlen));
@@ -261,10 +285,12 @@ static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *sample
     const stk_gpu_clr_lut_sample *s = &samples[i];
     int64_t count = s->pixels * s->c;
     if (s->c < 1 || s->c > MAX_C || s->pixels < 0 ||
-        s->lut_offset + (size_t)s->c * 256 * (size_t)es > lut_bytes || (count > 0 && (!s->src || !s->dst)))
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: %d channels (1..%d), %lld pixels, table "
-                    "at %zu of %zu bytes or NULL pointers", i, s->c, MAX_C, (long long)s->pixels,
-                    s->lut_offset, lut_bytes);
+        s->lut_offset + (size_t)s->c * 256 * (size_t)es > lut_bytes ||
+        (count > 0 && (!s->src || !s->dst)))
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: %d channels (1..%d), %lld pixels, table "
+                    "at %zu of %zu bytes or NULL pointers",
+                    i, s->c, MAX_C, (long long)s->pixels, s->lut_offset, lut_bytes);
     memset(&S[i], 0, sizeof S[i]);
     S[i].s = *s;
     S[i].count = count;
@@ -274,10 +300,11 @@ static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *sample
   memcpy(st.host + st.extra_off, luts, lut_bytes);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color lut", err, errlen, [&](const char *dp) {
-      return lut_launch((const lut_dev *)dp, (const int *)(dp + st.first_off), n, first[n],
-                        (const uint8_t *)dp + st.extra_off, es, stream, err, errlen);
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "color lut", err, errlen, [&](const char *dp) {
+          return lut_launch((const lut_dev *)dp, (const int *)(dp + st.first_off), n, first[n],
+                            (const uint8_t *)dp + st.extra_off, es, stream, err, errlen);
+        });
   clr_stage_close(&st);
   return rc;
 }
@@ -288,15 +315,19 @@ static int clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *sample
 
 __device__ __forceinline__ double point_fn(int op, const double *p, double x) {
   switch (op) {
-  case STK_GPU_CLR_LINEAR: return stk_color_linear(x, p[0], p[1]);
-  case STK_GPU_CLR_INVERT: return stk_color_invert(x, p[0]);
-  case STK_GPU_CLR_SOLARIZE: return stk_color_solarize(x, p[0], p[1]);
-  default: return stk_color_solarize_add(x, p[0], p[1], p[2]);
+    case STK_GPU_CLR_LINEAR:
+      return stk_color_linear(x, p[0], p[1]);
+    case STK_GPU_CLR_INVERT:
+      return stk_color_invert(x, p[0]);
+    case STK_GPU_CLR_SOLARIZE:
+      return stk_color_solarize(x, p[0], p[1]);
+    default:
+      return stk_color_solarize_add(x, p[0], p[1], p[2]);
   }
 }
 
 __global__ void __launch_bounds__(CT)
-point_kernel(const stk_gpu_clr_point_sample *S, const int *first, int n, int it, int ot) {
+    point_kernel(const stk_gpu_clr_point_sample *S, const int *first, int n, int it, int ot) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_point_sample *s = &S[si];
   double p[3] = {s->p[0], s->p[1], s->p[2]};
@@ -312,7 +343,8 @@ point_kernel(const stk_gpu_clr_point_sample *S, const int *first, int n, int it,
 static int clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *samples,
                      stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream_h, char *err,
                      size_t errlen) {
-  if (n < 0 || (n > 0 && !samples)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   STK_TRY_INT(clr_check_types(in_dtype, out_dtype, false, err, errlen));
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
@@ -325,20 +357,21 @@ static int clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *sa
     const stk_gpu_clr_point_sample *s = &samples[i];
     if (s->count < 0 || s->op < 0 || s->op > STK_GPU_CLR_SOLARIZE_ADD ||
         (s->count > 0 && (!s->src || !s->dst)))
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: op %d, %lld elements or NULL pointers",
-                    i, s->op, (long long)s->count);
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: op %d, %lld elements or NULL pointers", i,
+                    s->op, (long long)s->count);
     S[i] = *s;
     st.nb[i] = stk_cdiv(s->count, CT * CHUNK);
   }
   if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color point", err, errlen, [&](const char *dp) {
-      point_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_point_sample *)dp,
-                                                (const int *)((char *)dp + st.first_off), n,
-                                                (int)in_dtype, (int)out_dtype);
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "color point", err, errlen, [&](const char *dp) {
+          point_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_point_sample *)dp,
+                                                    (const int *)((char *)dp + st.first_off), n,
+                                                    (int)in_dtype, (int)out_dtype);
+          return 0;
+        });
   clr_stage_close(&st);
   return rc;
 }
@@ -348,8 +381,8 @@ static int clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *sa
 /* ---------------------------------------------------------------------------------- */
 
 __global__ void __launch_bounds__(CT)
-pixel_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mode, int it,
-             int ot) {
+    pixel_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mode, int it,
+                 int ot) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_pixel_sample *s = &S[si];
   int ci = s->cin, co = s->cout;
@@ -382,7 +415,7 @@ pixel_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mod
  * shared output tile, which leaves as 16-byte vectors (pixel_tiles.cuh). Same arithmetic
  * as pixel_kernel. */
 __global__ void __launch_bounds__(CT)
-pixel_u8_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mode) {
+    pixel_u8_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int mode) {
   __shared__ __align__(16) uint8_t sin[PX_TILE * 3 + 16], sout[PX_TILE * 3 + 16];
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_pixel_sample *s = &S[si];
@@ -407,26 +440,27 @@ pixel_u8_kernel(const stk_gpu_clr_pixel_sample *S, const int *first, int n, int 
       double in[3] = {(double)q[0], (double)q[1], (double)q[2]};
       uint8_t *d = o + p * 3;
 #pragma unroll
-      for (int k = 0; k < 3; k++) d[k] = stk_color_u8_rows(stk_color_affine1(m + k * 3, off[k], in, 3));
+      for (int k = 0; k < 3; k++)
+        d[k] = stk_color_u8_rows(stk_color_affine1(m + k * 3, off[k], in, 3));
     }
   } else {
-  for (int p = threadIdx.x; p < np; p += CT) {
-    const uint8_t *q = a + p * ci;
-    uint8_t *d = o + p * co;
-    if (mode == STK_GPU_CLR_AFFINE) {
-      double in[3], out[3];
-      for (int j = 0; j < ci; j++) in[j] = (double)q[j];
-      for (int k = 0; k < co; k++) out[k] = stk_color_affine1(s->m + k * ci, s->off[k], in, ci);
-      for (int k = 0; k < co; k++) d[k] = stk_color_u8_rows(out[k]);
-      continue;
+    for (int p = threadIdx.x; p < np; p += CT) {
+      const uint8_t *q = a + p * ci;
+      uint8_t *d = o + p * co;
+      if (mode == STK_GPU_CLR_AFFINE) {
+        double in[3], out[3];
+        for (int j = 0; j < ci; j++) in[j] = (double)q[j];
+        for (int k = 0; k < co; k++) out[k] = stk_color_affine1(s->m + k * ci, s->off[k], in, ci);
+        for (int k = 0; k < co; k++) d[k] = stk_color_u8_rows(out[k]);
+        continue;
+      }
+      uint8_t l = stk_color_pil_luma(q[0], q[1], q[2]);
+      if (mode == STK_GPU_CLR_PIL_GRAY) {
+        for (int k = 0; k < co; k++) d[k] = l;
+      } else {
+        for (int k = 0; k < 3; k++) d[k] = stk_color_blend1(l, q[k], s->factor);
+      }
     }
-    uint8_t l = stk_color_pil_luma(q[0], q[1], q[2]);
-    if (mode == STK_GPU_CLR_PIL_GRAY) {
-      for (int k = 0; k < co; k++) d[k] = l;
-    } else {
-      for (int k = 0; k < 3; k++) d[k] = stk_color_blend1(l, q[k], s->factor);
-    }
-  }
   }
   __syncthreads();
   pt_store(gd, sout, np * co);
@@ -455,24 +489,27 @@ static int clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *sa
               (pil ? s->cin == 3 && (s->cout == 3 || (mode == STK_GPU_CLR_PIL_GRAY && s->cout == 1))
                    : (s->cin == 1 || s->cin == 3) && (s->cout == 1 || s->cout == 3));
     if (!ok)
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: %d -> %d channels, %lld pixels or NULL "
-                    "pointers (mode %d)", i, s->cin, s->cout, (long long)s->pixels, mode);
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: %d -> %d channels, %lld pixels or NULL "
+                    "pointers (mode %d)",
+                    i, s->cin, s->cout, (long long)s->pixels, mode);
     S[i] = *s;
     st.nb[i] = stk_cdiv(s->pixels, staged ? PX_TILE : CT * CHUNK);
   }
   if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color pixel", err, errlen, [&](const char *dp) {
-      if (staged)
-        pixel_u8_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
-                                                     (const int *)(dp + st.first_off), n, mode);
-      else
-        pixel_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
-                                                  (const int *)(dp + st.first_off), n, mode, (int)in_dtype,
-                                                  (int)out_dtype);
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "color pixel", err, errlen, [&](const char *dp) {
+          if (staged)
+            pixel_u8_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
+                                                         (const int *)(dp + st.first_off), n, mode);
+          else
+            pixel_kernel<<<first[n], CT, 0, stream>>>((const stk_gpu_clr_pixel_sample *)dp,
+                                                      (const int *)(dp + st.first_off), n, mode,
+                                                      (int)in_dtype, (int)out_dtype);
+          return 0;
+        });
   clr_stage_close(&st);
   return rc;
 }
@@ -513,7 +550,8 @@ __device__ void stats_build(const stats_dev *d, int mode, int ot, volatile stats
   if (mode == STK_GPU_CLR_MEAN_CONTRAST) { /* uint8 input: the CPU's typed table */
     double sums[3] = {(double)A->isum[0], (double)A->isum[1], (double)A->isum[2]};
     double cc = stk_color_mean_luma(sums, (double)s->pixels, c);
-    double v = stk_color_linear((double)t, s->p[0], stk_color_bc_add(s->p[2], s->p[1], cc, s->p[3]));
+    double v =
+        stk_color_linear((double)t, s->p[0], stk_color_bc_add(s->p[2], s->p[1], cc, s->p[3]));
     for (int k = 0; k < c; k++) clr_store(lut, ot, k * 256 + t, v, false);
     return;
   }
@@ -524,9 +562,12 @@ __device__ void stats_build(const stats_dev *d, int mode, int ot, volatile stats
   if (t >= c) return;
   uint64_t *h = h64 + t * 256;
   uint8_t *out = lut + t * 256;
-  if (mode == STK_GPU_CLR_EQ_PIL) stk_color_pil_equalize_lut(h, out);
-  else if (mode == STK_GPU_CLR_EQ_CV) stk_color_cv_equalize_lut(h, out);
-  else stk_color_autocontrast_lut(h, s->p[0], s->p[1], out);
+  if (mode == STK_GPU_CLR_EQ_PIL)
+    stk_color_pil_equalize_lut(h, out);
+  else if (mode == STK_GPU_CLR_EQ_CV)
+    stk_color_cv_equalize_lut(h, out);
+  else
+    stk_color_autocontrast_lut(h, s->p[0], s->p[1], out);
 }
 
 #define STATS_WARPS (CT / 32)
@@ -569,7 +610,8 @@ __device__ __forceinline__ void hist_span(const uint8_t *g, int nbytes, unsigned
     for (int k = 0; k < C; k++)
       if (pc[k]) hist_add(wh, pk[k], pc[k]);
   }
-  if (t < cut.head) hist_add(wh, (t % C) * 256 + g[t], 1u);
+  if (t < cut.head)
+    hist_add(wh, (t % C) * 256 + g[t], 1u);
   else if (t >= 32 && t < 48 && cut.tail + (t - 32) < nbytes) {
     int e = cut.tail + t - 32;
     hist_add(wh, (e % C) * 256 + g[e], 1u);
@@ -606,8 +648,10 @@ __device__ __forceinline__ void sums_span(const uint8_t *g, int nbytes, int c,
     a[0] += c0, a[1] += c1, a[2] += c2;
   }
   int e = -1;
-  if (t < cut.head) e = t;
-  else if (t >= 32 && t < 48 && cut.tail + (t - 32) < nbytes) e = cut.tail + t - 32;
+  if (t < cut.head)
+    e = t;
+  else if (t >= 32 && t < 48 && cut.tail + (t - 32) < nbytes)
+    e = cut.tail + t - 32;
   if (e >= 0) {
     int k = c == 3 ? e % 3 : 0;
     unsigned int v = g[e];
@@ -616,8 +660,8 @@ __device__ __forceinline__ void sums_span(const uint8_t *g, int nbytes, int c,
 }
 
 __global__ void __launch_bounds__(CT)
-stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int ot,
-             stats_acc *acc, uint8_t *luts) {
+    stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int ot,
+                 stats_acc *acc, uint8_t *luts) {
   __shared__ unsigned int whist[STATS_WARPS * MAX_C * 256]; /* one histogram per warp */
   __shared__ unsigned long long isum[4];
   __shared__ double dsum[4];
@@ -640,10 +684,18 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
     int nbytes = (int)(p1 - p0) * c;
     unsigned int *wh = whist + (t >> 5) * (MAX_C * 256);
     switch (c) {
-    case 1: hist_span<1>(g, nbytes, wh); break;
-    case 2: hist_span<2>(g, nbytes, wh); break;
-    case 3: hist_span<3>(g, nbytes, wh); break;
-    default: hist_span<4>(g, nbytes, wh); break;
+      case 1:
+        hist_span<1>(g, nbytes, wh);
+        break;
+      case 2:
+        hist_span<2>(g, nbytes, wh);
+        break;
+      case 3:
+        hist_span<3>(g, nbytes, wh);
+        break;
+      default:
+        hist_span<4>(g, nbytes, wh);
+        break;
     }
   } else if (mode == STK_GPU_CLR_PIL_CONTRAST) { /* sum of luma (3 channels) or channel 0 */
     /* the block's pixels staged through shared memory (the unused histogram space) */
@@ -696,8 +748,8 @@ stats_reduce(const stats_dev *S, const int *first, int n, int mode, int it, int 
 }
 
 /* MEAN_CONTRAST on non-uint8 input: elementwise, the centre from the float64 sums. */
-__global__ void __launch_bounds__(CT)
-stats_apply_f64(const stats_dev *S, const int *first, int n, int it, int ot, const stats_acc *acc) {
+__global__ void __launch_bounds__(CT) stats_apply_f64(const stats_dev *S, const int *first, int n,
+                                                      int it, int ot, const stats_acc *acc) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_clr_stats_sample *s = &S[si].s;
   double sums[3] = {acc[si].dsum[0], acc[si].dsum[1], acc[si].dsum[2]};
@@ -729,16 +781,18 @@ static stats_layout stats_layout_of(int n) {
 
 /* Fills the descriptors; per-sample block counts of both launches into nb_r / nb_a. */
 static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t lut_stride,
-                          bool mean_f64, stk_dtype ot, char *host, const stats_layout *L, int64_t *nb_r, int64_t *nb_a,
-                          char *err, size_t errlen) {
+                          bool mean_f64, stk_dtype ot, char *host, const stats_layout *L,
+                          int64_t *nb_r, int64_t *nb_a, char *err, size_t errlen) {
   stats_dev *S = (stats_dev *)host;
   lut_dev *A = (lut_dev *)(host + L->lut);
   for (int i = 0; i < n; i++) {
     const stk_gpu_clr_stats_sample *s = &samples[i];
     if (s->c < 1 || s->c > MAX_C || s->pixels < 0 || (s->pixels > 0 && (!s->src || !s->dst)) ||
         s->pixels > (int64_t)UINT32_MAX)
-      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: %d channels (1..%d), %lld pixels or "
-                      "NULL pointers", i, s->c, MAX_C, (long long)s->pixels);
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "sample %d: %d channels (1..%d), %lld pixels or "
+                      "NULL pointers",
+                      i, s->c, MAX_C, (long long)s->pixels);
     memset(&S[i], 0, sizeof S[i]);
     memset(&A[i], 0, sizeof A[i]);
     S[i].s = *s;
@@ -763,7 +817,8 @@ static int stats_describe(int n, const stk_gpu_clr_stats_sample *samples, size_t
 static int stats_launch(const char *dp, const char *host, const stats_layout *L, int n, int mode,
                         stk_dtype it, stk_dtype ot, void *scratch, size_t acc_bytes,
                         cudaStream_t stream, char *err, size_t errlen) {
-  int blocks_r = ((const int *)(host + L->first_r))[n], blocks_a = ((const int *)(host + L->first_a))[n];
+  int blocks_r = ((const int *)(host + L->first_r))[n],
+      blocks_a = ((const int *)(host + L->first_a))[n];
   stats_acc *A = (stats_acc *)scratch;
   uint8_t *luts = (uint8_t *)scratch + acc_bytes;
   CUDA_TRY(cudaMemsetAsync(scratch, 0, acc_bytes, stream));
@@ -797,13 +852,16 @@ static int clr_stats(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *sa
   char *host = (char *)malloc(L.bytes);
   int64_t *nb = (int64_t *)malloc(2 * (size_t)n * sizeof(int64_t));
   int rc = host && nb ? 0 : GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
-  if (rc == 0) rc = stats_describe(n, samples, lut_stride, mean && in_dtype != STK_DTYPE_UINT8, out_dtype, host, &L, nb, nb + n, err, errlen);
+  if (rc == 0)
+    rc = stats_describe(n, samples, lut_stride, mean && in_dtype != STK_DTYPE_UINT8, out_dtype,
+                        host, &L, nb, nb + n, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   void *dp = NULL, *scratch = NULL;
   size_t acc_bytes = (size_t)n * sizeof(stats_acc);
   if (rc == 0) rc = stk_gpu_upload(ctx, host, L.bytes, stream, &dp, err, errlen);
   if (rc == 0)
-    rc = stk_gpu_device_alloc(ctx, acc_bytes + (size_t)n * lut_stride, stream_h, &scratch, err, errlen);
+    rc = stk_gpu_device_alloc(ctx, acc_bytes + (size_t)n * lut_stride, stream_h, &scratch, err,
+                              errlen);
   if (rc == 0)
     rc = stats_launch((const char *)dp, host, &L, n, mode, in_dtype, out_dtype, scratch, acc_bytes,
                       stream, err, errlen);
@@ -827,8 +885,7 @@ typedef struct {
 #define SHARP_BYTES 20480 /* shared bytes of a staged block's input (and output) rows */
 
 /* One block: CT consecutive elements of one row. */
-__global__ void __launch_bounds__(CT)
-sharp_kernel(const sharp_dev *S, const int *first, int n) {
+__global__ void __launch_bounds__(CT) sharp_kernel(const sharp_dev *S, const int *first, int n) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const sharp_dev *d = &S[si];
   const stk_gpu_clr_sharpness_sample *s = &d->s;
@@ -842,7 +899,8 @@ sharp_kernel(const sharp_dev *S, const int *first, int n) {
     s->dst[at] = v; /* borders: the image itself */
     return;
   }
-  s->dst[at] = stk_color_blend1(stk_color_smooth_at(s->src + at, (long)row, (long)s->c), v, s->factor);
+  s->dst[at] =
+      stk_color_blend1(stk_color_smooth_at(s->src + at, (long)row, (long)s->c), v, s->factor);
 }
 
 /* Rows that fit: a block stages `rows` output rows plus one above and one below (one
@@ -854,8 +912,7 @@ static int sharp_rows(const stk_gpu_clr_sharpness_sample *s) {
   return r < 1 ? 0 : r > 64 ? 64 : (int)r;
 }
 
-__global__ void __launch_bounds__(CT)
-sharp_staged(const sharp_dev *S, const int *first, int n) {
+__global__ void __launch_bounds__(CT) sharp_staged(const sharp_dev *S, const int *first, int n) {
   __shared__ __align__(16) uint8_t sin[SHARP_BYTES + 16], sout[SHARP_BYTES + 16];
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const sharp_dev *d = &S[si];
@@ -873,8 +930,10 @@ sharp_staged(const sharp_dev *S, const int *first, int n) {
   for (int e = threadIdx.x; e < count; e += CT) {
     int yy = e / row, i = e - yy * row, y = y0 + yy, x = i / c;
     uint8_t v = a[e];
-    if (y == 0 || y == s->h - 1 || x == 0 || x == s->w - 1) o[e] = v; /* borders: the image */
-    else o[e] = stk_color_blend1(stk_color_smooth_at(a + e, (long)row, (long)c), v, s->factor);
+    if (y == 0 || y == s->h - 1 || x == 0 || x == s->w - 1)
+      o[e] = v; /* borders: the image */
+    else
+      o[e] = stk_color_blend1(stk_color_smooth_at(a + e, (long)row, (long)c), v, s->factor);
   }
   __syncthreads();
   pt_store(gd, sout, count);
@@ -882,7 +941,8 @@ sharp_staged(const sharp_dev *S, const int *first, int n) {
 
 static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sample *samples,
                          uintptr_t stream_h, char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && !samples)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   clr_stage st;
@@ -904,20 +964,21 @@ static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sa
     if (S[i].rows == 0 && s->h > 0 && s->w > 0) staged = false;
   }
   for (int i = 0; i < n && rc == 0; i++)
-    st.nb[i] = staged ? (S[i].rows ? stk_cdiv(S[i].s.h, S[i].rows) : 0)
-                      : (int64_t)S[i].bx * S[i].s.h;
+    st.nb[i] =
+        staged ? (S[i].rows ? stk_cdiv(S[i].s.h, S[i].rows) : 0) : (int64_t)S[i].bx * S[i].s.h;
   if (rc == 0) rc = stk_block_table(st.nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "color sharpness", err, errlen, [&](const char *dp) {
-      if (staged)
-        sharp_staged<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
-                                                  (const int *)((char *)dp + st.first_off), n);
-      else
-        sharp_kernel<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
-                                                  (const int *)((char *)dp + st.first_off), n);
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "color sharpness", err, errlen, [&](const char *dp) {
+          if (staged)
+            sharp_staged<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
+                                                      (const int *)((char *)dp + st.first_off), n);
+          else
+            sharp_kernel<<<first[n], CT, 0, stream>>>((const sharp_dev *)dp,
+                                                      (const int *)((char *)dp + st.first_off), n);
+          return 0;
+        });
   clr_stage_close(&st);
   return rc;
 }

@@ -36,11 +36,11 @@
 #define HYBRID_GPU_THRESHOLD (1000 * 1000) /* pixels: GPU_HYBRID above (DALI's default) */
 
 typedef struct {
-  nvjpegJpegStream_t hdr;          /* header parsing (hardware handle when present) */
-  nvjpegJpegStream_t stream;       /* full parse for the decoupled path */
-  nvjpegDecodeParams_t params;     /* for the decoupled path (default handle) */
-  nvjpegDecodeParams_t hw_params;  /* for hardware ROI support checks */
-  nvjpegJpegState_t state[2];      /* per decoder: HYBRID, GPU_HYBRID */
+  nvjpegJpegStream_t hdr;         /* header parsing (hardware handle when present) */
+  nvjpegJpegStream_t stream;      /* full parse for the decoupled path */
+  nvjpegDecodeParams_t params;    /* for the decoupled path (default handle) */
+  nvjpegDecodeParams_t hw_params; /* for hardware ROI support checks */
+  nvjpegJpegState_t state[2];     /* per decoder: HYBRID, GPU_HYBRID */
   nvjpegBufferPinned_t pinned[2];
   nvjpegBufferDevice_t device_buf;
   cudaEvent_t pinned_done[2];
@@ -49,9 +49,9 @@ typedef struct {
 } slot_t;
 
 typedef struct {
-  int route;   /* 0: settled (fallback), 1: hardware, 2: decoupled path, 3: retry there */
+  int route; /* 0: settled (fallback), 1: hardware, 2: decoupled path, 3: retry there */
   int hw_ok;
-  int roi;     /* a region was requested */
+  int roi; /* a region was requested */
 } sample_t;
 
 struct stk_decoder;
@@ -109,13 +109,13 @@ struct stk_decoder {
   int channels;
   cudaStream_t user_stream;
   int64_t n_hybrid;
-  stk_hw_balance balance; /* the automatic engines / hybrid split (hw_load < 0) */
+  stk_hw_balance balance;  /* the automatic engines / hybrid split (hw_load < 0) */
   int64_t workers_done_ns; /* when the worker threads finished the last parallel job */
   int64_t engines_ns;      /* the last hardware batch's nvjpegDecodeBatched call */
   /* decode_classify's header parsers (free list; grown on demand, one per concurrent caller) */
   pthread_mutex_t parsers_lock;
   struct parser *parsers;
-  bool dst_idle;           /* this batch's destinations need no fence (opts->dst_idle) */
+  bool dst_idle; /* this batch's destinations need no fence (opts->dst_idle) */
   /* nvJPEG's memory padding as applied to the handles (-1: never set) and the hardware
    * state's pre-allocation so far (0: none) */
   int64_t device_padding, host_padding;
@@ -135,18 +135,20 @@ static int load_library(stk_decoder *d, char *why, size_t whylen) {
   for (size_t i = 0; i < sizeof names / sizeof names[0] && !d->lib; i++) {
     if (!names[i] || !*names[i]) continue;
     d->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (d->lib) snprintf(d->soname, sizeof d->soname, "%s", names[i]);
-    else last = dlerror();
+    if (d->lib)
+      snprintf(d->soname, sizeof d->soname, "%s", names[i]);
+    else
+      last = dlerror();
   }
   if (!d->lib) {
     snprintf(why, whylen, "libnvjpeg.so.13 / .12 not found (%s)", last ? last : "");
     return -1;
   }
-#define STK__NVJPEG_LOAD(req, ret, name, params)                                           \
-  d->f.name = (ret(*) params)dlsym(d->lib, #name);                                         \
-  if (req && !d->f.name) {                                                                 \
-    snprintf(why, whylen, "%s lacks %s", d->soname, #name);                                \
-    return -1;                                                                             \
+#define STK__NVJPEG_LOAD(req, ret, name, params)            \
+  d->f.name = (ret(*) params)dlsym(d->lib, #name);          \
+  if (req && !d->f.name) {                                  \
+    snprintf(why, whylen, "%s lacks %s", d->soname, #name); \
+    return -1;                                              \
   }
   STK_NVJPEG_FUNCS(STK__NVJPEG_LOAD)
 #undef STK__NVJPEG_LOAD
@@ -158,12 +160,12 @@ static int load_library(stk_decoder *d, char *why, size_t whylen) {
   return 0;
 }
 
-#define NVJ_TRY(call)                                                                      \
-  do {                                                                                     \
-    nvjpegStatus_t stk_s_ = (call);                                                        \
-    if (stk_s_ != NVJPEG_STATUS_SUCCESS)                                                   \
-      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, __func__, "%s failed: %s",          \
-                          #call, stk_nvjpeg_status_name(stk_s_));                          \
+#define NVJ_TRY(call)                                                                    \
+  do {                                                                                   \
+    nvjpegStatus_t stk_s_ = (call);                                                      \
+    if (stk_s_ != NVJPEG_STATUS_SUCCESS)                                                 \
+      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, __func__, "%s failed: %s", #call, \
+                          stk_nvjpeg_status_name(stk_s_));                               \
   } while (0)
 
 static int slot_open(stk_decoder *d, slot_t *s, char *err, size_t errlen) {
@@ -266,7 +268,8 @@ static int64_t finish_parallel(stk_decoder *d) {
   int64_t caller_done = run_items(d, d->nslots - 1) > 0 ? host_now_ns() : 0;
   pthread_mutex_lock(&d->m);
   while (d->active > 0) pthread_cond_wait(&d->cv_done, &d->m);
-  int64_t done = d->nthreads > 0 && d->workers_done_ns > caller_done ? d->workers_done_ns : caller_done;
+  int64_t done =
+      d->nthreads > 0 && d->workers_done_ns > caller_done ? d->workers_done_ns : caller_done;
   pthread_mutex_unlock(&d->m);
   return done;
 }
@@ -282,8 +285,8 @@ static void run_parallel(stk_decoder *d, job_fn job, int count) {
 
 static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, size_t errlen) {
   d->device_padding = d->host_padding = -1;
-  NVJ_TRY(d->f.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT,
-                              &d->handle));
+  NVJ_TRY(
+      d->f.nvjpegCreateEx(NVJPEG_BACKEND_DEFAULT, NULL, NULL, NVJPEG_FLAGS_DEFAULT, &d->handle));
   NVJ_TRY(d->f.nvjpegDecoderCreate(d->handle, NVJPEG_BACKEND_HYBRID, &d->dec[0]));
   if (d->f.nvjpegDecoderCreate(d->handle, NVJPEG_BACKEND_GPU_HYBRID, &d->dec[1]) !=
       NVJPEG_STATUS_SUCCESS)
@@ -334,7 +337,8 @@ static void decoder_stop_threads(stk_decoder *d) {
 
 /* Whether the hardware streams drain within the wait bound. */
 static bool decoder_streams_drain(stk_decoder *d) {
-  return !d->hw_stream || stk_gpu_wait(d->ctx, NULL, d->hw_stream, "close", "the engines' last batch", NULL, 0) == 0;
+  return !d->hw_stream ||
+         stk_gpu_wait(d->ctx, NULL, d->hw_stream, "close", "the engines' last batch", NULL, 0) == 0;
 }
 
 static void decoder_free(stk_decoder *d) {
@@ -398,7 +402,8 @@ bool stk_decoder_close(stk_gpu_ctx *ctx, bool device_ok) {
   stk_decoder *d = ctx->decoder;
   if (!d) return true;
   decoder_stop_threads(d);
-  if (!device_ok || !decoder_streams_drain(d)) return false; /* nvJPEG's objects stay: the engines may hold them */
+  if (!device_ok || !decoder_streams_drain(d))
+    return false; /* nvJPEG's objects stay: the engines may hold them */
   decoder_free(d);
   ctx->decoder = NULL;
   return true;
@@ -416,16 +421,16 @@ void stk_decoder_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out) {
   out->has_batched_roi = d->hw_handle && d->f.nvjpegDecodeBatchedEx != NULL;
 }
 
-int stk_gpu_jpeg_header(stk_gpu_ctx *ctx, const uint8_t *data, size_t size,
-                      stk_gpu_jpeg_info *out, char *err, size_t errlen) {
+int stk_gpu_jpeg_header(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, stk_gpu_jpeg_info *out,
+                        char *err, size_t errlen) {
   if (!ctx || !data || !out || size == 0)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL or empty argument");
   if (!ctx->decoder)
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "nvJPEG is not available: %s", ctx->nvjpeg_reason);
   int nc = 0, w[NVJPEG_MAX_COMPONENT] = {0}, h[NVJPEG_MAX_COMPONENT] = {0};
   nvjpegChromaSubsampling_t css = NVJPEG_CSS_UNKNOWN;
-  nvjpegStatus_t s = ctx->decoder->f.nvjpegGetImageInfo(ctx->decoder->handle, data, size, &nc,
-                                                        &css, w, h);
+  nvjpegStatus_t s =
+      ctx->decoder->f.nvjpegGetImageInfo(ctx->decoder->handle, data, size, &nc, &css, w, h);
   if (s != NVJPEG_STATUS_SUCCESS)
     return GPU_FAIL(STK_ERR_DECODE, "nvjpegGetImageInfo refused the header: %s",
                     stk_nvjpeg_status_name(s));
@@ -452,8 +457,8 @@ static void count(stk_decoder *d, int64_t *counter) {
 static void settle(stk_decoder *d, int i, int status, int nvjpeg_status) {
   d->out[i].status = status;
   d->out[i].nvjpeg_status = nvjpeg_status;
-  count(d, status == STK_GPU_DECODE_FALLBACK ? &d->ctx->decode_fallbacks
-                                             : &d->ctx->decode_failures);
+  count(d,
+        status == STK_GPU_DECODE_FALLBACK ? &d->ctx->decode_fallbacks : &d->ctx->decode_failures);
 }
 
 /* Phase 1 for one JPEG: header, components, ROI check, hardware support, parsed with
@@ -515,7 +520,8 @@ static void apply_class(stk_decoder *d, int i, const stk_gpu_decode_class *c) {
   out->width = c->width;
   out->height = c->height;
   out->components = c->components;
-  if (c->status != STK_GPU_DECODE_OK) return settle(d, i, STK_GPU_DECODE_FALLBACK, c->nvjpeg_status);
+  if (c->status != STK_GPU_DECODE_OK)
+    return settle(d, i, STK_GPU_DECODE_FALLBACK, c->nvjpeg_status);
   d->info[i].roi = c->roi;
   d->info[i].hw_ok = c->hw_ok && d->hw_handle != NULL;
   d->info[i].route = 2;
@@ -544,9 +550,11 @@ static parser_t *parser_take(stk_decoder *d, char *err, size_t errlen) {
   pthread_mutex_unlock(&d->parsers_lock);
   if (p) return p;
   p = (parser_t *)calloc(1, sizeof *p);
-  nvjpegStatus_t st = p ? d->f.nvjpegJpegStreamCreate(d->hw_handle ? d->hw_handle : d->handle, &p->hdr)
-                        : NVJPEG_STATUS_ALLOCATOR_FAILURE;
-  if (st == NVJPEG_STATUS_SUCCESS && d->hw_handle) st = d->f.nvjpegDecodeParamsCreate(d->hw_handle, &p->hw_params);
+  nvjpegStatus_t st =
+      p ? d->f.nvjpegJpegStreamCreate(d->hw_handle ? d->hw_handle : d->handle, &p->hdr)
+        : NVJPEG_STATUS_ALLOCATOR_FAILURE;
+  if (st == NVJPEG_STATUS_SUCCESS && d->hw_handle)
+    st = d->f.nvjpegDecodeParamsCreate(d->hw_handle, &p->hw_params);
   if (st != NVJPEG_STATUS_SUCCESS) {
     if (p) parser_destroy(d, p);
     GPU_FAIL(STK_ERR_DEVICE, "could not make a JPEG header parser: %s", stk_nvjpeg_status_name(st));
@@ -562,8 +570,9 @@ static void parser_give(stk_decoder *d, parser_t *p) {
   pthread_mutex_unlock(&d->parsers_lock);
 }
 
-int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x, int roi_y,
-                            int roi_w, int roi_h, stk_gpu_decode_class *out, char *err, size_t errlen) {
+int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x,
+                            int roi_y, int roi_w, int roi_h, stk_gpu_decode_class *out, char *err,
+                            size_t errlen) {
   if (!ctx || !data || size == 0 || !out)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL or empty argument");
   stk_decoder *d = ctx->decoder;
@@ -588,8 +597,8 @@ static bool pinned_buffer_free(stk_decoder *d, cudaEvent_t done) {
   int failed = d->wait_failed; /* one wait gives up for the batch, not one per sample */
   pthread_mutex_unlock(&d->m);
   if (failed) return false;
-  if (stk_gpu_wait(d->ctx, done, NULL, "stk_gpu_decode_batch", "a hybrid sample's transfer (nvJPEG's decoupled path)",
-                   err, sizeof err) == 0)
+  if (stk_gpu_wait(d->ctx, done, NULL, "stk_gpu_decode_batch",
+                   "a hybrid sample's transfer (nvJPEG's decoupled path)", err, sizeof err) == 0)
     return true;
   pthread_mutex_lock(&d->m);
   if (!d->wait_failed) snprintf(d->wait_err, sizeof d->wait_err, "%s", err);
@@ -613,8 +622,10 @@ static void hybrid_decode(stk_decoder *d, int i, int slot) {
   if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FALLBACK, st);
   bool roi = d->info[i].roi;
   d->f.nvjpegDecodeParamsSetOutputFormat(s->params, d->fmt);
-  if (roi) d->f.nvjpegDecodeParamsSetROI(s->params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
-  else d->f.nvjpegDecodeParamsSetROI(s->params, 0, 0, -1, -1);
+  if (roi)
+    d->f.nvjpegDecodeParamsSetROI(s->params, in->roi_x, in->roi_y, in->roi_w, in->roi_h);
+  else
+    d->f.nvjpegDecodeParamsSetROI(s->params, 0, 0, -1, -1);
   nvjpegJpegEncoding_t enc = NVJPEG_ENCODING_UNKNOWN;
   d->f.nvjpegJpegStreamGetJpegEncoding(s->stream, &enc);
   int k = 0, unsupported = 1;
@@ -634,7 +645,8 @@ static void hybrid_decode(stk_decoder *d, int i, int slot) {
   out->roi_mode = roi ? STK_GPU_ROI_NVJPEG : STK_GPU_ROI_NONE;
   /* the pinned buffer about to be overwritten must be done feeding its last transfer */
   int b = s->cur;
-  if (s->pinned_used[b] && !pinned_buffer_free(d, s->pinned_done[b])) return settle(d, i, STK_GPU_DECODE_FAILED, 0);
+  if (s->pinned_used[b] && !pinned_buffer_free(d, s->pinned_done[b]))
+    return settle(d, i, STK_GPU_DECODE_FAILED, 0);
   d->f.nvjpegStateAttachPinnedBuffer(s->state[k], s->pinned[b]);
   st = d->f.nvjpegDecodeJpegHost(d->handle, d->dec[k], s->state[k], s->params, s->stream);
   if (st != NVJPEG_STATUS_SUCCESS) return settle(d, i, STK_GPU_DECODE_FAILED, st);
@@ -696,7 +708,8 @@ static int fence_engines(stk_decoder *d, bool moved, char *err, size_t errlen) {
   int64_t t0 = host_now_ns();
   if (moved) CUDA_TRY(cudaEventRecord(d->ev_fence, d->hw_stream));
   STK_TRY_INT(stk_gpu_wait(d->ctx, d->ev_fence, NULL, "stk_gpu_decode_batch",
-                           "the work queued before the engines' destinations (fence)", err, errlen));
+                           "the work queued before the engines' destinations (fence)", err,
+                           errlen));
   add_time(d, &d->ctx->decode_fence_ns, host_now_ns() - t0);
   return 0;
 }
@@ -705,8 +718,9 @@ static int fence_engines(stk_decoder *d, bool moved, char *err, size_t errlen) {
  * (nothing to wait for), else from the stream-ordered pool on the hardware stream (the
  * fence then covers it). */
 static int engines_alloc(stk_decoder *d, size_t bytes, void **out, char *err, size_t errlen) {
-  return d->dst_idle ? stk_gpu_device_alloc_idle(d->ctx, bytes, (uintptr_t)d->hw_stream, out, err, errlen)
-                     : stk_gpu_device_alloc(d->ctx, bytes, (uintptr_t)d->hw_stream, out, err, errlen);
+  return d->dst_idle
+             ? stk_gpu_device_alloc_idle(d->ctx, bytes, (uintptr_t)d->hw_stream, out, err, errlen)
+             : stk_gpu_device_alloc(d->ctx, bytes, (uintptr_t)d->hw_stream, out, err, errlen);
 }
 
 /* nvJPEG's memory padding on both handles, when the caller's values changed. A refusal
@@ -718,8 +732,10 @@ static void apply_padding(stk_decoder *d, const stk_gpu_decode_opts *opts) {
   nvjpegHandle_t handles[2] = {d->handle, d->hw_handle};
   for (int i = 0; i < 2; i++) {
     if (!handles[i]) continue;
-    if (d->f.nvjpegSetDeviceMemoryPadding) d->f.nvjpegSetDeviceMemoryPadding((size_t)dev, handles[i]);
-    if (d->f.nvjpegSetPinnedMemoryPadding) d->f.nvjpegSetPinnedMemoryPadding((size_t)host, handles[i]);
+    if (d->f.nvjpegSetDeviceMemoryPadding)
+      d->f.nvjpegSetDeviceMemoryPadding((size_t)dev, handles[i]);
+    if (d->f.nvjpegSetPinnedMemoryPadding)
+      d->f.nvjpegSetPinnedMemoryPadding((size_t)host, handles[i]);
   }
   d->device_padding = dev;
   d->host_padding = host;
@@ -729,19 +745,25 @@ static void apply_padding(stk_decoder *d, const stk_gpu_decode_opts *opts) {
  * (4:4:4, the largest), allocated before the call when the batch is larger than any
  * before or the hint grew. A failure is reported: the hint asked for memory the device
  * may not have. */
-static int engines_preallocate(stk_decoder *d, int batch, const stk_gpu_decode_opts *opts, char *err, size_t errlen) {
-  if (!opts || opts->prealloc_width <= 0 || opts->prealloc_height <= 0 || !d->f.nvjpegDecodeBatchedPreAllocate)
+static int engines_preallocate(stk_decoder *d, int batch, const stk_gpu_decode_opts *opts,
+                               char *err, size_t errlen) {
+  if (!opts || opts->prealloc_width <= 0 || opts->prealloc_height <= 0 ||
+      !d->f.nvjpegDecodeBatchedPreAllocate)
     return 0;
-  if (batch <= d->prealloc_n && opts->prealloc_width <= d->prealloc_w && opts->prealloc_height <= d->prealloc_h)
+  if (batch <= d->prealloc_n && opts->prealloc_width <= d->prealloc_w &&
+      opts->prealloc_height <= d->prealloc_h)
     return 0;
   int n = batch > d->prealloc_n ? batch : d->prealloc_n;
   int w = opts->prealloc_width > d->prealloc_w ? opts->prealloc_width : d->prealloc_w;
   int h = opts->prealloc_height > d->prealloc_h ? opts->prealloc_height : d->prealloc_h;
   nvjpegStatus_t st = NVJPEG_STATUS_SUCCESS;
-  st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_state, n, w, h, NVJPEG_CSS_444, d->fmt);
+  st = d->f.nvjpegDecodeBatchedPreAllocate(d->hw_handle, d->hw_state, n, w, h, NVJPEG_CSS_444,
+                                           d->fmt);
   if (st != NVJPEG_STATUS_SUCCESS)
-    return GPU_FAIL(STK_ERR_DEVICE, "nvjpegDecodeBatchedPreAllocate(%d images of %dx%d) failed: %s (the "
-                    "preallocate_width_hint / preallocate_height_hint may be too large)", n, w, h, stk_nvjpeg_status_name(st));
+    return GPU_FAIL(STK_ERR_DEVICE,
+                    "nvjpegDecodeBatchedPreAllocate(%d images of %dx%d) failed: %s (the "
+                    "preallocate_width_hint / preallocate_height_hint may be too large)",
+                    n, w, h, stk_nvjpeg_status_name(st));
   d->prealloc_n = n;
   d->prealloc_w = w;
   d->prealloc_h = h;
@@ -763,8 +785,10 @@ static int engines_lock(stk_decoder *d, char *err, size_t errlen) {
   until.tv_nsec = (long)(ns % 1000000000);
   int rc = pthread_mutex_timedlock(&engines_mutex, &until);
   if (rc == 0) return 0;
-  return GPU_FAIL(STK_ERR_DEVICE, "another decoder of this process (another pipeline) has been inside nvJPEG's "
-                  "hardware call for over %lld ms", (long long)d->ctx->wait_timeout_ms);
+  return GPU_FAIL(STK_ERR_DEVICE,
+                  "another decoder of this process (another pipeline) has been inside nvJPEG's "
+                  "hardware call for over %lld ms",
+                  (long long)d->ctx->wait_timeout_ms);
 }
 
 /* Waits (bounded) for the engines' previous batch; see ev_engines. */
@@ -780,7 +804,8 @@ static int engines_idle(stk_decoder *d, char *err, size_t errlen) {
 /* Phase 2: the hardware batch. On a batched failure its samples are marked route 3, to
  * be retried on the decoupled path. Returns non-zero only for host / CUDA failures.
  * Temporaries for regions without BatchedEx are freed on the hardware stream. */
-static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char *err, size_t errlen) {
+static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char *err,
+                    size_t errlen) {
   int k = 0;
   for (int i = 0; i < n; i++) k += d->info[i].route == 1;
   if (k == 0) return 0;
@@ -846,9 +871,8 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
       size_t pitch = img[j].pitch[0];
       size_t origin = (size_t)in->roi_y * pitch + (size_t)in->roi_x * d->channels;
       cudaError_t e = cudaMemcpy2DAsync(in->dst, in->dst_pitch, (const uint8_t *)tmp[j] + origin,
-                                        pitch, (size_t)in->roi_w * d->channels,
-                                        (size_t)in->roi_h, cudaMemcpyDeviceToDevice,
-                                        d->hw_stream);
+                                        pitch, (size_t)in->roi_w * d->channels, (size_t)in->roi_h,
+                                        cudaMemcpyDeviceToDevice, d->hw_stream);
       if (e != cudaSuccess) {
         rc = GPU_FAIL(STK_ERR_DEVICE, "copying the region of sample %d failed: %s", i,
                       cudaGetErrorString(e));
@@ -862,8 +886,10 @@ static int hw_batch(stk_decoder *d, int n, const stk_gpu_decode_opts *opts, char
   }
 done:
   for (int j = 0; tmp && j < k; j++)
-    if (tmp[j] && d->dst_idle) stk_gpu_device_free_idle(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
-    else if (tmp[j]) stk_gpu_device_free(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
+    if (tmp[j] && d->dst_idle)
+      stk_gpu_device_free_idle(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
+    else if (tmp[j])
+      stk_gpu_device_free(d->ctx, tmp[j], (uintptr_t)d->hw_stream, NULL, 0);
   free(data);
   free(len);
   free(img);
@@ -873,8 +899,8 @@ done:
 }
 
 int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
-                         stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts,
-                         uintptr_t stream, char *err, size_t errlen) {
+                         stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts, uintptr_t stream,
+                         char *err, size_t errlen) {
   if (n < 0 || (n > 0 && (!in || !out)))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
@@ -884,18 +910,23 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   if (color < 0 || color > 2) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "unknown color %d", color);
   for (int i = 0; i < n; i++)
     if (!in[i].data || in[i].size == 0 || !in[i].dst)
-      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL or empty data or no "
-                      "destination", i);
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "sample %d: NULL or empty data or no "
+                      "destination",
+                      i);
   if (n == 0) return 0;
   bool automatic = !opts || opts->hw_load < 0;
-  double load = automatic ? stk_hw_balance_plan(&d->balance) : opts->hw_load > 1.0 ? 1.0 : opts->hw_load;
+  double load = automatic             ? stk_hw_balance_plan(&d->balance)
+                : opts->hw_load > 1.0 ? 1.0
+                                      : opts->hw_load;
   STK_TRY_INT(ensure_tables(d, n, err, errlen));
   memset(out, 0, (size_t)n * sizeof *out);
   memset(d->info, 0, (size_t)n * sizeof(sample_t));
   d->in = in;
   d->out = out;
-  d->fmt = color == STK_GPU_COLOR_RGB ? NVJPEG_OUTPUT_RGBI
-           : color == STK_GPU_COLOR_BGR ? NVJPEG_OUTPUT_BGRI : NVJPEG_OUTPUT_Y;
+  d->fmt = color == STK_GPU_COLOR_RGB   ? NVJPEG_OUTPUT_RGBI
+           : color == STK_GPU_COLOR_BGR ? NVJPEG_OUTPUT_BGRI
+                                        : NVJPEG_OUTPUT_Y;
   d->channels = color == STK_GPU_COLOR_GRAY ? 1 : 3;
   d->user_stream = (cudaStream_t)stream;
   d->dst_idle = opts && opts->dst_idle;
@@ -915,8 +946,10 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
   int64_t t0 = host_now_ns();
   int *unclassified = classify_list(d), u = 0;
   for (int i = 0; i < n; i++) {
-    if (in[i].cls) apply_class(d, i, in[i].cls);
-    else unclassified[u++] = i;
+    if (in[i].cls)
+      apply_class(d, i, in[i].cls);
+    else
+      unclassified[u++] = i;
   }
   if (u > 0) run_parallel(d, job_classify, u);
   add_time(d, &d->ctx->decode_parse_ns, host_now_ns() - t0);
@@ -960,7 +993,8 @@ int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
     if (d->info[i].route == 3) d->info[i].route = 2, list[m++] = i;
   if (m > 0) run_parallel(d, job_hybrid_list, m);
   if (d->wait_failed) return worker_wait_failure(d, err, errlen);
-  if (m == 0 && automatic && d->hw_handle) /* a clean batch: both paths timed as they ran together */
+  if (m == 0 && automatic &&
+      d->hw_handle) /* a clean batch: both paths timed as they ran together */
     stk_hw_balance_update(&d->balance, hw_pixels, d->engines_ns * 1e-9, hybrid_pixels,
                           (hybrid_done - t1) * 1e-9, (host_now_ns() - t1) * 1e-9);
   CUDA_TRY(cudaEventRecord(d->ev_hw, d->hw_stream));

@@ -40,33 +40,35 @@
 
 #include <math.h>
 
-#define STK_HW_BALANCE_START 0.8 /* first share; 0.75 was the best fixed one on the H100 */
-#define STK_HW_BALANCE_MIN 0.05  /* the engines always get some samples to time */
-#define STK_HW_BALANCE_GAIN 0.3  /* how far each batch moves the share towards its balance */
+#define STK_HW_BALANCE_START 0.8  /* first share; 0.75 was the best fixed one on the H100 */
+#define STK_HW_BALANCE_MIN   0.05 /* the engines always get some samples to time */
+#define STK_HW_BALANCE_GAIN  0.3  /* how far each batch moves the share towards its balance */
 #define STK_HW_BALANCE_PROBE 0.05 /* the step towards a path that got no samples */
 
-#define STK_HW_ARM_WARMUP 8      /* pairs measured before the first choice */
-#define STK_HW_ARM_EXPLORE 16    /* the other arm: one batch in this many x ratio^2 */
-#define STK_HW_ARM_GAIN 0.25     /* exponential average of the pairs' log ratios */
-#define STK_HW_ARM_MARGIN 0.02   /* the split must be this much faster to be played */
-#define STK_HW_ARM_MIN_SHARE 0.5 /* the split's share below which the engines alone are not tried */
+#define STK_HW_ARM_WARMUP  8    /* pairs measured before the first choice */
+#define STK_HW_ARM_EXPLORE 16   /* the other arm: one batch in this many x ratio^2 */
+#define STK_HW_ARM_GAIN    0.25 /* exponential average of the pairs' log ratios */
+#define STK_HW_ARM_MARGIN  0.02 /* the split must be this much faster to be played */
+#define STK_HW_ARM_MIN_SHARE                                           \
+  0.5 /* the split's share below which the engines alone are not tried \
+       */
 
 enum { STK_HW_ARM_SPLIT = 0, STK_HW_ARM_ENGINES = 1 };
 
 typedef struct {
-  double load;       /* the split's share of the engine-capable samples, in [MIN, 1] */
-  double log_ratio;  /* average log(rate of the other arm / rate of the played one) */
-  long pairs;        /* paired comparisons made */
-  double prev_rate;  /* the last measured batch's pixels per second (0: none) */
-  int prev_arm;      /* and its arm */
-  double held_rate;  /* the other arm's last batch, waiting for the next played one */
+  double load;        /* the split's share of the engine-capable samples, in [MIN, 1] */
+  double log_ratio;   /* average log(rate of the other arm / rate of the played one) */
+  long pairs;         /* paired comparisons made */
+  double prev_rate;   /* the last measured batch's pixels per second (0: none) */
+  int prev_arm;       /* and its arm */
+  double held_rate;   /* the other arm's last batch, waiting for the next played one */
   double held_before; /* the played batch before it */
-  long count[2];     /* batches measured per arm */
-  long planned;      /* batches planned so far */
-  long since;        /* batches since the other arm was last played */
-  long switches;     /* times the played arm changed */
-  int best;          /* the arm played */
-  int arm;           /* the arm of the batch planned last */
+  long count[2];      /* batches measured per arm */
+  long planned;       /* batches planned so far */
+  long since;         /* batches since the other arm was last played */
+  long switches;      /* times the played arm changed */
+  int best;           /* the arm played */
+  int arm;            /* the arm of the batch planned last */
 } stk_hw_balance;
 
 static inline void stk_hw_balance_init(stk_hw_balance *b) {
@@ -133,7 +135,8 @@ static inline void stk_hw_balance_update(stk_hw_balance *b, double hw_pixels, do
                                          double hybrid_pixels, double hybrid_seconds,
                                          double batch_seconds) {
   int arm = b->arm;
-  if (arm == STK_HW_ARM_SPLIT) stk_hw_balance_split(b, hw_pixels, hw_seconds, hybrid_pixels, hybrid_seconds);
+  if (arm == STK_HW_ARM_SPLIT)
+    stk_hw_balance_split(b, hw_pixels, hw_seconds, hybrid_pixels, hybrid_seconds);
   if (batch_seconds <= 0 || hw_pixels + hybrid_pixels <= 0) return;
   double rate = (hw_pixels + hybrid_pixels) / batch_seconds;
   b->count[arm]++;

@@ -10,11 +10,11 @@
  *
  * Convolutions: when every sample's tile fits in 48 KB of shared memory (conv_tiled: the
  * usual image kernels), one fused launch computes TILE_H x TILE_W output pixels per block
- * from a shared-memory window. Otherwise separable samples run a horizontal pass into a float32 temporary (one
- * thread per temporary pixel, all channels: rows of the padded height, out_w columns;
- * per pair), then the output kernel (one thread per output pixel) runs the vertical taps
- * (or, for a full kernel, all kh x kw taps) and converts to the output type. Sums follow the CPU's order exactly
- * (filter_common.h), so float32 results are bit-identical.
+ * from a shared-memory window. Otherwise separable samples run a horizontal pass into a float32
+ * temporary (one thread per temporary pixel, all channels: rows of the padded height, out_w
+ * columns; per pair), then the output kernel (one thread per output pixel) runs the vertical taps
+ * (or, for a full kernel, all kh x kw taps) and converts to the output type. Sums follow the CPU's
+ * order exactly (filter_common.h), so float32 results are bit-identical.
  *
  * Noise: one thread per Philox block (gaussian: 4 elements, salt_and_pepper: 4 pixels)
  * or per element (shot), with the arithmetic of noise_common.h.
@@ -44,7 +44,7 @@ static size_t f_align(size_t n) { return (n + 15) & ~(size_t)15; }
 /* One thread per temporary pixel (filter_common.h: stk_conv_hpass_px). */
 template <int DT>
 __global__ void __launch_bounds__(THREADS)
-conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float *tmp) {
+    conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float *tmp) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
@@ -53,8 +53,8 @@ conv_hpass(const stk_conv_job *S, const int *first, int n, const float *W, float
 
 /* One thread per output pixel (stk_conv_out_px). */
 template <int DT>
-__global__ void __launch_bounds__(THREADS)
-conv_out(const stk_conv_job *S, const int *first, int n, const float *W, const float *tmp, int odt) {
+__global__ void __launch_bounds__(THREADS) conv_out(const stk_conv_job *S, const int *first, int n,
+                                                    const float *W, const float *tmp, int odt) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
@@ -68,8 +68,8 @@ conv_out(const stk_conv_job *S, const int *first, int n, const float *W, const f
  * every tap over the window), all in the CPU's order with the same float32 roundings as
  * stk_conv_hpass_px / stk_conv_out_px: bit-identical to the two-pass kernels, without
  * the temporary's round trip through global memory or the per-tap global loads. */
-#define TILE_W 32
-#define TILE_H 16
+#define TILE_W        32
+#define TILE_H        16
 #define TILE_SMEM_MAX (48 * 1024)
 
 /* Shared floats a sample's tile needs: window, temporaries, weights. */
@@ -82,7 +82,7 @@ static int64_t tile_floats(const stk_gpu_conv_sample *s) {
 
 template <int DT>
 __global__ void __launch_bounds__(THREADS)
-conv_tiled(const stk_conv_job *S, const int *first, int n, const float *W, int odt) {
+    conv_tiled(const stk_conv_job *S, const int *first, int n, const float *W, int odt) {
   extern __shared__ float sm[];
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_conv_job *d = &S[si];
@@ -92,8 +92,8 @@ conv_tiled(const stk_conv_job *S, const int *first, int n, const float *W, int o
   int th = d->out_h - y0 < TILE_H ? d->out_h - y0 : TILE_H;
   int tw = d->out_w - x0 < TILE_W ? d->out_w - x0 : TILE_W;
   int wr = th + kh - 1, wcols = tw + kw - 1, wc = (TILE_W + kw - 1) * C;
-  float *win = sm;                                   /* (TILE_H + kh - 1) x wc */
-  float *tmp = win + (TILE_H + kh - 1) * wc;         /* npairs x (TILE_H + kh - 1) x TILE_W * C */
+  float *win = sm;                           /* (TILE_H + kh - 1) x wc */
+  float *tmp = win + (TILE_H + kh - 1) * wc; /* npairs x (TILE_H + kh - 1) x TILE_W * C */
   int tstride = (TILE_H + kh - 1) * TILE_W * C;
   float *wts = tmp + d->npairs * tstride;
   int nw = d->npairs ? d->npairs * (kh + kw) : kh * kw;
@@ -181,8 +181,10 @@ static int64_t conv_check(const stk_gpu_conv_sample *s, int i, char *err, size_t
   if (!s->src || !s->dst || !s->weights || s->h < 1 || s->w < 1 || s->c < 1 || s->out_h < 1 ||
       s->out_w < 1 || s->kh < 1 || s->kw < 1 || s->ay < 0 || s->ay >= s->kh || s->ax < 0 ||
       s->ax >= s->kw || s->border < 0 || s->border > 4 || s->npairs < 0 || s->npairs > 2) {
-    GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, empty extent, anchor outside "
-             "the %dx%d kernel, border %d or %d pairs", i, s->kh, s->kw, s->border, s->npairs);
+    GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+             "sample %d: NULL pointer, empty extent, anchor outside "
+             "the %dx%d kernel, border %d or %d pairs",
+             i, s->kh, s->kw, s->border, s->npairs);
     return -1;
   }
   if ((int64_t)(s->npairs > 0 ? s->npairs : 1) * ((int64_t)s->out_h + s->kh - 1) * s->out_w >=
@@ -262,23 +264,52 @@ static int stk_gpu_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samp
     int hb = fh[n], ob = fo[n], odt = (int)out_dtype;
     size_t sm = (size_t)tile_max * sizeof(float);
     if (tiled) switch (in_dtype) {
-    case STK_DTYPE_UINT8: conv_tiled_launch<STK_DTYPE_UINT8>(ob, sm, dS, dfo, n, dW, odt, stream); break;
-    case STK_DTYPE_INT8: conv_tiled_launch<STK_DTYPE_INT8>(ob, sm, dS, dfo, n, dW, odt, stream); break;
-    case STK_DTYPE_UINT16: conv_tiled_launch<STK_DTYPE_UINT16>(ob, sm, dS, dfo, n, dW, odt, stream); break;
-    case STK_DTYPE_INT16: conv_tiled_launch<STK_DTYPE_INT16>(ob, sm, dS, dfo, n, dW, odt, stream); break;
-    case STK_DTYPE_INT32: conv_tiled_launch<STK_DTYPE_INT32>(ob, sm, dS, dfo, n, dW, odt, stream); break;
-    case STK_DTYPE_FLOAT16: conv_tiled_launch<STK_DTYPE_FLOAT16>(ob, sm, dS, dfo, n, dW, odt, stream); break;
-    default: conv_tiled_launch<STK_DTYPE_FLOAT32>(ob, sm, dS, dfo, n, dW, odt, stream); break;
-    }
-    else switch (in_dtype) {
-    case STK_DTYPE_UINT8: conv_launch<STK_DTYPE_UINT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_INT8: conv_launch<STK_DTYPE_INT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_UINT16: conv_launch<STK_DTYPE_UINT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_INT16: conv_launch<STK_DTYPE_INT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_INT32: conv_launch<STK_DTYPE_INT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    case STK_DTYPE_FLOAT16: conv_launch<STK_DTYPE_FLOAT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    default: conv_launch<STK_DTYPE_FLOAT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream); break;
-    }
+        case STK_DTYPE_UINT8:
+          conv_tiled_launch<STK_DTYPE_UINT8>(ob, sm, dS, dfo, n, dW, odt, stream);
+          break;
+        case STK_DTYPE_INT8:
+          conv_tiled_launch<STK_DTYPE_INT8>(ob, sm, dS, dfo, n, dW, odt, stream);
+          break;
+        case STK_DTYPE_UINT16:
+          conv_tiled_launch<STK_DTYPE_UINT16>(ob, sm, dS, dfo, n, dW, odt, stream);
+          break;
+        case STK_DTYPE_INT16:
+          conv_tiled_launch<STK_DTYPE_INT16>(ob, sm, dS, dfo, n, dW, odt, stream);
+          break;
+        case STK_DTYPE_INT32:
+          conv_tiled_launch<STK_DTYPE_INT32>(ob, sm, dS, dfo, n, dW, odt, stream);
+          break;
+        case STK_DTYPE_FLOAT16:
+          conv_tiled_launch<STK_DTYPE_FLOAT16>(ob, sm, dS, dfo, n, dW, odt, stream);
+          break;
+        default:
+          conv_tiled_launch<STK_DTYPE_FLOAT32>(ob, sm, dS, dfo, n, dW, odt, stream);
+          break;
+      }
+    else
+      switch (in_dtype) {
+        case STK_DTYPE_UINT8:
+          conv_launch<STK_DTYPE_UINT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream);
+          break;
+        case STK_DTYPE_INT8:
+          conv_launch<STK_DTYPE_INT8>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream);
+          break;
+        case STK_DTYPE_UINT16:
+          conv_launch<STK_DTYPE_UINT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream);
+          break;
+        case STK_DTYPE_INT16:
+          conv_launch<STK_DTYPE_INT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream);
+          break;
+        case STK_DTYPE_INT32:
+          conv_launch<STK_DTYPE_INT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream);
+          break;
+        case STK_DTYPE_FLOAT16:
+          conv_launch<STK_DTYPE_FLOAT16>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream);
+          break;
+        default:
+          conv_launch<STK_DTYPE_FLOAT32>(hb, ob, dS, dfh, dfo, n, dW, dT, odt, stream);
+          break;
+      }
     rc = stk_check_launch("conv", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -301,7 +332,7 @@ static int64_t noise_units(int kind, const stk_gpu_noise_sample *s) {
 }
 
 __global__ void __launch_bounds__(THREADS)
-noise_kernel(const stk_gpu_noise_sample *S, const int *first, int n, int kind, int dt) {
+    noise_kernel(const stk_gpu_noise_sample *S, const int *first, int n, int kind, int dt) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_noise_sample *s = &S[si];
   int64_t u = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
@@ -349,8 +380,10 @@ static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_
     if (s->count < 0 || (s->count > 0 && (!s->src || !s->dst)) ||
         (kind == STK_GPU_NOISE_SALT_AND_PEPPER && s->group < 1) ||
         (kind == STK_GPU_NOISE_SHOT && !(s->p[0] > 0.0)) || s->count >= ((int64_t)1 << 47)) {
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, bad count (%lld), "
-                    "group or shot factor", i, (long long)s->count);
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: NULL pointer, bad count (%lld), "
+                    "group or shot factor",
+                    i, (long long)s->count);
       break;
     }
     S[i] = *s;
@@ -360,12 +393,13 @@ static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "noise", err, errlen, [&](const char *dp) {
-      noise_kernel<<<first[n], THREADS, 0, stream>>>(
-          (const stk_gpu_noise_sample *)dp, (const int *)((char *)dp + off_first), n, kind,
-          (int)dtype);
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, host, bytes, stream_h, "noise", err, errlen, [&](const char *dp) {
+          noise_kernel<<<first[n], THREADS, 0, stream>>>((const stk_gpu_noise_sample *)dp,
+                                                         (const int *)((char *)dp + off_first), n,
+                                                         kind, (int)dtype);
+          return 0;
+        });
   free(host);
   free(nb);
   return rc;

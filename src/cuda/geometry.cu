@@ -19,9 +19,9 @@
 #include "pixel_tiles.cuh"
 
 #define G_THREADS 256
-#define G_TW 32 /* output columns per 2-D block */
-#define G_TH 8  /* output rows per 2-D block */
-#define G_TILE 8192 /* bytes per block of the staged kernels (pixel_tiles.cuh) */
+#define G_TW      32   /* output columns per 2-D block */
+#define G_TH      8    /* output rows per 2-D block */
+#define G_TILE    8192 /* bytes per block of the staged kernels (pixel_tiles.cuh) */
 
 /* Everything below has internal linkage: kernel templates of other families' files may
  * share a name (their host stubs would otherwise be merged by the linker). */
@@ -46,7 +46,8 @@ static int g_plan_init(g_plan *p, int n, size_t desc, size_t extra, char *err, s
   p->bytes = p->extra_off + extra;
   p->host = (char *)calloc(1, p->bytes);
   p->nb = (int64_t *)malloc((size_t)n * sizeof(int64_t));
-  if (!p->host || !p->nb) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
+  if (!p->host || !p->nb)
+    return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
   return 0;
 }
 
@@ -96,11 +97,13 @@ __device__ __forceinline__ void warp_store<uint8_t>(uint8_t *p, float v) {
   *p = (uint8_t)stk_gpu_u8_from_float(v);
 }
 template <>
-__device__ __forceinline__ void warp_store<float>(float *p, float v) { *p = v; }
+__device__ __forceinline__ void warp_store<float>(float *p, float v) {
+  *p = v;
+}
 
 template <typename TI, typename TO, int INTERP>
 __global__ void __launch_bounds__(G_THREADS)
-warp_kernel(const warp_dev *S, const int *first, int n, int C) {
+    warp_kernel(const warp_dev *S, const int *first, int n, int C) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const warp_dev *d = &S[si];
   const stk_gpu_warp_sample &s = d->s;
@@ -136,8 +139,8 @@ warp_kernel(const warp_dev *S, const int *first, int n, int C) {
       const TI *p = (const TI *)((const char *)s.src + (size_t)y0 * s.src_pitch) + (size_t)x0 * C;
       const TI *q = (const TI *)((const char *)p + s.src_pitch);
       for (int c = 0; c < C; c++)
-        warp_store<TO>(out + c, stk_warp_bilinear((float)p[c], (float)p[c + C], (float)q[c], (float)q[c + C],
-                                                  ax, ay));
+        warp_store<TO>(out + c, stk_warp_bilinear((float)p[c], (float)p[c + C], (float)q[c],
+                                                  (float)q[c + C], ax, ay));
       return;
     }
     for (int c = 0; c < C; c++)
@@ -155,10 +158,12 @@ warp_kernel(const warp_dev *S, const int *first, int n, int C) {
       for (int j = 0; j < 4; j++) {
         float r = 0.0f;
         if (inside) { /* all 16 taps inside: no checks (same values) */
-          const TI *p = (const TI *)((const char *)s.src + (size_t)(y0 + j) * s.src_pitch) + (size_t)x0 * C + c;
+          const TI *p = (const TI *)((const char *)s.src + (size_t)(y0 + j) * s.src_pitch) +
+                        (size_t)x0 * C + c;
           for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], (float)p[k * C]);
         } else {
-          for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], warp_tap<TI>(s, C, x0 + k, y0 + j, c));
+          for (int k = 0; k < 4; k++)
+            r = stk_warp_mac(r, wx[k], warp_tap<TI>(s, C, x0 + k, y0 + j, c));
         }
         acc = stk_warp_mac(acc, wy[j], r);
       }
@@ -171,13 +176,15 @@ template <typename TI, typename TO>
 static void warp_launch(int interp, int g, cudaStream_t st, const warp_dev *S, const int *f, int n,
                         int C) {
   switch (interp) {
-  case STK_GPU_INTERP_NEAREST:
-    warp_kernel<TI, TO, STK_GPU_INTERP_NEAREST><<<g, G_THREADS, 0, st>>>(S, f, n, C);
-    break;
-  case STK_GPU_INTERP_LINEAR:
-    warp_kernel<TI, TO, STK_GPU_INTERP_LINEAR><<<g, G_THREADS, 0, st>>>(S, f, n, C);
-    break;
-  default: warp_kernel<TI, TO, STK_GPU_INTERP_CUBIC><<<g, G_THREADS, 0, st>>>(S, f, n, C); break;
+    case STK_GPU_INTERP_NEAREST:
+      warp_kernel<TI, TO, STK_GPU_INTERP_NEAREST><<<g, G_THREADS, 0, st>>>(S, f, n, C);
+      break;
+    case STK_GPU_INTERP_LINEAR:
+      warp_kernel<TI, TO, STK_GPU_INTERP_LINEAR><<<g, G_THREADS, 0, st>>>(S, f, n, C);
+      break;
+    default:
+      warp_kernel<TI, TO, STK_GPU_INTERP_CUBIC><<<g, G_THREADS, 0, st>>>(S, f, n, C);
+      break;
   }
 }
 
@@ -186,8 +193,10 @@ static int warp_check_sample(const stk_gpu_warp_sample *s, const stk_gpu_warp_ar
   size_t es = a->in_dtype == STK_DTYPE_UINT8 ? 1 : 4;
   if (!s->src || !s->dst || s->src_h < 1 || s->src_w < 1 || s->dst_h < 0 || s->dst_w < 0 ||
       s->src_pitch < (size_t)s->src_w * (size_t)a->channels * es)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, empty image, negative "
-                    "size or short pitch", i);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: NULL pointer, empty image, negative "
+                    "size or short pitch",
+                    i);
   for (int k = 0; k < 6; k++)
     if (!isfinite(s->m[k]))
       return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: matrix element %d is not finite", i, k);
@@ -209,7 +218,8 @@ static int gpu_warp_affine(stk_gpu_ctx *ctx, int n, const stk_gpu_warp_sample *s
                     (int)a.in_dtype, (int)a.out_dtype);
   if (a.interp != STK_GPU_INTERP_NEAREST && a.interp != STK_GPU_INTERP_LINEAR &&
       a.interp != STK_GPU_INTERP_CUBIC)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "interpolation %d (nearest, linear or cubic)", a.interp);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "interpolation %d (nearest, linear or cubic)",
+                    a.interp);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   g_plan p;
@@ -229,10 +239,14 @@ static int gpu_warp_affine(stk_gpu_ctx *ctx, int n, const stk_gpu_warp_sample *s
     const int *df = (const int *)((char *)dp + p.table_off);
     int g = g_blocks(&p, n);
     bool iu8 = a.in_dtype == STK_DTYPE_UINT8, ou8 = a.out_dtype == STK_DTYPE_UINT8;
-    if (iu8 && ou8) warp_launch<uint8_t, uint8_t>(a.interp, g, stream, dS, df, n, a.channels);
-    else if (iu8) warp_launch<uint8_t, float>(a.interp, g, stream, dS, df, n, a.channels);
-    else if (ou8) warp_launch<float, uint8_t>(a.interp, g, stream, dS, df, n, a.channels);
-    else warp_launch<float, float>(a.interp, g, stream, dS, df, n, a.channels);
+    if (iu8 && ou8)
+      warp_launch<uint8_t, uint8_t>(a.interp, g, stream, dS, df, n, a.channels);
+    else if (iu8)
+      warp_launch<uint8_t, float>(a.interp, g, stream, dS, df, n, a.channels);
+    else if (ou8)
+      warp_launch<float, uint8_t>(a.interp, g, stream, dS, df, n, a.channels);
+    else
+      warp_launch<float, float>(a.interp, g, stream, dS, df, n, a.channels);
     rc = stk_check_launch("warp_affine", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -253,7 +267,7 @@ typedef struct {
   void *dst;
   int shape[STK_GPU_ERASE_MAX_NDIM];
   int split, unit, units;
-  int rows, cols, bx;  /* units as rows x cols (cols: extent of dimension split - 1) */
+  int rows, cols, bx; /* units as rows x cols (cols: extent of dimension split - 1) */
   int box0, nboxes;   /* this sample's boxes in the box array */
   int nfill, fill_axis;
   int cstride, cshape; /* fill index inside a unit: (j / cstride) % cshape */
@@ -266,15 +280,19 @@ typedef struct {
 
 template <int ES>
 __device__ __forceinline__ void erase_copy(uint8_t *dst, const uint8_t *src) {
-  if (ES == 1) *dst = *src;
-  else if (ES == 2) *(uint16_t *)dst = *(const uint16_t *)src;
-  else if (ES == 4) *(uint32_t *)dst = *(const uint32_t *)src;
-  else *(unsigned long long *)dst = *(const unsigned long long *)src;
+  if (ES == 1)
+    *dst = *src;
+  else if (ES == 2)
+    *(uint16_t *)dst = *(const uint16_t *)src;
+  else if (ES == 4)
+    *(uint32_t *)dst = *(const uint32_t *)src;
+  else
+    *(unsigned long long *)dst = *(const unsigned long long *)src;
 }
 
 template <int ES>
 __global__ void __launch_bounds__(G_THREADS)
-erase_kernel(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
+    erase_kernel(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const erase_dev *d = &S[si];
   /* 2-D tiles over (rows, cols) of units: a warp takes 32 consecutive units of a row */
@@ -340,7 +358,7 @@ __device__ __forceinline__ bool erase_unit_in(const erase_dev *d, const erase_bo
  * thread copies or fills whole units there. */
 template <int ES>
 __global__ void __launch_bounds__(G_THREADS)
-erase_staged(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
+    erase_staged(const erase_dev *S, const int *first, int n, const erase_box_dev *boxes) {
   __shared__ __align__(16) uint8_t sin[G_TILE + 16], sout[G_TILE + 16];
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const erase_dev *d = &S[si];
@@ -389,11 +407,12 @@ static int erase_describe(const stk_gpu_erase_sample *s, const stk_gpu_erase_arg
   }
   if (total > 0 && (!s->src || !s->dst))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer", i);
-  if (s->nboxes < 0 || (s->nboxes > 0 && !s->boxes) || s->nfill < 1 ||
-      s->nfill * a->esize > 64 || (s->nfill > 1 && (s->fill_axis < 0 || s->fill_axis >= nd ||
-                                                    s->shape[s->fill_axis] != s->nfill)))
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad boxes or fill (%d values along axis %d)",
-                    i, s->nfill, s->fill_axis);
+  if (s->nboxes < 0 || (s->nboxes > 0 && !s->boxes) || s->nfill < 1 || s->nfill * a->esize > 64 ||
+      (s->nfill > 1 &&
+       (s->fill_axis < 0 || s->fill_axis >= nd || s->shape[s->fill_axis] != s->nfill)))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: bad boxes or fill (%d values along axis %d)", i, s->nfill,
+                    s->fill_axis);
   memset(d, 0, sizeof *d);
   d->src = s->src, d->dst = s->dst;
   for (int k = 0; k < nd; k++) d->shape[k] = (int)s->shape[k];
@@ -434,16 +453,19 @@ static int gpu_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *sample
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   stk_gpu_erase_args a = *args;
   if (a.ndim < 1 || a.ndim > STK_GPU_ERASE_MAX_NDIM)
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "%d dimensions (1 to %d supported)", a.ndim, STK_GPU_ERASE_MAX_NDIM);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "%d dimensions (1 to %d supported)", a.ndim,
+                    STK_GPU_ERASE_MAX_NDIM);
   if (a.esize != 1 && a.esize != 2 && a.esize != 4 && a.esize != 8)
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "element size %d", a.esize);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   int64_t total_boxes = 0;
   for (int i = 0; i < n; i++) total_boxes += samples[i].nboxes > 0 ? samples[i].nboxes : 0;
-  if (total_boxes > INT32_MAX / 2) return GPU_FAIL(STK_ERR_LIMIT, "%lld boxes", (long long)total_boxes);
+  if (total_boxes > INT32_MAX / 2)
+    return GPU_FAIL(STK_ERR_LIMIT, "%lld boxes", (long long)total_boxes);
   g_plan p;
-  int rc = g_plan_init(&p, n, sizeof(erase_dev), (size_t)total_boxes * sizeof(erase_box_dev), err, errlen);
+  int rc = g_plan_init(&p, n, sizeof(erase_dev), (size_t)total_boxes * sizeof(erase_box_dev), err,
+                       errlen);
   erase_dev *S = (erase_dev *)p.host;
   erase_box_dev *boxes = (erase_box_dev *)(p.host + p.extra_off);
   int nbox = 0;
@@ -466,17 +488,34 @@ static int gpu_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *sample
     int g = g_blocks(&p, n);
     if (staged) {
       switch (a.esize) {
-      case 1: erase_staged<1><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
-      case 2: erase_staged<2><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
-      case 4: erase_staged<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
-      default: erase_staged<8><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
+        case 1:
+          erase_staged<1><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
+        case 2:
+          erase_staged<2><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
+        case 4:
+          erase_staged<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
+        default:
+          erase_staged<8><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
       }
-    } else switch (a.esize) {
-    case 1: erase_kernel<1><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
-    case 2: erase_kernel<2><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
-    case 4: erase_kernel<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
-    default: erase_kernel<8><<<g, G_THREADS, 0, stream>>>(dS, df, n, db); break;
-    }
+    } else
+      switch (a.esize) {
+        case 1:
+          erase_kernel<1><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
+        case 2:
+          erase_kernel<2><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
+        case 4:
+          erase_kernel<4><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
+        default:
+          erase_kernel<8><<<g, G_THREADS, 0, stream>>>(dS, df, n, db);
+          break;
+      }
     rc = stk_check_launch("erase", err, errlen);
   }
   if (dp) stk_gpu_device_free(ctx, dp, stream_h, NULL, 0);
@@ -497,7 +536,7 @@ typedef struct {
  * (flat index: any rows), moved through shared memory as 16-byte vectors; each thread
  * keeps or zeroes whole pixels there (stk_grid_keep, as the CPU). */
 __global__ void __launch_bounds__(G_THREADS)
-grid_staged(const grid_dev *S, const int *first, int n, int pb) {
+    grid_staged(const grid_dev *S, const int *first, int n, int pb) {
   __shared__ __align__(16) uint8_t sin[G_TILE + 16], sout[G_TILE + 16];
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const grid_dev *d = &S[si];
@@ -540,8 +579,10 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
     const stk_gpu_grid_mask_sample *s = &samples[i];
     if (s->h < 0 || s->w < 0 || ((!s->src || !s->dst) && s->h > 0 && s->w > 0) ||
         !(s->tile >= 1.0) || !(s->ratio >= 0.0 && s->ratio <= 1.0)) {
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, negative size, tile %g < 1 or "
-                    "ratio %g outside [0, 1]", i, s->tile, s->ratio);
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: NULL pointer, negative size, tile %g < 1 or "
+                    "ratio %g outside [0, 1]",
+                    i, s->tile, s->ratio);
       break;
     }
     S[i].s = *s;
@@ -563,7 +604,7 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
   return rc;
 }
 
-}  // namespace
+} // namespace
 
 extern "C" STK_HIDDEN const stk_gpu_geometry_api stk_gpu_geometry_table = {
     1,

@@ -42,7 +42,7 @@ extern "C" {
 /* Bumped whenever a struct or the table below changes incompatibly. */
 #define STK_GPU_ABI_VERSION 5
 /* A buffer of this many bytes holds any error message. */
-#define STK_GPU_ERRLEN 512
+#define STK_GPU_ERRLEN      512
 
 /* The context's streams, for api->stream(). */
 /* DECODE: the pipeline's mixed decoders, which run one batch ahead of the compute
@@ -50,8 +50,12 @@ extern "C" {
 enum { STK_GPU_STREAM_COMPUTE = 0, STK_GPU_STREAM_COPY = 1, STK_GPU_STREAM_DECODE = 2 };
 
 /* Interpolation codes (the values of stk__interp in src/ops/resample.h). */
-enum { STK_GPU_INTERP_NEAREST = 0, STK_GPU_INTERP_LINEAR = 1, STK_GPU_INTERP_CUBIC = 2,
-       STK_GPU_INTERP_LANCZOS3 = 3 };
+enum {
+  STK_GPU_INTERP_NEAREST = 0,
+  STK_GPU_INTERP_LINEAR = 1,
+  STK_GPU_INTERP_CUBIC = 2,
+  STK_GPU_INTERP_LANCZOS3 = 3
+};
 
 /* Decoded colour (the values of stk__color in src/codecs/codecs.h). */
 enum { STK_GPU_COLOR_RGB = 0, STK_GPU_COLOR_BGR = 1, STK_GPU_COLOR_GRAY = 2 };
@@ -70,13 +74,18 @@ enum {
 };
 
 /* Which nvJPEG path decoded a sample (stk_gpu_decode_out.backend). */
-enum { STK_GPU_BACKEND_NONE = 0, STK_GPU_BACKEND_HARDWARE = 1, STK_GPU_BACKEND_HYBRID = 2,
-       STK_GPU_BACKEND_GPU_HYBRID = 3 };
+enum {
+  STK_GPU_BACKEND_NONE = 0,
+  STK_GPU_BACKEND_HARDWARE = 1,
+  STK_GPU_BACKEND_HYBRID = 2,
+  STK_GPU_BACKEND_GPU_HYBRID = 3
+};
 
 /* How a region of interest was honoured (stk_gpu_decode_out.roi_mode). */
-enum { STK_GPU_ROI_NONE = 0,    /* whole image requested */
-       STK_GPU_ROI_NVJPEG = 1,  /* nvJPEG decoded only the region (decode params ROI) */
-       STK_GPU_ROI_CROPPED = 2  /* decoded whole into a temporary, region copied by a kernel */
+enum {
+  STK_GPU_ROI_NONE = 0,   /* whole image requested */
+  STK_GPU_ROI_NVJPEG = 1, /* nvJPEG decoded only the region (decode params ROI) */
+  STK_GPU_ROI_CROPPED = 2 /* decoded whole into a temporary, region copied by a kernel */
 };
 
 typedef struct stk_gpu_ctx stk_gpu_ctx; /* opaque */
@@ -91,16 +100,16 @@ typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
 /* ---------------------------------------------------------------------------------- */
 
 typedef struct {
-  int device;                    /* CUDA device ordinal */
+  int device; /* CUDA device ordinal */
   /* Bytes the device pool keeps cached after frees (cudaMemPoolAttrReleaseThreshold);
    * beyond that, memory goes back to the driver at the next synchronisation. 0: 2 GiB. */
   uint64_t device_cache_bytes;
-  uint64_t pinned_cache_bytes;   /* pinned host bytes kept for reuse; 0: 256 MiB */
-  int decode_threads;            /* host threads for nvJPEG header parsing and the hybrid
-                                    (CPU Huffman) path, the caller's thread included;
-                                    0: 4 */
-  int no_nvjpeg;                 /* non-zero: do not load nvJPEG (decode_batch refuses) */
-  int no_hw_decoder;             /* non-zero: never use the hardware JPEG decoder */
+  uint64_t pinned_cache_bytes; /* pinned host bytes kept for reuse; 0: 256 MiB */
+  int decode_threads;          /* host threads for nvJPEG header parsing and the hybrid
+                                  (CPU Huffman) path, the caller's thread included;
+                                  0: 4 */
+  int no_nvjpeg;               /* non-zero: do not load nvJPEG (decode_batch refuses) */
+  int no_hw_decoder;           /* non-zero: never use the hardware JPEG decoder */
   /* The bound of every wait on the device inside the backend (stream_sync, event_sync,
    * decode_batch's waits, close): past it the call fails with STK_ERR_DEVICE naming what
    * it waited for, instead of waiting for ever on work the device never finishes.
@@ -112,18 +121,18 @@ typedef struct {
   char name[128];
   int device, cc_major, cc_minor, sm_count;
   int64_t total_memory;
-  int has_nvjpeg;                /* nvJPEG loaded */
-  int nvjpeg_version;            /* major*1000 + minor*10 + patch, 0 without nvJPEG */
-  char nvjpeg_path[64];          /* the soname that was loaded */
-  int has_hw_decoder;            /* the hardware backend initialised */
+  int has_nvjpeg;                      /* nvJPEG loaded */
+  int nvjpeg_version;                  /* major*1000 + minor*10 + patch, 0 without nvJPEG */
+  char nvjpeg_path[64];                /* the soname that was loaded */
+  int has_hw_decoder;                  /* the hardware backend initialised */
   int hw_engines, hw_cores_per_engine; /* from nvjpegGetHardwareDecoderInfo (0: unknown) */
-  int has_batched_roi;           /* nvjpegDecodeBatchedEx present (hardware ROI decode) */
+  int has_batched_roi;                 /* nvjpegDecodeBatchedEx present (hardware ROI decode) */
 } stk_gpu_device_info;
 
 typedef struct {
-  int64_t device_in_use;   /* bytes allocated from the context's pool and not yet freed */
-  int64_t device_reserved; /* bytes the pool holds from the driver (in use + cached) */
-  int64_t device_peak;     /* high-water mark of device_in_use */
+  int64_t device_in_use;             /* bytes allocated from the context's pool and not yet freed */
+  int64_t device_reserved;           /* bytes the pool holds from the driver (in use + cached) */
+  int64_t device_peak;               /* high-water mark of device_in_use */
   int64_t device_free, device_total; /* cudaMemGetInfo: the whole device, all users */
   int64_t pinned_in_use, pinned_cached, pinned_peak;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures; /* counters */
@@ -140,23 +149,23 @@ typedef struct {
 /* ---------------------------------------------------------------------------------- */
 
 typedef struct {
-  int width, height;       /* as stored (no EXIF orientation applied) */
-  int components;          /* 1, 3 (2 and 4 are reported; decode_batch falls back) */
-  int subsampling;         /* nvjpegChromaSubsampling_t value (0 444, 1 422, 2 420, ...) */
+  int width, height; /* as stored (no EXIF orientation applied) */
+  int components;    /* 1, 3 (2 and 4 are reported; decode_batch falls back) */
+  int subsampling;   /* nvjpegChromaSubsampling_t value (0 444, 1 422, 2 420, ...) */
 } stk_gpu_jpeg_info;
 
 /* What decode_classify found out about one JPEG, for decode_batch (which then skips its
  * own header parsing for the sample). */
 typedef struct {
-  int status;         /* STK_GPU_DECODE_OK: nvJPEG takes it; STK_GPU_DECODE_FALLBACK: not */
-  int nvjpeg_status;  /* why not (nvjpegStatus_t) */
+  int status;        /* STK_GPU_DECODE_OK: nvJPEG takes it; STK_GPU_DECODE_FALLBACK: not */
+  int nvjpeg_status; /* why not (nvjpegStatus_t) */
   int width, height, components; /* as stored, when the header parsed */
-  int hw_ok;          /* the hardware engines accept it (with its region) */
-  int roi;            /* a region was given */
+  int hw_ok;                     /* the hardware engines accept it (with its region) */
+  int roi;                       /* a region was given */
 } stk_gpu_decode_class;
 
 typedef struct {
-  const uint8_t *data;     /* host bytes of the file (pinned or pageable) */
+  const uint8_t *data; /* host bytes of the file (pinned or pageable) */
   size_t size;
   /* Region of interest in STORED coordinates (EXIF orientation is the caller's
    * business); roi_w <= 0 or roi_h <= 0: the whole image. Must lie inside the image. */
@@ -172,15 +181,15 @@ typedef struct {
 } stk_gpu_decode_in;
 
 typedef struct {
-  int status;         /* STK_GPU_DECODE_* */
-  int backend;        /* STK_GPU_BACKEND_* that produced (or tried) the sample */
-  int roi_mode;       /* STK_GPU_ROI_* */
-  int nvjpeg_status;  /* nvjpegStatus_t of the failing call; 0 when decoded */
+  int status;                    /* STK_GPU_DECODE_* */
+  int backend;                   /* STK_GPU_BACKEND_* that produced (or tried) the sample */
+  int roi_mode;                  /* STK_GPU_ROI_* */
+  int nvjpeg_status;             /* nvjpegStatus_t of the failing call; 0 when decoded */
   int width, height, components; /* stored size and components, when the header parsed */
 } stk_gpu_decode_out;
 
 typedef struct {
-  int color;          /* STK_GPU_COLOR_* */
+  int color; /* STK_GPU_COLOR_* */
   /* Fraction (0..1) of the samples the hardware decoder accepts that go to it; the rest
    * take the hybrid path on the decode threads (DALI's hw_decoder_load). < 0: automatic,
    * the share that balances the two paths' measured rates, updated every batch
@@ -215,25 +224,25 @@ typedef struct {
  * (horizontal pass into a float temporary from the pool, vertical pass fused with the
  * output stage); one launch for nearest. */
 typedef struct {
-  const void *src;         /* device HWC image, rows `src_pitch` bytes apart */
+  const void *src; /* device HWC image, rows `src_pitch` bytes apart */
   size_t src_pitch;
   int src_h, src_w;
-  void *dst;               /* device, dense: HWC (dst_h, dst_w, out_channels) or CHW */
+  void *dst; /* device, dense: HWC (dst_h, dst_w, out_channels) or CHW */
   int dst_h, dst_w;
-  double x0, y0, x1, y1;   /* source window, pixel-edge coordinates */
-  int mirror;              /* mirror the output left-right (applied after resampling,
-                              exactly as flip / crop_mirror_normalize's mirror) */
+  double x0, y0, x1, y1;     /* source window, pixel-edge coordinates */
+  int mirror;                /* mirror the output left-right (applied after resampling,
+                                exactly as flip / crop_mirror_normalize's mirror) */
   double mean[4], stddev[4]; /* per channel, used when args.normalize */
 } stk_gpu_resample_sample;
 
 typedef struct {
-  int channels;            /* 1..4 */
-  stk_dtype in_dtype;      /* UINT8 or FLOAT32 */
-  stk_dtype out_dtype;     /* UINT8, FLOAT32, FLOAT16; with normalize also INT8 */
-  int interp;              /* STK_GPU_INTERP_* */
+  int channels;        /* 1..4 */
+  stk_dtype in_dtype;  /* UINT8 or FLOAT32 */
+  stk_dtype out_dtype; /* UINT8, FLOAT32, FLOAT16; with normalize also INT8 */
+  int interp;          /* STK_GPU_INTERP_* */
   int antialias;
-  int planar;              /* CHW output; else HWC */
-  int out_channels;        /* >= channels: extra channels take fill[c]; 0: channels */
+  int planar;       /* CHW output; else HWC */
+  int out_channels; /* >= channels: extra channels take fill[c]; 0: channels */
   /* normalize: out = (v - mean[c]) / stddev[c] * scale + shift, then the output type
    * with saturation (integers: round half away from zero). */
   int normalize;
@@ -246,7 +255,7 @@ typedef struct {
    * mean * scale / std) in float32). */
   int quantize;
   double scale, shift;
-  double fill[4];          /* values of channels >= channels (output space) */
+  double fill[4]; /* values of channels >= channels (output space) */
 } stk_gpu_resample_args;
 
 /* crop_mirror_normalize without resampling (src/ops/image_util.h: stk__cmn). */
@@ -254,18 +263,18 @@ typedef struct {
   const void *src;
   size_t src_pitch;
   int src_h, src_w;
-  void *dst;               /* dense win_h x win_w, CHW or HWC per args.planar */
+  void *dst;                      /* dense win_h x win_w, CHW or HWC per args.planar */
   int win_y, win_x, win_h, win_w; /* window in the source; outside pixels take fill */
   int mirror;
   double mean[4], stddev[4];
-  double fill[4];          /* output space: outside pixels and pad channels */
+  double fill[4]; /* output space: outside pixels and pad channels */
 } stk_gpu_cmn_sample;
 
 typedef struct {
-  int channels;            /* 1..4 */
-  int out_channels;        /* >= channels (pad_output); 0: channels */
-  stk_dtype in_dtype;      /* UINT8 or FLOAT32 */
-  stk_dtype out_dtype;     /* FLOAT32, FLOAT16, UINT8, INT8 */
+  int channels;        /* 1..4 */
+  int out_channels;    /* >= channels (pad_output); 0: channels */
+  stk_dtype in_dtype;  /* UINT8 or FLOAT32 */
+  stk_dtype out_dtype; /* FLOAT32, FLOAT16, UINT8, INT8 */
   int planar;
   double scale, shift;
 } stk_gpu_cmn_args;
@@ -275,22 +284,22 @@ typedef struct {
   const void *src;
   size_t src_pitch;
   int src_h, src_w;
-  void *dst;               /* dense dst_h x dst_w x channels of out_dtype */
+  void *dst; /* dense dst_h x dst_w x channels of out_dtype */
   int dst_h, dst_w;
-  int y, x;                /* top-left corner of the window; may be negative / past the end */
-  uint8_t fill[64];        /* one output pixel (channels elements of out_dtype) for outside
-                              pixels, e.g. from stk__fill_pixel */
+  int y, x;         /* top-left corner of the window; may be negative / past the end */
+  uint8_t fill[64]; /* one output pixel (channels elements of out_dtype) for outside
+                       pixels, e.g. from stk__fill_pixel */
 } stk_gpu_crop_sample;
 
 typedef struct {
-  int channels;            /* >= 1; channels * element size of out_dtype <= 64 */
+  int channels;                  /* >= 1; channels * element size of out_dtype <= 64 */
   stk_dtype in_dtype, out_dtype; /* any stk_dtype; conversion as stk__convert */
 } stk_gpu_crop_args;
 
 /* flip of a dense tensor seen as [outer, h, mid, w, inner] elements (stk__flip). */
 typedef struct {
   const void *src;
-  void *dst;               /* must not overlap src */
+  void *dst; /* must not overlap src */
   int64_t outer, h, mid, w, inner;
   int horizontal, vertical;
 } stk_gpu_flip_sample;
@@ -308,8 +317,8 @@ typedef struct {
 /* ---------------------------------------------------------------------------------- */
 
 typedef struct stk_gpu_api {
-  int abi_version;          /* STK_GPU_ABI_VERSION */
-  size_t struct_size;       /* sizeof(stk_gpu_api) */
+  int abi_version;    /* STK_GPU_ABI_VERSION */
+  size_t struct_size; /* sizeof(stk_gpu_api) */
 
   /* Counts the usable CUDA devices (0 with a driver but no device). Fails with
    * STK_ERR_DEVICE and the driver's message when CUDA cannot start at all. */
@@ -336,8 +345,8 @@ typedef struct stk_gpu_api {
 
   /* Stream-ordered device memory from the pool: usable on `stream` right away and on
    * other streams once they are ordered after it (events). size 0 gives NULL. */
-  int (*device_alloc)(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out,
-                      char *err, size_t errlen);
+  int (*device_alloc)(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out, char *err,
+                      size_t errlen);
   /* Frees after the work queued on `stream` so far (cudaFreeAsync). NULL is a no-op. */
   int (*device_free)(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err, size_t errlen);
   /* Pinned host memory from the pooled cache (cudaHostAlloc, power-of-two classes,
@@ -350,14 +359,14 @@ typedef struct stk_gpu_api {
   /* cudaMemcpyAsync with cudaMemcpyDefault (host/pinned/device in any direction).
    * Pageable host sources may be reused when the call returns; pageable destinations are
    * written when it returns. */
-  int (*memcpy_async)(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
-                      uintptr_t stream, char *err, size_t errlen);
+  int (*memcpy_async)(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes, uintptr_t stream,
+                      char *err, size_t errlen);
   /* 2-D copy: `height` rows of `width_bytes`, pitches in bytes. */
   int (*memcpy2d_async)(stk_gpu_ctx *ctx, void *dst, size_t dst_pitch, const void *src,
-                        size_t src_pitch, size_t width_bytes, size_t height,
-                        uintptr_t stream, char *err, size_t errlen);
-  int (*memset_async)(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes,
-                      uintptr_t stream, char *err, size_t errlen);
+                        size_t src_pitch, size_t width_bytes, size_t height, uintptr_t stream,
+                        char *err, size_t errlen);
+  int (*memset_async)(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes, uintptr_t stream,
+                      char *err, size_t errlen);
   /* Blocks until the stream is idle; reports errors of earlier asynchronous work. The
    * wait polls with a growing sleep (no spinning core) and gives up after the context's
    * wait_timeout_ms with STK_ERR_DEVICE. */
@@ -391,13 +400,11 @@ typedef struct stk_gpu_api {
    * an error of the call. The call returns once all host-side work is done; the device
    * work is ordered on `stream`. The return value is an error only for bad arguments or
    * device failures (then out[] is meaningless). */
-  int (*decode_batch)(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
-                      stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts,
-                      uintptr_t stream, char *err, size_t errlen);
+  int (*decode_batch)(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, stk_gpu_decode_out *out,
+                      const stk_gpu_decode_opts *opts, uintptr_t stream, char *err, size_t errlen);
 
   int (*resample)(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *samples,
-                  const stk_gpu_resample_args *args, uintptr_t stream, char *err,
-                  size_t errlen);
+                  const stk_gpu_resample_args *args, uintptr_t stream, char *err, size_t errlen);
   int (*crop_mirror_normalize)(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
                                const stk_gpu_cmn_args *args, uintptr_t stream, char *err,
                                size_t errlen);
@@ -420,8 +427,8 @@ typedef struct stk_gpu_api {
    * that reuses only frees the device has completed. For buffers the hardware JPEG
    * engines write (decode_batch's dst_idle). Usable on `stream` at once; free it with
    * device_free_idle. */
-  int (*device_alloc_idle)(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out,
-                           char *err, size_t errlen);
+  int (*device_alloc_idle)(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out, char *err,
+                           size_t errlen);
   /* decode_batch's header parsing for one JPEG, done ahead (e.g. on the CPU stage's
    * workers while an earlier batch decodes): whether nvJPEG and its engines take it
    * with this region (roi_w, roi_h <= 0: the whole image). Thread-safe, also against a
@@ -448,7 +455,8 @@ typedef const stk_gpu_api *(*stk_cuda_get_api_fn)(void);
 #if defined(__GNUC__)
 __attribute__((visibility("default")))
 #endif
-const stk_gpu_api *stk_cuda_get_api(void);
+const stk_gpu_api *
+stk_cuda_get_api(void);
 
 #ifdef __cplusplus
 }

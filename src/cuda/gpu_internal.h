@@ -19,27 +19,26 @@
 /* ---- errors ---- */
 
 /* Writes "<func>: <text>" into err (when given) and returns `status`. */
-STK_HIDDEN int stk_gpu_fail(char *err, size_t errlen, int status, const char *func,
-                            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+STK_HIDDEN int stk_gpu_fail(char *err, size_t errlen, int status, const char *func, const char *fmt,
+                            ...) __attribute__((format(printf, 5, 6)));
 #define GPU_FAIL(status, ...) stk_gpu_fail(err, errlen, (status), __func__, __VA_ARGS__)
 
 /* On a CUDA error: message naming the call and cudaGetErrorString, STK_ERR_DEVICE (or
  * STK_ERR_OUT_OF_MEMORY for cudaErrorMemoryAllocation). Uses `err`, `errlen`. */
-#define CUDA_TRY(call)                                                                     \
-  do {                                                                                     \
-    cudaError_t stk_e_ = (call);                                                           \
-    if (stk_e_ != cudaSuccess)                                                             \
-      return stk_gpu_fail(err, errlen,                                                     \
-                          stk_e_ == cudaErrorMemoryAllocation ? STK_ERR_OUT_OF_MEMORY      \
-                                                              : STK_ERR_DEVICE,            \
-                          __func__, "%s failed: %s (%s)", #call, cudaGetErrorString(stk_e_), \
-                          cudaGetErrorName(stk_e_));                                       \
+#define CUDA_TRY(call)                                                                            \
+  do {                                                                                            \
+    cudaError_t stk_e_ = (call);                                                                  \
+    if (stk_e_ != cudaSuccess)                                                                    \
+      return stk_gpu_fail(                                                                        \
+          err, errlen,                                                                            \
+          stk_e_ == cudaErrorMemoryAllocation ? STK_ERR_OUT_OF_MEMORY : STK_ERR_DEVICE, __func__, \
+          "%s failed: %s (%s)", #call, cudaGetErrorString(stk_e_), cudaGetErrorName(stk_e_));     \
   } while (0)
 
-#define STK_TRY_INT(expr)                                                                  \
-  do {                                                                                     \
-    int stk_r_ = (expr);                                                                   \
-    if (stk_r_ != 0) return stk_r_;                                                        \
+#define STK_TRY_INT(expr)           \
+  do {                              \
+    int stk_r_ = (expr);            \
+    if (stk_r_ != 0) return stk_r_; \
   } while (0)
 
 /* ---- pinned host pool ---- */
@@ -48,15 +47,15 @@ STK_HIDDEN int stk_gpu_fail(char *err, size_t errlen, int status, const char *fu
 
 typedef struct stk_pinned_block {
   struct stk_pinned_block *next;
-  void *base;          /* from cudaHostAlloc */
-  int cls;             /* size class */
-  cudaEvent_t event;   /* pending: reusable once this completed (NULL: at once) */
+  void *base;        /* from cudaHostAlloc */
+  int cls;           /* size class */
+  cudaEvent_t event; /* pending: reusable once this completed (NULL: at once) */
 } stk_pinned_block;
 
 typedef struct {
   pthread_mutex_t lock;
   stk_pinned_block *free_list[STK_PINNED_CLASSES];
-  stk_pinned_block *pending;  /* freed with an event still running */
+  stk_pinned_block *pending; /* freed with an event still running */
   uint64_t max_cached, cached, in_use, peak;
 } stk_pinned_pool;
 
@@ -70,10 +69,10 @@ STK_HIDDEN int stk_decoder_open(stk_gpu_ctx *ctx, const stk_gpu_open_opts *opts,
  * allocated (the device stopped: !device_ok or its streams did not drain). */
 STK_HIDDEN bool stk_decoder_close(stk_gpu_ctx *ctx, bool device_ok);
 STK_HIDDEN int stk_gpu_jpeg_header(stk_gpu_ctx *ctx, const uint8_t *data, size_t size,
-                                 stk_gpu_jpeg_info *out, char *err, size_t errlen);
-STK_HIDDEN int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x,
-                                       int roi_y, int roi_w, int roi_h, stk_gpu_decode_class *out,
-                                       char *err, size_t errlen);
+                                   stk_gpu_jpeg_info *out, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size,
+                                       int roi_x, int roi_y, int roi_w, int roi_h,
+                                       stk_gpu_decode_class *out, char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
                                     stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts,
                                     uintptr_t stream, char *err, size_t errlen);
@@ -93,14 +92,16 @@ struct stk_gpu_ctx {
   cudaEvent_t idle_ready;
   struct stk_idle_free *idle_pending; /* freed after a stream, waiting for its event */
   struct stk_idle_free *idle_spare;   /* records (with their events) to reuse */
-  pthread_mutex_t idle_lock; /* idle_ready and the lists */
+  pthread_mutex_t idle_lock;          /* idle_ready and the lists */
   stk_pinned_pool pinned;
-  stk_decoder *decoder;  /* NULL without nvJPEG */
+  stk_decoder *decoder;    /* NULL without nvJPEG */
   char nvjpeg_reason[256]; /* why decoder is NULL */
   pthread_mutex_t counters_lock;
   int64_t decoded_hw, decoded_hybrid, decode_fallbacks, decode_failures;
-  int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns, decode_hybrid_wait_ns; /* host time */
-  double decode_hw_share; /* the engines' share in the last batch (hw_decoder_load or the automatic split) */
+  int64_t decode_parse_ns, decode_fence_ns, decode_hw_call_ns,
+      decode_hybrid_wait_ns; /* host time */
+  double decode_hw_share;  /* the engines' share in the last batch (hw_decoder_load or the automatic
+                              split) */
   int64_t wait_timeout_ms; /* the bound of every wait on the device (stk_gpu_wait) */
 };
 
@@ -113,12 +114,12 @@ STK_HIDDEN int stk_gpu_enter(stk_gpu_ctx *ctx, char *err, size_t errlen);
  * never returns when the device loses work (issue 27: nvJPEG's engines' batch never
  * completed after the kernel driver failed an internal allocation). Past the bound:
  * STK_ERR_DEVICE, "<who>: <what> has not completed after N ms". */
-STK_HIDDEN int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream, const char *who,
-                            const char *what, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream,
+                            const char *who, const char *what, char *err, size_t errlen);
 STK_HIDDEN int64_t stk_gpu_now_ns(void);
 
-STK_HIDDEN int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream,
-                                    void **out, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out,
+                                    char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_device_alloc_idle(stk_gpu_ctx *ctx, size_t size, uintptr_t stream,
                                          void **out, char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_device_free_idle(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
@@ -128,24 +129,24 @@ STK_HIDDEN int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream
 
 /* Copies `bytes` of host parameters into a fresh stream-ordered device block (freed by
  * the caller with stk_gpu_device_free after the launches). */
-STK_HIDDEN int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes,
-                              cudaStream_t stream, void **dev, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_t stream,
+                              void **dev, char *err, size_t errlen);
 
 /* ---- kernels (kernels.cu) ---- */
 
 STK_HIDDEN int stk_gpu_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s,
-                                const stk_gpu_resample_args *args, uintptr_t stream,
-                                char *err, size_t errlen);
+                                const stk_gpu_resample_args *args, uintptr_t stream, char *err,
+                                size_t errlen);
 STK_HIDDEN int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *s,
                            const stk_gpu_cmn_args *args, uintptr_t stream, char *err,
                            size_t errlen);
 STK_HIDDEN int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *s,
                             const stk_gpu_crop_args *args, uintptr_t stream, char *err,
                             size_t errlen);
-STK_HIDDEN int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s,
-                            size_t esize, uintptr_t stream, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s, size_t esize,
+                            uintptr_t stream, char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *s,
-                            stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream,
-                            char *err, size_t errlen);
+                            stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
+                            size_t errlen);
 
 #endif /* STOKER_CUDA_GPU_INTERNAL_H */

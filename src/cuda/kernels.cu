@@ -24,9 +24,9 @@
 #include "gpu_internal.h"
 #include "launch.cuh"
 
-#define TW 32      /* output columns per block */
-#define H_ROWS 32  /* temporary rows per horizontal-pass block */
-#define V_ROWS 8   /* output rows per vertical-pass block */
+#define TW      32 /* output columns per block */
+#define H_ROWS  32 /* temporary rows per horizontal-pass block */
+#define V_ROWS  8  /* output rows per vertical-pass block */
 #define THREADS 256
 
 /* ---------------------------------------------------------------------------------- */
@@ -36,18 +36,28 @@
 /* Stores v as element i of a dst array of `dt` with stk__store_double's rules. */
 __device__ __forceinline__ void store_double(void *dst, int dt, size_t i, double v) {
   switch (dt) {
-  case STK_DTYPE_FLOAT32: ((float *)dst)[i] = (float)v; return;
-  case STK_DTYPE_FLOAT16: ((__half *)dst)[i] = __float2half_rn((float)v); return;
-  case STK_DTYPE_FLOAT64: ((double *)dst)[i] = v; return;
-  default: break;
+    case STK_DTYPE_FLOAT32:
+      ((float *)dst)[i] = (float)v;
+      return;
+    case STK_DTYPE_FLOAT16:
+      ((__half *)dst)[i] = __float2half_rn((float)v);
+      return;
+    case STK_DTYPE_FLOAT64:
+      ((double *)dst)[i] = v;
+      return;
+    default:
+      break;
   }
   double r = isnan(v) ? 0.0 : round(v); /* half away from zero */
   switch (dt) {
-  case STK_DTYPE_UINT8: ((uint8_t *)dst)[i] = r <= 0.0 ? 0 : r >= 255.0 ? 255 : (uint8_t)r; return;
-  case STK_DTYPE_INT8:
-    ((int8_t *)dst)[i] = r <= -128.0 ? -128 : r >= 127.0 ? 127 : (int8_t)r;
-    return;
-  default: return;
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)dst)[i] = r <= 0.0 ? 0 : r >= 255.0 ? 255 : (uint8_t)r;
+      return;
+    case STK_DTYPE_INT8:
+      ((int8_t *)dst)[i] = r <= -128.0 ? -128 : r >= 127.0 ? 127 : (int8_t)r;
+      return;
+    default:
+      return;
   }
 }
 
@@ -61,40 +71,98 @@ __host__ __device__ static inline bool dt_float(int t) {
 
 static size_t dt_size(int t) {
   switch (t) {
-  case STK_DTYPE_UINT8: case STK_DTYPE_INT8: case STK_DTYPE_BOOL: return 1;
-  case STK_DTYPE_UINT16: case STK_DTYPE_INT16: case STK_DTYPE_FLOAT16: return 2;
-  case STK_DTYPE_UINT32: case STK_DTYPE_INT32: case STK_DTYPE_FLOAT32: return 4;
-  case STK_DTYPE_UINT64: case STK_DTYPE_INT64: case STK_DTYPE_FLOAT64: return 8;
-  default: return 0;
+    case STK_DTYPE_UINT8:
+    case STK_DTYPE_INT8:
+    case STK_DTYPE_BOOL:
+      return 1;
+    case STK_DTYPE_UINT16:
+    case STK_DTYPE_INT16:
+    case STK_DTYPE_FLOAT16:
+      return 2;
+    case STK_DTYPE_UINT32:
+    case STK_DTYPE_INT32:
+    case STK_DTYPE_FLOAT32:
+      return 4;
+    case STK_DTYPE_UINT64:
+    case STK_DTYPE_INT64:
+    case STK_DTYPE_FLOAT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
 __device__ static void int_range(int t, long long *lo, unsigned long long *hi) {
   switch (t) {
-  case STK_DTYPE_UINT8: *lo = 0; *hi = 255; return;
-  case STK_DTYPE_INT8: *lo = -128; *hi = 127; return;
-  case STK_DTYPE_UINT16: *lo = 0; *hi = 65535; return;
-  case STK_DTYPE_INT16: *lo = -32768; *hi = 32767; return;
-  case STK_DTYPE_UINT32: *lo = 0; *hi = 4294967295ull; return;
-  case STK_DTYPE_INT32: *lo = -2147483648ll; *hi = 2147483647ull; return;
-  case STK_DTYPE_INT64: *lo = (-9223372036854775807ll - 1); *hi = 9223372036854775807ull; return;
-  case STK_DTYPE_UINT64: *lo = 0; *hi = 18446744073709551615ull; return;
-  default: *lo = 0; *hi = 1; return; /* bool */
+    case STK_DTYPE_UINT8:
+      *lo = 0;
+      *hi = 255;
+      return;
+    case STK_DTYPE_INT8:
+      *lo = -128;
+      *hi = 127;
+      return;
+    case STK_DTYPE_UINT16:
+      *lo = 0;
+      *hi = 65535;
+      return;
+    case STK_DTYPE_INT16:
+      *lo = -32768;
+      *hi = 32767;
+      return;
+    case STK_DTYPE_UINT32:
+      *lo = 0;
+      *hi = 4294967295ull;
+      return;
+    case STK_DTYPE_INT32:
+      *lo = -2147483648ll;
+      *hi = 2147483647ull;
+      return;
+    case STK_DTYPE_INT64:
+      *lo = (-9223372036854775807ll - 1);
+      *hi = 9223372036854775807ull;
+      return;
+    case STK_DTYPE_UINT64:
+      *lo = 0;
+      *hi = 18446744073709551615ull;
+      return;
+    default:
+      *lo = 0;
+      *hi = 1;
+      return; /* bool */
   }
 }
 
 __device__ static void store_int_raw(void *p, int t, size_t i, long long s, unsigned long long u,
                                      bool is_u) {
   switch (t) {
-  case STK_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)s; break;
-  case STK_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)s; break;
-  case STK_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)s; break;
-  case STK_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)s; break;
-  case STK_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)s; break;
-  case STK_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)s; break;
-  case STK_DTYPE_INT64: ((long long *)p)[i] = s; break;
-  case STK_DTYPE_UINT64: ((unsigned long long *)p)[i] = is_u ? u : (unsigned long long)s; break;
-  default: ((uint8_t *)p)[i] = (uint8_t)(is_u ? u != 0 : s != 0); break;
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)p)[i] = (uint8_t)s;
+      break;
+    case STK_DTYPE_INT8:
+      ((int8_t *)p)[i] = (int8_t)s;
+      break;
+    case STK_DTYPE_UINT16:
+      ((uint16_t *)p)[i] = (uint16_t)s;
+      break;
+    case STK_DTYPE_INT16:
+      ((int16_t *)p)[i] = (int16_t)s;
+      break;
+    case STK_DTYPE_UINT32:
+      ((uint32_t *)p)[i] = (uint32_t)s;
+      break;
+    case STK_DTYPE_INT32:
+      ((int32_t *)p)[i] = (int32_t)s;
+      break;
+    case STK_DTYPE_INT64:
+      ((long long *)p)[i] = s;
+      break;
+    case STK_DTYPE_UINT64:
+      ((unsigned long long *)p)[i] = is_u ? u : (unsigned long long)s;
+      break;
+    default:
+      ((uint8_t *)p)[i] = (uint8_t)(is_u ? u != 0 : s != 0);
+      break;
   }
 }
 
@@ -103,22 +171,28 @@ __device__ static void convert_elem(const void *src, int st, size_t i, void *dst
                                     size_t j) {
   if (st == dt) { /* a copy, bit for bit (bool bytes and NaN payloads kept), as the CPU */
     switch (st) {
-    case STK_DTYPE_UINT8: case STK_DTYPE_INT8: case STK_DTYPE_BOOL:
-      ((uint8_t *)dst)[j] = ((const uint8_t *)src)[i];
-      return;
-    case STK_DTYPE_UINT16: case STK_DTYPE_INT16: case STK_DTYPE_FLOAT16:
-      ((uint16_t *)dst)[j] = ((const uint16_t *)src)[i];
-      return;
-    case STK_DTYPE_UINT32: case STK_DTYPE_INT32: case STK_DTYPE_FLOAT32:
-      ((uint32_t *)dst)[j] = ((const uint32_t *)src)[i];
-      return;
-    default:
-      ((unsigned long long *)dst)[j] = ((const unsigned long long *)src)[i];
-      return;
+      case STK_DTYPE_UINT8:
+      case STK_DTYPE_INT8:
+      case STK_DTYPE_BOOL:
+        ((uint8_t *)dst)[j] = ((const uint8_t *)src)[i];
+        return;
+      case STK_DTYPE_UINT16:
+      case STK_DTYPE_INT16:
+      case STK_DTYPE_FLOAT16:
+        ((uint16_t *)dst)[j] = ((const uint16_t *)src)[i];
+        return;
+      case STK_DTYPE_UINT32:
+      case STK_DTYPE_INT32:
+      case STK_DTYPE_FLOAT32:
+        ((uint32_t *)dst)[j] = ((const uint32_t *)src)[i];
+        return;
+      default:
+        ((unsigned long long *)dst)[j] = ((const unsigned long long *)src)[i];
+        return;
     }
   }
   if (dt_float(st)) {
-    double v = st == STK_DTYPE_FLOAT16 ? (double)__half2float(((const __half *)src)[i])
+    double v = st == STK_DTYPE_FLOAT16   ? (double)__half2float(((const __half *)src)[i])
                : st == STK_DTYPE_FLOAT32 ? (double)((const float *)src)[i]
                                          : ((const double *)src)[i];
     if (st == STK_DTYPE_FLOAT32 && dt == STK_DTYPE_UINT8) { /* the CPU's bulk path */
@@ -140,45 +214,75 @@ __device__ static void convert_elem(const void *src, int st, size_t i, void *dst
     unsigned long long hi;
     int_range(dt, &lo, &hi);
     double r = isnan(v) ? 0.0 : round(v);
-    if (r <= (double)lo) store_int_raw(dst, dt, j, lo, 0, false);
+    if (r <= (double)lo)
+      store_int_raw(dst, dt, j, lo, 0, false);
     else if (r >= (double)hi)
-      store_int_raw(dst, dt, j, (long long)(hi > 9223372036854775807ull ? 9223372036854775807ull : hi),
-                    hi, dt == STK_DTYPE_UINT64);
+      store_int_raw(dst, dt, j,
+                    (long long)(hi > 9223372036854775807ull ? 9223372036854775807ull : hi), hi,
+                    dt == STK_DTYPE_UINT64);
     else if (dt == STK_DTYPE_UINT64 && r >= 9223372036854775808.0)
       store_int_raw(dst, dt, j, 0, (unsigned long long)r, true);
-    else store_int_raw(dst, dt, j, (long long)r, 0, false);
+    else
+      store_int_raw(dst, dt, j, (long long)r, 0, false);
     return;
   }
   long long s = 0;
   unsigned long long u = 0;
   bool is_u = false;
   switch (st) {
-  case STK_DTYPE_UINT8: s = ((const uint8_t *)src)[i]; break;
-  case STK_DTYPE_INT8: s = ((const int8_t *)src)[i]; break;
-  case STK_DTYPE_UINT16: s = ((const uint16_t *)src)[i]; break;
-  case STK_DTYPE_INT16: s = ((const int16_t *)src)[i]; break;
-  case STK_DTYPE_UINT32: s = ((const uint32_t *)src)[i]; break;
-  case STK_DTYPE_INT32: s = ((const int32_t *)src)[i]; break;
-  case STK_DTYPE_INT64: s = ((const long long *)src)[i]; break;
-  case STK_DTYPE_UINT64: u = ((const unsigned long long *)src)[i]; is_u = true; break;
-  default: s = ((const uint8_t *)src)[i] != 0; break;
+    case STK_DTYPE_UINT8:
+      s = ((const uint8_t *)src)[i];
+      break;
+    case STK_DTYPE_INT8:
+      s = ((const int8_t *)src)[i];
+      break;
+    case STK_DTYPE_UINT16:
+      s = ((const uint16_t *)src)[i];
+      break;
+    case STK_DTYPE_INT16:
+      s = ((const int16_t *)src)[i];
+      break;
+    case STK_DTYPE_UINT32:
+      s = ((const uint32_t *)src)[i];
+      break;
+    case STK_DTYPE_INT32:
+      s = ((const int32_t *)src)[i];
+      break;
+    case STK_DTYPE_INT64:
+      s = ((const long long *)src)[i];
+      break;
+    case STK_DTYPE_UINT64:
+      u = ((const unsigned long long *)src)[i];
+      is_u = true;
+      break;
+    default:
+      s = ((const uint8_t *)src)[i] != 0;
+      break;
   }
   if (dt_float(dt)) {
-    if (dt == STK_DTYPE_FLOAT32) ((float *)dst)[j] = is_u ? (float)u : (float)s;
-    else if (dt == STK_DTYPE_FLOAT64) ((double *)dst)[j] = is_u ? (double)u : (double)s;
-    else ((__half *)dst)[j] = __float2half_rn((float)(is_u ? (double)u : (double)s));
+    if (dt == STK_DTYPE_FLOAT32)
+      ((float *)dst)[j] = is_u ? (float)u : (float)s;
+    else if (dt == STK_DTYPE_FLOAT64)
+      ((double *)dst)[j] = is_u ? (double)u : (double)s;
+    else
+      ((__half *)dst)[j] = __float2half_rn((float)(is_u ? (double)u : (double)s));
     return;
   }
   long long lo;
   unsigned long long hi;
   int_range(dt, &lo, &hi);
-  if (dt == STK_DTYPE_BOOL) store_int_raw(dst, dt, j, s, u, is_u);
+  if (dt == STK_DTYPE_BOOL)
+    store_int_raw(dst, dt, j, s, u, is_u);
   else if (is_u) {
     if (u > hi) u = hi;
-    store_int_raw(dst, dt, j, u > 9223372036854775807ull ? 9223372036854775807ll : (long long)u, u, true);
-  } else if (s < lo) store_int_raw(dst, dt, j, lo, 0, false);
-  else if (s > 0 && (unsigned long long)s > hi) store_int_raw(dst, dt, j, (long long)hi, hi, false);
-  else store_int_raw(dst, dt, j, s, (unsigned long long)s, false);
+    store_int_raw(dst, dt, j, u > 9223372036854775807ull ? 9223372036854775807ll : (long long)u, u,
+                  true);
+  } else if (s < lo)
+    store_int_raw(dst, dt, j, lo, 0, false);
+  else if (s > 0 && (unsigned long long)s > hi)
+    store_int_raw(dst, dt, j, (long long)hi, hi, false);
+  else
+    store_int_raw(dst, dt, j, s, (unsigned long long)s, false);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -192,18 +296,18 @@ __device__ static void convert_elem(const void *src, int st, size_t i, void *dst
 typedef struct {
   stk_gpu_resample_sample s;
   stk_gpu_axis gx, gy;
-  int ylo, yhi;        /* source rows the vertical pass reads */
-  size_t tmp_off;      /* first float of this sample's temporary */
-  int hbx, vbx;        /* blocks across a row: horizontal / vertical pass */
+  int ylo, yhi;         /* source rows the vertical pass reads */
+  size_t tmp_off;       /* first float of this sample's temporary */
+  int hbx, vbx;         /* blocks across a row: horizontal / vertical pass */
   float mul[4], add[4]; /* float-path normalisation constants */
 } rs_dev;
 
 /* Horizontal pass: temporary row r (source row ylo + r), column x, channels. */
 template <typename T, int C>
 __global__ void __launch_bounds__(THREADS)
-rs_hpass(const rs_dev *S, const int *first, int n, int interp, int kmax, float *tmp) {
+    rs_hpass(const rs_dev *S, const int *first, int n, int interp, int kmax, float *tmp) {
   extern __shared__ float smem[];
-  float *w = smem;                         /* [kmax][TW] */
+  float *w = smem; /* [kmax][TW] */
   int *st = (int *)(smem + (size_t)kmax * TW);
   int *cnt = st + TW;
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
@@ -239,33 +343,39 @@ rs_hpass(const rs_dev *S, const int *first, int n, int interp, int kmax, float *
 }
 
 /* The output stage of one channel value v (resampled, in the input's value range). */
-__device__ __forceinline__ void rs_store(const stk_gpu_resample_args &a, const rs_dev *d,
-                                         float v, int c, bool src_u8, void *dst, size_t i) {
+__device__ __forceinline__ void rs_store(const stk_gpu_resample_args &a, const rs_dev *d, float v,
+                                         int c, bool src_u8, void *dst, size_t i) {
   int dt = a.out_dtype;
   if (!a.normalize) {
     if (dt == STK_DTYPE_UINT8)
-      ((uint8_t *)dst)[i] = (uint8_t)(src_u8 ? stk_gpu_u8_from_bounded(v) : stk_gpu_u8_from_float(v));
-    else if (dt == STK_DTYPE_FLOAT32) ((float *)dst)[i] = v;
-    else ((__half *)dst)[i] = __float2half_rn(v);
+      ((uint8_t *)dst)[i] =
+          (uint8_t)(src_u8 ? stk_gpu_u8_from_bounded(v) : stk_gpu_u8_from_float(v));
+    else if (dt == STK_DTYPE_FLOAT32)
+      ((float *)dst)[i] = v;
+    else
+      ((__half *)dst)[i] = __float2half_rn(v);
     return;
   }
   if (src_u8 && a.quantize) {
     int q = stk_gpu_u8_from_bounded(v);
-    store_double(dst, dt, i, stk_gpu_normalize_u8(q, d->s.mean[c], d->s.stddev[c], a.scale, a.shift));
+    store_double(dst, dt, i,
+                 stk_gpu_normalize_u8(q, d->s.mean[c], d->s.stddev[c], a.scale, a.shift));
     return;
   }
   float r = stk_gpu_cmn_float(v, d->mul[c], d->add[c]);
-  if (dt == STK_DTYPE_FLOAT32) ((float *)dst)[i] = r;
-  else store_double(dst, dt, i, (double)r);
+  if (dt == STK_DTYPE_FLOAT32)
+    ((float *)dst)[i] = r;
+  else
+    store_double(dst, dt, i, (double)r);
 }
 
 /* Vertical pass (or the only pass, for nearest) with the output stage. */
 template <int C, typename T, bool NEAREST>
 __global__ void __launch_bounds__(THREADS)
-rs_vpass(const rs_dev *S, const int *first, int n, stk_gpu_resample_args a, int kmax,
-         const float *tmp) {
+    rs_vpass(const rs_dev *S, const int *first, int n, stk_gpu_resample_args a, int kmax,
+             const float *tmp) {
   extern __shared__ float smem[];
-  float *w = smem;                                  /* [V_ROWS][kmax] */
+  float *w = smem; /* [V_ROWS][kmax] */
   int *st = (int *)(smem + (size_t)kmax * V_ROWS);
   int *cnt = st + V_ROWS;
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
@@ -277,7 +387,8 @@ rs_vpass(const rs_dev *S, const int *first, int n, stk_gpu_resample_args a, int 
   if (!NEAREST) {
     if (threadIdx.x < V_ROWS) {
       int yy = by * V_ROWS + threadIdx.x, s0 = 0, c = 0;
-      if (yy < dst_h) c = stk_gpu_axis_weights(&d->gy, a.interp, yy, w + threadIdx.x * kmax, 1, &s0);
+      if (yy < dst_h)
+        c = stk_gpu_axis_weights(&d->gy, a.interp, yy, w + threadIdx.x * kmax, 1, &s0);
       st[threadIdx.x] = s0;
       cnt[threadIdx.x] = c;
     }
@@ -307,8 +418,8 @@ rs_vpass(const rs_dev *S, const int *first, int n, stk_gpu_resample_args a, int 
   bool src_u8 = a.in_dtype == STK_DTYPE_UINT8;
   size_t plane = (size_t)dst_h * dst_w;
   for (int c = 0; c < oc; c++) {
-    size_t i = a.planar ? (size_t)c * plane + (size_t)y * dst_w + ox
-                        : ((size_t)y * dst_w + ox) * oc + c;
+    size_t i =
+        a.planar ? (size_t)c * plane + (size_t)y * dst_w + ox : ((size_t)y * dst_w + ox) * oc + c;
     if (c >= C) {
       store_double(d->s.dst, a.out_dtype, i, a.fill[c]);
       continue;
@@ -325,12 +436,15 @@ static int check_resample_args(const stk_gpu_resample_args *a, char *err, size_t
   if (a->channels < 1 || a->channels > 4)
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "%d channels (1 to 4 supported)", a->channels);
   if (a->in_dtype != STK_DTYPE_UINT8 && a->in_dtype != STK_DTYPE_FLOAT32)
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "input type %d (uint8 or float32 expected)", (int)a->in_dtype);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "input type %d (uint8 or float32 expected)",
+                    (int)a->in_dtype);
   bool ok = a->out_dtype == STK_DTYPE_UINT8 || a->out_dtype == STK_DTYPE_FLOAT32 ||
             a->out_dtype == STK_DTYPE_FLOAT16 || (a->normalize && a->out_dtype == STK_DTYPE_INT8);
   if (!ok)
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "output type %d (uint8, float32, float16; int8 with "
-                    "normalize)", (int)a->out_dtype);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED,
+                    "output type %d (uint8, float32, float16; int8 with "
+                    "normalize)",
+                    (int)a->out_dtype);
   if (a->interp < 0 || a->interp > 3)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "unknown interpolation %d", a->interp);
   int oc = a->out_channels ? a->out_channels : a->channels;
@@ -350,18 +464,22 @@ static int check_resample_sample(const stk_gpu_resample_sample *s, int i,
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: empty image (%dx%d -> %dx%d)", i,
                     s->src_h, s->src_w, s->dst_h, s->dst_w);
   if (s->src_pitch < (size_t)s->src_w * a->channels * dt_size(a->in_dtype))
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: pitch %zu below a row of %d pixels",
-                    i, s->src_pitch, s->src_w);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: pitch %zu below a row of %d pixels", i,
+                    s->src_pitch, s->src_w);
   const double win[4] = {s->x0, s->y0, s->x1, s->y1};
   for (int k = 0; k < 4; k++)
     if (!(fabs(win[k]) <= 1e12))
-      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: window coordinate %g is not finite "
-                      "or beyond 1e12", i, win[k]);
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "sample %d: window coordinate %g is not finite "
+                      "or beyond 1e12",
+                      i, win[k]);
   if (a->normalize)
     for (int c = 0; c < a->channels; c++)
       if (s->stddev[c] == 0.0 || !isfinite(s->stddev[c]) || !isfinite(s->mean[c]))
-        return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: std[%d] = %g, mean[%d] = %g: std "
-                        "must be non-zero and both finite", i, c, s->stddev[c], c, s->mean[c]);
+        return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                        "sample %d: std[%d] = %g, mean[%d] = %g: std "
+                        "must be non-zero and both finite",
+                        i, c, s->stddev[c], c, s->mean[c]);
   return 0;
 }
 
@@ -369,18 +487,19 @@ static int check_resample_sample(const stk_gpu_resample_sample *s, int i,
 template <typename K>
 static int smem_limit(stk_gpu_ctx *ctx, K kernel, size_t bytes, char *err, size_t errlen) {
   if (bytes > (size_t)ctx->prop.sharedMemPerBlockOptin)
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "filter needs %zu bytes of shared memory (device "
-                    "limit %zu)", bytes, (size_t)ctx->prop.sharedMemPerBlockOptin);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED,
+                    "filter needs %zu bytes of shared memory (device "
+                    "limit %zu)",
+                    bytes, (size_t)ctx->prop.sharedMemPerBlockOptin);
   if (bytes > 48 * 1024)
     CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
   return 0;
 }
 
 template <typename T, int C>
-static int launch_resample(stk_gpu_ctx *ctx, const rs_dev *dS, const int *dh, const int *dv,
-                           int n, int hblocks, int vblocks, const stk_gpu_resample_args &a,
-                           int kx, int ky, float *tmp, cudaStream_t stream, char *err,
-                           size_t errlen) {
+static int launch_resample(stk_gpu_ctx *ctx, const rs_dev *dS, const int *dh, const int *dv, int n,
+                           int hblocks, int vblocks, const stk_gpu_resample_args &a, int kx, int ky,
+                           float *tmp, cudaStream_t stream, char *err, size_t errlen) {
   if (a.interp == STK_GPU_INTERP_NEAREST) {
     rs_vpass<C, T, true><<<vblocks, THREADS, 0, stream>>>(dS, dv, n, a, 1, NULL);
     return stk_check_launch("resample (nearest pass)", err, errlen);
@@ -395,12 +514,20 @@ static int launch_resample(stk_gpu_ctx *ctx, const rs_dev *dS, const int *dh, co
   return stk_check_launch("resample (vertical pass)", err, errlen);
 }
 
-#define DISPATCH_C(T, ...)                                                                 \
-  switch (a.channels) {                                                                    \
-  case 1: rc = launch_resample<T, 1>(__VA_ARGS__); break;                                  \
-  case 2: rc = launch_resample<T, 2>(__VA_ARGS__); break;                                  \
-  case 3: rc = launch_resample<T, 3>(__VA_ARGS__); break;                                  \
-  default: rc = launch_resample<T, 4>(__VA_ARGS__); break;                                 \
+#define DISPATCH_C(T, ...)                     \
+  switch (a.channels) {                        \
+    case 1:                                    \
+      rc = launch_resample<T, 1>(__VA_ARGS__); \
+      break;                                   \
+    case 2:                                    \
+      rc = launch_resample<T, 2>(__VA_ARGS__); \
+      break;                                   \
+    case 3:                                    \
+      rc = launch_resample<T, 3>(__VA_ARGS__); \
+      break;                                   \
+    default:                                   \
+      rc = launch_resample<T, 4>(__VA_ARGS__); \
+      break;                                   \
   }
 
 int stk_gpu_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *samples,
@@ -437,8 +564,10 @@ int stk_gpu_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *sam
     stk_gpu_axis_setup(&d->gy, s->src_h, s->dst_h, s->y0, s->y1, a.interp, a.antialias);
     if (!nearest && (stk_gpu_axis_span(&d->gx) > STK_GPU_MAX_TAPS ||
                      stk_gpu_axis_span(&d->gy) > STK_GPU_MAX_TAPS)) {
-      rc = GPU_FAIL(STK_ERR_UNSUPPORTED, "sample %d: %dx%d -> %dx%d needs a filter wider than "
-                    "%d taps", i, s->src_h, s->src_w, s->dst_h, s->dst_w, STK_GPU_MAX_TAPS);
+      rc = GPU_FAIL(STK_ERR_UNSUPPORTED,
+                    "sample %d: %dx%d -> %dx%d needs a filter wider than "
+                    "%d taps",
+                    i, s->src_h, s->src_w, s->dst_h, s->dst_w, STK_GPU_MAX_TAPS);
       break;
     }
     kx = d->gx.k > kx ? d->gx.k : kx;
@@ -468,8 +597,8 @@ int stk_gpu_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *sam
       DISPATCH_C(uint8_t, ctx, dS, dh, dv, n, hfirst[n], vfirst[n], a, kx, ky, (float *)dtmp,
                  stream, err, errlen)
     } else {
-      DISPATCH_C(float, ctx, dS, dh, dv, n, hfirst[n], vfirst[n], a, kx, ky, (float *)dtmp,
-                 stream, err, errlen)
+      DISPATCH_C(float, ctx, dS, dh, dv, n, hfirst[n], vfirst[n], a, kx, ky, (float *)dtmp, stream,
+                 err, errlen)
     }
   }
   if (dtmp) stk_gpu_device_free(ctx, dtmp, stream_h, NULL, 0);
@@ -491,7 +620,7 @@ typedef struct {
 
 template <typename T, int C>
 __global__ void __launch_bounds__(THREADS)
-cmn_kernel(const cmn_dev *S, const int *first, int n, stk_gpu_cmn_args a) {
+    cmn_kernel(const cmn_dev *S, const int *first, int n, stk_gpu_cmn_args a) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const cmn_dev *d = &S[si];
   int t = b - first[si], bx = t % d->bx, by = t / d->bx;
@@ -500,8 +629,9 @@ cmn_kernel(const cmn_dev *S, const int *first, int n, stk_gpu_cmn_args a) {
   if (x >= w || y >= h) return;
   int sy = d->s.win_y + y, sx = d->s.win_x + (d->s.mirror ? w - 1 - x : x);
   bool inside = sy >= 0 && sy < d->s.src_h && sx >= 0 && sx < d->s.src_w;
-  const T *p = inside ? (const T *)((const char *)d->s.src + (size_t)sy * d->s.src_pitch) + (size_t)sx * C
-                      : NULL;
+  const T *p =
+      inside ? (const T *)((const char *)d->s.src + (size_t)sy * d->s.src_pitch) + (size_t)sx * C
+             : NULL;
   int oc = a.out_channels;
   size_t plane = (size_t)w * h;
   for (int c = 0; c < oc; c++) {
@@ -513,8 +643,10 @@ cmn_kernel(const cmn_dev *S, const int *first, int n, stk_gpu_cmn_args a) {
                    stk_gpu_normalize_u8((int)p[c], d->s.mean[c], d->s.stddev[c], a.scale, a.shift));
     } else {
       float r = stk_gpu_cmn_float((float)p[c], d->mul[c], d->add[c]);
-      if (a.out_dtype == STK_DTYPE_FLOAT32) ((float *)d->s.dst)[i] = r;
-      else store_double(d->s.dst, a.out_dtype, i, (double)r);
+      if (a.out_dtype == STK_DTYPE_FLOAT32)
+        ((float *)d->s.dst)[i] = r;
+      else
+        store_double(d->s.dst, a.out_dtype, i, (double)r);
     }
   }
 }
@@ -529,7 +661,8 @@ int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "%d -> %d channels (1 to 4 supported)", a.channels,
                     a.out_channels);
   if (a.in_dtype != STK_DTYPE_UINT8 && a.in_dtype != STK_DTYPE_FLOAT32)
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "input type %d (uint8 or float32 expected)", (int)a.in_dtype);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "input type %d (uint8 or float32 expected)",
+                    (int)a.in_dtype);
   if (a.out_dtype != STK_DTYPE_FLOAT32 && a.out_dtype != STK_DTYPE_FLOAT16 &&
       a.out_dtype != STK_DTYPE_UINT8 && a.out_dtype != STK_DTYPE_INT8)
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "output type %d (float32, float16, uint8 or int8)",
@@ -547,14 +680,18 @@ int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
     const stk_gpu_cmn_sample *s = &samples[i];
     if (!s->src || !s->dst || s->src_h < 1 || s->src_w < 1 || s->win_h < 0 || s->win_w < 0 ||
         s->src_pitch < (size_t)s->src_w * a.channels * dt_size(a.in_dtype)) {
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, empty image, negative "
-                    "window or short pitch", i);
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: NULL pointer, empty image, negative "
+                    "window or short pitch",
+                    i);
       break;
     }
     for (int c = 0; c < a.channels && rc == 0; c++)
       if (s->stddev[c] == 0.0 || !isfinite(s->stddev[c]) || !isfinite(s->mean[c]))
-        rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: std[%d] = %g, mean[%d] = %g: std must "
-                      "be non-zero and both finite", i, c, s->stddev[c], c, s->mean[c]);
+        rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "sample %d: std[%d] = %g, mean[%d] = %g: std must "
+                      "be non-zero and both finite",
+                      i, c, s->stddev[c], c, s->mean[c]);
     cmn_dev *d = &S[i];
     memset(d, 0, sizeof *d);
     d->s = *s;
@@ -566,22 +703,33 @@ int stk_gpu_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "crop_mirror_normalize", err, errlen, [&](const char *dp) {
-      const cmn_dev *dS = (const cmn_dev *)dp;
-      const int *df = (const int *)((char *)dp + (size_t)n * sizeof(cmn_dev));
-      int g = first[n];
-#define CMN_LAUNCH(T)                                                                      \
-  switch (a.channels) {                                                                    \
-  case 1: cmn_kernel<T, 1><<<g, THREADS, 0, stream>>>(dS, df, n, a); break;                \
-  case 2: cmn_kernel<T, 2><<<g, THREADS, 0, stream>>>(dS, df, n, a); break;                \
-  case 3: cmn_kernel<T, 3><<<g, THREADS, 0, stream>>>(dS, df, n, a); break;                \
-  default: cmn_kernel<T, 4><<<g, THREADS, 0, stream>>>(dS, df, n, a); break;               \
+    rc = stk_upload_and_launch(
+        ctx, host, bytes, stream_h, "crop_mirror_normalize", err, errlen, [&](const char *dp) {
+          const cmn_dev *dS = (const cmn_dev *)dp;
+          const int *df = (const int *)((char *)dp + (size_t)n * sizeof(cmn_dev));
+          int g = first[n];
+#define CMN_LAUNCH(T)                                            \
+  switch (a.channels) {                                          \
+    case 1:                                                      \
+      cmn_kernel<T, 1><<<g, THREADS, 0, stream>>>(dS, df, n, a); \
+      break;                                                     \
+    case 2:                                                      \
+      cmn_kernel<T, 2><<<g, THREADS, 0, stream>>>(dS, df, n, a); \
+      break;                                                     \
+    case 3:                                                      \
+      cmn_kernel<T, 3><<<g, THREADS, 0, stream>>>(dS, df, n, a); \
+      break;                                                     \
+    default:                                                     \
+      cmn_kernel<T, 4><<<g, THREADS, 0, stream>>>(dS, df, n, a); \
+      break;                                                     \
   }
-      if (a.in_dtype == STK_DTYPE_UINT8) CMN_LAUNCH(uint8_t)
-      else CMN_LAUNCH(float)
+          if (a.in_dtype == STK_DTYPE_UINT8)
+            CMN_LAUNCH(uint8_t)
+          else
+            CMN_LAUNCH(float)
 #undef CMN_LAUNCH
-      return 0;
-    });
+          return 0;
+        });
   free(host);
   free(nb);
   return rc;
@@ -597,7 +745,7 @@ typedef struct {
 } crop_dev;
 
 __global__ void __launch_bounds__(THREADS)
-crop_kernel(const crop_dev *S, const int *first, int n, stk_gpu_crop_args a, int es_out) {
+    crop_kernel(const crop_dev *S, const int *first, int n, stk_gpu_crop_args a, int es_out) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const crop_dev *d = &S[si];
   int64_t e = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
@@ -622,8 +770,9 @@ int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   stk_gpu_crop_args a = *args;
   size_t ei = dt_size(a.in_dtype), eo = dt_size(a.out_dtype);
-  if (!ei || !eo) return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)a.in_dtype,
-                                  (int)a.out_dtype);
+  if (!ei || !eo)
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)a.in_dtype,
+                    (int)a.out_dtype);
   if (a.channels < 1 || (size_t)a.channels * eo > sizeof(samples->fill))
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "%d channels of %zu bytes do not fit the 64-byte fill",
                     a.channels, eo);
@@ -640,8 +789,10 @@ int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
     const stk_gpu_crop_sample *s = &samples[i];
     if (!s->src || !s->dst || s->src_h < 0 || s->src_w < 0 || s->dst_h < 0 || s->dst_w < 0 ||
         s->src_pitch < (size_t)s->src_w * a.channels * ei) {
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, negative size or short "
-                    "pitch", i);
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: NULL pointer, negative size or short "
+                    "pitch",
+                    i);
       break;
     }
     S[i].s = *s;
@@ -651,12 +802,13 @@ int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "crop", err, errlen, [&](const char *dp) {
-      crop_kernel<<<first[n], THREADS, 0, stream>>>(
-          (const crop_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(crop_dev)), n, a,
-          (int)eo);
-      return 0;
-    });
+    rc =
+        stk_upload_and_launch(ctx, host, bytes, stream_h, "crop", err, errlen, [&](const char *dp) {
+          crop_kernel<<<first[n], THREADS, 0, stream>>>(
+              (const crop_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(crop_dev)), n, a,
+              (int)eo);
+          return 0;
+        });
   free(host);
   free(nb);
   return rc;
@@ -672,7 +824,7 @@ typedef struct {
 } flip_dev;
 
 __global__ void __launch_bounds__(THREADS)
-flip_kernel(const flip_dev *S, const int *first, int n, size_t block_bytes) {
+    flip_kernel(const flip_dev *S, const int *first, int n, size_t block_bytes) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const flip_dev *d = &S[si];
   int64_t u = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
@@ -712,8 +864,10 @@ int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, si
     const stk_gpu_flip_sample *s = &samples[i];
     if (!s->src || !s->dst || s->outer < 0 || s->h < 0 || s->mid < 0 || s->w < 0 ||
         s->inner != inner || inner < 1) {
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer, negative extent or an "
-                    "inner size other than sample 0's (%lld)", i, (long long)inner);
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: NULL pointer, negative extent or an "
+                    "inner size other than sample 0's (%lld)",
+                    i, (long long)inner);
       break;
     }
     S[i].s = *s;
@@ -723,12 +877,13 @@ int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, si
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "flip", err, errlen, [&](const char *dp) {
-      flip_kernel<<<first[n], THREADS, 0, stream>>>(
-          (const flip_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(flip_dev)), n,
-          (size_t)inner * esize);
-      return 0;
-    });
+    rc =
+        stk_upload_and_launch(ctx, host, bytes, stream_h, "flip", err, errlen, [&](const char *dp) {
+          flip_kernel<<<first[n], THREADS, 0, stream>>>(
+              (const flip_dev *)dp, (const int *)((char *)dp + (size_t)n * sizeof(flip_dev)), n,
+              (size_t)inner * esize);
+          return 0;
+        });
   free(host);
   free(nb);
   return rc;
@@ -741,7 +896,7 @@ int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, si
 #define CAST_PER_THREAD 4
 
 __global__ void __launch_bounds__(THREADS)
-cast_kernel(const stk_gpu_cast_sample *S, const int *first, int n, int st, int dt) {
+    cast_kernel(const stk_gpu_cast_sample *S, const int *first, int n, int st, int dt) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_cast_sample *s = &S[si];
   int64_t base = (int64_t)(b - first[si]) * THREADS * CAST_PER_THREAD + threadIdx.x;
@@ -751,9 +906,8 @@ cast_kernel(const stk_gpu_cast_sample *S, const int *first, int n, int st, int d
   }
 }
 
-int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples,
-                 stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream_h, char *err,
-                 size_t errlen) {
+int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype,
+                 stk_dtype out_dtype, uintptr_t stream_h, char *err, size_t errlen) {
   if (n < 0 || (n > 0 && !samples))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (!dt_size(in_dtype) || !dt_size(out_dtype))
@@ -778,13 +932,14 @@ int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples,
   if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && first[n] > 0)
-    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, "cast", err, errlen, [&](const char *dp) {
-      cast_kernel<<<first[n], THREADS, 0, stream>>>(
-          (const stk_gpu_cast_sample *)dp,
-          (const int *)((char *)dp + (size_t)n * sizeof(stk_gpu_cast_sample)), n, (int)in_dtype,
-          (int)out_dtype);
-      return 0;
-    });
+    rc =
+        stk_upload_and_launch(ctx, host, bytes, stream_h, "cast", err, errlen, [&](const char *dp) {
+          cast_kernel<<<first[n], THREADS, 0, stream>>>(
+              (const stk_gpu_cast_sample *)dp,
+              (const int *)((char *)dp + (size_t)n * sizeof(stk_gpu_cast_sample)), n, (int)in_dtype,
+              (int)out_dtype);
+          return 0;
+        });
   free(host);
   free(nb);
   return rc;

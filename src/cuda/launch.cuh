@@ -14,19 +14,23 @@ static __device__ __forceinline__ int stk_find_sample(const int *first, int n, i
   int lo = 0, hi = n - 1;
   while (lo < hi) {
     int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b) lo = mid;
-    else hi = mid - 1;
+    if (first[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
 
 /* Fills first[0..n] from per-sample block counts; fails beyond 2^31 - 1 blocks. */
-static inline int stk_block_table(const int64_t *blocks, int n, int *first, char *err, size_t errlen) {
+static inline int stk_block_table(const int64_t *blocks, int n, int *first, char *err,
+                                  size_t errlen) {
   int64_t total = 0;
   for (int i = 0; i < n; i++) {
     first[i] = (int)total;
     total += blocks[i];
-    if (total > INT32_MAX) return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
+    if (total > INT32_MAX)
+      return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
   }
   first[n] = (int)total;
   return 0;
@@ -36,8 +40,8 @@ static inline int stk_block_table(const int64_t *blocks, int n, int *first, char
 static inline int stk_check_launch(const char *what, char *err, size_t errlen) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess)
-    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)", cudaGetErrorString(e),
-                        cudaGetErrorName(e));
+    return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, what, "kernel launch failed: %s (%s)",
+                        cudaGetErrorString(e), cudaGetErrorName(e));
   return 0;
 }
 

@@ -17,8 +17,8 @@
 #include "launch.cuh"
 #include "../shared/math_common.h"
 
-#define THREADS 256
-#define PER_THREAD 4
+#define THREADS     256
+#define PER_THREAD  4
 #define BLOCK_ELEMS (THREADS * PER_THREAD)
 
 /* ---------------------------------------------------------------------------------- */
@@ -29,10 +29,13 @@ static int64_t blocks_for(int64_t count) { return count > 0 ? stk_cdiv(count, BL
 
 static int math_dtype_size(int t) {
   switch (t) {
-#define STK__DT_SIZE(name, value, text, size) case value: return size;
+#define STK__DT_SIZE(name, value, text, size) \
+  case value:                                 \
+    return size;
     STK_DTYPE_MAP(STK__DT_SIZE)
 #undef STK__DT_SIZE
-  default: return 0;
+    default:
+      return 0;
   }
 }
 static bool dtype_ok(int t) { return math_dtype_size(t) > 0; }
@@ -54,10 +57,12 @@ static int staging_init(staging *st, int n, size_t size, char *err, size_t errle
   return 0;
 }
 
-static int staging_blocks(staging *st, int i, int64_t count, int64_t *total, char *err, size_t errlen) {
+static int staging_blocks(staging *st, int i, int64_t count, int64_t *total, char *err,
+                          size_t errlen) {
   st->first[i] = (int)*total;
   *total += blocks_for(count);
-  if (*total > INT32_MAX) return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
+  if (*total > INT32_MAX)
+    return GPU_FAIL(STK_ERR_LIMIT, "batch needs more than 2^31 thread blocks");
   return 0;
 }
 
@@ -67,7 +72,7 @@ static int staging_blocks(staging *st, int i, int64_t count, int64_t *total, cha
 
 template <int OP, int K>
 __global__ void __launch_bounds__(THREADS)
-binary_kernel(const stk_gpu_binary_sample *S, const int *first, int n, int at, int bt, int ot) {
+    binary_kernel(const stk_gpu_binary_sample *S, const int *first, int n, int at, int bt, int ot) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_binary_sample *s = &S[si];
   const void *pa = s->a.data ? s->a.data : (const void *)&s->a.scalar;
@@ -88,9 +93,16 @@ binary_kernel(const stk_gpu_binary_sample *S, const int *first, int n, int at, i
 /* Which kinds an operation runs in: 1 F, 2 I, 4 U (see stk__binop_type). */
 static int binop_kinds(int op) {
   switch (op) {
-  case STK__BIN_DIV: case STK__BIN_FPOW: case STK__BIN_ATAN2: return 1;
-  case STK__BIN_AND: case STK__BIN_OR: case STK__BIN_XOR: return 6;
-  default: return 7;
+    case STK__BIN_DIV:
+    case STK__BIN_FPOW:
+    case STK__BIN_ATAN2:
+      return 1;
+    case STK__BIN_AND:
+    case STK__BIN_OR:
+    case STK__BIN_XOR:
+      return 6;
+    default:
+      return 7;
   }
 }
 
@@ -98,17 +110,21 @@ typedef void (*binary_kernel_fn)(const stk_gpu_binary_sample *, const int *, int
 
 /* The instantiation for (op, kind); NULL for a pair no operator produces. */
 static binary_kernel_fn binary_kernel_for(int op, int kind) {
-#define KINDS(OP)                                                                          \
-  case OP:                                                                                 \
-    return kind == STK_AK_F ? binary_kernel<OP, STK_AK_F>                                  \
-           : kind == STK_AK_I ? binary_kernel<OP, STK_AK_I> : binary_kernel<OP, STK_AK_U>;
-#define FLOAT_ONLY(OP)                                                                     \
-  case OP:                                                                                 \
+#define KINDS(OP)                                           \
+  case OP:                                                  \
+    return kind == STK_AK_F   ? binary_kernel<OP, STK_AK_F> \
+           : kind == STK_AK_I ? binary_kernel<OP, STK_AK_I> \
+                              : binary_kernel<OP, STK_AK_U>;
+#define FLOAT_ONLY(OP) \
+  case OP:             \
     return kind == STK_AK_F ? binary_kernel<OP, STK_AK_F> : NULL;
-#define INT_ONLY(OP)                                                                       \
-  case OP:                                                                                 \
-    return kind == STK_AK_I ? binary_kernel<OP, STK_AK_I>                                  \
-           : kind == STK_AK_U ? binary_kernel<OP, STK_AK_U> : NULL;
+#define INT_ONLY(OP)                                        \
+  case OP:                                                  \
+    return kind == STK_AK_I   ? binary_kernel<OP, STK_AK_I> \
+           : kind == STK_AK_U ? binary_kernel<OP, STK_AK_U> \
+                              : NULL;
+  /* The list reads as a table: kept out of clang-format. */
+  /* clang-format off */
   switch (op) {
     KINDS(STK__BIN_ADD) KINDS(STK__BIN_SUB) KINDS(STK__BIN_MUL) KINDS(STK__BIN_FLOORDIV)
     KINDS(STK__BIN_MOD) KINDS(STK__BIN_MIN) KINDS(STK__BIN_MAX) KINDS(STK__BIN_POW)
@@ -118,6 +134,7 @@ static binary_kernel_fn binary_kernel_for(int op, int kind) {
     INT_ONLY(STK__BIN_AND) INT_ONLY(STK__BIN_OR) INT_ONLY(STK__BIN_XOR)
   default: return NULL;
   }
+/* clang-format on */
 #undef KINDS
 #undef FLOAT_ONLY
 #undef INT_ONLY
@@ -128,39 +145,46 @@ static int check_binary_args(const stk_gpu_binary_args *a, char *err, size_t err
   if (a->op < 0 || a->op >= STK__BIN_COUNT || a->kind < STK_AK_F || a->kind > STK_AK_U)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad operation %d or kind %d", a->op, a->kind);
   if (!dtype_ok(a->a_dtype) || !dtype_ok(a->b_dtype) || !dtype_ok(a->out_dtype))
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype (%d, %d -> %d)", (int)a->a_dtype, (int)a->b_dtype,
-                    (int)a->out_dtype);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype (%d, %d -> %d)", (int)a->a_dtype,
+                    (int)a->b_dtype, (int)a->out_dtype);
   if (!(binop_kinds(a->op) & (1 << a->kind)))
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "operation %d does not run in kind %d", a->op, a->kind);
   bool cmp = stk_ar_is_compare(a->op);
   if (cmp ? a->out_dtype != STK_DTYPE_BOOL : stk_ar_kind_of(a->out_dtype) != a->kind)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "output type %d does not match operation %d in kind %d",
-                    (int)a->out_dtype, a->op, a->kind);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "output type %d does not match operation %d in kind %d", (int)a->out_dtype,
+                    a->op, a->kind);
   return 0;
 }
 
-static int check_operand(const stk_gpu_math_operand *o, const stk_gpu_binary_sample *s, int i, char which,
-                         char *err, size_t errlen) {
+static int check_operand(const stk_gpu_math_operand *o, const stk_gpu_binary_sample *s, int i,
+                         char which, char *err, size_t errlen) {
   bool ok = o->mode >= STK_GPU_OPERAND_DENSE && o->mode <= STK_GPU_OPERAND_STRIDED &&
             (o->data || o->mode == STK_GPU_OPERAND_SCALAR) &&
             (o->mode != STK_GPU_OPERAND_PERIODIC || o->period > 0) &&
             (o->mode != STK_GPU_OPERAND_STRIDED || (s->ndim >= 1 && s->ndim <= STK_MAX_NDIM));
   if (!ok)
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: operand %c: bad mode %d, period %lld or NULL data", i,
-                    which, o->mode, (long long)o->period);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: operand %c: bad mode %d, period %lld or NULL data", i, which,
+                    o->mode, (long long)o->period);
   if (o->mode == STK_GPU_OPERAND_STRIDED)
     for (int d = 0; d < s->ndim; d++)
       if (s->shape[d] < 1)
-        return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: extent %d is %lld", i, d, (long long)s->shape[d]);
+        return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: extent %d is %lld", i, d,
+                        (long long)s->shape[d]);
   return 0;
 }
 
 static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sample *samples,
-                               const stk_gpu_binary_args *args, uintptr_t stream_h, char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && !samples)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+                               const stk_gpu_binary_args *args, uintptr_t stream_h, char *err,
+                               size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   STK_TRY_INT(check_binary_args(args, err, errlen));
   binary_kernel_fn kernel = binary_kernel_for(args->op, args->kind);
-  if (!kernel) return GPU_FAIL(STK_ERR_UNSUPPORTED, "no kernel for operation %d in kind %d", args->op, args->kind);
+  if (!kernel)
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "no kernel for operation %d in kind %d", args->op,
+                    args->kind);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   staging st{};
@@ -170,7 +194,8 @@ static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sam
   int rc = 0;
   for (int i = 0; i < n && rc == 0; i++) {
     const stk_gpu_binary_sample *s = &samples[i];
-    if (s->count > 0 && !s->dst) rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL output", i);
+    if (s->count > 0 && !s->dst)
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL output", i);
     if (rc == 0 && s->count > 0) rc = check_operand(&s->a, s, i, 'a', err, errlen);
     if (rc == 0 && s->count > 0) rc = check_operand(&s->b, s, i, 'b', err, errlen);
     S[i] = *s;
@@ -179,12 +204,13 @@ static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sam
   st.first[n] = (int)total;
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && total > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "math binary", err, errlen, [&](const char *dp) {
-      kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_binary_sample *)dp,
-                                                     (const int *)((char *)dp + st.desc_bytes), n,
-                                                     (int)args->a_dtype, (int)args->b_dtype, (int)args->out_dtype);
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "math binary", err, errlen, [&](const char *dp) {
+          kernel<<<(unsigned)total, THREADS, 0, stream>>>(
+              (const stk_gpu_binary_sample *)dp, (const int *)((char *)dp + st.desc_bytes), n,
+              (int)args->a_dtype, (int)args->b_dtype, (int)args->out_dtype);
+          return 0;
+        });
   free(st.host);
   return rc;
 }
@@ -196,7 +222,7 @@ static int stk_gpu_math_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sam
 #define CLAMP_OP (-1)
 
 __global__ void __launch_bounds__(THREADS)
-unary_kernel(const stk_gpu_unary_sample *S, const int *first, int n, int op, int it, int ot) {
+    unary_kernel(const stk_gpu_unary_sample *S, const int *first, int n, int op, int it, int ot) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_unary_sample *s = &S[si];
   /* clamp computes in its output's kind: the input is converted to the promoted type */
@@ -215,17 +241,22 @@ unary_kernel(const stk_gpu_unary_sample *S, const int *first, int n, int op, int
 }
 
 static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sample *samples,
-                              const stk_gpu_unary_args *args, uintptr_t stream_h, char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && !samples) || !args) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+                              const stk_gpu_unary_args *args, uintptr_t stream_h, char *err,
+                              size_t errlen) {
+  if (n < 0 || (n > 0 && !samples) || !args)
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (args->op != CLAMP_OP && (args->op < 0 || args->op >= STK__UN_COUNT))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad operation %d", args->op);
   if (!dtype_ok(args->in_dtype) || !dtype_ok(args->out_dtype))
-    return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)args->in_dtype, (int)args->out_dtype);
-  int kind = args->op == CLAMP_OP ? stk_ar_kind_of(args->out_dtype) : stk_ar_unary_kind(args->op, args->in_dtype);
+    return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)args->in_dtype,
+                    (int)args->out_dtype);
+  int kind = args->op == CLAMP_OP ? stk_ar_kind_of(args->out_dtype)
+                                  : stk_ar_unary_kind(args->op, args->in_dtype);
   bool out_float = stk_ar_is_float(args->out_dtype) != 0;
   if (args->op == STK__UN_NOT ? args->out_dtype != STK_DTYPE_BOOL : out_float != (kind == STK_AK_F))
-    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "output type %d does not match operation %d on type %d",
-                    (int)args->out_dtype, args->op, (int)args->in_dtype);
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "output type %d does not match operation %d on type %d", (int)args->out_dtype,
+                    args->op, (int)args->in_dtype);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   staging st{};
@@ -242,13 +273,14 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
   st.first[n] = (int)total;
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && total > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, args->op == CLAMP_OP ? "math clamp" : "math unary",
-                               err, errlen, [&](const char *dp) {
-      unary_kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_unary_sample *)dp,
-                                                           (const int *)((char *)dp + st.desc_bytes), n, args->op,
-                                                           (int)args->in_dtype, (int)args->out_dtype);
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, args->op == CLAMP_OP ? "math clamp" : "math unary", err,
+        errlen, [&](const char *dp) {
+          unary_kernel<<<(unsigned)total, THREADS, 0, stream>>>(
+              (const stk_gpu_unary_sample *)dp, (const int *)((char *)dp + st.desc_bytes), n,
+              args->op, (int)args->in_dtype, (int)args->out_dtype);
+          return 0;
+        });
   free(st.host);
   return rc;
 }
@@ -258,7 +290,7 @@ static int stk_gpu_math_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sampl
 /* ---------------------------------------------------------------------------------- */
 
 __global__ void __launch_bounds__(THREADS)
-one_hot_kernel(const stk_gpu_one_hot_sample *S, const int *first, int n, int it, int esize) {
+    one_hot_kernel(const stk_gpu_one_hot_sample *S, const int *first, int n, int it, int esize) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_one_hot_sample *s = &S[si];
   int64_t ncls = s->num_classes, inner = s->inner, total = s->count * ncls;
@@ -270,9 +302,11 @@ one_hot_kernel(const stk_gpu_one_hot_sample *S, const int *first, int n, int it,
   }
 }
 
-static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples, stk_dtype in_dtype,
-                                stk_dtype out_dtype, uintptr_t stream_h, char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && !samples)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples,
+                                stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream_h,
+                                char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (!dtype_ok(in_dtype) || !dtype_ok(out_dtype))
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "unknown dtype %d or %d", (int)in_dtype, (int)out_dtype);
   if (n == 0) return 0;
@@ -284,22 +318,26 @@ static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_s
   int rc = 0;
   for (int i = 0; i < n && rc == 0; i++) {
     const stk_gpu_one_hot_sample *s = &samples[i];
-    if (s->count < 0 || s->num_classes < 1 || s->inner < 1 || (s->count > 0 && s->count % s->inner != 0) ||
-        (s->count > 0 && (!s->src || !s->dst)) || s->count > INT64_MAX / s->num_classes)
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad count %lld, num_classes %lld, inner %lld or NULL "
-                    "pointer", i, (long long)s->count, (long long)s->num_classes, (long long)s->inner);
+    if (s->count < 0 || s->num_classes < 1 || s->inner < 1 ||
+        (s->count > 0 && s->count % s->inner != 0) || (s->count > 0 && (!s->src || !s->dst)) ||
+        s->count > INT64_MAX / s->num_classes)
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "sample %d: bad count %lld, num_classes %lld, inner %lld or NULL "
+                    "pointer",
+                    i, (long long)s->count, (long long)s->num_classes, (long long)s->inner);
     S[i] = *s;
     if (rc == 0) rc = staging_blocks(&st, i, s->count * s->num_classes, &total, err, errlen);
   }
   st.first[n] = (int)total;
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && total > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "one_hot", err, errlen, [&](const char *dp) {
-      one_hot_kernel<<<(unsigned)total, THREADS, 0, stream>>>((const stk_gpu_one_hot_sample *)dp,
-                                                             (const int *)((char *)dp + st.desc_bytes), n,
-                                                             (int)in_dtype, math_dtype_size(out_dtype));
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "one_hot", err, errlen, [&](const char *dp) {
+          one_hot_kernel<<<(unsigned)total, THREADS, 0, stream>>>(
+              (const stk_gpu_one_hot_sample *)dp, (const int *)((char *)dp + st.desc_bytes), n,
+              (int)in_dtype, math_dtype_size(out_dtype));
+          return 0;
+        });
   free(st.host);
   return rc;
 }
@@ -310,7 +348,7 @@ static int stk_gpu_math_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_s
 
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
-gather_kernel(const stk_gpu_gather_sample *S, const int *first, int n) {
+    gather_kernel(const stk_gpu_gather_sample *S, const int *first, int n) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
   const stk_gpu_gather_sample *s = &S[si];
   const T *src = (const T *)s->src;
@@ -323,9 +361,10 @@ gather_kernel(const stk_gpu_gather_sample *S, const int *first, int n) {
   }
 }
 
-static int stk_gpu_math_gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize,
-                               uintptr_t stream_h, char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && !samples)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+static int stk_gpu_math_gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples,
+                               size_t esize, uintptr_t stream_h, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (esize != 1 && esize != 2 && esize != 4 && esize != 8)
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "element size %zu", esize);
   if (n == 0) return 0;
@@ -337,34 +376,40 @@ static int stk_gpu_math_gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sam
   int rc = 0;
   for (int i = 0; i < n && rc == 0; i++) {
     const stk_gpu_gather_sample *s = &samples[i];
-    if (s->count < 0 || s->ndim < 0 || s->ndim > STK_MAX_NDIM || (s->count > 0 && (!s->src || !s->dst)))
-      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad count %lld, ndim %d or NULL pointer", i,
-                    (long long)s->count, s->ndim);
+    if (s->count < 0 || s->ndim < 0 || s->ndim > STK_MAX_NDIM ||
+        (s->count > 0 && (!s->src || !s->dst)))
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad count %lld, ndim %d or NULL pointer",
+                    i, (long long)s->count, s->ndim);
     S[i] = *s;
     if (rc == 0) rc = staging_blocks(&st, i, s->count, &total, err, errlen);
   }
   st.first[n] = (int)total;
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && total > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "gather", err, errlen, [&](const char *dp) {
-      const stk_gpu_gather_sample *ds = (const stk_gpu_gather_sample *)dp;
-      const int *df = (const int *)((char *)dp + st.desc_bytes);
-      switch (esize) {
-        case 1: gather_kernel<uint8_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
-        case 2: gather_kernel<uint16_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
-        case 4: gather_kernel<uint32_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
-        default: gather_kernel<uint64_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n); break;
-      }
-      return 0;
-    });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "gather", err, errlen, [&](const char *dp) {
+          const stk_gpu_gather_sample *ds = (const stk_gpu_gather_sample *)dp;
+          const int *df = (const int *)((char *)dp + st.desc_bytes);
+          switch (esize) {
+            case 1:
+              gather_kernel<uint8_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n);
+              break;
+            case 2:
+              gather_kernel<uint16_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n);
+              break;
+            case 4:
+              gather_kernel<uint32_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n);
+              break;
+            default:
+              gather_kernel<uint64_t><<<(unsigned)total, THREADS, 0, stream>>>(ds, df, n);
+              break;
+          }
+          return 0;
+        });
   free(st.host);
   return rc;
 }
 
 extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table = {
-    1,
-    stk_gpu_math_binary,
-    stk_gpu_math_unary,
-    stk_gpu_math_one_hot,
-    stk_gpu_math_gather,
+    1, stk_gpu_math_binary, stk_gpu_math_unary, stk_gpu_math_one_hot, stk_gpu_math_gather,
 };

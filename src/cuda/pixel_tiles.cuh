@@ -49,8 +49,10 @@ __device__ __forceinline__ void pt_load(uint8_t *sm, const uint8_t *g, int n) {
   uint4 *sv = (uint4 *)(s + c.head);
   for (int v = threadIdx.x; v < nv; v += blockDim.x) sv[v] = gv[v];
   int t = threadIdx.x;
-  if (t < c.head) s[t] = g[t];
-  else if (t >= 16 && t < 32 && c.tail + (t - 16) < n) s[c.tail + t - 16] = g[c.tail + t - 16];
+  if (t < c.head)
+    s[t] = g[t];
+  else if (t >= 16 && t < 32 && c.tail + (t - 16) < n)
+    s[c.tail + t - 16] = g[c.tail + t - 16];
 }
 
 /* Block-wide copy of sm + pt_shift(g) (n bytes) to global [g, g + n). The caller
@@ -63,8 +65,10 @@ __device__ __forceinline__ void pt_store(uint8_t *g, const uint8_t *sm, int n) {
   const uint4 *sv = (const uint4 *)(s + c.head);
   for (int v = threadIdx.x; v < nv; v += blockDim.x) gv[v] = sv[v];
   int t = threadIdx.x;
-  if (t < c.head) g[t] = s[t];
-  else if (t >= 16 && t < 32 && c.tail + (t - 16) < n) g[c.tail + t - 16] = s[c.tail + t - 16];
+  if (t < c.head)
+    g[t] = s[t];
+  else if (t >= 16 && t < 32 && c.tail + (t - 16) < n)
+    g[c.tail + t - 16] = s[c.tail + t - 16];
 }
 
 /* The 16 bytes of a uint4 as an array view (register-friendly: byte j of word j / 4). */
@@ -75,10 +79,14 @@ __device__ __forceinline__ uint8_t pt_byte(const uint4 &v, int j) {
 
 __device__ __forceinline__ void pt_set_byte(uint4 &v, int j, uint8_t b) {
   uint32_t sh = (uint32_t)(j & 3) * 8, m = ~(0xFFu << sh), x = (uint32_t)b << sh;
-  if (j < 4) v.x = (v.x & m) | x;
-  else if (j < 8) v.y = (v.y & m) | x;
-  else if (j < 12) v.z = (v.z & m) | x;
-  else v.w = (v.w & m) | x;
+  if (j < 4)
+    v.x = (v.x & m) | x;
+  else if (j < 8)
+    v.y = (v.y & m) | x;
+  else if (j < 12)
+    v.z = (v.z & m) | x;
+  else
+    v.w = (v.w & m) | x;
 }
 
 #endif

@@ -21,8 +21,7 @@
 /* Errors                                                                             */
 /* ---------------------------------------------------------------------------------- */
 
-int stk_gpu_fail(char *err, size_t errlen, int status, const char *func, const char *fmt,
-                 ...) {
+int stk_gpu_fail(char *err, size_t errlen, int status, const char *func, const char *fmt, ...) {
   if (err && errlen > 0) {
     int n = snprintf(err, errlen, "%s: ", func);
     if (n >= 0 && (size_t)n < errlen) {
@@ -47,23 +46,26 @@ int64_t stk_gpu_now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream, const char *who, const char *what,
-                 char *err, size_t errlen) {
-  int64_t start = stk_gpu_now_ns(), limit_ms = ctx && ctx->wait_timeout_ms > 0 ? ctx->wait_timeout_ms
-                                                                             : DEFAULT_WAIT_TIMEOUT_MS;
+int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream, const char *who,
+                 const char *what, char *err, size_t errlen) {
+  int64_t start = stk_gpu_now_ns(), limit_ms = ctx && ctx->wait_timeout_ms > 0
+                                                   ? ctx->wait_timeout_ms
+                                                   : DEFAULT_WAIT_TIMEOUT_MS;
   int64_t deadline = start + limit_ms * 1000000, sleep_ns = 10000;
   for (;;) {
     cudaError_t e = event ? cudaEventQuery(event) : cudaStreamQuery(stream);
     if (e == cudaSuccess) return 0;
     if (e != cudaErrorNotReady)
-      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, who, "waiting for %s failed: %s", what, cudaGetErrorString(e));
+      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, who, "waiting for %s failed: %s", what,
+                          cudaGetErrorString(e));
     (void)cudaGetLastError(); /* not-ready is no error */
     int64_t now = stk_gpu_now_ns();
     if (now >= deadline)
-      return stk_gpu_fail(err, errlen, STK_ERR_DEVICE, who,
-                          "%s has not completed after %lld ms (the pipeline's timeout_ms): the device stopped "
-                          "working on it (the kernel driver's log, dmesg, may say why)",
-                          what, (long long)((now - start) / 1000000));
+      return stk_gpu_fail(
+          err, errlen, STK_ERR_DEVICE, who,
+          "%s has not completed after %lld ms (the pipeline's timeout_ms): the device stopped "
+          "working on it (the kernel driver's log, dmesg, may say why)",
+          what, (long long)((now - start) / 1000000));
     struct timespec ts = {0, (long)(sleep_ns < deadline - now ? sleep_ns : deadline - now)};
     nanosleep(&ts, NULL);
     if (sleep_ns < 1000000) sleep_ns *= 2;
@@ -104,16 +106,17 @@ static void pinned_reclaim(stk_pinned_pool *p) {
   }
 }
 
-static int gpu_pinned_alloc(stk_gpu_ctx *ctx, size_t size, void **out, char *err,
-                            size_t errlen) {
+static int gpu_pinned_alloc(stk_gpu_ctx *ctx, size_t size, void **out, char *err, size_t errlen) {
   if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
   *out = NULL;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   int cls = 0;
   while (cls < STK_PINNED_CLASSES && class_bytes(cls) < size + PINNED_HEADER) cls++;
   if (cls == STK_PINNED_CLASSES)
-    return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "%zu bytes of pinned memory is beyond the pool's "
-                    "largest class", size);
+    return GPU_FAIL(STK_ERR_OUT_OF_MEMORY,
+                    "%zu bytes of pinned memory is beyond the pool's "
+                    "largest class",
+                    size);
   stk_pinned_pool *p = &ctx->pinned;
   pthread_mutex_lock(&p->lock);
   pinned_reclaim(p);
@@ -270,14 +273,16 @@ static void idle_release_all(stk_gpu_ctx *ctx) {
     free(f);
   }
   ctx->idle_pending = ctx->idle_spare = NULL;
-  if (ctx->idle_stream) (void)stk_gpu_wait(ctx, NULL, ctx->idle_stream, "close", "the idle pool's frees", NULL, 0);
+  if (ctx->idle_stream)
+    (void)stk_gpu_wait(ctx, NULL, ctx->idle_stream, "close", "the idle pool's frees", NULL, 0);
 }
 
 /* Whether the context's streams drain within the wait bound (at close). */
 static bool streams_drain(stk_gpu_ctx *ctx) {
   cudaStream_t streams[3] = {ctx->compute, ctx->copy, ctx->decode};
   for (int k = 0; k < 3; k++)
-    if (streams[k] && stk_gpu_wait(ctx, NULL, streams[k], "close", "a stream's work", NULL, 0) != 0) return false;
+    if (streams[k] && stk_gpu_wait(ctx, NULL, streams[k], "close", "a stream's work", NULL, 0) != 0)
+      return false;
   return true;
 }
 
@@ -289,8 +294,10 @@ static void gpu_close(stk_gpu_ctx *ctx) {
    * the decoder's threads still stop. Leaked, for a process that is failing anyway. */
   bool drained = streams_drain(ctx);
   if (!stk_decoder_close(ctx, drained) || !drained) {
-    fprintf(stderr, "stoker: GPU %d did not finish its queued work within %lld ms; its context is left "
-            "allocated\n", ctx->device, (long long)ctx->wait_timeout_ms);
+    fprintf(stderr,
+            "stoker: GPU %d did not finish its queued work within %lld ms; its context is left "
+            "allocated\n",
+            ctx->device, (long long)ctx->wait_timeout_ms);
     return;
   }
   pinned_drop(&ctx->pinned, true);
@@ -340,15 +347,15 @@ static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, 
   CUDA_TRY(cudaMemPoolSetAttribute(ctx->idle_pool, cudaMemPoolAttrReleaseThreshold, &keep));
   int off = 0, on = 1;
   CUDA_TRY(cudaMemPoolSetAttribute(ctx->idle_pool, cudaMemPoolReuseFollowEventDependencies, &off));
-  CUDA_TRY(cudaMemPoolSetAttribute(ctx->idle_pool, cudaMemPoolReuseAllowInternalDependencies, &off));
+  CUDA_TRY(
+      cudaMemPoolSetAttribute(ctx->idle_pool, cudaMemPoolReuseAllowInternalDependencies, &off));
   CUDA_TRY(cudaMemPoolSetAttribute(ctx->idle_pool, cudaMemPoolReuseAllowOpportunistic, &on));
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->idle_stream, cudaStreamNonBlocking));
   CUDA_TRY(cudaEventCreateWithFlags(&ctx->idle_ready, cudaEventDisableTiming));
   return 0;
 }
 
-static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err,
-                    size_t errlen) {
+static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err, size_t errlen) {
   if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
   *out = NULL;
   stk_gpu_open_opts o;
@@ -363,8 +370,10 @@ static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err,
   pthread_mutex_init(&ctx->idle_lock, NULL);
   ctx->pinned.max_cached = o.pinned_cache_bytes ? o.pinned_cache_bytes : (uint64_t)256 << 20;
   int st = open_device(ctx, &o, err, errlen);
-  if (st == 0 && !o.no_nvjpeg) st = stk_decoder_open(ctx, &o, err, errlen);
-  else if (st == 0) snprintf(ctx->nvjpeg_reason, sizeof ctx->nvjpeg_reason, "disabled by no_nvjpeg");
+  if (st == 0 && !o.no_nvjpeg)
+    st = stk_decoder_open(ctx, &o, err, errlen);
+  else if (st == 0)
+    snprintf(ctx->nvjpeg_reason, sizeof ctx->nvjpeg_reason, "disabled by no_nvjpeg");
   if (st != 0) {
     gpu_close(ctx);
     return st;
@@ -373,8 +382,7 @@ static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err,
   return 0;
 }
 
-static int gpu_device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err,
-                           size_t errlen) {
+static int gpu_device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err, size_t errlen) {
   if (!ctx || !out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no context or output");
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", ctx->prop.name);
@@ -389,7 +397,9 @@ static int gpu_device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err
 
 static uintptr_t gpu_stream(stk_gpu_ctx *ctx, int which) {
   if (!ctx) return 0;
-  return (uintptr_t)(which == STK_GPU_STREAM_COPY ? ctx->copy : which == STK_GPU_STREAM_DECODE ? ctx->decode : ctx->compute);
+  return (uintptr_t)(which == STK_GPU_STREAM_COPY     ? ctx->copy
+                     : which == STK_GPU_STREAM_DECODE ? ctx->decode
+                                                      : ctx->compute);
 }
 
 static int gpu_stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t errlen) {
@@ -398,7 +408,8 @@ static int gpu_stats(stk_gpu_ctx *ctx, stk_gpu_stats *out, char *err, size_t err
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   pthread_mutex_lock(&ctx->idle_lock); /* completed idle frees count as returned */
   idle_reclaim(ctx);
-  int synced = stk_gpu_wait(ctx, NULL, ctx->idle_stream, "stats", "the idle pool's frees", err, errlen); /* only frees run there */
+  int synced = stk_gpu_wait(ctx, NULL, ctx->idle_stream, "stats", "the idle pool's frees", err,
+                            errlen); /* only frees run there */
   pthread_mutex_unlock(&ctx->idle_lock);
   if (synced != 0) return synced;
   cudaMemPool_t pools[2] = {ctx->pool, ctx->idle_pool};
@@ -450,8 +461,8 @@ static int gpu_trim(stk_gpu_ctx *ctx, uint64_t keep, char *err, size_t errlen) {
 /* Device memory, copies                                                              */
 /* ---------------------------------------------------------------------------------- */
 
-int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out,
-                         char *err, size_t errlen) {
+int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out, char *err,
+                         size_t errlen) {
   if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
   *out = NULL;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
@@ -461,8 +472,7 @@ int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void *
     *out = NULL;
     (void)cudaGetLastError(); /* allocation failures are not sticky */
     return GPU_FAIL(e == cudaErrorMemoryAllocation ? STK_ERR_OUT_OF_MEMORY : STK_ERR_DEVICE,
-                    "cudaMallocFromPoolAsync of %zu bytes failed: %s", size,
-                    cudaGetErrorString(e));
+                    "cudaMallocFromPoolAsync of %zu bytes failed: %s", size, cudaGetErrorString(e));
   }
   return 0;
 }
@@ -487,7 +497,8 @@ static int gpu_host_alloc(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err,
   if (e != cudaSuccess) {
     *out = NULL;
     (void)cudaGetLastError();
-    return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "cudaHostAlloc of %zu bytes failed: %s", bytes, cudaGetErrorString(e));
+    return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "cudaHostAlloc of %zu bytes failed: %s", bytes,
+                    cudaGetErrorString(e));
   }
   return 0;
 }
@@ -529,7 +540,8 @@ int stk_gpu_device_alloc_idle(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, v
   return 0;
 }
 
-int stk_gpu_device_free_idle(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_device_free_idle(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
+                             size_t errlen) {
   if (!ptr) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   pthread_mutex_lock(&ctx->idle_lock);
@@ -553,16 +565,17 @@ int stk_gpu_device_free_idle(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char
     ctx->idle_spare = f;
   }
   pthread_mutex_unlock(&ctx->idle_lock);
-  if (!f || e != cudaSuccess) { /* no record: the block is leaked to the pool's end, not reused early */
+  if (!f ||
+      e != cudaSuccess) { /* no record: the block is leaked to the pool's end, not reused early */
     (void)cudaGetLastError();
-    return GPU_FAIL(f ? STK_ERR_DEVICE : STK_ERR_OUT_OF_MEMORY, "freeing an idle block after stream %p failed: %s",
-                    (void *)stream, f ? cudaGetErrorString(e) : "no host memory");
+    return GPU_FAIL(f ? STK_ERR_DEVICE : STK_ERR_OUT_OF_MEMORY,
+                    "freeing an idle block after stream %p failed: %s", (void *)stream,
+                    f ? cudaGetErrorString(e) : "no host memory");
   }
   return 0;
 }
 
-int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
-                        size_t errlen) {
+int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err, size_t errlen) {
   if (!ptr) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   CUDA_TRY(cudaFreeAsync(ptr, (cudaStream_t)stream));
@@ -612,8 +625,8 @@ static int gpu_memcpy2d_async(stk_gpu_ctx *ctx, void *dst, size_t dpitch, const 
   return 0;
 }
 
-static int gpu_memset_async(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes,
-                            uintptr_t stream, char *err, size_t errlen) {
+static int gpu_memset_async(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes, uintptr_t stream,
+                            char *err, size_t errlen) {
   if (bytes == 0) return 0;
   if (!dst) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pointer");
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
@@ -623,15 +636,15 @@ static int gpu_memset_async(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes
 
 static int gpu_stream_sync(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t errlen) {
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  return stk_gpu_wait(ctx, NULL, (cudaStream_t)stream, "stream_sync", "the stream's queued work", err, errlen);
+  return stk_gpu_wait(ctx, NULL, (cudaStream_t)stream, "stream_sync", "the stream's queued work",
+                      err, errlen);
 }
 
 /* ---------------------------------------------------------------------------------- */
 /* Events                                                                             */
 /* ---------------------------------------------------------------------------------- */
 
-static int gpu_event_create(stk_gpu_ctx *ctx, int timing, void **out, char *err,
-                            size_t errlen) {
+static int gpu_event_create(stk_gpu_ctx *ctx, int timing, void **out, char *err, size_t errlen) {
   if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
   *out = NULL;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
@@ -660,11 +673,11 @@ static int gpu_stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event
 static int gpu_event_sync(stk_gpu_ctx *ctx, void *event, char *err, size_t errlen) {
   if (!event) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no event");
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  return stk_gpu_wait(ctx, (cudaEvent_t)event, NULL, "event_sync", "the work before the event", err, errlen);
+  return stk_gpu_wait(ctx, (cudaEvent_t)event, NULL, "event_sync", "the work before the event", err,
+                      errlen);
 }
 
-static int gpu_event_query(stk_gpu_ctx *ctx, void *event, int *done, char *err,
-                           size_t errlen) {
+static int gpu_event_query(stk_gpu_ctx *ctx, void *event, int *done, char *err, size_t errlen) {
   if (!event || !done) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no event or output");
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   cudaError_t e = cudaEventQuery((cudaEvent_t)event);

@@ -11,7 +11,7 @@
 #include "tar.h"
 #include "tfrecord.h"
 
-#define TAG_CONVERT 0x636f6e7665727431ull
+#define TAG_CONVERT      0x636f6e7665727431ull
 #define MAX_SAMPLE_BYTES ((size_t)1 << 31)
 
 void stk__convert_shard_path(char *buf, size_t cap, const char *out_dir, int64_t index,
@@ -35,7 +35,8 @@ static stk_status load_source(const char *src, stk__file_list *fl) {
 static stk_status make_dir(const char *dir) {
   char path[4096];
   size_t n = strlen(dir);
-  if (n == 0 || n >= sizeof path) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad output directory '%s'", dir);
+  if (n == 0 || n >= sizeof path)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad output directory '%s'", dir);
   memcpy(path, dir, n + 1);
   for (size_t i = 1; i <= n; i++) {
     if (path[i] != '/' && path[i] != '\0') continue;
@@ -111,8 +112,8 @@ static stk_status wds_note(shard *sh, const char *key, const char *ext, int64_t 
   return stk__wds_index_add(&sh->wds, key, strlen(key), ext, header + STK__TAR_BLOCK, size);
 }
 
-static stk_status write_wds_sample(shard *sh, const char *key, const char *ext,
-                                   const uint8_t *data, size_t size, int32_t label) {
+static stk_status write_wds_sample(shard *sh, const char *key, const char *ext, const uint8_t *data,
+                                   size_t size, int32_t label) {
   char name[64], cls[16];
   snprintf(name, sizeof name, "%s.%s", key, ext);
   int64_t at = ftell(sh->f);
@@ -125,8 +126,8 @@ static stk_status write_wds_sample(shard *sh, const char *key, const char *ext,
   return wds_note(sh, key, "cls", at, n);
 }
 
-static stk_status write_tf_sample(shard *sh, const char *rel, const char *ext,
-                                  const uint8_t *data, size_t size, int32_t label) {
+static stk_status write_tf_sample(shard *sh, const char *rel, const char *ext, const uint8_t *data,
+                                  size_t size, int32_t label) {
   stk__strbuf features = {0}, example = {0};
   int64_t lab = label;
   const char *format = strcmp(ext, "jpg") == 0 ? "jpeg" : ext;
@@ -162,7 +163,8 @@ static stk_status close_shard(shard *sh, const stk__convert_options *o, int64_t 
   char idx[4096];
   stk__convert_shard_path(idx, sizeof idx, o->out_dir, index, o->format, true);
   if (st == STK_OK && o->format == STK__CONVERT_WDS) st = stk__wds_index_write(&sh->wds, idx);
-  if (st == STK_OK && o->format == STK__CONVERT_TFRECORD) st = stk__tfrecord_index_write(&sh->tf, idx);
+  if (st == STK_OK && o->format == STK__CONVERT_TFRECORD)
+    st = stk__tfrecord_index_write(&sh->tf, idx);
   stk__wds_index_free(&sh->wds);
   stk__tfrecord_index_free(&sh->tf);
   return st;
@@ -198,8 +200,9 @@ static stk_status convert_all(const stk__convert_options *o, const stk__file_lis
     snprintf(key, sizeof key, "%09lld", (long long)i);
     extension_of(path, ext, sizeof ext);
     int32_t label = fl->labels[order[i]];
-    st = o->format == STK__CONVERT_WDS ? write_wds_sample(&sh, key, ext, data, size, label)
-                                       : write_tf_sample(&sh, relative(path, o->src), ext, data, size, label);
+    st = o->format == STK__CONVERT_WDS
+             ? write_wds_sample(&sh, key, ext, data, size, label)
+             : write_tf_sample(&sh, relative(path, o->src), ext, data, size, label);
     free(data);
     res->samples++;
     res->bytes += (int64_t)size;
@@ -212,7 +215,8 @@ static stk_status convert_all(const stk__convert_options *o, const stk__file_lis
 stk_status stk__convert_dataset(const stk__convert_options *o, stk__convert_result *res) {
   memset(res, 0, sizeof *res);
   if (o->shard_size < 1)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "shard size %lld must be >= 1", (long long)o->shard_size);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "shard size %lld must be >= 1",
+                    (long long)o->shard_size);
   stk__file_list fl;
   STK_TRY(load_source(o->src, &fl));
   int64_t *order = NULL;

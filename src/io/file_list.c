@@ -8,9 +8,9 @@
 
 #include "file_list.h"
 
-const char *const stk__default_file_filters[] = {
-    "*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif",  "*.tiff",
-    "*.pnm", "*.ppm",  "*.pgm", "*.pbm", "*.webp", NULL};
+const char *const stk__default_file_filters[] = {"*.jpg", "*.jpeg", "*.png",  "*.bmp",
+                                                 "*.tif", "*.tiff", "*.pnm",  "*.ppm",
+                                                 "*.pgm", "*.pbm",  "*.webp", NULL};
 
 /* Symbolic-link loops aside, no real data set nests deeper than this. */
 #define MAX_DEPTH 64
@@ -143,8 +143,7 @@ static char *join(const char *a, const char *b) {
 static stk_status open_dir(const char *path, DIR **out) {
   *out = opendir(path);
   if (*out) return STK_OK;
-  if (errno == ENOENT)
-    return STK_FAIL(STK_ERR_NOT_FOUND, "directory '%s' does not exist", path);
+  if (errno == ENOENT) return STK_FAIL(STK_ERR_NOT_FOUND, "directory '%s' does not exist", path);
   return STK_FAIL(STK_ERR_IO, "cannot read directory '%s': %s", path, strerror(errno));
 }
 
@@ -195,8 +194,10 @@ static size_t dir_slot(const dir_set *s, dev_t dev, ino_t ino) {
 static stk_status dir_set_add(dir_set *s, dev_t dev, ino_t ino, const char *path, bool *fresh) {
   if (2 * (s->count + 1) > s->cap) {
     if (s->count >= MAX_WALKED_DIRS)
-      return STK_FAIL(STK_ERR_LIMIT, "'%s': more than %d directories to walk (links to "
-                      "folders reach too many)", path, MAX_WALKED_DIRS);
+      return STK_FAIL(STK_ERR_LIMIT,
+                      "'%s': more than %d directories to walk (links to "
+                      "folders reach too many)",
+                      path, MAX_WALKED_DIRS);
     dir_set bigger = {.cap = s->cap ? 2 * s->cap : 64};
     bigger.dev = stk__calloc(bigger.cap, sizeof *bigger.dev, "a directory walk");
     bigger.ino = stk__calloc(bigger.cap, sizeof *bigger.ino, "a directory walk");
@@ -227,14 +228,12 @@ static stk_status walk(walk_ctx *w, const char *full, const char *rel, ancestry 
 /* Handles one directory entry during a walk. Regular files are taken from d_type without
  * a stat; directories, links and unknown types are resolved with stat (links are
  * followed; a directory's identity guards against loops). */
-static stk_status walk_entry(walk_ctx *w, const char *full, const char *rel,
-                             const struct dirent *e, ancestry *up) {
+static stk_status walk_entry(walk_ctx *w, const char *full, const char *rel, const struct dirent *e,
+                             ancestry *up) {
   bool is_dir = e->d_type == DT_DIR, is_file = e->d_type == DT_REG;
-  bool matches = stk__file_filter_match(e->d_name, w->filters, w->num_filters,
-                                        w->case_sensitive);
+  bool matches = stk__file_filter_match(e->d_name, w->filters, w->num_filters, w->case_sensitive);
   if (is_file) return matches ? strlist_push(w->found, join(rel, e->d_name)) : STK_OK;
-  if (e->d_type == DT_FIFO || e->d_type == DT_SOCK || e->d_type == DT_CHR ||
-      e->d_type == DT_BLK)
+  if (e->d_type == DT_FIFO || e->d_type == DT_SOCK || e->d_type == DT_CHR || e->d_type == DT_BLK)
     return STK_OK;
   struct stat sb;
   char *child_full = join(full, e->d_name);
@@ -250,11 +249,10 @@ static stk_status walk_entry(walk_ctx *w, const char *full, const char *rel,
     st = strlist_push(w->found, join(rel, e->d_name));
   } else if (is_dir) {
     bool loop = false;
-    for (int i = 0; i < up->depth; i++)
-      loop |= up->dev[i] == sb.st_dev && up->ino[i] == sb.st_ino;
+    for (int i = 0; i < up->depth; i++) loop |= up->dev[i] == sb.st_dev && up->ino[i] == sb.st_ino;
     if (!loop && up->depth == MAX_DEPTH)
-      st = STK_FAIL(STK_ERR_LIMIT, "'%s' is nested more than %d directories deep",
-                    child_full, MAX_DEPTH);
+      st = STK_FAIL(STK_ERR_LIMIT, "'%s' is nested more than %d directories deep", child_full,
+                    MAX_DEPTH);
     bool fresh = false;
     if (!loop && st == STK_OK) st = dir_set_add(&w->seen, sb.st_dev, sb.st_ino, child_full, &fresh);
     if (!loop && fresh && st == STK_OK) {
@@ -296,8 +294,10 @@ static stk_status list_classes(const char *root, strlist *classes) {
     if (e->d_type == DT_LNK || e->d_type == DT_UNKNOWN) {
       char *full = join(root, e->d_name);
       struct stat sb;
-      if (!full) st = STK_ERR_OUT_OF_MEMORY;
-      else is_dir = stat(full, &sb) == 0 && S_ISDIR(sb.st_mode);
+      if (!full)
+        st = STK_ERR_OUT_OF_MEMORY;
+      else
+        is_dir = stat(full, &sb) == 0 && S_ISDIR(sb.st_mode);
       free(full);
     }
     if (st == STK_OK && is_dir) st = strlist_push(classes, stk__strdup(e->d_name));
@@ -339,9 +339,8 @@ static stk_status scan_class(builder *b, const char *root, const char *name, int
   return st;
 }
 
-stk_status stk__file_list_scan(stk__file_list *out, const char *root,
-                               const char *const *filters, size_t num_filters,
-                               bool case_sensitive) {
+stk_status stk__file_list_scan(stk__file_list *out, const char *root, const char *const *filters,
+                               size_t num_filters, bool case_sensitive) {
   memset(out, 0, sizeof *out);
   strlist classes = {0};
   builder b = {0};
@@ -399,7 +398,9 @@ stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
 
 /* ---- list files ---- */
 
-static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+static bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
 
 /* Parses a label token (the whole token must be a base-10 int32). */
 static bool parse_label(const char *tok, size_t len, int32_t *out) {
@@ -427,8 +428,8 @@ static stk_status parse_line(builder *b, const char *base, const char *p, const 
   const char *tok = end;
   while (tok > p && !is_blank(tok[-1])) tok--;
   if (tok == p)
-    return STK_FAIL(STK_ERR_PARSE, "%s:%zu: expected \"<path> <label>\", found no label",
-                    list_path, line_no);
+    return STK_FAIL(STK_ERR_PARSE, "%s:%zu: expected \"<path> <label>\", found no label", list_path,
+                    line_no);
   int32_t label;
   if (!parse_label(tok, (size_t)(end - tok), &label))
     return STK_FAIL(STK_ERR_PARSE, "%s:%zu: label '%.*s' is not an integer in the int32 range",
@@ -451,8 +452,8 @@ static stk_status dir_of(const char *path, char **out) {
 }
 
 /* Parses a paired line "image mask label" (paths without blanks) into two builders. */
-static stk_status parse_pair_line(builder *b, builder *b2, const char *base, const char *p, const char *end,
-                                  const char *list_path, size_t line_no) {
+static stk_status parse_pair_line(builder *b, builder *b2, const char *base, const char *p,
+                                  const char *end, const char *list_path, size_t line_no) {
   while (p < end && is_blank(*p)) p++;
   while (end > p && is_blank(end[-1])) end--;
   if (p == end || *p == '#') return STK_OK;
@@ -467,12 +468,14 @@ static stk_status parse_pair_line(builder *b, builder *b2, const char *base, con
     while (p < end && is_blank(*p)) p++;
   }
   if (n != 3)
-    return STK_FAIL(STK_ERR_PARSE, "%s:%zu: expected \"<path> <path> <label>\" (paths without blanks), found %d "
-                    "field(s)", list_path, line_no, n);
+    return STK_FAIL(STK_ERR_PARSE,
+                    "%s:%zu: expected \"<path> <path> <label>\" (paths without blanks), found %d "
+                    "field(s)",
+                    list_path, line_no, n);
   int32_t label;
   if (!parse_label(tok[2], len[2], &label))
-    return STK_FAIL(STK_ERR_PARSE, "%s:%zu: label '%.*s' is not an integer in the int32 range", list_path,
-                    line_no, (int)len[2], tok[2]);
+    return STK_FAIL(STK_ERR_PARSE, "%s:%zu: label '%.*s' is not an integer in the int32 range",
+                    list_path, line_no, (int)len[2], tok[2]);
   STK_TRY(builder_add(b, base, tok[0], len[0], label));
   return builder_add(b2, base, tok[1], len[1], label);
 }
@@ -519,8 +522,8 @@ static stk_status parse_list2(stk__file_list *out, stk__file_list *out2, const c
   return st;
 }
 
-stk_status stk__file_list_parse_pairs(stk__file_list *first, stk__file_list *second, const char *list_path,
-                                      const char *root) {
+stk_status stk__file_list_parse_pairs(stk__file_list *first, stk__file_list *second,
+                                      const char *list_path, const char *root) {
   return parse_list2(first, second, list_path, root, true);
 }
 
@@ -537,8 +540,7 @@ stk_status stk__file_list_parse_paths(stk__file_list *out, const char *list_path
 
 stk_status stk__file_list_from_files(stk__file_list *out, const char *root,
                                      const char *const *files, size_t num_files,
-                                     const int64_t *labels, size_t num_labels,
-                                     const char *who) {
+                                     const int64_t *labels, size_t num_labels, const char *who) {
   memset(out, 0, sizeof *out);
   if (!who) who = "files";
   if (num_files == 0) return STK_FAIL(STK_ERR_NOT_FOUND, "%s: files is empty", who);
@@ -554,8 +556,8 @@ stk_status stk__file_list_from_files(stk__file_list *out, const char *root,
     if (!files[i] || !files[i][0])
       st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: files[%zu] is empty", who, i);
     else if (label < INT32_MIN || label > INT32_MAX)
-      st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: labels[%zu] = %lld is outside int32", who,
-                    i, (long long)label);
+      st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: labels[%zu] = %lld is outside int32", who, i,
+                    (long long)label);
     else
       st = builder_add(&b, root, files[i], strlen(files[i]), (int32_t)label);
   }

@@ -36,9 +36,8 @@ bool stk__file_filter_match(const char *name, const char *const *filters, size_t
  * Files directly inside `root` are ignored. Paths are `root` joined with the relative
  * path. Errors: a missing or unreadable root (STK_ERR_NOT_FOUND / STK_ERR_IO), no
  * matching file at all (STK_ERR_NOT_FOUND), both naming `root`. */
-stk_status stk__file_list_scan(stk__file_list *out, const char *root,
-                               const char *const *filters, size_t num_filters,
-                               bool case_sensitive);
+stk_status stk__file_list_scan(stk__file_list *out, const char *root, const char *const *filters,
+                               size_t num_filters, bool case_sensitive);
 
 /* A list file: one "path label" per line; the label is the last whitespace-separated
  * token, so paths may contain spaces (leading and trailing blanks are dropped). Blank
@@ -53,17 +52,16 @@ stk_status stk__file_list_parse(stk__file_list *out, const char *list_path, cons
  * without blanks; `first` gets the first paths, `second` the second ones, both with the
  * labels. Otherwise as stk__file_list_parse; a line without exactly three fields is
  * STK_ERR_PARSE naming file and line. */
-stk_status stk__file_list_parse_pairs(stk__file_list *first, stk__file_list *second, const char *list_path,
-                                      const char *root);
+stk_status stk__file_list_parse_pairs(stk__file_list *first, stk__file_list *second,
+                                      const char *list_path, const char *root);
 
 /* A list file of paths only, one per line (whole line, blanks trimmed; '#' comments and
  * blank lines skipped); labels are 0. Otherwise as stk__file_list_parse. */
-stk_status stk__file_list_parse_paths(stk__file_list *out, const char *list_path,
-                                      const char *root);
+stk_status stk__file_list_parse_paths(stk__file_list *out, const char *list_path, const char *root);
 
 /* Every file below `root` (files directly in it included, sub-directories recursively,
- * links followed, each real directory walked once as above) whose name matches `filters`, sorted by path relative
- * to root; labels are 0. No match at all is STK_ERR_NOT_FOUND naming root. */
+ * links followed, each real directory walked once as above) whose name matches `filters`, sorted by
+ * path relative to root; labels are 0. No match at all is STK_ERR_NOT_FOUND naming root. */
 stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
                                     const char *const *filters, size_t num_filters,
                                     bool case_sensitive);
@@ -74,8 +72,7 @@ stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
  * argument; no files is STK_ERR_NOT_FOUND. `who` prefixes messages (may be NULL). */
 stk_status stk__file_list_from_files(stk__file_list *out, const char *root,
                                      const char *const *files, size_t num_files,
-                                     const int64_t *labels, size_t num_labels,
-                                     const char *who);
+                                     const int64_t *labels, size_t num_labels, const char *who);
 
 /* Frees the arrays; the struct is zeroed. Safe on a zeroed struct. */
 void stk__file_list_free(stk__file_list *fl);

@@ -74,8 +74,10 @@ stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t 
   for (size_t i = 0; i < count; i++) {
     int fd;
     STK_TRY(open_one(fs->paths[i], who, &fd, &fs->sizes[i]));
-    if (keep) fs->fds[i] = fd;
-    else close(fd);
+    if (keep)
+      fs->fds[i] = fd;
+    else
+      close(fd);
   }
   return STK_OK;
 }
@@ -94,8 +96,7 @@ void stk__fileset_close(stk__fileset *fs) {
 stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offset, void *dst,
                              size_t size) {
   if (index < 0 || index >= fs->count)
-    return STK_FAIL(STK_ERR_INTERNAL, "file %lld of %lld", (long long)index,
-                    (long long)fs->count);
+    return STK_FAIL(STK_ERR_INTERNAL, "file %lld of %lld", (long long)index, (long long)fs->count);
   const char *path = fs->paths[index];
   int fd = fs->fds[index];
   bool own = fd < 0;
@@ -110,7 +111,7 @@ stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offs
   if (own) close(fd);
   if (st == STK_OK && got < size)
     st = STK_FAIL(STK_ERR_DECODE,
-                  "'%s' is truncated: %zu bytes wanted at offset %lld, the file ends at %lld",
-                  path, size, (long long)offset, (long long)(offset + (int64_t)got));
+                  "'%s' is truncated: %zu bytes wanted at offset %lld, the file ends at %lld", path,
+                  size, (long long)offset, (long long)(offset + (int64_t)got));
   return st;
 }

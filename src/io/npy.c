@@ -6,14 +6,15 @@
 
 #define MAGIC "\x93NUMPY"
 
-stk_status stk__npy_header_length(const uint8_t *prefix, size_t n, const char *path,
-                                  size_t *out) {
+stk_status stk__npy_header_length(const uint8_t *prefix, size_t n, const char *path, size_t *out) {
   if (n < 10 || memcmp(prefix, MAGIC, 6) != 0)
     return STK_FAIL(STK_ERR_DECODE, "'%s' is not a .npy file (wrong magic)", path);
   int major = prefix[6];
   if (major < 1 || major > 3)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "'%s': .npy format version %d.%d is not supported "
-                    "(1.0, 2.0 and 3.0 are)", path, major, prefix[7]);
+    return STK_FAIL(STK_ERR_UNSUPPORTED,
+                    "'%s': .npy format version %d.%d is not supported "
+                    "(1.0, 2.0 and 3.0 are)",
+                    path, major, prefix[7]);
   if (major == 1) {
     *out = 10 + ((size_t)prefix[8] | (size_t)prefix[9] << 8);
     return STK_OK;
@@ -51,7 +52,8 @@ static stk_status bad_header(const lexer *lx, const char *what) {
 /* A quoted Python string (no escapes occur in .npy headers). */
 static stk_status quoted(lexer *lx, const char **s, size_t *n) {
   skip_ws(lx);
-  if (lx->p >= lx->end || (*lx->p != '\'' && *lx->p != '"')) return bad_header(lx, "expected a string");
+  if (lx->p >= lx->end || (*lx->p != '\'' && *lx->p != '"'))
+    return bad_header(lx, "expected a string");
   char q = *lx->p++;
   const char *start = lx->p;
   while (lx->p < lx->end && *lx->p != q) lx->p++;
@@ -84,8 +86,10 @@ static stk_status shape_tuple(lexer *lx, stk__npy_header *h) {
     if (lx->p == start) return bad_header(lx, "a shape entry is not a non-negative integer");
     if (lx->p < lx->end && *lx->p == 'L') lx->p++;
     if (h->ndim == STK_MAX_NDIM)
-      return STK_FAIL(STK_ERR_UNSUPPORTED, "'%s': arrays of more than %d dimensions are not "
-                      "supported", lx->path, STK_MAX_NDIM);
+      return STK_FAIL(STK_ERR_UNSUPPORTED,
+                      "'%s': arrays of more than %d dimensions are not "
+                      "supported",
+                      lx->path, STK_MAX_NDIM);
     h->shape[h->ndim++] = v;
     if (!eat(lx, ',')) {
       if (!eat(lx, ')')) return bad_header(lx, "expected ',' or ')' in shape");
@@ -117,10 +121,14 @@ static stk_status dtype_of(const lexer *lx, const char *s, size_t n, stk__npy_he
       return STK_OK;
     }
   if (t[0] == 'O')
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "'%s' holds an object array (pickled Python objects), "
-                    "which cannot be read safely; save a numeric array instead", lx->path);
-  return STK_FAIL(STK_ERR_UNSUPPORTED, "'%s': dtype '%s' is not supported (numeric dtypes are: "
-                  "b1, i1-i8, u1-u8, f2, f4, f8)", lx->path, d);
+    return STK_FAIL(STK_ERR_UNSUPPORTED,
+                    "'%s' holds an object array (pickled Python objects), "
+                    "which cannot be read safely; save a numeric array instead",
+                    lx->path);
+  return STK_FAIL(STK_ERR_UNSUPPORTED,
+                  "'%s': dtype '%s' is not supported (numeric dtypes are: "
+                  "b1, i1-i8, u1-u8, f2, f4, f8)",
+                  lx->path, d);
 }
 
 static stk_status dict_entry(lexer *lx, stk__npy_header *h, unsigned *seen) {
@@ -131,17 +139,22 @@ static stk_status dict_entry(lexer *lx, stk__npy_header *h, unsigned *seen) {
   if (klen == 5 && memcmp(key, "descr", 5) == 0) {
     skip_ws(lx);
     if (lx->p < lx->end && *lx->p == '[')
-      return STK_FAIL(STK_ERR_UNSUPPORTED, "'%s' holds a structured array, which is not "
-                      "supported", lx->path);
+      return STK_FAIL(STK_ERR_UNSUPPORTED,
+                      "'%s' holds a structured array, which is not "
+                      "supported",
+                      lx->path);
     const char *s;
     size_t n;
     STK_TRY(quoted(lx, &s, &n));
     STK_TRY(dtype_of(lx, s, n, h));
     *seen |= 1;
   } else if (klen == 13 && memcmp(key, "fortran_order", 13) == 0) {
-    if (word(lx, "True")) h->fortran = true;
-    else if (word(lx, "False")) h->fortran = false;
-    else return bad_header(lx, "fortran_order is not True or False");
+    if (word(lx, "True"))
+      h->fortran = true;
+    else if (word(lx, "False"))
+      h->fortran = false;
+    else
+      return bad_header(lx, "fortran_order is not True or False");
     *seen |= 2;
   } else if (klen == 5 && memcmp(key, "shape", 5) == 0) {
     STK_TRY(shape_tuple(lx, h));
@@ -175,15 +188,17 @@ static stk_status data_size(stk__npy_header *h, const char *path) {
     size_t extent = (size_t)h->shape[d];
     if (!stk__mul_size(bytes, extent, &bytes) ||
         !stk__mul_size(strided, extent ? extent : 1, &strided) || strided > ((size_t)1 << 62))
-      return STK_FAIL(STK_ERR_LIMIT, "'%s': the array's shape is too large (its size in bytes "
-                      "overflows)", path);
+      return STK_FAIL(STK_ERR_LIMIT,
+                      "'%s': the array's shape is too large (its size in bytes "
+                      "overflows)",
+                      path);
   }
   h->data_bytes = (int64_t)bytes;
   return STK_OK;
 }
 
-stk_status stk__npy_parse(const uint8_t *data, size_t size, int64_t file_size,
-                          const char *path, stk__npy_header *out) {
+stk_status stk__npy_parse(const uint8_t *data, size_t size, int64_t file_size, const char *path,
+                          stk__npy_header *out) {
   memset(out, 0, sizeof *out);
   size_t total;
   STK_TRY(stk__npy_header_length(data, size, path, &total));
@@ -197,9 +212,11 @@ stk_status stk__npy_parse(const uint8_t *data, size_t size, int64_t file_size,
   STK_TRY(data_size(out, path));
   out->data_offset = (int64_t)total;
   if (out->data_bytes > file_size - out->data_offset)
-    return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated: the array needs %lld bytes from offset "
-                    "%lld, the file ends at %lld", path, (long long)out->data_bytes,
-                    (long long)out->data_offset, (long long)file_size);
+    return STK_FAIL(STK_ERR_DECODE,
+                    "'%s' is truncated: the array needs %lld bytes from offset "
+                    "%lld, the file ends at %lld",
+                    path, (long long)out->data_bytes, (long long)out->data_offset,
+                    (long long)file_size);
   return STK_OK;
 }
 
@@ -232,10 +249,18 @@ static void copy_run(const box_plan *b, const uint8_t *src, uint8_t *dst, int64_
     memcpy(dst, src, (size_t)n * e);
   } else {
     switch (e) { /* a gather (Fortran order): typed moves, not memcpy calls */
-    case 1: for (int64_t i = 0; i < n; i++) dst[i] = src[i * stride]; break;
-    case 2: for (int64_t i = 0; i < n; i++) memcpy(dst + 2 * i, src + i * stride, 2); break;
-    case 4: for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * i, src + i * stride, 4); break;
-    default: for (int64_t i = 0; i < n; i++) memcpy(dst + 8 * i, src + i * stride, 8); break;
+      case 1:
+        for (int64_t i = 0; i < n; i++) dst[i] = src[i * stride];
+        break;
+      case 2:
+        for (int64_t i = 0; i < n; i++) memcpy(dst + 2 * i, src + i * stride, 2);
+        break;
+      case 4:
+        for (int64_t i = 0; i < n; i++) memcpy(dst + 4 * i, src + i * stride, 4);
+        break;
+      default:
+        for (int64_t i = 0; i < n; i++) memcpy(dst + 8 * i, src + i * stride, 8);
+        break;
     }
   }
   if (b->swap) swap_bytes(dst, (size_t)n, e);
@@ -273,7 +298,8 @@ void stk__npy_copy_box(const stk__npy_header *h, const uint8_t *src, const int64
   for (int d = 0; d < h->ndim; d++) {
     if (count[d] == 1) continue; /* a loop of one changes nothing */
     int last = b.n - 1;
-    if (b.n > 0 && b.src[last] == src_stride[d] * count[d] && b.dst[last] == dst_stride[d] * count[d]) {
+    if (b.n > 0 && b.src[last] == src_stride[d] * count[d] &&
+        b.dst[last] == dst_stride[d] * count[d]) {
       b.count[last] *= count[d]; /* contiguous with the outer loop: merge */
       b.src[last] = src_stride[d];
       b.dst[last] = dst_stride[d];

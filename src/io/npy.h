@@ -15,9 +15,9 @@
 
 typedef struct {
   stk_dtype dtype;
-  size_t elem;      /* bytes per element */
-  bool swap;        /* stored in the other byte order */
-  bool fortran;     /* column-major */
+  size_t elem;  /* bytes per element */
+  bool swap;    /* stored in the other byte order */
+  bool fortran; /* column-major */
   int ndim;
   int64_t shape[STK_MAX_NDIM];
   int64_t data_offset; /* where the data starts */
@@ -26,13 +26,12 @@ typedef struct {
 } stk__npy_header;
 
 /* Bytes the whole header occupies, from the first 12 bytes (fewer is "truncated"). */
-stk_status stk__npy_header_length(const uint8_t *prefix, size_t n, const char *path,
-                                  size_t *out);
+stk_status stk__npy_header_length(const uint8_t *prefix, size_t n, const char *path, size_t *out);
 
 /* Parses the header at the start of `data` (`size` bytes: at least the whole header;
  * `file_size` is the whole file's, to check the data is all there). */
-stk_status stk__npy_parse(const uint8_t *data, size_t size, int64_t file_size,
-                          const char *path, stk__npy_header *out);
+stk_status stk__npy_parse(const uint8_t *data, size_t size, int64_t file_size, const char *path,
+                          stk__npy_header *out);
 
 /* Copies the box of elements start[d] .. start[d]+count[d]-1 (logical, C-order indices)
  * of the array whose data begins at `src` into `dst`, an array of shape dst_shape in C

@@ -12,18 +12,18 @@
 
 /* Tags keeping the random streams apart under one seed. */
 #define TAG_PERMUTATION 0x7065726d75746531ull
-#define TAG_LOCAL 0x6c6f63616c706572ull
-#define TAG_BUFFER 0x7368756666627566ull
+#define TAG_LOCAL       0x6c6f63616c706572ull
+#define TAG_BUFFER      0x7368756666627566ull
 
 struct stk__sampler {
   stk__sampler_config cfg;
   bool shuffle;
-  int64_t *unit_sizes, *unit_begin; /* streaming: copies, and each unit's first sample */
-  int64_t *perm;                    /* N (random access) or U (streaming) when shuffling */
-  int64_t *scratch;                 /* U: the next streaming epoch's unit order */
+  int64_t *unit_sizes, *unit_begin;     /* streaming: copies, and each unit's first sample */
+  int64_t *perm;                        /* N (random access) or U (streaming) when shuffling */
+  int64_t *scratch;                     /* U: the next streaming epoch's unit order */
   int64_t meta_shard_size, meta_padded; /* epoch 0's (reader metadata; immutable) */
-  int64_t *order;                   /* the epoch's samples in read order */
-  int64_t *buffer;                  /* streaming shuffle buffer (buffer_cap entries) */
+  int64_t *order;                       /* the epoch's samples in read order */
+  int64_t *buffer;                      /* streaming shuffle buffer (buffer_cap entries) */
   int64_t buffer_cap;
   /* The current epoch. */
   int64_t epoch, shard;
@@ -151,10 +151,13 @@ static void start_epoch(stk__sampler *s, int64_t epoch) {
   const stk__sampler_config *c = &s->cfg;
   s->epoch = epoch;
   s->shard = shard_of_epoch(c, epoch);
-  if (c->num_units) build_streaming_order(s);
-  else build_random_access_order(s);
-  s->length = c->pad_last_batch ? round_up(longest_shard(s, s->shuffle ? s->perm : NULL), c->batch_size)
-                                : s->size;
+  if (c->num_units)
+    build_streaming_order(s);
+  else
+    build_random_access_order(s);
+  s->length = c->pad_last_batch
+                  ? round_up(longest_shard(s, s->shuffle ? s->perm : NULL), c->batch_size)
+                  : s->size;
   s->emitted = s->read = s->fill = 0;
 }
 
@@ -172,9 +175,12 @@ static int64_t draw_from_buffer(stk__sampler *s) {
 int64_t stk__sampler_next(stk__sampler *s) {
   if (s->emitted == s->length) start_epoch(s, s->epoch + 1);
   int64_t index;
-  if (s->emitted >= s->size) index = s->last; /* padding */
-  else if (s->buffer) index = draw_from_buffer(s);
-  else index = s->order[s->emitted];
+  if (s->emitted >= s->size)
+    index = s->last; /* padding */
+  else if (s->buffer)
+    index = draw_from_buffer(s);
+  else
+    index = s->order[s->emitted];
   s->emitted++;
   s->last = index;
   return index;
@@ -193,13 +199,15 @@ void stk__sampler_position(stk__sampler *s, int64_t *epoch, int64_t *left) {
 
 stk_status stk__sampler_seek(stk__sampler *s, int64_t epoch, int64_t left, const char *who) {
   if (epoch < 0)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: checkpoint epoch %lld is negative", who, (long long)epoch);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: checkpoint epoch %lld is negative", who,
+                    (long long)epoch);
   start_epoch(s, epoch);
   if (left < 1 || left > s->length)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                    "%s: checkpoint position (%lld left of epoch %lld) does not fit its %lld samples: "
-                    "a checkpoint of another data set or configuration?",
-                    who, (long long)left, (long long)epoch, (long long)s->length);
+    return STK_FAIL(
+        STK_ERR_INVALID_ARGUMENT,
+        "%s: checkpoint position (%lld left of epoch %lld) does not fit its %lld samples: "
+        "a checkpoint of another data set or configuration?",
+        who, (long long)left, (long long)epoch, (long long)s->length);
   for (int64_t i = s->length - left; i > 0; i--) stk__sampler_next(s);
   return STK_OK;
 }
@@ -242,15 +250,15 @@ static stk_status check_config(const stk__sampler_config *c, const char *who) {
   if (c->num_samples < 1)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: the data set is empty", who);
   if (c->num_shards < 1 || c->num_shards > INT32_MAX)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: num_shards is %lld, must be in [1, %d]",
-                    who, (long long)c->num_shards, INT32_MAX);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: num_shards is %lld, must be in [1, %d]", who,
+                    (long long)c->num_shards, INT32_MAX);
   if (c->num_shards > c->num_samples)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                     "%s: num_shards (%lld) exceeds the number of samples (%lld)", who,
                     (long long)c->num_shards, (long long)c->num_samples);
   if (c->shard_id < 0 || c->shard_id >= c->num_shards)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: shard_id is %lld, must be in [0, %lld)",
-                    who, (long long)c->shard_id, (long long)c->num_shards);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: shard_id is %lld, must be in [0, %lld)", who,
+                    (long long)c->shard_id, (long long)c->num_shards);
   if (c->batch_size < 1)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: batch size %lld must be >= 1", who,
                     (long long)c->batch_size);
@@ -307,7 +315,8 @@ static stk_status alloc_tables(stk__sampler *s, const char *who) {
   int64_t perm_size = c->num_units ? c->num_units : c->num_samples;
   if (s->shuffle && !(s->perm = alloc_indices(perm_size, who, "epoch permutation")))
     return STK_ERR_OUT_OF_MEMORY;
-  if (s->shuffle && c->num_units && !(s->scratch = alloc_indices(perm_size, who, "epoch permutation")))
+  if (s->shuffle && c->num_units &&
+      !(s->scratch = alloc_indices(perm_size, who, "epoch permutation")))
     return STK_ERR_OUT_OF_MEMORY;
   /* Random access: at most the largest shard; streaming: a shard may hold every sample. */
   int64_t order_size = c->num_units ? c->num_samples : longest_shard(s, NULL);
@@ -333,8 +342,9 @@ stk_status stk__sampler_create(stk__sampler **out, const stk__sampler_config *cf
   start_epoch(s, 0);
   epoch_length(s, 0, s->scratch, &s->meta_shard_size);
   /* DALI's definition: every shard padded to the longest one, over all shards. */
-  s->meta_padded = cfg->pad_last_batch ? cfg->num_shards * longest_shard(s, s->shuffle ? s->perm : NULL)
-                                       : cfg->num_samples;
+  s->meta_padded = cfg->pad_last_batch
+                       ? cfg->num_shards * longest_shard(s, s->shuffle ? s->perm : NULL)
+                       : cfg->num_samples;
   *out = s;
   return STK_OK;
 }

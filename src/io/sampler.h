@@ -79,8 +79,7 @@ int64_t stk__shard_padded_size(int64_t num_shards, int64_t n, int64_t batch_size
 /* Checks `cfg` and creates a sampler positioned at the start of epoch 0. Errors
  * (STK_ERR_INVALID_ARGUMENT) name the offending setting, prefixed by `who` (the reader's
  * instance name; may be NULL). The caller frees it with stk__sampler_destroy. */
-stk_status stk__sampler_create(stk__sampler **out, const stk__sampler_config *cfg,
-                               const char *who);
+stk_status stk__sampler_create(stk__sampler **out, const stk__sampler_config *cfg, const char *who);
 void stk__sampler_destroy(stk__sampler *s);
 
 /* The next sample index, in [0, N); the stream moves into the next epoch when the

@@ -10,9 +10,11 @@
 #define MAX_EXT_HEADER ((int64_t)1 << 20)
 /* Headers are read through a cache of this many bytes, so that runs of small members
  * (labels, metadata) cost one read. */
-#define SCAN_CHUNK ((size_t)1 << 16)
+#define SCAN_CHUNK     ((size_t)1 << 16)
 
-static int64_t round_block(int64_t n) { return (n + STK__TAR_BLOCK - 1) / STK__TAR_BLOCK * STK__TAR_BLOCK; }
+static int64_t round_block(int64_t n) {
+  return (n + STK__TAR_BLOCK - 1) / STK__TAR_BLOCK * STK__TAR_BLOCK;
+}
 
 /* ---- header fields ---- */
 
@@ -169,15 +171,17 @@ static stk_status parse_pax(scanner *sc, int64_t hdr, const stk__strbuf *b, bool
 
 /* The member's name from the overrides or the header (USTAR prefix joined). */
 static stk_status resolve_name(scanner *sc, const uint8_t *h) {
-  const stk__strbuf *over = sc->has_pax_path ? &sc->pax_path
-                            : sc->has_long_name ? &sc->long_name
-                            : sc->has_global_path ? &sc->global_path : NULL;
+  const stk__strbuf *over = sc->has_pax_path      ? &sc->pax_path
+                            : sc->has_long_name   ? &sc->long_name
+                            : sc->has_global_path ? &sc->global_path
+                                                  : NULL;
   sc->name.len = 0;
   if (over) return set_buf(&sc->name, over->data, strlen(over->data));
   size_t nlen = strnlen((const char *)h, 100);
   bool posix = memcmp(h + 257, "ustar\0", 6) == 0;
   if (posix && h[345]) {
-    STK_TRY(stk__strbuf_append(&sc->name, (const char *)h + 345, strnlen((const char *)h + 345, 155)));
+    STK_TRY(
+        stk__strbuf_append(&sc->name, (const char *)h + 345, strnlen((const char *)h + 345, 155)));
     STK_TRY(stk__strbuf_append(&sc->name, "/", 1));
   }
   STK_TRY(stk__strbuf_append(&sc->name, (const char *)h, nlen));
@@ -198,7 +202,8 @@ static stk_status scan_member(scanner *sc, int64_t off, const uint8_t *h, stk__t
   char type = (char)h[156];
   bool regular = type == '0' || type == '\0' || type == '7';
   bool link_like = type >= '1' && type <= '6';
-  if (regular) size = sc->has_pax_size ? sc->pax_size : sc->has_global_size ? sc->global_size : size;
+  if (regular)
+    size = sc->has_pax_size ? sc->pax_size : sc->has_global_size ? sc->global_size : size;
   int64_t data = off + STK__TAR_BLOCK;
   if (link_like) size = 0; /* links, devices, directories store no data */
   if (size > sc->file_size - data) {
@@ -316,8 +321,8 @@ static stk_status grow(void **p, int64_t *cap, int64_t need, size_t elem, const 
   return STK_OK;
 }
 
-stk_status stk__wds_index_add(stk__wds_index *idx, const char *key, size_t key_len,
-                              const char *ext, int64_t offset, int64_t size) {
+stk_status stk__wds_index_add(stk__wds_index *idx, const char *key, size_t key_len, const char *ext,
+                              int64_t offset, int64_t size) {
   int64_t n = idx->num_samples;
   const char *last = n ? idx->text.data + idx->keys[n - 1] : NULL;
   if (!last || strlen(last) != key_len || memcmp(last, key, key_len) != 0) {
@@ -352,8 +357,7 @@ static stk_status visit_member(void *user, const char *name, int64_t offset, int
   return stk__wds_index_add(user, name, key_len, ext, offset, size);
 }
 
-stk_status stk__wds_index_build(stk__wds_index *out, int fd, const char *path,
-                                int64_t file_size) {
+stk_status stk__wds_index_build(stk__wds_index *out, int fd, const char *path, int64_t file_size) {
   memset(out, 0, sizeof *out);
   stk_status st = stk__tar_scan(fd, path, file_size, visit_member, out);
   if (st != STK_OK) stk__wds_index_free(out);
@@ -407,7 +411,8 @@ static stk_status load_line(stk__wds_index *idx, const load_ctx *c, const char *
       break;
     }
     if (offset % STK__TAR_BLOCK != 0 || size > c->tar_size || offset > c->tar_size - size) {
-      st = STK_FAIL(STK_ERR_DECODE, "%s:%zu: component at offset %lld (%lld bytes) lies outside "
+      st = STK_FAIL(STK_ERR_DECODE,
+                    "%s:%zu: component at offset %lld (%lld bytes) lies outside "
                     "'%s' (%lld bytes): the index does not match the archive",
                     c->index_path, c->line, (long long)offset, (long long)size, c->tar_path,
                     (long long)c->tar_size);
@@ -436,8 +441,10 @@ static stk_status load_text(stk__wds_index *idx, load_ctx *c, const char *text, 
   int64_t declared = -1;
   c->line = 1;
   if (!next_token(&p, line_end, &tok, &len) || len != 4 || memcmp(tok, "v1.2", 4) != 0)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s:1: not a WebDataset index of version v1.2 "
-                    "(the format of DALI's wds2idx)", c->index_path);
+    return STK_FAIL(STK_ERR_UNSUPPORTED,
+                    "%s:1: not a WebDataset index of version v1.2 "
+                    "(the format of DALI's wds2idx)",
+                    c->index_path);
   if (!next_token(&p, line_end, &tok, &len) || !token_int(tok, len, &declared))
     return STK_FAIL(STK_ERR_PARSE, "%s:1: expected \"v1.2 <number of samples>\"", c->index_path);
   p = nl ? nl + 1 : end;
@@ -454,8 +461,8 @@ static stk_status load_text(stk__wds_index *idx, load_ctx *c, const char *text, 
   return STK_OK;
 }
 
-stk_status stk__wds_index_load(stk__wds_index *out, const char *index_path,
-                               const char *tar_path, int64_t tar_size) {
+stk_status stk__wds_index_load(stk__wds_index *out, const char *index_path, const char *tar_path,
+                               int64_t tar_size) {
   memset(out, 0, sizeof *out);
   uint8_t *data;
   size_t size;
@@ -476,8 +483,8 @@ stk_status stk__wds_index_write(const stk__wds_index *idx, const char *index_pat
     for (int64_t k = idx->first[s]; k < idx->first[s + 1]; k++) {
       const stk__wds_component *c = &idx->comps[k];
       const char *ext = stk__wds_ext(idx, c);
-      fprintf(f, "%s%s %lld %lld %s%s%s", k > idx->first[s] ? " " : "", ext,
-              (long long)c->offset, (long long)c->size, key, ext[0] ? "." : "", ext);
+      fprintf(f, "%s%s %lld %lld %s%s%s", k > idx->first[s] ? " " : "", ext, (long long)c->offset,
+              (long long)c->size, key, ext[0] ? "." : "", ext);
     }
     fputc('\n', f);
   }
@@ -516,8 +523,8 @@ static void finish_header(uint8_t *h) {
   h[155] = ' ';
 }
 
-static void fill_header(uint8_t *h, const char *name, size_t name_len, int64_t size,
-                        int64_t mtime, char type) {
+static void fill_header(uint8_t *h, const char *name, size_t name_len, int64_t size, int64_t mtime,
+                        char type) {
   memset(h, 0, STK__TAR_BLOCK);
   memcpy(h, name, name_len < 100 ? name_len : 100);
   put_octal(h + 100, 8, 0644);
@@ -526,7 +533,10 @@ static void fill_header(uint8_t *h, const char *name, size_t name_len, int64_t s
   put_size(h + 124, size);
   put_octal(h + 136, 12, mtime < 0 ? 0 : mtime);
   h[156] = (uint8_t)type;
-  memcpy(h + 257, "ustar\0" "00", 8);
+  memcpy(h + 257,
+         "ustar\0"
+         "00",
+         8);
 }
 
 static stk_status write_bytes(FILE *f, const char *path, const void *data, size_t size) {
@@ -539,8 +549,8 @@ static stk_status write_bytes(FILE *f, const char *path, const void *data, size_
   return STK_OK;
 }
 
-stk_status stk__tar_write_member(FILE *f, const char *path, const char *name,
-                                 const void *data, size_t size, int64_t mtime) {
+stk_status stk__tar_write_member(FILE *f, const char *path, const char *name, const void *data,
+                                 size_t size, int64_t mtime) {
   uint8_t h[STK__TAR_BLOCK];
   size_t n = strlen(name);
   if (n == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: empty member name", path);

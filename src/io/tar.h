@@ -20,8 +20,7 @@
 /* Called for every regular file member, in archive order: its full name (pax path, GNU
  * long name, or USTAR prefix/name), the offset of its data and its size. Returning an
  * error stops the scan with that error. */
-typedef stk_status (*stk__tar_visit_fn)(void *user, const char *name, int64_t offset,
-                                        int64_t size);
+typedef stk_status (*stk__tar_visit_fn)(void *user, const char *name, int64_t offset, int64_t size);
 
 /* Scans the archive open on `fd` (`file_size` bytes, named `path` in messages). A file
  * whose first block is not a valid tar header is STK_ERR_DECODE ("not a tar archive"). */
@@ -42,8 +41,8 @@ typedef struct {
 
 typedef struct {
   int64_t num_samples;
-  int64_t *first;          /* num_samples + 1: sample i owns components first[i]..first[i+1]-1 */
-  size_t *keys;            /* num_samples offsets of the keys in `text` */
+  int64_t *first; /* num_samples + 1: sample i owns components first[i]..first[i+1]-1 */
+  size_t *keys;   /* num_samples offsets of the keys in `text` */
   stk__wds_component *comps;
   int64_t num_comps;
   stk__strbuf text; /* keys and extensions, NUL-terminated */
@@ -57,18 +56,17 @@ bool stk__wds_split_name(const char *name, size_t *key_len, const char **ext);
 
 /* Groups the archive's regular files into samples: consecutive members with one key form
  * a sample (as WebDataset and DALI do). */
-stk_status stk__wds_index_build(stk__wds_index *out, int fd, const char *path,
-                                int64_t file_size);
+stk_status stk__wds_index_build(stk__wds_index *out, int fd, const char *path, int64_t file_size);
 /* Loads a DALI index file (version "v1.2": a first line "v1.2 <samples>", then one line
  * per sample of "<ext> <offset> <size> <name>" groups) for the archive `tar_path` of
  * `tar_size` bytes; every component is checked to lie inside the archive. Errors name
  * the index file and line (STK_ERR_PARSE), or the archive (STK_ERR_DECODE). */
-stk_status stk__wds_index_load(stk__wds_index *out, const char *index_path,
-                               const char *tar_path, int64_t tar_size);
+stk_status stk__wds_index_load(stk__wds_index *out, const char *index_path, const char *tar_path,
+                               int64_t tar_size);
 /* Appends a component (data at `offset`, `size` bytes); it starts a new sample unless
  * its key (key_len bytes of `key`) equals the last sample's. */
-stk_status stk__wds_index_add(stk__wds_index *idx, const char *key, size_t key_len,
-                              const char *ext, int64_t offset, int64_t size);
+stk_status stk__wds_index_add(stk__wds_index *idx, const char *key, size_t key_len, const char *ext,
+                              int64_t offset, int64_t size);
 /* Writes the index in DALI's v1.2 format (member names are key + "." + ext). */
 stk_status stk__wds_index_write(const stk__wds_index *idx, const char *index_path);
 void stk__wds_index_free(stk__wds_index *idx);
@@ -85,8 +83,8 @@ static inline const char *stk__wds_ext(const stk__wds_index *idx, const stk__wds
 /* Writes one regular-file member (USTAR header, data, padding to 512 bytes). Names
  * longer than 100 bytes are split into prefix/name when possible, otherwise preceded by
  * a GNU long-name member. `mtime` in seconds since 1970. Errors name `path`. */
-stk_status stk__tar_write_member(FILE *f, const char *path, const char *name,
-                                 const void *data, size_t size, int64_t mtime);
+stk_status stk__tar_write_member(FILE *f, const char *path, const char *name, const void *data,
+                                 size_t size, int64_t mtime);
 /* Writes the two zero blocks ending an archive. */
 stk_status stk__tar_write_end(FILE *f, const char *path);
 

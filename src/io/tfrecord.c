@@ -40,7 +40,9 @@ static uint32_t load32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t load64(const uint8_t *p) { return (uint64_t)load32(p) | (uint64_t)load32(p + 4) << 32; }
+static uint64_t load64(const uint8_t *p) {
+  return (uint64_t)load32(p) | (uint64_t)load32(p + 4) << 32;
+}
 
 /* Slicing-by-8: eight bytes per step through eight tables. */
 static uint32_t crc_slice8(uint32_t crc, const uint8_t *p, size_t n) {
@@ -48,9 +50,8 @@ static uint32_t crc_slice8(uint32_t crc, const uint8_t *p, size_t n) {
   for (; n >= 8; p += 8, n -= 8) {
     uint32_t lo = crc ^ load32(p), hi = load32(p + 4);
     crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^
-          crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^
-          crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
-          crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+          crc_table[5][(lo >> 16) & 0xff] ^ crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^
+          crc_table[2][(hi >> 8) & 0xff] ^ crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
   }
   while (n--) crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
   return ~crc;
@@ -91,23 +92,29 @@ static bool header_ok(const uint8_t hdr[12]) {
   return stk__crc32c_mask(stk__crc32c(0, hdr, 8)) == load32(hdr + 8);
 }
 
-stk_status stk__tfrecord_check(const uint8_t *record, size_t size, const char *path,
-                               int64_t offset, const uint8_t **payload, size_t *length) {
+stk_status stk__tfrecord_check(const uint8_t *record, size_t size, const char *path, int64_t offset,
+                               const uint8_t **payload, size_t *length) {
   if (size < STK__TFRECORD_OVERHEAD)
-    return STK_FAIL(STK_ERR_DECODE, "'%s': record at offset %lld is %zu bytes, shorter than "
-                    "its framing", path, (long long)offset, size);
+    return STK_FAIL(STK_ERR_DECODE,
+                    "'%s': record at offset %lld is %zu bytes, shorter than "
+                    "its framing",
+                    path, (long long)offset, size);
   if (!header_ok(record))
     return STK_FAIL(STK_ERR_DECODE, "'%s': CRC mismatch in the length of the record at offset %lld",
                     path, (long long)offset);
   uint64_t len = load64(record);
   if (len != size - STK__TFRECORD_OVERHEAD)
-    return STK_FAIL(STK_ERR_DECODE, "'%s': the record at offset %lld holds %llu bytes, the index "
-                    "says %zu", path, (long long)offset, (unsigned long long)len,
+    return STK_FAIL(STK_ERR_DECODE,
+                    "'%s': the record at offset %lld holds %llu bytes, the index "
+                    "says %zu",
+                    path, (long long)offset, (unsigned long long)len,
                     size - STK__TFRECORD_OVERHEAD);
   uint32_t want = load32(record + 12 + len);
   if (stk__crc32c_mask(stk__crc32c(0, record + 12, (size_t)len)) != want)
-    return STK_FAIL(STK_ERR_DECODE, "'%s': CRC mismatch in the data of the record at offset %lld "
-                    "(corrupt record)", path, (long long)offset);
+    return STK_FAIL(STK_ERR_DECODE,
+                    "'%s': CRC mismatch in the data of the record at offset %lld "
+                    "(corrupt record)",
+                    path, (long long)offset);
   *payload = record + 12;
   *length = (size_t)len;
   return STK_OK;
@@ -183,18 +190,23 @@ static stk_status scan_records(stk__tfrecord_index *out, chunk_reader *c, int64_
     STK_TRY(chunk_get(c, off, 12, &hdr));
     if (!header_ok(hdr)) {
       if (off == 0)
-        return STK_FAIL(STK_ERR_DECODE, "'%s' is not a TFRecord file (the length CRC of the "
-                        "first record does not match)", c->path);
-      return STK_FAIL(STK_ERR_DECODE, "'%s': corrupt record header at offset %lld (length CRC "
-                      "mismatch)", c->path, (long long)off);
+        return STK_FAIL(STK_ERR_DECODE,
+                        "'%s' is not a TFRecord file (the length CRC of the "
+                        "first record does not match)",
+                        c->path);
+      return STK_FAIL(STK_ERR_DECODE,
+                      "'%s': corrupt record header at offset %lld (length CRC "
+                      "mismatch)",
+                      c->path, (long long)off);
     }
     uint64_t len = load64(hdr);
     if (len > (uint64_t)(file_size - off - STK__TFRECORD_OVERHEAD) ||
         file_size - off < STK__TFRECORD_OVERHEAD)
-      return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated or corrupt: the record at offset %lld "
+      return STK_FAIL(STK_ERR_DECODE,
+                      "'%s' is truncated or corrupt: the record at offset %lld "
                       "claims %llu data bytes (plus %d of framing), the file ends at %lld",
-                      c->path, (long long)off, (unsigned long long)len,
-                      STK__TFRECORD_OVERHEAD, (long long)file_size);
+                      c->path, (long long)off, (unsigned long long)len, STK__TFRECORD_OVERHEAD,
+                      (long long)file_size);
     int64_t size = (int64_t)len + STK__TFRECORD_OVERHEAD;
     STK_TRY(index_push(out, &cap, off, size));
     off += size;
@@ -213,9 +225,9 @@ stk_status stk__tfrecord_index_build(stk__tfrecord_index *out, int fd, const cha
   return st;
 }
 
-static stk_status load_line(stk__tfrecord_index *out, int64_t *cap, const char *p,
-                            const char *end, const char *index_path, size_t line,
-                            const char *path, int64_t file_size) {
+static stk_status load_line(stk__tfrecord_index *out, int64_t *cap, const char *p, const char *end,
+                            const char *index_path, size_t line, const char *path,
+                            int64_t file_size) {
   while (p < end && (*p == ' ' || *p == '\t' || *p == '\r')) p++;
   if (p == end) return STK_OK;
   char buf[64];
@@ -228,9 +240,10 @@ static stk_status load_line(stk__tfrecord_index *out, int64_t *cap, const char *
   if (sscanf(buf, "%lld %lld %c", &offset, &size, &extra) != 2)
     return STK_FAIL(STK_ERR_PARSE, "%s:%zu: expected \"<offset> <size>\"", index_path, line);
   if (offset < 0 || size < STK__TFRECORD_OVERHEAD || size > file_size || offset > file_size - size)
-    return STK_FAIL(STK_ERR_DECODE, "%s:%zu: record at offset %lld (%lld bytes) lies outside '%s' "
-                    "(%lld bytes): the index does not match the file", index_path, line, offset,
-                    size, path, (long long)file_size);
+    return STK_FAIL(STK_ERR_DECODE,
+                    "%s:%zu: record at offset %lld (%lld bytes) lies outside '%s' "
+                    "(%lld bytes): the index does not match the file",
+                    index_path, line, offset, size, path, (long long)file_size);
   return index_push(out, cap, offset, size);
 }
 
@@ -297,16 +310,22 @@ static int pb_next(const uint8_t **p, const uint8_t *end, pb_field *f) {
   f->wire = (int)(tag & 7);
   size_t need;
   switch (f->wire) {
-  case 0: return varint(p, end, &f->value) ? 1 : -1;
-  case 1: need = 8; break;
-  case 5: need = 4; break;
-  case 2: {
-    uint64_t len;
-    if (!varint(p, end, &len) || len > (uint64_t)(end - *p)) return -1;
-    need = (size_t)len;
-    break;
-  }
-  default: return -1; /* groups (3, 4) do not occur in tf.train.Example */
+    case 0:
+      return varint(p, end, &f->value) ? 1 : -1;
+    case 1:
+      need = 8;
+      break;
+    case 5:
+      need = 4;
+      break;
+    case 2: {
+      uint64_t len;
+      if (!varint(p, end, &len) || len > (uint64_t)(end - *p)) return -1;
+      need = (size_t)len;
+      break;
+    }
+    default:
+      return -1; /* groups (3, 4) do not occur in tf.train.Example */
   }
   if (need > (size_t)(end - *p)) return -1;
   f->data = *p;
@@ -327,10 +346,14 @@ static stk_status count_values(stk__tf_feature *f) {
   f->count = 0;
   while ((r = pb_next(&p, end, &x)) == 1) {
     if (x.field != 1) continue;
-    if (f->kind == STK__TF_BYTES && x.wire == 2) f->count++;
-    else if (f->kind == STK__TF_FLOAT && x.wire == 5) f->count++;
-    else if (f->kind == STK__TF_FLOAT && x.wire == 2 && x.len % 4 == 0) f->count += (int64_t)(x.len / 4);
-    else if (f->kind == STK__TF_INT64 && x.wire == 0) f->count++;
+    if (f->kind == STK__TF_BYTES && x.wire == 2)
+      f->count++;
+    else if (f->kind == STK__TF_FLOAT && x.wire == 5)
+      f->count++;
+    else if (f->kind == STK__TF_FLOAT && x.wire == 2 && x.len % 4 == 0)
+      f->count += (int64_t)(x.len / 4);
+    else if (f->kind == STK__TF_INT64 && x.wire == 0)
+      f->count++;
     else if (f->kind == STK__TF_INT64 && x.wire == 2) {
       const uint8_t *q = x.data, *qe = q + x.len;
       uint64_t v;
@@ -371,8 +394,10 @@ static stk_status parse_entry(const uint8_t *p, size_t n, const char *const *nam
   pb_field x;
   int r;
   while ((r = pb_next(&p, end, &x)) == 1) {
-    if (x.field == 1 && x.wire == 2) key = x.data, key_len = x.len;
-    else if (x.field == 2 && x.wire == 2) val = x.data, val_len = x.len;
+    if (x.field == 1 && x.wire == 2)
+      key = x.data, key_len = x.len;
+    else if (x.field == 2 && x.wire == 2)
+      val = x.data, val_len = x.len;
   }
   if (r < 0) return malformed("a truncated feature map entry");
   for (size_t i = 0; i < k; i++)
@@ -403,8 +428,10 @@ stk_status stk__tf_example_each(const uint8_t *msg, size_t size,
       size_t key_len = 0;
       stk__tf_feature f = {.kind = STK__TF_EMPTY};
       while ((t = pb_next(&ep, ee, &z)) == 1) {
-        if (z.field == 1 && z.wire == 2) key = z.data, key_len = z.len;
-        else if (z.field == 2 && z.wire == 2) STK_TRY(parse_feature(z.data, z.len, &f));
+        if (z.field == 1 && z.wire == 2)
+          key = z.data, key_len = z.len;
+        else if (z.field == 2 && z.wire == 2)
+          STK_TRY(parse_feature(z.data, z.len, &f));
       }
       if (t < 0) return malformed("a truncated feature map entry");
       STK_TRY(fn(user, (const char *)key, key_len, &f));
@@ -414,8 +441,8 @@ stk_status stk__tf_example_each(const uint8_t *msg, size_t size,
   return r < 0 ? malformed("a truncated Example") : STK_OK;
 }
 
-stk_status stk__tf_example_find(const uint8_t *msg, size_t size, const char *const *names,
-                                size_t n, stk__tf_feature *out) {
+stk_status stk__tf_example_find(const uint8_t *msg, size_t size, const char *const *names, size_t n,
+                                stk__tf_feature *out) {
   for (size_t i = 0; i < n; i++) out[i] = (stk__tf_feature){.kind = STK__TF_MISSING};
   const uint8_t *p = msg, *end = msg + size;
   pb_field x, y;

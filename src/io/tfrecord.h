@@ -58,8 +58,8 @@ void stk__tfrecord_index_free(stk__tfrecord_index *idx);
 
 /* Checks one whole record read from `path` at `offset` (framing and both CRCs) and
  * points *payload at its data. STK_ERR_DECODE naming the file and offset on mismatch. */
-stk_status stk__tfrecord_check(const uint8_t *record, size_t size, const char *path,
-                               int64_t offset, const uint8_t **payload, size_t *length);
+stk_status stk__tfrecord_check(const uint8_t *record, size_t size, const char *path, int64_t offset,
+                               const uint8_t **payload, size_t *length);
 
 /* Writes one record (framing and CRCs) to `f`; errors name `path`. */
 stk_status stk__tfrecord_write(FILE *f, const char *path, const void *data, size_t length);
@@ -84,8 +84,8 @@ typedef struct {
 /* Finds the features named `names[0..n)` in a serialized Example; out[i].kind is
  * STK__TF_MISSING for absent ones. Malformed messages are STK_ERR_DECODE (the caller
  * adds the file and offset). */
-stk_status stk__tf_example_find(const uint8_t *msg, size_t size, const char *const *names,
-                                size_t n, stk__tf_feature *out);
+stk_status stk__tf_example_find(const uint8_t *msg, size_t size, const char *const *names, size_t n,
+                                stk__tf_feature *out);
 /* Calls fn for every feature of a serialized Example, in message order (a repeated key is
  * reported each time). For inspection (`stoker info`). */
 stk_status stk__tf_example_each(const uint8_t *msg, size_t size,

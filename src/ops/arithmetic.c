@@ -60,8 +60,10 @@ static bool is_signed(stk_dtype t) {
          t == STK_DTYPE_INT64;
 }
 static stk_dtype signed_of_size(size_t bytes) {
-  return bytes >= 8 ? STK_DTYPE_INT64 : bytes == 4 ? STK_DTYPE_INT32
-                                      : bytes == 2 ? STK_DTYPE_INT16 : STK_DTYPE_INT8;
+  return bytes >= 8   ? STK_DTYPE_INT64
+         : bytes == 4 ? STK_DTYPE_INT32
+         : bytes == 2 ? STK_DTYPE_INT16
+                      : STK_DTYPE_INT8;
 }
 
 stk_dtype stk__type_promote(stk_dtype a, stk_dtype b) {
@@ -84,7 +86,8 @@ static bool is_bitwise(stk__binop op) { return op >= STK__BIN_AND && op <= STK__
 bool stk__binop_type(stk__binop op, stk_dtype a, stk_dtype b, stk_dtype *out) {
   if (!stk__dtype_valid(a) || !stk__dtype_valid(b)) return false;
   stk_dtype p = stk__type_promote(a, b);
-  if (is_compare(op)) *out = STK_DTYPE_BOOL;
+  if (is_compare(op))
+    *out = STK_DTYPE_BOOL;
   else if (is_bitwise(op)) {
     if (is_float(p)) return false;
     *out = p;
@@ -100,10 +103,14 @@ static bool unop_is_float_fn(stk__unop op) { return op >= STK__UN_SQRT && op <= 
 
 bool stk__unop_type(stk__unop op, stk_dtype in, stk_dtype *out) {
   if (!stk__dtype_valid(in)) return false;
-  if (op == STK__UN_NOT) *out = STK_DTYPE_BOOL;
-  else if (unop_is_float_fn(op)) *out = is_float(in) ? in : STK_DTYPE_FLOAT32;
-  else if (op == STK__UN_NEG && in == STK_DTYPE_BOOL) return false;
-  else *out = in;
+  if (op == STK__UN_NOT)
+    *out = STK_DTYPE_BOOL;
+  else if (unop_is_float_fn(op))
+    *out = is_float(in) ? in : STK_DTYPE_FLOAT32;
+  else if (op == STK__UN_NEG && in == STK_DTYPE_BOOL)
+    return false;
+  else
+    *out = in;
   return true;
 }
 
@@ -132,34 +139,55 @@ static const char *elem(const void *base, stk_dtype t, size_t i) {
  * 64-bit integers into float64 round). One loop per type: the generic stk__convert
  * switches per element. */
 static void load_kind(void *dst, kind k, const void *src, stk_dtype t, size_t n) {
-#define LOAD(CT, EXPR)                                                                     \
-  do {                                                                                     \
-    const CT *q = src;                                                                     \
-    if (k == K_F)                                                                          \
-      for (size_t i = 0; i < n; i++) ((double *)dst)[i] = (double)(EXPR);                  \
-    else if (k == K_I)                                                                     \
-      for (size_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)(EXPR);                \
-    else                                                                                   \
-      for (size_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = (uint64_t)(EXPR);              \
+#define LOAD(CT, EXPR)                                                        \
+  do {                                                                        \
+    const CT *q = src;                                                        \
+    if (k == K_F)                                                             \
+      for (size_t i = 0; i < n; i++) ((double *)dst)[i] = (double)(EXPR);     \
+    else if (k == K_I)                                                        \
+      for (size_t i = 0; i < n; i++) ((int64_t *)dst)[i] = (int64_t)(EXPR);   \
+    else                                                                      \
+      for (size_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = (uint64_t)(EXPR); \
   } while (0)
   switch (t) {
-  case STK_DTYPE_UINT8: LOAD(uint8_t, q[i]); return;
-  case STK_DTYPE_INT8: LOAD(int8_t, q[i]); return;
-  case STK_DTYPE_UINT16: LOAD(uint16_t, q[i]); return;
-  case STK_DTYPE_INT16: LOAD(int16_t, q[i]); return;
-  case STK_DTYPE_UINT32: LOAD(uint32_t, q[i]); return;
-  case STK_DTYPE_INT32: LOAD(int32_t, q[i]); return;
-  case STK_DTYPE_INT64: LOAD(int64_t, q[i]); return;
-  case STK_DTYPE_BOOL: LOAD(uint8_t, q[i] != 0); return;
-  case STK_DTYPE_UINT64:
-    if (k == K_I) LOAD(uint64_t, q[i] > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)q[i]);
-    else LOAD(uint64_t, q[i]);
-    return;
-  default:
-    if (k == K_F && t == STK_DTYPE_FLOAT32) LOAD(float, q[i]);
-    else if (k == K_F && t == STK_DTYPE_FLOAT64) memcpy(dst, src, n * sizeof(double));
-    else stk__convert(dst, kind_dtype(k), src, t, n); /* float16; floats into integer kinds */
-    return;
+    case STK_DTYPE_UINT8:
+      LOAD(uint8_t, q[i]);
+      return;
+    case STK_DTYPE_INT8:
+      LOAD(int8_t, q[i]);
+      return;
+    case STK_DTYPE_UINT16:
+      LOAD(uint16_t, q[i]);
+      return;
+    case STK_DTYPE_INT16:
+      LOAD(int16_t, q[i]);
+      return;
+    case STK_DTYPE_UINT32:
+      LOAD(uint32_t, q[i]);
+      return;
+    case STK_DTYPE_INT32:
+      LOAD(int32_t, q[i]);
+      return;
+    case STK_DTYPE_INT64:
+      LOAD(int64_t, q[i]);
+      return;
+    case STK_DTYPE_BOOL:
+      LOAD(uint8_t, q[i] != 0);
+      return;
+    case STK_DTYPE_UINT64:
+      if (k == K_I)
+        LOAD(uint64_t, q[i] > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)q[i]);
+      else
+        LOAD(uint64_t, q[i]);
+      return;
+    default:
+      if (k == K_F && t == STK_DTYPE_FLOAT32)
+        LOAD(float, q[i]);
+      else if (k == K_F && t == STK_DTYPE_FLOAT64)
+        memcpy(dst, src, n * sizeof(double));
+      else
+        stk__convert(dst, kind_dtype(k), src, t, n); /* float16; floats into integer kinds */
+      return;
   }
 #undef LOAD
 }
@@ -168,6 +196,8 @@ static void load_kind(void *dst, kind k, const void *src, stk_dtype t, size_t n)
  * bool as != 0. */
 static void store_int(void *out, stk_dtype t, size_t start, const uint64_t *v, size_t n) {
   switch (t) {
+/* The list reads as a table: kept out of clang-format. */
+/* clang-format off */
 #define ST(T, CT)                                                                          \
   case T:                                                                                  \
     for (size_t k = 0; k < n; k++) ((CT *)out)[start + k] = (CT)v[k];                      \
@@ -176,10 +206,11 @@ static void store_int(void *out, stk_dtype t, size_t start, const uint64_t *v, s
     ST(STK_DTYPE_INT16, int16_t) ST(STK_DTYPE_UINT32, uint32_t) ST(STK_DTYPE_INT32, int32_t)
     ST(STK_DTYPE_UINT64, uint64_t) ST(STK_DTYPE_INT64, int64_t)
 #undef ST
-  case STK_DTYPE_BOOL:
-    for (size_t k = 0; k < n; k++) ((uint8_t *)out)[start + k] = v[k] != 0;
+        /* clang-format on */
+        case STK_DTYPE_BOOL : for (size_t k = 0; k < n; k++)((uint8_t *)out)[start + k] = v[k] != 0;
     break;
-  default: break;
+    default:
+      break;
   }
 }
 
@@ -199,10 +230,10 @@ static void store_block(void *out, stk_dtype t, size_t start, const block *r, ki
 typedef struct {
   const stk__operand *o;
   kind k;
-  int64_t period;     /* periodic: element (i mod period); 0: gathered */
-  bool tiled;         /* periodic with the repeating tile in `tile` */
+  int64_t period; /* periodic: element (i mod period); 0: gathered */
+  bool tiled;     /* periodic with the repeating tile in `tile` */
   block tile;
-  int ndim;           /* gathered: the output's rank, */
+  int ndim; /* gathered: the output's rank, */
   int64_t shape[STK_MAX_NDIM], stride[STK_MAX_NDIM], idx[STK_MAX_NDIM], off;
 } reader;
 
@@ -283,6 +314,8 @@ static const block *reader_read(reader *r, size_t start, size_t n, block *buf) {
 /* The operation is chosen outside each loop and passed to the shared per-element
  * function as a constant, so the function's switch folds away and each loop is a plain
  * vectorisable loop running exactly the GPU's arithmetic (math_common.h). */
+/* The list reads as a table: kept out of clang-format. */
+/* clang-format off */
 #define EACH(OUT, FN, OP) \
   case OP: \
     for (size_t k = 0; k < n; k++) OUT[k] = FN(OP, a[k], b[k]); \
@@ -332,14 +365,18 @@ static void compute_u(stk__binop op, const uint64_t *a, const uint64_t *b, block
 #undef COMPARISONS
 #undef ARITH
 #undef BITWISE
+/* clang-format on */
 
 bool stk__broadcast_shape(const stk__operand *a, const stk__operand *b, int *ndim,
                           int64_t shape[STK_MAX_NDIM]) {
   int64_t na = numel(a->ndim, a->shape), nb = numel(b->ndim, b->shape);
   const stk__operand *big = NULL;
-  if (na == 1 && nb == 1) big = b->ndim > a->ndim ? b : a;
-  else if (na == 1) big = b;
-  else if (nb == 1) big = a;
+  if (na == 1 && nb == 1)
+    big = b->ndim > a->ndim ? b : a;
+  else if (na == 1)
+    big = b;
+  else if (nb == 1)
+    big = a;
   if (big) {
     *ndim = big->ndim;
     memcpy(shape, big->shape, (size_t)big->ndim * sizeof(int64_t));
@@ -370,17 +407,22 @@ void stk__binary(stk__binop op, const stk__operand *a, const stk__operand *b, vo
    * fit any block. */
   size_t len = BLOCK;
   reader *small = NULL;
-  if (ra->period > 1 && ra->period <= BLOCK / 2) small = ra;
-  else if (rb->period > 1 && rb->period <= BLOCK / 2) small = rb;
+  if (ra->period > 1 && ra->period <= BLOCK / 2)
+    small = ra;
+  else if (rb->period > 1 && rb->period <= BLOCK / 2)
+    small = rb;
   if (small) len = BLOCK - BLOCK % (size_t)small->period, reader_tile(small, len);
   if (ra->period == 1) reader_tile(ra, len);
   if (rb->period == 1) reader_tile(rb, len);
   for (size_t start = 0; start < n; start += len) {
     size_t m = n - start < len ? n - start : len;
     const block *x = reader_read(ra, start, m, ba), *y = reader_read(rb, start, m, bb);
-    if (k == K_F) compute_f(op, x->f, y->f, br, m);
-    else if (k == K_I) compute_i(op, x->i, y->i, br, m);
-    else compute_u(op, x->u, y->u, br, m);
+    if (k == K_F)
+      compute_f(op, x->f, y->f, br, m);
+    else if (k == K_I)
+      compute_i(op, x->i, y->i, br, m);
+    else
+      compute_u(op, x->u, y->u, br, m);
     store_block(out, out_type, start, br, is_compare(op) ? K_U : k, m);
   }
 }
@@ -424,9 +466,12 @@ void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo,
     size_t m = n - start < BLOCK ? n - start : BLOCK;
     load_kind(x.f, k, elem(in, dtype, start), dtype, m);
     for (size_t i = 0; i < m; i++) {
-      if (k == K_F) x.f[i] = stk_ar_clamp_f(x.f[i], lo, hi);
-      else if (k == K_I) x.i[i] = stk_ar_clamp_i(x.i[i], ilo, ihi);
-      else x.u[i] = stk_ar_clamp_u(x.u[i], ulo, uhi);
+      if (k == K_F)
+        x.f[i] = stk_ar_clamp_f(x.f[i], lo, hi);
+      else if (k == K_I)
+        x.i[i] = stk_ar_clamp_i(x.i[i], ilo, ihi);
+      else
+        x.u[i] = stk_ar_clamp_u(x.u[i], ulo, uhi);
     }
     store_block(out, dtype, start, &x, k, m);
   }
@@ -436,18 +481,18 @@ void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo,
 /* Operators                                                                          */
 /* ---------------------------------------------------------------------------------- */
 
-#define SCALAR_DTYPES "bool|uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64"
-#define BINOP_CHOICES                                                                      \
+#define SCALAR_DTYPES \
+  "bool|uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64"
+#define BINOP_CHOICES \
   "add|sub|mul|div|floordiv|mod|min|max|pow|fpow|atan2|eq|ne|lt|le|gt|ge|and|or|xor"
-#define UNOP_CHOICES                                                                       \
-  "neg|not|abs|sqrt|rsqrt|cbrt|exp|log|log2|log10|sin|cos|tan|asin|acos|atan|sinh|cosh|"  \
+#define UNOP_CHOICES                                                                     \
+  "neg|not|abs|sqrt|rsqrt|cbrt|exp|log|log2|log10|sin|cos|tan|asin|acos|atan|sinh|cosh|" \
   "tanh|floor|ceil|round"
 
 static const stk_port_schema any_out[] = {{"output", "the result"}};
 
 /* Output layout: the layout of an input that has the output's rank and size. */
-static const char *result_layout(const stk__tensor *a, const stk__tensor *b, int ndim,
-                                 int64_t n) {
+static const char *result_layout(const stk__tensor *a, const stk__tensor *b, int ndim, int64_t n) {
   const stk__tensor *c[2] = {a, b};
   for (int i = 0; i < 2; i++)
     if (c[i] && c[i]->ndim == ndim && numel(c[i]->ndim, c[i]->shape) == n) return c[i]->layout;
@@ -538,8 +583,9 @@ static stk_status binary_run(stk__node *node, stk__sample *s) {
   if (!stk__broadcast_shape(&a, &b, &ndim, shape))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "'%s': shapes of %d and %d dimensions do not broadcast (first extents "
-                      "%lld and %lld)", stk__binop_name(st->op), a.ndim, b.ndim,
-                      (long long)(a.ndim ? a.shape[0] : 1), (long long)(b.ndim ? b.shape[0] : 1));
+                      "%lld and %lld)",
+                      stk__binop_name(st->op), a.ndim, b.ndim, (long long)(a.ndim ? a.shape[0] : 1),
+                      (long long)(b.ndim ? b.shape[0] : 1));
   stk__tensor *out;
   STK_TRY(output_shaped(s, ot, ndim, shape, result_layout(t0, t1, ndim, numel(ndim, shape)), &out));
   stk__binary(st->op, &a, &b, out->data, ot, ndim, shape);
@@ -560,14 +606,20 @@ static const stk_op_schema binary_schema = {
     "give float32 for integers; comparisons give bool. Integer results wrap around as in "
     "C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy "
     "broadcasting ([C] against HWC).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, binary_in, 1, any_out,
-    sizeof binary_args / sizeof binary_args[0], binary_args};
-const stk__op_def stk__op_math_binary = {
-    .schema = &binary_schema,
-    .init = binary_init,
-    .destroy = state_destroy,
-    .run_sample = binary_run,
-    .run_gpu = binary_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    2,
+    binary_in,
+    1,
+    any_out,
+    sizeof binary_args / sizeof binary_args[0],
+    binary_args};
+const stk__op_def stk__op_math_binary = {.schema = &binary_schema,
+                                         .init = binary_init,
+                                         .destroy = state_destroy,
+                                         .run_sample = binary_run,
+                                         .run_gpu = binary_run_gpu};
 
 /* ---- math.unary ---- */
 enum { U_OP };
@@ -596,8 +648,8 @@ static stk_status unary_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
   stk_dtype ot;
   if (!stk__unop_type(op, in->dtype, &ot))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'%s' does not take %s",
-                      unop_names[op], dname(in->dtype));
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'%s' does not take %s", unop_names[op],
+                      dname(in->dtype));
   stk__tensor *out;
   STK_TRY(output_shaped(s, ot, in->ndim, in->shape, in->layout, &out));
   stk__unary(op, in->data, in->dtype, out->data, ot, (size_t)numel(in->ndim, in->shape));
@@ -607,22 +659,28 @@ static stk_status unary_run(stk__node *node, stk__sample *s) {
 static stk_status unary_run_gpu(stk__node *node, stk__gpu_batch *b);
 
 static const stk_op_schema unary_schema = {
-    "math.unary", "Elementwise unary operations (negation, logical not, abs, rounding, "
-                  "and the floating-point functions).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, unary_in, 1, any_out,
-    sizeof unary_args / sizeof unary_args[0], unary_args};
-const stk__op_def stk__op_math_unary = {
-    .schema = &unary_schema,
-    .init = unary_init,
-    .destroy = state_destroy,
-    .run_sample = unary_run,
-    .run_gpu = unary_run_gpu};
+    "math.unary",
+    "Elementwise unary operations (negation, logical not, abs, rounding, "
+    "and the floating-point functions).",
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    unary_in,
+    1,
+    any_out,
+    sizeof unary_args / sizeof unary_args[0],
+    unary_args};
+const stk__op_def stk__op_math_unary = {.schema = &unary_schema,
+                                        .init = unary_init,
+                                        .destroy = state_destroy,
+                                        .run_sample = unary_run,
+                                        .run_gpu = unary_run_gpu};
 
 /* ---- math.clamp ---- */
 enum { C_LO, C_HI, C_LO_DTYPE, C_HI_DTYPE };
 static const stk_arg_schema clamp_args[] = {
-    {"lo", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "lower bound (none when absent)"},
+    {"lo", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, "lower bound (none when absent)"},
     {"hi", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
      "upper bound (none when absent); when lo > hi the result is hi, as numpy.clip"},
     {"lo_dtype", STK_ARG_STRING, 0, NULL, 0, 0, SCALAR_DTYPES,
@@ -680,22 +738,29 @@ static void list_sample(const stk_tensor_list *tl, size_t i, stk__tensor *t) {
   memcpy(t->layout, d.layout, sizeof t->layout);
 }
 
-static stk_status gpu_math_table(const stk__node *node, stk__gpu_batch *b, const stk_gpu_math_api **out) {
+static stk_status gpu_math_table(const stk__node *node, stk__gpu_batch *b,
+                                 const stk_gpu_math_api **out) {
   const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
   if (!m || m->version < 1 || !m->binary)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no math kernels", stk__node_name(node));
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no math kernels",
+                    stk__node_name(node));
   *out = m;
   return STK_OK;
 }
 
 /* How operand o lines up with the output (the reader's rules above). */
-void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, stk_gpu_math_operand *g) {
+void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape,
+                             stk_gpu_math_operand *g) {
   memset(g, 0, sizeof *g);
   g->data = o->data;
-  int64_t n = numel(o->ndim, o->shape), total = numel(ndim, shape), period = find_period(o, ndim, shape);
-  if (n == 1) g->mode = STK_GPU_OPERAND_SCALAR;
-  else if (n == total) g->mode = STK_GPU_OPERAND_DENSE;
-  else if (period > 0) g->mode = STK_GPU_OPERAND_PERIODIC, g->period = period;
+  int64_t n = numel(o->ndim, o->shape), total = numel(ndim, shape),
+          period = find_period(o, ndim, shape);
+  if (n == 1)
+    g->mode = STK_GPU_OPERAND_SCALAR;
+  else if (n == total)
+    g->mode = STK_GPU_OPERAND_DENSE;
+  else if (period > 0)
+    g->mode = STK_GPU_OPERAND_PERIODIC, g->period = period;
   else {
     reader r;
     reader_init(&r, o, K_F, ndim, shape);
@@ -717,8 +782,8 @@ typedef struct {
 } binary_gpu_plan;
 
 /* Plans sample i: operands, types (checked), output shape; *ndim0 is the batch's rank. */
-static stk_status binary_gpu_sample(stk__node *node, stk__gpu_batch *b, const binary_state *st, binary_gpu_plan *p,
-                                    size_t i, int *ndim0, char *layout) {
+static stk_status binary_gpu_sample(stk__node *node, stk__gpu_batch *b, const binary_state *st,
+                                    binary_gpu_plan *p, size_t i, int *ndim0, char *layout) {
   stk__sample *s = stk__gpu_sample(b, i);
   static const int64_t one = 1;
   stk__tensor t0, t1;
@@ -736,18 +801,25 @@ static stk_status binary_gpu_sample(stk__node *node, stk__gpu_batch *b, const bi
   if (!stk__broadcast_shape(&a, &c, &ndim, shape))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "'%s': shapes of %d and %d dimensions do not broadcast (first extents "
-                      "%lld and %lld)", stk__binop_name(st->op), a.ndim, c.ndim,
-                      (long long)(a.ndim ? a.shape[0] : 1), (long long)(c.ndim ? c.shape[0] : 1));
-  if (i == 0) *ndim0 = ndim;
+                      "%lld and %lld)",
+                      stk__binop_name(st->op), a.ndim, c.ndim, (long long)(a.ndim ? a.shape[0] : 1),
+                      (long long)(c.ndim ? c.shape[0] : 1));
+  if (i == 0)
+    *ndim0 = ndim;
   else if (ndim != *ndim0)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "'%s': the result has %d dimensions here and %d in sample "
-                      "0; a GPU batch needs one rank", stk__binop_name(st->op), ndim, *ndim0);
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "'%s': the result has %d dimensions here and %d in sample "
+                      "0; a GPU batch needs one rank",
+                      stk__binop_name(st->op), ndim, *ndim0);
   memset(g, 0, sizeof *g);
   g->count = numel(ndim, shape);
   g->ndim = ndim;
   memcpy(g->shape, shape, (size_t)ndim * sizeof(int64_t));
-  memcpy(p->shapes + i * (size_t)ndim, shape, (size_t)ndim * sizeof(int64_t)); /* one rank: checked above */
-  if (i == 0) snprintf(layout, STK_MAX_LAYOUT + 1, "%s", result_layout(&t0, p->in[1] ? &t1 : NULL, ndim, g->count));
+  memcpy(p->shapes + i * (size_t)ndim, shape,
+         (size_t)ndim * sizeof(int64_t)); /* one rank: checked above */
+  if (i == 0)
+    snprintf(layout, STK_MAX_LAYOUT + 1, "%s",
+             result_layout(&t0, p->in[1] ? &t1 : NULL, ndim, g->count));
   stk__binary_gpu_operand(&a, ndim, shape, &g->a);
   stk__binary_gpu_operand(&c, ndim, shape, &g->b);
   if (!p->in[1]) {
@@ -768,28 +840,32 @@ static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
   binary_gpu_plan p;
   memset(&p, 0, sizeof p);
   stk_status rc = stk__gpu_device_input(b, 0, &p.in[0], &p.owned[0]);
-  if (rc == STK_OK && stk__node_num_inputs(node) == 2) rc = stk__gpu_device_input(b, 1, &p.in[1], &p.owned[1]);
+  if (rc == STK_OK && stk__node_num_inputs(node) == 2)
+    rc = stk__gpu_device_input(b, 1, &p.in[1], &p.owned[1]);
   if (rc != STK_OK) {
     if (p.owned[0]) stk_tensor_list_release(p.in[0]);
     return rc;
   }
-  stk_dtype ta = stk_tensor_list_dtype(p.in[0]), tb = p.in[1] ? stk_tensor_list_dtype(p.in[1]) : st->scalar_dtype;
+  stk_dtype ta = stk_tensor_list_dtype(p.in[0]),
+            tb = p.in[1] ? stk_tensor_list_dtype(p.in[1]) : st->scalar_dtype;
   if (!p.in[1] && st->scalar_left) {
     stk_dtype tmp = ta;
     ta = tb, tb = tmp;
   }
   stk_dtype ot = STK_DTYPE_BOOL;
   if (!stk__binop_type(st->op, ta, tb, &ot))
-    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, n ? stk__gpu_sample(b, 0) : NULL, "'%s' does not take %s and %s",
-                    stk__binop_name(st->op), dname(ta), dname(tb));
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, n ? stk__gpu_sample(b, 0) : NULL,
+                    "'%s' does not take %s and %s", stk__binop_name(st->op), dname(ta), dname(tb));
   p.smp = stk__calloc(n ? n : 1, sizeof *p.smp, "a math.binary plan");
   p.shapes = stk__calloc((n ? n : 1) * STK_MAX_NDIM, sizeof(int64_t), "shapes");
   if (rc == STK_OK && (!p.smp || !p.shapes)) rc = STK_ERR_OUT_OF_MEMORY;
   int ndim = 0;
   char layout[STK_MAX_LAYOUT + 1] = "";
-  for (size_t i = 0; i < n && rc == STK_OK; i++) rc = binary_gpu_sample(node, b, st, &p, i, &ndim, layout);
+  for (size_t i = 0; i < n && rc == STK_OK; i++)
+    rc = binary_gpu_sample(node, b, st, &p, i, &ndim, layout);
   if (rc == STK_OK) {
-    rc = stk__gpu_alloc_list(b, ot, ndim, p.shapes, layout, stk__gpu_shapes_equal(p.shapes, n, ndim), &p.out);
+    rc = stk__gpu_alloc_list(b, ot, ndim, p.shapes, layout,
+                             stk__gpu_shapes_equal(p.shapes, n, ndim), &p.out);
   }
   if (rc == STK_OK) {
     for (size_t i = 0; i < n; i++) {
@@ -800,7 +876,8 @@ static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk_gpu_binary_args args = {(int)st->op, ta, tb, ot, stk__binary_kind(st->op, ta, tb, ot)};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(node, m->binary(g->ctx, (int)n, p.smp, &args, stk__gpu_stream(b), err, sizeof err), err);
+    rc = stk__gpu_op_check(
+        node, m->binary(g->ctx, (int)n, p.smp, &args, stk__gpu_stream(b), err, sizeof err), err);
   }
   free(p.smp);
   free(p.shapes);
@@ -826,8 +903,8 @@ static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op)
                         "the bounds' types give another output type here than in sample 0");
   }
   if (op >= 0 && !stk__unop_type((stk__unop)op, it, &ot))
-    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, n ? stk__gpu_sample(b, 0) : NULL, "'%s' does not take %s",
-                    unop_names[op], dname(it));
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, n ? stk__gpu_sample(b, 0) : NULL,
+                    "'%s' does not take %s", unop_names[op], dname(it));
   int ndim = stk_tensor_list_ndim(in);
   stk_gpu_unary_sample *us = stk__calloc(n ? n : 1, sizeof *us, "a math plan");
   int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(ndim ? ndim : 1), sizeof(int64_t), "shapes");
@@ -844,12 +921,13 @@ static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op)
       double hi = stk__arg_given(node, C_HI) ? stk__arg_float(node, s, C_HI) : INFINITY;
       us[i].lo = isnan(lo) ? -INFINITY : lo;
       us[i].hi = isnan(hi) ? INFINITY : hi;
-      if (!is_float(ot)) stk_ar_int_bounds(ot, us[i].lo, us[i].hi, &us[i].ilo, &us[i].ihi, &us[i].ulo, &us[i].uhi);
+      if (!is_float(ot))
+        stk_ar_int_bounds(ot, us[i].lo, us[i].hi, &us[i].ilo, &us[i].ihi, &us[i].ulo, &us[i].uhi);
     }
   }
   if (rc == STK_OK)
-    rc = stk__gpu_alloc_list(b, ot, ndim, shapes, stk_tensor_list_layout(in), stk__gpu_shapes_equal(shapes, n, ndim),
-                             &out);
+    rc = stk__gpu_alloc_list(b, ot, ndim, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
   if (rc == STK_OK) {
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
@@ -859,7 +937,8 @@ static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op)
     stk_gpu_unary_args args = {op, it, ot};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(node, m->unary(g->ctx, (int)n, us, &args, stk__gpu_stream(b), err, sizeof err), err);
+    rc = stk__gpu_op_check(
+        node, m->unary(g->ctx, (int)n, us, &args, stk__gpu_stream(b), err, sizeof err), err);
   }
   free(us);
   free(shapes);
@@ -870,14 +949,23 @@ static stk_status unary_run_gpu(stk__node *node, stk__gpu_batch *b) {
   return unary_like_run_gpu(node, b, (int)*(const stk__unop *)*stk__node_state(node));
 }
 
-static stk_status clamp_run_gpu(stk__node *node, stk__gpu_batch *b) { return unary_like_run_gpu(node, b, -1); }
+static stk_status clamp_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return unary_like_run_gpu(node, b, -1);
+}
 
 static const stk_op_schema clamp_schema = {
     "math.clamp",
     "Clamps every element to [lo, hi] (DALI's math.clamp): the output type is the input's "
     "promoted with the bounds' types (lo_dtype / hi_dtype, or the feeding nodes' types), as "
     "DALI's arithmetic promotes; integer outputs: lo rounded up, hi down, saturated to the type.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, unary_in, 1, any_out,
-    sizeof clamp_args / sizeof clamp_args[0], clamp_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    unary_in,
+    1,
+    any_out,
+    sizeof clamp_args / sizeof clamp_args[0],
+    clamp_args};
 const stk__op_def stk__op_math_clamp = {
     .schema = &clamp_schema, .run_sample = clamp_run, .run_gpu = clamp_run_gpu};

@@ -76,7 +76,8 @@ void stk__clamp(const void *in, void *out, stk_dtype dtype, size_t n, double lo,
 
 /* How operand o of a broadcast to `shape` is read per output element (data, mode,
  * period, strides; the scalar bytes are the caller's). */
-void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape, stk_gpu_math_operand *g);
+void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape,
+                             stk_gpu_math_operand *g);
 /* The compute kind (STK_AK_*) of op on types a and b with result type out. */
 int stk__binary_kind(stk__binop op, stk_dtype a, stk_dtype b, stk_dtype out);
 

@@ -28,22 +28,22 @@ stk_status stk__aa_matrix(stk__aa_op op, stk__aa_convention conv, const double p
                           int64_t w, double m[6]) {
   double f[6] = {1, 0, 0, 0, 1, 0};
   switch (op) {
-  case STK__AA_SHEAR_X:
-  case STK__AA_SHEAR_Y: /* [[1, sx], [sy, 1]] */
-    f[1] = p[0], f[3] = p[1];
-    break;
-  case STK__AA_TRANSLATE_X:
-  case STK__AA_TRANSLATE_Y:
-    /* torchvision's inverse map reads the input at x - t; DALI's forward map moves
-     * the input by +t: the same picture */
-    f[2] = conv == STK__AA_TORCHVISION ? -p[0] : p[0];
-    f[5] = conv == STK__AA_TORCHVISION ? -p[1] : p[1];
-    break;
-  case STK__AA_ROTATE:
-    stk__rotate_matrix(p[0], h, w, h, w, m);
-    return STK_OK;
-  default:
-    return STK_FAIL(STK_ERR_INTERNAL, "%s is not geometric", stk__aa_op_name(op));
+    case STK__AA_SHEAR_X:
+    case STK__AA_SHEAR_Y: /* [[1, sx], [sy, 1]] */
+      f[1] = p[0], f[3] = p[1];
+      break;
+    case STK__AA_TRANSLATE_X:
+    case STK__AA_TRANSLATE_Y:
+      /* torchvision's inverse map reads the input at x - t; DALI's forward map moves
+       * the input by +t: the same picture */
+      f[2] = conv == STK__AA_TORCHVISION ? -p[0] : p[0];
+      f[5] = conv == STK__AA_TORCHVISION ? -p[1] : p[1];
+      break;
+    case STK__AA_ROTATE:
+      stk__rotate_matrix(p[0], h, w, h, w, m);
+      return STK_OK;
+    default:
+      return STK_FAIL(STK_ERR_INTERNAL, "%s is not geometric", stk__aa_op_name(op));
   }
   /* torchvision's matrices map output to input (PIL's transform data, (1, level, 0, 0,
    * 1, 0) for ShearX); DALI's transforms.* map input to output and warp_affine inverts
@@ -54,8 +54,10 @@ stk_status stk__aa_matrix(stk__aa_op op, stk__aa_convention conv, const double p
   }
   round_f32(f);
   if (!stk__affine_invert(f, m))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: the matrix [%g, %g, %g, %g, %g, %g] cannot "
-                    "be inverted", stk__aa_op_name(op), f[0], f[1], f[2], f[3], f[4], f[5]);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: the matrix [%g, %g, %g, %g, %g, %g] cannot "
+                    "be inverted",
+                    stk__aa_op_name(op), f[0], f[1], f[2], f[3], f[4], f[5]);
   return STK_OK;
 }
 
@@ -88,8 +90,10 @@ stk_status stk__aa_boxes(float *boxes, int64_t count, const double m[6], int64_t
       map_point(f, xs[k & 1], ys[k >> 1], &x, &y);
       lo_x = fmin(lo_x, x), hi_x = fmax(hi_x, x), lo_y = fmin(lo_y, y), hi_y = fmax(hi_y, y);
     }
-    b[0] = (float)(clampd(lo_x, 0, (double)w) / sx), b[2] = (float)(clampd(hi_x, 0, (double)w) / sx);
-    b[1] = (float)(clampd(lo_y, 0, (double)h) / sy), b[3] = (float)(clampd(hi_y, 0, (double)h) / sy);
+    b[0] = (float)(clampd(lo_x, 0, (double)w) / sx),
+    b[2] = (float)(clampd(hi_x, 0, (double)w) / sx);
+    b[1] = (float)(clampd(lo_y, 0, (double)h) / sy),
+    b[3] = (float)(clampd(hi_y, 0, (double)h) / sy);
   }
   return STK_OK;
 }
@@ -153,7 +157,8 @@ static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, d
                                  const double *k9, stk__aa_scratch_fn scratch, void *sctx) {
   float k[9];
   size_t n = (size_t)(src->h * src->w * src->c);
-  if (stk__aa_dali_sharp_kernel(s, k9, k)) { /* the filter would copy (its separable path for a delta) */
+  if (stk__aa_dali_sharp_kernel(s, k9,
+                                k)) { /* the filter would copy (its separable path for a delta) */
     memcpy(dst->data, src->data, n);
     return STK_OK;
   }
@@ -175,10 +180,18 @@ static void point_lut(const stk__image *src, const stk__image *dst, lut_kind kin
   for (int v = 0; v < 256; v++) {
     int out = v;
     switch (kind) {
-    case LUT_POSTERIZE: out = v & (int)p; break;
-    case LUT_SOLARIZE: out = (double)v < p ? v : 255 - v; break;
-    case LUT_SOLARIZE_ADD: out = v < 128 ? (int)clampd(v + p, 0, 255) : v; break;
-    case LUT_INVERT: out = 255 - v; break;
+      case LUT_POSTERIZE:
+        out = v & (int)p;
+        break;
+      case LUT_SOLARIZE:
+        out = (double)v < p ? v : 255 - v;
+        break;
+      case LUT_SOLARIZE_ADD:
+        out = v < 128 ? (int)clampd(v + p, 0, 255) : v;
+        break;
+      case LUT_INVERT:
+        out = 255 - v;
+        break;
     }
     lut[v] = lut[256 + v] = lut[512 + v] = (uint8_t)out;
   }
@@ -219,37 +232,53 @@ stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p
   bool tv = conv == STK__AA_TORCHVISION;
   double v = np > 0 ? p[0] : 0.0;
   switch (op) {
-  case STK__AA_IDENTITY:
-    memcpy(dst->data, src->data, (size_t)(src->h * src->w * src->c));
-    return STK_OK;
-  case STK__AA_BRIGHTNESS:
-    if (tv) stk__pil_brightness(src, dst, (float)v);
-    else return dali_linear(src, dst, v, 1.0, 128.0, scratch, sctx);
-    return STK_OK;
-  case STK__AA_CONTRAST:
-    if (tv) stk__pil_contrast(src, dst, (float)v);
-    else return dali_linear(src, dst, 1.0, v, stk__image_mean_luma(src), scratch, sctx);
-    return STK_OK;
-  case STK__AA_COLOR:
-    if (tv) stk__pil_color(src, dst, (float)v);
-    else return dali_saturation(src, dst, v, scratch, sctx);
-    return STK_OK;
-  case STK__AA_SHARPNESS:
-    if (tv) stk__pil_sharpness(src, dst, (float)v);
-    else return dali_sharpness(src, dst, v, np == 9 ? p : NULL, scratch, sctx);
-    return STK_OK;
-  case STK__AA_POSTERIZE: {
-    /* DALI's parameter is the mask, torchvision's the bits kept */
-    int mask = tv ? (int)(uint8_t)(0xFF00u >> (int)clampd(v, 0, 8)) : (int)clampd(v, 0, 255);
-    point_lut(src, dst, LUT_POSTERIZE, mask);
-    return STK_OK;
-  }
-  case STK__AA_SOLARIZE: point_lut(src, dst, LUT_SOLARIZE, v); return STK_OK;
-  case STK__AA_SOLARIZE_ADD: point_lut(src, dst, LUT_SOLARIZE_ADD, v); return STK_OK;
-  case STK__AA_INVERT: point_lut(src, dst, LUT_INVERT, 0); return STK_OK;
-  case STK__AA_EQUALIZE:
-  case STK__AA_AUTO_CONTRAST: return histogram_op(src, dst, op, conv, scratch, sctx);
-  default: return STK_FAIL(STK_ERR_INTERNAL, "%s is not a colour operation", stk__aa_op_name(op));
+    case STK__AA_IDENTITY:
+      memcpy(dst->data, src->data, (size_t)(src->h * src->w * src->c));
+      return STK_OK;
+    case STK__AA_BRIGHTNESS:
+      if (tv)
+        stk__pil_brightness(src, dst, (float)v);
+      else
+        return dali_linear(src, dst, v, 1.0, 128.0, scratch, sctx);
+      return STK_OK;
+    case STK__AA_CONTRAST:
+      if (tv)
+        stk__pil_contrast(src, dst, (float)v);
+      else
+        return dali_linear(src, dst, 1.0, v, stk__image_mean_luma(src), scratch, sctx);
+      return STK_OK;
+    case STK__AA_COLOR:
+      if (tv)
+        stk__pil_color(src, dst, (float)v);
+      else
+        return dali_saturation(src, dst, v, scratch, sctx);
+      return STK_OK;
+    case STK__AA_SHARPNESS:
+      if (tv)
+        stk__pil_sharpness(src, dst, (float)v);
+      else
+        return dali_sharpness(src, dst, v, np == 9 ? p : NULL, scratch, sctx);
+      return STK_OK;
+    case STK__AA_POSTERIZE: {
+      /* DALI's parameter is the mask, torchvision's the bits kept */
+      int mask = tv ? (int)(uint8_t)(0xFF00u >> (int)clampd(v, 0, 8)) : (int)clampd(v, 0, 255);
+      point_lut(src, dst, LUT_POSTERIZE, mask);
+      return STK_OK;
+    }
+    case STK__AA_SOLARIZE:
+      point_lut(src, dst, LUT_SOLARIZE, v);
+      return STK_OK;
+    case STK__AA_SOLARIZE_ADD:
+      point_lut(src, dst, LUT_SOLARIZE_ADD, v);
+      return STK_OK;
+    case STK__AA_INVERT:
+      point_lut(src, dst, LUT_INVERT, 0);
+      return STK_OK;
+    case STK__AA_EQUALIZE:
+    case STK__AA_AUTO_CONTRAST:
+      return histogram_op(src, dst, op, conv, scratch, sctx);
+    default:
+      return STK_FAIL(STK_ERR_INTERNAL, "%s is not a colour operation", stk__aa_op_name(op));
   }
 }
 
@@ -290,12 +319,13 @@ stk_status stk__aa_gpu_step(stk__aa_op op, stk__aa_convention conv, double param
                             bool *uses_lut) {
   double v[2] = {param, 0.0}; /* the parameter vector as apply_one builds it */
   if (op == STK__AA_SHEAR_Y || op == STK__AA_TRANSLATE_Y) v[0] = 0.0, v[1] = param;
-  return stk__aa_gpu_step_vec(op, conv, stk__aa_op_is_geometric(op) ? v : &param, 1, h, w, step, m, lut,
-                              uses_lut);
+  return stk__aa_gpu_step_vec(op, conv, stk__aa_op_is_geometric(op) ? v : &param, 1, h, w, step, m,
+                              lut, uses_lut);
 }
 
-stk_status stk__aa_gpu_step_vec(stk__aa_op op, stk__aa_convention conv, const double *p, int np, int64_t h,
-                                int64_t w, stk_gpu_aa_step *step, double m[6], uint8_t *lut, bool *uses_lut) {
+stk_status stk__aa_gpu_step_vec(stk__aa_op op, stk__aa_convention conv, const double *p, int np,
+                                int64_t h, int64_t w, stk_gpu_aa_step *step, double m[6],
+                                uint8_t *lut, bool *uses_lut) {
   bool tv = conv == STK__AA_TORCHVISION;
   double param = np > 0 ? p[0] : 0.0; /* what stk__aa_color reads */
   memset(step, 0, sizeof *step);
@@ -308,38 +338,43 @@ stk_status stk__aa_gpu_step_vec(stk__aa_op op, stk__aa_convention conv, const do
     return STK_OK;
   }
   switch (op) {
-  case STK__AA_IDENTITY: return STK_OK;
-  case STK__AA_BRIGHTNESS:
-  case STK__AA_POSTERIZE:
-  case STK__AA_SOLARIZE:
-  case STK__AA_SOLARIZE_ADD:
-  case STK__AA_INVERT:
-    step->code = STK_GPU_AA_LUT, *uses_lut = true;
-    return ramp_lut(op, conv, param, lut);
-  case STK__AA_CONTRAST:
-    step->code = tv ? STK_GPU_AA_CONTRAST_PIL : STK_GPU_AA_CONTRAST_DALI, step->p[0] = param;
-    return STK_OK;
-  case STK__AA_COLOR:
-    if (tv) step->code = STK_GPU_AA_COLOR_PIL, step->p[0] = param;
-    else step->code = STK_GPU_AA_COLOR_DALI, stk__hsv_matrix(0.0, param, 1.0, false, step->p);
-    return STK_OK;
-  case STK__AA_SHARPNESS:
-    if (tv) {
-      step->code = STK_GPU_AA_SHARP_PIL, step->p[0] = param;
-    } else {
-      float k[9];
-      if (!stk__aa_dali_sharp_kernel(param, np == 9 ? p : NULL, k)) { /* else a copy, as the CPU */
-        step->code = STK_GPU_AA_SHARP_DALI;
-        for (int i = 0; i < 9; i++) step->p[i] = k[i];
+    case STK__AA_IDENTITY:
+      return STK_OK;
+    case STK__AA_BRIGHTNESS:
+    case STK__AA_POSTERIZE:
+    case STK__AA_SOLARIZE:
+    case STK__AA_SOLARIZE_ADD:
+    case STK__AA_INVERT:
+      step->code = STK_GPU_AA_LUT, *uses_lut = true;
+      return ramp_lut(op, conv, param, lut);
+    case STK__AA_CONTRAST:
+      step->code = tv ? STK_GPU_AA_CONTRAST_PIL : STK_GPU_AA_CONTRAST_DALI, step->p[0] = param;
+      return STK_OK;
+    case STK__AA_COLOR:
+      if (tv)
+        step->code = STK_GPU_AA_COLOR_PIL, step->p[0] = param;
+      else
+        step->code = STK_GPU_AA_COLOR_DALI, stk__hsv_matrix(0.0, param, 1.0, false, step->p);
+      return STK_OK;
+    case STK__AA_SHARPNESS:
+      if (tv) {
+        step->code = STK_GPU_AA_SHARP_PIL, step->p[0] = param;
+      } else {
+        float k[9];
+        if (!stk__aa_dali_sharp_kernel(param, np == 9 ? p : NULL,
+                                       k)) { /* else a copy, as the CPU */
+          step->code = STK_GPU_AA_SHARP_DALI;
+          for (int i = 0; i < 9; i++) step->p[i] = k[i];
+        }
       }
-    }
-    return STK_OK;
-  case STK__AA_EQUALIZE:
-    step->code = tv ? STK_GPU_AA_EQUALIZE_PIL : STK_GPU_AA_EQUALIZE_CV;
-    return STK_OK;
-  case STK__AA_AUTO_CONTRAST:
-    step->code = tv ? STK_GPU_AA_AUTOCONTRAST_PIL : STK_GPU_AA_AUTOCONTRAST_DALI;
-    return STK_OK;
-  default: return STK_FAIL(STK_ERR_INTERNAL, "operation %d", (int)op);
+      return STK_OK;
+    case STK__AA_EQUALIZE:
+      step->code = tv ? STK_GPU_AA_EQUALIZE_PIL : STK_GPU_AA_EQUALIZE_CV;
+      return STK_OK;
+    case STK__AA_AUTO_CONTRAST:
+      step->code = tv ? STK_GPU_AA_AUTOCONTRAST_PIL : STK_GPU_AA_AUTOCONTRAST_DALI;
+      return STK_OK;
+    default:
+      return STK_FAIL(STK_ERR_INTERNAL, "operation %d", (int)op);
   }
 }

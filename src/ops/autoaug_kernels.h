@@ -56,7 +56,8 @@ stk_status stk__aa_gpu_step(stk__aa_op op, stk__aa_convention conv, double param
 /* The same from a parameter vector as auto_augment.augment takes it (p[0..np)): the 2-value
  * vector of a geometric operation (translations in pixels), the 9-value kernel of DALI's
  * sharpness, else p[0] (np 0: none), as stk__aa_matrix and stk__aa_color read them. */
-stk_status stk__aa_gpu_step_vec(stk__aa_op op, stk__aa_convention conv, const double *p, int np, int64_t h,
-                                int64_t w, stk_gpu_aa_step *step, double m[6], uint8_t *lut, bool *uses_lut);
+stk_status stk__aa_gpu_step_vec(stk__aa_op op, stk__aa_convention conv, const double *p, int np,
+                                int64_t h, int64_t w, stk_gpu_aa_step *step, double m[6],
+                                uint8_t *lut, bool *uses_lut);
 
 #endif /* STOKER_OPS_AUTOAUG_KERNELS_H */

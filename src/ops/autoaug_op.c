@@ -33,61 +33,160 @@
 /* ---------------------------------------------------------------------------------- */
 
 enum {
-  A_POLICY, A_CONVENTION, A_N, A_M, A_BINS, A_MONOTONIC, A_EXCLUDED, A_AUGMENTATIONS,
-  A_NUM_AUGS, A_POL_AUGS, A_POL_PROBS, A_POL_BINS, A_POL_STAGES, A_MAX_ABS, A_MAX_REL,
-  A_USE_SHAPE, A_SEED,
+  A_POLICY,
+  A_CONVENTION,
+  A_N,
+  A_M,
+  A_BINS,
+  A_MONOTONIC,
+  A_EXCLUDED,
+  A_AUGMENTATIONS,
+  A_NUM_AUGS,
+  A_POL_AUGS,
+  A_POL_PROBS,
+  A_POL_BINS,
+  A_POL_STAGES,
+  A_MAX_ABS,
+  A_MAX_REL,
+  A_USE_SHAPE,
+  A_SEED,
   /* apply only */
-  A_DECISIONS, A_SHAPE, A_FILL, A_BORDER, A_INTERP, A_WITH_MASK, A_WITH_BOXES, A_NORMALIZED
+  A_DECISIONS,
+  A_SHAPE,
+  A_FILL,
+  A_BORDER,
+  A_INTERP,
+  A_WITH_MASK,
+  A_WITH_BOXES,
+  A_NORMALIZED
 };
 
-#define POLICY_CHOICES                                                                     \
+#define POLICY_CHOICES                                                                       \
   "rand_augment|trivial_augment_wide|auto_augment_image_net|auto_augment_reduced_image_net|" \
   "auto_augment_reduced_cifar10|auto_augment_svhn|auto_augment"
-#define CONVENTION_ARG                                                                     \
-  {"convention", STK_ARG_STRING, 0, "\"dali\"", 0, 0, "dali|torchvision",                  \
-   "\"dali\": DALI's auto_aug magnitudes and operation definitions (fill 128, linear); "  \
-   "\"torchvision\": torchvision's _augmentation_space and its Pillow operations (fill "   \
-   "0, nearest)"}
+#define CONVENTION_ARG                                                                        \
+  {                                                                                           \
+    "convention", STK_ARG_STRING, 0, "\"dali\"", 0, 0, "dali|torchvision",                    \
+        "\"dali\": DALI's auto_aug magnitudes and operation definitions (fill 128, linear); " \
+        "\"torchvision\": torchvision's _augmentation_space and its Pillow operations (fill " \
+        "0, nearest)"                                                                         \
+  }
 
-#define COMMON_ARGS                                                                        \
-  {"policy", STK_ARG_STRING, 0, "\"rand_augment\"", 0, 0, POLICY_CHOICES,                  \
-   "the scheme: RandAugment, TrivialAugmentWide, one of the published AutoAugment "       \
-   "policies, or \"auto_augment\" with a custom policy (policy_* arguments)"},            \
-  CONVENTION_ARG,                                                                          \
-  {"n", STK_ARG_INT, STK_ARGF_RANGE, "2", 0, 16, NULL,                                     \
-   "RandAugment: operations applied to each sample"},                                      \
-  {"m", STK_ARG_INT, 0, "9", 0, 0, NULL,                                                   \
-   "RandAugment: the magnitude bin, in [0, num_magnitude_bins)"},                          \
-  {"num_magnitude_bins", STK_ARG_INT, 0, "-1", 0, 0, NULL,                                 \
-   "bins of each magnitude range; -1: 31 for RandAugment and TrivialAugment, the "         \
-   "policy's (11 DALI, 10 torchvision) for AutoAugment"},                                  \
-  {"monotonic_mag", STK_ARG_BOOL, 0, "true", 0, 0, NULL,                                   \
-   "DALI's RandAugment: false takes its non-monotonic suite"},                             \
-  {"excluded", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,                                       \
-   "names of augmentations left out of the default list"},                                 \
-  {"augmentations", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,                                  \
-   "the list by name, in order (entries configured as in the scheme's list); default: "  \
-   "the scheme's whole list"},                                                             \
-  {"num_augmentations", STK_ARG_INT, 0, "0", 0, 0, NULL,                                   \
-   "choose only: the size of a custom augmentation list (Python's apply_* with user "     \
-   "augmentations)"},                                                                      \
-  {"policy_augmentations", STK_ARG_INTS, 0, NULL, 0, 0, NULL,                              \
-   "custom AutoAugment policy: per (sub-policy, stage) the augmentation index, -1 absent"}, \
-  {"policy_probabilities", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,                            \
-   "custom AutoAugment policy: per cell the probability"},                                 \
-  {"policy_magnitude_bins", STK_ARG_INTS, 0, NULL, 0, 0, NULL,                             \
-   "custom AutoAugment policy: per cell the magnitude bin (-1: none)"},                    \
-  {"policy_stages", STK_ARG_INT, 0, "0", 0, 0, NULL,                                       \
-   "custom AutoAugment policy: stages per sub-policy (the cell rows' length)"},            \
-  {"max_translate_abs", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,                               \
-   "largest translation in pixels, one value or [height, width] (defaults: DALI 100 "     \
-   "RandAugment, 32 TrivialAugment, 250 AutoAugment; torchvision TrivialAugment 32)"},    \
-  {"max_translate_rel", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,                               \
-   "largest translation as a fraction of the shape, one value or [height, width] "        \
-   "(defaults: DALI 100/224 RandAugment, 1 otherwise; torchvision 150/331)"},              \
-  {"use_shape", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                                      \
-   "DALI: translations relative to the image shape (`shape`, else the image's own)"},     \
-  {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"}
+#define COMMON_ARGS                                                                             \
+  {"policy",                                                                                    \
+   STK_ARG_STRING,                                                                              \
+   0,                                                                                           \
+   "\"rand_augment\"",                                                                          \
+   0,                                                                                           \
+   0,                                                                                           \
+   POLICY_CHOICES,                                                                              \
+   "the scheme: RandAugment, TrivialAugmentWide, one of the published AutoAugment "             \
+   "policies, or \"auto_augment\" with a custom policy (policy_* arguments)"},                  \
+      CONVENTION_ARG,                                                                           \
+      {"n", STK_ARG_INT, STK_ARGF_RANGE, "2",                                                   \
+       0,   16,          NULL,           "RandAugment: operations applied to each sample"},     \
+      {"m", STK_ARG_INT, 0,    "9",                                                             \
+       0,   0,           NULL, "RandAugment: the magnitude bin, in [0, num_magnitude_bins)"},   \
+      {"num_magnitude_bins",                                                                    \
+       STK_ARG_INT,                                                                             \
+       0,                                                                                       \
+       "-1",                                                                                    \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "bins of each magnitude range; -1: 31 for RandAugment and TrivialAugment, the "          \
+       "policy's (11 DALI, 10 torchvision) for AutoAugment"},                                   \
+      {"monotonic_mag",                                                                         \
+       STK_ARG_BOOL,                                                                            \
+       0,                                                                                       \
+       "true",                                                                                  \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "DALI's RandAugment: false takes its non-monotonic suite"},                              \
+      {"excluded", STK_ARG_STRINGS,                                                             \
+       0,          NULL,                                                                        \
+       0,          0,                                                                           \
+       NULL,       "names of augmentations left out of the default list"},                      \
+      {"augmentations",                                                                         \
+       STK_ARG_STRINGS,                                                                         \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "the list by name, in order (entries configured as in the scheme's list); default: "     \
+       "the scheme's whole list"},                                                              \
+      {"num_augmentations",                                                                     \
+       STK_ARG_INT,                                                                             \
+       0,                                                                                       \
+       "0",                                                                                     \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "choose only: the size of a custom augmentation list (Python's apply_* with user "       \
+       "augmentations)"},                                                                       \
+      {"policy_augmentations",                                                                  \
+       STK_ARG_INTS,                                                                            \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "custom AutoAugment policy: per (sub-policy, stage) the augmentation index, -1 absent"}, \
+      {"policy_probabilities",                                                                  \
+       STK_ARG_FLOATS,                                                                          \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "custom AutoAugment policy: per cell the probability"},                                  \
+      {"policy_magnitude_bins",                                                                 \
+       STK_ARG_INTS,                                                                            \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "custom AutoAugment policy: per cell the magnitude bin (-1: none)"},                     \
+      {"policy_stages",                                                                         \
+       STK_ARG_INT,                                                                             \
+       0,                                                                                       \
+       "0",                                                                                     \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "custom AutoAugment policy: stages per sub-policy (the cell rows' length)"},             \
+      {"max_translate_abs",                                                                     \
+       STK_ARG_FLOATS,                                                                          \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "largest translation in pixels, one value or [height, width] (defaults: DALI 100 "       \
+       "RandAugment, 32 TrivialAugment, 250 AutoAugment; torchvision TrivialAugment 32)"},      \
+      {"max_translate_rel",                                                                     \
+       STK_ARG_FLOATS,                                                                          \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "largest translation as a fraction of the shape, one value or [height, width] "          \
+       "(defaults: DALI 100/224 RandAugment, 1 otherwise; torchvision 150/331)"},               \
+      {"use_shape",                                                                             \
+       STK_ARG_BOOL,                                                                            \
+       0,                                                                                       \
+       "false",                                                                                 \
+       0,                                                                                       \
+       0,                                                                                       \
+       NULL,                                                                                    \
+       "DALI: translations relative to the image shape (`shape`, else the image's own)"},       \
+  {                                                                                             \
+    "seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"              \
+  }
 
 typedef struct {
   stk__aa_scheme scheme;
@@ -116,10 +215,14 @@ static void aa_destroy(stk__node *node) {
 static stk_status parse_scheme(stk__node *node, aa_state *st) {
   const char *p = stk__arg_string(node, A_POLICY);
   if (!stk__aa_convention_parse(stk__arg_string(node, A_CONVENTION), &st->conv))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "convention must be dali or torchvision");
-  if (strcmp(p, "rand_augment") == 0) st->scheme = STK__AA_RAND_AUGMENT;
-  else if (strcmp(p, "trivial_augment_wide") == 0) st->scheme = STK__AA_TRIVIAL_AUGMENT_WIDE;
-  else st->scheme = STK__AA_AUTO_AUGMENT;
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "convention must be dali or torchvision");
+  if (strcmp(p, "rand_augment") == 0)
+    st->scheme = STK__AA_RAND_AUGMENT;
+  else if (strcmp(p, "trivial_augment_wide") == 0)
+    st->scheme = STK__AA_TRIVIAL_AUGMENT_WIDE;
+  else
+    st->scheme = STK__AA_AUTO_AUGMENT;
   if (strncmp(p, "auto_augment_", 13) == 0 && !(st->policy = stk__aa_policy_find(p + 13, st->conv)))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown policy \"%s\"", p);
   return STK_OK;
@@ -132,8 +235,10 @@ static stk_status hw_arg(stk__node *node, int arg, const char *name, double out[
   const double *v;
   size_t n = stk__arg_floats(node, NULL, arg, &v);
   if (n != 1 && n != 2)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "%s has %zu values; expected 1 or "
-                      "[height, width]", name, n);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "%s has %zu values; expected 1 or "
+                      "[height, width]",
+                      name, n);
   for (size_t i = 0; i < n; i++)
     if (!(v[i] >= 0 && v[i] < 1e9))
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "%s = %g must be >= 0", name, v[i]);
@@ -150,17 +255,20 @@ static stk_status translate_args(stk__node *node, const aa_state *st, stk__aa_tr
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                       "give max_translate_abs or max_translate_rel, not both");
   if (st->conv == STK__AA_DALI && tr->use_shape && abs_given)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "max_translate_abs cannot be used "
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "max_translate_abs cannot be used "
                       "with image shapes (use_shape); use max_translate_rel");
   if (st->conv == STK__AA_DALI && !tr->use_shape && rel_given)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "max_translate_rel needs image "
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "max_translate_rel needs image "
                       "shapes (use_shape or shape); use max_translate_abs");
   return STK_OK;
 }
 
 static const char *scheme_name(stk__aa_scheme s) {
-  return s == STK__AA_RAND_AUGMENT ? "RandAugment"
-         : s == STK__AA_TRIVIAL_AUGMENT_WIDE ? "TrivialAugmentWide" : "AutoAugment";
+  return s == STK__AA_RAND_AUGMENT           ? "RandAugment"
+         : s == STK__AA_TRIVIAL_AUGMENT_WIDE ? "TrivialAugmentWide"
+                                             : "AutoAugment";
 }
 
 /* The augmentation list: by name, a custom size, or the scheme's default; minus `excluded`. */
@@ -171,26 +279,32 @@ static stk_status build_list(stk__node *node, aa_state *st, const stk__aa_transl
   if (stk__arg_given(node, A_AUGMENTATIONS)) {
     size_t n = stk__arg_strings(node, A_AUGMENTATIONS, &names);
     if (n > STK__AA_MAX_SUITE)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "augmentations has %zu names; at "
-                        "most %d", n, STK__AA_MAX_SUITE);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "augmentations has %zu names; at "
+                        "most %d",
+                        n, STK__AA_MAX_SUITE);
     st->suite.count = 0;
     for (size_t i = 0; i < n; i++) {
       stk__aa_op op;
       if (!stk__aa_op_parse(names[i], &op) ||
           !stk__aa_entry_for(st->scheme, st->conv, mono, op, tr, &st->suite.e[i]))
-        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "augmentations[%zu] = \"%s\" is "
-                          "not in the %s list (" STK__AA_OP_CHOICES ")", i, names[i],
-                          scheme_name(st->scheme));
+        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                          "augmentations[%zu] = \"%s\" is "
+                          "not in the %s list (" STK__AA_OP_CHOICES ")",
+                          i, names[i], scheme_name(st->scheme));
       st->suite.count++;
     }
   } else if (stk__arg_int(node, NULL, A_NUM_AUGS) > 0) {
     int64_t k = stk__arg_int(node, NULL, A_NUM_AUGS);
     if (k > 4096)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "num_augmentations = %lld is too "
-                        "large", (long long)k);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "num_augmentations = %lld is too "
+                        "large",
+                        (long long)k);
     st->builtin = false, st->suite.count = (int)k;
   } else if (st->scheme == STK__AA_AUTO_AUGMENT && !st->policy) {
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "policy \"auto_augment\" needs its "
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "policy \"auto_augment\" needs its "
                       "list: augmentations or num_augmentations");
   } else {
     STK_TRY(stk__aa_default_suite(st->scheme, st->conv, mono, st->policy, tr, &st->suite));
@@ -199,12 +313,16 @@ static stk_status build_list(stk__node *node, aa_state *st, const stk__aa_transl
   size_t n = stk__arg_strings(node, A_EXCLUDED, &names);
   for (size_t i = 0; i < n; i++) {
     int k = 0;
-    while (k < st->suite.count && (!st->builtin || strcmp(stk__aa_op_name(st->suite.e[k].op), names[i])))
+    while (k < st->suite.count &&
+           (!st->builtin || strcmp(stk__aa_op_name(st->suite.e[k].op), names[i])))
       k++;
     if (k == st->suite.count)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "excluded \"%s\" is not in the %s "
-                        "list", names[i], scheme_name(st->scheme));
-    memmove(&st->suite.e[k], &st->suite.e[k + 1], (size_t)(st->suite.count - k - 1) * sizeof(stk__aa_entry));
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "excluded \"%s\" is not in the %s "
+                        "list",
+                        names[i], scheme_name(st->scheme));
+    memmove(&st->suite.e[k], &st->suite.e[k + 1],
+            (size_t)(st->suite.count - k - 1) * sizeof(stk__aa_entry));
     st->suite.count--;
   }
   return STK_OK;
@@ -218,19 +336,23 @@ static stk_status build_cells(stk__node *node, aa_state *st) {
   const double *pp = NULL;
   if (stk__arg_given(node, A_POL_AUGS)) {
     size_t n = stk__arg_ints(node, NULL, A_POL_AUGS, &ia);
-    size_t np = stk__arg_given(node, A_POL_PROBS) ? stk__arg_floats(node, NULL, A_POL_PROBS, &pp) : 0;
+    size_t np =
+        stk__arg_given(node, A_POL_PROBS) ? stk__arg_floats(node, NULL, A_POL_PROBS, &pp) : 0;
     size_t nb = stk__arg_given(node, A_POL_BINS) ? stk__arg_ints(node, NULL, A_POL_BINS, &ib) : 0;
     cols = (int)stk__arg_int(node, NULL, A_POL_STAGES);
     if (cols < 1 || n % (size_t)cols || np != n || nb != n || n == 0 || n > 1u << 20)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "a custom policy needs "
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "a custom policy needs "
                         "policy_stages >= 1 and policy_augmentations, policy_probabilities and "
                         "policy_magnitude_bins of one length, a multiple of it (got %zu, %zu, "
-                        "%zu, stages %d)", n, np, nb, cols);
+                        "%zu, stages %d)",
+                        n, np, nb, cols);
     rows = (int)(n / (size_t)cols);
   } else if (st->policy) {
     rows = st->policy->num_sub, cols = st->policy->stages;
   } else {
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "policy \"auto_augment\" needs "
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "policy \"auto_augment\" needs "
                       "policy_augmentations, policy_probabilities and policy_magnitude_bins");
   }
   size_t cells = (size_t)rows * (size_t)cols;
@@ -240,12 +362,14 @@ static stk_status build_cells(stk__node *node, aa_state *st) {
   if (!st->cells_aug || !st->cells_bin || !st->cells_prob) return STK_ERR_OUT_OF_MEMORY;
   if (ia) {
     for (size_t i = 0; i < cells; i++)
-      st->cells_aug[i] = (int32_t)ia[i], st->cells_bin[i] = (int32_t)ib[i], st->cells_prob[i] = (float)pp[i];
+      st->cells_aug[i] = (int32_t)ia[i], st->cells_bin[i] = (int32_t)ib[i],
+      st->cells_prob[i] = (float)pp[i];
   } else {
     stk__aa_policy_cells(st->policy, &st->suite, st->cells_aug, st->cells_prob, st->cells_bin);
   }
   st->sampler.num_sub = rows, st->sampler.stages = cols;
-  st->sampler.aug = st->cells_aug, st->sampler.prob = st->cells_prob, st->sampler.bin = st->cells_bin;
+  st->sampler.aug = st->cells_aug, st->sampler.prob = st->cells_prob,
+  st->sampler.bin = st->cells_bin;
   return STK_OK;
 }
 
@@ -255,11 +379,19 @@ static stk_status config_init(stk__node *node, aa_state *st) {
   STK_TRY(translate_args(node, st, &tr));
   STK_TRY(build_list(node, st, &tr));
   int64_t bins = stk__arg_int(node, NULL, A_BINS);
-  st->num_bins = bins > 0 ? (int)(bins > 100000 ? 100000 : bins)
-                 : st->policy ? st->policy->num_bins : stk__aa_default_bins(st->scheme, st->conv);
-  st->sampler = (stk__aa_sampler){st->scheme, (int)stk__arg_int(node, NULL, A_N),
-                                  (int)stk__arg_int(node, NULL, A_M), st->num_bins,
-                                  st->suite.count, 0, 0, NULL, NULL, NULL};
+  st->num_bins = bins > 0     ? (int)(bins > 100000 ? 100000 : bins)
+                 : st->policy ? st->policy->num_bins
+                              : stk__aa_default_bins(st->scheme, st->conv);
+  st->sampler = (stk__aa_sampler){st->scheme,
+                                  (int)stk__arg_int(node, NULL, A_N),
+                                  (int)stk__arg_int(node, NULL, A_M),
+                                  st->num_bins,
+                                  st->suite.count,
+                                  0,
+                                  0,
+                                  NULL,
+                                  NULL,
+                                  NULL};
   if (st->scheme == STK__AA_AUTO_AUGMENT) STK_TRY(build_cells(node, st));
   stk_status s = stk__aa_sampler_check(&st->sampler);
   if (s != STK_OK) return stk__wrap(s, "%s", stk__node_name(node));
@@ -324,8 +456,9 @@ static stk_status choose_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_port_schema dec_out[] = {
-    {"decisions", "float32 [stages, 5] per sample: augmentation index (-1: none), operation "
-                  "id (-1: custom), magnitude bin, negate, signed magnitude"}};
+    {"decisions",
+     "float32 [stages, 5] per sample: augmentation index (-1: none), operation "
+     "id (-1: custom), magnitude bin, negate, signed magnitude"}};
 static const stk_op_schema choose_schema = {
     "auto_augment.choose",
     "Draws each sample's automatic-augmentation decisions: RandAugment (n augmentations "
@@ -334,8 +467,15 @@ static const stk_op_schema choose_schema = {
     "applied with its probability). auto_augment.apply (fused) and the per-sample "
     "selection of stoker.auto_aug (custom augmentations) both read these decisions, so they "
     "agree for one seed.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, dec_out,
-    sizeof choose_args / sizeof choose_args[0], choose_args};
+    STK_DEVICE_CPU,
+    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    dec_out,
+    sizeof choose_args / sizeof choose_args[0],
+    choose_args};
 const stk__op_def stk__op_auto_augment_choose = {
     .schema = &choose_schema, .init = choose_init, .destroy = aa_destroy, .run_sample = choose_run};
 
@@ -343,36 +483,48 @@ const stk__op_def stk__op_auto_augment_choose = {
 /* Warp settings shared by apply and augment                                          */
 /* ---------------------------------------------------------------------------------- */
 
-#define WARP_ARGS(fill_doc)                                                                \
-  {"fill_value", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL, fill_doc},                           \
-  {"border", STK_ARG_STRING, 0, "\"constant\"", 0, 0, "constant|clamp",                    \
-   "outside the image: fill_value, or the edge pixels repeated (DALI's fill_value=None)"}, \
-  {"interp_type", STK_ARG_STRING, 0, "\"\"", 0, 0, "|nearest|linear|cubic",                \
-   "interpolation of the image in shears, translations and rotations; \"\": the "         \
-   "convention's (DALI linear, torchvision nearest)"}
-#define FILL_DOC                                                                           \
-  "fill of the image outside its source in geometric operations, one value or one per "   \
+#define WARP_ARGS(fill_doc)                                                                    \
+  {"fill_value", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL, fill_doc},                               \
+      {"border",                                                                               \
+       STK_ARG_STRING,                                                                         \
+       0,                                                                                      \
+       "\"constant\"",                                                                         \
+       0,                                                                                      \
+       0,                                                                                      \
+       "constant|clamp",                                                                       \
+       "outside the image: fill_value, or the edge pixels repeated (DALI's fill_value=None)"}, \
+  {                                                                                            \
+    "interp_type", STK_ARG_STRING, 0, "\"\"", 0, 0, "|nearest|linear|cubic",                   \
+        "interpolation of the image in shears, translations and rotations; \"\": the "         \
+        "convention's (DALI linear, torchvision nearest)"                                      \
+  }
+#define FILL_DOC                                                                        \
+  "fill of the image outside its source in geometric operations, one value or one per " \
   "channel; default 128 (DALI) or 0 (torchvision)"
 
 static stk_status warp_init(stk__node *node, aa_state *st, int interp_arg, int border_arg) {
   const char *it = stk__arg_string(node, interp_arg);
   st->interp = st->conv == STK__AA_TORCHVISION ? STK__INTERP_NEAREST : STK__INTERP_LINEAR;
   if (*it && (!stk__interp_parse(it, &st->interp) || st->interp == STK__INTERP_LANCZOS3))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "interp_type \"%s\": nearest, "
-                      "linear or cubic", it);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "interp_type \"%s\": nearest, "
+                      "linear or cubic",
+                      it);
   st->constant = strcmp(stk__arg_string(node, border_arg), "constant") == 0;
   return STK_OK;
 }
 
 /* The image's fill into f[0..c): fill_value broadcast to c channels, or the convention's
  * default. */
-static stk_status fill_into(stk__node *node, stk__sample *s, const aa_state *st, int arg,
-                            int64_t c, float *f) {
+static stk_status fill_into(stk__node *node, stk__sample *s, const aa_state *st, int arg, int64_t c,
+                            float *f) {
   const double *v = NULL;
   size_t n = stk__arg_given(node, arg) ? stk__arg_floats(node, s, arg, &v) : 0;
   if (n != 0 && n != 1 && n != (size_t)c)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "fill_value has %zu values; expected 1 "
-                      "or %lld", n, (long long)c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "fill_value has %zu values; expected 1 "
+                      "or %lld",
+                      n, (long long)c);
   double def = st->conv == STK__AA_TORCHVISION ? 0.0 : 128.0;
   for (int64_t k = 0; k < c; k++) f[k] = (float)(n == 0 ? def : v[n == 1 ? 0 : k]);
   return STK_OK;
@@ -387,7 +539,9 @@ static stk_status fill_values(stk__node *node, stk__sample *s, const aa_state *s
   return fill_into(node, s, st, arg, c, f);
 }
 
-static void *sample_scratch(void *ctx, size_t bytes) { return stk__scratch(ctx, bytes ? bytes : 1); }
+static void *sample_scratch(void *ctx, size_t bytes) {
+  return stk__scratch(ctx, bytes ? bytes : 1);
+}
 
 /* The [height, width] relative translations scale with: `shape` (first two values) or
  * the image's. */
@@ -398,8 +552,10 @@ static stk_status shape_hw(stk__node *node, stk__sample *s, int arg, const stk__
   const double *v;
   size_t n = stk__arg_floats(node, s, arg, &v);
   if (n < 2 || !(v[0] >= 0 && v[1] >= 0))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "shape needs [height, width, ...], "
-                      "got %zu values", n);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "shape needs [height, width, ...], "
+                      "got %zu values",
+                      n);
   hw[0] = v[0], hw[1] = v[1];
   return STK_OK;
 }
@@ -437,7 +593,8 @@ static stk_status apply_init(stk__node *node) {
   STK_TRY(state_new(node, &st));
   STK_TRY(config_init(node, st));
   if (!st->builtin)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "the fused operator applies the "
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "the fused operator applies the "
                       "built-in augmentations only (give `augmentations` names, not "
                       "num_augmentations)");
   STK_TRY(warp_init(node, st, A_INTERP, A_BORDER));
@@ -446,8 +603,10 @@ static stk_status apply_init(stk__node *node) {
   st->normalized = stk__arg_bool(node, NULL, A_NORMALIZED);
   int want = 1 + st->with_mask + st->with_boxes;
   if (stk__node_num_inputs(node) != want)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects %d inputs (image%s%s), "
-                      "got %d", want, st->with_mask ? ", mask" : "", st->with_boxes ? ", boxes" : "",
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "expects %d inputs (image%s%s), "
+                      "got %d",
+                      want, st->with_mask ? ", mask" : "", st->with_boxes ? ", boxes" : "",
                       stk__node_num_inputs(node));
   return STK_OK;
 }
@@ -464,15 +623,17 @@ static stk_status sample_decisions(stk__node *node, stk__sample *s, const aa_sta
   const int64_t *v;
   size_t n = stk__arg_ints(node, s, A_DECISIONS, &v);
   if (n != (size_t)stages * DEC_COLS)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "decisions has %zu values; expected "
-                      "%d stages x %d (auto_augment.choose with the same policy)", n, stages,
-                      DEC_COLS);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "decisions has %zu values; expected "
+                      "%d stages x %d (auto_augment.choose with the same policy)",
+                      n, stages, DEC_COLS);
   for (int i = 0; i < stages; i++) {
     const int64_t *r = v + i * DEC_COLS;
     if (r[0] < -1 || r[0] >= st->suite.count || r[2] < 0 || r[2] >= st->num_bins)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "decisions row %d (%lld, bin %lld) "
-                        "does not fit the list of %d or %d bins", i, (long long)r[0],
-                        (long long)r[2], st->suite.count, st->num_bins);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "decisions row %d (%lld, bin %lld) "
+                        "does not fit the list of %d or %d bins",
+                        i, (long long)r[0], (long long)r[2], st->suite.count, st->num_bins);
     dec[i] = (stk__aa_decision){(int32_t)r[0], (int32_t)r[2], r[3] != 0};
   }
   return STK_OK;
@@ -539,7 +700,8 @@ static stk_status apply_one(stk__node *node, stk__sample *s, const aa_state *st,
                             stk__aa_op op, double param) {
   if (!stk__aa_op_is_geometric(op)) {
     STK_TRY(stk__sample_wrap(stk__aa_color(op, st->conv, &param, 1, &q->img.cur,
-                                           pingpong_dst(&q->img), sample_scratch, s), node, s));
+                                           pingpong_dst(&q->img), sample_scratch, s),
+                             node, s));
     pingpong_swap(&q->img);
     return STK_OK;
   }
@@ -548,16 +710,19 @@ static stk_status apply_one(stk__node *node, stk__sample *s, const aa_state *st,
   if (op == STK__AA_ROTATE) v[0] = param;
   const stk__image *im = &q->img.cur;
   STK_TRY(stk__sample_wrap(stk__aa_matrix(op, st->conv, v, im->h, im->w, m), node, s));
-  STK_TRY(stk__sample_wrap(stk__aa_warp(im, pingpong_dst(&q->img), m, st->interp, st->constant,
-                                        q->fill, q->row), node, s));
+  STK_TRY(stk__sample_wrap(
+      stk__aa_warp(im, pingpong_dst(&q->img), m, st->interp, st->constant, q->fill, q->row), node,
+      s));
   pingpong_swap(&q->img);
   if (q->has_mask) {
     const stk__image *mk = &q->mask.cur;
     float zero[STK__AA_MAX_SUITE] = {0};
     if (mk->c > STK__AA_MAX_SUITE)
-      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "masks have at most %d channels", STK__AA_MAX_SUITE);
-    STK_TRY(stk__sample_wrap(stk__aa_warp(mk, pingpong_dst(&q->mask), m, STK__INTERP_NEAREST,
-                                          true, zero, q->row), node, s));
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "masks have at most %d channels",
+                        STK__AA_MAX_SUITE);
+    STK_TRY(stk__sample_wrap(
+        stk__aa_warp(mk, pingpong_dst(&q->mask), m, STK__INTERP_NEAREST, true, zero, q->row), node,
+        s));
     pingpong_swap(&q->mask);
   }
   if (q->num_boxes)
@@ -577,9 +742,10 @@ static stk_status open_targets(stk__node *node, stk__sample *s, const aa_state *
     stk__image mk;
     STK_TRY(stk__image_input(node, s, next_input++, u8, 1, &mk));
     if (mk.h != img->h || mk.w != img->w)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the mask is %lldx%lld, the image "
-                        "%lldx%lld", (long long)mk.h, (long long)mk.w, (long long)img->h,
-                        (long long)img->w);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "the mask is %lldx%lld, the image "
+                        "%lldx%lld",
+                        (long long)mk.h, (long long)mk.w, (long long)img->h, (long long)img->w);
     STK_TRY(pingpong_init(node, s, &mk, &q->mask));
   }
   q->num_boxes = 0;
@@ -587,8 +753,7 @@ static stk_status open_targets(stk__node *node, stk__sample *s, const aa_state *
     const stk__tensor *b = stk__input(s, next_input);
     bool ok = b->dtype == STK_DTYPE_FLOAT32 &&
               ((b->ndim == 2 && b->shape[1] == 4) || (b->ndim == 1 && b->shape[0] == 0));
-    if (!ok)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "boxes must be float32 [N, 4]");
+    if (!ok) return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "boxes must be float32 [N, 4]");
     q->num_boxes = b->ndim == 2 ? b->shape[0] : 0;
     int64_t shape[2] = {q->num_boxes, 4};
     STK_TRY(stk__output(s, 2, STK_DTYPE_FLOAT32, 2, shape, NULL, &t));
@@ -659,7 +824,8 @@ static stk_status gpu_boxes_in(stk__node *node, stk__gpu_batch *b, int index, si
   bool ok = d.dtype == STK_DTYPE_FLOAT32 &&
             ((d.ndim == 2 && d.shape[1] == 4) || (d.ndim == 1 && d.shape[0] == 0));
   if (!ok)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i), "boxes must be "
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                      "boxes must be "
                       "float32 [N, 4]");
   *count = d.ndim == 2 ? d.shape[0] : 0;
   *data = d.data;
@@ -668,8 +834,8 @@ static stk_status gpu_boxes_in(stk__node *node, stk__gpu_batch *b, int index, si
 
 /* Plans sample i: its steps, tables and payload; the moved boxes go to the payload. */
 static stk_status gpu_plan_sample(stk__node *node, stk__gpu_batch *b, const aa_state *st,
-                                  const stk_tensor_list *in, const stk_tensor_list *mask,
-                                  size_t i, int stages, gpu_prog *g) {
+                                  const stk_tensor_list *in, const stk_tensor_list *mask, size_t i,
+                                  int stages, gpu_prog *g) {
   stk__sample *s = stk__gpu_sample(b, i);
   stk_gpu_aa_sample *q = &g->smp[i];
   int h, w, c;
@@ -680,8 +846,8 @@ static stk_status gpu_plan_sample(stk__node *node, stk__gpu_batch *b, const aa_s
     int mh, mw, mc;
     STK_TRY(stk__gpu_image_dims(node, mask, i, &mh, &mw, &mc, &data));
     if (mh != h || mw != w)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the mask is %dx%d, the image %dx%d",
-                        mh, mw, h, w);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the mask is %dx%d, the image %dx%d", mh,
+                        mw, h, w);
     q->mask_src = data, q->mask_c = mc;
   }
   float fill[STK_GPU_AA_MAX_CHANNELS];
@@ -711,7 +877,8 @@ static stk_status gpu_plan_sample(stk__node *node, stk__gpu_batch *b, const aa_s
     bool uses_lut = false;
     stk_gpu_aa_step *step = &g->steps[g->num_steps];
     STK_TRY(stk__sample_wrap(stk__aa_gpu_step((stk__aa_op)op[k], st->conv, param[k], h, w, step, m,
-                                              g->luts + (size_t)g->num_luts * 256, &uses_lut), node, s));
+                                              g->luts + (size_t)g->num_luts * 256, &uses_lut),
+                             node, s));
     if (uses_lut) step->lut = g->num_luts++;
     if (step->code == STK_GPU_AA_COPY) continue; /* identity: nothing to run */
     g->num_steps++;
@@ -738,16 +905,20 @@ static stk_status gpu_outputs(stk__gpu_batch *b, const aa_state *st, const stk_t
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d = {0};
       if (src[o]) stk_tensor_list_sample(src[o], i, &d);
-      for (int k = 0; k < dims[o]; k++) shapes[i * (size_t)dims[o] + (size_t)k] = src[o] ? d.shape[k] : 0;
+      for (int k = 0; k < dims[o]; k++)
+        shapes[i * (size_t)dims[o] + (size_t)k] = src[o] ? d.shape[k] : 0;
     }
-    rc = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, dims[o], shapes, src[o] ? stk_tensor_list_layout(src[o]) : "",
+    rc = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, dims[o], shapes,
+                             src[o] ? stk_tensor_list_layout(src[o]) : "",
                              stk__gpu_shapes_equal(shapes, n, dims[o]), &outs[o]);
   }
   for (size_t i = 0; i < n && rc == STK_OK; i++)
     shapes[i * 2] = g->smp[i].box_count / 4, shapes[i * 2 + 1] = 4;
   if (rc == STK_OK)
-    rc = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, 2, shapes, "", stk__gpu_shapes_equal(shapes, n, 2), &outs[2]);
-  for (size_t i = 0; i < n && rc == STK_OK; i++) shapes[i * 2] = stages, shapes[i * 2 + 1] = DEC_COLS;
+    rc = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, 2, shapes, "",
+                             stk__gpu_shapes_equal(shapes, n, 2), &outs[2]);
+  for (size_t i = 0; i < n && rc == STK_OK; i++)
+    shapes[i * 2] = stages, shapes[i * 2 + 1] = DEC_COLS;
   if (rc == STK_OK) rc = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, 2, shapes, "", true, &outs[3]);
   free(shapes);
   (void)st;
@@ -761,13 +932,15 @@ static stk_status gpu_bind(stk__gpu_batch *b, gpu_prog *g, stk_tensor_list **out
   for (size_t i = 0; i < n; i++) {
     const stk_gpu_aa_sample *q = &g->smp[i];
     size_t px = (size_t)q->h * (size_t)q->w;
-    total += ((px * (size_t)q->c + 255) & ~(size_t)255) + (q->mask_src ? ((px * (size_t)q->mask_c + 255) & ~(size_t)255) : 0);
+    total += ((px * (size_t)q->c + 255) & ~(size_t)255) +
+             (q->mask_src ? ((px * (size_t)q->mask_c + 255) & ~(size_t)255) : 0);
   }
   stk__gpu *gpu = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   *scratch = NULL;
-  STK_TRY(stk__gpu_check(gpu->api->device_alloc(gpu->ctx, total ? total : 256, stk__gpu_stream(b), scratch,
-                                                err, sizeof err), err));
+  STK_TRY(stk__gpu_check(gpu->api->device_alloc(gpu->ctx, total ? total : 256, stk__gpu_stream(b),
+                                                scratch, err, sizeof err),
+                         err));
   char *at = *scratch;
   for (size_t i = 0; i < n; i++) {
     stk_gpu_aa_sample *q = &g->smp[i];
@@ -795,23 +968,26 @@ static stk_status gpu_bind(stk__gpu_batch *b, gpu_prog *g, stk_tensor_list **out
 static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const aa_state *st = *stk__node_state(node);
   if (!stk__gpu_device(b)->api->autoaug)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "the CUDA backend has no automatic-augmentation "
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "the CUDA backend has no automatic-augmentation "
                       "kernels");
   size_t n = stk__gpu_batch_size(b);
   int stages = stk__aa_num_stages(&st->sampler);
   stk_tensor_list *in = NULL, *mask = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
   bool owned = false, mask_owned = false;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
-  stk_status rc = stk_tensor_list_dtype(in) == STK_DTYPE_UINT8
-                      ? STK_OK
-                      : STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects uint8 images, got %s",
-                                   stk_dtype_name(stk_tensor_list_dtype(in)));
+  stk_status rc =
+      stk_tensor_list_dtype(in) == STK_DTYPE_UINT8
+          ? STK_OK
+          : STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects uint8 images, got %s",
+                       stk_dtype_name(stk_tensor_list_dtype(in)));
   if (rc == STK_OK && st->with_mask) rc = stk__gpu_device_input(b, 1, &mask, &mask_owned);
   if (rc == STK_OK && mask && stk_tensor_list_dtype(mask) != STK_DTYPE_UINT8)
     rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "the mask must be uint8");
   if (rc == STK_OK && st->with_boxes &&
       stk_tensor_list_storage(stk__gpu_input(b, 1 + st->with_mask)) == STK_STORAGE_DEVICE)
-    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "boxes must come from the CPU (they are "
+    rc = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                    "boxes must come from the CPU (they are "
                     "moved on the host)");
   size_t total_boxes = 0;
   for (size_t i = 0; i < n && rc == STK_OK && st->with_boxes; i++) {
@@ -825,7 +1001,8 @@ static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
   g.smp = stk__calloc(n ? n : 1, sizeof *g.smp, "GPU programs");
   g.steps = stk__calloc(max_steps + 1, sizeof *g.steps, "GPU programs");
   g.luts = stk__calloc(max_steps + 1, 256, "GPU tables");
-  g.floats = stk__calloc(n * (size_t)stages * DEC_COLS + total_boxes * 4 + 1, sizeof(float), "GPU payload");
+  g.floats = stk__calloc(n * (size_t)stages * DEC_COLS + total_boxes * 4 + 1, sizeof(float),
+                         "GPU payload");
   if (rc == STK_OK && (!g.smp || !g.steps || !g.luts || !g.floats)) rc = STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n && rc == STK_OK; i++)
     rc = gpu_plan_sample(node, b, st, in, mask, i, stages, &g);
@@ -839,16 +1016,20 @@ static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
                             : st->interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
                                                                : STK_GPU_INTERP_CUBIC,
                             st->constant};
-    rc = stk__gpu_op_check(node, gpu->api->autoaug->apply(gpu->ctx, (int)n, g.smp, g.num_steps, g.steps,
-                                                          g.num_luts, g.luts, g.num_floats, g.floats, &args,
-                                                          stk__gpu_stream(b), err, sizeof err), err);
+    rc = stk__gpu_op_check(node,
+                           gpu->api->autoaug->apply(gpu->ctx, (int)n, g.smp, g.num_steps, g.steps,
+                                                    g.num_luts, g.luts, g.num_floats, g.floats,
+                                                    &args, stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   if (scratch) gpu->api->device_free(gpu->ctx, scratch, stk__gpu_stream(b), NULL, 0);
   free(g.smp), free(g.steps), free(g.luts), free(g.floats);
   if (mask_owned) stk_tensor_list_release(mask);
   for (int o = 1; o < 4; o++) {
-    if (rc == STK_OK) rc = stk__gpu_output(b, o, outs[o]), outs[o] = NULL;
-    else stk_tensor_list_release(outs[o]);
+    if (rc == STK_OK)
+      rc = stk__gpu_output(b, o, outs[o]), outs[o] = NULL;
+    else
+      stk_tensor_list_release(outs[o]);
   }
   return stk__gpu_finish(b, in, owned, outs[0], rc);
 }
@@ -861,8 +1042,9 @@ static const stk_port_schema apply_out[] = {
     {"output", "the augmented image"},
     {"mask", "the moved mask (an empty uint8 [0] without with_mask)"},
     {"boxes", "the moved boxes (float32 [0, 4] without with_boxes)"},
-    {"decisions", "float32 [stages, 5]: augmentation index (-1: none), operation id, bin, "
-                  "negate, and the parameter applied (pixels for translations)"}};
+    {"decisions",
+     "float32 [stages, 5]: augmentation index (-1: none), operation id, bin, "
+     "negate, and the parameter applied (pixels for translations)"}};
 static const stk_op_schema apply_schema = {
     "auto_augment.apply",
     "Automatic augmentation in one operator (the fused path): each uint8 image goes through "
@@ -871,11 +1053,20 @@ static const stk_op_schema apply_schema = {
     "and operation definitions -- one pass per operation. A mask follows the geometric "
     "operations (nearest, fill 0) and boxes are moved with them. Outputs: image, mask, "
     "boxes, decisions.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 3, apply_in, 4, apply_out,
-    sizeof apply_args / sizeof apply_args[0], apply_args};
-const stk__op_def stk__op_auto_augment_apply = {
-    .schema = &apply_schema, .init = apply_init, .destroy = aa_destroy, .run_sample = apply_run,
-    .run_gpu = apply_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    STK_OPF_RANDOM,
+    1,
+    3,
+    apply_in,
+    4,
+    apply_out,
+    sizeof apply_args / sizeof apply_args[0],
+    apply_args};
+const stk__op_def stk__op_auto_augment_apply = {.schema = &apply_schema,
+                                                .init = apply_init,
+                                                .destroy = aa_destroy,
+                                                .run_sample = apply_run,
+                                                .run_gpu = apply_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* auto_augment.augment                                                               */
@@ -917,8 +1108,10 @@ static stk_status augment_param(stk__node *node, stk__sample *s, const aa_state 
   bool ok = !needs || n == 1 || (n == 2 && stk__aa_op_is_geometric(st->op)) ||
             (n == 9 && st->op == STK__AA_SHARPNESS && st->conv == STK__AA_DALI);
   if (!ok)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "%s takes a parameter of %s, got %zu "
-                      "values", stk__aa_op_name(st->op),
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "%s takes a parameter of %s, got %zu "
+                      "values",
+                      stk__aa_op_name(st->op),
                       stk__aa_op_is_geometric(st->op) ? "1 or 2 values" : "1 value", n);
   *np = (int)n;
   for (size_t i = 0; i < n; i++) p[i] = v[i];
@@ -955,14 +1148,16 @@ static stk_status augment_run(stk__node *node, stk__sample *s) {
   if (!row) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch for a row");
   STK_TRY(fill_values(node, s, st, G_FILL, img.c, &fill));
   STK_TRY(stk__sample_wrap(stk__aa_matrix(st->op, st->conv, p, img.h, img.w, m), node, s));
-  return stk__sample_wrap(stk__aa_warp(&img, &dst, m, st->interp, st->constant, fill, row), node, s);
+  return stk__sample_wrap(stk__aa_warp(&img, &dst, m, st->interp, st->constant, fill, row), node,
+                          s);
 }
 
 /* Sample i of auto_augment.augment on the GPU: its descriptor, its one step (a table
  * appended to `luts` when the step uses one) and its output shape. */
 static stk_status augment_gpu_sample(stk__node *node, stk__gpu_batch *b, const aa_state *st,
                                      const stk_tensor_list *in, size_t i, stk_gpu_aa_sample *q,
-                                     stk_gpu_aa_step *step, uint8_t *luts, int *num_luts, int64_t *shape) {
+                                     stk_gpu_aa_step *step, uint8_t *luts, int *num_luts,
+                                     int64_t *shape) {
   stk__sample *s = stk__gpu_sample(b, i);
   int h, w, c;
   void *data;
@@ -980,7 +1175,8 @@ static stk_status augment_gpu_sample(stk__node *node, stk__gpu_batch *b, const a
   bool uses_lut = false;
   STK_TRY(augment_param(node, s, st, &img, p, &np));
   STK_TRY(stk__sample_wrap(stk__aa_gpu_step_vec(st->op, st->conv, p, np, h, w, step, m,
-                                                luts + (size_t)*num_luts * 256, &uses_lut), node, s));
+                                                luts + (size_t)*num_luts * 256, &uses_lut),
+                           node, s));
   if (uses_lut) step->lut = (*num_luts)++;
   q->first_step = (int)i, q->num_steps = 1; /* a COPY step copies: identity, sharpness 0 */
   return STK_OK;
@@ -994,16 +1190,18 @@ static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const aa_state *st = *stk__node_state(node);
   stk__gpu *gpu = stk__gpu_device(b);
   if (!gpu->api->autoaug)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "the CUDA backend has no automatic-augmentation "
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "the CUDA backend has no automatic-augmentation "
                       "kernels");
   size_t n = stk__gpu_batch_size(b);
   stk_tensor_list *in = NULL, *out = NULL;
   bool owned = false;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
-  stk_status rc = stk_tensor_list_dtype(in) == STK_DTYPE_UINT8
-                      ? STK_OK
-                      : STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects uint8 images, got %s",
-                                   stk_dtype_name(stk_tensor_list_dtype(in)));
+  stk_status rc =
+      stk_tensor_list_dtype(in) == STK_DTYPE_UINT8
+          ? STK_OK
+          : STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "expects uint8 images, got %s",
+                       stk_dtype_name(stk_tensor_list_dtype(in)));
   if (rc == STK_OK) rc = stk__gpu_check_image_layout(node, in);
   int ndim = stk_tensor_list_ndim(in);
   stk_gpu_aa_sample *smp = stk__calloc(n ? n : 1, sizeof *smp, "GPU programs");
@@ -1014,7 +1212,8 @@ static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
   int num_luts = 0;
   size_t total = 0;
   for (size_t i = 0; i < n && rc == STK_OK; i++) {
-    rc = augment_gpu_sample(node, b, st, in, i, &smp[i], &steps[i], luts, &num_luts, shapes + i * (size_t)ndim);
+    rc = augment_gpu_sample(node, b, st, in, i, &smp[i], &steps[i], luts, &num_luts,
+                            shapes + i * (size_t)ndim);
     total += ((size_t)smp[i].h * (size_t)smp[i].w * (size_t)smp[i].c + 255) & ~(size_t)255;
   }
   if (rc == STK_OK)
@@ -1023,8 +1222,9 @@ static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
   void *scratch = NULL;
   char err[STK_GPU_ERRLEN] = "";
   if (rc == STK_OK)
-    rc = stk__gpu_check(gpu->api->device_alloc(gpu->ctx, total ? total : 256, stk__gpu_stream(b), &scratch, err,
-                                               sizeof err), err);
+    rc = stk__gpu_check(gpu->api->device_alloc(gpu->ctx, total ? total : 256, stk__gpu_stream(b),
+                                               &scratch, err, sizeof err),
+                        err);
   if (rc == STK_OK) {
     char *at = scratch;
     for (size_t i = 0; i < n; i++) {
@@ -1041,9 +1241,11 @@ static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
                                                                : STK_GPU_INTERP_CUBIC,
                             st->constant};
     if (n > 0)
-      rc = stk__gpu_op_check(node, gpu->api->autoaug->apply(gpu->ctx, (int)n, smp, (int)n, steps, num_luts, luts,
-                                                            0, NULL, &args, stk__gpu_stream(b), err, sizeof err),
-                             err);
+      rc = stk__gpu_op_check(
+          node,
+          gpu->api->autoaug->apply(gpu->ctx, (int)n, smp, (int)n, steps, num_luts, luts, 0, NULL,
+                                   &args, stk__gpu_stream(b), err, sizeof err),
+          err);
   }
   if (scratch) gpu->api->device_free(gpu->ctx, scratch, stk__gpu_stream(b), NULL, 0);
   free(smp), free(steps), free(luts), free(shapes);
@@ -1058,11 +1260,20 @@ static const stk_op_schema augment_schema = {
     "same code as auto_augment.apply (DALI's or torchvision's definition). The Python "
     "built-in augmentations (stoker.auto_aug.augmentations) call it; on the GPU, the fused "
     "operator's kernel with a one-step program per sample.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof augment_args / sizeof augment_args[0], augment_args};
-const stk__op_def stk__op_auto_augment_augment = {
-    .schema = &augment_schema, .init = augment_init, .destroy = aa_destroy, .run_sample = augment_run,
-    .run_gpu = augment_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof augment_args / sizeof augment_args[0],
+    augment_args};
+const stk__op_def stk__op_auto_augment_augment = {.schema = &augment_schema,
+                                                  .init = augment_init,
+                                                  .destroy = aa_destroy,
+                                                  .run_sample = augment_run,
+                                                  .run_gpu = augment_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* auto_augment.stage_index / stage_param                                             */
@@ -1072,8 +1283,10 @@ const stk__op_def stk__op_auto_augment_augment = {
 static stk_status stage_row(stk__node *node, stk__sample *s, int64_t stage, float row[DEC_COLS]) {
   const stk__tensor *t = stk__input(s, 0);
   if (t->dtype != STK_DTYPE_FLOAT32 || t->ndim != 2 || t->shape[1] != DEC_COLS)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects auto_augment.choose's float32 "
-                      "[stages, %d] decisions", DEC_COLS);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "expects auto_augment.choose's float32 "
+                      "[stages, %d] decisions",
+                      DEC_COLS);
   if (stage < 0 || stage >= t->shape[0])
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "stage %lld of %lld", (long long)stage,
                       (long long)t->shape[0]);
@@ -1103,8 +1316,15 @@ static const stk_op_schema stage_index_schema = {
     "auto_augment.stage_index",
     "The augmentation index a sample's decisions give for one stage (a scalar for select "
     "and conditional guards).",
-    STK_DEVICE_CPU, 0, 1, 1, dec_in, 1, index_out,
-    sizeof stage_index_args / sizeof stage_index_args[0], stage_index_args};
+    STK_DEVICE_CPU,
+    0,
+    1,
+    1,
+    dec_in,
+    1,
+    index_out,
+    sizeof stage_index_args / sizeof stage_index_args[0],
+    stage_index_args};
 const stk__op_def stk__op_auto_augment_stage_index = {.schema = &stage_index_schema,
                                                       .run_sample = stage_index_run};
 
@@ -1131,8 +1351,10 @@ static stk_status stage_param_run(stk__node *node, stk__sample *s) {
   bool sign = stk__arg_bool(node, s, SP_SIGNED);
   size_t k = (size_t)(row[2] < 0 ? 0 : row[2]) * (sign ? 2 : 1) + (sign && row[3] != 0);
   if (nd > STK_MAX_NDIM || per == 0 || (k + 1) * per > n)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the table of %zu values has no entry "
-                      "%zu of %zu values", n, k, per);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "the table of %zu values has no entry "
+                      "%zu of %zu values",
+                      n, k, per);
   stk_dtype dt = stk__dtype_arg(stk__arg_string(node, SP_DTYPE));
   stk__tensor *t;
   STK_TRY(stk__output(s, 0, dt, (int)nd, shape, NULL, &t));
@@ -1145,7 +1367,14 @@ static const stk_op_schema stage_param_schema = {
     "auto_augment.stage_param",
     "Looks up a stage's parameter in a per-magnitude-bin table by the sample's decisions "
     "(what a Python augmentation's mag_to_param gives for each bin and sign).",
-    STK_DEVICE_CPU, 0, 1, 1, dec_in, 1, param_out,
-    sizeof stage_param_args / sizeof stage_param_args[0], stage_param_args};
+    STK_DEVICE_CPU,
+    0,
+    1,
+    1,
+    dec_in,
+    1,
+    param_out,
+    sizeof stage_param_args / sizeof stage_param_args[0],
+    stage_param_args};
 const stk__op_def stk__op_auto_augment_stage_param = {.schema = &stage_param_schema,
                                                       .run_sample = stage_param_run};

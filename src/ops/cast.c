@@ -3,7 +3,9 @@
 #include "gpu_util.h"
 #include "image_util.h"
 
-#define CAST_DTYPES "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double|half"
+#define CAST_DTYPES                                                                              \
+  "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double|" \
+  "half"
 
 enum { A_DTYPE };
 
@@ -49,7 +51,8 @@ stk_status stk__gpu_cast_to(stk__node *node, stk__gpu_batch *b, stk_dtype dtype)
     memcpy(shapes + i * (size_t)ndim, d.shape, sizeof(int64_t) * (size_t)ndim);
   }
   if (st == STK_OK)
-    st = stk__gpu_alloc_list(b, dtype, ndim, shapes, stk_tensor_list_layout(in), stk__gpu_shapes_equal(shapes, n, ndim), &out);
+    st = stk__gpu_alloc_list(b, dtype, ndim, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
   if (st == STK_OK) {
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
@@ -58,8 +61,10 @@ stk_status stk__gpu_cast_to(stk__node *node, stk__gpu_batch *b, stk_dtype dtype)
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(in), dtype, stk__gpu_stream(b),
-                                              err, sizeof err), err);
+    st = stk__gpu_op_check(node,
+                           g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(in), dtype,
+                                        stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(cs);
   free(shapes);
@@ -92,17 +97,34 @@ static stk_status copy_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_port_schema copy_in[] = {{"input", "a tensor of any type"}};
 static const stk_port_schema copy_out[] = {{"output", "the same data on this operator's device"}};
-static const stk_op_schema copy_schema = {
-    "copy",
-    "The input unchanged, on this operator's device: with device=\"gpu\" it moves CPU data to the GPU "
-    "(DataNode.gpu() in Python).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, copy_in, 1, copy_out, 0, NULL};
-const stk__op_def stk__op_copy_op = {&copy_schema, NULL, NULL, NULL, copy_run, NULL, NULL, copy_run_gpu};
+static const stk_op_schema copy_schema = {"copy",
+                                          "The input unchanged, on this operator's device: with "
+                                          "device=\"gpu\" it moves CPU data to the GPU "
+                                          "(DataNode.gpu() in Python).",
+                                          STK_DEVICE_CPU | STK_DEVICE_GPU,
+                                          0,
+                                          1,
+                                          1,
+                                          copy_in,
+                                          1,
+                                          copy_out,
+                                          0,
+                                          NULL};
+const stk__op_def stk__op_copy_op = {&copy_schema, NULL, NULL, NULL,
+                                     copy_run,     NULL, NULL, copy_run_gpu};
 
 static const stk_op_schema cast_schema = {
     "cast",
     "Converts every element to `dtype` with saturation: float to integer rounds half away "
     "from zero and clamps to the type's range (DALI's CPU cast).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, cast_in, 1, cast_out,
-    sizeof cast_args / sizeof cast_args[0], cast_args};
-const stk__op_def stk__op_cast = {&cast_schema, NULL, NULL, NULL, cast_run, NULL, NULL, cast_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    cast_in,
+    1,
+    cast_out,
+    sizeof cast_args / sizeof cast_args[0],
+    cast_args};
+const stk__op_def stk__op_cast = {&cast_schema, NULL, NULL, NULL,
+                                  cast_run,     NULL, NULL, cast_run_gpu};

@@ -27,23 +27,32 @@ bool stk__dtype_is_float(stk_dtype d) {
 
 double stk__dtype_full_range(stk_dtype d) {
   switch (d) {
-  case STK_DTYPE_UINT8: return 255.0;
-  case STK_DTYPE_INT8: return 127.0;
-  case STK_DTYPE_UINT16: return 65535.0;
-  case STK_DTYPE_INT16: return 32767.0;
-  case STK_DTYPE_UINT32: return 4294967295.0;
-  case STK_DTYPE_INT32: return 2147483647.0;
-  case STK_DTYPE_UINT64: return 18446744073709551615.0;
-  case STK_DTYPE_INT64: return 9223372036854775807.0;
-  default: return 1.0;
+    case STK_DTYPE_UINT8:
+      return 255.0;
+    case STK_DTYPE_INT8:
+      return 127.0;
+    case STK_DTYPE_UINT16:
+      return 65535.0;
+    case STK_DTYPE_INT16:
+      return 32767.0;
+    case STK_DTYPE_UINT32:
+      return 4294967295.0;
+    case STK_DTYPE_INT32:
+      return 2147483647.0;
+    case STK_DTYPE_UINT64:
+      return 18446744073709551615.0;
+    case STK_DTYPE_INT64:
+      return 9223372036854775807.0;
+    default:
+      return 1.0;
   }
 }
 
 double stk__dtype_half_range(stk_dtype d) {
   if (stk__dtype_is_float(d) || d == STK_DTYPE_BOOL) return 0.5;
   size_t bits = 8 * stk_dtype_size(d);
-  bool is_signed = d == STK_DTYPE_INT8 || d == STK_DTYPE_INT16 || d == STK_DTYPE_INT32 ||
-                   d == STK_DTYPE_INT64;
+  bool is_signed =
+      d == STK_DTYPE_INT8 || d == STK_DTYPE_INT16 || d == STK_DTYPE_INT32 || d == STK_DTYPE_INT64;
   return ldexp(1.0, (int)(bits - 1 - (is_signed ? 1 : 0)));
 }
 
@@ -123,8 +132,10 @@ stk_status stk__point_map(const stk__image *src, const stk__image *dst, stk__poi
       for (int v = 0; v < 256; v++) tab[c * 256 + v] = f((double)v, c, ctx);
     uint8_t *typed = (uint8_t *)(tab + n);
     stk__convert(typed, dst->dtype, tab, STK_DTYPE_FLOAT64, n);
-    if (dst->dtype == STK_DTYPE_UINT8) stk__apply_lut_u8(src, dst, typed);
-    else gather_typed(src, dst, typed);
+    if (dst->dtype == STK_DTYPE_UINT8)
+      stk__apply_lut_u8(src, dst, typed);
+    else
+      gather_typed(src, dst, typed);
     return STK_OK;
   }
   size_t row = (size_t)(src->w * src->c);
@@ -179,9 +190,10 @@ static void affine_row_u8(const uint8_t *in, double *out, size_t w, const stk__a
 stk_status stk__affine_apply(const stk__image *src, const stk__image *dst,
                              const stk__affine_color *a, void *scratch, size_t scratch_size) {
   if (src->h != dst->h || src->w != dst->w || src->c != a->cin || dst->c != a->cout)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "image shapes do not fit the colour map "
-                    "(%lld -> %lld channels, map %d -> %d)", (long long)src->c,
-                    (long long)dst->c, a->cin, a->cout);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "image shapes do not fit the colour map "
+                    "(%lld -> %lld channels, map %d -> %d)",
+                    (long long)src->c, (long long)dst->c, a->cin, a->cout);
   if (scratch_size < stk__affine_scratch(src, dst))
     return STK_FAIL(STK_ERR_INTERNAL, "scratch too small");
   size_t w = (size_t)src->w, ci = (size_t)a->cin, co = (size_t)a->cout;
@@ -236,13 +248,20 @@ static void mat3_mul(const double a[9], const double b[9], double out[9]) {
 
 void stk__hsv_matrix(double hue_deg, double saturation, double value, bool bgr, double m[9]) {
   /* The NTSC YIQ matrices as DALI states them (the inverse is rounded to 3 digits). */
-  static const double rgb2yiq[9] = {0.299, 0.587, 0.114, 0.596, -0.274, -0.321,
-                                    0.211, -0.523, 0.311};
+  static const double rgb2yiq[9] = {0.299,  0.587, 0.114,  0.596, -0.274,
+                                    -0.321, 0.211, -0.523, 0.311};
   static const double yiq2rgb[9] = {1, 0.956, 0.621, 1, -0.272, -0.647, 1, -1.107, 1.705};
   double h = hue_deg * M_PI / 180.0, ch = cos(h), sh = sin(h);
   /* hue rotates the IQ plane; saturation scales it; value scales everything */
-  double hsv[9] = {value, 0, 0, 0, value * saturation * ch, value * saturation * sh,
-                   0, -value * saturation * sh, value * saturation * ch};
+  double hsv[9] = {value,
+                   0,
+                   0,
+                   0,
+                   value * saturation * ch,
+                   value * saturation * sh,
+                   0,
+                   -value * saturation * sh,
+                   value * saturation * ch};
   mat3_mul(yiq2rgb, hsv, m);
   mat3_mul(m, rgb2yiq, m);
   if (bgr) { /* P m P with P swapping channels 0 and 2 */
@@ -277,10 +296,17 @@ int stk__colorspace_channels(stk__colorspace cs) { return cs == STK__CS_GRAY ? 1
 /* Full-range RGB -> (Y, Cb, Cr) rows, then scaled to BT.601's 219 / 224 code ranges. */
 static void rgb_to_ycbcr_rows(double u, double m[9], double off[3]) {
   const double ys = 219.0 / 255.0, cs = 224.0 / 255.0;
-  double rows[9] = {KR, KG, KB,
-                    -0.5 * KR / (1 - KB), -0.5 * KG / (1 - KB), 0.5,
-                    0.5, -0.5 * KG / (1 - KR), -0.5 * KB / (1 - KR)};
-  for (int j = 0; j < 3; j++) m[j] = ys * rows[j], m[3 + j] = cs * rows[3 + j], m[6 + j] = cs * rows[6 + j];
+  double rows[9] = {KR,
+                    KG,
+                    KB,
+                    -0.5 * KR / (1 - KB),
+                    -0.5 * KG / (1 - KB),
+                    0.5,
+                    0.5,
+                    -0.5 * KG / (1 - KR),
+                    -0.5 * KB / (1 - KR)};
+  for (int j = 0; j < 3; j++)
+    m[j] = ys * rows[j], m[3 + j] = cs * rows[3 + j], m[6 + j] = cs * rows[6 + j];
   off[0] = 0.0625 * u, off[1] = 0.5 * u, off[2] = 0.5 * u;
 }
 
@@ -290,7 +316,8 @@ static void ycbcr_to_rgb_rows(double u, double m[9], double off[3]) {
   double cb_g = -cb_b * KB / KG, cr_g = -cr_r * KR / KG;
   double rows[9] = {ys, 0, cs * cr_r, ys, cs * cb_g, cs * cr_g, ys, cs * cb_b, 0};
   memcpy(m, rows, sizeof rows);
-  for (int i = 0; i < 3; i++) off[i] = -(m[i * 3] * 0.0625 * u + (m[i * 3 + 1] + m[i * 3 + 2]) * 0.5 * u);
+  for (int i = 0; i < 3; i++)
+    off[i] = -(m[i * 3] * 0.0625 * u + (m[i * 3 + 1] + m[i * 3 + 2]) * 0.5 * u);
 }
 
 /* Swaps the roles of channels 0 and 2 on the input side (columns) of an affine map. */
@@ -354,8 +381,8 @@ static stk_status open_images(stk__node *node, stk__sample *s, int dtype_arg, in
                               stk__image *src, stk__image *dst) {
   STK_TRY(stk__image_input(node, s, 0, color_in_types, N_COLOR_IN_TYPES, src));
   if (channels && src->c != channels)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects %d channels, got %lld",
-                      channels, (long long)src->c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects %d channels, got %lld", channels,
+                      (long long)src->c);
   *dst = *src;
   if (dtype_arg >= 0) STK_TRY(stk__color_out_dtype(node, s, dtype_arg, src->dtype, &dst->dtype));
   return stk__image_output(s, stk__input(s, 0)->ndim, dst);
@@ -363,15 +390,18 @@ static stk_status open_images(stk__node *node, stk__sample *s, int dtype_arg, in
 
 static void *sample_scratch(stk__node *node, stk__sample *s, size_t bytes, stk_status *st) {
   void *p = stk__scratch(s, bytes ? bytes : 1);
-  *st = p ? STK_OK : STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", bytes);
+  *st = p ? STK_OK
+          : STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", bytes);
   return p;
 }
 
 /* The `pil` variants work on uint8 only and keep the type. */
 static stk_status check_pil_types(stk__node *node, stk__sample *s, stk_dtype in, stk_dtype out) {
   if (in != STK_DTYPE_UINT8 || out != STK_DTYPE_UINT8)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "pil=true needs uint8 input and output "
-                      "(got %s -> %s)", stk_dtype_name(in), stk_dtype_name(out));
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "pil=true needs uint8 input and output "
+                      "(got %s -> %s)",
+                      stk_dtype_name(in), stk_dtype_name(out));
   return STK_OK;
 }
 
@@ -398,7 +428,8 @@ static stk_status bc_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
   STK_TRY(stk__color_out_dtype(node, s, dtype_arg, in->dtype, &pl->out_dtype));
   if (!has_cc) cc = stk__dtype_half_range(in->dtype);
   double nb = b * stk__dtype_full_range(pl->out_dtype) / stk__dtype_full_range(in->dtype);
-  linear_ctx k = {nb * c, stk_color_bc_add(shift * stk__dtype_full_range(pl->out_dtype), nb, cc, c)};
+  linear_ctx k = {nb * c,
+                  stk_color_bc_add(shift * stk__dtype_full_range(pl->out_dtype), nb, cc, c)};
   if (in->dtype == STK_DTYPE_UINT8) {
     pl->kind = STK__CG_LUT;
     stk__point_lut(linear_fn, &k, in->c, pl->out_dtype, pl->lut);
@@ -417,7 +448,8 @@ static stk_status mean_contrast_plan(stk__node *node, stk__sample *s, const stk_
   double nb = 1.0 * stk__dtype_full_range(pl->out_dtype) / stk__dtype_full_range(in->dtype);
   pl->kind = STK__CG_STATS;
   pl->mode = STK_GPU_CLR_MEAN_CONTRAST;
-  pl->p[0] = nb * c, pl->p[1] = nb, pl->p[2] = 0.0 * stk__dtype_full_range(pl->out_dtype), pl->p[3] = c;
+  pl->p[0] = nb * c, pl->p[1] = nb, pl->p[2] = 0.0 * stk__dtype_full_range(pl->out_dtype),
+  pl->p[3] = c;
   return STK_OK;
 }
 
@@ -433,14 +465,15 @@ static stk_status pil_const_plan(stk__node *node, stk__sample *s, const stk__cg_
   return STK_OK;
 }
 
-static stk_status gpu_channels(stk__node *node, stk__sample *s, const stk__cg_in *in, int channels) {
+static stk_status gpu_channels(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                               int channels) {
   if (in->c != channels)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects %d channels, got %d", channels, in->c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects %d channels, got %d", channels,
+                      in->c);
   return STK_OK;
 }
 
 /* ---- brightness / contrast / brightness_contrast ---- */
-
 
 /* out = shift * range_out + b * (cc + c * (in - cc)), with b rescaled by range_out /
  * range_in so that e.g. uint8 -> float32 maps 255 to 1.0 (DALI's normalisation). */
@@ -460,9 +493,11 @@ static stk_status brightness_contrast_apply(stk__node *node, stk__sample *s, int
 }
 
 #define FINITE -DBL_MAX, DBL_MAX
-#define DTYPE_ARG                                                                          \
-  {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, STK__COLOR_DTYPE_CHOICES,                     \
-   "output type: \"\" (the input's), uint8, int16, int32, float16 or float32"}
+#define DTYPE_ARG                                                                  \
+  {                                                                                \
+    "dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, STK__COLOR_DTYPE_CHOICES,            \
+        "output type: \"\" (the input's), uint8, int16, int32, float16 or float32" \
+  }
 
 enum { B_BRIGHTNESS, B_SHIFT, B_DTYPE, B_PIL };
 static const stk_arg_schema brightness_args[] = {
@@ -498,7 +533,8 @@ static stk_status brightness_plan(stk__node *node, stk__sample *s, const stk__cg
   double b, shift;
   STK_TRY(stk__float_arg_in(node, s, B_BRIGHTNESS, "brightness", FINITE, &b));
   STK_TRY(stk__float_arg_in(node, s, B_SHIFT, "brightness_shift", FINITE, &shift));
-  if (!stk__arg_bool(node, s, B_PIL)) return bc_plan(node, s, in, pl, B_DTYPE, b, shift, 1.0, false, 0.0);
+  if (!stk__arg_bool(node, s, B_PIL))
+    return bc_plan(node, s, in, pl, B_DTYPE, b, shift, 1.0, false, 0.0);
   if (shift != 0.0)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "brightness_shift = %g cannot be used with pil=true", shift);
@@ -515,10 +551,17 @@ static const stk_op_schema brightness_schema = {
     "full_range, where full_range is the output type's maximum (255 for uint8) or 1 for "
     "floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's "
     "ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof brightness_args / sizeof brightness_args[0], brightness_args};
-const stk__op_def stk__op_brightness = {&brightness_schema, NULL, NULL, NULL, brightness_run,
-                                        NULL, NULL, brightness_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof brightness_args / sizeof brightness_args[0],
+    brightness_args};
+const stk__op_def stk__op_brightness = {&brightness_schema, NULL, NULL, NULL,
+                                        brightness_run,     NULL, NULL, brightness_run_gpu};
 
 enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL, C_MEAN };
 static const stk_arg_schema contrast_args[] = {
@@ -574,7 +617,8 @@ static stk_status contrast_plan(stk__node *node, stk__sample *s, const stk__cg_i
   bool has_cc = stk__arg_given(node, C_CENTER);
   if (has_cc) STK_TRY(stk__float_arg_in(node, s, C_CENTER, "contrast_center", FINITE, &cc));
   if (stk__arg_bool(node, s, C_MEAN)) return mean_contrast_plan(node, s, in, pl, C_DTYPE, c);
-  if (!stk__arg_bool(node, s, C_PIL)) return bc_plan(node, s, in, pl, C_DTYPE, 1.0, 0.0, c, has_cc, cc);
+  if (!stk__arg_bool(node, s, C_PIL))
+    return bc_plan(node, s, in, pl, C_DTYPE, 1.0, 0.0, c, has_cc, cc);
   STK_TRY(stk__color_out_dtype(node, s, C_DTYPE, in->dtype, &pl->out_dtype));
   STK_TRY(check_pil_types(node, s, in->dtype, pl->out_dtype));
   pl->kind = STK__CG_STATS; /* the centre is the image's rounded mean luma */
@@ -593,10 +637,17 @@ static const stk_op_schema contrast_schema = {
     "contrast_center). mean_center=true centres on the image's mean luma (DALI's "
     "AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the "
     "image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof contrast_args / sizeof contrast_args[0], contrast_args};
-const stk__op_def stk__op_contrast = {&contrast_schema, contrast_init, NULL, NULL, contrast_run,
-                                      NULL, NULL, contrast_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof contrast_args / sizeof contrast_args[0],
+    contrast_args};
+const stk__op_def stk__op_contrast = {&contrast_schema, contrast_init, NULL, NULL,
+                                      contrast_run,     NULL,          NULL, contrast_run_gpu};
 
 enum { BC_BRIGHTNESS, BC_SHIFT, BC_CONTRAST, BC_CENTER, BC_DTYPE };
 static const stk_arg_schema bc_args[] = {
@@ -621,7 +672,8 @@ static stk_status bc_run(stk__node *node, stk__sample *s) {
   return brightness_contrast_apply(node, s, BC_DTYPE, b, shift, c, has_cc, cc);
 }
 
-static stk_status bc_gpu_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+static stk_status bc_gpu_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                              stk__cg_plan *pl) {
   double b, shift, c, cc = 0.0;
   STK_TRY(stk__float_arg_in(node, s, BC_BRIGHTNESS, "brightness", FINITE, &b));
   STK_TRY(stk__float_arg_in(node, s, BC_SHIFT, "brightness_shift", FINITE, &shift));
@@ -640,15 +692,23 @@ static const stk_op_schema bc_schema = {
     "Brightness and contrast in one pass (DALI's brightness_contrast): out = "
     "brightness_shift * full_range + brightness * (contrast_center + contrast * (in - "
     "contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof bc_args / sizeof bc_args[0], bc_args};
-const stk__op_def stk__op_brightness_contrast = {&bc_schema, NULL, NULL, NULL, bc_run, NULL, NULL, bc_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof bc_args / sizeof bc_args[0],
+    bc_args};
+const stk__op_def stk__op_brightness_contrast = {&bc_schema, NULL, NULL, NULL,
+                                                 bc_run,     NULL, NULL, bc_run_gpu};
 
 /* ---- hsv / hue / saturation / color_twist ---- */
 
 /* Applies b * c * HSV(hue, sat, value) plus the contrast offset (half - half * c) * b. */
-static stk_status twist_apply(stk__node *node, stk__sample *s, int dtype_arg, bool bgr,
-                              double hue, double sat, double value, double b, double c) {
+static stk_status twist_apply(stk__node *node, stk__sample *s, int dtype_arg, bool bgr, double hue,
+                              double sat, double value, double b, double c) {
   stk__image src, dst;
   STK_TRY(open_images(node, s, dtype_arg, 3, &src, &dst));
   stk__affine_color a = {.cin = 3, .cout = 3};
@@ -664,9 +724,9 @@ static stk_status twist_apply(stk__node *node, stk__sample *s, int dtype_arg, bo
 }
 
 /* The GPU's version of twist_apply: the same matrix and offset, applied per pixel. */
-static stk_status twist_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl,
-                             int dtype_arg, bool bgr, double hue, double sat, double value, double b,
-                             double c) {
+static stk_status twist_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                             stk__cg_plan *pl, int dtype_arg, bool bgr, double hue, double sat,
+                             double value, double b, double c) {
   STK_TRY(gpu_channels(node, s, in, 3));
   STK_TRY(stk__color_out_dtype(node, s, dtype_arg, in->dtype, &pl->out_dtype));
   stk__hsv_matrix(hue, sat, value, bgr, pl->m);
@@ -682,12 +742,16 @@ static bool image_type_bgr(const stk__node *node, int arg) {
   return strcmp(stk__arg_string(node, arg), "BGR") == 0;
 }
 
-#define IMAGE_TYPE_ARG                                                                     \
-  {"image_type", STK_ARG_STRING, 0, "\"RGB\"", 0, 0, "RGB|BGR",                            \
-   "channel order of the input and output"}
-#define HUE_ARG                                                                            \
-  {"hue", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,                           \
-   "hue rotation in degrees (a rotation of the YIQ chroma plane)"}
+#define IMAGE_TYPE_ARG                                           \
+  {                                                              \
+    "image_type", STK_ARG_STRING, 0, "\"RGB\"", 0, 0, "RGB|BGR", \
+        "channel order of the input and output"                  \
+  }
+#define HUE_ARG                                                        \
+  {                                                                    \
+    "hue", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,      \
+        "hue rotation in degrees (a rotation of the YIQ chroma plane)" \
+  }
 
 enum { HSV_HUE, HSV_SAT, HSV_VALUE, HSV_DTYPE };
 static const stk_arg_schema hsv_args[] = {
@@ -706,12 +770,13 @@ static stk_status hsv_run(stk__node *node, stk__sample *s) {
   return twist_apply(node, s, HSV_DTYPE, false, h, sat, v, 1.0, 1.0);
 }
 
-#define YIQ_DOC                                                                            \
-  " As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the "   \
-  "NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales "       \
+#define YIQ_DOC                                                                          \
+  " As DALI, the change is a linear map in RGB: Yiq2Rgb * H * S * V * Rgb2Yiq with the " \
+  "NTSC YIQ matrices (hue rotates the IQ plane, saturation scales it, value scales "     \
   "YIQ). Needs 3 channels."
 
-static stk_status hsv_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+static stk_status hsv_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                           stk__cg_plan *pl) {
   double h, sat, v;
   STK_TRY(stk__float_arg_in(node, s, HSV_HUE, "hue", FINITE, &h));
   STK_TRY(stk__float_arg_in(node, s, HSV_SAT, "saturation", FINITE, &sat));
@@ -727,8 +792,15 @@ static const stk_op_schema hsv_schema = {
     "hsv",
     "Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images "
     "(DALI's hsv)." YIQ_DOC,
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof hsv_args / sizeof hsv_args[0], hsv_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof hsv_args / sizeof hsv_args[0],
+    hsv_args};
 const stk__op_def stk__op_hsv = {&hsv_schema, NULL, NULL, NULL, hsv_run, NULL, NULL, hsv_run_gpu};
 
 enum { HUE_HUE, HUE_DTYPE, HUE_IMAGE_TYPE };
@@ -737,11 +809,12 @@ static const stk_arg_schema hue_args[] = {HUE_ARG, DTYPE_ARG, IMAGE_TYPE_ARG};
 static stk_status hue_run(stk__node *node, stk__sample *s) {
   double h;
   STK_TRY(stk__float_arg_in(node, s, HUE_HUE, "hue", FINITE, &h));
-  return twist_apply(node, s, HUE_DTYPE, image_type_bgr(node, HUE_IMAGE_TYPE), h, 1.0, 1.0,
-                     1.0, 1.0);
+  return twist_apply(node, s, HUE_DTYPE, image_type_bgr(node, HUE_IMAGE_TYPE), h, 1.0, 1.0, 1.0,
+                     1.0);
 }
 
-static stk_status hue_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+static stk_status hue_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                           stk__cg_plan *pl) {
   double h;
   STK_TRY(stk__float_arg_in(node, s, HUE_HUE, "hue", FINITE, &h));
   return twist_plan(node, s, in, pl, HUE_DTYPE, image_type_bgr(node, HUE_IMAGE_TYPE), h, 1.0, 1.0,
@@ -752,10 +825,17 @@ static stk_status hue_run_gpu(stk__node *node, stk__gpu_batch *b) {
   return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, hue_plan);
 }
 
-static const stk_op_schema hue_schema = {
-    "hue", "Rotates the hue by `hue` degrees (DALI's hue)." YIQ_DOC,
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof hue_args / sizeof hue_args[0], hue_args};
+static const stk_op_schema hue_schema = {"hue",
+                                         "Rotates the hue by `hue` degrees (DALI's hue)." YIQ_DOC,
+                                         STK_DEVICE_CPU | STK_DEVICE_GPU,
+                                         0,
+                                         1,
+                                         1,
+                                         image_in,
+                                         1,
+                                         image_out,
+                                         sizeof hue_args / sizeof hue_args[0],
+                                         hue_args};
 const stk__op_def stk__op_hue = {&hue_schema, NULL, NULL, NULL, hue_run, NULL, NULL, hue_run_gpu};
 
 enum { SAT_SAT, SAT_DTYPE, SAT_IMAGE_TYPE, SAT_PIL };
@@ -774,8 +854,8 @@ static stk_status saturation_run(stk__node *node, stk__sample *s) {
   double sat;
   STK_TRY(stk__float_arg_in(node, s, SAT_SAT, "saturation", pil ? -DBL_MAX : 0.0, DBL_MAX, &sat));
   if (!pil)
-    return twist_apply(node, s, SAT_DTYPE, image_type_bgr(node, SAT_IMAGE_TYPE), 0.0, sat,
-                       1.0, 1.0, 1.0);
+    return twist_apply(node, s, SAT_DTYPE, image_type_bgr(node, SAT_IMAGE_TYPE), 0.0, sat, 1.0, 1.0,
+                       1.0);
   if (image_type_bgr(node, SAT_IMAGE_TYPE))
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "pil=true needs image_type \"RGB\"");
   stk__image src, dst;
@@ -810,12 +890,20 @@ static stk_status saturation_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema saturation_schema = {
     "saturation",
-    "Changes the saturation (DALI's saturation)." YIQ_DOC " With pil=true, Pillow's "
+    "Changes the saturation (DALI's saturation)." YIQ_DOC
+    " With pil=true, Pillow's "
     "ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof saturation_args / sizeof saturation_args[0], saturation_args};
-const stk__op_def stk__op_saturation = {&saturation_schema, NULL, NULL, NULL, saturation_run,
-                                        NULL, NULL, saturation_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof saturation_args / sizeof saturation_args[0],
+    saturation_args};
+const stk__op_def stk__op_saturation = {&saturation_schema, NULL, NULL, NULL,
+                                        saturation_run,     NULL, NULL, saturation_run_gpu};
 
 enum { CT_BRIGHTNESS, CT_CONTRAST, CT_HUE, CT_SAT, CT_DTYPE, CT_IMAGE_TYPE };
 static const stk_arg_schema twist_args[] = {
@@ -846,7 +934,8 @@ static stk_status twist_gpu_plan(stk__node *node, stk__sample *s, const stk__cg_
   STK_TRY(stk__float_arg_in(node, s, CT_CONTRAST, "contrast", 0.0, DBL_MAX, &c));
   STK_TRY(stk__float_arg_in(node, s, CT_HUE, "hue", FINITE, &h));
   STK_TRY(stk__float_arg_in(node, s, CT_SAT, "saturation", 0.0, DBL_MAX, &sat));
-  return twist_plan(node, s, in, pl, CT_DTYPE, image_type_bgr(node, CT_IMAGE_TYPE), h, sat, 1.0, b, c);
+  return twist_plan(node, s, in, pl, CT_DTYPE, image_type_bgr(node, CT_IMAGE_TYPE), h, sat, 1.0, b,
+                    c);
 }
 
 static stk_status twist_run_gpu(stk__node *node, stk__gpu_batch *b) {
@@ -859,9 +948,17 @@ static const stk_op_schema twist_schema = {
     "= brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * "
     "brightness, where half is half the input type's range (128 for uint8, 0.5 for "
     "floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof twist_args / sizeof twist_args[0], twist_args};
-const stk__op_def stk__op_color_twist = {&twist_schema, NULL, NULL, NULL, twist_run, NULL, NULL, twist_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof twist_args / sizeof twist_args[0],
+    twist_args};
+const stk__op_def stk__op_color_twist = {&twist_schema, NULL, NULL, NULL,
+                                         twist_run,     NULL, NULL, twist_run_gpu};
 
 /* ---- color_space_conversion ---- */
 
@@ -881,9 +978,11 @@ static stk_status cs_run(stk__node *node, stk__sample *s) {
   static const stk_dtype types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
   STK_TRY(stk__image_input(node, s, 0, types, 2, &src));
   if (src.c != stk__colorspace_channels(from))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image_type %s needs %d channels, "
-                      "the input has %lld", stk__arg_string(node, CS_IMAGE_TYPE),
-                      stk__colorspace_channels(from), (long long)src.c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "image_type %s needs %d channels, "
+                      "the input has %lld",
+                      stk__arg_string(node, CS_IMAGE_TYPE), stk__colorspace_channels(from),
+                      (long long)src.c);
   dst = src;
   dst.c = stk__colorspace_channels(to);
   STK_TRY(stk__image_output(s, 3, &dst));
@@ -903,9 +1002,10 @@ static stk_status cs_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
   stk__colorspace_parse(stk__arg_string(node, CS_IMAGE_TYPE), &from);
   stk__colorspace_parse(stk__arg_string(node, CS_OUTPUT_TYPE), &to);
   if (in->c != stk__colorspace_channels(from))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image_type %s needs %d channels, "
-                      "the input has %d", stk__arg_string(node, CS_IMAGE_TYPE),
-                      stk__colorspace_channels(from), in->c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "image_type %s needs %d channels, "
+                      "the input has %d",
+                      stk__arg_string(node, CS_IMAGE_TYPE), stk__colorspace_channels(from), in->c);
   stk__affine_color a;
   stk__colorspace_affine(from, to, in->dtype, &a);
   pl->kind = STK__CG_PIXEL;
@@ -928,10 +1028,17 @@ static const stk_op_schema cs_schema = {
     "BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for "
     "float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in "
     "float64, rounded half away from zero.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof cs_args / sizeof cs_args[0], cs_args};
-const stk__op_def stk__op_color_space_conversion = {&cs_schema, NULL, NULL, NULL, cs_run, NULL,
-                                                    NULL, cs_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof cs_args / sizeof cs_args[0],
+    cs_args};
+const stk__op_def stk__op_color_space_conversion = {&cs_schema, NULL, NULL, NULL,
+                                                    cs_run,     NULL, NULL, cs_run_gpu};
 
 /* ---- grayscale (stoker) ---- */
 
@@ -954,8 +1061,10 @@ static stk_status gray_run(stk__node *node, stk__sample *s) {
   stk__image src, dst;
   STK_TRY(stk__image_input(node, s, 0, types, 2, &src));
   if (src.c != 3)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects an RGB image (3 channels), "
-                      "got %lld", (long long)src.c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "expects an RGB image (3 channels), "
+                      "got %lld",
+                      (long long)src.c);
   dst = src;
   dst.c = stk__arg_int(node, NULL, G_CHANNELS);
   STK_TRY(stk__image_output(s, 3, &dst));
@@ -976,10 +1085,13 @@ static stk_status gray_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-static stk_status gray_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+static stk_status gray_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                            stk__cg_plan *pl) {
   if (in->c != 3)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects an RGB image (3 channels), "
-                      "got %d", in->c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "expects an RGB image (3 channels), "
+                      "got %d",
+                      in->c);
   pl->kind = STK__CG_PIXEL;
   pl->out_c = (int)stk__arg_int(node, NULL, G_CHANNELS), pl->out_ndim = 3;
   if (in->dtype == STK_DTYPE_UINT8) {
@@ -988,7 +1100,8 @@ static stk_status gray_plan(stk__node *node, stk__sample *s, const stk__cg_in *i
   }
   /* float32: (KR r + KG g) + KB b in float64, as gray_run (0 + x is exact) */
   pl->mode = STK_GPU_CLR_AFFINE;
-  for (int o = 0; o < pl->out_c; o++) pl->m[o * 3] = KR, pl->m[o * 3 + 1] = KG, pl->m[o * 3 + 2] = KB;
+  for (int o = 0; o < pl->out_c; o++)
+    pl->m[o * 3] = KR, pl->m[o * 3 + 1] = KG, pl->m[o * 3 + 2] = KB;
   return STK_OK;
 }
 
@@ -1002,6 +1115,14 @@ static const stk_op_schema gray_schema = {
     "stoker operator; DALI spells this color_space_conversion(image_type=RGB, "
     "output_type=GRAY)): uint8 uses Pillow's convert(\"L\"), (19595 R + 38470 G + 7471 B + "
     "2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof gray_args / sizeof gray_args[0], gray_args};
-const stk__op_def stk__op_grayscale = {&gray_schema, gray_init, NULL, NULL, gray_run, NULL, NULL, gray_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof gray_args / sizeof gray_args[0],
+    gray_args};
+const stk__op_def stk__op_grayscale = {&gray_schema, gray_init, NULL, NULL,
+                                       gray_run,     NULL,      NULL, gray_run_gpu};

@@ -125,9 +125,8 @@ void stk__pil_autocontrast_lut(const uint64_t *hist, double cutoff_lo, double cu
 
 /* Reads a float argument of this sample and checks that it is finite and in [lo, hi]
  * (fed values are not range-checked at build time). */
-static inline stk_status stk__float_arg_in(const stk__node *node, const stk__sample *s,
-                                           int arg, const char *name, double lo, double hi,
-                                           double *out) {
+static inline stk_status stk__float_arg_in(const stk__node *node, const stk__sample *s, int arg,
+                                           const char *name, double lo, double hi, double *out) {
   double v = stk__arg_float(node, s, arg);
   *out = v;
   if (!(v >= lo && v <= hi))
@@ -138,13 +137,15 @@ static inline stk_status stk__float_arg_in(const stk__node *node, const stk__sam
 
 /* The output dtype: the `dtype` argument, or the input's type when it is "". Only
  * uint8, int16, int32, float16 and float32 (the types DALI's colour operators have). */
-static inline stk_status stk__color_out_dtype(const stk__node *node, const stk__sample *s,
-                                              int arg, stk_dtype in, stk_dtype *out) {
+static inline stk_status stk__color_out_dtype(const stk__node *node, const stk__sample *s, int arg,
+                                              stk_dtype in, stk_dtype *out) {
   STK_TRY(stk__dtype_or_same(node, arg, "dtype", in, out));
   if (*out != STK_DTYPE_UINT8 && *out != STK_DTYPE_INT16 && *out != STK_DTYPE_INT32 &&
       *out != STK_DTYPE_FLOAT16 && *out != STK_DTYPE_FLOAT32)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "output type %s is not supported (uint8, "
-                      "int16, int32, float16 or float32)", stk_dtype_name(*out));
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "output type %s is not supported (uint8, "
+                      "int16, int32, float16 or float32)",
+                      stk_dtype_name(*out));
   return STK_OK;
 }
 #define STK__COLOR_DTYPE_CHOICES "|uint8|int16|int32|float16|half|float32|float"

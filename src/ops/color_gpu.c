@@ -29,7 +29,8 @@ static stk_status sample_in(stk__node *node, stk__gpu_batch *b, const stk_tensor
                       "expects an HWC image, got %d dimensions with layout '%s'", d.ndim, l);
   STK_TRY(stk__gpu_image_dims(node, in, i, &out->h, &out->w, &out->c, data));
   if (out->c < 1)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i), "image has no channels");
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                      "image has no channels");
   out->ndim = d.ndim;
   out->dtype = d.dtype;
   return STK_OK;
@@ -56,7 +57,8 @@ static void plan_free(batch_plan *p) {
 }
 
 static stk_status plan_batch(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
-                             const stk_dtype *types, int ntypes, stk__cg_plan_fn fn, batch_plan *p) {
+                             const stk_dtype *types, int ntypes, stk__cg_plan_fn fn,
+                             batch_plan *p) {
   size_t n = p->n;
   stk_dtype dt = stk_tensor_list_dtype(in);
   bool ok = false;
@@ -77,15 +79,16 @@ static stk_status plan_batch(stk__node *node, stk__gpu_batch *b, const stk_tenso
     STK_TRY(fn(node, s, ci, pl));
     const stk__cg_plan *p0 = &p->plans[0];
     if (pl->kind != p0->kind || pl->mode != p0->mode || pl->out_dtype != p0->out_dtype)
-      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "on the GPU every sample of a batch must "
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                        "on the GPU every sample of a batch must "
                         "take the same path (kind %d mode %d %s; sample 0: %d, %d, %s)",
                         (int)pl->kind, pl->mode, stk_dtype_name(pl->out_dtype), (int)p0->kind,
                         p0->mode, stk_dtype_name(p0->out_dtype));
     int64_t *sh = p->shapes + i * 3;
     sh[0] = ci->h, sh[1] = ci->w, sh[2] = pl->out_c;
     if (i > 0 && pl->out_ndim != p0->out_ndim)
-      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "samples of %d and %d dimensions in one batch",
-                        p0->out_ndim, pl->out_ndim);
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                        "samples of %d and %d dimensions in one batch", p0->out_ndim, pl->out_ndim);
   }
   return STK_OK;
 }
@@ -126,8 +129,11 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
     if (!S) return rc;
     for (size_t i = 0; i < n; i++) {
       const stk__cg_plan *pl = &p->plans[i];
-      S[i] = (stk_gpu_clr_point_sample){p->src[i], p->dst[i], (int64_t)p->ins[i].h * p->ins[i].w * p->ins[i].c,
-                                        pl->point_op, {pl->p[0], pl->p[1], pl->p[2]}};
+      S[i] = (stk_gpu_clr_point_sample){p->src[i],
+                                        p->dst[i],
+                                        (int64_t)p->ins[i].h * p->ins[i].w * p->ins[i].c,
+                                        pl->point_op,
+                                        {pl->p[0], pl->p[1], pl->p[2]}};
     }
     rc = api->point(g->ctx, (int)n, S, in_dt, ot, stream, err, errlen);
     free(S);
@@ -149,8 +155,11 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
     if (!S) return rc;
     for (size_t i = 0; i < n; i++) {
       const stk__cg_plan *pl = &p->plans[i];
-      S[i] = (stk_gpu_clr_stats_sample){p->src[i], p->dst[i], (int64_t)p->ins[i].h * p->ins[i].w,
-                                        p->ins[i].c, {pl->p[0], pl->p[1], pl->p[2], pl->p[3]}};
+      S[i] = (stk_gpu_clr_stats_sample){p->src[i],
+                                        p->dst[i],
+                                        (int64_t)p->ins[i].h * p->ins[i].w,
+                                        p->ins[i].c,
+                                        {pl->p[0], pl->p[1], pl->p[2], pl->p[3]}};
     }
     rc = api->stats(g->ctx, (int)n, S, p0->mode, in_dt, ot, stream, err, errlen);
     free(S);
@@ -158,8 +167,8 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
     stk_gpu_clr_sharpness_sample *S = calloc(n, sizeof *S);
     if (!S) return rc;
     for (size_t i = 0; i < n; i++)
-      S[i] = (stk_gpu_clr_sharpness_sample){p->src[i], p->dst[i], p->ins[i].h, p->ins[i].w,
-                                             p->ins[i].c, p->plans[i].factor};
+      S[i] = (stk_gpu_clr_sharpness_sample){p->src[i],   p->dst[i],   p->ins[i].h,
+                                            p->ins[i].w, p->ins[i].c, p->plans[i].factor};
     rc = api->sharpness(g->ctx, (int)n, S, stream, err, errlen);
     free(S);
   }
@@ -173,17 +182,23 @@ stk_status stk__color_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtyp
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
   size_t m = n ? n : 1;
-  batch_plan p = {n, calloc(m, sizeof(stk__cg_plan)), calloc(m, sizeof(stk__cg_in)),
-                  calloc(m, sizeof(void *)), calloc(m, sizeof(void *)), calloc(m, LUT_STRIDE),
+  batch_plan p = {n,
+                  calloc(m, sizeof(stk__cg_plan)),
+                  calloc(m, sizeof(stk__cg_in)),
+                  calloc(m, sizeof(void *)),
+                  calloc(m, sizeof(void *)),
+                  calloc(m, LUT_STRIDE),
                   calloc(m * 3, sizeof(int64_t))};
-  stk_status st = p.plans && p.ins && p.src && p.dst && p.luts && p.shapes
-                      ? STK_OK
-                      : STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, NULL, "no memory for a colour plan");
+  stk_status st =
+      p.plans && p.ins && p.src && p.dst && p.luts && p.shapes
+          ? STK_OK
+          : STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, NULL, "no memory for a colour plan");
   if (st == STK_OK && n > 0) st = plan_batch(node, b, in, types, ntypes, fn, &p);
   if (st == STK_OK && n > 0) {
     int ndim = p.plans[0].out_ndim;
     if (ndim == 2) /* HW: drop the channel extent */
-      for (size_t i = 0; i < n; i++) p.shapes[i * 2] = p.shapes[i * 3], p.shapes[i * 2 + 1] = p.shapes[i * 3 + 1];
+      for (size_t i = 0; i < n; i++)
+        p.shapes[i * 2] = p.shapes[i * 3], p.shapes[i * 2 + 1] = p.shapes[i * 3 + 1];
     st = stk__gpu_alloc_list(b, p.plans[0].out_dtype, ndim, p.shapes, ndim == 2 ? "HW" : "HWC",
                              stk__gpu_shapes_equal(p.shapes, n, ndim), &out);
   }

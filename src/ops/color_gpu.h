@@ -13,7 +13,13 @@
 #include "gpu_util.h"
 
 /* Which api->color entry point runs the batch (every sample must choose the same). */
-typedef enum { STK__CG_LUT, STK__CG_POINT, STK__CG_PIXEL, STK__CG_STATS, STK__CG_SHARPNESS } stk__cg_kind;
+typedef enum {
+  STK__CG_LUT,
+  STK__CG_POINT,
+  STK__CG_PIXEL,
+  STK__CG_STATS,
+  STK__CG_SHARPNESS
+} stk__cg_kind;
 
 /* Input sample i as the plan function sees it. */
 typedef struct {
@@ -25,7 +31,7 @@ typedef struct {
  * dtype, out_c = c, out_ndim = ndim and lut (room for c * 256 entries of any dtype). */
 typedef struct {
   stk__cg_kind kind;
-  int mode;            /* pixel / stats mode */
+  int mode; /* pixel / stats mode */
   stk_dtype out_dtype;
   int out_c, out_ndim; /* output channels; 2 (HW) or 3 (HWC) dimensions */
   void *lut;           /* STK__CG_LUT: c tables of 256 out_dtype values to fill */

@@ -102,7 +102,9 @@ void stk__pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
   stk_color_pil_equalize_lut(hist, lut);
 }
 
-void stk__cv_equalize_lut(const uint64_t *hist, uint8_t *lut) { stk_color_cv_equalize_lut(hist, lut); }
+void stk__cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
+  stk_color_cv_equalize_lut(hist, lut);
+}
 
 void stk__pil_autocontrast_lut(const uint64_t *hist, double cutoff_lo, double cutoff_hi,
                                uint8_t *lut) {
@@ -144,8 +146,8 @@ typedef struct {
 
 /* A point function for the GPU: uint8 input through the CPU's own table, float32 input
  * through the device's float64 map `op` with parameters a, b, c (op < 0: uint8 only). */
-static stk_status point_plan(const stk__cg_in *in, stk__cg_plan *pl, stk__point_fn f, const void *ctx,
-                             int op, double a, double b, double c) {
+static stk_status point_plan(const stk__cg_in *in, stk__cg_plan *pl, stk__point_fn f,
+                             const void *ctx, int op, double a, double b, double c) {
   if (in->dtype == STK_DTYPE_UINT8 || op < 0) {
     pl->kind = STK__CG_LUT;
     stk__point_lut(f, ctx, in->c, pl->out_dtype, pl->lut);
@@ -170,7 +172,8 @@ static stk_status invert_run(stk__node *node, stk__sample *s) {
   return run_point(node, s, &src, &dst, invert_fn, &k);
 }
 
-static stk_status invert_plan(stk__node *node, stk__sample *s, const stk__cg_in *in, stk__cg_plan *pl) {
+static stk_status invert_plan(stk__node *node, stk__sample *s, const stk__cg_in *in,
+                              stk__cg_plan *pl) {
   point_ctx k = {.max = stk__dtype_full_range(in->dtype)};
   return point_plan(in, pl, invert_fn, &k, STK_GPU_CLR_INVERT, k.max, 0.0, 0.0);
 }
@@ -183,8 +186,17 @@ static const stk_op_schema invert_schema = {
     "invert",
     "Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's "
     "ImageOps.invert; DALI has none).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out, 0, NULL};
-const stk__op_def stk__op_invert = {&invert_schema, NULL, NULL, NULL, invert_run, NULL, NULL, invert_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    0,
+    NULL};
+const stk__op_def stk__op_invert = {&invert_schema, NULL, NULL, NULL,
+                                    invert_run,     NULL, NULL, invert_run_gpu};
 
 /* ---- posterize ---- */
 
@@ -201,8 +213,10 @@ static double posterize_fn(double x, int64_t c, const void *ctx) {
 static stk_status posterize_run(stk__node *node, stk__sample *s) {
   int64_t bits = stk__arg_int(node, s, P_BITS);
   if (bits < 0 || bits > 8)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'bits' = %lld is out of "
-                      "range [0, 8]", (long long)bits);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "argument 'bits' = %lld is out of "
+                      "range [0, 8]",
+                      (long long)bits);
   stk__image src, dst;
   STK_TRY(open_same(node, s, u8_only, 1, &src, &dst));
   point_ctx k = {.mask = stk_color_posterize_mask((int)bits)};
@@ -213,8 +227,10 @@ static stk_status posterize_plan(stk__node *node, stk__sample *s, const stk__cg_
                                  stk__cg_plan *pl) {
   int64_t bits = stk__arg_int(node, s, P_BITS);
   if (bits < 0 || bits > 8)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'bits' = %lld is out of "
-                      "range [0, 8]", (long long)bits);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "argument 'bits' = %lld is out of "
+                      "range [0, 8]",
+                      (long long)bits);
   point_ctx k = {.mask = stk_color_posterize_mask((int)bits)};
   return point_plan(in, pl, posterize_fn, &k, -1, 0.0, 0.0, 0.0);
 }
@@ -227,10 +243,17 @@ static const stk_op_schema posterize_schema = {
     "posterize",
     "Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & "
     "~(2^(8 - bits) - 1)).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof posterize_args / sizeof posterize_args[0], posterize_args};
-const stk__op_def stk__op_posterize = {&posterize_schema, NULL, NULL, NULL, posterize_run, NULL,
-                                       NULL, posterize_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof posterize_args / sizeof posterize_args[0],
+    posterize_args};
+const stk__op_def stk__op_posterize = {&posterize_schema, NULL, NULL, NULL,
+                                       posterize_run,     NULL, NULL, posterize_run_gpu};
 
 /* ---- solarize / solarize_add ---- */
 
@@ -278,10 +301,17 @@ static const stk_op_schema solarize_schema = {
     "solarize",
     "Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? "
     "x : 255 - x; 1 - x for float32).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof solarize_args / sizeof solarize_args[0], solarize_args};
-const stk__op_def stk__op_solarize = {&solarize_schema, NULL, NULL, NULL, solarize_run, NULL,
-                                      NULL, solarize_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof solarize_args / sizeof solarize_args[0],
+    solarize_args};
+const stk__op_def stk__op_solarize = {&solarize_schema, NULL, NULL, NULL,
+                                      solarize_run,     NULL, NULL, solarize_run_gpu};
 
 enum { SA_SHIFT, SA_THRESHOLD };
 static const stk_arg_schema solarize_add_args[] = {
@@ -310,7 +340,8 @@ static stk_status solarize_add_plan(stk__node *node, stk__sample *s, const stk__
   point_ctx k = {.max = stk__dtype_full_range(in->dtype)};
   STK_TRY(threshold_arg(node, s, SA_THRESHOLD, in->dtype, &k.threshold));
   STK_TRY(stk__float_arg_in(node, s, SA_SHIFT, "shift", -DBL_MAX, DBL_MAX, &k.shift));
-  return point_plan(in, pl, solarize_add_fn, &k, STK_GPU_CLR_SOLARIZE_ADD, k.threshold, k.shift, k.max);
+  return point_plan(in, pl, solarize_add_fn, &k, STK_GPU_CLR_SOLARIZE_ADD, k.threshold, k.shift,
+                    k.max);
 }
 
 static stk_status solarize_add_run_gpu(stk__node *node, stk__gpu_batch *b) {
@@ -322,17 +353,24 @@ static const stk_op_schema solarize_add_schema = {
     "Adds `shift` to the values below `threshold` and clamps to the type's range (the "
     "SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). "
     "A stoker operator.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof solarize_add_args / sizeof solarize_add_args[0], solarize_add_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof solarize_add_args / sizeof solarize_add_args[0],
+    solarize_add_args};
 const stk__op_def stk__op_solarize_add = {&solarize_add_schema, NULL, NULL, NULL,
-                                          solarize_add_run, NULL, NULL, solarize_add_run_gpu};
+                                          solarize_add_run,     NULL, NULL, solarize_add_run_gpu};
 
 /* ---- equalize / experimental.equalize ---- */
 
 enum { E_ALGORITHM };
-#define EQ_ALGORITHM_DOC                                                                   \
-  "\"pil\": ImageOps.equalize (step = (pixels - count of the last used level) // 255, "    \
-  "table = (step // 2 + cumulative count below) // step); \"opencv\": equalizeHist "      \
+#define EQ_ALGORITHM_DOC                                                                \
+  "\"pil\": ImageOps.equalize (step = (pixels - count of the last used level) // 255, " \
+  "table = (step // 2 + cumulative count below) // step); \"opencv\": equalizeHist "    \
   "(cumulative count minus the first used level's, scaled to 0..255 and rounded)"
 /* equalize and experimental.equalize both default to DALI's (OpenCV's) algorithm, as
  * DALI's fn.equalize and fn.experimental.equalize do; algorithm="pil" is Pillow's. */
@@ -360,7 +398,7 @@ static stk_status equalize_plan(stk__node *node, stk__sample *s, const stk__cg_i
                                 stk__cg_plan *pl) {
   pl->kind = STK__CG_STATS;
   pl->mode = strcmp(stk__arg_string(node, E_ALGORITHM), "pil") == 0 ? STK_GPU_CLR_EQ_PIL
-                                                                     : STK_GPU_CLR_EQ_CV;
+                                                                    : STK_GPU_CLR_EQ_CV;
   return STK_OK;
 }
 
@@ -373,19 +411,33 @@ static const stk_op_schema equalize_schema = {
     "Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by "
     "default as DALI, following OpenCV's equalizeHist; algorithm=\"pil\" gives Pillow's "
     "ImageOps.equalize (what AutoAugment's reference code uses), exactly.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof equalize_args / sizeof equalize_args[0], equalize_args};
-const stk__op_def stk__op_equalize = {&equalize_schema, NULL, NULL, NULL, equalize_run, NULL,
-                                      NULL, equalize_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof equalize_args / sizeof equalize_args[0],
+    equalize_args};
+const stk__op_def stk__op_equalize = {&equalize_schema, NULL, NULL, NULL,
+                                      equalize_run,     NULL, NULL, equalize_run_gpu};
 
 static const stk_op_schema x_equalize_schema = {
     "experimental.equalize",
     "DALI's experimental.equalize: per-channel histogram equalization of uint8 images, "
     "following OpenCV's equalizeHist by default (algorithm=\"pil\" gives Pillow's).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof equalize_args / sizeof equalize_args[0], equalize_args};
-const stk__op_def stk__op_experimental_equalize = {&x_equalize_schema, NULL, NULL, NULL,
-                                                   equalize_run, NULL, NULL, equalize_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof equalize_args / sizeof equalize_args[0],
+    equalize_args};
+const stk__op_def stk__op_experimental_equalize = {
+    &x_equalize_schema, NULL, NULL, NULL, equalize_run, NULL, NULL, equalize_run_gpu};
 
 /* ---- auto_contrast ---- */
 
@@ -401,12 +453,16 @@ static stk_status cutoff_args(stk__node *node, stk__sample *s, double *lo, doubl
   const double *cut;
   size_t ncut = stk__arg_floats(node, s, AC_CUTOFF, &cut);
   if (ncut != 1 && ncut != 2)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'cutoff' has %zu values; "
-                      "expected 1 or 2", ncut);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "argument 'cutoff' has %zu values; "
+                      "expected 1 or 2",
+                      ncut);
   *lo = cut[0], *hi = cut[ncut - 1];
   if (!(*lo >= 0 && *lo < 100 && *hi >= 0 && *hi < 100))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'cutoff' = [%g, %g] is out "
-                      "of range [0, 100)", *lo, *hi);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "argument 'cutoff' = [%g, %g] is out "
+                      "of range [0, 100)",
+                      *lo, *hi);
   return STK_OK;
 }
 
@@ -445,10 +501,17 @@ static const stk_op_schema autocontrast_schema = {
     "brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) "
     "- lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker "
     "operator.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof autocontrast_args / sizeof autocontrast_args[0], autocontrast_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof autocontrast_args / sizeof autocontrast_args[0],
+    autocontrast_args};
 const stk__op_def stk__op_auto_contrast = {&autocontrast_schema, NULL, NULL, NULL,
-                                           autocontrast_run, NULL, NULL, autocontrast_run_gpu};
+                                           autocontrast_run,     NULL, NULL, autocontrast_run_gpu};
 
 /* ---- sharpness ---- */
 
@@ -486,7 +549,14 @@ static const stk_op_schema sharpness_schema = {
     "sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / "
     "13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment "
     "builds it from a 3x3 filter).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof sharpness_args / sizeof sharpness_args[0], sharpness_args};
-const stk__op_def stk__op_sharpness = {&sharpness_schema, NULL, NULL, NULL, sharpness_run, NULL,
-                                       NULL, sharpness_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof sharpness_args / sizeof sharpness_args[0],
+    sharpness_args};
+const stk__op_def stk__op_sharpness = {&sharpness_schema, NULL, NULL, NULL,
+                                       sharpness_run,     NULL, NULL, sharpness_run_gpu};

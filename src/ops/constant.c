@@ -56,7 +56,8 @@ static stk_status constant_shape(stk__node *node, size_t count, constant_state *
   if ((size_t)n != count && count != 1)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                     "%s: %zu values do not fill the shape (%lld elements); give one value or "
-                    "one per element", stk__node_name(node), count, (long long)n);
+                    "one per element",
+                    stk__node_name(node), count, (long long)n);
   return STK_OK;
 }
 
@@ -64,8 +65,8 @@ static stk_status constant_shape(stk__node *node, size_t count, constant_state *
 static stk_status constant_fill(stk__node *node, bool is_float, constant_state *k) {
   const double *f = NULL;
   const int64_t *i = NULL;
-  size_t count = is_float ? stk__arg_floats(node, NULL, K_FDATA, &f)
-                          : stk__arg_ints(node, NULL, K_IDATA, &i);
+  size_t count =
+      is_float ? stk__arg_floats(node, NULL, K_FDATA, &f) : stk__arg_ints(node, NULL, K_IDATA, &i);
   if (count == 0)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s is empty", stk__node_name(node),
                     is_float ? "fdata" : "idata");
@@ -75,7 +76,8 @@ static stk_status constant_fill(stk__node *node, bool is_float, constant_state *
   size_t esize = stk_dtype_size(k->dtype);
   k->bytes = n * esize;
   k->data = malloc(k->bytes ? k->bytes : 1);
-  if (!k->data) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: no memory for the constant", stk__node_name(node));
+  if (!k->data)
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: no memory for the constant", stk__node_name(node));
   for (size_t e = 0; e < n; e++) {
     size_t src = count == 1 ? 0 : e;
     if (is_float) {
@@ -130,11 +132,14 @@ static stk_status constant_run(stk__node *node, stk__sample *s) {
 static stk_status constant_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const constant_state *k = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
-  int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(k->ndim ? k->ndim : 1), sizeof(int64_t), "shapes");
+  int64_t *shapes =
+      stk__calloc((n ? n : 1) * (size_t)(k->ndim ? k->ndim : 1), sizeof(int64_t), "shapes");
   if (!shapes) return STK_ERR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < n; i++) memcpy(shapes + i * (size_t)k->ndim, k->shape, (size_t)k->ndim * sizeof(int64_t));
+  for (size_t i = 0; i < n; i++)
+    memcpy(shapes + i * (size_t)k->ndim, k->shape, (size_t)k->ndim * sizeof(int64_t));
   stk_tensor_list *out = NULL;
-  stk_status st = stk__gpu_alloc_list(b, k->dtype, k->ndim, shapes, stk__arg_string(node, K_LAYOUT), true, &out);
+  stk_status st = stk__gpu_alloc_list(b, k->dtype, k->ndim, shapes, stk__arg_string(node, K_LAYOUT),
+                                      true, &out);
   free(shapes);
   size_t total = n * k->bytes;
   char *host = st == STK_OK && total ? stk__malloc(total, "the constant batch") : NULL;
@@ -148,13 +153,15 @@ static stk_status constant_run_gpu(stk__node *node, stk__gpu_batch *b) {
     char err[STK_GPU_ERRLEN] = "";
     uintptr_t stream = stk__gpu_stream(b);
     if ((char *)dl.data == (char *)d0.data + (n - 1) * k->bytes) { /* one dense block */
-      st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d0.data, host, total, stream, err, sizeof err), err);
+      st = stk__gpu_op_check(
+          node, g->api->memcpy_async(g->ctx, d0.data, host, total, stream, err, sizeof err), err);
     } else {
       for (size_t i = 0; i < n && st == STK_OK; i++) {
         stk_tensor_desc d;
         stk_tensor_list_sample(out, i, &d);
-        st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d.data, k->data, k->bytes, stream, err, sizeof err),
-                               err);
+        st = stk__gpu_op_check(
+            node, g->api->memcpy_async(g->ctx, d.data, k->data, k->bytes, stream, err, sizeof err),
+            err);
       }
     }
   }
@@ -166,8 +173,17 @@ static const stk_op_schema constant_schema = {
     "constant",
     "The same tensor for every sample (DALI's constant): values from fdata or idata, converted to "
     "dtype (integers: rounded half away from zero and saturated), in the given shape.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_NO_INPUT, 0, 0, NULL, 1, constant_out,
-    sizeof constant_args / sizeof constant_args[0], constant_args};
-const stk__op_def stk__op_constant = {.schema = &constant_schema, .init = constant_init,
-                                      .destroy = constant_destroy, .run_sample = constant_run,
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    constant_out,
+    sizeof constant_args / sizeof constant_args[0],
+    constant_args};
+const stk__op_def stk__op_constant = {.schema = &constant_schema,
+                                      .init = constant_init,
+                                      .destroy = constant_destroy,
+                                      .run_sample = constant_run,
                                       .run_gpu = constant_run_gpu};

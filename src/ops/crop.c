@@ -5,9 +5,7 @@
 #include "gpu_util.h"
 #include "image_util.h"
 
-enum {
-  A_CROP, A_CROP_H, A_CROP_W, A_POS_X, A_POS_Y, A_POLICY, A_FILL, A_DTYPE, A_ROUNDING
-};
+enum { A_CROP, A_CROP_H, A_CROP_W, A_POS_X, A_POS_Y, A_POLICY, A_FILL, A_DTYPE, A_ROUNDING };
 
 static const stk_arg_schema crop_args[] = {
     {"crop", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
@@ -47,8 +45,10 @@ static stk_status crop_init(stk__node *node) {
   crop_state st = {0};
   STK_TRY(stk__crop_args_check(node, &crop_ids));
   if (!stk__oob_parse(stk__arg_string(node, A_POLICY), &st.policy))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown out_of_bounds_policy "
-                      "\"%s\"", stk__arg_string(node, A_POLICY));
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "unknown out_of_bounds_policy "
+                      "\"%s\"",
+                      stk__arg_string(node, A_POLICY));
   st.truncate = strcmp(stk__arg_string(node, A_ROUNDING), "truncate") == 0;
   st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
   if (st.has_dtype) STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
@@ -82,24 +82,28 @@ static stk_status crop_run(stk__node *node, stk__sample *s) {
 }
 
 /* Plans sample i of a GPU crop exactly as crop_run: window, fill pixel, output shape. */
-static stk_status crop_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in, size_t i,
-                                  stk_dtype odt, int *channels, stk_gpu_crop_sample *cs, int64_t *shape) {
+static stk_status crop_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                  size_t i, stk_dtype odt, int *channels, stk_gpu_crop_sample *cs,
+                                  int64_t *shape) {
   const crop_state *st = *stk__node_state(node);
   stk__sample *s = stk__gpu_sample(b, i);
   int h, w, c;
   void *data;
   STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
-  if (i == 0) *channels = c;
+  if (i == 0)
+    *channels = c;
   else if (c != *channels)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "has %d channels, sample 0 %d: the GPU crop needs one channel "
-                      "count per batch", c, *channels);
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "has %d channels, sample 0 %d: the GPU crop needs one channel "
+                      "count per batch",
+                      c, *channels);
   stk__rect r;
   STK_TRY(stk__crop_args_rect(node, s, &crop_ids, st->policy, st->truncate, h, w, &r));
   double *fill = NULL;
   STK_TRY(stk__channel_values(node, s, A_FILL, "fill_values", c, &fill));
   if ((size_t)c * stk_dtype_size(odt) > sizeof cs->fill)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "%d channels of %s exceed the GPU's 64-byte fill", c,
-                      stk_dtype_name(odt));
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "%d channels of %s exceed the GPU's 64-byte fill", c, stk_dtype_name(odt));
   memset(cs, 0, sizeof *cs);
   stk__fill_pixel(cs->fill, odt, (size_t)c, fill, (size_t)c);
   cs->src = data;
@@ -130,8 +134,8 @@ static stk_status crop_run_gpu(stk__node *node, stk__gpu_batch *b) {
   for (size_t i = 0; i < n && rc == STK_OK; i++)
     rc = crop_gpu_sample(node, b, in, i, odt, &c, &cs[i], shapes + i * (size_t)ndim);
   if (rc == STK_OK)
-    rc = stk__gpu_alloc_list(b, odt, ndim, shapes, ndim == 2 ? "HW" : "HWC", stk__gpu_shapes_equal(shapes, n, ndim),
-                             &out);
+    rc = stk__gpu_alloc_list(b, odt, ndim, shapes, ndim == 2 ? "HW" : "HWC",
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
   if (rc == STK_OK && n > 0) {
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
@@ -141,7 +145,8 @@ static stk_status crop_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk_gpu_crop_args a = {c, idt, odt};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(node, g->api->crop(g->ctx, (int)n, cs, &a, stk__gpu_stream(b), err, sizeof err), err);
+    rc = stk__gpu_op_check(
+        node, g->api->crop(g->ctx, (int)n, cs, &a, stk__gpu_stream(b), err, sizeof err), err);
   }
   free(cs);
   free(shapes);
@@ -154,7 +159,14 @@ static const stk_op_schema crop_schema = {
     "crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image "
     "are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With "
     "dtype, the output is converted (rounded, saturated).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof crop_args / sizeof crop_args[0], crop_args};
-const stk__op_def stk__op_crop = {&crop_schema, crop_init, crop_destroy, NULL, crop_run,
-                                  NULL, NULL, crop_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof crop_args / sizeof crop_args[0],
+    crop_args};
+const stk__op_def stk__op_crop = {&crop_schema, crop_init, crop_destroy, NULL,
+                                  crop_run,     NULL,      NULL,         crop_run_gpu};

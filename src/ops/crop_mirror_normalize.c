@@ -7,15 +7,31 @@
 #include "image_util.h"
 
 enum {
-  A_CROP, A_CROP_H, A_CROP_W, A_POS_X, A_POS_Y, A_MIRROR, A_MEAN, A_STD, A_SCALE, A_SHIFT,
-  A_DTYPE, A_LAYOUT, A_PAD, A_POLICY, A_FILL, A_ROUNDING
+  A_CROP,
+  A_CROP_H,
+  A_CROP_W,
+  A_POS_X,
+  A_POS_Y,
+  A_MIRROR,
+  A_MEAN,
+  A_STD,
+  A_SCALE,
+  A_SHIFT,
+  A_DTYPE,
+  A_LAYOUT,
+  A_PAD,
+  A_POLICY,
+  A_FILL,
+  A_ROUNDING
 };
 
 static const stk_arg_schema cmn_args[] = {
     {"crop", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
      "window size [H, W] (truncated to integers); none: the whole image"},
-    {"crop_h", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL, "window height (with crop_w)"},
-    {"crop_w", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL, "window width (with crop_h)"},
+    {"crop_h", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
+     "window height (with crop_w)"},
+    {"crop_w", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
+     "window width (with crop_h)"},
     {"crop_pos_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
      "horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))"},
     {"crop_pos_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
@@ -58,8 +74,10 @@ static stk_status cmn_init(stk__node *node) {
   cmn_state st = {0};
   STK_TRY(stk__crop_args_check(node, &cmn_ids));
   if (!stk__oob_parse(stk__arg_string(node, A_POLICY), &st.policy))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown out_of_bounds_policy "
-                      "\"%s\"", stk__arg_string(node, A_POLICY));
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "unknown out_of_bounds_policy "
+                      "\"%s\"",
+                      stk__arg_string(node, A_POLICY));
   st.truncate = strcmp(stk__arg_string(node, A_ROUNDING), "truncate") == 0;
   st.planar = strcmp(stk__arg_string(node, A_LAYOUT), "HWC") != 0;
   st.pad = stk__arg_bool(node, NULL, A_PAD);
@@ -88,8 +106,10 @@ static stk_status cmn_fill(stk__node *node, stk__sample *s, int64_t in_c, int64_
   const double *v;
   size_t n = stk__arg_floats(node, s, A_FILL, &v);
   if (n != 1 && n != (size_t)in_c && n != (size_t)out_c)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'fill_values' has %zu values; "
-                      "expected 1, %lld or %lld", n, (long long)in_c, (long long)out_c);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'fill_values' has %zu values; "
+                      "expected 1, %lld or %lld",
+                      n, (long long)in_c, (long long)out_c);
   double *f = stk__scratch(s, (size_t)out_c * sizeof(double));
   if (!f) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
   for (int64_t c = 0; c < out_c; c++) f[c] = n == 1 ? v[0] : (size_t)c < n ? v[c] : 0.0;
@@ -108,8 +128,10 @@ static stk_status cmn_run(stk__node *node, stk__sample *s) {
   static const stk_dtype ok_types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
   stk__image in;
   STK_TRY(stk__image_input(node, s, 0, ok_types, 2, &in));
-  stk__cmn_params p = {.mirror = stk__arg_int(node, s, A_MIRROR) != 0, .planar = st->planar,
-                       .scale = st->scale, .shift = st->shift};
+  stk__cmn_params p = {.mirror = stk__arg_int(node, s, A_MIRROR) != 0,
+                       .planar = st->planar,
+                       .scale = st->scale,
+                       .shift = st->shift};
   STK_TRY(stk__crop_args_rect(node, s, &cmn_ids, st->policy, st->truncate, in.h, in.w, &p.win));
   double *mean = NULL, *sd = NULL, *fill = NULL;
   STK_TRY(stk__channel_values(node, s, A_MEAN, "mean", in.c, &mean));
@@ -122,8 +144,10 @@ static stk_status cmn_run(stk__node *node, stk__sample *s) {
   void *scratch = stk__scratch(s, need);
   if (!scratch) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
   int64_t shape[3];
-  if (st->planar) shape[0] = out_c, shape[1] = out.h, shape[2] = out.w;
-  else shape[0] = out.h, shape[1] = out.w, shape[2] = out_c;
+  if (st->planar)
+    shape[0] = out_c, shape[1] = out.h, shape[2] = out.w;
+  else
+    shape[0] = out.h, shape[1] = out.w, shape[2] = out_c;
   stk__tensor *t;
   STK_TRY(stk__output(s, 0, out.dtype, 3, shape, st->planar ? "CHW" : "HWC", &t));
   out.data = t->data;
@@ -134,12 +158,13 @@ static stk_status cmn_run(stk__node *node, stk__sample *s) {
 
 static bool cmn_gpu_can_fuse(const stk__node *cmn) {
   /* without a crop the window is the whole (resampled) image */
-  return !stk__arg_given(cmn, A_CROP) && !stk__arg_given(cmn, A_CROP_H) && !stk__arg_given(cmn, A_CROP_W);
+  return !stk__arg_given(cmn, A_CROP) && !stk__arg_given(cmn, A_CROP_H) &&
+         !stk__arg_given(cmn, A_CROP_W);
 }
 
 /* Per-sample normalisation values shared by both GPU paths. */
-static stk_status cmn_gpu_values(stk__node *node, stk__sample *s, int c, int out_c, int *mirror, double mean[4],
-                                 double sd[4], double fill[4]) {
+static stk_status cmn_gpu_values(stk__node *node, stk__sample *s, int c, int out_c, int *mirror,
+                                 double mean[4], double sd[4], double fill[4]) {
   double *m = NULL, *d = NULL, *f = NULL;
   STK_TRY(stk__channel_values(node, s, A_MEAN, "mean", c, &m));
   STK_TRY(stk__channel_values(node, s, A_STD, "std", c, &d));
@@ -157,23 +182,26 @@ static stk_status cmn_gpu_values(stk__node *node, stk__sample *s, int c, int out
 static void cmn_gpu_shapes(const cmn_state *st, int64_t *shapes, size_t n, int out_c) {
   for (size_t i = 0; i < n; i++) {
     int64_t *sh = shapes + 3 * i, h = sh[0], w = sh[1];
-    if (st->planar) sh[0] = out_c, sh[1] = h, sh[2] = w;
-    else sh[2] = out_c;
+    if (st->planar)
+      sh[0] = out_c, sh[1] = h, sh[2] = w;
+    else
+      sh[2] = out_c;
   }
 }
 
 /* Resampling producer + normalisation in one resample call (two launches). */
 static stk_status cmn_run_fused(stk__node *node, stk__gpu_batch *b, stk__node *producer,
                                 stk__gpu_resample_plan_fn plan, const stk_tensor_list *in,
-                                stk_gpu_resample_sample *samples, int64_t *shapes, stk_tensor_list **out) {
+                                stk_gpu_resample_sample *samples, int64_t *shapes,
+                                stk_tensor_list **out) {
   const cmn_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   stk_gpu_resample_args args;
   STK_TRY(plan(producer, b, in, samples, shapes, &args));
   int c = args.channels, out_c = st->pad ? (int)next_pow2(c) : c;
   for (size_t i = 0; i < n; i++)
-    STK_TRY(cmn_gpu_values(node, stk__gpu_sample(b, i), c, out_c, &samples[i].mirror, samples[i].mean,
-                           samples[i].stddev, args.fill));
+    STK_TRY(cmn_gpu_values(node, stk__gpu_sample(b, i), c, out_c, &samples[i].mirror,
+                           samples[i].mean, samples[i].stddev, args.fill));
   /* the CPU chain rounds the resampled image to the producer's type before normalising */
   args.quantize = args.out_dtype == STK_DTYPE_UINT8;
   args.normalize = 1;
@@ -183,7 +211,8 @@ static stk_status cmn_run_fused(stk__node *node, stk__gpu_batch *b, stk__node *p
   args.scale = st->scale;
   args.shift = st->shift;
   cmn_gpu_shapes(st, shapes, n, out_c);
-  STK_TRY(stk__gpu_alloc_list(b, st->dtype, 3, shapes, st->planar ? "CHW" : "HWC", stk__gpu_shapes_equal(shapes, n, 3), out));
+  STK_TRY(stk__gpu_alloc_list(b, st->dtype, 3, shapes, st->planar ? "CHW" : "HWC",
+                              stk__gpu_shapes_equal(shapes, n, 3), out));
   for (size_t i = 0; i < n; i++) {
     stk_tensor_desc d;
     stk_tensor_list_sample(*out, i, &d);
@@ -191,12 +220,14 @@ static stk_status cmn_run_fused(stk__node *node, stk__gpu_batch *b, stk__node *p
   }
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  return stk__gpu_op_check(node, g->api->resample(g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err, sizeof err), err);
+  return stk__gpu_op_check(
+      node, g->api->resample(g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err, sizeof err),
+      err);
 }
 
 /* The crop_mirror_normalize kernel alone. */
-static stk_status cmn_run_alone(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in, int64_t *shapes,
-                                stk_tensor_list **out) {
+static stk_status cmn_run_alone(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                int64_t *shapes, stk_tensor_list **out) {
   const cmn_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   stk_gpu_cmn_sample *samples = stk__calloc(n, sizeof *samples, "a crop_mirror_normalize plan");
@@ -210,21 +241,31 @@ static stk_status cmn_run_alone(stk__node *node, stk__gpu_batch *b, const stk_te
     if ((rc = stk__gpu_image_dims(node, in, i, &h, &w, &ci, &data)) != STK_OK) break;
     if (i == 0) c = ci, out_c = st->pad ? (int)next_pow2(c) : c;
     if (ci != c) {
-      rc = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the GPU crop_mirror_normalize needs one channel count per batch");
+      rc = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "the GPU crop_mirror_normalize needs one channel count per batch");
       break;
     }
     stk__rect win;
-    if ((rc = stk__crop_args_rect(node, s, &cmn_ids, st->policy, st->truncate, h, w, &win)) != STK_OK) break;
+    if ((rc = stk__crop_args_rect(node, s, &cmn_ids, st->policy, st->truncate, h, w, &win)) !=
+        STK_OK)
+      break;
     stk_gpu_cmn_sample *g = &samples[i];
-    *g = (stk_gpu_cmn_sample){.src = data, .src_pitch = (size_t)w * (size_t)c * stk_dtype_size(stk_tensor_list_dtype(in)),
-                              .src_h = h, .src_w = w, .win_y = (int)win.y, .win_x = (int)win.x,
-                              .win_h = (int)win.h, .win_w = (int)win.w};
+    *g = (stk_gpu_cmn_sample){
+        .src = data,
+        .src_pitch = (size_t)w * (size_t)c * stk_dtype_size(stk_tensor_list_dtype(in)),
+        .src_h = h,
+        .src_w = w,
+        .win_y = (int)win.y,
+        .win_x = (int)win.x,
+        .win_h = (int)win.h,
+        .win_w = (int)win.w};
     rc = cmn_gpu_values(node, s, c, out_c, &g->mirror, g->mean, g->stddev, g->fill);
     shapes[3 * i] = win.h, shapes[3 * i + 1] = win.w;
   }
   if (rc == STK_OK) {
     cmn_gpu_shapes(st, shapes, n, out_c);
-    rc = stk__gpu_alloc_list(b, st->dtype, 3, shapes, st->planar ? "CHW" : "HWC", stk__gpu_shapes_equal(shapes, n, 3), out);
+    rc = stk__gpu_alloc_list(b, st->dtype, 3, shapes, st->planar ? "CHW" : "HWC",
+                             stk__gpu_shapes_equal(shapes, n, 3), out);
   }
   if (rc == STK_OK) {
     for (size_t i = 0; i < n; i++) {
@@ -232,11 +273,19 @@ static stk_status cmn_run_alone(stk__node *node, stk__gpu_batch *b, const stk_te
       stk_tensor_list_sample(*out, i, &d);
       samples[i].dst = d.data;
     }
-    stk_gpu_cmn_args args = {.channels = c, .out_channels = out_c, .in_dtype = stk_tensor_list_dtype(in),
-                             .out_dtype = st->dtype, .planar = st->planar, .scale = st->scale, .shift = st->shift};
+    stk_gpu_cmn_args args = {.channels = c,
+                             .out_channels = out_c,
+                             .in_dtype = stk_tensor_list_dtype(in),
+                             .out_dtype = st->dtype,
+                             .planar = st->planar,
+                             .scale = st->scale,
+                             .shift = st->shift};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(node, g->api->crop_mirror_normalize(g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err, sizeof err), err);
+    rc = stk__gpu_op_check(node,
+                           g->api->crop_mirror_normalize(g->ctx, (int)n, samples, &args,
+                                                         stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(samples);
   return rc;
@@ -253,8 +302,8 @@ static stk_status cmn_run_gpu(stk__node *node, stk__gpu_batch *b) {
   stk_gpu_resample_sample *samples = stk__calloc(n, sizeof *samples, "a resample plan");
   int64_t *shapes = stk__calloc(3 * n, sizeof(int64_t), "shapes");
   stk_status rc = !samples || !shapes ? STK_ERR_OUT_OF_MEMORY
-                  : fused             ? cmn_run_fused(node, b, producer, plan, in, samples, shapes, &out)
-                                      : cmn_run_alone(node, b, in, shapes, &out);
+                  : fused ? cmn_run_fused(node, b, producer, plan, in, samples, shapes, &out)
+                          : cmn_run_alone(node, b, in, shapes, &out);
   free(samples);
   free(shapes);
   return stk__gpu_finish(b, in, owned, out, rc);
@@ -266,8 +315,15 @@ static const stk_op_schema cmn_schema = {
     "crop_mirror_normalize): out = (in - mean[c]) / std[c] * scale + shift over the crop "
     "window (placed as in crop), mirrored left-right when `mirror`, written as CHW (or HWC) "
     "in one pass. uint8 inputs use a per-channel table computed in float64.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, cmn_in, 1, cmn_out,
-    sizeof cmn_args / sizeof cmn_args[0], cmn_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    cmn_in,
+    1,
+    cmn_out,
+    sizeof cmn_args / sizeof cmn_args[0],
+    cmn_args};
 static const struct stk__gpu_fusion cmn_fusion = {.absorbs_resampling = cmn_gpu_can_fuse};
 
 const stk__op_def stk__op_crop_mirror_normalize = {

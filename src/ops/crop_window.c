@@ -2,9 +2,9 @@
 
 #include <math.h>
 
-stk__crop_window stk__random_crop_window(stk__philox *g, int width, int height,
-                                         double area_min, double area_max, double ratio_min,
-                                         double ratio_max, int num_attempts) {
+stk__crop_window stk__random_crop_window(stk__philox *g, int width, int height, double area_min,
+                                         double area_max, double ratio_min, double ratio_max,
+                                         int num_attempts) {
   stk__crop_window win;
   double area = (double)width * height;
   double log_lo = log(ratio_min), log_hi = log(ratio_max);

@@ -13,8 +13,8 @@ typedef struct {
  * uniform in [area_min, area_max] and an aspect ratio log-uniform in
  * [ratio_min, ratio_max]; the first that fits wins, placed uniformly. Otherwise a
  * centre crop clamped to the ratio range (torchvision's fallback). */
-stk__crop_window stk__random_crop_window(stk__philox *g, int width, int height,
-                                         double area_min, double area_max, double ratio_min,
-                                         double ratio_max, int num_attempts);
+stk__crop_window stk__random_crop_window(stk__philox *g, int width, int height, double area_min,
+                                         double area_max, double ratio_min, double ratio_max,
+                                         int num_attempts);
 
 #endif

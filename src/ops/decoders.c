@@ -14,37 +14,87 @@
 
 /* Arguments every decoder takes, first in each table (the enums rely on it). DALI's
  * mixed-backend tuning arguments are accepted so DALI pipelines port unchanged. */
-#define DECODER_COMMON_ARGS                                                                \
-  {"output_type", STK_ARG_STRING, 0, "\"RGB\"", 0, 0, "RGB|BGR|GRAY",                       \
-   "colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)"},       \
-      {"adjust_orientation", STK_ARG_BOOL, 0, "true", 0, 0, NULL,                           \
-       "apply the EXIF orientation, so the image comes out as displayed"},                  \
-      {"use_fast_idct", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                               \
-       "JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)"},   \
-      {"hw_decoder_load", STK_ARG_FLOAT, STK_ARGF_RANGE, "-1", -1, 1, NULL,                 \
+#define DECODER_COMMON_ARGS                                                                   \
+  {"output_type",                                                                             \
+   STK_ARG_STRING,                                                                            \
+   0,                                                                                         \
+   "\"RGB\"",                                                                                 \
+   0,                                                                                         \
+   0,                                                                                         \
+   "RGB|BGR|GRAY",                                                                            \
+   "colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)"},         \
+      {"adjust_orientation",                                                                  \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "true",                                                                                \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "apply the EXIF orientation, so the image comes out as displayed"},                    \
+      {"use_fast_idct",                                                                       \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "false",                                                                               \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)"},     \
+      {"hw_decoder_load",                                                                     \
+       STK_ARG_FLOAT,                                                                         \
+       STK_ARGF_RANGE,                                                                        \
+       "-1",                                                                                  \
+       -1,                                                                                    \
+       1,                                                                                     \
+       NULL,                                                                                  \
        "mixed device: share of the JPEGs the hardware decoder accepts that go to it; the "    \
        "rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. "    \
        "-1 (default): automatic, the share that balances the two paths' measured rates, "     \
        "adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, "    \
-       "for bit-identical outputs across runs"},                                             \
-      {"cpu_decoder_load", STK_ARG_FLOAT, STK_ARGF_RANGE, "0", -1, 1, NULL,                 \
-       "mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on "    \
-       "the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose "       \
-       "batched call is bound by the one thread submitting it. 0 (default): none; a value " \
-       "in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and " \
-       "shrunk when the decoders wait for it. Files nvJPEG does not take are always "       \
-       "decoded there"},                                                                    \
-      {"device_memory_padding", STK_ARG_INT, STK_ARGF_RANGE, "16777216", 0, 17179869184.0, NULL,  \
-       "mixed device: bytes added to each of nvJPEG's device allocations, so that its "      \
-       "buffers, which grow with the images, are reallocated less often (as in DALI)"},      \
-      {"host_memory_padding", STK_ARG_INT, STK_ARGF_RANGE, "8388608", 0, 17179869184.0, NULL,  \
+       "for bit-identical outputs across runs"},                                              \
+      {"cpu_decoder_load",                                                                    \
+       STK_ARG_FLOAT,                                                                         \
+       STK_ARGF_RANGE,                                                                        \
+       "0",                                                                                   \
+       -1,                                                                                    \
+       1,                                                                                     \
+       NULL,                                                                                  \
+       "mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on "     \
+       "the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose "        \
+       "batched call is bound by the one thread submitting it. 0 (default): none; a value "   \
+       "in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and "  \
+       "shrunk when the decoders wait for it. Files nvJPEG does not take are always "         \
+       "decoded there"},                                                                      \
+      {"device_memory_padding",                                                               \
+       STK_ARG_INT,                                                                           \
+       STK_ARGF_RANGE,                                                                        \
+       "16777216",                                                                            \
+       0,                                                                                     \
+       17179869184.0,                                                                         \
+       NULL,                                                                                  \
+       "mixed device: bytes added to each of nvJPEG's device allocations, so that its "       \
+       "buffers, which grow with the images, are reallocated less often (as in DALI)"},       \
+      {"host_memory_padding",                                                                 \
+       STK_ARG_INT,                                                                           \
+       STK_ARGF_RANGE,                                                                        \
+       "8388608",                                                                             \
+       0,                                                                                     \
+       17179869184.0,                                                                         \
+       NULL,                                                                                  \
        "mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)"}, \
-      {"preallocate_width_hint", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 65535, NULL,           \
-       "mixed device: with preallocate_height_hint, the hardware decoder's buffers are "     \
+      {"preallocate_width_hint",                                                              \
+       STK_ARG_INT,                                                                           \
+       STK_ARGF_RANGE,                                                                        \
+       "0",                                                                                   \
+       0,                                                                                     \
+       65535,                                                                                 \
+       NULL,                                                                                  \
+       "mixed device: with preallocate_height_hint, the hardware decoder's buffers are "      \
        "allocated up front for a batch of images up to this size, not while decoding; "       \
-       "0: none"},                                                                           \
-      {"preallocate_height_hint", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 65535, NULL,          \
-       "mixed device: see preallocate_width_hint"}
+       "0: none"},                                                                            \
+  {                                                                                           \
+    "preallocate_height_hint", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 65535, NULL,              \
+        "mixed device: see preallocate_width_hint"                                            \
+  }
 enum {
   A_OUTPUT_TYPE,
   A_ADJUST_ORIENTATION,
@@ -104,8 +154,9 @@ static stk_status encoded_input(const stk__node *node, const stk__sample *s, con
 
 static stk__color color_arg(const stk__node *node) {
   const char *c = stk__arg_string(node, A_OUTPUT_TYPE);
-  return strcmp(c, "BGR") == 0 ? STK__COLOR_BGR : strcmp(c, "GRAY") == 0 ? STK__COLOR_GRAY
-                                                                           : STK__COLOR_RGB;
+  return strcmp(c, "BGR") == 0    ? STK__COLOR_BGR
+         : strcmp(c, "GRAY") == 0 ? STK__COLOR_GRAY
+                                  : STK__COLOR_RGB;
 }
 
 static void base_opts(const stk__node *node, stk__decode_opts *o) {
@@ -158,10 +209,18 @@ static const stk_op_schema image_schema = {
     "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
     "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
     "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
-    STK_DEVICE_CPU | STK_DEVICE_MIXED, 0, 1, 1, encoded_in, 1, image_out,
-    sizeof image_args / sizeof image_args[0], image_args};
-const stk__op_def stk__op_decoders_image = {&image_schema, mixed_init, NULL, NULL, image_run, NULL, NULL,
-                                            image_run_mixed, image_prepare, sizeof(mixed_record), mixed_release};
+    STK_DEVICE_CPU | STK_DEVICE_MIXED,
+    0,
+    1,
+    1,
+    encoded_in,
+    1,
+    image_out,
+    sizeof image_args / sizeof image_args[0],
+    image_args};
+const stk__op_def stk__op_decoders_image = {
+    &image_schema, mixed_init,           NULL,         NULL, image_run, NULL, NULL, image_run_mixed,
+    image_prepare, sizeof(mixed_record), mixed_release};
 
 /* ---- decoders.image_random_crop ---- */
 
@@ -193,10 +252,9 @@ static stk_status crop_init(stk__node *node) {
                     "%s: random_aspect_ratio must be [min, max] with 0 < min <= max", nm);
   if (stk__arg_given(node, RC_SIZE)) {
     const int64_t *sz;
-    if (stk__arg_ints(node, NULL, RC_SIZE, &sz) != 2 || sz[0] < 1 || sz[1] < 1 ||
-        sz[0] > 1 << 20 || sz[1] > 1 << 20)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: size must be [H, W] with positive values",
-                      nm);
+    if (stk__arg_ints(node, NULL, RC_SIZE, &sz) != 2 || sz[0] < 1 || sz[1] < 1 || sz[0] > 1 << 20 ||
+        sz[1] > 1 << 20)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: size must be [H, W] with positive values", nm);
   }
   return STK_OK;
 }
@@ -241,12 +299,19 @@ static const stk_op_schema crop_schema = {
     "drawn on the image as displayed): JPEGs decode just the rows and columns the window "
     "needs. With `size`, a JPEG window at least twice that size is also downscaled in the "
     "DCT domain. Otherwise as decoders.image.",
-    STK_DEVICE_CPU | STK_DEVICE_MIXED, STK_OPF_RANDOM, 1, 1, encoded_in, 1, image_out,
-    sizeof crop_args / sizeof crop_args[0], crop_args};
-const stk__op_def stk__op_decoders_image_random_crop = {&crop_schema, crop_init, NULL, NULL, crop_run, NULL, NULL,
-                                                        crop_run_mixed, crop_prepare, sizeof(mixed_record),
-                                                        mixed_release};
-
+    STK_DEVICE_CPU | STK_DEVICE_MIXED,
+    STK_OPF_RANDOM,
+    1,
+    1,
+    encoded_in,
+    1,
+    image_out,
+    sizeof crop_args / sizeof crop_args[0],
+    crop_args};
+const stk__op_def stk__op_decoders_image_random_crop = {
+    &crop_schema, crop_init, NULL,           NULL,         crop_run,
+    NULL,         NULL,      crop_run_mixed, crop_prepare, sizeof(mixed_record),
+    mixed_release};
 
 /* ---- the mixed device: nvJPEG into GPU memory, CPU decode + upload for the rest ---- */
 
@@ -257,9 +322,9 @@ typedef struct {
   const char *name;
   stk__decode_opts opts; /* the CPU decode, for fallbacks: same window, no DCT scaling */
   int out_h, out_w, channels;
-  bool cpu;              /* EXIF-rotated, PNG, ...: decoded on the CPU and uploaded */
+  bool cpu;                        /* EXIF-rotated, PNG, ...: decoded on the CPU and uploaded */
   const stk_gpu_decode_class *cls; /* nvJPEG's verdict when prepared, else NULL */
-  const uint8_t *pixels; /* decoded in the CPU stage: only uploaded */
+  const uint8_t *pixels;           /* decoded in the CPU stage: only uploaded */
 } mixed_sample;
 
 static stk_status mixed_init(stk__node *node) {
@@ -287,25 +352,29 @@ static bool host_share_picks(stk__node *node, const stk__sample *s) {
 
 static stk_status alloc_pool_pixels(void *ctx, int h, int w, int c, uint8_t **out) {
   *out = stk__node_pool_alloc(ctx, (size_t)h * (size_t)w * (size_t)c);
-  return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for a %dx%dx%d image", h, w, c);
+  return *out ? STK_OK
+              : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for a %dx%dx%d image", h, w, c);
 }
 
 /* Decodes the sample with the CPU decoder into a pool block kept in the record; the GPU
  * stage only uploads it. A failure is the sample's (under the bad-sample policy). */
 static stk_status host_decode(stk__node *node, const mixed_sample *m, mixed_record *rec) {
   stk__decoded dec;
-  stk_status st = stk__image_decode(m->data, m->size, m->name, &m->opts, alloc_pool_pixels, node, &dec);
+  stk_status st =
+      stk__image_decode(m->data, m->size, m->name, &m->opts, alloc_pool_pixels, node, &dec);
   if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
   rec->pixels = dec.data;
   if (dec.h != m->out_h || dec.w != m->out_w || dec.c != m->channels)
-    return STK_FAIL(STK_ERR_INTERNAL, "%s: %s decoded to %dx%dx%d, planned %dx%dx%d", stk__node_name(node), m->name,
-                    dec.h, dec.w, dec.c, m->out_h, m->out_w, m->channels);
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: %s decoded to %dx%dx%d, planned %dx%dx%d",
+                    stk__node_name(node), m->name, dec.h, dec.w, dec.c, m->out_h, m->out_w,
+                    m->channels);
   return STK_OK;
 }
 
 /* Reads the header, draws the window (random crop: the same Philox draws as the CPU
  * operator), and decides where the sample is decoded. m->data, size and name are set. */
-static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_crop, mixed_sample *m) {
+static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_crop,
+                             mixed_sample *m) {
   base_opts(node, &m->opts);
   stk__image_info info;
   stk_status st = stk__image_peek(m->data, m->size, m->name, &info);
@@ -313,8 +382,9 @@ static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_
   int w = m->opts.ignore_orientation ? info.width : info.oriented_width;
   int h = m->opts.ignore_orientation ? info.height : info.oriented_height;
   if ((int64_t)info.width * info.height > m->opts.max_pixels)
-    return STK_FAIL(STK_ERR_LIMIT, "%s: %s: %d x %d exceeds max_image_pixels (%lld)", stk__node_name(node), m->name,
-                    info.width, info.height, (long long)m->opts.max_pixels);
+    return STK_FAIL(STK_ERR_LIMIT, "%s: %s: %d x %d exceeds max_image_pixels (%lld)",
+                    stk__node_name(node), m->name, info.width, info.height,
+                    (long long)m->opts.max_pixels);
   /* nvJPEG decodes without this check: a truncated file is refused here, on every path. */
   if (info.format == STK__IMAGE_JPEG) {
     st = stk__jpeg_check_complete(m->data, m->size, m->name);
@@ -349,7 +419,7 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, b
   mixed_sample m = {.name = sample_name(s, buf, sizeof buf)};
   STK_TRY(encoded_input(node, s, m.name, &m.data, &m.size));
   STK_TRY(mixed_plan(node, s, random_crop, &m));
-  *rec = (mixed_record){true, m.cpu, false, m.out_h, m.out_w, m.channels,
+  *rec = (mixed_record){true,         m.cpu,        false,        m.out_h,      m.out_w, m.channels,
                         m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h, {0}};
   stk__gpu *g = stk__node_gpu(node);
   if (m.cpu || !g || !g->info.has_nvjpeg || host_share_picks(node, s)) {
@@ -357,8 +427,8 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, b
     return host_decode(node, &m, rec);
   }
   char err[STK_GPU_ERRLEN] = "";
-  int rc = g->api->decode_classify(g->ctx, m.data, m.size, m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h,
-                                   &rec->cls, err, sizeof err);
+  int rc = g->api->decode_classify(g->ctx, m.data, m.size, m.opts.roi_x, m.opts.roi_y, m.opts.roi_w,
+                                   m.opts.roi_h, &rec->cls, err, sizeof err);
   if (rc != 0) return stk__gpu_op_check(node, rc, err);
   rec->classified = true;
   if (rec->cls.status == STK_GPU_DECODE_OK) return STK_OK;
@@ -376,12 +446,14 @@ static stk_status crop_prepare(stk__node *node, stk__sample *s, void *record) {
 }
 
 /* Sample i's plan in the GPU stage: the prepared record, else planned here. */
-static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool random_crop, const stk_tensor_list *in,
-                                    size_t i, mixed_sample *m, char *buf, size_t cap) {
+static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool random_crop,
+                                    const stk_tensor_list *in, size_t i, mixed_sample *m, char *buf,
+                                    size_t cap) {
   stk_tensor_desc d;
   STK_TRY(stk_tensor_list_sample(in, i, &d));
   if (d.dtype != STK_DTYPE_UINT8 || d.ndim != 1)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: encoded input must be a 1-D uint8 tensor", stk__node_name(node));
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: encoded input must be a 1-D uint8 tensor",
+                    stk__node_name(node));
   stk__sample *s = stk__gpu_sample(b, i);
   m->data = d.data;
   m->size = (size_t)d.shape[0];
@@ -389,7 +461,8 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool ran
   const mixed_record *rec = stk__gpu_prep(b, i);
   if (!rec || !rec->ready) return mixed_plan(node, s, random_crop, m);
   base_opts(node, &m->opts);
-  m->opts.roi_x = rec->roi_x, m->opts.roi_y = rec->roi_y, m->opts.roi_w = rec->roi_w, m->opts.roi_h = rec->roi_h;
+  m->opts.roi_x = rec->roi_x, m->opts.roi_y = rec->roi_y, m->opts.roi_w = rec->roi_w,
+  m->opts.roi_h = rec->roi_h;
   m->out_h = rec->out_h, m->out_w = rec->out_w, m->channels = rec->channels;
   m->cpu = rec->cpu;
   m->cls = rec->classified ? &rec->cls : NULL;
@@ -400,16 +473,21 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool ran
 /* CPU decode of one sample into a host buffer, then a copy to its device slot. */
 static stk_status mixed_cpu_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *m, void *dst) {
   stk__decoded dec;
-  stk_status st = stk__image_decode(m->data, m->size, m->name, &m->opts, stk__image_alloc_malloc, NULL, &dec);
+  stk_status st =
+      stk__image_decode(m->data, m->size, m->name, &m->opts, stk__image_alloc_malloc, NULL, &dec);
   if (st == STK_OK && (dec.h != m->out_h || dec.w != m->out_w || dec.c != m->channels))
-    st = STK_FAIL(STK_ERR_INTERNAL, "%s: %s decoded to %dx%dx%d, planned %dx%dx%d", stk__node_name(node), m->name, dec.h,
-                  dec.w, dec.c, m->out_h, m->out_w, m->channels);
+    st = STK_FAIL(STK_ERR_INTERNAL, "%s: %s decoded to %dx%dx%d, planned %dx%dx%d",
+                  stk__node_name(node), m->name, dec.h, dec.w, dec.c, m->out_h, m->out_w,
+                  m->channels);
   if (st == STK_OK) {
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     size_t bytes = (size_t)dec.h * dec.w * dec.c;
     /* a pageable source: the copy has staged the bytes when the call returns */
-    st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, dst, dec.data, bytes, stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(
+        node,
+        g->api->memcpy_async(g->ctx, dst, dec.data, bytes, stk__gpu_stream(b), err, sizeof err),
+        err);
   } else {
     stk__wrap(st, "%s", stk__node_name(node));
   }
@@ -420,7 +498,8 @@ static stk_status mixed_cpu_decode(stk__node *node, stk__gpu_batch *b, mixed_sam
 /* Uploads the pixels the CPU stage decoded (page-locked pool blocks, kept by the job
  * until its GPU work has completed), before nvJPEG's call so that the copies run while
  * it decodes. */
-static stk_status upload_host_decoded(stk__node *node, stk__gpu_batch *b, const mixed_sample *ms, stk_tensor_list *out) {
+static stk_status upload_host_decoded(stk__node *node, stk__gpu_batch *b, const mixed_sample *ms,
+                                      stk_tensor_list *out) {
   size_t n = stk__gpu_batch_size(b);
   stk__gpu *g = stk__gpu_device(b);
   int64_t uploaded = 0;
@@ -431,7 +510,10 @@ static stk_status upload_host_decoded(stk__node *node, stk__gpu_batch *b, const 
     stk_tensor_list_sample(out, i, &d);
     char err[STK_GPU_ERRLEN] = "";
     size_t bytes = (size_t)ms[i].out_h * (size_t)ms[i].out_w * (size_t)ms[i].channels;
-    st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d.data, ms[i].pixels, bytes, stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(node,
+                           g->api->memcpy_async(g->ctx, d.data, ms[i].pixels, bytes,
+                                                stk__gpu_stream(b), err, sizeof err),
+                           err);
     uploaded += st == STK_OK;
   }
   stk__node_count_host_decoded(node, uploaded);
@@ -441,7 +523,8 @@ static stk_status upload_host_decoded(stk__node *node, stk__gpu_batch *b, const 
 /* nvJPEG for the JPEGs it takes; the CPU decoder for the rest and for nvJPEG's
  * failures (the CPU decoder gives the verdict and the message on corrupt data). The
  * samples decoded in the CPU stage are only uploaded. */
-static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, stk_tensor_list *out) {
+static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *ms,
+                               stk_tensor_list *out) {
   STK_TRY(upload_host_decoded(node, b, ms, out));
   size_t n = stk__gpu_batch_size(b);
   stk_gpu_decode_in *din = stk__calloc(n, sizeof *din, "decode requests");
@@ -454,8 +537,10 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
     stk_tensor_list_sample(out, i, &d);
     if (ms[i].cpu) continue;
     const stk__decode_opts *o = &ms[i].opts;
-    din[k] = (stk_gpu_decode_in){ms[i].data, ms[i].size, o->roi_x, o->roi_y, o->roi_w, o->roi_h, d.data,
-                                 (size_t)ms[i].out_w * (size_t)ms[i].channels, ms[i].cls};
+    din[k] = (stk_gpu_decode_in){
+        ms[i].data, ms[i].size, o->roi_x, o->roi_y,
+        o->roi_w,   o->roi_h,   d.data,   (size_t)ms[i].out_w * (size_t)ms[i].channels,
+        ms[i].cls};
     index[k++] = (int)i;
   }
   stk__gpu *g = stk__gpu_device(b);
@@ -469,7 +554,10 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
                               .prealloc_width = (int)stk__arg_int(node, NULL, A_PREALLOC_W),
                               .prealloc_height = (int)stk__arg_int(node, NULL, A_PREALLOC_H)};
   if (st == STK_OK && k > 0)
-    st = stk__gpu_op_check(node, g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(
+        node,
+        g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err),
+        err);
   for (int j = 0; j < k && st == STK_OK; j++)
     if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
@@ -490,18 +578,21 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop
   size_t n = stk__gpu_batch_size(b);
   stk_tensor_list *in = stk__gpu_input(b, 0), *out = NULL;
   if (stk_tensor_list_storage(in) == STK_STORAGE_DEVICE)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: the mixed decoder reads encoded bytes from the CPU", stk__node_name(node));
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: the mixed decoder reads encoded bytes from the CPU", stk__node_name(node));
   mixed_sample *ms = stk__calloc(n, sizeof *ms, "decode plans");
   int64_t *shapes = stk__calloc(3 * n, sizeof(int64_t), "shapes");
-  char (*names)[48] = stk__calloc(n, 48, "sample names");
+  char(*names)[48] = stk__calloc(n, 48, "sample names");
   stk_status st = ms && shapes && names ? STK_OK : STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     st = mixed_plan_sample(node, b, random_crop, in, i, &ms[i], names[i], 48);
-    shapes[3 * i] = ms[i].out_h, shapes[3 * i + 1] = ms[i].out_w, shapes[3 * i + 2] = ms[i].channels;
+    shapes[3 * i] = ms[i].out_h, shapes[3 * i + 1] = ms[i].out_w,
+               shapes[3 * i + 2] = ms[i].channels;
   }
   /* idle memory: nvJPEG's engines write it when called, whatever the stream says */
   if (st == STK_OK)
-    st = stk__gpu_alloc_list_idle(b, STK_DTYPE_UINT8, 3, shapes, "HWC", stk__gpu_shapes_equal(shapes, n, 3), &out);
+    st = stk__gpu_alloc_list_idle(b, STK_DTYPE_UINT8, 3, shapes, "HWC",
+                                  stk__gpu_shapes_equal(shapes, n, 3), &out);
   if (st == STK_OK) st = mixed_decode(node, b, ms, out);
   free(ms);
   free(shapes);
@@ -509,8 +600,12 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop
   return stk__gpu_finish(b, NULL, false, out, st);
 }
 
-static stk_status image_run_mixed(stk__node *node, stk__gpu_batch *b) { return mixed_run(node, b, false); }
-static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b) { return mixed_run(node, b, true); }
+static stk_status image_run_mixed(stk__node *node, stk__gpu_batch *b) {
+  return mixed_run(node, b, false);
+}
+static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b) {
+  return mixed_run(node, b, true);
+}
 
 /* ---- peek_image_shape ---- */
 
@@ -526,12 +621,24 @@ static const stk_port_schema shape_out[] = {
 
 static void store_dim(void *data, stk_dtype dtype, int i, int64_t v) {
   switch (dtype) {
-  case STK_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)v; break;
-  case STK_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)v; break;
-  case STK_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)v; break;
-  case STK_DTYPE_FLOAT32: ((float *)data)[i] = (float)v; break;
-  case STK_DTYPE_FLOAT64: ((double *)data)[i] = (double)v; break;
-  default: ((int64_t *)data)[i] = v; break;
+    case STK_DTYPE_INT32:
+      ((int32_t *)data)[i] = (int32_t)v;
+      break;
+    case STK_DTYPE_UINT32:
+      ((uint32_t *)data)[i] = (uint32_t)v;
+      break;
+    case STK_DTYPE_UINT64:
+      ((uint64_t *)data)[i] = (uint64_t)v;
+      break;
+    case STK_DTYPE_FLOAT32:
+      ((float *)data)[i] = (float)v;
+      break;
+    case STK_DTYPE_FLOAT64:
+      ((double *)data)[i] = (double)v;
+      break;
+    default:
+      ((int64_t *)data)[i] = v;
+      break;
   }
 }
 
@@ -558,7 +665,13 @@ static stk_status peek_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema peek_schema = {
     "peek_image_shape",
     "The shape [H, W, C] of each encoded image, read from its header without decoding.",
-    STK_DEVICE_CPU, 0, 1, 1, encoded_in, 1, shape_out,
-    sizeof peek_args / sizeof peek_args[0], peek_args};
-const stk__op_def stk__op_peek_image_shape = {&peek_schema, NULL, NULL, NULL, peek_run, NULL,
-                                              NULL};
+    STK_DEVICE_CPU,
+    0,
+    1,
+    1,
+    encoded_in,
+    1,
+    shape_out,
+    sizeof peek_args / sizeof peek_args[0],
+    peek_args};
+const stk__op_def stk__op_peek_image_shape = {&peek_schema, NULL, NULL, NULL, peek_run, NULL, NULL};

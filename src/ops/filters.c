@@ -11,7 +11,7 @@
 #include "gpu_util.h"
 #include "image_util.h"
 
-#define MAX_KERNEL 4095                       /* taps per axis */
+#define MAX_KERNEL  4095                        /* taps per axis */
 #define MAX_SCRATCH ((double)((size_t)1 << 34)) /* bytes */
 
 /* ---------------------------------------------------------------------------------- */
@@ -19,8 +19,7 @@
 /* ---------------------------------------------------------------------------------- */
 
 bool stk__border_parse(const char *name, stk__border *out) {
-  static const char *const names[] = {"reflect_101", "reflect_1001", "wrap", "clamp",
-                                      "constant"};
+  static const char *const names[] = {"reflect_101", "reflect_1001", "wrap", "clamp", "constant"};
   for (int i = 0; i < 5; i++)
     if (name && strcmp(name, names[i]) == 0) {
       *out = (stk__border)i;
@@ -41,9 +40,9 @@ int64_t stk__border_index(int64_t i, int64_t n, stk__border border) {
 typedef struct {
   int64_t ph, pw; /* padded extents */
   size_t c;
-  float *pad;     /* ph x pw x c */
-  float *tmp;     /* separable intermediate: ph x out_w x c */
-  float *row;     /* one source row as float */
+  float *pad; /* ph x pw x c */
+  float *tmp; /* separable intermediate: ph x out_w x c */
+  float *row; /* one source row as float */
 } conv_mem;
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -124,8 +123,8 @@ static void axpy(float *restrict acc, const float *restrict x, float w, size_t n
 /* Convolutions                                                                       */
 /* ---------------------------------------------------------------------------------- */
 
-stk_status stk__conv2d(const stk__image *src, float *dst, const stk__conv_geom *g,
-                       const float *k, bool accumulate, void *scratch, size_t scratch_size) {
+stk_status stk__conv2d(const stk__image *src, float *dst, const stk__conv_geom *g, const float *k,
+                       bool accumulate, void *scratch, size_t scratch_size) {
   conv_mem m;
   STK_TRY(carve(src, g, scratch, scratch_size, &m));
   pad_image(src, g, &m);
@@ -234,9 +233,9 @@ typedef struct {
   const float *ky, *kx;
 } sep_pair;
 
-static stk_status run_separable(stk__node *node, stk__sample *s, const stk__image *in,
-                                int in_ndim, stk__conv_geom *g, const sep_pair *pairs,
-                                int npairs, stk_dtype odt) {
+static stk_status run_separable(stk__node *node, stk__sample *s, const stk__image *in, int in_ndim,
+                                stk__conv_geom *g, const sep_pair *pairs, int npairs,
+                                stk_dtype odt) {
   size_t need = stk__conv_scratch_size(in, g);
   if (need == 0)
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "image %lldx%lld with a %dx%d window is too large",
@@ -316,7 +315,8 @@ static stk_status gaussian_axis(stk__node *node, stk__sample *s, double *sigma, 
   if (!(*sigma >= 0.0) || size < 0 || (*sigma == 0.0 && size == 0))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "axis %d: sigma = %g, window_size = %lld: need sigma > 0 or an odd "
-                      "window_size > 0", axis, *sigma, (long long)size);
+                      "window_size > 0",
+                      axis, *sigma, (long long)size);
   if (size == 0) {
     if (*sigma > MAX_KERNEL / 6.0)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "sigma = %g is too large", *sigma);
@@ -370,8 +370,15 @@ static const stk_op_schema gaussian_schema = {
     "gaussian_blur",
     "Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights "
     "exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, img_in, 1, img_out,
-    sizeof gaussian_args / sizeof gaussian_args[0], gaussian_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    img_in,
+    1,
+    img_out,
+    sizeof gaussian_args / sizeof gaussian_args[0],
+    gaussian_args};
 const stk__op_def stk__op_gaussian_blur = {
     .schema = &gaussian_schema, .run_sample = gaussian_run, .run_gpu = gaussian_run_gpu};
 
@@ -479,13 +486,19 @@ static const stk_op_schema laplacian_schema = {
     "Sobel-based windows): each partial derivative is a separable convolution of a "
     "second-derivative window along its axis and a binomial smoothing window across it; "
     "float32 intermediate, border reflect_101.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, img_in, 1, img_out,
-    sizeof laplacian_args / sizeof laplacian_args[0], laplacian_args};
-const stk__op_def stk__op_laplacian = {
-    .schema = &laplacian_schema,
-    .init = laplacian_init,
-    .run_sample = laplacian_run,
-    .run_gpu = laplacian_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    img_in,
+    1,
+    img_out,
+    sizeof laplacian_args / sizeof laplacian_args[0],
+    laplacian_args};
+const stk__op_def stk__op_laplacian = {.schema = &laplacian_schema,
+                                       .init = laplacian_init,
+                                       .run_sample = laplacian_run,
+                                       .run_gpu = laplacian_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* filter                                                                             */
@@ -582,7 +595,8 @@ static stk_status filter_kernel(stk__node *node, stk__sample *s, bool heap, floa
     if (n == 0 || (size_t)(rows * cols) != n)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                         "kernel has %zu values; expected %lldx%lld (set kernel_shape for a "
-                        "non-square filter)", n, (long long)rows, (long long)cols);
+                        "non-square filter)",
+                        n, (long long)rows, (long long)cols);
     if (!(*k = plan_alloc(s, n, heap)))
       return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for the filter");
     for (size_t i = 0; i < n; i++) (*k)[i] = (float)v[i];
@@ -592,17 +606,17 @@ static stk_status filter_kernel(stk__node *node, stk__sample *s, bool heap, floa
 }
 
 /* The geometry for this sample: anchors, output size, border. */
-static stk_status filter_geom(stk__node *node, stk__sample *s, const stk__image *in, int kh,
-                              int kw, stk__conv_geom *g) {
+static stk_status filter_geom(stk__node *node, stk__sample *s, const stk__image *in, int kh, int kw,
+                              stk__conv_geom *g) {
   const filter_state *st = *stk__node_state(node);
-  *g = (stk__conv_geom){in->h, in->w, kh, kw, 0, 0, st->border,
-                        (float)stk__arg_float(node, s, F_FILL)};
+  *g = (stk__conv_geom){in->h, in->w, kh,         kw,
+                        0,     0,     st->border, (float)stk__arg_float(node, s, F_FILL)};
   if (st->valid) {
     g->out_h = in->h - kh + 1, g->out_w = in->w - kw + 1;
     if (g->out_h < 1 || g->out_w < 1)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "mode \"valid\": the %dx%d filter is larger than the %lldx%lld image",
-                        kh, kw, (long long)in->h, (long long)in->w);
+                        "mode \"valid\": the %dx%d filter is larger than the %lldx%lld image", kh,
+                        kw, (long long)in->h, (long long)in->w);
     return STK_OK;
   }
   int64_t a[2];
@@ -763,9 +777,10 @@ static stk_status conv_run_gpu(stk__node *node, stk__gpu_batch *b, int dtype_arg
     stk__gpu *gpu = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     st = stk__gpu_op_check(node,
-                           gpu->api->filter ? gpu->api->filter->conv(gpu->ctx, (int)n, cs, idt, odt,
-                                                                     stk__gpu_stream(b), err, sizeof err)
-                                            : stk__gpu_no_table(err, sizeof err, "filter"),
+                           gpu->api->filter
+                               ? gpu->api->filter->conv(gpu->ctx, (int)n, cs, idt, odt,
+                                                        stk__gpu_stream(b), err, sizeof err)
+                               : stk__gpu_no_table(err, sizeof err, "filter"),
                            err);
   }
   if (cs)
@@ -775,28 +790,42 @@ static stk_status conv_run_gpu(stk__node *node, stk__gpu_batch *b, int dtype_arg
   return stk__gpu_finish(b, in, owned, out, st);
 }
 
-#define FILTER_DOC                                                                         \
-  "Convolves each image with a 2D filter (DALI's experimental.filter). It computes a "    \
-  "correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable "     \
+#define FILTER_DOC                                                                     \
+  "Convolves each image with a 2D filter (DALI's experimental.filter). It computes a " \
+  "correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable "  \
   "filters run as two 1D passes; float32 accumulation."
 
-static const stk_op_schema filter_schema = {
-    "filter", FILTER_DOC, STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, filter_in, 1, img_out,
-    sizeof filter_args / sizeof filter_args[0], filter_args};
-const stk__op_def stk__op_filter = {
-    .schema = &filter_schema,
-    .init = filter_init,
-    .destroy = filter_destroy,
-    .run_sample = filter_run,
-    .run_gpu = filter_run_gpu};
+static const stk_op_schema filter_schema = {"filter",
+                                            FILTER_DOC,
+                                            STK_DEVICE_CPU | STK_DEVICE_GPU,
+                                            0,
+                                            1,
+                                            2,
+                                            filter_in,
+                                            1,
+                                            img_out,
+                                            sizeof filter_args / sizeof filter_args[0],
+                                            filter_args};
+const stk__op_def stk__op_filter = {.schema = &filter_schema,
+                                    .init = filter_init,
+                                    .destroy = filter_destroy,
+                                    .run_sample = filter_run,
+                                    .run_gpu = filter_run_gpu};
 
 static const stk_op_schema experimental_filter_schema = {
-    "experimental.filter", FILTER_DOC " Same operator as `filter` (DALI's name).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, filter_in, 1, img_out,
-    sizeof filter_args / sizeof filter_args[0], filter_args};
-const stk__op_def stk__op_experimental_filter = {
-    .schema = &experimental_filter_schema,
-    .init = filter_init,
-    .destroy = filter_destroy,
-    .run_sample = filter_run,
-    .run_gpu = filter_run_gpu};
+    "experimental.filter",
+    FILTER_DOC " Same operator as `filter` (DALI's name).",
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    2,
+    filter_in,
+    1,
+    img_out,
+    sizeof filter_args / sizeof filter_args[0],
+    filter_args};
+const stk__op_def stk__op_experimental_filter = {.schema = &experimental_filter_schema,
+                                                 .init = filter_init,
+                                                 .destroy = filter_destroy,
+                                                 .run_sample = filter_run,
+                                                 .run_gpu = filter_run_gpu};

@@ -44,7 +44,7 @@ typedef struct {
   int kh, kw;           /* kernel extents (>= 1) */
   int ay, ax;           /* anchor: kernel element over the output pixel */
   stk__border border;
-  float fill;           /* constant border */
+  float fill; /* constant border */
 } stk__conv_geom;
 
 /* Scratch bytes for a call on `src` (0 when sizes are out of bounds). */
@@ -52,8 +52,8 @@ size_t stk__conv_scratch_size(const stk__image *src, const stk__conv_geom *g);
 
 /* dst (out_h x out_w x src->c floats, dense) = correlation of src with the kh x kw
  * row-major kernel k, or += with `accumulate`. src: any dtype. */
-stk_status stk__conv2d(const stk__image *src, float *dst, const stk__conv_geom *g,
-                       const float *k, bool accumulate, void *scratch, size_t scratch_size);
+stk_status stk__conv2d(const stk__image *src, float *dst, const stk__conv_geom *g, const float *k,
+                       bool accumulate, void *scratch, size_t scratch_size);
 
 /* The same for the separable kernel K[i][j] = ky[i] * kx[j] (ky: kh values, kx: kw). */
 stk_status stk__conv_sep(const stk__image *src, float *dst, const stk__conv_geom *g,

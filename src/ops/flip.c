@@ -11,8 +11,7 @@ enum { A_HORIZONTAL, A_VERTICAL };
 static const stk_arg_schema flip_args[] = {
     {"horizontal", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "1", 0, 0, NULL,
      "non-zero: mirror left-right"},
-    {"vertical", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "0", 0, 0, NULL,
-     "non-zero: mirror top-bottom"},
+    {"vertical", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "0", 0, 0, NULL, "non-zero: mirror top-bottom"},
 };
 
 static const stk_port_schema flip_in[] = {{"input", "image with H and W axes (HWC, CHW, HW)"}};
@@ -36,8 +35,10 @@ static stk_status flip_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
   int ah, aw;
   if (!find_hw(in, &ah, &aw))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "needs H and W axes (in that order); "
-                      "got %d dimensions with layout '%s'", in->ndim, in->layout);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "needs H and W axes (in that order); "
+                      "got %d dimensions with layout '%s'",
+                      in->ndim, in->layout);
   if (!stk__dtype_valid(in->dtype))
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
   int64_t outer = 1, mid = 1, inner = 1;
@@ -70,7 +71,8 @@ static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
     memcpy(t.layout, d.layout, sizeof t.layout);
     int ah, aw;
     if (!find_hw(&t, &ah, &aw)) {
-      st = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i), "needs H and W axes; layout '%s'", t.layout);
+      st = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                      "needs H and W axes; layout '%s'", t.layout);
       break;
     }
     int64_t outer = 1, mid = 1, inner = 1;
@@ -78,8 +80,15 @@ static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
     for (int k = ah + 1; k < aw; k++) mid *= t.shape[k];
     for (int k = aw + 1; k < t.ndim; k++) inner *= t.shape[k];
     stk__sample *s = stk__gpu_sample(b, i);
-    fs[i] = (stk_gpu_flip_sample){d.data, NULL, outer, t.shape[ah], mid, t.shape[aw], inner,
-                                  stk__arg_int(node, s, A_HORIZONTAL) != 0, stk__arg_int(node, s, A_VERTICAL) != 0};
+    fs[i] = (stk_gpu_flip_sample){d.data,
+                                  NULL,
+                                  outer,
+                                  t.shape[ah],
+                                  mid,
+                                  t.shape[aw],
+                                  inner,
+                                  stk__arg_int(node, s, A_HORIZONTAL) != 0,
+                                  stk__arg_int(node, s, A_VERTICAL) != 0};
     memcpy(shapes + i * (size_t)ndim, d.shape, sizeof(int64_t) * (size_t)ndim);
   }
   if (st == STK_OK)
@@ -93,8 +102,11 @@ static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, g->api->flip(g->ctx, (int)n, fs, stk_dtype_size(stk_tensor_list_dtype(in)),
-                                              stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(
+        node,
+        g->api->flip(g->ctx, (int)n, fs, stk_dtype_size(stk_tensor_list_dtype(in)),
+                     stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   free(fs);
   free(shapes);
@@ -105,6 +117,14 @@ static const stk_op_schema flip_schema = {
     "flip",
     "Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags "
     "may be fed per sample (e.g. from random.coin_flip). Exact for every type.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, flip_in, 1, flip_out,
-    sizeof flip_args / sizeof flip_args[0], flip_args};
-const stk__op_def stk__op_flip = {&flip_schema, NULL, NULL, NULL, flip_run, NULL, NULL, flip_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    flip_in,
+    1,
+    flip_out,
+    sizeof flip_args / sizeof flip_args[0],
+    flip_args};
+const stk__op_def stk__op_flip = {&flip_schema, NULL, NULL, NULL,
+                                  flip_run,     NULL, NULL, flip_run_gpu};

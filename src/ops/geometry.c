@@ -19,9 +19,8 @@
 
 void stk__affine_mul(const double a[6], const double b[6], double out[6]) {
   double r[6] = {
-      a[0] * b[0] + a[1] * b[3],        a[0] * b[1] + a[1] * b[4],
-      a[0] * b[2] + a[1] * b[5] + a[2], a[3] * b[0] + a[4] * b[3],
-      a[3] * b[1] + a[4] * b[4],        a[3] * b[2] + a[4] * b[5] + a[5],
+      a[0] * b[0] + a[1] * b[3], a[0] * b[1] + a[1] * b[4], a[0] * b[2] + a[1] * b[5] + a[2],
+      a[3] * b[0] + a[4] * b[3], a[3] * b[1] + a[4] * b[4], a[3] * b[2] + a[4] * b[5] + a[5],
   };
   memcpy(out, r, sizeof r);
 }
@@ -53,8 +52,8 @@ void stk__rotate_canvas(int64_t in_h, int64_t in_w, double angle_deg, int64_t *o
   *out_h = h < 1 ? 1 : h;
 }
 
-void stk__rotate_matrix(double angle_deg, int64_t in_h, int64_t in_w, int64_t out_h,
-                        int64_t out_w, double m[6]) {
+void stk__rotate_matrix(double angle_deg, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
+                        double m[6]) {
   double a = angle_deg * (PI / 180.0);
   double c = cos(a), s = sin(a);
   double ox = 0.5 * (double)out_w, oy = 0.5 * (double)out_h;
@@ -122,8 +121,10 @@ static void row_nearest_u8(const source *S, const uint8_t *fill, double x, doubl
       yi = yi < 0 ? 0 : yi >= S->h ? S->h - 1 : yi;
     }
     const uint8_t *px = S->u8 + (size_t)yi * S->stride + (size_t)(xi * c);
-    if (c == 3) out[0] = px[0], out[1] = px[1], out[2] = px[2]; /* no memcpy call */
-    else memcpy(out, px, (size_t)c);
+    if (c == 3)
+      out[0] = px[0], out[1] = px[1], out[2] = px[2]; /* no memcpy call */
+    else
+      memcpy(out, px, (size_t)c);
   }
 }
 
@@ -139,8 +140,8 @@ static void row_linear(const source *S, double x, double y, double dx, double dy
     if (x0 >= 0 && y0 >= 0 && x0 + 1 < S->w && y0 + 1 < S->h) {
       size_t p = (size_t)y0 * S->stride + (size_t)(x0 * c), q = p + S->stride;
       for (int64_t ch = 0; ch < c; ch++) {
-        out[ch] = stk_warp_bilinear(at(S, p), at(S, p + (size_t)c), at(S, q),
-                                    at(S, q + (size_t)c), ax, ay);
+        out[ch] = stk_warp_bilinear(at(S, p), at(S, p + (size_t)c), at(S, q), at(S, q + (size_t)c),
+                                    ax, ay);
         p++, q++;
       }
     } else {
@@ -157,8 +158,8 @@ static void row_cubic(const source *S, double x, double y, double dx, double dy,
   for (int64_t i = 0; i < n; i++, out += c) {
     long long xl, yl;
     float wx[4], wy[4];
-    stk_warp_cubic_setup(stk_warp_step(x, dx, i), stk_warp_step(y, dy, i), S->w, S->h, &xl, &yl,
-                         wx, wy);
+    stk_warp_cubic_setup(stk_warp_step(x, dx, i), stk_warp_step(y, dy, i), S->w, S->h, &xl, &yl, wx,
+                         wy);
     int64_t x0 = xl, y0 = yl;
     bool inside = x0 >= 0 && y0 >= 0 && x0 + 3 < S->w && y0 + 3 < S->h;
     for (int64_t ch = 0; ch < c; ch++) {
@@ -178,15 +179,14 @@ static void row_cubic(const source *S, double x, double y, double dx, double dy,
   }
 }
 
-stk_status stk__warp_affine(const stk__image *src, const stk__image *dst,
-                            const stk__warp_params *p, float *row) {
+stk_status stk__warp_affine(const stk__image *src, const stk__image *dst, const stk__warp_params *p,
+                            float *row) {
   if (src->h < 1 || src->w < 1 || src->c < 1 || dst->h < 1 || dst->w < 1)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "empty image (%lldx%lld -> %lldx%lld)",
-                    (long long)src->h, (long long)src->w, (long long)dst->h,
-                    (long long)dst->w);
+                    (long long)src->h, (long long)src->w, (long long)dst->h, (long long)dst->w);
   if (dst->c != src->c)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "channel count %lld != %lld",
-                    (long long)dst->c, (long long)src->c);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "channel count %lld != %lld", (long long)dst->c,
+                    (long long)src->c);
   bool src_ok = src->dtype == STK_DTYPE_UINT8 || src->dtype == STK_DTYPE_FLOAT32;
   bool dst_ok = dst->dtype == STK_DTYPE_UINT8 || dst->dtype == STK_DTYPE_FLOAT32;
   if (!src_ok || !dst_ok)
@@ -197,16 +197,24 @@ stk_status stk__warp_affine(const stk__image *src, const stk__image *dst,
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "matrix element %d is not finite", i);
   void (*fn)(const source *, double, double, double, double, int64_t, float *);
   switch (p->interp) {
-  case STK__INTERP_NEAREST: fn = row_nearest; break;
-  case STK__INTERP_LINEAR: fn = row_linear; break;
-  case STK__INTERP_CUBIC: fn = row_cubic; break;
-  default:
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "interpolation must be nearest, linear or cubic");
+    case STK__INTERP_NEAREST:
+      fn = row_nearest;
+      break;
+    case STK__INTERP_LINEAR:
+      fn = row_linear;
+      break;
+    case STK__INTERP_CUBIC:
+      fn = row_cubic;
+      break;
+    default:
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "interpolation must be nearest, linear or cubic");
   }
-  source S = {.w = src->w, .h = src->h, .c = src->c, .fill = p->fill,
-              .constant = p->constant_border};
-  if (src->dtype == STK_DTYPE_UINT8) S.u8 = src->data;
-  else S.f32 = src->data;
+  source S = {
+      .w = src->w, .h = src->h, .c = src->c, .fill = p->fill, .constant = p->constant_border};
+  if (src->dtype == STK_DTYPE_UINT8)
+    S.u8 = src->data;
+  else
+    S.f32 = src->data;
   S.stride = (size_t)(src->w * src->c);
   size_t n = (size_t)(dst->w * dst->c);
   /* nearest from uint8 to uint8 copies bytes; the fill is rounded as any output would be */
@@ -225,8 +233,8 @@ stk_status stk__warp_affine(const stk__image *src, const stk__image *dst,
     float *out = dst->dtype == STK_DTYPE_FLOAT32 ? (float *)dst->data + (size_t)y * n : row;
     fn(&S, sx, sy, p->m[0], p->m[3], dst->w, out);
     if (dst->dtype == STK_DTYPE_UINT8)
-      stk__convert((uint8_t *)dst->data + (size_t)y * n, STK_DTYPE_UINT8, row,
-                   STK_DTYPE_FLOAT32, n);
+      stk__convert((uint8_t *)dst->data + (size_t)y * n, STK_DTYPE_UINT8, row, STK_DTYPE_FLOAT32,
+                   n);
   }
   return STK_OK;
 }
@@ -236,7 +244,9 @@ stk_status stk__warp_affine(const stk__image *src, const stk__image *dst,
 /* ---------------------------------------------------------------------------------- */
 
 #define WARP_INTERP_CHOICES "nearest|linear|cubic"
-#define WARP_DTYPES "|uint8|int8|uint16|int16|uint32|int32|int64|float16|float32|float64|float"
+#define WARP_DTYPES                             \
+  "|uint8|int8|uint16|int16|uint32|int32|int64" \
+  "|float16|float32|float64|float"
 
 /* Argument indices common to rotate and warp_affine. */
 typedef struct {
@@ -276,8 +286,8 @@ static void warp_destroy(stk__node *node) {
 
 /* The `size` argument as [H, W] (one value: both), rounded to nearest. Returns false in
  * *given when it was not given. */
-static stk_status size_arg(const stk__node *node, stk__sample *s, int arg, int64_t *h,
-                           int64_t *w, bool *given) {
+static stk_status size_arg(const stk__node *node, stk__sample *s, int arg, int64_t *h, int64_t *w,
+                           bool *given) {
   *given = stk__arg_given(node, arg);
   if (!*given) return STK_OK;
   const double *v;
@@ -294,13 +304,12 @@ static stk_status size_arg(const stk__node *node, stk__sample *s, int arg, int64
 
 /* Warps the sample's input image with matrix m (output -> input) to out_h x out_w. */
 static stk_status warp_sample(stk__node *node, stk__sample *s, const warp_arg_ids *ids,
-                              const stk__image *in, int in_ndim, const double m[6],
-                              int64_t out_h, int64_t out_w) {
+                              const stk__image *in, int in_ndim, const double m[6], int64_t out_h,
+                              int64_t out_w) {
   const warp_state *st = *stk__node_state(node);
   if ((double)out_h * (double)out_w > (double)stk__node_max_pixels(node))
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit %lld",
-                      (long long)out_h, (long long)out_w,
-                      (long long)stk__node_max_pixels(node));
+                      (long long)out_h, (long long)out_w, (long long)stk__node_max_pixels(node));
   size_t c = (size_t)in->c;
   float *fill = NULL;
   if (stk__arg_given(node, ids->fill_value)) {
@@ -344,9 +353,9 @@ static stk_status warp_sample(stk__node *node, stk__sample *s, const warp_arg_id
 
 /* One sample's geometry: output size and output -> input matrix; `mv` holds the n values
  * of the matrix input when the node has one. */
-typedef stk_status (*warp_geometry_fn)(stk__node *node, stk__sample *s, const double *mv,
-                                       size_t n, int64_t in_h, int64_t in_w, double m[6],
-                                       int64_t *oh, int64_t *ow);
+typedef stk_status (*warp_geometry_fn)(stk__node *node, stk__sample *s, const double *mv, size_t n,
+                                       int64_t in_h, int64_t in_w, double m[6], int64_t *oh,
+                                       int64_t *ow);
 
 /* Sample i of input 1 (the matrix, from a CPU node such as transforms.* or a GPU one) as
  * doubles; *n counts its elements (only 6 are read). */
@@ -359,14 +368,18 @@ static stk_status warp_gpu_matrix_input(stk__node *node, stk__gpu_batch *b, size
   for (int k = 0; k < d.ndim; k++) *n *= (size_t)d.shape[k];
   if (*n != 6) return STK_OK;
   if (!stk__dtype_valid(d.dtype) || stk_dtype_size(d.dtype) > 8)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, stk__gpu_sample(b, i), "matrix of an unknown type");
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, stk__gpu_sample(b, i),
+                      "matrix of an unknown type");
   const void *src = d.data;
   uint8_t host[6 * 8];
   if (stk_tensor_list_storage(ml) == STK_STORAGE_DEVICE) { /* a GPU producer: bring 6 values back */
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    STK_TRY(stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, host, d.data, 6 * stk_dtype_size(d.dtype),
-                                                         stk__gpu_stream(b), err, sizeof err), err));
+    STK_TRY(
+        stk__gpu_op_check(node,
+                          g->api->memcpy_async(g->ctx, host, d.data, 6 * stk_dtype_size(d.dtype),
+                                               stk__gpu_stream(b), err, sizeof err),
+                          err));
     src = host;
   }
   stk__convert(v, STK_DTYPE_FLOAT64, src, d.dtype, 6);
@@ -394,19 +407,24 @@ static stk_status warp_gpu_sample(stk__node *node, stk__gpu_batch *b, const warp
   int h, w, c;
   void *data;
   STK_TRY(stk__gpu_image_dims(node, in, i, &h, &w, &c, &data));
-  if (i == 0) *channels = c;
+  if (i == 0)
+    *channels = c;
   else if (c != *channels)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "has %d channels, sample 0 %d: the GPU warp needs one "
-                      "channel count per batch", c, *channels);
-  if (h < 1 || w < 1) return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty image (%dx%d)", h, w);
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "has %d channels, sample 0 %d: the GPU warp needs one "
+                      "channel count per batch",
+                      c, *channels);
+  if (h < 1 || w < 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty image (%dx%d)", h, w);
   double mv[6] = {0}, m[6];
   size_t mn = 0;
   if (stk__node_num_inputs(node) > 1) STK_TRY(warp_gpu_matrix_input(node, b, i, mv, &mn));
   int64_t oh, ow;
   STK_TRY(geom(node, s, mv, mn, h, w, m, &oh, &ow));
-  if ((double)oh * (double)ow > (double)stk__node_max_pixels(node) || oh > INT32_MAX || ow > INT32_MAX)
-    return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit %lld", (long long)oh,
-                      (long long)ow, (long long)stk__node_max_pixels(node));
+  if ((double)oh * (double)ow > (double)stk__node_max_pixels(node) || oh > INT32_MAX ||
+      ow > INT32_MAX)
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit %lld",
+                      (long long)oh, (long long)ow, (long long)stk__node_max_pixels(node));
   for (int k = 0; k < 6; k++)
     if (!isfinite(m[k]))
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "matrix element %d is not finite", k);
@@ -423,8 +441,8 @@ static stk_status warp_gpu_sample(stk__node *node, stk__gpu_batch *b, const warp
 
 /* Casts every sample of `from` into a new list of `dtype` (same shapes) with api->cast:
  * the CPU's stk__convert before / after the float32 warp for other types. */
-static stk_status warp_gpu_cast(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *from, stk_dtype dtype,
-                                stk_tensor_list **out) {
+static stk_status warp_gpu_cast(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *from,
+                                stk_dtype dtype, stk_tensor_list **out) {
   size_t n = stk__gpu_batch_size(b);
   int ndim = stk_tensor_list_ndim(from);
   int64_t *shapes = stk__calloc(n * (size_t)ndim, sizeof(int64_t), "shapes");
@@ -449,8 +467,10 @@ static stk_status warp_gpu_cast(stk__node *node, stk__gpu_batch *b, const stk_te
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(from), dtype,
-                                              stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(node,
+                           g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(from), dtype,
+                                        stk__gpu_stream(b), err, sizeof err),
+                           err);
     if (st != STK_OK) {
       stk_tensor_list_release(*out);
       *out = NULL;
@@ -483,7 +503,8 @@ static stk_status warp_gpu_launch(stk__node *node, stk__gpu_batch *b, const stk_
   char err[STK_GPU_ERRLEN] = "";
   stk_status rc = stk__gpu_op_check(
       node,
-      g->api->geometry ? g->api->geometry->warp_affine(g->ctx, (int)n, ws, &a, stk__gpu_stream(b), err, sizeof err)
+      g->api->geometry ? g->api->geometry->warp_affine(g->ctx, (int)n, ws, &a, stk__gpu_stream(b),
+                                                       err, sizeof err)
                        : stk__gpu_no_table(err, sizeof err, "geometry"),
       err);
   if (rc != STK_OK) {
@@ -533,10 +554,10 @@ static stk_status warp_run_gpu(stk__node *node, stk__gpu_batch *b, const warp_ar
   return stk__gpu_finish(b, in, owned, out, rc);
 }
 
-#define FILL_DOC                                                                           \
-  "value of the pixels outside the source image: one value, or one per channel. When "   \
+#define FILL_DOC                                                                       \
+  "value of the pixels outside the source image: one value, or one per channel. When " \
   "absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)"
-#define INTERP_DOC                                                                         \
+#define INTERP_DOC                                                                        \
   "nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the " \
   "operator doc)"
 #define DTYPE_DOC "output type; \"\" keeps the input's (integers rounded and saturated)"
@@ -577,12 +598,12 @@ static stk_status rotate_geometry(stk__node *node, stk__sample *s, const double 
   (void)mv, (void)mn;
   double angle = stk__arg_float(node, s, R_ANGLE);
   if (!isfinite(angle) || fabs(angle) > 1e9)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "angle = %g is not a usable number", angle);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "angle = %g is not a usable number",
+                      angle);
   *oh = in_h, *ow = in_w;
   bool sized;
   STK_TRY(size_arg(node, s, R_SIZE, oh, ow, &sized));
-  if (!sized && !stk__arg_bool(node, s, R_KEEP_SIZE))
-    stk__rotate_canvas(in_h, in_w, angle, oh, ow);
+  if (!sized && !stk__arg_bool(node, s, R_KEEP_SIZE)) stk__rotate_canvas(in_h, in_w, angle, oh, ow);
   stk__rotate_matrix(angle, in_h, in_w, *oh, *ow, m);
   return STK_OK;
 }
@@ -607,14 +628,20 @@ static const stk_op_schema rotate_schema = {
     "T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge "
     "coordinates: the same centre as torchvision's functional rotate and Pillow's "
     "Image.rotate ((w - 1) / 2 in pixel indices).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, warp_in, 1, warp_out,
-    sizeof rotate_args / sizeof rotate_args[0], rotate_args};
-const stk__op_def stk__op_rotate = {
-    .schema = &rotate_schema,
-    .init = rotate_init,
-    .destroy = warp_destroy,
-    .run_sample = rotate_run,
-    .run_gpu = rotate_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    warp_in,
+    1,
+    warp_out,
+    sizeof rotate_args / sizeof rotate_args[0],
+    rotate_args};
+const stk__op_def stk__op_rotate = {.schema = &rotate_schema,
+                                    .init = rotate_init,
+                                    .destroy = warp_destroy,
+                                    .run_sample = rotate_run,
+                                    .run_gpu = rotate_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* warp_affine                                                                        */
@@ -649,9 +676,9 @@ static stk_status warp_affine_init(stk__node *node) {
 
 /* This sample's output -> input matrix from the 6 values `v` of the matrix (argument or
  * input 1; n counts them), and its output size (both backends). */
-static stk_status warp_affine_geometry(stk__node *node, stk__sample *s, const double *v,
-                                       size_t n, int64_t in_h, int64_t in_w, double m[6],
-                                       int64_t *oh, int64_t *ow) {
+static stk_status warp_affine_geometry(stk__node *node, stk__sample *s, const double *v, size_t n,
+                                       int64_t in_h, int64_t in_w, double m[6], int64_t *oh,
+                                       int64_t *ow) {
   if (stk__node_num_inputs(node) <= 1) n = stk__arg_floats(node, s, W_MATRIX, &v);
   if (n != 6)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
@@ -694,11 +721,17 @@ static const stk_op_schema warp_affine_schema = {
     "(x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is "
     "the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and "
     "Pillow's Image.transform(AFFINE).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 2, warp_in, 1, warp_out,
-    sizeof warp_args / sizeof warp_args[0], warp_args};
-const stk__op_def stk__op_warp_affine = {
-    .schema = &warp_affine_schema,
-    .init = warp_affine_init,
-    .destroy = warp_destroy,
-    .run_sample = warp_affine_run,
-    .run_gpu = warp_affine_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    2,
+    warp_in,
+    1,
+    warp_out,
+    sizeof warp_args / sizeof warp_args[0],
+    warp_args};
+const stk__op_def stk__op_warp_affine = {.schema = &warp_affine_schema,
+                                         .init = warp_affine_init,
+                                         .destroy = warp_destroy,
+                                         .run_sample = warp_affine_run,
+                                         .run_gpu = warp_affine_run_gpu};

@@ -48,8 +48,8 @@ typedef struct {
  * float32. `row` is scratch of dst->w * dst->c floats (unused, may be NULL, when dst is
  * float32). Thread-safe. Errors: STK_ERR_INVALID_ARGUMENT (empty images, channel
  * mismatch, non-finite matrix, lanczos3), STK_ERR_UNSUPPORTED (dtypes). */
-stk_status stk__warp_affine(const stk__image *src, const stk__image *dst,
-                            const stk__warp_params *p, float *row);
+stk_status stk__warp_affine(const stk__image *src, const stk__image *dst, const stk__warp_params *p,
+                            float *row);
 
 /* out = a * b as 3x3 affine matrices (b applied first). out may alias a or b. */
 void stk__affine_mul(const double a[6], const double b[6], double out[6]);
@@ -65,7 +65,7 @@ void stk__rotate_canvas(int64_t in_h, int64_t in_w, double angle_deg, int64_t *o
 /* The output -> input matrix of a counter-clockwise rotation by `angle_deg` (as seen with
  * y pointing down) that maps the output's centre to the input's:
  * T(in_w / 2, in_h / 2) * [[c, -s], [s, c]] * T(-out_w / 2, -out_h / 2). */
-void stk__rotate_matrix(double angle_deg, int64_t in_h, int64_t in_w, int64_t out_h,
-                        int64_t out_w, double m[6]);
+void stk__rotate_matrix(double angle_deg, int64_t in_h, int64_t in_w, int64_t out_h, int64_t out_w,
+                        double m[6]);
 
 #endif /* STOKER_OPS_GEOMETRY_H */

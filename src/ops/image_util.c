@@ -25,61 +25,124 @@ static bool is_float(stk_dtype t) {
 /* Range of an integer dtype (bool: [0, 1]). */
 static void int_range(stk_dtype t, int64_t *lo, uint64_t *hi) {
   switch (t) {
-  case STK_DTYPE_UINT8: *lo = 0, *hi = UINT8_MAX; break;
-  case STK_DTYPE_INT8: *lo = INT8_MIN, *hi = INT8_MAX; break;
-  case STK_DTYPE_UINT16: *lo = 0, *hi = UINT16_MAX; break;
-  case STK_DTYPE_INT16: *lo = INT16_MIN, *hi = INT16_MAX; break;
-  case STK_DTYPE_UINT32: *lo = 0, *hi = UINT32_MAX; break;
-  case STK_DTYPE_INT32: *lo = INT32_MIN, *hi = INT32_MAX; break;
-  case STK_DTYPE_UINT64: *lo = 0, *hi = UINT64_MAX; break;
-  case STK_DTYPE_INT64: *lo = INT64_MIN, *hi = INT64_MAX; break;
-  default: *lo = 0, *hi = 1; break;
+    case STK_DTYPE_UINT8:
+      *lo = 0, *hi = UINT8_MAX;
+      break;
+    case STK_DTYPE_INT8:
+      *lo = INT8_MIN, *hi = INT8_MAX;
+      break;
+    case STK_DTYPE_UINT16:
+      *lo = 0, *hi = UINT16_MAX;
+      break;
+    case STK_DTYPE_INT16:
+      *lo = INT16_MIN, *hi = INT16_MAX;
+      break;
+    case STK_DTYPE_UINT32:
+      *lo = 0, *hi = UINT32_MAX;
+      break;
+    case STK_DTYPE_INT32:
+      *lo = INT32_MIN, *hi = INT32_MAX;
+      break;
+    case STK_DTYPE_UINT64:
+      *lo = 0, *hi = UINT64_MAX;
+      break;
+    case STK_DTYPE_INT64:
+      *lo = INT64_MIN, *hi = INT64_MAX;
+      break;
+    default:
+      *lo = 0, *hi = 1;
+      break;
   }
 }
 
 static double load_float(const void *p, stk_dtype t, size_t i) {
   switch (t) {
-  case STK_DTYPE_FLOAT16: return stk__f16_to_f32(((const uint16_t *)p)[i]);
-  case STK_DTYPE_FLOAT32: return ((const float *)p)[i];
-  default: return ((const double *)p)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk__f16_to_f32(((const uint16_t *)p)[i]);
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)p)[i];
+    default:
+      return ((const double *)p)[i];
   }
 }
 
 /* An integer element as sign + magnitude-safe pair: *u for uint64, else *s. */
 static bool load_int(const void *p, stk_dtype t, size_t i, int64_t *s, uint64_t *u) {
   switch (t) {
-  case STK_DTYPE_UINT8: *s = ((const uint8_t *)p)[i]; return false;
-  case STK_DTYPE_INT8: *s = ((const int8_t *)p)[i]; return false;
-  case STK_DTYPE_UINT16: *s = ((const uint16_t *)p)[i]; return false;
-  case STK_DTYPE_INT16: *s = ((const int16_t *)p)[i]; return false;
-  case STK_DTYPE_UINT32: *s = ((const uint32_t *)p)[i]; return false;
-  case STK_DTYPE_INT32: *s = ((const int32_t *)p)[i]; return false;
-  case STK_DTYPE_INT64: *s = ((const int64_t *)p)[i]; return false;
-  case STK_DTYPE_UINT64: *u = ((const uint64_t *)p)[i]; return true;
-  default: *s = ((const uint8_t *)p)[i] != 0; return false; /* bool */
+    case STK_DTYPE_UINT8:
+      *s = ((const uint8_t *)p)[i];
+      return false;
+    case STK_DTYPE_INT8:
+      *s = ((const int8_t *)p)[i];
+      return false;
+    case STK_DTYPE_UINT16:
+      *s = ((const uint16_t *)p)[i];
+      return false;
+    case STK_DTYPE_INT16:
+      *s = ((const int16_t *)p)[i];
+      return false;
+    case STK_DTYPE_UINT32:
+      *s = ((const uint32_t *)p)[i];
+      return false;
+    case STK_DTYPE_INT32:
+      *s = ((const int32_t *)p)[i];
+      return false;
+    case STK_DTYPE_INT64:
+      *s = ((const int64_t *)p)[i];
+      return false;
+    case STK_DTYPE_UINT64:
+      *u = ((const uint64_t *)p)[i];
+      return true;
+    default:
+      *s = ((const uint8_t *)p)[i] != 0;
+      return false; /* bool */
   }
 }
 
 /* Stores an in-range integer (already saturated) into an integer/bool dtype. */
 static void store_int_raw(void *p, stk_dtype t, size_t i, int64_t s, uint64_t u, bool is_u) {
   switch (t) {
-  case STK_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)s; break;
-  case STK_DTYPE_INT8: ((int8_t *)p)[i] = (int8_t)s; break;
-  case STK_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)s; break;
-  case STK_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)s; break;
-  case STK_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)s; break;
-  case STK_DTYPE_INT32: ((int32_t *)p)[i] = (int32_t)s; break;
-  case STK_DTYPE_INT64: ((int64_t *)p)[i] = s; break;
-  case STK_DTYPE_UINT64: ((uint64_t *)p)[i] = is_u ? u : (uint64_t)s; break;
-  default: ((uint8_t *)p)[i] = (uint8_t)(is_u ? u != 0 : s != 0); break; /* bool */
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)p)[i] = (uint8_t)s;
+      break;
+    case STK_DTYPE_INT8:
+      ((int8_t *)p)[i] = (int8_t)s;
+      break;
+    case STK_DTYPE_UINT16:
+      ((uint16_t *)p)[i] = (uint16_t)s;
+      break;
+    case STK_DTYPE_INT16:
+      ((int16_t *)p)[i] = (int16_t)s;
+      break;
+    case STK_DTYPE_UINT32:
+      ((uint32_t *)p)[i] = (uint32_t)s;
+      break;
+    case STK_DTYPE_INT32:
+      ((int32_t *)p)[i] = (int32_t)s;
+      break;
+    case STK_DTYPE_INT64:
+      ((int64_t *)p)[i] = s;
+      break;
+    case STK_DTYPE_UINT64:
+      ((uint64_t *)p)[i] = is_u ? u : (uint64_t)s;
+      break;
+    default:
+      ((uint8_t *)p)[i] = (uint8_t)(is_u ? u != 0 : s != 0);
+      break; /* bool */
   }
 }
 
 static void store_float(void *p, stk_dtype t, size_t i, double v) {
   switch (t) {
-  case STK_DTYPE_FLOAT16: ((uint16_t *)p)[i] = stk__f32_to_f16((float)v); break;
-  case STK_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
-  default: ((double *)p)[i] = v; break;
+    case STK_DTYPE_FLOAT16:
+      ((uint16_t *)p)[i] = stk__f32_to_f16((float)v);
+      break;
+    case STK_DTYPE_FLOAT32:
+      ((float *)p)[i] = (float)v;
+      break;
+    default:
+      ((double *)p)[i] = v;
+      break;
   }
 }
 
@@ -137,8 +200,10 @@ static void convert_generic(void *dst, stk_dtype dt, const void *src, stk_dtype 
     bool is_u = load_int(src, st, i, &s, &u);
     if (is_float(dt)) {
       double v = is_u ? (double)u : (double)s;
-      if (dt == STK_DTYPE_FLOAT32) ((float *)dst)[i] = is_u ? (float)u : (float)s;
-      else store_float(dst, dt, i, v);
+      if (dt == STK_DTYPE_FLOAT32)
+        ((float *)dst)[i] = is_u ? (float)u : (float)s;
+      else
+        store_float(dst, dt, i, v);
     } else {
       store_int(dst, dt, i, s, u, is_u);
     }
@@ -180,7 +245,8 @@ void stk__convert(void *dst, stk_dtype dt, const void *src, stk_dtype st, size_t
   } else if (st == STK_DTYPE_FLOAT16 && dt == STK_DTYPE_FLOAT32) {
     for (size_t i = 0; i < n; i++) ((float *)dst)[i] = stk__f16_to_f32(((const uint16_t *)src)[i]);
   } else if (st == STK_DTYPE_UINT8 && dt == STK_DTYPE_FLOAT16) {
-    for (size_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = stk__f32_to_f16(((const uint8_t *)src)[i]);
+    for (size_t i = 0; i < n; i++)
+      ((uint16_t *)dst)[i] = stk__f32_to_f16(((const uint8_t *)src)[i]);
   } else {
     convert_generic(dst, dt, src, st, n);
   }
@@ -201,8 +267,8 @@ bool stk__oob_parse(const char *name, stk__oob_policy *out) {
 }
 
 /* One axis: extent, anchor, and trimming. Returns false when out of bounds. */
-static bool crop_axis(int64_t in, double crop, double pos, bool truncate,
-                      stk__oob_policy policy, int64_t *anchor, int64_t *extent) {
+static bool crop_axis(int64_t in, double crop, double pos, bool truncate, stk__oob_policy policy,
+                      int64_t *anchor, int64_t *extent) {
   int64_t e = crop >= 1.0 && crop < 9e15 ? (int64_t)crop : 0; /* DALI truncates extents */
   if (e <= 0) {
     *anchor = 0, *extent = in;
@@ -222,8 +288,7 @@ static bool crop_axis(int64_t in, double crop, double pos, bool truncate,
 }
 
 bool stk__crop_rect(int64_t in_h, int64_t in_w, double crop_h, double crop_w, double pos_y,
-                    double pos_x, bool truncate_anchor, stk__oob_policy policy,
-                    stk__rect *out) {
+                    double pos_x, bool truncate_anchor, stk__oob_policy policy, stk__rect *out) {
   bool ok_y = crop_axis(in_h, crop_h, pos_y, truncate_anchor, policy, &out->y, &out->h);
   bool ok_x = crop_axis(in_w, crop_w, pos_x, truncate_anchor, policy, &out->x, &out->w);
   return ok_y && ok_x;
@@ -267,7 +332,8 @@ void stk__crop_hwc(const stk__image *src, int64_t y, int64_t x, const stk__image
       continue;
     }
     fill_span(d, fill_px, dpx, x0);
-    const char *s = (const char *)src->data + ((size_t)sy * (size_t)src->w + (size_t)(x + x0)) * c * ses;
+    const char *s =
+        (const char *)src->data + ((size_t)sy * (size_t)src->w + (size_t)(x + x0)) * c * ses;
     stk__convert(d + (size_t)x0 * dpx, dst->dtype, s, src->dtype, (size_t)(x1 - x0) * c);
     fill_span(d + (size_t)x1 * dpx, fill_px, dpx, dst->w - x1);
   }
@@ -275,25 +341,42 @@ void stk__crop_hwc(const stk__image *src, int64_t y, int64_t x, const stk__image
 
 /* Mirrors one row of n blocks of `bytes` bytes; constant sizes let memcpy inline. */
 static ALWAYS_INLINE void mirror_blocks(char *restrict d, const char *restrict s, size_t bytes,
-                                       int64_t n) {
-  for (int64_t i = 0; i < n; i++) memcpy(d + (size_t)i * bytes, s + (size_t)(n - 1 - i) * bytes, bytes);
+                                        int64_t n) {
+  for (int64_t i = 0; i < n; i++)
+    memcpy(d + (size_t)i * bytes, s + (size_t)(n - 1 - i) * bytes, bytes);
 }
 
 static void mirror_row(char *restrict d, const char *restrict s, size_t bytes, int64_t n) {
   switch (bytes) {
-  case 1: mirror_blocks(d, s, 1, n); break;
-  case 2: mirror_blocks(d, s, 2, n); break;
-  case 3: mirror_blocks(d, s, 3, n); break;
-  case 4: mirror_blocks(d, s, 4, n); break;
-  case 8: mirror_blocks(d, s, 8, n); break;
-  case 12: mirror_blocks(d, s, 12, n); break;
-  case 16: mirror_blocks(d, s, 16, n); break;
-  default: mirror_blocks(d, s, bytes, n); break;
+    case 1:
+      mirror_blocks(d, s, 1, n);
+      break;
+    case 2:
+      mirror_blocks(d, s, 2, n);
+      break;
+    case 3:
+      mirror_blocks(d, s, 3, n);
+      break;
+    case 4:
+      mirror_blocks(d, s, 4, n);
+      break;
+    case 8:
+      mirror_blocks(d, s, 8, n);
+      break;
+    case 12:
+      mirror_blocks(d, s, 12, n);
+      break;
+    case 16:
+      mirror_blocks(d, s, 16, n);
+      break;
+    default:
+      mirror_blocks(d, s, bytes, n);
+      break;
   }
 }
 
-void stk__flip(const void *src, void *dst, size_t esize, int64_t outer, int64_t h,
-               int64_t mid, int64_t w, int64_t inner, bool horizontal, bool vertical) {
+void stk__flip(const void *src, void *dst, size_t esize, int64_t outer, int64_t h, int64_t mid,
+               int64_t w, int64_t inner, bool horizontal, bool vertical) {
   size_t block = (size_t)inner * esize, wrow = (size_t)w * block, hrow = (size_t)mid * wrow;
   for (int64_t o = 0; o < outer; o++) {
     const char *so = (const char *)src + (size_t)o * (size_t)h * hrow;
@@ -305,7 +388,8 @@ void stk__flip(const void *src, void *dst, size_t esize, int64_t outer, int64_t 
         memcpy(d, s, hrow);
         continue;
       }
-      for (int64_t m = 0; m < mid; m++) mirror_row(d + (size_t)m * wrow, s + (size_t)m * wrow, block, w);
+      for (int64_t m = 0; m < mid; m++)
+        mirror_row(d + (size_t)m * wrow, s + (size_t)m * wrow, block, w);
     }
   }
 }
@@ -317,10 +401,10 @@ void stk__flip(const void *src, void *dst, size_t esize, int64_t outer, int64_t 
 typedef struct {
   const stk__image *src, *dst;
   const stk__cmn_params *p;
-  size_t es;          /* output element size */
-  const char *lut;    /* uint8 input: 256 output elements per channel */
+  size_t es;              /* output element size */
+  const char *lut;        /* uint8 input: 256 output elements per channel */
   const float *mul, *add; /* float input: out = in * mul + add, per channel */
-  const char *fill;   /* dst->c output elements */
+  const char *fill;       /* dst->c output elements */
 } cmn_ctx;
 
 /* Output element offsets (in elements) of pixel (y, x) channel c, and the step between
@@ -357,29 +441,38 @@ static ALWAYS_INLINE void cmn_span_lut(char *restrict d, size_t es, size_t cstep
   }
   for (int64_t i = 0; i < n; i++, s += sstep)
     for (int c = 0; c < C; c++)
-      memcpy(d + ((size_t)c * cstep + (size_t)i * pstep) * es, lut + ((size_t)c * 256 + s[c]) * es, es);
+      memcpy(d + ((size_t)c * cstep + (size_t)i * pstep) * es, lut + ((size_t)c * 256 + s[c]) * es,
+             es);
 }
 
-static void cmn_span_u8(const cmn_ctx *k, char *d, size_t cstep, size_t pstep,
-                        const uint8_t *s, ptrdiff_t sstep, int64_t n) {
+static void cmn_span_u8(const cmn_ctx *k, char *d, size_t cstep, size_t pstep, const uint8_t *s,
+                        ptrdiff_t sstep, int64_t n) {
   int C = (int)k->src->c;
   switch (k->es) {
-  case 4: cmn_span_lut(d, 4, cstep, pstep, s, sstep, n, C, k->lut); break;
-  case 2: cmn_span_lut(d, 2, cstep, pstep, s, sstep, n, C, k->lut); break;
-  default: cmn_span_lut(d, 1, cstep, pstep, s, sstep, n, C, k->lut); break;
+    case 4:
+      cmn_span_lut(d, 4, cstep, pstep, s, sstep, n, C, k->lut);
+      break;
+    case 2:
+      cmn_span_lut(d, 2, cstep, pstep, s, sstep, n, C, k->lut);
+      break;
+    default:
+      cmn_span_lut(d, 1, cstep, pstep, s, sstep, n, C, k->lut);
+      break;
   }
 }
 
-static void cmn_span_f32(const cmn_ctx *k, char *d, size_t cstep, size_t pstep,
-                         const float *s, ptrdiff_t sstep, int64_t n) {
+static void cmn_span_f32(const cmn_ctx *k, char *d, size_t cstep, size_t pstep, const float *s,
+                         ptrdiff_t sstep, int64_t n) {
   int C = (int)k->src->c;
   stk_dtype t = k->dst->dtype;
   for (int64_t i = 0; i < n; i++, s += sstep)
     for (int c = 0; c < C; c++) {
       float v = s[c] * k->mul[c] + k->add[c];
       size_t o = (size_t)c * cstep + (size_t)i * pstep;
-      if (t == STK_DTYPE_FLOAT32) ((float *)d)[o] = v;
-      else stk__store_double(d, t, o, v);
+      if (t == STK_DTYPE_FLOAT32)
+        ((float *)d)[o] = v;
+      else
+        stk__store_double(d, t, o, v);
     }
 }
 
@@ -428,17 +521,24 @@ stk_status stk__cmn(const stk__image *src, const stk__image *dst, const stk__cmn
     return STK_FAIL(STK_ERR_UNSUPPORTED, "input type %s (uint8 or float32 expected)",
                     stk_dtype_name(src->dtype) ? stk_dtype_name(src->dtype) : "?");
   stk_dtype t = dst->dtype;
-  if (t != STK_DTYPE_FLOAT32 && t != STK_DTYPE_FLOAT16 && t != STK_DTYPE_UINT8 && t != STK_DTYPE_INT8)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "output type %s (float32, float16, uint8 or int8 "
-                    "expected)", stk_dtype_name(t) ? stk_dtype_name(t) : "?");
+  if (t != STK_DTYPE_FLOAT32 && t != STK_DTYPE_FLOAT16 && t != STK_DTYPE_UINT8 &&
+      t != STK_DTYPE_INT8)
+    return STK_FAIL(STK_ERR_UNSUPPORTED,
+                    "output type %s (float32, float16, uint8 or int8 "
+                    "expected)",
+                    stk_dtype_name(t) ? stk_dtype_name(t) : "?");
   if (src->c < 1 || dst->c < src->c || dst->h != p->win.h || dst->w != p->win.w)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output %lldx%lldx%lld does not fit a %lldx%lld "
-                    "window of %lld channels", (long long)dst->h, (long long)dst->w,
-                    (long long)dst->c, (long long)p->win.h, (long long)p->win.w, (long long)src->c);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "output %lldx%lldx%lld does not fit a %lldx%lld "
+                    "window of %lld channels",
+                    (long long)dst->h, (long long)dst->w, (long long)dst->c, (long long)p->win.h,
+                    (long long)p->win.w, (long long)src->c);
   for (int64_t c = 0; c < src->c; c++)
     if (p->stddev[c] == 0.0 || !isfinite(p->stddev[c]) || !isfinite(p->mean[c]))
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "std[%lld] = %g, mean[%lld] = %g: std must be "
-                      "non-zero and both finite", (long long)c, p->stddev[c], (long long)c, p->mean[c]);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "std[%lld] = %g, mean[%lld] = %g: std must be "
+                      "non-zero and both finite",
+                      (long long)c, p->stddev[c], (long long)c, p->mean[c]);
   if (!scratch || scratch_size < stk__cmn_scratch_size(src, dst))
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "scratch of %zu bytes, %zu needed", scratch_size,
                     stk__cmn_scratch_size(src, dst));

@@ -24,8 +24,7 @@
  * gives 0), as DALI's CPU ConvertSat; to bool: value != 0; between float types: IEEE
  * rounding (float16 round to nearest even). Integer to integer is exact or saturates.
  * Same-type conversion is a copy. Buffers must not overlap. */
-void stk__convert(void *dst, stk_dtype dst_dtype, const void *src, stk_dtype src_dtype,
-                  size_t n);
+void stk__convert(void *dst, stk_dtype dst_dtype, const void *src, stk_dtype src_dtype, size_t n);
 /* Writes `value` as element i of a `dtype` array with the rules of stk__convert. */
 void stk__store_double(void *dst, stk_dtype dtype, size_t i, double value);
 /* True for the dtypes stk__convert handles (all of stk_dtype). */
@@ -50,8 +49,7 @@ typedef struct {
  * Under STK__OOB_TRIM the window is cut to the image. Returns false when the window
  * leaves the image under STK__OOB_ERROR (the window is still written). */
 bool stk__crop_rect(int64_t in_h, int64_t in_w, double crop_h, double crop_w, double pos_y,
-                    double pos_x, bool truncate_anchor, stk__oob_policy policy,
-                    stk__rect *out);
+                    double pos_x, bool truncate_anchor, stk__oob_policy policy, stk__rect *out);
 
 /* ---------------------------------------------------------------------------------- */
 /* Kernels                                                                            */
@@ -59,8 +57,7 @@ bool stk__crop_rect(int64_t in_h, int64_t in_w, double crop_h, double crop_w, do
 
 /* Fills `px` (count elements of dtype) from `values`: one value is broadcast; otherwise
  * element c takes values[c] when c < nvalues, else 0. */
-void stk__fill_pixel(void *px, stk_dtype dtype, size_t count, const double *values,
-                     size_t nvalues);
+void stk__fill_pixel(void *px, stk_dtype dtype, size_t count, const double *values, size_t nvalues);
 
 /* Copies the dst->h x dst->w window whose top-left corner is (y, x) in `src` into `dst`
  * (same channels; dtype converted with stk__convert). Pixels outside the source take
@@ -70,8 +67,8 @@ void stk__crop_hwc(const stk__image *src, int64_t y, int64_t x, const stk__image
 
 /* Mirrors a dense tensor seen as [outer, H, mid, W, inner] elements of `esize` bytes:
  * rows (H) when `vertical`, columns (W) when `horizontal`. src and dst must not overlap. */
-void stk__flip(const void *src, void *dst, size_t esize, int64_t outer, int64_t h,
-               int64_t mid, int64_t w, int64_t inner, bool horizontal, bool vertical);
+void stk__flip(const void *src, void *dst, size_t esize, int64_t outer, int64_t h, int64_t mid,
+               int64_t w, int64_t inner, bool horizontal, bool vertical);
 
 /* The fused crop + mirror + normalise + cast + layout pass of crop_mirror_normalize. */
 typedef struct {
@@ -99,12 +96,11 @@ stk_status stk__cmn(const stk__image *src, const stk__image *dst, const stk__cmn
 
 /* Fails with a message naming the operator instance and the sample:
  * "<func>: <instance>: sample <ordinal> (<source>): <text>". s may be NULL (build time). */
-static inline stk_status stk__sample_fail(stk_status st, const char *func,
-                                          const stk__node *node, const stk__sample *s,
-                                          const char *fmt, ...) STK__PRINTF(5, 6);
-static inline stk_status stk__sample_fail(stk_status st, const char *func,
-                                          const stk__node *node, const stk__sample *s,
-                                          const char *fmt, ...) {
+static inline stk_status stk__sample_fail(stk_status st, const char *func, const stk__node *node,
+                                          const stk__sample *s, const char *fmt, ...)
+    STK__PRINTF(5, 6);
+static inline stk_status stk__sample_fail(stk_status st, const char *func, const stk__node *node,
+                                          const stk__sample *s, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -133,16 +129,15 @@ static inline stk_status stk__sample_wrap(stk_status st, const stk__node *node,
 /* Input `index` as an HWC image: 3 dims with layout "HWC" (or none), or 2 dims ("HW" or
  * none) read as one channel. `dtypes` lists the accepted dtypes (ndtypes of them; 0:
  * any). */
-static inline stk_status stk__image_input(const stk__node *node, const stk__sample *s,
-                                          int index, const stk_dtype *dtypes, int ndtypes,
-                                          stk__image *img) {
+static inline stk_status stk__image_input(const stk__node *node, const stk__sample *s, int index,
+                                          const stk_dtype *dtypes, int ndtypes, stk__image *img) {
   const stk__tensor *t = stk__input(s, index);
   bool hwc = t->ndim == 3 && (t->layout[0] == '\0' || strcmp(t->layout, "HWC") == 0);
   bool hw = t->ndim == 2 && (t->layout[0] == '\0' || strcmp(t->layout, "HW") == 0);
   if (!hwc && !hw)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT,
-                      node, s, "expects an HWC image, got %d dimensions with layout '%s'",
-                      t->ndim, t->layout);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "expects an HWC image, got %d dimensions with layout '%s'", t->ndim,
+                      t->layout);
   bool ok = ndtypes == 0;
   for (int i = 0; i < ndtypes; i++) ok |= t->dtype == dtypes[i];
   if (!ok)
@@ -153,8 +148,7 @@ static inline stk_status stk__image_input(const stk__node *node, const stk__samp
   img->h = t->shape[0];
   img->w = t->shape[1];
   img->c = hwc ? t->shape[2] : 1;
-  if (img->c < 1)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image has no channels");
+  if (img->c < 1) return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image has no channels");
   return STK_OK;
 }
 
@@ -185,8 +179,7 @@ static inline stk_status stk__resample_to_output(const stk__node *node, stk__sam
 /* A per-channel float argument for `channels` channels: one value is broadcast, else
  * exactly `channels` values. *out lives in the sample's scratch. */
 static inline stk_status stk__channel_values(const stk__node *node, stk__sample *s, int arg,
-                                             const char *name, int64_t channels,
-                                             double **out) {
+                                             const char *name, int64_t channels, double **out) {
   const double *v;
   size_t n = stk__arg_floats(node, s, arg, &v);
   if (n != 1 && n != (size_t)channels)
@@ -209,8 +202,8 @@ static inline stk_status stk__dtype_or_same(const stk__node *node, int arg, cons
     return STK_OK;
   }
   if (stk_dtype_from_name(text, out) != STK_OK)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "'%s' = \"%s\" is not a type",
-                      name, text);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "'%s' = \"%s\" is not a type", name,
+                      text);
   return STK_OK;
 }
 
@@ -242,24 +235,28 @@ static inline stk_status stk__crop_args_rect(const stk__node *node, stk__sample 
     const double *v;
     size_t n = stk__arg_floats(node, s, a->crop, &v);
     if (n != 1 && n != 2)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "crop has %zu values; expected "
-                        "[H, W]", n);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "crop has %zu values; expected "
+                        "[H, W]",
+                        n);
     ch = v[0], cw = v[n - 1];
   } else if (stk__arg_given(node, a->crop_h)) {
     ch = stk__arg_float(node, s, a->crop_h), cw = stk__arg_float(node, s, a->crop_w);
   }
   double px = stk__arg_float(node, s, a->pos_x), py = stk__arg_float(node, s, a->pos_y);
   if (!(px >= 0.0 && px <= 1.0 && py >= 0.0 && py <= 1.0))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "crop_pos_x = %g, crop_pos_y = %g: "
-                      "must lie in [0, 1]", px, py);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "crop_pos_x = %g, crop_pos_y = %g: "
+                      "must lie in [0, 1]",
+                      px, py);
   if (!(ch < 2147483647.0 && cw < 2147483647.0))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "crop %gx%g is too large", ch, cw);
   if (!stk__crop_rect(in_h, in_w, ch, cw, py, px, truncate, policy, out))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "crop window %lldx%lld at (y %lld, x %lld) leaves the %lldx%lld image "
                       "(out_of_bounds_policy \"error\"; use \"pad\" or \"trim_to_shape\")",
-                      (long long)out->h, (long long)out->w, (long long)out->y,
-                      (long long)out->x, (long long)in_h, (long long)in_w);
+                      (long long)out->h, (long long)out->w, (long long)out->y, (long long)out->x,
+                      (long long)in_h, (long long)in_w);
   return STK_OK;
 }
 

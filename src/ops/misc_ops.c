@@ -8,13 +8,14 @@
 #include "gpu_util.h"
 #include "image_util.h"
 
-#define OH_DTYPES "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
+#define OH_DTYPES \
+  "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
 
 /* ---- one_hot ---- */
 enum { OH_NUM_CLASSES, OH_AXIS, OH_AXIS_NAME, OH_ON, OH_OFF, OH_DTYPE };
 static const stk_arg_schema one_hot_args[] = {
-    {"num_classes", STK_ARG_INT, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL,
-     1, 1 << 24, NULL, "number of classes: the extent of the new axis"},
+    {"num_classes", STK_ARG_INT, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 1,
+     1 << 24, NULL, "number of classes: the extent of the new axis"},
     {"axis", STK_ARG_INT, 0, "-1", 0, 0, NULL,
      "where the new axis goes, in [0, ndim] (-1: last). A scalar or one-element [1] input "
      "gives just [num_classes]"},
@@ -28,13 +29,15 @@ static const stk_arg_schema one_hot_args[] = {
 static const stk_port_schema one_hot_in[] = {
     {"input", "class indices, any numeric type (fractions truncated toward zero)"}};
 static const stk_port_schema one_hot_out[] = {
-    {"output", "the encoding: off_value everywhere but on_value at each index; indices "
-               "outside [0, num_classes) give a row of off_value"}};
+    {"output",
+     "the encoding: off_value everywhere but on_value at each index; indices "
+     "outside [0, num_classes) give a row of off_value"}};
 
 static stk_status one_hot_init(stk__node *node) {
   if (strlen(stk__arg_string(node, OH_AXIS_NAME)) > 1)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
-                      "axis_name = \"%s\" must be a single letter", stk__arg_string(node, OH_AXIS_NAME));
+                      "axis_name = \"%s\" must be a single letter",
+                      stk__arg_string(node, OH_AXIS_NAME));
   if (stk__arg_int(node, NULL, OH_AXIS) < -1)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "axis = %lld must be >= -1",
                       (long long)stk__arg_int(node, NULL, OH_AXIS));
@@ -66,23 +69,26 @@ typedef struct {
   char layout[STK_MAX_LAYOUT + 1];
 } one_hot_plan;
 
-static stk_status one_hot_plan_sample(stk__node *node, stk__sample *s, const stk__tensor *in, one_hot_plan *p) {
+static stk_status one_hot_plan_sample(stk__node *node, stk__sample *s, const stk__tensor *in,
+                                      one_hot_plan *p) {
   if (!stk__dtype_valid(in->dtype))
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
   int64_t ncls = stk__arg_int(node, s, OH_NUM_CLASSES);
   if (ncls < 1 || ncls > (1 << 24))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "num_classes = %lld must lie in [1, 2^24]", (long long)ncls);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "num_classes = %lld must lie in [1, 2^24]",
+                      (long long)ncls);
   size_t n = 1;
   for (int d = 0; d < in->ndim; d++) n *= (size_t)in->shape[d];
   bool scalar = in->ndim == 0 || (in->ndim == 1 && in->shape[0] == 1);
   int axis = (int)stk__arg_int(node, s, OH_AXIS);
-  if (scalar) axis = 0;
-  else if (axis < 0) axis = in->ndim;
+  if (scalar)
+    axis = 0;
+  else if (axis < 0)
+    axis = in->ndim;
   if (axis > in->ndim || in->ndim + 1 > STK_MAX_NDIM)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "axis = %d is outside [0, %d] for an input of %d dimensions", axis,
-                      in->ndim, in->ndim);
+                      "axis = %d is outside [0, %d] for an input of %d dimensions", axis, in->ndim,
+                      in->ndim);
   int ndim = 0;
   size_t inner = 1;
   if (scalar) {
@@ -127,7 +133,8 @@ static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
   size_t n = stk__gpu_batch_size(b);
   const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
   if (!m || !m->one_hot)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no one_hot kernel", stk__node_name(node));
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no one_hot kernel",
+                    stk__node_name(node));
   stk_tensor_list *in, *out = NULL;
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -146,10 +153,13 @@ static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
     one_hot_plan p;
     st = one_hot_plan_sample(node, s, &t, &p);
     if (st != STK_OK) break;
-    if (i == 0) p0 = p;
+    if (i == 0)
+      p0 = p;
     else if (p.ndim != p0.ndim) {
-      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the output has %d dimensions here and %d in sample 0; a GPU "
-                      "batch needs one rank", p.ndim, p0.ndim);
+      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "the output has %d dimensions here and %d in sample 0; a GPU "
+                      "batch needs one rank",
+                      p.ndim, p0.ndim);
       break;
     }
     memcpy(shapes + i * (size_t)p.ndim, p.shape, (size_t)p.ndim * sizeof(int64_t));
@@ -161,7 +171,8 @@ static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk__store_double(&hs[i].off, p.dtype, 0, stk__arg_float(node, s, OH_OFF));
   }
   if (st == STK_OK && n > 0)
-    st = stk__gpu_alloc_list(b, p0.dtype, p0.ndim, shapes, p0.layout, stk__gpu_shapes_equal(shapes, n, p0.ndim), &out);
+    st = stk__gpu_alloc_list(b, p0.dtype, p0.ndim, shapes, p0.layout,
+                             stk__gpu_shapes_equal(shapes, n, p0.ndim), &out);
   if (st == STK_OK && n > 0) {
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
@@ -170,8 +181,10 @@ static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, m->one_hot(g->ctx, (int)n, hs, stk_tensor_list_dtype(in), p0.dtype,
-                                            stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(node,
+                           m->one_hot(g->ctx, (int)n, hs, stk_tensor_list_dtype(in), p0.dtype,
+                                      stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(hs);
   free(shapes);
@@ -182,14 +195,23 @@ static const stk_op_schema one_hot_schema = {
     "one_hot",
     "One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at "
     "`axis`, holding on_value at each index and off_value elsewhere.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, one_hot_in, 1, one_hot_out,
-    sizeof one_hot_args / sizeof one_hot_args[0], one_hot_args};
-const stk__op_def stk__op_one_hot = {
-    .schema = &one_hot_schema, .init = one_hot_init, .run_sample = one_hot_run, .run_gpu = one_hot_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    one_hot_in,
+    1,
+    one_hot_out,
+    sizeof one_hot_args / sizeof one_hot_args[0],
+    one_hot_args};
+const stk__op_def stk__op_one_hot = {.schema = &one_hot_schema,
+                                     .init = one_hot_init,
+                                     .run_sample = one_hot_run,
+                                     .run_gpu = one_hot_run_gpu};
 
 /* ---- cast_like ---- */
-static const stk_port_schema cast_like_in[] = {
-    {"input", "the values to convert"}, {"like", "a tensor whose type the output takes"}};
+static const stk_port_schema cast_like_in[] = {{"input", "the values to convert"},
+                                               {"like", "a tensor whose type the output takes"}};
 static const stk_port_schema cast_like_out[] = {{"output", "input in the type of `like`"}};
 
 static stk_status cast_like_run(stk__node *node, stk__sample *s) {
@@ -207,7 +229,8 @@ static stk_status cast_like_run(stk__node *node, stk__sample *s) {
 /* GPU: the cast kernel into the type of `like`, which stays where it is (only its type
  * is read, so a CPU `like` is not uploaded). */
 static stk_status cast_like_run_gpu(stk__node *node, stk__gpu_batch *b) {
-  stk_dtype in = stk_tensor_list_dtype(stk__gpu_input(b, 0)), like = stk_tensor_list_dtype(stk__gpu_input(b, 1));
+  stk_dtype in = stk_tensor_list_dtype(stk__gpu_input(b, 0)),
+            like = stk_tensor_list_dtype(stk__gpu_input(b, 1));
   if (!stk__dtype_valid(in) || !stk__dtype_valid(like))
     return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: unknown input type", stk__node_name(node));
   return stk__gpu_cast_to(node, b, like);
@@ -217,6 +240,14 @@ static const stk_op_schema cast_like_schema = {
     "cast_like",
     "Converts input 0 to the element type of input 1, as cast does (floats to integers: "
     "rounded half away from zero, then saturated).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 2, 2, cast_like_in, 1, cast_like_out, 0, NULL};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    2,
+    2,
+    cast_like_in,
+    1,
+    cast_like_out,
+    0,
+    NULL};
 const stk__op_def stk__op_cast_like = {
     .schema = &cast_like_schema, .run_sample = cast_like_run, .run_gpu = cast_like_run_gpu};

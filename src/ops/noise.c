@@ -33,7 +33,8 @@ static stk_status open_noise(stk__node *node, stk__sample *s, const stk__tensor 
   bool ok = false;
   for (int i = 0; i < 5; i++) ok |= t->dtype == noise_types[i];
   if (!ok)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "input type %s is not supported (uint8, "
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "input type %s is not supported (uint8, "
                       "int16, int32, float16 or float32)",
                       stk_dtype_name(t->dtype) ? stk_dtype_name(t->dtype) : "?");
   size_t n = 1;
@@ -70,8 +71,10 @@ static stk_status noise_run_gpu(stk__node *node, stk__gpu_batch *b, int kind,
   bool ok = false;
   for (int i = 0; i < 5; i++) ok |= dt == noise_types[i];
   if (st == STK_OK && !ok)
-    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "input type %s is not supported (uint8, "
-                    "int16, int32, float16 or float32)", stk_dtype_name(dt) ? stk_dtype_name(dt) : "?");
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                    "input type %s is not supported (uint8, "
+                    "int16, int32, float16 or float32)",
+                    stk_dtype_name(dt) ? stk_dtype_name(dt) : "?");
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     stk_tensor_desc d;
     stk_tensor_list_sample(in, i, &d);
@@ -101,8 +104,10 @@ static stk_status noise_run_gpu(stk__node *node, stk__gpu_batch *b, int kind,
       if (kind == STK_GPU_NOISE_SHOT && ns[i].p[0] == 0.0) {
         char err[STK_GPU_ERRLEN] = "";
         size_t bytes = (size_t)ns[i].count * stk_dtype_size(dt);
-        st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d.data, ns[i].src, bytes,
-                                                          stk__gpu_stream(b), err, sizeof err), err);
+        st = stk__gpu_op_check(node,
+                               g->api->memcpy_async(g->ctx, d.data, ns[i].src, bytes,
+                                                    stk__gpu_stream(b), err, sizeof err),
+                               err);
         continue;
       }
       ns[m++] = ns[i];
@@ -110,9 +115,10 @@ static stk_status noise_run_gpu(stk__node *node, stk__gpu_batch *b, int kind,
     char err[STK_GPU_ERRLEN] = "";
     if (st == STK_OK && m > 0)
       st = stk__gpu_op_check(node,
-                             g->api->filter ? g->api->filter->noise(g->ctx, kind, (int)m, ns, dt,
-                                                                    stk__gpu_stream(b), err, sizeof err)
-                                            : stk__gpu_no_table(err, sizeof err, "filter"),
+                             g->api->filter
+                                 ? g->api->filter->noise(g->ctx, kind, (int)m, ns, dt,
+                                                         stk__gpu_stream(b), err, sizeof err)
+                                 : stk__gpu_no_table(err, sizeof err, "filter"),
                              err);
   }
   free(ns);
@@ -138,13 +144,23 @@ static stk_status gaussian_args_of(stk__node *node, stk__sample *s, double *mean
 /* The CPU loops are instantiated per element type (a constant dt folds the load and
  * store switches away): FOR_NOISE_TYPES(fn, args) calls fn(args..., dt) with dt constant. */
 #define NOISE_INLINE static inline __attribute__((always_inline))
-#define FOR_NOISE_TYPES(dt, call)                                                          \
-  switch (dt) {                                                                            \
-  case STK_DTYPE_UINT8: call(STK_DTYPE_UINT8); break;                                      \
-  case STK_DTYPE_INT16: call(STK_DTYPE_INT16); break;                                      \
-  case STK_DTYPE_INT32: call(STK_DTYPE_INT32); break;                                      \
-  case STK_DTYPE_FLOAT16: call(STK_DTYPE_FLOAT16); break;                                  \
-  default: call(STK_DTYPE_FLOAT32); break;                                                 \
+#define FOR_NOISE_TYPES(dt, call) \
+  switch (dt) {                   \
+    case STK_DTYPE_UINT8:         \
+      call(STK_DTYPE_UINT8);      \
+      break;                      \
+    case STK_DTYPE_INT16:         \
+      call(STK_DTYPE_INT16);      \
+      break;                      \
+    case STK_DTYPE_INT32:         \
+      call(STK_DTYPE_INT32);      \
+      break;                      \
+    case STK_DTYPE_FLOAT16:       \
+      call(STK_DTYPE_FLOAT16);    \
+      break;                      \
+    default:                      \
+      call(STK_DTYPE_FLOAT32);    \
+      break;                      \
   }
 
 /* Elements of a sample, four Philox blocks (16 elements) at a time. */
@@ -187,10 +203,17 @@ static const stk_op_schema gaussian_schema = {
     "Adds normally distributed noise to every element (DALI's noise.gaussian): out = in + "
     "N(mean, stddev), rounded and saturated for integer types. Elements 4q .. 4q + 3 take "
     "two Box-Muller pairs from Philox block q (counter-based; the GPU gives the same bytes).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
-    sizeof gaussian_args / sizeof gaussian_args[0], gaussian_args};
-const stk__op_def stk__op_noise_gaussian = {&gaussian_schema, NULL, NULL, NULL, gaussian_run,
-                                            NULL, NULL, gaussian_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    STK_OPF_RANDOM,
+    1,
+    1,
+    noise_in,
+    1,
+    noise_out,
+    sizeof gaussian_args / sizeof gaussian_args[0],
+    gaussian_args};
+const stk__op_def stk__op_noise_gaussian = {&gaussian_schema, NULL, NULL, NULL,
+                                            gaussian_run,     NULL, NULL, gaussian_run_gpu};
 
 /* ---- noise.salt_and_pepper ---- */
 
@@ -221,10 +244,14 @@ static size_t pixel_channels(const stk__tensor *t) {
 
 static double type_min(stk_dtype d) {
   switch (d) {
-  case STK_DTYPE_INT16: return -32768.0;
-  case STK_DTYPE_INT32: return -2147483648.0;
-  case STK_DTYPE_UINT8: return 0.0;
-  default: return -1.0;
+    case STK_DTYPE_INT16:
+      return -32768.0;
+    case STK_DTYPE_INT32:
+      return -2147483648.0;
+    case STK_DTYPE_UINT8:
+      return 0.0;
+    default:
+      return -1.0;
   }
 }
 
@@ -256,8 +283,8 @@ NOISE_INLINE void sp_all(const stk_noise_stream *st, const void *in, void *out, 
     uint32_t w[4][4];
     stk_noise_blocks4(st, (uint64_t)q, w);
     for (int j = 0; j < 4 && q + j < blocks; j++)
-      stk_noise_sp_words(w[j], in, out, dt, npix, k->group, q + j, k->salt_below,
-                         k->noise_below, k->salt, k->pepper);
+      stk_noise_sp_words(w[j], in, out, dt, npix, k->group, q + j, k->salt_below, k->noise_below,
+                         k->salt, k->pepper);
   }
 }
 
@@ -296,10 +323,17 @@ static const stk_op_schema sp_schema = {
     "salt_vs_pepper)), per pixel or per channel (DALI's noise.salt_and_pepper). One Philox "
     "word u per pixel (per value with per_channel): salt when u < prob * salt_vs_pepper, "
     "pepper when u < prob.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
-    sizeof sp_args / sizeof sp_args[0], sp_args};
-const stk__op_def stk__op_noise_salt_and_pepper = {&sp_schema, NULL, NULL, NULL, sp_run, NULL,
-                                                   NULL, sp_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    STK_OPF_RANDOM,
+    1,
+    1,
+    noise_in,
+    1,
+    noise_out,
+    sizeof sp_args / sizeof sp_args[0],
+    sp_args};
+const stk__op_def stk__op_noise_salt_and_pepper = {&sp_schema, NULL, NULL, NULL,
+                                                   sp_run,     NULL, NULL, sp_run_gpu};
 
 /* ---- noise.shot ---- */
 
@@ -428,6 +462,14 @@ static const stk_op_schema shot_schema = {
     "Shot (Poisson) noise (DALI's noise.shot): out = Poisson(max(0, in) / factor) * factor, "
     "rounded and saturated for integer types; factor 0 keeps the data. Exact Poisson "
     "sampling (inversion below a mean of 10, Hörmann's PTRS above), counter-based per element.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, noise_in, 1, noise_out,
-    sizeof shot_args / sizeof shot_args[0], shot_args};
-const stk__op_def stk__op_noise_shot = {&shot_schema, NULL, NULL, NULL, shot_run, NULL, NULL, shot_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    STK_OPF_RANDOM,
+    1,
+    1,
+    noise_in,
+    1,
+    noise_out,
+    sizeof shot_args / sizeof shot_args[0],
+    shot_args};
+const stk__op_def stk__op_noise_shot = {&shot_schema, NULL, NULL, NULL,
+                                        shot_run,     NULL, NULL, shot_run_gpu};

@@ -26,7 +26,14 @@ static const char *layout_of(const stk__tensor *t) {
 /* ---------------------------------------------------------------------------------- */
 
 enum {
-  E_ANCHOR, E_SHAPE, E_AXIS_NAMES, E_AXES, E_FILL, E_NORM_ANCHOR, E_NORM_SHAPE, E_NORM,
+  E_ANCHOR,
+  E_SHAPE,
+  E_AXIS_NAMES,
+  E_AXES,
+  E_FILL,
+  E_NORM_ANCHOR,
+  E_NORM_SHAPE,
+  E_NORM,
   E_CENTERED
 };
 
@@ -80,13 +87,17 @@ static stk_status erase_axes(const stk__node *node, const stk__sample *s, const 
   const char *names = stk__arg_string(node, E_AXIS_NAMES);
   size_t n = strlen(names);
   if (n == 0 || n > STK_MAX_NDIM)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'axis_names' \"%s\" must name 1 to "
-                      "%d axes", names, STK_MAX_NDIM);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'axis_names' \"%s\" must name 1 to "
+                      "%d axes",
+                      names, STK_MAX_NDIM);
   for (size_t i = 0; i < n; i++) {
     const char *p = strchr(layout, names[i]);
     if (!p)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'axis_names' \"%s\": axis '%c' "
-                        "is not in the input layout \"%s\"", names, names[i], layout);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "'axis_names' \"%s\": axis '%c' "
+                        "is not in the input layout \"%s\"",
+                        names, names[i], layout);
     st->axes[i] = (int)(p - layout);
   }
   st->naxes = (int)n;
@@ -114,8 +125,10 @@ static stk_status region_box(const stk__node *node, const stk__sample *s, const 
     if (na) a *= ext;
     if (ns) sz *= ext;
     if (!(sz >= 0.0 && sz < 9e15 && fabs(a) < 9e15))
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "region %d: 'shape' %g / 'anchor' "
-                        "%g along axis %d are not a valid extent and position", r, sz, a, d);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "region %d: 'shape' %g / 'anchor' "
+                        "%g along axis %d are not a valid extent and position",
+                        r, sz, a, d);
     if (centered) a -= sz / 2.0;
     int64_t lo = (int64_t)round(a), hi = lo + (int64_t)round(sz);
     b->lo[d] = lo < 0 ? 0 : lo > t->shape[d] ? t->shape[d] : lo;
@@ -160,8 +173,10 @@ static void erase_box(const stk__tensor *t, uint8_t *data, const box *b, const u
     int64_t off = b->lo[rd] * stride[rd];
     for (int d = 0; d < rd; d++) off += idx[d] * stride[d];
     uint8_t *dst = data + (size_t)off * es;
-    if (channel_in_run || nfill == 1) memcpy(dst, pattern, run * es);
-    else fill_run(dst, fill + (size_t)idx[caxis] * es, es, run);
+    if (channel_in_run || nfill == 1)
+      memcpy(dst, pattern, run * es);
+    else
+      fill_run(dst, fill + (size_t)idx[caxis] * es, es, run);
     int d = rd - 1; /* odometer over the axes before the run */
     while (d >= 0 && ++idx[d] == b->hi[d]) idx[d] = b->lo[d], d--;
     if (d < 0) break;
@@ -176,9 +191,10 @@ static stk_status erase_fill(const stk__node *node, stk__sample *s, const stk__t
   const char *c = strchr(layout, 'C');
   *caxis = c && (int)strlen(layout) == t->ndim ? (int)(c - layout) : -1;
   if (n == 0 || (n > 1 && (*caxis < 0 || (int64_t)n != t->shape[*caxis])))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'fill_value' has %zu values; expected "
-                      "1 or one per channel (%lld)", n,
-                      (long long)(*caxis >= 0 ? t->shape[*caxis] : 1));
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'fill_value' has %zu values; expected "
+                      "1 or one per channel (%lld)",
+                      n, (long long)(*caxis >= 0 ? t->shape[*caxis] : 1));
   size_t es = stk_dtype_size(t->dtype);
   *fill = stk__scratch(s, n * es);
   if (!*fill) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
@@ -204,9 +220,11 @@ static stk_status erase_run(stk__node *node, stk__sample *s) {
   size_t ns = stk__arg_floats(node, s, E_SHAPE, &shape), na = ns;
   if (stk__arg_given(node, E_ANCHOR)) na = stk__arg_floats(node, s, E_ANCHOR, &anchor);
   if (na != ns || ns % (size_t)st.naxes != 0)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'anchor' (%zu values) and 'shape' "
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'anchor' (%zu values) and 'shape' "
                       "(%zu values) must both hold k regions of %d values (one per axis of "
-                      "axis_names)", na, ns, st.naxes);
+                      "axis_names)",
+                      na, ns, st.naxes);
   uint8_t *fill = NULL;
   size_t nfill = 0;
   int caxis = -1;
@@ -240,8 +258,8 @@ static void erase_gpu_view(const stk_tensor_list *in, size_t i, stk__tensor *t) 
 }
 
 /* Plans sample i: its boxes (in the sample's scratch) and its fill pattern. */
-static stk_status erase_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in, size_t i,
-                                   stk_gpu_erase_sample *es) {
+static stk_status erase_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                   size_t i, stk_gpu_erase_sample *es) {
   stk__sample *s = stk__gpu_sample(b, i);
   stk__tensor t;
   erase_gpu_view(in, i, &t);
@@ -257,15 +275,17 @@ static stk_status erase_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk
   size_t ns = stk__arg_floats(node, s, E_SHAPE, &shape), na = ns;
   if (stk__arg_given(node, E_ANCHOR)) na = stk__arg_floats(node, s, E_ANCHOR, &anchor);
   if (na != ns || ns % (size_t)st.naxes != 0)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'anchor' (%zu values) and 'shape' (%zu values) must "
-                      "both hold k regions of %d values (one per axis of axis_names)", na, ns, st.naxes);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'anchor' (%zu values) and 'shape' (%zu values) must "
+                      "both hold k regions of %d values (one per axis of axis_names)",
+                      na, ns, st.naxes);
   uint8_t *fill = NULL;
   size_t nfill = 0, esz = stk_dtype_size(t.dtype);
   int caxis = -1;
   STK_TRY(erase_fill(node, s, &t, layout, &fill, &nfill, &caxis));
   if (nfill * esz > sizeof es->fill)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "%zu fill values of %zu bytes exceed the GPU's 64 bytes",
-                      nfill, esz);
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "%zu fill values of %zu bytes exceed the GPU's 64 bytes", nfill, esz);
   memcpy(es->fill, fill, nfill * esz);
   es->nfill = (int)nfill;
   es->fill_axis = caxis;
@@ -295,14 +315,15 @@ static stk_status erase_run_gpu(stk__node *node, stk__gpu_batch *b) {
   int64_t *shapes = stk__calloc(n * (size_t)(ndim > 0 ? ndim : 1), sizeof(int64_t), "shapes");
   stk_status st = es && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
   if (st == STK_OK && (!stk__dtype_valid(dt) || ndim < 1 || ndim > STK_GPU_ERASE_MAX_NDIM))
-    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "needs a tensor of 1 to %d dimensions", STK_GPU_ERASE_MAX_NDIM);
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "needs a tensor of 1 to %d dimensions",
+                    STK_GPU_ERASE_MAX_NDIM);
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     st = erase_gpu_sample(node, b, in, i, &es[i]);
     memcpy(shapes + i * (size_t)ndim, es[i].shape, sizeof(int64_t) * (size_t)ndim);
   }
   if (st == STK_OK)
-    st = stk__gpu_alloc_list(b, dt, ndim, shapes, stk_tensor_list_layout(in), stk__gpu_shapes_equal(shapes, n, ndim),
-                             &out);
+    st = stk__gpu_alloc_list(b, dt, ndim, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
   if (st == STK_OK && n > 0) {
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
@@ -312,11 +333,12 @@ static stk_status erase_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk_gpu_erase_args a = {ndim, (int)stk_dtype_size(dt)};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node,
-                           g->api->geometry
-                               ? g->api->geometry->erase(g->ctx, (int)n, es, &a, stk__gpu_stream(b), err, sizeof err)
-                               : stk__gpu_no_table(err, sizeof err, "geometry"),
-                           err);
+    st = stk__gpu_op_check(
+        node,
+        g->api->geometry
+            ? g->api->geometry->erase(g->ctx, (int)n, es, &a, stk__gpu_stream(b), err, sizeof err)
+            : stk__gpu_no_table(err, sizeof err, "geometry"),
+        err);
   }
   free(es);
   free(shapes);
@@ -330,9 +352,17 @@ static const stk_op_schema erase_schema = {
     "lo = round(anchor) and extent = round(shape), after scaling by the axis extent for "
     "normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for "
     "centered_anchor (round: half away from zero); boxes are clipped to the data.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, occ_in, 1, occ_out,
-    sizeof erase_args / sizeof erase_args[0], erase_args};
-const stk__op_def stk__op_erase = {&erase_schema, NULL, NULL, NULL, erase_run, NULL, NULL, erase_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    occ_in,
+    1,
+    occ_out,
+    sizeof erase_args / sizeof erase_args[0],
+    erase_args};
+const stk__op_def stk__op_erase = {&erase_schema, NULL, NULL, NULL,
+                                   erase_run,     NULL, NULL, erase_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* grid_mask                                                                          */
@@ -353,11 +383,12 @@ static const stk_arg_schema grid_args[] = {
 };
 
 /* The sample's grid arguments, checked as on the CPU. */
-static stk_status grid_params(stk__node *node, stk__sample *s, double *tile, double *ratio, double *angle,
-                              double *sx, double *sy) {
+static stk_status grid_params(stk__node *node, stk__sample *s, double *tile, double *ratio,
+                              double *angle, double *sx, double *sy) {
   int64_t t = stk__arg_int(node, s, GM_TILE);
   if (t < 1)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'tile' = %lld must be >= 1", (long long)t);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "argument 'tile' = %lld must be >= 1",
+                      (long long)t);
   *tile = (double)t;
   STK_TRY(stk__float_arg_in(node, s, GM_RATIO, "ratio", 0.0, 1.0, ratio));
   STK_TRY(stk__float_arg_in(node, s, GM_ANGLE, "angle", -1e9, 1e9, angle));
@@ -381,8 +412,10 @@ static stk_status grid_run(stk__node *node, stk__sample *s) {
     const uint8_t *in = (const uint8_t *)src.data + (size_t)(y * src.w) * px;
     uint8_t *out = (uint8_t *)dst.data + (size_t)(y * src.w) * px;
     for (int64_t x = 0; x < src.w; x++) {
-      if (stk_grid_keep(x, y, ca, sa, sx, sy, t, ratio)) memcpy(out + (size_t)x * px, in + (size_t)x * px, px);
-      else memset(out + (size_t)x * px, 0, px);
+      if (stk_grid_keep(x, y, ca, sa, sx, sy, t, ratio))
+        memcpy(out + (size_t)x * px, in + (size_t)x * px, px);
+      else
+        memset(out + (size_t)x * px, 0, px);
     }
   }
   return STK_OK;
@@ -413,19 +446,28 @@ static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
     if (st != STK_OK) break;
     if (i == 0) c0 = c;
     if (c != c0 || (size_t)c * stk_dtype_size(dt) > 64) {
-      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "%d channels (sample 0: %d): the GPU needs one channel count "
-                      "per batch and at most 64 bytes per pixel", c, c0);
+      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "%d channels (sample 0: %d): the GPU needs one channel count "
+                      "per batch and at most 64 bytes per pixel",
+                      c, c0);
       break;
     }
-    gs[i] = (stk_gpu_grid_mask_sample){.src = data, .h = h, .w = w, .ca = cos(angle), .sa = sin(angle),
-                                       .shift_x = sx, .shift_y = sy, .tile = tile, .ratio = ratio};
+    gs[i] = (stk_gpu_grid_mask_sample){.src = data,
+                                       .h = h,
+                                       .w = w,
+                                       .ca = cos(angle),
+                                       .sa = sin(angle),
+                                       .shift_x = sx,
+                                       .shift_y = sy,
+                                       .tile = tile,
+                                       .ratio = ratio};
     int64_t *sh = shapes + i * (size_t)ndim;
     sh[0] = h, sh[1] = w;
     if (ndim == 3) sh[2] = c;
   }
   if (st == STK_OK)
-    st = stk__gpu_alloc_list(b, dt, ndim, shapes, ndim == 2 ? "HW" : "HWC", stk__gpu_shapes_equal(shapes, n, ndim),
-                             &out);
+    st = stk__gpu_alloc_list(b, dt, ndim, shapes, ndim == 2 ? "HW" : "HWC",
+                             stk__gpu_shapes_equal(shapes, n, ndim), &out);
   if (st == STK_OK && n > 0) {
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
@@ -435,8 +477,9 @@ static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     st = stk__gpu_op_check(node,
-                           g->api->geometry ? g->api->geometry->grid_mask(g->ctx, (int)n, gs, c0 * (int)stk_dtype_size(dt),
-                                                                          stk__gpu_stream(b), err, sizeof err)
+                           g->api->geometry ? g->api->geometry->grid_mask(
+                                                  g->ctx, (int)n, gs, c0 * (int)stk_dtype_size(dt),
+                                                  stk__gpu_stream(b), err, sizeof err)
                                             : stk__gpu_no_table(err, sizeof err, "geometry"),
                            err);
   }
@@ -451,6 +494,14 @@ static const stk_op_schema grid_schema = {
     "cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - "
     "shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed "
     "in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, occ_in, 1, occ_out,
-    sizeof grid_args / sizeof grid_args[0], grid_args};
-const stk__op_def stk__op_grid_mask = {&grid_schema, NULL, NULL, NULL, grid_run, NULL, NULL, grid_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    occ_in,
+    1,
+    occ_out,
+    sizeof grid_args / sizeof grid_args[0],
+    grid_args};
+const stk__op_def stk__op_grid_mask = {&grid_schema, NULL, NULL, NULL,
+                                       grid_run,     NULL, NULL, grid_run_gpu};

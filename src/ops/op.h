@@ -35,7 +35,7 @@ typedef struct stk__node stk__node;     /* an operator instance in a built pipel
 typedef struct stk__sample stk__sample; /* one sample's execution context */
 typedef struct stk__plan stk__plan;     /* a reader's plan for the next samples */
 struct stk__gpu_batch;                  /* a batch in the GPU stage (op_gpu.h) */
-struct stk__gpu_fusion;                 /* how a GPU operator fuses with its neighbours (gpu_util.h) */
+struct stk__gpu_fusion; /* how a GPU operator fuses with its neighbours (gpu_util.h) */
 
 typedef struct stk__op_def {
   const stk_op_schema *schema;
@@ -125,18 +125,16 @@ double stk__arg_float(const stk__node *node, const stk__sample *s, int arg);
 const char *stk__arg_string(const stk__node *node, int arg);
 /* Lists: number of values, *out points to them (valid during the sample). A per-sample
  * feed gives the fed tensor's elements, converted. */
-size_t stk__arg_ints(const stk__node *node, const stk__sample *s, int arg,
-                     const int64_t **out);
-size_t stk__arg_floats(const stk__node *node, const stk__sample *s, int arg,
-                       const double **out);
+size_t stk__arg_ints(const stk__node *node, const stk__sample *s, int arg, const int64_t **out);
+size_t stk__arg_floats(const stk__node *node, const stk__sample *s, int arg, const double **out);
 size_t stk__arg_strings(const stk__node *node, int arg, const char *const **out);
 
 /* ---- the sample context ---- */
 const stk__tensor *stk__input(const stk__sample *s, int index);
 /* Allocates output `index` of the running node with the given shape; the memory is
  * uninitialised. `layout` may be NULL. */
-stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
-                       const int64_t *shape, const char *layout, stk__tensor **out);
+stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim, const int64_t *shape,
+                       const char *layout, stk__tensor **out);
 /* Scratch memory living until the sample's chain ends (64-byte aligned). */
 void *stk__scratch(stk__sample *s, size_t bytes);
 /* The random stream of this node for this sample (same on every backend). */

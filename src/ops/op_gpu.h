@@ -53,8 +53,9 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
                                const char *layout, bool dense, stk_tensor_list **out);
 /* The same from the pool of idle memory (api->device_alloc_idle): blocks no queued
  * work touches, for outputs the hardware JPEG engines write. */
-stk_status stk__gpu_alloc_list_idle(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
-                                    const char *layout, bool dense, stk_tensor_list **out);
+stk_status stk__gpu_alloc_list_idle(stk__gpu_batch *b, stk_dtype dtype, int ndim,
+                                    const int64_t *shapes, const char *layout, bool dense,
+                                    stk_tensor_list **out);
 /* The pipeline's device, for work done outside the GPU stage (a mixed operator's
  * prepare); NULL when no operator runs on the device. */
 stk__gpu *stk__node_gpu(const stk__node *node);

@@ -6,30 +6,56 @@
 
 #include "op.h"
 
-#define NUMERIC_DTYPES "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
+#define NUMERIC_DTYPES \
+  "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
 
 /* Writes `value` as element `i` of a tensor of any numeric dtype. */
 static void store_value(void *data, stk_dtype dtype, int64_t i, double value) {
   switch (dtype) {
-  case STK_DTYPE_UINT8: ((uint8_t *)data)[i] = (uint8_t)value; break;
-  case STK_DTYPE_INT8: ((int8_t *)data)[i] = (int8_t)value; break;
-  case STK_DTYPE_UINT16: ((uint16_t *)data)[i] = (uint16_t)value; break;
-  case STK_DTYPE_INT16: ((int16_t *)data)[i] = (int16_t)value; break;
-  case STK_DTYPE_UINT32: ((uint32_t *)data)[i] = (uint32_t)value; break;
-  case STK_DTYPE_INT32: ((int32_t *)data)[i] = (int32_t)value; break;
-  case STK_DTYPE_UINT64: ((uint64_t *)data)[i] = (uint64_t)value; break;
-  case STK_DTYPE_INT64: ((int64_t *)data)[i] = (int64_t)value; break;
-  case STK_DTYPE_FLOAT16: ((uint16_t *)data)[i] = stk__f32_to_f16((float)value); break;
-  case STK_DTYPE_FLOAT32: ((float *)data)[i] = (float)value; break;
-  case STK_DTYPE_FLOAT64: ((double *)data)[i] = value; break;
-  case STK_DTYPE_BOOL: ((uint8_t *)data)[i] = value != 0.0; break;
-  default: break;
+    case STK_DTYPE_UINT8:
+      ((uint8_t *)data)[i] = (uint8_t)value;
+      break;
+    case STK_DTYPE_INT8:
+      ((int8_t *)data)[i] = (int8_t)value;
+      break;
+    case STK_DTYPE_UINT16:
+      ((uint16_t *)data)[i] = (uint16_t)value;
+      break;
+    case STK_DTYPE_INT16:
+      ((int16_t *)data)[i] = (int16_t)value;
+      break;
+    case STK_DTYPE_UINT32:
+      ((uint32_t *)data)[i] = (uint32_t)value;
+      break;
+    case STK_DTYPE_INT32:
+      ((int32_t *)data)[i] = (int32_t)value;
+      break;
+    case STK_DTYPE_UINT64:
+      ((uint64_t *)data)[i] = (uint64_t)value;
+      break;
+    case STK_DTYPE_INT64:
+      ((int64_t *)data)[i] = (int64_t)value;
+      break;
+    case STK_DTYPE_FLOAT16:
+      ((uint16_t *)data)[i] = stk__f32_to_f16((float)value);
+      break;
+    case STK_DTYPE_FLOAT32:
+      ((float *)data)[i] = (float)value;
+      break;
+    case STK_DTYPE_FLOAT64:
+      ((double *)data)[i] = value;
+      break;
+    case STK_DTYPE_BOOL:
+      ((uint8_t *)data)[i] = value != 0.0;
+      break;
+    default:
+      break;
   }
 }
 
 /* Allocates output 0 with the `shape` argument (scalar when absent). */
-static stk_status alloc_shaped(stk__node *node, stk__sample *s, int shape_arg,
-                               stk_dtype dtype, stk__tensor **out, int64_t *count) {
+static stk_status alloc_shaped(stk__node *node, stk__sample *s, int shape_arg, stk_dtype dtype,
+                               stk__tensor **out, int64_t *count) {
   const int64_t *shape = NULL;
   size_t ndim = stk__arg_given(node, shape_arg) ? stk__arg_ints(node, s, shape_arg, &shape) : 0;
   if (ndim > STK_MAX_NDIM)
@@ -89,10 +115,17 @@ static const stk_op_schema uniform_schema = {
     "random.uniform",
     "Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, "
     "independently for every sample.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
-    sizeof uniform_args / sizeof uniform_args[0], uniform_args};
-const stk__op_def stk__op_random_uniform = {&uniform_schema, NULL, NULL, NULL, uniform_run,
-                                            NULL, NULL};
+    STK_DEVICE_CPU,
+    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    random_out,
+    sizeof uniform_args / sizeof uniform_args[0],
+    uniform_args};
+const stk__op_def stk__op_random_uniform = {&uniform_schema, NULL, NULL, NULL,
+                                            uniform_run,     NULL, NULL};
 
 /* ---- random.normal ---- */
 enum { N_MEAN, N_STDDEV, N_SHAPE, N_DTYPE, N_SEED };
@@ -120,11 +153,19 @@ static stk_status normal_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema normal_schema = {
-    "random.normal", "Draws normally distributed numbers, independently for every sample.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
-    sizeof normal_args / sizeof normal_args[0], normal_args};
-const stk__op_def stk__op_random_normal = {&normal_schema, NULL, NULL, NULL, normal_run,
-                                           NULL, NULL};
+    "random.normal",
+    "Draws normally distributed numbers, independently for every sample.",
+    STK_DEVICE_CPU,
+    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    random_out,
+    sizeof normal_args / sizeof normal_args[0],
+    normal_args};
+const stk__op_def stk__op_random_normal = {&normal_schema, NULL, NULL, NULL,
+                                           normal_run,     NULL, NULL};
 
 /* ---- random.coin_flip ---- */
 enum { C_PROBABILITY, C_SHAPE, C_DTYPE, C_SEED };
@@ -154,11 +195,18 @@ static stk_status coin_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema coin_schema = {
-    "random.coin_flip", "Draws 1 with `probability`, else 0, independently for every sample.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
-    sizeof coin_args / sizeof coin_args[0], coin_args};
-const stk__op_def stk__op_random_coin_flip = {&coin_schema, NULL, NULL, NULL, coin_run,
-                                              NULL, NULL};
+    "random.coin_flip",
+    "Draws 1 with `probability`, else 0, independently for every sample.",
+    STK_DEVICE_CPU,
+    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    random_out,
+    sizeof coin_args / sizeof coin_args[0],
+    coin_args};
+const stk__op_def stk__op_random_coin_flip = {&coin_schema, NULL, NULL, NULL, coin_run, NULL, NULL};
 
 /* ---- random.choice ---- */
 enum { CH_A, CH_P, CH_SHAPE, CH_DTYPE, CH_SEED };
@@ -187,7 +235,8 @@ static stk_status choice_init(stk__node *node) {
     double sum = 0;
     for (size_t i = 0; i < np; i++) {
       if (p[i] < 0)
-        return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: p[%zu] is negative", stk__node_name(node), i);
+        return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: p[%zu] is negative", stk__node_name(node),
+                        i);
       sum += p[i];
     }
     if (np != expected || fabs(sum - 1.0) > 1e-6)
@@ -230,7 +279,14 @@ static const stk_op_schema choice_schema = {
     "random.choice",
     "Chooses one of the values in `a` (or of range(a) for a single integer) per element, "
     "with probabilities `p`.",
-    STK_DEVICE_CPU, STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL, 1, random_out,
-    sizeof choice_args / sizeof choice_args[0], choice_args};
+    STK_DEVICE_CPU,
+    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    random_out,
+    sizeof choice_args / sizeof choice_args[0],
+    choice_args};
 const stk__op_def stk__op_random_choice = {&choice_schema, choice_init, NULL, NULL,
-                                           choice_run, NULL, NULL};
+                                           choice_run,     NULL,        NULL};

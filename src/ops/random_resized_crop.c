@@ -46,12 +46,16 @@ static stk_status read_range(stk__node *node, int arg, const char *name, double 
   const double *v;
   size_t n = stk__arg_floats(node, NULL, arg, &v);
   if (n != 1 && n != 2)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "%s has %zu values; expected "
-                      "[min, max]", name, n);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "%s has %zu values; expected "
+                      "[min, max]",
+                      name, n);
   r[0] = v[0], r[1] = v[n - 1];
   if (!(r[0] > lo_bound && r[0] <= r[1] && r[1] <= hi_bound))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "%s = [%g, %g]: need %g < min <= "
-                      "max <= %g", name, r[0], r[1], lo_bound, hi_bound);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "%s = [%g, %g]: need %g < min <= "
+                      "max <= %g",
+                      name, r[0], r[1], lo_bound, hi_bound);
   return STK_OK;
 }
 
@@ -59,8 +63,8 @@ static stk_status rrc_init(stk__node *node) {
   rrc_state st = {0};
   const double *v;
   size_t n = stk__arg_floats(node, NULL, A_SIZE, &v);
-  if ((n != 1 && n != 2) || !(v[0] >= 1 && v[n - 1] >= 1 && v[0] < 2147483647.0 &&
-                              v[n - 1] < 2147483647.0))
+  if ((n != 1 && n != 2) ||
+      !(v[0] >= 1 && v[n - 1] >= 1 && v[0] < 2147483647.0 && v[n - 1] < 2147483647.0))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                       "size must be [H, W] with positive extents");
   st.out_h = (int64_t)floor(v[0] + 0.5), st.out_w = (int64_t)floor(v[n - 1] + 0.5);
@@ -74,7 +78,8 @@ static stk_status rrc_init(stk__node *node) {
   st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
   if (st.has_dtype) {
     STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
-    if (st.dtype != STK_DTYPE_UINT8 && st.dtype != STK_DTYPE_FLOAT32 && st.dtype != STK_DTYPE_FLOAT16)
+    if (st.dtype != STK_DTYPE_UINT8 && st.dtype != STK_DTYPE_FLOAT32 &&
+        st.dtype != STK_DTYPE_FLOAT16)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                         "dtype \"%s\": uint8, float32 or float16 expected",
                         stk__arg_string(node, A_DTYPE));
@@ -101,19 +106,19 @@ static stk_status rrc_run(stk__node *node, stk__sample *s) {
                       (long long)in.h, (long long)in.w);
   stk__philox g;
   stk__sample_rng(node, s, &g);
-  stk__crop_window win = stk__random_crop_window(&g, (int)in.w, (int)in.h, st->area[0],
-                                                 st->area[1], st->ratio[0], st->ratio[1],
-                                                 st->attempts);
+  stk__crop_window win = stk__random_crop_window(&g, (int)in.w, (int)in.h, st->area[0], st->area[1],
+                                                 st->ratio[0], st->ratio[1], st->attempts);
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, st->out_h, st->out_w, in.c};
-  stk__resample_args ra = {win.x, win.y, (double)win.x + win.w, (double)win.y + win.h,
-                           st->interp, st->antialias, 0};
+  stk__resample_args ra = {
+      win.x, win.y, (double)win.x + win.w, (double)win.y + win.h, st->interp, st->antialias, 0};
   return stk__resample_to_output(node, s, &in, &out, &ra);
 }
 
 /* ---- GPU backend: the same windows (same Philox draws), resampled on the device ---- */
 
 static stk_status rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
-                             stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args) {
+                               stk_gpu_resample_sample *samples, int64_t *shapes,
+                               stk_gpu_resample_args *args) {
   const rrc_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   int channels = 0;
@@ -123,15 +128,18 @@ static stk_status rrc_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_ten
     STK_TRY(stk__gpu_resample_source(node, b, in, i, &channels, &img, &samples[i]));
     stk__philox g;
     stk__sample_rng(node, s, &g);
-    stk__crop_window win = stk__random_crop_window(&g, (int)img.w, (int)img.h, st->area[0], st->area[1],
-                                                   st->ratio[0], st->ratio[1], st->attempts);
-    stk__gpu_resample_target(&samples[i], shapes + 3 * i, st->out_h, st->out_w, channels, win.x, win.y,
-                             (double)win.x + win.w, (double)win.y + win.h);
+    stk__crop_window win =
+        stk__random_crop_window(&g, (int)img.w, (int)img.h, st->area[0], st->area[1], st->ratio[0],
+                                st->ratio[1], st->attempts);
+    stk__gpu_resample_target(&samples[i], shapes + 3 * i, st->out_h, st->out_w, channels, win.x,
+                             win.y, (double)win.x + win.w, (double)win.y + win.h);
   }
   stk_dtype in_dtype = stk_tensor_list_dtype(in);
-  *args = (stk_gpu_resample_args){.channels = channels, .in_dtype = in_dtype,
+  *args = (stk_gpu_resample_args){.channels = channels,
+                                  .in_dtype = in_dtype,
                                   .out_dtype = st->has_dtype ? st->dtype : in_dtype,
-                                  .interp = (int)st->interp, .antialias = st->antialias};
+                                  .interp = (int)st->interp,
+                                  .antialias = st->antialias};
   return STK_OK;
 }
 
@@ -147,8 +155,15 @@ static const stk_op_schema rrc_schema = {
     "the first that fits wins, else a centre crop clamped to the ratio range. The window "
     "is resampled in one pass (filters as in resize). Each sample draws from its own "
     "stream, so the result does not depend on threads or batch size.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, STK_OPF_RANDOM, 1, 1, image_in, 1, image_out,
-    sizeof rrc_args / sizeof rrc_args[0], rrc_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    STK_OPF_RANDOM,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof rrc_args / sizeof rrc_args[0],
+    rrc_args};
 static const struct stk__gpu_fusion rrc_fusion = {.resample_plan = rrc_gpu_plan};
 
 const stk__op_def stk__op_random_resized_crop = {

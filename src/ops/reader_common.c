@@ -55,11 +55,13 @@ stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_sampl
   free(sizes); /* the sampler keeps its own copy */
   /* A buffer that cannot hold two files' worth mixes few files into a batch: where each
    * file holds one class (files written class by class), batches see few classes. */
-  if (st == STK_OK && cfg.random_shuffle && cfg.initial_fill < 2 * largest && cfg.initial_fill < num_samples)
-    stk__warn("%s: streaming with initial_fill=%lld, less than two files' worth (the largest holds %lld "
-              "samples): a batch mixes samples of few files; if files are sorted by class, raise "
-              "initial_fill or write shards with mixed classes",
-              stk__node_name(node), (long long)cfg.initial_fill, (long long)largest);
+  if (st == STK_OK && cfg.random_shuffle && cfg.initial_fill < 2 * largest &&
+      cfg.initial_fill < num_samples)
+    stk__warn(
+        "%s: streaming with initial_fill=%lld, less than two files' worth (the largest holds %lld "
+        "samples): a batch mixes samples of few files; if files are sorted by class, raise "
+        "initial_fill or write shards with mixed classes",
+        stk__node_name(node), (long long)cfg.initial_fill, (long long)largest);
   return st;
 }
 
@@ -94,7 +96,7 @@ stk_status stk__reader_seek(stk__node *node, int64_t epoch, int64_t left) {
 /* ---- brace expansion ---- */
 
 #define MAX_EXPANSION 10000000
-#define MAX_NESTING 32
+#define MAX_NESTING   32
 
 typedef struct {
   char **items;
@@ -167,8 +169,8 @@ static stk_status expand_joined(expansion *x, const char *s, size_t plen, const 
 }
 
 /* Alternatives split at the top-level commas of [body, body+n); false if none. */
-static stk_status expand_list(expansion *x, const char *s, size_t open, size_t close,
-                              int depth, bool *done) {
+static stk_status expand_list(expansion *x, const char *s, size_t open, size_t close, int depth,
+                              bool *done) {
   const char *body = s + open + 1;
   size_t n = close - open - 1;
   int level = 0;
@@ -191,8 +193,8 @@ static stk_status expand_list(expansion *x, const char *s, size_t open, size_t c
   return STK_OK;
 }
 
-static stk_status expand_range(expansion *x, const char *s, size_t open, size_t close,
-                               int depth, bool *done) {
+static stk_status expand_range(expansion *x, const char *s, size_t open, size_t close, int depth,
+                               bool *done) {
   long long a, b;
   int width;
   *done = parse_range(s + open + 1, close - open - 1, &a, &b, &width);
@@ -213,15 +215,15 @@ static stk_status expand_range(expansion *x, const char *s, size_t open, size_t 
 
 static stk_status expand(expansion *x, const char *s, int depth) {
   if (depth > MAX_NESTING)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' nests braces too deeply",
-                    x->who, x->arg, x->pattern);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' nests braces too deeply", x->who,
+                    x->arg, x->pattern);
   /* Find the first brace group that is a list or a range; others stay literal. */
   for (size_t open = 0; s[open]; open++) {
     if (s[open] != '{') continue;
     long close = matching_brace(s, open);
     if (close < 0)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' has an unclosed '{'",
-                      x->who, x->arg, x->pattern);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' has an unclosed '{'", x->who,
+                      x->arg, x->pattern);
     bool done;
     STK_TRY(expand_list(x, s, open, (size_t)close, depth, &done));
     if (done) return STK_OK;
@@ -248,8 +250,8 @@ static stk_status pack(expansion *x, char ***out) {
   return STK_OK;
 }
 
-stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns,
-                              const char *who, const char *arg, char ***out, size_t *count) {
+stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
+                              const char *arg, char ***out, size_t *count) {
   *out = NULL;
   *count = 0;
   expansion x = {.who = who ? who : "reader", .arg = arg};

@@ -31,46 +31,63 @@ enum {
 #define STK__READER_COMPAT "Accepted for DALI compatibility; no effect."
 
 /* The sampling arguments' documentation, shared by every reader (io/sampler.h). */
-#define STK__RANDOM_SHUFFLE_DOC                                                              \
+#define STK__RANDOM_SHUFFLE_DOC                                                             \
   "Every epoch is a new uniform permutation of the whole data set, drawn from (seed, "      \
   "epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a " \
   "seed the pipeline seed also reorders each shard's part. With streaming, the file order " \
   "is permuted and a buffer of initial_fill samples mixes within the epoch."
-#define STK__INITIAL_FILL_DOC                                                                \
-  "With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's "    \
-  "length; a sample moves at most this many places). Random-access readers shuffle the "   \
+#define STK__INITIAL_FILL_DOC                                                            \
+  "With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's " \
+  "length; a sample moves at most this many places). Random-access readers shuffle the " \
   "whole data set and do not need it."
-#define STK__SHUFFLE_AFTER_EPOCH_DOC                                                         \
-  "A new permutation of the whole data set every epoch (the first included), drawn from "   \
-  "(seed, epoch) only: the same on every shard and for every pipeline seed; excludes "      \
+#define STK__SHUFFLE_AFTER_EPOCH_DOC                                                      \
+  "A new permutation of the whole data set every epoch (the first included), drawn from " \
+  "(seed, epoch) only: the same on every shard and for every pipeline seed; excludes "    \
   "random_shuffle."
-#define STK__READER_SEED_DOC                                                                 \
-  "Key of the epoch permutations; every shard must use the same one. -1: a fixed key, "     \
+#define STK__READER_SEED_DOC                                                            \
+  "Key of the epoch permutations; every shard must use the same one. -1: a fixed key, " \
   "and random_shuffle also permutes each shard's part by the pipeline seed."
 
-#define STK__READER_COMMON_ARGS                                                            \
-  {"shard_id", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 2147483646.0, NULL,                    \
-   "The shard to read (0 <= shard_id < num_shards)."},                                     \
-      {"num_shards", STK_ARG_INT, STK_ARGF_RANGE, "1", 1, 2147483647.0, NULL,              \
-       "Number of parts the data set is split into; shard i holds samples "                \
-       "floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order)."}, \
-      {"stick_to_shard", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                             \
-       "Read the same shard every epoch; when false the shard advances by one each "       \
-       "epoch."},                                                                          \
-      {"pad_last_batch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                             \
-       "Pad every shard's epoch to the same whole number of batches by repeating its "     \
-       "last sample."},                                                                    \
-      {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__RANDOM_SHUFFLE_DOC},   \
-      {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL,                 \
-       STK__INITIAL_FILL_DOC},                                                             \
-      {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                        \
-       STK__SHUFFLE_AFTER_EPOCH_DOC},                                                      \
-      {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL, STK__READER_SEED_DOC}, \
-      {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, STK__READER_COMPAT},       \
-      {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},         \
-      {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},            \
-      {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},             \
-      {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT}
+#define STK__READER_COMMON_ARGS                                                                    \
+  {"shard_id", STK_ARG_INT,  STK_ARGF_RANGE, "0",                                                  \
+   0,          2147483646.0, NULL,           "The shard to read (0 <= shard_id < num_shards)."},   \
+      {"num_shards",                                                                               \
+       STK_ARG_INT,                                                                                \
+       STK_ARGF_RANGE,                                                                             \
+       "1",                                                                                        \
+       1,                                                                                          \
+       2147483647.0,                                                                               \
+       NULL,                                                                                       \
+       "Number of parts the data set is split into; shard i holds samples "                        \
+       "floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order)."},         \
+      {"stick_to_shard",                                                                           \
+       STK_ARG_BOOL,                                                                               \
+       0,                                                                                          \
+       "false",                                                                                    \
+       0,                                                                                          \
+       0,                                                                                          \
+       NULL,                                                                                       \
+       "Read the same shard every epoch; when false the shard advances by one each "               \
+       "epoch."},                                                                                  \
+      {"pad_last_batch",                                                                           \
+       STK_ARG_BOOL,                                                                               \
+       0,                                                                                          \
+       "false",                                                                                    \
+       0,                                                                                          \
+       0,                                                                                          \
+       NULL,                                                                                       \
+       "Pad every shard's epoch to the same whole number of batches by repeating its "             \
+       "last sample."},                                                                            \
+      {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__RANDOM_SHUFFLE_DOC},           \
+      {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL, STK__INITIAL_FILL_DOC}, \
+      {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__SHUFFLE_AFTER_EPOCH_DOC}, \
+      {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL, STK__READER_SEED_DOC},         \
+      {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, STK__READER_COMPAT},               \
+      {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},                 \
+      {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},                    \
+      {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT}, {                   \
+    "skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT                 \
+  }
 
 /* What every data set reader's state starts with: the shared hooks below reach the
  * sampler through it. */
@@ -92,11 +109,13 @@ stk_status stk__reader_position(stk__node *node, int64_t *epoch, int64_t *left);
 stk_status stk__reader_seek(stk__node *node, int64_t epoch, int64_t left);
 
 /* The `streaming` argument's schema entry (readers of multi-sample files). */
-#define STK__READER_STREAMING_ARG                                                            \
-  {"streaming", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                                        \
-   "Read each file front to back, for slow or remote storage: shards split the files "      \
-   "(not the samples), random_shuffle permutes the file order every epoch and mixes the "   \
-   "samples in a buffer of initial_fill that never crosses an epoch."}
+#define STK__READER_STREAMING_ARG                                                              \
+  {                                                                                            \
+    "streaming", STK_ARG_BOOL, 0, "false", 0, 0, NULL,                                         \
+        "Read each file front to back, for slow or remote storage: shards split the files "    \
+        "(not the samples), random_shuffle permutes the file order every epoch and mixes the " \
+        "samples in a buffer of initial_fill that never crosses an epoch."                     \
+  }
 
 /* The sampler of a reader whose samples lie in files, `file_of[i]` the file of sample i
  * (non-decreasing): random access, or streaming file by file when `streaming`. */
@@ -110,7 +129,7 @@ stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_sampl
  * NULL-free list of *count strings in one allocation; free it with free(*out). Errors
  * (an unbalanced brace, a range over 10^7 items) are STK_ERR_INVALID_ARGUMENT naming
  * `arg` and the pattern, prefixed by `who`. */
-stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns,
-                              const char *who, const char *arg, char ***out, size_t *count);
+stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
+                              const char *arg, char ***out, size_t *count);
 
 #endif /* STOKER_OPS_READER_COMMON_H */

@@ -87,7 +87,8 @@ static const stk_port_schema file_outputs[] = {
 };
 
 /* stk__reader_sampler reads shard_id .. seed at the common offsets from A_SHARD_ID. */
-_Static_assert(A_SEED - A_SHARD_ID == STK__RA_SEED && A_INITIAL_FILL - A_SHARD_ID == STK__RA_INITIAL_FILL,
+_Static_assert(A_SEED - A_SHARD_ID == STK__RA_SEED &&
+                   A_INITIAL_FILL - A_SHARD_ID == STK__RA_INITIAL_FILL,
                "readers.file's sampling arguments must follow the common order");
 
 typedef struct {
@@ -135,8 +136,7 @@ static stk_status build_list(stk__node *node, stk__file_list *out, stk__file_lis
   }
   const char *const *filters;
   size_t nf = stk__arg_strings(node, A_FILE_FILTERS, &filters);
-  if (nf == 0)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: file_filters is empty", name);
+  if (nf == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: file_filters is empty", name);
   return stk__file_list_scan(out, root_dir, filters, nf,
                              stk__arg_bool(node, NULL, A_CASE_SENSITIVE_FILTER));
 }
@@ -166,8 +166,8 @@ static stk_status read_all(int fd, const char *path, uint8_t *dst, size_t size) 
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return STK_FAIL(STK_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     if (n == 0)
-      return STK_FAIL(STK_ERR_IO, "'%s' shrank while it was read (%zu of %zu bytes)", path,
-                      got, size);
+      return STK_FAIL(STK_ERR_IO, "'%s' shrank while it was read (%zu of %zu bytes)", path, got,
+                      size);
     got += (size_t)n;
   }
   return STK_OK;
@@ -214,8 +214,8 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
   reader_state *r = *stk__node_state(node);
   int64_t item = stk__sample_item(s, node);
   if (item < 0 || item >= r->files.count)
-    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range",
-                    stk__node_name(node), (long long)item);
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
+                    (long long)item);
   const char *path = r->files.paths[item];
   stk__sample_set_source(s, path);
   int64_t one = 1;
@@ -240,10 +240,19 @@ static const stk_op_schema file_schema = {
     "sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and "
     "shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per "
     "epoch).",
-    STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
-    -1, file_outputs, sizeof file_args / sizeof file_args[0], file_args};
+    STK_DEVICE_CPU,
+    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    -1,
+    file_outputs,
+    sizeof file_args / sizeof file_args[0],
+    file_args};
 
-static int file_num_outputs(const stk__node *node) { return stk__arg_bool(node, NULL, A_PAIRED) ? 3 : 2; }
+static int file_num_outputs(const stk__node *node) {
+  return stk__arg_bool(node, NULL, A_PAIRED) ? 3 : 2;
+}
 
 const stk__op_def stk__op_readers_file = {
     .schema = &file_schema,

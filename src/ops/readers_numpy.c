@@ -112,7 +112,9 @@ static stk_status npy_init(stk__node *node) {
   if (!r) return STK_ERR_OUT_OF_MEMORY;
   *stk__node_state(node) = r;
   const char *oob = stk__arg_string(node, A_OUT_OF_BOUNDS);
-  r->oob = strcmp(oob, "pad") == 0 ? OOB_PAD : strcmp(oob, "trim_to_shape") == 0 ? OOB_TRIM : OOB_ERROR;
+  r->oob = strcmp(oob, "pad") == 0             ? OOB_PAD
+           : strcmp(oob, "trim_to_shape") == 0 ? OOB_TRIM
+                                               : OOB_ERROR;
   r->fill = stk__arg_float(node, NULL, A_FILL_VALUE);
   r->roi = stk__arg_given(node, A_ROI_START) || stk__arg_given(node, A_ROI_END) ||
            stk__arg_given(node, A_ROI_SHAPE);
@@ -121,7 +123,8 @@ static stk_status npy_init(stk__node *node) {
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give roi_end or roi_shape, not both",
                   stk__node_name(node));
   if (st == STK_OK) st = build_list(node, &r->files);
-  if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->files.count, NULL, 0, &r->base.sampler);
+  if (st == STK_OK)
+    st = stk__reader_sampler(node, A_COMMON, r->files.count, NULL, 0, &r->base.sampler);
   if (st != STK_OK) npy_destroy(node);
   return st;
 }
@@ -143,10 +146,13 @@ static stk_status request(stk__node *node, const stk__npy_header *h, const char 
   size_t nz = stk__arg_ints(node, NULL, A_ROI_SHAPE, &shape);
   bool given_axes = stk__arg_given(node, A_ROI_AXES);
   size_t n = given_axes ? na : (size_t)h->ndim;
-  struct { size_t count; const char *what; bool given; } lists[] = {
-      {ns, "roi_start", stk__arg_given(node, A_ROI_START)},
-      {ne, "roi_end", stk__arg_given(node, A_ROI_END)},
-      {nz, "roi_shape", stk__arg_given(node, A_ROI_SHAPE)}};
+  struct {
+    size_t count;
+    const char *what;
+    bool given;
+  } lists[] = {{ns, "roi_start", stk__arg_given(node, A_ROI_START)},
+               {ne, "roi_end", stk__arg_given(node, A_ROI_END)},
+               {nz, "roi_shape", stk__arg_given(node, A_ROI_SHAPE)}};
   for (int i = 0; i < 3; i++)
     if (lists[i].given && lists[i].count != n)
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s has %zu values, '%s' needs %zu (%s)", name,
@@ -155,14 +161,17 @@ static stk_status request(stk__node *node, const stk__npy_header *h, const char 
   for (size_t i = 0; i < n; i++) {
     int64_t a = given_axes ? axes[i] : (int64_t)i;
     if (a < 0 || a >= h->ndim)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: roi_axes entry %lld is not an axis of '%s' "
-                      "(%d dimensions)", name, (long long)a, path, h->ndim);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "%s: roi_axes entry %lld is not an axis of '%s' "
+                      "(%d dimensions)",
+                      name, (long long)a, path, h->ndim);
     if (ns) g->start[a] = start[i];
     if (ne) g->end[a] = end[i];
     if (nz && __builtin_add_overflow(g->start[a], shape[i], &g->end[a]))
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: roi_start %lld + roi_shape %lld overflows "
-                      "(axis %lld of '%s')", name, (long long)g->start[a], (long long)shape[i],
-                      (long long)a, path);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "%s: roi_start %lld + roi_shape %lld overflows "
+                      "(axis %lld of '%s')",
+                      name, (long long)g->start[a], (long long)shape[i], (long long)a, path);
   }
   return STK_OK;
 }
@@ -173,9 +182,10 @@ static stk_status bound(stk__node *node, const npy_state *r, const stk__npy_head
   for (int d = 0; d < h->ndim; d++) {
     bool out = g->start[d] < 0 || g->end[d] > h->shape[d];
     if (g->end[d] < g->start[d] || (out && r->oob == OOB_ERROR))
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: region [%lld, %lld) of axis %d is outside "
-                      "'%s' (extent %lld); see out_of_bounds_policy", stk__node_name(node),
-                      (long long)g->start[d], (long long)g->end[d], d, path,
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "%s: region [%lld, %lld) of axis %d is outside "
+                      "'%s' (extent %lld); see out_of_bounds_policy",
+                      stk__node_name(node), (long long)g->start[d], (long long)g->end[d], d, path,
                       (long long)h->shape[d]);
     inside->start[d] = g->start[d] < 0 ? 0 : g->start[d] > h->shape[d] ? h->shape[d] : g->start[d];
     inside->end[d] = g->end[d] > h->shape[d] ? h->shape[d] : g->end[d] < 0 ? 0 : g->end[d];
@@ -189,18 +199,62 @@ static stk_status bound(stk__node *node, const npy_state *r, const stk__npy_head
 static void fill(stk__tensor *out, int64_t count, double v) {
   uint8_t one[8];
   switch (out->dtype) {
-  case STK_DTYPE_BOOL: one[0] = v != 0; break;
-  case STK_DTYPE_INT8: { int8_t x = (int8_t)v; memcpy(one, &x, 1); break; }
-  case STK_DTYPE_UINT8: one[0] = (uint8_t)v; break;
-  case STK_DTYPE_INT16: { int16_t x = (int16_t)v; memcpy(one, &x, 2); break; }
-  case STK_DTYPE_UINT16: { uint16_t x = (uint16_t)v; memcpy(one, &x, 2); break; }
-  case STK_DTYPE_INT32: { int32_t x = (int32_t)v; memcpy(one, &x, 4); break; }
-  case STK_DTYPE_UINT32: { uint32_t x = (uint32_t)v; memcpy(one, &x, 4); break; }
-  case STK_DTYPE_INT64: { int64_t x = (int64_t)v; memcpy(one, &x, 8); break; }
-  case STK_DTYPE_UINT64: { uint64_t x = (uint64_t)v; memcpy(one, &x, 8); break; }
-  case STK_DTYPE_FLOAT16: { uint16_t x = stk__f32_to_f16((float)v); memcpy(one, &x, 2); break; }
-  case STK_DTYPE_FLOAT32: { float x = (float)v; memcpy(one, &x, 4); break; }
-  default: { double x = v; memcpy(one, &x, 8); break; }
+    case STK_DTYPE_BOOL:
+      one[0] = v != 0;
+      break;
+    case STK_DTYPE_INT8: {
+      int8_t x = (int8_t)v;
+      memcpy(one, &x, 1);
+      break;
+    }
+    case STK_DTYPE_UINT8:
+      one[0] = (uint8_t)v;
+      break;
+    case STK_DTYPE_INT16: {
+      int16_t x = (int16_t)v;
+      memcpy(one, &x, 2);
+      break;
+    }
+    case STK_DTYPE_UINT16: {
+      uint16_t x = (uint16_t)v;
+      memcpy(one, &x, 2);
+      break;
+    }
+    case STK_DTYPE_INT32: {
+      int32_t x = (int32_t)v;
+      memcpy(one, &x, 4);
+      break;
+    }
+    case STK_DTYPE_UINT32: {
+      uint32_t x = (uint32_t)v;
+      memcpy(one, &x, 4);
+      break;
+    }
+    case STK_DTYPE_INT64: {
+      int64_t x = (int64_t)v;
+      memcpy(one, &x, 8);
+      break;
+    }
+    case STK_DTYPE_UINT64: {
+      uint64_t x = (uint64_t)v;
+      memcpy(one, &x, 8);
+      break;
+    }
+    case STK_DTYPE_FLOAT16: {
+      uint16_t x = stk__f32_to_f16((float)v);
+      memcpy(one, &x, 2);
+      break;
+    }
+    case STK_DTYPE_FLOAT32: {
+      float x = (float)v;
+      memcpy(one, &x, 4);
+      break;
+    }
+    default: {
+      double x = v;
+      memcpy(one, &x, 8);
+      break;
+    }
   }
   size_t e = stk_dtype_size(out->dtype);
   for (int64_t i = 0; i < count; i++) memcpy((uint8_t *)out->data + (size_t)i * e, one, e);
@@ -215,7 +269,8 @@ static stk_status emit(stk__node *node, npy_state *r, stk__sample *s, const stk_
     STK_TRY(request(node, h, path, &g));
     STK_TRY(bound(node, r, h, path, &g, &inside));
   } else {
-    for (int d = 0; d < h->ndim; d++) g.start[d] = inside.start[d] = 0, g.end[d] = inside.end[d] = h->shape[d];
+    for (int d = 0; d < h->ndim; d++)
+      g.start[d] = inside.start[d] = 0, g.end[d] = inside.end[d] = h->shape[d];
   }
   bool padded = false;
   for (int d = 0; d < h->ndim; d++) {
@@ -224,9 +279,10 @@ static stk_status emit(stk__node *node, npy_state *r, stk__sample *s, const stk_
     if (__builtin_sub_overflow(g.end[d], g.start[d], &shape[d]) ||
         __builtin_mul_overflow(total, shape[d], &total) ||
         (double)total * (double)h->elem > (double)stk__node_max_file_bytes(node))
-      return STK_FAIL(STK_ERR_LIMIT, "%s: the region read from '%s' would be larger than "
-                      "max_file_bytes (%lld bytes)", stk__node_name(node), path,
-                      (long long)stk__node_max_file_bytes(node));
+      return STK_FAIL(STK_ERR_LIMIT,
+                      "%s: the region read from '%s' would be larger than "
+                      "max_file_bytes (%lld bytes)",
+                      stk__node_name(node), path, (long long)stk__node_max_file_bytes(node));
     count[d] = inside.end[d] - inside.start[d];
     at[d] = inside.start[d] - g.start[d];
     padded |= count[d] != shape[d];
@@ -243,9 +299,10 @@ static stk_status pread_exact(int fd, const char *path, int64_t offset, void *ds
   size_t got;
   STK_TRY(stk__pread_full(fd, path, offset, dst, n, &got));
   if (got < n)
-    return STK_FAIL(STK_ERR_DECODE, "'%s' changed while read: it ends at byte %lld, %lld bytes "
-                    "were expected", path, (long long)(offset + (int64_t)got),
-                    (long long)(offset + (int64_t)n));
+    return STK_FAIL(STK_ERR_DECODE,
+                    "'%s' changed while read: it ends at byte %lld, %lld bytes "
+                    "were expected",
+                    path, (long long)(offset + (int64_t)got), (long long)(offset + (int64_t)n));
   return STK_OK;
 }
 
@@ -263,7 +320,9 @@ static stk_status read_plain(stk__node *node, npy_state *r, stk__sample *s, int 
   if ((int64_t)hlen > size)
     return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated inside its header (%zu bytes)", path, hlen);
   uint8_t *buf = stk__scratch(s, hlen);
-  if (!buf) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold the header of '%s'", stk__node_name(node), path);
+  if (!buf)
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold the header of '%s'",
+                    stk__node_name(node), path);
   STK_TRY(pread_exact(fd, path, 0, buf, hlen));
   stk__npy_header h;
   STK_TRY(stk__npy_parse(buf, hlen, size, path, &h));
@@ -273,7 +332,8 @@ static stk_status read_plain(stk__node *node, npy_state *r, stk__sample *s, int 
     return pread_exact(fd, path, h.data_offset, out->data, (size_t)h.data_bytes);
   }
   uint8_t *all = stk__scratch(s, (size_t)size);
-  if (!all) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold '%s'", stk__node_name(node), path);
+  if (!all)
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: cannot hold '%s'", stk__node_name(node), path);
   STK_TRY(pread_exact(fd, path, 0, all, (size_t)size));
   return emit(node, r, s, &h, all, path);
 }
@@ -288,7 +348,8 @@ static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const
     return STK_FAIL(STK_ERR_LIMIT, "%s: '%s' has %lld bytes, more than max_file_bytes (%lld)",
                     stk__node_name(node), path, (long long)size,
                     (long long)stk__node_max_file_bytes(node));
-  if (size < 10) return STK_FAIL(STK_ERR_DECODE, "'%s' is not a .npy file (%lld bytes)", path, (long long)size);
+  if (size < 10)
+    return STK_FAIL(STK_ERR_DECODE, "'%s' is not a .npy file (%lld bytes)", path, (long long)size);
   return read_plain(node, r, s, fd, path, size);
 }
 
@@ -317,8 +378,15 @@ static const stk_op_schema npy_schema = {
     "(dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read "
     "would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, "
     "padding and shuffling as in readers.file.",
-    STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
-    1, npy_outputs, sizeof npy_args / sizeof npy_args[0], npy_args};
+    STK_DEVICE_CPU,
+    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    npy_outputs,
+    sizeof npy_args / sizeof npy_args[0],
+    npy_args};
 
 const stk__op_def stk__op_readers_numpy = {
     .schema = &npy_schema,

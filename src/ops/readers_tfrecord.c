@@ -129,20 +129,25 @@ static stk_status parse_numbers(const stk__node *node, feature_spec *f, const ch
     if (!*p) break;
     char *end;
     errno = 0;
-    if (f->type == T_INT64) f->int_defaults[f->num_defaults] = strtoll(p, &end, 10);
-    else f->float_defaults[f->num_defaults] = strtof(p, &end);
+    if (f->type == T_INT64)
+      f->int_defaults[f->num_defaults] = strtoll(p, &end, 10);
+    else
+      f->float_defaults[f->num_defaults] = strtof(p, &end);
     if (end == p || errno == ERANGE || (*end && !strchr(" ,[]\t", *end)))
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: feature '%s': default \"%s\" is not a list "
-                      "of %s numbers", stk__node_name(node), f->name, text,
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "%s: feature '%s': default \"%s\" is not a list "
+                      "of %s numbers",
+                      stk__node_name(node), f->name, text,
                       f->type == T_INT64 ? "integer" : "float");
     f->num_defaults++;
     p = end;
   }
   bool fits = f->var ? f->num_defaults >= 1 : (f->num_defaults == 1 || f->num_defaults == f->numel);
   if (!fits)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: feature '%s': %lld default values, the shape "
-                    "needs 1 or %lld", stk__node_name(node), f->name,
-                    (long long)f->num_defaults, (long long)f->numel);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: feature '%s': %lld default values, the shape "
+                    "needs 1 or %lld",
+                    stk__node_name(node), f->name, (long long)f->num_defaults, (long long)f->numel);
   return STK_OK;
 }
 
@@ -154,8 +159,10 @@ static stk_status list_lengths(const stk__node *node, size_t n) {
     int arg;
     const char *what;
     bool ints;
-  } lists[] = {{A_TYPES, "feature_types", false},     {A_KINDS, "feature_kinds", false},
-               {A_NDIMS, "feature_ndims", true},      {A_DEFAULTS, "feature_defaults", false},
+  } lists[] = {{A_TYPES, "feature_types", false},
+               {A_KINDS, "feature_kinds", false},
+               {A_NDIMS, "feature_ndims", true},
+               {A_DEFAULTS, "feature_defaults", false},
                {A_HAS_DEFAULT, "feature_has_default", true}};
   for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
     if (lists[i].arg != A_TYPES && !stk__arg_given(node, lists[i].arg)) continue;
@@ -172,13 +179,18 @@ static stk_status list_lengths(const stk__node *node, size_t n) {
 static stk_status spec_shape(const stk__node *node, feature_spec *f, int i, size_t *pos) {
   const int64_t *ndims, *shapes;
   size_t nshapes = stk__arg_ints(node, NULL, A_SHAPES, &shapes);
-  int64_t nd = stk__arg_given(node, A_NDIMS) ? (stk__arg_ints(node, NULL, A_NDIMS, &ndims), ndims[i]) : 0;
+  int64_t nd =
+      stk__arg_given(node, A_NDIMS) ? (stk__arg_ints(node, NULL, A_NDIMS, &ndims), ndims[i]) : 0;
   if (nd < 0 || nd > STK_MAX_NDIM)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: feature '%s': feature_ndims %lld is outside "
-                    "[0, %d]", stk__node_name(node), f->name, (long long)nd, STK_MAX_NDIM);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: feature '%s': feature_ndims %lld is outside "
+                    "[0, %d]",
+                    stk__node_name(node), f->name, (long long)nd, STK_MAX_NDIM);
   if (*pos + (size_t)nd > nshapes)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: feature_shapes has %zu values, feature_ndims "
-                    "needs more", stk__node_name(node), nshapes);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: feature_shapes has %zu values, feature_ndims "
+                    "needs more",
+                    stk__node_name(node), nshapes);
   f->ndim = f->var ? 1 : (int)nd;
   f->numel = 1;
   for (int d = 0; d < nd; d++) {
@@ -190,8 +202,10 @@ static stk_status spec_shape(const stk__node *node, feature_spec *f, int i, size
   }
   *pos += (size_t)nd;
   if (f->type == T_STRING && !f->var && f->numel != 1)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: string feature '%s' must hold one value "
-                    "(shape [] or [1]): its bytes are the output", stk__node_name(node), f->name);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: string feature '%s' must hold one value "
+                    "(shape [] or [1]): its bytes are the output",
+                    stk__node_name(node), f->name);
   return STK_OK;
 }
 
@@ -212,20 +226,25 @@ static stk_status build_specs(stk__node *node, tf_state *r) {
   for (size_t i = 0; i < n; i++) {
     feature_spec *f = &r->specs[i];
     f->name = r->names[i] = names[i];
-    f->type = strcmp(types[i], "string") == 0 ? T_STRING : strcmp(types[i], "int64") == 0 ? T_INT64 : T_FLOAT32;
+    f->type = strcmp(types[i], "string") == 0  ? T_STRING
+              : strcmp(types[i], "int64") == 0 ? T_INT64
+                                               : T_FLOAT32;
     f->var = stk__arg_given(node, A_KINDS) && strcmp(kinds[i], "var") == 0;
     STK_TRY(spec_shape(node, f, (int)i, &pos));
-    f->has_default = stk__arg_given(node, A_DEFAULTS) &&
-                     (!stk__arg_given(node, A_HAS_DEFAULT) || has[i] != 0);
-    if (f->has_default && f->type == T_STRING) f->bytes_default = defaults[i];
-    else if (f->has_default) STK_TRY(parse_numbers(node, f, defaults[i]));
+    f->has_default =
+        stk__arg_given(node, A_DEFAULTS) && (!stk__arg_given(node, A_HAS_DEFAULT) || has[i] != 0);
+    if (f->has_default && f->type == T_STRING)
+      f->bytes_default = defaults[i];
+    else if (f->has_default)
+      STK_TRY(parse_numbers(node, f, defaults[i]));
   }
   return STK_OK;
 }
 
 /* ---- records ---- */
 
-static stk_status add_records(tf_state *r, int64_t f, const stk__tfrecord_index *idx, int64_t *cap) {
+static stk_status add_records(tf_state *r, int64_t f, const stk__tfrecord_index *idx,
+                              int64_t *cap) {
   int64_t need = r->num_records + idx->count;
   if (need > *cap) {
     int64_t c = *cap ? *cap : 1024;
@@ -252,8 +271,7 @@ static stk_status index_file(stk__node *node, tf_state *r, int64_t f, const char
   const char *path = r->files.paths[f];
   if (index_path) return stk__tfrecord_index_load(idx, index_path, path, r->files.sizes[f]);
   int fd = r->files.fds[f] >= 0 ? r->files.fds[f] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return STK_FAIL(STK_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+  if (fd < 0) return STK_FAIL(STK_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   stk_status st = stk__tfrecord_index_build(idx, fd, path, r->files.sizes[f]);
   if (fd != r->files.fds[f]) close(fd);
   return st;
@@ -273,7 +291,8 @@ static stk_status build_records(stk__node *node, tf_state *r) {
       st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %zu paths but %zu index_path entries", name,
                     num_paths, num_index);
   }
-  if (st == STK_OK && num_paths == 0) st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: path is empty", name);
+  if (st == STK_OK && num_paths == 0)
+    st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: path is empty", name);
   if (st == STK_OK) st = stk__fileset_open(&r->files, (const char *const *)paths, num_paths, name);
   int64_t cap = 0;
   for (int64_t f = 0; st == STK_OK && f < r->files.count; f++) {
@@ -297,8 +316,9 @@ static stk_status tf_init(stk__node *node) {
   *stk__node_state(node) = r;
   stk_status st = build_specs(node, r);
   if (st == STK_OK) st = build_records(node, r);
-  if (st == STK_OK) st = stk__reader_file_sampler(node, A_COMMON, r->num_records, r->rec_file, r->files.count,
-                                       stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
+  if (st == STK_OK)
+    st = stk__reader_file_sampler(node, A_COMMON, r->num_records, r->rec_file, r->files.count,
+                                  stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
   if (st != STK_OK) tf_destroy(node);
   return st;
 }
@@ -326,14 +346,18 @@ static stk_status write_default(stk__sample *s, int o, const feature_spec *f) {
     return STK_OK;
   }
   int64_t count = f->var ? f->num_defaults : f->numel, shape[STK_MAX_NDIM];
-  if (f->var) shape[0] = count;
-  else memcpy(shape, f->shape, sizeof shape);
+  if (f->var)
+    shape[0] = count;
+  else
+    memcpy(shape, f->shape, sizeof shape);
   STK_TRY(stk__output(s, o, f->type == T_INT64 ? STK_DTYPE_INT64 : STK_DTYPE_FLOAT32, f->ndim,
                       shape, NULL, &out));
   for (int64_t i = 0; i < count; i++) {
     int64_t k = f->num_defaults == 1 ? 0 : i;
-    if (f->type == T_INT64) ((int64_t *)out->data)[i] = f->int_defaults[k];
-    else ((float *)out->data)[i] = f->float_defaults[k];
+    if (f->type == T_INT64)
+      ((int64_t *)out->data)[i] = f->int_defaults[k];
+    else
+      ((float *)out->data)[i] = f->float_defaults[k];
   }
   return STK_OK;
 }
@@ -342,25 +366,30 @@ static stk_status write_default(stk__sample *s, int o, const feature_spec *f) {
 static stk_status write_feature(stk__node *node, stk__sample *s, int o, const feature_spec *f,
                                 const stk__tf_feature *v, const char *path, int64_t offset) {
   static const stk__tf_kind want[] = {STK__TF_BYTES, STK__TF_INT64, STK__TF_FLOAT};
-  static const char *const kind_names[] = {"missing", "bytes_list", "float_list", "int64_list", "empty"};
+  static const char *const kind_names[] = {"missing", "bytes_list", "float_list", "int64_list",
+                                           "empty"};
   bool absent = v->kind == STK__TF_MISSING || v->count == 0;
   if (absent && f->has_default) return write_default(s, o, f);
   if (!absent && v->kind != want[f->type])
-    return STK_FAIL(STK_ERR_DECODE, "%s: feature '%s' of the record at offset %lld of '%s' is a "
-                    "%s, not %s", stk__node_name(node), f->name, (long long)offset, path,
-                    kind_names[v->kind], kind_names[want[f->type]]);
+    return STK_FAIL(STK_ERR_DECODE,
+                    "%s: feature '%s' of the record at offset %lld of '%s' is a "
+                    "%s, not %s",
+                    stk__node_name(node), f->name, (long long)offset, path, kind_names[v->kind],
+                    kind_names[want[f->type]]);
   int64_t count = absent ? 0 : v->count;
   if (!f->var && count != f->numel)
-    return STK_FAIL(STK_ERR_DECODE, "%s: feature '%s' of the record at offset %lld of '%s' has "
-                    "%lld value(s), its shape needs %lld%s", stk__node_name(node), f->name,
-                    (long long)offset, path, (long long)count, (long long)f->numel,
-                    absent ? " (it is missing and has no default)" : "");
+    return STK_FAIL(STK_ERR_DECODE,
+                    "%s: feature '%s' of the record at offset %lld of '%s' has "
+                    "%lld value(s), its shape needs %lld%s",
+                    stk__node_name(node), f->name, (long long)offset, path, (long long)count,
+                    (long long)f->numel, absent ? " (it is missing and has no default)" : "");
   stk__tensor *out;
   if (f->type == T_STRING) {
     if (count > 1)
-      return STK_FAIL(STK_ERR_DECODE, "%s: string feature '%s' of the record at offset %lld of "
-                      "'%s' holds %lld values, one is supported", stk__node_name(node), f->name,
-                      (long long)offset, path, (long long)count);
+      return STK_FAIL(STK_ERR_DECODE,
+                      "%s: string feature '%s' of the record at offset %lld of "
+                      "'%s' holds %lld values, one is supported",
+                      stk__node_name(node), f->name, (long long)offset, path, (long long)count);
     bytes_sink b = {NULL, 0};
     if (count) STK_TRY(stk__tf_feature_bytes(v, take_bytes, &b));
     int64_t n = (int64_t)b.n;
@@ -369,8 +398,10 @@ static stk_status write_feature(stk__node *node, stk__sample *s, int o, const fe
     return STK_OK;
   }
   int64_t shape[STK_MAX_NDIM];
-  if (f->var) shape[0] = count;
-  else memcpy(shape, f->shape, sizeof shape);
+  if (f->var)
+    shape[0] = count;
+  else
+    memcpy(shape, f->shape, sizeof shape);
   STK_TRY(stk__output(s, o, f->type == T_INT64 ? STK_DTYPE_INT64 : STK_DTYPE_FLOAT32, f->ndim,
                       shape, NULL, &out));
   if (count == 0) return STK_OK;
@@ -388,9 +419,10 @@ static stk_status tf_run(stk__node *node, stk__sample *s) {
   const char *path = r->files.paths[f];
   stk__sample_set_source(s, path);
   if (size > stk__node_max_file_bytes(node))
-    return STK_FAIL(STK_ERR_LIMIT, "%s: the record at offset %lld of '%s' has %lld bytes, more "
-                    "than max_file_bytes", stk__node_name(node), (long long)offset, path,
-                    (long long)size);
+    return STK_FAIL(STK_ERR_LIMIT,
+                    "%s: the record at offset %lld of '%s' has %lld bytes, more "
+                    "than max_file_bytes",
+                    stk__node_name(node), (long long)offset, path, (long long)size);
   uint8_t *rec = stk__scratch(s, (size_t)size);
   stk__tf_feature *found = stk__scratch(s, sizeof *found * (size_t)r->num_features);
   if (!rec || !found)
@@ -415,8 +447,15 @@ static const stk_op_schema tf_schema = {
     "lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, "
     "feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over "
     "all files' records as one data set.",
-    STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
-    -1, tf_outputs, sizeof tf_args / sizeof tf_args[0], tf_args};
+    STK_DEVICE_CPU,
+    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    -1,
+    tf_outputs,
+    sizeof tf_args / sizeof tf_args[0],
+    tf_args};
 
 const stk__op_def stk__op_readers_tfrecord = {
     .schema = &tf_schema,

@@ -110,7 +110,8 @@ static stk_status index_shards(stk__node *node, wds_state *r, char **index_paths
     if (index_paths) {
       st = stk__wds_index_load(&r->indexes[i], index_paths[i], path, r->files.sizes[i]);
     } else {
-      int fd = r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+      int fd =
+          r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
       if (fd < 0) return STK_FAIL(STK_ERR_IO, "%s: cannot open '%s'", stk__node_name(node), path);
       st = stk__wds_index_build(&r->indexes[i], fd, path, r->files.sizes[i]);
       if (fd != r->files.fds[i]) close(fd);
@@ -155,8 +156,9 @@ static stk_status grow_samples(wds_state *r, int64_t need, int64_t *cap) {
 
 static int missing_mode(const stk__node *node) {
   const char *m = stk__arg_string(node, A_MISSING);
-  return strcmp(m, "skip") == 0 ? MISSING_SKIP : strcmp(m, "error") == 0 ? MISSING_ERROR
-                                                                          : MISSING_EMPTY;
+  return strcmp(m, "skip") == 0    ? MISSING_SKIP
+         : strcmp(m, "error") == 0 ? MISSING_ERROR
+                                   : MISSING_EMPTY;
 }
 
 /* The sample table over all shards, applying missing_component_behavior. */
@@ -174,9 +176,11 @@ static stk_status build_samples(stk__node *node, wds_state *r) {
       if (!complete && mode == MISSING_SKIP) continue;
       for (int o = 0; !complete && mode == MISSING_ERROR && o < r->num_outputs; o++)
         if (comp[o] < 0)
-          return STK_FAIL(STK_ERR_DECODE, "%s: sample '%s' of '%s' has no component for "
-                          "output %d (ext \"%s\")", stk__node_name(node),
-                          stk__wds_key(&r->indexes[f], s), r->files.paths[f], o, ext[o]);
+          return STK_FAIL(STK_ERR_DECODE,
+                          "%s: sample '%s' of '%s' has no component for "
+                          "output %d (ext \"%s\")",
+                          stk__node_name(node), stk__wds_key(&r->indexes[f], s), r->files.paths[f],
+                          o, ext[o]);
       r->sample_file[r->num_samples] = (int32_t)f;
       r->sample_local[r->num_samples] = s;
       r->num_samples++;
@@ -196,8 +200,8 @@ static stk_status check_args(stk__node *node, size_t num_paths, size_t num_index
   if (n == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: ext is empty", name);
   if (num_paths == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: paths is empty", name);
   if (stk__arg_given(node, A_INDEX_PATHS) && num_index != num_paths)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %zu paths but %zu index_paths", name,
-                    num_paths, num_index);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %zu paths but %zu index_paths", name, num_paths,
+                    num_index);
   const char *const *dt;
   size_t nd = stk__arg_strings(node, A_DTYPES, &dt);
   if (stk__arg_given(node, A_DTYPES) && nd != n)
@@ -240,28 +244,33 @@ static stk_status wds_init(stk__node *node) {
   if (!r) return STK_ERR_OUT_OF_MEMORY;
   *stk__node_state(node) = r;
   stk_status st = init_state(node, r);
-  if (st == STK_OK) st = stk__reader_file_sampler(node, A_COMMON, r->num_samples, r->sample_file, r->files.count,
-                                       stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
+  if (st == STK_OK)
+    st = stk__reader_file_sampler(node, A_COMMON, r->num_samples, r->sample_file, r->files.count,
+                                  stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
   if (st != STK_OK) wds_destroy(node);
   return st;
 }
 
 /* Reads component `k` of shard `f` into output `o`. */
-static stk_status read_component(stk__node *node, wds_state *r, stk__sample *s, int o,
-                                 int64_t f, int64_t local, int64_t k) {
+static stk_status read_component(stk__node *node, wds_state *r, stk__sample *s, int o, int64_t f,
+                                 int64_t local, int64_t k) {
   const stk__wds_index *idx = &r->indexes[f];
   size_t elem = stk_dtype_size(r->dtypes[o]);
   int64_t size = k >= 0 ? idx->comps[k].size : 0;
   if (size % (int64_t)elem != 0)
-    return STK_FAIL(STK_ERR_DECODE, "%s: component '%s.%s' of '%s' (offset %lld) has %lld bytes, "
-                    "not a multiple of %s's %zu", stk__node_name(node), stk__wds_key(idx, local),
+    return STK_FAIL(STK_ERR_DECODE,
+                    "%s: component '%s.%s' of '%s' (offset %lld) has %lld bytes, "
+                    "not a multiple of %s's %zu",
+                    stk__node_name(node), stk__wds_key(idx, local),
                     stk__wds_ext(idx, &idx->comps[k]), r->files.paths[f],
-                    (long long)idx->comps[k].offset, (long long)size,
-                    stk_dtype_name(r->dtypes[o]), elem);
+                    (long long)idx->comps[k].offset, (long long)size, stk_dtype_name(r->dtypes[o]),
+                    elem);
   if (size > stk__node_max_file_bytes(node))
-    return STK_FAIL(STK_ERR_LIMIT, "%s: member '%s.%s' of '%s' (data at byte %lld) has %lld "
-                    "bytes, more than max_file_bytes (%lld)", stk__node_name(node),
-                    stk__wds_key(idx, local), stk__wds_ext(idx, &idx->comps[k]), r->files.paths[f],
+    return STK_FAIL(STK_ERR_LIMIT,
+                    "%s: member '%s.%s' of '%s' (data at byte %lld) has %lld "
+                    "bytes, more than max_file_bytes (%lld)",
+                    stk__node_name(node), stk__wds_key(idx, local),
+                    stk__wds_ext(idx, &idx->comps[k]), r->files.paths[f],
                     (long long)idx->comps[k].offset, (long long)size,
                     (long long)stk__node_max_file_bytes(node));
   int64_t count = size / (int64_t)elem;
@@ -296,8 +305,15 @@ static const stk_op_schema wds_schema = {
     "names and pax headers are understood; shards are indexed at build time unless "
     "index_paths are given. Sharding, padding and shuffling work over all shards' samples "
     "as one data set.",
-    STK_DEVICE_CPU, STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, 0, 0, NULL,
-    -1, wds_outputs, sizeof wds_args / sizeof wds_args[0], wds_args};
+    STK_DEVICE_CPU,
+    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    -1,
+    wds_outputs,
+    sizeof wds_args / sizeof wds_args[0],
+    wds_args};
 
 const stk__op_def stk__op_readers_webdataset = {
     .schema = &wds_schema,

@@ -27,11 +27,11 @@
 #define UNROLL16
 #endif
 
-#define PI 3.14159265358979323846
-#define MAX_DIM ((int64_t)1 << 30)
+#define PI             3.14159265358979323846
+#define MAX_DIM        ((int64_t)1 << 30)
 #define MAX_TABLE_WORK ((double)(1 << 30)) /* filter evaluations per call */
-#define MAX_SCRATCH ((size_t)1 << 31)       /* bytes */
-#define VBLOCK 32                           /* floats per vertical-pass block */
+#define MAX_SCRATCH    ((size_t)1 << 31)   /* bytes */
+#define VBLOCK         32                  /* floats per vertical-pass block */
 
 /* ---------------------------------------------------------------------------------- */
 /* Filters                                                                            */
@@ -49,10 +49,14 @@ bool stk__interp_parse(const char *name, stk__interp *out) {
 
 double stk__interp_support(stk__interp interp) {
   switch (interp) {
-  case STK__INTERP_LINEAR: return 1.0;
-  case STK__INTERP_CUBIC: return 2.0;
-  case STK__INTERP_LANCZOS3: return 3.0;
-  default: return 0.5;
+    case STK__INTERP_LINEAR:
+      return 1.0;
+    case STK__INTERP_CUBIC:
+      return 2.0;
+    case STK__INTERP_LANCZOS3:
+      return 3.0;
+    default:
+      return 0.5;
   }
 }
 
@@ -65,13 +69,16 @@ double stk__interp_filter(stk__interp interp, double x) {
   const double a = -0.5; /* Keys' parameter, as Pillow's bicubic */
   x = fabs(x);
   switch (interp) {
-  case STK__INTERP_LINEAR: return x < 1.0 ? 1.0 - x : 0.0;
-  case STK__INTERP_CUBIC:
-    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
-    if (x < 2.0) return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
-    return 0.0;
-  case STK__INTERP_LANCZOS3: return x < 3.0 ? sinc(x) * sinc(x / 3.0) : 0.0;
-  default: return x < 0.5 ? 1.0 : 0.0;
+    case STK__INTERP_LINEAR:
+      return x < 1.0 ? 1.0 - x : 0.0;
+    case STK__INTERP_CUBIC:
+      if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+      if (x < 2.0) return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+      return 0.0;
+    case STK__INTERP_LANCZOS3:
+      return x < 3.0 ? sinc(x) * sinc(x / 3.0) : 0.0;
+    default:
+      return x < 0.5 ? 1.0 : 0.0;
   }
 }
 
@@ -99,9 +106,9 @@ typedef struct {
 typedef struct {
   axis_geom x, y;
   bool nearest;
-  bool vfirst;      /* vertical pass first (see choose_order) */
-  size_t ring_len;  /* floats per ring row (multiple of VBLOCK, spill room included) */
-  size_t out_len;   /* floats per output-width row, likewise */
+  bool vfirst;     /* vertical pass first (see choose_order) */
+  size_t ring_len; /* floats per ring row (multiple of VBLOCK, spill room included) */
+  size_t out_len;  /* floats per output-width row, likewise */
   size_t off_x_start, off_x_count, off_x_w, off_y_start, off_y_count, off_y_w;
   size_t off_tmp, off_row, off_ring, off_acc, off_rows, total;
 } layout;
@@ -132,7 +139,8 @@ static bool choose_order(const layout *L, int64_t C, const stk__resample_args *a
   double ky = fmin(fmax(2.0 * L->y.sup, 1.0), (double)L->y.in);
   double rows = fmin((double)L->y.in, fabs(args->y1 - args->y0) + 2.0 * L->y.sup + 1.0);
   double cols = fmin((double)L->x.in, fabs(args->x1 - args->x0) + 2.0 * L->x.sup + 1.0);
-  double groups = C == 1 ? 0.6 : (double)((C + 3) / 4), ow = (double)L->x.out, oh = (double)L->y.out;
+  double groups = C == 1 ? 0.6 : (double)((C + 3) / 4), ow = (double)L->x.out,
+         oh = (double)L->y.out;
   double h_first = rows * ow * kx * groups * 7.0 + oh * ow * (double)C / 4.0 * ky * 3.5;
   double v_first = oh * cols * (double)C / 4.0 * ky * 3.5 + oh * ow * kx * groups * 7.0;
   return v_first < h_first;
@@ -178,8 +186,8 @@ static stk_status check_call(const stk__image *src, const stk__image *dst,
                              const stk__resample_args *args) {
   if (src->h < 1 || src->w < 1 || src->c < 1 || dst->h < 1 || dst->w < 1)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "empty image (%lldx%lldx%lld -> %lldx%lld)",
-                    (long long)src->h, (long long)src->w, (long long)src->c,
-                    (long long)dst->h, (long long)dst->w);
+                    (long long)src->h, (long long)src->w, (long long)src->c, (long long)dst->h,
+                    (long long)dst->w);
   if (dst->c != src->c)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output has %lld channels, input %lld",
                     (long long)dst->c, (long long)src->c);
@@ -189,8 +197,10 @@ static stk_status check_call(const stk__image *src, const stk__image *dst,
   const double win[4] = {args->x0, args->y0, args->x1, args->y1};
   for (int i = 0; i < 4; i++)
     if (!(fabs(win[i]) <= 1e12))
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "source window coordinate %g is not finite "
-                      "or beyond 1e12", win[i]);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "source window coordinate %g is not finite "
+                      "or beyond 1e12",
+                      win[i]);
   if (src->dtype != STK_DTYPE_UINT8 && src->dtype != STK_DTYPE_FLOAT32)
     return STK_FAIL(STK_ERR_UNSUPPORTED, "input type %s (uint8 or float32 expected)",
                     stk_dtype_name(src->dtype) ? stk_dtype_name(src->dtype) : "?");
@@ -219,7 +229,9 @@ size_t stk__resample_scratch_size(const stk__image *src, int64_t out_h, int64_t 
 /* Weight tables                                                                      */
 /* ---------------------------------------------------------------------------------- */
 
-static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t clamp_i64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
 
 /* The weights of output i, normalised, into t at row i; `tmp` holds k doubles. */
 static void axis_weights(axis_tab *t, const axis_geom *g, stk__interp interp, int64_t i,
@@ -309,8 +321,10 @@ static void load_row(float *restrict d, const stk__image *src, int64_t y, int32_
                      int32_t xhi) {
   size_t c = (size_t)src->c, n = (size_t)(xhi - xlo + 1) * c;
   size_t first = ((size_t)y * (size_t)src->w + (size_t)xlo) * c;
-  if (src->dtype == STK_DTYPE_UINT8) u8_to_f32(d, (const uint8_t *)src->data + first, n);
-  else memcpy(d, (const float *)src->data + first, n * sizeof(float));
+  if (src->dtype == STK_DTYPE_UINT8)
+    u8_to_f32(d, (const uint8_t *)src->data + first, n);
+  else
+    memcpy(d, (const float *)src->data + first, n * sizeof(float));
   memset(d + n, 0, (row_len(n) - n) * sizeof(float));
 }
 
@@ -339,15 +353,19 @@ static void store_row(const float *restrict acc, const stk__image *src, const st
                       int64_t y) {
   size_t n = (size_t)dst->w * (size_t)dst->c, first = (size_t)y * n;
   switch (dst->dtype) {
-  case STK_DTYPE_UINT8:
-    if (src->dtype == STK_DTYPE_UINT8) bounded_to_u8((uint8_t *)dst->data + first, acc, n);
-    else stk__convert((uint8_t *)dst->data + first, STK_DTYPE_UINT8, acc, STK_DTYPE_FLOAT32, n);
-    break;
-  case STK_DTYPE_FLOAT32: memcpy((float *)dst->data + first, acc, n * sizeof(float)); break;
-  default: {
-    uint16_t *d = (uint16_t *)dst->data + first;
-    for (size_t i = 0; i < n; i++) d[i] = stk__f32_to_f16(acc[i]);
-  }
+    case STK_DTYPE_UINT8:
+      if (src->dtype == STK_DTYPE_UINT8)
+        bounded_to_u8((uint8_t *)dst->data + first, acc, n);
+      else
+        stk__convert((uint8_t *)dst->data + first, STK_DTYPE_UINT8, acc, STK_DTYPE_FLOAT32, n);
+      break;
+    case STK_DTYPE_FLOAT32:
+      memcpy((float *)dst->data + first, acc, n * sizeof(float));
+      break;
+    default: {
+      uint16_t *d = (uint16_t *)dst->data + first;
+      for (size_t i = 0; i < n; i++) d[i] = stk__f32_to_f16(acc[i]);
+    }
   }
 }
 
@@ -360,9 +378,8 @@ static void store_row(const float *restrict acc, const stk__image *src, const st
  * dispatch below) the tap loop unrolls and the per-pixel overhead vanishes. Lanes
  * beyond C read the next pixel (or the zero padding) and write into the next output
  * pixel, which is written afterwards, or into the row's spill room: no masking needed. */
-static ALWAYS_INLINE void hpass_lanes(const float *restrict row, int C, int K,
-                                      const axis_tab *tx, int32_t xlo, int64_t out_w,
-                                      float *restrict dst) {
+static ALWAYS_INLINE void hpass_lanes(const float *restrict row, int C, int K, const axis_tab *tx,
+                                      int32_t xlo, int64_t out_w, float *restrict dst) {
   for (int64_t x = 0; x < out_w; x++) {
     const float *w = tx->w + (size_t)x * (size_t)tx->k * 4;
     const float *p0 = row + (size_t)(tx->start[x] - xlo) * (size_t)C;
@@ -378,8 +395,8 @@ static ALWAYS_INLINE void hpass_lanes(const float *restrict row, int C, int K,
   }
 }
 
-static void hpass_gray(const float *restrict row, const axis_tab *tx, int32_t xlo,
-                       int64_t out_w, float *restrict dst) {
+static void hpass_gray(const float *restrict row, const axis_tab *tx, int32_t xlo, int64_t out_w,
+                       float *restrict dst) {
   for (int64_t x = 0; x < out_w; x++) {
     const float *w = tx->w + (size_t)x * (size_t)tx->k;
     const float *p = row + (tx->start[x] - xlo);
@@ -391,34 +408,74 @@ static void hpass_gray(const float *restrict row, const axis_tab *tx, int32_t xl
 
 /* Instantiates the 4-lane pass for a constant channel count and each K up to 16 (the
  * common filters: lanczos3 antialiased at scale 2.3 has 14 taps). */
-#define HPASS_K(CH)                                                                        \
-  switch (tx->k) {                                                                         \
-  case 1: hpass_lanes(row, CH, 1, tx, xlo, out_w, dst); return;                            \
-  case 2: hpass_lanes(row, CH, 2, tx, xlo, out_w, dst); return;                            \
-  case 3: hpass_lanes(row, CH, 3, tx, xlo, out_w, dst); return;                            \
-  case 4: hpass_lanes(row, CH, 4, tx, xlo, out_w, dst); return;                            \
-  case 5: hpass_lanes(row, CH, 5, tx, xlo, out_w, dst); return;                            \
-  case 6: hpass_lanes(row, CH, 6, tx, xlo, out_w, dst); return;                            \
-  case 7: hpass_lanes(row, CH, 7, tx, xlo, out_w, dst); return;                            \
-  case 8: hpass_lanes(row, CH, 8, tx, xlo, out_w, dst); return;                            \
-  case 9: hpass_lanes(row, CH, 9, tx, xlo, out_w, dst); return;                            \
-  case 10: hpass_lanes(row, CH, 10, tx, xlo, out_w, dst); return;                          \
-  case 11: hpass_lanes(row, CH, 11, tx, xlo, out_w, dst); return;                          \
-  case 12: hpass_lanes(row, CH, 12, tx, xlo, out_w, dst); return;                          \
-  case 13: hpass_lanes(row, CH, 13, tx, xlo, out_w, dst); return;                          \
-  case 14: hpass_lanes(row, CH, 14, tx, xlo, out_w, dst); return;                          \
-  case 15: hpass_lanes(row, CH, 15, tx, xlo, out_w, dst); return;                          \
-  case 16: hpass_lanes(row, CH, 16, tx, xlo, out_w, dst); return;                          \
-  default: hpass_lanes(row, CH, tx->k, tx, xlo, out_w, dst); return;                       \
+#define HPASS_K(CH)                                     \
+  switch (tx->k) {                                      \
+    case 1:                                             \
+      hpass_lanes(row, CH, 1, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 2:                                             \
+      hpass_lanes(row, CH, 2, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 3:                                             \
+      hpass_lanes(row, CH, 3, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 4:                                             \
+      hpass_lanes(row, CH, 4, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 5:                                             \
+      hpass_lanes(row, CH, 5, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 6:                                             \
+      hpass_lanes(row, CH, 6, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 7:                                             \
+      hpass_lanes(row, CH, 7, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 8:                                             \
+      hpass_lanes(row, CH, 8, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 9:                                             \
+      hpass_lanes(row, CH, 9, tx, xlo, out_w, dst);     \
+      return;                                           \
+    case 10:                                            \
+      hpass_lanes(row, CH, 10, tx, xlo, out_w, dst);    \
+      return;                                           \
+    case 11:                                            \
+      hpass_lanes(row, CH, 11, tx, xlo, out_w, dst);    \
+      return;                                           \
+    case 12:                                            \
+      hpass_lanes(row, CH, 12, tx, xlo, out_w, dst);    \
+      return;                                           \
+    case 13:                                            \
+      hpass_lanes(row, CH, 13, tx, xlo, out_w, dst);    \
+      return;                                           \
+    case 14:                                            \
+      hpass_lanes(row, CH, 14, tx, xlo, out_w, dst);    \
+      return;                                           \
+    case 15:                                            \
+      hpass_lanes(row, CH, 15, tx, xlo, out_w, dst);    \
+      return;                                           \
+    case 16:                                            \
+      hpass_lanes(row, CH, 16, tx, xlo, out_w, dst);    \
+      return;                                           \
+    default:                                            \
+      hpass_lanes(row, CH, tx->k, tx, xlo, out_w, dst); \
+      return;                                           \
   }
 
-static void hpass(const float *restrict row, int C, const axis_tab *tx, int32_t xlo,
-                  int64_t out_w, float *restrict dst) {
+static void hpass(const float *restrict row, int C, const axis_tab *tx, int32_t xlo, int64_t out_w,
+                  float *restrict dst) {
   switch (C) { /* constant channel counts let the compiler fix the strides */
-  case 1: hpass_gray(row, tx, xlo, out_w, dst); return;
-  case 3: HPASS_K(3)
-  case 4: HPASS_K(4)
-  default: hpass_lanes(row, C, tx->k, tx, xlo, out_w, dst); return;
+    case 1:
+      hpass_gray(row, tx, xlo, out_w, dst);
+      return;
+    case 3:
+      HPASS_K(3)
+    case 4:
+      HPASS_K(4)
+    default:
+      hpass_lanes(row, C, tx->k, tx, xlo, out_w, dst);
+      return;
   }
 }
 
@@ -470,7 +527,8 @@ static void resample_nearest(const stk__image *src, const stk__image *dst, const
   size_t spx = c * ses, dpx = c * des;
   bool same = src->dtype == dst->dtype;
   for (int64_t y = 0; y < dst->h; y++) {
-    const char *srow = (const char *)src->data + (size_t)nearest_index(&L->y, y) * (size_t)src->w * spx;
+    const char *srow =
+        (const char *)src->data + (size_t)nearest_index(&L->y, y) * (size_t)src->w * spx;
     char *drow = (char *)dst->data + (size_t)y * (size_t)dst->w * dpx;
     if (same && spx == 3) {
       for (int64_t x = 0; x < dst->w; x++) memcpy(drow + x * 3, srow + (size_t)xs[x] * 3, 3);
@@ -540,21 +598,27 @@ static void run_vfirst(pass_ctx *p) {
 
 static void resample_filtered(const stk__image *src, const stk__image *dst,
                               const stk__resample_args *args, const layout *L, char *base) {
-  pass_ctx p = {src, dst, L,
+  pass_ctx p = {src,
+                dst,
+                L,
                 {(int32_t *)(base + L->off_x_start), (int32_t *)(base + L->off_x_count),
                  (float *)(base + L->off_x_w), 0, 0, 0, 0},
                 {(int32_t *)(base + L->off_y_start), (int32_t *)(base + L->off_y_count),
                  (float *)(base + L->off_y_w), 0, 0, 0, 0},
-                (float *)(base + L->off_row), (float *)(base + L->off_ring),
-                (float *)(base + L->off_acc), (const float **)(base + L->off_rows)};
+                (float *)(base + L->off_row),
+                (float *)(base + L->off_ring),
+                (float *)(base + L->off_acc),
+                (const float **)(base + L->off_rows)};
   double *tmp = (double *)(base + L->off_tmp);
   build_axis(&p.tx, &L->x, args->interp, src->c == 1 ? 1 : 4, tmp);
   fix_taps(&p.tx, dst->w);
   build_axis(&p.ty, &L->y, args->interp, 1, tmp);
   /* defined values in the padding that the 32-float blocks read past the data */
   memset(p.ring, 0, (size_t)p.ty.k * L->ring_len * sizeof(float));
-  if (L->vfirst) run_vfirst(&p);
-  else run_hfirst(&p);
+  if (L->vfirst)
+    run_vfirst(&p);
+  else
+    run_hfirst(&p);
 }
 
 stk_status stk__resample(const stk__image *src, const stk__image *dst,
@@ -562,15 +626,18 @@ stk_status stk__resample(const stk__image *src, const stk__image *dst,
   STK_TRY(check_call(src, dst, args));
   layout L;
   if (!make_layout(src, dst->h, dst->w, args, &L))
-    return STK_FAIL(STK_ERR_LIMIT, "resampling %lldx%lld to %lldx%lld needs too wide a filter "
-                    "or too much scratch memory", (long long)src->h, (long long)src->w,
-                    (long long)dst->h, (long long)dst->w);
+    return STK_FAIL(STK_ERR_LIMIT,
+                    "resampling %lldx%lld to %lldx%lld needs too wide a filter "
+                    "or too much scratch memory",
+                    (long long)src->h, (long long)src->w, (long long)dst->h, (long long)dst->w);
   char *base = (char *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
   if (!scratch || scratch_size < L.total + (size_t)(base - (char *)scratch))
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "scratch of %zu bytes, %zu needed", scratch_size,
                     L.total + 64);
-  if (L.nearest) resample_nearest(src, dst, &L, base);
-  else resample_filtered(src, dst, args, &L, base);
+  if (L.nearest)
+    resample_nearest(src, dst, &L, base);
+  else
+    resample_filtered(src, dst, args, &L, base);
   return STK_OK;
 }
 
@@ -637,8 +704,8 @@ static void adjust_size(double req[2], const double in[2], const stk__resize_req
     if (!given[d] || fabs(scale[d]) != final) req[d] = in[d] * copysign(final, scale[d]);
 }
 
-stk_status stk__resize_plan(const stk__resize_request *rq, int64_t out_size[2],
-                            double win_lo[2], double win_hi[2]) {
+stk_status stk__resize_plan(const stk__resize_request *rq, int64_t out_size[2], double win_lo[2],
+                            double win_hi[2]) {
   double req[2], in[2], lo[2], hi[2];
   for (int d = 0; d < 2; d++) {
     lo[d] = rq->lo[d], hi[d] = rq->hi[d], req[d] = rq->size[d];

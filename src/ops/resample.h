@@ -92,9 +92,9 @@ bool stk__resize_mode_parse(const char *name, stk__resize_mode *out);
 
 /* One sample's resize request, axes in [H, W] order. */
 typedef struct {
-  double size[2];      /* requested extents; 0: derive; negative: mirror that axis */
+  double size[2]; /* requested extents; 0: derive; negative: mirror that axis */
   stk__resize_mode mode;
-  double max_size[2];  /* output limits, 0: none */
+  double max_size[2]; /* output limits, 0: none */
   bool has_max_size;
   bool subpixel_scale; /* keep the exact scale by adjusting the window to rounded sizes */
   double lo[2], hi[2]; /* input region of interest in pixels (lo > hi mirrors) */
@@ -103,7 +103,7 @@ typedef struct {
 /* Computes the output size (each >= 1) and the source window to resample, following
  * DALI's resize: see resize.c's doc string for the rules. Fails with
  * STK_ERR_INVALID_ARGUMENT for non-finite or absurd (> 2^31) sizes. */
-stk_status stk__resize_plan(const stk__resize_request *rq, int64_t out_size[2],
-                            double win_lo[2], double win_hi[2]);
+stk_status stk__resize_plan(const stk__resize_request *rq, int64_t out_size[2], double win_lo[2],
+                            double win_hi[2]);
 
 #endif /* STOKER_OPS_RESAMPLE_H */

@@ -7,8 +7,20 @@
 #include "resample.h"
 
 enum {
-  A_RESIZE_X, A_RESIZE_Y, A_RESIZE_SHORTER, A_RESIZE_LONGER, A_SIZE, A_MODE, A_MAX_SIZE,
-  A_INTERP, A_ANTIALIAS, A_DTYPE, A_SUBPIXEL, A_ROI_START, A_ROI_END, A_ROI_RELATIVE
+  A_RESIZE_X,
+  A_RESIZE_Y,
+  A_RESIZE_SHORTER,
+  A_RESIZE_LONGER,
+  A_SIZE,
+  A_MODE,
+  A_MAX_SIZE,
+  A_INTERP,
+  A_ANTIALIAS,
+  A_DTYPE,
+  A_SUBPIXEL,
+  A_ROI_START,
+  A_ROI_END,
+  A_ROI_RELATIVE
 };
 
 static const stk_arg_schema resize_args[] = {
@@ -86,8 +98,8 @@ static stk_status resize_check_sizes(stk__node *node, resize_state *st) {
                       "give the size in exactly one way: resize_x/resize_y, size, "
                       "resize_shorter or resize_longer");
   if ((sh || lo) && stk__arg_given(node, A_MODE))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
-                      "mode cannot be combined with %s", sh ? "resize_shorter" : "resize_longer");
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "mode cannot be combined with %s",
+                      sh ? "resize_shorter" : "resize_longer");
   st->source = xy ? SIZE_XY : list ? SIZE_LIST : sh ? SIZE_SHORTER : SIZE_LONGER;
   if (stk__arg_given(node, A_ROI_START) != stk__arg_given(node, A_ROI_END))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
@@ -98,7 +110,7 @@ static stk_status resize_check_sizes(stk__node *node, resize_state *st) {
 static stk_status resize_init(stk__node *node) {
   resize_state st = {0};
   STK_TRY(resize_check_sizes(node, &st));
-  st.mode = st.source == SIZE_SHORTER ? STK__RESIZE_NOT_SMALLER
+  st.mode = st.source == SIZE_SHORTER  ? STK__RESIZE_NOT_SMALLER
             : st.source == SIZE_LONGER ? STK__RESIZE_NOT_LARGER
                                        : STK__RESIZE_DEFAULT;
   if (st.source != SIZE_SHORTER && st.source != SIZE_LONGER &&
@@ -111,7 +123,8 @@ static stk_status resize_init(stk__node *node) {
   st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
   if (st.has_dtype) {
     STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
-    if (st.dtype != STK_DTYPE_UINT8 && st.dtype != STK_DTYPE_FLOAT32 && st.dtype != STK_DTYPE_FLOAT16)
+    if (st.dtype != STK_DTYPE_UINT8 && st.dtype != STK_DTYPE_FLOAT32 &&
+        st.dtype != STK_DTYPE_FLOAT16)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                         "dtype \"%s\": uint8, float32 or float16 expected",
                         stk__arg_string(node, A_DTYPE));
@@ -146,8 +159,8 @@ static stk_status read_pair(stk__node *node, stk__sample *s, int arg, const char
   const double *v;
   size_t n = stk__arg_floats(node, s, arg, &v);
   if (n != 1 && n != 2)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "%s has %zu values; expected [H, W]",
-                      name, n);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "%s has %zu values; expected [H, W]", name,
+                      n);
   out[0] = v[0], out[1] = v[n - 1];
   return STK_OK;
 }
@@ -160,14 +173,16 @@ static stk_status resize_request(stk__node *node, stk__sample *s, const resize_s
   rq->max_size[0] = st->max_size[0], rq->max_size[1] = st->max_size[1];
   rq->subpixel_scale = st->subpixel;
   switch (st->source) {
-  case SIZE_XY:
-    rq->size[0] = stk__arg_float(node, s, A_RESIZE_Y);
-    rq->size[1] = stk__arg_float(node, s, A_RESIZE_X);
-    break;
-  case SIZE_LIST: STK_TRY(read_pair(node, s, A_SIZE, "size", rq->size)); break;
-  default:
-    rq->size[0] = rq->size[1] =
-        stk__arg_float(node, s, st->source == SIZE_SHORTER ? A_RESIZE_SHORTER : A_RESIZE_LONGER);
+    case SIZE_XY:
+      rq->size[0] = stk__arg_float(node, s, A_RESIZE_Y);
+      rq->size[1] = stk__arg_float(node, s, A_RESIZE_X);
+      break;
+    case SIZE_LIST:
+      STK_TRY(read_pair(node, s, A_SIZE, "size", rq->size));
+      break;
+    default:
+      rq->size[0] = rq->size[1] =
+          stk__arg_float(node, s, st->source == SIZE_SHORTER ? A_RESIZE_SHORTER : A_RESIZE_LONGER);
   }
   const double extent[2] = {(double)in->h, (double)in->w};
   for (int d = 0; d < 2; d++) rq->lo[d] = 0.0, rq->hi[d] = extent[d];
@@ -191,8 +206,8 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
   stk__image in;
   STK_TRY(stk__image_input(node, s, 0, ok_types, 2, &in));
   if (in.h < 1 || in.w < 1)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty %lldx%lld image",
-                      (long long)in.h, (long long)in.w);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty %lldx%lld image", (long long)in.h,
+                      (long long)in.w);
   stk__resize_request rq;
   STK_TRY(resize_request(node, s, st, &in, &rq));
   int64_t size[2];
@@ -206,11 +221,11 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
   return stk__resample_to_output(node, s, &in, &out, &ra);
 }
 
-
 /* ---- GPU backend: the host plans every sample with the CPU's size rules ---- */
 
 static stk_status resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
-                                stk_gpu_resample_sample *samples, int64_t *shapes, stk_gpu_resample_args *args) {
+                                  stk_gpu_resample_sample *samples, int64_t *shapes,
+                                  stk_gpu_resample_args *args) {
   const resize_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   int channels = 0;
@@ -223,12 +238,15 @@ static stk_status resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_
     int64_t size[2];
     double lo[2], hi[2];
     STK_TRY(stk__sample_wrap(stk__resize_plan(&rq, size, lo, hi), node, s));
-    stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0], hi[1], hi[0]);
+    stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0],
+                             hi[1], hi[0]);
   }
   stk_dtype in_dtype = stk_tensor_list_dtype(in);
-  *args = (stk_gpu_resample_args){.channels = channels, .in_dtype = in_dtype,
+  *args = (stk_gpu_resample_args){.channels = channels,
+                                  .in_dtype = in_dtype,
                                   .out_dtype = st->has_dtype ? st->dtype : in_dtype,
-                                  .interp = (int)st->interp, .antialias = st->antialias};
+                                  .interp = (int)st->interp,
+                                  .antialias = st->antialias};
   return STK_OK;
 }
 
@@ -245,8 +263,15 @@ static const stk_op_schema resize_schema = {
     "0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole "
     "image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, "
     "stretched by the scale factor when downscaling with antialias.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, image_in, 1, image_out,
-    sizeof resize_args / sizeof resize_args[0], resize_args};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    image_in,
+    1,
+    image_out,
+    sizeof resize_args / sizeof resize_args[0],
+    resize_args};
 static const struct stk__gpu_fusion resize_fusion = {.resample_plan = resize_gpu_plan};
 
 const stk__op_def stk__op_resize = {

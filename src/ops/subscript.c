@@ -26,15 +26,35 @@ enum { SUB_KINDS, SUB_NEW_NAMES, SUB_FIRST_POSITION };
 #define SUB_ARG(j, what) (SUB_FIRST_POSITION + 4 * (j) + (what))
 enum { P_AT, P_LO, P_HI, P_STEP };
 
-#define SUB_POSITION_ARGS(j)                                                               \
-  {"at_" #j, STK_ARG_INT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,                           \
-   "position " #j " (kind 0): the index; negative counts from the end"},                   \
-      {"lo_" #j, STK_ARG_INT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,                       \
-       "position " #j " (kind 1): the slice's start (absent: the start for the step)"},    \
-      {"hi_" #j, STK_ARG_INT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,                       \
-       "position " #j " (kind 1): the slice's stop (absent: the end for the step)"},       \
-      {"step_" #j, STK_ARG_INT, STK_ARGF_PER_SAMPLE, "1", 0, 0, NULL,                      \
-       "position " #j " (kind 1): the slice's step (not 0; negative walks backwards)"}
+#define SUB_POSITION_ARGS(j)                                                            \
+  {"at_" #j,                                                                            \
+   STK_ARG_INT,                                                                         \
+   STK_ARGF_PER_SAMPLE,                                                                 \
+   NULL,                                                                                \
+   0,                                                                                   \
+   0,                                                                                   \
+   NULL,                                                                                \
+   "position " #j " (kind 0): the index; negative counts from the end"},                \
+      {"lo_" #j,                                                                        \
+       STK_ARG_INT,                                                                     \
+       STK_ARGF_PER_SAMPLE,                                                             \
+       NULL,                                                                            \
+       0,                                                                               \
+       0,                                                                               \
+       NULL,                                                                            \
+       "position " #j " (kind 1): the slice's start (absent: the start for the step)"}, \
+      {"hi_" #j,                                                                        \
+       STK_ARG_INT,                                                                     \
+       STK_ARGF_PER_SAMPLE,                                                             \
+       NULL,                                                                            \
+       0,                                                                               \
+       0,                                                                               \
+       NULL,                                                                            \
+       "position " #j " (kind 1): the slice's stop (absent: the end for the step)"},    \
+  {                                                                                     \
+    "step_" #j, STK_ARG_INT, STK_ARGF_PER_SAMPLE, "1", 0, 0, NULL,                      \
+        "position " #j " (kind 1): the slice's step (not 0; negative walks backwards)"  \
+  }
 
 static const stk_arg_schema subscript_args[] = {
     {"kinds", STK_ARG_INTS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
@@ -44,10 +64,17 @@ static const stk_arg_schema subscript_args[] = {
     {"new_axis_names", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
      "one layout letter per new axis, in order (empty: the output has no layout when the "
      "expression adds axes)"},
-    SUB_POSITION_ARGS(0), SUB_POSITION_ARGS(1), SUB_POSITION_ARGS(2), SUB_POSITION_ARGS(3),
-    SUB_POSITION_ARGS(4), SUB_POSITION_ARGS(5), SUB_POSITION_ARGS(6), SUB_POSITION_ARGS(7),
+    SUB_POSITION_ARGS(0),
+    SUB_POSITION_ARGS(1),
+    SUB_POSITION_ARGS(2),
+    SUB_POSITION_ARGS(3),
+    SUB_POSITION_ARGS(4),
+    SUB_POSITION_ARGS(5),
+    SUB_POSITION_ARGS(6),
+    SUB_POSITION_ARGS(7),
 };
-_Static_assert(sizeof subscript_args / sizeof subscript_args[0] == SUB_FIRST_POSITION + 4 * SUB_POSITIONS,
+_Static_assert(sizeof subscript_args / sizeof subscript_args[0] ==
+                   SUB_FIRST_POSITION + 4 * SUB_POSITIONS,
                "four arguments per position");
 
 static const stk_port_schema subscript_in[] = {{"input", "any tensor"}};
@@ -59,19 +86,22 @@ static stk_status subscript_init(stk__node *node) {
   const int64_t *kinds;
   size_t n = stk__arg_ints(node, NULL, SUB_KINDS, &kinds);
   if (n > SUB_POSITIONS)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "kinds: %zu positions; at most %d", n, SUB_POSITIONS);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "kinds: %zu positions; at most %d", n,
+                      SUB_POSITIONS);
   int ellipses = 0, news = 0;
   for (size_t j = 0; j < n; j++) {
     if (kinds[j] < SUB_AT || kinds[j] > SUB_ELLIPSIS)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "kinds[%zu] = %lld is not 0, 1, 2 or 3", j,
-                        (long long)kinds[j]);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "kinds[%zu] = %lld is not 0, 1, 2 or 3", j, (long long)kinds[j]);
     ellipses += kinds[j] == SUB_ELLIPSIS;
     news += kinds[j] == SUB_NEW;
     if (kinds[j] == SUB_AT && !stk__arg_given(node, SUB_ARG(j, P_AT)))
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "position %zu is an index but at_%zu is not given", j, j);
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "position %zu is an index but at_%zu is not given", j, j);
   }
   if (ellipses > 1)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "kinds: an expression has at most one ellipsis");
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "kinds: an expression has at most one ellipsis");
   size_t names = strlen(stk__arg_string(node, SUB_NEW_NAMES));
   if (names && names != (size_t)news)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
@@ -95,28 +125,32 @@ typedef struct {
   int news;   /* new axes so far */
 } sub_build;
 
-static stk_status sub_push(stk__node *node, stk__sample *s, sub_build *b, int64_t extent, int64_t stride,
-                           char letter) {
+static stk_status sub_push(stk__node *node, stk__sample *s, sub_build *b, int64_t extent,
+                           int64_t stride, char letter) {
   sub_view *v = b->v;
   if (v->ndim >= STK_MAX_NDIM)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the result would have more than %d dimensions",
-                      STK_MAX_NDIM);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "the result would have more than %d dimensions", STK_MAX_NDIM);
   v->shape[v->ndim] = extent, v->stride[v->ndim] = stride;
-  if (letter && v->ndim < STK_MAX_LAYOUT) v->layout[v->ndim] = letter;
-  else b->lost = true;
+  if (letter && v->ndim < STK_MAX_LAYOUT)
+    v->layout[v->ndim] = letter;
+  else
+    b->lost = true;
   v->ndim++;
   return STK_OK;
 }
 
 /* A slice of an axis of `extent` elements, as Python's slice.indices: *lo is the first
  * index, *count the number of elements. */
-static stk_status sub_slice(stk__node *node, stk__sample *s, int j, int axis, int64_t extent, int64_t *lo,
-                            int64_t *step, int64_t *count) {
+static stk_status sub_slice(stk__node *node, stk__sample *s, int j, int axis, int64_t extent,
+                            int64_t *lo, int64_t *step, int64_t *count) {
   int64_t st = stk__arg_int(node, s, SUB_ARG(j, P_STEP));
   if (st == 0)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "step_%d (position %d of the subscript): the slice step of axis %d is 0",
-                      j, j, axis);
-  bool has_lo = stk__arg_given(node, SUB_ARG(j, P_LO)), has_hi = stk__arg_given(node, SUB_ARG(j, P_HI));
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "step_%d (position %d of the subscript): the slice step of axis %d is 0", j,
+                      j, axis);
+  bool has_lo = stk__arg_given(node, SUB_ARG(j, P_LO)),
+       has_hi = stk__arg_given(node, SUB_ARG(j, P_HI));
   int64_t a = has_lo ? stk__arg_int(node, s, SUB_ARG(j, P_LO)) : (st > 0 ? 0 : extent - 1);
   int64_t z = has_hi ? stk__arg_int(node, s, SUB_ARG(j, P_HI)) : (st > 0 ? extent : -1);
   int64_t min = st > 0 ? 0 : -1, max = st > 0 ? extent : extent - 1;
@@ -141,11 +175,13 @@ static stk_status sub_plan(stk__node *node, stk__sample *s, int in_ndim, const i
   int named_axes = 0;
   for (int j = 0; j < n; j++) named_axes += kinds[j] == SUB_AT || kinds[j] == SUB_SLICE;
   if (named_axes > in_ndim)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the expression indexes %d axes of a %d-dimensional input",
-                      named_axes, in_ndim);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "the expression indexes %d axes of a %d-dimensional input", named_axes,
+                      in_ndim);
   memset(v, 0, sizeof *v);
   int64_t stride[STK_MAX_NDIM];
-  for (int d = in_ndim - 1; d >= 0; d--) stride[d] = d == in_ndim - 1 ? 1 : stride[d + 1] * in_shape[d + 1];
+  for (int d = in_ndim - 1; d >= 0; d--)
+    stride[d] = d == in_ndim - 1 ? 1 : stride[d + 1] * in_shape[d + 1];
   sub_build b = {v, (int)strlen(in_layout) == in_ndim && in_ndim > 0, false, 0};
   if (!b.named && in_ndim > 0) b.lost = true;
   int axis = 0;
@@ -162,8 +198,11 @@ static stk_status sub_plan(stk__node *node, stk__sample *s, int in_ndim, const i
       int64_t i = stk__arg_int(node, s, SUB_ARG(j, P_AT)), ext = in_shape[axis];
       int64_t k = i < 0 ? i + ext : i;
       if (k < 0 || k >= ext)
-        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "at_%d (position %d of the subscript): index %lld is out of range for axis %d of "
-                          "extent %lld", j, j, (long long)i, axis, (long long)ext);
+        return STK__SFAIL(
+            STK_ERR_INVALID_ARGUMENT, node, s,
+            "at_%d (position %d of the subscript): index %lld is out of range for axis %d of "
+            "extent %lld",
+            j, j, (long long)i, axis, (long long)ext);
       v->base += k * stride[axis];
       axis++;
     } else {
@@ -194,12 +233,14 @@ static void sub_gather(const char *src, char *dst, const sub_view *v, size_t es)
     return;
   }
   for (int64_t e = 0; e < count; e++)
-    memcpy(dst + e * (int64_t)es, src + stk_ar_gather_offset(v->ndim, v->shape, v->stride, e) * (int64_t)es, es);
+    memcpy(dst + e * (int64_t)es,
+           src + stk_ar_gather_offset(v->ndim, v->shape, v->stride, e) * (int64_t)es, es);
 }
 
 static stk_status subscript_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
-  if (!stk__dtype_valid(in->dtype)) return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
+  if (!stk__dtype_valid(in->dtype))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
   sub_view v;
   STK_TRY(sub_plan(node, s, in->ndim, in->shape, in->layout, &v));
   stk__tensor *out;
@@ -213,7 +254,8 @@ static stk_status subscript_run_gpu(stk__node *node, stk__gpu_batch *b) {
   size_t n = stk__gpu_batch_size(b);
   const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
   if (!m || !m->gather)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no gather kernel", stk__node_name(node));
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no gather kernel",
+                    stk__node_name(node));
   stk_tensor_list *in, *out = NULL;
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -240,7 +282,8 @@ static stk_status subscript_run_gpu(stk__node *node, stk__gpu_batch *b) {
     memcpy(gs[i].stride, v.stride, sizeof v.stride);
   }
   if (st == STK_OK && n > 0)
-    st = stk__gpu_alloc_list(b, dt, v0.ndim, shapes, v0.layout, stk__gpu_shapes_equal(shapes, n, v0.ndim), &out);
+    st = stk__gpu_alloc_list(b, dt, v0.ndim, shapes, v0.layout,
+                             stk__gpu_shapes_equal(shapes, n, v0.ndim), &out);
   if (st == STK_OK && n > 0) {
     for (size_t i = 0; i < n; i++) {
       stk_tensor_desc d;
@@ -249,7 +292,8 @@ static stk_status subscript_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node, m->gather(g->ctx, (int)n, gs, es, stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(
+        node, m->gather(g->ctx, (int)n, gs, es, stk__gpu_stream(b), err, sizeof err), err);
   }
   free(gs);
   free(shapes);
@@ -263,10 +307,19 @@ static const stk_op_schema subscript_schema = {
     "of range is an error), slices keep it (Python's defaults and clamping, negative steps "
     "included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. "
     "Indices and slice bounds may be fed per sample.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, subscript_in, 1, subscript_out,
-    sizeof subscript_args / sizeof subscript_args[0], subscript_args};
-const stk__op_def stk__op_subscript = {.schema = &subscript_schema, .init = subscript_init,
-                                       .run_sample = subscript_run, .run_gpu = subscript_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    subscript_in,
+    1,
+    subscript_out,
+    sizeof subscript_args / sizeof subscript_args[0],
+    subscript_args};
+const stk__op_def stk__op_subscript = {.schema = &subscript_schema,
+                                       .init = subscript_init,
+                                       .run_sample = subscript_run,
+                                       .run_gpu = subscript_run_gpu};
 
 /* ---- shapes ---- */
 
@@ -277,7 +330,8 @@ static const stk_arg_schema shapes_args[] = {
      "type of the output's elements"},
 };
 static const stk_port_schema shapes_in[] = {{"input", "any tensor (only its shape is read)"}};
-static const stk_port_schema shapes_out[] = {{"output", "the input's shape: one element per dimension"}};
+static const stk_port_schema shapes_out[] = {
+    {"output", "the input's shape: one element per dimension"}};
 
 static stk_status shapes_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
@@ -285,7 +339,8 @@ static stk_status shapes_run(stk__node *node, stk__sample *s) {
   int64_t n = in->ndim;
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, dt, 1, &n, NULL, &out));
-  for (int d = 0; d < in->ndim; d++) stk__store_double(out->data, dt, (size_t)d, (double)in->shape[d]);
+  for (int d = 0; d < in->ndim; d++)
+    stk__store_double(out->data, dt, (size_t)d, (double)in->shape[d]);
   return STK_OK;
 }
 
@@ -305,17 +360,21 @@ static stk_status shapes_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk_tensor_desc d;
     stk_tensor_list_sample(in, i, &d);
     shapes[i] = ndim;
-    for (int k = 0; k < ndim; k++) stk__store_double(host + i * bytes, dt, (size_t)k, (double)d.shape[k]);
+    for (int k = 0; k < ndim; k++)
+      stk__store_double(host + i * bytes, dt, (size_t)k, (double)d.shape[k]);
   }
   if (st == STK_OK && n > 0) st = stk__gpu_alloc_list(b, dt, 1, shapes, "", true, &out);
   if (st == STK_OK && n > 0 && bytes) {
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    for (size_t i = 0; i < n && st == STK_OK; i++) { /* pageable source: the copy is taken at the call */
+    for (size_t i = 0; i < n && st == STK_OK;
+         i++) { /* pageable source: the copy is taken at the call */
       stk_tensor_desc d;
       stk_tensor_list_sample(out, i, &d);
-      st = stk__gpu_op_check(node, g->api->memcpy_async(g->ctx, d.data, host + i * bytes, bytes, stk__gpu_stream(b),
-                                                        err, sizeof err), err);
+      st = stk__gpu_op_check(node,
+                             g->api->memcpy_async(g->ctx, d.data, host + i * bytes, bytes,
+                                                  stk__gpu_stream(b), err, sizeof err),
+                             err);
     }
   }
   free(shapes);
@@ -327,6 +386,14 @@ static const stk_op_schema shapes_schema = {
     "shapes",
     "The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node "
     "becomes).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU, 0, 1, 1, shapes_in, 1, shapes_out,
-    sizeof shapes_args / sizeof shapes_args[0], shapes_args};
-const stk__op_def stk__op_shapes = {.schema = &shapes_schema, .run_sample = shapes_run, .run_gpu = shapes_run_gpu};
+    STK_DEVICE_CPU | STK_DEVICE_GPU,
+    0,
+    1,
+    1,
+    shapes_in,
+    1,
+    shapes_out,
+    sizeof shapes_args / sizeof shapes_args[0],
+    shapes_args};
+const stk__op_def stk__op_shapes = {
+    .schema = &shapes_schema, .run_sample = shapes_run, .run_gpu = shapes_run_gpu};

@@ -15,8 +15,8 @@ static const stk_port_schema tf_in[] = {
     {"input", "optional 2x3 matrix to which this transform is appended (float32)"}};
 static const stk_port_schema tf_out[] = {{"output", "2x3 float32 matrix per sample"}};
 
-#define REVERSE_DOC                                                                        \
-  "false: the result is T * input (the input transform first, then this one); true: "     \
+#define REVERSE_DOC                                                                   \
+  "false: the result is T * input (the input transform first, then this one); true: " \
   "input * T"
 #define CENTER_DOC "[x, y] the transform keeps fixed (default: the origin)"
 
@@ -63,8 +63,10 @@ static stk_status emit(stk__node *node, stk__sample *s, int reverse_arg, const d
   if (stk__node_num_inputs(node) > 0) {
     double in[6];
     STK_TRY(input_matrix(node, s, 0, in));
-    if (stk__arg_bool(node, s, reverse_arg)) stk__affine_mul(in, m, r);
-    else stk__affine_mul(m, in, r);
+    if (stk__arg_bool(node, s, reverse_arg))
+      stk__affine_mul(in, m, r);
+    else
+      stk__affine_mul(m, in, r);
   }
   int64_t shape[2] = {2, 3};
   stk__tensor *out;
@@ -98,10 +100,17 @@ static const stk_op_schema rotation_schema = {
     "transforms.rotation",
     "Produces a 2D rotation matrix (2x3 float32), optionally about `center`, appended to "
     "an input matrix when one is given.",
-    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
-    sizeof rotation_args / sizeof rotation_args[0], rotation_args};
-const stk__op_def stk__op_transforms_rotation = {
-    .schema = &rotation_schema, .run_sample = rotation_run};
+    STK_DEVICE_CPU,
+    0,
+    0,
+    1,
+    tf_in,
+    1,
+    tf_out,
+    sizeof rotation_args / sizeof rotation_args[0],
+    rotation_args};
+const stk__op_def stk__op_transforms_rotation = {.schema = &rotation_schema,
+                                                 .run_sample = rotation_run};
 
 /* ---- transforms.shear ---- */
 enum { SH_SHEAR, SH_ANGLES, SH_CENTER, SH_REVERSE };
@@ -130,8 +139,8 @@ static stk_status shear_run(stk__node *node, stk__sample *s) {
     STK_TRY(vec2_arg(node, s, SH_ANGLES, "angles", k));
     for (int i = 0; i < 2; i++) {
       if (!(k[i] >= -90.0 && k[i] <= 90.0))
-        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                          "angles[%d] = %g is outside [-90, 90]", i, k[i]);
+        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "angles[%d] = %g is outside [-90, 90]",
+                          i, k[i]);
       k[i] = tan(k[i] * (PI / 180.0));
     }
   }
@@ -144,8 +153,15 @@ static const stk_op_schema shear_schema = {
     "transforms.shear",
     "Produces a 2D shear matrix (2x3 float32) from shear factors or angles, optionally "
     "about `center`, appended to an input matrix when one is given.",
-    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
-    sizeof shear_args / sizeof shear_args[0], shear_args};
+    STK_DEVICE_CPU,
+    0,
+    0,
+    1,
+    tf_in,
+    1,
+    tf_out,
+    sizeof shear_args / sizeof shear_args[0],
+    shear_args};
 const stk__op_def stk__op_transforms_shear = {
     .schema = &shear_schema, .init = shear_init, .run_sample = shear_run};
 
@@ -168,10 +184,17 @@ static const stk_op_schema translation_schema = {
     "transforms.translation",
     "Produces a 2D translation matrix (2x3 float32), appended to an input matrix when one "
     "is given.",
-    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
-    sizeof translation_args / sizeof translation_args[0], translation_args};
-const stk__op_def stk__op_transforms_translation = {
-    .schema = &translation_schema, .run_sample = translation_run};
+    STK_DEVICE_CPU,
+    0,
+    0,
+    1,
+    tf_in,
+    1,
+    tf_out,
+    sizeof translation_args / sizeof translation_args[0],
+    translation_args};
+const stk__op_def stk__op_transforms_translation = {.schema = &translation_schema,
+                                                    .run_sample = translation_run};
 
 /* ---- transforms.scale ---- */
 enum { SC_SCALE, SC_CENTER, SC_REVERSE };
@@ -194,10 +217,16 @@ static const stk_op_schema scale_schema = {
     "transforms.scale",
     "Produces a 2D scaling matrix (2x3 float32), optionally about `center`, appended to an "
     "input matrix when one is given.",
-    STK_DEVICE_CPU, 0, 0, 1, tf_in, 1, tf_out,
-    sizeof scale_args / sizeof scale_args[0], scale_args};
-const stk__op_def stk__op_transforms_scale = {
-    .schema = &scale_schema, .run_sample = scale_run};
+    STK_DEVICE_CPU,
+    0,
+    0,
+    1,
+    tf_in,
+    1,
+    tf_out,
+    sizeof scale_args / sizeof scale_args[0],
+    scale_args};
+const stk__op_def stk__op_transforms_scale = {.schema = &scale_schema, .run_sample = scale_run};
 
 /* ---- transforms.combine ---- */
 enum { CO_REVERSE };
@@ -218,8 +247,10 @@ static stk_status combine_run(stk__node *node, stk__sample *s) {
   for (int i = 0; i < n; i++) {
     double m[6];
     STK_TRY(input_matrix(node, s, i, m));
-    if (reverse) stk__affine_mul(r, m, r);
-    else stk__affine_mul(m, r, r);
+    if (reverse)
+      stk__affine_mul(r, m, r);
+    else
+      stk__affine_mul(m, r, r);
   }
   int64_t shape[2] = {2, 3};
   stk__tensor *out;
@@ -232,7 +263,14 @@ static const stk_op_schema combine_schema = {
     "transforms.combine",
     "Combines 2 to 10 affine matrices (2x3) into one: by default the first input is "
     "applied first.",
-    STK_DEVICE_CPU, 0, 2, 10, combine_in, 1, tf_out,
-    sizeof combine_args / sizeof combine_args[0], combine_args};
-const stk__op_def stk__op_transforms_combine = {
-    .schema = &combine_schema, .run_sample = combine_run};
+    STK_DEVICE_CPU,
+    0,
+    2,
+    10,
+    combine_in,
+    1,
+    tf_out,
+    sizeof combine_args / sizeof combine_args[0],
+    combine_args};
+const stk__op_def stk__op_transforms_combine = {.schema = &combine_schema,
+                                                .run_sample = combine_run};

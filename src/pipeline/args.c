@@ -76,13 +76,21 @@ static stk_status parse_string(const char **pp, char **out, const char *arg) {
     if (c == '\\') {
       p++;
       switch (*p) {
-      case 'n': c = '\n'; break;
-      case 't': c = '\t'; break;
-      case '\\': c = '\\'; break;
-      case '"': c = '"'; break;
-      default:
-        stk__strbuf_free(&b);
-        return STK_FAIL(STK_ERR_PARSE, "argument '%s': bad escape in string", arg);
+        case 'n':
+          c = '\n';
+          break;
+        case 't':
+          c = '\t';
+          break;
+        case '\\':
+          c = '\\';
+          break;
+        case '"':
+          c = '"';
+          break;
+        default:
+          stk__strbuf_free(&b);
+          return STK_FAIL(STK_ERR_PARSE, "argument '%s': bad escape in string", arg);
       }
     }
     if (stk__strbuf_append(&b, &c, 1) != STK_OK) {
@@ -114,14 +122,14 @@ static stk_status parse_scalar(const char **pp, literal *lit, const char *arg) {
     char *end;
     errno = 0;
     long long iv = strtoll(p, &end, 10);
-    bool int_ok = end != p && errno == 0 && !strchr(".eE", *end) &&
-                  !(isalpha((unsigned char)*end));
+    bool int_ok = end != p && errno == 0 && !strchr(".eE", *end) && !(isalpha((unsigned char)*end));
     if (int_ok) {
       lit->kind = LIT_NUMBER, lit->is_integer = true, lit->integer = iv, lit->number = (double)iv;
       p = end;
     } else {
       double dv = strtod(p, &end);
-      if (end == p) return STK_FAIL(STK_ERR_PARSE, "argument '%s': cannot read a value at '%.20s'", arg, p);
+      if (end == p)
+        return STK_FAIL(STK_ERR_PARSE, "argument '%s': cannot read a value at '%.20s'", arg, p);
       lit->kind = LIT_NUMBER, lit->number = dv;
       p = end;
     }
@@ -131,8 +139,8 @@ static stk_status parse_scalar(const char **pp, literal *lit, const char *arg) {
 }
 
 static const char *type_word(stk_arg_type t) {
-  static const char *const words[] = {"a bool",       "an int",          "a float",
-                                      "a string",     "a list of ints",  "a list of floats",
+  static const char *const words[] = {"a bool",           "an int",         "a float",
+                                      "a string",         "a list of ints", "a list of floats",
                                       "a list of strings"};
   return (unsigned)t < 7 ? words[t] : "?";
 }
@@ -146,37 +154,50 @@ static stk_status mistyped(const stk_arg_schema *schema) {
 static stk_status store_literal(const stk_arg_schema *schema, stk__argval *v, size_t i,
                                 literal *lit) {
   switch (schema->type) {
-  case STK_ARG_BOOL:
-    if (lit->kind == LIT_BOOL) v->b = lit->boolean;
-    else if (lit->kind == LIT_NUMBER && lit->is_integer && (lit->integer == 0 || lit->integer == 1))
-      v->b = lit->integer != 0;
-    else return mistyped(schema);
-    return STK_OK;
-  case STK_ARG_INT:
-  case STK_ARG_INTS: {
-    int64_t x;
-    if (lit->kind == LIT_NUMBER && lit->is_integer) x = lit->integer;
-    else if (lit->kind == LIT_NUMBER && lit->number == floor(lit->number) && fabs(lit->number) < 9e15)
-      x = (int64_t)lit->number;
-    else if (lit->kind == LIT_BOOL) x = lit->boolean;
-    else return mistyped(schema);
-    if (schema->type == STK_ARG_INT) v->i = x;
-    else v->ints[i] = x;
-    return STK_OK;
-  }
-  case STK_ARG_FLOAT:
-  case STK_ARG_FLOATS:
-    if (lit->kind != LIT_NUMBER) return mistyped(schema);
-    if (schema->type == STK_ARG_FLOAT) v->f = lit->number;
-    else v->floats[i] = lit->number;
-    return STK_OK;
-  case STK_ARG_STRING:
-  case STK_ARG_STRINGS:
-    if (lit->kind != LIT_STRING) return mistyped(schema);
-    if (schema->type == STK_ARG_STRING) v->s = lit->string;
-    else v->strs[i] = lit->string;
-    lit->string = NULL;
-    return STK_OK;
+    case STK_ARG_BOOL:
+      if (lit->kind == LIT_BOOL)
+        v->b = lit->boolean;
+      else if (lit->kind == LIT_NUMBER && lit->is_integer &&
+               (lit->integer == 0 || lit->integer == 1))
+        v->b = lit->integer != 0;
+      else
+        return mistyped(schema);
+      return STK_OK;
+    case STK_ARG_INT:
+    case STK_ARG_INTS: {
+      int64_t x;
+      if (lit->kind == LIT_NUMBER && lit->is_integer)
+        x = lit->integer;
+      else if (lit->kind == LIT_NUMBER && lit->number == floor(lit->number) &&
+               fabs(lit->number) < 9e15)
+        x = (int64_t)lit->number;
+      else if (lit->kind == LIT_BOOL)
+        x = lit->boolean;
+      else
+        return mistyped(schema);
+      if (schema->type == STK_ARG_INT)
+        v->i = x;
+      else
+        v->ints[i] = x;
+      return STK_OK;
+    }
+    case STK_ARG_FLOAT:
+    case STK_ARG_FLOATS:
+      if (lit->kind != LIT_NUMBER) return mistyped(schema);
+      if (schema->type == STK_ARG_FLOAT)
+        v->f = lit->number;
+      else
+        v->floats[i] = lit->number;
+      return STK_OK;
+    case STK_ARG_STRING:
+    case STK_ARG_STRINGS:
+      if (lit->kind != LIT_STRING) return mistyped(schema);
+      if (schema->type == STK_ARG_STRING)
+        v->s = lit->string;
+      else
+        v->strs[i] = lit->string;
+      lit->string = NULL;
+      return STK_OK;
   }
   return mistyped(schema);
 }
@@ -206,7 +227,8 @@ static stk_status count_list(const char *p, const stk_arg_schema *schema, size_t
     (*n)++;
     p = skip_space(p);
     if (*p == ']') return STK_OK;
-    if (*p != ',') return STK_FAIL(STK_ERR_PARSE, "argument '%s': expected ',' or ']' in list", schema->name);
+    if (*p != ',')
+      return STK_FAIL(STK_ERR_PARSE, "argument '%s': expected ',' or ']' in list", schema->name);
     p++;
   }
 }
@@ -274,15 +296,14 @@ stk_status stk__argval_check(const stk_arg_schema *schema, const stk__argval *v,
   if (schema->flags & STK_ARGF_RANGE) {
     size_t n = is_list_type(schema->type) ? v->count : 1;
     for (size_t i = 0; i < n; i++) {
-      double x = schema->type == STK_ARG_INT     ? (double)v->i
-                 : schema->type == STK_ARG_FLOAT ? v->f
-                 : schema->type == STK_ARG_INTS  ? (double)v->ints[i]
+      double x = schema->type == STK_ARG_INT      ? (double)v->i
+                 : schema->type == STK_ARG_FLOAT  ? v->f
+                 : schema->type == STK_ARG_INTS   ? (double)v->ints[i]
                  : schema->type == STK_ARG_FLOATS ? v->floats[i]
                                                   : 0.0;
       if (!(x >= schema->min && x <= schema->max))
-        return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                        "%s: argument '%s' = %g is out of range [%g, %g]", op_name,
-                        schema->name, x, schema->min, schema->max);
+        return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: argument '%s' = %g is out of range [%g, %g]",
+                        op_name, schema->name, x, schema->min, schema->max);
     }
   }
   if (schema->choices) {
@@ -292,9 +313,8 @@ stk_status stk__argval_check(const stk_arg_schema *schema, const stk__argval *v,
     if (schema->type == STK_ARG_STRINGS)
       for (size_t i = 0; i < v->count; i++)
         if (!in_choices(schema->choices, v->strs[i]))
-          return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                          "%s: argument '%s' has \"%s\", not one of %s", op_name,
-                          schema->name, v->strs[i], schema->choices);
+          return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: argument '%s' has \"%s\", not one of %s",
+                          op_name, schema->name, v->strs[i], schema->choices);
   }
   return STK_OK;
 }
@@ -302,7 +322,11 @@ stk_status stk__argval_check(const stk_arg_schema *schema, const stk__argval *v,
 static stk_status format_string(const char *s, stk__strbuf *out) {
   STK_TRY(stk__strbuf_append(out, "\"", 1));
   for (; *s; s++) {
-    const char *esc = *s == '"' ? "\\\"" : *s == '\\' ? "\\\\" : *s == '\n' ? "\\n" : *s == '\t' ? "\\t" : NULL;
+    const char *esc = *s == '"'    ? "\\\""
+                      : *s == '\\' ? "\\\\"
+                      : *s == '\n' ? "\\n"
+                      : *s == '\t' ? "\\t"
+                                   : NULL;
     STK_TRY(esc ? stk__strbuf_append(out, esc, 2) : stk__strbuf_append(out, s, 1));
   }
   return stk__strbuf_append(out, "\"", 1);
@@ -323,11 +347,16 @@ static stk_status format_double(double x, stk__strbuf *out) {
 stk_status stk__argval_format(const stk__argval *v, stk__strbuf *out) {
   if (v->edge_name) return stk__strbuf_append(out, v->edge_name, strlen(v->edge_name));
   switch (v->type) {
-  case STK_ARG_BOOL: return stk__strbuf_printf(out, "%s", v->b ? "true" : "false");
-  case STK_ARG_INT: return stk__strbuf_printf(out, "%lld", (long long)v->i);
-  case STK_ARG_FLOAT: return format_double(v->f, out);
-  case STK_ARG_STRING: return format_string(v->s ? v->s : "", out);
-  default: break;
+    case STK_ARG_BOOL:
+      return stk__strbuf_printf(out, "%s", v->b ? "true" : "false");
+    case STK_ARG_INT:
+      return stk__strbuf_printf(out, "%lld", (long long)v->i);
+    case STK_ARG_FLOAT:
+      return format_double(v->f, out);
+    case STK_ARG_STRING:
+      return format_string(v->s ? v->s : "", out);
+    default:
+      break;
   }
   STK_TRY(stk__strbuf_append(out, "[", 1));
   for (size_t i = 0; i < v->count; i++) {

@@ -42,7 +42,8 @@ stk_status stk__resume_capture(stk_pipeline *p, int64_t ordinal, int64_t *out) {
 
 static int64_t data_set_size(stk__node *node) {
   stk_reader_meta meta;
-  if (!node->spec->def->reader_meta || node->spec->def->reader_meta(node, &meta) != STK_OK) return -1;
+  if (!node->spec->def->reader_meta || node->spec->def->reader_meta(node, &meta) != STK_OK)
+    return -1;
   return meta.epoch_size;
 }
 
@@ -56,20 +57,23 @@ static stk__node *find_reader(stk_pipeline *p, const char *name) {
 static stk_status apply_reader_line(stk_pipeline *p, const char *line, int lineno) {
   long long epoch, left, size;
   int name_at = 0;
-  if (sscanf(line, "reader %lld %lld %lld %n", &epoch, &left, &size, &name_at) != 3 || !line[name_at])
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint line %d: expected 'reader EPOCH LEFT SIZE NAME'",
-                    lineno);
+  if (sscanf(line, "reader %lld %lld %lld %n", &epoch, &left, &size, &name_at) != 3 ||
+      !line[name_at])
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "checkpoint line %d: expected 'reader EPOCH LEFT SIZE NAME'", lineno);
   const char *name = line + name_at;
   stk__node *node = find_reader(p, name);
   if (!node)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint line %d: the pipeline has no reader '%s'", lineno,
-                    name);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint line %d: the pipeline has no reader '%s'",
+                    lineno, name);
   if (!seekable(node))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint line %d: reader '%s' cannot resume", lineno, name);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint line %d: reader '%s' cannot resume",
+                    lineno, name);
   if (data_set_size(node) != size)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                    "checkpoint line %d: reader '%s' has %lld samples, the checkpoint was taken over %lld",
-                    lineno, name, (long long)data_set_size(node), size);
+    return STK_FAIL(
+        STK_ERR_INVALID_ARGUMENT,
+        "checkpoint line %d: reader '%s' has %lld samples, the checkpoint was taken over %lld",
+        lineno, name, (long long)data_set_size(node), size);
   return node->spec->def->seek(node, epoch, left);
 }
 
@@ -94,12 +98,15 @@ static stk_status apply_lines(stk_pipeline *p, char *text, int64_t *ordinal) {
     } else if (strncmp(line, "reader ", 7) == 0) {
       STK_TRY(apply_reader_line(p, line, lineno));
     } else if (*line) {
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint line %d: unknown item '%.40s'", lineno, line);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint line %d: unknown item '%.40s'", lineno,
+                      line);
     }
   }
   if (!magic)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "not a stoker checkpoint (it must start with '%s')", MAGIC);
-  if (!have_ordinal) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint: the ordinal line is missing");
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "not a stoker checkpoint (it must start with '%s')",
+                    MAGIC);
+  if (!have_ordinal)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "checkpoint: the ordinal line is missing");
   return STK_OK;
 }
 
@@ -126,13 +133,14 @@ stk_status stk_pipeline_checkpoint(stk_pipeline *p, char **out) {
   *out = NULL;
   if (!p->built || !p->delivered_resume) return STK_FAIL(STK_ERR_STATE, "build the pipeline first");
   stk__strbuf text = {0};
-  stk_status st = stk__strbuf_printf(&text, "%s\nordinal %lld\n", MAGIC, (long long)p->delivered_resume[0]);
+  stk_status st =
+      stk__strbuf_printf(&text, "%s\nordinal %lld\n", MAGIC, (long long)p->delivered_resume[0]);
   for (size_t k = 0; st == STK_OK && k < p->num_nodes; k++) {
     stk__node *node = &p->nodes[k];
     if (!seekable(node)) continue;
     const int64_t *pos = &p->delivered_resume[1 + 2 * (size_t)node->reader_slot];
-    st = stk__strbuf_printf(&text, "reader %lld %lld %lld %s\n", (long long)pos[0], (long long)pos[1],
-                            (long long)data_set_size(node), node->name);
+    st = stk__strbuf_printf(&text, "reader %lld %lld %lld %s\n", (long long)pos[0],
+                            (long long)pos[1], (long long)data_set_size(node), node->name);
   }
   if (st != STK_OK) {
     stk__strbuf_free(&text);

@@ -45,19 +45,19 @@ typedef struct {
  * stage can go on with the next batch while the GPU stage runs this one. */
 typedef struct gpu_job {
   struct gpu_job *next;
-  size_t n;            /* samples in the batch (the batch size, or fewer: see produce_cpu) */
-  int64_t epoch;       /* the batch's reader epoch, and whether the batch ends it */
+  size_t n;      /* samples in the batch (the batch size, or fewer: see produce_cpu) */
+  int64_t epoch; /* the batch's reader epoch, and whether the batch ends it */
   bool ends_epoch;
   stk_status status; /* a CPU-stage failure passed through in order */
   char *message;
   stk_tensor_list **lists; /* num_edges */
   stk__sample *samples;
-  stk__tensor *edges; /* n * num_edges */
-  unsigned char *prep; /* n * prep_stride: the mixed operators' prepared records */
-  void *decoded;       /* split stage: event on the decode stream after the job's decoders */
-  void *retired;       /* event on the compute stream after all of the job's GPU work */
-  int64_t cpu_ns;      /* the CPU stage's time for this batch (the host decoding's balance) */
-  int64_t seq;         /* production order (the batch's number in timeout messages) */
+  stk__tensor *edges;     /* n * num_edges */
+  unsigned char *prep;    /* n * prep_stride: the mixed operators' prepared records */
+  void *decoded;          /* split stage: event on the decode stream after the job's decoders */
+  void *retired;          /* event on the compute stream after all of the job's GPU work */
+  int64_t cpu_ns;         /* the CPU stage's time for this batch (the host decoding's balance) */
+  int64_t seq;            /* production order (the batch's number in timeout messages) */
   stk__skip_list skips;   /* the batch's skipped samples (CPU stage, then GPU stage) */
   int64_t *resume;        /* the pipeline's state after the batch (checkpoint.c) */
   bool *rejected;         /* n: samples rejected in the GPU stage (stk__gpu_reject_sample) */
@@ -90,22 +90,22 @@ struct stk__exec {
   int64_t *reader_epoch; /* num_readers */
   int64_t batch_epoch;
   bool ends_epoch;
-  int64_t *resume; /* the state after this batch (checkpoint.c) */
+  int64_t *resume;      /* the state after this batch (checkpoint.c) */
   stk__skip_list skips; /* this batch's skipped samples, until the batch or job takes them */
   size_t num_edges, num_slots, num_readers;
   stk__sample *samples;
   stk__tensor *edge_tensors; /* n * num_edges */
   unsigned char *prep;       /* n * prep_stride: records of the prepared mixed operators */
   size_t prep_stride;
-  int64_t *items;            /* n * num_readers */
+  int64_t *items; /* n * num_readers */
   stk_status *status;
   char **messages;
-  void **out_blocks;   /* n * num_slots: a sample's own pool block, or NULL */
-  void **dense_blocks; /* num_slots: the batch-wide block for predicted shapes */
+  void **out_blocks;       /* n * num_slots: a sample's own pool block, or NULL */
+  void **dense_blocks;     /* num_slots: the batch-wide block for predicted shapes */
   stk_tensor_list **lists; /* num_edges: this batch's lists (collected CPU edges, GPU edges) */
   shape_prediction *pred;
   stk__arena **arenas;
-  stk__arena *gpu_arena; /* scratch of the GPU stage (producer thread) */
+  stk__arena *gpu_arena;    /* scratch of the GPU stage (producer thread) */
   stk__arena *decode_arena; /* scratch of the decode part when it has its own thread */
   int num_workers;
   size_t *pending, num_pending;
@@ -132,12 +132,13 @@ struct stk__exec {
   size_t cap, head, count;
   bool stop, producer_done;
   /* stage timers (stk_stats), nanoseconds */
-  _Atomic int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns, decode_stage_ns;
+  _Atomic int64_t cpu_stage_ns, producer_blocked_ns, gpu_stage_ns, gpu_idle_ns, consumer_wait_ns,
+      decode_stage_ns;
   /* the automatic cpu_decoder_load (balance_host_decoding): samples per batch the mixed
    * decoders decode in the CPU stage */
   atomic_int host_quota;
   bool host_balance; /* some prepared decoder leaves its share to the balance */
-  int64_t produced; /* jobs queued so far (their seq) */
+  int64_t produced;  /* jobs queued so far (their seq) */
   stk_status final_status;
   char *final_message;
   int64_t timeout_ms;  /* STK_PIPE_TIMEOUT_MS */
@@ -172,15 +173,18 @@ static stk_status check_inputs_present(const stk__node *node, const stk__sample 
   const stk_op *spec = node->spec;
   for (int i = 0; i < spec->num_inputs; i++)
     if (!s->edges[node->in_edges[i]].data && !(merges_branches(node) && i > 0))
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "input '%s' has no value for this sample: it is produced only in a conditional branch "
-                      "the sample did not take", spec->inputs[i]);
+      return STK_FAIL(
+          STK_ERR_INVALID_ARGUMENT,
+          "input '%s' has no value for this sample: it is produced only in a conditional branch "
+          "the sample did not take",
+          spec->inputs[i]);
   for (int a = 0; a < spec->def->schema->num_args; a++) {
     int e = spec->args[a].edge;
     if (e >= 0 && !s->edges[e].data)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "argument '%s' is fed by '%s', which has no value for this sample (conditional branch)",
-                      spec->def->schema->args[a].name, spec->args[a].edge_name);
+      return STK_FAIL(
+          STK_ERR_INVALID_ARGUMENT,
+          "argument '%s' is fed by '%s', which has no value for this sample (conditional branch)",
+          spec->def->schema->args[a].name, spec->args[a].edge_name);
   }
   return STK_OK;
 }
@@ -192,7 +196,8 @@ static void release_records(stk_pipeline *p, unsigned char *prep) {
   for (size_t k = 0; k < p->num_nodes; k++) {
     stk__node *node = &p->nodes[k];
     if (!node->prepares) continue;
-    if (node->spec->def->prep_release) node->spec->def->prep_release(node, prep + node->prep_offset);
+    if (node->spec->def->prep_release)
+      node->spec->def->prep_release(node, prep + node->prep_offset);
     memset(prep + node->prep_offset, 0, node->spec->def->prep_bytes);
   }
 }
@@ -202,7 +207,8 @@ static stk_status prepare_mixed(stk__node *node, stk__sample *s) {
   unsigned char *record = s->prep + node->prep_offset;
   if (node->spec->def->prep_release) node->spec->def->prep_release(node, record);
   memset(record, 0, node->spec->def->prep_bytes); /* no stale record from an earlier batch */
-  if (node->spec->num_guards && !stk__guards_hold(node, s)) return STK_OK; /* not this sample's branch */
+  if (node->spec->num_guards && !stk__guards_hold(node, s))
+    return STK_OK; /* not this sample's branch */
   STK_TRY(check_inputs_present(node, s));
   return node->spec->def->prepare(node, s, record);
 }
@@ -218,7 +224,8 @@ static void run_sample_task(void *arg, size_t k, int worker) {
   s->out_bytes = 0;
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
-    if (node->spec->device != STK_DEVICE_CPU && !node->prepares) continue; /* the GPU stage runs it */
+    if (node->spec->device != STK_DEVICE_CPU && !node->prepares)
+      continue; /* the GPU stage runs it */
     s->current = node;
     int64_t t0 = stk__now_ns();
     stk_status st;
@@ -283,8 +290,10 @@ static stk_status readers_room(stk__exec *ex, size_t want, bool starting, size_t
     int64_t epoch, left;
     stk_status st = node->spec->def->position(node, &epoch, &left);
     if (st != STK_OK) return stk__wrap(st, "reader '%s'", node->name);
-    if (starting) ex->reader_epoch[node->reader_slot] = epoch;
-    else if (epoch != ex->reader_epoch[node->reader_slot]) left = 0;
+    if (starting)
+      ex->reader_epoch[node->reader_slot] = epoch;
+    else if (epoch != ex->reader_epoch[node->reader_slot])
+      left = 0;
     if ((uint64_t)left < *room) *room = (size_t)left;
   }
   return STK_OK;
@@ -345,7 +354,8 @@ static stk_status prepare_batch(stk__exec *ex) {
   ex->num_pending = ex->batch_count;
   for (size_t o = 0; o < ex->num_slots; o++) {
     ex->dense_blocks[o] = NULL;
-    if (ex->pred[o].valid) ex->dense_blocks[o] = stk__pool_alloc(ex->p->pool, ex->pred[o].bytes * ex->n);
+    if (ex->pred[o].valid)
+      ex->dense_blocks[o] = stk__pool_alloc(ex->p->pool, ex->pred[o].bytes * ex->n);
   }
   return STK_OK;
 }
@@ -365,7 +375,8 @@ static void release_batch_memory(stk__exec *ex) {
 /* Runs the pending samples; afterwards `pending` holds those that failed. */
 static stk_status run_pending(stk__exec *ex) {
   STK_TRY(plan_readers(ex));
-  for (size_t k = 0; k < ex->num_pending; k++) ex->samples[ex->pending[k]].ordinal = ex->next_ordinal++;
+  for (size_t k = 0; k < ex->num_pending; k++)
+    ex->samples[ex->pending[k]].ordinal = ex->next_ordinal++;
   stk__threadpool_parallel_for(ex->p->threads, ex->num_pending, run_sample_task, ex);
   size_t failed = 0;
   for (size_t k = 0; k < ex->num_pending; k++)
@@ -397,7 +408,8 @@ static stk_status handle_failures(stk__exec *ex, int round) {
   for (size_t k = 0; k < ex->num_pending; k++) {
     size_t i = ex->pending[k];
     if (!skip || !stk__is_data_error(ex->status[i]))
-      return stk__fail(ex->status[i], "stk_pipeline_run", "%s", ex->messages[i] ? ex->messages[i] : "failed");
+      return stk__fail(ex->status[i], "stk_pipeline_run", "%s",
+                       ex->messages[i] ? ex->messages[i] : "failed");
   }
   if (round >= MAX_REPLACEMENT_ROUNDS)
     return stk__fail(STK_ERR_DECODE, "stk_pipeline_run",
@@ -420,7 +432,8 @@ static stk_status handle_failures(stk__exec *ex, int round) {
  * tensors, blocks, planned items and prepared records. */
 static void move_sample(stk__exec *ex, size_t to, size_t from) {
   size_t edges = ex->num_edges, slots = ex->num_slots, readers = ex->num_readers;
-  memcpy(&ex->edge_tensors[to * edges], &ex->edge_tensors[from * edges], edges * sizeof(stk__tensor));
+  memcpy(&ex->edge_tensors[to * edges], &ex->edge_tensors[from * edges],
+         edges * sizeof(stk__tensor));
   memset(&ex->edge_tensors[from * edges], 0, edges * sizeof(stk__tensor));
   memcpy(&ex->out_blocks[to * slots], &ex->out_blocks[from * slots], slots * sizeof(void *));
   memset(&ex->out_blocks[from * slots], 0, slots * sizeof(void *));
@@ -467,17 +480,20 @@ static stk_status check_consistent(stk__exec *ex, size_t o, const stk__tensor *f
   const char *name = ex->p->edges[e].name;
   for (size_t i = 0; i < ex->batch_count; i++)
     if (!ex->edge_tensors[i * ex->num_edges + (size_t)e].data)
-      return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
-                       "output '%s' has no value for sample %zu of the batch: it is produced only in a "
-                       "conditional branch that sample did not take", name, i);
+      return stk__fail(
+          STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
+          "output '%s' has no value for sample %zu of the batch: it is produced only in a "
+          "conditional branch that sample did not take",
+          name, i);
   for (size_t i = 1; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (!same_kind(t, first))
-      return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
-                       "output '%s': sample %zu is %s/%dD/'%s' but sample 0 is %s/%dD/'%s' (conditional "
-                       "branches must agree in dtype, dimensions and layout)",
-                       name, i, stk_dtype_name(t->dtype), t->ndim, t->layout,
-                       stk_dtype_name(first->dtype), first->ndim, first->layout);
+      return stk__fail(
+          STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
+          "output '%s': sample %zu is %s/%dD/'%s' but sample 0 is %s/%dD/'%s' (conditional "
+          "branches must agree in dtype, dimensions and layout)",
+          name, i, stk_dtype_name(t->dtype), t->ndim, t->layout, stk_dtype_name(first->dtype),
+          first->ndim, first->layout);
   }
   return STK_OK;
 }
@@ -507,12 +523,13 @@ static stk_status assemble_partial(stk__exec *ex, size_t o, stk_tensor_list **ou
   for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
     if (!t->data) continue;
-    if (!first) first = t;
+    if (!first)
+      first = t;
     else if (!same_kind(t, first))
       return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
-                       "'%s': sample %zu is %s/%dD/'%s' but another is %s/%dD/'%s'", p->edges[e].name, i,
-                       stk_dtype_name(t->dtype), t->ndim, t->layout, stk_dtype_name(first->dtype), first->ndim,
-                       first->layout);
+                       "'%s': sample %zu is %s/%dD/'%s' but another is %s/%dD/'%s'",
+                       p->edges[e].name, i, stk_dtype_name(t->dtype), t->ndim, t->layout,
+                       stk_dtype_name(first->dtype), first->ndim, first->layout);
   }
   stk_tensor_list *tl;
   STK_TRY(stk__tensor_list_create(&tl, ex->batch_count, first ? first->ndim : 0, p->pool));
@@ -584,10 +601,12 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
     dense = stk__pool_alloc(p->pool, bytes * ex->batch_count);
     if (!dense) {
       stk_tensor_list_release(tl);
-      return stk__fail(STK_ERR_OUT_OF_MEMORY, "stk_pipeline_run", "cannot allocate output '%s'", p->edges[e].name);
+      return stk__fail(STK_ERR_OUT_OF_MEMORY, "stk_pipeline_run", "cannot allocate output '%s'",
+                       p->edges[e].name);
     }
     for (size_t i = 0; i < ex->batch_count; i++)
-      memcpy((char *)dense + i * bytes, ex->edge_tensors[i * ex->num_edges + (size_t)e].data, bytes);
+      memcpy((char *)dense + i * bytes, ex->edge_tensors[i * ex->num_edges + (size_t)e].data,
+             bytes);
   }
   for (size_t i = 0; i < ex->batch_count; i++) {
     const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
@@ -612,7 +631,7 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
     pr->dtype = first->dtype;
     pr->ndim = first->ndim;
     memcpy(pr->shape, first->shape, sizeof pr->shape);
-    pr->bytes = (bytes + 63) & ~(size_t)63; /* keep every slot 64-byte aligned */
+    pr->bytes = (bytes + 63) & ~(size_t)63;    /* keep every slot 64-byte aligned */
     if (pr->bytes != bytes) pr->valid = false; /* slots must be back to back to be dense */
   }
   *out = tl;
@@ -620,8 +639,9 @@ static stk_status assemble_output(stk__exec *ex, size_t o, stk_tensor_list **out
 }
 
 /* The pipeline's outputs from this batch's lists (references taken). */
-static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, int64_t epoch, bool ends_epoch,
-                             stk__skip_list *skips, int64_t **resume, stk_batch **out) {
+static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, int64_t epoch,
+                             bool ends_epoch, stk__skip_list *skips, int64_t **resume,
+                             stk_batch **out) {
   stk_batch *b = stk__calloc(1, sizeof *b, "a batch");
   if (!b) return STK_ERR_OUT_OF_MEMORY;
   b->resume = *resume; /* taken over */
@@ -646,8 +666,10 @@ static stk_status make_batch(stk_pipeline *p, stk_tensor_list **lists, int64_t e
 
 static void queue_push(job_queue *q, gpu_job *job) {
   job->next = NULL;
-  if (q->tail) q->tail->next = job;
-  else q->head = job;
+  if (q->tail)
+    q->tail->next = job;
+  else
+    q->head = job;
   q->tail = job;
   q->count++;
 }
@@ -667,7 +689,8 @@ static void free_job(stk__exec *ex, gpu_job *job) {
   free(job->lists);
   free(job->samples);
   free(job->edges);
-  for (size_t i = 0; job->prep && i < job->n; i++) release_records(ex->p, job->prep + i * ex->prep_stride);
+  for (size_t i = 0; job->prep && i < job->n; i++)
+    release_records(ex->p, job->prep + i * ex->prep_stride);
   free(job->prep);
   for (size_t i = 0; job->reject_messages && i < job->n; i++) free(job->reject_messages[i]);
   free(job->reject_messages);
@@ -712,7 +735,8 @@ static void reap_jobs(stk__exec *ex) {
   while (ex->retiring.head) {
     gpu_job *job = ex->retiring.head;
     int done = 0;
-    if (!job->retired || g->api->event_query(g->ctx, job->retired, &done, NULL, 0) != 0 || !done) return;
+    if (!job->retired || g->api->event_query(g->ctx, job->retired, &done, NULL, 0) != 0 || !done)
+      return;
     free_job(ex, queue_pop(&ex->retiring));
   }
 }
@@ -722,10 +746,12 @@ static void reap_jobs(stk__exec *ex) {
 static void drain_jobs(stk__exec *ex) {
   stk__gpu *g = ex->p->gpu;
   if (!ex->jobs.head && !ex->decoded.head && !ex->retiring.head) return;
-  if (g && (g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_DECODE), NULL, 0) != 0 ||
-            g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), NULL, 0) != 0))
+  if (g &&
+      (g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_DECODE), NULL, 0) != 0 ||
+       g->api->stream_sync(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), NULL, 0) != 0))
     return; /* the device stopped (bounded wait): the jobs' host memory stays allocated */
-  for (gpu_job *j; (j = queue_pop(&ex->jobs)) || (j = queue_pop(&ex->decoded)) || (j = queue_pop(&ex->retiring));)
+  for (gpu_job *j; (j = queue_pop(&ex->jobs)) || (j = queue_pop(&ex->decoded)) ||
+                   (j = queue_pop(&ex->retiring));)
     free_job(ex, j);
 }
 
@@ -747,8 +773,8 @@ static stk_status make_job(stk__exec *ex, gpu_job **out) {
   if (ex->prep_stride) job->prep = stk__calloc(alloc_n, ex->prep_stride, "prepared records");
   job->rejected = stk__calloc(alloc_n, sizeof(bool), "rejected samples");
   job->reject_messages = stk__calloc(alloc_n, sizeof(char *), "rejection messages");
-  if (!job->resume || !job->lists || !job->samples || !job->edges || (ex->prep_stride && !job->prep) || !job->rejected ||
-      !job->reject_messages) {
+  if (!job->resume || !job->lists || !job->samples || !job->edges ||
+      (ex->prep_stride && !job->prep) || !job->rejected || !job->reject_messages) {
     free_job(ex, job);
     return STK_ERR_OUT_OF_MEMORY;
   }
@@ -789,13 +815,16 @@ static void run_decode_part(stk__exec *ex, gpu_job *job) {
   stk__gpu *g = ex->p->gpu;
   uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_DECODE);
   for (size_t i = 0; i < job->n; i++) job->samples[i].arena = ex->decode_arena;
-  stk__gpu_batch gb = {ex->p, job->n, job->samples, job->lists, NULL, stream, job->rejected, job->reject_messages};
+  stk__gpu_batch gb = {ex->p, job->n, job->samples,  job->lists,
+                       NULL,  stream, job->rejected, job->reject_messages};
   stk_status st = stk__gpu_run_stage(&gb, STK__GPU_PART_DECODE);
   stk__arena_reset(ex->decode_arena);
   for (size_t i = 0; i < job->n; i++) job->samples[i].arena = ex->gpu_arena;
   char err[STK_GPU_ERRLEN] = "";
-  if (st == STK_OK) st = stk__gpu_check(g->api->event_create(g->ctx, 0, &job->decoded, err, sizeof err), err);
-  if (st == STK_OK) st = stk__gpu_check(g->api->event_record(g->ctx, job->decoded, stream, err, sizeof err), err);
+  if (st == STK_OK)
+    st = stk__gpu_check(g->api->event_create(g->ctx, 0, &job->decoded, err, sizeof err), err);
+  if (st == STK_OK)
+    st = stk__gpu_check(g->api->event_record(g->ctx, job->decoded, stream, err, sizeof err), err);
   if (st != STK_OK) {
     job->status = st;
     job->message = strdup(stk_last_error());
@@ -816,7 +845,8 @@ static stk_status copy_sample(stk__exec *ex, stk_tensor_list *tl, size_t to, siz
   }
   if (!tl->dense) {
     tl->data[to] = tl->data[from];
-    memcpy(&tl->shapes[to * (size_t)tl->ndim], &tl->shapes[from * (size_t)tl->ndim], sizeof(int64_t) * (size_t)tl->ndim);
+    memcpy(&tl->shapes[to * (size_t)tl->ndim], &tl->shapes[from * (size_t)tl->ndim],
+           sizeof(int64_t) * (size_t)tl->ndim);
     return STK_OK;
   }
   size_t bytes = stk_dtype_size(tl->dtype);
@@ -827,8 +857,10 @@ static stk_status copy_sample(stk__exec *ex, stk_tensor_list *tl, size_t to, siz
   }
   stk__gpu *g = ex->p->gpu;
   char err[STK_GPU_ERRLEN] = "";
-  return stk__gpu_check(g->api->memcpy_async(g->ctx, tl->data[to], tl->data[from], bytes,
-                                             g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), err, sizeof err), err);
+  return stk__gpu_check(
+      g->api->memcpy_async(g->ctx, tl->data[to], tl->data[from], bytes,
+                           g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE), err, sizeof err),
+      err);
 }
 
 /* The samples rejected in the GPU stage (on_error="skip") leave the batch: every output
@@ -864,16 +896,21 @@ static stk_status drop_rejected(stk__exec *ex, gpu_job *job) {
  * With the split stage, the decoders have run already: the compute stream waits for them. */
 static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
   stk_pipeline *p = ex->p;
-  if (job->status != STK_OK) return stk__set_error(job->status, job->message ? job->message : "failed");
-  stk__gpu_batch gb = {p, job->n, job->samples, job->lists, NULL, 0, job->rejected, job->reject_messages};
+  if (job->status != STK_OK)
+    return stk__set_error(job->status, job->message ? job->message : "failed");
+  stk__gpu_batch gb = {p,    job->n, job->samples,  job->lists,
+                       NULL, 0,      job->rejected, job->reject_messages};
   stk_status st = STK_OK;
   if (job->decoded) {
     char err[STK_GPU_ERRLEN] = "";
     stk__gpu *g = p->gpu;
-    st = stk__gpu_check(g->api->stream_wait_event(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE),
-                                                  job->decoded, err, sizeof err), err);
+    st = stk__gpu_check(
+        g->api->stream_wait_event(g->ctx, g->api->stream(g->ctx, STK_GPU_STREAM_COMPUTE),
+                                  job->decoded, err, sizeof err),
+        err);
   }
-  if (st == STK_OK) st = stk__gpu_run_stage(&gb, job->decoded ? STK__GPU_PART_REST : STK__GPU_PART_ALL);
+  if (st == STK_OK)
+    st = stk__gpu_run_stage(&gb, job->decoded ? STK__GPU_PART_REST : STK__GPU_PART_ALL);
   stk__arena_reset(ex->gpu_arena);
   if (st == STK_OK) st = drop_rejected(ex, job);
   for (size_t o = 0; st == STK_OK && o < p->num_outputs; o++) {
@@ -881,7 +918,9 @@ static stk_status run_job(stk__exec *ex, gpu_job *job, stk_batch **out) {
     if ((*tl)->gpu) st = stk__gpu_finalize_output(p->gpu, tl, p->edges[p->output_edges[o]].name);
     if (st == STK_OK && (*tl)->gpu) st = stk__gpu_mark_ready(p->gpu, *tl);
   }
-  return st == STK_OK ? make_batch(p, job->lists, job->epoch, job->ends_epoch, &job->skips, &job->resume, out) : st;
+  return st == STK_OK ? make_batch(p, job->lists, job->epoch, job->ends_epoch, &job->skips,
+                                   &job->resume, out)
+                      : st;
 }
 
 /* Collected CPU edges become this batch's tensor lists. */
@@ -903,7 +942,8 @@ static stk_status check_selects(stk__exec *ex) {
     for (size_t i = 0; i < ex->batch_count; i++) {
       const stk__tensor *t = &ex->edge_tensors[i * ex->num_edges + (size_t)e];
       if (!t->data) continue;
-      if (!first) first = t;
+      if (!first)
+        first = t;
       else if (!same_kind(t, first))
         return stk__fail(STK_ERR_INVALID_ARGUMENT, "stk_pipeline_run",
                          "'%s': the branches disagree: one gives %s/%dD/'%s', another %s/%dD/'%s' "
@@ -932,7 +972,8 @@ static stk_status produce_cpu(stk__exec *ex, stk_batch **out, gpu_job **job) {
     st = make_job(ex, job);
   } else if (st == STK_OK) {
     int64_t *resume = copy_resume(ex);
-    st = resume ? make_batch(ex->p, ex->lists, ex->batch_epoch, ex->ends_epoch, &ex->skips, &resume, out)
+    st = resume ? make_batch(ex->p, ex->lists, ex->batch_epoch, ex->ends_epoch, &ex->skips, &resume,
+                             out)
                 : STK_ERR_OUT_OF_MEMORY;
     free(resume);
   }
@@ -963,7 +1004,8 @@ static void push_output(stk__exec *ex, queue_entry entry) {
 
 /* Batches made or being made and not yet taken: the prefetch bound. Lock held. */
 static size_t in_flight(const stk__exec *ex) {
-  return ex->count + ex->jobs.count + ex->decoded.count + (ex->gpu_busy ? 1 : 0) + (ex->decode_busy ? 1 : 0);
+  return ex->count + ex->jobs.count + ex->decoded.count + (ex->gpu_busy ? 1 : 0) +
+         (ex->decode_busy ? 1 : 0);
 }
 
 static void *producer_main(void *arg) {
@@ -1029,14 +1071,18 @@ static void *producer_main(void *arg) {
 int stk__host_quota_next(int q, int n, int64_t wait_ns, int64_t busy_ns, int64_t cpu_ns) {
   if (busy_ns <= 0 || cpu_ns <= 0 || n <= 0) return q;
   int step = n / 32 > 1 ? n / 32 : 1;
-  if (wait_ns > busy_ns / 8 || (double)cpu_ns > 0.95 * (double)busy_ns) q -= step;
-  else if ((double)cpu_ns < 0.8 * (double)busy_ns) q += step;
+  if (wait_ns > busy_ns / 8 || (double)cpu_ns > 0.95 * (double)busy_ns)
+    q -= step;
+  else if ((double)cpu_ns < 0.8 * (double)busy_ns)
+    q += step;
   return q < 0 ? 0 : q > n ? n : q;
 }
 
-static void balance_host_decoding(stk__exec *ex, const gpu_job *job, int64_t wait_ns, int64_t busy_ns) {
+static void balance_host_decoding(stk__exec *ex, const gpu_job *job, int64_t wait_ns,
+                                  int64_t busy_ns) {
   if (!ex->host_balance || job->status != STK_OK) return;
-  int q = stk__host_quota_next(atomic_load(&ex->host_quota), (int)ex->n, wait_ns, busy_ns, job->cpu_ns);
+  int q =
+      stk__host_quota_next(atomic_load(&ex->host_quota), (int)ex->n, wait_ns, busy_ns, job->cpu_ns);
   if (q == atomic_load(&ex->host_quota)) return;
   atomic_store(&ex->host_quota, q);
   for (size_t k = 0; k < ex->p->num_nodes; k++)
@@ -1056,7 +1102,8 @@ static void *decode_main(void *arg) {
     if (ex->stop || !ex->jobs.head) break;
     gpu_job *job = queue_pop(&ex->jobs);
     ex->decode_busy = true;
-    watch_begin(&ex->decode_watch, "inside the mixed decoders (nvJPEG's call and its waits on the device)", job->seq);
+    watch_begin(&ex->decode_watch,
+                "inside the mixed decoders (nvJPEG's call and its waits on the device)", job->seq);
     pthread_mutex_unlock(&ex->lock);
     int64_t t0 = stk__now_ns();
     run_decode_part(ex, job);
@@ -1084,7 +1131,8 @@ static const char *gpu_stage_doing(const stk__exec *ex) {
   if (ex->split) return "queueing the GPU operators' work";
   for (size_t k = 0; k < ex->p->num_nodes; k++)
     if (ex->p->nodes[k].spec->device == STK_DEVICE_MIXED)
-      return "inside the mixed decoders (nvJPEG's call and its waits on the device) or queueing the GPU operators' work";
+      return "inside the mixed decoders (nvJPEG's call and its waits on the device) or queueing "
+             "the GPU operators' work";
   return "queueing the GPU operators' work";
 }
 
@@ -1111,7 +1159,8 @@ static void *gpu_main(void *arg) {
     if (entry.status != STK_OK) entry.message = strdup(stk_last_error());
     int64_t busy = stk__now_ns() - t1;
     atomic_fetch_add(&ex->gpu_stage_ns, busy);
-    if (!ex->split) balance_host_decoding(ex, job, t1 - t0, busy); /* this thread runs the decoders */
+    if (!ex->split)
+      balance_host_decoding(ex, job, t1 - t0, busy); /* this thread runs the decoders */
     pthread_mutex_lock(&ex->lock);
     watch_end(&ex->gpu_watch);
     retire_job(ex, job, true);
@@ -1176,7 +1225,8 @@ static bool made_on_cpu(const stk_pipeline *p, int edge) {
  * data input, argument feed and guard it reads comes from a CPU operator. */
 static bool prepared_in_cpu_stage(const stk_pipeline *p, const stk__node *node) {
   const stk_op *spec = node->spec;
-  if (spec->device != STK_DEVICE_MIXED || !spec->def->prepare || !spec->def->prep_bytes) return false;
+  if (spec->device != STK_DEVICE_MIXED || !spec->def->prepare || !spec->def->prep_bytes)
+    return false;
   for (int i = 0; i < spec->num_inputs; i++)
     if (!made_on_cpu(p, node->in_edges[i])) return false;
   for (int g = 0; g < spec->num_guards; g++)
@@ -1201,27 +1251,35 @@ static void plan_prep(stk_pipeline *p, stk__exec *ex) {
 static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   size_t n = ex->n;
   plan_prep(p, ex);
-  if (ex->prep_stride && !(ex->prep = stk__calloc(n, ex->prep_stride, "prepared records"))) return STK_ERR_OUT_OF_MEMORY;
+  if (ex->prep_stride && !(ex->prep = stk__calloc(n, ex->prep_stride, "prepared records")))
+    return STK_ERR_OUT_OF_MEMORY;
   ex->samples = stk__calloc(n, sizeof(stk__sample), "sample contexts");
   ex->edge_tensors = stk__calloc(n * ex->num_edges, sizeof(stk__tensor), "sample tensors");
-  ex->items = stk__calloc(n * (ex->num_readers ? ex->num_readers : 1), sizeof(int64_t), "planned items");
+  ex->items =
+      stk__calloc(n * (ex->num_readers ? ex->num_readers : 1), sizeof(int64_t), "planned items");
   ex->status = stk__calloc(n, sizeof(stk_status), "sample status");
   ex->messages = stk__calloc(n, sizeof(char *), "sample messages");
-  ex->out_blocks = stk__calloc(n * (ex->num_slots ? ex->num_slots : 1), sizeof(void *), "output blocks");
-  ex->dense_blocks = stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(void *), "output blocks");
-  ex->pred = stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(shape_prediction), "output shapes");
-  ex->lists = stk__calloc(ex->num_edges ? ex->num_edges : 1, sizeof(stk_tensor_list *), "batch lists");
+  ex->out_blocks =
+      stk__calloc(n * (ex->num_slots ? ex->num_slots : 1), sizeof(void *), "output blocks");
+  ex->dense_blocks =
+      stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(void *), "output blocks");
+  ex->pred =
+      stk__calloc(ex->num_slots ? ex->num_slots : 1, sizeof(shape_prediction), "output shapes");
+  ex->lists =
+      stk__calloc(ex->num_edges ? ex->num_edges : 1, sizeof(stk_tensor_list *), "batch lists");
   ex->pending = stk__calloc(n, sizeof(size_t), "pending samples");
   ex->dropped = stk__calloc(n, sizeof(bool), "dropped samples");
   ex->resume = stk__calloc(stk__resume_len(p), sizeof(int64_t), "a checkpoint state");
-  ex->reader_epoch = stk__calloc(ex->num_readers ? ex->num_readers : 1, sizeof(int64_t), "reader epochs");
+  ex->reader_epoch =
+      stk__calloc(ex->num_readers ? ex->num_readers : 1, sizeof(int64_t), "reader epochs");
   ex->plan_items = stk__calloc(n, sizeof(int64_t), "planned items");
   ex->arenas = stk__calloc((size_t)ex->num_workers, sizeof(stk__arena *), "arenas");
   ex->cap = (size_t)p->settings[STK_PIPE_PREFETCH_QUEUE_DEPTH];
   ex->queue = stk__calloc(ex->cap, sizeof(queue_entry), "the prefetch queue");
   if (!ex->samples || !ex->edge_tensors || !ex->items || !ex->status || !ex->messages ||
-      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending || !ex->dropped || !ex->resume || !ex->reader_epoch || !ex->plan_items ||
-      !ex->arenas || !ex->queue)
+      !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending ||
+      !ex->dropped || !ex->resume || !ex->reader_epoch || !ex->plan_items || !ex->arenas ||
+      !ex->queue)
     return STK_ERR_OUT_OF_MEMORY;
   for (int w = 0; w < ex->num_workers; w++)
     if (!(ex->arenas[w] = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
@@ -1286,9 +1344,11 @@ stk_status stk__exec_start(stk_pipeline *p) {
   if (st == STK_OK) st = start_from_checkpoint(ex);
   /* the threads' settings, before any thread starts */
   ex->split = ex->async && p->has_gpu && split_decoding(p);
-  for (size_t k = 0; k < p->num_nodes; k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
+  for (size_t k = 0; k < p->num_nodes;
+       k++) { /* plan_prep (exec_alloc) has marked the prepared nodes */
     atomic_store(&p->nodes[k].host_decode_quota, 0);
-    if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted) ex->host_balance = ex->async && p->has_gpu;
+    if (p->nodes[k].prepares && p->nodes[k].host_balance_wanted)
+      ex->host_balance = ex->async && p->has_gpu;
   }
   if (st == STK_OK && ex->async) {
     if (pthread_create(&ex->thread, NULL, producer_main, ex) != 0)
@@ -1308,7 +1368,8 @@ stk_status stk__exec_start(stk_pipeline *p) {
     else
       ex->gpu_thread_started = true;
   }
-  if (st != STK_OK && (ex->thread_started || ex->decode_thread_started)) { /* stop the threads before freeing */
+  if (st != STK_OK &&
+      (ex->thread_started || ex->decode_thread_started)) { /* stop the threads before freeing */
     pthread_mutex_lock(&ex->lock);
     ex->stop = true;
     pthread_cond_broadcast(&ex->cond);
@@ -1330,7 +1391,8 @@ stk_status stk__exec_start(stk_pipeline *p) {
 static bool join_until(pthread_t thread, int64_t deadline_ns) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
-  int64_t left = deadline_ns - stk__now_ns(), ns = until.tv_nsec + (left > 0 ? left % 1000000000 : 0);
+  int64_t left = deadline_ns - stk__now_ns(),
+          ns = until.tv_nsec + (left > 0 ? left % 1000000000 : 0);
   until.tv_sec += (time_t)((left > 0 ? left / 1000000000 : 0) + ns / 1000000000);
   until.tv_nsec = (long)(ns % 1000000000);
   if (pthread_timedjoin_np(thread, NULL, &until) == 0) return true;
@@ -1355,8 +1417,11 @@ bool stk__exec_stop(stk_pipeline *p) {
   if (ex->decode_thread_started) joined &= join_until(ex->decode_thread, deadline);
   if (ex->gpu_thread_started) joined &= join_until(ex->gpu_thread, deadline);
   if (!joined) { /* a thread stuck inside a driver or nvJPEG call may still return into ex */
-    fprintf(stderr, "stoker: a stage thread did not stop within %lld ms (timeout_ms); the pipeline's memory "
-            "is kept for it\n", (long long)ex->timeout_ms);
+    fprintf(
+        stderr,
+        "stoker: a stage thread did not stop within %lld ms (timeout_ms); the pipeline's memory "
+        "is kept for it\n",
+        (long long)ex->timeout_ms);
     return false;
   }
   exec_free(ex);
@@ -1384,7 +1449,8 @@ static stk_status deliver(stk_pipeline *p, queue_entry *e, stk_batch **out) {
   atomic_fetch_add(&p->stat_batches, 1);
   atomic_fetch_add(&p->stat_samples, (long long)stk_tensor_list_num_samples(e->batch->outputs[0]));
   count_skips(p, &e->batch->skips);
-  if (e->batch->resume) memcpy(p->delivered_resume, e->batch->resume, stk__resume_len(p) * sizeof(int64_t));
+  if (e->batch->resume)
+    memcpy(p->delivered_resume, e->batch->resume, stk__resume_len(p) * sizeof(int64_t));
   *out = e->batch;
   return STK_OK;
 }
@@ -1407,13 +1473,16 @@ static stk_status wait_for_batch(stk__exec *ex) {
     struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
     int rc = pthread_cond_timedwait(&ex->cond, &ex->lock, &ts);
     if (atomic_load(&ex->p->feed_waiters) > 0) from = stk__now_ns();
-    if (rc != ETIMEDOUT || ex->count > 0 || ex->producer_done || stk__now_ns() - from < limit) continue;
+    if (rc != ETIMEDOUT || ex->count > 0 || ex->producer_done || stk__now_ns() - from < limit)
+      continue;
     const stage_watch *w = longest_busy(ex);
     if (!w)
       return stk__fail(STK_ERR_INTERNAL, "stk_pipeline_run",
-                       "no batch came within %lld ms (timeout_ms) and no stage is working on one", (long long)ex->timeout_ms);
+                       "no batch came within %lld ms (timeout_ms) and no stage is working on one",
+                       (long long)ex->timeout_ms);
     return stk__fail(w->stage[0] == 'C' ? STK_ERR_INTERNAL : STK_ERR_DEVICE, "stk_pipeline_run",
-                     "no batch came within %lld ms (timeout_ms): the %s stage has been %s on batch %lld for %lld ms",
+                     "no batch came within %lld ms (timeout_ms): the %s stage has been %s on batch "
+                     "%lld for %lld ms",
                      (long long)ex->timeout_ms, w->stage, w->doing, (long long)w->batch,
                      (long long)((stk__now_ns() - w->since_ns) / 1000000));
   }
@@ -1423,8 +1492,8 @@ static stk_status wait_for_batch(stk__exec *ex) {
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out) {
   stk__exec *ex = p->exec;
   if (ex->final_message) /* an earlier batch failed: the pipeline stays failed */
-    return stk__fail(ex->final_status, "stk_pipeline_run", "the pipeline stopped after an earlier error: %s",
-                     ex->final_message);
+    return stk__fail(ex->final_status, "stk_pipeline_run",
+                     "the pipeline stopped after an earlier error: %s", ex->final_message);
   queue_entry e = {NULL, STK_OK, NULL};
   if (!ex->async) {
     e.status = produce(ex, &e.batch);

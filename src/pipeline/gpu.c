@@ -48,40 +48,46 @@ static void *load_backend(char *why, size_t cap) {
  * nvJPEG with 8 + 8 threads but 81-84% with 15 + 15 (bench/RESULTS.md, 2026-11-23). */
 static int decoder_threads(int pipeline_threads) {
   cpu_set_t set;
-  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                         : (int)sysconf(_SC_NPROCESSORS_ONLN);
   int cap = cpus > 1 ? cpus / 2 : 1;
   return pipeline_threads < cap ? pipeline_threads : cap;
 }
 
 stk_status stk__gpu_open(int device, int decode_threads, int64_t wait_timeout_ms, stk__gpu **out) {
   if (device < 0)
-    return STK_FAIL(STK_ERR_DEVICE, "an operator runs on the GPU but device_id is -1 (None): set device_id");
+    return STK_FAIL(STK_ERR_DEVICE,
+                    "an operator runs on the GPU but device_id is -1 (None): set device_id");
   char why[1024] = "";
   void *lib = load_backend(why, sizeof why);
   if (!lib)
-    return STK_FAIL(STK_ERR_DEVICE,
-                    "the GPU backend libstoker_cuda.so could not be loaded (built only where nvcc is present; "
-                    "set STK_CUDA_LIBRARY to its path): %s", why);
+    return STK_FAIL(
+        STK_ERR_DEVICE,
+        "the GPU backend libstoker_cuda.so could not be loaded (built only where nvcc is present; "
+        "set STK_CUDA_LIBRARY to its path): %s",
+        why);
   stk_cuda_get_api_fn get = (stk_cuda_get_api_fn)dlsym(lib, "stk_cuda_get_api");
   const stk_gpu_api *api = get ? get() : NULL;
   if (!api || api->abi_version != STK_GPU_ABI_VERSION || api->struct_size < sizeof(stk_gpu_api)) {
     dlclose(lib);
-    return STK_FAIL(STK_ERR_DEVICE, "libstoker_cuda.so does not match this library (ABI %d, expected %d)",
+    return STK_FAIL(STK_ERR_DEVICE,
+                    "libstoker_cuda.so does not match this library (ABI %d, expected %d)",
                     api ? api->abi_version : -1, STK_GPU_ABI_VERSION);
   }
   char err[STK_GPU_ERRLEN] = "";
   int count = 0;
   if (api->device_count(&count, err, sizeof err) != 0 || device >= count) {
     dlclose(lib);
-    return STK_FAIL(STK_ERR_DEVICE, "no usable GPU for device_id %d (%d device(s) found)%s%s", device, count,
-                    *err ? ": " : "", err);
+    return STK_FAIL(STK_ERR_DEVICE, "no usable GPU for device_id %d (%d device(s) found)%s%s",
+                    device, count, *err ? ": " : "", err);
   }
   stk__gpu *g = stk__calloc(1, sizeof *g, "the GPU context");
   if (!g) {
     dlclose(lib);
     return STK_ERR_OUT_OF_MEMORY;
   }
-  stk_gpu_open_opts opts = {.device = device, .decode_threads = decoder_threads(decode_threads),
+  stk_gpu_open_opts opts = {.device = device,
+                            .decode_threads = decoder_threads(decode_threads),
                             .wait_timeout_ms = wait_timeout_ms};
   int rc = api->open(&opts, &g->ctx, err, sizeof err);
   if (rc == 0) rc = api->device_info(g->ctx, &g->info, err, sizeof err);
@@ -119,8 +125,12 @@ typedef struct {
   stk__slabs *slabs;
 } slab_pinning;
 
-static void *alloc_slab_block(void *user, size_t bytes) { return stk__slabs_alloc(((slab_pinning *)user)->slabs, bytes); }
-static void free_slab_block(void *user, void *ptr) { stk__slabs_free(((slab_pinning *)user)->slabs, ptr); }
+static void *alloc_slab_block(void *user, size_t bytes) {
+  return stk__slabs_alloc(((slab_pinning *)user)->slabs, bytes);
+}
+static void free_slab_block(void *user, void *ptr) {
+  stk__slabs_free(((slab_pinning *)user)->slabs, ptr);
+}
 static void release_slabs(void *user) {
   slab_pinning *sp = user;
   stk__slabs_destroy(sp->slabs);
@@ -140,7 +150,9 @@ void stk__gpu_pin_pool(stk__gpu *gpu, stk__pool *pool) {
     pinning.pin = pin_block, pinning.unpin = unpin_block;
   } else {
     sp->gpu = gpu;
-    pinning = (stk__pool_pinning){.alloc = alloc_slab_block, .dealloc = free_slab_block, .release = release_slabs,
+    pinning = (stk__pool_pinning){.alloc = alloc_slab_block,
+                                  .dealloc = free_slab_block,
+                                  .release = release_slabs,
                                   .user = sp};
   }
   stk__gpu_retain(gpu);
@@ -166,7 +178,8 @@ static void free_device_blocks(stk_tensor_list *tl) {
     g->api->stream_wait_event(g->ctx, stream, tl->ready_event, NULL, 0);
   }
   for (size_t b = 0; b < tl->num_blocks; b++)
-    (tl->idle_blocks ? g->api->device_free_idle : g->api->device_free)(g->ctx, tl->blocks[b], stream, NULL, 0);
+    (tl->idle_blocks ? g->api->device_free_idle : g->api->device_free)(g->ctx, tl->blocks[b],
+                                                                       stream, NULL, 0);
   tl->num_blocks = 0;
   if (tl->ready_event) g->api->event_destroy(g->ctx, tl->ready_event);
   tl->ready_event = NULL;
@@ -182,7 +195,8 @@ void stk__tensor_list_free_device(stk_tensor_list *tl) {
 stk_status stk__gpu_mark_ready(stk__gpu *gpu, stk_tensor_list *tl) {
   char err[STK_GPU_ERRLEN] = "";
   uintptr_t stream = gpu->api->stream(gpu->ctx, STK_GPU_STREAM_COMPUTE);
-  int rc = tl->ready_event ? 0 : gpu->api->event_create(gpu->ctx, 0, &tl->ready_event, err, sizeof err);
+  int rc =
+      tl->ready_event ? 0 : gpu->api->event_create(gpu->ctx, 0, &tl->ready_event, err, sizeof err);
   if (rc == 0) rc = gpu->api->event_record(gpu->ctx, tl->ready_event, stream, err, sizeof err);
   return stk__gpu_check(rc, err);
 }
@@ -192,7 +206,9 @@ stk_status stk_tensor_list_set_consumer_stream(stk_tensor_list *tl, uintptr_t st
   if (!tl->gpu) return STK_OK; /* host memory: nothing to order */
   char err[STK_GPU_ERRLEN] = "";
   stk__gpu *g = tl->gpu;
-  if (tl->ready_event) STK_TRY(stk__gpu_check(g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err), err));
+  if (tl->ready_event)
+    STK_TRY(stk__gpu_check(
+        g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err), err));
   tl->consumer_stream = stream;
   tl->has_consumer = true;
   return STK_OK;
@@ -205,21 +221,22 @@ static size_t sample_size(const stk_tensor_list *tl, size_t i) {
   return bytes;
 }
 
-stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, size_t count, void *dst,
-                                    size_t dst_bytes, uintptr_t stream, int blocking) {
+stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, size_t count,
+                                    void *dst, size_t dst_bytes, uintptr_t stream, int blocking) {
   if (!tl || (!dst && count)) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   if (first > tl->n || count > tl->n - first)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "samples %zu..%zu out of range (the list has %zu)", first,
-                    first + count, tl->n);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "samples %zu..%zu out of range (the list has %zu)",
+                    first, first + count, tl->n);
   size_t total = 0;
   for (size_t i = first; i < first + count; i++) {
     if (tl->absent && tl->absent[i])
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu has no value (a conditional branch)", i);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu has no value (a conditional branch)",
+                      i);
     total += sample_size(tl, i);
   }
   if (total > dst_bytes)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "the samples take %zu bytes, the destination holds %zu", total,
-                    dst_bytes);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "the samples take %zu bytes, the destination holds %zu", total, dst_bytes);
   if (!tl->gpu) {
     for (size_t i = first, off = 0; i < first + count; off += sample_size(tl, i), i++)
       memcpy((char *)dst + off, tl->data[i], sample_size(tl, i));
@@ -228,9 +245,12 @@ stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, siz
   stk__gpu *g = tl->gpu;
   char err[STK_GPU_ERRLEN] = "";
   if (!stream) stream = g->api->stream(g->ctx, STK_GPU_STREAM_COPY);
-  int rc = tl->ready_event ? g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err) : 0;
+  int rc = tl->ready_event
+               ? g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err)
+               : 0;
   for (size_t i = first, off = 0; rc == 0 && i < first + count; off += sample_size(tl, i), i++)
-    rc = g->api->memcpy_async(g->ctx, (char *)dst + off, tl->data[i], sample_size(tl, i), stream, err, sizeof err);
+    rc = g->api->memcpy_async(g->ctx, (char *)dst + off, tl->data[i], sample_size(tl, i), stream,
+                              err, sizeof err);
   if (rc == 0 && blocking) rc = g->api->stream_sync(g->ctx, stream, err, sizeof err);
   return stk__gpu_check(rc, err);
 }
@@ -242,13 +262,15 @@ stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **
   if (!bytes) return STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < tl->n; i++) {
     bytes[i] = esize;
-    for (int d = 0; d < tl->ndim; d++) bytes[i] *= (size_t)tl->shapes[i * (size_t)tl->ndim + (size_t)d];
+    for (int d = 0; d < tl->ndim; d++)
+      bytes[i] *= (size_t)tl->shapes[i * (size_t)tl->ndim + (size_t)d];
     total += bytes[i];
   }
   stk_tensor_list *h;
   stk_status st = stk__tensor_list_create(&h, tl->n, tl->ndim, NULL);
   char *block = st == STK_OK ? malloc(total ? total : 1) : NULL;
-  if (st == STK_OK && !block) st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", total);
+  if (st == STK_OK && !block)
+    st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", total);
   if (st != STK_OK) {
     free(bytes);
     if (h && st != STK_OK) stk_tensor_list_release(h);
@@ -265,8 +287,12 @@ stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **
     if (tl->gpu) {
       stk__gpu *g = tl->gpu;
       uintptr_t stream = g->api->stream(g->ctx, STK_GPU_STREAM_COPY);
-      int rc = tl->ready_event ? g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err) : 0;
-      if (rc == 0) rc = g->api->memcpy_async(g->ctx, block + off, tl->data[i], bytes[i], stream, err, sizeof err);
+      int rc = tl->ready_event
+                   ? g->api->stream_wait_event(g->ctx, stream, tl->ready_event, err, sizeof err)
+                   : 0;
+      if (rc == 0)
+        rc = g->api->memcpy_async(g->ctx, block + off, tl->data[i], bytes[i], stream, err,
+                                  sizeof err);
       if (rc == 0 && i + 1 == tl->n) rc = g->api->stream_sync(g->ctx, stream, err, sizeof err);
       st = stk__gpu_check(rc, err);
     } else if (bytes[i]) {
@@ -291,7 +317,9 @@ stk__gpu *stk__gpu_device(const stk__gpu_batch *b) { return b->p->gpu; }
 uintptr_t stk__gpu_stream(const stk__gpu_batch *b) {
   return b->stream ? b->stream : b->p->gpu->api->stream(b->p->gpu->ctx, STK_GPU_STREAM_COMPUTE);
 }
-stk_tensor_list *stk__gpu_input(const stk__gpu_batch *b, int index) { return b->lists[b->node->in_edges[index]]; }
+stk_tensor_list *stk__gpu_input(const stk__gpu_batch *b, int index) {
+  return b->lists[b->node->in_edges[index]];
+}
 stk__sample *stk__gpu_sample(const stk__gpu_batch *b, size_t i) { return &b->samples[i]; }
 const void *stk__gpu_prep(const stk__gpu_batch *b, size_t i) {
   const stk__sample *s = &b->samples[i];
@@ -359,18 +387,20 @@ stk_status stk__gpu_alloc_list(stk__gpu_batch *b, stk_dtype dtype, int ndim, con
   return alloc_list(b, dtype, ndim, shapes, layout, dense, false, out);
 }
 
-stk_status stk__gpu_alloc_list_idle(stk__gpu_batch *b, stk_dtype dtype, int ndim, const int64_t *shapes,
-                                    const char *layout, bool dense, stk_tensor_list **out) {
+stk_status stk__gpu_alloc_list_idle(stk__gpu_batch *b, stk_dtype dtype, int ndim,
+                                    const int64_t *shapes, const char *layout, bool dense,
+                                    stk_tensor_list **out) {
   return alloc_list(b, dtype, ndim, shapes, layout, dense, true, out);
 }
 
 stk_status stk__gpu_reject_sample(stk__gpu_batch *b, size_t i, stk_status st) {
-  if (st == STK_OK || !b->rejected || i >= b->n || b->p->settings[STK_PIPE_ON_ERROR] != STK_ON_ERROR_SKIP ||
-      !stk__is_data_error(st))
+  if (st == STK_OK || !b->rejected || i >= b->n ||
+      b->p->settings[STK_PIPE_ON_ERROR] != STK_ON_ERROR_SKIP || !stk__is_data_error(st))
     return st;
   b->rejected[i] = true;
   free(b->reject_messages[i]);
-  b->reject_messages[i] = stk__sample_failure_message(b->node ? b->node->name : "?", " (GPU stage)", &b->samples[i]);
+  b->reject_messages[i] =
+      stk__sample_failure_message(b->node ? b->node->name : "?", " (GPU stage)", &b->samples[i]);
   return STK_OK;
 }
 
@@ -405,16 +435,21 @@ stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const 
   for (size_t i = 0; tl->absent && i < tl->n; i++)
     if (tl->absent[i])
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "pipeline output '%s' has no value for sample %zu of the batch (it is assigned only in some "
-                      "branches of a condition)", name, i);
-  if (!tl->parents || tl->dense || tl->n == 0 || !stk__gpu_shapes_equal(tl->shapes, tl->n, tl->ndim)) return STK_OK;
+                      "pipeline output '%s' has no value for sample %zu of the batch (it is "
+                      "assigned only in some "
+                      "branches of a condition)",
+                      name, i);
+  if (!tl->parents || tl->dense || tl->n == 0 ||
+      !stk__gpu_shapes_equal(tl->shapes, tl->n, tl->ndim))
+    return STK_OK;
   int64_t count = 1; /* elements per sample */
   for (int d = 0; d < tl->ndim; d++) count *= tl->shapes[d];
   size_t bytes = (size_t)count * stk_dtype_size(tl->dtype);
   char err[STK_GPU_ERRLEN] = "";
   uintptr_t stream = gpu->api->stream(gpu->ctx, STK_GPU_STREAM_COMPUTE);
   void *block = NULL;
-  STK_TRY(stk__gpu_check(gpu->api->device_alloc(gpu->ctx, bytes * tl->n, stream, &block, err, sizeof err), err));
+  STK_TRY(stk__gpu_check(
+      gpu->api->device_alloc(gpu->ctx, bytes * tl->n, stream, &block, err, sizeof err), err));
   stk_tensor_list *out;
   stk_status st = stk__tensor_list_create(&out, tl->n, tl->ndim, NULL);
   if (st != STK_OK) {
@@ -438,7 +473,9 @@ stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const 
     copies[i] = (stk_gpu_cast_sample){tl->data[i], out->data[i], count};
   }
   if (st == STK_OK)
-    st = stk__gpu_check(gpu->api->cast(gpu->ctx, (int)tl->n, copies, tl->dtype, tl->dtype, stream, err, sizeof err), err);
+    st = stk__gpu_check(
+        gpu->api->cast(gpu->ctx, (int)tl->n, copies, tl->dtype, tl->dtype, stream, err, sizeof err),
+        err);
   free(copies);
   if (st != STK_OK) {
     stk_tensor_list_release(out);
@@ -463,8 +500,8 @@ stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl) {
  * the operator did not run. "select" merges branches into a view too. */
 
 /* Sub-batch of `node`'s samples: their contexts and views of the node's inputs. */
-static stk_status make_sub_batch(stk__gpu_batch *b, stk__node *node, const size_t *picked, size_t count,
-                                 stk__gpu_batch *sub) {
+static stk_status make_sub_batch(stk__gpu_batch *b, stk__node *node, const size_t *picked,
+                                 size_t count, stk__gpu_batch *sub) {
   stk_pipeline *p = b->p;
   *sub = (stk__gpu_batch){p, count, NULL, NULL, node, b->stream};
   sub->samples = stk__calloc(count ? count : 1, sizeof *sub->samples, "a branch's samples");
@@ -486,7 +523,8 @@ static stk_status make_sub_batch(stk__gpu_batch *b, stk__node *node, const size_
 }
 
 static void free_sub_batch(stk__gpu_batch *sub) {
-  for (size_t e = 0; sub->lists && e < sub->p->num_edges; e++) stk_tensor_list_release(sub->lists[e]);
+  for (size_t e = 0; sub->lists && e < sub->p->num_edges; e++)
+    stk_tensor_list_release(sub->lists[e]);
   free(sub->lists);
   free(sub->samples);
 }
@@ -500,7 +538,8 @@ static stk_status spread_output(stk__gpu_batch *b, stk__gpu_batch *sub, int e, c
   for (size_t i = 0; st == STK_OK && i < b->n; i++) which[i] = -1;
   for (size_t j = 0; st == STK_OK && j < count; j++) which[picked[j]] = 0, index[picked[j]] = j;
   stk_tensor_list *full = NULL;
-  if (st == STK_OK) st = stk__tensor_list_view(&sub->lists[e], 1, which, index, b->n, b->node->name, &full);
+  if (st == STK_OK)
+    st = stk__tensor_list_view(&sub->lists[e], 1, which, index, b->n, b->node->name, &full);
   if (st == STK_OK) {
     stk_tensor_list_release(b->lists[e]);
     b->lists[e] = full;
@@ -542,9 +581,10 @@ static stk_status run_guarded(stk__gpu_batch *b, stk__node *node) {
   for (int i = 0; i < node->spec->num_inputs && st == STK_OK && !merges; i++)
     for (size_t j = 0; j < count && st == STK_OK; j++)
       if (!stk__tensor_list_has_sample(sub.lists[node->in_edges[i]], j))
-        st = STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "'%s': input '%s' has no value for sample %lld (it is assigned only in some branches)",
-                      node->name, b->p->edges[node->in_edges[i]].name, (long long)sub.samples[j].ordinal);
+        st = STK_FAIL(
+            STK_ERR_INVALID_ARGUMENT,
+            "'%s': input '%s' has no value for sample %lld (it is assigned only in some branches)",
+            node->name, b->p->edges[node->in_edges[i]].name, (long long)sub.samples[j].ordinal);
   if (st == STK_OK && count > 0) st = node->spec->def->run_gpu(node, &sub);
   for (int k = 0; k < node->num_outputs && st == STK_OK; k++) {
     int e = node->out_edges[k];
@@ -552,8 +592,10 @@ static stk_status run_guarded(stk__gpu_batch *b, stk__node *node) {
       st = empty_branch_output(b, e);
       continue;
     }
-    if (!sub.lists[e]) st = STK_FAIL(STK_ERR_INTERNAL, "operator '%s' produced no output %d", node->name, k);
-    else st = spread_output(b, &sub, e, picked, count);
+    if (!sub.lists[e])
+      st = STK_FAIL(STK_ERR_INTERNAL, "operator '%s' produced no output %d", node->name, k);
+    else
+      st = spread_output(b, &sub, e, picked, count);
   }
   free_sub_batch(&sub);
   free(picked);
@@ -565,16 +607,22 @@ stk_status stk__gpu_run_stage(stk__gpu_batch *b, stk__gpu_part part) {
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->spec->device == STK_DEVICE_CPU) continue;
-    if ((part == STK__GPU_PART_DECODE && !node->prepares) || (part == STK__GPU_PART_REST && node->prepares)) continue;
+    if ((part == STK__GPU_PART_DECODE && !node->prepares) ||
+        (part == STK__GPU_PART_REST && node->prepares))
+      continue;
     if (b->n == 0) { /* an empty batch (every sample skipped): empty outputs, no launch */
-      for (int k = 0; k < node->num_outputs; k++) STK_TRY(empty_branch_output(b, node->out_edges[k]));
+      for (int k = 0; k < node->num_outputs; k++)
+        STK_TRY(empty_branch_output(b, node->out_edges[k]));
       continue;
     }
     b->node = node;
     int64_t t0 = stk__now_ns();
-    stk_status st = node->spec->num_guards ? run_guarded(b, node) : node->spec->def->run_gpu(node, b);
+    stk_status st =
+        node->spec->num_guards ? run_guarded(b, node) : node->spec->def->run_gpu(node, b);
     atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
-    if (st != STK_OK) return stk__wrap(st, "stk_pipeline_run: operator '%s' (%s)", node->name, stk__device_name(node->spec->device));
+    if (st != STK_OK)
+      return stk__wrap(st, "stk_pipeline_run: operator '%s' (%s)", node->name,
+                       stk__device_name(node->spec->device));
     for (int k = 0; k < node->num_outputs; k++)
       if (!b->lists[node->out_edges[k]])
         return STK_FAIL(STK_ERR_INTERNAL, "operator '%s' produced no output %d", node->name, k);

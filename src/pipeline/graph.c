@@ -81,15 +81,17 @@ static stk_status resolve_node(stk_pipeline *p, stk__node *node) {
   stk_op *spec = node->spec;
   const stk_op_schema *sc = spec->def->schema;
   if (spec->num_inputs < sc->min_inputs)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s' (%s) needs at least %d input(s), has %d",
-                    node->name, sc->name, sc->min_inputs, spec->num_inputs);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "operator '%s' (%s) needs at least %d input(s), has %d", node->name, sc->name,
+                    sc->min_inputs, spec->num_inputs);
   node->in_edges = stk__calloc((size_t)spec->num_inputs + 1, sizeof(int), "edge indices");
   if (!node->in_edges) return STK_ERR_OUT_OF_MEMORY;
   for (int i = 0; i < spec->num_inputs; i++) {
     int e = find_edge(p, spec->inputs[i]);
     if (e < 0)
-      return STK_FAIL(STK_ERR_NOT_FOUND, "operator '%s': input '%s' is not produced by any operator",
-                      node->name, spec->inputs[i]);
+      return STK_FAIL(STK_ERR_NOT_FOUND,
+                      "operator '%s': input '%s' is not produced by any operator", node->name,
+                      spec->inputs[i]);
     node->in_edges[i] = e;
   }
   for (int a = 0; a < sc->num_args; a++) {
@@ -98,16 +100,19 @@ static stk_status resolve_node(stk_pipeline *p, stk__node *node) {
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s' (%s): argument '%s' is required",
                       node->name, sc->name, sc->args[a].name);
     if (v->edge_name && (v->edge = find_edge(p, v->edge_name)) < 0)
-      return STK_FAIL(STK_ERR_NOT_FOUND, "operator '%s': argument '%s' is fed by '%s', which no operator produces",
+      return STK_FAIL(STK_ERR_NOT_FOUND,
+                      "operator '%s': argument '%s' is fed by '%s', which no operator produces",
                       node->name, sc->args[a].name, v->edge_name);
   }
   for (int g = 0; g < spec->num_guards; g++)
     if ((spec->guards[g].edge = find_edge(p, spec->guards[g].edge_name)) < 0)
-      return STK_FAIL(STK_ERR_NOT_FOUND, "operator '%s': condition '%s' is not produced by any operator",
-                      node->name, spec->guards[g].edge_name);
+      return STK_FAIL(STK_ERR_NOT_FOUND,
+                      "operator '%s': condition '%s' is not produced by any operator", node->name,
+                      spec->guards[g].edge_name);
   if (spec->device != STK_DEVICE_CPU) {
     if (!spec->def->run_gpu)
-      return STK_FAIL(STK_ERR_UNSUPPORTED, "operator '%s' (%s) has no %s implementation yet; use device=\"cpu\"",
+      return STK_FAIL(STK_ERR_UNSUPPORTED,
+                      "operator '%s' (%s) has no %s implementation yet; use device=\"cpu\"",
                       node->name, sc->name, stk__device_name(spec->device));
     p->has_gpu = true;
   }
@@ -165,12 +170,16 @@ static stk_status sort_nodes(stk_pipeline *p) {
 }
 
 static stk_status resolve_outputs(stk_pipeline *p) {
-  if (p->num_outputs == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "the pipeline has no outputs (call stk_pipeline_set_outputs)");
+  if (p->num_outputs == 0)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "the pipeline has no outputs (call stk_pipeline_set_outputs)");
   p->output_edges = stk__calloc(p->num_outputs, sizeof(int), "outputs");
   if (!p->output_edges) return STK_ERR_OUT_OF_MEMORY;
   for (size_t o = 0; o < p->num_outputs; o++) {
     int e = find_edge(p, p->output_names[o]);
-    if (e < 0) return STK_FAIL(STK_ERR_NOT_FOUND, "output '%s' is not produced by any operator", p->output_names[o]);
+    if (e < 0)
+      return STK_FAIL(STK_ERR_NOT_FOUND, "output '%s' is not produced by any operator",
+                      p->output_names[o]);
     if (p->edges[e].output_index >= 0)
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output '%s' is listed twice", p->output_names[o]);
     p->edges[e].output_index = (int)o;
@@ -202,26 +211,32 @@ static stk_status collect_edges(stk_pipeline *p) {
     bool gpu = node->spec->device != STK_DEVICE_CPU;
     for (int i = 0; i < node->spec->num_inputs; i++) {
       int e = node->in_edges[i];
-      if (gpu) STK_TRY(give_slot(p, e));
+      if (gpu)
+        STK_TRY(give_slot(p, e));
       else if (!on_cpu(p, e))
         return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                        "operator '%s' runs on the CPU but its input '%s' is on the GPU (GPU data cannot come back)",
+                        "operator '%s' runs on the CPU but its input '%s' is on the GPU (GPU data "
+                        "cannot come back)",
                         node->name, p->edges[e].name);
     }
     for (int a = 0; a < node->spec->def->schema->num_args; a++) {
       int e = node->spec->args[a].edge;
       if (e < 0) continue;
       if (!on_cpu(p, e))
-        return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s': argument '%s' must come from a CPU operator",
-                        node->name, node->spec->def->schema->args[a].name);
+        return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                        "operator '%s': argument '%s' must come from a CPU operator", node->name,
+                        node->spec->def->schema->args[a].name);
       if (gpu) STK_TRY(give_slot(p, e));
     }
-    for (int g = 0; g < node->spec->num_guards; g++) { /* predicates are read per sample on the host */
+    for (int g = 0; g < node->spec->num_guards;
+         g++) { /* predicates are read per sample on the host */
       int e = node->spec->guards[g].edge;
       if (!on_cpu(p, e))
-        return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                        "operator '%s': condition '%s' is computed on the GPU; conditions must come from CPU "
-                        "operators (as in DALI: compute the predicate on the CPU)", node->name, p->edges[e].name);
+        return STK_FAIL(
+            STK_ERR_INVALID_ARGUMENT,
+            "operator '%s': condition '%s' is computed on the GPU; conditions must come from CPU "
+            "operators (as in DALI: compute the predicate on the CPU)",
+            node->name, p->edges[e].name);
       if (gpu) STK_TRY(give_slot(p, e));
     }
   }
@@ -232,7 +247,9 @@ static stk_status collect_edges(stk_pipeline *p) {
 static stk_status attach_host_functions(stk_pipeline *p) {
   for (stk__host_reg *r = p->host_regs; r; r = r->next) {
     stk__node *node = stk__graph_find_node(p, r->op_name);
-    if (!node) return STK_FAIL(STK_ERR_NOT_FOUND, "no operator named '%s' for the host function", r->op_name);
+    if (!node)
+      return STK_FAIL(STK_ERR_NOT_FOUND, "no operator named '%s' for the host function",
+                      r->op_name);
     node->host_fn = r->fn;
     node->host_user = r->user;
   }
@@ -242,7 +259,8 @@ static stk_status attach_host_functions(stk_pipeline *p) {
 static uint64_t node_seed(stk_pipeline *p, stk__node *node) {
   const stk_op_schema *sc = node->spec->def->schema;
   for (int a = 0; a < sc->num_args; a++)
-    if (strcmp(sc->args[a].name, "seed") == 0 && node->spec->args[a].given && node->spec->args[a].i >= 0)
+    if (strcmp(sc->args[a].name, "seed") == 0 && node->spec->args[a].given &&
+        node->spec->args[a].i >= 0)
       return stk__mix64((uint64_t)node->spec->args[a].i, 0x0ddba11ull);
   int64_t seed = p->settings[STK_PIPE_SEED];
   return stk__mix64(seed < 0 ? STK_DEFAULT_SEED : (uint64_t)seed, stk__hash_str(node->name));

@@ -78,12 +78,14 @@ static stk_status ext_position(stk__node *node, int64_t *epoch, int64_t *left) {
 static stk_status ext_plan(stk__node *node, stk__plan *plan) {
   feed_state *fs = node->state;
   if (!fs->current || fs->taken + plan->count > (int64_t)fs->current->count)
-    return STK_FAIL(STK_ERR_INTERNAL, "external source '%s': planned past its fed batch", node->name);
+    return STK_FAIL(STK_ERR_INTERNAL, "external source '%s': planned past its fed batch",
+                    node->name);
   if (fs->taken == 0 && plan->count < (int64_t)fs->current->count)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                    "external source '%s': fed %zu samples, but the batch holds %lld (other external "
-                    "sources or readers of the pipeline gave fewer); feed them batches of one size",
-                    node->name, fs->current->count, (long long)plan->count);
+    return STK_FAIL(
+        STK_ERR_INVALID_ARGUMENT,
+        "external source '%s': fed %zu samples, but the batch holds %lld (other external "
+        "sources or readers of the pipeline gave fewer); feed them batches of one size",
+        node->name, fs->current->count, (long long)plan->count);
   for (int64_t i = 0; i < plan->count; i++) stk__plan_set_item(plan, i, fs->taken + i);
   fs->taken += plan->count;
   return STK_OK;
@@ -114,39 +116,55 @@ static const stk_arg_schema ext_args[] = {
     {"dtype", STK_ARG_STRING, 0, NULL, 0, 0, NULL, "expected dtype of the fed samples (checked)"},
     {"ndim", STK_ARG_INT, 0, NULL, 0, 0, NULL, "expected number of dimensions (checked)"},
     {"layout", STK_ARG_STRING, 0, NULL, 0, 0, NULL, "layout given to the samples"},
-    {"no_copy", STK_ARG_BOOL, 0, "false", 0, 0, NULL, "accepted for DALI compatibility; stoker always copies"},
+    {"no_copy", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "accepted for DALI compatibility; stoker always copies"},
     {"blocking", STK_ARG_BOOL, 0, "true", 0, 0, NULL, "accepted for DALI compatibility"},
 };
 enum { EXT_DTYPE, EXT_NDIM, EXT_LAYOUT };
 static const stk_port_schema ext_out[] = {{"data", "the fed samples"}};
 static const stk_op_schema ext_schema = {
     "external_source",
-    "Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; "
-    "a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).",
-    STK_DEVICE_CPU, STK_OPF_NO_INPUT, 0, 0, NULL, 1, ext_out,
-    sizeof ext_args / sizeof ext_args[0], ext_args};
-const stk__op_def stk__op_external_source = {&ext_schema, ext_init, ext_destroy, ext_plan,
-                                             ext_run, ext_meta, NULL, .position = ext_position};
+    "Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, "
+    "in order; "
+    "a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as "
+    "small).",
+    STK_DEVICE_CPU,
+    STK_OPF_NO_INPUT,
+    0,
+    0,
+    NULL,
+    1,
+    ext_out,
+    sizeof ext_args / sizeof ext_args[0],
+    ext_args};
+const stk__op_def stk__op_external_source = {
+    &ext_schema, ext_init, ext_destroy, ext_plan,
+    ext_run,     ext_meta, NULL,        .position = ext_position};
 
 static stk_status check_fed(stk__node *node, const stk_tensor_desc *samples, size_t count) {
   int64_t batch = stk__node_batch_size(node);
   if (count < 1 || (int64_t)count > batch) /* a batch may be smaller: the batch size is the most */
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                    "external source '%s': fed %zu samples, must be 1 to the batch size (%lld)", node->name,
-                    count, (long long)batch);
+                    "external source '%s': fed %zu samples, must be 1 to the batch size (%lld)",
+                    node->name, count, (long long)batch);
   for (size_t i = 0; i < count; i++) {
     if (samples[i].dtype != samples[0].dtype || samples[i].ndim != samples[0].ndim)
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "external source '%s': sample %zu differs in dtype or ndim from sample 0", node->name, i);
-    if (samples[i].ndim < 0 || samples[i].ndim > STK_MAX_NDIM || stk_dtype_size(samples[i].dtype) == 0)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': sample %zu has a bad dtype or ndim", node->name, i);
+                      "external source '%s': sample %zu differs in dtype or ndim from sample 0",
+                      node->name, i);
+    if (samples[i].ndim < 0 || samples[i].ndim > STK_MAX_NDIM ||
+        stk_dtype_size(samples[i].dtype) == 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "external source '%s': sample %zu has a bad dtype or ndim", node->name, i);
   }
   if (stk__arg_given(node, EXT_DTYPE) && count &&
       stk__dtype_arg(stk__arg_string(node, EXT_DTYPE)) != samples[0].dtype)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': fed %s, declared dtype %s", node->name,
-                    stk_dtype_name(samples[0].dtype), stk__arg_string(node, EXT_DTYPE));
-  if (stk__arg_given(node, EXT_NDIM) && count && stk__arg_int(node, NULL, EXT_NDIM) != samples[0].ndim)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': fed %d dims, declared ndim %lld", node->name,
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "external source '%s': fed %s, declared dtype %s",
+                    node->name, stk_dtype_name(samples[0].dtype), stk__arg_string(node, EXT_DTYPE));
+  if (stk__arg_given(node, EXT_NDIM) && count &&
+      stk__arg_int(node, NULL, EXT_NDIM) != samples[0].ndim)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "external source '%s': fed %d dims, declared ndim %lld", node->name,
                     samples[0].ndim, (long long)stk__arg_int(node, NULL, EXT_NDIM));
   return STK_OK;
 }
@@ -154,10 +172,12 @@ static stk_status check_fed(stk__node *node, const stk_tensor_desc *samples, siz
 /* Copies one fed sample (honouring its byte strides) into a dense buffer. The trailing
  * dimensions whose strides are already dense form one block copied with memcpy (the
  * whole sample for a C-contiguous array); only the dimensions before them are walked. */
-static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout, stk__tensor *dst) {
+static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout,
+                                  stk__tensor *dst) {
   size_t elem = stk_dtype_size(src->dtype), count = 1, bytes;
   for (int d = 0; d < src->ndim; d++) {
-    if (src->shape[d] < 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "negative extent in a fed sample");
+    if (src->shape[d] < 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "negative extent in a fed sample");
     if (!stk__mul_size(count, (size_t)src->shape[d], &count))
       return STK_FAIL(STK_ERR_LIMIT, "a fed sample's element count overflows");
     dst->shape[d] = src->shape[d];
@@ -165,7 +185,8 @@ static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout
   /* (bounded so that every byte offset below fits in int64_t) */
   if (!stk__mul_size(count, elem, &bytes) || bytes > (size_t)INT64_MAX / 2)
     return STK_FAIL(STK_ERR_LIMIT, "a fed sample's size in bytes overflows");
-  if (count > 0 && !src->data) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "a fed sample has no data (NULL)");
+  if (count > 0 && !src->data)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "a fed sample has no data (NULL)");
   dst->ndim = src->ndim;
   dst->dtype = src->dtype;
   snprintf(dst->layout, sizeof dst->layout, "%s", layout && *layout ? layout : src->layout);
@@ -191,8 +212,10 @@ static stk_status copy_fed_sample(const stk_tensor_desc *src, const char *layout
   return STK_OK;
 }
 
-stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name, const stk_tensor_desc *samples, size_t count) {
-  if (!p || !op_name || (!samples && count)) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name, const stk_tensor_desc *samples,
+                             size_t count) {
+  if (!p || !op_name || (!samples && count))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   if (!p->built) return STK_FAIL(STK_ERR_STATE, "build the pipeline before feeding it");
   stk__node *node = stk__graph_find_node(p, op_name);
   if (!node || node->spec->def != &stk__op_external_source)
@@ -216,8 +239,10 @@ stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name, const stk_ten
   }
   feed_state *fs = node->state;
   pthread_mutex_lock(&p->feed_lock);
-  if (fs->tail) fs->tail->next = b;
-  else fs->head = b;
+  if (fs->tail)
+    fs->tail->next = b;
+  else
+    fs->head = b;
   fs->tail = b;
   fs->ended = false;
   pthread_cond_broadcast(&p->feed_cond);
@@ -249,8 +274,8 @@ struct stk_host_call {
 
 static stk_status hostfn_init(stk__node *node) {
   if (!node->host_fn)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' has no function attached (stk_pipeline_set_host_function)",
-                    node->name);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "'%s' has no function attached (stk_pipeline_set_host_function)", node->name);
   return STK_OK;
 }
 
@@ -258,40 +283,57 @@ static stk_status hostfn_run(stk__node *node, stk__sample *s) {
   stk_host_call call = {node, s, ""};
   stk_status st = node->host_fn(node->host_user, &call);
   if (st != STK_OK)
-    return STK_FAIL(st, "%s", call.message[0] ? call.message : stk_last_error()); /* the operator is named by the caller */
+    return STK_FAIL(st, "%s",
+                    call.message[0] ? call.message
+                                    : stk_last_error()); /* the operator is named by the caller */
   for (int k = 0; k < node->num_outputs; k++)
     if (!s->edges[node->out_edges[k]].data)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "function '%s' did not produce output %d", node->name, k);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "function '%s' did not produce output %d",
+                      node->name, k);
   return STK_OK;
 }
 
 static int hostfn_num_outputs(const stk__node *node) { return (int)stk__arg_int(node, NULL, 0); }
 
 static const stk_arg_schema hostfn_args[] = {
-    {"num_outputs", STK_ARG_INT, STK_ARGF_RANGE, "1", 0, 64, NULL, "number of outputs the function returns"},
-    {"batch_processing", STK_ARG_BOOL, 0, "false", 0, 0, NULL, "accepted for DALI compatibility; calls are per sample"},
+    {"num_outputs", STK_ARG_INT, STK_ARGF_RANGE, "1", 0, 64, NULL,
+     "number of outputs the function returns"},
+    {"batch_processing", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "accepted for DALI compatibility; calls are per sample"},
 };
 /* One entry per possible input, as the schema contract says (max_inputs entries). */
-#define HOSTFN_IN(k) {"input" #k, "an array passed to the function as argument " #k}
-static const stk_port_schema hostfn_in[] = {HOSTFN_IN(0),  HOSTFN_IN(1),  HOSTFN_IN(2),  HOSTFN_IN(3),
-                                            HOSTFN_IN(4),  HOSTFN_IN(5),  HOSTFN_IN(6),  HOSTFN_IN(7),
-                                            HOSTFN_IN(8),  HOSTFN_IN(9),  HOSTFN_IN(10), HOSTFN_IN(11),
-                                            HOSTFN_IN(12), HOSTFN_IN(13), HOSTFN_IN(14), HOSTFN_IN(15)};
+#define HOSTFN_IN(k) \
+  { "input" #k, "an array passed to the function as argument " #k }
+static const stk_port_schema hostfn_in[] = {
+    HOSTFN_IN(0),  HOSTFN_IN(1),  HOSTFN_IN(2),  HOSTFN_IN(3), HOSTFN_IN(4),  HOSTFN_IN(5),
+    HOSTFN_IN(6),  HOSTFN_IN(7),  HOSTFN_IN(8),  HOSTFN_IN(9), HOSTFN_IN(10), HOSTFN_IN(11),
+    HOSTFN_IN(12), HOSTFN_IN(13), HOSTFN_IN(14), HOSTFN_IN(15)};
 #undef HOSTFN_IN
 static const stk_port_schema hostfn_out[] = {{"output", "arrays returned by the function"}};
 static const stk_op_schema hostfn_schema = {
     "python_function",
-    "Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, "
+    "Runs a function of the host program (a Python callable from the Python API) on each sample's "
+    "inputs, "
     "on the worker threads.",
-    STK_DEVICE_CPU, 0, 0, 16, hostfn_in, -1, hostfn_out,
-    sizeof hostfn_args / sizeof hostfn_args[0], hostfn_args};
-const stk__op_def stk__op_python_function = {&hostfn_schema, hostfn_init, NULL, NULL, hostfn_run, NULL,
-                                             hostfn_num_outputs};
+    STK_DEVICE_CPU,
+    0,
+    0,
+    16,
+    hostfn_in,
+    -1,
+    hostfn_out,
+    sizeof hostfn_args / sizeof hostfn_args[0],
+    hostfn_args};
+const stk__op_def stk__op_python_function = {
+    &hostfn_schema, hostfn_init, NULL, NULL, hostfn_run, NULL, hostfn_num_outputs};
 
-size_t stk_host_call_num_inputs(const stk_host_call *call) { return (size_t)call->node->spec->num_inputs; }
+size_t stk_host_call_num_inputs(const stk_host_call *call) {
+  return (size_t)call->node->spec->num_inputs;
+}
 
 stk_status stk_host_call_input(const stk_host_call *call, size_t index, stk_tensor_desc *out) {
-  if (index >= stk_host_call_num_inputs(call)) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "input %zu out of range", index);
+  if (index >= stk_host_call_num_inputs(call))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "input %zu out of range", index);
   const stk__tensor *t = stk__input(call->sample, (int)index);
   memset(out, 0, sizeof *out);
   out->data = t->data;
@@ -311,22 +353,25 @@ stk_status stk_host_call_output(stk_host_call *call, size_t index, stk_dtype dty
                                 const int64_t *shape, const char *layout, void **data) {
   if ((int)index >= call->node->num_outputs)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output %zu out of range", index);
-  if (stk_dtype_size(dtype) == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
+  if (stk_dtype_size(dtype) == 0)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
   stk__tensor *t;
   STK_TRY(stk__output(call->sample, (int)index, dtype, ndim, shape, layout, &t));
   *data = t->data;
   return STK_OK;
 }
 
-int64_t stk_host_call_ordinal(const stk_host_call *call) { return stk__sample_ordinal(call->sample); }
+int64_t stk_host_call_ordinal(const stk_host_call *call) {
+  return stk__sample_ordinal(call->sample);
+}
 
 stk_status stk_host_call_fail(stk_host_call *call, const char *message) {
   snprintf(call->message, sizeof call->message, "%s", message ? message : "");
   return STK_ERR_INVALID_ARGUMENT;
 }
 
-stk_status stk_pipeline_set_host_function(stk_pipeline *p, const char *op_name, stk_host_fn fn, void *user,
-                                          void (*free_user)(void *)) {
+stk_status stk_pipeline_set_host_function(stk_pipeline *p, const char *op_name, stk_host_fn fn,
+                                          void *user, void (*free_user)(void *)) {
   if (!p || !op_name || !fn) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   if (p->built) return STK_FAIL(STK_ERR_STATE, "attach host functions before build");
   stk__host_reg *r = stk__calloc(1, sizeof *r, "a host function");

@@ -33,8 +33,7 @@ void stk__argval_clear(stk__argval *v);
 stk_status stk__argval_copy(stk__argval *dst, const stk__argval *src);
 /* Parses a literal in text form ("1", "0.5", "true", "\"RGB\"", "[1, 2]") into a value of
  * the argument's type (scalars promote to one-element lists; ints to floats). */
-stk_status stk__argval_parse(const stk_arg_schema *schema, const char *text,
-                             stk__argval *out);
+stk_status stk__argval_parse(const stk_arg_schema *schema, const char *text, stk__argval *out);
 /* Checks a value against its schema (range, choices). */
 stk_status stk__argval_check(const stk_arg_schema *schema, const stk__argval *v,
                              const char *op_name);
@@ -56,7 +55,7 @@ struct stk_op {
   int num_inputs;
   char **outputs;
   int num_outputs;
-  stk__argval *args; /* def->schema->num_args entries */
+  stk__argval *args;  /* def->schema->num_args entries */
   stk__guard *guards; /* conditions on samples (all must hold) */
   int num_guards;
 };
@@ -137,14 +136,14 @@ char *stk__sample_failure_message(const char *op_name, const char *stage, const 
 
 /* Failures that on_error="skip" may skip: bad data, not bugs or resource failures. */
 static inline bool stk__is_data_error(stk_status st) {
-  return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT || st == STK_ERR_UNSUPPORTED;
+  return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT ||
+         st == STK_ERR_UNSUPPORTED;
 }
 
 /* gpu.c: returns a device list's blocks to the device pool, stream-ordered. */
 void stk__tensor_list_free_device(stk_tensor_list *tl);
 
-stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim,
-                                   stk__pool *pool);
+stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim, stk__pool *pool);
 /* Hands ownership of a pool block to the list. */
 stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block);
 /* A view: `n` samples, sample j = sample index[j] of srcs[which[j]] (which[j] < 0: a hole,
@@ -153,7 +152,8 @@ stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block);
  * `what`). A hole of a source stays a hole. The view keeps its sources alive; no sample
  * is copied. */
 stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, const int *which,
-                                 const size_t *index, size_t n, const char *what, stk_tensor_list **out);
+                                 const size_t *index, size_t n, const char *what,
+                                 stk_tensor_list **out);
 /* True when sample i has a value (holes of views do not). */
 bool stk__tensor_list_has_sample(const stk_tensor_list *tl, size_t i);
 
@@ -204,7 +204,7 @@ struct stk_pipeline {
   int *output_edges;
   int *collected; /* edges with a slot, by slot */
   size_t num_collected;
-  bool has_gpu;   /* some operator runs on "mixed" or "gpu" */
+  bool has_gpu; /* some operator runs on "mixed" or "gpu" */
   struct stk__gpu *gpu;
   int num_readers;
   stk__pool *pool;
@@ -214,7 +214,8 @@ struct stk_pipeline {
   struct stk__host_reg *host_regs;
   /* stats */
   atomic_llong stat_batches, stat_samples, stat_skipped;
-  atomic_llong stat_host_decoded; /* mixed decoders' samples decoded in the CPU stage and uploaded */
+  atomic_llong
+      stat_host_decoded; /* mixed decoders' samples decoded in the CPU stage and uploaded */
   /* external source feeding */
   pthread_mutex_t feed_lock;
   pthread_cond_t feed_cond;
@@ -265,13 +266,13 @@ struct stk__sample {
   int64_t ordinal;
   size_t index; /* position in the batch */
   int worker;
-  stk__tensor *edges;   /* this sample's tensor for every edge */
-  int64_t *items;       /* planned item per reader */
-  const char *source;   /* file or origin of the sample */
-  size_t out_bytes;     /* bytes of operator outputs so far (max_batch_bytes' share) */
-  stk__node *current;   /* the node being run */
+  stk__tensor *edges; /* this sample's tensor for every edge */
+  int64_t *items;     /* planned item per reader */
+  const char *source; /* file or origin of the sample */
+  size_t out_bytes;   /* bytes of operator outputs so far (max_batch_bytes' share) */
+  stk__node *current; /* the node being run */
   stk__arena *arena;
-  unsigned char *prep;  /* records of the mixed operators prepared in the CPU stage */
+  unsigned char *prep; /* records of the mixed operators prepared in the CPU stage */
 };
 
 /* sample.c: output `index` of the running node takes the value of `src` for this
@@ -288,8 +289,8 @@ void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__
 /* slabs.c: page-locked slabs carved into 64-byte aligned blocks (the host pool's blocks in
  * GPU pipelines); reg / unreg page-lock and release a slab. */
 typedef struct stk__slabs stk__slabs;
-stk__slabs *stk__slabs_create(int (*reg)(void *user, void *ptr, size_t bytes), void (*unreg)(void *user, void *ptr),
-                              void *user);
+stk__slabs *stk__slabs_create(int (*reg)(void *user, void *ptr, size_t bytes),
+                              void (*unreg)(void *user, void *ptr), void *user);
 void *stk__slabs_alloc(stk__slabs *s, size_t bytes);
 void stk__slabs_free(stk__slabs *s, void *ptr);
 int64_t stk__slabs_registered(stk__slabs *s);

@@ -11,12 +11,15 @@ const char *stk__device_name(unsigned device) {
 }
 
 static stk_status parse_device(const char *device, unsigned *out) {
-  if (!device || strcmp(device, "cpu") == 0) *out = STK_DEVICE_CPU;
-  else if (strcmp(device, "gpu") == 0) *out = STK_DEVICE_GPU;
-  else if (strcmp(device, "mixed") == 0) *out = STK_DEVICE_MIXED;
+  if (!device || strcmp(device, "cpu") == 0)
+    *out = STK_DEVICE_CPU;
+  else if (strcmp(device, "gpu") == 0)
+    *out = STK_DEVICE_GPU;
+  else if (strcmp(device, "mixed") == 0)
+    *out = STK_DEVICE_MIXED;
   else
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "device must be \"cpu\", \"mixed\" or \"gpu\", got \"%s\"",
-                    device);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "device must be \"cpu\", \"mixed\" or \"gpu\", got \"%s\"", device);
   return STK_OK;
 }
 
@@ -107,16 +110,19 @@ stk_status stk_op_set_name(stk_op *op, const char *instance_name) {
 
 stk_status stk_op_add_input(stk_op *op, const char *edge) {
   if (!op || !valid_identifier(edge))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name", edge ? edge : "(null)");
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name",
+                    edge ? edge : "(null)");
   const stk_op_schema *sc = op->def->schema;
   if (op->num_inputs >= sc->max_inputs)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s takes at most %d input(s)", sc->name, sc->max_inputs);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s takes at most %d input(s)", sc->name,
+                    sc->max_inputs);
   return push_name(&op->inputs, &op->num_inputs, edge);
 }
 
 stk_status stk_op_add_output(stk_op *op, const char *edge) {
   if (!op || !valid_identifier(edge))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name", edge ? edge : "(null)");
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name",
+                    edge ? edge : "(null)");
   return push_name(&op->outputs, &op->num_outputs, edge);
 }
 
@@ -192,7 +198,8 @@ stk_status stk_op_set_float(stk_op *op, const char *arg, double value) {
     return stk_op_set_int(op, arg, (int64_t)value);
   if (sc->type != STK_ARG_FLOAT) return type_error(op, sc, "a float");
   if (isnan(value))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NaN", op->def->schema->name, arg);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: argument '%s' is NaN", op->def->schema->name,
+                    arg);
   stk__argval nv = {.f = value, .edge = -1};
   return commit_value(op, v, sc, &nv);
 }
@@ -221,11 +228,13 @@ stk_status stk_op_set_ints(stk_op *op, const char *arg, const int64_t *values, s
     free(f);
     return st;
   }
-  if ((sc->type == STK_ARG_INT || sc->type == STK_ARG_FLOAT || sc->type == STK_ARG_BOOL) && count == 1)
+  if ((sc->type == STK_ARG_INT || sc->type == STK_ARG_FLOAT || sc->type == STK_ARG_BOOL) &&
+      count == 1)
     return stk_op_set_int(op, arg, values[0]);
   if (sc->type != STK_ARG_INTS) return type_error(op, sc, "a list of ints");
   stk__argval nv = {.count = count, .edge = -1};
-  if (!(nv.ints = stk__calloc(count, sizeof(int64_t), "an argument list"))) return STK_ERR_OUT_OF_MEMORY;
+  if (!(nv.ints = stk__calloc(count, sizeof(int64_t), "an argument list")))
+    return STK_ERR_OUT_OF_MEMORY;
   if (count) memcpy(nv.ints, values, count * sizeof(int64_t));
   return commit_value(op, v, sc, &nv);
 }
@@ -252,25 +261,29 @@ stk_status stk_op_set_floats(stk_op *op, const char *arg, const double *values, 
     return stk_op_set_float(op, arg, values[0]);
   if (sc->type != STK_ARG_FLOATS) return type_error(op, sc, "a list of floats");
   stk__argval nv = {.count = count, .edge = -1};
-  if (!(nv.floats = stk__calloc(count, sizeof(double), "an argument list"))) return STK_ERR_OUT_OF_MEMORY;
+  if (!(nv.floats = stk__calloc(count, sizeof(double), "an argument list")))
+    return STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < count; i++) {
     if (isnan(values[i])) {
       stk__argval_clear(&nv);
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: argument '%s' has a NaN", op->def->schema->name, arg);
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: argument '%s' has a NaN",
+                      op->def->schema->name, arg);
     }
     nv.floats[i] = values[i];
   }
   return commit_value(op, v, sc, &nv);
 }
 
-stk_status stk_op_set_strings(stk_op *op, const char *arg, const char *const *values, size_t count) {
+stk_status stk_op_set_strings(stk_op *op, const char *arg, const char *const *values,
+                              size_t count) {
   stk__argval *v;
   const stk_arg_schema *sc;
   STK_TRY(find_arg(op, arg, &v, &sc));
   if (sc->type == STK_ARG_STRING && count == 1) return stk_op_set_string(op, arg, values[0]);
   if (sc->type != STK_ARG_STRINGS) return type_error(op, sc, "a list of strings");
   stk__argval nv = {.count = count, .edge = -1};
-  if (!(nv.strs = stk__calloc(count, sizeof(char *), "an argument list"))) return STK_ERR_OUT_OF_MEMORY;
+  if (!(nv.strs = stk__calloc(count, sizeof(char *), "an argument list")))
+    return STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < count; i++)
     if (!values[i] || !(nv.strs[i] = stk__strdup(values[i]))) {
       stk__argval_clear(&nv);
@@ -285,9 +298,11 @@ stk_status stk_op_set_arg_input(stk_op *op, const char *arg, const char *edge) {
   STK_TRY(find_arg(op, arg, &v, &sc));
   if (!(sc->flags & STK_ARGF_PER_SAMPLE))
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                    "%s: argument '%s' cannot be fed per sample by a node", op->def->schema->name, arg);
+                    "%s: argument '%s' cannot be fed per sample by a node", op->def->schema->name,
+                    arg);
   if (!valid_identifier(edge))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name", edge ? edge : "(null)");
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name",
+                    edge ? edge : "(null)");
   stk__argval nv = {.edge = -1};
   if (!(nv.edge_name = stk__strdup(edge))) return STK_ERR_OUT_OF_MEMORY;
   return commit_value(op, v, sc, &nv);
@@ -295,8 +310,10 @@ stk_status stk_op_set_arg_input(stk_op *op, const char *arg, const char *edge) {
 
 stk_status stk_op_add_guard(stk_op *op, const char *edge, int64_t value) {
   if (!op || !valid_identifier(edge))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name", edge ? edge : "(null)");
-  stk__guard *grown = stk__realloc(op->guards, (size_t)(op->num_guards + 1) * sizeof(stk__guard), "guards");
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "'%s' is not a valid edge name",
+                    edge ? edge : "(null)");
+  stk__guard *grown =
+      stk__realloc(op->guards, (size_t)(op->num_guards + 1) * sizeof(stk__guard), "guards");
   if (!grown) return STK_ERR_OUT_OF_MEMORY;
   op->guards = grown;
   stk__guard *g = &op->guards[op->num_guards];

@@ -83,7 +83,8 @@ stk_status stk_pipeline_set(stk_pipeline *p, stk_pipeline_setting key, int64_t v
   if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
   if ((unsigned)key >= STK_PIPE_SETTING_COUNT)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "unknown setting %d", (int)key);
-  if (p->built) return STK_FAIL(STK_ERR_STATE, "'%s' cannot change after build", setting_info[key].name);
+  if (p->built)
+    return STK_FAIL(STK_ERR_STATE, "'%s' cannot change after build", setting_info[key].name);
   if (value < setting_info[key].min || value > setting_info[key].max)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s = %lld is out of range [%lld, %lld]",
                     setting_info[key].name, (long long)value, (long long)setting_info[key].min,
@@ -142,7 +143,8 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
                        p->settings[STK_PIPE_TIMEOUT_MS], &p->gpu);
   if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
   if (st == STK_OK && p->gpu) stk__gpu_pin_pool(p->gpu, p->pool);
-  if (st == STK_OK) st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);
+  if (st == STK_OK)
+    st = stk__threadpool_create(&p->threads, (int)p->settings[STK_PIPE_NUM_THREADS]);
   if (st == STK_OK) st = stk__exec_start(p);
   if (st != STK_OK) { /* leave the pipeline as it was so it can be fixed and rebuilt */
     char saved[1024];
@@ -182,7 +184,8 @@ static stk_status find_reader(stk_pipeline *p, const char *name, stk__node **out
               : STK_FAIL(STK_ERR_NOT_FOUND, "the pipeline has no reader");
 }
 
-stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name, stk_reader_meta *out) {
+stk_status stk_pipeline_reader_meta(stk_pipeline *p, const char *reader_name,
+                                    stk_reader_meta *out) {
   stk__node *node = NULL;
   STK_TRY(find_reader(p, reader_name, &node));
   memset(out, 0, sizeof *out);
@@ -201,19 +204,22 @@ stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out
   *out = NULL;
   char *message = index < STK_SKIP_MESSAGES_KEPT ? atomic_load(&p->skip_messages[index]) : NULL;
   if (!message)
-    return STK_FAIL(STK_ERR_NOT_FOUND, "no skipped sample %zu is kept (%lld skipped, the first %d kept)",
-                    index, (long long)atomic_load(&p->num_skip_messages), STK_SKIP_MESSAGES_KEPT);
+    return STK_FAIL(STK_ERR_NOT_FOUND,
+                    "no skipped sample %zu is kept (%lld skipped, the first %d kept)", index,
+                    (long long)atomic_load(&p->num_skip_messages), STK_SKIP_MESSAGES_KEPT);
   *out = strdup(message);
   return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot copy a skip message");
 }
 
 /* Copies the `full` struct of `size` bytes into `out` as far as the caller's
  * struct_size (its first member) allows, keeping that member. */
-static stk_status fill_sized(void *out, const void *full, size_t size, size_t min_size, const char *what) {
+static stk_status fill_sized(void *out, const void *full, size_t size, size_t min_size,
+                             const char *what) {
   size_t want = *(const size_t *)out;
   if (want < min_size)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: set struct_size to sizeof(%s) before the call (it is %zu)",
-                    what, what, want);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                    "%s: set struct_size to sizeof(%s) before the call (it is %zu)", what, what,
+                    want);
   memcpy((char *)out + sizeof(size_t), (const char *)full + sizeof(size_t),
          (want < size ? want : size) - sizeof(size_t));
   return STK_OK;
@@ -234,7 +240,8 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
   s.samples = atomic_load(&p->stat_samples);
   s.skipped = atomic_load(&p->stat_skipped);
   s.host_decoded = atomic_load(&p->stat_host_decoded);
-  if (p->pool) stk__pool_stats(p->pool, &s.host_bytes_in_use, &s.host_bytes_cached, &s.host_bytes_peak);
+  if (p->pool)
+    stk__pool_stats(p->pool, &s.host_bytes_in_use, &s.host_bytes_cached, &s.host_bytes_peak);
   stk_gpu_stats g;
   STK_TRY(gpu_stats(p, &g));
   s.device_bytes_in_use = g.device_in_use;
@@ -261,9 +268,11 @@ stk_status stk_pipeline_decoder_diagnostics(stk_pipeline *p, stk_decoder_diagnos
 
 size_t stk_pipeline_num_ops(const stk_pipeline *p) { return p && p->built ? p->num_nodes : 0; }
 
-stk_status stk_pipeline_op_time(stk_pipeline *p, size_t index, const char **name, int64_t *nanoseconds) {
+stk_status stk_pipeline_op_time(stk_pipeline *p, size_t index, const char **name,
+                                int64_t *nanoseconds) {
   if (!p || !p->built) return STK_FAIL(STK_ERR_STATE, "build the pipeline first");
-  if (index >= p->num_nodes) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator %zu out of range", index);
+  if (index >= p->num_nodes)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator %zu out of range", index);
   if (name) *name = p->nodes[index].name;
   if (nanoseconds) *nanoseconds = atomic_load(&p->nodes[index].time_ns);
   return STK_OK;

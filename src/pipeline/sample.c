@@ -11,7 +11,8 @@ static void drop_prefix(const char **msg, const char *prefix) {
   size_t n = strlen(prefix);
   const char *m = *msg;
   if (n == 0) return;
-  if (strncmp(m, prefix, n) == 0 && m[n] == ':' && m[n + 1] == ' ') *msg = m + n + 2;
+  if (strncmp(m, prefix, n) == 0 && m[n] == ':' && m[n + 1] == ' ')
+    *msg = m + n + 2;
   else if (m[0] == '\'' && strncmp(m + 1, prefix, n) == 0 && m[n + 1] == '\'' && m[n + 2] == ':' &&
            m[n + 3] == ' ')
     *msg = m + n + 4;
@@ -40,8 +41,9 @@ char *stk__sample_failure_message(const char *op_name, const char *stage, const 
     inner += n + 3;
     the_file = "the file ";
   }
-  snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s%s", op_name, stage, (long long)s->ordinal,
-           s->source ? " from " : "", s->source ? s->source : "", the_file, inner);
+  snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld%s%s: %s%s", op_name, stage,
+           (long long)s->ordinal, s->source ? " from " : "", s->source ? s->source : "", the_file,
+           inner);
   return strdup(buf);
 }
 
@@ -49,15 +51,29 @@ void **stk__node_state(stk__node *node) { return &node->state; }
 const char *stk__node_name(const stk__node *node) { return node->name; }
 int stk__node_num_inputs(const stk__node *node) { return node->spec->num_inputs; }
 int stk__node_num_outputs(const stk__node *node) { return node->spec->num_outputs; }
-int64_t stk__node_batch_size(const stk__node *node) { return node->pipe->settings[STK_PIPE_BATCH_SIZE]; }
-int64_t stk__node_max_pixels(const stk__node *node) { return node->pipe->settings[STK_PIPE_MAX_IMAGE_PIXELS]; }
-int64_t stk__node_max_file_bytes(const stk__node *node) { return node->pipe->settings[STK_PIPE_MAX_FILE_BYTES]; }
-int stk__node_num_threads(const stk__node *node) { return (int)node->pipe->settings[STK_PIPE_NUM_THREADS]; }
-void *stk__node_pool_alloc(stk__node *node, size_t bytes) { return stk__pool_alloc(node->pipe->pool, bytes); }
+int64_t stk__node_batch_size(const stk__node *node) {
+  return node->pipe->settings[STK_PIPE_BATCH_SIZE];
+}
+int64_t stk__node_max_pixels(const stk__node *node) {
+  return node->pipe->settings[STK_PIPE_MAX_IMAGE_PIXELS];
+}
+int64_t stk__node_max_file_bytes(const stk__node *node) {
+  return node->pipe->settings[STK_PIPE_MAX_FILE_BYTES];
+}
+int stk__node_num_threads(const stk__node *node) {
+  return (int)node->pipe->settings[STK_PIPE_NUM_THREADS];
+}
+void *stk__node_pool_alloc(stk__node *node, size_t bytes) {
+  return stk__pool_alloc(node->pipe->pool, bytes);
+}
 void stk__node_pool_free(void *block) { stk__pool_free(NULL, block); }
 void stk__node_request_host_balance(stk__node *node) { node->host_balance_wanted = true; }
-int stk__node_host_decode_quota(const stk__node *node) { return atomic_load(&node->host_decode_quota); }
-void stk__node_count_host_decoded(stk__node *node, int64_t count) { atomic_fetch_add(&node->pipe->stat_host_decoded, count); }
+int stk__node_host_decode_quota(const stk__node *node) {
+  return atomic_load(&node->host_decode_quota);
+}
+void stk__node_count_host_decoded(stk__node *node, int64_t count) {
+  atomic_fetch_add(&node->pipe->stat_host_decoded, count);
+}
 int64_t stk__node_seed(const stk__node *node) {
   int64_t seed = node->pipe->settings[STK_PIPE_SEED];
   return seed < 0 ? 0x5EED : seed;
@@ -69,19 +85,32 @@ bool stk__arg_is_fed(const stk__node *node, int arg) { return node->spec->args[a
 /* Reads element `i` of a tensor of any dtype as a double. */
 static double element(const stk__tensor *t, int64_t i) {
   switch (t->dtype) {
-  case STK_DTYPE_UINT8: return ((const uint8_t *)t->data)[i];
-  case STK_DTYPE_INT8: return ((const int8_t *)t->data)[i];
-  case STK_DTYPE_UINT16: return ((const uint16_t *)t->data)[i];
-  case STK_DTYPE_INT16: return ((const int16_t *)t->data)[i];
-  case STK_DTYPE_UINT32: return ((const uint32_t *)t->data)[i];
-  case STK_DTYPE_INT32: return ((const int32_t *)t->data)[i];
-  case STK_DTYPE_UINT64: return (double)((const uint64_t *)t->data)[i];
-  case STK_DTYPE_INT64: return (double)((const int64_t *)t->data)[i];
-  case STK_DTYPE_FLOAT16: return stk__f16_to_f32(((const uint16_t *)t->data)[i]);
-  case STK_DTYPE_FLOAT32: return ((const float *)t->data)[i];
-  case STK_DTYPE_FLOAT64: return ((const double *)t->data)[i];
-  case STK_DTYPE_BOOL: return ((const uint8_t *)t->data)[i] != 0;
-  default: return 0.0;
+    case STK_DTYPE_UINT8:
+      return ((const uint8_t *)t->data)[i];
+    case STK_DTYPE_INT8:
+      return ((const int8_t *)t->data)[i];
+    case STK_DTYPE_UINT16:
+      return ((const uint16_t *)t->data)[i];
+    case STK_DTYPE_INT16:
+      return ((const int16_t *)t->data)[i];
+    case STK_DTYPE_UINT32:
+      return ((const uint32_t *)t->data)[i];
+    case STK_DTYPE_INT32:
+      return ((const int32_t *)t->data)[i];
+    case STK_DTYPE_UINT64:
+      return (double)((const uint64_t *)t->data)[i];
+    case STK_DTYPE_INT64:
+      return (double)((const int64_t *)t->data)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk__f16_to_f32(((const uint16_t *)t->data)[i]);
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)t->data)[i];
+    case STK_DTYPE_FLOAT64:
+      return ((const double *)t->data)[i];
+    case STK_DTYPE_BOOL:
+      return ((const uint8_t *)t->data)[i] != 0;
+    default:
+      return 0.0;
   }
 }
 
@@ -184,28 +213,33 @@ static stk_status check_output_limits(stk__sample *s, const stk__node *node, int
     int h = layout[0] == 'C' ? 1 : 0;
     double pixels = (double)shape[h] * (double)shape[h + 1];
     if (pixels > (double)set[STK_PIPE_MAX_IMAGE_PIXELS])
-      return STK_FAIL(STK_ERR_LIMIT, "a %lld x %lld output image has more than "
-                      "max_image_pixels (%lld) pixels", (long long)shape[h + 1],
-                      (long long)shape[h], (long long)set[STK_PIPE_MAX_IMAGE_PIXELS]);
+      return STK_FAIL(STK_ERR_LIMIT,
+                      "a %lld x %lld output image has more than "
+                      "max_image_pixels (%lld) pixels",
+                      (long long)shape[h + 1], (long long)shape[h],
+                      (long long)set[STK_PIPE_MAX_IMAGE_PIXELS]);
   }
   if (!held) return STK_OK; /* scratch inside the sample's chain, reused for the next sample */
   int64_t batch = set[STK_PIPE_BATCH_SIZE] > 0 ? set[STK_PIPE_BATCH_SIZE] : 1;
   uint64_t share = (uint64_t)set[STK_PIPE_MAX_BATCH_BYTES] / (uint64_t)batch;
   if (bytes > share || s->out_bytes + bytes > share)
-    return STK_FAIL(STK_ERR_LIMIT, "%zu more bytes of output would take the sample past its "
-                    "share of max_batch_bytes (%lld / batch_size %lld = %llu bytes)", bytes, (long long)set[STK_PIPE_MAX_BATCH_BYTES], (long long)batch,
+    return STK_FAIL(STK_ERR_LIMIT,
+                    "%zu more bytes of output would take the sample past its "
+                    "share of max_batch_bytes (%lld / batch_size %lld = %llu bytes)",
+                    bytes, (long long)set[STK_PIPE_MAX_BATCH_BYTES], (long long)batch,
                     (unsigned long long)share);
   s->out_bytes += bytes;
   return STK_OK;
 }
 
-stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
-                       const int64_t *shape, const char *layout, stk__tensor **out) {
+stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim, const int64_t *shape,
+                       const char *layout, stk__tensor **out) {
   stk__node *node = s->current;
   if (index < 0 || index >= node->num_outputs)
     return STK_FAIL(STK_ERR_INTERNAL, "operator '%s' has no output %d", node->name, index);
   if (ndim < 0 || ndim > STK_MAX_NDIM)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s': %d dimensions, at most %d", node->name, ndim, STK_MAX_NDIM);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "operator '%s': %d dimensions, at most %d",
+                    node->name, ndim, STK_MAX_NDIM);
   int edge = node->out_edges[index];
   stk__tensor *t = &s->edges[edge];
   size_t bytes = stk_dtype_size(dtype);
@@ -219,9 +253,10 @@ stk_status stk__output(stk__sample *s, int index, stk_dtype dtype, int ndim,
   t->dtype = dtype;
   snprintf(t->layout, sizeof t->layout, "%s", layout ? layout : "");
   t->data = s->pipe->edges[edge].slot >= 0 ? stk__exec_alloc_output(s, edge, bytes, t)
-                                                   : stk__arena_alloc(s->arena, bytes);
+                                           : stk__arena_alloc(s->arena, bytes);
   if (!t->data)
-    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "operator '%s': cannot allocate %zu bytes", node->name, bytes);
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "operator '%s': cannot allocate %zu bytes", node->name,
+                    bytes);
   *out = t;
   return STK_OK;
 }

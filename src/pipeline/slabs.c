@@ -20,7 +20,7 @@
 #include "internal.h"
 
 #define SLAB_FIRST ((size_t)4 << 20)
-#define SLAB_MAX ((size_t)64 << 20)
+#define SLAB_MAX   ((size_t)64 << 20)
 #define SLAB_ALIGN 64
 
 typedef struct slab {
@@ -40,8 +40,8 @@ struct stk__slabs {
   int64_t registered; /* slabs registered so far */
 };
 
-stk__slabs *stk__slabs_create(int (*reg)(void *user, void *ptr, size_t bytes), void (*unreg)(void *user, void *ptr),
-                              void *user) {
+stk__slabs *stk__slabs_create(int (*reg)(void *user, void *ptr, size_t bytes),
+                              void (*unreg)(void *user, void *ptr), void *user) {
   stk__slabs *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   pthread_mutex_init(&s->lock, NULL);

@@ -26,7 +26,8 @@ stk_status stk__tensor_list_create(stk_tensor_list **out, size_t n, int ndim, st
 }
 
 stk_status stk__tensor_list_own(stk_tensor_list *tl, void *block) {
-  if (tl->num_blocks >= tl->n + 1) return STK_FAIL(STK_ERR_INTERNAL, "tensor list owns too many blocks");
+  if (tl->num_blocks >= tl->n + 1)
+    return STK_FAIL(STK_ERR_INTERNAL, "tensor list owns too many blocks");
   tl->blocks[tl->num_blocks++] = block;
   return STK_OK;
 }
@@ -36,8 +37,8 @@ bool stk__tensor_list_has_sample(const stk_tensor_list *tl, size_t i) {
 }
 
 /* Checks that the sources giving samples agree; returns the first such source. */
-static stk_status view_template(stk_tensor_list *const *srcs, const int *which, size_t n, const char *what,
-                                const stk_tensor_list **first) {
+static stk_status view_template(stk_tensor_list *const *srcs, const int *which, size_t n,
+                                const char *what, const stk_tensor_list **first) {
   *first = NULL;
   for (size_t j = 0; j < n; j++) {
     if (which[j] < 0) continue;
@@ -50,7 +51,8 @@ static stk_status view_template(stk_tensor_list *const *srcs, const int *which, 
     if (t->dtype != f->dtype || t->ndim != f->ndim || strcmp(t->layout, f->layout) != 0 ||
         (t->gpu != NULL) != (f->gpu != NULL))
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "'%s': the branches disagree: one gives %s/%dD/'%s' on the %s, another %s/%dD/'%s' on the %s "
+                      "'%s': the branches disagree: one gives %s/%dD/'%s' on the %s, another "
+                      "%s/%dD/'%s' on the %s "
                       "(branches must agree in dtype, dimensions, layout and device)",
                       what, stk_dtype_name(f->dtype), f->ndim, f->layout, f->gpu ? "GPU" : "CPU",
                       stk_dtype_name(t->dtype), t->ndim, t->layout, t->gpu ? "GPU" : "CPU");
@@ -59,7 +61,8 @@ static stk_status view_template(stk_tensor_list *const *srcs, const int *which, 
 }
 
 stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, const int *which,
-                                 const size_t *index, size_t n, const char *what, stk_tensor_list **out) {
+                                 const size_t *index, size_t n, const char *what,
+                                 stk_tensor_list **out) {
   const stk_tensor_list *first;
   STK_TRY(view_template(srcs, which, n, what, &first));
   if (!first) first = srcs[0];
@@ -94,7 +97,8 @@ stk_status stk__tensor_list_view(stk_tensor_list *const *srcs, size_t num_srcs, 
     const stk_tensor_list *src = srcs[which[j]];
     if (index[j] >= src->n) {
       stk_tensor_list_release(tl);
-      return STK_FAIL(STK_ERR_INTERNAL, "'%s': sample %zu of a list of %zu", what, index[j], src->n);
+      return STK_FAIL(STK_ERR_INTERNAL, "'%s': sample %zu of a list of %zu", what, index[j],
+                      src->n);
     }
     if (!stk__tensor_list_has_sample(src, index[j])) { /* a hole stays a hole */
       identity = false;
@@ -143,7 +147,8 @@ void *stk_tensor_list_ready_event(const stk_tensor_list *tl) { return tl ? tl->r
 stk_status stk_tensor_list_sample(const stk_tensor_list *tl, size_t index, stk_tensor_desc *out) {
   if (!tl || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   if (index >= tl->n)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu out of range (the list has %zu)", index, tl->n);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu out of range (the list has %zu)", index,
+                    tl->n);
   memset(out, 0, sizeof *out);
   out->data = tl->data[index];
   out->ndim = tl->ndim;

@@ -54,11 +54,16 @@ static int split_top(char *s, char sep, char **parts, int max) {
       continue;
     }
     if (in_str) {
-      if (*c == '\\' && c[1]) c++;
-      else if (*c == '"') in_str = false;
-    } else if (*c == '"') in_str = true;
-    else if (*c == '[' || *c == '(') depth++;
-    else if (*c == ']' || *c == ')') depth--;
+      if (*c == '\\' && c[1])
+        c++;
+      else if (*c == '"')
+        in_str = false;
+    } else if (*c == '"')
+      in_str = true;
+    else if (*c == '[' || *c == '(')
+      depth++;
+    else if (*c == ']' || *c == ')')
+      depth--;
     if (depth < 0) return -1;
   }
   return (depth == 0 && !in_str) ? n : -1;
@@ -100,7 +105,9 @@ static stk_status apply_kwarg(stk_op *op, const char *key, const char *value, in
   }
   int a = 0;
   while (a < sc->num_args && strcmp(sc->args[a].name, key) != 0) a++;
-  if (a == sc->num_args) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "line %d: %s has no argument '%s'", line, sc->name, key);
+  if (a == sc->num_args)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "line %d: %s has no argument '%s'", line, sc->name,
+                    key);
   /* nan and inf are numbers to Python, not edge names: read them as literals, so the
    * argument's range check sees them (they would otherwise feed the argument from an
    * edge named "nan"). */
@@ -123,7 +130,9 @@ static stk_status find_device(char **args, int nargs, char **device, int line) {
   *device = NULL;
   for (int i = 0; i < nargs; i++) {
     char *eq = find_kw_equals(args[i]);
-    if (!eq || strncmp(args[i], "device", 6) != 0 || (args[i][6] != '=' && !isspace((unsigned char)args[i][6]))) continue;
+    if (!eq || strncmp(args[i], "device", 6) != 0 ||
+        (args[i][6] != '=' && !isspace((unsigned char)args[i][6])))
+      continue;
     if (*device) { /* found by fuzzing: the first value leaked */
       free(*device);
       *device = NULL;
@@ -142,11 +151,16 @@ static char *split_condition(char *rhs) {
   bool in_str = false;
   for (char *c = rhs; *c; c++) {
     if (in_str) {
-      if (*c == '\\' && c[1]) c++;
-      else if (*c == '"') in_str = false;
-    } else if (*c == '"') in_str = true;
-    else if (*c == '(' || *c == '[') depth++;
-    else if (*c == ')' || *c == ']') depth--;
+      if (*c == '\\' && c[1])
+        c++;
+      else if (*c == '"')
+        in_str = false;
+    } else if (*c == '"')
+      in_str = true;
+    else if (*c == '(' || *c == '[')
+      depth++;
+    else if (*c == ')' || *c == ']')
+      depth--;
     else if (depth == 0 && strncmp(c, " if ", 4) == 0) {
       *c = '\0';
       return trim(c + 4);
@@ -166,12 +180,15 @@ static stk_status parse_condition(stk_op *op, char *cond, int line) {
       *eq = '\0';
       char *end;
       value = strtoll(trim(eq + 2), &end, 10);
-      if (end == trim(eq + 2) || *trim(end)) return STK_FAIL(STK_ERR_PARSE, "line %d: a condition compares with an integer", line);
+      if (end == trim(eq + 2) || *trim(end))
+        return STK_FAIL(STK_ERR_PARSE, "line %d: a condition compares with an integer", line);
     }
     char *edge = trim(cond);
-    if (!is_identifier(edge)) return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' is not an edge name in a condition", line, edge);
+    if (!is_identifier(edge))
+      return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' is not an edge name in a condition", line,
+                      edge);
     STK_TRY(stk_op_add_guard(op, edge, value));
-    cond = and ? and + 5 : NULL;
+    cond = and? and+5 : NULL;
   }
   return STK_OK;
 }
@@ -181,14 +198,16 @@ static stk_status parse_call(stk_pipeline *p, char *lhs, char *rhs, int line) {
   rhs = trim(rhs);
   char *paren = strchr(rhs, '(');
   size_t len = strlen(rhs);
-  if (!paren || rhs[len - 1] != ')') return STK_FAIL(STK_ERR_PARSE, "line %d: expected 'outputs = operator(arguments)'", line);
+  if (!paren || rhs[len - 1] != ')')
+    return STK_FAIL(STK_ERR_PARSE, "line %d: expected 'outputs = operator(arguments)'", line);
   *paren = '\0';
   rhs[len - 1] = '\0';
   char *opname = trim(rhs);
   char *args[256], *outs[64];
   int nargs = *trim(paren + 1) ? split_top(paren + 1, ',', args, 256) : 0;
   int nouts = split_top(lhs, ',', outs, 64);
-  if (nargs < 0 || nouts < 1) return STK_FAIL(STK_ERR_PARSE, "line %d: unbalanced brackets or quotes", line);
+  if (nargs < 0 || nouts < 1)
+    return STK_FAIL(STK_ERR_PARSE, "line %d: unbalanced brackets or quotes", line);
   char *device = NULL;
   STK_TRY(find_device(args, nargs, &device, line));
   stk_op *op;
@@ -208,7 +227,8 @@ static stk_status parse_call(stk_pipeline *p, char *lhs, char *rhs, int line) {
     } else if (is_identifier(args[i])) {
       st = stk_op_add_input(op, args[i]);
     } else {
-      st = STK_FAIL(STK_ERR_PARSE, "line %d: positional argument '%s' is not an edge name", line, args[i]);
+      st = STK_FAIL(STK_ERR_PARSE, "line %d: positional argument '%s' is not an edge name", line,
+                    args[i]);
     }
   }
   if (st == STK_OK) st = parse_condition(op, cond, line);
@@ -223,16 +243,20 @@ static stk_status parse_setting(stk_pipeline *p, const char *key, const char *va
     if (strcmp(stk__setting_name((stk_pipeline_setting)k), key) != 0) continue;
     int64_t v;
     char *end;
-    if (k == STK_PIPE_ON_ERROR && (strcmp(value, "\"skip\"") == 0 || strcmp(value, "\"error\"") == 0))
+    if (k == STK_PIPE_ON_ERROR &&
+        (strcmp(value, "\"skip\"") == 0 || strcmp(value, "\"error\"") == 0))
       v = strcmp(value, "\"skip\"") == 0 ? STK_ON_ERROR_SKIP : STK_ON_ERROR_FAIL;
     else if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
       v = value[0] == 't';
     else {
       errno = 0;
       v = strtoll(value, &end, 10);
-      if (end == value || *trim(end)) return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' needs an integer, got '%s'", line, key, value);
+      if (end == value || *trim(end))
+        return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' needs an integer, got '%s'", line, key,
+                        value);
       if (errno == ERANGE)
-        return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' = %s does not fit in a 64-bit integer", line, key, value);
+        return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' = %s does not fit in a 64-bit integer", line,
+                        key, value);
     }
     stk_status st = stk_pipeline_set(p, (stk_pipeline_setting)k, v);
     return st == STK_OK ? st : stk__wrap(st, "line %d", line);
@@ -245,7 +269,8 @@ static stk_status parse_return(stk_pipeline *p, char *rest, int line) {
   int n = split_top(rest, ',', outs, 64);
   if (n < 1) return STK_FAIL(STK_ERR_PARSE, "line %d: 'return' needs edge names", line);
   for (int i = 0; i < n; i++)
-    if (!is_identifier(outs[i])) return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' is not an edge name", line, outs[i]);
+    if (!is_identifier(outs[i]))
+      return STK_FAIL(STK_ERR_PARSE, "line %d: '%s' is not an edge name", line, outs[i]);
   return stk_pipeline_set_outputs(p, (const char *const *)outs, (size_t)n);
 }
 
@@ -254,8 +279,10 @@ static void strip_comment(char *s) {
   bool in_str = false;
   for (; *s; s++) {
     if (in_str) {
-      if (*s == '\\' && s[1]) s++;
-      else if (*s == '"') in_str = false;
+      if (*s == '\\' && s[1])
+        s++;
+      else if (*s == '"')
+        in_str = false;
     } else if (*s == '"') {
       in_str = true;
     } else if (*s == '#') {
@@ -269,18 +296,30 @@ static stk_status parse_line(stk_pipeline *p, char *s, int line) {
   strip_comment(s);
   s = trim(s);
   if (!*s || *s == '#') return STK_OK;
-  if (strncmp(s, "return", 6) == 0 && isspace((unsigned char)s[6])) return parse_return(p, s + 7, line);
+  if (strncmp(s, "return", 6) == 0 && isspace((unsigned char)s[6]))
+    return parse_return(p, s + 7, line);
   char *eq = NULL;
   int depth = 0;
   bool in_str = false;
   for (char *c = s; *c && !eq; c++) { /* the first top-level '=' */
-    if (in_str) { if (*c == '\\' && c[1]) c++; else if (*c == '"') in_str = false; }
-    else if (*c == '"') in_str = true;
-    else if (*c == '(' || *c == '[') depth++;
-    else if (*c == ')' || *c == ']') depth--;
-    else if (*c == '=' && depth == 0) eq = c;
+    if (in_str) {
+      if (*c == '\\' && c[1])
+        c++;
+      else if (*c == '"')
+        in_str = false;
+    } else if (*c == '"')
+      in_str = true;
+    else if (*c == '(' || *c == '[')
+      depth++;
+    else if (*c == ')' || *c == ']')
+      depth--;
+    else if (*c == '=' && depth == 0)
+      eq = c;
   }
-  if (!eq) return STK_FAIL(STK_ERR_PARSE, "line %d: expected 'name = value', 'outputs = operator(...)' or 'return ...'", line);
+  if (!eq)
+    return STK_FAIL(STK_ERR_PARSE,
+                    "line %d: expected 'name = value', 'outputs = operator(...)' or 'return ...'",
+                    line);
   *eq = '\0';
   char *lhs = trim(s), *rhs = trim(eq + 1);
   if (strchr(rhs, '(') && rhs[0] != '"' && rhs[0] != '[') return parse_call(p, lhs, rhs, line);
@@ -313,10 +352,12 @@ stk_status stk_pipeline_from_text(const char *text, stk_pipeline **out) {
 
 static stk_status format_op(const stk_op *op, stk__strbuf *b) {
   const stk_op_schema *sc = op->def->schema;
-  for (int k = 0; k < op->num_outputs; k++) STK_TRY(stk__strbuf_printf(b, "%s%s", k ? ", " : "", op->outputs[k]));
+  for (int k = 0; k < op->num_outputs; k++)
+    STK_TRY(stk__strbuf_printf(b, "%s%s", k ? ", " : "", op->outputs[k]));
   STK_TRY(stk__strbuf_printf(b, " = %s(", sc->name));
   bool first = true;
-  for (int i = 0; i < op->num_inputs; i++, first = false) STK_TRY(stk__strbuf_printf(b, "%s%s", first ? "" : ", ", op->inputs[i]));
+  for (int i = 0; i < op->num_inputs; i++, first = false)
+    STK_TRY(stk__strbuf_printf(b, "%s%s", first ? "" : ", ", op->inputs[i]));
   for (int a = 0; a < sc->num_args; a++) {
     if (!op->args[a].given) continue;
     STK_TRY(stk__strbuf_printf(b, "%s%s=", first ? "" : ", ", sc->args[a].name));
@@ -324,7 +365,8 @@ static stk_status format_op(const stk_op *op, stk__strbuf *b) {
     first = false;
   }
   if (op->device != STK_DEVICE_CPU) {
-    STK_TRY(stk__strbuf_printf(b, "%sdevice=\"%s\"", first ? "" : ", ", stk__device_name(op->device)));
+    STK_TRY(
+        stk__strbuf_printf(b, "%sdevice=\"%s\"", first ? "" : ", ", stk__device_name(op->device)));
     first = false;
   }
   if (op->name) {
@@ -344,7 +386,8 @@ stk_status stk_pipeline_to_text(const stk_pipeline *p, char **out) {
   stk__strbuf b = {0};
   stk_status st = stk__strbuf_printf(&b, "# stoker pipeline\n");
   for (int k = 0; k < STK_PIPE_SETTING_COUNT && st == STK_OK; k++)
-    st = stk__strbuf_printf(&b, "%s = %lld\n", stk__setting_name((stk_pipeline_setting)k), (long long)p->settings[k]);
+    st = stk__strbuf_printf(&b, "%s = %lld\n", stk__setting_name((stk_pipeline_setting)k),
+                            (long long)p->settings[k]);
   for (size_t i = 0; i < p->num_ops && st == STK_OK; i++) st = format_op(p->ops[i], &b);
   if (st == STK_OK && p->num_outputs) {
     st = stk__strbuf_printf(&b, "return ");

@@ -45,13 +45,21 @@ STK_HD uint8_t stk_aa_u8_f64(double v) {
 
 /* Pillow's luma, blend and tables are the colour operators' (color_math.h): one
  * definition for the CPU, the colour kernels and this interpreter. */
-STK_HD uint8_t stk_aa_pil_luma(uint8_t r, uint8_t g, uint8_t b) { return stk_color_pil_luma(r, g, b); }
+STK_HD uint8_t stk_aa_pil_luma(uint8_t r, uint8_t g, uint8_t b) {
+  return stk_color_pil_luma(r, g, b);
+}
 
-STK_HD uint8_t stk_aa_pil_blend(uint8_t a, uint8_t b, float alpha) { return stk_color_blend1(a, b, alpha); }
+STK_HD uint8_t stk_aa_pil_blend(uint8_t a, uint8_t b, float alpha) {
+  return stk_color_blend1(a, b, alpha);
+}
 
-STK_HD void stk_aa_pil_equalize_lut(const uint64_t *hist, uint8_t *lut) { stk_color_pil_equalize_lut(hist, lut); }
+STK_HD void stk_aa_pil_equalize_lut(const uint64_t *hist, uint8_t *lut) {
+  stk_color_pil_equalize_lut(hist, lut);
+}
 
-STK_HD void stk_aa_cv_equalize_lut(const uint64_t *hist, uint8_t *lut) { stk_color_cv_equalize_lut(hist, lut); }
+STK_HD void stk_aa_cv_equalize_lut(const uint64_t *hist, uint8_t *lut) {
+  stk_color_cv_equalize_lut(hist, lut);
+}
 
 /* ImageOps.autocontrast without cutoff (what AutoAugment uses): the histogram is only
  * read when both cutoffs are 0. */
@@ -88,7 +96,8 @@ STK_HD double stk_aa_mean_luma(const uint64_t *sums, int c, double pixels) {
 STK_HD uint8_t stk_aa_dali_linear(double b, double c, double cc, int v) {
   double nb = STK_DMUL(b, 255.0) / 255.0;
   double add = stk_color_bc_add(0.0 * 255.0, nb, cc, c);
-  return (uint8_t)stk_color_round_sat(stk_color_linear((double)v, STK_DMUL(nb, c), add), 0.0, 255.0);
+  return (uint8_t)stk_color_round_sat(stk_color_linear((double)v, STK_DMUL(nb, c), add), 0.0,
+                                      255.0);
 }
 
 /* DALI's saturation of one RGB pixel by the 3x3 matrix m (stk__affine_apply's uint8
@@ -195,7 +204,8 @@ STK_HD float stk_aa_warp_cubic(const uint8_t *src, int h, int w, int c, double s
   float acc = 0.0f;
   for (int j = 0; j < 4; j++) {
     float r = 0.0f;
-    for (int k = 0; k < 4; k++) r = stk_warp_mac(r, wx[k], stk_aa_tap(src, h, w, c, x0 + k, y0 + j, ch, constant, fill));
+    for (int k = 0; k < 4; k++)
+      r = stk_warp_mac(r, wx[k], stk_aa_tap(src, h, w, c, x0 + k, y0 + j, ch, constant, fill));
     acc = stk_warp_mac(acc, wy[j], r);
   }
   return acc;

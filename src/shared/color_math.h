@@ -80,7 +80,8 @@ STK_HD double stk_color_affine1(const double *m_row, double off, const double *i
 
 /* PIL's "L" conversion: (19595 R + 38470 G + 7471 B + 2^15) >> 16 (ITU-R 601-2 luma). */
 STK_HD uint8_t stk_color_pil_luma(uint8_t r, uint8_t g, uint8_t b) {
-  return (uint8_t)(((uint32_t)r * 19595u + (uint32_t)g * 38470u + (uint32_t)b * 7471u + 0x8000u) >> 16);
+  return (uint8_t)(((uint32_t)r * 19595u + (uint32_t)g * 38470u + (uint32_t)b * 7471u + 0x8000u) >>
+                   16);
 }
 
 /* One element of Image.blend(a, b, alpha): a + alpha * (b - a) in float32; interpolation

@@ -41,18 +41,21 @@ STK_HD int64_t stk_conv_wrap(int64_t i, int64_t n) {
 STK_HD int64_t stk_conv_border(int64_t i, int64_t n, int border) {
   if (i >= 0 && i < n) return i;
   switch (border) {
-  case 4: return -1;
-  case 3: return i < 0 ? 0 : n - 1;
-  case 2: return stk_conv_wrap(i, n);
-  case 1: { /* period 2n: 0..n-1, n-1..0 */
-    int64_t m = stk_conv_wrap(i, 2 * n);
-    return m < n ? m : 2 * n - 1 - m;
-  }
-  default: { /* reflect_101, period 2n - 2: 0..n-1, n-2..1 */
-    if (n == 1) return 0;
-    int64_t m = stk_conv_wrap(i, 2 * n - 2);
-    return m < n ? m : 2 * n - 2 - m;
-  }
+    case 4:
+      return -1;
+    case 3:
+      return i < 0 ? 0 : n - 1;
+    case 2:
+      return stk_conv_wrap(i, n);
+    case 1: { /* period 2n: 0..n-1, n-1..0 */
+      int64_t m = stk_conv_wrap(i, 2 * n);
+      return m < n ? m : 2 * n - 1 - m;
+    }
+    default: { /* reflect_101, period 2n - 2: 0..n-1, n-2..1 */
+      if (n == 1) return 0;
+      int64_t m = stk_conv_wrap(i, 2 * n - 2);
+      return m < n ? m : 2 * n - 2 - m;
+    }
   }
 }
 
@@ -75,17 +78,25 @@ typedef struct {
 /* Element i of an input of type dt as float32 (stk__convert's values). */
 STK_HD float stk_conv_load(const void *p, int dt, int64_t i) {
   switch (dt) {
-  case STK_DTYPE_UINT8: return (float)((const uint8_t *)p)[i];
-  case STK_DTYPE_INT8: return (float)((const int8_t *)p)[i];
-  case STK_DTYPE_UINT16: return (float)((const uint16_t *)p)[i];
-  case STK_DTYPE_INT16: return (float)((const int16_t *)p)[i];
-  case STK_DTYPE_INT32: return (float)((const int32_t *)p)[i];
+    case STK_DTYPE_UINT8:
+      return (float)((const uint8_t *)p)[i];
+    case STK_DTYPE_INT8:
+      return (float)((const int8_t *)p)[i];
+    case STK_DTYPE_UINT16:
+      return (float)((const uint16_t *)p)[i];
+    case STK_DTYPE_INT16:
+      return (float)((const int16_t *)p)[i];
+    case STK_DTYPE_INT32:
+      return (float)((const int32_t *)p)[i];
 #ifdef __CUDACC__
-  case STK_DTYPE_FLOAT16: return __half2float(((const __half *)p)[i]);
+    case STK_DTYPE_FLOAT16:
+      return __half2float(((const __half *)p)[i]);
 #else
-  case STK_DTYPE_FLOAT16: return stk__f16_to_f32(((const uint16_t *)p)[i]);
+    case STK_DTYPE_FLOAT16:
+      return stk__f16_to_f32(((const uint16_t *)p)[i]);
 #endif
-  default: return ((const float *)p)[i];
+    default:
+      return ((const float *)p)[i];
   }
 }
 
@@ -99,33 +110,47 @@ STK_HD double stk_conv_round_sat(float v, double lo, double hi) {
  * body, + 0.5 and truncation). */
 STK_HD void stk_conv_store(void *dst, int dt, int64_t i, float v) {
   switch (dt) {
-  case STK_DTYPE_UINT8: {
-    float f = v + 0.5f;
-    f = f > 0.0f ? f : 0.0f;
-    f = f < 255.0f ? f : 255.0f;
-    ((uint8_t *)dst)[i] = (uint8_t)(int)f;
-    return;
-  }
-  case STK_DTYPE_INT8: ((int8_t *)dst)[i] = (int8_t)stk_conv_round_sat(v, -128.0, 127.0); return;
-  case STK_DTYPE_UINT16: ((uint16_t *)dst)[i] = (uint16_t)stk_conv_round_sat(v, 0.0, 65535.0); return;
-  case STK_DTYPE_INT16: ((int16_t *)dst)[i] = (int16_t)stk_conv_round_sat(v, -32768.0, 32767.0); return;
-  case STK_DTYPE_INT32:
-    ((int32_t *)dst)[i] = (int32_t)stk_conv_round_sat(v, -2147483648.0, 2147483647.0);
-    return;
-  case STK_DTYPE_INT64: {
-    double r = v != v ? 0.0 : round((double)v);
-    ((long long *)dst)[i] = r <= -9223372036854775808.0 ? (-9223372036854775807ll - 1)
-                            : r >= 9223372036854775807.0 ? 9223372036854775807ll
-                                                         : (long long)r;
-    return;
-  }
+    case STK_DTYPE_UINT8: {
+      float f = v + 0.5f;
+      f = f > 0.0f ? f : 0.0f;
+      f = f < 255.0f ? f : 255.0f;
+      ((uint8_t *)dst)[i] = (uint8_t)(int)f;
+      return;
+    }
+    case STK_DTYPE_INT8:
+      ((int8_t *)dst)[i] = (int8_t)stk_conv_round_sat(v, -128.0, 127.0);
+      return;
+    case STK_DTYPE_UINT16:
+      ((uint16_t *)dst)[i] = (uint16_t)stk_conv_round_sat(v, 0.0, 65535.0);
+      return;
+    case STK_DTYPE_INT16:
+      ((int16_t *)dst)[i] = (int16_t)stk_conv_round_sat(v, -32768.0, 32767.0);
+      return;
+    case STK_DTYPE_INT32:
+      ((int32_t *)dst)[i] = (int32_t)stk_conv_round_sat(v, -2147483648.0, 2147483647.0);
+      return;
+    case STK_DTYPE_INT64: {
+      double r = v != v ? 0.0 : round((double)v);
+      ((long long *)dst)[i] = r <= -9223372036854775808.0  ? (-9223372036854775807ll - 1)
+                              : r >= 9223372036854775807.0 ? 9223372036854775807ll
+                                                           : (long long)r;
+      return;
+    }
 #ifdef __CUDACC__
-  case STK_DTYPE_FLOAT16: ((__half *)dst)[i] = __float2half_rn(v); return;
+    case STK_DTYPE_FLOAT16:
+      ((__half *)dst)[i] = __float2half_rn(v);
+      return;
 #else
-  case STK_DTYPE_FLOAT16: ((uint16_t *)dst)[i] = stk__f32_to_f16(v); return;
+    case STK_DTYPE_FLOAT16:
+      ((uint16_t *)dst)[i] = stk__f32_to_f16(v);
+      return;
 #endif
-  case STK_DTYPE_FLOAT64: ((double *)dst)[i] = (double)v; return;
-  default: ((float *)dst)[i] = v; return;
+    case STK_DTYPE_FLOAT64:
+      ((double *)dst)[i] = (double)v;
+      return;
+    default:
+      ((float *)dst)[i] = v;
+      return;
   }
 }
 

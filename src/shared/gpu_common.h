@@ -59,13 +59,16 @@ STK_HD double stk_gpu_filter(int interp, double x) {
   const double a = -0.5;
   x = fabs(x);
   switch (interp) {
-  case 1: return x < 1.0 ? 1.0 - x : 0.0;
-  case 2:
-    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
-    if (x < 2.0) return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
-    return 0.0;
-  case 3: return x < 3.0 ? stk_gpu_sinc(x) * stk_gpu_sinc(x / 3.0) : 0.0;
-  default: return x < 0.5 ? 1.0 : 0.0;
+    case 1:
+      return x < 1.0 ? 1.0 - x : 0.0;
+    case 2:
+      if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+      if (x < 2.0) return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+      return 0.0;
+    case 3:
+      return x < 3.0 ? stk_gpu_sinc(x) * stk_gpu_sinc(x / 3.0) : 0.0;
+    default:
+      return x < 0.5 ? 1.0 : 0.0;
   }
 }
 
@@ -77,8 +80,8 @@ typedef struct {
   int k; /* bound on the taps of any output (<= in) */
 } stk_gpu_axis;
 
-STK_HD void stk_gpu_axis_setup(stk_gpu_axis *g, int in, int out, double a0, double a1,
-                               int interp, int antialias) {
+STK_HD void stk_gpu_axis_setup(stk_gpu_axis *g, int in, int out, double a0, double a1, int interp,
+                               int antialias) {
   g->in = in;
   g->out = out;
   g->a0 = a0;
@@ -103,8 +106,8 @@ STK_HD double stk_gpu_axis_centre(const stk_gpu_axis *g, int i) {
 
 /* The normalised weights of output i: writes n <= g->k floats to w[0], w[stride], ...,
  * sets *start (first source index, inside the image) and returns n. */
-STK_HD int stk_gpu_axis_weights(const stk_gpu_axis *g, int interp, int i, float *w,
-                                int stride, int *start) {
+STK_HD int stk_gpu_axis_weights(const stk_gpu_axis *g, int interp, int i, float *w, int stride,
+                                int *start) {
   double c = stk_gpu_axis_centre(g, i);
   double inv = 1.0 / g->fs;
   long long j0 = (long long)floor(c - g->sup) + 1, j1 = (long long)ceil(c + g->sup) - 1;
@@ -174,14 +177,13 @@ STK_HD int stk_gpu_u8_from_float(float v) {
 }
 
 /* crop_mirror_normalize's formula for a uint8 value, in float64 (the CPU's table). */
-STK_HD double stk_gpu_normalize_u8(int v, double mean, double stddev, double scale,
-                                   double shift) {
+STK_HD double stk_gpu_normalize_u8(int v, double mean, double stddev, double scale, double shift) {
   return STK_DADD(STK_DMUL(STK_DSUB((double)v, mean) / stddev, scale), shift);
 }
 
 /* crop_mirror_normalize's float32 path: out = v * mul + add with the CPU's constants. */
-STK_HD void stk_gpu_cmn_muladd(double mean, double stddev, double scale, double shift,
-                               float *mul, float *add) {
+STK_HD void stk_gpu_cmn_muladd(double mean, double stddev, double scale, double shift, float *mul,
+                               float *add) {
   double m = scale / stddev;
   *mul = (float)m;
   *add = (float)STK_DSUB(shift, STK_DMUL(mean, m));

@@ -29,6 +29,8 @@
 #endif
 
 /* The operations (codes shared by both backends and the GPU API's `op` fields). */
+/* The list reads as a table: kept out of clang-format. */
+/* clang-format off */
 #define STK__BINOP_MAP(X)                                                                  \
   X(ADD, "add") X(SUB, "sub") X(MUL, "mul") X(DIV, "div") X(FLOORDIV, "floordiv")          \
   X(MOD, "mod") X(MIN, "min") X(MAX, "max") X(POW, "pow") X(FPOW, "fpow")                  \
@@ -41,7 +43,10 @@ typedef enum {
 #undef STK__BINOP_ENUM
   STK__BIN_COUNT
 } stk__binop;
+/* clang-format on */
 
+/* The list reads as a table: kept out of clang-format. */
+/* clang-format off */
 #define STK__UNOP_MAP(X)                                                                   \
   X(NEG, "neg") X(NOT, "not") X(ABS, "abs") X(SQRT, "sqrt") X(RSQRT, "rsqrt")              \
   X(CBRT, "cbrt") X(EXP, "exp") X(LOG, "log") X(LOG2, "log2") X(LOG10, "log10")            \
@@ -55,6 +60,7 @@ typedef enum {
 #undef STK__UNOP_ENUM
   STK__UN_COUNT
 } stk__unop;
+/* clang-format on */
 
 /* How a binary operand's elements line up with the output's flat index (api_math.h). */
 enum {
@@ -71,7 +77,8 @@ STK_MHD int stk_ar_is_float(int t) {
   return t == STK_DTYPE_FLOAT16 || t == STK_DTYPE_FLOAT32 || t == STK_DTYPE_FLOAT64;
 }
 STK_MHD int stk_ar_is_signed(int t) {
-  return t == STK_DTYPE_INT8 || t == STK_DTYPE_INT16 || t == STK_DTYPE_INT32 || t == STK_DTYPE_INT64;
+  return t == STK_DTYPE_INT8 || t == STK_DTYPE_INT16 || t == STK_DTYPE_INT32 ||
+         t == STK_DTYPE_INT64;
 }
 STK_MHD int stk_ar_kind_of(int t) {
   return stk_ar_is_float(t) ? STK_AK_F : stk_ar_is_signed(t) ? STK_AK_I : STK_AK_U;
@@ -89,7 +96,10 @@ STK_MHD uint32_t stk_ar_f32_bits(float f) {
 #ifdef __CUDA_ARCH__
   return (uint32_t)__float_as_uint(f);
 #else
-  union { float f; uint32_t u; } v;
+  union {
+    float f;
+    uint32_t u;
+  } v;
   v.f = f;
   return v.u;
 #endif
@@ -99,7 +109,10 @@ STK_MHD float stk_ar_bits_f32(uint32_t x) {
 #ifdef __CUDA_ARCH__
   return __uint_as_float(x);
 #else
-  union { float f; uint32_t u; } v;
+  union {
+    float f;
+    uint32_t u;
+  } v;
   v.u = x;
   return v.f;
 #endif
@@ -154,18 +167,30 @@ STK_MHD uint16_t stk_ar_f16_store(double v) { return stk_ar_f32_to_f16((float)v)
 
 STK_MHD double stk_ar_load_f(const void *p, int t, size_t i) {
   switch (t) {
-  case STK_DTYPE_UINT8: return (double)((const uint8_t *)p)[i];
-  case STK_DTYPE_INT8: return (double)((const int8_t *)p)[i];
-  case STK_DTYPE_UINT16: return (double)((const uint16_t *)p)[i];
-  case STK_DTYPE_INT16: return (double)((const int16_t *)p)[i];
-  case STK_DTYPE_UINT32: return (double)((const uint32_t *)p)[i];
-  case STK_DTYPE_INT32: return (double)((const int32_t *)p)[i];
-  case STK_DTYPE_UINT64: return (double)((const uint64_t *)p)[i];
-  case STK_DTYPE_INT64: return (double)((const int64_t *)p)[i];
-  case STK_DTYPE_FLOAT16: return stk_ar_f16_load(((const uint16_t *)p)[i]);
-  case STK_DTYPE_FLOAT32: return (double)((const float *)p)[i];
-  case STK_DTYPE_FLOAT64: return ((const double *)p)[i];
-  default: return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0; /* bool */
+    case STK_DTYPE_UINT8:
+      return (double)((const uint8_t *)p)[i];
+    case STK_DTYPE_INT8:
+      return (double)((const int8_t *)p)[i];
+    case STK_DTYPE_UINT16:
+      return (double)((const uint16_t *)p)[i];
+    case STK_DTYPE_INT16:
+      return (double)((const int16_t *)p)[i];
+    case STK_DTYPE_UINT32:
+      return (double)((const uint32_t *)p)[i];
+    case STK_DTYPE_INT32:
+      return (double)((const int32_t *)p)[i];
+    case STK_DTYPE_UINT64:
+      return (double)((const uint64_t *)p)[i];
+    case STK_DTYPE_INT64:
+      return (double)((const int64_t *)p)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk_ar_f16_load(((const uint16_t *)p)[i]);
+    case STK_DTYPE_FLOAT32:
+      return (double)((const float *)p)[i];
+    case STK_DTYPE_FLOAT64:
+      return ((const double *)p)[i];
+    default:
+      return ((const uint8_t *)p)[i] != 0 ? 1.0 : 0.0; /* bool */
   }
 }
 
@@ -186,30 +211,44 @@ STK_MHD uint64_t stk_ar_f_to_u(double v) {
 /* Integers exactly; uint64 above INT64_MAX saturates. */
 STK_MHD int64_t stk_ar_load_i(const void *p, int t, size_t i) {
   switch (t) {
-  case STK_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-  case STK_DTYPE_INT8: return ((const int8_t *)p)[i];
-  case STK_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-  case STK_DTYPE_INT16: return ((const int16_t *)p)[i];
-  case STK_DTYPE_UINT32: return ((const uint32_t *)p)[i];
-  case STK_DTYPE_INT32: return ((const int32_t *)p)[i];
-  case STK_DTYPE_INT64: return ((const int64_t *)p)[i];
-  case STK_DTYPE_UINT64: {
-    uint64_t u = ((const uint64_t *)p)[i];
-    return u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
-  }
-  case STK_DTYPE_FLOAT16: case STK_DTYPE_FLOAT32: case STK_DTYPE_FLOAT64:
-    return stk_ar_f_to_i(stk_ar_load_f(p, t, i));
-  default: return ((const uint8_t *)p)[i] != 0; /* bool */
+    case STK_DTYPE_UINT8:
+      return ((const uint8_t *)p)[i];
+    case STK_DTYPE_INT8:
+      return ((const int8_t *)p)[i];
+    case STK_DTYPE_UINT16:
+      return ((const uint16_t *)p)[i];
+    case STK_DTYPE_INT16:
+      return ((const int16_t *)p)[i];
+    case STK_DTYPE_UINT32:
+      return ((const uint32_t *)p)[i];
+    case STK_DTYPE_INT32:
+      return ((const int32_t *)p)[i];
+    case STK_DTYPE_INT64:
+      return ((const int64_t *)p)[i];
+    case STK_DTYPE_UINT64: {
+      uint64_t u = ((const uint64_t *)p)[i];
+      return u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
+    }
+    case STK_DTYPE_FLOAT16:
+    case STK_DTYPE_FLOAT32:
+    case STK_DTYPE_FLOAT64:
+      return stk_ar_f_to_i(stk_ar_load_f(p, t, i));
+    default:
+      return ((const uint8_t *)p)[i] != 0; /* bool */
   }
 }
 
 /* Integers as their two's-complement bit patterns (C's conversion to uint64). */
 STK_MHD uint64_t stk_ar_load_u(const void *p, int t, size_t i) {
   switch (t) {
-  case STK_DTYPE_UINT64: return ((const uint64_t *)p)[i];
-  case STK_DTYPE_FLOAT16: case STK_DTYPE_FLOAT32: case STK_DTYPE_FLOAT64:
-    return stk_ar_f_to_u(stk_ar_load_f(p, t, i));
-  default: return (uint64_t)stk_ar_load_i(p, t, i);
+    case STK_DTYPE_UINT64:
+      return ((const uint64_t *)p)[i];
+    case STK_DTYPE_FLOAT16:
+    case STK_DTYPE_FLOAT32:
+    case STK_DTYPE_FLOAT64:
+      return stk_ar_f_to_u(stk_ar_load_f(p, t, i));
+    default:
+      return (uint64_t)stk_ar_load_i(p, t, i);
   }
 }
 
@@ -217,19 +256,36 @@ STK_MHD uint64_t stk_ar_load_u(const void *p, int t, size_t i) {
 
 /* A float64 result into a float type. */
 STK_MHD void stk_ar_store_f(void *p, int t, size_t i, double v) {
-  if (t == STK_DTYPE_FLOAT32) ((float *)p)[i] = (float)v;
-  else if (t == STK_DTYPE_FLOAT64) ((double *)p)[i] = v;
-  else ((uint16_t *)p)[i] = stk_ar_f16_store(v);
+  if (t == STK_DTYPE_FLOAT32)
+    ((float *)p)[i] = (float)v;
+  else if (t == STK_DTYPE_FLOAT64)
+    ((double *)p)[i] = v;
+  else
+    ((uint16_t *)p)[i] = stk_ar_f16_store(v);
 }
 
 /* An integer result (bit pattern) into an integer type: truncation; bool: != 0. */
 STK_MHD void stk_ar_store_u(void *p, int t, size_t i, uint64_t v) {
   switch (t) {
-  case STK_DTYPE_UINT8: case STK_DTYPE_INT8: ((uint8_t *)p)[i] = (uint8_t)v; return;
-  case STK_DTYPE_UINT16: case STK_DTYPE_INT16: ((uint16_t *)p)[i] = (uint16_t)v; return;
-  case STK_DTYPE_UINT32: case STK_DTYPE_INT32: ((uint32_t *)p)[i] = (uint32_t)v; return;
-  case STK_DTYPE_UINT64: case STK_DTYPE_INT64: ((uint64_t *)p)[i] = v; return;
-  default: ((uint8_t *)p)[i] = v != 0; return; /* bool */
+    case STK_DTYPE_UINT8:
+    case STK_DTYPE_INT8:
+      ((uint8_t *)p)[i] = (uint8_t)v;
+      return;
+    case STK_DTYPE_UINT16:
+    case STK_DTYPE_INT16:
+      ((uint16_t *)p)[i] = (uint16_t)v;
+      return;
+    case STK_DTYPE_UINT32:
+    case STK_DTYPE_INT32:
+      ((uint32_t *)p)[i] = (uint32_t)v;
+      return;
+    case STK_DTYPE_UINT64:
+    case STK_DTYPE_INT64:
+      ((uint64_t *)p)[i] = v;
+      return;
+    default:
+      ((uint8_t *)p)[i] = v != 0;
+      return; /* bool */
   }
 }
 
@@ -261,17 +317,29 @@ STK_MHD int64_t stk_ar_ipow_i(int64_t base, int64_t e) {
 /* Arithmetic in float64 (the bitwise operations never reach it). */
 STK_MHD double stk_ar_bin_f(int op, double a, double b) {
   switch (op) {
-  case STK__BIN_ADD: return a + b;
-  case STK__BIN_SUB: return a - b;
-  case STK__BIN_MUL: return a * b;
-  case STK__BIN_DIV: return a / b;
-  case STK__BIN_FLOORDIV: return floor(a / b);
-  case STK__BIN_MOD: return stk_ar_py_mod(a, b);
-  case STK__BIN_MIN: return b < a ? b : a;
-  case STK__BIN_MAX: return b > a ? b : a;
-  case STK__BIN_POW: case STK__BIN_FPOW: return pow(a, b);
-  case STK__BIN_ATAN2: return atan2(a, b);
-  default: return 0.0;
+    case STK__BIN_ADD:
+      return a + b;
+    case STK__BIN_SUB:
+      return a - b;
+    case STK__BIN_MUL:
+      return a * b;
+    case STK__BIN_DIV:
+      return a / b;
+    case STK__BIN_FLOORDIV:
+      return floor(a / b);
+    case STK__BIN_MOD:
+      return stk_ar_py_mod(a, b);
+    case STK__BIN_MIN:
+      return b < a ? b : a;
+    case STK__BIN_MAX:
+      return b > a ? b : a;
+    case STK__BIN_POW:
+    case STK__BIN_FPOW:
+      return pow(a, b);
+    case STK__BIN_ATAN2:
+      return atan2(a, b);
+    default:
+      return 0.0;
   }
 }
 
@@ -279,55 +347,83 @@ STK_MHD double stk_ar_bin_f(int op, double a, double b) {
  * gives 0, floordiv and mod round toward minus infinity. */
 STK_MHD int64_t stk_ar_bin_i(int op, int64_t a, int64_t b) {
   switch (op) {
-  case STK__BIN_ADD: return (int64_t)((uint64_t)a + (uint64_t)b);
-  case STK__BIN_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-  case STK__BIN_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-  case STK__BIN_MIN: return b < a ? b : a;
-  case STK__BIN_MAX: return b > a ? b : a;
-  case STK__BIN_AND: return a & b;
-  case STK__BIN_OR: return a | b;
-  case STK__BIN_XOR: return a ^ b;
-  case STK__BIN_POW: return stk_ar_ipow_i(a, b);
-  case STK__BIN_FLOORDIV:
-    if (b == 0) return 0;
-    if (b == -1) return (int64_t)(0 - (uint64_t)a);
-    return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
-  case STK__BIN_MOD: {
-    int64_t m = (b == 0 || b == -1) ? 0 : a % b;
-    return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
-  }
-  default: return 0;
+    case STK__BIN_ADD:
+      return (int64_t)((uint64_t)a + (uint64_t)b);
+    case STK__BIN_SUB:
+      return (int64_t)((uint64_t)a - (uint64_t)b);
+    case STK__BIN_MUL:
+      return (int64_t)((uint64_t)a * (uint64_t)b);
+    case STK__BIN_MIN:
+      return b < a ? b : a;
+    case STK__BIN_MAX:
+      return b > a ? b : a;
+    case STK__BIN_AND:
+      return a & b;
+    case STK__BIN_OR:
+      return a | b;
+    case STK__BIN_XOR:
+      return a ^ b;
+    case STK__BIN_POW:
+      return stk_ar_ipow_i(a, b);
+    case STK__BIN_FLOORDIV:
+      if (b == 0) return 0;
+      if (b == -1) return (int64_t)(0 - (uint64_t)a);
+      return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+    case STK__BIN_MOD: {
+      int64_t m = (b == 0 || b == -1) ? 0 : a % b;
+      return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+    }
+    default:
+      return 0;
   }
 }
 
 STK_MHD uint64_t stk_ar_bin_u(int op, uint64_t a, uint64_t b) {
   switch (op) {
-  case STK__BIN_ADD: return a + b;
-  case STK__BIN_SUB: return a - b;
-  case STK__BIN_MUL: return a * b;
-  case STK__BIN_FLOORDIV: return b ? a / b : 0;
-  case STK__BIN_MOD: return b ? a % b : 0;
-  case STK__BIN_MIN: return b < a ? b : a;
-  case STK__BIN_MAX: return b > a ? b : a;
-  case STK__BIN_POW: return stk_ar_ipow_u(a, b);
-  case STK__BIN_AND: return a & b;
-  case STK__BIN_OR: return a | b;
-  case STK__BIN_XOR: return a ^ b;
-  default: return 0;
+    case STK__BIN_ADD:
+      return a + b;
+    case STK__BIN_SUB:
+      return a - b;
+    case STK__BIN_MUL:
+      return a * b;
+    case STK__BIN_FLOORDIV:
+      return b ? a / b : 0;
+    case STK__BIN_MOD:
+      return b ? a % b : 0;
+    case STK__BIN_MIN:
+      return b < a ? b : a;
+    case STK__BIN_MAX:
+      return b > a ? b : a;
+    case STK__BIN_POW:
+      return stk_ar_ipow_u(a, b);
+    case STK__BIN_AND:
+      return a & b;
+    case STK__BIN_OR:
+      return a | b;
+    case STK__BIN_XOR:
+      return a ^ b;
+    default:
+      return 0;
   }
 }
 
 /* Comparisons (1 or 0; NaN compares unequal to everything). */
-#define STK_AR_CMP(NAME, T)                                                                \
-  STK_MHD uint64_t NAME(int op, T a, T b) {                                                \
-    switch (op) {                                                                          \
-    case STK__BIN_EQ: return a == b;                                                       \
-    case STK__BIN_NE: return a != b;                                                       \
-    case STK__BIN_LT: return a < b;                                                        \
-    case STK__BIN_LE: return a <= b;                                                       \
-    case STK__BIN_GT: return a > b;                                                        \
-    default: return a >= b;                                                                \
-    }                                                                                      \
+#define STK_AR_CMP(NAME, T)                 \
+  STK_MHD uint64_t NAME(int op, T a, T b) { \
+    switch (op) {                           \
+      case STK__BIN_EQ:                     \
+        return a == b;                      \
+      case STK__BIN_NE:                     \
+        return a != b;                      \
+      case STK__BIN_LT:                     \
+        return a < b;                       \
+      case STK__BIN_LE:                     \
+        return a <= b;                      \
+      case STK__BIN_GT:                     \
+        return a > b;                       \
+      default:                              \
+        return a >= b;                      \
+    }                                       \
   }
 STK_AR_CMP(stk_ar_cmp_f, double)
 STK_AR_CMP(stk_ar_cmp_i, int64_t)
@@ -338,28 +434,50 @@ STK_AR_CMP(stk_ar_cmp_u, uint64_t)
 
 STK_MHD double stk_ar_un_f(int op, double x) {
   switch (op) {
-  case STK__UN_NEG: return -x;
-  case STK__UN_ABS: return fabs(x);
-  case STK__UN_SQRT: return sqrt(x);
-  case STK__UN_RSQRT: return 1.0 / sqrt(x);
-  case STK__UN_CBRT: return cbrt(x);
-  case STK__UN_EXP: return exp(x);
-  case STK__UN_LOG: return log(x);
-  case STK__UN_LOG2: return log2(x);
-  case STK__UN_LOG10: return log10(x);
-  case STK__UN_SIN: return sin(x);
-  case STK__UN_COS: return cos(x);
-  case STK__UN_TAN: return tan(x);
-  case STK__UN_ASIN: return asin(x);
-  case STK__UN_ACOS: return acos(x);
-  case STK__UN_ATAN: return atan(x);
-  case STK__UN_SINH: return sinh(x);
-  case STK__UN_COSH: return cosh(x);
-  case STK__UN_TANH: return tanh(x);
-  case STK__UN_FLOOR: return floor(x);
-  case STK__UN_CEIL: return ceil(x);
-  case STK__UN_ROUND: return round(x);
-  default: return x;
+    case STK__UN_NEG:
+      return -x;
+    case STK__UN_ABS:
+      return fabs(x);
+    case STK__UN_SQRT:
+      return sqrt(x);
+    case STK__UN_RSQRT:
+      return 1.0 / sqrt(x);
+    case STK__UN_CBRT:
+      return cbrt(x);
+    case STK__UN_EXP:
+      return exp(x);
+    case STK__UN_LOG:
+      return log(x);
+    case STK__UN_LOG2:
+      return log2(x);
+    case STK__UN_LOG10:
+      return log10(x);
+    case STK__UN_SIN:
+      return sin(x);
+    case STK__UN_COS:
+      return cos(x);
+    case STK__UN_TAN:
+      return tan(x);
+    case STK__UN_ASIN:
+      return asin(x);
+    case STK__UN_ACOS:
+      return acos(x);
+    case STK__UN_ATAN:
+      return atan(x);
+    case STK__UN_SINH:
+      return sinh(x);
+    case STK__UN_COSH:
+      return cosh(x);
+    case STK__UN_TANH:
+      return tanh(x);
+    case STK__UN_FLOOR:
+      return floor(x);
+    case STK__UN_CEIL:
+      return ceil(x);
+    case STK__UN_ROUND:
+      return round(x);
+    default:
+      return x;
   }
 }
 
@@ -422,37 +540,44 @@ STK_MHD int64_t stk_ar_one_hot_class(const void *p, int t, size_t i, int64_t ncl
 STK_MHD size_t stk_ar_operand_index(int mode, int64_t period, const int64_t *stride, int ndim,
                                     const int64_t *shape, int64_t count, int64_t e) {
   switch (mode) {
-  case STK_GPU_OPERAND_DENSE: return (size_t)e;
-  case STK_GPU_OPERAND_SCALAR: return 0;
-  case STK_GPU_OPERAND_PERIODIC: /* 32-bit division where it fits: much cheaper on a GPU */
-    if (count <= (int64_t)UINT32_MAX) return (size_t)((uint32_t)e % (uint32_t)period);
-    return (size_t)(e % period);
-  default: {
-    int64_t off = 0, rest = e;
-    for (int d = ndim - 1; d >= 0; d--) {
-      off += (rest % shape[d]) * stride[d];
-      rest /= shape[d];
+    case STK_GPU_OPERAND_DENSE:
+      return (size_t)e;
+    case STK_GPU_OPERAND_SCALAR:
+      return 0;
+    case STK_GPU_OPERAND_PERIODIC: /* 32-bit division where it fits: much cheaper on a GPU */
+      if (count <= (int64_t)UINT32_MAX) return (size_t)((uint32_t)e % (uint32_t)period);
+      return (size_t)(e % period);
+    default: {
+      int64_t off = 0, rest = e;
+      for (int d = ndim - 1; d >= 0; d--) {
+        off += (rest % shape[d]) * stride[d];
+        rest /= shape[d];
+      }
+      return (size_t)off;
     }
-    return (size_t)off;
-  }
   }
 }
 
 /* out[e] = a[ia] op b[ib] in compute kind `kind` (math.binary: the output's kind, or the
  * promoted type's for comparisons). With op and kind compile-time constants (the
  * kernel's template) the switches fold away. */
-STK_MHD void stk_ar_binary_elem(int op, int kind, const void *a, int at, size_t ia, const void *b, int bt,
-                                size_t ib, void *out, int ot, size_t e) {
+STK_MHD void stk_ar_binary_elem(int op, int kind, const void *a, int at, size_t ia, const void *b,
+                                int bt, size_t ib, void *out, int ot, size_t e) {
   if (kind == STK_AK_F) {
     double x = stk_ar_load_f(a, at, ia), y = stk_ar_load_f(b, bt, ib);
-    if (stk_ar_is_compare(op)) stk_ar_store_u(out, ot, e, stk_ar_cmp_f(op, x, y));
-    else stk_ar_store_f(out, ot, e, stk_ar_bin_f(op, x, y));
+    if (stk_ar_is_compare(op))
+      stk_ar_store_u(out, ot, e, stk_ar_cmp_f(op, x, y));
+    else
+      stk_ar_store_f(out, ot, e, stk_ar_bin_f(op, x, y));
   } else if (kind == STK_AK_I) {
     int64_t x = stk_ar_load_i(a, at, ia), y = stk_ar_load_i(b, bt, ib);
-    stk_ar_store_u(out, ot, e, stk_ar_is_compare(op) ? stk_ar_cmp_i(op, x, y) : (uint64_t)stk_ar_bin_i(op, x, y));
+    stk_ar_store_u(
+        out, ot, e,
+        stk_ar_is_compare(op) ? stk_ar_cmp_i(op, x, y) : (uint64_t)stk_ar_bin_i(op, x, y));
   } else {
     uint64_t x = stk_ar_load_u(a, at, ia), y = stk_ar_load_u(b, bt, ib);
-    stk_ar_store_u(out, ot, e, stk_ar_is_compare(op) ? stk_ar_cmp_u(op, x, y) : stk_ar_bin_u(op, x, y));
+    stk_ar_store_u(out, ot, e,
+                   stk_ar_is_compare(op) ? stk_ar_cmp_u(op, x, y) : stk_ar_bin_u(op, x, y));
   }
 }
 
@@ -463,12 +588,16 @@ STK_MHD int stk_ar_unary_kind(int op, int in) {
 }
 
 /* out[i] = op(in[i]) (op >= 0), or the clamp of in[i] to the bounds of its kind. */
-STK_MHD void stk_ar_unary_elem(int op, int kind, const void *in, int it, void *out, int ot, size_t i, double lo,
-                               double hi, int64_t ilo, int64_t ihi, uint64_t ulo, uint64_t uhi) {
+STK_MHD void stk_ar_unary_elem(int op, int kind, const void *in, int it, void *out, int ot,
+                               size_t i, double lo, double hi, int64_t ilo, int64_t ihi,
+                               uint64_t ulo, uint64_t uhi) {
   if (op < 0) {
-    if (kind == STK_AK_F) stk_ar_store_f(out, ot, i, stk_ar_clamp_f(stk_ar_load_f(in, it, i), lo, hi));
-    else if (kind == STK_AK_I) stk_ar_store_u(out, ot, i, (uint64_t)stk_ar_clamp_i(stk_ar_load_i(in, it, i), ilo, ihi));
-    else stk_ar_store_u(out, ot, i, stk_ar_clamp_u(stk_ar_load_u(in, it, i), ulo, uhi));
+    if (kind == STK_AK_F)
+      stk_ar_store_f(out, ot, i, stk_ar_clamp_f(stk_ar_load_f(in, it, i), lo, hi));
+    else if (kind == STK_AK_I)
+      stk_ar_store_u(out, ot, i, (uint64_t)stk_ar_clamp_i(stk_ar_load_i(in, it, i), ilo, ihi));
+    else
+      stk_ar_store_u(out, ot, i, stk_ar_clamp_u(stk_ar_load_u(in, it, i), ulo, uhi));
   } else if (op == STK__UN_NOT) {
     stk_ar_store_u(out, ot, i, stk_ar_load_f(in, it, i) == 0.0);
   } else if (kind == STK_AK_F) {
@@ -482,7 +611,8 @@ STK_MHD void stk_ar_unary_elem(int op, int kind, const void *in, int it, void *o
 
 /* The source offset (elements) of element e of a row-major output of `shape`, each of
  * whose axes steps `stride` source elements (subscript's gather, CPU and GPU). */
-STK_MHD int64_t stk_ar_gather_offset(int ndim, const int64_t *shape, const int64_t *stride, int64_t e) {
+STK_MHD int64_t stk_ar_gather_offset(int ndim, const int64_t *shape, const int64_t *stride,
+                                     int64_t e) {
   int64_t off = 0;
   for (int d = ndim - 1; d >= 0; d--) {
     int64_t q = e / shape[d];
@@ -494,15 +624,23 @@ STK_MHD int64_t stk_ar_gather_offset(int ndim, const int64_t *shape, const int64
 
 /* Element e of a one_hot output [count / inner, ncls, inner] (esize-byte elements; on and
  * off hold one element each, little-endian). */
-STK_MHD void stk_ar_one_hot_elem(const void *src, int it, void *dst, int esize, int64_t ncls, int64_t inner,
-                                 uint64_t on, uint64_t off, int64_t e) {
+STK_MHD void stk_ar_one_hot_elem(const void *src, int it, void *dst, int esize, int64_t ncls,
+                                 int64_t inner, uint64_t on, uint64_t off, int64_t e) {
   int64_t row = ncls * inner, o = e / row, r = e - o * row, cls = r / inner, j = r - cls * inner;
   uint64_t v = stk_ar_one_hot_class(src, it, (size_t)(o * inner + j), ncls) == cls ? on : off;
   switch (esize) {
-  case 1: ((uint8_t *)dst)[e] = (uint8_t)v; break;
-  case 2: ((uint16_t *)dst)[e] = (uint16_t)v; break;
-  case 4: ((uint32_t *)dst)[e] = (uint32_t)v; break;
-  default: ((uint64_t *)dst)[e] = v; break;
+    case 1:
+      ((uint8_t *)dst)[e] = (uint8_t)v;
+      break;
+    case 2:
+      ((uint16_t *)dst)[e] = (uint16_t)v;
+      break;
+    case 4:
+      ((uint32_t *)dst)[e] = (uint32_t)v;
+      break;
+    default:
+      ((uint64_t *)dst)[e] = v;
+      break;
   }
 }
 

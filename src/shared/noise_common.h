@@ -18,9 +18,9 @@
  * Exactness: Box-Muller uses its own log/sin/cos (short double polynomials on exactly
  * reduced arguments, absolute error < 1e-9 on the normals) and rounds every step
  * (STK_D* under CUDA: no fused multiply-add; the host builds as ISO C11, which does not
- * contract), so the noise is bit-identical on both backends. Shot noise calls exp/log/lgamma from the
- * platform's libm: results are identical unless a uniform falls within ~1e-15 of an
- * acceptance threshold (the libraries differ by an ULP at most).
+ * contract), so the noise is bit-identical on both backends. Shot noise calls exp/log/lgamma from
+ * the platform's libm: results are identical unless a uniform falls within ~1e-15 of an acceptance
+ * threshold (the libraries differ by an ULP at most).
  */
 #ifndef STOKER_CUDA_NOISE_COMMON_H
 #define STOKER_CUDA_NOISE_COMMON_H
@@ -40,7 +40,7 @@ float stk__f16_to_f32(uint16_t h);
 #endif
 
 /* Element types the noise operators take. */
-#define STK_NOISE_U8 STK_DTYPE_UINT8
+#define STK_NOISE_U8  STK_DTYPE_UINT8
 #define STK_NOISE_I16 STK_DTYPE_INT16
 #define STK_NOISE_I32 STK_DTYPE_INT32
 #define STK_NOISE_F16 STK_DTYPE_FLOAT16
@@ -83,7 +83,8 @@ static inline void stk_noise_mulhilo4(__m128i a, uint32_t m, __m128i *hi, __m128
 
 static inline void stk_noise_blocks4(const stk_noise_stream *s, uint64_t block, uint32_t w[4][4]) {
   uint32_t lo[4], hi[4];
-  for (int k = 0; k < 4; k++) lo[k] = (uint32_t)(block + (uint64_t)k), hi[k] = (uint32_t)((block + (uint64_t)k) >> 32);
+  for (int k = 0; k < 4; k++)
+    lo[k] = (uint32_t)(block + (uint64_t)k), hi[k] = (uint32_t)((block + (uint64_t)k) >> 32);
   __m128i c0 = _mm_loadu_si128((const __m128i *)lo), c1 = _mm_loadu_si128((const __m128i *)hi);
   __m128i c2 = _mm_set1_epi32((int)s->ord[0]), c3 = _mm_set1_epi32((int)s->ord[1]);
   uint32_t k0 = s->key[0], k1 = s->key[1];
@@ -212,13 +213,13 @@ STK_HD int stk_noise_sp_pick(uint32_t w, double salt_below, double noise_below) 
 
 /* ---- shot noise: Poisson(lambda) * factor ---- */
 
-#define STK_NOISE_PTRS_BASE 0x8000000000000000ull
+#define STK_NOISE_PTRS_BASE  0x8000000000000000ull
 #define STK_NOISE_PTRS_TRIES 65536
 
 /* Constants of the sampler for one mean (the CPU caches them per uint8 value). */
 typedef struct {
-  double lambda, exp_neg;                            /* inversion */
-  double loglam, b, a, log_inv_alpha, vr;            /* PTRS */
+  double lambda, exp_neg;                 /* inversion */
+  double loglam, b, a, log_inv_alpha, vr; /* PTRS */
 } stk_noise_poisson_consts;
 
 STK_HD void stk_noise_poisson_setup(stk_noise_poisson_consts *c, double lambda) {
@@ -273,8 +274,8 @@ STK_HD int stk_noise_ptrs_try(const stk_noise_stream *s, uint64_t e, uint32_t t,
 STK_HD double stk_noise_poisson(const stk_noise_stream *s, uint64_t e,
                                 const stk_noise_poisson_consts *c) {
   if (c->lambda < 10.0)
-    return (double)stk_noise_inversion_from(stk_noise_inversion_u(s, e), c->lambda, 0,
-                                            c->exp_neg, c->exp_neg);
+    return (double)stk_noise_inversion_from(stk_noise_inversion_u(s, e), c->lambda, 0, c->exp_neg,
+                                            c->exp_neg);
   double k = 0.0;
   for (uint32_t t = 0; t < STK_NOISE_PTRS_TRIES; t++)
     if (stk_noise_ptrs_try(s, e, t, c, &k)) return k;
@@ -285,41 +286,56 @@ STK_HD double stk_noise_poisson(const stk_noise_stream *s, uint64_t e,
 
 STK_HD double stk_noise_load(const void *p, int dt, int64_t i) {
   switch (dt) {
-  case STK_NOISE_U8: return (double)((const uint8_t *)p)[i];
-  case STK_NOISE_I16: return (double)((const int16_t *)p)[i];
-  case STK_NOISE_I32: return (double)((const int32_t *)p)[i];
+    case STK_NOISE_U8:
+      return (double)((const uint8_t *)p)[i];
+    case STK_NOISE_I16:
+      return (double)((const int16_t *)p)[i];
+    case STK_NOISE_I32:
+      return (double)((const int32_t *)p)[i];
 #ifdef __CUDACC__
-  case STK_NOISE_F16: return (double)__half2float(((const __half *)p)[i]);
+    case STK_NOISE_F16:
+      return (double)__half2float(((const __half *)p)[i]);
 #else
-  case STK_NOISE_F16: return (double)stk__f16_to_f32(((const uint16_t *)p)[i]);
+    case STK_NOISE_F16:
+      return (double)stk__f16_to_f32(((const uint16_t *)p)[i]);
 #endif
-  default: return (double)((const float *)p)[i];
+    default:
+      return (double)((const float *)p)[i];
   }
 }
 
 /* Integers: round half away from zero and saturate (NaN -> 0); uint8 as stk__from_f64. */
 STK_HD void stk_noise_store(void *p, int dt, int64_t i, double x) {
   switch (dt) {
-  case STK_NOISE_U8:
-    ((uint8_t *)p)[i] = !(x > 0.0) ? 0 : x >= 254.5 ? 255 : (uint8_t)(x + 0.5);
-    return;
-  case STK_NOISE_I16: {
-    double r = x != x ? 0.0 : round(x);
-    ((int16_t *)p)[i] = r <= -32768.0 ? (int16_t)-32768 : r >= 32767.0 ? (int16_t)32767 : (int16_t)r;
-    return;
-  }
-  case STK_NOISE_I32: {
-    double r = x != x ? 0.0 : round(x);
-    ((int32_t *)p)[i] = r <= -2147483648.0 ? (int32_t)(-2147483647 - 1)
-                        : r >= 2147483647.0 ? (int32_t)2147483647 : (int32_t)r;
-    return;
-  }
+    case STK_NOISE_U8:
+      ((uint8_t *)p)[i] = !(x > 0.0) ? 0 : x >= 254.5 ? 255 : (uint8_t)(x + 0.5);
+      return;
+    case STK_NOISE_I16: {
+      double r = x != x ? 0.0 : round(x);
+      ((int16_t *)p)[i] = r <= -32768.0  ? (int16_t)-32768
+                          : r >= 32767.0 ? (int16_t)32767
+                                         : (int16_t)r;
+      return;
+    }
+    case STK_NOISE_I32: {
+      double r = x != x ? 0.0 : round(x);
+      ((int32_t *)p)[i] = r <= -2147483648.0  ? (int32_t)(-2147483647 - 1)
+                          : r >= 2147483647.0 ? (int32_t)2147483647
+                                              : (int32_t)r;
+      return;
+    }
 #ifdef __CUDACC__
-  case STK_NOISE_F16: ((__half *)p)[i] = __float2half_rn((float)x); return;
+    case STK_NOISE_F16:
+      ((__half *)p)[i] = __float2half_rn((float)x);
+      return;
 #else
-  case STK_NOISE_F16: ((uint16_t *)p)[i] = stk__f32_to_f16((float)x); return;
+    case STK_NOISE_F16:
+      ((uint16_t *)p)[i] = stk__f32_to_f16((float)x);
+      return;
 #endif
-  default: ((float *)p)[i] = (float)x; return;
+    default:
+      ((float *)p)[i] = (float)x;
+      return;
   }
 }
 
@@ -333,7 +349,9 @@ STK_HD void stk_noise_gaussian_words(const uint32_t w[4], const void *in, void *
   stk_noise_box_muller(w[2], w[3], &z[2], &z[3]);
   for (int j = 0; j < 4; j++) {
     int64_t e = 4 * q + j;
-    if (e < n) stk_noise_store(out, dt, e, stk_noise_gaussian_apply(stk_noise_load(in, dt, e), mean, sd, z[j]));
+    if (e < n)
+      stk_noise_store(out, dt, e,
+                      stk_noise_gaussian_apply(stk_noise_load(in, dt, e), mean, sd, z[j]));
   }
 }
 
@@ -347,9 +365,9 @@ STK_HD void stk_noise_gaussian_step(const stk_noise_stream *s, const void *in, v
 
 /* noise.salt_and_pepper of pixels 4q .. min(4q + 4, npix) - 1, `group` elements each
  * (1 with per_channel), from block q's words w; untouched elements are copied. */
-STK_HD void stk_noise_sp_words(const uint32_t w[4], const void *in, void *out, int dt,
-                               int64_t npix, int64_t group, int64_t q, double salt_below,
-                               double noise_below, double salt, double pepper) {
+STK_HD void stk_noise_sp_words(const uint32_t w[4], const void *in, void *out, int dt, int64_t npix,
+                               int64_t group, int64_t q, double salt_below, double noise_below,
+                               double salt, double pepper) {
   for (int j = 0; j < 4; j++) {
     int64_t g = 4 * q + j;
     if (g >= npix) break;

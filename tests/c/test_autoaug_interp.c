@@ -38,7 +38,8 @@ static uint8_t *make_image(int h, int w, int c, int seed, int kind) {
   uint8_t *p = malloc((size_t)(h * w * c));
   if (kind == 2) {
     uint32_t x = 2463534242u + (uint32_t)seed;
-    for (int i = 0; i < h * w * c; i++) x ^= x << 13, x ^= x >> 17, x ^= x << 5, p[i] = (uint8_t)(x >> 7);
+    for (int i = 0; i < h * w * c; i++)
+      x ^= x << 13, x ^= x >> 17, x ^= x << 5, p[i] = (uint8_t)(x >> 7);
     return p;
   }
   bool narrow = kind == 1;
@@ -61,7 +62,8 @@ typedef struct {
 
 /* CPU reference of one operation (src -> dst). */
 static void cpu_op(const setup *S, stk__aa_op op, double param, const uint8_t *src, uint8_t *dst) {
-  stk__image a = {(void *)src, STK_DTYPE_UINT8, S->h, S->w, S->c}, b = {dst, STK_DTYPE_UINT8, S->h, S->w, S->c};
+  stk__image a = {(void *)src, STK_DTYPE_UINT8, S->h, S->w, S->c},
+             b = {dst, STK_DTYPE_UINT8, S->h, S->w, S->c};
   static char mem[1 << 22];
   arena ar = {mem, 0, sizeof mem};
   if (stk__aa_op_is_geometric(op)) {
@@ -77,8 +79,10 @@ static void cpu_op(const setup *S, stk__aa_op op, double param, const uint8_t *s
 }
 
 /* The CPU mask warp of a geometric operation (nearest, fill 0). */
-static void cpu_mask(const setup *S, stk__aa_op op, double param, const uint8_t *src, uint8_t *dst, int mc) {
-  stk__image a = {(void *)src, STK_DTYPE_UINT8, S->h, S->w, mc}, b = {dst, STK_DTYPE_UINT8, S->h, S->w, mc};
+static void cpu_mask(const setup *S, stk__aa_op op, double param, const uint8_t *src, uint8_t *dst,
+                     int mc) {
+  stk__image a = {(void *)src, STK_DTYPE_UINT8, S->h, S->w, mc},
+             b = {dst, STK_DTYPE_UINT8, S->h, S->w, mc};
   bool y = op == STK__AA_SHEAR_Y || op == STK__AA_TRANSLATE_Y;
   double v[2] = {y ? 0.0 : param, y ? param : 0.0}, m[6];
   if (op == STK__AA_ROTATE) v[0] = param;
@@ -89,8 +93,9 @@ static void cpu_mask(const setup *S, stk__aa_op op, double param, const uint8_t 
 }
 
 /* The interpreter on a program of `count` operations (with an optional mask). */
-static void emulate(const setup *S, const stk__aa_op *ops, const double *params, int count, const uint8_t *src,
-                    uint8_t *dst, const uint8_t *mask, uint8_t *mask_dst, int mc) {
+static void emulate(const setup *S, const stk__aa_op *ops, const double *params, int count,
+                    const uint8_t *src, uint8_t *dst, const uint8_t *mask, uint8_t *mask_dst,
+                    int mc) {
   size_t n = (size_t)(S->h * S->w * S->c), mn = (size_t)(S->h * S->w * mc);
   stk_gpu_aa_step steps[16];
   uint8_t luts[16 * 256];
@@ -99,7 +104,8 @@ static void emulate(const setup *S, const stk__aa_op *ops, const double *params,
     double m[6];
     bool uses = false;
     assert_int_equal(stk__aa_gpu_step(ops[i], S->conv, params[i], S->h, S->w, &steps[num_steps], m,
-                                      luts + num_luts * 256, &uses), STK_OK);
+                                      luts + num_luts * 256, &uses),
+                     STK_OK);
     if (uses) steps[num_steps].lut = num_luts++;
     if (steps[num_steps].code != STK_GPU_AA_COPY) num_steps++;
   }
@@ -170,14 +176,21 @@ static void test_every_operation(void **state) {
   for (int conv = 0; conv < 2; conv++)
     for (int si = 0; si < 4; si++)
       for (int narrow = 0; narrow < 3; narrow++)
-        for (int mode = 0; mode < 4; mode++) { /* default interp + constant, nearest + clamp, linear, cubic + clamp */
-          setup S = {shapes[si][0], shapes[si][1], shapes[si][2], (stk__aa_convention)conv,
-                     conv ? STK__INTERP_NEAREST : STK__INTERP_LINEAR, true, {128.f, 10.4f, 200.5f, 0.f}};
+        for (int mode = 0; mode < 4;
+             mode++) { /* default interp + constant, nearest + clamp, linear, cubic + clamp */
+          setup S = {shapes[si][0],
+                     shapes[si][1],
+                     shapes[si][2],
+                     (stk__aa_convention)conv,
+                     conv ? STK__INTERP_NEAREST : STK__INTERP_LINEAR,
+                     true,
+                     {128.f, 10.4f, 200.5f, 0.f}};
           if (mode == 1) S.interp = STK__INTERP_NEAREST, S.constant = false;
           if (mode == 2) S.interp = STK__INTERP_LINEAR;
           if (mode == 3) S.interp = STK__INTERP_CUBIC, S.constant = false;
           size_t n = (size_t)(S.h * S.w * S.c);
-          uint8_t *src = make_image(S.h, S.w, S.c, si * 11 + narrow, narrow), *a = malloc(n), *b = malloc(n);
+          uint8_t *src = make_image(S.h, S.w, S.c, si * 11 + narrow, narrow), *a = malloc(n),
+                  *b = malloc(n);
           for (size_t k = 0; k < sizeof OPS / sizeof OPS[0]; k++)
             for (int j = 0; j < 3; j++) {
               double p = conv ? OPS[k].tv[j] : OPS[k].dali[j];
@@ -185,10 +198,12 @@ static void test_every_operation(void **state) {
               memset(b, 0x55, n);
               emulate(&S, &OPS[k].op, &p, 1, src, b, NULL, NULL, 0);
               char what[128];
-              snprintf(what, sizeof what, "%s %s(%g) %dx%dx%d mode %d", conv ? "torchvision" : "dali",
-                       stk__aa_op_name(OPS[k].op), p, S.h, S.w, S.c, mode);
-              bool exact = !(S.interp != STK__INTERP_NEAREST && stk__aa_op_is_geometric(OPS[k].op)) &&
-                           !(OPS[k].op == STK__AA_SHARPNESS && conv == 0);
+              snprintf(what, sizeof what, "%s %s(%g) %dx%dx%d mode %d",
+                       conv ? "torchvision" : "dali", stk__aa_op_name(OPS[k].op), p, S.h, S.w, S.c,
+                       mode);
+              bool exact =
+                  !(S.interp != STK__INTERP_NEAREST && stk__aa_op_is_geometric(OPS[k].op)) &&
+                  !(OPS[k].op == STK__AA_SHARPNESS && conv == 0);
               off_by_one += compare(a, b, n, exact, what);
               total += n;
             }
@@ -202,20 +217,27 @@ static void test_every_operation(void **state) {
 /* Programs of several steps, both parities, with a 2-channel mask. */
 static void test_programs_with_masks(void **state) {
   (void)state;
-  const stk__aa_op prog[] = {STK__AA_SHEAR_X, STK__AA_COLOR, STK__AA_ROTATE, STK__AA_EQUALIZE, STK__AA_TRANSLATE_Y,
-                             STK__AA_POSTERIZE};
+  const stk__aa_op prog[] = {STK__AA_SHEAR_X,  STK__AA_COLOR,       STK__AA_ROTATE,
+                             STK__AA_EQUALIZE, STK__AA_TRANSLATE_Y, STK__AA_POSTERIZE};
   const double dali_p[] = {0.2, 1.6, -17.0, 0, 6.5, 0xF0}, tv_p[] = {0.2, 1.6, -17.0, 0, 6, 3};
   for (int conv = 0; conv < 2; conv++)
     for (int count = 0; count <= 6; count++)
       for (int start = 0; start + count <= 6; start += 3) {
-        setup S = {31, 27, 3, (stk__aa_convention)conv, conv ? STK__INTERP_NEAREST : STK__INTERP_LINEAR, true,
+        setup S = {31,
+                   27,
+                   3,
+                   (stk__aa_convention)conv,
+                   conv ? STK__INTERP_NEAREST : STK__INTERP_LINEAR,
+                   true,
                    {conv ? 0.f : 128.f, conv ? 0.f : 128.f, conv ? 0.f : 128.f, 0.f}};
         const double *ps = (conv ? tv_p : dali_p) + start;
         const stk__aa_op *os = prog + start;
         int mc = 2;
         size_t n = (size_t)(S.h * S.w * S.c), mn = (size_t)(S.h * S.w * mc);
-        uint8_t *src = make_image(S.h, S.w, S.c, 3, false), *mask = make_image(S.h, S.w, mc, 9, false);
-        uint8_t *a = malloc(n), *t = malloc(n), *b = malloc(n), *ma = malloc(mn), *mt = malloc(mn), *mb = malloc(mn);
+        uint8_t *src = make_image(S.h, S.w, S.c, 3, false),
+                *mask = make_image(S.h, S.w, mc, 9, false);
+        uint8_t *a = malloc(n), *t = malloc(n), *b = malloc(n), *ma = malloc(mn), *mt = malloc(mn),
+                *mb = malloc(mn);
         memcpy(a, src, n), memcpy(ma, mask, mn);
         for (int i = 0; i < count; i++) {
           cpu_op(&S, os[i], ps[i], a, t);
@@ -227,7 +249,8 @@ static void test_programs_with_masks(void **state) {
         }
         emulate(&S, os, ps, count, src, b, mask, mb, mc);
         char what[96];
-        snprintf(what, sizeof what, "%s program [%d, +%d)", conv ? "torchvision" : "dali", start, count);
+        snprintf(what, sizeof what, "%s program [%d, +%d)", conv ? "torchvision" : "dali", start,
+                 count);
         size_t off = compare(a, b, n, conv == 1, what);
         assert_true(off * 50 < n);
         compare(ma, mb, mn, true, "mask");

@@ -28,7 +28,8 @@ static int setup(void **state) {
 static stk_pipeline *make(const char *reader_args, int prefetch, const char *checkpoint) {
   char files[FILES * 620] = "", text[FILES * 620 + 1024];
   for (int i = 0; i < FILES; i++)
-    snprintf(files + strlen(files), sizeof files - strlen(files), "%s\"%s/f%02d.bin\"", i ? ", " : "", dir, i);
+    snprintf(files + strlen(files), sizeof files - strlen(files), "%s\"%s/f%02d.bin\"",
+             i ? ", " : "", dir, i);
   snprintf(text, sizeof text,
            "batch_size = %d\nnum_threads = 2\nprefetch_queue_depth = %d\nseed = 3\n"
            "data, labels = readers.file(files=[%s], name=\"Reader\"%s)\n"
@@ -74,8 +75,8 @@ static void check_resume(const char *reader_args) {
       size_t m = run(again, 9, resumed);
       stk_pipeline_destroy(again);
       if (n != m || memcmp(after, resumed, n * sizeof(double)) != 0)
-        fail_msg("%s, prefetch %d, cut after %d batches: the resumed run differs\n%s", reader_args, prefetch, cut,
-                 checkpoint);
+        fail_msg("%s, prefetch %d, cut after %d batches: the resumed run differs\n%s", reader_args,
+                 prefetch, cut, checkpoint);
       stk_free(checkpoint);
     }
 }
@@ -106,14 +107,16 @@ static void test_checkpoint_text(void **state) {
 static void expect_restore_error(const char *checkpoint, const char *fragment) {
   char files[700], text[1024];
   snprintf(files, sizeof files, "\"%s/f00.bin\", \"%s/f01.bin\"", dir, dir);
-  snprintf(text, sizeof text, "batch_size = 2\ndata, l = readers.file(files=[%s], name=\"Reader\")\nreturn data\n",
+  snprintf(text, sizeof text,
+           "batch_size = 2\ndata, l = readers.file(files=[%s], name=\"Reader\")\nreturn data\n",
            files);
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_restore(p, checkpoint));
   stk_status st = stk_pipeline_build(p);
   if (st != STK_ERR_INVALID_ARGUMENT || !strstr(stk_last_error(), fragment))
-    fail_msg("restoring '%s': %s, '%s' (wanted '%s')", checkpoint, stk_status_name(st), stk_last_error(), fragment);
+    fail_msg("restoring '%s': %s, '%s' (wanted '%s')", checkpoint, stk_status_name(st),
+             stk_last_error(), fragment);
   stk_pipeline_destroy(p);
 }
 

@@ -68,8 +68,8 @@ static void assert_img_eq(img_t a, img_t b, const char *what) {
   for (size_t i = 0; i < n; i++)
     if (a.p[i] != b.p[i]) {
       size_t px = i / a.c;
-      fail_msg("%s: differs at x %d y %d ch %d: %d != %d", what, (int)(px % a.w),
-               (int)(px / a.w), (int)(i % a.c), a.p[i], b.p[i]);
+      fail_msg("%s: differs at x %d y %d ch %d: %d != %d", what, (int)(px % a.w), (int)(px / a.w),
+               (int)(i % a.c), a.p[i], b.p[i]);
     }
 }
 
@@ -143,10 +143,12 @@ static buf_t with_exif(buf_t j, int orientation, bool big_endian) {
   app[k++] = (uint8_t)len;
   memcpy(app + k, "Exif\0\0", 6);
   k += 6;
-  uint8_t tiff_le[] = {'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0,
-                       (uint8_t)orientation, 0, 0, 0, 0, 0, 0, 0};
-  uint8_t tiff_be[] = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1,
-                       0, (uint8_t)orientation, 0, 0, 0, 0, 0, 0};
+  uint8_t tiff_le[] = {
+      'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, (uint8_t)orientation,
+      0,   0,   0,  0, 0, 0, 0};
+  uint8_t tiff_be[] = {'M',  'M',  0, 42, 0, 0, 0, 8, 0, 1,
+                       0x01, 0x12, 0, 3,  0, 0, 0, 1, 0, (uint8_t)orientation,
+                       0,    0,    0, 0,  0, 0};
   memcpy(app + k, big_endian ? tiff_be : tiff_le, sizeof tiff_le);
   buf_t r = {malloc(j.n + sizeof app), j.n + sizeof app};
   memcpy(r.p, j.p, 2);
@@ -275,9 +277,11 @@ static int setup_set(void **state) {
   add_case("coffee progressive 4:2:0", tj_encode(coffee, TJSAMP_420, 90, TJFLAG_PROGRESSIVE),
            false);
   add_case("odd progressive 4:4:4 (libjpeg simple progression)",
-           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, true, 0, 92, NULL, 0, false}), false);
+           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, true, 0, 92, NULL, 0, false}),
+           false);
   add_case("odd restart intervals",
-           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, false, 2, 90, NULL, 0, false}), false);
+           lj_encode(odd, &(lj_opts){JCS_RGB, JCS_YCbCr, false, false, 2, 90, NULL, 0, false}),
+           false);
   add_case("odd RGB colour space (no transform)",
            lj_encode(odd, &(lj_opts){JCS_RGB, JCS_RGB, true, false, 0, 90, NULL, 0, false}), false);
   add_case("odd arithmetic coding",
@@ -352,7 +356,8 @@ static void test_full_decode_matches_turbojpeg(void **state) {
   static const struct {
     stk__color color;
     int pf;
-  } colors[] = {{STK__COLOR_RGB, TJPF_RGB}, {STK__COLOR_BGR, TJPF_BGR}, {STK__COLOR_GRAY, TJPF_GRAY}};
+  } colors[] = {
+      {STK__COLOR_RGB, TJPF_RGB}, {STK__COLOR_BGR, TJPF_BGR}, {STK__COLOR_GRAY, TJPF_GRAY}};
   for (int i = 0; i < set_n; i++)
     for (int k = 0; k < 3; k++) {
       stk__decode_opts o = {.color = colors[k].color};
@@ -375,8 +380,9 @@ static void test_fast_idct_matches_turbojpeg(void **state) {
   img_t got = decode(b, &o, NULL);
   tjhandle tj = tjInitDecompress();
   img_t want = img_new(got.w, got.h, 3);
-  assert_int_equal(tjDecompress2(tj, b.p, (unsigned long)b.n, want.p, got.w, 0, got.h, TJPF_RGB,
-                                 TJFLAG_FASTDCT), 0);
+  assert_int_equal(
+      tjDecompress2(tj, b.p, (unsigned long)b.n, want.p, got.w, 0, got.h, TJPF_RGB, TJFLAG_FASTDCT),
+      0);
   tjDestroy(tj);
   assert_img_eq(got, want, "fast IDCT");
   free(got.p);
@@ -386,14 +392,26 @@ static void test_fast_idct_matches_turbojpeg(void **state) {
 /* A random ROI inside w x h, with a bias towards edges and tiny sizes. */
 static void random_roi(int w, int h, int *x, int *y, int *rw, int *rh) {
   switch (rnd() % 6) {
-  case 0: *rw = 1 + (int)(rnd() % (uint32_t)(w < 3 ? w : 3)); break;
-  case 1: *rw = w; break;
-  default: *rw = rnd_in(1, w); break;
+    case 0:
+      *rw = 1 + (int)(rnd() % (uint32_t)(w < 3 ? w : 3));
+      break;
+    case 1:
+      *rw = w;
+      break;
+    default:
+      *rw = rnd_in(1, w);
+      break;
   }
   switch (rnd() % 6) {
-  case 0: *rh = 1 + (int)(rnd() % (uint32_t)(h < 3 ? h : 3)); break;
-  case 1: *rh = h; break;
-  default: *rh = rnd_in(1, h); break;
+    case 0:
+      *rh = 1 + (int)(rnd() % (uint32_t)(h < 3 ? h : 3));
+      break;
+    case 1:
+      *rh = h;
+      break;
+    default:
+      *rh = rnd_in(1, h);
+      break;
   }
   int edge = (int)(rnd() % 4);
   *x = edge == 1 ? 0 : edge == 2 ? w - *rw : rnd_in(0, w - *rw);
@@ -469,8 +487,8 @@ static void test_scaled_roi_matches_turbojpeg_crop(void **state) {
     if (info.width < 8 || info.height < 8) continue;
     img_t scaled[5];
     for (int n = 1; n <= 4; n *= 2)
-      scaled[n] = tj_decode(set[i].data, TJPF_RGB, (info.width * n + 7) / 8,
-                            (info.height * n + 7) / 8);
+      scaled[n] =
+          tj_decode(set[i].data, TJPF_RGB, (info.width * n + 7) / 8, (info.height * n + 7) / 8);
     for (int t = 0; t < 40; t++) {
       stk__decode_opts o = {0};
       random_roi(info.width, info.height, &o.roi_x, &o.roi_y, &o.roi_w, &o.roi_h);
@@ -497,8 +515,8 @@ static void test_scaled_roi_matches_turbojpeg_crop(void **state) {
       img_t got = decode(set[i].data, &o, &d);
       img_t want = crop(scaled[expect_n], x0, y0, x1 - x0, y1 - y0);
       char what[200];
-      snprintf(what, sizeof what, "%s scale %d/8 roi x %d y %d w %d h %d", set[i].name,
-               expect_n, o.roi_x, o.roi_y, o.roi_w, o.roi_h);
+      snprintf(what, sizeof what, "%s scale %d/8 roi x %d y %d w %d h %d", set[i].name, expect_n,
+               o.roi_x, o.roi_y, o.roi_w, o.roi_h);
       assert_img_eq(got, want, what);
       assert_true(fabs(d.scale_x - (double)(x1 - x0) / o.roi_w) < 1e-12);
       free(got.p);
@@ -520,9 +538,7 @@ static void test_scale_choice(void **state) {
       {321, 214, 640, 427}, /* 3/4, 5/8... are never used */
       {80, 54, 80, 54},     /* 1/8 */
       {81, 54, 160, 107},   /* 1/4 */
-      {160, 107, 160, 107},
-      {161, 1, 320, 214},
-      {1, 108, 320, 214},
+      {160, 107, 160, 107}, {161, 1, 320, 214}, {1, 108, 320, 214},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     stk__decode_opts o = {.min_w = cases[i].min_w, .min_h = cases[i].min_h};
@@ -585,16 +601,17 @@ static void test_exif_orientation(void **state) {
 
 static void test_exif_parser(void **state) {
   (void)state;
-  uint8_t le[] = {'I', 'I', 42, 0, 8, 0, 0, 0, 2, 0,
-                  0x0f, 0x01, 2, 0, 4, 0, 0, 0, 'a', 'b', 'c', 0, /* Make */
-                  0x12, 0x01, 3, 0, 1, 0, 0, 0, 6, 0, 0, 0};
+  uint8_t le[] = {'I',  'I',  42, 0, 8, 0, 0,   0,   2,   0, 0x0f, 0x01,
+                  2,    0,    4,  0, 0, 0, 'a', 'b', 'c', 0, /* Make */
+                  0x12, 0x01, 3,  0, 1, 0, 0,   0,   6,   0, 0,    0};
   assert_int_equal(stk__exif_orientation(le, sizeof le), 6);
   uint8_t lng[] = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 4, 0, 0, 0, 1, 0, 0, 0, 8};
   assert_int_equal(stk__exif_orientation(lng, sizeof lng), 8);
   assert_int_equal(stk__exif_orientation(le, sizeof le - 4), 1); /* entry cut off */
   uint8_t bad_ifd[] = {'I', 'I', 42, 0, 0xff, 0xff, 0xff, 0x7f, 0, 0};
   assert_int_equal(stk__exif_orientation(bad_ifd, sizeof bad_ifd), 1);
-  uint8_t bad_value[] = {'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, 9, 0, 0, 0};
+  uint8_t bad_value[] = {'I',  'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12,
+                         0x01, 3,   0,  1, 0, 0, 0, 9, 0, 0, 0};
   assert_int_equal(stk__exif_orientation(bad_value, sizeof bad_value), 1);
   uint8_t huge_count[] = {'I', 'I', 42, 0, 8, 0, 0, 0, 0xff, 0xff, 0, 0};
   assert_int_equal(stk__exif_orientation(huge_count, sizeof huge_count), 1);
@@ -697,8 +714,8 @@ static void zlib_stored(growbuf *out, const uint8_t *d, size_t n) {
   size_t pos = 0;
   do {
     size_t len = n - pos > 65535 ? 65535 : n - pos;
-    uint8_t b[5] = {(uint8_t)(pos + len == n), (uint8_t)len, (uint8_t)(len >> 8),
-                    (uint8_t)~len, (uint8_t)(~len >> 8)};
+    uint8_t b[5] = {(uint8_t)(pos + len == n), (uint8_t)len, (uint8_t)(len >> 8), (uint8_t)~len,
+                    (uint8_t)(~len >> 8)};
     put(out, b, 5);
     put(out, d + pos, len);
     pos += len;
@@ -721,7 +738,9 @@ typedef struct {
   int exif_orientation; /* 0: no eXIf */
 } png_spec;
 
-static int png_channels(int ctype) { return ctype == 0 || ctype == 3 ? 1 : ctype == 4 ? 2 : ctype == 2 ? 3 : 4; }
+static int png_channels(int ctype) {
+  return ctype == 0 || ctype == 3 ? 1 : ctype == 4 ? 2 : ctype == 2 ? 3 : 4;
+}
 
 /* Appends the filtered (type 0) scanlines of the sub-image (x0 + i*dx, y0 + j*dy). */
 static void png_rows(growbuf *raw, const png_spec *s, int x0, int y0, int dx, int dy) {
@@ -760,14 +779,24 @@ static buf_t png_build(const png_spec *s) {
   growbuf g = {0}, raw = {0}, z = {0};
   static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
   put(&g, sig, 8);
-  uint8_t ihdr[13] = {(uint8_t)(s->w >> 24), (uint8_t)(s->w >> 16), (uint8_t)(s->w >> 8),
-                      (uint8_t)s->w, (uint8_t)(s->h >> 24), (uint8_t)(s->h >> 16),
-                      (uint8_t)(s->h >> 8), (uint8_t)s->h, (uint8_t)s->depth,
-                      (uint8_t)s->ctype, 0, 0, (uint8_t)s->interlace};
+  uint8_t ihdr[13] = {(uint8_t)(s->w >> 24),
+                      (uint8_t)(s->w >> 16),
+                      (uint8_t)(s->w >> 8),
+                      (uint8_t)s->w,
+                      (uint8_t)(s->h >> 24),
+                      (uint8_t)(s->h >> 16),
+                      (uint8_t)(s->h >> 8),
+                      (uint8_t)s->h,
+                      (uint8_t)s->depth,
+                      (uint8_t)s->ctype,
+                      0,
+                      0,
+                      (uint8_t)s->interlace};
   put_chunk(&g, "IHDR", ihdr, 13);
   if (s->exif_orientation) {
-    uint8_t ex[] = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1,
-                    0, (uint8_t)s->exif_orientation, 0, 0, 0, 0, 0, 0};
+    uint8_t ex[] = {'M',  'M',  0, 42, 0, 0, 0, 8, 0, 1,
+                    0x01, 0x12, 0, 3,  0, 0, 0, 1, 0, (uint8_t)s->exif_orientation,
+                    0,    0,    0, 0,  0, 0};
     put_chunk(&g, "eXIf", ex, sizeof ex);
   }
   if (s->plte) put_chunk(&g, "PLTE", s->plte, (size_t)s->plte_n * 3);
@@ -777,7 +806,8 @@ static buf_t png_build(const png_spec *s) {
   } else {
     static const int adam7[7][4] = {{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
                                     {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}};
-    for (int p = 0; p < 7; p++) png_rows(&raw, s, adam7[p][0], adam7[p][1], adam7[p][2], adam7[p][3]);
+    for (int p = 0; p < 7; p++)
+      png_rows(&raw, s, adam7[p][0], adam7[p][1], adam7[p][2], adam7[p][3]);
   }
   zlib_stored(&z, raw.p, raw.n);
   /* Split the data over two IDAT chunks, as encoders may. */
@@ -803,8 +833,7 @@ static img_t png_expected_rgb(const png_spec *s) {
     } else {
       for (int c = 0; c < 3; c++) {
         uint16_t x = v[ch >= 3 ? c : 0];
-        rgb[c] = s->depth == 16 ? (uint8_t)(x >> 8)
-                                : (uint8_t)(x * 255 / ((1 << s->depth) - 1));
+        rgb[c] = s->depth == 16 ? (uint8_t)(x >> 8) : (uint8_t)(x * 255 / ((1 << s->depth) - 1));
       }
     }
     memcpy(m.p + 3 * (size_t)i, rgb, 3);
@@ -845,8 +874,8 @@ static void check_png(const png_spec *s, const char *what) {
       random_roi(s->w, s->h, &o.roi_x, &o.roi_y, &o.roi_w, &o.roi_h);
       got = decode(b, &o, NULL);
       img_t wc = crop(want, o.roi_x, o.roi_y, o.roi_w, o.roi_h);
-      snprintf(msg, sizeof msg, "%s colour %d roi %d,%d %dx%d", what, k, o.roi_x, o.roi_y,
-               o.roi_w, o.roi_h);
+      snprintf(msg, sizeof msg, "%s colour %d roi %d,%d %dx%d", what, k, o.roi_x, o.roi_y, o.roi_w,
+               o.roi_h);
       assert_img_eq(got, wc, msg);
       free(got.p);
       free(wc.p);
@@ -861,8 +890,8 @@ static void test_png_color_types(void **state) {
   (void)state;
   static const struct {
     int ctype, depth;
-  } types[] = {{0, 1}, {0, 2}, {0, 4}, {0, 8}, {0, 16}, {2, 8}, {2, 16}, {3, 1}, {3, 2},
-               {3, 4}, {3, 8}, {4, 8}, {4, 16}, {6, 8}, {6, 16}};
+  } types[] = {{0, 1}, {0, 2}, {0, 4}, {0, 8}, {0, 16}, {2, 8}, {2, 16}, {3, 1},
+               {3, 2}, {3, 4}, {3, 8}, {4, 8}, {4, 16}, {6, 8}, {6, 16}};
   uint8_t plte[256 * 3];
   for (int i = 0; i < 256 * 3; i++) plte[i] = (uint8_t)(rnd() >> 11);
   uint8_t trns[5] = {0, 50, 100, 150, 255};
@@ -873,9 +902,17 @@ static void test_png_color_types(void **state) {
       uint16_t *samples = malloc(sizeof(uint16_t) * w * h * ch);
       int limit = types[t].ctype == 3 ? (1 << depth) : (1 << depth);
       for (int i = 0; i < w * h * ch; i++) samples[i] = (uint16_t)(rnd() % (uint32_t)limit);
-      png_spec s = {w, h, depth, types[t].ctype, interlace, samples,
-                    types[t].ctype == 3 ? plte : NULL, 1 << depth,
-                    types[t].ctype == 3 ? trns : NULL, 5, 0};
+      png_spec s = {w,
+                    h,
+                    depth,
+                    types[t].ctype,
+                    interlace,
+                    samples,
+                    types[t].ctype == 3 ? plte : NULL,
+                    1 << depth,
+                    types[t].ctype == 3 ? trns : NULL,
+                    5,
+                    0};
       if (s.plte_n > 256) s.plte_n = 256;
       char what[80];
       snprintf(what, sizeof what, "PNG type %d depth %d%s", types[t].ctype, depth,
@@ -1027,12 +1064,16 @@ static void test_bad_input(void **state) {
   assert_int_equal(try_decode(r, &lim), STK_OK);
 
   /* ROIs outside the image. */
-  static const int rois[][4] = {{-1, 0, 10, 10}, {0, -1, 10, 10}, {631, 0, 10, 10},
-                                {0, 418, 10, 10}, {0, 0, 10, 0},  {0, 0, -5, 10},
+  static const int rois[][4] = {{-1, 0, 10, 10},
+                                {0, -1, 10, 10},
+                                {631, 0, 10, 10},
+                                {0, 418, 10, 10},
+                                {0, 0, 10, 0},
+                                {0, 0, -5, 10},
                                 {0x7fffffff, 0, 0x7fffffff, 1}};
   for (size_t i = 0; i < sizeof rois / sizeof rois[0]; i++) {
-    stk__decode_opts o = {.roi_x = rois[i][0], .roi_y = rois[i][1], .roi_w = rois[i][2],
-                          .roi_h = rois[i][3]};
+    stk__decode_opts o = {
+        .roi_x = rois[i][0], .roi_y = rois[i][1], .roi_w = rois[i][2], .roi_h = rois[i][3]};
     assert_int_equal(try_decode(r, &o), STK_ERR_INVALID_ARGUMENT);
   }
 }
@@ -1102,8 +1143,13 @@ static void test_scan_limit(void **state) {
 static void test_progressive_roi_and_scaling_with_gray_output(void **state) {
   (void)state;
   buf_t b = set[8].data; /* progressive 4:2:0 */
-  stk__decode_opts o = {.color = STK__COLOR_GRAY, .roi_x = 101, .roi_y = 37, .roi_w = 301,
-                        .roi_h = 203, .min_w = 150, .min_h = 100};
+  stk__decode_opts o = {.color = STK__COLOR_GRAY,
+                        .roi_x = 101,
+                        .roi_y = 37,
+                        .roi_w = 301,
+                        .roi_h = 203,
+                        .min_w = 150,
+                        .min_h = 100};
   img_t got = decode(b, &o, NULL);
   img_t s2 = tj_decode(b, TJPF_GRAY, 300, 200);
   int x0, x1, y0, y1;
@@ -1214,9 +1260,10 @@ static int find_sub(img_t full, img_t sub, int *fx, int *fy) {
 
 static void test_op_image_random_crop(void **state) {
   (void)state;
-  const char *body = "crop = decoders.image_random_crop(enc, random_area=[0.1, 0.5])\n"
-                     "small = decoders.image_random_crop(enc, size=[40, 30])\n"
-                     "return crop, small\n";
+  const char *body =
+      "crop = decoders.image_random_crop(enc, random_area=[0.1, 0.5])\n"
+      "small = decoders.image_random_crop(enc, size=[40, 30])\n"
+      "return crop, small\n";
   stk_pipeline *p = op_pipeline(body, 4, 1, NULL);
   stk_pipeline *q = op_pipeline(body, 4, 3, NULL); /* same seed, other thread count */
   stk_batch *b, *c;
@@ -1235,14 +1282,17 @@ static void test_op_image_random_crop(void **state) {
     double ratio = (double)crop1.w / crop1.h;
     assert_true(ratio > 0.74 && ratio < 1.34);
     int x, y;
-    if (find_sub(full, crop1, &x, &y) != 0) fail_msg("%s: the crop is not a window of the image", rel);
+    if (find_sub(full, crop1, &x, &y) != 0)
+      fail_msg("%s: the crop is not a window of the image", rel);
     /* With size: at least 30 wide and 40 high, DCT-downscaled when the window allows. */
     img_t s2 = sample_img(stk_batch_output(b, 1), i);
     assert_true(s2.w >= 30 && s2.h >= 40);
     /* Every window is >= 8% of the image and >= 2x the size, so JPEGs come out smaller
      * than any unscaled window could; PNGs are never scaled. */
-    if (strstr(rel, ".jpg")) assert_true(s2.w * s2.h < 0.08 * full.w * full.h);
-    else assert_true(s2.w * s2.h >= 0.07 * full.w * full.h);
+    if (strstr(rel, ".jpg"))
+      assert_true(s2.w * s2.h < 0.08 * full.w * full.h);
+    else
+      assert_true(s2.w * s2.h >= 0.07 * full.w * full.h);
     free(full.p);
     free(f.p);
   }

@@ -81,10 +81,10 @@ static stk__image as_image(const photo *p) {
 /* ---------------------------------------------------------------------------------- */
 
 typedef struct {
-  const char *op;     /* see make_pil_refs.py */
+  const char *op; /* see make_pil_refs.py */
   const photo *in;
   char params[64];
-  photo out;          /* filled by pil_run */
+  photo out; /* filled by pil_run */
 } pil_task;
 
 /* Runs the tasks through Pillow; false when Pillow is not available (the caller skips). */
@@ -125,22 +125,21 @@ static void pil_free(pil_task *t, int n) {
 }
 
 /* Exact equality, reporting the first difference and the number of differences. */
-static void expect_same_bytes(const uint8_t *got, const uint8_t *want, size_t n,
-                              const char *what) {
+static void expect_same_bytes(const uint8_t *got, const uint8_t *want, size_t n, const char *what) {
   size_t bad = 0, first = 0;
   for (size_t i = 0; i < n; i++)
     if (got[i] != want[i] && bad++ == 0) first = i;
   if (bad)
-    fail_msg("%s: %zu of %zu bytes differ from Pillow; first at %zu: %d, Pillow %d", what, bad,
-             n, first, got[first], want[first]);
+    fail_msg("%s: %zu of %zu bytes differ from Pillow; first at %zu: %d, Pillow %d", what, bad, n,
+             first, got[first], want[first]);
 }
 
-#define SKIP_WITHOUT_PILLOW(ok)                                                            \
-  do {                                                                                     \
-    if (!(ok)) {                                                                           \
-      print_message("Pillow is not importable: skipping\n");                               \
-      skip();                                                                              \
-    }                                                                                      \
+#define SKIP_WITHOUT_PILLOW(ok)                              \
+  do {                                                       \
+    if (!(ok)) {                                             \
+      print_message("Pillow is not importable: skipping\n"); \
+      skip();                                                \
+    }                                                        \
   } while (0)
 
 /* ---------------------------------------------------------------------------------- */
@@ -153,7 +152,8 @@ static stk_pipeline *build(int batch, const char *body) {
   char text[4096];
   snprintf(text, sizeof text,
            "batch_size = %d\nnum_threads = 2\nseed = 11\n"
-           "src = external_source(layout=\"HWC\", name=\"src\")\n%s", batch, body);
+           "src = external_source(layout=\"HWC\", name=\"src\")\n%s",
+           batch, body);
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_build(p));
@@ -187,9 +187,13 @@ static stk_tensor_desc sample_of(stk_batch *b, size_t out, size_t i) {
 static double scalar_of(stk_batch *b, size_t out, size_t i) {
   stk_tensor_desc d = sample_of(b, out, i);
   switch (d.dtype) {
-  case STK_DTYPE_FLOAT32: return *(const float *)d.data;
-  case STK_DTYPE_INT32: return *(const int32_t *)d.data;
-  default: fail_msg("unexpected scalar type"); return 0;
+    case STK_DTYPE_FLOAT32:
+      return *(const float *)d.data;
+    case STK_DTYPE_INT32:
+      return *(const int32_t *)d.data;
+    default:
+      fail_msg("unexpected scalar type");
+      return 0;
   }
 }
 
@@ -210,8 +214,10 @@ static void expect_run_error(int batch, const char *body, const photo *imgs, con
 /* Expects the text (or its build) to be refused with `needle` in the message. */
 static void expect_build_error(const char *body, const char *needle) {
   char text[2048];
-  snprintf(text, sizeof text, "batch_size = 1\nsrc = external_source(layout=\"HWC\", "
-           "name=\"src\")\n%s", body);
+  snprintf(text, sizeof text,
+           "batch_size = 1\nsrc = external_source(layout=\"HWC\", "
+           "name=\"src\")\n%s",
+           body);
   stk_pipeline *p = NULL;
   stk_status st = stk_pipeline_from_text(text, &p);
   if (st == STK_OK) st = stk_pipeline_build(p);
@@ -247,8 +253,8 @@ static void expect_f32(float got, double exact, const char *what, size_t i) {
 }
 
 /* DALI's YIQ matrices, as published in its hsv / color_twist sources. */
-static const double RGB2YIQ[3][3] = {{0.299, 0.587, 0.114}, {0.596, -0.274, -0.321},
-                                     {0.211, -0.523, 0.311}};
+static const double RGB2YIQ[3][3] = {
+    {0.299, 0.587, 0.114}, {0.596, -0.274, -0.321}, {0.211, -0.523, 0.311}};
 static const double YIQ2RGB[3][3] = {{1, 0.956, 0.621}, {1, -0.272, -0.647}, {1, -1.107, 1.705}};
 
 /* One pixel through DALI's hsv, step by step: to YIQ, rotate IQ by the hue, scale IQ by
@@ -296,8 +302,8 @@ static void test_pil_enhance_kernels_exact(void **state) {
     if (!strcmp(t[k].op, "contrast")) stk__pil_contrast(&src, &dst, f);
     if (!strcmp(t[k].op, "sharpness")) stk__pil_sharpness(&src, &dst, f);
     char what[128];
-    snprintf(what, sizeof what, "%s(%s) on %lldx%lldx%lld", t[k].op, t[k].params,
-             (long long)out.h, (long long)out.w, (long long)out.c);
+    snprintf(what, sizeof what, "%s(%s) on %lldx%lldx%lld", t[k].op, t[k].params, (long long)out.h,
+             (long long)out.w, (long long)out.c);
     expect_same_bytes(out.data, t[k].out.data, (size_t)(out.h * out.w * out.c), what);
     free(out.data);
   }
@@ -400,9 +406,12 @@ static void test_pil_ops_per_sample(void **state) {
     double bits = scalar_of(b, 7, (size_t)i), thr = scalar_of(b, 8, (size_t)i);
     for (int o = 0; o < 6; o++) {
       t[i * 6 + o] = (pil_task){.op = pil_ops[o], .in = &imgs[i]};
-      if (o < 4) snprintf(t[i * 6 + o].params, 64, "%.17g", (double)(float)fs[i]);
-      else if (o == 4) snprintf(t[i * 6 + o].params, 64, "%d", (int)bits);
-      else snprintf(t[i * 6 + o].params, 64, "%.17g", thr);
+      if (o < 4)
+        snprintf(t[i * 6 + o].params, 64, "%.17g", (double)(float)fs[i]);
+      else if (o == 4)
+        snprintf(t[i * 6 + o].params, 64, "%d", (int)bits);
+      else
+        snprintf(t[i * 6 + o].params, 64, "%.17g", thr);
     }
   }
   bool distinct = fs[0] != fs[1];
@@ -428,8 +437,8 @@ static void test_pil_ops_per_sample(void **state) {
 static void test_pil_small_cases(void **state) {
   uint8_t px[2 * 3] = {10, 20, 30, 200, 100, 50};
   stk__image img = {px, STK_DTYPE_UINT8, 1, 2, 3};
-  int l0 = (10 * 19595 + 20 * 38470 + 30 * 7471 + 32768) >> 16;    /* 17 */
-  int l1 = (200 * 19595 + 100 * 38470 + 50 * 7471 + 32768) >> 16;  /* 124 */
+  int l0 = (10 * 19595 + 20 * 38470 + 30 * 7471 + 32768) >> 16;   /* 17 */
+  int l1 = (200 * 19595 + 100 * 38470 + 50 * 7471 + 32768) >> 16; /* 124 */
   assert_int_equal(stk__pil_luma(10, 20, 30), l0);
   assert_int_equal(stk__pil_contrast_center(&img), (int)((l0 + l1) / 2.0 + 0.5));
   uint8_t out[6];
@@ -439,7 +448,7 @@ static void test_pil_small_cases(void **state) {
   stk__pil_brightness(&img, &dst, 0.33f);
   assert_int_equal(out[3], (int)(200 * 0.33f)); /* 66.0000..: truncated */
   stk__pil_brightness(&img, &dst, 2.0f);
-  assert_int_equal(out[3], 255);               /* clamped when extrapolating */
+  assert_int_equal(out[3], 255); /* clamped when extrapolating */
   assert_int_equal(out[0], 20);
   /* equalize: a two-level channel maps its levels to 0 and to (n/2 + count) // step */
   uint64_t hist[256] = {0};
@@ -474,9 +483,10 @@ static void test_dali_brightness_contrast(void **state) {
       {"contrast(src, contrast=1.7)", 1, 0, 1.7, -1, false},
       {"contrast(src, contrast=0.4, contrast_center=30.5)", 1, 0, 0.4, 30.5, false},
       {"brightness_contrast(src, brightness=0.9, brightness_shift=-0.05, contrast=1.2, "
-       "contrast_center=100)", 0.9, -0.05, 1.2, 100, false},
-      {"brightness_contrast(src, brightness=1.1, contrast=0.8, dtype=\"float32\")", 1.1, 0,
-       0.8, -1, true},
+       "contrast_center=100)",
+       0.9, -0.05, 1.2, 100, false},
+      {"brightness_contrast(src, brightness=1.1, contrast=0.8, dtype=\"float32\")", 1.1, 0, 0.8, -1,
+       true},
       {"contrast(src, contrast=1.6, mean_center=true)", 1, 0, 1.6, -2, false},
   };
   double lsum = 0; /* DALI's AutoAugment centre: the mean of 0.299 R + 0.587 G + 0.114 B */
@@ -505,9 +515,13 @@ static void test_dali_brightness_contrast(void **state) {
   }
   /* float32 input: centre 0.5, full range 1 */
   float fx[6] = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.5f};
-  stk_pipeline *p = build(1, "out = brightness_contrast(src, brightness=2, brightness_shift=0.1, "
-                             "contrast=3, dtype=\"float32\")\nreturn out\n");
-  stk_tensor_desc in = {.data = fx, .ndim = 3, .shape = {1, 2, 3}, .strides = {24, 12, 4},
+  stk_pipeline *p = build(1,
+                          "out = brightness_contrast(src, brightness=2, brightness_shift=0.1, "
+                          "contrast=3, dtype=\"float32\")\nreturn out\n");
+  stk_tensor_desc in = {.data = fx,
+                        .ndim = 3,
+                        .shape = {1, 2, 3},
+                        .strides = {24, 12, 4},
                         .dtype = STK_DTYPE_FLOAT32};
   strcpy(in.layout, "HWC");
   TU_OK(stk_pipeline_feed(p, "src", &in, 1));
@@ -515,7 +529,8 @@ static void test_dali_brightness_contrast(void **state) {
   TU_OK(stk_pipeline_run(p, &b));
   stk_tensor_desc d = sample_of(b, 0, 0);
   for (int i = 0; i < 6; i++)
-    expect_f32(((const float *)d.data)[i], 0.1 + 2 * (0.5 + 3 * (fx[i] - 0.5)), "float32 bc", (size_t)i);
+    expect_f32(((const float *)d.data)[i], 0.1 + 2 * (0.5 + 3 * (fx[i] - 0.5)), "float32 bc",
+               (size_t)i);
   stk_batch_release(b);
   stk_pipeline_destroy(p);
   free(img.data);
@@ -534,7 +549,8 @@ static void test_dali_hsv_family(void **state) {
       {"hue(src, hue=90)", 90, 1, 1, 1, 1},
       {"saturation(src, saturation=0.35)", 0, 0.35, 1, 1, 1},
       {"saturation(src, saturation=0)", 0, 0, 1, 1, 1},
-      {"color_twist(src, hue=20, saturation=1.5, brightness=1.1, contrast=0.7)", 20, 1.5, 1, 1.1, 0.7},
+      {"color_twist(src, hue=20, saturation=1.5, brightness=1.1, contrast=0.7)", 20, 1.5, 1, 1.1,
+       0.7},
       {"color_twist(src)", 0, 1, 1, 1, 1},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -581,13 +597,14 @@ static void test_dali_per_sample(void **state) {
   photo base = photo_load("chelsea.png"), imgs[N];
   for (int i = 0; i < N; i++) imgs[i] = photo_random(40, 50, 3, 100 + (uint64_t)i);
   free(base.data);
-  stk_pipeline *p = build(N, "h = random.uniform(range=[-180, 180])\n"
-                             "s = random.uniform(range=[0, 2])\n"
-                             "bb = random.uniform(range=[0.5, 1.5])\n"
-                             "cc = random.uniform(range=[0, 255])\n"
-                             "t = color_twist(src, hue=h, saturation=s, brightness=bb, contrast=s)\n"
-                             "q = brightness_contrast(src, contrast=s, contrast_center=cc)\n"
-                             "return t, q, h, s, bb, cc\n");
+  stk_pipeline *p = build(N,
+                          "h = random.uniform(range=[-180, 180])\n"
+                          "s = random.uniform(range=[0, 2])\n"
+                          "bb = random.uniform(range=[0.5, 1.5])\n"
+                          "cc = random.uniform(range=[0, 255])\n"
+                          "t = color_twist(src, hue=h, saturation=s, brightness=bb, contrast=s)\n"
+                          "q = brightness_contrast(src, contrast=s, contrast_center=cc)\n"
+                          "return t, q, h, s, bb, cc\n");
   stk_batch *b = feed_run(p, imgs, N);
   for (int i = 0; i < N; i++) {
     double h = scalar_of(b, 2, (size_t)i), s = scalar_of(b, 3, (size_t)i);
@@ -612,14 +629,16 @@ static void test_dali_per_sample(void **state) {
 static void test_color_space_conversion(void **state) {
   photo img = photo_load("chelsea.png");
   size_t npx = (size_t)(img.h * img.w);
-  stk_pipeline *p = build(1, "g = color_space_conversion(src, image_type=\"RGB\", output_type=\"GRAY\")\n"
-                             "y = color_space_conversion(src, image_type=\"RGB\", output_type=\"YCbCr\")\n"
-                             "r = color_space_conversion(y, image_type=\"YCbCr\", output_type=\"RGB\")\n"
-                             "b = color_space_conversion(src, image_type=\"RGB\", output_type=\"BGR\")\n"
-                             "bg = color_space_conversion(b, image_type=\"BGR\", output_type=\"GRAY\")\n"
-                             "yg = color_space_conversion(y, image_type=\"YCbCr\", output_type=\"GRAY\")\n"
-                             "gr = color_space_conversion(g, image_type=\"GRAY\", output_type=\"RGB\")\n"
-                             "return g, y, r, b, bg, yg, gr\n");
+  stk_pipeline *p =
+      build(1,
+            "g = color_space_conversion(src, image_type=\"RGB\", output_type=\"GRAY\")\n"
+            "y = color_space_conversion(src, image_type=\"RGB\", output_type=\"YCbCr\")\n"
+            "r = color_space_conversion(y, image_type=\"YCbCr\", output_type=\"RGB\")\n"
+            "b = color_space_conversion(src, image_type=\"RGB\", output_type=\"BGR\")\n"
+            "bg = color_space_conversion(b, image_type=\"BGR\", output_type=\"GRAY\")\n"
+            "yg = color_space_conversion(y, image_type=\"YCbCr\", output_type=\"GRAY\")\n"
+            "gr = color_space_conversion(g, image_type=\"GRAY\", output_type=\"RGB\")\n"
+            "return g, y, r, b, bg, yg, gr\n");
   stk_batch *bt = feed_run(p, &img, 1);
   stk_tensor_desc g = sample_of(bt, 0, 0), y = sample_of(bt, 1, 0), r = sample_of(bt, 2, 0);
   stk_tensor_desc bg = sample_of(bt, 4, 0), yg = sample_of(bt, 5, 0), gr = sample_of(bt, 6, 0);
@@ -633,8 +652,10 @@ static void test_color_space_conversion(void **state) {
     assert_int_equal(((uint8_t *)bg.data)[i], ((uint8_t *)g.data)[i]);
     double Rn = R / 255, Gn = G / 255, Bn = B / 255; /* BT.601, 8-bit studio range */
     expect_u8(((uint8_t *)y.data)[i * 3], 16 + 65.481 * Rn + 128.553 * Gn + 24.966 * Bn, "Y", i);
-    expect_u8(((uint8_t *)y.data)[i * 3 + 1], 128 - 37.797 * Rn - 74.203 * Gn + 112.0 * Bn, "Cb", i);
-    expect_u8(((uint8_t *)y.data)[i * 3 + 2], 128 + 112.0 * Rn - 93.786 * Gn - 18.214 * Bn, "Cr", i);
+    expect_u8(((uint8_t *)y.data)[i * 3 + 1], 128 - 37.797 * Rn - 74.203 * Gn + 112.0 * Bn, "Cb",
+              i);
+    expect_u8(((uint8_t *)y.data)[i * 3 + 2], 128 + 112.0 * Rn - 93.786 * Gn - 18.214 * Bn, "Cr",
+              i);
     for (int c = 0; c < 3; c++) {
       int d = abs(((uint8_t *)r.data)[i * 3 + c] - img.data[i * 3 + c]);
       worst_rt = d > worst_rt ? d : worst_rt;
@@ -656,7 +677,8 @@ static void test_color_space_conversion(void **state) {
   stk__colorspace_affine(STK__CS_RGB, STK__CS_YCBCR, STK_DTYPE_FLOAT32, &a);
   double scratch[16];
   TU_OK(stk__affine_apply(&src, &dst, &a, scratch, sizeof scratch));
-  expect_f32(out[0], 0.0625 + (65.481 * px[0] + 128.553 * px[1] + 24.966 * px[2]) / 255, "float Y", 0);
+  expect_f32(out[0], 0.0625 + (65.481 * px[0] + 128.553 * px[1] + 24.966 * px[2]) / 255, "float Y",
+             0);
   expect_f32(out[1], 0.5 + (-37.797 * px[0] - 74.203 * px[1] + 112.0 * px[2]) / 255, "float Cb", 1);
   expect_f32(out[2], 0.5 + (112.0 * px[0] - 93.786 * px[1] - 18.214 * px[2]) / 255, "float Cr", 2);
   free(img.data);
@@ -667,7 +689,8 @@ static void test_grayscale_vs_pillow(void **state) {
   photo img = photo_load("chelsea.png");
   pil_task t = {.op = "grayscale", .in = &img};
   SKIP_WITHOUT_PILLOW(pil_run(&t, 1));
-  stk_pipeline *p = build(1, "g = grayscale(src)\ng3 = grayscale(src, num_output_channels=3)\nreturn g, g3\n");
+  stk_pipeline *p =
+      build(1, "g = grayscale(src)\ng3 = grayscale(src, num_output_channels=3)\nreturn g, g3\n");
   stk_batch *b = feed_run(p, &img, 1);
   stk_tensor_desc g = sample_of(b, 0, 0), g3 = sample_of(b, 1, 0);
   size_t npx = (size_t)(img.h * img.w);
@@ -685,14 +708,16 @@ static void test_opencv_equalize_and_solarize_add(void **state) {
   photo img = photo_load("coffee.png");
   size_t n = (size_t)(img.h * img.w * 3);
   for (size_t i = 0; i < n; i++) img.data[i] = (uint8_t)(40 + img.data[i] / 2); /* 40..167 */
-  stk_pipeline *p = build(1, "e = experimental.equalize(src)\n"
-                             "sa = solarize_add(src, shift=100)\n"
-                             "sb = solarize_add(src, shift=-50, threshold=90)\n"
-                             "return e, sa, sb\n");
+  stk_pipeline *p = build(1,
+                          "e = experimental.equalize(src)\n"
+                          "sa = solarize_add(src, shift=100)\n"
+                          "sb = solarize_add(src, shift=-50, threshold=90)\n"
+                          "return e, sa, sb\n");
   stk_batch *b = feed_run(p, &img, 1);
   const uint8_t *e = sample_of(b, 0, 0).data, *sa = sample_of(b, 1, 0).data;
   const uint8_t *sb = sample_of(b, 2, 0).data;
-  for (int c = 0; c < 3; c++) { /* OpenCV: lut = round((cdf - cdf[first]) * 255 / (N - cdf[first])) */
+  for (int c = 0; c < 3;
+       c++) { /* OpenCV: lut = round((cdf - cdf[first]) * 255 / (N - cdf[first])) */
     double hist[256] = {0}, cdf = 0, lut[256];
     size_t npx = n / 3;
     for (size_t i = 0; i < npx; i++) hist[img.data[i * 3 + c]]++;
@@ -713,19 +738,25 @@ static void test_opencv_equalize_and_solarize_add(void **state) {
   stk_pipeline_destroy(p);
 
   /* float32: invert 1 - x, solarize at 0.5, solarize_add clamped to [0, 1] */
-  p = build(1, "i = invert(src)\nz = solarize(src)\na = solarize_add(src, shift=0.3)\n"
-               "return i, z, a\n");
+  p = build(1,
+            "i = invert(src)\nz = solarize(src)\na = solarize_add(src, shift=0.3)\n"
+            "return i, z, a\n");
   float fx[6] = {0.0f, 0.2f, 0.49f, 0.5f, 0.8f, 1.0f};
-  stk_tensor_desc in = {.data = fx, .ndim = 3, .shape = {1, 2, 3}, .strides = {24, 12, 4},
+  stk_tensor_desc in = {.data = fx,
+                        .ndim = 3,
+                        .shape = {1, 2, 3},
+                        .strides = {24, 12, 4},
                         .dtype = STK_DTYPE_FLOAT32};
   strcpy(in.layout, "HWC");
   TU_OK(stk_pipeline_feed(p, "src", &in, 1));
   TU_OK(stk_pipeline_run(p, &b));
-  const float *fi = sample_of(b, 0, 0).data, *fz = sample_of(b, 1, 0).data, *fa = sample_of(b, 2, 0).data;
+  const float *fi = sample_of(b, 0, 0).data, *fz = sample_of(b, 1, 0).data,
+              *fa = sample_of(b, 2, 0).data;
   for (int i = 0; i < 6; i++) {
     expect_f32(fi[i], 1.0 - fx[i], "float invert", (size_t)i);
     expect_f32(fz[i], fx[i] >= 0.5f ? 1.0 - fx[i] : fx[i], "float solarize", (size_t)i);
-    expect_f32(fa[i], fx[i] < 0.5f ? fmin(1.0, fx[i] + 0.3) : fx[i], "float solarize_add", (size_t)i);
+    expect_f32(fa[i], fx[i] < 0.5f ? fmin(1.0, fx[i] + 0.3) : fx[i], "float solarize_add",
+               (size_t)i);
   }
   stk_batch_release(b);
   stk_pipeline_destroy(p);
@@ -738,34 +769,46 @@ static void test_opencv_equalize_and_solarize_add(void **state) {
 
 static void test_bad_arguments(void **state) {
   photo rgb = photo_random(8, 9, 3, 1), gray = photo_random(8, 9, 1, 2);
-  expect_run_error(1, "o = brightness(src, brightness=1.2, brightness_shift=0.1, pil=true)\nreturn o\n",
-                   &rgb, "brightness_shift");
+  expect_run_error(
+      1, "o = brightness(src, brightness=1.2, brightness_shift=0.1, pil=true)\nreturn o\n", &rgb,
+      "brightness_shift");
   expect_build_error("o = contrast(src, contrast=2, contrast_center=3, pil=true)\nreturn o\n",
                      "contrast_center");
-  expect_build_error("o = contrast(src, contrast=2, contrast_center=3, mean_center=true)\nreturn o\n",
-                     "mean_center");
+  expect_build_error(
+      "o = contrast(src, contrast=2, contrast_center=3, mean_center=true)\nreturn o\n",
+      "mean_center");
   expect_build_error("o = posterize(src, bits=9)\nreturn o\n", "bits");
   expect_run_error(1, "b = random.uniform(range=[9, 12])\no = posterize(src, bits=b)\nreturn o\n",
                    &rgb, "'bits'");
   expect_run_error(1, "o = hsv(src, hue=3)\nreturn o\n", &gray, "3 channels");
   expect_run_error(1, "o = color_twist(src, contrast=-1)\nreturn o\n", &rgb, "'contrast'");
-  expect_run_error(1, "s = random.uniform(range=[-2, -1])\no = saturation(src, saturation=s)\nreturn o\n",
-                   &rgb, "'saturation'");
-  expect_run_error(1, "o = saturation(src, saturation=0.5, image_type=\"BGR\", pil=true)\nreturn o\n",
+  expect_run_error(
+      1, "s = random.uniform(range=[-2, -1])\no = saturation(src, saturation=s)\nreturn o\n", &rgb,
+      "'saturation'");
+  expect_run_error(1,
+                   "o = saturation(src, saturation=0.5, image_type=\"BGR\", pil=true)\nreturn o\n",
                    &rgb, "image_type");
-  expect_run_error(1, "o = color_space_conversion(src, image_type=\"RGB\", output_type=\"GRAY\")\n"
-                      "return o\n", &gray, "image_type");
+  expect_run_error(1,
+                   "o = color_space_conversion(src, image_type=\"RGB\", output_type=\"GRAY\")\n"
+                   "return o\n",
+                   &gray, "image_type");
   expect_run_error(1, "o = auto_contrast(src, cutoff=[1, 2, 3])\nreturn o\n", &rgb, "cutoff");
   expect_run_error(1, "o = auto_contrast(src, cutoff=[100])\nreturn o\n", &rgb, "cutoff");
   expect_build_error("o = brightness(src, dtype=\"int8\")\nreturn o\n", "dtype");
-  expect_build_error("o = grayscale(src, num_output_channels=2)\nreturn o\n", "num_output_channels");
-  expect_build_error("o = color_space_conversion(src, image_type=\"HSV\", output_type=\"RGB\")\n"
-                     "return o\n", "image_type");
+  expect_build_error("o = grayscale(src, num_output_channels=2)\nreturn o\n",
+                     "num_output_channels");
+  expect_build_error(
+      "o = color_space_conversion(src, image_type=\"HSV\", output_type=\"RGB\")\n"
+      "return o\n",
+      "image_type");
   expect_run_error(1, "o = grayscale(src)\nreturn o\n", &gray, "3 channels");
   /* pil=true on float32 input */
   stk_pipeline *p = build(1, "o = contrast(src, contrast=2, pil=true)\nreturn o\n");
   float fx[3] = {0.1f, 0.2f, 0.3f};
-  stk_tensor_desc in = {.data = fx, .ndim = 3, .shape = {1, 1, 3}, .strides = {12, 12, 4},
+  stk_tensor_desc in = {.data = fx,
+                        .ndim = 3,
+                        .shape = {1, 1, 3},
+                        .strides = {12, 12, 4},
                         .dtype = STK_DTYPE_FLOAT32};
   TU_OK(stk_pipeline_feed(p, "src", &in, 1));
   stk_batch *b = NULL;

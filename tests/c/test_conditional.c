@@ -27,13 +27,16 @@ static stk_status add_fn(void *user, stk_host_call *call) {
   st = stk_host_call_output(call, 0, a->out_dtype, 1, (int64_t[]){1}, "", &out);
   if (st != STK_OK) return st;
   float v = ((const float *)in.data)[0] + a->add;
-  if (a->out_dtype == STK_DTYPE_FLOAT32) *(float *)out = v;
-  else *(double *)out = v;
+  if (a->out_dtype == STK_DTYPE_FLOAT32)
+    *(float *)out = v;
+  else
+    *(double *)out = v;
   return STK_OK;
 }
 
-static void add_op(stk_pipeline *p, const char *schema, const char *name, const char *const *inputs, int n_in,
-                   const char *out, const char *guard, int64_t gval, const char *guard2, int64_t gval2) {
+static void add_op(stk_pipeline *p, const char *schema, const char *name, const char *const *inputs,
+                   int n_in, const char *out, const char *guard, int64_t gval, const char *guard2,
+                   int64_t gval2) {
   stk_op *op;
   TU_OK(stk_op_create(&op, schema, "cpu"));
   if (name) TU_OK(stk_op_set_name(op, name));
@@ -72,13 +75,15 @@ static void feed(stk_pipeline *p, int b) {
   stk_tensor_desc d[N];
   for (int i = 0; i < N; i++) {
     vals[i] = (float)(1000 * b + i);
-    d[i] = (stk_tensor_desc){.data = &vals[i], .ndim = 1, .shape = {1}, .strides = {4}, .dtype = STK_DTYPE_FLOAT32};
+    d[i] = (stk_tensor_desc){
+        .data = &vals[i], .ndim = 1, .shape = {1}, .strides = {4}, .dtype = STK_DTYPE_FLOAT32};
   }
   TU_OK(stk_pipeline_feed(p, "src", d, N));
 }
 
 static void test_if_else_each_sample_gets_its_branch(void **state) {
-  adder yes = {.add = 100, .out_dtype = STK_DTYPE_FLOAT32}, no = {.add = -100, .out_dtype = STK_DTYPE_FLOAT32};
+  adder yes = {.add = 100, .out_dtype = STK_DTYPE_FLOAT32},
+        no = {.add = -100, .out_dtype = STK_DTYPE_FLOAT32};
   stk_pipeline *p = base("random.coin_flip", NULL);
   const char *in_x[] = {"x"};
   add_op(p, "python_function", "then", in_x, 1, "y_then", "pred", 1, NULL, 0);
@@ -113,8 +118,10 @@ static void test_if_else_each_sample_gets_its_branch(void **state) {
 }
 
 static void test_three_way_switch_and_nesting(void **state) {
-  adder b0 = {.add = 10, .out_dtype = STK_DTYPE_FLOAT32}, b1 = {.add = 20, .out_dtype = STK_DTYPE_FLOAT32},
-        b2a = {.add = 30, .out_dtype = STK_DTYPE_FLOAT32}, b2b = {.add = 40, .out_dtype = STK_DTYPE_FLOAT32};
+  adder b0 = {.add = 10, .out_dtype = STK_DTYPE_FLOAT32},
+        b1 = {.add = 20, .out_dtype = STK_DTYPE_FLOAT32},
+        b2a = {.add = 30, .out_dtype = STK_DTYPE_FLOAT32},
+        b2b = {.add = 40, .out_dtype = STK_DTYPE_FLOAT32};
   stk_pipeline *p = base("random.choice", "a"); /* pred in {0, 1, 2} */
   stk_op *op;
   TU_OK(stk_op_create(&op, "random.coin_flip", "cpu"));
@@ -150,8 +157,10 @@ static void test_three_way_switch_and_nesting(void **state) {
     for (int i = 0; i < N; i++) {
       float d = v[i] - x[i];
       assert_true(k[i] >= 0 && k[i] <= 2);
-      if (k[i] < 2) assert_float_equal(d, 10 + 10 * k[i], 0);
-      else assert_true(d == 30 || d == 40);
+      if (k[i] < 2)
+        assert_float_equal(d, 10 + 10 * k[i], 0);
+      else
+        assert_true(d == 30 || d == 40);
       seen[k[i] < 2 ? k[i] : (d == 30 ? 2 : 3)]++;
     }
     stk_batch_release(out);
@@ -172,7 +181,8 @@ static stk_status build_and_run(stk_pipeline *p) {
 }
 
 static void test_conditional_errors(void **state) {
-  adder yes = {.add = 1, .out_dtype = STK_DTYPE_FLOAT32}, dbl = {.add = 1, .out_dtype = STK_DTYPE_FLOAT64};
+  adder yes = {.add = 1, .out_dtype = STK_DTYPE_FLOAT32},
+        dbl = {.add = 1, .out_dtype = STK_DTYPE_FLOAT64};
   const char *in_x[] = {"x"};
   /* a variable assigned in one branch only, then returned */
   stk_pipeline *p = base("random.coin_flip", NULL);
@@ -279,7 +289,8 @@ static void test_branch_views(void **state) {
   assert_int_equal(((uint8_t *)merged->data[3])[0], 13);
   /* branches of different dtypes are refused, naming the merge */
   stk_tensor_list *f = small_list(4, 0, STK_DTYPE_INT8), *mixed[2] = {b, f}, *m2 = NULL;
-  assert_int_equal(stk__tensor_list_view(mixed, 2, which_m, idx_m, 4, "picture", &m2), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk__tensor_list_view(mixed, 2, which_m, idx_m, 4, "picture", &m2),
+                   STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "'picture': the branches disagree"));
   stk_tensor_list_release(f);
   stk_tensor_list_release(b);
@@ -287,16 +298,17 @@ static void test_branch_views(void **state) {
 }
 
 static void test_text_form_conditions(void **state) {
-  const char *text = "batch_size = 8\n"
-                     "k = random.choice(a=[3])\n"
-                     "c = random.coin_flip(dtype=\"bool\")\n"
-                     "u0 = random.uniform(range=[0.0, 1.0]) if k == 0\n"
-                     "u1 = random.uniform(range=[10.0, 11.0]) if k == 1 and c == 1\n"
-                     "u1b = random.uniform(range=[20.0, 21.0]) if k == 1 and c == 0\n"
-                     "m1 = select(c, u1b, u1) if k == 1\n"
-                     "u2 = random.uniform(range=[30.0, 31.0]) if k == 2\n"
-                     "v = select(k, u0, m1, u2)\n"
-                     "return v, k, c\n";
+  const char *text =
+      "batch_size = 8\n"
+      "k = random.choice(a=[3])\n"
+      "c = random.coin_flip(dtype=\"bool\")\n"
+      "u0 = random.uniform(range=[0.0, 1.0]) if k == 0\n"
+      "u1 = random.uniform(range=[10.0, 11.0]) if k == 1 and c == 1\n"
+      "u1b = random.uniform(range=[20.0, 21.0]) if k == 1 and c == 0\n"
+      "m1 = select(c, u1b, u1) if k == 1\n"
+      "u2 = random.uniform(range=[30.0, 31.0]) if k == 2\n"
+      "v = select(k, u0, m1, u2)\n"
+      "return v, k, c\n";
   stk_pipeline *p, *q;
   TU_OK(stk_pipeline_from_text(text, &p));
   char *t1, *t2;

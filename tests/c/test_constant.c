@@ -20,14 +20,15 @@ static void test_values_shapes_and_types(void **state) {
   (void)state;
   stk_pipeline *p;
   stk_batch *b;
-  TU_OK(run_text("batch_size = 3\n"
-                 "a = constant(fdata=[1.5, -2.5, 300.0, -7.0], shape=[2, 2], dtype=\"uint8\", layout=\"HW\")\n"
-                 "f = constant(fdata=[0.25, 2.0])\n"
-                 "i = constant(idata=[7], shape=[2, 3], dtype=\"int16\")\n"
-                 "s = constant(idata=[1], shape=[], dtype=\"bool\")\n"
-                 "big = constant(idata=[9007199254740993], shape=[], dtype=\"int64\")\n"
-                 "return a, f, i, s, big\n",
-                 &p, &b));
+  TU_OK(run_text(
+      "batch_size = 3\n"
+      "a = constant(fdata=[1.5, -2.5, 300.0, -7.0], shape=[2, 2], dtype=\"uint8\", layout=\"HW\")\n"
+      "f = constant(fdata=[0.25, 2.0])\n"
+      "i = constant(idata=[7], shape=[2, 3], dtype=\"int16\")\n"
+      "s = constant(idata=[1], shape=[], dtype=\"bool\")\n"
+      "big = constant(idata=[9007199254740993], shape=[], dtype=\"int64\")\n"
+      "return a, f, i, s, big\n",
+      &p, &b));
   for (int k = 0; k < 3; k++) {
     /* float -> uint8: half away from zero, saturated */
     stk_tensor_desc d;
@@ -71,19 +72,22 @@ static void test_constant_in_a_branch(void **state) {
   stk_pipeline *p;
   stk_batch *b;
   /* x = 0.5 if c else uniform in [10, 11) */
-  TU_OK(run_text("batch_size = 16\nseed = 4\n"
-                 "c = random.coin_flip(dtype=\"bool\")\n"
-                 "k = constant(fdata=[0.5], shape=[]) if c == 1\n"
-                 "u = random.uniform(range=[10.0, 11.0]) if c == 0\n"
-                 "x = select(c, u, k)\n"
-                 "return x, c\n",
-                 &p, &b));
+  TU_OK(
+      run_text("batch_size = 16\nseed = 4\n"
+               "c = random.coin_flip(dtype=\"bool\")\n"
+               "k = constant(fdata=[0.5], shape=[]) if c == 1\n"
+               "u = random.uniform(range=[10.0, 11.0]) if c == 0\n"
+               "x = select(c, u, k)\n"
+               "return x, c\n",
+               &p, &b));
   const float *x = stk_tensor_list_data(stk_batch_output(b, 0));
   const uint8_t *c = stk_tensor_list_data(stk_batch_output(b, 1));
   int trues = 0;
   for (int i = 0; i < 16; i++) {
-    if (c[i]) assert_float_equal(x[i], 0.5, 0);
-    else assert_true(x[i] >= 10 && x[i] < 11);
+    if (c[i])
+      assert_float_equal(x[i], 0.5, 0);
+    else
+      assert_true(x[i] >= 10 && x[i] < 11);
     trues += c[i];
   }
   assert_true(trues > 0 && trues < 16);

@@ -16,8 +16,12 @@ static void test_status_table(void **state) {
 
 /* Public API functions name themselves first; internal ones (stk__..., static helpers)
  * stay out of user-facing messages. */
-static stk_status stk_fake_public_call(void) { return STK_FAIL(STK_ERR_IO, "cannot open '%s'", "x.jpg"); }
-static stk_status stk__fake_internal_call(void) { return STK_FAIL(STK_ERR_IO, "cannot open '%s'", "y.jpg"); }
+static stk_status stk_fake_public_call(void) {
+  return STK_FAIL(STK_ERR_IO, "cannot open '%s'", "x.jpg");
+}
+static stk_status stk__fake_internal_call(void) {
+  return STK_FAIL(STK_ERR_IO, "cannot open '%s'", "y.jpg");
+}
 
 static void test_error_message_names_function(void **state) {
   stk_status st = stk_fake_public_call();
@@ -184,7 +188,8 @@ static void test_pool_allocating_hooks(void **state) {
   fake_pinning f = {0};
   stk__pool *pool;
   TU_OK(stk__pool_create(&pool, 1 << 16));
-  stk__pool_pinning hooks = {.alloc = fake_alloc, .dealloc = fake_dealloc, .release = fake_release, .user = &f};
+  stk__pool_pinning hooks = {
+      .alloc = fake_alloc, .dealloc = fake_dealloc, .release = fake_release, .user = &f};
   stk__pool_set_pinning(pool, &hooks);
   void *blocks[6];
   for (int i = 0; i < 6; i++) {
@@ -215,7 +220,8 @@ static void test_pool_pinning_hooks(void **state) {
   stk__pool *pool;
   TU_OK(stk__pool_create(&pool, 1 << 16));
   void *before = stk__pool_alloc(pool, 100); /* allocated before the hook: never pinned */
-  stk__pool_pinning hooks = {.pin = fake_pin, .unpin = fake_unpin, .release = fake_release, .user = &f};
+  stk__pool_pinning hooks = {
+      .pin = fake_pin, .unpin = fake_unpin, .release = fake_release, .user = &f};
   stk__pool_set_pinning(pool, &hooks);
   void *blocks[6];
   for (int i = 0; i < 6; i++) blocks[i] = stk__pool_alloc(pool, 1000 * (size_t)(i + 1));

@@ -32,7 +32,8 @@ static double uniform(unsigned *s) {
  * (the slower path) and feeds the measurements back; *share_played: that share. */
 static double run_batch_played(stk_hw_balance *b, machine *m, double *share_played) {
   double px[BATCH], hw = 0, hybrid = 0;
-  for (int i = 0; i < BATCH; i++) px[i] = (300 + 400 * uniform(&m->seed)) * (300 + 300 * uniform(&m->seed));
+  for (int i = 0; i < BATCH; i++)
+    px[i] = (300 + 400 * uniform(&m->seed)) * (300 + 300 * uniform(&m->seed));
   double load = stk_hw_balance_plan(b);
   if (share_played) *share_played = load;
   int take = (int)floor(load * BATCH + 0.5);
@@ -78,9 +79,12 @@ static void check_machine(double r_hw, double r_hybrid, double noise, double sta
   if (best < STK_HW_BALANCE_MIN) best = STK_HW_BALANCE_MIN;
   /* throughput of the best fixed split on noiseless batches of the mean size */
   double mean_px = 500.0 * 450.0, ideal_ips = (r_hw + r_hybrid) / mean_px;
-  if (r_hw / (r_hw + r_hybrid) < STK_HW_BALANCE_MIN) ideal_ips = r_hw / (STK_HW_BALANCE_MIN * mean_px);
-  print_message("r_hw %.0f r_hybrid %.0f noise %.2f start %.2f: share %.3f (balance %.3f), %.0f img/s (ideal %.0f)\n",
-                r_hw, r_hybrid, noise, start, share, best, ips, ideal_ips);
+  if (r_hw / (r_hw + r_hybrid) < STK_HW_BALANCE_MIN)
+    ideal_ips = r_hw / (STK_HW_BALANCE_MIN * mean_px);
+  print_message(
+      "r_hw %.0f r_hybrid %.0f noise %.2f start %.2f: share %.3f (balance %.3f), %.0f img/s (ideal "
+      "%.0f)\n",
+      r_hw, r_hybrid, noise, start, share, best, ips, ideal_ips);
   assert_true(fabs(share - best) < (noise > 0 ? 0.05 : 0.02));
   /* one batch in STK_HW_ARM_EXPLORE runs the engines alone: a few % below the ideal */
   assert_true(ips > (noise > 0 ? 0.85 : 0.94) * ideal_ips);
@@ -132,8 +136,9 @@ static void test_interference_prefers_engines_alone(void **state) {
     /* the split at its balance, with the engines slowed: both finish at share s where
      * s (1 + I) / r_hw = (1 - s) / r_hybrid */
     double s = r_hw / (r_hw + r_hybrid * 1.30), split = r_hw / (s * 1.30 * mean_px);
-    print_message("interference 0.30 noise %.1f: %.0f img/s, engines alone %.0f, best split %.0f; arm %d\n",
-                  m.noise, ips, alone, split, b.best);
+    print_message(
+        "interference 0.30 noise %.1f: %.0f img/s, engines alone %.0f, best split %.0f; arm %d\n",
+        m.noise, ips, alone, split, b.best);
     assert_true(alone > split); /* the model's premise */
     assert_int_equal(b.best, STK_HW_ARM_ENGINES);
     assert_true(ips > (noisy ? 0.93 : 0.97) * alone);
@@ -158,7 +163,7 @@ static void test_arms_warmup_explore_and_follow(void **state) {
     assert_int_equal(b.arm, k % 2 ? STK_HW_ARM_SPLIT : STK_HW_ARM_ENGINES);
     if (b.arm == STK_HW_ARM_ENGINES) assert_true(played == 1.0);
   }
-  run_batch(&b, &m); /* the eighth pair completes */
+  run_batch(&b, &m);                          /* the eighth pair completes */
   assert_int_equal(b.best, STK_HW_ARM_SPLIT); /* no interference: the split is faster */
   /* the split is 1.4x the engines alone here: the other arm every 16 x 1.96 = 31 batches */
   int other = 0, batches = 31 * 20;
@@ -166,8 +171,8 @@ static void test_arms_warmup_explore_and_follow(void **state) {
     run_batch(&b, &m);
     other += b.arm != b.best;
   }
-  print_message("explored %d of %d batches (the engines alone at %.2f of the split)\n", other, batches,
-                stk_hw_balance_ratio(&b));
+  print_message("explored %d of %d batches (the engines alone at %.2f of the split)\n", other,
+                batches, stk_hw_balance_ratio(&b));
   assert_true(other >= 19 && other <= 21);
   m.interference = 1.0; /* the machine gets busy: the split (share 0.56) loses */
   rate_after(&b, &m, 30 * STK_HW_ARM_EXPLORE, 0);
@@ -195,8 +200,8 @@ static void test_machine_drift(void **state) {
     run_batch(&b, &m);
     wrong += k >= 100 && b.arm == STK_HW_ARM_SPLIT;
   }
-  print_message("drifting machine: %d of %d batches on the split, %ld switches\n", wrong, batches - 100,
-                b.switches);
+  print_message("drifting machine: %d of %d batches on the split, %ld switches\n", wrong,
+                batches - 100, b.switches);
   assert_int_equal(b.best, STK_HW_ARM_ENGINES);
   assert_true(wrong < (batches - 100) / 10);
 }
@@ -208,7 +213,8 @@ static void test_unmeasured_paths(void **state) {
   stk_hw_balance b;
   stk_hw_balance_init(&b);
   double before = b.load;
-  assert_true(fabs(stk_hw_balance_split(&b, 0, 0, 1e6, 0.01) - (before + STK_HW_BALANCE_PROBE)) < 1e-12);
+  assert_true(fabs(stk_hw_balance_split(&b, 0, 0, 1e6, 0.01) - (before + STK_HW_BALANCE_PROBE)) <
+              1e-12);
   for (int k = 0; k < 100; k++) stk_hw_balance_split(&b, 0, 0, 1e6, 0.01);
   assert_true(b.load == 1.0);
   for (int k = 0; k < 100; k++) stk_hw_balance_split(&b, 1e6, 0.01, 0, 0);

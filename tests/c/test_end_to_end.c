@@ -8,11 +8,12 @@
 
 #include "testutil.h"
 
-static const char *PHOTOS[] = {"astronaut.png", "camera.png", "chelsea.png", "coffee.png",
+static const char *PHOTOS[] = {"astronaut.png",         "camera.png", "chelsea.png", "coffee.png",
                                "hubble_deep_field.jpg", "retina.jpg", "rocket.jpg"};
 
 /* The basic preset over the photos (files + labels), with a given decoder line. */
-static char *pipeline_text(const char *extra_files, int threads, int prefetch, const char *on_error) {
+static char *pipeline_text(const char *extra_files, int threads, int prefetch,
+                           const char *on_error) {
   static char buf[8192];
   char files[4096] = "";
   for (size_t i = 0; i < 7; i++) {
@@ -21,15 +22,18 @@ static char *pipeline_text(const char *extra_files, int threads, int prefetch, c
     snprintf(files + strlen(files), sizeof files - strlen(files), "%s\"%s\"", i ? ", " : "",
              tu_path(path, sizeof path, rel));
   }
-  snprintf(buf, sizeof buf,
-           "batch_size = 5\nnum_threads = %d\nprefetch_queue_depth = %d\nseed = 11\non_error = \"%s\"\n"
-           "jpegs, labels = readers.file(files=[%s%s], random_shuffle=true, initial_fill=4, name=\"Reader\")\n"
-           "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[96, 96])\n"
-           "images = resize(crops, size=[96, 96])\n"
-           "mirror = random.coin_flip(probability=0.5)\n"
-           "out = crop_mirror_normalize(images, mirror=mirror, mean=[128.0], std=[64.0], dtype=\"float32\")\n"
-           "return out, labels\n",
-           threads, prefetch, on_error, files, extra_files);
+  snprintf(
+      buf, sizeof buf,
+      "batch_size = 5\nnum_threads = %d\nprefetch_queue_depth = %d\nseed = 11\non_error = \"%s\"\n"
+      "jpegs, labels = readers.file(files=[%s%s], random_shuffle=true, initial_fill=4, "
+      "name=\"Reader\")\n"
+      "crops = decoders.image_random_crop(jpegs, output_type=\"RGB\", size=[96, 96])\n"
+      "images = resize(crops, size=[96, 96])\n"
+      "mirror = random.coin_flip(probability=0.5)\n"
+      "out = crop_mirror_normalize(images, mirror=mirror, mean=[128.0], std=[64.0], "
+      "dtype=\"float32\")\n"
+      "return out, labels\n",
+      threads, prefetch, on_error, files, extra_files);
   return buf;
 }
 
@@ -48,7 +52,8 @@ static epochs_run run_epochs(const char *text, int epochs) {
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_build(p));
-  epochs_run r = {malloc(sizeof(float) * PER * 64 * (size_t)epochs), malloc(sizeof(int32_t) * 64 * (size_t)epochs), 0, 0};
+  epochs_run r = {malloc(sizeof(float) * PER * 64 * (size_t)epochs),
+                  malloc(sizeof(int32_t) * 64 * (size_t)epochs), 0, 0};
   for (int e = 0; e < epochs;) {
     stk_batch *out;
     TU_OK(stk_pipeline_run(p, &out));
@@ -74,8 +79,10 @@ static epochs_run run_epochs(const char *text, int epochs) {
       }
     }
     r.count += n;
-    if (stk_batch_ends_epoch(out)) e++;
-    else assert_int_equal(n, 5); /* only an epoch's last batch may be short here */
+    if (stk_batch_ends_epoch(out))
+      e++;
+    else
+      assert_int_equal(n, 5); /* only an epoch's last batch may be short here */
     stk_batch_release(out);
   }
   stk_stats s = {.struct_size = sizeof s};
@@ -107,7 +114,8 @@ static void test_basic_pipeline_is_deterministic(void **state) {
     for (size_t k = 0; k < n; k++) assert_int_equal(seen[k], 1);
   }
   /* values are (pixel - 128) / 64 */
-  for (size_t i = 0; i < a.count * 3 * 96 * 96; i += 97) assert_true(a.images[i] >= -2.0f && a.images[i] <= 127.0f / 64);
+  for (size_t i = 0; i < a.count * 3 * 96 * 96; i += 97)
+    assert_true(a.images[i] >= -2.0f && a.images[i] <= 127.0f / 64);
   free_run(&a), free_run(&b), free_run(&c);
 }
 
@@ -129,8 +137,9 @@ static void write_bad_files(char *dir, size_t cap, char *extra, size_t extra_cap
   snprintf(path, sizeof path, "%s/badcrc.png", dir);
   tu_write(path, png, size);
   free(png);
-  snprintf(extra, extra_cap, ", \"%s/truncated.jpg\", \"%s/empty.jpg\", \"%s/garbage.jpg\", \"%s/badcrc.png\"",
-           dir, dir, dir, dir);
+  snprintf(extra, extra_cap,
+           ", \"%s/truncated.jpg\", \"%s/empty.jpg\", \"%s/garbage.jpg\", \"%s/badcrc.png\"", dir,
+           dir, dir, dir);
 }
 
 static void test_bad_files_fail_naming_the_file(void **state) {
@@ -150,7 +159,8 @@ static void test_bad_files_fail_naming_the_file(void **state) {
       stk_batch_release(out);
     }
     assert_int_not_equal(st, STK_OK);
-    if (!strstr(stk_last_error(), names[k])) fail_msg("message does not name %s: %s", names[k], stk_last_error());
+    if (!strstr(stk_last_error(), names[k]))
+      fail_msg("message does not name %s: %s", names[k], stk_last_error());
     stk_pipeline_destroy(p);
   }
 }

@@ -27,7 +27,8 @@ static void random_costs(size_t *cost, int n, unsigned seed) {
 }
 
 /* Engine e's images: positions p with p % E == e (dealt) or in e's contiguous chunk. */
-static void engine_loads(int mode, const int *perm, int n, const size_t *cost, int E, double *load, int *count) {
+static void engine_loads(int mode, const int *perm, int n, const size_t *cost, int E, double *load,
+                         int *count) {
   int chunk = (n + E - 1) / E;
   for (int e = 0; e < E; e++) load[e] = 0, count[e] = 0;
   for (int p = 0; p < n; p++) {
@@ -89,7 +90,9 @@ static void check_balanced(int mode, int n, int E, unsigned seed, bool skewed) {
   int chunk = (n + E - 1) / E;
   for (int e = 0; e < E; e++) {
     int expect = mode == STK_ORDER_DEALT ? n / E + (e < n % E)
-                 : n - e * chunk < 0 ? 0 : n - e * chunk > chunk ? chunk : n - e * chunk;
+                 : n - e * chunk < 0     ? 0
+                 : n - e * chunk > chunk ? chunk
+                                         : n - e * chunk;
     assert_int_equal(count[e], expect);
     if (count[e] == 0) continue;
     lo = load[e] < lo ? load[e] : lo;
@@ -102,7 +105,8 @@ static void check_balanced(int mode, int n, int E, unsigned seed, bool skewed) {
     for (int i = 0; i < n; i++) id[i] = i;
     engine_loads(mode, id, n, cost, E, given, count);
     double glo = given[0], ghi = given[0];
-    for (int e = 0; e < E; e++) glo = given[e] < glo ? given[e] : glo, ghi = given[e] > ghi ? given[e] : ghi;
+    for (int e = 0; e < E; e++)
+      glo = given[e] < glo ? given[e] : glo, ghi = given[e] > ghi ? given[e] : ghi;
     assert_true(hi - lo < ghi - glo);
   }
 }
@@ -132,8 +136,10 @@ static void test_no_engine_count(void **state) {
   random_costs(cost, 64, 3);
   assert_int_equal(stk_engine_order(STK_ORDER_DEALT, 64, cost, 0, perm, scratch), -1);
   for (int i = 0; i < 64; i++) assert_int_equal(perm[i], i);
-  assert_int_equal(stk_engine_order(STK_ORDER_CHUNKS, 64, cost, STK_ORDER_MAX_ENGINES + 1, perm, scratch), -1);
-  assert_int_equal(stk_engine_order(STK_ORDER_DESC, 64, cost, 0, perm, scratch), 0); /* needs no count */
+  assert_int_equal(
+      stk_engine_order(STK_ORDER_CHUNKS, 64, cost, STK_ORDER_MAX_ENGINES + 1, perm, scratch), -1);
+  assert_int_equal(stk_engine_order(STK_ORDER_DESC, 64, cost, 0, perm, scratch),
+                   0); /* needs no count */
   assert_permutation(perm, 64);
 }
 

@@ -38,10 +38,18 @@ static void *random_image(stk_dtype dt, int h, int w, int c) {
   void *p = malloc(n * stk_dtype_size(dt) + 1);
   for (size_t i = 0; i < n; i++) {
     switch (dt) {
-    case STK_DTYPE_UINT8: ((uint8_t *)p)[i] = (uint8_t)rnd(); break;
-    case STK_DTYPE_INT16: ((int16_t *)p)[i] = (int16_t)rnd(); break;
-    case STK_DTYPE_FLOAT16: ((uint16_t *)p)[i] = stk__f32_to_f16(frand() * 100.0f); break;
-    default: ((float *)p)[i] = frand() * 300.0f; break;
+      case STK_DTYPE_UINT8:
+        ((uint8_t *)p)[i] = (uint8_t)rnd();
+        break;
+      case STK_DTYPE_INT16:
+        ((int16_t *)p)[i] = (int16_t)rnd();
+        break;
+      case STK_DTYPE_FLOAT16:
+        ((uint16_t *)p)[i] = stk__f32_to_f16(frand() * 100.0f);
+        break;
+      default:
+        ((float *)p)[i] = frand() * 300.0f;
+        break;
     }
   }
   return p;
@@ -57,7 +65,8 @@ static void emulate(const stk_conv_job *j, stk_dtype dt, const float *W, size_t 
   stk_conv_job o = *j;
   o.dst = out, o.w_off = WOFF, o.tmp_off = TOFF;
   for (int64_t px = 0; px < o.h_count; px++) stk_conv_hpass_px(&o, (int)dt, Wb, tmp, px);
-  for (int64_t px = 0; px < o.v_count; px++) stk_conv_out_px(&o, (int)dt, Wb, tmp, px, STK_DTYPE_FLOAT32);
+  for (int64_t px = 0; px < o.v_count; px++)
+    stk_conv_out_px(&o, (int)dt, Wb, tmp, px, STK_DTYPE_FLOAT32);
   free(tmp);
   free(Wb);
 }
@@ -69,8 +78,14 @@ static void one_case(int iter) {
   int h = rnd_in(1, 40), w = rnd_in(1, 40), c = rnd() % 2 ? 3 : 1;
   int kh = rnd_in(1, 9), kw = rnd_in(1, 9), npairs = rnd_in(0, 2);
   bool valid = npairs == 0 && rnd() % 4 == 0 && kh <= h && kw <= w;
-  stk__conv_geom g = {h, w, kh, kw, rnd_in(0, kh - 1), rnd_in(0, kw - 1),
-                      (stk__border)rnd_in(0, 4), frand() * 50.0f};
+  stk__conv_geom g = {h,
+                      w,
+                      kh,
+                      kw,
+                      rnd_in(0, kh - 1),
+                      rnd_in(0, kw - 1),
+                      (stk__border)rnd_in(0, 4),
+                      frand() * 50.0f};
   if (valid) g.out_h = h - kh + 1, g.out_w = w - kw + 1, g.ay = g.ax = 0;
   size_t nw = npairs ? (size_t)npairs * (size_t)(kh + kw) : (size_t)(kh * kw);
   float *W = malloc(nw * sizeof(float));
@@ -100,9 +115,11 @@ static void one_case(int iter) {
   if (memcmp(cpu, gpu, n * sizeof(float)) != 0) {
     for (size_t i = 0; i < n; i++)
       if (memcmp(&cpu[i], &gpu[i], 4) != 0) {
-        fprintf(stderr, "case %d: dtype %d %dx%dx%d kernel %dx%d pairs %d border %d anchor "
-                "(%d,%d) valid %d: element %zu CPU %.9g GPU %.9g\n", iter, (int)dt, h, w, c,
-                kh, kw, npairs, (int)g.border, g.ay, g.ax, (int)valid, i, cpu[i], gpu[i]);
+        fprintf(stderr,
+                "case %d: dtype %d %dx%dx%d kernel %dx%d pairs %d border %d anchor "
+                "(%d,%d) valid %d: element %zu CPU %.9g GPU %.9g\n",
+                iter, (int)dt, h, w, c, kh, kw, npairs, (int)g.border, g.ay, g.ax, (int)valid, i,
+                cpu[i], gpu[i]);
         break;
       }
     fail();
@@ -120,10 +137,14 @@ static int64_t slow_border(int64_t i, int64_t n, int b) {
   if (b == 4) return i >= 0 && i < n ? i : -1;
   if (b == 3) return i < 0 ? 0 : i >= n ? n - 1 : i;
   while (i < 0 || i >= n) {
-    if (b == 2) i = i < 0 ? i + n : i - n;
-    else if (b == 1) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
-    else if (n == 1) i = 0;
-    else i = i < 0 ? -i : 2 * n - 2 - i;
+    if (b == 2)
+      i = i < 0 ? i + n : i - n;
+    else if (b == 1)
+      i = i < 0 ? -i - 1 : 2 * n - 1 - i;
+    else if (n == 1)
+      i = 0;
+    else
+      i = i < 0 ? -i : 2 * n - 2 - i;
   }
   return i;
 }
@@ -132,7 +153,8 @@ static void test_border_rule(void **state) {
   (void)state;
   for (int b = 0; b < 5; b++)
     for (int64_t n = 1; n < 7; n++)
-      for (int64_t i = -30; i < 30; i++) assert_int_equal(stk_conv_border(i, n, b), slow_border(i, n, b));
+      for (int64_t i = -30; i < 30; i++)
+        assert_int_equal(stk_conv_border(i, n, b), slow_border(i, n, b));
 }
 
 /* The own log / sin / cos of Box-Muller against libm: within 1e-9. */
@@ -182,7 +204,7 @@ static void test_philox_matches_core(void **state) {
     stk_noise_stream s = {{key[0], key[1]}, {ctr[2], ctr[3]}};
     stk_noise_block(&s, (uint64_t)ctr[0] | ((uint64_t)ctr[1] << 32), b);
     assert_memory_equal(a, b, sizeof a);
-    uint32_t w4[4][4]; /* the CPU's four-at-once path */
+    uint32_t w4[4][4];                                  /* the CPU's four-at-once path */
     uint64_t blk = (uint64_t)rnd() << 32 | 0xFFFFFFFEu; /* crosses a carry into word 1 */
     stk_noise_blocks4(&s, blk, w4);
     for (int k = 0; k < 4; k++) {
@@ -194,10 +216,8 @@ static void test_philox_matches_core(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_conv_bit_identical),
-      cmocka_unit_test(test_border_rule),
-      cmocka_unit_test(test_box_muller_accuracy),
-      cmocka_unit_test(test_poisson_moments),
+      cmocka_unit_test(test_conv_bit_identical),  cmocka_unit_test(test_border_rule),
+      cmocka_unit_test(test_box_muller_accuracy), cmocka_unit_test(test_poisson_moments),
       cmocka_unit_test(test_philox_matches_core),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,19 +41,21 @@ static double urand(void) { return (rnd() >> 8) / 16777216.0; }
 static long ref_border(long i, long n, int border) {
   if (i >= 0 && i < n) return i;
   switch (border) {
-  case STK__BORDER_CONSTANT: return -1;
-  case STK__BORDER_CLAMP: return i < 0 ? 0 : n - 1;
-  case STK__BORDER_WRAP:
-    while (i < 0) i += n;
-    while (i >= n) i -= n;
-    return i;
-  case STK__BORDER_REFLECT_1001:
-    while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
-    return i;
-  default:
-    if (n == 1) return 0;
-    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
-    return i;
+    case STK__BORDER_CONSTANT:
+      return -1;
+    case STK__BORDER_CLAMP:
+      return i < 0 ? 0 : n - 1;
+    case STK__BORDER_WRAP:
+      while (i < 0) i += n;
+      while (i >= n) i -= n;
+      return i;
+    case STK__BORDER_REFLECT_1001:
+      while (i < 0 || i >= n) i = i < 0 ? -i - 1 : 2 * n - 1 - i;
+      return i;
+    default:
+      if (n == 1) return 0;
+      while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+      return i;
   }
 }
 
@@ -97,7 +99,8 @@ static void check_u8(const uint8_t *got, const double *ref, size_t n, const char
   if (maxd > 1 || bad * 100 > n) fail_msg("%s: max diff %d, %zu of %zu differ", what, maxd, bad, n);
 }
 
-static void check_f32(const float *got, const double *ref, size_t n, double scale, const char *what) {
+static void check_f32(const float *got, const double *ref, size_t n, double scale,
+                      const char *what) {
   for (size_t i = 0; i < n; i++)
     if (fabs(got[i] - ref[i]) > 1e-4 * (scale + fabs(ref[i])))
       fail_msg("%s: element %zu is %.9g, expected %.9g", what, i, got[i], ref[i]);
@@ -213,7 +216,8 @@ static void test_conv_kernels_vs_reference(void **state) {
     for (int i = 0; i < kh; i++)
       for (int j = 0; j < kw; j++) ks[i * kw + j] = (double)ky[i] * kx[j];
     double fill = urand() * 100;
-    stk__image im = {u8 ? (void *)pu : (void *)pf, u8 ? STK_DTYPE_UINT8 : STK_DTYPE_FLOAT32, h, w, c};
+    stk__image im = {u8 ? (void *)pu : (void *)pf, u8 ? STK_DTYPE_UINT8 : STK_DTYPE_FLOAT32, h, w,
+                     c};
     stk__conv_geom g = {oh, ow, kh, kw, ay, ax, (stk__border)border, (float)fill};
     size_t need = stk__conv_scratch_size(&im, &g);
     assert_true(need > 0);
@@ -221,8 +225,8 @@ static void test_conv_kernels_vs_reference(void **state) {
     float *got = malloc(no * sizeof(float));
     double *ref = malloc(no * sizeof(double));
     char what[128];
-    snprintf(what, sizeof what, "case %d: %dx%dx%d, %dx%d kernel at (%d, %d), border %d%s", t, h,
-             w, c, kh, kw, ay, ax, border, valid ? ", valid" : "");
+    snprintf(what, sizeof what, "case %d: %dx%dx%d, %dx%d kernel at (%d, %d), border %d%s", t, h, w,
+             c, kh, kw, ay, ax, border, valid ? ", valid" : "");
     ref_corr(src, h, w, c, kd, kh, kw, ay, ax, border, fill, oh, ow, ref);
     TU_OK(stk__conv2d(&im, got, &g, k, false, scratch, need));
     check_f32(got, ref, no, 100, what);
@@ -241,10 +245,12 @@ static void test_conv_kernels_vs_reference(void **state) {
   float out[4], k[9] = {0};
   char scratch[4096];
   stk__conv_geom g = {2, 2, 3, 3, 3, 1, STK__BORDER_CLAMP, 0};
-  assert_int_equal(stk__conv2d(&im, out, &g, k, false, scratch, sizeof scratch), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk__conv2d(&im, out, &g, k, false, scratch, sizeof scratch),
+                   STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "anchor"));
   g.ay = 1, g.out_h = 0;
-  assert_int_equal(stk__conv2d(&im, out, &g, k, false, scratch, sizeof scratch), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk__conv2d(&im, out, &g, k, false, scratch, sizeof scratch),
+                   STK_ERR_INVALID_ARGUMENT);
 }
 
 static void test_windows_and_separability(void **state) {
@@ -311,8 +317,8 @@ static void ref_gauss(const img_t *im, double sy, int wy, double sx, int wx, dou
   for (int i = 0; i < wy; i++)
     for (int j = 0; j < wx; j++) k[i * wx + j] = ky[i] * kx[j];
   double *src = u8_to_double(im->p, (size_t)im->h * im->w * im->c);
-  ref_corr(src, im->h, im->w, im->c, k, wy, wx, wy / 2, wx / 2, STK__BORDER_REFLECT_101, 0,
-           im->h, im->w, out);
+  ref_corr(src, im->h, im->w, im->c, k, wy, wx, wy / 2, wx / 2, STK__BORDER_REFLECT_101, 0, im->h,
+           im->w, out);
   free(src);
 }
 
@@ -320,7 +326,8 @@ static void test_gaussian_blur_op(void **state) {
   img_t full = load_photo("data/photos/chelsea.png");
   /* a 120 x 97 crop keeps the naive reference quick */
   img_t im = {malloc(120 * 97 * 3), 120, 97, 3};
-  for (int y = 0; y < 120; y++) memcpy(im.p + (size_t)y * 97 * 3, full.p + ((size_t)(y + 90) * full.w + 150) * 3, 97 * 3);
+  for (int y = 0; y < 120; y++)
+    memcpy(im.p + (size_t)y * 97 * 3, full.p + ((size_t)(y + 90) * full.w + 150) * 3, 97 * 3);
   stk_pipeline *p = make_pipe(2);
   add_source(p, "img", "HWC");
   stk_op *op = new_op("gaussian_blur", "img", "g1");
@@ -506,10 +513,24 @@ static void test_filter_op(void **state) {
 static void cat_bits(stk_dtype t, int *cat, int *bits) {
   *bits = (int)stk_dtype_size(t) * 8;
   switch (t) {
-  case STK_DTYPE_BOOL: *cat = 0, *bits = 1; break;
-  case STK_DTYPE_UINT8: case STK_DTYPE_UINT16: case STK_DTYPE_UINT32: case STK_DTYPE_UINT64: *cat = 1; break;
-  case STK_DTYPE_INT8: case STK_DTYPE_INT16: case STK_DTYPE_INT32: case STK_DTYPE_INT64: *cat = 2; break;
-  default: *cat = 3; break;
+    case STK_DTYPE_BOOL:
+      *cat = 0, *bits = 1;
+      break;
+    case STK_DTYPE_UINT8:
+    case STK_DTYPE_UINT16:
+    case STK_DTYPE_UINT32:
+    case STK_DTYPE_UINT64:
+      *cat = 1;
+      break;
+    case STK_DTYPE_INT8:
+    case STK_DTYPE_INT16:
+    case STK_DTYPE_INT32:
+    case STK_DTYPE_INT64:
+      *cat = 2;
+      break;
+    default:
+      *cat = 3;
+      break;
   }
 }
 
@@ -527,14 +548,14 @@ static stk_dtype table_promote(stk_dtype a, stk_dtype b) {
   int ca, ba, cb, bb;
   cat_bits(a, &ca, &ba);
   cat_bits(b, &cb, &bb);
-  if (a == b) return a;                                              /* T T -> T */
+  if (a == b) return a;                                               /* T T -> T */
   if (ca == 3 && cb == 3) return from_cat_bits(3, ba > bb ? ba : bb); /* floatX floatY */
-  if (ca == 3) return a;                                             /* floatX T */
+  if (ca == 3) return a;                                              /* floatX T */
   if (cb == 3) return b;
   if (ca == 0) ca = 1; /* bool is uint1 */
   if (cb == 0) cb = 1;
   if (ca == cb) return ba > bb ? a : b; /* same signedness: wider (uint1 never wins) */
-  int xs = ca == 2 ? ba : bb, yu = ca == 2 ? bb : ba;  /* intX uintY */
+  int xs = ca == 2 ? ba : bb, yu = ca == 2 ? bb : ba; /* intX uintY */
   if (xs > yu) return ca == 2 ? a : b;
   int z = 2 * yu < 8 ? 8 : 2 * yu;
   return from_cat_bits(2, z > 64 ? 64 : z);
@@ -571,15 +592,24 @@ static void test_type_promotion_table(void **state) {
     assert_int_equal(stk__type_promote(rows[i][0], rows[i][1]), rows[i][2]);
   /* result types per operation */
   stk_dtype t;
-  assert_true(stk__binop_type(STK__BIN_DIV, STK_DTYPE_UINT8, STK_DTYPE_UINT8, &t) && t == STK_DTYPE_FLOAT32);
-  assert_true(stk__binop_type(STK__BIN_DIV, STK_DTYPE_INT32, STK_DTYPE_FLOAT16, &t) && t == STK_DTYPE_FLOAT16);
-  assert_true(stk__binop_type(STK__BIN_FLOORDIV, STK_DTYPE_INT32, STK_DTYPE_UINT8, &t) && t == STK_DTYPE_INT32);
-  assert_true(stk__binop_type(STK__BIN_FPOW, STK_DTYPE_INT32, STK_DTYPE_INT32, &t) && t == STK_DTYPE_FLOAT32);
-  assert_true(stk__binop_type(STK__BIN_POW, STK_DTYPE_INT32, STK_DTYPE_INT32, &t) && t == STK_DTYPE_INT32);
-  assert_true(stk__binop_type(STK__BIN_LT, STK_DTYPE_FLOAT64, STK_DTYPE_INT8, &t) && t == STK_DTYPE_BOOL);
-  assert_true(stk__binop_type(STK__BIN_MUL, STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, &t) && t == STK_DTYPE_FLOAT32);
-  assert_true(stk__binop_type(STK__BIN_AND, STK_DTYPE_BOOL, STK_DTYPE_BOOL, &t) && t == STK_DTYPE_BOOL);
-  assert_true(stk__binop_type(STK__BIN_XOR, STK_DTYPE_UINT8, STK_DTYPE_INT16, &t) && t == STK_DTYPE_INT16);
+  assert_true(stk__binop_type(STK__BIN_DIV, STK_DTYPE_UINT8, STK_DTYPE_UINT8, &t) &&
+              t == STK_DTYPE_FLOAT32);
+  assert_true(stk__binop_type(STK__BIN_DIV, STK_DTYPE_INT32, STK_DTYPE_FLOAT16, &t) &&
+              t == STK_DTYPE_FLOAT16);
+  assert_true(stk__binop_type(STK__BIN_FLOORDIV, STK_DTYPE_INT32, STK_DTYPE_UINT8, &t) &&
+              t == STK_DTYPE_INT32);
+  assert_true(stk__binop_type(STK__BIN_FPOW, STK_DTYPE_INT32, STK_DTYPE_INT32, &t) &&
+              t == STK_DTYPE_FLOAT32);
+  assert_true(stk__binop_type(STK__BIN_POW, STK_DTYPE_INT32, STK_DTYPE_INT32, &t) &&
+              t == STK_DTYPE_INT32);
+  assert_true(stk__binop_type(STK__BIN_LT, STK_DTYPE_FLOAT64, STK_DTYPE_INT8, &t) &&
+              t == STK_DTYPE_BOOL);
+  assert_true(stk__binop_type(STK__BIN_MUL, STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, &t) &&
+              t == STK_DTYPE_FLOAT32);
+  assert_true(stk__binop_type(STK__BIN_AND, STK_DTYPE_BOOL, STK_DTYPE_BOOL, &t) &&
+              t == STK_DTYPE_BOOL);
+  assert_true(stk__binop_type(STK__BIN_XOR, STK_DTYPE_UINT8, STK_DTYPE_INT16, &t) &&
+              t == STK_DTYPE_INT16);
   assert_false(stk__binop_type(STK__BIN_OR, STK_DTYPE_FLOAT32, STK_DTYPE_INT32, &t));
   assert_true(stk__unop_type(STK__UN_SQRT, STK_DTYPE_UINT8, &t) && t == STK_DTYPE_FLOAT32);
   assert_true(stk__unop_type(STK__UN_SQRT, STK_DTYPE_FLOAT64, &t) && t == STK_DTYPE_FLOAT64);
@@ -611,58 +641,77 @@ static void test_binary_values(void **state) {
   int64_t shp[STK_MAX_NDIM], s4[1] = {4};
   uint8_t u1[4] = {200, 3, 255, 0}, u2[4] = {100, 7, 1, 0};
   uint8_t ou[4];
-  assert_int_equal(run_bin(STK__BIN_ADD, opnd(u1, STK_DTYPE_UINT8, 1, s4), opnd(u2, STK_DTYPE_UINT8, 1, s4), ou, &nd, shp), STK_DTYPE_UINT8);
+  assert_int_equal(run_bin(STK__BIN_ADD, opnd(u1, STK_DTYPE_UINT8, 1, s4),
+                           opnd(u2, STK_DTYPE_UINT8, 1, s4), ou, &nd, shp),
+                   STK_DTYPE_UINT8);
   uint8_t wrap[4] = {44, 10, 0, 0}; /* wraps like C */
   assert_memory_equal(ou, wrap, 4);
-  run_bin(STK__BIN_SUB, opnd(u2, STK_DTYPE_UINT8, 1, s4), opnd(u1, STK_DTYPE_UINT8, 1, s4), ou, &nd, shp);
+  run_bin(STK__BIN_SUB, opnd(u2, STK_DTYPE_UINT8, 1, s4), opnd(u1, STK_DTYPE_UINT8, 1, s4), ou, &nd,
+          shp);
   assert_int_equal(ou[0], (uint8_t)(100 - 200));
   float of[4];
-  assert_int_equal(run_bin(STK__BIN_DIV, opnd(u2, STK_DTYPE_UINT8, 1, s4), opnd(u1, STK_DTYPE_UINT8, 1, s4), of, &nd, shp), STK_DTYPE_FLOAT32);
-  assert_true(of[0] == 0.5f && of[1] == (float)(7.0 / 3.0) && of[2] == 1.0f / 255.0f && isnan(of[3]));
+  assert_int_equal(run_bin(STK__BIN_DIV, opnd(u2, STK_DTYPE_UINT8, 1, s4),
+                           opnd(u1, STK_DTYPE_UINT8, 1, s4), of, &nd, shp),
+                   STK_DTYPE_FLOAT32);
+  assert_true(of[0] == 0.5f && of[1] == (float)(7.0 / 3.0) && of[2] == 1.0f / 255.0f &&
+              isnan(of[3]));
   /* signed floor division and modulo round toward minus infinity; x / 0 gives 0 */
   int8_t a8[6] = {-7, 7, -7, 7, -128, 5}, b8[6] = {2, -2, -2, 0, -1, 0};
   int64_t s6[1] = {6};
   int8_t o8[6];
-  run_bin(STK__BIN_FLOORDIV, opnd(a8, STK_DTYPE_INT8, 1, s6), opnd(b8, STK_DTYPE_INT8, 1, s6), o8, &nd, shp);
+  run_bin(STK__BIN_FLOORDIV, opnd(a8, STK_DTYPE_INT8, 1, s6), opnd(b8, STK_DTYPE_INT8, 1, s6), o8,
+          &nd, shp);
   int8_t fd[6] = {-4, -4, 3, 0, -128, 0};
   assert_memory_equal(o8, fd, 6);
-  run_bin(STK__BIN_MOD, opnd(a8, STK_DTYPE_INT8, 1, s6), opnd(b8, STK_DTYPE_INT8, 1, s6), o8, &nd, shp);
+  run_bin(STK__BIN_MOD, opnd(a8, STK_DTYPE_INT8, 1, s6), opnd(b8, STK_DTYPE_INT8, 1, s6), o8, &nd,
+          shp);
   int8_t md[6] = {1, -1, -1, 0, 0, 0};
   assert_memory_equal(o8, md, 6);
   /* int8 with uint8 promotes to int16: no wrap */
   int16_t o16[4];
   int8_t n8[4] = {-100, 100, -1, 127};
-  assert_int_equal(run_bin(STK__BIN_MUL, opnd(n8, STK_DTYPE_INT8, 1, s4), opnd(u1, STK_DTYPE_UINT8, 1, s4), o16, &nd, shp), STK_DTYPE_INT16);
+  assert_int_equal(run_bin(STK__BIN_MUL, opnd(n8, STK_DTYPE_INT8, 1, s4),
+                           opnd(u1, STK_DTYPE_UINT8, 1, s4), o16, &nd, shp),
+                   STK_DTYPE_INT16);
   assert_int_equal(o16[0], -20000);
   assert_int_equal(o16[1], 300);
   assert_int_equal(o16[2], -255);
   assert_int_equal(o16[3], 0);
   /* integer pow, min / max, comparisons, bitwise */
   int32_t base[4] = {2, -3, 5, -1}, ex[4] = {10, 3, -1, -3}, o32[4];
-  run_bin(STK__BIN_POW, opnd(base, STK_DTYPE_INT32, 1, s4), opnd(ex, STK_DTYPE_INT32, 1, s4), o32, &nd, shp);
+  run_bin(STK__BIN_POW, opnd(base, STK_DTYPE_INT32, 1, s4), opnd(ex, STK_DTYPE_INT32, 1, s4), o32,
+          &nd, shp);
   assert_int_equal(o32[0], 1024);
   assert_int_equal(o32[1], -27);
   assert_int_equal(o32[2], 0);
   assert_int_equal(o32[3], -1);
   float fa[4] = {1.5f, -2, NAN, 3}, fb[4] = {1.5f, 1, 0, -7.25f};
   uint8_t ob[4];
-  assert_int_equal(run_bin(STK__BIN_LE, opnd(fa, STK_DTYPE_FLOAT32, 1, s4), opnd(fb, STK_DTYPE_FLOAT32, 1, s4), ob, &nd, shp), STK_DTYPE_BOOL);
+  assert_int_equal(run_bin(STK__BIN_LE, opnd(fa, STK_DTYPE_FLOAT32, 1, s4),
+                           opnd(fb, STK_DTYPE_FLOAT32, 1, s4), ob, &nd, shp),
+                   STK_DTYPE_BOOL);
   uint8_t le[4] = {1, 1, 0, 0};
   assert_memory_equal(ob, le, 4);
-  run_bin(STK__BIN_MAX, opnd(fa, STK_DTYPE_FLOAT32, 1, s4), opnd(fb, STK_DTYPE_FLOAT32, 1, s4), of, &nd, shp);
+  run_bin(STK__BIN_MAX, opnd(fa, STK_DTYPE_FLOAT32, 1, s4), opnd(fb, STK_DTYPE_FLOAT32, 1, s4), of,
+          &nd, shp);
   assert_true(of[0] == 1.5f && of[1] == 1 && of[3] == 3);
-  run_bin(STK__BIN_MOD, opnd(fa, STK_DTYPE_FLOAT32, 1, s4), opnd(fb, STK_DTYPE_FLOAT32, 1, s4), of, &nd, shp);
-  assert_true(of[0] == 0 && of[1] == 0 && of[3] == (float)(3 - 7.25)); /* Python: 3 % -7.25 = -4.25 */
+  run_bin(STK__BIN_MOD, opnd(fa, STK_DTYPE_FLOAT32, 1, s4), opnd(fb, STK_DTYPE_FLOAT32, 1, s4), of,
+          &nd, shp);
+  assert_true(of[0] == 0 && of[1] == 0 &&
+              of[3] == (float)(3 - 7.25)); /* Python: 3 % -7.25 = -4.25 */
   uint8_t t1[4] = {1, 1, 0, 0}, t2[4] = {1, 0, 1, 0};
-  run_bin(STK__BIN_XOR, opnd(t1, STK_DTYPE_BOOL, 1, s4), opnd(t2, STK_DTYPE_BOOL, 1, s4), ob, &nd, shp);
+  run_bin(STK__BIN_XOR, opnd(t1, STK_DTYPE_BOOL, 1, s4), opnd(t2, STK_DTYPE_BOOL, 1, s4), ob, &nd,
+          shp);
   uint8_t x[4] = {0, 1, 1, 0};
   assert_memory_equal(ob, x, 4);
-  run_bin(STK__BIN_AND, opnd(u1, STK_DTYPE_UINT8, 1, s4), opnd(u2, STK_DTYPE_UINT8, 1, s4), ou, &nd, shp);
+  run_bin(STK__BIN_AND, opnd(u1, STK_DTYPE_UINT8, 1, s4), opnd(u2, STK_DTYPE_UINT8, 1, s4), ou, &nd,
+          shp);
   assert_int_equal(ou[0], 200 & 100);
   assert_int_equal(ou[1], 3 & 7);
   /* uint8 image times a float32 scalar: float32, exact products */
   float half = 0.5f;
-  run_bin(STK__BIN_MUL, opnd(u1, STK_DTYPE_UINT8, 1, s4), opnd(&half, STK_DTYPE_FLOAT32, 0, s4), of, &nd, shp);
+  run_bin(STK__BIN_MUL, opnd(u1, STK_DTYPE_UINT8, 1, s4), opnd(&half, STK_DTYPE_FLOAT32, 0, s4), of,
+          &nd, shp);
   assert_int_equal(nd, 1);
   assert_true(of[0] == 100 && of[1] == 1.5f && of[2] == 127.5f && of[3] == 0);
 }
@@ -675,10 +724,12 @@ static void test_broadcasting(void **state) {
   int64_t simg[3] = {2, 2, 3}, sch[1] = {3}, shp[STK_MAX_NDIM];
   int nd;
   float out[1024];
-  run_bin(STK__BIN_MUL, opnd(img, STK_DTYPE_UINT8, 3, simg), opnd(ch, STK_DTYPE_FLOAT32, 1, sch), out, &nd, shp);
+  run_bin(STK__BIN_MUL, opnd(img, STK_DTYPE_UINT8, 3, simg), opnd(ch, STK_DTYPE_FLOAT32, 1, sch),
+          out, &nd, shp);
   assert_int_equal(nd, 3);
   for (int i = 0; i < 12; i++) assert_true(out[i] == img[i] * ch[i % 3]);
-  run_bin(STK__BIN_SUB, opnd(ch, STK_DTYPE_FLOAT32, 1, sch), opnd(img, STK_DTYPE_UINT8, 3, simg), out, &nd, shp);
+  run_bin(STK__BIN_SUB, opnd(ch, STK_DTYPE_FLOAT32, 1, sch), opnd(img, STK_DTYPE_UINT8, 3, simg),
+          out, &nd, shp);
   for (int i = 0; i < 12; i++) assert_true(out[i] == ch[i % 3] - img[i]);
   /* [2, 1, 3] against [4, 1]: general numpy broadcast to [2, 4, 3] */
   int32_t a[6], b[4];
@@ -686,7 +737,8 @@ static void test_broadcasting(void **state) {
   for (int i = 0; i < 4; i++) b[i] = i;
   int64_t sa[3] = {2, 1, 3}, sb[2] = {4, 1};
   int32_t o[24];
-  run_bin(STK__BIN_ADD, opnd(a, STK_DTYPE_INT32, 3, sa), opnd(b, STK_DTYPE_INT32, 2, sb), o, &nd, shp);
+  run_bin(STK__BIN_ADD, opnd(a, STK_DTYPE_INT32, 3, sa), opnd(b, STK_DTYPE_INT32, 2, sb), o, &nd,
+          shp);
   assert_int_equal(nd, 3);
   assert_int_equal(shp[0], 2);
   assert_int_equal(shp[1], 4);
@@ -700,10 +752,12 @@ static void test_broadcasting(void **state) {
   for (int i = 0; i < H * W; i++) big[i] = (float)i;
   for (int i = 0; i < W; i++) row[i] = (float)(i % 7);
   int64_t sbig[2] = {H, W}, srow[2] = {1, W}, s11[2] = {1, 1};
-  run_bin(STK__BIN_SUB, opnd(big, STK_DTYPE_FLOAT32, 2, sbig), opnd(row, STK_DTYPE_FLOAT32, 2, srow), res, &nd, shp);
+  run_bin(STK__BIN_SUB, opnd(big, STK_DTYPE_FLOAT32, 2, sbig),
+          opnd(row, STK_DTYPE_FLOAT32, 2, srow), res, &nd, shp);
   for (int i = 0; i < H * W; i++) assert_true(res[i] == big[i] - row[i % W]);
   float two = 2;
-  run_bin(STK__BIN_MUL, opnd(&two, STK_DTYPE_FLOAT32, 2, s11), opnd(big, STK_DTYPE_FLOAT32, 2, sbig), res, &nd, shp);
+  run_bin(STK__BIN_MUL, opnd(&two, STK_DTYPE_FLOAT32, 2, s11),
+          opnd(big, STK_DTYPE_FLOAT32, 2, sbig), res, &nd, shp);
   assert_int_equal(nd, 2);
   for (int i = 0; i < H * W; i++) assert_true(res[i] == 2 * big[i]);
   /* shapes that do not broadcast */
@@ -875,7 +929,8 @@ static void test_one_hot_and_cast_like(void **state) {
                            desc(fv[1], STK_DTYPE_FLOAT32, 1, (int64_t[]){4})};
   TU_OK(stk_pipeline_feed(p, "f", fd, 2));
   uint8_t lk[2] = {0, 0};
-  stk_tensor_desc kd[2] = {desc(&lk[0], STK_DTYPE_UINT8, 0, NULL), desc(&lk[1], STK_DTYPE_UINT8, 0, NULL)};
+  stk_tensor_desc kd[2] = {desc(&lk[0], STK_DTYPE_UINT8, 0, NULL),
+                           desc(&lk[1], STK_DTYPE_UINT8, 0, NULL)};
   TU_OK(stk_pipeline_feed(p, "like", kd, 2));
   stk_batch *b;
   TU_OK(stk_pipeline_run(p, &b));
@@ -977,8 +1032,18 @@ static void test_subscript_errors(void **state) {
     bool at_build;
     const char *needle;
   } cases[] = {
-      {{0}, 1, "at_0", 2, false, "at_0 (position 0 of the subscript): index 2 is out of range for axis 0 of extent 2"},
-      {{1, 1}, 2, "step_1", 0, false, "step_1 (position 1 of the subscript): the slice step of axis 1 is 0"},
+      {{0},
+       1,
+       "at_0",
+       2,
+       false,
+       "at_0 (position 0 of the subscript): index 2 is out of range for axis 0 of extent 2"},
+      {{1, 1},
+       2,
+       "step_1",
+       0,
+       false,
+       "step_1 (position 1 of the subscript): the slice step of axis 1 is 0"},
       {{0, 0, 0, 0}, 4, "at_3", 0, false, "indexes 4 axes of a 3-dimensional input"},
       {{3, 3}, 2, "step_0", 1, true, "at most one ellipsis"},
       {{0}, 1, "lo_0", 1, true, "at_0 is not given"},
@@ -991,7 +1056,8 @@ static void test_subscript_errors(void **state) {
     for (size_t j = 0; j < cases[k].n; j++) {
       char name[16];
       snprintf(name, sizeof name, "at_%zu", j);
-      if (cases[k].kinds[j] == 0 && strcmp(cases[k].arg, "lo_0") != 0) TU_OK(stk_op_set_int(op, name, 0));
+      if (cases[k].kinds[j] == 0 && strcmp(cases[k].arg, "lo_0") != 0)
+        TU_OK(stk_op_set_int(op, name, 0));
     }
     TU_OK(stk_op_set_int(op, cases[k].arg, cases[k].value));
     add(p, op);

@@ -103,7 +103,8 @@ static stk_pipeline *build_ok(const stk_op *op, int outputs, int batch) {
 static void expect_build_error(const stk_op *op, int outputs, stk_status want, const char *needle) {
   stk_status st;
   stk_pipeline *p = build(op, outputs, 1, 1, false, &st);
-  if (p) fail_msg("the pipeline built; expected %s mentioning \"%s\"", stk_status_name(want), needle);
+  if (p)
+    fail_msg("the pipeline built; expected %s mentioning \"%s\"", stk_status_name(want), needle);
   assert_int_equal(st, want);
   assert_error_mentions(needle);
 }
@@ -174,7 +175,8 @@ static void test_brace_expansion(void **state) {
   char **out;
   size_t count;
   const char *bad = "shard-{0..3.tar";
-  assert_int_equal(stk__expand_braces(&bad, 1, "R", "paths", &out, &count), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk__expand_braces(&bad, 1, "R", "paths", &out, &count),
+                   STK_ERR_INVALID_ARGUMENT);
   assert_error_mentions("unclosed");
   assert_error_mentions("shard-{0..3.tar");
 }
@@ -232,9 +234,12 @@ static void test_tar_scan_python_writers(void **state) {
       assert_string_equal(m.names[k], name);
       assert_int_equal(m.sizes[k], size);
       uint8_t *want = malloc((size_t)size + 1);
-      if (strstr(name, ".cls")) memcpy(want, tar + m.offsets[k], (size_t)size); /* label text */
-      else if (strstr(name, "._hidden")) memcpy(want, "mac junk", 8);
-      else content(name, (size_t)size, want);
+      if (strstr(name, ".cls"))
+        memcpy(want, tar + m.offsets[k], (size_t)size); /* label text */
+      else if (strstr(name, "._hidden"))
+        memcpy(want, "mac junk", 8);
+      else
+        content(name, (size_t)size, want);
       assert_memory_equal(tar + m.offsets[k], want, (size_t)size);
       free(want);
       k++;
@@ -334,7 +339,7 @@ static void test_webdataset_python_archives(void **state) {
     size_t size;
     const char *cls;
   } want[] = {{"dir/s0.jpg", 700, "0"}, {"dir/s1.jpg", 1000, "1"}, {"dir/s2.jpg", 1300, "2"},
-              {s3, 513, "3"},           {lx, 100000, "4"},        {"short.jpg", 0, "5"},
+              {s3, 513, "3"},           {lx, 100000, "4"},         {"short.jpg", 0, "5"},
               {fr, 1234, "6"},          {"paxsize.jpg", 3000, "7"}};
   for (int i = 0; i < 8; i++) {
     assert_bytes(sample(out, 0, (size_t)i), want[i].name, want[i].size);
@@ -382,8 +387,10 @@ static void test_webdataset_pairs_missing(void **state) {
       snprintf(img, sizeof img, "%s.jpg", keys[i]);
       snprintf(mask, sizeof mask, "%s.png", keys[i]);
       assert_bytes(sample(out, 0, (size_t)k), img, 50);
-      if (i == 2) assert_int_equal(sample(out, 1, (size_t)k).shape[0], 0);
-      else assert_bytes(sample(out, 1, (size_t)k), mask, 20);
+      if (i == 2)
+        assert_int_equal(sample(out, 1, (size_t)k).shape[0], 0);
+      else
+        assert_bytes(sample(out, 1, (size_t)k), mask, 20);
       k++;
     }
     stk_batch_release(out);
@@ -428,7 +435,8 @@ static void test_webdataset_index_files(void **state) {
     for (int64_t i = 0; i < built.num_comps; i++) {
       assert_int_equal(all[k]->comps[i].offset, built.comps[i].offset);
       assert_int_equal(all[k]->comps[i].size, built.comps[i].size);
-      assert_string_equal(stk__wds_ext(all[k], &all[k]->comps[i]), stk__wds_ext(&built, &built.comps[i]));
+      assert_string_equal(stk__wds_ext(all[k], &all[k]->comps[i]),
+                          stk__wds_ext(&built, &built.comps[i]));
     }
     assert_string_equal(stk__wds_key(all[k], 2), "c");
   }
@@ -498,15 +506,16 @@ static void test_webdataset_dtypes_and_errors(void **state) {
 /* ---------------------------------------------------------------------------------- */
 
 /* The features of the fixture's records, in output order. */
-static const char *tf_names[] = {"image/encoded", "label", "floats", "unpacked_ints",
-                                 "unpacked_floats", "var", "neg", "opt"};
+static const char *tf_names[] = {"image/encoded",   "label", "floats", "unpacked_ints",
+                                 "unpacked_floats", "var",   "neg",    "opt"};
 
 static stk_op *tf_op(const char *file, bool with_index) {
   char path[1024], idx[1024];
   stk_op *op = reader("readers.tfrecord", 8);
   set_strings1(op, "path", fxp(path, sizeof path, file));
   if (with_index) set_strings1(op, "index_path", fxp(idx, sizeof idx, "data.idx"));
-  const char *types[] = {"string", "int64", "float32", "int64", "float32", "int64", "int64", "int64"};
+  const char *types[] = {"string",  "int64", "float32", "int64",
+                         "float32", "int64", "int64",   "int64"};
   const char *kinds[] = {"fixed", "fixed", "fixed", "fixed", "fixed", "var", "fixed", "var"};
   const int64_t ndims[] = {0, 1, 1, 1, 0, 0, 2, 0};
   const int64_t shapes[] = {1, 3, 2, 1, 1};
@@ -584,8 +593,9 @@ static void test_tfrecord_bad_crc(void **state) {
   char *text = (char *)tu_read(fxp(offsets, sizeof offsets, "tf_offsets.txt"), &n);
   text[n] = '\0';
   long long off[6];
-  assert_int_equal(sscanf(text, "%lld %lld %lld %lld %lld %lld", &off[0], &off[1], &off[2],
-                          &off[3], &off[4], &off[5]), 6);
+  assert_int_equal(sscanf(text, "%lld %lld %lld %lld %lld %lld", &off[0], &off[1], &off[2], &off[3],
+                          &off[4], &off[5]),
+                   6);
   free(text);
   stk_op *op = tf_op("badcrc.tfrecord", false);
   stk_pipeline *p = build_ok(op, 8, 3);
@@ -704,46 +714,46 @@ static void test_numpy_dtypes_orders_versions(void **state) {
   int count = 0;
   for (char *l = manifest; *l; l = strchr(l, '\n') + 1) count++;
   for (int plain = 0; plain <= 1; plain++) { /* mapped, then read (dont_use_mmap) */
-  stk_op *op = npy_op();
-  TU_OK(stk_op_set_string(op, "file_root", fxp(root, sizeof root, "npy")));
-  TU_OK(stk_op_set_bool(op, "dont_use_mmap", plain));
-  stk_pipeline *p = build_ok(op, 1, 1); /* one sample per batch: dtypes differ */
-  int64_t n;
-  TU_OK(stk_pipeline_epoch_size(p, "R", &n));
-  assert_int_equal(n, count); /* file_root searched recursively: sub/nested.npy too */
-  for (char *l = manifest; *l; l = strchr(l, '\n') + 1) {
-    stk_batch *out;
-    TU_OK(stk_pipeline_run(p, &out));
-    char file[64], dtype[16];
-    int ndim, used;
-    long long shape[8] = {0};
-    assert_int_equal(sscanf(l, "%63s %15s %d%n", file, dtype, &ndim, &used), 3);
-    for (int d = 0; d < ndim; d++) {
-      int more;
-      assert_int_equal(sscanf(l + used, "%lld%n", &shape[d], &more), 1);
-      used += more;
+    stk_op *op = npy_op();
+    TU_OK(stk_op_set_string(op, "file_root", fxp(root, sizeof root, "npy")));
+    TU_OK(stk_op_set_bool(op, "dont_use_mmap", plain));
+    stk_pipeline *p = build_ok(op, 1, 1); /* one sample per batch: dtypes differ */
+    int64_t n;
+    TU_OK(stk_pipeline_epoch_size(p, "R", &n));
+    assert_int_equal(n, count); /* file_root searched recursively: sub/nested.npy too */
+    for (char *l = manifest; *l; l = strchr(l, '\n') + 1) {
+      stk_batch *out;
+      TU_OK(stk_pipeline_run(p, &out));
+      char file[64], dtype[16];
+      int ndim, used;
+      long long shape[8] = {0};
+      assert_int_equal(sscanf(l, "%63s %15s %d%n", file, dtype, &ndim, &used), 3);
+      for (int d = 0; d < ndim; d++) {
+        int more;
+        assert_int_equal(sscanf(l + used, "%lld%n", &shape[d], &more), 1);
+        used += more;
+      }
+      stk_tensor_desc d = sample(out, 0, 0);
+      stk_dtype want;
+      TU_OK(stk_dtype_from_name(dtype, &want));
+      if (d.dtype != want) fail_msg("%s: dtype %s, want %s", file, stk_dtype_name(d.dtype), dtype);
+      if (d.ndim != ndim) fail_msg("%s: %d dimensions, want %d", file, d.ndim, ndim);
+      size_t bytes = stk_dtype_size(want);
+      for (int j = 0; j < ndim; j++) {
+        assert_int_equal(d.shape[j], shape[j]);
+        bytes *= (size_t)shape[j];
+      }
+      char raw[1024];
+      snprintf(raw, sizeof raw, "%s/npy/%s.raw", fx, file);
+      size_t rsize;
+      uint8_t *ref = tu_read(raw, &rsize);
+      assert_int_equal(rsize, bytes);
+      if (memcmp(d.data, ref, bytes) != 0) fail_msg("%s: values differ from numpy's", file);
+      free(ref);
+      stk_batch_release(out);
     }
-    stk_tensor_desc d = sample(out, 0, 0);
-    stk_dtype want;
-    TU_OK(stk_dtype_from_name(dtype, &want));
-    if (d.dtype != want) fail_msg("%s: dtype %s, want %s", file, stk_dtype_name(d.dtype), dtype);
-    if (d.ndim != ndim) fail_msg("%s: %d dimensions, want %d", file, d.ndim, ndim);
-    size_t bytes = stk_dtype_size(want);
-    for (int j = 0; j < ndim; j++) {
-      assert_int_equal(d.shape[j], shape[j]);
-      bytes *= (size_t)shape[j];
-    }
-    char raw[1024];
-    snprintf(raw, sizeof raw, "%s/npy/%s.raw", fx, file);
-    size_t rsize;
-    uint8_t *ref = tu_read(raw, &rsize);
-    assert_int_equal(rsize, bytes);
-    if (memcmp(d.data, ref, bytes) != 0) fail_msg("%s: values differ from numpy's", file);
-    free(ref);
-    stk_batch_release(out);
-  }
-  stk_pipeline_destroy(p);
-  stk_op_destroy(op);
+    stk_pipeline_destroy(p);
+    stk_op_destroy(op);
   }
   free(manifest);
 }
@@ -784,8 +794,7 @@ static void assert_box(stk_batch *out, const int64_t *lo, const int64_t *hi) {
   const int32_t *v = d.data;
   for (int64_t i = lo[0]; i < hi[0]; i++)
     for (int64_t j = lo[1]; j < hi[1]; j++)
-      for (int64_t k = lo[2]; k < hi[2]; k++)
-        assert_int_equal(*v++, roi_value(i, j, k));
+      for (int64_t k = lo[2]; k < hi[2]; k++) assert_int_equal(*v++, roi_value(i, j, k));
 }
 
 static void test_numpy_roi(void **state) {
@@ -813,7 +822,8 @@ static void test_numpy_roi(void **state) {
     TU_OK(read_roi(files[f % 3], plo, phi, NULL, 3, "trim_to_shape", &out));
     assert_box(out, (const int64_t[]){0, 3, 4}, (const int64_t[]){2, 5, 6});
     stk_batch_release(out);
-    assert_int_equal(read_roi(files[f % 3], plo, phi, NULL, 3, NULL, &out), STK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(read_roi(files[f % 3], plo, phi, NULL, 3, NULL, &out),
+                     STK_ERR_INVALID_ARGUMENT);
     assert_error_mentions("out_of_bounds_policy");
     assert_error_mentions(files[f % 3]);
   }
@@ -843,8 +853,9 @@ static void test_numpy_bad_input(void **state) {
   }
   /* Header parser on hand-written headers. */
   stk__npy_header h;
-  const char good[] = "\x93NUMPY\x01\x00\x3c\x00{'shape': (2L, 3,), 'fortran_order': True, "
-                      "'descr': '>u2', }         \n";
+  const char good[] =
+      "\x93NUMPY\x01\x00\x3c\x00{'shape': (2L, 3,), 'fortran_order': True, "
+      "'descr': '>u2', }         \n";
   uint8_t file[128] = {0};
   memcpy(file, good, sizeof good - 1);
   TU_OK(stk__npy_parse(file, sizeof file, 10 + 0x3c + 12, "h.npy", &h));
@@ -1028,9 +1039,11 @@ static char *independent_listing(const char *mode, const char *file, const char 
 static void check_shard0_independently(const char *out_dir, int format, const size_t *sizes,
                                        const int32_t *labels) {
   char file[1200], idx[1200];
-  snprintf(file, sizeof file, "%s/shard-000000.%s", out_dir, format == STK__CONVERT_WDS ? "tar" : "tfrecord");
+  snprintf(file, sizeof file, "%s/shard-000000.%s", out_dir,
+           format == STK__CONVERT_WDS ? "tar" : "tfrecord");
   snprintf(idx, sizeof idx, "%s/shard-000000.idx", out_dir);
-  char *text = independent_listing(format == STK__CONVERT_WDS ? "--list-tar" : "--list-tfrecord", file, idx);
+  char *text =
+      independent_listing(format == STK__CONVERT_WDS ? "--list-tar" : "--list-tfrecord", file, idx);
   char *line = text;
   for (int i = 0; i < 3; i++) {
     long long size, label;
@@ -1089,8 +1102,12 @@ static void test_convert_round_trip(void **state) {
   for (int format = 0; format < 2; format++) {
     for (int shuffle = 0; shuffle <= 1; shuffle++) {
       snprintf(out_dir, sizeof out_dir, "%s-out-%d-%d", root, format, shuffle);
-      stk__convert_options o = {.src = root, .out_dir = out_dir, .format = format,
-                                .shard_size = 3, .shuffle = shuffle, .seed = 9};
+      stk__convert_options o = {.src = root,
+                                .out_dir = out_dir,
+                                .format = format,
+                                .shard_size = 3,
+                                .shuffle = shuffle,
+                                .seed = 9};
       stk__convert_result res;
       TU_OK(stk__convert_dataset(&o, &res));
       assert_int_equal(res.samples, 4);
@@ -1109,7 +1126,8 @@ static void test_convert_round_trip(void **state) {
         char idx[1100];
         snprintf(idx, sizeof idx, "%s/shard-{000000..000001}.idx", out_dir);
         set_strings1(op, "index_path", idx);
-        const char *names[] = {"image/encoded", "image/class/label"}, *types[] = {"string", "int64"};
+        const char *names[] = {"image/encoded", "image/class/label"},
+                   *types[] = {"string", "int64"};
         TU_OK(stk_op_set_strings(op, "feature_names", names, 2));
         TU_OK(stk_op_set_strings(op, "feature_types", types, 2));
       }
@@ -1125,7 +1143,7 @@ static void test_convert_round_trip(void **state) {
           memcpy(text, l.data, (size_t)l.shape[0]);
           label = atoi(text);
         } else {
-          label = (int32_t)*(int64_t *)l.data;
+          label = (int32_t) * (int64_t *)l.data;
         }
         for (int j = 0; j < 4; j++)
           if ((size_t)d.shape[0] == sizes[j] && memcmp(d.data, data[j], sizes[j]) == 0) {
@@ -1162,8 +1180,12 @@ static void test_convert_round_trip(void **state) {
   /* Same options, same bytes. */
   char again[1100], first[1200], second[1200];
   snprintf(again, sizeof again, "%s-again", root);
-  stk__convert_options o = {.src = root, .out_dir = again, .format = STK__CONVERT_WDS,
-                            .shard_size = 3, .shuffle = true, .seed = 9};
+  stk__convert_options o = {.src = root,
+                            .out_dir = again,
+                            .format = STK__CONVERT_WDS,
+                            .shard_size = 3,
+                            .shuffle = true,
+                            .seed = 9};
   stk__convert_result res;
   TU_OK(stk__convert_dataset(&o, &res));
   snprintf(first, sizeof first, "%s-out-0-1/shard-000000.tar", root);
@@ -1227,7 +1249,8 @@ static void test_hostile_inputs(void **state) {
         stk__npy_header h;
         st = stk__npy_parse(buf, len, (int64_t)len, out, &h);
       }
-      if (!acceptable(st)) fail_msg("%s mutant %d: %s: %s", files[f], iter, stk_status_name(st), stk_last_error());
+      if (!acceptable(st))
+        fail_msg("%s mutant %d: %s: %s", files[f], iter, stk_status_name(st), stk_last_error());
       stk__fileset_close(&fs);
     }
     free(buf);

@@ -207,8 +207,8 @@ static void test_rotate_matrix_direction(void **state) {
 /* Kernel against the float64 reference                                                */
 /* ---------------------------------------------------------------------------------- */
 
-static void check_kernel_case(const img_t *im, const double m[6], int interp, bool constant,
-                              int oh, int ow, const char *what) {
+static void check_kernel_case(const img_t *im, const double m[6], int interp, bool constant, int oh,
+                              int ow, const char *what) {
   double fill_d[4] = {12, 200, 77, 5};
   float fill_f[4] = {12, 200, 77, 5};
   size_t n_in = (size_t)im->h * im->w * im->c, n_out = (size_t)oh * ow * im->c;
@@ -229,8 +229,8 @@ static void check_kernel_case(const img_t *im, const double m[6], int interp, bo
   for (size_t i = 0; i < n_in; i++) fsrc[i] = im->p[i];
   stk__image s32 = {fsrc, STK_DTYPE_FLOAT32, im->h, im->w, im->c};
   stk__image d32 = {gf, STK_DTYPE_FLOAT32, oh, ow, im->c};
-  stk__warp_params p = {{m[0], m[1], m[2], m[3], m[4], m[5]}, (stk__interp)interp, constant,
-                        fill_f};
+  stk__warp_params p = {
+      {m[0], m[1], m[2], m[3], m[4], m[5]}, (stk__interp)interp, constant, fill_f};
   TU_OK(stk__warp_affine(&s32, &d32, &p, NULL));
   double worst = 0;
   for (size_t i = 0; i < n_out; i++) worst = fmax(worst, fabs(gf[i] - ref[i]));
@@ -371,8 +371,8 @@ static void test_against_pillow(void **state) {
       fprintf(f, "%s rotate %s 10 20 30 %.17g\n", cases[i].name, rs, cases[i].angle);
     } else {
       const double *m = cases[i].m;
-      fprintf(f, "%s affine %s 10 20 30 %d %d %.17g %.17g %.17g %.17g %.17g %.17g\n",
-              cases[i].name, rs, cases[i].oh, cases[i].ow, m[0], m[1], m[2], m[3], m[4], m[5]);
+      fprintf(f, "%s affine %s 10 20 30 %d %d %.17g %.17g %.17g %.17g %.17g %.17g\n", cases[i].name,
+              rs, cases[i].oh, cases[i].ow, m[0], m[1], m[2], m[3], m[4], m[5]);
     }
   }
   fclose(f);
@@ -385,8 +385,10 @@ static void test_against_pillow(void **state) {
   for (int i = 0; i < ncases; i++) {
     double m[6];
     int oh = im.h, ow = im.w;
-    if (cases[i].rotate) stk__rotate_matrix(cases[i].angle, im.h, im.w, im.h, im.w, m);
-    else memcpy(m, cases[i].m, sizeof m), oh = cases[i].oh, ow = cases[i].ow;
+    if (cases[i].rotate)
+      stk__rotate_matrix(cases[i].angle, im.h, im.w, im.h, im.w, m);
+    else
+      memcpy(m, cases[i].m, sizeof m), oh = cases[i].oh, ow = cases[i].ow;
     uint8_t *got = kernel_u8(&im, m, (stk__interp)cases[i].interp, fill, oh, ow);
     size_t size;
     snprintf(path, sizeof path, "%s/%s.bin", dir, cases[i].name);
@@ -459,7 +461,9 @@ static void add_uniform(stk_pipeline *p, const char *out, double lo, double hi) 
 static void feed_same(stk_pipeline *p, const char *name, const img_t *im, int count) {
   stk_tensor_desc d[16];
   for (int i = 0; i < count; i++)
-    d[i] = (stk_tensor_desc){.data = im->p, .ndim = 3, .shape = {im->h, im->w, im->c},
+    d[i] = (stk_tensor_desc){.data = im->p,
+                             .ndim = 3,
+                             .shape = {im->h, im->w, im->c},
                              .strides = {(int64_t)im->w * im->c, im->c, 1},
                              .dtype = STK_DTYPE_UINT8};
   TU_OK(stk_pipeline_feed(p, name, d, (size_t)count));
@@ -583,8 +587,10 @@ static void add_tf(stk_pipeline *p, const char *kind, const char *in, const char
   TU_OK(stk_op_create(&op, kind, "cpu"));
   if (in) TU_OK(stk_op_add_input(op, in));
   if (arg) {
-    if (strcmp(arg, "angle") == 0) TU_OK(stk_op_set_float(op, arg, v[0]));
-    else TU_OK(stk_op_set_floats(op, arg, v, n));
+    if (strcmp(arg, "angle") == 0)
+      TU_OK(stk_op_set_float(op, arg, v[0]));
+    else
+      TU_OK(stk_op_set_floats(op, arg, v, n));
   }
   if (reverse) TU_OK(stk_op_set_bool(op, "reverse_order", 1));
   TU_OK(stk_op_add_output(op, out));

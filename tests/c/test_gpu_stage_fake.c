@@ -85,8 +85,8 @@ static void sleep_ms(int ms) {
 /* `batches` batches of the GPU and the CPU form of `body`, compared sample by sample;
  * the consumer pauses before each copy so that the producer runs ahead and refills the
  * host pool's blocks. */
-static void check_against_cpu_stats(const char *gpu_body, const char *cpu_body, int batches, stk_stats *stats,
-                                    stk_decoder_diagnostics *diag) {
+static void check_against_cpu_stats(const char *gpu_body, const char *cpu_body, int batches,
+                                    stk_stats *stats, stk_decoder_diagnostics *diag) {
   stk_pipeline *g = make(gpu_body, true), *c = make(cpu_body, false);
   for (int k = 0; k < batches; k++) {
     stk_batch *gb, *cb;
@@ -105,8 +105,10 @@ static void check_against_cpu_stats(const char *gpu_body, const char *cpu_body, 
       assert_int_equal(x.shape[1], y.shape[1]);
       size_t bytes = (size_t)x.shape[0] * x.shape[1] * x.shape[2];
       if (memcmp(x.data, y.data, bytes) != 0)
-        fail_msg("batch %d sample %zu: the GPU stage's output differs from the CPU pipeline's (memory "
-                 "reused before the device had read it?)", k, i);
+        fail_msg(
+            "batch %d sample %zu: the GPU stage's output differs from the CPU pipeline's (memory "
+            "reused before the device had read it?)",
+            k, i);
     }
     stk_tensor_list_release(host);
     stk_batch_release(gb);
@@ -125,8 +127,8 @@ static void check_against_cpu(const char *gpu_body, const char *cpu_body, int ba
 /* The pipelines compared: mixed decoding alone, mixed decoding followed by a GPU
  * operator (a same-type cast: a copy), and the CPU reference. */
 #define MIXED_ALONE "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n"
-#define MIXED_THEN_GPU                                                                     \
-  "images = decoders.image(jpegs, device=\"mixed\")\n"                                     \
+#define MIXED_THEN_GPU                                 \
+  "images = decoders.image(jpegs, device=\"mixed\")\n" \
   "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n"
 #define CPU_DECODE "images = decoders.image(jpegs)\nreturn images\n"
 
@@ -144,8 +146,9 @@ static void test_decoders_on_their_own_thread(void **state) {
  * reused only once the stream has passed the upload. */
 static void test_cpu_outputs_moved_to_the_gpu(void **state) {
   (void)state;
-  check_against_cpu("images = decoders.image(jpegs)\nout = copy(images, device=\"gpu\")\nreturn out\n", CPU_DECODE,
-                    2 * FILES / BATCH);
+  check_against_cpu(
+      "images = decoders.image(jpegs)\nout = copy(images, device=\"gpu\")\nreturn out\n",
+      CPU_DECODE, 2 * FILES / BATCH);
 }
 
 static void test_sync_mode(void **state) {
@@ -176,14 +179,17 @@ static void test_destroy_with_work_queued(void **state) {
  * batches' shares (the stage may have run ahead of the consumer). */
 static void test_host_decoded_share(void **state) {
   (void)state;
-  const double loads[] = {1.0, 0.5, 0.0, -1.0}; /* -1: automatic (outputs still right; the quota in range) */
+  const double loads[] = {1.0, 0.5, 0.0,
+                          -1.0}; /* -1: automatic (outputs still right; the quota in range) */
   for (int sync = 0; sync < 2; sync++)
     for (int l = 0; l < 4; l++)
       for (int then_gpu = 0; then_gpu < 2; then_gpu++) {
         char body[512];
         snprintf(body, sizeof body,
-                 "images = decoders.image(jpegs, device=\"mixed\", cpu_decoder_load=%g)\n%s", loads[l],
-                 then_gpu ? "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n" : "return images\n");
+                 "images = decoders.image(jpegs, device=\"mixed\", cpu_decoder_load=%g)\n%s",
+                 loads[l],
+                 then_gpu ? "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n"
+                          : "return images\n");
         int batches = 2 * FILES / BATCH, per_batch = (int)(loads[l] * BATCH + 0.5);
         sync_mode = sync;
         stk_stats st = {.struct_size = sizeof st};
@@ -213,15 +219,17 @@ static void test_host_decoded_share(void **state) {
 static void test_host_quota_rule(void **state) {
   (void)state;
   const int64_t ms = 1000000;
-  assert_int_equal(stk__host_quota_next(0, 256, 0, 10 * ms, 5 * ms), 8);      /* CPU stage at 50%: grow */
-  assert_int_equal(stk__host_quota_next(8, 256, 0, 10 * ms, 9 * ms), 8);      /* at 90%: hold */
+  assert_int_equal(stk__host_quota_next(0, 256, 0, 10 * ms, 5 * ms),
+                   8); /* CPU stage at 50%: grow */
+  assert_int_equal(stk__host_quota_next(8, 256, 0, 10 * ms, 9 * ms), 8);       /* at 90%: hold */
   assert_int_equal(stk__host_quota_next(8, 256, 0, 10 * ms, 99 * ms / 10), 0); /* at 99%: shrink */
-  assert_int_equal(stk__host_quota_next(16, 256, 2 * ms, 10 * ms, 5 * ms), 8); /* waited 20%: shrink */
-  assert_int_equal(stk__host_quota_next(16, 256, ms, 10 * ms, 5 * ms), 24);    /* waited 10%: grow */
-  assert_int_equal(stk__host_quota_next(4, 256, 5 * ms, 10 * ms, 5 * ms), 0);  /* never below 0 */
-  assert_int_equal(stk__host_quota_next(254, 256, 0, 10 * ms, ms), 256);     /* never above n */
-  assert_int_equal(stk__host_quota_next(3, 4, 0, 10 * ms, ms), 4);           /* small batches: steps of 1 */
-  assert_int_equal(stk__host_quota_next(3, 4, 0, 0, ms), 3);                 /* no timing: unchanged */
+  assert_int_equal(stk__host_quota_next(16, 256, 2 * ms, 10 * ms, 5 * ms),
+                   8);                                                      /* waited 20%: shrink */
+  assert_int_equal(stk__host_quota_next(16, 256, ms, 10 * ms, 5 * ms), 24); /* waited 10%: grow */
+  assert_int_equal(stk__host_quota_next(4, 256, 5 * ms, 10 * ms, 5 * ms), 0); /* never below 0 */
+  assert_int_equal(stk__host_quota_next(254, 256, 0, 10 * ms, ms), 256);      /* never above n */
+  assert_int_equal(stk__host_quota_next(3, 4, 0, 10 * ms, ms), 4); /* small batches: steps of 1 */
+  assert_int_equal(stk__host_quota_next(3, 4, 0, 0, ms), 3);       /* no timing: unchanged */
 }
 
 static int setup_files(void **state) {
@@ -258,8 +266,9 @@ static uint8_t *reference(const char *path, int *w, int *h) {
 
 /* 11 good files and a corrupt one, labelled by position, decoded by the (fake) nvJPEG
  * (cpu_decoder_load=0: the corruption is found only in the GPU stage) or in the CPU stage
- * (cpu_decoder_load=1). Under on_error="skip" the corrupt sample leaves its batch (image and label; the
- * batch is one shorter), and is counted once per epoch; under "error" the run fails naming it. */
+ * (cpu_decoder_load=1). Under on_error="skip" the corrupt sample leaves its batch (image and label;
+ * the batch is one shorter), and is counted once per epoch; under "error" the run fails naming it.
+ */
 static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
   (void)state;
   enum { GOOD = 11 };
@@ -267,14 +276,16 @@ static void test_corrupt_data_found_in_the_gpu_stage(void **state) {
   snprintf(bad, sizeof bad, "%s.corrupt.jpg", paths[0]);
   write_corrupt_copy(paths[0], bad);
   for (int f = 0; f <= GOOD; f++) {
-    snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", f ? ", " : "", f < GOOD ? paths[f] : bad);
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", f ? ", " : "",
+             f < GOOD ? paths[f] : bad);
     snprintf(labels + strlen(labels), sizeof labels - strlen(labels), "%s%d", f ? ", " : "", f);
   }
   uint8_t *ref[GOOD];
   int rw[GOOD], rh[GOOD];
   for (int f = 0; f < GOOD; f++) ref[f] = reference(paths[f], &rw[f], &rh[f]);
   for (int route = 0; route < 4; route++) {
-    int policy = route % 2, host = route / 2; /* host: decoded in the CPU stage (cpu_decoder_load=1) */
+    int policy = route % 2,
+        host = route / 2; /* host: decoded in the CPU stage (cpu_decoder_load=1) */
     char text[16384];
     snprintf(text, sizeof text,
              "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = 0\non_error = \"%s\"\n"
@@ -345,12 +356,14 @@ static void test_decode_call_that_never_returns(void **state) {
   int (*hung)(void) = (int (*)(void))dlsym(fake, "stk_fake_gpu_hung_calls");
   assert_non_null(hang);
   assert_non_null(hung);
-  const char *bodies[2] = {MIXED_THEN_GPU, MIXED_ALONE}, *stages[2] = {"the decode stage", "the GPU stage"};
+  const char *bodies[2] = {MIXED_THEN_GPU, MIXED_ALONE},
+             *stages[2] = {"the decode stage", "the GPU stage"};
   for (int k = 0; k < 2; k++) {
     char text[8192];
     snprintf(text, sizeof text,
              "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = 0\ntimeout_ms = 300\n"
-             "jpegs, labels = readers.file(files=[%s], name=\"Reader\")\n%s", BATCH, files, bodies[k]);
+             "jpegs, labels = readers.file(files=[%s], name=\"Reader\")\n%s",
+             BATCH, files, bodies[k]);
     stk_pipeline *p;
     TU_OK(stk_pipeline_from_text(text, &p));
     hang(1);
@@ -360,7 +373,8 @@ static void test_decode_call_that_never_returns(void **state) {
     assert_int_equal(stk_pipeline_run(p, &b), STK_ERR_DEVICE);
     int64_t waited_ms = (now_ns() - t0) / 1000000;
     const char *msg = stk_last_error();
-    if (!strstr(msg, stages[k]) || !strstr(msg, "on batch 0") || !strstr(msg, "nvJPEG") || !strstr(msg, "timeout_ms"))
+    if (!strstr(msg, stages[k]) || !strstr(msg, "on batch 0") || !strstr(msg, "nvJPEG") ||
+        !strstr(msg, "timeout_ms"))
       fail_msg("the timeout's message should name the stage, the batch and the wait: %s", msg);
     assert_true(waited_ms >= 250 && waited_ms < 5000);
     assert_true(hung() == 1);

@@ -22,7 +22,8 @@
 
 static stk_pipeline *feeder(void) {
   stk_pipeline *p = NULL;
-  TU_OK(stk_pipeline_from_text("batch_size = 1\nsrc = external_source(name=\"src\")\nreturn src\n", &p));
+  TU_OK(stk_pipeline_from_text("batch_size = 1\nsrc = external_source(name=\"src\")\nreturn src\n",
+                               &p));
   TU_OK(stk_pipeline_build(p));
   return p;
 }
@@ -31,16 +32,23 @@ static stk_pipeline *feeder(void) {
  * divided by zero (SIGFPE). */
 static void test_feed_null_and_overflowing_shapes(void **state) {
   stk_pipeline *p = feeder();
-  stk_tensor_desc d = {.data = NULL, .ndim = 1, .shape = {4}, .strides = {4}, .dtype = STK_DTYPE_FLOAT32};
+  stk_tensor_desc d = {
+      .data = NULL, .ndim = 1, .shape = {4}, .strides = {4}, .dtype = STK_DTYPE_FLOAT32};
   assert_int_equal(stk_pipeline_feed(p, "src", &d, 1), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "NULL"));
   assert_non_null(strstr(stk_last_error(), "'src', sample 0"));
   float one = 1;
-  d = (stk_tensor_desc){.data = &one, .ndim = 1, .shape = {(int64_t)1 << 62}, .strides = {4},
+  d = (stk_tensor_desc){.data = &one,
+                        .ndim = 1,
+                        .shape = {(int64_t)1 << 62},
+                        .strides = {4},
                         .dtype = STK_DTYPE_FLOAT32};
   assert_int_equal(stk_pipeline_feed(p, "src", &d, 1), STK_ERR_LIMIT);
-  d = (stk_tensor_desc){.data = &one, .ndim = 3, .shape = {(int64_t)1 << 31, (int64_t)1 << 31, 8},
-                        .strides = {4, 4, 4}, .dtype = STK_DTYPE_FLOAT32};
+  d = (stk_tensor_desc){.data = &one,
+                        .ndim = 3,
+                        .shape = {(int64_t)1 << 31, (int64_t)1 << 31, 8},
+                        .strides = {4, 4, 4},
+                        .dtype = STK_DTYPE_FLOAT32};
   assert_int_equal(stk_pipeline_feed(p, "src", &d, 1), STK_ERR_LIMIT);
   stk_pipeline_destroy(p);
 }
@@ -48,7 +56,8 @@ static void test_feed_null_and_overflowing_shapes(void **state) {
 /* A zero extent beside huge ones made region copies compute overflowing strides (UBSan). */
 static void test_npy_zero_extent_with_huge_others(void **state) {
   char hdr[128];
-  int n = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, %lld, %lld), }",
+  int n = snprintf(hdr, sizeof hdr,
+                   "{'descr': '<f4', 'fortran_order': False, 'shape': (0, %lld, %lld), }",
                    (long long)1 << 40, (long long)1 << 40);
   uint8_t file[256];
   memcpy(file, "\x93NUMPY\x01\x00", 8);
@@ -103,7 +112,8 @@ static void test_jpeg_truncation_whatever_window(void **state) {
   stk__decoded out;
   TU_OK(stk__image_decode(jpg, size, "rocket.jpg", &o, stk__image_alloc_malloc, NULL, &out));
   free(out.data);
-  stk_status st = stk__image_decode(jpg, size * 3 / 4, "cut.jpg", &o, stk__image_alloc_malloc, NULL, &out);
+  stk_status st =
+      stk__image_decode(jpg, size * 3 / 4, "cut.jpg", &o, stk__image_alloc_malloc, NULL, &out);
   free(out.data);
   assert_int_equal(st, STK_ERR_DECODE);
   assert_non_null(strstr(stk_last_error(), "cut.jpg: JPEG is truncated"));
@@ -112,7 +122,8 @@ static void test_jpeg_truncation_whatever_window(void **state) {
   uint8_t *padded = malloc(size + 100);
   memcpy(padded, jpg, size);
   memset(padded + size, 0, 100);
-  TU_OK(stk__image_decode(padded, size + 100, "padded.jpg", &o, stk__image_alloc_malloc, NULL, &out));
+  TU_OK(
+      stk__image_decode(padded, size + 100, "padded.jpg", &o, stk__image_alloc_malloc, NULL, &out));
   free(out.data);
   free(padded);
   free(jpg);
@@ -128,7 +139,8 @@ static void test_png_damage_below_window(void **state) {
   for (size_t at = size / 2; at < size - 64 && trials < 40; at += (size / 2) / 40, trials++) {
     png[at] ^= 0x10;
     stk__decoded out;
-    stk_status st = stk__image_decode(png, size, "flip.png", &o, stk__image_alloc_malloc, NULL, &out);
+    stk_status st =
+        stk__image_decode(png, size, "flip.png", &o, stk__image_alloc_malloc, NULL, &out);
     free(out.data);
     refused += st != STK_OK;
     png[at] ^= 0x10;
@@ -188,7 +200,8 @@ static void test_fifo_never_blocks(void **state) {
   snprintf(list, sizeof list, "%s/list.txt", dir);
   tu_write(list, "x.jpg 0\n", 8);
   char text[2048];
-  snprintf(text, sizeof text, "batch_size = 1\nj, l = readers.file(file_list=\"%s\")\nreturn j, l\n", list);
+  snprintf(text, sizeof text,
+           "batch_size = 1\nj, l = readers.file(file_list=\"%s\")\nreturn j, l\n", list);
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   stk_status st = stk_pipeline_build(p);
@@ -212,9 +225,11 @@ static void test_npy_roi_near_int64_max(void **state) {
   memcpy(buf + 10, hdr, n);
   memcpy(buf + 10 + n, "\1\2\3\4", 4);
   tu_write(file, buf, 10 + n + 4);
-  snprintf(text, sizeof text, "batch_size = 1\nx = readers.numpy(file_root=\"%s\", "
+  snprintf(text, sizeof text,
+           "batch_size = 1\nx = readers.numpy(file_root=\"%s\", "
            "roi_start=[9223372036854775800], roi_shape=[100], out_of_bounds_policy=\"pad\")\n"
-           "return x\n", dir);
+           "return x\n",
+           dir);
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   stk_status st = stk_pipeline_build(p);

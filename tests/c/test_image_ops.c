@@ -39,15 +39,25 @@ static uint8_t *load_rgb(const char *name, int64_t *h, int64_t *w) {
 /* Element i of any dtype as a double (the test's own reader). */
 static double get(const void *p, stk_dtype t, size_t i) {
   switch (t) {
-  case STK_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-  case STK_DTYPE_INT8: return ((const int8_t *)p)[i];
-  case STK_DTYPE_UINT16: return ((const uint16_t *)p)[i];
-  case STK_DTYPE_INT16: return ((const int16_t *)p)[i];
-  case STK_DTYPE_INT32: return ((const int32_t *)p)[i];
-  case STK_DTYPE_FLOAT16: return stk__f16_to_f32(((const uint16_t *)p)[i]);
-  case STK_DTYPE_FLOAT32: return ((const float *)p)[i];
-  case STK_DTYPE_FLOAT64: return ((const double *)p)[i];
-  default: fail_msg("type %d not handled by the test", (int)t); return 0;
+    case STK_DTYPE_UINT8:
+      return ((const uint8_t *)p)[i];
+    case STK_DTYPE_INT8:
+      return ((const int8_t *)p)[i];
+    case STK_DTYPE_UINT16:
+      return ((const uint16_t *)p)[i];
+    case STK_DTYPE_INT16:
+      return ((const int16_t *)p)[i];
+    case STK_DTYPE_INT32:
+      return ((const int32_t *)p)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk__f16_to_f32(((const uint16_t *)p)[i]);
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)p)[i];
+    case STK_DTYPE_FLOAT64:
+      return ((const double *)p)[i];
+    default:
+      fail_msg("type %d not handled by the test", (int)t);
+      return 0;
   }
 }
 
@@ -62,10 +72,18 @@ static double saturate(double v, double lo, double hi) {
 static void expect_stored(stk_dtype t, double got, double exact, const char *what, size_t i) {
   double want, tol = 0;
   switch (t) {
-  case STK_DTYPE_UINT8: want = saturate(exact, 0, 255); break;
-  case STK_DTYPE_INT8: want = saturate(exact, -128, 127); break;
-  case STK_DTYPE_FLOAT16: want = exact, tol = fabs(exact) * (1.0 / 1024) + 1e-7; break;
-  default: want = exact, tol = fabs(exact) * 1e-6 + 1e-6; break;
+    case STK_DTYPE_UINT8:
+      want = saturate(exact, 0, 255);
+      break;
+    case STK_DTYPE_INT8:
+      want = saturate(exact, -128, 127);
+      break;
+    case STK_DTYPE_FLOAT16:
+      want = exact, tol = fabs(exact) * (1.0 / 1024) + 1e-7;
+      break;
+    default:
+      want = exact, tol = fabs(exact) * 1e-6 + 1e-6;
+      break;
   }
   if (!(fabs(got - want) <= tol))
     fail_msg("%s: element %zu is %.9g, expected %.9g (exact %.9g)", what, i, got, want, exact);
@@ -100,9 +118,9 @@ static void check_cmn(const stk__image *src, stk__cmn_params p, stk_dtype out_t,
   for (int i = 0; i < 32; i++) assert_int_equal(scratch[ss + i], 0x5A);
   char what[200];
   snprintf(what, sizeof what, "cmn %s->%s %s mirror=%d win %lldx%lld@(%lld,%lld) C=%lld->%lld",
-           stk_dtype_name(src->dtype), stk_dtype_name(out_t), p.planar ? "CHW" : "HWC",
-           p.mirror, (long long)p.win.h, (long long)p.win.w, (long long)p.win.y,
-           (long long)p.win.x, (long long)src->c, (long long)out_c);
+           stk_dtype_name(src->dtype), stk_dtype_name(out_t), p.planar ? "CHW" : "HWC", p.mirror,
+           (long long)p.win.h, (long long)p.win.w, (long long)p.win.y, (long long)p.win.x,
+           (long long)src->c, (long long)out_c);
   for (int64_t y = 0; y < dst.h; y++)
     for (int64_t x = 0; x < dst.w; x++)
       for (int64_t c = 0; c < out_c; c++) {
@@ -122,7 +140,8 @@ static void test_cmn_against_naive_formula(void **state) {
   double mean[3] = {123.675, 116.28, 103.53}, sd[3] = {58.395, 57.12, 57.375};
   double fmean[3] = {0.485, 0.456, 0.406}, fsd[3] = {0.229, 0.224, 0.225};
   double fill[4] = {-1.5, 7, 300, 0.25};
-  static const stk_dtype types[] = {STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16, STK_DTYPE_UINT8, STK_DTYPE_INT8};
+  static const stk_dtype types[] = {STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16, STK_DTYPE_UINT8,
+                                    STK_DTYPE_INT8};
   /* windows: inside; partly outside on every side (padding) */
   stk__rect wins[] = {{38, 100, 224, 224}, {-20, W - 150, 100, 190}, {H - 50, -31, 90, 77}};
   for (int t = 0; t < 4; t++)
@@ -132,11 +151,11 @@ static void test_cmn_against_naive_formula(void **state) {
           for (int pad = 0; pad < 2; pad++) {
             bool integer = types[t] == STK_DTYPE_UINT8 || types[t] == STK_DTYPE_INT8;
             /* integer outputs: scale and shift that reach both saturation limits */
-            stk__cmn_params p = {wins[wi], mirror != 0, planar != 0, mean, sd,
-                                 integer ? 90.0 : 1.0, integer ? 20.0 : 0.0, fill};
+            stk__cmn_params p = {wins[wi], mirror != 0,          planar != 0,          mean,
+                                 sd,       integer ? 90.0 : 1.0, integer ? 20.0 : 0.0, fill};
             check_cmn(&u8, p, types[t], pad ? 4 : 3);
-            stk__cmn_params pf = {wins[wi], mirror != 0, planar != 0, fmean, fsd,
-                                  integer ? 50.0 : 1.0, integer ? 5.0 : 0.0, fill};
+            stk__cmn_params pf = {wins[wi], mirror != 0,          planar != 0,         fmean,
+                                  fsd,      integer ? 50.0 : 1.0, integer ? 5.0 : 0.0, fill};
             check_cmn(&f32, pf, types[t], pad ? 4 : 3);
           }
   /* one channel and seven channels */
@@ -144,9 +163,12 @@ static void test_cmn_against_naive_formula(void **state) {
   for (int64_t i = 0; i < H * W * 7; i++) g[i] = rgb[i % (H * W * 3)];
   double m7[7] = {1, 2, 3, 4, 5, 6, 7}, s7[7] = {1, 2, 3, 4, 5, 6, 0.5}, f8[8] = {0};
   stk__image g1 = {g, STK_DTYPE_UINT8, H, W, 1}, g7 = {g, STK_DTYPE_UINT8, H, W, 7};
-  check_cmn(&g1, (stk__cmn_params){{5, 6, 50, 60}, true, true, m7, s7, 1, 0, f8}, STK_DTYPE_FLOAT32, 1);
-  check_cmn(&g7, (stk__cmn_params){{5, 6, 50, 60}, true, false, m7, s7, 1, 0, f8}, STK_DTYPE_FLOAT32, 8);
-  check_cmn(&g7, (stk__cmn_params){{-5, -6, 50, 60}, false, true, m7, s7, 1, 0, f8}, STK_DTYPE_FLOAT16, 7);
+  check_cmn(&g1, (stk__cmn_params){{5, 6, 50, 60}, true, true, m7, s7, 1, 0, f8}, STK_DTYPE_FLOAT32,
+            1);
+  check_cmn(&g7, (stk__cmn_params){{5, 6, 50, 60}, true, false, m7, s7, 1, 0, f8},
+            STK_DTYPE_FLOAT32, 8);
+  check_cmn(&g7, (stk__cmn_params){{-5, -6, 50, 60}, false, true, m7, s7, 1, 0, f8},
+            STK_DTYPE_FLOAT16, 7);
   /* errors */
   double zero[3] = {1, 0, 1};
   stk__image dst = {g, STK_DTYPE_FLOAT32, 10, 10, 3};
@@ -209,7 +231,8 @@ static void check_crop(const stk__image *src, int64_t y, int64_t x, int64_t h, i
       for (int64_t c = 0; c < C; c++) {
         int64_t sy = y + r, sx = x + q;
         bool in = sy >= 0 && sy < src->h && sx >= 0 && sx < src->w;
-        double exact = in ? get(src->data, src->dtype, (size_t)((sy * src->w + sx) * C + c)) : fill[c];
+        double exact =
+            in ? get(src->data, src->dtype, (size_t)((sy * src->w + sx) * C + c)) : fill[c];
         size_t i = (size_t)((r * w + q) * C + c);
         expect_stored(out_t, get(dst.data, out_t, i), exact, "crop", i);
       }
@@ -239,8 +262,8 @@ static void test_crop_kernel(void **state) {
 /* Flip                                                                               */
 /* ---------------------------------------------------------------------------------- */
 
-static void check_flip(int64_t outer, int64_t h, int64_t mid, int64_t w, int64_t inner,
-                       stk_dtype t, uint64_t *seed) {
+static void check_flip(int64_t outer, int64_t h, int64_t mid, int64_t w, int64_t inner, stk_dtype t,
+                       uint64_t *seed) {
   size_t es = stk_dtype_size(t), n = (size_t)(outer * h * mid * w * inner);
   uint8_t *src = malloc(n * es), *dst = malloc(n * es);
   for (size_t i = 0; i < n * es; i++) src[i] = (uint8_t)rnd(seed);
@@ -263,11 +286,11 @@ static void check_flip(int64_t outer, int64_t h, int64_t mid, int64_t w, int64_t
 
 static void test_flip_exact(void **state) {
   uint64_t seed = 42;
-  check_flip(1, 37, 1, 53, 3, STK_DTYPE_UINT8, &seed);  /* HWC RGB */
-  check_flip(1, 8, 1, 9, 4, STK_DTYPE_UINT8, &seed);    /* RGBA */
-  check_flip(1, 5, 1, 300, 1, STK_DTYPE_UINT8, &seed);  /* HW */
+  check_flip(1, 37, 1, 53, 3, STK_DTYPE_UINT8, &seed);   /* HWC RGB */
+  check_flip(1, 8, 1, 9, 4, STK_DTYPE_UINT8, &seed);     /* RGBA */
+  check_flip(1, 5, 1, 300, 1, STK_DTYPE_UINT8, &seed);   /* HW */
   check_flip(3, 11, 1, 13, 1, STK_DTYPE_FLOAT32, &seed); /* CHW */
-  check_flip(2, 7, 3, 9, 5, STK_DTYPE_INT16, &seed);    /* extra axes */
+  check_flip(2, 7, 3, 9, 5, STK_DTYPE_INT16, &seed);     /* extra axes */
   check_flip(1, 1, 1, 1, 3, STK_DTYPE_FLOAT64, &seed);
   /* the photo: flipping twice restores it */
   int64_t H, W;
@@ -285,8 +308,8 @@ static void test_flip_exact(void **state) {
 /* ---------------------------------------------------------------------------------- */
 
 static void test_cast_saturation_and_rounding(void **state) {
-  const float fin[] = {2.5f, -2.5f, 254.5f, 255.5f, -0.4f, -0.5f, 0.49999997f, 1e10f, -1e10f,
-                       NAN, INFINITY, -INFINITY, 127.5f, -128.5f, 65535.4f};
+  const float fin[] = {2.5f,   -2.5f, 254.5f,   255.5f,    -0.4f,  -0.5f,   0.49999997f, 1e10f,
+                       -1e10f, NAN,   INFINITY, -INFINITY, 127.5f, -128.5f, 65535.4f};
   uint8_t u8[15];
   int8_t i8[15];
   uint16_t u16[15];
@@ -298,8 +321,8 @@ static void test_cast_saturation_and_rounding(void **state) {
   const uint8_t eu8[] = {3, 0, 255, 255, 0, 0, 0, 255, 0, 0, 255, 0, 128, 0, 255};
   const int8_t ei8[] = {3, -3, 127, 127, 0, -1, 0, 127, -128, 0, 127, -128, 127, -128, 127};
   const uint16_t eu16[] = {3, 0, 255, 256, 0, 0, 0, 65535, 0, 0, 65535, 0, 128, 0, 65535};
-  const int32_t ei32[] = {3, -3, 255, 256, 0, -1, 0, INT32_MAX, INT32_MIN, 0, INT32_MAX,
-                          INT32_MIN, 128, -129, 65535};
+  const int32_t ei32[] = {3,         -3, 255,       256,       0,   -1,   0,    INT32_MAX,
+                          INT32_MIN, 0,  INT32_MAX, INT32_MIN, 128, -129, 65535};
   assert_memory_equal(u8, eu8, sizeof u8);
   assert_memory_equal(i8, ei8, sizeof i8);
   assert_memory_equal(u16, eu16, sizeof u16);
@@ -331,7 +354,8 @@ static void test_cast_saturation_and_rounding(void **state) {
   int64_t hs[4];
   stk__convert(hu, STK_DTYPE_UINT64, huge, STK_DTYPE_FLOAT64, 4);
   stk__convert(hs, STK_DTYPE_INT64, huge, STK_DTYPE_FLOAT64, 4);
-  assert_true(hu[0] == UINT64_MAX && hu[1] == 0 && hu[2] == UINT64_MAX && hu[3] == 9300000000000000000ull);
+  assert_true(hu[0] == UINT64_MAX && hu[1] == 0 && hu[2] == UINT64_MAX &&
+              hu[3] == 9300000000000000000ull);
   assert_true(hs[0] == INT64_MAX && hs[1] == INT64_MIN && hs[3] == INT64_MAX);
   /* floats: uint8 -> float16 exact; float -> bool; float16 <-> float32 */
   uint8_t all[256];
@@ -387,8 +411,10 @@ static void test_random_crop_window_statistics(void **state) {
   assert_true(small > N / 3);
   for (int b = 1; b < 9; b++) { /* edge bins lose a little to the rounding margins */
     double e = small / 10.0;
-    if (fabs(area_bins[b] - e) > 0.12 * e) fail_msg("area bin %d: %d of %d", b, area_bins[b], small);
-    if (fabs(ratio_bins[b] - e) > 0.15 * e) fail_msg("ratio bin %d: %d of %d", b, ratio_bins[b], small);
+    if (fabs(area_bins[b] - e) > 0.12 * e)
+      fail_msg("area bin %d: %d of %d", b, area_bins[b], small);
+    if (fabs(ratio_bins[b] - e) > 0.15 * e)
+      fail_msg("ratio bin %d: %d of %d", b, ratio_bins[b], small);
   }
   int xs = x_bins[0] + x_bins[1] + x_bins[2] + x_bins[3];
   for (int b = 0; b < 4; b++) assert_true(fabs(x_bins[b] - xs / 4.0) < 0.1 * xs / 4.0);
@@ -421,8 +447,11 @@ static photo photo_load(const char *name) {
 }
 
 static stk_tensor_desc hwc_desc(const photo *p) {
-  stk_tensor_desc d = {.data = p->data, .ndim = 3, .shape = {p->h, p->w, 3},
-                       .strides = {p->w * 3, 3, 1}, .dtype = STK_DTYPE_UINT8};
+  stk_tensor_desc d = {.data = p->data,
+                       .ndim = 3,
+                       .shape = {p->h, p->w, 3},
+                       .strides = {p->w * 3, 3, 1},
+                       .dtype = STK_DTYPE_UINT8};
   strcpy(d.layout, "HWC");
   return d;
 }
@@ -442,8 +471,11 @@ static stk_batch *run_two(stk_pipeline *p, const photo *a, const photo *b, const
   if (args) {
     stk_tensor_desc v[2];
     for (int i = 0; i < 2; i++)
-      v[i] = (stk_tensor_desc){.data = (void *)(args + i * nargs), .ndim = 1, .shape = {nargs},
-                               .strides = {4}, .dtype = STK_DTYPE_FLOAT32};
+      v[i] = (stk_tensor_desc){.data = (void *)(args + i * nargs),
+                               .ndim = 1,
+                               .shape = {nargs},
+                               .strides = {4},
+                               .dtype = STK_DTYPE_FLOAT32};
     TU_OK(stk_pipeline_feed(p, "arg", v, 2));
   }
   stk_batch *out;
@@ -466,8 +498,13 @@ static void expect_resized(const stk_tensor_desc *d, const photo *in, int64_t oh
   assert_string_equal(d->layout, "HWC");
   stk__image src = {in->data, STK_DTYPE_UINT8, in->h, in->w, 3};
   stk__image ref = {malloc((size_t)(oh * ow * 3)), STK_DTYPE_UINT8, oh, ow, 3};
-  stk__resize_request rq = {{shorter, shorter}, STK__RESIZE_NOT_SMALLER, {0, 0}, false, true,
-                            {0, 0}, {(double)in->h, (double)in->w}};
+  stk__resize_request rq = {{shorter, shorter},
+                            STK__RESIZE_NOT_SMALLER,
+                            {0, 0},
+                            false,
+                            true,
+                            {0, 0},
+                            {(double)in->h, (double)in->w}};
   int64_t size[2];
   double lo[2], hi[2];
   TU_OK(stk__resize_plan(&rq, size, lo, hi));
@@ -484,8 +521,9 @@ static void expect_resized(const stk_tensor_desc *d, const photo *in, int64_t oh
 static void test_resize_operator(void **state) {
   photo a = photo_load("chelsea.png"), b = photo_load("coffee.png"); /* 451x300, 600x400 */
   /* resize_shorter: both shorter sides become 100, aspect kept */
-  stk_pipeline *p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-                          "out = resize(src, resize_shorter=100, interp_type=\"cubic\")\nreturn out\n");
+  stk_pipeline *p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "out = resize(src, resize_shorter=100, interp_type=\"cubic\")\nreturn out\n");
   stk_batch *out = run_two(p, &a, &b, NULL, 0);
   stk_tensor_desc d;
   sample_of(out, 0, 0, &d);
@@ -496,9 +534,10 @@ static void test_resize_operator(void **state) {
   stk_pipeline_destroy(p);
 
   /* size fed per sample; float output */
-  p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-            "arg = external_source(name=\"arg\")\n"
-            "out = resize(src, size=arg, dtype=\"float32\", name=\"rs\")\nreturn out\n");
+  p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "arg = external_source(name=\"arg\")\n"
+      "out = resize(src, size=arg, dtype=\"float32\", name=\"rs\")\nreturn out\n");
   const float sizes[4] = {60, 0, 33, 44}; /* [H, W]: 0 derives W from the aspect ratio */
   out = run_two(p, &a, &b, sizes, 2);
   sample_of(out, 0, 0, &d);
@@ -510,9 +549,10 @@ static void test_resize_operator(void **state) {
   stk_pipeline_destroy(p);
 
   /* resize_x fed per sample, negative mirrors */
-  p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-            "arg = external_source(name=\"arg\")\n"
-            "out = resize(src, resize_x=arg, interp_type=\"nearest\")\nreturn out\n");
+  p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "arg = external_source(name=\"arg\")\n"
+      "out = resize(src, resize_x=arg, interp_type=\"nearest\")\nreturn out\n");
   const float xs[2] = {-451, 200};
   out = run_two(p, &a, &b, xs, 1);
   sample_of(out, 0, 0, &d);
@@ -527,10 +567,12 @@ static void test_resize_operator(void **state) {
   stk_pipeline_destroy(p);
 
   /* mode not_larger with max_size; roi */
-  p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-            "out = resize(src, size=[1000, 1000], mode=\"not_larger\", max_size=[200, 250])\n"
-            "r = resize(src, roi_start=[0.25, 0.5], roi_end=[0.75, 1.0], roi_relative=true, resize_y=50)\n"
-            "return out, r\n");
+  p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "out = resize(src, size=[1000, 1000], mode=\"not_larger\", max_size=[200, 250])\n"
+      "r = resize(src, roi_start=[0.25, 0.5], roi_end=[0.75, 1.0], roi_relative=true, "
+      "resize_y=50)\n"
+      "return out, r\n");
   out = run_two(p, &a, &b, NULL, 0);
   sample_of(out, 0, 0, &d);
   assert_true(d.shape[0] == 166 && d.shape[1] == 250); /* scale min(1000/300, 250/451) */
@@ -541,16 +583,20 @@ static void test_resize_operator(void **state) {
 
   /* build-time errors name the instance */
   stk_pipeline *bad;
-  TU_OK(stk_pipeline_from_text("batch_size = 2\nsrc = external_source(name=\"src\")\n"
-                               "out = resize(src, size=[10, 10], resize_x=5, name=\"twice\")\n"
-                               "return out\n", &bad));
+  TU_OK(
+      stk_pipeline_from_text("batch_size = 2\nsrc = external_source(name=\"src\")\n"
+                             "out = resize(src, size=[10, 10], resize_x=5, name=\"twice\")\n"
+                             "return out\n",
+                             &bad));
   assert_int_equal(stk_pipeline_build(bad), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "twice"));
   assert_non_null(strstr(stk_last_error(), "exactly one way"));
   stk_pipeline_destroy(bad);
-  TU_OK(stk_pipeline_from_text("batch_size = 2\nsrc = external_source(name=\"src\")\n"
-                               "out = resize(src, resize_shorter=10, mode=\"stretch\", name=\"m\")\n"
-                               "return out\n", &bad));
+  TU_OK(
+      stk_pipeline_from_text("batch_size = 2\nsrc = external_source(name=\"src\")\n"
+                             "out = resize(src, resize_shorter=10, mode=\"stretch\", name=\"m\")\n"
+                             "return out\n",
+                             &bad));
   assert_int_equal(stk_pipeline_build(bad), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "mode"));
   stk_pipeline_destroy(bad);
@@ -559,9 +605,10 @@ static void test_resize_operator(void **state) {
 
 static void test_random_resized_crop_operator(void **state) {
   photo a = photo_load("astronaut.png"), b = photo_load("chelsea.png");
-  const char *text = "batch_size = 2\nseed = 3\nnum_threads = %d\n"
-                     "src = external_source(layout=\"HWC\", name=\"src\")\n"
-                     "out = random_resized_crop(src, size=[64, 48])\nreturn out\n";
+  const char *text =
+      "batch_size = 2\nseed = 3\nnum_threads = %d\n"
+      "src = external_source(layout=\"HWC\", name=\"src\")\n"
+      "out = random_resized_crop(src, size=[64, 48])\nreturn out\n";
   char t1[512], t2[512];
   snprintf(t1, sizeof t1, text, 1);
   snprintf(t2, sizeof t2, text, 2);
@@ -590,9 +637,11 @@ static void test_random_resized_crop_operator(void **state) {
   stk_batch_release(o);
   stk_pipeline_destroy(p);
   stk_pipeline *bad;
-  TU_OK(stk_pipeline_from_text("batch_size = 2\nsrc = external_source(name=\"src\")\n"
-                               "out = random_resized_crop(src, size=[8, 8], random_area=[0.5, 0.1], name=\"rrc\")\n"
-                               "return out\n", &bad));
+  TU_OK(stk_pipeline_from_text(
+      "batch_size = 2\nsrc = external_source(name=\"src\")\n"
+      "out = random_resized_crop(src, size=[8, 8], random_area=[0.5, 0.1], name=\"rrc\")\n"
+      "return out\n",
+      &bad));
   assert_int_equal(stk_pipeline_build(bad), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "random_area"));
   stk_pipeline_destroy(bad);
@@ -601,12 +650,13 @@ static void test_random_resized_crop_operator(void **state) {
 
 static void test_crop_flip_cast_operators(void **state) {
   photo a = photo_load("chelsea.png"), b = photo_load("coffee.png");
-  stk_pipeline *p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-                          "arg = external_source(name=\"arg\")\n"
-                          "c = crop(src, crop=[100, 120], crop_pos_x=arg, crop_pos_y=0.0)\n"
-                          "f = flip(src, horizontal=0, vertical=1)\n"
-                          "k = cast(src, dtype=\"float32\")\n"
-                          "return c, f, k\n");
+  stk_pipeline *p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "arg = external_source(name=\"arg\")\n"
+      "c = crop(src, crop=[100, 120], crop_pos_x=arg, crop_pos_y=0.0)\n"
+      "f = flip(src, horizontal=0, vertical=1)\n"
+      "k = cast(src, dtype=\"float32\")\n"
+      "return c, f, k\n");
   const float pos[2] = {0.0f, 1.0f};
   stk_batch *out = run_two(p, &a, &b, pos, 1);
   stk_tensor_desc d;
@@ -619,7 +669,8 @@ static void test_crop_flip_cast_operators(void **state) {
     assert_memory_equal((uint8_t *)d.data + y * 360, b.data + (y * b.w + b.w - 120) * 3, 360);
   sample_of(out, 1, 1, &d);
   for (int64_t y = 0; y < b.h; y += 13)
-    assert_memory_equal((uint8_t *)d.data + y * b.w * 3, b.data + (b.h - 1 - y) * b.w * 3, (size_t)b.w * 3);
+    assert_memory_equal((uint8_t *)d.data + y * b.w * 3, b.data + (b.h - 1 - y) * b.w * 3,
+                        (size_t)b.w * 3);
   sample_of(out, 2, 0, &d);
   assert_int_equal(d.dtype, STK_DTYPE_FLOAT32);
   for (int64_t i = 0; i < a.h * a.w * 3; i += 101) assert_true(((float *)d.data)[i] == a.data[i]);
@@ -627,8 +678,9 @@ static void test_crop_flip_cast_operators(void **state) {
   stk_pipeline_destroy(p);
 
   /* a window larger than the image: error naming instance and sample, or padding */
-  p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-            "c = crop(src, crop=[350, 100], name=\"tall\")\nreturn c\n");
+  p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "c = crop(src, crop=[350, 100], name=\"tall\")\nreturn c\n");
   stk_tensor_desc dd[2] = {hwc_desc(&a), hwc_desc(&b)};
   TU_OK(stk_pipeline_feed(p, "src", dd, 2));
   assert_int_equal(stk_pipeline_run(p, &out), STK_ERR_INVALID_ARGUMENT);
@@ -636,9 +688,10 @@ static void test_crop_flip_cast_operators(void **state) {
   assert_non_null(strstr(stk_last_error(), "sample 0"));
   assert_non_null(strstr(stk_last_error(), "out_of_bounds_policy"));
   stk_pipeline_destroy(p);
-  p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-            "c = crop(src, crop=[350, 100], out_of_bounds_policy=\"pad\", fill_values=[1, 2, 3])\n"
-            "t = crop(src, crop=[350, 100], out_of_bounds_policy=\"trim_to_shape\")\nreturn c, t\n");
+  p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "c = crop(src, crop=[350, 100], out_of_bounds_policy=\"pad\", fill_values=[1, 2, 3])\n"
+      "t = crop(src, crop=[350, 100], out_of_bounds_policy=\"trim_to_shape\")\nreturn c, t\n");
   out = run_two(p, &a, &b, NULL, 0);
   sample_of(out, 0, 0, &d);
   assert_true(d.shape[0] == 350 && d.shape[1] == 100);
@@ -654,19 +707,21 @@ static void test_crop_flip_cast_operators(void **state) {
 
 static void test_cmn_operator(void **state) {
   photo a = photo_load("chelsea.png"), b = photo_load("coffee.png");
-  stk_pipeline *p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-                          "arg = external_source(name=\"arg\")\n"
-                          "o = crop_mirror_normalize(src, crop=[224, 224], mirror=arg, "
-                          "mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], "
-                          "dtype=\"float16\", pad_output=true)\n"
-                          "h = crop_mirror_normalize(src, output_layout=\"HWC\", dtype=\"uint8\", "
-                          "mean=[100], std=[0.5])\nreturn o, h\n");
+  stk_pipeline *p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "arg = external_source(name=\"arg\")\n"
+      "o = crop_mirror_normalize(src, crop=[224, 224], mirror=arg, "
+      "mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], "
+      "dtype=\"float16\", pad_output=true)\n"
+      "h = crop_mirror_normalize(src, output_layout=\"HWC\", dtype=\"uint8\", "
+      "mean=[100], std=[0.5])\nreturn o, h\n");
   const float mirror[2] = {1, 0};
   stk_batch *out = run_two(p, &a, &b, mirror, 1);
   stk_tensor_desc d;
   sample_of(out, 0, 0, &d);
   assert_string_equal(d.layout, "CHW");
-  assert_true(d.dtype == STK_DTYPE_FLOAT16 && d.shape[0] == 4 && d.shape[1] == 224 && d.shape[2] == 224);
+  assert_true(d.dtype == STK_DTYPE_FLOAT16 && d.shape[0] == 4 && d.shape[1] == 224 &&
+              d.shape[2] == 224);
   const uint16_t *h = d.data;
   /* pixel (0, 0) of the mirrored centre crop is column 38 + 223 at row 38 */
   int64_t sy = 38, sx = 114 + 223;
@@ -685,8 +740,9 @@ static void test_cmn_operator(void **state) {
   stk_pipeline_destroy(p);
 
   /* a mean of the wrong length names the argument, the instance and the sample */
-  p = build("batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
-            "o = crop_mirror_normalize(src, mean=[1, 2], name=\"norm\")\nreturn o\n");
+  p = build(
+      "batch_size = 2\nsrc = external_source(layout=\"HWC\", name=\"src\")\n"
+      "o = crop_mirror_normalize(src, mean=[1, 2], name=\"norm\")\nreturn o\n");
   stk_tensor_desc dd[2] = {hwc_desc(&a), hwc_desc(&b)};
   TU_OK(stk_pipeline_feed(p, "src", dd, 2));
   assert_int_equal(stk_pipeline_run(p, &out), STK_ERR_INVALID_ARGUMENT);

@@ -30,12 +30,25 @@ static void *fill(stk_dtype t, size_t n, uint64_t seed) {
     uint64_t r = lcg(&seed);
     double v;
     switch (r % 8) {
-    case 0: v = 0.0; break;
-    case 1: v = -(double)(r % 300) / 7.0; break;
-    case 2: v = 1e30; break;
-    case 3: v = -1e30; break;
-    case 4: v = stk_dtype_size(t) >= 4 && (t == STK_DTYPE_FLOAT32 || t == STK_DTYPE_FLOAT64) ? NAN : 1.0; break;
-    default: v = (double)(r % 1000) / 3.0; break;
+      case 0:
+        v = 0.0;
+        break;
+      case 1:
+        v = -(double)(r % 300) / 7.0;
+        break;
+      case 2:
+        v = 1e30;
+        break;
+      case 3:
+        v = -1e30;
+        break;
+      case 4:
+        v = stk_dtype_size(t) >= 4 && (t == STK_DTYPE_FLOAT32 || t == STK_DTYPE_FLOAT64) ? NAN
+                                                                                         : 1.0;
+        break;
+      default:
+        v = (double)(r % 1000) / 3.0;
+        break;
     }
     stk__store_double(p, t, i, v);
   }
@@ -51,11 +64,12 @@ static int64_t numel(int nd, const int64_t *s) {
 static int modes_seen[4];
 
 /* One binary case: the emulated kernel against stk__binary. Returns mismatches. */
-static int check_binary(stk__binop op, stk_dtype ta, int nda, const int64_t *sa, stk_dtype tb, int ndb,
-                        const int64_t *sb, uint64_t seed) {
+static int check_binary(stk__binop op, stk_dtype ta, int nda, const int64_t *sa, stk_dtype tb,
+                        int ndb, const int64_t *sb, uint64_t seed) {
   stk_dtype ot;
   if (!stk__binop_type(op, ta, tb, &ot)) return 0; /* refused on both backends */
-  void *da = fill(ta, (size_t)numel(nda, sa), seed), *db = fill(tb, (size_t)numel(ndb, sb), seed * 7 + 1);
+  void *da = fill(ta, (size_t)numel(nda, sa), seed),
+       *db = fill(tb, (size_t)numel(ndb, sb), seed * 7 + 1);
   stk__operand a = {da, ta, nda, sa}, b = {db, tb, ndb, sb};
   int ndim;
   int64_t shape[STK_MAX_NDIM];
@@ -99,19 +113,26 @@ static void test_binary_every_op_type_and_broadcast(void **state) {
       {STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16}, {STK_DTYPE_UINT16, STK_DTYPE_BOOL},
   };
   /* (a shape, b shape): dense, [C] periodic, scalar, strided on one or both sides */
-  static const int64_t s453[] = {4, 5, 3}, s3[] = {3}, s1[] = {1}, s413[] = {4, 1, 3}, s51[] = {5, 1},
-                       s13[] = {1, 3}, s2131[] = {2, 1, 3, 1}, s435[] = {4, 3, 5}, s153[] = {1, 5, 3};
-  struct { int na; const int64_t *a; int nb; const int64_t *b; } shapes[] = {
-      {3, s453, 3, s453}, {3, s453, 1, s3}, {1, s3, 3, s453}, {1, s1, 3, s453}, {3, s453, 0, s1},
-      {3, s413, 3, s453}, {2, s51, 2, s13}, {4, s2131, 3, s435}, {3, s435, 4, s2131}, {3, s153, 3, s413},
+  static const int64_t s453[] = {4, 5, 3}, s3[] = {3}, s1[] = {1}, s413[] = {4, 1, 3},
+                       s51[] = {5, 1}, s13[] = {1, 3}, s2131[] = {2, 1, 3, 1}, s435[] = {4, 3, 5},
+                       s153[] = {1, 5, 3};
+  struct {
+    int na;
+    const int64_t *a;
+    int nb;
+    const int64_t *b;
+  } shapes[] = {
+      {3, s453, 3, s453},  {3, s453, 1, s3},   {1, s3, 3, s453}, {1, s1, 3, s453},
+      {3, s453, 0, s1},    {3, s413, 3, s453}, {2, s51, 2, s13}, {4, s2131, 3, s435},
+      {3, s435, 4, s2131}, {3, s153, 3, s413},
   };
   int bad = 0;
   uint64_t seed = 1;
   for (int op = 0; op < STK__BIN_COUNT; op++)
     for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++)
       for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
-        bad += check_binary((stk__binop)op, pairs[p][0], shapes[k].na, shapes[k].a, pairs[p][1], shapes[k].nb,
-                            shapes[k].b, seed++);
+        bad += check_binary((stk__binop)op, pairs[p][0], shapes[k].na, shapes[k].a, pairs[p][1],
+                            shapes[k].nb, shapes[k].b, seed++);
   assert_int_equal(bad, 0);
   for (int m = 0; m < 4; m++) assert_true(modes_seen[m] > 0); /* every operand mode ran */
 }
@@ -137,14 +158,17 @@ static void test_unary_and_clamp_every_op_and_type(void **state) {
         stk__unary((stk__unop)op, in, (stk_dtype)t, cpu, ot, n);
       }
       int kind = stk_ar_unary_kind(op, t);
-      for (size_t i = 0; i < n; i++) stk_ar_unary_elem(op, kind, in, t, gpu, ot, i, lo, hi, ilo, ihi, ulo, uhi);
+      for (size_t i = 0; i < n; i++)
+        stk_ar_unary_elem(op, kind, in, t, gpu, ot, i, lo, hi, ilo, ihi, ulo, uhi);
       for (size_t i = 0; i < n; i++)
         if (memcmp(cpu + i * es, gpu + i * es, es) != 0) {
           double x = 0, y = 0;
           stk__convert(&x, STK_DTYPE_FLOAT64, cpu + i * es, ot, 1);
           stk__convert(&y, STK_DTYPE_FLOAT64, gpu + i * es, ot, 1);
           if (isnan(x) && isnan(y)) continue;
-          if (bad++ < 3) print_error("unary %d on %s element %zu: cpu %g emulated %g\n", op, stk_dtype_name(t), i, x, y);
+          if (bad++ < 3)
+            print_error("unary %d on %s element %zu: cpu %g emulated %g\n", op, stk_dtype_name(t),
+                        i, x, y);
         }
       free(in), free(cpu), free(gpu);
     }
@@ -159,7 +183,8 @@ static void test_one_hot_elements(void **state) {
   float on = 2.5f, off = -1.0f, out[30];
   uint64_t bon = 0, boff = 0;
   memcpy(&bon, &on, 4), memcpy(&boff, &off, 4);
-  for (int64_t e = 0; e < 30; e++) stk_ar_one_hot_elem(labels, STK_DTYPE_INT32, out, 4, ncls, inner, bon, boff, e);
+  for (int64_t e = 0; e < 30; e++)
+    stk_ar_one_hot_elem(labels, STK_DTYPE_INT32, out, 4, ncls, inner, bon, boff, e);
   for (int o = 0; o < 2; o++)
     for (int c = 0; c < 5; c++)
       for (int j = 0; j < 3; j++)

@@ -41,8 +41,10 @@ static image image_random_u8(int64_t h, int64_t w, int64_t c, uint64_t seed) {
 static image image_const(int64_t h, int64_t w, int64_t c, stk_dtype t, double v) {
   image m = {malloc((size_t)(h * w * c) * stk_dtype_size(t)), h, w, c, t};
   for (int64_t i = 0; i < h * w * c; i++) {
-    if (t == STK_DTYPE_UINT8) ((uint8_t *)m.data)[i] = (uint8_t)v;
-    else ((float *)m.data)[i] = (float)v;
+    if (t == STK_DTYPE_UINT8)
+      ((uint8_t *)m.data)[i] = (uint8_t)v;
+    else
+      ((float *)m.data)[i] = (float)v;
   }
   return m;
 }
@@ -66,7 +68,8 @@ static stk_pipeline *build_opts(int batch, int threads, const char *body) {
   char text[4096];
   snprintf(text, sizeof text,
            "batch_size = %d\nnum_threads = %d\nseed = 21\n"
-           "src = external_source(layout=\"HWC\", name=\"src\")\n%s", batch, threads, body);
+           "src = external_source(layout=\"HWC\", name=\"src\")\n%s",
+           batch, threads, body);
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   TU_OK(stk_pipeline_build(p));
@@ -109,8 +112,10 @@ static void expect_run_error(const char *body, const image *img, const char *nee
 
 static void expect_build_error(const char *body, const char *needle) {
   char text[2048];
-  snprintf(text, sizeof text, "batch_size = 1\nsrc = external_source(layout=\"HWC\", "
-           "name=\"src\")\n%s", body);
+  snprintf(text, sizeof text,
+           "batch_size = 1\nsrc = external_source(layout=\"HWC\", "
+           "name=\"src\")\n%s",
+           body);
   stk_pipeline *p = NULL;
   stk_status st = stk_pipeline_from_text(text, &p);
   if (st == STK_OK) st = stk_pipeline_build(p);
@@ -139,8 +144,10 @@ static void *erase_ref(const image *in, const ebox *boxes, int nb, const double 
         for (int64_t c = boxes[b].c0; c < boxes[b].c1; c++) {
           size_t i = (size_t)((y * in->w + x) * in->c + c);
           double v = fill[nfill == 1 ? 0 : c];
-          if (in->dtype == STK_DTYPE_UINT8) out[i] = (uint8_t)v;
-          else ((float *)out)[i] = (float)v;
+          if (in->dtype == STK_DTYPE_UINT8)
+            out[i] = (uint8_t)v;
+          else
+            ((float *)out)[i] = (float)v;
         }
   return out;
 }
@@ -153,26 +160,28 @@ static void expect_erased(stk_batch *b, size_t out, const image *in, const ebox 
   for (size_t i = 0; i < n; i++)
     if (memcmp((char *)d.data + i * es, (char *)ref + i * es, es) != 0)
       fail_msg("%s: element %zu (y %zu, x %zu, c %zu) is %g, expected %g", what, i,
-               i / (size_t)(in->w * in->c), i / (size_t)in->c % (size_t)in->w,
-               i % (size_t)in->c, at(d.data, in->dtype, i), at(ref, in->dtype, i));
+               i / (size_t)(in->w * in->c), i / (size_t)in->c % (size_t)in->w, i % (size_t)in->c,
+               at(d.data, in->dtype, i), at(ref, in->dtype, i));
   free(ref);
 }
 
 static void test_erase_regions(void **state) {
   image img = image_random_u8(40, 50, 3, 1);
-  stk_pipeline *p = build(1,
-      "a = erase(src, anchor=[5, 7], shape=[10, 20], fill_value=[1, 2, 3])\n"
-      "b = erase(src, anchor=[0, 0, 30, 45], shape=[3, 4, 20, 20], fill_value=255)\n"
-      "c = erase(src, anchor=[7, 5], shape=[20, 10], axis_names=\"WH\")\n"
-      "d = erase(src, anchor=[10], shape=[5], axis_names=\"W\", fill_value=9)\n"
-      "e = erase(src, anchor=[0.1, 0.2], shape=[0.5, 0.25], normalized=true)\n"
-      "f = erase(src, anchor=[20, 25], shape=[10, 11], centered_anchor=true)\n"
-      "g = erase(src, anchor=[7, 5], shape=[20, 10], axes=[1, 0])\n"
-      "h = erase(src, anchor=[1], shape=[1], axis_names=\"C\", fill_value=77)\n"
-      "i = erase(src, anchor=[0.5, 10], shape=[4, 0.2], normalized_anchor=true, normalized_shape=false)\n"
-      "j = erase(src, anchor=[-5, -6], shape=[8, 9])\n"
-      "k = erase(src)\n"
-      "return a, b, c, d, e, f, g, h, i, j, k\n");
+  stk_pipeline *p =
+      build(1,
+            "a = erase(src, anchor=[5, 7], shape=[10, 20], fill_value=[1, 2, 3])\n"
+            "b = erase(src, anchor=[0, 0, 30, 45], shape=[3, 4, 20, 20], fill_value=255)\n"
+            "c = erase(src, anchor=[7, 5], shape=[20, 10], axis_names=\"WH\")\n"
+            "d = erase(src, anchor=[10], shape=[5], axis_names=\"W\", fill_value=9)\n"
+            "e = erase(src, anchor=[0.1, 0.2], shape=[0.5, 0.25], normalized=true)\n"
+            "f = erase(src, anchor=[20, 25], shape=[10, 11], centered_anchor=true)\n"
+            "g = erase(src, anchor=[7, 5], shape=[20, 10], axes=[1, 0])\n"
+            "h = erase(src, anchor=[1], shape=[1], axis_names=\"C\", fill_value=77)\n"
+            "i = erase(src, anchor=[0.5, 10], shape=[4, 0.2], normalized_anchor=true, "
+            "normalized_shape=false)\n"
+            "j = erase(src, anchor=[-5, -6], shape=[8, 9])\n"
+            "k = erase(src)\n"
+            "return a, b, c, d, e, f, g, h, i, j, k\n");
   stk_batch *b = feed_run(p, &img, 1);
   double f123[3] = {1, 2, 3}, f255 = 255, f0 = 0, f9 = 9, f77 = 77;
   expect_erased(b, 0, &img, (ebox[]){{5, 15, 7, 27, 0, 3}}, 1, f123, 3, "per-channel fill");
@@ -203,10 +212,11 @@ static void test_erase_per_sample_and_float(void **state) {
     imgs[i] = image_const(30, 40, 3, STK_DTYPE_FLOAT32, 0);
     for (size_t k = 0; k < elems(&imgs[i]); k++) ((float *)imgs[i].data)[k] = (float)k * 0.5f;
   }
-  stk_pipeline *p = build(N, "an = random.uniform(range=[0, 30], shape=[2])\n"
-                             "sh = random.uniform(range=[1, 15], shape=[2])\n"
-                             "o = erase(src, anchor=an, shape=sh, fill_value=[-1, 0.5, 2])\n"
-                             "return o, an, sh\n");
+  stk_pipeline *p = build(N,
+                          "an = random.uniform(range=[0, 30], shape=[2])\n"
+                          "sh = random.uniform(range=[1, 15], shape=[2])\n"
+                          "o = erase(src, anchor=an, shape=sh, fill_value=[-1, 0.5, 2])\n"
+                          "return o, an, sh\n");
   stk_batch *b = feed_run(p, imgs, N);
   double fill[3] = {-1, 0.5, 2};
   for (int i = 0; i < N; i++) {
@@ -228,16 +238,20 @@ static void test_erase_per_sample_and_float(void **state) {
 
   /* an HW (2-D) tensor */
   stk_pipeline *q;
-  TU_OK(stk_pipeline_from_text("batch_size = 1\nsrc = external_source(layout=\"HW\", name=\"src\")\n"
-                               "o = erase(src, anchor=[1, 2], shape=[2, 3], fill_value=5)\nreturn o\n", &q));
+  TU_OK(stk_pipeline_from_text(
+      "batch_size = 1\nsrc = external_source(layout=\"HW\", name=\"src\")\n"
+      "o = erase(src, anchor=[1, 2], shape=[2, 3], fill_value=5)\nreturn o\n",
+      &q));
   TU_OK(stk_pipeline_build(q));
   uint8_t hw[4 * 6] = {0};
-  stk_tensor_desc d = {.data = hw, .ndim = 2, .shape = {4, 6}, .strides = {6, 1}, .dtype = STK_DTYPE_UINT8};
+  stk_tensor_desc d = {
+      .data = hw, .ndim = 2, .shape = {4, 6}, .strides = {6, 1}, .dtype = STK_DTYPE_UINT8};
   TU_OK(stk_pipeline_feed(q, "src", &d, 1));
   TU_OK(stk_pipeline_run(q, &b));
   const uint8_t *o = sample_of(b, 0, 0).data;
   for (int y = 0; y < 4; y++)
-    for (int x = 0; x < 6; x++) assert_int_equal(o[y * 6 + x], (y >= 1 && y < 3 && x >= 2 && x < 5) ? 5 : 0);
+    for (int x = 0; x < 6; x++)
+      assert_int_equal(o[y * 6 + x], (y >= 1 && y < 3 && x >= 2 && x < 5) ? 5 : 0);
   stk_batch_release(b);
   stk_pipeline_destroy(q);
 }
@@ -248,7 +262,8 @@ static void test_erase_bad_arguments(void **state) {
                    &img, "fill_value");
   expect_run_error("o = erase(src, anchor=[1, 1, 1], shape=[2, 2])\nreturn o\n", &img, "anchor");
   expect_run_error("o = erase(src, shape=[2, 2, 3])\nreturn o\n", &img, "shape");
-  expect_run_error("o = erase(src, shape=[2, 2], axis_names=\"HZ\")\nreturn o\n", &img, "axis_names");
+  expect_run_error("o = erase(src, shape=[2, 2], axis_names=\"HZ\")\nreturn o\n", &img,
+                   "axis_names");
   expect_run_error("o = erase(src, shape=[-2, 2])\nreturn o\n", &img, "shape");
   expect_run_error("o = erase(src, shape=[2], axes=[5])\nreturn o\n", &img, "axes");
   free(img.data);
@@ -287,11 +302,13 @@ static void expect_grid(const stk_tensor_desc *d, const image *in, double tile, 
 static void test_grid_mask(void **state) {
   image img = image_random_u8(120, 160, 3, 3);
   for (size_t i = 0; i < elems(&img); i++) ((uint8_t *)img.data)[i] |= 1; /* no zeros */
-  stk_pipeline *p = build(1, "a = grid_mask(src, tile=10, ratio=0.5)\n"
-                             "b = grid_mask(src, tile=24, ratio=0.4, angle=0.3, shift_x=2, shift_y=-3)\n"
-                             "c = grid_mask(src, ratio=0)\n"
-                             "d = grid_mask(src, ratio=1)\n"
-                             "return a, b, c, d\n");
+  stk_pipeline *p =
+      build(1,
+            "a = grid_mask(src, tile=10, ratio=0.5)\n"
+            "b = grid_mask(src, tile=24, ratio=0.4, angle=0.3, shift_x=2, shift_y=-3)\n"
+            "c = grid_mask(src, ratio=0)\n"
+            "d = grid_mask(src, ratio=1)\n"
+            "return a, b, c, d\n");
   stk_batch *b = feed_run(p, &img, 1);
   /* angle 0: squares where x % 10 < 5 and y % 10 < 5 (integer arithmetic) */
   const uint8_t *a = sample_of(b, 0, 0).data, *s = img.data;
@@ -315,12 +332,13 @@ static void test_grid_mask(void **state) {
   enum { N = 4 };
   image imgs[N];
   for (int i = 0; i < N; i++) imgs[i] = img;
-  p = build(N, "t = random.choice(a=[5, 13, 40], dtype=\"int32\")\n"
-               "r = random.uniform(range=[0.2, 0.8])\n"
-               "an = random.uniform(range=[-3, 3])\n"
-               "sx = random.uniform(range=[-20, 20])\n"
-               "o = grid_mask(src, tile=t, ratio=r, angle=an, shift_x=sx, shift_y=sx)\n"
-               "return o, t, r, an, sx\n");
+  p = build(N,
+            "t = random.choice(a=[5, 13, 40], dtype=\"int32\")\n"
+            "r = random.uniform(range=[0.2, 0.8])\n"
+            "an = random.uniform(range=[-3, 3])\n"
+            "sx = random.uniform(range=[-20, 20])\n"
+            "o = grid_mask(src, tile=t, ratio=r, angle=an, shift_x=sx, shift_y=sx)\n"
+            "return o, t, r, an, sx\n");
   b = feed_run(p, imgs, N);
   for (int i = 0; i < N; i++) {
     d = sample_of(b, 0, (size_t)i);
@@ -391,7 +409,8 @@ static void test_gaussian_statistics(void **state) {
   enum { N = 4 };
   image small[N];
   for (int i = 0; i < N; i++) small[i] = image_const(128, 128, 3, STK_DTYPE_FLOAT32, 10);
-  p = build(N, "sd = random.uniform(range=[1, 30])\no = noise.gaussian(src, stddev=sd)\nreturn o, sd\n");
+  p = build(
+      N, "sd = random.uniform(range=[1, 30])\no = noise.gaussian(src, stddev=sd)\nreturn o, sd\n");
   b = feed_run(p, small, N);
   for (int i = 0; i < N; i++) {
     double sd = scalar_of(b, 1, (size_t)i, 0);
@@ -409,12 +428,13 @@ static void test_noise_determinism(void **state) {
   enum { N = 4 };
   image imgs[N];
   for (int i = 0; i < N; i++) imgs[i] = image_random_u8(32, 48, 3, 40 + (uint64_t)i);
-  const char *body = "g = noise.gaussian(src, stddev=12, name=\"g\")\n"
-                     "s = noise.salt_and_pepper(src, prob=0.3, name=\"s\")\n"
-                     "h = noise.shot(src, factor=3, name=\"h\")\n"
-                     "x = noise.gaussian(src, stddev=12, seed=5)\n"
-                     "y = noise.gaussian(src, stddev=12, seed=6)\n"
-                     "return g, s, h, x, y\n";
+  const char *body =
+      "g = noise.gaussian(src, stddev=12, name=\"g\")\n"
+      "s = noise.salt_and_pepper(src, prob=0.3, name=\"s\")\n"
+      "h = noise.shot(src, factor=3, name=\"h\")\n"
+      "x = noise.gaussian(src, stddev=12, seed=5)\n"
+      "y = noise.gaussian(src, stddev=12, seed=6)\n"
+      "return g, s, h, x, y\n";
   uint8_t *ref[5][N];
   size_t bytes = elems(&imgs[0]);
   stk_pipeline *p = build_opts(N, 1, body);
@@ -432,7 +452,8 @@ static void test_noise_determinism(void **state) {
   p = build_opts(N, 3, body);
   b = feed_run(p, imgs, N);
   for (int o = 0; o < 5; o++)
-    for (int i = 0; i < N; i++) assert_memory_equal(sample_of(b, (size_t)o, (size_t)i).data, ref[o][i], bytes);
+    for (int i = 0; i < N; i++)
+      assert_memory_equal(sample_of(b, (size_t)o, (size_t)i).data, ref[o][i], bytes);
   stk_batch_release(b);
   stk_pipeline_destroy(p);
   p = build_opts(2, 2, body);
@@ -452,12 +473,15 @@ static void test_noise_determinism(void **state) {
 static void test_salt_and_pepper(void **state) {
   image u = image_const(256, 256, 3, STK_DTYPE_UINT8, 128);
   size_t npx = (size_t)(u.h * u.w), n = elems(&u);
-  stk_pipeline *p = build(1, "a = noise.salt_and_pepper(src, prob=0.2, salt_vs_pepper=0.3)\n"
-                             "b = noise.salt_and_pepper(src, prob=0.2, salt_vs_pepper=0.3, per_channel=true)\n"
-                             "c = noise.salt_and_pepper(src, prob=0.5, salt_val=200, pepper_val=10)\n"
-                             "return a, b, c\n");
+  stk_pipeline *p =
+      build(1,
+            "a = noise.salt_and_pepper(src, prob=0.2, salt_vs_pepper=0.3)\n"
+            "b = noise.salt_and_pepper(src, prob=0.2, salt_vs_pepper=0.3, per_channel=true)\n"
+            "c = noise.salt_and_pepper(src, prob=0.5, salt_val=200, pepper_val=10)\n"
+            "return a, b, c\n");
   stk_batch *b = feed_run(p, &u, 1);
-  const uint8_t *a = sample_of(b, 0, 0).data, *pc = sample_of(b, 1, 0).data, *c = sample_of(b, 2, 0).data;
+  const uint8_t *a = sample_of(b, 0, 0).data, *pc = sample_of(b, 1, 0).data,
+                *c = sample_of(b, 2, 0).data;
   size_t salt = 0, pepper = 0, esalt = 0, epepper = 0, mixed = 0, s200 = 0, p10 = 0;
   for (size_t i = 0; i < npx; i++) {
     const uint8_t *px = a + i * 3, *q = pc + i * 3;
@@ -477,7 +501,8 @@ static void test_salt_and_pepper(void **state) {
   assert_true(fabs((double)esalt / n - 0.06) < 5 * sd_el);
   assert_true(fabs((double)epepper / n - 0.14) < 5 * sd_el);
   assert_true(mixed > npx / 4); /* per_channel: channels of a pixel differ often */
-  assert_true(fabs((double)s200 / n - 0.25) < 5 * sd_el && fabs((double)p10 / n - 0.25) < 5 * sd_el);
+  assert_true(fabs((double)s200 / n - 0.25) < 5 * sd_el &&
+              fabs((double)p10 / n - 0.25) < 5 * sd_el);
   stk_batch_release(b);
   stk_pipeline_destroy(p);
 
@@ -485,8 +510,9 @@ static void test_salt_and_pepper(void **state) {
   enum { N = 3 };
   image f[N];
   for (int i = 0; i < N; i++) f[i] = image_const(128, 128, 3, STK_DTYPE_FLOAT32, 0.5);
-  p = build(N, "pr = random.uniform(range=[0.05, 0.6])\n"
-               "o = noise.salt_and_pepper(src, prob=pr, per_channel=true)\nreturn o, pr\n");
+  p = build(N,
+            "pr = random.uniform(range=[0.05, 0.6])\n"
+            "o = noise.salt_and_pepper(src, prob=pr, per_channel=true)\nreturn o, pr\n");
   b = feed_run(p, f, N);
   for (int i = 0; i < N; i++) {
     const float *o = sample_of(b, 0, (size_t)i).data;
@@ -529,7 +555,8 @@ static void test_shot_noise(void **state) {
   image u6 = image_const(256, 256, 3, STK_DTYPE_UINT8, 6);
   image f = image_const(128, 128, 3, STK_DTYPE_FLOAT32, 2000);
   size_t n = elems(&u100);
-  stk_pipeline *p = build(1, "o = noise.shot(src, factor=2)\nz = noise.shot(src, factor=0)\nreturn o, z\n");
+  stk_pipeline *p =
+      build(1, "o = noise.shot(src, factor=2)\nz = noise.shot(src, factor=0)\nreturn o, z\n");
   stk_batch *b = feed_run(p, &u100, 1);
   const uint8_t *o = sample_of(b, 0, 0).data;
   size_t counts[256] = {0};
@@ -564,17 +591,20 @@ static void test_shot_noise(void **state) {
 
 static void test_noise_bad_arguments(void **state) {
   image img = image_random_u8(8, 8, 3, 5);
-  expect_run_error("sd = random.uniform(range=[-3, -1])\no = noise.gaussian(src, stddev=sd)\nreturn o\n",
-                   &img, "'stddev'");
+  expect_run_error(
+      "sd = random.uniform(range=[-3, -1])\no = noise.gaussian(src, stddev=sd)\nreturn o\n", &img,
+      "'stddev'");
   expect_run_error("o = noise.gaussian(src, stddev=-1)\nreturn o\n", &img, "'stddev'");
   expect_build_error("o = noise.salt_and_pepper(src, prob=1.5)\nreturn o\n", "prob");
-  expect_run_error("pr = random.uniform(range=[2, 3])\no = noise.salt_and_pepper(src, prob=pr)\nreturn o\n",
-                   &img, "'prob'");
+  expect_run_error(
+      "pr = random.uniform(range=[2, 3])\no = noise.salt_and_pepper(src, prob=pr)\nreturn o\n",
+      &img, "'prob'");
   expect_run_error("o = noise.shot(src, factor=-1)\nreturn o\n", &img, "'factor'");
   /* int8 data is not supported */
   stk_pipeline *p = build(1, "o = noise.gaussian(src)\nreturn o\n");
   int8_t v[3] = {1, 2, 3};
-  stk_tensor_desc d = {.data = v, .ndim = 3, .shape = {1, 1, 3}, .strides = {3, 3, 1}, .dtype = STK_DTYPE_INT8};
+  stk_tensor_desc d = {
+      .data = v, .ndim = 3, .shape = {1, 1, 3}, .strides = {3, 3, 1}, .dtype = STK_DTYPE_INT8};
   TU_OK(stk_pipeline_feed(p, "src", &d, 1));
   stk_batch *b = NULL;
   assert_int_equal(stk_pipeline_run(p, &b), STK_ERR_UNSUPPORTED);
@@ -585,14 +615,10 @@ static void test_noise_bad_arguments(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_erase_regions),
-      cmocka_unit_test(test_erase_per_sample_and_float),
-      cmocka_unit_test(test_erase_bad_arguments),
-      cmocka_unit_test(test_grid_mask),
-      cmocka_unit_test(test_gaussian_statistics),
-      cmocka_unit_test(test_noise_determinism),
-      cmocka_unit_test(test_salt_and_pepper),
-      cmocka_unit_test(test_shot_noise),
+      cmocka_unit_test(test_erase_regions),       cmocka_unit_test(test_erase_per_sample_and_float),
+      cmocka_unit_test(test_erase_bad_arguments), cmocka_unit_test(test_grid_mask),
+      cmocka_unit_test(test_gaussian_statistics), cmocka_unit_test(test_noise_determinism),
+      cmocka_unit_test(test_salt_and_pepper),     cmocka_unit_test(test_shot_noise),
       cmocka_unit_test(test_noise_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,7 +178,8 @@ static void test_external_source_feed(void **state) {
     stk_tensor_desc d[3];
     for (int i = 0; i < 3; i++) {
       for (int k = 0; k < 4; k++) vals[i][k / 2][k % 2] = (int16_t)(b * 100 + i * 10 + k);
-      d[i] = (stk_tensor_desc){.data = vals[i], .ndim = 2, .shape = {2, 2}, .strides = {4, 2}, .dtype = STK_DTYPE_INT16};
+      d[i] = (stk_tensor_desc){
+          .data = vals[i], .ndim = 2, .shape = {2, 2}, .strides = {4, 2}, .dtype = STK_DTYPE_INT16};
     }
     /* sample 2 fed transposed through strides */
     d[2].strides[0] = 2, d[2].strides[1] = 4;
@@ -201,8 +202,10 @@ static void test_external_source_feed(void **state) {
   }
   int16_t one = 7;
   stk_tensor_desc bad[4];
-  for (int i = 0; i < 4; i++) bad[i] = (stk_tensor_desc){.data = &one, .ndim = 0, .dtype = STK_DTYPE_INT16};
-  assert_int_equal(stk_pipeline_feed(p, "src", bad, 4), STK_ERR_INVALID_ARGUMENT); /* more than a batch */
+  for (int i = 0; i < 4; i++)
+    bad[i] = (stk_tensor_desc){.data = &one, .ndim = 0, .dtype = STK_DTYPE_INT16};
+  assert_int_equal(stk_pipeline_feed(p, "src", bad, 4),
+                   STK_ERR_INVALID_ARGUMENT); /* more than a batch */
   assert_non_null(strstr(stk_last_error(), "must be 1 to the batch size (3)"));
   assert_int_equal(stk_pipeline_feed(p, "nope", bad, 1), STK_ERR_NOT_FOUND);
   TU_OK(stk_pipeline_feed(p, "src", bad, 2)); /* fewer: a batch of 2 */
@@ -301,7 +304,8 @@ static void test_skip_policy_keeps_batches_full(void **state) {
 static void expect_build_error(stk_pipeline *p, stk_status want, const char *fragment) {
   stk_status st = stk_pipeline_build(p);
   if (st != want || !strstr(stk_last_error(), fragment))
-    fail_msg("expected %s with '%s', got %s: %s", stk_status_name(want), fragment, stk_status_name(st), stk_last_error());
+    fail_msg("expected %s with '%s', got %s: %s", stk_status_name(want), fragment,
+             stk_status_name(st), stk_last_error());
   stk_pipeline_destroy(p);
 }
 
@@ -381,7 +385,8 @@ static const char *TEXT =
     "batch_size = 4\n"
     "num_threads = 2\n"
     "seed = 77\n"
-    "n = random.choice(a=[1, 2, 3], p=[0.25, 0.25, 0.5], dtype=\"int32\", name=\"pick \\\"one\\\"\")\n"
+    "n = random.choice(a=[1, 2, 3], p=[0.25, 0.25, 0.5], dtype=\"int32\", name=\"pick "
+    "\\\"one\\\"\")\n"
     "x = random.normal(mean=n, stddev=0.5, shape=[2])  # per-sample mean\n"
     "return x, n\n";
 
@@ -405,7 +410,8 @@ static void test_text_form_round_trip(void **state) {
 
   /* true/false are literals, not edge names */
   stk_pipeline *lit;
-  TU_OK(stk_pipeline_from_text("e = external_source(no_copy=true, blocking=false)\nreturn e\n", &lit));
+  TU_OK(stk_pipeline_from_text("e = external_source(no_copy=true, blocking=false)\nreturn e\n",
+                               &lit));
   char *tl;
   TU_OK(stk_pipeline_to_text(lit, &tl));
   assert_non_null(strstr(tl, "no_copy=true, blocking=false"));
@@ -413,7 +419,8 @@ static void test_text_form_round_trip(void **state) {
   stk_pipeline_destroy(lit);
 
   stk_pipeline *bad;
-  assert_int_equal(stk_pipeline_from_text("batch_size = 4\nx = random.normal(stdev=1)\n", &bad), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk_pipeline_from_text("batch_size = 4\nx = random.normal(stdev=1)\n", &bad),
+                   STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "line 2"));
   assert_non_null(strstr(stk_last_error(), "'stdev'"));
   assert_int_equal(stk_pipeline_from_text("x = random.normal(mean=[1\n", &bad), STK_ERR_PARSE);

@@ -19,8 +19,12 @@
 /* ---------------------------------------------------------------------------------- */
 
 static stk__sampler_config base_cfg(int64_t n) {
-  return (stk__sampler_config){.num_samples = n, .shard_id = 0, .num_shards = 1,
-                               .batch_size = 1, .initial_fill = 1024, .seed = 42};
+  return (stk__sampler_config){.num_samples = n,
+                               .shard_id = 0,
+                               .num_shards = 1,
+                               .batch_size = 1,
+                               .initial_fill = 1024,
+                               .seed = 42};
 }
 
 static stk__sampler *make_sampler(stk__sampler_config c) {
@@ -36,8 +40,8 @@ static void take(stk__sampler *s, int64_t *out, int64_t count) {
 
 static void assert_seq(const int64_t *got, const int64_t *want, int count) {
   for (int i = 0; i < count; i++)
-    if (got[i] != want[i]) fail_msg("position %d: got %lld, want %lld", i, (long long)got[i],
-                                    (long long)want[i]);
+    if (got[i] != want[i])
+      fail_msg("position %d: got %lld, want %lld", i, (long long)got[i], (long long)want[i]);
 }
 
 /* Asserts `v` holds each of 0..n-1 exactly once. */
@@ -86,8 +90,10 @@ static void mkdir_in(const char *dir, const char *rel) {
 static void assert_entry(const stk__file_list *fl, int64_t i, const char *dir, const char *rel,
                          int32_t label) {
   char want[1024];
-  if (dir) snprintf(want, sizeof want, "%s/%s", dir, rel);
-  else snprintf(want, sizeof want, "%s", rel);
+  if (dir)
+    snprintf(want, sizeof want, "%s/%s", dir, rel);
+  else
+    snprintf(want, sizeof want, "%s", rel);
   assert_true(i < fl->count);
   assert_string_equal(fl->paths[i], want);
   assert_int_equal(fl->labels[i], label);
@@ -122,9 +128,9 @@ static void test_shard_bounds_formula(void **state) {
 static void test_padded_size(void **state) {
   /* ceil(ceil(N/S) / B) * B, by hand. */
   assert_int_equal(stk__shard_padded_size(1, 7, 2), 8);
-  assert_int_equal(stk__shard_padded_size(3, 10, 2), 4);  /* sizes 3,3,4 */
+  assert_int_equal(stk__shard_padded_size(3, 10, 2), 4); /* sizes 3,3,4 */
   assert_int_equal(stk__shard_padded_size(3, 10, 3), 6);
-  assert_int_equal(stk__shard_padded_size(4, 8, 2), 2);   /* exact */
+  assert_int_equal(stk__shard_padded_size(4, 8, 2), 2); /* exact */
   assert_int_equal(stk__shard_padded_size(2, 9, 100), 100);
   assert_int_equal(stk__shard_padded_size(1, 1, 1), 1);
 }
@@ -281,12 +287,14 @@ static void check_epoch_partition(int64_t *const *parts, const int64_t *sizes, i
     for (int64_t j = 0; j < own; j++) {
       int64_t v = parts[k][j];
       assert_true(v >= 0 && v < n);
-      if (seen[v]) fail_msg("shard %lld: sample %lld seen twice in one epoch", (long long)k, (long long)v);
+      if (seen[v])
+        fail_msg("shard %lld: sample %lld seen twice in one epoch", (long long)k, (long long)v);
       seen[v] = 1;
       covered++;
     }
   }
-  if (covered != n) fail_msg("the shards cover %lld of %lld samples", (long long)covered, (long long)n);
+  if (covered != n)
+    fail_msg("the shards cover %lld of %lld samples", (long long)covered, (long long)n);
   free(seen);
 }
 
@@ -303,7 +311,8 @@ static void test_epochs_partition_the_data(void **state) {
           stk__sampler_config c = base_cfg(n);
           c.num_shards = shards, c.shard_id = k, c.batch_size = 5;
           c.stick_to_shard = mode & 1, c.pad_last_batch = (mode >> 1) & 1;
-          c.random_shuffle = (mode >> 2) & 1, c.shuffle_after_epoch = !c.random_shuffle && ((mode >> 3) & 1);
+          c.random_shuffle = (mode >> 2) & 1,
+          c.shuffle_after_epoch = !c.random_shuffle && ((mode >> 3) & 1);
           c.local_shuffle = c.random_shuffle && ((mode >> 3) & 1), c.local_seed = 100 + (uint64_t)k;
           sm[k] = make_sampler(c);
         }
@@ -313,8 +322,11 @@ static void test_epochs_partition_the_data(void **state) {
           int64_t *parts[4], counts[4];
           for (int64_t k = 0; k < shards; k++) parts[k] = next_epoch(sm[k], e, &counts[k]);
           check_epoch_partition(parts, counts, shards, n, (mode >> 1) & 1);
-          if (e == 0) first = parts[0], first_size = counts[0];
-          else differs |= counts[0] != first_size || memcmp(parts[0], first, sizeof(int64_t) * (size_t)first_size);
+          if (e == 0)
+            first = parts[0], first_size = counts[0];
+          else
+            differs |= counts[0] != first_size ||
+                       memcmp(parts[0], first, sizeof(int64_t) * (size_t)first_size);
           for (int64_t k = (e == 0); k < shards; k++) free(parts[k]);
         }
         bool shuffled = (mode >> 2) & 1 || (mode >> 3) & 1;
@@ -371,7 +383,8 @@ static void test_shuffle_positions_uniform(void **state) {
     }
     double chi2 = 0, expected = (double)trials / n;
     for (int i = 0; i < n; i++)
-      for (int pos = 0; pos < n; pos++) chi2 += (table[i][pos] - expected) * (table[i][pos] - expected) / expected;
+      for (int pos = 0; pos < n; pos++)
+        chi2 += (table[i][pos] - expected) * (table[i][pos] - expected) / expected;
     if (chi2 > 131.6) fail_msg("variant %d: chi-square %.1f over 81 dof", variant, chi2);
   }
 }
@@ -474,7 +487,8 @@ static void test_streaming_shuffled_partition(void **state) {
           for (int64_t j = 0; j < counts[k]; j++) owner[unit_of(parts[k][j])] = 1;
           for (int64_t other = 0; other < shards; other++) /* whole files per shard */
             if (other != k)
-              for (int64_t j = 0; j < counts[other]; j++) assert_false(owner[unit_of(parts[other][j])]);
+              for (int64_t j = 0; j < counts[other]; j++)
+                assert_false(owner[unit_of(parts[other][j])]);
         }
         differs |= prev_first >= 0 && parts[0][0] != prev_first;
         prev_first = parts[0][0];
@@ -737,14 +751,15 @@ static void test_list_file(void **state) {
   char dir[512], list[600];
   tu_tmpdir(dir, sizeof dir, "list");
   snprintf(list, sizeof list, "%s/list.txt", dir);
-  const char *text = "# a comment\n"
-                     "\n"
-                     "a.jpg 0\n"
-                     "   my dir/file 1.jpg   3  \n"
-                     "\tb.png\t-2\r\n"
-                     "   # indented comment\n"
-                     "/abs/c.jpg 7\n"
-                     "last.jpg 2147483647"; /* no final newline */
+  const char *text =
+      "# a comment\n"
+      "\n"
+      "a.jpg 0\n"
+      "   my dir/file 1.jpg   3  \n"
+      "\tb.png\t-2\r\n"
+      "   # indented comment\n"
+      "/abs/c.jpg 7\n"
+      "last.jpg 2147483647"; /* no final newline */
   tu_write(list, text, strlen(text));
   stk__file_list fl;
   TU_OK(stk__file_list_parse(&fl, list, NULL));

@@ -79,7 +79,7 @@ static double *ref_resample(const stk__image *src, int64_t oh, int64_t ow,
         for (int64_t c = 0; c < C; c++) {
           size_t i = (size_t)((y * W + j) * C + c);
           double v = src->dtype == STK_DTYPE_UINT8 ? ((const uint8_t *)src->data)[i]
-                                                  : ((const float *)src->data)[i];
+                                                   : ((const float *)src->data)[i];
           t[(y * ow + x) * C + c] += w * v;
         }
       }
@@ -108,9 +108,12 @@ static void run_kernel(const stk__image *src, const stk__image *dst, const stk__
 
 static double out_value(const stk__image *d, size_t i) {
   switch (d->dtype) {
-  case STK_DTYPE_UINT8: return ((const uint8_t *)d->data)[i];
-  case STK_DTYPE_FLOAT32: return ((const float *)d->data)[i];
-  default: return stk__f16_to_f32(((const uint16_t *)d->data)[i]);
+    case STK_DTYPE_UINT8:
+      return ((const uint8_t *)d->data)[i];
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)d->data)[i];
+    default:
+      return stk__f16_to_f32(((const uint16_t *)d->data)[i]);
   }
 }
 
@@ -121,14 +124,17 @@ static double compare(const stk__image *d, const double *ref, double tol, const 
   size_t n = (size_t)(d->h * d->w * d->c), at = 0;
   for (size_t i = 0; i < n; i++) {
     double r = ref[i], o = out_value(d, i), e;
-    if (d->dtype == STK_DTYPE_UINT8) e = fabs(o - (r < 0 ? 0 : r > 255 ? 255 : r));
-    else if (d->dtype == STK_DTYPE_FLOAT16) e = fabs(o - r) / (1 + fabs(r) * 1e-3 * 2);
-    else e = fabs(o - r);
+    if (d->dtype == STK_DTYPE_UINT8)
+      e = fabs(o - (r < 0 ? 0 : r > 255 ? 255 : r));
+    else if (d->dtype == STK_DTYPE_FLOAT16)
+      e = fabs(o - r) / (1 + fabs(r) * 1e-3 * 2);
+    else
+      e = fabs(o - r);
     if (e > worst) worst = e, at = i;
   }
   if (worst > tol)
-    fail_msg("%s: deviation %g at element %zu (out %g, reference %g), tolerance %g", what,
-             worst, at, out_value(d, at), ref[at], tol);
+    fail_msg("%s: deviation %g at element %zu (out %g, reference %g), tolerance %g", what, worst,
+             at, out_value(d, at), ref[at], tol);
   return worst;
 }
 
@@ -167,7 +173,8 @@ static uint8_t *with_channels(const uint8_t *rgb, int64_t h, int64_t w, int64_t 
     for (int64_t x = 0; x < w; x++) {
       const uint8_t *p = rgb + (y * w + x) * 3, *q = rgb + ((h - 1 - y) * w + (w - 1 - x)) * 3;
       uint8_t *o = d + (y * w + x) * C;
-      if (C == 1) o[0] = p[1];
+      if (C == 1)
+        o[0] = p[1];
       else
         for (int64_t c = 0; c < C; c++) o[c] = c < 3 ? p[c] : q[0];
     }
@@ -196,9 +203,9 @@ static void check_photo(const char *name, int64_t C, int64_t crop) {
         run_kernel(&src, &dst, &a);
         double *ref = ref_resample(&src, oh, ow, &a);
         char what[160];
-        snprintf(what, sizeof what, "%s C=%lld %s aa=%d %lldx%lld->%lldx%lld", name,
-                 (long long)C, interp_names[interp], aa, (long long)h, (long long)w,
-                 (long long)oh, (long long)ow);
+        snprintf(what, sizeof what, "%s C=%lld %s aa=%d %lldx%lld->%lldx%lld", name, (long long)C,
+                 interp_names[interp], aa, (long long)h, (long long)w, (long long)oh,
+                 (long long)ow);
         compare(&dst, ref, 0.51, what);
         free(ref);
         free(dst.data);
@@ -220,7 +227,8 @@ static void test_imagenet_sized_downscale(void **state) {
   uint8_t *rgb = load_rgb("coffee.png", &H, &W); /* 600x400 */
   int64_t h = 375, w = 500;
   uint8_t *sub = malloc((size_t)(h * w * 3));
-  for (int64_t y = 0; y < h; y++) memcpy(sub + y * w * 3, rgb + (y + 10) * W * 3 + 30 * 3, (size_t)(w * 3));
+  for (int64_t y = 0; y < h; y++)
+    memcpy(sub + y * w * 3, rgb + (y + 10) * W * 3 + 30 * 3, (size_t)(w * 3));
   stk__image src = {sub, STK_DTYPE_UINT8, h, w, 3};
   for (int interp = 1; interp < 4; interp++)
     for (int order = 0; order <= 2; order++) {
@@ -245,27 +253,37 @@ static uint32_t rnd(uint64_t *s) {
   return (uint32_t)(*s >> 33);
 }
 static double rnd_unit(uint64_t *s) { return rnd(s) / 2147483648.0; }
-static int64_t rnd_in(uint64_t *s, int64_t lo, int64_t hi) { return lo + (int64_t)(rnd(s) % (uint32_t)(hi - lo + 1)); }
+static int64_t rnd_in(uint64_t *s, int64_t lo, int64_t hi) {
+  return lo + (int64_t)(rnd(s) % (uint32_t)(hi - lo + 1));
+}
 
 static void test_random_windows_against_reference(void **state) {
   uint64_t seed = 0x5eed;
   static const int64_t channels[] = {1, 2, 3, 4, 5, 7};
-  static const stk_dtype outs[] = {STK_DTYPE_UINT8, STK_DTYPE_UINT8, STK_DTYPE_FLOAT32, STK_DTYPE_FLOAT16};
+  static const stk_dtype outs[] = {STK_DTYPE_UINT8, STK_DTYPE_UINT8, STK_DTYPE_FLOAT32,
+                                   STK_DTYPE_FLOAT16};
   for (int iter = 0; iter < 400; iter++) {
     int64_t H = rnd_in(&seed, 1, 90), W = rnd_in(&seed, 1, 90), C = channels[rnd(&seed) % 6];
     bool fsrc = rnd(&seed) % 4 == 0;
     size_t n = (size_t)(H * W * C);
     void *data = malloc(n * 4);
     for (size_t i = 0; i < n; i++) {
-      if (fsrc) ((float *)data)[i] = (float)(rnd_unit(&seed) * 350 - 50);
-      else ((uint8_t *)data)[i] = (uint8_t)(i % 7 == 0 ? 255 * (rnd(&seed) % 2) : rnd(&seed) % 256);
+      if (fsrc)
+        ((float *)data)[i] = (float)(rnd_unit(&seed) * 350 - 50);
+      else
+        ((uint8_t *)data)[i] = (uint8_t)(i % 7 == 0 ? 255 * (rnd(&seed) % 2) : rnd(&seed) % 256);
     }
     stk__image src = {data, fsrc ? STK_DTYPE_FLOAT32 : STK_DTYPE_UINT8, H, W, C};
     /* windows: fractional, partly outside, sometimes mirrored or much larger */
     double ww = (0.3 + 2.0 * rnd_unit(&seed)) * W, wh = (0.3 + 2.0 * rnd_unit(&seed)) * H;
     double x0 = (rnd_unit(&seed) - 0.25) * W, y0 = (rnd_unit(&seed) - 0.25) * H;
-    stk__resample_args a = {x0, y0, x0 + ww, y0 + wh, (stk__interp)(rnd(&seed) % 4),
-                            rnd(&seed) % 2 == 0, (int)(rnd(&seed) % 3)};
+    stk__resample_args a = {x0,
+                            y0,
+                            x0 + ww,
+                            y0 + wh,
+                            (stk__interp)(rnd(&seed) % 4),
+                            rnd(&seed) % 2 == 0,
+                            (int)(rnd(&seed) % 3)};
     if (rnd(&seed) % 5 == 0) a.x0 = x0 + ww, a.x1 = x0; /* mirrored */
     if (rnd(&seed) % 5 == 0) a.y0 = y0 + wh, a.y1 = y0;
     int64_t oh = rnd_in(&seed, 1, 70), ow = rnd_in(&seed, 1, 70);
@@ -273,11 +291,12 @@ static void test_random_windows_against_reference(void **state) {
     run_kernel(&src, &dst, &a);
     double *ref = ref_resample(&src, oh, ow, &a);
     char what[200];
-    snprintf(what, sizeof what, "iter %d: %s %s->%s C=%lld aa=%d order=%d %lldx%lld win "
-             "[%g,%g)x[%g,%g) -> %lldx%lld", iter, interp_names[a.interp],
-             fsrc ? "f32" : "u8", stk_dtype_name(dst.dtype), (long long)C, a.antialias,
-             a.order, (long long)H, (long long)W, a.x0, a.x1, a.y0, a.y1, (long long)oh,
-             (long long)ow);
+    snprintf(what, sizeof what,
+             "iter %d: %s %s->%s C=%lld aa=%d order=%d %lldx%lld win "
+             "[%g,%g)x[%g,%g) -> %lldx%lld",
+             iter, interp_names[a.interp], fsrc ? "f32" : "u8", stk_dtype_name(dst.dtype),
+             (long long)C, a.antialias, a.order, (long long)H, (long long)W, a.x0, a.x1, a.y0, a.y1,
+             (long long)oh, (long long)ow);
     compare(&dst, ref, tolerance(dst.dtype), what);
     free(ref);
     free(dst.data);
@@ -329,7 +348,8 @@ static void test_mirrored_window_mirrors_output(void **state) {
     for (int64_t y = 0; y < oh; y++)
       for (int64_t x = 0; x < ow; x++)
         for (int c = 0; c < 3; c++)
-          assert_true(abs(a[(y * ow + x) * 3 + c] - b[((oh - 1 - y) * ow + (ow - 1 - x)) * 3 + c]) <= 1);
+          assert_true(
+              abs(a[(y * ow + x) * 3 + c] - b[((oh - 1 - y) * ow + (ow - 1 - x)) * 3 + c]) <= 1);
   }
   free(a);
   free(b);
@@ -364,13 +384,16 @@ static void test_bad_calls(void **state) {
   assert_int_equal(stk__resample(&i16, &dst, &a, scratch, sizeof scratch), STK_ERR_UNSUPPORTED);
   assert_non_null(strstr(stk_last_error(), "int16"));
   stk__image wrong_c = {out, STK_DTYPE_UINT8, 2, 2, 4};
-  assert_int_equal(stk__resample(&src, &wrong_c, &a, scratch, sizeof scratch), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk__resample(&src, &wrong_c, &a, scratch, sizeof scratch),
+                   STK_ERR_INVALID_ARGUMENT);
   stk__image empty = {out, STK_DTYPE_UINT8, 0, 2, 3};
-  assert_int_equal(stk__resample(&src, &empty, &a, scratch, sizeof scratch), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk__resample(&src, &empty, &a, scratch, sizeof scratch),
+                   STK_ERR_INVALID_ARGUMENT);
   assert_int_equal(stk__resample_scratch_size(&src, 0, 2, &a), 0);
   stk__resample_args nan = a;
   nan.x1 = NAN;
-  assert_int_equal(stk__resample(&src, &dst, &nan, scratch, sizeof scratch), STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(stk__resample(&src, &dst, &nan, scratch, sizeof scratch),
+                   STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "window"));
   assert_int_equal(stk__resample(&src, &dst, &a, scratch, 16), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "scratch"));
@@ -384,22 +407,23 @@ static void test_bad_calls(void **state) {
   stk__resample_args up = {0, 0, 1, 1, STK__INTERP_LANCZOS3, true, 0};
   stk__image big = {out, STK_DTYPE_UINT8, 3, 5, 3};
   run_kernel(&one, &big, &up);
-  for (int i = 0; i < 15; i++) assert_true(out[i * 3] == 9 && out[i * 3 + 1] == 99 && out[i * 3 + 2] == 200);
+  for (int i = 0; i < 15; i++)
+    assert_true(out[i * 3] == 9 && out[i * 3 + 1] == 99 && out[i * 3 + 2] == 200);
 }
 
 /* ---------------------------------------------------------------------------------- */
 /* DALI's resize geometry                                                             */
 /* ---------------------------------------------------------------------------------- */
 
-static void plan(double h, double w, double rh, double rw, stk__resize_mode mode,
-                 int64_t want_h, int64_t want_w) {
+static void plan(double h, double w, double rh, double rw, stk__resize_mode mode, int64_t want_h,
+                 int64_t want_w) {
   stk__resize_request rq = {{rh, rw}, mode, {0, 0}, false, true, {0, 0}, {h, w}};
   int64_t out[2];
   double lo[2], hi[2];
   TU_OK(stk__resize_plan(&rq, out, lo, hi));
   if (out[0] != want_h || out[1] != want_w)
-    fail_msg("%gx%g (HxW) with size [%g, %g] mode %d: got %lldx%lld, want %lldx%lld", h, w, rh,
-             rw, mode, (long long)out[0], (long long)out[1], (long long)want_h, (long long)want_w);
+    fail_msg("%gx%g (HxW) with size [%g, %g] mode %d: got %lldx%lld, want %lldx%lld", h, w, rh, rw,
+             mode, (long long)out[0], (long long)out[1], (long long)want_h, (long long)want_w);
 }
 
 static void test_resize_plan_dali_rules(void **state) {
@@ -425,21 +449,23 @@ static void test_resize_plan_dali_rules(void **state) {
 
   /* max_size, DALI's note: not_smaller, size 800, max 1400, a 1200x600 (WxH) image gives
    * 1400x700 */
-  stk__resize_request rq = {{800, 800}, STK__RESIZE_NOT_SMALLER, {1400, 1400}, true, true,
-                            {0, 0}, {600, 1200}};
+  stk__resize_request rq = {{800, 800}, STK__RESIZE_NOT_SMALLER, {1400, 1400}, true, true, {0, 0},
+                            {600, 1200}};
   int64_t out[2];
   double lo[2], hi[2];
   TU_OK(stk__resize_plan(&rq, out, lo, hi));
   assert_int_equal(out[0], 700);
   assert_int_equal(out[1], 1400);
   /* default mode: each extent is clipped to its limit */
-  stk__resize_request clip = {{0, 1000}, STK__RESIZE_DEFAULT, {300, 0}, true, true, {0, 0}, {400, 500}};
+  stk__resize_request clip = {{0, 1000}, STK__RESIZE_DEFAULT, {300, 0}, true, true,
+                              {0, 0},    {400, 500}};
   TU_OK(stk__resize_plan(&clip, out, lo, hi));
   assert_int_equal(out[0], 300);
   assert_int_equal(out[1], 1000);
 
   /* negative size mirrors: the window is reversed */
-  stk__resize_request neg = {{0, -320}, STK__RESIZE_DEFAULT, {0, 0}, false, true, {0, 0}, {480, 640}};
+  stk__resize_request neg = {{0, -320}, STK__RESIZE_DEFAULT, {0, 0}, false, true,
+                             {0, 0},    {480, 640}};
   TU_OK(stk__resize_plan(&neg, out, lo, hi));
   assert_int_equal(out[0], 240);
   assert_int_equal(out[1], 320);
@@ -447,7 +473,8 @@ static void test_resize_plan_dali_rules(void **state) {
 
   /* subpixel_scale: a fractional size keeps the exact scale by resizing the window about
    * its centre; without it the whole input maps to the rounded size */
-  stk__resize_request sub = {{0, 50.4}, STK__RESIZE_STRETCH, {0, 0}, false, true, {0, 0}, {10, 100}};
+  stk__resize_request sub = {{0, 50.4}, STK__RESIZE_STRETCH, {0, 0}, false, true, {0, 0},
+                             {10, 100}};
   TU_OK(stk__resize_plan(&sub, out, lo, hi));
   assert_int_equal(out[1], 50);
   assert_true(fabs((hi[1] - lo[1]) - 100.0 * 50 / 50.4) < 1e-9);
@@ -457,19 +484,22 @@ static void test_resize_plan_dali_rules(void **state) {
   assert_true(lo[1] == 0 && hi[1] == 100);
 
   /* a region of interest: sizes derive from its extent; reversed ROI mirrors */
-  stk__resize_request roi = {{50, 0}, STK__RESIZE_DEFAULT, {0, 0}, false, true, {10, 20}, {110, 220}};
+  stk__resize_request roi = {{50, 0},  STK__RESIZE_DEFAULT, {0, 0}, false, true,
+                             {10, 20}, {110, 220}};
   TU_OK(stk__resize_plan(&roi, out, lo, hi));
   assert_int_equal(out[0], 50);
   assert_int_equal(out[1], 100);
   assert_true(lo[0] == 10 && hi[0] == 110 && lo[1] == 20 && hi[1] == 220);
-  stk__resize_request rev = {{50, 0}, STK__RESIZE_DEFAULT, {0, 0}, false, true, {110, 20}, {10, 220}};
+  stk__resize_request rev = {{50, 0}, STK__RESIZE_DEFAULT, {0, 0},   false,
+                             true,    {110, 20},           {10, 220}};
   TU_OK(stk__resize_plan(&rev, out, lo, hi));
   assert_int_equal(out[1], 100);
   assert_true(lo[0] == 110 && hi[0] == 10);
 
   stk__resize_request bad = {{NAN, 10}, STK__RESIZE_DEFAULT, {0, 0}, false, true, {0, 0}, {10, 10}};
   assert_int_equal(stk__resize_plan(&bad, out, lo, hi), STK_ERR_INVALID_ARGUMENT);
-  stk__resize_request big = {{1e12, 10}, STK__RESIZE_DEFAULT, {0, 0}, false, true, {0, 0}, {10, 10}};
+  stk__resize_request big = {{1e12, 10}, STK__RESIZE_DEFAULT, {0, 0}, false, true, {0, 0},
+                             {10, 10}};
   assert_int_equal(stk__resize_plan(&big, out, lo, hi), STK_ERR_INVALID_ARGUMENT);
   stk__resize_mode m;
   assert_true(stk__resize_mode_parse("not_smaller", &m) && m == STK__RESIZE_NOT_SMALLER);

@@ -40,7 +40,9 @@ static void unreg(void *user, void *ptr) {
 /* The registered range holding [p, p + bytes), or -1. */
 static int range_of(const ranges *r, const void *p, size_t bytes) {
   for (int i = 0; i < r->n; i++)
-    if (r->live[i] && (uintptr_t)p >= r->base[i] && (uintptr_t)p + bytes <= r->base[i] + r->bytes[i]) return i;
+    if (r->live[i] && (uintptr_t)p >= r->base[i] &&
+        (uintptr_t)p + bytes <= r->base[i] + r->bytes[i])
+      return i;
   return -1;
 }
 

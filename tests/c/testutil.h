@@ -34,10 +34,11 @@ tu_image tu_load_photo(const char *relative);
 void tu_corrupt_scan(uint8_t *jpeg, size_t size);
 
 /* Asserts a status is STK_OK, printing the error message if not. */
-#define TU_OK(expr)                                                                        \
-  do {                                                                                     \
-    stk_status tu_st = (expr);                                                             \
-    if (tu_st != STK_OK) fail_msg("%s -> %s: %s", #expr, stk_status_name(tu_st), stk_last_error()); \
+#define TU_OK(expr)                                                              \
+  do {                                                                           \
+    stk_status tu_st = (expr);                                                   \
+    if (tu_st != STK_OK)                                                         \
+      fail_msg("%s -> %s: %s", #expr, stk_status_name(tu_st), stk_last_error()); \
   } while (0)
 
 #endif

@@ -80,14 +80,24 @@ static void poison_free(range_set *s, void *p) {
 
 static bool range_has(const range_set *s, const void *p) {
   for (size_t i = 0; i < s->n; i++)
-    if ((const char *)p >= s->r[i].base && (const char *)p < s->r[i].base + (s->r[i].size ? s->r[i].size : 1))
+    if ((const char *)p >= s->r[i].base &&
+        (const char *)p < s->r[i].base + (s->r[i].size ? s->r[i].size : 1))
       return true;
   return false;
 }
 
 /* ---- streams of queued work ---- */
 
-typedef enum { OP_COPY, OP_DECODE, OP_FREE_DEVICE, OP_FREE_HOST, OP_RECORD, OP_WAIT, OP_GATHER, OP_AUTOAUG } op_kind;
+typedef enum {
+  OP_COPY,
+  OP_DECODE,
+  OP_FREE_DEVICE,
+  OP_FREE_HOST,
+  OP_RECORD,
+  OP_WAIT,
+  OP_GATHER,
+  OP_AUTOAUG
+} op_kind;
 
 struct aa_batch;
 
@@ -122,10 +132,10 @@ typedef struct fake_stream {
 
 typedef struct fake_event {
   struct fake_event *next_orphan; /* destroyed while queued work still named it */
-  fake_stream *stream;     /* where it was last recorded */
-  unsigned long recorded;  /* records so far */
-  unsigned long completed; /* the last record that ran */
-  unsigned long asked;     /* the record a query last found pending */
+  fake_stream *stream;            /* where it was last recorded */
+  unsigned long recorded;         /* records so far */
+  unsigned long completed;        /* the last record that ran */
+  unsigned long asked;            /* the record a query last found pending */
 } fake_event;
 
 static fake_stream *streams;
@@ -145,8 +155,10 @@ static fake_stream *stream_of(uintptr_t handle) {
 static void enqueue(uintptr_t stream, op *o) {
   fake_stream *s = stream_of(stream);
   o->next = NULL;
-  if (s->tail) s->tail->next = o;
-  else s->head = o;
+  if (s->tail)
+    s->tail->next = o;
+  else
+    s->head = o;
   s->tail = o;
 }
 
@@ -156,21 +168,29 @@ static void run_event(fake_event *e, unsigned long generation, fake_stream *s);
  * longer decodes to the planned size leaves a 0x7F fill, which no test image has. */
 static void run_decode(op *o) {
   int channels = o->color == STK_GPU_COLOR_GRAY ? 1 : 3;
-  int format = o->color == STK_GPU_COLOR_GRAY ? TJPF_GRAY : o->color == STK_GPU_COLOR_BGR ? TJPF_BGR : TJPF_RGB;
+  int format = o->color == STK_GPU_COLOR_GRAY  ? TJPF_GRAY
+               : o->color == STK_GPU_COLOR_BGR ? TJPF_BGR
+                                               : TJPF_RGB;
   size_t row = (size_t)o->width * channels;
   unsigned char *whole = malloc(row * (size_t)o->height);
   tjhandle tj = tjInitDecompress();
   int w = 0, h = 0, ss = 0, cs = 0;
-  bool ok = whole && tj && tjDecompressHeader3(tj, o->src, (unsigned long)o->bytes, &w, &h, &ss, &cs) == 0 &&
-            w == o->width && h == o->height &&
-            tjDecompress2(tj, o->src, (unsigned long)o->bytes, whole, w, (int)row, h, format, 0) == 0;
+  bool ok =
+      whole && tj &&
+      tjDecompressHeader3(tj, o->src, (unsigned long)o->bytes, &w, &h, &ss, &cs) == 0 &&
+      w == o->width && h == o->height &&
+      tjDecompress2(tj, o->src, (unsigned long)o->bytes, whole, w, (int)row, h, format, 0) == 0;
   bool roi = o->roi_w > 0 && o->roi_h > 0;
   int out_w = roi ? o->roi_w : o->width, out_h = roi ? o->roi_h : o->height;
   for (int y = 0; y < out_h; y++) {
     unsigned char *d = (unsigned char *)o->dst + (size_t)y * o->pitch;
-    if (ok) memcpy(d, whole + (size_t)(y + (roi ? o->roi_y : 0)) * row + (size_t)(roi ? o->roi_x : 0) * channels,
-                   (size_t)out_w * channels);
-    else memset(d, 0x7F, (size_t)out_w * channels);
+    if (ok)
+      memcpy(d,
+             whole + (size_t)(y + (roi ? o->roi_y : 0)) * row +
+                 (size_t)(roi ? o->roi_x : 0) * channels,
+             (size_t)out_w * channels);
+    else
+      memset(d, 0x7F, (size_t)out_w * channels);
   }
   if (tj) tjDestroy(tj);
   free(whole);
@@ -181,8 +201,10 @@ static void run_gather(op *o) {
   const stk_gpu_gather_sample *g = &o->gather;
   size_t es = o->bytes;
   for (int64_t e = 0; e < g->count; e++)
-    memcpy((char *)g->dst + (size_t)e * es,
-           (const char *)g->src + stk_ar_gather_offset(g->ndim, g->shape, g->stride, e) * (int64_t)es, es);
+    memcpy(
+        (char *)g->dst + (size_t)e * es,
+        (const char *)g->src + stk_ar_gather_offset(g->ndim, g->shape, g->stride, e) * (int64_t)es,
+        es);
 }
 
 /* The fused automatic augmentation: the kernel's interpreter (src/cuda/autoaug_interp.h) on
@@ -206,23 +228,38 @@ static void run_autoaug(op *o) {
   struct aa_batch *a = o->aa;
   stk_aa_shared *sh = malloc(sizeof *sh);
   for (int i = 0; sh && i < a->n; i++)
-    stk_aa_run_sample(&a->samples[i], a->steps, a->luts, a->floats, a->args.interp, a->args.constant, sh, 0, 1);
+    stk_aa_run_sample(&a->samples[i], a->steps, a->luts, a->floats, a->args.interp,
+                      a->args.constant, sh, 0, 1);
   free(sh);
   aa_batch_free(a);
 }
 
 static void run_op(op *o) {
   switch (o->kind) {
-    case OP_COPY: memcpy(o->dst, o->staging ? o->staging : o->src, o->bytes); break;
-    case OP_DECODE: run_decode(o); break;
-    case OP_FREE_DEVICE: poison_free(&device_mem, o->dst); break;
-    case OP_FREE_HOST: poison_free(&pinned_mem, o->dst); break;
+    case OP_COPY:
+      memcpy(o->dst, o->staging ? o->staging : o->src, o->bytes);
+      break;
+    case OP_DECODE:
+      run_decode(o);
+      break;
+    case OP_FREE_DEVICE:
+      poison_free(&device_mem, o->dst);
+      break;
+    case OP_FREE_HOST:
+      poison_free(&pinned_mem, o->dst);
+      break;
     case OP_RECORD:
       if (o->generation > o->event->completed) o->event->completed = o->generation;
       break;
-    case OP_WAIT: run_event(o->event, o->generation, o->record_stream); break;
-    case OP_GATHER: run_gather(o); break;
-    case OP_AUTOAUG: run_autoaug(o); break;
+    case OP_WAIT:
+      run_event(o->event, o->generation, o->record_stream);
+      break;
+    case OP_GATHER:
+      run_gather(o);
+      break;
+    case OP_AUTOAUG:
+      run_autoaug(o);
+      break;
   }
   free(o->staging);
   free(o);
@@ -332,7 +369,8 @@ static int trim(stk_gpu_ctx *ctx, uint64_t keep, char *err, size_t errlen) {
   return 0;
 }
 
-static int device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out, char *err, size_t errlen) {
+static int device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out, char *err,
+                        size_t errlen) {
   (void)ctx, (void)stream;
   *out = NULL;
   if (size == 0) return 0;
@@ -358,14 +396,16 @@ static int device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err,
 
 static int pinned_alloc(stk_gpu_ctx *ctx, size_t size, void **out, char *err, size_t errlen) {
   (void)ctx;
-  if (!(*out = malloc(size ? size : 1))) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!(*out = malloc(size ? size : 1)))
+    return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "out of memory");
   pthread_mutex_lock(&lock);
   range_add(&pinned_mem, *out, size);
   pthread_mutex_unlock(&lock);
   return 0;
 }
 
-static int pinned_free(stk_gpu_ctx *ctx, void *ptr, const uintptr_t *stream, char *err, size_t errlen) {
+static int pinned_free(stk_gpu_ctx *ctx, void *ptr, const uintptr_t *stream, char *err,
+                       size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   if (!ptr) return 0;
   pthread_mutex_lock(&lock);
@@ -383,11 +423,12 @@ static int pinned_free(stk_gpu_ctx *ctx, void *ptr, const uintptr_t *stream, cha
 
 /* cudaMemcpyAsync's rules: a pageable source is taken at the call, a pageable
  * destination is written before the call returns; anything else runs in stream order. */
-static int memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes, uintptr_t stream, char *err,
-                        size_t errlen) {
+static int memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,
+                        uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
   if (bytes == 0) return 0;
-  if (!dst || !src) return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "memcpy_async: NULL pointer");
+  if (!dst || !src)
+    return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "memcpy_async: NULL pointer");
   pthread_mutex_lock(&lock);
   op *o = calloc(1, sizeof *o);
   o->kind = OP_COPY;
@@ -416,12 +457,14 @@ static int stream_sync(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t err
 
 static int event_create(stk_gpu_ctx *ctx, int timing, void **out, char *err, size_t errlen) {
   (void)ctx, (void)timing;
-  if (!(*out = calloc(1, sizeof(fake_event)))) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!(*out = calloc(1, sizeof(fake_event))))
+    return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "out of memory");
   return 0;
 }
 
 /* An event's record or a wait on it, queued on `stream` (lock held). */
-static op *enqueue_event_op(op_kind kind, fake_event *e, unsigned long generation, uintptr_t stream) {
+static op *enqueue_event_op(op_kind kind, fake_event *e, unsigned long generation,
+                            uintptr_t stream) {
   op *o = calloc(1, sizeof *o);
   o->kind = kind;
   o->event = e;
@@ -441,7 +484,8 @@ static int event_record(stk_gpu_ctx *ctx, void *event, uintptr_t stream, char *e
 }
 
 /* The stream waits for the event's latest record (none yet: no wait, as CUDA). */
-static int stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event, char *err, size_t errlen) {
+static int stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event, char *err,
+                             size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   fake_event *e = event;
   pthread_mutex_lock(&lock);
@@ -456,8 +500,10 @@ static int stream_wait_event(stk_gpu_ctx *ctx, uintptr_t stream, void *event, ch
 static void wait_or_ask(fake_event *e, int *done) {
   pthread_mutex_lock(&lock);
   bool pending = e->completed < e->recorded;
-  if (!done || !pending || e->asked == e->recorded) run_event(e, e->recorded, e->stream);
-  else e->asked = e->recorded;
+  if (!done || !pending || e->asked == e->recorded)
+    run_event(e, e->recorded, e->stream);
+  else
+    e->asked = e->recorded;
   if (done) *done = e->completed >= e->recorded;
   pthread_mutex_unlock(&lock);
 }
@@ -506,8 +552,8 @@ static bool header(const uint8_t *data, size_t size, int *w, int *h, int *compon
   return ok && cs != TJCS_CMYK && cs != TJCS_YCCK;
 }
 
-static int jpeg_info(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, stk_gpu_jpeg_info *out, char *err,
-                     size_t errlen) {
+static int jpeg_info(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, stk_gpu_jpeg_info *out,
+                     char *err, size_t errlen) {
   (void)ctx;
   memset(out, 0, sizeof *out);
   if (!header(data, size, &out->width, &out->height, &out->components))
@@ -520,14 +566,16 @@ static int jpeg_info(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, stk_gpu
 static bool decodes_cleanly(const uint8_t *data, size_t size, int w, int h) {
   unsigned char *scratch = malloc((size_t)w * h * 3);
   tjhandle tj = tjInitDecompress();
-  bool ok = scratch && tj && tjDecompress2(tj, data, (unsigned long)size, scratch, w, 0, h, TJPF_RGB, 0) == 0;
+  bool ok = scratch && tj &&
+            tjDecompress2(tj, data, (unsigned long)size, scratch, w, 0, h, TJPF_RGB, 0) == 0;
   if (tj) tjDestroy(tj);
   free(scratch);
   return ok;
 }
 
-static int decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x, int roi_y, int roi_w,
-                           int roi_h, stk_gpu_decode_class *out, char *err, size_t errlen) {
+static int decode_classify(stk_gpu_ctx *ctx, const uint8_t *data, size_t size, int roi_x, int roi_y,
+                           int roi_w, int roi_h, stk_gpu_decode_class *out, char *err,
+                           size_t errlen) {
   (void)ctx, (void)roi_x, (void)roi_y, (void)err, (void)errlen;
   memset(out, 0, sizeof *out);
   bool ok = header(data, size, &out->width, &out->height, &out->components);
@@ -571,10 +619,12 @@ static void maybe_hang(void) {
 
 /* Headers now; the decodes queued on `stream`, reading the bytes when they run. A stream
  * that does not decode cleanly is reported FAILED at the call (nvJPEG's hybrid path). */
-static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, stk_gpu_decode_out *out,
-                        const stk_gpu_decode_opts *opts, uintptr_t stream, char *err, size_t errlen) {
+static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in,
+                        stk_gpu_decode_out *out, const stk_gpu_decode_opts *opts, uintptr_t stream,
+                        char *err, size_t errlen) {
   (void)ctx;
-  if (n < 0 || (n > 0 && (!in || !out))) return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "decode_batch: bad batch");
+  if (n < 0 || (n > 0 && (!in || !out)))
+    return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "decode_batch: bad batch");
   maybe_hang();
   int color = opts ? opts->color : STK_GPU_COLOR_RGB;
   pthread_mutex_lock(&lock);
@@ -586,11 +636,17 @@ static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, st
       continue;
     }
     if (!decodes_cleanly(in[i].data, in[i].size, w, h)) {
-      out[i] = (stk_gpu_decode_out){STK_GPU_DECODE_FAILED, STK_GPU_BACKEND_HYBRID, STK_GPU_ROI_NONE, 6, w, h, c};
+      out[i] = (stk_gpu_decode_out){
+          STK_GPU_DECODE_FAILED, STK_GPU_BACKEND_HYBRID, STK_GPU_ROI_NONE, 6, w, h, c};
       continue;
     }
-    out[i] = (stk_gpu_decode_out){STK_GPU_DECODE_OK, STK_GPU_BACKEND_HARDWARE,
-                                  in[i].roi_w > 0 ? STK_GPU_ROI_CROPPED : STK_GPU_ROI_NONE, 0, w, h, c};
+    out[i] = (stk_gpu_decode_out){STK_GPU_DECODE_OK,
+                                  STK_GPU_BACKEND_HARDWARE,
+                                  in[i].roi_w > 0 ? STK_GPU_ROI_CROPPED : STK_GPU_ROI_NONE,
+                                  0,
+                                  w,
+                                  h,
+                                  c};
     op *o = calloc(1, sizeof *o);
     o->kind = OP_DECODE;
     o->dst = in[i].dst;
@@ -608,26 +664,28 @@ static int decode_batch(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, st
 
 /* Bytes per element (the library's stk_dtype_size is not visible to a dlopen'd module). */
 static size_t dtype_size(stk_dtype t) {
-#define FAKE_DTYPE_SIZE(name, value, text, size) if (t == STK_DTYPE_##name) return size;
+#define FAKE_DTYPE_SIZE(name, value, text, size) \
+  if (t == STK_DTYPE_##name) return size;
   STK_DTYPE_MAP(FAKE_DTYPE_SIZE)
 #undef FAKE_DTYPE_SIZE
   return 0;
 }
 
-static int cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype, stk_dtype out_dtype,
-                uintptr_t stream, char *err, size_t errlen) {
-  if (in_dtype != out_dtype) return fail(err, errlen, STK_ERR_UNSUPPORTED, "cast: only same-type copies");
+static int cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype,
+                stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen) {
+  if (in_dtype != out_dtype)
+    return fail(err, errlen, STK_ERR_UNSUPPORTED, "cast: only same-type copies");
   for (int i = 0; i < n; i++) {
-    int rc = memcpy_async(ctx, samples[i].dst, samples[i].src, (size_t)samples[i].count * dtype_size(in_dtype),
-                          stream, err, errlen);
+    int rc = memcpy_async(ctx, samples[i].dst, samples[i].src,
+                          (size_t)samples[i].count * dtype_size(in_dtype), stream, err, errlen);
     if (rc) return rc;
   }
   return 0;
 }
 
 /* Queued like a kernel: the gather runs when something waits for the stream. */
-static int gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize, uintptr_t stream,
-                  char *err, size_t errlen) {
+static int gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize,
+                  uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
   if (esize != 1 && esize != 2 && esize != 4 && esize != 8)
     return fail(err, errlen, STK_ERR_UNSUPPORTED, "gather: element size");
@@ -650,23 +708,23 @@ static int gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples,
 /* Only gather: the other math entries stay NULL (the operators report no kernels). */
 static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};
 
-static int no_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s, const stk_gpu_resample_args *a,
-                       uintptr_t stream, char *err, size_t errlen) {
+static int no_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s,
+                       const stk_gpu_resample_args *a, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx, (void)n, (void)s, (void)a, (void)stream;
   return fail(err, errlen, STK_ERR_UNSUPPORTED, "resample: no kernels here");
 }
-static int no_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *s, const stk_gpu_cmn_args *a, uintptr_t stream,
-                  char *err, size_t errlen) {
+static int no_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *s, const stk_gpu_cmn_args *a,
+                  uintptr_t stream, char *err, size_t errlen) {
   (void)ctx, (void)n, (void)s, (void)a, (void)stream;
   return fail(err, errlen, STK_ERR_UNSUPPORTED, "crop_mirror_normalize: no kernels here");
 }
-static int no_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *s, const stk_gpu_crop_args *a,
-                   uintptr_t stream, char *err, size_t errlen) {
+static int no_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *s,
+                   const stk_gpu_crop_args *a, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx, (void)n, (void)s, (void)a, (void)stream;
   return fail(err, errlen, STK_ERR_UNSUPPORTED, "crop: no kernels here");
 }
-static int no_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s, size_t esize, uintptr_t stream, char *err,
-                   size_t errlen) {
+static int no_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s, size_t esize,
+                   uintptr_t stream, char *err, size_t errlen) {
   (void)ctx, (void)n, (void)s, (void)esize, (void)stream;
   return fail(err, errlen, STK_ERR_UNSUPPORTED, "flip: no kernels here");
 }
@@ -678,31 +736,37 @@ static void *dup_bytes(const void *p, size_t bytes) {
 }
 
 static int autoaug_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, int num_steps,
-                         const stk_gpu_aa_step *steps, int num_luts, const uint8_t *luts, int num_floats,
-                         const float *floats, const stk_gpu_aa_args *args, uintptr_t stream, char *err,
-                         size_t errlen) {
+                         const stk_gpu_aa_step *steps, int num_luts, const uint8_t *luts,
+                         int num_floats, const float *floats, const stk_gpu_aa_args *args,
+                         uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
-  if (n < 0 || (n > 0 && (!samples || !steps || num_steps < 1)) || num_luts < 0 || num_floats < 0 || !args)
+  if (n < 0 || (n > 0 && (!samples || !steps || num_steps < 1)) || num_luts < 0 || num_floats < 0 ||
+      !args)
     return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "autoaug.apply: bad batch");
   for (int i = 0; i < n; i++) {
     const stk_gpu_aa_sample *q = &samples[i];
-    if (!q->src || !q->dst || !q->scratch || q->c < 1 || q->c > STK_GPU_AA_MAX_CHANNELS || q->num_steps < 1 ||
-        q->first_step < 0 || q->first_step > num_steps - q->num_steps)
+    if (!q->src || !q->dst || !q->scratch || q->c < 1 || q->c > STK_GPU_AA_MAX_CHANNELS ||
+        q->num_steps < 1 || q->first_step < 0 || q->first_step > num_steps - q->num_steps)
       return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "autoaug.apply: bad sample descriptor");
     for (int j = 0; j < q->num_steps; j++) {
       const stk_gpu_aa_step *st = &steps[q->first_step + j];
-      if (st->code < 0 || st->code >= STK_GPU_AA_NUM_CODES || (st->code == STK_GPU_AA_LUT && (st->lut < 0 || st->lut >= num_luts)))
+      if (st->code < 0 || st->code >= STK_GPU_AA_NUM_CODES ||
+          (st->code == STK_GPU_AA_LUT && (st->lut < 0 || st->lut >= num_luts)))
         return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "autoaug.apply: bad step");
     }
   }
   if (n == 0) return 0;
   struct aa_batch *a = calloc(1, sizeof *a);
   if (!a) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "autoaug.apply: no memory");
-  *a = (struct aa_batch){n, num_steps, num_luts, num_floats,
+  *a = (struct aa_batch){n,
+                         num_steps,
+                         num_luts,
+                         num_floats,
                          dup_bytes(samples, (size_t)n * sizeof *samples),
                          dup_bytes(steps, (size_t)num_steps * sizeof *steps),
                          dup_bytes(luts, (size_t)num_luts * 256),
-                         dup_bytes(floats, (size_t)num_floats * sizeof(float)), *args};
+                         dup_bytes(floats, (size_t)num_floats * sizeof(float)),
+                         *args};
   op *o = calloc(1, sizeof *o);
   if (!o || !a->samples || !a->steps || !a->luts || !a->floats) {
     aa_batch_free(a), free(o);

@@ -38,8 +38,10 @@ static int build_programs(bu_bench *b, const case_def *cd, programs *pr) {
   if (stk__aa_default_suite(cd->scheme, cd->conv, true, pol, &tr, &suite) != STK_OK) return 1;
   int32_t aug[256], bin[256];
   float prob[256];
-  stk__aa_sampler s = {cd->scheme, 2, 9, pol ? pol->num_bins : stk__aa_default_bins(cd->scheme, cd->conv),
-                       suite.count, 0, 0, NULL, NULL, NULL};
+  stk__aa_sampler s = {
+      cd->scheme,  2,   9, pol ? pol->num_bins : stk__aa_default_bins(cd->scheme, cd->conv),
+      suite.count, 0,   0, NULL,
+      NULL,        NULL};
   if (pol) {
     stk__aa_policy_cells(pol, &suite, aug, prob, bin);
     s.num_sub = pol->num_sub, s.stages = pol->stages, s.aug = aug, s.prob = prob, s.bin = bin;
@@ -49,7 +51,8 @@ static int build_programs(bu_bench *b, const case_def *cd, programs *pr) {
   pr->steps = calloc((size_t)b->batch * (size_t)(stages + 1), sizeof *pr->steps);
   pr->luts = calloc((size_t)b->batch * (size_t)(stages + 1), 256);
   pr->num_steps = pr->num_luts = 0;
-  pr->args.interp = cd->conv == STK__AA_TORCHVISION ? STK_GPU_INTERP_NEAREST : STK_GPU_INTERP_LINEAR;
+  pr->args.interp =
+      cd->conv == STK__AA_TORCHVISION ? STK_GPU_INTERP_NEAREST : STK_GPU_INTERP_LINEAR;
   pr->args.constant = 1;
   float fill = cd->conv == STK__AA_TORCHVISION ? 0.0f : 128.0f;
   for (int i = 0; i < b->batch; i++) {
@@ -64,10 +67,12 @@ static int build_programs(bu_bench *b, const case_def *cd, programs *pr) {
     for (int k = 0; k < stages; k++) {
       if (dec[k].index < 0) continue;
       const stk__aa_entry *e = &suite.e[dec[k].index];
-      double p = stk__aa_param(e, cd->conv, dec[k].bin, s.num_bins, dec[k].negate, b->h, b->w), m[6];
+      double p = stk__aa_param(e, cd->conv, dec[k].bin, s.num_bins, dec[k].negate, b->h, b->w),
+             m[6];
       bool uses = false;
       stk_gpu_aa_step *st = &pr->steps[pr->num_steps];
-      if (stk__aa_gpu_step(e->op, cd->conv, p, b->h, b->w, st, m, pr->luts + (size_t)pr->num_luts * 256, &uses))
+      if (stk__aa_gpu_step(e->op, cd->conv, p, b->h, b->w, st, m,
+                           pr->luts + (size_t)pr->num_luts * 256, &uses))
         return 1;
       if (uses) st->lut = pr->num_luts++;
       if (st->code != STK_GPU_AA_COPY) pr->num_steps++;
@@ -84,8 +89,9 @@ typedef struct {
 
 static int call_apply(bu_bench *b, void *user) {
   run_ctx *r = user;
-  return b->api->autoaug->apply(b->ctx, b->batch, r->pr.smp, r->pr.num_steps, r->pr.steps, r->pr.num_luts,
-                                r->pr.luts, 0, NULL, &r->pr.args, b->stream, b->err, sizeof b->err);
+  return b->api->autoaug->apply(b->ctx, b->batch, r->pr.smp, r->pr.num_steps, r->pr.steps,
+                                r->pr.num_luts, r->pr.luts, 0, NULL, &r->pr.args, b->stream, b->err,
+                                sizeof b->err);
 }
 
 int main(int argc, char **argv) {
@@ -97,16 +103,21 @@ int main(int argc, char **argv) {
   bu_open(&b, argc + 2, av);
   static const case_def cases[] = {
       {"auto_augment.apply rand_augment n2 m9 (dali)", STK__AA_RAND_AUGMENT, STK__AA_DALI, NULL},
-      {"auto_augment.apply rand_augment n2 m9 (torchvision)", STK__AA_RAND_AUGMENT, STK__AA_TORCHVISION, NULL},
-      {"auto_augment.apply auto_augment image_net (dali)", STK__AA_AUTO_AUGMENT, STK__AA_DALI, "image_net"},
-      {"auto_augment.apply auto_augment image_net (torchvision)", STK__AA_AUTO_AUGMENT, STK__AA_TORCHVISION,
+      {"auto_augment.apply rand_augment n2 m9 (torchvision)", STK__AA_RAND_AUGMENT,
+       STK__AA_TORCHVISION, NULL},
+      {"auto_augment.apply auto_augment image_net (dali)", STK__AA_AUTO_AUGMENT, STK__AA_DALI,
        "image_net"},
-      {"auto_augment.apply trivial_augment_wide (dali)", STK__AA_TRIVIAL_AUGMENT_WIDE, STK__AA_DALI, NULL},
-      {"auto_augment.apply trivial_augment_wide (torchvision)", STK__AA_TRIVIAL_AUGMENT_WIDE, STK__AA_TORCHVISION,
+      {"auto_augment.apply auto_augment image_net (torchvision)", STK__AA_AUTO_AUGMENT,
+       STK__AA_TORCHVISION, "image_net"},
+      {"auto_augment.apply trivial_augment_wide (dali)", STK__AA_TRIVIAL_AUGMENT_WIDE, STK__AA_DALI,
        NULL},
+      {"auto_augment.apply trivial_augment_wide (torchvision)", STK__AA_TRIVIAL_AUGMENT_WIDE,
+       STK__AA_TORCHVISION, NULL},
   };
   void *ping = NULL;
-  BU_DIE_IF(&b, b.api->device_alloc(b.ctx, b.image_bytes * (size_t)b.batch, b.stream, &ping, b.err, sizeof b.err),
+  BU_DIE_IF(&b,
+            b.api->device_alloc(b.ctx, b.image_bytes * (size_t)b.batch, b.stream, &ping, b.err,
+                                sizeof b.err),
             "alloc");
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     run_ctx r;
@@ -118,9 +129,10 @@ int main(int argc, char **argv) {
       continue;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    for (int i = 0; i < b.batch; i++) r.pr.smp[i].scratch = (uint8_t *)ping + (size_t)i * b.image_bytes;
-    printf("bench: %s: %d steps for %d images, %d tables; host drawing + encoding %.3f ms\n", cases[k].name,
-           r.pr.num_steps, b.batch, r.pr.num_luts,
+    for (int i = 0; i < b.batch; i++)
+      r.pr.smp[i].scratch = (uint8_t *)ping + (size_t)i * b.image_bytes;
+    printf("bench: %s: %d steps for %d images, %d tables; host drawing + encoding %.3f ms\n",
+           cases[k].name, r.pr.num_steps, b.batch, r.pr.num_luts,
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     bu_time(&b, cases[k].name, 2.0 * (double)b.image_bytes * b.batch, call_apply, &r);
     free(r.pr.smp), free(r.pr.steps), free(r.pr.luts);

@@ -18,7 +18,7 @@
 #include "ops/color.h"
 
 typedef struct {
-  int kind;     /* 0 lut, 1 point (unused here), 2 pixel, 3 stats, 4 sharpness */
+  int kind; /* 0 lut, 1 point (unused here), 2 pixel, 3 stats, 4 sharpness */
   int mode;
   uint8_t *luts; /* lut: batch * 3 * 256 tables */
   double m[9], off[3];
@@ -35,8 +35,10 @@ static int run_job(bu_bench *b, void *user) {
   if (j->kind == 0) {
     stk_gpu_clr_lut_sample *S = (stk_gpu_clr_lut_sample *)calloc((size_t)n, sizeof *S);
     for (int i = 0; i < n; i++)
-      S[i] = (stk_gpu_clr_lut_sample){bu_image(b, i), bu_scratch(b, i), pixels, b->c, (size_t)i * 768};
-    rc = api->lut(b->ctx, n, S, j->luts, (size_t)n * 768, STK_DTYPE_UINT8, b->stream, b->err, sizeof b->err);
+      S[i] =
+          (stk_gpu_clr_lut_sample){bu_image(b, i), bu_scratch(b, i), pixels, b->c, (size_t)i * 768};
+    rc = api->lut(b->ctx, n, S, j->luts, (size_t)n * 768, STK_DTYPE_UINT8, b->stream, b->err,
+                  sizeof b->err);
     free(S);
   } else if (j->kind == 2) {
     stk_gpu_clr_pixel_sample *S = (stk_gpu_clr_pixel_sample *)calloc((size_t)n, sizeof *S);
@@ -46,20 +48,24 @@ static int run_job(bu_bench *b, void *user) {
       memcpy(S[i].m, j->m, sizeof j->m);
       memcpy(S[i].off, j->off, sizeof j->off);
     }
-    rc = api->pixel(b->ctx, n, S, j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8, b->stream, b->err, sizeof b->err);
+    rc = api->pixel(b->ctx, n, S, j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8, b->stream, b->err,
+                    sizeof b->err);
     free(S);
   } else if (j->kind == 3) {
     stk_gpu_clr_stats_sample *S = (stk_gpu_clr_stats_sample *)calloc((size_t)n, sizeof *S);
     for (int i = 0; i < n; i++) {
-      S[i] = (stk_gpu_clr_stats_sample){bu_image(b, i), bu_scratch(b, i), pixels, b->c, {0, 0, 0, 0}};
+      S[i] =
+          (stk_gpu_clr_stats_sample){bu_image(b, i), bu_scratch(b, i), pixels, b->c, {0, 0, 0, 0}};
       memcpy(S[i].p, j->p, sizeof j->p);
     }
-    rc = api->stats(b->ctx, n, S, j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8, b->stream, b->err, sizeof b->err);
+    rc = api->stats(b->ctx, n, S, j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8, b->stream, b->err,
+                    sizeof b->err);
     free(S);
   } else {
     stk_gpu_clr_sharpness_sample *S = (stk_gpu_clr_sharpness_sample *)calloc((size_t)n, sizeof *S);
     for (int i = 0; i < n; i++)
-      S[i] = (stk_gpu_clr_sharpness_sample){bu_image(b, i), bu_scratch(b, i), b->h, b->w, b->c, j->factor};
+      S[i] = (stk_gpu_clr_sharpness_sample){bu_image(b, i), bu_scratch(b, i), b->h, b->w,
+                                            b->c,           j->factor};
     rc = api->sharpness(b->ctx, n, S, b->stream, b->err, sizeof b->err);
     free(S);
   }
@@ -73,12 +79,24 @@ static uint8_t *make_luts(int n, int op) {
     for (int v = 0; v < 256; v++) {
       double f = 0.8 + 0.4 * (double)i / n, x;
       switch (op) {
-      case 0: x = v * f; break;                              /* brightness */
-      case 1: x = 128 + f * (v - 128); break;                /* contrast */
-      case 2: x = 255 - v; break;                            /* invert */
-      case 3: x = v & 0xF0; break;                           /* posterize 4 */
-      case 4: x = v >= 128 ? 255 - v : v; break;             /* solarize */
-      default: x = v < 128 ? v + 40 : v; break;              /* solarize_add */
+        case 0:
+          x = v * f;
+          break; /* brightness */
+        case 1:
+          x = 128 + f * (v - 128);
+          break; /* contrast */
+        case 2:
+          x = 255 - v;
+          break; /* invert */
+        case 3:
+          x = v & 0xF0;
+          break; /* posterize 4 */
+        case 4:
+          x = v >= 128 ? 255 - v : v;
+          break; /* solarize */
+        default:
+          x = v < 128 ? v + 40 : v;
+          break; /* solarize_add */
       }
       uint8_t u = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x + 0.5);
       for (int k = 0; k < 3; k++) l[(size_t)i * 768 + k * 256 + v] = u;
@@ -94,8 +112,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   double img = (double)b.image_bytes * b.batch, two = 2 * img, three = 3 * img;
-  static const char *lut_names[] = {"brightness", "contrast", "invert", "posterize", "solarize",
-                                    "solarize_add"};
+  static const char *lut_names[] = {"brightness", "contrast", "invert",
+                                    "posterize",  "solarize", "solarize_add"};
   for (int op = 0; op < 6; op++) {
     job j = {0};
     j.luts = make_luts(b.batch, op);

@@ -50,8 +50,8 @@ static int run_noise(bu_bench *b, void *user) {
     s[i].key[0] = 0x1234u, s[i].key[1] = 0xabcdu, s[i].ordinal[0] = (uint32_t)i;
     memcpy(s[i].p, nc->p, sizeof s[i].p);
   }
-  int rc = b->api->filter->noise(b->ctx, nc->kind, b->batch, s, STK_DTYPE_UINT8, b->stream,
-                                 b->err, sizeof b->err);
+  int rc = b->api->filter->noise(b->ctx, nc->kind, b->batch, s, STK_DTYPE_UINT8, b->stream, b->err,
+                                 sizeof b->err);
   free(s);
   return rc;
 }

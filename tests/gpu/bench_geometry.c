@@ -26,7 +26,8 @@ typedef struct {
 
 static int call_warp(bu_bench *b, void *u) {
   plans *p = (plans *)u;
-  return b->api->geometry->warp_affine(b->ctx, b->batch, p->ws, &p->wa, b->stream, b->err, sizeof b->err);
+  return b->api->geometry->warp_affine(b->ctx, b->batch, p->ws, &p->wa, b->stream, b->err,
+                                       sizeof b->err);
 }
 
 static int call_erase(bu_bench *b, void *u) {
@@ -36,7 +37,8 @@ static int call_erase(bu_bench *b, void *u) {
 
 static int call_grid(bu_bench *b, void *u) {
   plans *p = (plans *)u;
-  return b->api->geometry->grid_mask(b->ctx, b->batch, p->gs, b->c, b->stream, b->err, sizeof b->err);
+  return b->api->geometry->grid_mask(b->ctx, b->batch, p->gs, b->c, b->stream, b->err,
+                                     sizeof b->err);
 }
 
 static int call_crop(bu_bench *b, void *u) {
@@ -91,8 +93,9 @@ static void plan_erase(const bu_bench *b, plans *p) {
 
 static void plan_grid(const bu_bench *b, plans *p) {
   for (int i = 0; i < b->batch; i++)
-    p->gs[i] = (stk_gpu_grid_mask_sample){bu_image(b, i), bu_scratch(b, i), b->h, b->w, cos(0.3), sin(0.3),
-                                          (double)(i % 17), 3.0, 64.0 + i % 32, 0.5};
+    p->gs[i] =
+        (stk_gpu_grid_mask_sample){bu_image(b, i), bu_scratch(b, i), b->h, b->w,          cos(0.3),
+                                   sin(0.3),       (double)(i % 17), 3.0,  64.0 + i % 32, 0.5};
 }
 
 static void plan_crop(const bu_bench *b, plans *p, int ch, int cw) {
@@ -112,7 +115,8 @@ static void plan_crop(const bu_bench *b, plans *p, int ch, int cw) {
 int main(int argc, char **argv) {
   bu_bench b;
   bu_open(&b, argc, argv);
-  BU_DIE_IF(&b, !b.api->geometry || !b.api->geometry->warp_affine, "the backend has no geometry kernels");
+  BU_DIE_IF(&b, !b.api->geometry || !b.api->geometry->warp_affine,
+            "the backend has no geometry kernels");
   plans p;
   memset(&p, 0, sizeof p);
   p.ws = (stk_gpu_warp_sample *)calloc((size_t)b.batch, sizeof *p.ws);

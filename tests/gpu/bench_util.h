@@ -23,24 +23,26 @@ typedef struct {
   stk_gpu_ctx *ctx;
   uintptr_t stream;
   char err[STK_GPU_ERRLEN];
-  int batch, h, w, c;      /* the batch: `batch` HWC uint8 images of h x w x c */
-  uint8_t *images;         /* one device block: sample i at images + i * image_bytes */
+  int batch, h, w, c; /* the batch: `batch` HWC uint8 images of h x w x c */
+  uint8_t *images;    /* one device block: sample i at images + i * image_bytes */
   size_t image_bytes;
-  void *scratch;           /* a second block of the same size (outputs) */
+  void *scratch; /* a second block of the same size (outputs) */
   void *ev0, *ev1;
 } bu_bench;
 
-#define BU_DIE_IF(bb, cond, ...)                                                           \
-  do {                                                                                     \
-    if (cond) {                                                                            \
-      printf("bench: " __VA_ARGS__);                                                       \
-      printf(" (%s)\n", (bb)->err);                                                        \
-      exit(1);                                                                             \
-    }                                                                                      \
+#define BU_DIE_IF(bb, cond, ...)     \
+  do {                               \
+    if (cond) {                      \
+      printf("bench: " __VA_ARGS__); \
+      printf(" (%s)\n", (bb)->err);  \
+      exit(1);                       \
+    }                                \
   } while (0)
 
 /* Device pointer of sample i of the input batch / of the scratch (output) block. */
-static inline uint8_t *bu_image(const bu_bench *b, int i) { return b->images + (size_t)i * b->image_bytes; }
+static inline uint8_t *bu_image(const bu_bench *b, int i) {
+  return b->images + (size_t)i * b->image_bytes;
+}
 static inline uint8_t *bu_scratch(const bu_bench *b, int i) {
   return (uint8_t *)b->scratch + (size_t)i * b->image_bytes;
 }
@@ -53,9 +55,12 @@ static inline void bu_open(bu_bench *b, int argc, char **argv) {
   const char *lib = STK_CUDA_LIB;
   b->batch = 256, b->h = 375, b->w = 500, b->c = 3;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--batch") && i + 1 < argc) b->batch = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
-    else if (!strcmp(argv[i], "--size") && i + 1 < argc) sscanf(argv[++i], "%dx%d", &b->h, &b->w);
+    if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+      b->batch = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--lib") && i + 1 < argc)
+      lib = argv[++i];
+    else if (!strcmp(argv[i], "--size") && i + 1 < argc)
+      sscanf(argv[++i], "%dx%d", &b->h, &b->w);
   }
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   stk_cuda_get_api_fn get = h ? (stk_cuda_get_api_fn)dlsym(h, "stk_cuda_get_api") : NULL;
@@ -76,13 +81,20 @@ static inline void bu_open(bu_bench *b, int argc, char **argv) {
     for (int y = 0; y < b->h; y++)
       for (int x = 0; x < b->w; x++) {
         /* a different offset per copy so that repeated photos are not identical */
-        int sy = (int)(((int64_t)y * p->h / b->h + i / np) % p->h), sx = (int)((int64_t)x * p->w / b->w);
-        for (int c = 0; c < b->c; c++) dst[((size_t)y * b->w + x) * b->c + c] = p->rgb[((size_t)sy * p->w + sx) * 3 + c % 3];
+        int sy = (int)(((int64_t)y * p->h / b->h + i / np) % p->h),
+            sx = (int)((int64_t)x * p->w / b->w);
+        for (int c = 0; c < b->c; c++)
+          dst[((size_t)y * b->w + x) * b->c + c] = p->rgb[((size_t)sy * p->w + sx) * 3 + c % 3];
       }
   }
-  BU_DIE_IF(b, b->api->device_alloc(b->ctx, total, b->stream, (void **)&b->images, b->err, sizeof b->err), "alloc");
-  BU_DIE_IF(b, b->api->device_alloc(b->ctx, total, b->stream, &b->scratch, b->err, sizeof b->err), "alloc");
-  BU_DIE_IF(b, b->api->memcpy_async(b->ctx, b->images, host, total, b->stream, b->err, sizeof b->err), "upload");
+  BU_DIE_IF(
+      b, b->api->device_alloc(b->ctx, total, b->stream, (void **)&b->images, b->err, sizeof b->err),
+      "alloc");
+  BU_DIE_IF(b, b->api->device_alloc(b->ctx, total, b->stream, &b->scratch, b->err, sizeof b->err),
+            "alloc");
+  BU_DIE_IF(b,
+            b->api->memcpy_async(b->ctx, b->images, host, total, b->stream, b->err, sizeof b->err),
+            "upload");
   BU_DIE_IF(b, b->api->stream_sync(b->ctx, b->stream, b->err, sizeof b->err), "sync");
   BU_DIE_IF(b, b->api->event_create(b->ctx, 1, &b->ev0, b->err, sizeof b->err), "event");
   BU_DIE_IF(b, b->api->event_create(b->ctx, 1, &b->ev1, b->err, sizeof b->err), "event");
@@ -99,8 +111,8 @@ static inline int bu_cmp_float(const void *x, const void *y) {
 /* Times `call(b, user)` (one batch; it returns non-zero on failure, with b->err set):
  * 3 warm-up calls, then 20 timed ones; prints the RESULT line. `bytes`: what an ideal
  * implementation moves per batch. Returns the median in ms (-1 on failure). */
-static inline double bu_time(bu_bench *b, const char *name, double bytes, int (*call)(bu_bench *, void *),
-                             void *user) {
+static inline double bu_time(bu_bench *b, const char *name, double bytes,
+                             int (*call)(bu_bench *, void *), void *user) {
   enum { RUNS = 20 };
   float ms[RUNS];
   for (int r = -3; r < RUNS; r++) {
@@ -120,9 +132,11 @@ static inline double bu_time(bu_bench *b, const char *name, double bytes, int (*
   double med = ms[RUNS / 2];
   const char *env = getenv("STK_HBM_GBPS");
   double peak = env ? atof(env) : 3350.0, gbps = bytes / (med * 1e-3) / 1e9;
-  printf("RESULT op %s batch %d: median %.3f ms (min %.3f) = %.0f img/s; %.1f MB moved -> %.0f GB/s = %.0f%% of "
-         "HBM\n",
-         name, b->batch, med, ms[0], b->batch / (med * 1e-3), bytes / 1e6, gbps, 100.0 * gbps / peak);
+  printf(
+      "RESULT op %s batch %d: median %.3f ms (min %.3f) = %.0f img/s; %.1f MB moved -> %.0f GB/s = "
+      "%.0f%% of "
+      "HBM\n",
+      name, b->batch, med, ms[0], b->batch / (med * 1e-3), bytes / 1e6, gbps, 100.0 * gbps / peak);
   fflush(stdout);
   return med;
 }

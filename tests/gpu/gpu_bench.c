@@ -68,13 +68,13 @@ static stk_gpu_ctx *ctx;
 static char err[STK_GPU_ERRLEN];
 static uintptr_t S0;
 
-#define DIE_IF(cond, ...)                                                                  \
-  do {                                                                                     \
-    if (cond) {                                                                            \
-      printf("gpu_bench: " __VA_ARGS__);                                                   \
-      printf(" (%s)\n", err);                                                              \
-      exit(1);                                                                             \
-    }                                                                                      \
+#define DIE_IF(cond, ...)                \
+  do {                                   \
+    if (cond) {                          \
+      printf("gpu_bench: " __VA_ARGS__); \
+      printf(" (%s)\n", err);            \
+      exit(1);                           \
+    }                                    \
   } while (0)
 
 static double now(void) {
@@ -93,8 +93,8 @@ typedef struct {
 static img_t *imgs;
 static int nimg, batch = 256;
 /* --bare-read-load N: N threads read the dataset's files over and over (fread into one
- * buffer each; from the warm-up epoch to the end) while bare decodes, as a pipeline's reader does: does that traffic through
- * the caches and memory slow nvJPEG's CPU-bound call? */
+ * buffer each; from the warm-up epoch to the end) while bare decodes, as a pipeline's reader does:
+ * does that traffic through the caches and memory slow nvJPEG's CPU-bound call? */
 static int read_load;
 static atomic_int read_load_stop;
 static tu_file *read_files;
@@ -108,7 +108,8 @@ static void *read_load_main(void *arg) {
   uint8_t *buf = (uint8_t *)malloc(1 << 22);
   long bytes = 0;
   double per_file = read_rate > 0 ? read_load / read_rate : 0, t = now();
-  for (int i = (int)(id % read_nfiles); buf && !atomic_load(&read_load_stop); i = (i + 1) % read_nfiles) {
+  for (int i = (int)(id % read_nfiles); buf && !atomic_load(&read_load_stop);
+       i = (i + 1) % read_nfiles) {
     FILE *f = fopen(read_files[i].path, "rb");
     if (!f) continue;
     bytes += (long)fread(buf, 1, 1 << 22, f);
@@ -119,15 +120,17 @@ static void *read_load_main(void *arg) {
   return (void *)bytes;
 }
 
-static int bare_cycle;   /* --bare-cycle: arms in turn, call by call (see the header) */
+static int bare_cycle; /* --bare-cycle: arms in turn, call by call (see the header) */
 #define CYCLE_ARMS 6
-static const char *const cycle_arm_names[CYCLE_ARMS] = {"ordered", "random", "random_desc", "random_asc",
-                                                        "random_rr", "random_chunk"};
+static const char *const cycle_arm_names[CYCLE_ARMS] = {"ordered",    "random",    "random_desc",
+                                                        "random_asc", "random_rr", "random_chunk"};
 static double *cycle_times; /* the timed pass's call times, call by call */
-static int cycle_stoker;    /* --bare-cycle-stoker: arms bare / stoker classified / stoker parsing */
-static const char *const stoker_arm_names[3] = {"bare_random", "stoker_classified", "stoker_parsing"};
-static stk_gpu_decode_class *classes; /* each file's decode_classify verdict (--bare-cycle-stoker) */
-static int cycle_fresh;     /* --bare-cycle-fresh: arms pinned copies / freshly written arenas */
+static int cycle_stoker; /* --bare-cycle-stoker: arms bare / stoker classified / stoker parsing */
+static const char *const stoker_arm_names[3] = {"bare_random", "stoker_classified",
+                                                "stoker_parsing"};
+static stk_gpu_decode_class
+    *classes;           /* each file's decode_classify verdict (--bare-cycle-stoker) */
+static int cycle_fresh; /* --bare-cycle-fresh: arms pinned copies / freshly written arenas */
 static const char *const fresh_arm_names[4] = {"pinned_copies", "fresh_packed", "one_block_stale",
                                                "fresh_in_place"};
 static int cycle_arms(void) { return cycle_stoker ? 3 : cycle_fresh ? 4 : CYCLE_ARMS; }
@@ -142,10 +145,10 @@ static struct {
   int pending, quit, n;
   uint8_t *arena[FRESH_ARENAS];
   size_t arena_bytes;
-  int fill;                  /* the arena to fill; -1: rewrite the files' pinned copies in place */
+  int fill; /* the arena to fill; -1: rewrite the files' pinned copies in place */
   int idx[FRESH_ARENAS][1024]; /* each arena's files */
   const uint8_t *ptr[FRESH_ARENAS][1024];
-  int in_place[1024];        /* the files to rewrite in place */
+  int in_place[1024]; /* the files to rewrite in place */
 } fresh = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 static void *fresh_main(void *arg) {
@@ -199,7 +202,8 @@ static double stoker_arm(const int *idx, int b, int classified) {
   static stk_gpu_decode_in in[1024];
   static stk_gpu_decode_out out[1024];
   size_t total = 0;
-  for (int i = 0; i < b; i++) total += ((size_t)imgs[idx[i]].w * imgs[idx[i]].h * 3 + 255) & ~(size_t)255;
+  for (int i = 0; i < b; i++)
+    total += ((size_t)imgs[idx[i]].w * imgs[idx[i]].h * 3 + 255) & ~(size_t)255;
   uint8_t *buf = NULL;
   DIE_IF(G->device_alloc_idle(ctx, total, S0, (void **)&buf, err, sizeof err), "alloc_idle");
   for (int i = 0, off = 0; i < b; i++) {
@@ -220,36 +224,38 @@ static double stoker_arm(const int *idx, int b, int classified) {
   DIE_IF(G->device_free_idle(ctx, buf, S0, err, sizeof err), "free_idle");
   return t;
 }
-static int bare_order;   /* --bare-order: 0 as given, 1 desc, 2 asc, 3 rr, 4 chunk */
+static int bare_order; /* --bare-order: 0 as given, 1 desc, 2 asc, 3 rr, 4 chunk */
 static int bare_engines = 7;
 static int bare_shuffle; /* --bare-shuffle: batches are random sets of files, new each epoch */
-static int bare_vary; /* --bare-vary N: bare's calls alternate between batch and batch - N images
-                         (as the automatic split's engine share varies): does nvJPEG pay for
-                         a batch size that changes from call to call? */
+static int bare_vary;    /* --bare-vary N: bare's calls alternate between batch and batch - N images
+                            (as the automatic split's engine share varies): does nvJPEG pay for
+                            a batch size that changes from call to call? */
 static double host_decode, host_resample; /* host seconds inside the two calls */
 
 /* ---- the ceiling: nvJPEG's hardware batched decode, called directly ---- */
 
 /* nvJPEG's entry points, resolved once (libnvjpeg.so.13, then .12). */
 typedef struct {
-  nvjpegStatus_t (*create)(nvjpegBackend_t, nvjpegDevAllocator_t *, nvjpegPinnedAllocator_t *, unsigned,
-                           nvjpegHandle_t *);
+  nvjpegStatus_t (*create)(nvjpegBackend_t, nvjpegDevAllocator_t *, nvjpegPinnedAllocator_t *,
+                           unsigned, nvjpegHandle_t *);
   nvjpegStatus_t (*state_create)(nvjpegHandle_t, nvjpegJpegState_t *);
   nvjpegStatus_t (*init)(nvjpegHandle_t, nvjpegJpegState_t, int, int, nvjpegOutputFormat_t);
-  nvjpegStatus_t (*decode)(nvjpegHandle_t, nvjpegJpegState_t, const unsigned char *const *, const size_t *,
-                           nvjpegImage_t *, struct CUstream_st *);
+  nvjpegStatus_t (*decode)(nvjpegHandle_t, nvjpegJpegState_t, const unsigned char *const *,
+                           const size_t *, nvjpegImage_t *, struct CUstream_st *);
   int (*stream_create)(struct CUstream_st **, unsigned); /* cuStreamCreate (driver API) */
   int (*stream_sync)(struct CUstream_st *);              /* cuStreamSynchronize */
   int (*ctx_get)(void **);                               /* cuCtxGetCurrent */
   int (*ctx_set)(void *);                                /* cuCtxSetCurrent */
-  nvjpegStatus_t (*prealloc)(nvjpegHandle_t, nvjpegJpegState_t, int, int, int, nvjpegChromaSubsampling_t,
-                             nvjpegOutputFormat_t);           /* nvjpegDecodeBatchedPreAllocate */
+  nvjpegStatus_t (*prealloc)(nvjpegHandle_t, nvjpegJpegState_t, int, int, int,
+                             nvjpegChromaSubsampling_t,
+                             nvjpegOutputFormat_t);         /* nvjpegDecodeBatchedPreAllocate */
   nvjpegStatus_t (*dev_padding)(size_t, nvjpegHandle_t);    /* nvjpegSetDeviceMemoryPadding */
   nvjpegStatus_t (*pinned_padding)(size_t, nvjpegHandle_t); /* nvjpegSetPinnedMemoryPadding */
-  nvjpegStatus_t (*stream_new)(nvjpegHandle_t, nvjpegJpegStream_t *);   /* nvjpegJpegStreamCreate */
+  nvjpegStatus_t (*stream_new)(nvjpegHandle_t, nvjpegJpegStream_t *); /* nvjpegJpegStreamCreate */
   nvjpegStatus_t (*parse_header)(nvjpegHandle_t, const unsigned char *, size_t, nvjpegJpegStream_t);
-  nvjpegStatus_t (*supported)(nvjpegHandle_t, nvjpegJpegStream_t, int *); /* nvjpegDecodeBatchedSupported */
-  nvjpegStatus_t (*stream_free)(nvjpegJpegStream_t);                    /* nvjpegJpegStreamDestroy */
+  nvjpegStatus_t (*supported)(nvjpegHandle_t, nvjpegJpegStream_t,
+                              int *);                /* nvjpegDecodeBatchedSupported */
+  nvjpegStatus_t (*stream_free)(nvjpegJpegStream_t); /* nvjpegJpegStreamDestroy */
   void *cu_ctx; /* the device's primary context, made current on every submitting thread */
   nvjpegHandle_t h;
 } bare_nvjpeg;
@@ -299,13 +305,14 @@ static int bare_load(bare_nvjpeg *n) {
   *(void **)&n->stream_free = dlsym(lib, "nvjpegJpegStreamDestroy");
   *(void **)&n->dev_padding = dlsym(lib, "nvjpegSetDeviceMemoryPadding");
   *(void **)&n->pinned_padding = dlsym(lib, "nvjpegSetPinnedMemoryPadding");
-  if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create || !n->stream_sync ||
-      !n->ctx_get || !n->ctx_set || n->ctx_get(&n->cu_ctx) != 0 || !n->cu_ctx)
+  if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create ||
+      !n->stream_sync || !n->ctx_get || !n->ctx_set || n->ctx_get(&n->cu_ctx) != 0 || !n->cu_ctx)
     return -1;
   if (n->create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &n->h) != NVJPEG_STATUS_SUCCESS) return -1;
   if (bare_padding_mb > 0) {
     size_t pad = (size_t)bare_padding_mb << 20;
-    if (!n->dev_padding || !n->pinned_padding || n->dev_padding(pad, n->h) != NVJPEG_STATUS_SUCCESS ||
+    if (!n->dev_padding || !n->pinned_padding ||
+        n->dev_padding(pad, n->h) != NVJPEG_STATUS_SUCCESS ||
         n->pinned_padding(pad, n->h) != NVJPEG_STATUS_SUCCESS)
       printf("bare: memory padding refused\n");
   }
@@ -318,10 +325,13 @@ static int bare_load(bare_nvjpeg *n) {
 static void order_batch(int *idx, int n) {
   if (bare_order == 0 || n < 2) return;
   size_t *cost = (size_t *)malloc(sizeof(size_t) * (size_t)n);
-  int *perm = (int *)malloc(sizeof(int) * (size_t)n), *scratch = (int *)malloc(sizeof(int) * 2 * (size_t)n);
+  int *perm = (int *)malloc(sizeof(int) * (size_t)n),
+      *scratch = (int *)malloc(sizeof(int) * 2 * (size_t)n);
   int *given = (int *)malloc(sizeof(int) * (size_t)n);
   for (int i = 0; i < n; i++) cost[i] = imgs[idx[i]].size, given[i] = idx[i];
-  int mode = bare_order == 3 ? STK_ORDER_DEALT : bare_order == 4 ? STK_ORDER_CHUNKS : STK_ORDER_DESC;
+  int mode = bare_order == 3   ? STK_ORDER_DEALT
+             : bare_order == 4 ? STK_ORDER_CHUNKS
+                               : STK_ORDER_DESC;
   stk_engine_order(mode, n, cost, bare_engines, perm, scratch);
   for (int i = 0; i < n; i++) idx[bare_order == 2 ? n - 1 - i : i] = given[perm[i]];
   free(cost);
@@ -348,11 +358,18 @@ static void report_cycle(long calls) {
       ratio[c] = cycle_times[c * arms + a] / cycle_times[c * arms];
     }
     qsort(ratio, (size_t)cycles, sizeof *ratio, by_double);
-    printf("CYCLE %-17s %.3f ms per call; call time / %s's in the same cycle: median %.3f (quartiles %.3f "
-           "%.3f, %ld cycles)\n", cycle_stoker ? stoker_arm_names[a] : cycle_fresh ? fresh_arm_names[a] : cycle_arm_names[a],
-           sum / cycles * 1e3, cycle_stoker ? stoker_arm_names[0] : cycle_fresh ? fresh_arm_names[0] : cycle_arm_names[0],
-           ratio[cycles / 2], ratio[cycles / 4],
-           ratio[3 * cycles / 4], cycles);
+    printf(
+        "CYCLE %-17s %.3f ms per call; call time / %s's in the same cycle: median %.3f (quartiles "
+        "%.3f "
+        "%.3f, %ld cycles)\n",
+        cycle_stoker  ? stoker_arm_names[a]
+        : cycle_fresh ? fresh_arm_names[a]
+                      : cycle_arm_names[a],
+        sum / cycles * 1e3,
+        cycle_stoker  ? stoker_arm_names[0]
+        : cycle_fresh ? fresh_arm_names[0]
+                      : cycle_arm_names[0],
+        ratio[cycles / 2], ratio[cycles / 4], ratio[3 * cycles / 4], cycles);
   }
   free(ratio);
 }
@@ -361,9 +378,9 @@ static void report_cycle(long calls) {
  * from a shared counter until `total` batches were taken. */
 typedef struct {
   bare_nvjpeg *n;
-  nvjpegHandle_t h; /* the shared handle, or the thread's own (--bare-own-handles) */
-  nvjpegJpegState_t st[4];        /* --bare-states K: K states, one per call in turn */
-  struct CUstream_st *stream[4];  /* a stream for each state */
+  nvjpegHandle_t h;              /* the shared handle, or the thread's own (--bare-own-handles) */
+  nvjpegJpegState_t st[4];       /* --bare-states K: K states, one per call in turn */
+  struct CUstream_st *stream[4]; /* a stream for each state */
   uint8_t *out;
   uint8_t *rot[8]; /* --bare-dst-rotate K: K destination buffers, one per call in turn */
   long calls;
@@ -384,13 +401,15 @@ static void *bare_thread(void *arg) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(bare_pin_cpu, &set);
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) printf("bare: cannot pin to CPU %d\n", bare_pin_cpu);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+      printf("bare: cannot pin to CPU %d\n", bare_pin_cpu);
   }
   const unsigned char **data = (const unsigned char **)malloc(sizeof(void *) * batch);
   size_t *len = (size_t *)malloc(sizeof(size_t) * batch);
   nvjpegImage_t *dst = (nvjpegImage_t *)calloc((size_t)batch, sizeof *dst);
   int per_epoch = (nimg + batch - 1) / batch;
-  int *order = (int *)malloc(sizeof(int) * (size_t)nimg); /* the files of the epoch, in batch order */
+  int *order =
+      (int *)malloc(sizeof(int) * (size_t)nimg); /* the files of the epoch, in batch order */
   for (int i = 0; i < nimg; i++) order[i] = i;
   int *idx = (int *)malloc(sizeof(int) * (size_t)batch);
   unsigned rng = 12345u + (unsigned)w->calls;
@@ -429,8 +448,10 @@ static void *bare_thread(void *arg) {
       fresh_wait();
       int cur[1024];
       memcpy(cur, idx, sizeof(int) * (size_t)b);
-      if (have) memcpy(idx, next_in_place, sizeof(int) * (size_t)b);
-      else fresh_request(-1, cur, b), fresh_wait();
+      if (have)
+        memcpy(idx, next_in_place, sizeof(int) * (size_t)b);
+      else
+        fresh_request(-1, cur, b), fresh_wait();
       memcpy(next_in_place, cur, sizeof(int) * (size_t)b);
       fresh_request(-1, next_in_place, b);
       have = 1;
@@ -454,7 +475,10 @@ static void *bare_thread(void *arg) {
       const img_t *im = &imgs[idx[i]];
       data[i] = src_blocks > 0 ? src_copy[w->calls % src_blocks][idx[i]] : im->data;
       if (fresh_arena >= 0) data[i] = fresh.ptr[fresh_arena][i];
-      if (cycle_fresh) data[i] = fresh_arm == 2 && src_copy[0] ? src_copy[0][idx[i]] : fresh_arena >= 0 ? data[i] : im->data;
+      if (cycle_fresh)
+        data[i] = fresh_arm == 2 && src_copy[0] ? src_copy[0][idx[i]]
+                  : fresh_arena >= 0            ? data[i]
+                                                : im->data;
       len[i] = im->size;
       dst[i].channel[0] = w->out + w->maxb * i;
       if (bare_rotate > 0) { /* packed as a pipeline's output list: each image after the last */
@@ -481,8 +505,10 @@ static void *bare_thread(void *arg) {
     double t = now();
     int k_state = (int)(w->calls % bare_states);
     nvjpegStatus_t st = w->n->init(w->h, w->st[k_state], b, 1, bare_format);
-    if (st == NVJPEG_STATUS_SUCCESS) st = w->n->decode(w->h, w->st[k_state], data, len, dst, w->stream[k_state]);
-    if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0) printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
+    if (st == NVJPEG_STATUS_SUCCESS)
+      st = w->n->decode(w->h, w->st[k_state], data, len, dst, w->stream[k_state]);
+    if (st != NVJPEG_STATUS_SUCCESS && w->fails++ == 0)
+      printf("bare: nvjpegDecodeBatched: status %d\n", (int)st);
     w->call_s += now() - t;
     if (cycle_times) cycle_times[k] = now() - t;
     w->images += b;
@@ -501,9 +527,9 @@ static void *bare_thread(void *arg) {
  * threads at once (1: the usual single caller; more: whether the engines are fed faster
  * than one calling thread can feed them; measured to hang inside nvJPEG, see above). */
 static int bare_own_handles; /* --bare-own-handles: one nvJPEG handle per submitting thread */
-static int bare_pinned;      /* --bare-pinned: the files' bytes in pinned host memory (an experiment);
-                               2: --bare-registered, malloc'd copies page-locked with cudaHostRegister,
-                               as the pipeline's host pool does */
+static int bare_pinned; /* --bare-pinned: the files' bytes in pinned host memory (an experiment);
+                          2: --bare-registered, malloc'd copies page-locked with cudaHostRegister,
+                          as the pipeline's host pool does */
 
 /* Loads that stand in for parts of a pipeline, run beside bare's call (the pipeline's
  * engines' call is 10-15% slower than bare's, bench/RESULTS.md 2026-11-25):
@@ -537,7 +563,8 @@ static void *classify_load_main(void *arg) {
   for (long i = a->id; !atomic_load(&loads_stop); i += a->threads) {
     const img_t *im = &imgs[i % nimg];
     int ok = 0;
-    if (a->n->parse_header(a->n->h, im->data, im->size, js) == NVJPEG_STATUS_SUCCESS) a->n->supported(a->n->h, js, &ok);
+    if (a->n->parse_header(a->n->h, im->data, im->size, js) == NVJPEG_STATUS_SUCCESS)
+      a->n->supported(a->n->h, js, &ok);
     atomic_fetch_add(&classified, 1);
     t += per_image;
     sleep_until(t);
@@ -554,7 +581,8 @@ static void *driver_load_main(void *arg) {
   while (!atomic_load(&loads_stop)) {
     for (int k = 0; k < 20; k++) {
       void *p = NULL;
-      if (G->device_alloc(ctx, (size_t)1 << 20, s, &p, e, sizeof e) == 0) G->device_free(ctx, p, s, e, sizeof e);
+      if (G->device_alloc(ctx, (size_t)1 << 20, s, &p, e, sizeof e) == 0)
+        G->device_free(ctx, p, s, e, sizeof e);
     }
     G->stream_sync(ctx, s, e, sizeof e);
     t += 0.008;
@@ -591,26 +619,33 @@ static void bench_bare(int epochs, int submitters) {
     w[t].next = &next;
     w[t].h = n.h;
     if (bare_own_handles && submitters > 1)
-      DIE_IF(n.create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &w[t].h) != NVJPEG_STATUS_SUCCESS, "nvjpegCreateEx");
+      DIE_IF(n.create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &w[t].h) != NVJPEG_STATUS_SUCCESS,
+             "nvjpegCreateEx");
     for (int k = 0; k < bare_states; k++) {
       DIE_IF(n.state_create(w[t].h, &w[t].st[k]) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
       if (bare_prealloc) {
-        nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st[k], batch, maxw, maxh, NVJPEG_CSS_444, bare_format)
+        nvjpegStatus_t ps = n.prealloc ? n.prealloc(w[t].h, w[t].st[k], batch, maxw, maxh,
+                                                    NVJPEG_CSS_444, bare_format)
                                        : NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED;
-        if (ps != NVJPEG_STATUS_SUCCESS) printf("bare: nvjpegDecodeBatchedPreAllocate: status %d\n", (int)ps);
+        if (ps != NVJPEG_STATUS_SUCCESS)
+          printf("bare: nvjpegDecodeBatchedPreAllocate: status %d\n", (int)ps);
       }
-      DIE_IF(n.stream_create(&w[t].stream[k], 1 /* CU_STREAM_NON_BLOCKING */) != 0, "cuStreamCreate");
+      DIE_IF(n.stream_create(&w[t].stream[k], 1 /* CU_STREAM_NON_BLOCKING */) != 0,
+             "cuStreamCreate");
     }
     DIE_IF(G->device_alloc(ctx, maxb * batch, S0, (void **)&w[t].out, err, sizeof err), "alloc");
     for (int k = 0; k < bare_rotate; k++)
-      DIE_IF(G->device_alloc(ctx, (maxb + 256) * batch + 4096 * (size_t)k, S0, (void **)&w[t].rot[k], err, sizeof err), "alloc");
+      DIE_IF(G->device_alloc(ctx, (maxb + 256) * batch + 4096 * (size_t)k, S0,
+                             (void **)&w[t].rot[k], err, sizeof err),
+             "alloc");
   }
   G->stream_sync(ctx, S0, err, sizeof err);
   pthread_t loaders[64];
   atomic_store(&read_load_stop, 0);
   if (read_nfiles == 0) read_load = 0;
   double read_t0 = now(); /* the readers run through the warm-up epoch too */
-  for (long i = 0; i < read_load && i < 64; i++) pthread_create(&loaders[i], NULL, read_load_main, (void *)(i * 97));
+  for (long i = 0; i < read_load && i < 64; i++)
+    pthread_create(&loaders[i], NULL, read_load_main, (void *)(i * 97));
   pthread_t cl_threads[16], drv_thread;
   load_arg cl_args[16];
   atomic_store(&loads_stop, 0);
@@ -639,14 +674,18 @@ static void bench_bare(int epochs, int submitters) {
   atomic_store(&loads_stop, 1);
   for (int i = 0; i < classify_load; i++) pthread_join(cl_threads[i], NULL);
   if (driver_load) pthread_join(drv_thread, NULL);
-  if (classify_load) printf("bare: %d threads classified %.0f images/s meanwhile\n", classify_load, atomic_load(&classified) / (now() - read_t0));
+  if (classify_load)
+    printf("bare: %d threads classified %.0f images/s meanwhile\n", classify_load,
+           atomic_load(&classified) / (now() - read_t0));
   double read_bytes = 0;
   for (int i = 0; i < read_load && i < 64; i++) {
     void *r;
     pthread_join(loaders[i], &r);
     read_bytes += (double)(long)r;
   }
-  if (read_load) printf("bare: %d reading threads read %.0f MB/s meanwhile\n", read_load, read_bytes / (now() - read_t0) / 1e6);
+  if (read_load)
+    printf("bare: %d reading threads read %.0f MB/s meanwhile\n", read_load,
+           read_bytes / (now() - read_t0) / 1e6);
   long done = 0, fails = 0, calls = (long)per_epoch * epochs;
   double call_s = 0;
   for (int i = 0; i < submitters; i++) {
@@ -659,11 +698,25 @@ static void bench_bare(int epochs, int submitters) {
     free(cycle_times);
     cycle_times = NULL;
   }
-  printf("RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
-         "batches; %.2f ms per call, %d thread%s%s, %d state%s)\n", submitters > 1 ? "_mt" : "", bare_pinned == 2 ? "_registered" : bare_pinned ? "_pinned" : "",
-         bare_vary ? "_vary" : bare_order ? "_order" : bare_shuffle ? "_shuffle" : bare_rotate ? "_rotate" : src_blocks ? "_srcblocks" : read_load ? "_readload" : classify_load ? "_classifyload" : driver_load ? "_driverload" : "", batch, done, t, done / t, fails,
-         call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
-         bare_own_handles && submitters > 1 ? ", a handle each" : "", bare_states, bare_states > 1 ? "s each" : "");
+  printf(
+      "RESULT bare_nvjpeg_hw%s%s%s batch %d: %ld images in %.3f s = %.0f img/s (%ld failed "
+      "batches; %.2f ms per call, %d thread%s%s, %d state%s)\n",
+      submitters > 1 ? "_mt" : "",
+      bare_pinned == 2 ? "_registered"
+      : bare_pinned    ? "_pinned"
+                       : "",
+      bare_vary       ? "_vary"
+      : bare_order    ? "_order"
+      : bare_shuffle  ? "_shuffle"
+      : bare_rotate   ? "_rotate"
+      : src_blocks    ? "_srcblocks"
+      : read_load     ? "_readload"
+      : classify_load ? "_classifyload"
+      : driver_load   ? "_driverload"
+                      : "",
+      batch, done, t, done / t, fails, call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
+      bare_own_handles && submitters > 1 ? ", a handle each" : "", bare_states,
+      bare_states > 1 ? "s each" : "");
   for (int i = 0; i < submitters; i++) {
     G->device_free(ctx, w[i].out, S0, err, sizeof err);
     for (int k = 0; k < bare_rotate; k++) G->device_free(ctx, w[i].rot[k], S0, err, sizeof err);
@@ -786,10 +839,12 @@ static double run(run_cfg *c, int epochs, const char *name) {
     }
   DIE_IF(G->stream_sync(ctx, S0, err, sizeof err), "sync");
   double t = now() - t0;
-  printf("RESULT %s hw_load %.2f batch %d: %ld images in %.3f s = %.0f img/s (ok %ld: hw %ld, "
-         "hybrid %ld; fallback %ld, failed %ld; host time in decode_batch %.3f s, in "
-         "resample %.3f s)\n", name, c->load, batch, done, t, done / t, c->ok, c->hw, c->hybrid,
-         c->fallback, c->failed, host_decode, host_resample);
+  printf(
+      "RESULT %s hw_load %.2f batch %d: %ld images in %.3f s = %.0f img/s (ok %ld: hw %ld, "
+      "hybrid %ld; fallback %ld, failed %ld; host time in decode_batch %.3f s, in "
+      "resample %.3f s)\n",
+      name, c->load, batch, done, t, done / t, c->ok, c->hw, c->hybrid, c->fallback, c->failed,
+      host_decode, host_resample);
   free(in);
   free(out);
   free(rs);
@@ -838,11 +893,12 @@ static void bench_kernel(void) {
   }
   qsort(ms, 30, sizeof(float), cmp_float);
   double med = ms[15] * 1e-3;
-  printf("RESULT fused_kernel batch %d: median %.3f ms (min %.3f, max %.3f) = %.0f img/s; "
-         "window+output %.1f MB -> %.0f GB/s; with the float intermediate %.1f MB -> %.0f GB/s\n",
-         b, ms[15], ms[0], ms[29], b / med, (win_bytes + out_bytes) / 1e6,
-         (win_bytes + out_bytes) / med / 1e9, (win_bytes + out_bytes + tmp_bytes) / 1e6,
-         (win_bytes + out_bytes + tmp_bytes) / med / 1e9);
+  printf(
+      "RESULT fused_kernel batch %d: median %.3f ms (min %.3f, max %.3f) = %.0f img/s; "
+      "window+output %.1f MB -> %.0f GB/s; with the float intermediate %.1f MB -> %.0f GB/s\n",
+      b, ms[15], ms[0], ms[29], b / med, (win_bytes + out_bytes) / 1e6,
+      (win_bytes + out_bytes) / med / 1e9, (win_bytes + out_bytes + tmp_bytes) / 1e6,
+      (win_bytes + out_bytes + tmp_bytes) / med / 1e9);
   G->device_free(ctx, keep[0], S0, err, sizeof err);
   G->device_free(ctx, keep[1], S0, err, sizeof err);
   G->stream_sync(ctx, S0, err, sizeof err);
@@ -872,9 +928,10 @@ static void bench_memory(int epochs) {
     if (e == 0) first_used = used, first_res = st.device_reserved;
     last_used = used, last_res = st.device_reserved;
   }
-  printf("\nRESULT memory %d epochs: device used %lld -> %lld MiB, pool reserved %lld -> %lld MiB\n",
-         epochs, (long long)(first_used >> 20), (long long)(last_used >> 20),
-         (long long)(first_res >> 20), (long long)(last_res >> 20));
+  printf(
+      "\nRESULT memory %d epochs: device used %lld -> %lld MiB, pool reserved %lld -> %lld MiB\n",
+      epochs, (long long)(first_used >> 20), (long long)(last_used >> 20),
+      (long long)(first_res >> 20), (long long)(last_res >> 20));
   free(in);
   free(out);
   free(rs);
@@ -884,52 +941,80 @@ int main(int argc, char **argv) {
   const char *lib = STK_CUDA_LIB, *dir = NULL, *only = NULL; /* --only bare: the ceiling alone */
   int epochs = 3, threads = 15, submitters = 0; /* --bare-threads N: also bare from 2..N threads */
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--epochs") && i + 1 < argc) epochs = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
-    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-    else if (!strcmp(argv[i], "--bare-threads") && i + 1 < argc) submitters = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--bare-own-handles")) bare_own_handles = 1;
-    else if (!strcmp(argv[i], "--bare-pinned")) bare_pinned = 1;
-    else if (!strcmp(argv[i], "--bare-registered")) bare_pinned = 2;
-    else if (!strcmp(argv[i], "--bare-prealloc")) bare_prealloc = 1;
-    else if (!strcmp(argv[i], "--bare-classify-load") && i + 1 < argc) classify_load = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--bare-driver-load")) driver_load = 1;
+    if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--epochs") && i + 1 < argc)
+      epochs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+      threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--lib") && i + 1 < argc)
+      lib = argv[++i];
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+      only = argv[++i];
+    else if (!strcmp(argv[i], "--bare-threads") && i + 1 < argc)
+      submitters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-own-handles"))
+      bare_own_handles = 1;
+    else if (!strcmp(argv[i], "--bare-pinned"))
+      bare_pinned = 1;
+    else if (!strcmp(argv[i], "--bare-registered"))
+      bare_pinned = 2;
+    else if (!strcmp(argv[i], "--bare-prealloc"))
+      bare_prealloc = 1;
+    else if (!strcmp(argv[i], "--bare-classify-load") && i + 1 < argc)
+      classify_load = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-driver-load"))
+      driver_load = 1;
     else if (!strcmp(argv[i], "--bare-src-blocks") && i + 1 < argc) {
       src_blocks = atoi(argv[++i]);
       if (src_blocks > 8) src_blocks = 8;
     } else if (!strcmp(argv[i], "--bare-dst-rotate") && i + 1 < argc) {
       bare_rotate = atoi(argv[++i]);
       if (bare_rotate > 8) bare_rotate = 8;
-    }
-    else if (!strcmp(argv[i], "--bare-read-rate") && i + 1 < argc) read_rate = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--bare-read-rate") && i + 1 < argc)
+      read_rate = atof(argv[++i]);
     else if (!strcmp(argv[i], "--bare-format") && i + 1 < argc) {
       const char *f = argv[++i];
-      bare_format = !strcmp(f, "rgb") ? NVJPEG_OUTPUT_RGB : !strcmp(f, "yuv") ? NVJPEG_OUTPUT_YUV
-                    : !strcmp(f, "y") ? NVJPEG_OUTPUT_Y : !strcmp(f, "unchanged") ? NVJPEG_OUTPUT_UNCHANGED
-                    : NVJPEG_OUTPUT_RGBI;
+      bare_format = !strcmp(f, "rgb")         ? NVJPEG_OUTPUT_RGB
+                    : !strcmp(f, "yuv")       ? NVJPEG_OUTPUT_YUV
+                    : !strcmp(f, "y")         ? NVJPEG_OUTPUT_Y
+                    : !strcmp(f, "unchanged") ? NVJPEG_OUTPUT_UNCHANGED
+                                              : NVJPEG_OUTPUT_RGBI;
     } else if (!strcmp(argv[i], "--bare-states") && i + 1 < argc) {
       bare_states = atoi(argv[++i]);
       if (bare_states < 1 || bare_states > 4) bare_states = 1;
-    }
-    else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc) bare_padding_mb = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc) bare_pin_cpu = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc) bare_vary = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--bare-shuffle")) bare_shuffle = 1;
-    else if (!strcmp(argv[i], "--bare-cycle")) bare_cycle = 1;
-    else if (!strcmp(argv[i], "--bare-cycle-stoker")) bare_cycle = cycle_stoker = 1;
-    else if (!strcmp(argv[i], "--bare-cycle-fresh")) bare_cycle = cycle_fresh = 1;
-    else if (!strcmp(argv[i], "--bare-engines") && i + 1 < argc) bare_engines = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--bare-padding") && i + 1 < argc)
+      bare_padding_mb = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-pin-cpu") && i + 1 < argc)
+      bare_pin_cpu = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-vary") && i + 1 < argc)
+      bare_vary = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-shuffle"))
+      bare_shuffle = 1;
+    else if (!strcmp(argv[i], "--bare-cycle"))
+      bare_cycle = 1;
+    else if (!strcmp(argv[i], "--bare-cycle-stoker"))
+      bare_cycle = cycle_stoker = 1;
+    else if (!strcmp(argv[i], "--bare-cycle-fresh"))
+      bare_cycle = cycle_fresh = 1;
+    else if (!strcmp(argv[i], "--bare-engines") && i + 1 < argc)
+      bare_engines = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--bare-order") && i + 1 < argc) {
       const char *m = argv[++i];
-      bare_order = !strcmp(m, "desc") ? 1 : !strcmp(m, "asc") ? 2 : !strcmp(m, "rr") ? 3 : !strcmp(m, "chunk") ? 4 : 0;
-    }
-    else if (!strcmp(argv[i], "--bare-read-load") && i + 1 < argc) read_load = atoi(argv[++i]);
-    else dir = argv[i];
+      bare_order = !strcmp(m, "desc")    ? 1
+                   : !strcmp(m, "asc")   ? 2
+                   : !strcmp(m, "rr")    ? 3
+                   : !strcmp(m, "chunk") ? 4
+                                         : 0;
+    } else if (!strcmp(argv[i], "--bare-read-load") && i + 1 < argc)
+      read_load = atoi(argv[++i]);
+    else
+      dir = argv[i];
   }
   if (!dir || batch < 1 || batch > 1024) {
-    printf("usage: gpu_bench DIR [--batch N<=1024] [--epochs N] [--threads N] [--lib PATH] [--only bare] [--bare-threads N<=8]\n");
+    printf(
+        "usage: gpu_bench DIR [--batch N<=1024] [--epochs N] [--threads N] [--lib PATH] [--only "
+        "bare] [--bare-threads N<=8]\n");
     return 2;
   }
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -965,26 +1050,34 @@ int main(int argc, char **argv) {
     fresh.arena_bytes = ((size_t)batch * ((maxf + 63) & ~(size_t)63) + 4095) & ~(size_t)4095;
     for (int a = 0; a < FRESH_ARENAS; a++) {
       fresh.arena[a] = (uint8_t *)aligned_alloc(4096, fresh.arena_bytes);
-      DIE_IF(!fresh.arena[a] || G->host_register(ctx, fresh.arena[a], fresh.arena_bytes, err, sizeof err), "arena");
+      DIE_IF(!fresh.arena[a] ||
+                 G->host_register(ctx, fresh.arena[a], fresh.arena_bytes, err, sizeof err),
+             "arena");
     }
     pthread_create(&fresh_thread, NULL, fresh_main, NULL);
   }
   if (cycle_stoker) { /* the CPU stage's header classification, done beforehand */
     classes = (stk_gpu_decode_class *)calloc((size_t)nimg, sizeof *classes);
     for (int i = 0; i < nimg; i++)
-      DIE_IF(G->decode_classify(ctx, imgs[i].data, imgs[i].size, 0, 0, 0, 0, &classes[i], err, sizeof err), "classify");
+      DIE_IF(G->decode_classify(ctx, imgs[i].data, imgs[i].size, 0, 0, 0, 0, &classes[i], err,
+                                sizeof err),
+             "classify");
   }
   stk_gpu_device_info di;
   memset(&di, 0, sizeof di);
   G->device_info(ctx, &di, err, sizeof err);
-  printf("dataset %s: %d JPEGs, mean %.1f KB; batch %d, %d epochs, %d decode threads; nvJPEG %d (%s)\n", dir,
-         nimg, bytes / nimg / 1e3, batch, epochs, threads, di.nvjpeg_version, di.nvjpeg_path);
+  printf(
+      "dataset %s: %d JPEGs, mean %.1f KB; batch %d, %d epochs, %d decode threads; nvJPEG %d "
+      "(%s)\n",
+      dir, nimg, bytes / nimg / 1e3, batch, epochs, threads, di.nvjpeg_version, di.nvjpeg_path);
   if (bare_pinned) /* the same bytes, copied into pinned blocks: does nvJPEG's call get faster? */
     for (int i = 0; i < nimg; i++) {
       void *pin = NULL;
       if (bare_pinned == 2) {
         pin = aligned_alloc(64, (imgs[i].size + 63) & ~(size_t)63);
-        DIE_IF(!pin || G->host_register(ctx, pin, (imgs[i].size + 63) & ~(size_t)63, err, sizeof err), "host_register");
+        DIE_IF(
+            !pin || G->host_register(ctx, pin, (imgs[i].size + 63) & ~(size_t)63, err, sizeof err),
+            "host_register");
       } else {
         DIE_IF(G->pinned_alloc(ctx, imgs[i].size, &pin, err, sizeof err), "pinned_alloc");
       }
@@ -998,7 +1091,9 @@ int main(int argc, char **argv) {
       uint8_t *block = NULL;
       if (bare_pinned == 2) {
         block = (uint8_t *)aligned_alloc(4096, (total + 4095) & ~(size_t)4095);
-        DIE_IF(!block || G->host_register(ctx, block, (total + 4095) & ~(size_t)4095, err, sizeof err), "host_register");
+        DIE_IF(
+            !block || G->host_register(ctx, block, (total + 4095) & ~(size_t)4095, err, sizeof err),
+            "host_register");
       } else {
         DIE_IF(G->pinned_alloc(ctx, total, (void **)&block, err, sizeof err), "pinned_alloc");
       }

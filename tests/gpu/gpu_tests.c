@@ -35,23 +35,23 @@ static int small_run;
 static int no_bad_inputs; /* --no-bad-inputs: skip the corrupt / unusual files */
 static uintptr_t S0;
 
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      failures++;                                                                          \
-      printf("  FAIL %s:%d: ", __FILE__, __LINE__);                                        \
-      printf(__VA_ARGS__);                                                                 \
-      printf("\n");                                                                        \
-    }                                                                                      \
+#define CHECK(cond, ...)                            \
+  do {                                              \
+    if (!(cond)) {                                  \
+      failures++;                                   \
+      printf("  FAIL %s:%d: ", __FILE__, __LINE__); \
+      printf(__VA_ARGS__);                          \
+      printf("\n");                                 \
+    }                                               \
   } while (0)
-#define GOK(call)                                                                          \
-  do {                                                                                     \
-    err[0] = 0;                                                                            \
-    int rc_ = (call);                                                                      \
-    if (rc_ != 0) {                                                                        \
-      failures++;                                                                          \
-      printf("  FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, rc_, err);         \
-    }                                                                                      \
+#define GOK(call)                                                                  \
+  do {                                                                             \
+    err[0] = 0;                                                                    \
+    int rc_ = (call);                                                              \
+    if (rc_ != 0) {                                                                \
+      failures++;                                                                  \
+      printf("  FAIL %s:%d: %s -> %d: %s\n", __FILE__, __LINE__, #call, rc_, err); \
+    }                                                                              \
   } while (0)
 
 static void *dev_upload(const void *host, size_t bytes) {
@@ -88,7 +88,8 @@ static bool same_device_bytes(const void *a, const void *b, size_t bytes) {
 static void jpeg_dims(const tu_file *f, int *w, int *h) {
   stk_gpu_jpeg_info info;
   *w = *h = 64;
-  if (G->jpeg_info(ctx, f->data, f->size, &info, err, sizeof err) == 0) *w = info.width, *h = info.height;
+  if (G->jpeg_info(ctx, f->data, f->size, &info, err, sizeof err) == 0)
+    *w = info.width, *h = info.height;
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -251,8 +252,10 @@ static void test_cmn(const tu_photo *ph, int np) {
       hsrc[i] = malloc(npx * isz);
       const uint8_t *px = C == 1 ? p->gray : p->rgb;
       for (size_t k = 0; k < npx; k++) {
-        if (a.in_dtype == STK_DTYPE_UINT8) ((uint8_t *)hsrc[i])[k] = px[k];
-        else ((float *)hsrc[i])[k] = px[k] * 0.731f - 3.5f;
+        if (a.in_dtype == STK_DTYPE_UINT8)
+          ((uint8_t *)hsrc[i])[k] = px[k];
+        else
+          ((float *)hsrc[i])[k] = px[k] * 0.731f - 3.5f;
       }
       stk_gpu_cmn_sample *s = &gs[i];
       s->src_h = p->h, s->src_w = p->w, s->src_pitch = (size_t)p->w * C * isz;
@@ -354,15 +357,19 @@ static void test_cmn(const tu_photo *ph, int np) {
     for (int i = 0; i < per2; i++) {
       const tu_photo *p = &ph[i];
       stk_gpu_flip_sample *s = &fs[i];
-      if (mode == 0) s->outer = 1, s->h = p->h, s->mid = 1, s->w = p->w, s->inner = 3;
-      else s->outer = 3, s->h = p->h, s->mid = 1, s->w = p->w, s->inner = 1;
+      if (mode == 0)
+        s->outer = 1, s->h = p->h, s->mid = 1, s->w = p->w, s->inner = 3;
+      else
+        s->outer = 3, s->h = p->h, s->mid = 1, s->w = p->w, s->inner = 1;
       s->horizontal = i % 2 == 0 || i % 3 == 0;
       s->vertical = i % 2 == 1 || i % 3 == 0;
       size_t bytes = (size_t)p->h * p->w * 3 * esize;
       void *h = malloc(bytes);
       for (size_t k = 0; k < (size_t)p->h * p->w * 3; k++) {
-        if (mode == 0) ((uint8_t *)h)[k] = p->rgb[k];
-        else ((float *)h)[k] = p->rgb[k] * 1.5f + 0.25f;
+        if (mode == 0)
+          ((uint8_t *)h)[k] = p->rgb[k];
+        else
+          ((float *)h)[k] = p->rgb[k] * 1.5f + 0.25f;
       }
       s->src = dev_upload(h, bytes);
       s->dst = dev_poison(bytes);
@@ -372,7 +379,8 @@ static void test_cmn(const tu_photo *ph, int np) {
     for (int i = 0; i < per2; i++) {
       stk_gpu_flip_sample *s = &fs[i];
       size_t bytes = (size_t)(s->outer * s->h * s->mid * s->w * s->inner) * esize;
-      uint8_t *src = (uint8_t *)malloc(bytes), *gpu = (uint8_t *)malloc(bytes), *cpu = (uint8_t *)malloc(bytes);
+      uint8_t *src = (uint8_t *)malloc(bytes), *gpu = (uint8_t *)malloc(bytes),
+              *cpu = (uint8_t *)malloc(bytes);
       dev_download(src, s->src, bytes);
       dev_download(gpu, s->dst, bytes);
       stk__flip(src, cpu, esize, s->outer, s->h, s->mid, s->w, s->inner, s->horizontal != 0,
@@ -393,24 +401,34 @@ static void test_cmn(const tu_photo *ph, int np) {
 
 /* Random bytes of a dtype, with special values mixed in for the float types. */
 static void fill_random(void *p, stk_dtype t, size_t n) {
-  static const double specials[] = {0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 127.5, 128.5, 255.5,
-                                    -128.5, 65504.0, 70000.0, 1e10, -1e10, 3.4e38, 1e-8,
-                                    4294967296.0, 9.3e18, -9.3e18, 1.9e19, INFINITY, -INFINITY, NAN};
+  static const double specials[] = {0.0,     -0.0,    0.5,    -0.5,     1.5,       2.5,
+                                    -2.5,    127.5,   128.5,  255.5,    -128.5,    65504.0,
+                                    70000.0, 1e10,    -1e10,  3.4e38,   1e-8,      4294967296.0,
+                                    9.3e18,  -9.3e18, 1.9e19, INFINITY, -INFINITY, NAN};
   for (size_t i = 0; i < n; i++) {
     double v;
     int pick = tu_rand() % 8;
-    if (pick == 0) v = specials[tu_rand() % (sizeof specials / sizeof specials[0])];
-    else if (pick < 4) v = tu_uniform(-300, 300);
-    else v = tu_uniform(-70000, 70000);
+    if (pick == 0)
+      v = specials[tu_rand() % (sizeof specials / sizeof specials[0])];
+    else if (pick < 4)
+      v = tu_uniform(-300, 300);
+    else
+      v = tu_uniform(-70000, 70000);
     switch (t) {
-    case STK_DTYPE_FLOAT16: ((uint16_t *)p)[i] = stk__f32_to_f16((float)v); break;
-    case STK_DTYPE_FLOAT32: ((float *)p)[i] = (float)v; break;
-    case STK_DTYPE_FLOAT64: ((double *)p)[i] = v; break;
-    default: {
-      uint8_t *b = (uint8_t *)p + i * stk_dtype_size(t);
-      for (size_t k = 0; k < stk_dtype_size(t); k++) b[k] = (uint8_t)tu_rand();
-      if (t == STK_DTYPE_BOOL) b[0] = tu_rand() % 3 == 0 ? 0 : b[0];
-    }
+      case STK_DTYPE_FLOAT16:
+        ((uint16_t *)p)[i] = stk__f32_to_f16((float)v);
+        break;
+      case STK_DTYPE_FLOAT32:
+        ((float *)p)[i] = (float)v;
+        break;
+      case STK_DTYPE_FLOAT64:
+        ((double *)p)[i] = v;
+        break;
+      default: {
+        uint8_t *b = (uint8_t *)p + i * stk_dtype_size(t);
+        for (size_t k = 0; k < stk_dtype_size(t); k++) b[k] = (uint8_t)tu_rand();
+        if (t == STK_DTYPE_BOOL) b[0] = tu_rand() % 3 == 0 ? 0 : b[0];
+      }
     }
   }
 }
@@ -461,7 +479,8 @@ static void test_cast(void) {
       free(gpu);
       free(cpu);
     }
-  printf("parity cast             %ld dtype pairs, %ld values: %ld differ\n", pairs, n_all, diff_all);
+  printf("parity cast             %ld dtype pairs, %ld values: %ld differ\n", pairs, n_all,
+         diff_all);
   CHECK(diff_all == 0, "cast differs from the CPU in %ld values", diff_all);
 }
 
@@ -473,8 +492,10 @@ static const char *status_name(int s) {
   return s == STK_GPU_DECODE_OK ? "ok" : s == STK_GPU_DECODE_FALLBACK ? "fallback" : "failed";
 }
 static const char *backend_name(int b) {
-  return b == STK_GPU_BACKEND_HARDWARE ? "hardware" : b == STK_GPU_BACKEND_HYBRID ? "hybrid"
-         : b == STK_GPU_BACKEND_GPU_HYBRID ? "gpu_hybrid" : "-";
+  return b == STK_GPU_BACKEND_HARDWARE     ? "hardware"
+         : b == STK_GPU_BACKEND_HYBRID     ? "hybrid"
+         : b == STK_GPU_BACKEND_GPU_HYBRID ? "gpu_hybrid"
+                                           : "-";
 }
 
 /* Decodes files with hw_load and colour; compares decoded pixels with the CPU decoder
@@ -539,10 +560,11 @@ static void decode_pass(tu_file *f, int n, double load, int color, int roi, int 
     free(gpu);
     G->device_free(ctx, in[i].dst, S0, err, sizeof err);
   }
-  printf("decode %-4s load %.2f%s: %3d/%3d decoded (hw %d, hybrid %d, gpu_hybrid %d; roi by "
-         "nvjpeg %d, cropped %d): |gpu - libjpeg-turbo islow| mean %.3f, max %d\n",
-         C == 1 ? "gray" : "rgb", load, roi ? " roi" : "", n_ok, n, by_backend[1], by_backend[2],
-         by_backend[3], roi_modes[1], roi_modes[2], cnt ? sum / cnt : 0.0, maxd);
+  printf(
+      "decode %-4s load %.2f%s: %3d/%3d decoded (hw %d, hybrid %d, gpu_hybrid %d; roi by "
+      "nvjpeg %d, cropped %d): |gpu - libjpeg-turbo islow| mean %.3f, max %d\n",
+      C == 1 ? "gray" : "rgb", load, roi ? " roi" : "", n_ok, n, by_backend[1], by_backend[2],
+      by_backend[3], roi_modes[1], roi_modes[2], cnt ? sum / cnt : 0.0, maxd);
   CHECK(cnt == 0 || sum / cnt < 8.0, "mean decode difference %.3f is implausible", sum / cnt);
   free(in);
   free(out);
@@ -569,7 +591,8 @@ static void *classify_worker(void *arg) {
     int i = j->next++;
     pthread_mutex_unlock(&j->m);
     if (i >= j->n) return NULL;
-    if (G->decode_classify(ctx, j->f[i].data, j->f[i].size, 0, 0, 0, 0, &j->cls[i], e, sizeof e) != 0) {
+    if (G->decode_classify(ctx, j->f[i].data, j->f[i].size, 0, 0, 0, 0, &j->cls[i], e, sizeof e) !=
+        0) {
       pthread_mutex_lock(&j->m);
       j->failures++;
       printf("  FAIL decode_classify %s: %s\n", j->f[i].path, e);
@@ -579,8 +602,10 @@ static void *classify_worker(void *arg) {
 }
 
 static void decode_ahead_pass(tu_file *f, int n, double load) {
-  stk_gpu_decode_in *a = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *a), *b = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *b);
-  stk_gpu_decode_out *oa = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *oa), *ob = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *ob);
+  stk_gpu_decode_in *a = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *a),
+                    *b = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *b);
+  stk_gpu_decode_out *oa = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *oa),
+                     *ob = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *ob);
   stk_gpu_decode_class *cls = (stk_gpu_decode_class *)calloc((size_t)n, sizeof *cls);
   size_t *bytes = (size_t *)calloc((size_t)n, sizeof(size_t));
   for (int i = 0; i < n; i++) {
@@ -606,24 +631,28 @@ static void decode_ahead_pass(tu_file *f, int n, double load) {
   GOK(G->stream_sync(ctx, S0, err, sizeof err));
   int same = 0, decoded = 0;
   for (int i = 0; i < n; i++) {
-    CHECK(oa[i].status == ob[i].status && oa[i].width == ob[i].width && oa[i].height == ob[i].height &&
-              oa[i].components == ob[i].components,
-          "%s: classified ahead %s %dx%dx%d, by decode_batch %s %dx%dx%d", f[i].path, status_name(ob[i].status),
-          ob[i].width, ob[i].height, ob[i].components, status_name(oa[i].status), oa[i].width, oa[i].height,
-          oa[i].components);
+    CHECK(oa[i].status == ob[i].status && oa[i].width == ob[i].width &&
+              oa[i].height == ob[i].height && oa[i].components == ob[i].components,
+          "%s: classified ahead %s %dx%dx%d, by decode_batch %s %dx%dx%d", f[i].path,
+          status_name(ob[i].status), ob[i].width, ob[i].height, ob[i].components,
+          status_name(oa[i].status), oa[i].width, oa[i].height, oa[i].components);
     CHECK((cls[i].status == STK_GPU_DECODE_OK) == (oa[i].status != STK_GPU_DECODE_FALLBACK),
-          "%s: decode_classify says %s, decode_batch %s", f[i].path, status_name(cls[i].status), status_name(oa[i].status));
+          "%s: decode_classify says %s, decode_batch %s", f[i].path, status_name(cls[i].status),
+          status_name(oa[i].status));
     if (oa[i].status == STK_GPU_DECODE_OK && ob[i].status == STK_GPU_DECODE_OK) {
       decoded++;
       bool equal = same_device_bytes(a[i].dst, b[i].dst, bytes[i]);
       same += equal;
-      CHECK(equal, "%s: decoded with the verdict ahead into idle memory, the bytes differ", f[i].path);
+      CHECK(equal, "%s: decoded with the verdict ahead into idle memory, the bytes differ",
+            f[i].path);
     }
     G->device_free(ctx, a[i].dst, S0, err, sizeof err);
     G->device_free_idle(ctx, b[i].dst, S0, err, sizeof err);
   }
-  printf("decode ahead load %.2f: %d/%d classified on 3 threads during a decode; %d/%d decoded "
-         "identical to decode_batch's own parsing\n", load, n - job.failures, n, same, decoded);
+  printf(
+      "decode ahead load %.2f: %d/%d classified on 3 threads during a decode; %d/%d decoded "
+      "identical to decode_batch's own parsing\n",
+      load, n - job.failures, n, same, decoded);
   free(a), free(b), free(oa), free(ob), free(cls), free(bytes);
 }
 
@@ -637,8 +666,10 @@ static void decode_ahead_pass(tu_file *f, int n, double load) {
  * path may read the bytes after its call has returned (2 of 11 images changed under
  * compute-sanitizer, 2026-11-25): what the pipeline once assumed it could not. */
 static void decode_input_lifetime_pass(tu_file *f, int n, double load, bool at_return) {
-  stk_gpu_decode_in *a = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *a), *b = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *b);
-  stk_gpu_decode_out *oa = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *oa), *ob = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *ob);
+  stk_gpu_decode_in *a = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *a),
+                    *b = (stk_gpu_decode_in *)calloc((size_t)n, sizeof *b);
+  stk_gpu_decode_out *oa = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *oa),
+                     *ob = (stk_gpu_decode_out *)calloc((size_t)n, sizeof *ob);
   size_t *bytes = (size_t *)calloc((size_t)n, sizeof(size_t));
   for (int i = 0; i < n; i++) {
     int w, h;
@@ -662,7 +693,8 @@ static void decode_input_lifetime_pass(tu_file *f, int n, double load, bool at_r
     if (hi == lo) continue;
     GOK(G->decode_batch(ctx, hi - lo, b + lo, ob + lo, &o, S0, err, sizeof err));
     if (at_return) {
-      for (int i = lo; i < hi; i++) memset((void *)b[i].data, 0x5A, b[i].size); /* the pool reusing the blocks */
+      for (int i = lo; i < hi; i++)
+        memset((void *)b[i].data, 0x5A, b[i].size); /* the pool reusing the blocks */
     } else {
       GOK(G->event_create(ctx, 0, &done[c], err, sizeof err));
       GOK(G->event_record(ctx, done[c], S0, err, sizeof err));
@@ -682,16 +714,23 @@ static void decode_input_lifetime_pass(tu_file *f, int n, double load, bool at_r
       bool equal = same_device_bytes(a[i].dst, b[i].dst, bytes[i]);
       same += equal;
       if (!at_return)
-        CHECK(equal, "%s: the bytes were overwritten after the caller's stream passed the decode and the image "
-              "changed: nvJPEG read them later still", f[i].path);
+        CHECK(equal,
+              "%s: the bytes were overwritten after the caller's stream passed the decode and the "
+              "image "
+              "changed: nvJPEG read them later still",
+              f[i].path);
     }
     G->device_free_idle(ctx, a[i].dst, S0, err, sizeof err);
     G->device_free_idle(ctx, b[i].dst, S0, err, sizeof err);
     G->pinned_free(ctx, (void *)b[i].data, NULL, err, sizeof err);
   }
-  printf("decode input lifetime load %.2f: %d/%d decoded from pinned bytes overwritten %s, identical to "
-         "untouched%s\n", load, same, decoded, at_return ? "as decode_batch returned" : "once the stream passed the decode",
-         at_return ? " (reported, not checked: nvJPEG may read them later)" : "");
+  printf(
+      "decode input lifetime load %.2f: %d/%d decoded from pinned bytes overwritten %s, identical "
+      "to "
+      "untouched%s\n",
+      load, same, decoded,
+      at_return ? "as decode_batch returned" : "once the stream passed the decode",
+      at_return ? " (reported, not checked: nvJPEG may read them later)" : "");
   free(a), free(b), free(oa), free(ob), free(bytes);
 }
 
@@ -763,11 +802,16 @@ int main(int argc, char **argv) {
   int want[5] = {0}, any = 0;
   const char *sections[] = {"runtime", "resample", "cmn", "cast", "decode"};
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--small")) small_run = 1;
-    else if (!strcmp(argv[i], "--no-bad-inputs")) no_bad_inputs = 1;
-    else if (!strcmp(argv[i], "--lib") && i + 1 < argc) lib = argv[++i];
-    else if (!strcmp(argv[i], "--dataset") && i + 1 < argc) dataset = argv[++i];
-    else if (!strcmp(argv[i], "--extra") && i + 1 < argc) extra = argv[++i];
+    if (!strcmp(argv[i], "--small"))
+      small_run = 1;
+    else if (!strcmp(argv[i], "--no-bad-inputs"))
+      no_bad_inputs = 1;
+    else if (!strcmp(argv[i], "--lib") && i + 1 < argc)
+      lib = argv[++i];
+    else if (!strcmp(argv[i], "--dataset") && i + 1 < argc)
+      dataset = argv[++i];
+    else if (!strcmp(argv[i], "--extra") && i + 1 < argc)
+      extra = argv[++i];
     else
       for (int k = 0; k < 5; k++)
         if (!strcmp(argv[i], sections[k])) want[k] = any = 1;
@@ -799,10 +843,12 @@ int main(int argc, char **argv) {
   }
   stk_gpu_device_info di;
   GOK(G->device_info(ctx, &di, err, sizeof err));
-  printf("device %s (sm_%d%d, %d SMs, %.1f GiB); nvJPEG %d (%s), hardware decoder %d (%d "
-         "engines x %d cores), batched ROI %d\n", di.name, di.cc_major, di.cc_minor,
-         di.sm_count, di.total_memory / 1073741824.0, di.nvjpeg_version, di.nvjpeg_path,
-         di.has_hw_decoder, di.hw_engines, di.hw_cores_per_engine, di.has_batched_roi);
+  printf(
+      "device %s (sm_%d%d, %d SMs, %.1f GiB); nvJPEG %d (%s), hardware decoder %d (%d "
+      "engines x %d cores), batched ROI %d\n",
+      di.name, di.cc_major, di.cc_minor, di.sm_count, di.total_memory / 1073741824.0,
+      di.nvjpeg_version, di.nvjpeg_path, di.has_hw_decoder, di.hw_engines, di.hw_cores_per_engine,
+      di.has_batched_roi);
   S0 = G->stream(ctx, STK_GPU_STREAM_COMPUTE);
   tu_photo *ph = NULL;
   int np = tu_load_photos(&ph);
@@ -822,7 +868,8 @@ int main(int argc, char **argv) {
   printf("end: device pool in use %lld B, reserved %lld B, peak %lld B; pinned in use %lld B\n",
          (long long)st.device_in_use, (long long)st.device_reserved, (long long)st.device_peak,
          (long long)st.pinned_in_use);
-  CHECK(st.device_in_use == 0, "device memory still in use at the end: %lld", (long long)st.device_in_use);
+  CHECK(st.device_in_use == 0, "device memory still in use at the end: %lld",
+        (long long)st.device_in_use);
   G->close(ctx);
   printf("gpu_tests: %s (%d failure%s, %.1f s CPU)\n", failures ? "FAILED" : "ok", failures,
          failures == 1 ? "" : "s", (double)(clock() - t0) / CLOCKS_PER_SEC);

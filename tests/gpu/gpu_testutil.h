@@ -23,7 +23,7 @@
 
 typedef struct {
   char name[64];
-  uint8_t *file;    /* the file's bytes */
+  uint8_t *file; /* the file's bytes */
   size_t file_size;
   int is_jpeg;
   uint8_t *rgb, *gray;
@@ -58,7 +58,7 @@ static inline uint8_t *tu_read_file(const char *path, size_t *size) {
 
 /* CPU decode of a whole file as stored (no orientation), RGB or GRAY. */
 static inline uint8_t *tu_cpu_decode(const uint8_t *data, size_t size, const char *name, int gray,
-                              int *h, int *w) {
+                                     int *h, int *w) {
   stk__decode_opts o;
   memset(&o, 0, sizeof o);
   o.color = gray ? STK__COLOR_GRAY : STK__COLOR_RGB;
@@ -85,7 +85,8 @@ static inline int tu_load_photos(tu_photo **out) {
   struct dirent *e;
   while ((e = readdir(dp)) && n < 32) {
     size_t l = strlen(e->d_name);
-    if (l > 4 && l < 64 && (!strcmp(e->d_name + l - 4, ".jpg") || !strcmp(e->d_name + l - 4, ".png")))
+    if (l > 4 && l < 64 &&
+        (!strcmp(e->d_name + l - 4, ".jpg") || !strcmp(e->d_name + l - 4, ".png")))
       snprintf(names[n++], 64, "%s", e->d_name);
   }
   closedir(dp);
@@ -151,18 +152,25 @@ static inline uint32_t tu_rand(void) {
   tu_rng ^= tu_rng >> 27;
   return (uint32_t)((tu_rng * 2685821657736338717ull) >> 32);
 }
-static inline double tu_uniform(double lo, double hi) { return lo + (hi - lo) * (tu_rand() / 4294967296.0); }
+static inline double tu_uniform(double lo, double hi) {
+  return lo + (hi - lo) * (tu_rand() / 4294967296.0);
+}
 static inline int tu_int(int lo, int hi) { return lo + (int)(tu_rand() % (uint32_t)(hi - lo + 1)); }
 
 /* ---- comparisons ---- */
 
 static inline double tu_load(const void *p, stk_dtype t, size_t i) {
   switch (t) {
-  case STK_DTYPE_UINT8: return ((const uint8_t *)p)[i];
-  case STK_DTYPE_INT8: return ((const int8_t *)p)[i];
-  case STK_DTYPE_FLOAT16: return stk__f16_to_f32(((const uint16_t *)p)[i]);
-  case STK_DTYPE_FLOAT32: return ((const float *)p)[i];
-  default: return NAN;
+    case STK_DTYPE_UINT8:
+      return ((const uint8_t *)p)[i];
+    case STK_DTYPE_INT8:
+      return ((const int8_t *)p)[i];
+    case STK_DTYPE_FLOAT16:
+      return stk__f16_to_f32(((const uint16_t *)p)[i]);
+    case STK_DTYPE_FLOAT32:
+      return ((const float *)p)[i];
+    default:
+      return NAN;
   }
 }
 
@@ -182,7 +190,7 @@ typedef struct {
 /* Compares n elements; an element is bad when |a - b| > tol (+ 1 float16 ulp of the
  * reference for float16). NaN must meet NaN. */
 static inline void tu_compare(tu_stat *st, const void *gpu, const void *cpu, stk_dtype t, size_t n,
-                       double tol) {
+                              double tol) {
   for (size_t i = 0; i < n; i++) {
     double a = tu_load(gpu, t, i), b = tu_load(cpu, t, i);
     st->n++;
@@ -207,7 +215,7 @@ typedef struct {
   stk_gpu_resample_args a;
   stk_gpu_resample_sample s; /* src: host pointer until uploaded */
   size_t out_bytes;
-  double tol;                /* absolute tolerance (plus 1 float16 ulp) */
+  double tol; /* absolute tolerance (plus 1 float16 ulp) */
   const char *photo;
 } tu_trial;
 
@@ -229,8 +237,16 @@ static inline void tu_random_window(int h, int w, double *x0, double *y0, double
   if (tu_rand() % 2) *x0 = floor(*x0), *y0 = floor(*y0), ww = ceil(ww), hh = ceil(hh);
   *x1 = *x0 + ww;
   *y1 = *y0 + hh;
-  if (tu_rand() % 8 == 0) { double t = *x0; *x0 = *x1; *x1 = t; }
-  if (tu_rand() % 8 == 0) { double t = *y0; *y0 = *y1; *y1 = t; }
+  if (tu_rand() % 8 == 0) {
+    double t = *x0;
+    *x0 = *x1;
+    *x1 = t;
+  }
+  if (tu_rand() % 8 == 0) {
+    double t = *y0;
+    *y0 = *y1;
+    *y1 = t;
+  }
 }
 
 /* The CPU result of a trial (same layout as the GPU's output). src is a host HWC image
@@ -240,11 +256,11 @@ static inline int tu_cpu_resample(const tu_trial *t, void *out) {
   const stk_gpu_resample_sample *s = &t->s;
   int C = a->channels, oc = a->out_channels ? a->out_channels : C;
   stk__image src = {(void *)s->src, a->in_dtype, s->src_h, s->src_w, C};
-  stk__resample_args ra = {s->x0, s->y0, s->x1, s->y1, (stk__interp)a->interp,
-                           a->antialias != 0, 0};
-  stk_dtype mid_t = !a->normalize ? a->out_dtype
+  stk__resample_args ra = {s->x0, s->y0, s->x1, s->y1, (stk__interp)a->interp, a->antialias != 0,
+                           0};
+  stk_dtype mid_t = !a->normalize                                     ? a->out_dtype
                     : (a->quantize && a->in_dtype == STK_DTYPE_UINT8) ? STK_DTYPE_UINT8
-                                                                       : STK_DTYPE_FLOAT32;
+                                                                      : STK_DTYPE_FLOAT32;
   size_t n = (size_t)s->dst_h * s->dst_w * C;
   void *mid = malloc(n * tu_esize(mid_t));
   stk__image m = {mid, mid_t, s->dst_h, s->dst_w, C};
@@ -309,7 +325,8 @@ static inline void tu_make_args(stk_gpu_resample_args *a, int kind) {
 
 /* A random sample on photo `ph` for batch arguments `a`: src points at a host copy in
  * the input type (the caller frees t->s.src). */
-static inline void tu_make_trial_for(tu_trial *t, const tu_photo *ph, const stk_gpu_resample_args *a) {
+static inline void tu_make_trial_for(tu_trial *t, const tu_photo *ph,
+                                     const stk_gpu_resample_args *a) {
   memset(t, 0, sizeof *t);
   t->photo = ph->name;
   t->a = *a;
@@ -338,7 +355,9 @@ static inline void tu_make_trial_for(tu_trial *t, const tu_photo *ph, const stk_
   s->dst_w = s->dst_w < min_w ? min_w : s->dst_w;
   s->mirror = tu_rand() % 2;
   if (!a->normalize) {
-    t->tol = a->out_dtype == STK_DTYPE_UINT8 ? 1.0 : a->out_dtype == STK_DTYPE_FLOAT32 ? 1e-5 * 255 : 0.0;
+    t->tol = a->out_dtype == STK_DTYPE_UINT8     ? 1.0
+             : a->out_dtype == STK_DTYPE_FLOAT32 ? 1e-5 * 255
+                                                 : 0.0;
   } else {
     double min_std = 1e9;
     for (int c = 0; c < C; c++) {
@@ -368,17 +387,19 @@ static inline void tu_stat_add(tu_stat *to, const tu_stat *one) {
 }
 
 /* Compares one trial's outputs into st[out_dtype]; prints the trial when it fails. */
-static inline void tu_check_trial(const tu_trial *t, const void *gpu, const void *cpu, tu_stat *st) {
+static inline void tu_check_trial(const tu_trial *t, const void *gpu, const void *cpu,
+                                  tu_stat *st) {
   tu_stat one;
   memset(&one, 0, sizeof one);
   tu_compare(&one, gpu, cpu, t->a.out_dtype, t->out_bytes / stk_dtype_size(t->a.out_dtype), t->tol);
   if (one.bad)
-    fprintf(stderr, "  BAD %s: interp %d aa %d in %d out %d C %d %dx%d -> %dx%d "
+    fprintf(stderr,
+            "  BAD %s: interp %d aa %d in %d out %d C %d %dx%d -> %dx%d "
             "win (%g,%g)-(%g,%g) mirror %d norm %d quant %d: %ld bad of %ld, max |d| %g "
-            "(tol %g)\n", t->photo, t->a.interp, t->a.antialias, t->a.in_dtype, t->a.out_dtype,
-            t->a.channels, t->s.src_h, t->s.src_w, t->s.dst_h, t->s.dst_w, t->s.x0, t->s.y0,
-            t->s.x1, t->s.y1, t->s.mirror, t->a.normalize, t->a.quantize, one.bad, one.n,
-            one.max_abs, t->tol);
+            "(tol %g)\n",
+            t->photo, t->a.interp, t->a.antialias, t->a.in_dtype, t->a.out_dtype, t->a.channels,
+            t->s.src_h, t->s.src_w, t->s.dst_h, t->s.dst_w, t->s.x0, t->s.y0, t->s.x1, t->s.y1,
+            t->s.mirror, t->a.normalize, t->a.quantize, one.bad, one.n, one.max_abs, t->tol);
   tu_stat_add(&st[t->a.out_dtype], &one);
 }
 
@@ -387,9 +408,11 @@ static inline int tu_report(const char *prog, const char *what, const tu_stat *s
   int bad = 0;
   for (int t = 0; t < STK_DTYPE_COUNT; t++) {
     if (!st[t].n) continue;
-    printf("%s %-16s %-8s %9ld values: %8ld differ (%7.4f%%), max |d| %-9.3g max d/tol %.3f, "
-           "%ld over\n", prog, what, stk_dtype_name((stk_dtype)t), st[t].n, st[t].differ,
-           100.0 * st[t].differ / (double)st[t].n, st[t].max_abs, st[t].max_ratio, st[t].bad);
+    printf(
+        "%s %-16s %-8s %9ld values: %8ld differ (%7.4f%%), max |d| %-9.3g max d/tol %.3f, "
+        "%ld over\n",
+        prog, what, stk_dtype_name((stk_dtype)t), st[t].n, st[t].differ,
+        100.0 * st[t].differ / (double)st[t].n, st[t].max_abs, st[t].max_ratio, st[t].bad);
     bad |= st[t].bad != 0;
   }
   return bad;

@@ -24,26 +24,33 @@ static void emu_store(const stk_gpu_resample_args *a, const stk_gpu_resample_sam
   }
   if (!a->normalize) {
     if (dt == STK_DTYPE_UINT8)
-      ((uint8_t *)dst)[i] = (uint8_t)(src_u8 ? stk_gpu_u8_from_bounded(v) : stk_gpu_u8_from_float(v));
-    else if (dt == STK_DTYPE_FLOAT32) ((float *)dst)[i] = v;
-    else ((uint16_t *)dst)[i] = stk__f32_to_f16(v);
+      ((uint8_t *)dst)[i] =
+          (uint8_t)(src_u8 ? stk_gpu_u8_from_bounded(v) : stk_gpu_u8_from_float(v));
+    else if (dt == STK_DTYPE_FLOAT32)
+      ((float *)dst)[i] = v;
+    else
+      ((uint16_t *)dst)[i] = stk__f32_to_f16(v);
     return;
   }
   if (src_u8 && a->quantize) {
     int q = stk_gpu_u8_from_bounded(v);
-    stk__store_double(dst, dt, i, stk_gpu_normalize_u8(q, s->mean[c], s->stddev[c], a->scale, a->shift));
+    stk__store_double(dst, dt, i,
+                      stk_gpu_normalize_u8(q, s->mean[c], s->stddev[c], a->scale, a->shift));
     return;
   }
   float r = stk_gpu_cmn_float(v, mul[c], add[c]);
-  if (dt == STK_DTYPE_FLOAT32) ((float *)dst)[i] = r;
-  else stk__store_double(dst, dt, i, (double)r);
+  if (dt == STK_DTYPE_FLOAT32)
+    ((float *)dst)[i] = r;
+  else
+    stk__store_double(dst, dt, i, (double)r);
 }
 
-static float emu_src(const stk_gpu_resample_args *a, const stk_gpu_resample_sample *s, int y,
-                     int x, int c) {
+static float emu_src(const stk_gpu_resample_args *a, const stk_gpu_resample_sample *s, int y, int x,
+                     int c) {
   const char *row = (const char *)s->src + (size_t)y * s->src_pitch;
   size_t k = (size_t)x * a->channels + c;
-  return a->in_dtype == STK_DTYPE_UINT8 ? (float)((const uint8_t *)row)[k] : ((const float *)row)[k];
+  return a->in_dtype == STK_DTYPE_UINT8 ? (float)((const uint8_t *)row)[k]
+                                        : ((const float *)row)[k];
 }
 
 static void emu_resample(const stk_gpu_resample_args *a, const stk_gpu_resample_sample *s,
@@ -67,12 +74,14 @@ static void emu_resample(const stk_gpu_resample_args *a, const stk_gpu_resample_
     sx = malloc((size_t)W * sizeof(int));
     nx = malloc((size_t)W * sizeof(int));
     tmp = malloc((size_t)rows * W * C * sizeof(float));
-    for (int x = 0; x < W; x++) nx[x] = stk_gpu_axis_weights(&gx, a->interp, x, wx + (size_t)x * gx.k, 1, &sx[x]);
+    for (int x = 0; x < W; x++)
+      nx[x] = stk_gpu_axis_weights(&gx, a->interp, x, wx + (size_t)x * gx.k, 1, &sx[x]);
     for (int r = 0; r < rows; r++)
       for (int x = 0; x < W; x++)
         for (int c = 0; c < C; c++) {
           float acc = 0.0f;
-          for (int k = 0; k < nx[x]; k++) acc += wx[(size_t)x * gx.k + k] * emu_src(a, s, ylo + r, sx[x] + k, c);
+          for (int k = 0; k < nx[x]; k++)
+            acc += wx[(size_t)x * gx.k + k] * emu_src(a, s, ylo + r, sx[x] + k, c);
           tmp[((size_t)r * W + x) * C + c] = acc;
         }
   }
@@ -93,7 +102,8 @@ static void emu_resample(const stk_gpu_resample_args *a, const stk_gpu_resample_
       }
       int ox = s->mirror ? W - 1 - x : x;
       for (int c = 0; c < oc; c++) {
-        size_t i = a->planar ? (size_t)c * plane + (size_t)y * W + ox : ((size_t)y * W + ox) * oc + c;
+        size_t i =
+            a->planar ? (size_t)c * plane + (size_t)y * W + ox : ((size_t)y * W + ox) * oc + c;
         emu_store(a, s, mul, add, c < C ? v[c] : 0.0f, c, out, i);
       }
     }
@@ -137,8 +147,8 @@ int main(void) {
     int cut = stk_gpu_jpeg_has_eoi(ph[p].file, ph[p].file_size * 6 / 10);
     int cut2 = stk_gpu_jpeg_has_eoi(ph[p].file, ph[p].file_size - 2);
     if (!whole || cut || cut2) {
-      printf("host_emul: EOI test wrong on %s (whole %d, 60%% %d, minus 2 bytes %d)\n",
-             ph[p].name, whole, cut, cut2);
+      printf("host_emul: EOI test wrong on %s (whole %d, 60%% %d, minus 2 bytes %d)\n", ph[p].name,
+             whole, cut, cut2);
       failed = 1;
     }
   }

@@ -12,7 +12,7 @@
 
 #include "../c/testutil.h"
 
-static const char *PHOTOS[] = {"astronaut.png", "camera.png", "chelsea.png", "coffee.png",
+static const char *PHOTOS[] = {"astronaut.png",         "camera.png", "chelsea.png", "coffee.png",
                                "hubble_deep_field.jpg", "retina.jpg", "rocket.jpg"};
 #define N 7
 
@@ -62,7 +62,9 @@ static stk_tensor_list **run_host(stk_pipeline *p, size_t nout, bool expect_devi
   stk_tensor_list **outs = calloc(nout, sizeof *outs);
   for (size_t o = 0; o < nout; o++) {
     stk_tensor_list *tl = stk_batch_output(b, o);
-    if (o == 0) assert_int_equal(stk_tensor_list_storage(tl), expect_device ? STK_STORAGE_DEVICE : STK_STORAGE_HOST);
+    if (o == 0)
+      assert_int_equal(stk_tensor_list_storage(tl),
+                       expect_device ? STK_STORAGE_DEVICE : STK_STORAGE_HOST);
     TU_OK(stk_tensor_list_to_host(tl, &outs[o]));
   }
   stk_batch_release(b);
@@ -105,8 +107,10 @@ static void test_mixed_decode_matches_cpu(void **state) {
   for (size_t i = 0; i < N; i++) {
     diff d = compare(og[0], oc[0], i);
     printf("# decode %-22s max %3.0f mean %.3f LSB\n", PHOTOS[i], d.max, d.mean);
-    if (is_png(i)) assert_true(d.max == 0); /* CPU decode + upload */
-    else assert_true(d.mean < 1.0 && d.max <= 24); /* nvJPEG's IDCT is not libjpeg's islow */
+    if (is_png(i))
+      assert_true(d.max == 0); /* CPU decode + upload */
+    else
+      assert_true(d.mean < 1.0 && d.max <= 24); /* nvJPEG's IDCT is not libjpeg's islow */
   }
   stk_tensor_list_release(og[0]), stk_tensor_list_release(oc[0]), free(og), free(oc);
   stk_pipeline_destroy(g), stk_pipeline_destroy(c);
@@ -119,8 +123,10 @@ static void test_random_crop_decode_draws_the_same_windows(void **state) {
     stk_tensor_list **og = run_host(g, 1, true), **oc = run_host(c, 1, false);
     for (size_t i = 0; i < N; i++) {
       diff d = compare(og[0], oc[0], i); /* same shapes asserted inside */
-      if (is_png(i)) assert_true(d.max == 0);
-      else assert_true(d.mean < 1.0);
+      if (is_png(i))
+        assert_true(d.max == 0);
+      else
+        assert_true(d.mean < 1.0);
     }
     stk_tensor_list_release(og[0]), stk_tensor_list_release(oc[0]), free(og), free(oc);
   }
@@ -151,9 +157,10 @@ static void test_resample_and_fused_normalise_parity(void **state) {
   for (int b = 0; b < 3; b++) {
     stk_tensor_list **og = run_host(g, 3, true), **oc = run_host(c, 3, false);
     for (size_t i = 0; i < N; i++) {
-      diff crop = compare(og[0], oc[0], i), norm = compare(og[1], oc[1], i), cast = compare(og[2], oc[2], i);
-      printf("# %-22s rrc max %.0f LSB, fused normalise max %.4f mean %.5f, flip+cast max %.0f\n", PHOTOS[i],
-             crop.max, norm.max, norm.mean, cast.max);
+      diff crop = compare(og[0], oc[0], i), norm = compare(og[1], oc[1], i),
+           cast = compare(og[2], oc[2], i);
+      printf("# %-22s rrc max %.0f LSB, fused normalise max %.4f mean %.5f, flip+cast max %.0f\n",
+             PHOTOS[i], crop.max, norm.max, norm.mean, cast.max);
       if (is_png(i)) {
         assert_true(crop.max <= 1);
         assert_true(norm.max <= 1.01 / 57.12); /* 1 LSB after normalisation */
@@ -173,13 +180,15 @@ static void test_device_memory_is_flat(void **state) {
   if (fake_backend()) skip();
   /* STK_TEST_DECODER / STK_TEST_HW_LOAD vary the decoder (diagnosing the hardware path) */
   char body[1024];
-  const char *decoder = getenv("STK_TEST_DECODER") ? getenv("STK_TEST_DECODER") : "decoders.image_random_crop";
+  const char *decoder =
+      getenv("STK_TEST_DECODER") ? getenv("STK_TEST_DECODER") : "decoders.image_random_crop";
   const char *hw = getenv("STK_TEST_HW_LOAD") ? getenv("STK_TEST_HW_LOAD") : "1.0";
   snprintf(body, sizeof body,
            "crops = %s(jpegs, hw_decoder_load=%s, device=\"mixed\")\n"
            "images = resize(crops, size=[224, 224], device=\"gpu\")\n"
            "out = crop_mirror_normalize(images, dtype=\"float16\", device=\"gpu\")\n"
-           "return out\n", decoder, hw);
+           "return out\n",
+           decoder, hw);
   stk_pipeline *g = make(body, true);
   stk_stats s = {.struct_size = sizeof s};
   int64_t after_warmup = 0;
@@ -195,16 +204,22 @@ static void test_device_memory_is_flat(void **state) {
   }
   stk_decoder_diagnostics d = {.struct_size = sizeof d};
   TU_OK(stk_pipeline_decoder_diagnostics(g, &d));
-  printf("# device pool: %lld in use, %lld cached after 300 batches (%lld after 20); host blocks pinned %lld, "
-         "pinning failed %lld\n", (long long)s.device_bytes_in_use, (long long)s.device_bytes_cached,
-         (long long)after_warmup, (long long)d.host_blocks_pinned, (long long)d.host_pin_failures);
+  printf(
+      "# device pool: %lld in use, %lld cached after 300 batches (%lld after 20); host blocks "
+      "pinned %lld, "
+      "pinning failed %lld\n",
+      (long long)s.device_bytes_in_use, (long long)s.device_bytes_cached, (long long)after_warmup,
+      (long long)d.host_blocks_pinned, (long long)d.host_pin_failures);
   assert_true(d.host_blocks_pinned > 0); /* the files the decoder reads are page-locked */
   assert_int_equal(d.host_pin_failures, 0);
   /* asynchronous: the decoder runs on its own thread (GPU operators follow it); in sync
    * mode everything runs on the caller's thread and the decode stage stays empty */
-  printf("# decode stage %.3f ms/batch, GPU stage %.3f ms/batch\n", s.decode_stage_ns / 300e6, s.gpu_stage_ns / 300e6);
-  if (getenv("STK_TEST_SYNC")) assert_int_equal(s.decode_stage_ns, 0);
-  else assert_true(s.decode_stage_ns > 0 && d.decode_hw_call_ns > 0);
+  printf("# decode stage %.3f ms/batch, GPU stage %.3f ms/batch\n", s.decode_stage_ns / 300e6,
+         s.gpu_stage_ns / 300e6);
+  if (getenv("STK_TEST_SYNC"))
+    assert_int_equal(s.decode_stage_ns, 0);
+  else
+    assert_true(s.decode_stage_ns > 0 && d.decode_hw_call_ns > 0);
   assert_true(s.device_bytes_in_use + s.device_bytes_cached <= 2 * after_warmup + (8 << 20));
   stk_pipeline_destroy(g);
 }
@@ -270,8 +285,8 @@ static long long skipped_over_three_epochs(const char *bad, const char *body) {
 static void test_mixed_bad_file_is_skipped(void **state) {
   char bad[] = "/tmp/stk-truncated-XXXXXX.jpg";
   write_bad_copy(bad, truncate_half);
-  long long skipped =
-      skipped_over_three_epochs(bad, "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n");
+  long long skipped = skipped_over_three_epochs(
+      bad, "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n");
   printf("# truncated JPEG among %d files: %lld skipped over 3 epochs\n", N + 1, skipped);
   assert_int_equal(skipped, 3); /* once per epoch */
   remove(bad);
@@ -288,10 +303,14 @@ static void test_mixed_corrupt_scan_does_not_fail_the_batch(void **state) {
   for (int hw = 0; hw <= 1; hw++) {
     char body[512];
     snprintf(body, sizeof body,
-             "images = decoders.image(jpegs, device=\"mixed\", hw_decoder_load=%d.0, cpu_decoder_load=0)\n"
-             "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n", hw);
-    printf("# corrupt scan among %d files, hw_decoder_load %d: %lld skipped over 3 epochs (0: decoded "
-           "without a reported error)\n", N + 1, hw, skipped_over_three_epochs(bad, body));
+             "images = decoders.image(jpegs, device=\"mixed\", hw_decoder_load=%d.0, "
+             "cpu_decoder_load=0)\n"
+             "out = cast(images, dtype=\"uint8\", device=\"gpu\")\nreturn out\n",
+             hw);
+    printf(
+        "# corrupt scan among %d files, hw_decoder_load %d: %lld skipped over 3 epochs (0: decoded "
+        "without a reported error)\n",
+        N + 1, hw, skipped_over_three_epochs(bad, body));
   }
   remove(bad);
 }
@@ -303,7 +322,8 @@ static void test_mixed_corrupt_scan_does_not_fail_the_batch(void **state) {
 static void test_host_decoded_share_is_the_cpu_decode(void **state) {
   const char *bodies[] = {
       "images = decoders.image(jpegs, device=\"@MIX@\", cpu_decoder_load=1)\nreturn images\n",
-      "images = decoders.image_random_crop(jpegs, device=\"@MIX@\", cpu_decoder_load=1)\nreturn images\n",
+      "images = decoders.image_random_crop(jpegs, device=\"@MIX@\", cpu_decoder_load=1)\nreturn "
+      "images\n",
       "images = decoders.image(jpegs, device=\"@MIX@\", cpu_decoder_load=1)\n"
       "out = cast(images, dtype=\"uint8\", device=@DEV@)\nreturn out\n"};
   for (int k = 0; k < 3; k++) {
@@ -312,7 +332,9 @@ static void test_host_decoded_share_is_the_cpu_decode(void **state) {
       stk_tensor_list **og = run_host(g, 1, true), **oc = run_host(c, 1, false);
       for (size_t i = 0; i < N; i++) {
         diff d = compare(og[0], oc[0], i);
-        if (d.max != 0) fail_msg("pipeline %d batch %d %s: differs from the CPU decode by up to %.0f", k, batch, PHOTOS[i], d.max);
+        if (d.max != 0)
+          fail_msg("pipeline %d batch %d %s: differs from the CPU decode by up to %.0f", k, batch,
+                   PHOTOS[i], d.max);
       }
       stk_tensor_list_release(og[0]), stk_tensor_list_release(oc[0]);
       free(og), free(oc);
@@ -328,7 +350,8 @@ static void test_gpu_errors(void **state) {
   char text[4096];
   snprintf(text, sizeof text,
            "batch_size = 2\njpegs, labels = readers.file(files=[%s])\n"
-           "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n", files_list());
+           "images = decoders.image(jpegs, device=\"mixed\")\nreturn images\n",
+           files_list());
   stk_pipeline *p;
   TU_OK(stk_pipeline_from_text(text, &p));
   assert_int_equal(stk_pipeline_build(p), STK_ERR_DEVICE); /* device_id -1 */
