@@ -61,5 +61,6 @@ format:
 
 # Fails, listing the files, when formatting would change anything (CI runs it).
 format-check:
-	@clang-format --dry-run --Werror $(FORMAT_FILES) 2>&1 | grep -o '^[^:]*\.\(c\|h\|cu\|cuh\):' | sort -u | \
-	  sed 's/:$$/: not formatted (make format)/' | tee /dev/stderr | (! grep -q .)
+	@bad=$$(clang-format --dry-run --Werror $(FORMAT_FILES) 2>&1 | grep -o '^[^:]*\.\(c\|h\|cu\|cuh\):' | sort -u); \
+	if [ -n "$$bad" ]; then echo "$$bad" | sed 's/:$$/: not formatted (make format)/'; exit 1; fi; \
+	echo "format-check: $(words $(FORMAT_FILES)) files formatted"
