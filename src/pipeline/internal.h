@@ -130,7 +130,8 @@ struct stk_tensor_list {
   bool *absent; /* views: the samples with no value (holes); NULL: every sample has one */
 };
 
-/* "operator 'NAME'STAGE, sample N from SOURCE: <the thread's last error>", strdup'ed: what
+/* "operator 'NAME'STAGE, SOURCE: <the thread's last error>" ("sample N" for samples without a
+ * source), strdup'ed: what
  * the bad-sample policy records of a failed sample (NULL when out of memory). */
 char *stk__sample_failure_message(const char *op_name, const char *stage, const stk__sample *s);
 
