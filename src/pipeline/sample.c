@@ -44,10 +44,11 @@ char *stk__sample_failure_message(const char *op_name, const char *stage, const 
   /* A sample with a source is named by it (the stream's counter means nothing to the
    * user); one without (a random source, a feed) by its place in the stream. */
   if (s->source)
-    snprintf(buf, sizeof buf, "operator '%s'%s, %s: %s%s", op_name, stage, s->source, the_file, inner);
-  else
-    snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld: %s", op_name, stage, (long long)s->ordinal,
+    snprintf(buf, sizeof buf, "operator '%s'%s, %s: %s%s", op_name, stage, s->source, the_file,
              inner);
+  else
+    snprintf(buf, sizeof buf, "operator '%s'%s, sample %lld: %s", op_name, stage,
+             (long long)s->ordinal, inner);
   return strdup(buf);
 }
 
