@@ -300,8 +300,31 @@ static int make_copy(export_ctx *ctx, dl_tensor *t, dl_device dev) {
   return 0;
 }
 
-PyObject *pystk_dlpack_export(stk_tensor_list *tl, Py_ssize_t sample, PyObject *args,
-                              PyObject *kwargs) {
+/* The dense whole list `t` describes takes `shape` instead (C-contiguous, the same
+ * element count). */
+static int apply_reshape(export_ctx *ctx, dl_tensor *t, const int64_t *shape, int ndim) {
+  int64_t have = 1, want = 1;
+  for (int k = 0; k < t->ndim; k++) have *= ctx->shape[k];
+  for (int k = 0; k < ndim; k++) want *= shape[k] >= 0 ? shape[k] : -1;
+  if (ndim < 0 || ndim > STK_MAX_NDIM + 1 || want != have) {
+    PyErr_Format(PyExc_BufferError,
+                 "__dlpack__: a reshape to %d dimensions of %lld elements does not fit "
+                 "the batch's %lld",
+                 ndim, (long long)want, (long long)have);
+    return -1;
+  }
+  t->ndim = ndim;
+  int64_t stride = 1;
+  for (int k = ndim - 1; k >= 0; k--) {
+    ctx->shape[k] = shape[k];
+    ctx->strides[k] = stride;
+    stride *= shape[k];
+  }
+  return 0;
+}
+
+PyObject *pystk_dlpack_export(stk_tensor_list *tl, Py_ssize_t sample, const int64_t *reshape,
+                              int reshape_ndim, PyObject *args, PyObject *kwargs) {
   export_args a;
   if (parse_args(args, kwargs, &a) < 0) return NULL;
   int versioned = wants_versioned(a.max_version);
@@ -314,7 +337,9 @@ PyObject *pystk_dlpack_export(stk_tensor_list *tl, Py_ssize_t sample, PyObject *
   dl_tensor t;
   memset(&t, 0, sizeof t);
   t.device = dev;
-  if (describe(tl, sample, ctx, &t) < 0 || (copy && make_copy(ctx, &t, dev) < 0)) {
+  if (describe(tl, sample, ctx, &t) < 0 ||
+      (reshape && (sample >= 0 || apply_reshape(ctx, &t, reshape, reshape_ndim) < 0)) ||
+      (copy && make_copy(ctx, &t, dev) < 0)) {
     ctx_free(ctx);
     return NULL;
   }

@@ -50,8 +50,10 @@ int pystk_tensorlist_check(PyObject *obj, stk_tensor_list **out);
 /* ---- DLPack export (dlpack.c) ---- */
 
 /* Implements TensorList.__dlpack__ for the whole (dense) list or one sample. */
-PyObject *pystk_dlpack_export(stk_tensor_list *tl, Py_ssize_t sample, PyObject *args,
-                              PyObject *kwargs);
+/* `reshape` (reshape_ndim values; NULL: none) exports a dense whole list under another
+ * shape of the same element count (TensorList.as_reshaped_tensor). */
+PyObject *pystk_dlpack_export(stk_tensor_list *tl, Py_ssize_t sample, const int64_t *reshape,
+                              int reshape_ndim, PyObject *args, PyObject *kwargs);
 /* (device_type, device_id) for __dlpack_device__. */
 PyObject *pystk_dlpack_device(stk_tensor_list *tl);
 /* Makes CUDA stream `stream` (a cudaStream_t as integer; 1 legacy, 2 per-thread) wait

@@ -205,7 +205,34 @@ static void tl_releasebuffer(PyObject *self, Py_buffer *view) { PyMem_Free(view-
 
 static PyObject *tl_dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
   if (check_valid(self) < 0) return NULL;
-  return pystk_dlpack_export(handle(self), -1, args, kwargs);
+  return pystk_dlpack_export(handle(self), -1, NULL, -1, args, kwargs);
+}
+
+/* _reshaped_dlpack(shape, stream=None, max_version=None, dl_device=None, copy=None): the
+ * dense batch exported under another shape (as_reshaped_tensor). */
+static PyObject *tl_reshaped_dlpack(PyObject *self, PyObject *args, PyObject *kwargs) {
+  if (check_valid(self) < 0) return NULL;
+  Py_ssize_t nargs = PyTuple_Size(args);
+  PyObject *seq = nargs >= 1 ? PyTuple_GetItem(args, 0) : NULL;
+  Py_ssize_t ndim = seq ? PySequence_Size(seq) : -1;
+  if (ndim < 0) {
+    PyErr_Clear();
+    PyErr_SetString(PyExc_TypeError, "_reshaped_dlpack(shape, ...) needs a shape");
+    return NULL;
+  }
+  int64_t shape[STK_MAX_NDIM + 1];
+  for (Py_ssize_t k = 0; k < ndim && k <= STK_MAX_NDIM; k++) {
+    PyObject *item = PySequence_GetItem(seq, k);
+    shape[k] = item ? PyLong_AsLongLong(item) : -1;
+    Py_XDECREF(item);
+    if (shape[k] == -1 && PyErr_Occurred()) return NULL;
+  }
+  PyObject *rest = PyTuple_GetSlice(args, 1, nargs);
+  if (!rest) return NULL;
+  PyObject *r = pystk_dlpack_export(handle(self), -1, shape,
+                                    ndim > STK_MAX_NDIM + 1 ? -1 : (int)ndim, rest, kwargs);
+  Py_DECREF(rest);
+  return r;
 }
 
 /* _sample_dlpack(index, stream=None, max_version=None, dl_device=None, copy=None) */
@@ -226,7 +253,7 @@ static PyObject *tl_sample_dlpack(PyObject *self, PyObject *args, PyObject *kwar
   }
   PyObject *rest = PyTuple_GetSlice(args, 1, nargs);
   if (!rest) return NULL;
-  PyObject *r = pystk_dlpack_export(handle(self), i, rest, kwargs);
+  PyObject *r = pystk_dlpack_export(handle(self), i, NULL, -1, rest, kwargs);
   Py_DECREF(rest);
   return r;
 }
@@ -322,6 +349,8 @@ static PyMethodDef tl_methods[] = {
      "__dlpack__(stream=None, max_version=None, dl_device=None, copy=None) -> capsule\n\n"
      "Exports the dense batch as one [N, ...] tensor without a copy (DLPack Python "
      "spec). max_version >= (1, 0) gives a versioned capsule, else a legacy one."},
+    {"_reshaped_dlpack", (PyCFunction)(void (*)(void))tl_reshaped_dlpack,
+     METH_VARARGS | METH_KEYWORDS, "__dlpack__ of the dense batch under another shape"},
     {"_sample_dlpack", (PyCFunction)(void (*)(void))tl_sample_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__ of one sample"},
     {"__dlpack_device__", tl_dlpack_device, METH_NOARGS,

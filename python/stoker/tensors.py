@@ -362,9 +362,7 @@ class TensorGPU:
     def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
         if self._index is None:
             if self._shape != (len(self._owner),) + tuple(self._owner._shapes()[0]):
-                raise UnsupportedError(
-                    "TensorGPU.__dlpack__: a reshaped GPU tensor has no DLPack export; use "
-                    "__cuda_array_interface__, or reshape after the export")
+                return self._owner._reshaped_dlpack(self._shape, stream, max_version, dl_device, copy)
             return self._owner.__dlpack__(stream, max_version, dl_device, copy)
         return self._owner._sample_dlpack(self._index, stream, max_version, dl_device, copy)
 

@@ -198,3 +198,32 @@ def test_gpu_samples_are_tensor_gpu(fake_gpu):
     assert np.array_equal(one, cpu[1])
     with pytest.raises(stoker.InvalidArgumentError, match="holds 11 bytes, the data 12"):
         dense.copy_to_external(np.zeros(11, np.uint8))
+
+
+def _dlpack_shape(capsule):
+    """(ndim, shape, strides) of a legacy "dltensor" capsule, read with ctypes (DLPack's
+    published C layout: data, device (2 ints), ndim, dtype (3 bytes + lanes), shape,
+    strides, byte_offset)."""
+    ctypes.pythonapi.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    ctypes.pythonapi.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    ptr = ctypes.pythonapi.PyCapsule_GetPointer(capsule, b"dltensor")
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int), ("device_id", ctypes.c_int),
+                    ("ndim", ctypes.c_int), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                    ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    t = DLTensor.from_address(ptr)
+    return t.ndim, [t.shape[k] for k in range(t.ndim)], [t.strides[k] for k in range(t.ndim)]
+
+
+def test_reshaped_gpu_tensor_exports_dlpack(fake_gpu):
+    @stoker.pipeline_def(batch_size=2, num_threads=1, seed=4, device_id=0)
+    def pipe():
+        return fn.cast(fn.random.uniform(range=[0, 9], shape=[2, 3]), dtype=types.UINT8).gpu()
+    (dense,) = pipe().run()
+    rs = dense.as_reshaped_tensor([3, 4])
+    cap = rs.__dlpack__()
+    assert type(cap).__name__ == "PyCapsule"
+    assert _dlpack_shape(cap) == (2, [3, 4], [4, 1])  # C-contiguous under the new shape
+    assert _dlpack_shape(dense.as_tensor().__dlpack__()) == (3, [2, 2, 3], [6, 3, 1])
