@@ -110,8 +110,11 @@ static const stk_op_schema copy_schema = {"copy",
                                           copy_out,
                                           0,
                                           NULL};
-const stk__op_def stk__op_copy_op = {&copy_schema, NULL, NULL, NULL,
-                                     copy_run,     NULL, NULL, copy_run_gpu};
+const stk__op_def stk__op_copy_op = {
+    .schema = &copy_schema,
+    .run_sample = copy_run,
+    .run_gpu = copy_run_gpu,
+};
 
 static const stk_op_schema cast_schema = {
     "cast",
@@ -126,5 +129,8 @@ static const stk_op_schema cast_schema = {
     cast_out,
     sizeof cast_args / sizeof cast_args[0],
     cast_args};
-const stk__op_def stk__op_cast = {&cast_schema, NULL, NULL, NULL,
-                                  cast_run,     NULL, NULL, cast_run_gpu};
+const stk__op_def stk__op_cast = {
+    .schema = &cast_schema,
+    .run_sample = cast_run,
+    .run_gpu = cast_run_gpu,
+};

@@ -560,8 +560,11 @@ static const stk_op_schema brightness_schema = {
     image_out,
     sizeof brightness_args / sizeof brightness_args[0],
     brightness_args};
-const stk__op_def stk__op_brightness = {&brightness_schema, NULL, NULL, NULL,
-                                        brightness_run,     NULL, NULL, brightness_run_gpu};
+const stk__op_def stk__op_brightness = {
+    .schema = &brightness_schema,
+    .run_sample = brightness_run,
+    .run_gpu = brightness_run_gpu,
+};
 
 enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL, C_MEAN };
 static const stk_arg_schema contrast_args[] = {
@@ -646,8 +649,12 @@ static const stk_op_schema contrast_schema = {
     image_out,
     sizeof contrast_args / sizeof contrast_args[0],
     contrast_args};
-const stk__op_def stk__op_contrast = {&contrast_schema, contrast_init, NULL, NULL,
-                                      contrast_run,     NULL,          NULL, contrast_run_gpu};
+const stk__op_def stk__op_contrast = {
+    .schema = &contrast_schema,
+    .init = contrast_init,
+    .run_sample = contrast_run,
+    .run_gpu = contrast_run_gpu,
+};
 
 enum { BC_BRIGHTNESS, BC_SHIFT, BC_CONTRAST, BC_CENTER, BC_DTYPE };
 static const stk_arg_schema bc_args[] = {
@@ -701,8 +708,11 @@ static const stk_op_schema bc_schema = {
     image_out,
     sizeof bc_args / sizeof bc_args[0],
     bc_args};
-const stk__op_def stk__op_brightness_contrast = {&bc_schema, NULL, NULL, NULL,
-                                                 bc_run,     NULL, NULL, bc_run_gpu};
+const stk__op_def stk__op_brightness_contrast = {
+    .schema = &bc_schema,
+    .run_sample = bc_run,
+    .run_gpu = bc_run_gpu,
+};
 
 /* ---- hsv / hue / saturation / color_twist ---- */
 
@@ -801,7 +811,11 @@ static const stk_op_schema hsv_schema = {
     image_out,
     sizeof hsv_args / sizeof hsv_args[0],
     hsv_args};
-const stk__op_def stk__op_hsv = {&hsv_schema, NULL, NULL, NULL, hsv_run, NULL, NULL, hsv_run_gpu};
+const stk__op_def stk__op_hsv = {
+    .schema = &hsv_schema,
+    .run_sample = hsv_run,
+    .run_gpu = hsv_run_gpu,
+};
 
 enum { HUE_HUE, HUE_DTYPE, HUE_IMAGE_TYPE };
 static const stk_arg_schema hue_args[] = {HUE_ARG, DTYPE_ARG, IMAGE_TYPE_ARG};
@@ -836,7 +850,11 @@ static const stk_op_schema hue_schema = {"hue",
                                          image_out,
                                          sizeof hue_args / sizeof hue_args[0],
                                          hue_args};
-const stk__op_def stk__op_hue = {&hue_schema, NULL, NULL, NULL, hue_run, NULL, NULL, hue_run_gpu};
+const stk__op_def stk__op_hue = {
+    .schema = &hue_schema,
+    .run_sample = hue_run,
+    .run_gpu = hue_run_gpu,
+};
 
 enum { SAT_SAT, SAT_DTYPE, SAT_IMAGE_TYPE, SAT_PIL };
 static const stk_arg_schema saturation_args[] = {
@@ -902,8 +920,11 @@ static const stk_op_schema saturation_schema = {
     image_out,
     sizeof saturation_args / sizeof saturation_args[0],
     saturation_args};
-const stk__op_def stk__op_saturation = {&saturation_schema, NULL, NULL, NULL,
-                                        saturation_run,     NULL, NULL, saturation_run_gpu};
+const stk__op_def stk__op_saturation = {
+    .schema = &saturation_schema,
+    .run_sample = saturation_run,
+    .run_gpu = saturation_run_gpu,
+};
 
 enum { CT_BRIGHTNESS, CT_CONTRAST, CT_HUE, CT_SAT, CT_DTYPE, CT_IMAGE_TYPE };
 static const stk_arg_schema twist_args[] = {
@@ -957,8 +978,11 @@ static const stk_op_schema twist_schema = {
     image_out,
     sizeof twist_args / sizeof twist_args[0],
     twist_args};
-const stk__op_def stk__op_color_twist = {&twist_schema, NULL, NULL, NULL,
-                                         twist_run,     NULL, NULL, twist_run_gpu};
+const stk__op_def stk__op_color_twist = {
+    .schema = &twist_schema,
+    .run_sample = twist_run,
+    .run_gpu = twist_run_gpu,
+};
 
 /* ---- color_space_conversion ---- */
 
@@ -1037,8 +1061,11 @@ static const stk_op_schema cs_schema = {
     image_out,
     sizeof cs_args / sizeof cs_args[0],
     cs_args};
-const stk__op_def stk__op_color_space_conversion = {&cs_schema, NULL, NULL, NULL,
-                                                    cs_run,     NULL, NULL, cs_run_gpu};
+const stk__op_def stk__op_color_space_conversion = {
+    .schema = &cs_schema,
+    .run_sample = cs_run,
+    .run_gpu = cs_run_gpu,
+};
 
 /* ---- grayscale (stoker) ---- */
 
@@ -1124,5 +1151,9 @@ static const stk_op_schema gray_schema = {
     image_out,
     sizeof gray_args / sizeof gray_args[0],
     gray_args};
-const stk__op_def stk__op_grayscale = {&gray_schema, gray_init, NULL, NULL,
-                                       gray_run,     NULL,      NULL, gray_run_gpu};
+const stk__op_def stk__op_grayscale = {
+    .schema = &gray_schema,
+    .init = gray_init,
+    .run_sample = gray_run,
+    .run_gpu = gray_run_gpu,
+};

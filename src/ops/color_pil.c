@@ -195,8 +195,11 @@ static const stk_op_schema invert_schema = {
     image_out,
     0,
     NULL};
-const stk__op_def stk__op_invert = {&invert_schema, NULL, NULL, NULL,
-                                    invert_run,     NULL, NULL, invert_run_gpu};
+const stk__op_def stk__op_invert = {
+    .schema = &invert_schema,
+    .run_sample = invert_run,
+    .run_gpu = invert_run_gpu,
+};
 
 /* ---- posterize ---- */
 
@@ -252,8 +255,11 @@ static const stk_op_schema posterize_schema = {
     image_out,
     sizeof posterize_args / sizeof posterize_args[0],
     posterize_args};
-const stk__op_def stk__op_posterize = {&posterize_schema, NULL, NULL, NULL,
-                                       posterize_run,     NULL, NULL, posterize_run_gpu};
+const stk__op_def stk__op_posterize = {
+    .schema = &posterize_schema,
+    .run_sample = posterize_run,
+    .run_gpu = posterize_run_gpu,
+};
 
 /* ---- solarize / solarize_add ---- */
 
@@ -310,8 +316,11 @@ static const stk_op_schema solarize_schema = {
     image_out,
     sizeof solarize_args / sizeof solarize_args[0],
     solarize_args};
-const stk__op_def stk__op_solarize = {&solarize_schema, NULL, NULL, NULL,
-                                      solarize_run,     NULL, NULL, solarize_run_gpu};
+const stk__op_def stk__op_solarize = {
+    .schema = &solarize_schema,
+    .run_sample = solarize_run,
+    .run_gpu = solarize_run_gpu,
+};
 
 enum { SA_SHIFT, SA_THRESHOLD };
 static const stk_arg_schema solarize_add_args[] = {
@@ -362,8 +371,11 @@ static const stk_op_schema solarize_add_schema = {
     image_out,
     sizeof solarize_add_args / sizeof solarize_add_args[0],
     solarize_add_args};
-const stk__op_def stk__op_solarize_add = {&solarize_add_schema, NULL, NULL, NULL,
-                                          solarize_add_run,     NULL, NULL, solarize_add_run_gpu};
+const stk__op_def stk__op_solarize_add = {
+    .schema = &solarize_add_schema,
+    .run_sample = solarize_add_run,
+    .run_gpu = solarize_add_run_gpu,
+};
 
 /* ---- equalize / experimental.equalize ---- */
 
@@ -420,8 +432,11 @@ static const stk_op_schema equalize_schema = {
     image_out,
     sizeof equalize_args / sizeof equalize_args[0],
     equalize_args};
-const stk__op_def stk__op_equalize = {&equalize_schema, NULL, NULL, NULL,
-                                      equalize_run,     NULL, NULL, equalize_run_gpu};
+const stk__op_def stk__op_equalize = {
+    .schema = &equalize_schema,
+    .run_sample = equalize_run,
+    .run_gpu = equalize_run_gpu,
+};
 
 static const stk_op_schema x_equalize_schema = {
     "experimental.equalize",
@@ -437,7 +452,10 @@ static const stk_op_schema x_equalize_schema = {
     sizeof equalize_args / sizeof equalize_args[0],
     equalize_args};
 const stk__op_def stk__op_experimental_equalize = {
-    &x_equalize_schema, NULL, NULL, NULL, equalize_run, NULL, NULL, equalize_run_gpu};
+    .schema = &x_equalize_schema,
+    .run_sample = equalize_run,
+    .run_gpu = equalize_run_gpu,
+};
 
 /* ---- auto_contrast ---- */
 
@@ -510,8 +528,11 @@ static const stk_op_schema autocontrast_schema = {
     image_out,
     sizeof autocontrast_args / sizeof autocontrast_args[0],
     autocontrast_args};
-const stk__op_def stk__op_auto_contrast = {&autocontrast_schema, NULL, NULL, NULL,
-                                           autocontrast_run,     NULL, NULL, autocontrast_run_gpu};
+const stk__op_def stk__op_auto_contrast = {
+    .schema = &autocontrast_schema,
+    .run_sample = autocontrast_run,
+    .run_gpu = autocontrast_run_gpu,
+};
 
 /* ---- sharpness ---- */
 
@@ -558,5 +579,8 @@ static const stk_op_schema sharpness_schema = {
     image_out,
     sizeof sharpness_args / sizeof sharpness_args[0],
     sharpness_args};
-const stk__op_def stk__op_sharpness = {&sharpness_schema, NULL, NULL, NULL,
-                                       sharpness_run,     NULL, NULL, sharpness_run_gpu};
+const stk__op_def stk__op_sharpness = {
+    .schema = &sharpness_schema,
+    .run_sample = sharpness_run,
+    .run_gpu = sharpness_run_gpu,
+};

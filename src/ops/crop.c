@@ -168,5 +168,10 @@ static const stk_op_schema crop_schema = {
     image_out,
     sizeof crop_args / sizeof crop_args[0],
     crop_args};
-const stk__op_def stk__op_crop = {&crop_schema, crop_init, crop_destroy, NULL,
-                                  crop_run,     NULL,      NULL,         crop_run_gpu};
+const stk__op_def stk__op_crop = {
+    .schema = &crop_schema,
+    .init = crop_init,
+    .destroy = crop_destroy,
+    .run_sample = crop_run,
+    .run_gpu = crop_run_gpu,
+};

@@ -219,8 +219,14 @@ static const stk_op_schema image_schema = {
     sizeof image_args / sizeof image_args[0],
     image_args};
 const stk__op_def stk__op_decoders_image = {
-    &image_schema, mixed_init,           NULL,         NULL, image_run, NULL, NULL, image_run_mixed,
-    image_prepare, sizeof(mixed_record), mixed_release};
+    .schema = &image_schema,
+    .init = mixed_init,
+    .run_sample = image_run,
+    .run_gpu = image_run_mixed,
+    .prepare = image_prepare,
+    .prep_bytes = sizeof(mixed_record),
+    .prep_release = mixed_release,
+};
 
 /* ---- decoders.image_random_crop ---- */
 
@@ -309,9 +315,14 @@ static const stk_op_schema crop_schema = {
     sizeof crop_args / sizeof crop_args[0],
     crop_args};
 const stk__op_def stk__op_decoders_image_random_crop = {
-    &crop_schema, crop_init, NULL,           NULL,         crop_run,
-    NULL,         NULL,      crop_run_mixed, crop_prepare, sizeof(mixed_record),
-    mixed_release};
+    .schema = &crop_schema,
+    .init = crop_init,
+    .run_sample = crop_run,
+    .run_gpu = crop_run_mixed,
+    .prepare = crop_prepare,
+    .prep_bytes = sizeof(mixed_record),
+    .prep_release = mixed_release,
+};
 
 /* ---- the mixed device: nvJPEG into GPU memory, CPU decode + upload for the rest ---- */
 
@@ -674,4 +685,7 @@ static const stk_op_schema peek_schema = {
     shape_out,
     sizeof peek_args / sizeof peek_args[0],
     peek_args};
-const stk__op_def stk__op_peek_image_shape = {&peek_schema, NULL, NULL, NULL, peek_run, NULL, NULL};
+const stk__op_def stk__op_peek_image_shape = {
+    .schema = &peek_schema,
+    .run_sample = peek_run,
+};

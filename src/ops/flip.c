@@ -126,5 +126,8 @@ static const stk_op_schema flip_schema = {
     flip_out,
     sizeof flip_args / sizeof flip_args[0],
     flip_args};
-const stk__op_def stk__op_flip = {&flip_schema, NULL, NULL, NULL,
-                                  flip_run,     NULL, NULL, flip_run_gpu};
+const stk__op_def stk__op_flip = {
+    .schema = &flip_schema,
+    .run_sample = flip_run,
+    .run_gpu = flip_run_gpu,
+};

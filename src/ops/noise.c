@@ -212,8 +212,11 @@ static const stk_op_schema gaussian_schema = {
     noise_out,
     sizeof gaussian_args / sizeof gaussian_args[0],
     gaussian_args};
-const stk__op_def stk__op_noise_gaussian = {&gaussian_schema, NULL, NULL, NULL,
-                                            gaussian_run,     NULL, NULL, gaussian_run_gpu};
+const stk__op_def stk__op_noise_gaussian = {
+    .schema = &gaussian_schema,
+    .run_sample = gaussian_run,
+    .run_gpu = gaussian_run_gpu,
+};
 
 /* ---- noise.salt_and_pepper ---- */
 
@@ -332,8 +335,11 @@ static const stk_op_schema sp_schema = {
     noise_out,
     sizeof sp_args / sizeof sp_args[0],
     sp_args};
-const stk__op_def stk__op_noise_salt_and_pepper = {&sp_schema, NULL, NULL, NULL,
-                                                   sp_run,     NULL, NULL, sp_run_gpu};
+const stk__op_def stk__op_noise_salt_and_pepper = {
+    .schema = &sp_schema,
+    .run_sample = sp_run,
+    .run_gpu = sp_run_gpu,
+};
 
 /* ---- noise.shot ---- */
 
@@ -471,5 +477,8 @@ static const stk_op_schema shot_schema = {
     noise_out,
     sizeof shot_args / sizeof shot_args[0],
     shot_args};
-const stk__op_def stk__op_noise_shot = {&shot_schema, NULL, NULL, NULL,
-                                        shot_run,     NULL, NULL, shot_run_gpu};
+const stk__op_def stk__op_noise_shot = {
+    .schema = &shot_schema,
+    .run_sample = shot_run,
+    .run_gpu = shot_run_gpu,
+};

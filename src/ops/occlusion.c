@@ -361,8 +361,11 @@ static const stk_op_schema erase_schema = {
     occ_out,
     sizeof erase_args / sizeof erase_args[0],
     erase_args};
-const stk__op_def stk__op_erase = {&erase_schema, NULL, NULL, NULL,
-                                   erase_run,     NULL, NULL, erase_run_gpu};
+const stk__op_def stk__op_erase = {
+    .schema = &erase_schema,
+    .run_sample = erase_run,
+    .run_gpu = erase_run_gpu,
+};
 
 /* ---------------------------------------------------------------------------------- */
 /* grid_mask                                                                          */
@@ -503,5 +506,8 @@ static const stk_op_schema grid_schema = {
     occ_out,
     sizeof grid_args / sizeof grid_args[0],
     grid_args};
-const stk__op_def stk__op_grid_mask = {&grid_schema, NULL, NULL, NULL,
-                                       grid_run,     NULL, NULL, grid_run_gpu};
+const stk__op_def stk__op_grid_mask = {
+    .schema = &grid_schema,
+    .run_sample = grid_run,
+    .run_gpu = grid_run_gpu,
+};

@@ -124,8 +124,10 @@ static const stk_op_schema uniform_schema = {
     random_out,
     sizeof uniform_args / sizeof uniform_args[0],
     uniform_args};
-const stk__op_def stk__op_random_uniform = {&uniform_schema, NULL, NULL, NULL,
-                                            uniform_run,     NULL, NULL};
+const stk__op_def stk__op_random_uniform = {
+    .schema = &uniform_schema,
+    .run_sample = uniform_run,
+};
 
 /* ---- random.normal ---- */
 enum { N_MEAN, N_STDDEV, N_SHAPE, N_DTYPE, N_SEED };
@@ -164,8 +166,10 @@ static const stk_op_schema normal_schema = {
     random_out,
     sizeof normal_args / sizeof normal_args[0],
     normal_args};
-const stk__op_def stk__op_random_normal = {&normal_schema, NULL, NULL, NULL,
-                                           normal_run,     NULL, NULL};
+const stk__op_def stk__op_random_normal = {
+    .schema = &normal_schema,
+    .run_sample = normal_run,
+};
 
 /* ---- random.coin_flip ---- */
 enum { C_PROBABILITY, C_SHAPE, C_DTYPE, C_SEED };
@@ -206,7 +210,10 @@ static const stk_op_schema coin_schema = {
     random_out,
     sizeof coin_args / sizeof coin_args[0],
     coin_args};
-const stk__op_def stk__op_random_coin_flip = {&coin_schema, NULL, NULL, NULL, coin_run, NULL, NULL};
+const stk__op_def stk__op_random_coin_flip = {
+    .schema = &coin_schema,
+    .run_sample = coin_run,
+};
 
 /* ---- random.choice ---- */
 enum { CH_A, CH_P, CH_SHAPE, CH_DTYPE, CH_SEED };
@@ -288,5 +295,8 @@ static const stk_op_schema choice_schema = {
     random_out,
     sizeof choice_args / sizeof choice_args[0],
     choice_args};
-const stk__op_def stk__op_random_choice = {&choice_schema, choice_init, NULL, NULL,
-                                           choice_run,     NULL,        NULL};
+const stk__op_def stk__op_random_choice = {
+    .schema = &choice_schema,
+    .init = choice_init,
+    .run_sample = choice_run,
+};

@@ -168,5 +168,8 @@ static const stk_op_schema select_schema = {
     select_out,
     0,
     NULL};
-const stk__op_def stk__op_select = {&select_schema, NULL, NULL, NULL,
-                                    select_run,     NULL, NULL, select_run_gpu};
+const stk__op_def stk__op_select = {
+    .schema = &select_schema,
+    .run_sample = select_run,
+    .run_gpu = select_run_gpu,
+};

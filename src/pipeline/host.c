@@ -138,8 +138,14 @@ static const stk_op_schema ext_schema = {
     sizeof ext_args / sizeof ext_args[0],
     ext_args};
 const stk__op_def stk__op_external_source = {
-    &ext_schema, ext_init, ext_destroy, ext_plan,
-    ext_run,     ext_meta, NULL,        .position = ext_position};
+    .schema = &ext_schema,
+    .init = ext_init,
+    .destroy = ext_destroy,
+    .plan = ext_plan,
+    .run_sample = ext_run,
+    .reader_meta = ext_meta,
+    .position = ext_position,
+};
 
 static stk_status check_fed(stk__node *node, const stk_tensor_desc *samples, size_t count) {
   int64_t batch = stk__node_batch_size(node);
@@ -325,7 +331,11 @@ static const stk_op_schema hostfn_schema = {
     sizeof hostfn_args / sizeof hostfn_args[0],
     hostfn_args};
 const stk__op_def stk__op_python_function = {
-    &hostfn_schema, hostfn_init, NULL, NULL, hostfn_run, NULL, hostfn_num_outputs};
+    .schema = &hostfn_schema,
+    .init = hostfn_init,
+    .run_sample = hostfn_run,
+    .num_outputs = hostfn_num_outputs,
+};
 
 size_t stk_host_call_num_inputs(const stk_host_call *call) {
   return (size_t)call->node->spec->num_inputs;
