@@ -218,12 +218,12 @@ typedef struct {
 } stk_port_schema;
 
 /* Operator flags. */
-#define STK_OPF_READER   1u /* a data source; has an epoch size */
-#define STK_OPF_RANDOM   2u /* draws random numbers (keyed by seed + instance) */
-#define STK_OPF_NO_INPUT 4u /* takes no data inputs */
-#define STK_OPF_MERGES_BRANCHES                                 \
-  8u /* merges conditional branches: inputs after the first may \
-      * have no value for a sample (the branches it did not take) */
+#define STK_OPF_READER          1u /* a data source; has an epoch size */
+#define STK_OPF_RANDOM          2u /* draws random numbers (keyed by seed + instance) */
+#define STK_OPF_NO_INPUT        4u /* takes no data inputs */
+/* Merges conditional branches: inputs after the first may have no value for a sample
+ * (the branches it did not take). */
+#define STK_OPF_MERGES_BRANCHES 8u
 
 typedef struct {
   const char *name; /* dotted name, e.g. "decoders.image", "readers.file", "resize" */

@@ -595,26 +595,28 @@ static stk_status binary_run(stk__node *node, stk__sample *s) {
 static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b);
 
 static const stk_op_schema binary_schema = {
-    "math.binary",
-    "Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one "
-    "input and a constant (what expressions on nodes become: `0.5 * image + edges`). Type "
-    "promotion (DALI's table, commutative): T op T -> T; floatX op T -> floatX (T not a "
-    "float); floatX op floatY -> the wider float; intX op intY and uintX op uintY -> the "
-    "wider; intX op uintY -> intX if X > Y, else int(2Y) (int64 at most); bool op T -> T "
-    "(bool is the narrowest unsigned type). Result: the promoted type for add sub mul "
-    "floordiv mod min max pow and the bitwise ops (floats refused); div, fpow and atan2 "
-    "give float32 for integers; comparisons give bool. Integer results wrap around as in "
-    "C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy "
-    "broadcasting ([C] against HWC).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    2,
-    binary_in,
-    1,
-    any_out,
-    sizeof binary_args / sizeof binary_args[0],
-    binary_args};
+    .name = "math.binary",
+    .doc =
+        "Elementwise binary arithmetic, comparisons and bitwise logic on two inputs or on one "
+        "input and a constant (what expressions on nodes become: `0.5 * image + edges`). Type "
+        "promotion (DALI's table, commutative): T op T -> T; floatX op T -> floatX (T not a "
+        "float); floatX op floatY -> the wider float; intX op intY and uintX op uintY -> the "
+        "wider; intX op uintY -> intX if X > Y, else int(2Y) (int64 at most); bool op T -> T "
+        "(bool is the narrowest unsigned type). Result: the promoted type for add sub mul "
+        "floordiv mod min max pow and the bitwise ops (floats refused); div, fpow and atan2 "
+        "give float32 for integers; comparisons give bool. Integer results wrap around as in "
+        "C (uint8 200 + 100 = 44). Shapes: equal, one side a single element, or numpy "
+        "broadcasting ([C] against HWC).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .inputs = binary_in,
+    .num_outputs = 1,
+    .outputs = any_out,
+    .num_args = sizeof binary_args / sizeof binary_args[0],
+    .args = binary_args,
+};
 const stk__op_def stk__op_math_binary = {.schema = &binary_schema,
                                          .init = binary_init,
                                          .destroy = state_destroy,
@@ -659,18 +661,20 @@ static stk_status unary_run(stk__node *node, stk__sample *s) {
 static stk_status unary_run_gpu(stk__node *node, stk__gpu_batch *b);
 
 static const stk_op_schema unary_schema = {
-    "math.unary",
-    "Elementwise unary operations (negation, logical not, abs, rounding, "
-    "and the floating-point functions).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    unary_in,
-    1,
-    any_out,
-    sizeof unary_args / sizeof unary_args[0],
-    unary_args};
+    .name = "math.unary",
+    .doc =
+        "Elementwise unary operations (negation, logical not, abs, rounding, "
+        "and the floating-point functions).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = unary_in,
+    .num_outputs = 1,
+    .outputs = any_out,
+    .num_args = sizeof unary_args / sizeof unary_args[0],
+    .args = unary_args,
+};
 const stk__op_def stk__op_math_unary = {.schema = &unary_schema,
                                         .init = unary_init,
                                         .destroy = state_destroy,
@@ -954,18 +958,21 @@ static stk_status clamp_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema clamp_schema = {
-    "math.clamp",
-    "Clamps every element to [lo, hi] (DALI's math.clamp): the output type is the input's "
-    "promoted with the bounds' types (lo_dtype / hi_dtype, or the feeding nodes' types), as "
-    "DALI's arithmetic promotes; integer outputs: lo rounded up, hi down, saturated to the type.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    unary_in,
-    1,
-    any_out,
-    sizeof clamp_args / sizeof clamp_args[0],
-    clamp_args};
+    .name = "math.clamp",
+    .doc =
+        "Clamps every element to [lo, hi] (DALI's math.clamp): the output type is the input's "
+        "promoted with the bounds' types (lo_dtype / hi_dtype, or the feeding nodes' types), as "
+        "DALI's arithmetic promotes; integer outputs: lo rounded up, hi down, saturated to the "
+        "type.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = unary_in,
+    .num_outputs = 1,
+    .outputs = any_out,
+    .num_args = sizeof clamp_args / sizeof clamp_args[0],
+    .args = clamp_args,
+};
 const stk__op_def stk__op_math_clamp = {
     .schema = &clamp_schema, .run_sample = clamp_run, .run_gpu = clamp_run_gpu};

@@ -460,22 +460,24 @@ static const stk_port_schema dec_out[] = {
      "float32 [stages, 5] per sample: augmentation index (-1: none), operation "
      "id (-1: custom), magnitude bin, negate, signed magnitude"}};
 static const stk_op_schema choose_schema = {
-    "auto_augment.choose",
-    "Draws each sample's automatic-augmentation decisions: RandAugment (n augmentations "
-    "uniformly from the list, magnitude bin m, a random sign each), TrivialAugmentWide (one "
-    "augmentation, a uniform bin and sign) or AutoAugment (a uniform sub-policy, each stage "
-    "applied with its probability). auto_augment.apply (fused) and the per-sample "
-    "selection of stoker.auto_aug (custom augmentations) both read these decisions, so they "
-    "agree for one seed.",
-    STK_DEVICE_CPU,
-    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    dec_out,
-    sizeof choose_args / sizeof choose_args[0],
-    choose_args};
+    .name = "auto_augment.choose",
+    .doc =
+        "Draws each sample's automatic-augmentation decisions: RandAugment (n augmentations "
+        "uniformly from the list, magnitude bin m, a random sign each), TrivialAugmentWide (one "
+        "augmentation, a uniform bin and sign) or AutoAugment (a uniform sub-policy, each stage "
+        "applied with its probability). auto_augment.apply (fused) and the per-sample "
+        "selection of stoker.auto_aug (custom augmentations) both read these decisions, so they "
+        "agree for one seed.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = dec_out,
+    .num_args = sizeof choose_args / sizeof choose_args[0],
+    .args = choose_args,
+};
 const stk__op_def stk__op_auto_augment_choose = {
     .schema = &choose_schema, .init = choose_init, .destroy = aa_destroy, .run_sample = choose_run};
 
@@ -1046,22 +1048,24 @@ static const stk_port_schema apply_out[] = {
      "float32 [stages, 5]: augmentation index (-1: none), operation id, bin, "
      "negate, and the parameter applied (pixels for translations)"}};
 static const stk_op_schema apply_schema = {
-    "auto_augment.apply",
-    "Automatic augmentation in one operator (the fused path): each uint8 image goes through "
-    "its own sequence of (operation, magnitude) decisions -- RandAugment, "
-    "TrivialAugmentWide or an AutoAugment policy, with DALI's or torchvision's magnitudes "
-    "and operation definitions -- one pass per operation. A mask follows the geometric "
-    "operations (nearest, fill 0) and boxes are moved with them. Outputs: image, mask, "
-    "boxes, decisions.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    STK_OPF_RANDOM,
-    1,
-    3,
-    apply_in,
-    4,
-    apply_out,
-    sizeof apply_args / sizeof apply_args[0],
-    apply_args};
+    .name = "auto_augment.apply",
+    .doc =
+        "Automatic augmentation in one operator (the fused path): each uint8 image goes through "
+        "its own sequence of (operation, magnitude) decisions -- RandAugment, "
+        "TrivialAugmentWide or an AutoAugment policy, with DALI's or torchvision's magnitudes "
+        "and operation definitions -- one pass per operation. A mask follows the geometric "
+        "operations (nearest, fill 0) and boxes are moved with them. Outputs: image, mask, "
+        "boxes, decisions.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM,
+    .min_inputs = 1,
+    .max_inputs = 3,
+    .inputs = apply_in,
+    .num_outputs = 4,
+    .outputs = apply_out,
+    .num_args = sizeof apply_args / sizeof apply_args[0],
+    .args = apply_args,
+};
 const stk__op_def stk__op_auto_augment_apply = {.schema = &apply_schema,
                                                 .init = apply_init,
                                                 .destroy = aa_destroy,
@@ -1255,20 +1259,22 @@ static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
 static const stk_port_schema image_in[] = {{"input", "uint8 HWC (or HW) image"}};
 static const stk_port_schema image_out[] = {{"output", "the augmented image"}};
 static const stk_op_schema augment_schema = {
-    "auto_augment.augment",
-    "Applies one automatic-augmentation operation with a per-sample parameter, with the "
-    "same code as auto_augment.apply (DALI's or torchvision's definition). The Python "
-    "built-in augmentations (stoker.auto_aug.augmentations) call it; on the GPU, the fused "
-    "operator's kernel with a one-step program per sample.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof augment_args / sizeof augment_args[0],
-    augment_args};
+    .name = "auto_augment.augment",
+    .doc =
+        "Applies one automatic-augmentation operation with a per-sample parameter, with the "
+        "same code as auto_augment.apply (DALI's or torchvision's definition). The Python "
+        "built-in augmentations (stoker.auto_aug.augmentations) call it; on the GPU, the fused "
+        "operator's kernel with a one-step program per sample.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof augment_args / sizeof augment_args[0],
+    .args = augment_args,
+};
 const stk__op_def stk__op_auto_augment_augment = {.schema = &augment_schema,
                                                   .init = augment_init,
                                                   .destroy = aa_destroy,
@@ -1313,18 +1319,20 @@ static stk_status stage_index_run(stk__node *node, stk__sample *s) {
 static const stk_port_schema dec_in[] = {{"decisions", "auto_augment.choose's output"}};
 static const stk_port_schema index_out[] = {{"index", "int32 scalar"}};
 static const stk_op_schema stage_index_schema = {
-    "auto_augment.stage_index",
-    "The augmentation index a sample's decisions give for one stage (a scalar for select "
-    "and conditional guards).",
-    STK_DEVICE_CPU,
-    0,
-    1,
-    1,
-    dec_in,
-    1,
-    index_out,
-    sizeof stage_index_args / sizeof stage_index_args[0],
-    stage_index_args};
+    .name = "auto_augment.stage_index",
+    .doc =
+        "The augmentation index a sample's decisions give for one stage (a scalar for select "
+        "and conditional guards).",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = dec_in,
+    .num_outputs = 1,
+    .outputs = index_out,
+    .num_args = sizeof stage_index_args / sizeof stage_index_args[0],
+    .args = stage_index_args,
+};
 const stk__op_def stk__op_auto_augment_stage_index = {.schema = &stage_index_schema,
                                                       .run_sample = stage_index_run};
 
@@ -1364,17 +1372,19 @@ static stk_status stage_param_run(stk__node *node, stk__sample *s) {
 
 static const stk_port_schema param_out[] = {{"param", "the stage's parameter"}};
 static const stk_op_schema stage_param_schema = {
-    "auto_augment.stage_param",
-    "Looks up a stage's parameter in a per-magnitude-bin table by the sample's decisions "
-    "(what a Python augmentation's mag_to_param gives for each bin and sign).",
-    STK_DEVICE_CPU,
-    0,
-    1,
-    1,
-    dec_in,
-    1,
-    param_out,
-    sizeof stage_param_args / sizeof stage_param_args[0],
-    stage_param_args};
+    .name = "auto_augment.stage_param",
+    .doc =
+        "Looks up a stage's parameter in a per-magnitude-bin table by the sample's decisions "
+        "(what a Python augmentation's mag_to_param gives for each bin and sign).",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = dec_in,
+    .num_outputs = 1,
+    .outputs = param_out,
+    .num_args = sizeof stage_param_args / sizeof stage_param_args[0],
+    .args = stage_param_args,
+};
 const stk__op_def stk__op_auto_augment_stage_param = {.schema = &stage_param_schema,
                                                       .run_sample = stage_param_run};

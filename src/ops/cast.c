@@ -97,19 +97,22 @@ static stk_status copy_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_port_schema copy_in[] = {{"input", "a tensor of any type"}};
 static const stk_port_schema copy_out[] = {{"output", "the same data on this operator's device"}};
-static const stk_op_schema copy_schema = {"copy",
-                                          "The input unchanged, on this operator's device: with "
-                                          "device=\"gpu\" it moves CPU data to the GPU "
-                                          "(DataNode.gpu() in Python).",
-                                          STK_DEVICE_CPU | STK_DEVICE_GPU,
-                                          0,
-                                          1,
-                                          1,
-                                          copy_in,
-                                          1,
-                                          copy_out,
-                                          0,
-                                          NULL};
+static const stk_op_schema copy_schema = {
+    .name = "copy",
+    .doc =
+        "The input unchanged, on this operator's device: with "
+        "device=\"gpu\" it moves CPU data to the GPU "
+        "(DataNode.gpu() in Python).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = copy_in,
+    .num_outputs = 1,
+    .outputs = copy_out,
+    .num_args = 0,
+    .args = NULL,
+};
 const stk__op_def stk__op_copy_op = {
     .schema = &copy_schema,
     .run_sample = copy_run,
@@ -117,18 +120,20 @@ const stk__op_def stk__op_copy_op = {
 };
 
 static const stk_op_schema cast_schema = {
-    "cast",
-    "Converts every element to `dtype` with saturation: float to integer rounds half away "
-    "from zero and clamps to the type's range (DALI's CPU cast).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    cast_in,
-    1,
-    cast_out,
-    sizeof cast_args / sizeof cast_args[0],
-    cast_args};
+    .name = "cast",
+    .doc =
+        "Converts every element to `dtype` with saturation: float to integer rounds half away "
+        "from zero and clamps to the type's range (DALI's CPU cast).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = cast_in,
+    .num_outputs = 1,
+    .outputs = cast_out,
+    .num_args = sizeof cast_args / sizeof cast_args[0],
+    .args = cast_args,
+};
 const stk__op_def stk__op_cast = {
     .schema = &cast_schema,
     .run_sample = cast_run,

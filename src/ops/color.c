@@ -546,20 +546,22 @@ static stk_status brightness_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema brightness_schema = {
-    "brightness",
-    "Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * "
-    "full_range, where full_range is the output type's maximum (255 for uint8) or 1 for "
-    "floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's "
-    "ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof brightness_args / sizeof brightness_args[0],
-    brightness_args};
+    .name = "brightness",
+    .doc =
+        "Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * "
+        "full_range, where full_range is the output type's maximum (255 for uint8) or 1 for "
+        "floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's "
+        "ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof brightness_args / sizeof brightness_args[0],
+    .args = brightness_args,
+};
 const stk__op_def stk__op_brightness = {
     .schema = &brightness_schema,
     .run_sample = brightness_run,
@@ -635,20 +637,22 @@ static stk_status contrast_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema contrast_schema = {
-    "contrast",
-    "Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - "
-    "contrast_center). mean_center=true centres on the image's mean luma (DALI's "
-    "AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the "
-    "image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof contrast_args / sizeof contrast_args[0],
-    contrast_args};
+    .name = "contrast",
+    .doc =
+        "Changes the contrast (DALI's contrast): out = contrast_center + contrast * (in - "
+        "contrast_center). mean_center=true centres on the image's mean luma (DALI's "
+        "AutoAugment contrast); pil=true is Pillow's ImageEnhance.Contrast (blend with the "
+        "image's rounded integer mean luma, truncated), which torchvision's AutoAugment uses.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof contrast_args / sizeof contrast_args[0],
+    .args = contrast_args,
+};
 const stk__op_def stk__op_contrast = {
     .schema = &contrast_schema,
     .init = contrast_init,
@@ -695,19 +699,21 @@ static stk_status bc_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema bc_schema = {
-    "brightness_contrast",
-    "Brightness and contrast in one pass (DALI's brightness_contrast): out = "
-    "brightness_shift * full_range + brightness * (contrast_center + contrast * (in - "
-    "contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof bc_args / sizeof bc_args[0],
-    bc_args};
+    .name = "brightness_contrast",
+    .doc =
+        "Brightness and contrast in one pass (DALI's brightness_contrast): out = "
+        "brightness_shift * full_range + brightness * (contrast_center + contrast * (in - "
+        "contrast_center)); full_range is 255 for uint8 outputs and 1 for floats.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof bc_args / sizeof bc_args[0],
+    .args = bc_args,
+};
 const stk__op_def stk__op_brightness_contrast = {
     .schema = &bc_schema,
     .run_sample = bc_run,
@@ -799,18 +805,20 @@ static stk_status hsv_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema hsv_schema = {
-    "hsv",
-    "Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images "
-    "(DALI's hsv)." YIQ_DOC,
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof hsv_args / sizeof hsv_args[0],
-    hsv_args};
+    .name = "hsv",
+    .doc =
+        "Adjusts hue (additive, degrees), saturation and value (multiplicative) of RGB images "
+        "(DALI's hsv)." YIQ_DOC,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof hsv_args / sizeof hsv_args[0],
+    .args = hsv_args,
+};
 const stk__op_def stk__op_hsv = {
     .schema = &hsv_schema,
     .run_sample = hsv_run,
@@ -839,17 +847,19 @@ static stk_status hue_run_gpu(stk__node *node, stk__gpu_batch *b) {
   return stk__color_run_gpu(node, b, color_in_types, N_COLOR_IN_TYPES, hue_plan);
 }
 
-static const stk_op_schema hue_schema = {"hue",
-                                         "Rotates the hue by `hue` degrees (DALI's hue)." YIQ_DOC,
-                                         STK_DEVICE_CPU | STK_DEVICE_GPU,
-                                         0,
-                                         1,
-                                         1,
-                                         image_in,
-                                         1,
-                                         image_out,
-                                         sizeof hue_args / sizeof hue_args[0],
-                                         hue_args};
+static const stk_op_schema hue_schema = {
+    .name = "hue",
+    .doc = "Rotates the hue by `hue` degrees (DALI's hue)." YIQ_DOC,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof hue_args / sizeof hue_args[0],
+    .args = hue_args,
+};
 const stk__op_def stk__op_hue = {
     .schema = &hue_schema,
     .run_sample = hue_run,
@@ -907,19 +917,20 @@ static stk_status saturation_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema saturation_schema = {
-    "saturation",
-    "Changes the saturation (DALI's saturation)." YIQ_DOC
-    " With pil=true, Pillow's "
-    "ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof saturation_args / sizeof saturation_args[0],
-    saturation_args};
+    .name = "saturation",
+    .doc = "Changes the saturation (DALI's saturation)." YIQ_DOC
+           " With pil=true, Pillow's "
+           "ImageEnhance.Color (truncating blend with the luma image) as AutoAugment uses it.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof saturation_args / sizeof saturation_args[0],
+    .args = saturation_args,
+};
 const stk__op_def stk__op_saturation = {
     .schema = &saturation_schema,
     .run_sample = saturation_run,
@@ -964,20 +975,22 @@ static stk_status twist_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema twist_schema = {
-    "color_twist",
-    "Hue, saturation, brightness and contrast in one linear map (DALI's color_twist): out "
-    "= brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * "
-    "brightness, where half is half the input type's range (128 for uint8, 0.5 for "
-    "floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof twist_args / sizeof twist_args[0],
-    twist_args};
+    .name = "color_twist",
+    .doc =
+        "Hue, saturation, brightness and contrast in one linear map (DALI's color_twist): out "
+        "= brightness * contrast * HSV(hue, saturation) * in + (half - half * contrast) * "
+        "brightness, where half is half the input type's range (128 for uint8, 0.5 for "
+        "floats) and HSV is hsv's YIQ-based matrix. Needs 3 channels.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof twist_args / sizeof twist_args[0],
+    .args = twist_args,
+};
 const stk__op_def stk__op_color_twist = {
     .schema = &twist_schema,
     .run_sample = twist_run,
@@ -1045,22 +1058,24 @@ static stk_status cs_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema cs_schema = {
-    "color_space_conversion",
-    "Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is "
-    "also the way to get a grayscale image with DALI's definition). GRAY is the "
-    "full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R "
-    "BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for "
-    "float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in "
-    "float64, rounded half away from zero.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof cs_args / sizeof cs_args[0],
-    cs_args};
+    .name = "color_space_conversion",
+    .doc =
+        "Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is "
+        "also the way to get a grayscale image with DALI's definition). GRAY is the "
+        "full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R "
+        "BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for "
+        "float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in "
+        "float64, rounded half away from zero.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof cs_args / sizeof cs_args[0],
+    .args = cs_args,
+};
 const stk__op_def stk__op_color_space_conversion = {
     .schema = &cs_schema,
     .run_sample = cs_run,
@@ -1137,20 +1152,22 @@ static stk_status gray_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema gray_schema = {
-    "grayscale",
-    "Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a "
-    "stoker operator; DALI spells this color_space_conversion(image_type=RGB, "
-    "output_type=GRAY)): uint8 uses Pillow's convert(\"L\"), (19595 R + 38470 G + 7471 B + "
-    "2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof gray_args / sizeof gray_args[0],
-    gray_args};
+    .name = "grayscale",
+    .doc =
+        "Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a "
+        "stoker operator; DALI spells this color_space_conversion(image_type=RGB, "
+        "output_type=GRAY)): uint8 uses Pillow's convert(\"L\"), (19595 R + 38470 G + 7471 B + "
+        "2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof gray_args / sizeof gray_args[0],
+    .args = gray_args,
+};
 const stk__op_def stk__op_grayscale = {
     .schema = &gray_schema,
     .init = gray_init,

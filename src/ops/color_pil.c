@@ -183,18 +183,20 @@ static stk_status invert_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema invert_schema = {
-    "invert",
-    "Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's "
-    "ImageOps.invert; DALI has none).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    0,
-    NULL};
+    .name = "invert",
+    .doc =
+        "Inverts the image: 255 - x for uint8, 1 - x for float32 (a stoker operator, PIL's "
+        "ImageOps.invert; DALI has none).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = 0,
+    .args = NULL,
+};
 const stk__op_def stk__op_invert = {
     .schema = &invert_schema,
     .run_sample = invert_run,
@@ -243,18 +245,20 @@ static stk_status posterize_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema posterize_schema = {
-    "posterize",
-    "Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & "
-    "~(2^(8 - bits) - 1)).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof posterize_args / sizeof posterize_args[0],
-    posterize_args};
+    .name = "posterize",
+    .doc =
+        "Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & "
+        "~(2^(8 - bits) - 1)).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof posterize_args / sizeof posterize_args[0],
+    .args = posterize_args,
+};
 const stk__op_def stk__op_posterize = {
     .schema = &posterize_schema,
     .run_sample = posterize_run,
@@ -304,18 +308,20 @@ static stk_status solarize_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema solarize_schema = {
-    "solarize",
-    "Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? "
-    "x : 255 - x; 1 - x for float32).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof solarize_args / sizeof solarize_args[0],
-    solarize_args};
+    .name = "solarize",
+    .doc =
+        "Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? "
+        "x : 255 - x; 1 - x for float32).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof solarize_args / sizeof solarize_args[0],
+    .args = solarize_args,
+};
 const stk__op_def stk__op_solarize = {
     .schema = &solarize_schema,
     .run_sample = solarize_run,
@@ -358,19 +364,21 @@ static stk_status solarize_add_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema solarize_add_schema = {
-    "solarize_add",
-    "Adds `shift` to the values below `threshold` and clamps to the type's range (the "
-    "SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). "
-    "A stoker operator.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof solarize_add_args / sizeof solarize_add_args[0],
-    solarize_add_args};
+    .name = "solarize_add",
+    .doc =
+        "Adds `shift` to the values below `threshold` and clamps to the type's range (the "
+        "SolarizeAdd of AutoAugment's reference code: x < threshold ? clip(x + shift) : x). "
+        "A stoker operator.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof solarize_add_args / sizeof solarize_add_args[0],
+    .args = solarize_add_args,
+};
 const stk__op_def stk__op_solarize_add = {
     .schema = &solarize_add_schema,
     .run_sample = solarize_add_run,
@@ -419,19 +427,21 @@ static stk_status equalize_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema equalize_schema = {
-    "equalize",
-    "Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by "
-    "default as DALI, following OpenCV's equalizeHist; algorithm=\"pil\" gives Pillow's "
-    "ImageOps.equalize (what AutoAugment's reference code uses), exactly.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof equalize_args / sizeof equalize_args[0],
-    equalize_args};
+    .name = "equalize",
+    .doc =
+        "Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by "
+        "default as DALI, following OpenCV's equalizeHist; algorithm=\"pil\" gives Pillow's "
+        "ImageOps.equalize (what AutoAugment's reference code uses), exactly.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof equalize_args / sizeof equalize_args[0],
+    .args = equalize_args,
+};
 const stk__op_def stk__op_equalize = {
     .schema = &equalize_schema,
     .run_sample = equalize_run,
@@ -439,18 +449,20 @@ const stk__op_def stk__op_equalize = {
 };
 
 static const stk_op_schema x_equalize_schema = {
-    "experimental.equalize",
-    "DALI's experimental.equalize: per-channel histogram equalization of uint8 images, "
-    "following OpenCV's equalizeHist by default (algorithm=\"pil\" gives Pillow's).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof equalize_args / sizeof equalize_args[0],
-    equalize_args};
+    .name = "experimental.equalize",
+    .doc =
+        "DALI's experimental.equalize: per-channel histogram equalization of uint8 images, "
+        "following OpenCV's equalizeHist by default (algorithm=\"pil\" gives Pillow's).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof equalize_args / sizeof equalize_args[0],
+    .args = equalize_args,
+};
 const stk__op_def stk__op_experimental_equalize = {
     .schema = &x_equalize_schema,
     .run_sample = equalize_run,
@@ -514,20 +526,22 @@ static stk_status autocontrast_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema autocontrast_schema = {
-    "auto_contrast",
-    "Stretches every channel of a uint8 image so that its darkest value becomes 0 and its "
-    "brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) "
-    "- lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker "
-    "operator.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof autocontrast_args / sizeof autocontrast_args[0],
-    autocontrast_args};
+    .name = "auto_contrast",
+    .doc =
+        "Stretches every channel of a uint8 image so that its darkest value becomes 0 and its "
+        "brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) "
+        "- lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker "
+        "operator.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof autocontrast_args / sizeof autocontrast_args[0],
+    .args = autocontrast_args,
+};
 const stk__op_def stk__op_auto_contrast = {
     .schema = &autocontrast_schema,
     .run_sample = autocontrast_run,
@@ -565,20 +579,22 @@ static stk_status sharpness_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema sharpness_schema = {
-    "sharpness",
-    "Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, "
-    "sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / "
-    "13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment "
-    "builds it from a 3x3 filter).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof sharpness_args / sizeof sharpness_args[0],
-    sharpness_args};
+    .name = "sharpness",
+    .doc =
+        "Pillow's ImageEnhance.Sharpness on uint8 images, exactly: Image.blend(smoothed, image, "
+        "sharpness) where smoothed is ImageFilter.SMOOTH ([[1, 1, 1], [1, 5, 1], [1, 1, 1]] / "
+        "13) with the 1-pixel border kept from the image. A stoker operator (DALI's AutoAugment "
+        "builds it from a 3x3 filter).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof sharpness_args / sizeof sharpness_args[0],
+    .args = sharpness_args,
+};
 const stk__op_def stk__op_sharpness = {
     .schema = &sharpness_schema,
     .run_sample = sharpness_run,

@@ -170,18 +170,21 @@ static stk_status constant_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema constant_schema = {
-    "constant",
-    "The same tensor for every sample (DALI's constant): values from fdata or idata, converted to "
-    "dtype (integers: rounded half away from zero and saturated), in the given shape.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    constant_out,
-    sizeof constant_args / sizeof constant_args[0],
-    constant_args};
+    .name = "constant",
+    .doc =
+        "The same tensor for every sample (DALI's constant): values from fdata or idata, converted "
+        "to "
+        "dtype (integers: rounded half away from zero and saturated), in the given shape.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = constant_out,
+    .num_args = sizeof constant_args / sizeof constant_args[0],
+    .args = constant_args,
+};
 const stk__op_def stk__op_constant = {.schema = &constant_schema,
                                       .init = constant_init,
                                       .destroy = constant_destroy,

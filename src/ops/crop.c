@@ -154,20 +154,22 @@ static stk_status crop_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema crop_schema = {
-    "crop",
-    "Crops HWC images (any type) to a window of crop [H, W] placed at crop_pos_x / "
-    "crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image "
-    "are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With "
-    "dtype, the output is converted (rounded, saturated).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof crop_args / sizeof crop_args[0],
-    crop_args};
+    .name = "crop",
+    .doc =
+        "Crops HWC images (any type) to a window of crop [H, W] placed at crop_pos_x / "
+        "crop_pos_y (DALI's crop: anchor = round(pos * (in - crop))). Windows leaving the image "
+        "are an error, padded with fill_values, or trimmed, by out_of_bounds_policy. With "
+        "dtype, the output is converted (rounded, saturated).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof crop_args / sizeof crop_args[0],
+    .args = crop_args,
+};
 const stk__op_def stk__op_crop = {
     .schema = &crop_schema,
     .init = crop_init,

@@ -310,20 +310,22 @@ static stk_status cmn_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema cmn_schema = {
-    "crop_mirror_normalize",
-    "Fused crop, mirror, normalisation, type conversion and layout change (DALI's "
-    "crop_mirror_normalize): out = (in - mean[c]) / std[c] * scale + shift over the crop "
-    "window (placed as in crop), mirrored left-right when `mirror`, written as CHW (or HWC) "
-    "in one pass. uint8 inputs use a per-channel table computed in float64.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    cmn_in,
-    1,
-    cmn_out,
-    sizeof cmn_args / sizeof cmn_args[0],
-    cmn_args};
+    .name = "crop_mirror_normalize",
+    .doc =
+        "Fused crop, mirror, normalisation, type conversion and layout change (DALI's "
+        "crop_mirror_normalize): out = (in - mean[c]) / std[c] * scale + shift over the crop "
+        "window (placed as in crop), mirrored left-right when `mirror`, written as CHW (or HWC) "
+        "in one pass. uint8 inputs use a per-channel table computed in float64.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = cmn_in,
+    .num_outputs = 1,
+    .outputs = cmn_out,
+    .num_args = sizeof cmn_args / sizeof cmn_args[0],
+    .args = cmn_args,
+};
 static const struct stk__gpu_fusion cmn_fusion = {.absorbs_resampling = cmn_gpu_can_fuse};
 
 const stk__op_def stk__op_crop_mirror_normalize = {

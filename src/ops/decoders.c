@@ -205,19 +205,21 @@ static stk_status image_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema image_schema = {
-    "decoders.image",
-    "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
-    "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
-    "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
-    STK_DEVICE_CPU | STK_DEVICE_MIXED,
-    0,
-    1,
-    1,
-    encoded_in,
-    1,
-    image_out,
-    sizeof image_args / sizeof image_args[0],
-    image_args};
+    .name = "decoders.image",
+    .doc =
+        "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
+        "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
+        "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = encoded_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof image_args / sizeof image_args[0],
+    .args = image_args,
+};
 const stk__op_def stk__op_decoders_image = {
     .schema = &image_schema,
     .init = mixed_init,
@@ -300,20 +302,22 @@ static stk_status crop_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema crop_schema = {
-    "decoders.image_random_crop",
-    "Decodes only a random window of each image (torchvision's RandomResizedCrop window, "
-    "drawn on the image as displayed): JPEGs decode just the rows and columns the window "
-    "needs. With `size`, a JPEG window at least twice that size is also downscaled in the "
-    "DCT domain. Otherwise as decoders.image.",
-    STK_DEVICE_CPU | STK_DEVICE_MIXED,
-    STK_OPF_RANDOM,
-    1,
-    1,
-    encoded_in,
-    1,
-    image_out,
-    sizeof crop_args / sizeof crop_args[0],
-    crop_args};
+    .name = "decoders.image_random_crop",
+    .doc =
+        "Decodes only a random window of each image (torchvision's RandomResizedCrop window, "
+        "drawn on the image as displayed): JPEGs decode just the rows and columns the window "
+        "needs. With `size`, a JPEG window at least twice that size is also downscaled in the "
+        "DCT domain. Otherwise as decoders.image.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
+    .flags = STK_OPF_RANDOM,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = encoded_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof crop_args / sizeof crop_args[0],
+    .args = crop_args,
+};
 const stk__op_def stk__op_decoders_image_random_crop = {
     .schema = &crop_schema,
     .init = crop_init,
@@ -674,17 +678,18 @@ static stk_status peek_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema peek_schema = {
-    "peek_image_shape",
-    "The shape [H, W, C] of each encoded image, read from its header without decoding.",
-    STK_DEVICE_CPU,
-    0,
-    1,
-    1,
-    encoded_in,
-    1,
-    shape_out,
-    sizeof peek_args / sizeof peek_args[0],
-    peek_args};
+    .name = "peek_image_shape",
+    .doc = "The shape [H, W, C] of each encoded image, read from its header without decoding.",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = encoded_in,
+    .num_outputs = 1,
+    .outputs = shape_out,
+    .num_args = sizeof peek_args / sizeof peek_args[0],
+    .args = peek_args,
+};
 const stk__op_def stk__op_peek_image_shape = {
     .schema = &peek_schema,
     .run_sample = peek_run,

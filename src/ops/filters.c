@@ -367,18 +367,20 @@ static stk_status gaussian_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema gaussian_schema = {
-    "gaussian_blur",
-    "Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights "
-    "exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    img_in,
-    1,
-    img_out,
-    sizeof gaussian_args / sizeof gaussian_args[0],
-    gaussian_args};
+    .name = "gaussian_blur",
+    .doc =
+        "Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights "
+        "exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = img_in,
+    .num_outputs = 1,
+    .outputs = img_out,
+    .num_args = sizeof gaussian_args / sizeof gaussian_args[0],
+    .args = gaussian_args,
+};
 const stk__op_def stk__op_gaussian_blur = {
     .schema = &gaussian_schema, .run_sample = gaussian_run, .run_gpu = gaussian_run_gpu};
 
@@ -481,20 +483,22 @@ static stk_status laplacian_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema laplacian_schema = {
-    "laplacian",
-    "Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's "
-    "Sobel-based windows): each partial derivative is a separable convolution of a "
-    "second-derivative window along its axis and a binomial smoothing window across it; "
-    "float32 intermediate, border reflect_101.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    img_in,
-    1,
-    img_out,
-    sizeof laplacian_args / sizeof laplacian_args[0],
-    laplacian_args};
+    .name = "laplacian",
+    .doc =
+        "Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's "
+        "Sobel-based windows): each partial derivative is a separable convolution of a "
+        "second-derivative window along its axis and a binomial smoothing window across it; "
+        "float32 intermediate, border reflect_101.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = img_in,
+    .num_outputs = 1,
+    .outputs = img_out,
+    .num_args = sizeof laplacian_args / sizeof laplacian_args[0],
+    .args = laplacian_args,
+};
 const stk__op_def stk__op_laplacian = {.schema = &laplacian_schema,
                                        .init = laplacian_init,
                                        .run_sample = laplacian_run,
@@ -795,17 +799,19 @@ static stk_status conv_run_gpu(stk__node *node, stk__gpu_batch *b, int dtype_arg
   "correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable "  \
   "filters run as two 1D passes; float32 accumulation."
 
-static const stk_op_schema filter_schema = {"filter",
-                                            FILTER_DOC,
-                                            STK_DEVICE_CPU | STK_DEVICE_GPU,
-                                            0,
-                                            1,
-                                            2,
-                                            filter_in,
-                                            1,
-                                            img_out,
-                                            sizeof filter_args / sizeof filter_args[0],
-                                            filter_args};
+static const stk_op_schema filter_schema = {
+    .name = "filter",
+    .doc = FILTER_DOC,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .inputs = filter_in,
+    .num_outputs = 1,
+    .outputs = img_out,
+    .num_args = sizeof filter_args / sizeof filter_args[0],
+    .args = filter_args,
+};
 const stk__op_def stk__op_filter = {.schema = &filter_schema,
                                     .init = filter_init,
                                     .destroy = filter_destroy,
@@ -813,17 +819,18 @@ const stk__op_def stk__op_filter = {.schema = &filter_schema,
                                     .run_gpu = filter_run_gpu};
 
 static const stk_op_schema experimental_filter_schema = {
-    "experimental.filter",
-    FILTER_DOC " Same operator as `filter` (DALI's name).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    2,
-    filter_in,
-    1,
-    img_out,
-    sizeof filter_args / sizeof filter_args[0],
-    filter_args};
+    .name = "experimental.filter",
+    .doc = FILTER_DOC " Same operator as `filter` (DALI's name).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .inputs = filter_in,
+    .num_outputs = 1,
+    .outputs = img_out,
+    .num_args = sizeof filter_args / sizeof filter_args[0],
+    .args = filter_args,
+};
 const stk__op_def stk__op_experimental_filter = {.schema = &experimental_filter_schema,
                                                  .init = filter_init,
                                                  .destroy = filter_destroy,

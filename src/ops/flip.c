@@ -114,18 +114,20 @@ static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema flip_schema = {
-    "flip",
-    "Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags "
-    "may be fed per sample (e.g. from random.coin_flip). Exact for every type.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    flip_in,
-    1,
-    flip_out,
-    sizeof flip_args / sizeof flip_args[0],
-    flip_args};
+    .name = "flip",
+    .doc =
+        "Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags "
+        "may be fed per sample (e.g. from random.coin_flip). Exact for every type.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = flip_in,
+    .num_outputs = 1,
+    .outputs = flip_out,
+    .num_args = sizeof flip_args / sizeof flip_args[0],
+    .args = flip_args,
+};
 const stk__op_def stk__op_flip = {
     .schema = &flip_schema,
     .run_sample = flip_run,

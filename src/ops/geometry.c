@@ -622,21 +622,23 @@ static stk_status rotate_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema rotate_schema = {
-    "rotate",
-    "Rotates each image by `angle` degrees counter-clockwise about its centre (DALI's "
-    "rotate). Output pixel (x, y) samples the input at M (x + 0.5, y + 0.5) with M = "
-    "T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge "
-    "coordinates: the same centre as torchvision's functional rotate and Pillow's "
-    "Image.rotate ((w - 1) / 2 in pixel indices).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    warp_in,
-    1,
-    warp_out,
-    sizeof rotate_args / sizeof rotate_args[0],
-    rotate_args};
+    .name = "rotate",
+    .doc =
+        "Rotates each image by `angle` degrees counter-clockwise about its centre (DALI's "
+        "rotate). Output pixel (x, y) samples the input at M (x + 0.5, y + 0.5) with M = "
+        "T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge "
+        "coordinates: the same centre as torchvision's functional rotate and Pillow's "
+        "Image.rotate ((w - 1) / 2 in pixel indices).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = warp_in,
+    .num_outputs = 1,
+    .outputs = warp_out,
+    .num_args = sizeof rotate_args / sizeof rotate_args[0],
+    .args = rotate_args,
+};
 const stk__op_def stk__op_rotate = {.schema = &rotate_schema,
                                     .init = rotate_init,
                                     .destroy = warp_destroy,
@@ -716,20 +718,22 @@ static stk_status warp_affine_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema warp_affine_schema = {
-    "warp_affine",
-    "Applies an affine transformation to each image (DALI's warp_affine): output pixel "
-    "(x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is "
-    "the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and "
-    "Pillow's Image.transform(AFFINE).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    2,
-    warp_in,
-    1,
-    warp_out,
-    sizeof warp_args / sizeof warp_args[0],
-    warp_args};
+    .name = "warp_affine",
+    .doc =
+        "Applies an affine transformation to each image (DALI's warp_affine): output pixel "
+        "(x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is "
+        "the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and "
+        "Pillow's Image.transform(AFFINE).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 2,
+    .inputs = warp_in,
+    .num_outputs = 1,
+    .outputs = warp_out,
+    .num_args = sizeof warp_args / sizeof warp_args[0],
+    .args = warp_args,
+};
 const stk__op_def stk__op_warp_affine = {.schema = &warp_affine_schema,
                                          .init = warp_affine_init,
                                          .destroy = warp_destroy,

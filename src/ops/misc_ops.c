@@ -192,18 +192,20 @@ static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema one_hot_schema = {
-    "one_hot",
-    "One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at "
-    "`axis`, holding on_value at each index and off_value elsewhere.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    one_hot_in,
-    1,
-    one_hot_out,
-    sizeof one_hot_args / sizeof one_hot_args[0],
-    one_hot_args};
+    .name = "one_hot",
+    .doc =
+        "One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at "
+        "`axis`, holding on_value at each index and off_value elsewhere.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = one_hot_in,
+    .num_outputs = 1,
+    .outputs = one_hot_out,
+    .num_args = sizeof one_hot_args / sizeof one_hot_args[0],
+    .args = one_hot_args,
+};
 const stk__op_def stk__op_one_hot = {.schema = &one_hot_schema,
                                      .init = one_hot_init,
                                      .run_sample = one_hot_run,
@@ -237,17 +239,19 @@ static stk_status cast_like_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema cast_like_schema = {
-    "cast_like",
-    "Converts input 0 to the element type of input 1, as cast does (floats to integers: "
-    "rounded half away from zero, then saturated).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    2,
-    2,
-    cast_like_in,
-    1,
-    cast_like_out,
-    0,
-    NULL};
+    .name = "cast_like",
+    .doc =
+        "Converts input 0 to the element type of input 1, as cast does (floats to integers: "
+        "rounded half away from zero, then saturated).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 2,
+    .max_inputs = 2,
+    .inputs = cast_like_in,
+    .num_outputs = 1,
+    .outputs = cast_like_out,
+    .num_args = 0,
+    .args = NULL,
+};
 const stk__op_def stk__op_cast_like = {
     .schema = &cast_like_schema, .run_sample = cast_like_run, .run_gpu = cast_like_run_gpu};

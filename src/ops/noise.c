@@ -199,19 +199,21 @@ static stk_status gaussian_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema gaussian_schema = {
-    "noise.gaussian",
-    "Adds normally distributed noise to every element (DALI's noise.gaussian): out = in + "
-    "N(mean, stddev), rounded and saturated for integer types. Elements 4q .. 4q + 3 take "
-    "two Box-Muller pairs from Philox block q (counter-based; the GPU gives the same bytes).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    STK_OPF_RANDOM,
-    1,
-    1,
-    noise_in,
-    1,
-    noise_out,
-    sizeof gaussian_args / sizeof gaussian_args[0],
-    gaussian_args};
+    .name = "noise.gaussian",
+    .doc =
+        "Adds normally distributed noise to every element (DALI's noise.gaussian): out = in + "
+        "N(mean, stddev), rounded and saturated for integer types. Elements 4q .. 4q + 3 take "
+        "two Box-Muller pairs from Philox block q (counter-based; the GPU gives the same bytes).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = noise_in,
+    .num_outputs = 1,
+    .outputs = noise_out,
+    .num_args = sizeof gaussian_args / sizeof gaussian_args[0],
+    .args = gaussian_args,
+};
 const stk__op_def stk__op_noise_gaussian = {
     .schema = &gaussian_schema,
     .run_sample = gaussian_run,
@@ -321,20 +323,22 @@ static stk_status sp_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema sp_schema = {
-    "noise.salt_and_pepper",
-    "Replaces values by salt (with probability prob * salt_vs_pepper) or pepper (prob * (1 - "
-    "salt_vs_pepper)), per pixel or per channel (DALI's noise.salt_and_pepper). One Philox "
-    "word u per pixel (per value with per_channel): salt when u < prob * salt_vs_pepper, "
-    "pepper when u < prob.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    STK_OPF_RANDOM,
-    1,
-    1,
-    noise_in,
-    1,
-    noise_out,
-    sizeof sp_args / sizeof sp_args[0],
-    sp_args};
+    .name = "noise.salt_and_pepper",
+    .doc =
+        "Replaces values by salt (with probability prob * salt_vs_pepper) or pepper (prob * (1 - "
+        "salt_vs_pepper)), per pixel or per channel (DALI's noise.salt_and_pepper). One Philox "
+        "word u per pixel (per value with per_channel): salt when u < prob * salt_vs_pepper, "
+        "pepper when u < prob.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = noise_in,
+    .num_outputs = 1,
+    .outputs = noise_out,
+    .num_args = sizeof sp_args / sizeof sp_args[0],
+    .args = sp_args,
+};
 const stk__op_def stk__op_noise_salt_and_pepper = {
     .schema = &sp_schema,
     .run_sample = sp_run,
@@ -464,19 +468,21 @@ static stk_status shot_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema shot_schema = {
-    "noise.shot",
-    "Shot (Poisson) noise (DALI's noise.shot): out = Poisson(max(0, in) / factor) * factor, "
-    "rounded and saturated for integer types; factor 0 keeps the data. Exact Poisson "
-    "sampling (inversion below a mean of 10, Hörmann's PTRS above), counter-based per element.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    STK_OPF_RANDOM,
-    1,
-    1,
-    noise_in,
-    1,
-    noise_out,
-    sizeof shot_args / sizeof shot_args[0],
-    shot_args};
+    .name = "noise.shot",
+    .doc =
+        "Shot (Poisson) noise (DALI's noise.shot): out = Poisson(max(0, in) / factor) * factor, "
+        "rounded and saturated for integer types; factor 0 keeps the data. Exact Poisson "
+        "sampling (inversion below a mean of 10, Hörmann's PTRS above), counter-based per element.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = noise_in,
+    .num_outputs = 1,
+    .outputs = noise_out,
+    .num_args = sizeof shot_args / sizeof shot_args[0],
+    .args = shot_args,
+};
 const stk__op_def stk__op_noise_shot = {
     .schema = &shot_schema,
     .run_sample = shot_run,

@@ -346,21 +346,23 @@ static stk_status erase_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema erase_schema = {
-    "erase",
-    "Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent "
-    "along every axis of axis_names (the whole extent along other axes) take fill_value. "
-    "lo = round(anchor) and extent = round(shape), after scaling by the axis extent for "
-    "normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for "
-    "centered_anchor (round: half away from zero); boxes are clipped to the data.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    occ_in,
-    1,
-    occ_out,
-    sizeof erase_args / sizeof erase_args[0],
-    erase_args};
+    .name = "erase",
+    .doc =
+        "Erases one or more boxes (DALI's erase): the elements with lo <= index < lo + extent "
+        "along every axis of axis_names (the whole extent along other axes) take fill_value. "
+        "lo = round(anchor) and extent = round(shape), after scaling by the axis extent for "
+        "normalized_anchor / normalized_shape and moving the anchor back by shape / 2 for "
+        "centered_anchor (round: half away from zero); boxes are clipped to the data.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = occ_in,
+    .num_outputs = 1,
+    .outputs = occ_out,
+    .num_args = sizeof erase_args / sizeof erase_args[0],
+    .args = erase_args,
+};
 const stk__op_def stk__op_erase = {
     .schema = &erase_schema,
     .run_sample = erase_run,
@@ -492,20 +494,22 @@ static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema grid_schema = {
-    "grid_mask",
-    "GridMask (DALI's grid_mask): zeroes the pixels inside a grid of squares. With u = (x "
-    "cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - "
-    "shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed "
-    "in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    occ_in,
-    1,
-    occ_out,
-    sizeof grid_args / sizeof grid_args[0],
-    grid_args};
+    .name = "grid_mask",
+    .doc =
+        "GridMask (DALI's grid_mask): zeroes the pixels inside a grid of squares. With u = (x "
+        "cos(angle) - y sin(angle) - shift_x) / tile and v = (x sin(angle) + y cos(angle) - "
+        "shift_y) / tile, a pixel is kept when frac(u) >= ratio or frac(v) >= ratio. Computed "
+        "in float64 (DALI uses float32, so pixels exactly on a square's edge may differ).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = occ_in,
+    .num_outputs = 1,
+    .outputs = occ_out,
+    .num_args = sizeof grid_args / sizeof grid_args[0],
+    .args = grid_args,
+};
 const stk__op_def stk__op_grid_mask = {
     .schema = &grid_schema,
     .run_sample = grid_run,

@@ -112,18 +112,20 @@ static stk_status uniform_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema uniform_schema = {
-    "random.uniform",
-    "Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, "
-    "independently for every sample.",
-    STK_DEVICE_CPU,
-    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    random_out,
-    sizeof uniform_args / sizeof uniform_args[0],
-    uniform_args};
+    .name = "random.uniform",
+    .doc =
+        "Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, "
+        "independently for every sample.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = random_out,
+    .num_args = sizeof uniform_args / sizeof uniform_args[0],
+    .args = uniform_args,
+};
 const stk__op_def stk__op_random_uniform = {
     .schema = &uniform_schema,
     .run_sample = uniform_run,
@@ -155,17 +157,18 @@ static stk_status normal_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema normal_schema = {
-    "random.normal",
-    "Draws normally distributed numbers, independently for every sample.",
-    STK_DEVICE_CPU,
-    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    random_out,
-    sizeof normal_args / sizeof normal_args[0],
-    normal_args};
+    .name = "random.normal",
+    .doc = "Draws normally distributed numbers, independently for every sample.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = random_out,
+    .num_args = sizeof normal_args / sizeof normal_args[0],
+    .args = normal_args,
+};
 const stk__op_def stk__op_random_normal = {
     .schema = &normal_schema,
     .run_sample = normal_run,
@@ -199,17 +202,18 @@ static stk_status coin_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema coin_schema = {
-    "random.coin_flip",
-    "Draws 1 with `probability`, else 0, independently for every sample.",
-    STK_DEVICE_CPU,
-    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    random_out,
-    sizeof coin_args / sizeof coin_args[0],
-    coin_args};
+    .name = "random.coin_flip",
+    .doc = "Draws 1 with `probability`, else 0, independently for every sample.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = random_out,
+    .num_args = sizeof coin_args / sizeof coin_args[0],
+    .args = coin_args,
+};
 const stk__op_def stk__op_random_coin_flip = {
     .schema = &coin_schema,
     .run_sample = coin_run,
@@ -283,18 +287,20 @@ static stk_status choice_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema choice_schema = {
-    "random.choice",
-    "Chooses one of the values in `a` (or of range(a) for a single integer) per element, "
-    "with probabilities `p`.",
-    STK_DEVICE_CPU,
-    STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    random_out,
-    sizeof choice_args / sizeof choice_args[0],
-    choice_args};
+    .name = "random.choice",
+    .doc =
+        "Chooses one of the values in `a` (or of range(a) for a single integer) per element, "
+        "with probabilities `p`.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = random_out,
+    .num_args = sizeof choice_args / sizeof choice_args[0],
+    .args = choice_args,
+};
 const stk__op_def stk__op_random_choice = {
     .schema = &choice_schema,
     .init = choice_init,

@@ -148,22 +148,24 @@ static stk_status rrc_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema rrc_schema = {
-    "random_resized_crop",
-    "Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, "
-    "DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in "
-    "random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; "
-    "the first that fits wins, else a centre crop clamped to the ratio range. The window "
-    "is resampled in one pass (filters as in resize). Each sample draws from its own "
-    "stream, so the result does not depend on threads or batch size.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    STK_OPF_RANDOM,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof rrc_args / sizeof rrc_args[0],
-    rrc_args};
+    .name = "random_resized_crop",
+    .doc =
+        "Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, "
+        "DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in "
+        "random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; "
+        "the first that fits wins, else a centre crop clamped to the ratio range. The window "
+        "is resampled in one pass (filters as in resize). Each sample draws from its own "
+        "stream, so the result does not depend on threads or batch size.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof rrc_args / sizeof rrc_args[0],
+    .args = rrc_args,
+};
 static const struct stk__gpu_fusion rrc_fusion = {.resample_plan = rrc_gpu_plan};
 
 const stk__op_def stk__op_random_resized_crop = {

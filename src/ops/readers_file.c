@@ -234,21 +234,23 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema file_schema = {
-    "readers.file",
-    "Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder "
-    "tree (file_root), a list file (file_list) or explicit paths (files, labels); with "
-    "sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and "
-    "shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per "
-    "epoch).",
-    STK_DEVICE_CPU,
-    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    -1,
-    file_outputs,
-    sizeof file_args / sizeof file_args[0],
-    file_args};
+    .name = "readers.file",
+    .doc =
+        "Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder "
+        "tree (file_root), a list file (file_list) or explicit paths (files, labels); with "
+        "sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and "
+        "shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per "
+        "epoch).",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = -1,
+    .outputs = file_outputs,
+    .num_args = sizeof file_args / sizeof file_args[0],
+    .args = file_args,
+};
 
 static int file_num_outputs(const stk__node *node) {
   return stk__arg_bool(node, NULL, A_PAIRED) ? 3 : 2;

@@ -371,22 +371,24 @@ static stk_status npy_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema npy_schema = {
-    "readers.numpy",
-    "Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran "
-    "order (returned in C order), numeric dtypes in either byte order (returned in host "
-    "order); pickled object arrays are refused. Files are read with pread, never memory-mapped "
-    "(dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read "
-    "would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, "
-    "padding and shuffling as in readers.file.",
-    STK_DEVICE_CPU,
-    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    npy_outputs,
-    sizeof npy_args / sizeof npy_args[0],
-    npy_args};
+    .name = "readers.numpy",
+    .doc =
+        "Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran "
+        "order (returned in C order), numeric dtypes in either byte order (returned in host "
+        "order); pickled object arrays are refused. Files are read with pread, never memory-mapped "
+        "(dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read "
+        "would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, "
+        "padding and shuffling as in readers.file.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = npy_outputs,
+    .num_args = sizeof npy_args / sizeof npy_args[0],
+    .args = npy_args,
+};
 
 const stk__op_def stk__op_readers_numpy = {
     .schema = &npy_schema,

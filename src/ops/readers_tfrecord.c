@@ -440,22 +440,24 @@ static stk_status tf_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema tf_schema = {
-    "readers.tfrecord",
-    "Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking "
-    "both masked CRC32Cs of every record (a mismatch is an error naming the file and "
-    "offset, skipped under on_error=\"skip\"). DALI's `features` dict maps to parallel "
-    "lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, "
-    "feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over "
-    "all files' records as one data set.",
-    STK_DEVICE_CPU,
-    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    -1,
-    tf_outputs,
-    sizeof tf_args / sizeof tf_args[0],
-    tf_args};
+    .name = "readers.tfrecord",
+    .doc =
+        "Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking "
+        "both masked CRC32Cs of every record (a mismatch is an error naming the file and "
+        "offset, skipped under on_error=\"skip\"). DALI's `features` dict maps to parallel "
+        "lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, "
+        "feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over "
+        "all files' records as one data set.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = -1,
+    .outputs = tf_outputs,
+    .num_args = sizeof tf_args / sizeof tf_args[0],
+    .args = tf_args,
+};
 
 const stk__op_def stk__op_readers_tfrecord = {
     .schema = &tf_schema,

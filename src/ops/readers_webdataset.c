@@ -298,22 +298,24 @@ static stk_status wds_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema wds_schema = {
-    "readers.webdataset",
-    "Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key "
-    "(directory + base name up to the first dot) in consecutive order form a sample; each "
-    "output takes the component whose extension matches its `ext` entry. USTAR, GNU long "
-    "names and pax headers are understood; shards are indexed at build time unless "
-    "index_paths are given. Sharding, padding and shuffling work over all shards' samples "
-    "as one data set.",
-    STK_DEVICE_CPU,
-    STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    -1,
-    wds_outputs,
-    sizeof wds_args / sizeof wds_args[0],
-    wds_args};
+    .name = "readers.webdataset",
+    .doc =
+        "Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key "
+        "(directory + base name up to the first dot) in consecutive order form a sample; each "
+        "output takes the component whose extension matches its `ext` entry. USTAR, GNU long "
+        "names and pax headers are understood; shards are indexed at build time unless "
+        "index_paths are given. Sharding, padding and shuffling work over all shards' samples "
+        "as one data set.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = -1,
+    .outputs = wds_outputs,
+    .num_args = sizeof wds_args / sizeof wds_args[0],
+    .args = wds_args,
+};
 
 const stk__op_def stk__op_readers_webdataset = {
     .schema = &wds_schema,

@@ -255,23 +255,25 @@ static stk_status resize_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema resize_schema = {
-    "resize",
-    "Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: "
-    "resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents "
-    "follow `mode`; max_size bounds the result; extents are rounded half away from zero "
-    "(at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - "
-    "0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole "
-    "image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, "
-    "stretched by the scale factor when downscaling with antialias.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    image_in,
-    1,
-    image_out,
-    sizeof resize_args / sizeof resize_args[0],
-    resize_args};
+    .name = "resize",
+    .doc =
+        "Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: "
+        "resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents "
+        "follow `mode`; max_size bounds the result; extents are rounded half away from zero "
+        "(at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - "
+        "0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole "
+        "image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, "
+        "stretched by the scale factor when downscaling with antialias.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = sizeof resize_args / sizeof resize_args[0],
+    .args = resize_args,
+};
 static const struct stk__gpu_fusion resize_fusion = {.resample_plan = resize_gpu_plan};
 
 const stk__op_def stk__op_resize = {

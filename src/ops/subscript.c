@@ -301,21 +301,24 @@ static stk_status subscript_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema subscript_schema = {
-    "subscript",
-    "Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as "
-    "DALI's subscript): integer indices remove their axis (negative ones count from the end; out "
-    "of range is an error), slices keep it (Python's defaults and clamping, negative steps "
-    "included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. "
-    "Indices and slice bounds may be fed per sample.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    subscript_in,
-    1,
-    subscript_out,
-    sizeof subscript_args / sizeof subscript_args[0],
-    subscript_args};
+    .name = "subscript",
+    .doc =
+        "Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as "
+        "DALI's subscript): integer indices remove their axis (negative ones count from the end; "
+        "out "
+        "of range is an error), slices keep it (Python's defaults and clamping, negative steps "
+        "included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. "
+        "Indices and slice bounds may be fed per sample.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = subscript_in,
+    .num_outputs = 1,
+    .outputs = subscript_out,
+    .num_args = sizeof subscript_args / sizeof subscript_args[0],
+    .args = subscript_args,
+};
 const stk__op_def stk__op_subscript = {.schema = &subscript_schema,
                                        .init = subscript_init,
                                        .run_sample = subscript_run,
@@ -383,17 +386,19 @@ static stk_status shapes_run_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static const stk_op_schema shapes_schema = {
-    "shapes",
-    "The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node "
-    "becomes).",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    0,
-    1,
-    1,
-    shapes_in,
-    1,
-    shapes_out,
-    sizeof shapes_args / sizeof shapes_args[0],
-    shapes_args};
+    .name = "shapes",
+    .doc =
+        "The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node "
+        "becomes).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = 0,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = shapes_in,
+    .num_outputs = 1,
+    .outputs = shapes_out,
+    .num_args = sizeof shapes_args / sizeof shapes_args[0],
+    .args = shapes_args,
+};
 const stk__op_def stk__op_shapes = {
     .schema = &shapes_schema, .run_sample = shapes_run, .run_gpu = shapes_run_gpu};

@@ -97,18 +97,20 @@ static stk_status rotation_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema rotation_schema = {
-    "transforms.rotation",
-    "Produces a 2D rotation matrix (2x3 float32), optionally about `center`, appended to "
-    "an input matrix when one is given.",
-    STK_DEVICE_CPU,
-    0,
-    0,
-    1,
-    tf_in,
-    1,
-    tf_out,
-    sizeof rotation_args / sizeof rotation_args[0],
-    rotation_args};
+    .name = "transforms.rotation",
+    .doc =
+        "Produces a 2D rotation matrix (2x3 float32), optionally about `center`, appended to "
+        "an input matrix when one is given.",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 0,
+    .max_inputs = 1,
+    .inputs = tf_in,
+    .num_outputs = 1,
+    .outputs = tf_out,
+    .num_args = sizeof rotation_args / sizeof rotation_args[0],
+    .args = rotation_args,
+};
 const stk__op_def stk__op_transforms_rotation = {.schema = &rotation_schema,
                                                  .run_sample = rotation_run};
 
@@ -150,18 +152,20 @@ static stk_status shear_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema shear_schema = {
-    "transforms.shear",
-    "Produces a 2D shear matrix (2x3 float32) from shear factors or angles, optionally "
-    "about `center`, appended to an input matrix when one is given.",
-    STK_DEVICE_CPU,
-    0,
-    0,
-    1,
-    tf_in,
-    1,
-    tf_out,
-    sizeof shear_args / sizeof shear_args[0],
-    shear_args};
+    .name = "transforms.shear",
+    .doc =
+        "Produces a 2D shear matrix (2x3 float32) from shear factors or angles, optionally "
+        "about `center`, appended to an input matrix when one is given.",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 0,
+    .max_inputs = 1,
+    .inputs = tf_in,
+    .num_outputs = 1,
+    .outputs = tf_out,
+    .num_args = sizeof shear_args / sizeof shear_args[0],
+    .args = shear_args,
+};
 const stk__op_def stk__op_transforms_shear = {
     .schema = &shear_schema, .init = shear_init, .run_sample = shear_run};
 
@@ -181,18 +185,20 @@ static stk_status translation_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema translation_schema = {
-    "transforms.translation",
-    "Produces a 2D translation matrix (2x3 float32), appended to an input matrix when one "
-    "is given.",
-    STK_DEVICE_CPU,
-    0,
-    0,
-    1,
-    tf_in,
-    1,
-    tf_out,
-    sizeof translation_args / sizeof translation_args[0],
-    translation_args};
+    .name = "transforms.translation",
+    .doc =
+        "Produces a 2D translation matrix (2x3 float32), appended to an input matrix when one "
+        "is given.",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 0,
+    .max_inputs = 1,
+    .inputs = tf_in,
+    .num_outputs = 1,
+    .outputs = tf_out,
+    .num_args = sizeof translation_args / sizeof translation_args[0],
+    .args = translation_args,
+};
 const stk__op_def stk__op_transforms_translation = {.schema = &translation_schema,
                                                     .run_sample = translation_run};
 
@@ -214,18 +220,20 @@ static stk_status scale_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema scale_schema = {
-    "transforms.scale",
-    "Produces a 2D scaling matrix (2x3 float32), optionally about `center`, appended to an "
-    "input matrix when one is given.",
-    STK_DEVICE_CPU,
-    0,
-    0,
-    1,
-    tf_in,
-    1,
-    tf_out,
-    sizeof scale_args / sizeof scale_args[0],
-    scale_args};
+    .name = "transforms.scale",
+    .doc =
+        "Produces a 2D scaling matrix (2x3 float32), optionally about `center`, appended to an "
+        "input matrix when one is given.",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 0,
+    .max_inputs = 1,
+    .inputs = tf_in,
+    .num_outputs = 1,
+    .outputs = tf_out,
+    .num_args = sizeof scale_args / sizeof scale_args[0],
+    .args = scale_args,
+};
 const stk__op_def stk__op_transforms_scale = {.schema = &scale_schema, .run_sample = scale_run};
 
 /* ---- transforms.combine ---- */
@@ -260,17 +268,19 @@ static stk_status combine_run(stk__node *node, stk__sample *s) {
 }
 
 static const stk_op_schema combine_schema = {
-    "transforms.combine",
-    "Combines 2 to 10 affine matrices (2x3) into one: by default the first input is "
-    "applied first.",
-    STK_DEVICE_CPU,
-    0,
-    2,
-    10,
-    combine_in,
-    1,
-    tf_out,
-    sizeof combine_args / sizeof combine_args[0],
-    combine_args};
+    .name = "transforms.combine",
+    .doc =
+        "Combines 2 to 10 affine matrices (2x3) into one: by default the first input is "
+        "applied first.",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 2,
+    .max_inputs = 10,
+    .inputs = combine_in,
+    .num_outputs = 1,
+    .outputs = tf_out,
+    .num_args = sizeof combine_args / sizeof combine_args[0],
+    .args = combine_args,
+};
 const stk__op_def stk__op_transforms_combine = {.schema = &combine_schema,
                                                 .run_sample = combine_run};

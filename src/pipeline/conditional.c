@@ -155,19 +155,22 @@ static const stk_port_schema select_in[] = {
 #undef BRANCH
 static const stk_port_schema select_out[] = {{"value", "the chosen branch's value, per sample"}};
 static const stk_op_schema select_schema = {
-    "select",
-    "Merges conditional branches per sample: output = input[1 + index] where index is the first "
-    "input "
-    "(a bool or integer scalar per sample). No data is copied inside a sample's chain.",
-    STK_DEVICE_CPU | STK_DEVICE_GPU,
-    STK_OPF_MERGES_BRANCHES,
-    2,
-    17,
-    select_in,
-    1,
-    select_out,
-    0,
-    NULL};
+    .name = "select",
+    .doc =
+        "Merges conditional branches per sample: output = input[1 + index] where index is the "
+        "first "
+        "input "
+        "(a bool or integer scalar per sample). No data is copied inside a sample's chain.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_MERGES_BRANCHES,
+    .min_inputs = 2,
+    .max_inputs = 17,
+    .inputs = select_in,
+    .num_outputs = 1,
+    .outputs = select_out,
+    .num_args = 0,
+    .args = NULL,
+};
 const stk__op_def stk__op_select = {
     .schema = &select_schema,
     .run_sample = select_run,

@@ -123,20 +123,23 @@ static const stk_arg_schema ext_args[] = {
 enum { EXT_DTYPE, EXT_NDIM, EXT_LAYOUT };
 static const stk_port_schema ext_out[] = {{"data", "the fed samples"}};
 static const stk_op_schema ext_schema = {
-    "external_source",
-    "Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, "
-    "in order; "
-    "a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as "
-    "small).",
-    STK_DEVICE_CPU,
-    STK_OPF_NO_INPUT,
-    0,
-    0,
-    NULL,
-    1,
-    ext_out,
-    sizeof ext_args / sizeof ext_args[0],
-    ext_args};
+    .name = "external_source",
+    .doc =
+        "Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline "
+        "batch, "
+        "in order; "
+        "a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as "
+        "small).",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_NO_INPUT,
+    .min_inputs = 0,
+    .max_inputs = 0,
+    .inputs = NULL,
+    .num_outputs = 1,
+    .outputs = ext_out,
+    .num_args = sizeof ext_args / sizeof ext_args[0],
+    .args = ext_args,
+};
 const stk__op_def stk__op_external_source = {
     .schema = &ext_schema,
     .init = ext_init,
@@ -317,19 +320,22 @@ static const stk_port_schema hostfn_in[] = {
 #undef HOSTFN_IN
 static const stk_port_schema hostfn_out[] = {{"output", "arrays returned by the function"}};
 static const stk_op_schema hostfn_schema = {
-    "python_function",
-    "Runs a function of the host program (a Python callable from the Python API) on each sample's "
-    "inputs, "
-    "on the worker threads.",
-    STK_DEVICE_CPU,
-    0,
-    0,
-    16,
-    hostfn_in,
-    -1,
-    hostfn_out,
-    sizeof hostfn_args / sizeof hostfn_args[0],
-    hostfn_args};
+    .name = "python_function",
+    .doc =
+        "Runs a function of the host program (a Python callable from the Python API) on each "
+        "sample's "
+        "inputs, "
+        "on the worker threads.",
+    .devices = STK_DEVICE_CPU,
+    .flags = 0,
+    .min_inputs = 0,
+    .max_inputs = 16,
+    .inputs = hostfn_in,
+    .num_outputs = -1,
+    .outputs = hostfn_out,
+    .num_args = sizeof hostfn_args / sizeof hostfn_args[0],
+    .args = hostfn_args,
+};
 const stk__op_def stk__op_python_function = {
     .schema = &hostfn_schema,
     .init = hostfn_init,
