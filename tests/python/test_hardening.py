@@ -444,3 +444,24 @@ def test_tensorlist_bad_indices_and_dlpack_arguments(photos):
         tl.__dlpack__(stream=10 ** 30)
     with pytest.raises((OverflowError, TypeError, ValueError)):
         tl.__dlpack__(max_version=(10 ** 20, 0))
+
+
+def test_gpu_stage_outputs_are_held_to_the_limits(monkeypatch):
+    """A GPU operator's output is checked before it is allocated, as the CPU operators'
+    are: a resize on the GPU to more than max_image_pixels fails naming the operator and
+    the limit (against the stand-in GPU backend, tests/fake_gpu)."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    fake = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(root, "build")), "libstk_fake_gpu.so")
+    if not os.path.exists(fake):
+        pytest.skip("the fake GPU backend is not built")
+    monkeypatch.setenv("STK_CUDA_LIBRARY", fake)
+
+    @stoker.pipeline_def(batch_size=2, num_threads=1, device_id=0, max_image_pixels=1 << 20)
+    def pipe():
+        x = fn.external_source(source=lambda: [np.zeros((8, 8, 3), np.uint8)] * 2, batch=True, layout="HWC")
+        return fn.resize(x.gpu(), size=[2048, 2048], device="gpu")
+
+    with pytest.raises(stoker.StokerError, match="operator 'resize_[0-9]+'.*2048 x 2048 output image has more "
+                                                 "than max_image_pixels .1048576."):
+        pipe().run()
