@@ -447,9 +447,9 @@ def test_tensorlist_bad_indices_and_dlpack_arguments(photos):
 
 
 def test_gpu_stage_outputs_are_held_to_the_limits(monkeypatch):
-    """A GPU operator's output is checked before it is allocated, as the CPU operators'
-    are: a resize on the GPU to more than max_image_pixels fails naming the operator and
-    the limit (against the stand-in GPU backend, tests/fake_gpu)."""
+    """A GPU operator's image output is checked against max_image_pixels before it is
+    allocated, as the CPU operators' are: a resize on the GPU past it fails naming the
+    operator and the limit (against the stand-in GPU backend, tests/fake_gpu)."""
     import os
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     fake = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(root, "build")), "libstk_fake_gpu.so")
