@@ -13,6 +13,17 @@ except ImportError:
     sys.path.insert(0, os.path.join(ROOT, "python"))
 
 
+FAKE_GPU = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(ROOT, "build")), "libstk_fake_gpu.so")
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """GPU pipelines run against tests/fake_gpu (a CPU stand-in for libstoker_cuda.so)."""
+    if not os.path.exists(FAKE_GPU):
+        pytest.skip("the fake GPU backend is not built")
+    monkeypatch.setenv("STK_CUDA_LIBRARY", FAKE_GPU)
+
+
 @pytest.fixture
 def seven_files(tmp_path):
     """Seven one-byte files whose byte is 1..7, and their labels 1..7."""

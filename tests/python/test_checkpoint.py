@@ -100,14 +100,8 @@ def test_iterator_state_dict_resumes_mid_epoch(datasets):
         iterator().load_state_dict(state)
 
 
-def test_gpu_pipelines_resume_too(datasets, monkeypatch):
+def test_gpu_pipelines_resume_too(datasets, fake_gpu):
     """Through the GPU stage (the stand-in backend of tests/fake_gpu)."""
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    fake = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(root, "build")), "libstk_fake_gpu.so")
-    if not os.path.exists(fake):
-        pytest.skip("the fake GPU backend is not built")
-    monkeypatch.setenv("STK_CUDA_LIBRARY", fake)
 
     def gpu_make(checkpoint=None):
         @stoker.pipeline_def(batch_size=8, num_threads=2, seed=5, device_id=0)

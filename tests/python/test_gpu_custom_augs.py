@@ -247,13 +247,6 @@ def test_augment_operator_fake(fake_gpu):
     for case in AUGMENT_CASES:
         augment_case(*case, resize=SMALL, iterations=1, files=PHOTOS[:4])
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    if not os.path.exists(FAKE):
-        pytest.skip("the fake GPU backend is not built")
-    monkeypatch.setenv("STK_CUDA_LIBRARY", FAKE)
-
-
 def test_mixed_list_runs_on_gpu_data_fake(fake_gpu):
     """The seed example's shape with custom augmentations the stand-in backend can run
     (subscripts): built, run, and equal to the CPU per sample, in every apply_* and a

@@ -18,13 +18,6 @@ PHOTO_DIR = os.path.join(ROOT, "data", "photos")
 PHOTOS = sorted(os.path.join(PHOTO_DIR, f) for f in os.listdir(PHOTO_DIR) if f.endswith((".jpg", ".png")))
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    if not os.path.exists(FAKE):
-        pytest.skip("the fake GPU backend is not built")
-    monkeypatch.setenv("STK_CUDA_LIBRARY", FAKE)
-
-
 def build(graph, device_id, batch_size=len(PHOTOS), **kw):
     @stoker.pipeline_def(batch_size=batch_size, num_threads=2, seed=4, device_id=device_id, **kw)
     def pipe():

@@ -446,16 +446,10 @@ def test_tensorlist_bad_indices_and_dlpack_arguments(photos):
         tl.__dlpack__(max_version=(10 ** 20, 0))
 
 
-def test_gpu_stage_outputs_are_held_to_the_limits(monkeypatch):
+def test_gpu_stage_outputs_are_held_to_the_limits(fake_gpu):
     """A GPU operator's image output is checked against max_image_pixels before it is
     allocated, as the CPU operators' are: a resize on the GPU past it fails naming the
     operator and the limit (against the stand-in GPU backend, tests/fake_gpu)."""
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    fake = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(root, "build")), "libstk_fake_gpu.so")
-    if not os.path.exists(fake):
-        pytest.skip("the fake GPU backend is not built")
-    monkeypatch.setenv("STK_CUDA_LIBRARY", fake)
 
     @stoker.pipeline_def(batch_size=2, num_threads=1, device_id=0, max_image_pixels=1 << 20)
     def pipe():

@@ -119,13 +119,6 @@ def test_definition_errors():
     pipe().run()
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    if not os.path.exists(FAKE):
-        pytest.skip("the fake GPU backend is not built")
-    monkeypatch.setenv("STK_CUDA_LIBRARY", FAKE)
-
-
 def test_gpu_subscripts_match_the_cpu(fake_gpu):
     def graph(x):
         g = x.gpu()

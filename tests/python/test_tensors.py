@@ -154,13 +154,6 @@ def test_dali_data_type_equals_its_numpy_type():
     assert len({types.UINT8, types.UINT8, types.INT8}) == 2
 
 
-@pytest.fixture
-def fake_gpu(monkeypatch):
-    if not os.path.exists(FAKE):
-        pytest.skip("the fake GPU backend is not built")
-    monkeypatch.setenv("STK_CUDA_LIBRARY", FAKE)
-
-
 def test_gpu_samples_are_tensor_gpu(fake_gpu):
     @stoker.pipeline_def(batch_size=2, num_threads=2, seed=4, device_id=0)
     def pipe():

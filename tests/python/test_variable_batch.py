@@ -92,14 +92,8 @@ def test_two_sources_fed_different_sizes_is_an_error_naming_them():
         q.run()
 
 
-def test_variable_batches_through_the_gpu_stage(monkeypatch):
+def test_variable_batches_through_the_gpu_stage(fake_gpu):
     """Against the stand-in GPU backend (tests/fake_gpu): GPU operators see the fed size."""
-    import os
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    fake = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(root, "build")), "libstk_fake_gpu.so")
-    if not os.path.exists(fake):
-        pytest.skip("the fake GPU backend is not built")
-    monkeypatch.setenv("STK_CUDA_LIBRARY", fake)
 
     @stoker.pipeline_def(batch_size=4, num_threads=2, seed=1, device_id=0)
     def gpu_pipe():
