@@ -257,15 +257,10 @@ stk_status stk_tensor_list_copy_out(const stk_tensor_list *tl, size_t first, siz
 
 stk_status stk_tensor_list_to_host(const stk_tensor_list *tl, stk_tensor_list **out) {
   if (!tl || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
-  size_t esize = stk_dtype_size(tl->dtype), total = 0;
+  size_t total = 0;
   size_t *bytes = stk__calloc(tl->n ? tl->n : 1, sizeof(size_t), "sample sizes");
   if (!bytes) return STK_ERR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < tl->n; i++) {
-    bytes[i] = esize;
-    for (int d = 0; d < tl->ndim; d++)
-      bytes[i] *= (size_t)tl->shapes[i * (size_t)tl->ndim + (size_t)d];
-    total += bytes[i];
-  }
+  for (size_t i = 0; i < tl->n; i++) total += bytes[i] = sample_size(tl, i);
   stk_tensor_list *h;
   stk_status st = stk__tensor_list_create(&h, tl->n, tl->ndim, NULL);
   char *block = st == STK_OK ? malloc(total ? total : 1) : NULL;
