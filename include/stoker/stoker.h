@@ -236,6 +236,9 @@ typedef struct {
   const stk_port_schema *outputs; /* num_outputs entries, or one describing them all */
   int num_args;
   const stk_arg_schema *args;
+  /* Operators with a GPU backend: the CPU/GPU parity check run by the test suite, in the
+   * text form (docs/text-form.md, "GPU parity checks"); NULL for CPU-only operators. */
+  const char *gpu_check;
 } stk_op_schema;
 
 /* The number of registered operators. */

@@ -6,13 +6,21 @@
 #include "gpu_util.h"
 #include "image_util.h"
 
-enum { A_HORIZONTAL, A_VERTICAL };
+enum { A_HORIZONTAL, A_VERTICAL, A_COUNT_ };
 
 static const stk_arg_schema flip_args[] = {
-    {"horizontal", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "1", 0, 0, NULL,
-     "non-zero: mirror left-right"},
-    {"vertical", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "0", 0, 0, NULL, "non-zero: mirror top-bottom"},
+    [A_HORIZONTAL] = {.name = "horizontal",
+                      .type = STK_ARG_INT,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .default_text = "1",
+                      .doc = "non-zero: mirror left-right"},
+    [A_VERTICAL] = {.name = "vertical",
+                    .type = STK_ARG_INT,
+                    .flags = STK_ARGF_PER_SAMPLE,
+                    .default_text = "0",
+                    .doc = "non-zero: mirror top-bottom"},
 };
+STK__CHECK_ARGS(flip_args, A_COUNT_);
 
 static const stk_port_schema flip_in[] = {{"input", "image with H and W axes (HWC, CHW, HW)"}};
 static const stk_port_schema flip_out[] = {{"output", "the mirrored image"}};
@@ -125,8 +133,11 @@ static const stk_op_schema flip_schema = {
     .inputs = flip_in,
     .num_outputs = 1,
     .outputs = flip_out,
-    .num_args = sizeof flip_args / sizeof flip_args[0],
+    .num_args = A_COUNT_,
     .args = flip_args,
+    .gpu_check = "h = random.coin_flip(probability=0.5)\n"
+                 "v = random.coin_flip(probability=0.5)\n"
+                 "return flip(IN, horizontal=h, vertical=v, device=@)",
 };
 const stk__op_def stk__op_flip = {
     .schema = &flip_schema,

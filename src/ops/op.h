@@ -80,6 +80,21 @@ typedef struct stk__op_def {
   const struct stk__gpu_fusion *fusion;
 } stk__op_def;
 
+/* Argument tables: end the operator's argument enum with a count and index every entry
+ * by its enum value, so the table and the enum cannot drift apart:
+ *
+ *   enum { A_HORIZONTAL, A_VERTICAL, A_COUNT_ };
+ *   static const stk_arg_schema flip_args[] = {
+ *       [A_HORIZONTAL] = {.name = "horizontal", .type = STK_ARG_INT, ...},
+ *       [A_VERTICAL] = {...},
+ *   };
+ *   STK__CHECK_ARGS(flip_args, A_COUNT_);
+ *
+ * A missing middle entry leaves a nameless one, which the registry test refuses. */
+#define STK__CHECK_ARGS(table, count)                                    \
+  _Static_assert(sizeof(table) / sizeof((table)[0]) == (size_t)(count), \
+                 #table " needs exactly one entry per argument enum value")
+
 /* ---- the registry ---- */
 size_t stk__registry_size(void);
 const stk__op_def *stk__registry_at(size_t index);
