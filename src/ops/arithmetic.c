@@ -616,6 +616,10 @@ static const stk_op_schema binary_schema = {
     .outputs = any_out,
     .num_args = sizeof binary_args / sizeof binary_args[0],
     .args = binary_args,
+    .gpu_check =
+        "f = cast(IN, dtype=\"float32\", device=@)\n"
+        "g = flip(f, horizontal=1, device=@)\n"
+        "return math.binary(f, g, op=\"atan2\", device=@)",
 };
 const stk__op_def stk__op_math_binary = {.schema = &binary_schema,
                                          .init = binary_init,
@@ -674,6 +678,10 @@ static const stk_op_schema unary_schema = {
     .outputs = any_out,
     .num_args = sizeof unary_args / sizeof unary_args[0],
     .args = unary_args,
+    .gpu_check =
+        "# atol=0.000001\n"
+        "f = cast(IN, dtype=\"float32\", device=@)\n"
+        "return math.unary(f, op=\"sqrt\", device=@)",
 };
 const stk__op_def stk__op_math_unary = {.schema = &unary_schema,
                                         .init = unary_init,
@@ -973,6 +981,7 @@ static const stk_op_schema clamp_schema = {
     .outputs = any_out,
     .num_args = sizeof clamp_args / sizeof clamp_args[0],
     .args = clamp_args,
+    .gpu_check = "return math.clamp(IN, lo=40, hi=200, device=@)",
 };
 const stk__op_def stk__op_math_clamp = {
     .schema = &clamp_schema, .run_sample = clamp_run, .run_gpu = clamp_run_gpu};

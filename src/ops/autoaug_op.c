@@ -1065,6 +1065,10 @@ static const stk_op_schema apply_schema = {
     .outputs = apply_out,
     .num_args = sizeof apply_args / sizeof apply_args[0],
     .args = apply_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "o, a, b, c = auto_augment.apply(IN, policy=\"rand_augment\", n=2, m=9, seed=7, device=@)\n"
+        "return o",
 };
 const stk__op_def stk__op_auto_augment_apply = {.schema = &apply_schema,
                                                 .init = apply_init,
@@ -1274,6 +1278,10 @@ static const stk_op_schema augment_schema = {
     .outputs = image_out,
     .num_args = sizeof augment_args / sizeof augment_args[0],
     .args = augment_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "p = random.uniform(range=[-0.3, 0.3], shape=[1])\n"
+        "return auto_augment.augment(IN, op=\"shear_x\", param=p, device=@)",
 };
 const stk__op_def stk__op_auto_augment_augment = {.schema = &augment_schema,
                                                   .init = augment_init,

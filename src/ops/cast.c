@@ -133,6 +133,7 @@ static const stk_op_schema cast_schema = {
     .outputs = cast_out,
     .num_args = sizeof cast_args / sizeof cast_args[0],
     .args = cast_args,
+    .gpu_check = "return cast(IN, dtype=\"float32\", device=@)",
 };
 const stk__op_def stk__op_cast = {
     .schema = &cast_schema,

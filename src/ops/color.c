@@ -561,6 +561,10 @@ static const stk_op_schema brightness_schema = {
     .outputs = image_out,
     .num_args = sizeof brightness_args / sizeof brightness_args[0],
     .args = brightness_args,
+    .gpu_check =
+        "b = random.uniform(range=[0.0, 2.0])\n"
+        "s = random.uniform(range=[-0.2, 0.2])\n"
+        "return brightness(IN, brightness=b, brightness_shift=s, device=@)",
 };
 const stk__op_def stk__op_brightness = {
     .schema = &brightness_schema,
@@ -652,6 +656,9 @@ static const stk_op_schema contrast_schema = {
     .outputs = image_out,
     .num_args = sizeof contrast_args / sizeof contrast_args[0],
     .args = contrast_args,
+    .gpu_check =
+        "c = random.uniform(range=[0.0, 2.0])\n"
+        "return contrast(IN, contrast=c, device=@)",
 };
 const stk__op_def stk__op_contrast = {
     .schema = &contrast_schema,
@@ -713,6 +720,10 @@ static const stk_op_schema bc_schema = {
     .outputs = image_out,
     .num_args = sizeof bc_args / sizeof bc_args[0],
     .args = bc_args,
+    .gpu_check =
+        "b = random.uniform(range=[0.5, 1.5])\n"
+        "c = random.uniform(range=[0.5, 1.5])\n"
+        "return brightness_contrast(IN, brightness=b, contrast=c, device=@)",
 };
 const stk__op_def stk__op_brightness_contrast = {
     .schema = &bc_schema,
@@ -818,6 +829,12 @@ static const stk_op_schema hsv_schema = {
     .outputs = image_out,
     .num_args = sizeof hsv_args / sizeof hsv_args[0],
     .args = hsv_args,
+    .gpu_check =
+        "# atol=1\n"
+        "h = random.uniform(range=[-60.0, 60.0])\n"
+        "s = random.uniform(range=[0.3, 1.7])\n"
+        "v = random.uniform(range=[0.5, 1.5])\n"
+        "return hsv(IN, hue=h, saturation=s, value=v, device=@)",
 };
 const stk__op_def stk__op_hsv = {
     .schema = &hsv_schema,
@@ -859,6 +876,10 @@ static const stk_op_schema hue_schema = {
     .outputs = image_out,
     .num_args = sizeof hue_args / sizeof hue_args[0],
     .args = hue_args,
+    .gpu_check =
+        "# atol=1\n"
+        "h = random.uniform(range=[-90.0, 90.0])\n"
+        "return hue(IN, hue=h, device=@)",
 };
 const stk__op_def stk__op_hue = {
     .schema = &hue_schema,
@@ -930,6 +951,10 @@ static const stk_op_schema saturation_schema = {
     .outputs = image_out,
     .num_args = sizeof saturation_args / sizeof saturation_args[0],
     .args = saturation_args,
+    .gpu_check =
+        "# atol=1\n"
+        "s = random.uniform(range=[0.0, 2.0])\n"
+        "return saturation(IN, saturation=s, device=@)",
 };
 const stk__op_def stk__op_saturation = {
     .schema = &saturation_schema,
@@ -990,6 +1015,13 @@ static const stk_op_schema twist_schema = {
     .outputs = image_out,
     .num_args = sizeof twist_args / sizeof twist_args[0],
     .args = twist_args,
+    .gpu_check =
+        "# atol=1\n"
+        "b = random.uniform(range=[0.7, 1.3])\n"
+        "c = random.uniform(range=[0.7, 1.3])\n"
+        "h = random.uniform(range=[-30.0, 30.0])\n"
+        "s = random.uniform(range=[0.5, 1.5])\n"
+        "return color_twist(IN, brightness=b, contrast=c, hue=h, saturation=s, device=@)",
 };
 const stk__op_def stk__op_color_twist = {
     .schema = &twist_schema,
@@ -1075,6 +1107,9 @@ static const stk_op_schema cs_schema = {
     .outputs = image_out,
     .num_args = sizeof cs_args / sizeof cs_args[0],
     .args = cs_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return color_space_conversion(IN, image_type=\"RGB\", output_type=\"YCbCr\", device=@)",
 };
 const stk__op_def stk__op_color_space_conversion = {
     .schema = &cs_schema,
@@ -1167,6 +1202,7 @@ static const stk_op_schema gray_schema = {
     .outputs = image_out,
     .num_args = sizeof gray_args / sizeof gray_args[0],
     .args = gray_args,
+    .gpu_check = "return grayscale(IN, num_output_channels=3, device=@)",
 };
 const stk__op_def stk__op_grayscale = {
     .schema = &gray_schema,

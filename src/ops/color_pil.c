@@ -196,6 +196,7 @@ static const stk_op_schema invert_schema = {
     .outputs = image_out,
     .num_args = 0,
     .args = NULL,
+    .gpu_check = "return invert(IN, device=@)",
 };
 const stk__op_def stk__op_invert = {
     .schema = &invert_schema,
@@ -258,6 +259,9 @@ static const stk_op_schema posterize_schema = {
     .outputs = image_out,
     .num_args = sizeof posterize_args / sizeof posterize_args[0],
     .args = posterize_args,
+    .gpu_check =
+        "bits = random.uniform(values=[1, 3, 4, 8], dtype=\"int32\")\n"
+        "return posterize(IN, bits=bits, device=@)",
 };
 const stk__op_def stk__op_posterize = {
     .schema = &posterize_schema,
@@ -321,6 +325,9 @@ static const stk_op_schema solarize_schema = {
     .outputs = image_out,
     .num_args = sizeof solarize_args / sizeof solarize_args[0],
     .args = solarize_args,
+    .gpu_check =
+        "t = random.uniform(range=[0.0, 255.0])\n"
+        "return solarize(IN, threshold=t, device=@)",
 };
 const stk__op_def stk__op_solarize = {
     .schema = &solarize_schema,
@@ -378,6 +385,9 @@ static const stk_op_schema solarize_add_schema = {
     .outputs = image_out,
     .num_args = sizeof solarize_add_args / sizeof solarize_add_args[0],
     .args = solarize_add_args,
+    .gpu_check =
+        "s = random.uniform(range=[-100.0, 100.0])\n"
+        "return solarize_add(IN, shift=s, threshold=128, device=@)",
 };
 const stk__op_def stk__op_solarize_add = {
     .schema = &solarize_add_schema,
@@ -441,6 +451,7 @@ static const stk_op_schema equalize_schema = {
     .outputs = image_out,
     .num_args = sizeof equalize_args / sizeof equalize_args[0],
     .args = equalize_args,
+    .gpu_check = "return equalize(IN, device=@)",
 };
 const stk__op_def stk__op_equalize = {
     .schema = &equalize_schema,
@@ -462,6 +473,7 @@ static const stk_op_schema x_equalize_schema = {
     .outputs = image_out,
     .num_args = sizeof equalize_args / sizeof equalize_args[0],
     .args = equalize_args,
+    .gpu_check = "return experimental.equalize(IN, device=@)",
 };
 const stk__op_def stk__op_experimental_equalize = {
     .schema = &x_equalize_schema,
@@ -541,6 +553,7 @@ static const stk_op_schema autocontrast_schema = {
     .outputs = image_out,
     .num_args = sizeof autocontrast_args / sizeof autocontrast_args[0],
     .args = autocontrast_args,
+    .gpu_check = "return auto_contrast(IN, cutoff=[2.0], device=@)",
 };
 const stk__op_def stk__op_auto_contrast = {
     .schema = &autocontrast_schema,
@@ -594,6 +607,9 @@ static const stk_op_schema sharpness_schema = {
     .outputs = image_out,
     .num_args = sizeof sharpness_args / sizeof sharpness_args[0],
     .args = sharpness_args,
+    .gpu_check =
+        "s = random.uniform(range=[0.0, 2.0])\n"
+        "return sharpness(IN, sharpness=s, device=@)",
 };
 const stk__op_def stk__op_sharpness = {
     .schema = &sharpness_schema,

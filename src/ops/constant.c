@@ -184,6 +184,11 @@ static const stk_op_schema constant_schema = {
     .outputs = constant_out,
     .num_args = sizeof constant_args / sizeof constant_args[0],
     .args = constant_args,
+    .gpu_check =
+        "c = constant(fdata=[1.5, -2.0, 3.25, 0.0, 7.0, 8.5], shape=[2, 3], dtype=\"float32\", "
+        "device=@)\n"
+        "s = shapes(IN, device=@)\n"
+        "return c",
 };
 const stk__op_def stk__op_constant = {.schema = &constant_schema,
                                       .init = constant_init,

@@ -169,6 +169,10 @@ static const stk_op_schema crop_schema = {
     .outputs = image_out,
     .num_args = sizeof crop_args / sizeof crop_args[0],
     .args = crop_args,
+    .gpu_check =
+        "x = random.uniform(range=[0.0, 1.0])\n"
+        "y = random.uniform(range=[0.0, 1.0])\n"
+        "return crop(IN, crop=[200, 250], crop_pos_x=x, crop_pos_y=y, device=@)",
 };
 const stk__op_def stk__op_crop = {
     .schema = &crop_schema,

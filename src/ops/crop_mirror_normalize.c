@@ -325,6 +325,11 @@ static const stk_op_schema cmn_schema = {
     .outputs = cmn_out,
     .num_args = sizeof cmn_args / sizeof cmn_args[0],
     .args = cmn_args,
+    .gpu_check =
+        "# atol=0.0001\n"
+        "m = random.coin_flip(probability=0.5)\n"
+        "return crop_mirror_normalize(IN, crop=[64, 64], mirror=m, mean=[123.675, 116.28, 103.53], "
+        "std=[58.395, 57.12, 57.375], dtype=\"float32\", device=@)",
 };
 static const struct stk__gpu_fusion cmn_fusion = {.absorbs_resampling = cmn_gpu_can_fuse};
 

@@ -219,6 +219,9 @@ static const stk_op_schema image_schema = {
     .outputs = image_out,
     .num_args = sizeof image_args / sizeof image_args[0],
     .args = image_args,
+    .gpu_check =
+        "# atol=8 mismatch=0.05\n"
+        "return decoders.image(ENC, device=@)",
 };
 const stk__op_def stk__op_decoders_image = {
     .schema = &image_schema,
@@ -317,6 +320,9 @@ static const stk_op_schema crop_schema = {
     .outputs = image_out,
     .num_args = sizeof crop_args / sizeof crop_args[0],
     .args = crop_args,
+    .gpu_check =
+        "# atol=8 mismatch=0.05\n"
+        "return decoders.image_random_crop(ENC, seed=7, device=@)",
 };
 const stk__op_def stk__op_decoders_image_random_crop = {
     .schema = &crop_schema,

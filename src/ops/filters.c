@@ -380,6 +380,10 @@ static const stk_op_schema gaussian_schema = {
     .outputs = img_out,
     .num_args = sizeof gaussian_args / sizeof gaussian_args[0],
     .args = gaussian_args,
+    .gpu_check =
+        "# atol=1\n"
+        "s = random.uniform(range=[0.3, 4.0])\n"
+        "return gaussian_blur(IN, sigma=s, device=@)",
 };
 const stk__op_def stk__op_gaussian_blur = {
     .schema = &gaussian_schema, .run_sample = gaussian_run, .run_gpu = gaussian_run_gpu};
@@ -498,6 +502,9 @@ static const stk_op_schema laplacian_schema = {
     .outputs = img_out,
     .num_args = sizeof laplacian_args / sizeof laplacian_args[0],
     .args = laplacian_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return laplacian(IN, window_size=[5], dtype=\"int16\", device=@)",
 };
 const stk__op_def stk__op_laplacian = {.schema = &laplacian_schema,
                                        .init = laplacian_init,
@@ -811,6 +818,10 @@ static const stk_op_schema filter_schema = {
     .outputs = img_out,
     .num_args = sizeof filter_args / sizeof filter_args[0],
     .args = filter_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return filter(IN, kernel=[0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, 0.125, "
+        "0.0625], border=\"reflect_101\", device=@)",
 };
 const stk__op_def stk__op_filter = {.schema = &filter_schema,
                                     .init = filter_init,
@@ -830,6 +841,10 @@ static const stk_op_schema experimental_filter_schema = {
     .outputs = img_out,
     .num_args = sizeof filter_args / sizeof filter_args[0],
     .args = filter_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return experimental.filter(IN, kernel=[0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, "
+        "0.125, 0.0625], device=@)",
 };
 const stk__op_def stk__op_experimental_filter = {.schema = &experimental_filter_schema,
                                                  .init = filter_init,

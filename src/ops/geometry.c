@@ -638,6 +638,10 @@ static const stk_op_schema rotate_schema = {
     .outputs = warp_out,
     .num_args = sizeof rotate_args / sizeof rotate_args[0],
     .args = rotate_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "a = random.uniform(range=[-180.0, 180.0])\n"
+        "return rotate(IN, angle=a, fill_value=[17.0], device=@)",
 };
 const stk__op_def stk__op_rotate = {.schema = &rotate_schema,
                                     .init = rotate_init,
@@ -733,6 +737,10 @@ static const stk_op_schema warp_affine_schema = {
     .outputs = warp_out,
     .num_args = sizeof warp_args / sizeof warp_args[0],
     .args = warp_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "return warp_affine(IN, matrix=[0.9, 0.2, -10.0, -0.1, 1.1, 5.0], size=[90, 140], "
+        "device=@)",
 };
 const stk__op_def stk__op_warp_affine = {.schema = &warp_affine_schema,
                                          .init = warp_affine_init,

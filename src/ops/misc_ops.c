@@ -205,6 +205,11 @@ static const stk_op_schema one_hot_schema = {
     .outputs = one_hot_out,
     .num_args = sizeof one_hot_args / sizeof one_hot_args[0],
     .args = one_hot_args,
+    .gpu_check =
+        "# iterations=1\n"
+        "s = shapes(IN, dtype=\"int32\", device=@)\n"
+        "k = subscript(s, kinds=[0], at_0=2, device=@)\n"
+        "return one_hot(k, num_classes=5, device=@)",
 };
 const stk__op_def stk__op_one_hot = {.schema = &one_hot_schema,
                                      .init = one_hot_init,
@@ -252,6 +257,9 @@ static const stk_op_schema cast_like_schema = {
     .outputs = cast_like_out,
     .num_args = 0,
     .args = NULL,
+    .gpu_check =
+        "f = cast(IN, dtype=\"int16\", device=@)\n"
+        "return cast_like(IN, f, device=@)",
 };
 const stk__op_def stk__op_cast_like = {
     .schema = &cast_like_schema, .run_sample = cast_like_run, .run_gpu = cast_like_run_gpu};

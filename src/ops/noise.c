@@ -213,6 +213,9 @@ static const stk_op_schema gaussian_schema = {
     .outputs = noise_out,
     .num_args = sizeof gaussian_args / sizeof gaussian_args[0],
     .args = gaussian_args,
+    .gpu_check =
+        "sd = random.uniform(range=[0.0, 40.0])\n"
+        "return noise.gaussian(IN, stddev=sd, seed=7, device=@)",
 };
 const stk__op_def stk__op_noise_gaussian = {
     .schema = &gaussian_schema,
@@ -338,6 +341,9 @@ static const stk_op_schema sp_schema = {
     .outputs = noise_out,
     .num_args = sizeof sp_args / sizeof sp_args[0],
     .args = sp_args,
+    .gpu_check =
+        "p = random.uniform(range=[0.0, 0.5])\n"
+        "return noise.salt_and_pepper(IN, prob=p, seed=3, device=@)",
 };
 const stk__op_def stk__op_noise_salt_and_pepper = {
     .schema = &sp_schema,
@@ -482,6 +488,9 @@ static const stk_op_schema shot_schema = {
     .outputs = noise_out,
     .num_args = sizeof shot_args / sizeof shot_args[0],
     .args = shot_args,
+    .gpu_check =
+        "f = random.uniform(values=[0.0, 0.5, 3.0, 20.0])\n"
+        "return noise.shot(IN, factor=f, seed=11, device=@)",
 };
 const stk__op_def stk__op_noise_shot = {
     .schema = &shot_schema,

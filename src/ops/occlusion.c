@@ -362,6 +362,9 @@ static const stk_op_schema erase_schema = {
     .outputs = occ_out,
     .num_args = sizeof erase_args / sizeof erase_args[0],
     .args = erase_args,
+    .gpu_check =
+        "return erase(IN, anchor=[10, 20, 50, 60], shape=[30, 40, 300, 10], fill_value=[77.0], "
+        "device=@)",
 };
 const stk__op_def stk__op_erase = {
     .schema = &erase_schema,
@@ -509,6 +512,11 @@ static const stk_op_schema grid_schema = {
     .outputs = occ_out,
     .num_args = sizeof grid_args / sizeof grid_args[0],
     .args = grid_args,
+    .gpu_check =
+        "t = random.uniform(values=[20, 48, 100], dtype=\"int32\")\n"
+        "r = random.uniform(range=[0.1, 0.9])\n"
+        "a = random.uniform(range=[0.0, 1.0])\n"
+        "return grid_mask(IN, tile=t, ratio=r, angle=a, device=@)",
 };
 const stk__op_def stk__op_grid_mask = {
     .schema = &grid_schema,

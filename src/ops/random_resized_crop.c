@@ -165,6 +165,9 @@ static const stk_op_schema rrc_schema = {
     .outputs = image_out,
     .num_args = sizeof rrc_args / sizeof rrc_args[0],
     .args = rrc_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return random_resized_crop(IN, size=[96, 112], seed=7, device=@)",
 };
 static const struct stk__gpu_fusion rrc_fusion = {.resample_plan = rrc_gpu_plan};
 

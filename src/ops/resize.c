@@ -273,6 +273,9 @@ static const stk_op_schema resize_schema = {
     .outputs = image_out,
     .num_args = sizeof resize_args / sizeof resize_args[0],
     .args = resize_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return resize(IN, resize_x=123, resize_y=77, device=@)",
 };
 static const struct stk__gpu_fusion resize_fusion = {.resample_plan = resize_gpu_plan};
 

@@ -318,6 +318,8 @@ static const stk_op_schema subscript_schema = {
     .outputs = subscript_out,
     .num_args = sizeof subscript_args / sizeof subscript_args[0],
     .args = subscript_args,
+    .gpu_check =
+        "return subscript(IN, kinds=[1, 1, 0], lo_0=10, hi_0=50, step_1=2, at_2=1, device=@)",
 };
 const stk__op_def stk__op_subscript = {.schema = &subscript_schema,
                                        .init = subscript_init,
@@ -399,6 +401,7 @@ static const stk_op_schema shapes_schema = {
     .outputs = shapes_out,
     .num_args = sizeof shapes_args / sizeof shapes_args[0],
     .args = shapes_args,
+    .gpu_check = "return shapes(IN, dtype=\"int32\", device=@)",
 };
 const stk__op_def stk__op_shapes = {
     .schema = &shapes_schema, .run_sample = shapes_run, .run_gpu = shapes_run_gpu};
