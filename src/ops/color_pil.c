@@ -206,11 +206,16 @@ const stk__op_def stk__op_invert = {
 
 /* ---- posterize ---- */
 
-enum { P_BITS };
+enum { P_BITS, POSTERIZE_ARGS_COUNT_ };
 static const stk_arg_schema posterize_args[] = {
-    {"bits", STK_ARG_INT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "4", 0, 8, NULL,
-     "number of high bits kept per channel, 0..8 (8 keeps the image)"},
+    [P_BITS] = {.name = "bits",
+                .type = STK_ARG_INT,
+                .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                .default_text = "4",
+                .max = 8,
+                .doc = "number of high bits kept per channel, 0..8 (8 keeps the image)"},
 };
+STK__CHECK_ARGS(posterize_args, POSTERIZE_ARGS_COUNT_);
 
 static double posterize_fn(double x, int64_t c, const void *ctx) {
   return (double)((uint8_t)x & ((const point_ctx *)ctx)->mask);
@@ -281,11 +286,15 @@ static stk_status threshold_arg(stk__node *node, stk__sample *s, int arg, stk_dt
   return stk__float_arg_in(node, s, arg, "threshold", -DBL_MAX, DBL_MAX, out);
 }
 
-enum { S_THRESHOLD };
+enum { S_THRESHOLD, SOLARIZE_ARGS_COUNT_ };
 static const stk_arg_schema solarize_args[] = {
-    {"threshold", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "values >= threshold are inverted; default 128 for uint8, 0.5 for float32"},
+    [S_THRESHOLD] =
+        {.name = "threshold",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "values >= threshold are inverted; default 128 for uint8, 0.5 for float32"},
 };
+STK__CHECK_ARGS(solarize_args, SOLARIZE_ARGS_COUNT_);
 
 static double solarize_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
@@ -335,13 +344,19 @@ const stk__op_def stk__op_solarize = {
     .run_gpu = solarize_run_gpu,
 };
 
-enum { SA_SHIFT, SA_THRESHOLD };
+enum { SA_SHIFT, SA_THRESHOLD, SOLARIZE_ADD_ARGS_COUNT_ };
 static const stk_arg_schema solarize_add_args[] = {
-    {"shift", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "added to the values below threshold, then clamped to the type's range"},
-    {"threshold", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "values below it are shifted; default 128 for uint8, 0.5 for float32"},
+    [SA_SHIFT] = {.name = "shift",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .default_text = "0.0",
+                  .doc = "added to the values below threshold, then clamped to the type's range"},
+    [SA_THRESHOLD] = {.name = "threshold",
+                      .type = STK_ARG_FLOAT,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .doc = "values below it are shifted; default 128 for uint8, 0.5 for float32"},
 };
+STK__CHECK_ARGS(solarize_add_args, SOLARIZE_ADD_ARGS_COUNT_);
 
 static double solarize_add_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
@@ -397,7 +412,7 @@ const stk__op_def stk__op_solarize_add = {
 
 /* ---- equalize / experimental.equalize ---- */
 
-enum { E_ALGORITHM };
+enum { E_ALGORITHM, EQUALIZE_ARGS_COUNT_ };
 #define EQ_ALGORITHM_DOC                                                                \
   "\"pil\": ImageOps.equalize (step = (pixels - count of the last used level) // 255, " \
   "table = (step // 2 + cumulative count below) // step); \"opencv\": equalizeHist "    \
@@ -405,8 +420,13 @@ enum { E_ALGORITHM };
 /* equalize and experimental.equalize both default to DALI's (OpenCV's) algorithm, as
  * DALI's fn.equalize and fn.experimental.equalize do; algorithm="pil" is Pillow's. */
 static const stk_arg_schema equalize_args[] = {
-    {"algorithm", STK_ARG_STRING, 0, "\"opencv\"", 0, 0, "pil|opencv", EQ_ALGORITHM_DOC},
+    [E_ALGORITHM] = {.name = "algorithm",
+                     .type = STK_ARG_STRING,
+                     .default_text = "\"opencv\"",
+                     .choices = "pil|opencv",
+                     .doc = EQ_ALGORITHM_DOC},
 };
+STK__CHECK_ARGS(equalize_args, EQUALIZE_ARGS_COUNT_);
 
 /* Builds each channel's table from its histogram and applies it. */
 static stk_status equalize_run(stk__node *node, stk__sample *s) {
@@ -483,12 +503,18 @@ const stk__op_def stk__op_experimental_equalize = {
 
 /* ---- auto_contrast ---- */
 
-enum { AC_CUTOFF };
+enum { AC_CUTOFF, AUTOCONTRAST_ARGS_COUNT_ };
 static const stk_arg_schema autocontrast_args[] = {
-    {"cutoff", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[0.0]", 0, 0, NULL,
-     "percent of pixels cut from the dark and the bright end before stretching: one value "
-     "for both or [low, high], each in [0, 100)"},
+    [AC_CUTOFF] =
+        {.name = "cutoff",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "[0.0]",
+         .doc =
+             "percent of pixels cut from the dark and the bright end before stretching: one value "
+             "for both or [low, high], each in [0, 100)"},
 };
+STK__CHECK_ARGS(autocontrast_args, AUTOCONTRAST_ARGS_COUNT_);
 
 /* The low and high cutoffs of this sample, checked. */
 static stk_status cutoff_args(stk__node *node, stk__sample *s, double *lo, double *hi) {
@@ -563,11 +589,16 @@ const stk__op_def stk__op_auto_contrast = {
 
 /* ---- sharpness ---- */
 
-enum { SH_SHARPNESS };
+enum { SH_SHARPNESS, SHARPNESS_ARGS_COUNT_ };
 static const stk_arg_schema sharpness_args[] = {
-    {"sharpness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one"},
+    [SH_SHARPNESS] = {.name = "sharpness",
+                      .type = STK_ARG_FLOAT,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .default_text = "1.0",
+                      .doc =
+                          "factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one"},
 };
+STK__CHECK_ARGS(sharpness_args, SHARPNESS_ARGS_COUNT_);
 
 static stk_status sharpness_run(stk__node *node, stk__sample *s) {
   double f;
