@@ -89,7 +89,21 @@ class _PairedReaderHook:
         return _graph.outputs_of(inst)
 
 
+class _CacheHook:
+    """cache: one output per input (DALI has no such operator; the C schema's num_outputs is
+    -1)."""
+    extra_kwargs = {}
+    returns = "DataNode | list[DataNode]"
+
+    def call(self, schema, inputs, kwargs):
+        if kwargs.get("path") is None:
+            kwargs.pop("path", None)
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=len(inputs))
+        return _graph.outputs_of(inst)
+
+
 HOOKS["readers.file"] = _PairedReaderHook()
+HOOKS["cache"] = _CacheHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",

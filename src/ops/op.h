@@ -78,6 +78,11 @@ typedef struct stk__op_def {
   /* GPU operators that fuse with a neighbour (resampling into crop_mirror_normalize):
    * their part of the fusion, described in gpu_util.h. May be NULL. */
   const struct stk__gpu_fusion *fusion;
+  /* Readers (optional): what names item `item` for the sample cache (pipeline/cache.c),
+   * appended to `id` (the same item always gives the same text: a path), and what
+   * changes with its contents, appended to `stamp` (size, modification time), so a
+   * changed file is a miss. NULL: the cache names the item by its index. */
+  stk_status (*item_identity)(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp);
 } stk__op_def;
 
 /* Argument tables: end the operator's argument enum with a count and index every entry
@@ -91,7 +96,7 @@ typedef struct stk__op_def {
  *   STK__CHECK_ARGS(flip_args, A_COUNT_);
  *
  * A missing middle entry leaves a nameless one, which the registry test refuses. */
-#define STK__CHECK_ARGS(table, count)                                    \
+#define STK__CHECK_ARGS(table, count)                                   \
   _Static_assert(sizeof(table) / sizeof((table)[0]) == (size_t)(count), \
                  #table " needs exactly one entry per argument enum value")
 
