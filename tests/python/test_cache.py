@@ -301,3 +301,36 @@ def test_cache_in_a_conditional_branch_is_refused(photos):
 
     with pytest.raises(StokerError, match=r"'kept'.*conditional branch"):
         pipe().build()
+
+
+def test_cached_values_feed_gpu_operators(photos, fake_gpu):
+    """The cache's outputs go on to the GPU stage (a GPU copy through cast, run by the fake GPU
+    backend): the same batches as the uncached pipeline, and epoch 2 hits."""
+
+    def build(cached):
+        @pipeline_def(batch_size=BATCH, num_threads=2, seed=2, device_id=0, prefetch_queue_depth=1,
+                      exec_async=False)
+        def pipe():
+            jpegs, labels = fn.readers.file(files=photos, random_shuffle=True, name="Reader")
+            small = fn.resize(fn.decoders.image(jpegs), resize_shorter=32)
+            if cached:
+                small = fn.cache(small)
+            return fn.cast(small.gpu(), dtype=stoker.types.UINT8, device="gpu"), labels
+
+        p = pipe()
+        p.build()
+        return p
+
+    def host(p, steps):
+        out = []
+        for _ in range(steps):
+            imgs, labels = p.run()
+            out.append([np.asarray(imgs.as_cpu().at(i)).copy() for i in range(len(imgs))])
+        return out
+
+    steps = 2 * batches_per_epoch(len(photos))
+    cached = build(True)
+    for a, b in zip(host(cached, steps), host(build(False), steps)):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    assert cached.stats()["cache_hits"] == len(photos)
