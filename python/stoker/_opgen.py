@@ -9,6 +9,7 @@ against the same schema.
 
 import inspect
 import keyword
+import os
 import sys
 import types as _pytypes
 
@@ -98,6 +99,8 @@ class _CacheHook:
     def call(self, schema, inputs, kwargs):
         if kwargs.get("path") is None:
             kwargs.pop("path", None)
+        elif isinstance(kwargs["path"], os.PathLike):
+            kwargs["path"] = os.fspath(kwargs["path"])
         inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=len(inputs))
         return _graph.outputs_of(inst)
 

@@ -234,8 +234,24 @@ static void cache_destroy(stk__node *node) {
   node->state = NULL;
 }
 
+/* Two caches of one pipeline in one directory would empty it for each other's prefix. */
+static stk_status check_own_directory(const stk__node *node) {
+  const char *dir = stk__arg_string(node, A_PATH);
+  if (!*dir) return STK_OK;
+  for (size_t k = 0; k < node->pipe->num_nodes; k++) {
+    const stk__node *other = &node->pipe->nodes[k];
+    if (other != node && other->spec->def == &stk__op_cache &&
+        strcmp(stk__arg_string(other, A_PATH), dir) == 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "'%s' and '%s' both use the cache directory '%s'; give each its own",
+                      other->name, node->name, dir);
+  }
+  return STK_OK;
+}
+
 static stk_status cache_init_state(stk__node *node, cache_state *c) {
   stk_pipeline *p = node->pipe;
+  STK_TRY(check_own_directory(node));
   c->skip = stk__calloc(p->num_nodes, sizeof(bool), "the cache's prefix");
   c->readers = stk__calloc(p->num_nodes, sizeof(int), "the cache's prefix");
   if (!c->skip || !c->readers) return STK_ERR_OUT_OF_MEMORY;

@@ -334,3 +334,16 @@ def test_cached_values_feed_gpu_operators(photos, fake_gpu):
         for x, y in zip(a, b):
             np.testing.assert_array_equal(x, y)
     assert cached.stats()["cache_hits"] == len(photos)
+
+
+def test_two_caches_may_not_share_a_directory(photos, tmp_path):
+    @pipeline_def(batch_size=2, num_threads=1)
+    def pipe():
+        jpegs, labels = fn.readers.file(files=photos)
+        img = fn.decoders.image(jpegs)
+        a = fn.cache(fn.resize(img, resize_shorter=20), path=tmp_path, name="small")
+        b = fn.cache(fn.resize(img, resize_shorter=30), path=str(tmp_path), name="large")
+        return a, b
+
+    with pytest.raises(StokerError, match=r"'(small|large)' and '(small|large)' both use the cache directory"):
+        pipe().build()
