@@ -6,6 +6,7 @@ interleaved rounds. Prints epoch 1 and the mean of epochs 2+ per configuration, 
 medians over the rounds, and the speed-up of epochs 2+ over the uncached pipeline.
 
 usage: bench_cache.py [--data DIR] [--rounds N] [--epochs N] [--threads N] [--batch-size N]
+--data defaults to bench/data/demo (scripts/demo.sh makes it: 512 ImageNet-like JPEGs).
 """
 import argparse
 import json
@@ -35,6 +36,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
     args = ap.parse_args()
+    if not os.path.isdir(args.data):
+        ap.error(f"no data set at {args.data}: run scripts/demo.sh or "
+                 "scripts/make_dataset.py DIR --count 512 --seed 1, or pass --data")
     rates = {"off": [], "memory": [], "disk": []}
     for r in range(args.rounds):
         disk = tempfile.mkdtemp(prefix="stk-cache-")
