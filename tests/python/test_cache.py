@@ -347,3 +347,23 @@ def test_two_caches_may_not_share_a_directory(photos, tmp_path):
 
     with pytest.raises(StokerError, match=r"'(small|large)' and '(small|large)' both use the cache directory"):
         pipe().build()
+
+
+def test_memory_cache_sees_a_file_changed_between_epochs(photos, tmp_path):
+    files = photos_copy(photos, tmp_path)
+    n = len(files)
+    calls = []
+    p = make(files, cache={}, calls=calls, prefetch=1, exec_async=False)
+    take(p, batches_per_epoch(n))
+    shutil.copyfile(files[2], files[0])
+    os.utime(files[0], ns=(2_000_000_000, 2_000_000_000))
+    epoch2 = take(p, batches_per_epoch(n))
+    assert len(calls) == n + 1  # the changed file alone was decoded again
+    s = p.stats()
+    assert s["cache_misses"] == n + 1 and s["cache_hits"] == n - 1
+    assert s["cache_entries"] == n  # replaced, not added
+    # epoch 2's resized images: two of them are now the same photo
+    smalls = [x for b in epoch2 for x in b[1]]
+    same = [(i, j) for i in range(n) for j in range(i + 1, n) if smalls[i].shape == smalls[j].shape
+            and np.array_equal(smalls[i], smalls[j])]
+    assert len(same) == 1
