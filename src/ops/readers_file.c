@@ -245,12 +245,13 @@ static stk_status file_identity_one(const char *path, stk__strbuf *id, stk__strb
 
 /* The sample cache's name of an item: its path(s); the stamp changes with the contents
  * and the label. */
-static stk_status file_identity(stk__node *node, int64_t item, stk__strbuf *id,
-                                stk__strbuf *stamp) {
+static stk_status file_identity(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
+                                const char **source) {
   reader_state *r = *stk__node_state(node);
   if (item < 0 || item >= r->files.count)
     return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
                     (long long)item);
+  *source = r->files.paths[item];
   STK_TRY(file_identity_one(r->files.paths[item], id, stamp));
   if (r->second.count) STK_TRY(file_identity_one(r->second.paths[item], id, stamp));
   /* a cache of (images, labels) must see a relabelled list */

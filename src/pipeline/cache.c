@@ -281,8 +281,9 @@ static stk_status cache_init(stk__node *node) {
 
 /* ---- per sample ---- */
 
-/* The sample's key (prefix, then each reader's name of its item) and stamp. */
-static stk_status sample_key(const stk__node *node, const stk__sample *s, stk__strbuf *key,
+/* The sample's key (prefix, then each reader's name of its item) and stamp; names the
+ * sample's source for error messages until its reader (if it runs) names it. */
+static stk_status sample_key(const stk__node *node, stk__sample *s, stk__strbuf *key,
                              stk__strbuf *stamp) {
   const cache_state *c = node->state;
   stk_pipeline *p = node->pipe;
@@ -292,9 +293,11 @@ static stk_status sample_key(const stk__node *node, const stk__sample *s, stk__s
     stk__node *reader = &p->nodes[c->readers[r]];
     int64_t item = stk__sample_item(s, reader);
     STK_TRY(stk__strbuf_printf(key, "%s:", reader->spec->def->schema->name));
-    if (reader->spec->def->item_identity)
-      STK_TRY(reader->spec->def->item_identity(reader, item, key, stamp));
-    else
+    const char *source = NULL;
+    if (reader->spec->def->item_identity) {
+      STK_TRY(reader->spec->def->item_identity(reader, item, key, stamp, &source));
+      if (source && !s->source) s->source = source;
+    } else
       STK_TRY(stk__strbuf_printf(key, "item %lld\n", (long long)item));
   }
   return STK_OK;

@@ -367,3 +367,29 @@ def test_memory_cache_sees_a_file_changed_between_epochs(photos, tmp_path):
     same = [(i, j) for i in range(n) for j in range(i + 1, n) if smalls[i].shape == smalls[j].shape
             and np.array_equal(smalls[i], smalls[j])]
     assert len(same) == 1
+
+
+def test_errors_after_a_hit_name_the_file(photos):
+    """A hit skips the reader, which names the sample's file; the cache names it instead."""
+    n = len(photos)
+    calls = []
+
+    def fail_in_epoch_2(x):
+        calls.append(1)
+        if len(calls) > n:
+            raise ValueError("boom")
+        return x
+
+    @pipeline_def(batch_size=BATCH, num_threads=1, prefetch_queue_depth=1, exec_async=False)
+    def pipe():
+        jpegs, labels = fn.readers.file(files=photos, name="Reader")
+        small, labels = fn.cache(fn.resize(fn.decoders.image(jpegs), resize_shorter=16), labels)
+        return fn.python_function(small, function=fail_in_epoch_2, name="late"), labels
+
+    p = pipe()
+    p.build()
+    take(p, batches_per_epoch(n))
+    with pytest.raises(StokerError) as err:
+        take(p, 1)
+    assert "boom" in str(err.value) and photos[0] in str(err.value)
+    assert p.executor_statistics()["Reader"]["time_ns"] > 0
