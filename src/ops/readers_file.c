@@ -233,16 +233,6 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-/* Appends a file's path to `id` and its size and modification time to `stamp`; a file
- * that cannot be stat'ed gets an empty stamp (its read then fails with a clear error). */
-static stk_status file_identity_one(const char *path, stk__strbuf *id, stk__strbuf *stamp) {
-  struct stat sb;
-  STK_TRY(stk__strbuf_printf(id, "%s\n", path));
-  if (stat(path, &sb) != 0) return stk__strbuf_printf(stamp, "-\n");
-  return stk__strbuf_printf(stamp, "%lld %lld.%09ld\n", (long long)sb.st_size,
-                            (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
-}
-
 /* The sample cache's name of an item: its path(s); the stamp changes with the contents
  * and the label. */
 static stk_status file_identity(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
@@ -252,8 +242,8 @@ static stk_status file_identity(stk__node *node, int64_t item, stk__strbuf *id, 
     return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
                     (long long)item);
   *source = r->files.paths[item];
-  STK_TRY(file_identity_one(r->files.paths[item], id, stamp));
-  if (r->second.count) STK_TRY(file_identity_one(r->second.paths[item], id, stamp));
+  STK_TRY(stk__reader_file_identity(r->files.paths[item], "", id, stamp));
+  if (r->second.count) STK_TRY(stk__reader_file_identity(r->second.paths[item], "", id, stamp));
   /* a cache of (images, labels) must see a relabelled list */
   return stk__strbuf_printf(stamp, "label %d\n", (int)r->files.labels[item]);
 }

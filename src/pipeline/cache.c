@@ -4,13 +4,13 @@
  * operators there are refused (their draws would be frozen at the first epoch), a data
  * set reader must be there (its planned item names the sample), and the prefix is
  * described as text (operators, devices, argument values, wiring; not the readers'
- * sampling arguments nor generated names), which keys the entries, so a changed prefix
- * never returns stale values. The nodes a hit makes useless are those of the prefix whose
- * every consumer is in the prefix or the cache itself (a reader whose labels also go
+ * sampling arguments and file lists, nor generated names), which keys the entries, so a
+ * changed prefix never returns stale values. The nodes a hit makes useless are those of the prefix
+ * whose every consumer is in the prefix or the cache itself (a reader whose labels also go
  * elsewhere still runs).
  *
  * Per sample, before its chain runs (stk__cache_begin_sample): the reader's item gives
- * the key (readers.file: the path; the stamp: size, modification time, label); a hit
+ * the key (its file, and place in it; the stamp: size, modification time); a hit
  * writes the cache's outputs straight from the store and marks the cache and its
  * skippable prefix in the sample's skip mask, which the executor's chain honours (as it
  * honours guards). A miss runs the prefix; the cache node then passes its inputs through
@@ -72,23 +72,41 @@ static int read_edge(const stk__node *node, int k) {
   return k < spec->num_guards ? spec->guards[k].edge : -1;
 }
 
-/* The readers' sampling arguments: they choose the order, not a sample's contents. */
-static bool sampling_arg(const char *name) {
-  static const char *const names[] = {"shard_id",
-                                      "num_shards",
-                                      "stick_to_shard",
-                                      "pad_last_batch",
-                                      "random_shuffle",
-                                      "initial_fill",
-                                      "shuffle_after_epoch",
-                                      "seed",
-                                      "prefetch_queue_depth",
-                                      "dont_use_mmap",
-                                      "read_ahead",
-                                      "lazy_init",
-                                      "skip_cached_images"};
-  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-    if (strcmp(name, names[k]) == 0) return true;
+/* Reader arguments that do not change what a sample holds: the sampling (order, shards)
+ * and, for readers whose items name their files (item_identity), where the files are
+ * (the key names each sample's file, so a data set that grows keeps its entries). */
+static bool ignored_reader_arg(const stk__node *reader, const char *name) {
+  static const char *const sampling[] = {"shard_id",
+                                         "num_shards",
+                                         "stick_to_shard",
+                                         "pad_last_batch",
+                                         "random_shuffle",
+                                         "initial_fill",
+                                         "shuffle_after_epoch",
+                                         "seed",
+                                         "prefetch_queue_depth",
+                                         "dont_use_mmap",
+                                         "read_ahead",
+                                         "lazy_init",
+                                         "skip_cached_images",
+                                         "streaming",
+                                         "use_o_direct"};
+  static const char *const sources[] = {"file_root",
+                                        "file_list",
+                                        "files",
+                                        "labels",
+                                        "file_filter",
+                                        "file_filters",
+                                        "case_sensitive_filter",
+                                        "paths",
+                                        "index_paths",
+                                        "path",
+                                        "index_path"};
+  for (size_t k = 0; k < sizeof sampling / sizeof sampling[0]; k++)
+    if (strcmp(name, sampling[k]) == 0) return true;
+  if (!reader->spec->def->item_identity) return false;
+  for (size_t k = 0; k < sizeof sources / sizeof sources[0]; k++)
+    if (strcmp(name, sources[k]) == 0) return true;
   return false;
 }
 
@@ -102,10 +120,9 @@ static stk_status describe_args(const stk_pipeline *p, const stk__node *node, co
                                 stk__strbuf *out) {
   const stk_op_schema *sc = node->spec->def->schema;
   bool reader = node->spec->def->plan != NULL;
-  if (reader && node->spec->def->item_identity) return STK_OK; /* the identity names the data */
   for (int a = 0; a < sc->num_args; a++) {
     const stk__argval *v = &node->spec->args[a];
-    if ((reader && sampling_arg(sc->args[a].name)) || !v->has_value) continue;
+    if ((reader && ignored_reader_arg(node, sc->args[a].name)) || !v->has_value) continue;
     STK_TRY(stk__strbuf_printf(out, " %s=", sc->args[a].name));
     if (v->edge >= 0)
       STK_TRY(describe_edge(p, label, v->edge, out));
@@ -420,7 +437,8 @@ static const stk_op_schema cache_schema = {
     .doc =
         "stoker extension (not in DALI): keeps what the deterministic part of the pipeline in "
         "front of it made for each sample (e.g. decode + resize), keyed by the reader's "
-        "sample (readers.file: the file's path, size, modification time and label), so "
+        "sample (its file and place in it, with the file's size and modification time: a "
+        "changed file is made again), so "
         "epochs after the first skip that part and run only what follows. Outputs its inputs "
         "unchanged. Operators only the cache needs do not run for a hit (a reader whose "
         "labels go elsewhere still reads the file: cache the labels too to skip it). Random "

@@ -15,6 +15,10 @@ import stoker
 from stoker import fn, pipeline_def
 from stoker.errors import StokerError
 
+from test_sampling import FILE_SIZES as SAMPLING_FILE_SIZES, N as SAMPLING_N  # noqa: I100
+from test_sampling import datasets  # noqa: F401  (the fixture)
+from test_sampling import identity as sampling_identity, reader as sampling_reader
+
 BATCH = 3
 
 
@@ -190,6 +194,11 @@ def test_disk_cache_persists_and_is_invalidated_by_a_changed_file(photos, tmp_pa
     assert p.stats()["cache_misses"] == 1 and p.stats()["cache_hits"] == n - 1
     # the entry was replaced in place: still one file per sample
     assert len([f for f in os.listdir(d) if f.endswith(".stkc")]) == n
+    del p
+    # a shorter file list (another data set split) keeps the entries of its files
+    p = make(files[:-1], cache={"path": str(d)}, prefetch=1, exec_async=False)
+    take(p, batches_per_epoch(n - 1))
+    assert p.stats()["cache_hits"] == n - 1 and p.stats()["cache_misses"] == 0
 
 
 def test_disk_cache_is_emptied_for_a_changed_prefix(photos, tmp_path):
@@ -393,3 +402,46 @@ def test_errors_after_a_hit_name_the_file(photos):
         take(p, 1)
     assert "boom" in str(err.value) and photos[0] in str(err.value)
     assert p.executor_statistics()["Reader"]["time_ns"] > 0
+
+
+@pytest.mark.parametrize("kind", ["file", "numpy", "webdataset", "tfrecord"])
+def test_every_reader_keys_by_its_files(datasets, kind, tmp_path):
+    """Each data set reader names a sample by its file (and place in it): a new pipeline
+    over the same files hits the disk cache; a touched file makes its samples miss (a
+    shard's stamp is the shard's: all its samples); a shorter file list keeps the entries
+    of the files still in it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    paths = []
+    for p in datasets[kind]:
+        shutil.copyfile(p, src / os.path.basename(p))
+        paths.append(str(src / os.path.basename(p)))
+    d = tmp_path / "cache"
+    n = SAMPLING_N
+
+    def run(files, count):
+        @pipeline_def(batch_size=10, num_threads=2, prefetch_queue_depth=1, exec_async=False)
+        def pipe():
+            return fn.cache(sampling_reader(kind, files), path=str(d))
+
+        p = pipe()
+        p.build()
+        ids = []
+        while len(ids) < count:
+            (tl,) = p.run()
+            ids.extend(sampling_identity(kind, tl[i]) for i in range(len(tl)))
+        return sorted(ids), p.stats()
+
+    ids, s = run(paths, n)
+    assert ids == list(range(n)) and s["cache_misses"] == n
+    ids, s = run(paths, n)
+    assert ids == list(range(n)) and s["cache_hits"] == n and s["cache_misses"] == 0
+    os.utime(paths[0], ns=(3_000_000_000, 3_000_000_000))
+    in_first = SAMPLING_FILE_SIZES[0] if kind in ("webdataset", "tfrecord") else 1
+    ids, s = run(paths, n)
+    assert ids == list(range(n)) and s["cache_misses"] == in_first
+    assert s["cache_hits"] == n - in_first
+    if kind != "file":  # (readers.file's test labels are fixed to the whole list)
+        ids, s = run(paths[1:], n - in_first)
+        assert ids == list(range(in_first, n))
+        assert s["cache_hits"] == n - in_first and s["cache_misses"] == 0
