@@ -445,3 +445,16 @@ def test_every_reader_keys_by_its_files(datasets, kind, tmp_path):
         ids, s = run(paths[1:], n - in_first)
         assert ids == list(range(in_first, n))
         assert s["cache_hits"] == n - in_first and s["cache_misses"] == 0
+
+
+def test_unusable_cache_directory_fails_the_build_naming_it(photos, tmp_path):
+    not_a_dir = tmp_path / "file.txt"
+    not_a_dir.write_text("x")
+    for bad in (tmp_path / "missing" / "deeper", not_a_dir):
+        @pipeline_def(batch_size=2, num_threads=1)
+        def pipe():
+            jpegs, labels = fn.readers.file(files=photos)
+            return fn.cache(fn.decoders.image(jpegs), path=bad, name="kept")
+
+        with pytest.raises(StokerError, match=r"'kept'.*cache directory '" + str(bad)):
+            pipe().build()
