@@ -20,6 +20,22 @@ def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None =
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def batch_permutation(*inputs: DataNode, allow_repetitions: bool | None = ..., no_fixed_points: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Draws a random permutation of the batch (one int32 index per sample), once per batch, for permute_batch. Keyed by the batch's first sample: the same on every thread count.
+
+    Devices: cpu.
+
+    Outputs:
+        output: int32 scalar per sample: the index of the sample it takes (for permute_batch)
+
+    Keyword args:
+        allow_repetitions (a bool; default false): true: each index is drawn independently (repetitions and omissions allowed)
+        no_fixed_points (a bool; default false): true: out[i] != i for every i (ignored for a batch of one)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def brightness(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
 
@@ -243,6 +259,31 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "pad" (with fill_values) or "trim_to_shape"
         fill_values (a list of floats; default [0.0]): output values (not normalised) for padded pixels and pad channels: one value, one per input channel, or one per output channel
         rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def cutmix(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., center: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """CutMix (torchvision.transforms.v2.CutMix) on a batch of images and labels: the box [x - rw, x + rw) x [y - rh, y + rh) (clamped; rw = int(0.5 * sqrt(1 - lam) * W), rh likewise; centre drawn uniformly) of the partner (sample i - 1: the batch rolled by one) is pasted into image i, and the labels are mixed with lam corrected to 1 - box area / image area. lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 or float32; labels become float32 vectors.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        center (a list of ints; may be a DataNode (per-sample argument input)): a given box centre [x, y] in pixels instead of a drawn one (drawn: x uniform in [0, W), y in [0, H), as torchvision)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -492,6 +533,30 @@ def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def mixup(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
@@ -529,6 +594,23 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def permute_batch(*inputs: DataNode, indices: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Gathers samples by index: output sample i is a copy of input sample indices[i] (repetitions and omissions allowed). With batch_permutation it pairs every sample with another one of its batch (the MixUp recipe in docs/python.md).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: out[i] = input[indices[i]]
+
+    Keyword args:
+        indices (a list of ints; required; may be a DataNode (per-sample argument input)): a list with one index per sample of the batch, or fed per sample (a scalar each, e.g. from batch_permutation): output i is input indices[i]; each in [0, batch size)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1234,6 +1316,25 @@ class noise:
         ...
 class random:
     """The random namespace."""
+    @staticmethod
+    def beta(*inputs: DataNode, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+
+        Devices: cpu.
+
+        Outputs:
+            output: numbers in [0, 1]
+
+        Keyword args:
+            alpha (a float; default 1.0; may be a DataNode (per-sample argument input)): the alpha parameter (> 0)
+            beta (a float; default 1.0; may be a DataNode (per-sample argument input)): the beta parameter (> 0)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output (default: a scalar)
+            dtype (a string; default "float32"; one of 'float32', 'float64', 'float', 'double'): output type
+            seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
     @staticmethod
     def choice(*inputs: DataNode, a: Sequence[float], p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.

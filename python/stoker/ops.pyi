@@ -22,6 +22,23 @@ class AutoContrast(Operator):
     """
     def __init__(self, *, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class BatchPermutation(Operator):
+    """Draws a random permutation of the batch (one int32 index per sample), once per batch, for permute_batch. Keyed by the batch's first sample: the same on every thread count.
+
+    Devices: cpu.
+
+    Outputs:
+        output: int32 scalar per sample: the index of the sample it takes (for permute_batch)
+
+    Keyword args:
+        allow_repetitions (a bool; default false): true: each index is drawn independently (repetitions and omissions allowed)
+        no_fixed_points (a bool; default false): true: out[i] != i for every i (ignored for a batch of one)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, allow_repetitions: bool | None = ..., no_fixed_points: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Brightness(Operator):
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
 
@@ -260,6 +277,32 @@ class CropMirrorNormalize(Operator):
     """
     def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., mirror: int | DataNode | None = ..., mean: Sequence[float] | DataNode | None = ..., std: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., dtype: str | None = ..., output_layout: str | None = ..., pad_output: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., rounding: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Cutmix(Operator):
+    """CutMix (torchvision.transforms.v2.CutMix) on a batch of images and labels: the box [x - rw, x + rw) x [y - rh, y + rh) (clamped; rw = int(0.5 * sqrt(1 - lam) * W), rh likewise; centre drawn uniformly) of the partner (sample i - 1: the batch rolled by one) is pasted into image i, and the labels are mixed with lam corrected to 1 - box area / image area. lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 or float32; labels become float32 vectors.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        center (a list of ints; may be a DataNode (per-sample argument input)): a given box centre [x, y] in pixels instead of a drawn one (drawn: x uniform in [0, W), y in [0, H), as torchvision)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., center: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class Equalize(Operator):
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
@@ -517,6 +560,31 @@ class Laplacian(Operator):
     """
     def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Mixup(Operator):
+    """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class OneHot(Operator):
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
@@ -558,6 +626,24 @@ class PeekImageShape(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class PermuteBatch(Operator):
+    """Gathers samples by index: output sample i is a copy of input sample indices[i] (repetitions and omissions allowed). With batch_permutation it pairs every sample with another one of its batch (the MixUp recipe in docs/python.md).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: out[i] = input[indices[i]]
+
+    Keyword args:
+        indices (a list of ints; required; may be a DataNode (per-sample argument input)): a list with one index per sample of the batch, or fed per sample (a scalar each, e.g. from batch_permutation): output i is input indices[i]; each in [0, batch size)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, indices: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Posterize(Operator):
     """Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & ~(2^(8 - bits) - 1)).
@@ -1274,6 +1360,25 @@ class noise:
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class random:
     """The random namespace."""
+    class Beta(Operator):
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+
+        Devices: cpu.
+
+        Outputs:
+            output: numbers in [0, 1]
+
+        Keyword args:
+            alpha (a float; default 1.0; may be a DataNode (per-sample argument input)): the alpha parameter (> 0)
+            beta (a float; default 1.0; may be a DataNode (per-sample argument input)): the beta parameter (> 0)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output (default: a scalar)
+            dtype (a string; default "float32"; one of 'float32', 'float64', 'float', 'double'): output type
+            seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Choice(Operator):
         """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.
 

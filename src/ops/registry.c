@@ -18,13 +18,15 @@
   STK__OPS_FILTERS(X)         \
   STK__OPS_ARITHMETIC(X)      \
   STK__OPS_HOST(X)            \
-  STK__OPS_AUTOAUG(X)
+  STK__OPS_AUTOAUG(X)         \
+  STK__OPS_BATCH(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
   X(stk__op_random_normal)                \
   X(stk__op_random_coin_flip)             \
-  X(stk__op_random_choice)
+  X(stk__op_random_choice)                \
+  X(stk__op_random_beta)
 
 #define STK__OPS_IMAGE(X) /* resize, random_resized_crop, crop, flip, cmn, cast */ \
   X(stk__op_resize)                                                                \
@@ -111,6 +113,12 @@
   X(stk__op_auto_augment_augment)              \
   X(stk__op_auto_augment_stage_index)          \
   X(stk__op_auto_augment_stage_param)
+
+#define STK__OPS_BATCH(X) /* batch_ops.c, mixup.c */ \
+  X(stk__op_batch_permutation)                       \
+  X(stk__op_permute_batch)                           \
+  X(stk__op_mixup)                                   \
+  X(stk__op_cutmix)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
