@@ -36,7 +36,8 @@ __global__ void __launch_bounds__(THREADS) mix_kernel(const mix_dev *S, const in
   int64_t y = (r / s->mid) % s->h;
   bool in = stk_in_box(s->box, y, x);
   float a = mix_load((const T *)s->a, e), bv = mix_load((const T *)s->b, e);
-  float v = in ? stk_mix_value(a, bv, s->wa_in, s->wb_in) : stk_mix_value(a, bv, s->wa_out, s->wb_out);
+  float v =
+      in ? stk_mix_value(a, bv, s->wa_in, s->wb_in) : stk_mix_value(a, bv, s->wa_out, s->wb_out);
   mix_store((T *)s->dst, e, v);
 }
 

@@ -81,9 +81,10 @@ static stk_status permutation_run(stk__node *node, stk__batch *b) {
 
 static const stk_op_schema permutation_schema = {
     .name = "batch_permutation",
-    .doc = "Draws a random permutation of the batch (one int32 index per sample), once per "
-           "batch, for permute_batch. Keyed by the batch's first sample: the same on every "
-           "thread count.",
+    .doc =
+        "Draws a random permutation of the batch (one int32 index per sample), once per "
+        "batch, for permute_batch. Keyed by the batch's first sample: the same on every "
+        "thread count.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT | STK_OPF_BATCH,
     .min_inputs = 0,
@@ -130,8 +131,7 @@ static stk_status source_index(stk__node *node, stk__sample *s, size_t i, size_t
   }
   if (v < 0 || (uint64_t)v >= n)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "'indices' is %lld, outside [0, %zu) (the batch's samples)", (long long)v,
-                      n);
+                      "'indices' is %lld, outside [0, %zu) (the batch's samples)", (long long)v, n);
   *j = (size_t)v;
   return STK_OK;
 }
@@ -179,7 +179,8 @@ static stk_status permute_run_gpu(stk__node *node, stk__gpu_batch *b) {
   int ndim = stk_tensor_list_ndim(in);
   size_t *src = stk__calloc(n ? n : 1, sizeof *src, "permutation");
   int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(ndim ? ndim : 1), sizeof *shapes, "shapes");
-  stk_status st = src && shapes ? permute_plan_gpu(node, b, in, src, shapes) : STK_ERR_OUT_OF_MEMORY;
+  stk_status st =
+      src && shapes ? permute_plan_gpu(node, b, in, src, shapes) : STK_ERR_OUT_OF_MEMORY;
   if (st == STK_OK)
     st = stk__gpu_alloc_list(b, stk_tensor_list_dtype(in), ndim, shapes, stk_tensor_list_layout(in),
                              stk__gpu_shapes_equal(shapes, n, ndim), &out);
@@ -192,10 +193,10 @@ static stk_status permute_run_gpu(stk__node *node, stk__gpu_batch *b) {
     for (int k = 0; k < s.ndim; k++) bytes *= (size_t)s.shape[k];
     char err[STK_GPU_ERRLEN] = "";
     if (bytes)
-      st = stk__gpu_op_check(node,
-                             g->api->memcpy_async(g->ctx, d.data, s.data, bytes,
-                                                  stk__gpu_stream(b), err, sizeof err),
-                             err);
+      st = stk__gpu_op_check(
+          node,
+          g->api->memcpy_async(g->ctx, d.data, s.data, bytes, stk__gpu_stream(b), err, sizeof err),
+          err);
   }
   free(src);
   free(shapes);
@@ -204,9 +205,10 @@ static stk_status permute_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema permute_schema = {
     .name = "permute_batch",
-    .doc = "Gathers samples by index: output sample i is a copy of input sample indices[i] "
-           "(repetitions and omissions allowed). With batch_permutation it pairs every sample "
-           "with another one of its batch (the MixUp recipe in docs/python.md).",
+    .doc =
+        "Gathers samples by index: output sample i is a copy of input sample indices[i] "
+        "(repetitions and omissions allowed). With batch_permutation it pairs every sample "
+        "with another one of its batch (the MixUp recipe in docs/python.md).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .flags = STK_OPF_BATCH,
     .min_inputs = 1,
@@ -216,8 +218,9 @@ static const stk_op_schema permute_schema = {
     .outputs = permute_out,
     .num_args = PB_COUNT_,
     .args = permute_args,
-    .gpu_check = "idx = batch_permutation()\n"
-                 "return permute_batch(IN, indices=idx, device=@)",
+    .gpu_check =
+        "idx = batch_permutation()\n"
+        "return permute_batch(IN, indices=idx, device=@)",
 };
 const stk__op_def stk__op_permute_batch = {
     .schema = &permute_schema,

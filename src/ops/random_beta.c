@@ -92,9 +92,10 @@ static stk_status beta_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema beta_schema = {
     .name = "random.beta",
-    .doc = "Draws beta-distributed numbers in [0, 1], independently for every sample; alpha "
-           "and beta may be fed per sample. (DALI's random.beta; its shape_like input is not "
-           "supported: use 'shape'.)",
+    .doc =
+        "Draws beta-distributed numbers in [0, 1], independently for every sample; alpha "
+        "and beta may be fed per sample. (DALI's random.beta; its shape_like input is not "
+        "supported: use 'shape'.)",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
     .min_inputs = 0,

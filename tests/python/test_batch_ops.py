@@ -26,6 +26,7 @@ N = 6
 
 
 def arrays(tl):
+    tl = tl.as_cpu() if hasattr(tl, "as_cpu") else tl
     return [np.array(tl[i]) for i in range(len(tl))]
 
 
@@ -417,3 +418,60 @@ def test_random_beta_moments_and_per_sample_arguments():
 def test_random_beta_rejects_bad_parameters():
     with pytest.raises(StokerError, match="alpha"):
         run(lambda: (fn.random.beta(alpha=feed([np.float32(-1)] * N)),))
+
+
+def test_checkpoint_resumes_batch_operators_with_the_same_draws(photos):
+    """The batch streams are keyed by the batch's first sample: a pipeline resumed from a
+    checkpoint draws the same permutations and lambdas as the uninterrupted run."""
+    def make(checkpoint=None):
+        @pipeline_def(batch_size=4, num_threads=2, seed=7, enable_checkpointing=True)
+        def pipe():
+            jpegs, labels = fn.readers.file(files=photos * 4, labels=list(range(len(photos) * 4)),
+                                            random_shuffle=True)
+            img = fn.resize(fn.decoders.image(jpegs), size=[12, 12])
+            m, y = fn.mixup(img, labels, num_classes=len(photos) * 4, pairing="permutation")
+            return m, y, fn.batch_permutation()
+
+        p = pipe(checkpoint=checkpoint)
+        p.build()
+        return p
+
+    def take(p, k):
+        return [[np.array(tl[i]).tobytes() for tl in p.run() for i in range(len(tl))]
+                for _ in range(k)]
+
+    whole = make()
+    take(whole, 3)
+    ckpt = whole.checkpoint()
+    after = take(whole, 4)
+    assert take(make(ckpt), 4) == after
+
+
+# ---- the GPU backends' host side, against the CPU (tests/fake_gpu runs mix.cu's maths) ----
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_gpu_backend_matches_the_cpu_on_the_fake_device(fake_gpu, dtype):
+    r = np.random.default_rng(4)
+    imgs = [r.integers(0, 256, (12, 17, 3)).astype(dtype) for _ in range(N)]
+    labels = [np.int32(v) for v in r.integers(0, 5, N)]
+
+    def build():
+        x, l = feed(imgs, "HWC"), feed(labels)
+        idx = fn.batch_permutation()
+        lam = fn.random.uniform(range=[0.0, 1.0])
+        outs = []
+        for dev in ("cpu", "gpu"):
+            src = x if dev == "cpu" else x.gpu()
+            outs += [fn.permute_batch(src, indices=idx, device=dev),
+                     *fn.mixup(src, l, num_classes=5, lam=lam, device=dev),
+                     # one seed for both instances: the same draws on both backends
+                     *fn.cutmix(src, l, num_classes=5, per_sample=True, seed=11, device=dev),
+                     *fn.mixup(src, l, num_classes=5, alpha=0.3, pairing="permutation",
+                               seed=12, device=dev)]
+        return tuple(outs)
+
+    for batch in run(build, batches=2, device_id=0):
+        half = len(batch) // 2
+        for cpu, gpu in zip(batch[:half], batch[half:]):
+            for a, b in zip(cpu, gpu):
+                assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
