@@ -700,6 +700,28 @@ class PythonFunction(Operator):
     """
     def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class RandomCropGenerator(Operator):
+    """Draws a crop window of random area and aspect ratio for an image of the given shape (torchvision's RandomResizedCrop window, as random_resized_crop): outputs anchor [y, x] and shape [h, w], for slice-like operators (decoders.image_slice).
+
+    Devices: cpu.
+
+    Inputs:
+        shape: 1-D integer shape of the image to crop, H and W first (HW or HWC)
+
+    Outputs:
+        anchor: int32 [y, x]: the window's top-left corner
+        shape: int32 [h, w]: the window's size
+
+    Keyword args:
+        random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the area the window covers (uniform)
+        random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width / height of the window (log-uniform)
+        num_attempts (an int; default 10; in [1, 1000000]): draws before falling back to a centre crop clamped to the ratio range
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class RandomResizedCrop(Operator):
     """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
 
@@ -755,6 +777,29 @@ class Resize(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class RoiRandomCrop(Operator):
+    """Places a crop_shape window at random so that it holds as much of the region of interest as it can: inside the ROI when the ROI is larger, covering it when smaller; within the input when its shape is known (in_shape or a data input). Outputs the window's start (int64), uniform over the allowed starts per dimension.
+
+    Devices: cpu.
+
+    Inputs:
+        input (optional): optional: the data to crop (its shape bounds the window)
+
+    Outputs:
+        anchor: int64 [ndim]: the window's start
+
+    Keyword args:
+        crop_shape (a list of ints; required; may be a DataNode (per-sample argument input)): the window's extent per dimension
+        in_shape (a list of ints; may be a DataNode (per-sample argument input)): the input's shape: the window stays inside it (not with a data input, whose shape is used instead; neither: the window is unbounded)
+        roi_start (a list of ints; required; may be a DataNode (per-sample argument input)): the region of interest's first coordinates
+        roi_end (a list of ints; may be a DataNode (per-sample argument input)): the region's end coordinates (exclusive; or give roi_shape)
+        roi_shape (a list of ints; may be a DataNode (per-sample argument input)): the region's extent (or give roi_end)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, crop_shape: Sequence[int] | DataNode, in_shape: Sequence[int] | DataNode | None = ..., roi_start: Sequence[int] | DataNode, roi_end: Sequence[int] | DataNode | None = ..., roi_shape: Sequence[int] | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Rotate(Operator):
     """Rotates each image by `angle` degrees counter-clockwise about its centre (DALI's rotate). Output pixel (x, y) samples the input at M (x + 0.5, y + 0.5) with M = T(in_w/2, in_h/2) [[cos, -sin], [sin, cos]] T(-out_w/2, -out_h/2) in pixel-edge coordinates: the same centre as torchvision's functional rotate and Pillow's Image.rotate ((w - 1) / 2 in pixel indices).

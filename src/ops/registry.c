@@ -114,11 +114,13 @@
   X(stk__op_auto_augment_stage_index)          \
   X(stk__op_auto_augment_stage_param)
 
-#define STK__OPS_BATCH(X) /* batch_ops.c, mixup.c */ \
-  X(stk__op_batch_permutation)                       \
-  X(stk__op_permute_batch)                           \
-  X(stk__op_mixup)                                   \
-  X(stk__op_cutmix)
+#define STK__OPS_BATCH(X) /* batch_ops.c, mixup.c, crop_generators.c */ \
+  X(stk__op_batch_permutation)                                          \
+  X(stk__op_permute_batch)                                              \
+  X(stk__op_mixup)                                                      \
+  X(stk__op_cutmix)                                                     \
+  X(stk__op_random_crop_generator)                                      \
+  X(stk__op_roi_random_crop)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
