@@ -1276,6 +1276,146 @@ class experimental:
         """
         def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class PeekImageShape(Operator):
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+
+        Devices: cpu.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            shape: [H, W, C]: height, width and the number of channels stored in the file
+
+        Keyword args:
+            dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
+            adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Resize(Operator):
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class TensorResize(Operator):
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class decoders:
+        """The experimental.decoders namespace."""
+        class Image(Operator):
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+        class ImageRandomCrop(Operator):
+            """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
+                random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
+                num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
+                seed (an int; default -1): this operator's seed (-1: derived)
+                size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class math:
     """The math namespace."""
     class Binary(Operator):

@@ -1,5 +1,8 @@
 /* The operator registry: every operator definition, in one list. An operator file
  * defines its `stk__op_def`; add it here once. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op.h"
@@ -122,6 +125,15 @@
   X(stk__op_random_crop_generator)                                      \
   X(stk__op_roi_random_crop)
 
+/* Other names of operators (DALI's experimental.* names): each runs its target's
+ * definition under a schema of its own (the alias's name, the target's documentation). */
+#define STK__ALIASES(X)                                                     \
+  X("experimental.decoders.image", stk__op_decoders_image)                  \
+  X("experimental.decoders.image_random_crop", stk__op_decoders_image_random_crop) \
+  X("experimental.resize", stk__op_resize)                                  \
+  X("experimental.tensor_resize", stk__op_resize)                           \
+  X("experimental.peek_image_shape", stk__op_peek_image_shape)
+
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
 #undef STK__DECLARE
@@ -131,16 +143,54 @@ static const stk__op_def *const registry[] = {
     STK__OPS(STK__ENTRY)
 #undef STK__ENTRY
 };
+#define NUM_DEFS (sizeof registry / sizeof registry[0])
 
-size_t stk__registry_size(void) { return sizeof registry / sizeof registry[0]; }
+static const struct {
+  const char *name;
+  const stk__op_def *target;
+} aliases[] = {
+#define STK__ALIAS(name, def) {name, &def},
+    STK__ALIASES(STK__ALIAS)
+#undef STK__ALIAS
+};
+#define NUM_ALIASES (sizeof aliases / sizeof aliases[0])
+
+/* The aliases' schemas and definitions: copies of their targets', made once. */
+static stk_op_schema alias_schemas[NUM_ALIASES];
+static stk__op_def alias_defs[NUM_ALIASES];
+static pthread_once_t aliases_once = PTHREAD_ONCE_INIT;
+
+static void make_aliases(void) {
+  for (size_t i = 0; i < NUM_ALIASES; i++) {
+    const stk_op_schema *t = aliases[i].target->schema;
+    alias_schemas[i] = *t;
+    alias_schemas[i].name = aliases[i].name;
+    /* the documentation says whose alias it is (kept for the process's lifetime) */
+    size_t len = strlen(t->name) + strlen(t->doc) + 64;
+    char *doc = malloc(len);
+    if (doc) {
+      snprintf(doc, len, "Another name of %s (DALI's). %s", t->name, t->doc);
+      alias_schemas[i].doc = doc;
+    }
+    alias_defs[i] = *aliases[i].target;
+    alias_defs[i].schema = &alias_schemas[i];
+  }
+}
+
+size_t stk__registry_size(void) { return NUM_DEFS + NUM_ALIASES; }
 
 const stk__op_def *stk__registry_at(size_t index) {
-  return index < stk__registry_size() ? registry[index] : NULL;
+  if (index < NUM_DEFS) return registry[index];
+  if (index >= stk__registry_size()) return NULL;
+  pthread_once(&aliases_once, make_aliases);
+  return &alias_defs[index - NUM_DEFS];
 }
 
 const stk__op_def *stk__registry_lookup(const char *name) {
-  for (size_t i = 0; i < stk__registry_size(); i++)
-    if (strcmp(registry[i]->schema->name, name) == 0) return registry[i];
+  for (size_t i = 0; i < stk__registry_size(); i++) {
+    const stk__op_def *d = stk__registry_at(i);
+    if (strcmp(d->schema->name, name) == 0) return d;
+  }
   return NULL;
 }
 
