@@ -1155,6 +1155,39 @@ class decoders:
         """
         ...
     @staticmethod
+    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+            crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+            crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+            crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+            crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+            rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
@@ -1181,6 +1214,38 @@ class decoders:
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
             seed (an int; default -1): this operator's seed (-1: derived)
             size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+            anchor: the window's start along `axes` (float or integer)
+            shape: the window's extent along `axes`
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+            normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+            axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1340,6 +1405,39 @@ class experimental:
             """
             ...
         @staticmethod
+        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+                crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+                crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+                crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+                crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+                rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
         def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
@@ -1366,6 +1464,38 @@ class experimental:
                 num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
                 seed (an int; default -1): this operator's seed (-1: derived)
                 size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_slice (DALI's). Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+                anchor: the window's start along `axes` (float or integer)
+                shape: the window's extent along `axes`
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+                normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+                axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """

@@ -71,6 +71,8 @@
 #define STK__OPS_DECODERS(X) /* decoders.c */ \
   X(stk__op_decoders_image)                   \
   X(stk__op_decoders_image_random_crop)       \
+  X(stk__op_decoders_image_crop)              \
+  X(stk__op_decoders_image_slice)             \
   X(stk__op_peek_image_shape)
 
 #define STK__OPS_READERS_FILE(X) /* readers_file.c */ X(stk__op_readers_file)
@@ -130,6 +132,8 @@
 #define STK__ALIASES(X)                                                     \
   X("experimental.decoders.image", stk__op_decoders_image)                  \
   X("experimental.decoders.image_random_crop", stk__op_decoders_image_random_crop) \
+  X("experimental.decoders.image_crop", stk__op_decoders_image_crop)        \
+  X("experimental.decoders.image_slice", stk__op_decoders_image_slice)      \
   X("experimental.resize", stk__op_resize)                                  \
   X("experimental.tensor_resize", stk__op_resize)                           \
   X("experimental.peek_image_shape", stk__op_peek_image_shape)
