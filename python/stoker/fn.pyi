@@ -358,6 +358,43 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input. DALI's legacy name: the same with antialias off by default.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default false): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation.
 
@@ -738,6 +775,43 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """

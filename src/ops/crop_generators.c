@@ -11,16 +11,35 @@
 /* Element k of an integer (or integral float) shape tensor; false for other types. */
 static bool shape_element(const stk__tensor *t, int64_t k, int64_t *v) {
   switch (t->dtype) {
-    case STK_DTYPE_INT32: *v = ((const int32_t *)t->data)[k]; return true;
-    case STK_DTYPE_INT64: *v = ((const int64_t *)t->data)[k]; return true;
-    case STK_DTYPE_UINT32: *v = ((const uint32_t *)t->data)[k]; return true;
-    case STK_DTYPE_UINT64: *v = (int64_t)((const uint64_t *)t->data)[k]; return true;
-    case STK_DTYPE_INT16: *v = ((const int16_t *)t->data)[k]; return true;
-    case STK_DTYPE_UINT16: *v = ((const uint16_t *)t->data)[k]; return true;
-    case STK_DTYPE_UINT8: *v = ((const uint8_t *)t->data)[k]; return true;
-    case STK_DTYPE_FLOAT32: *v = (int64_t)((const float *)t->data)[k]; return true;
-    case STK_DTYPE_FLOAT64: *v = (int64_t)((const double *)t->data)[k]; return true;
-    default: return false;
+    case STK_DTYPE_INT32:
+      *v = ((const int32_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_INT64:
+      *v = ((const int64_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_UINT32:
+      *v = ((const uint32_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_UINT64:
+      *v = (int64_t)((const uint64_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_INT16:
+      *v = ((const int16_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_UINT16:
+      *v = ((const uint16_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_UINT8:
+      *v = ((const uint8_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_FLOAT32:
+      *v = (int64_t)((const float *)t->data)[k];
+      return true;
+    case STK_DTYPE_FLOAT64:
+      *v = (int64_t)((const double *)t->data)[k];
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -109,9 +128,10 @@ static stk_status generator_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema generator_schema = {
     .name = "random_crop_generator",
-    .doc = "Draws a crop window of random area and aspect ratio for an image of the given shape "
-           "(torchvision's RandomResizedCrop window, as random_resized_crop): outputs anchor "
-           "[y, x] and shape [h, w], for slice-like operators (decoders.image_slice).",
+    .doc =
+        "Draws a crop window of random area and aspect ratio for an image of the given shape "
+        "(torchvision's RandomResizedCrop window, as random_resized_crop): outputs anchor "
+        "[y, x] and shape [h, w], for slice-like operators (decoders.image_slice).",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_RANDOM,
     .min_inputs = 1,
@@ -161,8 +181,9 @@ static const stk_arg_schema roi_args[] = {
 };
 STK__CHECK_ARGS(roi_args, R_COUNT_);
 
-static const stk_port_schema roi_in[] = {{"input", "optional: the data to crop (its shape bounds "
-                                                   "the window)"}};
+static const stk_port_schema roi_in[] = {{"input",
+                                          "optional: the data to crop (its shape bounds "
+                                          "the window)"}};
 static const stk_port_schema roi_out[] = {{"anchor", "int64 [ndim]: the window's start"}};
 
 static stk_status roi_init(stk__node *node) {
@@ -203,8 +224,8 @@ static stk_status roi_bounds(stk__node *node, stk__sample *s, size_t ndim, const
 
 /* The range of window starts along one dimension (DALI's rule): inside the ROI when the
  * ROI is larger than the window, else covering the ROI; then inside the input. */
-static stk_status start_range(stk__node *node, stk__sample *s, size_t d, int64_t crop,
-                              int64_t roi0, int64_t roi1, const int64_t *bounds, int64_t r[2]) {
+static stk_status start_range(stk__node *node, stk__sample *s, size_t d, int64_t crop, int64_t roi0,
+                              int64_t roi1, const int64_t *bounds, int64_t r[2]) {
   if (crop < 0 || roi1 < roi0)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "dimension %zu: 'crop_shape' %lld and the ROI [%lld, %lld) must be "
@@ -249,10 +270,11 @@ static stk_status roi_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema roi_schema = {
     .name = "roi_random_crop",
-    .doc = "Places a crop_shape window at random so that it holds as much of the region of "
-           "interest as it can: inside the ROI when the ROI is larger, covering it when "
-           "smaller; within the input when its shape is known (in_shape or a data input). "
-           "Outputs the window's start (int64), uniform over the allowed starts per dimension.",
+    .doc =
+        "Places a crop_shape window at random so that it holds as much of the region of "
+        "interest as it can: inside the ROI when the ROI is larger, covering it when "
+        "smaller; within the input when its shape is known (in_shape or a data input). "
+        "Outputs the window's start (int64), uniform over the allowed starts per dimension.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_RANDOM,
     .min_inputs = 0,

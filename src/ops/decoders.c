@@ -392,12 +392,12 @@ static stk_status fit_window(stk__node *node, stk__sample *s, const stk__rect *r
   return STK_OK;
 }
 
-#define WINDOW_POLICY_ARG                                                                  \
-  {.name = "out_of_bounds_policy",                                                         \
-   .type = STK_ARG_STRING,                                                                 \
-   .default_text = "\"error\"",                                                            \
-   .choices = "error|trim_to_shape",                                                       \
-   .doc = "a window leaving the image: \"error\", or \"trim_to_shape\" (cut to the image)"}
+#define WINDOW_POLICY_ARG                                                                   \
+  {                                                                                         \
+    .name = "out_of_bounds_policy", .type = STK_ARG_STRING, .default_text = "\"error\"",    \
+    .choices = "error|trim_to_shape",                                                       \
+    .doc = "a window leaving the image: \"error\", or \"trim_to_shape\" (cut to the image)" \
+  }
 
 enum {
   IC_CROP = A_COMMON_COUNT,
@@ -449,16 +449,14 @@ static const stk_arg_schema image_crop_args[] = {
 };
 STK__CHECK_ARGS(image_crop_args, IC_COUNT_);
 
-static const stk__crop_arg_ids image_crop_ids = {IC_CROP, IC_CROP_H, IC_CROP_W, IC_POS_X,
-                                                 IC_POS_Y};
+static const stk__crop_arg_ids image_crop_ids = {IC_CROP, IC_CROP_H, IC_CROP_W, IC_POS_X, IC_POS_Y};
 
 static bool trims(const stk__node *node, int policy_arg) {
   return strcmp(stk__arg_string(node, policy_arg), "trim_to_shape") == 0;
 }
 
-static stk_status image_crop_window(stk__node *node, stk__sample *s,
-                                    const stk__tensor *const in[2], int w, int h,
-                                    stk__crop_window *win) {
+static stk_status image_crop_window(stk__node *node, stk__sample *s, const stk__tensor *const in[2],
+                                    int w, int h, stk__crop_window *win) {
   (void)in;
   stk__rect r;
   bool trim = trims(node, IC_POLICY);
@@ -479,10 +477,11 @@ static stk_status image_crop_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema image_crop_schema = {
     .name = "decoders.image_crop",
-    .doc = "Decodes only a fixed window of each image, placed as crop does (DALI's "
-           "decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): "
-           "JPEGs decode just the rows and columns the window needs. Otherwise as "
-           "decoders.image.",
+    .doc =
+        "Decodes only a fixed window of each image, placed as crop does (DALI's "
+        "decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): "
+        "JPEGs decode just the rows and columns the window needs. Otherwise as "
+        "decoders.image.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -533,11 +532,20 @@ static bool slice_value(const stk__tensor *t, int64_t k, double *v) {
   for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
   if (k >= n) return false;
   switch (t->dtype) {
-    case STK_DTYPE_FLOAT32: *v = ((const float *)t->data)[k]; return true;
-    case STK_DTYPE_FLOAT64: *v = ((const double *)t->data)[k]; return true;
-    case STK_DTYPE_INT32: *v = ((const int32_t *)t->data)[k]; return true;
-    case STK_DTYPE_INT64: *v = (double)((const int64_t *)t->data)[k]; return true;
-    default: return false;
+    case STK_DTYPE_FLOAT32:
+      *v = ((const float *)t->data)[k];
+      return true;
+    case STK_DTYPE_FLOAT64:
+      *v = ((const double *)t->data)[k];
+      return true;
+    case STK_DTYPE_INT32:
+      *v = ((const int32_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_INT64:
+      *v = (double)((const int64_t *)t->data)[k];
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -549,7 +557,8 @@ static stk_status image_slice_window(stk__node *node, stk__sample *s,
   const int64_t *axes;
   size_t na = stk__arg_ints(node, NULL, IS_AXES, &axes);
   double start[2] = {0, 0}, end[2] = {h, w}; /* [y, x]: the whole image on axes not given */
-  bool na_rel = stk__arg_bool(node, NULL, IS_NORM_ANCHOR), ns_rel = stk__arg_bool(node, NULL, IS_NORM_SHAPE);
+  bool na_rel = stk__arg_bool(node, NULL, IS_NORM_ANCHOR),
+       ns_rel = stk__arg_bool(node, NULL, IS_NORM_SHAPE);
   for (size_t k = 0; k < na; k++) {
     double a, z, extent = axes[k] == 0 ? h : w;
     if (!slice_value(in[0], (int64_t)k, &a) || !slice_value(in[1], (int64_t)k, &z))
@@ -583,12 +592,13 @@ static stk_status image_slice_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema image_slice_schema = {
     .name = "decoders.image_slice",
-    .doc = "Decodes only the window given by the anchor and shape inputs (DALI's "
-           "decoders.image_slice: normalised by default, [x, y] / [w, h] order with the "
-           "default axes; start = round(anchor * extent), end = round((anchor + shape) * "
-           "extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, "
-           "normalized_shape=false). JPEGs decode just that window. Otherwise as "
-           "decoders.image.",
+    .doc =
+        "Decodes only the window given by the anchor and shape inputs (DALI's "
+        "decoders.image_slice: normalised by default, [x, y] / [w, h] order with the "
+        "default axes; start = round(anchor * extent), end = round((anchor + shape) * "
+        "extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, "
+        "normalized_shape=false). JPEGs decode just that window. Otherwise as "
+        "decoders.image.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
     .min_inputs = 3,
     .max_inputs = 3,
@@ -764,7 +774,8 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, window_f
       stk_tensor_desc e;
       STK_TRY(stk_tensor_list_sample(stk__gpu_input(b, k + 1), i, &e));
       if (stk_tensor_list_storage(stk__gpu_input(b, k + 1)) == STK_STORAGE_DEVICE)
-        return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "the anchor and shape must come from the CPU");
+        return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                          "the anchor and shape must come from the CPU");
       views[k] = (stk__tensor){.data = e.data, .ndim = e.ndim, .dtype = e.dtype};
       memcpy(views[k].shape, e.shape, sizeof views[k].shape);
       extra[k] = &views[k];

@@ -33,6 +33,8 @@
 
 #define STK__OPS_IMAGE(X) /* resize, random_resized_crop, crop, flip, cmn, cast */ \
   X(stk__op_resize)                                                                \
+  X(stk__op_resize_crop_mirror)                                                    \
+  X(stk__op_fast_resize_crop_mirror)                                               \
   X(stk__op_random_resized_crop)                                                   \
   X(stk__op_crop)                                                                  \
   X(stk__op_flip)                                                                  \
@@ -129,13 +131,13 @@
 
 /* Other names of operators (DALI's experimental.* names): each runs its target's
  * definition under a schema of its own (the alias's name, the target's documentation). */
-#define STK__ALIASES(X)                                                     \
-  X("experimental.decoders.image", stk__op_decoders_image)                  \
+#define STK__ALIASES(X)                                                            \
+  X("experimental.decoders.image", stk__op_decoders_image)                         \
   X("experimental.decoders.image_random_crop", stk__op_decoders_image_random_crop) \
-  X("experimental.decoders.image_crop", stk__op_decoders_image_crop)        \
-  X("experimental.decoders.image_slice", stk__op_decoders_image_slice)      \
-  X("experimental.resize", stk__op_resize)                                  \
-  X("experimental.tensor_resize", stk__op_resize)                           \
+  X("experimental.decoders.image_crop", stk__op_decoders_image_crop)               \
+  X("experimental.decoders.image_slice", stk__op_decoders_image_slice)             \
+  X("experimental.resize", stk__op_resize)                                         \
+  X("experimental.tensor_resize", stk__op_resize)                                  \
   X("experimental.peek_image_shape", stk__op_peek_image_shape)
 
 #define STK__DECLARE(def) extern const stk__op_def def;

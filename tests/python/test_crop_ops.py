@@ -117,3 +117,160 @@ def test_roi_random_crop_errors_name_the_argument():
         run(lambda: fn.roi_random_crop(crop_shape=[2, 2], roi_start=[0], roi_shape=[1, 1]))
     with pytest.raises(StokerError, match="extent"):
         run(lambda: fn.roi_random_crop(crop_shape=[50], roi_start=[0], roi_shape=[1], in_shape=[30]))
+
+
+# ---- fused crop decoders: the window of the full decode, placed as DALI places it ----
+
+def decode_batch(photos, build, device="cpu", **kw):
+    @pipeline_def(batch_size=len(photos), num_threads=2, seed=3, **kw)
+    def pipe():
+        jpegs, _ = fn.readers.file(files=photos)
+        return (fn.decoders.image(jpegs),) + tuple(build(jpegs))
+
+    p = pipe()
+    p.build()
+    out = p.run()
+    return [[np.array((t.as_cpu() if hasattr(t, "as_cpu") else t)[i]) for i in range(len(t))]
+            for t in out]
+
+
+def jpegs_of(photos):
+    return [p for p in photos if p.endswith(".jpg")]
+
+
+@pytest.mark.parametrize("pos", [(0.5, 0.5), (0.3, 0.8), (0.0, 1.0)])
+def test_image_crop_is_the_window_of_the_full_decode(photos, pos):
+    px, py = pos
+    full, crop, trunc = decode_batch(photos, lambda j: (
+        fn.decoders.image_crop(j, crop=[100, 77], crop_pos_x=px, crop_pos_y=py),
+        fn.decoders.image_crop(j, crop_h=31, crop_w=45, crop_pos_x=px, crop_pos_y=py,
+                               rounding="truncate")))
+    for f, c, t in zip(full, crop, trunc):
+        h, w = f.shape[:2]
+        y, x = int(np.floor(py * (h - 100) + 0.5)), int(np.floor(px * (w - 77) + 0.5))
+        np.testing.assert_array_equal(c, f[y:y + 100, x:x + 77])
+        y, x = int(py * (h - 31)), int(px * (w - 45))
+        np.testing.assert_array_equal(t, f[y:y + 31, x:x + 45])
+
+
+def test_image_crop_out_of_bounds(photos):
+    full, trimmed = decode_batch(photos[:2], lambda j: (
+        fn.decoders.image_crop(j, crop=[100000, 50], crop_pos_y=0.0, out_of_bounds_policy="trim_to_shape"),))
+    for f, t in zip(full, trimmed):
+        np.testing.assert_array_equal(t, f[:, (f.shape[1] - 50 + 1) // 2:][:, :50])
+    with pytest.raises(StokerError, match="out_of_bounds_policy"):
+        decode_batch(photos[:1], lambda j: (fn.decoders.image_crop(j, crop=[100000, 50]),))
+
+
+def test_image_slice_matches_dali(photos):
+    """DALI 2.4 gives (322, 500) and (522, 706) windows for these two photos with the
+    normalised anchor (0.1, 0.23) and shape (0.5, 0.37) in its default [x, y] order."""
+    files = [p for p in photos if p.endswith(("hubble_deep_field.jpg", "retina.jpg"))]
+    assert len(files) == 2
+
+    def build(j):
+        a = fn.external_source(source=[[np.array([0.1, 0.23], np.float32)] * 2], cycle=True)
+        s = fn.external_source(source=[[np.array([0.5, 0.37], np.float32)] * 2], cycle=True)
+        ai = fn.external_source(source=[[np.array([10, 23], np.int32)] * 2], cycle=True)
+        si = fn.external_source(source=[[np.array([50, 37], np.int32)] * 2], cycle=True)
+        return (fn.decoders.image_slice(j, a, s),
+                fn.decoders.image_slice(j, ai, si, normalized_anchor=False,
+                                        normalized_shape=False, axes=[0, 1]))
+    full, rel, pix = decode_batch(files, build)
+    assert [r.shape[:2] for r in rel] == [(322, 500), (522, 706)]
+    for f, r, p in zip(full, rel, pix):
+        h, w = f.shape[:2]
+        y, x = round(0.23 * h), round(0.1 * w)
+        np.testing.assert_array_equal(r, f[y:y + r.shape[0], x:x + r.shape[1]])
+        np.testing.assert_array_equal(p, f[10:60, 23:60])
+
+
+def test_image_slice_fed_by_random_crop_generator(photos):
+    def build(j):
+        anchor, shape = fn.random_crop_generator(fn.peek_image_shape(j))
+        return (fn.decoders.image_slice(j, anchor, shape, normalized_anchor=False,
+                                        normalized_shape=False, axes=[0, 1]), anchor, shape)
+    full, sliced, anchor, shape = decode_batch(photos, build)
+    for f, s, a, z in zip(full, sliced, anchor, shape):
+        assert s.shape[:2] == tuple(z)
+        np.testing.assert_array_equal(s, f[a[0]:a[0] + z[0], a[1]:a[1] + z[1]])
+
+
+def test_mixed_crop_decoders_match_the_cpu(photos, fake_gpu):
+    files = jpegs_of(photos)
+
+    def build(j):
+        a = fn.external_source(source=[[np.array([0.2, 0.1], np.float32)] * len(files)], cycle=True)
+        s = fn.external_source(source=[[np.array([0.5, 0.6], np.float32)] * len(files)], cycle=True)
+        return (fn.decoders.image_crop(j, crop=[64, 48], crop_pos_x=0.25),
+                fn.decoders.image_crop(j, crop=[64, 48], crop_pos_x=0.25, device="mixed"),
+                fn.decoders.image_slice(j, a, s),
+                fn.experimental.decoders.image_slice(j, a, s, device="mixed"))
+    _, c_cpu, c_gpu, s_cpu, s_gpu = decode_batch(files, build, device_id=0)
+    for a, b in zip(c_cpu + s_cpu, c_gpu + s_gpu):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_experimental_aliases_run_their_targets(photos):
+    from stoker import _schema
+    reg = _schema.registry()
+    for alias, target in [("experimental.decoders.image", "decoders.image"),
+                          ("experimental.decoders.image_crop", "decoders.image_crop"),
+                          ("experimental.decoders.image_random_crop", "decoders.image_random_crop"),
+                          ("experimental.decoders.image_slice", "decoders.image_slice"),
+                          ("experimental.resize", "resize"),
+                          ("experimental.tensor_resize", "resize"),
+                          ("experimental.peek_image_shape", "peek_image_shape")]:
+        assert alias in reg and target in reg[alias].doc
+    full, a, b, c, d = decode_batch(photos[:3], lambda j: (
+        fn.experimental.decoders.image(j), fn.experimental.peek_image_shape(j),
+        fn.resize(fn.decoders.image(j), size=[20, 30]),
+        fn.experimental.resize(fn.experimental.decoders.image(j), size=[20, 30])))
+    for f, x, shape, r1, r2 in zip(full, a, b, c, d):
+        np.testing.assert_array_equal(f, x)
+        assert list(shape[:2]) == list(f.shape[:2])  # channels: the file's
+        np.testing.assert_array_equal(r1, r2)
+
+
+# ---- resize_crop_mirror: resize, then crop, then flip, in one resampling ----
+
+@pytest.mark.parametrize("op,aa", [("resize_crop_mirror", True), ("fast_resize_crop_mirror", False)])
+@pytest.mark.parametrize("kw", [dict(resize_shorter=96, crop=[64, 80], crop_pos_x=0.3),
+                                dict(size=[120, 90], crop_h=50, crop_w=33, crop_pos_y=0.9,
+                                     interp_type="cubic"),
+                                dict(resize_x=70, crop=[40, 40], crop_pos_x=0.0, crop_pos_y=1.0,
+                                     rounding="truncate")])
+def test_resize_crop_mirror_equals_resize_then_crop_then_flip(photos, op, aa, kw):
+    crop_kw = {k: kw[k] for k in kw if k.startswith("crop") or k == "rounding"}
+    resize_kw = {k: kw[k] for k in kw if k not in crop_kw}
+
+    def build(j):
+        img = fn.decoders.image(j)
+        m = fn.external_source(source=[[np.int32(i % 4) for i in range(len(photos))]], cycle=True)
+        ref = fn.crop(fn.resize(img, antialias=aa, **resize_kw), **crop_kw)
+        ref = fn.flip(ref, horizontal=m % 2, vertical=m // 2)
+        return getattr(fn, op)(img, mirror=m, **resize_kw, **crop_kw), ref
+    _, fused, ref = decode_batch(photos, build)
+    for a, b in zip(fused, ref):
+        assert a.shape == b.shape
+        diff = np.abs(a.astype(int) - b.astype(int))
+        assert diff.max() <= 1 and (diff > 0).mean() < 0.01  # float rounding of the window
+
+
+def test_resize_crop_mirror_float_output_is_the_same_samples(photos):
+    """float32 output: the fused window samples at the same points up to float error."""
+    def build(j):
+        img = fn.decoders.image(j)
+        ref = fn.flip(fn.crop(fn.resize(img, resize_shorter=80, dtype="float32"), crop=[50, 60]),
+                      horizontal=1)
+        return fn.resize_crop_mirror(img, resize_shorter=80, dtype="float32", crop=[50, 60],
+                                     mirror=1), ref
+    _, fused, ref = decode_batch(photos, build)
+    for a, b in zip(fused, ref):
+        np.testing.assert_allclose(a, b, atol=0.02)
+
+
+def test_resize_crop_mirror_crop_larger_than_the_resize_fails(photos):
+    with pytest.raises(StokerError, match="leaves"):
+        decode_batch(photos[:1], lambda j: (
+            fn.resize_crop_mirror(fn.decoders.image(j), resize_shorter=32, crop=[64, 64]),))
