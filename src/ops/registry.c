@@ -1,5 +1,6 @@
 /* The operator registry: every operator definition, in one list. An operator file
  * defines its `stk__op_def`; add it here once. */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +167,26 @@ static stk_op_schema alias_schemas[NUM_ALIASES];
 static stk__op_def alias_defs[NUM_ALIASES];
 static pthread_once_t aliases_once = PTHREAD_ONCE_INIT;
 
+/* `text` with every call "target(" written "alias(" (the parity check then runs the alias);
+ * malloc'ed, NULL when out of memory. */
+static char *rename_calls(const char *text, const char *target, const char *alias) {
+  size_t tn = strlen(target), an = strlen(alias), len = strlen(text), n = 0;
+  for (const char *p = strstr(text, target); p; p = strstr(p + tn, target)) n++;
+  char *out = malloc(len + n * (an > tn ? an - tn : 0) + 1), *o = out;
+  if (!out) return NULL;
+  for (const char *p = text; *p;) {
+    bool call = strncmp(p, target, tn) == 0 && p[tn] == '(' &&
+                (p == text || !(p[-1] == '_' || p[-1] == '.' || isalnum((unsigned char)p[-1])));
+    if (call) {
+      memcpy(o, alias, an), o += an, p += tn;
+    } else {
+      *o++ = *p++;
+    }
+  }
+  *o = '\0';
+  return out;
+}
+
 static void make_aliases(void) {
   for (size_t i = 0; i < NUM_ALIASES; i++) {
     const stk_op_schema *t = aliases[i].target->schema;
@@ -177,6 +198,10 @@ static void make_aliases(void) {
     if (doc) {
       snprintf(doc, len, "Another name of %s (DALI's). %s", t->name, t->doc);
       alias_schemas[i].doc = doc;
+    }
+    if (t->gpu_check) {
+      char *check = rename_calls(t->gpu_check, t->name, aliases[i].name);
+      alias_schemas[i].gpu_check = check ? check : t->gpu_check;
     }
     alias_defs[i] = *aliases[i].target;
     alias_defs[i].schema = &alias_schemas[i];
