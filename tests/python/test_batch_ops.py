@@ -128,7 +128,8 @@ def test_operators_after_a_batch_operator_see_the_permuted_samples():
             np.testing.assert_array_equal(z[i], imgs[int(idx[j])][:, ::-1])
 
 
-def test_same_seed_same_bytes_for_any_thread_count():
+@pytest.mark.parametrize("exec_async", [True, False])
+def test_same_seed_same_bytes_for_any_thread_count(exec_async):
     imgs = float_images()
     labels = [np.int32(i % 4) for i in range(N)]
 
@@ -138,8 +139,8 @@ def test_same_seed_same_bytes_for_any_thread_count():
         c, cy = fn.cutmix(x, l, num_classes=4, per_sample=True)
         return fn.batch_permutation(), m, y, c, cy
 
-    a = run(build, batches=3, threads=1)
-    b = run(build, batches=3, threads=4)
+    a = run(build, batches=3, threads=1, exec_async=exec_async)
+    b = run(build, batches=3, threads=4, exec_async=exec_async, prefetch_queue_depth=3)
     for ba, bb in zip(a, b):
         for oa, ob in zip(ba, bb):
             for sa, sb in zip(oa, ob):
@@ -475,3 +476,28 @@ def test_gpu_backend_matches_the_cpu_on_the_fake_device(fake_gpu, dtype):
         for cpu, gpu in zip(batch[:half], batch[half:]):
             for a, b in zip(cpu, gpu):
                 assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def test_a_sample_failing_after_the_barrier_leaves_the_batch(photos):
+    """on_error="skip": a corrupt file reaches the decoder only after permute_batch (a later
+    pass): that sample has no replacement and leaves the batch; the others keep their
+    values on every output, the permutation's included."""
+    good = [np.fromfile(p, np.uint8) for p in photos if p.endswith(".jpg")][:3]
+    bad = np.frombuffer(b"\xff\xd8\xff\xe0 not a jpeg", np.uint8)
+    files = good + good[:2] + [bad]
+
+    def build():
+        enc = feed(files)
+        idx = fn.batch_permutation(seed=4)
+        img = fn.resize(fn.decoders.image(fn.permute_batch(enc, indices=idx)), size=[16, 16])
+        return idx, img
+
+    refs = [np.array(x) for x in run(lambda: (fn.resize(fn.decoders.image(feed(good)), size=[16, 16]),),
+                                     batch_size=3)[0][0]]
+    batches = run(build, batches=3, on_error="skip")
+    for idx, img in batches:
+        assert len(idx) == len(img) == 5  # the permutation was drawn over all 6
+        assert 5 not in [int(v) for v in idx]
+        for i, j in enumerate(int(v) for v in idx):
+            np.testing.assert_array_equal(img[i], refs[j % 3])
+    assert len(batches) == 3
