@@ -759,6 +759,7 @@ static const stk_gpu_api api_table = {
     gpu_host_unregister,
     gpu_host_alloc,
     gpu_host_free,
+    stk_gpu_mix,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {
