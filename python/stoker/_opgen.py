@@ -91,6 +91,7 @@ class _PairedReaderHook:
 
 HOOKS["readers.file"] = _PairedReaderHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
+HOOKS["element_extract"] = _ListOutputsHook("element_map")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",
     extra_kwargs={"features": "DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, "

@@ -448,6 +448,7 @@ typedef struct stk_gpu_api {
    * release (cudaFreeHost). */
   int (*host_alloc)(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen);
   void (*host_free)(stk_gpu_ctx *ctx, void *ptr);
+  const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

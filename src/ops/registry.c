@@ -18,7 +18,8 @@
   STK__OPS_FILTERS(X)         \
   STK__OPS_ARITHMETIC(X)      \
   STK__OPS_HOST(X)            \
-  STK__OPS_AUTOAUG(X)
+  STK__OPS_AUTOAUG(X)         \
+  STK__OPS_TENSOR(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
@@ -111,6 +112,21 @@
   X(stk__op_auto_augment_augment)              \
   X(stk__op_auto_augment_stage_index)          \
   X(stk__op_auto_augment_stage_param)
+
+#define STK__OPS_TENSOR(X)    /* tensor_shape.c, tensor_slice.c, tensor_fill.c, reductions.c, \
+                                 tensor_io.c */                                               \
+  X(stk__op_reshape)                                                                          \
+  X(stk__op_reinterpret)                                                                      \
+  X(stk__op_expand_dims)                                                                      \
+  X(stk__op_squeeze)                                                                          \
+  X(stk__op_per_frame)                                                                        \
+  X(stk__op_transpose)                                                                        \
+  X(stk__op_slice)                                                                            \
+  X(stk__op_pad)                                                                              \
+  X(stk__op_cat)                                                                              \
+  X(stk__op_stack)                                                                            \
+  X(stk__op_element_extract)                                                                  \
+  X(stk__op_sequence_rearrange)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

@@ -1,0 +1,271 @@
+/*
+ * The per-element work of the tensor toolbox (src/ops/tensor_*.c, reductions.c), shared by
+ * the CPU operators and the CUDA kernels (src/cuda/tensor.cu). C11 and CUDA C++ at once:
+ * the GPU computes each element with the functions the CPU runs, so the CPU tests check
+ * the GPU's maths and CPU/GPU parity reduces to the plans the operators build.
+ *
+ * Three plans cover the operators:
+ * - stk_tn_copy: a strided copy of a region with a fill outside a window. transpose,
+ *   slice, pad, cat, stack, element_extract, sequence_rearrange and the copying shape
+ *   operators are all one or more such copies.
+ * - stk_tn_reduce: one output element is a reduction over a strided sub-box of the input
+ *   (reductions.*, and normalize's statistics).
+ * - stk_tn_affine: out = (x - mean) * factor + shift, mean and factor broadcast through
+ *   strides (normalize).
+ */
+#ifndef STOKER_SHARED_TENSOR_COMMON_H
+#define STOKER_SHARED_TENSOR_COMMON_H
+
+#include "math_common.h"
+
+/* The most fill values a copy carries (one per channel; slice's fill_values). */
+#define STK_TN_MAX_FILL 16
+
+/* Region element e (row-major over `shape`) goes to dst + sum(c[d] * dst_stride[d]); it is
+ * copied from src + sum((c[d] - lo[d]) * src_stride[d]) when lo[d] <= c[d] < hi[d] on every
+ * axis, else it takes fill[min(c[fill_axis], nfill - 1)] (fill[0] when fill_axis < 0).
+ * Strides count elements; src points at the element of coordinate lo. */
+typedef struct {
+  const void *src;
+  void *dst;
+  int ndim;
+  int64_t count; /* product of shape */
+  int64_t shape[STK_MAX_NDIM];
+  int64_t src_stride[STK_MAX_NDIM];
+  int64_t dst_stride[STK_MAX_NDIM];
+  int64_t lo[STK_MAX_NDIM], hi[STK_MAX_NDIM];
+  int fill_axis, nfill;
+  uint64_t fill[STK_TN_MAX_FILL]; /* one element each, little-endian bytes */
+} stk_tn_copy;
+
+STK_MHD void stk_tn_put(void *dst, const void *src, int esize) {
+  switch (esize) {
+    case 1:
+      *(uint8_t *)dst = *(const uint8_t *)src;
+      break;
+    case 2:
+      *(uint16_t *)dst = *(const uint16_t *)src;
+      break;
+    case 4:
+      *(uint32_t *)dst = *(const uint32_t *)src;
+      break;
+    default:
+      *(uint64_t *)dst = *(const uint64_t *)src;
+      break;
+  }
+}
+
+/* Copies (or fills) element e of the region. */
+STK_MHD void stk_tn_copy_elem(const stk_tn_copy *p, int esize, int64_t e) {
+  int64_t soff = 0, doff = 0, fc = 0;
+  int inside = 1;
+  for (int d = p->ndim - 1; d >= 0; d--) {
+    int64_t q = e / p->shape[d], c = e - q * p->shape[d];
+    e = q;
+    doff += c * p->dst_stride[d];
+    if (c < p->lo[d] || c >= p->hi[d])
+      inside = 0;
+    else
+      soff += (c - p->lo[d]) * p->src_stride[d];
+    if (d == p->fill_axis) fc = c;
+  }
+  char *dst = (char *)p->dst + doff * esize;
+  if (inside) {
+    stk_tn_put(dst, (const char *)p->src + soff * esize, esize);
+  } else {
+    int k = p->fill_axis < 0 ? 0 : (int)(fc < p->nfill - 1 ? fc : p->nfill - 1);
+    stk_tn_put(dst, &p->fill[k < 0 ? 0 : k], esize);
+  }
+}
+
+/* ---- saturating stores (DALI's ConvertSat: round half away from zero, clamp) ---- */
+
+STK_MHD void stk_tn_store_sat(void *p, int t, size_t i, double v) {
+  if (stk_ar_is_float(t)) {
+    stk_ar_store_f(p, t, i, v);
+    return;
+  }
+  if (t == STK_DTYPE_BOOL) {
+    ((uint8_t *)p)[i] = v != 0;
+    return;
+  }
+  double lo, hi;
+  switch (t) {
+    case STK_DTYPE_UINT8: lo = 0, hi = 255; break;
+    case STK_DTYPE_INT8: lo = -128, hi = 127; break;
+    case STK_DTYPE_UINT16: lo = 0, hi = 65535; break;
+    case STK_DTYPE_INT16: lo = -32768, hi = 32767; break;
+    case STK_DTYPE_UINT32: lo = 0, hi = 4294967295.0; break;
+    case STK_DTYPE_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+    case STK_DTYPE_UINT64: lo = 0, hi = 18446744073709551615.0; break;
+    default: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+  }
+  double r = isnan(v) ? 0.0 : round(v);
+  r = r < lo ? lo : r > hi ? hi : r;
+  if (t == STK_DTYPE_UINT64)
+    stk_ar_store_u(p, t, i, r >= hi ? UINT64_MAX : (uint64_t)r);
+  else if (t == STK_DTYPE_INT64)
+    stk_ar_store_u(p, t, i, (uint64_t)(r >= hi ? INT64_MAX : (int64_t)r));
+  else
+    stk_ar_store_u(p, t, i, (uint64_t)(int64_t)r);
+}
+
+/* ---- reductions ---- */
+
+enum {
+  STK_TN_MIN = 0,
+  STK_TN_MAX,
+  STK_TN_SUM,
+  STK_TN_MEAN,
+  STK_TN_MEAN_SQUARE,
+  STK_TN_RMS,
+  STK_TN_STD_DEV,
+  STK_TN_VARIANCE,
+  STK_TN_INV_STD /* normalize: scale / sqrt(var + epsilon), 0 where that is 0 */
+};
+
+/* Output element o (row-major over out_shape) reduces the box red_shape of the input
+ * starting at src + sum(c[d] * out_stride[d]); red_stride steps through the box. `mean`
+ * (std_dev, variance, INV_STD; NULL elsewhere) holds one value per output element, of
+ * mean_dtype; `mean_scalar` replaces it when mean is NULL for those operations. */
+typedef struct {
+  const void *src, *mean;
+  void *dst;
+  int out_ndim, red_ndim;
+  int64_t out_count, red_count;
+  int64_t out_shape[STK_MAX_NDIM], out_stride[STK_MAX_NDIM];
+  int64_t red_shape[STK_MAX_NDIM], red_stride[STK_MAX_NDIM];
+  double mean_scalar;
+} stk_tn_reduce;
+
+typedef struct {
+  int op;
+  stk_dtype in_dtype, out_dtype, mean_dtype;
+  double ddof;    /* std_dev, variance, INV_STD */
+  double epsilon; /* INV_STD */
+  double scale;   /* INV_STD */
+} stk_tn_reduce_args;
+
+/* min/max in the input's own kind (exact for 64-bit integers). */
+STK_MHD void stk_tn_minmax(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t base,
+                           int64_t o) {
+  int kind = stk_ar_kind_of(a->in_dtype), is_max = a->op == STK_TN_MAX;
+  double bf = 0;
+  int64_t bi = 0;
+  uint64_t bu = 0;
+  for (int64_t r = 0; r < p->red_count; r++) {
+    size_t i = (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
+    if (kind == STK_AK_F) {
+      double v = stk_ar_load_f(p->src, a->in_dtype, i);
+      if (r == 0 || (is_max ? v > bf : v < bf) || isnan(v)) bf = v;
+      if (isnan(bf)) break;
+    } else if (kind == STK_AK_I) {
+      int64_t v = stk_ar_load_i(p->src, a->in_dtype, i);
+      if (r == 0 || (is_max ? v > bi : v < bi)) bi = v;
+    } else {
+      uint64_t v = stk_ar_load_u(p->src, a->in_dtype, i);
+      if (r == 0 || (is_max ? v > bu : v < bu)) bu = v;
+    }
+  }
+  if (kind == STK_AK_F)
+    stk_ar_store_f(p->dst, a->out_dtype, (size_t)o, bf);
+  else
+    stk_ar_store_u(p->dst, a->out_dtype, (size_t)o, kind == STK_AK_I ? (uint64_t)bi : bu);
+}
+
+/* Integer sums wrap in 64 bits, as DALI's int64/uint64 accumulators do. */
+STK_MHD void stk_tn_int_sum(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t base,
+                            int64_t o) {
+  uint64_t acc = 0;
+  int is_signed = stk_ar_kind_of(a->in_dtype) == STK_AK_I;
+  for (int64_t r = 0; r < p->red_count; r++) {
+    size_t i = (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
+    acc += is_signed ? (uint64_t)stk_ar_load_i(p->src, a->in_dtype, i)
+                     : stk_ar_load_u(p->src, a->in_dtype, i);
+  }
+  if (stk_ar_is_float(a->out_dtype))
+    stk_ar_store_f(p->dst, a->out_dtype, (size_t)o, is_signed ? (double)(int64_t)acc : (double)acc);
+  else
+    stk_ar_store_u(p->dst, a->out_dtype, (size_t)o, acc);
+}
+
+/* Computes output element o. Floating results accumulate in float64. */
+STK_MHD void stk_tn_reduce_elem(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t o) {
+  int64_t base = stk_ar_gather_offset(p->out_ndim, p->out_shape, p->out_stride, o);
+  if (a->op == STK_TN_MIN || a->op == STK_TN_MAX) {
+    stk_tn_minmax(p, a, base, o);
+    return;
+  }
+  if (a->op == STK_TN_SUM && !stk_ar_is_float(a->in_dtype)) {
+    stk_tn_int_sum(p, a, base, o);
+    return;
+  }
+  double m = p->mean ? stk_ar_load_f(p->mean, a->mean_dtype, (size_t)o) : p->mean_scalar;
+  double acc = 0;
+  for (int64_t r = 0; r < p->red_count; r++) {
+    size_t i = (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
+    double v = stk_ar_load_f(p->src, a->in_dtype, i);
+    if (a->op == STK_TN_SUM || a->op == STK_TN_MEAN)
+      acc += v;
+    else if (a->op == STK_TN_MEAN_SQUARE || a->op == STK_TN_RMS)
+      acc += v * v;
+    else
+      acc += (v - m) * (v - m);
+  }
+  double n = (double)p->red_count, res;
+  switch (a->op) {
+    case STK_TN_SUM: res = acc; break;
+    case STK_TN_MEAN:
+    case STK_TN_MEAN_SQUARE: res = n > 0 ? acc / n : 0.0; break;
+    case STK_TN_RMS: res = n > 0 ? sqrt(acc / n) : 0.0; break;
+    case STK_TN_VARIANCE: res = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0; break;
+    case STK_TN_STD_DEV: res = n - a->ddof > 0 ? sqrt(acc / (n - a->ddof)) : 0.0; break;
+    default: { /* INV_STD */
+      double var = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0, sd = sqrt(var + a->epsilon);
+      res = sd > 0 ? a->scale / sd : 0.0;
+      break;
+    }
+  }
+  stk_tn_store_sat(p->dst, a->out_dtype, (size_t)o, res);
+}
+
+/* ---- normalize's element-wise pass ---- */
+
+/* out[e] = (in[e] - mean) * factor + shift, mean and factor read from float64 arrays at
+ * sum(c[d] * stat_stride[d]) (stride 0 along the reduced axes), or the scalars when the
+ * arrays are NULL. */
+typedef struct {
+  const void *src;
+  void *dst;
+  const double *mean, *factor;
+  double mean_scalar, factor_scalar;
+  int ndim;
+  int64_t count;
+  int64_t shape[STK_MAX_NDIM], stat_stride[STK_MAX_NDIM];
+} stk_tn_affine;
+
+STK_MHD void stk_tn_affine_elem(const stk_tn_affine *p, stk_dtype in_dtype, stk_dtype out_dtype,
+                                double shift, int64_t e) {
+  int64_t k = stk_ar_gather_offset(p->ndim, p->shape, p->stat_stride, e);
+  double m = p->mean ? p->mean[k] : p->mean_scalar;
+  double f = p->factor ? p->factor[k] : p->factor_scalar;
+  double v = stk_ar_load_f(p->src, in_dtype, (size_t)e);
+  stk_tn_store_sat(p->dst, out_dtype, (size_t)e, (v - m) * f + shift);
+}
+
+/* ---- lookup_table ---- */
+
+/* out[e] = table[key] for integer keys in [0, table_len), else the default value (stored
+ * by the host in `dflt`); table holds table_len elements of the output type. */
+STK_MHD void stk_tn_lookup_elem(const void *src, stk_dtype in_dtype, void *dst, int esize,
+                                const void *table, int64_t table_len, uint64_t dflt, int64_t e) {
+  int64_t key = stk_ar_kind_of(in_dtype) == STK_AK_U
+                    ? (int64_t)(stk_ar_load_u(src, in_dtype, (size_t)e) > (uint64_t)INT64_MAX
+                                    ? -1
+                                    : (int64_t)stk_ar_load_u(src, in_dtype, (size_t)e))
+                    : stk_ar_load_i(src, in_dtype, (size_t)e);
+  const void *v = key >= 0 && key < table_len ? (const char *)table + key * esize : (void *)&dflt;
+  stk_tn_put((char *)dst + e * esize, v, esize);
+}
+
+#endif /* STOKER_SHARED_TENSOR_COMMON_H */
