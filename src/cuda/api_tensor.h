@@ -23,8 +23,8 @@ struct stk_gpu_tensor_api {
   int (*copy)(stk_gpu_ctx *ctx, int n, const stk_tn_copy *plans, int esize, uintptr_t stream,
               char *err, size_t errlen);
   /* n reductions (stk_tn_reduce_elem), one thread per output element. */
-  int (*reduce)(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *plans,
-                const stk_tn_reduce_args *args, uintptr_t stream, char *err, size_t errlen);
+  int (*reduce)(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *plans, const stk_tn_reduce_args *args,
+                uintptr_t stream, char *err, size_t errlen);
   /* n affine passes (stk_tn_affine_elem). */
   int (*affine)(stk_gpu_ctx *ctx, int n, const stk_tn_affine *plans, stk_dtype in_dtype,
                 stk_dtype out_dtype, double shift, uintptr_t stream, char *err, size_t errlen);

@@ -61,9 +61,10 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-static int tn_copy(stk_gpu_ctx *ctx, int n, const stk_tn_copy *plans, int esize,
-                   uintptr_t stream_h, char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && !plans)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+static int tn_copy(stk_gpu_ctx *ctx, int n, const stk_tn_copy *plans, int esize, uintptr_t stream_h,
+                   char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !plans))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (esize != 1 && esize != 2 && esize != 4 && esize != 8)
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "element size %d", esize);
   if (n == 0) return 0;
@@ -79,13 +80,12 @@ static int tn_copy(stk_gpu_ctx *ctx, int n, const stk_tn_copy *plans, int esize,
   }
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && st.total > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "tensor copy", err, errlen,
-                               [&](const char *dp) {
-                                 copy_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(
-                                     (const stk_tn_copy *)dp, (const int *)(dp + st.desc_bytes),
-                                     n, esize);
-                                 return 0;
-                               });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "tensor copy", err, errlen, [&](const char *dp) {
+          copy_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(
+              (const stk_tn_copy *)dp, (const int *)(dp + st.desc_bytes), n, esize);
+          return 0;
+        });
   free(st.host);
   return rc;
 }
@@ -120,13 +120,12 @@ static int tn_reduce(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *plans,
   cudaStream_t stream = (cudaStream_t)stream_h;
   stk_tn_reduce_args a = *args;
   if (rc == 0 && st.total > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "tensor reduce", err, errlen,
-                               [&](const char *dp) {
-                                 reduce_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(
-                                     (const stk_tn_reduce *)dp,
-                                     (const int *)(dp + st.desc_bytes), n, a);
-                                 return 0;
-                               });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "tensor reduce", err, errlen, [&](const char *dp) {
+          reduce_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(
+              (const stk_tn_reduce *)dp, (const int *)(dp + st.desc_bytes), n, a);
+          return 0;
+        });
   free(st.host);
   return rc;
 }
@@ -148,7 +147,8 @@ __global__ void __launch_bounds__(THREADS)
 
 static int tn_affine(stk_gpu_ctx *ctx, int n, const stk_tn_affine *plans, stk_dtype it,
                      stk_dtype ot, double shift, uintptr_t stream_h, char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && !plans)) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  if (n < 0 || (n > 0 && !plans))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   staging st{};
@@ -157,13 +157,12 @@ static int tn_affine(stk_gpu_ctx *ctx, int n, const stk_tn_affine *plans, stk_dt
   for (int i = 0; i < n && rc == 0; i++) rc = staging_add(&st, i, plans[i].count, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && st.total > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "tensor affine", err, errlen,
-                               [&](const char *dp) {
-                                 affine_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(
-                                     (const stk_tn_affine *)dp,
-                                     (const int *)(dp + st.desc_bytes), n, it, ot, shift);
-                                 return 0;
-                               });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "tensor affine", err, errlen, [&](const char *dp) {
+          affine_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(
+              (const stk_tn_affine *)dp, (const int *)(dp + st.desc_bytes), n, it, ot, shift);
+          return 0;
+        });
   free(st.host);
   return rc;
 }

@@ -126,7 +126,16 @@
   X(stk__op_cat)                                                                              \
   X(stk__op_stack)                                                                            \
   X(stk__op_element_extract)                                                                  \
-  X(stk__op_sequence_rearrange)
+  X(stk__op_sequence_rearrange)                                                           \
+  X(stk__op_reductions_min)                                                               \
+  X(stk__op_reductions_max)                                                               \
+  X(stk__op_reductions_sum)                                                               \
+  X(stk__op_reductions_mean)                                                              \
+  X(stk__op_reductions_mean_square)                                                       \
+  X(stk__op_reductions_rms)                                                               \
+  X(stk__op_reductions_std_dev)                                                           \
+  X(stk__op_reductions_variance)                                                          \
+  X(stk__op_normalize)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

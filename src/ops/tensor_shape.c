@@ -209,8 +209,8 @@ static stk_status reshape_shape(stk__node *node, stk__sample *s, const stk__tens
 static stk_status reinterpret_shape(stk__node *node, stk__sample *s, const stk__tensor *in,
                                     shape_out *o) {
   bool given;
-  o->dtype = stk__arg_given(node, R_DTYPE) ? stk__dtype_arg(stk__arg_string(node, R_DTYPE))
-                                           : in->dtype;
+  o->dtype =
+      stk__arg_given(node, R_DTYPE) ? stk__dtype_arg(stk__arg_string(node, R_DTYPE)) : in->dtype;
   size_t in_bytes = bytes_of(in->dtype, in->ndim, in->shape), es = stk_dtype_size(o->dtype);
   STK_TRY(requested_shape(node, s, in, o, &given));
   if (!given) {
@@ -263,9 +263,10 @@ static stk_status reinterpret_gpu(stk__node *n, stk__gpu_batch *b) {
 
 static const stk_op_schema reshape_schema = {
     .name = "reshape",
-    .doc = "Gives each sample a new shape with the same elements in the same order (DALI's "
-           "reshape): from shape (or a second input), rel_shape or src_dims. On the GPU no "
-           "byte is copied.",
+    .doc =
+        "Gives each sample a new shape with the same elements in the same order (DALI's "
+        "reshape): from shape (or a second input), rel_shape or src_dims. On the GPU no "
+        "byte is copied.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 2,
@@ -285,9 +286,10 @@ const stk__op_def stk__op_reshape = {
 
 static const stk_op_schema reinterpret_schema = {
     .name = "reinterpret",
-    .doc = "Reads each sample's bytes as another element type and/or shape (DALI's "
-           "reinterpret); without a shape the last extent is rescaled. On the GPU no byte "
-           "is copied.",
+    .doc =
+        "Reads each sample's bytes as another element type and/or shape (DALI's "
+        "reinterpret); without a shape the last extent is rescaled. On the GPU no byte "
+        "is copied.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 2,
@@ -368,8 +370,9 @@ static stk_status expand_gpu(stk__node *n, stk__gpu_batch *b) {
 
 static const stk_op_schema expand_schema = {
     .name = "expand_dims",
-    .doc = "Inserts unit axes at `axes` (indices in the output), named by new_axis_names "
-           "(DALI's expand_dims). Without names the layout is dropped.",
+    .doc =
+        "Inserts unit axes at `axes` (indices in the output), named by new_axis_names "
+        "(DALI's expand_dims). Without names the layout is dropped.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -400,7 +403,8 @@ STK__CHECK_ARGS(squeeze_args, Q_COUNT_);
 
 static stk_status squeeze_init(stk__node *node) {
   if (stk__arg_given(node, Q_AXES) == stk__arg_given(node, Q_AXIS_NAMES))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "give exactly one of axes and axis_names");
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "give exactly one of axes and axis_names");
   return STK_OK;
 }
 
@@ -432,8 +436,9 @@ static stk_status squeeze_gpu(stk__node *n, stk__gpu_batch *b) {
 
 static const stk_op_schema squeeze_schema = {
     .name = "squeeze",
-    .doc = "Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters "
-           "leave the layout.",
+    .doc =
+        "Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters "
+        "leave the layout.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -442,8 +447,9 @@ static const stk_op_schema squeeze_schema = {
     .outputs = one_out,
     .num_args = Q_COUNT_,
     .args = squeeze_args,
-    .gpu_check = "x = expand_dims(IN, axes=[0], new_axis_names=\"F\", device=@)\n"
-                 "return squeeze(x, axis_names=\"F\", device=@)",
+    .gpu_check =
+        "x = expand_dims(IN, axes=[0], new_axis_names=\"F\", device=@)\n"
+        "return squeeze(x, axis_names=\"F\", device=@)",
 };
 const stk__op_def stk__op_squeeze = {
     .schema = &squeeze_schema,
@@ -493,10 +499,11 @@ static stk_status per_frame_gpu(stk__node *n, stk__gpu_batch *b) {
 
 static const stk_op_schema per_frame_schema = {
     .name = "per_frame",
-    .doc = "Marks the outermost axis as frames: the layout becomes \"F\" followed by '*' per "
-           "other axis, or the input's with its first letter replaced (replace=True) (DALI's "
-           "per_frame). stoker's operators read per-sample arguments, not per-frame ones: "
-           "the mark only travels with the layout.",
+    .doc =
+        "Marks the outermost axis as frames: the layout becomes \"F\" followed by '*' per "
+        "other axis, or the input's with its first letter replaced (replace=True) (DALI's "
+        "per_frame). stoker's operators read per-sample arguments, not per-frame ones: "
+        "the mark only travels with the layout.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -588,8 +595,9 @@ static stk_status transpose_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema transpose_schema = {
     .name = "transpose",
-    .doc = "Permutes the axes: output axis d is input axis perm[d] (DALI's transpose); the "
-           "layout follows unless transpose_layout is false or output_layout is given.",
+    .doc =
+        "Permutes the axes: output axis d is input axis perm[d] (DALI's transpose); the "
+        "layout follows unless transpose_layout is false or output_layout is given.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,

@@ -151,8 +151,8 @@ static stk_status slice_axes(stk__node *node, stk__sample *s, const stk__tensor 
     int64_t a = ax[k] < 0 ? ax[k] + in->ndim : ax[k];
     if (a < 0 || a >= in->ndim)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "axes[%zu] = %lld is out of range for %d dimensions", k,
-                        (long long)ax[k], in->ndim);
+                        "axes[%zu] = %lld is out of range for %d dimensions", k, (long long)ax[k],
+                        in->ndim);
     axes[k] = (int)a;
   }
   *na = (int)n;
@@ -209,7 +209,9 @@ static stk_status slice_window(stk__node *node, stk__sample *s, const stk__tenso
     int d = axes[k];
     double ext = (double)in->shape[d];
     double a0 = has_a ? (arel ? a[k] * ext : a[k]) : 0.0;
-    double a1 = has_s ? a0 + (srel ? sh[k] * ext : sh[k]) : has_e ? (erel ? e[k] * ext : e[k]) : ext;
+    double a1 = has_s   ? a0 + (srel ? sh[k] * ext : sh[k])
+                : has_e ? (erel ? e[k] * ext : e[k])
+                        : ext;
     begin[d] = (int64_t)llround(a0);
     end[d] = (int64_t)llround(a1);
     if (end[d] < begin[d])
@@ -226,8 +228,8 @@ static int channel_axis(const stk__tensor *in) {
   return c ? (int)(c - in->layout) : in->ndim - 1;
 }
 
-static stk_status slice_plan(stk__node *node, stk__sample *s, const stk__tensor *in,
-                             stk_tn_copy *p, int *ndim, int64_t *shape, char *layout) {
+static stk_status slice_plan(stk__node *node, stk__sample *s, const stk__tensor *in, stk_tn_copy *p,
+                             int *ndim, int64_t *shape, char *layout) {
   int64_t b[STK_MAX_NDIM], e[STK_MAX_NDIM];
   STK_TRY(slice_window(node, s, in, b, e));
   stk__oob_policy pol;
@@ -251,7 +253,7 @@ static stk_status slice_plan(stk__node *node, stk__sample *s, const stk__tensor 
   int64_t off = 0;
   for (int d = 0; d < in->ndim; d++) {
     p->src_stride[d] = stride[d];
-    p->lo[d] = b[d] < 0 ? -b[d] : 0;                      /* window start in the output */
+    p->lo[d] = b[d] < 0 ? -b[d] : 0; /* window start in the output */
     p->hi[d] = (e[d] > in->shape[d] ? in->shape[d] : e[d]) - b[d];
     if (p->hi[d] < p->lo[d]) p->hi[d] = p->lo[d];
     off += (b[d] < 0 ? 0 : b[d]) * stride[d];
@@ -310,11 +312,12 @@ static stk_status slice_init(stk__node *node) {
 
 static const stk_op_schema slice_schema = {
     .name = "slice",
-    .doc = "Cuts a window out of each sample (DALI's slice): the anchor and shape come from "
-           "two inputs (float: fractions of the extents, unless normalized_* is false; "
-           "integer: absolute) or from start/end/shape and their rel_ forms, for the axes "
-           "given by axes or axis_names; positions round half away from zero. Windows "
-           "leaving the input fail, are padded with fill_values or are trimmed.",
+    .doc =
+        "Cuts a window out of each sample (DALI's slice): the anchor and shape come from "
+        "two inputs (float: fractions of the extents, unless normalized_* is false; "
+        "integer: absolute) or from start/end/shape and their rel_ forms, for the axes "
+        "given by axes or axis_names; positions round half away from zero. Windows "
+        "leaving the input fail, are padded with fill_values or are trimmed.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 3,
@@ -323,8 +326,9 @@ static const stk_op_schema slice_schema = {
     .outputs = one_out,
     .num_args = S_COUNT_,
     .args = slice_args,
-    .gpu_check = "return slice(IN, rel_start=[0.25, -0.1], rel_shape=[0.5, 1.3], "
-                 "out_of_bounds_policy=\"pad\", fill_values=[1, 2, 3], device=@)",
+    .gpu_check =
+        "return slice(IN, rel_start=[0.25, -0.1], rel_shape=[0.5, 1.3], "
+        "out_of_bounds_policy=\"pad\", fill_values=[1, 2, 3], device=@)",
 };
 const stk__op_def stk__op_slice = {
     .schema = &slice_schema,
@@ -377,8 +381,8 @@ static stk_status pad_target(stk__node *node, stk__sample *s, const stk__tensor 
   int k = 0, npad = __builtin_popcount(mask);
   if ((ns && (int)ns != npad) || (nal > 1 && (int)nal != npad))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "shape (%zu values) and align (%zu) need one value per padded axis (%d)",
-                      ns, nal, npad);
+                      "shape (%zu values) and align (%zu) need one value per padded axis (%d)", ns,
+                      nal, npad);
   for (int d = 0; d < in->ndim; d++) {
     shape[d] = in->shape[d];
     if (!(mask & (1u << d))) continue;
@@ -440,7 +444,8 @@ static stk_status pad_gpu(stk__node *node, stk__gpu_batch *b) {
     stk__tn_from_list(in, i, &t);
     stk__sample *s = stk__gpu_sample(b, i);
     st = pad_target(node, s, &t, mx, shapes + i * (size_t)nd);
-    if (st == STK_OK) pad_plan(&t, shapes + i * (size_t)nd, stk__arg_float(node, s, P_FILL), &plans[i]);
+    if (st == STK_OK)
+      pad_plan(&t, shapes + i * (size_t)nd, stk__arg_float(node, s, P_FILL), &plans[i]);
   }
   if (st == STK_OK && n)
     st = stk__gpu_alloc_list(b, stk_tensor_list_dtype(in), nd, shapes, stk_tensor_list_layout(in),
@@ -459,9 +464,10 @@ static stk_status pad_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema pad_schema = {
     .name = "pad",
-    .doc = "Pads the end of the chosen axes with fill_value (DALI's pad): to `shape`, else to "
-           "the batch's largest extent (GPU backend), then up to a multiple of align. The CPU "
-           "backend runs per sample, so there it needs shape or align for every padded axis.",
+    .doc =
+        "Pads the end of the chosen axes with fill_value (DALI's pad): to `shape`, else to "
+        "the batch's largest extent (GPU backend), then up to a multiple of align. The CPU "
+        "backend runs per sample, so there it needs shape or align for every padded axis.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -470,8 +476,9 @@ static const stk_op_schema pad_schema = {
     .outputs = one_out,
     .num_args = P_COUNT_,
     .args = pad_args,
-    .gpu_check = "return pad(IN, axis_names=\"HW\", shape=[400, 500], align=[8, 16], "
-                 "fill_value=7, device=@)",
+    .gpu_check =
+        "return pad(IN, axis_names=\"HW\", shape=[400, 500], align=[8, 16], "
+        "fill_value=7, device=@)",
 };
 const stk__op_def stk__op_pad = {
     .schema = &pad_schema,
@@ -497,7 +504,8 @@ STK__CHECK_ARGS(cat_args, C_COUNT_);
 
 /* One entry per possible input (the schema contract). */
 #define JOIN_MAX_INPUTS 32
-#define JOIN_IN(k)      {"input" #k, "a tensor (all inputs: one type and rank)"}
+#define JOIN_IN(k) \
+  { "input" #k, "a tensor (all inputs: one type and rank)" }
 static const stk_port_schema cat_in[JOIN_MAX_INPUTS] = {
     JOIN_IN(0),  JOIN_IN(1),  JOIN_IN(2),  JOIN_IN(3),  JOIN_IN(4),  JOIN_IN(5),  JOIN_IN(6),
     JOIN_IN(7),  JOIN_IN(8),  JOIN_IN(9),  JOIN_IN(10), JOIN_IN(11), JOIN_IN(12), JOIN_IN(13),
@@ -519,8 +527,8 @@ static stk_status join_axis(stk__node *node, stk__sample *s, const stk__tensor *
   int nd = in->ndim + stack;
   if (!stack && stk__arg_given(node, C_AXIS_NAME)) {
     const char *name = stk__arg_string(node, C_AXIS_NAME);
-    const char *at = (int)strlen(in->layout) == in->ndim && *name ? strchr(in->layout, *name)
-                                                                  : NULL;
+    const char *at =
+        (int)strlen(in->layout) == in->ndim && *name ? strchr(in->layout, *name) : NULL;
     if (!at)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                         "axis_name = \"%s\" is not in the layout \"%s\"", name, in->layout);
@@ -617,7 +625,8 @@ static stk_status join_gpu(stk__node *node, stk__gpu_batch *b, bool stack) {
   stk_tensor_list *ins[JOIN_MAX_INPUTS] = {0}, *out = NULL;
   bool owned[JOIN_MAX_INPUTS] = {0};
   stk_status st = STK_OK;
-  for (int k = 0; k < nin && st == STK_OK; k++) st = stk__gpu_device_input(b, k, &ins[k], &owned[k]);
+  for (int k = 0; k < nin && st == STK_OK; k++)
+    st = stk__gpu_device_input(b, k, &ins[k], &owned[k]);
   join_plan *jp = stk__calloc(n ? n : 1, sizeof *jp, "join plans");
   stk_tn_copy *plans = stk__calloc((n ? n : 1) * (size_t)nin, sizeof *plans, "copy plans");
   int64_t *shapes = stk__calloc((n ? n : 1) * STK_MAX_NDIM, sizeof(int64_t), "shapes");
@@ -627,7 +636,8 @@ static stk_status join_gpu(stk__node *node, stk__gpu_batch *b, bool stack) {
     const stk__tensor *tp[JOIN_MAX_INPUTS];
     for (int k = 0; k < nin; k++) stk__tn_from_list(ins[k], i, &ts[k]), tp[k] = &ts[k];
     st = join_plan_sample(node, stk__gpu_sample(b, i), tp, nin, stack, &jp[i]);
-    if (st == STK_OK) memcpy(shapes + i * (size_t)jp[0].ndim, jp[i].shape, sizeof(int64_t) * (size_t)jp[i].ndim);
+    if (st == STK_OK)
+      memcpy(shapes + i * (size_t)jp[0].ndim, jp[i].shape, sizeof(int64_t) * (size_t)jp[i].ndim);
   }
   stk_dtype dt = st == STK_OK ? stk_tensor_list_dtype(ins[0]) : STK_DTYPE_UINT8;
   if (st == STK_OK && n)
@@ -652,7 +662,6 @@ static stk_status join_gpu(stk__node *node, stk__gpu_batch *b, bool stack) {
   return stk__gpu_finish(b, ins[0], owned[0], out, st);
 }
 
-
 static stk_status cat_run(stk__node *n, stk__sample *s) { return join_run(n, s, false); }
 static stk_status stack_run(stk__node *n, stk__sample *s) { return join_run(n, s, true); }
 static stk_status cat_gpu(stk__node *n, stk__gpu_batch *b) { return join_gpu(n, b, false); }
@@ -660,8 +669,9 @@ static stk_status stack_gpu(stk__node *n, stk__gpu_batch *b) { return join_gpu(n
 
 static const stk_op_schema cat_schema = {
     .name = "cat",
-    .doc = "Joins its inputs along an existing axis (DALI's cat); the other extents, the type "
-           "and the rank must agree. The layout is the first input's.",
+    .doc =
+        "Joins its inputs along an existing axis (DALI's cat); the other extents, the type "
+        "and the rank must agree. The layout is the first input's.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = JOIN_MAX_INPUTS,
@@ -680,8 +690,9 @@ const stk__op_def stk__op_cat = {
 
 static const stk_op_schema stack_schema = {
     .name = "stack",
-    .doc = "Stacks its inputs (same shape and type) along a new axis at `axis` (DALI's stack); "
-           "axis_name names it in the layout (else the layout is dropped).",
+    .doc =
+        "Stacks its inputs (same shape and type) along a new axis at `axis` (DALI's stack); "
+        "axis_name names it in the layout (else the layout is dropped).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = JOIN_MAX_INPUTS,
@@ -723,7 +734,8 @@ static stk_status check_sequence(stk__node *node, const stk__sample *s, const st
 /* Frame `f` of `in` copied into dst at frame `k`. */
 static void frame_plan(const stk__tensor *in, int64_t f, stk_tn_copy *p) {
   int64_t fsize = stk__tn_volume(in->ndim - 1, in->shape + 1);
-  stk__tn_copy_init(p, NULL, (const char *)in->data + f * fsize * (int64_t)stk_dtype_size(in->dtype),
+  stk__tn_copy_init(p, NULL,
+                    (const char *)in->data + f * fsize * (int64_t)stk_dtype_size(in->dtype),
                     in->ndim - 1, in->shape + 1);
 }
 
@@ -756,8 +768,9 @@ static stk_status extract_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema extract_schema = {
     .name = "element_extract",
-    .doc = "Extracts frames of sequences (DALI's element_extract): output k is frame "
-           "element_map[k], with the F axis dropped from the layout.",
+    .doc =
+        "Extracts frames of sequences (DALI's element_extract): output k is frame "
+        "element_map[k], with the F axis dropped from the layout.",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -814,7 +827,8 @@ static stk_status rearrange_run(stk__node *node, stk__sample *s) {
   shape[0] = (int64_t)n;
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, in->dtype, in->ndim, shape, in->layout, &out));
-  size_t es = stk_dtype_size(in->dtype), fb = (size_t)stk__tn_volume(in->ndim - 1, in->shape + 1) * es;
+  size_t es = stk_dtype_size(in->dtype),
+         fb = (size_t)stk__tn_volume(in->ndim - 1, in->shape + 1) * es;
   for (size_t k = 0; k < n; k++) {
     plans[k].dst = (char *)out->data + k * fb;
     stk__tn_copy_run(&plans[k], (int)es);
@@ -865,8 +879,9 @@ static stk_status rearrange_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema rearrange_schema = {
     .name = "sequence_rearrange",
-    .doc = "Reorders the frames of each sequence (DALI's sequence_rearrange): output frame k "
-           "is input frame new_order[k]; new_order may be fed per sample.",
+    .doc =
+        "Reorders the frames of each sequence (DALI's sequence_rearrange): output frame k "
+        "is input frame new_order[k]; new_order may be fed per sample.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -875,8 +890,9 @@ static const stk_op_schema rearrange_schema = {
     .outputs = one_out,
     .num_args = SR_COUNT_,
     .args = rearrange_args,
-    .gpu_check = "x = per_frame(IN, replace=1, device=@)\n"
-                 "return sequence_rearrange(x, new_order=[2, 0, 0, 1], device=@)",
+    .gpu_check =
+        "x = per_frame(IN, replace=1, device=@)\n"
+        "return sequence_rearrange(x, new_order=[2, 0, 0, 1], device=@)",
 };
 const stk__op_def stk__op_sequence_rearrange = {
     .schema = &rearrange_schema,

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cuda/api_tensor.h"
-
 int64_t stk__tn_volume(int ndim, const int64_t *shape) {
   int64_t n = 1;
   for (int d = 0; d < ndim; d++) n *= shape[d];
@@ -20,8 +18,7 @@ void stk__tn_dense_strides(int ndim, const int64_t *shape, int64_t *stride) {
   }
 }
 
-void stk__tn_copy_init(stk_tn_copy *p, void *dst, const void *src, int ndim,
-                       const int64_t *shape) {
+void stk__tn_copy_init(stk_tn_copy *p, void *dst, const void *src, int ndim, const int64_t *shape) {
   memset(p, 0, sizeof *p);
   p->src = src, p->dst = dst, p->ndim = ndim;
   p->count = stk__tn_volume(ndim, shape);
@@ -133,9 +130,9 @@ stk_status stk__tn_gpu_copy(stk__node *node, stk__gpu_batch *b, const stk_tn_cop
   stk__gpu *g = stk__gpu_device(b);
   const stk_gpu_tensor_api *t = g->api->tensor;
   char err[STK_GPU_ERRLEN] = "";
-  int rc = t && t->copy ? t->copy(g->ctx, (int)count, plans, esize, stk__gpu_stream(b), err,
-                                  sizeof err)
-                        : stk__gpu_no_table(err, sizeof err, "tensor");
+  int rc = t && t->copy
+               ? t->copy(g->ctx, (int)count, plans, esize, stk__gpu_stream(b), err, sizeof err)
+               : stk__gpu_no_table(err, sizeof err, "tensor");
   return stk__gpu_op_check(node, rc, err);
 }
 
@@ -162,12 +159,11 @@ stk_status stk__tn_gpu_copy_op(stk__node *node, stk__gpu_batch *b, stk__tn_plan_
   }
   /* stk__gpu_alloc_list wants n * ndim packed shapes. */
   for (size_t i = 1; i < n && st == STK_OK; i++)
-    memmove(shapes + i * (size_t)ndim0, shapes + i * STK_MAX_NDIM,
-            (size_t)ndim0 * sizeof(int64_t));
+    memmove(shapes + i * (size_t)ndim0, shapes + i * STK_MAX_NDIM, (size_t)ndim0 * sizeof(int64_t));
   stk_dtype dt = stk_tensor_list_dtype(in);
   if (st == STK_OK && n > 0)
-    st = stk__gpu_alloc_list(b, dt, ndim0, shapes, layout,
-                             stk__gpu_shapes_equal(shapes, n, ndim0), &out);
+    st = stk__gpu_alloc_list(b, dt, ndim0, shapes, layout, stk__gpu_shapes_equal(shapes, n, ndim0),
+                             &out);
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     stk_tensor_desc d;
     stk_tensor_list_sample(out, i, &d);

@@ -4,6 +4,7 @@
 #ifndef STOKER_OPS_TENSOR_UTIL_H
 #define STOKER_OPS_TENSOR_UTIL_H
 
+#include "../cuda/api_tensor.h"
 #include "../shared/tensor_common.h"
 #include "gpu_util.h"
 #include "image_util.h"
@@ -13,8 +14,7 @@ int64_t stk__tn_volume(int ndim, const int64_t *shape);
 /* Row-major element strides of a dense shape. */
 void stk__tn_dense_strides(int ndim, const int64_t *shape, int64_t *stride);
 /* A plan copying all of a dense `src` of `shape` into a dense `dst` of the same shape. */
-void stk__tn_copy_init(stk_tn_copy *p, void *dst, const void *src, int ndim,
-                       const int64_t *shape);
+void stk__tn_copy_init(stk_tn_copy *p, void *dst, const void *src, int ndim, const int64_t *shape);
 /* Runs a copy plan on the CPU (row by row: the last axis is copied with memcpy). */
 void stk__tn_copy_run(const stk_tn_copy *p, int esize);
 

@@ -91,14 +91,30 @@ STK_MHD void stk_tn_store_sat(void *p, int t, size_t i, double v) {
   }
   double lo, hi;
   switch (t) {
-    case STK_DTYPE_UINT8: lo = 0, hi = 255; break;
-    case STK_DTYPE_INT8: lo = -128, hi = 127; break;
-    case STK_DTYPE_UINT16: lo = 0, hi = 65535; break;
-    case STK_DTYPE_INT16: lo = -32768, hi = 32767; break;
-    case STK_DTYPE_UINT32: lo = 0, hi = 4294967295.0; break;
-    case STK_DTYPE_INT32: lo = -2147483648.0, hi = 2147483647.0; break;
-    case STK_DTYPE_UINT64: lo = 0, hi = 18446744073709551615.0; break;
-    default: lo = -9223372036854775808.0, hi = 9223372036854775807.0; break;
+    case STK_DTYPE_UINT8:
+      lo = 0, hi = 255;
+      break;
+    case STK_DTYPE_INT8:
+      lo = -128, hi = 127;
+      break;
+    case STK_DTYPE_UINT16:
+      lo = 0, hi = 65535;
+      break;
+    case STK_DTYPE_INT16:
+      lo = -32768, hi = 32767;
+      break;
+    case STK_DTYPE_UINT32:
+      lo = 0, hi = 4294967295.0;
+      break;
+    case STK_DTYPE_INT32:
+      lo = -2147483648.0, hi = 2147483647.0;
+      break;
+    case STK_DTYPE_UINT64:
+      lo = 0, hi = 18446744073709551615.0;
+      break;
+    default:
+      lo = -9223372036854775808.0, hi = 9223372036854775807.0;
+      break;
   }
   double r = isnan(v) ? 0.0 : round(v);
   r = r < lo ? lo : r > hi ? hi : r;
@@ -214,12 +230,22 @@ STK_MHD void stk_tn_reduce_elem(const stk_tn_reduce *p, const stk_tn_reduce_args
   }
   double n = (double)p->red_count, res;
   switch (a->op) {
-    case STK_TN_SUM: res = acc; break;
+    case STK_TN_SUM:
+      res = acc;
+      break;
     case STK_TN_MEAN:
-    case STK_TN_MEAN_SQUARE: res = n > 0 ? acc / n : 0.0; break;
-    case STK_TN_RMS: res = n > 0 ? sqrt(acc / n) : 0.0; break;
-    case STK_TN_VARIANCE: res = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0; break;
-    case STK_TN_STD_DEV: res = n - a->ddof > 0 ? sqrt(acc / (n - a->ddof)) : 0.0; break;
+    case STK_TN_MEAN_SQUARE:
+      res = n > 0 ? acc / n : 0.0;
+      break;
+    case STK_TN_RMS:
+      res = n > 0 ? sqrt(acc / n) : 0.0;
+      break;
+    case STK_TN_VARIANCE:
+      res = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0;
+      break;
+    case STK_TN_STD_DEV:
+      res = n - a->ddof > 0 ? sqrt(acc / (n - a->ddof)) : 0.0;
+      break;
     default: { /* INV_STD */
       double var = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0, sd = sqrt(var + a->epsilon);
       res = sd > 0 ? a->scale / sd : 0.0;

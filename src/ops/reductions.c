@@ -1,0 +1,534 @@
+/* reductions.{min,max,sum,mean,mean_square,rms,std_dev,variance} and normalize. Each output
+ * element is stk_tn_reduce_elem (tensor_common.h) over a strided box of the input, on the
+ * CPU and on the GPU alike; normalize adds the affine pass stk_tn_affine_elem. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor_util.h"
+
+#define RD_DTYPES "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool"
+
+/* The box walk of one sample: the kept axes give the output, the reduced ones the box. */
+typedef struct {
+  stk_tn_reduce r;
+  int ndim; /* output rank (keep_dims: the input's) */
+  int64_t shape[STK_MAX_NDIM];
+  char layout[STK_MAX_LAYOUT + 1];
+} reduce_plan;
+
+static void plan_boxes(const stk__tensor *in, unsigned mask, bool keep, reduce_plan *p) {
+  int64_t stride[STK_MAX_NDIM];
+  stk__tn_dense_strides(in->ndim, in->shape, stride);
+  memset(&p->r, 0, sizeof p->r);
+  p->r.src = in->data;
+  p->r.out_count = 1, p->r.red_count = 1, p->ndim = 0;
+  for (int d = 0; d < in->ndim; d++) {
+    bool red = mask & (1u << d);
+    if (red) {
+      p->r.red_shape[p->r.red_ndim] = in->shape[d];
+      p->r.red_stride[p->r.red_ndim++] = stride[d];
+      p->r.red_count *= in->shape[d];
+    } else {
+      p->r.out_shape[p->r.out_ndim] = in->shape[d];
+      p->r.out_stride[p->r.out_ndim++] = stride[d];
+      p->r.out_count *= in->shape[d];
+    }
+    if (!red || keep) p->shape[p->ndim++] = red ? 1 : in->shape[d];
+  }
+  if (keep)
+    memcpy(p->layout, in->layout, sizeof p->layout);
+  else
+    stk__tn_layout_drop(in, mask, p->layout);
+}
+
+/* ---- reductions ---- */
+
+enum { RA_AXES, RA_AXIS_NAMES, RA_KEEP_DIMS, RA_DTYPE, RA_COUNT_ };
+/* std_dev and variance have ddof where the others have dtype. */
+enum { RA_DDOF = RA_DTYPE };
+static const stk_arg_schema reduce_args[] = {
+    [RA_AXES] = {.name = "axes",
+                 .type = STK_ARG_INTS,
+                 .doc = "the axes to reduce (default: "
+                        "all; [] reduces none)"},
+    [RA_AXIS_NAMES] = {.name = "axis_names",
+                       .type = STK_ARG_STRING,
+                       .doc = "the axes to reduce, as layout letters"},
+    [RA_KEEP_DIMS] = {.name = "keep_dims",
+                      .type = STK_ARG_BOOL,
+                      .default_text = "false",
+                      .doc = "keep the reduced axes with extent 1"},
+    [RA_DTYPE] = {.name = "dtype",
+                  .type = STK_ARG_STRING,
+                  .choices = RD_DTYPES,
+                  .doc = "sum and mean: the output type (sum: int64 / uint64 / float32 / "
+                         "float64 after the input's kind; mean: float32)"},
+};
+STK__CHECK_ARGS(reduce_args, RA_COUNT_);
+/* min/max/mean_square/rms show the first three arguments, sum and mean add dtype;
+ * std_dev and variance have this table. */
+#define AXES_DOC "the axes to reduce (default: all; [] reduces none)"
+static const stk_arg_schema reduce_args_dev[] = {
+    [RA_AXES] = {.name = "axes", .type = STK_ARG_INTS, .doc = AXES_DOC},
+    [RA_AXIS_NAMES] = {.name = "axis_names",
+                       .type = STK_ARG_STRING,
+                       .doc = "the axes to reduce, as layout letters"},
+    [RA_KEEP_DIMS] = {.name = "keep_dims",
+                      .type = STK_ARG_BOOL,
+                      .default_text = "false",
+                      .doc = "keep the reduced axes with extent 1"},
+    [RA_DDOF] = {.name = "ddof",
+                 .type = STK_ARG_INT,
+                 .default_text = "0",
+                 .doc = "delta degrees of freedom (divisor n - ddof)"},
+};
+STK__CHECK_ARGS(reduce_args_dev, RA_COUNT_);
+
+static const stk_port_schema red_in[] = {{"input", "a tensor"}};
+static const stk_port_schema dev_in[] = {
+    {"input", "a tensor"},
+    {"mean",
+     "the mean per output element (the reduction's output shape, kept dims or not) "
+     "or one value"}};
+static const stk_port_schema red_out[] = {{"output", "the reduced tensor"}};
+
+static int op_of(const stk__node *node) {
+  const char *n = stk__node_def(node)->schema->name + strlen("reductions.");
+  static const char *const names[] = {"min",         "max", "sum",     "mean",
+                                      "mean_square", "rms", "std_dev", "variance"};
+  for (int k = 0; k < 8; k++)
+    if (strcmp(n, names[k]) == 0) return k;
+  return STK_TN_MIN;
+}
+
+static stk_dtype default_dtype(int op, stk_dtype in) {
+  if (op == STK_TN_MIN || op == STK_TN_MAX) return in;
+  if (op != STK_TN_SUM) return in == STK_DTYPE_FLOAT64 ? STK_DTYPE_FLOAT64 : STK_DTYPE_FLOAT32;
+  if (in == STK_DTYPE_FLOAT64) return STK_DTYPE_FLOAT64;
+  if (stk_ar_is_float(in)) return STK_DTYPE_FLOAT32;
+  return stk_ar_is_signed(in) ? STK_DTYPE_INT64 : STK_DTYPE_UINT64;
+}
+
+/* The plan and arguments of one sample (mean: the second input, std_dev/variance). */
+static stk_status reduce_sample(stk__node *node, stk__sample *s, const stk__tensor *in,
+                                const stk__tensor *mean, reduce_plan *p, stk_tn_reduce_args *a) {
+  int op = op_of(node);
+  bool dev = op == STK_TN_STD_DEV || op == STK_TN_VARIANCE;
+  if (!stk__dtype_valid(in->dtype))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "unknown input type");
+  unsigned mask;
+  STK_TRY(stk__tn_axes(node, s, in, RA_AXES, RA_AXIS_NAMES, true, &mask));
+  plan_boxes(in, mask, stk__arg_bool(node, s, RA_KEEP_DIMS), p);
+  memset(a, 0, sizeof *a);
+  a->op = op, a->in_dtype = in->dtype;
+  a->out_dtype = !dev && (op == STK_TN_SUM || op == STK_TN_MEAN) && stk__arg_given(node, RA_DTYPE)
+                     ? stk__dtype_arg(stk__arg_string(node, RA_DTYPE))
+                     : default_dtype(op, in->dtype);
+  if (!dev) return STK_OK;
+  a->ddof = (double)stk__arg_int(node, s, RA_DDOF);
+  int64_t nm = stk__tn_volume(mean->ndim, mean->shape);
+  if (nm != 1 && nm != p->r.out_count)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "the mean input has %lld values; the output has %lld", (long long)nm,
+                      (long long)p->r.out_count);
+  a->mean_dtype = mean->dtype;
+  if (nm == 1 && p->r.out_count != 1)
+    p->r.mean_scalar = stk_ar_load_f(mean->data, mean->dtype, 0);
+  else
+    p->r.mean = mean->data;
+  return STK_OK;
+}
+
+static stk_status reduce_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  const stk__tensor *mean = stk__node_num_inputs(node) > 1 ? stk__input(s, 1) : NULL;
+  reduce_plan p;
+  stk_tn_reduce_args a;
+  STK_TRY(reduce_sample(node, s, in, mean, &p, &a));
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, a.out_dtype, p.ndim, p.shape, p.layout, &out));
+  p.r.dst = out->data;
+  for (int64_t o = 0; o < p.r.out_count; o++) stk_tn_reduce_elem(&p.r, &a, o);
+  return STK_OK;
+}
+
+/* GPU: one reduce launch; the arguments (op, types) must agree across the batch. */
+static stk_status reduce_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  int nin = stk__node_num_inputs(node);
+  stk_tensor_list *in, *mean = NULL, *out = NULL;
+  bool owned, mowned = false;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_status st = nin > 1 ? stk__gpu_device_input(b, 1, &mean, &mowned) : STK_OK;
+  reduce_plan *plans = stk__calloc(n ? n : 1, sizeof *plans, "reduce plans");
+  stk_tn_reduce *rs = stk__calloc(n ? n : 1, sizeof *rs, "reduce plans");
+  int64_t *shapes = stk__calloc((n ? n : 1) * STK_MAX_NDIM, sizeof(int64_t), "shapes");
+  if (st == STK_OK && (!plans || !rs || !shapes)) st = STK_ERR_OUT_OF_MEMORY;
+  stk_tn_reduce_args a = {0};
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__tensor t, m;
+    stk__tn_from_list(in, i, &t);
+    if (mean) stk__tn_from_list(mean, i, &m);
+    st = reduce_sample(node, stk__gpu_sample(b, i), &t, mean ? &m : NULL, &plans[i], &a);
+    if (st == STK_OK)
+      memcpy(shapes + i * (size_t)plans[0].ndim, plans[i].shape,
+             sizeof(int64_t) * (size_t)plans[0].ndim);
+  }
+  if (st == STK_OK && n)
+    st = stk__gpu_alloc_list(b, a.out_dtype, plans[0].ndim, shapes, plans[0].layout,
+                             stk__gpu_shapes_equal(shapes, n, plans[0].ndim), &out);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    rs[i] = plans[i].r;
+    rs[i].dst = d.data;
+  }
+  if (st == STK_OK && n) {
+    stk__gpu *g = stk__gpu_device(b);
+    const stk_gpu_tensor_api *t = g->api->tensor;
+    char err[STK_GPU_ERRLEN] = "";
+    int rc = t && t->reduce ? t->reduce(g->ctx, (int)n, rs, &a, stk__gpu_stream(b), err, sizeof err)
+                            : stk__gpu_no_table(err, sizeof err, "tensor");
+    st = stk__gpu_op_check(node, rc, err);
+  }
+  free(plans);
+  free(rs);
+  free(shapes);
+  if (mowned) stk_tensor_list_release(mean);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
+
+#define REDUCTION(ident, dali_name, what, nargs, argtab, nin, ports, check) \
+  static const stk_op_schema ident##_schema = {                             \
+      .name = "reductions." dali_name,                                      \
+      .doc = what,                                                          \
+      .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,                           \
+      .min_inputs = nin,                                                    \
+      .max_inputs = nin,                                                    \
+      .inputs = ports,                                                      \
+      .num_outputs = 1,                                                     \
+      .outputs = red_out,                                                   \
+      .num_args = nargs,                                                    \
+      .args = argtab,                                                       \
+      .gpu_check = check,                                                   \
+  };                                                                        \
+  const stk__op_def stk__op_reductions_##ident = {                          \
+      .schema = &ident##_schema, .run_sample = reduce_run, .run_gpu = reduce_run_gpu};
+
+#define CHECK1(name) "# atol=0.01\nreturn reductions." name "(IN, axis_names=\"HW\", device=@)"
+#define CHECK2(name)                                                    \
+  "# atol=0.01\nm = reductions.mean(IN, axis_names=\"HW\", device=@)\n" \
+  "return reductions." name "(IN, m, axis_names=\"HW\", device=@)"
+
+REDUCTION(min, "min", "The smallest element over the axes (DALI's reductions.min).", 3, reduce_args,
+          1, red_in, CHECK1("min"))
+REDUCTION(max, "max", "The largest element over the axes (DALI's reductions.max).", 3, reduce_args,
+          1, red_in, CHECK1("max"))
+REDUCTION(sum, "sum",
+          "The sum over the axes (DALI's reductions.sum); integers accumulate in 64 bits, "
+          "floats in float64.",
+          4, reduce_args, 1, red_in, "return reductions.sum(IN, axes=[0, 1], device=@)")
+REDUCTION(mean, "mean", "The mean over the axes (DALI's reductions.mean), float32 by default.", 4,
+          reduce_args, 1, red_in, CHECK1("mean"))
+REDUCTION(mean_square, "mean_square", "The mean of the squares over the axes.", 3, reduce_args, 1,
+          red_in, CHECK1("mean_square"))
+REDUCTION(rms, "rms", "The root mean square over the axes.", 3, reduce_args, 1, red_in,
+          CHECK1("rms"))
+REDUCTION(std_dev, "std_dev",
+          "The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / "
+          "(n - ddof)) (DALI's reductions.std_dev).",
+          4, reduce_args_dev, 2, dev_in, CHECK2("std_dev"))
+REDUCTION(variance, "variance",
+          "The variance around the given mean (input 1), sum((x - mean)^2) / (n - ddof) "
+          "(DALI's reductions.variance).",
+          4, reduce_args_dev, 2, dev_in, CHECK2("variance"))
+
+/* ---- normalize ---- */
+
+enum {
+  N_AXES,
+  N_AXIS_NAMES,
+  N_BATCH,
+  N_MEAN,
+  N_STDDEV,
+  N_SCALE,
+  N_SHIFT,
+  N_EPSILON,
+  N_DDOF,
+  N_DTYPE,
+  N_COUNT_
+};
+static const stk_arg_schema normalize_args[] = {
+    [N_AXES] = {.name = "axes",
+                .type = STK_ARG_INTS,
+                .doc = "the axes the statistics reduce (default: all)"},
+    [N_AXIS_NAMES] = {.name = "axis_names",
+                      .type = STK_ARG_STRING,
+                      .doc = "the same as layout letters"},
+    [N_BATCH] = {.name = "batch",
+                 .type = STK_ARG_BOOL,
+                 .default_text = "false",
+                 .doc = "statistics over the whole batch: not supported (stoker computes them "
+                        "per sample; give mean and stddev for fixed values)"},
+    [N_MEAN] = {.name = "mean",
+                .type = STK_ARG_FLOATS,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .doc = "the mean: one value or one per statistics element (the reduced "
+                       "shape); computed when absent"},
+    [N_STDDEV] = {.name = "stddev",
+                  .type = STK_ARG_FLOATS,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .doc = "the standard deviation, as mean; computed (around the mean) when "
+                         "absent"},
+    [N_SCALE] = {.name = "scale",
+                 .type = STK_ARG_FLOAT,
+                 .default_text = "1.0",
+                 .doc = "multiplies the result"},
+    [N_SHIFT] = {.name = "shift",
+                 .type = STK_ARG_FLOAT,
+                 .default_text = "0.0",
+                 .doc = "added after scaling"},
+    [N_EPSILON] = {.name = "epsilon",
+                   .type = STK_ARG_FLOAT,
+                   .default_text = "0.0",
+                   .doc = "added to the variance (stddev^2) before the square root"},
+    [N_DDOF] = {.name = "ddof",
+                .type = STK_ARG_INT,
+                .default_text = "0",
+                .doc = "delta degrees of freedom of the computed variance"},
+    [N_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"float32\"",
+                 .choices = RD_DTYPES,
+                 .doc = "output type (integers: rounded and saturated)"},
+};
+STK__CHECK_ARGS(normalize_args, N_COUNT_);
+
+static const stk_port_schema norm_out[] = {
+    {"output", "scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift"}};
+
+static stk_status normalize_init(stk__node *node) {
+  if (stk__arg_bool(node, NULL, N_BATCH))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "batch=True (statistics over the whole batch) is not supported; stoker "
+                      "computes them per sample, or give mean and stddev");
+  return STK_OK;
+}
+
+/* One statistic (mean or stddev) given as an argument: values per statistics element into
+ * `v` (k doubles), or NULL when one value (*scalar) or none. */
+static stk_status stat_arg(stk__node *node, stk__sample *s, int arg, int64_t k, const double **v,
+                           double *scalar, bool *given) {
+  *given = stk__arg_given(node, arg), *v = NULL;
+  if (!*given) return STK_OK;
+  size_t n = stk__arg_floats(node, s, arg, v);
+  if (n == 1) {
+    *scalar = (*v)[0], *v = NULL;
+    return STK_OK;
+  }
+  if ((int64_t)n != k)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "%s has %zu values; give one or %lld (the reduced shape)",
+                      normalize_args[arg].name, n, (long long)k);
+  return STK_OK;
+}
+
+/* The per-sample statistics as float64 arrays (scratch) and the affine plan. */
+static stk_status normalize_plan(stk__node *node, stk__sample *s, const stk__tensor *in,
+                                 reduce_plan *rp, stk_tn_affine *ap, bool *mean_given,
+                                 bool *std_given) {
+  unsigned mask;
+  STK_TRY(stk__tn_axes(node, s, in, N_AXES, N_AXIS_NAMES, true, &mask));
+  plan_boxes(in, mask, true, rp);
+  memset(ap, 0, sizeof *ap);
+  ap->src = in->data, ap->ndim = in->ndim, ap->count = stk__tn_volume(in->ndim, in->shape);
+  memcpy(ap->shape, in->shape, sizeof ap->shape);
+  int64_t k = 1;
+  for (int d = in->ndim - 1; d >= 0; d--) { /* dense strides of the statistics shape */
+    bool red = mask & (1u << d);
+    ap->stat_stride[d] = red ? 0 : k;
+    if (!red) k *= in->shape[d];
+  }
+  const double *mv, *sv;
+  STK_TRY(stat_arg(node, s, N_MEAN, k, &mv, &ap->mean_scalar, mean_given));
+  STK_TRY(stat_arg(node, s, N_STDDEV, k, &sv, &ap->factor_scalar, std_given));
+  ap->mean = mv, ap->factor = sv; /* given values; the callers fill in the rest */
+  return STK_OK;
+}
+
+static stk_status normalize_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  reduce_plan rp;
+  stk_tn_affine ap;
+  bool mg, sg;
+  STK_TRY(normalize_plan(node, s, in, &rp, &ap, &mg, &sg));
+  int64_t k = rp.r.out_count;
+  double *mean = stk__scratch(s, (size_t)k * sizeof(double) + 8);
+  double *fac = stk__scratch(s, (size_t)k * sizeof(double) + 8);
+  if (!mean || !fac) return STK_ERR_OUT_OF_MEMORY;
+  stk_tn_reduce_args a = {.in_dtype = in->dtype, .out_dtype = STK_DTYPE_FLOAT64};
+  for (int64_t o = 0; o < k; o++) /* the mean: given, or computed */
+    mean[o] = ap.mean ? ap.mean[o] : ap.mean_scalar;
+  if (!mg) {
+    a.op = STK_TN_MEAN, rp.r.dst = mean;
+    for (int64_t o = 0; o < k; o++) stk_tn_reduce_elem(&rp.r, &a, o);
+  }
+  double scale = stk__arg_float(node, s, N_SCALE), eps = stk__arg_float(node, s, N_EPSILON);
+  if (sg) {
+    for (int64_t o = 0; o < k; o++) {
+      double sd = ap.factor ? ap.factor[o] : ap.factor_scalar, v = sqrt(sd * sd + eps);
+      fac[o] = v > 0 ? scale / v : 0.0;
+    }
+  } else {
+    a.op = STK_TN_INV_STD, a.mean_dtype = STK_DTYPE_FLOAT64, a.epsilon = eps, a.scale = scale;
+    a.ddof = (double)stk__arg_int(node, s, N_DDOF);
+    rp.r.mean = mean, rp.r.dst = fac;
+    for (int64_t o = 0; o < k; o++) stk_tn_reduce_elem(&rp.r, &a, o);
+  }
+  ap.mean = mean, ap.factor = fac;
+  stk_dtype ot = stk__dtype_arg(stk__arg_string(node, N_DTYPE));
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, ot, in->ndim, in->shape, in->layout, &out));
+  ap.dst = out->data;
+  double shift = stk__arg_float(node, s, N_SHIFT);
+  for (int64_t e = 0; e < ap.count; e++) stk_tn_affine_elem(&ap, in->dtype, ot, shift, e);
+  return STK_OK;
+}
+
+/* GPU: statistics into float64 device arrays (two reduce launches when none is given),
+ * then one affine launch. Given statistics are computed on the host and uploaded with the
+ * plans' arrays. */
+static stk_status normalize_run_gpu(stk__node *node, stk__gpu_batch *b);
+
+static const stk_op_schema normalize_schema = {
+    .name = "normalize",
+    .doc =
+        "Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + "
+        "epsilon) + shift, with mean and stddev given (one value or one per statistics "
+        "element) or computed per sample over `axes` (the variance around the mean, "
+        "divided by n - ddof). batch=True is not supported.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = red_in,
+    .num_outputs = 1,
+    .outputs = norm_out,
+    .num_args = N_COUNT_,
+    .args = normalize_args,
+    .gpu_check =
+        "# atol=0.001\nreturn normalize(IN, axis_names=\"HW\", scale=64, shift=128, "
+        "epsilon=1, device=@)",
+};
+const stk__op_def stk__op_normalize = {
+    .schema = &normalize_schema,
+    .init = normalize_init,
+    .run_sample = normalize_run,
+    .run_gpu = normalize_run_gpu,
+};
+
+/* Runs one reduce launch of `op` over the plans into dsts (float64). */
+static stk_status gpu_stats(stk__node *node, stk__gpu_batch *b, stk_tn_reduce *rs, size_t n,
+                            const stk_tn_reduce_args *a) {
+  stk__gpu *g = stk__gpu_device(b);
+  const stk_gpu_tensor_api *t = g->api->tensor;
+  char err[STK_GPU_ERRLEN] = "";
+  int rc = t && t->reduce ? t->reduce(g->ctx, (int)n, rs, a, stk__gpu_stream(b), err, sizeof err)
+                          : stk__gpu_no_table(err, sizeof err, "tensor");
+  return stk__gpu_op_check(node, rc, err);
+}
+
+/* Uploads host statistics (given values) into device memory of a float64 list. */
+static stk_status upload_stats(stk__node *node, stk__gpu_batch *b, void *dst, const double *src,
+                               size_t count) {
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  return stk__gpu_op_check(node,
+                           g->api->memcpy_async(g->ctx, dst, src, count * sizeof(double),
+                                                stk__gpu_stream(b), err, sizeof err),
+                           err);
+}
+
+static stk_status normalize_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL, *stats = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  reduce_plan *rp = stk__calloc(n ? n : 1, sizeof *rp, "plans");
+  stk_tn_affine *ap = stk__calloc(n ? n : 1, sizeof *ap, "plans");
+  stk_tn_reduce *rs = stk__calloc(n ? n : 1, sizeof *rs, "plans");
+  int64_t *shapes = stk__calloc((n ? n : 1) * STK_MAX_NDIM, sizeof(int64_t), "shapes");
+  int64_t *sshape = stk__calloc(n ? n : 1, sizeof(int64_t), "shapes");
+  double **host = stk__calloc(n ? n : 1, sizeof(double *), "stats");
+  stk_status st = rp && ap && rs && shapes && sshape && host ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  bool mg = false, sg = false;
+  int nd = stk_tensor_list_ndim(in);
+  double scale = 0, eps = 0;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__tensor t;
+    stk__tn_from_list(in, i, &t);
+    stk__sample *s = stk__gpu_sample(b, i);
+    st = normalize_plan(node, s, &t, &rp[i], &ap[i], &mg, &sg);
+    if (st != STK_OK) break;
+    memcpy(shapes + i * (size_t)nd, t.shape, sizeof(int64_t) * (size_t)nd);
+    sshape[i] = 2 * rp[i].r.out_count; /* mean then factor */
+    int64_t k = rp[i].r.out_count;
+    host[i] = malloc((size_t)(2 * k + 1) * sizeof(double));
+    if (!host[i]) st = STK_ERR_OUT_OF_MEMORY;
+    scale = stk__arg_float(node, s, N_SCALE), eps = stk__arg_float(node, s, N_EPSILON);
+    for (int64_t o = 0; st == STK_OK && o < k; o++) {
+      host[i][o] = ap[i].mean ? ap[i].mean[o] : ap[i].mean_scalar;
+      double sd = ap[i].factor ? ap[i].factor[o] : ap[i].factor_scalar, v = sqrt(sd * sd + eps);
+      host[i][k + o] = v > 0 ? scale / v : 0.0;
+    }
+  }
+  if (st == STK_OK && n)
+    st = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT64, 1, sshape, "", false, &stats);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(stats, i, &d);
+    ap[i].mean = d.data, ap[i].factor = (double *)d.data + rp[i].r.out_count;
+    st = upload_stats(node, b, d.data, host[i], (size_t)sshape[i]);
+  }
+  stk_tn_reduce_args a = {.in_dtype = stk_tensor_list_dtype(in), .out_dtype = STK_DTYPE_FLOAT64};
+  if (st == STK_OK && n && !mg) {
+    a.op = STK_TN_MEAN;
+    for (size_t i = 0; i < n; i++) rs[i] = rp[i].r, rs[i].dst = (void *)ap[i].mean;
+    st = gpu_stats(node, b, rs, n, &a);
+  }
+  if (st == STK_OK && n && !sg) {
+    a.op = STK_TN_INV_STD, a.mean_dtype = STK_DTYPE_FLOAT64, a.epsilon = eps, a.scale = scale;
+    a.ddof = (double)stk__arg_int(node, stk__gpu_sample(b, 0), N_DDOF);
+    for (size_t i = 0; i < n; i++)
+      rs[i] = rp[i].r, rs[i].mean = ap[i].mean, rs[i].dst = (void *)ap[i].factor;
+    st = gpu_stats(node, b, rs, n, &a);
+  }
+  stk_dtype ot = stk__dtype_arg(stk__arg_string(node, N_DTYPE));
+  if (st == STK_OK && n)
+    st = stk__gpu_alloc_list(b, ot, nd, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, nd), &out);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    ap[i].dst = d.data;
+  }
+  if (st == STK_OK && n) {
+    stk__gpu *g = stk__gpu_device(b);
+    const stk_gpu_tensor_api *t = g->api->tensor;
+    char err[STK_GPU_ERRLEN] = "";
+    double shift = stk__arg_float(node, stk__gpu_sample(b, 0), N_SHIFT);
+    int rc = t && t->affine ? t->affine(g->ctx, (int)n, ap, a.in_dtype, ot, shift,
+                                        stk__gpu_stream(b), err, sizeof err)
+                            : stk__gpu_no_table(err, sizeof err, "tensor");
+    st = stk__gpu_op_check(node, rc, err);
+  }
+  /* memcpy_async from pageable memory returns once the source was read. */
+  for (size_t i = 0; host && i < n; i++) free(host[i]);
+  free(host);
+  free(rp);
+  free(ap);
+  free(rs);
+  free(shapes);
+  free(sshape);
+  stk_tensor_list_release(stats);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
