@@ -135,7 +135,14 @@
   X(stk__op_reductions_rms)                                                               \
   X(stk__op_reductions_std_dev)                                                           \
   X(stk__op_reductions_variance)                                                          \
-  X(stk__op_normalize)
+  X(stk__op_normalize)                                                                    \
+  X(stk__op_zeros)                                                                        \
+  X(stk__op_ones)                                                                         \
+  X(stk__op_full)                                                                         \
+  X(stk__op_zeros_like)                                                                   \
+  X(stk__op_ones_like)                                                                    \
+  X(stk__op_full_like)                                                                    \
+  X(stk__op_lookup_table)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
