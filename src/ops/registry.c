@@ -142,7 +142,13 @@
   X(stk__op_zeros_like)                                                                   \
   X(stk__op_ones_like)                                                                    \
   X(stk__op_full_like)                                                                    \
-  X(stk__op_lookup_table)
+  X(stk__op_lookup_table)                                                                 \
+  X(stk__op_get_property)                                                                 \
+  X(stk__op_io_file_read)                                                                 \
+  X(stk__op_decoders_numpy)                                                               \
+  X(stk__op_decoders_inflate)                                                             \
+  X(stk__op_experimental_inflate)                                                         \
+  X(stk__op_dump_image)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
