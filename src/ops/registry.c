@@ -148,7 +148,8 @@
   X(stk__op_decoders_numpy)                                                               \
   X(stk__op_decoders_inflate)                                                             \
   X(stk__op_experimental_inflate)                                                         \
-  X(stk__op_dump_image)
+  X(stk__op_dump_image)                                                                   \
+  X(stk__op_dl_tensor_python_function) /* pipeline/host.c */
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
