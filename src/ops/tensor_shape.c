@@ -512,7 +512,7 @@ static const stk_op_schema per_frame_schema = {
     .outputs = one_out,
     .num_args = PF_COUNT_,
     .args = per_frame_args,
-    .gpu_check = "return per_frame(IN, replace=1, device=@)",
+    .gpu_check = "return per_frame(IN, replace=true, device=@)",
 };
 const stk__op_def stk__op_per_frame = {
     .schema = &per_frame_schema,

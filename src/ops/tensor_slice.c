@@ -477,7 +477,7 @@ static const stk_op_schema pad_schema = {
     .num_args = P_COUNT_,
     .args = pad_args,
     .gpu_check =
-        "return pad(IN, axis_names=\"HW\", shape=[400, 500], align=[8, 16], "
+        "return pad(IN, axis_names=\"HW\", shape=[1500, 1450], align=[8, 16], "
         "fill_value=7, device=@)",
 };
 const stk__op_def stk__op_pad = {
@@ -891,7 +891,7 @@ static const stk_op_schema rearrange_schema = {
     .num_args = SR_COUNT_,
     .args = rearrange_args,
     .gpu_check =
-        "x = per_frame(IN, replace=1, device=@)\n"
+        "x = per_frame(IN, replace=true, device=@)\n"
         "return sequence_rearrange(x, new_order=[2, 0, 0, 1], device=@)",
 };
 const stk__op_def stk__op_sequence_rearrange = {
