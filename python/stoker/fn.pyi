@@ -351,10 +351,10 @@ def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def element_extract(*inputs: DataNode, element_map: Sequence[int], device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+def element_extract(*inputs: DataNode, element_map: Sequence[int], device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
     """Extracts frames of sequences (DALI's element_extract): output k is frame element_map[k], with the F axis dropped from the layout.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a sequence: layout starting with F (or none)
@@ -365,7 +365,7 @@ def element_extract(*inputs: DataNode, element_map: Sequence[int], device: Liter
 
     Keyword args:
         element_map (a list of ints; required): the frames to extract, one output each
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

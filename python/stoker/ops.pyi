@@ -370,7 +370,7 @@ class DumpImage(Operator):
 class ElementExtract(Operator):
     """Extracts frames of sequences (DALI's element_extract): output k is frame element_map[k], with the F axis dropped from the layout.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a sequence: layout starting with F (or none)
@@ -381,10 +381,10 @@ class ElementExtract(Operator):
 
     Keyword args:
         element_map (a list of ints; required): the frames to extract, one output each
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, element_map: Sequence[int], device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, element_map: Sequence[int], device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class Equalize(Operator):
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.

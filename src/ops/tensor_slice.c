@@ -766,12 +766,67 @@ static stk_status extract_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* GPU: output k of every sample is one copy plan; one launch for all outputs. */
+static stk_status extract_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  const int64_t *m;
+  size_t nk = stk__arg_ints(node, NULL, X_ELEMENT_MAP, &m);
+  stk_tensor_list *in, *outs[64] = {0};
+  bool owned;
+  if (nk > 64) return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "at most 64 outputs on the GPU");
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int nd = stk_tensor_list_ndim(in);
+  stk_dtype dt = stk_tensor_list_dtype(in);
+  stk_tn_copy *plans = stk__calloc((n ? n : 1) * (nk ? nk : 1), sizeof *plans, "plans");
+  int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(nd ? nd : 1), sizeof(int64_t), "shapes");
+  stk_status st = plans && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  char layout[STK_MAX_LAYOUT + 1] = "";
+  if (*stk_tensor_list_layout(in)) memcpy(layout, stk_tensor_list_layout(in) + 1, STK_MAX_LAYOUT);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__tensor t;
+    stk__tn_from_list(in, i, &t);
+    stk__sample *s = stk__gpu_sample(b, i);
+    st = check_sequence(node, s, &t);
+    for (size_t k = 0; k < nk && st == STK_OK; k++) {
+      if (m[k] < 0 || m[k] >= t.shape[0])
+        st = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "element_map[%zu] = %lld is outside the %lld frames", k, (long long)m[k],
+                        (long long)t.shape[0]);
+      else
+        frame_plan(&t, m[k], &plans[k * n + i]);
+    }
+    if (nd > 1)
+      memcpy(shapes + i * (size_t)(nd - 1), t.shape + 1, sizeof(int64_t) * (size_t)(nd - 1));
+  }
+  for (size_t k = 0; k < nk && st == STK_OK && n; k++) {
+    st = stk__gpu_alloc_list(b, dt, nd - 1, shapes, layout,
+                             stk__gpu_shapes_equal(shapes, n, nd - 1), &outs[k]);
+    for (size_t i = 0; i < n && st == STK_OK; i++) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(outs[k], i, &d);
+      plans[k * n + i].dst = d.data;
+    }
+  }
+  if (st == STK_OK && n && nk)
+    st = stk__tn_gpu_copy(node, b, plans, n * nk, (int)stk_dtype_size(dt));
+  for (size_t k = 0; k < nk; k++) {
+    if (st == STK_OK)
+      st = stk__gpu_output(b, (int)k, outs[k]);
+    else
+      stk_tensor_list_release(outs[k]);
+  }
+  free(plans);
+  free(shapes);
+  if (owned) stk_tensor_list_release(in);
+  return st;
+}
+
 static const stk_op_schema extract_schema = {
     .name = "element_extract",
     .doc =
         "Extracts frames of sequences (DALI's element_extract): output k is frame "
         "element_map[k], with the F axis dropped from the layout.",
-    .devices = STK_DEVICE_CPU,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = seq_in,
@@ -779,10 +834,15 @@ static const stk_op_schema extract_schema = {
     .outputs = extract_out,
     .num_args = X_COUNT_,
     .args = extract_args,
+    .gpu_check =
+        "x = per_frame(IN, replace=true, device=@)\n"
+        "a, b = element_extract(x, element_map=[2, 0], device=@)\n"
+        "return a, b",
 };
 const stk__op_def stk__op_element_extract = {
     .schema = &extract_schema,
     .run_sample = extract_run,
+    .run_gpu = extract_run_gpu,
     .num_outputs = extract_outputs,
 };
 
