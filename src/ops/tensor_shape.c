@@ -19,6 +19,7 @@ typedef struct {
   char layout[STK_MAX_LAYOUT + 1];
 } shape_out;
 
+/* `in` points at the sample's inputs (tensor_util.h: in[1] is the shape input). */
 typedef stk_status (*shape_fn)(stk__node *node, stk__sample *s, const stk__tensor *in,
                                shape_out *o);
 
@@ -28,7 +29,9 @@ static size_t bytes_of(stk_dtype dt, int ndim, const int64_t *shape) {
 
 /* CPU: the input's bytes under the new metadata. */
 static stk_status meta_run(stk__node *node, stk__sample *s, shape_fn fn) {
-  const stk__tensor *in = stk__input(s, 0);
+  stk__tensor ins[STK_TN_MAX_INPUTS];
+  stk__tn_cpu_inputs(node, s, ins);
+  const stk__tensor *in = &ins[0];
   shape_out o;
   STK_TRY(fn(node, s, in, &o));
   stk__tensor *out;
@@ -48,10 +51,11 @@ static stk_status meta_run_gpu(stk__node *node, stk__gpu_batch *b, shape_fn fn) 
   stk_status st = shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
   shape_out o0 = {.dtype = stk_tensor_list_dtype(in)};
   for (size_t i = 0; i < n && st == STK_OK; i++) {
-    stk__tensor t;
-    stk__tn_from_list(in, i, &t);
+    stk__tensor t[STK_TN_MAX_INPUTS];
     shape_out o;
-    st = fn(node, stk__gpu_sample(b, i), &t, &o);
+    st = stk__tn_gpu_inputs(node, b, in, i, t);
+    if (st != STK_OK) break;
+    st = fn(node, stk__gpu_sample(b, i), t, &o);
     if (st != STK_OK) break;
     if (i == 0) o0 = o;
     if (o.ndim != o0.ndim)
@@ -141,7 +145,7 @@ static stk_status requested_shape(stk__node *node, stk__sample *s, const stk__te
   const double *fv = NULL;
   size_t n = 0;
   if (stk__node_num_inputs(node) > 1) {
-    const stk__tensor *sh = stk__input(s, 1);
+    const stk__tensor *sh = &in[1];
     n = (size_t)stk__tn_volume(sh->ndim, sh->shape);
     if (n > STK_MAX_NDIM)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the shape input has %zu values", n);
@@ -576,7 +580,9 @@ static stk_status transpose_plan(stk__node *node, stk__sample *s, const stk__ten
 }
 
 static stk_status transpose_run(stk__node *node, stk__sample *s) {
-  const stk__tensor *in = stk__input(s, 0);
+  stk__tensor ins[STK_TN_MAX_INPUTS];
+  stk__tn_cpu_inputs(node, s, ins);
+  const stk__tensor *in = &ins[0];
   stk_tn_copy p;
   int ndim;
   int64_t shape[STK_MAX_NDIM];

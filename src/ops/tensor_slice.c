@@ -161,13 +161,14 @@ static stk_status slice_axes(stk__node *node, stk__sample *s, const stk__tensor 
 
 /* Values for `na` axes from input `idx` (if present) or the absolute / relative argument
  * pair; *rel says whether they are fractions. false: none given. */
-static stk_status slice_values(stk__node *node, stk__sample *s, int idx, int a_abs, int a_rel,
-                               int a_norm, int na, double *v, bool *rel, bool *found) {
+static stk_status slice_values(stk__node *node, stk__sample *s, const stk__tensor *in, int idx,
+                               int a_abs, int a_rel, int a_norm, int na, double *v, bool *rel,
+                               bool *found) {
   const double *fv;
   size_t n = 0;
   *found = true, *rel = false;
   if (stk__node_num_inputs(node) > idx) {
-    const stk__tensor *t = stk__input(s, idx);
+    const stk__tensor *t = &in[idx];
     n = (size_t)stk__tn_volume(t->ndim, t->shape);
     if ((int)n != na)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
@@ -199,9 +200,9 @@ static stk_status slice_window(stk__node *node, stk__sample *s, const stk__tenso
   STK_TRY(slice_axes(node, s, in, axes, &na));
   double a[STK_MAX_NDIM] = {0}, sh[STK_MAX_NDIM], e[STK_MAX_NDIM];
   bool arel, srel, erel, has_a, has_s, has_e;
-  STK_TRY(slice_values(node, s, 1, S_START, S_REL_START, S_NORM_ANCHOR, na, a, &arel, &has_a));
-  STK_TRY(slice_values(node, s, 2, S_SHAPE, S_REL_SHAPE, S_NORM_SHAPE, na, sh, &srel, &has_s));
-  STK_TRY(slice_values(node, s, 99, S_END, S_REL_END, S_NORM_SHAPE, na, e, &erel, &has_e));
+  STK_TRY(slice_values(node, s, in, 1, S_START, S_REL_START, S_NORM_ANCHOR, na, a, &arel, &has_a));
+  STK_TRY(slice_values(node, s, in, 2, S_SHAPE, S_REL_SHAPE, S_NORM_SHAPE, na, sh, &srel, &has_s));
+  STK_TRY(slice_values(node, s, in, 99, S_END, S_REL_END, S_NORM_SHAPE, na, e, &erel, &has_e));
   if (has_s && has_e)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "give the slice's shape or its end");
   for (int d = 0; d < in->ndim; d++) begin[d] = 0, end[d] = in->shape[d];
@@ -272,7 +273,9 @@ static stk_dtype slice_out_dtype(stk__node *node, stk_dtype in) {
 }
 
 static stk_status slice_run(stk__node *node, stk__sample *s) {
-  const stk__tensor *in = stk__input(s, 0);
+  stk__tensor ins[STK_TN_MAX_INPUTS];
+  stk__tn_cpu_inputs(node, s, ins);
+  const stk__tensor *in = &ins[0];
   stk_tn_copy p;
   int ndim;
   int64_t shape[STK_MAX_NDIM];

@@ -123,6 +123,29 @@ void stk__tn_from_list(const stk_tensor_list *tl, size_t i, stk__tensor *t) {
   memcpy(t->layout, d.layout, sizeof t->layout);
 }
 
+int stk__tn_cpu_inputs(stk__node *node, stk__sample *s, stk__tensor *ins) {
+  int n = stk__node_num_inputs(node);
+  n = n > STK_TN_MAX_INPUTS ? STK_TN_MAX_INPUTS : n;
+  for (int k = 0; k < n; k++) ins[k] = *stk__input(s, k);
+  return n;
+}
+
+stk_status stk__tn_gpu_inputs(stk__node *node, stk__gpu_batch *b, stk_tensor_list *data, size_t i,
+                              stk__tensor *ins) {
+  int n = stk__node_num_inputs(node);
+  stk__tn_from_list(data, i, &ins[0]);
+  for (int k = 1; k < n && k < STK_TN_MAX_INPUTS; k++) {
+    stk_tensor_list *l = stk__gpu_input(b, k);
+    if (stk_tensor_list_storage(l) == STK_STORAGE_DEVICE)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                        "input %d must be CPU data (GPU operators read shapes and anchors on "
+                        "the host)",
+                        k);
+    stk__tn_from_list(l, i, &ins[k]);
+  }
+  return STK_OK;
+}
+
 /* ---- GPU ---- */
 
 stk_status stk__tn_gpu_copy(stk__node *node, stk__gpu_batch *b, const stk_tn_copy *plans,
@@ -147,11 +170,12 @@ stk_status stk__tn_gpu_copy_op(stk__node *node, stk__gpu_batch *b, stk__tn_plan_
   int ndim0 = 0;
   char layout[STK_MAX_LAYOUT + 1] = "";
   for (size_t i = 0; i < n && st == STK_OK; i++) {
-    stk__tensor t;
-    stk__tn_from_list(in, i, &t);
+    stk__tensor t[STK_TN_MAX_INPUTS];
     int ndim;
     char lay[STK_MAX_LAYOUT + 1] = "";
-    st = plan(node, stk__gpu_sample(b, i), &t, &plans[i], &ndim, shapes + i * STK_MAX_NDIM, lay);
+    st = stk__tn_gpu_inputs(node, b, in, i, t);
+    if (st != STK_OK) break;
+    st = plan(node, stk__gpu_sample(b, i), t, &plans[i], &ndim, shapes + i * STK_MAX_NDIM, lay);
     if (st == STK_OK && i == 0) ndim0 = ndim, memcpy(layout, lay, sizeof layout);
     if (st == STK_OK && ndim != ndim0)
       st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, stk__gpu_sample(b, i),

@@ -30,6 +30,15 @@ void stk__tn_layout_drop(const stk__tensor *in, unsigned mask, char *out);
 /* A sample of a device list as an stk__tensor (data, shape, dtype, layout). */
 void stk__tn_from_list(const stk_tensor_list *tl, size_t i, stk__tensor *t);
 
+/* The node's inputs for one sample as consecutive tensors (at most STK_TN_MAX_INPUTS):
+ * the plan and shape functions below take `in` pointing at the first, in[k] being input
+ * k. CPU stage: from stk__input. GPU stage: sample i of each input list; inputs after the
+ * first (anchors, shapes) must be CPU data there. */
+#define STK_TN_MAX_INPUTS 3
+int stk__tn_cpu_inputs(stk__node *node, stk__sample *s, stk__tensor *ins);
+stk_status stk__tn_gpu_inputs(stk__node *node, stk__gpu_batch *b, stk_tensor_list *data, size_t i,
+                              stk__tensor *ins);
+
 /* GPU: runs `count` copy plans (their dst already set) in one launch. */
 stk_status stk__tn_gpu_copy(stk__node *node, stk__gpu_batch *b, const stk_tn_copy *plans,
                             size_t count, int esize);

@@ -227,6 +227,9 @@ stk_status stk__gpu_reshape_view(stk_tensor_list *src, stk_dtype dtype, int ndim
   tl->ndim = ndim;
   tl->dtype = dtype;
   snprintf(tl->layout, sizeof tl->layout, "%s", layout ? layout : "");
+  /* a dense source stays one dense block only while the new shapes agree */
+  for (size_t i = 1; tl->dense && i < n; i++)
+    if (memcmp(sh, sh + i * (size_t)ndim, (size_t)ndim * sizeof(int64_t)) != 0) tl->dense = NULL;
   *out = tl;
   return STK_OK;
 }

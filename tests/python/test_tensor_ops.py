@@ -551,6 +551,9 @@ GPU_GRAPHS = {
                                    out_of_bounds_policy="pad", fill_values=[1, 2, 3, 4], device=d),
     "slice_trim": lambda x, d: fn.slice(x, start=[1, 0], shape=[5, 1],
                                         out_of_bounds_policy="trim_to_shape", device=d),
+    "slice_inputs": lambda x, d: fn.slice(x, feed([[0.25, 0.5], [0.0, 0.0]], np.float32),
+                                          feed([[0.5, 0.5], [1.0, 1.0]], np.float32), device=d),
+    "reshape_input": lambda x, d: fn.reshape(x, feed([[4, -1], [-1, 2]], np.int64), device=d),
     "pad": lambda x, d: fn.pad(x, axis_names="HW", shape=[5, 7], align=[1, 4], fill_value=9, device=d),
     "cat": lambda x, d: fn.cat(x, x, x, axis_name="W", device=d),
     "stack": lambda x, d: fn.stack(x, x, axis=1, axis_name="Z", device=d),
@@ -612,3 +615,16 @@ def test_gpu_shape_operators_share_memory(fake_gpu):
     np.testing.assert_array_equal(got[1], A[0])
     if base is not None:
         assert r.data_ptr() == base and q.data_ptr() == base
+
+
+def test_gpu_reshape_per_sample_shapes_of_a_dense_batch(fake_gpu):
+    shapes = [[3, 8], [6, 4]]
+
+    @stoker.pipeline_def(batch_size=2, num_threads=1, device_id=0)
+    def pipe():
+        x = fn.external_source(source=lambda: [A[0], A[0]], layout="HWC").gpu()
+        return fn.reshape(x, feed(shapes, np.int32), device="gpu")
+    (r,) = pipe().run()
+    assert not r.is_dense_tensor()
+    for i, sh in enumerate(shapes):
+        np.testing.assert_array_equal(np.asarray(r.as_cpu().at(i)), A[0].reshape(sh))
