@@ -162,25 +162,48 @@ typedef struct {
   double scale;   /* INV_STD */
 } stk_tn_reduce_args;
 
+/* The range of the integer types (bool: 0..1). */
+STK_MHD int64_t stk_tn_int_lowest(int t) {
+  return t == STK_DTYPE_INT8    ? INT8_MIN
+         : t == STK_DTYPE_INT16 ? INT16_MIN
+         : t == STK_DTYPE_INT32 ? INT32_MIN
+                                : INT64_MIN;
+}
+STK_MHD int64_t stk_tn_int_highest(int t) {
+  return t == STK_DTYPE_INT8    ? INT8_MAX
+         : t == STK_DTYPE_INT16 ? INT16_MAX
+         : t == STK_DTYPE_INT32 ? INT32_MAX
+                                : INT64_MAX;
+}
+STK_MHD uint64_t stk_tn_uint_highest(int t) {
+  return t == STK_DTYPE_UINT8    ? UINT8_MAX
+         : t == STK_DTYPE_UINT16 ? UINT16_MAX
+         : t == STK_DTYPE_UINT32 ? UINT32_MAX
+         : t == STK_DTYPE_BOOL   ? 1
+                                 : UINT64_MAX;
+}
+
 /* min/max in the input's own kind (exact for 64-bit integers). */
 STK_MHD void stk_tn_minmax(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t base,
                            int64_t o) {
   int kind = stk_ar_kind_of(a->in_dtype), is_max = a->op == STK_TN_MAX;
-  double bf = 0;
-  int64_t bi = 0;
-  uint64_t bu = 0;
+  /* an empty box gives the identity: the type's largest value for min, its lowest for max
+   * (as DALI) */
+  double bf = is_max ? -INFINITY : INFINITY;
+  int64_t bi = is_max ? stk_tn_int_lowest(a->in_dtype) : stk_tn_int_highest(a->in_dtype);
+  uint64_t bu = is_max ? 0 : stk_tn_uint_highest(a->in_dtype);
   for (int64_t r = 0; r < p->red_count; r++) {
     size_t i = (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
     if (kind == STK_AK_F) {
       double v = stk_ar_load_f(p->src, a->in_dtype, i);
-      if (r == 0 || (is_max ? v > bf : v < bf) || isnan(v)) bf = v;
+      if ((is_max ? v > bf : v < bf) || isnan(v)) bf = v;
       if (isnan(bf)) break;
     } else if (kind == STK_AK_I) {
       int64_t v = stk_ar_load_i(p->src, a->in_dtype, i);
-      if (r == 0 || (is_max ? v > bi : v < bi)) bi = v;
+      if (is_max ? v > bi : v < bi) bi = v;
     } else {
       uint64_t v = stk_ar_load_u(p->src, a->in_dtype, i);
-      if (r == 0 || (is_max ? v > bu : v < bu)) bu = v;
+      if (is_max ? v > bu : v < bu) bu = v;
     }
   }
   if (kind == STK_AK_F)
@@ -229,22 +252,24 @@ STK_MHD void stk_tn_reduce_elem(const stk_tn_reduce *p, const stk_tn_reduce_args
       acc += (v - m) * (v - m);
   }
   double n = (double)p->red_count, res;
+  /* plain divisions, as DALI: an empty box gives NaN, n - ddof <= 0 NaN, inf or a
+   * negative variance */
   switch (a->op) {
     case STK_TN_SUM:
       res = acc;
       break;
     case STK_TN_MEAN:
     case STK_TN_MEAN_SQUARE:
-      res = n > 0 ? acc / n : 0.0;
+      res = acc / n;
       break;
     case STK_TN_RMS:
-      res = n > 0 ? sqrt(acc / n) : 0.0;
+      res = sqrt(acc / n);
       break;
     case STK_TN_VARIANCE:
-      res = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0;
+      res = acc / (n - a->ddof);
       break;
     case STK_TN_STD_DEV:
-      res = n - a->ddof > 0 ? sqrt(acc / (n - a->ddof)) : 0.0;
+      res = sqrt(acc / (n - a->ddof));
       break;
     default: { /* INV_STD */
       double var = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0, sd = sqrt(var + a->epsilon);

@@ -628,3 +628,85 @@ def test_gpu_reshape_per_sample_shapes_of_a_dense_batch(fake_gpu):
     assert not r.is_dense_tensor()
     for i, sh in enumerate(shapes):
         np.testing.assert_array_equal(np.asarray(r.as_cpu().at(i)), A[0].reshape(sh))
+
+
+# ---- DALI 2.4 itself, where its CPU build is installed (/work/dali-venv): the same graphs
+# on the same data must give the same shapes, types, layouts and values ----
+
+DALI_PY = os.environ.get("STK_DALI_PYTHON", "/work/dali-venv/bin/python")
+DALI_CASES = {
+    "transpose": "fn.transpose(x, perm=(2, 0, 1))",
+    "reshape": "fn.reshape(x, rel_shape=(1, -1))",
+    "reinterpret": "fn.reinterpret(x, dtype=types.INT16)",
+    "expand_squeeze": "fn.squeeze(fn.expand_dims(x, axes=(0, 3), new_axis_names='AB'), axes=0)",
+    "slice_rel": "fn.slice(x, rel_start=(0.3, 0.0), rel_shape=(0.5, 1.0))",
+    "slice_pad": "fn.slice(x, start=(-1, 0), shape=(5, 2), out_of_bounds_policy='pad', fill_values=(9, 8, 7, 6))",
+    "slice_trim": "fn.slice(x, start=(2, 0), shape=(5, 1), out_of_bounds_policy='trim_to_shape')",
+    "slice_axes": "fn.slice(x, start=(1,), shape=(2,), axes=(2,))",
+    "pad": "fn.pad(x, axes=(0, 2), shape=(4, 6), fill_value=7)",
+    "cat": "fn.cat(x, x, axis_name='W')",
+    "stack": "fn.stack(x, x, axis=1, axis_name='Z')",
+    "sum": "fn.reductions.sum(x, axis_names='HW')",
+    "mean": "fn.reductions.mean(x, axes=0)",
+    "rms": "fn.reductions.rms(x, axes=(0, 1), keep_dims=True)",
+    "std": "fn.reductions.std_dev(x, fn.reductions.mean(x, axes=2), axes=2)",
+    "var": "fn.reductions.variance(x, fn.reductions.mean(x, axes=0), axes=0, ddof=1)",
+    "max": "fn.reductions.max(x, axes=(1,))",
+    "normalize": "fn.normalize(x, axes=(0, 1), scale=2, shift=1, epsilon=1)",
+    "normalize_mean": "fn.normalize(x, mean=3.0, axes=(0, 1))",
+    "normalize_u8": "fn.normalize(x, dtype=types.UINT8, shift=100, scale=30)",
+    "lut": "fn.lookup_table(x, keys=[1, 3, 30], values=[10, 30, 50], default_value=-1)",
+    "zeros_like": "fn.zeros_like(x)",
+    "ones_like": "fn.ones_like(x, dtype=types.FLOAT)",
+    "full_like": "fn.full_like(x, np.array([1, 2, 3, 4], dtype=np.int16))",
+    "zeros": "fn.zeros(shape=(2, 3))",
+    "full": "fn.full(np.array([1, 2], dtype=np.float32), shape=(3, 2))",
+    "layout": "fn.get_property(x, key='layout')",
+    "var_ddof_past_n": "fn.reductions.variance(x, fn.reductions.mean(x), ddof=30)",
+    "mean_empty": "fn.reductions.mean(fn.slice(x, start=(0,), shape=(0,), axes=(0,)))",
+    "min_empty": "fn.reductions.min(fn.slice(x, start=(0,), shape=(0,), axes=(0,)))",
+    "max_empty": "fn.reductions.max(fn.slice(x, start=(0,), shape=(0,), axes=(0,)))",
+}
+_DALI_SCRIPT = r"""
+import sys, pickle, numpy as np
+from nvidia.dali import pipeline_def, fn, types
+data, cases = pickle.load(sys.stdin.buffer)
+res = {}
+for name, expr in cases.items():
+    @pipeline_def(batch_size=len(data), num_threads=1, device_id=None)
+    def p():
+        x = fn.external_source(source=lambda: data, layout="HWC")
+        return eval(expr)
+    try:
+        pp = p(); pp.build(); (t,) = pp.run()
+        res[name] = [(np.array(t[i]), t.layout()) for i in range(len(t))]
+    except Exception as e:
+        res[name] = str(e)
+pickle.dump(res, sys.stdout.buffer)
+"""
+
+
+@pytest.fixture(scope="module")
+def dali_results():
+    import pickle
+    import subprocess
+    if not os.path.exists(DALI_PY):
+        pytest.skip("DALI's CPU build is not installed here")
+    r = subprocess.run([DALI_PY, "-c", _DALI_SCRIPT], input=pickle.dumps((A, DALI_CASES)),
+                       capture_output=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip(f"DALI did not run: {r.stderr.decode()[-300:]}")
+    return pickle.loads(r.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(DALI_CASES))
+def test_matches_dali(dali_results, name):
+    want = dali_results[name]
+    assert not isinstance(want, str), want
+    got = one(lambda x: eval(DALI_CASES[name]))
+    for (g, gl), (w, wl) in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype and gl == wl, (g.shape, g.dtype, gl, w.shape, w.dtype, wl)
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(g, w)
