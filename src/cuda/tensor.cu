@@ -92,9 +92,7 @@ static int tn_copy(stk_gpu_ctx *ctx, int n, const stk_tn_copy *plans, int esize,
 
 /* ---- reduce ---- */
 
-/* One output element per thread: the reduced boxes are small next to the outputs in the
- * common cases (per-channel statistics walk many elements, but there are few outputs,
- * so those launches are short anyway). */
+/* Small boxes: one output element per thread (stk_tn_reduce_elem). */
 __global__ void __launch_bounds__(THREADS)
     reduce_kernel(const stk_tn_reduce *P, const int *first, int n, stk_tn_reduce_args a) {
   int b = blockIdx.x, si = stk_find_sample(first, n, b);
@@ -107,23 +105,64 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
+/* Large boxes (whole-image statistics): one block per output element, thread t taking
+ * elements t, t + STK_TN_BLOCK, ..., merged in a tree in shared memory; the grouping of
+ * stk_tn_reduce_elem_blockwise, which the fake GPU runs on the host. */
+__global__ void __launch_bounds__(STK_TN_BLOCK)
+    reduce_block_kernel(const stk_tn_reduce *P, const int *first, int n, stk_tn_reduce_args a) {
+  __shared__ stk_tn_acc part[STK_TN_BLOCK];
+  int b = blockIdx.x, si = stk_find_sample(first, n, b), t = threadIdx.x;
+  const stk_tn_reduce *p = &P[si];
+  int64_t o = b - first[si], base = stk_tn_box_base(p, o);
+  double m = stk_tn_box_mean(p, &a, o);
+  stk_tn_acc c;
+  stk_tn_acc_init(&a, &c);
+  for (int64_t r = t; r < p->red_count; r += STK_TN_BLOCK)
+    stk_tn_acc_add(&a, p->src, stk_tn_box_index(p, base, r), m, &c);
+  part[t] = c;
+  __syncthreads();
+  for (int half = STK_TN_BLOCK / 2; half > 0; half /= 2) {
+    if (t < half) stk_tn_acc_merge(&a, &part[t], &part[t + half]);
+    __syncthreads();
+  }
+  if (t == 0) stk_tn_acc_store(p, &a, o, &part[0]);
+}
+
 static int tn_reduce(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *plans,
                      const stk_tn_reduce_args *args, uintptr_t stream_h, char *err, size_t errlen) {
   if (n < 0 || (n > 0 && (!plans || !args)))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (n == 0) return 0;
+  int64_t outs = 0, elems = 0;
+  for (int i = 0; i < n; i++)
+    outs += plans[i].out_count, elems += plans[i].out_count * plans[i].red_count;
+  bool blockwise = stk_tn_reduce_blockwise(outs, elems);
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
   staging st{};
   STK_TRY_INT(staging_init(&st, n, sizeof(stk_tn_reduce), plans, err, errlen));
   int rc = 0;
-  for (int i = 0; i < n && rc == 0; i++) rc = staging_add(&st, i, plans[i].out_count, err, errlen);
+  for (int i = 0; i < n && rc == 0; i++) {
+    if (!blockwise) {
+      rc = staging_add(&st, i, plans[i].out_count, err, errlen);
+      continue;
+    }
+    st.first[i] = (int)st.total; /* one block per output element */
+    st.total += plans[i].out_count;
+    st.first[i + 1] = (int)st.total;
+    if (st.total > INT32_MAX) rc = GPU_FAIL(STK_ERR_LIMIT, "more than 2^31 outputs");
+  }
   cudaStream_t stream = (cudaStream_t)stream_h;
   stk_tn_reduce_args a = *args;
   if (rc == 0 && st.total > 0)
     rc = stk_upload_and_launch(
         ctx, st.host, st.bytes, stream_h, "tensor reduce", err, errlen, [&](const char *dp) {
-          reduce_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(
-              (const stk_tn_reduce *)dp, (const int *)(dp + st.desc_bytes), n, a);
+          const stk_tn_reduce *dplans = (const stk_tn_reduce *)dp;
+          const int *dfirst = (const int *)(dp + st.desc_bytes);
+          if (blockwise)
+            reduce_block_kernel<<<(unsigned)st.total, STK_TN_BLOCK, 0, stream>>>(dplans, dfirst, n,
+                                                                                 a);
+          else
+            reduce_kernel<<<(unsigned)st.total, THREADS, 0, stream>>>(dplans, dfirst, n, a);
           return 0;
         });
   free(st.host);

@@ -16,6 +16,18 @@ typedef struct {
   char layout[STK_MAX_LAYOUT + 1];
 } reduce_plan;
 
+/* Adjacent axes of one kind (both kept or both reduced) merge into one, so a box of
+ * trailing axes is one contiguous run (one division per element instead of several). */
+static void push_axis(int64_t *shape, int64_t *stride, int *n, int64_t ext, int64_t st,
+                      bool merge) {
+  if (merge && *n > 0) {
+    shape[*n - 1] *= ext;
+    stride[*n - 1] = st;
+    return;
+  }
+  shape[*n] = ext, stride[*n] = st, (*n)++;
+}
+
 static void plan_boxes(const stk__tensor *in, unsigned mask, bool keep, reduce_plan *p) {
   int64_t stride[STK_MAX_NDIM];
   stk__tn_dense_strides(in->ndim, in->shape, stride);
@@ -23,14 +35,12 @@ static void plan_boxes(const stk__tensor *in, unsigned mask, bool keep, reduce_p
   p->r.src = in->data;
   p->r.out_count = 1, p->r.red_count = 1, p->ndim = 0;
   for (int d = 0; d < in->ndim; d++) {
-    bool red = mask & (1u << d);
+    bool red = mask & (1u << d), prev = d > 0 && (bool)(mask & (1u << (d - 1))) == red;
     if (red) {
-      p->r.red_shape[p->r.red_ndim] = in->shape[d];
-      p->r.red_stride[p->r.red_ndim++] = stride[d];
+      push_axis(p->r.red_shape, p->r.red_stride, &p->r.red_ndim, in->shape[d], stride[d], prev);
       p->r.red_count *= in->shape[d];
     } else {
-      p->r.out_shape[p->r.out_ndim] = in->shape[d];
-      p->r.out_stride[p->r.out_ndim++] = stride[d];
+      push_axis(p->r.out_shape, p->r.out_stride, &p->r.out_ndim, in->shape[d], stride[d], prev);
       p->r.out_count *= in->shape[d];
     }
     if (!red || keep) p->shape[p->ndim++] = red ? 1 : in->shape[d];

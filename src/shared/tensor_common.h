@@ -183,77 +183,118 @@ STK_MHD uint64_t stk_tn_uint_highest(int t) {
                                  : UINT64_MAX;
 }
 
-/* min/max in the input's own kind (exact for 64-bit integers). */
-STK_MHD void stk_tn_minmax(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t base,
-                           int64_t o) {
-  int kind = stk_ar_kind_of(a->in_dtype), is_max = a->op == STK_TN_MAX;
-  /* an empty box gives the identity: the type's largest value for min, its lowest for max
-   * (as DALI) */
-  double bf = is_max ? -INFINITY : INFINITY;
-  int64_t bi = is_max ? stk_tn_int_lowest(a->in_dtype) : stk_tn_int_highest(a->in_dtype);
-  uint64_t bu = is_max ? 0 : stk_tn_uint_highest(a->in_dtype);
-  for (int64_t r = 0; r < p->red_count; r++) {
-    size_t i = (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
-    if (kind == STK_AK_F) {
-      double v = stk_ar_load_f(p->src, a->in_dtype, i);
-      if ((is_max ? v > bf : v < bf) || isnan(v)) bf = v;
-      if (isnan(bf)) break;
-    } else if (kind == STK_AK_I) {
-      int64_t v = stk_ar_load_i(p->src, a->in_dtype, i);
-      if (is_max ? v > bi : v < bi) bi = v;
-    } else {
-      uint64_t v = stk_ar_load_u(p->src, a->in_dtype, i);
-      if (is_max ? v > bu : v < bu) bu = v;
-    }
-  }
-  if (kind == STK_AK_F)
-    stk_ar_store_f(p->dst, a->out_dtype, (size_t)o, bf);
-  else
-    stk_ar_store_u(p->dst, a->out_dtype, (size_t)o, kind == STK_AK_I ? (uint64_t)bi : bu);
+/* ---- accumulators ----
+ * A partial reduction over some elements of a box: a float64 sum (floating sums, means,
+ * squares, squared deviations), a 64-bit wrapping integer sum (integer sums, as DALI's
+ * int64/uint64 accumulators), or the min/max so far in the input's own kind (exact for
+ * 64-bit integers). Partials merge in any grouping, so the GPU may split a box across a
+ * block's threads and combine them in a tree (the float64 sums then differ from the
+ * CPU's sequential ones only in the last bits, which float32 outputs almost never
+ * show). */
+typedef struct {
+  double f;
+  int64_t i;
+  uint64_t u;
+} stk_tn_acc;
+
+enum { STK_TN_ACC_FLOAT, STK_TN_ACC_INT_SUM, STK_TN_ACC_MIN_MAX };
+
+STK_MHD int stk_tn_acc_mode(const stk_tn_reduce_args *a) {
+  if (a->op == STK_TN_MIN || a->op == STK_TN_MAX) return STK_TN_ACC_MIN_MAX;
+  if (a->op == STK_TN_SUM && !stk_ar_is_float(a->in_dtype)) return STK_TN_ACC_INT_SUM;
+  return STK_TN_ACC_FLOAT;
 }
 
-/* Integer sums wrap in 64 bits, as DALI's int64/uint64 accumulators do. */
-STK_MHD void stk_tn_int_sum(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t base,
-                            int64_t o) {
-  uint64_t acc = 0;
-  int is_signed = stk_ar_kind_of(a->in_dtype) == STK_AK_I;
-  for (int64_t r = 0; r < p->red_count; r++) {
-    size_t i = (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
-    acc += is_signed ? (uint64_t)stk_ar_load_i(p->src, a->in_dtype, i)
-                     : stk_ar_load_u(p->src, a->in_dtype, i);
-  }
-  if (stk_ar_is_float(a->out_dtype))
-    stk_ar_store_f(p->dst, a->out_dtype, (size_t)o, is_signed ? (double)(int64_t)acc : (double)acc);
-  else
-    stk_ar_store_u(p->dst, a->out_dtype, (size_t)o, acc);
+/* The identity: 0, or for min/max the type's largest / lowest value (so an empty box
+ * gives them, as DALI). */
+STK_MHD void stk_tn_acc_init(const stk_tn_reduce_args *a, stk_tn_acc *c) {
+  int is_max = a->op == STK_TN_MAX, t = a->in_dtype;
+  c->f = 0, c->i = 0, c->u = 0;
+  if (stk_tn_acc_mode(a) != STK_TN_ACC_MIN_MAX) return;
+  c->f = is_max ? -INFINITY : INFINITY;
+  c->i = is_max ? stk_tn_int_lowest(t) : stk_tn_int_highest(t);
+  c->u = is_max ? 0 : stk_tn_uint_highest(t);
 }
 
-/* Computes output element o. Floating results accumulate in float64. */
-STK_MHD void stk_tn_reduce_elem(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t o) {
-  int64_t base = stk_ar_gather_offset(p->out_ndim, p->out_shape, p->out_stride, o);
-  if (a->op == STK_TN_MIN || a->op == STK_TN_MAX) {
-    stk_tn_minmax(p, a, base, o);
-    return;
-  }
-  if (a->op == STK_TN_SUM && !stk_ar_is_float(a->in_dtype)) {
-    stk_tn_int_sum(p, a, base, o);
-    return;
-  }
-  double m = p->mean ? stk_ar_load_f(p->mean, a->mean_dtype, (size_t)o) : p->mean_scalar;
-  double acc = 0;
-  for (int64_t r = 0; r < p->red_count; r++) {
-    size_t i = (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
-    double v = stk_ar_load_f(p->src, a->in_dtype, i);
+/* Adds element i of the input; m is the mean (squared deviations). */
+STK_MHD void stk_tn_acc_add(const stk_tn_reduce_args *a, const void *src, size_t i, double m,
+                            stk_tn_acc *c) {
+  int mode = stk_tn_acc_mode(a), kind = stk_ar_kind_of(a->in_dtype), is_max = a->op == STK_TN_MAX;
+  if (mode == STK_TN_ACC_INT_SUM) {
+    c->u += kind == STK_AK_I ? (uint64_t)stk_ar_load_i(src, a->in_dtype, i)
+                             : stk_ar_load_u(src, a->in_dtype, i);
+  } else if (mode == STK_TN_ACC_FLOAT) {
+    double v = stk_ar_load_f(src, a->in_dtype, i);
     if (a->op == STK_TN_SUM || a->op == STK_TN_MEAN)
-      acc += v;
+      c->f += v;
     else if (a->op == STK_TN_MEAN_SQUARE || a->op == STK_TN_RMS)
-      acc += v * v;
+      c->f += v * v;
     else
-      acc += (v - m) * (v - m);
+      c->f += (v - m) * (v - m);
+  } else if (kind == STK_AK_F) {
+    double v = stk_ar_load_f(src, a->in_dtype, i);
+    if (!isnan(c->f) && ((is_max ? v > c->f : v < c->f) || isnan(v))) c->f = v;
+  } else if (kind == STK_AK_I) {
+    int64_t v = stk_ar_load_i(src, a->in_dtype, i);
+    if (is_max ? v > c->i : v < c->i) c->i = v;
+  } else {
+    uint64_t v = stk_ar_load_u(src, a->in_dtype, i);
+    if (is_max ? v > c->u : v < c->u) c->u = v;
   }
-  double n = (double)p->red_count, res;
-  /* plain divisions, as DALI: an empty box gives NaN, n - ddof <= 0 NaN, inf or a
-   * negative variance */
+}
+
+/* c = c (+) d. NaN wins min/max, as in the sequential walk. */
+STK_MHD void stk_tn_acc_merge(const stk_tn_reduce_args *a, stk_tn_acc *c, const stk_tn_acc *d) {
+  int is_max = a->op == STK_TN_MAX;
+  switch (stk_tn_acc_mode(a)) {
+    case STK_TN_ACC_INT_SUM:
+      c->u += d->u;
+      break;
+    case STK_TN_ACC_FLOAT:
+      c->f += d->f;
+      break;
+    default:
+      if (!isnan(c->f) && ((is_max ? d->f > c->f : d->f < c->f) || isnan(d->f))) c->f = d->f;
+      if (is_max ? d->i > c->i : d->i < c->i) c->i = d->i;
+      if (is_max ? d->u > c->u : d->u < c->u) c->u = d->u;
+      break;
+  }
+}
+
+/* Where output element o's box starts, and the input index of its element r. */
+STK_MHD int64_t stk_tn_box_base(const stk_tn_reduce *p, int64_t o) {
+  return stk_ar_gather_offset(p->out_ndim, p->out_shape, p->out_stride, o);
+}
+STK_MHD size_t stk_tn_box_index(const stk_tn_reduce *p, int64_t base, int64_t r) {
+  return (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
+}
+/* The mean of output element o (squared deviations). */
+STK_MHD double stk_tn_box_mean(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t o) {
+  return p->mean ? stk_ar_load_f(p->mean, a->mean_dtype, (size_t)o) : p->mean_scalar;
+}
+
+/* Stores output element o from its whole box's accumulator. Divisions are plain, as
+ * DALI's: an empty box's mean is NaN; n - ddof <= 0 gives NaN, inf or a negative
+ * variance. */
+STK_MHD void stk_tn_acc_store(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t o,
+                              const stk_tn_acc *c) {
+  int kind = stk_ar_kind_of(a->in_dtype);
+  if (stk_tn_acc_mode(a) == STK_TN_ACC_MIN_MAX) {
+    if (kind == STK_AK_F)
+      stk_ar_store_f(p->dst, a->out_dtype, (size_t)o, c->f);
+    else
+      stk_ar_store_u(p->dst, a->out_dtype, (size_t)o, kind == STK_AK_I ? (uint64_t)c->i : c->u);
+    return;
+  }
+  if (stk_tn_acc_mode(a) == STK_TN_ACC_INT_SUM) {
+    if (stk_ar_is_float(a->out_dtype))
+      stk_ar_store_f(p->dst, a->out_dtype, (size_t)o,
+                     kind == STK_AK_I ? (double)(int64_t)c->u : (double)c->u);
+    else
+      stk_ar_store_u(p->dst, a->out_dtype, (size_t)o, c->u);
+    return;
+  }
+  double n = (double)p->red_count, acc = c->f, res;
   switch (a->op) {
     case STK_TN_SUM:
       res = acc;
@@ -271,7 +312,7 @@ STK_MHD void stk_tn_reduce_elem(const stk_tn_reduce *p, const stk_tn_reduce_args
     case STK_TN_STD_DEV:
       res = sqrt(acc / (n - a->ddof));
       break;
-    default: { /* INV_STD */
+    default: { /* INV_STD: a zero deviation (or none to speak of) scales to 0 */
       double var = n - a->ddof > 0 ? acc / (n - a->ddof) : 0.0, sd = sqrt(var + a->epsilon);
       res = sd > 0 ? a->scale / sd : 0.0;
       break;
@@ -279,6 +320,45 @@ STK_MHD void stk_tn_reduce_elem(const stk_tn_reduce *p, const stk_tn_reduce_args
   }
   stk_tn_store_sat(p->dst, a->out_dtype, (size_t)o, res);
 }
+
+/* Computes output element o sequentially (the CPU, and the GPU's thread-per-output
+ * kernel). */
+STK_MHD void stk_tn_reduce_elem(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t o) {
+  int64_t base = stk_tn_box_base(p, o);
+  double m = stk_tn_box_mean(p, a, o);
+  stk_tn_acc c;
+  stk_tn_acc_init(a, &c);
+  for (int64_t r = 0; r < p->red_count; r++)
+    stk_tn_acc_add(a, p->src, stk_tn_box_index(p, base, r), m, &c);
+  stk_tn_acc_store(p, a, o, &c);
+}
+
+/* The GPU's block-per-output kernel: STK_TN_BLOCK threads, thread t taking elements t,
+ * t + STK_TN_BLOCK, ..., then a tree of merges. Used for a launch when its boxes are large
+ * (stk_tn_reduce_blockwise); the host copy below runs the same grouping (the fake GPU and
+ * the tests use it). */
+#define STK_TN_BLOCK 256
+STK_MHD int stk_tn_reduce_blockwise(int64_t outputs, int64_t elements) {
+  return outputs > 0 && elements / outputs >= 4 * STK_TN_BLOCK;
+}
+
+#ifndef __CUDACC__
+/* Output element o with the block kernel's grouping, on the host. */
+static inline void stk_tn_reduce_elem_blockwise(const stk_tn_reduce *p, const stk_tn_reduce_args *a,
+                                                int64_t o) {
+  stk_tn_acc part[STK_TN_BLOCK];
+  int64_t base = stk_tn_box_base(p, o);
+  double m = stk_tn_box_mean(p, a, o);
+  for (int t = 0; t < STK_TN_BLOCK; t++) {
+    stk_tn_acc_init(a, &part[t]);
+    for (int64_t r = t; r < p->red_count; r += STK_TN_BLOCK)
+      stk_tn_acc_add(a, p->src, stk_tn_box_index(p, base, r), m, &part[t]);
+  }
+  for (int half = STK_TN_BLOCK / 2; half > 0; half /= 2)
+    for (int t = 0; t < half; t++) stk_tn_acc_merge(a, &part[t], &part[t + half]);
+  stk_tn_acc_store(p, a, o, &part[0]);
+}
+#endif
 
 /* ---- normalize's element-wise pass ---- */
 

@@ -244,7 +244,7 @@ static void run_autoaug(op *o) {
  * src/shared/tensor_common.h on the host, in element order. */
 enum { TN_COPY, TN_REDUCE, TN_AFFINE, TN_LOOKUP };
 typedef struct tn_job {
-  int kind, n, esize;
+  int kind, n, esize, blockwise;
   void *plans; /* n plans of the launch's type (lookup: src, dst, counts) */
   stk_tn_reduce_args ra;
   stk_dtype it, ot;
@@ -269,8 +269,14 @@ static void run_tensor(op *o) {
       const stk_tn_copy *p = (const stk_tn_copy *)j->plans + i;
       for (int64_t e = 0; e < p->count; e++) stk_tn_copy_elem(p, j->esize, e);
     } else if (j->kind == TN_REDUCE) {
+      /* the kernel the real backend would pick: per thread, or per block (its grouping) */
       const stk_tn_reduce *p = (const stk_tn_reduce *)j->plans + i;
-      for (int64_t e = 0; e < p->out_count; e++) stk_tn_reduce_elem(p, &j->ra, e);
+      for (int64_t e = 0; e < p->out_count; e++) {
+        if (j->blockwise)
+          stk_tn_reduce_elem_blockwise(p, &j->ra, e);
+        else
+          stk_tn_reduce_elem(p, &j->ra, e);
+      }
     } else if (j->kind == TN_AFFINE) {
       const stk_tn_affine *p = (const stk_tn_affine *)j->plans + i;
       for (int64_t e = 0; e < p->count; e++) stk_tn_affine_elem(p, j->it, j->ot, j->shift, e);
@@ -799,7 +805,10 @@ static int tn_reduce(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *plans,
                      const stk_tn_reduce_args *args, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
   tn_job *j = tn_job_new(TN_REDUCE, n, plans, sizeof *plans);
-  if (j) j->ra = *args;
+  int64_t outs = 0, elems = 0;
+  for (int i = 0; i < n; i++)
+    outs += plans[i].out_count, elems += plans[i].out_count * plans[i].red_count;
+  if (j) j->ra = *args, j->blockwise = stk_tn_reduce_blockwise(outs, elems);
   return tn_enqueue(j, stream, err, errlen);
 }
 

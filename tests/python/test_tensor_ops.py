@@ -595,6 +595,33 @@ def test_gpu_backend_matches_cpu(fake_gpu, name):
         np.testing.assert_array_equal(c, g)
 
 
+BIG = [RNG.normal(size=s).astype(np.float32) * 50 for s in ((40, 50, 3), (33, 61, 3))]
+BIG_U8 = [np.clip(b + 128, 0, 255).astype(np.uint8) for b in BIG]
+
+
+@pytest.mark.parametrize("name", REDUCTIONS + ["normalize"])
+@pytest.mark.parametrize("data", ["float", "uint8"])
+def test_gpu_whole_sample_statistics(fake_gpu, name, data):
+    """Boxes this large take the GPU's block-per-output kernel (a tree of partial sums);
+    min, max and integer sums stay exact, float64 sums agree to float32 precision."""
+    d = BIG if data == "float" else BIG_U8
+    op = fn.normalize if name == "normalize" else getattr(fn.reductions, name)
+
+    def graph(x, dev):
+        if name in ("std_dev", "variance"):
+            return op(x, fn.reductions.mean(x, device=dev), device=dev)
+        return op(x, device=dev)
+    cpu, gpu = run(lambda x: (graph(x, "cpu"), graph(x.gpu(), "gpu")), d, device_id=0)
+    for (c, _), (g, _), a in zip(cpu, gpu, d):
+        assert c.dtype == g.dtype and c.shape == g.shape
+        if name in ("min", "max") or (name == "sum" and data == "uint8"):
+            np.testing.assert_array_equal(c, g)
+        else:
+            np.testing.assert_allclose(g, c, rtol=1e-6, atol=1e-6)
+        if name == "sum":
+            np.testing.assert_allclose(c, a.astype(np.float64).sum(), rtol=1e-6)
+
+
 def test_gpu_pad_to_the_batch_max(fake_gpu):
     (out,) = run(lambda x: fn.pad(x.gpu(), fill_value=3), device_id=0)
     for (g, _), a in zip(out, A):
