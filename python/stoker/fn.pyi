@@ -800,7 +800,7 @@ def pad(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_nam
         axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to pad (default: all)
         axis_names (a string): the axes to pad, as layout letters
         align (a list of ints; may be a DataNode (per-sample argument input)): round the padded extents up to a multiple of this (one value, or one per padded axis)
-        shape (a list of ints; may be a DataNode (per-sample argument input)): the extent per padded axis; -1 or absent: the largest in the batch (GPU only: the CPU backend runs per sample and needs an extent or align)
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the extent per padded axis (a sample larger keeps its own; 1: alignment only); -1 or absent: the largest in the batch (GPU only: the CPU backend runs per sample and needs an extent)
         fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value of the padding (converted with saturation)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
@@ -1137,7 +1137,7 @@ def slice(*inputs: DataNode, start: Sequence[float] | DataNode | None = ..., end
         rel_start (a list of floats; may be a DataNode (per-sample argument input)): start as a fraction of each extent
         rel_end (a list of floats; may be a DataNode (per-sample argument input)): end as a fraction of each extent
         rel_shape (a list of floats; may be a DataNode (per-sample argument input)): extents as fractions of the input's
-        axes (a list of ints; default [1, 0]; may be a DataNode (per-sample argument input)): the axes the anchor and shape values refer to, in order (given explicitly, it wins over axis_names)
+        axes (a list of ints; default [1, 0]; may be a DataNode (per-sample argument input)): the axes the anchor and shape values refer to, in order (excludes axis_names)
         axis_names (a string; default "WH"): the same as layout letters; used when the layout has them and axes is not given
         normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extents
         normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extents

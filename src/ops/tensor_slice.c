@@ -84,8 +84,8 @@ static const stk_arg_schema slice_args[] = {
                 .type = STK_ARG_INTS,
                 .flags = STK_ARGF_PER_SAMPLE,
                 .default_text = "[1, 0]",
-                .doc = "the axes the anchor and shape values refer to, in order (given "
-                       "explicitly, it wins over axis_names)"},
+                .doc = "the axes the anchor and shape values refer to, in order (excludes "
+                       "axis_names)"},
     [S_AXIS_NAMES] = {.name = "axis_names",
                       .type = STK_ARG_STRING,
                       .default_text = "\"WH\"",
@@ -125,13 +125,14 @@ static const stk_port_schema slice_in[] = {
 /* The slice axes, in the order the values refer to them. */
 static stk_status slice_axes(stk__node *node, stk__sample *s, const stk__tensor *in, int *axes,
                              int *na) {
-  bool by_names = !stk__arg_given(node, S_AXES);
+  /* axes and axis_names exclude each other (slice_init); with neither, the default names
+   * ("WH") apply when the layout has those letters, else the default axes ([1, 0]) */
   const char *names = stk__arg_string(node, S_AXIS_NAMES);
-  if (by_names && !stk__arg_given(node, S_AXIS_NAMES) && (int)strlen(in->layout) == in->ndim) {
+  bool by_names = stk__arg_given(node, S_AXIS_NAMES);
+  if (!by_names && !stk__arg_given(node, S_AXES) && (int)strlen(in->layout) == in->ndim) {
+    by_names = true;
     for (const char *c = names; *c; c++)
       if (!strchr(in->layout, *c)) by_names = false;
-  } else if (by_names && !stk__arg_given(node, S_AXIS_NAMES)) {
-    by_names = false;
   }
   if (by_names) {
     *na = 0;
@@ -294,6 +295,9 @@ static stk_status slice_gpu(stk__node *node, stk__gpu_batch *b) {
 }
 
 static stk_status slice_init(stk__node *node) {
+  if (stk__arg_given(node, S_AXES) && stk__arg_given(node, S_AXIS_NAMES))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "axes and axis_names are mutually exclusive (as in DALI)");
   if (stk__node_num_inputs(node) == 2)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                       "give both the anchor and the shape inputs, or neither");
@@ -359,9 +363,9 @@ static const stk_arg_schema pad_args[] = {
     [P_SHAPE] = {.name = "shape",
                  .type = STK_ARG_INTS,
                  .flags = STK_ARGF_PER_SAMPLE,
-                 .doc = "the extent per padded axis; -1 or absent: the largest in the batch "
-                        "(GPU only: the CPU backend runs per sample and needs an extent or "
-                        "align)"},
+                 .doc = "the extent per padded axis (a sample larger keeps its own; 1: "
+                        "alignment only); -1 or absent: the largest in the batch (GPU only: "
+                        "the CPU backend runs per sample and needs an extent)"},
     [P_FILL] = {.name = "fill_value",
                 .type = STK_ARG_FLOAT,
                 .flags = STK_ARGF_PER_SAMPLE,
@@ -389,18 +393,17 @@ static stk_status pad_target(stk__node *node, stk__sample *s, const stk__tensor 
   for (int d = 0; d < in->ndim; d++) {
     shape[d] = in->shape[d];
     if (!(mask & (1u << d))) continue;
+    /* DALI: -1 or no shape pads to the batch's largest extent; a smaller shape than the
+     * sample's leaves the sample's (only alignment pads it; shape=1 asks for just that) */
     int64_t want = ns && sv[k] >= 0 ? sv[k] : -1, al = nal ? av[nal > 1 ? k : 0] : 1;
     if (want < 0 && batch_max) want = batch_max[d];
-    if (want < 0 && nal == 0)
+    if (want < 0)
       return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
                         "axis %d pads to the batch's largest extent, which the CPU backend "
-                        "cannot see; give shape (or align), or run pad on the GPU",
+                        "cannot see; give its extent in shape (1: alignment only), or run pad "
+                        "on the GPU",
                         d);
-    if (want < 0) want = in->shape[d];
-    if (want < in->shape[d])
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "axis %d: extent %lld is larger than the padded shape %lld", d,
-                        (long long)in->shape[d], (long long)want);
+    if (want < in->shape[d]) want = in->shape[d];
     if (al < 1)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "align = %lld must be >= 1",
                         (long long)al);

@@ -87,6 +87,9 @@ static stk_status axes_from_names(stk__node *node, const stk__sample *s, const s
 stk_status stk__tn_axes(stk__node *node, const stk__sample *s, const stk__tensor *in, int a_axes,
                         int a_names, bool all_default, unsigned *mask) {
   *mask = 0;
+  if (a_axes >= 0 && a_names >= 0 && stk__arg_given(node, a_axes) && stk__arg_given(node, a_names))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "axes and axis_names are mutually exclusive (as in DALI)");
   if (a_axes >= 0 && stk__arg_given(node, a_axes)) {
     const int64_t *ax;
     size_t n = stk__arg_ints(node, s, a_axes, &ax);

@@ -203,7 +203,7 @@ def test_pad_to_shape_and_align():
         want = np.full((4, 3, 4), 5, np.uint8)
         want[:a.shape[0]] = a
         np.testing.assert_array_equal(g, want)
-    got = one(lambda x: fn.pad(x, axis_names="WC", align=[2, 3], fill_value=-1.0), F, "HWC")
+    got = one(lambda x: fn.pad(x, axis_names="WC", shape=[1, 1], align=[2, 3], fill_value=-1.0), F, "HWC")
     for (g, _), f in zip(got, F):
         h, w, c = f.shape
         want = np.full((h, -(-w // 2) * 2, -(-c // 3) * 3), -1.0, np.float32)
@@ -214,9 +214,26 @@ def test_pad_to_shape_and_align():
     assert (got[0][0][:, 3] == 255).all()
 
 
+def test_pad_smaller_shape_only_aligns():
+    # DALI: an extent smaller than the sample's pads only for alignment (shape=1: align only)
+    got = one(lambda x: fn.pad(x, axes=[0, 1], shape=[1, 1], align=[1, 2], fill_value=9))
+    for (g, _), a in zip(got, A):
+        want = np.full((a.shape[0], 4, 4), 9, np.uint8)
+        want[:, :3] = a
+        np.testing.assert_array_equal(g, want)
+
+
 def test_pad_batch_max_needs_gpu_on_cpu():
     fails(lambda x: fn.pad(x), "batch's largest extent")
-    fails(lambda x: fn.pad(x, axes=[0], shape=[1]), "larger than the padded shape")
+    fails(lambda x: fn.pad(x, axes=[0], align=[2]), "batch's largest extent")
+    fails(lambda x: fn.pad(x, axes=[0, 1], shape=[4]), "one value per padded axis")
+
+
+def test_axes_and_axis_names_exclude_each_other():
+    # DALI 2.4: '"axes" and "axis_names" are mutually exclusive'
+    with pytest.raises(StokerError, match="mutually exclusive"):
+        run(lambda x: fn.slice(x, start=[1], shape=[2], axes=[0], axis_names="C"))
+    fails(lambda x: fn.reductions.sum(x, axes=[0], axis_names="C"), "mutually exclusive")
 
 
 # ---- cat / stack ----
@@ -555,6 +572,7 @@ GPU_GRAPHS = {
                                           feed([[0.5, 0.5], [1.0, 1.0]], np.float32), device=d),
     "reshape_input": lambda x, d: fn.reshape(x, feed([[4, -1], [-1, 2]], np.int64), device=d),
     "pad": lambda x, d: fn.pad(x, axis_names="HW", shape=[5, 7], align=[1, 4], fill_value=9, device=d),
+    "pad_align_only": lambda x, d: fn.pad(x, axes=[0, 1], shape=[1, 1], align=[2, 2], device=d),
     "cat": lambda x, d: fn.cat(x, x, x, axis_name="W", device=d),
     "stack": lambda x, d: fn.stack(x, x, axis=1, axis_name="Z", device=d),
     "sequence_rearrange": lambda x, d: fn.sequence_rearrange(
@@ -671,6 +689,7 @@ DALI_CASES = {
     "slice_trim": "fn.slice(x, start=(2, 0), shape=(5, 1), out_of_bounds_policy='trim_to_shape')",
     "slice_axes": "fn.slice(x, start=(1,), shape=(2,), axes=(2,))",
     "pad": "fn.pad(x, axes=(0, 2), shape=(4, 6), fill_value=7)",
+    "pad_align_only": "fn.pad(x, axes=(0, 1), shape=(1, 1), align=(1, 2), fill_value=9)",
     "cat": "fn.cat(x, x, axis_name='W')",
     "stack": "fn.stack(x, x, axis=1, axis_name='Z')",
     "sum": "fn.reductions.sum(x, axis_names='HW')",
