@@ -366,6 +366,33 @@ static stk_status normalize_plan(stk__node *node, stk__sample *s, const stk__ten
   return STK_OK;
 }
 
+/* The affine pass on the CPU, row by row: each row's statistics offset is decoded once;
+ * uint8 or float32 to float32 (the common normalisations) take a loop without per-element
+ * type switches, computing what stk_tn_affine_elem computes. */
+static void affine_run(const stk_tn_affine *p, stk_dtype it, stk_dtype ot, double shift) {
+  if (p->count == 0) return;
+  int last = p->ndim - 1;
+  int64_t len = p->ndim ? p->shape[last] : 1, rows = p->count / len;
+  int64_t ks = p->ndim ? p->stat_stride[last] : 0;
+  bool fast = ot == STK_DTYPE_FLOAT32 && (it == STK_DTYPE_UINT8 || it == STK_DTYPE_FLOAT32) &&
+              p->mean && p->factor && p->ndim;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t e0 = r * len;
+    if (!fast) {
+      for (int64_t j = 0; j < len; j++) stk_tn_affine_elem(p, it, ot, shift, e0 + j);
+      continue;
+    }
+    int64_t k0 = stk_ar_gather_offset(last, p->shape, p->stat_stride, r);
+    float *dst = (float *)p->dst + e0;
+    for (int64_t j = 0; j < len; j++) {
+      double v = it == STK_DTYPE_UINT8 ? (double)((const uint8_t *)p->src)[e0 + j]
+                                       : (double)((const float *)p->src)[e0 + j];
+      int64_t k = k0 + j * ks;
+      dst[j] = (float)((v - p->mean[k]) * p->factor[k] + shift);
+    }
+  }
+}
+
 static stk_status normalize_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
   reduce_plan rp;
@@ -400,8 +427,7 @@ static stk_status normalize_run(stk__node *node, stk__sample *s) {
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, ot, in->ndim, in->shape, in->layout, &out));
   ap.dst = out->data;
-  double shift = stk__arg_float(node, s, N_SHIFT);
-  for (int64_t e = 0; e < ap.count; e++) stk_tn_affine_elem(&ap, in->dtype, ot, shift, e);
+  affine_run(&ap, in->dtype, ot, stk__arg_float(node, s, N_SHIFT));
   return STK_OK;
 }
 

@@ -29,33 +29,42 @@ void stk__tn_copy_init(stk_tn_copy *p, void *dst, const void *src, int ndim, con
   p->fill_axis = -1, p->nfill = 1;
 }
 
+/* Copies n elements with element strides ss (source) and ds (destination). */
+static void copy_strided(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, int esize) {
+  if (ss == 1 && ds == 1) {
+    memcpy(dst, src, (size_t)(n * esize));
+    return;
+  }
+  for (int64_t k = 0; k < n; k++) stk_tn_put(dst + k * ds * esize, src + k * ss * esize, esize);
+}
+
 /* One row (the last axis) of a copy: the window [lo, hi) copied, the rest filled. The
- * per-element function handles rows that a plan's layout makes awkward. */
+ * row's other coordinates are decoded once, so a transpose (strided rows) or a slice
+ * (contiguous ones) pays no per-element division. */
 static void copy_row(const stk_tn_copy *p, int esize, int64_t row, int64_t len) {
   int last = p->ndim - 1;
   int64_t e0 = row * len;
-  bool strided = p->src_stride[last] != 1 || p->dst_stride[last] != 1;
   int64_t lo = p->lo[last] < 0 ? 0 : p->lo[last], hi = p->hi[last] > len ? len : p->hi[last];
-  if (strided || p->fill_axis == last || hi <= lo) {
+  if (p->fill_axis == last || hi <= lo) {
     for (int64_t k = 0; k < len; k++) stk_tn_copy_elem(p, esize, e0 + k);
     return;
   }
   for (int64_t k = 0; k < lo; k++) stk_tn_copy_elem(p, esize, e0 + k);
   for (int64_t k = hi; k < len; k++) stk_tn_copy_elem(p, esize, e0 + k);
-  /* The window's first element, then one memcpy when the row's coordinates are inside. */
   int64_t soff = 0, doff = 0, r = row;
   for (int d = last - 1; d >= 0; d--) {
     int64_t q = r / p->shape[d], c = r - q * p->shape[d];
     r = q;
-    if (c < p->lo[d] || c >= p->hi[d]) {
+    if (c < p->lo[d] || c >= p->hi[d]) { /* the row lies outside the window: fill */
       for (int64_t k = lo; k < hi; k++) stk_tn_copy_elem(p, esize, e0 + k);
       return;
     }
     soff += (c - p->lo[d]) * p->src_stride[d];
     doff += c * p->dst_stride[d];
   }
-  memcpy((char *)p->dst + (doff + lo) * esize,
-         (const char *)p->src + (soff + lo - p->lo[last]) * esize, (size_t)(hi - lo) * esize);
+  int64_t ss = p->src_stride[last], ds = p->dst_stride[last];
+  copy_strided((char *)p->dst + (doff + lo * ds) * esize, ds,
+               (const char *)p->src + (soff + (lo - p->lo[last]) * ss) * esize, ss, hi - lo, esize);
 }
 
 void stk__tn_copy_run(const stk_tn_copy *p, int esize) {

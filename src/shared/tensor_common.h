@@ -266,6 +266,7 @@ STK_MHD int64_t stk_tn_box_base(const stk_tn_reduce *p, int64_t o) {
   return stk_ar_gather_offset(p->out_ndim, p->out_shape, p->out_stride, o);
 }
 STK_MHD size_t stk_tn_box_index(const stk_tn_reduce *p, int64_t base, int64_t r) {
+  if (p->red_ndim == 1) return (size_t)(base + r * p->red_stride[0]); /* no division */
   return (size_t)(base + stk_ar_gather_offset(p->red_ndim, p->red_shape, p->red_stride, r));
 }
 /* The mean of output element o (squared deviations). */
