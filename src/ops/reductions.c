@@ -141,11 +141,10 @@ static stk_status reduce_sample(stk__node *node, stk__sample *s, const stk__tens
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "the mean input has %lld values; the output has %lld", (long long)nm,
                       (long long)p->r.out_count);
+  /* the mean stays where it is (device memory on the GPU): one value is read by index 0 */
   a->mean_dtype = mean->dtype;
-  if (nm == 1 && p->r.out_count != 1)
-    p->r.mean_scalar = stk_ar_load_f(mean->data, mean->dtype, 0);
-  else
-    p->r.mean = mean->data;
+  p->r.mean = mean->data;
+  p->r.mean_one = nm == 1;
   return STK_OK;
 }
 

@@ -143,7 +143,8 @@ enum {
 /* Output element o (row-major over out_shape) reduces the box red_shape of the input
  * starting at src + sum(c[d] * out_stride[d]); red_stride steps through the box. `mean`
  * (std_dev, variance, INV_STD; NULL elsewhere) holds one value per output element, of
- * mean_dtype; `mean_scalar` replaces it when mean is NULL for those operations. */
+ * mean_dtype (one value for all with mean_one); `mean_scalar` replaces it when mean is NULL
+ * for those operations. */
 typedef struct {
   const void *src, *mean;
   void *dst;
@@ -152,6 +153,7 @@ typedef struct {
   int64_t out_shape[STK_MAX_NDIM], out_stride[STK_MAX_NDIM];
   int64_t red_shape[STK_MAX_NDIM], red_stride[STK_MAX_NDIM];
   double mean_scalar;
+  int mean_one; /* `mean` holds one value for every output element */
 } stk_tn_reduce;
 
 typedef struct {
@@ -271,7 +273,8 @@ STK_MHD size_t stk_tn_box_index(const stk_tn_reduce *p, int64_t base, int64_t r)
 }
 /* The mean of output element o (squared deviations). */
 STK_MHD double stk_tn_box_mean(const stk_tn_reduce *p, const stk_tn_reduce_args *a, int64_t o) {
-  return p->mean ? stk_ar_load_f(p->mean, a->mean_dtype, (size_t)o) : p->mean_scalar;
+  return p->mean ? stk_ar_load_f(p->mean, a->mean_dtype, p->mean_one ? 0 : (size_t)o)
+                 : p->mean_scalar;
 }
 
 /* Stores output element o from its whole box's accumulator. Divisions are plain, as

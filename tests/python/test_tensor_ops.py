@@ -583,6 +583,8 @@ GPU_GRAPHS = {
     "normalize_given": lambda x, d: fn.normalize(x, mean=[1.0, 2.0, 3.0, 4.0], axes=[0, 1], device=d),
     "normalize_uint8": lambda x, d: fn.normalize(x, dtype=types.UINT8, scale=30, shift=100, device=d),
 }
+GPU_GRAPHS["std_dev_scalar_mean"] = lambda x, d: fn.reductions.std_dev(
+    x, fn.reductions.mean(x, device=d), axis_names="HW", device=d)
 for _r in REDUCTIONS:
     if _r in ("std_dev", "variance"):
         GPU_GRAPHS[_r] = (lambda op: lambda x, d: op(
