@@ -312,8 +312,10 @@ static stk_status inflate_chunks(stk__node *node, stk__sample *s, size_t n, int6
   for (size_t k = 0; k < c; k++) {
     (*off)[k] = no ? o[k] : at;
     (*size)[k] = nz ? z[k] : no ? (k + 1 < no ? o[k + 1] : (int64_t)n) - o[k] : (int64_t)n;
-    at = (*off)[k] + (*size)[k];
-    if ((*off)[k] < 0 || (*size)[k] < 0 || at > (int64_t)n)
+    bool bad = (*off)[k] < 0 || (*size)[k] < 0 || (*off)[k] > (int64_t)n ||
+               (*size)[k] > (int64_t)n - (*off)[k]; /* no overflow on hostile values */
+    at = bad ? 0 : (*off)[k] + (*size)[k];
+    if (bad)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                         "chunk %zu [%lld, +%lld) leaves the %zu input bytes", k,
                         (long long)(*off)[k], (long long)(*size)[k], n);
