@@ -596,7 +596,7 @@ static stk_status transpose_run(stk__node *node, stk__sample *s) {
 }
 
 static stk_status transpose_gpu(stk__node *node, stk__gpu_batch *b) {
-  return stk__tn_gpu_copy_op(node, b, transpose_plan);
+  return stk__tn_gpu_copy_op(node, b, transpose_plan, STK_DTYPE_COUNT);
 }
 
 static const stk_op_schema transpose_schema = {

@@ -287,11 +287,7 @@ static stk_status slice_run(stk__node *node, stk__sample *s) {
 
 static stk_status slice_gpu(stk__node *node, stk__gpu_batch *b) {
   stk_dtype dt = stk_tensor_list_dtype(stk__gpu_input(b, 0));
-  if (slice_out_dtype(node, dt) != dt)
-    return STK_FAIL(STK_ERR_UNSUPPORTED,
-                    "%s: dtype conversion is CPU-only; slice, then cast on the GPU",
-                    stk__node_name(node));
-  return stk__tn_gpu_copy_op(node, b, slice_plan);
+  return stk__tn_gpu_copy_op(node, b, slice_plan, slice_out_dtype(node, dt));
 }
 
 static stk_status slice_init(stk__node *node) {

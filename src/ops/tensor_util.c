@@ -171,7 +171,38 @@ stk_status stk__tn_gpu_copy(stk__node *node, stk__gpu_batch *b, const stk_tn_cop
   return stk__gpu_op_check(node, rc, err);
 }
 
-stk_status stk__tn_gpu_copy_op(stk__node *node, stk__gpu_batch *b, stk__tn_plan_fn plan) {
+/* `tmp` (the copies, in the input's type) converted into a new list of `dt` (the cast
+ * kernel: stk__convert's rules). */
+static stk_status gpu_cast_list(stk__node *node, stk__gpu_batch *b, stk_tensor_list *tmp,
+                                stk_dtype dt, const int64_t *shapes, stk_tensor_list **out) {
+  size_t n = stk__gpu_batch_size(b);
+  int nd = stk_tensor_list_ndim(tmp);
+  stk_gpu_cast_sample *cs = stk__calloc(n ? n : 1, sizeof *cs, "a cast plan");
+  stk_status st = cs ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, dt, nd, shapes, stk_tensor_list_layout(tmp),
+                             stk__gpu_shapes_equal(shapes, n, nd), out);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc s, d;
+    stk_tensor_list_sample(tmp, i, &s);
+    stk_tensor_list_sample(*out, i, &d);
+    cs[i] = (stk_gpu_cast_sample){s.data, d.data, stk__tn_volume(nd, s.shape)};
+  }
+  if (st == STK_OK) {
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node,
+                           g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(tmp), dt,
+                                        stk__gpu_stream(b), err, sizeof err),
+                           err);
+  }
+  free(cs);
+  stk_tensor_list_release(tmp); /* stream-ordered: the cast has read it by then */
+  return st;
+}
+
+stk_status stk__tn_gpu_copy_op(stk__node *node, stk__gpu_batch *b, stk__tn_plan_fn plan,
+                               stk_dtype out_dtype) {
   size_t n = stk__gpu_batch_size(b);
   stk_tensor_list *in, *out = NULL;
   bool owned;
@@ -206,6 +237,11 @@ stk_status stk__tn_gpu_copy_op(stk__node *node, stk__gpu_batch *b, stk__tn_plan_
     plans[i].dst = d.data;
   }
   if (st == STK_OK && n > 0) st = stk__tn_gpu_copy(node, b, plans, n, (int)stk_dtype_size(dt));
+  if (st == STK_OK && n > 0 && out_dtype != STK_DTYPE_COUNT && out_dtype != dt) {
+    stk_tensor_list *tmp = out;
+    out = NULL;
+    st = gpu_cast_list(node, b, tmp, out_dtype, shapes, &out);
+  }
   free(plans);
   free(shapes);
   return stk__gpu_finish(b, in, owned, out, st);

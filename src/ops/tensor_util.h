@@ -43,10 +43,12 @@ stk_status stk__tn_gpu_inputs(stk__node *node, stk__gpu_batch *b, stk_tensor_lis
 stk_status stk__tn_gpu_copy(stk__node *node, stk__gpu_batch *b, const stk_tn_copy *plans,
                             size_t count, int esize);
 /* GPU operators whose output sample i is one copy plan of input sample i: `plan` fills
- * plan i (src, shape, strides, window, fill; dst is set here) and the output shape;
- * `dtype`/`layout` describe the output. */
+ * plan i (src, shape, strides, window, fill; dst is set here) and the output shape and
+ * layout. `out_dtype` (STK_DTYPE_COUNT: the input's) converts the copies with the cast
+ * kernel. */
 typedef stk_status (*stk__tn_plan_fn)(stk__node *node, stk__sample *s, const stk__tensor *in,
                                       stk_tn_copy *plan, int *ndim, int64_t *shape, char *layout);
-stk_status stk__tn_gpu_copy_op(stk__node *node, stk__gpu_batch *b, stk__tn_plan_fn plan);
+stk_status stk__tn_gpu_copy_op(stk__node *node, stk__gpu_batch *b, stk__tn_plan_fn plan,
+                               stk_dtype out_dtype);
 
 #endif

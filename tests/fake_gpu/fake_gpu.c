@@ -12,7 +12,8 @@
  * as nvJPEG does.
  *
  * Only what a pipeline of readers and mixed decoders needs is here; the kernels report
- * STK_ERR_UNSUPPORTED, except a same-type cast (a copy), which gathers outputs, the
+ * STK_ERR_UNSUPPORTED, except the cast (a copy, or for other types the shared element
+ * functions' conversion), which gathers outputs, the
  * math table's gather (subscript), queued like a kernel, and the automatic augmentation's
  * program (auto_augment.apply / augment): the kernel's own interpreter run on the host,
  * and the tensor toolbox's table (api_tensor.h): its shared element functions on the host.
@@ -242,7 +243,7 @@ static void run_autoaug(op *o) {
 
 /* The tensor toolbox's kernels (api_tensor.h): the shared per-element functions of
  * src/shared/tensor_common.h on the host, in element order. */
-enum { TN_COPY, TN_REDUCE, TN_AFFINE, TN_LOOKUP };
+enum { TN_COPY, TN_REDUCE, TN_AFFINE, TN_LOOKUP, TN_CAST };
 typedef struct tn_job {
   int kind, n, esize, blockwise;
   void *plans; /* n plans of the launch's type (lookup: src, dst, counts) */
@@ -280,6 +281,12 @@ static void run_tensor(op *o) {
     } else if (j->kind == TN_AFFINE) {
       const stk_tn_affine *p = (const stk_tn_affine *)j->plans + i;
       for (int64_t e = 0; e < p->count; e++) stk_tn_affine_elem(p, j->it, j->ot, j->shift, e);
+    } else if (j->kind == TN_CAST) {
+      /* cross-type casts (slice's dtype): float to integer rounds half away from zero and
+       * saturates, as stk__convert (exact below 2^53) */
+      const stk_gpu_cast_sample *c = (const stk_gpu_cast_sample *)j->plans + i;
+      for (int64_t e = 0; e < c->count; e++)
+        stk_tn_store_sat(c->dst, j->ot, (size_t)e, stk_ar_load_f(c->src, j->it, (size_t)e));
     } else {
       for (int64_t e = 0; e < j->counts[i]; e++)
         stk_tn_lookup_elem(j->src[i], j->it, j->dst[i], j->esize, j->table, j->len, j->dflt, e);
@@ -728,10 +735,12 @@ static size_t dtype_size(stk_dtype t) {
   return 0;
 }
 
+static int tn_cast(int n, const stk_gpu_cast_sample *samples, stk_dtype it, stk_dtype ot,
+                   uintptr_t stream, char *err, size_t errlen);
+
 static int cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype,
                 stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen) {
-  if (in_dtype != out_dtype)
-    return fail(err, errlen, STK_ERR_UNSUPPORTED, "cast: only same-type copies");
+  if (in_dtype != out_dtype) return tn_cast(n, samples, in_dtype, out_dtype, stream, err, errlen);
   for (int i = 0; i < n; i++) {
     int rc = memcpy_async(ctx, samples[i].dst, samples[i].src,
                           (size_t)samples[i].count * dtype_size(in_dtype), stream, err, errlen);
@@ -840,6 +849,13 @@ static int tn_lookup(stk_gpu_ctx *ctx, int n, const void *const *src, void *cons
     memcpy(j->counts, counts, (size_t)n * sizeof *counts);
     if (len) memcpy(j->table, table, (size_t)len * esize); /* taken at the call, as uploaded */
   }
+  return tn_enqueue(j, stream, err, errlen);
+}
+
+static int tn_cast(int n, const stk_gpu_cast_sample *samples, stk_dtype it, stk_dtype ot,
+                   uintptr_t stream, char *err, size_t errlen) {
+  tn_job *j = tn_job_new(TN_CAST, n, samples, sizeof *samples);
+  if (j) j->it = it, j->ot = ot;
   return tn_enqueue(j, stream, err, errlen);
 }
 

@@ -570,6 +570,7 @@ GPU_GRAPHS = {
                                         out_of_bounds_policy="trim_to_shape", device=d),
     "slice_inputs": lambda x, d: fn.slice(x, feed([[0.25, 0.5], [0.0, 0.0]], np.float32),
                                           feed([[0.5, 0.5], [1.0, 1.0]], np.float32), device=d),
+    "slice_dtype": lambda x, d: fn.slice(x, start=[1, 0], shape=[2, 1], dtype=types.FLOAT, device=d),
     "reshape_input": lambda x, d: fn.reshape(x, feed([[4, -1], [-1, 2]], np.int64), device=d),
     "pad": lambda x, d: fn.pad(x, axis_names="HW", shape=[5, 7], align=[1, 4], fill_value=9, device=d),
     "pad_align_only": lambda x, d: fn.pad(x, axes=[0, 1], shape=[1, 1], align=[2, 2], device=d),
