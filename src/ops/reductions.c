@@ -483,87 +483,117 @@ static stk_status upload_stats(stk__node *node, stk__gpu_batch *b, void *dst, co
                            err);
 }
 
-static stk_status normalize_run_gpu(stk__node *node, stk__gpu_batch *b) {
-  size_t n = stk__gpu_batch_size(b);
-  stk_tensor_list *in, *out = NULL, *stats = NULL;
-  bool owned;
-  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
-  reduce_plan *rp = stk__calloc(n ? n : 1, sizeof *rp, "plans");
-  stk_tn_affine *ap = stk__calloc(n ? n : 1, sizeof *ap, "plans");
-  stk_tn_reduce *rs = stk__calloc(n ? n : 1, sizeof *rs, "plans");
-  int64_t *shapes = stk__calloc((n ? n : 1) * STK_MAX_NDIM, sizeof(int64_t), "shapes");
-  int64_t *sshape = stk__calloc(n ? n : 1, sizeof(int64_t), "shapes");
-  double **host = stk__calloc(n ? n : 1, sizeof(double *), "stats");
-  stk_status st = rp && ap && rs && shapes && sshape && host ? STK_OK : STK_ERR_OUT_OF_MEMORY;
-  bool mg = false, sg = false;
-  int nd = stk_tensor_list_ndim(in);
-  double scale = 0, eps = 0;
-  for (size_t i = 0; i < n && st == STK_OK; i++) {
+/* One GPU batch of normalize: per sample its statistics boxes (rp), its affine pass
+ * (ap), and the host copy of its given statistics (host: k means, then k factors). */
+typedef struct {
+  size_t n;
+  int nd;
+  reduce_plan *rp;
+  stk_tn_affine *ap;
+  stk_tn_reduce *rs;
+  int64_t *shapes, *sshape;
+  double **host;
+  bool mean_given, std_given;
+  double scale, eps;
+  stk_tensor_list *stats; /* float64 per sample: means, then factors (device) */
+} norm_gpu;
+
+static void norm_gpu_free(norm_gpu *g) {
+  /* memcpy_async from pageable memory returns once the source was read */
+  for (size_t i = 0; g->host && i < g->n; i++) free(g->host[i]);
+  free(g->host), free(g->rp), free(g->ap), free(g->rs), free(g->shapes), free(g->sshape);
+  stk_tensor_list_release(g->stats);
+}
+
+/* Plans every sample; given statistics go to host arrays (factors as scale / sqrt(sd^2 +
+ * epsilon), as the CPU computes them). */
+static stk_status norm_gpu_plan(stk__node *node, stk__gpu_batch *b, stk_tensor_list *in,
+                                norm_gpu *g) {
+  size_t n = g->n;
+  for (size_t i = 0; i < n; i++) {
     stk__tensor t;
     stk__tn_from_list(in, i, &t);
     stk__sample *s = stk__gpu_sample(b, i);
-    st = normalize_plan(node, s, &t, &rp[i], &ap[i], &mg, &sg);
-    if (st != STK_OK) break;
-    memcpy(shapes + i * (size_t)nd, t.shape, sizeof(int64_t) * (size_t)nd);
-    sshape[i] = 2 * rp[i].r.out_count; /* mean then factor */
-    int64_t k = rp[i].r.out_count;
-    host[i] = malloc((size_t)(2 * k + 1) * sizeof(double));
-    if (!host[i]) st = STK_ERR_OUT_OF_MEMORY;
-    scale = stk__arg_float(node, s, N_SCALE), eps = stk__arg_float(node, s, N_EPSILON);
-    for (int64_t o = 0; st == STK_OK && o < k; o++) {
-      host[i][o] = ap[i].mean ? ap[i].mean[o] : ap[i].mean_scalar;
-      double sd = ap[i].factor ? ap[i].factor[o] : ap[i].factor_scalar, v = sqrt(sd * sd + eps);
-      host[i][k + o] = v > 0 ? scale / v : 0.0;
+    STK_TRY(normalize_plan(node, s, &t, &g->rp[i], &g->ap[i], &g->mean_given, &g->std_given));
+    memcpy(g->shapes + i * (size_t)g->nd, t.shape, sizeof(int64_t) * (size_t)g->nd);
+    int64_t k = g->rp[i].r.out_count;
+    g->sshape[i] = 2 * k;
+    g->host[i] = malloc((size_t)(2 * k + 1) * sizeof(double));
+    if (!g->host[i]) return STK_ERR_OUT_OF_MEMORY;
+    g->scale = stk__arg_float(node, s, N_SCALE), g->eps = stk__arg_float(node, s, N_EPSILON);
+    const stk_tn_affine *ap = &g->ap[i];
+    for (int64_t o = 0; o < k; o++) {
+      g->host[i][o] = ap->mean ? ap->mean[o] : ap->mean_scalar;
+      double sd = ap->factor ? ap->factor[o] : ap->factor_scalar, v = sqrt(sd * sd + g->eps);
+      g->host[i][k + o] = v > 0 ? g->scale / v : 0.0;
     }
   }
-  if (st == STK_OK && n)
-    st = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT64, 1, sshape, "", false, &stats);
-  for (size_t i = 0; i < n && st == STK_OK; i++) {
+  return STK_OK;
+}
+
+/* The statistics on the device: given ones uploaded, missing ones computed (the mean,
+ * then the factors around it). */
+static stk_status norm_gpu_stats(stk__node *node, stk__gpu_batch *b, stk_dtype it, norm_gpu *g) {
+  size_t n = g->n;
+  STK_TRY(stk__gpu_alloc_list(b, STK_DTYPE_FLOAT64, 1, g->sshape, "", false, &g->stats));
+  for (size_t i = 0; i < n; i++) {
     stk_tensor_desc d;
-    stk_tensor_list_sample(stats, i, &d);
-    ap[i].mean = d.data, ap[i].factor = (double *)d.data + rp[i].r.out_count;
-    st = upload_stats(node, b, d.data, host[i], (size_t)sshape[i]);
+    stk_tensor_list_sample(g->stats, i, &d);
+    g->ap[i].mean = d.data, g->ap[i].factor = (double *)d.data + g->rp[i].r.out_count;
+    STK_TRY(upload_stats(node, b, d.data, g->host[i], (size_t)g->sshape[i]));
   }
-  stk_tn_reduce_args a = {.in_dtype = stk_tensor_list_dtype(in), .out_dtype = STK_DTYPE_FLOAT64};
-  if (st == STK_OK && n && !mg) {
+  stk_tn_reduce_args a = {.in_dtype = it, .out_dtype = STK_DTYPE_FLOAT64};
+  if (!g->mean_given) {
     a.op = STK_TN_MEAN;
-    for (size_t i = 0; i < n; i++) rs[i] = rp[i].r, rs[i].dst = (void *)ap[i].mean;
-    st = gpu_stats(node, b, rs, n, &a);
+    for (size_t i = 0; i < n; i++) g->rs[i] = g->rp[i].r, g->rs[i].dst = (void *)g->ap[i].mean;
+    STK_TRY(gpu_stats(node, b, g->rs, n, &a));
   }
-  if (st == STK_OK && n && !sg) {
-    a.op = STK_TN_INV_STD, a.mean_dtype = STK_DTYPE_FLOAT64, a.epsilon = eps, a.scale = scale;
-    a.ddof = (double)stk__arg_int(node, stk__gpu_sample(b, 0), N_DDOF);
+  if (!g->std_given) {
+    a.op = STK_TN_INV_STD, a.mean_dtype = STK_DTYPE_FLOAT64, a.epsilon = g->eps;
+    a.scale = g->scale, a.ddof = (double)stk__arg_int(node, stk__gpu_sample(b, 0), N_DDOF);
     for (size_t i = 0; i < n; i++)
-      rs[i] = rp[i].r, rs[i].mean = ap[i].mean, rs[i].dst = (void *)ap[i].factor;
-    st = gpu_stats(node, b, rs, n, &a);
+      g->rs[i] = g->rp[i].r, g->rs[i].mean = g->ap[i].mean, g->rs[i].dst = (void *)g->ap[i].factor;
+    STK_TRY(gpu_stats(node, b, g->rs, n, &a));
   }
+  return STK_OK;
+}
+
+/* The affine pass into a new list of the output type. */
+static stk_status norm_gpu_apply(stk__node *node, stk__gpu_batch *b, stk_tensor_list *in,
+                                 norm_gpu *g, stk_tensor_list **out) {
   stk_dtype ot = stk__dtype_arg(stk__arg_string(node, N_DTYPE));
-  if (st == STK_OK && n)
-    st = stk__gpu_alloc_list(b, ot, nd, shapes, stk_tensor_list_layout(in),
-                             stk__gpu_shapes_equal(shapes, n, nd), &out);
-  for (size_t i = 0; i < n && st == STK_OK; i++) {
+  STK_TRY(stk__gpu_alloc_list(b, ot, g->nd, g->shapes, stk_tensor_list_layout(in),
+                              stk__gpu_shapes_equal(g->shapes, g->n, g->nd), out));
+  for (size_t i = 0; i < g->n; i++) {
     stk_tensor_desc d;
-    stk_tensor_list_sample(out, i, &d);
-    ap[i].dst = d.data;
+    stk_tensor_list_sample(*out, i, &d);
+    g->ap[i].dst = d.data;
   }
-  if (st == STK_OK && n) {
-    stk__gpu *g = stk__gpu_device(b);
-    const stk_gpu_tensor_api *t = g->api->tensor;
-    char err[STK_GPU_ERRLEN] = "";
-    double shift = stk__arg_float(node, stk__gpu_sample(b, 0), N_SHIFT);
-    int rc = t && t->affine ? t->affine(g->ctx, (int)n, ap, a.in_dtype, ot, shift,
-                                        stk__gpu_stream(b), err, sizeof err)
-                            : stk__gpu_no_table(err, sizeof err, "tensor");
-    st = stk__gpu_op_check(node, rc, err);
-  }
-  /* memcpy_async from pageable memory returns once the source was read. */
-  for (size_t i = 0; host && i < n; i++) free(host[i]);
-  free(host);
-  free(rp);
-  free(ap);
-  free(rs);
-  free(shapes);
-  free(sshape);
-  stk_tensor_list_release(stats);
+  stk__gpu *dev = stk__gpu_device(b);
+  const stk_gpu_tensor_api *t = dev->api->tensor;
+  char err[STK_GPU_ERRLEN] = "";
+  double shift = stk__arg_float(node, stk__gpu_sample(b, 0), N_SHIFT);
+  int rc = t && t->affine ? t->affine(dev->ctx, (int)g->n, g->ap, stk_tensor_list_dtype(in), ot,
+                                      shift, stk__gpu_stream(b), err, sizeof err)
+                          : stk__gpu_no_table(err, sizeof err, "tensor");
+  return stk__gpu_op_check(node, rc, err);
+}
+
+static stk_status normalize_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  size_t n = stk__gpu_batch_size(b), m = n ? n : 1;
+  norm_gpu g = {.n = n, .nd = stk_tensor_list_ndim(in)};
+  g.rp = stk__calloc(m, sizeof *g.rp, "plans"), g.ap = stk__calloc(m, sizeof *g.ap, "plans");
+  g.rs = stk__calloc(m, sizeof *g.rs, "plans"), g.host = stk__calloc(m, sizeof *g.host, "stats");
+  g.shapes = stk__calloc(m * STK_MAX_NDIM, sizeof(int64_t), "shapes");
+  g.sshape = stk__calloc(m, sizeof(int64_t), "shapes");
+  stk_status st =
+      g.rp && g.ap && g.rs && g.host && g.shapes && g.sshape ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK && n) st = norm_gpu_plan(node, b, in, &g);
+  if (st == STK_OK && n) st = norm_gpu_stats(node, b, stk_tensor_list_dtype(in), &g);
+  if (st == STK_OK && n) st = norm_gpu_apply(node, b, in, &g, &out);
+  norm_gpu_free(&g);
   return stk__gpu_finish(b, in, owned, out, st);
 }
