@@ -739,7 +739,7 @@ class LookupTable(Operator):
     def __init__(self, *, keys: Sequence[int] | None = ..., values: Sequence[float] | None = ..., default_value: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Normalize(Operator):
-    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof). batch=True is not supported.
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
 
     Devices: cpu, gpu.
 
@@ -752,7 +752,7 @@ class Normalize(Operator):
     Keyword args:
         axes (a list of ints): the axes the statistics reduce (default: all)
         axis_names (a string): the same as layout letters
-        batch (a bool; default false): statistics over the whole batch: not supported (stoker computes them per sample; give mean and stddev for fixed values)
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
         mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
         stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
         scale (a float; default 1.0): multiplies the result

@@ -277,8 +277,8 @@ static const stk_arg_schema normalize_args[] = {
     [N_BATCH] = {.name = "batch",
                  .type = STK_ARG_BOOL,
                  .default_text = "false",
-                 .doc = "statistics over the whole batch: not supported (stoker computes them "
-                        "per sample; give mean and stddev for fixed values)"},
+                 .doc = "statistics over the whole batch (all samples' boxes together; the "
+                        "kept extents must agree): GPU backend only"},
     [N_MEAN] = {.name = "mean",
                 .type = STK_ARG_FLOATS,
                 .flags = STK_ARGF_PER_SAMPLE,
@@ -316,11 +316,14 @@ STK__CHECK_ARGS(normalize_args, N_COUNT_);
 static const stk_port_schema norm_out[] = {
     {"output", "scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift"}};
 
+/* batch=True needs the whole batch, which only the GPU stage sees (the CPU runs per
+ * sample). */
 static stk_status normalize_init(stk__node *node) {
-  if (stk__arg_bool(node, NULL, N_BATCH))
+  if (stk__arg_bool(node, NULL, N_BATCH) && !(stk__node_device(node) & STK_DEVICE_GPU))
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
-                      "batch=True (statistics over the whole batch) is not supported; stoker "
-                      "computes them per sample, or give mean and stddev");
+                      "batch=True (statistics over the whole batch) runs on the GPU only: the "
+                      "CPU backend works per sample (use device=\"gpu\", or give mean and "
+                      "stddev)");
   return STK_OK;
 }
 
@@ -441,7 +444,7 @@ static const stk_op_schema normalize_schema = {
         "Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + "
         "epsilon) + shift, with mean and stddev given (one value or one per statistics "
         "element) or computed per sample over `axes` (the variance around the mean, "
-        "divided by n - ddof). batch=True is not supported.",
+        "divided by n - ddof); batch=True computes them over the whole batch (GPU only).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -496,13 +499,15 @@ typedef struct {
   bool mean_given, std_given;
   double scale, eps;
   stk_tensor_list *stats; /* float64 per sample: means, then factors (device) */
+  stk_tensor_list *batch; /* batch=True: the batch's k means, then k factors (sample 0) */
 } norm_gpu;
 
 static void norm_gpu_free(norm_gpu *g) {
   /* memcpy_async from pageable memory returns once the source was read */
   for (size_t i = 0; g->host && i < g->n; i++) free(g->host[i]);
   free(g->host), free(g->rp), free(g->ap), free(g->rs), free(g->shapes), free(g->sshape);
-  stk_tensor_list_release(g->stats);
+  stk_tensor_list_release(g->stats); /* after the affine pass that reads them was queued */
+  stk_tensor_list_release(g->batch);
 }
 
 /* Plans every sample; given statistics go to host arrays (factors as scale / sqrt(sd^2 +
@@ -531,8 +536,87 @@ static stk_status norm_gpu_plan(stk__node *node, stk__gpu_batch *b, stk_tensor_l
   return STK_OK;
 }
 
+/* batch=True: a missing statistic over the whole batch. Each sample reduces its box into
+ * row i of a dense n x k float64 list, then one reduce over the sample axis of that list
+ * combines the rows into `dst` (k values, shared by every sample's affine pass). */
+static stk_status norm_gpu_combine(stk__node *node, stk__gpu_batch *b, norm_gpu *g,
+                                   stk_tn_reduce_args *part, stk_tn_reduce_args *all, double *dst) {
+  size_t n = g->n;
+  int64_t k = g->rp[0].r.out_count, *ks = stk__calloc(n, sizeof(int64_t), "shapes");
+  if (!ks) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++) ks[i] = k;
+  stk_tensor_list *rows = NULL;
+  stk_status st = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT64, 1, ks, "", true, &rows);
+  free(ks);
+  if (st != STK_OK) return st;
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(rows, i, &d);
+    g->rs[i] = g->rp[i].r, g->rs[i].dst = d.data;
+    if (part->op == STK_TN_SQ_DEV_SUM) g->rs[i].mean = g->ap[i].mean, g->rs[i].mean_one = 0;
+  }
+  st = gpu_stats(node, b, g->rs, n, part);
+  stk_tensor_desc d0;
+  stk_tensor_list_sample(rows, 0, &d0);
+  stk_tn_reduce c = {.src = d0.data,
+                     .dst = dst,
+                     .out_ndim = 1,
+                     .red_ndim = 1,
+                     .out_count = k,
+                     .red_count = (int64_t)n};
+  c.out_shape[0] = k, c.out_stride[0] = 1, c.red_shape[0] = (int64_t)n, c.red_stride[0] = k;
+  if (st == STK_OK) st = gpu_stats(node, b, &c, 1, all);
+  stk_tensor_list_release(rows); /* stream-ordered: after the combine read it */
+  return st;
+}
+
+/* batch=True on the GPU: the batch mean (unless given), then the factors around it. */
+static stk_status norm_gpu_batch_stats(stk__node *node, stk__gpu_batch *b, stk_dtype it,
+                                       norm_gpu *g) {
+  size_t n = g->n;
+  int64_t k = g->rp[0].r.out_count, total = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (memcmp(g->rp[i].shape, g->rp[0].shape, sizeof g->rp[0].shape) != 0)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                        "batch=True needs the kept extents of every sample to agree");
+    total += g->rp[i].r.red_count;
+  }
+  int64_t two[1] = {2 * k}, *sh = stk__calloc(n, sizeof(int64_t), "shapes");
+  if (!sh) return STK_ERR_OUT_OF_MEMORY;
+  sh[0] = two[0];
+  stk_status st = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT64, 1, sh, "", false, &g->batch);
+  free(sh);
+  stk_tensor_desc d;
+  if (st == STK_OK) stk_tensor_list_sample(g->batch, 0, &d);
+  double ddof = (double)stk__arg_int(node, stk__gpu_sample(b, 0), N_DDOF);
+  if (st == STK_OK && !g->mean_given) {
+    stk_tn_reduce_args part = {.op = STK_TN_SUM, .in_dtype = it, .out_dtype = STK_DTYPE_FLOAT64};
+    stk_tn_reduce_args all = {.op = STK_TN_MEAN,
+                              .in_dtype = STK_DTYPE_FLOAT64,
+                              .out_dtype = STK_DTYPE_FLOAT64,
+                              .divisor = (double)total};
+    st = norm_gpu_combine(node, b, g, &part, &all, d.data);
+    for (size_t i = 0; st == STK_OK && i < n; i++) g->ap[i].mean = d.data;
+  }
+  if (st == STK_OK && !g->std_given) {
+    stk_tn_reduce_args part = {.op = STK_TN_SQ_DEV_SUM,
+                               .in_dtype = it,
+                               .out_dtype = STK_DTYPE_FLOAT64,
+                               .mean_dtype = STK_DTYPE_FLOAT64};
+    stk_tn_reduce_args all = {.op = STK_TN_INV_STD_SUM,
+                              .in_dtype = STK_DTYPE_FLOAT64,
+                              .out_dtype = STK_DTYPE_FLOAT64,
+                              .divisor = (double)total - ddof,
+                              .epsilon = g->eps,
+                              .scale = g->scale};
+    st = norm_gpu_combine(node, b, g, &part, &all, (double *)d.data + k);
+    for (size_t i = 0; st == STK_OK && i < n; i++) g->ap[i].factor = (double *)d.data + k;
+  }
+  return st;
+}
+
 /* The statistics on the device: given ones uploaded, missing ones computed (the mean,
- * then the factors around it). */
+ * then the factors around it), per sample or over the batch. */
 static stk_status norm_gpu_stats(stk__node *node, stk__gpu_batch *b, stk_dtype it, norm_gpu *g) {
   size_t n = g->n;
   STK_TRY(stk__gpu_alloc_list(b, STK_DTYPE_FLOAT64, 1, g->sshape, "", false, &g->stats));
@@ -542,6 +626,7 @@ static stk_status norm_gpu_stats(stk__node *node, stk__gpu_batch *b, stk_dtype i
     g->ap[i].mean = d.data, g->ap[i].factor = (double *)d.data + g->rp[i].r.out_count;
     STK_TRY(upload_stats(node, b, d.data, g->host[i], (size_t)g->sshape[i]));
   }
+  if (stk__arg_bool(node, NULL, N_BATCH)) return norm_gpu_batch_stats(node, b, it, g);
   stk_tn_reduce_args a = {.in_dtype = it, .out_dtype = STK_DTYPE_FLOAT64};
   if (!g->mean_given) {
     a.op = STK_TN_MEAN;

@@ -137,7 +137,10 @@ enum {
   STK_TN_RMS,
   STK_TN_STD_DEV,
   STK_TN_VARIANCE,
-  STK_TN_INV_STD /* normalize: scale / sqrt(var + epsilon), 0 where that is 0 */
+  STK_TN_INV_STD, /* normalize: scale / sqrt(var + epsilon), 0 where that is 0 */
+  /* normalize(batch=True) on the GPU, over per-sample partial results: */
+  STK_TN_SQ_DEV_SUM,  /* sum((x - mean)^2), undivided */
+  STK_TN_INV_STD_SUM /* scale / sqrt(sum(v) / divisor + epsilon) of partial sums v */
 };
 
 /* Output element o (row-major over out_shape) reduces the box red_shape of the input
@@ -160,6 +163,7 @@ typedef struct {
   int op;
   stk_dtype in_dtype, out_dtype, mean_dtype;
   double ddof;    /* std_dev, variance, INV_STD */
+  double divisor; /* MEAN, INV_STD_SUM: divide by this instead of the box's count (> 0) */
   double epsilon; /* INV_STD */
   double scale;   /* INV_STD */
 } stk_tn_reduce_args;
@@ -227,7 +231,7 @@ STK_MHD void stk_tn_acc_add(const stk_tn_reduce_args *a, const void *src, size_t
                              : stk_ar_load_u(src, a->in_dtype, i);
   } else if (mode == STK_TN_ACC_FLOAT) {
     double v = stk_ar_load_f(src, a->in_dtype, i);
-    if (a->op == STK_TN_SUM || a->op == STK_TN_MEAN)
+    if (a->op == STK_TN_SUM || a->op == STK_TN_MEAN || a->op == STK_TN_INV_STD_SUM)
       c->f += v;
     else if (a->op == STK_TN_MEAN_SQUARE || a->op == STK_TN_RMS)
       c->f += v * v;
@@ -304,9 +308,19 @@ STK_MHD void stk_tn_acc_store(const stk_tn_reduce *p, const stk_tn_reduce_args *
       res = acc;
       break;
     case STK_TN_MEAN:
+      res = acc / (a->divisor > 0 ? a->divisor : n);
+      break;
     case STK_TN_MEAN_SQUARE:
       res = acc / n;
       break;
+    case STK_TN_SQ_DEV_SUM:
+      res = acc;
+      break;
+    case STK_TN_INV_STD_SUM: {
+      double sd = sqrt(acc / a->divisor + a->epsilon);
+      res = sd > 0 ? a->scale / sd : 0.0;
+      break;
+    }
     case STK_TN_RMS:
       res = sqrt(acc / n);
       break;

@@ -382,7 +382,7 @@ def test_normalize_values_from_dali():
 
 
 def test_normalize_errors():
-    with pytest.raises(StokerError, match="batch=True"):
+    with pytest.raises(StokerError, match="batch=True .* runs on the GPU only"):
         run(lambda x: fn.normalize(x, batch=True))
     fails(lambda x: fn.normalize(x, mean=[1.0, 2.0], axes=[0, 1]), "give one or 4")
 
@@ -641,6 +641,23 @@ def test_gpu_whole_sample_statistics(fake_gpu, name, data):
             np.testing.assert_allclose(g, c, rtol=1e-6, atol=1e-6)
         if name == "sum":
             np.testing.assert_allclose(c, a.astype(np.float64).sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw,axes", [({}, None), ({"axis_names": "HW", "ddof": 1, "scale": 3}, (0, 1)),
+                                     ({"mean": 1.5, "axes": [0, 1]}, (0, 1)),
+                                     ({"stddev": 4.0, "axis_names": "HW"}, (0, 1))])
+@pytest.mark.parametrize("data", ["small", "big"])
+def test_gpu_normalize_over_the_batch(fake_gpu, kw, axes, data):
+    d = F if data == "small" else BIG
+    (out,) = run(lambda x: fn.normalize(x.gpu(), batch=True, **kw), d, device_id=0)
+    cat = np.concatenate([a.reshape(-1, a.shape[-1]) for a in d]).astype(np.float64)
+    red = 0 if axes else None  # the batch as one (N, C) array: HW axes -> axis 0
+    mean = kw.get("mean", cat.mean(axis=red))
+    dev = ((cat - mean) ** 2).sum(axis=red) / (cat.size / (cat.shape[1] if axes else 1) - kw.get("ddof", 0))
+    std = kw.get("stddev", np.sqrt(dev))
+    for (g, _), a in zip(out, d):
+        want = (a - mean) * (kw.get("scale", 1.0) / std)
+        np.testing.assert_allclose(g, want, rtol=2e-5, atol=2e-5)
 
 
 def test_gpu_pad_to_the_batch_max(fake_gpu):
