@@ -828,3 +828,25 @@ def test_decoders_refuse_hostile_bytes():
                 run(g, [as_bytes(data)], "")
             except StokerError as e:
                 assert "decoders." in str(e)
+
+
+def test_gpu_normalize_batch_matches_dali(fake_gpu):
+    import pickle
+    import subprocess
+    if not os.path.exists(DALI_PY):
+        pytest.skip("DALI's CPU build is not installed here")
+    cases = {"nb": "fn.normalize(x, batch=True)",
+             "nb_hw": "fn.normalize(x, batch=True, axis_names='HW', scale=2, shift=1, epsilon=1)"}
+    r = subprocess.run([DALI_PY, "-c", _DALI_SCRIPT], input=pickle.dumps((A, cases)),
+                       capture_output=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip("DALI did not run")
+    want = pickle.loads(r.stdout)
+    got = {"nb": one(lambda x: fn.normalize(x.gpu(), batch=True), device_id=0),
+           "nb_hw": one(lambda x: fn.normalize(x.gpu(), batch=True, axis_names="HW", scale=2, shift=1,
+                                               epsilon=1), device_id=0)}
+    for k in cases:
+        assert not isinstance(want[k], str), want[k]
+        for (g, gl), (w, wl) in zip(got[k], want[k]):
+            assert g.shape == w.shape and gl == wl
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
