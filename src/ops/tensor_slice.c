@@ -11,12 +11,13 @@
 
 static const stk_port_schema one_out[] = {{"output", "the result"}};
 
-/* Stores fill values (converted to dtype, saturating) into a plan. */
+/* Stores fill values into a plan, converted as DALI's static_cast (-1 into uint8 is 255,
+ * 2.7 is 2). */
 static void set_fill(stk_tn_copy *p, stk_dtype dt, const double *v, size_t n, int axis) {
   p->nfill = n ? (int)(n > STK_TN_MAX_FILL ? STK_TN_MAX_FILL : n) : 1;
   p->fill_axis = n > 1 ? axis : -1;
   memset(p->fill, 0, sizeof p->fill);
-  for (int k = 0; k < p->nfill && n; k++) stk__store_double(&p->fill[k], dt, 0, v[k]);
+  for (int k = 0; k < p->nfill && n; k++) stk_tn_store_cast(&p->fill[k], dt, 0, v[k]);
 }
 
 /* Runs a one-copy plan into a fresh output, converting to `out_dt` when it differs. */
@@ -366,7 +367,8 @@ static const stk_arg_schema pad_args[] = {
                 .type = STK_ARG_FLOAT,
                 .flags = STK_ARGF_PER_SAMPLE,
                 .default_text = "0.0",
-                .doc = "the value of the padding (converted with saturation)"},
+                .doc = "the value of the padding (converted as a C cast, as DALI: -1 into "
+                       "uint8 is 255)"},
 };
 STK__CHECK_ARGS(pad_args, P_COUNT_);
 

@@ -126,6 +126,23 @@ STK_MHD void stk_tn_store_sat(void *p, int t, size_t i, double v) {
     stk_ar_store_u(p, t, i, (uint64_t)(int64_t)r);
 }
 
+/* A plain C cast, as DALI's static_cast of fill values (pad, slice): floats truncate toward
+ * zero, integers wrap to the type (-1 into uint8 is 255; NaN gives 0). */
+STK_MHD void stk_tn_store_cast(void *p, int t, size_t i, double v) {
+  if (stk_ar_is_float(t)) {
+    stk_ar_store_f(p, t, i, v);
+  } else if (t == STK_DTYPE_BOOL) {
+    ((uint8_t *)p)[i] = v != 0;
+  } else if (isnan(v)) {
+    stk_ar_store_u(p, t, i, 0);
+  } else if (v >= 9223372036854775808.0) {
+    stk_ar_store_u(p, t, i, v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)v);
+  } else {
+    int64_t k = v <= -9223372036854775808.0 ? INT64_MIN : (int64_t)v;
+    stk_ar_store_u(p, t, i, (uint64_t)k);
+  }
+}
+
 /* ---- reductions ---- */
 
 enum {
@@ -139,7 +156,7 @@ enum {
   STK_TN_VARIANCE,
   STK_TN_INV_STD, /* normalize: scale / sqrt(var + epsilon), 0 where that is 0 */
   /* normalize(batch=True) on the GPU, over per-sample partial results: */
-  STK_TN_SQ_DEV_SUM,  /* sum((x - mean)^2), undivided */
+  STK_TN_SQ_DEV_SUM, /* sum((x - mean)^2), undivided */
   STK_TN_INV_STD_SUM /* scale / sqrt(sum(v) / divisor + epsilon) of partial sums v */
 };
 

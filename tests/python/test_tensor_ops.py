@@ -209,9 +209,13 @@ def test_pad_to_shape_and_align():
         want = np.full((h, -(-w // 2) * 2, -(-c // 3) * 3), -1.0, np.float32)
         want[:, :w, :c] = f
         np.testing.assert_array_equal(g, want)
-    # the fill saturates to the type (DALI's ConvertSat)
-    got = one(lambda x: fn.pad(x, axes=[1], shape=[4], fill_value=300))
-    assert (got[0][0][:, 3] == 255).all()
+    # the fill converts as a C cast, as DALI's: 300 -> 44, -1 -> 255, 2.7 -> 2 in uint8
+    for v, w in ((300, 44), (-1, 255), (2.7, 2)):
+        got = one(lambda x: fn.pad(x, axes=[1], shape=[4], fill_value=v))
+        assert (got[0][0][:, 3] == w).all()
+        got = one(lambda x: fn.slice(x, start=[0], shape=[4], axes=[1], out_of_bounds_policy="pad",
+                                     fill_values=[v]))
+        assert (got[0][0][:, 3] == w).all()
 
 
 def test_pad_smaller_shape_only_aligns():
@@ -710,6 +714,10 @@ DALI_CASES = {
     "slice_axes": "fn.slice(x, start=(1,), shape=(2,), axes=(2,))",
     "pad": "fn.pad(x, axes=(0, 2), shape=(4, 6), fill_value=7)",
     "pad_align_only": "fn.pad(x, axes=(0, 1), shape=(1, 1), align=(1, 2), fill_value=9)",
+    "pad_fill_cast": "fn.pad(x, axes=(1,), shape=(4,), fill_value=-1.5)",
+    "slice_fill_cast": "fn.slice(x, start=(0,), shape=(5,), axes=(1,), out_of_bounds_policy='pad', fill_values=(300, -1, 2.7, 9))",
+    "lut_sat": "fn.lookup_table(x, keys=[0, 1, 2, 3], values=[-1, 2.7, 300, 5], dtype=types.UINT8)",
+    "full_like_sat": "fn.full_like(x, np.array([1.7, 2, 300.5, -1.2], dtype=np.float32))",
     "cat": "fn.cat(x, x, axis_name='W')",
     "stack": "fn.stack(x, x, axis=1, axis_name='Z')",
     "sum": "fn.reductions.sum(x, axis_names='HW')",
@@ -850,3 +858,23 @@ def test_gpu_normalize_batch_matches_dali(fake_gpu):
         for (g, gl), (w, wl) in zip(got[k], want[k]):
             assert g.shape == w.shape and gl == wl
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("expr", ["fn.pad(x, fill_value=-1)", "fn.pad(x, axes=(0,), align=4)",
+                                  "fn.pad(x, axis_names='HW', shape=(-1, 5), align=(2, 1))"])
+def test_gpu_pad_batch_max_matches_dali(fake_gpu, expr):
+    import pickle
+    import subprocess
+    if not os.path.exists(DALI_PY):
+        pytest.skip("DALI's CPU build is not installed here")
+    r = subprocess.run([DALI_PY, "-c", _DALI_SCRIPT], input=pickle.dumps((A, {"p": expr})),
+                       capture_output=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip("DALI did not run")
+    want = pickle.loads(r.stdout)["p"]
+    assert not isinstance(want, str), want
+    gpu_expr = expr.replace("fn.pad(x", "fn.pad(x.gpu()")
+    got = one(lambda x: eval(gpu_expr), device_id=0)
+    for (g, gl), (w, wl) in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype and gl == wl
+        np.testing.assert_array_equal(g, w)
