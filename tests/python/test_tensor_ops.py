@@ -767,12 +767,13 @@ DALI_CASES = {
 _DALI_SCRIPT = r"""
 import sys, pickle, numpy as np
 from nvidia.dali import pipeline_def, fn, types
-data, cases = pickle.load(sys.stdin.buffer)
+data, cases, *rest = pickle.load(sys.stdin.buffer)
+layout = rest[0] if rest else "HWC"
 res = {}
 for name, expr in cases.items():
     @pipeline_def(batch_size=len(data), num_threads=1, device_id=None)
     def p():
-        x = fn.external_source(source=lambda: data, layout="HWC")
+        x = fn.external_source(source=lambda: data, layout=layout)
         return eval(expr)
     try:
         pp = p(); pp.build(); (t,) = pp.run()
@@ -878,3 +879,29 @@ def test_gpu_pad_batch_max_matches_dali(fake_gpu, expr):
     for (g, gl), (w, wl) in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype and gl == wl
         np.testing.assert_array_equal(g, w)
+
+
+SEQ_CASES = {
+    "rearrange": "fn.sequence_rearrange(x, new_order=[2, 0, 0, 1])",
+    "extract": "fn.element_extract(x, element_map=[0, 2])[1]",
+    "cat_frames": "fn.cat(x, x, axis_name='F')",
+    "sum_frames": "fn.reductions.sum(x, axis_names='F')",
+}
+
+
+def test_sequences_match_dali():
+    import pickle
+    import subprocess
+    if not os.path.exists(DALI_PY):
+        pytest.skip("DALI's CPU build is not installed here")
+    r = subprocess.run([DALI_PY, "-c", _DALI_SCRIPT], input=pickle.dumps((SEQ, SEQ_CASES, "FHW")),
+                       capture_output=True, timeout=600)
+    if r.returncode != 0:
+        pytest.skip("DALI did not run")
+    want = pickle.loads(r.stdout)
+    for name, expr in SEQ_CASES.items():
+        assert not isinstance(want[name], str), want[name]
+        got = one(lambda x: eval(expr), SEQ, "FHW")
+        for (g, gl), (w, wl) in zip(got, want[name]):
+            assert g.shape == w.shape and g.dtype == w.dtype and gl == wl, name
+            np.testing.assert_array_equal(g, w)
