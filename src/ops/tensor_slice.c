@@ -264,7 +264,13 @@ static stk_status slice_plan(stk__node *node, stk__sample *s, const stk__tensor 
   p->src = (const char *)in->data + off * (int64_t)stk_dtype_size(in->dtype);
   const double *fv;
   size_t nf = stk__arg_floats(node, s, S_FILL, &fv);
-  set_fill(p, in->dtype, fv, nf, channel_axis(in));
+  int ch = channel_axis(in);
+  if (nf > 1 && (ch < 0 || (int64_t)nf != in->shape[ch] || nf > STK_TN_MAX_FILL))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "fill_values has %zu values: give one, or one per channel (%lld here, "
+                      "at most %d)",
+                      nf, ch < 0 ? 0LL : (long long)in->shape[ch], STK_TN_MAX_FILL);
+  set_fill(p, in->dtype, fv, nf, ch);
   *ndim = in->ndim;
   memcpy(layout, in->layout, STK_MAX_LAYOUT + 1);
   return STK_OK;

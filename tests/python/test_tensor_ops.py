@@ -185,6 +185,8 @@ def test_slice_out_of_bounds_policies():
     got = one(lambda x: fn.slice(x, start=[2, 0], shape=[5, 1], out_of_bounds_policy="trim_to_shape"))
     expect_equal(got, [a[0:1, 2:3] for a in A])
     fails(lambda x: fn.slice(x, start=[2, 0], shape=[5, 1]), "leaves axis 1")
+    fails(lambda x: fn.slice(x, start=[-1, 0], shape=[5, 2], out_of_bounds_policy="pad",
+                             fill_values=[1, 2, 3]), "one per channel \\(4 here")
 
 
 def test_slice_dtype_and_bad_arguments():
