@@ -462,6 +462,7 @@ typedef struct stk_gpu_api {
   /* mixup / cutmix: dtype STK_DTYPE_UINT8 or STK_DTYPE_FLOAT32 (src/cuda/mix.cu). */
   int (*mix)(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
              uintptr_t stream, char *err, size_t errlen);
+  const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */
