@@ -1,9 +1,11 @@
 /* The dataset readers' shared arguments, sampler set-up and brace expansion. */
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reader_common.h"
+#include "../io/remote.h"
 
 /* Key of the epoch permutations when no seed is given: fixed, so that every shard
  * agrees on them whatever its pipeline seed (DALI's examples seed each rank apart). */
@@ -213,6 +215,37 @@ static stk_status expand_range(expansion *x, const char *s, size_t open, size_t 
   return STK_OK;
 }
 
+/* True for an s3:// URL naming several objects: it ends in '/' (every object below) or
+ * its last component holds '*', '?' or '[' (fnmatch). */
+static bool is_remote_glob(const char *s) {
+  if (strncmp(s, "s3://", 5) != 0) return false;
+  const char *last = strrchr(s, '/');
+  return s[strlen(s) - 1] == '/' || strpbrk(last, "*?[") != NULL;
+}
+
+/* The objects a remote glob names, sorted by key; none is an error naming the pattern. */
+static stk_status push_listed(expansion *x, const char *s) {
+  const char *last = strrchr(s, '/') + 1;
+  stk__strbuf dir = {0};
+  STK_TRY(stk__strbuf_append(&dir, s, (size_t)(last - s)));
+  char **urls = NULL;
+  size_t n = 0, kept = 0;
+  stk_status st = stk__remote_list(dir.data, &urls, NULL, &n);
+  for (size_t i = 0; st == STK_OK && i < n; i++) {
+    const char *rel = urls[i] + dir.len;
+    if (*last && fnmatch(last, rel, FNM_PATHNAME) != 0) continue;
+    st = push(x, urls[i], strlen(urls[i]));
+    kept++;
+  }
+  if (st == STK_OK && kept == 0)
+    st = STK_FAIL(STK_ERR_NOT_FOUND, "%s: %s pattern '%s' matches no object (%zu listed)", x->who,
+                  x->arg, s, n);
+  if (st != STK_OK && st != STK_ERR_NOT_FOUND) st = stk__wrap(st, "%s: %s", x->who, x->arg);
+  free(urls);
+  stk__strbuf_free(&dir);
+  return st;
+}
+
 static stk_status expand(expansion *x, const char *s, int depth) {
   if (depth > MAX_NESTING)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' nests braces too deeply", x->who,
@@ -230,7 +263,7 @@ static stk_status expand(expansion *x, const char *s, int depth) {
     STK_TRY(expand_range(x, s, open, (size_t)close, depth, &done));
     if (done) return STK_OK;
   }
-  return push(x, s, strlen(s));
+  return is_remote_glob(s) ? push_listed(x, s) : push(x, s, strlen(s));
 }
 
 /* Packs the strings into one block: pointers first, then the text. */

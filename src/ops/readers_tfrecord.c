@@ -270,6 +270,10 @@ static stk_status index_file(stk__node *node, tf_state *r, int64_t f, const char
                              stk__tfrecord_index *idx) {
   const char *path = r->files.paths[f];
   if (index_path) return stk__tfrecord_index_load(idx, index_path, path, r->files.sizes[f]);
+  if (r->files.fds[f] == STK__FD_REMOTE) {
+    stk__source src = {.fs = &r->files, .index = f, .path = path};
+    return stk__tfrecord_index_build_source(idx, &src, r->files.sizes[f]);
+  }
   int fd = r->files.fds[f] >= 0 ? r->files.fds[f] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return STK_FAIL(STK_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   stk_status st = stk__tfrecord_index_build(idx, fd, path, r->files.sizes[f]);

@@ -109,6 +109,9 @@ static stk_status index_shards(stk__node *node, wds_state *r, char **index_paths
     stk_status st;
     if (index_paths) {
       st = stk__wds_index_load(&r->indexes[i], index_paths[i], path, r->files.sizes[i]);
+    } else if (r->files.fds[i] == STK__FD_REMOTE) {
+      stk__source src = {.fs = &r->files, .index = i, .path = path};
+      st = stk__wds_index_build_source(&r->indexes[i], &src, r->files.sizes[i]);
     } else {
       int fd =
           r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

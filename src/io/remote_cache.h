@@ -1,0 +1,41 @@
+/*
+ * Reads of remote objects for a file set (io/fileset.h): a fixed number of blocks kept in
+ * memory, filled by range requests, with read-ahead.
+ *
+ * A file read front to back (tar and TFRecord scans, streaming readers: each read starts
+ * within a block of where the previous one of that file ended) is served from whole
+ * blocks of STK_REMOTE_BLOCK_KB KiB (default 4096), and the STK_REMOTE_READAHEAD blocks
+ * after it (default 4) are fetched ahead by STK_REMOTE_PREFETCH_THREADS background
+ * threads (default 4); after a file's last block, the next file of the set is read ahead.
+ * Any other read (random access), and a read of at least a block, is one range request
+ * straight into the caller's buffer. Memory: the blocks are at most STK_REMOTE_CACHE_MB
+ * MiB (default 256, at least four blocks) per file set, whatever the data set's size;
+ * the least recently used block not in use is replaced.
+ */
+#ifndef STOKER_IO_REMOTE_CACHE_H
+#define STOKER_IO_REMOTE_CACHE_H
+
+#include "../core/core.h"
+
+typedef struct stk__remote_cache stk__remote_cache;
+
+/* A cache for a set of `num_files` objects; settings are read from the environment now. */
+stk_status stk__remote_cache_create(stk__remote_cache **out, int64_t num_files);
+/* Stops the read-ahead threads and frees the blocks. NULL does nothing. */
+void stk__remote_cache_destroy(stk__remote_cache *c);
+
+/* Tells the cache where file `file` is and how big: needed for read-ahead into files not
+ * read yet. `url` must outlive the cache. */
+void stk__remote_cache_describe(stk__remote_cache *c, int64_t file, const char *url,
+                                int64_t file_size);
+
+/* Exactly `size` bytes at `offset` of file `file` (`url`, `file_size` bytes; the range
+ * lies inside it). Thread-safe. Errors are io/remote.h's, naming the URL. */
+stk_status stk__remote_cache_read(stk__remote_cache *c, int64_t file, const char *url,
+                                  int64_t file_size, int64_t offset, void *dst, size_t size);
+
+/* Counters, for tests and benchmarks: range requests made, and reads served from blocks
+ * already in memory. */
+void stk__remote_cache_stats(const stk__remote_cache *c, int64_t *requests, int64_t *hits);
+
+#endif /* STOKER_IO_REMOTE_CACHE_H */
