@@ -7,8 +7,8 @@
 #include "remote.h"
 
 typedef struct {
-  const char *rel;   /* the key below the root */
-  size_t class_len;  /* ImageFolder: the class directory's name length */
+  const char *rel;  /* the key below the root */
+  size_t class_len; /* ImageFolder: the class directory's name length */
 } entry;
 
 static int cmp_entry(const void *a, const void *b) {
@@ -74,8 +74,8 @@ stk_status stk__file_list_scan_remote(stk__file_list *out, const char *root,
     labels[i] = classes ? label : 0;
   }
   if (st == STK_OK && n == 0)
-    st = STK_FAIL(STK_ERR_NOT_FOUND, "file_root '%s' holds no matching object (%zu listed)%s",
-                  root, count, classes ? " in a class sub-directory (root/class/file)" : "");
+    st = STK_FAIL(STK_ERR_NOT_FOUND, "file_root '%s' holds no matching object (%zu listed)%s", root,
+                  count, classes ? " in a class sub-directory (root/class/file)" : "");
   if (st == STK_OK) st = stk__file_list_from_files(out, root, rels, n, labels, n, "file_root");
   free(e);
   free(rels);

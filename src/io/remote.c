@@ -77,7 +77,7 @@ typedef struct {
   char err[512];
   size_t err_len;
   int64_t content_length; /* HEAD: the header's value, -1 when absent */
-  const uint8_t *body; /* PUT */
+  const uint8_t *body;    /* PUT */
   size_t body_len, body_pos;
   CURL *h;
 } request;
@@ -172,10 +172,12 @@ static void set_transfer(CURL *h, request *q, const char *url) {
   /* whatever a server answers, nothing but HTTP(S) is fetched (no file:// redirects) */
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, (long)stk__remote_setting("STK_REMOTE_TIMEOUT", 30, 1, 3600));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT,
+                   (long)stk__remote_setting("STK_REMOTE_TIMEOUT", 30, 1, 3600));
   /* a stall: under one byte a second for the timeout */
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)stk__remote_setting("STK_REMOTE_TIMEOUT", 30, 1, 3600));
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+                   (long)stk__remote_setting("STK_REMOTE_TIMEOUT", 30, 1, 3600));
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
   if (strcmp(q->method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -192,19 +194,19 @@ typedef enum { DONE, RETRY, FAIL } outcome;
 
 static bool transient_curl(CURLcode c) {
   switch (c) {
-  case CURLE_COULDNT_CONNECT:
-  case CURLE_OPERATION_TIMEDOUT:
-  case CURLE_RECV_ERROR:
-  case CURLE_SEND_ERROR:
-  case CURLE_PARTIAL_FILE:
-  case CURLE_GOT_NOTHING:
-  case CURLE_HTTP2:
-  case CURLE_HTTP2_STREAM:
-  case CURLE_SSL_CONNECT_ERROR:
-  case CURLE_COULDNT_RESOLVE_HOST:
-    return true;
-  default:
-    return false;
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_COULDNT_RESOLVE_HOST:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -376,8 +378,8 @@ stk_status stk__remote_put_file(const char *url, const char *path) {
 /* ---- listings -------------------------------------------------------------------- */
 
 typedef struct {
-  stk__strbuf text;    /* the URLs, NUL-separated */
-  size_t *offsets;     /* of each URL in text */
+  stk__strbuf text; /* the URLs, NUL-separated */
+  size_t *offsets;  /* of each URL in text */
   int64_t *sizes;
   size_t count, cap;
   const char *bucket;
@@ -454,12 +456,18 @@ static stk_status list_finish(listing *l, char ***urls, int64_t **sizes, size_t 
     size_t lo = 0, hi = n; /* offsets are increasing: find this URL's entry */
     while (hi - lo > 1) {
       size_t mid = (lo + hi) / 2;
-      if (l->offsets[mid] <= off) lo = mid; else hi = mid;
+      if (l->offsets[mid] <= off)
+        lo = mid;
+      else
+        hi = mid;
     }
     sz[i] = l->sizes[lo];
   }
   *urls = out;
-  if (sizes) *sizes = sz; else free(sz);
+  if (sizes)
+    *sizes = sz;
+  else
+    free(sz);
   *count = n;
   return STK_OK;
 }

@@ -23,7 +23,7 @@ typedef struct {
   int64_t last_end; /* where the previous read ended: sequential-access detection */
 } file_info;
 
-#define QUEUE_CAP 256
+#define QUEUE_CAP   256
 #define MAX_THREADS 16
 
 struct stk__remote_cache {
@@ -50,8 +50,9 @@ stk_status stk__remote_cache_create(stk__remote_cache **out, int64_t num_files) 
   if (!c) return STK_ERR_OUT_OF_MEMORY;
   c->block_size = (int64_t)stk__remote_setting("STK_REMOTE_BLOCK_KB", 4096, 4, 1 << 20) * 1024;
   int64_t mem = (int64_t)stk__remote_setting("STK_REMOTE_CACHE_MB", 256, 1, 1 << 20) << 20;
-  c->num_slots = (int)(mem / c->block_size < 4 ? 4 : mem / c->block_size > 4096 ? 4096
-                                                                                  : mem / c->block_size);
+  c->num_slots = (int)(mem / c->block_size < 4      ? 4
+                       : mem / c->block_size > 4096 ? 4096
+                                                    : mem / c->block_size);
   c->readahead = stk__remote_setting("STK_REMOTE_READAHEAD", 4, 0, 64);
   if (c->readahead > c->num_slots / 2) c->readahead = c->num_slots / 2;
   c->num_threads = stk__remote_setting("STK_REMOTE_PREFETCH_THREADS", 4, 0, MAX_THREADS);
@@ -238,7 +239,7 @@ static bool read_blocks(stk__remote_cache *c, int64_t file, int64_t offset, uint
     int64_t start = b * c->block_size;
     int64_t from = offset > start ? offset : start;
     int64_t to = offset + (int64_t)size < start + (int64_t)s->len ? offset + (int64_t)size
-                                                                   : start + (int64_t)s->len;
+                                                                  : start + (int64_t)s->len;
     pthread_mutex_unlock(&c->mu); /* the pin keeps the block */
     if (to > from) memcpy(dst + (from - offset), s->data + (from - start), (size_t)(to - from));
     pthread_mutex_lock(&c->mu);

@@ -78,7 +78,8 @@ static char *ini_value(const char *text, const char *profile, const char *name) 
 
 /* Credentials from the environment, else from the shared credentials file. */
 static stk_status load_credentials(stk__remote_target *t) {
-  const char *id = env_or("AWS_ACCESS_KEY_ID", NULL), *secret = env_or("AWS_SECRET_ACCESS_KEY", NULL);
+  const char *id = env_or("AWS_ACCESS_KEY_ID", NULL),
+             *secret = env_or("AWS_SECRET_ACCESS_KEY", NULL);
   if (id && secret) {
     t->access_key = stk__strdup(id);
     t->secret_key = stk__strdup(secret);

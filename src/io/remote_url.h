@@ -34,8 +34,7 @@ stk_status stk__url_encode(stk__strbuf *b, const char *s, size_t n, bool keep_sl
 
 /* One ListObjectsV2 page: calls `fn` for every <Contents> entry (key XML-decoded, size),
  * and sets *next (malloc'd, or NULL when the listing is complete). `xml` is untrusted. */
-typedef stk_status (*stk__list_visit_fn)(void *user, const char *key, size_t key_len,
-                                         int64_t size);
+typedef stk_status (*stk__list_visit_fn)(void *user, const char *key, size_t key_len, int64_t size);
 stk_status stk__s3_parse_list(const char *xml, size_t len, stk__list_visit_fn fn, void *user,
                               char **next);
 

@@ -45,40 +45,41 @@ class RangeHandler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def _file(self):
+    def _path(self):
         rel = self.path.split("?", 1)[0].lstrip("/")
         path = os.path.realpath(os.path.join(self.root, rel))
         if not path.startswith(os.path.realpath(self.root)) or not os.path.isfile(path):
             return None
-        with open(path, "rb") as f:
-            return f.read()
+        return path
 
     def _answer(self, body_wanted):
-        data = self._file()
-        if data is None:
+        path = self._path()
+        if path is None:
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        size = os.path.getsize(path)
+        a, b = 0, size - 1
         m = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
         if m and self.ranges:
             a = int(m.group(1))
-            b = int(m.group(2)) if m.group(2) else len(data) - 1
-            b = min(b, len(data) - 1)
+            b = min(int(m.group(2)) if m.group(2) else size - 1, size - 1)
             if a > b:
                 self.send_response(416)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
             self.send_response(206)
-            self.send_header("Content-Range", f"bytes {a}-{b}/{len(data)}")
-            data = data[a:b + 1]
+            self.send_header("Content-Range", f"bytes {a}-{b}/{size}")
         else:
             self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", str(b - a + 1))
         self.end_headers()
         if body_wanted:
-            self.wfile.write(data)
+            with open(path, "rb") as f:
+                f.seek(a)
+                self.wfile.write(f.read(b - a + 1))
 
     def do_GET(self):
         self._answer(True)

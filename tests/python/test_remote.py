@@ -71,19 +71,26 @@ def stop(proc):
         proc.kill()
 
 
+def cannot_run(why):
+    """Skips, except where the tests must run (CI sets STK_REQUIRE_REMOTE_TESTS=1)."""
+    if os.environ.get("STK_REQUIRE_REMOTE_TESTS") == "1":
+        pytest.fail(why + " (STK_REQUIRE_REMOTE_TESTS=1: these tests must run)")
+    pytest.skip(why)
+
+
 @pytest.fixture(scope="module")
 def moto_port():
     try:
         import boto3  # noqa: F401
         import moto.server  # noqa: F401
     except ImportError as e:
-        pytest.skip(f"moto[server] is not installed ({e}); scripts/setup.sh installs it")
+        cannot_run(f"moto[server] is not installed ({e}); scripts/setup.sh installs it")
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if not wait_listening(port, proc):
         stop(proc)
-        pytest.skip("the moto S3 server did not start")
+        cannot_run("the moto S3 server did not start")
     yield port
     stop(proc)
 
