@@ -172,3 +172,8 @@ stk_status stk__source_pread(const stk__source *src, int64_t offset, void *dst, 
   if (src->fs) return stk__fileset_pread(src->fs, src->index, offset, dst, size, got);
   return stk__pread_full(src->fd, src->path, offset, dst, size, got);
 }
+
+void stk__fileset_hint(const stk__fileset *fs, int64_t index, int64_t offset) {
+  if (fs->cache && index >= 0 && index < fs->count && fs->fds[index] == STK__FD_REMOTE)
+    stk__remote_cache_hint(fs->cache, index, offset);
+}

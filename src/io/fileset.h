@@ -46,6 +46,10 @@ stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offs
 stk_status stk__fileset_pread(const stk__fileset *fs, int64_t index, int64_t offset, void *dst,
                               size_t size, size_t *got);
 
+/* Says that bytes at `offset` of file `index` will be read soon: a remote file's block is
+ * fetched ahead (io/remote_cache.h); nothing for local files. */
+void stk__fileset_hint(const stk__fileset *fs, int64_t index, int64_t offset);
+
 /* Something to read by position: file `index` of a file set, or else a descriptor. What
  * the format scanners (tar, TFRecord) read through, for local files and URLs alike. */
 typedef struct {

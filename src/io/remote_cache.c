@@ -17,10 +17,16 @@ typedef struct {
   uint8_t *data;
 } slot;
 
+/* Sequential-access detection: where recent runs of reads of a file ended. Several, so
+ * that workers reading one shard at different places, or a random read among them, do
+ * not hide each other's runs (as a kernel's read-ahead keeps several streams). */
+#define RUNS 8
+
 typedef struct {
   const char *url;
   int64_t size;
-  int64_t last_end; /* where the previous read ended: sequential-access detection */
+  int64_t run_end[RUNS];
+  uint64_t run_used[RUNS];
 } file_info;
 
 #define QUEUE_CAP   256
@@ -226,6 +232,12 @@ static void read_ahead(stk__remote_cache *c, int64_t file, int64_t block) {
   }
 }
 
+void stk__remote_cache_hint(stk__remote_cache *c, int64_t file, int64_t offset) {
+  pthread_mutex_lock(&c->mu);
+  if (file >= 0 && file < c->num_files && offset >= 0) want(c, file, offset / c->block_size);
+  pthread_mutex_unlock(&c->mu);
+}
+
 /* ---- reads ------------------------------------------------------------------------ */
 
 /* Copies [offset, offset + size) out of cached blocks; false when a slot could not be
@@ -249,6 +261,25 @@ static bool read_blocks(stk__remote_cache *c, int64_t file, int64_t offset, uint
   return true;
 }
 
+/* Whether a read continues a recent run (starts within a block of where one ended: a
+ * file's first read at its start counts); the run, or the least recently used one,
+ * takes the read's end. c->mu held. */
+static bool note_run(stk__remote_cache *c, file_info *f, int64_t offset, int64_t size) {
+  int best = 0;
+  for (int i = 0; i < RUNS; i++) {
+    int64_t e = f->run_end[i];
+    if (offset >= e - c->block_size && offset <= e + c->block_size) {
+      if (offset + size > e) f->run_end[i] = offset + size;
+      f->run_used[i] = ++c->clock;
+      return true;
+    }
+    if (f->run_used[i] < f->run_used[best]) best = i;
+  }
+  f->run_end[best] = offset + size;
+  f->run_used[best] = ++c->clock;
+  return false;
+}
+
 stk_status stk__remote_cache_read(stk__remote_cache *c, int64_t file, const char *url,
                                   int64_t file_size, int64_t offset, void *dst, size_t size) {
   if (size == 0) return STK_OK;
@@ -256,9 +287,7 @@ stk_status stk__remote_cache_read(stk__remote_cache *c, int64_t file, const char
   file_info *f = &c->files[file];
   f->url = url;
   f->size = file_size;
-  int64_t last = f->last_end;
-  bool sequential = offset >= last - c->block_size && offset <= last + c->block_size;
-  if (offset + (int64_t)size > f->last_end || !sequential) f->last_end = offset + (int64_t)size;
+  bool sequential = note_run(c, f, offset, (int64_t)size);
   stk_status st = STK_OK;
   bool done = false;
   if (sequential && (int64_t)size < c->block_size)

@@ -34,6 +34,10 @@ void stk__remote_cache_describe(stk__remote_cache *c, int64_t file, const char *
 stk_status stk__remote_cache_read(stk__remote_cache *c, int64_t file, const char *url,
                                   int64_t file_size, int64_t offset, void *dst, size_t size);
 
+/* Fetches the block holding `offset` of `file` ahead (in the background), unless it is
+ * cached or queued: readers that know which samples come next (streaming) say so. */
+void stk__remote_cache_hint(stk__remote_cache *c, int64_t file, int64_t offset);
+
 /* Counters, for tests and benchmarks: range requests made, and reads served from blocks
  * already in memory. */
 void stk__remote_cache_stats(const stk__remote_cache *c, int64_t *requests, int64_t *hits);

@@ -41,7 +41,8 @@ static const stk_arg_schema file_args[] = {
     {"file_root", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
      "Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled "
      "by its index; its files are found recursively and sorted). With file_list or files: "
-     "the directory their paths are relative to."},
+     "the directory their paths are relative to. May be an s3:// prefix (listed) or an "
+     "http(s):// URL (with files or file_list)."},
     {"file_list", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
      "A text file with one \"path label\" per line (the label is the last token, so paths "
      "may hold spaces; blank lines and '#' comments skipped). Paths are relative to "

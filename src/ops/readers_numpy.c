@@ -36,7 +36,8 @@ static const stk_arg_schema npy_args[] = {
     {"file_root", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
      "Alone: a directory searched recursively (files directly in it included) for files "
      "matching file_filter, sorted by relative path. With file_list or files: the directory "
-     "their paths are relative to."},
+     "their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL "
+     "(with files)."},
     {"file_list", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
      "A text file with one path per line ('#' comments and blank lines skipped)."},
     {"files", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL, "Paths of the .npy files to read."},

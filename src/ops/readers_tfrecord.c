@@ -29,7 +29,9 @@ enum {
 
 static const stk_arg_schema tf_args[] = {
     {"path", STK_ARG_STRINGS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
-     "The TFRecord files, in order (brace patterns expand)."},
+     "The TFRecord files, in order (brace patterns expand). URLs too: s3://bucket/key or "
+     "http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component "
+     "names the listed objects it matches (docs/formats.md, Remote datasets)."},
     {"index_path", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,
      "Index files, one per file, in DALI's tfrecord2idx format (\"<offset> <size>\" per "
      "record). When absent, the records' headers are walked at build time."},
@@ -443,6 +445,20 @@ static stk_status tf_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* Streaming remote files: the blocks of the planned records are fetched ahead, in the
+ * sampler's order (the next file of a shuffled epoch included). */
+static stk_status tf_plan(stk__node *node, stk__plan *plan) {
+  STK_TRY(stk__reader_plan(node, plan));
+  tf_state *r = *stk__node_state(node);
+  if (!r->files.cache || !stk__arg_bool(node, NULL, A_STREAMING)) return STK_OK;
+  for (int64_t i = 0; i < plan->count; i++) {
+    int64_t item = plan->items_[i];
+    if (item >= 0 && item < r->num_records)
+      stk__fileset_hint(&r->files, r->rec_file[item], r->rec_offset[item]);
+  }
+  return STK_OK;
+}
+
 static const stk_op_schema tf_schema = {
     .name = "readers.tfrecord",
     .doc =
@@ -467,7 +483,7 @@ const stk__op_def stk__op_readers_tfrecord = {
     .schema = &tf_schema,
     .init = tf_init,
     .destroy = tf_destroy,
-    .plan = stk__reader_plan,
+    .plan = tf_plan,
     .run_sample = tf_run,
     .reader_meta = stk__reader_meta,
     .num_outputs = tf_num_outputs,

@@ -306,6 +306,21 @@ static void test_cache_concurrent_reads(void **state) {
   assert_int_equal(got, 0);
   assert_int_equal(stk__fileset_read(&fs, 0, OBJ_SIZE - 4, b, 8), STK_ERR_DECODE);
   stk__fileset_close(&fs);
+  /* a hint fetches the block in the background; the read then finds it */
+  TU_OK(stk__fileset_open(&fs, paths, 1, "test"));
+  stk__fileset_hint(&fs, 0, 100);
+  for (int i = 0; i < 200; i++) {
+    stk__remote_cache_stats(fs.cache, &requests, &hits);
+    if (requests == 1) break;
+    usleep(10000);
+  }
+  assert_int_equal(requests, 1);
+  usleep(50000); /* let the load finish */
+  TU_OK(stk__fileset_read(&fs, 0, 10, b, 8));
+  for (int i = 0; i < 8; i++) assert_int_equal(b[i], object_byte(10 + i));
+  stk__remote_cache_stats(fs.cache, &requests, &hits);
+  assert_int_equal(hits, 1);
+  stk__fileset_close(&fs);
   unsetenv("STK_REMOTE_BLOCK_KB");
   unsetenv("STK_REMOTE_CACHE_MB");
   unsetenv("STK_REMOTE_READAHEAD");
