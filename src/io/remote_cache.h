@@ -3,10 +3,11 @@
  * memory, filled by range requests, with read-ahead.
  *
  * A file read front to back (tar and TFRecord scans, streaming readers: each read starts
- * within a block of where the previous one of that file ended) is served from whole
+ * within a block of where one of the file's recent runs of reads ended) is served from whole
  * blocks of STK_REMOTE_BLOCK_KB KiB (default 4096), and the STK_REMOTE_READAHEAD blocks
  * after it (default 4) are fetched ahead by STK_REMOTE_PREFETCH_THREADS background
- * threads (default 4); after a file's last block, the next file of the set is read ahead.
+ * threads (default 4); after a file's last block, the next file of the set is read ahead,
+ * and readers that know which samples come next ask for their blocks (hint).
  * Any other read (random access), and a read of at least a block, is one range request
  * straight into the caller's buffer. Memory: the blocks are at most STK_REMOTE_CACHE_MB
  * MiB (default 256, at least four blocks) per file set, whatever the data set's size;
