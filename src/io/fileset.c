@@ -177,3 +177,7 @@ void stk__fileset_hint(const stk__fileset *fs, int64_t index, int64_t offset) {
   if (fs->cache && index >= 0 && index < fs->count && fs->fds[index] == STK__FD_REMOTE)
     stk__remote_cache_hint(fs->cache, index, offset);
 }
+
+void stk__fileset_random_access(stk__fileset *fs) {
+  if (fs->cache) stk__remote_cache_random_access(fs->cache);
+}

@@ -50,6 +50,10 @@ stk_status stk__fileset_pread(const stk__fileset *fs, int64_t index, int64_t off
  * fetched ahead (io/remote_cache.h); nothing for local files. */
 void stk__fileset_hint(const stk__fileset *fs, int64_t index, int64_t offset);
 
+/* The set's remote files will be read in random order from now on: exact range requests,
+ * no blocks (io/remote_cache.h); nothing for local files. */
+void stk__fileset_random_access(stk__fileset *fs);
+
 /* Something to read by position: file `index` of a file set, or else a descriptor. What
  * the format scanners (tar, TFRecord) read through, for local files and URLs alike. */
 typedef struct {

@@ -1,5 +1,6 @@
 /* The block cache with read-ahead for remote file sets; see remote_cache.h. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@ enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY };
 
 typedef struct {
   int state;
+  bool fresh; /* fetched ahead and not read yet: read-ahead does not evict it */
   int64_t file, block;
   int pins; /* readers copying out of it */
   uint64_t used;
@@ -38,7 +40,7 @@ struct stk__remote_cache {
   int64_t block_size;
   int readahead, num_threads, started;
   int num_slots;
-  slot *slots;
+  slot **slots; /* each slot allocated apart: growing the array moves none */
   int64_t num_files;
   file_info *files;
   uint64_t clock;
@@ -47,8 +49,9 @@ struct stk__remote_cache {
   } queue[QUEUE_CAP];
   int q_head, q_len;
   bool stop;
+  bool random_access; /* reads go straight to range requests, never to blocks */
   pthread_t threads[MAX_THREADS];
-  int64_t requests, hits;
+  int64_t requests, hits, bytes; /* bytes: fetched by range requests (blocks and direct) */
 };
 
 stk_status stk__remote_cache_create(stk__remote_cache **out, int64_t num_files) {
@@ -64,6 +67,10 @@ stk_status stk__remote_cache_create(stk__remote_cache **out, int64_t num_files) 
   c->num_threads = stk__remote_setting("STK_REMOTE_PREFETCH_THREADS", 4, 0, MAX_THREADS);
   c->num_files = num_files;
   c->slots = stk__calloc((size_t)c->num_slots, sizeof *c->slots, "a remote cache");
+  for (int i = 0; c->slots && i < c->num_slots; i++) {
+    c->slots[i] = stk__calloc(1, sizeof **c->slots, "a remote cache");
+    if (!c->slots[i]) c->num_slots = i; /* fewer blocks, still bounded; at least none */
+  }
   c->files = stk__calloc((size_t)(num_files ? num_files : 1), sizeof *c->files, "a remote cache");
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->changed, NULL);
@@ -74,12 +81,20 @@ stk_status stk__remote_cache_create(stk__remote_cache **out, int64_t num_files) 
 
 void stk__remote_cache_destroy(stk__remote_cache *c) {
   if (!c) return;
+  if (stk__remote_setting("STK_REMOTE_STATS", 0, 0, 1))
+    fprintf(stderr,
+            "stoker: remote reads: %lld range requests, %lld reads from cached blocks, "
+            "%.1f MB fetched\n",
+            (long long)c->requests, (long long)c->hits, (double)c->bytes / 1e6);
   pthread_mutex_lock(&c->mu);
   c->stop = true;
   pthread_cond_broadcast(&c->changed);
   pthread_mutex_unlock(&c->mu);
   for (int i = 0; i < c->started; i++) pthread_join(c->threads[i], NULL);
-  for (int i = 0; c->slots && i < c->num_slots; i++) free(c->slots[i].data);
+  for (int i = 0; c->slots && i < c->num_slots; i++) {
+    free(c->slots[i]->data);
+    free(c->slots[i]);
+  }
   free(c->slots);
   free(c->files);
   pthread_mutex_destroy(&c->mu);
@@ -95,6 +110,39 @@ void stk__remote_cache_describe(stk__remote_cache *c, int64_t file, const char *
   pthread_mutex_unlock(&c->mu);
 }
 
+void stk__remote_cache_shape(const stk__remote_cache *c, int64_t *block_size, int *num_blocks) {
+  *block_size = c->block_size;
+  *num_blocks = c->num_slots;
+}
+
+int stk__remote_cache_fit_shuffle(stk__remote_cache *c, int64_t fill, double sample_bytes) {
+  double per_block = (double)c->block_size / (sample_bytes > 1 ? sample_bytes : 1);
+  if (per_block < 1) per_block = 1;
+  /* a sample stays in the buffer a geometric time of mean `fill` draws, so a block is
+   * needed until the last of its k samples leaves: about H(k) = 1 + 1/2 + ... + 1/k times
+   * as long as one sample */
+  double h = 0;
+  for (int k = 1; k <= (int)per_block && k <= 100000; k++) h += 1.0 / k;
+  double need = (double)fill / per_block * (h > 1 ? h : 1) + c->readahead + 4;
+  double all = 0; /* more than the whole data set is never needed */
+  for (int64_t f = 0; f < c->num_files; f++)
+    all += (double)((c->files[f].size + c->block_size - 1) / c->block_size);
+  if (need > all + 1) need = all + 1;
+  int want = need > 16384 ? 16384 : (int)need + 1;
+  if (getenv("STK_REMOTE_CACHE_MB") && *getenv("STK_REMOTE_CACHE_MB")) return want;
+  pthread_mutex_lock(&c->mu);
+  if (want > c->num_slots) {
+    slot **grown = realloc(c->slots, (size_t)want * sizeof *grown);
+    if (grown) {
+      c->slots = grown;
+      while (c->num_slots < want && (grown[c->num_slots] = calloc(1, sizeof **grown)) != NULL)
+        c->num_slots++;
+    }
+  }
+  pthread_mutex_unlock(&c->mu);
+  return want;
+}
+
 void stk__remote_cache_stats(const stk__remote_cache *c, int64_t *requests, int64_t *hits) {
   pthread_mutex_lock((pthread_mutex_t *)&c->mu);
   *requests = c->requests;
@@ -106,18 +154,20 @@ void stk__remote_cache_stats(const stk__remote_cache *c, int64_t *requests, int6
 
 static slot *find(stk__remote_cache *c, int64_t file, int64_t block) {
   for (int i = 0; i < c->num_slots; i++) {
-    slot *s = &c->slots[i];
+    slot *s = c->slots[i];
     if (s->state != SLOT_EMPTY && s->file == file && s->block == block) return s;
   }
   return NULL;
 }
 
-/* The least recently used slot nobody is loading or reading, or NULL. */
-static slot *victim(stk__remote_cache *c) {
+/* The least recently used slot nobody is loading or reading, or NULL; for read-ahead,
+ * never one fetched ahead and not read yet (else a small cache thrashes: blocks fetched
+ * ahead would push out those fetched ahead before them). */
+static slot *victim(stk__remote_cache *c, bool ahead) {
   slot *best = NULL;
   for (int i = 0; i < c->num_slots; i++) {
-    slot *s = &c->slots[i];
-    if (s->state == SLOT_LOADING || s->pins > 0) continue;
+    slot *s = c->slots[i];
+    if (s->state == SLOT_LOADING || s->pins > 0 || (ahead && s->fresh)) continue;
     if (s->state == SLOT_EMPTY) return s;
     if (!best || s->used < best->used) best = s;
   }
@@ -132,6 +182,7 @@ static stk_status load(stk__remote_cache *c, slot *s) {
   const char *url = f->url;
   uint8_t *data = s->data;
   c->requests++;
+  c->bytes += (int64_t)len;
   pthread_mutex_unlock(&c->mu);
   stk_status st = STK_OK;
   if (!data) data = malloc((size_t)c->block_size);
@@ -154,6 +205,7 @@ static slot *acquire(stk__remote_cache *c, int64_t file, int64_t block, stk_stat
   for (;;) {
     slot *s = find(c, file, block);
     if (s && s->state == SLOT_READY) {
+      s->fresh = false;
       s->pins++;
       s->used = ++c->clock;
       c->hits++;
@@ -163,8 +215,9 @@ static slot *acquire(stk__remote_cache *c, int64_t file, int64_t block, stk_stat
       pthread_cond_wait(&c->changed, &c->mu);
       continue;
     }
-    s = victim(c);
+    s = victim(c, false);
     if (!s) return NULL;
+    s->fresh = false;
     s->state = SLOT_LOADING;
     s->file = file;
     s->block = block;
@@ -189,9 +242,10 @@ static void *prefetch_main(void *arg) {
     int64_t file = c->queue[c->q_head].file, block = c->queue[c->q_head].block;
     c->q_head = (c->q_head + 1) % QUEUE_CAP;
     c->q_len--;
-    if (find(c, file, block)) continue;
-    slot *s = victim(c);
+    if (find(c, file, block) || c->random_access) continue;
+    slot *s = victim(c, true);
     if (!s) continue;
+    s->fresh = true;
     s->state = SLOT_LOADING;
     s->file = file;
     s->block = block;
@@ -230,6 +284,20 @@ static void read_ahead(stk__remote_cache *c, int64_t file, int64_t block) {
     else
       want(c, file + 1, block + i - blocks);
   }
+}
+
+void stk__remote_cache_random_access(stk__remote_cache *c) {
+  pthread_mutex_lock(&c->mu);
+  c->random_access = true;
+  c->q_len = 0;
+  for (int i = 0; i < c->num_slots; i++) { /* the memory goes back; a block in use stays */
+    slot *s = c->slots[i];
+    if (s->state == SLOT_LOADING || s->pins > 0) continue;
+    free(s->data);
+    s->data = NULL;
+    s->state = SLOT_EMPTY;
+  }
+  pthread_mutex_unlock(&c->mu);
 }
 
 void stk__remote_cache_hint(stk__remote_cache *c, int64_t file, int64_t offset) {
@@ -287,12 +355,15 @@ stk_status stk__remote_cache_read(stk__remote_cache *c, int64_t file, const char
   file_info *f = &c->files[file];
   f->url = url;
   f->size = file_size;
-  bool sequential = note_run(c, f, offset, (int64_t)size);
+  bool sequential = note_run(c, f, offset, (int64_t)size) && !c->random_access;
   stk_status st = STK_OK;
   bool done = false;
   if (sequential && (int64_t)size < c->block_size)
     done = read_blocks(c, file, offset, dst, size, &st);
-  if (!done && st == STK_OK) c->requests++;
+  if (!done && st == STK_OK) {
+    c->requests++;
+    c->bytes += (int64_t)size;
+  }
   pthread_mutex_unlock(&c->mu);
   if (done || st != STK_OK) return st;
   return stk__remote_read(url, offset, dst, size);

@@ -10,8 +10,9 @@
  * and readers that know which samples come next ask for their blocks (hint).
  * Any other read (random access), and a read of at least a block, is one range request
  * straight into the caller's buffer. Memory: the blocks are at most STK_REMOTE_CACHE_MB
- * MiB (default 256, at least four blocks) per file set, whatever the data set's size;
- * the least recently used block not in use is replaced.
+ * MiB per file set (at least four blocks), whatever the data set's size; unset, 256 MiB
+ * or what a streaming shuffle buffer needs (stk__remote_cache_fit_shuffle), the larger.
+ * The least recently used block not in use is replaced.
  */
 #ifndef STOKER_IO_REMOTE_CACHE_H
 #define STOKER_IO_REMOTE_CACHE_H
@@ -35,9 +36,23 @@ void stk__remote_cache_describe(stk__remote_cache *c, int64_t file, const char *
 stk_status stk__remote_cache_read(stk__remote_cache *c, int64_t file, const char *url,
                                   int64_t file_size, int64_t offset, void *dst, size_t size);
 
+/* From now on every read is one range request for exactly its bytes, and the blocks'
+ * memory is freed: for readers whose samples come in random order once the build-time
+ * scan (front to back) is over, so that no block is fetched for one sample. */
+void stk__remote_cache_random_access(stk__remote_cache *c);
+
 /* Fetches the block holding `offset` of `file` ahead (in the background), unless it is
  * cached or queued: readers that know which samples come next (streaming) say so. */
 void stk__remote_cache_hint(stk__remote_cache *c, int64_t file, int64_t offset);
+
+/* A shuffle buffer of `fill` samples of about `sample_bytes` each reads in random order
+ * among the blocks of its samples; returns how many blocks keep every block until its
+ * last sample is read. Unless STK_REMOTE_CACHE_MB is set, the cache grows to that many
+ * (at most 16384 blocks). */
+int stk__remote_cache_fit_shuffle(stk__remote_cache *c, int64_t fill, double sample_bytes);
+
+/* The block size and how many blocks the cache holds. */
+void stk__remote_cache_shape(const stk__remote_cache *c, int64_t *block_size, int *num_blocks);
 
 /* Counters, for tests and benchmarks: range requests made, and reads served from blocks
  * already in memory. */

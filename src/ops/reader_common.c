@@ -6,6 +6,7 @@
 
 #include "reader_common.h"
 #include "../io/remote.h"
+#include "../io/remote_cache.h"
 
 /* Key of the epoch permutations when no seed is given: fixed, so that every shard
  * agrees on them whatever its pipeline seed (DALI's examples seed each rank apart). */
@@ -93,6 +94,26 @@ stk_status stk__reader_position(stk__node *node, int64_t *epoch, int64_t *left) 
 
 stk_status stk__reader_seek(stk__node *node, int64_t epoch, int64_t left) {
   return stk__sampler_seek(sampler_of(node), epoch, left, stk__node_name(node));
+}
+
+void stk__reader_check_cache(stk__node *node, int base, const stk__fileset *fs,
+                             int64_t num_samples) {
+  if (!fs->cache || num_samples <= 0 || !stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE))
+    return;
+  int64_t bytes = 0, block;
+  int blocks;
+  for (int64_t i = 0; i < fs->count; i++) bytes += fs->sizes[i];
+  int64_t fill = stk__arg_int(node, NULL, base + STK__RA_INITIAL_FILL);
+  if (fill > num_samples) fill = num_samples;
+  int need = stk__remote_cache_fit_shuffle(fs->cache, fill, (double)bytes / (double)num_samples);
+  stk__remote_cache_shape(fs->cache, &block, &blocks);
+  if (need <= blocks) return;
+  stk__warn(
+      "%s: streaming remote files with initial_fill=%lld: the shuffle buffer keeps "
+      "about %d blocks of %lld KiB in use but STK_REMOTE_CACHE_MB allows %d; blocks will "
+      "be fetched more than once: set it to at least %lld (or unset it)",
+      stk__node_name(node), (long long)fill, need, (long long)(block >> 10), blocks,
+      (long long)(((int64_t)need * block >> 20) + 1));
 }
 
 /* ---- brace expansion ---- */

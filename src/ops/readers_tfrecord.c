@@ -325,6 +325,11 @@ static stk_status tf_init(stk__node *node) {
   if (st == STK_OK)
     st = stk__reader_file_sampler(node, A_COMMON, r->num_records, r->rec_file, r->files.count,
                                   stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
+  /* indexed: random access reads each record exactly (no blocks for remote files) */
+  if (st == STK_OK && !stk__arg_bool(node, NULL, A_STREAMING))
+    stk__fileset_random_access(&r->files);
+  else if (st == STK_OK)
+    stk__reader_check_cache(node, A_COMMON, &r->files, r->num_records);
   if (st != STK_OK) tf_destroy(node);
   return st;
 }

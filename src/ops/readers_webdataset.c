@@ -252,6 +252,11 @@ static stk_status wds_init(stk__node *node) {
   if (st == STK_OK)
     st = stk__reader_file_sampler(node, A_COMMON, r->num_samples, r->sample_file, r->files.count,
                                   stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
+  /* indexed: random access reads each component exactly (no blocks for remote shards) */
+  if (st == STK_OK && !stk__arg_bool(node, NULL, A_STREAMING))
+    stk__fileset_random_access(&r->files);
+  else if (st == STK_OK)
+    stk__reader_check_cache(node, A_COMMON, &r->files, r->num_samples);
   if (st != STK_OK) wds_destroy(node);
   return st;
 }
