@@ -499,11 +499,13 @@ static stk_status parse_list2(stk__file_list *out, stk__file_list *out2, const c
   memset(out, 0, sizeof *out);
   if (out2) memset(out2, 0, sizeof *out2);
   struct stat sb;
-  if (stat(list_path, &sb) != 0 && errno == ENOENT)
+  bool remote = stk__is_url(list_path);
+  if (!remote && stat(list_path, &sb) != 0 && errno == ENOENT)
     return STK_FAIL(STK_ERR_NOT_FOUND, "file_list '%s' does not exist", list_path);
   uint8_t *data;
   size_t size;
-  STK_TRY(stk__read_path(list_path, SIZE_MAX - 1, &data, &size));
+  /* a server's answer is bounded: 1 GiB holds a list of tens of millions of files */
+  STK_TRY(stk__read_path(list_path, remote ? (size_t)1 << 30 : SIZE_MAX - 1, &data, &size));
   char *base = NULL;
   builder b = {0}, b2 = {0};
   stk_status st = root ? STK_OK : dir_of(list_path, &base);

@@ -15,7 +15,9 @@
 #include "io/remote_url.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static const uint8_t *answer;
+/* The server's own copy: a connection the client gave up on may still be served after
+ * the input it came from is freed. Replaced under `mu`, which a send holds. */
+static uint8_t *answer;
 static size_t answer_len;
 static int port = -1;
 
@@ -78,8 +80,12 @@ static stk_status count(void *user, const char *key, size_t key_len, int64_t siz
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (port < 0) start_server();
+  uint8_t *copy = malloc(size ? size : 1);
+  if (!copy) return 0;
+  memcpy(copy, data, size);
   pthread_mutex_lock(&mu);
-  answer = data;
+  free(answer);
+  answer = copy;
   answer_len = size;
   pthread_mutex_unlock(&mu);
   char url[64];

@@ -286,7 +286,7 @@ def test_numpy_s3_prefix_and_http_files(dataset, http_root):
     assert local[0][0][1] == want.tobytes() + str(want.shape).encode()
 
 
-def test_file_reader_image_folder_on_s3(dataset, http_root):
+def test_file_reader_image_folder_on_s3(dataset, http_root, s3):
     def files(root):
         return lambda: fn.readers.file(file_root=root, name="Reader")
 
@@ -300,6 +300,12 @@ def test_file_reader_image_folder_on_s3(dataset, http_root):
     local, _ = epochs(lambda: fn.readers.file(file_root=str(dataset / "img"), files=names), 2, 1)
     remote, _ = epochs(lambda: fn.readers.file(file_root=f"{http_root}/img", files=names), 2, 1)
     assert remote == local
+    # a list file that is itself remote, its paths relative to its own directory
+    s3.put_object(Bucket=BUCKET, Key="img/list.txt",
+                  Body=f"{names[0]} 7\n# a comment\n{names[1]} 3\n".encode())
+    listed, _ = epochs(lambda: fn.readers.file(file_list=f"s3://{BUCKET}/img/list.txt"), 2, 1)
+    assert listed[0][0] == local[0][0]
+    assert [np.frombuffer(s[:4], "<i4")[0] for s in listed[0][1]] == [7, 3]
 
 
 def test_http_server_that_ignores_range(dataset):
@@ -359,7 +365,8 @@ def test_faults_are_retried_and_every_reader_reads_the_same(dataset, proxy, monk
         "npy": epochs(lambda: fn.readers.numpy(file_root=str(dataset / "npy")), 5, 1)[0],
         "file": epochs(lambda: fn.readers.file(file_root=str(dataset / "img")), 5, 1)[0],
     }
-    port = proxy("ok,503,reset,ok,slow,drop,ok,stall")
+    port = proxy("ok,503,reset,ok,slow,drop,ok,ok,ok,ok,ok,ok,stall,ok,ok,ok",
+                 STK_TEST_STALL_S="3")
     remote = {
         "wds": epochs(wds(f"s3://{BUCKET}/wds/*.tar"), 4, 3)[0],
         "stream": epochs(wds(f"s3://{BUCKET}/wds/*.tar", streaming=True, random_shuffle=True,
