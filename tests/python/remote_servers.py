@@ -13,6 +13,13 @@ server inside the test process would need the GIL that a running pipeline may ho
       With STK_PROXY_FAIL_GET=SUBSTRING in the environment, every GET of a path holding
       SUBSTRING answers 503 (HEAD still works): an object that cannot be read.
 
+  python remote_servers.py sigv4 SECRET REGION
+      an S3 endpoint that checks every request's AWS Signature V4 as S3 does (canonical
+      request from the method, path, sorted query, the signed headers, and the payload
+      hash the x-amz-content-sha256 header states; HMAC chain from the secret), answering
+      403 SignatureDoesNotMatch when it differs; GET of any key answers b"signed ok",
+      a listing (list-type=2) an empty one, PUT and HEAD succeed.
+
 Each prints "PORT <n>" on its first line of standard output once it listens.
 """
 
@@ -187,12 +194,76 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
     do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _handle
 
 
+class SigV4Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    secret = ""
+    region = ""
+
+    def log_message(self, *args):
+        pass
+
+    def setup(self):
+        super().setup()
+        no_delay(self)
+
+    def _expected_signature(self, signed, body):
+        import hashlib
+        import hmac
+        import urllib.parse
+        lower = {k.lower(): v for k, v in self.headers.items()}
+        u = urllib.parse.urlsplit(self.path)
+        enc = lambda x: urllib.parse.quote(x, safe="-_.~")  # noqa: E731
+        query = "&".join(f"{enc(k)}={enc(v)}" for k, v in
+                         sorted(urllib.parse.parse_qsl(u.query, keep_blank_values=True)))
+        headers = "".join(f"{k}:{' '.join(lower.get(k, '').split())}\n" for k in signed)
+        payload = lower.get("x-amz-content-sha256", hashlib.sha256(body).hexdigest())
+        canonical = "\n".join([self.command, u.path, query, headers, ";".join(signed), payload])
+        date = lower.get("x-amz-date", "")
+        scope = f"{date[:8]}/{self.region}/s3/aws4_request"
+        to_sign = "\n".join(["AWS4-HMAC-SHA256", date, scope,
+                             hashlib.sha256(canonical.encode()).hexdigest()])
+        key = ("AWS4" + self.secret).encode()
+        for part in (date[:8], self.region, "s3", "aws4_request"):
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+
+    def _handle(self):
+        n = int(self.headers.get("Content-Length", "0") or 0)
+        body = self.rfile.read(n) if n else b""
+        auth = self.headers.get("Authorization", "")
+        ok = False
+        if auth.startswith("AWS4-HMAC-SHA256 "):
+            fields = dict(f.strip().split("=", 1) for f in auth[17:].split(","))
+            ok = (fields.get("Signature") ==
+                  self._expected_signature(fields["SignedHeaders"].split(";"), body))
+        if not ok:
+            data = b"<Error><Code>SignatureDoesNotMatch</Code></Error>"
+            status = 403
+        elif "list-type=2" in self.path:
+            data = (b"<ListBucketResult><IsTruncated>false</IsTruncated>"
+                    b"</ListBucketResult>")
+            status = 200
+        else:
+            data = b"signed ok" if self.command in ("GET", "HEAD") else b""
+            status = 200
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_PUT = do_HEAD = _handle
+
+
 def main():
     kind = sys.argv[1]
     if kind == "http":
         RangeHandler.root = sys.argv[2]
         RangeHandler.ranges = "--no-range" not in sys.argv
         handler = RangeHandler
+    elif kind == "sigv4":
+        SigV4Handler.secret, SigV4Handler.region = sys.argv[2], sys.argv[3]
+        handler = SigV4Handler
     else:
         ProxyHandler.upstream = int(sys.argv[2])
         ProxyHandler.plan = sys.argv[3].split(",")

@@ -331,6 +331,37 @@ def test_missing_objects_name_the_url(dataset, http_root):
         epochs(wds("s3:///key.tar"), 1, 1)
 
 
+# ---- signing ----
+
+def test_requests_carry_valid_sigv4_signatures(s3, moto_port, monkeypatch, tmp_path):
+    """A server that recomputes every request's AWS SigV4 signature as S3 does accepts
+    GET, HEAD, listings (a query) and PUT, keys with spaces, a session token; a wrong
+    secret is refused (403, named in the error)."""
+    secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+    proc, port = start_helper("sigv4", secret, "eu-central-1")
+    try:
+        monkeypatch.setenv("AWS_REGION", "eu-central-1")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+        set_endpoint(port)
+        out, _ = epochs(lambda: fn.readers.file(files=["s3://bkt/dir/a b+c.bin"]), 1, 1)
+        assert out[0][0][0].startswith(b"signed ok")
+        with pytest.raises(NotFoundError, match="holds no matching object"):  # listed, signed
+            epochs(lambda: fn.readers.file(file_root="s3://bkt/some dir"), 1, 1)
+        if os.path.exists(os.path.join(BUILD, "stoker")):
+            os.makedirs(tmp_path / "src" / "c0")
+            (tmp_path / "src" / "c0" / "x.jpg").write_bytes(b"\xff\xd8 not decoded")
+            subprocess.run([os.path.join(BUILD, "stoker"), "convert", str(tmp_path / "src"),
+                            "--to", "wds", "--out", "s3://bkt/conv"], check=True,
+                           capture_output=True, timeout=60)  # PUTs
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+        monkeypatch.setenv("STK_REMOTE_RETRIES", "0")
+        with pytest.raises(StokerError, match=r"a b\+c.bin.*HTTP 403 \(SignatureDoesNotMatch\)"):
+            epochs(lambda: fn.readers.file(files=["s3://bkt/dir/a b+c.bin"]), 1, 1)
+    finally:
+        stop(proc)
+        set_endpoint(moto_port)
+
+
 # ---- faults ----
 
 @pytest.fixture
