@@ -133,12 +133,12 @@ NAMES = sorted(n for n in os.listdir(PHOTOS) if n.endswith((".jpg", ".png")))[:6
 
 
 def make_dataset(d):
-    """wds/ (3 tar shards + index files), tfrec/ (2 files + index files), npy/ (arrays in
+    """wds/ (3 tar shards), tfrec/ (2 files + index files), npy/ (arrays in
     sub-directories), img/ (an ImageFolder of 2 classes)."""
     os.makedirs(d / "wds")
     k = 0
     for s in range(3):
-        members, lines = [], []
+        members = []
         for _ in range(4):
             img = photo(NAMES[k % len(NAMES)])
             members += [(f"s{k:04d}.jpg", img), (f"s{k:04d}.cls", str(k).encode())]
