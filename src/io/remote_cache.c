@@ -130,12 +130,15 @@ int stk__remote_cache_fit_shuffle(stk__remote_cache *c, int64_t fill, double sam
   if (need > all + 1) need = all + 1;
   int want = need > 16384 ? 16384 : (int)need + 1;
   if (getenv("STK_REMOTE_CACHE_MB") && *getenv("STK_REMOTE_CACHE_MB")) return want;
+  /* unasked, the cache grows to at most 4 GiB; beyond, the caller warns */
+  int64_t cap = ((int64_t)4 << 30) / c->block_size;
+  int grow = want < cap ? want : (int)cap;
   pthread_mutex_lock(&c->mu);
-  if (want > c->num_slots) {
-    slot **grown = realloc(c->slots, (size_t)want * sizeof *grown);
+  if (grow > c->num_slots) {
+    slot **grown = realloc(c->slots, (size_t)grow * sizeof *grown);
     if (grown) {
       c->slots = grown;
-      while (c->num_slots < want && (grown[c->num_slots] = calloc(1, sizeof **grown)) != NULL)
+      while (c->num_slots < grow && (grown[c->num_slots] = calloc(1, sizeof **grown)) != NULL)
         c->num_slots++;
     }
   }

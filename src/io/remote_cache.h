@@ -11,7 +11,8 @@
  * Any other read (random access), and a read of at least a block, is one range request
  * straight into the caller's buffer. Memory: the blocks are at most STK_REMOTE_CACHE_MB
  * MiB per file set (at least four blocks), whatever the data set's size; unset, 256 MiB
- * or what a streaming shuffle buffer needs (stk__remote_cache_fit_shuffle), the larger.
+ * or what a streaming shuffle buffer needs (stk__remote_cache_fit_shuffle), the larger,
+ * up to 4 GiB.
  * The least recently used block not in use is replaced.
  */
 #ifndef STOKER_IO_REMOTE_CACHE_H
@@ -48,7 +49,7 @@ void stk__remote_cache_hint(stk__remote_cache *c, int64_t file, int64_t offset);
 /* A shuffle buffer of `fill` samples of about `sample_bytes` each reads in random order
  * among the blocks of its samples; returns how many blocks keep every block until its
  * last sample is read. Unless STK_REMOTE_CACHE_MB is set, the cache grows to that many
- * (at most 16384 blocks). */
+ * (at most 4 GiB of blocks). */
 int stk__remote_cache_fit_shuffle(stk__remote_cache *c, int64_t fill, double sample_bytes);
 
 /* The block size and how many blocks the cache holds. */

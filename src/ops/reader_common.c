@@ -110,8 +110,9 @@ void stk__reader_check_cache(stk__node *node, int base, const stk__fileset *fs,
   if (need <= blocks) return;
   stk__warn(
       "%s: streaming remote files with initial_fill=%lld: the shuffle buffer keeps "
-      "about %d blocks of %lld KiB in use but STK_REMOTE_CACHE_MB allows %d; blocks will "
-      "be fetched more than once: set it to at least %lld (or unset it)",
+      "about %d blocks of %lld KiB in use but the cache holds %d (STK_REMOTE_CACHE_MB, or "
+      "4 GiB unset); blocks will be fetched more than once: set STK_REMOTE_CACHE_MB to at "
+      "least %lld, or lower initial_fill",
       stk__node_name(node), (long long)fill, need, (long long)(block >> 10), blocks,
       (long long)(((int64_t)need * block >> 20) + 1));
 }

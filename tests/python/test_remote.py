@@ -248,6 +248,21 @@ def test_streaming_shuffled_remote_order_is_the_local_order(dataset, monkeypatch
         assert remote == local
 
 
+def test_a_cache_too_small_for_the_shuffle_buffer_is_named_and_still_correct(
+        dataset, monkeypatch, capfd):
+    monkeypatch.setenv("STK_REMOTE_BLOCK_KB", "64")
+    monkeypatch.setenv("STK_REMOTE_CACHE_MB", "1")  # 16 blocks; the buffer needs about 20
+    kw = dict(streaming=True, random_shuffle=True, initial_fill=12, seed=5)
+    local, _ = epochs(wds(str(dataset / "wds" / "shard-{000000..000002}.tar"), **kw), 4, 6)
+    remote, _ = epochs(wds(f"s3://{BUCKET}/wds/*.tar", **kw), 4, 6)
+    assert remote == local
+    err = capfd.readouterr().err
+    assert "initial_fill=12" in err and "set STK_REMOTE_CACHE_MB to at least" in err
+    monkeypatch.delenv("STK_REMOTE_CACHE_MB")  # unset: the reader sizes its cache itself
+    epochs(wds(f"s3://{BUCKET}/wds/*.tar", **kw), 4, 1)
+    assert "STK_REMOTE_CACHE_MB" not in capfd.readouterr().err
+
+
 FEATURES = {"image/encoded": tfrec.FixedLenFeature((), tfrec.string, ""),
             "label": tfrec.FixedLenFeature([1], tfrec.int64, -1)}
 
