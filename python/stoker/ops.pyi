@@ -2518,7 +2518,7 @@ class readers:
             data, [data2,] label: the file's bytes (a 1-D uint8 tensor), with paired=true the second file's bytes, and the sample's label (an int32 tensor of shape [1]): two outputs, three when paired
 
         Keyword args:
-            file_root (a string): Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled by its index; its files are found recursively and sorted). With file_list or files: the directory their paths are relative to.
+            file_root (a string): Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled by its index; its files are found recursively and sorted). With file_list or files: the directory their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL (with files or file_list).
             file_list (a string): A text file with one "path label" per line (the label is the last token, so paths may hold spaces; blank lines and '#' comments skipped). Paths are relative to file_root, or to the list file's directory.
             files (a list of strings): Paths of the files to read (relative to file_root when given).
             labels (a list of ints): Labels of `files`, one per file; 0, 1, ..., N-1 when absent.
@@ -2552,7 +2552,7 @@ class readers:
             data: the array (or its region) in C order and host byte order, with its dtype
 
         Keyword args:
-            file_root (a string): Alone: a directory searched recursively (files directly in it included) for files matching file_filter, sorted by relative path. With file_list or files: the directory their paths are relative to.
+            file_root (a string): Alone: a directory searched recursively (files directly in it included) for files matching file_filter, sorted by relative path. With file_list or files: the directory their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL (with files).
             file_list (a string): A text file with one path per line ('#' comments and blank lines skipped).
             files (a list of strings): Paths of the .npy files to read.
             file_filter (a string; default "*.npy"): fnmatch pattern selecting files when searching file_root.
@@ -2592,7 +2592,7 @@ class readers:
             features: one per feature_names entry, typed by feature_types
 
         Keyword args:
-            path (a list of strings; required): The TFRecord files, in order (brace patterns expand).
+            path (a list of strings; required): The TFRecord files, in order (brace patterns expand). URLs too: s3://bucket/key or http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component names the listed objects it matches (docs/formats.md, Remote datasets).
             index_path (a list of strings): Index files, one per file, in DALI's tfrecord2idx format ("<offset> <size>" per record). When absent, the records' headers are walked at build time.
             feature_names (a list of strings; required): The features to read, one output each, in this order (the keys of DALI's `features` dict).
             feature_types (a list of strings; required; one of 'string', 'int64', 'float32'): Type of each feature: "string" gives the bytes as a 1-D uint8 tensor, "int64" an int64 tensor, "float32" a float32 tensor.
@@ -2632,7 +2632,7 @@ class readers:
             outputs: one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`
 
         Keyword args:
-            paths (a list of strings; required): The tar shards, in order. Brace patterns expand: "shard-{000000..000099}.tar" (zero padded ranges), "{train,val}.tar" (alternatives).
+            paths (a list of strings; required): The tar shards, in order. Brace patterns expand: "shard-{000000..000099}.tar" (zero padded ranges), "{train,val}.tar" (alternatives). URLs too: s3://bucket/key or http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component names the listed objects it matches (docs/formats.md, Remote datasets).
             index_paths (a list of strings): Index files, one per shard (brace patterns expand), in DALI's wds2idx format v1.2 (first line "v1.2 <samples>", then per sample "<ext> <offset> <size> <name>" groups). When absent, each shard's headers are scanned at build time.
             ext (a list of strings; required): One entry per output: the extension(s) of the component feeding it, alternatives separated by ';' ("jpg;png"). The extension is what follows the first dot of a member's base name ("a/b.seg.png": key "a/b", extension "seg.png").
             missing_component_behavior (a string; default "empty"; one of 'empty', 'fill', 'skip', 'error'): A sample without a component for some output: "empty" (or "fill") gives an empty tensor for that output, "skip" leaves the sample out of the data set, "error" fails when the reader is built, naming the shard and key.
