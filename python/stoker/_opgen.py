@@ -90,6 +90,25 @@ class _PairedReaderHook:
 
 
 HOOKS["readers.file"] = _PairedReaderHook()
+
+
+class _CocoReaderHook:
+    """readers.coco: images, bboxes, labels, then (polygons, vertices) with polygon_masks
+    (or masks), pixelwise_masks with pixelwise_masks, image_ids with image_ids."""
+    extra_kwargs = {}
+    _SWITCHES = ("polygon_masks", "masks", "pixelwise_masks", "image_ids")
+
+    def call(self, schema, inputs, kwargs):
+        for k in self._SWITCHES:
+            if isinstance(kwargs.get(k), _graph.DataNode):
+                raise InvalidArgumentError(f"{schema.name}: '{k}' sets the outputs and must be a constant")
+        poly = bool(kwargs.get("polygon_masks")) or bool(kwargs.get("masks"))
+        n = 3 + 2 * poly + bool(kwargs.get("pixelwise_masks")) + bool(kwargs.get("image_ids"))
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["readers.coco"] = _CocoReaderHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",

@@ -97,7 +97,8 @@
 #define STK__OPS_READERS_FORMATS(X) /* readers_webdataset.c, _tfrecord.c, _numpy.c */ \
   X(stk__op_readers_webdataset)                                                       \
   X(stk__op_readers_tfrecord)                                                         \
-  X(stk__op_readers_numpy)
+  X(stk__op_readers_numpy)                                                            \
+  X(stk__op_readers_coco)
 
 #define STK__OPS_HOST(X) /* pipeline/host.c, pipeline/conditional.c, constant.c */ \
   X(stk__op_external_source)                                                       \

@@ -77,7 +77,8 @@ static void test_errors_name_offsets(void **state) {
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     stk__json_doc d;
     assert_int_equal(parse(&d, cases[k].text), STK_ERR_DECODE);
-    if (!strstr(stk_last_error(), cases[k].msg)) fail_msg("%s -> %s", cases[k].text, stk_last_error());
+    if (!strstr(stk_last_error(), cases[k].msg))
+      fail_msg("%s -> %s", cases[k].text, stk_last_error());
     stk__json_free(&d);
   }
 }
