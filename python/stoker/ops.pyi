@@ -22,6 +22,47 @@ class AutoContrast(Operator):
     """
     def __init__(self, *, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class BbFlip(Operator):
+    """Mirrors relative boxes as flip mirrors their image: horizontally [x, y, w, h] becomes [1 - x - w, y, w, h] (ltrb: [1 - r, t, 1 - l, b]), vertically likewise in y. Feed the same random flags as the image's flip (see docs/detection.md).
+
+    Devices: cpu.
+
+    Inputs:
+        input: boxes, float32 [N, 4], relative
+
+    Outputs:
+        output: the boxes, same shape
+
+    Keyword args:
+        horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror the boxes left-right (x -> 1 - x)
+        vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the boxes top-bottom (y -> 1 - y)
+        ltrb (a bool; default false): boxes are [left, top, right, bottom]; otherwise [x, y, width, height]
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class BboxPaste(Operator):
+    """Moves relative boxes into the canvas paste puts their image in: a canvas ratio times larger with the image at (paste_x, paste_y); coordinates become c / ratio + paste * (1 - 1 / ratio), sizes size / ratio.
+
+    Devices: cpu.
+
+    Inputs:
+        input: boxes, float32 [N, 4], relative
+
+    Outputs:
+        output: the boxes, same shape
+
+    Keyword args:
+        ratio (a float; required; may be a DataNode (per-sample argument input)): how many times larger the canvas is than the image (>= 1)
+        paste_x (a float; default 0.5; may be a DataNode (per-sample argument input)): horizontal position of the image in the canvas, 0 (left) .. 1
+        paste_y (a float; default 0.5; may be a DataNode (per-sample argument input)): vertical position of the image in the canvas, 0 (top) .. 1
+        ltrb (a bool; default false): boxes are [left, top, right, bottom]; otherwise [x, y, width, height]
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, ratio: float | DataNode, paste_x: float | DataNode | None = ..., paste_y: float | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Brightness(Operator):
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
 
@@ -183,6 +224,30 @@ class Contrast(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., mean_center: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class CoordFlip(Operator):
+    """Mirrors points (keypoints, polygon vertices) as flip mirrors their image: each flipped coordinate c becomes 2 * center - c (center 0.5: relative coordinates).
+
+    Devices: cpu.
+
+    Inputs:
+        input: points, float32 [N, D], D = 1..3
+
+    Outputs:
+        output: the points, same shape
+
+    Keyword args:
+        layout (a string; default ""): the order of the coordinates, a permutation of "x", "xy" or "xyz"; empty: x, xy or xyz by the point size
+        flip_x (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror the x coordinate about center_x
+        flip_y (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the y coordinate about center_y
+        flip_z (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the z coordinate about center_z
+        center_x (a float; default 0.5; may be a DataNode (per-sample argument input)): the x coordinate of the mirror (c -> 2 center - c)
+        center_y (a float; default 0.5; may be a DataNode (per-sample argument input)): the y coordinate of the mirror (c -> 2 center - c)
+        center_z (a float; default 0.5; may be a DataNode (per-sample argument input)): the z coordinate of the mirror (c -> 2 center - c)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, layout: str | None = ..., flip_x: int | DataNode | None = ..., flip_y: int | DataNode | None = ..., flip_z: int | DataNode | None = ..., center_x: float | DataNode | None = ..., center_y: float | DataNode | None = ..., center_z: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Copy(Operator):
     """The input unchanged, on this operator's device: with device="gpu" it moves CPU data to the GPU (DataNode.gpu() in Python).

@@ -152,7 +152,7 @@ static int64_t find_image(const builder *b, int64_t id) {
       hi = mid;
   }
   return lo < b->idx->num_images && b->idx->images[b->img_order[lo]].id == id ? b->img_order[lo]
-                                                                             : -1;
+                                                                              : -1;
 }
 
 static stk_status load_polygons(builder *b, uint32_t seg, stk__coco_ann *a) {
@@ -296,7 +296,8 @@ static stk_status load_anns(builder *b) {
   int64_t n = arr ? b->doc->toks[arr].size : 0;
   uint32_t t = stk__json_first(b->doc, arr);
   for (int64_t i = 0; i < n; i++, t = b->doc->toks[t].next) {
-    if (b->doc->toks[t].type != STK__JSON_OBJECT) return bad(b, t, "an annotation is not an object");
+    if (b->doc->toks[t].type != STK__JSON_OBJECT)
+      return bad(b, t, "an annotation is not an object");
     STK_TRY(load_ann(b, t));
   }
   return group_anns(b);

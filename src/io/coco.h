@@ -34,7 +34,7 @@ typedef struct {
 } stk__coco_image;
 
 typedef struct {
-  const char *path;  /* the annotations file, for messages */
+  const char *path; /* the annotations file, for messages */
   double size_threshold;
   bool include_iscrowd;
   bool avoid_class_remapping;

@@ -155,8 +155,8 @@ static stk_status load_index(stk__node *node, coco_state *r) {
   stk_status st = stk__coco_load(&r->idx, &o);
   if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
   if (r->idx.num_samples == 0)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: no images to read in '%s'",
-                    stk__node_name(node), o.path);
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: no images to read in '%s'", stk__node_name(node),
+                    o.path);
   return STK_OK;
 }
 
@@ -172,8 +172,7 @@ static stk_status coco_init(stk__node *node) {
   stk_status st = STK_OK;
   if (r->polygons && r->pixelwise)
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                  "%s: polygon_masks and pixelwise_masks exclude each other",
-                  stk__node_name(node));
+                  "%s: polygon_masks and pixelwise_masks exclude each other", stk__node_name(node));
   if (st == STK_OK) st = load_index(node, r);
   if (st == STK_OK) st = open_images(node, r);
   if (st == STK_OK)
@@ -213,8 +212,7 @@ static stk_status write_polygons(const coco_state *r, stk__sample *s, const stk_
   for (int64_t i = 0; i < img->num_anns; i++) {
     if (anns[i].seg != STK__COCO_SEG_POLY) continue;
     np += anns[i].count;
-    for (int64_t k = 0; k < anns[i].count; k++)
-      nv += r->idx.polys[anns[i].first + k].num_vertices;
+    for (int64_t k = 0; k < anns[i].count; k++) nv += r->idx.polys[anns[i].first + k].num_vertices;
   }
   int64_t ps[2] = {np, 3}, vs[2] = {nv, 2};
   stk__tensor *polys, *verts;
@@ -240,7 +238,8 @@ static stk_status write_polygons(const coco_state *r, stk__sample *s, const stk_
 static bool paint_object(const coco_state *r, const stk__coco_ann *a, int32_t h, int32_t w,
                          uint8_t *obj) {
   memset(obj, 0, (size_t)h * (size_t)w);
-  if (a->seg == STK__COCO_SEG_RLE) return stk__coco_rle_paint(r->idx.rle + a->first, a->count, h, w, obj);
+  if (a->seg == STK__COCO_SEG_RLE)
+    return stk__coco_rle_paint(r->idx.rle + a->first, a->count, h, w, obj);
   for (int64_t k = 0; a->seg == STK__COCO_SEG_POLY && k < a->count; k++) {
     const stk__coco_poly *pg = &r->idx.polys[a->first + k];
     if (!stk__coco_poly_paint(r->idx.verts + 2 * pg->first_vertex, pg->num_vertices, h, w, obj))
@@ -322,10 +321,11 @@ static stk_status coco_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema coco_schema = {
     .name = "readers.coco",
-    .doc = "Reads a COCO data set (DALI's COCO reader): the encoded images under file_root "
-           "with their boxes and labels from annotations_file, optionally the segmentation "
-           "as polygons or as a pixelwise mask, and the image ids; with sharding, padding "
-           "and shuffling like the other readers. See docs/formats.md.",
+    .doc =
+        "Reads a COCO data set (DALI's COCO reader): the encoded images under file_root "
+        "with their boxes and labels from annotations_file, optionally the segmentation "
+        "as polygons or as a pixelwise mask, and the image ids; with sharding, padding "
+        "and shuffling like the other readers. See docs/formats.md.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
     .num_outputs = -1,

@@ -18,7 +18,8 @@
   STK__OPS_FILTERS(X)         \
   STK__OPS_ARITHMETIC(X)      \
   STK__OPS_HOST(X)            \
-  STK__OPS_AUTOAUG(X)
+  STK__OPS_AUTOAUG(X)         \
+  STK__OPS_DETECTION(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
@@ -112,6 +113,11 @@
   X(stk__op_auto_augment_augment)              \
   X(stk__op_auto_augment_stage_index)          \
   X(stk__op_auto_augment_stage_param)
+
+#define STK__OPS_DETECTION(X) /* boxes.c, coord_transform.c, box_encoder.c, ... */ \
+  X(stk__op_bb_flip)                                                               \
+  X(stk__op_bbox_paste)                                                            \
+  X(stk__op_coord_flip)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

@@ -1,0 +1,62 @@
+/*
+ * Per-box and per-point arithmetic of bb_flip, bbox_paste and coord_flip, in a form the
+ * CUDA kernels can share with the CPU operators (src/ops/boxes.c): STK_HD functions of
+ * one box or point, float32 throughout, every product and sum through the explicitly
+ * rounded STK_F* macros so the device cannot fuse them into an fma.
+ */
+#ifndef STOKER_SHARED_BOX_MATH_H
+#define STOKER_SHARED_BOX_MATH_H
+
+#include "gpu_common.h"
+
+#ifndef __cplusplus
+#include <stdbool.h>
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define STK_BFSUB(a, b) __fsub_rn((a), (b))
+#else
+#define STK_BFSUB(a, b) ((a) - (b))
+#endif
+
+/* Mirrors one relative box in place along x when `h`, along y when `v`: [l, r] ->
+ * [1 - r, 1 - l]. Boxes [x, y, w, h] go through ltrb and back, on both axes, flipped or
+ * not (DALI's rounding: w becomes (x + w) - x). */
+STK_HD void stk__bb_flip_one(float *b, bool ltrb, bool h, bool v) {
+  if (!ltrb) b[2] = STK_FADD(b[0], b[2]), b[3] = STK_FADD(b[1], b[3]);
+  for (int a = 0; a < 2; a++) {
+    if (!(a == 0 ? h : v)) continue;
+    float lo = b[a], hi = b[a + 2];
+    b[a] = STK_BFSUB(1.0f, hi), b[a + 2] = STK_BFSUB(1.0f, lo);
+  }
+  if (!ltrb) b[2] = STK_BFSUB(b[2], b[0]), b[3] = STK_BFSUB(b[3], b[1]);
+}
+
+/* The offsets of a paste at (px, py) into a canvas `ratio` times larger: p * (1 - 1 / ratio)
+ * in double, rounded once (DALI's rounding). */
+STK_HD void stk__bbox_paste_offsets(double ratio, double px, double py, float off[2]) {
+  double margin = STK_DSUB(1.0, 1.0 / ratio);
+  off[0] = (float)STK_DMUL(px, margin), off[1] = (float)STK_DMUL(py, margin);
+}
+
+/* Moves one relative box into the canvas: coordinates c * (1 / ratio) + offset, sizes
+ * s * (1 / ratio), in float. */
+STK_HD void stk__bbox_paste_one(float *b, bool ltrb, float inv_ratio, const float off[2]) {
+  for (int k = 0; k < 4; k++) {
+    float c = STK_FMUL(b[k], inv_ratio);
+    b[k] = (k < 2 || ltrb) ? STK_FADD(c, off[k & 1]) : c;
+  }
+}
+
+typedef struct {
+  bool flip[3];    /* x, y, z */
+  float center[3]; /* x, y, z */
+} stk__coord_flip_spec;
+
+/* Mirrors one point of d coordinates, axes[k] the axis of coordinate k. */
+STK_HD void stk__coord_flip_one(float *p, int d, const int *axes, const stk__coord_flip_spec *f) {
+  for (int k = 0; k < d; k++)
+    if (f->flip[axes[k]]) p[k] = STK_BFSUB(STK_FMUL(2.0f, f->center[axes[k]]), p[k]);
+}
+
+#endif /* STOKER_SHARED_BOX_MATH_H */
