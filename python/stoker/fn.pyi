@@ -59,6 +59,30 @@ def bbox_paste(*inputs: DataNode, ratio: float | DataNode, paste_x: float | Data
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def box_encoder(*inputs: DataNode, anchors: Sequence[float], criteria: float | None = ..., offset: bool | None = ..., scale: float | None = ..., means: Sequence[float] | None = ..., stds: Sequence[float] | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """Matches ground-truth boxes to SSD anchors (DALI's box_encoder): per anchor, the box with the largest IoU when above criteria, plus each box's best anchor; outputs [cx, cy, w, h] per anchor (offset=False) or normalised offsets, and the labels (0 for background). See docs/detection.md.
+
+    Devices: cpu.
+
+    Inputs:
+        bboxes: float32 [N, 4], [l, t, r, b]
+        labels: int32 [N] (or [N, 1])
+
+    Outputs:
+        encoded_bboxes, encoded_labels: float32 [M, 4] per anchor ([cx, cy, w, h] or offsets) and int32 [M] labels
+        bboxes: float32 [N, 4], [l, t, r, b]
+
+    Keyword args:
+        anchors (a list of floats; required): the anchors, 4 values each, [l, t, r, b] (relative)
+        criteria (a float; default 0.5; in [0, 1]): the IoU an anchor needs with a box to be matched to it
+        offset (a bool; default false): output normalised offsets from the anchors instead of boxes
+        scale (a float; default 1.0): with offset: boxes and anchors are multiplied by this first
+        means (a list of floats; default [0.0, 0.0, 0.0, 0.0]): with offset: subtracted from the [x, y, w, h] offsets
+        stds (a list of floats; default [1.0, 1.0, 1.0, 1.0]): with offset: the offsets are divided by these
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def brightness(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
 

@@ -45,9 +45,10 @@ static stk_status bb_flip_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema bb_flip_schema = {
     .name = "bb_flip",
-    .doc = "Mirrors relative boxes as flip mirrors their image: horizontally [x, y, w, h] "
-           "becomes [1 - x - w, y, w, h] (ltrb: [1 - r, t, 1 - l, b]), vertically likewise in "
-           "y. Feed the same random flags as the image's flip (see docs/detection.md).",
+    .doc =
+        "Mirrors relative boxes as flip mirrors their image: horizontally [x, y, w, h] "
+        "becomes [1 - x - w, y, w, h] (ltrb: [1 - r, t, 1 - l, b]), vertically likewise in "
+        "y. Feed the same random flags as the image's flip (see docs/detection.md).",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -93,8 +94,8 @@ static stk_status bbox_paste_run(stk__node *node, stk__sample *s) {
   double px = stk__arg_float(node, s, BP_PASTE_X), py = stk__arg_float(node, s, BP_PASTE_Y);
   if (!(ratio >= 1.0) || !(px >= 0 && px <= 1) || !(py >= 0 && py <= 1))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "needs ratio >= 1 and paste_x, paste_y in [0, 1]; got %g, %g, %g", ratio,
-                      px, py);
+                      "needs ratio >= 1 and paste_x, paste_y in [0, 1]; got %g, %g, %g", ratio, px,
+                      py);
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, STK_DTYPE_FLOAT32, in->ndim, in->shape, in->layout, &out));
   stk__bbox_paste(in->data, out->data, n, stk__arg_bool(node, NULL, BP_LTRB), ratio, px, py);
@@ -103,9 +104,10 @@ static stk_status bbox_paste_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema bbox_paste_schema = {
     .name = "bbox_paste",
-    .doc = "Moves relative boxes into the canvas paste puts their image in: a canvas ratio "
-           "times larger with the image at (paste_x, paste_y); coordinates become "
-           "c / ratio + paste * (1 - 1 / ratio), sizes size / ratio.",
+    .doc =
+        "Moves relative boxes into the canvas paste puts their image in: a canvas ratio "
+        "times larger with the image at (paste_x, paste_y); coordinates become "
+        "c / ratio + paste * (1 - 1 / ratio), sizes size / ratio.",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -115,8 +117,7 @@ static const stk_op_schema bbox_paste_schema = {
     .num_args = BP_COUNT_,
     .args = bbox_paste_args,
 };
-const stk__op_def stk__op_bbox_paste = {.schema = &bbox_paste_schema,
-                                        .run_sample = bbox_paste_run};
+const stk__op_def stk__op_bbox_paste = {.schema = &bbox_paste_schema, .run_sample = bbox_paste_run};
 
 /* ---- coord_flip ---- */
 
@@ -131,14 +132,21 @@ enum {
   CF_COUNT_
 };
 
-#define FLIP_ARG(axis, def)                                                       \
-  {.name = "flip_" axis, .type = STK_ARG_INT, .flags = STK_ARGF_PER_SAMPLE,        \
-   .default_text = def, .doc = "non-zero: mirror the " axis " coordinate about " \
-                               "center_" axis}
-#define CENTER_ARG(axis)                                                                  \
-  {.name = "center_" axis, .type = STK_ARG_FLOAT, .flags = STK_ARGF_PER_SAMPLE,           \
-   .default_text = "0.5", .doc = "the " axis " coordinate of the mirror (c -> 2 center - " \
-                                 "c)"}
+#define FLIP_ARG(axis, def)                                                                       \
+  {                                                                                               \
+    .name = "flip_" axis, .type = STK_ARG_INT, .flags = STK_ARGF_PER_SAMPLE, .default_text = def, \
+    .doc = "non-zero: mirror the " axis                                                           \
+           " coordinate about "                                                                   \
+           "center_" axis                                                                         \
+  }
+#define CENTER_ARG(axis)                                                         \
+  {                                                                              \
+    .name = "center_" axis, .type = STK_ARG_FLOAT, .flags = STK_ARGF_PER_SAMPLE, \
+    .default_text = "0.5",                                                       \
+    .doc = "the " axis                                                           \
+           " coordinate of the mirror (c -> 2 center - "                         \
+           "c)"                                                                  \
+  }
 
 static const stk_arg_schema coord_flip_args[] = {
     [CF_LAYOUT] = {.name = "layout",
@@ -199,8 +207,9 @@ static stk_status coord_flip_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema coord_flip_schema = {
     .name = "coord_flip",
-    .doc = "Mirrors points (keypoints, polygon vertices) as flip mirrors their image: each "
-           "flipped coordinate c becomes 2 * center - c (center 0.5: relative coordinates).",
+    .doc =
+        "Mirrors points (keypoints, polygon vertices) as flip mirrors their image: each "
+        "flipped coordinate c becomes 2 * center - c (center 0.5: relative coordinates).",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -210,5 +219,4 @@ static const stk_op_schema coord_flip_schema = {
     .num_args = CF_COUNT_,
     .args = coord_flip_args,
 };
-const stk__op_def stk__op_coord_flip = {.schema = &coord_flip_schema,
-                                        .run_sample = coord_flip_run};
+const stk__op_def stk__op_coord_flip = {.schema = &coord_flip_schema, .run_sample = coord_flip_run};

@@ -117,7 +117,8 @@
 #define STK__OPS_DETECTION(X) /* boxes.c, coord_transform.c, box_encoder.c, ... */ \
   X(stk__op_bb_flip)                                                               \
   X(stk__op_bbox_paste)                                                            \
-  X(stk__op_coord_flip)
+  X(stk__op_coord_flip)                                                            \
+  X(stk__op_box_encoder)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

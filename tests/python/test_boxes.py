@@ -137,3 +137,94 @@ def test_box_ops_match_dali_bit_for_bit(tmp_path):
                boxes, pts, pts[:, :2].copy())
     for k, g in enumerate(got):
         np.testing.assert_array_equal(g, want[f"arr_{k}"], err_msg=f"output {k}")
+
+
+# ---- box_encoder ----
+
+ANCHORS = np.array([[0.0, 0.0, 0.5, 0.5], [0.5, 0.0, 1.0, 0.5], [0.0, 0.5, 0.5, 1.0],
+                    [0.5, 0.5, 1.0, 1.0], [0.2, 0.2, 0.8, 0.8]], np.float32)
+
+
+def test_box_encoder_by_hand():
+    # Box 0 covers anchor 0 exactly (IoU 1); box 1 [0.55, 0.55, 0.95, 0.95] lies inside
+    # anchor 3 (IoU 0.16/0.25 = 0.64) and overlaps anchor 4 by 0.0625/0.4975 = 0.126.
+    boxes = np.array([[0.0, 0.0, 0.5, 0.5], [0.55, 0.55, 0.95, 0.95]], np.float32)
+    labels = np.array([7, 9], np.int32)
+    enc, lab = run1(lambda b, l: fn.box_encoder(b, l, anchors=ANCHORS.ravel().tolist(),
+                                                criteria=0.5), boxes, labels)
+    assert lab.tolist() == [7, 0, 0, 9, 0] and lab.dtype == np.int32
+    np.testing.assert_allclose(enc[0], [0.25, 0.25, 0.5, 0.5])  # the box as cx, cy, w, h
+    np.testing.assert_allclose(enc[3], [0.75, 0.75, 0.4, 0.4], atol=1e-6)
+    np.testing.assert_allclose(enc[1], [0.75, 0.25, 0.5, 0.5])  # unmatched: the anchor
+    # criteria 0.1 also gives anchor 4 away: to box 0 (IoU 0.09/0.52 = 0.173), not box 1
+    # (0.0625/0.4575 = 0.137); offsets: (cx - acx) / aw, log(w / aw), over stds.
+    enc, lab = run1(lambda b, l: fn.box_encoder(b, l, anchors=ANCHORS.ravel().tolist(),
+                                                criteria=0.1, offset=True, stds=[0.1, 0.1, 0.2,
+                                                                                 0.2]),
+                    boxes, labels)
+    assert lab.tolist() == [7, 0, 0, 9, 7]
+    want4 = [(0.25 - 0.5) / 0.6 / 0.1, (0.25 - 0.5) / 0.6 / 0.1, np.log(0.5 / 0.6) / 0.2,
+             np.log(0.5 / 0.6) / 0.2]
+    np.testing.assert_allclose(enc[4], want4, rtol=1e-5)
+    np.testing.assert_array_equal(enc[1], [0, 0, 0, 0])
+    np.testing.assert_allclose(enc[0], [0, 0, 0, 0], atol=1e-6)
+
+
+def test_box_encoder_claims_best_anchor_below_criteria():
+    # A small box overlapping nothing by more than 0.5 still claims its best anchor.
+    boxes = np.array([[0.05, 0.05, 0.15, 0.15]], np.float32)
+    _, lab = run1(lambda b, l: fn.box_encoder(b, l, anchors=ANCHORS.ravel().tolist()),
+                  boxes, np.array([3], np.int32))
+    assert lab.tolist() == [3, 0, 0, 0, 0]
+
+
+def test_box_encoder_bad_input():
+    with pytest.raises(StokerError, match="4 values per anchor"):
+        run1(lambda b, l: fn.box_encoder(b, l, anchors=[0.0, 0.1, 0.2]), BOXES,
+             np.zeros(3, np.int32))
+    with pytest.raises(StokerError, match="labels must be int32 \\[N\\] with N = 3"):
+        run1(lambda b, l: fn.box_encoder(b, l, anchors=ANCHORS.ravel().tolist()), BOXES,
+             np.zeros(2, np.int32))
+
+
+BE_SCRIPT = """
+import sys, numpy as np
+from nvidia.dali import pipeline_def, fn
+boxes, labels, anchors = np.load(sys.argv[1]), np.load(sys.argv[2]), np.load(sys.argv[3])
+@pipeline_def(batch_size=1, num_threads=1, device_id=None)
+def p():
+    b = fn.external_source(source=lambda: [boxes], batch=True)
+    l = fn.external_source(source=lambda: [labels], batch=True)
+    e1 = fn.box_encoder(b, l, anchors=anchors.ravel().tolist(), criteria=0.3)
+    e2 = fn.box_encoder(b, l, anchors=anchors.ravel().tolist(), criteria=0.4, offset=True,
+                        scale=2.0, means=[0.1, 0.2, 0.3, 0.4], stds=[0.5, 0.6, 0.7, 0.8])
+    return (*e1, *e2)
+pp = p(); pp.build()
+np.savez(sys.argv[4], *[np.array(o[0]) for o in pp.run()])
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(DALI_PY), reason="DALI's CPU build is not installed")
+def test_box_encoder_matches_dali(tmp_path):
+    rng = np.random.default_rng(11)
+
+    def rb(n):
+        a = rng.random((n, 2), np.float32) * 0.7
+        return np.concatenate([a, a + rng.random((n, 2), np.float32) * 0.3 + 0.02], 1)
+
+    boxes, anchors = rb(12).astype(np.float32), rb(300).astype(np.float32)
+    labels = rng.integers(1, 80, 12).astype(np.int32)
+    paths = [str(tmp_path / n) for n in ("b.npy", "l.npy", "a.npy", "d.npz")]
+    for p, a in zip(paths, (boxes, labels, anchors)):
+        np.save(p, a)
+    subprocess.run([DALI_PY, "-c", BE_SCRIPT, *paths], check=True, capture_output=True)
+    want = np.load(paths[3])
+    got = run1(lambda b, l: (*fn.box_encoder(b, l, anchors=anchors.ravel().tolist(),
+                                             criteria=0.3),
+                             *fn.box_encoder(b, l, anchors=anchors.ravel().tolist(),
+                                             criteria=0.4, offset=True, scale=2.0,
+                                             means=[0.1, 0.2, 0.3, 0.4],
+                                             stds=[0.5, 0.6, 0.7, 0.8])), boxes, labels)
+    for k, g in enumerate(got):
+        np.testing.assert_allclose(g, want[f"arr_{k}"], rtol=1e-6, atol=1e-6,
+                                   err_msg=f"output {k}")
