@@ -109,6 +109,23 @@ class _CocoReaderHook:
 
 
 HOOKS["readers.coco"] = _CocoReaderHook()
+
+
+class _BBoxCropHook:
+    """random_bbox_crop: anchor, shape, bboxes, then labels (with a labels input) and
+    bbox_indices (output_bbox_indices=True)."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        if isinstance(kwargs.get("output_bbox_indices"), _graph.DataNode):
+            raise InvalidArgumentError(
+                f"{schema.name}: 'output_bbox_indices' sets the outputs and must be a constant")
+        n = 3 + (len(inputs) > 1) + bool(kwargs.get("output_bbox_indices"))
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["random_bbox_crop"] = _BBoxCropHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",

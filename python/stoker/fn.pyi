@@ -671,6 +671,41 @@ def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_proc
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def random_bbox_crop(*inputs: DataNode, bbox_layout: str | None = ..., ltrb: bool | None = ..., thresholds: Sequence[float] | None = ..., threshold_type: str | None = ..., aspect_ratio: Sequence[float] | None = ..., scaling: Sequence[float] | None = ..., num_attempts: int | None = ..., total_num_attempts: int | None = ..., allow_no_crop: bool | None = ..., all_boxes_above_threshold: bool | None = ..., bbox_prune_threshold: float | None = ..., crop_shape: Sequence[int] | DataNode | None = ..., input_shape: Sequence[int] | DataNode | None = ..., shape_layout: str | None = ..., output_bbox_indices: bool | None = ..., quiet: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Draws a crop window that keeps the boxes valid (DALI's random_bbox_crop, 2D): outputs anchor and shape for slice, the kept boxes relative to the window, the labels (with a labels input) and the kept indices (output_bbox_indices). See docs/detection.md.
+
+    Devices: cpu.
+
+    Inputs:
+        bboxes: float32 [N, 4], relative
+        labels (optional): optional, one per box
+
+    Outputs:
+        a number set by the arguments
+        anchor, shape, bboxes, [labels], [bbox_indices]: the window's [x, y] and [w, h] (float32; relative, or pixels with crop_shape), the kept boxes relative to it, their labels when given, their input indices when asked
+
+    Keyword args:
+        bbox_layout (a string; one of 'xyXY', 'xyWH'): box coordinates: xyXY (l, t, r, b) or xyWH (x, y, w, h); default from ltrb
+        ltrb (a bool; default true): deprecated: xyXY when true, xyWH when false (bbox_layout wins)
+        thresholds (a list of floats; default [0.0]): the minimum overlaps to choose from, one per sample
+        threshold_type (a string; default "iou"; one of 'iou', 'overlap'): iou: intersection over union of box and window; overlap: the fraction of the box inside the window
+        aspect_ratio (a list of floats; default [1.0, 1.0]): [min, max] of the window's width / height (relative to the image's unless input_shape is given)
+        scaling (a list of floats; default [1.0, 1.0]): [min, max] of the window's width and height relative to the image's, drawn independently
+        num_attempts (an int; default 1; in [1, 1000000]): windows tried per threshold before another is drawn
+        total_num_attempts (an int; default -1): windows tried in all before the best one seen is taken; -1: stoker stops at 100000 (DALI: never)
+        allow_no_crop (a bool; default true): 'no crop' is one more choice next to the thresholds
+        all_boxes_above_threshold (a bool; default true): every box must overlap enough (false: one box)
+        bbox_prune_threshold (a float): keep boxes with at least this fraction of their area in the window (0: any part); absent: keep boxes whose centre is in it
+        crop_shape (a list of ints; may be a DataNode (per-sample argument input)): a fixed window size in pixels (needs input_shape), ordered by shape_layout
+        input_shape (a list of ints; may be a DataNode (per-sample argument input)): the image's size, ordered by shape_layout
+        shape_layout (a string; default "WH"; one of 'WH', 'HW'): the order of crop_shape and input_shape
+        output_bbox_indices (a bool; default false): one more output: the input indices of the kept boxes
+        quiet (a bool; default false): accepted for DALI compatibility (stoker warns about nothing here)
+        seed (an int; default -1): this operator's seed (-1: derived)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
 

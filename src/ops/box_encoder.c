@@ -80,8 +80,8 @@ static stk_status be_init(stk__node *node) {
   size_t n = stk__arg_floats(node, NULL, A_ANCHORS, &a);
   if (n == 0 || n % 4)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                    "%s: 'anchors' needs 4 values per anchor; got %zu values",
-                    stk__node_name(node), n);
+                    "%s: 'anchors' needs 4 values per anchor; got %zu values", stk__node_name(node),
+                    n);
   encoder *e = stk__calloc(1, sizeof *e, "a box encoder");
   if (!e) return STK_ERR_OUT_OF_MEMORY;
   *stk__node_state(node) = e;
@@ -96,8 +96,7 @@ static stk_status be_init(stk__node *node) {
   if (st == STK_OK) st = four_floats(node, A_STDS, "stds", e->stds);
   for (int k = 0; st == STK_OK && k < 4; k++)
     if (!(e->stds[k] != 0.0f))
-      st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: 'stds' must not hold 0",
-                    stk__node_name(node));
+      st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: 'stds' must not hold 0", stk__node_name(node));
   if (st != STK_OK) be_destroy(node);
   return st;
 }
@@ -158,8 +157,7 @@ static stk_status labels_input(const stk__node *node, const stk__sample *s, int6
                                             (t->ndim == 2 && t->shape[0] == n && t->shape[1] == 1));
   if (!ok)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "labels must be int32 [N] with N = %lld, the number of boxes",
-                      (long long)n);
+                      "labels must be int32 [N] with N = %lld, the number of boxes", (long long)n);
   *labels = t->data;
   return STK_OK;
 }
@@ -190,10 +188,11 @@ static stk_status be_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema box_encoder_schema = {
     .name = "box_encoder",
-    .doc = "Matches ground-truth boxes to SSD anchors (DALI's box_encoder): per anchor, the "
-           "box with the largest IoU when above criteria, plus each box's best anchor; outputs "
-           "[cx, cy, w, h] per anchor (offset=False) or normalised offsets, and the labels (0 "
-           "for background). See docs/detection.md.",
+    .doc =
+        "Matches ground-truth boxes to SSD anchors (DALI's box_encoder): per anchor, the "
+        "box with the largest IoU when above criteria, plus each box's best anchor; outputs "
+        "[cx, cy, w, h] per anchor (offset=False) or normalised offsets, and the labels (0 "
+        "for background). See docs/detection.md.",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 2,
     .max_inputs = 2,

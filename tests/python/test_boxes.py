@@ -228,3 +228,80 @@ def test_box_encoder_matches_dali(tmp_path):
     for k, g in enumerate(got):
         np.testing.assert_allclose(g, want[f"arr_{k}"], rtol=1e-6, atol=1e-6,
                                    err_msg=f"output {k}")
+
+
+# ---- random_bbox_crop ----
+
+def iou_np(a, w):
+    iw = np.clip(np.minimum(a[:, 2], w[2]) - np.maximum(a[:, 0], w[0]), 0, None)
+    ih = np.clip(np.minimum(a[:, 3], w[3]) - np.maximum(a[:, 1], w[1]), 0, None)
+    inter = iw * ih
+    area = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    return inter / (area + (w[2] - w[0]) * (w[3] - w[1]) - inter)
+
+
+def crop_batch(boxes, labels, n=32, **kw):
+    def define():
+        b = fn.external_source(source=lambda: [boxes] * n, batch=True)
+        l = fn.external_source(source=lambda: [labels] * n, batch=True)
+        return tuple(fn.random_bbox_crop(b, l, seed=5, **kw))
+
+    pipe = stoker.pipeline_def(define, batch_size=n, num_threads=2)()
+    return [[np.array(x) for x in tl] for tl in pipe.run()]
+
+
+def test_random_bbox_crop_windows_meet_the_thresholds():
+    rng = np.random.default_rng(2)
+    a = rng.random((6, 2)).astype(np.float32) * 0.7
+    boxes = np.concatenate([a, a + 0.1 + rng.random((6, 2)).astype(np.float32) * 0.2], 1)
+    labels = np.arange(10, 16, dtype=np.int32)
+    anchor, shape, out, lab, idx = crop_batch(
+        boxes, labels, thresholds=[0.1, 0.3, 0.5], scaling=[0.3, 1.0], aspect_ratio=[0.5, 2.0],
+        allow_no_crop=False, all_boxes_above_threshold=False, num_attempts=50,
+        output_bbox_indices=True)
+    whole = 0
+    for k in range(32):
+        (x, y), (w, h) = anchor[k], shape[k]
+        assert 0 <= x and x + w <= 1 + 1e-6 and 0 <= y and y + h <= 1 + 1e-6
+        assert 0.3 - 1e-6 <= w <= 1 and 0.3 - 1e-6 <= h <= 1 and 0.5 - 1e-6 <= w / h <= 2 + 1e-6
+        win = np.array([x, y, x + w, y + h])
+        assert iou_np(boxes, win).max() >= 0.1 - 1e-6  # the least threshold at least
+        # Kept boxes: those whose centre is in the window, clipped, relative to it.
+        cx, cy = (boxes[:, 0] + boxes[:, 2]) / 2, (boxes[:, 1] + boxes[:, 3]) / 2
+        want = np.nonzero((cx >= x) & (cx <= x + w) & (cy >= y) & (cy <= y + h))[0]
+        assert idx[k].tolist() == want.tolist() and len(want) > 0
+        assert lab[k].tolist() == labels[want].tolist()
+        clip = np.stack([np.maximum(boxes[want, 0], x), np.maximum(boxes[want, 1], y),
+                         np.minimum(boxes[want, 2], x + w), np.minimum(boxes[want, 3], y + h)], 1)
+        rel = (clip - [x, y, x, y]) / [w, h, w, h]
+        np.testing.assert_allclose(out[k], rel, atol=1e-5)
+        whole += w == 1 and h == 1
+    assert whole < 32  # it does crop
+
+
+def test_random_bbox_crop_no_crop_and_fixed_shape():
+    boxes = np.array([[0.1, 0.1, 0.4, 0.5]], np.float32)
+    labels = np.array([1], np.int32)
+    anchor, shape, out, _ = crop_batch(boxes, labels, thresholds=[])  # only "no crop" left
+    for k in range(32):
+        np.testing.assert_array_equal(anchor[k], [0, 0])
+        np.testing.assert_array_equal(shape[k], [1, 1])
+        np.testing.assert_allclose(out[k], boxes)
+    # crop_shape: pixels in and out; the window is 100x50 of 400x200 (WH), xywh boxes.
+    anchor, shape, out, _ = crop_batch(boxes, labels, thresholds=[0.0], allow_no_crop=False,
+                                       crop_shape=[100, 50], input_shape=[400, 200],
+                                       bbox_layout="xyWH", threshold_type="overlap")
+    for k in range(32):
+        np.testing.assert_array_equal(shape[k], [100, 50])
+        assert 0 <= anchor[k][0] <= 300 and 0 <= anchor[k][1] <= 150
+
+
+def test_random_bbox_crop_bad_arguments():
+    boxes = np.array([[0.1, 0.1, 0.4, 0.5]], np.float32)
+    labels = np.array([1], np.int32)
+    with pytest.raises(StokerError, match="crop_shape needs input_shape"):
+        crop_batch(boxes, labels, crop_shape=[10, 10])
+    with pytest.raises(StokerError, match="'scaling' needs"):
+        crop_batch(boxes, labels, scaling=[0.9, 0.1])
+    with pytest.raises(StokerError, match="labels have 2 rows for 1 boxes"):
+        crop_batch(boxes, np.array([1, 2], np.int32))
