@@ -260,6 +260,26 @@ def coord_flip(*inputs: DataNode, layout: str | None = ..., flip_x: int | DataNo
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def coord_transform(*inputs: DataNode, M: Sequence[float] | DataNode | None = ..., T: Sequence[float] | DataNode | None = ..., MT: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to move keypoints or polygon vertices with the image transform that made them.
+
+    Devices: cpu.
+
+    Inputs:
+        input: points [N, D] (or a flat list of D = 1)
+
+    Outputs:
+        output: the points [N, O]
+
+    Keyword args:
+        M (a list of floats; may be a DataNode (per-sample argument input)): the O x D matrix, row-major (one value: a multiple of the identity); default: the identity
+        T (a list of floats; may be a DataNode (per-sample argument input)): the translation, O values (one value: for every axis); default 0
+        MT (a list of floats; may be a DataNode (per-sample argument input)): M and T together as an O x (D + 1) matrix; excludes M and T
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'float', 'double'): the output type
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def copy(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The input unchanged, on this operator's device: with device="gpu" it moves CPU data to the GPU (DataNode.gpu() in Python).
 
@@ -1618,6 +1638,29 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+class segmentation:
+    """The segmentation namespace."""
+    @staticmethod
+    def select_masks(*inputs: DataNode, reindex_masks: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+        """Keeps the polygons of the masks listed in mask_ids, with their vertices renumbered (DALI's segmentation.select_masks), in the order of mask_ids.
+
+        Devices: cpu.
+
+        Inputs:
+            mask_ids: int32 [K]: the masks to keep (distinct)
+            polygons: int32 [P, 3]: mask id, first vertex, end vertex
+            vertices: [V, D] vertices of any type
+
+        Outputs:
+            polygons, vertices: the kept polygons (int32 [P', 3]) and their vertices [V', D]
+            mask_ids: int32 [K]: the masks to keep (distinct)
+
+        Keyword args:
+            reindex_masks (a bool; default false): replace each kept mask id by its position in mask_ids
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

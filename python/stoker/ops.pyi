@@ -274,6 +274,27 @@ class CoordFlip(Operator):
     """
     def __init__(self, *, layout: str | None = ..., flip_x: int | DataNode | None = ..., flip_y: int | DataNode | None = ..., flip_z: int | DataNode | None = ..., center_x: float | DataNode | None = ..., center_y: float | DataNode | None = ..., center_z: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class CoordTransform(Operator):
+    """Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to move keypoints or polygon vertices with the image transform that made them.
+
+    Devices: cpu.
+
+    Inputs:
+        input: points [N, D] (or a flat list of D = 1)
+
+    Outputs:
+        output: the points [N, O]
+
+    Keyword args:
+        M (a list of floats; may be a DataNode (per-sample argument input)): the O x D matrix, row-major (one value: a multiple of the identity); default: the identity
+        T (a list of floats; may be a DataNode (per-sample argument input)): the translation, O values (one value: for every axis); default 0
+        MT (a list of floats; may be a DataNode (per-sample argument input)): M and T together as an O x (D + 1) matrix; excludes M and T
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'float', 'double'): the output type
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, M: Sequence[float] | DataNode | None = ..., T: Sequence[float] | DataNode | None = ..., MT: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Copy(Operator):
     """The input unchanged, on this operator's device: with device="gpu" it moves CPU data to the GPU (DataNode.gpu() in Python).
 
@@ -1667,6 +1688,29 @@ class readers:
         """
         def __init__(self, *, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class segmentation:
+    """The segmentation namespace."""
+    class SelectMasks(Operator):
+        """Keeps the polygons of the masks listed in mask_ids, with their vertices renumbered (DALI's segmentation.select_masks), in the order of mask_ids.
+
+        Devices: cpu.
+
+        Inputs:
+            mask_ids: int32 [K]: the masks to keep (distinct)
+            polygons: int32 [P, 3]: mask id, first vertex, end vertex
+            vertices: [V, D] vertices of any type
+
+        Outputs:
+            polygons, vertices: the kept polygons (int32 [P', 3]) and their vertices [V', D]
+            mask_ids: int32 [K]: the masks to keep (distinct)
+
+        Keyword args:
+            reindex_masks (a bool; default false): replace each kept mask id by its position in mask_ids
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, reindex_masks: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class transforms:
     """The transforms namespace."""
     class Combine(Operator):

@@ -225,7 +225,7 @@ static stk_status boxes_ltrb(stk__node *node, stk__sample *s, bool *xywh, const 
   STK_TRY(stk__box_input(node, s, in, 4, n));
   const char *layout = stk__arg_given(node, A_BBOX_LAYOUT) ? stk__arg_string(node, A_BBOX_LAYOUT)
                        : stk__arg_bool(node, NULL, A_LTRB) ? "xyXY"
-                                                            : "xyWH";
+                                                           : "xyWH";
   *xywh = strcmp(layout, "xyWH") == 0;
   *out = in->data;
   if (!*xywh) return STK_OK;
@@ -274,8 +274,8 @@ static stk_status make_rule(stk__node *node, stk__sample *s, window_rule *r, dou
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "crop_shape needs input_shape");
   STK_TRY(range_arg(node, s, A_SCALING, "scaling", 0.0, sc));
   STK_TRY(range_arg(node, s, A_ASPECT_RATIO, "aspect_ratio", 1e-9, ar));
-  *r = (window_rule){sc[0], fmin(sc[1], 1.0), ar[0], ar[1], has_in ? in_wh[0] / in_wh[1] : 1.0,
-                     has_crop, 0, 0};
+  *r = (window_rule){
+      sc[0], fmin(sc[1], 1.0), ar[0], ar[1], has_in ? in_wh[0] / in_wh[1] : 1.0, has_crop, 0, 0};
   if (has_crop) r->fw = fmin(1.0, crop[0] / in_wh[0]), r->fh = fmin(1.0, crop[1] / in_wh[1]);
   *fixed_pixels = has_crop;
   return STK_OK;
@@ -305,8 +305,7 @@ static stk_status emit_boxes(stk__node *node, stk__sample *s, const crop_problem
     int64_t per = lab->ndim ? 1 : 0, total = 1;
     for (int d = 0; d < lab->ndim; d++) total *= lab->shape[d];
     if (lab->ndim < 1 || lab->shape[0] != p->n)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "labels have %lld rows for %lld boxes",
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "labels have %lld rows for %lld boxes",
                         (long long)(lab->ndim ? lab->shape[0] : 0), (long long)p->n);
     per = p->n ? total / p->n : 0;
     int64_t ls[STK_MAX_NDIM];
@@ -364,10 +363,11 @@ static int rbc_num_outputs(const stk__node *node) {
 
 static const stk_op_schema rbc_schema = {
     .name = "random_bbox_crop",
-    .doc = "Draws a crop window that keeps the boxes valid (DALI's random_bbox_crop, 2D): "
-           "outputs anchor and shape for slice, the kept boxes relative to the window, the "
-           "labels (with a labels input) and the kept indices (output_bbox_indices). See "
-           "docs/detection.md.",
+    .doc =
+        "Draws a crop window that keeps the boxes valid (DALI's random_bbox_crop, 2D): "
+        "outputs anchor and shape for slice, the kept boxes relative to the window, the "
+        "labels (with a labels input) and the kept indices (output_bbox_indices). See "
+        "docs/detection.md.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_RANDOM,
     .min_inputs = 1,

@@ -119,7 +119,9 @@
   X(stk__op_bbox_paste)                                                            \
   X(stk__op_coord_flip)                                                            \
   X(stk__op_box_encoder)                                                           \
-  X(stk__op_random_bbox_crop)
+  X(stk__op_random_bbox_crop)                                                      \
+  X(stk__op_coord_transform)                                                       \
+  X(stk__op_select_masks)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import stoker
-from stoker import fn
+from stoker import fn, types
 from stoker.errors import InvalidArgumentError, StokerError
 
 DALI_PY = "/work/dali-venv/bin/python"
@@ -305,3 +305,88 @@ def test_random_bbox_crop_bad_arguments():
         crop_batch(boxes, labels, scaling=[0.9, 0.1])
     with pytest.raises(StokerError, match="labels have 2 rows for 1 boxes"):
         crop_batch(boxes, np.array([1, 2], np.int32))
+
+
+# ---- coord_transform, segmentation.select_masks ----
+
+def test_coord_transform_by_hand():
+    pts = np.array([[1, 2], [-3, 4]], np.float32)
+    a, b, c, d = run1(lambda p: (fn.coord_transform(p, M=[0, 1, 1, 0, 2, 2], T=[1, 2, 3]),
+                                 fn.coord_transform(p, M=2.0, T=1.0),
+                                 fn.coord_transform(p, MT=[1, 0, 10, 0, -1, 20]),
+                                 fn.coord_transform(p, M=[0.5, 0.25], dtype=types.INT32)), pts)
+    np.testing.assert_array_equal(a, [[3, 3, 9], [5, -1, 5]])  # (y, x, 2x + 2y) + T
+    np.testing.assert_array_equal(b, [[3, 5], [-5, 9]])
+    np.testing.assert_array_equal(c, [[11, 18], [7, 16]])
+    # 0.5 x + 0.25 y: 1.0 and -0.5, rounded half away from zero.
+    assert d.dtype == np.int32 and d.ravel().tolist() == [1, -1]
+    with pytest.raises(StokerError, match="MT has 5 values; it must be O x 3"):
+        run1(lambda p: fn.coord_transform(p, MT=[1, 2, 3, 4, 5]), pts)
+    with pytest.raises(StokerError, match="give MT, or M and T, not both"):
+        run1(lambda p: fn.coord_transform(p, MT=[1, 0, 0, 0, 1, 0], T=[1.0]), pts)
+
+
+def test_select_masks_by_hand():
+    polys = np.array([[0, 0, 3], [1, 3, 7], [2, 7, 10], [1, 10, 12]], np.int32)
+    verts = np.arange(24, dtype=np.float32).reshape(12, 2)
+    ids = np.array([2, 1], np.int32)
+    p, v, pr, vr = run1(lambda i, g, x: (*fn.segmentation.select_masks(i, g, x),
+                                         *fn.segmentation.select_masks(i, g, x,
+                                                                       reindex_masks=True)),
+                        ids, polys, verts)
+    # Mask 2, then mask 1 (both of its polygons): mask_ids order, vertices renumbered.
+    np.testing.assert_array_equal(p, [[2, 0, 3], [1, 3, 7], [1, 7, 9]])
+    np.testing.assert_array_equal(v, np.concatenate([verts[7:10], verts[3:7], verts[10:12]]))
+    np.testing.assert_array_equal(pr, [[0, 0, 3], [1, 3, 7], [1, 7, 9]])  # 2 -> 0, 1 -> 1
+    np.testing.assert_array_equal(vr, v)
+    with pytest.raises(StokerError, match="mask id 2 appears twice"):
+        run1(lambda i, g, x: fn.segmentation.select_masks(i, g, x),
+             np.array([2, 2], np.int32), polys, verts)
+    with pytest.raises(StokerError, match="polygon 3 spans vertices 10..12 of 11"):
+        run1(lambda i, g, x: fn.segmentation.select_masks(i, g, x), ids, polys, verts[:11])
+
+
+CT_SCRIPT = """
+import sys, numpy as np
+from nvidia.dali import pipeline_def, fn, types
+pts, ipts, M, T = (np.load(a) for a in sys.argv[1:5])
+polys = np.array([[0, 0, 3], [1, 3, 7], [2, 7, 10], [3, 10, 12]], np.int32)
+verts = pts[:12, :2].copy()
+@pipeline_def(batch_size=1, num_threads=1, device_id=None)
+def p():
+    q = fn.external_source(source=lambda: [pts], batch=True)
+    qi = fn.external_source(source=lambda: [ipts], batch=True)
+    ids = fn.external_source(source=lambda: [np.array([3, 1], np.int32)], batch=True)
+    pg = fn.external_source(source=lambda: [polys], batch=True)
+    vt = fn.external_source(source=lambda: [verts], batch=True)
+    return (fn.coord_transform(q, M=M.ravel().tolist(), T=T.tolist()),
+            fn.coord_transform(qi, M=[0.5, 0.25, 1, 2], T=[0.4, -0.6], dtype=types.INT32),
+            fn.coord_transform(q, MT=np.concatenate([M, T[:, None]], 1).ravel().tolist()),
+            *fn.segmentation.select_masks(ids, pg, vt, reindex_masks=True))
+pp = p(); pp.build()
+np.savez(sys.argv[5], *[np.array(o[0]) for o in pp.run()])
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(DALI_PY), reason="DALI's CPU build is not installed")
+def test_coord_transform_and_select_masks_match_dali(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = [(rng.random((50, 3)) * 10 - 5).astype(np.float32),
+              rng.integers(-100, 100, (50, 2)).astype(np.int32),
+              (rng.random((2, 3)) * 3).astype(np.float32), rng.random(2).astype(np.float32)]
+    paths = [str(tmp_path / f"{k}.npy") for k in range(4)]
+    for p, a in zip(paths, arrays):
+        np.save(p, a)
+    subprocess.run([DALI_PY, "-c", CT_SCRIPT, *paths, str(tmp_path / "d.npz")], check=True,
+                   capture_output=True)
+    want = np.load(tmp_path / "d.npz")
+    pts, ipts, M, T = arrays
+    polys = np.array([[0, 0, 3], [1, 3, 7], [2, 7, 10], [3, 10, 12]], np.int32)
+    got = run1(lambda q, qi, i, g, v: (
+        fn.coord_transform(q, M=M.ravel().tolist(), T=T.tolist()),
+        fn.coord_transform(qi, M=[0.5, 0.25, 1, 2], T=[0.4, -0.6], dtype=types.INT32),
+        fn.coord_transform(q, MT=np.concatenate([M, T[:, None]], 1).ravel().tolist()),
+        *fn.segmentation.select_masks(i, g, v, reindex_masks=True)),
+        pts, ipts, np.array([3, 1], np.int32), polys, pts[:12, :2].copy())
+    for k, g in enumerate(got):
+        np.testing.assert_array_equal(g, want[f"arr_{k}"], err_msg=f"output {k}")
