@@ -20,10 +20,10 @@ def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None =
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def bb_flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def bb_flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mirrors relative boxes as flip mirrors their image: horizontally [x, y, w, h] becomes [1 - x - w, y, w, h] (ltrb: [1 - r, t, 1 - l, b]), vertically likewise in y. Feed the same random flags as the image's flip (see docs/detection.md).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: boxes, float32 [N, 4], relative
@@ -35,7 +35,7 @@ def bb_flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical
         horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror the boxes left-right (x -> 1 - x)
         vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the boxes top-bottom (y -> 1 - y)
         ltrb (a bool; default false): boxes are [left, top, right, bottom]; otherwise [x, y, width, height]
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -237,10 +237,10 @@ def contrast(*inputs: DataNode, contrast: float | DataNode | None = ..., contras
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def coord_flip(*inputs: DataNode, layout: str | None = ..., flip_x: int | DataNode | None = ..., flip_y: int | DataNode | None = ..., flip_z: int | DataNode | None = ..., center_x: float | DataNode | None = ..., center_y: float | DataNode | None = ..., center_z: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def coord_flip(*inputs: DataNode, layout: str | None = ..., flip_x: int | DataNode | None = ..., flip_y: int | DataNode | None = ..., flip_z: int | DataNode | None = ..., center_x: float | DataNode | None = ..., center_y: float | DataNode | None = ..., center_z: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mirrors points (keypoints, polygon vertices) as flip mirrors their image: each flipped coordinate c becomes 2 * center - c (center 0.5: relative coordinates).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: points, float32 [N, D], D = 1..3
@@ -256,7 +256,7 @@ def coord_flip(*inputs: DataNode, layout: str | None = ..., flip_x: int | DataNo
         center_x (a float; default 0.5; may be a DataNode (per-sample argument input)): the x coordinate of the mirror (c -> 2 center - c)
         center_y (a float; default 0.5; may be a DataNode (per-sample argument input)): the y coordinate of the mirror (c -> 2 center - c)
         center_z (a float; default 0.5; may be a DataNode (per-sample argument input)): the z coordinate of the mirror (c -> 2 center - c)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

@@ -25,7 +25,7 @@ class AutoContrast(Operator):
 class BbFlip(Operator):
     """Mirrors relative boxes as flip mirrors their image: horizontally [x, y, w, h] becomes [1 - x - w, y, w, h] (ltrb: [1 - r, t, 1 - l, b]), vertically likewise in y. Feed the same random flags as the image's flip (see docs/detection.md).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: boxes, float32 [N, 4], relative
@@ -37,10 +37,10 @@ class BbFlip(Operator):
         horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror the boxes left-right (x -> 1 - x)
         vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror the boxes top-bottom (y -> 1 - y)
         ltrb (a bool; default false): boxes are [left, top, right, bottom]; otherwise [x, y, width, height]
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class BboxPaste(Operator):
     """Moves relative boxes into the canvas paste puts their image in: a canvas ratio times larger with the image at (paste_x, paste_y); coordinates become c / ratio + paste * (1 - 1 / ratio), sizes size / ratio.
@@ -253,7 +253,7 @@ class Contrast(Operator):
 class CoordFlip(Operator):
     """Mirrors points (keypoints, polygon vertices) as flip mirrors their image: each flipped coordinate c becomes 2 * center - c (center 0.5: relative coordinates).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: points, float32 [N, D], D = 1..3
@@ -269,10 +269,10 @@ class CoordFlip(Operator):
         center_x (a float; default 0.5; may be a DataNode (per-sample argument input)): the x coordinate of the mirror (c -> 2 center - c)
         center_y (a float; default 0.5; may be a DataNode (per-sample argument input)): the y coordinate of the mirror (c -> 2 center - c)
         center_z (a float; default 0.5; may be a DataNode (per-sample argument input)): the z coordinate of the mirror (c -> 2 center - c)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, layout: str | None = ..., flip_x: int | DataNode | None = ..., flip_y: int | DataNode | None = ..., flip_z: int | DataNode | None = ..., center_x: float | DataNode | None = ..., center_y: float | DataNode | None = ..., center_z: float | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, layout: str | None = ..., flip_x: int | DataNode | None = ..., flip_y: int | DataNode | None = ..., flip_z: int | DataNode | None = ..., center_x: float | DataNode | None = ..., center_y: float | DataNode | None = ..., center_z: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class CoordTransform(Operator):
     """Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to move keypoints or polygon vertices with the image transform that made them.

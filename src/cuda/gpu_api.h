@@ -93,6 +93,7 @@ typedef struct stk_gpu_color_api stk_gpu_color_api;
 typedef struct stk_gpu_geometry_api stk_gpu_geometry_api;
 typedef struct stk_gpu_filter_api stk_gpu_filter_api;
 typedef struct stk_gpu_math_api stk_gpu_math_api;
+typedef struct stk_gpu_boxes_api stk_gpu_boxes_api;
 typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
 
 /* ---------------------------------------------------------------------------------- */
@@ -448,6 +449,8 @@ typedef struct stk_gpu_api {
    * release (cudaFreeHost). */
   int (*host_alloc)(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen);
   void (*host_free)(stk_gpu_ctx *ctx, void *ptr);
+  /* Box and point operators (api_boxes.h); NULL in libraries without them. */
+  const struct stk_gpu_boxes_api *boxes;
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

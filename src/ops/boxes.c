@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "box_util.h"
+#include "boxes_gpu.h"
 #include "image_util.h"
 
 /* ---- bb_flip ---- */
@@ -43,13 +44,17 @@ static stk_status bb_flip_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+static stk_status bb_flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__bb_flip_gpu(node, b, BF_HORIZONTAL, BF_VERTICAL, BF_LTRB);
+}
+
 static const stk_op_schema bb_flip_schema = {
     .name = "bb_flip",
     .doc =
         "Mirrors relative boxes as flip mirrors their image: horizontally [x, y, w, h] "
         "becomes [1 - x - w, y, w, h] (ltrb: [1 - r, t, 1 - l, b]), vertically likewise in "
         "y. Feed the same random flags as the image's flip (see docs/detection.md).",
-    .devices = STK_DEVICE_CPU,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = boxes_in,
@@ -57,8 +62,15 @@ static const stk_op_schema bb_flip_schema = {
     .outputs = boxes_out,
     .num_args = BF_COUNT_,
     .args = bb_flip_args,
+    .gpu_check =
+        "b = constant(fdata=[0.1, 0.2, 0.3, 0.5, 0.6, 0.0, 0.2, 0.1, 0.33, 0.71, 0.123, "
+        "0.01], shape=[3, 4])\n"
+        "h = random.coin_flip(probability=0.5)\n"
+        "v = random.coin_flip(probability=0.5)\n"
+        "return bb_flip(b, horizontal=h, vertical=v, device=@)",
 };
-const stk__op_def stk__op_bb_flip = {.schema = &bb_flip_schema, .run_sample = bb_flip_run};
+const stk__op_def stk__op_bb_flip = {
+    .schema = &bb_flip_schema, .run_sample = bb_flip_run, .run_gpu = bb_flip_run_gpu};
 
 /* ---- bbox_paste ---- */
 
@@ -185,24 +197,36 @@ static stk_status coord_axes(const stk__node *node, stk__sample *s, int64_t d, i
   return STK_OK;
 }
 
-static stk_status coord_flip_run(stk__node *node, stk__sample *s) {
-  const stk__tensor *in = stk__input(s, 0);
+/* Validates one sample's points and reads its axes and flip arguments (both backends). */
+static stk_status coord_flip_check(stk__node *node, stk__sample *s, const stk__tensor *in,
+                                   int axes[3], stk__coord_flip_spec *f) {
   if (in->ndim != 2 || in->shape[1] < 1 || in->shape[1] > 3 || in->dtype != STK_DTYPE_FLOAT32)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "expects float32 points [N, D] with D = 1, 2 or 3; got %d dimensions "
                       "of %s",
                       in->ndim, stk_dtype_name(in->dtype));
-  int axes[3];
   STK_TRY(coord_axes(node, s, in->shape[1], axes));
-  stk__coord_flip_spec f;
   for (int a = 0; a < 3; a++) {
-    f.flip[a] = stk__arg_int(node, s, CF_FLIP_X + a) != 0;
-    f.center[a] = (float)stk__arg_float(node, s, CF_CENTER_X + a);
+    f->flip[a] = stk__arg_int(node, s, CF_FLIP_X + a) != 0;
+    f->center[a] = (float)stk__arg_float(node, s, CF_CENTER_X + a);
   }
+  return STK_OK;
+}
+
+static stk_status coord_flip_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  int axes[3];
+  stk__coord_flip_spec f;
+  STK_TRY(coord_flip_check(node, s, in, axes, &f));
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, STK_DTYPE_FLOAT32, 2, in->shape, in->layout, &out));
   stk__coord_flip(in->data, out->data, in->shape[0], (int)in->shape[1], axes, &f);
   return STK_OK;
+}
+
+static stk_status coord_flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  static const stk__coord_flip_gpu_args a = {coord_flip_check};
+  return stk__coord_flip_gpu(node, b, &a);
 }
 
 static const stk_op_schema coord_flip_schema = {
@@ -210,7 +234,7 @@ static const stk_op_schema coord_flip_schema = {
     .doc =
         "Mirrors points (keypoints, polygon vertices) as flip mirrors their image: each "
         "flipped coordinate c becomes 2 * center - c (center 0.5: relative coordinates).",
-    .devices = STK_DEVICE_CPU,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = coords_in,
@@ -218,5 +242,12 @@ static const stk_op_schema coord_flip_schema = {
     .outputs = coords_out,
     .num_args = CF_COUNT_,
     .args = coord_flip_args,
+    .gpu_check =
+        "p = constant(fdata=[0.1, 0.2, 0.6, 0.9, 1.5, -0.2, 0.25, 0.75], shape=[4, 2])\n"
+        "x = random.coin_flip(probability=0.5)\n"
+        "y = random.coin_flip(probability=0.5)\n"
+        "c = random.uniform(range=[0.0, 1.0])\n"
+        "return coord_flip(p, flip_x=x, flip_y=y, center_y=c, device=@)",
 };
-const stk__op_def stk__op_coord_flip = {.schema = &coord_flip_schema, .run_sample = coord_flip_run};
+const stk__op_def stk__op_coord_flip = {
+    .schema = &coord_flip_schema, .run_sample = coord_flip_run, .run_gpu = coord_flip_run_gpu};

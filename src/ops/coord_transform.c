@@ -113,8 +113,9 @@ static stk_status ct_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema coord_transform_schema = {
     .name = "coord_transform",
-    .doc = "Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to "
-           "move keypoints or polygon vertices with the image transform that made them.",
+    .doc =
+        "Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to "
+        "move keypoints or polygon vertices with the image transform that made them.",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 1,
     .max_inputs = 1,

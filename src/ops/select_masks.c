@@ -78,8 +78,9 @@ static stk_status select_masks_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema select_masks_schema = {
     .name = "segmentation.select_masks",
-    .doc = "Keeps the polygons of the masks listed in mask_ids, with their vertices "
-           "renumbered (DALI's segmentation.select_masks), in the order of mask_ids.",
+    .doc =
+        "Keeps the polygons of the masks listed in mask_ids, with their vertices "
+        "renumbered (DALI's segmentation.select_masks), in the order of mask_ids.",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 3,
     .max_inputs = 3,

@@ -25,6 +25,7 @@
 #include <turbojpeg.h>
 
 #include "cuda/api_autoaug.h"
+#include "cuda/api_boxes.h"
 #include "cuda/api_math.h"
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_api.h"
@@ -96,6 +97,8 @@ typedef enum {
   OP_RECORD,
   OP_WAIT,
   OP_GATHER,
+  OP_BB_FLIP,
+  OP_COORD_FLIP,
   OP_AUTOAUG
 } op_kind;
 
@@ -120,6 +123,9 @@ typedef struct op {
   struct fake_stream *record_stream;
   /* OP_GATHER: one sample's descriptor (copied at the call), element size in `bytes` */
   stk_gpu_gather_sample gather;
+  /* OP_BB_FLIP / OP_COORD_FLIP: one sample's descriptor (copied at the call) */
+  stk_gpu_bb_flip_sample bb_flip;
+  stk_gpu_coord_flip_sample coord_flip;
   /* OP_AUTOAUG: the batch's programs (copied at the call, as the real entry uploads them) */
   struct aa_batch *aa;
 } op;
@@ -197,6 +203,25 @@ static void run_decode(op *o) {
 }
 
 /* subscript's gather, element by element with the kernel's offset rule. */
+/* The box kernels' work, through the same per-box functions (src/shared/box_math.h). */
+static void run_bb_flip(const stk_gpu_bb_flip_sample *s) {
+  for (int64_t i = 0; i < s->count; i++) {
+    float b[4];
+    memcpy(b, s->src + 4 * i, sizeof b);
+    stk__bb_flip_one(b, s->ltrb != 0, s->horizontal != 0, s->vertical != 0);
+    memcpy(s->dst + 4 * i, b, sizeof b);
+  }
+}
+
+static void run_coord_flip(const stk_gpu_coord_flip_sample *s) {
+  for (int64_t i = 0; i < s->count; i++) {
+    float p[3];
+    memcpy(p, s->src + (size_t)s->d * i, (size_t)s->d * sizeof *p);
+    stk__coord_flip_one(p, s->d, s->axes, &s->spec);
+    memcpy(s->dst + (size_t)s->d * i, p, (size_t)s->d * sizeof *p);
+  }
+}
+
 static void run_gather(op *o) {
   const stk_gpu_gather_sample *g = &o->gather;
   size_t es = o->bytes;
@@ -256,6 +281,12 @@ static void run_op(op *o) {
       break;
     case OP_GATHER:
       run_gather(o);
+      break;
+    case OP_BB_FLIP:
+      run_bb_flip(&o->bb_flip);
+      break;
+    case OP_COORD_FLIP:
+      run_coord_flip(&o->coord_flip);
       break;
     case OP_AUTOAUG:
       run_autoaug(o);
@@ -705,6 +736,44 @@ static int gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples,
   return 0;
 }
 
+/* Queues one op per sample, each with a copy of its descriptor (`set` copies it in). */
+static int queue_samples(int n, uintptr_t stream, op_kind kind, char *err, size_t errlen,
+                         void (*set)(op *o, int i, const void *samples), const void *samples) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    if (!o) {
+      pthread_mutex_unlock(&lock);
+      return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "boxes: no memory");
+    }
+    o->kind = kind;
+    set(o, i, samples);
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static void set_bb_flip(op *o, int i, const void *s) {
+  o->bb_flip = ((const stk_gpu_bb_flip_sample *)s)[i];
+}
+static void set_coord_flip(op *o, int i, const void *s) {
+  o->coord_flip = ((const stk_gpu_coord_flip_sample *)s)[i];
+}
+
+static int fake_bb_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *s, uintptr_t stream,
+                        char *err, size_t errlen) {
+  (void)ctx;
+  return queue_samples(n, stream, OP_BB_FLIP, err, errlen, set_bb_flip, s);
+}
+static int fake_coord_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sample *s,
+                           uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  return queue_samples(n, stream, OP_COORD_FLIP, err, errlen, set_coord_flip, s);
+}
+static const stk_gpu_boxes_api boxes_api = {
+    .version = 1, .bb_flip = fake_bb_flip, .coord_flip = fake_coord_flip};
+
 /* Only gather: the other math entries stay NULL (the operators report no kernels). */
 static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};
 
@@ -835,6 +904,7 @@ static const stk_gpu_api api = {
     .cast = cast,
     .math = &math_api,
     .autoaug = &autoaug_api,
+    .boxes = &boxes_api,
     .device_alloc_idle = device_alloc,
     .decode_classify = decode_classify,
     .device_free_idle = device_free,

@@ -1,0 +1,101 @@
+/* GPU kernels of bb_flip and coord_flip (api_boxes.h): one thread per box or point, the
+ * arithmetic of src/shared/box_math.h (the CPU operators' own functions), so both
+ * backends produce the same bits. Launch shape as the other kernel files: descriptors and
+ * each sample's first block uploaded once, one grid for the batch (launch.cuh). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_boxes.h"
+#include "gpu_internal.h"
+#include "launch.cuh"
+
+#define THREADS 256
+
+/* Uploads n descriptors of type T with their block table and launches kernel(desc, first,
+ * n) over the batch; `count(i)` is sample i's number of threads. */
+template <class T, class Count, class Kernel>
+static int launch_batch(stk_gpu_ctx *ctx, int n, const T *samples, uintptr_t stream_h,
+                        const char *what, char *err, size_t errlen, Count count, Kernel kernel) {
+  size_t bytes = (size_t)n * sizeof(T) + (size_t)(n + 1) * sizeof(int);
+  char *host = (char *)malloc(bytes);
+  int64_t *nb = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+  int rc = 0;
+  if (!host || !nb) rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
+  int *first = (int *)(host + (size_t)n * sizeof(T));
+  for (int i = 0; i < n && rc == 0; i++) {
+    memcpy(host + (size_t)i * sizeof(T), &samples[i], sizeof(T));
+    nb[i] = stk_cdiv(count(i), THREADS);
+  }
+  if (rc == 0) rc = stk_block_table(nb, n, first, err, errlen);
+  if (rc == 0 && first[n] > 0)
+    rc = stk_upload_and_launch(ctx, host, bytes, stream_h, what, err, errlen, [&](const char *dp) {
+      kernel(first[n], (const T *)dp, (const int *)(dp + (size_t)n * sizeof(T)), n,
+             (cudaStream_t)stream_h);
+      return 0;
+    });
+  free(host);
+  free(nb);
+  return rc;
+}
+
+__global__ void __launch_bounds__(THREADS)
+    bb_flip_kernel(const stk_gpu_bb_flip_sample *S, const int *first, int n) {
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
+  const stk_gpu_bb_flip_sample *s = &S[si];
+  int64_t i = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
+  if (i >= s->count) return;
+  float box[4];
+  for (int k = 0; k < 4; k++) box[k] = s->src[4 * i + k];
+  stk__bb_flip_one(box, s->ltrb != 0, s->horizontal != 0, s->vertical != 0);
+  for (int k = 0; k < 4; k++) s->dst[4 * i + k] = box[k];
+}
+
+__global__ void __launch_bounds__(THREADS)
+    coord_flip_kernel(const stk_gpu_coord_flip_sample *S, const int *first, int n) {
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
+  const stk_gpu_coord_flip_sample *s = &S[si];
+  int64_t i = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
+  if (i >= s->count) return;
+  float p[3];
+  for (int k = 0; k < s->d; k++) p[k] = s->src[s->d * i + k];
+  stk__coord_flip_one(p, s->d, s->axes, &s->spec);
+  for (int k = 0; k < s->d; k++) s->dst[s->d * i + k] = p[k];
+}
+
+static int bb_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *samples,
+                   uintptr_t stream, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  for (int i = 0; i < n; i++)
+    if (samples[i].count < 0 || (samples[i].count > 0 && (!samples[i].src || !samples[i].dst)))
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad boxes", i);
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  return launch_batch(
+      ctx, n, samples, stream, "bb_flip", err, errlen, [&](int i) { return samples[i].count; },
+      [](int blocks, const stk_gpu_bb_flip_sample *d, const int *f, int m, cudaStream_t st) {
+        bb_flip_kernel<<<blocks, THREADS, 0, st>>>(d, f, m);
+      });
+}
+
+static int coord_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sample *samples,
+                      uintptr_t stream, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  for (int i = 0; i < n; i++) {
+    const stk_gpu_coord_flip_sample *s = &samples[i];
+    bool axes_ok = s->d >= 1 && s->d <= 3;
+    for (int k = 0; axes_ok && k < s->d; k++) axes_ok = s->axes[k] >= 0 && s->axes[k] < 3;
+    if (s->count < 0 || !axes_ok || (s->count > 0 && (!s->src || !s->dst)))
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad points", i);
+  }
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  return launch_batch(
+      ctx, n, samples, stream, "coord_flip", err, errlen, [&](int i) { return samples[i].count; },
+      [](int blocks, const stk_gpu_coord_flip_sample *d, const int *f, int m, cudaStream_t st) {
+        coord_flip_kernel<<<blocks, THREADS, 0, st>>>(d, f, m);
+      });
+}
+
+extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table = {1, bb_flip, coord_flip};
