@@ -1695,6 +1695,29 @@ class transforms:
         """
         ...
     @staticmethod
+    def crop(*inputs: DataNode, from_start: Sequence[float] | DataNode | None = ..., from_end: Sequence[float] | DataNode | None = ..., to_start: Sequence[float] | DataNode | None = ..., to_end: Sequence[float] | DataNode | None = ..., absolute: bool | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Produces the 2D affine matrix (2x3 float32) mapping the box [from_start, from_end] onto [to_start, to_end] (DALI's transforms.crop): e.g. pixel coordinates of a crop window to relative coordinates of the crop; appended to an input matrix when one is given. 2D only.
+
+        Devices: cpu.
+
+        Inputs:
+            input (optional): optional 2x3 matrix to which this transform is appended (float32)
+
+        Outputs:
+            output: 2x3 float32 matrix per sample
+
+        Keyword args:
+            from_start (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): [x, y] lower corner of the source space (one value: both)
+            from_end (a list of floats; default [1.0]; may be a DataNode (per-sample argument input)): [x, y] upper corner of the source space
+            to_start (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): [x, y] where from_start goes
+            to_end (a list of floats; default [1.0]; may be a DataNode (per-sample argument input)): [x, y] where from_end goes
+            absolute (a bool; default false): swap a start and an end given in the wrong order
+            reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def rotation(*inputs: DataNode, angle: float | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Produces a 2D rotation matrix (2x3 float32), optionally about `center`, appended to an input matrix when one is given.
 

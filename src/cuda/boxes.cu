@@ -62,8 +62,8 @@ __global__ void __launch_bounds__(THREADS)
   for (int k = 0; k < s->d; k++) s->dst[s->d * i + k] = p[k];
 }
 
-static int bb_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *samples,
-                   uintptr_t stream, char *err, size_t errlen) {
+static int bb_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *samples, uintptr_t stream,
+                   char *err, size_t errlen) {
   if (n < 0 || (n > 0 && !samples))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   for (int i = 0; i < n; i++)

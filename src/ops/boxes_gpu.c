@@ -29,8 +29,9 @@ static stk_status same_shapes(stk__gpu_batch *b, const stk_tensor_list *in, stk_
     stk_tensor_list_sample(in, i, &d);
     memcpy(shapes + i * (size_t)ndim, d.shape, sizeof(int64_t) * (size_t)ndim);
   }
-  stk_status st = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, ndim, shapes, stk_tensor_list_layout(in),
-                                      stk__gpu_shapes_equal(shapes, n, ndim), out);
+  stk_status st =
+      stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, ndim, shapes, stk_tensor_list_layout(in),
+                          stk__gpu_shapes_equal(shapes, n, ndim), out);
   free(shapes);
   return st;
 }
@@ -54,7 +55,10 @@ stk_status stk__bb_flip_gpu(stk__node *node, stk__gpu_batch *b, int a_h, int a_v
     int64_t count = 0;
     st = gpu_rows(node, b, in, i, 4, &d, &count);
     stk__sample *s = stk__gpu_sample(b, i);
-    fs[i] = (stk_gpu_bb_flip_sample){d.data, out_data(out, i), count, ltrb,
+    fs[i] = (stk_gpu_bb_flip_sample){d.data,
+                                     out_data(out, i),
+                                     count,
+                                     ltrb,
                                      stk__arg_int(node, s, a_h) != 0,
                                      stk__arg_int(node, s, a_v) != 0};
   }
@@ -70,7 +74,8 @@ stk_status stk__bb_flip_gpu(stk__node *node, stk__gpu_batch *b, int a_h, int a_v
   return stk__gpu_finish(b, in, owned, out, st);
 }
 
-stk_status stk__coord_flip_gpu(stk__node *node, stk__gpu_batch *b, const stk__coord_flip_gpu_args *a) {
+stk_status stk__coord_flip_gpu(stk__node *node, stk__gpu_batch *b,
+                               const stk__coord_flip_gpu_args *a) {
   size_t n = stk__gpu_batch_size(b);
   stk_tensor_list *in, *out = NULL;
   bool owned;

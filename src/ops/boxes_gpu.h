@@ -14,6 +14,7 @@ typedef struct {
                       stk__coord_flip_spec *spec);
 } stk__coord_flip_gpu_args;
 
-stk_status stk__coord_flip_gpu(stk__node *node, stk__gpu_batch *b, const stk__coord_flip_gpu_args *a);
+stk_status stk__coord_flip_gpu(stk__node *node, stk__gpu_batch *b,
+                               const stk__coord_flip_gpu_args *a);
 
 #endif

@@ -424,3 +424,32 @@ def test_bb_flip_and_coord_flip_gpu_plumbing_match_cpu(fake_gpu):
         for i in range(4):
             np.testing.assert_array_equal(np.array(gpu[i]), np.array(cpu[i]),
                                           err_msg=f"output {k} sample {i}")
+
+
+# ---- transforms.crop ----
+
+def test_transforms_crop_maps_the_boxes():
+    def define():
+        m0 = fn.transforms.translation(offset=[3.0, 4.0])
+        return (fn.transforms.crop(from_start=[10., 20.], from_end=[110., 70.]),
+                fn.transforms.crop(from_start=[10., 20.], from_end=[110., 70.],
+                                   to_start=[0., 0.], to_end=[2., 4.]),
+                fn.transforms.crop(from_start=[10., 20.], from_end=[0., 70.], absolute=True),
+                fn.transforms.crop(m0, from_start=[10., 20.], from_end=[110., 70.]),
+                fn.transforms.crop(m0, from_start=[10., 20.], from_end=[110., 70.],
+                                   reverse_order=True))
+
+    a, b, c, d, e = [np.array(o[0]) for o in
+                     stoker.pipeline_def(define, batch_size=1, num_threads=1)().run()]
+    # Scale (to_end - to_start) / (from_end - from_start), offset to_start - from_start * scale.
+    np.testing.assert_allclose(a, [[0.01, 0, -0.1], [0, 0.02, -0.4]], rtol=1e-6)
+    np.testing.assert_allclose(b, [[0.02, 0, -0.2], [0, 0.08, -1.6]], rtol=1e-6)
+    np.testing.assert_allclose(c, [[0.1, 0, 0], [0, 0.02, -0.4]], rtol=1e-6)  # x: 0..10
+    np.testing.assert_allclose(d, [[0.01, 0, -0.07], [0, 0.02, -0.32]], rtol=1e-6)  # crop(m0(p))
+    np.testing.assert_allclose(e, [[0.01, 0, 2.9], [0, 0.02, 3.6]], rtol=1e-6)  # m0(crop(p))
+    # DALI 2.4's float32 results, bit for bit (its rounding: scale, then the offset).
+    assert a.ravel().tolist() == [np.float32(0.01), 0.0, np.float32(-0.099999994),
+                                  0.0, np.float32(0.02), np.float32(-0.39999998)]
+    with pytest.raises(StokerError, match="equal on axis 1"):
+        stoker.pipeline_def(lambda: fn.transforms.crop(from_start=[0., 5.], from_end=[1., 5.]),
+                            batch_size=1, num_threads=1)().run()
