@@ -1645,6 +1645,27 @@ class readers:
 class segmentation:
     """The segmentation namespace."""
     @staticmethod
+    def random_mask_pixel(*inputs: DataNode, value: int | DataNode | None = ..., foreground: int | DataNode | None = ..., threshold: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Draws a random pixel of a mask: with foreground=1 among those equal to value (or above threshold), else anywhere; outputs its coordinates (int64, one per axis). Feeds crop positions that keep an object in view.
+
+        Devices: cpu.
+
+        Inputs:
+            input: the mask (any numeric type, any layout)
+
+        Outputs:
+            output: int64 [ndim]: the pixel's coordinates
+
+        Keyword args:
+            value (an int; may be a DataNode (per-sample argument input)): with foreground: draw among pixels equal to this (excludes threshold)
+            foreground (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: draw a foreground pixel; zero: any pixel
+            threshold (a float; default 0.0; may be a DataNode (per-sample argument input)): with foreground and no value: pixels above this are foreground
+            seed (an int; default -1): this operator's seed (-1: derived)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def select_masks(*inputs: DataNode, reindex_masks: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
         """Keeps the polygons of the masks listed in mask_ids, with their vertices renumbered (DALI's segmentation.select_masks), in the order of mask_ids.
 

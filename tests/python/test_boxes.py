@@ -453,3 +453,32 @@ def test_transforms_crop_maps_the_boxes():
     with pytest.raises(StokerError, match="equal on axis 1"):
         stoker.pipeline_def(lambda: fn.transforms.crop(from_start=[0., 5.], from_end=[1., 5.]),
                             batch_size=1, num_threads=1)().run()
+
+
+# ---- segmentation.random_mask_pixel ----
+
+def test_random_mask_pixel_draws_from_the_foreground():
+    import collections
+    m = np.zeros((6, 8, 1), np.uint8)
+    m[2, 5], m[4, 1], m[0, 0] = 3, 7, 1
+    n = 300
+
+    def define():
+        x = fn.external_source(source=lambda: [m] * n, batch=True, layout="HWC")
+        return (fn.segmentation.random_mask_pixel(x, foreground=1),
+                fn.segmentation.random_mask_pixel(x, foreground=1, threshold=2),
+                fn.segmentation.random_mask_pixel(x, foreground=1, value=7),
+                fn.segmentation.random_mask_pixel(x, foreground=1, value=9),
+                fn.segmentation.random_mask_pixel(x))
+
+    outs = stoker.pipeline_def(define, batch_size=n, num_threads=2, seed=3)().run()
+    counts = [collections.Counter(tuple(np.array(t[i]).tolist()) for i in range(n))
+              for t in outs]
+    assert np.array(outs[0][0]).dtype == np.int64
+    assert set(counts[0]) == {(2, 5, 0), (4, 1, 0), (0, 0, 0)}  # every pixel above 0
+    assert min(counts[0].values()) > 60  # about 100 each: uniform
+    assert set(counts[1]) == {(2, 5, 0), (4, 1, 0)}
+    assert set(counts[2]) == {(4, 1, 0)}
+    assert len(counts[3]) > 40 and len(counts[4]) > 40  # no pixel of value 9: anywhere
+    for c in counts[3]:
+        assert 0 <= c[0] < 6 and 0 <= c[1] < 8 and c[2] == 0
