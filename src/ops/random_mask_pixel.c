@@ -74,7 +74,8 @@ static stk_status rmp_run(stk__node *node, stk__sample *s) {
     double *buf = stk__scratch(s, CHUNK * sizeof *buf);
     if (!buf) return STK_ERR_OUT_OF_MEMORY;
     int64_t count = scan(in, total, &r, -1, buf);
-    if (count > 0) index = scan(in, total, &r, (int64_t)stk__philox_below(&g, (uint64_t)count), buf);
+    if (count > 0)
+      index = scan(in, total, &r, (int64_t)stk__philox_below(&g, (uint64_t)count), buf);
   }
   if (index < 0) index = (int64_t)stk__philox_below(&g, (uint64_t)total);
   int64_t nd = in->ndim;
@@ -87,9 +88,10 @@ static stk_status rmp_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema rmp_schema = {
     .name = "segmentation.random_mask_pixel",
-    .doc = "Draws a random pixel of a mask: with foreground=1 among those equal to value (or "
-           "above threshold), else anywhere; outputs its coordinates (int64, one per axis). "
-           "Feeds crop positions that keep an object in view.",
+    .doc =
+        "Draws a random pixel of a mask: with foreground=1 among those equal to value (or "
+        "above threshold), else anywhere; outputs its coordinates (int64, one per axis). "
+        "Feeds crop positions that keep an object in view.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_RANDOM,
     .min_inputs = 1,

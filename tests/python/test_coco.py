@@ -312,3 +312,35 @@ def test_masks_match_dali(tmp_path, seed):
     # Polygons match exactly; DALI's RLE merge flips a stray pixel now and then
     # (docs/formats.md), hence a tolerance of one pixel in a thousand.
     assert wrong <= total // 1000, (wrong, total)
+
+
+# ---- stoker preview draws boxes and masks ----
+
+def test_preview_draws_boxes_and_masks(coco, tmp_path):
+    root, ann = coco
+    build = os.environ.get("STK_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..",
+                                                         "build"))
+    cli = os.path.join(build, "stoker")
+    if not os.path.exists(cli):
+        pytest.skip("the CLI is not built")
+    outs = {}
+    for name, ret in (("plain", "images"), ("over", "images, boxes, masks")):
+        text = (f'jpegs, boxes, labels, masks = readers.coco(file_root="{root}", '
+                f'annotations_file="{ann}", ltrb=true, ratio=true, pixelwise_masks=true)\n'
+                'images = decoders.image(jpegs, output_type="RGB")\n'
+                f"return {ret}\n")
+        (tmp_path / f"{name}.txt").write_text(text)
+        png = str(tmp_path / f"{name}.png")
+        subprocess.run([cli, "preview", "--data", root, "--pipeline", str(tmp_path / f"{name}.txt"),
+                        "--count", "3", "--out", png, "--threads", "1"], check=True,
+                       capture_output=True)
+        outs[name] = np.array(Image.open(png).convert("RGB")).astype(int)
+    plain, over = outs["plain"], outs["over"]
+    # Tile 0 (b.png, 20 x 16 at (4, 4)): box [12, 10, 18, 14] has its outline on x = 12, 17
+    # and y = 10, 13; the RLE rectangle under it is tinted; far pixels stay as they were.
+    o = 4
+    assert (over[o + 10, o + 15] != plain[o + 10, o + 15]).any()  # top edge of box 2
+    assert (over[o + 12, o + 14] != plain[o + 12, o + 14]).any()  # inside: the mask's tint
+    assert (over[o + 12, o + 14] != over[o + 10, o + 15]).any()  # tint differs from outline
+    assert (over[o + 15, o + 0] == plain[o + 15, o + 0]).all()  # background untouched
+    assert (over[o + 0, o + 19] == plain[o + 0, o + 19]).all()
