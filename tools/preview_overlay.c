@@ -14,26 +14,41 @@ static void label_colour(int64_t label, uint8_t rgb[3]) {
   double h = fmod((double)label * 137.508, 360.0) / 60.0, x = 1.0 - fabs(fmod(h, 2.0) - 1.0);
   double r = 0, g = 0, b = 0;
   int sector = (int)h;
-  if (sector == 0) r = 1, g = x;
-  else if (sector == 1) r = x, g = 1;
-  else if (sector == 2) g = 1, b = x;
-  else if (sector == 3) g = x, b = 1;
-  else if (sector == 4) r = x, b = 1;
-  else r = 1, b = x;
-  rgb[0] = (uint8_t)(55 + 200 * r), rgb[1] = (uint8_t)(55 + 200 * g), rgb[2] = (uint8_t)(55 + 200 * b);
+  if (sector == 0)
+    r = 1, g = x;
+  else if (sector == 1)
+    r = x, g = 1;
+  else if (sector == 2)
+    g = 1, b = x;
+  else if (sector == 3)
+    g = x, b = 1;
+  else if (sector == 4)
+    r = x, b = 1;
+  else
+    r = 1, b = x;
+  rgb[0] = (uint8_t)(55 + 200 * r), rgb[1] = (uint8_t)(55 + 200 * g),
+  rgb[2] = (uint8_t)(55 + 200 * b);
 }
 
 static double value_at(const stk_tensor_desc *d, int64_t offset) {
   const char *p = (const char *)d->data + offset;
   switch (d->dtype) {
-    case STK_DTYPE_UINT8: return *(const uint8_t *)p;
-    case STK_DTYPE_INT16: return *(const int16_t *)p;
-    case STK_DTYPE_UINT16: return *(const uint16_t *)p;
-    case STK_DTYPE_INT32: return *(const int32_t *)p;
-    case STK_DTYPE_INT64: return (double)*(const int64_t *)p;
-    case STK_DTYPE_FLOAT32: return *(const float *)p;
-    case STK_DTYPE_FLOAT64: return *(const double *)p;
-    default: return 0;
+    case STK_DTYPE_UINT8:
+      return *(const uint8_t *)p;
+    case STK_DTYPE_INT16:
+      return *(const int16_t *)p;
+    case STK_DTYPE_UINT16:
+      return *(const uint16_t *)p;
+    case STK_DTYPE_INT32:
+      return *(const int32_t *)p;
+    case STK_DTYPE_INT64:
+      return (double)*(const int64_t *)p;
+    case STK_DTYPE_FLOAT32:
+      return *(const float *)p;
+    case STK_DTYPE_FLOAT64:
+      return *(const double *)p;
+    default:
+      return 0;
   }
 }
 

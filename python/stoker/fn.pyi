@@ -923,6 +923,28 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def ssd_random_crop(*inputs: DataNode, num_attempts: int | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """DALI's deprecated SSD crop in one operator: draws no crop, a minimum IoU of 0.1, 0.3, 0.5, 0.7 or 0.9 with every box, or any window (scaling [0.3, 1], aspect ratio [0.5, 2] in pixels), crops the image to it (whole pixels) and keeps the boxes whose centre is inside, relative to the window. New pipelines use random_bbox_crop.
+
+    Devices: cpu.
+
+    Inputs:
+        images: HWC images of any type
+        bboxes: float32 [N, 4] ltrb, relative
+        labels: one per box
+
+    Outputs:
+        images, bboxes, labels: the cropped image, the kept boxes relative to it, their labels
+        images: HWC images of any type
+        bboxes: float32 [N, 4] ltrb, relative
+
+    Keyword args:
+        num_attempts (an int; default 1; in [1, 1000000]): windows tried per drawn threshold before another is drawn
+        seed (an int; default -1): this operator's seed (-1: derived)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
 

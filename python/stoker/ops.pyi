@@ -967,6 +967,29 @@ class SolarizeAdd(Operator):
     """
     def __init__(self, *, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class SsdRandomCrop(Operator):
+    """DALI's deprecated SSD crop in one operator: draws no crop, a minimum IoU of 0.1, 0.3, 0.5, 0.7 or 0.9 with every box, or any window (scaling [0.3, 1], aspect ratio [0.5, 2] in pixels), crops the image to it (whole pixels) and keeps the boxes whose centre is inside, relative to the window. New pipelines use random_bbox_crop.
+
+    Devices: cpu.
+
+    Inputs:
+        images: HWC images of any type
+        bboxes: float32 [N, 4] ltrb, relative
+        labels: one per box
+
+    Outputs:
+        images, bboxes, labels: the cropped image, the kept boxes relative to it, their labels
+        images: HWC images of any type
+        bboxes: float32 [N, 4] ltrb, relative
+
+    Keyword args:
+        num_attempts (an int; default 1; in [1, 1000000]): windows tried per drawn threshold before another is drawn
+        seed (an int; default -1): this operator's seed (-1: derived)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, num_attempts: int | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class Subscript(Operator):
     """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
 

@@ -281,15 +281,17 @@ static stk_status make_rule(stk__node *node, stk__sample *s, window_rule *r, dou
   return STK_OK;
 }
 
+/* Writes the kept boxes at output `base`, then the labels of input `label_input` (when
+ * the node has it) and, with `indices`, the kept indices. */
 static stk_status emit_boxes(stk__node *node, stk__sample *s, const crop_problem *p, const win *w,
-                             bool xywh) {
+                             bool xywh, int base, int label_input, bool indices) {
   int64_t *idx = stk__scratch(s, (size_t)(p->n ? p->n : 1) * sizeof *idx), k = 0;
   if (!idx) return STK_ERR_OUT_OF_MEMORY;
   for (int64_t i = 0; i < p->n; i++)
     if (kept(p, p->boxes + 4 * i, w)) idx[k++] = i;
   int64_t shape[2] = {k, 4};
   stk__tensor *ob;
-  STK_TRY(stk__output(s, 2, STK_DTYPE_FLOAT32, 2, shape, NULL, &ob));
+  STK_TRY(stk__output(s, base, STK_DTYPE_FLOAT32, 2, shape, NULL, &ob));
   double ww = w->r - w->l, wh = w->b - w->t;
   for (int64_t j = 0; j < k; j++) {
     const float *b = p->boxes + 4 * idx[j];
@@ -298,9 +300,9 @@ static stk_status emit_boxes(stk__node *node, stk__sample *s, const crop_problem
     o[2] = (float)((fmin(b[2], w->r) - w->l) / ww), o[3] = (float)((fmin(b[3], w->b) - w->t) / wh);
     if (xywh) o[2] -= o[0], o[3] -= o[1];
   }
-  int next = 3;
-  if (stk__node_num_inputs(node) > 1) {
-    const stk__tensor *lab = stk__input(s, 1);
+  int next = base + 1;
+  if (stk__node_num_inputs(node) > label_input) {
+    const stk__tensor *lab = stk__input(s, label_input);
     size_t es = stk_dtype_size(lab->dtype);
     int64_t per = lab->ndim ? 1 : 0, total = 1;
     for (int d = 0; d < lab->ndim; d++) total *= lab->shape[d];
@@ -317,7 +319,7 @@ static stk_status emit_boxes(stk__node *node, stk__sample *s, const crop_problem
       memcpy((char *)ol->data + (size_t)(j * per) * es,
              (const char *)lab->data + (size_t)(idx[j] * per) * es, (size_t)per * es);
   }
-  if (stk__arg_bool(node, NULL, A_OUTPUT_INDICES)) {
+  if (indices) {
     stk__tensor *oi;
     STK_TRY(stk__output(s, next, STK_DTYPE_INT32, 1, &k, NULL, &oi));
     for (int64_t j = 0; j < k; j++) ((int32_t *)oi->data)[j] = (int32_t)idx[j];
@@ -354,7 +356,7 @@ static stk_status rbc_run(stk__node *node, stk__sample *s) {
   float *a = oa->data, *sh = os->data;
   a[0] = (float)(w.l * sx), a[1] = (float)(w.t * sy);
   sh[0] = (float)((w.r - w.l) * sx), sh[1] = (float)((w.b - w.t) * sy);
-  return emit_boxes(node, s, &p, &w, xywh);
+  return emit_boxes(node, s, &p, &w, xywh, 2, 1, stk__arg_bool(node, NULL, A_OUTPUT_INDICES));
 }
 
 static int rbc_num_outputs(const stk__node *node) {
@@ -383,3 +385,97 @@ const stk__op_def stk__op_random_bbox_crop = {
     .run_sample = rbc_run,
     .num_outputs = rbc_num_outputs,
 };
+
+/* ---- ssd_random_crop: DALI's deprecated all-in-one SSD crop ---- */
+
+enum { SSD_NUM_ATTEMPTS, SSD_SEED, SSD_COUNT_ };
+
+static const stk_arg_schema ssd_args[] = {
+    [SSD_NUM_ATTEMPTS] = {.name = "num_attempts",
+                          .type = STK_ARG_INT,
+                          .flags = STK_ARGF_RANGE,
+                          .default_text = "1",
+                          .min = 1,
+                          .max = 1e6,
+                          .doc = "windows tried per drawn threshold before another is drawn"},
+    [SSD_SEED] = {.name = "seed",
+                  .type = STK_ARG_INT,
+                  .default_text = "-1",
+                  .doc = "this operator's seed (-1: derived)"},
+};
+STK__CHECK_ARGS(ssd_args, SSD_COUNT_);
+
+static const stk_port_schema ssd_in[] = {{"images", "HWC images of any type"},
+                                         {"bboxes", "float32 [N, 4] ltrb, relative"},
+                                         {"labels", "one per box"}};
+static const stk_port_schema ssd_out[] = {
+    {"images, bboxes, labels", "the cropped image, the kept boxes relative to it, their labels"}};
+
+/* The SSD paper's choices: no crop, a minimum IoU of 0.1 .. 0.9, or any window. */
+static const double ssd_thresholds[] = {0.1, 0.3, 0.5, 0.7, 0.9, -1.0};
+
+/* Snaps window w to whole pixels of a width x height image (at least one pixel). */
+static void snap_window(win *w, int64_t width, int64_t height, int64_t px[4]) {
+  px[0] = llround(w->l * (double)width), px[1] = llround(w->t * (double)height);
+  px[2] = llround(w->r * (double)width), px[3] = llround(w->b * (double)height);
+  if (px[2] <= px[0]) px[2] = px[0] + 1;
+  if (px[3] <= px[1]) px[3] = px[1] + 1;
+  if (px[2] > width) px[0] -= px[2] - width, px[2] = width;
+  if (px[3] > height) px[1] -= px[3] - height, px[3] = height;
+  *w = (win){(double)px[0] / width, (double)px[1] / height, (double)px[2] / width,
+             (double)px[3] / height};
+}
+
+static stk_status ssd_crop_image(stk__sample *s, const stk__tensor *img, const int64_t px[4]) {
+  int64_t c = img->ndim == 3 ? img->shape[2] : 1;
+  int64_t shape[3] = {px[3] - px[1], px[2] - px[0], c};
+  size_t es = stk_dtype_size(img->dtype), row = (size_t)(px[2] - px[0]) * (size_t)c * es;
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, img->dtype, img->ndim, shape, img->layout, &out));
+  for (int64_t y = px[1]; y < px[3]; y++)
+    memcpy((char *)out->data + (size_t)(y - px[1]) * row,
+           (const char *)img->data + ((size_t)y * (size_t)img->shape[1] + (size_t)px[0]) * c * es,
+           row);
+  return STK_OK;
+}
+
+static stk_status ssd_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *img = stk__input(s, 0), *in = stk__input(s, 1);
+  bool hwc = (img->ndim == 3 && (!img->layout[0] || strcmp(img->layout, "HWC") == 0)) ||
+             (img->ndim == 2 && (!img->layout[0] || strcmp(img->layout, "HW") == 0));
+  if (!hwc || img->shape[0] < 1 || img->shape[1] < 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "expects an HWC (or HW) image");
+  crop_problem p = {.iou = true, .all = true};
+  STK_TRY(stk__box_input(node, s, in, 4, &p.n));
+  p.boxes = in->data;
+  window_rule rule = {0.3,   1.0, 0.5, 2.0, (double)img->shape[1] / (double)img->shape[0],
+                      false, 0,   0};
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  win w = search(&p, &rule, ssd_thresholds, 6, true, stk__arg_int(node, NULL, SSD_NUM_ATTEMPTS),
+                 100000, &g);
+  int64_t px[4];
+  snap_window(&w, img->shape[1], img->shape[0], px);
+  STK_TRY(ssd_crop_image(s, img, px));
+  return emit_boxes(node, s, &p, &w, false, 1, 2, false);
+}
+
+static const stk_op_schema ssd_schema = {
+    .name = "ssd_random_crop",
+    .doc =
+        "DALI's deprecated SSD crop in one operator: draws no crop, a minimum IoU of 0.1, "
+        "0.3, 0.5, 0.7 or 0.9 with every box, or any window (scaling [0.3, 1], aspect "
+        "ratio [0.5, 2] in pixels), crops the image to it (whole pixels) and keeps the "
+        "boxes whose centre is inside, relative to the window. New pipelines use "
+        "random_bbox_crop.",
+    .devices = STK_DEVICE_CPU,
+    .flags = STK_OPF_RANDOM,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .inputs = ssd_in,
+    .num_outputs = 3,
+    .outputs = ssd_out,
+    .num_args = SSD_COUNT_,
+    .args = ssd_args,
+};
+const stk__op_def stk__op_ssd_random_crop = {.schema = &ssd_schema, .run_sample = ssd_run};

@@ -482,3 +482,43 @@ def test_random_mask_pixel_draws_from_the_foreground():
     assert len(counts[3]) > 40 and len(counts[4]) > 40  # no pixel of value 9: anywhere
     for c in counts[3]:
         assert 0 <= c[0] < 6 and 0 <= c[1] < 8 and c[2] == 0
+
+
+# ---- ssd_random_crop ----
+
+def test_ssd_random_crop_crops_image_and_boxes_together():
+    h, w = 60, 80
+    yy, xx = np.mgrid[0:h, 0:w]
+    img = np.stack([xx, yy, np.zeros_like(xx)], 2).astype(np.uint8)  # pixels name themselves
+    rng = np.random.default_rng(6)
+    a = rng.random((5, 2)).astype(np.float32) * 0.6
+    boxes = np.concatenate([a, a + 0.1 + rng.random((5, 2)).astype(np.float32) * 0.3], 1)
+    labels = np.arange(1, 6, dtype=np.int32)
+    n = 40
+
+    def define():
+        i = fn.external_source(source=lambda: [img] * n, batch=True, layout="HWC")
+        b = fn.external_source(source=lambda: [boxes] * n, batch=True)
+        l = fn.external_source(source=lambda: [labels] * n, batch=True)
+        return tuple(fn.ssd_random_crop(i, b, l, num_attempts=10))
+
+    images, out_boxes, out_labels = stoker.pipeline_def(define, batch_size=n, num_threads=2,
+                                                        seed=2)().run()
+    cropped = 0
+    for k in range(n):
+        im = np.array(images[k])
+        ch, cw = im.shape[:2]
+        x0, y0 = int(im[0, 0, 0]), int(im[0, 0, 1])
+        np.testing.assert_array_equal(im, img[y0:y0 + ch, x0:x0 + cw])  # a true crop
+        cropped += (ch, cw) != (h, w)
+        if (ch, cw) != (h, w):
+            assert 0.3 * min(h, w) - 1 <= min(ch, cw) and 0.5 - 0.05 <= cw / ch <= 2.05
+        win = np.array([x0 / w, y0 / h, (x0 + cw) / w, (y0 + ch) / h])
+        cx, cy = (boxes[:, 0] + boxes[:, 2]) / 2, (boxes[:, 1] + boxes[:, 3]) / 2
+        keep = (cx >= win[0]) & (cx <= win[2]) & (cy >= win[1]) & (cy <= win[3])
+        assert np.array(out_labels[k]).tolist() == labels[keep].tolist()
+        clip = np.concatenate([np.maximum(boxes[keep, :2], win[:2]),
+                               np.minimum(boxes[keep, 2:], win[2:])], 1)
+        want = (clip - np.tile(win[:2], 2)) / np.tile(win[2:] - win[:2], 2)
+        np.testing.assert_allclose(np.array(out_boxes[k]), want, atol=1e-5)
+    assert cropped > n // 3
