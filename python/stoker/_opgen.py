@@ -126,6 +126,23 @@ class _BBoxCropHook:
 
 
 HOOKS["random_bbox_crop"] = _BBoxCropHook()
+
+
+class _ObjectBBoxHook:
+    """segmentation.random_object_bbox: anchor and shape (or start and end; one output
+    with format="box"), then the class with output_class=True."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        for k in ("format", "output_class"):
+            if isinstance(kwargs.get(k), _graph.DataNode):
+                raise InvalidArgumentError(f"{schema.name}: '{k}' sets the outputs and must be a constant")
+        n = (1 if kwargs.get("format") == "box" else 2) + bool(kwargs.get("output_class"))
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["segmentation.random_object_bbox"] = _ObjectBBoxHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",

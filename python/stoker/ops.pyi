@@ -1734,6 +1734,35 @@ class segmentation:
         """
         def __init__(self, *, value: int | DataNode | None = ..., foreground: int | DataNode | None = ..., threshold: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class RandomObjectBbox(Operator):
+        """The box of a random object (a face-connected blob of one foreground label) of a label map, or of the whole input with probability 1 - foreground_prob (DALI's segmentation.random_object_bbox): class drawn first (class_weights), then one of its objects (k_largest, threshold), or any object with ignore_class.
+
+        Devices: cpu.
+
+        Inputs:
+            input: a label map (integers), up to 4 dims
+
+        Outputs:
+            a number set by the arguments
+            anchor, shape | start, end | box, [class]: int32 box coordinates per axis, then the class with output_class
+
+        Keyword args:
+            background (an int; may be a DataNode (per-sample argument input)): the background label (default 0, or -1 when 0 is in classes)
+            classes (a list of ints; may be a DataNode (per-sample argument input)): the foreground labels (default: every label but background)
+            class_weights (a list of floats; may be a DataNode (per-sample argument input)): relative probabilities of the classes (of classes, or of labels 1, 2, ... without it)
+            foreground_prob (a float; default 1.0; in [0, 1]; may be a DataNode (per-sample argument input)): probability of returning an object rather than the input
+            format (a string; default "anchor_shape"; one of 'anchor_shape', 'start_end', 'box'): anchor_shape: anchor and shape; start_end: start and one-past-end; box: both in one output
+            ignore_class (a bool; default false): draw among all objects at once instead of class first
+            k_largest (an int): only the k largest boxes (by volume) of the class (of all with ignore_class) are drawn from
+            output_class (a bool; default false): one more output: the chosen object's class
+            threshold (a list of ints; may be a DataNode (per-sample argument input)): minimum extent per axis of the objects drawn (one value: all)
+            cache_objects (a bool; default false): accepted for DALI compatibility; objects are found anew
+            seed (an int; default -1): this operator's seed (-1: derived)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, background: int | DataNode | None = ..., classes: Sequence[int] | DataNode | None = ..., class_weights: Sequence[float] | DataNode | None = ..., foreground_prob: float | DataNode | None = ..., format: str | None = ..., ignore_class: bool | None = ..., k_largest: int | None = ..., output_class: bool | None = ..., threshold: Sequence[int] | DataNode | None = ..., cache_objects: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class SelectMasks(Operator):
         """Keeps the polygons of the masks listed in mask_ids, with their vertices renumbered (DALI's segmentation.select_masks), in the order of mask_ids.
 

@@ -124,7 +124,8 @@
   X(stk__op_select_masks)                                                          \
   X(stk__op_transforms_crop)                                                       \
   X(stk__op_random_mask_pixel)                                                     \
-  X(stk__op_ssd_random_crop)
+  X(stk__op_ssd_random_crop)                                                       \
+  X(stk__op_random_object_bbox)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

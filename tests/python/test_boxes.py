@@ -522,3 +522,55 @@ def test_ssd_random_crop_crops_image_and_boxes_together():
         want = (clip - np.tile(win[:2], 2)) / np.tile(win[2:] - win[:2], 2)
         np.testing.assert_allclose(np.array(out_boxes[k]), want, atol=1e-5)
     assert cropped > n // 3
+
+
+# ---- segmentation.random_object_bbox ----
+
+def object_boxes(m, n=400, **kw):
+    import collections
+
+    def define():
+        x = fn.external_source(source=lambda: [m] * n, batch=True)
+        return fn.segmentation.random_object_bbox(x, format="box", output_class=True, **kw)
+
+    boxes, classes = stoker.pipeline_def(define, batch_size=n, num_threads=2, seed=7)().run()
+    return collections.Counter((tuple(np.array(boxes[i]).tolist()), int(np.array(classes[i])))
+                               for i in range(n))
+
+
+def test_random_object_bbox_objects_and_classes():
+    m = np.zeros((6, 8), np.int32)
+    m[1, 1] = m[2, 2] = 2  # diagonal neighbours: two objects of class 2
+    m[4:6, 5:8] = 3  # one object of class 3, 2 x 3
+    m[0, 6:8] = 3  # a second, 1 x 2
+    c = object_boxes(m)
+    assert set(c) == {((1, 1, 2, 2), 2), ((2, 2, 3, 3), 2), ((4, 5, 6, 8), 3), ((0, 6, 1, 8), 3)}
+    by_class = {2: 0, 3: 0}
+    for (_, k), v in c.items():
+        by_class[k] += v
+    assert 150 < by_class[2] < 250  # the class first (uniform), then the object
+    # threshold: class 2's objects are 1 x 1 -> rejected, class 3 keeps the 2 x 3 object only.
+    assert set(object_boxes(m, threshold=[2, 2])) == {((4, 5, 6, 8), 3)}
+    assert set(object_boxes(m, k_largest=1, classes=[3])) == {((4, 5, 6, 8), 3)}
+    c = object_boxes(m, class_weights=[0.0, 0.0, 1.0])  # labels 1, 2, 3: only class 3
+    assert {k for (_, k) in c} == {3}
+    # Nothing left, or foreground_prob=0: the whole input and the background label.
+    assert set(object_boxes(m, threshold=[3, 3])) == {((0, 0, 6, 8), 0)}
+    assert set(object_boxes(m, foreground_prob=0.0)) == {((0, 0, 6, 8), 0)}
+    # ignore_class: all four objects equally likely.
+    c = object_boxes(m, ignore_class=True)
+    assert len(c) == 4 and min(c.values()) > 60
+
+
+def test_random_object_bbox_formats():
+    m = np.zeros((5, 7, 1), np.uint8)
+    m[1:3, 2:6] = 4
+
+    def define():
+        x = fn.external_source(source=lambda: [m], batch=True)
+        return (*fn.segmentation.random_object_bbox(x),
+                *fn.segmentation.random_object_bbox(x, format="start_end"))
+
+    a, s, st, en = [np.array(o[0]).tolist() for o in
+                    stoker.pipeline_def(define, batch_size=1, num_threads=1)().run()]
+    assert (a, s, st, en) == ([1, 2, 0], [2, 4, 1], [1, 2, 0], [3, 6, 1])
