@@ -73,8 +73,8 @@ class BoxEncoder(Operator):
         labels: int32 [N] (or [N, 1])
 
     Outputs:
-        encoded_bboxes, encoded_labels: float32 [M, 4] per anchor ([cx, cy, w, h] or offsets) and int32 [M] labels
-        bboxes: float32 [N, 4], [l, t, r, b]
+        encoded_bboxes: float32 [M, 4] per anchor: [cx, cy, w, h] or offsets
+        encoded_labels: int32 [M]: the matched box's label, 0 for background
 
     Keyword args:
         anchors (a list of floats; required): the anchors, 4 values each, [l, t, r, b] (relative)
@@ -978,9 +978,9 @@ class SsdRandomCrop(Operator):
         labels: one per box
 
     Outputs:
-        images, bboxes, labels: the cropped image, the kept boxes relative to it, their labels
-        images: HWC images of any type
-        bboxes: float32 [N, 4] ltrb, relative
+        images: the cropped image
+        bboxes: the kept boxes relative to it
+        labels: their labels
 
     Keyword args:
         num_attempts (an int; default 1; in [1, 1000000]): windows tried per drawn threshold before another is drawn
@@ -1597,6 +1597,36 @@ class readers:
         """
         def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+    class Mxnet(Operator):
+        """Reads MXNet RecordIO files (DALI's MXNet reader): each record's encoded image and its float label(s), located through the .idx files; with sharding, padding and shuffling like the other readers. See docs/formats.md.
+
+        Devices: cpu.
+
+        Outputs:
+            data: the record's encoded image (uint8)
+            label: its label(s), float32 [1] or [flag]
+
+        Keyword args:
+            path (a list of strings; required): the .rec files
+            index_path (a list of strings; required): their .idx files (im2rec.py's "key<TAB>offset" lines), one per .rec file
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class Numpy(Operator):
         """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 
@@ -1774,8 +1804,8 @@ class segmentation:
             vertices: [V, D] vertices of any type
 
         Outputs:
-            polygons, vertices: the kept polygons (int32 [P', 3]) and their vertices [V', D]
-            mask_ids: int32 [K]: the masks to keep (distinct)
+            polygons: the kept polygons, int32 [P', 3]
+            vertices: their vertices [V', D]
 
         Keyword args:
             reindex_masks (a bool; default false): replace each kept mask id by its position in mask_ids

@@ -48,8 +48,8 @@ STK__CHECK_ARGS(box_encoder_args, A_COUNT_);
 static const stk_port_schema be_in[] = {{"bboxes", "float32 [N, 4], [l, t, r, b]"},
                                         {"labels", "int32 [N] (or [N, 1])"}};
 static const stk_port_schema be_out[] = {
-    {"encoded_bboxes, encoded_labels",
-     "float32 [M, 4] per anchor ([cx, cy, w, h] or offsets) and int32 [M] labels"}};
+    {"encoded_bboxes", "float32 [M, 4] per anchor: [cx, cy, w, h] or offsets"},
+    {"encoded_labels", "int32 [M]: the matched box's label, 0 for background"}};
 
 typedef struct {
   int64_t m;

@@ -408,8 +408,9 @@ STK__CHECK_ARGS(ssd_args, SSD_COUNT_);
 static const stk_port_schema ssd_in[] = {{"images", "HWC images of any type"},
                                          {"bboxes", "float32 [N, 4] ltrb, relative"},
                                          {"labels", "one per box"}};
-static const stk_port_schema ssd_out[] = {
-    {"images, bboxes, labels", "the cropped image, the kept boxes relative to it, their labels"}};
+static const stk_port_schema ssd_out[] = {{"images", "the cropped image"},
+                                          {"bboxes", "the kept boxes relative to it"},
+                                          {"labels", "their labels"}};
 
 /* The SSD paper's choices: no crop, a minimum IoU of 0.1 .. 0.9, or any window. */
 static const double ssd_thresholds[] = {0.1, 0.3, 0.5, 0.7, 0.9, -1.0};

@@ -264,9 +264,10 @@ static stk_status rob_run(stk__node *node, stk__sample *s) {
   bool zero_listed = false;
   for (size_t k = 0; k < m.num_classes; k++) zero_listed |= m.classes[k] == 0;
   m.background = stk__arg_given(node, A_BACKGROUND) ? stk__arg_int(node, s, A_BACKGROUND)
-                 : zero_listed                     ? -1
-                                                   : 0;
-  blob_filter f = {NULL, 0, stk__arg_given(node, A_K_LARGEST) ? stk__arg_int(node, s, A_K_LARGEST) : 0};
+                 : zero_listed                      ? -1
+                                                    : 0;
+  blob_filter f = {NULL, 0,
+                   stk__arg_given(node, A_K_LARGEST) ? stk__arg_int(node, s, A_K_LARGEST) : 0};
   if (stk__arg_given(node, A_THRESHOLD))
     f.num_threshold = stk__arg_ints(node, s, A_THRESHOLD, &f.threshold);
   if (f.num_threshold > 1 && f.num_threshold != (size_t)m.ndim)
@@ -286,8 +287,8 @@ static stk_status rob_run(stk__node *node, stk__sample *s) {
     connect(&m, parent);
     int64_t n = collect(&m, parent, slot, blobs);
     const double *w = NULL;
-    size_t nw = stk__arg_given(node, A_CLASS_WEIGHTS) ? stk__arg_floats(node, s, A_CLASS_WEIGHTS, &w)
-                                                      : 0;
+    size_t nw =
+        stk__arg_given(node, A_CLASS_WEIGHTS) ? stk__arg_floats(node, s, A_CLASS_WEIGHTS, &w) : 0;
     if (stk__arg_bool(node, NULL, A_IGNORE_CLASS)) {
       int64_t k = candidates(blobs, n, m.ndim, true, 0, &f, blobs + n);
       if (k > 0) pick = blobs[n + (int64_t)stk__philox_below(&g, (uint64_t)k)];
@@ -305,10 +306,11 @@ static int rob_num_outputs(const stk__node *node) {
 
 static const stk_op_schema rob_schema = {
     .name = "segmentation.random_object_bbox",
-    .doc = "The box of a random object (a face-connected blob of one foreground label) of a "
-           "label map, or of the whole input with probability 1 - foreground_prob (DALI's "
-           "segmentation.random_object_bbox): class drawn first (class_weights), then one of "
-           "its objects (k_largest, threshold), or any object with ignore_class.",
+    .doc =
+        "The box of a random object (a face-connected blob of one foreground label) of a "
+        "label map, or of the whole input with probability 1 - foreground_prob (DALI's "
+        "segmentation.random_object_bbox): class drawn first (class_weights), then one of "
+        "its objects (k_largest, threshold), or any object with ignore_class.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_RANDOM,
     .min_inputs = 1,

@@ -22,8 +22,8 @@ static const stk_port_schema sm_in[] = {
     {"mask_ids", "int32 [K]: the masks to keep (distinct)"},
     {"polygons", "int32 [P, 3]: mask id, first vertex, end vertex"},
     {"vertices", "[V, D] vertices of any type"}};
-static const stk_port_schema sm_out[] = {
-    {"polygons, vertices", "the kept polygons (int32 [P', 3]) and their vertices [V', D]"}};
+static const stk_port_schema sm_out[] = {{"polygons", "the kept polygons, int32 [P', 3]"},
+                                         {"vertices", "their vertices [V', D]"}};
 
 static stk_status check_inputs(stk__node *node, stk__sample *s, const stk__tensor *ids,
                                const stk__tensor *polys, const stk__tensor *verts) {
