@@ -1666,6 +1666,38 @@ class readers:
         """
         def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Sequence(Operator):
+        """Reads sequences of frames from a directory of streams (DALI's sequence reader): sequence_length frames, stride apart, sequences step apart, decoded into one FHWC uint8 tensor per sample.
+
+        Devices: cpu.
+
+        Outputs:
+            frames: uint8 [F, H, W, C], layout FHWC
+
+        Keyword args:
+            file_root (a string; required): a directory of streams: one sub-directory of frame files each
+            sequence_length (an int; required; in [1, 1000000]): frames per sample
+            step (an int; default 1; in [1, 1000000000]): frames between the first frames of consecutive sequences
+            stride (an int; default 1; in [1, 1000000000]): frames between consecutive frames of a sequence
+            image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): the colour of the decoded frames
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, file_root: str, sequence_length: int, step: int | None = ..., stride: int | None = ..., image_type: str | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class TFRecord(Operator):
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 

@@ -108,7 +108,8 @@ static stk_status read_index(stk__node *node, mx_state *r, const char *path, int
 
 static stk_status mx_init(stk__node *node) {
   const char *const *recs, *const *idxs;
-  size_t nr = stk__arg_strings(node, A_PATH, &recs), ni = stk__arg_strings(node, A_INDEX_PATH, &idxs);
+  size_t nr = stk__arg_strings(node, A_PATH, &recs),
+         ni = stk__arg_strings(node, A_INDEX_PATH, &idxs);
   if (nr == 0 || nr != ni)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                     "%s: path has %zu files and index_path %zu; give one .idx per .rec",
@@ -118,12 +119,12 @@ static stk_status mx_init(stk__node *node) {
   *stk__node_state(node) = r;
   int64_t cap = 0;
   stk_status st = stk__fileset_open(&r->files, recs, nr, stk__node_name(node));
-  for (size_t i = 0; st == STK_OK && i < nr; i++) st = read_index(node, r, idxs[i], (int32_t)i, &cap);
+  for (size_t i = 0; st == STK_OK && i < nr; i++)
+    st = read_index(node, r, idxs[i], (int32_t)i, &cap);
   if (st == STK_OK && r->count == 0)
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: the index files list no records",
                   stk__node_name(node));
-  if (st == STK_OK)
-    st = stk__reader_sampler(node, A_SHARD_ID, r->count, NULL, 0, &r->base.sampler);
+  if (st == STK_OK) st = stk__reader_sampler(node, A_SHARD_ID, r->count, NULL, 0, &r->base.sampler);
   if (st != STK_OK) mx_destroy(node);
   return st;
 }
@@ -182,9 +183,10 @@ static stk_status mx_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema mx_schema = {
     .name = "readers.mxnet",
-    .doc = "Reads MXNet RecordIO files (DALI's MXNet reader): each record's encoded image "
-           "and its float label(s), located through the .idx files; with sharding, padding "
-           "and shuffling like the other readers. See docs/formats.md.",
+    .doc =
+        "Reads MXNet RecordIO files (DALI's MXNet reader): each record's encoded image "
+        "and its float label(s), located through the .idx files; with sharding, padding "
+        "and shuffling like the other readers. See docs/formats.md.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
     .num_outputs = 2,

@@ -134,3 +134,74 @@ def test_mxnet_matches_dali(recordio, tmp_path):
     data, labels = read_all(*recordio)
     assert data == [want[f"arr_{k}"].tobytes() for k in range(4)]
     assert labels == [want[f"arr_{k + 4}"].tolist() for k in range(4)]
+
+
+# ---- readers.sequence ----
+
+@pytest.fixture
+def streams(tmp_path):
+    """Two streams of PNG frames whose pixels name (stream, frame): 7 and 4 frames."""
+    from PIL import Image
+
+    root = tmp_path / "streams"
+    for s, n in ((0, 7), (1, 4)):
+        d = root / f"s{s}"
+        d.mkdir(parents=True)
+        for f in range(n):
+            px = np.zeros((4, 5, 3), np.uint8)
+            px[..., 0], px[..., 1] = s, f
+            Image.fromarray(px).save(d / f"{f:05d}.png")
+    return str(root)
+
+
+def sequences(root, n, **kw):
+    def define():
+        return fn.readers.sequence(file_root=root, **kw)
+
+    out = stoker.pipeline_def(define, batch_size=n, num_threads=2)().run()
+    return [np.array(x) for x in out[0]]
+
+
+def test_sequence_frames_step_and_stride(streams):
+    # length 3, step 2, stride 1: stream 0 (7 frames) starts 0, 2, 4; stream 1 (4) starts 0.
+    seqs = sequences(streams, 4, sequence_length=3, step=2)
+    got = [[(int(q[k, 0, 0, 0]), int(q[k, 0, 0, 1])) for k in range(3)] for q in seqs]
+    assert got == [[(0, 0), (0, 1), (0, 2)], [(0, 2), (0, 3), (0, 4)],
+                   [(0, 4), (0, 5), (0, 6)], [(1, 0), (1, 1), (1, 2)]]
+    assert seqs[0].shape == (3, 4, 5, 3) and seqs[0].dtype == np.uint8
+    # stride 3: frames 0, 3, 6 of stream 0 only (stream 1 is too short).
+    seqs = sequences(streams, 1, sequence_length=3, stride=3)
+    assert [int(seqs[0][k, 0, 0, 1]) for k in range(3)] == [0, 3, 6]
+    gray = sequences(streams, 1, sequence_length=2, image_type="GRAY")
+    assert gray[0].shape == (2, 4, 5, 1)
+
+
+def test_sequence_bad_input(streams, tmp_path):
+    with pytest.raises(InvalidArgumentError, match="holds 8 frames"):
+        sequences(streams, 1, sequence_length=8)
+    with pytest.raises(NotFoundError, match="cannot open directory"):
+        sequences(str(tmp_path / "none"), 1, sequence_length=2)
+    (tmp_path / "streams" / "s1" / "00002.png").write_bytes(b"not a png")
+    with pytest.raises(StokerError, match="00002.png"):
+        sequences(streams, 4, sequence_length=3, step=2)
+
+
+SEQ_SCRIPT = """
+import sys, numpy as np
+from nvidia.dali import pipeline_def, fn
+@pipeline_def(batch_size=4, num_threads=1, device_id=None)
+def p():
+    return fn.readers.sequence(file_root=sys.argv[1], sequence_length=3, step=2)
+pp = p(); pp.build(); o = pp.run()[0]
+np.savez(sys.argv[2], *[np.array(o[i]) for i in range(4)])
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(DALI_PY), reason="DALI's CPU build is not installed")
+def test_sequence_matches_dali(streams, tmp_path):
+    out = tmp_path / "d.npz"
+    subprocess.run([DALI_PY, "-c", SEQ_SCRIPT, streams, str(out)], check=True, capture_output=True)
+    want = np.load(out)
+    got = sequences(streams, 4, sequence_length=3, step=2)
+    for k in range(4):
+        np.testing.assert_array_equal(got[k], want[f"arr_{k}"])
