@@ -303,6 +303,27 @@ static stk_status load_anns(builder *b) {
   return group_anns(b);
 }
 
+static const stk__coco_image *name_base;
+static int cmp_image_name(const void *a, const void *b) {
+  int c = strcmp(name_base[*(const int64_t *)a].file, name_base[*(const int64_t *)b].file);
+  if (c) return c;
+  return (*(const int64_t *)a > *(const int64_t *)b) - (*(const int64_t *)a < *(const int64_t *)b);
+}
+
+/* The first image named `name` (by_name: positions sorted by file name), -1 when none. */
+static int64_t find_name(const stk__coco_index *idx, const int64_t *by_name, const char *name) {
+  int64_t lo = 0, hi = idx->num_images;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (strcmp(idx->images[by_name[mid]].file, name) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < idx->num_images && strcmp(idx->images[by_name[lo]].file, name) == 0 ? by_name[lo]
+                                                                                  : -1;
+}
+
 /* The samples: the images by id, or those `images` names, in its order; then without the
  * empty ones when skip_empty. */
 static stk_status choose_samples(builder *b) {
@@ -310,41 +331,51 @@ static stk_status choose_samples(builder *b) {
   stk__coco_index *idx = b->idx;
   int64_t n = o->images ? (int64_t)o->num_images : idx->num_images;
   idx->samples = stk__calloc((size_t)n + 1, sizeof *idx->samples, "COCO samples");
-  if (!idx->samples) return STK_ERR_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t img = b->img_order[i];
-    if (o->images) {
-      img = -1;
-      for (int64_t k = 0; k < idx->num_images && img < 0; k++)
-        if (strcmp(idx->images[k].file, o->images[i]) == 0) img = k;
-      if (img < 0)
-        return STK_FAIL(STK_ERR_NOT_FOUND, "%s: images[%lld] '%s' is not in the file", o->path,
-                        (long long)i, o->images[i]);
-    }
-    if (o->skip_empty && idx->images[img].num_anns == 0) continue;
-    idx->samples[idx->num_samples++] = img;
+  int64_t *by_name =
+      o->images ? stk__calloc((size_t)idx->num_images + 1, sizeof *by_name, "COCO file names")
+                : NULL;
+  if (!idx->samples || (o->images && !by_name)) return free(by_name), STK_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0; by_name && i < idx->num_images; i++) by_name[i] = i;
+  name_base = idx->images; /* build time only: one thread */
+  if (by_name) qsort(by_name, (size_t)idx->num_images, sizeof *by_name, cmp_image_name);
+  stk_status st = STK_OK;
+  for (int64_t i = 0; i < n && st == STK_OK; i++) {
+    int64_t img = o->images ? find_name(idx, by_name, o->images[i]) : b->img_order[i];
+    if (img < 0)
+      st = STK_FAIL(STK_ERR_NOT_FOUND, "%s: images[%lld] '%s' is not in the file", o->path,
+                    (long long)i, o->images[i]);
+    else if (!(o->skip_empty && idx->images[img].num_anns == 0))
+      idx->samples[idx->num_samples++] = img;
   }
-  return STK_OK;
+  free(by_name);
+  return st;
+}
+
+stk_status stk__coco_index_text(stk__coco_index *idx, const stk__coco_options *opt,
+                                const char *text, size_t len) {
+  memset(idx, 0, sizeof *idx);
+  stk__json_doc doc = {0};
+  builder b = {.opt = opt, .doc = &doc, .idx = idx};
+  stk_status st = stk__json_parse(&doc, text, len, opt->path);
+  if (st == STK_OK) st = load_categories(&b);
+  if (st == STK_OK) st = load_images(&b);
+  if (st == STK_OK) st = load_anns(&b);
+  if (st == STK_OK) st = choose_samples(&b);
+  stk__json_free(&doc);
+  free(b.cat_ids);
+  free(b.img_order);
+  free(b.anns);
+  free(b.ann_image);
+  return st;
 }
 
 stk_status stk__coco_load(stk__coco_index *idx, const stk__coco_options *opt) {
   memset(idx, 0, sizeof *idx);
   char *text = NULL;
   size_t len = 0;
-  stk__json_doc doc = {0};
-  builder b = {.opt = opt, .doc = &doc, .idx = idx};
   stk_status st = read_file(opt, &text, &len);
-  if (st == STK_OK) st = stk__json_parse(&doc, text, len, opt->path);
-  if (st == STK_OK) st = load_categories(&b);
-  if (st == STK_OK) st = load_images(&b);
-  if (st == STK_OK) st = load_anns(&b);
-  if (st == STK_OK) st = choose_samples(&b);
-  stk__json_free(&doc);
+  if (st == STK_OK) st = stk__coco_index_text(idx, opt, text, len);
   free(text);
-  free(b.cat_ids);
-  free(b.img_order);
-  free(b.anns);
-  free(b.ann_image);
   return st;
 }
 

@@ -60,6 +60,10 @@ typedef struct {
  * the byte offset of the value at fault. Free with stk__coco_free, also after a
  * failure. */
 stk_status stk__coco_load(stk__coco_index *idx, const stk__coco_options *opt);
+/* The same from the text of an annotations file already in memory (`len` bytes); errors
+ * name opt->path. */
+stk_status stk__coco_index_text(stk__coco_index *idx, const stk__coco_options *opt,
+                                const char *text, size_t len);
 void stk__coco_free(stk__coco_index *idx);
 
 /* Decodes a compressed COCO RLE string (the LEB128-like text of pycocotools) into run

@@ -169,15 +169,16 @@ static stk_status seq_init(stk__node *node) {
   r->length = stk__arg_int(node, NULL, A_SEQUENCE_LENGTH);
   r->stride = stk__arg_int(node, NULL, A_STRIDE);
   const char *c = stk__arg_string(node, A_IMAGE_TYPE);
-  r->color = strcmp(c, "BGR") == 0 ? STK__COLOR_BGR : strcmp(c, "GRAY") == 0 ? STK__COLOR_GRAY
-                                                                            : STK__COLOR_RGB;
+  r->color = strcmp(c, "BGR") == 0    ? STK__COLOR_BGR
+             : strcmp(c, "GRAY") == 0 ? STK__COLOR_GRAY
+                                      : STK__COLOR_RGB;
   strs frames = {0};
   stk_status st = build(node, r, &frames);
   if (st == STK_OK)
-    st = stk__fileset_open(&r->frames, (const char *const *)frames.v, frames.n, stk__node_name(node));
+    st = stk__fileset_open(&r->frames, (const char *const *)frames.v, frames.n,
+                           stk__node_name(node));
   strs_free(&frames);
-  if (st == STK_OK)
-    st = stk__reader_sampler(node, A_SHARD_ID, r->count, NULL, 0, &r->base.sampler);
+  if (st == STK_OK) st = stk__reader_sampler(node, A_SHARD_ID, r->count, NULL, 0, &r->base.sampler);
   if (st != STK_OK) seq_destroy(node);
   return st;
 }
@@ -226,9 +227,10 @@ static stk_status seq_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema seq_schema = {
     .name = "readers.sequence",
-    .doc = "Reads sequences of frames from a directory of streams (DALI's sequence reader): "
-           "sequence_length frames, stride apart, sequences step apart, decoded into one "
-           "FHWC uint8 tensor per sample.",
+    .doc =
+        "Reads sequences of frames from a directory of streams (DALI's sequence reader): "
+        "sequence_length frames, stride apart, sequences step apart, decoded into one "
+        "FHWC uint8 tensor per sample.",
     .devices = STK_DEVICE_CPU,
     .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
     .num_outputs = 1,
