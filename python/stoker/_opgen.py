@@ -111,6 +111,22 @@ class _CocoReaderHook:
 HOOKS["readers.coco"] = _CocoReaderHook()
 
 
+class _CaffeReaderHook:
+    """readers.caffe: images (image_available) and labels (label_available)."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        flags = [kwargs.get(k, True) for k in ("image_available", "label_available")]
+        if any(isinstance(f, _graph.DataNode) for f in flags):
+            raise InvalidArgumentError(f"{schema.name}: the *_available flags must be constants")
+        n = sum(1 for f in flags if f is None or f)
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["readers.caffe"] = _CaffeReaderHook()
+
+
 class _BBoxCropHook:
     """random_bbox_crop: anchor, shape, bboxes, then labels (with a labels input) and
     bbox_indices (output_bbox_indices=True)."""

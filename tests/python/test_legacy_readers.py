@@ -205,3 +205,92 @@ def test_sequence_matches_dali(streams, tmp_path):
     got = sequences(streams, 4, sequence_length=3, step=2)
     for k in range(4):
         np.testing.assert_array_equal(got[k], want[f"arr_{k}"])
+
+
+# ---- readers.caffe (LMDB) ----
+
+def pb_varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+
+
+def datum(data, label, encoded=True, chw=(0, 0, 0)):
+    """Caffe's Datum by hand: channels 1, height 2, width 3, data 4, label 5, encoded 7."""
+    msg = b""
+    for field, v in zip((1, 2, 3), chw):
+        if v:
+            msg += pb_varint(field << 3) + pb_varint(v)
+    msg += pb_varint(4 << 3 | 2) + pb_varint(len(data)) + data
+    msg += pb_varint(5 << 3) + pb_varint(label & 0xFFFFFFFFFFFFFFFF)
+    msg += b"\x32\x00"  # field 6 (float_data), empty: skipped
+    if encoded:
+        msg += pb_varint(7 << 3) + b"\x01"
+    return msg
+
+
+def write_lmdb(path, records):
+    """Through mdb_load's documented dump format (hex key and value lines)."""
+    lines = ["VERSION=3", "format=bytevalue", "type=btree", "HEADER=END"]
+    for k, v in records:
+        lines += [" " + k.hex(), " " + v.hex()]
+    lines.append("DATA=END")
+    os.makedirs(path)
+    subprocess.run(["mdb_load", "-f", "/dev/stdin", path], input="\n".join(lines) + "\n",
+                   text=True, check=True)
+
+
+RAW = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)  # C, H, W
+
+
+@pytest.fixture
+def caffe_db(tmp_path):
+    import shutil
+    if not shutil.which("mdb_load"):
+        pytest.skip("mdb_load (lmdb-utils) is not installed")
+    path, raw = str(tmp_path / "caffe_lmdb"), str(tmp_path / "raw_lmdb")
+    write_lmdb(path, [(b"00000000", datum(b"\xff\xd8jpeg-ish bytes", 3)),
+                      (b"00000001", datum(b"png bytes here", -2))])
+    # Raw datums (pixels, not files) in a database of their own: a batch holds one kind.
+    write_lmdb(raw, [(b"a", datum(RAW.tobytes(), 9, encoded=False, chw=RAW.shape)),
+                     (b"b", datum(RAW[:, ::-1].tobytes(), 4, encoded=False, chw=RAW.shape))])
+    return path, raw
+
+
+def caffe(path, n=3, **kw):
+    def define():
+        out = fn.readers.caffe(path=path if isinstance(path, list) else [path], **kw)
+        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+    return [[np.array(x) for x in tl] for tl in
+            stoker.pipeline_def(define, batch_size=n, num_threads=2)().run()]
+
+
+def test_caffe_datums(caffe_db):
+    path, raw = caffe_db
+    images, labels = caffe(path, n=2)
+    assert images[0].tobytes() == b"\xff\xd8jpeg-ish bytes"
+    assert images[1].tobytes() == b"png bytes here"
+    assert [l.tolist() for l in labels] == [[3], [-2]] and labels[0].dtype == np.int32
+    (only_labels,) = caffe(path, n=2, image_available=False)
+    assert [l.tolist() for l in only_labels] == [[3], [-2]]
+    images, labels = caffe(raw, n=2)
+    np.testing.assert_array_equal(images[0], RAW.transpose(1, 2, 0))  # raw CHW -> HWC
+    np.testing.assert_array_equal(images[1], RAW[:, ::-1].transpose(1, 2, 0))
+    assert [l.tolist() for l in labels] == [[9], [4]]
+    # Both databases: their records one after the other, each in key order.
+    (labels,) = caffe([path, raw], n=4, image_available=False)
+    assert [l.tolist() for l in labels] == [[3], [-2], [9], [4]]
+
+
+def test_caffe_bad_input(caffe_db, tmp_path):
+    with pytest.raises(NotFoundError, match="cannot open LMDB"):
+        caffe(str(tmp_path / "none"))
+    bad = str(tmp_path / "bad_lmdb")
+    write_lmdb(bad, [(b"k", b"\x0a\xff")])  # a length past the end
+    with pytest.raises(StokerError, match="not a Caffe Datum"):
+        caffe(bad, n=1)
