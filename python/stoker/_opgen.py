@@ -127,6 +127,22 @@ class _CaffeReaderHook:
 HOOKS["readers.caffe"] = _CaffeReaderHook()
 
 
+class _Caffe2ReaderHook:
+    """readers.caffe2: images (image_available), labels (label_type != 4)."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        img, lt = kwargs.get("image_available", True), kwargs.get("label_type", 0)
+        if isinstance(img, _graph.DataNode) or isinstance(lt, _graph.DataNode):
+            raise InvalidArgumentError(f"{schema.name}: image_available and label_type must be constants")
+        n = (1 if img is None or img else 0) + (0 if lt == 4 else 1)
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["readers.caffe2"] = _Caffe2ReaderHook()
+
+
 class _BBoxCropHook:
     """random_bbox_crop: anchor, shape, bboxes, then labels (with a labels input) and
     bbox_indices (output_bbox_indices=True)."""

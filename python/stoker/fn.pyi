@@ -1506,6 +1506,40 @@ class readers:
         """
         ...
     @staticmethod
+    def caffe2(*inputs: DataNode, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Reads Caffe2 LMDB databases of TensorProtos records (DALI's Caffe2 reader): the image tensor and the label by label_type; needs liblmdb.so.0 at run time. See docs/formats.md.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            [images], [labels]: the image (encoded bytes or HWC pixels) and the label as label_type says, each when present
+
+        Keyword args:
+            path (a list of strings; required): the Caffe2 LMDB directories
+            label_type (an int; default 0; in [0, 4]): 0: one int32 label; 1: sparse indices -> int32 [num_labels] 0/1; 2: dense float32 [num_labels]; 3: sparse indices and weights -> float32 [num_labels]; 4: no label
+            num_labels (an int; default 1; in [1, 100000000]): the number of classes (label types 1 to 3)
+            additional_inputs (an int; default 0): auxiliary tensors per record: not supported (only 0)
+            bbox (a bool; default false): box tensors per record: not supported (only false)
+            image_available (a bool; default true): the first tensor is the image (encoded string, or HWC bytes)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def coco(*inputs: DataNode, file_root: str, annotations_file: str, images: Sequence[str] | None = ..., ltrb: bool | None = ..., ratio: bool | None = ..., skip_empty: bool | None = ..., size_threshold: float | None = ..., include_iscrowd: bool | None = ..., avoid_class_remapping: bool | None = ..., polygon_masks: bool | None = ..., pixelwise_masks: bool | None = ..., masks: bool | None = ..., image_ids: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads a COCO data set (DALI's COCO reader): the encoded images under file_root with their boxes and labels from annotations_file, optionally the segmentation as polygons or as a pixelwise mask, and the image ids; with sharding, padding and shuffling like the other readers. See docs/formats.md.
 

@@ -18,12 +18,17 @@ static void load(void) {
     const char *name;
     void **slot;
   } syms[] = {
-      {"mdb_env_create", (void **)&api.env_create},   {"mdb_env_open", (void **)&api.env_open},
-      {"mdb_env_close", (void **)&api.env_close},     {"mdb_txn_begin", (void **)&api.txn_begin},
-      {"mdb_txn_abort", (void **)&api.txn_abort},     {"mdb_dbi_open", (void **)&api.dbi_open},
-      {"mdb_get", (void **)&api.get},                 {"mdb_cursor_open", (void **)&api.cursor_open},
+      {"mdb_env_create", (void **)&api.env_create},
+      {"mdb_env_open", (void **)&api.env_open},
+      {"mdb_env_close", (void **)&api.env_close},
+      {"mdb_txn_begin", (void **)&api.txn_begin},
+      {"mdb_txn_abort", (void **)&api.txn_abort},
+      {"mdb_dbi_open", (void **)&api.dbi_open},
+      {"mdb_get", (void **)&api.get},
+      {"mdb_cursor_open", (void **)&api.cursor_open},
       {"mdb_cursor_close", (void **)&api.cursor_close},
-      {"mdb_cursor_get", (void **)&api.cursor_get},   {"mdb_strerror", (void **)&api.strerror},
+      {"mdb_cursor_get", (void **)&api.cursor_get},
+      {"mdb_strerror", (void **)&api.strerror},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     *syms[i].slot = dlsym(h, syms[i].name);

@@ -31,8 +31,7 @@ typedef struct {
   int (*env_create)(stk__mdb_env **env);
   int (*env_open)(stk__mdb_env *env, const char *path, unsigned int flags, unsigned int mode);
   void (*env_close)(stk__mdb_env *env);
-  int (*txn_begin)(stk__mdb_env *env, stk__mdb_txn *parent, unsigned int flags,
-                   stk__mdb_txn **txn);
+  int (*txn_begin)(stk__mdb_env *env, stk__mdb_txn *parent, unsigned int flags, stk__mdb_txn **txn);
   void (*txn_abort)(stk__mdb_txn *txn);
   int (*dbi_open)(stk__mdb_txn *txn, const char *name, unsigned int flags, stk__mdb_dbi *dbi);
   int (*get)(stk__mdb_txn *txn, stk__mdb_dbi dbi, stk__mdb_val *key, stk__mdb_val *data);

@@ -102,7 +102,8 @@
   X(stk__op_readers_coco)                                                             \
   X(stk__op_readers_mxnet)                                                            \
   X(stk__op_readers_sequence)                                                         \
-  X(stk__op_readers_caffe)
+  X(stk__op_readers_caffe)                                                            \
+  X(stk__op_readers_caffe2)
 
 #define STK__OPS_HOST(X) /* pipeline/host.c, pipeline/conditional.c, constant.c */ \
   X(stk__op_external_source)                                                       \
