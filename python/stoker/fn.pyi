@@ -260,10 +260,10 @@ def coord_flip(*inputs: DataNode, layout: str | None = ..., flip_x: int | DataNo
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def coord_transform(*inputs: DataNode, M: Sequence[float] | DataNode | None = ..., T: Sequence[float] | DataNode | None = ..., MT: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to move keypoints or polygon vertices with the image transform that made them.
+def coord_transform(*inputs: DataNode, M: Sequence[float] | DataNode | None = ..., T: Sequence[float] | DataNode | None = ..., MT: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to move keypoints or polygon vertices with the image transform that made them. On the GPU: float32 points and output.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: points [N, D] (or a flat list of D = 1)
@@ -276,7 +276,7 @@ def coord_transform(*inputs: DataNode, M: Sequence[float] | DataNode | None = ..
         T (a list of floats; may be a DataNode (per-sample argument input)): the translation, O values (one value: for every axis); default 0
         MT (a list of floats; may be a DataNode (per-sample argument input)): M and T together as an O x (D + 1) matrix; excludes M and T
         dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'float', 'double'): the output type
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

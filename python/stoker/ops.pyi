@@ -275,9 +275,9 @@ class CoordFlip(Operator):
     def __init__(self, *, layout: str | None = ..., flip_x: int | DataNode | None = ..., flip_y: int | DataNode | None = ..., flip_z: int | DataNode | None = ..., center_x: float | DataNode | None = ..., center_y: float | DataNode | None = ..., center_z: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class CoordTransform(Operator):
-    """Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to move keypoints or polygon vertices with the image transform that made them.
+    """Applies an affine map to points: out = M x + T (DALI's coord_transform), e.g. to move keypoints or polygon vertices with the image transform that made them. On the GPU: float32 points and output.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: points [N, D] (or a flat list of D = 1)
@@ -290,10 +290,10 @@ class CoordTransform(Operator):
         T (a list of floats; may be a DataNode (per-sample argument input)): the translation, O values (one value: for every axis); default 0
         MT (a list of floats; may be a DataNode (per-sample argument input)): M and T together as an O x (D + 1) matrix; excludes M and T
         dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'float', 'double'): the output type
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, M: Sequence[float] | DataNode | None = ..., T: Sequence[float] | DataNode | None = ..., MT: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, M: Sequence[float] | DataNode | None = ..., T: Sequence[float] | DataNode | None = ..., MT: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Copy(Operator):
     """The input unchanged, on this operator's device: with device="gpu" it moves CPU data to the GPU (DataNode.gpu() in Python).

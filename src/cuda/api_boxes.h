@@ -1,4 +1,4 @@
-/* The GPU entry points for box and point operators: bb_flip and coord_flip. Reached
+/* The GPU entry points for box and point operators: bb_flip, coord_flip, coord_transform. Reached
  * through stk_gpu_api.boxes (gpu_api.h); implemented in src/cuda/boxes.cu with the per-box
  * functions of src/shared/box_math.h, which the CPU operators (src/ops/boxes.c) run too.
  * The same conventions as gpu_api.h: 0 or a stk_status with the message in err, work
@@ -29,12 +29,23 @@ typedef struct {
   stk__coord_flip_spec spec;
 } stk_gpu_coord_flip_sample;
 
+typedef struct {
+  const float *src; /* device: count points of d floats */
+  float *dst;       /* count points of o floats */
+  int64_t count;
+  int o, d;
+  float m[STK__CT_MAX_DIM * STK__CT_MAX_DIM]; /* o x d, row-major */
+  float t[STK__CT_MAX_DIM];
+} stk_gpu_coord_transform_sample;
+
 struct stk_gpu_boxes_api {
   int version; /* 1 */
   int (*bb_flip)(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *samples, uintptr_t stream,
                  char *err, size_t errlen);
   int (*coord_flip)(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sample *samples,
                     uintptr_t stream, char *err, size_t errlen);
+  int (*coord_transform)(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_transform_sample *samples,
+                         uintptr_t stream, char *err, size_t errlen);
 };
 
 #ifdef __cplusplus

@@ -98,4 +98,34 @@ static int coord_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sample *
       });
 }
 
-extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table = {1, bb_flip, coord_flip};
+__global__ void __launch_bounds__(THREADS)
+    coord_transform_kernel(const stk_gpu_coord_transform_sample *S, const int *first, int n) {
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
+  const stk_gpu_coord_transform_sample *s = &S[si];
+  int64_t i = (int64_t)(b - first[si]) * THREADS + threadIdx.x;
+  if (i >= s->count) return;
+  stk__coord_transform_one(s->m, s->t, s->o, s->d, s->src + (int64_t)s->d * i,
+                           s->dst + (int64_t)s->o * i);
+}
+
+static int coord_transform(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_transform_sample *samples,
+                           uintptr_t stream, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  for (int i = 0; i < n; i++) {
+    const stk_gpu_coord_transform_sample *s = &samples[i];
+    if (s->count < 0 || s->o < 1 || s->d < 1 || s->o > STK__CT_MAX_DIM || s->d > STK__CT_MAX_DIM ||
+        (s->count > 0 && (!s->src || !s->dst)))
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad points", i);
+  }
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  return launch_batch(
+      ctx, n, samples, stream, "coord_transform", err, errlen,
+      [&](int i) { return samples[i].count; },
+      [](int blocks, const stk_gpu_coord_transform_sample *d, const int *f, int m,
+         cudaStream_t st) { coord_transform_kernel<<<blocks, THREADS, 0, st>>>(d, f, m); });
+}
+
+extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table = {1, bb_flip, coord_flip,
+                                                                     coord_transform};

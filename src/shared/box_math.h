@@ -59,4 +59,18 @@ STK_HD void stk__coord_flip_one(float *p, int d, const int *axes, const stk__coo
     if (f->flip[axes[k]]) p[k] = STK_BFSUB(STK_FMUL(2.0f, f->center[axes[k]]), p[k]);
 }
 
+/* The most coordinates coord_transform takes in or gives out. */
+#define STK__CT_MAX_DIM 16
+
+/* coord_transform of one point: y[i] = (m[i][0] x[0] + ... + m[i][d-1] x[d-1]) + t[i], in
+ * float32 in that order (m row-major, o x d). */
+STK_HD void stk__coord_transform_one(const float *m, const float *t, int o, int d, const float *x,
+                                     float *y) {
+  for (int i = 0; i < o; i++) {
+    float acc = 0.0f;
+    for (int j = 0; j < d; j++) acc = STK_FADD(acc, STK_FMUL(m[i * d + j], x[j]));
+    y[i] = STK_FADD(acc, t[i]);
+  }
+}
+
 #endif /* STOKER_SHARED_BOX_MATH_H */

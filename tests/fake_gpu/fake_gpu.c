@@ -99,6 +99,7 @@ typedef enum {
   OP_GATHER,
   OP_BB_FLIP,
   OP_COORD_FLIP,
+  OP_COORD_TRANSFORM,
   OP_AUTOAUG
 } op_kind;
 
@@ -126,6 +127,7 @@ typedef struct op {
   /* OP_BB_FLIP / OP_COORD_FLIP: one sample's descriptor (copied at the call) */
   stk_gpu_bb_flip_sample bb_flip;
   stk_gpu_coord_flip_sample coord_flip;
+  stk_gpu_coord_transform_sample *coord_transform; /* a copy (the descriptor is large) */
   /* OP_AUTOAUG: the batch's programs (copied at the call, as the real entry uploads them) */
   struct aa_batch *aa;
 } op;
@@ -222,6 +224,12 @@ static void run_coord_flip(const stk_gpu_coord_flip_sample *s) {
   }
 }
 
+static void run_coord_transform(const stk_gpu_coord_transform_sample *s) {
+  for (int64_t i = 0; s && i < s->count; i++)
+    stk__coord_transform_one(s->m, s->t, s->o, s->d, s->src + (int64_t)s->d * i,
+                             s->dst + (int64_t)s->o * i);
+}
+
 static void run_gather(op *o) {
   const stk_gpu_gather_sample *g = &o->gather;
   size_t es = o->bytes;
@@ -287,6 +295,10 @@ static void run_op(op *o) {
       break;
     case OP_COORD_FLIP:
       run_coord_flip(&o->coord_flip);
+      break;
+    case OP_COORD_TRANSFORM:
+      run_coord_transform(o->coord_transform);
+      free(o->coord_transform);
       break;
     case OP_AUTOAUG:
       run_autoaug(o);
@@ -771,8 +783,19 @@ static int fake_coord_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sam
   (void)ctx;
   return queue_samples(n, stream, OP_COORD_FLIP, err, errlen, set_coord_flip, s);
 }
-static const stk_gpu_boxes_api boxes_api = {
-    .version = 1, .bb_flip = fake_bb_flip, .coord_flip = fake_coord_flip};
+static void set_coord_transform(op *o, int i, const void *s) {
+  o->coord_transform = malloc(sizeof *o->coord_transform); /* NULL: the op does nothing */
+  if (o->coord_transform) *o->coord_transform = ((const stk_gpu_coord_transform_sample *)s)[i];
+}
+static int fake_coord_transform(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_transform_sample *s,
+                                uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  return queue_samples(n, stream, OP_COORD_TRANSFORM, err, errlen, set_coord_transform, s);
+}
+static const stk_gpu_boxes_api boxes_api = {.version = 1,
+                                            .bb_flip = fake_bb_flip,
+                                            .coord_flip = fake_coord_flip,
+                                            .coord_transform = fake_coord_transform};
 
 /* Only gather: the other math entries stay NULL (the operators report no kernels). */
 static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};

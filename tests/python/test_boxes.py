@@ -394,7 +394,7 @@ def test_coord_transform_and_select_masks_match_dali(tmp_path):
 
 # ---- the GPU backends' plumbing, against tests/fake_gpu ----
 
-def test_bb_flip_and_coord_flip_gpu_plumbing_match_cpu(fake_gpu):
+def test_box_ops_gpu_plumbing_match_cpu(fake_gpu):
     """The GPU backends (descriptors, shapes, per-sample flags) through the fake GPU, which
     runs the kernels' per-box functions on the CPU: the same bits as the CPU operators, on
     a ragged batch."""
@@ -408,19 +408,21 @@ def test_bb_flip_and_coord_flip_gpu_plumbing_match_cpu(fake_gpu):
         h = fn.random.coin_flip(probability=0.5)
         v = fn.random.coin_flip(probability=0.5)
         c = fn.random.uniform(range=[0.0, 1.0])
+        mt = fn.random.uniform(range=[-2.0, 2.0], shape=[9])  # 3 x (2 + 1): 2 -> 3 coordinates
         out = []
         for dev, bb, pp in (("cpu", b, p), ("gpu", b.gpu(), p.gpu())):
             out.append(fn.bb_flip(bb, horizontal=h, vertical=v, device=dev))
             out.append(fn.bb_flip(bb, ltrb=True, horizontal=v, device=dev))
             out.append(fn.coord_flip(pp, flip_y=v, flip_x=h, center_y=c, layout="yx",
                                      device=dev))
+            out.append(fn.coord_transform(pp, MT=mt, device=dev))
         return tuple(out)
 
     pipe = stoker.pipeline_def(define, batch_size=4, num_threads=1, device_id=0)()
     outs = pipe.run()
-    for k in range(3):
-        assert outs[k + 3].device == "gpu" and outs[k].device == "cpu"
-        cpu, gpu = outs[k], outs[k + 3].as_cpu()
+    for k in range(4):
+        assert outs[k + 4].device == "gpu" and outs[k].device == "cpu"
+        cpu, gpu = outs[k], outs[k + 4].as_cpu()
         for i in range(4):
             np.testing.assert_array_equal(np.array(gpu[i]), np.array(cpu[i]),
                                           err_msg=f"output {k} sample {i}")
