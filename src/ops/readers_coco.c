@@ -105,7 +105,8 @@ static const stk_port_schema coco_outputs[] = {
 typedef struct {
   stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__coco_index idx;
-  stk__fileset files; /* one per image of the index */
+  stk__fileset files; /* the images read */
+  int64_t *file_of;   /* per image of the index: its file in `files`, or -1 */
   bool ltrb, ratio, polygons, pixelwise, ids;
 } coco_state;
 
@@ -114,25 +115,34 @@ static void coco_destroy(stk__node *node) {
   if (!r) return;
   stk__coco_free(&r->idx);
   stk__fileset_close(&r->files);
+  free(r->file_of);
   stk__sampler_destroy(r->base.sampler);
   free(r);
   *stk__node_state(node) = NULL;
 }
 
+/* Opens the files of the images that are read (not every image of the file: `images=` or
+ * skip_empty may leave some out); file_of[k] is image k's file in the set, -1 if none. */
 static stk_status open_images(stk__node *node, coco_state *r) {
   const char *root = stk__arg_string(node, A_FILE_ROOT);
-  int64_t n = r->idx.num_images;
+  int64_t n = r->idx.num_images, used = 0;
   char **paths = stk__calloc((size_t)n + 1, sizeof *paths, "COCO image paths");
-  stk_status st = paths ? STK_OK : STK_ERR_OUT_OF_MEMORY;
-  for (int64_t i = 0; i < n && st == STK_OK; i++) {
-    size_t len = strlen(root) + strlen(r->idx.images[i].file) + 2;
-    paths[i] = stk__malloc(len, "a path");
-    if (!paths[i]) st = STK_ERR_OUT_OF_MEMORY;
-    if (paths[i]) snprintf(paths[i], len, "%s/%s", root, r->idx.images[i].file);
+  r->file_of = stk__malloc(((size_t)n + 1) * sizeof *r->file_of, "COCO image files");
+  stk_status st = paths && r->file_of ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (int64_t k = 0; st == STK_OK && k < n; k++) r->file_of[k] = -1;
+  for (int64_t i = 0; i < r->idx.num_samples && st == STK_OK; i++) {
+    int64_t k = r->idx.samples[i];
+    if (r->file_of[k] >= 0) continue;
+    size_t len = strlen(root) + strlen(r->idx.images[k].file) + 2;
+    paths[used] = stk__malloc(len, "a path");
+    if (!paths[used]) st = STK_ERR_OUT_OF_MEMORY;
+    if (paths[used]) snprintf(paths[used], len, "%s/%s", root, r->idx.images[k].file);
+    r->file_of[k] = used++;
   }
   if (st == STK_OK)
-    st = stk__fileset_open(&r->files, (const char *const *)paths, (size_t)n, stk__node_name(node));
-  for (int64_t i = 0; paths && i < n; i++) free(paths[i]);
+    st = stk__fileset_open(&r->files, (const char *const *)paths, (size_t)used,
+                           stk__node_name(node));
+  for (int64_t i = 0; paths && i < used; i++) free(paths[i]);
   free(paths);
   return st;
 }
@@ -295,14 +305,15 @@ static stk_status coco_run(stk__node *node, stk__sample *s) {
                     (long long)item);
   int64_t k = r->idx.samples[item];
   const stk__coco_image *img = &r->idx.images[k];
-  stk__sample_set_source(s, r->files.paths[k]);
-  int64_t size = r->files.sizes[k];
+  int64_t f = r->file_of[k];
+  stk__sample_set_source(s, r->files.paths[f]);
+  int64_t size = r->files.sizes[f];
   if (size > stk__node_max_file_bytes(node))
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "%lld bytes, more than max_file_bytes",
                       (long long)size);
   stk__tensor *data;
   STK_TRY(stk__output(s, 0, STK_DTYPE_UINT8, 1, &size, NULL, &data));
-  STK_TRY(stk__fileset_read(&r->files, k, 0, data->data, (size_t)size));
+  STK_TRY(stk__fileset_read(&r->files, f, 0, data->data, (size_t)size));
   STK_TRY(write_boxes(r, s, img));
   int next = 3;
   if (r->polygons) {

@@ -344,3 +344,12 @@ def test_preview_draws_boxes_and_masks(coco, tmp_path):
     assert (over[o + 12, o + 14] != over[o + 10, o + 15]).any()  # tint differs from outline
     assert (over[o + 15, o + 0] == plain[o + 15, o + 0]).all()  # background untouched
     assert (over[o + 0, o + 19] == plain[o + 0, o + 19]).all()
+
+
+def test_only_the_images_read_must_exist(coco):
+    root, ann = coco
+    os.remove(os.path.join(root, "c.png"))
+    images, _, labels = run(coco, batch_size=2, images=["b.png", "a.png"])  # c.png unused
+    assert [l.tolist() for l in labels] == [[2, 1], [3]]
+    with pytest.raises(StokerError, match="c.png"):
+        run(coco)  # every image is read: the missing one is named at build time
