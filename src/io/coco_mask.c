@@ -56,16 +56,46 @@ bool stk__coco_rle_paint(const uint32_t *counts, int64_t n, int32_t h, int32_t w
   return true;
 }
 
-/* The outline on the fine grid: one point per step, edges traced in polygon order. */
+/* The outline is traced on the fine grid one step at a time, edges in polygon order, and
+ * each step between two points is turned into a column crossing at once: only the
+ * crossings are kept (at most one per step inside the image's columns). */
 typedef struct {
-  int64_t *u, *v;
-  int64_t n;
-} outline;
+  int64_t pu, pv; /* the previous point */
+  bool have;
+  int32_t h, w;
+  int64_t *pos; /* crossings as column-major positions (x * h + y) */
+  int64_t m, cap;
+  bool oom;
+} tracer;
 
 /* Snaps a coordinate to the fine grid (C's truncating cast of scale * c + 0.5). */
 static int64_t snap(float c) { return (int64_t)(SCALE * (double)c + 0.5); }
 
-static void trace_edge(outline *o, int64_t xs, int64_t ys, int64_t xe, int64_t ye) {
+static void cross(tracer *t, int64_t u0, int64_t v0, int64_t u1, int64_t v1) {
+  int64_t lo = u1 < u0 ? u1 : u1 - 1;
+  /* Pixel column k's centre line lies between fine columns SCALE*k+2 and +3. */
+  if (lo < 0 || lo % SCALE != SCALE / 2 || lo / SCALE > t->w - 1) return;
+  int64_t vmin = v1 < v0 ? v1 : v0;
+  double yd = ((double)vmin + 0.5) / SCALE - 0.5;
+  yd = yd < 0 ? 0 : yd > t->h ? t->h : yd;
+  if (t->m == t->cap) {
+    int64_t cap = t->cap ? 2 * t->cap : 64;
+    int64_t *p = realloc(t->pos, (size_t)cap * sizeof *p);
+    if (!p) {
+      t->oom = true;
+      return;
+    }
+    t->pos = p, t->cap = cap;
+  }
+  t->pos[t->m++] = (lo / SCALE) * t->h + (int64_t)ceil(yd);
+}
+
+static void step(tracer *t, int64_t u, int64_t v) {
+  if (t->have && u != t->pu) cross(t, t->pu, t->pv, u, v);
+  t->pu = u, t->pv = v, t->have = true;
+}
+
+static void trace_edge(tracer *o, int64_t xs, int64_t ys, int64_t xe, int64_t ye) {
   int64_t dx = llabs(xe - xs), dy = llabs(ye - ys);
   bool flip = (dx >= dy && xs > xe) || (dx < dy && ys > ye);
   if (flip) {
@@ -76,13 +106,13 @@ static void trace_edge(outline *o, int64_t xs, int64_t ys, int64_t xe, int64_t y
     double s = dx ? (double)(ye - ys) / (double)dx : 0;
     for (int64_t d = 0; d <= dx; d++) {
       int64_t t = flip ? dx - d : d;
-      o->u[o->n] = t + xs, o->v[o->n++] = (int64_t)((double)ys + s * (double)t + 0.5);
+      step(o, t + xs, (int64_t)((double)ys + s * (double)t + 0.5));
     }
   } else {
     double s = (double)(xe - xs) / (double)dy;
     for (int64_t d = 0; d <= dy; d++) {
       int64_t t = flip ? dy - d : d;
-      o->v[o->n] = t + ys, o->u[o->n++] = (int64_t)((double)xs + s * (double)t + 0.5);
+      step(o, (int64_t)((double)xs + s * (double)t + 0.5), t + ys);
     }
   }
 }
@@ -92,28 +122,11 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Column crossings of the outline as column-major pixel positions (x * h + y). */
-static int64_t crossings(const outline *o, int32_t h, int32_t w, int64_t *pos) {
-  int64_t m = 0;
-  for (int64_t j = 1; j < o->n; j++) {
-    if (o->u[j] == o->u[j - 1]) continue;
-    int64_t lo = o->u[j] < o->u[j - 1] ? o->u[j] : o->u[j] - 1;
-    /* Pixel column k's centre line lies between fine columns SCALE*k+2 and +3. */
-    if (lo < 0 || lo % SCALE != SCALE / 2) continue;
-    int64_t x = lo / SCALE;
-    if (x > w - 1) continue;
-    int64_t vmin = o->v[j] < o->v[j - 1] ? o->v[j] : o->v[j - 1];
-    double yd = ((double)vmin + 0.5) / SCALE - 0.5;
-    yd = yd < 0 ? 0 : yd > h ? h : yd;
-    pos[m++] = x * h + (int64_t)ceil(yd);
-  }
-  return m;
-}
-
-bool stk__coco_poly_paint(const float *xy, int64_t n, int32_t h, int32_t w, uint8_t *mask) {
-  if (n < 1 || h < 1 || w < 1) return true;
-  /* Bound the work: the outline has sum(max(|dx|, |dy|) + 1) points. */
-  int64_t total = 0, limit = (int64_t)64 * SCALE * ((int64_t)h + w + 2) * (n + 1);
+/* Whether tracing the polygon is reasonable work: its steps are bounded by a multiple of
+ * what a polygon over the image could need (vertices far outside are refused). */
+static bool bounded(const float *xy, int64_t n, int32_t h, int32_t w) {
+  double total = 0, limit = 8.0 * SCALE * ((double)h + w + 2) * ((double)n + 1);
+  if (limit > (double)(1 << 30)) limit = (double)(1 << 30);
   for (int64_t j = 0; j < n; j++) {
     int64_t k = (j + 1) % n;
     if (!isfinite(xy[2 * j]) || !isfinite(xy[2 * j + 1]) || fabsf(xy[2 * j]) > 1e9f ||
@@ -121,28 +134,29 @@ bool stk__coco_poly_paint(const float *xy, int64_t n, int32_t h, int32_t w, uint
       return false;
     int64_t dx = llabs(snap(xy[2 * k]) - snap(xy[2 * j]));
     int64_t dy = llabs(snap(xy[2 * k + 1]) - snap(xy[2 * j + 1]));
-    total += (dx > dy ? dx : dy) + 1;
+    total += (double)(dx > dy ? dx : dy) + 1;
     if (total > limit) return false;
   }
-  outline o = {malloc((size_t)total * sizeof(int64_t)), malloc((size_t)total * sizeof(int64_t)), 0};
-  int64_t *pos = malloc((size_t)total * sizeof(int64_t));
-  bool ok = o.u && o.v && pos;
-  if (ok) {
-    for (int64_t j = 0; j < n; j++) {
-      int64_t k = (j + 1) % n;
-      trace_edge(&o, snap(xy[2 * j]), snap(xy[2 * j + 1]), snap(xy[2 * k]), snap(xy[2 * k + 1]));
-    }
-    int64_t m = crossings(&o, h, w, pos);
-    qsort(pos, (size_t)m, sizeof *pos, cmp_i64);
-    /* Between toggles 2i and 2i+1 the pixels are inside (equal positions cancel). */
-    int64_t end = (int64_t)h * w;
-    for (int64_t i = 0; i + 1 < m; i += 2)
-      for (int64_t p = pos[i]; p < pos[i + 1] && p < end; p++) mask[(p % h) * w + p / h] = 1;
-    if (m & 1)
-      for (int64_t p = pos[m - 1]; p < end; p++) mask[(p % h) * w + p / h] = 1;
+  return true;
+}
+
+bool stk__coco_poly_paint(const float *xy, int64_t n, int32_t h, int32_t w, uint8_t *mask) {
+  if (n < 1 || h < 1 || w < 1) return true;
+  if (!bounded(xy, n, h, w)) return false;
+  tracer t = {.h = h, .w = w};
+  for (int64_t j = 0; j < n && !t.oom; j++) {
+    int64_t k = (j + 1) % n;
+    trace_edge(&t, snap(xy[2 * j]), snap(xy[2 * j + 1]), snap(xy[2 * k]), snap(xy[2 * k + 1]));
   }
-  free(o.u);
-  free(o.v);
-  free(pos);
-  return ok;
+  if (!t.oom) {
+    qsort(t.pos, (size_t)t.m, sizeof *t.pos, cmp_i64);
+    /* Between toggles 2i and 2i+1 the pixels are inside (equal positions cancel). */
+    int64_t end = (int64_t)h * w, m = t.m;
+    for (int64_t i = 0; i + 1 < m; i += 2)
+      for (int64_t p = t.pos[i]; p < t.pos[i + 1] && p < end; p++) mask[(p % h) * w + p / h] = 1;
+    if (m & 1)
+      for (int64_t p = t.pos[m - 1]; p < end; p++) mask[(p % h) * w + p / h] = 1;
+  }
+  free(t.pos);
+  return !t.oom;
 }
