@@ -54,8 +54,7 @@ static const stk_port_schema be_out[] = {
 typedef struct {
   int64_t m;
   float *anchors; /* m x 4, ltrb */
-  float means[4], stds[4], scale, criteria;
-  bool offset;
+  stk__box_encoding enc;
 } encoder;
 
 static void be_destroy(stk__node *node) {
@@ -89,29 +88,16 @@ static stk_status be_init(stk__node *node) {
   e->anchors = stk__malloc(n * sizeof *e->anchors, "anchors");
   if (!e->anchors) return be_destroy(node), STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++) e->anchors[i] = (float)a[i];
-  e->criteria = (float)stk__arg_float(node, NULL, A_CRITERIA);
-  e->offset = stk__arg_bool(node, NULL, A_OFFSET);
-  e->scale = (float)stk__arg_float(node, NULL, A_SCALE);
-  stk_status st = four_floats(node, A_MEANS, "means", e->means);
-  if (st == STK_OK) st = four_floats(node, A_STDS, "stds", e->stds);
+  e->enc.criteria = (float)stk__arg_float(node, NULL, A_CRITERIA);
+  e->enc.offset = stk__arg_bool(node, NULL, A_OFFSET);
+  e->enc.scale = (float)stk__arg_float(node, NULL, A_SCALE);
+  stk_status st = four_floats(node, A_MEANS, "means", e->enc.means);
+  if (st == STK_OK) st = four_floats(node, A_STDS, "stds", e->enc.stds);
   for (int k = 0; st == STK_OK && k < 4; k++)
-    if (!(e->stds[k] != 0.0f))
+    if (!(e->enc.stds[k] != 0.0f))
       st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: 'stds' must not hold 0", stk__node_name(node));
   if (st != STK_OK) be_destroy(node);
   return st;
-}
-
-static float area(const float *b) {
-  float w = b[2] - b[0], h = b[3] - b[1];
-  return w > 0 && h > 0 ? w * h : 0.0f;
-}
-
-static float iou(const float *a, const float *b) {
-  float l = fmaxf(a[0], b[0]), t = fmaxf(a[1], b[1]);
-  float r = fminf(a[2], b[2]), bt = fminf(a[3], b[3]);
-  if (r <= l || bt <= t) return 0.0f;
-  float inter = (r - l) * (bt - t), uni = area(a) + area(b) - inter;
-  return uni > 0 ? inter / uni : 0.0f;
 }
 
 /* best[j]: the box matched to anchor j (-1: none). */
@@ -121,33 +107,14 @@ static void match(const encoder *e, const float *boxes, int64_t n, int64_t *best
   for (int64_t i = 0; i < n; i++) {
     float top = -1.0f;
     for (int64_t j = 0; j < e->m; j++) {
-      float v = iou(boxes + 4 * i, e->anchors + 4 * j);
+      float v = stk__box_iou(boxes + 4 * i, e->anchors + 4 * j);
       if (v > best_iou[j]) best_iou[j] = v, best[j] = i;
       if (v > top) top = v, claim[i] = j;
     }
   }
   for (int64_t i = 0; i < n; i++) best_iou[claim[i]] = 2.0f, best[claim[i]] = i;
   for (int64_t j = 0; j < e->m; j++)
-    if (!(best_iou[j] > e->criteria)) best[j] = -1;
-}
-
-/* [cx, cy, w, h] of an ltrb box, each value times `s`. */
-static void center_form(const float *b, float s, float out[4]) {
-  out[0] = 0.5f * (b[0] + b[2]) * s, out[1] = 0.5f * (b[1] + b[3]) * s;
-  out[2] = (b[2] - b[0]) * s, out[3] = (b[3] - b[1]) * s;
-}
-
-static void encode(const encoder *e, const float *box, const float *anchor, float *out) {
-  if (!e->offset) return center_form(box, 1.0f, out);
-  if (box == anchor) { /* unmatched: no offset */
-    memset(out, 0, 4 * sizeof *out);
-    return;
-  }
-  float b[4], a[4];
-  center_form(box, e->scale, b);
-  center_form(anchor, e->scale, a);
-  float v[4] = {(b[0] - a[0]) / a[2], (b[1] - a[1]) / a[3], logf(b[2] / a[2]), logf(b[3] / a[3])};
-  for (int k = 0; k < 4; k++) out[k] = (v[k] - e->means[k]) / e->stds[k];
+    if (!(best_iou[j] > e->enc.criteria)) best[j] = -1;
 }
 
 static stk_status labels_input(const stk__node *node, const stk__sample *s, int64_t n,
@@ -180,7 +147,8 @@ static stk_status be_run(stk__node *node, stk__sample *s) {
   const float *boxes = in->data;
   for (int64_t j = 0; j < e->m; j++) {
     const float *anchor = e->anchors + 4 * j;
-    encode(e, best[j] < 0 ? anchor : boxes + 4 * best[j], anchor, (float *)ob->data + 4 * j);
+    stk__box_encode(&e->enc, best[j] < 0 ? anchor : boxes + 4 * best[j], anchor, best[j] >= 0,
+                    (float *)ob->data + 4 * j);
     ((int32_t *)ol->data)[j] = best[j] < 0 ? 0 : labels[best[j]];
   }
   return STK_OK;

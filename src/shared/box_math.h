@@ -9,6 +9,10 @@
 
 #include "gpu_common.h"
 
+#ifndef __CUDACC__
+#include <math.h>
+#endif
+
 #ifndef __cplusplus
 #include <stdbool.h>
 #endif
@@ -71,6 +75,56 @@ STK_HD void stk__coord_transform_one(const float *m, const float *t, int o, int 
     for (int j = 0; j < d; j++) acc = STK_FADD(acc, STK_FMUL(m[i * d + j], x[j]));
     y[i] = STK_FADD(acc, t[i]);
   }
+}
+
+/* ---- box_encoder ---- */
+
+typedef struct {
+  float criteria, scale, means[4], stds[4];
+  int offset; /* non-zero: normalised offsets instead of [cx, cy, w, h] */
+} stk__box_encoding;
+
+STK_HD float stk__box_area(const float *b) {
+  float w = STK_BFSUB(b[2], b[0]), h = STK_BFSUB(b[3], b[1]);
+  return w > 0 && h > 0 ? STK_FMUL(w, h) : 0.0f;
+}
+
+/* Intersection over union of two ltrb boxes (0 when disjoint or degenerate). */
+STK_HD float stk__box_iou(const float *a, const float *b) {
+  float l = fmaxf(a[0], b[0]), t = fmaxf(a[1], b[1]);
+  float r = fminf(a[2], b[2]), bt = fminf(a[3], b[3]);
+  if (r <= l || bt <= t) return 0.0f;
+  float inter = STK_FMUL(STK_BFSUB(r, l), STK_BFSUB(bt, t));
+  float uni = STK_BFSUB(STK_FADD(stk__box_area(a), stk__box_area(b)), inter);
+  return uni > 0 ? inter / uni : 0.0f;
+}
+
+/* [cx, cy, w, h] of an ltrb box, each value times `s`. */
+STK_HD void stk__box_center(const float *b, float s, float *out) {
+  out[0] = STK_FMUL(STK_FMUL(0.5f, STK_FADD(b[0], b[2])), s);
+  out[1] = STK_FMUL(STK_FMUL(0.5f, STK_FADD(b[1], b[3])), s);
+  out[2] = STK_FMUL(STK_BFSUB(b[2], b[0]), s), out[3] = STK_FMUL(STK_BFSUB(b[3], b[1]), s);
+}
+
+/* One anchor's output: the matched box (or, unmatched, the anchor) as [cx, cy, w, h], or
+ * its offsets from the anchor (all zero when unmatched). logf may differ by an ulp
+ * between host and device. */
+STK_HD void stk__box_encode(const stk__box_encoding *e, const float *box, const float *anchor,
+                            bool matched, float *out) {
+  if (!e->offset) {
+    stk__box_center(matched ? box : anchor, 1.0f, out);
+    return;
+  }
+  if (!matched) {
+    for (int k = 0; k < 4; k++) out[k] = 0.0f;
+    return;
+  }
+  float b[4], a[4];
+  stk__box_center(box, e->scale, b);
+  stk__box_center(anchor, e->scale, a);
+  float v[4] = {STK_BFSUB(b[0], a[0]) / a[2], STK_BFSUB(b[1], a[1]) / a[3], logf(b[2] / a[2]),
+                logf(b[3] / a[3])};
+  for (int k = 0; k < 4; k++) out[k] = STK_BFSUB(v[k], e->means[k]) / e->stds[k];
 }
 
 #endif /* STOKER_SHARED_BOX_MATH_H */
