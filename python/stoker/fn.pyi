@@ -59,10 +59,10 @@ def bbox_paste(*inputs: DataNode, ratio: float | DataNode, paste_x: float | Data
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def box_encoder(*inputs: DataNode, anchors: Sequence[float], criteria: float | None = ..., offset: bool | None = ..., scale: float | None = ..., means: Sequence[float] | None = ..., stds: Sequence[float] | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+def box_encoder(*inputs: DataNode, anchors: Sequence[float], criteria: float | None = ..., offset: bool | None = ..., scale: float | None = ..., means: Sequence[float] | None = ..., stds: Sequence[float] | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
     """Matches ground-truth boxes to SSD anchors (DALI's box_encoder): per anchor, the box with the largest IoU when above criteria, plus each box's best anchor; outputs [cx, cy, w, h] per anchor (offset=False) or normalised offsets, and the labels (0 for background). See docs/detection.md.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         bboxes: float32 [N, 4], [l, t, r, b]
@@ -79,7 +79,7 @@ def box_encoder(*inputs: DataNode, anchors: Sequence[float], criteria: float | N
         scale (a float; default 1.0): with offset: boxes and anchors are multiplied by this first
         means (a list of floats; default [0.0, 0.0, 0.0, 0.0]): with offset: subtracted from the [x, y, w, h] offsets
         stds (a list of floats; default [1.0, 1.0, 1.0, 1.0]): with offset: the offsets are divided by these
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

@@ -66,7 +66,7 @@ class BboxPaste(Operator):
 class BoxEncoder(Operator):
     """Matches ground-truth boxes to SSD anchors (DALI's box_encoder): per anchor, the box with the largest IoU when above criteria, plus each box's best anchor; outputs [cx, cy, w, h] per anchor (offset=False) or normalised offsets, and the labels (0 for background). See docs/detection.md.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         bboxes: float32 [N, 4], [l, t, r, b]
@@ -83,10 +83,10 @@ class BoxEncoder(Operator):
         scale (a float; default 1.0): with offset: boxes and anchors are multiplied by this first
         means (a list of floats; default [0.0, 0.0, 0.0, 0.0]): with offset: subtracted from the [x, y, w, h] offsets
         stds (a list of floats; default [1.0, 1.0, 1.0, 1.0]): with offset: the offsets are divided by these
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, anchors: Sequence[float], criteria: float | None = ..., offset: bool | None = ..., scale: float | None = ..., means: Sequence[float] | None = ..., stds: Sequence[float] | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, anchors: Sequence[float], criteria: float | None = ..., offset: bool | None = ..., scale: float | None = ..., means: Sequence[float] | None = ..., stds: Sequence[float] | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class Brightness(Operator):
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.

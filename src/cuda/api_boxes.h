@@ -1,4 +1,5 @@
-/* The GPU entry points for box and point operators: bb_flip, coord_flip, coord_transform. Reached
+/* The GPU entry points for box and point operators: bb_flip, coord_flip, coord_transform,
+ * box_encoder. Reached
  * through stk_gpu_api.boxes (gpu_api.h); implemented in src/cuda/boxes.cu with the per-box
  * functions of src/shared/box_math.h, which the CPU operators (src/ops/boxes.c) run too.
  * The same conventions as gpu_api.h: 0 or a stk_status with the message in err, work
@@ -38,6 +39,20 @@ typedef struct {
   float t[STK__CT_MAX_DIM];
 } stk_gpu_coord_transform_sample;
 
+typedef struct {
+  const float *boxes;    /* device: n ltrb boxes */
+  const int32_t *labels; /* device: n labels */
+  int64_t n;
+  float *out_boxes;    /* device: m x 4 (also scratch for the best IoU per anchor) */
+  int32_t *out_labels; /* device: m (also scratch for the best box per anchor) */
+} stk_gpu_box_encoder_sample;
+
+typedef struct {
+  const float *anchors; /* host: m x 4 ltrb (uploaded with the descriptors) */
+  int64_t m;
+  stk__box_encoding enc;
+} stk_gpu_box_encoder_args;
+
 struct stk_gpu_boxes_api {
   int version; /* 1 */
   int (*bb_flip)(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *samples, uintptr_t stream,
@@ -46,6 +61,10 @@ struct stk_gpu_boxes_api {
                     uintptr_t stream, char *err, size_t errlen);
   int (*coord_transform)(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_transform_sample *samples,
                          uintptr_t stream, char *err, size_t errlen);
+  /* SSD matching, one thread block per sample (the CPU's rule: box_encoder.c). */
+  int (*box_encoder)(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_sample *samples,
+                     const stk_gpu_box_encoder_args *args, uintptr_t stream, char *err,
+                     size_t errlen);
 };
 
 #ifdef __cplusplus

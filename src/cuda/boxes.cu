@@ -127,5 +127,88 @@ static int coord_transform(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_transfor
          cudaStream_t st) { coord_transform_kernel<<<blocks, THREADS, 0, st>>>(d, f, m); });
 }
 
+/* box_encoder: one block per sample. Phase 1: each anchor's best box (first maximum, boxes
+ * in order), kept in the outputs as scratch. Phase 2: box by box, the block finds the
+ * box's best anchor (largest IoU, lowest index on ties) and claims it (a later box wins,
+ * as on the CPU). Phase 3: the threshold and the encoding. */
+__global__ void __launch_bounds__(THREADS)
+    box_encoder_kernel(const stk_gpu_box_encoder_sample *S, const float *anchors, int64_t m,
+                       stk__box_encoding enc) {
+  const stk_gpu_box_encoder_sample *s = &S[blockIdx.x];
+  __shared__ float top_v[THREADS];
+  __shared__ int64_t top_j[THREADS];
+  for (int64_t j = threadIdx.x; j < m; j += THREADS) {
+    float best = -1.0f;
+    int32_t who = -1;
+    for (int64_t i = 0; i < s->n; i++) {
+      float v = stk__box_iou(s->boxes + 4 * i, anchors + 4 * j);
+      if (v > best) best = v, who = (int32_t)i;
+    }
+    s->out_boxes[4 * j] = best, s->out_labels[j] = who;
+  }
+  __syncthreads();
+  for (int64_t i = 0; i < s->n; i++) {
+    float v = -1.0f;
+    int64_t at = INT64_MAX;
+    for (int64_t j = threadIdx.x; j < m; j += THREADS) {
+      float x = stk__box_iou(s->boxes + 4 * i, anchors + 4 * j);
+      if (x > v) v = x, at = j;
+    }
+    top_v[threadIdx.x] = v, top_j[threadIdx.x] = at;
+    __syncthreads();
+    for (int half = THREADS / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) {
+        float ov = top_v[threadIdx.x + half];
+        int64_t oj = top_j[threadIdx.x + half];
+        if (ov > top_v[threadIdx.x] || (ov == top_v[threadIdx.x] && oj < top_j[threadIdx.x]))
+          top_v[threadIdx.x] = ov, top_j[threadIdx.x] = oj;
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0 && top_j[0] < m) {
+      s->out_boxes[4 * top_j[0]] = 2.0f;
+      s->out_labels[top_j[0]] = (int32_t)i;
+    }
+    __syncthreads();
+  }
+  for (int64_t j = threadIdx.x; j < m; j += THREADS) {
+    int32_t who = s->out_labels[j];
+    bool matched = who >= 0 && s->out_boxes[4 * j] > enc.criteria;
+    stk__box_encode(&enc, matched ? s->boxes + 4 * who : anchors + 4 * j, anchors + 4 * j, matched,
+                    s->out_boxes + 4 * j);
+    s->out_labels[j] = matched ? s->labels[who] : 0;
+  }
+}
+
+static int box_encoder(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_sample *samples,
+                       const stk_gpu_box_encoder_args *args, uintptr_t stream, char *err,
+                       size_t errlen) {
+  if (n < 0 || (n > 0 && (!samples || !args || !args->anchors || args->m < 1)))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  for (int i = 0; i < n; i++) {
+    const stk_gpu_box_encoder_sample *s = &samples[i];
+    if (s->n < 0 || s->n > INT32_MAX || !s->out_boxes || !s->out_labels ||
+        (s->n > 0 && (!s->boxes || !s->labels)))
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad boxes", i);
+  }
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  size_t desc = (size_t)n * sizeof *samples, bytes = desc + (size_t)args->m * 4 * sizeof(float);
+  char *host = (char *)malloc(bytes);
+  if (!host) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
+  memcpy(host, samples, desc);
+  memcpy(host + desc, args->anchors, (size_t)args->m * 4 * sizeof(float));
+  int64_t m = args->m;
+  stk__box_encoding enc = args->enc;
+  int rc = stk_upload_and_launch(
+      ctx, host, bytes, stream, "box_encoder", err, errlen, [&](const char *dp) {
+        box_encoder_kernel<<<n, THREADS, 0, (cudaStream_t)stream>>>(
+            (const stk_gpu_box_encoder_sample *)dp, (const float *)(dp + desc), m, enc);
+        return 0;
+      });
+  free(host);
+  return rc;
+}
+
 extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table = {1, bb_flip, coord_flip,
-                                                                     coord_transform};
+                                                                     coord_transform, box_encoder};

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cuda/api_boxes.h"
 #include "box_util.h"
+#include "gpu_util.h"
 
 enum { A_ANCHORS, A_CRITERIA, A_OFFSET, A_SCALE, A_MEANS, A_STDS, A_COUNT_ };
 
@@ -154,6 +156,85 @@ static stk_status be_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* ---- GPU: one launch for the batch (src/cuda/boxes.cu), the same rule and encoding ---- */
+
+/* Checks sample i's boxes and labels as the CPU does; fills its descriptor's inputs. */
+static stk_status gpu_sample(stk__node *node, stk__gpu_batch *b, size_t i,
+                             const stk_tensor_list *boxes, const stk_tensor_list *labels,
+                             stk_gpu_box_encoder_sample *d) {
+  stk_tensor_desc bd, ld;
+  stk_tensor_list_sample(boxes, i, &bd);
+  stk_tensor_list_sample(labels, i, &ld);
+  stk__tensor t = {bd.data, bd.ndim, {0}, bd.dtype, {0}};
+  memcpy(t.shape, bd.shape, sizeof t.shape);
+  stk__sample *s = stk__gpu_sample(b, i);
+  int64_t n = 0;
+  STK_TRY(stk__box_input(node, s, &t, 4, &n));
+  bool ok = ld.dtype == STK_DTYPE_INT32 && ld.ndim >= 1 && ld.ndim <= 2 && ld.shape[0] == n &&
+            (ld.ndim == 1 || ld.shape[1] == 1);
+  if (!ok)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "labels must be int32 [N] with N = %lld, the number of boxes", (long long)n);
+  *d = (stk_gpu_box_encoder_sample){bd.data, ld.data, n, NULL, NULL};
+  return STK_OK;
+}
+
+static stk_status be_launch(stk__node *node, stk__gpu_batch *b, stk_gpu_box_encoder_sample *ds,
+                            stk_tensor_list *ob, stk_tensor_list *ol) {
+  const encoder *e = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(ob, i, &d);
+    ds[i].out_boxes = d.data;
+    stk_tensor_list_sample(ol, i, &d);
+    ds[i].out_labels = d.data;
+  }
+  stk_gpu_box_encoder_args args = {e->anchors, e->m, e->enc};
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  int rc = g->api->boxes && g->api->boxes->box_encoder
+               ? g->api->boxes->box_encoder(g->ctx, (int)n, ds, &args, stk__gpu_stream(b), err,
+                                            sizeof err)
+               : stk__gpu_no_table(err, sizeof err, "box");
+  return stk__gpu_op_check(node, rc, err);
+}
+
+static stk_status be_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  const encoder *e = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *boxes = NULL, *labels = NULL, *ob = NULL, *ol = NULL;
+  bool own_b = false, own_l = false;
+  stk_status st = stk__gpu_device_input(b, 0, &boxes, &own_b);
+  if (st == STK_OK) st = stk__gpu_device_input(b, 1, &labels, &own_l);
+  stk_gpu_box_encoder_sample *ds = stk__calloc(n ? n : 1, sizeof *ds, "a box_encoder plan");
+  int64_t *shapes = stk__calloc(2 * (n ? n : 1), sizeof *shapes, "shapes");
+  if (st == STK_OK && (!ds || !shapes)) st = STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    st = gpu_sample(node, b, i, boxes, labels, &ds[i]);
+    shapes[2 * i] = e->m, shapes[2 * i + 1] = 4;
+  }
+  if (st == STK_OK) st = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, 2, shapes, NULL, true, &ob);
+  for (size_t i = 0; i < n && st == STK_OK; i++) shapes[i] = e->m;
+  if (st == STK_OK) st = stk__gpu_alloc_list(b, STK_DTYPE_INT32, 1, shapes, NULL, true, &ol);
+  if (st == STK_OK) st = be_launch(node, b, ds, ob, ol);
+  free(ds);
+  free(shapes);
+  if (own_b) stk_tensor_list_release(boxes);
+  if (own_l) stk_tensor_list_release(labels);
+  if (st == STK_OK) {
+    st = stk__gpu_output(b, 0, ob);
+    ob = NULL;
+  }
+  if (st == STK_OK) {
+    st = stk__gpu_output(b, 1, ol);
+    ol = NULL;
+  }
+  stk_tensor_list_release(ob);
+  stk_tensor_list_release(ol);
+  return st;
+}
+
 static const stk_op_schema box_encoder_schema = {
     .name = "box_encoder",
     .doc =
@@ -161,7 +242,7 @@ static const stk_op_schema box_encoder_schema = {
         "box with the largest IoU when above criteria, plus each box's best anchor; outputs "
         "[cx, cy, w, h] per anchor (offset=False) or normalised offsets, and the labels (0 "
         "for background). See docs/detection.md.",
-    .devices = STK_DEVICE_CPU,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 2,
     .max_inputs = 2,
     .inputs = be_in,
@@ -169,10 +250,21 @@ static const stk_op_schema box_encoder_schema = {
     .outputs = be_out,
     .num_args = A_COUNT_,
     .args = box_encoder_args,
+    /* logf may differ by an ulp between host and device: offsets to 1e-5 */
+    .gpu_check =
+        "# atol=1e-5\n"
+        "b = constant(fdata=[0.1, 0.1, 0.4, 0.5, 0.5, 0.45, 0.9, 0.95, 0.0, 0.0, 0.2, 0.15], "
+        "shape=[3, 4])\n"
+        "l = constant(idata=[3, 7, 11], shape=[3])\n"
+        "e, k = box_encoder(b, l, anchors=[0.0, 0.0, 0.5, 0.5, 0.5, 0.0, 1.0, 0.5, 0.0, 0.5, "
+        "0.5, 1.0, 0.5, 0.5, 1.0, 1.0, 0.2, 0.2, 0.8, 0.8, 0.05, 0.05, 0.3, 0.3], "
+        "criteria=0.3, offset=true, stds=[0.1, 0.1, 0.2, 0.2], device=@)\n"
+        "return e, k",
 };
 const stk__op_def stk__op_box_encoder = {
     .schema = &box_encoder_schema,
     .init = be_init,
     .destroy = be_destroy,
     .run_sample = be_run,
+    .run_gpu = be_run_gpu,
 };

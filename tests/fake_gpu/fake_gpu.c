@@ -100,6 +100,7 @@ typedef enum {
   OP_BB_FLIP,
   OP_COORD_FLIP,
   OP_COORD_TRANSFORM,
+  OP_BOX_ENCODER,
   OP_AUTOAUG
 } op_kind;
 
@@ -128,6 +129,7 @@ typedef struct op {
   stk_gpu_bb_flip_sample bb_flip;
   stk_gpu_coord_flip_sample coord_flip;
   stk_gpu_coord_transform_sample *coord_transform; /* a copy (the descriptor is large) */
+  struct be_job *box_encoder;                      /* a sample with a copy of the anchors */
   /* OP_AUTOAUG: the batch's programs (copied at the call, as the real entry uploads them) */
   struct aa_batch *aa;
 } op;
@@ -230,6 +232,44 @@ static void run_coord_transform(const stk_gpu_coord_transform_sample *s) {
                              s->dst + (int64_t)s->o * i);
 }
 
+/* box_encoder's three phases, sequentially (the kernel's order of decisions). */
+typedef struct be_job {
+  stk_gpu_box_encoder_sample s;
+  int64_t m;
+  stk__box_encoding enc;
+  float anchors[]; /* m x 4 */
+} be_job;
+
+static void run_box_encoder(const be_job *b) {
+  const stk_gpu_box_encoder_sample *s = &b->s;
+  for (int64_t j = 0; b && j < b->m; j++) {
+    float best = -1.0f;
+    int32_t who = -1;
+    for (int64_t i = 0; i < s->n; i++) {
+      float v = stk__box_iou(s->boxes + 4 * i, b->anchors + 4 * j);
+      if (v > best) best = v, who = (int32_t)i;
+    }
+    s->out_boxes[4 * j] = best, s->out_labels[j] = who;
+  }
+  for (int64_t i = 0; b && i < s->n; i++) {
+    float top = -1.0f;
+    int64_t at = -1;
+    for (int64_t j = 0; j < b->m; j++) {
+      float v = stk__box_iou(s->boxes + 4 * i, b->anchors + 4 * j);
+      if (v > top) top = v, at = j;
+    }
+    if (at >= 0) s->out_boxes[4 * at] = 2.0f, s->out_labels[at] = (int32_t)i;
+  }
+  for (int64_t j = 0; b && j < b->m; j++) {
+    int32_t who = s->out_labels[j];
+    bool matched = who >= 0 && s->out_boxes[4 * j] > b->enc.criteria;
+    const float *anchor = b->anchors + 4 * j;
+    stk__box_encode(&b->enc, matched ? s->boxes + 4 * who : anchor, anchor, matched,
+                    s->out_boxes + 4 * j);
+    s->out_labels[j] = matched ? s->labels[who] : 0;
+  }
+}
+
 static void run_gather(op *o) {
   const stk_gpu_gather_sample *g = &o->gather;
   size_t es = o->bytes;
@@ -299,6 +339,10 @@ static void run_op(op *o) {
     case OP_COORD_TRANSFORM:
       run_coord_transform(o->coord_transform);
       free(o->coord_transform);
+      break;
+    case OP_BOX_ENCODER:
+      run_box_encoder(o->box_encoder);
+      free(o->box_encoder);
       break;
     case OP_AUTOAUG:
       run_autoaug(o);
@@ -792,7 +836,31 @@ static int fake_coord_transform(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_tra
   (void)ctx;
   return queue_samples(n, stream, OP_COORD_TRANSFORM, err, errlen, set_coord_transform, s);
 }
+static int fake_box_encoder(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_sample *s,
+                            const stk_gpu_box_encoder_args *a, uintptr_t stream, char *err,
+                            size_t errlen) {
+  (void)ctx;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    be_job *b = malloc(sizeof *b + (size_t)a->m * 4 * sizeof(float));
+    if (!o || !b) {
+      free(o), free(b);
+      pthread_mutex_unlock(&lock);
+      return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "box_encoder: no memory");
+    }
+    b->s = s[i], b->m = a->m, b->enc = a->enc;
+    memcpy(b->anchors, a->anchors, (size_t)a->m * 4 * sizeof(float));
+    o->kind = OP_BOX_ENCODER;
+    o->box_encoder = b;
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 static const stk_gpu_boxes_api boxes_api = {.version = 1,
+                                            .box_encoder = fake_box_encoder,
                                             .bb_flip = fake_bb_flip,
                                             .coord_flip = fake_coord_flip,
                                             .coord_transform = fake_coord_transform};

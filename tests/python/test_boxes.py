@@ -178,6 +178,37 @@ def test_box_encoder_claims_best_anchor_below_criteria():
     assert lab.tolist() == [3, 0, 0, 0, 0]
 
 
+def test_box_encoder_gpu_plumbing_matches_cpu(fake_gpu):
+    """The GPU backend (two device inputs, two outputs, descriptors, anchors uploaded with
+    them) against the fake GPU, which runs the kernel's three phases on the CPU: the same
+    outputs as the CPU operator on a ragged batch (one sample without boxes)."""
+    rng = np.random.default_rng(12)
+
+    def rb(k):
+        a = rng.random((k, 2), np.float32) * 0.7
+        return np.concatenate([a, a + rng.random((k, 2), np.float32) * 0.3 + 0.02], 1)
+
+    anchors = rb(200).astype(np.float32).ravel().tolist()
+    boxes = [rb(k).astype(np.float32) for k in (5, 0, 12)]
+    labels = [rng.integers(1, 9, len(b)).astype(np.int32) for b in boxes]
+
+    def define():
+        b = fn.external_source(source=lambda: boxes, batch=True)
+        l = fn.external_source(source=lambda: labels, batch=True)
+        kw = dict(anchors=anchors, criteria=0.35, offset=True, stds=[0.1, 0.1, 0.2, 0.2])
+        return (*fn.box_encoder(b, l, **kw), *fn.box_encoder(b.gpu(), l.gpu(), device="gpu",
+                                                             **kw))
+
+    outs = stoker.pipeline_def(define, batch_size=3, num_threads=1, device_id=0)().run()
+    assert outs[2].device == "gpu" and outs[3].device == "gpu"
+    for k in range(2):
+        cpu, gpu = outs[k], outs[k + 2].as_cpu()
+        for i in range(3):
+            np.testing.assert_array_equal(np.array(gpu[i]), np.array(cpu[i]),
+                                          err_msg=f"output {k} sample {i}")
+    assert np.array(outs[1][1]).tolist() == [0] * 200  # no boxes: background everywhere
+
+
 def test_box_encoder_bad_input():
     with pytest.raises(StokerError, match="4 values per anchor"):
         run1(lambda b, l: fn.box_encoder(b, l, anchors=[0.0, 0.1, 0.2]), BOXES,
