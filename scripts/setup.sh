@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS="build-essential cmake ninja-build pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libspng-dev libcurl4-openssl-dev zlib1g-dev libcmocka-dev python3-venv python3-dev"
+PKGS="build-essential cmake ninja-build pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libspng-dev libcurl4-openssl-dev zlib1g-dev libcmocka-dev python3-venv python3-dev liblmdb0 lmdb-utils"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

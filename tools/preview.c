@@ -1,15 +1,14 @@
-/* `stoker preview`: a PNG grid of the first N samples of a pipeline's first output. */
+/* `stoker preview`: a PNG grid of the first N samples of a pipeline's first output, with
+ * later outputs that are boxes or label masks drawn over them (preview_overlay.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "preview_overlay.h"
 
-typedef struct {
-  int h, w;
-  uint8_t *rgb; /* h * w * 3 */
-} tile;
+typedef preview_tile tile;
 
 static double element(const stk_tensor_desc *d, int64_t offset) {
   const char *p = (const char *)d->data + offset;
@@ -70,6 +69,27 @@ static bool to_tile(const stk_tensor_desc *d, const char *layout, tile *t) {
   return true;
 }
 
+/* Output `index` of batch b as a host list (*copy: a host copy to release, or NULL). */
+static stk_tensor_list *host_output(stk_batch *b, size_t index, stk_tensor_list **copy) {
+  stk_tensor_list *tl = stk_batch_output(b, index);
+  *copy = NULL;
+  if (stk_tensor_list_storage(tl) != STK_STORAGE_DEVICE) return tl;
+  return stk_tensor_list_to_host(tl, copy) == STK_OK ? *copy : NULL;
+}
+
+/* Draws outputs 1.. of sample i over its tile (boxes, masks; others are skipped). */
+static void overlay_outputs(stk_batch *b, size_t i, tile *t) {
+  for (size_t k = 1; k < stk_batch_num_outputs(b); k++) {
+    stk_tensor_list *copy, *tl = host_output(b, k, &copy);
+    if (tl && i < stk_tensor_list_num_samples(tl)) {
+      stk_tensor_desc d;
+      stk_tensor_list_sample(tl, i, &d);
+      preview_overlay(t, &d);
+    }
+    stk_tensor_list_release(copy);
+  }
+}
+
 static bool collect_tiles(stk_pipeline *p, tile *tiles, int64_t count) {
   int64_t have = 0;
   while (have < count) {
@@ -96,6 +116,7 @@ static bool collect_tiles(stk_pipeline *p, tile *tiles, int64_t count) {
         stk_batch_release(b);
         return false;
       }
+      overlay_outputs(b, i, &tiles[have]);
     }
     stk_tensor_list_release(host);
     stk_batch_release(b);

@@ -107,6 +107,91 @@ class _CacheHook:
 
 HOOKS["readers.file"] = _PairedReaderHook()
 HOOKS["cache"] = _CacheHook()
+
+
+class _CocoReaderHook:
+    """readers.coco: images, bboxes, labels, then (polygons, vertices) with polygon_masks
+    (or masks), pixelwise_masks with pixelwise_masks, image_ids with image_ids."""
+    extra_kwargs = {}
+    _SWITCHES = ("polygon_masks", "masks", "pixelwise_masks", "image_ids")
+
+    def call(self, schema, inputs, kwargs):
+        for k in self._SWITCHES:
+            if isinstance(kwargs.get(k), _graph.DataNode):
+                raise InvalidArgumentError(f"{schema.name}: '{k}' sets the outputs and must be a constant")
+        poly = bool(kwargs.get("polygon_masks")) or bool(kwargs.get("masks"))
+        n = 3 + 2 * poly + bool(kwargs.get("pixelwise_masks")) + bool(kwargs.get("image_ids"))
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["readers.coco"] = _CocoReaderHook()
+
+
+class _CaffeReaderHook:
+    """readers.caffe: images (image_available) and labels (label_available)."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        flags = [kwargs.get(k, True) for k in ("image_available", "label_available")]
+        if any(isinstance(f, _graph.DataNode) for f in flags):
+            raise InvalidArgumentError(f"{schema.name}: the *_available flags must be constants")
+        n = sum(1 for f in flags if f is None or f)
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["readers.caffe"] = _CaffeReaderHook()
+
+
+class _Caffe2ReaderHook:
+    """readers.caffe2: images (image_available), labels (label_type != 4)."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        img, lt = kwargs.get("image_available", True), kwargs.get("label_type", 0)
+        if isinstance(img, _graph.DataNode) or isinstance(lt, _graph.DataNode):
+            raise InvalidArgumentError(f"{schema.name}: image_available and label_type must be constants")
+        n = (1 if img is None or img else 0) + (0 if lt == 4 else 1)
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["readers.caffe2"] = _Caffe2ReaderHook()
+
+
+class _BBoxCropHook:
+    """random_bbox_crop: anchor, shape, bboxes, then labels (with a labels input) and
+    bbox_indices (output_bbox_indices=True)."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        if isinstance(kwargs.get("output_bbox_indices"), _graph.DataNode):
+            raise InvalidArgumentError(
+                f"{schema.name}: 'output_bbox_indices' sets the outputs and must be a constant")
+        n = 3 + (len(inputs) > 1) + bool(kwargs.get("output_bbox_indices"))
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["random_bbox_crop"] = _BBoxCropHook()
+
+
+class _ObjectBBoxHook:
+    """segmentation.random_object_bbox: anchor and shape (or start and end; one output
+    with format="box"), then the class with output_class=True."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        for k in ("format", "output_class"):
+            if isinstance(kwargs.get(k), _graph.DataNode):
+                raise InvalidArgumentError(f"{schema.name}: '{k}' sets the outputs and must be a constant")
+        n = (1 if kwargs.get("format") == "box" else 2) + bool(kwargs.get("output_class"))
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=n)
+        return _graph.outputs_of(inst)
+
+
+HOOKS["segmentation.random_object_bbox"] = _ObjectBBoxHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["element_extract"] = _ListOutputsHook("element_map")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(

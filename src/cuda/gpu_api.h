@@ -93,6 +93,7 @@ typedef struct stk_gpu_color_api stk_gpu_color_api;
 typedef struct stk_gpu_geometry_api stk_gpu_geometry_api;
 typedef struct stk_gpu_filter_api stk_gpu_filter_api;
 typedef struct stk_gpu_math_api stk_gpu_math_api;
+typedef struct stk_gpu_boxes_api stk_gpu_boxes_api;
 typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
 
 /* ---------------------------------------------------------------------------------- */
@@ -463,6 +464,8 @@ typedef struct stk_gpu_api {
   int (*mix)(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
              uintptr_t stream, char *err, size_t errlen);
   const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
+  /* Box and point operators (api_boxes.h); NULL in libraries without them. */
+  const struct stk_gpu_boxes_api *boxes;
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

@@ -716,6 +716,7 @@ extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table;
 extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table;
 extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table;
 extern "C" STK_HIDDEN const stk_gpu_tensor_api stk_gpu_tensor_table;
+extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table;
 
 static const stk_gpu_api api_table = {
     STK_GPU_ABI_VERSION,
@@ -763,6 +764,7 @@ static const stk_gpu_api api_table = {
     gpu_host_free,
     stk_gpu_mix,
     &stk_gpu_tensor_table,
+    &stk_gpu_boxes_table,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

@@ -25,7 +25,8 @@
   STK__OPS_AUTOAUG(X)         \
   STK__OPS_BATCH(X)           \
   STK__OPS_TENSOR(X)          \
-  /* (each list above ends with a backslash, so adding one is a one-line change) */
+/* (each list above ends with a backslash, so adding one is a one-line change) */
+STK__OPS_DETECTION(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
@@ -109,7 +110,12 @@
 #define STK__OPS_READERS_FORMATS(X) /* readers_webdataset.c, _tfrecord.c, _numpy.c */ \
   X(stk__op_readers_webdataset)                                                       \
   X(stk__op_readers_tfrecord)                                                         \
-  X(stk__op_readers_numpy)
+  X(stk__op_readers_numpy)                                                            \
+  X(stk__op_readers_coco)                                                             \
+  X(stk__op_readers_mxnet)                                                            \
+  X(stk__op_readers_sequence)                                                         \
+  X(stk__op_readers_caffe)                                                            \
+  X(stk__op_readers_caffe2)
 
 #define STK__OPS_HOST(X) /* pipeline/host.c, pipeline/conditional.c, constant.c */ \
   X(stk__op_external_source)                                                       \
@@ -180,6 +186,18 @@
   X(stk__op_experimental_inflate)                                                             \
   X(stk__op_dump_image)                                                                       \
   X(stk__op_dl_tensor_python_function)
+#define STK__OPS_DETECTION(X) /* boxes.c, coord_transform.c, box_encoder.c, ... */ \
+  X(stk__op_bb_flip)                                                               \
+  X(stk__op_bbox_paste)                                                            \
+  X(stk__op_coord_flip)                                                            \
+  X(stk__op_box_encoder)                                                           \
+  X(stk__op_random_bbox_crop)                                                      \
+  X(stk__op_coord_transform)                                                       \
+  X(stk__op_select_masks)                                                          \
+  X(stk__op_transforms_crop)                                                       \
+  X(stk__op_random_mask_pixel)                                                     \
+  X(stk__op_ssd_random_crop)                                                       \
+  X(stk__op_random_object_bbox)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

@@ -327,3 +327,88 @@ static const stk_op_schema combine_schema = {
 };
 const stk__op_def stk__op_transforms_combine = {.schema = &combine_schema,
                                                 .run_sample = combine_run};
+
+/* ---- transforms.crop ---- */
+enum { CR_FROM_START, CR_FROM_END, CR_TO_START, CR_TO_END, CR_ABSOLUTE, CR_REVERSE, CR_COUNT_ };
+static const stk_arg_schema crop_tf_args[] = {
+    [CR_FROM_START] = {.name = "from_start",
+                       .type = STK_ARG_FLOATS,
+                       .flags = STK_ARGF_PER_SAMPLE,
+                       .default_text = "[0.0]",
+                       .doc = "[x, y] lower corner of the source space (one value: both)"},
+    [CR_FROM_END] = {.name = "from_end",
+                     .type = STK_ARG_FLOATS,
+                     .flags = STK_ARGF_PER_SAMPLE,
+                     .default_text = "[1.0]",
+                     .doc = "[x, y] upper corner of the source space"},
+    [CR_TO_START] = {.name = "to_start",
+                     .type = STK_ARG_FLOATS,
+                     .flags = STK_ARGF_PER_SAMPLE,
+                     .default_text = "[0.0]",
+                     .doc = "[x, y] where from_start goes"},
+    [CR_TO_END] = {.name = "to_end",
+                   .type = STK_ARG_FLOATS,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .default_text = "[1.0]",
+                   .doc = "[x, y] where from_end goes"},
+    [CR_ABSOLUTE] = {.name = "absolute",
+                     .type = STK_ARG_BOOL,
+                     .default_text = "false",
+                     .doc = "swap a start and an end given in the wrong order"},
+    [CR_REVERSE] = {.name = "reverse_order",
+                    .type = STK_ARG_BOOL,
+                    .default_text = "false",
+                    .doc = REVERSE_DOC},
+};
+STK__CHECK_ARGS(crop_tf_args, CR_COUNT_);
+
+/* The scale and offset of one axis, in float32 as DALI computes them. */
+static void crop_axis(double fs, double fe, double ts, double te, bool absolute, double *scale,
+                      double *offset) {
+  if (absolute && fs > fe) {
+    double t = fs;
+    fs = fe, fe = t;
+  }
+  if (absolute && ts > te) {
+    double t = ts;
+    ts = te, te = t;
+  }
+  float sc = (float)(((float)te - (float)ts) / ((float)fe - (float)fs));
+  *scale = sc;
+  *offset = (float)((float)ts - (float)fs * sc);
+}
+
+static stk_status crop_tf_run(stk__node *node, stk__sample *s) {
+  double fs[2], fe[2], ts[2], te[2];
+  STK_TRY(vec2_arg(node, s, CR_FROM_START, "from_start", fs));
+  STK_TRY(vec2_arg(node, s, CR_FROM_END, "from_end", fe));
+  STK_TRY(vec2_arg(node, s, CR_TO_START, "to_start", ts));
+  STK_TRY(vec2_arg(node, s, CR_TO_END, "to_end", te));
+  bool absolute = stk__arg_bool(node, NULL, CR_ABSOLUTE);
+  double m[6] = {0};
+  for (int a = 0; a < 2; a++) {
+    if (fe[a] == fs[a])
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "from_start and from_end are equal on axis %d: nothing to map", a);
+    crop_axis(fs[a], fe[a], ts[a], te[a], absolute, &m[a * 4], &m[a * 3 + 2]);
+  }
+  return emit(node, s, CR_REVERSE, m);
+}
+
+static const stk_op_schema crop_tf_schema = {
+    .name = "transforms.crop",
+    .doc =
+        "Produces the 2D affine matrix (2x3 float32) mapping the box [from_start, from_end] "
+        "onto [to_start, to_end] (DALI's transforms.crop): e.g. pixel coordinates of a "
+        "crop window to relative coordinates of the crop; appended to an input matrix "
+        "when one is given. 2D only.",
+    .devices = STK_DEVICE_CPU,
+    .min_inputs = 0,
+    .max_inputs = 1,
+    .inputs = tf_in,
+    .num_outputs = 1,
+    .outputs = tf_out,
+    .num_args = CR_COUNT_,
+    .args = crop_tf_args,
+};
+const stk__op_def stk__op_transforms_crop = {.schema = &crop_tf_schema, .run_sample = crop_tf_run};

@@ -27,6 +27,7 @@
 #include <turbojpeg.h>
 
 #include "cuda/api_autoaug.h"
+#include "cuda/api_boxes.h"
 #include "cuda/api_math.h"
 #include "cuda/api_tensor.h"
 #include "cuda/autoaug_interp.h"
@@ -100,6 +101,10 @@ typedef enum {
   OP_RECORD,
   OP_WAIT,
   OP_GATHER,
+  OP_BB_FLIP,
+  OP_COORD_FLIP,
+  OP_COORD_TRANSFORM,
+  OP_BOX_ENCODER,
   OP_AUTOAUG,
   OP_MIX,
   OP_TENSOR
@@ -127,6 +132,11 @@ typedef struct op {
   struct fake_stream *record_stream;
   /* OP_GATHER: one sample's descriptor (copied at the call), element size in `bytes` */
   stk_gpu_gather_sample gather;
+  /* OP_BB_FLIP / OP_COORD_FLIP: one sample's descriptor (copied at the call) */
+  stk_gpu_bb_flip_sample bb_flip;
+  stk_gpu_coord_flip_sample coord_flip;
+  stk_gpu_coord_transform_sample *coord_transform; /* a copy (the descriptor is large) */
+  struct be_job *box_encoder;                      /* a sample with a copy of the anchors */
   /* OP_AUTOAUG: the batch's programs (copied at the call, as the real entry uploads them) */
   struct aa_batch *aa;
   /* OP_MIX: one sample's descriptor (copied at the call); its element type in `color` */
@@ -208,6 +218,69 @@ static void run_decode(op *o) {
 }
 
 /* subscript's gather, element by element with the kernel's offset rule. */
+/* The box kernels' work, through the same per-box functions (src/shared/box_math.h). */
+static void run_bb_flip(const stk_gpu_bb_flip_sample *s) {
+  for (int64_t i = 0; i < s->count; i++) {
+    float b[4];
+    memcpy(b, s->src + 4 * i, sizeof b);
+    stk__bb_flip_one(b, s->ltrb != 0, s->horizontal != 0, s->vertical != 0);
+    memcpy(s->dst + 4 * i, b, sizeof b);
+  }
+}
+
+static void run_coord_flip(const stk_gpu_coord_flip_sample *s) {
+  for (int64_t i = 0; i < s->count; i++) {
+    float p[3];
+    memcpy(p, s->src + (size_t)s->d * i, (size_t)s->d * sizeof *p);
+    stk__coord_flip_one(p, s->d, s->axes, &s->spec);
+    memcpy(s->dst + (size_t)s->d * i, p, (size_t)s->d * sizeof *p);
+  }
+}
+
+static void run_coord_transform(const stk_gpu_coord_transform_sample *s) {
+  for (int64_t i = 0; s && i < s->count; i++)
+    stk__coord_transform_one(s->m, s->t, s->o, s->d, s->src + (int64_t)s->d * i,
+                             s->dst + (int64_t)s->o * i);
+}
+
+/* box_encoder's three phases, sequentially (the kernel's order of decisions). */
+typedef struct be_job {
+  stk_gpu_box_encoder_sample s;
+  int64_t m;
+  stk__box_encoding enc;
+  float anchors[]; /* m x 4 */
+} be_job;
+
+static void run_box_encoder(const be_job *b) {
+  const stk_gpu_box_encoder_sample *s = &b->s;
+  for (int64_t j = 0; b && j < b->m; j++) {
+    float best = -1.0f;
+    int32_t who = -1;
+    for (int64_t i = 0; i < s->n; i++) {
+      float v = stk__box_iou(s->boxes + 4 * i, b->anchors + 4 * j);
+      if (v > best) best = v, who = (int32_t)i;
+    }
+    s->out_boxes[4 * j] = best, s->out_labels[j] = who;
+  }
+  for (int64_t i = 0; b && i < s->n; i++) {
+    float top = -1.0f;
+    int64_t at = -1;
+    for (int64_t j = 0; j < b->m; j++) {
+      float v = stk__box_iou(s->boxes + 4 * i, b->anchors + 4 * j);
+      if (v > top) top = v, at = j;
+    }
+    if (at >= 0) s->out_boxes[4 * at] = 2.0f, s->out_labels[at] = (int32_t)i;
+  }
+  for (int64_t j = 0; b && j < b->m; j++) {
+    int32_t who = s->out_labels[j];
+    bool matched = who >= 0 && s->out_boxes[4 * j] > b->enc.criteria;
+    const float *anchor = b->anchors + 4 * j;
+    stk__box_encode(&b->enc, matched ? s->boxes + 4 * who : anchor, anchor, matched,
+                    s->out_boxes + 4 * j);
+    s->out_labels[j] = matched ? s->labels[who] : 0;
+  }
+}
+
 static void run_gather(op *o) {
   const stk_gpu_gather_sample *g = &o->gather;
   size_t es = o->bytes;
@@ -338,6 +411,20 @@ static void run_op(op *o) {
       break;
     case OP_GATHER:
       run_gather(o);
+      break;
+    case OP_BB_FLIP:
+      run_bb_flip(&o->bb_flip);
+      break;
+    case OP_COORD_FLIP:
+      run_coord_flip(&o->coord_flip);
+      break;
+    case OP_COORD_TRANSFORM:
+      run_coord_transform(o->coord_transform);
+      free(o->coord_transform);
+      break;
+    case OP_BOX_ENCODER:
+      run_box_encoder(o->box_encoder);
+      free(o->box_encoder);
       break;
     case OP_AUTOAUG:
       run_autoaug(o);
@@ -817,6 +904,79 @@ static int mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_d
   return 0;
 }
 
+/* Queues one op per sample, each with a copy of its descriptor (`set` copies it in). */
+static int queue_samples(int n, uintptr_t stream, op_kind kind, char *err, size_t errlen,
+                         void (*set)(op *o, int i, const void *samples), const void *samples) {
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    if (!o) {
+      pthread_mutex_unlock(&lock);
+      return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "boxes: no memory");
+    }
+    o->kind = kind;
+    set(o, i, samples);
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static void set_bb_flip(op *o, int i, const void *s) {
+  o->bb_flip = ((const stk_gpu_bb_flip_sample *)s)[i];
+}
+static void set_coord_flip(op *o, int i, const void *s) {
+  o->coord_flip = ((const stk_gpu_coord_flip_sample *)s)[i];
+}
+
+static int fake_bb_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *s, uintptr_t stream,
+                        char *err, size_t errlen) {
+  (void)ctx;
+  return queue_samples(n, stream, OP_BB_FLIP, err, errlen, set_bb_flip, s);
+}
+static int fake_coord_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sample *s,
+                           uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  return queue_samples(n, stream, OP_COORD_FLIP, err, errlen, set_coord_flip, s);
+}
+static void set_coord_transform(op *o, int i, const void *s) {
+  o->coord_transform = malloc(sizeof *o->coord_transform); /* NULL: the op does nothing */
+  if (o->coord_transform) *o->coord_transform = ((const stk_gpu_coord_transform_sample *)s)[i];
+}
+static int fake_coord_transform(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_transform_sample *s,
+                                uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  return queue_samples(n, stream, OP_COORD_TRANSFORM, err, errlen, set_coord_transform, s);
+}
+static int fake_box_encoder(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_sample *s,
+                            const stk_gpu_box_encoder_args *a, uintptr_t stream, char *err,
+                            size_t errlen) {
+  (void)ctx;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    be_job *b = malloc(sizeof *b + (size_t)a->m * 4 * sizeof(float));
+    if (!o || !b) {
+      free(o), free(b);
+      pthread_mutex_unlock(&lock);
+      return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "box_encoder: no memory");
+    }
+    b->s = s[i], b->m = a->m, b->enc = a->enc;
+    memcpy(b->anchors, a->anchors, (size_t)a->m * 4 * sizeof(float));
+    o->kind = OP_BOX_ENCODER;
+    o->box_encoder = b;
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static const stk_gpu_boxes_api boxes_api = {.version = 1,
+                                            .box_encoder = fake_box_encoder,
+                                            .bb_flip = fake_bb_flip,
+                                            .coord_flip = fake_coord_flip,
+                                            .coord_transform = fake_coord_transform};
+
 /* Only gather: the other math entries stay NULL (the operators report no kernels). */
 static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};
 
@@ -1035,6 +1195,7 @@ static const stk_gpu_api api = {
     .cast = cast,
     .math = &math_api,
     .autoaug = &autoaug_api,
+    .boxes = &boxes_api,
     .device_alloc_idle = device_alloc,
     .decode_classify = decode_classify,
     .device_free_idle = device_free,
