@@ -20,6 +20,22 @@ def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None =
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def batch_permutation(*inputs: DataNode, allow_repetitions: bool | None = ..., no_fixed_points: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Draws a random permutation of the batch (one int32 index per sample), once per batch, for permute_batch. Keyed by the batch's first sample: the same on every thread count.
+
+    Devices: cpu.
+
+    Outputs:
+        output: int32 scalar per sample: the index of the sample it takes (for permute_batch)
+
+    Keyword args:
+        allow_repetitions (a bool; default false): true: each index is drawn independently (repetitions and omissions allowed)
+        no_fixed_points (a bool; default false): true: out[i] != i for every i (ignored for a batch of one)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def bb_flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mirrors relative boxes as flip mirrors their image: horizontally [x, y, w, h] becomes [1 - x - w, y, w, h] (ltrb: [1 - r, t, 1 - l, b]), vertically likewise in y. Feed the same random flags as the image's flip (see docs/detection.md).
 
@@ -124,6 +140,32 @@ def brightness_contrast(*inputs: DataNode, brightness: float | DataNode | None =
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def cache(*inputs: DataNode, capacity_bytes: int | None = ..., path: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """stoker extension (not in DALI): keeps what the deterministic part of the pipeline in front of it made for each sample (e.g. decode + resize), keyed by the reader's sample (its file and place in it, with the file's size and modification time: a changed file is made again), so epochs after the first skip that part and run only what follows. Outputs its inputs unchanged. Operators only the cache needs do not run for a hit (a reader whose labels go elsewhere still reads the file: cache the labels too to skip it). Random operators may not feed it, and its prefix must start at a data set reader. Entries are keyed by the prefix's operators and argument values, so a changed prefix never returns stale samples. Hits and misses: stats() (cache_hits, cache_misses, ...).
+
+    Devices: cpu.
+
+    Inputs:
+        input0: a tensor made by a deterministic prefix from a reader's samples
+        input1 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input2 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input3 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input4 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input5 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input6 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input7 (optional): a tensor made by a deterministic prefix from a reader's samples
+
+    Outputs:
+        a number set by the arguments
+        outputs: the inputs, one output per input
+
+    Keyword args:
+        capacity_bytes (an int; default 1073741824; in [0, 9.2e+18]): The most bytes the cache holds (tensors plus a small header per sample). In memory, the least recently used samples make room for new ones; on disk, samples that do not fit are not stored (the files already there stay).
+        path (a string; default ""): Empty: keep the samples in memory (for this pipeline's life). A directory (created if missing): one file per sample and a manifest naming the prefix; it survives the pipeline, and a directory made for another prefix is emptied of its cache files first.
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def cast(*inputs: DataNode, dtype: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts every element to `dtype` with saturation: float to integer rounds half away from zero and clamps to the type's range (DALI's CPU cast).
 
@@ -154,6 +196,55 @@ def cast_like(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., nam
         output: input in the type of `like`
 
     Keyword args:
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def cat(*inputs: DataNode, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Joins its inputs along an existing axis (DALI's cat); the other extents, the type and the rank must agree. The layout is the first input's.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -353,6 +444,104 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def cutmix(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., center: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """CutMix (torchvision.transforms.v2.CutMix) on a batch of images and labels: the box [x - rw, x + rw) x [y - rh, y + rh) (clamped; rw = int(0.5 * sqrt(1 - lam) * W), rh likewise; centre drawn uniformly) of the partner (sample i - 1: the batch rolled by one) is pasted into image i, and the labels are mixed with lam corrected to 1 - box area / image area. lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 or float32; labels become float32 vectors.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        center (a list of ints; may be a DataNode (per-sample argument input)): a given box centre [x, y] in pixels instead of a drawn one (drawn: x uniform in [0, W), y in [0, H), as torchvision)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Runs a function of the host program on each sample's inputs, passed as DLPack capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch CPU tensors).
+
+    Devices: cpu.
+
+    Inputs:
+        input0 (optional): an array passed to the function as argument 0
+        input1 (optional): an array passed to the function as argument 1
+        input2 (optional): an array passed to the function as argument 2
+        input3 (optional): an array passed to the function as argument 3
+        input4 (optional): an array passed to the function as argument 4
+        input5 (optional): an array passed to the function as argument 5
+        input6 (optional): an array passed to the function as argument 6
+        input7 (optional): an array passed to the function as argument 7
+        input8 (optional): an array passed to the function as argument 8
+        input9 (optional): an array passed to the function as argument 9
+        input10 (optional): an array passed to the function as argument 10
+        input11 (optional): an array passed to the function as argument 11
+        input12 (optional): an array passed to the function as argument 12
+        input13 (optional): an array passed to the function as argument 13
+        input14 (optional): an array passed to the function as argument 14
+        input15 (optional): an array passed to the function as argument 15
+
+    Outputs:
+        a number set by the arguments (see num_outputs)
+        output: arrays returned by the function
+
+    Keyword args:
+        num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
+        batch_processing (a bool; default false): must be false: calls are per sample (the Python layer refuses true)
+        synchronize_stream (a bool; default true): accepted for DALI compatibility (CPU data needs no stream)
+        function: the callable, called as function(*dlpack_capsules) for every sample; returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs
+        output_layouts: layout string (or one per output) given to the outputs
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid).
+
+    Devices: cpu.
+
+    Inputs:
+        input: a uint8 image (HWC or CHW, 1 or 3 channels)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        suffix (a string; default ""): added to the file names: dump_image<suffix>_<sample ordinal>.ppm
+        input_layout (a string; default "HWC"; one of 'HWC', 'CHW'): how the image is laid out
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def element_extract(*inputs: DataNode, element_map: Sequence[int], device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Extracts frames of sequences (DALI's element_extract): output k is frame element_map[k], with the F axis dropped from the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        a number set by the arguments
+        outputs: one frame per element_map entry
+
+    Keyword args:
+        element_map (a list of ints; required): the frames to extract, one output each
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
@@ -395,6 +584,24 @@ def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., sh
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def expand_dims(*inputs: DataNode, axes: Sequence[int], new_axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Inserts unit axes at `axes` (indices in the output), named by new_axis_names (DALI's expand_dims). Without names the layout is dropped.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; required): where the new unit axes go, as indices in the output
+        new_axis_names (a string; default ""): one letter per new axis, inserted into the input's layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
     """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
 
@@ -420,6 +627,43 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         use_copy_kernel: accepted for DALI compatibility
         repeat_last: accepted for DALI compatibility (not supported: must be False)
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input. DALI's legacy name: the same with antialias off by default.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default false): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -465,6 +709,41 @@ def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: i
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def full(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor of `shape` filled with the input value, broadcast by NumPy's rules, in the value's type (DALI's full).
+
+    Devices: cpu.
+
+    Inputs:
+        fill_value: the value, broadcast to the shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape (default: the fill value's)
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def full_like(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor with data's shape, type and layout filled with fill_value, broadcast by NumPy's rules and converted to data's type (DALI's full_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape, type and layout the output takes
+        fill_value: the value, broadcast to data's shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def gaussian_blur(*inputs: DataNode, sigma: Sequence[float] | DataNode | None = ..., window_size: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).
 
@@ -481,6 +760,23 @@ def gaussian_blur(*inputs: DataNode, sigma: Sequence[float] | DataNode | None = 
         window_size (a list of ints; default [0]; may be a DataNode (per-sample argument input)): odd kernel diameter: one value or [H, W]; 0 derives it from sigma (2 ceil(3 sigma) + 1)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def get_property(*inputs: DataNode, key: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A property of each sample as a 1D uint8 tensor of characters (DALI's get_property): its source_info (the reader's file path for it) or the input's layout.
+
+    Devices: cpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        key (a string; required; one of 'source_info', 'layout'): source_info: the sample's origin (a file path; empty when unknown); layout: the input's layout
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -598,6 +894,76 @@ def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def lookup_table(*inputs: DataNode, keys: Sequence[int] | None = ..., values: Sequence[float] | None = ..., default_value: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Maps integer inputs through a table (DALI's lookup_table): keys[i] gives values[i], anything else default_value; the output has type dtype.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: integer keys
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        keys (a list of ints; default []): the keys, integers in [0, 65535]
+        values (a list of floats; default []): the value of each key (as many as keys)
+        default_value (a float; default 0.0): the value of inputs that are no key
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the output type
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def mixup(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def normalize(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., batch: bool | None = ..., mean: Sequence[float] | DataNode | None = ..., stddev: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., epsilon: float | None = ..., ddof: int | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift
+
+    Keyword args:
+        axes (a list of ints): the axes the statistics reduce (default: all)
+        axis_names (a string): the same as layout letters
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
+        stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
+        scale (a float; default 1.0): multiplies the result
+        shift (a float; default 0.0): added after scaling
+        epsilon (a float; default 0.0): added to the variance (stddev^2) before the square root
+        ddof (an int; default 0): delta degrees of freedom of the computed variance
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (integers: rounded and saturated)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
@@ -620,6 +986,60 @@ def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = .
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def ones(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor of ones of the given shape and type (DALI's ones).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def ones_like(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Ones in data's shape and layout (DALI's ones_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def pad(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., align: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., fill_value: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Pads the end of the chosen axes with fill_value (DALI's pad): to `shape`, else to the batch's largest extent (GPU backend), then up to a multiple of align. The CPU backend runs per sample, so there it needs shape or align for every padded axis.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to pad (default: all)
+        axis_names (a string): the axes to pad, as layout letters
+        align (a list of ints; may be a DataNode (per-sample argument input)): round the padded extents up to a multiple of this (one value, or one per padded axis)
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the extent per padded axis (a sample larger keeps its own; 1: alignment only); -1 or absent: the largest in the batch (GPU only: the CPU backend runs per sample and needs an extent)
+        fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value of the padding (converted as a C cast, as DALI: -1 into uint8 is 255)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The shape [H, W, C] of each encoded image, read from its header without decoding.
 
@@ -635,6 +1055,40 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def per_frame(*inputs: DataNode, replace: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Marks the outermost axis as frames: the layout becomes "F" followed by '*' per other axis, or the input's with its first letter replaced (replace=True) (DALI's per_frame). stoker's operators read per-sample arguments, not per-frame ones: the mark only travels with the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        replace (a bool; default false): a layout already there: false, an error; true, its first letter becomes F
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def permute_batch(*inputs: DataNode, indices: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Gathers samples by index: output sample i is a copy of input sample indices[i] (repetitions and omissions allowed). With batch_permutation it pairs every sample with another one of its batch (the MixUp recipe in docs/python.md).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: out[i] = input[indices[i]]
+
+    Keyword args:
+        indices (a list of ints; required; may be a DataNode (per-sample argument input)): a list with one index per sample of the batch, or fed per sample (a scalar each, e.g. from batch_permutation): output i is input indices[i]; each in [0, batch size)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -726,6 +1180,27 @@ def random_bbox_crop(*inputs: DataNode, bbox_layout: str | None = ..., ltrb: boo
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def random_crop_generator(*inputs: DataNode, random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """Draws a crop window of random area and aspect ratio for an image of the given shape (torchvision's RandomResizedCrop window, as random_resized_crop): outputs anchor [y, x] and shape [h, w], for slice-like operators (decoders.image_slice).
+
+    Devices: cpu.
+
+    Inputs:
+        shape: 1-D integer shape of the image to crop, H and W first (HW or HWC)
+
+    Outputs:
+        anchor: int32 [y, x]: the window's top-left corner
+        shape: int32 [h, w]: the window's size
+
+    Keyword args:
+        random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the area the window covers (uniform)
+        random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width / height of the window (log-uniform)
+        num_attempts (an int; default 10; in [1, 1000000]): draws before falling back to a centre crop clamped to the ratio range
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
 
@@ -746,6 +1221,50 @@ def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: S
         antialias (a bool; default true): widen the filter by the scale factor when downscaling
         dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
         seed (an int; default -1): this operator's seed (-1: derived)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def reinterpret(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Reads each sample's bytes as another element type and/or shape (DALI's reinterpret); without a shape the last extent is rescaled. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def reshape(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Gives each sample a new shape with the same elements in the same order (DALI's reshape): from shape (or a second input), rel_shape or src_dims. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -777,6 +1296,65 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def roi_random_crop(*inputs: DataNode, crop_shape: Sequence[int] | DataNode, in_shape: Sequence[int] | DataNode | None = ..., roi_start: Sequence[int] | DataNode, roi_end: Sequence[int] | DataNode | None = ..., roi_shape: Sequence[int] | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Places a crop_shape window at random so that it holds as much of the region of interest as it can: inside the ROI when the ROI is larger, covering it when smaller; within the input when its shape is known (in_shape or a data input). Outputs the window's start (int64), uniform over the allowed starts per dimension.
+
+    Devices: cpu.
+
+    Inputs:
+        input (optional): optional: the data to crop (its shape bounds the window)
+
+    Outputs:
+        anchor: int64 [ndim]: the window's start
+
+    Keyword args:
+        crop_shape (a list of ints; required; may be a DataNode (per-sample argument input)): the window's extent per dimension
+        in_shape (a list of ints; may be a DataNode (per-sample argument input)): the input's shape: the window stays inside it (not with a data input, whose shape is used instead; neither: the window is unbounded)
+        roi_start (a list of ints; required; may be a DataNode (per-sample argument input)): the region of interest's first coordinates
+        roi_end (a list of ints; may be a DataNode (per-sample argument input)): the region's end coordinates (exclusive; or give roi_shape)
+        roi_shape (a list of ints; may be a DataNode (per-sample argument input)): the region's extent (or give roi_end)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -854,6 +1432,23 @@ def select(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def sequence_rearrange(*inputs: DataNode, new_order: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Reorders the frames of each sequence (DALI's sequence_rearrange): output frame k is input frame new_order[k]; new_order may be fed per sample.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        new_order (a list of ints; required; may be a DataNode (per-sample argument input)): output frame k is input frame new_order[k] (repeats and drops allowed; not empty)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def shapes(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node becomes).
 
@@ -884,6 +1479,37 @@ def sharpness(*inputs: DataNode, sharpness: float | DataNode | None = ..., devic
 
     Keyword args:
         sharpness (a float; default 1.0; may be a DataNode (per-sample argument input)): factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def slice(*inputs: DataNode, start: Sequence[float] | DataNode | None = ..., end: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Cuts a window out of each sample (DALI's slice): the anchor and shape come from two inputs (float: fractions of the extents, unless normalized_* is false; integer: absolute) or from start/end/shape and their rel_ forms, for the axes given by axes or axis_names; positions round half away from zero. Windows leaving the input fail, are padded with fill_values or are trimmed.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        data: the tensor to slice
+        anchor (optional): optional: the start per slice axis (float: a fraction when normalized_anchor)
+        shape (optional): optional: the extents per slice axis (float: fractions when normalized_shape)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        start (a list of floats; may be a DataNode (per-sample argument input)): absolute start of the slice along each of the slice axes
+        end (a list of floats; may be a DataNode (per-sample argument input)): absolute end (exclusive); give end or shape
+        shape (a list of floats; may be a DataNode (per-sample argument input)): absolute extents of the slice
+        rel_start (a list of floats; may be a DataNode (per-sample argument input)): start as a fraction of each extent
+        rel_end (a list of floats; may be a DataNode (per-sample argument input)): end as a fraction of each extent
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): extents as fractions of the input's
+        axes (a list of ints; default [1, 0]; may be a DataNode (per-sample argument input)): the axes the anchor and shape values refer to, in order (excludes axis_names)
+        axis_names (a string; default "WH"): the same as layout letters; used when the layout has them and axes is not given
+        normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extents
+        normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extents
+        out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the input: error, pad (with fill_values) or trim_to_shape (cut to the input)
+        fill_values (a list of floats; default [0.0]): the padding value, or one per channel (the layout's C axis, else the last)
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (default: the input's); converted with saturation
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -923,6 +1549,24 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def squeeze(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters leave the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to remove (extent 1 each); negative ones count from the end
+        axis_names (a string): the axes to remove, as layout letters
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def ssd_random_crop(*inputs: DataNode, num_attempts: int | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
     """DALI's deprecated SSD crop in one operator: draws no crop, a minimum IoU of 0.1, 0.3, 0.5, 0.7 or 0.9 with every box, or any window (scaling [0.3, 1], aspect ratio [0.5, 2] in pixels), crops the image to it (whole pixels) and keeps the boxes whose centre is inside, relative to the window. New pipelines use random_bbox_crop.
 
@@ -942,6 +1586,55 @@ def ssd_random_crop(*inputs: DataNode, num_attempts: int | None = ..., seed: int
         num_attempts (an int; default 1; in [1, 1000000]): windows tried per drawn threshold before another is drawn
         seed (an int; default -1): this operator's seed (-1: derived)
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def stack(*inputs: DataNode, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Stacks its inputs (same shape and type) along a new axis at `axis` (DALI's stack); axis_name names it in the layout (else the layout is dropped).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -995,6 +1688,25 @@ def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | Non
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def transpose(*inputs: DataNode, perm: Sequence[int] | None = ..., transpose_layout: bool | None = ..., output_layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Permutes the axes: output axis d is input axis perm[d] (DALI's transpose); the layout follows unless transpose_layout is false or output_layout is given.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        perm (a list of ints): output axis d is input axis perm[d]; default: the axes reversed
+        transpose_layout (a bool; default true): permute the layout's letters too
+        output_layout (a string): the output layout (overrides transpose_layout)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
 
@@ -1015,6 +1727,39 @@ def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = .
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def zeros(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor of zeros of the given shape and type (DALI's zeros).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def zeros_like(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Zeros in data's shape and layout (DALI's zeros_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1193,6 +1938,39 @@ class decoders:
         """
         ...
     @staticmethod
+    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+            crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+            crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+            crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+            crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+            rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
@@ -1220,6 +1998,81 @@ class decoders:
             seed (an int; default -1): this operator's seed (-1: derived)
             size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
             device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+            anchor: the window's start along `axes` (float or integer)
+            shape: the window's extent along `axes`
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+            normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+            axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+
+        Devices: cpu.
+
+        Inputs:
+            input: compressed bytes (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def numpy(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes the bytes of .npy files (DALI's decoders.numpy): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric types in either byte order.
+
+        Devices: cpu.
+
+        Inputs:
+            input: the bytes of a .npy file (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the expected element type: a file of another type is an error (default: the file's)
+            device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -1268,6 +2121,259 @@ class experimental:
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
+    @staticmethod
+    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+
+        Devices: cpu.
+
+        Inputs:
+            input: compressed bytes (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+
+        Devices: cpu.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            shape: [H, W, C]: height, width and the number of channels stored in the file
+
+        Keyword args:
+            dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
+            adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def tensor_resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    class decoders:
+        """The experimental.decoders namespace."""
+        @staticmethod
+        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+                crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+                crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+                crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+                crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+                rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
+                random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
+                num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
+                seed (an int; default -1): this operator's seed (-1: derived)
+                size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_slice (DALI's). Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+                anchor: the window's start along `axes` (float or integer)
+                shape: the window's extent along `axes`
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+                normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+                axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+class io:
+    """The io namespace."""
+    class file:
+        """The io.file namespace."""
+        @staticmethod
+        def read(*inputs: DataNode, dont_use_mmap: bool | None = ..., use_o_direct: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Reads the file each sample names (DALI's io.file.read) into a 1D uint8 tensor of its bytes; max_file_bytes applies.
+
+            Devices: cpu.
+
+            Inputs:
+                filepaths: the path of the file, as a 1D tensor of bytes (e.g. np.frombuffer(p.encode(), np.uint8))
+
+            Outputs:
+                output: the result
+
+            Keyword args:
+                dont_use_mmap (a bool; default false): accepted for DALI compatibility: files are always read with pread
+                use_o_direct (a bool; default false): accepted for DALI compatibility (ignored)
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
 class math:
     """The math namespace."""
     @staticmethod
@@ -1397,6 +2503,25 @@ class noise:
         ...
 class random:
     """The random namespace."""
+    @staticmethod
+    def beta(*inputs: DataNode, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+
+        Devices: cpu.
+
+        Outputs:
+            output: numbers in [0, 1]
+
+        Keyword args:
+            alpha (a float; default 1.0; may be a DataNode (per-sample argument input)): the alpha parameter (> 0)
+            beta (a float; default 1.0; may be a DataNode (per-sample argument input)): the beta parameter (> 0)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output (default: a scalar)
+            dtype (a string; default "float32"; one of 'float32', 'float64', 'float', 'double'): output type
+            seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
     @staticmethod
     def choice(*inputs: DataNode, a: Sequence[float], p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.
@@ -1591,7 +2716,7 @@ class readers:
             data, [data2,] label: the file's bytes (a 1-D uint8 tensor), with paired=true the second file's bytes, and the sample's label (an int32 tensor of shape [1]): two outputs, three when paired
 
         Keyword args:
-            file_root (a string): Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled by its index; its files are found recursively and sorted). With file_list or files: the directory their paths are relative to.
+            file_root (a string): Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled by its index; its files are found recursively and sorted). With file_list or files: the directory their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL (with files or file_list).
             file_list (a string): A text file with one "path label" per line (the label is the last token, so paths may hold spaces; blank lines and '#' comments skipped). Paths are relative to file_root, or to the list file's directory.
             files (a list of strings): Paths of the files to read (relative to file_root when given).
             labels (a list of ints): Labels of `files`, one per file; 0, 1, ..., N-1 when absent.
@@ -1655,7 +2780,7 @@ class readers:
             data: the array (or its region) in C order and host byte order, with its dtype
 
         Keyword args:
-            file_root (a string): Alone: a directory searched recursively (files directly in it included) for files matching file_filter, sorted by relative path. With file_list or files: the directory their paths are relative to.
+            file_root (a string): Alone: a directory searched recursively (files directly in it included) for files matching file_filter, sorted by relative path. With file_list or files: the directory their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL (with files).
             file_list (a string): A text file with one path per line ('#' comments and blank lines skipped).
             files (a list of strings): Paths of the .npy files to read.
             file_filter (a string; default "*.npy"): fnmatch pattern selecting files when searching file_root.
@@ -1727,7 +2852,7 @@ class readers:
             features: one per feature_names entry, typed by feature_types
 
         Keyword args:
-            path (a list of strings; required): The TFRecord files, in order (brace patterns expand).
+            path (a list of strings; required): The TFRecord files, in order (brace patterns expand). URLs too: s3://bucket/key or http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component names the listed objects it matches (docs/formats.md, Remote datasets).
             index_path (a list of strings): Index files, one per file, in DALI's tfrecord2idx format ("<offset> <size>" per record). When absent, the records' headers are walked at build time.
             feature_names (a list of strings; required): The features to read, one output each, in this order (the keys of DALI's `features` dict).
             feature_types (a list of strings; required; one of 'string', 'int64', 'float32'): Type of each feature: "string" gives the bytes as a 1-D uint8 tensor, "int64" an int64 tensor, "float32" a float32 tensor.
@@ -1767,7 +2892,7 @@ class readers:
             outputs: one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`
 
         Keyword args:
-            paths (a list of strings; required): The tar shards, in order. Brace patterns expand: "shard-{000000..000099}.tar" (zero padded ranges), "{train,val}.tar" (alternatives).
+            paths (a list of strings; required): The tar shards, in order. Brace patterns expand: "shard-{000000..000099}.tar" (zero padded ranges), "{train,val}.tar" (alternatives). URLs too: s3://bucket/key or http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component names the listed objects it matches (docs/formats.md, Remote datasets).
             index_paths (a list of strings): Index files, one per shard (brace patterns expand), in DALI's wds2idx format v1.2 (first line "v1.2 <samples>", then per sample "<ext> <offset> <size> <name>" groups). When absent, each shard's headers are scanned at build time.
             ext (a list of strings; required): One entry per output: the extension(s) of the component feeding it, alternatives separated by ';' ("jpg;png"). The extension is what follows the first dot of a member's base name ("a/b.seg.png": key "a/b", extension "seg.png").
             missing_component_behavior (a string; default "empty"; one of 'empty', 'fill', 'skip', 'error'): A sample without a component for some output: "empty" (or "fill") gives an empty tensor for that output, "skip" leaves the sample out of the data set, "error" fails when the reader is built, naming the shard and key.
@@ -1788,6 +2913,174 @@ class readers:
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
             device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+class reductions:
+    """The reductions namespace."""
+    @staticmethod
+    def max(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The largest element over the axes (DALI's reductions.max).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def mean(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The mean over the axes (DALI's reductions.mean), float32 by default.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def mean_square(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The mean of the squares over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def min(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The smallest element over the axes (DALI's reductions.min).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def rms(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The root mean square over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def std_dev(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / (n - ddof)) (DALI's reductions.std_dev).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def sum(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The sum over the axes (DALI's reductions.sum); integers accumulate in 64 bits, floats in float64.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def variance(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The variance around the given mean (input 1), sum((x - mean)^2) / (n - ddof) (DALI's reductions.variance).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

@@ -25,8 +25,8 @@
   STK__OPS_AUTOAUG(X)         \
   STK__OPS_BATCH(X)           \
   STK__OPS_TENSOR(X)          \
-/* (each list above ends with a backslash, so adding one is a one-line change) */
-STK__OPS_DETECTION(X)
+  STK__OPS_DETECTION(X)       \
+  /* (each list above ends with a backslash, so adding one is a one-line change) */
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
