@@ -533,30 +533,7 @@ def test_dl_tensor_python_function():
         fn.dl_tensor_python_function(function=f, batch_processing=True)
 
 
-# ---- the GPU parity checks, run on the CPU (both instantiations on the CPU) ----
-
-GPU_OPS = ["transpose", "reshape", "reinterpret", "expand_dims", "squeeze", "per_frame", "slice", "pad",
-           "cat", "stack", "element_extract", "sequence_rearrange", "normalize", "lookup_table"] + \
-          [f"reductions.{r}" for r in REDUCTIONS]
-
-
-@pytest.mark.parametrize("name", GPU_OPS)
-def test_gpu_check_text_runs_on_cpu(name):
-    from stoker import _stoker
-    schema = next(s for s in _stoker.registry() if s["name"] == name)
-    assert "gpu" in schema["devices"]
-    text = schema["gpu_check"]
-    lines = [ln.replace("@", '"cpu"') for ln in text.split("\n") if not ln.startswith("#")]
-    assert lines[-1].startswith("return ")
-    if "(" in lines[-1]:  # "return op(...)": the text form returns edges
-        lines[-1] = "out = " + lines[-1][len("return "):] + "\nreturn out"
-    body = "\n".join(lines)
-    files = ", ".join(f'"{os.path.join(PHOTOS, f)}"' for f in ("astronaut.png", "camera.png"))
-    src = (f"batch_size = 2\nnum_threads = 1\nfiles, labels = readers.file(files=[{files}])\n"
-           f"IN = decoders.image(files)\n{body}\n")
-    pipe = stoker.Pipeline.deserialize(src)
-    outs = pipe.run()
-    assert len(outs[0]) == 2
+# (every GPU operator's gpu_check runs on the CPU in test_gpu_registry_parity.py)
 
 
 # ---- the GPU backends, run through tests/fake_gpu (the kernels' element functions on the
