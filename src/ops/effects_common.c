@@ -24,11 +24,11 @@ int stk__fx_interp_parse(const char *name) {
 
 void stk__fx_clahe_tiles(stk__fx_plan *plan, int64_t h, int64_t w) {
   stk_fx_params *p = &plan->p;
-  p->th = (int)((h + p->tiles_y - 1) / p->tiles_y);
-  p->tw = (int)((w + p->tiles_x - 1) / p->tiles_x);
-  /* OpenCV pads only when the size does not divide; then the tile is in / tiles + 1 */
-  if (h % p->tiles_y) p->th = (int)(h / p->tiles_y + 1);
-  if (w % p->tiles_x) p->tw = (int)(w / p->tiles_x + 1);
+  /* OpenCV pads both axes (by tiles - size % tiles, a whole tile where it divides) as
+   * soon as either does not divide */
+  bool pad = h % p->tiles_y != 0 || w % p->tiles_x != 0;
+  p->th = (int)(h / p->tiles_y + pad);
+  p->tw = (int)(w / p->tiles_x + pad);
 }
 
 /* The clip limit in pixels per bin (OpenCV: truncated, at least 1). */

@@ -38,8 +38,8 @@ stk_status stk__fx_run_cpu(stk__node *node, stk__sample *s, const stk_dtype *dty
 stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes,
                            int ndtypes, stk__fx_plan_fn plan);
 
-/* clahe's tile geometry for an h x w image (OpenCV's: tiles of ceil-to-fit size, the
- * image padded by mirroring) and its clip limit in pixels. */
+/* clahe's tile extents for an h x w image (OpenCV's: the image padded by mirroring to
+ * whole tiles when the tiles do not divide it). */
 void stk__fx_clahe_tiles(stk__fx_plan *plan, int64_t h, int64_t w);
 
 /* Parses a border-mode name (STK_FX_BORDER_CHOICES). */

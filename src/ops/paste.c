@@ -244,12 +244,14 @@ static stk_status mp_init(stk__node *node) {
   return stk__dtype_or_same(node, MP_DTYPE, "dtype", STK_DTYPE_UINT8, &dt);
 }
 
-/* Pair k of an absolute (ints) or relative (floats, times `scale`) argument; `dflt` when
- * neither is given. */
+/* Pair k of an absolute (ints) or relative (floats) argument; `dflt` when neither is
+ * given. A relative value v gives trunc(v * scale) (measured on DALI 2.4: anchors
+ * truncate); *rel receives v itself (NAN for absolute or default values). */
 static stk_status mp_pair(stk__node *node, stk__sample *s, int abs_arg, int rel_arg, int k,
                           int nregions, const int64_t scale[2], const int64_t dflt[2],
-                          int64_t out[2]) {
+                          int64_t out[2], double rel[2]) {
   size_t n;
+  rel[0] = rel[1] = NAN;
   if (stk__arg_given(node, abs_arg)) {
     const int64_t *v;
     n = stk__arg_ints(node, s, abs_arg, &v);
@@ -258,7 +260,13 @@ static stk_status mp_pair(stk__node *node, stk__sample *s, int abs_arg, int rel_
     const double *v;
     n = stk__arg_floats(node, s, rel_arg, &v);
     if (n == (size_t)nregions * 2)
-      for (int j = 0; j < 2; j++) out[j] = (int64_t)floor(v[2 * k + j] * (double)scale[j] + 0.5);
+      for (int j = 0; j < 2; j++) {
+        rel[j] = v[2 * k + j];
+        if (!(fabs(rel[j]) <= 1e6))
+          return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "%s has a non-finite value",
+                            mp_args[rel_arg].name);
+        out[j] = (int64_t)(rel[j] * (double)scale[j]);
+      }
   } else {
     out[0] = dflt[0], out[1] = dflt[1];
     return STK_OK;
@@ -276,10 +284,19 @@ static stk_status mp_paste(stk__node *node, stk__sample *s, int k, int nregions,
                            const stk__image *in, const stk__image *out) {
   int64_t isz[2] = {in->h, in->w}, osz[2] = {out->h, out->w}, zero[2] = {0, 0};
   int64_t ia[2], oa[2], sh[2];
-  STK_TRY(mp_pair(node, s, MP_IN_ANCH, MP_IN_ANCH_REL, k, nregions, isz, zero, ia));
+  double ia_rel[2], sh_rel[2], unused[2];
+  STK_TRY(mp_pair(node, s, MP_IN_ANCH, MP_IN_ANCH_REL, k, nregions, isz, zero, ia, ia_rel));
   int64_t rest[2] = {in->h - ia[0], in->w - ia[1]};
-  STK_TRY(mp_pair(node, s, MP_SHAPES, MP_SHAPES_REL, k, nregions, isz, rest, sh));
-  STK_TRY(mp_pair(node, s, MP_OUT_ANCH, MP_OUT_ANCH_REL, k, nregions, osz, zero, oa));
+  STK_TRY(mp_pair(node, s, MP_SHAPES, MP_SHAPES_REL, k, nregions, isz, rest, sh, sh_rel));
+  /* relative shapes end at trunc((anchor + shape) * size), DALI's rounding of a region
+   * given wholly in relative terms */
+  for (int j = 0; j < 2; j++)
+    if (!isnan(sh_rel[j]))
+      sh[j] = (int64_t)(((isnan(ia_rel[j]) ? (double)ia[j] / (double)isz[j] : ia_rel[j]) +
+                         sh_rel[j]) *
+                        (double)isz[j]) -
+              ia[j];
+  STK_TRY(mp_pair(node, s, MP_OUT_ANCH, MP_OUT_ANCH_REL, k, nregions, osz, zero, oa, unused));
   for (int j = 0; j < 2; j++)
     if (ia[j] < 0 || sh[j] < 0 || ia[j] + sh[j] > isz[j] || oa[j] < 0 || oa[j] + sh[j] > osz[j])
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,

@@ -96,14 +96,15 @@ STK_HD float stk_fx_tap(const stk_fx_image *im, long long x, long long y, long l
 }
 
 /* Keeps a coordinate (NaN included) within `margin` pixels of an axis of n pixels, so it
- * converts to an integer safely (further out, constant and replicate borders give the
- * same result; reflect and wrap see a coordinate moved by a whole number of periods
- * only when it was beyond the margin, i.e. on a degenerate mapping). */
+ * converts to an integer safely. The samplers use a margin of 2^30: reflect and wrap
+ * borders must see far-away coordinates as they are. */
 STK_HD double stk_fx_tame(double v, long long n, double margin) {
   if (!(v > -margin)) return -margin;
   if (!(v < (double)n + margin)) return (double)n + margin;
   return v;
 }
+
+#define STK_FX_FAR 1073741824.0
 
 STK_HD long long stk_fx_floor(double v) {
   long long i = (long long)v;
@@ -128,12 +129,12 @@ STK_HD float stk_fx_cubic_w(float d) {
 STK_HD float stk_fx_sample(const stk_fx_image *im, double X, double Y, long long ch, int interp,
                            int border, float fill) {
   if (interp == STK_FX_NEAREST) {
-    long long xi = stk_fx_floor(stk_fx_tame(X, im->w, 4.0));
-    long long yi = stk_fx_floor(stk_fx_tame(Y, im->h, 4.0));
+    long long xi = stk_fx_floor(stk_fx_tame(X, im->w, STK_FX_FAR));
+    long long yi = stk_fx_floor(stk_fx_tame(Y, im->h, STK_FX_FAR));
     return stk_fx_tap(im, xi, yi, ch, border, fill);
   }
-  double u = stk_fx_tame(STK_DSUB(X, 0.5), im->w, 5.0);
-  double v = stk_fx_tame(STK_DSUB(Y, 0.5), im->h, 5.0);
+  double u = stk_fx_tame(STK_DSUB(X, 0.5), im->w, STK_FX_FAR);
+  double v = stk_fx_tame(STK_DSUB(Y, 0.5), im->h, STK_FX_FAR);
   long long x0 = stk_fx_floor(u), y0 = stk_fx_floor(v);
   float ax = (float)STK_DSUB(u, (double)x0), ay = (float)STK_DSUB(v, (double)y0);
   if (interp == STK_FX_LINEAR) {
