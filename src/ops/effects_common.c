@@ -70,8 +70,8 @@ stk_status stk__fx_run_cpu(stk__node *node, stk__sample *s, const stk_dtype *dty
   stk__image in;
   STK_TRY(stk__image_input(node, s, 0, dtypes, ndtypes, &in));
   if (in.h < 1 || in.w < 1)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty image (%lldx%lld)",
-                      (long long)in.h, (long long)in.w);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty image (%lldx%lld)", (long long)in.h,
+                      (long long)in.w);
   const stk__tensor *extra[2] = {NULL, NULL};
   int n_extra = stk__node_num_inputs(node) - 1;
   for (int k = 0; k < n_extra && k < 2; k++) extra[k] = stk__input(s, k + 1);
@@ -175,9 +175,10 @@ static stk_status plan_gpu_sample(stk__node *node, stk__gpu_batch *b, fx_batch *
   f->p = plan.p;
   if (plan.p.op == STK_FX_OP_CLAHE) {
     stk_gpu_clahe_sample *c = &fb->cs[i];
-    *c = (stk_gpu_clahe_sample){in.data, NULL, f->h, f->w, f->c, plan.p.tiles_y,
-                                plan.p.tiles_x, plan.p.th, plan.p.tw, plan.p.luma,
-                                clahe_limit(&plan)};
+    *c =
+        (stk_gpu_clahe_sample){in.data,           NULL,           f->h,      f->w,      f->c,
+                               plan.p.tiles_y,    plan.p.tiles_x, plan.p.th, plan.p.tw, plan.p.luma,
+                               clahe_limit(&plan)};
   }
   int64_t *sh = fb->shapes + i * 3;
   sh[0] = plan.out_h, sh[1] = plan.out_w, sh[2] = plan.out_c;
@@ -203,14 +204,14 @@ static stk_status clahe_luts_gpu(stk__node *node, stk__gpu_batch *b, fx_batch *f
     fb->fs[i].p.luts = c->luts;
     off += (size_t)(c->luma ? 1 : c->c) * c->tiles_y * c->tiles_x * 256;
   }
-  return stk__gpu_op_check(node,
-                           g->api->effects->clahe_luts(g->ctx, (int)n, fb->cs, stk__gpu_stream(b),
-                                                       err, sizeof err),
-                           err);
+  return stk__gpu_op_check(
+      node,
+      g->api->effects->clahe_luts(g->ctx, (int)n, fb->cs, stk__gpu_stream(b), err, sizeof err),
+      err);
 }
 
-stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes,
-                           int ndtypes, stk__fx_plan_fn planf) {
+stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes, int ndtypes,
+                           stk__fx_plan_fn planf) {
   size_t n = stk__gpu_batch_size(b);
   fx_batch fb;
   memset(&fb, 0, sizeof fb);
@@ -235,7 +236,8 @@ stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *
   bool hw = stk_tensor_list_ndim(fb.in) == 2;
   for (size_t i = 0; i < n && hw; i++) hw = fb.shapes[i * 3 + 2] == 1;
   if (hw)
-    for (size_t i = 0; i < n; i++) fb.shapes[i * 2] = fb.shapes[i * 3], fb.shapes[i * 2 + 1] = fb.shapes[i * 3 + 1];
+    for (size_t i = 0; i < n; i++)
+      fb.shapes[i * 2] = fb.shapes[i * 3], fb.shapes[i * 2 + 1] = fb.shapes[i * 3 + 1];
   int ndim = hw ? 2 : 3;
   if (st == STK_OK)
     st = stk__gpu_alloc_list(b, out_dtype, ndim, fb.shapes, hw ? "HW" : "HWC",
@@ -246,11 +248,11 @@ stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *
       stk_tensor_list_sample(out, i, &d);
       fb.fs[i].dst = d.data;
     }
-    st = stk__gpu_op_check(node,
-                           g->api->effects->pixel(g->ctx, (int)n, fb.fs,
-                                                  stk_tensor_list_dtype(fb.in), out_dtype,
-                                                  stk__gpu_stream(b), err, sizeof err),
-                           err);
+    st = stk__gpu_op_check(
+        node,
+        g->api->effects->pixel(g->ctx, (int)n, fb.fs, stk_tensor_list_dtype(fb.in), out_dtype,
+                               stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   fx_batch_free(b, &fb);
   return stk__gpu_finish(b, fb.in, fb.owned[0], out, st);

@@ -35,8 +35,8 @@ extern const stk_dtype stk__fx_all_dtypes[4];
 stk_status stk__fx_run_cpu(stk__node *node, stk__sample *s, const stk_dtype *dtypes, int ndtypes,
                            stk__fx_plan_fn plan);
 /* The same for the whole batch on the GPU. */
-stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes,
-                           int ndtypes, stk__fx_plan_fn plan);
+stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes, int ndtypes,
+                           stk__fx_plan_fn plan);
 
 /* clahe's tile extents for an h x w image (OpenCV's: the image padded by mirroring to
  * whole tiles when the tiles do not divide it). */

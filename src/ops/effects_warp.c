@@ -7,7 +7,7 @@
 #include "effects_common.h"
 
 #define INTERP_CHOICES "nearest|linear|cubic"
-#define MASK_DOC                                                                       \
+#define MASK_DOC                                                                      \
   "0: leave the sample unchanged; non-zero: apply the effect (per sample, e.g. from " \
   "random.coin_flip)"
 
@@ -30,28 +30,58 @@ static void scalar_fill(stk_fx_params *p, double v) {
 /* water                                                                              */
 /* ---------------------------------------------------------------------------------- */
 
-enum { WA_AMPL_X, WA_AMPL_Y, WA_FREQ_X, WA_FREQ_Y, WA_PHASE_X, WA_PHASE_Y, WA_FILL, WA_INTERP,
-       WA_MASK, WA_COUNT_ };
+enum {
+  WA_AMPL_X,
+  WA_AMPL_Y,
+  WA_FREQ_X,
+  WA_FREQ_Y,
+  WA_PHASE_X,
+  WA_PHASE_Y,
+  WA_FILL,
+  WA_INTERP,
+  WA_MASK,
+  WA_COUNT_
+};
 
 static const stk_arg_schema water_args[] = {
-    [WA_AMPL_X] = {.name = "ampl_x", .type = STK_ARG_FLOAT, .default_text = "10",
+    [WA_AMPL_X] = {.name = "ampl_x",
+                   .type = STK_ARG_FLOAT,
+                   .default_text = "10",
                    .doc = "amplitude of the wave moving pixels along x"},
-    [WA_AMPL_Y] = {.name = "ampl_y", .type = STK_ARG_FLOAT, .default_text = "10",
+    [WA_AMPL_Y] = {.name = "ampl_y",
+                   .type = STK_ARG_FLOAT,
+                   .default_text = "10",
                    .doc = "amplitude of the wave moving pixels along y"},
-    [WA_FREQ_X] = {.name = "freq_x", .type = STK_ARG_FLOAT, .default_text = "0.049087",
+    [WA_FREQ_X] = {.name = "freq_x",
+                   .type = STK_ARG_FLOAT,
+                   .default_text = "0.049087",
                    .doc = "frequency (radians per row) of the x displacement"},
-    [WA_FREQ_Y] = {.name = "freq_y", .type = STK_ARG_FLOAT, .default_text = "0.049087",
+    [WA_FREQ_Y] = {.name = "freq_y",
+                   .type = STK_ARG_FLOAT,
+                   .default_text = "0.049087",
                    .doc = "frequency (radians per column) of the y displacement"},
-    [WA_PHASE_X] = {.name = "phase_x", .type = STK_ARG_FLOAT, .default_text = "0",
+    [WA_PHASE_X] = {.name = "phase_x",
+                    .type = STK_ARG_FLOAT,
+                    .default_text = "0",
                     .doc = "phase of the x displacement"},
-    [WA_PHASE_Y] = {.name = "phase_y", .type = STK_ARG_FLOAT, .default_text = "0",
+    [WA_PHASE_Y] = {.name = "phase_y",
+                    .type = STK_ARG_FLOAT,
+                    .default_text = "0",
                     .doc = "phase of the y displacement"},
-    [WA_FILL] = {.name = "fill_value", .type = STK_ARG_FLOAT, .default_text = "0",
+    [WA_FILL] = {.name = "fill_value",
+                 .type = STK_ARG_FLOAT,
+                 .default_text = "0",
                  .doc = "value of pixels read from outside the image"},
-    [WA_INTERP] = {.name = "interp_type", .type = STK_ARG_STRING, .default_text = "\"nearest\"",
-                   .choices = INTERP_CHOICES, .doc = "nearest, linear or cubic"},
-    [WA_MASK] = {.name = "mask", .type = STK_ARG_INT, .flags = STK_ARGF_PER_SAMPLE,
-                 .default_text = "1", .doc = MASK_DOC},
+    [WA_INTERP] = {.name = "interp_type",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"nearest\"",
+                   .choices = INTERP_CHOICES,
+                   .doc = "nearest, linear or cubic"},
+    [WA_MASK] = {.name = "mask",
+                 .type = STK_ARG_INT,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "1",
+                 .doc = MASK_DOC},
 };
 STK__CHECK_ARGS(water_args, WA_COUNT_);
 
@@ -84,11 +114,12 @@ static stk_status water_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema water_schema = {
     .name = "water",
-    .doc = "Makes the image look as if seen through water (DALI's water): output pixel (x, y) "
-           "(indices) reads the input at pixel-edge coordinates (x + ampl_x sin(freq_x y + "
-           "phase_x), y + ampl_y cos(freq_y x + phase_y)), the formula DALI 2.4's CPU operator "
-           "computes. uint8 or float32 input, any channel count; pixels read from outside "
-           "take fill_value.",
+    .doc =
+        "Makes the image look as if seen through water (DALI's water): output pixel (x, y) "
+        "(indices) reads the input at pixel-edge coordinates (x + ampl_x sin(freq_x y + "
+        "phase_x), y + ampl_y cos(freq_y x + phase_y)), the formula DALI 2.4's CPU operator "
+        "computes. uint8 or float32 input, any channel count; pixels read from outside "
+        "take fill_value.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -97,10 +128,11 @@ static const stk_op_schema water_schema = {
     .outputs = fx_out,
     .num_args = WA_COUNT_,
     .args = water_args,
-    .gpu_check = "# atol=1 mismatch=0.001\n"
-                 "m = random.coin_flip(probability=0.8)\n"
-                 "return water(IN, ampl_x=6, ampl_y=4, freq_x=0.07, phase_y=0.3, "
-                 "interp_type=\"linear\", mask=m, device=@)",
+    .gpu_check =
+        "# atol=1 mismatch=0.001\n"
+        "m = random.coin_flip(probability=0.8)\n"
+        "return water(IN, ampl_x=6, ampl_y=4, freq_x=0.07, phase_y=0.3, "
+        "interp_type=\"linear\", mask=m, device=@)",
 };
 const stk__op_def stk__op_water = {
     .schema = &water_schema, .run_sample = water_run, .run_gpu = water_run_gpu};
@@ -112,12 +144,20 @@ const stk__op_def stk__op_water = {
 enum { SP_FILL, SP_INTERP, SP_MASK, SP_COUNT_ };
 
 static const stk_arg_schema sphere_args[] = {
-    [SP_FILL] = {.name = "fill_value", .type = STK_ARG_FLOAT, .default_text = "0",
+    [SP_FILL] = {.name = "fill_value",
+                 .type = STK_ARG_FLOAT,
+                 .default_text = "0",
                  .doc = "value of pixels read from outside the image"},
-    [SP_INTERP] = {.name = "interp_type", .type = STK_ARG_STRING, .default_text = "\"nearest\"",
-                   .choices = INTERP_CHOICES, .doc = "nearest, linear or cubic"},
-    [SP_MASK] = {.name = "mask", .type = STK_ARG_INT, .flags = STK_ARGF_PER_SAMPLE,
-                 .default_text = "1", .doc = MASK_DOC},
+    [SP_INTERP] = {.name = "interp_type",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"nearest\"",
+                   .choices = INTERP_CHOICES,
+                   .doc = "nearest, linear or cubic"},
+    [SP_MASK] = {.name = "mask",
+                 .type = STK_ARG_INT,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "1",
+                 .doc = MASK_DOC},
 };
 STK__CHECK_ARGS(sphere_args, SP_COUNT_);
 
@@ -141,10 +181,11 @@ static stk_status sphere_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema sphere_schema = {
     .name = "sphere",
-    .doc = "Bulges the image as if wrapped on a sphere (DALI's sphere): with the centre c = "
-           "(w / 2, h / 2) and d = max(floor(w / 2), floor(h / 2)), the pixel centre p reads "
-           "the input at c + (p - c) |p - c| / d (pixel-edge coordinates; measured on DALI "
-           "2.4's CPU operator). uint8 or float32 input; outside reads take fill_value.",
+    .doc =
+        "Bulges the image as if wrapped on a sphere (DALI's sphere): with the centre c = "
+        "(w / 2, h / 2) and d = max(floor(w / 2), floor(h / 2)), the pixel centre p reads "
+        "the input at c + (p - c) |p - c| / d (pixel-edge coordinates; measured on DALI "
+        "2.4's CPU operator). uint8 or float32 input; outside reads take fill_value.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -153,9 +194,10 @@ static const stk_op_schema sphere_schema = {
     .outputs = fx_out,
     .num_args = SP_COUNT_,
     .args = sphere_args,
-    .gpu_check = "# atol=1 mismatch=0.001\n"
-                 "m = random.coin_flip(probability=0.8)\n"
-                 "return sphere(IN, interp_type=\"linear\", fill_value=20, mask=m, device=@)",
+    .gpu_check =
+        "# atol=1 mismatch=0.001\n"
+        "m = random.coin_flip(probability=0.8)\n"
+        "return sphere(IN, interp_type=\"linear\", fill_value=20, mask=m, device=@)",
 };
 const stk__op_def stk__op_sphere = {
     .schema = &sphere_schema, .run_sample = sphere_run, .run_gpu = sphere_run_gpu};
@@ -167,17 +209,31 @@ const stk__op_def stk__op_sphere = {
 enum { JI_NDEGREE, JI_FILL, JI_INTERP, JI_MASK, JI_SEED, JI_COUNT_ };
 
 static const stk_arg_schema jitter_args[] = {
-    [JI_NDEGREE] = {.name = "nDegree", .type = STK_ARG_INT, .flags = STK_ARGF_RANGE,
-                    .default_text = "2", .min = 0, .max = 1 << 20,
+    [JI_NDEGREE] = {.name = "nDegree",
+                    .type = STK_ARG_INT,
+                    .flags = STK_ARGF_RANGE,
+                    .default_text = "2",
+                    .min = 0,
+                    .max = 1 << 20,
                     .doc = "each pixel moves by a random amount in [-nDegree/2, nDegree/2) "
                            "along x and along y"},
-    [JI_FILL] = {.name = "fill_value", .type = STK_ARG_FLOAT, .default_text = "0",
+    [JI_FILL] = {.name = "fill_value",
+                 .type = STK_ARG_FLOAT,
+                 .default_text = "0",
                  .doc = "value of pixels read from outside the image"},
-    [JI_INTERP] = {.name = "interp_type", .type = STK_ARG_STRING, .default_text = "\"nearest\"",
-                   .choices = INTERP_CHOICES, .doc = "nearest, linear or cubic"},
-    [JI_MASK] = {.name = "mask", .type = STK_ARG_INT, .flags = STK_ARGF_PER_SAMPLE,
-                 .default_text = "1", .doc = MASK_DOC},
-    [JI_SEED] = {.name = "seed", .type = STK_ARG_INT, .default_text = "-1",
+    [JI_INTERP] = {.name = "interp_type",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"nearest\"",
+                   .choices = INTERP_CHOICES,
+                   .doc = "nearest, linear or cubic"},
+    [JI_MASK] = {.name = "mask",
+                 .type = STK_ARG_INT,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "1",
+                 .doc = MASK_DOC},
+    [JI_SEED] = {.name = "seed",
+                 .type = STK_ARG_INT,
+                 .default_text = "-1",
                  .doc = "random seed (-1: derived from the pipeline's seed)"},
 };
 STK__CHECK_ARGS(jitter_args, JI_COUNT_);
@@ -206,12 +262,13 @@ static stk_status jitter_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema jitter_schema = {
     .name = "jitter",
-    .doc = "Moves every pixel by a random offset (DALI's jitter, which DALI has on the GPU "
-           "only): output pixel (x, y) reads the input at its centre plus (dx, dy), each "
-           "uniform in [-nDegree/2, nDegree/2), drawn per pixel from the node's counter-based "
-           "stream (Philox block y w + x of the sample), so the CPU and the GPU give the "
-           "same image. DALI draws its offsets with its own generator: the values differ, "
-           "the distribution is the documented one.",
+    .doc =
+        "Moves every pixel by a random offset (DALI's jitter, which DALI has on the GPU "
+        "only): output pixel (x, y) reads the input at its centre plus (dx, dy), each "
+        "uniform in [-nDegree/2, nDegree/2), drawn per pixel from the node's counter-based "
+        "stream (Philox block y w + x of the sample), so the CPU and the GPU give the "
+        "same image. DALI draws its offsets with its own generator: the values differ, "
+        "the distribution is the documented one.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .flags = STK_OPF_RANDOM,
     .min_inputs = 1,
@@ -233,24 +290,39 @@ const stk__op_def stk__op_jitter = {
 enum { WP_MATRIX, WP_INVERSE, WP_SIZE, WP_FILL, WP_INTERP, WP_BORDER, WP_ORIGIN, WP_COUNT_ };
 
 static const stk_arg_schema wp_args[] = {
-    [WP_MATRIX] = {.name = "matrix", .type = STK_ARG_FLOATS, .flags = STK_ARGF_PER_SAMPLE,
+    [WP_MATRIX] = {.name = "matrix",
+                   .type = STK_ARG_FLOATS,
+                   .flags = STK_ARGF_PER_SAMPLE,
                    .doc = "3x3 row-major perspective matrix mapping output to input "
                           "coordinates (with inverse_map); may instead come as input 1"},
-    [WP_INVERSE] = {.name = "inverse_map", .type = STK_ARG_BOOL, .default_text = "true",
+    [WP_INVERSE] = {.name = "inverse_map",
+                    .type = STK_ARG_BOOL,
+                    .default_text = "true",
                     .doc = "true: the matrix maps output to input; false: input to output "
                            "(it is inverted; OpenCV's WARP_INVERSE_MAP flag)"},
-    [WP_SIZE] = {.name = "size", .type = STK_ARG_FLOATS,
-                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, .min = 0, .max = 1e9,
+    [WP_SIZE] = {.name = "size",
+                 .type = STK_ARG_FLOATS,
+                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                 .min = 0,
+                 .max = 1e9,
                  .doc = "output size [H, W] (rounded to nearest); the input's when absent"},
-    [WP_FILL] = {.name = "fill_value", .type = STK_ARG_FLOATS, .default_text = "[]",
+    [WP_FILL] = {.name = "fill_value",
+                 .type = STK_ARG_FLOATS,
+                 .default_text = "[]",
                  .doc = "constant border: one value, or one per channel; [] is 0"},
-    [WP_INTERP] = {.name = "interp_type", .type = STK_ARG_STRING, .default_text = "\"linear\"",
+    [WP_INTERP] = {.name = "interp_type",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"linear\"",
                    .choices = INTERP_CHOICES,
                    .doc = "nearest, linear or cubic (OpenCV's a = -0.75)"},
-    [WP_BORDER] = {.name = "border_mode", .type = STK_ARG_STRING,
-                   .default_text = "\"constant\"", .choices = STK_FX_BORDER_CHOICES,
+    [WP_BORDER] = {.name = "border_mode",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"constant\"",
+                   .choices = STK_FX_BORDER_CHOICES,
                    .doc = "how pixels outside the input are read (OpenCV's border modes)"},
-    [WP_ORIGIN] = {.name = "pixel_origin", .type = STK_ARG_STRING, .default_text = "\"corner\"",
+    [WP_ORIGIN] = {.name = "pixel_origin",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"corner\"",
                    .choices = "corner|center",
                    .doc = "corner: (0, 0) is the top-left corner of the first pixel; center: "
                           "its centre (OpenCV's convention)"},
@@ -271,7 +343,8 @@ static stk_status wp_init(stk__node *node) {
 
 /* The 3x3 inverse of m (false when singular). */
 static bool invert3(const double *m, double *r) {
-  double a = m[4] * m[8] - m[5] * m[7], b = m[5] * m[6] - m[3] * m[8], c = m[3] * m[7] - m[4] * m[6];
+  double a = m[4] * m[8] - m[5] * m[7], b = m[5] * m[6] - m[3] * m[8],
+         c = m[3] * m[7] - m[4] * m[6];
   double det = m[0] * a + m[1] * b + m[2] * c;
   if (!(fabs(det) > 1e-300) || !isfinite(det)) return false;
   double k = 1.0 / det;
@@ -335,8 +408,7 @@ static stk_status size_arg(stk__node *node, stk__sample *s, int arg, int64_t *h,
   size_t n = stk__arg_floats(node, s, arg, &v);
   if (n == 0) return STK_OK;
   if (n != 2)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "size has %zu values; expected [H, W]",
-                      n);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "size has %zu values; expected [H, W]", n);
   *h = (int64_t)floor(v[0] + 0.5), *w = (int64_t)floor(v[1] + 0.5);
   if (*h < 1 || *w < 1)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "size [%g, %g] is empty", v[0], v[1]);
@@ -383,12 +455,13 @@ static stk_status wp_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema wp_schema = {
     .name = "experimental.warp_perspective",
-    .doc = "Applies a perspective transformation (DALI's experimental.warp_perspective, "
-           "which is OpenCV's warpPerspective): output point p reads the input at (M p)_xy / "
-           "(M p)_z, with p the pixel's centre in pixel-edge coordinates (pixel_origin = "
-           "\"corner\") or its index (\"center\", OpenCV). uint8, uint16, int16 or float32; "
-           "sampling in float32 (OpenCV interpolates uint8 in fixed point: results may "
-           "differ from it by 1).",
+    .doc =
+        "Applies a perspective transformation (DALI's experimental.warp_perspective, "
+        "which is OpenCV's warpPerspective): output point p reads the input at (M p)_xy / "
+        "(M p)_z, with p the pixel's centre in pixel-edge coordinates (pixel_origin = "
+        "\"corner\") or its index (\"center\", OpenCV). uint8, uint16, int16 or float32; "
+        "sampling in float32 (OpenCV interpolates uint8 in fixed point: results may "
+        "differ from it by 1).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 2,
@@ -397,9 +470,10 @@ static const stk_op_schema wp_schema = {
     .outputs = fx_out,
     .num_args = WP_COUNT_,
     .args = wp_args,
-    .gpu_check = "# atol=1 mismatch=0.001\n"
-                 "return experimental.warp_perspective(IN, matrix=[0.9, 0.1, 3, -0.05, 1.1, -2, "
-                 "0.0005, -0.001, 1], border_mode=\"reflect_101\", size=[100, 120], device=@)",
+    .gpu_check =
+        "# atol=1 mismatch=0.001\n"
+        "return experimental.warp_perspective(IN, matrix=[0.9, 0.1, 3, -0.05, 1.1, -2, "
+        "0.0005, -0.001, 1], border_mode=\"reflect_101\", size=[100, 120], device=@)",
 };
 const stk__op_def stk__op_experimental_warp_perspective = {
     .schema = &wp_schema, .init = wp_init, .run_sample = wp_run, .run_gpu = wp_run_gpu};
@@ -411,9 +485,14 @@ const stk__op_def stk__op_experimental_warp_perspective = {
 enum { RM_INTERP, RM_ORIGIN, RM_COUNT_ };
 
 static const stk_arg_schema remap_args[] = {
-    [RM_INTERP] = {.name = "interp", .type = STK_ARG_STRING, .default_text = "\"linear\"",
-                   .choices = INTERP_CHOICES, .doc = "nearest, linear or cubic"},
-    [RM_ORIGIN] = {.name = "pixel_origin", .type = STK_ARG_STRING, .default_text = "\"corner\"",
+    [RM_INTERP] = {.name = "interp",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"linear\"",
+                   .choices = INTERP_CHOICES,
+                   .doc = "nearest, linear or cubic"},
+    [RM_ORIGIN] = {.name = "pixel_origin",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"corner\"",
                    .choices = "corner|center",
                    .doc = "corner: map value 0 is the left/top edge of the first pixel; center: "
                           "its centre (OpenCV's remap)"},
@@ -465,10 +544,11 @@ static stk_status remap_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema remap_schema = {
     .name = "experimental.remap",
-    .doc = "Output pixel (x, y) takes the input at (mapx[y, x], mapy[y, x]) (DALI's "
-           "experimental.remap; OpenCV's remap with pixel_origin = \"center\"): the maps are "
-           "inputs 1 and 2, float32, one value per output pixel. Outside reads give 0 "
-           "(DALI's only border). uint8, uint16, int16 or float32 images.",
+    .doc =
+        "Output pixel (x, y) takes the input at (mapx[y, x], mapy[y, x]) (DALI's "
+        "experimental.remap; OpenCV's remap with pixel_origin = \"center\"): the maps are "
+        "inputs 1 and 2, float32, one value per output pixel. Outside reads give 0 "
+        "(DALI's only border). uint8, uint16, int16 or float32 images.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 3,
     .max_inputs = 3,
@@ -478,11 +558,12 @@ static const stk_op_schema remap_schema = {
     .num_args = RM_COUNT_,
     .args = remap_args,
     /* maps from the photos themselves: grey levels 0..255 as coordinates */
-    .gpu_check = "# atol=1 mismatch=0.001\n"
-                 "g = grayscale(IN)\n"
-                 "mx = cast(g, dtype=\"float32\")\n"
-                 "my = cast(flip(g, horizontal=0, vertical=1), dtype=\"float32\")\n"
-                 "return experimental.remap(IN, mx, my, device=@)",
+    .gpu_check =
+        "# atol=1 mismatch=0.001\n"
+        "g = grayscale(IN)\n"
+        "mx = cast(g, dtype=\"float32\")\n"
+        "my = cast(flip(g, horizontal=0, vertical=1), dtype=\"float32\")\n"
+        "return experimental.remap(IN, mx, my, device=@)",
 };
 const stk__op_def stk__op_experimental_remap = {
     .schema = &remap_schema, .run_sample = remap_run, .run_gpu = remap_run_gpu};

@@ -11,8 +11,8 @@ static const stk_port_schema win_out[] = {{"output", "the filtered image"}};
 
 /* A pair argument: one value for both, or two (*a the first). The window and mask sizes
  * are [W, H], as CV-CUDA's Size2D which DALI's GPU operators take them into. */
-static stk_status pair_arg(stk__node *node, stk__sample *s, int arg, const char *name,
-                           int64_t *a, int64_t *b) {
+static stk_status pair_arg(stk__node *node, stk__sample *s, int arg, const char *name, int64_t *a,
+                           int64_t *b) {
   const int64_t *v;
   size_t n = stk__arg_ints(node, s, arg, &v);
   if (n != 1 && n != 2)
@@ -29,7 +29,9 @@ static stk_status pair_arg(stk__node *node, stk__sample *s, int arg, const char 
 enum { MB_WINDOW, MB_COUNT_ };
 
 static const stk_arg_schema median_args[] = {
-    [MB_WINDOW] = {.name = "window_size", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MB_WINDOW] = {.name = "window_size",
+                   .type = STK_ARG_INTS,
+                   .flags = STK_ARGF_PER_SAMPLE,
                    .default_text = "[3, 3]",
                    .doc = "window extents [W, H] (one value: square), odd, at most 121 "
                           "elements in all"},
@@ -60,9 +62,10 @@ static stk_status median_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema median_schema = {
     .name = "experimental.median_blur",
-    .doc = "Replaces each element by the median of its window, channel by channel (DALI's "
-           "experimental.median_blur, which DALI has on the GPU only; OpenCV's medianBlur): "
-           "edges replicate. uint8, uint16, int16 or float32, exact.",
+    .doc =
+        "Replaces each element by the median of its window, channel by channel (DALI's "
+        "experimental.median_blur, which DALI has on the GPU only; OpenCV's medianBlur): "
+        "edges replicate. uint8, uint16, int16 or float32, exact.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -71,8 +74,9 @@ static const stk_op_schema median_schema = {
     .outputs = win_out,
     .num_args = MB_COUNT_,
     .args = median_args,
-    .gpu_check = "w = random.uniform(values=[1, 3, 5, 7], dtype=\"int32\")\n"
-                 "return experimental.median_blur(IN, window_size=w, device=@)",
+    .gpu_check =
+        "w = random.uniform(values=[1, 3, 5, 7], dtype=\"int32\")\n"
+        "return experimental.median_blur(IN, window_size=w, device=@)",
 };
 const stk__op_def stk__op_experimental_median_blur = {
     .schema = &median_schema, .run_sample = median_run, .run_gpu = median_run_gpu};
@@ -84,19 +88,29 @@ const stk__op_def stk__op_experimental_median_blur = {
 enum { MO_MASK, MO_ANCHOR, MO_ITER, MO_BORDER, MO_COUNT_ };
 
 static const stk_arg_schema morph_args[] = {
-    [MO_MASK] = {.name = "mask_size", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MO_MASK] = {.name = "mask_size",
+                 .type = STK_ARG_INTS,
+                 .flags = STK_ARGF_PER_SAMPLE,
                  .default_text = "[3, 3]",
                  .doc = "extents [W, H] of the rectangular structuring element (one value: "
                         "square)"},
-    [MO_ANCHOR] = {.name = "anchor", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MO_ANCHOR] = {.name = "anchor",
+                   .type = STK_ARG_INTS,
+                   .flags = STK_ARGF_PER_SAMPLE,
                    .default_text = "[-1, -1]",
                    .doc = "[x, y] of the element over the output pixel; -1: the centre"},
-    [MO_ITER] = {.name = "iterations", .type = STK_ARG_INT, .flags = STK_ARGF_RANGE,
-                 .default_text = "1", .min = 1, .max = 1000,
+    [MO_ITER] = {.name = "iterations",
+                 .type = STK_ARG_INT,
+                 .flags = STK_ARGF_RANGE,
+                 .default_text = "1",
+                 .min = 1,
+                 .max = 1000,
                  .doc = "applications; k runs equal one with the element grown by (k - 1) "
                         "(W - 1, H - 1)"},
-    [MO_BORDER] = {.name = "border_mode", .type = STK_ARG_STRING,
-                   .default_text = "\"constant\"", .choices = STK_FX_BORDER_CHOICES,
+    [MO_BORDER] = {.name = "border_mode",
+                   .type = STK_ARG_STRING,
+                   .default_text = "\"constant\"",
+                   .choices = STK_FX_BORDER_CHOICES,
                    .doc = "outside pixels: constant (they never win, OpenCV's default for "
                           "morphology), replicate, reflect, reflect_101 or wrap"},
 };
@@ -180,8 +194,9 @@ static const stk_op_schema erode_schema = {
     .outputs = win_out,
     .num_args = MO_COUNT_,
     .args = morph_args,
-    .gpu_check = "return experimental.erode(IN, mask_size=3, anchor=[0, 2], "
-                 "border_mode=\"reflect_101\", device=@)",
+    .gpu_check =
+        "return experimental.erode(IN, mask_size=3, anchor=[0, 2], "
+        "border_mode=\"reflect_101\", device=@)",
 };
 const stk__op_def stk__op_experimental_erode = {
     .schema = &erode_schema, .run_sample = erode_run, .run_gpu = erode_run_gpu};
@@ -193,12 +208,15 @@ const stk__op_def stk__op_experimental_erode = {
 enum { DB_BLUE, DB_ALGO, DB_COUNT_ };
 
 static const stk_arg_schema debayer_args[] = {
-    [DB_BLUE] = {.name = "blue_position", .type = STK_ARG_INTS,
+    [DB_BLUE] = {.name = "blue_position",
+                 .type = STK_ARG_INTS,
                  .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
                  .doc = "[y, x] of the blue sensor in the 2x2 tile that starts at the second "
                         "row and column (OpenCV's naming): [0, 0] BG (BGGR), [0, 1] GB, "
                         "[1, 0] GR, [1, 1] RG"},
-    [DB_ALGO] = {.name = "algorithm", .type = STK_ARG_STRING, .default_text = "\"bilinear_ocv\"",
+    [DB_ALGO] = {.name = "algorithm",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"bilinear_ocv\"",
                  .choices = "bilinear_ocv|default_npp",
                  .doc = "bilinear interpolation (both names run it; DALI's GPU default_npp "
                         "differs slightly)"},
@@ -236,11 +254,12 @@ static stk_status debayer_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema debayer_schema = {
     .name = "experimental.debayer",
-    .doc = "Demosaics a single-channel Bayer image into RGB by bilinear interpolation "
-           "(DALI's experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing "
-           "colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half "
-           "up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or "
-           "uint16; the output is HWC with 3 channels.",
+    .doc =
+        "Demosaics a single-channel Bayer image into RGB by bilinear interpolation "
+        "(DALI's experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing "
+        "colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half "
+        "up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or "
+        "uint16; the output is HWC with 3 channels.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -249,8 +268,9 @@ static const stk_op_schema debayer_schema = {
     .outputs = win_out,
     .num_args = DB_COUNT_,
     .args = debayer_args,
-    .gpu_check = "g = grayscale(IN)\n"
-                 "return experimental.debayer(g, blue_position=[1, 0], device=@)",
+    .gpu_check =
+        "g = grayscale(IN)\n"
+        "return experimental.debayer(g, blue_position=[1, 0], device=@)",
 };
 const stk__op_def stk__op_experimental_debayer = {
     .schema = &debayer_schema, .run_sample = debayer_run, .run_gpu = debayer_run_gpu};
@@ -262,19 +282,33 @@ const stk__op_def stk__op_experimental_debayer = {
 enum { CL_TILES_X, CL_TILES_Y, CL_CLIP, CL_BINS, CL_LUMA, CL_COUNT_ };
 
 static const stk_arg_schema clahe_args[] = {
-    [CL_TILES_X] = {.name = "tiles_x", .type = STK_ARG_INT,
-                    .flags = STK_ARGF_REQUIRED | STK_ARGF_RANGE, .min = 1, .max = 4096,
+    [CL_TILES_X] = {.name = "tiles_x",
+                    .type = STK_ARG_INT,
+                    .flags = STK_ARGF_REQUIRED | STK_ARGF_RANGE,
+                    .min = 1,
+                    .max = 4096,
                     .doc = "tiles along the width"},
-    [CL_TILES_Y] = {.name = "tiles_y", .type = STK_ARG_INT,
-                    .flags = STK_ARGF_REQUIRED | STK_ARGF_RANGE, .min = 1, .max = 4096,
+    [CL_TILES_Y] = {.name = "tiles_y",
+                    .type = STK_ARG_INT,
+                    .flags = STK_ARGF_REQUIRED | STK_ARGF_RANGE,
+                    .min = 1,
+                    .max = 4096,
                     .doc = "tiles along the height"},
-    [CL_CLIP] = {.name = "clip_limit", .type = STK_ARG_FLOAT, .flags = STK_ARGF_REQUIRED,
+    [CL_CLIP] = {.name = "clip_limit",
+                 .type = STK_ARG_FLOAT,
+                 .flags = STK_ARGF_REQUIRED,
                  .doc = "relative clip limit: a bin holds at most clip_limit * tile area / 256 "
                         "pixels (truncated, at least 1); <= 0: no clipping"},
-    [CL_BINS] = {.name = "bins", .type = STK_ARG_INT, .flags = STK_ARGF_RANGE,
-                 .default_text = "256", .min = 256, .max = 256,
+    [CL_BINS] = {.name = "bins",
+                 .type = STK_ARG_INT,
+                 .flags = STK_ARGF_RANGE,
+                 .default_text = "256",
+                 .min = 256,
+                 .max = 256,
                  .doc = "histogram bins (256 only: uint8 images)"},
-    [CL_LUMA] = {.name = "luma_only", .type = STK_ARG_BOOL, .default_text = "true",
+    [CL_LUMA] = {.name = "luma_only",
+                 .type = STK_ARG_BOOL,
+                 .default_text = "true",
                  .doc = "RGB input: equalise the CIE Lab lightness and keep a and b (as DALI's "
                         "CPU operator); false: each channel on its own"},
 };
@@ -286,8 +320,8 @@ static stk_status clahe_plan(stk__node *node, stk__sample *s, const stk__image *
                              const stk__tensor *const *extra, int n_extra, stk__fx_plan *plan) {
   (void)extra, (void)n_extra;
   if (in->c != 1 && in->c != 3)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
-                      "takes 1 (grey) or 3 (RGB) channels, got %lld", (long long)in->c);
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "takes 1 (grey) or 3 (RGB) channels, got %lld",
+                      (long long)in->c);
   stk_fx_params *p = &plan->p;
   p->op = STK_FX_OP_CLAHE;
   p->tiles_x = (int)stk__arg_int(node, s, CL_TILES_X);
@@ -313,12 +347,13 @@ static stk_status clahe_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema clahe_schema = {
     .name = "clahe",
-    .doc = "Contrast-limited adaptive histogram equalisation (DALI's clahe, OpenCV's "
-           "createCLAHE): per-tile histograms of the image padded to whole tiles "
-           "(mirrored), clipped and redistributed, turned into tables that are blended "
-           "bilinearly between tile centres. uint8 grey (HW or HWC with 1 channel) or RGB. "
-           "Grey and per-channel results equal OpenCV's; luma_only converts RGB to CIE Lab "
-           "in floating point (OpenCV uses 8-bit tables: may differ by a few levels).",
+    .doc =
+        "Contrast-limited adaptive histogram equalisation (DALI's clahe, OpenCV's "
+        "createCLAHE): per-tile histograms of the image padded to whole tiles "
+        "(mirrored), clipped and redistributed, turned into tables that are blended "
+        "bilinearly between tile centres. uint8 grey (HW or HWC with 1 channel) or RGB. "
+        "Grey and per-channel results equal OpenCV's; luma_only converts RGB to CIE Lab "
+        "in floating point (OpenCV uses 8-bit tables: may differ by a few levels).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -327,8 +362,9 @@ static const stk_op_schema clahe_schema = {
     .outputs = win_out,
     .num_args = CL_COUNT_,
     .args = clahe_args,
-    .gpu_check = "# atol=1 mismatch=0.001\n"
-                 "return clahe(IN, tiles_x=4, tiles_y=3, clip_limit=2.5, device=@)",
+    .gpu_check =
+        "# atol=1 mismatch=0.001\n"
+        "return clahe(IN, tiles_x=4, tiles_y=3, clip_limit=2.5, device=@)",
 };
 const stk__op_def stk__op_clahe = {
     .schema = &clahe_schema, .run_sample = clahe_run, .run_gpu = clahe_run_gpu};

@@ -14,7 +14,9 @@
 enum { JD_QUALITY, JD_COUNT_ };
 
 static const stk_arg_schema jd_args[] = {
-    [JD_QUALITY] = {.name = "quality", .type = STK_ARG_INT, .flags = STK_ARGF_PER_SAMPLE,
+    [JD_QUALITY] = {.name = "quality",
+                    .type = STK_ARG_INT,
+                    .flags = STK_ARGF_PER_SAMPLE,
                     .default_text = "50",
                     .doc = "JPEG quality, 1 (worst) to 100; values outside are clamped"},
 };
@@ -74,17 +76,17 @@ static stk_status into_output(void *ctx, int h, int w, int c, uint8_t **out) {
 }
 
 /* Encodes `in` and decodes into `out` (both h x w x 3 uint8). */
-static stk_status jpeg_round_trip(const stk__node *node, const stk__sample *s,
-                                  const stk__image *in, uint8_t *out, int quality) {
+static stk_status jpeg_round_trip(const stk__node *node, const stk__sample *s, const stk__image *in,
+                                  uint8_t *out, int quality) {
   unsigned char *buf = NULL;
   unsigned long size = 0;
   stk_status st = encode(node, s, in, quality, &buf, &size);
   if (st == STK_OK) {
     stk__decode_opts o = {.color = STK__COLOR_RGB, .ignore_orientation = true};
     stk__decoded d;
-    st = stk__sample_wrap(stk__image_decode(buf, size, "jpeg_compression_distortion", &o,
-                                            into_output, out, &d),
-                          node, s);
+    st = stk__sample_wrap(
+        stk__image_decode(buf, size, "jpeg_compression_distortion", &o, into_output, out, &d), node,
+        s);
   }
   free(buf);
   return st;
@@ -110,10 +112,11 @@ static stk_status jd_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema jd_schema = {
     .name = "jpeg_compression_distortion",
-    .doc = "Adds JPEG compression artefacts: each uint8 RGB image is encoded at `quality` "
-           "(4:2:0, standard tables) and decoded again with libjpeg-turbo, byte for byte "
-           "what DALI's CPU operator (OpenCV's imencode / imdecode) gives. CPU only in "
-           "stoker (DALI's GPU version emulates the codec with its own kernels).",
+    .doc =
+        "Adds JPEG compression artefacts: each uint8 RGB image is encoded at `quality` "
+        "(4:2:0, standard tables) and decoded again with libjpeg-turbo, byte for byte "
+        "what DALI's CPU operator (OpenCV's imencode / imdecode) gives. CPU only in "
+        "stoker (DALI's GPU version emulates the codec with its own kernels).",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 1,
     .max_inputs = 1,

@@ -15,22 +15,36 @@
 enum { PA_RATIO, PA_PASTE_X, PA_PASTE_Y, PA_MIN_CANVAS, PA_FILL, PA_NCH, PA_COUNT_ };
 
 static const stk_arg_schema paste_args[] = {
-    [PA_RATIO] = {.name = "ratio", .type = STK_ARG_FLOAT,
+    [PA_RATIO] = {.name = "ratio",
+                  .type = STK_ARG_FLOAT,
                   .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
                   .doc = "canvas size / input size (>= 1)"},
-    [PA_PASTE_X] = {.name = "paste_x", .type = STK_ARG_FLOAT, .flags = STK_ARGF_PER_SAMPLE,
+    [PA_PASTE_X] = {.name = "paste_x",
+                    .type = STK_ARG_FLOAT,
+                    .flags = STK_ARGF_PER_SAMPLE,
                     .default_text = "0.5",
                     .doc = "horizontal position in [0, 1]: the left margin is "
                            "trunc(paste_x (canvas_w - w))"},
-    [PA_PASTE_Y] = {.name = "paste_y", .type = STK_ARG_FLOAT, .flags = STK_ARGF_PER_SAMPLE,
-                    .default_text = "0.5", .doc = "vertical position in [0, 1], likewise"},
-    [PA_MIN_CANVAS] = {.name = "min_canvas_size", .type = STK_ARG_FLOAT,
-                       .flags = STK_ARGF_PER_SAMPLE, .default_text = "0",
+    [PA_PASTE_Y] = {.name = "paste_y",
+                    .type = STK_ARG_FLOAT,
+                    .flags = STK_ARGF_PER_SAMPLE,
+                    .default_text = "0.5",
+                    .doc = "vertical position in [0, 1], likewise"},
+    [PA_MIN_CANVAS] = {.name = "min_canvas_size",
+                       .type = STK_ARG_FLOAT,
+                       .flags = STK_ARGF_PER_SAMPLE,
+                       .default_text = "0",
                        .doc = "lower bound of both canvas extents"},
-    [PA_FILL] = {.name = "fill_value", .type = STK_ARG_INTS, .flags = STK_ARGF_REQUIRED,
+    [PA_FILL] = {.name = "fill_value",
+                 .type = STK_ARG_INTS,
+                 .flags = STK_ARGF_REQUIRED,
                  .doc = "canvas colour, n_channels values"},
-    [PA_NCH] = {.name = "n_channels", .type = STK_ARG_INT, .flags = STK_ARGF_RANGE,
-                .default_text = "3", .min = 1, .max = 1024,
+    [PA_NCH] = {.name = "n_channels",
+                .type = STK_ARG_INT,
+                .flags = STK_ARGF_RANGE,
+                .default_text = "3",
+                .min = 1,
+                .max = 1024,
                 .doc = "channels of the images"},
 };
 STK__CHECK_ARGS(paste_args, PA_COUNT_);
@@ -56,8 +70,10 @@ static stk_status paste_init(stk__node *node) {
 static stk_status paste_geometry(stk__node *node, stk__sample *s, int64_t h, int64_t w, int64_t c,
                                  int64_t *oh, int64_t *ow, int64_t *y, int64_t *x) {
   if (c != stk__arg_int(node, s, PA_NCH))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image has %lld channels; n_channels "
-                      "is %lld", (long long)c, (long long)stk__arg_int(node, s, PA_NCH));
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "image has %lld channels; n_channels "
+                      "is %lld",
+                      (long long)c, (long long)stk__arg_int(node, s, PA_NCH));
   double ratio = stk__arg_float(node, s, PA_RATIO), mcs = stk__arg_float(node, s, PA_MIN_CANVAS);
   double px = stk__arg_float(node, s, PA_PASTE_X), py = stk__arg_float(node, s, PA_PASTE_Y);
   if (!(ratio >= 1.0) || !(ratio < 1e6))
@@ -121,9 +137,14 @@ static stk_status paste_run_gpu(stk__node *node, stk__gpu_batch *b) {
     if (rc == STK_OK && i > 0 && c != (int)cs[0].src_pitch / (int)cs[0].src_w)
       rc = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s, "one channel count per batch on the GPU");
     if (rc != STK_OK) break;
-    cs[i] = (stk_gpu_crop_sample){.src = d.data, .src_pitch = (size_t)w * (size_t)c,
-                                  .src_h = (int)h, .src_w = (int)w, .dst_h = (int)oh,
-                                  .dst_w = (int)ow, .y = (int)-y, .x = (int)-x};
+    cs[i] = (stk_gpu_crop_sample){.src = d.data,
+                                  .src_pitch = (size_t)w * (size_t)c,
+                                  .src_h = (int)h,
+                                  .src_w = (int)w,
+                                  .dst_h = (int)oh,
+                                  .dst_w = (int)ow,
+                                  .y = (int)-y,
+                                  .x = (int)-x};
     paste_fill(node, cs[i].fill, c);
     int64_t *sh = shapes + i * (size_t)ndim;
     sh[0] = oh, sh[1] = ow;
@@ -151,10 +172,11 @@ static stk_status paste_run_gpu(stk__node *node, stk__gpu_batch *b) {
 
 static const stk_op_schema paste_schema = {
     .name = "paste",
-    .doc = "Places each uint8 image on a canvas of trunc(max(size * ratio, min_canvas_size)) "
-           "filled with fill_value, its top-left corner at trunc(paste_x (canvas_w - w)), "
-           "trunc(paste_y (canvas_h - h)) (DALI's paste; the zoom-out step of SSD "
-           "augmentation).",
+    .doc =
+        "Places each uint8 image on a canvas of trunc(max(size * ratio, min_canvas_size)) "
+        "filled with fill_value, its top-left corner at trunc(paste_x (canvas_w - w)), "
+        "trunc(paste_y (canvas_h - h)) (DALI's paste; the zoom-out step of SSD "
+        "augmentation).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -163,69 +185,93 @@ static const stk_op_schema paste_schema = {
     .outputs = paste_out,
     .num_args = PA_COUNT_,
     .args = paste_args,
-    .gpu_check = "r = random.uniform(range=[1.0, 2.5])\n"
-                 "px = random.uniform(range=[0.0, 1.0])\n"
-                 "return paste(IN, ratio=r, paste_x=px, paste_y=0.2, fill_value=[10, 20, 30], "
-                 "device=@)",
+    .gpu_check =
+        "r = random.uniform(range=[1.0, 2.5])\n"
+        "px = random.uniform(range=[0.0, 1.0])\n"
+        "return paste(IN, ratio=r, paste_x=px, paste_y=0.2, fill_value=[10, 20, 30], "
+        "device=@)",
 };
-const stk__op_def stk__op_paste = {.schema = &paste_schema,
-                                   .init = paste_init,
-                                   .run_sample = paste_run,
-                                   .run_gpu = paste_run_gpu};
+const stk__op_def stk__op_paste = {
+    .schema = &paste_schema, .init = paste_init, .run_sample = paste_run, .run_gpu = paste_run_gpu};
 
 /* ---------------------------------------------------------------------------------- */
 /* multi_paste                                                                        */
 /* ---------------------------------------------------------------------------------- */
 
-enum { MP_IN_IDS, MP_OUT_SIZE, MP_IN_ANCH, MP_IN_ANCH_REL, MP_SHAPES, MP_SHAPES_REL,
-       MP_OUT_ANCH, MP_OUT_ANCH_REL, MP_DTYPE, MP_COUNT_ };
+enum {
+  MP_IN_IDS,
+  MP_OUT_SIZE,
+  MP_IN_ANCH,
+  MP_IN_ANCH_REL,
+  MP_SHAPES,
+  MP_SHAPES_REL,
+  MP_OUT_ANCH,
+  MP_OUT_ANCH_REL,
+  MP_DTYPE,
+  MP_COUNT_
+};
 
 #define MP_PAIRS_DOC " (one [y, x] / [h, w] pair per pasted region, flattened)"
 
 static const stk_arg_schema mp_args[] = {
-    [MP_IN_IDS] = {.name = "in_ids", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MP_IN_IDS] = {.name = "in_ids",
+                   .type = STK_ARG_INTS,
+                   .flags = STK_ARGF_PER_SAMPLE,
                    .doc = "DALI's indices into the batch: not supported (stoker runs samples "
                           "independently); pass the images as separate inputs instead"},
-    [MP_OUT_SIZE] = {.name = "output_size", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MP_OUT_SIZE] = {.name = "output_size",
+                     .type = STK_ARG_INTS,
+                     .flags = STK_ARGF_PER_SAMPLE,
                      .doc = "canvas [H, W]; input 0's size when absent"},
-    [MP_IN_ANCH] = {.name = "in_anchors", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MP_IN_ANCH] = {.name = "in_anchors",
+                    .type = STK_ARG_INTS,
+                    .flags = STK_ARGF_PER_SAMPLE,
                     .doc = "top-left corners in the inputs" MP_PAIRS_DOC "; 0 when absent"},
-    [MP_IN_ANCH_REL] = {.name = "in_anchors_rel", .type = STK_ARG_FLOATS,
+    [MP_IN_ANCH_REL] = {.name = "in_anchors_rel",
+                        .type = STK_ARG_FLOATS,
                         .flags = STK_ARGF_PER_SAMPLE,
                         .doc = "the same relative to the input's size, in [0, 1]"},
-    [MP_SHAPES] = {.name = "shapes", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MP_SHAPES] = {.name = "shapes",
+                   .type = STK_ARG_INTS,
+                   .flags = STK_ARGF_PER_SAMPLE,
                    .doc = "region extents" MP_PAIRS_DOC "; to the input's end when absent"},
-    [MP_SHAPES_REL] = {.name = "shapes_rel", .type = STK_ARG_FLOATS, .flags = STK_ARGF_PER_SAMPLE,
+    [MP_SHAPES_REL] = {.name = "shapes_rel",
+                       .type = STK_ARG_FLOATS,
+                       .flags = STK_ARGF_PER_SAMPLE,
                        .doc = "the same relative to the input's size"},
-    [MP_OUT_ANCH] = {.name = "out_anchors", .type = STK_ARG_INTS, .flags = STK_ARGF_PER_SAMPLE,
+    [MP_OUT_ANCH] = {.name = "out_anchors",
+                     .type = STK_ARG_INTS,
+                     .flags = STK_ARGF_PER_SAMPLE,
                      .doc = "top-left corners on the canvas" MP_PAIRS_DOC "; 0 when absent"},
-    [MP_OUT_ANCH_REL] = {.name = "out_anchors_rel", .type = STK_ARG_FLOATS,
+    [MP_OUT_ANCH_REL] = {.name = "out_anchors_rel",
+                         .type = STK_ARG_FLOATS,
                          .flags = STK_ARGF_PER_SAMPLE,
                          .doc = "the same relative to the canvas size"},
-    [MP_DTYPE] = {.name = "dtype", .type = STK_ARG_STRING, .default_text = "\"\"",
+    [MP_DTYPE] = {.name = "dtype",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"\"",
                   .doc = "output type; \"\" keeps the inputs' (values converted, rounded and "
                          "saturated)"},
 };
 STK__CHECK_ARGS(mp_args, MP_COUNT_);
 
 /* Up to 16 inputs of one type and channel count; region k comes from input k. */
-static const stk_port_schema mp_in[] = {
-    {"input0", "HWC image: the source of region 0"},
-    {"input1", "HWC image: the source of region 1"},
-    {"input2", "HWC image: the source of region 2"},
-    {"input3", "HWC image: the source of region 3"},
-    {"input4", "HWC image: the source of region 4"},
-    {"input5", "HWC image: the source of region 5"},
-    {"input6", "HWC image: the source of region 6"},
-    {"input7", "HWC image: the source of region 7"},
-    {"input8", "HWC image: the source of region 8"},
-    {"input9", "HWC image: the source of region 9"},
-    {"input10", "HWC image: the source of region 10"},
-    {"input11", "HWC image: the source of region 11"},
-    {"input12", "HWC image: the source of region 12"},
-    {"input13", "HWC image: the source of region 13"},
-    {"input14", "HWC image: the source of region 14"},
-    {"input15", "HWC image: the source of region 15"}};
+static const stk_port_schema mp_in[] = {{"input0", "HWC image: the source of region 0"},
+                                        {"input1", "HWC image: the source of region 1"},
+                                        {"input2", "HWC image: the source of region 2"},
+                                        {"input3", "HWC image: the source of region 3"},
+                                        {"input4", "HWC image: the source of region 4"},
+                                        {"input5", "HWC image: the source of region 5"},
+                                        {"input6", "HWC image: the source of region 6"},
+                                        {"input7", "HWC image: the source of region 7"},
+                                        {"input8", "HWC image: the source of region 8"},
+                                        {"input9", "HWC image: the source of region 9"},
+                                        {"input10", "HWC image: the source of region 10"},
+                                        {"input11", "HWC image: the source of region 11"},
+                                        {"input12", "HWC image: the source of region 12"},
+                                        {"input13", "HWC image: the source of region 13"},
+                                        {"input14", "HWC image: the source of region 14"},
+                                        {"input15", "HWC image: the source of region 15"}};
 static const stk_port_schema mp_out[] = {{"output", "the canvas"}};
 
 static stk_status mp_init(stk__node *node) {
@@ -233,9 +279,8 @@ static stk_status mp_init(stk__node *node) {
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
                       "in_ids (pasting other samples of the batch) is not supported: give "
                       "each source as an input");
-  static const int pairs[][2] = {{MP_IN_ANCH, MP_IN_ANCH_REL},
-                                 {MP_SHAPES, MP_SHAPES_REL},
-                                 {MP_OUT_ANCH, MP_OUT_ANCH_REL}};
+  static const int pairs[][2] = {
+      {MP_IN_ANCH, MP_IN_ANCH_REL}, {MP_SHAPES, MP_SHAPES_REL}, {MP_OUT_ANCH, MP_OUT_ANCH_REL}};
   for (int k = 0; k < 3; k++)
     if (stk__arg_given(node, pairs[k][0]) && stk__arg_given(node, pairs[k][1]))
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "give %s or %s, not both",
@@ -292,19 +337,19 @@ static stk_status mp_paste(stk__node *node, stk__sample *s, int k, int nregions,
    * given wholly in relative terms */
   for (int j = 0; j < 2; j++)
     if (!isnan(sh_rel[j]))
-      sh[j] = (int64_t)(((isnan(ia_rel[j]) ? (double)ia[j] / (double)isz[j] : ia_rel[j]) +
-                         sh_rel[j]) *
-                        (double)isz[j]) -
-              ia[j];
+      sh[j] =
+          (int64_t)(((isnan(ia_rel[j]) ? (double)ia[j] / (double)isz[j] : ia_rel[j]) + sh_rel[j]) *
+                    (double)isz[j]) -
+          ia[j];
   STK_TRY(mp_pair(node, s, MP_OUT_ANCH, MP_OUT_ANCH_REL, k, nregions, osz, zero, oa, unused));
   for (int j = 0; j < 2; j++)
     if (ia[j] < 0 || sh[j] < 0 || ia[j] + sh[j] > isz[j] || oa[j] < 0 || oa[j] + sh[j] > osz[j])
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                         "region %d: %lldx%lld from (%lld, %lld) of the %lldx%lld input to "
                         "(%lld, %lld) does not fit the input or the %lldx%lld canvas",
-                        k, (long long)sh[0], (long long)sh[1], (long long)ia[0],
-                        (long long)ia[1], (long long)in->h, (long long)in->w, (long long)oa[0],
-                        (long long)oa[1], (long long)out->h, (long long)out->w);
+                        k, (long long)sh[0], (long long)sh[1], (long long)ia[0], (long long)ia[1],
+                        (long long)in->h, (long long)in->w, (long long)oa[0], (long long)oa[1],
+                        (long long)out->h, (long long)out->w);
   size_t ies = stk_dtype_size(in->dtype), oes = stk_dtype_size(out->dtype);
   size_t row = (size_t)sh[1] * (size_t)in->c;
   for (int64_t y = 0; y < sh[0]; y++) {
@@ -341,9 +386,8 @@ static stk_status mp_run(stk__node *node, stk__sample *s) {
     STK_TRY(stk__image_input(node, s, k, NULL, 0, &in));
     if (in.dtype != first.dtype || in.c != first.c)
       return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "input %d is %lld channels of %s; input 0 %lld of %s", k,
-                        (long long)in.c, stk_dtype_name(in.dtype), (long long)first.c,
-                        stk_dtype_name(first.dtype));
+                        "input %d is %lld channels of %s; input 0 %lld of %s", k, (long long)in.c,
+                        stk_dtype_name(in.dtype), (long long)first.c, stk_dtype_name(first.dtype));
     STK_TRY(mp_paste(node, s, k, nin, &in, &out));
   }
   return STK_OK;
@@ -351,10 +395,11 @@ static stk_status mp_run(stk__node *node, stk__sample *s) {
 
 static const stk_op_schema mp_schema = {
     .name = "multi_paste",
-    .doc = "Pastes a region of each input onto one zeroed canvas per sample, in input order "
-           "(later regions cover earlier ones): DALI's multi_paste in its several-inputs form "
-           "(region k from input k). Regions must fit their input and the canvas. Any "
-           "numeric type; dtype converts. CPU only in stoker (DALI has a GPU version).",
+    .doc =
+        "Pastes a region of each input onto one zeroed canvas per sample, in input order "
+        "(later regions cover earlier ones): DALI's multi_paste in its several-inputs form "
+        "(region k from input k). Regions must fit their input and the canvas. Any "
+        "numeric type; dtype converts. CPU only in stoker (DALI has a GPU version).",
     .devices = STK_DEVICE_CPU,
     .min_inputs = 1,
     .max_inputs = 16,

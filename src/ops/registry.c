@@ -114,18 +114,18 @@
   X(stk__op_auto_augment_stage_param)
 
 #define STK__OPS_EFFECTS(X) /* effects_warp.c, effects_window.c, paste.c, jpeg_distortion.c */ \
-  X(stk__op_water)                                                                           \
-  X(stk__op_sphere)                                                                          \
-  X(stk__op_jitter)                                                                          \
-  X(stk__op_experimental_warp_perspective)                                                   \
-  X(stk__op_experimental_remap)                                                              \
-  X(stk__op_experimental_median_blur)                                                        \
-  X(stk__op_experimental_dilate)                                                             \
-  X(stk__op_experimental_erode)                                                              \
-  X(stk__op_experimental_debayer)                                                            \
-  X(stk__op_clahe)                                                                           \
-  X(stk__op_paste)                                                                           \
-  X(stk__op_multi_paste)                                                                     \
+  X(stk__op_water)                                                                             \
+  X(stk__op_sphere)                                                                            \
+  X(stk__op_jitter)                                                                            \
+  X(stk__op_experimental_warp_perspective)                                                     \
+  X(stk__op_experimental_remap)                                                                \
+  X(stk__op_experimental_median_blur)                                                          \
+  X(stk__op_experimental_dilate)                                                               \
+  X(stk__op_experimental_erode)                                                                \
+  X(stk__op_experimental_debayer)                                                              \
+  X(stk__op_clahe)                                                                             \
+  X(stk__op_paste)                                                                             \
+  X(stk__op_multi_paste)                                                                       \
   X(stk__op_jpeg_compression_distortion)
 
 #define STK__DECLARE(def) extern const stk__op_def def;

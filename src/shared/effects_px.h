@@ -26,11 +26,11 @@
 
 /* Border modes (DALI / CV-CUDA names), for out-of-image taps. */
 enum {
-  STK_FX_BORDER_CONSTANT = 0, /* the fill value */
-  STK_FX_BORDER_REPLICATE = 1, /* aaa|abcd|ddd */
-  STK_FX_BORDER_REFLECT = 2,   /* cba|abcd|dcb */
+  STK_FX_BORDER_CONSTANT = 0,    /* the fill value */
+  STK_FX_BORDER_REPLICATE = 1,   /* aaa|abcd|ddd */
+  STK_FX_BORDER_REFLECT = 2,     /* cba|abcd|dcb */
   STK_FX_BORDER_REFLECT_101 = 3, /* dcb|abcd|cba */
-  STK_FX_BORDER_WRAP = 4       /* bcd|abcd|abc */
+  STK_FX_BORDER_WRAP = 4         /* bcd|abcd|abc */
 };
 #define STK_FX_BORDER_CHOICES "constant|replicate|reflect|reflect_101|wrap"
 
@@ -59,10 +59,14 @@ STK_HD long long stk_fx_border(long long i, long long n, int border) {
 /* Element access for the effect operators' types: uint8, uint16, int16, float32. */
 STK_HD float stk_fx_load(const void *p, int dtype, long long i) {
   switch (dtype) {
-  case STK_DTYPE_UINT8: return (float)((const uint8_t *)p)[i];
-  case STK_DTYPE_UINT16: return (float)((const uint16_t *)p)[i];
-  case STK_DTYPE_INT16: return (float)((const int16_t *)p)[i];
-  default: return ((const float *)p)[i];
+    case STK_DTYPE_UINT8:
+      return (float)((const uint8_t *)p)[i];
+    case STK_DTYPE_UINT16:
+      return (float)((const uint16_t *)p)[i];
+    case STK_DTYPE_INT16:
+      return (float)((const int16_t *)p)[i];
+    default:
+      return ((const float *)p)[i];
   }
 }
 
@@ -74,10 +78,16 @@ STK_HD void stk_fx_store(void *p, int dtype, long long i, float v) {
   }
   float lo = dtype == STK_DTYPE_INT16 ? -32768.0f : 0.0f;
   float hi = dtype == STK_DTYPE_UINT8 ? 255.0f : dtype == STK_DTYPE_UINT16 ? 65535.0f : 32767.0f;
-  float r = !(v == v) ? 0.0f : v < lo ? lo : v > hi ? hi : (v < 0 ? -floorf(0.5f - v) : floorf(v + 0.5f));
-  if (dtype == STK_DTYPE_UINT8) ((uint8_t *)p)[i] = (uint8_t)r;
-  else if (dtype == STK_DTYPE_UINT16) ((uint16_t *)p)[i] = (uint16_t)r;
-  else ((int16_t *)p)[i] = (int16_t)r;
+  float r = !(v == v) ? 0.0f
+            : v < lo  ? lo
+            : v > hi  ? hi
+                      : (v < 0 ? -floorf(0.5f - v) : floorf(v + 0.5f));
+  if (dtype == STK_DTYPE_UINT8)
+    ((uint8_t *)p)[i] = (uint8_t)r;
+  else if (dtype == STK_DTYPE_UINT16)
+    ((uint16_t *)p)[i] = (uint16_t)r;
+  else
+    ((int16_t *)p)[i] = (int16_t)r;
 }
 
 /* A dense HWC image as the samplers see it. */
@@ -185,8 +195,8 @@ STK_HD void stk_fx_sphere(long long x, long long y, long long w, long long h, do
 
 /* jitter: pixel (x, y) of a w-wide image moves by (dx, dy), each uniform in
  * [-n/2, n/2), from block y w + x of the sample's Philox stream (words 0 and 1). */
-STK_HD void stk_fx_jitter(const stk_noise_stream *st, long long x, long long y, long long w,
-                          int n, double *X, double *Y) {
+STK_HD void stk_fx_jitter(const stk_noise_stream *st, long long x, long long y, long long w, int n,
+                          double *X, double *Y) {
   uint32_t wd[4];
   stk_noise_block(st, (uint64_t)(y * w + x), wd);
   double half = 0.5 * (double)n;
@@ -308,7 +318,8 @@ STK_HD uint8_t stk_fx_clahe_px(const uint8_t *luts, int tiles_y, int tiles_x, in
   float tyf = STK_FX_FSUB(STK_FMUL((float)y, inv_h), 0.5f);
   int tx1 = (int)floorf(txf), ty1 = (int)floorf(tyf);
   float xa = STK_FX_FSUB(txf, (float)tx1), ya = STK_FX_FSUB(tyf, (float)ty1);
-  int tx2 = tx1 + 1 < tiles_x ? tx1 + 1 : tiles_x - 1, ty2 = ty1 + 1 < tiles_y ? ty1 + 1 : tiles_y - 1;
+  int tx2 = tx1 + 1 < tiles_x ? tx1 + 1 : tiles_x - 1,
+      ty2 = ty1 + 1 < tiles_y ? ty1 + 1 : tiles_y - 1;
   if (tx1 < 0) tx1 = 0;
   if (ty1 < 0) ty1 = 0;
   float a = luts[((long long)ty1 * tiles_x + tx1) * 256 + v];
@@ -346,7 +357,6 @@ STK_HD void stk_fx_clahe_lut(int *hist, int area, int limit, uint8_t *lut) {
   }
 }
 
-
 /* ---------------------------------------------------------------------------------- */
 /* RGB <-> CIE Lab (8-bit scaling as OpenCV: L * 255 / 100, a + 128, b + 128), for       */
 /* clahe's luma_only mode. Float64, sRGB transfer curve, D65 white.                     */
@@ -360,9 +370,7 @@ STK_HD double stk_fx_srgb_enc(double v) {
   v = v <= 0.0031308 ? v * 12.92 : 1.055 * pow(v, 1.0 / 2.4) - 0.055;
   return v * 255.0;
 }
-STK_HD double stk_fx_lab_f(double t) {
-  return t > 0.008856 ? cbrt(t) : 7.787 * t + 16.0 / 116.0;
-}
+STK_HD double stk_fx_lab_f(double t) { return t > 0.008856 ? cbrt(t) : 7.787 * t + 16.0 / 116.0; }
 STK_HD double stk_fx_lab_finv(double f) {
   return f > 0.206893 ? f * f * f : (f - 16.0 / 116.0) / 7.787;
 }
@@ -434,15 +442,15 @@ typedef struct {
   int interp, border;
   int nfill; /* fill[c] for c < nfill, else fill[0] */
   float fill[STK_FX_MAX_FILL];
-  float wave[6];               /* water */
-  double m[9];                 /* perspective: output -> input */
-  int center;                  /* perspective, remap: coordinates of pixel centres */
-  stk_noise_stream rng;        /* jitter */
-  int jitter_n;                /* jitter: nDegree */
-  const float *mapx, *mapy;    /* remap: out_h x out_w each (host or device memory) */
-  int kh, kw, ay, ax;          /* median, dilate, erode */
-  int ry, rx;                  /* debayer: parity of the red sensors */
-  const uint8_t *luts;         /* clahe: tiles_y x tiles_x x 256 */
+  float wave[6];            /* water */
+  double m[9];              /* perspective: output -> input */
+  int center;               /* perspective, remap: coordinates of pixel centres */
+  stk_noise_stream rng;     /* jitter */
+  int jitter_n;             /* jitter: nDegree */
+  const float *mapx, *mapy; /* remap: out_h x out_w each (host or device memory) */
+  int kh, kw, ay, ax;       /* median, dilate, erode */
+  int ry, rx;               /* debayer: parity of the red sensors */
+  const uint8_t *luts;      /* clahe: tiles_y x tiles_x x 256 */
   int tiles_y, tiles_x, th, tw, luma;
 } stk_fx_params;
 
@@ -452,34 +460,46 @@ STK_HD float stk_fx_eval(const stk_fx_params *p, const stk_fx_image *im, long lo
   float fill = p->fill[ch < p->nfill ? ch : 0];
   double X = 0.0, Y = 0.0;
   switch (p->op) {
-  case STK_FX_OP_COPY: return stk_fx_tap(im, x, y, ch, STK_FX_BORDER_CONSTANT, fill);
-  case STK_FX_OP_WATER: stk_fx_water(x, y, p->wave, &X, &Y); break;
-  case STK_FX_OP_SPHERE: stk_fx_sphere(x, y, im->w, im->h, &X, &Y); break;
-  case STK_FX_OP_JITTER: stk_fx_jitter(&p->rng, x, y, out_w, p->jitter_n, &X, &Y); break;
-  case STK_FX_OP_PERSPECTIVE: stk_fx_perspective(p->m, x, y, p->center, &X, &Y); break;
-  case STK_FX_OP_REMAP:
-    X = (double)p->mapx[y * out_w + x] + (p->center ? 0.5 : 0.0);
-    Y = (double)p->mapy[y * out_w + x] + (p->center ? 0.5 : 0.0);
-    break;
-  case STK_FX_OP_MEDIAN: return stk_fx_median(im, x, y, ch, p->kh, p->kw);
-  case STK_FX_OP_DILATE:
-  case STK_FX_OP_ERODE:
-    return stk_fx_morph(im, x, y, ch, p->kh, p->kw, p->ay, p->ax, p->border,
-                        p->op == STK_FX_OP_DILATE);
-  case STK_FX_OP_DEBAYER: return stk_fx_debayer(im, x, y, p->ry, p->rx, (int)ch);
-  case STK_FX_OP_CLAHE: {
-    const uint8_t *px = (const uint8_t *)im->data + (y * im->w + x) * im->c;
-    if (!p->luma)
-      return stk_fx_clahe_px(p->luts + ch * (long long)p->tiles_y * p->tiles_x * 256, p->tiles_y,
-                             p->tiles_x, p->th, p->tw, x, y, px[ch]);
-    double lab[3];
-    stk_fx_rgb2lab(px[0], px[1], px[2], lab);
-    lab[1] = floor(lab[1] + 0.5), lab[2] = floor(lab[2] + 0.5); /* 8-bit Lab, as OpenCV */
-    lab[0] = stk_fx_clahe_px(p->luts, p->tiles_y, p->tiles_x, p->th, p->tw, x, y,
-                             stk_fx_clahe_value(px, 1));
-    return (float)stk_fx_lab2rgb(lab, (int)ch);
-  }
-  default: return 0.0f;
+    case STK_FX_OP_COPY:
+      return stk_fx_tap(im, x, y, ch, STK_FX_BORDER_CONSTANT, fill);
+    case STK_FX_OP_WATER:
+      stk_fx_water(x, y, p->wave, &X, &Y);
+      break;
+    case STK_FX_OP_SPHERE:
+      stk_fx_sphere(x, y, im->w, im->h, &X, &Y);
+      break;
+    case STK_FX_OP_JITTER:
+      stk_fx_jitter(&p->rng, x, y, out_w, p->jitter_n, &X, &Y);
+      break;
+    case STK_FX_OP_PERSPECTIVE:
+      stk_fx_perspective(p->m, x, y, p->center, &X, &Y);
+      break;
+    case STK_FX_OP_REMAP:
+      X = (double)p->mapx[y * out_w + x] + (p->center ? 0.5 : 0.0);
+      Y = (double)p->mapy[y * out_w + x] + (p->center ? 0.5 : 0.0);
+      break;
+    case STK_FX_OP_MEDIAN:
+      return stk_fx_median(im, x, y, ch, p->kh, p->kw);
+    case STK_FX_OP_DILATE:
+    case STK_FX_OP_ERODE:
+      return stk_fx_morph(im, x, y, ch, p->kh, p->kw, p->ay, p->ax, p->border,
+                          p->op == STK_FX_OP_DILATE);
+    case STK_FX_OP_DEBAYER:
+      return stk_fx_debayer(im, x, y, p->ry, p->rx, (int)ch);
+    case STK_FX_OP_CLAHE: {
+      const uint8_t *px = (const uint8_t *)im->data + (y * im->w + x) * im->c;
+      if (!p->luma)
+        return stk_fx_clahe_px(p->luts + ch * (long long)p->tiles_y * p->tiles_x * 256, p->tiles_y,
+                               p->tiles_x, p->th, p->tw, x, y, px[ch]);
+      double lab[3];
+      stk_fx_rgb2lab(px[0], px[1], px[2], lab);
+      lab[1] = floor(lab[1] + 0.5), lab[2] = floor(lab[2] + 0.5); /* 8-bit Lab, as OpenCV */
+      lab[0] = stk_fx_clahe_px(p->luts, p->tiles_y, p->tiles_x, p->th, p->tw, x, y,
+                               stk_fx_clahe_value(px, 1));
+      return (float)stk_fx_lab2rgb(lab, (int)ch);
+    }
+    default:
+      return 0.0f;
   }
   return stk_fx_sample(im, X, Y, ch, p->interp, p->border, fill);
 }

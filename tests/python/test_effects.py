@@ -576,3 +576,65 @@ def test_matches_dali_oracle(dali_results, key, build, atol, frac):
     ref = dali_results[key]
     assert out.shape == ref.shape
     close_u8(out, ref, atol=atol, frac=frac)
+
+
+# ---- the GPU backends' host side, on the fake GPU ------------------------------------------
+# tests/fake_gpu runs the effects table's entries with the kernels' own per-element code
+# (src/shared/effects_px.h) on the host, so these check run_gpu's planning, allocation,
+# clahe's table pass and the per-sample arguments against the CPU operators; the CUDA
+# kernels themselves run on the GPU machine (the schema's gpu_check).
+
+def run_device(build, images, device, extra=None):
+    @stoker.pipeline_def(batch_size=len(images), num_threads=2, seed=9,
+                         device_id=0 if device == "gpu" else None)
+    def pipe():
+        x = fn.external_source(source=[images], cycle=True, layout="HWC" if images[0].ndim == 3 else "HW")
+        ex = [fn.external_source(source=[e], cycle=True) for e in (extra or [])]
+        return build(x.gpu() if device == "gpu" else x, *ex)
+
+    p = pipe()
+    p.build()
+    out = p.run()
+    out = out[0] if isinstance(out, (list, tuple)) else out
+    if hasattr(out, "as_cpu"):
+        out = out.as_cpu()
+    return [np.asarray(out.at(i)) for i in range(len(images))]
+
+
+GRAYS = [np.ascontiguousarray(cv2.cvtColor(im, cv2.COLOR_RGB2GRAY)) for im in IMAGES]
+GPU_CASES = [
+    ("water", lambda x, m: fn.water(x, mask=m, interp_type="linear", **WAVE), IMAGES, "mask"),
+    ("sphere", lambda x: fn.sphere(x, fill_value=4), IMAGES, None),
+    ("jitter", lambda x: fn.jitter(x, nDegree=3, seed=5), IMAGES, None),
+    ("warp_perspective", lambda x: fn.experimental.warp_perspective(
+        x, matrix=M.flatten().tolist(), border_mode="wrap", size=[30, 40]), IMAGES, None),
+    ("median_blur", lambda x: fn.experimental.median_blur(x, window_size=[3, 5]), IMAGES, None),
+    ("dilate", lambda x: fn.experimental.dilate(x, mask_size=[3, 5], iterations=2), IMAGES, None),
+    ("erode", lambda x: fn.experimental.erode(x, border_mode="reflect"), GRAYS, None),
+    ("debayer", lambda x: fn.experimental.debayer(x, blue_position=[0, 1]), GRAYS, None),
+    ("clahe_rgb", lambda x: fn.clahe(x, tiles_x=3, tiles_y=2, clip_limit=2.0), IMAGES, None),
+    ("clahe_gray", lambda x: fn.clahe(x, tiles_x=4, tiles_y=5, clip_limit=3.0), GRAYS, None),
+]
+# (paste runs on the GPU through the crop kernel, which the fake does not have)
+
+
+@pytest.mark.parametrize("name,build,images,extra", GPU_CASES, ids=[c[0] for c in GPU_CASES])
+def test_gpu_backend_matches_cpu_on_fake_gpu(fake_gpu, name, build, images, extra):
+    ex = [[np.int32(i % 2) for i in range(len(images))]] if extra == "mask" else None
+    cpu = run_device(build, images, "cpu", ex)
+    gpu = run_device(build, images, "gpu", ex)
+    for a, b in zip(cpu, gpu):
+        assert a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_remap_gpu_on_fake_gpu(fake_gpu):
+    h, w = 30, 44
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    mx = [np.ascontiguousarray(xx * 1.5 + 2), np.ascontiguousarray(xx[::-1] * 0.7)]
+    my = [np.ascontiguousarray(yy + 3), np.ascontiguousarray(yy * 1.2)]
+    build = lambda x, a, b: fn.experimental.remap(x, a.gpu() if x.device == "gpu" else a,  # noqa: E731
+                                                  b.gpu() if x.device == "gpu" else b, interp="linear")
+    cpu = run_device(build, IMAGES[:2], "cpu", [mx, my])
+    gpu = run_device(build, IMAGES[:2], "gpu", [mx, my])
+    for a, b in zip(cpu, gpu):
+        assert a.shape == (h, w, 3) and np.array_equal(a, b)
