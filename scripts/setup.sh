@@ -31,10 +31,11 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, PIL, pytest, scikit_build_core" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, PIL, pytest, scikit_build_core, cv2" 2>/dev/null; then
   echo "setup: installing Python packages into .venv"
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q numpy pillow pytest scikit-build-core
+  # OpenCV: the reference of the image-effect tests (tests/python/test_effects.py)
+  .venv/bin/pip install -q numpy pillow pytest scikit-build-core opencv-python-headless
 fi
 # `import stoker` from this checkout (the extension is built into python/stoker/ by make).
 python/install_pth.sh .venv/bin/python
