@@ -474,6 +474,12 @@ static void test_registry_introspection(void **state) {
     assert_non_null(s->name);
     assert_true(strlen(s->doc) > 10);
     assert_ptr_equal(stk_registry_find(s->name), s);
+    /* every GPU operator carries its parity check (tests/python/registry_parity.py),
+     * except the transfer and the branch merge, tested on their own */
+    bool gpu = s->devices & (STK_DEVICE_GPU | STK_DEVICE_MIXED);
+    bool exempt = strcmp(s->name, "copy") == 0 || strcmp(s->name, "select") == 0;
+    if (gpu && !exempt && !s->gpu_check) fail_msg("%s has a GPU backend but no gpu_check", s->name);
+    if (!gpu && s->gpu_check) fail_msg("%s has a gpu_check but no GPU backend", s->name);
     for (int a = 0; a < s->num_args; a++) {
       assert_non_null(s->args[a].name);
       assert_non_null(s->args[a].doc);
