@@ -113,8 +113,8 @@ class Clahe(Operator):
         output: the filtered image
 
     Keyword args:
-        tiles_x (an int; required; in [1, 4096]): tiles along the width
-        tiles_y (an int; required; in [1, 4096]): tiles along the height
+        tiles_x (an int; required; in [1, 256]): tiles along the width
+        tiles_y (an int; required; in [1, 256]): tiles along the height
         clip_limit (a float; required): relative clip limit: a bin holds at most clip_limit * tile area / 256 pixels (truncated, at least 1); <= 0: no clipping
         bins (an int; default 256; in [256, 256]): histogram bins (256 only: uint8 images)
         luma_only (a bool; default true): RGB input: equalise the CIE Lab lightness and keep a and b (as DALI's CPU operator); false: each channel on its own

@@ -562,7 +562,8 @@ static const stk_op_schema remap_schema = {
         "# atol=1 mismatch=0.001\n"
         "g = grayscale(IN)\n"
         "mx = cast(g, dtype=\"float32\")\n"
-        "my = cast(flip(g, horizontal=0, vertical=1), dtype=\"float32\")\n"
+        "gf = flip(g, horizontal=0, vertical=1)\n"
+        "my = cast(gf, dtype=\"float32\")\n"
         "return experimental.remap(IN, mx, my, device=@)",
 };
 const stk__op_def stk__op_experimental_remap = {

@@ -116,6 +116,9 @@ static const stk_arg_schema morph_args[] = {
 };
 STK__CHECK_ARGS(morph_args, MO_COUNT_);
 
+/* The largest structuring element (after growing it for the iterations), in elements. */
+#define MORPH_MAX_AREA 65536
+
 static stk_status morph_plan(stk__node *node, stk__sample *s, int op, stk__fx_plan *plan) {
   int64_t mw, mh, ax, ay;
   STK_TRY(pair_arg(node, s, MO_MASK, "mask_size", &mw, &mh));
@@ -131,9 +134,17 @@ static stk_status morph_plan(stk__node *node, stk__sample *s, int op, stk__fx_pl
                       (long long)ay, (long long)mw, (long long)mh);
   if (ax < 0) ax = mw / 2;
   if (ay < 0) ay = mh / 2;
+  /* every output element reads the whole grown element: bound its area */
+  int64_t kw = mw + (it - 1) * (mw - 1), kh = mh + (it - 1) * (mh - 1);
+  if (kw * kh > MORPH_MAX_AREA)
+    return STK__SFAIL(STK_ERR_LIMIT, node, s,
+                      "mask_size [%lld, %lld] with %lld iterations reads %lldx%lld elements per "
+                      "pixel; at most %d",
+                      (long long)mw, (long long)mh, (long long)it, (long long)kw, (long long)kh,
+                      MORPH_MAX_AREA);
   stk_fx_params *p = &plan->p;
   p->op = op;
-  p->kw = (int)(mw + (it - 1) * (mw - 1)), p->kh = (int)(mh + (it - 1) * (mh - 1));
+  p->kw = (int)kw, p->kh = (int)kh;
   p->ax = (int)(ax * it), p->ay = (int)(ay * it);
   p->border = stk__fx_border_parse(stk__arg_string(node, MO_BORDER));
   return STK_OK;
@@ -286,13 +297,13 @@ static const stk_arg_schema clahe_args[] = {
                     .type = STK_ARG_INT,
                     .flags = STK_ARGF_REQUIRED | STK_ARGF_RANGE,
                     .min = 1,
-                    .max = 4096,
+                    .max = 256,
                     .doc = "tiles along the width"},
     [CL_TILES_Y] = {.name = "tiles_y",
                     .type = STK_ARG_INT,
                     .flags = STK_ARGF_REQUIRED | STK_ARGF_RANGE,
                     .min = 1,
-                    .max = 4096,
+                    .max = 256,
                     .doc = "tiles along the height"},
     [CL_CLIP] = {.name = "clip_limit",
                  .type = STK_ARG_FLOAT,

@@ -477,6 +477,7 @@ BAD = [
     (lambda x: fn.experimental.median_blur(x, window_size=4), NOISE, "window_size \\[4, 4\\]: extents must be odd"),
     (lambda x: fn.experimental.median_blur(x, window_size=13), NOISE, "at most 121 elements"),
     (lambda x: fn.experimental.dilate(x, mask_size=3, anchor=[3, 0]), NOISE, "anchor \\[3, 0\\] lies outside"),
+    (lambda x: fn.experimental.erode(x, mask_size=[300, 200], iterations=2), NOISE, "reads 599x399 elements per pixel; at most 65536"),
     (lambda x: fn.experimental.debayer(x, blue_position=[0, 2]), NOISE[..., :1].copy(), "blue_position must be"),
     (lambda x: fn.experimental.debayer(x, blue_position=[0, 0]), NOISE, "single-channel mosaic"),
     (lambda x: fn.clahe(x, tiles_x=4, tiles_y=4, clip_limit=2), NOISE[..., :2].copy(), "takes 1 \\(grey\\) or 3"),
@@ -515,6 +516,8 @@ def test_build_time_errors():
         run(lambda x: fn.experimental.warp_perspective(x), [NOISE])
     with pytest.raises(StokerError, match="out of range"):
         run(lambda x: fn.clahe(x, tiles_x=4, tiles_y=4, clip_limit=1, bins=128), [NOISE])
+    with pytest.raises(StokerError, match="'tiles_x' = 300 is out of range"):
+        fn.clahe(fn.external_source(source=[[NOISE]]), tiles_x=300, tiles_y=4, clip_limit=1)
 
 
 # ---- DALI 2.4 as an oracle (skipped without /work/dali-venv) ------------------------------
