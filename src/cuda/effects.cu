@@ -77,8 +77,7 @@ __global__ void __launch_bounds__(FX_THREADS)
   if (px >= total) return;
   long long y = px / s.out_w, x = px - y * s.out_w;
   stk_fx_image im = {s.src, in_dt, s.h, s.w, s.c};
-  for (int ch = 0; ch < s.out_c; ch++)
-    stk_fx_store(s.dst, out_dt, px * s.out_c + ch, stk_fx_eval(&s.p, &im, x, y, ch, s.out_w));
+  stk_fx_eval_pixel(&s.p, &im, x, y, s.out_w, s.out_c, s.dst, out_dt, px * s.out_c);
 }
 
 static int gpu_fx_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_fx_sample *samples,

@@ -92,9 +92,8 @@ stk_status stk__fx_run_cpu(stk__node *node, stk__sample *s, const stk_dtype *dty
   stk_fx_image im = {in.data, in.dtype, in.h, in.w, in.c};
   int64_t i = 0;
   for (int64_t y = 0; y < plan.out_h; y++)
-    for (int64_t x = 0; x < plan.out_w; x++)
-      for (int64_t c = 0; c < plan.out_c; c++, i++)
-        stk_fx_store(out->data, plan.out_dtype, i, stk_fx_eval(&plan.p, &im, x, y, c, plan.out_w));
+    for (int64_t x = 0; x < plan.out_w; x++, i += plan.out_c)
+      stk_fx_eval_pixel(&plan.p, &im, x, y, plan.out_w, plan.out_c, out->data, plan.out_dtype, i);
   return STK_OK;
 }
 

@@ -233,20 +233,35 @@ STK_HD float stk_fx_median(const stk_fx_image *im, long long x, long long y, lon
                            int kw) {
   float v[STK_FX_MEDIAN_MAX];
   int n = 0;
-  for (int j = 0; j < kh; j++)
-    for (int i = 0; i < kw; i++)
-      v[n++] = stk_fx_tap(im, x - kw / 2 + i, y - kh / 2 + j, ch, STK_FX_BORDER_REPLICATE, 0.0f);
-  /* partial selection sort up to the middle: windows are small */
-  int mid = n / 2;
-  for (int a = 0; a <= mid; a++) {
-    int best = a;
-    for (int b = a + 1; b < n; b++)
-      if (v[b] < v[best]) best = b;
-    float t = v[a];
-    v[a] = v[best];
-    v[best] = t;
+  long long x0 = x - kw / 2, y0 = y - kh / 2;
+  if (x0 >= 0 && y0 >= 0 && x0 + kw <= im->w && y0 + kh <= im->h) { /* inside: no border */
+    for (int j = 0; j < kh; j++)
+      for (int i = 0; i < kw; i++)
+        v[n++] = stk_fx_load(im->data, im->dtype, ((y0 + j) * im->w + x0 + i) * im->c + ch);
+  } else {
+    for (int j = 0; j < kh; j++)
+      for (int i = 0; i < kw; i++)
+        v[n++] = stk_fx_tap(im, x0 + i, y0 + j, ch, STK_FX_BORDER_REPLICATE, 0.0f);
   }
-  return v[mid];
+  /* Wirth's selection of the element of rank n / 2 (exact: values are only compared) */
+  int k = n / 2, lo = 0, hi = n - 1;
+  while (lo < hi) {
+    float pivot = v[k];
+    int i = lo, j = hi;
+    do {
+      while (v[i] < pivot) i++;
+      while (pivot < v[j]) j--;
+      if (i <= j) {
+        float t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        i++, j--;
+      }
+    } while (i <= j);
+    if (j < k) lo = i;
+    if (k < i) hi = j;
+  }
+  return v[k];
 }
 
 /* Maximum (dilate) or minimum (erode) over the kh x kw window with anchor (ay, ax) over
@@ -502,6 +517,57 @@ STK_HD float stk_fx_eval(const stk_fx_params *p, const stk_fx_image *im, long lo
       return 0.0f;
   }
   return stk_fx_sample(im, X, Y, ch, p->interp, p->border, fill);
+}
+
+/* Every channel of output pixel (x, y): element base + ch of `dst` (out_dtype) for ch <
+ * out_c. Coordinates (and clahe's Lab conversion) are computed once per pixel; the
+ * values are stk_fx_eval's. This is the loop body of both backends. */
+STK_HD void stk_fx_eval_pixel(const stk_fx_params *p, const stk_fx_image *im, long long x,
+                              long long y, long long out_w, long long out_c, void *dst,
+                              int out_dtype, long long base) {
+  double X = 0.0, Y = 0.0;
+  int mapped = 1;
+  switch (p->op) {
+    case STK_FX_OP_WATER:
+      stk_fx_water(x, y, p->wave, &X, &Y);
+      break;
+    case STK_FX_OP_SPHERE:
+      stk_fx_sphere(x, y, im->w, im->h, &X, &Y);
+      break;
+    case STK_FX_OP_JITTER:
+      stk_fx_jitter(&p->rng, x, y, out_w, p->jitter_n, &X, &Y);
+      break;
+    case STK_FX_OP_PERSPECTIVE:
+      stk_fx_perspective(p->m, x, y, p->center, &X, &Y);
+      break;
+    case STK_FX_OP_REMAP:
+      X = (double)p->mapx[y * out_w + x] + (p->center ? 0.5 : 0.0);
+      Y = (double)p->mapy[y * out_w + x] + (p->center ? 0.5 : 0.0);
+      break;
+    default:
+      mapped = 0;
+  }
+  if (mapped) {
+    for (long long ch = 0; ch < out_c; ch++)
+      stk_fx_store(dst, out_dtype, base + ch,
+                   stk_fx_sample(im, X, Y, ch, p->interp, p->border,
+                                 p->fill[ch < p->nfill ? ch : 0]));
+    return;
+  }
+  if (p->op == STK_FX_OP_CLAHE && p->luma) {
+    const uint8_t *px = (const uint8_t *)im->data + (y * im->w + x) * im->c;
+    double lab[3];
+    stk_fx_rgb2lab(px[0], px[1], px[2], lab);
+    double L = floor(lab[0] + 0.5);
+    lab[1] = floor(lab[1] + 0.5), lab[2] = floor(lab[2] + 0.5); /* 8-bit Lab, as OpenCV */
+    lab[0] = stk_fx_clahe_px(p->luts, p->tiles_y, p->tiles_x, p->th, p->tw, x, y,
+                             (int)(L < 0 ? 0 : L > 255 ? 255 : L));
+    for (int ch = 0; ch < 3; ch++)
+      stk_fx_store(dst, out_dtype, base + ch, (float)stk_fx_lab2rgb(lab, ch));
+    return;
+  }
+  for (long long ch = 0; ch < out_c; ch++)
+    stk_fx_store(dst, out_dtype, base + ch, stk_fx_eval(p, im, x, y, ch, out_w));
 }
 
 #endif /* STOKER_SHARED_EFFECTS_PX_H */

@@ -267,8 +267,8 @@ static void run_effects(op *o) {
     long long e = 0;
     for (long long y = 0; y < s->out_h; y++)
       for (long long x = 0; x < s->out_w; x++)
-        for (int ch = 0; ch < s->out_c; ch++, e++)
-          stk_fx_store(s->dst, f->out, e, stk_fx_eval(&s->p, &im, x, y, ch, s->out_w));
+        stk_fx_eval_pixel(&s->p, &im, x, y, s->out_w, s->out_c, s->dst, f->out, e),
+            e += s->out_c;
   }
   free(f->px);
   free(f->cl);
