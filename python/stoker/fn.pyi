@@ -551,10 +551,10 @@ def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Pastes a region of each input onto one zeroed canvas per sample, in input order (later regions cover earlier ones): DALI's multi_paste in its several-inputs form (region k from input k). Regions must fit their input and the canvas. Any numeric type; dtype converts. CPU only in stoker (DALI has a GPU version).
+def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Pastes a region of each input onto one zeroed canvas per sample, in input order (later regions cover earlier ones): DALI's multi_paste in its several-inputs form (region k from input k). Regions must fit their input and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input0: HWC image: the source of region 0
@@ -587,7 +587,7 @@ def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ...
         out_anchors (a list of ints; may be a DataNode (per-sample argument input)): top-left corners on the canvas (one [y, x] / [h, w] pair per pasted region, flattened); 0 when absent
         out_anchors_rel (a list of floats; may be a DataNode (per-sample argument input)): the same relative to the canvas size
         dtype (a string; default ""): output type; "" keeps the inputs' (values converted, rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

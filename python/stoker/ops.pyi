@@ -580,9 +580,9 @@ class Laplacian(Operator):
     def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class MultiPaste(Operator):
-    """Pastes a region of each input onto one zeroed canvas per sample, in input order (later regions cover earlier ones): DALI's multi_paste in its several-inputs form (region k from input k). Regions must fit their input and the canvas. Any numeric type; dtype converts. CPU only in stoker (DALI has a GPU version).
+    """Pastes a region of each input onto one zeroed canvas per sample, in input order (later regions cover earlier ones): DALI's multi_paste in its several-inputs form (region k from input k). Regions must fit their input and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input0: HWC image: the source of region 0
@@ -615,10 +615,10 @@ class MultiPaste(Operator):
         out_anchors (a list of ints; may be a DataNode (per-sample argument input)): top-left corners on the canvas (one [y, x] / [h, w] pair per pasted region, flattened); 0 when absent
         out_anchors_rel (a list of floats; may be a DataNode (per-sample argument input)): the same relative to the canvas size
         dtype (a string; default ""): output type; "" keeps the inputs' (values converted, rounded and saturated)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class OneHot(Operator):
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.

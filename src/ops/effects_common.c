@@ -72,9 +72,10 @@ stk_status stk__fx_run_cpu(stk__node *node, stk__sample *s, const stk_dtype *dty
   if (in.h < 1 || in.w < 1)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty image (%lldx%lld)", (long long)in.h,
                       (long long)in.w);
-  const stk__tensor *extra[2] = {NULL, NULL};
+  const stk__tensor *extra[STK_FX_MAX_REGIONS] = {NULL};
   int n_extra = stk__node_num_inputs(node) - 1;
-  for (int k = 0; k < n_extra && k < 2; k++) extra[k] = stk__input(s, k + 1);
+  if (n_extra > STK_FX_MAX_REGIONS - 1) n_extra = STK_FX_MAX_REGIONS - 1;
+  for (int k = 0; k < n_extra; k++) extra[k] = stk__input(s, k + 1);
   stk__fx_plan plan;
   memset(&plan, 0, sizeof plan);
   plan.out_h = in.h, plan.out_w = in.w, plan.out_c = in.c, plan.out_dtype = in.dtype;
@@ -114,8 +115,8 @@ static stk__tensor view_of(const stk_tensor_list *tl, size_t i) {
 }
 
 typedef struct {
-  stk_tensor_list *in, *extra[2];
-  bool owned[3];
+  stk_tensor_list *in, *extra[STK_FX_MAX_REGIONS];
+  bool owned[STK_FX_MAX_REGIONS + 1];
   int n_extra;
   stk_gpu_fx_sample *fs;
   stk_gpu_clahe_sample *cs;
@@ -152,8 +153,8 @@ static stk_status plan_gpu_sample(stk__node *node, stk__gpu_batch *b, fx_batch *
   if (in.h < 1 || in.w < 1 || in.h > INT32_MAX || in.w > INT32_MAX || in.c > INT32_MAX)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image %lldx%lld is empty or too large",
                       (long long)in.h, (long long)in.w);
-  stk__tensor ex[2];
-  const stk__tensor *exp[2] = {NULL, NULL};
+  stk__tensor ex[STK_FX_MAX_REGIONS];
+  const stk__tensor *exp[STK_FX_MAX_REGIONS] = {NULL};
   for (int k = 0; k < fb->n_extra; k++) ex[k] = view_of(fb->extra[k], i), exp[k] = &ex[k];
   stk__fx_plan plan;
   memset(&plan, 0, sizeof plan);
@@ -221,7 +222,8 @@ stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *
   STK_TRY(stk__gpu_device_input(b, 0, &fb.in, &fb.owned[0]));
   fb.n_extra = stk__node_num_inputs(node) - 1;
   stk_status st = STK_OK;
-  for (int k = 0; k < fb.n_extra && k < 2 && st == STK_OK; k++)
+  if (fb.n_extra > STK_FX_MAX_REGIONS - 1) fb.n_extra = STK_FX_MAX_REGIONS - 1;
+  for (int k = 0; k < fb.n_extra && st == STK_OK; k++)
     st = stk__gpu_device_input(b, k + 1, &fb.extra[k], &fb.owned[k + 1]);
   fb.fs = stk__calloc(n ? n : 1, sizeof *fb.fs, "an effects plan");
   fb.cs = stk__calloc(n ? n : 1, sizeof *fb.cs, "a clahe plan");

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_util.h"
-#include "image_util.h"
+#include "effects_common.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* paste                                                                              */
@@ -325,13 +324,13 @@ static stk_status mp_pair(stk__node *node, stk__sample *s, int abs_arg, int rel_
 }
 
 /* Pastes region k (from input k) onto the canvas `out`. */
-static stk_status mp_paste(stk__node *node, stk__sample *s, int k, int nregions,
-                           const stk__image *in, const stk__image *out) {
-  int64_t isz[2] = {in->h, in->w}, osz[2] = {out->h, out->w}, zero[2] = {0, 0};
-  int64_t ia[2], oa[2], sh[2];
+static stk_status mp_region(stk__node *node, stk__sample *s, int k, int nregions, int64_t in_h,
+                            int64_t in_w, int64_t out_h, int64_t out_w, int64_t ia[2],
+                            int64_t sh[2], int64_t oa[2]) {
+  int64_t isz[2] = {in_h, in_w}, osz[2] = {out_h, out_w}, zero[2] = {0, 0};
   double ia_rel[2], sh_rel[2], unused[2];
   STK_TRY(mp_pair(node, s, MP_IN_ANCH, MP_IN_ANCH_REL, k, nregions, isz, zero, ia, ia_rel));
-  int64_t rest[2] = {in->h - ia[0], in->w - ia[1]};
+  int64_t rest[2] = {in_h - ia[0], in_w - ia[1]};
   STK_TRY(mp_pair(node, s, MP_SHAPES, MP_SHAPES_REL, k, nregions, isz, rest, sh, sh_rel));
   /* relative shapes end at trunc((anchor + shape) * size), DALI's rounding of a region
    * given wholly in relative terms */
@@ -348,8 +347,16 @@ static stk_status mp_paste(stk__node *node, stk__sample *s, int k, int nregions,
                         "region %d: %lldx%lld from (%lld, %lld) of the %lldx%lld input to "
                         "(%lld, %lld) does not fit the input or the %lldx%lld canvas",
                         k, (long long)sh[0], (long long)sh[1], (long long)ia[0], (long long)ia[1],
-                        (long long)in->h, (long long)in->w, (long long)oa[0], (long long)oa[1],
-                        (long long)out->h, (long long)out->w);
+                        (long long)in_h, (long long)in_w, (long long)oa[0], (long long)oa[1],
+                        (long long)out_h, (long long)out_w);
+  return STK_OK;
+}
+
+/* Pastes region k (from input k) onto the canvas `out`. */
+static stk_status mp_paste(stk__node *node, stk__sample *s, int k, int nregions,
+                           const stk__image *in, const stk__image *out) {
+  int64_t ia[2], sh[2], oa[2];
+  STK_TRY(mp_region(node, s, k, nregions, in->h, in->w, out->h, out->w, ia, sh, oa));
   size_t ies = stk_dtype_size(in->dtype), oes = stk_dtype_size(out->dtype);
   size_t row = (size_t)sh[1] * (size_t)in->c;
   for (int64_t y = 0; y < sh[0]; y++) {
@@ -360,22 +367,38 @@ static stk_status mp_paste(stk__node *node, stk__sample *s, int k, int nregions,
   return STK_OK;
 }
 
+/* The canvas extents: output_size, or input 0's. */
+static stk_status mp_canvas(stk__node *node, stk__sample *s, int64_t *h, int64_t *w) {
+  if (stk__arg_given(node, MP_OUT_SIZE)) {
+    const int64_t *v;
+    if (stk__arg_ints(node, s, MP_OUT_SIZE, &v) != 2 || v[0] < 0 || v[1] < 0)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "output_size must be [H, W] with non-negative extents");
+    *h = v[0], *w = v[1];
+  }
+  if ((double)*h * (double)*w > (double)stk__node_max_pixels(node))
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "canvas %lldx%lld exceeds the pixel limit",
+                      (long long)*h, (long long)*w);
+  return STK_OK;
+}
+
+/* Input k must match input 0's type and channels. */
+static stk_status mp_same(stk__node *node, stk__sample *s, int k, stk_dtype dt, int64_t c,
+                          stk_dtype dt0, int64_t c0) {
+  if (dt == dt0 && c == c0) return STK_OK;
+  return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                    "input %d is %lld channels of %s; input 0 %lld of %s", k, (long long)c,
+                    stk_dtype_name(dt) ? stk_dtype_name(dt) : "?", (long long)c0,
+                    stk_dtype_name(dt0) ? stk_dtype_name(dt0) : "?");
+}
+
 static stk_status mp_run(stk__node *node, stk__sample *s) {
   int nin = stk__node_num_inputs(node);
   stk__image first = {0};
   STK_TRY(stk__image_input(node, s, 0, NULL, 0, &first));
   stk__image out = {NULL, first.dtype, first.h, first.w, first.c};
   STK_TRY(stk__dtype_or_same(node, MP_DTYPE, "dtype", first.dtype, &out.dtype));
-  if (stk__arg_given(node, MP_OUT_SIZE)) {
-    const int64_t *v;
-    if (stk__arg_ints(node, s, MP_OUT_SIZE, &v) != 2 || v[0] < 0 || v[1] < 0)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "output_size must be [H, W] with non-negative extents");
-    out.h = v[0], out.w = v[1];
-  }
-  if ((double)out.h * (double)out.w > (double)stk__node_max_pixels(node))
-    return STK__SFAIL(STK_ERR_LIMIT, node, s, "canvas %lldx%lld exceeds the pixel limit",
-                      (long long)out.h, (long long)out.w);
+  STK_TRY(mp_canvas(node, s, &out.h, &out.w));
   int64_t shape[3] = {out.h, out.w, out.c};
   stk__tensor *t;
   STK_TRY(stk__output(s, 0, out.dtype, 3, shape, "HWC", &t));
@@ -384,13 +407,50 @@ static stk_status mp_run(stk__node *node, stk__sample *s) {
   for (int k = 0; k < nin; k++) {
     stk__image in = {0};
     STK_TRY(stk__image_input(node, s, k, NULL, 0, &in));
-    if (in.dtype != first.dtype || in.c != first.c)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "input %d is %lld channels of %s; input 0 %lld of %s", k, (long long)in.c,
-                        stk_dtype_name(in.dtype), (long long)first.c, stk_dtype_name(first.dtype));
+    STK_TRY(mp_same(node, s, k, in.dtype, in.c, first.dtype, first.c));
     STK_TRY(mp_paste(node, s, k, nin, &in, &out));
   }
   return STK_OK;
+}
+
+/* GPU: the canvas is the effects kernel's STK_FX_OP_PASTE (src/shared/effects_px.h), the
+ * regions planned on the host exactly as above. Types: uint8, uint16, int16, float32. */
+static stk_status mp_plan_gpu(stk__node *node, stk__sample *s, const stk__image *in,
+                              const stk__tensor *const *extra, int n_extra, stk__fx_plan *plan) {
+  STK_TRY(stk__dtype_or_same(node, MP_DTYPE, "dtype", in->dtype, &plan->out_dtype));
+  bool ok = false;
+  for (int k = 0; k < 4; k++) ok |= plan->out_dtype == stk__fx_all_dtypes[k];
+  if (!ok)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "on the GPU the output type must be uint8, uint16, int16 or float32");
+  STK_TRY(mp_canvas(node, s, &plan->out_h, &plan->out_w));
+  int nin = n_extra + 1;
+  stk_fx_params *p = &plan->p;
+  p->op = STK_FX_OP_PASTE;
+  p->nregions = nin;
+  for (int k = 0; k < nin; k++) {
+    const stk__tensor *t = k ? extra[k - 1] : NULL;
+    int64_t h = k ? t->shape[0] : in->h, w = k ? t->shape[1] : in->w;
+    int64_t c = k ? (t->ndim == 3 ? t->shape[2] : 1) : in->c;
+    if (k && t->ndim != 2 && t->ndim != 3)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "input %d is not an HWC image", k);
+    STK_TRY(mp_same(node, s, k, k ? t->dtype : in->dtype, c, in->dtype, in->c));
+    int64_t ia[2], sh[2], oa[2];
+    STK_TRY(mp_region(node, s, k, nin, h, w, plan->out_h, plan->out_w, ia, sh, oa));
+    p->regions[k] = (stk_fx_region){k ? t->data : in->data,
+                                    (int)ia[0],
+                                    (int)ia[1],
+                                    (int)sh[0],
+                                    (int)sh[1],
+                                    (int)oa[0],
+                                    (int)oa[1],
+                                    (int)w};
+  }
+  return STK_OK;
+}
+
+static stk_status mp_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__fx_run_gpu(node, b, stk__fx_all_dtypes, 4, mp_plan_gpu);
 }
 
 static const stk_op_schema mp_schema = {
@@ -399,8 +459,9 @@ static const stk_op_schema mp_schema = {
         "Pastes a region of each input onto one zeroed canvas per sample, in input order "
         "(later regions cover earlier ones): DALI's multi_paste in its several-inputs form "
         "(region k from input k). Regions must fit their input and the canvas. Any "
-        "numeric type; dtype converts. CPU only in stoker (DALI has a GPU version).",
-    .devices = STK_DEVICE_CPU,
+        "numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype "
+        "converts (rounded, saturated).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 16,
     .inputs = mp_in,
@@ -408,6 +469,11 @@ static const stk_op_schema mp_schema = {
     .outputs = mp_out,
     .num_args = MP_COUNT_,
     .args = mp_args,
+    .gpu_check =
+        "# atol=0\n"
+        "return multi_paste(IN, IN, in_anchors_rel=[0.5, 0.5, 0.0, 0.0], "
+        "shapes_rel=[0.5, 0.5, 0.25, 0.25], out_anchors_rel=[0.0, 0.0, 0.6, 0.6], "
+        "device=@)",
 };
 const stk__op_def stk__op_multi_paste = {
-    .schema = &mp_schema, .init = mp_init, .run_sample = mp_run};
+    .schema = &mp_schema, .init = mp_init, .run_sample = mp_run, .run_gpu = mp_run_gpu};

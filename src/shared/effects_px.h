@@ -447,8 +447,17 @@ enum {
   STK_FX_OP_DILATE,
   STK_FX_OP_ERODE,
   STK_FX_OP_DEBAYER,
-  STK_FX_OP_CLAHE
+  STK_FX_OP_CLAHE,
+  STK_FX_OP_PASTE /* multi_paste: regions of several images on a zeroed canvas */
 };
+
+/* multi_paste's regions: h x w elements from (iy, ix) of `src` (src_w pixels a row, the
+ * canvas's channel count and type) to (oy, ox) of the canvas. */
+#define STK_FX_MAX_REGIONS 16
+typedef struct {
+  const void *src;
+  int iy, ix, h, w, oy, ox, src_w;
+} stk_fx_region;
 
 #define STK_FX_MAX_FILL 16
 
@@ -467,7 +476,22 @@ typedef struct {
   int ry, rx;               /* debayer: parity of the red sensors */
   const uint8_t *luts;      /* clahe: tiles_y x tiles_x x 256 */
   int tiles_y, tiles_x, th, tw, luma;
+  int nregions; /* multi_paste */
+  stk_fx_region regions[STK_FX_MAX_REGIONS];
 } stk_fx_params;
+
+/* multi_paste: channel ch of canvas pixel (x, y): the last region covering it, else 0. */
+STK_HD float stk_fx_paste(const stk_fx_params *p, const stk_fx_image *im, long long x, long long y,
+                          long long ch) {
+  for (int r = p->nregions - 1; r >= 0; r--) {
+    const stk_fx_region *g = &p->regions[r];
+    if (y < g->oy || y >= (long long)g->oy + g->h || x < g->ox || x >= (long long)g->ox + g->w)
+      continue;
+    long long sy = g->iy + (y - g->oy), sx = g->ix + (x - g->ox);
+    return stk_fx_load(g->src, im->dtype, (sy * g->src_w + sx) * im->c + ch);
+  }
+  return 0.0f;
+}
 
 /* Output element (x, y, ch) of the effect `p` on image `im` (x, y: output indices). */
 STK_HD float stk_fx_eval(const stk_fx_params *p, const stk_fx_image *im, long long x, long long y,
@@ -501,6 +525,8 @@ STK_HD float stk_fx_eval(const stk_fx_params *p, const stk_fx_image *im, long lo
                           p->op == STK_FX_OP_DILATE);
     case STK_FX_OP_DEBAYER:
       return stk_fx_debayer(im, x, y, p->ry, p->rx, (int)ch);
+    case STK_FX_OP_PASTE:
+      return stk_fx_paste(p, im, x, y, ch);
     case STK_FX_OP_CLAHE: {
       const uint8_t *px = (const uint8_t *)im->data + (y * im->w + x) * im->c;
       if (!p->luma)
@@ -549,9 +575,9 @@ STK_HD void stk_fx_eval_pixel(const stk_fx_params *p, const stk_fx_image *im, lo
   }
   if (mapped) {
     for (long long ch = 0; ch < out_c; ch++)
-      stk_fx_store(dst, out_dtype, base + ch,
-                   stk_fx_sample(im, X, Y, ch, p->interp, p->border,
-                                 p->fill[ch < p->nfill ? ch : 0]));
+      stk_fx_store(
+          dst, out_dtype, base + ch,
+          stk_fx_sample(im, X, Y, ch, p->interp, p->border, p->fill[ch < p->nfill ? ch : 0]));
     return;
   }
   if (p->op == STK_FX_OP_CLAHE && p->luma) {
@@ -561,7 +587,9 @@ STK_HD void stk_fx_eval_pixel(const stk_fx_params *p, const stk_fx_image *im, lo
     double L = floor(lab[0] + 0.5);
     lab[1] = floor(lab[1] + 0.5), lab[2] = floor(lab[2] + 0.5); /* 8-bit Lab, as OpenCV */
     lab[0] = stk_fx_clahe_px(p->luts, p->tiles_y, p->tiles_x, p->th, p->tw, x, y,
-                             (int)(L < 0 ? 0 : L > 255 ? 255 : L));
+                             (int)(L < 0     ? 0
+                                   : L > 255 ? 255
+                                             : L));
     for (int ch = 0; ch < 3; ch++)
       stk_fx_store(dst, out_dtype, base + ch, (float)stk_fx_lab2rgb(lab, ch));
     return;

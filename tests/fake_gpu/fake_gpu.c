@@ -267,8 +267,7 @@ static void run_effects(op *o) {
     long long e = 0;
     for (long long y = 0; y < s->out_h; y++)
       for (long long x = 0; x < s->out_w; x++)
-        stk_fx_eval_pixel(&s->p, &im, x, y, s->out_w, s->out_c, s->dst, f->out, e),
-            e += s->out_c;
+        stk_fx_eval_pixel(&s->p, &im, x, y, s->out_w, s->out_c, s->dst, f->out, e), e += s->out_c;
   }
   free(f->px);
   free(f->cl);

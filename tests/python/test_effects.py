@@ -621,6 +621,17 @@ GPU_CASES = [
 # (paste runs on the GPU through the crop kernel, which the fake does not have)
 
 
+def test_multi_paste_gpu_on_fake_gpu(fake_gpu):
+    b = [np.ascontiguousarray(im[::-1]) for im in IMAGES]
+    build = lambda x, y: fn.multi_paste(x, y.gpu() if x.device == "gpu" else y,  # noqa: E731
+                                        in_anchors_rel=[0.5, 0.5, 0.0, 0.0], shapes_rel=[0.5, 0.5, 0.3, 0.3],
+                                        out_anchors_rel=[0.0, 0.0, 0.4, 0.5], dtype=types.FLOAT)
+    cpu = run_device(build, IMAGES, "cpu", [b])
+    gpu = run_device(build, IMAGES, "gpu", [b])
+    for a, g in zip(cpu, gpu):
+        assert a.dtype == np.float32 and a.shape == g.shape and np.array_equal(a, g)
+
+
 @pytest.mark.parametrize("name,build,images,extra", GPU_CASES, ids=[c[0] for c in GPU_CASES])
 def test_gpu_backend_matches_cpu_on_fake_gpu(fake_gpu, name, build, images, extra):
     ex = [[np.int32(i % 2) for i in range(len(images))]] if extra == "mask" else None
