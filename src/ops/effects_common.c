@@ -142,13 +142,15 @@ static stk_status plan_gpu_sample(stk__node *node, stk__gpu_batch *b, fx_batch *
                                   stk_dtype *out_dtype) {
   stk__sample *s = stk__gpu_sample(b, i);
   stk__tensor t = view_of(fb->in, i);
-  bool ok = t.ndim == 3 || t.ndim == 2;
+  bool ok = (t.ndim == 3 && (!t.layout[0] || strcmp(t.layout, "HWC") == 0)) ||
+            (t.ndim == 2 && (!t.layout[0] || strcmp(t.layout, "HW") == 0));
   bool dt_ok = false;
   for (int k = 0; k < ndtypes; k++) dt_ok |= t.dtype == dtypes[k];
   if (!ok || !dt_ok)
     return STK__SFAIL(dt_ok ? STK_ERR_INVALID_ARGUMENT : STK_ERR_UNSUPPORTED, node, s,
-                      "expects an HWC image of a supported type, got %d dimensions of %s", t.ndim,
-                      stk_dtype_name(t.dtype) ? stk_dtype_name(t.dtype) : "?");
+                      "expects an HWC image of a supported type, got %d dimensions of %s, "
+                      "layout '%s'",
+                      t.ndim, stk_dtype_name(t.dtype) ? stk_dtype_name(t.dtype) : "?", t.layout);
   stk__image in = {t.data, t.dtype, t.shape[0], t.shape[1], t.ndim == 3 ? t.shape[2] : 1};
   if (in.h < 1 || in.w < 1 || in.h > INT32_MAX || in.w > INT32_MAX || in.c > INT32_MAX)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "image %lldx%lld is empty or too large",
@@ -210,8 +212,8 @@ static stk_status clahe_luts_gpu(stk__node *node, stk__gpu_batch *b, fx_batch *f
       err);
 }
 
-stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes, int ndtypes,
-                           stk__fx_plan_fn planf) {
+stk_status stk__fx_run_gpu_inputs(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes,
+                                  int ndtypes, stk__fx_plan_fn planf, bool upload_extra) {
   size_t n = stk__gpu_batch_size(b);
   fx_batch fb;
   memset(&fb, 0, sizeof fb);
@@ -224,7 +226,13 @@ stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *
   stk_status st = STK_OK;
   if (fb.n_extra > STK_FX_MAX_REGIONS - 1) fb.n_extra = STK_FX_MAX_REGIONS - 1;
   for (int k = 0; k < fb.n_extra && st == STK_OK; k++)
-    st = stk__gpu_device_input(b, k + 1, &fb.extra[k], &fb.owned[k + 1]);
+    if (upload_extra)
+      st = stk__gpu_device_input(b, k + 1, &fb.extra[k], &fb.owned[k + 1]);
+    else if (stk_tensor_list_storage(fb.extra[k] = stk__gpu_input(b, k + 1)) == STK_STORAGE_DEVICE)
+      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "on the GPU input %d is read on the host: it must come from a CPU "
+                      "operator",
+                      k + 1);
   fb.fs = stk__calloc(n ? n : 1, sizeof *fb.fs, "an effects plan");
   fb.cs = stk__calloc(n ? n : 1, sizeof *fb.cs, "a clahe plan");
   fb.shapes = stk__calloc(n * 3 + 1, sizeof(int64_t), "shapes");
@@ -257,4 +265,9 @@ stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *
   }
   fx_batch_free(b, &fb);
   return stk__gpu_finish(b, fb.in, fb.owned[0], out, st);
+}
+
+stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes, int ndtypes,
+                           stk__fx_plan_fn planf) {
+  return stk__fx_run_gpu_inputs(node, b, dtypes, ndtypes, planf, true);
 }

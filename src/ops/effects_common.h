@@ -38,6 +38,12 @@ stk_status stk__fx_run_cpu(stk__node *node, stk__sample *s, const stk_dtype *dty
 stk_status stk__fx_run_gpu(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes, int ndtypes,
                            stk__fx_plan_fn plan);
 
+/* The same with inputs 1.. handed to the plan as they come (`upload_extra` false: a
+ * CPU producer's list stays in host memory, for arguments read on the host) or uploaded
+ * (true, what stk__fx_run_gpu does). */
+stk_status stk__fx_run_gpu_inputs(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes,
+                                  int ndtypes, stk__fx_plan_fn planf, bool upload_extra);
+
 /* clahe's tile extents for an h x w image (OpenCV's: the image padded by mirroring to
  * whole tiles when the tiles do not divide it). */
 void stk__fx_clahe_tiles(stk__fx_plan *plan, int64_t h, int64_t w);

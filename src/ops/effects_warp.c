@@ -438,19 +438,10 @@ static stk_status wp_run(stk__node *node, stk__sample *s) {
   return stk__fx_run_cpu(node, s, stk__fx_all_dtypes, 4, wp_plan);
 }
 
-/* On the GPU a matrix input lives in device memory when a GPU node made it: it must
- * come from a CPU node (a constant or transforms.*) there. */
-static stk_status wp_plan_gpu(stk__node *node, stk__sample *s, const stk__image *in,
-                              const stk__tensor *const *extra, int n_extra, stk__fx_plan *plan) {
-  (void)extra;
-  if (n_extra > 0)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
-                      "on the GPU the matrix must be the 'matrix' argument (per-sample feeds "
-                      "allowed), not an input");
-  return wp_plan(node, s, in, NULL, 0, plan);
-}
+/* On the GPU the matrix input is read on the host (stk__fx_run_gpu_inputs keeps a CPU
+ * producer's list there and refuses a GPU producer's). */
 static stk_status wp_run_gpu(stk__node *node, stk__gpu_batch *b) {
-  return stk__fx_run_gpu(node, b, stk__fx_all_dtypes, 4, wp_plan_gpu);
+  return stk__fx_run_gpu_inputs(node, b, stk__fx_all_dtypes, 4, wp_plan, false);
 }
 
 static const stk_op_schema wp_schema = {

@@ -652,3 +652,22 @@ def test_remap_gpu_on_fake_gpu(fake_gpu):
     gpu = run_device(build, IMAGES[:2], "gpu", [mx, my])
     for a, b in zip(cpu, gpu):
         assert a.shape == (h, w, 3) and np.array_equal(a, b)
+
+
+def test_gpu_bad_input_on_fake_gpu(fake_gpu):
+    with pytest.raises(StokerError, match="expects an HWC image of a supported type, got 3 dimensions of int32"):
+        run_device(lambda x: fn.water(x), [NOISE.astype(np.int32)], "gpu")
+    with pytest.raises(StokerError, match="window_size \\[9, 15\\]"):
+        run_device(lambda x: fn.experimental.median_blur(x, window_size=[9, 15]), [NOISE], "gpu")
+    mats = [np.eye(3, dtype=np.float32)]
+    with pytest.raises(StokerError, match="on the GPU input 1 is read on the host"):
+        run_device(lambda x, m: fn.experimental.warp_perspective(x, m.gpu()), [NOISE], "gpu", [mats])
+
+
+def test_warp_perspective_gpu_matrix_input_on_fake_gpu(fake_gpu):
+    mats = [M.astype(np.float32), np.array([[1, 0.2, 0], [0, 1, 3], [0, 0.001, 1]], np.float32)]
+    build = lambda x, m: fn.experimental.warp_perspective(x, m, border_mode="replicate")  # noqa: E731
+    cpu = run_device(build, IMAGES[:2], "cpu", [mats])
+    gpu = run_device(build, IMAGES[:2], "gpu", [mats])
+    for a, g in zip(cpu, gpu):
+        assert np.array_equal(a, g)
