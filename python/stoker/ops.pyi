@@ -540,9 +540,9 @@ class Jitter(Operator):
     def __init__(self, *, nDegree: int | None = ..., fill_value: float | None = ..., interp_type: str | None = ..., mask: int | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class JpegCompressionDistortion(Operator):
-    """Adds JPEG compression artefacts: each uint8 RGB image is encoded at `quality` (4:2:0, standard tables) and decoded again with libjpeg-turbo, byte for byte what DALI's CPU operator (OpenCV's imencode / imdecode) gives. CPU only in stoker (DALI's GPU version emulates the codec with its own kernels).
+    """Adds JPEG compression artefacts: each uint8 RGB image is encoded at `quality` (4:2:0, standard tables) and decoded again with libjpeg-turbo, byte for byte what DALI's CPU operator (OpenCV's imencode / imdecode) gives. The GPU computes the same round trip without a bitstream (src/shared/jpeg_emul.h) with floating-point transforms where libjpeg uses integer ones: most pixels equal the CPU's, the rest differ by a few levels (coefficients on a rounding boundary).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: uint8 RGB image (HWC, 3 channels)
@@ -552,10 +552,10 @@ class JpegCompressionDistortion(Operator):
 
     Keyword args:
         quality (an int; default 50; may be a DataNode (per-sample argument input)): JPEG quality, 1 (worst) to 100; values outside are clamped
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, quality: int | DataNode | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, quality: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Laplacian(Operator):
     """Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's Sobel-based windows): each partial derivative is a separable convolution of a second-derivative window along its axis and a binomial smoothing window across it; float32 intermediate, border reflect_101.

@@ -9,6 +9,7 @@
 #define STOKER_CUDA_API_EFFECTS_H
 
 #include "../shared/effects_px.h"
+#include "../shared/jpeg_emul.h"
 #include "gpu_api.h"
 
 #ifdef __cplusplus
@@ -34,6 +35,16 @@ typedef struct {
   int limit; /* clip limit in pixels per bin (<= 0: none) */
 } stk_gpu_clahe_sample;
 
+/* jpeg_compression_distortion (src/shared/jpeg_emul.h): a JPEG round trip of an h x w
+ * RGB uint8 image, its intermediate planes in `planes` (stk_je_planes_bytes, device). */
+typedef struct {
+  const uint8_t *src; /* device, dense h x w x 3 */
+  uint8_t *dst;       /* device, dense h x w x 3 */
+  uint8_t *planes;
+  int h, w;
+  uint16_t ql[64], qc[64]; /* quantisation tables (natural order) */
+} stk_gpu_jpeg_sample;
+
 struct stk_gpu_effects_api {
   int version; /* 1 */
   /* n samples of stk_fx_eval; in_dtype, out_dtype: uint8, uint16, int16 or float32. */
@@ -41,6 +52,9 @@ struct stk_gpu_effects_api {
                stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
   int (*clahe_luts)(stk_gpu_ctx *ctx, int n, const stk_gpu_clahe_sample *samples, uintptr_t stream,
                     char *err, size_t errlen);
+  /* Two launches: one thread per 16x16 MCU into the planes, one per output pixel. */
+  int (*jpeg_distort)(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples, uintptr_t stream,
+                      char *err, size_t errlen);
 };
 
 #ifdef __cplusplus

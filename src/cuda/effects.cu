@@ -172,10 +172,82 @@ static int gpu_fx_clahe_luts(stk_gpu_ctx *ctx, int n, const stk_gpu_clahe_sample
   return rc;
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* jpeg_compression_distortion                                                        */
+/* ---------------------------------------------------------------------------------- */
+
+typedef struct {
+  stk_gpu_jpeg_sample s;
+  int mcus_x, mcus;
+} je_dev;
+
+/* Pass 1: thread t of a sample's range reconstructs MCU t into the planes. */
+__global__ void __launch_bounds__(64) fx_jpeg_mcu_kernel(const je_dev *S, const int *first, int n) {
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
+  const je_dev &d = S[si];
+  long long t = (long long)(b - first[si]) * 64 + threadIdx.x;
+  if (t >= d.mcus) return;
+  stk_je_mcu(d.s.src, d.s.h, d.s.w, d.s.ql, d.s.qc, t % d.mcus_x, t / d.mcus_x, d.s.planes);
+}
+
+/* Pass 2: one thread per output pixel. */
+__global__ void __launch_bounds__(FX_THREADS)
+    fx_jpeg_pixel_kernel(const je_dev *S, const int *first, int n) {
+  int b = blockIdx.x, si = stk_find_sample(first, n, b);
+  const stk_gpu_jpeg_sample &s = S[si].s;
+  long long px = (long long)(b - first[si]) * FX_THREADS + threadIdx.x;
+  if (px >= (long long)s.h * s.w) return;
+  long long y = px / s.w, x = px - y * s.w;
+  stk_je_pixel(s.planes, s.h, s.w, x, y, s.dst + px * 3);
+}
+
+static int gpu_fx_jpeg(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples,
+                       uintptr_t stream, char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !samples))
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
+  if (n == 0) return 0;
+  STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
+  fx_plan p1, p2;
+  int rc = fx_plan_init(&p1, n, sizeof(je_dev), err, errlen);
+  if (rc == 0)
+    rc = fx_plan_init(&p2, n, sizeof(je_dev), err, errlen);
+  else
+    memset(&p2, 0, sizeof p2);
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_jpeg_sample *s = &samples[i];
+    if (!s->src || !s->dst || !s->planes || s->h < 1 || s->w < 1) {
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad sizes or NULL pointers", i);
+      break;
+    }
+    je_dev d = {*s, (s->w + 15) / 16, 0};
+    d.mcus = d.mcus_x * ((s->h + 15) / 16);
+    ((je_dev *)p1.host)[i] = d;
+    ((je_dev *)p2.host)[i] = d;
+    p1.nb[i] = stk_cdiv(d.mcus, 64);
+    p2.nb[i] = stk_cdiv((int64_t)s->h * s->w, FX_THREADS);
+  }
+  if (rc == 0)
+    rc = fx_plan_run(ctx, &p1, n, stream, "jpeg_compression_distortion", err, errlen,
+                     [&](const char *dS, const int *df, int blocks) {
+                       fx_jpeg_mcu_kernel<<<blocks, 64, 0, (cudaStream_t)stream>>>(
+                           (const je_dev *)dS, df, n);
+                     });
+  if (rc == 0)
+    rc = fx_plan_run(ctx, &p2, n, stream, "jpeg_compression_distortion", err, errlen,
+                     [&](const char *dS, const int *df, int blocks) {
+                       fx_jpeg_pixel_kernel<<<blocks, FX_THREADS, 0, (cudaStream_t)stream>>>(
+                           (const je_dev *)dS, df, n);
+                     });
+  fx_plan_free(&p1);
+  fx_plan_free(&p2);
+  return rc;
+}
+
 } // namespace
 
 extern "C" STK_HIDDEN const stk_gpu_effects_api stk_gpu_effects_table = {
     1,
     gpu_fx_pixel,
     gpu_fx_clahe_luts,
+    gpu_fx_jpeg,
 };

@@ -246,11 +246,23 @@ struct fx_batch {
   stk_dtype in, out;
   stk_gpu_fx_sample *px;
   stk_gpu_clahe_sample *cl;
+  stk_gpu_jpeg_sample *jpeg; /* jpeg_distort's batch, when set */
 };
 
 static void run_effects(op *o) {
   struct fx_batch *f = o->fx;
-  for (int i = 0; i < f->n && f->clahe; i++) {
+  for (int i = 0; f->jpeg && i < f->n; i++) {
+    const stk_gpu_jpeg_sample *j = &f->jpeg[i];
+    for (long long my = 0; my < (j->h + 15) / 16; my++)
+      for (long long mx = 0; mx < (j->w + 15) / 16; mx++)
+        stk_je_mcu(j->src, j->h, j->w, j->ql, j->qc, mx, my, j->planes);
+    for (long long y = 0; y < j->h; y++)
+      for (long long x = 0; x < j->w; x++)
+        stk_je_pixel(j->planes, j->h, j->w, x, y, j->dst + (y * j->w + x) * 3);
+  }
+  if (f->jpeg) f->n = 0;
+  free(f->jpeg);
+  for (int i = 0; i < f->n && f->clahe; i++) { /* (jpeg batches have n = 0 here) */
     const stk_gpu_clahe_sample *c = &f->cl[i];
     int tiles = c->tiles_y * c->tiles_x;
     for (int t = 0; t < (c->luma ? 1 : c->c) * tiles; t++) {
@@ -862,8 +874,28 @@ static int fx_clahe(stk_gpu_ctx *ctx, int n, const stk_gpu_clahe_sample *samples
   return effects_enqueue(n, NULL, samples, STK_DTYPE_UINT8, STK_DTYPE_UINT8, stream, err, errlen);
 }
 
+static int fx_jpeg(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples, uintptr_t stream,
+                   char *err, size_t errlen) {
+  (void)ctx;
+  if (n <= 0) return n < 0 ? fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "jpeg: n < 0") : 0;
+  struct fx_batch *f = calloc(1, sizeof *f);
+  op *o = calloc(1, sizeof *o);
+  if (f) f->n = n, f->jpeg = dup_bytes(samples, (size_t)n * sizeof *samples);
+  if (!f || !o || !f->jpeg) {
+    if (f) free(f->jpeg);
+    free(f), free(o);
+    return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "jpeg: no memory");
+  }
+  o->kind = OP_EFFECTS;
+  o->fx = f;
+  pthread_mutex_lock(&lock);
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 static const stk_gpu_effects_api effects_api = {
-    .version = 1, .pixel = fx_pixel, .clahe_luts = fx_clahe};
+    .version = 1, .pixel = fx_pixel, .clahe_luts = fx_clahe, .jpeg_distort = fx_jpeg};
 
 static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;

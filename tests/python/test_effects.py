@@ -671,3 +671,22 @@ def test_warp_perspective_gpu_matrix_input_on_fake_gpu(fake_gpu):
     gpu = run_device(build, IMAGES[:2], "gpu", [mats])
     for a, g in zip(cpu, gpu):
         assert np.array_equal(a, g)
+
+
+@pytest.mark.parametrize("quality", [10, 50, 90])
+def test_jpeg_distortion_gpu_emulation_on_fake_gpu(fake_gpu, quality):
+    """The GPU's bitstream-free round trip (src/shared/jpeg_emul.h, run by the fake on the
+    host) against libjpeg on the CPU: floating-point transforms where libjpeg's are
+    integer, so a coefficient on a rounding boundary may land one step apart; most
+    pixels are equal and nearly all within a few levels."""
+    imgs = IMAGES + [np.ascontiguousarray(IMAGES[0][:5, :3]), np.ascontiguousarray(IMAGES[0][:17, :33])]
+    build = lambda x: fn.jpeg_compression_distortion(x, quality=quality)  # noqa: E731
+    cpu = run_device(build, imgs, "cpu")
+    gpu = run_device(build, imgs, "gpu")
+    for a, g in zip(cpu, gpu):
+        assert a.shape == g.shape
+        d = np.abs(a.astype(int) - g)
+        assert (d == 0).mean() > 0.6 and (d > 12).mean() < 0.01, (quality, a.shape, (d > 0).mean(), d.max())
+    # a flat colour survives both exactly (only the DC term, far from any boundary)
+    flat = [np.full((24, 40, 3), (200, 40, 90), np.uint8)]
+    assert np.array_equal(run_device(build, flat, "cpu")[0], run_device(build, flat, "gpu")[0])
