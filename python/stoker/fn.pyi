@@ -268,6 +268,24 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """The same operator as experimental.debayer (DALI 2.4 has both names).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC (or HW) image
+
+    Outputs:
+        output: the filtered image
+
+    Keyword args:
+        blue_position (a list of ints; required; may be a DataNode (per-sample argument input)): [y, x] of the blue sensor in the 2x2 tile that starts at the second row and column (OpenCV's naming): [0, 0] BG (BGGR), [0, 1] GB, [1, 0] GR, [1, 1] RG
+        algorithm (a string; default "bilinear_ocv"; one of 'bilinear_ocv', 'default_npp'): bilinear interpolation (both names run it; DALI's GPU default_npp differs slightly)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
@@ -1229,7 +1247,7 @@ class experimental:
     """The experimental namespace."""
     @staticmethod
     def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
+        """Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's debayer / experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
 
         Devices: cpu, gpu.
 

@@ -282,6 +282,25 @@ class CropMirrorNormalize(Operator):
     """
     def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., mirror: int | DataNode | None = ..., mean: Sequence[float] | DataNode | None = ..., std: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., dtype: str | None = ..., output_layout: str | None = ..., pad_output: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., rounding: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Debayer(Operator):
+    """The same operator as experimental.debayer (DALI 2.4 has both names).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC (or HW) image
+
+    Outputs:
+        output: the filtered image
+
+    Keyword args:
+        blue_position (a list of ints; required; may be a DataNode (per-sample argument input)): [y, x] of the blue sensor in the 2x2 tile that starts at the second row and column (OpenCV's naming): [0, 0] BG (BGGR), [0, 1] GB, [1, 0] GR, [1, 1] RG
+        algorithm (a string; default "bilinear_ocv"; one of 'bilinear_ocv', 'default_npp'): bilinear interpolation (both names run it; DALI's GPU default_npp differs slightly)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Equalize(Operator):
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
@@ -1275,7 +1294,7 @@ class decoders:
 class experimental:
     """The experimental namespace."""
     class Debayer(Operator):
-        """Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
+        """Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's debayer / experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
 
         Devices: cpu, gpu.
 

@@ -123,6 +123,7 @@
   X(stk__op_experimental_dilate)                                                               \
   X(stk__op_experimental_erode)                                                                \
   X(stk__op_experimental_debayer)                                                              \
+  X(stk__op_debayer)                                                                           \
   X(stk__op_clahe)                                                                             \
   X(stk__op_paste)                                                                             \
   X(stk__op_multi_paste)                                                                       \

@@ -23,7 +23,7 @@
 #include "gpu_common.h"
 
 /* 16-bit fixed point of a JFIF weight, rounded. */
-#define STK_JE_FIX(x) ((int32_t)((x) * 65536.0 + 0.5))
+#define STK_JE_FIX(x) ((int32_t)((x)*65536.0 + 0.5))
 
 /* Bytes of the intermediate planes of an h x w image: Y (16-aligned extents) and the two
  * half-size chroma planes. */
@@ -36,10 +36,12 @@ STK_HD size_t stk_je_planes_bytes(long long h, long long w) {
 STK_HD void stk_je_ycc(int r, int g, int b, int *y, int *cb, int *cr) {
   const int32_t half = 1 << 15, off = 128 << 16;
   *y = (STK_JE_FIX(0.29900) * r + STK_JE_FIX(0.58700) * g + STK_JE_FIX(0.11400) * b + half) >> 16;
-  *cb = (-STK_JE_FIX(0.16874) * r - STK_JE_FIX(0.33126) * g + STK_JE_FIX(0.5) * b + off + half - 1) >>
-        16;
-  *cr = (STK_JE_FIX(0.5) * r - STK_JE_FIX(0.41869) * g - STK_JE_FIX(0.08131) * b + off + half - 1) >>
-        16;
+  *cb =
+      (-STK_JE_FIX(0.16874) * r - STK_JE_FIX(0.33126) * g + STK_JE_FIX(0.5) * b + off + half - 1) >>
+      16;
+  *cr =
+      (STK_JE_FIX(0.5) * r - STK_JE_FIX(0.41869) * g - STK_JE_FIX(0.08131) * b + off + half - 1) >>
+      16;
 }
 
 /* One 8x8 block through DCT, quantisation (q: 64 divisors, natural order) and back:
@@ -111,7 +113,8 @@ STK_HD void stk_je_mcu(const uint8_t *src, long long h, long long w, const uint1
   stk_je_block(cr, qc);
   for (int ly = 0; ly < 16; ly++)
     for (int lx = 0; lx < 16; lx++)
-      py[(my * 16 + ly) * W + mx * 16 + lx] = (uint8_t)yb[(ly / 8) * 2 + lx / 8][(ly % 8) * 8 + lx % 8];
+      py[(my * 16 + ly) * W + mx * 16 + lx] =
+          (uint8_t)yb[(ly / 8) * 2 + lx / 8][(ly % 8) * 8 + lx % 8];
   for (int j = 0; j < 8; j++)
     for (int i = 0; i < 8; i++) {
       pcb[(my * 8 + j) * (W / 2) + mx * 8 + i] = (uint8_t)cb[j * 8 + i];

@@ -336,6 +336,12 @@ def test_debayer_matches_opencv(pos, dtype):
     assert np.array_equal(out[1 - r_y::2, 1 - r_x::2, 2], mosaic[1 - r_y::2, 1 - r_x::2])
 
 
+def test_debayer_main_name():
+    mosaic = np.ascontiguousarray(NOISE[..., 2])
+    out = run1(lambda x: fn.debayer(x, blue_position=[1, 0]), mosaic)  # DALI 2.4's name
+    assert np.array_equal(out[1:-1, 1:-1], cv2.cvtColor(mosaic, BAYER[(1, 0)])[1:-1, 1:-1])
+
+
 def test_debayer_per_sample_pattern():
     mosaic = np.ascontiguousarray(NOISE[..., 1])
     pats = [np.array([0, 0], np.int32), np.array([1, 1], np.int32)]
