@@ -90,18 +90,29 @@ STK_HD void stk_je_mcu(const uint8_t *src, long long h, long long w, const uint1
   long long W = (w + 15) / 16 * 16, H = (h + 15) / 16 * 16;
   uint8_t *py = planes, *pcb = planes + H * W, *pcr = pcb + (H / 2) * (W / 2);
   int yb[4][64], cb[64], cr[64];
+  /* luminance: the image's last column and row repeated over the MCU */
+  for (int ly = 0; ly < 16; ly++)
+    for (int lx = 0; lx < 16; lx++) {
+      long long y = my * 16 + ly, x = mx * 16 + lx;
+      const uint8_t *p = src + ((y < h ? y : h - 1) * w + (x < w ? x : w - 1)) * 3;
+      int Y, Cb, Cr;
+      stk_je_ycc(p[0], p[1], p[2], &Y, &Cb, &Cr);
+      yb[(ly / 8) * 2 + lx / 8][(ly % 8) * 8 + lx % 8] = Y;
+    }
+  /* chroma: 2x2 means of the column-padded rows; below the last chroma row (ceil(h / 2)),
+   * that row repeats (libjpeg pads the downsampled plane, not the image) */
+  long long last = (h + 1) / 2 - 1;
   for (int j = 0; j < 8; j++)
     for (int i = 0; i < 8; i++) {
+      long long gj = my * 8 + j;
+      gj = gj < last ? gj : last;
       int scb = 0, scr = 0;
       for (int dy = 0; dy < 2; dy++)
         for (int dx = 0; dx < 2; dx++) {
-          long long y = my * 16 + 2 * j + dy, x = mx * 16 + 2 * i + dx;
-          long long yc = y < h ? y : h - 1, xc = x < w ? x : w - 1;
-          const uint8_t *p = src + (yc * w + xc) * 3;
+          long long y = 2 * gj + dy, x = mx * 16 + 2 * i + dx;
+          const uint8_t *p = src + ((y < h ? y : h - 1) * w + (x < w ? x : w - 1)) * 3;
           int Y, Cb, Cr;
           stk_je_ycc(p[0], p[1], p[2], &Y, &Cb, &Cr);
-          int ly = 2 * j + dy, lx = 2 * i + dx;
-          yb[(ly / 8) * 2 + lx / 8][(ly % 8) * 8 + lx % 8] = Y;
           scb += Cb, scr += Cr;
         }
       int bias = (i & 1) ? 2 : 1; /* libjpeg's alternating 2x2 rounding */
