@@ -261,7 +261,7 @@ typedef struct stk_op stk_op;
 /* `device` is "cpu", "mixed" or "gpu" (NULL means "cpu"). Fails with
  * STK_ERR_NOT_FOUND for an unknown operator, STK_ERR_UNSUPPORTED for a device the
  * operator does not have. The caller destroys the op with stk_op_destroy. */
-STK_API stk_status stk_op_create(stk_op **out, const char *schema_name, const char *device);
+STK_API stk_status stk_op_create(const char *schema_name, const char *device, stk_op **out);
 STK_API void stk_op_destroy(stk_op *op);
 /* The instance name (used for reader metadata, timing tables and RNG keys). */
 STK_API stk_status stk_op_set_name(stk_op *op, const char *instance_name);
@@ -368,6 +368,11 @@ typedef struct {
   /* Mixed decoders: samples decoded by libjpeg-turbo in the CPU stage and uploaded (the
    * cpu_decoder_load share, and files nvJPEG does not take). */
   int64_t host_decoded;
+  /* The sample cache ("cache" operators, all of them together): samples found (their
+   * prefix skipped) and not found, in batches made so far (prefetched ones included); the
+   * bytes and samples held (in memory, or the files on disk); samples evicted or not
+   * stored because they did not fit capacity_bytes. */
+  int64_t cache_hits, cache_misses, cache_bytes, cache_entries, cache_dropped;
 } stk_stats;
 
 /* The GPU decoders' instrumentation, for profiling them (what a user tunes with

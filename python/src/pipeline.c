@@ -380,7 +380,7 @@ static PyObject *pl_add_op(PyObject *self, PyObject *a) {
     return NULL;
   if (enter(self) < 0) return NULL;
   stk_op *op = NULL;
-  stk_status st = stk_op_create(&op, schema_name, device);
+  stk_status st = stk_op_create(schema_name, device, &op);
   if (st == STK_OK)
     st = fill_op(op, stk_registry_find(schema_name), name, inputs, outputs, args, arg_inputs);
   if (st == STK_OK) st = add_guards(op, guards);
@@ -659,6 +659,11 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"consumer_wait_ns", s.consumer_wait_ns},
       {"decode_stage_ns", s.decode_stage_ns},
       {"host_decoded", s.host_decoded},
+      {"cache_hits", s.cache_hits},
+      {"cache_misses", s.cache_misses},
+      {"cache_bytes", s.cache_bytes},
+      {"cache_entries", s.cache_entries},
+      {"cache_dropped", s.cache_dropped},
   };
   PyObject *d = stats_dict(items, sizeof items / sizeof items[0]);
   return dict_put(d, "skipped_samples", d ? skipped_samples(self) : NULL);

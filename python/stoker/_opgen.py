@@ -9,6 +9,7 @@ against the same schema.
 
 import inspect
 import keyword
+import os
 import sys
 import types as _pytypes
 
@@ -89,7 +90,23 @@ class _PairedReaderHook:
         return _graph.outputs_of(inst)
 
 
+class _CacheHook:
+    """cache: one output per input (DALI has no such operator; the C schema's num_outputs is
+    -1)."""
+    extra_kwargs = {}
+    returns = "DataNode | list[DataNode]"
+
+    def call(self, schema, inputs, kwargs):
+        if kwargs.get("path") is None:
+            kwargs.pop("path", None)
+        elif isinstance(kwargs["path"], os.PathLike):
+            kwargs["path"] = os.fspath(kwargs["path"])
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=len(inputs))
+        return _graph.outputs_of(inst)
+
+
 HOOKS["readers.file"] = _PairedReaderHook()
+HOOKS["cache"] = _CacheHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",

@@ -65,6 +65,33 @@ class BrightnessContrast(Operator):
     """
     def __init__(self, *, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Cache(Operator):
+    """stoker extension (not in DALI): keeps what the deterministic part of the pipeline in front of it made for each sample (e.g. decode + resize), keyed by the reader's sample (its file and place in it, with the file's size and modification time: a changed file is made again), so epochs after the first skip that part and run only what follows. Outputs its inputs unchanged. Operators only the cache needs do not run for a hit (a reader whose labels go elsewhere still reads the file: cache the labels too to skip it). Random operators may not feed it, and its prefix must start at a data set reader. Entries are keyed by the prefix's operators and argument values, so a changed prefix never returns stale samples. Hits and misses: stats() (cache_hits, cache_misses, ...).
+
+    Devices: cpu.
+
+    Inputs:
+        input0: a tensor made by a deterministic prefix from a reader's samples
+        input1 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input2 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input3 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input4 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input5 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input6 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input7 (optional): a tensor made by a deterministic prefix from a reader's samples
+
+    Outputs:
+        a number set by the arguments
+        outputs: the inputs, one output per input
+
+    Keyword args:
+        capacity_bytes (an int; default 1073741824; in [0, 9.2e+18]): The most bytes the cache holds (tensors plus a small header per sample). In memory, the least recently used samples make room for new ones; on disk, samples that do not fit are not stored (the files already there stay).
+        path (a string; default ""): Empty: keep the samples in memory (for this pipeline's life). A directory (created if missing): one file per sample and a manifest naming the prefix; it survives the pipeline, and a directory made for another prefix is emptied of its cache files first.
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, capacity_bytes: int | None = ..., path: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class Cast(Operator):
     """Converts every element to `dtype` with saturation: float to integer rounds half away from zero and clamps to the type's range (DALI's CPU cast).
 

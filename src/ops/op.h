@@ -78,6 +78,14 @@ typedef struct stk__op_def {
   /* GPU operators that fuse with a neighbour (resampling into crop_mirror_normalize):
    * their part of the fusion, described in gpu_util.h. May be NULL. */
   const struct stk__gpu_fusion *fusion;
+  /* Readers (optional): what names item `item` for the sample cache (pipeline/cache.c),
+   * appended to `id` (the same item always gives the same text: a path), and what
+   * changes with its contents, appended to `stamp` (size, modification time), so a
+   * changed file is a miss; and *source, what names it in error messages (as for
+   * stk__sample_set_source: outliving the batch), for the samples whose reader a hit
+   * skips. NULL: the cache names the item by its index. */
+  stk_status (*item_identity)(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
+                              const char **source);
 } stk__op_def;
 
 /* Argument tables: end the operator's argument enum with a count and index every entry

@@ -104,7 +104,8 @@
   X(stk__op_external_source)                                                       \
   X(stk__op_python_function)                                                       \
   X(stk__op_select)                                                                \
-  X(stk__op_constant)
+  X(stk__op_constant)                                                              \
+  X(stk__op_cache)
 
 #define STK__OPS_AUTOAUG(X) /* autoaug_op.c */ \
   X(stk__op_auto_augment_choose)               \

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "arena.h"
+#include "cache.h"
 #include "gpu_stage.h"
 #include "internal.h"
 
@@ -97,7 +98,9 @@ struct stk__exec {
   stk__tensor *edge_tensors; /* n * num_edges */
   unsigned char *prep;       /* n * prep_stride: records of the prepared mixed operators */
   size_t prep_stride;
-  int64_t *items; /* n * num_readers */
+  unsigned char *skip; /* n * num_nodes: cache.c's skip masks (NULL without caches) */
+  char **cache_keys;   /* n * num_nodes */
+  int64_t *items;      /* n * num_readers */
   stk_status *status;
   char **messages;
   void **out_blocks;       /* n * num_slots: a sample's own pool block, or NULL */
@@ -222,10 +225,18 @@ static void run_sample_task(void *arg, size_t k, int worker) {
   s->arena = ex->arenas[worker];
   s->source = NULL;
   s->out_bytes = 0;
+  stk__node *failed = NULL;
+  stk_status cached = s->skip ? stk__cache_begin_sample(s, &failed) : STK_OK;
+  if (cached != STK_OK) {
+    record_failure(ex, i, cached, failed);
+    stk__arena_reset(s->arena);
+    return;
+  }
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->spec->device != STK_DEVICE_CPU && !node->prepares)
-      continue; /* the GPU stage runs it */
+      continue;                                    /* the GPU stage runs it */
+    if (s->skip && s->skip[node->index]) continue; /* a cache hit stands for its work */
     s->current = node;
     int64_t t0 = stk__now_ns();
     stk_status st;
@@ -1197,6 +1208,8 @@ static void exec_free(stk__exec *ex) {
   free(ex->samples);
   free(ex->edge_tensors);
   free(ex->prep);
+  free(ex->skip);
+  free(ex->cache_keys);
   free(ex->items);
   free(ex->status);
   free(ex->messages);
@@ -1253,6 +1266,10 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   plan_prep(p, ex);
   if (ex->prep_stride && !(ex->prep = stk__calloc(n, ex->prep_stride, "prepared records")))
     return STK_ERR_OUT_OF_MEMORY;
+  if (stk__cache_present(p) &&
+      (!(ex->skip = stk__calloc(n, p->num_nodes, "cache masks")) ||
+       !(ex->cache_keys = stk__calloc(n * p->num_nodes, sizeof(char *), "cache keys"))))
+    return STK_ERR_OUT_OF_MEMORY;
   ex->samples = stk__calloc(n, sizeof(stk__sample), "sample contexts");
   ex->edge_tensors = stk__calloc(n * ex->num_edges, sizeof(stk__tensor), "sample tensors");
   ex->items =
@@ -1293,6 +1310,8 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
     s->edges = &ex->edge_tensors[i * ex->num_edges];
     s->items = &ex->items[i * (ex->num_readers ? ex->num_readers : 1)];
     s->prep = ex->prep ? ex->prep + i * ex->prep_stride : NULL;
+    s->skip = ex->skip ? ex->skip + i * p->num_nodes : NULL;
+    s->cache_key = ex->cache_keys ? ex->cache_keys + i * p->num_nodes : NULL;
   }
   return STK_OK;
 }

@@ -274,6 +274,10 @@ struct stk__sample {
   stk__node *current; /* the node being run */
   stk__arena *arena;
   unsigned char *prep; /* records of the mixed operators prepared in the CPU stage */
+  /* pipelines with "cache" operators (cache.c), per node: skipped for this sample (a
+   * cache hit made its work useless), and a cache's key and stamp after a miss */
+  unsigned char *skip;
+  char **cache_key;
 };
 
 /* sample.c: output `index` of the running node takes the value of `src` for this
