@@ -224,6 +224,9 @@ typedef struct {
 /* Merges conditional branches: inputs after the first may have no value for a sample
  * (the branches it did not take). */
 #define STK_OPF_MERGES_BRANCHES 8u
+/* Works on the whole batch at once (output sample i may read input sample j): the CPU
+ * executor runs it between per-sample passes (a batch barrier). */
+#define STK_OPF_BATCH           16u
 
 typedef struct {
   const char *name; /* dotted name, e.g. "decoders.image", "readers.file", "resize" */

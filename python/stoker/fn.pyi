@@ -20,6 +20,22 @@ def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None =
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def batch_permutation(*inputs: DataNode, allow_repetitions: bool | None = ..., no_fixed_points: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Draws a random permutation of the batch (one int32 index per sample), once per batch, for permute_batch. Keyed by the batch's first sample: the same on every thread count.
+
+    Devices: cpu.
+
+    Outputs:
+        output: int32 scalar per sample: the index of the sample it takes (for permute_batch)
+
+    Keyword args:
+        allow_repetitions (a bool; default false): true: each index is drawn independently (repetitions and omissions allowed)
+        no_fixed_points (a bool; default false): true: out[i] != i for every i (ignored for a batch of one)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def brightness(*inputs: DataNode, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., dtype: str | None = ..., pil: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Scales the brightness (DALI's brightness): out = brightness * in + brightness_shift * full_range, where full_range is the output type's maximum (255 for uint8) or 1 for floats; a uint8 -> float output is normalised to [0, 1]. With pil=true, Pillow's ImageEnhance.Brightness (truncating blend with black) as AutoAugment uses it.
 
@@ -294,6 +310,31 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def cutmix(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., center: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """CutMix (torchvision.transforms.v2.CutMix) on a batch of images and labels: the box [x - rw, x + rw) x [y - rh, y + rh) (clamped; rw = int(0.5 * sqrt(1 - lam) * W), rh likewise; centre drawn uniformly) of the partner (sample i - 1: the batch rolled by one) is pasted into image i, and the labels are mixed with lam corrected to 1 - box area / image area. lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 or float32; labels become float32 vectors.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        center (a list of ints; may be a DataNode (per-sample argument input)): a given box centre [x, y] in pixels instead of a drawn one (drawn: x uniform in [0, W), y in [0, H), as torchvision)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The same operator as experimental.debayer (DALI 2.4 has both names).
 
@@ -379,6 +420,43 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         use_copy_kernel: accepted for DALI compatibility
         repeat_last: accepted for DALI compatibility (not supported: must be False)
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input. DALI's legacy name: the same with antialias off by default.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default false): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -595,6 +673,30 @@ def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def mixup(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Pastes a region of each input onto one zeroed canvas per sample, in input order (later regions cover earlier ones): DALI's multi_paste in its several-inputs form (region k from input k). Regions must fit their input and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
 
@@ -697,6 +799,23 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def permute_batch(*inputs: DataNode, indices: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Gathers samples by index: output sample i is a copy of input sample indices[i] (repetitions and omissions allowed). With batch_permutation it pairs every sample with another one of its batch (the MixUp recipe in docs/python.md).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: out[i] = input[indices[i]]
+
+    Keyword args:
+        indices (a list of ints; required; may be a DataNode (per-sample argument input)): a list with one index per sample of the batch, or fed per sample (a scalar each, e.g. from batch_permutation): output i is input indices[i]; each in [0, batch size)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def posterize(*inputs: DataNode, bits: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & ~(2^(8 - bits) - 1)).
 
@@ -746,6 +865,27 @@ def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_proc
         batch_processing (a bool; default false): accepted for DALI compatibility; calls are per sample
         function: the callable, called as function(*input_arrays) for every sample; returns one array, or a tuple of num_outputs arrays
         output_layouts: layout string (or one per output) given to the outputs
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def random_crop_generator(*inputs: DataNode, random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """Draws a crop window of random area and aspect ratio for an image of the given shape (torchvision's RandomResizedCrop window, as random_resized_crop): outputs anchor [y, x] and shape [h, w], for slice-like operators (decoders.image_slice).
+
+    Devices: cpu.
+
+    Inputs:
+        shape: 1-D integer shape of the image to crop, H and W first (HW or HWC)
+
+    Outputs:
+        anchor: int32 [y, x]: the window's top-left corner
+        shape: int32 [h, w]: the window's size
+
+    Keyword args:
+        random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the area the window covers (uniform)
+        random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width / height of the window (log-uniform)
+        num_attempts (an int; default 10; in [1, 1000000]): draws before falling back to a centre crop clamped to the ratio range
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -801,6 +941,65 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def roi_random_crop(*inputs: DataNode, crop_shape: Sequence[int] | DataNode, in_shape: Sequence[int] | DataNode | None = ..., roi_start: Sequence[int] | DataNode, roi_end: Sequence[int] | DataNode | None = ..., roi_shape: Sequence[int] | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Places a crop_shape window at random so that it holds as much of the region of interest as it can: inside the ROI when the ROI is larger, covering it when smaller; within the input when its shape is known (in_shape or a data input). Outputs the window's start (int64), uniform over the allowed starts per dimension.
+
+    Devices: cpu.
+
+    Inputs:
+        input (optional): optional: the data to crop (its shape bounds the window)
+
+    Outputs:
+        anchor: int64 [ndim]: the window's start
+
+    Keyword args:
+        crop_shape (a list of ints; required; may be a DataNode (per-sample argument input)): the window's extent per dimension
+        in_shape (a list of ints; may be a DataNode (per-sample argument input)): the input's shape: the window stays inside it (not with a data input, whose shape is used instead; neither: the window is unbounded)
+        roi_start (a list of ints; required; may be a DataNode (per-sample argument input)): the region of interest's first coordinates
+        roi_end (a list of ints; may be a DataNode (per-sample argument input)): the region's end coordinates (exclusive; or give roi_shape)
+        roi_shape (a list of ints; may be a DataNode (per-sample argument input)): the region's extent (or give roi_end)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1239,6 +1438,39 @@ class decoders:
         """
         ...
     @staticmethod
+    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+            crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+            crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+            crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+            crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+            rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
@@ -1265,6 +1497,38 @@ class decoders:
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
             seed (an int; default -1): this operator's seed (-1: derived)
             size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+            anchor: the window's start along `axes` (float or integer)
+            shape: the window's extent along `axes`
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+            normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+            axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1394,6 +1658,25 @@ class experimental:
         """
         ...
     @staticmethod
+    def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+
+        Devices: cpu.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            shape: [H, W, C]: height, width and the number of channels stored in the file
+
+        Keyword args:
+            dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
+            adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def remap(*inputs: DataNode, interp: str | None = ..., pixel_origin: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Output pixel (x, y) takes the input at (mapx[y, x], mapy[y, x]) (DALI's experimental.remap; OpenCV's remap with pixel_origin = "center"): the maps are inputs 1 and 2, float32, one value per output pixel. Outside reads give 0 (DALI's only border). uint8, uint16, int16 or float32 images.
 
@@ -1410,6 +1693,68 @@ class experimental:
         Keyword args:
             interp (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear or cubic
             pixel_origin (a string; default "corner"; one of 'corner', 'center'): corner: map value 0 is the left/top edge of the first pixel; center: its centre (OpenCV's remap)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def tensor_resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1439,6 +1784,130 @@ class experimental:
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
+    class decoders:
+        """The experimental.decoders namespace."""
+        @staticmethod
+        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+                crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+                crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+                crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+                crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+                rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
+                random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
+                num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
+                seed (an int; default -1): this operator's seed (-1: derived)
+                size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_slice (DALI's). Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+                anchor: the window's start along `axes` (float or integer)
+                shape: the window's extent along `axes`
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+                normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+                axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
 class math:
     """The math namespace."""
     @staticmethod
@@ -1568,6 +2037,25 @@ class noise:
         ...
 class random:
     """The random namespace."""
+    @staticmethod
+    def beta(*inputs: DataNode, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+
+        Devices: cpu.
+
+        Outputs:
+            output: numbers in [0, 1]
+
+        Keyword args:
+            alpha (a float; default 1.0; may be a DataNode (per-sample argument input)): the alpha parameter (> 0)
+            beta (a float; default 1.0; may be a DataNode (per-sample argument input)): the beta parameter (> 0)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output (default: a scalar)
+            dtype (a string; default "float32"; one of 'float32', 'float64', 'float', 'double'): output type
+            seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
     @staticmethod
     def choice(*inputs: DataNode, a: Sequence[float], p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.

@@ -760,6 +760,7 @@ static const stk_gpu_api api_table = {
     gpu_host_unregister,
     gpu_host_alloc,
     gpu_host_free,
+    stk_gpu_mix,
     &stk_gpu_effects_table,
 };
 

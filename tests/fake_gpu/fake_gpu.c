@@ -31,6 +31,7 @@
 #include "cuda/api_math.h"
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_api.h"
+#include "shared/mix_common.h"
 #include "shared/math_common.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -100,6 +101,7 @@ typedef enum {
   OP_WAIT,
   OP_GATHER,
   OP_AUTOAUG,
+  OP_MIX,
   OP_EFFECTS
 } op_kind;
 
@@ -126,6 +128,8 @@ typedef struct op {
   stk_gpu_gather_sample gather;
   /* OP_AUTOAUG: the batch's programs (copied at the call, as the real entry uploads them) */
   struct aa_batch *aa;
+  /* OP_MIX: one sample's descriptor (copied at the call); its element type in `color` */
+  stk_gpu_mix_sample mix;
   /* OP_EFFECTS: the batch's descriptors (copied at the call) */
   struct fx_batch *fx;
 } op;
@@ -240,6 +244,23 @@ static void run_autoaug(op *o) {
   aa_batch_free(a);
 }
 
+/* mixup / cutmix of one sample: mix.cu's per-element maths (mix_common.h) on the host. */
+static void run_mix(const op *o) {
+  const stk_gpu_mix_sample *m = &o->mix;
+  int64_t plane = m->h * m->mid * m->w * m->inner;
+  for (int64_t e = 0; e < m->outer * plane; e++) {
+    int64_t r = e / m->inner, x = r % m->w, y = (r / m->w / m->mid) % m->h;
+    bool in = stk_in_box(m->box, y, x);
+    float wa = in ? m->wa_in : m->wa_out, wb = in ? m->wb_in : m->wb_out;
+    if (o->color == STK_DTYPE_UINT8)
+      ((uint8_t *)m->dst)[e] =
+          stk_mix_u8(stk_mix_value(((const uint8_t *)m->a)[e], ((const uint8_t *)m->b)[e], wa, wb));
+    else
+      ((float *)m->dst)[e] =
+          stk_mix_value(((const float *)m->a)[e], ((const float *)m->b)[e], wa, wb);
+  }
+}
+
 /* ---- image effects: the kernels' per-element code, run on the host ---- */
 struct fx_batch {
   int n, clahe;
@@ -311,6 +332,9 @@ static void run_op(op *o) {
       break;
     case OP_AUTOAUG:
       run_autoaug(o);
+      break;
+    case OP_MIX:
+      run_mix(o);
       break;
     case OP_EFFECTS:
       run_effects(o);
@@ -760,6 +784,28 @@ static int gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples,
   return 0;
 }
 
+/* Queued like a kernel, one op per sample. */
+static int mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
+               uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  if (dtype != STK_DTYPE_UINT8 && dtype != STK_DTYPE_FLOAT32)
+    return fail(err, errlen, STK_ERR_UNSUPPORTED, "mix: type");
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    if (!o) {
+      pthread_mutex_unlock(&lock);
+      return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "mix: no memory");
+    }
+    o->kind = OP_MIX;
+    o->mix = samples[i];
+    o->color = (int)dtype;
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 /* Only gather: the other math entries stay NULL (the operators report no kernels). */
 static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};
 
@@ -957,6 +1003,7 @@ static const stk_gpu_api api = {
     .host_unregister = host_unregister,
     .host_alloc = host_alloc,
     .host_free = host_free,
+    .mix = mix,
     .effects = &effects_api,
 };
 

@@ -275,6 +275,18 @@ def test_random_argument_feeding_the_prefix_is_refused(photos):
         pipe().build()
 
 
+def test_batch_operator_in_the_prefix_is_refused(photos):
+    """permute_batch is not random, but a sample's value depends on its batch."""
+    @pipeline_def(batch_size=2, num_threads=1)
+    def pipe():
+        jpegs, labels = fn.readers.file(files=photos)
+        images = fn.resize(fn.decoders.image(jpegs), size=[8, 8])
+        return fn.cache(fn.permute_batch(images, indices=[1, 0], name="perm"))
+
+    with pytest.raises(StokerError, match=r"'perm' \(permute_batch\), a batch operator"):
+        pipe().build()
+
+
 def test_external_source_prefix_is_refused():
     @pipeline_def(batch_size=2, num_threads=1)
     def pipe():
