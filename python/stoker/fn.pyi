@@ -698,7 +698,7 @@ def mixup(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None 
     """
     ...
 def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Pastes a region of each input onto one zeroed canvas per sample, in input order (later regions cover earlier ones): DALI's multi_paste in its several-inputs form (region k from input k). Regions must fit their input and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
+    """Pastes regions onto one zeroed canvas per sample, in order (later regions cover earlier ones), as DALI's multi_paste: region k from input k, or with in_ids from sample in_ids[k] of the one input's batch (a batch operator: it runs once the whole batch is there). Regions must fit their source and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
 
     Devices: cpu, gpu.
 
@@ -724,7 +724,7 @@ def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ...
         output: the canvas
 
     Keyword args:
-        in_ids (a list of ints; may be a DataNode (per-sample argument input)): DALI's indices into the batch: not supported (stoker runs samples independently); pass the images as separate inputs instead
+        in_ids (a list of ints; may be a DataNode (per-sample argument input)): region k comes from sample in_ids[k] of the (only) input's batch (DALI's mosaic form); without it, from input k
         output_size (a list of ints; may be a DataNode (per-sample argument input)): canvas [H, W]; input 0's size when absent
         in_anchors (a list of ints; may be a DataNode (per-sample argument input)): top-left corners in the inputs (one [y, x] / [h, w] pair per pasted region, flattened); 0 when absent
         in_anchors_rel (a list of floats; may be a DataNode (per-sample argument input)): the same relative to the input's size, in [0, 1]

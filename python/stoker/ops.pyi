@@ -732,7 +732,7 @@ class Mixup(Operator):
     def __init__(self, *, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class MultiPaste(Operator):
-    """Pastes a region of each input onto one zeroed canvas per sample, in input order (later regions cover earlier ones): DALI's multi_paste in its several-inputs form (region k from input k). Regions must fit their input and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
+    """Pastes regions onto one zeroed canvas per sample, in order (later regions cover earlier ones), as DALI's multi_paste: region k from input k, or with in_ids from sample in_ids[k] of the one input's batch (a batch operator: it runs once the whole batch is there). Regions must fit their source and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
 
     Devices: cpu, gpu.
 
@@ -758,7 +758,7 @@ class MultiPaste(Operator):
         output: the canvas
 
     Keyword args:
-        in_ids (a list of ints; may be a DataNode (per-sample argument input)): DALI's indices into the batch: not supported (stoker runs samples independently); pass the images as separate inputs instead
+        in_ids (a list of ints; may be a DataNode (per-sample argument input)): region k comes from sample in_ids[k] of the (only) input's batch (DALI's mosaic form); without it, from input k
         output_size (a list of ints; may be a DataNode (per-sample argument input)): canvas [H, W]; input 0's size when absent
         in_anchors (a list of ints; may be a DataNode (per-sample argument input)): top-left corners in the inputs (one [y, x] / [h, w] pair per pasted region, flattened); 0 when absent
         in_anchors_rel (a list of floats; may be a DataNode (per-sample argument input)): the same relative to the input's size, in [0, 1]

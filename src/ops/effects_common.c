@@ -122,6 +122,7 @@ typedef struct {
   stk_gpu_clahe_sample *cs;
   int64_t *shapes;
   void *luts;
+  stk__tensor *views0; /* every sample of input 0 */
 } fx_batch;
 
 static void fx_batch_free(stk__gpu_batch *b, fx_batch *fb) {
@@ -134,6 +135,7 @@ static void fx_batch_free(stk__gpu_batch *b, fx_batch *fb) {
   free(fb->fs);
   free(fb->cs);
   free(fb->shapes);
+  free(fb->views0);
 }
 
 /* Plans sample i into fb->fs[i] and its output shape. */
@@ -161,6 +163,7 @@ static stk_status plan_gpu_sample(stk__node *node, stk__gpu_batch *b, fx_batch *
   stk__fx_plan plan;
   memset(&plan, 0, sizeof plan);
   plan.out_h = in.h, plan.out_w = in.w, plan.out_c = in.c, plan.out_dtype = in.dtype;
+  plan.batch0 = fb->views0, plan.batch_n = stk__gpu_batch_size(b);
   STK_TRY(planf(node, s, &in, exp, fb->n_extra, &plan));
   if ((double)plan.out_h * (double)plan.out_w > (double)stk__node_max_pixels(node) ||
       plan.out_h > INT32_MAX || plan.out_w > INT32_MAX)
@@ -236,7 +239,9 @@ stk_status stk__fx_run_gpu_inputs(stk__node *node, stk__gpu_batch *b, const stk_
   fb.fs = stk__calloc(n ? n : 1, sizeof *fb.fs, "an effects plan");
   fb.cs = stk__calloc(n ? n : 1, sizeof *fb.cs, "a clahe plan");
   fb.shapes = stk__calloc(n * 3 + 1, sizeof(int64_t), "shapes");
-  if (st == STK_OK && (!fb.fs || !fb.cs || !fb.shapes)) st = STK_ERR_OUT_OF_MEMORY;
+  fb.views0 = stk__calloc(n ? n : 1, sizeof *fb.views0, "sample views");
+  if (st == STK_OK && (!fb.fs || !fb.cs || !fb.shapes || !fb.views0)) st = STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) fb.views0[i] = view_of(fb.in, i);
   stk_dtype out_dtype = STK_DTYPE_UINT8;
   for (size_t i = 0; i < n && st == STK_OK; i++)
     st = plan_gpu_sample(node, b, &fb, i, dtypes, ndtypes, planf, &out_dtype);

@@ -17,6 +17,10 @@ typedef struct {
   stk_dtype out_dtype;
   stk_fx_params p;
   double clahe_clip; /* clahe: clip limit (relative, > 0) */
+  /* GPU only: every sample of input 0 (device data), for operators that read other
+   * samples of the batch (multi_paste's in_ids); NULL on the CPU. */
+  const stk__tensor *batch0;
+  size_t batch_n;
 } stk__fx_plan;
 
 /* Fills the plan of one sample. `in` describes input 0 (its data may be device memory:

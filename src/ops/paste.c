@@ -216,8 +216,8 @@ static const stk_arg_schema mp_args[] = {
     [MP_IN_IDS] = {.name = "in_ids",
                    .type = STK_ARG_INTS,
                    .flags = STK_ARGF_PER_SAMPLE,
-                   .doc = "DALI's indices into the batch: not supported (stoker runs samples "
-                          "independently); pass the images as separate inputs instead"},
+                   .doc = "region k comes from sample in_ids[k] of the (only) input's batch "
+                          "(DALI's mosaic form); without it, from input k"},
     [MP_OUT_SIZE] = {.name = "output_size",
                      .type = STK_ARG_INTS,
                      .flags = STK_ARGF_PER_SAMPLE,
@@ -274,10 +274,11 @@ static const stk_port_schema mp_in[] = {{"input0", "HWC image: the source of reg
 static const stk_port_schema mp_out[] = {{"output", "the canvas"}};
 
 static stk_status mp_init(stk__node *node) {
-  if (stk__arg_given(node, MP_IN_IDS))
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
-                      "in_ids (pasting other samples of the batch) is not supported: give "
-                      "each source as an input");
+  if (stk__arg_given(node, MP_IN_IDS) && stk__node_num_inputs(node) != 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "with in_ids the operator takes exactly one input (the batch to paste "
+                      "from), got %d",
+                      stk__node_num_inputs(node));
   static const int pairs[][2] = {
       {MP_IN_ANCH, MP_IN_ANCH_REL}, {MP_SHAPES, MP_SHAPES_REL}, {MP_OUT_ANCH, MP_OUT_ANCH_REL}};
   for (int k = 0; k < 3; k++)
@@ -392,10 +393,50 @@ static stk_status mp_same(stk__node *node, stk__sample *s, int k, stk_dtype dt, 
                     stk_dtype_name(dt0) ? stk_dtype_name(dt0) : "?");
 }
 
-static stk_status mp_run(stk__node *node, stk__sample *s) {
-  int nin = stk__node_num_inputs(node);
+/* A source tensor as an image (HWC, or HW as one channel). */
+static stk_status mp_image(stk__node *node, stk__sample *s, int k, const stk__tensor *t,
+                           stk__image *img) {
+  bool hwc = t->ndim == 3 && (!t->layout[0] || strcmp(t->layout, "HWC") == 0);
+  bool hw = t->ndim == 2 && (!t->layout[0] || strcmp(t->layout, "HW") == 0);
+  if (!hwc && !hw)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "source %d: expects an HWC image, got %d dimensions with layout '%s'", k,
+                      t->ndim, t->layout);
+  *img = (stk__image){t->data, t->dtype, t->shape[0], t->shape[1], hwc ? t->shape[2] : 1};
+  return STK_OK;
+}
+
+/* The sources of sample i's regions: input k of the sample, or with in_ids, sample
+ * in_ids[k] of input 0 (of the batch `b`); *nreg counts them. */
+static stk_status mp_sources(stk__node *node, stk__batch *b, size_t i, const stk__tensor **src,
+                             int *nreg) {
+  stk__sample *s = stk__batch_sample(b, i);
+  if (!stk__arg_given(node, MP_IN_IDS)) {
+    *nreg = stk__node_num_inputs(node);
+    for (int k = 0; k < *nreg; k++) src[k] = stk__input(s, k);
+    return STK_OK;
+  }
+  const int64_t *ids;
+  size_t n = stk__arg_ints(node, s, MP_IN_IDS, &ids), bn = stk__batch_size(b);
+  if (n < 1 || n > STK_FX_MAX_REGIONS)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "in_ids has %zu values; 1 to %d", n,
+                      STK_FX_MAX_REGIONS);
+  for (size_t k = 0; k < n; k++) {
+    if (ids[k] < 0 || (size_t)ids[k] >= bn)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "in_ids[%zu] = %lld is not a sample of this batch of %zu", k,
+                        (long long)ids[k], bn);
+    src[k] = stk__input(stk__batch_sample(b, (size_t)ids[k]), 0);
+  }
+  *nreg = (int)n;
+  return STK_OK;
+}
+
+/* One output sample from its sources. */
+static stk_status mp_sample(stk__node *node, stk__sample *s, const stk__tensor *const *src,
+                            int nreg) {
   stk__image first = {0};
-  STK_TRY(stk__image_input(node, s, 0, NULL, 0, &first));
+  STK_TRY(mp_image(node, s, 0, src[0], &first));
   stk__image out = {NULL, first.dtype, first.h, first.w, first.c};
   STK_TRY(stk__dtype_or_same(node, MP_DTYPE, "dtype", first.dtype, &out.dtype));
   STK_TRY(mp_canvas(node, s, &out.h, &out.w));
@@ -404,11 +445,22 @@ static stk_status mp_run(stk__node *node, stk__sample *s) {
   STK_TRY(stk__output(s, 0, out.dtype, 3, shape, "HWC", &t));
   out.data = t->data;
   memset(out.data, 0, (size_t)out.h * out.w * out.c * stk_dtype_size(out.dtype));
-  for (int k = 0; k < nin; k++) {
+  for (int k = 0; k < nreg; k++) {
     stk__image in = {0};
-    STK_TRY(stk__image_input(node, s, k, NULL, 0, &in));
+    STK_TRY(mp_image(node, s, k, src[k], &in));
     STK_TRY(mp_same(node, s, k, in.dtype, in.c, first.dtype, first.c));
-    STK_TRY(mp_paste(node, s, k, nin, &in, &out));
+    STK_TRY(mp_paste(node, s, k, nreg, &in, &out));
+  }
+  return STK_OK;
+}
+
+/* A batch operator: with in_ids a sample reads other samples of the batch. */
+static stk_status mp_run_batch(stk__node *node, stk__batch *b) {
+  for (size_t i = 0; i < stk__batch_size(b); i++) {
+    const stk__tensor *src[STK_FX_MAX_REGIONS];
+    int nreg = 0;
+    STK_TRY(mp_sources(node, b, i, src, &nreg));
+    STK_TRY(mp_sample(node, stk__batch_sample(b, i), src, nreg));
   }
   return STK_OK;
 }
@@ -423,28 +475,42 @@ static stk_status mp_plan_gpu(stk__node *node, stk__sample *s, const stk__image 
   if (!ok)
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
                       "on the GPU the output type must be uint8, uint16, int16 or float32");
+  /* the sources: this sample's inputs, or the samples of input 0 in_ids names */
+  stk__tensor self = {in->data, 3, {in->h, in->w, in->c}, in->dtype, ""};
+  const stk__tensor *src[STK_FX_MAX_REGIONS];
+  int nreg = n_extra + 1;
+  src[0] = &self;
+  for (int k = 1; k < nreg; k++) src[k] = extra[k - 1];
+  if (stk__arg_given(node, MP_IN_IDS)) {
+    const int64_t *ids;
+    size_t n = stk__arg_ints(node, s, MP_IN_IDS, &ids);
+    if (n < 1 || n > STK_FX_MAX_REGIONS)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "in_ids has %zu values; 1 to %d", n,
+                        STK_FX_MAX_REGIONS);
+    for (size_t k = 0; k < n; k++) {
+      if (ids[k] < 0 || (size_t)ids[k] >= plan->batch_n)
+        return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                          "in_ids[%zu] = %lld is not a sample of this batch of %zu", k,
+                          (long long)ids[k], plan->batch_n);
+      src[k] = &plan->batch0[ids[k]];
+    }
+    nreg = (int)n;
+  }
+  stk__image first = {0};
+  STK_TRY(mp_image(node, s, 0, src[0], &first));
+  plan->out_h = first.h, plan->out_w = first.w, plan->out_c = first.c;
   STK_TRY(mp_canvas(node, s, &plan->out_h, &plan->out_w));
-  int nin = n_extra + 1;
   stk_fx_params *p = &plan->p;
   p->op = STK_FX_OP_PASTE;
-  p->nregions = nin;
-  for (int k = 0; k < nin; k++) {
-    const stk__tensor *t = k ? extra[k - 1] : NULL;
-    int64_t h = k ? t->shape[0] : in->h, w = k ? t->shape[1] : in->w;
-    int64_t c = k ? (t->ndim == 3 ? t->shape[2] : 1) : in->c;
-    if (k && t->ndim != 2 && t->ndim != 3)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "input %d is not an HWC image", k);
-    STK_TRY(mp_same(node, s, k, k ? t->dtype : in->dtype, c, in->dtype, in->c));
+  p->nregions = nreg;
+  for (int k = 0; k < nreg; k++) {
+    stk__image im = {0};
+    STK_TRY(mp_image(node, s, k, src[k], &im));
+    STK_TRY(mp_same(node, s, k, im.dtype, im.c, first.dtype, first.c));
     int64_t ia[2], sh[2], oa[2];
-    STK_TRY(mp_region(node, s, k, nin, h, w, plan->out_h, plan->out_w, ia, sh, oa));
-    p->regions[k] = (stk_fx_region){k ? t->data : in->data,
-                                    (int)ia[0],
-                                    (int)ia[1],
-                                    (int)sh[0],
-                                    (int)sh[1],
-                                    (int)oa[0],
-                                    (int)oa[1],
-                                    (int)w};
+    STK_TRY(mp_region(node, s, k, nreg, im.h, im.w, plan->out_h, plan->out_w, ia, sh, oa));
+    p->regions[k] = (stk_fx_region){im.data,    (int)ia[0], (int)ia[1], (int)sh[0],
+                                    (int)sh[1], (int)oa[0], (int)oa[1], (int)im.w};
   }
   return STK_OK;
 }
@@ -456,12 +522,14 @@ static stk_status mp_run_gpu(stk__node *node, stk__gpu_batch *b) {
 static const stk_op_schema mp_schema = {
     .name = "multi_paste",
     .doc =
-        "Pastes a region of each input onto one zeroed canvas per sample, in input order "
-        "(later regions cover earlier ones): DALI's multi_paste in its several-inputs form "
-        "(region k from input k). Regions must fit their input and the canvas. Any "
+        "Pastes regions onto one zeroed canvas per sample, in order (later regions cover "
+        "earlier ones), as DALI's multi_paste: region k from input k, or with in_ids from "
+        "sample in_ids[k] of the one input's batch (a batch operator: it runs once the "
+        "whole batch is there). Regions must fit their source and the canvas. Any "
         "numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype "
         "converts (rounded, saturated).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_BATCH,
     .min_inputs = 1,
     .max_inputs = 16,
     .inputs = mp_in,
@@ -476,4 +544,4 @@ static const stk_op_schema mp_schema = {
         "device=@)",
 };
 const stk__op_def stk__op_multi_paste = {
-    .schema = &mp_schema, .init = mp_init, .run_sample = mp_run, .run_gpu = mp_run_gpu};
+    .schema = &mp_schema, .init = mp_init, .run_batch = mp_run_batch, .run_gpu = mp_run_gpu};

@@ -455,6 +455,28 @@ def test_multi_paste_regions():
     assert out.dtype == np.float32 and np.array_equal(out, ref)
 
 
+def mosaic_reference(images, ids, size):
+    """DALI's mosaic recipe: quadrants of other samples of the batch."""
+    h, w = size
+    out = np.zeros((h, w, 3), np.uint8)
+    for k, j in enumerate(ids):
+        oy, ox = (k // 2) * (h // 2), (k % 2) * (w // 2)
+        out[oy:oy + h // 2, ox:ox + w // 2] = images[j][:h // 2, :w // 2]
+    return out
+
+
+MOSAIC_IDS = [np.array(v, np.int32) for v in ([1, 2, 0, 2], [0, 0, 1, 1], [2, 1, 0, 1])]
+MOSAIC_ARGS = dict(output_size=[40, 60], shapes=[20, 30] * 4,
+                   out_anchors=[0, 0, 0, 30, 20, 0, 20, 30])
+
+
+def test_multi_paste_in_ids_mosaic():
+    imgs = [np.ascontiguousarray(im[:40, :60]) for im in (IMAGES[0], IMAGES[1], IMAGES[0][::-1])]
+    outs = run(lambda x, ids: fn.multi_paste(x, in_ids=ids, **MOSAIC_ARGS), imgs, extra=[MOSAIC_IDS])
+    for out, ids in zip(outs, MOSAIC_IDS):
+        assert np.array_equal(out, mosaic_reference(imgs, ids, (40, 60)))
+
+
 # ---- jpeg_compression_distortion --------------------------------------------------------
 
 @pytest.mark.parametrize("quality", [1, 5, 50, 95, 100])
@@ -495,7 +517,8 @@ BAD = [
     (lambda x: fn.paste(x, ratio=2, n_channels=1, fill_value=[0]), NOISE, "image has 3 channels; n_channels is 1"),
     (lambda x: fn.multi_paste(x, out_anchors=[5, 5]), NOISE, "region 0: 37x53 .* does not fit"),
     (lambda x: fn.multi_paste(x, shapes=[1, 2, 3]), NOISE, "shapes has 3 values; expected 2"),
-    (lambda x: fn.multi_paste(x, in_ids=[0]), NOISE, "in_ids .* is not supported"),
+    (lambda x: fn.multi_paste(x, x, in_ids=[0]), NOISE, "with in_ids the operator takes exactly one input"),
+    (lambda x: fn.multi_paste(x, in_ids=[0, 5]), NOISE, "in_ids\\[1\\] = 5 is not a sample of this batch of 1"),
     (lambda x: fn.jpeg_compression_distortion(x), NOISE[..., :1].copy(), "expects RGB"),
     (lambda x: fn.sphere(x), np.zeros((2, 3, 4, 1), np.uint8), "expects an HWC image"),
 ]
@@ -645,6 +668,14 @@ def test_gpu_backend_matches_cpu_on_fake_gpu(fake_gpu, name, build, images, extr
     gpu = run_device(build, images, "gpu", ex)
     for a, b in zip(cpu, gpu):
         assert a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_multi_paste_in_ids_gpu_on_fake_gpu(fake_gpu):
+    imgs = [np.ascontiguousarray(im[:40, :60]) for im in (IMAGES[0], IMAGES[1], IMAGES[0][::-1])]
+    build = lambda x, ids: fn.multi_paste(x, in_ids=ids, **MOSAIC_ARGS)  # noqa: E731
+    gpu = run_device(build, imgs, "gpu", [MOSAIC_IDS])
+    for out, ids in zip(gpu, MOSAIC_IDS):
+        assert np.array_equal(out, mosaic_reference(imgs, ids, (40, 60)))
 
 
 def test_remap_gpu_on_fake_gpu(fake_gpu):
