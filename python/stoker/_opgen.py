@@ -108,6 +108,7 @@ class _CacheHook:
 HOOKS["readers.file"] = _PairedReaderHook()
 HOOKS["cache"] = _CacheHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
+HOOKS["element_extract"] = _ListOutputsHook("element_map")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",
     extra_kwargs={"features": "DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, "

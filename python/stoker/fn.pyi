@@ -137,6 +137,55 @@ def cast_like(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., nam
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def cat(*inputs: DataNode, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Joins its inputs along an existing axis (DALI's cat); the other extents, the type and the rank must agree. The layout is the first input's.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def clahe(*inputs: DataNode, tiles_x: int, tiles_y: int, clip_limit: float, bins: int | None = ..., luma_only: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Contrast-limited adaptive histogram equalisation (DALI's clahe, OpenCV's createCLAHE): per-tile histograms of the image padded to whole tiles (mirrored), clipped and redistributed, turned into tables that are blended bilinearly between tile centres. uint8 grey (HW or HWC with 1 channel) or RGB. Grey and per-channel results equal OpenCV's; luma_only converts RGB to CIE Lab in floating point (OpenCV uses 8-bit tables: may differ by a few levels).
 
@@ -353,6 +402,79 @@ def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorith
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Runs a function of the host program on each sample's inputs, passed as DLPack capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch CPU tensors).
+
+    Devices: cpu.
+
+    Inputs:
+        input0 (optional): an array passed to the function as argument 0
+        input1 (optional): an array passed to the function as argument 1
+        input2 (optional): an array passed to the function as argument 2
+        input3 (optional): an array passed to the function as argument 3
+        input4 (optional): an array passed to the function as argument 4
+        input5 (optional): an array passed to the function as argument 5
+        input6 (optional): an array passed to the function as argument 6
+        input7 (optional): an array passed to the function as argument 7
+        input8 (optional): an array passed to the function as argument 8
+        input9 (optional): an array passed to the function as argument 9
+        input10 (optional): an array passed to the function as argument 10
+        input11 (optional): an array passed to the function as argument 11
+        input12 (optional): an array passed to the function as argument 12
+        input13 (optional): an array passed to the function as argument 13
+        input14 (optional): an array passed to the function as argument 14
+        input15 (optional): an array passed to the function as argument 15
+
+    Outputs:
+        a number set by the arguments (see num_outputs)
+        output: arrays returned by the function
+
+    Keyword args:
+        num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
+        batch_processing (a bool; default false): must be false: calls are per sample (the Python layer refuses true)
+        synchronize_stream (a bool; default true): accepted for DALI compatibility (CPU data needs no stream)
+        function: the callable, called as function(*dlpack_capsules) for every sample; returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs
+        output_layouts: layout string (or one per output) given to the outputs
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid).
+
+    Devices: cpu.
+
+    Inputs:
+        input: a uint8 image (HWC or CHW, 1 or 3 channels)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        suffix (a string; default ""): added to the file names: dump_image<suffix>_<sample ordinal>.ppm
+        input_layout (a string; default "HWC"; one of 'HWC', 'CHW'): how the image is laid out
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def element_extract(*inputs: DataNode, element_map: Sequence[int], device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Extracts frames of sequences (DALI's element_extract): output k is frame element_map[k], with the F axis dropped from the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        a number set by the arguments
+        outputs: one frame per element_map entry
+
+    Keyword args:
+        element_map (a list of ints; required): the frames to extract, one output each
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
@@ -391,6 +513,24 @@ def erase(*inputs: DataNode, anchor: Sequence[float] | DataNode | None = ..., sh
         normalized_shape (a bool; default false): shape is a fraction of the axis extent
         normalized (a bool; default false): both anchor and shape are fractions of the axis extent
         centered_anchor (a bool; default false): anchor is the centre of the region rather than its start
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def expand_dims(*inputs: DataNode, axes: Sequence[int], new_axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Inserts unit axes at `axes` (indices in the output), named by new_axis_names (DALI's expand_dims). Without names the layout is dropped.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; required): where the new unit axes go, as indices in the output
+        new_axis_names (a string; default ""): one letter per new axis, inserted into the input's layout
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -502,6 +642,41 @@ def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: i
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def full(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor of `shape` filled with the input value, broadcast by NumPy's rules, in the value's type (DALI's full).
+
+    Devices: cpu.
+
+    Inputs:
+        fill_value: the value, broadcast to the shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape (default: the fill value's)
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def full_like(*inputs: DataNode, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor with data's shape, type and layout filled with fill_value, broadcast by NumPy's rules and converted to data's type (DALI's full_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape, type and layout the output takes
+        fill_value: the value, broadcast to data's shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def gaussian_blur(*inputs: DataNode, sigma: Sequence[float] | DataNode | None = ..., window_size: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).
 
@@ -518,6 +693,23 @@ def gaussian_blur(*inputs: DataNode, sigma: Sequence[float] | DataNode | None = 
         window_size (a list of ints; default [0]; may be a DataNode (per-sample argument input)): odd kernel diameter: one value or [H, W]; 0 derives it from sigma (2 ceil(3 sigma) + 1)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def get_property(*inputs: DataNode, key: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A property of each sample as a 1D uint8 tensor of characters (DALI's get_property): its source_info (the reader's file path for it) or the input's layout.
+
+    Devices: cpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        key (a string; required; one of 'source_info', 'layout'): source_info: the sample's origin (a file path; empty when unknown); layout: the input's layout
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -673,6 +865,26 @@ def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def lookup_table(*inputs: DataNode, keys: Sequence[int] | None = ..., values: Sequence[float] | None = ..., default_value: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Maps integer inputs through a table (DALI's lookup_table): keys[i] gives values[i], anything else default_value; the output has type dtype.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: integer keys
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        keys (a list of ints; default []): the keys, integers in [0, 65535]
+        values (a list of floats; default []): the value of each key (as many as keys)
+        default_value (a float; default 0.0): the value of inputs that are no key
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the output type
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def mixup(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
     """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
 
@@ -737,6 +949,32 @@ def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ...
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def normalize(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., batch: bool | None = ..., mean: Sequence[float] | DataNode | None = ..., stddev: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., epsilon: float | None = ..., ddof: int | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift
+
+    Keyword args:
+        axes (a list of ints): the axes the statistics reduce (default: all)
+        axis_names (a string): the same as layout letters
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
+        stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
+        scale (a float; default 1.0): multiplies the result
+        shift (a float; default 0.0): added after scaling
+        epsilon (a float; default 0.0): added to the variance (stddev^2) before the square root
+        ddof (an int; default 0): delta degrees of freedom of the computed variance
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (integers: rounded and saturated)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
@@ -755,6 +993,60 @@ def one_hot(*inputs: DataNode, num_classes: int | DataNode, axis: int | None = .
         on_value (a float; default 1.0; may be a DataNode (per-sample argument input)): value where the class matches
         off_value (a float; default 0.0; may be a DataNode (per-sample argument input)): value elsewhere
         dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def ones(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor of ones of the given shape and type (DALI's ones).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def ones_like(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Ones in data's shape and layout (DALI's ones_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def pad(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., align: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., fill_value: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Pads the end of the chosen axes with fill_value (DALI's pad): to `shape`, else to the batch's largest extent (GPU backend), then up to a multiple of align. The CPU backend runs per sample, so there it needs shape or align for every padded axis.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to pad (default: all)
+        axis_names (a string): the axes to pad, as layout letters
+        align (a list of ints; may be a DataNode (per-sample argument input)): round the padded extents up to a multiple of this (one value, or one per padded axis)
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the extent per padded axis (a sample larger keeps its own; 1: alignment only); -1 or absent: the largest in the batch (GPU only: the CPU backend runs per sample and needs an extent)
+        fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value of the padding (converted as a C cast, as DALI: -1 into uint8 is 255)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -796,6 +1088,23 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def per_frame(*inputs: DataNode, replace: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Marks the outermost axis as frames: the layout becomes "F" followed by '*' per other axis, or the input's with its first letter replaced (replace=True) (DALI's per_frame). stoker's operators read per-sample arguments, not per-frame ones: the mark only travels with the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        replace (a bool; default false): a layout already there: false, an error; true, its first letter becomes F
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -910,6 +1219,50 @@ def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: S
         antialias (a bool; default true): widen the filter by the scale factor when downscaling
         dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
         seed (an int; default -1): this operator's seed (-1: derived)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def reinterpret(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Reads each sample's bytes as another element type and/or shape (DALI's reinterpret); without a shape the last extent is rescaled. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def reshape(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Gives each sample a new shape with the same elements in the same order (DALI's reshape): from shape (or a second input), rel_shape or src_dims. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1077,6 +1430,23 @@ def select(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def sequence_rearrange(*inputs: DataNode, new_order: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Reorders the frames of each sequence (DALI's sequence_rearrange): output frame k is input frame new_order[k]; new_order may be fed per sample.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        new_order (a list of ints; required; may be a DataNode (per-sample argument input)): output frame k is input frame new_order[k] (repeats and drops allowed; not empty)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def shapes(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node becomes).
 
@@ -1107,6 +1477,37 @@ def sharpness(*inputs: DataNode, sharpness: float | DataNode | None = ..., devic
 
     Keyword args:
         sharpness (a float; default 1.0; may be a DataNode (per-sample argument input)): factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def slice(*inputs: DataNode, start: Sequence[float] | DataNode | None = ..., end: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Cuts a window out of each sample (DALI's slice): the anchor and shape come from two inputs (float: fractions of the extents, unless normalized_* is false; integer: absolute) or from start/end/shape and their rel_ forms, for the axes given by axes or axis_names; positions round half away from zero. Windows leaving the input fail, are padded with fill_values or are trimmed.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        data: the tensor to slice
+        anchor (optional): optional: the start per slice axis (float: a fraction when normalized_anchor)
+        shape (optional): optional: the extents per slice axis (float: fractions when normalized_shape)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        start (a list of floats; may be a DataNode (per-sample argument input)): absolute start of the slice along each of the slice axes
+        end (a list of floats; may be a DataNode (per-sample argument input)): absolute end (exclusive); give end or shape
+        shape (a list of floats; may be a DataNode (per-sample argument input)): absolute extents of the slice
+        rel_start (a list of floats; may be a DataNode (per-sample argument input)): start as a fraction of each extent
+        rel_end (a list of floats; may be a DataNode (per-sample argument input)): end as a fraction of each extent
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): extents as fractions of the input's
+        axes (a list of ints; default [1, 0]; may be a DataNode (per-sample argument input)): the axes the anchor and shape values refer to, in order (excludes axis_names)
+        axis_names (a string; default "WH"): the same as layout letters; used when the layout has them and axes is not given
+        normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extents
+        normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extents
+        out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the input: error, pad (with fill_values) or trim_to_shape (cut to the input)
+        fill_values (a list of floats; default [0.0]): the padding value, or one per channel (the layout's C axis, else the last)
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (default: the input's); converted with saturation
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1165,6 +1566,73 @@ def sphere(*inputs: DataNode, fill_value: float | None = ..., interp_type: str |
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def squeeze(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters leave the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to remove (extent 1 each); negative ones count from the end
+        axis_names (a string): the axes to remove, as layout letters
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def stack(*inputs: DataNode, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Stacks its inputs (same shape and type) along a new axis at `axis` (DALI's stack); axis_name names it in the layout (else the layout is dropped).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
 
@@ -1215,6 +1683,25 @@ def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | Non
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def transpose(*inputs: DataNode, perm: Sequence[int] | None = ..., transpose_layout: bool | None = ..., output_layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Permutes the axes: output axis d is input axis perm[d] (DALI's transpose); the layout follows unless transpose_layout is false or output_layout is given.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        perm (a list of ints): output axis d is input axis perm[d]; default: the axes reversed
+        transpose_layout (a bool; default true): permute the layout's letters too
+        output_layout (a string): the output layout (overrides transpose_layout)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
 
@@ -1260,6 +1747,39 @@ def water(*inputs: DataNode, ampl_x: float | None = ..., ampl_y: float | None = 
         interp_type (a string; default "nearest"; one of 'nearest', 'linear', 'cubic'): nearest, linear or cubic
         mask (an int; default 1; may be a DataNode (per-sample argument input)): 0: leave the sample unchanged; non-zero: apply the effect (per sample, e.g. from random.coin_flip)
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def zeros(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A tensor of zeros of the given shape and type (DALI's zeros).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def zeros_like(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Zeros in data's shape and layout (DALI's zeros_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1533,6 +2053,49 @@ class decoders:
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
+    @staticmethod
+    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+
+        Devices: cpu.
+
+        Inputs:
+            input: compressed bytes (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def numpy(*inputs: DataNode, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes the bytes of .npy files (DALI's decoders.numpy): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric types in either byte order.
+
+        Devices: cpu.
+
+        Inputs:
+            input: the bytes of a .npy file (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the expected element type: a file of another type is an error (default: the file's)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
 class experimental:
     """The experimental namespace."""
     @staticmethod
@@ -1636,6 +2199,31 @@ class experimental:
             mode (a string; default "same"; one of 'same', 'valid'): "same": output as large as the input; "valid": only positions where the whole filter lies inside (extent - filter extent + 1)
             dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (rounded and saturated)
             device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+
+        Devices: cpu.
+
+        Inputs:
+            input: compressed bytes (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
+            device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -1905,6 +2493,29 @@ class experimental:
                 axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
                 out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
                 device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+class io:
+    """The io namespace."""
+    class file:
+        """The io.file namespace."""
+        @staticmethod
+        def read(*inputs: DataNode, dont_use_mmap: bool | None = ..., use_o_direct: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Reads the file each sample names (DALI's io.file.read) into a 1D uint8 tensor of its bytes; max_file_bytes applies.
+
+            Devices: cpu.
+
+            Inputs:
+                filepaths: the path of the file, as a 1D tensor of bytes (e.g. np.frombuffer(p.encode(), np.uint8))
+
+            Outputs:
+                output: the result
+
+            Keyword args:
+                dont_use_mmap (a bool; default false): accepted for DALI compatibility: files are always read with pread
+                use_o_direct (a bool; default false): accepted for DALI compatibility (ignored)
+                device (str, default "cpu"): one of 'cpu'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
             ...
@@ -2279,6 +2890,174 @@ class readers:
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
             device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+class reductions:
+    """The reductions namespace."""
+    @staticmethod
+    def max(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The largest element over the axes (DALI's reductions.max).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def mean(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The mean over the axes (DALI's reductions.mean), float32 by default.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def mean_square(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The mean of the squares over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def min(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The smallest element over the axes (DALI's reductions.min).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def rms(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The root mean square over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def std_dev(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / (n - ddof)) (DALI's reductions.std_dev).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def sum(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The sum over the axes (DALI's reductions.sum); integers accumulate in 64 bits, floats in float64.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def variance(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The variance around the given mean (input 1), sum((x - mean)^2) / (n - ddof) (DALI's reductions.variance).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

@@ -145,6 +145,56 @@ class CastLike(Operator):
     """
     def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Cat(Operator):
+    """Joins its inputs along an existing axis (DALI's cat); the other extents, the type and the rank must agree. The layout is the first input's.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Clahe(Operator):
     """Contrast-limited adaptive histogram equalisation (DALI's clahe, OpenCV's createCLAHE): per-tile histograms of the image padded to whole tiles (mirrored), clipped and redistributed, turned into tables that are blended bilinearly between tile centres. uint8 grey (HW or HWC with 1 channel) or RGB. Grey and per-channel results equal OpenCV's; luma_only converts RGB to CIE Lab in floating point (OpenCV uses 8-bit tables: may differ by a few levels).
 
@@ -371,6 +421,82 @@ class Debayer(Operator):
     """
     def __init__(self, *, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class DlTensorPythonFunction(Operator):
+    """Runs a function of the host program on each sample's inputs, passed as DLPack capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch CPU tensors).
+
+    Devices: cpu.
+
+    Inputs:
+        input0 (optional): an array passed to the function as argument 0
+        input1 (optional): an array passed to the function as argument 1
+        input2 (optional): an array passed to the function as argument 2
+        input3 (optional): an array passed to the function as argument 3
+        input4 (optional): an array passed to the function as argument 4
+        input5 (optional): an array passed to the function as argument 5
+        input6 (optional): an array passed to the function as argument 6
+        input7 (optional): an array passed to the function as argument 7
+        input8 (optional): an array passed to the function as argument 8
+        input9 (optional): an array passed to the function as argument 9
+        input10 (optional): an array passed to the function as argument 10
+        input11 (optional): an array passed to the function as argument 11
+        input12 (optional): an array passed to the function as argument 12
+        input13 (optional): an array passed to the function as argument 13
+        input14 (optional): an array passed to the function as argument 14
+        input15 (optional): an array passed to the function as argument 15
+
+    Outputs:
+        a number set by the arguments (see num_outputs)
+        output: arrays returned by the function
+
+    Keyword args:
+        num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
+        batch_processing (a bool; default false): must be false: calls are per sample (the Python layer refuses true)
+        synchronize_stream (a bool; default true): accepted for DALI compatibility (CPU data needs no stream)
+        function: the callable, called as function(*dlpack_capsules) for every sample; returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs
+        output_layouts: layout string (or one per output) given to the outputs
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class DumpImage(Operator):
+    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid).
+
+    Devices: cpu.
+
+    Inputs:
+        input: a uint8 image (HWC or CHW, 1 or 3 channels)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        suffix (a string; default ""): added to the file names: dump_image<suffix>_<sample ordinal>.ppm
+        input_layout (a string; default "HWC"; one of 'HWC', 'CHW'): how the image is laid out
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class ElementExtract(Operator):
+    """Extracts frames of sequences (DALI's element_extract): output k is frame element_map[k], with the F axis dropped from the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        a number set by the arguments
+        outputs: one frame per element_map entry
+
+    Keyword args:
+        element_map (a list of ints; required): the frames to extract, one output each
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, element_map: Sequence[int], device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class Equalize(Operator):
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
@@ -414,6 +540,25 @@ class Erase(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, anchor: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., axes: Sequence[int] | None = ..., fill_value: Sequence[float] | DataNode | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., normalized: bool | None = ..., centered_anchor: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class ExpandDims(Operator):
+    """Inserts unit axes at `axes` (indices in the output), named by new_axis_names (DALI's expand_dims). Without names the layout is dropped.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; required): where the new unit axes go, as indices in the output
+        new_axis_names (a string; default ""): one letter per new axis, inserted into the input's layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axes: Sequence[int], new_axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ExternalSource(Operator):
     """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
@@ -526,6 +671,43 @@ class Flip(Operator):
     """
     def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Full(Operator):
+    """A tensor of `shape` filled with the input value, broadcast by NumPy's rules, in the value's type (DALI's full).
+
+    Devices: cpu.
+
+    Inputs:
+        fill_value: the value, broadcast to the shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape (default: the fill value's)
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class FullLike(Operator):
+    """A tensor with data's shape, type and layout filled with fill_value, broadcast by NumPy's rules and converted to data's type (DALI's full_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape, type and layout the output takes
+        fill_value: the value, broadcast to data's shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class GaussianBlur(Operator):
     """Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).
 
@@ -545,6 +727,24 @@ class GaussianBlur(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, sigma: Sequence[float] | DataNode | None = ..., window_size: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class GetProperty(Operator):
+    """A property of each sample as a 1D uint8 tensor of characters (DALI's get_property): its source_info (the reader's file path for it) or the input's layout.
+
+    Devices: cpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        key (a string; required; one of 'source_info', 'layout'): source_info: the sample's origin (a file path; empty when unknown); layout: the input's layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, key: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Grayscale(Operator):
     """Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a stoker operator; DALI spells this color_space_conversion(image_type=RGB, output_type=GRAY)): uint8 uses Pillow's convert("L"), (19595 R + 38470 G + 7471 B + 2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.
@@ -706,6 +906,27 @@ class Laplacian(Operator):
     """
     def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class LookupTable(Operator):
+    """Maps integer inputs through a table (DALI's lookup_table): keys[i] gives values[i], anything else default_value; the output has type dtype.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: integer keys
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        keys (a list of ints; default []): the keys, integers in [0, 65535]
+        values (a list of floats; default []): the value of each key (as many as keys)
+        default_value (a float; default 0.0): the value of inputs that are no key
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the output type
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, keys: Sequence[int] | None = ..., values: Sequence[float] | None = ..., default_value: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Mixup(Operator):
     """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
 
@@ -772,6 +993,33 @@ class MultiPaste(Operator):
     """
     def __init__(self, *, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Normalize(Operator):
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift
+
+    Keyword args:
+        axes (a list of ints): the axes the statistics reduce (default: all)
+        axis_names (a string): the same as layout letters
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
+        stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
+        scale (a float; default 1.0): multiplies the result
+        shift (a float; default 0.0): added after scaling
+        epsilon (a float; default 0.0): added to the variance (stddev^2) before the square root
+        ddof (an int; default 0): delta degrees of freedom of the computed variance
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (integers: rounded and saturated)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., batch: bool | None = ..., mean: Sequence[float] | DataNode | None = ..., stddev: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., epsilon: float | None = ..., ddof: int | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class OneHot(Operator):
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
@@ -794,6 +1042,63 @@ class OneHot(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Ones(Operator):
+    """A tensor of ones of the given shape and type (DALI's ones).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class OnesLike(Operator):
+    """Ones in data's shape and layout (DALI's ones_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Pad(Operator):
+    """Pads the end of the chosen axes with fill_value (DALI's pad): to `shape`, else to the batch's largest extent (GPU backend), then up to a multiple of align. The CPU backend runs per sample, so there it needs shape or align for every padded axis.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to pad (default: all)
+        axis_names (a string): the axes to pad, as layout letters
+        align (a list of ints; may be a DataNode (per-sample argument input)): round the padded extents up to a multiple of this (one value, or one per padded axis)
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the extent per padded axis (a sample larger keeps its own; 1: alignment only); -1 or absent: the largest in the batch (GPU only: the CPU backend runs per sample and needs an extent)
+        fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value of the padding (converted as a C cast, as DALI: -1 into uint8 is 255)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., align: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., fill_value: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Paste(Operator):
     """Places each uint8 image on a canvas of trunc(max(size * ratio, min_canvas_size)) filled with fill_value, its top-left corner at trunc(paste_x (canvas_w - w)), trunc(paste_y (canvas_h - h)) (DALI's paste; the zoom-out step of SSD augmentation).
@@ -836,6 +1141,24 @@ class PeekImageShape(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class PerFrame(Operator):
+    """Marks the outermost axis as frames: the layout becomes "F" followed by '*' per other axis, or the input's with its first letter replaced (replace=True) (DALI's per_frame). stoker's operators read per-sample arguments, not per-frame ones: the mark only travels with the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        replace (a bool; default false): a layout already there: false, an error; true, its first letter becomes F
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, replace: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PermuteBatch(Operator):
     """Gathers samples by index: output sample i is a copy of input sample indices[i] (repetitions and omissions allowed). With batch_permutation it pairs every sample with another one of its batch (the MixUp recipe in docs/python.md).
@@ -956,6 +1279,52 @@ class RandomResizedCrop(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Reinterpret(Operator):
+    """Reads each sample's bytes as another element type and/or shape (DALI's reinterpret); without a shape the last extent is rescaled. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Reshape(Operator):
+    """Gives each sample a new shape with the same elements in the same order (DALI's reshape): from shape (or a second input), rel_shape or src_dims. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Resize(Operator):
     """Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
@@ -1126,6 +1495,24 @@ class Select(Operator):
     """
     def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class SequenceRearrange(Operator):
+    """Reorders the frames of each sequence (DALI's sequence_rearrange): output frame k is input frame new_order[k]; new_order may be fed per sample.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        new_order (a list of ints; required; may be a DataNode (per-sample argument input)): output frame k is input frame new_order[k] (repeats and drops allowed; not empty)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, new_order: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Shapes(Operator):
     """The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node becomes).
 
@@ -1161,6 +1548,38 @@ class Sharpness(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, sharpness: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Slice(Operator):
+    """Cuts a window out of each sample (DALI's slice): the anchor and shape come from two inputs (float: fractions of the extents, unless normalized_* is false; integer: absolute) or from start/end/shape and their rel_ forms, for the axes given by axes or axis_names; positions round half away from zero. Windows leaving the input fail, are padded with fill_values or are trimmed.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        data: the tensor to slice
+        anchor (optional): optional: the start per slice axis (float: a fraction when normalized_anchor)
+        shape (optional): optional: the extents per slice axis (float: fractions when normalized_shape)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        start (a list of floats; may be a DataNode (per-sample argument input)): absolute start of the slice along each of the slice axes
+        end (a list of floats; may be a DataNode (per-sample argument input)): absolute end (exclusive); give end or shape
+        shape (a list of floats; may be a DataNode (per-sample argument input)): absolute extents of the slice
+        rel_start (a list of floats; may be a DataNode (per-sample argument input)): start as a fraction of each extent
+        rel_end (a list of floats; may be a DataNode (per-sample argument input)): end as a fraction of each extent
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): extents as fractions of the input's
+        axes (a list of ints; default [1, 0]; may be a DataNode (per-sample argument input)): the axes the anchor and shape values refer to, in order (excludes axis_names)
+        axis_names (a string; default "WH"): the same as layout letters; used when the layout has them and axes is not given
+        normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extents
+        normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extents
+        out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the input: error, pad (with fill_values) or trim_to_shape (cut to the input)
+        fill_values (a list of floats; default [0.0]): the padding value, or one per channel (the layout's C axis, else the last)
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (default: the input's); converted with saturation
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, start: Sequence[float] | DataNode | None = ..., end: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Solarize(Operator):
     """Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? x : 255 - x; 1 - x for float32).
@@ -1219,6 +1638,75 @@ class Sphere(Operator):
     """
     def __init__(self, *, fill_value: float | None = ..., interp_type: str | None = ..., mask: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Squeeze(Operator):
+    """Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters leave the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to remove (extent 1 each); negative ones count from the end
+        axis_names (a string): the axes to remove, as layout letters
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Stack(Operator):
+    """Stacks its inputs (same shape and type) along a new axis at `axis` (DALI's stack); axis_name names it in the layout (else the layout is dropped).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Subscript(Operator):
     """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
 
@@ -1270,6 +1758,26 @@ class Subscript(Operator):
     """
     def __init__(self, *, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Transpose(Operator):
+    """Permutes the axes: output axis d is input axis perm[d] (DALI's transpose); the layout follows unless transpose_layout is false or output_layout is given.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        perm (a list of ints): output axis d is input axis perm[d]; default: the axes reversed
+        transpose_layout (a bool; default true): permute the layout's letters too
+        output_layout (a string): the output layout (overrides transpose_layout)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, perm: Sequence[int] | None = ..., transpose_layout: bool | None = ..., output_layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class WarpAffine(Operator):
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
 
@@ -1319,6 +1827,41 @@ class Water(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, ampl_x: float | None = ..., ampl_y: float | None = ..., freq_x: float | None = ..., freq_y: float | None = ..., phase_x: float | None = ..., phase_y: float | None = ..., fill_value: float | None = ..., interp_type: str | None = ..., mask: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Zeros(Operator):
+    """A tensor of zeros of the given shape and type (DALI's zeros).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class ZerosLike(Operator):
+    """Zeros in data's shape and layout (DALI's zeros_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class auto_augment:
     """The auto_augment namespace."""
@@ -1590,6 +2133,49 @@ class decoders:
         """
         def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Inflate(Operator):
+        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+
+        Devices: cpu.
+
+        Inputs:
+            input: compressed bytes (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Numpy(Operator):
+        """Decodes the bytes of .npy files (DALI's decoders.numpy): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric types in either byte order.
+
+        Devices: cpu.
+
+        Inputs:
+            input: the bytes of a .npy file (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the expected element type: a file of another type is an error (default: the file's)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class experimental:
     """The experimental namespace."""
     class Debayer(Operator):
@@ -1695,6 +2281,31 @@ class experimental:
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Inflate(Operator):
+        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+
+        Devices: cpu.
+
+        Inputs:
+            input: compressed bytes (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class MedianBlur(Operator):
         """Replaces each element by the median of its window, channel by channel (DALI's experimental.median_blur, which DALI has on the GPU only; OpenCV's medianBlur): edges replicate. uint8, uint16, int16 or float32, exact.
@@ -1964,6 +2575,29 @@ class experimental:
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
             def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class io:
+    """The io namespace."""
+    class file:
+        """The io.file namespace."""
+        class Read(Operator):
+            """Reads the file each sample names (DALI's io.file.read) into a 1D uint8 tensor of its bytes; max_file_bytes applies.
+
+            Devices: cpu.
+
+            Inputs:
+                filepaths: the path of the file, as a 1D tensor of bytes (e.g. np.frombuffer(p.encode(), np.uint8))
+
+            Outputs:
+                output: the result
+
+            Keyword args:
+                dont_use_mmap (a bool; default false): accepted for DALI compatibility: files are always read with pread
+                use_o_direct (a bool; default false): accepted for DALI compatibility (ignored)
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            def __init__(self, *, dont_use_mmap: bool | None = ..., use_o_direct: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class math:
     """The math namespace."""
@@ -2339,6 +2973,174 @@ class readers:
         """
         def __init__(self, *, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class reductions:
+    """The reductions namespace."""
+    class Max(Operator):
+        """The largest element over the axes (DALI's reductions.max).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Mean(Operator):
+        """The mean over the axes (DALI's reductions.mean), float32 by default.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class MeanSquare(Operator):
+        """The mean of the squares over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Min(Operator):
+        """The smallest element over the axes (DALI's reductions.min).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Rms(Operator):
+        """The root mean square over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class StdDev(Operator):
+        """The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / (n - ddof)) (DALI's reductions.std_dev).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Sum(Operator):
+        """The sum over the axes (DALI's reductions.sum); integers accumulate in 64 bits, floats in float64.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Variance(Operator):
+        """The variance around the given mean (input 1), sum((x - mean)^2) / (n - ddof) (DALI's reductions.variance).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class transforms:
     """The transforms namespace."""
     class Combine(Operator):

@@ -465,6 +465,7 @@ typedef struct stk_gpu_api {
              uintptr_t stream, char *err, size_t errlen);
   /* The image effects (api_effects.h); NULL in a backend without them. */
   const struct stk_gpu_effects_api *effects;
+  const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

@@ -24,7 +24,9 @@
   STK__OPS_HOST(X)            \
   STK__OPS_AUTOAUG(X)         \
   STK__OPS_BATCH(X)           \
-  STK__OPS_EFFECTS(X)
+  STK__OPS_EFFECTS(X)         \
+  STK__OPS_TENSOR(X)          \
+  /* (each list above ends with a backslash, so adding one is a one-line change) */
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
@@ -142,6 +144,43 @@
   X("experimental.resize", stk__op_resize)                                         \
   X("experimental.tensor_resize", stk__op_resize)                                  \
   X("experimental.peek_image_shape", stk__op_peek_image_shape)
+#define STK__OPS_TENSOR(X)    /* tensor_shape.c, tensor_slice.c, tensor_fill.c, reductions.c, \
+                                 tensor_io.c, pipeline/host.c */                              \
+  X(stk__op_reshape)                                                                          \
+  X(stk__op_reinterpret)                                                                      \
+  X(stk__op_expand_dims)                                                                      \
+  X(stk__op_squeeze)                                                                          \
+  X(stk__op_per_frame)                                                                        \
+  X(stk__op_transpose)                                                                        \
+  X(stk__op_slice)                                                                            \
+  X(stk__op_pad)                                                                              \
+  X(stk__op_cat)                                                                              \
+  X(stk__op_stack)                                                                            \
+  X(stk__op_element_extract)                                                                  \
+  X(stk__op_sequence_rearrange)                                                               \
+  X(stk__op_reductions_min)                                                                   \
+  X(stk__op_reductions_max)                                                                   \
+  X(stk__op_reductions_sum)                                                                   \
+  X(stk__op_reductions_mean)                                                                  \
+  X(stk__op_reductions_mean_square)                                                           \
+  X(stk__op_reductions_rms)                                                                   \
+  X(stk__op_reductions_std_dev)                                                               \
+  X(stk__op_reductions_variance)                                                              \
+  X(stk__op_normalize)                                                                        \
+  X(stk__op_zeros)                                                                            \
+  X(stk__op_ones)                                                                             \
+  X(stk__op_full)                                                                             \
+  X(stk__op_zeros_like)                                                                       \
+  X(stk__op_ones_like)                                                                        \
+  X(stk__op_full_like)                                                                        \
+  X(stk__op_lookup_table)                                                                     \
+  X(stk__op_get_property)                                                                     \
+  X(stk__op_io_file_read)                                                                     \
+  X(stk__op_decoders_numpy)                                                                   \
+  X(stk__op_decoders_inflate)                                                                 \
+  X(stk__op_experimental_inflate)                                                             \
+  X(stk__op_dump_image)                                                                       \
+  X(stk__op_dl_tensor_python_function)
 
 #define STK__OPS_EFFECTS(X) /* effects_warp.c, effects_window.c, paste.c, jpeg_distortion.c */ \
   X(stk__op_water)                                                                             \
