@@ -31,10 +31,12 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, PIL, pytest, scikit_build_core" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, PIL, pytest, scikit_build_core, cv2, lz4" 2>/dev/null; then
   echo "setup: installing Python packages into .venv"
   .venv/bin/pip install -q --upgrade pip >/dev/null
-  .venv/bin/pip install -q numpy pillow pytest scikit-build-core
+  # OpenCV: the reference of the image-effect tests (tests/python/test_effects.py); lz4:
+  # real LZ4 blocks for decoders.inflate's tests
+  .venv/bin/pip install -q numpy pillow pytest scikit-build-core opencv-python-headless lz4
 fi
 # The remote-data tests run a local S3-compatible server (moto) on 127.0.0.1.
 if ! .venv/bin/python -c "import moto.server, werkzeug" 2>/dev/null; then

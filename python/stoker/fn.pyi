@@ -249,6 +249,27 @@ def cat(*inputs: DataNode, axis: int | None = ..., axis_name: str | None = ..., 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def clahe(*inputs: DataNode, tiles_x: int, tiles_y: int, clip_limit: float, bins: int | None = ..., luma_only: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Contrast-limited adaptive histogram equalisation (DALI's clahe, OpenCV's createCLAHE): per-tile histograms of the image padded to whole tiles (mirrored), clipped and redistributed, turned into tables that are blended bilinearly between tile centres. uint8 grey (HW or HWC with 1 channel) or RGB. Grey and per-channel results equal OpenCV's; luma_only converts RGB to CIE Lab in floating point (OpenCV uses 8-bit tables: may differ by a few levels).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC (or HW) image
+
+    Outputs:
+        output: the filtered image
+
+    Keyword args:
+        tiles_x (an int; required; in [1, 256]): tiles along the width
+        tiles_y (an int; required; in [1, 256]): tiles along the height
+        clip_limit (a float; required): relative clip limit: a bin holds at most clip_limit * tile area / 256 pixels (truncated, at least 1); <= 0: no clipping
+        bins (an int; default 256; in [256, 256]): histogram bins (256 only: uint8 images)
+        luma_only (a bool; default true): RGB input: equalise the CIE Lab lightness and keep a and b (as DALI's CPU operator); false: each channel on its own
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def color_space_conversion(*inputs: DataNode, image_type: str, output_type: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is also the way to get a grayscale image with DALI's definition). GRAY is the full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in float64, rounded half away from zero.
 
@@ -465,6 +486,24 @@ def cutmix(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None
         lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
         seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
         center (a list of ints; may be a DataNode (per-sample argument input)): a given box centre [x, y] in pixels instead of a drawn one (drawn: x uniform in [0, W), y in [0, H), as torchvision)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """The same operator as experimental.debayer (DALI 2.4 has both names).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC (or HW) image
+
+    Outputs:
+        output: the filtered image
+
+    Keyword args:
+        blue_position (a list of ints; required; may be a DataNode (per-sample argument input)): [y, x] of the blue sensor in the 2x2 tile that starts at the second row and column (OpenCV's naming): [0, 0] BG (BGGR), [0, 1] GB, [1, 0] GR, [1, 1] RG
+        algorithm (a string; default "bilinear_ocv"; one of 'bilinear_ocv', 'default_npp'): bilinear interpolation (both names run it; DALI's GPU default_npp differs slightly)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -873,6 +912,44 @@ def invert(*inputs: DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def jitter(*inputs: DataNode, nDegree: int | None = ..., fill_value: float | None = ..., interp_type: str | None = ..., mask: int | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Moves every pixel by a random offset (DALI's jitter, which DALI has on the GPU only): output pixel (x, y) reads the input at its centre plus (dx, dy), each uniform in [-nDegree/2, nDegree/2), drawn per pixel from the node's counter-based stream (Philox block y w + x of the sample), so the CPU and the GPU give the same image. DALI draws its offsets with its own generator: the values differ, the distribution is the documented one.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC (or HW) image
+
+    Outputs:
+        output: the transformed image
+
+    Keyword args:
+        nDegree (an int; default 2; in [0, 1048576]): each pixel moves by a random amount in [-nDegree/2, nDegree/2) along x and along y
+        fill_value (a float; default 0): value of pixels read from outside the image
+        interp_type (a string; default "nearest"; one of 'nearest', 'linear', 'cubic'): nearest, linear or cubic
+        mask (an int; default 1; may be a DataNode (per-sample argument input)): 0: leave the sample unchanged; non-zero: apply the effect (per sample, e.g. from random.coin_flip)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def jpeg_compression_distortion(*inputs: DataNode, quality: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Adds JPEG compression artefacts: each uint8 RGB image is encoded at `quality` (4:2:0, standard tables) and decoded again with libjpeg-turbo, byte for byte what DALI's CPU operator (OpenCV's imencode / imdecode) gives. The GPU computes the same round trip without a bitstream (src/shared/jpeg_emul.h) with floating-point transforms where libjpeg uses integer ones: most pixels equal the CPU's, the rest differ by a few levels (coefficients on a rounding boundary).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: uint8 RGB image (HWC, 3 channels)
+
+    Outputs:
+        output: the image after a JPEG round trip
+
+    Keyword args:
+        quality (an int; default 50; may be a DataNode (per-sample argument input)): JPEG quality, 1 (worst) to 100; values outside are clamped
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Computes the Laplacian d2/dy2 + d2/dx2 of each image (DALI's laplacian, OpenCV's Sobel-based windows): each partial derivative is a separable convolution of a second-derivative window along its axis and a binomial smoothing window across it; float32 intermediate, border reflect_101.
 
@@ -934,6 +1011,46 @@ def mixup(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None 
         pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
         lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
         seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Pastes regions onto one zeroed canvas per sample, in order (later regions cover earlier ones), as DALI's multi_paste: region k from input k, or with in_ids from sample in_ids[k] of the one input's batch (a batch operator: it runs once the whole batch is there). Regions must fit their source and the canvas. Any numeric type on the CPU; uint8, uint16, int16 or float32 on the GPU; dtype converts (rounded, saturated).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: HWC image: the source of region 0
+        input1 (optional): HWC image: the source of region 1
+        input2 (optional): HWC image: the source of region 2
+        input3 (optional): HWC image: the source of region 3
+        input4 (optional): HWC image: the source of region 4
+        input5 (optional): HWC image: the source of region 5
+        input6 (optional): HWC image: the source of region 6
+        input7 (optional): HWC image: the source of region 7
+        input8 (optional): HWC image: the source of region 8
+        input9 (optional): HWC image: the source of region 9
+        input10 (optional): HWC image: the source of region 10
+        input11 (optional): HWC image: the source of region 11
+        input12 (optional): HWC image: the source of region 12
+        input13 (optional): HWC image: the source of region 13
+        input14 (optional): HWC image: the source of region 14
+        input15 (optional): HWC image: the source of region 15
+
+    Outputs:
+        output: the canvas
+
+    Keyword args:
+        in_ids (a list of ints; may be a DataNode (per-sample argument input)): region k comes from sample in_ids[k] of the (only) input's batch (DALI's mosaic form); without it, from input k
+        output_size (a list of ints; may be a DataNode (per-sample argument input)): canvas [H, W]; input 0's size when absent
+        in_anchors (a list of ints; may be a DataNode (per-sample argument input)): top-left corners in the inputs (one [y, x] / [h, w] pair per pasted region, flattened); 0 when absent
+        in_anchors_rel (a list of floats; may be a DataNode (per-sample argument input)): the same relative to the input's size, in [0, 1]
+        shapes (a list of ints; may be a DataNode (per-sample argument input)): region extents (one [y, x] / [h, w] pair per pasted region, flattened); to the input's end when absent
+        shapes_rel (a list of floats; may be a DataNode (per-sample argument input)): the same relative to the input's size
+        out_anchors (a list of ints; may be a DataNode (per-sample argument input)): top-left corners on the canvas (one [y, x] / [h, w] pair per pasted region, flattened); 0 when absent
+        out_anchors_rel (a list of floats; may be a DataNode (per-sample argument input)): the same relative to the canvas size
+        dtype (a string; default ""): output type; "" keeps the inputs' (values converted, rounded and saturated)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1036,6 +1153,28 @@ def pad(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_nam
         align (a list of ints; may be a DataNode (per-sample argument input)): round the padded extents up to a multiple of this (one value, or one per padded axis)
         shape (a list of ints; may be a DataNode (per-sample argument input)): the extent per padded axis (a sample larger keeps its own; 1: alignment only); -1 or absent: the largest in the batch (GPU only: the CPU backend runs per sample and needs an extent)
         fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value of the padding (converted as a C cast, as DALI: -1 into uint8 is 255)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def paste(*inputs: DataNode, ratio: float | DataNode, paste_x: float | DataNode | None = ..., paste_y: float | DataNode | None = ..., min_canvas_size: float | DataNode | None = ..., fill_value: Sequence[int], n_channels: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Places each uint8 image on a canvas of trunc(max(size * ratio, min_canvas_size)) filled with fill_value, its top-left corner at trunc(paste_x (canvas_w - w)), trunc(paste_y (canvas_h - h)) (DALI's paste; the zoom-out step of SSD augmentation).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: uint8 HWC image
+
+    Outputs:
+        output: the canvas
+
+    Keyword args:
+        ratio (a float; required; may be a DataNode (per-sample argument input)): canvas size / input size (>= 1)
+        paste_x (a float; default 0.5; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: the left margin is trunc(paste_x (canvas_w - w))
+        paste_y (a float; default 0.5; may be a DataNode (per-sample argument input)): vertical position in [0, 1], likewise
+        min_canvas_size (a float; default 0; may be a DataNode (per-sample argument input)): lower bound of both canvas extents
+        fill_value (a list of ints; required): canvas colour, n_channels values
+        n_channels (an int; default 3; in [1, 1024]): channels of the images
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1549,6 +1688,25 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def sphere(*inputs: DataNode, fill_value: float | None = ..., interp_type: str | None = ..., mask: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Bulges the image as if wrapped on a sphere (DALI's sphere): with the centre c = (w / 2, h / 2) and d = max(floor(w / 2), floor(h / 2)), the pixel centre p reads the input at c + (p - c) |p - c| / d (pixel-edge coordinates; measured on DALI 2.4's CPU operator). uint8 or float32 input; outside reads take fill_value.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC (or HW) image
+
+    Outputs:
+        output: the transformed image
+
+    Keyword args:
+        fill_value (a float; default 0): value of pixels read from outside the image
+        interp_type (a string; default "nearest"; one of 'nearest', 'linear', 'cubic'): nearest, linear or cubic
+        mask (an int; default 1; may be a DataNode (per-sample argument input)): 0: leave the sample unchanged; non-zero: apply the effect (per sample, e.g. from random.coin_flip)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def squeeze(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters leave the layout.
 
@@ -1726,6 +1884,31 @@ def warp_affine(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = .
         fill_value (a list of floats; may be a DataNode (per-sample argument input)): value of the pixels outside the source image: one value, or one per channel. When absent, source coordinates are clamped and the edge pixels repeat (DALI's rule)
         interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear (bilinear) or cubic (Keys, a = -0.5); pixel centres at +0.5 (see the operator doc)
         dtype (a string; default ""; one of '', 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'int64', 'float16', 'float32', 'float64', 'float'): output type; "" keeps the input's (integers rounded and saturated)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def water(*inputs: DataNode, ampl_x: float | None = ..., ampl_y: float | None = ..., freq_x: float | None = ..., freq_y: float | None = ..., phase_x: float | None = ..., phase_y: float | None = ..., fill_value: float | None = ..., interp_type: str | None = ..., mask: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Makes the image look as if seen through water (DALI's water): output pixel (x, y) (indices) reads the input at pixel-edge coordinates (x + ampl_x sin(freq_x y + phase_x), y + ampl_y cos(freq_y x + phase_y)), the formula DALI 2.4's CPU operator computes. uint8 or float32 input, any channel count; pixels read from outside take fill_value.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC (or HW) image
+
+    Outputs:
+        output: the transformed image
+
+    Keyword args:
+        ampl_x (a float; default 10): amplitude of the wave moving pixels along x
+        ampl_y (a float; default 10): amplitude of the wave moving pixels along y
+        freq_x (a float; default 0.049087): frequency (radians per row) of the x displacement
+        freq_y (a float; default 0.049087): frequency (radians per column) of the y displacement
+        phase_x (a float; default 0): phase of the x displacement
+        phase_y (a float; default 0): phase of the y displacement
+        fill_value (a float; default 0): value of pixels read from outside the image
+        interp_type (a string; default "nearest"; one of 'nearest', 'linear', 'cubic'): nearest, linear or cubic
+        mask (an int; default 1; may be a DataNode (per-sample argument input)): 0: leave the sample unchanged; non-zero: apply the effect (per sample, e.g. from random.coin_flip)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -2079,6 +2262,46 @@ class decoders:
 class experimental:
     """The experimental namespace."""
     @staticmethod
+    def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's debayer / experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC (or HW) image
+
+        Outputs:
+            output: the filtered image
+
+        Keyword args:
+            blue_position (a list of ints; required; may be a DataNode (per-sample argument input)): [y, x] of the blue sensor in the 2x2 tile that starts at the second row and column (OpenCV's naming): [0, 0] BG (BGGR), [0, 1] GB, [1, 0] GR, [1, 1] RG
+            algorithm (a string; default "bilinear_ocv"; one of 'bilinear_ocv', 'default_npp'): bilinear interpolation (both names run it; DALI's GPU default_npp differs slightly)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def dilate(*inputs: DataNode, mask_size: Sequence[int] | DataNode | None = ..., anchor: Sequence[int] | DataNode | None = ..., iterations: int | None = ..., border_mode: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Dilation: each element becomes the maximum over a rectangular structuring element, channel by channel (OpenCV's semantics; DALI has this operator on the GPU only). uint8, uint16, int16 or float32, exact.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC (or HW) image
+
+        Outputs:
+            output: the filtered image
+
+        Keyword args:
+            mask_size (a list of ints; default [3, 3]; may be a DataNode (per-sample argument input)): extents [W, H] of the rectangular structuring element (one value: square)
+            anchor (a list of ints; default [-1, -1]; may be a DataNode (per-sample argument input)): [x, y] of the element over the output pixel; -1: the centre
+            iterations (an int; default 1; in [1, 1000]): applications; k runs equal one with the element grown by (k - 1) (W - 1, H - 1)
+            border_mode (a string; default "constant"; one of 'constant', 'replicate', 'reflect', 'reflect_101', 'wrap'): outside pixels: constant (they never win, OpenCV's default for morphology), replicate, reflect, reflect_101 or wrap
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def equalize(*inputs: DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """DALI's experimental.equalize: per-channel histogram equalization of uint8 images, following OpenCV's equalizeHist by default (algorithm="pil" gives Pillow's).
 
@@ -2092,6 +2315,27 @@ class experimental:
 
         Keyword args:
             algorithm (a string; default "opencv"; one of 'pil', 'opencv'): "pil": ImageOps.equalize (step = (pixels - count of the last used level) // 255, table = (step // 2 + cumulative count below) // step); "opencv": equalizeHist (cumulative count minus the first used level's, scaled to 0..255 and rounded)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def erode(*inputs: DataNode, mask_size: Sequence[int] | DataNode | None = ..., anchor: Sequence[int] | DataNode | None = ..., iterations: int | None = ..., border_mode: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Erosion: each element becomes the minimum over a rectangular structuring element, channel by channel (OpenCV's semantics; DALI has this operator on the GPU only). uint8, uint16, int16 or float32, exact.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC (or HW) image
+
+        Outputs:
+            output: the filtered image
+
+        Keyword args:
+            mask_size (a list of ints; default [3, 3]; may be a DataNode (per-sample argument input)): extents [W, H] of the rectangular structuring element (one value: square)
+            anchor (a list of ints; default [-1, -1]; may be a DataNode (per-sample argument input)): [x, y] of the element over the output pixel; -1: the centre
+            iterations (an int; default 1; in [1, 1000]): applications; k runs equal one with the element grown by (k - 1) (W - 1, H - 1)
+            border_mode (a string; default "constant"; one of 'constant', 'replicate', 'reflect', 'reflect_101', 'wrap'): outside pixels: constant (they never win, OpenCV's default for morphology), replicate, reflect, reflect_101 or wrap
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -2147,6 +2391,24 @@ class experimental:
         """
         ...
     @staticmethod
+    def median_blur(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Replaces each element by the median of its window, channel by channel (DALI's experimental.median_blur, which DALI has on the GPU only; OpenCV's medianBlur): edges replicate. uint8, uint16, int16 or float32, exact.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC (or HW) image
+
+        Outputs:
+            output: the filtered image
+
+        Keyword args:
+            window_size (a list of ints; default [3, 3]; may be a DataNode (per-sample argument input)): window extents [W, H] (one value: square), odd, at most 121 elements in all
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
 
@@ -2162,6 +2424,27 @@ class experimental:
             dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
             adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
             device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def remap(*inputs: DataNode, interp: str | None = ..., pixel_origin: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Output pixel (x, y) takes the input at (mapx[y, x], mapy[y, x]) (DALI's experimental.remap; OpenCV's remap with pixel_origin = "center"): the maps are inputs 1 and 2, float32, one value per output pixel. Outside reads give 0 (DALI's only border). uint8, uint16, int16 or float32 images.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC (or HW) image
+            mapx: float32 H' x W' (or H' x W' x 1): the x coordinate each output pixel reads
+            mapy: float32, the shape of mapx: the y coordinate
+
+        Outputs:
+            output: the transformed image
+
+        Keyword args:
+            interp (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear or cubic
+            pixel_origin (a string; default "corner"; one of 'corner', 'center'): corner: map value 0 is the left/top edge of the first pixel; center: its centre (OpenCV's remap)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -2223,6 +2506,31 @@ class experimental:
             roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
             roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
             roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def warp_perspective(*inputs: DataNode, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | None = ..., interp_type: str | None = ..., border_mode: str | None = ..., pixel_origin: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Applies a perspective transformation (DALI's experimental.warp_perspective, which is OpenCV's warpPerspective): output point p reads the input at (M p)_xy / (M p)_z, with p the pixel's centre in pixel-edge coordinates (pixel_origin = "corner") or its index ("center", OpenCV). uint8, uint16, int16 or float32; sampling in float32 (OpenCV interpolates uint8 in fixed point: results may differ from it by 1).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC (or HW) image
+            matrix (optional): 3x3 float matrix per sample
+
+        Outputs:
+            output: the transformed image
+
+        Keyword args:
+            matrix (a list of floats; may be a DataNode (per-sample argument input)): 3x3 row-major perspective matrix mapping output to input coordinates (with inverse_map); may instead come as input 1
+            inverse_map (a bool; default true): true: the matrix maps output to input; false: input to output (it is inverted; OpenCV's WARP_INVERSE_MAP flag)
+            size (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): output size [H, W] (rounded to nearest); the input's when absent
+            fill_value (a list of floats; default []): constant border: one value, or one per channel; [] is 0
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic'): nearest, linear or cubic (OpenCV's a = -0.75)
+            border_mode (a string; default "constant"; one of 'constant', 'replicate', 'reflect', 'reflect_101', 'wrap'): how pixels outside the input are read (OpenCV's border modes)
+            pixel_origin (a string; default "corner"; one of 'corner', 'center'): corner: (0, 0) is the top-left corner of the first pixel; center: its centre (OpenCV's convention)
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

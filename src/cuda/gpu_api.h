@@ -95,6 +95,7 @@ typedef struct stk_gpu_filter_api stk_gpu_filter_api;
 typedef struct stk_gpu_math_api stk_gpu_math_api;
 typedef struct stk_gpu_boxes_api stk_gpu_boxes_api;
 typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
+typedef struct stk_gpu_effects_api stk_gpu_effects_api;
 
 /* ---------------------------------------------------------------------------------- */
 /* Context, device, memory                                                             */
@@ -463,6 +464,8 @@ typedef struct stk_gpu_api {
   /* mixup / cutmix: dtype STK_DTYPE_UINT8 or STK_DTYPE_FLOAT32 (src/cuda/mix.cu). */
   int (*mix)(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
              uintptr_t stream, char *err, size_t errlen);
+  /* The image effects (api_effects.h); NULL in a backend without them. */
+  const struct stk_gpu_effects_api *effects;
   const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
   /* Box and point operators (api_boxes.h); NULL in libraries without them. */
   const struct stk_gpu_boxes_api *boxes;

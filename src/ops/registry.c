@@ -24,6 +24,7 @@
   STK__OPS_HOST(X)            \
   STK__OPS_AUTOAUG(X)         \
   STK__OPS_BATCH(X)           \
+  STK__OPS_EFFECTS(X)         \
   STK__OPS_TENSOR(X)          \
   STK__OPS_DETECTION(X)       \
   /* (each list above ends with a backslash, so adding one is a one-line change) */
@@ -198,6 +199,22 @@
   X(stk__op_random_mask_pixel)                                                     \
   X(stk__op_ssd_random_crop)                                                       \
   X(stk__op_random_object_bbox)
+
+#define STK__OPS_EFFECTS(X) /* effects_warp.c, effects_window.c, paste.c, jpeg_distortion.c */ \
+  X(stk__op_water)                                                                             \
+  X(stk__op_sphere)                                                                            \
+  X(stk__op_jitter)                                                                            \
+  X(stk__op_experimental_warp_perspective)                                                     \
+  X(stk__op_experimental_remap)                                                                \
+  X(stk__op_experimental_median_blur)                                                          \
+  X(stk__op_experimental_dilate)                                                               \
+  X(stk__op_experimental_erode)                                                                \
+  X(stk__op_experimental_debayer)                                                              \
+  X(stk__op_debayer)                                                                           \
+  X(stk__op_clahe)                                                                             \
+  X(stk__op_paste)                                                                             \
+  X(stk__op_multi_paste)                                                                       \
+  X(stk__op_jpeg_compression_distortion)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)

@@ -17,6 +17,8 @@
  * math table's gather (subscript), queued like a kernel, and the automatic augmentation's
  * program (auto_augment.apply / augment): the kernel's own interpreter run on the host,
  * and the tensor toolbox's table (api_tensor.h): its shared element functions on the host.
+ * and the image effects' per-pixel function and clahe tables (effects_px.h, the kernels'
+ * own code), queued like kernels.
  * One lock serialises the whole fake: callers may come from any thread.
  */
 #include <pthread.h>
@@ -28,6 +30,7 @@
 
 #include "cuda/api_autoaug.h"
 #include "cuda/api_boxes.h"
+#include "cuda/api_effects.h"
 #include "cuda/api_math.h"
 #include "cuda/api_tensor.h"
 #include "cuda/autoaug_interp.h"
@@ -107,7 +110,8 @@ typedef enum {
   OP_BOX_ENCODER,
   OP_AUTOAUG,
   OP_MIX,
-  OP_TENSOR
+  OP_TENSOR,
+  OP_EFFECTS
 } op_kind;
 
 struct aa_batch;
@@ -143,6 +147,8 @@ typedef struct op {
   stk_gpu_mix_sample mix;
   /* OP_TENSOR: a tensor-toolbox launch (plans copied at the call) */
   struct tn_job *tn;
+  /* OP_EFFECTS: the batch's descriptors (copied at the call) */
+  struct fx_batch *fx;
 } op;
 
 typedef struct fake_stream {
@@ -389,6 +395,52 @@ static void run_tensor(op *o) {
   tn_job_free(j);
 }
 
+/* ---- image effects: the kernels' per-element code, run on the host ---- */
+struct fx_batch {
+  int n, clahe;
+  stk_dtype in, out;
+  stk_gpu_fx_sample *px;
+  stk_gpu_clahe_sample *cl;
+  stk_gpu_jpeg_sample *jpeg; /* jpeg_distort's batch, when set */
+};
+
+static void run_effects(op *o) {
+  struct fx_batch *f = o->fx;
+  for (int i = 0; f->jpeg && i < f->n; i++) {
+    const stk_gpu_jpeg_sample *j = &f->jpeg[i];
+    for (long long my = 0; my < (j->h + 15) / 16; my++)
+      for (long long mx = 0; mx < (j->w + 15) / 16; mx++)
+        stk_je_mcu(j->src, j->h, j->w, j->ql, j->qc, mx, my, j->planes);
+    for (long long y = 0; y < j->h; y++)
+      for (long long x = 0; x < j->w; x++)
+        stk_je_pixel(j->planes, j->h, j->w, x, y, j->dst + (y * j->w + x) * 3);
+  }
+  if (f->jpeg) f->n = 0;
+  free(f->jpeg);
+  for (int i = 0; i < f->n && f->clahe; i++) { /* (jpeg batches have n = 0 here) */
+    const stk_gpu_clahe_sample *c = &f->cl[i];
+    int tiles = c->tiles_y * c->tiles_x;
+    for (int t = 0; t < (c->luma ? 1 : c->c) * tiles; t++) {
+      int plane = t / tiles, ty = (t % tiles) / c->tiles_x, tx = t % c->tiles_x, hist[256] = {0};
+      for (long long k = 0; k < (long long)c->th * c->tw; k++)
+        hist[stk_fx_clahe_padded(c->src, c->h, c->w, c->c, (long long)tx * c->tw + k % c->tw,
+                                 (long long)ty * c->th + k / c->tw, plane, c->luma)]++;
+      stk_fx_clahe_lut(hist, c->th * c->tw, c->limit, c->luts + (size_t)t * 256);
+    }
+  }
+  for (int i = 0; i < f->n && !f->clahe; i++) {
+    const stk_gpu_fx_sample *s = &f->px[i];
+    stk_fx_image im = {s->src, f->in, s->h, s->w, s->c};
+    long long e = 0;
+    for (long long y = 0; y < s->out_h; y++)
+      for (long long x = 0; x < s->out_w; x++)
+        stk_fx_eval_pixel(&s->p, &im, x, y, s->out_w, s->out_c, s->dst, f->out, e), e += s->out_c;
+  }
+  free(f->px);
+  free(f->cl);
+  free(f);
+}
+
 static void run_op(op *o) {
   switch (o->kind) {
     case OP_COPY:
@@ -434,6 +486,9 @@ static void run_op(op *o) {
       break;
     case OP_TENSOR:
       run_tensor(o);
+      break;
+    case OP_EFFECTS:
+      run_effects(o);
       break;
   }
   free(o->staging);
@@ -1142,6 +1197,66 @@ static int autoaug_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *sampl
 
 static const stk_gpu_autoaug_api autoaug_api = {.version = 1, .apply = autoaug_apply};
 
+/* Queues one effects batch (pixels when `px`, clahe tables when `cl`). */
+static int effects_enqueue(int n, const stk_gpu_fx_sample *px, const stk_gpu_clahe_sample *cl,
+                           stk_dtype in, stk_dtype out, uintptr_t stream, char *err,
+                           size_t errlen) {
+  if (n <= 0) return n < 0 ? fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "effects: n < 0") : 0;
+  struct fx_batch *f = calloc(1, sizeof *f);
+  op *o = calloc(1, sizeof *o);
+  if (f) {
+    *f = (struct fx_batch){n, cl != NULL, in, out, NULL, NULL};
+    f->px = px ? dup_bytes(px, (size_t)n * sizeof *px) : NULL;
+    f->cl = cl ? dup_bytes(cl, (size_t)n * sizeof *cl) : NULL;
+  }
+  if (!f || !o || (px && !f->px) || (cl && !f->cl)) {
+    if (f) free(f->px), free(f->cl);
+    free(f), free(o);
+    return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "effects: no memory");
+  }
+  o->kind = OP_EFFECTS;
+  o->fx = f;
+  pthread_mutex_lock(&lock);
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static int fx_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_fx_sample *samples, stk_dtype in_dtype,
+                    stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  return effects_enqueue(n, samples, NULL, in_dtype, out_dtype, stream, err, errlen);
+}
+
+static int fx_clahe(stk_gpu_ctx *ctx, int n, const stk_gpu_clahe_sample *samples, uintptr_t stream,
+                    char *err, size_t errlen) {
+  (void)ctx;
+  return effects_enqueue(n, NULL, samples, STK_DTYPE_UINT8, STK_DTYPE_UINT8, stream, err, errlen);
+}
+
+static int fx_jpeg(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples, uintptr_t stream,
+                   char *err, size_t errlen) {
+  (void)ctx;
+  if (n <= 0) return n < 0 ? fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "jpeg: n < 0") : 0;
+  struct fx_batch *f = calloc(1, sizeof *f);
+  op *o = calloc(1, sizeof *o);
+  if (f) f->n = n, f->jpeg = dup_bytes(samples, (size_t)n * sizeof *samples);
+  if (!f || !o || !f->jpeg) {
+    if (f) free(f->jpeg);
+    free(f), free(o);
+    return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "jpeg: no memory");
+  }
+  o->kind = OP_EFFECTS;
+  o->fx = f;
+  pthread_mutex_lock(&lock);
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static const stk_gpu_effects_api effects_api = {
+    .version = 1, .pixel = fx_pixel, .clahe_luts = fx_clahe, .jpeg_distort = fx_jpeg};
+
 static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   pthread_mutex_lock(&lock);
@@ -1205,6 +1320,7 @@ static const stk_gpu_api api = {
     .host_free = host_free,
     .mix = mix,
     .tensor = &tensor_api,
+    .effects = &effects_api,
 };
 
 __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) { return &api; }
