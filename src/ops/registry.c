@@ -18,7 +18,8 @@
   STK__OPS_FILTERS(X)         \
   STK__OPS_ARITHMETIC(X)      \
   STK__OPS_HOST(X)            \
-  STK__OPS_AUTOAUG(X)
+  STK__OPS_AUTOAUG(X)         \
+  STK__OPS_AUDIO(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
@@ -111,6 +112,17 @@
   X(stk__op_auto_augment_augment)              \
   X(stk__op_auto_augment_stage_index)          \
   X(stk__op_auto_augment_stage_param)
+
+#define STK__OPS_AUDIO(X) /* audio_spectral.c, audio_features.c, audio_signal.c */ \
+  X(stk__op_power_spectrum)                                                        \
+  X(stk__op_spectrogram)                                                           \
+  X(stk__op_mel_filter_bank)                                                       \
+  X(stk__op_mfcc)                                                                  \
+  X(stk__op_to_decibels)                                                           \
+  X(stk__op_preemphasis_filter)                                                    \
+  X(stk__op_nonsilent_region)                                                      \
+  X(stk__op_audio_resample)                                                        \
+  X(stk__op_decoders_audio)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
