@@ -89,7 +89,26 @@ class _PairedReaderHook:
         return _graph.outputs_of(inst)
 
 
+class _FlagOutputsHook:
+    """Operators with `base` outputs plus one per boolean flag that is on (readers.nemo_asr:
+    audio, then sample_rate, text and idx as read_sample_rate, read_text, read_idxs say)."""
+    extra_kwargs = {}
+
+    def __init__(self, base, flags):
+        self.base, self.flags = base, tuple(flags)
+
+    def call(self, schema, inputs, kwargs):
+        n = self.base
+        for f in self.flags:
+            value = kwargs.get(f)
+            if isinstance(value, _graph.DataNode):
+                raise InvalidArgumentError(f"{schema.name}: '{f}' sets the outputs and must be a constant")
+            n += bool(schema.args[f].default if value is None else value)
+        return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs, num_outputs=n))
+
+
 HOOKS["readers.file"] = _PairedReaderHook()
+HOOKS["readers.nemo_asr"] = _FlagOutputsHook(1, ("read_sample_rate", "read_text", "read_idxs"))
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",

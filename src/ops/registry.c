@@ -122,7 +122,8 @@
   X(stk__op_preemphasis_filter)                                                    \
   X(stk__op_nonsilent_region)                                                      \
   X(stk__op_audio_resample)                                                        \
-  X(stk__op_decoders_audio)
+  X(stk__op_decoders_audio)                                                        \
+  X(stk__op_readers_nemo_asr)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
