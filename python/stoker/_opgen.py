@@ -107,6 +107,27 @@ class _FlagOutputsHook:
         return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs, num_outputs=n))
 
 
+class _VideoReaderHook:
+    """The video readers: video, then a label when labels, file_root or file_list is given,
+    frame numbers with enable_frame_num (DALI also takes True / False for "scalar" /
+    "none"), timestamps with enable_timestamps."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        fnum = kwargs.get("enable_frame_num")
+        if isinstance(fnum, bool):
+            kwargs["enable_frame_num"] = fnum = "scalar" if fnum else "none"
+        for k in ("enable_frame_num", "enable_timestamps", "labels", "file_root", "file_list"):
+            if isinstance(kwargs.get(k), _graph.DataNode):
+                raise InvalidArgumentError(f"{schema.name}: '{k}' sets the outputs and must be a constant")
+        n = 1 + any(kwargs.get(k) is not None for k in ("labels", "file_root", "file_list"))
+        n += fnum not in (None, "none") and 1
+        n += bool(kwargs.get("enable_timestamps"))
+        return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs, num_outputs=n))
+
+
+for _name in ("readers.video", "experimental.readers.video", "readers.video_resize"):
+    HOOKS[_name] = _VideoReaderHook()
 HOOKS["readers.file"] = _PairedReaderHook()
 HOOKS["readers.nemo_asr"] = _FlagOutputsHook(1, ("read_sample_rate", "read_text", "read_idxs"))
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")

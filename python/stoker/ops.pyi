@@ -1297,6 +1297,32 @@ class decoders:
         """
         def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Video(Operator):
+        """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames.
+
+        Devices: cpu.
+
+        Inputs:
+            input: an encoded video file's bytes (1-D uint8)
+
+        Outputs:
+            output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+
+        Keyword args:
+            frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
+            start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
+            sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
+            stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
+            end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
+            pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
+            affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
+            build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class experimental:
     """The experimental namespace."""
     class Equalize(Operator):
@@ -1342,6 +1368,86 @@ class experimental:
         """
         def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class decoders:
+        """The experimental.decoders namespace."""
+        class Video(Operator):
+            """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. (DALI's experimental name; the same operator as decoders.video.)
+
+            Devices: cpu.
+
+            Inputs:
+                input: an encoded video file's bytes (1-D uint8)
+
+            Outputs:
+                output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+
+            Keyword args:
+                frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
+                start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
+                sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
+                stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
+                end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
+                pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
+                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
+                affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
+                build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            def __init__(self, *, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class readers:
+        """The experimental.readers namespace."""
+        class Video(Operator):
+            """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. (DALI's experimental name; the same operator as readers.video.)
+
+            Devices: cpu.
+
+            Outputs:
+                a number set by the arguments
+                video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+            Keyword args:
+                filenames (a list of strings): the video files (excludes file_root and file_list)
+                labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+                file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+                file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+                sequence_length (an int; required; in [1, 1048576]): frames per sample
+                step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+                stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+                file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+                file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+                file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+                enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+                enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+                pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+                pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+                dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+                normalized (a bool; default false): float output in [0, 1] (divided by 255)
+                channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+                image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+                skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+                resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+                resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+                shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+                num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+                stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+                pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+                random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+                initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+                shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+                seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+                prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+                dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+                read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+                lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+                skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class math:
     """The math namespace."""
     class Binary(Operator):
@@ -1702,6 +1808,106 @@ class readers:
         """
         def __init__(self, *, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]: ...
+    class Video(Operator):
+        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+        Keyword args:
+            filenames (a list of strings): the video files (excludes file_root and file_list)
+            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+            sequence_length (an int; required; in [1, 1048576]): frames per sample
+            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+            normalized (a bool; default false): float output in [0, 1] (divided by 255)
+            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+    class VideoResize(Operator):
+        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. Frames are scaled (bilinear) to resize_x x resize_y as decoded.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+        Keyword args:
+            filenames (a list of strings): the video files (excludes file_root and file_list)
+            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+            sequence_length (an int; required; in [1, 1048576]): frames per sample
+            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+            normalized (a bool; default false): float output in [0, 1] (divided by 255)
+            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Webdataset(Operator):
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 

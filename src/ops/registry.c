@@ -19,7 +19,8 @@
   STK__OPS_ARITHMETIC(X)      \
   STK__OPS_HOST(X)            \
   STK__OPS_AUTOAUG(X)         \
-  STK__OPS_AUDIO(X)
+  STK__OPS_AUDIO(X)           \
+  STK__OPS_VIDEO(X)
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \
@@ -124,6 +125,13 @@
   X(stk__op_audio_resample)                                                        \
   X(stk__op_decoders_audio)                                                        \
   X(stk__op_readers_nemo_asr)
+
+#define STK__OPS_VIDEO(X) /* video_decode.c, readers_video.c */ \
+  X(stk__op_decoders_video)                                     \
+  X(stk__op_experimental_decoders_video)                        \
+  X(stk__op_readers_video)                                      \
+  X(stk__op_experimental_readers_video)                         \
+  X(stk__op_readers_video_resize)
 
 #define STK__DECLARE(def) extern const stk__op_def def;
 STK__OPS(STK__DECLARE)
