@@ -322,8 +322,10 @@ static stk_status probe(stk__node *node, vstate *r, const double *ranges) {
 
 /* The sequences of every file, in file order. */
 static stk_status enumerate(stk__node *node, vstate *r) {
+  /* Whole sequences need start + len * stride <= end (DALI's rule: the stride after the
+   * last frame counts too); padded ones only a first frame. */
   bool pad = r->pad != STK__VPAD_NONE;
-  int64_t span = (r->len - 1) * r->stride, total = 0;
+  int64_t span = r->len * r->stride - 1, total = 0;
   for (int pass = 0; pass < 2; pass++) {
     int64_t k = 0;
     for (int64_t i = 0; i < r->nfiles; i++) {

@@ -132,10 +132,11 @@ def test_reader_sequences_labels_and_frame_numbers(clips):
                                 stride=2, enable_frame_num="sequence", enable_timestamps=True,
                                 name="R")
     p = pipe()
-    # starts s with s + 6 < frames: 30 frames -> 0, 5, ..., 20 (5); 17 frames -> 0, 5, 10 (3)
-    assert p.epoch_size("R") == 8
+    # starts s with s + 4 * 2 <= frames (DALI's rule): 30 frames -> 0, 5, ..., 20 (5);
+    # 17 frames -> 0, 5 (2; frames 10..16 would fit but 10 + 8 > 17)
+    assert p.epoch_size("R") == 7
     video, label, fnum, ts = read_all(p, 4)
-    starts = [(0, s) for s in range(0, 21, 5)] + [(1, s) for s in (0, 5, 10)]
+    starts = [(0, s) for s in range(0, 21, 5)] + [(1, s) for s in (0, 5)]
     for v, l, f, t, (fi, s) in zip(video, label, fnum, ts, starts):
         want = [s, s + 2, s + 4, s + 6]
         offset = 20 if fi else 0
@@ -231,3 +232,49 @@ def test_vp9_matches_dali(clips, tmp_path):
     got = decode(data, start_frame=20, sequence_length=6, stride=2, pad_mode="reflect_1001")
     assert got[0].shape == want[0].shape == (6, H, W, 3)
     assert np.abs(got[0].astype(int) - want[0]).max() <= 1
+
+
+@needs_dali
+def test_reader_matches_dali(clips, tmp_path):
+    """Sequence starts, padding and frame numbers as DALI's experimental.readers.video
+    gives them for the same VP9 files (batches of 1, one epoch)."""
+    paths = []
+    for i, (n, off) in enumerate([(30, 0), (17, 20)]):
+        paths.append(str(encode(clips["dir"] / f"r{i}.webm", frames(n, off), "vp9")))
+    cases = [(paths, dict(sequence_length=4, stride=2, step=5)),
+             (paths, dict(sequence_length=6, pad_mode="constant")),
+             (paths[1:], dict(sequence_length=5, step=3, pad_mode="edge",
+                              enable_frame_num="sequence")),
+             (paths[1:], dict(sequence_length=3, stride=3, step=1))]
+    script = "\n".join([
+        "import numpy as np, json, sys",
+        "from nvidia.dali import pipeline_def, fn",
+        "cases = json.loads(sys.argv[1]); out = []",
+        "for files, kw in cases:",
+        "    @pipeline_def(batch_size=1, num_threads=1, device_id=None)",
+        "    def p():",
+        "        return tuple(fn.experimental.readers.video(filenames=files, labels=[7] * len(files),",
+        "                                                   name='R', **kw))",
+        "    pp = p(); pp.build(); res = []",
+        "    for _ in range(pp.epoch_size('R')):",
+        "        o = pp.run()",
+        "        res.append([[round(float(f[..., 0].mean()) / 5) for f in np.asarray(o[0].at(0))]]",
+        "                   + [np.asarray(x.at(0)).tolist() for x in o[2:]])",
+        "    out.append(res)",
+        "print(json.dumps(out))"])
+    import json
+    r = subprocess.run([DALI_PY, "-c", script, json.dumps(cases)], capture_output=True, text=True,
+                       check=True, timeout=300)
+    want = json.loads(r.stdout.strip().splitlines()[-1])
+    for (files, kw), w in zip(cases, want):
+        @stoker.pipeline_def(batch_size=1, num_threads=1, seed=1)
+        def pipe():
+            return fn.experimental.readers.video(filenames=files, labels=[7] * len(files),
+                                                 name="R", **kw)
+        p = pipe()
+        got = []
+        for _ in range(p.epoch_size("R")):
+            o = p.run()
+            got.append([[index_of(f) for f in np.asarray(o[0].at(0))]]
+                       + [np.asarray(x.at(0)).tolist() for x in o[2:]])
+        assert got == w, kw
