@@ -514,10 +514,10 @@ def laplacian(*inputs: DataNode, window_size: Sequence[int] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def mel_filter_bank(*inputs: DataNode, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def mel_filter_bank(*inputs: DataNode, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts a power spectrogram to mel bins with triangular filters equally spaced on the mel scale between freq_low and freq_high (librosa.filters.mel's conventions); the FFT size is 2 * (bins - 1).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a power spectrogram with nfft/2+1 frequency bins on the layout's 'f' axis (the first axis when there is no layout)
@@ -532,14 +532,14 @@ def mel_filter_bank(*inputs: DataNode, nfilter: int | None = ..., sample_rate: f
         freq_high (a float; default 0.0; in [0, 1000000000]): highest frequency (Hz); 0: sample_rate / 2
         normalize (a bool; default true): scale each triangle by 2 / its width in Hz (Slaney's equal area, librosa's norm='slaney'); false: peaks of 1
         mel_formula (a string; default "slaney"; one of 'slaney', 'htk'): the mel scale: Slaney's (librosa's default) or HTK's 2595 log10(1 + f / 700)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def mfcc(*inputs: DataNode, axis: int | None = ..., dct_type: int | None = ..., lifter: float | None = ..., n_mfcc: int | None = ..., normalize: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def mfcc(*inputs: DataNode, axis: int | None = ..., dct_type: int | None = ..., lifter: float | None = ..., n_mfcc: int | None = ..., normalize: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mel-frequency cepstral coefficients: the discrete cosine transform of a mel spectrogram along `axis`, the first n_mfcc coefficients kept, optionally liftered (librosa.feature.mfcc's conventions).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: mel spectrogram (usually in decibels)
@@ -553,7 +553,7 @@ def mfcc(*inputs: DataNode, axis: int | None = ..., dct_type: int | None = ..., 
         lifter (a float; default 0.0): cepstral liftering: coefficient k is multiplied by 1 + lifter / 2 sin(pi (k + 1) / lifter); 0: none
         n_mfcc (an int; default 20; in [1, 65536]): number of coefficients kept
         normalize (a bool; default false): orthonormal DCT (norm='ortho'); not with dct_type 1
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -654,10 +654,10 @@ def power_spectrum(*inputs: DataNode, axis: int | None = ..., nfft: int | None =
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def preemphasis_filter(*inputs: DataNode, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def preemphasis_filter(*inputs: DataNode, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Pre-emphasis: y[t] = x[t] - preemph_coeff * x[t-1], boosting high frequencies before spectral analysis of speech.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -669,7 +669,7 @@ def preemphasis_filter(*inputs: DataNode, preemph_coeff: float | DataNode | None
         preemph_coeff (a float; default 0.97; may be a DataNode (per-sample argument input)): the coefficient c of y[t] = x[t] - c x[t-1]
         border (a string; default "clamp"; one of 'clamp', 'zero', 'reflect'): x[-1] for the first sample: x[0] (clamp), 0 (zero) or x[1] (reflect)
         dtype (a string; default "float"; one of 'float', 'float32', 'float64', 'double'): output type
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -906,10 +906,10 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def spectrogram(*inputs: DataNode, nfft: int | None = ..., window_length: int | None = ..., window_step: int | None = ..., window_fn: Sequence[float] | None = ..., power: int | None = ..., center_windows: bool | None = ..., reflect_padding: bool | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def spectrogram(*inputs: DataNode, nfft: int | None = ..., window_length: int | None = ..., window_step: int | None = ..., window_fn: Sequence[float] | None = ..., power: int | None = ..., center_windows: bool | None = ..., reflect_padding: bool | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Short-time Fourier transform power (or magnitude) of a 1-D signal: frames of window_length samples every window_step, multiplied by the window, zero-padded to nfft, transformed (librosa.stft's conventions, as DALI's).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -926,7 +926,7 @@ def spectrogram(*inputs: DataNode, nfft: int | None = ..., window_length: int | 
         center_windows (a bool; default true): frame i is centred on sample i*window_step (the signal is padded by window_length/2 on both sides); false: it starts there
         reflect_padding (a bool; default true): with center_windows: pad by reflection (NumPy's 'reflect', the edge sample not repeated); false: with zeros
         layout (a string; default "ft"; one of 'ft', 'tf'): "ft": [frequency, time]; "tf": [time, frequency]
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -980,10 +980,10 @@ def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | Non
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def to_decibels(*inputs: DataNode, multiplier: float | None = ..., reference: float | None = ..., cutoff_db: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def to_decibels(*inputs: DataNode, multiplier: float | None = ..., reference: float | None = ..., cutoff_db: float | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: magnitudes or powers (>= 0)
@@ -995,7 +995,7 @@ def to_decibels(*inputs: DataNode, multiplier: float | None = ..., reference: fl
         multiplier (a float; default 10.0): 10 for power, 20 for amplitude
         reference (a float; default 0.0; in [0, 1e+300]): the value of 0 dB; 0: the sample's maximum
         cutoff_db (a float; default -200.0): floor of the result (dB below the reference)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

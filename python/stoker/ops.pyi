@@ -543,7 +543,7 @@ class Laplacian(Operator):
 class MelFilterBank(Operator):
     """Converts a power spectrogram to mel bins with triangular filters equally spaced on the mel scale between freq_low and freq_high (librosa.filters.mel's conventions); the FFT size is 2 * (bins - 1).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a power spectrogram with nfft/2+1 frequency bins on the layout's 'f' axis (the first axis when there is no layout)
@@ -558,15 +558,15 @@ class MelFilterBank(Operator):
         freq_high (a float; default 0.0; in [0, 1000000000]): highest frequency (Hz); 0: sample_rate / 2
         normalize (a bool; default true): scale each triangle by 2 / its width in Hz (Slaney's equal area, librosa's norm='slaney'); false: peaks of 1
         mel_formula (a string; default "slaney"; one of 'slaney', 'htk'): the mel scale: Slaney's (librosa's default) or HTK's 2595 log10(1 + f / 700)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Mfcc(Operator):
     """Mel-frequency cepstral coefficients: the discrete cosine transform of a mel spectrogram along `axis`, the first n_mfcc coefficients kept, optionally liftered (librosa.feature.mfcc's conventions).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: mel spectrogram (usually in decibels)
@@ -580,10 +580,10 @@ class Mfcc(Operator):
         lifter (a float; default 0.0): cepstral liftering: coefficient k is multiplied by 1 + lifter / 2 sin(pi (k + 1) / lifter); 0: none
         n_mfcc (an int; default 20; in [1, 65536]): number of coefficients kept
         normalize (a bool; default false): orthonormal DCT (norm='ortho'); not with dct_type 1
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, axis: int | None = ..., dct_type: int | None = ..., lifter: float | None = ..., n_mfcc: int | None = ..., normalize: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, axis: int | None = ..., dct_type: int | None = ..., lifter: float | None = ..., n_mfcc: int | None = ..., normalize: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class NonsilentRegion(Operator):
     """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
@@ -690,7 +690,7 @@ class PowerSpectrum(Operator):
 class PreemphasisFilter(Operator):
     """Pre-emphasis: y[t] = x[t] - preemph_coeff * x[t-1], boosting high frequencies before spectral analysis of speech.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -702,10 +702,10 @@ class PreemphasisFilter(Operator):
         preemph_coeff (a float; default 0.97; may be a DataNode (per-sample argument input)): the coefficient c of y[t] = x[t] - c x[t-1]
         border (a string; default "clamp"; one of 'clamp', 'zero', 'reflect'): x[-1] for the first sample: x[0] (clamp), 0 (zero) or x[1] (reflect)
         dtype (a string; default "float"; one of 'float', 'float32', 'float64', 'double'): output type
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PythonFunction(Operator):
     """Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, on the worker threads.
@@ -953,7 +953,7 @@ class SolarizeAdd(Operator):
 class Spectrogram(Operator):
     """Short-time Fourier transform power (or magnitude) of a 1-D signal: frames of window_length samples every window_step, multiplied by the window, zero-padded to nfft, transformed (librosa.stft's conventions, as DALI's).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -970,10 +970,10 @@ class Spectrogram(Operator):
         center_windows (a bool; default true): frame i is centred on sample i*window_step (the signal is padded by window_length/2 on both sides); false: it starts there
         reflect_padding (a bool; default true): with center_windows: pad by reflection (NumPy's 'reflect', the edge sample not repeated); false: with zeros
         layout (a string; default "ft"; one of 'ft', 'tf'): "ft": [frequency, time]; "tf": [time, frequency]
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, nfft: int | None = ..., window_length: int | None = ..., window_step: int | None = ..., window_fn: Sequence[float] | None = ..., power: int | None = ..., center_windows: bool | None = ..., reflect_padding: bool | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, nfft: int | None = ..., window_length: int | None = ..., window_step: int | None = ..., window_fn: Sequence[float] | None = ..., power: int | None = ..., center_windows: bool | None = ..., reflect_padding: bool | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Subscript(Operator):
     """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
@@ -1029,7 +1029,7 @@ class Subscript(Operator):
 class ToDecibels(Operator):
     """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: magnitudes or powers (>= 0)
@@ -1041,10 +1041,10 @@ class ToDecibels(Operator):
         multiplier (a float; default 10.0): 10 for power, 20 for amplitude
         reference (a float; default 0.0; in [0, 1e+300]): the value of 0 dB; 0: the sample's maximum
         cutoff_db (a float; default -200.0): floor of the result (dB below the reference)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, multiplier: float | None = ..., reference: float | None = ..., cutoff_db: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, multiplier: float | None = ..., reference: float | None = ..., cutoff_db: float | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class WarpAffine(Operator):
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "audio_resample.h"
+#include "audio_gpu.h"
 #include "audio_util.h"
 
 #define FLOAT_TYPES "float|float32|float64|double"
@@ -61,12 +62,54 @@ static stk_status pe_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* GPU: float32 in and out (the kernel's type); the coefficient per sample. */
+static stk_status pe_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_gpu_preemph_sample *ps = stk__calloc(n ? n : 1, sizeof *ps, "a pre-emphasis plan");
+  int64_t *shapes = stk__calloc(n ? n : 1, sizeof(int64_t), "shapes");
+  stk_status st = ps && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  const char *border = stk__arg_string(node, PE_BORDER);
+  if (st == STK_OK && stk__dtype_arg(stk__arg_string(node, PE_DTYPE)) != STK_DTYPE_FLOAT32)
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "the GPU backend writes float32 only");
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__tensor t;
+    st = stk__audio_gpu_sample(node, b, in, i, &t);
+    if (st == STK_OK && t.ndim != 1)
+      st = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, stk__gpu_sample(b, i),
+                      "needs a 1-D signal; got %d dimensions", t.ndim);
+    ps[i] = (stk_gpu_preemph_sample){t.data, NULL, t.shape[0],
+                                     stk__arg_float(node, stk__gpu_sample(b, i), PE_COEFF),
+                                     strcmp(border, "clamp") == 0     ? 1
+                                     : strcmp(border, "reflect") == 0 ? 2
+                                                                      : 0};
+    shapes[i] = t.shape[0];
+  }
+  if (st == STK_OK) st = stk__audio_gpu_output(b, in, 1, shapes, &out);
+  if (st == STK_OK) {
+    for (size_t i = 0; i < n; i++) ps[i].dst = stk__audio_gpu_data(out, i);
+    const stk_gpu_audio_api *api = stk__audio_gpu_api(b);
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(
+        node,
+        api ? api->preemph(g->ctx, (int)n, ps, stk__gpu_stream(b), err, sizeof err)
+            : stk__gpu_no_table(err, sizeof err, "audio"),
+        err);
+  }
+  free(ps);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
+
 static const stk_op_schema pe_schema = {
     .name = "preemphasis_filter",
     .doc =
         "Pre-emphasis: y[t] = x[t] - preemph_coeff * x[t-1], boosting high frequencies "
         "before spectral analysis of speech.",
-    .devices = STK_DEVICE_CPU,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = pe_in,
@@ -74,8 +117,15 @@ static const stk_op_schema pe_schema = {
     .outputs = pe_out,
     .num_args = PE_COUNT_,
     .args = pe_args,
+    .gpu_check =
+        "# atol=0.0001\n"
+        "r = subscript(IN, kinds=[0, 1, 0], at_0=0, at_2=1)\n"
+        "x = cast(r, dtype=\"float\")\n"
+        "c = random.uniform(range=[0.5, 1.0])\n"
+        "return preemphasis_filter(x, preemph_coeff=c, border=\"reflect\", device=@)",
 };
-const stk__op_def stk__op_preemphasis_filter = {.schema = &pe_schema, .run_sample = pe_run};
+const stk__op_def stk__op_preemphasis_filter = {
+    .schema = &pe_schema, .run_sample = pe_run, .run_gpu = pe_run_gpu};
 
 /* ---- nonsilent_region ---- */
 enum { NS_CUTOFF, NS_REFERENCE, NS_RESET, NS_WINDOW, NS_COUNT_ };

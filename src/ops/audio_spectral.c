@@ -5,6 +5,7 @@
 
 #include "../shared/audio_math.h"
 #include "audio_fft.h"
+#include "audio_gpu.h"
 #include "audio_util.h"
 
 /* ---- power_spectrum ---- */
@@ -262,13 +263,71 @@ static stk_status sg_run(stk__node *node, stk__sample *s) {
   return sg_frames_run(node, s, st, x, n, frames, tf, out->data);
 }
 
+/* GPU: the frames' DFT on the device; the window is the init's, the geometry the CPU's. */
+static stk_status sg_plan_gpu(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                              size_t i, stk_gpu_spectrogram_sample *g, int64_t *shape) {
+  const sg_state *st = *stk__node_state(node);
+  stk__sample *s = stk__gpu_sample(b, i);
+  stk__tensor t;
+  STK_TRY(stk__audio_gpu_sample(node, b, in, i, &t));
+  if (t.ndim != 1 && !(t.ndim == 2 && t.shape[1] == 1))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "needs a 1-D signal; got %d dimensions",
+                      t.ndim);
+  bool center = stk__arg_bool(node, s, SG_CENTER);
+  bool tf = strcmp(stk__arg_string(node, SG_LAYOUT), "tf") == 0;
+  int64_t frames = sg_frames(st, t.shape[0], center), bins = st->nfft / 2 + 1;
+  *g = (stk_gpu_spectrogram_sample){.src = t.data,
+                                    .n = t.shape[0],
+                                    .nfft = st->nfft,
+                                    .wl = st->wl,
+                                    .step = st->step,
+                                    .frames = frames,
+                                    .pad = center ? st->wl / 2 : 0,
+                                    .reflect = stk__arg_bool(node, s, SG_REFLECT),
+                                    .power = (int)stk__arg_int(node, s, SG_POWER),
+                                    .tf = tf,
+                                    .window = st->window};
+  shape[0] = tf ? frames : bins, shape[1] = tf ? bins : frames;
+  return STK_OK;
+}
+
+static stk_status sg_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_gpu_spectrogram_sample *gs = stk__calloc(n ? n : 1, sizeof *gs, "a spectrogram plan");
+  int64_t *shapes = stk__calloc((n ? n : 1) * 2, sizeof(int64_t), "shapes");
+  stk_status st = gs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++)
+    st = sg_plan_gpu(node, b, in, i, &gs[i], shapes + 2 * i);
+  bool tf = strcmp(stk__arg_string(node, SG_LAYOUT), "tf") == 0;
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, STK_DTYPE_FLOAT32, 2, shapes, tf ? "tf" : "ft",
+                             stk__gpu_shapes_equal(shapes, n, 2), &out);
+  if (st == STK_OK) {
+    for (size_t i = 0; i < n; i++) gs[i].dst = stk__audio_gpu_data(out, i);
+    const stk_gpu_audio_api *api = stk__audio_gpu_api(b);
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(
+        node,
+        api ? api->spectrogram(g->ctx, (int)n, gs, stk__gpu_stream(b), err, sizeof err)
+            : stk__gpu_no_table(err, sizeof err, "audio"),
+        err);
+  }
+  free(gs);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
+
 static const stk_op_schema sg_schema = {
     .name = "spectrogram",
     .doc =
         "Short-time Fourier transform power (or magnitude) of a 1-D signal: frames of "
         "window_length samples every window_step, multiplied by the window, "
         "zero-padded to nfft, transformed (librosa.stft's conventions, as DALI's).",
-    .devices = STK_DEVICE_CPU,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = sg_in,
@@ -276,6 +335,14 @@ static const stk_op_schema sg_schema = {
     .outputs = sg_out,
     .num_args = SG_COUNT_,
     .args = sg_args,
+    .gpu_check =
+        "# atol=0.01 mismatch=0.001\n"
+        "r = subscript(IN, kinds=[0, 1, 0], at_0=0, at_2=0)\n"
+        "x = cast(r, dtype=\"float\")\n"
+        "return spectrogram(x, nfft=64, window_length=40, window_step=7, device=@)",
 };
-const stk__op_def stk__op_spectrogram = {
-    .schema = &sg_schema, .init = sg_init, .destroy = sg_destroy, .run_sample = sg_run};
+const stk__op_def stk__op_spectrogram = {.schema = &sg_schema,
+                                         .init = sg_init,
+                                         .destroy = sg_destroy,
+                                         .run_sample = sg_run,
+                                         .run_gpu = sg_run_gpu};

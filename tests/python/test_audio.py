@@ -353,3 +353,43 @@ def test_resample_close_to_dali(tmp_path):
             assert g.shape == w.shape
             # both are windowed sincs of their own design: close, not equal, away from the ends
             assert np.abs(g - w)[40:-40].max() < 2e-3, expr
+
+
+# ---- the GPU parity checks' text, run with @ = cpu (the GPU runs them on a GPU machine) ----
+
+def _gpu_check_text(name):
+    """The schema's gpu_check string, read from the C registry (libstoker.so)."""
+    import ctypes
+
+    class Schema(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("doc", ctypes.c_char_p),
+                    ("devices", ctypes.c_uint), ("flags", ctypes.c_uint),
+                    ("min_inputs", ctypes.c_int), ("max_inputs", ctypes.c_int),
+                    ("inputs", ctypes.c_void_p), ("num_outputs", ctypes.c_int),
+                    ("outputs", ctypes.c_void_p), ("num_args", ctypes.c_int),
+                    ("args", ctypes.c_void_p), ("gpu_check", ctypes.c_char_p)]
+    lib = ctypes.CDLL(os.path.join(os.environ.get("STK_BUILD_DIR", "build"), "libstoker.so"))
+    lib.stk_registry_find.restype = ctypes.POINTER(Schema)
+    s = lib.stk_registry_find(name.encode())
+    return s.contents.gpu_check.decode() if s and s.contents.gpu_check else None
+
+
+@pytest.mark.skipif(not os.environ.get("STK_BUILD_DIR"), reason="needs STK_BUILD_DIR")
+@pytest.mark.parametrize("name", ["spectrogram", "mel_filter_bank", "mfcc", "to_decibels",
+                                  "preemphasis_filter"])
+def test_gpu_check_text_builds_on_the_cpu(name):
+    check = _gpu_check_text(name)
+    assert check and "device=@" in check
+    lines = [l for l in check.split("\n") if not l.startswith("#")]
+    # the harness's form: `return CALL` is the compared output
+    lines = [("OUT = " + l[len("return "):] + "\nreturn OUT") if l.startswith("return ") else l
+             for l in lines]
+    photos = os.path.join(os.path.dirname(__file__), "..", "..", "data", "photos")
+    text = "\n".join([
+        "batch_size = 3", "num_threads = 1",
+        f'enc, lab = readers.file(files=["astronaut.png", "coffee.png", "rocket.jpg"], '
+        f'file_root="{os.path.abspath(photos)}")',
+        "IN = decoders.image(enc)"] + [l.replace("@", '"cpu"') for l in lines]) + "\n"
+    p = stoker.Pipeline.deserialize(text)
+    (out,) = p.run()
+    assert len(out) == 3 and np.asarray(out.at(0)).dtype == np.float32
