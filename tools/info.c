@@ -135,5 +135,6 @@ int cli_ops(int argc, char **argv) {
     if (g->flags & STK_ARGF_RANGE) printf(" range [%g, %g]", g->min, g->max);
     printf("\n");
   }
+  if (s->gpu_check) printf("\nCPU/GPU parity check (docs/text-form.md):\n%s\n", s->gpu_check);
   return 0;
 }

@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
   CHECK(stk_pipeline_set(p, STK_PIPE_SEED, 42));
 
   /* jpegs, labels = readers.file(file_root=DATA_DIR, random_shuffle=true, name="Reader") */
-  CHECK(stk_op_create(&op, "readers.file", "cpu"));
+  CHECK(stk_op_create("readers.file", "cpu", &op));
   CHECK(stk_op_set_name(op, "Reader"));
   CHECK(stk_op_set_string(op, "file_root", argv[1]));
   CHECK(stk_op_set_bool(op, "random_shuffle", 1));
@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
   stk_op_destroy(op);
 
   /* crops = decoders.image_random_crop(jpegs, size=[224, 224]) */
-  CHECK(stk_op_create(&op, "decoders.image_random_crop", "cpu"));
+  CHECK(stk_op_create("decoders.image_random_crop", "cpu", &op));
   CHECK(stk_op_add_input(op, "jpegs"));
   CHECK(stk_op_set_ints(op, "size", (const int64_t[]){224, 224}, 2));
   CHECK(stk_op_add_output(op, "crops"));
@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
   stk_op_destroy(op);
 
   /* images = resize(crops, size=[224, 224]) */
-  CHECK(stk_op_create(&op, "resize", "cpu"));
+  CHECK(stk_op_create("resize", "cpu", &op));
   CHECK(stk_op_add_input(op, "crops"));
   CHECK(stk_op_set_floats(op, "size", (const double[]){224, 224}, 2));
   CHECK(stk_op_add_output(op, "images"));
@@ -56,14 +56,14 @@ int main(int argc, char **argv) {
   stk_op_destroy(op);
 
   /* mirror = random.coin_flip(probability=0.5) */
-  CHECK(stk_op_create(&op, "random.coin_flip", "cpu"));
+  CHECK(stk_op_create("random.coin_flip", "cpu", &op));
   CHECK(stk_op_set_float(op, "probability", 0.5));
   CHECK(stk_op_add_output(op, "mirror"));
   CHECK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
 
   /* out = crop_mirror_normalize(images, mirror=mirror, mean=..., std=...) */
-  CHECK(stk_op_create(&op, "crop_mirror_normalize", "cpu"));
+  CHECK(stk_op_create("crop_mirror_normalize", "cpu", &op));
   CHECK(stk_op_add_input(op, "images"));
   CHECK(stk_op_set_arg_input(op, "mirror", "mirror"));
   CHECK(stk_op_set_floats(op, "mean", (const double[]){123.675, 116.28, 103.53}, 3));

@@ -261,7 +261,7 @@ typedef struct stk_op stk_op;
 /* `device` is "cpu", "mixed" or "gpu" (NULL means "cpu"). Fails with
  * STK_ERR_NOT_FOUND for an unknown operator, STK_ERR_UNSUPPORTED for a device the
  * operator does not have. The caller destroys the op with stk_op_destroy. */
-STK_API stk_status stk_op_create(stk_op **out, const char *schema_name, const char *device);
+STK_API stk_status stk_op_create(const char *schema_name, const char *device, stk_op **out);
 STK_API void stk_op_destroy(stk_op *op);
 /* The instance name (used for reader metadata, timing tables and RNG keys). */
 STK_API stk_status stk_op_set_name(stk_op *op, const char *instance_name);

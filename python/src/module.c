@@ -188,14 +188,15 @@ static PyObject *schema_dict(const stk_op_schema *s) {
   }
   int n_out_ports = s->num_outputs < 0 ? (s->outputs ? 1 : 0) : s->num_outputs;
   int n_in_ports = s->max_inputs; /* the schema contract: one entry per possible input */
-  return Py_BuildValue("{s:s,s:N,s:N,s:O,s:O,s:O,s:i,s:i,s:N,s:i,s:N,s:N}", "name", s->name, "doc",
-                       str_or_none(s->doc), "devices", devices, "reader",
+  return Py_BuildValue("{s:s,s:N,s:N,s:O,s:O,s:O,s:i,s:i,s:N,s:i,s:N,s:N,s:N}", "name", s->name,
+                       "doc", str_or_none(s->doc), "devices", devices, "reader",
                        (s->flags & STK_OPF_READER) ? Py_True : Py_False, "random",
                        (s->flags & STK_OPF_RANDOM) ? Py_True : Py_False, "no_input",
                        (s->flags & STK_OPF_NO_INPUT) ? Py_True : Py_False, "min_inputs",
                        s->min_inputs, "max_inputs", s->max_inputs, "inputs",
                        port_list(s->inputs, n_in_ports), "num_outputs", s->num_outputs, "outputs",
-                       port_list(s->outputs, n_out_ports), "args", args);
+                       port_list(s->outputs, n_out_ports), "args", args, "gpu_check",
+                       str_or_none(s->gpu_check));
 }
 
 static PyObject *registry(PyObject *self, PyObject *unused) {

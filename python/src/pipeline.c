@@ -380,7 +380,7 @@ static PyObject *pl_add_op(PyObject *self, PyObject *a) {
     return NULL;
   if (enter(self) < 0) return NULL;
   stk_op *op = NULL;
-  stk_status st = stk_op_create(&op, schema_name, device);
+  stk_status st = stk_op_create(schema_name, device, &op);
   if (st == STK_OK)
     st = fill_op(op, stk_registry_find(schema_name), name, inputs, outputs, args, arg_inputs);
   if (st == STK_OK) st = add_guards(op, guards);

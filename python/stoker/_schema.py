@@ -120,6 +120,8 @@ class OpSchema:
         self.num_outputs = d["num_outputs"]
         self.outputs = list(d["outputs"])
         self.args = {a["name"]: ArgSchema(a) for a in d["args"]}
+        #: the CPU/GPU parity check in the text form (docs/text-form.md), or None
+        self.gpu_check = d.get("gpu_check")
 
     @property
     def path(self):

@@ -510,20 +510,37 @@ static const char *dname(stk_dtype t) {
 }
 
 /* ---- math.binary ---- */
-enum { B_OP, B_SCALAR, B_SCALAR_SIDE, B_SCALAR_DTYPE };
+enum { B_OP, B_SCALAR, B_SCALAR_SIDE, B_SCALAR_DTYPE, BINARY_ARGS_COUNT_ };
 static const stk_arg_schema binary_args[] = {
-    {"op", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, BINOP_CHOICES,
-     "the operation: add sub mul div (true division) floordiv mod (Python's rounding) min "
-     "max pow (in the promoted type) fpow (floating) atan2, comparisons eq ne lt le gt ge "
-     "(bool result), and or xor (bitwise; logical on bool)"},
-    {"scalar", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "the constant operand when there is one input"},
-    {"scalar_side", STK_ARG_STRING, 0, "\"right\"", 0, 0, "left|right",
-     "where the constant goes: \"right\" computes input op scalar, \"left\" scalar op input"},
-    {"scalar_dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, SCALAR_DTYPES,
-     "the constant's type for promotion (DALI: a Python int is int32, a float float32, a "
-     "bool bool); the value is rounded and saturated to it"},
+    [B_OP] =
+        {.name = "op",
+         .type = STK_ARG_STRING,
+         .flags = STK_ARGF_REQUIRED,
+         .choices = BINOP_CHOICES,
+         .doc =
+             "the operation: add sub mul div (true division) floordiv mod (Python's rounding) min "
+             "max pow (in the promoted type) fpow (floating) atan2, comparisons eq ne lt le gt ge "
+             "(bool result), and or xor (bitwise; logical on bool)"},
+    [B_SCALAR] = {.name = "scalar",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .doc = "the constant operand when there is one input"},
+    [B_SCALAR_SIDE] = {.name = "scalar_side",
+                       .type = STK_ARG_STRING,
+                       .default_text = "\"right\"",
+                       .choices = "left|right",
+                       .doc = "where the constant goes: \"right\" computes input op scalar, "
+                              "\"left\" scalar op input"},
+    [B_SCALAR_DTYPE] =
+        {.name = "scalar_dtype",
+         .type = STK_ARG_STRING,
+         .default_text = "\"float32\"",
+         .choices = SCALAR_DTYPES,
+         .doc =
+             "the constant's type for promotion (DALI: a Python int is int32, a float float32, a "
+             "bool bool); the value is rounded and saturated to it"},
 };
+STK__CHECK_ARGS(binary_args, BINARY_ARGS_COUNT_);
 static const stk_port_schema binary_in[] = {{"left", "left operand"},
                                             {"right", "right operand (absent with `scalar`)"}};
 
@@ -616,6 +633,10 @@ static const stk_op_schema binary_schema = {
     .outputs = any_out,
     .num_args = sizeof binary_args / sizeof binary_args[0],
     .args = binary_args,
+    .gpu_check =
+        "f = cast(IN, dtype=\"float32\", device=@)\n"
+        "g = flip(f, horizontal=1, device=@)\n"
+        "return math.binary(f, g, op=\"atan2\", device=@)",
 };
 const stk__op_def stk__op_math_binary = {.schema = &binary_schema,
                                          .init = binary_init,
@@ -624,13 +645,20 @@ const stk__op_def stk__op_math_binary = {.schema = &binary_schema,
                                          .run_gpu = binary_run_gpu};
 
 /* ---- math.unary ---- */
-enum { U_OP };
+enum { U_OP, UNARY_ARGS_COUNT_ };
 static const stk_arg_schema unary_args[] = {
-    {"op", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, UNOP_CHOICES,
-     "neg, not (logical, bool result), abs, floor, ceil, round (half away from zero) keep "
-     "the type; sqrt rsqrt cbrt exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh "
-     "give the input's float type, or float32 for integers"},
+    [U_OP] =
+        {.name = "op",
+         .type = STK_ARG_STRING,
+         .flags = STK_ARGF_REQUIRED,
+         .choices = UNOP_CHOICES,
+         .doc =
+             "neg, not (logical, bool result), abs, floor, ceil, round (half away from zero) keep "
+             "the type; sqrt rsqrt cbrt exp log log2 log10 sin cos tan asin acos atan sinh cosh "
+             "tanh "
+             "give the input's float type, or float32 for integers"},
 };
+STK__CHECK_ARGS(unary_args, UNARY_ARGS_COUNT_);
 static const stk_port_schema unary_in[] = {{"input", "a tensor of any type"}};
 
 static stk_status unary_init(stk__node *node) {
@@ -674,6 +702,10 @@ static const stk_op_schema unary_schema = {
     .outputs = any_out,
     .num_args = sizeof unary_args / sizeof unary_args[0],
     .args = unary_args,
+    .gpu_check =
+        "# atol=0.000001\n"
+        "f = cast(IN, dtype=\"float32\", device=@)\n"
+        "return math.unary(f, op=\"sqrt\", device=@)",
 };
 const stk__op_def stk__op_math_unary = {.schema = &unary_schema,
                                         .init = unary_init,
@@ -682,16 +714,30 @@ const stk__op_def stk__op_math_unary = {.schema = &unary_schema,
                                         .run_gpu = unary_run_gpu};
 
 /* ---- math.clamp ---- */
-enum { C_LO, C_HI, C_LO_DTYPE, C_HI_DTYPE };
+enum { C_LO, C_HI, C_LO_DTYPE, C_HI_DTYPE, CLAMP_ARGS_COUNT_ };
 static const stk_arg_schema clamp_args[] = {
-    {"lo", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, "lower bound (none when absent)"},
-    {"hi", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "upper bound (none when absent); when lo > hi the result is hi, as numpy.clip"},
-    {"lo_dtype", STK_ARG_STRING, 0, NULL, 0, 0, SCALAR_DTYPES,
-     "the type of a constant lo (a Python int is int32, a float float32): the output "
-     "type is promoted with it, as DALI does; when lo is fed by a node, the node's type"},
-    {"hi_dtype", STK_ARG_STRING, 0, NULL, 0, 0, SCALAR_DTYPES, "the same for hi"},
+    [C_LO] = {.name = "lo",
+              .type = STK_ARG_FLOAT,
+              .flags = STK_ARGF_PER_SAMPLE,
+              .doc = "lower bound (none when absent)"},
+    [C_HI] = {.name = "hi",
+              .type = STK_ARG_FLOAT,
+              .flags = STK_ARGF_PER_SAMPLE,
+              .doc =
+                  "upper bound (none when absent); when lo > hi the result is hi, as numpy.clip"},
+    [C_LO_DTYPE] =
+        {.name = "lo_dtype",
+         .type = STK_ARG_STRING,
+         .choices = SCALAR_DTYPES,
+         .doc =
+             "the type of a constant lo (a Python int is int32, a float float32): the output "
+             "type is promoted with it, as DALI does; when lo is fed by a node, the node's type"},
+    [C_HI_DTYPE] = {.name = "hi_dtype",
+                    .type = STK_ARG_STRING,
+                    .choices = SCALAR_DTYPES,
+                    .doc = "the same for hi"},
 };
+STK__CHECK_ARGS(clamp_args, CLAMP_ARGS_COUNT_);
 
 /* The output type: the input's promoted with the bounds' types (DALI's rule), where the
  * bound is fed by a node or its type is given. */
@@ -973,6 +1019,7 @@ static const stk_op_schema clamp_schema = {
     .outputs = any_out,
     .num_args = sizeof clamp_args / sizeof clamp_args[0],
     .args = clamp_args,
+    .gpu_check = "return math.clamp(IN, lo=40, hi=200, device=@)",
 };
 const stk__op_def stk__op_math_clamp = {
     .schema = &clamp_schema, .run_sample = clamp_run, .run_gpu = clamp_run_gpu};

@@ -58,7 +58,8 @@ enum {
   A_INTERP,
   A_WITH_MASK,
   A_WITH_BOXES,
-  A_NORMALIZED
+  A_NORMALIZED,
+  APPLY_ARGS_COUNT_
 };
 
 #define POLICY_CHOICES                                                                       \
@@ -429,6 +430,7 @@ static stk_status decisions_output(stk__sample *s, int index, int stages, float 
 /* ---------------------------------------------------------------------------------- */
 
 static const stk_arg_schema choose_args[] = {COMMON_ARGS};
+STK__CHECK_ARGS(choose_args, A_DECISIONS); /* choose takes the shared part */
 
 static stk_status choose_init(stk__node *node) {
   aa_state *st;
@@ -589,6 +591,7 @@ static const stk_arg_schema apply_args[] = {
     {"normalized_boxes", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
      "boxes are fractions of the width and height (else pixels)"},
 };
+STK__CHECK_ARGS(apply_args, APPLY_ARGS_COUNT_);
 
 static stk_status apply_init(stk__node *node) {
   aa_state *st;
@@ -1065,6 +1068,10 @@ static const stk_op_schema apply_schema = {
     .outputs = apply_out,
     .num_args = sizeof apply_args / sizeof apply_args[0],
     .args = apply_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "o, a, b, c = auto_augment.apply(IN, policy=\"rand_augment\", n=2, m=9, seed=7, device=@)\n"
+        "return o",
 };
 const stk__op_def stk__op_auto_augment_apply = {.schema = &apply_schema,
                                                 .init = apply_init,
@@ -1076,7 +1083,17 @@ const stk__op_def stk__op_auto_augment_apply = {.schema = &apply_schema,
 /* auto_augment.augment                                                               */
 /* ---------------------------------------------------------------------------------- */
 
-enum { G_OP, G_PARAM, G_CONVENTION, G_SHAPE, G_RELATIVE, G_FILL, G_BORDER, G_INTERP };
+enum {
+  G_OP,
+  G_PARAM,
+  G_CONVENTION,
+  G_SHAPE,
+  G_RELATIVE,
+  G_FILL,
+  G_BORDER,
+  G_INTERP,
+  AUGMENT_ARGS_COUNT_
+};
 static const stk_arg_schema augment_args[] = {
     {"op", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, STK__AA_OP_CHOICES, "the operation"},
     {"param", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
@@ -1092,6 +1109,7 @@ static const stk_arg_schema augment_args[] = {
      "float32; torchvision: truncated to an integer)"},
     WARP_ARGS(FILL_DOC),
 };
+STK__CHECK_ARGS(augment_args, AUGMENT_ARGS_COUNT_);
 
 static stk_status augment_init(stk__node *node) {
   aa_state *st;
@@ -1274,6 +1292,10 @@ static const stk_op_schema augment_schema = {
     .outputs = image_out,
     .num_args = sizeof augment_args / sizeof augment_args[0],
     .args = augment_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "p = random.uniform(range=[-0.3, 0.3], shape=[1])\n"
+        "return auto_augment.augment(IN, op=\"shear_x\", param=p, device=@)",
 };
 const stk__op_def stk__op_auto_augment_augment = {.schema = &augment_schema,
                                                   .init = augment_init,
@@ -1300,12 +1322,19 @@ static stk_status stage_row(stk__node *node, stk__sample *s, int64_t stage, floa
   return STK_OK;
 }
 
-enum { SI_STAGE, SI_SKIP };
+enum { SI_STAGE, SI_SKIP, STAGE_INDEX_ARGS_COUNT_ };
 static const stk_arg_schema stage_index_args[] = {
-    {"stage", STK_ARG_INT, STK_ARGF_REQUIRED, NULL, 0, 0, NULL, "the stage (row)"},
-    {"skip_index", STK_ARG_INT, 0, "-1", 0, 0, NULL,
-     "the value given for a stage that does nothing (AutoAugment stages not applied)"},
+    [SI_STAGE] = {.name = "stage",
+                  .type = STK_ARG_INT,
+                  .flags = STK_ARGF_REQUIRED,
+                  .doc = "the stage (row)"},
+    [SI_SKIP] =
+        {.name = "skip_index",
+         .type = STK_ARG_INT,
+         .default_text = "-1",
+         .doc = "the value given for a stage that does nothing (AutoAugment stages not applied)"},
 };
+STK__CHECK_ARGS(stage_index_args, STAGE_INDEX_ARGS_COUNT_);
 
 static stk_status stage_index_run(stk__node *node, stk__sample *s) {
   float row[DEC_COLS];
@@ -1336,16 +1365,33 @@ static const stk_op_schema stage_index_schema = {
 const stk__op_def stk__op_auto_augment_stage_index = {.schema = &stage_index_schema,
                                                       .run_sample = stage_index_run};
 
-enum { SP_STAGE, SP_VALUES, SP_SHAPE, SP_DTYPE, SP_SIGNED };
+enum { SP_STAGE, SP_VALUES, SP_SHAPE, SP_DTYPE, SP_SIGNED, STAGE_PARAM_ARGS_COUNT_ };
 static const stk_arg_schema stage_param_args[] = {
-    {"stage", STK_ARG_INT, STK_ARGF_REQUIRED, NULL, 0, 0, NULL, "the stage (row)"},
-    {"values", STK_ARG_FLOATS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
-     "the parameter table, row-major: one parameter (of `shape`) per bin, or with `signed` "
-     "two per bin (bin 2k: positive, 2k + 1: negated magnitude)"},
-    {"shape", STK_ARG_INTS, 0, NULL, 0, 0, NULL, "shape of one parameter (scalar: absent)"},
-    {"dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, "uint8|int32|float32", "output type"},
-    {"signed", STK_ARG_BOOL, 0, "false", 0, 0, NULL, "the table has a negated row per bin"},
+    [SP_STAGE] = {.name = "stage",
+                  .type = STK_ARG_INT,
+                  .flags = STK_ARGF_REQUIRED,
+                  .doc = "the stage (row)"},
+    [SP_VALUES] =
+        {.name = "values",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_REQUIRED,
+         .doc =
+             "the parameter table, row-major: one parameter (of `shape`) per bin, or with `signed` "
+             "two per bin (bin 2k: positive, 2k + 1: negated magnitude)"},
+    [SP_SHAPE] = {.name = "shape",
+                  .type = STK_ARG_INTS,
+                  .doc = "shape of one parameter (scalar: absent)"},
+    [SP_DTYPE] = {.name = "dtype",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"float32\"",
+                  .choices = "uint8|int32|float32",
+                  .doc = "output type"},
+    [SP_SIGNED] = {.name = "signed",
+                   .type = STK_ARG_BOOL,
+                   .default_text = "false",
+                   .doc = "the table has a negated row per bin"},
 };
+STK__CHECK_ARGS(stage_param_args, STAGE_PARAM_ARGS_COUNT_);
 
 static stk_status stage_param_run(stk__node *node, stk__sample *s) {
   float row[DEC_COLS];

@@ -7,13 +7,18 @@
   "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double|" \
   "half"
 
-enum { A_DTYPE };
+enum { A_DTYPE, CAST_ARGS_COUNT_ };
 
 static const stk_arg_schema cast_args[] = {
-    {"dtype", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, CAST_DTYPES,
-     "output type. To integers: round half away from zero, then saturate to the type's "
-     "range (NaN -> 0); to bool: non-zero -> 1; between floats: IEEE rounding"},
+    [A_DTYPE] =
+        {.name = "dtype",
+         .type = STK_ARG_STRING,
+         .flags = STK_ARGF_REQUIRED,
+         .choices = CAST_DTYPES,
+         .doc = "output type. To integers: round half away from zero, then saturate to the type's "
+                "range (NaN -> 0); to bool: non-zero -> 1; between floats: IEEE rounding"},
 };
+STK__CHECK_ARGS(cast_args, CAST_ARGS_COUNT_);
 
 static const stk_port_schema cast_in[] = {{"input", "a tensor of any type"}};
 static const stk_port_schema cast_out[] = {{"output", "the same values in the new type"}};
@@ -133,6 +138,7 @@ static const stk_op_schema cast_schema = {
     .outputs = cast_out,
     .num_args = sizeof cast_args / sizeof cast_args[0],
     .args = cast_args,
+    .gpu_check = "return cast(IN, dtype=\"float32\", device=@)",
 };
 const stk__op_def stk__op_cast = {
     .schema = &cast_schema,

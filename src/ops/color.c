@@ -499,18 +499,30 @@ static stk_status brightness_contrast_apply(stk__node *node, stk__sample *s, int
         "output type: \"\" (the input's), uint8, int16, int32, float16 or float32" \
   }
 
-enum { B_BRIGHTNESS, B_SHIFT, B_DTYPE, B_PIL };
+enum { B_BRIGHTNESS, B_SHIFT, B_DTYPE, B_PIL, BRIGHTNESS_ARGS_COUNT_ };
 static const stk_arg_schema brightness_args[] = {
-    {"brightness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "multiplier; 1 keeps the image"},
-    {"brightness_shift", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "added after scaling, in units of the output type's full range (255 for uint8, 1 for "
-     "floats)"},
-    DTYPE_ARG,
-    {"pil", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Pillow's ImageEnhance.Brightness instead: Image.blend(black, image, brightness), "
-     "computed in float32 and truncated (uint8 only; brightness_shift must stay 0)"},
+    [B_BRIGHTNESS] = {.name = "brightness",
+                      .type = STK_ARG_FLOAT,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .default_text = "1.0",
+                      .doc = "multiplier; 1 keeps the image"},
+    [B_SHIFT] =
+        {.name = "brightness_shift",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "0.0",
+         .doc =
+             "added after scaling, in units of the output type's full range (255 for uint8, 1 for "
+             "floats)"},
+    [B_DTYPE] = DTYPE_ARG,
+    [B_PIL] =
+        {.name = "pil",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc = "Pillow's ImageEnhance.Brightness instead: Image.blend(black, image, brightness), "
+                "computed in float32 and truncated (uint8 only; brightness_shift must stay 0)"},
 };
+STK__CHECK_ARGS(brightness_args, BRIGHTNESS_ARGS_COUNT_);
 
 static stk_status brightness_run(stk__node *node, stk__sample *s) {
   double b, shift;
@@ -561,6 +573,10 @@ static const stk_op_schema brightness_schema = {
     .outputs = image_out,
     .num_args = sizeof brightness_args / sizeof brightness_args[0],
     .args = brightness_args,
+    .gpu_check =
+        "b = random.uniform(range=[0.0, 2.0])\n"
+        "s = random.uniform(range=[-0.2, 0.2])\n"
+        "return brightness(IN, brightness=b, brightness_shift=s, device=@)",
 };
 const stk__op_def stk__op_brightness = {
     .schema = &brightness_schema,
@@ -568,23 +584,38 @@ const stk__op_def stk__op_brightness = {
     .run_gpu = brightness_run_gpu,
 };
 
-enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL, C_MEAN };
+enum { C_CONTRAST, C_CENTER, C_DTYPE, C_PIL, C_MEAN, CONTRAST_ARGS_COUNT_ };
 static const stk_arg_schema contrast_args[] = {
-    {"contrast", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "multiplier of the distance to contrast_center; 0 gives a uniform grey"},
-    {"contrast_center", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "the value kept by the contrast change, in input units; default: half the input "
-     "type's range (128 for uint8, 0.5 for floats). May be fed per sample"},
-    DTYPE_ARG,
-    {"pil", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the "
-     "image's ITU-R 601-2 integer luma (its own mean for 1 channel), then Image.blend("
-     "centre, image, contrast) truncated (uint8 only)"},
-    {"mean_center", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "centre on the image's mean luma, 0.299 R + 0.587 G + 0.114 B averaged over the image "
-     "in float64 (the mean of all values unless 3 channels), with only the output rounded: "
-     "DALI's AutoAugment contrast"},
+    [C_CONTRAST] = {.name = "contrast",
+                    .type = STK_ARG_FLOAT,
+                    .flags = STK_ARGF_PER_SAMPLE,
+                    .default_text = "1.0",
+                    .doc = "multiplier of the distance to contrast_center; 0 gives a uniform grey"},
+    [C_CENTER] =
+        {.name = "contrast_center",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "the value kept by the contrast change, in input units; default: half the input "
+                "type's range (128 for uint8, 0.5 for floats). May be fed per sample"},
+    [C_DTYPE] = DTYPE_ARG,
+    [C_PIL] =
+        {.name = "pil",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "Pillow's ImageEnhance.Contrast instead: the centre is int(mean(luma) + 0.5) of the "
+             "image's ITU-R 601-2 integer luma (its own mean for 1 channel), then Image.blend("
+             "centre, image, contrast) truncated (uint8 only)"},
+    [C_MEAN] =
+        {.name = "mean_center",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "centre on the image's mean luma, 0.299 R + 0.587 G + 0.114 B averaged over the image "
+             "in float64 (the mean of all values unless 3 channels), with only the output rounded: "
+             "DALI's AutoAugment contrast"},
 };
+STK__CHECK_ARGS(contrast_args, CONTRAST_ARGS_COUNT_);
 
 static stk_status contrast_init(stk__node *node) {
   bool pil = stk__arg_bool(node, NULL, C_PIL), mean = stk__arg_bool(node, NULL, C_MEAN);
@@ -652,6 +683,9 @@ static const stk_op_schema contrast_schema = {
     .outputs = image_out,
     .num_args = sizeof contrast_args / sizeof contrast_args[0],
     .args = contrast_args,
+    .gpu_check =
+        "c = random.uniform(range=[0.0, 2.0])\n"
+        "return contrast(IN, contrast=c, device=@)",
 };
 const stk__op_def stk__op_contrast = {
     .schema = &contrast_schema,
@@ -660,18 +694,33 @@ const stk__op_def stk__op_contrast = {
     .run_gpu = contrast_run_gpu,
 };
 
-enum { BC_BRIGHTNESS, BC_SHIFT, BC_CONTRAST, BC_CENTER, BC_DTYPE };
+enum { BC_BRIGHTNESS, BC_SHIFT, BC_CONTRAST, BC_CENTER, BC_DTYPE, BC_ARGS_COUNT_ };
 static const stk_arg_schema bc_args[] = {
-    {"brightness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL, "multiplier"},
-    {"brightness_shift", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "added, in units of the output type's full range (255 for uint8, 1 for floats)"},
-    {"contrast", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "multiplier of the distance to contrast_center"},
-    {"contrast_center", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "the value kept by the contrast change, in input units; default: half the input "
-     "type's range (128 for uint8, 0.5 for floats)"},
-    DTYPE_ARG,
+    [BC_BRIGHTNESS] = {.name = "brightness",
+                       .type = STK_ARG_FLOAT,
+                       .flags = STK_ARGF_PER_SAMPLE,
+                       .default_text = "1.0",
+                       .doc = "multiplier"},
+    [BC_SHIFT] =
+        {.name = "brightness_shift",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "0.0",
+         .doc = "added, in units of the output type's full range (255 for uint8, 1 for floats)"},
+    [BC_CONTRAST] = {.name = "contrast",
+                     .type = STK_ARG_FLOAT,
+                     .flags = STK_ARGF_PER_SAMPLE,
+                     .default_text = "1.0",
+                     .doc = "multiplier of the distance to contrast_center"},
+    [BC_CENTER] =
+        {.name = "contrast_center",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "the value kept by the contrast change, in input units; default: half the input "
+                "type's range (128 for uint8, 0.5 for floats)"},
+    [BC_DTYPE] = DTYPE_ARG,
 };
+STK__CHECK_ARGS(bc_args, BC_ARGS_COUNT_);
 
 static stk_status bc_run(stk__node *node, stk__sample *s) {
   double b, shift, c, cc = 0.0;
@@ -713,6 +762,10 @@ static const stk_op_schema bc_schema = {
     .outputs = image_out,
     .num_args = sizeof bc_args / sizeof bc_args[0],
     .args = bc_args,
+    .gpu_check =
+        "b = random.uniform(range=[0.5, 1.5])\n"
+        "c = random.uniform(range=[0.5, 1.5])\n"
+        "return brightness_contrast(IN, brightness=b, contrast=c, device=@)",
 };
 const stk__op_def stk__op_brightness_contrast = {
     .schema = &bc_schema,
@@ -769,14 +822,22 @@ static bool image_type_bgr(const stk__node *node, int arg) {
         "hue rotation in degrees (a rotation of the YIQ chroma plane)" \
   }
 
-enum { HSV_HUE, HSV_SAT, HSV_VALUE, HSV_DTYPE };
+enum { HSV_HUE, HSV_SAT, HSV_VALUE, HSV_DTYPE, HSV_ARGS_COUNT_ };
 static const stk_arg_schema hsv_args[] = {
-    HUE_ARG,
-    {"saturation", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "multiplier of the chroma (I and Q); 0 gives grey"},
-    {"value", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL, "multiplier of all of YIQ"},
-    DTYPE_ARG,
+    [HSV_HUE] = HUE_ARG,
+    [HSV_SAT] = {.name = "saturation",
+                 .type = STK_ARG_FLOAT,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "1.0",
+                 .doc = "multiplier of the chroma (I and Q); 0 gives grey"},
+    [HSV_VALUE] = {.name = "value",
+                   .type = STK_ARG_FLOAT,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .default_text = "1.0",
+                   .doc = "multiplier of all of YIQ"},
+    [HSV_DTYPE] = DTYPE_ARG,
 };
+STK__CHECK_ARGS(hsv_args, HSV_ARGS_COUNT_);
 
 static stk_status hsv_run(stk__node *node, stk__sample *s) {
   double h, sat, v;
@@ -818,6 +879,12 @@ static const stk_op_schema hsv_schema = {
     .outputs = image_out,
     .num_args = sizeof hsv_args / sizeof hsv_args[0],
     .args = hsv_args,
+    .gpu_check =
+        "# atol=1\n"
+        "h = random.uniform(range=[-60.0, 60.0])\n"
+        "s = random.uniform(range=[0.3, 1.7])\n"
+        "v = random.uniform(range=[0.5, 1.5])\n"
+        "return hsv(IN, hue=h, saturation=s, value=v, device=@)",
 };
 const stk__op_def stk__op_hsv = {
     .schema = &hsv_schema,
@@ -825,8 +892,13 @@ const stk__op_def stk__op_hsv = {
     .run_gpu = hsv_run_gpu,
 };
 
-enum { HUE_HUE, HUE_DTYPE, HUE_IMAGE_TYPE };
-static const stk_arg_schema hue_args[] = {HUE_ARG, DTYPE_ARG, IMAGE_TYPE_ARG};
+enum { HUE_HUE, HUE_DTYPE, HUE_IMAGE_TYPE, HUE_ARGS_COUNT_ };
+static const stk_arg_schema hue_args[] = {
+    [HUE_HUE] = HUE_ARG,
+    [HUE_DTYPE] = DTYPE_ARG,
+    [HUE_IMAGE_TYPE] = IMAGE_TYPE_ARG,
+};
+STK__CHECK_ARGS(hue_args, HUE_ARGS_COUNT_);
 
 static stk_status hue_run(stk__node *node, stk__sample *s) {
   double h;
@@ -859,6 +931,10 @@ static const stk_op_schema hue_schema = {
     .outputs = image_out,
     .num_args = sizeof hue_args / sizeof hue_args[0],
     .args = hue_args,
+    .gpu_check =
+        "# atol=1\n"
+        "h = random.uniform(range=[-90.0, 90.0])\n"
+        "return hue(IN, hue=h, device=@)",
 };
 const stk__op_def stk__op_hue = {
     .schema = &hue_schema,
@@ -866,16 +942,25 @@ const stk__op_def stk__op_hue = {
     .run_gpu = hue_run_gpu,
 };
 
-enum { SAT_SAT, SAT_DTYPE, SAT_IMAGE_TYPE, SAT_PIL };
+enum { SAT_SAT, SAT_DTYPE, SAT_IMAGE_TYPE, SAT_PIL, SATURATION_ARGS_COUNT_ };
 static const stk_arg_schema saturation_args[] = {
-    {"saturation", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "saturation factor: 0 gives grey, 1 keeps the image (>= 0 unless pil=true)"},
-    DTYPE_ARG,
-    IMAGE_TYPE_ARG,
-    {"pil", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Pillow's ImageEnhance.Color instead: Image.blend(luma, image, saturation) with PIL's "
-     "integer ITU-R 601-2 luma, truncated (uint8 RGB only)"},
+    [SAT_SAT] = {.name = "saturation",
+                 .type = STK_ARG_FLOAT,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "1.0",
+                 .doc =
+                     "saturation factor: 0 gives grey, 1 keeps the image (>= 0 unless pil=true)"},
+    [SAT_DTYPE] = DTYPE_ARG,
+    [SAT_IMAGE_TYPE] = IMAGE_TYPE_ARG,
+    [SAT_PIL] =
+        {.name = "pil",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "Pillow's ImageEnhance.Color instead: Image.blend(luma, image, saturation) with PIL's "
+             "integer ITU-R 601-2 luma, truncated (uint8 RGB only)"},
 };
+STK__CHECK_ARGS(saturation_args, SATURATION_ARGS_COUNT_);
 
 static stk_status saturation_run(stk__node *node, stk__sample *s) {
   bool pil = stk__arg_bool(node, s, SAT_PIL);
@@ -930,6 +1015,10 @@ static const stk_op_schema saturation_schema = {
     .outputs = image_out,
     .num_args = sizeof saturation_args / sizeof saturation_args[0],
     .args = saturation_args,
+    .gpu_check =
+        "# atol=1\n"
+        "s = random.uniform(range=[0.0, 2.0])\n"
+        "return saturation(IN, saturation=s, device=@)",
 };
 const stk__op_def stk__op_saturation = {
     .schema = &saturation_schema,
@@ -937,18 +1026,29 @@ const stk__op_def stk__op_saturation = {
     .run_gpu = saturation_run_gpu,
 };
 
-enum { CT_BRIGHTNESS, CT_CONTRAST, CT_HUE, CT_SAT, CT_DTYPE, CT_IMAGE_TYPE };
+enum { CT_BRIGHTNESS, CT_CONTRAST, CT_HUE, CT_SAT, CT_DTYPE, CT_IMAGE_TYPE, TWIST_ARGS_COUNT_ };
 static const stk_arg_schema twist_args[] = {
-    {"brightness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "brightness factor (>= 0): 0 black, 1 unchanged"},
-    {"contrast", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "contrast factor (>= 0) around half the input type's range: 0 uniform grey"},
-    HUE_ARG,
-    {"saturation", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "saturation factor (>= 0): 0 grey"},
-    DTYPE_ARG,
-    IMAGE_TYPE_ARG,
+    [CT_BRIGHTNESS] = {.name = "brightness",
+                       .type = STK_ARG_FLOAT,
+                       .flags = STK_ARGF_PER_SAMPLE,
+                       .default_text = "1.0",
+                       .doc = "brightness factor (>= 0): 0 black, 1 unchanged"},
+    [CT_CONTRAST] =
+        {.name = "contrast",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "1.0",
+         .doc = "contrast factor (>= 0) around half the input type's range: 0 uniform grey"},
+    [CT_HUE] = HUE_ARG,
+    [CT_SAT] = {.name = "saturation",
+                .type = STK_ARG_FLOAT,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .default_text = "1.0",
+                .doc = "saturation factor (>= 0): 0 grey"},
+    [CT_DTYPE] = DTYPE_ARG,
+    [CT_IMAGE_TYPE] = IMAGE_TYPE_ARG,
 };
+STK__CHECK_ARGS(twist_args, TWIST_ARGS_COUNT_);
 
 static stk_status twist_run(stk__node *node, stk__sample *s) {
   double b, c, h, sat;
@@ -990,6 +1090,13 @@ static const stk_op_schema twist_schema = {
     .outputs = image_out,
     .num_args = sizeof twist_args / sizeof twist_args[0],
     .args = twist_args,
+    .gpu_check =
+        "# atol=1\n"
+        "b = random.uniform(range=[0.7, 1.3])\n"
+        "c = random.uniform(range=[0.7, 1.3])\n"
+        "h = random.uniform(range=[-30.0, 30.0])\n"
+        "s = random.uniform(range=[0.5, 1.5])\n"
+        "return color_twist(IN, brightness=b, contrast=c, hue=h, saturation=s, device=@)",
 };
 const stk__op_def stk__op_color_twist = {
     .schema = &twist_schema,
@@ -999,13 +1106,20 @@ const stk__op_def stk__op_color_twist = {
 
 /* ---- color_space_conversion ---- */
 
-enum { CS_IMAGE_TYPE, CS_OUTPUT_TYPE };
+enum { CS_IMAGE_TYPE, CS_OUTPUT_TYPE, CS_ARGS_COUNT_ };
 static const stk_arg_schema cs_args[] = {
-    {"image_type", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, STK__CS_CHOICES,
-     "colour space of the input"},
-    {"output_type", STK_ARG_STRING, STK_ARGF_REQUIRED, NULL, 0, 0, STK__CS_CHOICES,
-     "colour space of the output"},
+    [CS_IMAGE_TYPE] = {.name = "image_type",
+                       .type = STK_ARG_STRING,
+                       .flags = STK_ARGF_REQUIRED,
+                       .choices = STK__CS_CHOICES,
+                       .doc = "colour space of the input"},
+    [CS_OUTPUT_TYPE] = {.name = "output_type",
+                        .type = STK_ARG_STRING,
+                        .flags = STK_ARGF_REQUIRED,
+                        .choices = STK__CS_CHOICES,
+                        .doc = "colour space of the output"},
 };
+STK__CHECK_ARGS(cs_args, CS_ARGS_COUNT_);
 
 static stk_status cs_run(stk__node *node, stk__sample *s) {
   stk__colorspace from = STK__CS_RGB, to = STK__CS_RGB; /* the schema's choices hold */
@@ -1075,6 +1189,9 @@ static const stk_op_schema cs_schema = {
     .outputs = image_out,
     .num_args = sizeof cs_args / sizeof cs_args[0],
     .args = cs_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return color_space_conversion(IN, image_type=\"RGB\", output_type=\"YCbCr\", device=@)",
 };
 const stk__op_def stk__op_color_space_conversion = {
     .schema = &cs_schema,
@@ -1084,11 +1201,18 @@ const stk__op_def stk__op_color_space_conversion = {
 
 /* ---- grayscale (stoker) ---- */
 
-enum { G_CHANNELS };
+enum { G_CHANNELS, GRAY_ARGS_COUNT_ };
 static const stk_arg_schema gray_args[] = {
-    {"num_output_channels", STK_ARG_INT, STK_ARGF_RANGE, "1", 1, 3, NULL,
-     "1, or 3 for the luma replicated into R, G and B (torchvision's Grayscale)"},
+    [G_CHANNELS] =
+        {.name = "num_output_channels",
+         .type = STK_ARG_INT,
+         .flags = STK_ARGF_RANGE,
+         .default_text = "1",
+         .min = 1,
+         .max = 3,
+         .doc = "1, or 3 for the luma replicated into R, G and B (torchvision's Grayscale)"},
 };
+STK__CHECK_ARGS(gray_args, GRAY_ARGS_COUNT_);
 
 static stk_status gray_init(stk__node *node) {
   int64_t n = stk__arg_int(node, NULL, G_CHANNELS);
@@ -1167,6 +1291,7 @@ static const stk_op_schema gray_schema = {
     .outputs = image_out,
     .num_args = sizeof gray_args / sizeof gray_args[0],
     .args = gray_args,
+    .gpu_check = "return grayscale(IN, num_output_channels=3, device=@)",
 };
 const stk__op_def stk__op_grayscale = {
     .schema = &gray_schema,

@@ -196,6 +196,7 @@ static const stk_op_schema invert_schema = {
     .outputs = image_out,
     .num_args = 0,
     .args = NULL,
+    .gpu_check = "return invert(IN, device=@)",
 };
 const stk__op_def stk__op_invert = {
     .schema = &invert_schema,
@@ -205,11 +206,16 @@ const stk__op_def stk__op_invert = {
 
 /* ---- posterize ---- */
 
-enum { P_BITS };
+enum { P_BITS, POSTERIZE_ARGS_COUNT_ };
 static const stk_arg_schema posterize_args[] = {
-    {"bits", STK_ARG_INT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "4", 0, 8, NULL,
-     "number of high bits kept per channel, 0..8 (8 keeps the image)"},
+    [P_BITS] = {.name = "bits",
+                .type = STK_ARG_INT,
+                .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                .default_text = "4",
+                .max = 8,
+                .doc = "number of high bits kept per channel, 0..8 (8 keeps the image)"},
 };
+STK__CHECK_ARGS(posterize_args, POSTERIZE_ARGS_COUNT_);
 
 static double posterize_fn(double x, int64_t c, const void *ctx) {
   return (double)((uint8_t)x & ((const point_ctx *)ctx)->mask);
@@ -258,6 +264,9 @@ static const stk_op_schema posterize_schema = {
     .outputs = image_out,
     .num_args = sizeof posterize_args / sizeof posterize_args[0],
     .args = posterize_args,
+    .gpu_check =
+        "bits = random.uniform(values=[1, 3, 4, 8], dtype=\"int32\")\n"
+        "return posterize(IN, bits=bits, device=@)",
 };
 const stk__op_def stk__op_posterize = {
     .schema = &posterize_schema,
@@ -277,11 +286,15 @@ static stk_status threshold_arg(stk__node *node, stk__sample *s, int arg, stk_dt
   return stk__float_arg_in(node, s, arg, "threshold", -DBL_MAX, DBL_MAX, out);
 }
 
-enum { S_THRESHOLD };
+enum { S_THRESHOLD, SOLARIZE_ARGS_COUNT_ };
 static const stk_arg_schema solarize_args[] = {
-    {"threshold", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "values >= threshold are inverted; default 128 for uint8, 0.5 for float32"},
+    [S_THRESHOLD] =
+        {.name = "threshold",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "values >= threshold are inverted; default 128 for uint8, 0.5 for float32"},
 };
+STK__CHECK_ARGS(solarize_args, SOLARIZE_ARGS_COUNT_);
 
 static double solarize_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
@@ -321,6 +334,9 @@ static const stk_op_schema solarize_schema = {
     .outputs = image_out,
     .num_args = sizeof solarize_args / sizeof solarize_args[0],
     .args = solarize_args,
+    .gpu_check =
+        "t = random.uniform(range=[0.0, 255.0])\n"
+        "return solarize(IN, threshold=t, device=@)",
 };
 const stk__op_def stk__op_solarize = {
     .schema = &solarize_schema,
@@ -328,13 +344,19 @@ const stk__op_def stk__op_solarize = {
     .run_gpu = solarize_run_gpu,
 };
 
-enum { SA_SHIFT, SA_THRESHOLD };
+enum { SA_SHIFT, SA_THRESHOLD, SOLARIZE_ADD_ARGS_COUNT_ };
 static const stk_arg_schema solarize_add_args[] = {
-    {"shift", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "added to the values below threshold, then clamped to the type's range"},
-    {"threshold", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "values below it are shifted; default 128 for uint8, 0.5 for float32"},
+    [SA_SHIFT] = {.name = "shift",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .default_text = "0.0",
+                  .doc = "added to the values below threshold, then clamped to the type's range"},
+    [SA_THRESHOLD] = {.name = "threshold",
+                      .type = STK_ARG_FLOAT,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .doc = "values below it are shifted; default 128 for uint8, 0.5 for float32"},
 };
+STK__CHECK_ARGS(solarize_add_args, SOLARIZE_ADD_ARGS_COUNT_);
 
 static double solarize_add_fn(double x, int64_t c, const void *ctx) {
   const point_ctx *k = ctx;
@@ -378,6 +400,9 @@ static const stk_op_schema solarize_add_schema = {
     .outputs = image_out,
     .num_args = sizeof solarize_add_args / sizeof solarize_add_args[0],
     .args = solarize_add_args,
+    .gpu_check =
+        "s = random.uniform(range=[-100.0, 100.0])\n"
+        "return solarize_add(IN, shift=s, threshold=128, device=@)",
 };
 const stk__op_def stk__op_solarize_add = {
     .schema = &solarize_add_schema,
@@ -387,7 +412,7 @@ const stk__op_def stk__op_solarize_add = {
 
 /* ---- equalize / experimental.equalize ---- */
 
-enum { E_ALGORITHM };
+enum { E_ALGORITHM, EQUALIZE_ARGS_COUNT_ };
 #define EQ_ALGORITHM_DOC                                                                \
   "\"pil\": ImageOps.equalize (step = (pixels - count of the last used level) // 255, " \
   "table = (step // 2 + cumulative count below) // step); \"opencv\": equalizeHist "    \
@@ -395,8 +420,13 @@ enum { E_ALGORITHM };
 /* equalize and experimental.equalize both default to DALI's (OpenCV's) algorithm, as
  * DALI's fn.equalize and fn.experimental.equalize do; algorithm="pil" is Pillow's. */
 static const stk_arg_schema equalize_args[] = {
-    {"algorithm", STK_ARG_STRING, 0, "\"opencv\"", 0, 0, "pil|opencv", EQ_ALGORITHM_DOC},
+    [E_ALGORITHM] = {.name = "algorithm",
+                     .type = STK_ARG_STRING,
+                     .default_text = "\"opencv\"",
+                     .choices = "pil|opencv",
+                     .doc = EQ_ALGORITHM_DOC},
 };
+STK__CHECK_ARGS(equalize_args, EQUALIZE_ARGS_COUNT_);
 
 /* Builds each channel's table from its histogram and applies it. */
 static stk_status equalize_run(stk__node *node, stk__sample *s) {
@@ -441,6 +471,7 @@ static const stk_op_schema equalize_schema = {
     .outputs = image_out,
     .num_args = sizeof equalize_args / sizeof equalize_args[0],
     .args = equalize_args,
+    .gpu_check = "return equalize(IN, device=@)",
 };
 const stk__op_def stk__op_equalize = {
     .schema = &equalize_schema,
@@ -462,6 +493,7 @@ static const stk_op_schema x_equalize_schema = {
     .outputs = image_out,
     .num_args = sizeof equalize_args / sizeof equalize_args[0],
     .args = equalize_args,
+    .gpu_check = "return experimental.equalize(IN, device=@)",
 };
 const stk__op_def stk__op_experimental_equalize = {
     .schema = &x_equalize_schema,
@@ -471,12 +503,18 @@ const stk__op_def stk__op_experimental_equalize = {
 
 /* ---- auto_contrast ---- */
 
-enum { AC_CUTOFF };
+enum { AC_CUTOFF, AUTOCONTRAST_ARGS_COUNT_ };
 static const stk_arg_schema autocontrast_args[] = {
-    {"cutoff", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[0.0]", 0, 0, NULL,
-     "percent of pixels cut from the dark and the bright end before stretching: one value "
-     "for both or [low, high], each in [0, 100)"},
+    [AC_CUTOFF] =
+        {.name = "cutoff",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "[0.0]",
+         .doc =
+             "percent of pixels cut from the dark and the bright end before stretching: one value "
+             "for both or [low, high], each in [0, 100)"},
 };
+STK__CHECK_ARGS(autocontrast_args, AUTOCONTRAST_ARGS_COUNT_);
 
 /* The low and high cutoffs of this sample, checked. */
 static stk_status cutoff_args(stk__node *node, stk__sample *s, double *lo, double *hi) {
@@ -541,6 +579,7 @@ static const stk_op_schema autocontrast_schema = {
     .outputs = image_out,
     .num_args = sizeof autocontrast_args / sizeof autocontrast_args[0],
     .args = autocontrast_args,
+    .gpu_check = "return auto_contrast(IN, cutoff=[2.0], device=@)",
 };
 const stk__op_def stk__op_auto_contrast = {
     .schema = &autocontrast_schema,
@@ -550,11 +589,16 @@ const stk__op_def stk__op_auto_contrast = {
 
 /* ---- sharpness ---- */
 
-enum { SH_SHARPNESS };
+enum { SH_SHARPNESS, SHARPNESS_ARGS_COUNT_ };
 static const stk_arg_schema sharpness_args[] = {
-    {"sharpness", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one"},
+    [SH_SHARPNESS] = {.name = "sharpness",
+                      .type = STK_ARG_FLOAT,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .default_text = "1.0",
+                      .doc =
+                          "factor: 0 gives the smoothed image, 1 the original, 2 a sharpened one"},
 };
+STK__CHECK_ARGS(sharpness_args, SHARPNESS_ARGS_COUNT_);
 
 static stk_status sharpness_run(stk__node *node, stk__sample *s) {
   double f;
@@ -594,6 +638,9 @@ static const stk_op_schema sharpness_schema = {
     .outputs = image_out,
     .num_args = sizeof sharpness_args / sizeof sharpness_args[0],
     .args = sharpness_args,
+    .gpu_check =
+        "s = random.uniform(range=[0.0, 2.0])\n"
+        "return sharpness(IN, sharpness=s, device=@)",
 };
 const stk__op_def stk__op_sharpness = {
     .schema = &sharpness_schema,

@@ -9,19 +9,33 @@
 #include "image_util.h"
 #include "op.h"
 
-enum { K_FDATA, K_IDATA, K_SHAPE, K_DTYPE, K_LAYOUT };
+enum { K_FDATA, K_IDATA, K_SHAPE, K_DTYPE, K_LAYOUT, CONSTANT_ARGS_COUNT_ };
 static const stk_arg_schema constant_args[] = {
-    {"fdata", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,
-     "the values as floats (give fdata or idata), row-major; one value fills the whole shape"},
-    {"idata", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "the values as integers (give fdata or idata), row-major; one value fills the whole shape"},
-    {"shape", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "the shape of the tensor; [] is a scalar; when absent, 1D with one element per value"},
-    {"dtype", STK_ARG_STRING, 0, NULL, 0, 0,
-     "bool|uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64",
-     "element type; float32 for fdata and int32 for idata when absent"},
-    {"layout", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL, "layout of the tensor"},
+    [K_FDATA] = {.name = "fdata",
+                 .type = STK_ARG_FLOATS,
+                 .doc = "the values as floats (give fdata or idata), row-major; one value fills "
+                        "the whole shape"},
+    [K_IDATA] = {.name = "idata",
+                 .type = STK_ARG_INTS,
+                 .doc = "the values as integers (give fdata or idata), row-major; one value fills "
+                        "the whole shape"},
+    [K_SHAPE] =
+        {.name = "shape",
+         .type = STK_ARG_INTS,
+         .doc =
+             "the shape of the tensor; [] is a scalar; when absent, 1D with one element per value"},
+    [K_DTYPE] =
+        {.name = "dtype",
+         .type = STK_ARG_STRING,
+         .choices =
+             "bool|uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64",
+         .doc = "element type; float32 for fdata and int32 for idata when absent"},
+    [K_LAYOUT] = {.name = "layout",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"\"",
+                  .doc = "layout of the tensor"},
 };
+STK__CHECK_ARGS(constant_args, CONSTANT_ARGS_COUNT_);
 static const stk_port_schema constant_out[] = {{"value", "the constant tensor"}};
 
 typedef struct {
@@ -184,6 +198,11 @@ static const stk_op_schema constant_schema = {
     .outputs = constant_out,
     .num_args = sizeof constant_args / sizeof constant_args[0],
     .args = constant_args,
+    .gpu_check =
+        "c = constant(fdata=[1.5, -2.0, 3.25, 0.0, 7.0, 8.5], shape=[2, 3], dtype=\"float32\", "
+        "device=@)\n"
+        "s = shapes(IN, device=@)\n"
+        "return c",
 };
 const stk__op_def stk__op_constant = {.schema = &constant_schema,
                                       .init = constant_init,

@@ -5,30 +5,78 @@
 #include "gpu_util.h"
 #include "image_util.h"
 
-enum { A_CROP, A_CROP_H, A_CROP_W, A_POS_X, A_POS_Y, A_POLICY, A_FILL, A_DTYPE, A_ROUNDING };
+enum {
+  A_CROP,
+  A_CROP_H,
+  A_CROP_W,
+  A_POS_X,
+  A_POS_Y,
+  A_POLICY,
+  A_FILL,
+  A_DTYPE,
+  A_ROUNDING,
+  CROP_ARGS_COUNT_
+};
 
 static const stk_arg_schema crop_args[] = {
-    {"crop", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
-     "window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive "
-     "with crop_h / crop_w"},
-    {"crop_h", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
-     "window height (with crop_w)"},
-    {"crop_w", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
-     "window width (with crop_h)"},
-    {"crop_pos_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
-     "horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))"},
-    {"crop_pos_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
-     "vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))"},
-    {"out_of_bounds_policy", STK_ARG_STRING, 0, "\"error\"", 0, 0, STK__OOB_CHOICES,
-     "a window leaving the image: \"error\", \"pad\" (with fill_values) or \"trim_to_shape\" "
-     "(cut to the image)"},
-    {"fill_values", STK_ARG_FLOATS, 0, "[0.0]", 0, 0, NULL,
-     "padding value, one for all channels or one per channel"},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
-     "output type: \"\" (the input's) or any type name (saturating, rounded conversion)"},
-    {"rounding", STK_ARG_STRING, 0, "\"round\"", 0, 0, "round|truncate",
-     "how the window's anchor becomes an integer: round (half away from zero) or truncate"},
+    [A_CROP] =
+        {.name = "crop",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+         .max = 1e9,
+         .doc =
+             "window size [H, W] (extents truncated to integers; 0: the whole extent); exclusive "
+             "with crop_h / crop_w"},
+    [A_CROP_H] = {.name = "crop_h",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                  .default_text = "0.0",
+                  .max = 1e9,
+                  .doc = "window height (with crop_w)"},
+    [A_CROP_W] = {.name = "crop_w",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                  .default_text = "0.0",
+                  .max = 1e9,
+                  .doc = "window width (with crop_h)"},
+    [A_POS_X] = {.name = "crop_pos_x",
+                 .type = STK_ARG_FLOAT,
+                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                 .default_text = "0.5",
+                 .max = 1,
+                 .doc = "horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))"},
+    [A_POS_Y] = {.name = "crop_pos_y",
+                 .type = STK_ARG_FLOAT,
+                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                 .default_text = "0.5",
+                 .max = 1,
+                 .doc = "vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))"},
+    [A_POLICY] = {.name = "out_of_bounds_policy",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"error\"",
+                  .choices = STK__OOB_CHOICES,
+                  .doc = "a window leaving the image: \"error\", \"pad\" (with fill_values) or "
+                         "\"trim_to_shape\" "
+                         "(cut to the image)"},
+    [A_FILL] = {.name = "fill_values",
+                .type = STK_ARG_FLOATS,
+                .default_text = "[0.0]",
+                .doc = "padding value, one for all channels or one per channel"},
+    [A_DTYPE] =
+        {.name = "dtype",
+         .type = STK_ARG_STRING,
+         .default_text = "\"\"",
+         .doc =
+             "output type: \"\" (the input's) or any type name (saturating, rounded conversion)"},
+    [A_ROUNDING] =
+        {.name = "rounding",
+         .type = STK_ARG_STRING,
+         .default_text = "\"round\"",
+         .choices = "round|truncate",
+         .doc =
+             "how the window's anchor becomes an integer: round (half away from zero) or truncate"},
 };
+STK__CHECK_ARGS(crop_args, CROP_ARGS_COUNT_);
 
 static const stk_port_schema image_in[] = {{"input", "HWC image"}};
 static const stk_port_schema image_out[] = {{"output", "the cropped HWC image"}};
@@ -169,6 +217,10 @@ static const stk_op_schema crop_schema = {
     .outputs = image_out,
     .num_args = sizeof crop_args / sizeof crop_args[0],
     .args = crop_args,
+    .gpu_check =
+        "x = random.uniform(range=[0.0, 1.0])\n"
+        "y = random.uniform(range=[0.0, 1.0])\n"
+        "return crop(IN, crop=[200, 250], crop_pos_x=x, crop_pos_y=y, device=@)",
 };
 const stk__op_def stk__op_crop = {
     .schema = &crop_schema,

@@ -190,6 +190,7 @@ static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b);
 /* ---- decoders.image ---- */
 
 static const stk_arg_schema image_args[] = {DECODER_COMMON_ARGS};
+STK__CHECK_ARGS(image_args, A_COMMON_COUNT);
 _Static_assert(sizeof image_args / sizeof image_args[0] == A_COMMON_COUNT,
                "A_COMMON_COUNT must count DECODER_COMMON_ARGS");
 
@@ -219,6 +220,9 @@ static const stk_op_schema image_schema = {
     .outputs = image_out,
     .num_args = sizeof image_args / sizeof image_args[0],
     .args = image_args,
+    .gpu_check =
+        "# atol=8 mismatch=0.05\n"
+        "return decoders.image(ENC, device=@)",
 };
 const stk__op_def stk__op_decoders_image = {
     .schema = &image_schema,
@@ -232,7 +236,7 @@ const stk__op_def stk__op_decoders_image = {
 
 /* ---- decoders.image_random_crop ---- */
 
-enum { RC_AREA = A_COMMON_COUNT, RC_RATIO, RC_ATTEMPTS, RC_SEED, RC_SIZE };
+enum { RC_AREA = A_COMMON_COUNT, RC_RATIO, RC_ATTEMPTS, RC_SEED, RC_SIZE, RC_COUNT_ };
 static const stk_arg_schema crop_args[] = {
     DECODER_COMMON_ARGS,
     {"random_area", STK_ARG_FLOATS, 0, "[0.08, 1.0]", 0, 0, NULL,
@@ -247,6 +251,7 @@ static const stk_arg_schema crop_args[] = {
      "the DCT domain while the crop stays at least this large (faster, nearly lossless "
      "for the resize that follows)"},
 };
+STK__CHECK_ARGS(crop_args, RC_COUNT_);
 
 static stk_status crop_init(stk__node *node) {
   STK_TRY(mixed_init(node));
@@ -317,6 +322,9 @@ static const stk_op_schema crop_schema = {
     .outputs = image_out,
     .num_args = sizeof crop_args / sizeof crop_args[0],
     .args = crop_args,
+    .gpu_check =
+        "# atol=8 mismatch=0.05\n"
+        "return decoders.image_random_crop(ENC, seed=7, device=@)",
 };
 const stk__op_def stk__op_decoders_image_random_crop = {
     .schema = &crop_schema,
@@ -624,13 +632,19 @@ static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b) {
 
 /* ---- peek_image_shape ---- */
 
-enum { P_DTYPE, P_ADJUST_ORIENTATION };
+enum { P_DTYPE, P_ADJUST_ORIENTATION, PEEK_ARGS_COUNT_ };
 static const stk_arg_schema peek_args[] = {
-    {"dtype", STK_ARG_STRING, 0, "\"int64\"", 0, 0,
-     "int32|int64|uint32|uint64|float32|float64|float|double", "type of the output"},
-    {"adjust_orientation", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
-     "report the shape as displayed (EXIF orientation applied)"},
+    [P_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"int64\"",
+                 .choices = "int32|int64|uint32|uint64|float32|float64|float|double",
+                 .doc = "type of the output"},
+    [P_ADJUST_ORIENTATION] = {.name = "adjust_orientation",
+                              .type = STK_ARG_BOOL,
+                              .default_text = "true",
+                              .doc = "report the shape as displayed (EXIF orientation applied)"},
 };
+STK__CHECK_ARGS(peek_args, PEEK_ARGS_COUNT_);
 static const stk_port_schema shape_out[] = {
     {"shape", "[H, W, C]: height, width and the number of channels stored in the file"}};
 

@@ -284,16 +284,27 @@ static const stk_port_schema img_out[] = {{"output", "the filtered image"}};
 /* gaussian_blur                                                                      */
 /* ---------------------------------------------------------------------------------- */
 
-enum { G_SIGMA, G_WINDOW, G_DTYPE };
+enum { G_SIGMA, G_WINDOW, G_DTYPE, GAUSSIAN_ARGS_COUNT_ };
 static const stk_arg_schema gaussian_args[] = {
-    {"sigma", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[0.0]", 0, 0, NULL,
-     "standard deviation: one value or [H, W]; 0 derives it from window_size "
-     "((r - 1) * 0.3 + 0.8, r = (window_size - 1) / 2)"},
-    {"window_size", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, "[0]", 0, 0, NULL,
-     "odd kernel diameter: one value or [H, W]; 0 derives it from sigma (2 ceil(3 sigma) + 1)"},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, FILTER_DTYPES,
-     "output type; \"\" keeps the input's (rounded and saturated)"},
+    [G_SIGMA] = {.name = "sigma",
+                 .type = STK_ARG_FLOATS,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "[0.0]",
+                 .doc = "standard deviation: one value or [H, W]; 0 derives it from window_size "
+                        "((r - 1) * 0.3 + 0.8, r = (window_size - 1) / 2)"},
+    [G_WINDOW] = {.name = "window_size",
+                  .type = STK_ARG_INTS,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .default_text = "[0]",
+                  .doc = "odd kernel diameter: one value or [H, W]; 0 derives it from sigma (2 "
+                         "ceil(3 sigma) + 1)"},
+    [G_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"\"",
+                 .choices = FILTER_DTYPES,
+                 .doc = "output type; \"\" keeps the input's (rounded and saturated)"},
 };
+STK__CHECK_ARGS(gaussian_args, GAUSSIAN_ARGS_COUNT_);
 
 /* Weight buffers of a plan: per-sample scratch on the CPU, malloc for the GPU path
  * (freed by the caller). */
@@ -380,6 +391,10 @@ static const stk_op_schema gaussian_schema = {
     .outputs = img_out,
     .num_args = sizeof gaussian_args / sizeof gaussian_args[0],
     .args = gaussian_args,
+    .gpu_check =
+        "# atol=1\n"
+        "s = random.uniform(range=[0.3, 4.0])\n"
+        "return gaussian_blur(IN, sigma=s, device=@)",
 };
 const stk__op_def stk__op_gaussian_blur = {
     .schema = &gaussian_schema, .run_sample = gaussian_run, .run_gpu = gaussian_run_gpu};
@@ -388,24 +403,44 @@ const stk__op_def stk__op_gaussian_blur = {
 /* laplacian                                                                          */
 /* ---------------------------------------------------------------------------------- */
 
-enum { L_WINDOW, L_SMOOTHING, L_NORMALIZED, L_SCALE, L_DTYPE };
+enum { L_WINDOW, L_SMOOTHING, L_NORMALIZED, L_SCALE, L_DTYPE, LAPLACIAN_ARGS_COUNT_ };
 static const stk_arg_schema laplacian_args[] = {
-    {"window_size", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, "[3]", 0, 0, NULL,
-     "derivative window, odd in [3, 23]: one value or [H, W] (the d2/dy2 and d2/dx2 "
-     "windows)"},
-    {"smoothing_size", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "smoothing window across the derivative, odd in [1, 23]: one value or [H, W] (the "
-     "window used along that axis). When absent, each partial derivative smooths with its "
-     "own window_size"},
-    {"normalized_kernel", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "scale each partial derivative by 2^-(s - 4), s being the sum of its two window sizes "
-     "(exclusive with scale)"},
-    {"scale", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[1.0]", 0, 0, NULL,
-     "factors of the partial derivatives: one value or [d2/dy2, d2/dx2]"},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, FILTER_DTYPES,
-     "output type; \"\" keeps the input's (rounded and saturated: negative values of "
-     "unsigned inputs become 0)"},
+    [L_WINDOW] =
+        {.name = "window_size",
+         .type = STK_ARG_INTS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "[3]",
+         .doc = "derivative window, odd in [3, 23]: one value or [H, W] (the d2/dy2 and d2/dx2 "
+                "windows)"},
+    [L_SMOOTHING] =
+        {.name = "smoothing_size",
+         .type = STK_ARG_INTS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc =
+             "smoothing window across the derivative, odd in [1, 23]: one value or [H, W] (the "
+             "window used along that axis). When absent, each partial derivative smooths with its "
+             "own window_size"},
+    [L_NORMALIZED] =
+        {.name = "normalized_kernel",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "scale each partial derivative by 2^-(s - 4), s being the sum of its two window sizes "
+             "(exclusive with scale)"},
+    [L_SCALE] = {.name = "scale",
+                 .type = STK_ARG_FLOATS,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "[1.0]",
+                 .doc = "factors of the partial derivatives: one value or [d2/dy2, d2/dx2]"},
+    [L_DTYPE] =
+        {.name = "dtype",
+         .type = STK_ARG_STRING,
+         .default_text = "\"\"",
+         .choices = FILTER_DTYPES,
+         .doc = "output type; \"\" keeps the input's (rounded and saturated: negative values of "
+                "unsigned inputs become 0)"},
 };
+STK__CHECK_ARGS(laplacian_args, LAPLACIAN_ARGS_COUNT_);
 
 static stk_status laplacian_init(stk__node *node) {
   if (stk__arg_bool(node, NULL, L_NORMALIZED) && stk__arg_given(node, L_SCALE))
@@ -498,6 +533,9 @@ static const stk_op_schema laplacian_schema = {
     .outputs = img_out,
     .num_args = sizeof laplacian_args / sizeof laplacian_args[0],
     .args = laplacian_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return laplacian(IN, window_size=[5], dtype=\"int16\", device=@)",
 };
 const stk__op_def stk__op_laplacian = {.schema = &laplacian_schema,
                                        .init = laplacian_init,
@@ -508,26 +546,50 @@ const stk__op_def stk__op_laplacian = {.schema = &laplacian_schema,
 /* filter                                                                             */
 /* ---------------------------------------------------------------------------------- */
 
-enum { F_KERNEL, F_KERNEL_SHAPE, F_ANCHOR, F_BORDER, F_FILL, F_MODE, F_DTYPE };
+enum { F_KERNEL, F_KERNEL_SHAPE, F_ANCHOR, F_BORDER, F_FILL, F_MODE, F_DTYPE, FILTER_ARGS_COUNT_ };
 static const stk_arg_schema filter_args[] = {
-    {"kernel", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "the filter, row-major, when not given as input 1 (kernel_shape gives its extents)"},
-    {"kernel_shape", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "[rows, cols] of `kernel`; a square kernel when absent"},
-    {"anchor", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, "[-1]", 0, 0, NULL,
-     "[row, col] of the filter element placed over the output pixel; -1: the middle "
-     "(extent / 2, rounded down). Ignored in mode \"valid\""},
-    {"border", STK_ARG_STRING, 0, "\"reflect_101\"", 0, 0, STK__BORDER_CHOICES,
-     "out-of-image positions: reflect_101 (dcb|abcd|cba), reflect_1001 (cba|abcd|dcb), wrap "
-     "(bcd|abcd|abc), clamp (aaa|abcd|ddd) or constant (fill_value)"},
-    {"fill_value", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "the value outside the image with border \"constant\""},
-    {"mode", STK_ARG_STRING, 0, "\"same\"", 0, 0, "same|valid",
-     "\"same\": output as large as the input; \"valid\": only positions where the whole "
-     "filter lies inside (extent - filter extent + 1)"},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, FILTER_DTYPES,
-     "output type; \"\" keeps the input's (rounded and saturated)"},
+    [F_KERNEL] =
+        {.name = "kernel",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc =
+             "the filter, row-major, when not given as input 1 (kernel_shape gives its extents)"},
+    [F_KERNEL_SHAPE] = {.name = "kernel_shape",
+                        .type = STK_ARG_INTS,
+                        .doc = "[rows, cols] of `kernel`; a square kernel when absent"},
+    [F_ANCHOR] =
+        {.name = "anchor",
+         .type = STK_ARG_INTS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "[-1]",
+         .doc = "[row, col] of the filter element placed over the output pixel; -1: the middle "
+                "(extent / 2, rounded down). Ignored in mode \"valid\""},
+    [F_BORDER] = {.name = "border",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"reflect_101\"",
+                  .choices = STK__BORDER_CHOICES,
+                  .doc = "out-of-image positions: reflect_101 (dcb|abcd|cba), reflect_1001 "
+                         "(cba|abcd|dcb), wrap "
+                         "(bcd|abcd|abc), clamp (aaa|abcd|ddd) or constant (fill_value)"},
+    [F_FILL] = {.name = "fill_value",
+                .type = STK_ARG_FLOAT,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .default_text = "0.0",
+                .doc = "the value outside the image with border \"constant\""},
+    [F_MODE] =
+        {.name = "mode",
+         .type = STK_ARG_STRING,
+         .default_text = "\"same\"",
+         .choices = "same|valid",
+         .doc = "\"same\": output as large as the input; \"valid\": only positions where the whole "
+                "filter lies inside (extent - filter extent + 1)"},
+    [F_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"\"",
+                 .choices = FILTER_DTYPES,
+                 .doc = "output type; \"\" keeps the input's (rounded and saturated)"},
 };
+STK__CHECK_ARGS(filter_args, FILTER_ARGS_COUNT_);
 
 static const stk_port_schema filter_in[] = {
     {"input", "HWC or HW image, any numeric type"},
@@ -811,6 +873,10 @@ static const stk_op_schema filter_schema = {
     .outputs = img_out,
     .num_args = sizeof filter_args / sizeof filter_args[0],
     .args = filter_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return filter(IN, kernel=[0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, 0.125, "
+        "0.0625], border=\"reflect_101\", device=@)",
 };
 const stk__op_def stk__op_filter = {.schema = &filter_schema,
                                     .init = filter_init,
@@ -830,6 +896,10 @@ static const stk_op_schema experimental_filter_schema = {
     .outputs = img_out,
     .num_args = sizeof filter_args / sizeof filter_args[0],
     .args = filter_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return experimental.filter(IN, kernel=[0.0625, 0.125, 0.0625, 0.125, 0.25, 0.125, 0.0625, "
+        "0.125, 0.0625], device=@)",
 };
 const stk__op_def stk__op_experimental_filter = {.schema = &experimental_filter_schema,
                                                  .init = filter_init,

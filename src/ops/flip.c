@@ -135,9 +135,10 @@ static const stk_op_schema flip_schema = {
     .outputs = flip_out,
     .num_args = A_COUNT_,
     .args = flip_args,
-    .gpu_check = "h = random.coin_flip(probability=0.5)\n"
-                 "v = random.coin_flip(probability=0.5)\n"
-                 "return flip(IN, horizontal=h, vertical=v, device=@)",
+    .gpu_check =
+        "h = random.coin_flip(probability=0.5)\n"
+        "v = random.coin_flip(probability=0.5)\n"
+        "return flip(IN, horizontal=h, vertical=v, device=@)",
 };
 const stk__op_def stk__op_flip = {
     .schema = &flip_schema,

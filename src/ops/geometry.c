@@ -566,23 +566,47 @@ static stk_status warp_run_gpu(stk__node *node, stk__gpu_batch *b, const warp_ar
 /* rotate                                                                             */
 /* ---------------------------------------------------------------------------------- */
 
-enum { R_ANGLE, R_KEEP_SIZE, R_SIZE, R_FILL, R_INTERP, R_DTYPE };
+enum { R_ANGLE, R_KEEP_SIZE, R_SIZE, R_FILL, R_INTERP, R_DTYPE, ROTATE_ARGS_COUNT_ };
 static const warp_arg_ids rotate_ids = {R_SIZE, R_FILL, R_INTERP, R_DTYPE};
 
 static const stk_arg_schema rotate_args[] = {
-    {"angle", STK_ARG_FLOAT, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "rotation in degrees, counter-clockwise as the image is displayed (top-left corner at "
-     "(0, 0), y down), about the image centre"},
-    {"keep_size", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "true: the output has the input's size (torchvision's rotate with expand=False); "
-     "false (and no size): the canvas grows to hold the whole rotated image (DALI's rule: "
-     "ceil(|cos| w + |sin| h - 0.01), parity kept)"},
-    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e15, NULL,
-     "output size [H, W], rounded to nearest; the centres of input and output coincide"},
-    {"fill_value", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, FILL_DOC},
-    {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, WARP_INTERP_CHOICES, INTERP_DOC},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, WARP_DTYPES, DTYPE_DOC},
+    [R_ANGLE] =
+        {.name = "angle",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
+         .doc =
+             "rotation in degrees, counter-clockwise as the image is displayed (top-left corner at "
+             "(0, 0), y down), about the image centre"},
+    [R_KEEP_SIZE] =
+        {.name = "keep_size",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "true: the output has the input's size (torchvision's rotate with expand=False); "
+             "false (and no size): the canvas grows to hold the whole rotated image (DALI's rule: "
+             "ceil(|cos| w + |sin| h - 0.01), parity kept)"},
+    [R_SIZE] =
+        {.name = "size",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+         .max = 1e15,
+         .doc = "output size [H, W], rounded to nearest; the centres of input and output coincide"},
+    [R_FILL] = {.name = "fill_value",
+                .type = STK_ARG_FLOATS,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .doc = FILL_DOC},
+    [R_INTERP] = {.name = "interp_type",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"linear\"",
+                  .choices = WARP_INTERP_CHOICES,
+                  .doc = INTERP_DOC},
+    [R_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"\"",
+                 .choices = WARP_DTYPES,
+                 .doc = DTYPE_DOC},
 };
+STK__CHECK_ARGS(rotate_args, ROTATE_ARGS_COUNT_);
 
 static const stk_port_schema warp_in[] = {{"input", "HWC or HW image, any numeric type"},
                                           {"matrix", "2x3 float matrix per sample"}};
@@ -638,6 +662,10 @@ static const stk_op_schema rotate_schema = {
     .outputs = warp_out,
     .num_args = sizeof rotate_args / sizeof rotate_args[0],
     .args = rotate_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "a = random.uniform(range=[-180.0, 180.0])\n"
+        "return rotate(IN, angle=a, fill_value=[17.0], device=@)",
 };
 const stk__op_def stk__op_rotate = {.schema = &rotate_schema,
                                     .init = rotate_init,
@@ -649,23 +677,45 @@ const stk__op_def stk__op_rotate = {.schema = &rotate_schema,
 /* warp_affine                                                                        */
 /* ---------------------------------------------------------------------------------- */
 
-enum { W_MATRIX, W_INVERSE_MAP, W_SIZE, W_FILL, W_INTERP, W_DTYPE };
+enum { W_MATRIX, W_INVERSE_MAP, W_SIZE, W_FILL, W_INTERP, W_DTYPE, WARP_ARGS_COUNT_ };
 static const warp_arg_ids warp_ids = {W_SIZE, W_FILL, W_INTERP, W_DTYPE};
 
 static const stk_arg_schema warp_args[] = {
-    {"matrix", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "[M11, M12, M13, M21, M22, M23]: with inverse_map, output pixel (x, y) takes the "
-     "input at (M11 x + M12 y + M13, M21 x + M22 y + M23), [0, 0] being the corner of the "
-     "first pixel. May instead come as the second input (e.g. from transforms.*)"},
-    {"inverse_map", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
-     "true: the matrix maps output to input coordinates; false: input to output (it is "
-     "inverted; the transforms.* operators build matrices of this kind)"},
-    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 0, 1e15, NULL,
-     "output size [H, W], rounded to nearest; the input's size when absent"},
-    {"fill_value", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, FILL_DOC},
-    {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, WARP_INTERP_CHOICES, INTERP_DOC},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, WARP_DTYPES, DTYPE_DOC},
+    [W_MATRIX] =
+        {.name = "matrix",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc =
+             "[M11, M12, M13, M21, M22, M23]: with inverse_map, output pixel (x, y) takes the "
+             "input at (M11 x + M12 y + M13, M21 x + M22 y + M23), [0, 0] being the corner of the "
+             "first pixel. May instead come as the second input (e.g. from transforms.*)"},
+    [W_INVERSE_MAP] =
+        {.name = "inverse_map",
+         .type = STK_ARG_BOOL,
+         .default_text = "true",
+         .doc = "true: the matrix maps output to input coordinates; false: input to output (it is "
+                "inverted; the transforms.* operators build matrices of this kind)"},
+    [W_SIZE] = {.name = "size",
+                .type = STK_ARG_FLOATS,
+                .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                .max = 1e15,
+                .doc = "output size [H, W], rounded to nearest; the input's size when absent"},
+    [W_FILL] = {.name = "fill_value",
+                .type = STK_ARG_FLOATS,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .doc = FILL_DOC},
+    [W_INTERP] = {.name = "interp_type",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"linear\"",
+                  .choices = WARP_INTERP_CHOICES,
+                  .doc = INTERP_DOC},
+    [W_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"\"",
+                 .choices = WARP_DTYPES,
+                 .doc = DTYPE_DOC},
 };
+STK__CHECK_ARGS(warp_args, WARP_ARGS_COUNT_);
 
 static stk_status warp_affine_init(stk__node *node) {
   bool has_input = stk__node_num_inputs(node) > 1, has_arg = stk__arg_given(node, W_MATRIX);
@@ -733,6 +783,10 @@ static const stk_op_schema warp_affine_schema = {
     .outputs = warp_out,
     .num_args = sizeof warp_args / sizeof warp_args[0],
     .args = warp_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.002\n"
+        "return warp_affine(IN, matrix=[0.9, 0.2, -10.0, -0.1, 1.1, 5.0], size=[90, 140], "
+        "device=@)",
 };
 const stk__op_def stk__op_warp_affine = {.schema = &warp_affine_schema,
                                          .init = warp_affine_init,

@@ -12,20 +12,44 @@
   "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
 
 /* ---- one_hot ---- */
-enum { OH_NUM_CLASSES, OH_AXIS, OH_AXIS_NAME, OH_ON, OH_OFF, OH_DTYPE };
+enum { OH_NUM_CLASSES, OH_AXIS, OH_AXIS_NAME, OH_ON, OH_OFF, OH_DTYPE, ONE_HOT_ARGS_COUNT_ };
 static const stk_arg_schema one_hot_args[] = {
-    {"num_classes", STK_ARG_INT, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, NULL, 1,
-     1 << 24, NULL, "number of classes: the extent of the new axis"},
-    {"axis", STK_ARG_INT, 0, "-1", 0, 0, NULL,
-     "where the new axis goes, in [0, ndim] (-1: last). A scalar or one-element [1] input "
-     "gives just [num_classes]"},
-    {"axis_name", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
-     "one letter naming the new axis in the output layout (the layout is empty otherwise)"},
-    {"on_value", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "value where the class matches"},
-    {"off_value", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL, "value elsewhere"},
-    {"dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, OH_DTYPES, "output type"},
+    [OH_NUM_CLASSES] = {.name = "num_classes",
+                        .type = STK_ARG_INT,
+                        .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                        .min = 1,
+                        .max = 1 << 24,
+                        .doc = "number of classes: the extent of the new axis"},
+    [OH_AXIS] =
+        {.name = "axis",
+         .type = STK_ARG_INT,
+         .default_text = "-1",
+         .doc =
+             "where the new axis goes, in [0, ndim] (-1: last). A scalar or one-element [1] input "
+             "gives just [num_classes]"},
+    [OH_AXIS_NAME] =
+        {.name = "axis_name",
+         .type = STK_ARG_STRING,
+         .default_text = "\"\"",
+         .doc =
+             "one letter naming the new axis in the output layout (the layout is empty otherwise)"},
+    [OH_ON] = {.name = "on_value",
+               .type = STK_ARG_FLOAT,
+               .flags = STK_ARGF_PER_SAMPLE,
+               .default_text = "1.0",
+               .doc = "value where the class matches"},
+    [OH_OFF] = {.name = "off_value",
+                .type = STK_ARG_FLOAT,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .default_text = "0.0",
+                .doc = "value elsewhere"},
+    [OH_DTYPE] = {.name = "dtype",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"float32\"",
+                  .choices = OH_DTYPES,
+                  .doc = "output type"},
 };
+STK__CHECK_ARGS(one_hot_args, ONE_HOT_ARGS_COUNT_);
 static const stk_port_schema one_hot_in[] = {
     {"input", "class indices, any numeric type (fractions truncated toward zero)"}};
 static const stk_port_schema one_hot_out[] = {
@@ -205,6 +229,11 @@ static const stk_op_schema one_hot_schema = {
     .outputs = one_hot_out,
     .num_args = sizeof one_hot_args / sizeof one_hot_args[0],
     .args = one_hot_args,
+    .gpu_check =
+        "# iterations=1\n"
+        "s = shapes(IN, dtype=\"int32\", device=@)\n"
+        "k = subscript(s, kinds=[0], at_0=2, device=@)\n"
+        "return one_hot(k, num_classes=5, device=@)",
 };
 const stk__op_def stk__op_one_hot = {.schema = &one_hot_schema,
                                      .init = one_hot_init,
@@ -252,6 +281,9 @@ static const stk_op_schema cast_like_schema = {
     .outputs = cast_like_out,
     .num_args = 0,
     .args = NULL,
+    .gpu_check =
+        "f = cast(IN, dtype=\"int16\", device=@)\n"
+        "return cast_like(IN, f, device=@)",
 };
 const stk__op_def stk__op_cast_like = {
     .schema = &cast_like_schema, .run_sample = cast_like_run, .run_gpu = cast_like_run_gpu};

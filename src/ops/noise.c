@@ -128,13 +128,26 @@ static stk_status noise_run_gpu(stk__node *node, stk__gpu_batch *b, int kind,
 
 /* ---- noise.gaussian ---- */
 
-enum { G_MEAN, G_STDDEV, G_SEED };
+enum { G_MEAN, G_STDDEV, G_SEED, GAUSSIAN_ARGS_COUNT_ };
 static const stk_arg_schema gaussian_args[] = {
-    {"mean", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL, "mean of the noise"},
-    {"stddev", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "1.0", 0, 0, NULL,
-     "standard deviation of the noise (>= 0), in the data's units (e.g. 0..255 for uint8)"},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [G_MEAN] = {.name = "mean",
+                .type = STK_ARG_FLOAT,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .default_text = "0.0",
+                .doc = "mean of the noise"},
+    [G_STDDEV] =
+        {.name = "stddev",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "1.0",
+         .doc =
+             "standard deviation of the noise (>= 0), in the data's units (e.g. 0..255 for uint8)"},
+    [G_SEED] = {.name = "seed",
+                .type = STK_ARG_INT,
+                .default_text = "-1",
+                .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(gaussian_args, GAUSSIAN_ARGS_COUNT_);
 
 static stk_status gaussian_args_of(stk__node *node, stk__sample *s, double *mean, double *sd) {
   STK_TRY(stk__float_arg_in(node, s, G_MEAN, "mean", -DBL_MAX, DBL_MAX, mean));
@@ -213,6 +226,9 @@ static const stk_op_schema gaussian_schema = {
     .outputs = noise_out,
     .num_args = sizeof gaussian_args / sizeof gaussian_args[0],
     .args = gaussian_args,
+    .gpu_check =
+        "sd = random.uniform(range=[0.0, 40.0])\n"
+        "return noise.gaussian(IN, stddev=sd, seed=7, device=@)",
 };
 const stk__op_def stk__op_noise_gaussian = {
     .schema = &gaussian_schema,
@@ -222,21 +238,41 @@ const stk__op_def stk__op_noise_gaussian = {
 
 /* ---- noise.salt_and_pepper ---- */
 
-enum { SP_PROB, SP_SVP, SP_PER_CHANNEL, SP_SALT, SP_PEPPER, SP_SEED };
+enum { SP_PROB, SP_SVP, SP_PER_CHANNEL, SP_SALT, SP_PEPPER, SP_SEED, SP_ARGS_COUNT_ };
 static const stk_arg_schema sp_args[] = {
-    {"prob", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.05", 0, 1, NULL,
-     "probability that a value (or pixel) is replaced by salt or pepper"},
-    {"salt_vs_pepper", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
-     "share of salt among the replaced values"},
-    {"per_channel", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "draw for every channel independently; otherwise one draw per pixel replaces all its "
-     "channels (the channels are the last axis when the layout ends in C or is empty)"},
-    {"salt_val", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "value of salt; default: the type's maximum (1.0 for floats)"},
-    {"pepper_val", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "value of pepper; default: the type's minimum (-1.0 for floats)"},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [SP_PROB] = {.name = "prob",
+                 .type = STK_ARG_FLOAT,
+                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                 .default_text = "0.05",
+                 .max = 1,
+                 .doc = "probability that a value (or pixel) is replaced by salt or pepper"},
+    [SP_SVP] = {.name = "salt_vs_pepper",
+                .type = STK_ARG_FLOAT,
+                .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                .default_text = "0.5",
+                .max = 1,
+                .doc = "share of salt among the replaced values"},
+    [SP_PER_CHANNEL] =
+        {.name = "per_channel",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "draw for every channel independently; otherwise one draw per pixel replaces all its "
+             "channels (the channels are the last axis when the layout ends in C or is empty)"},
+    [SP_SALT] = {.name = "salt_val",
+                 .type = STK_ARG_FLOAT,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .doc = "value of salt; default: the type's maximum (1.0 for floats)"},
+    [SP_PEPPER] = {.name = "pepper_val",
+                   .type = STK_ARG_FLOAT,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .doc = "value of pepper; default: the type's minimum (-1.0 for floats)"},
+    [SP_SEED] = {.name = "seed",
+                 .type = STK_ARG_INT,
+                 .default_text = "-1",
+                 .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(sp_args, SP_ARGS_COUNT_);
 
 /* The number of channels a pixel has: the last extent for "...C" or empty layouts of 3+
  * dimensions, else 1. */
@@ -338,6 +374,9 @@ static const stk_op_schema sp_schema = {
     .outputs = noise_out,
     .num_args = sizeof sp_args / sizeof sp_args[0],
     .args = sp_args,
+    .gpu_check =
+        "p = random.uniform(range=[0.0, 0.5])\n"
+        "return noise.salt_and_pepper(IN, prob=p, seed=3, device=@)",
 };
 const stk__op_def stk__op_noise_salt_and_pepper = {
     .schema = &sp_schema,
@@ -347,12 +386,19 @@ const stk__op_def stk__op_noise_salt_and_pepper = {
 
 /* ---- noise.shot ---- */
 
-enum { SH_FACTOR, SH_SEED };
+enum { SH_FACTOR, SH_SEED, SHOT_ARGS_COUNT_ };
 static const stk_arg_schema shot_args[] = {
-    {"factor", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "20.0", 0, 0, NULL,
-     "value of one event (>= 0); larger is noisier; 0 keeps the data"},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [SH_FACTOR] = {.name = "factor",
+                   .type = STK_ARG_FLOAT,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .default_text = "20.0",
+                   .doc = "value of one event (>= 0); larger is noisier; 0 keeps the data"},
+    [SH_SEED] = {.name = "seed",
+                 .type = STK_ARG_INT,
+                 .default_text = "-1",
+                 .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(shot_args, SHOT_ARGS_COUNT_);
 
 /* uint8 inputs: per input value, the sampler's constants and the inversion's first
  * INV_TERMS terms (probability and distribution, by stk_noise_inversion_from's own
@@ -482,6 +528,9 @@ static const stk_op_schema shot_schema = {
     .outputs = noise_out,
     .num_args = sizeof shot_args / sizeof shot_args[0],
     .args = shot_args,
+    .gpu_check =
+        "f = random.uniform(values=[0.0, 0.5, 3.0, 20.0])\n"
+        "return noise.shot(IN, factor=f, seed=11, device=@)",
 };
 const stk__op_def stk__op_noise_shot = {
     .schema = &shot_schema,

@@ -34,31 +34,55 @@ enum {
   E_NORM_ANCHOR,
   E_NORM_SHAPE,
   E_NORM,
-  E_CENTERED
+  E_CENTERED,
+  ERASE_ARGS_COUNT_
 };
 
 static const stk_arg_schema erase_args[] = {
-    {"anchor", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "start of each region along the axes of axis_names (k regions: k * naxes values, "
-     "region after region); default: 0"},
-    {"shape", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "extent of each region along the axes of axis_names (k * naxes values); axes not "
-     "named are erased whole. Without it nothing is erased"},
-    {"axis_names", STK_ARG_STRING, 0, "\"HW\"", 0, 0, NULL,
-     "layout letters of the axes anchor and shape refer to, in their order"},
-    {"axes", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "axis indices instead of axis_names (used when axis_names is not given)"},
-    {"fill_value", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[0.0]", 0, 0, NULL,
-     "value of the erased elements: one value, or one per channel (needs a C axis)"},
-    {"normalized_anchor", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "anchor is a fraction of the axis extent"},
-    {"normalized_shape", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "shape is a fraction of the axis extent"},
-    {"normalized", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "both anchor and shape are fractions of the axis extent"},
-    {"centered_anchor", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "anchor is the centre of the region rather than its start"},
+    [E_ANCHOR] =
+        {.name = "anchor",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "start of each region along the axes of axis_names (k regions: k * naxes values, "
+                "region after region); default: 0"},
+    [E_SHAPE] =
+        {.name = "shape",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "extent of each region along the axes of axis_names (k * naxes values); axes not "
+                "named are erased whole. Without it nothing is erased"},
+    [E_AXIS_NAMES] = {.name = "axis_names",
+                      .type = STK_ARG_STRING,
+                      .default_text = "\"HW\"",
+                      .doc =
+                          "layout letters of the axes anchor and shape refer to, in their order"},
+    [E_AXES] = {.name = "axes",
+                .type = STK_ARG_INTS,
+                .doc = "axis indices instead of axis_names (used when axis_names is not given)"},
+    [E_FILL] = {.name = "fill_value",
+                .type = STK_ARG_FLOATS,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .default_text = "[0.0]",
+                .doc =
+                    "value of the erased elements: one value, or one per channel (needs a C axis)"},
+    [E_NORM_ANCHOR] = {.name = "normalized_anchor",
+                       .type = STK_ARG_BOOL,
+                       .default_text = "false",
+                       .doc = "anchor is a fraction of the axis extent"},
+    [E_NORM_SHAPE] = {.name = "normalized_shape",
+                      .type = STK_ARG_BOOL,
+                      .default_text = "false",
+                      .doc = "shape is a fraction of the axis extent"},
+    [E_NORM] = {.name = "normalized",
+                .type = STK_ARG_BOOL,
+                .default_text = "false",
+                .doc = "both anchor and shape are fractions of the axis extent"},
+    [E_CENTERED] = {.name = "centered_anchor",
+                    .type = STK_ARG_BOOL,
+                    .default_text = "false",
+                    .doc = "anchor is the centre of the region rather than its start"},
 };
+STK__CHECK_ARGS(erase_args, ERASE_ARGS_COUNT_);
 
 typedef struct {
   int naxes;
@@ -362,6 +386,9 @@ static const stk_op_schema erase_schema = {
     .outputs = occ_out,
     .num_args = sizeof erase_args / sizeof erase_args[0],
     .args = erase_args,
+    .gpu_check =
+        "return erase(IN, anchor=[10, 20, 50, 60], shape=[30, 40, 300, 10], fill_value=[77.0], "
+        "device=@)",
 };
 const stk__op_def stk__op_erase = {
     .schema = &erase_schema,
@@ -373,19 +400,36 @@ const stk__op_def stk__op_erase = {
 /* grid_mask                                                                          */
 /* ---------------------------------------------------------------------------------- */
 
-enum { GM_TILE, GM_RATIO, GM_ANGLE, GM_SHIFT_X, GM_SHIFT_Y };
+enum { GM_TILE, GM_RATIO, GM_ANGLE, GM_SHIFT_X, GM_SHIFT_Y, GRID_ARGS_COUNT_ };
 static const stk_arg_schema grid_args[] = {
-    {"tile", STK_ARG_INT, STK_ARGF_PER_SAMPLE, "100", 0, 0, NULL,
-     "side of one grid tile in pixels (a black square plus the gap after it), >= 1"},
-    {"ratio", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.5", 0, 0, NULL,
-     "black square side / tile side, in [0, 1]"},
-    {"angle", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "rotation of the grid around the origin, in radians"},
-    {"shift_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "x translation of the grid after the rotation, in pixels"},
-    {"shift_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "y translation of the grid after the rotation, in pixels"},
+    [GM_TILE] =
+        {.name = "tile",
+         .type = STK_ARG_INT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "100",
+         .doc = "side of one grid tile in pixels (a black square plus the gap after it), >= 1"},
+    [GM_RATIO] = {.name = "ratio",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .default_text = "0.5",
+                  .doc = "black square side / tile side, in [0, 1]"},
+    [GM_ANGLE] = {.name = "angle",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .default_text = "0.0",
+                  .doc = "rotation of the grid around the origin, in radians"},
+    [GM_SHIFT_X] = {.name = "shift_x",
+                    .type = STK_ARG_FLOAT,
+                    .flags = STK_ARGF_PER_SAMPLE,
+                    .default_text = "0.0",
+                    .doc = "x translation of the grid after the rotation, in pixels"},
+    [GM_SHIFT_Y] = {.name = "shift_y",
+                    .type = STK_ARG_FLOAT,
+                    .flags = STK_ARGF_PER_SAMPLE,
+                    .default_text = "0.0",
+                    .doc = "y translation of the grid after the rotation, in pixels"},
 };
+STK__CHECK_ARGS(grid_args, GRID_ARGS_COUNT_);
 
 /* The sample's grid arguments, checked as on the CPU. */
 static stk_status grid_params(stk__node *node, stk__sample *s, double *tile, double *ratio,
@@ -509,6 +553,11 @@ static const stk_op_schema grid_schema = {
     .outputs = occ_out,
     .num_args = sizeof grid_args / sizeof grid_args[0],
     .args = grid_args,
+    .gpu_check =
+        "t = random.uniform(values=[20, 48, 100], dtype=\"int32\")\n"
+        "r = random.uniform(range=[0.1, 0.9])\n"
+        "a = random.uniform(range=[0.0, 1.0])\n"
+        "return grid_mask(IN, tile=t, ratio=r, angle=a, device=@)",
 };
 const stk__op_def stk__op_grid_mask = {
     .schema = &grid_schema,

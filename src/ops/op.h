@@ -91,7 +91,7 @@ typedef struct stk__op_def {
  *   STK__CHECK_ARGS(flip_args, A_COUNT_);
  *
  * A missing middle entry leaves a nameless one, which the registry test refuses. */
-#define STK__CHECK_ARGS(table, count)                                    \
+#define STK__CHECK_ARGS(table, count)                                   \
   _Static_assert(sizeof(table) / sizeof((table)[0]) == (size_t)(count), \
                  #table " needs exactly one entry per argument enum value")
 

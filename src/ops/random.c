@@ -73,17 +73,31 @@ static stk_status alloc_shaped(stk__node *node, stk__sample *s, int shape_arg, s
 }
 
 /* ---- random.uniform ---- */
-enum { U_RANGE, U_VALUES, U_SHAPE, U_DTYPE, U_SEED };
+enum { U_RANGE, U_VALUES, U_SHAPE, U_DTYPE, U_SEED, UNIFORM_ARGS_COUNT_ };
 static const stk_arg_schema uniform_args[] = {
-    {"range", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, "[-1.0, 1.0]", 0, 0, NULL,
-     "[lo, hi): the interval to draw from"},
-    {"values", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,
-     "a discrete set to draw from with equal probability (overrides range)"},
-    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "shape of each sample's output; a scalar when absent"},
-    {"dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, NUMERIC_DTYPES, "output type"},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [U_RANGE] = {.name = "range",
+                 .type = STK_ARG_FLOATS,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .default_text = "[-1.0, 1.0]",
+                 .doc = "[lo, hi): the interval to draw from"},
+    [U_VALUES] = {.name = "values",
+                  .type = STK_ARG_FLOATS,
+                  .doc = "a discrete set to draw from with equal probability (overrides range)"},
+    [U_SHAPE] = {.name = "shape",
+                 .type = STK_ARG_INTS,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .doc = "shape of each sample's output; a scalar when absent"},
+    [U_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"float32\"",
+                 .choices = NUMERIC_DTYPES,
+                 .doc = "output type"},
+    [U_SEED] = {.name = "seed",
+                .type = STK_ARG_INT,
+                .default_text = "-1",
+                .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(uniform_args, UNIFORM_ARGS_COUNT_);
 static const stk_port_schema random_out[] = {{"value", "the drawn values"}};
 
 static stk_status uniform_run(stk__node *node, stk__sample *s) {
@@ -132,16 +146,34 @@ const stk__op_def stk__op_random_uniform = {
 };
 
 /* ---- random.normal ---- */
-enum { N_MEAN, N_STDDEV, N_SHAPE, N_DTYPE, N_SEED };
+enum { N_MEAN, N_STDDEV, N_SHAPE, N_DTYPE, N_SEED, NORMAL_ARGS_COUNT_ };
 static const stk_arg_schema normal_args[] = {
-    {"mean", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL, "mean"},
-    {"stddev", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "1.0", 0, INFINITY, NULL,
-     "standard deviation"},
-    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "shape of each sample's output; a scalar when absent"},
-    {"dtype", STK_ARG_STRING, 0, "\"float32\"", 0, 0, NUMERIC_DTYPES, "output type"},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [N_MEAN] = {.name = "mean",
+                .type = STK_ARG_FLOAT,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .default_text = "0.0",
+                .doc = "mean"},
+    [N_STDDEV] = {.name = "stddev",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                  .default_text = "1.0",
+                  .max = INFINITY,
+                  .doc = "standard deviation"},
+    [N_SHAPE] = {.name = "shape",
+                 .type = STK_ARG_INTS,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .doc = "shape of each sample's output; a scalar when absent"},
+    [N_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"float32\"",
+                 .choices = NUMERIC_DTYPES,
+                 .doc = "output type"},
+    [N_SEED] = {.name = "seed",
+                .type = STK_ARG_INT,
+                .default_text = "-1",
+                .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(normal_args, NORMAL_ARGS_COUNT_);
 
 static stk_status normal_run(stk__node *node, stk__sample *s) {
   stk__philox g;
@@ -175,15 +207,29 @@ const stk__op_def stk__op_random_normal = {
 };
 
 /* ---- random.coin_flip ---- */
-enum { C_PROBABILITY, C_SHAPE, C_DTYPE, C_SEED };
+enum { C_PROBABILITY, C_SHAPE, C_DTYPE, C_SEED, COIN_ARGS_COUNT_ };
 static const stk_arg_schema coin_args[] = {
-    {"probability", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.5", 0, 1, NULL,
-     "probability of a 1"},
-    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "shape of each sample's output; a scalar when absent"},
-    {"dtype", STK_ARG_STRING, 0, "\"int32\"", 0, 0, NUMERIC_DTYPES, "output type"},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [C_PROBABILITY] = {.name = "probability",
+                       .type = STK_ARG_FLOAT,
+                       .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                       .default_text = "0.5",
+                       .max = 1,
+                       .doc = "probability of a 1"},
+    [C_SHAPE] = {.name = "shape",
+                 .type = STK_ARG_INTS,
+                 .flags = STK_ARGF_PER_SAMPLE,
+                 .doc = "shape of each sample's output; a scalar when absent"},
+    [C_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"int32\"",
+                 .choices = NUMERIC_DTYPES,
+                 .doc = "output type"},
+    [C_SEED] = {.name = "seed",
+                .type = STK_ARG_INT,
+                .default_text = "-1",
+                .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(coin_args, COIN_ARGS_COUNT_);
 
 static stk_status coin_run(stk__node *node, stk__sample *s) {
   stk__philox g;
@@ -220,17 +266,30 @@ const stk__op_def stk__op_random_coin_flip = {
 };
 
 /* ---- random.choice ---- */
-enum { CH_A, CH_P, CH_SHAPE, CH_DTYPE, CH_SEED };
+enum { CH_A, CH_P, CH_SHAPE, CH_DTYPE, CH_SEED, CHOICE_ARGS_COUNT_ };
 static const stk_arg_schema choice_args[] = {
-    {"a", STK_ARG_FLOATS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
-     "the values to choose from; a single integer n means range(n)"},
-    {"p", STK_ARG_FLOATS, 0, NULL, 0, 0, NULL,
-     "probabilities of the values (uniform when absent); must sum to 1"},
-    {"shape", STK_ARG_INTS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "shape of each sample's output; a scalar when absent"},
-    {"dtype", STK_ARG_STRING, 0, "\"int32\"", 0, 0, NUMERIC_DTYPES, "output type"},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [CH_A] = {.name = "a",
+              .type = STK_ARG_FLOATS,
+              .flags = STK_ARGF_REQUIRED,
+              .doc = "the values to choose from; a single integer n means range(n)"},
+    [CH_P] = {.name = "p",
+              .type = STK_ARG_FLOATS,
+              .doc = "probabilities of the values (uniform when absent); must sum to 1"},
+    [CH_SHAPE] = {.name = "shape",
+                  .type = STK_ARG_INTS,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .doc = "shape of each sample's output; a scalar when absent"},
+    [CH_DTYPE] = {.name = "dtype",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"int32\"",
+                  .choices = NUMERIC_DTYPES,
+                  .doc = "output type"},
+    [CH_SEED] = {.name = "seed",
+                 .type = STK_ARG_INT,
+                 .default_text = "-1",
+                 .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(choice_args, CHOICE_ARGS_COUNT_);
 
 static stk_status choice_init(stk__node *node) {
   const double *a, *p;

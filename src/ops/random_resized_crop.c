@@ -8,25 +8,61 @@
 #include "image_util.h"
 #include "resample.h"
 
-enum { A_SIZE, A_AREA, A_RATIO, A_ATTEMPTS, A_INTERP, A_ANTIALIAS, A_DTYPE, A_SEED };
+enum {
+  A_SIZE,
+  A_AREA,
+  A_RATIO,
+  A_ATTEMPTS,
+  A_INTERP,
+  A_ANTIALIAS,
+  A_DTYPE,
+  A_SEED,
+  RRC_ARGS_COUNT_
+};
 
 static const stk_arg_schema rrc_args[] = {
-    {"size", STK_ARG_FLOATS, STK_ARGF_REQUIRED | STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
-     "output size [H, W] (one value: square)"},
-    {"random_area", STK_ARG_FLOATS, 0, "[0.08, 1.0]", 0, 0, NULL,
-     "[min, max] fraction of the input area the window covers (uniform); one value: fixed"},
-    {"random_aspect_ratio", STK_ARG_FLOATS, 0, "[0.75, 1.3333333333333333]", 0, 0, NULL,
-     "[min, max] width / height of the window (log-uniform); one value: fixed"},
-    {"num_attempts", STK_ARG_INT, STK_ARGF_RANGE, "10", 1, 1e6, NULL,
-     "draws before falling back to a centre crop clamped to the aspect ratio range"},
-    {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, STK__INTERP_CHOICES,
-     "interpolation: nearest, linear, cubic or lanczos3"},
-    {"antialias", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
-     "widen the filter by the scale factor when downscaling"},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
-     "output type: \"\" (the input's), \"uint8\", \"float32\" or \"float16\""},
-    {"seed", STK_ARG_INT, 0, "-1", 0, 0, NULL, "this operator's seed (-1: derived)"},
+    [A_SIZE] = {.name = "size",
+                .type = STK_ARG_FLOATS,
+                .flags = STK_ARGF_REQUIRED | STK_ARGF_RANGE,
+                .max = 1e9,
+                .doc = "output size [H, W] (one value: square)"},
+    [A_AREA] =
+        {.name = "random_area",
+         .type = STK_ARG_FLOATS,
+         .default_text = "[0.08, 1.0]",
+         .doc =
+             "[min, max] fraction of the input area the window covers (uniform); one value: fixed"},
+    [A_RATIO] = {.name = "random_aspect_ratio",
+                 .type = STK_ARG_FLOATS,
+                 .default_text = "[0.75, 1.3333333333333333]",
+                 .doc = "[min, max] width / height of the window (log-uniform); one value: fixed"},
+    [A_ATTEMPTS] =
+        {.name = "num_attempts",
+         .type = STK_ARG_INT,
+         .flags = STK_ARGF_RANGE,
+         .default_text = "10",
+         .min = 1,
+         .max = 1e6,
+         .doc = "draws before falling back to a centre crop clamped to the aspect ratio range"},
+    [A_INTERP] = {.name = "interp_type",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"linear\"",
+                  .choices = STK__INTERP_CHOICES,
+                  .doc = "interpolation: nearest, linear, cubic or lanczos3"},
+    [A_ANTIALIAS] = {.name = "antialias",
+                     .type = STK_ARG_BOOL,
+                     .default_text = "true",
+                     .doc = "widen the filter by the scale factor when downscaling"},
+    [A_DTYPE] = {.name = "dtype",
+                 .type = STK_ARG_STRING,
+                 .default_text = "\"\"",
+                 .doc = "output type: \"\" (the input's), \"uint8\", \"float32\" or \"float16\""},
+    [A_SEED] = {.name = "seed",
+                .type = STK_ARG_INT,
+                .default_text = "-1",
+                .doc = "this operator's seed (-1: derived)"},
 };
+STK__CHECK_ARGS(rrc_args, RRC_ARGS_COUNT_);
 
 static const stk_port_schema image_in[] = {{"input", "HWC image (uint8 or float32)"}};
 static const stk_port_schema image_out[] = {{"output", "the cropped and resized image"}};
@@ -165,6 +201,9 @@ static const stk_op_schema rrc_schema = {
     .outputs = image_out,
     .num_args = sizeof rrc_args / sizeof rrc_args[0],
     .args = rrc_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return random_resized_crop(IN, size=[96, 112], seed=7, device=@)",
 };
 static const struct stk__gpu_fusion rrc_fusion = {.resample_plan = rrc_gpu_plan};
 

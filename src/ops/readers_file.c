@@ -32,53 +32,121 @@ enum {
   A_LAZY_INIT,
   A_SKIP_CACHED_IMAGES,
   A_PAIRED,
+  FILE_ARGS_COUNT_
 };
 
 #define COMPAT "Accepted for DALI compatibility; no effect."
 
 static const stk_arg_schema file_args[] = {
-    {"file_root", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
-     "Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled "
-     "by its index; its files are found recursively and sorted). With file_list or files: "
-     "the directory their paths are relative to."},
-    {"file_list", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
-     "A text file with one \"path label\" per line (the label is the last token, so paths "
-     "may hold spaces; blank lines and '#' comments skipped). Paths are relative to "
-     "file_root, or to the list file's directory."},
-    {"files", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,
-     "Paths of the files to read (relative to file_root when given)."},
-    {"labels", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "Labels of `files`, one per file; 0, 1, ..., N-1 when absent."},
-    {"file_filters", STK_ARG_STRINGS, 0,
-     "[\"*.jpg\", \"*.jpeg\", \"*.png\", \"*.bmp\", \"*.tif\", \"*.tiff\", \"*.pnm\", "
-     "\"*.ppm\", \"*.pgm\", \"*.pbm\", \"*.webp\"]",
-     0, 0, NULL, "fnmatch patterns selecting files of an ImageFolder tree"},
-    {"case_sensitive_filter", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Match file_filters case-sensitively."},
-    {"shard_id", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 2147483646.0, NULL,
-     "The shard to read (0 <= shard_id < num_shards)."},
-    {"num_shards", STK_ARG_INT, STK_ARGF_RANGE, "1", 1, 2147483647.0, NULL,
-     "Number of parts the data set is split into; shard i holds samples "
-     "floor(i*N/S) .. floor((i+1)*N/S)-1."},
-    {"stick_to_shard", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Read the same shard every epoch; when false the shard advances by one each epoch."},
-    {"pad_last_batch", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Pad every shard's epoch to the same whole number of batches by repeating its last "
-     "sample."},
-    {"random_shuffle", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__RANDOM_SHUFFLE_DOC},
-    {"initial_fill", STK_ARG_INT, STK_ARGF_RANGE, "1024", 1, 1e12, NULL, STK__INITIAL_FILL_DOC},
-    {"shuffle_after_epoch", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__SHUFFLE_AFTER_EPOCH_DOC},
-    {"seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL, STK__READER_SEED_DOC},
-    {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
-    {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
-    {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, COMPAT},
-    {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
-    {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, COMPAT},
-    {"paired", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "stoker: file_list lines hold two paths and a label (\"image mask label\", paths without "
-     "blanks), for segmentation: the reader then has three outputs, data, data2 (the second "
-     "file's bytes) and label, and both files of a sample travel together"},
+    [A_FILE_ROOT] =
+        {.name = "file_root",
+         .type = STK_ARG_STRING,
+         .doc =
+             "Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled "
+             "by its index; its files are found recursively and sorted). With file_list or files: "
+             "the directory their paths are relative to."},
+    [A_FILE_LIST] =
+        {.name = "file_list",
+         .type = STK_ARG_STRING,
+         .doc =
+             "A text file with one \"path label\" per line (the label is the last token, so paths "
+             "may hold spaces; blank lines and '#' comments skipped). Paths are relative to "
+             "file_root, or to the list file's directory."},
+    [A_FILES] = {.name = "files",
+                 .type = STK_ARG_STRINGS,
+                 .doc = "Paths of the files to read (relative to file_root when given)."},
+    [A_LABELS] = {.name = "labels",
+                  .type = STK_ARG_INTS,
+                  .doc = "Labels of `files`, one per file; 0, 1, ..., N-1 when absent."},
+    [A_FILE_FILTERS] =
+        {.name = "file_filters",
+         .type = STK_ARG_STRINGS,
+         .default_text =
+             "[\"*.jpg\", \"*.jpeg\", \"*.png\", \"*.bmp\", \"*.tif\", \"*.tiff\", \"*.pnm\", "
+             "\"*.ppm\", \"*.pgm\", \"*.pbm\", \"*.webp\"]",
+         .doc = "fnmatch patterns selecting files of an ImageFolder tree"},
+    [A_CASE_SENSITIVE_FILTER] = {.name = "case_sensitive_filter",
+                                 .type = STK_ARG_BOOL,
+                                 .default_text = "false",
+                                 .doc = "Match file_filters case-sensitively."},
+    [A_SHARD_ID] = {.name = "shard_id",
+                    .type = STK_ARG_INT,
+                    .flags = STK_ARGF_RANGE,
+                    .default_text = "0",
+                    .max = 2147483646.0,
+                    .doc = "The shard to read (0 <= shard_id < num_shards)."},
+    [A_NUM_SHARDS] = {.name = "num_shards",
+                      .type = STK_ARG_INT,
+                      .flags = STK_ARGF_RANGE,
+                      .default_text = "1",
+                      .min = 1,
+                      .max = 2147483647.0,
+                      .doc = "Number of parts the data set is split into; shard i holds samples "
+                             "floor(i*N/S) .. floor((i+1)*N/S)-1."},
+    [A_STICK_TO_SHARD] =
+        {.name = "stick_to_shard",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "Read the same shard every epoch; when false the shard advances by one each epoch."},
+    [A_PAD_LAST_BATCH] =
+        {.name = "pad_last_batch",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc = "Pad every shard's epoch to the same whole number of batches by repeating its last "
+                "sample."},
+    [A_RANDOM_SHUFFLE] = {.name = "random_shuffle",
+                          .type = STK_ARG_BOOL,
+                          .default_text = "false",
+                          .doc = STK__RANDOM_SHUFFLE_DOC},
+    [A_INITIAL_FILL] = {.name = "initial_fill",
+                        .type = STK_ARG_INT,
+                        .flags = STK_ARGF_RANGE,
+                        .default_text = "1024",
+                        .min = 1,
+                        .max = 1e12,
+                        .doc = STK__INITIAL_FILL_DOC},
+    [A_SHUFFLE_AFTER_EPOCH] = {.name = "shuffle_after_epoch",
+                               .type = STK_ARG_BOOL,
+                               .default_text = "false",
+                               .doc = STK__SHUFFLE_AFTER_EPOCH_DOC},
+    [A_SEED] = {.name = "seed",
+                .type = STK_ARG_INT,
+                .flags = STK_ARGF_RANGE,
+                .default_text = "-1",
+                .min = -1,
+                .max = 9.2e18,
+                .doc = STK__READER_SEED_DOC},
+    [A_DONT_USE_MMAP] = {.name = "dont_use_mmap",
+                         .type = STK_ARG_BOOL,
+                         .default_text = "false",
+                         .doc = COMPAT},
+    [A_READ_AHEAD] = {.name = "read_ahead",
+                      .type = STK_ARG_BOOL,
+                      .default_text = "false",
+                      .doc = COMPAT},
+    [A_PREFETCH_QUEUE_DEPTH] = {.name = "prefetch_queue_depth",
+                                .type = STK_ARG_INT,
+                                .default_text = "1",
+                                .doc = COMPAT},
+    [A_LAZY_INIT] = {.name = "lazy_init",
+                     .type = STK_ARG_BOOL,
+                     .default_text = "false",
+                     .doc = COMPAT},
+    [A_SKIP_CACHED_IMAGES] = {.name = "skip_cached_images",
+                              .type = STK_ARG_BOOL,
+                              .default_text = "false",
+                              .doc = COMPAT},
+    [A_PAIRED] = {.name = "paired",
+                  .type = STK_ARG_BOOL,
+                  .default_text = "false",
+                  .doc = "stoker: file_list lines hold two paths and a label (\"image mask "
+                         "label\", paths without "
+                         "blanks), for segmentation: the reader then has three outputs, data, "
+                         "data2 (the second "
+                         "file's bytes) and label, and both files of a sample travel together"},
 };
+STK__CHECK_ARGS(file_args, FILE_ARGS_COUNT_);
 
 static const stk_port_schema file_outputs[] = {
     {"data, [data2,] label",

@@ -28,36 +28,64 @@ enum {
   A_OUT_OF_BOUNDS,
   A_FILL_VALUE,
   A_USE_O_DIRECT,
-  A_COMMON,
+  A_COMMON
 };
 
 static const stk_arg_schema npy_args[] = {
-    {"file_root", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
-     "Alone: a directory searched recursively (files directly in it included) for files "
-     "matching file_filter, sorted by relative path. With file_list or files: the directory "
-     "their paths are relative to."},
-    {"file_list", STK_ARG_STRING, 0, NULL, 0, 0, NULL,
-     "A text file with one path per line ('#' comments and blank lines skipped)."},
-    {"files", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL, "Paths of the .npy files to read."},
-    {"file_filter", STK_ARG_STRING, 0, "\"*.npy\"", 0, 0, NULL,
-     "fnmatch pattern selecting files when searching file_root."},
-    {"case_sensitive_filter", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "Match file_filter case-sensitively."},
-    {"roi_start", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "Start of the region to read, in elements, per axis of roi_axes (default 0)."},
-    {"roi_end", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "End (exclusive) of the region, per axis of roi_axes (default: the extent)."},
-    {"roi_shape", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "Extent of the region per axis of roi_axes (instead of roi_end)."},
-    {"roi_axes", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "The axes the roi_* arguments refer to; all axes in order when absent."},
-    {"out_of_bounds_policy", STK_ARG_STRING, 0, "\"error\"", 0, 0, "error|trim_to_shape|pad",
-     "A region reaching outside the array: fail, trim it to the array, or pad it with "
-     "fill_value."},
-    {"fill_value", STK_ARG_FLOAT, 0, "0", 0, 0, NULL, "Value of padded elements."},
-    {"use_o_direct", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},
-    STK__READER_COMMON_ARGS,
+    [A_FILE_ROOT] =
+        {.name = "file_root",
+         .type = STK_ARG_STRING,
+         .doc = "Alone: a directory searched recursively (files directly in it included) for files "
+                "matching file_filter, sorted by relative path. With file_list or files: the "
+                "directory "
+                "their paths are relative to."},
+    [A_FILE_LIST] =
+        {.name = "file_list",
+         .type = STK_ARG_STRING,
+         .doc = "A text file with one path per line ('#' comments and blank lines skipped)."},
+    [A_FILES] = {.name = "files",
+                 .type = STK_ARG_STRINGS,
+                 .doc = "Paths of the .npy files to read."},
+    [A_FILE_FILTER] = {.name = "file_filter",
+                       .type = STK_ARG_STRING,
+                       .default_text = "\"*.npy\"",
+                       .doc = "fnmatch pattern selecting files when searching file_root."},
+    [A_CASE_SENSITIVE_FILTER] = {.name = "case_sensitive_filter",
+                                 .type = STK_ARG_BOOL,
+                                 .default_text = "false",
+                                 .doc = "Match file_filter case-sensitively."},
+    [A_ROI_START] =
+        {.name = "roi_start",
+         .type = STK_ARG_INTS,
+         .doc = "Start of the region to read, in elements, per axis of roi_axes (default 0)."},
+    [A_ROI_END] =
+        {.name = "roi_end",
+         .type = STK_ARG_INTS,
+         .doc = "End (exclusive) of the region, per axis of roi_axes (default: the extent)."},
+    [A_ROI_SHAPE] = {.name = "roi_shape",
+                     .type = STK_ARG_INTS,
+                     .doc = "Extent of the region per axis of roi_axes (instead of roi_end)."},
+    [A_ROI_AXES] = {.name = "roi_axes",
+                    .type = STK_ARG_INTS,
+                    .doc = "The axes the roi_* arguments refer to; all axes in order when absent."},
+    [A_OUT_OF_BOUNDS] =
+        {.name = "out_of_bounds_policy",
+         .type = STK_ARG_STRING,
+         .default_text = "\"error\"",
+         .choices = "error|trim_to_shape|pad",
+         .doc = "A region reaching outside the array: fail, trim it to the array, or pad it with "
+                "fill_value."},
+    [A_FILL_VALUE] = {.name = "fill_value",
+                      .type = STK_ARG_FLOAT,
+                      .default_text = "0",
+                      .doc = "Value of padded elements."},
+    [A_USE_O_DIRECT] = {.name = "use_o_direct",
+                        .type = STK_ARG_BOOL,
+                        .default_text = "false",
+                        .doc = STK__READER_COMPAT},
+    [A_COMMON] = STK__READER_COMMON_ARGS,
 };
+STK__CHECK_ARGS(npy_args, A_COMMON + STK__RA_COUNT);
 
 static const stk_port_schema npy_outputs[] = {
     {"data", "the array (or its region) in C order and host byte order, with its dtype"},

@@ -24,41 +24,69 @@ enum {
   A_HAS_DEFAULT,
   A_USE_O_DIRECT,
   A_STREAMING,
-  A_COMMON,
+  A_COMMON
 };
 
 static const stk_arg_schema tf_args[] = {
-    {"path", STK_ARG_STRINGS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
-     "The TFRecord files, in order (brace patterns expand)."},
-    {"index_path", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,
-     "Index files, one per file, in DALI's tfrecord2idx format (\"<offset> <size>\" per "
-     "record). When absent, the records' headers are walked at build time."},
-    {"feature_names", STK_ARG_STRINGS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
-     "The features to read, one output each, in this order (the keys of DALI's `features` "
-     "dict)."},
-    {"feature_types", STK_ARG_STRINGS, STK_ARGF_REQUIRED, NULL, 0, 0, "string|int64|float32",
-     "Type of each feature: \"string\" gives the bytes as a 1-D uint8 tensor, \"int64\" an "
-     "int64 tensor, \"float32\" a float32 tensor."},
-    {"feature_kinds", STK_ARG_STRINGS, 0, NULL, 0, 0, "fixed|var",
-     "\"fixed\" (FixedLenFeature: exactly prod(shape) values, output of that shape) or "
-     "\"var\" (VarLenFeature: any number, a 1-D output); all \"fixed\" when absent."},
-    {"feature_ndims", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "Number of dimensions of each fixed feature's shape (0 for a scalar, ignored for var "
-     "features); all 0 when absent."},
-    {"feature_shapes", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "The fixed features' shapes, concatenated (sum(feature_ndims) values)."},
-    {"feature_defaults", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,
-     "Default value of each feature when a record lacks it, as text: the bytes for "
-     "\"string\", one number or prod(shape) numbers (separated by commas or blanks) for "
-     "numbers. Without a default, a missing fixed feature is an error and a missing var "
-     "feature is empty."},
-    {"feature_has_default", STK_ARG_INTS, 0, NULL, 0, 0, NULL,
-     "1 where feature_defaults holds a default, 0 where it does not (all 1 when "
-     "feature_defaults is given and this is not)."},
-    {"use_o_direct", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},
-    STK__READER_STREAMING_ARG,
-    STK__READER_COMMON_ARGS,
+    [A_PATH] = {.name = "path",
+                .type = STK_ARG_STRINGS,
+                .flags = STK_ARGF_REQUIRED,
+                .doc = "The TFRecord files, in order (brace patterns expand)."},
+    [A_INDEX_PATH] =
+        {.name = "index_path",
+         .type = STK_ARG_STRINGS,
+         .doc = "Index files, one per file, in DALI's tfrecord2idx format (\"<offset> <size>\" per "
+                "record). When absent, the records' headers are walked at build time."},
+    [A_NAMES] =
+        {.name = "feature_names",
+         .type = STK_ARG_STRINGS,
+         .flags = STK_ARGF_REQUIRED,
+         .doc =
+             "The features to read, one output each, in this order (the keys of DALI's `features` "
+             "dict)."},
+    [A_TYPES] =
+        {.name = "feature_types",
+         .type = STK_ARG_STRINGS,
+         .flags = STK_ARGF_REQUIRED,
+         .choices = "string|int64|float32",
+         .doc =
+             "Type of each feature: \"string\" gives the bytes as a 1-D uint8 tensor, \"int64\" an "
+             "int64 tensor, \"float32\" a float32 tensor."},
+    [A_KINDS] =
+        {.name = "feature_kinds",
+         .type = STK_ARG_STRINGS,
+         .choices = "fixed|var",
+         .doc = "\"fixed\" (FixedLenFeature: exactly prod(shape) values, output of that shape) or "
+                "\"var\" (VarLenFeature: any number, a 1-D output); all \"fixed\" when absent."},
+    [A_NDIMS] =
+        {.name = "feature_ndims",
+         .type = STK_ARG_INTS,
+         .doc =
+             "Number of dimensions of each fixed feature's shape (0 for a scalar, ignored for var "
+             "features); all 0 when absent."},
+    [A_SHAPES] = {.name = "feature_shapes",
+                  .type = STK_ARG_INTS,
+                  .doc = "The fixed features' shapes, concatenated (sum(feature_ndims) values)."},
+    [A_DEFAULTS] =
+        {.name = "feature_defaults",
+         .type = STK_ARG_STRINGS,
+         .doc = "Default value of each feature when a record lacks it, as text: the bytes for "
+                "\"string\", one number or prod(shape) numbers (separated by commas or blanks) for "
+                "numbers. Without a default, a missing fixed feature is an error and a missing var "
+                "feature is empty."},
+    [A_HAS_DEFAULT] =
+        {.name = "feature_has_default",
+         .type = STK_ARG_INTS,
+         .doc = "1 where feature_defaults holds a default, 0 where it does not (all 1 when "
+                "feature_defaults is given and this is not)."},
+    [A_USE_O_DIRECT] = {.name = "use_o_direct",
+                        .type = STK_ARG_BOOL,
+                        .default_text = "false",
+                        .doc = STK__READER_COMPAT},
+    [A_STREAMING] = STK__READER_STREAMING_ARG,
+    [A_COMMON] = STK__READER_COMMON_ARGS,
 };
+STK__CHECK_ARGS(tf_args, A_COMMON + STK__RA_COUNT);
 
 static const stk_port_schema tf_outputs[] = {
     {"features", "one per feature_names entry, typed by feature_types"},

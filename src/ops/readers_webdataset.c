@@ -49,6 +49,7 @@ static const stk_arg_schema wds_args[] = {
     STK__READER_STREAMING_ARG,
     STK__READER_COMMON_ARGS,
 };
+STK__CHECK_ARGS(wds_args, A_COMMON + STK__RA_COUNT);
 
 static const stk_port_schema wds_outputs[] = {
     {"outputs", "one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`"},

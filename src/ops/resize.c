@@ -20,57 +20,112 @@ enum {
   A_SUBPIXEL,
   A_ROI_START,
   A_ROI_END,
-  A_ROI_RELATIVE
+  A_ROI_RELATIVE,
+  RESIZE_ARGS_COUNT_
 };
 
 static const stk_arg_schema resize_args[] = {
-    {"resize_x", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "output width; 0 derives it from resize_y (aspect ratio kept in mode \"default\"); "
-     "negative mirrors the image horizontally. Exclusive with size, resize_shorter and "
-     "resize_longer"},
-    {"resize_y", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE, "0.0", 0, 0, NULL,
-     "output height; 0 derives it from resize_x; negative mirrors vertically"},
-    {"resize_shorter", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
-     "length of the shorter side of the output, aspect ratio kept: the same as size = "
-     "[v, v] with mode \"not_smaller\" (the longer side may be bounded by max_size)"},
-    {"resize_longer", STK_ARG_FLOAT, STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE, "0.0", 0, 1e9, NULL,
-     "length of the longer side of the output, aspect ratio kept: the same as size = "
-     "[v, v] with mode \"not_larger\""},
-    {"size", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "output size [H, W] (one value: both); a 0 extent is derived from the other by the "
-     "mode; a negative extent mirrors that axis"},
-    {"mode", STK_ARG_STRING, 0, "\"default\"", 0, 0, STK__RESIZE_MODE_CHOICES,
-     "\"default\": the given size; a missing extent is scaled by the other's scale "
-     "(aspect kept). \"stretch\": the given size; a missing extent keeps the input's. "
-     "\"not_larger\": aspect kept, the output fits inside the size (1280x720 to 640x480 "
-     "gives 640x360). \"not_smaller\": aspect kept, the output covers the size (640x480 "
-     "to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer"},
-    {"max_size", STK_ARG_FLOATS, STK_ARGF_RANGE, NULL, 0, 1e9, NULL,
-     "limit of the output size [H, W] (one value: both; 0: none). In \"not_larger\" and "
-     "\"not_smaller\" modes (and resize_shorter / resize_longer) it lowers the common scale, "
-     "so the aspect ratio is kept; in \"default\" and \"stretch\" modes each extent is clipped "
-     "to its limit"},
-    {"interp_type", STK_ARG_STRING, 0, "\"linear\"", 0, 0, STK__INTERP_CHOICES,
-     "interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3"},
-    {"antialias", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
-     "when downscaling, widen the filter by the scale factor (area-like averaging, as "
-     "Pillow); nearest never antialiases"},
-    {"dtype", STK_ARG_STRING, 0, "\"\"", 0, 0, NULL,
-     "output type: \"\" (the input's), \"uint8\" (rounded, clamped), \"float32\" or "
-     "\"float16\""},
-    {"subpixel_scale", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
-     "when the computed size is fractional, keep the exact scale by adjusting the input "
-     "window to the rounded size (centre kept); false maps the whole window onto the "
-     "rounded size"},
-    {"roi_start", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "start [y, x] of the input region to resize (with roi_end); a start past the end "
-     "mirrors that axis"},
-    {"roi_end", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "end [y, x] of the input region to resize (with roi_start)"},
-    {"roi_relative", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) "
-     "instead of pixels"},
+    [A_RESIZE_X] =
+        {.name = "resize_x",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .default_text = "0.0",
+         .doc = "output width; 0 derives it from resize_y (aspect ratio kept in mode \"default\"); "
+                "negative mirrors the image horizontally. Exclusive with size, resize_shorter and "
+                "resize_longer"},
+    [A_RESIZE_Y] = {.name = "resize_y",
+                    .type = STK_ARG_FLOAT,
+                    .flags = STK_ARGF_PER_SAMPLE,
+                    .default_text = "0.0",
+                    .doc =
+                        "output height; 0 derives it from resize_x; negative mirrors vertically"},
+    [A_RESIZE_SHORTER] =
+        {.name = "resize_shorter",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+         .default_text = "0.0",
+         .max = 1e9,
+         .doc = "length of the shorter side of the output, aspect ratio kept: the same as size = "
+                "[v, v] with mode \"not_smaller\" (the longer side may be bounded by max_size)"},
+    [A_RESIZE_LONGER] =
+        {.name = "resize_longer",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+         .default_text = "0.0",
+         .max = 1e9,
+         .doc = "length of the longer side of the output, aspect ratio kept: the same as size = "
+                "[v, v] with mode \"not_larger\""},
+    [A_SIZE] =
+        {.name = "size",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "output size [H, W] (one value: both); a 0 extent is derived from the other by the "
+                "mode; a negative extent mirrors that axis"},
+    [A_MODE] =
+        {.name = "mode",
+         .type = STK_ARG_STRING,
+         .default_text = "\"default\"",
+         .choices = STK__RESIZE_MODE_CHOICES,
+         .doc = "\"default\": the given size; a missing extent is scaled by the other's scale "
+                "(aspect kept). \"stretch\": the given size; a missing extent keeps the input's. "
+                "\"not_larger\": aspect kept, the output fits inside the size (1280x720 to 640x480 "
+                "gives 640x360). \"not_smaller\": aspect kept, the output covers the size (640x480 "
+                "to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer"},
+    [A_MAX_SIZE] =
+        {.name = "max_size",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_RANGE,
+         .max = 1e9,
+         .doc = "limit of the output size [H, W] (one value: both; 0: none). In \"not_larger\" and "
+                "\"not_smaller\" modes (and resize_shorter / resize_longer) it lowers the common "
+                "scale, "
+                "so the aspect ratio is kept; in \"default\" and \"stretch\" modes each extent is "
+                "clipped "
+                "to its limit"},
+    [A_INTERP] =
+        {.name = "interp_type",
+         .type = STK_ARG_STRING,
+         .default_text = "\"linear\"",
+         .choices = STK__INTERP_CHOICES,
+         .doc = "interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3"},
+    [A_ANTIALIAS] =
+        {.name = "antialias",
+         .type = STK_ARG_BOOL,
+         .default_text = "true",
+         .doc = "when downscaling, widen the filter by the scale factor (area-like averaging, as "
+                "Pillow); nearest never antialiases"},
+    [A_DTYPE] =
+        {.name = "dtype",
+         .type = STK_ARG_STRING,
+         .default_text = "\"\"",
+         .doc = "output type: \"\" (the input's), \"uint8\" (rounded, clamped), \"float32\" or "
+                "\"float16\""},
+    [A_SUBPIXEL] =
+        {.name = "subpixel_scale",
+         .type = STK_ARG_BOOL,
+         .default_text = "true",
+         .doc = "when the computed size is fractional, keep the exact scale by adjusting the input "
+                "window to the rounded size (centre kept); false maps the whole window onto the "
+                "rounded size"},
+    [A_ROI_START] =
+        {.name = "roi_start",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "start [y, x] of the input region to resize (with roi_end); a start past the end "
+                "mirrors that axis"},
+    [A_ROI_END] = {.name = "roi_end",
+                   .type = STK_ARG_FLOATS,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .doc = "end [y, x] of the input region to resize (with roi_start)"},
+    [A_ROI_RELATIVE] =
+        {.name = "roi_relative",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc =
+             "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) "
+             "instead of pixels"},
 };
+STK__CHECK_ARGS(resize_args, RESIZE_ARGS_COUNT_);
 
 static const stk_port_schema image_in[] = {{"input", "HWC image (uint8 or float32)"}};
 static const stk_port_schema image_out[] = {{"output", "the resized HWC image"}};
@@ -273,6 +328,9 @@ static const stk_op_schema resize_schema = {
     .outputs = image_out,
     .num_args = sizeof resize_args / sizeof resize_args[0],
     .args = resize_args,
+    .gpu_check =
+        "# atol=1\n"
+        "return resize(IN, resize_x=123, resize_y=77, device=@)",
 };
 static const struct stk__gpu_fusion resize_fusion = {.resample_plan = resize_gpu_plan};
 

@@ -73,6 +73,7 @@ static const stk_arg_schema subscript_args[] = {
     SUB_POSITION_ARGS(6),
     SUB_POSITION_ARGS(7),
 };
+STK__CHECK_ARGS(subscript_args, SUB_ARG(SUB_POSITIONS, 0));
 _Static_assert(sizeof subscript_args / sizeof subscript_args[0] ==
                    SUB_FIRST_POSITION + 4 * SUB_POSITIONS,
                "four arguments per position");
@@ -318,6 +319,8 @@ static const stk_op_schema subscript_schema = {
     .outputs = subscript_out,
     .num_args = sizeof subscript_args / sizeof subscript_args[0],
     .args = subscript_args,
+    .gpu_check =
+        "return subscript(IN, kinds=[1, 1, 0], lo_0=10, hi_0=50, step_1=2, at_2=1, device=@)",
 };
 const stk__op_def stk__op_subscript = {.schema = &subscript_schema,
                                        .init = subscript_init,
@@ -326,12 +329,16 @@ const stk__op_def stk__op_subscript = {.schema = &subscript_schema,
 
 /* ---- shapes ---- */
 
-enum { SH_DTYPE };
+enum { SH_DTYPE, SHAPES_ARGS_COUNT_ };
 static const stk_arg_schema shapes_args[] = {
-    {"dtype", STK_ARG_STRING, 0, "\"int64\"", 0, 0,
-     "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64",
-     "type of the output's elements"},
+    [SH_DTYPE] = {.name = "dtype",
+                  .type = STK_ARG_STRING,
+                  .default_text = "\"int64\"",
+                  .choices =
+                      "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64",
+                  .doc = "type of the output's elements"},
 };
+STK__CHECK_ARGS(shapes_args, SHAPES_ARGS_COUNT_);
 static const stk_port_schema shapes_in[] = {{"input", "any tensor (only its shape is read)"}};
 static const stk_port_schema shapes_out[] = {
     {"output", "the input's shape: one element per dimension"}};
@@ -399,6 +406,7 @@ static const stk_op_schema shapes_schema = {
     .outputs = shapes_out,
     .num_args = sizeof shapes_args / sizeof shapes_args[0],
     .args = shapes_args,
+    .gpu_check = "return shapes(IN, dtype=\"int32\", device=@)",
 };
 const stk__op_def stk__op_shapes = {
     .schema = &shapes_schema, .run_sample = shapes_run, .run_gpu = shapes_run_gpu};

@@ -76,15 +76,26 @@ static stk_status emit(stk__node *node, stk__sample *s, int reverse_arg, const d
 }
 
 /* ---- transforms.rotation ---- */
-enum { RO_ANGLE, RO_CENTER, RO_REVERSE };
+enum { RO_ANGLE, RO_CENTER, RO_REVERSE, ROTATION_ARGS_COUNT_ };
 static const stk_arg_schema rotation_args[] = {
-    {"angle", STK_ARG_FLOAT, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "angle in degrees: the matrix is [[cos, -sin], [sin, cos]] (DALI's convention: with "
-     "y pointing down it turns points clockwise on screen; rotate's angle, which maps the "
-     "output to the input, turns the image counter-clockwise)"},
-    {"center", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, CENTER_DOC},
-    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+    [RO_ANGLE] =
+        {.name = "angle",
+         .type = STK_ARG_FLOAT,
+         .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
+         .doc =
+             "angle in degrees: the matrix is [[cos, -sin], [sin, cos]] (DALI's convention: with "
+             "y pointing down it turns points clockwise on screen; rotate's angle, which maps the "
+             "output to the input, turns the image counter-clockwise)"},
+    [RO_CENTER] = {.name = "center",
+                   .type = STK_ARG_FLOATS,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .doc = CENTER_DOC},
+    [RO_REVERSE] = {.name = "reverse_order",
+                    .type = STK_ARG_BOOL,
+                    .default_text = "false",
+                    .doc = REVERSE_DOC},
 };
+STK__CHECK_ARGS(rotation_args, ROTATION_ARGS_COUNT_);
 
 static stk_status rotation_run(stk__node *node, stk__sample *s) {
   double a = stk__arg_float(node, s, RO_ANGLE);
@@ -115,16 +126,29 @@ const stk__op_def stk__op_transforms_rotation = {.schema = &rotation_schema,
                                                  .run_sample = rotation_run};
 
 /* ---- transforms.shear ---- */
-enum { SH_SHEAR, SH_ANGLES, SH_CENTER, SH_REVERSE };
+enum { SH_SHEAR, SH_ANGLES, SH_CENTER, SH_REVERSE, SHEAR_ARGS_COUNT_ };
 static const stk_arg_schema shear_args[] = {
-    {"shear", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "[sx, sy]: the matrix [[1, sx], [sy, 1]] (x moves by sx per unit of y). Exclusive with "
-     "angles"},
-    {"angles", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "[ax, ay] in degrees within [-90, 90]: shear = tan(angle). Exclusive with shear"},
-    {"center", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, CENTER_DOC},
-    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+    [SH_SHEAR] = {.name = "shear",
+                  .type = STK_ARG_FLOATS,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .doc = "[sx, sy]: the matrix [[1, sx], [sy, 1]] (x moves by sx per unit of y). "
+                         "Exclusive with "
+                         "angles"},
+    [SH_ANGLES] =
+        {.name = "angles",
+         .type = STK_ARG_FLOATS,
+         .flags = STK_ARGF_PER_SAMPLE,
+         .doc = "[ax, ay] in degrees within [-90, 90]: shear = tan(angle). Exclusive with shear"},
+    [SH_CENTER] = {.name = "center",
+                   .type = STK_ARG_FLOATS,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .doc = CENTER_DOC},
+    [SH_REVERSE] = {.name = "reverse_order",
+                    .type = STK_ARG_BOOL,
+                    .default_text = "false",
+                    .doc = REVERSE_DOC},
 };
+STK__CHECK_ARGS(shear_args, SHEAR_ARGS_COUNT_);
 
 static stk_status shear_init(stk__node *node) {
   if (stk__arg_given(node, SH_SHEAR) == stk__arg_given(node, SH_ANGLES))
@@ -170,12 +194,18 @@ const stk__op_def stk__op_transforms_shear = {
     .schema = &shear_schema, .init = shear_init, .run_sample = shear_run};
 
 /* ---- transforms.translation ---- */
-enum { TR_OFFSET, TR_REVERSE };
+enum { TR_OFFSET, TR_REVERSE, TRANSLATION_ARGS_COUNT_ };
 static const stk_arg_schema translation_args[] = {
-    {"offset", STK_ARG_FLOATS, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "[tx, ty] added to every point"},
-    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+    [TR_OFFSET] = {.name = "offset",
+                   .type = STK_ARG_FLOATS,
+                   .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
+                   .doc = "[tx, ty] added to every point"},
+    [TR_REVERSE] = {.name = "reverse_order",
+                    .type = STK_ARG_BOOL,
+                    .default_text = "false",
+                    .doc = REVERSE_DOC},
 };
+STK__CHECK_ARGS(translation_args, TRANSLATION_ARGS_COUNT_);
 
 static stk_status translation_run(stk__node *node, stk__sample *s) {
   double t[2];
@@ -203,13 +233,22 @@ const stk__op_def stk__op_transforms_translation = {.schema = &translation_schem
                                                     .run_sample = translation_run};
 
 /* ---- transforms.scale ---- */
-enum { SC_SCALE, SC_CENTER, SC_REVERSE };
+enum { SC_SCALE, SC_CENTER, SC_REVERSE, SCALE_ARGS_COUNT_ };
 static const stk_arg_schema scale_args[] = {
-    {"scale", STK_ARG_FLOATS, STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL,
-     "[sx, sy] scale factors (one value: both)"},
-    {"center", STK_ARG_FLOATS, STK_ARGF_PER_SAMPLE, NULL, 0, 0, NULL, CENTER_DOC},
-    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL, REVERSE_DOC},
+    [SC_SCALE] = {.name = "scale",
+                  .type = STK_ARG_FLOATS,
+                  .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
+                  .doc = "[sx, sy] scale factors (one value: both)"},
+    [SC_CENTER] = {.name = "center",
+                   .type = STK_ARG_FLOATS,
+                   .flags = STK_ARGF_PER_SAMPLE,
+                   .doc = CENTER_DOC},
+    [SC_REVERSE] = {.name = "reverse_order",
+                    .type = STK_ARG_BOOL,
+                    .default_text = "false",
+                    .doc = REVERSE_DOC},
 };
+STK__CHECK_ARGS(scale_args, SCALE_ARGS_COUNT_);
 
 static stk_status scale_run(stk__node *node, stk__sample *s) {
   double k[2];
@@ -237,12 +276,16 @@ static const stk_op_schema scale_schema = {
 const stk__op_def stk__op_transforms_scale = {.schema = &scale_schema, .run_sample = scale_run};
 
 /* ---- transforms.combine ---- */
-enum { CO_REVERSE };
+enum { CO_REVERSE, COMBINE_ARGS_COUNT_ };
 static const stk_arg_schema combine_args[] = {
-    {"reverse_order", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "false: input 0 is applied first (result = T[n-1] * ... * T[0]); true: the last "
-     "input is applied first"},
+    [CO_REVERSE] =
+        {.name = "reverse_order",
+         .type = STK_ARG_BOOL,
+         .default_text = "false",
+         .doc = "false: input 0 is applied first (result = T[n-1] * ... * T[0]); true: the last "
+                "input is applied first"},
 };
+STK__CHECK_ARGS(combine_args, COMBINE_ARGS_COUNT_);
 static const stk_port_schema combine_in[] = {
     {"T0", "2x3 matrix"}, {"T1", "2x3 matrix"}, {"T2", "2x3 matrix"}, {"T3", "2x3 matrix"},
     {"T4", "2x3 matrix"}, {"T5", "2x3 matrix"}, {"T6", "2x3 matrix"}, {"T7", "2x3 matrix"},

@@ -112,15 +112,25 @@ static stk_status ext_meta(stk__node *node, stk_reader_meta *out) {
   return STK_OK;
 }
 
+enum { EXT_DTYPE, EXT_NDIM, EXT_LAYOUT, EXT_NO_COPY, EXT_BLOCKING, EXT_ARGS_COUNT_ };
 static const stk_arg_schema ext_args[] = {
-    {"dtype", STK_ARG_STRING, 0, NULL, 0, 0, NULL, "expected dtype of the fed samples (checked)"},
-    {"ndim", STK_ARG_INT, 0, NULL, 0, 0, NULL, "expected number of dimensions (checked)"},
-    {"layout", STK_ARG_STRING, 0, NULL, 0, 0, NULL, "layout given to the samples"},
-    {"no_copy", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "accepted for DALI compatibility; stoker always copies"},
-    {"blocking", STK_ARG_BOOL, 0, "true", 0, 0, NULL, "accepted for DALI compatibility"},
+    [EXT_DTYPE] = {.name = "dtype",
+                   .type = STK_ARG_STRING,
+                   .doc = "expected dtype of the fed samples (checked)"},
+    [EXT_NDIM] = {.name = "ndim",
+                  .type = STK_ARG_INT,
+                  .doc = "expected number of dimensions (checked)"},
+    [EXT_LAYOUT] = {.name = "layout", .type = STK_ARG_STRING, .doc = "layout given to the samples"},
+    [EXT_NO_COPY] = {.name = "no_copy",
+                     .type = STK_ARG_BOOL,
+                     .default_text = "false",
+                     .doc = "accepted for DALI compatibility; stoker always copies"},
+    [EXT_BLOCKING] = {.name = "blocking",
+                      .type = STK_ARG_BOOL,
+                      .default_text = "true",
+                      .doc = "accepted for DALI compatibility"},
 };
-enum { EXT_DTYPE, EXT_NDIM, EXT_LAYOUT };
+STK__CHECK_ARGS(ext_args, EXT_ARGS_COUNT_);
 static const stk_port_schema ext_out[] = {{"data", "the fed samples"}};
 static const stk_op_schema ext_schema = {
     .name = "external_source",
@@ -302,14 +312,25 @@ static stk_status hostfn_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
-static int hostfn_num_outputs(const stk__node *node) { return (int)stk__arg_int(node, NULL, 0); }
+enum { HOSTFN_NUM_OUTPUTS, HOSTFN_BATCH_PROCESSING, HOSTFN_ARGS_COUNT_ };
+
+static int hostfn_num_outputs(const stk__node *node) {
+  return (int)stk__arg_int(node, NULL, HOSTFN_NUM_OUTPUTS);
+}
 
 static const stk_arg_schema hostfn_args[] = {
-    {"num_outputs", STK_ARG_INT, STK_ARGF_RANGE, "1", 0, 64, NULL,
-     "number of outputs the function returns"},
-    {"batch_processing", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
-     "accepted for DALI compatibility; calls are per sample"},
+    [HOSTFN_NUM_OUTPUTS] = {.name = "num_outputs",
+                            .type = STK_ARG_INT,
+                            .flags = STK_ARGF_RANGE,
+                            .default_text = "1",
+                            .max = 64,
+                            .doc = "number of outputs the function returns"},
+    [HOSTFN_BATCH_PROCESSING] = {.name = "batch_processing",
+                                 .type = STK_ARG_BOOL,
+                                 .default_text = "false",
+                                 .doc = "accepted for DALI compatibility; calls are per sample"},
 };
+STK__CHECK_ARGS(hostfn_args, HOSTFN_ARGS_COUNT_);
 /* One entry per possible input, as the schema contract says (max_inputs entries). */
 #define HOSTFN_IN(k) \
   { "input" #k, "an array passed to the function as argument " #k }

@@ -38,7 +38,7 @@ static stk_status apply_defaults(stk_op *op) {
   return STK_OK;
 }
 
-stk_status stk_op_create(stk_op **out, const char *schema_name, const char *device) {
+stk_status stk_op_create(const char *schema_name, const char *device, stk_op **out) {
   if (!out || !schema_name) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   const stk__op_def *def = stk__registry_lookup(schema_name);
   if (!def) return STK_FAIL(STK_ERR_NOT_FOUND, "no operator named '%s'", schema_name);
@@ -326,7 +326,7 @@ stk_status stk_op_add_guard(stk_op *op, const char *edge, int64_t value) {
 
 stk_status stk__op_copy(stk_op **out, const stk_op *src) {
   stk_op *op;
-  STK_TRY(stk_op_create(&op, src->def->schema->name, stk__device_name(src->device)));
+  STK_TRY(stk_op_create(src->def->schema->name, stk__device_name(src->device), &op));
   stk_status st = STK_OK;
   if (src->name && !(op->name = stk__strdup(src->name))) st = STK_ERR_OUT_OF_MEMORY;
   for (int i = 0; st == STK_OK && i < src->num_inputs; i++)

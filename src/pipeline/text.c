@@ -211,7 +211,7 @@ static stk_status parse_call(stk_pipeline *p, char *lhs, char *rhs, int line) {
   char *device = NULL;
   STK_TRY(find_device(args, nargs, &device, line));
   stk_op *op;
-  stk_status st = stk_op_create(&op, opname, device);
+  stk_status st = stk_op_create(opname, device, &op);
   free(device);
   if (st != STK_OK) return stk__wrap(st, "line %d", line);
   for (int k = 0; k < nouts && st == STK_OK; k++)

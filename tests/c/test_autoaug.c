@@ -191,12 +191,12 @@ static void test_apply_rejects_bad_arguments(void **state) {
   const char *names[] = {"shear_x", "warp"};
   stk_pipeline *p;
   TU_OK(stk_pipeline_create(&p));
-  TU_OK(stk_op_create(&op, "external_source", "cpu"));
+  TU_OK(stk_op_create("external_source", "cpu", &op));
   TU_OK(stk_op_set_name(op, "src"));
   TU_OK(stk_op_add_output(op, "x"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "auto_augment.apply", "cpu"));
+  TU_OK(stk_op_create("auto_augment.apply", "cpu", &op));
   TU_OK(stk_op_set_name(op, "aa"));
   TU_OK(stk_op_add_input(op, "x"));
   for (int i = 0; i < 4; i++) {

@@ -38,7 +38,7 @@ static void add_op(stk_pipeline *p, const char *schema, const char *name, const 
                    int n_in, const char *out, const char *guard, int64_t gval, const char *guard2,
                    int64_t gval2) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, schema, "cpu"));
+  TU_OK(stk_op_create(schema, "cpu", &op));
   if (name) TU_OK(stk_op_set_name(op, name));
   for (int i = 0; i < n_in; i++) TU_OK(stk_op_add_input(op, inputs[i]));
   TU_OK(stk_op_add_output(op, out));
@@ -57,7 +57,7 @@ static stk_pipeline *base(const char *pred_op, const char *pred_arg_a) {
   TU_OK(stk_pipeline_set(p, STK_PIPE_SEED, 3));
   add_op(p, "external_source", "src", NULL, 0, "x", NULL, 0, NULL, 0);
   stk_op *op;
-  TU_OK(stk_op_create(&op, pred_op, "cpu"));
+  TU_OK(stk_op_create(pred_op, "cpu", &op));
   if (pred_arg_a) {
     double a = 3;
     TU_OK(stk_op_set_floats(op, pred_arg_a, &a, 1));
@@ -124,7 +124,7 @@ static void test_three_way_switch_and_nesting(void **state) {
         b2b = {.add = 40, .out_dtype = STK_DTYPE_FLOAT32};
   stk_pipeline *p = base("random.choice", "a"); /* pred in {0, 1, 2} */
   stk_op *op;
-  TU_OK(stk_op_create(&op, "random.coin_flip", "cpu"));
+  TU_OK(stk_op_create("random.coin_flip", "cpu", &op));
   TU_OK(stk_op_set_string(op, "dtype", "bool"));
   TU_OK(stk_op_add_output(op, "inner"));
   TU_OK(stk_op_add_guard(op, "pred", 2)); /* the inner predicate exists only in branch 2 */

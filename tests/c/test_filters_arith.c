@@ -119,7 +119,7 @@ static stk_pipeline *make_pipe(int batch) {
 
 static void add_source(stk_pipeline *p, const char *name, const char *layout) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, "external_source", "cpu"));
+  TU_OK(stk_op_create("external_source", "cpu", &op));
   TU_OK(stk_op_set_name(op, name));
   if (layout) TU_OK(stk_op_set_string(op, "layout", layout));
   TU_OK(stk_op_add_output(op, name));
@@ -144,7 +144,7 @@ static void feed_image(stk_pipeline *p, const char *name, const img_t *im, int c
 
 static stk_op *new_op(const char *kind, const char *in, const char *out) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, kind, "cpu"));
+  TU_OK(stk_op_create(kind, "cpu", &op));
   TU_OK(stk_op_set_name(op, out));
   if (in) TU_OK(stk_op_add_input(op, in));
   TU_OK(stk_op_add_output(op, out));

@@ -61,7 +61,7 @@ static int setup_fixtures(void **state) {
 /* A reader op with outputs o0..o{n-1}, named "R". */
 static stk_op *reader(const char *name, int outputs) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, name, "cpu"));
+  TU_OK(stk_op_create(name, "cpu", &op));
   TU_OK(stk_op_set_name(op, "R"));
   for (int i = 0; i < outputs; i++) {
     char e[8];

@@ -440,7 +440,7 @@ static stk_pipeline *make_pipe(int batch, int threads) {
 
 static void add_source(stk_pipeline *p, const char *name, const char *layout) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, "external_source", "cpu"));
+  TU_OK(stk_op_create("external_source", "cpu", &op));
   TU_OK(stk_op_set_name(op, name));
   if (layout) TU_OK(stk_op_set_string(op, "layout", layout));
   TU_OK(stk_op_add_output(op, name));
@@ -450,7 +450,7 @@ static void add_source(stk_pipeline *p, const char *name, const char *layout) {
 
 static void add_uniform(stk_pipeline *p, const char *out, double lo, double hi) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, "random.uniform", "cpu"));
+  TU_OK(stk_op_create("random.uniform", "cpu", &op));
   double r[2] = {lo, hi};
   TU_OK(stk_op_set_floats(op, "range", r, 2));
   TU_OK(stk_op_add_output(op, out));
@@ -483,7 +483,7 @@ static void test_rotate_per_sample_pipeline(void **state) {
   add_source(p, "img", "HWC");
   add_uniform(p, "angle", -45, 45);
   stk_op *op;
-  TU_OK(stk_op_create(&op, "rotate", "cpu"));
+  TU_OK(stk_op_create("rotate", "cpu", &op));
   TU_OK(stk_op_add_input(op, "img"));
   TU_OK(stk_op_set_arg_input(op, "angle", "angle"));
   double fill[3] = {255, 0, 128};
@@ -492,7 +492,7 @@ static void test_rotate_per_sample_pipeline(void **state) {
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
   /* keep_size rotation and its warp_affine twins */
-  TU_OK(stk_op_create(&op, "rotate", "cpu"));
+  TU_OK(stk_op_create("rotate", "cpu", &op));
   TU_OK(stk_op_add_input(op, "img"));
   TU_OK(stk_op_set_arg_input(op, "angle", "angle"));
   TU_OK(stk_op_set_bool(op, "keep_size", 1));
@@ -500,21 +500,21 @@ static void test_rotate_per_sample_pipeline(void **state) {
   TU_OK(stk_op_add_output(op, "rot_keep"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "transforms.rotation", "cpu"));
+  TU_OK(stk_op_create("transforms.rotation", "cpu", &op));
   TU_OK(stk_op_set_arg_input(op, "angle", "angle"));
   double center[2] = {im.w / 2.0, im.h / 2.0};
   TU_OK(stk_op_set_floats(op, "center", center, 2));
   TU_OK(stk_op_add_output(op, "mt"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "warp_affine", "cpu"));
+  TU_OK(stk_op_create("warp_affine", "cpu", &op));
   TU_OK(stk_op_add_input(op, "img"));
   TU_OK(stk_op_set_arg_input(op, "matrix", "mt"));
   TU_OK(stk_op_set_floats(op, "fill_value", fill, 3));
   TU_OK(stk_op_add_output(op, "warp_arg"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "warp_affine", "cpu"));
+  TU_OK(stk_op_create("warp_affine", "cpu", &op));
   TU_OK(stk_op_add_input(op, "img"));
   TU_OK(stk_op_add_input(op, "mt"));
   TU_OK(stk_op_set_floats(op, "fill_value", fill, 3));
@@ -584,7 +584,7 @@ static void test_rotate_per_sample_pipeline(void **state) {
 static void add_tf(stk_pipeline *p, const char *kind, const char *in, const char *out,
                    const char *arg, const double *v, size_t n, bool reverse) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, kind, "cpu"));
+  TU_OK(stk_op_create(kind, "cpu", &op));
   if (in) TU_OK(stk_op_add_input(op, in));
   if (arg) {
     if (strcmp(arg, "angle") == 0)
@@ -622,13 +622,13 @@ static void test_transforms_matrices(void **state) {
   /* centred rotation and scale; chained: translation appended to the rotation, both
    * orders; combine of three in both orders */
   stk_op *op;
-  TU_OK(stk_op_create(&op, "transforms.rotation", "cpu"));
+  TU_OK(stk_op_create("transforms.rotation", "cpu", &op));
   TU_OK(stk_op_set_float(op, "angle", 30));
   TU_OK(stk_op_set_floats(op, "center", ctr, 2));
   TU_OK(stk_op_add_output(op, "rc"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "transforms.scale", "cpu"));
+  TU_OK(stk_op_create("transforms.scale", "cpu", &op));
   TU_OK(stk_op_set_floats(op, "scale", sc, 2));
   TU_OK(stk_op_set_floats(op, "center", ctr, 2));
   TU_OK(stk_op_add_output(op, "scc"));
@@ -636,14 +636,14 @@ static void test_transforms_matrices(void **state) {
   stk_op_destroy(op);
   add_tf(p, "transforms.translation", "r", "rt", "offset", off, 2, false);
   add_tf(p, "transforms.translation", "r", "tr", "offset", off, 2, true);
-  TU_OK(stk_op_create(&op, "transforms.combine", "cpu"));
+  TU_OK(stk_op_create("transforms.combine", "cpu", &op));
   TU_OK(stk_op_add_input(op, "r"));
   TU_OK(stk_op_add_input(op, "s"));
   TU_OK(stk_op_add_input(op, "t"));
   TU_OK(stk_op_add_output(op, "comb"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "transforms.combine", "cpu"));
+  TU_OK(stk_op_create("transforms.combine", "cpu", &op));
   TU_OK(stk_op_add_input(op, "r"));
   TU_OK(stk_op_add_input(op, "s"));
   TU_OK(stk_op_add_input(op, "t"));
@@ -696,7 +696,7 @@ static void test_warp_affine_forward_map_and_options(void **state) {
   stk_op *op;
   /* forward: x' = 0.8 x + 0.1 y + 5, y' = -0.2 x + 0.9 y + 30 */
   double fwd[6] = {0.8123, 0.1071, 5.37, -0.2049, 0.9311, 30.19};
-  TU_OK(stk_op_create(&op, "warp_affine", "cpu"));
+  TU_OK(stk_op_create("warp_affine", "cpu", &op));
   TU_OK(stk_op_add_input(op, "img"));
   TU_OK(stk_op_set_floats(op, "matrix", fwd, 6));
   TU_OK(stk_op_set_bool(op, "inverse_map", 0));
@@ -764,7 +764,7 @@ static void expect_run_error(stk_pipeline *p, const img_t *im, const char *needl
 static stk_pipeline *pipe_with(const char *kind, stk_op **op) {
   stk_pipeline *p = make_pipe(1, 1);
   add_source(p, "img", "HWC");
-  TU_OK(stk_op_create(op, kind, "cpu"));
+  TU_OK(stk_op_create(kind, "cpu", op));
   TU_OK(stk_op_set_name(*op, "under_test"));
   TU_OK(stk_op_add_output(*op, "o"));
   return p;
@@ -843,7 +843,7 @@ static void test_bad_arguments(void **state) {
   /* transforms: shear needs exactly one of shear / angles; angles within [-90, 90];
    * a 3D centre; a non-matrix input */
   p = make_pipe(1, 1);
-  TU_OK(stk_op_create(&op, "transforms.shear", "cpu"));
+  TU_OK(stk_op_create("transforms.shear", "cpu", &op));
   TU_OK(stk_op_set_floats(op, "shear", (double[]){1, 2}, 2));
   TU_OK(stk_op_set_floats(op, "angles", (double[]){1, 2}, 2));
   TU_OK(stk_op_add_output(op, "o"));
@@ -851,14 +851,14 @@ static void test_bad_arguments(void **state) {
   expect_build_error(p, "exactly one of 'shear' and 'angles'");
   p = make_pipe(1, 1);
   add_source(p, "img", "HWC");
-  TU_OK(stk_op_create(&op, "transforms.shear", "cpu"));
+  TU_OK(stk_op_create("transforms.shear", "cpu", &op));
   TU_OK(stk_op_set_floats(op, "angles", (double[]){10, 95}, 2));
   TU_OK(stk_op_add_output(op, "o"));
   finish(p, op);
   expect_run_error(p, &im, "angles[1] = 95");
   p = make_pipe(1, 1);
   add_source(p, "img", "HWC");
-  TU_OK(stk_op_create(&op, "transforms.rotation", "cpu"));
+  TU_OK(stk_op_create("transforms.rotation", "cpu", &op));
   TU_OK(stk_op_set_float(op, "angle", 10));
   TU_OK(stk_op_set_floats(op, "center", (double[]){1, 2, 3}, 3));
   TU_OK(stk_op_add_output(op, "o"));
@@ -866,7 +866,7 @@ static void test_bad_arguments(void **state) {
   expect_run_error(p, &im, "'center' has 3 values");
   p = make_pipe(1, 1);
   add_source(p, "img", "HWC");
-  TU_OK(stk_op_create(&op, "transforms.translation", "cpu"));
+  TU_OK(stk_op_create("transforms.translation", "cpu", &op));
   TU_OK(stk_op_add_input(op, "img"));
   TU_OK(stk_op_set_floats(op, "offset", (double[]){1, 2}, 2));
   TU_OK(stk_op_add_output(op, "o"));

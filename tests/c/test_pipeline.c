@@ -21,7 +21,7 @@ static stk_pipeline *make_pipe(int batch, int threads, int prefetch, int64_t see
 
 static void add_uniform(stk_pipeline *p, const char *out, double lo, double hi, int64_t len) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, "random.uniform", "cpu"));
+  TU_OK(stk_op_create("random.uniform", "cpu", &op));
   double range[2] = {lo, hi};
   TU_OK(stk_op_set_floats(op, "range", range, 2));
   if (len > 0) TU_OK(stk_op_set_ints(op, "shape", &len, 1));
@@ -125,7 +125,7 @@ static void test_sync_execution_matches_async(void **state) {
 static void test_per_sample_argument_and_ragged_output(void **state) {
   stk_pipeline *p = make_pipe(16, 2, 2, 3);
   stk_op *op;
-  TU_OK(stk_op_create(&op, "random.choice", "cpu"));
+  TU_OK(stk_op_create("random.choice", "cpu", &op));
   double a[] = {1, 2, 3, 4};
   TU_OK(stk_op_set_floats(op, "a", a, 4));
   TU_OK(stk_op_set_ints(op, "shape", (int64_t[]){1}, 1));
@@ -133,7 +133,7 @@ static void test_per_sample_argument_and_ragged_output(void **state) {
   TU_OK(stk_op_add_output(op, "len"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "random.normal", "cpu"));
+  TU_OK(stk_op_create("random.normal", "cpu", &op));
   TU_OK(stk_op_set_arg_input(op, "shape", "len"));
   TU_OK(stk_op_add_output(op, "x"));
   TU_OK(stk_pipeline_add_op(p, op));
@@ -165,7 +165,7 @@ static void test_per_sample_argument_and_ragged_output(void **state) {
 static void test_external_source_feed(void **state) {
   stk_pipeline *p = make_pipe(3, 2, 2, 1);
   stk_op *op;
-  TU_OK(stk_op_create(&op, "external_source", "cpu"));
+  TU_OK(stk_op_create("external_source", "cpu", &op));
   TU_OK(stk_op_set_name(op, "src"));
   TU_OK(stk_op_set_string(op, "layout", "HW"));
   TU_OK(stk_op_add_output(op, "data"));
@@ -242,7 +242,7 @@ static stk_pipeline *host_pipe(int *fail_every, int on_error) {
   TU_OK(stk_pipeline_set(p, STK_PIPE_ON_ERROR, on_error));
   add_uniform(p, "u", 0, 1, 2);
   stk_op *op;
-  TU_OK(stk_op_create(&op, "python_function", "cpu"));
+  TU_OK(stk_op_create("python_function", "cpu", &op));
   TU_OK(stk_op_set_name(op, "double"));
   TU_OK(stk_op_add_input(op, "u"));
   TU_OK(stk_op_add_output(op, "d"));
@@ -311,10 +311,10 @@ static void expect_build_error(stk_pipeline *p, stk_status want, const char *fra
 
 static void test_argument_and_graph_errors(void **state) {
   stk_op *op;
-  assert_int_equal(stk_op_create(&op, "no.such.op", "cpu"), STK_ERR_NOT_FOUND);
+  assert_int_equal(stk_op_create("no.such.op", "cpu", &op), STK_ERR_NOT_FOUND);
   assert_non_null(strstr(stk_last_error(), "no.such.op"));
-  assert_int_equal(stk_op_create(&op, "random.uniform", "tpu"), STK_ERR_INVALID_ARGUMENT);
-  TU_OK(stk_op_create(&op, "random.coin_flip", "cpu"));
+  assert_int_equal(stk_op_create("random.uniform", "tpu", &op), STK_ERR_INVALID_ARGUMENT);
+  TU_OK(stk_op_create("random.coin_flip", "cpu", &op));
   assert_int_equal(stk_op_set_float(op, "probabilty", 0.5), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(stk_last_error(), "'probabilty'"));
   assert_int_equal(stk_op_set_float(op, "probability", 1.5), STK_ERR_INVALID_ARGUMENT);
@@ -341,12 +341,12 @@ static void test_argument_and_graph_errors(void **state) {
   expect_build_error(p, STK_ERR_INVALID_ARGUMENT, "produced twice");
 
   p = make_pipe(2, 1, 1, 1);
-  TU_OK(stk_op_create(&op, "python_function", "cpu"));
+  TU_OK(stk_op_create("python_function", "cpu", &op));
   TU_OK(stk_op_add_input(op, "b"));
   TU_OK(stk_op_add_output(op, "a"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
-  TU_OK(stk_op_create(&op, "python_function", "cpu"));
+  TU_OK(stk_op_create("python_function", "cpu", &op));
   TU_OK(stk_op_add_input(op, "a"));
   TU_OK(stk_op_add_output(op, "b"));
   TU_OK(stk_pipeline_add_op(p, op));
@@ -355,7 +355,7 @@ static void test_argument_and_graph_errors(void **state) {
   expect_build_error(p, STK_ERR_INVALID_ARGUMENT, "cycle");
 
   p = make_pipe(2, 1, 1, 1);
-  TU_OK(stk_op_create(&op, "random.choice", "cpu"));
+  TU_OK(stk_op_create("random.choice", "cpu", &op));
   TU_OK(stk_op_add_output(op, "c"));
   TU_OK(stk_pipeline_add_op(p, op));
   stk_op_destroy(op);
@@ -363,7 +363,7 @@ static void test_argument_and_graph_errors(void **state) {
   expect_build_error(p, STK_ERR_INVALID_ARGUMENT, "'a' is required");
 
   p = make_pipe(2, 1, 1, 1);
-  TU_OK(stk_op_create(&op, "random.normal", "cpu"));
+  TU_OK(stk_op_create("random.normal", "cpu", &op));
   TU_OK(stk_op_set_arg_input(op, "mean", "nowhere"));
   TU_OK(stk_op_add_output(op, "n"));
   TU_OK(stk_pipeline_add_op(p, op));
@@ -474,6 +474,12 @@ static void test_registry_introspection(void **state) {
     assert_non_null(s->name);
     assert_true(strlen(s->doc) > 10);
     assert_ptr_equal(stk_registry_find(s->name), s);
+    /* every GPU operator carries its parity check (tests/python/registry_parity.py),
+     * except the transfer and the branch merge, tested on their own */
+    bool gpu = s->devices & (STK_DEVICE_GPU | STK_DEVICE_MIXED);
+    bool exempt = strcmp(s->name, "copy") == 0 || strcmp(s->name, "select") == 0;
+    if (gpu && !exempt && !s->gpu_check) fail_msg("%s has a GPU backend but no gpu_check", s->name);
+    if (!gpu && s->gpu_check) fail_msg("%s has a gpu_check but no GPU backend", s->name);
     for (int a = 0; a < s->num_args; a++) {
       assert_non_null(s->args[a].name);
       assert_non_null(s->args[a].doc);

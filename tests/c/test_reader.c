@@ -850,7 +850,7 @@ typedef struct {
 
 static stk_op *reader_op(const reader_args *a) {
   stk_op *op;
-  TU_OK(stk_op_create(&op, "readers.file", "cpu"));
+  TU_OK(stk_op_create("readers.file", "cpu", &op));
   TU_OK(stk_op_set_name(op, "Reader"));
   if (a->root) TU_OK(stk_op_set_string(op, "file_root", a->root));
   if (a->list) TU_OK(stk_op_set_string(op, "file_list", a->list));
@@ -1082,7 +1082,7 @@ static void test_operator_files_and_labels(void **state) {
   TU_OK(stk_pipeline_create(&p));
   TU_OK(stk_pipeline_set(p, STK_PIPE_BATCH_SIZE, 2));
   stk_op *op;
-  TU_OK(stk_op_create(&op, "readers.file", "cpu"));
+  TU_OK(stk_op_create("readers.file", "cpu", &op));
   TU_OK(stk_op_set_name(op, "Reader"));
   TU_OK(stk_op_set_string(op, "file_root", dir));
   TU_OK(stk_op_set_strings(op, "files", files, 2));
