@@ -185,7 +185,7 @@ static const stk_op_schema mf_schema = {
     .num_args = MF_COUNT_,
     .args = mf_args,
     .gpu_check =
-        "# atol=0.001\n"
+        "# atol=0.001 mismatch=0.001\n"
         "r = subscript(IN, kinds=[0, 1, 0], at_0=0, at_2=0)\n"
         "x = cast(r, dtype=\"float\")\n"
         "s = spectrogram(x, nfft=64, window_length=48, window_step=8)\n"
