@@ -26,7 +26,7 @@ double stk__video_fps(const stk__video *v);
 /* Decodes the frames `index[0..count)` (any order, repeats allowed, each < the frame
  * count) as RGB24 into dst: count frames of out_h x out_w x 3 bytes, scaled bilinearly
  * when that differs from the video's size (0: the video's width or height). */
-stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, int out_w,
-                          int out_h, uint8_t *dst);
+stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, int out_w, int out_h,
+                           uint8_t *dst);
 
 #endif /* STOKER_CODECS_VIDEO_H */
