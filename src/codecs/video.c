@@ -1,7 +1,11 @@
-/* Video decoding through FFmpeg (video.h). Every read demuxes and decodes from the
- * start of the stream up to the last wanted frame: simple and exact for any codec and
- * container (no reliance on timestamps or seek accuracy), at the cost of decoding the
- * frames before a sequence. */
+/* Video decoding through FFmpeg (video.h).
+ *
+ * Opening demuxes the stream once and records every packet's presentation timestamp and
+ * which packets are key frames. When every packet has a distinct timestamp, frame i is
+ * the i-th smallest of them: a read then seeks to the last key frame at or before the
+ * first wanted frame and numbers the decoded frames by their timestamps. Without usable
+ * timestamps, or when a read finds a frame it cannot place, it decodes from the start
+ * and numbers the frames in output order: slower, never wrong. */
 #include "video.h"
 
 #include <stdlib.h>
@@ -20,6 +24,9 @@ struct stk__video {
   AVFormatContext *fmt;
   int stream;
   int64_t frames;
+  int64_t *pts;  /* frames sorted timestamps, or NULL (numbered by decoding order) */
+  int64_t *keys; /* frame indices of the key frames, ascending */
+  int64_t nkeys;
   int width, height;
   double fps;
 };
@@ -98,20 +105,82 @@ static stk_status open_format(stk__video *v) {
   return STK_OK;
 }
 
-/* Counts the stream's packets (one frame each for the codecs in common use). */
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The index of timestamp ts among the sorted pts, or -1. */
+static int64_t pts_index(const stk__video *v, int64_t ts) {
+  int64_t lo = 0, hi = v->frames - 1;
+  while (lo <= hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (v->pts[mid] == ts) return mid;
+    if (v->pts[mid] < ts)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return -1;
+}
+
+/* From the packets' timestamps (n of them, key[] their key flags, in file order):
+ * v->pts sorted and v->keys, or neither when a timestamp is missing or repeated. */
+static void build_index(stk__video *v, int64_t *ts, const uint8_t *key, int64_t n) {
+  int64_t *keyts = malloc(sizeof(int64_t) * (size_t)(n ? n : 1)), nk = 0;
+  bool ok = keyts != NULL;
+  for (int64_t i = 0; i < n && ok; i++) {
+    ok = ts[i] != AV_NOPTS_VALUE;
+    if (key[i]) keyts[nk++] = ts[i];
+  }
+  if (ok) qsort(ts, (size_t)n, sizeof *ts, cmp_i64);
+  for (int64_t i = 1; i < n && ok; i++) ok = ts[i] != ts[i - 1];
+  if (ok) {
+    v->pts = ts, v->frames = n;
+    for (int64_t i = 0; i < nk; i++) keyts[i] = pts_index(v, keyts[i]);
+    qsort(keyts, (size_t)nk, sizeof *keyts, cmp_i64);
+    v->keys = keyts, v->nkeys = nk;
+    return;
+  }
+  free(ts);
+  free(keyts);
+}
+
+/* Counts the stream's packets (one frame each for the codecs in common use) and indexes
+ * their timestamps. */
 static stk_status count_frames(stk__video *v) {
   AVPacket *pkt = av_packet_alloc();
-  if (!pkt) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a packet");
-  int64_t n = 0;
-  int err;
-  while ((err = av_read_frame(v->fmt, pkt)) >= 0) {
-    if (pkt->stream_index == v->stream) n++;
+  int64_t n = 0, cap = 256;
+  int64_t *ts = malloc(sizeof(int64_t) * (size_t)cap);
+  uint8_t *key = malloc((size_t)cap);
+  stk_status st = pkt && ts && key ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  int err = 0;
+  while (st == STK_OK && (err = av_read_frame(v->fmt, pkt)) >= 0) {
+    if (pkt->stream_index == v->stream) {
+      if (n == cap) {
+        cap *= 2;
+        int64_t *t2 = realloc(ts, sizeof(int64_t) * (size_t)cap);
+        if (t2) ts = t2;
+        uint8_t *k2 = t2 ? realloc(key, (size_t)cap) : NULL;
+        if (k2) key = k2;
+        if (!t2 || !k2) st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for the frame index");
+      }
+      if (st == STK_OK) {
+        ts[n] = pkt->pts;
+        key[n++] = (pkt->flags & AV_PKT_FLAG_KEY) != 0;
+      }
+    }
     av_packet_unref(pkt);
   }
   av_packet_free(&pkt);
-  if (err != AVERROR_EOF) return av_fail(STK_ERR_DECODE, "corrupt container", err);
+  if (st == STK_OK && err != AVERROR_EOF) st = av_fail(STK_ERR_DECODE, "corrupt container", err);
   v->frames = n;
-  return STK_OK;
+  if (st == STK_OK)
+    build_index(v, ts, key, n); /* takes ts */
+  else
+    free(ts);
+  free(key);
+  return st;
 }
 
 bool stk__video_codec_available(void) { return true; }
@@ -149,6 +218,8 @@ void stk__video_close(stk__video *v) {
   if (!v) return;
   close_format(v);
   free(v->path);
+  free(v->pts);
+  free(v->keys);
   free(v);
 }
 
@@ -179,14 +250,31 @@ typedef struct {
   int64_t nw, next, decoded; /* next: first unserved entry of w */
   int out_w, out_h;          /* the size frames are scaled to */
   uint8_t *dst;
+  bool by_pts; /* frames numbered by their timestamps (v->pts); else by output order */
+  bool miss;   /* a frame could not be placed: start again from the start, by order */
 } reader;
+
+/* The index of the decoded frame, or -1 for one to skip (r->miss set when the read must
+ * start again). */
+static int64_t frame_index(reader *r) {
+  if (!r->by_pts) return r->decoded++;
+  AVFrame *f = r->frame;
+  int64_t ts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
+  int64_t idx = ts == AV_NOPTS_VALUE ? -1 : pts_index(r->v, ts);
+  if (idx < 0 || idx > r->w[r->next].index) {
+    r->miss = true; /* an unknown frame, or the wanted one was not decoded */
+    return -1;
+  }
+  return idx;
+}
 
 /* Converts the decoded frame into every slot that wants its index. */
 static stk_status deliver(reader *r) {
   stk__video *v = r->v;
   AVFrame *f = r->frame;
-  int64_t idx = r->decoded++;
-  if (r->next >= r->nw || r->w[r->next].index != idx) return STK_OK;
+  if (r->next >= r->nw) return STK_OK;
+  int64_t idx = frame_index(r);
+  if (idx < 0 || r->w[r->next].index != idx) return STK_OK;
   if (f->width != v->width || f->height != v->height)
     return STK_FAIL(STK_ERR_DECODE, "frame %lld is %dx%d; the stream says %dx%d", (long long)idx,
                     f->width, f->height, v->width, v->height);
@@ -208,7 +296,7 @@ static stk_status deliver(reader *r) {
 static stk_status decode_packet(reader *r, const AVPacket *pkt) {
   int err = avcodec_send_packet(r->dec, pkt);
   if (err < 0 && err != AVERROR_EOF) return av_fail(STK_ERR_DECODE, "corrupt frame data", err);
-  while (r->next < r->nw) {
+  while (r->next < r->nw && !r->miss) {
     err = avcodec_receive_frame(r->dec, r->frame);
     if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return STK_OK;
     if (err < 0) return av_fail(STK_ERR_DECODE, "corrupt frame data", err);
@@ -235,19 +323,45 @@ static stk_status open_decoder(reader *r) {
   return err < 0 ? av_fail(STK_ERR_UNSUPPORTED, "cannot open the decoder", err) : STK_OK;
 }
 
-static stk_status run_read(reader *r) {
+/* By timestamps: seeks to the last key frame at or before the first wanted frame. */
+static void seek_to_key(reader *r) {
+  stk__video *v = r->v;
+  int64_t want0 = r->w[0].index, key = -1;
+  for (int64_t i = 0; i < v->nkeys && v->keys[i] <= want0; i++) key = v->keys[i];
+  if (key <= 0) return; /* from the start */
+  if (av_seek_frame(v->fmt, v->stream, v->pts[key], AVSEEK_FLAG_BACKWARD) < 0) {
+    open_format(v); /* a failed seek may leave the demuxer anywhere: start over */
+  }
+}
+
+static stk_status decode_all(reader *r) {
   STK_TRY(open_format(r->v));
   STK_TRY(open_decoder(r));
+  if (r->by_pts) seek_to_key(r);
+  if (!r->v->fmt) return STK_FAIL(STK_ERR_DECODE, "cannot reopen the video");
   AVPacket *pkt = av_packet_alloc();
   if (!pkt) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a packet");
   stk_status st = STK_OK;
-  int err = 0;
-  while (st == STK_OK && r->next < r->nw && (err = av_read_frame(r->v->fmt, pkt)) >= 0) {
+  while (st == STK_OK && r->next < r->nw && !r->miss && av_read_frame(r->v->fmt, pkt) >= 0) {
     if (pkt->stream_index == r->v->stream) st = decode_packet(r, pkt);
     av_packet_unref(pkt);
   }
   av_packet_free(&pkt);
-  if (st == STK_OK && r->next < r->nw) st = decode_packet(r, NULL);
+  if (st == STK_OK && r->next < r->nw && !r->miss) st = decode_packet(r, NULL);
+  return st;
+}
+
+static stk_status run_read(reader *r) {
+  r->by_pts = r->v->pts != NULL;
+  stk_status st = decode_all(r);
+  if (st == STK_OK && r->by_pts && (r->miss || r->next < r->nw)) {
+    /* start again, numbering frames in output order from the start */
+    avcodec_free_context(&r->dec);
+    av_frame_free(&r->frame);
+    r->by_pts = r->miss = false;
+    r->next = r->decoded = 0;
+    st = decode_all(r);
+  }
   if (st == STK_OK && r->next < r->nw)
     st = STK_FAIL(STK_ERR_DECODE, "the stream ended after %lld frames; frame %lld was asked for",
                   (long long)r->decoded, (long long)r->w[r->next].index);
