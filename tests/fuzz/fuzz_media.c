@@ -1,6 +1,7 @@
 /* Audio (libsndfile) and video (FFmpeg) decoding from memory through stoker's wrappers:
  * their virtual I/O callbacks, limits and frame bookkeeping. Decodes at most a few
- * frames of a video, and the audio resampled to a second rate. */
+ * frames of a video (from the middle, then the start, scaled), and the audio resampled
+ * to a second rate. */
 #include <stdlib.h>
 
 #include "codecs/audio.h"
@@ -25,9 +26,11 @@ static void video(const uint8_t *data, size_t size) {
   if (stk__video_open(data, size, NULL, &v) != STK_OK) return;
   int64_t n = stk__video_frames(v), w = stk__video_width(v), h = stk__video_height(v);
   if (n > 0 && w * h <= (1 << 20)) {
-    int64_t idx[3] = {n - 1, 0, n / 2};
-    uint8_t *dst = malloc((size_t)(3 * w * h * 3));
-    if (dst) stk__video_read(v, idx, 3, 0, 0, dst);
+    /* mid-file first (the seeking path), then the first frame (from the start) */
+    int64_t late[2] = {n - 1, n / 2}, first = 0;
+    uint8_t *dst = malloc((size_t)(2 * w * h * 3));
+    if (dst && stk__video_read(v, late, 2, 0, 0, dst) == STK_OK)
+      stk__video_read(v, &first, 1, 8, 8, dst);
     free(dst);
   }
   stk__video_close(v);
