@@ -97,7 +97,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
-if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec || want perf) && [ ! -d "$DATA" ]; then
+if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec || want perf || named sanitizers || named pytest_gpu) && [ ! -d "$DATA" ]; then
   (
     for i in 0 1 2 3 4 5 6 7; do
       python3 scripts/make_dataset.py "$DATA/p$i" --count 250 --seed "$i" &
@@ -123,7 +123,7 @@ fi
 
 # ---- build ----
 BUILD_OK=1
-if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec || want perf; then
+if want build || want tests || want bench || want sanitizer || want pipeline || want ops || want opbench || want presets || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec || want perf || named sanitizers || named pytest_gpu; then
   step configure 180 cmake -S . -B "$BUILD" -G Ninja -DSTK_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$(command -v python3)" \
     -DCMAKE_BUILD_TYPE=Release -DSTK_CUDA_ARCHS="${STK_GPU_ARCHS:-90-real}" "${PKGCFG_ARG[@]}" || BUILD_OK=0
   [ $BUILD_OK = 1 ] && { step build 300 ninja -C "$BUILD" || BUILD_OK=0; }
@@ -158,14 +158,7 @@ fi
 # racecheck (shared-memory hazards) and synccheck (barriers) over the GPU tests' kernels,
 # and memcheck over one short run of every GPU preset (issue 19)
 if [ $BUILD_OK = 1 ] && named sanitizers; then
-  for tool in racecheck synccheck; do
-    step "$tool" 240 compute-sanitizer --tool $tool --error-exitcode 9 --report-api-errors no \
-      "$BUILD/gpu_tests" --small --no-bad-inputs --dataset "$DATA"
-  done
-  for preset in decode basic-full basic randaugment autoaugment trivialaugment; do
-    step "memcheck_$preset" 120 compute-sanitizer --tool memcheck --error-exitcode 9 --report-api-errors no \
-      "$BUILD/stoker" bench --data "$DATA" --pipeline $preset --device gpu --batch-size 64 --threads 8 --iters 3
-  done
+  step sanitizers 480 scripts/gpu_sanitizers.sh "$BUILD" "$DATA" "$OUTDIR" "${STK_SAN_SECONDS:-420}"
 fi
 
 # ---- per-operator GPU tests (Python, CPU vs GPU parity) and benchmarks (bench_*) ----
@@ -210,8 +203,10 @@ fi
 # ---- the Python GPU tests (every operator's GPU parity, the GPU stage, torch hand-off),
 #      and why sampling matters (a small classifier on a class-sorted folder; CPU, torch) ----
 if [ $BUILD_OK = 1 ] && named pytest_gpu; then
+  # STK_PYTEST_ARGS: which tests (default: the whole suite, stopping at the first failure)
+  # shellcheck disable=SC2086
   step pytest_gpu 300 env PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" python3 -m pytest -q -p no:cacheprovider \
-    -x tests/python
+    ${STK_PYTEST_ARGS:--x tests/python}
 fi
 if named sampling; then
   step sampling 240 env PYTHONUNBUFFERED=1 PYTHONPATH="$ROOT/python" STK_BUILD_DIR="$BUILD" \

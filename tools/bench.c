@@ -128,12 +128,44 @@ static void print_breakdown(stk_pipeline *p, bool json) {
   if (json) printf("}");
 }
 
+/* Each epoch's rate (every batch timed, warm-up or not): what a sample cache changes
+ * between the first epoch and the next ones. */
+#define MAX_EPOCHS_SHOWN 64
+typedef struct {
+  int count;
+  int64_t images[MAX_EPOCHS_SHOWN];
+  double seconds[MAX_EPOCHS_SHOWN];
+} epoch_times;
+
+static void print_epochs(const epoch_times *e, const stk_stats *s, bool json) {
+  if (json) printf("\"epochs\": [");
+  for (int k = 0; k < e->count; k++) {
+    double ips = e->seconds[k] > 0 ? (double)e->images[k] / e->seconds[k] : 0;
+    if (json)
+      printf("%s{\"images\": %lld, \"seconds\": %.4f, \"images_per_s\": %.2f}", k ? ", " : "",
+             (long long)e->images[k], e->seconds[k], ips);
+    else
+      printf("  epoch %d: %lld images in %.2f s, %.1f images/s\n", k + 1, (long long)e->images[k],
+             e->seconds[k], ips);
+  }
+  if (json)
+    printf(
+        "], \"cache\": {\"hits\": %lld, \"misses\": %lld, \"bytes\": %lld, \"entries\": "
+        "%lld, \"dropped\": %lld}, ",
+        (long long)s->cache_hits, (long long)s->cache_misses, (long long)s->cache_bytes,
+        (long long)s->cache_entries, (long long)s->cache_dropped);
+  else if (s->cache_hits || s->cache_misses)
+    printf("  sample cache: %lld hits, %lld misses, %.1f MiB in %lld samples, %lld dropped\n",
+           (long long)s->cache_hits, (long long)s->cache_misses, s->cache_bytes / 1048576.0,
+           (long long)s->cache_entries, (long long)s->cache_dropped);
+}
+
 int cli_bench(int argc, char **argv) {
   cli_options o;
   if (!cli_parse(argc, argv, 2,
                  "--data --pipeline --device --batch-size --threads --epochs --iters --prefetch "
                  "--seed --on-error --warmup "
-                 "--timeout --json",
+                 "--timeout --json --cache-bytes --cache-dir",
                  &o))
     return 2;
   stk_pipeline *p = cli_make_pipeline(&o);
@@ -159,7 +191,9 @@ int cli_bench(int argc, char **argv) {
     return 2;
   }
   bool bar = !o.json && isatty(2);
-  double t0 = now_s(), t_first = t0; /* the clock starts after the warm-up batches, if any */
+  epoch_times ep = {0};
+  double t0 = now_s(), t_first = t0,
+         t_epoch = t0; /* the clock starts after the warm-up batches, if any */
   int64_t images = 0, timed_images = 0;
   /* With --epochs, the run ends with the last batch of the last epoch (batches is then an
    * upper bound: bad samples skipped can end an epoch a batch early). */
@@ -174,7 +208,8 @@ int cli_bench(int argc, char **argv) {
     }
     stk_tensor_list *first = stk_batch_output(batch, 0);
     size_t n = stk_tensor_list_num_samples(first);
-    if (epochs_left > 0 && stk_batch_ends_epoch(batch)) epochs_left--;
+    bool ends = stk_batch_ends_epoch(batch);
+    if (epochs_left > 0 && ends) epochs_left--;
     bool last = b + 1 == batches || epochs_left == 0;
     /* GPU work is queued, not finished, when a batch is handed out: the last batch is
      * copied to the host so the clock stops only after the device is done with it */
@@ -190,6 +225,12 @@ int cli_bench(int argc, char **argv) {
     }
     stk_batch_release(batch);
     images += (int64_t)n;
+    if (ep.count < MAX_EPOCHS_SHOWN) ep.images[ep.count] += (int64_t)n;
+    if (ends || last) { /* the epoch's clock: batches handed out */
+      double t = now_s();
+      if (ep.count < MAX_EPOCHS_SHOWN) ep.seconds[ep.count++] = t - t_epoch;
+      t_epoch = t;
+    }
     /* the first --warmup batches (the host pool growing, its blocks being page-locked,
      * caches and nvJPEG's buffers filling) are not timed */
     if (b + 1 == o.warmup)
@@ -217,6 +258,7 @@ int cli_bench(int argc, char **argv) {
         ips, (long long)images, t_end - t0, (long long)s.skipped, (long long)batches,
         (long long)o.batch_size, (long long)o.threads, ms_batch, (long long)o.warmup,
         (long long)timed_images, timed, (long long)s.host_bytes_peak, o.pipeline, o.device);
+    print_epochs(&ep, &s, true);
     print_stages(&s, &d, batches, true);
     print_breakdown(p, true);
     printf(", \"skipped_samples\": ");
@@ -237,6 +279,7 @@ int cli_bench(int argc, char **argv) {
       printf("  host pool blocks page-locked: %lld (%lld left pageable)\n",
              (long long)d.host_blocks_pinned, (long long)d.host_pin_failures);
     print_skipped(p, false);
+    if (ep.count > 1 || s.cache_hits || s.cache_misses) print_epochs(&ep, &s, false);
     print_stages(&s, &d, batches, false);
     printf("operator share of CPU time:\n");
     print_breakdown(p, false);

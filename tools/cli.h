@@ -19,6 +19,9 @@ typedef struct {
   /* Flags actually given: only those override a pipeline file's own settings. */
   bool batch_size_given, threads_given, prefetch_given, on_error_given;
   const char *out; /* --out FILE */
+  /* the sample cache's ${CACHE_BYTES} and ${CACHE_DIR} in pipelines (preset "cached") */
+  int64_t cache_bytes;
+  const char *cache_dir;
 } cli_options;
 
 /* Parses argv[first..] into `o`; prints a message naming the bad flag and returns false

@@ -34,6 +34,8 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
                      .prefetch = 2,
                      .seed = -1,
                      .count = 16,
+                     .cache_bytes = 4ll << 30,
+                     .cache_dir = "",
                      .warmup = -1};
   for (int i = first; i < argc; i++) {
     const char *f = argv[i];
@@ -58,6 +60,10 @@ bool cli_parse(int argc, char **argv, int first, const char *allowed, cli_option
       o->pipeline = v;
     else if (strcmp(f, "--out") == 0)
       o->out = v;
+    else if (strcmp(f, "--cache-dir") == 0)
+      o->cache_dir = v;
+    else if (strcmp(f, "--cache-bytes") == 0)
+      ok = parse_int(f, v, 0, &o->cache_bytes);
     else if (strcmp(f, "--device") == 0) {
       o->device = v;
       if (strcmp(v, "cpu") != 0 && strcmp(v, "gpu") != 0) {
@@ -137,19 +143,20 @@ static char *pipeline_text(const char *spec, const char *device) {
   return text;
 }
 
-/* Replaces every ${DATA} with `data`, escaping quotes and backslashes for a string. */
-static char *substitute_data(const char *text, const char *data) {
-  size_t cap = strlen(text) + 1, dlen = data ? strlen(data) : 0;
-  for (const char *p = strstr(text, "${DATA}"); p; p = strstr(p + 1, "${DATA}")) cap += 2 * dlen;
+/* Replaces every `var` ("${DATA}") with `data`, escaping quotes and backslashes for a
+ * string. */
+static char *substitute(const char *text, const char *var, const char *data) {
+  size_t cap = strlen(text) + 1, dlen = data ? strlen(data) : 0, vlen = strlen(var);
+  for (const char *p = strstr(text, var); p; p = strstr(p + 1, var)) cap += 2 * dlen;
   char *out = malloc(cap), *w = out;
   if (!out) return NULL;
   for (const char *p = text; *p;) {
-    if (strncmp(p, "${DATA}", 7) == 0) {
+    if (strncmp(p, var, vlen) == 0) {
       for (size_t i = 0; i < dlen; i++) {
         if (data[i] == '"' || data[i] == '\\') *w++ = '\\';
         *w++ = data[i];
       }
-      p += 7;
+      p += vlen;
     } else {
       *w++ = *p++;
     }
@@ -175,8 +182,16 @@ static bool text_sets(const char *text, const char *key) {
 stk_pipeline *cli_make_pipeline(const cli_options *o) {
   char *raw = pipeline_text(o->pipeline, o->device);
   if (!raw) return NULL;
-  char *text = substitute_data(raw, o->data);
+  /* ${DATA}, and the sample cache's ${CACHE_BYTES} and ${CACHE_DIR} (--cache-bytes,
+   * --cache-dir: the "cached" preset's capacity_bytes and path) */
+  char bytes[32];
+  snprintf(bytes, sizeof bytes, "%lld", (long long)o->cache_bytes);
+  char *text = substitute(raw, "${DATA}", o->data);
   free(raw);
+  char *with_bytes = text ? substitute(text, "${CACHE_BYTES}", bytes) : NULL;
+  free(text);
+  text = with_bytes ? substitute(with_bytes, "${CACHE_DIR}", o->cache_dir) : NULL;
+  free(with_bytes);
   if (!text) return NULL;
   /* A flag given overrides the pipeline's own setting; a flag not given leaves a setting
    * the pipeline makes alone, and otherwise applies the command's default. */

@@ -30,6 +30,21 @@ static const struct {
      "out = crop_mirror_normalize(crops, mirror=mirror, " IMAGENET_NORMALIZE
      ", dtype=\"float32\", output_layout=\"CHW\")\n"
      "return out, labels\n"},
+    {"cached",
+     "# The sample cache (issue 22): decode + resize the shorter side to 256 run once per\n"
+     "# image; later epochs take them (and the labels) from the cache, skipping the reader\n"
+     "# and the decoder, and run only random_resized_crop 224 + mirror + normalise.\n"
+     "# --cache-bytes sets capacity_bytes (0: nothing kept, the baseline), --cache-dir a path.\n"
+     "jpegs, labels = readers.file(file_root=\"${DATA}\", random_shuffle=true, name=\"Reader\")\n"
+     "images = decoders.image(jpegs, output_type=\"RGB\")\n"
+     "small = resize(images, resize_shorter=256)\n"
+     "kept, kept_labels = cache(small, labels, capacity_bytes=${CACHE_BYTES}, "
+     "path=\"${CACHE_DIR}\")\n"
+     "crops = random_resized_crop(kept, size=[224, 224])\n"
+     "mirror = random.coin_flip(probability=0.5)\n"
+     "out = crop_mirror_normalize(crops, mirror=mirror, " IMAGENET_NORMALIZE
+     ", dtype=\"float32\", output_layout=\"CHW\")\n"
+     "return out, kept_labels\n"},
     {"decode",
      "# Bare full-image decoding: the ceiling for every decode-bound pipeline.\n"
      "jpegs, labels = readers.file(file_root=\"${DATA}\", name=\"Reader\")\n"
@@ -157,5 +172,5 @@ const char *cli_preset(const char *name) {
 }
 
 const char *cli_preset_names(void) {
-  return "basic basic-full decode randaugment autoaugment trivialaugment";
+  return "basic basic-full cached decode randaugment autoaugment trivialaugment";
 }

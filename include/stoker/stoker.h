@@ -224,6 +224,9 @@ typedef struct {
 /* Merges conditional branches: inputs after the first may have no value for a sample
  * (the branches it did not take). */
 #define STK_OPF_MERGES_BRANCHES 8u
+/* Works on the whole batch at once (output sample i may read input sample j): the CPU
+ * executor runs it between per-sample passes (a batch barrier). */
+#define STK_OPF_BATCH           16u
 
 typedef struct {
   const char *name; /* dotted name, e.g. "decoders.image", "readers.file", "resize" */
@@ -368,6 +371,11 @@ typedef struct {
   /* Mixed decoders: samples decoded by libjpeg-turbo in the CPU stage and uploaded (the
    * cpu_decoder_load share, and files nvJPEG does not take). */
   int64_t host_decoded;
+  /* The sample cache ("cache" operators, all of them together): samples found (their
+   * prefix skipped) and not found, in batches made so far (prefetched ones included); the
+   * bytes and samples held (in memory, or the files on disk); samples evicted or not
+   * stored because they did not fit capacity_bytes. */
+  int64_t cache_hits, cache_misses, cache_bytes, cache_entries, cache_dropped;
 } stk_stats;
 
 /* The GPU decoders' instrumentation, for profiling them (what a user tunes with

@@ -659,6 +659,11 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"consumer_wait_ns", s.consumer_wait_ns},
       {"decode_stage_ns", s.decode_stage_ns},
       {"host_decoded", s.host_decoded},
+      {"cache_hits", s.cache_hits},
+      {"cache_misses", s.cache_misses},
+      {"cache_bytes", s.cache_bytes},
+      {"cache_entries", s.cache_entries},
+      {"cache_dropped", s.cache_dropped},
   };
   PyObject *d = stats_dict(items, sizeof items / sizeof items[0]);
   return dict_put(d, "skipped_samples", d ? skipped_samples(self) : NULL);

@@ -270,9 +270,14 @@ def check_inputs(schema, inputs):
                 f"{schema.name}: input {i} is a list of DataNodes; stoker operators take one "
                 "DataNode per input")
         else:
-            from .types import ScalarConstant
+            import numpy as np
+            from .types import Constant, ScalarConstant
             if isinstance(x, ScalarConstant):
                 nodes.append(constant_node(x))
+            elif isinstance(x, (np.ndarray, np.generic, int, float)):
+                # DALI turns NumPy arrays and Python scalars given as inputs into constants
+                # (fn.full(np.float32(2.5), ...), fn.reductions.std_dev(x, 0.5)).
+                nodes.append(constant_node(Constant(np.asarray(x) if isinstance(x, np.generic) else x)))
             else:
                 raise InvalidArgumentError(
                     f"{schema.name}: input {i} must be a DataNode, got {type(x).__name__}")

@@ -9,6 +9,7 @@ against the same schema.
 
 import inspect
 import keyword
+import os
 import sys
 import types as _pytypes
 
@@ -126,11 +127,29 @@ class _VideoReaderHook:
         return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs, num_outputs=n))
 
 
+class _CacheHook:
+    """cache: one output per input (DALI has no such operator; the C schema's num_outputs is
+    -1)."""
+    extra_kwargs = {}
+    returns = "DataNode | list[DataNode]"
+
+    def call(self, schema, inputs, kwargs):
+        if kwargs.get("path") is None:
+            kwargs.pop("path", None)
+        elif isinstance(kwargs["path"], os.PathLike):
+            kwargs["path"] = os.fspath(kwargs["path"])
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=len(inputs))
+        return _graph.outputs_of(inst)
+
+
+
 for _name in ("readers.video", "experimental.readers.video", "readers.video_resize"):
     HOOKS[_name] = _VideoReaderHook()
-HOOKS["readers.file"] = _PairedReaderHook()
 HOOKS["readers.nemo_asr"] = _FlagOutputsHook(1, ("read_sample_rate", "read_text", "read_idxs"))
+HOOKS["readers.file"] = _PairedReaderHook()
+HOOKS["cache"] = _CacheHook()
 HOOKS["readers.webdataset"] = _ListOutputsHook("ext")
+HOOKS["element_extract"] = _ListOutputsHook("element_map")
 HOOKS["readers.tfrecord"] = _ListOutputsHook(
     "feature_names",
     extra_kwargs={"features": "DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, "

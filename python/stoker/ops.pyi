@@ -4,29 +4,6 @@ from typing import Any, Literal, Sequence
 from ._graph import DataNode
 from ._opgen import Operator
 
-class AudioResample(Operator):
-    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
-
-    Devices: cpu.
-
-    Inputs:
-        input: audio: [time] or [time, channels], any numeric type
-
-    Outputs:
-        output: the resampled audio, same layout
-
-    Keyword args:
-        in_rate (a float; may be a DataNode (per-sample argument input)): input sampling rate (with out_rate)
-        out_rate (a float; may be a DataNode (per-sample argument input)): output sampling rate (with in_rate)
-        scale (a float; may be a DataNode (per-sample argument input)): out_rate / in_rate, instead of the two rates
-        out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
-        quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
-        dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-        device (str, default "cpu"): one of 'cpu'
-        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-    """
-    def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class AutoContrast(Operator):
     """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
 
@@ -88,6 +65,33 @@ class BrightnessContrast(Operator):
     """
     def __init__(self, *, brightness: float | DataNode | None = ..., brightness_shift: float | DataNode | None = ..., contrast: float | DataNode | None = ..., contrast_center: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Cache(Operator):
+    """stoker extension (not in DALI): keeps what the deterministic part of the pipeline in front of it made for each sample (e.g. decode + resize), keyed by the reader's sample (its file and place in it, with the file's size and modification time: a changed file is made again), so epochs after the first skip that part and run only what follows. Outputs its inputs unchanged. Operators only the cache needs do not run for a hit (a reader whose labels go elsewhere still reads the file: cache the labels too to skip it). Random operators may not feed it, and its prefix must start at a data set reader. Entries are keyed by the prefix's operators and argument values, so a changed prefix never returns stale samples. Hits and misses: stats() (cache_hits, cache_misses, ...).
+
+    Devices: cpu.
+
+    Inputs:
+        input0: a tensor made by a deterministic prefix from a reader's samples
+        input1 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input2 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input3 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input4 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input5 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input6 (optional): a tensor made by a deterministic prefix from a reader's samples
+        input7 (optional): a tensor made by a deterministic prefix from a reader's samples
+
+    Outputs:
+        a number set by the arguments
+        outputs: the inputs, one output per input
+
+    Keyword args:
+        capacity_bytes (an int; default 1073741824; in [0, 9.2e+18]): The most bytes the cache holds (tensors plus a small header per sample). In memory, the least recently used samples make room for new ones; on disk, samples that do not fit are not stored (the files already there stay).
+        path (a string; default ""): Empty: keep the samples in memory (for this pipeline's life). A directory (created if missing): one file per sample and a manifest naming the prefix; it survives the pipeline, and a directory made for another prefix is emptied of its cache files first.
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, capacity_bytes: int | None = ..., path: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class Cast(Operator):
     """Converts every element to `dtype` with saturation: float to integer rounds half away from zero and clamps to the type's range (DALI's CPU cast).
 
@@ -123,6 +127,56 @@ class CastLike(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Cat(Operator):
+    """Joins its inputs along an existing axis (DALI's cat); the other extents, the type and the rank must agree. The layout is the first input's.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ColorSpaceConversion(Operator):
     """Converts between RGB, BGR, GRAY and YCbCr (DALI's color_space_conversion; this is also the way to get a grayscale image with DALI's definition). GRAY is the full-range BT.601 luma 0.299 R + 0.587 G + 0.114 B (1 channel); YCbCr is ITU-R BT.601 with Y in 16..235 and chroma centred at 128 (uint8; 0.0625 and 0.5 for float32 in [0, 1]); GRAY -> RGB replicates. uint8 or float32, HWC; computed in float64, rounded half away from zero.
@@ -283,6 +337,82 @@ class CropMirrorNormalize(Operator):
     """
     def __init__(self, *, crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., mirror: int | DataNode | None = ..., mean: Sequence[float] | DataNode | None = ..., std: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., dtype: str | None = ..., output_layout: str | None = ..., pad_output: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., rounding: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class DlTensorPythonFunction(Operator):
+    """Runs a function of the host program on each sample's inputs, passed as DLPack capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch CPU tensors).
+
+    Devices: cpu.
+
+    Inputs:
+        input0 (optional): an array passed to the function as argument 0
+        input1 (optional): an array passed to the function as argument 1
+        input2 (optional): an array passed to the function as argument 2
+        input3 (optional): an array passed to the function as argument 3
+        input4 (optional): an array passed to the function as argument 4
+        input5 (optional): an array passed to the function as argument 5
+        input6 (optional): an array passed to the function as argument 6
+        input7 (optional): an array passed to the function as argument 7
+        input8 (optional): an array passed to the function as argument 8
+        input9 (optional): an array passed to the function as argument 9
+        input10 (optional): an array passed to the function as argument 10
+        input11 (optional): an array passed to the function as argument 11
+        input12 (optional): an array passed to the function as argument 12
+        input13 (optional): an array passed to the function as argument 13
+        input14 (optional): an array passed to the function as argument 14
+        input15 (optional): an array passed to the function as argument 15
+
+    Outputs:
+        a number set by the arguments (see num_outputs)
+        output: arrays returned by the function
+
+    Keyword args:
+        num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
+        batch_processing (a bool; default false): must be false: calls are per sample (the Python layer refuses true)
+        synchronize_stream (a bool; default true): accepted for DALI compatibility (CPU data needs no stream)
+        function: the callable, called as function(*dlpack_capsules) for every sample; returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs
+        output_layouts: layout string (or one per output) given to the outputs
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class DumpImage(Operator):
+    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid).
+
+    Devices: cpu.
+
+    Inputs:
+        input: a uint8 image (HWC or CHW, 1 or 3 channels)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        suffix (a string; default ""): added to the file names: dump_image<suffix>_<sample ordinal>.ppm
+        input_layout (a string; default "HWC"; one of 'HWC', 'CHW'): how the image is laid out
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class ElementExtract(Operator):
+    """Extracts frames of sequences (DALI's element_extract): output k is frame element_map[k], with the F axis dropped from the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        a number set by the arguments
+        outputs: one frame per element_map entry
+
+    Keyword args:
+        element_map (a list of ints; required): the frames to extract, one output each
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, element_map: Sequence[int], device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class Equalize(Operator):
     """Equalizes the histogram of every channel of a uint8 image (DALI's equalize): by default as DALI, following OpenCV's equalizeHist; algorithm="pil" gives Pillow's ImageOps.equalize (what AutoAugment's reference code uses), exactly.
 
@@ -326,6 +456,25 @@ class Erase(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, anchor: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., axes: Sequence[int] | None = ..., fill_value: Sequence[float] | DataNode | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., normalized: bool | None = ..., centered_anchor: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class ExpandDims(Operator):
+    """Inserts unit axes at `axes` (indices in the output), named by new_axis_names (DALI's expand_dims). Without names the layout is dropped.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; required): where the new unit axes go, as indices in the output
+        new_axis_names (a string; default ""): one letter per new axis, inserted into the input's layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axes: Sequence[int], new_axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ExternalSource(Operator):
     """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
@@ -400,6 +549,43 @@ class Flip(Operator):
     """
     def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Full(Operator):
+    """A tensor of `shape` filled with the input value, broadcast by NumPy's rules, in the value's type (DALI's full).
+
+    Devices: cpu.
+
+    Inputs:
+        fill_value: the value, broadcast to the shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape (default: the fill value's)
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class FullLike(Operator):
+    """A tensor with data's shape, type and layout filled with fill_value, broadcast by NumPy's rules and converted to data's type (DALI's full_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape, type and layout the output takes
+        fill_value: the value, broadcast to data's shape by NumPy's rules
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class GaussianBlur(Operator):
     """Blurs each image with a Gaussian kernel (DALI's gaussian_blur): separable, weights exp(-x^2 / (2 sigma^2)) normalised to sum 1, border reflect_101 (dcb|abcd|cba).
 
@@ -419,6 +605,24 @@ class GaussianBlur(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, sigma: Sequence[float] | DataNode | None = ..., window_size: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class GetProperty(Operator):
+    """A property of each sample as a 1D uint8 tensor of characters (DALI's get_property): its source_info (the reader's file path for it) or the input's layout.
+
+    Devices: cpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        key (a string; required; one of 'source_info', 'layout'): source_info: the sample's origin (a file path; empty when unknown); layout: the input's layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, key: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Grayscale(Operator):
     """Converts RGB to grayscale the way torchvision's Grayscale does on PIL images (a stoker operator; DALI spells this color_space_conversion(image_type=RGB, output_type=GRAY)): uint8 uses Pillow's convert("L"), (19595 R + 38470 G + 7471 B + 2^15) >> 16; float32 uses 0.299 R + 0.587 G + 0.114 B.
@@ -540,73 +744,54 @@ class Laplacian(Operator):
     """
     def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., smoothing_size: Sequence[int] | DataNode | None = ..., normalized_kernel: bool | None = ..., scale: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class MelFilterBank(Operator):
-    """Converts a power spectrogram to mel bins with triangular filters equally spaced on the mel scale between freq_low and freq_high (librosa.filters.mel's conventions); the FFT size is 2 * (bins - 1).
+class LookupTable(Operator):
+    """Maps integer inputs through a table (DALI's lookup_table): keys[i] gives values[i], anything else default_value; the output has type dtype.
 
     Devices: cpu, gpu.
 
     Inputs:
-        input: a power spectrogram with nfft/2+1 frequency bins on the layout's 'f' axis (the first axis when there is no layout)
+        input: integer keys
 
     Outputs:
-        output: float32; nfilter bins on that axis
+        output: the result
 
     Keyword args:
-        nfilter (an int; default 128; in [1, 65536]): number of mel filters (output bins)
-        sample_rate (a float; default 44100.0; in [1e-06, 1000000000]): sampling rate of the signal (Hz)
-        freq_low (a float; default 0.0; in [0, 1000000000]): lowest frequency of the bank (Hz)
-        freq_high (a float; default 0.0; in [0, 1000000000]): highest frequency (Hz); 0: sample_rate / 2
-        normalize (a bool; default true): scale each triangle by 2 / its width in Hz (Slaney's equal area, librosa's norm='slaney'); false: peaks of 1
-        mel_formula (a string; default "slaney"; one of 'slaney', 'htk'): the mel scale: Slaney's (librosa's default) or HTK's 2595 log10(1 + f / 700)
+        keys (a list of ints; default []): the keys, integers in [0, 65535]
+        values (a list of floats; default []): the value of each key (as many as keys)
+        default_value (a float; default 0.0): the value of inputs that are no key
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the output type
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, keys: Sequence[int] | None = ..., values: Sequence[float] | None = ..., default_value: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class Mfcc(Operator):
-    """Mel-frequency cepstral coefficients: the discrete cosine transform of a mel spectrogram along `axis`, the first n_mfcc coefficients kept, optionally liftered (librosa.feature.mfcc's conventions).
+class Normalize(Operator):
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
 
     Devices: cpu, gpu.
 
     Inputs:
-        input: mel spectrogram (usually in decibels)
+        input: a tensor
 
     Outputs:
-        output: float32; n_mfcc coefficients on `axis`
+        output: scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift
 
     Keyword args:
-        axis (an int; default 0; in [0, 7]): the axis of the mel bins (transformed)
-        dct_type (an int; default 2; in [1, 3]): DCT type 1, 2 or 3 (SciPy's definitions without their factor 2)
-        lifter (a float; default 0.0): cepstral liftering: coefficient k is multiplied by 1 + lifter / 2 sin(pi (k + 1) / lifter); 0: none
-        n_mfcc (an int; default 20; in [1, 65536]): number of coefficients kept
-        normalize (a bool; default false): orthonormal DCT (norm='ortho'); not with dct_type 1
+        axes (a list of ints): the axes the statistics reduce (default: all)
+        axis_names (a string): the same as layout letters
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
+        stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
+        scale (a float; default 1.0): multiplies the result
+        shift (a float; default 0.0): added after scaling
+        epsilon (a float; default 0.0): added to the variance (stddev^2) before the square root
+        ddof (an int; default 0): delta degrees of freedom of the computed variance
+        dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (integers: rounded and saturated)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, axis: int | None = ..., dct_type: int | None = ..., lifter: float | None = ..., n_mfcc: int | None = ..., normalize: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., batch: bool | None = ..., mean: Sequence[float] | DataNode | None = ..., stddev: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., epsilon: float | None = ..., ddof: int | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class NonsilentRegion(Operator):
-    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
-
-    Devices: cpu.
-
-    Inputs:
-        input: a 1-D signal, any numeric type
-
-    Outputs:
-        begin, length: int32 scalars: the first sample and the length of the non-silent region (0, 0 when all is silent)
-        input: a 1-D signal, any numeric type
-
-    Keyword args:
-        cutoff_db (a float; default -60.0): threshold (dB relative to reference_power): samples whose moving mean power is below it are silent
-        reference_power (a float; default 0.0; in [0, 1e+300]): the power of 0 dB; 0: the maximum of the moving mean power
-        reset_interval (an int; default 8192): samples after which the running sum is recomputed from scratch (bounds rounding drift; -1: never)
-        window_length (an int; default 2048; in [1, 1073741824]): samples averaged by the moving mean of the power
-        device (str, default "cpu"): one of 'cpu'
-        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-    """
-    def __init__(self, *, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-    def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class OneHot(Operator):
     """One-hot encodes class indices (DALI's one_hot): a new axis of num_classes entries at `axis`, holding on_value at each index and off_value elsewhere.
 
@@ -630,6 +815,63 @@ class OneHot(Operator):
     """
     def __init__(self, *, num_classes: int | DataNode, axis: int | None = ..., axis_name: str | None = ..., on_value: float | DataNode | None = ..., off_value: float | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Ones(Operator):
+    """A tensor of ones of the given shape and type (DALI's ones).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class OnesLike(Operator):
+    """Ones in data's shape and layout (DALI's ones_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Pad(Operator):
+    """Pads the end of the chosen axes with fill_value (DALI's pad): to `shape`, else to the batch's largest extent (GPU backend), then up to a multiple of align. The CPU backend runs per sample, so there it needs shape or align for every padded axis.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to pad (default: all)
+        axis_names (a string): the axes to pad, as layout letters
+        align (a list of ints; may be a DataNode (per-sample argument input)): round the padded extents up to a multiple of this (one value, or one per padded axis)
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the extent per padded axis (a sample larger keeps its own; 1: alignment only); -1 or absent: the largest in the batch (GPU only: the CPU backend runs per sample and needs an extent)
+        fill_value (a float; default 0.0; may be a DataNode (per-sample argument input)): the value of the padding (converted as a C cast, as DALI: -1 into uint8 is 255)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., align: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., fill_value: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PeekImageShape(Operator):
     """The shape [H, W, C] of each encoded image, read from its header without decoding.
 
@@ -649,6 +891,24 @@ class PeekImageShape(Operator):
     """
     def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class PerFrame(Operator):
+    """Marks the outermost axis as frames: the layout becomes "F" followed by '*' per other axis, or the input's with its first letter replaced (replace=True) (DALI's per_frame). stoker's operators read per-sample arguments, not per-frame ones: the mark only travels with the layout.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        replace (a bool; default false): a layout already there: false, an error; true, its first letter becomes F
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, replace: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Posterize(Operator):
     """Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & ~(2^(8 - bits) - 1)).
 
@@ -666,46 +926,6 @@ class Posterize(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, bits: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class PowerSpectrum(Operator):
-    """Power (or magnitude) spectrum of real signals along one axis, as NumPy's abs(rfft(x, nfft))**power: nfft/2+1 bins from 0 Hz to the Nyquist frequency.
-
-    Devices: cpu.
-
-    Inputs:
-        input: real signal(s), any numeric type
-
-    Outputs:
-        output: float32; the input's shape with nfft/2+1 bins on `axis`
-
-    Keyword args:
-        axis (an int; default -1): the axis transformed (-1: the last)
-        nfft (an int; default -1): FFT size: the axis is cut or zero-padded to it (-1: the axis' extent); the output has nfft/2+1 bins there
-        power (an int; default 2; in [1, 2]): 2: power |X|^2; 1: magnitude |X|
-        device (str, default "cpu"): one of 'cpu'
-        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-    """
-    def __init__(self, *, axis: int | None = ..., nfft: int | None = ..., power: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class PreemphasisFilter(Operator):
-    """Pre-emphasis: y[t] = x[t] - preemph_coeff * x[t-1], boosting high frequencies before spectral analysis of speech.
-
-    Devices: cpu, gpu.
-
-    Inputs:
-        input: a 1-D signal, any numeric type
-
-    Outputs:
-        output: the filtered signal, same shape
-
-    Keyword args:
-        preemph_coeff (a float; default 0.97; may be a DataNode (per-sample argument input)): the coefficient c of y[t] = x[t] - c x[t-1]
-        border (a string; default "clamp"; one of 'clamp', 'zero', 'reflect'): x[-1] for the first sample: x[0] (clamp), 0 (zero) or x[1] (reflect)
-        dtype (a string; default "float"; one of 'float', 'float32', 'float64', 'double'): output type
-        device (str, default "cpu"): one of 'cpu', 'gpu'
-        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-    """
-    def __init__(self, *, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PythonFunction(Operator):
     """Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, on the worker threads.
@@ -768,6 +988,52 @@ class RandomResizedCrop(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Reinterpret(Operator):
+    """Reads each sample's bytes as another element type and/or shape (DALI's reinterpret); without a shape the last extent is rescaled. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Reshape(Operator):
+    """Gives each sample a new shape with the same elements in the same order (DALI's reshape): from shape (or a second input), rel_shape or src_dims. On the GPU no byte is copied.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a tensor
+        shape (optional): optional: the output shape as a 1D integer tensor
+
+    Outputs:
+        output: the same bytes in the new shape
+
+    Keyword args:
+        shape (a list of ints; may be a DataNode (per-sample argument input)): the output shape; one extent may be -1 (inferred from the volume). A second input, when given, replaces it
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the output shape as multiples of the input's extents (extent d = round(rel_shape[d] * in[d])); one entry may be -1 (inferred)
+        layout (a string): the output layout; when absent, the input's is kept when the rank does not change, else it is empty
+        src_dims (a list of ints; may be a DataNode (per-sample argument input)): output extent d = input extent src_dims[d] (-1: a new unit axis); dropped axes must have extent 1
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): reinterpret: the new element type (the bytes are kept; without a shape, the last extent is rescaled)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., layout: str | None = ..., src_dims: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Resize(Operator):
     """Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
@@ -877,6 +1143,24 @@ class Select(Operator):
     """
     def __init__(self, *, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class SequenceRearrange(Operator):
+    """Reorders the frames of each sequence (DALI's sequence_rearrange): output frame k is input frame new_order[k]; new_order may be fed per sample.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a sequence: layout starting with F (or none)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        new_order (a list of ints; required; may be a DataNode (per-sample argument input)): output frame k is input frame new_order[k] (repeats and drops allowed; not empty)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, new_order: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Shapes(Operator):
     """The shape of every sample as a 1D tensor (DALI's shapes; what x.shape() on a data node becomes).
 
@@ -912,6 +1196,38 @@ class Sharpness(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, sharpness: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Slice(Operator):
+    """Cuts a window out of each sample (DALI's slice): the anchor and shape come from two inputs (float: fractions of the extents, unless normalized_* is false; integer: absolute) or from start/end/shape and their rel_ forms, for the axes given by axes or axis_names; positions round half away from zero. Windows leaving the input fail, are padded with fill_values or are trimmed.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        data: the tensor to slice
+        anchor (optional): optional: the start per slice axis (float: a fraction when normalized_anchor)
+        shape (optional): optional: the extents per slice axis (float: fractions when normalized_shape)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        start (a list of floats; may be a DataNode (per-sample argument input)): absolute start of the slice along each of the slice axes
+        end (a list of floats; may be a DataNode (per-sample argument input)): absolute end (exclusive); give end or shape
+        shape (a list of floats; may be a DataNode (per-sample argument input)): absolute extents of the slice
+        rel_start (a list of floats; may be a DataNode (per-sample argument input)): start as a fraction of each extent
+        rel_end (a list of floats; may be a DataNode (per-sample argument input)): end as a fraction of each extent
+        rel_shape (a list of floats; may be a DataNode (per-sample argument input)): extents as fractions of the input's
+        axes (a list of ints; default [1, 0]; may be a DataNode (per-sample argument input)): the axes the anchor and shape values refer to, in order (excludes axis_names)
+        axis_names (a string; default "WH"): the same as layout letters; used when the layout has them and axes is not given
+        normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extents
+        normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extents
+        out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the input: error, pad (with fill_values) or trim_to_shape (cut to the input)
+        fill_values (a list of floats; default [0.0]): the padding value, or one per channel (the layout's C axis, else the last)
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): output type (default: the input's); converted with saturation
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, start: Sequence[float] | DataNode | None = ..., end: Sequence[float] | DataNode | None = ..., shape: Sequence[float] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Solarize(Operator):
     """Inverts the values at or above `threshold` (PIL's ImageOps.solarize: x < threshold ? x : 255 - x; 1 - x for float32).
@@ -950,30 +1266,74 @@ class SolarizeAdd(Operator):
     """
     def __init__(self, *, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class Spectrogram(Operator):
-    """Short-time Fourier transform power (or magnitude) of a 1-D signal: frames of window_length samples every window_step, multiplied by the window, zero-padded to nfft, transformed (librosa.stft's conventions, as DALI's).
+class Squeeze(Operator):
+    """Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters leave the layout.
 
     Devices: cpu, gpu.
 
     Inputs:
-        input: a 1-D signal, any numeric type
+        input: a tensor
 
     Outputs:
-        output: float32 spectrogram, [nfft/2+1, frames] ("ft") or transposed
+        output: the result
 
     Keyword args:
-        nfft (an int; default -1): FFT size (>= window_length; frames are zero-padded to it); -1: window_length. The output has nfft/2+1 frequency bins
-        window_length (an int; default 512; in [1, 4194304]): samples per frame
-        window_step (an int; default 256; in [1, 1073741824]): samples between the starts of consecutive frames
-        window_fn (a list of floats): the window, window_length values; absent: a Hann window 0.5 (1 - cos(2 pi (t + 0.5) / window_length))
-        power (an int; default 2; in [1, 2]): 2: power |X|^2; 1: magnitude |X|
-        center_windows (a bool; default true): frame i is centred on sample i*window_step (the signal is padded by window_length/2 on both sides); false: it starts there
-        reflect_padding (a bool; default true): with center_windows: pad by reflection (NumPy's 'reflect', the edge sample not repeated); false: with zeros
-        layout (a string; default "ft"; one of 'ft', 'tf'): "ft": [frequency, time]; "tf": [time, frequency]
+        axes (a list of ints; may be a DataNode (per-sample argument input)): the axes to remove (extent 1 each); negative ones count from the end
+        axis_names (a string): the axes to remove, as layout letters
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, nfft: int | None = ..., window_length: int | None = ..., window_step: int | None = ..., window_fn: Sequence[float] | None = ..., power: int | None = ..., center_windows: bool | None = ..., reflect_padding: bool | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Stack(Operator):
+    """Stacks its inputs (same shape and type) along a new axis at `axis` (DALI's stack); axis_name names it in the layout (else the layout is dropped).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input0: a tensor (all inputs: one type and rank)
+        input1 (optional): a tensor (all inputs: one type and rank)
+        input2 (optional): a tensor (all inputs: one type and rank)
+        input3 (optional): a tensor (all inputs: one type and rank)
+        input4 (optional): a tensor (all inputs: one type and rank)
+        input5 (optional): a tensor (all inputs: one type and rank)
+        input6 (optional): a tensor (all inputs: one type and rank)
+        input7 (optional): a tensor (all inputs: one type and rank)
+        input8 (optional): a tensor (all inputs: one type and rank)
+        input9 (optional): a tensor (all inputs: one type and rank)
+        input10 (optional): a tensor (all inputs: one type and rank)
+        input11 (optional): a tensor (all inputs: one type and rank)
+        input12 (optional): a tensor (all inputs: one type and rank)
+        input13 (optional): a tensor (all inputs: one type and rank)
+        input14 (optional): a tensor (all inputs: one type and rank)
+        input15 (optional): a tensor (all inputs: one type and rank)
+        input16 (optional): a tensor (all inputs: one type and rank)
+        input17 (optional): a tensor (all inputs: one type and rank)
+        input18 (optional): a tensor (all inputs: one type and rank)
+        input19 (optional): a tensor (all inputs: one type and rank)
+        input20 (optional): a tensor (all inputs: one type and rank)
+        input21 (optional): a tensor (all inputs: one type and rank)
+        input22 (optional): a tensor (all inputs: one type and rank)
+        input23 (optional): a tensor (all inputs: one type and rank)
+        input24 (optional): a tensor (all inputs: one type and rank)
+        input25 (optional): a tensor (all inputs: one type and rank)
+        input26 (optional): a tensor (all inputs: one type and rank)
+        input27 (optional): a tensor (all inputs: one type and rank)
+        input28 (optional): a tensor (all inputs: one type and rank)
+        input29 (optional): a tensor (all inputs: one type and rank)
+        input30 (optional): a tensor (all inputs: one type and rank)
+        input31 (optional): a tensor (all inputs: one type and rank)
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        axis (an int; default 0): cat: the axis to join along; stack: where the new axis goes (negative: from the end)
+        axis_name (a string): cat: the axis as a layout letter (instead of axis); stack: the new axis's letter in the output layout
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axis: int | None = ..., axis_name: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Subscript(Operator):
     """Indexes and slices every sample as NumPy's a[...] (what x[...] on a data node becomes, as DALI's subscript): integer indices remove their axis (negative ones count from the end; out of range is an error), slices keep it (Python's defaults and clamping, negative steps included), None inserts an axis of extent 1, one ellipsis stands for the axes not named. Indices and slice bounds may be fed per sample.
@@ -1026,25 +1386,25 @@ class Subscript(Operator):
     """
     def __init__(self, *, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class ToDecibels(Operator):
-    """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
+class Transpose(Operator):
+    """Permutes the axes: output axis d is input axis perm[d] (DALI's transpose); the layout follows unless transpose_layout is false or output_layout is given.
 
     Devices: cpu, gpu.
 
     Inputs:
-        input: magnitudes or powers (>= 0)
+        input: a tensor
 
     Outputs:
-        output: float32, multiplier log10(max(x / reference, 10^(cutoff_db / multiplier)))
+        output: the result
 
     Keyword args:
-        multiplier (a float; default 10.0): 10 for power, 20 for amplitude
-        reference (a float; default 0.0; in [0, 1e+300]): the value of 0 dB; 0: the sample's maximum
-        cutoff_db (a float; default -200.0): floor of the result (dB below the reference)
+        perm (a list of ints): output axis d is input axis perm[d]; default: the axes reversed
+        transpose_layout (a bool; default true): permute the layout's letters too
+        output_layout (a string): the output layout (overrides transpose_layout)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, multiplier: float | None = ..., reference: float | None = ..., cutoff_db: float | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, perm: Sequence[int] | None = ..., transpose_layout: bool | None = ..., output_layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class WarpAffine(Operator):
     """Applies an affine transformation to each image (DALI's warp_affine): output pixel (x, y) samples the input at M (x + 0.5, y + 0.5), pixel-edge coordinates ([0, 0] is the corner of the first pixel, centres at +0.5), as torchvision's tensor affine and Pillow's Image.transform(AFFINE).
@@ -1069,6 +1429,41 @@ class WarpAffine(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, matrix: Sequence[float] | DataNode | None = ..., inverse_map: bool | None = ..., size: Sequence[float] | DataNode | None = ..., fill_value: Sequence[float] | DataNode | None = ..., interp_type: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Zeros(Operator):
+    """A tensor of zeros of the given shape and type (DALI's zeros).
+
+    Devices: cpu.
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        shape (a list of ints; default []; may be a DataNode (per-sample argument input)): the output shape ([]: a scalar)
+        dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type
+        layout (a string; default ""): the output layout
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class ZerosLike(Operator):
+    """Zeros in data's shape and layout (DALI's zeros_like).
+
+    Devices: cpu.
+
+    Inputs:
+        data: the tensor whose shape and layout (and type) the output takes
+
+    Outputs:
+        output: the result
+
+    Keyword args:
+        dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the element type (default: data's)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class auto_augment:
     """The auto_augment namespace."""
@@ -1218,28 +1613,6 @@ class auto_augment:
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class decoders:
     """The decoders namespace."""
-    class Audio(Operator):
-        """Decodes audio files (WAV, FLAC, OGG/Vorbis, AIFF, ... through libsndfile), optionally downmixed to mono and resampled.
-
-        Devices: cpu.
-
-        Inputs:
-            input: encoded audio bytes (1-D uint8)
-
-        Outputs:
-            audio, sample_rate: the samples, [time, channels] ([time] with downmix), and the rate as a float32 scalar
-            input: encoded audio bytes (1-D uint8)
-
-        Keyword args:
-            sample_rate (a float; default 0.0; may be a DataNode (per-sample argument input)): resample to this rate (Hz); 0: keep the file's
-            downmix (a bool; default false): average the channels: a 1-D [time] output
-            dtype (a string; default "float"; one of 'float', 'float32', 'int16', 'int32'): float in [-1, 1), or int16 / int32 at full scale
-            quality (a float; default 50.0; in [0, 100]): resampling quality (as audio_resample's)
-            device (str, default "cpu"): one of 'cpu'
-            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-        """
-        def __init__(self, *, sample_rate: float | DataNode | None = ..., downmix: bool | None = ..., dtype: str | None = ..., quality: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class Image(Operator):
         """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
 
@@ -1297,31 +1670,48 @@ class decoders:
         """
         def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-    class Video(Operator):
-        """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames.
+    class Inflate(Operator):
+        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
 
         Devices: cpu.
 
         Inputs:
-            input: an encoded video file's bytes (1-D uint8)
+            input: compressed bytes (1D uint8)
 
         Outputs:
-            output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+            output: the result
 
         Keyword args:
-            frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
-            start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
-            sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
-            stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
-            end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
-            pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
-            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
-            affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
-            build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Numpy(Operator):
+        """Decodes the bytes of .npy files (DALI's decoders.numpy): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric types in either byte order.
+
+        Devices: cpu.
+
+        Inputs:
+            input: the bytes of a .npy file (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the expected element type: a file of another type is an error (default: the file's)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class experimental:
     """The experimental namespace."""
@@ -1368,86 +1758,54 @@ class experimental:
         """
         def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-    class decoders:
-        """The experimental.decoders namespace."""
-        class Video(Operator):
-            """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. (DALI's experimental name; the same operator as decoders.video.)
+    class Inflate(Operator):
+        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+
+        Devices: cpu.
+
+        Inputs:
+            input: compressed bytes (1D uint8)
+
+        Outputs:
+            output: the result
+
+        Keyword args:
+            algorithm (a string; default "LZ4"; one of 'LZ4', 'DEFLATE'): LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, or raw deflate; a stoker extension)
+            shape (a list of ints; required; may be a DataNode (per-sample argument input)): the shape of one inflated chunk
+            chunk_offsets (a list of ints; may be a DataNode (per-sample argument input)): where each chunk starts in the input (sizes: up to the next one)
+            chunk_sizes (a list of ints; may be a DataNode (per-sample argument input)): the compressed size of each chunk (offsets: their running sum)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the type of the inflated data
+            layout (a string; default ""): the layout of one chunk
+            sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
+            check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class io:
+    """The io namespace."""
+    class file:
+        """The io.file namespace."""
+        class Read(Operator):
+            """Reads the file each sample names (DALI's io.file.read) into a 1D uint8 tensor of its bytes; max_file_bytes applies.
 
             Devices: cpu.
 
             Inputs:
-                input: an encoded video file's bytes (1-D uint8)
+                filepaths: the path of the file, as a 1D tensor of bytes (e.g. np.frombuffer(p.encode(), np.uint8))
 
             Outputs:
-                output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+                output: the result
 
             Keyword args:
-                frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
-                start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
-                sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
-                stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
-                end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
-                pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
-                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
-                affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
-                build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
+                dont_use_mmap (a bool; default false): accepted for DALI compatibility: files are always read with pread
+                use_o_direct (a bool; default false): accepted for DALI compatibility (ignored)
                 device (str, default "cpu"): one of 'cpu'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
-            def __init__(self, *, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __init__(self, *, dont_use_mmap: bool | None = ..., use_o_direct: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-    class readers:
-        """The experimental.readers namespace."""
-        class Video(Operator):
-            """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. (DALI's experimental name; the same operator as readers.video.)
-
-            Devices: cpu.
-
-            Outputs:
-                a number set by the arguments
-                video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
-
-            Keyword args:
-                filenames (a list of strings): the video files (excludes file_root and file_list)
-                labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
-                file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
-                file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
-                sequence_length (an int; required; in [1, 1048576]): frames per sample
-                step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
-                stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
-                file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
-                file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
-                file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
-                enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
-                enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
-                pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
-                pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
-                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
-                dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
-                normalized (a bool; default false): float output in [0, 1] (divided by 255)
-                channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
-                image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
-                skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
-                resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
-                resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-                shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
-                num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
-                stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
-                pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-                random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
-                initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
-                shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
-                seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
-                prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
-                dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
-                read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
-                lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
-                skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
-                device (str, default "cpu"): one of 'cpu'
-                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-            """
-            def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class math:
     """The math namespace."""
     class Binary(Operator):
@@ -1689,46 +2047,6 @@ class readers:
         """
         def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
-    class NemoAsr(Operator):
-        """Reads speech data sets described by NeMo ASR manifests: the audio files decoded (libsndfile; downmixed and resampled on request) with their transcripts. Sharding, padding and shuffling as in readers.file.
-
-        Devices: cpu.
-
-        Outputs:
-            a number set by the arguments
-            audio, [sample_rate], [text], [idx]: the decoded audio ([time], or [time, channels] without downmix), then as the read_* flags ask: the rate (float32 scalar), the transcript (uint8 bytes), the index (int64 [1])
-
-        Keyword args:
-            manifest_filepaths (a list of strings; required): NeMo manifests: JSON Lines with "audio_filepath", "duration" and "text" per line (relative paths: from the manifest's directory)
-            sample_rate (a float; default -1.0): resample to this rate (Hz); <= 0: keep each file's
-            quality (a float; default 50.0; in [0, 100]): resampling quality (as audio_resample's)
-            downmix (a bool; default true): average the channels: 1-D [time] audio
-            dtype (a string; default "float"; one of 'float', 'float32', 'int16', 'int32'): float in [-1, 1), or int16 / int32 at full scale
-            min_duration (a float; default 0.0): skip entries shorter than this (seconds, the manifest's)
-            max_duration (a float; default 0.0): skip entries longer than this (seconds); 0: no limit
-            read_sample_rate (a bool; default true): output the sample rate (float32 scalar)
-            read_text (a bool; default true): output the transcript (UTF-8 bytes, 1-D uint8)
-            read_idxs (a bool; default false): output the entry's index in the manifests (int64 [1])
-            normalize_text (a bool; default false): Deprecated in DALI; accepted, no effect
-            shuffle_after_epoch_seed (an int; default -1): Accepted for DALI compatibility; no effect. (use seed)
-            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
-            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
-            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
-            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
-            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
-            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
-            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
-            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
-            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
-            device (str, default "cpu"): one of 'cpu'
-            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-        """
-        def __init__(self, *, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Numpy(Operator):
         """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 
@@ -1808,106 +2126,6 @@ class readers:
         """
         def __init__(self, *, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]: ...
-    class Video(Operator):
-        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
-
-        Devices: cpu.
-
-        Outputs:
-            a number set by the arguments
-            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
-
-        Keyword args:
-            filenames (a list of strings): the video files (excludes file_root and file_list)
-            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
-            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
-            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
-            sequence_length (an int; required; in [1, 1048576]): frames per sample
-            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
-            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
-            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
-            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
-            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
-            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
-            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
-            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
-            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
-            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
-            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
-            normalized (a bool; default false): float output in [0, 1] (divided by 255)
-            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
-            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
-            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
-            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
-            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
-            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
-            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
-            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
-            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
-            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
-            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
-            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
-            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
-            device (str, default "cpu"): one of 'cpu'
-            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-        """
-        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
-    class VideoResize(Operator):
-        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. Frames are scaled (bilinear) to resize_x x resize_y as decoded.
-
-        Devices: cpu.
-
-        Outputs:
-            a number set by the arguments
-            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
-
-        Keyword args:
-            filenames (a list of strings): the video files (excludes file_root and file_list)
-            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
-            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
-            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
-            sequence_length (an int; required; in [1, 1048576]): frames per sample
-            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
-            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
-            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
-            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
-            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
-            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
-            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
-            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
-            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
-            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
-            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
-            normalized (a bool; default false): float output in [0, 1] (divided by 255)
-            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
-            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
-            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
-            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
-            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
-            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
-            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
-            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
-            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
-            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
-            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
-            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
-            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
-            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
-            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
-            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
-            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
-            device (str, default "cpu"): one of 'cpu'
-            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
-        """
-        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Webdataset(Operator):
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
@@ -1943,6 +2161,174 @@ class readers:
         """
         def __init__(self, *, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+class reductions:
+    """The reductions namespace."""
+    class Max(Operator):
+        """The largest element over the axes (DALI's reductions.max).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Mean(Operator):
+        """The mean over the axes (DALI's reductions.mean), float32 by default.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class MeanSquare(Operator):
+        """The mean of the squares over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Min(Operator):
+        """The smallest element over the axes (DALI's reductions.min).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Rms(Operator):
+        """The root mean square over the axes.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class StdDev(Operator):
+        """The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / (n - ddof)) (DALI's reductions.std_dev).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Sum(Operator):
+        """The sum over the axes (DALI's reductions.sum); integers accumulate in 64 bits, floats in float64.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Variance(Operator):
+        """The variance around the given mean (input 1), sum((x - mean)^2) / (n - ddof) (DALI's reductions.variance).
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: a tensor
+            mean: the mean per output element (the reduction's output shape, kept dims or not) or one value
+
+        Outputs:
+            output: the reduced tensor
+
+        Keyword args:
+            axes (a list of ints): the axes to reduce (default: all; [] reduces none)
+            axis_names (a string): the axes to reduce, as layout letters
+            keep_dims (a bool; default false): keep the reduced axes with extent 1
+            ddof (an int; default 0): delta degrees of freedom (divisor n - ddof)
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., ddof: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class transforms:
     """The transforms namespace."""
     class Combine(Operator):

@@ -469,7 +469,9 @@ class Pipeline:
         return {r: self._c.reader_meta(r) for r in self._readers}
 
     def stats(self):
-        """Batches, samples, skipped samples and pool memory (stk_pipeline_stats)."""
+        """Batches, samples, skipped samples, pool memory, stage times and the sample
+        cache's counters (cache_hits, cache_misses, cache_bytes, cache_entries,
+        cache_dropped: docs/python.md) (stk_pipeline_stats)."""
         self._require_built()
         return self._c.stats()
 

@@ -297,6 +297,17 @@ typedef struct {
   stk_dtype in_dtype, out_dtype; /* any stk_dtype; conversion as stk__convert */
 } stk_gpu_crop_args;
 
+/* MixUp / CutMix of one sample (mix_common.h): a dense tensor seen as [outer, h, mid, w,
+ * inner] elements; dst = a * wa + b * wb, with (wa_in, wb_in) inside the box
+ * [box[1], box[3]) x [box[0], box[2]) of the (h, w) plane and (wa_out, wb_out) outside. */
+typedef struct {
+  const void *a, *b; /* the sample and its partner (same shape) */
+  void *dst;
+  int64_t outer, h, mid, w, inner;
+  int64_t box[4]; /* x1, y1, x2, y2 */
+  float wa_in, wb_in, wa_out, wb_out;
+} stk_gpu_mix_sample;
+
 /* flip of a dense tensor seen as [outer, h, mid, w, inner] elements (stk__flip). */
 typedef struct {
   const void *src;
@@ -451,6 +462,10 @@ typedef struct stk_gpu_api {
   void (*host_free)(stk_gpu_ctx *ctx, void *ptr);
   /* appended (issue 26): the audio operators (api_audio.h); NULL in older builds */
   const struct stk_gpu_audio_api *audio;
+  /* mixup / cutmix: dtype STK_DTYPE_UINT8 or STK_DTYPE_FLOAT32 (src/cuda/mix.cu). */
+  int (*mix)(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
+             uintptr_t stream, char *err, size_t errlen);
+  const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

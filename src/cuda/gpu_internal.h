@@ -145,6 +145,8 @@ STK_HIDDEN int stk_gpu_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *
                             size_t errlen);
 STK_HIDDEN int stk_gpu_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s, size_t esize,
                             uintptr_t stream, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *s, stk_dtype dtype,
+                           uintptr_t stream, char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *s,
                             stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err,
                             size_t errlen);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "gpu_internal.h"
+#include "api_tensor.h"
 
 #define DEFAULT_WAIT_TIMEOUT_MS 300000
 
@@ -715,6 +716,7 @@ extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table;
 extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table;
 extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table;
 extern "C" STK_HIDDEN const stk_gpu_audio_api stk_gpu_audio_table;
+extern "C" STK_HIDDEN const stk_gpu_tensor_api stk_gpu_tensor_table;
 
 static const stk_gpu_api api_table = {
     STK_GPU_ABI_VERSION,
@@ -761,6 +763,8 @@ static const stk_gpu_api api_table = {
     gpu_host_alloc,
     gpu_host_free,
     &stk_gpu_audio_table,
+    stk_gpu_mix,
+    &stk_gpu_tensor_table,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

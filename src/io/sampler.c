@@ -101,6 +101,13 @@ static int64_t longest_shard(const stk__sampler *s, const int64_t *perm) {
   return longest;
 }
 
+/* An epoch's length: the shard's own size, or with pad_last_batch the longest shard of
+ * the epoch (unit order `perm`, NULL: the identity) rounded up to whole batches. */
+static int64_t padded_length(const stk__sampler *s, const int64_t *perm, int64_t size) {
+  const stk__sampler_config *c = &s->cfg;
+  return c->pad_last_batch ? round_up(longest_shard(s, perm), c->batch_size) : size;
+}
+
 /* The length of epoch `epoch` (padding included) and its shard's own size; `perm` is
  * scratch for the streaming unit order (U entries) or NULL when not shuffling. */
 static int64_t epoch_length(const stk__sampler *s, int64_t epoch, int64_t *perm, int64_t *size) {
@@ -108,12 +115,11 @@ static int64_t epoch_length(const stk__sampler *s, int64_t epoch, int64_t *perm,
   int64_t shard = shard_of_epoch(c, epoch);
   if (!c->num_units) {
     *size = stk__shard_size(shard, c->num_shards, c->num_samples);
-    return c->pad_last_batch ? stk__shard_padded_size(c->num_shards, c->num_samples, c->batch_size)
-                             : *size;
+    return padded_length(s, NULL, *size);
   }
   if (perm) epoch_permutation(s, perm, c->num_units, epoch);
   *size = stream_shard_size(s, perm, shard);
-  return c->pad_last_batch ? round_up(longest_shard(s, perm), c->batch_size) : *size;
+  return padded_length(s, perm, *size);
 }
 
 /* `order` becomes the shard's samples of a random-access epoch. */
@@ -155,9 +161,7 @@ static void start_epoch(stk__sampler *s, int64_t epoch) {
     build_streaming_order(s);
   else
     build_random_access_order(s);
-  s->length = c->pad_last_batch
-                  ? round_up(longest_shard(s, s->shuffle ? s->perm : NULL), c->batch_size)
-                  : s->size;
+  s->length = padded_length(s, s->shuffle && c->num_units ? s->perm : NULL, s->size);
   s->emitted = s->read = s->fill = 0;
 }
 

@@ -1,8 +1,10 @@
-/* Image decoders: decoders.image, decoders.image_random_crop, peek_image_shape.
+/* Image decoders: decoders.image, decoders.image_random_crop, decoders.image_crop,
+ * decoders.image_slice, peek_image_shape.
  * The codec work lives in src/codecs; these operators read arguments, name the sample in
  * errors and allocate outputs through stk__output so the decoder writes straight into the
  * batch. On the "mixed" device, nvJPEG decodes the batch into GPU memory (see the end of
  * this file). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +12,7 @@
 #include "../codecs/codecs.h"
 #include "crop_window.h"
 #include "gpu_util.h"
-#include "op.h"
+#include "image_util.h"
 
 /* Arguments every decoder takes, first in each table (the enums rely on it). DALI's
  * mixed-backend tuning arguments are accepted so DALI pipelines port unchanged. */
@@ -124,6 +126,15 @@ typedef struct {
   stk_gpu_decode_class cls;
   uint8_t *pixels; /* decoded in the CPU stage (a host pool block), uploaded by the GPU stage */
 } mixed_record;
+
+/* How a decoder chooses the window it decodes of a w x h image (as displayed), for
+ * sample s; `in` holds the sample's anchor and shape inputs (decoders.image_slice) or
+ * NULLs. NULL function: the whole image. The CPU operator, the CPU-stage preparation and
+ * the GPU stage all call it, so every path decodes the same window. */
+typedef stk_status (*window_fn)(stk__node *node, stk__sample *s, const stk__tensor *const in[2],
+                                int w, int h, stk__crop_window *win);
+static stk_status random_window(stk__node *node, stk__sample *s, const stk__tensor *const in[2],
+                                int w, int h, stk__crop_window *win);
 
 static stk_status image_prepare(stk__node *node, stk__sample *s, void *record);
 static stk_status crop_prepare(stk__node *node, stk__sample *s, void *record);
@@ -286,13 +297,8 @@ static stk_status crop_run(stk__node *node, stk__sample *s) {
   int w = o.ignore_orientation ? info.width : info.oriented_width;
   int h = o.ignore_orientation ? info.height : info.oriented_height;
 
-  const double *a, *r;
-  stk__arg_floats(node, NULL, RC_AREA, &a);
-  stk__arg_floats(node, NULL, RC_RATIO, &r);
-  stk__philox g;
-  stk__sample_rng(node, s, &g);
-  stk__crop_window win = stk__random_crop_window(&g, w, h, a[0], a[1], r[0], r[1],
-                                                 (int)stk__arg_int(node, NULL, RC_ATTEMPTS));
+  stk__crop_window win;
+  STK_TRY(random_window(node, s, NULL, w, h, &win));
   o.roi_x = win.x;
   o.roi_y = win.y;
   o.roi_w = win.w;
@@ -304,6 +310,19 @@ static stk_status crop_run(stk__node *node, stk__sample *s) {
     o.min_w = (int)sz[1];
   }
   return decode_into_output(node, s, data, size, nm, &o);
+}
+
+static stk_status random_window(stk__node *node, stk__sample *s, const stk__tensor *const in[2],
+                                int w, int h, stk__crop_window *win) {
+  (void)in;
+  const double *a, *r;
+  stk__arg_floats(node, NULL, RC_AREA, &a);
+  stk__arg_floats(node, NULL, RC_RATIO, &r);
+  stk__philox g;
+  stk__sample_rng(node, s, &g);
+  *win = stk__random_crop_window(&g, w, h, a[0], a[1], r[0], r[1],
+                                 (int)stk__arg_int(node, NULL, RC_ATTEMPTS));
+  return STK_OK;
 }
 
 static const stk_op_schema crop_schema = {
@@ -335,6 +354,291 @@ const stk__op_def stk__op_decoders_image_random_crop = {
     .prep_bytes = sizeof(mixed_record),
     .prep_release = mixed_release,
 };
+
+/* ---- decoders.image_crop and decoders.image_slice: a given window ---- */
+
+static stk_status window_mixed_prepare(stk__node *node, stk__sample *s, void *record);
+static stk_status window_run_mixed(stk__node *node, stk__gpu_batch *b);
+
+/* The window of a w x h image as decode options; a window leaving the image is cut to it
+ * (trim_to_shape) or refused (error). */
+static stk_status decode_window(stk__node *node, stk__sample *s, window_fn window) {
+  char buf[48];
+  const char *nm = sample_name(s, buf, sizeof buf);
+  const uint8_t *data;
+  size_t size;
+  STK_TRY(encoded_input(node, s, nm, &data, &size));
+  stk__decode_opts o;
+  base_opts(node, &o);
+  stk__image_info info;
+  stk_status st = stk__image_peek(data, size, nm, &info);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  int w = o.ignore_orientation ? info.width : info.oriented_width;
+  int h = o.ignore_orientation ? info.height : info.oriented_height;
+  const stk__tensor *in[2] = {NULL, NULL};
+  for (int k = 0; k < 2 && k + 1 < stk__node_num_inputs(node); k++) in[k] = stk__input(s, k + 1);
+  stk__crop_window win;
+  STK_TRY(window(node, s, in, w, h, &win));
+  o.roi_x = win.x, o.roi_y = win.y, o.roi_w = win.w, o.roi_h = win.h;
+  return decode_into_output(node, s, data, size, nm, &o);
+}
+
+/* A rectangle inside the w x h image as a window, or the error naming it. */
+static stk_status fit_window(stk__node *node, stk__sample *s, const stk__rect *r, int w, int h,
+                             bool trim, stk__crop_window *win) {
+  int64_t y0 = r->y, x0 = r->x, y1 = r->y + r->h, x1 = r->x + r->w;
+  if (trim) {
+    y0 = y0 < 0 ? 0 : y0 > h ? h : y0, x0 = x0 < 0 ? 0 : x0 > w ? w : x0;
+    y1 = y1 < y0 ? y0 : y1 > h ? h : y1, x1 = x1 < x0 ? x0 : x1 > w ? w : x1;
+  }
+  if (y0 < 0 || x0 < 0 || y1 > h || x1 > w || y1 <= y0 || x1 <= x0)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "the window %lldx%lld at (y %lld, x %lld) is empty or leaves the %dx%d image "
+                      "(out_of_bounds_policy \"error\"; \"trim_to_shape\" cuts it to the image)",
+                      (long long)r->h, (long long)r->w, (long long)r->y, (long long)r->x, h, w);
+  *win = (stk__crop_window){(int)x0, (int)y0, (int)(x1 - x0), (int)(y1 - y0)};
+  return STK_OK;
+}
+
+#define WINDOW_POLICY_ARG                                                                   \
+  {                                                                                         \
+    .name = "out_of_bounds_policy", .type = STK_ARG_STRING, .default_text = "\"error\"",    \
+    .choices = "error|trim_to_shape",                                                       \
+    .doc = "a window leaving the image: \"error\", or \"trim_to_shape\" (cut to the image)" \
+  }
+
+enum {
+  IC_CROP = A_COMMON_COUNT,
+  IC_CROP_H,
+  IC_CROP_W,
+  IC_POS_X,
+  IC_POS_Y,
+  IC_ROUNDING,
+  IC_POLICY,
+  IC_COUNT_
+};
+static const stk_arg_schema image_crop_args[] = {
+    DECODER_COMMON_ARGS,
+    [IC_CROP] = {.name = "crop",
+                 .type = STK_ARG_FLOATS,
+                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                 .max = 1e9,
+                 .doc = "window size [H, W] (exclusive with crop_h / crop_w)"},
+    [IC_CROP_H] = {.name = "crop_h",
+                   .type = STK_ARG_FLOAT,
+                   .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                   .default_text = "0.0",
+                   .max = 1e9,
+                   .doc = "window height (with crop_w)"},
+    [IC_CROP_W] = {.name = "crop_w",
+                   .type = STK_ARG_FLOAT,
+                   .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                   .default_text = "0.0",
+                   .max = 1e9,
+                   .doc = "window width (with crop_h)"},
+    [IC_POS_X] = {.name = "crop_pos_x",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                  .default_text = "0.5",
+                  .max = 1,
+                  .doc = "horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))"},
+    [IC_POS_Y] = {.name = "crop_pos_y",
+                  .type = STK_ARG_FLOAT,
+                  .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
+                  .default_text = "0.5",
+                  .max = 1,
+                  .doc = "vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))"},
+    [IC_ROUNDING] = {.name = "rounding",
+                     .type = STK_ARG_STRING,
+                     .default_text = "\"round\"",
+                     .choices = "round|truncate",
+                     .doc = "how the anchor becomes an integer"},
+    [IC_POLICY] = WINDOW_POLICY_ARG,
+};
+STK__CHECK_ARGS(image_crop_args, IC_COUNT_);
+
+static const stk__crop_arg_ids image_crop_ids = {IC_CROP, IC_CROP_H, IC_CROP_W, IC_POS_X, IC_POS_Y};
+
+static bool trims(const stk__node *node, int policy_arg) {
+  return strcmp(stk__arg_string(node, policy_arg), "trim_to_shape") == 0;
+}
+
+static stk_status image_crop_window(stk__node *node, stk__sample *s, const stk__tensor *const in[2],
+                                    int w, int h, stk__crop_window *win) {
+  (void)in;
+  stk__rect r;
+  bool trim = trims(node, IC_POLICY);
+  bool truncate = strcmp(stk__arg_string(node, IC_ROUNDING), "truncate") == 0;
+  STK_TRY(stk__crop_args_rect(node, s, &image_crop_ids, trim ? STK__OOB_TRIM : STK__OOB_ERROR,
+                              truncate, h, w, &r));
+  return fit_window(node, s, &r, w, h, trim, win);
+}
+
+static stk_status image_crop_init(stk__node *node) {
+  STK_TRY(mixed_init(node));
+  return stk__crop_args_check(node, &image_crop_ids);
+}
+
+static stk_status image_crop_run(stk__node *node, stk__sample *s) {
+  return decode_window(node, s, image_crop_window);
+}
+
+static const stk_op_schema image_crop_schema = {
+    .name = "decoders.image_crop",
+    .doc =
+        "Decodes only a fixed window of each image, placed as crop does (DALI's "
+        "decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): "
+        "JPEGs decode just the rows and columns the window needs. Otherwise as "
+        "decoders.image.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = encoded_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = IC_COUNT_,
+    .args = image_crop_args,
+    .gpu_check =
+        "# atol=8 mismatch=0.05\n"
+        "return decoders.image_crop(ENC, crop=[64, 80], crop_pos_x=0.3, device=@)",
+};
+const stk__op_def stk__op_decoders_image_crop = {
+    .schema = &image_crop_schema,
+    .init = image_crop_init,
+    .run_sample = image_crop_run,
+    .run_gpu = window_run_mixed,
+    .prepare = window_mixed_prepare,
+    .prep_bytes = sizeof(mixed_record),
+    .prep_release = mixed_release,
+};
+
+enum { IS_NORM_ANCHOR = A_COMMON_COUNT, IS_NORM_SHAPE, IS_AXES, IS_POLICY, IS_COUNT_ };
+static const stk_arg_schema image_slice_args[] = {
+    DECODER_COMMON_ARGS,
+    [IS_NORM_ANCHOR] = {.name = "normalized_anchor",
+                        .type = STK_ARG_BOOL,
+                        .default_text = "true",
+                        .doc = "the anchor is a fraction of the extent (else pixels)"},
+    [IS_NORM_SHAPE] = {.name = "normalized_shape",
+                       .type = STK_ARG_BOOL,
+                       .default_text = "true",
+                       .doc = "the shape is a fraction of the extent (else pixels)"},
+    [IS_AXES] = {.name = "axes",
+                 .type = STK_ARG_INTS,
+                 .default_text = "[1, 0]",
+                 .doc = "the axes anchor and shape give, in their order: 0 = H, 1 = W (the "
+                        "default [1, 0]: [x, y] and [w, h], as DALI)"},
+    [IS_POLICY] = WINDOW_POLICY_ARG,
+};
+STK__CHECK_ARGS(image_slice_args, IS_COUNT_);
+
+static const stk_port_schema slice_in[] = {
+    {"encoded", "the file's bytes: a 1-D uint8 tensor (JPEG or PNG)"},
+    {"anchor", "the window's start along `axes` (float or integer)"},
+    {"shape", "the window's extent along `axes`"}};
+
+/* Value k of a 1-D anchor or shape input. */
+static bool slice_value(const stk__tensor *t, int64_t k, double *v) {
+  int64_t n = 1;
+  for (int d = 0; d < t->ndim; d++) n *= t->shape[d];
+  if (k >= n) return false;
+  switch (t->dtype) {
+    case STK_DTYPE_FLOAT32:
+      *v = ((const float *)t->data)[k];
+      return true;
+    case STK_DTYPE_FLOAT64:
+      *v = ((const double *)t->data)[k];
+      return true;
+    case STK_DTYPE_INT32:
+      *v = ((const int32_t *)t->data)[k];
+      return true;
+    case STK_DTYPE_INT64:
+      *v = (double)((const int64_t *)t->data)[k];
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* DALI's slice window: start = round(anchor * extent), end = round((anchor + shape) *
+ * extent) (normalised; in pixels without the factor), per axis of `axes`. */
+static stk_status image_slice_window(stk__node *node, stk__sample *s,
+                                     const stk__tensor *const in[2], int w, int h,
+                                     stk__crop_window *win) {
+  const int64_t *axes;
+  size_t na = stk__arg_ints(node, NULL, IS_AXES, &axes);
+  double start[2] = {0, 0}, end[2] = {h, w}; /* [y, x]: the whole image on axes not given */
+  bool na_rel = stk__arg_bool(node, NULL, IS_NORM_ANCHOR),
+       ns_rel = stk__arg_bool(node, NULL, IS_NORM_SHAPE);
+  for (size_t k = 0; k < na; k++) {
+    double a, z, extent = axes[k] == 0 ? h : w;
+    if (!slice_value(in[0], (int64_t)k, &a) || !slice_value(in[1], (int64_t)k, &z))
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "the anchor and shape need %zu float or int32/int64 values (one per axis "
+                        "of 'axes')",
+                        na);
+    double a_px = na_rel ? a * extent : a, z_px = ns_rel ? z * extent : z;
+    start[axes[k]] = (double)llround(a_px);
+    end[axes[k]] = (double)llround(a_px + z_px);
+  }
+  stk__rect r = {(int64_t)start[0], (int64_t)start[1], (int64_t)(end[0] - start[0]),
+                 (int64_t)(end[1] - start[1])};
+  return fit_window(node, s, &r, w, h, trims(node, IS_POLICY), win);
+}
+
+static stk_status image_slice_init(stk__node *node) {
+  STK_TRY(mixed_init(node));
+  const int64_t *axes;
+  size_t n = stk__arg_ints(node, NULL, IS_AXES, &axes);
+  if (n < 1 || n > 2 || axes[0] < 0 || axes[0] > 1 || axes[n - 1] < 0 || axes[n - 1] > 1 ||
+      (n == 2 && axes[0] == axes[1]))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "'axes' must list 0 (H) and/or 1 (W), each once");
+  return STK_OK;
+}
+
+static stk_status image_slice_run(stk__node *node, stk__sample *s) {
+  return decode_window(node, s, image_slice_window);
+}
+
+static const stk_op_schema image_slice_schema = {
+    .name = "decoders.image_slice",
+    .doc =
+        "Decodes only the window given by the anchor and shape inputs (DALI's "
+        "decoders.image_slice: normalised by default, [x, y] / [w, h] order with the "
+        "default axes; start = round(anchor * extent), end = round((anchor + shape) * "
+        "extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, "
+        "normalized_shape=false). JPEGs decode just that window. Otherwise as "
+        "decoders.image.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
+    .min_inputs = 3,
+    .max_inputs = 3,
+    .inputs = slice_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = IS_COUNT_,
+    .args = image_slice_args,
+    .gpu_check =
+        "# atol=8 mismatch=0.05\n"
+        "a = random.uniform(range=[0.0, 0.4], shape=[2])\n"
+        "z = random.uniform(range=[0.3, 0.6], shape=[2])\n"
+        "return decoders.image_slice(ENC, a, z, device=@)",
+};
+const stk__op_def stk__op_decoders_image_slice = {
+    .schema = &image_slice_schema,
+    .init = image_slice_init,
+    .run_sample = image_slice_run,
+    .run_gpu = window_run_mixed,
+    .prepare = window_mixed_prepare,
+    .prep_bytes = sizeof(mixed_record),
+    .prep_release = mixed_release,
+};
+
+/* The window of the running decoder: image_slice's takes the anchor and shape inputs
+ * (its aliases share the schema's shape, not the definition's address). */
+static window_fn window_of(const stk__node *node) {
+  return stk__node_def(node)->schema->min_inputs == 3 ? image_slice_window : image_crop_window;
+}
 
 /* ---- the mixed device: nvJPEG into GPU memory, CPU decode + upload for the rest ---- */
 
@@ -396,8 +700,8 @@ static stk_status host_decode(stk__node *node, const mixed_sample *m, mixed_reco
 
 /* Reads the header, draws the window (random crop: the same Philox draws as the CPU
  * operator), and decides where the sample is decoded. m->data, size and name are set. */
-static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_crop,
-                             mixed_sample *m) {
+static stk_status mixed_plan(stk__node *node, stk__sample *s, window_fn window,
+                             const stk__tensor *const in[2], mixed_sample *m) {
   base_opts(node, &m->opts);
   stk__image_info info;
   stk_status st = stk__image_peek(m->data, m->size, m->name, &info);
@@ -414,14 +718,9 @@ static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_
     if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
   }
   m->out_w = w, m->out_h = h;
-  if (random_crop) {
-    const double *a, *r;
-    stk__arg_floats(node, NULL, RC_AREA, &a);
-    stk__arg_floats(node, NULL, RC_RATIO, &r);
-    stk__philox g;
-    stk__sample_rng(node, s, &g);
-    stk__crop_window win = stk__random_crop_window(&g, w, h, a[0], a[1], r[0], r[1],
-                                                   (int)stk__arg_int(node, NULL, RC_ATTEMPTS));
+  if (window) {
+    stk__crop_window win;
+    STK_TRY(window(node, s, in, w, h, &win));
     m->opts.roi_x = win.x, m->opts.roi_y = win.y, m->opts.roi_w = win.w, m->opts.roi_h = win.h;
     m->out_w = win.w, m->out_h = win.h;
   }
@@ -436,12 +735,14 @@ static stk_status mixed_plan(stk__node *node, const stk__sample *s, bool random_
  * the files nvJPEG does not take, the decoded pixels. A bad header or, there, bad data
  * is the sample's failure here, so the bad-sample policy replaces it before the batch
  * reaches the GPU. */
-static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, bool random_crop) {
+static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, window_fn window) {
   mixed_record *rec = record;
   char buf[48];
   mixed_sample m = {.name = sample_name(s, buf, sizeof buf)};
   STK_TRY(encoded_input(node, s, m.name, &m.data, &m.size));
-  STK_TRY(mixed_plan(node, s, random_crop, &m));
+  const stk__tensor *in[2] = {NULL, NULL};
+  for (int k = 0; k < 2 && k + 1 < stk__node_num_inputs(node); k++) in[k] = stk__input(s, k + 1);
+  STK_TRY(mixed_plan(node, s, window, in, &m));
   *rec = (mixed_record){true,         m.cpu,        false,        m.out_h,      m.out_w, m.channels,
                         m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h, {0}};
   stk__gpu *g = stk__node_gpu(node);
@@ -462,14 +763,14 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, b
 }
 
 static stk_status image_prepare(stk__node *node, stk__sample *s, void *record) {
-  return mixed_prepare(node, s, record, false);
+  return mixed_prepare(node, s, record, NULL);
 }
 static stk_status crop_prepare(stk__node *node, stk__sample *s, void *record) {
-  return mixed_prepare(node, s, record, true);
+  return mixed_prepare(node, s, record, random_window);
 }
 
 /* Sample i's plan in the GPU stage: the prepared record, else planned here. */
-static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool random_crop,
+static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, window_fn window,
                                     const stk_tensor_list *in, size_t i, mixed_sample *m, char *buf,
                                     size_t cap) {
   stk_tensor_desc d;
@@ -482,7 +783,21 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, bool ran
   m->size = (size_t)d.shape[0];
   m->name = sample_name(s, buf, cap);
   const mixed_record *rec = stk__gpu_prep(b, i);
-  if (!rec || !rec->ready) return mixed_plan(node, s, random_crop, m);
+  if (!rec || !rec->ready) {
+    stk__tensor views[2];
+    const stk__tensor *extra[2] = {NULL, NULL};
+    for (int k = 0; k < 2 && k + 1 < stk__node_num_inputs(node); k++) {
+      stk_tensor_desc e;
+      STK_TRY(stk_tensor_list_sample(stk__gpu_input(b, k + 1), i, &e));
+      if (stk_tensor_list_storage(stk__gpu_input(b, k + 1)) == STK_STORAGE_DEVICE)
+        return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                          "the anchor and shape must come from the CPU");
+      views[k] = (stk__tensor){.data = e.data, .ndim = e.ndim, .dtype = e.dtype};
+      memcpy(views[k].shape, e.shape, sizeof views[k].shape);
+      extra[k] = &views[k];
+    }
+    return mixed_plan(node, s, window, extra, m);
+  }
   base_opts(node, &m->opts);
   m->opts.roi_x = rec->roi_x, m->opts.roi_y = rec->roi_y, m->opts.roi_w = rec->roi_w,
   m->opts.roi_h = rec->roi_h;
@@ -597,7 +912,7 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
   return st;
 }
 
-static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop) {
+static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, window_fn window) {
   size_t n = stk__gpu_batch_size(b);
   stk_tensor_list *in = stk__gpu_input(b, 0), *out = NULL;
   if (stk_tensor_list_storage(in) == STK_STORAGE_DEVICE)
@@ -608,7 +923,7 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop
   char(*names)[48] = stk__calloc(n, 48, "sample names");
   stk_status st = ms && shapes && names ? STK_OK : STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
-    st = mixed_plan_sample(node, b, random_crop, in, i, &ms[i], names[i], 48);
+    st = mixed_plan_sample(node, b, window, in, i, &ms[i], names[i], 48);
     shapes[3 * i] = ms[i].out_h, shapes[3 * i + 1] = ms[i].out_w,
                shapes[3 * i + 2] = ms[i].channels;
   }
@@ -624,10 +939,16 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, bool random_crop
 }
 
 static stk_status image_run_mixed(stk__node *node, stk__gpu_batch *b) {
-  return mixed_run(node, b, false);
+  return mixed_run(node, b, NULL);
+}
+static stk_status window_run_mixed(stk__node *node, stk__gpu_batch *b) {
+  return mixed_run(node, b, window_of(node));
+}
+static stk_status window_mixed_prepare(stk__node *node, stk__sample *s, void *record) {
+  return mixed_prepare(node, s, record, window_of(node));
 }
 static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b) {
-  return mixed_run(node, b, true);
+  return mixed_run(node, b, random_window);
 }
 
 /* ---- peek_image_shape ---- */

@@ -36,6 +36,7 @@ typedef struct stk__sample stk__sample; /* one sample's execution context */
 typedef struct stk__plan stk__plan;     /* a reader's plan for the next samples */
 struct stk__gpu_batch;                  /* a batch in the GPU stage (op_gpu.h) */
 struct stk__gpu_fusion; /* how a GPU operator fuses with its neighbours (gpu_util.h) */
+typedef struct stk__batch stk__batch; /* the samples a CPU batch operator sees at once */
 
 typedef struct stk__op_def {
   const stk_op_schema *schema;
@@ -78,6 +79,21 @@ typedef struct stk__op_def {
   /* GPU operators that fuse with a neighbour (resampling into crop_mirror_normalize):
    * their part of the fusion, described in gpu_util.h. May be NULL. */
   const struct stk__gpu_fusion *fusion;
+  /* Readers (optional): what names item `item` for the sample cache (pipeline/cache.c),
+   * appended to `id` (the same item always gives the same text: a path), and what
+   * changes with its contents, appended to `stamp` (size, modification time), so a
+   * changed file is a miss; and *source, what names it in error messages (as for
+   * stk__sample_set_source: outliving the batch), for the samples whose reader a hit
+   * skips. NULL: the cache names the item by its index. */
+  stk_status (*item_identity)(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
+                              const char **source);
+  /* Batch operators (schema flag STK_OPF_BATCH), CPU backend: process the whole batch at
+   * once, instead of run_sample. The executor ends the per-sample pass before the node
+   * (every sample's inputs are ready), calls this on the producer thread, then starts the
+   * next pass for the operators after it. Read sample j's inputs and write sample i's
+   * outputs through stk__batch_sample (stk__input, stk__output and stk__scratch work on
+   * those samples as in run_sample). A failure fails the batch. */
+  stk_status (*run_batch)(stk__node *node, stk__batch *batch);
 } stk__op_def;
 
 /* Argument tables: end the operator's argument enum with a count and index every entry
@@ -164,6 +180,16 @@ int64_t stk__sample_item(const stk__sample *s, const stk__node *reader);
  * the batch (readers point into their file lists). */
 void stk__sample_set_source(stk__sample *s, const char *source);
 const char *stk__sample_source(const stk__sample *s);
+
+/* ---- batch operators (stk__op_def.run_batch) ----
+ * The samples of the batch that take the operator's conditional branch (all of them
+ * outside conditionals), in batch order. */
+size_t stk__batch_size(const stk__batch *b);
+stk__sample *stk__batch_sample(const stk__batch *b, size_t i);
+/* The node's random stream for a whole batch, keyed by its first sample (`first`; the
+ * GPU backend passes stk__gpu_sample(b, 0)), apart from every per-sample stream: draws
+ * made once per batch give the same values on every backend and thread count. */
+void stk__batch_rng(const stk__node *node, const stk__sample *first, stk__philox *g);
 
 /* ---- reader plans ---- */
 struct stk__plan {

@@ -78,4 +78,10 @@ stk_status stk__gpu_output(stk__gpu_batch *b, int index, stk_tensor_list *tl);
  * was rejected, else `st` (the error stands: policy "error", not a data error, or a
  * sub-batch). The message is the calling thread's last error. */
 stk_status stk__gpu_reject_sample(stk__gpu_batch *b, size_t i, stk_status st);
+
+/* A list with the samples of `src` under a new dtype, rank, shapes (n * ndim values) and
+ * layout, sharing src's memory (kept alive by the view): the metadata-only operators
+ * (reshape, reinterpret, expand_dims, squeeze). The caller checks the byte sizes match. */
+stk_status stk__gpu_reshape_view(stk_tensor_list *src, stk_dtype dtype, int ndim,
+                                 const int64_t *shapes, const char *layout, stk_tensor_list **out);
 #endif /* STOKER_OPS_OP_GPU_H */

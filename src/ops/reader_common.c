@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "reader_common.h"
 
@@ -265,4 +266,13 @@ stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, 
   for (size_t i = 0; i < x.count; i++) free(x.items[i]);
   free(x.items);
   return st;
+}
+
+stk_status stk__reader_file_identity(const char *path, const char *where, stk__strbuf *id,
+                                     stk__strbuf *stamp) {
+  struct stat sb;
+  STK_TRY(stk__strbuf_printf(id, "%s%s\n", path, where));
+  if (stat(path, &sb) != 0) return stk__strbuf_printf(stamp, "-\n");
+  return stk__strbuf_printf(stamp, "%lld %lld.%09ld\n", (long long)sb.st_size,
+                            (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
 }

@@ -132,4 +132,11 @@ stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_sampl
 stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
                               const char *arg, char ***out, size_t *count);
 
+/* The sample cache's identity of a sample of file `path` (op.h's item_identity): the path
+ * and `where` (the sample's place in a multi-sample file, "" for a file per sample) to
+ * `id`, the file's size and modification time to `stamp` ("-" when it cannot be stat'ed:
+ * reading it then fails with its own error). */
+stk_status stk__reader_file_identity(const char *path, const char *where, stk__strbuf *id,
+                                     stk__strbuf *stamp);
+
 #endif /* STOKER_OPS_READER_COMMON_H */

@@ -301,6 +301,21 @@ static stk_status file_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* The sample cache's name of an item: its path(s); the stamp changes with the contents
+ * and the label. */
+static stk_status file_identity(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
+                                const char **source) {
+  reader_state *r = *stk__node_state(node);
+  if (item < 0 || item >= r->files.count)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
+                    (long long)item);
+  *source = r->files.paths[item];
+  STK_TRY(stk__reader_file_identity(r->files.paths[item], "", id, stamp));
+  if (r->second.count) STK_TRY(stk__reader_file_identity(r->second.paths[item], "", id, stamp));
+  /* a cache of (images, labels) must see a relabelled list */
+  return stk__strbuf_printf(stamp, "label %d\n", (int)r->files.labels[item]);
+}
+
 static const stk_op_schema file_schema = {
     .name = "readers.file",
     .doc =
@@ -334,4 +349,5 @@ const stk__op_def stk__op_readers_file = {
     .num_outputs = file_num_outputs,
     .position = stk__reader_position,
     .seek = stk__reader_seek,
+    .item_identity = file_identity,
 };

@@ -418,6 +418,17 @@ static const stk_op_schema npy_schema = {
     .args = npy_args,
 };
 
+/* The sample cache's name of an item: its file (op.h's item_identity). */
+static stk_status npy_identity(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
+                               const char **source) {
+  npy_state *r = *stk__node_state(node);
+  if (item < 0 || item >= r->files.count)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
+                    (long long)item);
+  *source = r->files.paths[item];
+  return stk__reader_file_identity(r->files.paths[item], "", id, stamp);
+}
+
 const stk__op_def stk__op_readers_numpy = {
     .schema = &npy_schema,
     .init = npy_init,
@@ -427,4 +438,5 @@ const stk__op_def stk__op_readers_numpy = {
     .reader_meta = stk__reader_meta,
     .position = stk__reader_position,
     .seek = stk__reader_seek,
+    .item_identity = npy_identity,
 };

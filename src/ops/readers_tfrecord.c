@@ -487,6 +487,21 @@ static const stk_op_schema tf_schema = {
     .args = tf_args,
 };
 
+/* The sample cache's name of an item: its file and the record's offset there (op.h's
+ * item_identity); the stamp is the file's. */
+static stk_status tf_identity(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
+                              const char **source) {
+  tf_state *r = *stk__node_state(node);
+  if (item < 0 || item >= r->num_records)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
+                    (long long)item);
+  int64_t f = r->rec_file[item];
+  char where[32];
+  snprintf(where, sizeof where, "@%lld", (long long)r->rec_offset[item]);
+  *source = r->files.paths[f];
+  return stk__reader_file_identity(r->files.paths[f], where, id, stamp);
+}
+
 const stk__op_def stk__op_readers_tfrecord = {
     .schema = &tf_schema,
     .init = tf_init,
@@ -497,4 +512,5 @@ const stk__op_def stk__op_readers_tfrecord = {
     .num_outputs = tf_num_outputs,
     .position = stk__reader_position,
     .seek = stk__reader_seek,
+    .item_identity = tf_identity,
 };

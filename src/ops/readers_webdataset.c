@@ -318,6 +318,21 @@ static const stk_op_schema wds_schema = {
     .args = wds_args,
 };
 
+/* The sample cache's name of an item: its shard and its index there (op.h's
+ * item_identity); the stamp is the shard's. */
+static stk_status wds_identity(stk__node *node, int64_t item, stk__strbuf *id, stk__strbuf *stamp,
+                               const char **source) {
+  wds_state *r = *stk__node_state(node);
+  if (item < 0 || item >= r->num_samples)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: planned item %lld out of range", stk__node_name(node),
+                    (long long)item);
+  int64_t f = r->sample_file[item];
+  char where[32];
+  snprintf(where, sizeof where, "#%lld", (long long)r->sample_local[item]);
+  *source = r->files.paths[f];
+  return stk__reader_file_identity(r->files.paths[f], where, id, stamp);
+}
+
 const stk__op_def stk__op_readers_webdataset = {
     .schema = &wds_schema,
     .init = wds_init,
@@ -328,4 +343,5 @@ const stk__op_def stk__op_readers_webdataset = {
     .num_outputs = wds_num_outputs,
     .position = stk__reader_position,
     .seek = stk__reader_seek,
+    .item_identity = wds_identity,
 };

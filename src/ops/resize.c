@@ -24,107 +24,119 @@ enum {
   RESIZE_ARGS_COUNT_
 };
 
-static const stk_arg_schema resize_args[] = {
-    [A_RESIZE_X] =
-        {.name = "resize_x",
-         .type = STK_ARG_FLOAT,
-         .flags = STK_ARGF_PER_SAMPLE,
-         .default_text = "0.0",
-         .doc = "output width; 0 derives it from resize_y (aspect ratio kept in mode \"default\"); "
-                "negative mirrors the image horizontally. Exclusive with size, resize_shorter and "
-                "resize_longer"},
-    [A_RESIZE_Y] = {.name = "resize_y",
-                    .type = STK_ARG_FLOAT,
-                    .flags = STK_ARGF_PER_SAMPLE,
-                    .default_text = "0.0",
-                    .doc =
-                        "output height; 0 derives it from resize_x; negative mirrors vertically"},
-    [A_RESIZE_SHORTER] =
-        {.name = "resize_shorter",
-         .type = STK_ARG_FLOAT,
-         .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
-         .default_text = "0.0",
-         .max = 1e9,
-         .doc = "length of the shorter side of the output, aspect ratio kept: the same as size = "
-                "[v, v] with mode \"not_smaller\" (the longer side may be bounded by max_size)"},
-    [A_RESIZE_LONGER] =
-        {.name = "resize_longer",
-         .type = STK_ARG_FLOAT,
-         .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,
-         .default_text = "0.0",
-         .max = 1e9,
-         .doc = "length of the longer side of the output, aspect ratio kept: the same as size = "
-                "[v, v] with mode \"not_larger\""},
-    [A_SIZE] =
-        {.name = "size",
-         .type = STK_ARG_FLOATS,
-         .flags = STK_ARGF_PER_SAMPLE,
-         .doc = "output size [H, W] (one value: both); a 0 extent is derived from the other by the "
-                "mode; a negative extent mirrors that axis"},
-    [A_MODE] =
-        {.name = "mode",
-         .type = STK_ARG_STRING,
-         .default_text = "\"default\"",
-         .choices = STK__RESIZE_MODE_CHOICES,
-         .doc = "\"default\": the given size; a missing extent is scaled by the other's scale "
-                "(aspect kept). \"stretch\": the given size; a missing extent keeps the input's. "
-                "\"not_larger\": aspect kept, the output fits inside the size (1280x720 to 640x480 "
-                "gives 640x360). \"not_smaller\": aspect kept, the output covers the size (640x480 "
-                "to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer"},
-    [A_MAX_SIZE] =
-        {.name = "max_size",
-         .type = STK_ARG_FLOATS,
-         .flags = STK_ARGF_RANGE,
-         .max = 1e9,
-         .doc = "limit of the output size [H, W] (one value: both; 0: none). In \"not_larger\" and "
-                "\"not_smaller\" modes (and resize_shorter / resize_longer) it lowers the common "
-                "scale, "
-                "so the aspect ratio is kept; in \"default\" and \"stretch\" modes each extent is "
-                "clipped "
-                "to its limit"},
-    [A_INTERP] =
-        {.name = "interp_type",
-         .type = STK_ARG_STRING,
-         .default_text = "\"linear\"",
-         .choices = STK__INTERP_CHOICES,
-         .doc = "interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3"},
-    [A_ANTIALIAS] =
-        {.name = "antialias",
-         .type = STK_ARG_BOOL,
-         .default_text = "true",
-         .doc = "when downscaling, widen the filter by the scale factor (area-like averaging, as "
-                "Pillow); nearest never antialiases"},
-    [A_DTYPE] =
-        {.name = "dtype",
-         .type = STK_ARG_STRING,
-         .default_text = "\"\"",
-         .doc = "output type: \"\" (the input's), \"uint8\" (rounded, clamped), \"float32\" or "
-                "\"float16\""},
-    [A_SUBPIXEL] =
-        {.name = "subpixel_scale",
-         .type = STK_ARG_BOOL,
-         .default_text = "true",
-         .doc = "when the computed size is fractional, keep the exact scale by adjusting the input "
-                "window to the rounded size (centre kept); false maps the whole window onto the "
-                "rounded size"},
-    [A_ROI_START] =
-        {.name = "roi_start",
-         .type = STK_ARG_FLOATS,
-         .flags = STK_ARGF_PER_SAMPLE,
-         .doc = "start [y, x] of the input region to resize (with roi_end); a start past the end "
-                "mirrors that axis"},
-    [A_ROI_END] = {.name = "roi_end",
-                   .type = STK_ARG_FLOATS,
-                   .flags = STK_ARGF_PER_SAMPLE,
-                   .doc = "end [y, x] of the input region to resize (with roi_start)"},
-    [A_ROI_RELATIVE] =
-        {.name = "roi_relative",
-         .type = STK_ARG_BOOL,
-         .default_text = "false",
-         .doc =
-             "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) "
-             "instead of pixels"},
-};
+/* resize's arguments, first in resize_crop_mirror's too (AA: antialias's default). */
+#define RESIZE_ARGS(AA)                                                                          \
+  [A_RESIZE_X] =                                                                                 \
+      {.name = "resize_x",                                                                       \
+       .type = STK_ARG_FLOAT,                                                                    \
+       .flags = STK_ARGF_PER_SAMPLE,                                                             \
+       .default_text = "0.0",                                                                    \
+       .doc =                                                                                    \
+           "output width; 0 derives it from resize_y (aspect ratio kept in mode \"default\"); "  \
+           "negative mirrors the image horizontally. Exclusive with size, resize_shorter and "   \
+           "resize_longer"},                                                                     \
+  [A_RESIZE_Y] = {.name = "resize_y",                                                            \
+                  .type = STK_ARG_FLOAT,                                                         \
+                  .flags = STK_ARGF_PER_SAMPLE,                                                  \
+                  .default_text = "0.0",                                                         \
+                  .doc =                                                                         \
+                      "output height; 0 derives it from resize_x; negative mirrors vertically"}, \
+  [A_RESIZE_SHORTER] =                                                                           \
+      {.name = "resize_shorter",                                                                 \
+       .type = STK_ARG_FLOAT,                                                                    \
+       .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,                                            \
+       .default_text = "0.0",                                                                    \
+       .max = 1e9,                                                                               \
+       .doc =                                                                                    \
+           "length of the shorter side of the output, aspect ratio kept: the same as size = "    \
+           "[v, v] with mode \"not_smaller\" (the longer side may be bounded by max_size)"},     \
+  [A_RESIZE_LONGER] =                                                                            \
+      {.name = "resize_longer",                                                                  \
+       .type = STK_ARG_FLOAT,                                                                    \
+       .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,                                            \
+       .default_text = "0.0",                                                                    \
+       .max = 1e9,                                                                               \
+       .doc =                                                                                    \
+           "length of the longer side of the output, aspect ratio kept: the same as size = "     \
+           "[v, v] with mode \"not_larger\""},                                                   \
+  [A_SIZE] =                                                                                     \
+      {.name = "size",                                                                           \
+       .type = STK_ARG_FLOATS,                                                                   \
+       .flags = STK_ARGF_PER_SAMPLE,                                                             \
+       .doc =                                                                                    \
+           "output size [H, W] (one value: both); a 0 extent is derived from the other by the "  \
+           "mode; a negative extent mirrors that axis"},                                         \
+  [A_MODE] =                                                                                     \
+      {.name = "mode",                                                                           \
+       .type = STK_ARG_STRING,                                                                   \
+       .default_text = "\"default\"",                                                            \
+       .choices = STK__RESIZE_MODE_CHOICES,                                                      \
+       .doc =                                                                                    \
+           "\"default\": the given size; a missing extent is scaled by the other's scale "       \
+           "(aspect kept). \"stretch\": the given size; a missing extent keeps the input's. "    \
+           "\"not_larger\": aspect kept, the output fits inside the size (1280x720 to 640x480 "  \
+           "gives 640x360). \"not_smaller\": aspect kept, the output covers the size (640x480 "  \
+           "to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer"},    \
+  [A_MAX_SIZE] =                                                                                 \
+      {.name = "max_size",                                                                       \
+       .type = STK_ARG_FLOATS,                                                                   \
+       .flags = STK_ARGF_RANGE,                                                                  \
+       .max = 1e9,                                                                               \
+       .doc =                                                                                    \
+           "limit of the output size [H, W] (one value: both; 0: none). In \"not_larger\" and "  \
+           "\"not_smaller\" modes (and resize_shorter / resize_longer) it lowers the common "    \
+           "scale, "                                                                             \
+           "so the aspect ratio is kept; in \"default\" and \"stretch\" modes each extent is "   \
+           "clipped "                                                                            \
+           "to its limit"},                                                                      \
+  [A_INTERP] =                                                                                   \
+      {.name = "interp_type",                                                                    \
+       .type = STK_ARG_STRING,                                                                   \
+       .default_text = "\"linear\"",                                                             \
+       .choices = STK__INTERP_CHOICES,                                                           \
+       .doc = "interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3"},  \
+  [A_ANTIALIAS] =                                                                                \
+      {.name = "antialias",                                                                      \
+       .type = STK_ARG_BOOL,                                                                     \
+       .default_text = AA,                                                                       \
+       .doc =                                                                                    \
+           "when downscaling, widen the filter by the scale factor (area-like averaging, as "    \
+           "Pillow); nearest never antialiases"},                                                \
+  [A_DTYPE] =                                                                                    \
+      {.name = "dtype",                                                                          \
+       .type = STK_ARG_STRING,                                                                   \
+       .default_text = "\"\"",                                                                   \
+       .doc =                                                                                    \
+           "output type: \"\" (the input's), \"uint8\" (rounded, clamped), \"float32\" or "      \
+           "\"float16\""},                                                                       \
+  [A_SUBPIXEL] =                                                                                 \
+      {.name = "subpixel_scale",                                                                 \
+       .type = STK_ARG_BOOL,                                                                     \
+       .default_text = "true",                                                                   \
+       .doc =                                                                                    \
+           "when the computed size is fractional, keep the exact scale by adjusting the input "  \
+           "window to the rounded size (centre kept); false maps the whole window onto the "     \
+           "rounded size"},                                                                      \
+  [A_ROI_START] =                                                                                \
+      {.name = "roi_start",                                                                      \
+       .type = STK_ARG_FLOATS,                                                                   \
+       .flags = STK_ARGF_PER_SAMPLE,                                                             \
+       .doc =                                                                                    \
+           "start [y, x] of the input region to resize (with roi_end); a start past the end "    \
+           "mirrors that axis"},                                                                 \
+  [A_ROI_END] = {.name = "roi_end",                                                              \
+                 .type = STK_ARG_FLOATS,                                                         \
+                 .flags = STK_ARGF_PER_SAMPLE,                                                   \
+                 .doc = "end [y, x] of the input region to resize (with roi_start)"},            \
+  [A_ROI_RELATIVE] = {                                                                           \
+      .name = "roi_relative",                                                                    \
+      .type = STK_ARG_BOOL,                                                                      \
+      .default_text = "false",                                                                   \
+      .doc =                                                                                     \
+          "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) "  \
+          "instead of pixels"},
+
+static const stk_arg_schema resize_args[] = {RESIZE_ARGS("true")};
 STK__CHECK_ARGS(resize_args, RESIZE_ARGS_COUNT_);
 
 static const stk_port_schema image_in[] = {{"input", "HWC image (uint8 or float32)"}};
@@ -341,4 +353,214 @@ const stk__op_def stk__op_resize = {
     .run_sample = resize_run,
     .run_gpu = resize_run_gpu,
     .fusion = &resize_fusion,
+};
+
+/* ---- resize_crop_mirror, fast_resize_crop_mirror: one resampling of the crop's region ---- */
+
+enum {
+  RCM_CROP = RESIZE_ARGS_COUNT_,
+  RCM_CROP_H,
+  RCM_CROP_W,
+  RCM_POS_X,
+  RCM_POS_Y,
+  RCM_ROUNDING,
+  RCM_MIRROR,
+  RCM_COUNT_
+};
+
+#define RCM_ARGS(AA)                                                                    \
+  RESIZE_ARGS(AA)                                                                       \
+  [RCM_CROP] = {.name = "crop",                                                         \
+                .type = STK_ARG_FLOATS,                                                 \
+                .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,                          \
+                .max = 1e9,                                                             \
+                .doc =                                                                  \
+                    "crop window [H, W] of the resized image (exclusive with crop_h / " \
+                    "crop_w; 0 or none: the whole extent)"},                            \
+  [RCM_CROP_H] = {.name = "crop_h",                                                     \
+                  .type = STK_ARG_FLOAT,                                                \
+                  .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,                        \
+                  .default_text = "0.0",                                                \
+                  .max = 1e9,                                                           \
+                  .doc = "window height (with crop_w)"},                                \
+  [RCM_CROP_W] = {.name = "crop_w",                                                     \
+                  .type = STK_ARG_FLOAT,                                                \
+                  .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,                        \
+                  .default_text = "0.0",                                                \
+                  .max = 1e9,                                                           \
+                  .doc = "window width (with crop_h)"},                                 \
+  [RCM_POS_X] = {.name = "crop_pos_x",                                                  \
+                 .type = STK_ARG_FLOAT,                                                 \
+                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,                         \
+                 .default_text = "0.5",                                                 \
+                 .max = 1,                                                              \
+                 .doc = "x = round(crop_pos_x * (resized W - crop W))"},                \
+  [RCM_POS_Y] = {.name = "crop_pos_y",                                                  \
+                 .type = STK_ARG_FLOAT,                                                 \
+                 .flags = STK_ARGF_PER_SAMPLE | STK_ARGF_RANGE,                         \
+                 .default_text = "0.5",                                                 \
+                 .max = 1,                                                              \
+                 .doc = "y = round(crop_pos_y * (resized H - crop H))"},                \
+  [RCM_ROUNDING] = {.name = "rounding",                                                 \
+                    .type = STK_ARG_STRING,                                             \
+                    .default_text = "\"round\"",                                        \
+                    .choices = "round|truncate",                                        \
+                    .doc = "how the window's anchor becomes an integer"},               \
+  [RCM_MIRROR] = {.name = "mirror",                                                     \
+                  .type = STK_ARG_INT,                                                  \
+                  .flags = STK_ARGF_PER_SAMPLE,                                         \
+                  .default_text = "0",                                                  \
+                  .doc = "flip mask: 1 horizontal, 2 vertical, 3 both (0: none)"}
+
+static const stk_arg_schema rcm_args[] = {RCM_ARGS("true")};
+STK__CHECK_ARGS(rcm_args, RCM_COUNT_);
+static const stk_arg_schema fast_rcm_args[] = {RCM_ARGS("false")};
+STK__CHECK_ARGS(fast_rcm_args, RCM_COUNT_);
+
+static const stk__crop_arg_ids rcm_crop_ids = {RCM_CROP, RCM_CROP_H, RCM_CROP_W, RCM_POS_X,
+                                               RCM_POS_Y};
+
+static stk_status rcm_init(stk__node *node) {
+  STK_TRY(stk__crop_args_check(node, &rcm_crop_ids));
+  return resize_init(node);
+}
+
+/* Sample s's resize, then its crop of the resized image mapped back to the input: the
+ * crop's pixels sample the input where the full resize's would (pixel i of the window at
+ * lo + (start + i + 0.5) * scale - 0.5), with the same filter scale; a mirrored axis swaps
+ * the window's ends. size: the crop's extents [H, W]; lo, hi: its source window. */
+static stk_status rcm_plan(stk__node *node, stk__sample *s, const stk__image *in, int64_t size[2],
+                           double lo[2], double hi[2]) {
+  const resize_state *st = *stk__node_state(node);
+  stk__resize_request rq;
+  STK_TRY(resize_request(node, s, st, in, &rq));
+  int64_t full[2];
+  STK_TRY(stk__sample_wrap(stk__resize_plan(&rq, full, lo, hi), node, s));
+  stk__rect r;
+  bool truncate = strcmp(stk__arg_string(node, RCM_ROUNDING), "truncate") == 0;
+  STK_TRY(
+      stk__crop_args_rect(node, s, &rcm_crop_ids, STK__OOB_ERROR, truncate, full[0], full[1], &r));
+  int64_t start[2] = {r.y, r.x};
+  size[0] = r.h, size[1] = r.w;
+  int64_t mirror = stk__arg_int(node, s, RCM_MIRROR);
+  for (int d = 0; d < 2; d++) {
+    double scale = (hi[d] - lo[d]) / (double)full[d], base = lo[d];
+    lo[d] = base + (double)start[d] * scale;
+    hi[d] = base + (double)(start[d] + size[d]) * scale;
+    if (mirror & (d == 0 ? 2 : 1)) {
+      double t = lo[d];
+      lo[d] = hi[d], hi[d] = t;
+    }
+  }
+  if (size[0] < 1 || size[1] < 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "the crop window is empty");
+  return STK_OK;
+}
+
+static stk_status rcm_run(stk__node *node, stk__sample *s) {
+  const resize_state *st = *stk__node_state(node);
+  static const stk_dtype ok_types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
+  stk__image in;
+  STK_TRY(stk__image_input(node, s, 0, ok_types, 2, &in));
+  if (in.h < 1 || in.w < 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "empty %lldx%lld image", (long long)in.h,
+                      (long long)in.w);
+  int64_t size[2];
+  double lo[2], hi[2];
+  STK_TRY(rcm_plan(node, s, &in, size, lo, hi));
+  stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
+  stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], st->interp, st->antialias, 0};
+  return stk__resample_to_output(node, s, &in, &out, &ra);
+}
+
+/* GPU: the resample kernels with the windows planned as on the CPU. */
+static stk_status rcm_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                               stk_gpu_resample_sample *samples, int64_t *shapes,
+                               stk_gpu_resample_args *args) {
+  const resize_state *st = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  int channels = 0;
+  for (size_t i = 0; i < n; i++) {
+    stk__image img;
+    STK_TRY(stk__gpu_resample_source(node, b, in, i, &channels, &img, &samples[i]));
+    int64_t size[2];
+    double lo[2], hi[2];
+    STK_TRY(rcm_plan(node, stk__gpu_sample(b, i), &img, size, lo, hi));
+    stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0],
+                             hi[1], hi[0]);
+  }
+  stk_dtype in_dtype = stk_tensor_list_dtype(in);
+  *args = (stk_gpu_resample_args){.channels = channels,
+                                  .in_dtype = in_dtype,
+                                  .out_dtype = st->has_dtype ? st->dtype : in_dtype,
+                                  .interp = (int)st->interp,
+                                  .antialias = st->antialias};
+  return STK_OK;
+}
+
+static stk_status rcm_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  return stk__gpu_run_resample(node, b, rcm_gpu_plan);
+}
+/* As resize: a consumer that absorbs resampling (crop_mirror_normalize) runs this plan
+ * fused (stk__gpu_run_resample then hands the input over unchanged). */
+static const struct stk__gpu_fusion rcm_fusion = {.resample_plan = rcm_gpu_plan};
+
+#define RCM_DOC                                                                           \
+  "Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of " \
+  "resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / " \
+  "crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror " \
+  "mask), computed by resampling only the crop's region of the input."
+
+static const stk_op_schema rcm_schema = {
+    .name = "resize_crop_mirror",
+    .doc = RCM_DOC,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = RCM_COUNT_,
+    .args = rcm_args,
+    .gpu_check =
+        "# atol=0.05 mismatch=0.001\n"
+        "m = random.coin_flip(probability=0.5)\n"
+        "r = resize_crop_mirror(IN, resize_shorter=96, crop=[64, 80], crop_pos_x=0.3, "
+        "mirror=m, device=@)\n"
+        "return crop_mirror_normalize(r, mean=[123.675, 116.28, 103.53], "
+        "std=[58.395, 57.12, 57.375], dtype=\"float32\", device=@)",
+};
+const stk__op_def stk__op_resize_crop_mirror = {
+    .schema = &rcm_schema,
+    .init = rcm_init,
+    .destroy = resize_destroy,
+    .run_sample = rcm_run,
+    .run_gpu = rcm_run_gpu,
+    .fusion = &rcm_fusion,
+};
+
+static const stk_op_schema fast_rcm_schema = {
+    .name = "fast_resize_crop_mirror",
+    .doc = RCM_DOC " DALI's legacy name: the same with antialias off by default.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .min_inputs = 1,
+    .max_inputs = 1,
+    .inputs = image_in,
+    .num_outputs = 1,
+    .outputs = image_out,
+    .num_args = RCM_COUNT_,
+    .args = fast_rcm_args,
+    .gpu_check =
+        "# atol=1 mismatch=0.001\n"
+        "m = random.coin_flip(probability=0.5)\n"
+        "return fast_resize_crop_mirror(IN, resize_shorter=96, crop=[64, 80], "
+        "crop_pos_x=0.3, mirror=m, device=@)",
+};
+const stk__op_def stk__op_fast_resize_crop_mirror = {
+    .schema = &fast_rcm_schema,
+    .init = rcm_init,
+    .destroy = resize_destroy,
+    .run_sample = rcm_run,
+    .run_gpu = rcm_run_gpu,
+    .fusion = &rcm_fusion,
 };

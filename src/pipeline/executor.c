@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "arena.h"
+#include "cache.h"
 #include "gpu_stage.h"
 #include "internal.h"
 
@@ -97,7 +98,9 @@ struct stk__exec {
   stk__tensor *edge_tensors; /* n * num_edges */
   unsigned char *prep;       /* n * prep_stride: records of the prepared mixed operators */
   size_t prep_stride;
-  int64_t *items; /* n * num_readers */
+  unsigned char *skip; /* n * num_nodes: cache.c's skip masks (NULL without caches) */
+  char **cache_keys;   /* n * num_nodes */
+  int64_t *items;      /* n * num_readers */
   stk_status *status;
   char **messages;
   void **out_blocks;       /* n * num_slots: a sample's own pool block, or NULL */
@@ -109,6 +112,8 @@ struct stk__exec {
   stk__arena *decode_arena; /* scratch of the decode part when it has its own thread */
   int num_workers;
   size_t *pending, num_pending;
+  int pass;              /* the CPU stage's pass the workers run (graph.c plan_passes) */
+  stk__sample **members; /* n: the samples a batch operator sees */
   int64_t *plan_items;
   int64_t next_ordinal;
   /* producer and queue */
@@ -220,12 +225,24 @@ static void run_sample_task(void *arg, size_t k, int worker) {
   stk__sample *s = &ex->samples[i];
   s->worker = worker;
   s->arena = ex->arenas[worker];
-  s->source = NULL;
-  s->out_bytes = 0;
+  if (ex->pass == 0) { /* a new sample (later passes go on with it) */
+    s->source = NULL;
+    s->out_bytes = 0;
+    stk__node *failed = NULL;
+    stk_status cached = s->skip ? stk__cache_begin_sample(s, &failed) : STK_OK;
+    if (cached != STK_OK) {
+      record_failure(ex, i, cached, failed);
+      stk__arena_reset(s->arena);
+      return;
+    }
+  }
   for (size_t o = 0; o < p->num_nodes; o++) {
     stk__node *node = &p->nodes[p->order[o]];
     if (node->spec->device != STK_DEVICE_CPU && !node->prepares)
       continue; /* the GPU stage runs it */
+    if (node->pass != ex->pass || stk__node_is_batch(node))
+      continue; /* another pass's, or a batch operator (run_batch_nodes) */
+    if (s->skip && s->skip[node->index]) continue; /* a cache hit stands for its work */
     s->current = node;
     int64_t t0 = stk__now_ns();
     stk_status st;
@@ -456,8 +473,89 @@ static void compact_batch(stk__exec *ex) {
     if (i != kept) move_sample(ex, kept, i);
     kept++;
   }
-  ex->compacted = kept != ex->batch_count;
+  ex->compacted |= kept != ex->batch_count;
+  for (size_t i = 0; i < ex->batch_count; i++) ex->dropped[i] = false; /* places now taken */
   ex->batch_count = kept;
+}
+
+/* ---- batch operators and the passes after them ---- */
+
+struct stk__batch {
+  stk__sample **samples;
+  size_t n;
+};
+
+size_t stk__batch_size(const stk__batch *b) { return b->n; }
+stk__sample *stk__batch_sample(const stk__batch *b, size_t i) {
+  return i < b->n ? b->samples[i] : NULL;
+}
+
+/* A batch operator over the samples that take its branch, on the producer thread with
+ * the first worker's scratch (the workers are idle between passes). A failure fails the
+ * batch: its outputs for the other samples were already made from the failed one's. */
+static stk_status run_batch_node(stk__exec *ex, stk__node *node) {
+  size_t m = 0;
+  for (size_t i = 0; i < ex->batch_count; i++) {
+    stk__sample *s = &ex->samples[i];
+    if (node->spec->num_guards && !stk__guards_hold(node, s)) continue;
+    s->current = node;
+    s->worker = 0;
+    s->arena = ex->arenas[0];
+    stk_status st = check_inputs_present(node, s);
+    if (st != STK_OK) {
+      char *msg = stk__sample_failure_message(node->name, "", s);
+      st = stk__fail(st, "stk_pipeline_run", "%s", msg ? msg : "no input");
+      free(msg);
+      return st;
+    }
+    ex->members[m++] = s;
+  }
+  stk__batch b = {ex->members, m};
+  int64_t t0 = stk__now_ns();
+  stk_status st = node->spec->def->run_batch(node, &b);
+  atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
+  stk__arena_reset(ex->arenas[0]);
+  return st == STK_OK ? st : stk__wrap_operator(st, node->name);
+}
+
+/* Pass k > 0: the per-sample operators after a batch operator, on the workers. A sample
+ * failing here has no replacement (the batch operators before have seen the batch as it
+ * is): under on_error="skip" a data error drops it from the batch, counted as skipped. */
+static stk_status run_later_pass(stk__exec *ex, int k) {
+  ex->pass = k;
+  for (size_t i = 0; i < ex->batch_count; i++) ex->pending[i] = i;
+  ex->num_pending = ex->batch_count;
+  stk__threadpool_parallel_for(ex->p->threads, ex->num_pending, run_sample_task, ex);
+  bool skip = ex->p->settings[STK_PIPE_ON_ERROR] == STK_ON_ERROR_SKIP, any = false;
+  for (size_t i = 0; i < ex->batch_count; i++) {
+    if (ex->status[i] == STK_OK) continue;
+    if (!skip || !stk__is_data_error(ex->status[i]))
+      return stk__fail(ex->status[i], "stk_pipeline_run", "%s",
+                       ex->messages[i] ? ex->messages[i] : "failed");
+    stk__skip_list_add(&ex->skips, ex->messages[i]);
+    ex->messages[i] = NULL;
+    reset_sample(ex, i);
+    ex->dropped[i] = any = true;
+  }
+  ex->num_pending = 0;
+  if (any) compact_batch(ex);
+  return STK_OK;
+}
+
+/* After the first pass (readers, replacements, compaction): each pass's batch operators,
+ * in graph order, then the next pass. One pass and nothing more without them. */
+static stk_status run_passes(stk__exec *ex) {
+  stk_pipeline *p = ex->p;
+  stk_status st = STK_OK;
+  for (int k = 0; st == STK_OK && k < p->num_passes; k++) {
+    if (k > 0) st = run_later_pass(ex, k);
+    for (size_t o = 0; st == STK_OK && o < p->num_nodes; o++) {
+      stk__node *node = &p->nodes[p->order[o]];
+      if (node->pass == k && stk__node_is_batch(node)) st = run_batch_node(ex, node);
+    }
+  }
+  ex->pass = 0;
+  return st;
 }
 
 /* A copy of the state after the current batch, for the batch or job to carry. */
@@ -959,6 +1057,7 @@ static stk_status check_selects(stk__exec *ex) {
  * the collected lists. Without GPU operators the result is the batch; with them, a job
  * for the GPU stage (a failure too travels as a job, to keep the order). */
 static stk_status produce_cpu(stk__exec *ex, stk_batch **out, gpu_job **job) {
+  ex->pass = 0;
   stk_status st = prepare_batch(ex);
   for (int round = 0; st == STK_OK && ex->num_pending > 0; round++) {
     if ((st = run_pending(ex)) != STK_OK) break;
@@ -966,6 +1065,7 @@ static stk_status produce_cpu(stk__exec *ex, stk_batch **out, gpu_job **job) {
   }
   if (st == STK_OK) st = note_batch_epoch(ex);
   if (st == STK_OK) compact_batch(ex);
+  if (st == STK_OK) st = run_passes(ex);
   if (st == STK_OK) st = check_selects(ex);
   if (st == STK_OK) st = assemble_lists(ex);
   if (st == STK_OK && ex->p->has_gpu) {
@@ -1197,6 +1297,8 @@ static void exec_free(stk__exec *ex) {
   free(ex->samples);
   free(ex->edge_tensors);
   free(ex->prep);
+  free(ex->skip);
+  free(ex->cache_keys);
   free(ex->items);
   free(ex->status);
   free(ex->messages);
@@ -1205,6 +1307,7 @@ static void exec_free(stk__exec *ex) {
   free(ex->pred);
   free(ex->lists);
   free(ex->pending);
+  free(ex->members);
   stk__skip_list_free(&ex->skips);
   free(ex->dropped);
   free(ex->resume);
@@ -1253,6 +1356,10 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   plan_prep(p, ex);
   if (ex->prep_stride && !(ex->prep = stk__calloc(n, ex->prep_stride, "prepared records")))
     return STK_ERR_OUT_OF_MEMORY;
+  if (stk__cache_present(p) &&
+      (!(ex->skip = stk__calloc(n, p->num_nodes, "cache masks")) ||
+       !(ex->cache_keys = stk__calloc(n * p->num_nodes, sizeof(char *), "cache keys"))))
+    return STK_ERR_OUT_OF_MEMORY;
   ex->samples = stk__calloc(n, sizeof(stk__sample), "sample contexts");
   ex->edge_tensors = stk__calloc(n * ex->num_edges, sizeof(stk__tensor), "sample tensors");
   ex->items =
@@ -1268,6 +1375,7 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   ex->lists =
       stk__calloc(ex->num_edges ? ex->num_edges : 1, sizeof(stk_tensor_list *), "batch lists");
   ex->pending = stk__calloc(n, sizeof(size_t), "pending samples");
+  ex->members = stk__calloc(n, sizeof(stk__sample *), "batch members");
   ex->dropped = stk__calloc(n, sizeof(bool), "dropped samples");
   ex->resume = stk__calloc(stk__resume_len(p), sizeof(int64_t), "a checkpoint state");
   ex->reader_epoch =
@@ -1278,8 +1386,8 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
   ex->queue = stk__calloc(ex->cap, sizeof(queue_entry), "the prefetch queue");
   if (!ex->samples || !ex->edge_tensors || !ex->items || !ex->status || !ex->messages ||
       !ex->out_blocks || !ex->dense_blocks || !ex->pred || !ex->lists || !ex->pending ||
-      !ex->dropped || !ex->resume || !ex->reader_epoch || !ex->plan_items || !ex->arenas ||
-      !ex->queue)
+      !ex->members || !ex->dropped || !ex->resume || !ex->reader_epoch || !ex->plan_items ||
+      !ex->arenas || !ex->queue)
     return STK_ERR_OUT_OF_MEMORY;
   for (int w = 0; w < ex->num_workers; w++)
     if (!(ex->arenas[w] = stk__arena_create())) return STK_ERR_OUT_OF_MEMORY;
@@ -1293,6 +1401,8 @@ static stk_status exec_alloc(stk_pipeline *p, stk__exec *ex) {
     s->edges = &ex->edge_tensors[i * ex->num_edges];
     s->items = &ex->items[i * (ex->num_readers ? ex->num_readers : 1)];
     s->prep = ex->prep ? ex->prep + i * ex->prep_stride : NULL;
+    s->skip = ex->skip ? ex->skip + i * p->num_nodes : NULL;
+    s->cache_key = ex->cache_keys ? ex->cache_keys + i * p->num_nodes : NULL;
   }
   return STK_OK;
 }

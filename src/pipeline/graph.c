@@ -243,6 +243,55 @@ static stk_status collect_edges(stk_pipeline *p) {
   return STK_OK;
 }
 
+bool stk__node_is_batch(const stk__node *node) {
+  return (node->spec->def->schema->flags & STK_OPF_BATCH) && node->spec->device == STK_DEVICE_CPU &&
+         node->spec->def->run_batch;
+}
+
+/* The pass in which edge `e` has its value: a batch operator's outputs exist only after
+ * the pass it ends. GPU edges count as pass 0 (no CPU operator reads them). */
+static int ready_pass(const stk_pipeline *p, int e) {
+  const stk__node *prod = &p->nodes[p->edges[e].producer];
+  if (prod->spec->device != STK_DEVICE_CPU) return 0;
+  return prod->pass + (stk__node_is_batch(prod) ? 1 : 0);
+}
+
+/* The k-th edge the node reads, over its data inputs, argument feeds and guards in turn:
+ * -1 for an argument that is not fed, -2 past the end. */
+static int read_edge(const stk__node *node, int k) {
+  const stk_op *spec = node->spec;
+  if (k < spec->num_inputs) return node->in_edges[k];
+  k -= spec->num_inputs;
+  if (k < spec->def->schema->num_args) return spec->args[k].edge;
+  k -= spec->def->schema->num_args;
+  return k < spec->num_guards ? spec->guards[k].edge : -2;
+}
+
+/* Splits the CPU stage into passes at the batch operators (in graph order): a node runs
+ * in the first pass where everything it reads is ready. Values that cross a pass (and
+ * everything a batch operator reads or writes, which it reaches across samples) must
+ * outlive a sample's chain: they become collected edges. */
+static stk_status plan_passes(stk_pipeline *p) {
+  p->num_passes = 1;
+  for (size_t k = 0; k < p->num_nodes; k++) {
+    stk__node *node = &p->nodes[p->order[k]];
+    int pass = 0;
+    for (int j = 0, e; (e = read_edge(node, j)) != -2; j++)
+      if (e >= 0 && ready_pass(p, e) > pass) pass = ready_pass(p, e);
+    node->pass = pass;
+    if (node->spec->device != STK_DEVICE_GPU && pass + 1 > p->num_passes) p->num_passes = pass + 1;
+  }
+  for (size_t k = 0; k < p->num_nodes; k++) {
+    stk__node *node = &p->nodes[k];
+    bool batch = stk__node_is_batch(node);
+    for (int j = 0, e; (e = read_edge(node, j)) != -2; j++)
+      if (e >= 0 && (batch || p->nodes[p->edges[e].producer].pass != node->pass))
+        STK_TRY(give_slot(p, e));
+    for (int o = 0; batch && o < node->num_outputs; o++) STK_TRY(give_slot(p, node->out_edges[o]));
+  }
+  return STK_OK;
+}
+
 /* Attaches host functions registered by instance name (python_function). */
 static stk_status attach_host_functions(stk_pipeline *p) {
   for (stk__host_reg *r = p->host_regs; r; r = r->next) {
@@ -307,6 +356,7 @@ stk_status stk__graph_build(stk_pipeline *p) {
   STK_TRY(resolve_outputs(p));
   STK_TRY(collect_edges(p));
   STK_TRY(sort_nodes(p));
+  STK_TRY(plan_passes(p));
   STK_TRY(attach_host_functions(p));
   return init_nodes(p);
 }

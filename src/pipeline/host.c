@@ -364,6 +364,38 @@ const stk__op_def stk__op_python_function = {
     .num_outputs = hostfn_num_outputs,
 };
 
+/* dl_tensor_python_function: the same per-sample host call; the Python layer hands the
+ * function DLPack capsules instead of NumPy arrays. */
+static const stk_arg_schema dlfn_args[] = {
+    {"num_outputs", STK_ARG_INT, STK_ARGF_RANGE, "1", 0, 64, NULL,
+     "number of outputs the function returns"},
+    {"batch_processing", STK_ARG_BOOL, 0, "false", 0, 0, NULL,
+     "must be false: calls are per sample (the Python layer refuses true)"},
+    {"synchronize_stream", STK_ARG_BOOL, 0, "true", 0, 0, NULL,
+     "accepted for DALI compatibility (CPU data needs no stream)"},
+};
+static const stk_op_schema dlfn_schema = {
+    .name = "dl_tensor_python_function",
+    .doc =
+        "Runs a function of the host program on each sample's inputs, passed as DLPack "
+        "capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or "
+        "objects with __dlpack__ (NumPy, PyTorch CPU tensors).",
+    .devices = STK_DEVICE_CPU,
+    .min_inputs = 0,
+    .max_inputs = 16,
+    .inputs = hostfn_in,
+    .num_outputs = -1,
+    .outputs = hostfn_out,
+    .num_args = sizeof dlfn_args / sizeof dlfn_args[0],
+    .args = dlfn_args,
+};
+const stk__op_def stk__op_dl_tensor_python_function = {
+    .schema = &dlfn_schema,
+    .init = hostfn_init,
+    .run_sample = hostfn_run,
+    .num_outputs = hostfn_num_outputs,
+};
+
 size_t stk_host_call_num_inputs(const stk_host_call *call) {
   return (size_t)call->node->spec->num_inputs;
 }

@@ -85,6 +85,10 @@ struct stk__node {
   void *state;
   uint64_t rng_key;
   atomic_llong time_ns;
+  /* the CPU stage's pass this node runs in: 0, or one more than the latest pass of a
+   * batch operator (STK_OPF_BATCH) it depends on; a batch operator runs at the end of
+   * its pass, on the whole batch (graph.c plan_passes, executor.c) */
+  int pass;
   /* mixed operators with a `prepare` hook whose inputs and guards all come from CPU
    * operators: prepared per sample in the CPU stage, into the sample's prep block at
    * prep_offset (executor.c) */
@@ -205,7 +209,8 @@ struct stk_pipeline {
   int *output_edges;
   int *collected; /* edges with a slot, by slot */
   size_t num_collected;
-  bool has_gpu; /* some operator runs on "mixed" or "gpu" */
+  bool has_gpu;   /* some operator runs on "mixed" or "gpu" */
+  int num_passes; /* the CPU stage's passes over the batch (1 without batch operators) */
   struct stk__gpu *gpu;
   int num_readers;
   stk__pool *pool;
@@ -274,6 +279,10 @@ struct stk__sample {
   stk__node *current; /* the node being run */
   stk__arena *arena;
   unsigned char *prep; /* records of the mixed operators prepared in the CPU stage */
+  /* pipelines with "cache" operators (cache.c), per node: skipped for this sample (a
+   * cache hit made its work useless), and a cache's key and stamp after a miss */
+  unsigned char *skip;
+  char **cache_key;
 };
 
 /* sample.c: output `index` of the running node takes the value of `src` for this
@@ -283,6 +292,9 @@ stk_status stk__output_alias(stk__sample *s, int index, const stk__tensor *src);
  * inputs) and the check of a guard for a sample. */
 extern const stk__op_def stk__op_select;
 bool stk__guards_hold(const stk__node *node, const stk__sample *s);
+
+/* A CPU operator working on the whole batch (STK_OPF_BATCH with run_batch). */
+bool stk__node_is_batch(const stk__node *node);
 
 /* sample.c: allocation of a node's output for a sample (executor decides where). */
 void *stk__exec_alloc_output(stk__sample *s, int edge, size_t bytes, const stk__tensor *t);

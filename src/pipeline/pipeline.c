@@ -1,7 +1,9 @@
 /* The public pipeline API: settings, graph construction, build, run, metadata, stats. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "gpu_stage.h"
 #include "internal.h"
 
@@ -247,7 +249,9 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
   s.device_bytes_in_use = g.device_in_use;
   s.device_bytes_cached = g.device_reserved - g.device_in_use;
   if (p->exec) stk__exec_stage_times(p->exec, &s);
-  return fill_sized(out, &s, sizeof s, sizeof s, "stk_stats");
+  if (p->built) stk__cache_stats(p, &s);
+  /* programs built before the cache's fields were added keep working */
+  return fill_sized(out, &s, sizeof s, offsetof(stk_stats, cache_hits), "stk_stats");
 }
 
 stk_status stk_pipeline_decoder_diagnostics(stk_pipeline *p, stk_decoder_diagnostics *out) {

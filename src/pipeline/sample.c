@@ -287,6 +287,10 @@ void stk__sample_rng(const stk__node *node, const stk__sample *s, stk__philox *g
   stk__philox_init(g, node->rng_key, (uint64_t)s->ordinal);
 }
 
+void stk__batch_rng(const stk__node *node, const stk__sample *first, stk__philox *g) {
+  stk__philox_init(g, stk__mix64(node->rng_key, 0xBA7C4ull), first ? (uint64_t)first->ordinal : 0);
+}
+
 int64_t stk__sample_ordinal(const stk__sample *s) { return s->ordinal; }
 size_t stk__sample_index(const stk__sample *s) { return s->index; }
 

@@ -1,5 +1,6 @@
 /* Tensor lists: the per-output result of a batch. Reference counted; the pool blocks
  * they own go back to the pipeline's pool with the last reference. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,4 +200,36 @@ void stk_batch_release(stk_batch *b) {
   for (size_t o = 0; o < b->num_outputs; o++) stk_tensor_list_release(b->outputs[o]);
   free(b->outputs);
   free(b);
+}
+
+/* op_gpu.h: the same samples under new metadata (reshape, reinterpret, expand_dims,
+ * squeeze on the GPU). The view keeps `src` alive; no byte moves. */
+stk_status stk__gpu_reshape_view(stk_tensor_list *src, stk_dtype dtype, int ndim,
+                                 const int64_t *shapes, const char *layout, stk_tensor_list **out) {
+  size_t n = src->n;
+  int *which = stk__calloc(n ? n : 1, sizeof(int), "view map");
+  size_t *index = stk__calloc(n ? n : 1, sizeof(size_t), "view map");
+  stk_status st = which && index ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) index[i] = i;
+  stk_tensor_list *tl = NULL;
+  if (st == STK_OK) st = stk__tensor_list_view(&src, 1, which, index, n, "reshape", &tl);
+  free(which);
+  free(index);
+  if (st != STK_OK) return st;
+  int64_t *sh = stk__calloc(n * (size_t)(ndim ? ndim : 1), sizeof(int64_t), "sample shapes");
+  if (!sh) {
+    stk_tensor_list_release(tl);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  if (n && ndim) memcpy(sh, shapes, n * (size_t)ndim * sizeof(int64_t));
+  free(tl->shapes);
+  tl->shapes = sh;
+  tl->ndim = ndim;
+  tl->dtype = dtype;
+  snprintf(tl->layout, sizeof tl->layout, "%s", layout ? layout : "");
+  /* a dense source stays one dense block only while the new shapes agree */
+  for (size_t i = 1; tl->dense && i < n; i++)
+    if (memcmp(sh, sh + i * (size_t)ndim, (size_t)ndim * sizeof(int64_t)) != 0) tl->dense = NULL;
+  *out = tl;
+  return STK_OK;
 }

@@ -494,6 +494,61 @@ static void test_registry_introspection(void **state) {
   assert_null(stk_registry_find("nope"));
 }
 
+/* Batch operators: the CPU stage splits at them (graph.c plan_passes). Output sample i of
+ * permute_batch is input sample idx[i]; a per-sample operator after the barrier (cast)
+ * sees the permuted values; the same bytes for any thread count, async or not. */
+static const char *BATCH_TEXT =
+    "batch_size = 6\n"
+    "seed = 9\n"
+    "u = random.uniform(range=[0.0, 1.0], shape=[4])\n"
+    "idx = batch_permutation(no_fixed_points=true)\n"
+    "p = permute_batch(u, indices=idx)\n"
+    "c = cast(p, dtype=\"float64\")\n"
+    "return u, idx, p, c\n";
+
+static void run_batch_text(int threads, int async, int batches, char *bytes, size_t cap) {
+  stk_pipeline *p;
+  TU_OK(stk_pipeline_from_text(BATCH_TEXT, &p));
+  TU_OK(stk_pipeline_set(p, STK_PIPE_NUM_THREADS, threads));
+  TU_OK(stk_pipeline_set(p, STK_PIPE_EXEC_ASYNC, async));
+  TU_OK(stk_pipeline_build(p));
+  size_t at = 0;
+  for (int b = 0; b < batches; b++) {
+    stk_batch *out;
+    TU_OK(stk_pipeline_run(p, &out));
+    const float *u = stk_tensor_list_data(stk_batch_output(out, 0));
+    const int32_t *idx = stk_tensor_list_data(stk_batch_output(out, 1));
+    const float *perm = stk_tensor_list_data(stk_batch_output(out, 2));
+    const double *cast = stk_tensor_list_data(stk_batch_output(out, 3));
+    assert_non_null(u), assert_non_null(idx), assert_non_null(perm), assert_non_null(cast);
+    int seen = 0;
+    for (int i = 0; i < 6; i++) {
+      assert_true(idx[i] >= 0 && idx[i] < 6 && idx[i] != i);
+      seen |= 1 << idx[i];
+      for (int k = 0; k < 4; k++) {
+        assert_true(perm[i * 4 + k] == u[idx[i] * 4 + k]);
+        assert_true(cast[i * 4 + k] == (double)perm[i * 4 + k]);
+      }
+    }
+    assert_int_equal(seen, 63); /* a permutation */
+    assert_true(at + 6 * 4 * 4 + 6 * 4 <= cap);
+    memcpy(bytes + at, perm, 6 * 4 * sizeof(float)), at += 6 * 4 * sizeof(float);
+    memcpy(bytes + at, idx, 6 * sizeof(int32_t)), at += 6 * sizeof(int32_t);
+    stk_batch_release(out);
+  }
+  stk_pipeline_destroy(p);
+}
+
+static void test_batch_operators_split_the_cpu_stage(void **state) {
+  enum { BATCHES = 5, CAP = BATCHES * (6 * 4 * 4 + 6 * 4) };
+  char one[CAP], three[CAP], sync[CAP];
+  run_batch_text(1, 1, BATCHES, one, CAP);
+  run_batch_text(3, 1, BATCHES, three, CAP);
+  run_batch_text(3, 0, BATCHES, sync, CAP);
+  assert_memory_equal(one, three, CAP);
+  assert_memory_equal(one, sync, CAP);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_uniform_values_and_dense_output),
@@ -508,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_text_form_round_trip),
       cmocka_unit_test(test_outputs_outlive_pipeline_and_memory_is_flat),
       cmocka_unit_test(test_registry_introspection),
+      cmocka_unit_test(test_batch_operators_split_the_cpu_stage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

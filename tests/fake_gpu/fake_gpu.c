@@ -12,9 +12,11 @@
  * as nvJPEG does.
  *
  * Only what a pipeline of readers and mixed decoders needs is here; the kernels report
- * STK_ERR_UNSUPPORTED, except a same-type cast (a copy), which gathers outputs, the
+ * STK_ERR_UNSUPPORTED, except the cast (a copy, or for other types the shared element
+ * functions' conversion), which gathers outputs, the
  * math table's gather (subscript), queued like a kernel, and the automatic augmentation's
- * program (auto_augment.apply / augment): the kernel's own interpreter run on the host.
+ * program (auto_augment.apply / augment): the kernel's own interpreter run on the host,
+ * and the tensor toolbox's table (api_tensor.h): its shared element functions on the host.
  * One lock serialises the whole fake: callers may come from any thread.
  */
 #include <pthread.h>
@@ -26,8 +28,10 @@
 
 #include "cuda/api_autoaug.h"
 #include "cuda/api_math.h"
+#include "cuda/api_tensor.h"
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_api.h"
+#include "shared/mix_common.h"
 #include "shared/math_common.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -96,10 +100,13 @@ typedef enum {
   OP_RECORD,
   OP_WAIT,
   OP_GATHER,
-  OP_AUTOAUG
+  OP_AUTOAUG,
+  OP_MIX
+  OP_TENSOR
 } op_kind;
 
 struct aa_batch;
+struct tn_job;
 
 struct fake_event;
 
@@ -122,6 +129,10 @@ typedef struct op {
   stk_gpu_gather_sample gather;
   /* OP_AUTOAUG: the batch's programs (copied at the call, as the real entry uploads them) */
   struct aa_batch *aa;
+  /* OP_MIX: one sample's descriptor (copied at the call); its element type in `color` */
+  stk_gpu_mix_sample mix;
+  /* OP_TENSOR: a tensor-toolbox launch (plans copied at the call) */
+  struct tn_job *tn;
 } op;
 
 typedef struct fake_stream {
@@ -234,6 +245,75 @@ static void run_autoaug(op *o) {
   aa_batch_free(a);
 }
 
+/* mixup / cutmix of one sample: mix.cu's per-element maths (mix_common.h) on the host. */
+static void run_mix(const op *o) {
+  const stk_gpu_mix_sample *m = &o->mix;
+  int64_t plane = m->h * m->mid * m->w * m->inner;
+  for (int64_t e = 0; e < m->outer * plane; e++) {
+    int64_t r = e / m->inner, x = r % m->w, y = (r / m->w / m->mid) % m->h;
+    bool in = stk_in_box(m->box, y, x);
+    float wa = in ? m->wa_in : m->wa_out, wb = in ? m->wb_in : m->wb_out;
+    if (o->color == STK_DTYPE_UINT8)
+      ((uint8_t *)m->dst)[e] =
+          stk_mix_u8(stk_mix_value(((const uint8_t *)m->a)[e], ((const uint8_t *)m->b)[e], wa, wb));
+    else
+      ((float *)m->dst)[e] =
+          stk_mix_value(((const float *)m->a)[e], ((const float *)m->b)[e], wa, wb);
+  }
+/* The tensor toolbox's kernels (api_tensor.h): the shared per-element functions of
+ * src/shared/tensor_common.h on the host, in element order. */
+enum { TN_COPY, TN_REDUCE, TN_AFFINE, TN_LOOKUP, TN_CAST };
+typedef struct tn_job {
+  int kind, n, esize, blockwise;
+  void *plans; /* n plans of the launch's type (lookup: src, dst, counts) */
+  stk_tn_reduce_args ra;
+  stk_dtype it, ot;
+  double shift;
+  const void **src;
+  void **dst;
+  int64_t *counts;
+  void *table;
+  int64_t len;
+  uint64_t dflt;
+} tn_job;
+
+static void tn_job_free(tn_job *j) {
+  if (!j) return;
+  free(j->plans), free(j->src), free(j->dst), free(j->counts), free(j->table), free(j);
+}
+
+static void run_tensor(op *o) {
+  tn_job *j = o->tn;
+  for (int i = 0; i < j->n; i++) {
+    if (j->kind == TN_COPY) {
+      const stk_tn_copy *p = (const stk_tn_copy *)j->plans + i;
+      for (int64_t e = 0; e < p->count; e++) stk_tn_copy_elem(p, j->esize, e);
+    } else if (j->kind == TN_REDUCE) {
+      /* the kernel the real backend would pick: per thread, or per block (its grouping) */
+      const stk_tn_reduce *p = (const stk_tn_reduce *)j->plans + i;
+      for (int64_t e = 0; e < p->out_count; e++) {
+        if (j->blockwise)
+          stk_tn_reduce_elem_blockwise(p, &j->ra, e);
+        else
+          stk_tn_reduce_elem(p, &j->ra, e);
+      }
+    } else if (j->kind == TN_AFFINE) {
+      const stk_tn_affine *p = (const stk_tn_affine *)j->plans + i;
+      for (int64_t e = 0; e < p->count; e++) stk_tn_affine_elem(p, j->it, j->ot, j->shift, e);
+    } else if (j->kind == TN_CAST) {
+      /* cross-type casts (slice's dtype): float to integer rounds half away from zero and
+       * saturates, as stk__convert (exact below 2^53) */
+      const stk_gpu_cast_sample *c = (const stk_gpu_cast_sample *)j->plans + i;
+      for (int64_t e = 0; e < c->count; e++)
+        stk_tn_store_sat(c->dst, j->ot, (size_t)e, stk_ar_load_f(c->src, j->it, (size_t)e));
+    } else {
+      for (int64_t e = 0; e < j->counts[i]; e++)
+        stk_tn_lookup_elem(j->src[i], j->it, j->dst[i], j->esize, j->table, j->len, j->dflt, e);
+    }
+  }
+  tn_job_free(j);
+}
+
 static void run_op(op *o) {
   switch (o->kind) {
     case OP_COPY:
@@ -259,6 +339,11 @@ static void run_op(op *o) {
       break;
     case OP_AUTOAUG:
       run_autoaug(o);
+      break;
+    case OP_MIX:
+      run_mix(o);
+    case OP_TENSOR:
+      run_tensor(o);
       break;
   }
   free(o->staging);
@@ -671,10 +756,12 @@ static size_t dtype_size(stk_dtype t) {
   return 0;
 }
 
+static int tn_cast(int n, const stk_gpu_cast_sample *samples, stk_dtype it, stk_dtype ot,
+                   uintptr_t stream, char *err, size_t errlen);
+
 static int cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype,
                 stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen) {
-  if (in_dtype != out_dtype)
-    return fail(err, errlen, STK_ERR_UNSUPPORTED, "cast: only same-type copies");
+  if (in_dtype != out_dtype) return tn_cast(n, samples, in_dtype, out_dtype, stream, err, errlen);
   for (int i = 0; i < n; i++) {
     int rc = memcpy_async(ctx, samples[i].dst, samples[i].src,
                           (size_t)samples[i].count * dtype_size(in_dtype), stream, err, errlen);
@@ -705,8 +792,118 @@ static int gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples,
   return 0;
 }
 
+/* Queued like a kernel, one op per sample. */
+static int mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
+               uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  if (dtype != STK_DTYPE_UINT8 && dtype != STK_DTYPE_FLOAT32)
+    return fail(err, errlen, STK_ERR_UNSUPPORTED, "mix: type");
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n; i++) {
+    op *o = calloc(1, sizeof *o);
+    if (!o) {
+      pthread_mutex_unlock(&lock);
+      return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "mix: no memory");
+    }
+    o->kind = OP_MIX;
+    o->mix = samples[i];
+    o->color = (int)dtype;
+    enqueue(stream, o);
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 /* Only gather: the other math entries stay NULL (the operators report no kernels). */
 static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};
+
+/* Queues a tensor job (taken over) like a kernel. */
+static int tn_enqueue(tn_job *j, uintptr_t stream, char *err, size_t errlen) {
+  op *o = j ? calloc(1, sizeof *o) : NULL;
+  if (!o) {
+    tn_job_free(j);
+    return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "tensor: no memory");
+  }
+  o->kind = OP_TENSOR;
+  o->tn = j;
+  pthread_mutex_lock(&lock);
+  enqueue(stream, o);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static tn_job *tn_job_new(int kind, int n, const void *plans, size_t size) {
+  tn_job *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->kind = kind, j->n = n;
+  j->plans = malloc(size * (size_t)(n ? n : 1));
+  if (!j->plans) {
+    free(j);
+    return NULL;
+  }
+  if (n) memcpy(j->plans, plans, size * (size_t)n);
+  return j;
+}
+
+static int tn_copy(stk_gpu_ctx *ctx, int n, const stk_tn_copy *plans, int esize, uintptr_t stream,
+                   char *err, size_t errlen) {
+  (void)ctx;
+  tn_job *j = tn_job_new(TN_COPY, n, plans, sizeof *plans);
+  if (j) j->esize = esize;
+  return tn_enqueue(j, stream, err, errlen);
+}
+
+static int tn_reduce(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *plans,
+                     const stk_tn_reduce_args *args, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  tn_job *j = tn_job_new(TN_REDUCE, n, plans, sizeof *plans);
+  int64_t outs = 0, elems = 0;
+  for (int i = 0; i < n; i++)
+    outs += plans[i].out_count, elems += plans[i].out_count * plans[i].red_count;
+  if (j) j->ra = *args, j->blockwise = stk_tn_reduce_blockwise(outs, elems);
+  return tn_enqueue(j, stream, err, errlen);
+}
+
+static int tn_affine(stk_gpu_ctx *ctx, int n, const stk_tn_affine *plans, stk_dtype it,
+                     stk_dtype ot, double shift, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  tn_job *j = tn_job_new(TN_AFFINE, n, plans, sizeof *plans);
+  if (j) j->it = it, j->ot = ot, j->shift = shift;
+  return tn_enqueue(j, stream, err, errlen);
+}
+
+static int tn_lookup(stk_gpu_ctx *ctx, int n, const void *const *src, void *const *dst,
+                     const int64_t *counts, stk_dtype it, int esize, const void *table, int64_t len,
+                     uint64_t dflt, uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  tn_job *j = tn_job_new(TN_LOOKUP, 0, NULL, 1);
+  size_t k = (size_t)(n ? n : 1);
+  if (j) {
+    j->n = n, j->it = it, j->esize = esize, j->len = len, j->dflt = dflt;
+    j->src = malloc(k * sizeof *j->src), j->dst = malloc(k * sizeof *j->dst);
+    j->counts = malloc(k * sizeof *j->counts), j->table = malloc((size_t)len * esize + 1);
+    if (!j->src || !j->dst || !j->counts || !j->table) {
+      tn_job_free(j);
+      j = NULL;
+    }
+  }
+  if (j) {
+    memcpy(j->src, src, (size_t)n * sizeof *src), memcpy(j->dst, dst, (size_t)n * sizeof *dst);
+    memcpy(j->counts, counts, (size_t)n * sizeof *counts);
+    if (len) memcpy(j->table, table, (size_t)len * esize); /* taken at the call, as uploaded */
+  }
+  return tn_enqueue(j, stream, err, errlen);
+}
+
+static int tn_cast(int n, const stk_gpu_cast_sample *samples, stk_dtype it, stk_dtype ot,
+                   uintptr_t stream, char *err, size_t errlen) {
+  tn_job *j = tn_job_new(TN_CAST, n, samples, sizeof *samples);
+  if (j) j->it = it, j->ot = ot;
+  return tn_enqueue(j, stream, err, errlen);
+}
+
+static const stk_gpu_tensor_api tensor_api = {
+    .version = 1, .copy = tn_copy, .reduce = tn_reduce, .affine = tn_affine, .lookup = tn_lookup};
 
 static int no_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s,
                        const stk_gpu_resample_args *a, uintptr_t stream, char *err, size_t errlen) {
@@ -842,6 +1039,8 @@ static const stk_gpu_api api = {
     .host_unregister = host_unregister,
     .host_alloc = host_alloc,
     .host_free = host_free,
+    .mix = mix,
+    .tensor = &tensor_api,
 };
 
 __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) { return &api; }

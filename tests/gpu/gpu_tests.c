@@ -32,7 +32,8 @@ static stk_gpu_ctx *ctx;
 static char err[STK_GPU_ERRLEN];
 static int failures;
 static int small_run;
-static int no_bad_inputs; /* --no-bad-inputs: skip the corrupt / unusual files */
+static int only_pass = -1; /* --decode-pass K */
+static int no_bad_inputs;  /* --no-bad-inputs: skip the corrupt / unusual files */
 static uintptr_t S0;
 
 #define CHECK(cond, ...)                            \
@@ -755,17 +756,22 @@ static void test_decode(const tu_photo *ph, int np, const char *dataset, const c
     }
   int nphotos = n;
   if (dataset) n += tu_list_files(dataset, f + n, small_run ? 8 : 256, 0);
-  decode_pass(f, n, 1.0, STK_GPU_COLOR_RGB, 0, 0);
-  decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 0, 0);
-  decode_pass(f, n, 0.5, STK_GPU_COLOR_GRAY, 0, 0);
-  decode_pass(f, n, 1.0, STK_GPU_COLOR_RGB, 1, 0);
-  decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 1, 0);
-  decode_ahead_pass(f, n, 1.0);
-  decode_ahead_pass(f, n, 0.0);
-  decode_input_lifetime_pass(f, n, 1.0, false);
-  decode_input_lifetime_pass(f, n, 0.0, false);
-  decode_input_lifetime_pass(f, n, 1.0, true);
-  if (no_bad_inputs) {
+    /* only_pass >= 0 (--decode-pass K): that pass alone, so slow tools (racecheck) can run
+     * the passes side by side */
+#define DECODE_PASS(k, call) \
+  if (only_pass < 0 || only_pass == (k)) call
+  DECODE_PASS(0, decode_pass(f, n, 1.0, STK_GPU_COLOR_RGB, 0, 0));
+  DECODE_PASS(1, decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 0, 0));
+  DECODE_PASS(2, decode_pass(f, n, 0.5, STK_GPU_COLOR_GRAY, 0, 0));
+  DECODE_PASS(3, decode_pass(f, n, 1.0, STK_GPU_COLOR_RGB, 1, 0));
+  DECODE_PASS(4, decode_pass(f, n, 0.0, STK_GPU_COLOR_RGB, 1, 0));
+  DECODE_PASS(5, decode_ahead_pass(f, n, 1.0));
+  DECODE_PASS(6, decode_ahead_pass(f, n, 0.0));
+  DECODE_PASS(7, decode_input_lifetime_pass(f, n, 1.0, false));
+  DECODE_PASS(8, decode_input_lifetime_pass(f, n, 0.0, false));
+  DECODE_PASS(9, decode_input_lifetime_pass(f, n, 1.0, true));
+#undef DECODE_PASS
+  if (no_bad_inputs || only_pass >= 0) {
     free(f);
     return;
   }
@@ -804,6 +810,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--small"))
       small_run = 1;
+    else if (!strcmp(argv[i], "--decode-pass") && i + 1 < argc)
+      only_pass = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-bad-inputs"))
       no_bad_inputs = 1;
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc)

@@ -1,6 +1,7 @@
 """The stoker CLI as users run it: bench, preview, info, ops, and bad input."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,29 @@ def test_bench_epochs_counts_batches(dataset):
     r = run("bench", "--data", dataset, "--pipeline", "basic-full", "--batch-size", 8, "--epochs", 2, "--json")
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["images"] == 2 * 28 and res["batches"] == 2 * 4  # 28 files: 8, 8, 8, 4 per epoch
+
+
+def test_bench_cached_preset_reports_each_epoch(dataset, tmp_path):
+    r = run("bench", "--data", dataset, "--pipeline", "cached", "--batch-size", 8, "--epochs", 3, "--json")
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert [e["images"] for e in res["epochs"]] == [28, 28, 28]
+    assert all(e["seconds"] > 0 and e["images_per_s"] > 0 for e in res["epochs"])
+    # epoch 1 fills the cache, epochs 2 and 3 hit it (a prefetched batch may run ahead)
+    assert res["cache"]["misses"] == 28 and res["cache"]["hits"] >= 2 * 28
+    assert res["cache"]["entries"] == 28 and res["cache"]["bytes"] > 28 * 256 * 256 * 3
+    # --cache-bytes 0: the baseline, nothing kept; --cache-dir: files with a manifest
+    res = json.loads(run("bench", "--data", dataset, "--pipeline", "cached", "--batch-size", 8, "--epochs", 2,
+                         "--cache-bytes", 0, "--json").stdout.strip().splitlines()[-1])
+    assert res["cache"]["hits"] == 0 and res["cache"]["entries"] == 0
+    d = tmp_path / "cache"
+    run("bench", "--data", dataset, "--pipeline", "cached", "--batch-size", 8, "--epochs", 1, "--cache-dir", d)
+    assert (d / "manifest.txt").exists() and len(list(d.glob("*.stkc"))) == 28
+    text = run("bench", "--data", dataset, "--pipeline", "cached", "--batch-size", 8, "--epochs", 1,
+               "--cache-dir", d).stdout
+    assert "epoch 1: 28 images" in text
+    # all hits (a batch of the next epoch made ahead may add a few)
+    hits = re.search(r"sample cache: (\d+) hits, 0 misses", text)
+    assert hits and int(hits.group(1)) >= 28
 
 
 def test_bench_warmup_batches_are_not_timed(dataset):
