@@ -28,11 +28,11 @@ sanitize: setup
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure
 
-# ThreadSanitizer build of the executor and end-to-end tests.
+# ThreadSanitizer build of the executor and end-to-end tests, and the remote block cache.
 tsan: setup
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTK_TSAN=ON -DSTK_BUILD_PYTHON=OFF
-	cmake --build build-tsan -j $(JOBS) --target test_pipeline test_end_to_end test_reader test_gpu_stage_fake stk_fake_gpu
-	cd build-tsan && ctest --output-on-failure -R 'test_(pipeline|end_to_end|reader|gpu_stage_fake)$$'
+	cmake --build build-tsan -j $(JOBS) --target test_pipeline test_end_to_end test_reader test_gpu_stage_fake stk_fake_gpu test_remote
+	cd build-tsan && ctest --output-on-failure -R 'test_(pipeline|end_to_end|reader|gpu_stage_fake|remote)$$'
 
 # The fuzz targets with libFuzzer + ASan + UBSan (clang); run one with scripts/fuzz.sh.
 # (`make test` and `make sanitize` replay their corpora without libFuzzer.)

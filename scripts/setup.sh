@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PKGS="build-essential cmake ninja-build pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libspng-dev zlib1g-dev libcmocka-dev python3-venv python3-dev"
+PKGS="build-essential cmake ninja-build pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libspng-dev libcurl4-openssl-dev zlib1g-dev libcmocka-dev python3-venv python3-dev"
 # audio and video decoding (optional at build time; the tests encode their clips with ffmpeg)
 PKGS="$PKGS libsndfile1-dev libavcodec-dev libavformat-dev libswscale-dev libswresample-dev ffmpeg"
 missing=""
@@ -37,6 +37,11 @@ if ! .venv/bin/python -c "import numpy, PIL, pytest, scikit_build_core" 2>/dev/n
   echo "setup: installing Python packages into .venv"
   .venv/bin/pip install -q --upgrade pip >/dev/null
   .venv/bin/pip install -q numpy pillow pytest scikit-build-core
+fi
+# The remote-data tests run a local S3-compatible server (moto) on 127.0.0.1.
+if ! .venv/bin/python -c "import moto.server, werkzeug" 2>/dev/null; then
+  echo "setup: installing moto[server] into .venv (remote-data tests)"
+  .venv/bin/pip install -q 'moto[server]'
 fi
 # `import stoker` from this checkout (the extension is built into python/stoker/ by make).
 python/install_pth.sh .venv/bin/python

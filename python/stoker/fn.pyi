@@ -3,6 +3,28 @@ from typing import Any, Literal, Sequence
 
 from ._graph import DataNode
 
+def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+
+    Devices: cpu.
+
+    Inputs:
+        input: audio: [time] or [time, channels], any numeric type
+
+    Outputs:
+        output: the resampled audio, same layout
+
+    Keyword args:
+        in_rate (a float; may be a DataNode (per-sample argument input)): input sampling rate (with out_rate)
+        out_rate (a float; may be a DataNode (per-sample argument input)): output sampling rate (with in_rate)
+        scale (a float; may be a DataNode (per-sample argument input)): out_rate / in_rate, instead of the two rates
+        out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
+        quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
+        dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
 
@@ -17,6 +39,22 @@ def auto_contrast(*inputs: DataNode, cutoff: Sequence[float] | DataNode | None =
     Keyword args:
         cutoff (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): percent of pixels cut from the dark and the bright end before stretching: one value for both or [low, high], each in [0, 100)
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def batch_permutation(*inputs: DataNode, allow_repetitions: bool | None = ..., no_fixed_points: bool | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Draws a random permutation of the batch (one int32 index per sample), once per batch, for permute_batch. Keyed by the batch's first sample: the same on every thread count.
+
+    Devices: cpu.
+
+    Outputs:
+        output: int32 scalar per sample: the index of the sample it takes (for permute_batch)
+
+    Keyword args:
+        allow_repetitions (a bool; default false): true: each index is drawn independently (repetitions and omissions allowed)
+        no_fixed_points (a bool; default false): true: out[i] != i for every i (ignored for a batch of one)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -322,6 +360,31 @@ def crop_mirror_normalize(*inputs: DataNode, crop: Sequence[float] | DataNode | 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def cutmix(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., center: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """CutMix (torchvision.transforms.v2.CutMix) on a batch of images and labels: the box [x - rw, x + rw) x [y - rh, y + rh) (clamped; rw = int(0.5 * sqrt(1 - lam) * W), rh likewise; centre drawn uniformly) of the partner (sample i - 1: the batch rolled by one) is pasted into image i, and the labels are mixed with lam corrected to 1 - box area / image area. lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 or float32; labels become float32 vectors.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        center (a list of ints; may be a DataNode (per-sample argument input)): a given box centre [x, y] in pixels instead of a drawn one (drawn: x uniform in [0, W), y in [0, H), as torchvision)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
     """Runs a function of the host program on each sample's inputs, passed as DLPack capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch CPU tensors).
 
@@ -480,6 +543,43 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         use_copy_kernel: accepted for DALI compatibility
         repeat_last: accepted for DALI compatibility (not supported: must be False)
         device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input. DALI's legacy name: the same with antialias off by default.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default false): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -730,6 +830,94 @@ def lookup_table(*inputs: DataNode, keys: Sequence[int] | None = ..., values: Se
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def mel_filter_bank(*inputs: DataNode, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Converts a power spectrogram to mel bins with triangular filters equally spaced on the mel scale between freq_low and freq_high (librosa.filters.mel's conventions); the FFT size is 2 * (bins - 1).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a power spectrogram with nfft/2+1 frequency bins on the layout's 'f' axis (the first axis when there is no layout)
+
+    Outputs:
+        output: float32; nfilter bins on that axis
+
+    Keyword args:
+        nfilter (an int; default 128; in [1, 65536]): number of mel filters (output bins)
+        sample_rate (a float; default 44100.0; in [1e-06, 1000000000]): sampling rate of the signal (Hz)
+        freq_low (a float; default 0.0; in [0, 1000000000]): lowest frequency of the bank (Hz)
+        freq_high (a float; default 0.0; in [0, 1000000000]): highest frequency (Hz); 0: sample_rate / 2
+        normalize (a bool; default true): scale each triangle by 2 / its width in Hz (Slaney's equal area, librosa's norm='slaney'); false: peaks of 1
+        mel_formula (a string; default "slaney"; one of 'slaney', 'htk'): the mel scale: Slaney's (librosa's default) or HTK's 2595 log10(1 + f / 700)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def mfcc(*inputs: DataNode, axis: int | None = ..., dct_type: int | None = ..., lifter: float | None = ..., n_mfcc: int | None = ..., normalize: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Mel-frequency cepstral coefficients: the discrete cosine transform of a mel spectrogram along `axis`, the first n_mfcc coefficients kept, optionally liftered (librosa.feature.mfcc's conventions).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: mel spectrogram (usually in decibels)
+
+    Outputs:
+        output: float32; n_mfcc coefficients on `axis`
+
+    Keyword args:
+        axis (an int; default 0; in [0, 7]): the axis of the mel bins (transformed)
+        dct_type (an int; default 2; in [1, 3]): DCT type 1, 2 or 3 (SciPy's definitions without their factor 2)
+        lifter (a float; default 0.0): cepstral liftering: coefficient k is multiplied by 1 + lifter / 2 sin(pi (k + 1) / lifter); 0: none
+        n_mfcc (an int; default 20; in [1, 65536]): number of coefficients kept
+        normalize (a bool; default false): orthonormal DCT (norm='ortho'); not with dct_type 1
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def mixup(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None = ..., per_sample: bool | None = ..., pairing: str | None = ..., lam: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        images: uint8 or float32 images of one shape (layout with H and W: HWC, CHW, HW)
+        labels: per sample: an integer class (with num_classes), or a one-hot / soft vector
+
+    Outputs:
+        images: the mixed images (type of the input)
+        labels: float32 [classes]: the mixed labels
+
+    Keyword args:
+        alpha (a float; default 1.0; in [1e-06, 1000000]): lambda ~ Beta(alpha, alpha) (torchvision's default 1.0: uniform)
+        num_classes (an int; default 0; in [0, 16777216]): > 0: labels are integer class indices, made one-hot; 0: labels are one-hot or soft vectors already
+        per_sample (a bool; default false): true: a lambda (and box) per sample; false: one per batch, as torchvision
+        pairing (a string; default "roll"; one of 'roll', 'permutation'): partner of sample i: roll = sample i - 1 (the batch rolled by one, torchvision), permutation = a random permutation drawn per batch
+        lam (a float; may be a DataNode (per-sample argument input)): a given lambda in [0, 1] instead of a drawn one (fed: one per sample)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
+
+    Devices: cpu.
+
+    Inputs:
+        input: a 1-D signal, any numeric type
+
+    Outputs:
+        begin, length: int32 scalars: the first sample and the length of the non-silent region (0, 0 when all is silent)
+        input: a 1-D signal, any numeric type
+
+    Keyword args:
+        cutoff_db (a float; default -60.0): threshold (dB relative to reference_power): samples whose moving mean power is below it are silent
+        reference_power (a float; default 0.0; in [0, 1e+300]): the power of 0 dB; 0: the maximum of the moving mean power
+        reset_interval (an int; default 8192): samples after which the running sum is recomputed from scratch (bounds rounding drift; -1: never)
+        window_length (an int; default 2048; in [1, 1073741824]): samples averaged by the moving mean of the power
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def normalize(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., batch: bool | None = ..., mean: Sequence[float] | DataNode | None = ..., stddev: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., epsilon: float | None = ..., ddof: int | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
 
@@ -867,6 +1055,23 @@ def per_frame(*inputs: DataNode, replace: bool | None = ..., device: Literal['cp
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def permute_batch(*inputs: DataNode, indices: Sequence[int] | DataNode, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Gathers samples by index: output sample i is a copy of input sample indices[i] (repetitions and omissions allowed). With batch_permutation it pairs every sample with another one of its batch (the MixUp recipe in docs/python.md).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: any tensor
+
+    Outputs:
+        output: out[i] = input[indices[i]]
+
+    Keyword args:
+        indices (a list of ints; required; may be a DataNode (per-sample argument input)): a list with one index per sample of the batch, or fed per sample (a scalar each, e.g. from batch_permutation): output i is input indices[i]; each in [0, batch size)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def posterize(*inputs: DataNode, bits: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Keeps the top `bits` bits of every uint8 channel value (PIL's ImageOps.posterize: x & ~(2^(8 - bits) - 1)).
 
@@ -880,6 +1085,44 @@ def posterize(*inputs: DataNode, bits: int | DataNode | None = ..., device: Lite
 
     Keyword args:
         bits (an int; default 4; in [0, 8]; may be a DataNode (per-sample argument input)): number of high bits kept per channel, 0..8 (8 keeps the image)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def power_spectrum(*inputs: DataNode, axis: int | None = ..., nfft: int | None = ..., power: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Power (or magnitude) spectrum of real signals along one axis, as NumPy's abs(rfft(x, nfft))**power: nfft/2+1 bins from 0 Hz to the Nyquist frequency.
+
+    Devices: cpu.
+
+    Inputs:
+        input: real signal(s), any numeric type
+
+    Outputs:
+        output: float32; the input's shape with nfft/2+1 bins on `axis`
+
+    Keyword args:
+        axis (an int; default -1): the axis transformed (-1: the last)
+        nfft (an int; default -1): FFT size: the axis is cut or zero-padded to it (-1: the axis' extent); the output has nfft/2+1 bins there
+        power (an int; default 2; in [1, 2]): 2: power |X|^2; 1: magnitude |X|
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def preemphasis_filter(*inputs: DataNode, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Pre-emphasis: y[t] = x[t] - preemph_coeff * x[t-1], boosting high frequencies before spectral analysis of speech.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a 1-D signal, any numeric type
+
+    Outputs:
+        output: the filtered signal, same shape
+
+    Keyword args:
+        preemph_coeff (a float; default 0.97; may be a DataNode (per-sample argument input)): the coefficient c of y[t] = x[t] - c x[t-1]
+        border (a string; default "clamp"; one of 'clamp', 'zero', 'reflect'): x[-1] for the first sample: x[0] (clamp), 0 (zero) or x[1] (reflect)
+        dtype (a string; default "float"; one of 'float', 'float32', 'float64', 'double'): output type
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -916,6 +1159,27 @@ def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_proc
         batch_processing (a bool; default false): accepted for DALI compatibility; calls are per sample
         function: the callable, called as function(*input_arrays) for every sample; returns one array, or a tuple of num_outputs arrays
         output_layouts: layout string (or one per output) given to the outputs
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def random_crop_generator(*inputs: DataNode, random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """Draws a crop window of random area and aspect ratio for an image of the given shape (torchvision's RandomResizedCrop window, as random_resized_crop): outputs anchor [y, x] and shape [h, w], for slice-like operators (decoders.image_slice).
+
+    Devices: cpu.
+
+    Inputs:
+        shape: 1-D integer shape of the image to crop, H and W first (HW or HWC)
+
+    Outputs:
+        anchor: int32 [y, x]: the window's top-left corner
+        shape: int32 [h, w]: the window's size
+
+    Keyword args:
+        random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the area the window covers (uniform)
+        random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width / height of the window (log-uniform)
+        num_attempts (an int; default 10; in [1, 1000000]): draws before falling back to a centre crop clamped to the ratio range
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1015,6 +1279,65 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
         device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: HWC image (uint8 or float32)
+
+    Outputs:
+        output: the resized HWC image
+
+    Keyword args:
+        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
+        crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+        crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+        crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): x = round(crop_pos_x * (resized W - crop W))
+        crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): y = round(crop_pos_y * (resized H - crop H))
+        rounding (a string; default "round"; one of 'round', 'truncate'): how the window's anchor becomes an integer
+        mirror (an int; default 0; may be a DataNode (per-sample argument input)): flip mask: 1 horizontal, 2 vertical, 3 both (0: none)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def roi_random_crop(*inputs: DataNode, crop_shape: Sequence[int] | DataNode, in_shape: Sequence[int] | DataNode | None = ..., roi_start: Sequence[int] | DataNode, roi_end: Sequence[int] | DataNode | None = ..., roi_shape: Sequence[int] | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Places a crop_shape window at random so that it holds as much of the region of interest as it can: inside the ROI when the ROI is larger, covering it when smaller; within the input when its shape is known (in_shape or a data input). Outputs the window's start (int64), uniform over the allowed starts per dimension.
+
+    Devices: cpu.
+
+    Inputs:
+        input (optional): optional: the data to crop (its shape bounds the window)
+
+    Outputs:
+        anchor: int64 [ndim]: the window's start
+
+    Keyword args:
+        crop_shape (a list of ints; required; may be a DataNode (per-sample argument input)): the window's extent per dimension
+        in_shape (a list of ints; may be a DataNode (per-sample argument input)): the input's shape: the window stays inside it (not with a data input, whose shape is used instead; neither: the window is unbounded)
+        roi_start (a list of ints; required; may be a DataNode (per-sample argument input)): the region of interest's first coordinates
+        roi_end (a list of ints; may be a DataNode (per-sample argument input)): the region's end coordinates (exclusive; or give roi_shape)
+        roi_shape (a list of ints; may be a DataNode (per-sample argument input)): the region's extent (or give roi_end)
+        seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1209,6 +1532,30 @@ def solarize_add(*inputs: DataNode, shift: float | DataNode | None = ..., thresh
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
+def spectrogram(*inputs: DataNode, nfft: int | None = ..., window_length: int | None = ..., window_step: int | None = ..., window_fn: Sequence[float] | None = ..., power: int | None = ..., center_windows: bool | None = ..., reflect_padding: bool | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Short-time Fourier transform power (or magnitude) of a 1-D signal: frames of window_length samples every window_step, multiplied by the window, zero-padded to nfft, transformed (librosa.stft's conventions, as DALI's).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a 1-D signal, any numeric type
+
+    Outputs:
+        output: float32 spectrogram, [nfft/2+1, frames] ("ft") or transposed
+
+    Keyword args:
+        nfft (an int; default -1): FFT size (>= window_length; frames are zero-padded to it); -1: window_length. The output has nfft/2+1 frequency bins
+        window_length (an int; default 512; in [1, 4194304]): samples per frame
+        window_step (an int; default 256; in [1, 1073741824]): samples between the starts of consecutive frames
+        window_fn (a list of floats): the window, window_length values; absent: a Hann window 0.5 (1 - cos(2 pi (t + 0.5) / window_length))
+        power (an int; default 2; in [1, 2]): 2: power |X|^2; 1: magnitude |X|
+        center_windows (a bool; default true): frame i is centred on sample i*window_step (the signal is padded by window_length/2 on both sides); false: it starts there
+        reflect_padding (a bool; default true): with center_windows: pad by reflection (NumPy's 'reflect', the edge sample not repeated); false: with zeros
+        layout (a string; default "ft"; one of 'ft', 'tf'): "ft": [frequency, time]; "tf": [time, frequency]
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
 def squeeze(*inputs: DataNode, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Removes unit axes given by `axes` or `axis_names` (DALI's squeeze); their letters leave the layout.
 
@@ -1322,6 +1669,25 @@ def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | Non
         lo_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's start (absent: the start for the step)
         hi_7 (an int; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's stop (absent: the end for the step)
         step_7 (an int; default 1; may be a DataNode (per-sample argument input)): position 7 (kind 1): the slice's step (not 0; negative walks backwards)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    ...
+def to_decibels(*inputs: DataNode, multiplier: float | None = ..., reference: float | None = ..., cutoff_db: float | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: magnitudes or powers (>= 0)
+
+    Outputs:
+        output: float32, multiplier log10(max(x / reference, 10^(cutoff_db / multiplier)))
+
+    Keyword args:
+        multiplier (a float; default 10.0): 10 for power, 20 for amplitude
+        reference (a float; default 0.0; in [0, 1e+300]): the value of 0 dB; 0: the sample's maximum
+        cutoff_db (a float; default -200.0): floor of the result (dB below the reference)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1550,6 +1916,28 @@ class auto_augment:
 class decoders:
     """The decoders namespace."""
     @staticmethod
+    def audio(*inputs: DataNode, sample_rate: float | DataNode | None = ..., downmix: bool | None = ..., dtype: str | None = ..., quality: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+        """Decodes audio files (WAV, FLAC, OGG/Vorbis, AIFF, ... through libsndfile), optionally downmixed to mono and resampled.
+
+        Devices: cpu.
+
+        Inputs:
+            input: encoded audio bytes (1-D uint8)
+
+        Outputs:
+            audio, sample_rate: the samples, [time, channels] ([time] with downmix), and the rate as a float32 scalar
+            input: encoded audio bytes (1-D uint8)
+
+        Keyword args:
+            sample_rate (a float; default 0.0; may be a DataNode (per-sample argument input)): resample to this rate (Hz); 0: keep the file's
+            downmix (a bool; default false): average the channels: a 1-D [time] output
+            dtype (a string; default "float"; one of 'float', 'float32', 'int16', 'int32'): float in [-1, 1), or int16 / int32 at full scale
+            quality (a float; default 50.0; in [0, 100]): resampling quality (as audio_resample's)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
 
@@ -1571,6 +1959,39 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+            crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+            crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+            crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+            crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+            rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1602,6 +2023,38 @@ class decoders:
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
             seed (an int; default -1): this operator's seed (-1: derived)
             size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+            device (str, default "cpu"): one of 'cpu', 'mixed'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+        Devices: cpu, mixed.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+            anchor: the window's start along `axes` (float or integer)
+            shape: the window's extent along `axes`
+
+        Outputs:
+            image: HWC uint8 image
+
+        Keyword args:
+            output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+            adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+            use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+            hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+            cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+            device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+            host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+            preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+            preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+            normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+            axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1645,6 +2098,32 @@ class decoders:
 
         Keyword args:
             dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): the expected element type: a file of another type is an error (default: the file's)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def video(*inputs: DataNode, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames.
+
+        Devices: cpu.
+
+        Inputs:
+            input: an encoded video file's bytes (1-D uint8)
+
+        Outputs:
+            output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+
+        Keyword args:
+            frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
+            start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
+            sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
+            stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
+            end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
+            pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
+            affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
+            build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -1719,6 +2198,289 @@ class experimental:
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
+    @staticmethod
+    def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+
+        Devices: cpu.
+
+        Inputs:
+            encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+        Outputs:
+            shape: [H, W, C]: height, width and the number of channels stored in the file
+
+        Keyword args:
+            dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
+            adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def tensor_resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+
+        Devices: cpu, gpu.
+
+        Inputs:
+            input: HWC image (uint8 or float32)
+
+        Outputs:
+            output: the resized HWC image
+
+        Keyword args:
+            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
+            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
+            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
+            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
+            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
+            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
+            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
+            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            device (str, default "cpu"): one of 'cpu', 'gpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    class decoders:
+        """The experimental.decoders namespace."""
+        @staticmethod
+        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
+                crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
+                crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
+                crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
+                crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
+                rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
+                random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
+                num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
+                seed (an int; default -1): this operator's seed (-1: derived)
+                size (a list of ints; in [0, 1000000000]): [H, W] the crop will be resized to: lets JPEGs be downscaled by 1/2, 1/4 or 1/8 in the DCT domain while the crop stays at least this large (faster, nearly lossless for the resize that follows)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_slice (DALI's). Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+
+            Devices: cpu, mixed.
+
+            Inputs:
+                encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
+                anchor: the window's start along `axes` (float or integer)
+                shape: the window's extent along `axes`
+
+            Outputs:
+                image: HWC uint8 image
+
+            Keyword args:
+                output_type (a string; default "RGB"; one of 'RGB', 'BGR', 'GRAY'): colour of the output: RGB or BGR (3 channels) or GRAY (1 channel, BT.601 luma)
+                adjust_orientation (a bool; default true): apply the EXIF orientation, so the image comes out as displayed
+                use_fast_idct (a bool; default false): JPEG: libjpeg-turbo's fast integer IDCT (a little faster, a little less exact)
+                hw_decoder_load (a float; default -1; in [-1, 1]): mixed device: share of the JPEGs the hardware decoder accepts that go to it; the rest are decoded by nvJPEG's hybrid path on the decode threads at the same time. -1 (default): automatic, the share that balances the two paths' measured rates, adjusted every batch (DALI's fixed default is 0.65); a value in [0, 1] fixes it, for bit-identical outputs across runs
+                cpu_decoder_load (a float; default 0; in [-1, 1]): mixed device: share of each batch decoded by libjpeg-turbo in the CPU stage (on the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose batched call is bound by the one thread submitting it. 0 (default): none; a value in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and shrunk when the decoders wait for it. Files nvJPEG does not take are always decoded there
+                device_memory_padding (an int; default 16777216; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's device allocations, so that its buffers, which grow with the images, are reallocated less often (as in DALI)
+                host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
+                preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
+                preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
+                normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
+                axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                device (str, default "cpu"): one of 'cpu', 'mixed'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+        @staticmethod
+        def video(*inputs: DataNode, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. (DALI's experimental name; the same operator as decoders.video.)
+
+            Devices: cpu.
+
+            Inputs:
+                input: an encoded video file's bytes (1-D uint8)
+
+            Outputs:
+                output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+
+            Keyword args:
+                frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
+                start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
+                sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
+                stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
+                end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
+                pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
+                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
+                affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
+                build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
+    class readers:
+        """The experimental.readers namespace."""
+        @staticmethod
+        def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+            """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. (DALI's experimental name; the same operator as readers.video.)
+
+            Devices: cpu.
+
+            Outputs:
+                a number set by the arguments
+                video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+            Keyword args:
+                filenames (a list of strings): the video files (excludes file_root and file_list)
+                labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+                file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+                file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+                sequence_length (an int; required; in [1, 1048576]): frames per sample
+                step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+                stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+                file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+                file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+                file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+                enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+                enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+                pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+                pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+                dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+                normalized (a bool; default false): float output in [0, 1] (divided by 255)
+                channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+                image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+                skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+                resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+                resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+                shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+                num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+                stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+                pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+                random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+                initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+                shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+                seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+                prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+                dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+                read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+                lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+                skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            ...
 class io:
     """The io namespace."""
     class file:
@@ -1872,6 +2634,25 @@ class noise:
 class random:
     """The random namespace."""
     @staticmethod
+    def beta(*inputs: DataNode, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+
+        Devices: cpu.
+
+        Outputs:
+            output: numbers in [0, 1]
+
+        Keyword args:
+            alpha (a float; default 1.0; may be a DataNode (per-sample argument input)): the alpha parameter (> 0)
+            beta (a float; default 1.0; may be a DataNode (per-sample argument input)): the beta parameter (> 0)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output (default: a scalar)
+            dtype (a string; default "float32"; one of 'float32', 'float64', 'float', 'double'): output type
+            seed (an int; default -1): random seed (-1: derived from the pipeline's seed and the name)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def choice(*inputs: DataNode, a: Sequence[float], p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.
 
@@ -1959,7 +2740,7 @@ class readers:
             data, [data2,] label: the file's bytes (a 1-D uint8 tensor), with paired=true the second file's bytes, and the sample's label (an int32 tensor of shape [1]): two outputs, three when paired
 
         Keyword args:
-            file_root (a string): Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled by its index; its files are found recursively and sorted). With file_list or files: the directory their paths are relative to.
+            file_root (a string): Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled by its index; its files are found recursively and sorted). With file_list or files: the directory their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL (with files or file_list).
             file_list (a string): A text file with one "path label" per line (the label is the last token, so paths may hold spaces; blank lines and '#' comments skipped). Paths are relative to file_root, or to the list file's directory.
             files (a list of strings): Paths of the files to read (relative to file_root when given).
             labels (a list of ints): Labels of `files`, one per file; 0, 1, ..., N-1 when absent.
@@ -1984,6 +2765,46 @@ class readers:
         """
         ...
     @staticmethod
+    def nemo_asr(*inputs: DataNode, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Reads speech data sets described by NeMo ASR manifests: the audio files decoded (libsndfile; downmixed and resampled on request) with their transcripts. Sharding, padding and shuffling as in readers.file.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            audio, [sample_rate], [text], [idx]: the decoded audio ([time], or [time, channels] without downmix), then as the read_* flags ask: the rate (float32 scalar), the transcript (uint8 bytes), the index (int64 [1])
+
+        Keyword args:
+            manifest_filepaths (a list of strings; required): NeMo manifests: JSON Lines with "audio_filepath", "duration" and "text" per line (relative paths: from the manifest's directory)
+            sample_rate (a float; default -1.0): resample to this rate (Hz); <= 0: keep each file's
+            quality (a float; default 50.0; in [0, 100]): resampling quality (as audio_resample's)
+            downmix (a bool; default true): average the channels: 1-D [time] audio
+            dtype (a string; default "float"; one of 'float', 'float32', 'int16', 'int32'): float in [-1, 1), or int16 / int32 at full scale
+            min_duration (a float; default 0.0): skip entries shorter than this (seconds, the manifest's)
+            max_duration (a float; default 0.0): skip entries longer than this (seconds); 0: no limit
+            read_sample_rate (a bool; default true): output the sample rate (float32 scalar)
+            read_text (a bool; default true): output the transcript (UTF-8 bytes, 1-D uint8)
+            read_idxs (a bool; default false): output the entry's index in the manifests (int64 [1])
+            normalize_text (a bool; default false): Deprecated in DALI; accepted, no effect
+            shuffle_after_epoch_seed (an int; default -1): Accepted for DALI compatibility; no effect. (use seed)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 
@@ -1993,7 +2814,7 @@ class readers:
             data: the array (or its region) in C order and host byte order, with its dtype
 
         Keyword args:
-            file_root (a string): Alone: a directory searched recursively (files directly in it included) for files matching file_filter, sorted by relative path. With file_list or files: the directory their paths are relative to.
+            file_root (a string): Alone: a directory searched recursively (files directly in it included) for files matching file_filter, sorted by relative path. With file_list or files: the directory their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL (with files).
             file_list (a string): A text file with one path per line ('#' comments and blank lines skipped).
             files (a list of strings): Paths of the .npy files to read.
             file_filter (a string; default "*.npy"): fnmatch pattern selecting files when searching file_root.
@@ -2033,7 +2854,7 @@ class readers:
             features: one per feature_names entry, typed by feature_types
 
         Keyword args:
-            path (a list of strings; required): The TFRecord files, in order (brace patterns expand).
+            path (a list of strings; required): The TFRecord files, in order (brace patterns expand). URLs too: s3://bucket/key or http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component names the listed objects it matches (docs/formats.md, Remote datasets).
             index_path (a list of strings): Index files, one per file, in DALI's tfrecord2idx format ("<offset> <size>" per record). When absent, the records' headers are walked at build time.
             feature_names (a list of strings; required): The features to read, one output each, in this order (the keys of DALI's `features` dict).
             feature_types (a list of strings; required; one of 'string', 'int64', 'float32'): Type of each feature: "string" gives the bytes as a 1-D uint8 tensor, "int64" an int64 tensor, "float32" a float32 tensor.
@@ -2063,6 +2884,106 @@ class readers:
         """
         ...
     @staticmethod
+    def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+        Keyword args:
+            filenames (a list of strings): the video files (excludes file_root and file_list)
+            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+            sequence_length (an int; required; in [1, 1048576]): frames per sample
+            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+            normalized (a bool; default false): float output in [0, 1] (divided by 255)
+            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
+    def video_resize(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. Frames are scaled (bilinear) to resize_x x resize_y as decoded.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+        Keyword args:
+            filenames (a list of strings): the video files (excludes file_root and file_list)
+            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+            sequence_length (an int; required; in [1, 1048576]): frames per sample
+            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+            normalized (a bool; default false): float output in [0, 1] (divided by 255)
+            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        ...
+    @staticmethod
     def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
@@ -2073,7 +2994,7 @@ class readers:
             outputs: one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`
 
         Keyword args:
-            paths (a list of strings; required): The tar shards, in order. Brace patterns expand: "shard-{000000..000099}.tar" (zero padded ranges), "{train,val}.tar" (alternatives).
+            paths (a list of strings; required): The tar shards, in order. Brace patterns expand: "shard-{000000..000099}.tar" (zero padded ranges), "{train,val}.tar" (alternatives). URLs too: s3://bucket/key or http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component names the listed objects it matches (docs/formats.md, Remote datasets).
             index_paths (a list of strings): Index files, one per shard (brace patterns expand), in DALI's wds2idx format v1.2 (first line "v1.2 <samples>", then per sample "<ext> <offset> <size> <name>" groups). When absent, each shard's headers are scanned at build time.
             ext (a list of strings; required): One entry per output: the extension(s) of the component feeding it, alternatives separated by ';' ("jpg;png"). The extension is what follows the first dot of a member's base name ("a/b.seg.png": key "a/b", extension "seg.png").
             missing_component_behavior (a string; default "empty"; one of 'empty', 'fill', 'skip', 'error'): A sample without a component for some output: "empty" (or "fill") gives an empty tensor for that output, "skip" leaves the sample out of the data set, "error" fails when the reader is built, naming the shard and key.

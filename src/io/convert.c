@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "convert.h"
+#include "remote.h"
 #include "file_list.h"
 #include "tar.h"
 #include "tfrecord.h"
@@ -152,6 +154,18 @@ static stk_status open_shard(shard *sh, const stk__convert_options *o, int64_t i
   return STK_OK;
 }
 
+/* With a URL for out_dir: the shard's two files go up, and the local copies away. */
+static stk_status upload_shard(const stk__convert_options *o, int64_t index) {
+  for (int k = 0; k < 2; k++) {
+    char local[4096], url[4096];
+    stk__convert_shard_path(local, sizeof local, o->out_dir, index, o->format, k == 1);
+    stk__convert_shard_path(url, sizeof url, o->upload_to, index, o->format, k == 1);
+    STK_TRY(stk__remote_put_file(url, local));
+    unlink(local);
+  }
+  return STK_OK;
+}
+
 /* Ends the file, writes its index and frees the shard. */
 static stk_status close_shard(shard *sh, const stk__convert_options *o, int64_t index,
                               stk_status st) {
@@ -167,6 +181,7 @@ static stk_status close_shard(shard *sh, const stk__convert_options *o, int64_t 
     st = stk__tfrecord_index_write(&sh->tf, idx);
   stk__wds_index_free(&sh->wds);
   stk__tfrecord_index_free(&sh->tf);
+  if (st == STK_OK && o->upload_to) st = upload_shard(o, index);
   return st;
 }
 
@@ -195,7 +210,7 @@ static stk_status convert_all(const stk__convert_options *o, const stk__file_lis
     uint8_t *data;
     size_t size;
     char key[32], ext[16];
-    st = stk__read_file(path, MAX_SAMPLE_BYTES, &data, &size);
+    st = stk__read_path(path, MAX_SAMPLE_BYTES, &data, &size);
     if (st != STK_OK) break;
     snprintf(key, sizeof key, "%09lld", (long long)i);
     extension_of(path, ext, sizeof ext);
@@ -212,7 +227,22 @@ static stk_status convert_all(const stk__convert_options *o, const stk__file_lis
   return st;
 }
 
+/* out_dir a URL: the conversion goes through a staging directory (one shard at a time). */
+static stk_status convert_to_url(const stk__convert_options *o, stk__convert_result *res) {
+  const char *tmp = getenv("TMPDIR");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/stoker-convert-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) return STK_FAIL(STK_ERR_IO, "cannot create '%s': %s", dir, strerror(errno));
+  stk__convert_options local = *o;
+  local.out_dir = dir;
+  local.upload_to = o->out_dir;
+  stk_status st = stk__convert_dataset(&local, res);
+  rmdir(dir); /* empty unless a failure left a shard behind */
+  return st;
+}
+
 stk_status stk__convert_dataset(const stk__convert_options *o, stk__convert_result *res) {
+  if (stk__is_url(o->out_dir) && !o->upload_to) return convert_to_url(o, res);
   memset(res, 0, sizeof *res);
   if (o->shard_size < 1)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "shard size %lld must be >= 1",

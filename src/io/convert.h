@@ -17,7 +17,8 @@ typedef enum { STK__CONVERT_WDS = 0, STK__CONVERT_TFRECORD = 1 } stk__convert_fo
 
 typedef struct {
   const char *src;     /* an ImageFolder directory, or a list file of "path label" lines */
-  const char *out_dir; /* created if missing */
+  const char *out_dir; /* created if missing; a URL (io/remote.h): each file is written to
+                          a local staging directory, uploaded when complete, then deleted */
   stk__convert_format format;
   int64_t shard_size; /* samples per output file, >= 1 */
   bool shuffle;       /* write the samples in a seeded random order */
@@ -25,6 +26,7 @@ typedef struct {
   /* Called after each sample (may be NULL). */
   void (*progress)(void *user, int64_t done, int64_t total);
   void *user;
+  const char *upload_to; /* private: the URL out_dir named (set by stk__convert_dataset) */
 } stk__convert_options;
 
 typedef struct {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "file_list.h"
+#include "remote.h"
 
 const char *const stk__default_file_filters[] = {"*.jpg", "*.jpeg", "*.png",  "*.bmp",
                                                  "*.tif", "*.tiff", "*.pnm",  "*.ppm",
@@ -31,7 +32,7 @@ static void builder_free(builder *b) {
   memset(b, 0, sizeof *b);
 }
 
-static bool is_absolute(const char *path) { return path[0] == '/'; }
+static bool is_absolute(const char *path) { return path[0] == '/' || stk__is_url(path); }
 
 /* Appends `root`/`rel` (or `rel` alone when root is NULL or rel is absolute). */
 static stk_status builder_add(builder *b, const char *root, const char *rel, size_t rel_len,
@@ -341,6 +342,8 @@ static stk_status scan_class(builder *b, const char *root, const char *name, int
 
 stk_status stk__file_list_scan(stk__file_list *out, const char *root, const char *const *filters,
                                size_t num_filters, bool case_sensitive) {
+  if (stk__is_url(root))
+    return stk__file_list_scan_remote(out, root, filters, num_filters, case_sensitive, true);
   memset(out, 0, sizeof *out);
   strlist classes = {0};
   builder b = {0};
@@ -366,6 +369,8 @@ stk_status stk__file_list_scan(stk__file_list *out, const char *root, const char
 stk_status stk__file_list_scan_tree(stk__file_list *out, const char *root,
                                     const char *const *filters, size_t num_filters,
                                     bool case_sensitive) {
+  if (stk__is_url(root))
+    return stk__file_list_scan_remote(out, root, filters, num_filters, case_sensitive, false);
   memset(out, 0, sizeof *out);
   strlist found = {0};
   builder b = {0};
@@ -494,11 +499,13 @@ static stk_status parse_list2(stk__file_list *out, stk__file_list *out2, const c
   memset(out, 0, sizeof *out);
   if (out2) memset(out2, 0, sizeof *out2);
   struct stat sb;
-  if (stat(list_path, &sb) != 0 && errno == ENOENT)
+  bool remote = stk__is_url(list_path);
+  if (!remote && stat(list_path, &sb) != 0 && errno == ENOENT)
     return STK_FAIL(STK_ERR_NOT_FOUND, "file_list '%s' does not exist", list_path);
   uint8_t *data;
   size_t size;
-  STK_TRY(stk__read_file(list_path, SIZE_MAX - 1, &data, &size));
+  /* a server's answer is bounded: 1 GiB holds a list of tens of millions of files */
+  STK_TRY(stk__read_path(list_path, remote ? (size_t)1 << 30 : SIZE_MAX - 1, &data, &size));
   char *base = NULL;
   builder b = {0}, b2 = {0};
   stk_status st = root ? STK_OK : dir_of(list_path, &base);

@@ -74,6 +74,12 @@ stk_status stk__file_list_from_files(stk__file_list *out, const char *root,
                                      const char *const *files, size_t num_files,
                                      const int64_t *labels, size_t num_labels, const char *who);
 
+/* stk__file_list_scan (classes) or stk__file_list_scan_tree (no classes) of an S3 prefix
+ * "s3://bucket/dir" (io/remote.h): the objects listed below "dir/" play the files. */
+stk_status stk__file_list_scan_remote(stk__file_list *out, const char *root,
+                                      const char *const *filters, size_t num_filters,
+                                      bool case_sensitive, bool classes);
+
 /* Frees the arrays; the struct is zeroed. Safe on a zeroed struct. */
 void stk__file_list_free(stk__file_list *fl);
 

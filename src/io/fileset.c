@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "fileset.h"
+#include "remote.h"
+#include "remote_cache.h"
 
 stk_status stk__pread_full(int fd, const char *path, int64_t offset, void *dst, size_t size,
                            size_t *got) {
@@ -58,6 +60,16 @@ static stk_status copy_paths(stk__fileset *fs, const char *const *paths, size_t 
   return st;
 }
 
+/* A URL: its size now (HEAD), its reads later through the set's cache. */
+static stk_status open_remote(stk__fileset *fs, int64_t i, const char *who) {
+  fs->fds[i] = STK__FD_REMOTE;
+  if (!fs->cache) STK_TRY(stk__remote_cache_create(&fs->cache, fs->count));
+  stk_status st = stk__remote_size(fs->paths[i], &fs->sizes[i]);
+  if (st != STK_OK) return stk__wrap(st, "%s", who);
+  stk__remote_cache_describe(fs->cache, i, fs->paths[i], fs->sizes[i]);
+  return STK_OK;
+}
+
 stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t count,
                              const char *who) {
   memset(fs, 0, sizeof *fs);
@@ -72,6 +84,10 @@ stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t 
   STK_TRY(copy_paths(fs, paths, count));
   bool keep = count <= STK__FILESET_MAX_OPEN;
   for (size_t i = 0; i < count; i++) {
+    if (stk__is_url(fs->paths[i])) {
+      STK_TRY(open_remote(fs, (int64_t)i, who));
+      continue;
+    }
     int fd;
     STK_TRY(open_one(fs->paths[i], who, &fd, &fs->sizes[i]));
     if (keep)
@@ -86,6 +102,7 @@ void stk__fileset_close(stk__fileset *fs) {
   if (!fs) return;
   for (int64_t i = 0; fs->fds && i < fs->count; i++)
     if (fs->fds[i] >= 0) close(fs->fds[i]);
+  stk__remote_cache_destroy(fs->cache);
   free(fs->paths);
   free(fs->sizes);
   free(fs->fds);
@@ -99,6 +116,15 @@ stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offs
     return STK_FAIL(STK_ERR_INTERNAL, "file %lld of %lld", (long long)index, (long long)fs->count);
   const char *path = fs->paths[index];
   int fd = fs->fds[index];
+  if (fd == STK__FD_REMOTE) {
+    size_t got = 0;
+    stk_status st = stk__fileset_pread(fs, index, offset, dst, size, &got);
+    if (st == STK_OK && got < size)
+      st = STK_FAIL(STK_ERR_DECODE,
+                    "'%s' is truncated: %zu bytes wanted at offset %lld, the object ends at %lld",
+                    path, size, (long long)offset, (long long)fs->sizes[index]);
+    return st;
+  }
   bool own = fd < 0;
   if (own) {
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -114,4 +140,44 @@ stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offs
                   "'%s' is truncated: %zu bytes wanted at offset %lld, the file ends at %lld", path,
                   size, (long long)offset, (long long)(offset + (int64_t)got));
   return st;
+}
+
+stk_status stk__fileset_pread(const stk__fileset *fs, int64_t index, int64_t offset, void *dst,
+                              size_t size, size_t *got) {
+  if (index < 0 || index >= fs->count || offset < 0)
+    return STK_FAIL(STK_ERR_INTERNAL, "file %lld of %lld", (long long)index, (long long)fs->count);
+  *got = 0;
+  if (fs->fds[index] != STK__FD_REMOTE) {
+    if (fs->fds[index] >= 0)
+      return stk__pread_full(fs->fds[index], fs->paths[index], offset, dst, size, got);
+    int fd = open(fs->paths[index], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+      return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "cannot open '%s': %s",
+                      fs->paths[index], strerror(errno));
+    stk_status st = stk__pread_full(fd, fs->paths[index], offset, dst, size, got);
+    close(fd);
+    return st;
+  }
+  /* the object's size was taken at open: read what lies before it */
+  int64_t end = fs->sizes[index];
+  if (offset >= end || size == 0) return STK_OK;
+  size_t n = (int64_t)size > end - offset ? (size_t)(end - offset) : size;
+  STK_TRY(stk__remote_cache_read(fs->cache, index, fs->paths[index], end, offset, dst, n));
+  *got = n;
+  return STK_OK;
+}
+
+stk_status stk__source_pread(const stk__source *src, int64_t offset, void *dst, size_t size,
+                             size_t *got) {
+  if (src->fs) return stk__fileset_pread(src->fs, src->index, offset, dst, size, got);
+  return stk__pread_full(src->fd, src->path, offset, dst, size, got);
+}
+
+void stk__fileset_hint(const stk__fileset *fs, int64_t index, int64_t offset) {
+  if (fs->cache && index >= 0 && index < fs->count && fs->fds[index] == STK__FD_REMOTE)
+    stk__remote_cache_hint(fs->cache, index, offset);
+}
+
+void stk__fileset_random_access(stk__fileset *fs) {
+  if (fs->cache) stk__remote_cache_random_access(fs->cache);
 }

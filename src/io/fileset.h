@@ -4,6 +4,9 @@
  * bounds can be checked before it is read; a file that shrank later is reported as
  * truncated. Small sets keep their descriptors open (pread is thread-safe); large ones
  * open the file for each read so that thousands of shards never exhaust descriptors.
+ * Paths may be URLs (s3://, http(s)://; io/remote.h): their sizes come from HEAD requests
+ * and reads go through a bounded block cache with read-ahead (io/remote_cache.h) or,
+ * for random access, straight range requests.
  */
 #ifndef STOKER_IO_FILESET_H
 #define STOKER_IO_FILESET_H
@@ -14,9 +17,13 @@ typedef struct {
   int64_t count;
   char **paths;   /* count paths, pointing into `text` */
   int64_t *sizes; /* bytes of each file when the set was opened */
-  int *fds;       /* open descriptors, or -1 where files are opened per read */
+  int *fds;       /* open descriptors, -1 where files are opened per read,
+                     STK__FD_REMOTE for URLs */
   char *text;
+  struct stk__remote_cache *cache; /* reads of the URLs; NULL when there are none */
 } stk__fileset;
+
+#define STK__FD_REMOTE (-2)
 
 /* Sets kept open up to this many files. */
 #define STK__FILESET_MAX_OPEN 256
@@ -33,6 +40,32 @@ void stk__fileset_close(stk__fileset *fs);
  * errors are STK_ERR_IO. Thread-safe. */
 stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offset, void *dst,
                              size_t size);
+
+/* Reads up to `size` bytes at `offset` of file `index`: *got is short only at the end of
+ * the file. Thread-safe. */
+stk_status stk__fileset_pread(const stk__fileset *fs, int64_t index, int64_t offset, void *dst,
+                              size_t size, size_t *got);
+
+/* Says that bytes at `offset` of file `index` will be read soon: a remote file's block is
+ * fetched ahead (io/remote_cache.h); nothing for local files. */
+void stk__fileset_hint(const stk__fileset *fs, int64_t index, int64_t offset);
+
+/* The set's remote files will be read in random order from now on: exact range requests,
+ * no blocks (io/remote_cache.h); nothing for local files. */
+void stk__fileset_random_access(stk__fileset *fs);
+
+/* Something to read by position: file `index` of a file set, or else a descriptor. What
+ * the format scanners (tar, TFRecord) read through, for local files and URLs alike. */
+typedef struct {
+  const stk__fileset *fs; /* NULL: read `fd` */
+  int64_t index;
+  int fd;
+  const char *path;
+} stk__source;
+
+/* As stk__pread_full, for either kind of source. */
+stk_status stk__source_pread(const stk__source *src, int64_t offset, void *dst, size_t size,
+                             size_t *got);
 
 /* pread loop on one descriptor: the bytes actually read go to *got (short at EOF). */
 stk_status stk__pread_full(int fd, const char *path, int64_t offset, void *dst, size_t size,

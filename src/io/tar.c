@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fileset.h"
+#include "remote.h"
 #include "tar.h"
 
 /* Extension headers (GNU long names, pax records) larger than this are refused. */
@@ -69,7 +70,7 @@ static bool all_zero(const uint8_t *p, size_t n) {
 /* ---- the scanner ---- */
 
 typedef struct {
-  int fd;
+  stk__source src;
   const char *path;
   int64_t file_size;
   uint8_t *chunk;
@@ -87,7 +88,7 @@ typedef struct {
 static stk_status block_at(scanner *sc, int64_t off, const uint8_t **out) {
   if (off < sc->chunk_off || off + STK__TAR_BLOCK > sc->chunk_off + (int64_t)sc->chunk_len) {
     size_t got;
-    STK_TRY(stk__pread_full(sc->fd, sc->path, off, sc->chunk, SCAN_CHUNK, &got));
+    STK_TRY(stk__source_pread(&sc->src, off, sc->chunk, SCAN_CHUNK, &got));
     sc->chunk_off = off;
     sc->chunk_len = got;
     if (got < STK__TAR_BLOCK)
@@ -111,7 +112,7 @@ static stk_status read_payload(scanner *sc, int64_t off, int64_t size, stk__strb
     b->cap = (size_t)size + 1;
   }
   size_t got;
-  STK_TRY(stk__pread_full(sc->fd, sc->path, off, b->data, (size_t)size, &got));
+  STK_TRY(stk__source_pread(&sc->src, off, b->data, (size_t)size, &got));
   if (got < (size_t)size)
     return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated inside the extended header at offset %lld",
                     sc->path, (long long)(off - STK__TAR_BLOCK));
@@ -246,7 +247,7 @@ static stk_status scan_loop(scanner *sc, stk__tar_visit_fn fn, void *user) {
     if (left < STK__TAR_BLOCK) {
       uint8_t tail[STK__TAR_BLOCK];
       size_t got;
-      STK_TRY(stk__pread_full(sc->fd, sc->path, off, tail, (size_t)left, &got));
+      STK_TRY(stk__source_pread(&sc->src, off, tail, (size_t)left, &got));
       if (all_zero(tail, got)) return STK_OK;
       return STK_FAIL(STK_ERR_DECODE, "'%s' is truncated: a partial header at offset %lld",
                       sc->path, (long long)off);
@@ -273,7 +274,14 @@ static stk_status scan_loop(scanner *sc, stk__tar_visit_fn fn, void *user) {
 
 stk_status stk__tar_scan(int fd, const char *path, int64_t file_size, stk__tar_visit_fn fn,
                          void *user) {
-  scanner sc = {.fd = fd, .path = path, .file_size = file_size, .chunk_off = -1};
+  stk__source src = {.fd = fd, .path = path};
+  return stk__tar_scan_source(&src, file_size, fn, user);
+}
+
+stk_status stk__tar_scan_source(const stk__source *src, int64_t file_size, stk__tar_visit_fn fn,
+                                void *user) {
+  const char *path = src->path;
+  scanner sc = {.src = *src, .path = path, .file_size = file_size, .chunk_off = -1};
   sc.chunk = stk__malloc(SCAN_CHUNK, "the tar scanner");
   if (!sc.chunk) return STK_ERR_OUT_OF_MEMORY;
   if (file_size == 0) {
@@ -358,8 +366,14 @@ static stk_status visit_member(void *user, const char *name, int64_t offset, int
 }
 
 stk_status stk__wds_index_build(stk__wds_index *out, int fd, const char *path, int64_t file_size) {
+  stk__source src = {.fd = fd, .path = path};
+  return stk__wds_index_build_source(out, &src, file_size);
+}
+
+stk_status stk__wds_index_build_source(stk__wds_index *out, const stk__source *src,
+                                       int64_t file_size) {
   memset(out, 0, sizeof *out);
-  stk_status st = stk__tar_scan(fd, path, file_size, visit_member, out);
+  stk_status st = stk__tar_scan_source(src, file_size, visit_member, out);
   if (st != STK_OK) stk__wds_index_free(out);
   return st;
 }
@@ -466,7 +480,7 @@ stk_status stk__wds_index_load(stk__wds_index *out, const char *index_path, cons
   memset(out, 0, sizeof *out);
   uint8_t *data;
   size_t size;
-  STK_TRY(stk__read_file(index_path, (size_t)1 << 32, &data, &size));
+  STK_TRY(stk__read_path(index_path, (size_t)1 << 32, &data, &size));
   load_ctx c = {index_path, tar_path, tar_size, 0};
   stk_status st = load_text(out, &c, (const char *)data, size);
   free(data);

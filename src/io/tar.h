@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "../core/core.h"
+#include "fileset.h"
 
 #define STK__TAR_BLOCK 512
 
@@ -26,6 +27,9 @@ typedef stk_status (*stk__tar_visit_fn)(void *user, const char *name, int64_t of
  * whose first block is not a valid tar header is STK_ERR_DECODE ("not a tar archive"). */
 stk_status stk__tar_scan(int fd, const char *path, int64_t file_size, stk__tar_visit_fn fn,
                          void *user);
+/* The same over any source (a file set's file: local or remote). */
+stk_status stk__tar_scan_source(const stk__source *src, int64_t file_size, stk__tar_visit_fn fn,
+                                void *user);
 
 /* True when the 512-byte block is a tar header with a valid checksum. */
 bool stk__tar_header_valid(const uint8_t block[STK__TAR_BLOCK]);
@@ -57,6 +61,8 @@ bool stk__wds_split_name(const char *name, size_t *key_len, const char **ext);
 /* Groups the archive's regular files into samples: consecutive members with one key form
  * a sample (as WebDataset and DALI do). */
 stk_status stk__wds_index_build(stk__wds_index *out, int fd, const char *path, int64_t file_size);
+stk_status stk__wds_index_build_source(stk__wds_index *out, const stk__source *src,
+                                       int64_t file_size);
 /* Loads a DALI index file (version "v1.2": a first line "v1.2 <samples>", then one line
  * per sample of "<ext> <offset> <size> <name>" groups) for the archive `tar_path` of
  * `tar_size` bytes; every component is checked to lie inside the archive. Errors name

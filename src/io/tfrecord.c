@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fileset.h"
+#include "remote.h"
 #include "tfrecord.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -162,7 +163,7 @@ static stk_status index_push(stk__tfrecord_index *idx, int64_t *cap, int64_t off
 
 /* Headers are read through a chunk so that runs of small records cost one read. */
 typedef struct {
-  int fd;
+  stk__source src;
   const char *path;
   uint8_t *buf;
   int64_t off;
@@ -172,7 +173,7 @@ typedef struct {
 static stk_status chunk_get(chunk_reader *c, int64_t off, size_t n, const uint8_t **out) {
   if (off < c->off || off + (int64_t)n > c->off + (int64_t)c->len) {
     size_t got;
-    STK_TRY(stk__pread_full(c->fd, c->path, off, c->buf, SCAN_CHUNK, &got));
+    STK_TRY(stk__source_pread(&c->src, off, c->buf, SCAN_CHUNK, &got));
     c->off = off;
     c->len = got;
   }
@@ -216,8 +217,14 @@ static stk_status scan_records(stk__tfrecord_index *out, chunk_reader *c, int64_
 
 stk_status stk__tfrecord_index_build(stk__tfrecord_index *out, int fd, const char *path,
                                      int64_t file_size) {
+  stk__source src = {.fd = fd, .path = path};
+  return stk__tfrecord_index_build_source(out, &src, file_size);
+}
+
+stk_status stk__tfrecord_index_build_source(stk__tfrecord_index *out, const stk__source *src,
+                                            int64_t file_size) {
   memset(out, 0, sizeof *out);
-  chunk_reader c = {fd, path, stk__malloc(SCAN_CHUNK, "the TFRecord scanner"), -1, 0};
+  chunk_reader c = {*src, src->path, stk__malloc(SCAN_CHUNK, "the TFRecord scanner"), -1, 0};
   if (!c.buf) return STK_ERR_OUT_OF_MEMORY;
   stk_status st = scan_records(out, &c, file_size);
   free(c.buf);
@@ -252,7 +259,7 @@ stk_status stk__tfrecord_index_load(stk__tfrecord_index *out, const char *index_
   memset(out, 0, sizeof *out);
   uint8_t *data;
   size_t size;
-  STK_TRY(stk__read_file(index_path, (size_t)1 << 32, &data, &size));
+  STK_TRY(stk__read_path(index_path, (size_t)1 << 32, &data, &size));
   const char *p = (const char *)data, *end = p + size;
   int64_t cap = 0;
   stk_status st = STK_OK;

@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #include "../core/core.h"
+#include "fileset.h"
 
 /* CRC32C of `n` bytes continuing from `crc` (0 to start): crc32c(crc32c(0, a), b) equals
  * crc32c(0, a + b). */
@@ -50,6 +51,9 @@ typedef struct {
  * file and offset. An empty file has no record. */
 stk_status stk__tfrecord_index_build(stk__tfrecord_index *out, int fd, const char *path,
                                      int64_t file_size);
+/* The same over any source (a file set's file: local or remote). */
+stk_status stk__tfrecord_index_build_source(stk__tfrecord_index *out, const stk__source *src,
+                                            int64_t file_size);
 /* Loads a DALI index file; every record must lie inside the file (`file_size`). */
 stk_status stk__tfrecord_index_load(stk__tfrecord_index *out, const char *index_path,
                                     const char *path, int64_t file_size);

@@ -1,10 +1,13 @@
 /* The dataset readers' shared arguments, sampler set-up and brace expansion. */
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "reader_common.h"
+#include "../io/remote.h"
+#include "../io/remote_cache.h"
 
 /* Key of the epoch permutations when no seed is given: fixed, so that every shard
  * agrees on them whatever its pipeline seed (DALI's examples seed each rank apart). */
@@ -92,6 +95,27 @@ stk_status stk__reader_position(stk__node *node, int64_t *epoch, int64_t *left) 
 
 stk_status stk__reader_seek(stk__node *node, int64_t epoch, int64_t left) {
   return stk__sampler_seek(sampler_of(node), epoch, left, stk__node_name(node));
+}
+
+void stk__reader_check_cache(stk__node *node, int base, const stk__fileset *fs,
+                             int64_t num_samples) {
+  if (!fs->cache || num_samples <= 0 || !stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE))
+    return;
+  int64_t bytes = 0, block;
+  int blocks;
+  for (int64_t i = 0; i < fs->count; i++) bytes += fs->sizes[i];
+  int64_t fill = stk__arg_int(node, NULL, base + STK__RA_INITIAL_FILL);
+  if (fill > num_samples) fill = num_samples;
+  int need = stk__remote_cache_fit_shuffle(fs->cache, fill, (double)bytes / (double)num_samples);
+  stk__remote_cache_shape(fs->cache, &block, &blocks);
+  if (need <= blocks) return;
+  stk__warn(
+      "%s: streaming remote files with initial_fill=%lld: the shuffle buffer keeps "
+      "about %d blocks of %lld KiB in use but the cache holds %d (STK_REMOTE_CACHE_MB, or "
+      "4 GiB unset); blocks will be fetched more than once: set STK_REMOTE_CACHE_MB to at "
+      "least %lld, or lower initial_fill",
+      stk__node_name(node), (long long)fill, need, (long long)(block >> 10), blocks,
+      (long long)(((int64_t)need * block >> 20) + 1));
 }
 
 /* ---- brace expansion ---- */
@@ -214,6 +238,37 @@ static stk_status expand_range(expansion *x, const char *s, size_t open, size_t 
   return STK_OK;
 }
 
+/* True for an s3:// URL naming several objects: it ends in '/' (every object below) or
+ * its last component holds '*', '?' or '[' (fnmatch). */
+static bool is_remote_glob(const char *s) {
+  if (strncmp(s, "s3://", 5) != 0) return false;
+  const char *last = strrchr(s, '/');
+  return s[strlen(s) - 1] == '/' || strpbrk(last, "*?[") != NULL;
+}
+
+/* The objects a remote glob names, sorted by key; none is an error naming the pattern. */
+static stk_status push_listed(expansion *x, const char *s) {
+  const char *last = strrchr(s, '/') + 1;
+  stk__strbuf dir = {0};
+  STK_TRY(stk__strbuf_append(&dir, s, (size_t)(last - s)));
+  char **urls = NULL;
+  size_t n = 0, kept = 0;
+  stk_status st = stk__remote_list(dir.data, &urls, NULL, &n);
+  for (size_t i = 0; st == STK_OK && i < n; i++) {
+    const char *rel = urls[i] + dir.len;
+    if (*last && fnmatch(last, rel, FNM_PATHNAME) != 0) continue;
+    st = push(x, urls[i], strlen(urls[i]));
+    kept++;
+  }
+  if (st == STK_OK && kept == 0)
+    st = STK_FAIL(STK_ERR_NOT_FOUND, "%s: %s pattern '%s' matches no object (%zu listed)", x->who,
+                  x->arg, s, n);
+  if (st != STK_OK && st != STK_ERR_NOT_FOUND) st = stk__wrap(st, "%s: %s", x->who, x->arg);
+  free(urls);
+  stk__strbuf_free(&dir);
+  return st;
+}
+
 static stk_status expand(expansion *x, const char *s, int depth) {
   if (depth > MAX_NESTING)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s pattern '%s' nests braces too deeply", x->who,
@@ -231,7 +286,7 @@ static stk_status expand(expansion *x, const char *s, int depth) {
     STK_TRY(expand_range(x, s, open, (size_t)close, depth, &done));
     if (done) return STK_OK;
   }
-  return push(x, s, strlen(s));
+  return is_remote_glob(s) ? push_listed(x, s) : push(x, s, strlen(s));
 }
 
 /* Packs the strings into one block: pointers first, then the text. */

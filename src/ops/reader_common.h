@@ -7,6 +7,7 @@
 #ifndef STOKER_OPS_READER_COMMON_H
 #define STOKER_OPS_READER_COMMON_H
 
+#include "../io/fileset.h"
 #include "../io/sampler.h"
 #include "op.h"
 
@@ -123,9 +124,19 @@ stk_status stk__reader_file_sampler(stk__node *node, int base, int64_t num_sampl
                                     const int32_t *file_of, int64_t num_files, bool streaming,
                                     stk__sampler **out);
 
+/* Streaming remote files with random_shuffle: the shuffle buffer's samples are read in
+ * random order among about initial_fill consecutive samples, so the remote block cache
+ * (io/remote_cache.h) must hold that many samples' blocks, else blocks are fetched again
+ * and again. Warns once, at build, naming the STK_REMOTE_CACHE_MB that would do. */
+void stk__reader_check_cache(stk__node *node, int base, const stk__fileset *fs,
+                             int64_t num_samples);
+
 /* Expands shell-style brace patterns in `patterns`: numeric ranges "{000..099}" (zero
  * padded to the width of the wider bound when a bound starts with 0; "{9..0}" counts
- * down) and alternatives "{a,b,c}", any number of them per pattern. The result is a
+ * down) and alternatives "{a,b,c}", any number of them per pattern. An s3:// result that
+ * ends in '/' or whose last component holds '*', '?' or '[' is replaced by the objects
+ * listed under its directory that match it (fnmatch), sorted by key; none is
+ * STK_ERR_NOT_FOUND naming the pattern. The result is a
  * NULL-free list of *count strings in one allocation; free it with free(*out). Errors
  * (an unbalanced brace, a range over 10^7 items) are STK_ERR_INVALID_ARGUMENT naming
  * `arg` and the pattern, prefixed by `who`. */

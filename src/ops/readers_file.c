@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../io/file_list.h"
+#include "../io/remote.h"
 #include "reader_common.h"
 
 enum {
@@ -44,7 +45,8 @@ static const stk_arg_schema file_args[] = {
          .doc =
              "Alone: an ImageFolder tree (each sub-directory, sorted by name, is a class labelled "
              "by its index; its files are found recursively and sorted). With file_list or files: "
-             "the directory their paths are relative to."},
+             "the directory their paths are relative to. May be an s3:// prefix (listed) or an "
+             "http(s):// URL (with files or file_list)."},
     [A_FILE_LIST] =
         {.name = "file_list",
          .type = STK_ARG_STRING,
@@ -264,8 +266,24 @@ static stk_status open_checked(stk__node *node, const char *path, int *fd, int64
   return st;
 }
 
+/* A URL (io/remote.h): the object in one request (at most max_file_bytes), copied into
+ * output `index`. */
+static stk_status read_remote(stk__node *node, stk__sample *s, const char *path, int index) {
+  uint8_t *buf = NULL;
+  size_t size = 0;
+  stk_status st = stk__remote_get(path, (size_t)stk__node_max_file_bytes(node), &buf, &size);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  int64_t n = (int64_t)size;
+  stk__tensor *data = NULL;
+  st = stk__output(s, index, STK_DTYPE_UINT8, 1, &n, NULL, &data);
+  if (st == STK_OK && size) memcpy(data->data, buf, size);
+  free(buf);
+  return st;
+}
+
 /* Reads the file at `path` straight into output `index`. */
 static stk_status read_into_output(stk__node *node, stk__sample *s, const char *path, int index) {
+  if (stk__is_url(path)) return read_remote(node, s, path, index);
   int fd;
   int64_t size;
   STK_TRY(open_checked(node, path, &fd, &size));

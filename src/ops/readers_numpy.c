@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "../io/fileset.h"
+#include "../io/remote.h"
 #include "../io/file_list.h"
 #include "../io/npy.h"
 #include "reader_common.h"
@@ -38,7 +39,8 @@ static const stk_arg_schema npy_args[] = {
          .doc = "Alone: a directory searched recursively (files directly in it included) for files "
                 "matching file_filter, sorted by relative path. With file_list or files: the "
                 "directory "
-                "their paths are relative to."},
+                "their paths are relative to. May be an s3:// prefix (listed) or an http(s):// URL "
+                "(with files)."},
     [A_FILE_LIST] =
         {.name = "file_list",
          .type = STK_ARG_STRING,
@@ -381,6 +383,21 @@ static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const
   return read_plain(node, r, s, fd, path, size);
 }
 
+/* A URL (io/remote.h): the whole object in one request, then as from memory. */
+static stk_status read_remote(stk__node *node, npy_state *r, stk__sample *s, const char *path) {
+  uint8_t *all = NULL;
+  size_t size = 0, hlen = 0;
+  STK_TRY(stk__remote_get(path, (size_t)stk__node_max_file_bytes(node), &all, &size));
+  stk_status st = stk__npy_header_length(all, size, path, &hlen);
+  if (st == STK_OK && hlen > size)
+    st = STK_FAIL(STK_ERR_DECODE, "'%s' is truncated inside its header (%zu bytes)", path, hlen);
+  stk__npy_header h;
+  if (st == STK_OK) st = stk__npy_parse(all, hlen, (int64_t)size, path, &h);
+  if (st == STK_OK) st = emit(node, r, s, &h, all, path);
+  free(all);
+  return st;
+}
+
 static stk_status npy_run(stk__node *node, stk__sample *s) {
   npy_state *r = *stk__node_state(node);
   int64_t item = stk__sample_item(s, node);
@@ -389,6 +406,7 @@ static stk_status npy_run(stk__node *node, stk__sample *s) {
                     (long long)item);
   const char *path = r->files.paths[item];
   stk__sample_set_source(s, path);
+  if (stk__is_url(path)) return read_remote(node, r, s, path);
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "%s: cannot open '%s': %s",

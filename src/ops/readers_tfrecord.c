@@ -28,10 +28,15 @@ enum {
 };
 
 static const stk_arg_schema tf_args[] = {
-    [A_PATH] = {.name = "path",
-                .type = STK_ARG_STRINGS,
-                .flags = STK_ARGF_REQUIRED,
-                .doc = "The TFRecord files, in order (brace patterns expand)."},
+    [A_PATH] =
+        {.name = "path",
+         .type = STK_ARG_STRINGS,
+         .flags = STK_ARGF_REQUIRED,
+         .doc =
+             "The TFRecord files, in order (brace patterns expand). URLs too: s3://bucket/key or "
+             "http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last "
+             "component "
+             "names the listed objects it matches (docs/formats.md, Remote datasets)."},
     [A_INDEX_PATH] =
         {.name = "index_path",
          .type = STK_ARG_STRINGS,
@@ -298,6 +303,10 @@ static stk_status index_file(stk__node *node, tf_state *r, int64_t f, const char
                              stk__tfrecord_index *idx) {
   const char *path = r->files.paths[f];
   if (index_path) return stk__tfrecord_index_load(idx, index_path, path, r->files.sizes[f]);
+  if (r->files.fds[f] == STK__FD_REMOTE) {
+    stk__source src = {.fs = &r->files, .index = f, .path = path};
+    return stk__tfrecord_index_build_source(idx, &src, r->files.sizes[f]);
+  }
   int fd = r->files.fds[f] >= 0 ? r->files.fds[f] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return STK_FAIL(STK_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
   stk_status st = stk__tfrecord_index_build(idx, fd, path, r->files.sizes[f]);
@@ -347,6 +356,11 @@ static stk_status tf_init(stk__node *node) {
   if (st == STK_OK)
     st = stk__reader_file_sampler(node, A_COMMON, r->num_records, r->rec_file, r->files.count,
                                   stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
+  /* indexed: random access reads each record exactly (no blocks for remote files) */
+  if (st == STK_OK && !stk__arg_bool(node, NULL, A_STREAMING))
+    stk__fileset_random_access(&r->files);
+  else if (st == STK_OK)
+    stk__reader_check_cache(node, A_COMMON, &r->files, r->num_records);
   if (st != STK_OK) tf_destroy(node);
   return st;
 }
@@ -467,6 +481,20 @@ static stk_status tf_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* Streaming remote files: the blocks of the planned records are fetched ahead, in the
+ * sampler's order (the next file of a shuffled epoch included). */
+static stk_status tf_plan(stk__node *node, stk__plan *plan) {
+  STK_TRY(stk__reader_plan(node, plan));
+  tf_state *r = *stk__node_state(node);
+  if (!r->files.cache || !stk__arg_bool(node, NULL, A_STREAMING)) return STK_OK;
+  for (int64_t i = 0; i < plan->count; i++) {
+    int64_t item = plan->items_[i];
+    if (item >= 0 && item < r->num_records)
+      stk__fileset_hint(&r->files, r->rec_file[item], r->rec_offset[item]);
+  }
+  return STK_OK;
+}
+
 static const stk_op_schema tf_schema = {
     .name = "readers.tfrecord",
     .doc =
@@ -506,7 +534,7 @@ const stk__op_def stk__op_readers_tfrecord = {
     .schema = &tf_schema,
     .init = tf_init,
     .destroy = tf_destroy,
-    .plan = stk__reader_plan,
+    .plan = tf_plan,
     .run_sample = tf_run,
     .reader_meta = stk__reader_meta,
     .num_outputs = tf_num_outputs,

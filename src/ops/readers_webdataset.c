@@ -27,7 +27,9 @@ enum {
 static const stk_arg_schema wds_args[] = {
     {"paths", STK_ARG_STRINGS, STK_ARGF_REQUIRED, NULL, 0, 0, NULL,
      "The tar shards, in order. Brace patterns expand: \"shard-{000000..000099}.tar\" (zero "
-     "padded ranges), \"{train,val}.tar\" (alternatives)."},
+     "padded ranges), \"{train,val}.tar\" (alternatives). URLs too: s3://bucket/key or "
+     "http(s)://...; an s3:// path ending in '/' or with *, ? or [...] in its last component "
+     "names the listed objects it matches (docs/formats.md, Remote datasets)."},
     {"index_paths", STK_ARG_STRINGS, 0, NULL, 0, 0, NULL,
      "Index files, one per shard (brace patterns expand), in DALI's wds2idx format v1.2 "
      "(first line \"v1.2 <samples>\", then per sample \"<ext> <offset> <size> <name>\" "
@@ -110,6 +112,9 @@ static stk_status index_shards(stk__node *node, wds_state *r, char **index_paths
     stk_status st;
     if (index_paths) {
       st = stk__wds_index_load(&r->indexes[i], index_paths[i], path, r->files.sizes[i]);
+    } else if (r->files.fds[i] == STK__FD_REMOTE) {
+      stk__source src = {.fs = &r->files, .index = i, .path = path};
+      st = stk__wds_index_build_source(&r->indexes[i], &src, r->files.sizes[i]);
     } else {
       int fd =
           r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -248,6 +253,11 @@ static stk_status wds_init(stk__node *node) {
   if (st == STK_OK)
     st = stk__reader_file_sampler(node, A_COMMON, r->num_samples, r->sample_file, r->files.count,
                                   stk__arg_bool(node, NULL, A_STREAMING), &r->base.sampler);
+  /* indexed: random access reads each component exactly (no blocks for remote shards) */
+  if (st == STK_OK && !stk__arg_bool(node, NULL, A_STREAMING))
+    stk__fileset_random_access(&r->files);
+  else if (st == STK_OK)
+    stk__reader_check_cache(node, A_COMMON, &r->files, r->num_samples);
   if (st != STK_OK) wds_destroy(node);
   return st;
 }
@@ -298,6 +308,22 @@ static stk_status wds_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* Streaming remote shards: the blocks of the planned samples are fetched ahead, in the
+ * sampler's order (the next shard of a shuffled epoch included), while the batches
+ * before them are read. Random access reads exactly each sample, so it needs none. */
+static stk_status wds_plan(stk__node *node, stk__plan *plan) {
+  STK_TRY(stk__reader_plan(node, plan));
+  wds_state *r = *stk__node_state(node);
+  if (!r->files.cache || !stk__arg_bool(node, NULL, A_STREAMING)) return STK_OK;
+  for (int64_t i = 0; i < plan->count; i++) {
+    int64_t item = plan->items_[i];
+    if (item < 0 || item >= r->num_samples) continue;
+    int64_t f = r->sample_file[item], k = r->comp[item * r->num_outputs];
+    if (k >= 0) stk__fileset_hint(&r->files, f, r->indexes[f].comps[k].offset);
+  }
+  return STK_OK;
+}
+
 static const stk_op_schema wds_schema = {
     .name = "readers.webdataset",
     .doc =
@@ -337,7 +363,7 @@ const stk__op_def stk__op_readers_webdataset = {
     .schema = &wds_schema,
     .init = wds_init,
     .destroy = wds_destroy,
-    .plan = stk__reader_plan,
+    .plan = wds_plan,
     .run_sample = wds_run,
     .reader_meta = stk__reader_meta,
     .num_outputs = wds_num_outputs,

@@ -23,10 +23,11 @@
   STK__OPS_ARITHMETIC(X)      \
   STK__OPS_HOST(X)            \
   STK__OPS_AUTOAUG(X)         \
+  STK__OPS_BATCH(X)           \
+  STK__OPS_TENSOR(X)          \
   STK__OPS_AUDIO(X)           \
   STK__OPS_VIDEO(X)           \
-  STK__OPS_BATCH(X)           \
-  STK__OPS_TENSOR(X)
+  /* (each list above ends with a backslash, so adding one is a one-line change) */
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
   X(stk__op_random_uniform)               \

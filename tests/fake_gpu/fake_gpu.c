@@ -101,7 +101,7 @@ typedef enum {
   OP_WAIT,
   OP_GATHER,
   OP_AUTOAUG,
-  OP_MIX
+  OP_MIX,
   OP_TENSOR
 } op_kind;
 
@@ -260,6 +260,8 @@ static void run_mix(const op *o) {
       ((float *)m->dst)[e] =
           stk_mix_value(((const float *)m->a)[e], ((const float *)m->b)[e], wa, wb);
   }
+}
+
 /* The tensor toolbox's kernels (api_tensor.h): the shared per-element functions of
  * src/shared/tensor_common.h on the host, in element order. */
 enum { TN_COPY, TN_REDUCE, TN_AFFINE, TN_LOOKUP, TN_CAST };
@@ -342,6 +344,7 @@ static void run_op(op *o) {
       break;
     case OP_MIX:
       run_mix(o);
+      break;
     case OP_TENSOR:
       run_tensor(o);
       break;
