@@ -103,7 +103,8 @@ class _FlagOutputsHook:
         for f in self.flags:
             value = kwargs.get(f)
             if isinstance(value, _graph.DataNode):
-                raise InvalidArgumentError(f"{schema.name}: '{f}' sets the outputs and must be a constant")
+                raise InvalidArgumentError(
+                    f"{schema.name}: '{f}' sets the outputs and must be a constant")
             n += bool(schema.args[f].default if value is None else value)
         return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs, num_outputs=n))
 
@@ -120,7 +121,8 @@ class _VideoReaderHook:
             kwargs["enable_frame_num"] = fnum = "scalar" if fnum else "none"
         for k in ("enable_frame_num", "enable_timestamps", "labels", "file_root", "file_list"):
             if isinstance(kwargs.get(k), _graph.DataNode):
-                raise InvalidArgumentError(f"{schema.name}: '{k}' sets the outputs and must be a constant")
+                raise InvalidArgumentError(
+                    f"{schema.name}: '{k}' sets the outputs and must be a constant")
         n = 1 + any(kwargs.get(k) is not None for k in ("labels", "file_root", "file_list"))
         n += fnum not in (None, "none") and 1
         n += bool(kwargs.get("enable_timestamps"))

@@ -288,7 +288,8 @@ def test_resample_channels_and_integer_types():
     y = got[0]
     assert y.dtype == np.int16 and y.shape == (300, 2)
     assert np.array_equal(y[:, 0], -y[:, 1])
-    assert np.abs(y[30:-30, 0] - 10000 * np.sin(2 * np.pi * np.arange(30, 270) * 2 / 40)).max() <= 20
+    want = 10000 * np.sin(2 * np.pi * np.arange(30, 270) * 2 / 40)
+    assert np.abs(y[30:-30, 0] - want).max() <= 20
 
 
 def test_errors_name_the_argument():
@@ -344,7 +345,8 @@ def test_resample_close_to_dali(tmp_path):
     t = np.arange(3000)
     # tones well inside both pass bands (the filters differ only in their transition bands)
     x = [np.sin(2 * np.pi * t * 0.013).astype(np.float32),
-         sum(0.3 * np.sin(2 * np.pi * t[:2000] * f + f) for f in (0.01, 0.05, 0.1)).astype(np.float32)]
+         sum(0.3 * np.sin(2 * np.pi * t[:2000] * f + f)
+             for f in (0.01, 0.05, 0.1)).astype(np.float32)]
     for expr in ["fn.audio_resample(x, in_rate=16000, out_rate=22050)",
                  "fn.audio_resample(x, in_rate=44100, out_rate=16000)"]:
         (want,) = dali(expr, x, "", tmp_path)
