@@ -90,6 +90,45 @@ class _PairedReaderHook:
         return _graph.outputs_of(inst)
 
 
+class _FlagOutputsHook:
+    """Operators with `base` outputs plus one per boolean flag that is on (readers.nemo_asr:
+    audio, then sample_rate, text and idx as read_sample_rate, read_text, read_idxs say)."""
+    extra_kwargs = {}
+
+    def __init__(self, base, flags):
+        self.base, self.flags = base, tuple(flags)
+
+    def call(self, schema, inputs, kwargs):
+        n = self.base
+        for f in self.flags:
+            value = kwargs.get(f)
+            if isinstance(value, _graph.DataNode):
+                raise InvalidArgumentError(
+                    f"{schema.name}: '{f}' sets the outputs and must be a constant")
+            n += bool(schema.args[f].default if value is None else value)
+        return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs, num_outputs=n))
+
+
+class _VideoReaderHook:
+    """The video readers: video, then a label when labels, file_root or file_list is given,
+    frame numbers with enable_frame_num (DALI also takes True / False for "scalar" /
+    "none"), timestamps with enable_timestamps."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        fnum = kwargs.get("enable_frame_num")
+        if isinstance(fnum, bool):
+            kwargs["enable_frame_num"] = fnum = "scalar" if fnum else "none"
+        for k in ("enable_frame_num", "enable_timestamps", "labels", "file_root", "file_list"):
+            if isinstance(kwargs.get(k), _graph.DataNode):
+                raise InvalidArgumentError(
+                    f"{schema.name}: '{k}' sets the outputs and must be a constant")
+        n = 1 + any(kwargs.get(k) is not None for k in ("labels", "file_root", "file_list"))
+        n += fnum not in (None, "none") and 1
+        n += bool(kwargs.get("enable_timestamps"))
+        return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs, num_outputs=n))
+
+
 class _CacheHook:
     """cache: one output per input (DALI has no such operator; the C schema's num_outputs is
     -1)."""
@@ -105,6 +144,10 @@ class _CacheHook:
         return _graph.outputs_of(inst)
 
 
+
+for _name in ("readers.video", "experimental.readers.video", "readers.video_resize"):
+    HOOKS[_name] = _VideoReaderHook()
+HOOKS["readers.nemo_asr"] = _FlagOutputsHook(1, ("read_sample_rate", "read_text", "read_idxs"))
 HOOKS["readers.file"] = _PairedReaderHook()
 HOOKS["cache"] = _CacheHook()
 

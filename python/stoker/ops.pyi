@@ -4,6 +4,29 @@ from typing import Any, Literal, Sequence
 from ._graph import DataNode
 from ._opgen import Operator
 
+class AudioResample(Operator):
+    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+
+    Devices: cpu.
+
+    Inputs:
+        input: audio: [time] or [time, channels], any numeric type
+
+    Outputs:
+        output: the resampled audio, same layout
+
+    Keyword args:
+        in_rate (a float; may be a DataNode (per-sample argument input)): input sampling rate (with out_rate)
+        out_rate (a float; may be a DataNode (per-sample argument input)): output sampling rate (with in_rate)
+        scale (a float; may be a DataNode (per-sample argument input)): out_rate / in_rate, instead of the two rates
+        out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
+        quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
+        dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class AutoContrast(Operator):
     """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
 
@@ -1038,6 +1061,51 @@ class LookupTable(Operator):
     """
     def __init__(self, *, keys: Sequence[int] | None = ..., values: Sequence[float] | None = ..., default_value: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class MelFilterBank(Operator):
+    """Converts a power spectrogram to mel bins with triangular filters equally spaced on the mel scale between freq_low and freq_high (librosa.filters.mel's conventions); the FFT size is 2 * (bins - 1).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a power spectrogram with nfft/2+1 frequency bins on the layout's 'f' axis (the first axis when there is no layout)
+
+    Outputs:
+        output: float32; nfilter bins on that axis
+
+    Keyword args:
+        nfilter (an int; default 128; in [1, 65536]): number of mel filters (output bins)
+        sample_rate (a float; default 44100.0; in [1e-06, 1000000000]): sampling rate of the signal (Hz)
+        freq_low (a float; default 0.0; in [0, 1000000000]): lowest frequency of the bank (Hz)
+        freq_high (a float; default 0.0; in [0, 1000000000]): highest frequency (Hz); 0: sample_rate / 2
+        normalize (a bool; default true): scale each triangle by 2 / its width in Hz (Slaney's equal area, librosa's norm='slaney'); false: peaks of 1
+        mel_formula (a string; default "slaney"; one of 'slaney', 'htk'): the mel scale: Slaney's (librosa's default) or HTK's 2595 log10(1 + f / 700)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Mfcc(Operator):
+    """Mel-frequency cepstral coefficients: the discrete cosine transform of a mel spectrogram along `axis`, the first n_mfcc coefficients kept, optionally liftered (librosa.feature.mfcc's conventions).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: mel spectrogram (usually in decibels)
+
+    Outputs:
+        output: float32; n_mfcc coefficients on `axis`
+
+    Keyword args:
+        axis (an int; default 0; in [0, 7]): the axis of the mel bins (transformed)
+        dct_type (an int; default 2; in [1, 3]): DCT type 1, 2 or 3 (SciPy's definitions without their factor 2)
+        lifter (a float; default 0.0): cepstral liftering: coefficient k is multiplied by 1 + lifter / 2 sin(pi (k + 1) / lifter); 0: none
+        n_mfcc (an int; default 20; in [1, 65536]): number of coefficients kept
+        normalize (a bool; default false): orthonormal DCT (norm='ortho'); not with dct_type 1
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axis: int | None = ..., dct_type: int | None = ..., lifter: float | None = ..., n_mfcc: int | None = ..., normalize: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Mixup(Operator):
     """MixUp (torchvision.transforms.v2.MixUp) on a batch of images and labels: image_i = lam * image_i + (1 - lam) * image_j and the same for the labels, j the partner (sample i - 1: the batch rolled by one), lam ~ Beta(alpha, alpha) once per batch (per_sample: per sample). Images of one shape, uint8 (rounded) or float32; labels become float32 vectors (num_classes: one-hot from class indices).
 
@@ -1104,6 +1172,28 @@ class MultiPaste(Operator):
     """
     def __init__(self, *, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class NonsilentRegion(Operator):
+    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
+
+    Devices: cpu.
+
+    Inputs:
+        input: a 1-D signal, any numeric type
+
+    Outputs:
+        begin, length: int32 scalars: the first sample and the length of the non-silent region (0, 0 when all is silent)
+        input: a 1-D signal, any numeric type
+
+    Keyword args:
+        cutoff_db (a float; default -60.0): threshold (dB relative to reference_power): samples whose moving mean power is below it are silent
+        reference_power (a float; default 0.0; in [0, 1e+300]): the power of 0 dB; 0: the maximum of the moving mean power
+        reset_interval (an int; default 8192): samples after which the running sum is recomputed from scratch (bounds rounding drift; -1: never)
+        window_length (an int; default 2048; in [1, 1073741824]): samples averaged by the moving mean of the power
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class Normalize(Operator):
     """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
 
@@ -1306,6 +1396,46 @@ class Posterize(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, bits: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class PowerSpectrum(Operator):
+    """Power (or magnitude) spectrum of real signals along one axis, as NumPy's abs(rfft(x, nfft))**power: nfft/2+1 bins from 0 Hz to the Nyquist frequency.
+
+    Devices: cpu.
+
+    Inputs:
+        input: real signal(s), any numeric type
+
+    Outputs:
+        output: float32; the input's shape with nfft/2+1 bins on `axis`
+
+    Keyword args:
+        axis (an int; default -1): the axis transformed (-1: the last)
+        nfft (an int; default -1): FFT size: the axis is cut or zero-padded to it (-1: the axis' extent); the output has nfft/2+1 bins there
+        power (an int; default 2; in [1, 2]): 2: power |X|^2; 1: magnitude |X|
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, axis: int | None = ..., nfft: int | None = ..., power: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class PreemphasisFilter(Operator):
+    """Pre-emphasis: y[t] = x[t] - preemph_coeff * x[t-1], boosting high frequencies before spectral analysis of speech.
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a 1-D signal, any numeric type
+
+    Outputs:
+        output: the filtered signal, same shape
+
+    Keyword args:
+        preemph_coeff (a float; default 0.97; may be a DataNode (per-sample argument input)): the coefficient c of y[t] = x[t] - c x[t-1]
+        border (a string; default "clamp"; one of 'clamp', 'zero', 'reflect'): x[-1] for the first sample: x[0] (clamp), 0 (zero) or x[1] (reflect)
+        dtype (a string; default "float"; one of 'float', 'float32', 'float64', 'double'): output type
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PythonFunction(Operator):
     """Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, on the worker threads.
@@ -1765,6 +1895,31 @@ class SolarizeAdd(Operator):
     """
     def __init__(self, *, shift: float | DataNode | None = ..., threshold: float | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class Spectrogram(Operator):
+    """Short-time Fourier transform power (or magnitude) of a 1-D signal: frames of window_length samples every window_step, multiplied by the window, zero-padded to nfft, transformed (librosa.stft's conventions, as DALI's).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: a 1-D signal, any numeric type
+
+    Outputs:
+        output: float32 spectrogram, [nfft/2+1, frames] ("ft") or transposed
+
+    Keyword args:
+        nfft (an int; default -1): FFT size (>= window_length; frames are zero-padded to it); -1: window_length. The output has nfft/2+1 frequency bins
+        window_length (an int; default 512; in [1, 4194304]): samples per frame
+        window_step (an int; default 256; in [1, 1073741824]): samples between the starts of consecutive frames
+        window_fn (a list of floats): the window, window_length values; absent: a Hann window 0.5 (1 - cos(2 pi (t + 0.5) / window_length))
+        power (an int; default 2; in [1, 2]): 2: power |X|^2; 1: magnitude |X|
+        center_windows (a bool; default true): frame i is centred on sample i*window_step (the signal is padded by window_length/2 on both sides); false: it starts there
+        reflect_padding (a bool; default true): with center_windows: pad by reflection (NumPy's 'reflect', the edge sample not repeated); false: with zeros
+        layout (a string; default "ft"; one of 'ft', 'tf'): "ft": [frequency, time]; "tf": [time, frequency]
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, nfft: int | None = ..., window_length: int | None = ..., window_step: int | None = ..., window_fn: Sequence[float] | None = ..., power: int | None = ..., center_windows: bool | None = ..., reflect_padding: bool | None = ..., layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Sphere(Operator):
     """Bulges the image as if wrapped on a sphere (DALI's sphere): with the centre c = (w / 2, h / 2) and d = max(floor(w / 2), floor(h / 2)), the pixel centre p reads the input at c + (p - c) |p - c| / d (pixel-edge coordinates; measured on DALI 2.4's CPU operator). uint8 or float32 input; outside reads take fill_value.
 
@@ -1927,6 +2082,26 @@ class Subscript(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class ToDecibels(Operator):
+    """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
+
+    Devices: cpu, gpu.
+
+    Inputs:
+        input: magnitudes or powers (>= 0)
+
+    Outputs:
+        output: float32, multiplier log10(max(x / reference, 10^(cutoff_db / multiplier)))
+
+    Keyword args:
+        multiplier (a float; default 10.0): 10 for power, 20 for amplitude
+        reference (a float; default 0.0; in [0, 1e+300]): the value of 0 dB; 0: the sample's maximum
+        cutoff_db (a float; default -200.0): floor of the result (dB below the reference)
+        device (str, default "cpu"): one of 'cpu', 'gpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, multiplier: float | None = ..., reference: float | None = ..., cutoff_db: float | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Transpose(Operator):
     """Permutes the axes: output axis d is input axis perm[d] (DALI's transpose); the layout follows unless transpose_layout is false or output_layout is given.
@@ -2181,6 +2356,28 @@ class auto_augment:
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class decoders:
     """The decoders namespace."""
+    class Audio(Operator):
+        """Decodes audio files (WAV, FLAC, OGG/Vorbis, AIFF, ... through libsndfile), optionally downmixed to mono and resampled.
+
+        Devices: cpu.
+
+        Inputs:
+            input: encoded audio bytes (1-D uint8)
+
+        Outputs:
+            audio, sample_rate: the samples, [time, channels] ([time] with downmix), and the rate as a float32 scalar
+            input: encoded audio bytes (1-D uint8)
+
+        Keyword args:
+            sample_rate (a float; default 0.0; may be a DataNode (per-sample argument input)): resample to this rate (Hz); 0: keep the file's
+            downmix (a bool; default false): average the channels: a 1-D [time] output
+            dtype (a string; default "float"; one of 'float', 'float32', 'int16', 'int32'): float in [-1, 1), or int16 / int32 at full scale
+            quality (a float; default 50.0; in [0, 100]): resampling quality (as audio_resample's)
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, sample_rate: float | DataNode | None = ..., downmix: bool | None = ..., dtype: str | None = ..., quality: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class Image(Operator):
         """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped. Corrupt or truncated files are errors naming the file.
 
@@ -2345,6 +2542,32 @@ class decoders:
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         def __init__(self, *, dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class Video(Operator):
+        """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames.
+
+        Devices: cpu.
+
+        Inputs:
+            input: an encoded video file's bytes (1-D uint8)
+
+        Outputs:
+            output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+
+        Keyword args:
+            frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
+            start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
+            sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
+            stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
+            end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
+            pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
+            affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
+            build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class experimental:
     """The experimental namespace."""
@@ -2746,6 +2969,84 @@ class experimental:
             """
             def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+        class Video(Operator):
+            """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. (DALI's experimental name; the same operator as decoders.video.)
+
+            Devices: cpu.
+
+            Inputs:
+                input: an encoded video file's bytes (1-D uint8)
+
+            Outputs:
+                output: the frames, [F, H, W, 3] uint8 RGB (FHWC)
+
+            Keyword args:
+                frames (a list of ints; may be a DataNode (per-sample argument input)): the frames to decode, any order, repeats allowed (excludes start_frame, sequence_length, stride, end_frame)
+                start_frame (an int; default 0; may be a DataNode (per-sample argument input)): the first frame
+                sequence_length (an int; may be a DataNode (per-sample argument input)): frames to return (padded past the end as pad_mode says); excludes end_frame; absent with end_frame absent: to the end
+                stride (an int; default 1; may be a DataNode (per-sample argument input)): distance between returned frames
+                end_frame (an int; may be a DataNode (per-sample argument input)): the frame after the last (exclusive); excludes sequence_length
+                pad_mode (a string; default "constant"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): frames past the end: none (shorter output), constant (fill_value), edge/repeat (the last frame), reflect_1001/symmetric (ABC -> ABCCBA), reflect_101/reflect (ABC -> ABCBA)
+                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
+                affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
+                build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            def __init__(self, *, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    class readers:
+        """The experimental.readers namespace."""
+        class Video(Operator):
+            """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. (DALI's experimental name; the same operator as readers.video.)
+
+            Devices: cpu.
+
+            Outputs:
+                a number set by the arguments
+                video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+            Keyword args:
+                filenames (a list of strings): the video files (excludes file_root and file_list)
+                labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+                file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+                file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+                sequence_length (an int; required; in [1, 1048576]): frames per sample
+                step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+                stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+                file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+                file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+                file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+                enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+                enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+                pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+                pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+                fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+                dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+                normalized (a bool; default false): float output in [0, 1] (divided by 255)
+                channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+                image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+                skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+                resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+                resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+                shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+                num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+                stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+                pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+                random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+                initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+                shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+                seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+                prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+                dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+                read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+                lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+                skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+                device (str, default "cpu"): one of 'cpu'
+                name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+            """
+            def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class io:
     """The io namespace."""
     class file:
@@ -3165,6 +3466,46 @@ class readers:
         """
         def __init__(self, *, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
+    class NemoAsr(Operator):
+        """Reads speech data sets described by NeMo ASR manifests: the audio files decoded (libsndfile; downmixed and resampled on request) with their transcripts. Sharding, padding and shuffling as in readers.file.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            audio, [sample_rate], [text], [idx]: the decoded audio ([time], or [time, channels] without downmix), then as the read_* flags ask: the rate (float32 scalar), the transcript (uint8 bytes), the index (int64 [1])
+
+        Keyword args:
+            manifest_filepaths (a list of strings; required): NeMo manifests: JSON Lines with "audio_filepath", "duration" and "text" per line (relative paths: from the manifest's directory)
+            sample_rate (a float; default -1.0): resample to this rate (Hz); <= 0: keep each file's
+            quality (a float; default 50.0; in [0, 100]): resampling quality (as audio_resample's)
+            downmix (a bool; default true): average the channels: 1-D [time] audio
+            dtype (a string; default "float"; one of 'float', 'float32', 'int16', 'int32'): float in [-1, 1), or int16 / int32 at full scale
+            min_duration (a float; default 0.0): skip entries shorter than this (seconds, the manifest's)
+            max_duration (a float; default 0.0): skip entries longer than this (seconds); 0: no limit
+            read_sample_rate (a bool; default true): output the sample rate (float32 scalar)
+            read_text (a bool; default true): output the transcript (UTF-8 bytes, 1-D uint8)
+            read_idxs (a bool; default false): output the entry's index in the manifests (int64 [1])
+            normalize_text (a bool; default false): Deprecated in DALI; accepted, no effect
+            shuffle_after_epoch_seed (an int; default -1): Accepted for DALI compatibility; no effect. (use seed)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Numpy(Operator):
         """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 
@@ -3276,6 +3617,106 @@ class readers:
         """
         def __init__(self, *, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]: ...
+    class Video(Operator):
+        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+        Keyword args:
+            filenames (a list of strings): the video files (excludes file_root and file_list)
+            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+            sequence_length (an int; required; in [1, 1048576]): frames per sample
+            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+            normalized (a bool; default false): float output in [0, 1] (divided by 255)
+            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
+    class VideoResize(Operator):
+        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. Frames are scaled (bilinear) to resize_x x resize_y as decoded.
+
+        Devices: cpu.
+
+        Outputs:
+            a number set by the arguments
+            video, [label], [frame_num], [timestamps]: the sequence, [F, H, W, 3] (FHWC); then the label (int32 [1]) when labels, file_root or file_list is given, frame numbers with enable_frame_num, times with enable_timestamps
+
+        Keyword args:
+            filenames (a list of strings): the video files (excludes file_root and file_list)
+            labels (a list of ints): labels of `filenames`, one per file; an empty list: 0, 1, ...; absent: no label output
+            file_root (a string): a directory with one sub-directory per class (sorted by name, labelled by index) holding video files
+            file_list (a string): a text file of "path label [start [end]]" lines; start and end limit the frames read (timestamps in seconds, or frame numbers with file_list_frame_num / file_list_format="frames"; negative frame numbers count from the end; end exclusive)
+            sequence_length (an int; required; in [1, 1048576]): frames per sample
+            step (an int; default -1): frames between the starts of consecutive sequences; < 0: sequence_length
+            stride (an int; default 1; in [1, 1048576]): frames between the frames of a sequence
+            file_list_frame_num (a bool; default false): file_list's start and end are frame numbers
+            file_list_format (a string; default "timestamps"; one of 'timestamps', 'frames'): file_list's start and end: seconds or frame numbers
+            file_list_include_preceding_frame (a bool; default false): timestamps: the start frame is floor(start * fps) instead of ceil
+            enable_frame_num (a string; default "none"; one of 'none', 'scalar', 'sequence'): an output of frame numbers: the first frame's (int32 [1], scalar; Python True) or every frame's ([F], -1 for padding)
+            enable_timestamps (a bool; default false): an output of each frame's time in seconds (float32 [F], -1 for padding)
+            pad_sequences (a bool; default false): also emit the incomplete last sequences of each file, padded with black frames (pad_mode="constant")
+            pad_mode (a string; default "none"; one of 'none', 'constant', 'edge', 'repeat', 'reflect_1001', 'symmetric', 'reflect_101', 'reflect'): none: only whole sequences; otherwise incomplete last sequences too, padded as decoders.video's pad_mode says
+            fill_value (a list of floats; default [0]): constant padding: one value, or one per channel
+            dtype (a string; default "uint8"; one of 'uint8', 'float', 'float32'): output type
+            normalized (a bool; default false): float output in [0, 1] (divided by 255)
+            channels (an int; default 3; in [3, 3]): channels of the output (3: RGB)
+            image_type (a string; default "RGB"; one of 'RGB'): colour space of the output
+            skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
+            resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
+            resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
+            num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
+            stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
+            pad_last_batch (a bool; default false): Pad every shard's epoch to the same whole number of batches by repeating its last sample.
+            random_shuffle (a bool; default false): Every epoch is a new uniform permutation of the whole data set, drawn from (seed, epoch) before sharding, so the shards of an epoch are disjoint and cover it; without a seed the pipeline seed also reorders each shard's part. With streaming, the file order is permuted and a buffer of initial_fill samples mixes within the epoch.
+            initial_fill (an int; default 1024; in [1, 1000000000000]): With streaming and random_shuffle: the shuffle buffer's size (capped at the epoch's length; a sample moves at most this many places). Random-access readers shuffle the whole data set and do not need it.
+            shuffle_after_epoch (a bool; default false): A new permutation of the whole data set every epoch (the first included), drawn from (seed, epoch) only: the same on every shard and for every pipeline seed; excludes random_shuffle.
+            seed (an int; default -1; in [-1, 9.2e+18]): Key of the epoch permutations; every shard must use the same one. -1: a fixed key, and random_shuffle also permutes each shard's part by the pipeline seed.
+            prefetch_queue_depth (an int; default 1): Accepted for DALI compatibility; no effect.
+            dont_use_mmap (a bool; default false): Accepted for DALI compatibility; no effect.
+            read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
+            lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
+            skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            device (str, default "cpu"): one of 'cpu'
+            name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+        """
+        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Webdataset(Operator):
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 

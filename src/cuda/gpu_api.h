@@ -96,6 +96,7 @@ typedef struct stk_gpu_math_api stk_gpu_math_api;
 typedef struct stk_gpu_boxes_api stk_gpu_boxes_api;
 typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
 typedef struct stk_gpu_effects_api stk_gpu_effects_api;
+typedef struct stk_gpu_audio_api stk_gpu_audio_api;
 
 /* ---------------------------------------------------------------------------------- */
 /* Context, device, memory                                                             */
@@ -461,6 +462,8 @@ typedef struct stk_gpu_api {
    * release (cudaFreeHost). */
   int (*host_alloc)(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen);
   void (*host_free)(stk_gpu_ctx *ctx, void *ptr);
+  /* appended (issue 26): the audio operators (api_audio.h); NULL in older builds */
+  const struct stk_gpu_audio_api *audio;
   /* mixup / cutmix: dtype STK_DTYPE_UINT8 or STK_DTYPE_FLOAT32 (src/cuda/mix.cu). */
   int (*mix)(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
              uintptr_t stream, char *err, size_t errlen);

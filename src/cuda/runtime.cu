@@ -716,6 +716,7 @@ extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table;
 extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table;
 extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table;
 extern "C" STK_HIDDEN const stk_gpu_effects_api stk_gpu_effects_table;
+extern "C" STK_HIDDEN const stk_gpu_audio_api stk_gpu_audio_table;
 extern "C" STK_HIDDEN const stk_gpu_tensor_api stk_gpu_tensor_table;
 extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table;
 
@@ -763,6 +764,7 @@ static const stk_gpu_api api_table = {
     gpu_host_unregister,
     gpu_host_alloc,
     gpu_host_free,
+    &stk_gpu_audio_table,
     stk_gpu_mix,
     &stk_gpu_effects_table,
     &stk_gpu_tensor_table,

@@ -27,6 +27,8 @@
   STK__OPS_EFFECTS(X)         \
   STK__OPS_TENSOR(X)          \
   STK__OPS_DETECTION(X)       \
+  STK__OPS_AUDIO(X)           \
+  STK__OPS_VIDEO(X)           \
   /* (each list above ends with a backslash, so adding one is a one-line change) */
 
 #define STK__OPS_RANDOM(X) /* random.c */ \
@@ -132,6 +134,24 @@
   X(stk__op_auto_augment_stage_index)          \
   X(stk__op_auto_augment_stage_param)
 
+#define STK__OPS_AUDIO(X) /* audio_spectral.c, audio_features.c, audio_signal.c */ \
+  X(stk__op_power_spectrum)                                                        \
+  X(stk__op_spectrogram)                                                           \
+  X(stk__op_mel_filter_bank)                                                       \
+  X(stk__op_mfcc)                                                                  \
+  X(stk__op_to_decibels)                                                           \
+  X(stk__op_preemphasis_filter)                                                    \
+  X(stk__op_nonsilent_region)                                                      \
+  X(stk__op_audio_resample)                                                        \
+  X(stk__op_decoders_audio)                                                        \
+  X(stk__op_readers_nemo_asr)
+
+#define STK__OPS_VIDEO(X) /* video_decode.c, readers_video.c */ \
+  X(stk__op_decoders_video)                                     \
+  X(stk__op_experimental_decoders_video)                        \
+  X(stk__op_readers_video)                                      \
+  X(stk__op_experimental_readers_video)                         \
+  X(stk__op_readers_video_resize)
 #define STK__OPS_BATCH(X) /* batch_ops.c, mixup.c, crop_generators.c */ \
   X(stk__op_batch_permutation)                                          \
   X(stk__op_permute_batch)                                              \

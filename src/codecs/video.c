@@ -1,0 +1,417 @@
+/* Video decoding through FFmpeg (video.h).
+ *
+ * Opening demuxes the stream once and records every packet's presentation timestamp and
+ * which packets are key frames. When every packet has a distinct timestamp, frame i is
+ * the i-th smallest of them: a read then seeks to the last key frame at or before the
+ * first wanted frame and numbers the decoded frames by their timestamps. Without usable
+ * timestamps, or when a read finds a frame it cannot place, it decodes from the start
+ * and numbers the frames in output order: slower, never wrong. */
+#include "video.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef STK_HAVE_LIBAV
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+
+struct stk__video {
+  const uint8_t *bytes; /* memory source, or NULL */
+  size_t size, pos;
+  char *path; /* file source */
+  AVFormatContext *fmt;
+  int stream;
+  int64_t frames;
+  int64_t *pts;  /* frames sorted timestamps, or NULL (numbered by decoding order) */
+  int64_t *keys; /* frame indices of the key frames, ascending */
+  int64_t nkeys;
+  int width, height;
+  double fps;
+};
+
+static int mem_read(void *opaque, uint8_t *buf, int n) {
+  stk__video *v = opaque;
+  size_t left = v->size - v->pos;
+  if (left == 0) return AVERROR_EOF;
+  if ((size_t)n > left) n = (int)left;
+  memcpy(buf, v->bytes + v->pos, (size_t)n);
+  v->pos += (size_t)n;
+  return n;
+}
+
+static int64_t mem_seek(void *opaque, int64_t offset, int whence) {
+  stk__video *v = opaque;
+  if (whence & AVSEEK_SIZE) return (int64_t)v->size;
+  int64_t base = (whence & 3) == SEEK_CUR   ? (int64_t)v->pos
+                 : (whence & 3) == SEEK_END ? (int64_t)v->size
+                                            : 0;
+  int64_t to = base + offset;
+  if (to < 0 || to > (int64_t)v->size) return -1;
+  v->pos = (size_t)to;
+  return to;
+}
+
+static void close_format(stk__video *v) {
+  if (!v->fmt) return;
+  AVIOContext *pb = v->bytes ? v->fmt->pb : NULL;
+  avformat_close_input(&v->fmt);
+  if (pb) {
+    av_freep(&pb->buffer);
+    avio_context_free(&pb);
+  }
+}
+
+static stk_status av_fail(stk_status code, const char *what, int err) {
+  char msg[AV_ERROR_MAX_STRING_SIZE] = "";
+  av_strerror(err, msg, sizeof msg);
+  return STK_FAIL(code, "%s: %s", what, msg);
+}
+
+/* Opens the container (again) at its start and finds the video stream. */
+static stk_status open_format(stk__video *v) {
+  close_format(v);
+  AVFormatContext *fmt = avformat_alloc_context();
+  if (!fmt) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a demuxer");
+  AVIOContext *pb = NULL;
+  if (v->bytes) {
+    v->pos = 0;
+    uint8_t *buf = av_malloc(1 << 16);
+    pb = buf ? avio_alloc_context(buf, 1 << 16, 0, v, mem_read, NULL, mem_seek) : NULL;
+    if (!pb) {
+      av_free(buf);
+      avformat_free_context(fmt);
+      return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a demuxer");
+    }
+    fmt->pb = pb;
+    fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+  }
+  /* on failure this frees fmt, but never a caller's I/O context */
+  int err = avformat_open_input(&fmt, v->bytes ? NULL : v->path, NULL, NULL);
+  if (err < 0) {
+    if (pb) {
+      av_freep(&pb->buffer);
+      avio_context_free(&pb);
+    }
+    v->fmt = NULL;
+    return av_fail(STK_ERR_DECODE, "not a readable video", err);
+  }
+  v->fmt = fmt;
+  if ((err = avformat_find_stream_info(fmt, NULL)) < 0)
+    return av_fail(STK_ERR_DECODE, "cannot read the stream information", err);
+  v->stream = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+  if (v->stream < 0) return STK_FAIL(STK_ERR_DECODE, "no video stream");
+  return STK_OK;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The index of timestamp ts among the sorted pts, or -1. */
+static int64_t pts_index(const stk__video *v, int64_t ts) {
+  int64_t lo = 0, hi = v->frames - 1;
+  while (lo <= hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (v->pts[mid] == ts) return mid;
+    if (v->pts[mid] < ts)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return -1;
+}
+
+/* From the packets' timestamps (n of them, key[] their key flags, in file order):
+ * v->pts sorted and v->keys, or neither when a timestamp is missing or repeated. */
+static void build_index(stk__video *v, int64_t *ts, const uint8_t *key, int64_t n) {
+  int64_t *keyts = malloc(sizeof(int64_t) * (size_t)(n ? n : 1)), nk = 0;
+  bool ok = keyts != NULL;
+  for (int64_t i = 0; i < n && ok; i++) {
+    ok = ts[i] != AV_NOPTS_VALUE;
+    if (key[i]) keyts[nk++] = ts[i];
+  }
+  if (ok) qsort(ts, (size_t)n, sizeof *ts, cmp_i64);
+  for (int64_t i = 1; i < n && ok; i++) ok = ts[i] != ts[i - 1];
+  if (ok) {
+    v->pts = ts, v->frames = n;
+    for (int64_t i = 0; i < nk; i++) keyts[i] = pts_index(v, keyts[i]);
+    qsort(keyts, (size_t)nk, sizeof *keyts, cmp_i64);
+    v->keys = keyts, v->nkeys = nk;
+    return;
+  }
+  free(ts);
+  free(keyts);
+}
+
+/* Counts the stream's packets (one frame each for the codecs in common use) and indexes
+ * their timestamps. */
+static stk_status count_frames(stk__video *v) {
+  AVPacket *pkt = av_packet_alloc();
+  int64_t n = 0, cap = 256;
+  int64_t *ts = malloc(sizeof(int64_t) * (size_t)cap);
+  uint8_t *key = malloc((size_t)cap);
+  stk_status st = pkt && ts && key ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  int err = 0;
+  while (st == STK_OK && (err = av_read_frame(v->fmt, pkt)) >= 0) {
+    if (pkt->stream_index == v->stream) {
+      if (n == cap) {
+        cap *= 2;
+        int64_t *t2 = realloc(ts, sizeof(int64_t) * (size_t)cap);
+        if (t2) ts = t2;
+        uint8_t *k2 = t2 ? realloc(key, (size_t)cap) : NULL;
+        if (k2) key = k2;
+        if (!t2 || !k2) st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for the frame index");
+      }
+      if (st == STK_OK) {
+        ts[n] = pkt->pts;
+        key[n++] = (pkt->flags & AV_PKT_FLAG_KEY) != 0;
+      }
+    }
+    av_packet_unref(pkt);
+  }
+  av_packet_free(&pkt);
+  if (st == STK_OK && err != AVERROR_EOF) st = av_fail(STK_ERR_DECODE, "corrupt container", err);
+  v->frames = n;
+  if (st == STK_OK)
+    build_index(v, ts, key, n); /* takes ts */
+  else
+    free(ts);
+  free(key);
+  return st;
+}
+
+bool stk__video_codec_available(void) { return true; }
+
+stk_status stk__video_open(const void *bytes, size_t n, const char *path, stk__video **out) {
+  *out = NULL;
+  stk__video *v = calloc(1, sizeof *v);
+  if (!v) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a video");
+  v->bytes = bytes, v->size = n;
+  if (!bytes && !(v->path = strdup(path))) {
+    free(v);
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a video");
+  }
+  av_log_set_level(AV_LOG_QUIET); /* corrupt input is reported through the status */
+  stk_status st = open_format(v);
+  if (st == STK_OK) {
+    AVCodecParameters *par = v->fmt->streams[v->stream]->codecpar;
+    AVRational r = v->fmt->streams[v->stream]->avg_frame_rate;
+    v->width = par->width, v->height = par->height;
+    v->fps = r.den ? av_q2d(r) : 0.0;
+    if (v->width <= 0 || v->height <= 0)
+      st = STK_FAIL(STK_ERR_DECODE, "bad frame size %dx%d", v->width, v->height);
+  }
+  if (st == STK_OK) st = count_frames(v);
+  close_format(v);
+  if (st != STK_OK) {
+    stk__video_close(v);
+    return st;
+  }
+  *out = v;
+  return STK_OK;
+}
+
+void stk__video_close(stk__video *v) {
+  if (!v) return;
+  close_format(v);
+  free(v->path);
+  free(v->pts);
+  free(v->keys);
+  free(v);
+}
+
+int64_t stk__video_frames(const stk__video *v) { return v->frames; }
+int stk__video_width(const stk__video *v) { return v->width; }
+int stk__video_height(const stk__video *v) { return v->height; }
+double stk__video_fps(const stk__video *v) { return v->fps; }
+
+/* What a read wants: the slots of each frame index, sorted by index. */
+typedef struct {
+  int64_t index, slot;
+} want;
+
+static int want_cmp(const void *a, const void *b) {
+  const want *x = a, *y = b;
+  return x->index < y->index   ? -1
+         : x->index > y->index ? 1
+                               : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* The decoding state of one read. */
+typedef struct {
+  stk__video *v;
+  AVCodecContext *dec;
+  AVFrame *frame;
+  struct SwsContext *sws;
+  const want *w;
+  int64_t nw, next, decoded; /* next: first unserved entry of w */
+  int out_w, out_h;          /* the size frames are scaled to */
+  uint8_t *dst;
+  bool by_pts; /* frames numbered by their timestamps (v->pts); else by output order */
+  bool miss;   /* a frame could not be placed: start again from the start, by order */
+} reader;
+
+/* The index of the decoded frame, or -1 for one to skip (r->miss set when the read must
+ * start again). */
+static int64_t frame_index(reader *r) {
+  if (!r->by_pts) return r->decoded++;
+  AVFrame *f = r->frame;
+  int64_t ts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
+  int64_t idx = ts == AV_NOPTS_VALUE ? -1 : pts_index(r->v, ts);
+  if (idx < 0 || idx > r->w[r->next].index) {
+    r->miss = true; /* an unknown frame, or the wanted one was not decoded */
+    return -1;
+  }
+  return idx;
+}
+
+/* Converts the decoded frame into every slot that wants its index. */
+static stk_status deliver(reader *r) {
+  stk__video *v = r->v;
+  AVFrame *f = r->frame;
+  if (r->next >= r->nw) return STK_OK;
+  int64_t idx = frame_index(r);
+  if (idx < 0 || r->w[r->next].index != idx) return STK_OK;
+  if (f->width != v->width || f->height != v->height)
+    return STK_FAIL(STK_ERR_DECODE, "frame %lld is %dx%d; the stream says %dx%d", (long long)idx,
+                    f->width, f->height, v->width, v->height);
+  r->sws =
+      sws_getCachedContext(r->sws, f->width, f->height, f->format, v->width, v->height,
+                           AV_PIX_FMT_RGB24, SWS_BILINEAR | SWS_ACCURATE_RND, NULL, NULL, NULL);
+  if (!r->sws) return STK_FAIL(STK_ERR_UNSUPPORTED, "cannot convert pixel format %d", f->format);
+  size_t fb = (size_t)r->out_w * (size_t)r->out_h * 3;
+  uint8_t *first = r->dst + (size_t)r->w[r->next].slot * fb;
+  uint8_t *planes[4] = {first, NULL, NULL, NULL};
+  int strides[4] = {r->out_w * 3, 0, 0, 0};
+  sws_scale(r->sws, (const uint8_t *const *)f->data, f->linesize, 0, f->height, planes, strides);
+  for (r->next++; r->next < r->nw && r->w[r->next].index == idx; r->next++)
+    memcpy(r->dst + (size_t)r->w[r->next].slot * fb, first, fb);
+  return STK_OK;
+}
+
+/* Sends one packet (NULL: flush) and delivers the frames it yields. */
+static stk_status decode_packet(reader *r, const AVPacket *pkt) {
+  int err = avcodec_send_packet(r->dec, pkt);
+  if (err < 0 && err != AVERROR_EOF) return av_fail(STK_ERR_DECODE, "corrupt frame data", err);
+  while (r->next < r->nw && !r->miss) {
+    err = avcodec_receive_frame(r->dec, r->frame);
+    if (err == AVERROR(EAGAIN) || err == AVERROR_EOF) return STK_OK;
+    if (err < 0) return av_fail(STK_ERR_DECODE, "corrupt frame data", err);
+    stk_status st = deliver(r);
+    av_frame_unref(r->frame);
+    if (st != STK_OK) return st;
+  }
+  return STK_OK;
+}
+
+static stk_status open_decoder(reader *r) {
+  AVCodecParameters *par = r->v->fmt->streams[r->v->stream]->codecpar;
+  const AVCodec *codec = avcodec_find_decoder(par->codec_id);
+  if (!codec)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "no decoder for codec '%s'",
+                    avcodec_get_name(par->codec_id));
+  r->dec = avcodec_alloc_context3(codec);
+  r->frame = av_frame_alloc();
+  if (!r->dec || !r->frame) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a decoder");
+  if (avcodec_parameters_to_context(r->dec, par) < 0)
+    return STK_FAIL(STK_ERR_DECODE, "bad codec parameters");
+  r->dec->thread_count = 1; /* the pipeline's workers already decode in parallel */
+  int err = avcodec_open2(r->dec, codec, NULL);
+  return err < 0 ? av_fail(STK_ERR_UNSUPPORTED, "cannot open the decoder", err) : STK_OK;
+}
+
+/* By timestamps: seeks to the last key frame at or before the first wanted frame. */
+static void seek_to_key(reader *r) {
+  stk__video *v = r->v;
+  int64_t want0 = r->w[0].index, key = -1;
+  for (int64_t i = 0; i < v->nkeys && v->keys[i] <= want0; i++) key = v->keys[i];
+  if (key <= 0) return; /* from the start */
+  if (av_seek_frame(v->fmt, v->stream, v->pts[key], AVSEEK_FLAG_BACKWARD) < 0) {
+    open_format(v); /* a failed seek may leave the demuxer anywhere: start over */
+  }
+}
+
+static stk_status decode_all(reader *r) {
+  STK_TRY(open_format(r->v));
+  STK_TRY(open_decoder(r));
+  if (r->by_pts) seek_to_key(r);
+  if (!r->v->fmt) return STK_FAIL(STK_ERR_DECODE, "cannot reopen the video");
+  AVPacket *pkt = av_packet_alloc();
+  if (!pkt) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a packet");
+  stk_status st = STK_OK;
+  while (st == STK_OK && r->next < r->nw && !r->miss && av_read_frame(r->v->fmt, pkt) >= 0) {
+    if (pkt->stream_index == r->v->stream) st = decode_packet(r, pkt);
+    av_packet_unref(pkt);
+  }
+  av_packet_free(&pkt);
+  if (st == STK_OK && r->next < r->nw && !r->miss) st = decode_packet(r, NULL);
+  return st;
+}
+
+static stk_status run_read(reader *r) {
+  r->by_pts = r->v->pts != NULL;
+  stk_status st = decode_all(r);
+  if (st == STK_OK && r->by_pts && (r->miss || r->next < r->nw)) {
+    /* start again, numbering frames in output order from the start */
+    avcodec_free_context(&r->dec);
+    av_frame_free(&r->frame);
+    r->by_pts = r->miss = false;
+    r->next = r->decoded = 0;
+    st = decode_all(r);
+  }
+  if (st == STK_OK && r->next < r->nw)
+    st = STK_FAIL(STK_ERR_DECODE, "the stream ended after %lld frames; frame %lld was asked for",
+                  (long long)r->decoded, (long long)r->w[r->next].index);
+  return st;
+}
+
+stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, int out_w, int out_h,
+                           uint8_t *dst) {
+  if (count == 0) return STK_OK;
+  want *w = malloc(sizeof *w * (size_t)count);
+  if (!w) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  for (int64_t i = 0; i < count; i++) w[i] = (want){index[i], i};
+  qsort(w, (size_t)count, sizeof *w, want_cmp);
+  reader r = {.v = v,
+              .w = w,
+              .nw = count,
+              .out_w = out_w > 0 ? out_w : v->width,
+              .out_h = out_h > 0 ? out_h : v->height,
+              .dst = dst};
+  stk_status st = run_read(&r);
+  sws_freeContext(r.sws);
+  av_frame_free(&r.frame);
+  avcodec_free_context(&r.dec);
+  close_format(v);
+  free(w);
+  return st;
+}
+
+#else /* !STK_HAVE_LIBAV */
+
+struct stk__video {
+  int unused;
+};
+
+bool stk__video_codec_available(void) { return false; }
+
+stk_status stk__video_open(const void *bytes, size_t n, const char *path, stk__video **out) {
+  *out = NULL;
+  return STK_FAIL(STK_ERR_UNSUPPORTED,
+                  "built without FFmpeg (install libavformat-dev, libavcodec-dev and "
+                  "libswscale-dev and rebuild)");
+}
+void stk__video_close(stk__video *v) {}
+int64_t stk__video_frames(const stk__video *v) { return 0; }
+int stk__video_width(const stk__video *v) { return 0; }
+int stk__video_height(const stk__video *v) { return 0; }
+double stk__video_fps(const stk__video *v) { return 0.0; }
+stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, int out_w, int out_h,
+                           uint8_t *dst) {
+  return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");
+}
+
+#endif

@@ -1,0 +1,294 @@
+/* GPU kernels of the audio operators (api_audio.h). The coefficients come from the host
+ * (the CPU operators' own functions), so these kernels only index and sum, in float64 as
+ * the CPU does.
+ *
+ * Launch shape (as math.cu's): one upload holds the batch's descriptors, a table of each
+ * sample's first block, and the host arrays (weights, windows, twiddles); one grid covers
+ * the batch, a block finds its sample by binary search (launch.cuh), one thread computes
+ * one output element. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_audio.h"
+#include "gpu_internal.h"
+#include "launch.cuh"
+#include "../shared/audio_math.h"
+
+#define THREADS 256
+
+/* A host staging block: n descriptors of `dsize` bytes, first[0..n], then `aux` doubles. */
+typedef struct {
+  char *host;
+  size_t off_first, off_aux, bytes;
+  int *first;
+  double *aux;
+} staging;
+
+static int staging_init(staging *st, int n, size_t dsize, size_t aux, char *err, size_t errlen) {
+  st->off_first = (size_t)n * dsize;
+  st->off_aux = (st->off_first + (size_t)(n + 1) * sizeof(int) + 7) & ~(size_t)7;
+  st->bytes = st->off_aux + aux * sizeof(double);
+  st->host = (char *)calloc(1, st->bytes ? st->bytes : 1);
+  if (!st->host) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d descriptors", n);
+  st->first = (int *)(st->host + st->off_first);
+  st->aux = (double *)(st->host + st->off_aux);
+  return 0;
+}
+
+/* Fills first[] from per-sample output element counts. */
+static int staging_blocks(staging *st, int n, const int64_t *elems, char *err, size_t errlen) {
+  int64_t *nb = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!nb) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
+  for (int i = 0; i < n; i++) nb[i] = stk_cdiv(elems[i], THREADS);
+  int rc = stk_block_table(nb, n, st->first, err, errlen);
+  free(nb);
+  return rc;
+}
+
+/* ---- matrix (mel_filter_bank, mfcc) ---- */
+
+typedef struct {
+  stk_gpu_audio_matrix_sample s;
+  int64_t w_off; /* the weights' offset in the aux doubles */
+} matrix_desc;
+
+__global__ void matrix_kernel(const matrix_desc *d, const int *first, int n, const double *aux) {
+  int si = stk_find_sample(first, n, blockIdx.x);
+  const stk_gpu_audio_matrix_sample *s = &d[si].s;
+  int64_t e = (int64_t)(blockIdx.x - first[si]) * THREADS + threadIdx.x;
+  int64_t total = s->outer * s->rows * s->inner;
+  if (e >= total) return;
+  int64_t i = e % s->inner, m = (e / s->inner) % s->rows, o = e / (s->inner * s->rows);
+  const double *w = aux + d[si].w_off + m * s->len;
+  const float *x = s->src + o * s->len * s->inner + i;
+  double acc = 0.0;
+  for (int64_t k = 0; k < s->len; k++) acc += w[k] * (double)x[k * s->inner];
+  s->dst[e] = (float)acc;
+}
+
+static int audio_matrix(stk_gpu_ctx *ctx, int n, const stk_gpu_audio_matrix_sample *samples,
+                        uintptr_t stream_h, char *err, size_t errlen) {
+  if (n <= 0) return 0;
+  size_t aux = 0;
+  int64_t *elems = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+  if (!elems) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
+  for (int i = 0; i < n; i++) {
+    aux += (size_t)(samples[i].rows * samples[i].len);
+    elems[i] = samples[i].outer * samples[i].rows * samples[i].inner;
+  }
+  staging st;
+  int rc = staging_init(&st, n, sizeof(matrix_desc), aux, err, errlen);
+  int64_t off = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_audio_matrix_sample *s = &samples[i];
+    if (!s->src || !s->dst || !s->weights || s->len < 1 || s->rows < 1) {
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer or empty matrix", i);
+      break;
+    }
+    matrix_desc *d = (matrix_desc *)st.host + i;
+    d->s = *s, d->w_off = off;
+    memcpy(st.aux + off, s->weights, sizeof(double) * (size_t)(s->rows * s->len));
+    off += s->rows * s->len;
+  }
+  if (rc == 0) rc = staging_blocks(&st, n, elems, err, errlen);
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  if (rc == 0 && st.first[n] > 0)
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "audio matrix", err, errlen, [&](const char *dp) {
+          matrix_kernel<<<st.first[n], THREADS, 0, stream>>>((const matrix_desc *)dp,
+                                                             (const int *)(dp + st.off_first), n,
+                                                             (const double *)(dp + st.off_aux));
+          return 0;
+        });
+  free(st.host);
+  free(elems);
+  return rc;
+}
+
+/* ---- preemphasis ---- */
+
+__global__ void preemph_kernel(const stk_gpu_preemph_sample *d, const int *first, int n) {
+  int si = stk_find_sample(first, n, blockIdx.x);
+  const stk_gpu_preemph_sample *s = &d[si];
+  int64_t t = (int64_t)(blockIdx.x - first[si]) * THREADS + threadIdx.x;
+  if (t >= s->count) return;
+  double prev;
+  if (t > 0)
+    prev = s->src[t - 1];
+  else
+    prev = s->border == 1 ? s->src[0] : s->border == 2 && s->count > 1 ? s->src[1] : 0.0;
+  s->dst[t] = (float)((double)s->src[t] - s->coeff * prev);
+}
+
+static int audio_preemph(stk_gpu_ctx *ctx, int n, const stk_gpu_preemph_sample *samples,
+                         uintptr_t stream_h, char *err, size_t errlen) {
+  if (n <= 0) return 0;
+  staging st;
+  int64_t *elems = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+  if (!elems) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
+  int rc = staging_init(&st, n, sizeof(stk_gpu_preemph_sample), 0, err, errlen);
+  for (int i = 0; i < n && rc == 0; i++) {
+    if ((!samples[i].src || !samples[i].dst) && samples[i].count > 0)
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer", i);
+    ((stk_gpu_preemph_sample *)st.host)[i] = samples[i];
+    elems[i] = samples[i].count;
+  }
+  if (rc == 0) rc = staging_blocks(&st, n, elems, err, errlen);
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  if (rc == 0 && st.first[n] > 0)
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "preemphasis", err, errlen, [&](const char *dp) {
+          preemph_kernel<<<st.first[n], THREADS, 0, stream>>>((const stk_gpu_preemph_sample *)dp,
+                                                              (const int *)(dp + st.off_first), n);
+          return 0;
+        });
+  free(st.host);
+  free(elems);
+  return rc;
+}
+
+/* ---- decibels: a block per sample finds the maximum, then one thread per element ---- */
+
+__global__ void max_kernel(const stk_gpu_decibels_sample *d, double *refs) {
+  const stk_gpu_decibels_sample *s = &d[blockIdx.x];
+  __shared__ float part[THREADS];
+  float m = 0.0f; /* the CPU starts from 0 too: a reference is never negative */
+  for (int64_t i = threadIdx.x; i < s->count; i += THREADS) m = fmaxf(m, s->src[i]);
+  part[threadIdx.x] = m;
+  __syncthreads();
+  for (int w = THREADS / 2; w > 0; w >>= 1) {
+    if (threadIdx.x < w) part[threadIdx.x] = fmaxf(part[threadIdx.x], part[threadIdx.x + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) refs[blockIdx.x] = s->ref > 0.0 ? s->ref : (double)part[0];
+}
+
+__global__ void decibels_kernel(const stk_gpu_decibels_sample *d, const int *first, int n,
+                                const double *refs) {
+  int si = stk_find_sample(first, n, blockIdx.x);
+  const stk_gpu_decibels_sample *s = &d[si];
+  int64_t e = (int64_t)(blockIdx.x - first[si]) * THREADS + threadIdx.x;
+  if (e >= s->count) return;
+  double ref = refs[si], inv = ref > 0.0 ? 1.0 / ref : 1.0;
+  s->dst[e] = stk_to_db((double)s->src[e], inv, s->min_ratio, s->multiplier);
+}
+
+static int audio_decibels(stk_gpu_ctx *ctx, int n, const stk_gpu_decibels_sample *samples,
+                          uintptr_t stream_h, char *err, size_t errlen) {
+  if (n <= 0) return 0;
+  staging st;
+  int64_t *elems = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+  if (!elems) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
+  int rc = staging_init(&st, n, sizeof(stk_gpu_decibels_sample), 0, err, errlen);
+  for (int i = 0; i < n && rc == 0; i++) {
+    if ((!samples[i].src || !samples[i].dst) && samples[i].count > 0)
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: NULL pointer", i);
+    ((stk_gpu_decibels_sample *)st.host)[i] = samples[i];
+    elems[i] = samples[i].count;
+  }
+  if (rc == 0) rc = staging_blocks(&st, n, elems, err, errlen);
+  double *refs = NULL;
+  if (rc == 0)
+    rc = stk_gpu_device_alloc(ctx, sizeof(double) * (size_t)n, stream_h, (void **)&refs, err,
+                              errlen);
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  if (rc == 0)
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "to_decibels", err, errlen, [&](const char *dp) {
+          const stk_gpu_decibels_sample *d = (const stk_gpu_decibels_sample *)dp;
+          max_kernel<<<n, THREADS, 0, stream>>>(d, refs);
+          if (st.first[n] > 0)
+            decibels_kernel<<<st.first[n], THREADS, 0, stream>>>(
+                d, (const int *)(dp + st.off_first), n, refs);
+          return 0;
+        });
+  if (refs) stk_gpu_device_free(ctx, refs, stream_h, NULL, 0);
+  free(st.host);
+  free(elems);
+  return rc;
+}
+
+/* ---- spectrogram: one thread per (bin, frame), a direct DFT over the frame ---- */
+
+typedef struct {
+  stk_gpu_spectrogram_sample s;
+  int64_t win_off, cos_off, sin_off; /* offsets in the aux doubles */
+} spec_desc;
+
+__global__ void spectrogram_kernel(const spec_desc *d, const int *first, int n, const double *aux) {
+  int si = stk_find_sample(first, n, blockIdx.x);
+  const stk_gpu_spectrogram_sample *s = &d[si].s;
+  int64_t bins = s->nfft / 2 + 1;
+  int64_t e = (int64_t)(blockIdx.x - first[si]) * THREADS + threadIdx.x;
+  if (e >= bins * s->frames) return;
+  int64_t k = e / s->frames, f = e % s->frames; /* e in "ft" order */
+  const double *w = aux + d[si].win_off, *ct = aux + d[si].cos_off, *st = aux + d[si].sin_off;
+  double re = 0.0, im = 0.0;
+  int64_t idx = 0;
+  for (int64_t t = 0; t < s->wl; t++) {
+    int64_t j = f * s->step + t - s->pad;
+    double x = 0.0;
+    if (j >= 0 && j < s->n)
+      x = s->src[j];
+    else if (s->reflect && s->n > 0)
+      x = s->src[stk_reflect_index(j, s->n)];
+    x *= w[t];
+    re += x * ct[idx];
+    im -= x * st[idx];
+    idx += k;
+    if (idx >= s->nfft) idx -= s->nfft;
+  }
+  double m2 = re * re + im * im;
+  float v = (float)(s->power == 2 ? m2 : sqrt(m2));
+  s->dst[s->tf ? f * bins + k : k * s->frames + f] = v;
+}
+
+static int audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_sample *samples,
+                             uintptr_t stream_h, char *err, size_t errlen) {
+  if (n <= 0) return 0;
+  size_t aux = 0;
+  int64_t *elems = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+  if (!elems) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
+  for (int i = 0; i < n; i++) {
+    aux += (size_t)(samples[i].wl + 2 * samples[i].nfft);
+    elems[i] = (samples[i].nfft / 2 + 1) * samples[i].frames;
+  }
+  staging st;
+  int rc = staging_init(&st, n, sizeof(spec_desc), aux, err, errlen);
+  int64_t off = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_spectrogram_sample *s = &samples[i];
+    if (!s->window || s->nfft < s->wl || s->wl < 1 || s->step < 1 ||
+        ((!s->src || !s->dst) && s->frames > 0)) {
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad spectrogram geometry", i);
+      break;
+    }
+    spec_desc *d = (spec_desc *)st.host + i;
+    d->s = *s;
+    d->win_off = off, d->cos_off = off + s->wl, d->sin_off = off + s->wl + s->nfft;
+    memcpy(st.aux + off, s->window, sizeof(double) * (size_t)s->wl);
+    for (int64_t j = 0; j < s->nfft; j++) { /* the CPU FFT plan's tables */
+      double a = 2.0 * STK_AUDIO_PI * (double)j / (double)s->nfft;
+      st.aux[d->cos_off + j] = cos(a);
+      st.aux[d->sin_off + j] = sin(a);
+    }
+    off += s->wl + 2 * s->nfft;
+  }
+  if (rc == 0) rc = staging_blocks(&st, n, elems, err, errlen);
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  if (rc == 0 && st.first[n] > 0)
+    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "spectrogram", err, errlen,
+                               [&](const char *dp) {
+                                 spectrogram_kernel<<<st.first[n], THREADS, 0, stream>>>(
+                                     (const spec_desc *)dp, (const int *)(dp + st.off_first), n,
+                                     (const double *)(dp + st.off_aux));
+                                 return 0;
+                               });
+  free(st.host);
+  free(elems);
+  return rc;
+}
+
+extern "C" STK_HIDDEN const stk_gpu_audio_api stk_gpu_audio_table = {
+    1, audio_matrix, audio_preemph, audio_decibels, audio_spectrogram,
+};
