@@ -94,6 +94,7 @@ typedef struct stk_gpu_geometry_api stk_gpu_geometry_api;
 typedef struct stk_gpu_filter_api stk_gpu_filter_api;
 typedef struct stk_gpu_math_api stk_gpu_math_api;
 typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
+typedef struct stk_gpu_png_api stk_gpu_png_api;
 
 /* ---------------------------------------------------------------------------------- */
 /* Context, device, memory                                                             */
@@ -448,6 +449,8 @@ typedef struct stk_gpu_api {
    * release (cudaFreeHost). */
   int (*host_alloc)(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen);
   void (*host_free)(stk_gpu_ctx *ctx, void *ptr);
+  /* PNG decoding on the device (api_png.h); NULL in a backend without it. */
+  const struct stk_gpu_png_api *png;
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

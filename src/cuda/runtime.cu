@@ -714,6 +714,7 @@ extern "C" STK_HIDDEN const stk_gpu_geometry_api stk_gpu_geometry_table;
 extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table;
 extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table;
 extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table;
+extern "C" STK_HIDDEN const stk_gpu_png_api stk_gpu_png_table;
 
 static const stk_gpu_api api_table = {
     STK_GPU_ABI_VERSION,
@@ -759,6 +760,7 @@ static const stk_gpu_api api_table = {
     gpu_host_unregister,
     gpu_host_alloc,
     gpu_host_free,
+    &stk_gpu_png_table,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

@@ -299,8 +299,13 @@ STK_HD int stk_inf_dynamic(stk_inflate_state *s) {
 
 /* ---- the zlib stream ---- */
 
-STK_HD uint32_t stk_adler32(const uint8_t *p, size_t n) {
-  uint32_t a = 1, b = 0;
+/* Adler-32 in pieces, so that the kernel can sum a stream's spans in parallel: the sums
+ * (a = sum of the bytes, b = sum of each byte times its distance from the span's end,
+ * both mod 65521) of one span, and the checksum (A, B) extended by a span of n bytes. */
+#define STK_ADLER_MOD 65521u
+
+STK_HD void stk_adler_span(const uint8_t *p, size_t n, uint32_t *sa, uint32_t *sb) {
+  uint32_t a = 0, b = 0;
   while (n > 0) {
     size_t k = n < 5552 ? n : 5552; /* no overflow of b before the modulo */
     n -= k;
@@ -308,16 +313,31 @@ STK_HD uint32_t stk_adler32(const uint8_t *p, size_t n) {
       a += *p++;
       b += a;
     }
-    a %= 65521u;
-    b %= 65521u;
+    a %= STK_ADLER_MOD;
+    b %= STK_ADLER_MOD;
   }
-  return b << 16 | a;
+  *sa = a, *sb = b;
 }
 
-/* Inflates the zlib stream in[0..in_len) into exactly out_len bytes of out. Returns
- * STK_INF_OK or the first problem found (out then holds a prefix of garbage). */
-STK_HD int stk_inflate_zlib(stk_inflate_state *s, const uint8_t *in, size_t in_len, uint8_t *out,
-                            size_t out_len) {
+STK_HD void stk_adler_extend(uint32_t *A, uint32_t *B, size_t n, uint32_t sa, uint32_t sb) {
+  uint64_t len = n % STK_ADLER_MOD;
+  *B = (uint32_t)((*B + len * *A + sb) % STK_ADLER_MOD);
+  *A = (*A + sa) % STK_ADLER_MOD;
+}
+
+STK_HD uint32_t stk_adler32(const uint8_t *p, size_t n) {
+  uint32_t A = 1, B = 0, sa, sb;
+  stk_adler_span(p, n, &sa, &sb);
+  stk_adler_extend(&A, &B, n, sa, sb);
+  return B << 16 | A;
+}
+
+/* Inflates the zlib stream in[0..in_len) into exactly out_len bytes of out and reads the
+ * Adler-32 it ends with into *adler without checking it (the kernel sums it in
+ * parallel). Returns STK_INF_OK or the first problem found (out then holds a prefix of
+ * garbage). */
+STK_HD int stk_inflate_zlib_unchecked(stk_inflate_state *s, const uint8_t *in, size_t in_len,
+                                      uint8_t *out, size_t out_len, uint32_t *adler) {
   s->in = in;
   s->in_len = in_len;
   s->in_pos = 0;
@@ -351,9 +371,18 @@ STK_HD int stk_inflate_zlib(stk_inflate_state *s, const uint8_t *in, size_t in_l
   uint32_t want = 0;
   for (int i = 0; i < 4; i++) want = want << 8 | stk_inf_bits(s, 8);
   if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
-  if (stk_adler32(out, out_len) != want) return STK_INF_BAD_ADLER;
   if (s->in_pos - (size_t)(s->nbits / 8) != in_len) return STK_INF_TRAILING;
+  *adler = want;
   return STK_INF_OK;
+}
+
+/* The same with the Adler-32 checked. */
+STK_HD int stk_inflate_zlib(stk_inflate_state *s, const uint8_t *in, size_t in_len, uint8_t *out,
+                            size_t out_len) {
+  uint32_t want = 0;
+  int rc = stk_inflate_zlib_unchecked(s, in, in_len, out, out_len, &want);
+  if (rc) return rc;
+  return stk_adler32(out, out_len) == want ? STK_INF_OK : STK_INF_BAD_ADLER;
 }
 
 #endif /* STOKER_SHARED_INFLATE_H */

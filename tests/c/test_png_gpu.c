@@ -419,6 +419,27 @@ static void test_inflate_matches_zlib(void **state) {
   free(s);
 }
 
+/* The Adler-32 summed in spans (as the kernel's lanes do) equals zlib's. */
+static void test_adler_spans_match_zlib(void **state) {
+  (void)state;
+  for (int it = 0; it < 200; it++) {
+    size_t n = (size_t)rnd_in(0, 300000);
+    uint8_t *p = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(rnd() % 2 ? 255 : rnd());
+    int spans = rnd_in(1, 40);
+    uint32_t A = 1, B = 0;
+    for (int k = 0; k < spans; k++) {
+      size_t lo = n * k / spans, hi = n * (k + 1) / spans, sa, sb;
+      uint32_t a, b;
+      stk_adler_span(p + lo, hi - lo, &a, &b);
+      sa = a, sb = b;
+      stk_adler_extend(&A, &B, hi - lo, (uint32_t)sa, (uint32_t)sb);
+    }
+    assert_int_equal(B << 16 | A, (uint32_t)adler32(1, p, (uInt)n));
+    free(p);
+  }
+}
+
 /* Random and mutated streams: whenever ours succeeds, zlib gives the same bytes. */
 static void test_inflate_garbage_never_beyond_zlib(void **state) {
   (void)state;
@@ -473,6 +494,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_inflate_hand_made),
       cmocka_unit_test(test_inflate_matches_zlib),
+      cmocka_unit_test(test_adler_spans_match_zlib),
       cmocka_unit_test(test_inflate_garbage_never_beyond_zlib),
       cmocka_unit_test(test_random_pngs_match_libspng),
       cmocka_unit_test(test_large_pngs_match_libspng),
