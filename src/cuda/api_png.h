@@ -34,8 +34,8 @@ typedef struct stk_gpu_png_api {
    * call waits (bounded by the context's wait_timeout_ms) until the device has decoded
    * the batch, to know the statuses; the destinations are written in stream order. The
    * return value is an error only for bad arguments or device failures. */
-  int (*decode)(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *samples, int color,
-                int *status, uintptr_t stream, char *err, size_t errlen);
+  int (*decode)(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *samples, int color, int *status,
+                uintptr_t stream, char *err, size_t errlen);
 } stk_gpu_png_api;
 
 #ifdef __cplusplus

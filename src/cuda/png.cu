@@ -146,8 +146,10 @@ static int check_samples(int n, const stk_gpu_png_sample *s, int color, char *er
         h->palette_size < 0 || h->palette_size > 256 ||
         (!whole && (p->roi_x < 0 || p->roi_y < 0 || p->roi_x + p->roi_w > h->width ||
                     p->roi_y + p->roi_h > h->height)))
-      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: no data or destination, or a bad "
-                      "header or region", i);
+      return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
+                      "sample %d: no data or destination, or a bad "
+                      "header or region",
+                      i);
   }
   return 0;
 }
@@ -225,16 +227,15 @@ static int launch_all(const char *dev, int n, int color, int *d_status, int expa
 }
 
 /* Waits (bounded) for the batch, then copies the statuses out. */
-static int read_statuses(stk_gpu_ctx *ctx, const int *d_status, int n, int *status,
-                         cudaStream_t st, char *err, size_t errlen) {
+static int read_statuses(stk_gpu_ctx *ctx, const int *d_status, int n, int *status, cudaStream_t st,
+                         char *err, size_t errlen) {
   cudaEvent_t ev;
   CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   int rc = 0;
   cudaError_t e = cudaEventRecord(ev, st);
   if (e != cudaSuccess)
     rc = GPU_FAIL(STK_ERR_DEVICE, "cudaEventRecord failed: %s", cudaGetErrorString(e));
-  if (rc == 0)
-    rc = stk_gpu_wait(ctx, ev, NULL, "stk_gpu_png_decode", "the PNG batch", err, errlen);
+  if (rc == 0) rc = stk_gpu_wait(ctx, ev, NULL, "stk_gpu_png_decode", "the PNG batch", err, errlen);
   if (rc == 0) {
     e = cudaMemcpy(status, d_status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess)

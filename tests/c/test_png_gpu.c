@@ -308,7 +308,7 @@ static void test_large_pngs_match_libspng(void **state) {
 /* Damaged files: never decoded differently from, nor accepted against, the CPU decoder.
  * Bit flips in the IDAT payload with the CRC fixed up reach the inflater. */
 static void fix_crcs(uint8_t *d, size_t n) {
-  for (size_t pos = 8; n - pos >= 12;) {
+  for (size_t pos = 8; pos <= n && n - pos >= 12;) {
     uint32_t len = (uint32_t)d[pos] << 24 | d[pos + 1] << 16 | d[pos + 2] << 8 | d[pos + 3];
     if (len > n - pos - 12) return;
     uint32_t crc = (uint32_t)crc32(0, d + pos + 4, len + 4);

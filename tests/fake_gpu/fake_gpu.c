@@ -450,6 +450,17 @@ static int memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t byt
   return 0;
 }
 
+/* Runs the stream's queued work, then sets the bytes (in stream order). */
+static int memset_async(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes, uintptr_t stream,
+                        char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  pthread_mutex_lock(&lock);
+  run_stream(stream_of(stream), NULL);
+  memset(dst, value, bytes);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 static int stream_sync(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   pthread_mutex_lock(&lock);
@@ -873,6 +884,7 @@ static const stk_gpu_api api = {
     .pinned_alloc = pinned_alloc,
     .pinned_free = pinned_free,
     .memcpy_async = memcpy_async,
+    .memset_async = memset_async,
     .stream_sync = stream_sync,
     .event_create = event_create,
     .event_record = event_record,
