@@ -64,8 +64,8 @@
        "the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose "        \
        "batched call is bound by the one thread submitting it. 0 (default): none; a value "   \
        "in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and "  \
-       "shrunk when the decoders wait for it. Files nvJPEG does not take are always "         \
-       "decoded there"},                                                                      \
+       "shrunk when the decoders wait for it. Files neither nvJPEG nor the GPU PNG "          \
+       "decoder takes are always decoded there"},                                             \
       {"device_memory_padding",                                                               \
        STK_ARG_INT,                                                                           \
        STK_ARGF_RANGE,                                                                        \
@@ -213,7 +213,9 @@ static const stk_op_schema image_schema = {
     .doc =
         "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
         "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
-        "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
+        "supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or "
+        "truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, "
+        "PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
     .flags = 0,
     .min_inputs = 1,

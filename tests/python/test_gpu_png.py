@@ -1,8 +1,8 @@
-"""decoders.image(device="mixed") on PNG files through the GPU PNG decoder's path, without
-a GPU: the fake backend (tests/fake_gpu/fake_gpu.c) runs the device routines of
-src/shared/inflate.h and png_common.h on the host, so the planning, the batching, the
-fallbacks and the bad-sample policy of src/ops/decoders.c are checked here against the
-CPU pipeline (libspng). The kernels themselves run on the GPU machine (gpu_parity)."""
+"""decoders.image(device="mixed") on PNG files through the GPU PNG decoder, against the
+CPU pipeline (libspng), on two backends: "fake" (everywhere: tests/fake_gpu/fake_gpu.c
+runs the device routines of src/shared/inflate.h and png_common.h on the host, so the
+planning, batching, fallbacks and bad-sample policy of src/ops/decoders.c are checked
+without a GPU) and "gpu" (the kernels of src/cuda/png.cu; the GPU machine only)."""
 import os
 import struct
 import zlib
@@ -13,6 +13,8 @@ import pytest
 import stoker
 from stoker import fn
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FAKE_GPU = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(ROOT, "build")), "libstk_fake_gpu.so")
 RNG = np.random.default_rng(23)
 ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
 SAMPLES = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
@@ -82,6 +84,19 @@ def variants(tmp_path):
     return files
 
 
+@pytest.fixture(params=["fake", "gpu"])
+def backend(request, monkeypatch):
+    if request.param == "fake":
+        if not os.path.exists(FAKE_GPU):
+            pytest.skip("the fake GPU backend is not built")
+        monkeypatch.setenv("STK_CUDA_LIBRARY", FAKE_GPU)
+    else:
+        import gpu_parity
+        if not gpu_parity.gpu_available():
+            pytest.skip("needs a CUDA device (runs on the GPU machine)")
+    return request.param
+
+
 def build(graph, device_id, batch_size, **kw):
     @stoker.pipeline_def(batch_size=batch_size, num_threads=2, seed=4, device_id=device_id, **kw)
     def pipe():
@@ -98,7 +113,7 @@ def host_samples(tl):
 
 
 @pytest.mark.parametrize("color", ["RGB", "BGR", "GRAY"])
-def test_every_png_kind_decodes_on_the_device_path_like_the_cpu(fake_gpu, tmp_path, color):
+def test_every_png_kind_decodes_on_the_device_path_like_the_cpu(backend, tmp_path, color):
     files = variants(tmp_path)
 
     def graph(device):
@@ -114,7 +129,7 @@ def test_every_png_kind_decodes_on_the_device_path_like_the_cpu(fake_gpu, tmp_pa
     assert gpu.stats()["host_decoded"] == 0
 
 
-def test_random_crop_of_pngs_matches_the_cpu(fake_gpu, tmp_path):
+def test_random_crop_of_pngs_matches_the_cpu(backend, tmp_path):
     files = variants(tmp_path)
 
     def graph(device):
@@ -130,7 +145,7 @@ def test_random_crop_of_pngs_matches_the_cpu(fake_gpu, tmp_path):
     assert gpu.stats()["host_decoded"] == 0
 
 
-def test_files_the_planner_refuses_are_decoded_in_the_cpu_stage(fake_gpu, tmp_path):
+def test_files_the_planner_refuses_are_decoded_in_the_cpu_stage(backend, tmp_path):
     img = RNG.integers(0, 256, (9, 12 * 3))
     plain = write_png(tmp_path / "plain.png", img, 2, 8)
     text = write_png(tmp_path / "text.png", img, 2, 8, extra=chunk(b"tEXt", b"Comment\0hello"))
@@ -159,7 +174,7 @@ def damaged_copy(path, out):
     return str(out)
 
 
-def test_damaged_png_is_an_error_or_skipped(fake_gpu, tmp_path):
+def test_damaged_png_is_an_error_or_skipped(backend, tmp_path):
     img = RNG.integers(0, 256, (40, 40 * 3))
     good = [write_png(tmp_path / f"good{i}.png", img, 2, 8) for i in range(3)]
     bad = damaged_copy(good[0], tmp_path / "damaged.png")
