@@ -28,9 +28,10 @@
 typedef struct {
   stk_png_header hdr;
   stk_png_layout layout;
-  const uint8_t *z; /* the zlib stream, in the uploaded block */
+  uint64_t zoff; /* the zlib stream: at this offset from the uploaded block's start */
   uint64_t zsize;
-  uint8_t *raw; /* layout.total bytes (+ 1): the scanlines */
+  uint8_t *raw;               /* layout.total bytes (+ 16): the scanlines */
+  stk_inflate_state *scratch; /* the inflater's tables (global memory: see inflate_kernel) */
   int x, y, w, h;
   uint8_t *dst;
   uint64_t pitch;
@@ -47,9 +48,13 @@ __global__ void inflate_kernel(const png_job *jobs, int n, int *status) {
   __shared__ uint32_t want;
   __shared__ uint32_t sums[32][2];
   if (lane == 0) {
-    stk_inflate_state s; /* about 3.5 KiB of local memory */
+    /* The state (3.4 KiB of Huffman tables) lives in a global scratch block, not in the
+     * thread's local memory: a 3.9 KiB stack frame would make the driver reserve it for
+     * every thread the device can hold (about 1 GiB on an H100) */
     uint32_t adler = 0;
-    rc = stk_inflate_zlib_unchecked(&s, J->z, J->zsize, J->raw, (size_t)J->layout.total, &adler);
+    const uint8_t *z = (const uint8_t *)jobs + J->zoff;
+    rc = stk_inflate_zlib_unchecked(J->scratch, z, J->zsize, J->raw, (size_t)J->layout.total,
+                                    &adler);
     want = adler;
   }
   __syncthreads();
@@ -83,9 +88,7 @@ static __device__ void unfilter_row(int type, uint8_t *row, const uint8_t *prev,
       stk_png_unfilter_byte(type, row, prev, i, bpp);
     return;
   }
-  if ((int)threadIdx.x < bpp)
-    for (int64_t i = threadIdx.x; i < size; i += bpp)
-      stk_png_unfilter_byte(type, row, prev, i, bpp);
+  if ((int)threadIdx.x < bpp) stk_png_unfilter_lane(type, row, prev, size, bpp, threadIdx.x);
 }
 
 __global__ void unfilter_kernel(const png_job *jobs, int n, int *status) {
@@ -128,7 +131,7 @@ __global__ void __launch_bounds__(EXPAND_THREADS)
 
 /* ---- the entry point ---- */
 
-/* The host block: jobs, then first[n + 1], then the zlib streams. */
+/* The host block, uploaded as is: jobs, then first[n + 1], then the zlib streams. */
 typedef struct {
   char *host;
   size_t jobs_bytes, first_bytes, bytes;
@@ -154,20 +157,22 @@ static int check_samples(int n, const stk_gpu_png_sample *s, int color, char *er
   return 0;
 }
 
-/* Fills the jobs (raw pointers inside one scanline allocation at `raw`, stream
- * pointers relative to the block's device address `dev`). */
+/* Fills the jobs: scanline buffers and inflater states carved from one device block at
+ * `raw` (raw_bytes of scanlines, then n states). */
 static void fill_jobs(png_block *B, int n, const stk_gpu_png_sample *s, uint8_t *raw,
-                      const char *dev) {
+                      size_t raw_bytes) {
   png_job *jobs = (png_job *)B->host;
+  stk_inflate_state *states = (stk_inflate_state *)(raw + raw_bytes);
   size_t off = 0;
   for (int i = 0; i < n; i++) {
     png_job *J = &jobs[i];
     J->hdr = s[i].hdr;
     stk_png_layout_of(&J->hdr, &J->layout);
-    J->z = (const uint8_t *)dev + B->zoff[i];
+    J->zoff = B->zoff[i];
     J->zsize = s[i].zsize;
     J->raw = raw + off;
-    off += (size_t)J->layout.total + 16;
+    J->scratch = &states[i];
+    off += ((size_t)J->layout.total + 16 + 15) & ~(size_t)15;
     bool whole = s[i].roi_w <= 0 || s[i].roi_h <= 0;
     J->x = whole ? 0 : s[i].roi_x, J->y = whole ? 0 : s[i].roi_y;
     J->w = whole ? J->hdr.width : s[i].roi_w, J->h = whole ? J->hdr.height : s[i].roi_h;
@@ -189,7 +194,7 @@ static int plan_block(png_block *B, int n, const stk_gpu_png_sample *s, size_t *
     at += s[i].zsize;
     stk_png_layout L;
     stk_png_layout_of(&s[i].hdr, &L);
-    *raw_bytes += (size_t)L.total + 16;
+    *raw_bytes += ((size_t)L.total + 16 + 15) & ~(size_t)15;
   }
   B->bytes = at;
   B->host = (char *)malloc(B->bytes);
@@ -257,24 +262,16 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
   size_t raw_bytes = 0;
   void *dev = NULL, *raw = NULL, *d_status = NULL;
   int rc = plan_block(&B, n, s, &raw_bytes, err, errlen);
-  if (rc == 0) rc = stk_gpu_device_alloc(ctx, raw_bytes, stream, &raw, err, errlen);
+  size_t scratch = (size_t)n * sizeof(stk_inflate_state);
+  if (rc == 0) rc = stk_gpu_device_alloc(ctx, raw_bytes + scratch, stream, &raw, err, errlen);
   if (rc == 0)
     rc = stk_gpu_device_alloc(ctx, (size_t)n * sizeof(int), stream, &d_status, err, errlen);
-  if (rc == 0) rc = stk_gpu_device_alloc(ctx, B.bytes, stream, &dev, err, errlen);
   if (rc == 0) {
-    fill_jobs(&B, n, s, (uint8_t *)raw, (const char *)dev);
+    fill_jobs(&B, n, s, (uint8_t *)raw, raw_bytes);
     rc = expand_table(&B, n, err, errlen);
   }
-  if (rc == 0) { /* the block, device pointers filled in, through pinned staging */
-    void *up = NULL;
-    rc = stk_gpu_upload(ctx, B.host, B.bytes, st, &up, err, errlen);
-    if (rc == 0) {
-      cudaError_t e = cudaMemcpyAsync(dev, up, B.bytes, cudaMemcpyDeviceToDevice, st);
-      if (e != cudaSuccess)
-        rc = GPU_FAIL(STK_ERR_DEVICE, "placing the block failed: %s", cudaGetErrorString(e));
-      stk_gpu_device_free(ctx, up, stream, NULL, 0);
-    }
-  }
+  /* the jobs, the expand table and the streams in one upload (pinned staging) */
+  if (rc == 0) rc = stk_gpu_upload(ctx, B.host, B.bytes, st, &dev, err, errlen);
   if (rc == 0) {
     int blocks = ((int *)(B.host + B.jobs_bytes))[n];
     rc = launch_all((const char *)dev, n, color, (int *)d_status, blocks, st, err, errlen);

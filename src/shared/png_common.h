@@ -8,7 +8,8 @@
  * after the other (empty passes take no bytes). The functions here give that layout
  * (stk_png_layout), undo the filters one byte at a time (a byte needs the finished bytes
  * to its left and above, so the kernel runs the rows in order and, for Sub / Average /
- * Paeth, the bpp byte lanes of a row in parallel; None / Up rows fully in parallel), and
+ * Paeth, the bpp byte lanes of a row in parallel (stk_png_unfilter_lane); None / Up rows
+ * fully in parallel, a byte each (stk_png_unfilter_byte)), and
  * turn one stored pixel into the output colour exactly as the CPU decoder does (libspng's
  * RGB8 / G8 formats, then src/codecs/image.c's colour conversion):
  *   - bit depths below 8 are scaled to 8 bits (v * 255 / (2^depth - 1)), 16-bit samples
@@ -120,11 +121,43 @@ STK_HD void stk_png_unfilter_byte(int type, uint8_t *row, const uint8_t *prev, i
   row[i] = (uint8_t)x;
 }
 
+/* Unfilters byte lane `lane` (< bpp) of a row: bytes lane, lane + bpp, ... in order,
+ * carrying the left (a) and upper-left (c) bytes in registers. The lanes are independent:
+ * the kernel runs them on bpp threads, the host one after the other. Same arithmetic as
+ * stk_png_unfilter_byte. */
+STK_HD void stk_png_unfilter_lane(int type, uint8_t *row, const uint8_t *prev, int64_t size,
+                                  int bpp, int lane) {
+  int a = 0, c = 0;
+  for (int64_t i = lane; i < size; i += bpp) {
+    int b = prev ? prev[i] : 0;
+    int x = row[i];
+    switch (type) {
+      case 1:
+        x += a;
+        break;
+      case 2:
+        x += b;
+        break;
+      case 3:
+        x += (a + b) >> 1;
+        break;
+      case 4:
+        x += stk_png_paeth(a, b, c);
+        break;
+      default:
+        break;
+    }
+    row[i] = (uint8_t)x;
+    a = x & 255;
+    c = b;
+  }
+}
+
 /* Unfilters one whole row, sequentially (the host's loop; the kernel spreads it). */
 STK_HD void stk_png_unfilter_row(int type, uint8_t *row, const uint8_t *prev, int64_t size,
                                  int bpp) {
   if (type == 0) return;
-  for (int64_t i = 0; i < size; i++) stk_png_unfilter_byte(type, row, prev, i, bpp);
+  for (int lane = 0; lane < bpp; lane++) stk_png_unfilter_lane(type, row, prev, size, bpp, lane);
 }
 
 /* ---- pixels ---- */

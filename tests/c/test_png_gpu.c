@@ -228,6 +228,24 @@ static png_spec random_spec(void) {
   return s;
 }
 
+/* The kernel's two ways of unfiltering a row (byte by byte in parallel, for None / Up;
+ * by byte lanes, for the others) both invert the test's own forward filters. */
+static void test_unfilter_inverts_filters(void **state) {
+  (void)state;
+  uint8_t prev[300], row[300], filtered[300], a[300], b[300];
+  for (int it = 0; it < 3000; it++) {
+    int n = rnd_in(1, 300), bpp = rnd_in(1, 8), t = rnd_in(0, 4), first = rnd() % 4 == 0;
+    for (int i = 0; i < n; i++) prev[i] = (uint8_t)rnd(), row[i] = (uint8_t)(rnd() % 7 * 40);
+    filter_row(t, row, first ? NULL : prev, n, bpp, filtered);
+    memcpy(a, filtered, (size_t)n);
+    memcpy(b, filtered, (size_t)n);
+    for (int i = 0; i < n; i++) stk_png_unfilter_byte(t, a, first ? NULL : prev, i, bpp);
+    stk_png_unfilter_row(t, b, first ? NULL : prev, n, bpp);
+    assert_memory_equal(a, row, (size_t)n);
+    assert_memory_equal(b, row, (size_t)n);
+  }
+}
+
 /* ---- comparing with the CPU decoder ---- */
 
 /* Decodes with libspng (stk__image_decode); NULL when it fails. */
@@ -496,6 +514,7 @@ int main(void) {
       cmocka_unit_test(test_inflate_matches_zlib),
       cmocka_unit_test(test_adler_spans_match_zlib),
       cmocka_unit_test(test_inflate_garbage_never_beyond_zlib),
+      cmocka_unit_test(test_unfilter_inverts_filters),
       cmocka_unit_test(test_random_pngs_match_libspng),
       cmocka_unit_test(test_large_pngs_match_libspng),
       cmocka_unit_test(test_mutations_never_accepted_against_libspng),
