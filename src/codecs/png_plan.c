@@ -29,7 +29,7 @@ static bool valid_depth(int type, int depth) {
 
 /* What the chunk walk has seen so far. */
 typedef struct {
-  bool ihdr, plte, trns, gama, srgb, phys;
+  bool ihdr, plte, trns, gama, srgb, phys, iccp;
   int idat; /* 0 none yet, 1 inside the IDAT run, 2 after it */
   size_t zsize;
 } walk_state;
@@ -83,7 +83,44 @@ static bool read_trns(const uint8_t *p, uint32_t len, walk_state *W, const stk_p
   return true;
 }
 
-/* gAMA, sRGB and pHYs: simple fixed-size chunks, taken when valid and in place. */
+/* A keyword as the PNG specification allows it: 1 to 79 Latin-1 printable characters,
+ * no leading, trailing or consecutive spaces. */
+static bool valid_keyword(const uint8_t *p, size_t n) {
+  if (n < 1 || n > 79 || p[0] == ' ' || p[n - 1] == ' ') return false;
+  for (size_t i = 0; i < n; i++) {
+    if (!((p[i] >= 32 && p[i] <= 126) || p[i] >= 161)) return false;
+    if (p[i] == ' ' && i > 0 && p[i - 1] == ' ') return false;
+  }
+  return true;
+}
+
+/* iCCP (an ICC profile: most photos' PNGs carry one): a valid keyword, compression
+ * method 0 and a zlib stream that inflates completely to at most 16 MiB (the CPU
+ * decoder's limit for an ancillary chunk); not beside sRGB, before PLTE and IDAT. */
+static bool read_iccp(const uint8_t *p, uint32_t len, walk_state *W) {
+  if (W->iccp || W->srgb || W->plte || W->idat) return false;
+  const uint8_t *nul = memchr(p, 0, len < 81 ? len : 81);
+  if (!nul || !valid_keyword(p, (size_t)(nul - p))) return false;
+  size_t at = (size_t)(nul - p) + 1;
+  if (len - at < 3 || p[at] != 0) return false; /* method byte, then a stream */
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  if (inflateInit(&zs) != Z_OK) return false;
+  uint8_t sink[4096];
+  zs.next_in = (Bytef *)(p + at + 1);
+  zs.avail_in = (uInt)(len - at - 1);
+  int rc = Z_OK;
+  while (rc == Z_OK && zs.total_out <= ((uLong)16 << 20)) {
+    zs.next_out = sink;
+    zs.avail_out = sizeof sink;
+    rc = inflate(&zs, Z_NO_FLUSH);
+  }
+  bool ok = rc == Z_STREAM_END && zs.avail_in == 0 && zs.total_out <= ((uLong)16 << 20);
+  inflateEnd(&zs);
+  return ok && (W->iccp = true);
+}
+
+/* gAMA, sRGB, pHYs (simple fixed-size chunks) and iCCP, taken when valid and in place. */
 static bool read_simple(const uint8_t *type, const uint8_t *p, uint32_t len, walk_state *W,
                         const char **why) {
   *why = "ancillary chunk the GPU path does not take";
@@ -92,8 +129,9 @@ static bool read_simple(const uint8_t *type, const uint8_t *p, uint32_t len, wal
     if (W->gama || W->plte || len != 4 || be32(p) == 0 || be32(p) > 0x7fffffffu) return false;
     return W->gama = true;
   }
+  if (memcmp(type, "iCCP", 4) == 0) return read_iccp(p, len, W);
   if (memcmp(type, "sRGB", 4) == 0) {
-    if (W->srgb || W->plte || len != 1 || p[0] > 3) return false;
+    if (W->srgb || W->iccp || W->plte || len != 1 || p[0] > 3) return false;
     return W->srgb = true;
   }
   if (memcmp(type, "pHYs", 4) == 0) {

@@ -9,9 +9,9 @@
  * here" (stk__png_plan returns false with a reason) and the caller decodes on the CPU,
  * which decodes the file or gives the error. So every chunk's CRC must match, IHDR must
  * be valid, PLTE / tRNS must follow the PNG rules for the colour type, IDAT chunks must
- * be consecutive and end with IEND, and the only other chunks taken are gAMA, sRGB and
- * pHYs with valid contents; any other chunk (text, ICC profiles, eXIf, ...) sends the
- * file to the CPU.
+ * be consecutive and end with IEND, and the only other chunks taken are gAMA, sRGB,
+ * pHYs and iCCP with valid contents (an iCCP profile must inflate completely); any other
+ * chunk (text, eXIf, APNG's, private ones, ...) sends the file to the CPU.
  */
 #ifndef STOKER_CODECS_PNG_PLAN_H
 #define STOKER_CODECS_PNG_PLAN_H

@@ -62,6 +62,7 @@ typedef struct {
   int filter;                       /* 0..4 for all rows, 5: random per row */
   int npal;                         /* palette entries (type 3) */
   bool trns, extras;                /* a tRNS chunk; gAMA + sRGB + pHYs */
+  int iccp;                         /* 0: none; 1: a valid iCCP; 2..: a damaged one */
 } png_spec;
 
 static int forward_paeth(int a, int b, int c) {
@@ -163,6 +164,26 @@ static uint16_t *random_pixels(const png_spec *s) {
   return img;
 }
 
+/* An iCCP chunk: variant 1 valid, the others each break one rule. */
+static void write_iccp(buf *f, int variant) {
+  uint8_t profile[600], body[1400];
+  for (size_t i = 0; i < sizeof profile; i++) profile[i] = (uint8_t)(i % 13 * (i % 5));
+  const char *kw = variant == 2   ? " ICC"
+                   : variant == 3 ? "ICC  profile"
+                   : variant == 4 ? "ICC\x7f"
+                                  : "ICC profile";
+  size_t k = strlen(kw);
+  memcpy(body, kw, k + 1);
+  body[k + 1] = variant == 5 ? 1 : 0; /* compression method */
+  uLongf zn = sizeof body - k - 2;
+  compress2(body + k + 2, &zn, profile, sizeof profile, 6);
+  size_t len = k + 2 + zn;
+  if (variant == 6) body[k + 2 + zn / 2] ^= 0x20; /* damaged stream */
+  if (variant == 7) len -= 3;                     /* truncated stream */
+  if (variant == 8) body[len++] = 0;              /* a byte after the stream */
+  chunk(f, "iCCP", body, (uint32_t)len);
+}
+
 static uint8_t *write_png(const png_spec *s, size_t *size) {
   uint16_t *img = random_pixels(s);
   buf raw = {0}, z = {0}, f = {0};
@@ -181,6 +202,7 @@ static uint8_t *write_png(const png_spec *s, size_t *size) {
     chunk(&f, "sRGB", srgb, 1);
     chunk(&f, "pHYs", phys, 9);
   }
+  if (s->iccp) write_iccp(&f, s->iccp);
   if (s->type == 3) {
     uint8_t pal[768];
     for (int i = 0; i < 3 * s->npal; i++) pal[i] = (uint8_t)rnd();
@@ -225,6 +247,7 @@ static png_spec random_spec(void) {
   s.npal = rnd_in(1, 1 << s.depth > 256 ? 256 : 1 << s.depth);
   s.trns = rnd() % 4 == 0;
   s.extras = rnd() % 4 == 0;
+  s.iccp = !s.extras && rnd() % 4 == 0; /* not beside sRGB */
   return s;
 }
 
@@ -357,6 +380,25 @@ static void test_mutations_never_accepted_against_libspng(void **state) {
   }
   /* most flips are found (CRC, Adler-32, codes); the rest must have matched above */
   assert_true(refused > total / 2);
+}
+
+/* iCCP chunks: the valid one is taken; each broken one is either left to the CPU
+ * decoder or, if taken, decoded exactly as libspng does. */
+static void test_iccp_variants(void **state) {
+  (void)state;
+  int taken[9] = {0};
+  for (int it = 0; it < 40; it++)
+    for (int v = 1; v <= 8; v++) {
+      png_spec s = random_spec();
+      s.extras = false;
+      s.iccp = v;
+      size_t n;
+      uint8_t *png = write_png(&s, &n);
+      taken[v] += check_against_cpu(png, n, it % 3, 0, 0, 0, 0, s.w, s.h) == STK__PNG_OK;
+      free(png);
+    }
+  assert_int_equal(taken[1], 40);
+  for (int v = 2; v <= 8; v++) assert_int_equal(taken[v], 0); /* all refused by the planner */
 }
 
 /* Every PNG of the fuzz corpus (and truncations of it): device result == CPU result. */
@@ -517,6 +559,7 @@ int main(void) {
       cmocka_unit_test(test_unfilter_inverts_filters),
       cmocka_unit_test(test_random_pngs_match_libspng),
       cmocka_unit_test(test_large_pngs_match_libspng),
+      cmocka_unit_test(test_iccp_variants),
       cmocka_unit_test(test_mutations_never_accepted_against_libspng),
       cmocka_unit_test(test_fuzz_corpus),
   };
