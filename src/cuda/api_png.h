@@ -1,5 +1,5 @@
 /* The GPU PNG decoder (src/cuda/png.cu), reached through stk_gpu_api.png (gpu_api.h).
- * The host plans each file (src/codecs/png_plan.h: chunks, CRCs, IHDR / PLTE) and
+ * The host plans each file (src/ops/png_plan.h: chunks, CRCs, IHDR / PLTE) and
  * gathers its IDAT payloads; the device inflates each zlib stream (one warp per stream:
  * lane 0 decodes, the lanes sum the Adler-32), unfilters the rows (one block per image,
  * rows in order, the bytes of a row in parallel where the filter allows) and expands

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../codecs/codecs.h"
-#include "../codecs/png_plan.h"
+#include "png_plan.h"
 #include "../cuda/api_png.h"
 #include "crop_window.h"
 #include "gpu_util.h"

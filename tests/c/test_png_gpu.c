@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 #include "codecs/codecs.h"
-#include "codecs/png_plan.h"
+#include "ops/png_plan.h"
 #include "shared/inflate.h"
 #include "testutil.h"
 

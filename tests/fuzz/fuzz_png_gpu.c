@@ -1,4 +1,4 @@
-/* The GPU PNG decoder's whole chain run on the CPU (src/codecs/png_plan.h: planning,
+/* The GPU PNG decoder's whole chain run on the CPU (src/ops/png_plan.h: planning,
  * inflate, unfilter, expansion), differentially against the CPU decoder: whenever the
  * device path decodes a file, libspng must decode it too, to the same pixels, for the
  * colour and region the input's last bytes pick. Every chunk's CRC is recomputed first
@@ -8,7 +8,7 @@
 #include <zlib.h>
 
 #include "codecs/codecs.h"
-#include "codecs/png_plan.h"
+#include "ops/png_plan.h"
 #include "fuzz_util.h"
 
 #define FUZZ_MAX_PIXELS ((int64_t)1 << 22)

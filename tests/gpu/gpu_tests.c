@@ -31,7 +31,7 @@
 #include <time.h>
 #include <zlib.h>
 
-#include "codecs/png_plan.h"
+#include "ops/png_plan.h"
 #include "cuda/api_png.h"
 #include "gpu_testutil.h"
 

@@ -13,8 +13,8 @@
  * pHYs and iCCP with valid contents (an iCCP profile must inflate completely); any other
  * chunk (text, eXIf, APNG's, private ones, ...) sends the file to the CPU.
  */
-#ifndef STOKER_CODECS_PNG_PLAN_H
-#define STOKER_CODECS_PNG_PLAN_H
+#ifndef STOKER_OPS_PNG_PLAN_H
+#define STOKER_OPS_PNG_PLAN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,4 +46,4 @@ enum { STK__PNG_OK = 0, STK__PNG_FALLBACK = 1, STK__PNG_FAILED = 2 };
 int stk__png_decode_emulated(const uint8_t *data, size_t size, int color, int x, int y, int w,
                              int h, uint8_t *dst, int *detail);
 
-#endif /* STOKER_CODECS_PNG_PLAN_H */
+#endif /* STOKER_OPS_PNG_PLAN_H */
