@@ -30,8 +30,8 @@ typedef struct {
   stk_png_layout layout;
   uint64_t zoff; /* the zlib stream: at this offset from the uploaded block's start */
   uint64_t zsize;
-  uint8_t *raw;               /* layout.total bytes (+ 16): the scanlines */
-  stk_inflate_state *scratch; /* the inflater's tables (global memory: see inflate_kernel) */
+  uint8_t *raw;            /* layout.total bytes (+ 16): the scanlines */
+  stk_inf_tables *scratch; /* the inflater's tables (global memory: see inflate_kernel) */
   int x, y, w, h;
   uint8_t *dst;
   uint64_t pitch;
@@ -48,9 +48,9 @@ __global__ void inflate_kernel(const png_job *jobs, int n, int *status) {
   __shared__ uint32_t want;
   __shared__ uint32_t sums[32][2];
   if (lane == 0) {
-    /* The state (3.4 KiB of Huffman tables) lives in a global scratch block, not in the
-     * thread's local memory: a 3.9 KiB stack frame would make the driver reserve it for
-     * every thread the device can hold (about 1 GiB on an H100) */
+    /* The Huffman tables (3.4 KiB) live in a global scratch block, not in the thread's
+     * local memory: a 3.9 KiB stack frame would make the driver reserve it for every
+     * thread the device can hold (about 1 GiB on an H100); the cursor stays in registers */
     uint32_t adler = 0;
     const uint8_t *z = (const uint8_t *)jobs + J->zoff;
     rc = stk_inflate_zlib_unchecked(J->scratch, z, J->zsize, J->raw, (size_t)J->layout.total,
@@ -157,12 +157,12 @@ static int check_samples(int n, const stk_gpu_png_sample *s, int color, char *er
   return 0;
 }
 
-/* Fills the jobs: scanline buffers and inflater states carved from one device block at
- * `raw` (raw_bytes of scanlines, then n states). */
+/* Fills the jobs: scanline buffers and Huffman tables carved from one device block at
+ * `raw` (raw_bytes of scanlines, then n tables). */
 static void fill_jobs(png_block *B, int n, const stk_gpu_png_sample *s, uint8_t *raw,
                       size_t raw_bytes) {
   png_job *jobs = (png_job *)B->host;
-  stk_inflate_state *states = (stk_inflate_state *)(raw + raw_bytes);
+  stk_inf_tables *tables = (stk_inf_tables *)(raw + raw_bytes);
   size_t off = 0;
   for (int i = 0; i < n; i++) {
     png_job *J = &jobs[i];
@@ -171,7 +171,7 @@ static void fill_jobs(png_block *B, int n, const stk_gpu_png_sample *s, uint8_t 
     J->zoff = B->zoff[i];
     J->zsize = s[i].zsize;
     J->raw = raw + off;
-    J->scratch = &states[i];
+    J->scratch = &tables[i];
     off += ((size_t)J->layout.total + 16 + 15) & ~(size_t)15;
     bool whole = s[i].roi_w <= 0 || s[i].roi_h <= 0;
     J->x = whole ? 0 : s[i].roi_x, J->y = whole ? 0 : s[i].roi_y;
@@ -262,7 +262,7 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
   size_t raw_bytes = 0;
   void *dev = NULL, *raw = NULL, *d_status = NULL;
   int rc = plan_block(&B, n, s, &raw_bytes, err, errlen);
-  size_t scratch = (size_t)n * sizeof(stk_inflate_state);
+  size_t scratch = (size_t)n * sizeof(stk_inf_tables);
   if (rc == 0) rc = stk_gpu_device_alloc(ctx, raw_bytes + scratch, stream, &raw, err, errlen);
   if (rc == 0)
     rc = stk_gpu_device_alloc(ctx, (size_t)n * sizeof(int), stream, &d_status, err, errlen);

@@ -241,7 +241,7 @@ int stk__png_decode_emulated(const uint8_t *data, size_t size, int color, int x,
   if (!stk__png_plan_file(data, size, &plan, NULL)) return STK__PNG_FALLBACK;
   if (w <= 0 || h <= 0) x = y = 0, w = plan.hdr.width, h = plan.hdr.height;
   uint8_t *z = malloc(plan.zsize), *raw = malloc((size_t)plan.layout.total + 1);
-  stk_inflate_state *s = malloc(sizeof *s);
+  stk_inf_tables *s = malloc(sizeof *s);
   int rc = STK__PNG_FAILED;
   if (!z || !raw || !s) goto done;
   stk__png_gather_idat(data, size, z);

@@ -7,8 +7,8 @@
  * Bounded by construction: the caller gives the exact output size (a PNG's from IHDR);
  * every write is checked against it, every read against the input's end, and each loop
  * iteration consumes input or produces output, so a hostile stream can neither write out
- * of bounds nor loop for ever. No allocation: the state (about 3.5 KiB, the Huffman
- * tables) is the caller's (a thread's local memory on the GPU).
+ * of bounds nor loop for ever. No allocation: the Huffman tables (stk_inf_tables, 3.4
+ * KiB) are the caller's.
  *
  * Strictness: it must never accept a stream that zlib (behind libspng, the CPU decoder)
  * rejects, because a sample the GPU decodes is never looked at by the CPU decoder. So
@@ -55,6 +55,15 @@ typedef struct {
   uint16_t fast[1 << STK_INF_FAST];
 } stk_inf_huff;
 
+/* The two Huffman tables (3.4 KiB): the caller's memory (a global scratch block on the
+ * GPU, where a thread's local memory of that size would be reserved for every thread the
+ * device can hold). */
+typedef struct {
+  stk_inf_huff lit, dist;
+} stk_inf_tables;
+
+/* The decoder's cursor: small, so that it lives in registers once inlined (its address
+ * never escapes, so the output's byte stores cannot alias it). */
 typedef struct {
   const uint8_t *in;
   size_t in_len, in_pos;
@@ -64,7 +73,7 @@ typedef struct {
   uint8_t *out;
   size_t out_len, out_pos;
   size_t window; /* from the zlib header */
-  stk_inf_huff lit, dist;
+  stk_inf_tables *t;
 } stk_inflate_state;
 
 /* ---- bits ---- */
@@ -204,7 +213,7 @@ STK_HD int stk_inf_codes(stk_inflate_state *s) {
   const uint8_t dextra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
                               6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
   for (;;) {
-    int sym = stk_inf_decode(s, &s->lit);
+    int sym = stk_inf_decode(s, &s->t->lit);
     if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
     if (sym < 0) return STK_INF_BAD_SYMBOL;
     if (sym < 256) {
@@ -216,7 +225,7 @@ STK_HD int stk_inf_codes(stk_inflate_state *s) {
     sym -= 257;
     if (sym >= 29) return STK_INF_BAD_SYMBOL;
     size_t len = lbase[sym] + stk_inf_bits(s, lextra[sym]);
-    int dsym = stk_inf_decode(s, &s->dist);
+    int dsym = stk_inf_decode(s, &s->t->dist);
     if (dsym < 0 || dsym >= 30) return STK_INF_BAD_SYMBOL;
     size_t dist = dbase[dsym] + stk_inf_bits(s, dextra[dsym]);
     if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
@@ -234,9 +243,9 @@ STK_HD int stk_inf_fixed(stk_inflate_state *s) {
   for (int i = 144; i < 256; i++) lengths[i] = 9;
   for (int i = 256; i < 280; i++) lengths[i] = 7;
   for (int i = 280; i < 288; i++) lengths[i] = 8;
-  stk_inf_build(&s->lit, lengths, 288);
+  stk_inf_build(&s->t->lit, lengths, 288);
   for (int i = 0; i < 30; i++) lengths[i] = 5;
-  stk_inf_build(&s->dist, lengths, 30);
+  stk_inf_build(&s->t->dist, lengths, 30);
   return stk_inf_codes(s);
 }
 
@@ -248,9 +257,9 @@ STK_HD int stk_inf_read_lengths(stk_inflate_state *s, uint8_t *lengths, int nlen
   for (int i = 0; i < 19; i++) cl[i] = 0;
   for (int i = 0; i < ncode; i++) cl[order[i]] = (uint8_t)stk_inf_bits(s, 3);
   if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
-  if (stk_inf_build(&s->lit, cl, 19) != 0) return STK_INF_BAD_CODES; /* complete only */
+  if (stk_inf_build(&s->t->lit, cl, 19) != 0) return STK_INF_BAD_CODES; /* complete only */
   for (int i = 0; i < nlen + ndist;) {
-    int sym = stk_inf_decode(s, &s->lit);
+    int sym = stk_inf_decode(s, &s->t->lit);
     if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
     if (sym < 0) return STK_INF_BAD_CODES;
     if (sym < 16) {
@@ -290,10 +299,10 @@ STK_HD int stk_inf_dynamic(stk_inflate_state *s) {
   int rc = stk_inf_read_lengths(s, lengths, nlen, ndist);
   if (rc) return rc;
   if (lengths[256] == 0) return STK_INF_BAD_CODES; /* no end-of-block code */
-  int err = stk_inf_build(&s->lit, lengths, nlen);
-  if (err < 0 || (err > 0 && !stk_inf_single_code(&s->lit))) return STK_INF_BAD_CODES;
-  err = stk_inf_build(&s->dist, lengths + nlen, ndist);
-  if (err < 0 || (err > 0 && !stk_inf_single_code(&s->dist))) return STK_INF_BAD_CODES;
+  int err = stk_inf_build(&s->t->lit, lengths, nlen);
+  if (err < 0 || (err > 0 && !stk_inf_single_code(&s->t->lit))) return STK_INF_BAD_CODES;
+  err = stk_inf_build(&s->t->dist, lengths + nlen, ndist);
+  if (err < 0 || (err > 0 && !stk_inf_single_code(&s->t->dist))) return STK_INF_BAD_CODES;
   return stk_inf_codes(s);
 }
 
@@ -332,12 +341,9 @@ STK_HD uint32_t stk_adler32(const uint8_t *p, size_t n) {
   return B << 16 | A;
 }
 
-/* Inflates the zlib stream in[0..in_len) into exactly out_len bytes of out and reads the
- * Adler-32 it ends with into *adler without checking it (the kernel sums it in
- * parallel). Returns STK_INF_OK or the first problem found (out then holds a prefix of
- * garbage). */
-STK_HD int stk_inflate_zlib_unchecked(stk_inflate_state *s, const uint8_t *in, size_t in_len,
-                                      uint8_t *out, size_t out_len, uint32_t *adler) {
+/* The stream's walk: header, blocks, the Adler-32 read (not checked). */
+STK_HD int stk_inf_zlib_run(stk_inflate_state *s, const uint8_t *in, size_t in_len, uint8_t *out,
+                            size_t out_len, uint32_t *adler) {
   s->in = in;
   s->in_len = in_len;
   s->in_pos = 0;
@@ -376,11 +382,22 @@ STK_HD int stk_inflate_zlib_unchecked(stk_inflate_state *s, const uint8_t *in, s
   return STK_INF_OK;
 }
 
+/* Inflates the zlib stream in[0..in_len) into exactly out_len bytes of out, with the
+ * Huffman tables in *t, and reads the Adler-32 it ends with into *adler without checking
+ * it (the kernel sums it in parallel). Returns STK_INF_OK or the first problem found (out
+ * then holds a prefix of garbage). */
+STK_HD int stk_inflate_zlib_unchecked(stk_inf_tables *t, const uint8_t *in, size_t in_len,
+                                      uint8_t *out, size_t out_len, uint32_t *adler) {
+  stk_inflate_state s;
+  s.t = t;
+  return stk_inf_zlib_run(&s, in, in_len, out, out_len, adler);
+}
+
 /* The same with the Adler-32 checked. */
-STK_HD int stk_inflate_zlib(stk_inflate_state *s, const uint8_t *in, size_t in_len, uint8_t *out,
+STK_HD int stk_inflate_zlib(stk_inf_tables *t, const uint8_t *in, size_t in_len, uint8_t *out,
                             size_t out_len) {
   uint32_t want = 0;
-  int rc = stk_inflate_zlib_unchecked(s, in, in_len, out, out_len, &want);
+  int rc = stk_inflate_zlib_unchecked(t, in, in_len, out, out_len, &want);
   if (rc) return rc;
   return stk_adler32(out, out_len) == want ? STK_INF_OK : STK_INF_BAD_ADLER;
 }

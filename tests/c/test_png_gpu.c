@@ -435,7 +435,7 @@ static void test_fuzz_corpus(void **state) {
 
 static void test_inflate_matches_zlib(void **state) {
   (void)state;
-  stk_inflate_state *s = malloc(sizeof *s);
+  stk_inf_tables *s = malloc(sizeof *s);
   static const int strategies[5] = {Z_DEFAULT_STRATEGY, Z_FILTERED, Z_HUFFMAN_ONLY, Z_RLE, Z_FIXED};
   for (int it = 0; it < 400; it++) {
     size_t n = (size_t)rnd_in(0, 200000 >> rnd_in(0, 8));
@@ -503,7 +503,7 @@ static void test_adler_spans_match_zlib(void **state) {
 /* Random and mutated streams: whenever ours succeeds, zlib gives the same bytes. */
 static void test_inflate_garbage_never_beyond_zlib(void **state) {
   (void)state;
-  stk_inflate_state *s = malloc(sizeof *s);
+  stk_inf_tables *s = malloc(sizeof *s);
   int accepted = 0;
   for (int it = 0; it < 20000; it++) {
     uint8_t src[600], z[1200], mine[600], ref[601];
@@ -527,7 +527,7 @@ static void test_inflate_garbage_never_beyond_zlib(void **state) {
 /* Hand-made streams: a stored block, a bad block type, a far distance. */
 static void test_inflate_hand_made(void **state) {
   (void)state;
-  stk_inflate_state s;
+  stk_inf_tables s;
   uint8_t out[8];
   /* stored "abc": 78 01, final stored block, LEN 3, NLEN, bytes, Adler-32 of "abc" */
   const uint8_t stored[] = {0x78, 0x01, 0x01, 0x03, 0x00, 0xfc, 0xff,

@@ -803,7 +803,7 @@ static int png_one(const stk_gpu_png_sample *s, int color) {
   stk_png_layout L;
   stk_png_layout_of(&s->hdr, &L);
   uint8_t *raw = malloc((size_t)L.total + 1);
-  stk_inflate_state *st = malloc(sizeof *st);
+  stk_inf_tables *st = malloc(sizeof *st);
   int rc = STK_GPU_DECODE_FAILED;
   if (!raw || !st || stk_inflate_zlib(st, s->zdata, s->zsize, raw, (size_t)L.total) != 0) goto done;
   for (int p = 0; p < L.npass; p++) {

@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const uint8_t *z = data + 3;
   size_t zn = size - 3;
   uint8_t *mine = malloc(want + 1), *ref = malloc(want + 1);
-  stk_inflate_state *s = malloc(sizeof *s);
+  stk_inf_tables *s = malloc(sizeof *s);
   if (mine && ref && s && stk_inflate_zlib(s, z, zn, mine, want) == STK_INF_OK) {
     uLongf rn = (uLongf)want + 1; /* room for one byte more: zlib must stop at `want` */
     if (uncompress(ref, &rn, z, (uLong)zn) != Z_OK || rn != want || memcmp(ref, mine, want) != 0)
