@@ -54,7 +54,8 @@ def make_rgb(folder, count, rng):
         p = photos[i % len(photos)]
         s = int(rng.integers(256, min(p.size) + 1))
         x, y = int(rng.integers(0, p.size[0] - s + 1)), int(rng.integers(0, p.size[1] - s + 1))
-        p.crop((x, y, x + s, y + s)).resize((512, 512)).save(os.path.join(folder, f"rgb_{i:05d}.png"))
+        crop = p.crop((x, y, x + s, y + s)).resize((512, 512))
+        crop.save(os.path.join(folder, f"rgb_{i:05d}.png"))
 
 
 def dataset(name, count):
@@ -168,7 +169,8 @@ def main():
                lambda: bench_stoker(files, "cpu", color, a.batch, a.threads, a.epochs))
         report(f"torchvision cpu {a.threads} thr", set_name,
                lambda: bench_torchvision(files, color, a.threads, a.epochs))
-        report("dali mixed", set_name, lambda: bench_dali(files, color, a.batch, a.threads, a.epochs))
+        report("dali mixed", set_name,
+               lambda: bench_dali(files, color, a.batch, a.threads, a.epochs))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

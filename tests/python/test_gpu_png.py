@@ -14,9 +14,11 @@ import stoker
 from stoker import fn
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FAKE_GPU = os.path.join(os.environ.get("STK_BUILD_DIR", os.path.join(ROOT, "build")), "libstk_fake_gpu.so")
+BUILD = os.environ.get("STK_BUILD_DIR", os.path.join(ROOT, "build"))
+FAKE_GPU = os.path.join(BUILD, "libstk_fake_gpu.so")
 RNG = np.random.default_rng(23)
-ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+ADAM7 = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+         (0, 1, 1, 2)]  # (x0, y0, dx, dy) of each pass
 SAMPLES = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
 
 
@@ -44,13 +46,15 @@ def write_png(path, img, ctype, depth, interlace=False, palette=None, trns=None,
             elif depth == 8:
                 rb = row.astype(np.uint8).tobytes()
             else:
-                bits = np.unpackbits(row.astype(np.uint8)[:, None], axis=1)[:, 8 - depth:].reshape(-1)
+                bits = np.unpackbits(row.astype(np.uint8)[:, None], axis=1)[:, 8 - depth:]
+                bits = bits.reshape(-1)
                 rb = np.packbits(bits).tobytes()
             b = np.frombuffer(rb, np.uint8).astype(np.int32)
             left = np.concatenate([np.zeros(pix_bytes, np.int32), b[:-pix_bytes]])
             data += b"\x01" + ((b - left) & 255).astype(np.uint8).tobytes()
         raw += data
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, ctype, 0, 0, int(interlace)))
+    ihdr = struct.pack(">IIBBBBB", w, h, depth, ctype, 0, 0, int(interlace))
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
     png += extra
     if palette is not None:
         png += chunk(b"PLTE", palette.astype(np.uint8).tobytes())
@@ -79,8 +83,8 @@ def variants(tmp_path):
             top = n
             trns = bytes(RNG.integers(0, 256, min(n, 3)).astype(np.uint8))
         img = RNG.integers(0, top, (h, w * s))
-        files.append(write_png(tmp_path / f"v{i}_{ctype}_{depth}_{int(interlace)}.png", img, ctype, depth,
-                               interlace, palette, trns))
+        name = tmp_path / f"v{i}_{ctype}_{depth}_{int(interlace)}.png"
+        files.append(write_png(name, img, ctype, depth, interlace, palette, trns))
     return files
 
 
@@ -188,7 +192,8 @@ def test_damaged_png_is_an_error_or_skipped(backend, tmp_path):
     strict = build(graph, 0, batch_size=len(files))
     with pytest.raises(stoker.errors.StokerError, match="damaged.png"):
         strict.run()
-    p = build(graph, 0, batch_size=len(files), on_error="skip", exec_async=False, exec_pipelined=False)
+    p = build(graph, 0, batch_size=len(files), on_error="skip", exec_async=False,
+              exec_pipelined=False)
     images, lab = p.run()
     assert len(host_samples(images)) == len(files) - 1
     assert p.stats()["skipped"] == 1 and "damaged.png" in p.stats()["skipped_samples"][0]
