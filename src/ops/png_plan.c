@@ -30,7 +30,8 @@ static bool valid_depth(int type, int depth) {
 /* What the chunk walk has seen so far. */
 typedef struct {
   bool ihdr, plte, trns, gama, srgb, phys, iccp;
-  int idat; /* 0 none yet, 1 inside the IDAT run, 2 after it */
+  int texts; /* tEXt chunks so far */
+  int idat;  /* 0 none yet, 1 inside the IDAT run, 2 after it */
   size_t zsize;
 } walk_state;
 
@@ -120,7 +121,19 @@ static bool read_iccp(const uint8_t *p, uint32_t len, walk_state *W) {
   return ok && (W->iccp = true);
 }
 
-/* gAMA, sRGB, pHYs (simple fixed-size chunks) and iCCP, taken when valid and in place. */
+/* tEXt (a keyword, a NUL, Latin-1 text; matplotlib and many tools write one): a valid
+ * keyword, printable text (newlines allowed), at most 64 KiB, at most 16 of them. */
+static bool read_text(const uint8_t *p, uint32_t len, walk_state *W) {
+  if (len > 65536 || W->texts >= 16) return false;
+  const uint8_t *nul = memchr(p, 0, len < 81 ? len : 81);
+  if (!nul || !valid_keyword(p, (size_t)(nul - p))) return false;
+  for (const uint8_t *q = nul + 1; q < p + len; q++)
+    if (!((*q >= 32 && *q <= 126) || *q >= 161 || *q == '\n')) return false;
+  W->texts++;
+  return true;
+}
+
+/* gAMA, sRGB, pHYs (simple fixed-size chunks), iCCP and tEXt, taken when valid and in place. */
 static bool read_simple(const uint8_t *type, const uint8_t *p, uint32_t len, walk_state *W,
                         const char **why) {
   *why = "ancillary chunk the GPU path does not take";
@@ -130,6 +143,7 @@ static bool read_simple(const uint8_t *type, const uint8_t *p, uint32_t len, wal
     return W->gama = true;
   }
   if (memcmp(type, "iCCP", 4) == 0) return read_iccp(p, len, W);
+  if (memcmp(type, "tEXt", 4) == 0) return read_text(p, len, W);
   if (memcmp(type, "sRGB", 4) == 0) {
     if (W->srgb || W->iccp || W->plte || len != 1 || p[0] > 3) return false;
     return W->srgb = true;

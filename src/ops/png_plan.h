@@ -10,8 +10,9 @@
  * which decodes the file or gives the error. So every chunk's CRC must match, IHDR must
  * be valid, PLTE / tRNS must follow the PNG rules for the colour type, IDAT chunks must
  * be consecutive and end with IEND, and the only other chunks taken are gAMA, sRGB,
- * pHYs and iCCP with valid contents (an iCCP profile must inflate completely); any other
- * chunk (text, eXIf, APNG's, private ones, ...) sends the file to the CPU.
+ * pHYs, iCCP and tEXt before the image data, with valid contents (an iCCP profile must
+ * inflate completely; tEXt: a valid keyword and printable text); any other chunk (zTXt,
+ * iTXt, eXIf, APNG's, private ones, ...) sends the file to the CPU.
  */
 #ifndef STOKER_OPS_PNG_PLAN_H
 #define STOKER_OPS_PNG_PLAN_H

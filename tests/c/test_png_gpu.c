@@ -63,6 +63,7 @@ typedef struct {
   int npal;                         /* palette entries (type 3) */
   bool trns, extras;                /* a tRNS chunk; gAMA + sRGB + pHYs */
   int iccp;                         /* 0: none; 1: a valid iCCP; 2..: a damaged one */
+  int text;                         /* 0: none; 1 + write_text's variant */
 } png_spec;
 
 static int forward_paeth(int a, int b, int c) {
@@ -164,6 +165,8 @@ static uint16_t *random_pixels(const png_spec *s) {
   return img;
 }
 
+static void write_text(buf *f, int variant);
+
 /* An iCCP chunk: variant 1 valid, the others each break one rule. */
 static void write_iccp(buf *f, int variant) {
   uint8_t profile[600], body[1400];
@@ -203,6 +206,7 @@ static uint8_t *write_png(const png_spec *s, size_t *size) {
     chunk(&f, "pHYs", phys, 9);
   }
   if (s->iccp) write_iccp(&f, s->iccp);
+  if (s->text) write_text(&f, s->text - 1);
   if (s->type == 3) {
     uint8_t pal[768];
     for (int i = 0; i < 3 * s->npal; i++) pal[i] = (uint8_t)rnd();
@@ -401,6 +405,44 @@ static void test_iccp_variants(void **state) {
   for (int v = 2; v <= 8; v++) assert_int_equal(taken[v], 0); /* all refused by the planner */
 }
 
+/* tEXt chunks: variant 0 valid (with newlines); the others break a rule or sit where the
+ * planner does not take them; none may be taken where libspng refuses the file. */
+static void write_text(buf *f, int variant) {
+#define TEXT(lit) \
+  { lit, sizeof(lit) - 1 }
+  static const struct {
+    const char *body;
+    size_t len;
+  } texts[] = {TEXT("Software\0matplotlib version 3.8\nhttps://matplotlib.org"),
+               TEXT(" Software\0leading space"),
+               TEXT("Soft  ware\0two spaces"),
+               TEXT("\0empty keyword"),
+               TEXT("Comment\0a control \x01 byte"),
+               TEXT("no separator at all"),
+               TEXT("Comment\0tab\there"),
+               TEXT("Comment\0")};
+#undef TEXT
+  chunk(f, "tEXt", texts[variant].body, (uint32_t)texts[variant].len);
+}
+
+static void test_text_variants(void **state) {
+  (void)state;
+  int taken[8] = {0};
+  for (int it = 0; it < 30; it++)
+    for (int v = 0; v < 8; v++) {
+      png_spec s = random_spec();
+      s.iccp = 0;
+      s.text = v + 1;
+      size_t n;
+      uint8_t *png = write_png(&s, &n);
+      taken[v] += check_against_cpu(png, n, it % 3, 0, 0, 0, 0, s.w, s.h) == STK__PNG_OK;
+      free(png);
+    }
+  assert_int_equal(taken[0], 30);
+  assert_int_equal(taken[7], 30); /* an empty text is valid */
+  for (int v = 1; v < 7; v++) assert_int_equal(taken[v], 0);
+}
+
 /* Every PNG of the fuzz corpus (and truncations of it): device result == CPU result. */
 static void test_fuzz_corpus(void **state) {
   (void)state;
@@ -560,6 +602,7 @@ int main(void) {
       cmocka_unit_test(test_random_pngs_match_libspng),
       cmocka_unit_test(test_large_pngs_match_libspng),
       cmocka_unit_test(test_iccp_variants),
+      cmocka_unit_test(test_text_variants),
       cmocka_unit_test(test_mutations_never_accepted_against_libspng),
       cmocka_unit_test(test_fuzz_corpus),
   };
