@@ -97,6 +97,7 @@ typedef struct stk_gpu_boxes_api stk_gpu_boxes_api;
 typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
 typedef struct stk_gpu_effects_api stk_gpu_effects_api;
 typedef struct stk_gpu_audio_api stk_gpu_audio_api;
+typedef struct stk_gpu_png_api stk_gpu_png_api;
 
 /* ---------------------------------------------------------------------------------- */
 /* Context, device, memory                                                             */
@@ -472,6 +473,8 @@ typedef struct stk_gpu_api {
   const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
   /* Box and point operators (api_boxes.h); NULL in libraries without them. */
   const struct stk_gpu_boxes_api *boxes;
+  /* PNG decoding on the device (api_png.h); NULL in a backend without it. */
+  const struct stk_gpu_png_api *png;
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

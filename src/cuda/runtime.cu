@@ -719,6 +719,7 @@ extern "C" STK_HIDDEN const stk_gpu_effects_api stk_gpu_effects_table;
 extern "C" STK_HIDDEN const stk_gpu_audio_api stk_gpu_audio_table;
 extern "C" STK_HIDDEN const stk_gpu_tensor_api stk_gpu_tensor_table;
 extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table;
+extern "C" STK_HIDDEN const stk_gpu_png_api stk_gpu_png_table;
 
 static const stk_gpu_api api_table = {
     STK_GPU_ABI_VERSION,
@@ -769,6 +770,7 @@ static const stk_gpu_api api_table = {
     &stk_gpu_effects_table,
     &stk_gpu_tensor_table,
     &stk_gpu_boxes_table,
+    &stk_gpu_png_table,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

@@ -2,14 +2,16 @@
  * decoders.image_slice, peek_image_shape.
  * The codec work lives in src/codecs; these operators read arguments, name the sample in
  * errors and allocate outputs through stk__output so the decoder writes straight into the
- * batch. On the "mixed" device, nvJPEG decodes the batch into GPU memory (see the end of
- * this file). */
+ * batch. On the "mixed" device, nvJPEG decodes the batch's JPEGs and the GPU PNG decoder
+ * its PNGs into GPU memory (see the end of this file). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../codecs/codecs.h"
+#include "png_plan.h"
+#include "../cuda/api_png.h"
 #include "crop_window.h"
 #include "gpu_util.h"
 #include "image_util.h"
@@ -64,8 +66,8 @@
        "the worker threads, batches ahead) and uploaded, instead of by nvJPEG, whose "        \
        "batched call is bound by the one thread submitting it. 0 (default): none; a value "   \
        "in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and "  \
-       "shrunk when the decoders wait for it. Files nvJPEG does not take are always "         \
-       "decoded there"},                                                                      \
+       "shrunk when the decoders wait for it. Files neither nvJPEG nor the GPU PNG "          \
+       "decoder takes are always decoded there"},                                             \
       {"device_memory_padding",                                                               \
        STK_ARG_INT,                                                                           \
        STK_ARGF_RANGE,                                                                        \
@@ -125,6 +127,8 @@ typedef struct {
   int roi_x, roi_y, roi_w, roi_h;
   stk_gpu_decode_class cls;
   uint8_t *pixels; /* decoded in the CPU stage (a host pool block), uploaded by the GPU stage */
+  /* a PNG for the GPU PNG decoder: its plan, then its zlib stream (one host pool block) */
+  stk__png_plan *png;
 } mixed_record;
 
 /* How a decoder chooses the window it decodes of a w x h image (as displayed), for
@@ -221,7 +225,9 @@ static const stk_op_schema image_schema = {
     .doc =
         "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
         "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
-        "supported; alpha is dropped. Corrupt or truncated files are errors naming the file.",
+        "supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or "
+        "truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, "
+        "PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
     .flags = 0,
     .min_inputs = 1,
@@ -231,6 +237,8 @@ static const stk_op_schema image_schema = {
     .outputs = image_out,
     .num_args = sizeof image_args / sizeof image_args[0],
     .args = image_args,
+    /* the test photos' JPEGs (nvJPEG's IDCT differs from libjpeg-turbo's by a few levels
+     * here and there) and PNGs (the GPU PNG decoder: exact) */
     .gpu_check =
         "# atol=8 mismatch=0.05\n"
         "return decoders.image(ENC, device=@)",
@@ -649,9 +657,13 @@ typedef struct {
   const char *name;
   stk__decode_opts opts; /* the CPU decode, for fallbacks: same window, no DCT scaling */
   int out_h, out_w, channels;
-  bool cpu;                        /* EXIF-rotated, PNG, ...: decoded on the CPU and uploaded */
+  bool cpu;                        /* EXIF-rotated, a PNG the GPU does not take, ...: decoded on
+                                      the CPU and uploaded */
+  bool png_device;                 /* a PNG the GPU PNG decoder may take (planned below) */
   const stk_gpu_decode_class *cls; /* nvJPEG's verdict when prepared, else NULL */
   const uint8_t *pixels;           /* decoded in the CPU stage: only uploaded */
+  const stk__png_plan *png;        /* set: decoded by the GPU PNG decoder (zlib stream after it) */
+  stk__png_plan *png_owned;        /* planned in the GPU stage (no record): freed after */
 } mixed_sample;
 
 static stk_status mixed_init(stk__node *node) {
@@ -664,6 +676,8 @@ static void mixed_release(stk__node *node, void *record) {
   mixed_record *rec = record;
   stk__node_pool_free(rec->pixels);
   rec->pixels = NULL;
+  stk__node_pool_free(rec->png);
+  rec->png = NULL;
 }
 
 /* Whether sample s is one of the batch's host-decoded share: q of the n samples, spread
@@ -727,7 +741,29 @@ static stk_status mixed_plan(stk__node *node, stk__sample *s, window_fn window,
   m->channels = m->opts.color == STK__COLOR_GRAY ? 1 : 3;
   bool rotated = !m->opts.ignore_orientation && info.orientation != 1;
   m->cpu = info.format != STK__IMAGE_JPEG || rotated || (info.channels != 1 && info.channels != 3);
+  stk__gpu *g = stk__node_gpu(node);
+  m->png_device = info.format == STK__IMAGE_PNG && !rotated && g && g->api->png;
   return STK_OK;
+}
+
+/* The GPU PNG decoder's plan and zlib stream for a PNG it may take, in one block from
+ * `alloc` (the host pool in the CPU stage, malloc in the GPU stage); NULL when the file
+ * goes to the CPU decoder (the planner refused it: unusual chunks, a bad CRC, ...). */
+static stk__png_plan *png_plan_block(const mixed_sample *m, void *(*alloc)(void *, size_t),
+                                     void *alloc_ctx) {
+  stk__png_plan plan;
+  if (!stk__png_plan_file(m->data, m->size, &plan, NULL)) return NULL;
+  stk__png_plan *block = alloc(alloc_ctx, sizeof plan + plan.zsize);
+  if (!block) return NULL; /* the CPU decoder then; it reports a lack of memory itself */
+  *block = plan;
+  stk__png_gather_idat(m->data, m->size, (uint8_t *)(block + 1));
+  return block;
+}
+
+static void *pool_alloc_fn(void *node, size_t bytes) { return stk__node_pool_alloc(node, bytes); }
+static void *malloc_fn(void *unused, size_t bytes) {
+  (void)unused;
+  return malloc(bytes);
 }
 
 /* The CPU stage's part (on the workers, while the GPU stage runs earlier batches): the
@@ -746,6 +782,13 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, w
   *rec = (mixed_record){true,         m.cpu,        false,        m.out_h,      m.out_w, m.channels,
                         m.opts.roi_x, m.opts.roi_y, m.opts.roi_w, m.opts.roi_h, {0}};
   stk__gpu *g = stk__node_gpu(node);
+  if (m.png_device && !host_share_picks(node, s)) {
+    rec->png = png_plan_block(&m, pool_alloc_fn, node);
+    if (rec->png) {
+      rec->cpu = false;
+      return STK_OK;
+    }
+  }
   if (m.cpu || !g || !g->info.has_nvjpeg || host_share_picks(node, s)) {
     rec->cpu = true;
     return host_decode(node, &m, rec);
@@ -796,7 +839,10 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, window_f
       memcpy(views[k].shape, e.shape, sizeof views[k].shape);
       extra[k] = &views[k];
     }
-    return mixed_plan(node, s, window, extra, m);
+    STK_TRY(mixed_plan(node, s, window, extra, m));
+    if (m->png_device) m->png = m->png_owned = png_plan_block(m, malloc_fn, NULL);
+    if (m->png) m->cpu = false;
+    return STK_OK;
   }
   base_opts(node, &m->opts);
   m->opts.roi_x = rec->roi_x, m->opts.roi_y = rec->roi_y, m->opts.roi_w = rec->roi_w,
@@ -805,6 +851,7 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, window_f
   m->cpu = rec->cpu;
   m->cls = rec->classified ? &rec->cls : NULL;
   m->pixels = rec->pixels;
+  m->png = rec->png;
   return STK_OK;
 }
 
@@ -858,6 +905,47 @@ static stk_status upload_host_decoded(stk__node *node, stk__gpu_batch *b, const 
   return st;
 }
 
+/* The GPU PNG decoder for the planned PNGs; those whose data did not decode are marked
+ * for the CPU decoder, which gives the verdict (a damaged file is an error there). */
+static stk_status png_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *ms,
+                             stk_tensor_list *out) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_gpu_png_sample *req = stk__calloc(n, sizeof *req, "PNG requests");
+  int *status = stk__calloc(n, sizeof *status, "PNG results");
+  int *index = stk__calloc(n, sizeof *index, "PNG index");
+  stk_status st = req && status && index ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  int k = 0;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    if (!ms[i].png || ms[i].cpu) continue;
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    const stk__decode_opts *o = &ms[i].opts;
+    req[k] = (stk_gpu_png_sample){.zdata = (const uint8_t *)(ms[i].png + 1),
+                                  .zsize = ms[i].png->zsize,
+                                  .hdr = ms[i].png->hdr,
+                                  .roi_x = o->roi_x,
+                                  .roi_y = o->roi_y,
+                                  .roi_w = o->roi_w,
+                                  .roi_h = o->roi_h,
+                                  .dst = d.data,
+                                  .dst_pitch = (size_t)ms[i].out_w * (size_t)ms[i].channels};
+    index[k++] = (int)i;
+  }
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  if (st == STK_OK && k > 0)
+    st = stk__gpu_op_check(node,
+                           g->api->png->decode(g->ctx, k, req, (int)ms[0].opts.color, status,
+                                               stk__gpu_stream(b), err, sizeof err),
+                           err);
+  for (int j = 0; j < k && st == STK_OK; j++)
+    if (status[j] != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
+  free(req);
+  free(status);
+  free(index);
+  return st;
+}
+
 /* nvJPEG for the JPEGs it takes; the CPU decoder for the rest and for nvJPEG's
  * failures (the CPU decoder gives the verdict and the message on corrupt data). The
  * samples decoded in the CPU stage are only uploaded. */
@@ -873,7 +961,7 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     stk_tensor_desc d;
     stk_tensor_list_sample(out, i, &d);
-    if (ms[i].cpu) continue;
+    if (ms[i].cpu || ms[i].png) continue;
     const stk__decode_opts *o = &ms[i].opts;
     din[k] = (stk_gpu_decode_in){
         ms[i].data, ms[i].size, o->roi_x, o->roi_y,
@@ -898,6 +986,7 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
         err);
   for (int j = 0; j < k && st == STK_OK; j++)
     if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
+  if (st == STK_OK) st = png_decode(node, b, ms, out);
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     if (!ms[i].cpu || ms[i].pixels) continue;
     stk_tensor_desc d;
@@ -932,6 +1021,7 @@ static stk_status mixed_run(stk__node *node, stk__gpu_batch *b, window_fn window
     st = stk__gpu_alloc_list_idle(b, STK_DTYPE_UINT8, 3, shapes, "HWC",
                                   stk__gpu_shapes_equal(shapes, n, 3), &out);
   if (st == STK_OK) st = mixed_decode(node, b, ms, out);
+  for (size_t i = 0; ms && i < n; i++) free(ms[i].png_owned);
   free(ms);
   free(shapes);
   free(names);

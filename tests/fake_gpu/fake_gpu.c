@@ -32,11 +32,14 @@
 #include "cuda/api_boxes.h"
 #include "cuda/api_effects.h"
 #include "cuda/api_math.h"
+#include "cuda/api_png.h"
 #include "cuda/api_tensor.h"
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_api.h"
+#include "shared/inflate.h"
 #include "shared/mix_common.h"
 #include "shared/math_common.h"
+#include "shared/png_common.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -677,6 +680,17 @@ static int memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t byt
   return 0;
 }
 
+/* Runs the stream's queued work, then sets the bytes (in stream order). */
+static int memset_async(stk_gpu_ctx *ctx, void *dst, int value, size_t bytes, uintptr_t stream,
+                        char *err, size_t errlen) {
+  (void)ctx, (void)err, (void)errlen;
+  pthread_mutex_lock(&lock);
+  run_stream(stream_of(stream), NULL);
+  memset(dst, value, bytes);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 static int stream_sync(stk_gpu_ctx *ctx, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   pthread_mutex_lock(&lock);
@@ -1257,6 +1271,58 @@ static int fx_jpeg(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples, 
 static const stk_gpu_effects_api effects_api = {
     .version = 1, .pixel = fx_pixel, .clahe_luts = fx_clahe, .jpeg_distort = fx_jpeg};
 
+/* ---- PNG: the device routines (src/shared/inflate.h, png_common.h) run on the host ---- */
+
+/* One image into its destination; the status the kernels would give. */
+static int png_one(const stk_gpu_png_sample *s, int color) {
+  stk_png_layout L;
+  stk_png_layout_of(&s->hdr, &L);
+  uint8_t *raw = malloc((size_t)L.total + 1);
+  stk_inf_tables *st = malloc(sizeof *st);
+  int rc = STK_GPU_DECODE_FAILED;
+  if (!raw || !st || stk_inflate_zlib(st, s->zdata, s->zsize, raw, (size_t)L.total) != 0) goto done;
+  for (int p = 0; p < L.npass; p++) {
+    const uint8_t *prev = NULL;
+    for (int32_t y = 0; y < L.pass[p].h; y++) {
+      uint8_t *row = raw + L.pass[p].offset + (int64_t)y * (L.pass[p].row_size + 1);
+      if (row[0] > 4) goto done;
+      stk_png_unfilter_row(row[0], row + 1, prev, L.pass[p].row_size, L.bpp);
+      prev = row + 1;
+    }
+  }
+  bool whole = s->roi_w <= 0 || s->roi_h <= 0;
+  int x0 = whole ? 0 : s->roi_x, y0 = whole ? 0 : s->roi_y;
+  int w = whole ? s->hdr.width : s->roi_w, h = whole ? s->hdr.height : s->roi_h;
+  int c = color == STK_GPU_COLOR_GRAY ? 1 : 3;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      if (stk_png_pixel(&s->hdr, &L, raw, x0 + x, y0 + y, color,
+                        s->dst + (size_t)y * s->dst_pitch + (size_t)x * c) != 0)
+        goto done;
+  rc = STK_GPU_DECODE_OK;
+done:
+  free(raw);
+  free(st);
+  return rc;
+}
+
+/* The real call waits for its batch: here the stream's queued work runs first, then
+ * the images are decoded at once. */
+static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int color, int *status,
+                      uintptr_t stream, char *err, size_t errlen) {
+  (void)ctx;
+  if (n < 0 || (n > 0 && (!s || !status)) || color < 0 || color > 2)
+    return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "png decode: bad batch");
+  pthread_mutex_lock(&lock);
+  run_stream(stream_of(stream), NULL);
+  for (int i = 0; i < n; i++) status[i] = png_one(&s[i], color);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+static const stk_gpu_png_api png_api = {.struct_size = sizeof(stk_gpu_png_api),
+                                        .decode = png_decode};
+
 static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   pthread_mutex_lock(&lock);
@@ -1293,6 +1359,7 @@ static const stk_gpu_api api = {
     .pinned_alloc = pinned_alloc,
     .pinned_free = pinned_free,
     .memcpy_async = memcpy_async,
+    .memset_async = memset_async,
     .stream_sync = stream_sync,
     .event_create = event_create,
     .event_record = event_record,
@@ -1321,6 +1388,7 @@ static const stk_gpu_api api = {
     .mix = mix,
     .tensor = &tensor_api,
     .effects = &effects_api,
+    .png = &png_api,
 };
 
 __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) { return &api; }

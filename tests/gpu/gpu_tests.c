@@ -17,6 +17,11 @@
  *             (reported only: nvJPEG may read them later);
  *             differences measured and reported; fallbacks for PNG / CMYK / progressive /
  *             truncated files reported
+ *   png       the GPU PNG decoder (api_png.h) on the photos' PNGs and the fuzz corpora's
+ *             PNGs (every colour type, depth, interlacing) and bit-flipped copies, in
+ *             RGB / BGR / GRAY, whole and random regions, in batches: per-sample status
+ *             equal to the CPU run of the same routines (stk__png_decode_emulated) and
+ *             pixels byte-identical to it and to libspng
  * usage: gpu_tests [--small] [--no-bad-inputs] [--lib PATH] [--dataset DIR] [--extra DIR]
  *                  [sections...]
  * Exit status 0 when every check passed.
@@ -24,7 +29,10 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <time.h>
+#include <zlib.h>
 
+#include "ops/png_plan.h"
+#include "cuda/api_png.h"
 #include "gpu_testutil.h"
 
 static const stk_gpu_api *G;
@@ -803,10 +811,205 @@ static void test_decode(const tu_photo *ph, int np, const char *dataset, const c
   free(g);
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* png                                                                                */
+/* ---------------------------------------------------------------------------------- */
+
+typedef struct {
+  char name[1024];
+  int damaged;
+  uint8_t *data; /* owned copy (mutated ones differ from the file) */
+  size_t size;
+  stk__png_plan plan;
+  uint8_t *z;
+} png_case;
+
+/* Flips one bit in the second half of the first IDAT payload and fixes the CRC, so the
+ * planner takes the file and the device finds the damage (or decodes other pixels,
+ * exactly as the CPU run does). */
+static void png_damage(uint8_t *d, size_t n, uint32_t seed) {
+  for (size_t pos = 8; pos <= n && n - pos >= 12;) {
+    uint32_t len = (uint32_t)d[pos] << 24 | d[pos + 1] << 16 | d[pos + 2] << 8 | d[pos + 3];
+    if (len > n - pos - 12) return;
+    if (!memcmp(d + pos + 4, "IDAT", 4) && len > 4) {
+      d[pos + 8 + len / 2 + seed % (len - len / 2)] ^= (uint8_t)(1u << (seed % 8));
+      uint32_t c = (uint32_t)crc32(0, d + pos + 4, len + 4);
+      d[pos + 8 + len] = (uint8_t)(c >> 24), d[pos + 9 + len] = (uint8_t)(c >> 16);
+      d[pos + 10 + len] = (uint8_t)(c >> 8), d[pos + 11 + len] = (uint8_t)c;
+      return;
+    }
+    pos += 12 + len;
+  }
+}
+
+static int png_collect(const tu_photo *ph, int np, png_case *c, int cap) {
+  int n = 0;
+  tu_file *f = (tu_file *)calloc(400, sizeof *f);
+  int nf = 0;
+  char dir[1024];
+  const char *corpora[] = {"tests/fuzz/corpus/fuzz_png", "tests/fuzz/corpus/fuzz_png_gpu"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(dir, sizeof dir, "%s/%s", STK_SOURCE_DIR, corpora[k]);
+    nf += tu_list_files(dir, f + nf, 200, 0);
+  }
+  for (int i = 0; i < np + nf && n < cap; i++) {
+    const uint8_t *d = i < np ? ph[i].file : f[i - np].data;
+    size_t size = i < np ? ph[i].file_size : f[i - np].size;
+    if (i < np && ph[i].is_jpeg) continue;
+    for (int damaged = 0; damaged < 2 && n < cap; damaged++) {
+      png_case *p = &c[n];
+      p->data = (uint8_t *)malloc(size);
+      memcpy(p->data, d, size);
+      p->size = size;
+      snprintf(p->name, sizeof p->name, "%s%s", i < np ? ph[i].name : f[i - np].path,
+               damaged ? " (damaged)" : "");
+      p->damaged = damaged;
+      if (damaged) png_damage(p->data, size, (uint32_t)i * 2654435761u);
+      if (!stk__png_plan_file(p->data, size, &p->plan, NULL) ||
+          (int64_t)p->plan.hdr.width * p->plan.hdr.height > (1 << 22)) {
+        free(p->data);
+        continue;
+      }
+      p->z = (uint8_t *)malloc(p->plan.zsize);
+      stk__png_gather_idat(p->data, size, p->z);
+      n++;
+    }
+  }
+  for (int i = 0; i < nf; i++) free(f[i].data);
+  free(f);
+  return n;
+}
+
+/* One batch of all the cases in `color`; regions when `roi`. */
+static void png_pass(png_case *c, int n, int color, int roi, uint32_t seed) {
+  int ch = color == STK_GPU_COLOR_GRAY ? 1 : 3, ok = 0, failed = 0;
+  stk_gpu_png_sample *s = (stk_gpu_png_sample *)calloc((size_t)n, sizeof *s);
+  int *status = (int *)calloc((size_t)n, sizeof(int));
+  for (int i = 0; i < n; i++) {
+    const stk_png_header *h = &c[i].plan.hdr;
+    int w = h->width, hh = h->height, x = 0, y = 0;
+    if (roi) {
+      seed = seed * 1103515245u + 12345u;
+      w = 1 + (int)(seed >> 8) % h->width;
+      hh = 1 + (int)(seed >> 4) % h->height;
+      x = (int)(seed >> 12) % (h->width - w + 1);
+      y = (int)(seed >> 16) % (h->height - hh + 1);
+    }
+    s[i] = (stk_gpu_png_sample){.zdata = c[i].z,
+                                .zsize = c[i].plan.zsize,
+                                .hdr = *h,
+                                .roi_x = x,
+                                .roi_y = y,
+                                .roi_w = roi ? w : 0,
+                                .roi_h = roi ? hh : 0,
+                                .dst_pitch = (size_t)w * ch};
+    s[i].dst = (uint8_t *)dev_poison((size_t)w * hh * ch);
+  }
+  GOK(G->png->decode(ctx, n, s, color, status, S0, err, sizeof err));
+  for (int i = 0; i < n; i++) {
+    int w = roi ? s[i].roi_w : s[i].hdr.width, hh = roi ? s[i].roi_h : s[i].hdr.height;
+    size_t bytes = (size_t)w * hh * ch;
+    uint8_t *dev = (uint8_t *)malloc(bytes), *emu = (uint8_t *)malloc(bytes);
+    int detail, want = stk__png_decode_emulated(c[i].data, c[i].size, color, s[i].roi_x, s[i].roi_y,
+                                                w, hh, emu, &detail);
+    CHECK((status[i] == STK_GPU_DECODE_OK) == (want == STK__PNG_OK),
+          "%s: device status %d, CPU run %d (detail %d)", c[i].name, status[i], want, detail);
+    if (status[i] == STK_GPU_DECODE_OK && want == STK__PNG_OK) {
+      dev_download(dev, s[i].dst, bytes);
+      CHECK(memcmp(dev, emu, bytes) == 0, "%s: pixels differ from the CPU run (color %d)",
+            c[i].name, color);
+      stk__decode_opts o;
+      memset(&o, 0, sizeof o);
+      o.color = (stk__color)color, o.ignore_orientation = true;
+      o.roi_x = s[i].roi_x, o.roi_y = s[i].roi_y, o.roi_w = w, o.roi_h = hh;
+      stk__decoded ref;
+      memset(&ref, 0, sizeof ref);
+      stk_status st = stk__image_decode(c[i].data, c[i].size, c[i].name, &o,
+                                        stk__image_alloc_malloc, NULL, &ref);
+      CHECK(st == STK_OK && memcmp(ref.data, dev, bytes) == 0,
+            "%s: pixels differ from libspng (color %d)", c[i].name, color);
+      free(ref.data);
+    }
+    ok += status[i] == STK_GPU_DECODE_OK;
+    failed += status[i] != STK_GPU_DECODE_OK;
+    GOK(G->device_free(ctx, s[i].dst, S0, err, sizeof err));
+    free(dev);
+    free(emu);
+  }
+  printf("  color %d%s: %d decoded, %d failed (damaged)\n", color, roi ? " regions" : "", ok,
+         failed);
+  free(s);
+  free(status);
+}
+
+/* Throughput of the decode call alone: a batch of `batch` images cycling over the first
+ * `n` undamaged cases, decoded `reps` times. */
+static void png_rate(png_case *all, int count, int n, int batch) {
+  png_case *c = (png_case *)calloc((size_t)n, sizeof *c);
+  int k = 0;
+  for (int i = 0; i < count && k < n; i++)
+    if (!all[i].damaged) c[k++] = all[i];
+  n = k;
+  if (n == 0) {
+    free(c);
+    return;
+  }
+  stk_gpu_png_sample *s = (stk_gpu_png_sample *)calloc((size_t)batch, sizeof *s);
+  int *status = (int *)calloc((size_t)batch, sizeof(int));
+  double pixels = 0;
+  for (int i = 0; i < batch; i++) {
+    const png_case *p = &c[i % n];
+    s[i] = (stk_gpu_png_sample){.zdata = p->z,
+                                .zsize = p->plan.zsize,
+                                .hdr = p->plan.hdr,
+                                .dst_pitch = (size_t)p->plan.hdr.width * 3};
+    s[i].dst = (uint8_t *)dev_poison((size_t)p->plan.hdr.width * p->plan.hdr.height * 3);
+    pixels += (double)p->plan.hdr.width * p->plan.hdr.height;
+  }
+  GOK(G->png->decode(ctx, batch, s, STK_GPU_COLOR_RGB, status, S0, err, sizeof err));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int reps = small_run ? 2 : 10;
+  for (int r = 0; r < reps; r++)
+    GOK(G->png->decode(ctx, batch, s, STK_GPU_COLOR_RGB, status, S0, err, sizeof err));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  printf("  rate: batches of %d, %.0f images/s, %.1f Mpixel/s\n", batch, reps * batch / sec,
+         reps * pixels / sec * 1e-6);
+  for (int i = 0; i < batch; i++) GOK(G->device_free(ctx, s[i].dst, S0, err, sizeof err));
+  free(s);
+  free(status);
+  free(c);
+}
+
+static void test_png(const tu_photo *ph, int np) {
+  printf("[png]\n");
+  if (!G->png) {
+    printf("  no PNG decoder in this backend\n");
+    failures++;
+    return;
+  }
+  int cap = 512;
+  png_case *c = (png_case *)calloc((size_t)cap, sizeof *c);
+  int n = png_collect(ph, np, c, cap);
+  printf("  %d files (the photos' PNGs, the corpora's, damaged copies)\n", n);
+  CHECK(n > 20, "too few PNG cases: %d", n);
+  for (int color = 0; color < 3; color++) png_pass(c, n, color, 0, 0);
+  png_pass(c, n, STK_GPU_COLOR_RGB, 1, 7);
+  png_pass(c, n, STK_GPU_COLOR_GRAY, 1, 11);
+  /* the photos' PNGs (the first cases) repeated in one batch of 256 */
+  png_rate(c, n, 8, 256);
+  for (int i = 0; i < n; i++) {
+    free(c[i].data);
+    free(c[i].z);
+  }
+  free(c);
+}
+
 int main(int argc, char **argv) {
   const char *lib = STK_CUDA_LIB, *dataset = NULL, *extra = NULL;
-  int want[5] = {0}, any = 0;
-  const char *sections[] = {"runtime", "resample", "cmn", "cast", "decode"};
+  int want[6] = {0}, any = 0;
+  const char *sections[] = {"runtime", "resample", "cmn", "cast", "decode", "png"};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--small"))
       small_run = 1;
@@ -821,11 +1024,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--extra") && i + 1 < argc)
       extra = argv[++i];
     else
-      for (int k = 0; k < 5; k++)
+      for (int k = 0; k < 6; k++)
         if (!strcmp(argv[i], sections[k])) want[k] = any = 1;
   }
   if (!any)
-    for (int k = 0; k < 5; k++) want[k] = 1;
+    for (int k = 0; k < 6; k++) want[k] = 1;
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     printf("gpu_tests: dlopen %s: %s\n", lib, dlerror());
@@ -870,6 +1073,7 @@ int main(int argc, char **argv) {
   if (want[2]) test_cmn(ph, np);
   if (want[3]) test_cast();
   if (want[4]) test_decode(ph, np, dataset, extra);
+  if (want[5]) test_png(ph, np);
   stk_gpu_stats st;
   GOK(G->stream_sync(ctx, S0, err, sizeof err));
   GOK(G->stats(ctx, &st, err, sizeof err));
