@@ -4,6 +4,7 @@
  * auto_augment.augment (one operation with a per-sample parameter), so both compute the
  * same bytes. */
 #include "autoaug_kernels.h"
+#include "autoaug_fast.h"
 #include "../shared/autoaug_pixel.h"
 
 #include <math.h>
@@ -65,6 +66,7 @@ stk_status stk__aa_matrix(stk__aa_op op, stk__aa_convention conv, const double p
 
 stk_status stk__aa_warp(const stk__image *src, const stk__image *dst, const double m[6],
                         stk__interp interp, bool constant, const float *fill, float *row) {
+  if (stk__aa_fast && stk__aa_fast_warp(src, dst, m, interp, constant, fill, row)) return STK_OK;
   stk__warp_params wp = {{m[0], m[1], m[2], m[3], m[4], m[5]}, interp, constant, fill};
   return stk__warp_affine(src, dst, &wp, row);
 }
@@ -256,9 +258,9 @@ stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p
         return dali_saturation(src, dst, v, scratch, sctx);
       return STK_OK;
     case STK__AA_SHARPNESS:
-      if (tv)
+      if (tv && !(stk__aa_fast && stk__aa_fast_pil_sharpness(src, dst, (float)v)))
         stk__pil_sharpness(src, dst, (float)v);
-      else
+      else if (!tv)
         return dali_sharpness(src, dst, v, np == 9 ? p : NULL, scratch, sctx);
       return STK_OK;
     case STK__AA_POSTERIZE: {

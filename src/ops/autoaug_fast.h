@@ -1,0 +1,22 @@
+/*
+ * Specialised CPU kernels of automatic augmentation for uint8 images: the same bytes as
+ * the general colour / filter / warp kernels (color_pil.c, geometry.c) they stand in
+ * for, computed with the same float operations in the same order, but in loops without
+ * per-element dtype or channel-count branches that the compiler can vectorise. Each
+ * returns false (and writes nothing) when its case does not apply, and the caller then
+ * runs the general kernel. tests/c/test_autoaug_fast.c compares both byte for byte.
+ */
+#ifndef STOKER_OPS_AUTOAUG_FAST_H
+#define STOKER_OPS_AUTOAUG_FAST_H
+
+#include "geometry.h"
+
+/* stk__warp_affine for uint8 -> uint8 with 3 channels and linear interpolation; `row` is
+ * scratch of dst->w * 3 floats. */
+bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const double m[6],
+                       stk__interp interp, bool constant, const float *fill, float *row);
+
+/* stk__pil_sharpness (ImageEnhance.Sharpness) for uint8 images of any channel count. */
+bool stk__aa_fast_pil_sharpness(const stk__image *src, const stk__image *dst, float factor);
+
+#endif /* STOKER_OPS_AUTOAUG_FAST_H */
