@@ -92,8 +92,7 @@ static stk__image crop_photo(const char *path) {
   fclose(f);
   stk__decode_opts o = {0};
   stk__decoded d;
-  if (stk__image_decode(bytes, (size_t)size, path, &o, stk__image_alloc_malloc, NULL, &d) !=
-      STK_OK)
+  if (stk__image_decode(bytes, (size_t)size, path, &o, stk__image_alloc_malloc, NULL, &d) != STK_OK)
     die("decode");
   free(bytes);
   if (d.h < SIDE || d.w < SIDE) {
@@ -142,8 +141,8 @@ static bool bench_op(env *e, stk__aa_op op, double param, const stk__image *src,
 
 /* RandAugment(n=2, m=9): `reps` images, each two draws from the suite with a random sign;
  * the same draws for A and B. */
-static void bench_randaugment(env *e, const stk__aa_suite *suite, const stk__image *src,
-                              int reps, int64_t *ta, int64_t *tb, bool *same) {
+static void bench_randaugment(env *e, const stk__aa_suite *suite, const stk__image *src, int reps,
+                              int64_t *ta, int64_t *tb, bool *same) {
   uint8_t *buf = malloc(4 * SIDE * SIDE * 3);
   unsigned seed = 12345;
   *same = true;

@@ -42,32 +42,34 @@ static float tap3(const src3 *S, int64_t x, int64_t y, int ch) {
 /* stk_warp_linear_setup's one axis for pixel i: coordinate start + step * i, minus 0.5,
  * tamed, floored (as int: the tamed value lies within n + 3 of the axis, and n < 2^30)
  * and its fraction in float32. */
-static inline void axis_one(double start, double step, int64_t i, double hi, int *t,
-                            float *frac) {
-  double v = stk_warp_step(start, step, i) - 0.5;
-  v = !(v > -3.0) ? -3.0 : !(v < hi) ? hi : v;
+static inline void axis_one(double start, double step, int64_t i, double off, double lo, double hi,
+                            int *t, float *frac) {
+  double v = stk_warp_step(start, step, i) - off;
+  v = !(v > lo) ? lo : !(v < hi) ? hi : v;
   int f = (int)v;
   f -= v < (double)f;
   *t = f;
   *frac = (float)(v - (double)f);
 }
 
-/* axis_one for pixels i0 .. i0 + k - 1. */
-static void axis_block(double start, double step, int64_t i0, int k, int64_t n, int *t,
-                       float *frac) {
-  const double hi = (double)n + 3.0;
+/* axis_one for pixels i0 .. i0 + k - 1, for linear interpolation (off 0.5, margin 3) or
+ * nearest (stk_warp_nearest: off 0, margin 2; v - 0 is v). */
+static void axis_block(double start, double step, int64_t i0, int k, int64_t n, double off,
+                       double margin, int *t, float *frac) {
+  const double lo = -margin, hi = (double)n + margin;
   int j = 0;
   if (step == 0.0) { /* start + 0 * i: the same for every pixel */
-    axis_one(start, step, i0, hi, t, frac);
+    axis_one(start, step, i0, off, lo, hi, t, frac);
     for (j = 1; j < k; j++) t[j] = t[0], frac[j] = frac[0];
     return;
   }
 #if defined(__SSE2__)
   /* two pixels per step, each lane rounding as axis_one */
-  const __m128d vlo = _mm_set1_pd(-3.0), vhi = _mm_set1_pd(hi), half = _mm_set1_pd(0.5);
+  const __m128d vlo = _mm_set1_pd(lo), vhi = _mm_set1_pd(hi), half = _mm_set1_pd(off);
   const __m128d one = _mm_set1_pd(1.0), vstart = _mm_set1_pd(start), vstep = _mm_set1_pd(step);
-  for (; j + 2 <= k; j += 2) {
-    __m128d idx = _mm_set_pd((double)(i0 + j + 1), (double)(i0 + j));
+  const __m128d two = _mm_set1_pd(2.0);
+  __m128d idx = _mm_set_pd((double)(i0 + 1), (double)i0); /* integers: exact sums */
+  for (; j + 2 <= k; j += 2, idx = _mm_add_pd(idx, two)) {
     __m128d v = _mm_sub_pd(_mm_add_pd(vstart, _mm_mul_pd(vstep, idx)), half);
     __m128d gt = _mm_cmpgt_pd(v, vlo); /* false for NaN */
     v = _mm_or_pd(_mm_and_pd(gt, v), _mm_andnot_pd(gt, vlo));
@@ -79,7 +81,7 @@ static void axis_block(double start, double step, int64_t i0, int k, int64_t n, 
     _mm_storel_pi((__m64 *)(frac + j), _mm_cvtpd_ps(_mm_sub_pd(v, fl)));
   }
 #endif
-  for (; j < k; j++) axis_one(start, step, i0 + j, hi, t + j, frac + j);
+  for (; j < k; j++) axis_one(start, step, i0 + j, off, lo, hi, t + j, frac + j);
 }
 
 #if defined(__SSE2__)
@@ -114,8 +116,8 @@ static void row_linear3(const src3 *S, double x, double y, double dx, double dy,
   float ax[BLOCK], ay[BLOCK];
   for (int64_t i0 = 0; i0 < n; i0 += BLOCK) {
     int k = n - i0 < BLOCK ? (int)(n - i0) : BLOCK;
-    axis_block(x, dx, i0, k, S->w, xs, ax);
-    axis_block(y, dy, i0, k, S->h, ys, ay);
+    axis_block(x, dx, i0, k, S->w, 0.5, 3.0, xs, ax);
+    axis_block(y, dy, i0, k, S->h, 0.5, 3.0, ys, ay);
     for (int j = 0; j < k; j++, out += 3) {
       int64_t x0 = xs[j], y0 = ys[j];
       float fx = ax[j], fy = ay[j];
@@ -133,9 +135,33 @@ static void row_linear3(const src3 *S, double x, double y, double dx, double dy,
       } else {
         for (int ch = 0; ch < 3; ch++)
           out[ch] = stk_warp_bilinear(tap3(S, x0, y0, ch), tap3(S, x0 + 1, y0, ch),
-                                      tap3(S, x0, y0 + 1, ch), tap3(S, x0 + 1, y0 + 1, ch), fx,
-                                      fy);
+                                      tap3(S, x0, y0 + 1, ch), tap3(S, x0 + 1, y0 + 1, ch), fx, fy);
       }
+    }
+  }
+}
+
+/* geometry.c's row_nearest_u8 for 3 channels. */
+static void row_nearest3(const src3 *S, const uint8_t *fill, double x, double y, double dx,
+                         double dy, int64_t n, uint8_t *out) {
+  int xs[BLOCK], ys[BLOCK];
+  float unused[BLOCK];
+  for (int64_t i0 = 0; i0 < n; i0 += BLOCK) {
+    int k = n - i0 < BLOCK ? (int)(n - i0) : BLOCK;
+    axis_block(x, dx, i0, k, S->w, 0.0, 2.0, xs, unused);
+    axis_block(y, dy, i0, k, S->h, 0.0, 2.0, ys, unused);
+    for (int j = 0; j < k; j++, out += 3) {
+      int64_t xi = xs[j], yi = ys[j];
+      if (!(xi >= 0 && yi >= 0 && xi < S->w && yi < S->h)) {
+        if (S->constant) {
+          out[0] = fill[0], out[1] = fill[1], out[2] = fill[2];
+          continue;
+        }
+        xi = xi < 0 ? 0 : xi >= S->w ? S->w - 1 : xi;
+        yi = yi < 0 ? 0 : yi >= S->h ? S->h - 1 : yi;
+      }
+      const uint8_t *px = S->s + (size_t)yi * S->stride + (size_t)xi * 3;
+      out[0] = px[0], out[1] = px[1], out[2] = px[2];
     }
   }
 }
@@ -143,22 +169,27 @@ static void row_linear3(const src3 *S, double x, double y, double dx, double dy,
 bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const double m[6],
                        stk__interp interp, bool constant, const float *fill, float *row) {
   const int64_t lim = (int64_t)1 << 30;
-  if (interp != STK__INTERP_LINEAR || src->dtype != STK_DTYPE_UINT8 ||
-      dst->dtype != STK_DTYPE_UINT8 || src->c != 3 || dst->c != 3)
+  if ((interp != STK__INTERP_LINEAR && interp != STK__INTERP_NEAREST) ||
+      src->dtype != STK_DTYPE_UINT8 || dst->dtype != STK_DTYPE_UINT8 || src->c != 3 || dst->c != 3)
     return false;
   if (src->h < 1 || src->w < 1 || dst->h < 1 || dst->w < 1 || src->h >= lim || src->w >= lim)
     return false;
   for (int i = 0; i < 6; i++)
     if (!isfinite(m[i])) return false; /* the general kernel reports it */
-  src3 S = {src->data, src->w,   src->h, (size_t)src->w * 3, (size_t)(src->h * src->w * 3),
+  src3 S = {src->data, src->w,  src->h, (size_t)src->w * 3, (size_t)(src->h * src->w * 3),
             fill,      constant};
   size_t n = (size_t)dst->w * 3;
+  uint8_t fill8[3] = {0, 0, 0}; /* rounded as any output (geometry.c) */
+  if (constant) stk__convert(fill8, STK_DTYPE_UINT8, fill, STK_DTYPE_FLOAT32, 3);
   for (int64_t y = 0; y < dst->h; y++) {
     double sx, sy;
     stk_warp_row_origin(m, y, &sx, &sy);
+    if (interp == STK__INTERP_NEAREST) {
+      row_nearest3(&S, fill8, sx, sy, m[0], m[3], dst->w, (uint8_t *)dst->data + (size_t)y * n);
+      continue;
+    }
     row_linear3(&S, sx, sy, m[0], m[3], dst->w, row);
-    stk__convert((uint8_t *)dst->data + (size_t)y * n, STK_DTYPE_UINT8, row, STK_DTYPE_FLOAT32,
-                 n);
+    stk__convert((uint8_t *)dst->data + (size_t)y * n, STK_DTYPE_UINT8, row, STK_DTYPE_FLOAT32, n);
   }
   return true;
 }
@@ -209,6 +240,90 @@ bool stk__aa_fast_pil_sharpness(const stk__image *src, const stk__image *dst, fl
     const uint8_t *s = (const uint8_t *)src->data + (size_t)y * rowb;
     smooth_row(s, rowb, c, sm);
     blend_row(sm, s, c, rowb - c, factor, (uint8_t *)dst->data + (size_t)y * rowb);
+  }
+  return true;
+}
+
+/* stk__pil_color (ImageEnhance.Color) for 3 channels: the Pillow luma of each pixel
+ * spread over its three elements, then blended with the row as blend_row does. */
+bool stk__aa_fast_pil_color(const stk__image *src, const stk__image *dst, float factor) {
+  size_t w = (size_t)src->w, rowb = w * 3;
+  if (src->dtype != STK_DTYPE_UINT8 || src->c != 3 || rowb > 16384) return false;
+  uint8_t l[16384];
+  for (int64_t y = 0; y < src->h; y++) {
+    const uint8_t *s = (const uint8_t *)src->data + (size_t)y * rowb;
+    for (size_t x = 0; x < rowb; x += 3)
+      l[x] = l[x + 1] = l[x + 2] = stk_color_pil_luma(s[x], s[x + 1], s[x + 2]);
+    blend_row(l, s, 0, rowb, factor, (uint8_t *)dst->data + (size_t)y * rowb);
+  }
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* DALI's contrast centre and sharpness                                               */
+/* ---------------------------------------------------------------------------------- */
+
+double stk__aa_fast_mean_luma(const stk__image *img) {
+  /* The general code sums the elements in double: every partial sum is an integer below
+   * 2^53, so exact, and integer sums give the same totals in any order. */
+  size_t c = (size_t)img->c, row = (size_t)img->w * c;
+  uint64_t sums[3] = {0, 0, 0};
+  for (int64_t y = 0; y < img->h; y++) {
+    const uint8_t *p = (const uint8_t *)img->data + (size_t)y * row;
+    uint32_t acc[48] = {0}; /* element j of each 48-element piece: channel j % 3 */
+    size_t i = 0;
+    for (; i + 48 <= row; i += 48)
+      for (int j = 0; j < 48; j++) acc[j] += p[i + (size_t)j];
+    for (int j = 0; j < 48; j++) sums[c == 3 ? j % 3 : 0] += acc[j];
+    for (; i < row; i++) sums[c == 3 ? i % 3 : 0] += p[i];
+  }
+  double n = (double)(img->h * img->w) * (c == 3 ? 1.0 : (double)c);
+  if (n == 0) return 0.0;
+  if (c != 3) return (double)sums[0] / n;
+  return (0.299 * (double)sums[0] + 0.587 * (double)sums[1] + 0.114 * (double)sums[2]) / n;
+}
+
+/* Row r of the image bordered by one pixel each side with reflect_101, as floats. */
+static void padded_row(const stk__image *src, int64_t r, float *out) {
+  size_t c = (size_t)src->c, w = (size_t)src->w;
+  const uint8_t *s = (const uint8_t *)src->data + (size_t)r * w * c;
+  size_t l = (size_t)stk__border_index(-1, src->w, STK__BORDER_REFLECT_101) * c;
+  size_t rr = (size_t)stk__border_index(src->w, src->w, STK__BORDER_REFLECT_101) * c;
+  for (size_t k = 0; k < w * c; k++) out[c + k] = (float)s[k];
+  for (size_t k = 0; k < c; k++) out[k] = (float)s[l + k], out[(w + 1) * c + k] = (float)s[rr + k];
+}
+
+/* acc[k] += wt * x[k] (filters.c's axpy). */
+static void axpy_row(float *restrict acc, const float *restrict x, float wt, size_t n) {
+  for (size_t k = 0; k < n; k++) acc[k] += wt * x[k];
+}
+
+#define MAX_ROW 4096 /* elements of a padded row */
+
+bool stk__aa_fast_conv3x3(const stk__image *src, const float k[9], float *dst) {
+  size_t c = (size_t)src->c, n = (size_t)src->w * c;
+  if (src->dtype != STK_DTYPE_UINT8 || c < 1 || src->h < 1 || src->w < 1 || n + 2 * c > MAX_ROW)
+    return false;
+  if (stk__border_index(-1, src->h, STK__BORDER_REFLECT_101) < 0 ||
+      stk__border_index(src->h, src->h, STK__BORDER_REFLECT_101) < 0 ||
+      stk__border_index(-1, src->w, STK__BORDER_REFLECT_101) < 0 ||
+      stk__border_index(src->w, src->w, STK__BORDER_REFLECT_101) < 0)
+    return false;
+  float rows[3][MAX_ROW];
+  int64_t held[3] = {-1, -1, -1}; /* source row in each slot */
+  for (int64_t y = 0; y < src->h; y++) {
+    const float *r[3];
+    for (int i = 0; i < 3; i++) {
+      int64_t sy = stk__border_index(y - 1 + i, src->h, STK__BORDER_REFLECT_101);
+      int slot = (int)(sy % 3);
+      if (held[slot] != sy) padded_row(src, sy, rows[slot]), held[slot] = sy;
+      r[i] = rows[slot];
+    }
+    float *acc = dst + (size_t)y * n;
+    memset(acc, 0, n * sizeof(float));
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++)
+        if (k[i * 3 + j] != 0.0f) axpy_row(acc, r[i] + (size_t)j * c, k[i * 3 + j], n);
   }
   return true;
 }

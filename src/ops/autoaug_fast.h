@@ -9,14 +9,26 @@
 #ifndef STOKER_OPS_AUTOAUG_FAST_H
 #define STOKER_OPS_AUTOAUG_FAST_H
 
+#include "filters.h"
 #include "geometry.h"
 
-/* stk__warp_affine for uint8 -> uint8 with 3 channels and linear interpolation; `row` is
+/* stk__warp_affine for uint8 -> uint8 with 3 channels and linear or nearest
+ * interpolation; `row` is
  * scratch of dst->w * 3 floats. */
 bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const double m[6],
                        stk__interp interp, bool constant, const float *fill, float *row);
 
 /* stk__pil_sharpness (ImageEnhance.Sharpness) for uint8 images of any channel count. */
 bool stk__aa_fast_pil_sharpness(const stk__image *src, const stk__image *dst, float factor);
+
+/* stk__pil_color (ImageEnhance.Color) for uint8 RGB. */
+bool stk__aa_fast_pil_color(const stk__image *src, const stk__image *dst, float factor);
+
+/* stk__image_mean_luma of a uint8 image (same value, integer sums). */
+double stk__aa_fast_mean_luma(const stk__image *img);
+
+/* stk__conv2d of a uint8 image with a 3x3 kernel, anchor at the centre, border
+ * reflect_101, into dst (h x w x c floats, not accumulated). */
+bool stk__aa_fast_conv3x3(const stk__image *src, const float k[9], float *dst);
 
 #endif /* STOKER_OPS_AUTOAUG_FAST_H */

@@ -171,7 +171,8 @@ static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, d
   void *mem = need ? scratch(sctx, need) : NULL;
   float *acc = scratch(sctx, n * sizeof(float));
   if (!mem || !acc) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory for sharpness");
-  STK_TRY(stk__conv2d(src, acc, &g, k, false, mem, need));
+  if (!(stk__aa_fast && stk__aa_fast_conv3x3(src, k, acc)))
+    STK_TRY(stk__conv2d(src, acc, &g, k, false, mem, need));
   stk__convert(dst->data, STK_DTYPE_UINT8, acc, STK_DTYPE_FLOAT32, n);
   return STK_OK;
 }
@@ -249,12 +250,14 @@ stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p
       if (tv)
         stk__pil_contrast(src, dst, (float)v);
       else
-        return dali_linear(src, dst, 1.0, v, stk__image_mean_luma(src), scratch, sctx);
+        return dali_linear(src, dst, 1.0, v,
+                           stk__aa_fast ? stk__aa_fast_mean_luma(src) : stk__image_mean_luma(src),
+                           scratch, sctx);
       return STK_OK;
     case STK__AA_COLOR:
-      if (tv)
+      if (tv && !(stk__aa_fast && stk__aa_fast_pil_color(src, dst, (float)v)))
         stk__pil_color(src, dst, (float)v);
-      else
+      else if (!tv)
         return dali_saturation(src, dst, v, scratch, sctx);
       return STK_OK;
     case STK__AA_SHARPNESS:
