@@ -14,6 +14,14 @@
 #include <emmintrin.h>
 #endif
 
+/* The row loops also get an AVX2 copy, chosen at load time where the CPU has it (ifunc):
+ * wider vectors, the same IEEE operations per element (no FMA: -ffp-contract=off). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define WIDE __attribute__((target_clones("avx2", "default")))
+#else
+#define WIDE
+#endif
+
 /* ---------------------------------------------------------------------------------- */
 /* Linear warp, 3 channels                                                            */
 /* ---------------------------------------------------------------------------------- */
@@ -200,7 +208,8 @@ bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const doubl
 
 /* ImageFilter.SMOOTH of the interior elements [c, rowb - c) of row s (stk_color_smooth_at,
  * the same float32 operations in the same order). */
-static void smooth_row(const uint8_t *restrict s, size_t rowb, size_t c, uint8_t *restrict out) {
+WIDE static void smooth_row(const uint8_t *restrict s, size_t rowb, size_t c,
+                            uint8_t *restrict out) {
   const float k1 = (float)(1.0 / 13.0), k5 = (float)(5.0 / 13.0);
   const uint8_t *b = s + rowb, *a = s - rowb;
   for (size_t i = c; i < rowb - c; i++) {
@@ -214,8 +223,8 @@ static void smooth_row(const uint8_t *restrict s, size_t rowb, size_t c, uint8_t
 }
 
 /* stk_color_blend1(a[i], b[i], alpha) over [lo, hi), the alpha test out of the loop. */
-static void blend_row(const uint8_t *restrict a, const uint8_t *restrict b, size_t lo, size_t hi,
-                      float alpha, uint8_t *restrict out) {
+WIDE static void blend_row(const uint8_t *restrict a, const uint8_t *restrict b, size_t lo,
+                           size_t hi, float alpha, uint8_t *restrict out) {
   if (alpha >= 0.0f && alpha <= 1.0f) {
     for (size_t i = lo; i < hi; i++) {
       float t = (float)a[i] + alpha * (float)((int)b[i] - (int)a[i]);
@@ -294,7 +303,7 @@ static void padded_row(const stk__image *src, int64_t r, float *out) {
 }
 
 /* acc[k] += wt * x[k] (filters.c's axpy). */
-static void axpy_row(float *restrict acc, const float *restrict x, float wt, size_t n) {
+WIDE static void axpy_row(float *restrict acc, const float *restrict x, float wt, size_t n) {
   for (size_t k = 0; k < n; k++) acc[k] += wt * x[k];
 }
 
@@ -325,5 +334,35 @@ bool stk__aa_fast_conv3x3(const stk__image *src, const float k[9], float *dst) {
       for (int j = 0; j < 3; j++)
         if (k[i * 3 + j] != 0.0f) axpy_row(acc, r[i] + (size_t)j * c, k[i * 3 + j], n);
   }
+  return true;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* DALI's saturation: a 3x3 colour matrix                                             */
+/* ---------------------------------------------------------------------------------- */
+
+/* One row of color.c's affine_row_u8 + stk__from_f64 for 3 -> 3 channels: its tables
+ * hold m[k] * v, computed here directly (the same double product), summed in the same
+ * order and rounded by the same rule. */
+WIDE static void affine3_row(const uint8_t *restrict in, uint8_t *restrict out, size_t w,
+                             const double *restrict m, const double *restrict off) {
+  for (size_t x = 0; x < w; x++) {
+    double r = in[3 * x], g = in[3 * x + 1], b = in[3 * x + 2];
+    for (int o = 0; o < 3; o++) {
+      double v = off[o] + m[3 * o] * r + m[3 * o + 1] * g + m[3 * o + 2] * b;
+      out[3 * x + (size_t)o] = !(v > 0.0) ? 0 : v >= 254.5 ? 255 : (uint8_t)(int)(v + 0.5);
+    }
+  }
+}
+
+bool stk__aa_fast_affine3(const stk__image *src, const stk__image *dst, const double m[9],
+                          const double off[3]) {
+  if (src->dtype != STK_DTYPE_UINT8 || dst->dtype != STK_DTYPE_UINT8 || src->c != 3 ||
+      dst->c != 3 || src->h != dst->h || src->w != dst->w)
+    return false;
+  size_t row = (size_t)src->w * 3;
+  for (int64_t y = 0; y < src->h; y++)
+    affine3_row((const uint8_t *)src->data + (size_t)y * row,
+                (uint8_t *)dst->data + (size_t)y * row, (size_t)src->w, m, off);
   return true;
 }

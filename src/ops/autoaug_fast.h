@@ -31,4 +31,8 @@ double stk__aa_fast_mean_luma(const stk__image *img);
  * reflect_101, into dst (h x w x c floats, not accumulated). */
 bool stk__aa_fast_conv3x3(const stk__image *src, const float k[9], float *dst);
 
+/* stk__affine_apply of a 3 -> 3 colour map (matrix m, offsets off) on uint8 RGB. */
+bool stk__aa_fast_affine3(const stk__image *src, const stk__image *dst, const double m[9],
+                          const double off[3]);
+
 #endif /* STOKER_OPS_AUTOAUG_FAST_H */

@@ -137,6 +137,7 @@ static stk_status dali_saturation(const stk__image *src, const stk__image *dst, 
   }
   stk__affine_color a = {.cin = 3, .cout = 3};
   stk__hsv_matrix(0.0, sat, 1.0, false, a.m);
+  if (stk__aa_fast && stk__aa_fast_affine3(src, dst, a.m, a.off)) return STK_OK;
   size_t bytes = stk__affine_scratch(src, dst);
   void *mem = scratch(sctx, bytes);
   if (!mem) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory");

@@ -50,9 +50,9 @@ static void fill_image(uint8_t *p, int64_t h, int64_t w, int64_t c) {
       }
 }
 
-static const int64_t sizes[][2] = {{1, 1},  {1, 9},   {9, 1},   {2, 2},     {3, 5},  {5, 3},
-                                   {4, 17}, {17, 33}, {31, 64}, {64, 31},   {37, 97}, {224, 224},
-                                   {3, 1400}, {2, 6000}};
+static const int64_t sizes[][2] = {{1, 1},   {1, 9},     {9, 1},    {2, 2},   {3, 5},
+                                   {5, 3},   {4, 17},    {17, 33},  {31, 64}, {64, 31},
+                                   {37, 97}, {224, 224}, {3, 1400}, {2, 6000}};
 
 /* Runs fn with the fast kernels off (into a) and on (into b) and compares. */
 typedef stk_status (*run_fn)(const stk__image *src, const stk__image *dst, void *ctx);
@@ -158,9 +158,10 @@ static void random_matrix(int64_t h, int64_t w, double m[6]) {
     static const stk__aa_op ops[] = {STK__AA_SHEAR_X, STK__AA_SHEAR_Y, STK__AA_TRANSLATE_X,
                                      STK__AA_TRANSLATE_Y, STK__AA_ROTATE};
     stk__aa_op op = ops[kind];
-    double v[2] = {0, 0}, p = op == STK__AA_ROTATE                                   ? uni(-180, 180)
-                              : op == STK__AA_SHEAR_X || op == STK__AA_SHEAR_Y ? uni(-1, 1)
-                                                                               : uni(-1.2, 1.2) * (double)w;
+    double v[2] = {0, 0}, p = op == STK__AA_ROTATE ? uni(-180, 180)
+                              : op == STK__AA_SHEAR_X || op == STK__AA_SHEAR_Y
+                                  ? uni(-1, 1)
+                                  : uni(-1.2, 1.2) * (double)w;
     if (rnd() & 1) p = round(p); /* torchvision's integer translations */
     bool y = op == STK__AA_SHEAR_Y || op == STK__AA_TRANSLATE_Y;
     v[y ? 1 : 0] = p;
@@ -186,8 +187,8 @@ static void test_warps(void **state) {
       for (int trial = 0; trial < (h * w > 10000 ? 8 : 40); trial++) {
         fill_image(img, h, w, ch);
         random_matrix(h, w, c.m);
-        c.interp = (stk__interp[]){STK__INTERP_NEAREST, STK__INTERP_LINEAR,
-                                   STK__INTERP_CUBIC}[rnd() % 3];
+        c.interp =
+            (stk__interp[]){STK__INTERP_NEAREST, STK__INTERP_LINEAR, STK__INTERP_CUBIC}[rnd() % 3];
         c.constant = rnd() % 4 != 0;
         for (int k = 0; k < 4; k++) /* fractional, half-way and out-of-range fills */
           c.fill[k] = (float[]){0.0f, 128.0f, 127.5f, -3.7f, 300.2f, 0.49999997f}[rnd() % 6];
