@@ -16,7 +16,7 @@
  * and auto_augment.apply(policy="rand_augment", n=2, m=9), fed the crop, against the same
  * pipeline without auto_augment.apply; process CPU time per image of the difference,
  * A B A B over rounds of 4 batches (median and p10-p90 over the rounds). */
-#define _GNU_SOURCE
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
