@@ -177,8 +177,11 @@ static void row_nearest3(const src3 *S, const uint8_t *fill, double x, double y,
 bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const double m[6],
                        stk__interp interp, bool constant, const float *fill, float *row) {
   const int64_t lim = (int64_t)1 << 30;
-  if ((interp != STK__INTERP_LINEAR && interp != STK__INTERP_NEAREST) ||
-      src->dtype != STK_DTYPE_UINT8 || dst->dtype != STK_DTYPE_UINT8 || src->c != 3 || dst->c != 3)
+  /* nearest: only where one coordinate is constant along a row (shear_x, translations);
+   * with both moving, geometry.c's scalar loop is as fast (measured) */
+  bool nearest_ok = interp == STK__INTERP_NEAREST && (m[0] == 0.0 || m[3] == 0.0);
+  if ((interp != STK__INTERP_LINEAR && !nearest_ok) || src->dtype != STK_DTYPE_UINT8 ||
+      dst->dtype != STK_DTYPE_UINT8 || src->c != 3 || dst->c != 3)
     return false;
   if (src->h < 1 || src->w < 1 || dst->h < 1 || dst->w < 1 || src->h >= lim || src->w >= lim)
     return false;

@@ -211,7 +211,9 @@ static void test_fast_paths_engage(void **state) {
   stk__image s3 = {img, STK_DTYPE_UINT8, 8, 8, 3}, d3 = {out, STK_DTYPE_UINT8, 8, 8, 3};
   stk__image s4 = {img, STK_DTYPE_UINT8, 8, 8, 4}, d4 = {out, STK_DTYPE_UINT8, 8, 8, 4};
   assert_true(stk__aa_fast_warp(&s3, &d3, m, STK__INTERP_LINEAR, true, fill, row));
-  assert_true(stk__aa_fast_warp(&s3, &d3, m, STK__INTERP_NEAREST, false, fill, row));
+  assert_false(stk__aa_fast_warp(&s3, &d3, m, STK__INTERP_NEAREST, false, fill, row));
+  double shear_x[6] = {1, 0.3, -2, 0, 1, 0};
+  assert_true(stk__aa_fast_warp(&s3, &d3, shear_x, STK__INTERP_NEAREST, false, fill, row));
   assert_false(stk__aa_fast_warp(&s3, &d3, m, STK__INTERP_CUBIC, true, fill, row));
   assert_false(stk__aa_fast_warp(&s4, &d4, m, STK__INTERP_LINEAR, true, fill, row));
   m[2] = NAN; /* the general kernel reports it */
