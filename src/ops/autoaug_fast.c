@@ -282,11 +282,13 @@ double stk__aa_fast_mean_luma(const stk__image *img) {
   uint64_t sums[3] = {0, 0, 0};
   for (int64_t y = 0; y < img->h; y++) {
     const uint8_t *p = (const uint8_t *)img->data + (size_t)y * row;
-    uint32_t acc[48] = {0}; /* element j of each 48-element piece: channel j % 3 */
     size_t i = 0;
-    for (; i + 48 <= row; i += 48)
-      for (int j = 0; j < 48; j++) acc[j] += p[i + (size_t)j];
-    for (int j = 0; j < 48; j++) sums[c == 3 ? j % 3 : 0] += acc[j];
+    while (i + 48 <= row) {   /* at most 2^16 pieces per pass: lanes stay below 2^32 */
+      uint32_t acc[48] = {0}; /* element j of each 48-element piece: channel j % 3 */
+      for (size_t end = i + 48 * (size_t)65536; i + 48 <= row && i < end; i += 48)
+        for (int j = 0; j < 48; j++) acc[j] += p[i + (size_t)j];
+      for (int j = 0; j < 48; j++) sums[c == 3 ? j % 3 : 0] += acc[j];
+    }
     for (; i < row; i++) sums[c == 3 ? i % 3 : 0] += p[i];
   }
   double n = (double)(img->h * img->w) * (c == 3 ? 1.0 : (double)c);
