@@ -67,9 +67,9 @@ static inline void axis_one(double start, double step, int64_t i, double off, do
 #if defined(HAVE_AVX2_PATH)
 /* axis_block's loop four pixels at a time (AVX2; each lane rounds as axis_one). Returns
  * the pixels done (a multiple of 4). */
-__attribute__((target("avx2"))) static int axis_avx2(double start, double step, int64_t i0,
-                                                     int k, double off, double lo, double hi,
-                                                     int *t, float *frac) {
+__attribute__((target("avx2"))) static int axis_avx2(double start, double step, int64_t i0, int k,
+                                                     double off, double lo, double hi, int *t,
+                                                     float *frac) {
   const __m256d vlo = _mm256_set1_pd(lo), vhi = _mm256_set1_pd(hi), voff = _mm256_set1_pd(off);
   const __m256d one = _mm256_set1_pd(1.0), four = _mm256_set1_pd(4.0);
   const __m256d vstart = _mm256_set1_pd(start), vstep = _mm256_set1_pd(step);
@@ -88,6 +88,17 @@ __attribute__((target("avx2"))) static int axis_avx2(double start, double step, 
 }
 #endif
 
+bool stk__aa_fast_no_avx2 = false;
+
+/* Whether axis_block takes four pixels at a time (AVX2). */
+static bool wide_coords(void) {
+#if defined(HAVE_AVX2_PATH)
+  return !stk__aa_fast_no_avx2 && __builtin_cpu_supports("avx2");
+#else
+  return false;
+#endif
+}
+
 /* axis_one for pixels i0 .. i0 + k - 1, for linear interpolation (off 0.5, margin 3) or
  * nearest (stk_warp_nearest: off 0, margin 2; v - 0 is v). */
 static void axis_block(double start, double step, int64_t i0, int k, int64_t n, double off,
@@ -100,7 +111,7 @@ static void axis_block(double start, double step, int64_t i0, int k, int64_t n, 
     return;
   }
 #if defined(HAVE_AVX2_PATH)
-  if (__builtin_cpu_supports("avx2")) {
+  if (wide_coords()) {
     j = axis_avx2(start, step, i0, k, off, lo, hi, t, frac);
     for (; j < k; j++) axis_one(start, step, i0 + j, off, lo, hi, t + j, frac + j);
     return;
@@ -212,9 +223,9 @@ static void row_nearest3(const src3 *S, const uint8_t *fill, double x, double y,
 bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const double m[6],
                        stk__interp interp, bool constant, const float *fill, float *row) {
   const int64_t lim = (int64_t)1 << 30;
-  /* nearest: only where one coordinate is constant along a row (shear_x, translations);
-   * with both moving, geometry.c's scalar loop is as fast (measured) */
-  bool nearest_ok = interp == STK__INTERP_NEAREST && (m[0] == 0.0 || m[3] == 0.0);
+  /* nearest: with SSE2 alone, only where one coordinate is constant along a row
+   * (shear_x, translations); with both moving geometry.c's scalar loop was as fast */
+  bool nearest_ok = interp == STK__INTERP_NEAREST && (wide_coords() || m[0] == 0.0 || m[3] == 0.0);
   if ((interp != STK__INTERP_LINEAR && !nearest_ok) || src->dtype != STK_DTYPE_UINT8 ||
       dst->dtype != STK_DTYPE_UINT8 || src->c != 3 || dst->c != 3)
     return false;

@@ -12,9 +12,13 @@
 #include "filters.h"
 #include "geometry.h"
 
-/* stk__warp_affine for uint8 -> uint8 with 3 channels and linear interpolation, or
- * nearest where a row keeps one source coordinate (m[0] or m[3] zero); `row` is
- * scratch of dst->w * 3 floats. */
+/* True: the warps' coordinates take the SSE2 path even where the CPU has AVX2 (for the
+ * tests, which compare both with the general kernel). Default false. */
+extern bool stk__aa_fast_no_avx2;
+
+/* stk__warp_affine for uint8 -> uint8 with 3 channels and linear interpolation, or nearest
+ * (without AVX2: only where a row keeps one source coordinate, m[0] or m[3] zero); `row`
+ * is scratch of dst->w * 3 floats. */
 bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const double m[6],
                        stk__interp interp, bool constant, const float *fill, float *row);
 
