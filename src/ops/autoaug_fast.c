@@ -90,8 +90,8 @@ __attribute__((target("avx2"))) static int axis_avx2(double start, double step, 
 
 bool stk__aa_fast_no_avx2 = false;
 
-/* Whether axis_block takes four pixels at a time (AVX2). */
-static bool wide_coords(void) {
+/* Whether the hand-written AVX2 code runs (warp coordinates, saturation). */
+static bool use_avx2(void) {
 #if defined(HAVE_AVX2_PATH)
   return !stk__aa_fast_no_avx2 && __builtin_cpu_supports("avx2");
 #else
@@ -111,7 +111,7 @@ static void axis_block(double start, double step, int64_t i0, int k, int64_t n, 
     return;
   }
 #if defined(HAVE_AVX2_PATH)
-  if (wide_coords()) {
+  if (use_avx2()) {
     j = axis_avx2(start, step, i0, k, off, lo, hi, t, frac);
     for (; j < k; j++) axis_one(start, step, i0 + j, off, lo, hi, t + j, frac + j);
     return;
@@ -225,7 +225,7 @@ bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const doubl
   const int64_t lim = (int64_t)1 << 30;
   /* nearest: with SSE2 alone, only where one coordinate is constant along a row
    * (shear_x, translations); with both moving geometry.c's scalar loop was as fast */
-  bool nearest_ok = interp == STK__INTERP_NEAREST && (wide_coords() || m[0] == 0.0 || m[3] == 0.0);
+  bool nearest_ok = interp == STK__INTERP_NEAREST && (use_avx2() || m[0] == 0.0 || m[3] == 0.0);
   if ((interp != STK__INTERP_LINEAR && !nearest_ok) || src->dtype != STK_DTYPE_UINT8 ||
       dst->dtype != STK_DTYPE_UINT8 || src->c != 3 || dst->c != 3)
     return false;
@@ -406,6 +406,31 @@ WIDE static void affine3_row(const uint8_t *restrict in, uint8_t *restrict out, 
   }
 }
 
+#if defined(HAVE_AVX2_PATH)
+/* affine3_row with the three outputs of a pixel in the lanes of one AVX2 register: lane o
+ * sums ((off[o] + m[3o] r) + m[3o + 1] g) + m[3o + 2] b and rounds as stk__from_f64. */
+__attribute__((target("avx2"))) static void affine3_row_avx2(const uint8_t *in, uint8_t *out,
+                                                             size_t w, const double *m,
+                                                             const double *off) {
+  const __m256d c0 = _mm256_set_pd(0, m[6], m[3], m[0]), c1 = _mm256_set_pd(0, m[7], m[4], m[1]);
+  const __m256d c2 = _mm256_set_pd(0, m[8], m[5], m[2]),
+                f = _mm256_set_pd(0, off[2], off[1], off[0]);
+  const __m256d half = _mm256_set1_pd(0.5), zero = _mm256_setzero_pd();
+  const __m256d top = _mm256_set1_pd(254.5), full = _mm256_set1_pd(255.0);
+  for (size_t x = 0; x < w; x++, in += 3, out += 3) {
+    __m256d v = _mm256_add_pd(f, _mm256_mul_pd(c0, _mm256_set1_pd((double)in[0])));
+    v = _mm256_add_pd(v, _mm256_mul_pd(c1, _mm256_set1_pd((double)in[1])));
+    v = _mm256_add_pd(v, _mm256_mul_pd(c2, _mm256_set1_pd((double)in[2])));
+    __m256d r = _mm256_blendv_pd(_mm256_add_pd(v, half), full, _mm256_cmp_pd(v, top, _CMP_GE_OQ));
+    r = _mm256_blendv_pd(zero, r, _mm256_cmp_pd(v, zero, _CMP_GT_OQ)); /* NaN: 0 */
+    __m128i i = _mm256_cvttpd_epi32(r);
+    i = _mm_packus_epi16(_mm_packs_epi32(i, i), i);
+    uint32_t b = (uint32_t)_mm_cvtsi128_si32(i);
+    out[0] = (uint8_t)b, out[1] = (uint8_t)(b >> 8), out[2] = (uint8_t)(b >> 16);
+  }
+}
+#endif
+
 bool stk__aa_fast_affine3(const stk__image *src, const stk__image *dst, const double m[9],
                           const double off[3]) {
   if (src->dtype != STK_DTYPE_UINT8 || dst->dtype != STK_DTYPE_UINT8 || src->c != 3 ||
@@ -413,7 +438,13 @@ bool stk__aa_fast_affine3(const stk__image *src, const stk__image *dst, const do
     return false;
   size_t row = (size_t)src->w * 3;
   for (int64_t y = 0; y < src->h; y++)
-    affine3_row((const uint8_t *)src->data + (size_t)y * row,
-                (uint8_t *)dst->data + (size_t)y * row, (size_t)src->w, m, off);
+#if defined(HAVE_AVX2_PATH)
+    if (use_avx2())
+      affine3_row_avx2((const uint8_t *)src->data + (size_t)y * row,
+                       (uint8_t *)dst->data + (size_t)y * row, (size_t)src->w, m, off);
+    else
+#endif
+      affine3_row((const uint8_t *)src->data + (size_t)y * row,
+                  (uint8_t *)dst->data + (size_t)y * row, (size_t)src->w, m, off);
   return true;
 }

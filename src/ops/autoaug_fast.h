@@ -12,8 +12,10 @@
 #include "filters.h"
 #include "geometry.h"
 
-/* True: the warps' coordinates take the SSE2 path even where the CPU has AVX2 (for the
- * tests, which compare both with the general kernel). Default false. */
+/* True: the hand-written AVX2 code (warp coordinates, DALI saturation) is not taken even
+ * where the CPU has it, so the tests compare the SSE2 / scalar code with the general
+ * kernels too. Default false. (The row loops compiled twice by target_clones pick their
+ * copy at load time and are not affected.) */
 extern bool stk__aa_fast_no_avx2;
 
 /* stk__warp_affine for uint8 -> uint8 with 3 channels and linear interpolation, or nearest

@@ -107,8 +107,18 @@ static double color_param(stk__aa_op op) {
   }
 }
 
+static void colour_all_sizes(void);
+
 static void test_colour_operations(void **state) {
   (void)state;
+  for (int narrow = 0; narrow < 2; narrow++) { /* AVX2 code (if any), then without */
+    stk__aa_fast_no_avx2 = narrow;
+    colour_all_sizes();
+  }
+  stk__aa_fast_no_avx2 = false;
+}
+
+static void colour_all_sizes(void) {
   color_ctx *c = calloc(1, sizeof *c);
   c->ar.cap = 64u << 20;
   c->ar.buf = malloc(c->ar.cap);
