@@ -353,9 +353,28 @@ static void padded_row(const stk__image *src, int64_t r, float *out) {
   for (size_t k = 0; k < c; k++) out[k] = (float)s[l + k], out[(w + 1) * c + k] = (float)s[rr + k];
 }
 
-/* acc[k] += wt * x[k] (filters.c's axpy). */
-WIDE static void axpy_row(float *restrict acc, const float *restrict x, float wt, size_t n) {
-  for (size_t k = 0; k < n; k++) acc[k] += wt * x[k];
+/* One output row: filters.c's nine axpy passes (acc = 0, then acc += w * x per tap in
+ * kernel order) folded into one pass, each element's sum in the same order. The passes
+ * skip zero weights; adding w * x = +-0 to a sum that starts at +0 never changes it (a sum
+ * is -0 only when both terms are), so including them gives the same floats. */
+WIDE static void conv3_row(const float *restrict r0, const float *restrict r1,
+                           const float *restrict r2, size_t c, const float *restrict k,
+                           float *restrict out, size_t n) {
+  const float k0 = k[0], k1 = k[1], k2 = k[2], k3 = k[3], k4 = k[4], k5 = k[5], k6 = k[6],
+              k7 = k[7], k8 = k[8];
+  for (size_t i = 0; i < n; i++) {
+    float a = 0.0f;
+    a = a + k0 * r0[i];
+    a = a + k1 * r0[i + c];
+    a = a + k2 * r0[i + 2 * c];
+    a = a + k3 * r1[i];
+    a = a + k4 * r1[i + c];
+    a = a + k5 * r1[i + 2 * c];
+    a = a + k6 * r2[i];
+    a = a + k7 * r2[i + c];
+    a = a + k8 * r2[i + 2 * c];
+    out[i] = a;
+  }
 }
 
 #define MAX_ROW 4096 /* elements of a padded row */
@@ -379,11 +398,7 @@ bool stk__aa_fast_conv3x3(const stk__image *src, const float k[9], float *dst) {
       if (held[slot] != sy) padded_row(src, sy, rows[slot]), held[slot] = sy;
       r[i] = rows[slot];
     }
-    float *acc = dst + (size_t)y * n;
-    memset(acc, 0, n * sizeof(float));
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++)
-        if (k[i * 3 + j] != 0.0f) axpy_row(acc, r[i] + (size_t)j * c, k[i * 3 + j], n);
+    conv3_row(r[0], r[1], r[2], c, k, dst + (size_t)y * n, n);
   }
   return true;
 }
