@@ -195,6 +195,60 @@ static void row_linear3(const src3 *S, double x, double y, double dx, double dy,
   }
 }
 
+#if defined(HAVE_AVX2_PATH)
+/* load4 with SSE4.1's widening load (the same floats). */
+__attribute__((target("avx2"))) static inline __m128 load4_avx2(const uint8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(v)));
+}
+
+__attribute__((target("avx2"))) static inline void bilinear3_avx2(const uint8_t *p,
+                                                                  const uint8_t *q, float fx,
+                                                                  float fy, float *out) {
+  __m128 ax = _mm_set1_ps(fx), ay = _mm_set1_ps(fy);
+  __m128 t = lerp4(load4_avx2(p), load4_avx2(p + 3), ax);
+  __m128 b = lerp4(load4_avx2(q), load4_avx2(q + 3), ax);
+  __m128 r = lerp4(t, b, ay);
+  _mm_storel_pi((__m64 *)out, r);
+  _mm_store_ss(out + 2, _mm_movehl_ps(r, r));
+}
+
+/* row_linear3 compiled for AVX2 (VEX encoding, the widening loads). */
+__attribute__((target("avx2"))) static void row_linear3_avx2(const src3 *S, double x, double y,
+                                                             double dx, double dy, int64_t n,
+                                                             float *out) {
+  int xs[BLOCK], ys[BLOCK];
+  float ax[BLOCK], ay[BLOCK];
+  for (int64_t i0 = 0; i0 < n; i0 += BLOCK) {
+    int k = n - i0 < BLOCK ? (int)(n - i0) : BLOCK;
+    axis_block(x, dx, i0, k, S->w, 0.5, 3.0, xs, ax);
+    axis_block(y, dy, i0, k, S->h, 0.5, 3.0, ys, ay);
+    for (int j = 0; j < k; j++, out += 3) {
+      int64_t x0 = xs[j], y0 = ys[j];
+      float fx = ax[j], fy = ay[j];
+      if (x0 >= 0 && y0 >= 0 && x0 + 1 < S->w && y0 + 1 < S->h) {
+        const uint8_t *p = S->s + (size_t)y0 * S->stride + (size_t)x0 * 3, *q = p + S->stride;
+#if defined(__SSE2__)
+        if ((size_t)(q - S->s) + 7 <= S->size) {
+          bilinear3_avx2(p, q, fx, fy, out);
+          continue;
+        }
+#endif
+        out[0] = stk_warp_bilinear(p[0], p[3], q[0], q[3], fx, fy);
+        out[1] = stk_warp_bilinear(p[1], p[4], q[1], q[4], fx, fy);
+        out[2] = stk_warp_bilinear(p[2], p[5], q[2], q[5], fx, fy);
+      } else {
+        for (int ch = 0; ch < 3; ch++)
+          out[ch] = stk_warp_bilinear(tap3(S, x0, y0, ch), tap3(S, x0 + 1, y0, ch),
+                                      tap3(S, x0, y0 + 1, ch), tap3(S, x0 + 1, y0 + 1, ch), fx, fy);
+      }
+    }
+  }
+}
+
+#endif
+
 /* geometry.c's row_nearest_u8 for 3 channels. */
 static void row_nearest3(const src3 *S, const uint8_t *fill, double x, double y, double dx,
                          double dy, int64_t n, uint8_t *out) {
@@ -245,7 +299,12 @@ bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const doubl
       row_nearest3(&S, fill8, sx, sy, m[0], m[3], dst->w, (uint8_t *)dst->data + (size_t)y * n);
       continue;
     }
-    row_linear3(&S, sx, sy, m[0], m[3], dst->w, row);
+#if defined(HAVE_AVX2_PATH)
+    if (use_avx2())
+      row_linear3_avx2(&S, sx, sy, m[0], m[3], dst->w, row);
+    else
+#endif
+      row_linear3(&S, sx, sy, m[0], m[3], dst->w, row);
     stk__convert((uint8_t *)dst->data + (size_t)y * n, STK_DTYPE_UINT8, row, STK_DTYPE_FLOAT32, n);
   }
   return true;
