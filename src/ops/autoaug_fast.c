@@ -274,6 +274,20 @@ static void row_nearest3(const src3 *S, const uint8_t *fill, double x, double y,
   }
 }
 
+/* stk__convert float32 -> uint8 (image_util.c's f32_to_u8, here with an AVX2 copy): whole
+ * blocks of 16 add 0.5f, saturate and truncate; the rest round half away from zero in
+ * double. */
+WIDE static void row_to_u8(const float *restrict s, uint8_t *restrict d, size_t n) {
+  size_t body = n - n % 16;
+  for (size_t i = 0; i < body; i++) {
+    float v = s[i] + 0.5f;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.0f ? v : 255.0f;
+    d[i] = (uint8_t)(int32_t)v;
+  }
+  for (size_t i = body; i < n; i++) stk__store_double(d, STK_DTYPE_UINT8, i, s[i]);
+}
+
 bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const double m[6],
                        stk__interp interp, bool constant, const float *fill, float *row) {
   const int64_t lim = (int64_t)1 << 30;
@@ -305,7 +319,7 @@ bool stk__aa_fast_warp(const stk__image *src, const stk__image *dst, const doubl
     else
 #endif
       row_linear3(&S, sx, sy, m[0], m[3], dst->w, row);
-    stk__convert((uint8_t *)dst->data + (size_t)y * n, STK_DTYPE_UINT8, row, STK_DTYPE_FLOAT32, n);
+    row_to_u8(row, (uint8_t *)dst->data + (size_t)y * n, n);
   }
   return true;
 }
