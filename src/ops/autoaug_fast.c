@@ -536,3 +536,25 @@ bool stk__aa_fast_affine3(const stk__image *src, const stk__image *dst, const do
                   (uint8_t *)dst->data + (size_t)y * row, (size_t)src->w, m, off);
   return true;
 }
+
+/* ---------------------------------------------------------------------------------- */
+/* Histograms (equalize, auto_contrast)                                               */
+/* ---------------------------------------------------------------------------------- */
+
+bool stk__aa_fast_histograms3(const stk__image *src, uint64_t *hist) {
+  size_t n = (size_t)(src->h * src->w);
+  if (src->dtype != STK_DTYPE_UINT8 || src->c != 3 || n >= ((size_t)1 << 31)) return false;
+  /* two sets of counts, even and odd pixels, so that runs of equal values do not wait on
+   * the previous increment of the same counter; the same integer totals */
+  uint32_t h[2][3 * 256];
+  memset(h, 0, sizeof h);
+  const uint8_t *p = src->data;
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2, p += 6) {
+    h[0][p[0]]++, h[0][256 + p[1]]++, h[0][512 + p[2]]++;
+    h[1][p[3]]++, h[1][256 + p[4]]++, h[1][512 + p[5]]++;
+  }
+  if (i < n) h[0][p[0]]++, h[0][256 + p[1]]++, h[0][512 + p[2]]++;
+  for (int k = 0; k < 3 * 256; k++) hist[k] = (uint64_t)h[0][k] + h[1][k];
+  return true;
+}

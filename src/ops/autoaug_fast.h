@@ -41,4 +41,7 @@ bool stk__aa_fast_conv3x3(const stk__image *src, const float k[9], float *dst);
 bool stk__aa_fast_affine3(const stk__image *src, const stk__image *dst, const double m[9],
                           const double off[3]);
 
+/* stk__histograms_u8 of a uint8 RGB image (hist: 3 x 256 counts, overwritten). */
+bool stk__aa_fast_histograms3(const stk__image *src, uint64_t *hist);
+
 #endif /* STOKER_OPS_AUTOAUG_FAST_H */

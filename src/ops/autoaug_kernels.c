@@ -217,7 +217,7 @@ static stk_status histogram_op(const stk__image *src, const stk__image *dst, stk
   uint64_t *hist = scratch(sctx, c * 256 * sizeof(uint64_t));
   uint8_t *lut = scratch(sctx, c * 256);
   if (!hist || !lut) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory");
-  stk__histograms_u8(src, hist);
+  if (!(stk__aa_fast && stk__aa_fast_histograms3(src, hist))) stk__histograms_u8(src, hist);
   for (size_t k = 0; k < c; k++) {
     uint64_t *h = hist + k * 256;
     uint8_t *l = lut + k * 256;
