@@ -4,6 +4,7 @@
  * auto_augment.augment (one operation with a per-sample parameter), so both compute the
  * same bytes. */
 #include "autoaug_kernels.h"
+#include "autoaug_fast.h"
 #include "../shared/autoaug_pixel.h"
 
 #include <math.h>
@@ -13,6 +14,8 @@
 #include "color.h"
 #include "filters.h"
 #include "geometry.h"
+
+bool stk__aa_fast = true;
 
 /* ---------------------------------------------------------------------------------- */
 /* Geometry                                                                           */
@@ -63,6 +66,7 @@ stk_status stk__aa_matrix(stk__aa_op op, stk__aa_convention conv, const double p
 
 stk_status stk__aa_warp(const stk__image *src, const stk__image *dst, const double m[6],
                         stk__interp interp, bool constant, const float *fill, float *row) {
+  if (stk__aa_fast && stk__aa_fast_warp(src, dst, m, interp, constant, fill, row)) return STK_OK;
   stk__warp_params wp = {{m[0], m[1], m[2], m[3], m[4], m[5]}, interp, constant, fill};
   return stk__warp_affine(src, dst, &wp, row);
 }
@@ -133,6 +137,7 @@ static stk_status dali_saturation(const stk__image *src, const stk__image *dst, 
   }
   stk__affine_color a = {.cin = 3, .cout = 3};
   stk__hsv_matrix(0.0, sat, 1.0, false, a.m);
+  if (stk__aa_fast && stk__aa_fast_affine3(src, dst, a.m, a.off)) return STK_OK;
   size_t bytes = stk__affine_scratch(src, dst);
   void *mem = scratch(sctx, bytes);
   if (!mem) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory");
@@ -167,7 +172,8 @@ static stk_status dali_sharpness(const stk__image *src, const stk__image *dst, d
   void *mem = need ? scratch(sctx, need) : NULL;
   float *acc = scratch(sctx, n * sizeof(float));
   if (!mem || !acc) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory for sharpness");
-  STK_TRY(stk__conv2d(src, acc, &g, k, false, mem, need));
+  if (!(stk__aa_fast && stk__aa_fast_conv3x3(src, k, acc)))
+    STK_TRY(stk__conv2d(src, acc, &g, k, false, mem, need));
   stk__convert(dst->data, STK_DTYPE_UINT8, acc, STK_DTYPE_FLOAT32, n);
   return STK_OK;
 }
@@ -211,7 +217,7 @@ static stk_status histogram_op(const stk__image *src, const stk__image *dst, stk
   uint64_t *hist = scratch(sctx, c * 256 * sizeof(uint64_t));
   uint8_t *lut = scratch(sctx, c * 256);
   if (!hist || !lut) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory");
-  stk__histograms_u8(src, hist);
+  if (!(stk__aa_fast && stk__aa_fast_histograms3(src, hist))) stk__histograms_u8(src, hist);
   for (size_t k = 0; k < c; k++) {
     uint64_t *h = hist + k * 256;
     uint8_t *l = lut + k * 256;
@@ -245,18 +251,20 @@ stk_status stk__aa_color(stk__aa_op op, stk__aa_convention conv, const double *p
       if (tv)
         stk__pil_contrast(src, dst, (float)v);
       else
-        return dali_linear(src, dst, 1.0, v, stk__image_mean_luma(src), scratch, sctx);
+        return dali_linear(src, dst, 1.0, v,
+                           stk__aa_fast ? stk__aa_fast_mean_luma(src) : stk__image_mean_luma(src),
+                           scratch, sctx);
       return STK_OK;
     case STK__AA_COLOR:
-      if (tv)
+      if (tv && !(stk__aa_fast && stk__aa_fast_pil_color(src, dst, (float)v)))
         stk__pil_color(src, dst, (float)v);
-      else
+      else if (!tv)
         return dali_saturation(src, dst, v, scratch, sctx);
       return STK_OK;
     case STK__AA_SHARPNESS:
-      if (tv)
+      if (tv && !(stk__aa_fast && stk__aa_fast_pil_sharpness(src, dst, (float)v)))
         stk__pil_sharpness(src, dst, (float)v);
-      else
+      else if (!tv)
         return dali_sharpness(src, dst, v, np == 9 ? p : NULL, scratch, sctx);
       return STK_OK;
     case STK__AA_POSTERIZE: {

@@ -11,6 +11,11 @@
 #include "../cuda/api_autoaug.h"
 #include "resample.h"
 
+/* True (the default): uint8 images take the specialised kernels of autoaug_fast.c where
+ * they apply, which write the same bytes as the general colour / filter / warp kernels;
+ * false: always the general kernels (benchmarks and the exactness tests compare both). */
+extern bool stk__aa_fast;
+
 /* Returns `bytes` of scratch living at least until the operation returns (NULL: none). */
 typedef void *(*stk__aa_scratch_fn)(void *ctx, size_t bytes);
 

@@ -799,9 +799,19 @@ static stk_status apply_run(stk__node *node, stk__sample *s) {
   int op[STK__AA_MAX_STAGES];
   double param[STK__AA_MAX_STAGES];
   STK_TRY(sample_plan(node, s, st, &img, stages, op, param, rows));
+  /* the last operation writes straight into the output (no final copy): it is the
+   * ping-pong buffer that operation number `steps` - 1 writes */
+  int steps = 0;
+  for (int i = 0; i < stages; i++) steps += op[i] >= 0;
+  const stk__tensor *in = stk__input(s, 0);
+  stk__tensor *out;
+  STK_TRY(stk__output(s, 0, STK_DTYPE_UINT8, in->ndim, in->shape, in->layout, &out));
+  if (steps == 0)
+    memcpy(out->data, img.data, (size_t)(img.h * img.w * img.c));
+  else
+    q.img.buf[(steps - 1) % 2].data = out->data;
   for (int i = 0; i < stages; i++)
     if (op[i] >= 0) STK_TRY(apply_one(node, s, st, &q, (stk__aa_op)op[i], param[i]));
-  STK_TRY(emit(s, 0, 0, &q.img));
   if (q.has_mask) return emit(s, 1, 1, &q.mask);
   stk__tensor *t;
   return stk__output(s, 1, STK_DTYPE_UINT8, 1, (int64_t[]){0}, NULL, &t);
