@@ -1,6 +1,8 @@
 /* Requests to remote objects through libcurl: a handle pool, retries with backoff and
  * bounded response sinks; see remote.h. */
+#ifdef STK_HAVE_CURL
 #include <curl/curl.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,8 @@ int stk__remote_setting(const char *name, int fallback, int lo, int hi) {
   if (*end || x < lo || x > hi) return fallback;
   return (int)x;
 }
+
+#ifdef STK_HAVE_CURL
 
 /* ---- the handle pool ----------------------------------------------------------- */
 
@@ -348,6 +352,29 @@ stk_status stk__remote_get(const char *url, size_t max_bytes, uint8_t **data, si
   return *data ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "'%s'", url);
 }
 
+#else /* built without libcurl: every remote call says so */
+
+static stk_status no_curl(const char *url) {
+  return STK_FAIL(STK_ERR_UNSUPPORTED,
+                  "'%s': this build of stoker has no remote data sets (built without libcurl; "
+                  "install libcurl4-openssl-dev and rebuild)",
+                  url);
+}
+stk_status stk__remote_size(const char *url, int64_t *size) {
+  (void)size;
+  return no_curl(url);
+}
+stk_status stk__remote_read(const char *url, int64_t offset, void *dst, size_t size) {
+  (void)offset, (void)dst, (void)size;
+  return no_curl(url);
+}
+stk_status stk__remote_get(const char *url, size_t max_bytes, uint8_t **data, size_t *size) {
+  (void)max_bytes, (void)data, (void)size;
+  return no_curl(url);
+}
+
+#endif /* STK_HAVE_CURL */
+
 stk_status stk__read_path(const char *path, size_t max_bytes, uint8_t **data, size_t *size) {
   if (!stk__is_url(path)) return stk__read_file(path, max_bytes, data, size);
   STK_TRY(stk__remote_get(path, max_bytes, data, size));
@@ -360,6 +387,8 @@ stk_status stk__read_path(const char *path, size_t max_bytes, uint8_t **data, si
   *data = d;
   return STK_OK;
 }
+
+#ifdef STK_HAVE_CURL
 
 stk_status stk__remote_put(const char *url, const void *data, size_t size) {
   request q = {.method = "PUT", .length = -1, .body = data, .body_len = size};
@@ -494,3 +523,20 @@ stk_status stk__remote_list(const char *url, char ***urls, int64_t **sizes, size
   free(l.sizes);
   return st;
 }
+
+#else
+
+stk_status stk__remote_put(const char *url, const void *data, size_t size) {
+  (void)data, (void)size;
+  return no_curl(url);
+}
+stk_status stk__remote_put_file(const char *url, const char *path) {
+  (void)path;
+  return no_curl(url);
+}
+stk_status stk__remote_list(const char *url, char ***urls, int64_t **sizes, size_t *count) {
+  (void)urls, (void)sizes, (void)count;
+  return no_curl(url);
+}
+
+#endif /* STK_HAVE_CURL */
