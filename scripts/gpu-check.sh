@@ -80,6 +80,15 @@ PKGCFG_ARG=()
 if ls .deps/*.deb >/dev/null 2>&1; then
   mkdir -p "$DEPS"
   for f in .deps/*.deb; do dpkg -x "$f" "$DEPS"; done
+  # A -dev package's libX.so is a link to the runtime package's libX.so.N, which is not
+  # carried when the machine has it (zlib): point dangling links at the machine's copy, so
+  # the linker does not fall back to the static libX.a.
+  for l in "$DEPS"/usr/lib/x86_64-linux-gnu/*.so; do
+    if [ -L "$l" ] && [ ! -e "$l" ]; then
+      sys=$(ls /lib/x86_64-linux-gnu/"$(basename "$l")".[0-9]* /usr/lib/x86_64-linux-gnu/"$(basename "$l")".[0-9]* 2>/dev/null | head -1)
+      [ -n "$sys" ] && ln -sf "$sys" "$l"
+    fi
+  done
   for pc in "$DEPS"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$DEPS"/usr/share/pkgconfig/*.pc; do
     [ -f "$pc" ] && sed -i -E "s#(=|-I|-L)/usr#\\1$DEPS/usr#g" "$pc"
   done
