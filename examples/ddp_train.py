@@ -128,6 +128,7 @@ class Trainer:
     def __init__(self, args, num_classes, device):
         model = make_model(args.arch, num_classes).to(device, memory_format=torch.channels_last)
         ids = [device.index] if device.type == "cuda" else None
+        torch.backends.cudnn.benchmark = True  # one input shape: pick the fastest kernels
         self.model = nn.parallel.DistributedDataParallel(model, device_ids=ids)
         lr = args.lr * args.batch_size * dist.get_world_size() / 256  # the linear scaling rule
         self.opt = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=0.9,
