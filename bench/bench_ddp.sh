@@ -18,7 +18,7 @@
 # Builds the extension with scripts/gpu-check.sh build first when python/stoker has none.
 # Logs and results.jsonl go to $OUT (the device tool's folder) or ./gpu-out.
 set -u -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 OUTDIR=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUTDIR"
 RESULTS=$OUTDIR/ddp_results.jsonl
@@ -34,7 +34,8 @@ WARMUP=${STK_DDP_WARMUP:-20}
 ARCH=${STK_DDP_ARCH:-resnet50}
 DEVICE=${STK_DDP_DEVICE:-gpu}
 # NVLink multicast stays off (the lending machines' rule; harmless elsewhere)
-export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0} TORCH_SYMM_MEM_DISABLE_MULTICAST=${TORCH_SYMM_MEM_DISABLE_MULTICAST:-1}
+export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
+export TORCH_SYMM_MEM_DISABLE_MULTICAST=${TORCH_SYMM_MEM_DISABLE_MULTICAST:-1}
 export NVSHMEM_DISABLE_NVLS=${NVSHMEM_DISABLE_NVLS:-1} PYTHONUNBUFFERED=1
 
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
@@ -70,7 +71,8 @@ run() {
   echo "== $name ($gpus GPU)"
   CUDA_VISIBLE_DEVICES=$visible timeout 240 python3 -m torch.distributed.run --standalone \
     --nproc_per_node="$gpus" examples/ddp_train.py --data "$DATA" --batch-size "$BATCH" \
-    --threads "$THREADS" --warmup "$WARMUP" --epochs 1000 --device "$DEVICE" "$@" >"$OUTDIR/ddp_$name.log" 2>&1
+    --threads "$THREADS" --warmup "$WARMUP" --epochs 1000 --device "$DEVICE" "$@" \
+    >"$OUTDIR/ddp_$name.log" 2>&1
   local rc=$?
   local line
   line=$(grep '"event": "summary"' "$OUTDIR/ddp_$name.log" | tail -n 1)
