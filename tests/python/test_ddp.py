@@ -169,15 +169,32 @@ def test_training_refuses_partial_batches():
     assert res.returncode == 2 and "--last-batch partial/drop" in res.stderr
 
 
-def test_gpu_pipeline_builds(fake_gpu, dataset):
-    """The --device gpu pipeline (mixed decoding, GPU resize and normalisation) is a valid
-    graph: it builds against the fake GPU backend (which has no resampling kernels, so it
-    cannot run it; the two-GPU run is bench/bench_ddp.sh's)."""
+def import_example():
     sys.path.insert(0, os.path.dirname(EXAMPLE))
     try:
         import ddp_train
     finally:
         sys.path.remove(os.path.dirname(EXAMPLE))
+    return ddp_train
+
+
+@pytest.mark.parametrize("cores, local_world, want", [(16, "2", 8), (16, "3", 5), (2, "4", 1),
+                                                       (32, None, 32)])
+def test_threads_are_the_ranks_share_of_the_cores(monkeypatch, cores, local_world, want):
+    ddp_train = import_example()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    if local_world is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world)
+    assert ddp_train.default_threads() == want
+
+
+def test_gpu_pipeline_builds(fake_gpu, dataset):
+    """The --device gpu pipeline (mixed decoding, GPU resize and normalisation) is a valid
+    graph: it builds against the fake GPU backend (which has no resampling kernels, so it
+    cannot run it; the two-GPU run is bench/bench_ddp.sh's)."""
+    ddp_train = import_example()
     pipe = ddp_train.train_pipeline(dataset, 64, 1, 2, True, True, batch_size=4, num_threads=1,
                                     device_id=0, seed=1)
     pipe.build()
