@@ -217,12 +217,17 @@ def main(argv=None):
                           "arch": None if args.pipeline_only else args.arch}), flush=True)
     recorded = []
     step = 0
-    steady = {"images": 0, "steps": 0, "start": None}
+    # the summary's clock: from the end of the warm-up to the last step, less the pauses
+    # between epochs (the reports and barriers, more of them with more ranks)
+    steady = {"images": 0, "steps": 0, "start": None, "paused": 0.0}
+    epoch_end = None
     for epoch in range(args.epochs):
         labels_seen, epoch_images, epoch_steps, loss = [], 0, 0, None
         sync(device)
         dist.barrier()
         start = time.perf_counter()
+        if steady["start"] is not None and epoch_end is not None:
+            steady["paused"] += start - epoch_end
         for batch in loader:
             images = batch[0]["data"].permute(0, 3, 1, 2)  # NHWC memory, NCHW shape
             labels = batch[0]["label"].squeeze(1).long()
@@ -243,18 +248,18 @@ def main(argv=None):
             if args.steps and step >= args.steps:
                 break
         sync(device)
-        seconds = time.perf_counter() - start
+        epoch_end = time.perf_counter()
+        seconds = epoch_end - start
         recorded.append(labels_seen)
         report({"event": "epoch", "epoch": epoch, "rank": rank, "images": epoch_images,
                 "steps": epoch_steps, "seconds": seconds,
                 "loss": None if loss is None else float(loss.detach())}, world)
         if args.steps and step >= args.steps:
             break
-    sync(device)
-    end = time.perf_counter()
     if steady["start"] is not None:
+        seconds = epoch_end - steady["start"] - steady["paused"]
         report({"event": "summary", "rank": rank, "images": steady["images"],
-                "steps": steady["steps"], "seconds": end - steady["start"],
+                "steps": steady["steps"], "seconds": seconds,
                 "mode": "pipeline" if args.pipeline_only else "train"}, world)
     if args.record:
         with open(f"{args.record}.rank{rank}.json", "w") as f:
