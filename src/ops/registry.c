@@ -169,7 +169,9 @@
   X("experimental.decoders.image_slice", stk__op_decoders_image_slice)             \
   X("experimental.resize", stk__op_resize)                                         \
   X("experimental.tensor_resize", stk__op_resize)                                  \
-  X("experimental.peek_image_shape", stk__op_peek_image_shape)
+  X("experimental.peek_image_shape", stk__op_peek_image_shape)                     \
+  X("tensor_resize", stk__op_resize)                                               \
+  X("experimental.audio_resample", stk__op_audio_resample)
 #define STK__OPS_TENSOR(X)    /* tensor_shape.c, tensor_slice.c, tensor_fill.c, reductions.c, \
                                  tensor_io.c, pipeline/host.c */                              \
   X(stk__op_reshape)                                                                          \
