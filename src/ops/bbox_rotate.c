@@ -2,9 +2,9 @@
  * The box's corners go through the inverse of rotate's own matrix (geometry.c), on the
  * canvas rotate would choose for the same angle, keep_size and size, so the two agree;
  * the result is the corners' bounding box ("expand"), the original extent re-centred
- * there ("fixed"), or the mean of both ("halfway"), clipped to the canvas. Boxes
- * keeping less than remove_threshold of their area after the clip are dropped, with
- * their labels. */
+ * there, turned by the nearest quarter turn ("fixed"), or the mean of both ("halfway"), clipped to
+ * the canvas. Boxes keeping less than remove_threshold of their area after the clip are dropped,
+ * with their labels. */
 #include <math.h>
 #include <string.h>
 
@@ -129,11 +129,11 @@ static stk_status canvas(stk__node *node, stk__sample *s, double h, double w, do
 }
 
 typedef struct {
-  double fwd[6];        /* input pixel -> output pixel */
-  double sx, sy;        /* box units -> input pixels */
-  double ox, oy;        /* output pixels -> box units (reciprocal scale) */
-  double limx, limy;    /* the canvas in output box units */
-  int mode;             /* 0 expand, 1 halfway, 2 fixed */
+  double fwd[6];     /* input pixel -> output pixel */
+  double sx, sy;     /* box units -> input pixels */
+  double ox, oy;     /* output pixels -> box units (reciprocal scale) */
+  double limx, limy; /* the canvas in output box units */
+  int mode;          /* 0 expand, 1 halfway, 2 fixed */
   bool xywh;
   double threshold;
 } rot_spec;
@@ -153,6 +153,12 @@ static bool rotate_box(const rot_spec *r, const float *b, double o[4]) {
   }
   double e[4] = {x0, y0, x1, y1};
   double cx = 0.5 * (x0 + x1), cy = 0.5 * (y0 + y1), hw = 0.5 * (rr - l), hh = 0.5 * (bb - t);
+  /* "fixed" keeps the extent but turns it with the box: width and height trade places
+   * where the rotation is nearer a quarter turn (|sin| > |cos|), as in DALI. */
+  if (fabs(m[1]) > fabs(m[0])) {
+    double swap = hw;
+    hw = hh, hh = swap;
+  }
   double f[4] = {cx - hw, cy - hh, cx + hw, cy + hh};
   for (int k = 0; k < 4; k++) {
     double v = r->mode == 0 ? e[k] : r->mode == 2 ? f[k] : 0.5 * (e[k] + f[k]);

@@ -62,7 +62,8 @@ def formula(box, angle, h, w, mode):
         ys.append(-s * dx + c * dy + oh / 2)
     e = np.array([min(xs), min(ys), max(xs), max(ys)])
     cx, cy = (e[0] + e[2]) / 2, (e[1] + e[3]) / 2
-    f = np.array([cx - (r - l) / 2, cy - (b - t) / 2, cx + (r - l) / 2, cy + (b - t) / 2])
+    bw, bh = (r - l, b - t) if abs(s) < abs(c) else (b - t, r - l)  # a turned box: w <-> h
+    f = np.array([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2])
     out = {"expand": e, "fixed": f, "halfway": (e + f) / 2}[mode]
     return out / [ow, oh, ow, oh]
 
@@ -78,6 +79,15 @@ def test_30_degrees_by_formula(angle):
     fixed = got[2][0]
     assert abs((fixed[2] - fixed[0]) * 224 - 60) < 1e-3
     assert abs((fixed[3] - fixed[1]) * 188 - 30) < 1e-3
+
+
+def test_fixed_turns_past_45_degrees():
+    # At 60 degrees the canvas is ceil(100 + 86.6) -> 188 wide, ceil(50 + 173.2) -> 224
+    # high; the 60 x 30 box, nearer a quarter turn, becomes 30 wide and 60 high.
+    (fixed,) = run1(lambda b: rot(b, angle=60.0, mode="fixed"), BOX)
+    np.testing.assert_allclose(fixed[0], formula(BOX[0], 60.0, 100, 200, "fixed"), atol=1e-6)
+    assert abs((fixed[0, 2] - fixed[0, 0]) * 188 - 30) < 1e-3
+    assert abs((fixed[0, 3] - fixed[0, 1]) * 224 - 60) < 1e-3
 
 
 def test_layouts_pixels_and_shape_layout():
@@ -193,7 +203,7 @@ import sys, numpy as np
 from nvidia.dali import pipeline_def, fn, types
 boxes, labels = np.load(sys.argv[1]), np.load(sys.argv[2])
 CASES = [dict(angle=a, keep_size=k, mode=m, remove_threshold=t)
-         for a in (17.0, -63.0, 90.0, 135.0, 250.0) for k in (False, True)
+         for a in (17.0, -63.0, 90.0, 130.0, 250.0) for k in (False, True)
          for m in ("expand", "halfway", "fixed") for t in (0.1, 0.5)]
 CASES += [dict(angle=33.0, size=[70.0, 130.0]), dict(angle=-20.0, bbox_layout="xyWH"),
           dict(angle=50.0, bbox_normalized=False, keep_size=True)]
@@ -227,7 +237,7 @@ def test_matches_dali(tmp_path):
     subprocess.run([DALI_PY, "-c", DALI_SCRIPT, *paths], check=True, capture_output=True)
     want = np.load(paths[2])
     cases = [dict(angle=a, keep_size=k, mode=m, remove_threshold=t)
-             for a in (17.0, -63.0, 90.0, 135.0, 250.0) for k in (False, True)
+             for a in (17.0, -63.0, 90.0, 130.0, 250.0) for k in (False, True)
              for m in ("expand", "halfway", "fixed") for t in (0.1, 0.5)]
     cases += [dict(angle=33.0, size=[70.0, 130.0]), dict(angle=-20.0, bbox_layout="xyWH"),
               dict(angle=50.0, bbox_normalized=False, keep_size=True)]
