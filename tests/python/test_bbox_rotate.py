@@ -174,6 +174,36 @@ def test_agrees_with_rotate(angle, keep):
     assert ys.min() <= t + 2 and ys.max() + 1 >= b - 2
 
 
+def test_random_angle_per_sample_follows_rotate():
+    """One random angle per sample feeds both rotate and bbox_rotate (ragged sizes)."""
+    masks, boxes_in = [], []
+    for k, (h, w) in enumerate(((50, 70), (64, 64), (41, 90), (80, 33))):
+        m = np.zeros((h, w, 1), np.uint8)
+        t, l = 5 + k, 4 + 2 * k
+        m[t:t + h // 3, l:l + w // 3] = 255
+        masks.append(m)
+        boxes_in.append(np.array([[l / w, t / h, (l + w // 3) / w, (t + h // 3) / h]],
+                                 np.float32))
+
+    def define():
+        m = fn.external_source(source=lambda: masks, batch=True, layout="HWC")
+        b = fn.external_source(source=lambda: boxes_in, batch=True)
+        a = fn.random.uniform(range=[-180.0, 180.0], seed=7)
+        return (fn.rotate(m, angle=a, interp_type="nearest"), a,
+                fn.bbox_rotate(b, angle=a, input_shape=m.shape(), remove_threshold=0.0))
+
+    pipe = stoker.pipeline_def(define, batch_size=4, num_threads=2)()
+    imgs, angles, boxes = pipe.run()
+    assert len({round(float(np.array(angles[k])), 3) for k in range(4)}) == 4
+    for k in range(4):
+        img, box = np.array(imgs[k])[:, :, 0], np.array(boxes[k])[0]
+        oh, ow = img.shape
+        ys, xs = np.nonzero(img > 127)
+        l, t, r, b = box * [ow, oh, ow, oh]
+        assert xs.min() >= l - 1 and xs.max() + 1 <= r + 1 and xs.min() <= l + 2, k
+        assert ys.min() >= t - 1 and ys.max() + 1 <= b + 1 and ys.max() + 1 >= b - 2, k
+
+
 @pytest.mark.parametrize("kw,words", [
     (dict(angle=30.0, input_shape=[100]), "input_shape"),
     (dict(angle=30.0, input_shape=[0, 200]), "input_shape"),
