@@ -220,6 +220,18 @@ class _BBoxCropHook:
 HOOKS["random_bbox_crop"] = _BBoxCropHook()
 
 
+class _BBoxRotateHook:
+    """bbox_rotate: the boxes, then the kept labels when a labels input is given."""
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        inst = _graph.instantiate(schema, inputs, kwargs, num_outputs=1 + (len(inputs) > 1))
+        return _graph.outputs_of(inst)
+
+
+HOOKS["bbox_rotate"] = _BBoxRotateHook()
+
+
 class _ObjectBBoxHook:
     """segmentation.random_object_bbox: anchor and shape (or start and end; one output
     with format="box"), then the class with output_class=True."""

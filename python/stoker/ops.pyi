@@ -103,6 +103,34 @@ class BboxPaste(Operator):
     """
     def __init__(self, *, ratio: float | DataNode, paste_x: float | DataNode | None = ..., paste_y: float | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+class BboxRotate(Operator):
+    """Moves boxes to where rotate (same angle, keep_size, size) puts their image: the corners are rotated about the image centre onto rotate's canvas; mode expand keeps their bounding box, fixed the original extent centred there, halfway the mean. The result is clipped to the canvas; boxes keeping less than remove_threshold of their area are dropped with their labels (the optional second input and output). See docs/detection.md.
+
+    Devices: cpu.
+
+    Inputs:
+        boxes: float32 [N, 4]
+        labels (optional): optional, one row per box
+
+    Outputs:
+        a number set by the arguments
+        boxes: the rotated boxes, float32 [K, 4]
+
+    Keyword args:
+        angle (a float; required; may be a DataNode (per-sample argument input)): rotation in degrees, counter-clockwise as displayed (as fn.rotate)
+        input_shape (a list of ints; required; may be a DataNode (per-sample argument input)): shape of the image the boxes belong to, before rotation (image.shape()), its axes named by shape_layout
+        shape_layout (a string; default "HW"): names the axes of input_shape; must contain H and W ("HWC" and "HW" read the first two values)
+        keep_size (a bool; default false): the image keeps its size (as rotate's keep_size); false: the canvas grows as rotate's does
+        size (a list of floats; may be a DataNode (per-sample argument input)): the output canvas [H, W] given to rotate (rounded to nearest); excludes keep_size
+        mode (a string; default "expand"; one of 'expand', 'halfway', 'fixed'): expand: the bounding box of the rotated box; fixed: the original width and height centred on it; halfway: the mean of the two
+        bbox_layout (a string; default "xyXY"; one of 'xyXY', 'xyWH'): box format, [l, t, r, b] (xyXY) or [x, y, w, h] (xyWH)
+        bbox_normalized (a bool; default true): boxes are relative to the image ([0, 1]); false: pixels (and the output is in pixels of the rotated canvas)
+        remove_threshold (a float; default 0.1; in [0, 1]): boxes keeping a smaller fraction of their area inside the canvas are removed (0: none; 1: any that crosses the edge)
+        device (str, default "cpu"): one of 'cpu'
+        name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
+    """
+    def __init__(self, *, angle: float | DataNode, input_shape: Sequence[int] | DataNode, shape_layout: str | None = ..., keep_size: bool | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., bbox_layout: str | None = ..., bbox_normalized: bool | None = ..., remove_threshold: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class BoxEncoder(Operator):
     """Matches ground-truth boxes to SSD anchors (DALI's box_encoder): per anchor, the box with the largest IoU when above criteria, plus each box's best anchor; outputs [cx, cy, w, h] per anchor (offset=False) or normalised offsets, and the labels (0 for background). See docs/detection.md.
 

@@ -212,6 +212,7 @@
 #define STK__OPS_DETECTION(X) /* boxes.c, coord_transform.c, box_encoder.c, ... */ \
   X(stk__op_bb_flip)                                                               \
   X(stk__op_bbox_paste)                                                            \
+  X(stk__op_bbox_rotate)                                                           \
   X(stk__op_coord_flip)                                                            \
   X(stk__op_box_encoder)                                                           \
   X(stk__op_random_bbox_crop)                                                      \
