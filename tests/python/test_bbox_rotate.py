@@ -285,3 +285,21 @@ def test_matches_dali(tmp_path):
         np.testing.assert_allclose(gb, wb, atol=tol, rtol=0, err_msg=str(kw))
         removed += 40 - len(wl)
     assert removed > 0  # the cases exercise removal
+
+
+def test_text_form_round_trip_with_labels():
+    """Two outputs (boxes, labels) survive the text form: the same boxes from the copy."""
+    @stoker.pipeline_def(batch_size=2, num_threads=1, device_id=None, seed=3)
+    def pipe():
+        boxes = fn.constant(fdata=[0.1, 0.1, 0.4, 0.5, 0.5, 0.5, 0.9, 0.9], shape=[2, 4], dtype="float32")
+        labels = fn.constant(idata=[1, 2], shape=[2], dtype="int32")
+        return fn.bbox_rotate(boxes, labels, angle=30.0, input_shape=[100, 200])
+
+    p = pipe()
+    p.build()
+    q = stoker.Pipeline.deserialize(p.serialize())
+    a, b = p.run(), q.run()
+    assert len(b) == 2
+    for k in range(2):
+        np.testing.assert_array_equal(np.asarray(a[k][0]), np.asarray(b[k][0]))
+    np.testing.assert_array_equal(np.asarray(b[1][0]), [1, 2])
