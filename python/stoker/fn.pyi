@@ -540,7 +540,7 @@ def cutmix(*inputs: DataNode, alpha: float | None = ..., num_classes: int | None
     """
     ...
 def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """The same operator as experimental.debayer (DALI 2.4 has both names).
+    """Another name of experimental.debayer (DALI's). Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's debayer / experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
 
     Devices: cpu, gpu.
 

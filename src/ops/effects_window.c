@@ -286,25 +286,6 @@ static const stk_op_schema debayer_schema = {
 const stk__op_def stk__op_experimental_debayer = {
     .schema = &debayer_schema, .run_sample = debayer_run, .run_gpu = debayer_run_gpu};
 
-/* DALI 2.4's name for it (experimental.debayer is its legacy alias). */
-static const stk_op_schema debayer_main_schema = {
-    .name = "debayer",
-    .doc = "The same operator as experimental.debayer (DALI 2.4 has both names).",
-    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .inputs = win_in,
-    .num_outputs = 1,
-    .outputs = win_out,
-    .num_args = DB_COUNT_,
-    .args = debayer_args,
-    .gpu_check =
-        "g = grayscale(IN)\n"
-        "return debayer(g, blue_position=[0, 1], device=@)",
-};
-const stk__op_def stk__op_debayer = {
-    .schema = &debayer_main_schema, .run_sample = debayer_run, .run_gpu = debayer_run_gpu};
-
 /* ---------------------------------------------------------------------------------- */
 /* clahe                                                                              */
 /* ---------------------------------------------------------------------------------- */

@@ -171,7 +171,8 @@
   X("experimental.tensor_resize", stk__op_resize)                                  \
   X("experimental.peek_image_shape", stk__op_peek_image_shape)                     \
   X("tensor_resize", stk__op_resize)                                               \
-  X("experimental.audio_resample", stk__op_audio_resample)
+  X("experimental.audio_resample", stk__op_audio_resample)                         \
+  X("debayer", stk__op_experimental_debayer)
 #define STK__OPS_TENSOR(X)    /* tensor_shape.c, tensor_slice.c, tensor_fill.c, reductions.c, \
                                  tensor_io.c, pipeline/host.c */                              \
   X(stk__op_reshape)                                                                          \
@@ -233,7 +234,6 @@
   X(stk__op_experimental_dilate)                                                               \
   X(stk__op_experimental_erode)                                                                \
   X(stk__op_experimental_debayer)                                                              \
-  X(stk__op_debayer)                                                                           \
   X(stk__op_clahe)                                                                             \
   X(stk__op_paste)                                                                             \
   X(stk__op_multi_paste)                                                                       \

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 from gpu_parity import PHOTOS
 
-_EDGE = r"[A-Za-z_][A-Za-z0-9_]*"
 _DIRECTIVES = {"atol": float, "mismatch": float, "resize": str, "gray": bool, "iterations": int}
 
 
