@@ -230,6 +230,10 @@ struct stk_pipeline {
    * the order the stages skipped them; a slot is NULL until its writer has stored it. */
   atomic_llong num_skip_messages;
   _Atomic(char *) skip_messages[STK_SKIP_MESSAGES_KEPT];
+  /* Files readers left out at build under on_error="skip" (stk__node_skip_file): their
+   * count and the first messages. */
+  atomic_llong num_skipped_files;
+  _Atomic(char *) skipped_files[STK_SKIP_MESSAGES_KEPT];
   atomic_int feed_waiters; /* threads waiting for fed data (not bounded by timeout_ms) */
   /* Checkpoints (checkpoint.c): the state after the last batch handed out (consumer's
    * thread; stk__resume_len entries), and a checkpoint to resume from at build. */
