@@ -198,6 +198,8 @@ typedef struct {
   char **items;
   size_t count, cap;
   const char *who, *arg, *pattern;
+  stk__node *skipper; /* a reader skipping patterns it cannot list (on_error="skip") */
+  size_t skipped;
 } expansion;
 
 static stk_status push(expansion *x, const char *s, size_t n) {
@@ -337,6 +339,11 @@ static stk_status push_listed(expansion *x, const char *s) {
   if (st != STK_OK && st != STK_ERR_NOT_FOUND) st = stk__wrap(st, "%s: %s", x->who, x->arg);
   free(urls);
   stk__strbuf_free(&dir);
+  if (st != STK_OK && x->skipper && stk__reader_skip_file(x->skipper, s, st) == STK_OK) {
+    x->skipped++;
+    for (; kept > 0; kept--) free(x->items[--x->count]); /* none of a failed listing */
+    st = STK_OK;
+  }
   return st;
 }
 
@@ -377,21 +384,39 @@ static stk_status pack(expansion *x, char ***out) {
   return STK_OK;
 }
 
-stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
-                              const char *arg, char ***out, size_t *count) {
+static stk_status expand_all(expansion *x, const char *const *patterns, size_t num_patterns,
+                             char ***out, size_t *count) {
   *out = NULL;
   *count = 0;
-  expansion x = {.who = who ? who : "reader", .arg = arg};
   stk_status st = STK_OK;
   for (size_t i = 0; st == STK_OK && i < num_patterns; i++) {
-    x.pattern = patterns[i];
-    st = expand(&x, patterns[i], 0);
+    x->pattern = patterns[i];
+    st = expand(x, patterns[i], 0);
   }
-  if (st == STK_OK) st = pack(&x, out);
-  if (st == STK_OK) *count = x.count;
-  for (size_t i = 0; i < x.count; i++) free(x.items[i]);
-  free(x.items);
+  if (st == STK_OK && x->count == 0 && x->skipped > 0)
+    st = STK_FAIL(STK_ERR_NOT_FOUND,
+                  "%s: %s: no listing gave a file to read: every pattern was left out under "
+                  "on_error=\"skip\" (stats()'s skipped_file_messages say why)",
+                  x->who, x->arg);
+  if (st == STK_OK) st = pack(x, out);
+  if (st == STK_OK) *count = x->count;
+  for (size_t i = 0; i < x->count; i++) free(x->items[i]);
+  free(x->items);
   return st;
+}
+
+stk_status stk__reader_expand_paths(stk__node *node, const char *const *patterns,
+                                    size_t num_patterns, const char *arg, char ***out,
+                                    size_t *count) {
+  expansion x = {.who = stk__node_name(node), .arg = arg};
+  if (stk__node_skips_bad_data(node)) x.skipper = node;
+  return expand_all(&x, patterns, num_patterns, out, count);
+}
+
+stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
+                              const char *arg, char ***out, size_t *count) {
+  expansion x = {.who = who ? who : "reader", .arg = arg};
+  return expand_all(&x, patterns, num_patterns, out, count);
 }
 
 stk_status stk__reader_file_identity(const char *path, const char *where, stk__strbuf *id,

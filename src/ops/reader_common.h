@@ -206,6 +206,13 @@ void stk__reader_check_cache(stk__node *node, int base, const stk__fileset *fs,
 stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
                               const char *arg, char ***out, size_t *count);
 
+/* stk__expand_braces for a reader's `arg`: under on_error="skip", an s3:// pattern whose
+ * listing fails or matches nothing is left out (stk__reader_skip_file) and the others
+ * expand; when every one was left out, the build fails. */
+stk_status stk__reader_expand_paths(stk__node *node, const char *const *patterns,
+                                    size_t num_patterns, const char *arg, char ***out,
+                                    size_t *count);
+
 /* The sample cache's identity of a sample of file `path` (op.h's item_identity): the path
  * and `where` (the sample's place in a multi-sample file, "" for a file per sample) to
  * `id`, the file's size and modification time to `stamp` ("-" when it cannot be stat'ed:

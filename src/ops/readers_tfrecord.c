@@ -344,7 +344,7 @@ static stk_status build_records(stk__node *node, tf_state *r) {
   size_t np = stk__arg_strings(node, A_PATH, &pat);
   char **paths = NULL, **index = NULL;
   size_t num_paths = 0, num_index = 0;
-  stk_status st = stk__expand_braces(pat, np, name, "path", &paths, &num_paths);
+  stk_status st = stk__reader_expand_paths(node, pat, np, "path", &paths, &num_paths);
   if (st == STK_OK && stk__arg_given(node, A_INDEX_PATH)) {
     np = stk__arg_strings(node, A_INDEX_PATH, &pat);
     st = stk__expand_braces(pat, np, name, "index_path", &index, &num_index);

@@ -236,7 +236,7 @@ static stk_status init_state(stk__node *node, wds_state *r) {
   size_t np = stk__arg_strings(node, A_PATHS, &pat);
   char **paths = NULL, **index = NULL;
   size_t num_paths = 0, num_index = 0;
-  stk_status st = stk__expand_braces(pat, np, name, "paths", &paths, &num_paths);
+  stk_status st = stk__reader_expand_paths(node, pat, np, "paths", &paths, &num_paths);
   if (st == STK_OK && stk__arg_given(node, A_INDEX_PATHS)) {
     np = stk__arg_strings(node, A_INDEX_PATHS, &pat);
     st = stk__expand_braces(pat, np, name, "index_paths", &index, &num_index);

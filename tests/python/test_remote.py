@@ -664,3 +664,49 @@ def test_cache_settings_arguments_override_the_environment(dataset, monkeypatch,
     monkeypatch.delenv("STK_REMOTE_CACHE_MB")
     epochs(wds(url, remote_block_kb=64, remote_cache_mb=1, **kw), 4, 1)  # over the defaults
     assert "blocks of 64 KiB in use but the cache holds 16" in capfd.readouterr().err
+
+
+# ---- brace patterns over HTTP and S3 ----
+
+def test_brace_patterns_name_http_and_s3_shards(dataset, http_root, s3):
+    """Ranges, alternatives and nested groups expand for URLs as for local paths (HTTP
+    cannot be listed: a '*' there stays a literal character); index files too."""
+    wds_dir = dataset / "wds"
+    order = [0, 2, 1]
+    local, _ = epochs(wds([str(wds_dir / f"shard-{s:06d}.tar") for s in order]), 4, 3)
+    for base in (http_root, f"s3://{BUCKET}"):
+        paths = [f"{base}/wds/shard-00000{{0,2}}.tar", f"{base}/wds/shard-{{000001..000001}}.tar"]
+        remote, pipe = epochs(wds(paths), 4, 3)
+        assert remote == local, base
+        nested, _ = epochs(wds(f"{base}/wds/shard-00000{{0,{{2..1}}}}.tar"), 4, 3)
+        assert nested == local, base
+    # index files beside the shards on the HTTP server, named by a pattern as well
+    os.makedirs(dataset / "wds-idx-http", exist_ok=True)
+    upload_wds_indexes(dataset, s3)
+    for s in range(3):
+        body = s3.get_object(Bucket=BUCKET, Key=f"wds-idx/shard-{s:06d}.idx")["Body"].read()
+        (dataset / "wds-idx-http" / f"shard-{s:06d}.idx").write_bytes(body)
+    remote, _ = epochs(wds(f"{http_root}/wds/shard-{{000000..000002}}.tar",
+                           index_paths=f"{http_root}/wds-idx-http/shard-{{000000..000002}}.idx"),
+                       4, 3)
+    in_order, _ = epochs(wds(str(wds_dir / "shard-{000000..000002}.tar")), 4, 3)
+    assert remote == in_order
+    with pytest.raises(NotFoundError, match=r"wds/\*\.tar.*404"):
+        epochs(wds(f"{http_root}/wds/*.tar"), 1, 1)
+
+
+def test_a_range_past_the_last_shard_and_a_failed_listing_are_left_out_under_skip(
+        dataset, http_root):
+    """A range written wider than the shards there are (HTTP: 404s), and an s3:// glob
+    whose listing matches nothing, are left out under on_error="skip"."""
+    in_order, _ = epochs(wds(str(dataset / "wds" / "shard-{000000..000002}.tar")), 4, 3)
+    remote, pipe = epochs(wds(f"{http_root}/wds/shard-{{000000..000004}}.tar"), 4, 3,
+                          on_error="skip")
+    assert remote == in_order and pipe.epoch_size("Reader") == 12
+    assert pipe.stats()["skipped_files"] == 2
+    remote, pipe = epochs(wds([f"s3://{BUCKET}/wds/*.tar", f"s3://{BUCKET}/nothing/*.tar"]), 4, 3,
+                          on_error="skip")
+    assert remote == in_order
+    assert "nothing/*.tar" in pipe.stats()["skipped_file_messages"][0]
+    with pytest.raises(NotFoundError, match="every pattern was left out"):
+        epochs(wds(f"s3://{BUCKET}/nothing/*.tar"), 4, 1, on_error="skip")
