@@ -142,8 +142,8 @@ void stk__reader_remote_opts(const stk__node *node, int base, bool cache, stk__r
   }
 }
 
-/* Failures a file may be left out for: as the bad-sample policy's data errors, and a
- * missing file (a shard deleted, a 404). */
+/* Failures a file may be left out for: the bad-sample policy's data errors
+ * (pipeline/internal.h's stk__is_data_error), a missing file (a 404) included. */
 static bool skippable(stk_status st) {
   return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT ||
          st == STK_ERR_UNSUPPORTED || st == STK_ERR_NOT_FOUND;

@@ -710,3 +710,27 @@ def test_a_range_past_the_last_shard_and_a_failed_listing_are_left_out_under_ski
     assert "nothing/*.tar" in pipe.stats()["skipped_file_messages"][0]
     with pytest.raises(NotFoundError, match="every pattern was left out"):
         epochs(wds(f"s3://{BUCKET}/nothing/*.tar"), 4, 1, on_error="skip")
+
+
+def test_files_gone_when_read_are_skipped_samples(dataset, http_root, tmp_path):
+    """readers.file and readers.numpy read their files as samples: one that is gone (a
+    404, a deleted local file) is a bad sample, skipped and counted under
+    on_error="skip", and an error naming it otherwise."""
+    names = ["cats/" + NAMES[0], "cats/gone.jpg", "dogs-and-more/" + NAMES[3]]
+    local_root = tmp_path / "img"
+    shutil.copytree(dataset / "img", local_root)
+    for root in (f"{http_root}/img", f"s3://{BUCKET}/img", str(local_root)):
+        out, pipe = epochs(lambda: fn.readers.file(file_root=root, files=names, name="Reader"),
+                           2, 1, on_error="skip")
+        got = out[0][0]
+        assert len(got) == 2 and got[0].startswith(photo(NAMES[0]))
+        assert got[1].startswith(photo(NAMES[3]))
+        assert pipe.stats()["skipped"] == 1, root
+        assert "cats/gone.jpg" in pipe.stats()["skipped_samples"][0]
+        with pytest.raises(NotFoundError, match="gone.jpg"):
+            epochs(lambda: fn.readers.file(file_root=root, files=names), 2, 1)
+    arrays = [f"{http_root}/npy/g0/a0.npy", f"{http_root}/npy/g0/nope.npy"]
+    out, pipe = epochs(lambda: fn.readers.numpy(files=arrays), 2, 1, on_error="skip")
+    want = np.load(dataset / "npy" / "g0" / "a0.npy")
+    assert out[0][0][0] == want.tobytes() + str(want.shape).encode()
+    assert pipe.stats()["skipped"] == 1
