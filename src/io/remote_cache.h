@@ -50,8 +50,8 @@ void stk__remote_cache_hint(stk__remote_cache *c, int64_t file, int64_t offset);
 
 /* A shuffle buffer of `fill` samples of about `sample_bytes` each reads in random order
  * among the blocks of its samples; returns how many blocks keep every block until its
- * last sample is read. Unless STK_REMOTE_CACHE_MB (or remote_cache_mb) is set, the cache grows to
- * that many (at most 4 GiB of blocks). */
+ * last sample is read. Unless STK_REMOTE_CACHE_MB (or the reader's remote_cache_mb) is
+ * set, the cache grows to that many (at most 4 GiB of blocks). */
 int stk__remote_cache_fit_shuffle(stk__remote_cache *c, int64_t fill, double sample_bytes);
 
 /* The block size and how many blocks the cache holds. */

@@ -734,3 +734,14 @@ def test_files_gone_when_read_are_skipped_samples(dataset, http_root, tmp_path):
     want = np.load(dataset / "npy" / "g0" / "a0.npy")
     assert out[0][0][0] == want.tobytes() + str(want.shape).encode()
     assert pipe.stats()["skipped"] == 1
+
+
+def test_bad_remote_settings_are_refused_naming_the_argument():
+    from stoker.errors import InvalidArgumentError
+    for kw, arg in ((dict(remote_retries=101), "remote_retries"),
+                    (dict(remote_timeout=0), "remote_timeout"),
+                    (dict(remote_block_kb=2), "remote_block_kb")):
+        with pytest.raises(InvalidArgumentError, match=arg):
+            epochs(wds("s3://b/shard-{0..1}.tar", **kw), 1, 1)
+    with pytest.raises(StokerError, match="remote_cache_mb"):  # the file readers have none
+        epochs(lambda: fn.readers.file(files=["s3://b/x"], remote_cache_mb=4), 1, 1)
