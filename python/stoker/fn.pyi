@@ -3387,7 +3387,7 @@ class readers:
         """
         ...
     @staticmethod
-    def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per epoch).
 
         Devices: cpu.
@@ -3417,6 +3417,11 @@ class readers:
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
             paired (a bool; default false): stoker: file_list lines hold two paths and a label ("image mask label", paths without blanks), for segmentation: the reader then has three outputs, data, data2 (the second file's bytes) and label, and both files of a sample travel together
+            remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
+            remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
+            remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
+            remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -3492,7 +3497,7 @@ class readers:
         """
         ...
     @staticmethod
-    def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 
         Devices: cpu.
@@ -3526,6 +3531,11 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
+            remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
+            remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
+            remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -3563,7 +3573,7 @@ class readers:
         """
         ...
     @staticmethod
-    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
+    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 
         Devices: cpu.
@@ -3597,6 +3607,15 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
+            remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
+            remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
+            remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
+            remote_block_kb (an int; in [4, 1048576]): stoker: KiB of a block of remote shards read front to back; unset: STK_REMOTE_BLOCK_KB, else 4096.
+            remote_cache_mb (an int; in [1, 1048576]): stoker: MiB of blocks the reader keeps; unset: STK_REMOTE_CACHE_MB, else 256 or what a streaming shuffle buffer needs, up to 4096.
+            remote_readahead (an int; in [0, 64]): stoker: blocks fetched ahead; unset: STK_REMOTE_READAHEAD, else 4.
+            remote_prefetch_threads (an int; in [0, 16]): stoker: threads fetching ahead; unset: STK_REMOTE_PREFETCH_THREADS, else 4.
             features: DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, default_value) | VarLenFeature(dtype, default_value)}; the call then returns {name: DataNode}. Replaces the feature_* lists
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
@@ -3703,7 +3722,7 @@ class readers:
         """
         ...
     @staticmethod
-    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
         Devices: cpu.
@@ -3733,6 +3752,15 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
+            remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
+            remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
+            remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
+            remote_block_kb (an int; in [4, 1048576]): stoker: KiB of a block of remote shards read front to back; unset: STK_REMOTE_BLOCK_KB, else 4096.
+            remote_cache_mb (an int; in [1, 1048576]): stoker: MiB of blocks the reader keeps; unset: STK_REMOTE_CACHE_MB, else 256 or what a streaming shuffle buffer needs, up to 4096.
+            remote_readahead (an int; in [0, 64]): stoker: blocks fetched ahead; unset: STK_REMOTE_READAHEAD, else 4.
+            remote_prefetch_threads (an int; in [0, 16]): stoker: threads fetching ahead; unset: STK_REMOTE_PREFETCH_THREADS, else 4.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
