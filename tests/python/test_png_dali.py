@@ -28,15 +28,22 @@ RNG = np.random.default_rng(1616)
 COLORS = ["RGB", "BGR", "GRAY"]
 
 
-def decode(files, color):
-    @stoker.pipeline_def(batch_size=len(files), num_threads=2, device_id=None)
+def decode(files, color, device="cpu", stats=None):
+    # synchronous, so that exactly one batch has run when the stats are read
+    @stoker.pipeline_def(batch_size=len(files), num_threads=2,
+                         device_id=None if device == "cpu" else 0, exec_async=False,
+                         exec_pipelined=False)
     def pipe():
         enc, _ = fn.readers.file(files=files)
-        return fn.decoders.image(enc, output_type=color)
+        return fn.decoders.image(enc, output_type=color, device=device)
 
     p = pipe()
     p.build()
     (out,) = p.run()
+    if hasattr(out, "as_cpu"):
+        out = out.as_cpu()
+    if stats is not None:
+        stats.update(p.stats())
     return [np.asarray(out.at(i)) for i in range(len(files))]
 
 
@@ -174,7 +181,8 @@ def exif_chunk(orientation):
 
 def dali_set(d):
     """{name: path}: every colour type and bit depth, palettes with tRNS, Adam7 (with
-    images small enough to leave passes empty), odd sizes, other writers' files."""
+    images small enough to leave passes empty), odd sizes, gAMA (ignored by both), EXIF
+    orientations, other writers' files."""
     spec = [  # name, ctype, depth, interlace, (h, w), tRNS
         ("gray1", 0, 1, False, (7, 13), None), ("gray2_i", 0, 2, True, (23, 37), None),
         ("gray4", 0, 4, False, (1, 1), None), ("gray8_i", 0, 8, True, (5, 3), None),
@@ -203,6 +211,11 @@ def dali_set(d):
     img = RNG.integers(0, 256, (16, 16 * 3))
     files["rgb8_gama"] = write_png(d / "rgb8_gama.png", img, 2, 8,
                                    extra=chunk(b"gAMA", struct.pack(">I", 100000)))
+    # eXIf orientation: DALI applies it to PNGs too (adjust_orientation's default)
+    for name, ctype, depth, o in (("rgb8_exif6", 2, 8, 6), ("rgba16_exif5", 6, 16, 5),
+                                  ("gray16_exif3", 0, 16, 3), ("ga8_exif8", 4, 8, 8)):
+        img = RNG.integers(0, 1 << depth, (11, 7 * SAMPLES[ctype]))
+        files[name] = write_png(d / f"{name}.png", img, ctype, depth, extra=exif_chunk(o))
     # other writers: OpenCV (16-bit BGRA), Pillow (palette with transparency, LA)
     files["cv_rgba16"] = str(d / "cv_rgba16.png")
     cv2.imwrite(files["cv_rgba16"], RNG.integers(0, 65536, (14, 15, 4)).astype(np.uint16))
@@ -247,10 +260,12 @@ def dali_pngs(tmp_path_factory):
                           for c in COLORS for k in res.files if k.startswith(c + ":")}
 
 
-@pytest.mark.parametrize("color", COLORS)
-def test_png_decoding_equals_dali(dali_pngs, color):
+def check_against_dali(dali_pngs, color, device):
     names, files, dali = dali_pngs
-    got = decode([files[n] for n in names], color)
+    stats = {}
+    got = decode([files[n] for n in names], color, device, stats)
+    if device == "mixed":  # all but the four eXIf files went through the GPU decoder
+        assert stats["host_decoded"] == sum("exif" in n for n in names) == 4
     diffs = []
     for name, g in zip(names, got):
         want = dali[(color, name)]
@@ -258,3 +273,15 @@ def test_png_decoding_equals_dali(dali_pngs, color):
             n = int(np.sum(g != want)) if g.shape == want.shape else "shape"
             diffs.append(f"{name}: {n} {g.shape} vs DALI {want.shape}")
     assert not diffs, f"{color}: " + "; ".join(diffs)
+
+
+@pytest.mark.parametrize("color", COLORS)
+def test_png_decoding_equals_dali(dali_pngs, color):
+    check_against_dali(dali_pngs, color, "cpu")
+
+
+@pytest.mark.parametrize("color", COLORS)
+def test_gpu_png_maths_equals_dali(dali_pngs, fake_gpu, color):
+    # device="mixed" on the fake GPU backend: the GPU decoder's planning and its per-pixel
+    # code (src/shared/png_common.h) run on the host; the eXIf files go to the CPU decoder
+    check_against_dali(dali_pngs, color, "mixed")
