@@ -285,3 +285,17 @@ def test_gpu_png_maths_equals_dali(dali_pngs, fake_gpu, color):
     # device="mixed" on the fake GPU backend: the GPU decoder's planning and its per-pixel
     # code (src/shared/png_common.h) run on the host; the eXIf files go to the CPU decoder
     check_against_dali(dali_pngs, color, "mixed")
+
+
+def test_dalis_dtype_argument_is_refused_by_name(tmp_path):
+    # DALI's decoders offer dtype=UINT16 / FLOAT; stoker's output is uint8 only, and a
+    # pipeline asking for more fails at build time naming the argument (not silently uint8)
+    p = write_png(tmp_path / "g.png", np.array([[0, 65535]]), 0, 16)
+
+    @stoker.pipeline_def(batch_size=1, num_threads=1, device_id=None)
+    def pipe():
+        enc, _ = fn.readers.file(files=[p])
+        return fn.decoders.image(enc, dtype=stoker.types.UINT16)
+
+    with pytest.raises(stoker.errors.InvalidArgumentError, match="unknown argument 'dtype'"):
+        pipe().build()
