@@ -2,12 +2,13 @@
  * colour type is decoded to 8-bit RGB (or 8-bit gray for gray files when gray is asked
  * for); alpha is dropped, not composited (as DALI does). The values are DALI 2.4's, set
  * by src/shared/png_common.h (stk_png_store), which the GPU decoder shares: 16-bit files
- * are decoded at 16 bits (libspng's RGBA16) and rounded to 8, not cut to their high
- * byte (libspng's RGB8 would do that); GRAY from colour uses DALI's weights. CRC and zlib errors
- * are errors in every chunk, whatever region is decoded (a region decode reads the whole stream
- * too). Non-interlaced images are decoded row by row into the output; interlaced ones need the
- * whole image first. Decompression is bounded: the pixel limit is checked before decoding, and
- * libspng's chunk limits keep ancillary chunks (zTXt, iCCP: zlib bombs) small. */
+ * are decoded at 16 bits (libspng's RGBA16) and rounded to 8, not cut to their high byte
+ * (libspng's RGB8 would do that); GRAY from colour uses DALI's weights. CRC and zlib
+ * errors are errors in every chunk, whatever region is decoded (a region decode reads the
+ * whole stream too). Non-interlaced images are decoded row by row into the output;
+ * interlaced ones need the whole image first (8 bytes a pixel for 16-bit files).
+ * Decompression is bounded: the pixel limit is checked before decoding, and libspng's
+ * chunk limits keep ancillary chunks (zTXt, iCCP: zlib bombs) small. */
 #include <stdlib.h>
 #include <string.h>
 

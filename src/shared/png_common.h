@@ -11,8 +11,9 @@
  * Paeth, the bpp byte lanes of a row in parallel (stk_png_unfilter_lane); None / Up rows
  * fully in parallel, a byte each (stk_png_unfilter_byte)), and
  * turn one stored pixel into the output colour exactly as the CPU decoder does
- * (src/codecs/png.c calls stk_png_store on the samples libspng gives), with DALI 2.4's
- * values (its CPU decoders.image, checked byte for byte by tests/python/test_png_dali.py):
+ * (src/codecs/png.c passes libspng's samples through stk_png_store for 16-bit files and
+ * GRAY), with DALI 2.4's values (its CPU decoders.image; tests/python/test_png_dali.py
+ * compares byte for byte):
  *   - bit depths below 8 are scaled to 8 bits (v * 255 / (2^depth - 1));
  *   - 16-bit samples are rounded to 8 bits (round(v * 255 / 65535)), not cut to their
  *     high byte;
@@ -177,8 +178,8 @@ STK_HD unsigned stk_png_sample(const uint8_t *row, int64_t x, int s, const stk_p
   return (byte >> shift) & ((1u << h->depth) - 1u);
 }
 
-/* A 16-bit sample rounded to 8 bits: round(v * 255 / 65535), halves up (none occur:
- * 65535 is odd). libspng's RGB8 format and OpenCV / Pillow keep the high byte instead. */
+/* A 16-bit sample rounded to 8 bits: round(v * 255 / 65535) = round(v / 257), never a
+ * tie (257 is odd). libspng's RGB8 format, OpenCV and Pillow keep the high byte instead. */
 STK_HD uint8_t stk_png_16to8(unsigned v) { return (uint8_t)((v * 255u + 32767u) / 65535u); }
 
 /* A sample scaled to 8 bits: depths below 8 as libspng does, 16 rounded. */
