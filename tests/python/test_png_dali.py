@@ -114,10 +114,21 @@ def written_16bit(tmp_path):
     return out
 
 
+@pytest.fixture(params=["cpu", "mixed"])
+def device(request):
+    """The CPU decoder, and the GPU decoder's maths on the fake GPU backend."""
+    if request.param == "mixed":
+        request.getfixturevalue("fake_gpu")
+    return request.param
+
+
 @pytest.mark.parametrize("color", COLORS)
-def test_16bit_samples_are_rounded_to_8_bits(tmp_path, color):
+def test_16bit_samples_are_rounded_to_8_bits(tmp_path, color, device):
     cases = written_16bit(tmp_path)
-    got = decode([p for p, _, _ in cases], color)
+    stats = {}
+    got = decode([p for p, _, _ in cases], color, device, stats)
+    if device == "mixed":  # every file went through the GPU decoder's code
+        assert stats["host_decoded"] == 0
     for (path, s, ctype), g in zip(cases, got):
         want = expected(as_rgb(s, ctype), color, 16, ctype in (0, 4))
         assert g.dtype == np.uint8 and g.shape == want.shape, path
