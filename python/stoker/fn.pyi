@@ -2342,7 +2342,7 @@ class decoders:
         ...
     @staticmethod
     def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+        """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
         Devices: cpu, mixed.
 
@@ -2834,7 +2834,7 @@ class experimental:
         """The experimental.decoders namespace."""
         @staticmethod
         def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
             Devices: cpu, mixed.
 
