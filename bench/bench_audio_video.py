@@ -43,6 +43,7 @@ usage: bench_audio_video.py [--only speech,video] [--rounds 5] [--threads 2]
            [--clips 256] [--videos 32] [--device cpu|gpu] [--data DIR] [--json OUT]
 """
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -77,10 +78,30 @@ def speech_signal(rng, rate):
     return 0.2 * x * envelope + 0.02 * rng.standard_normal(n)
 
 
+def write_pcm16(path, x, rate):
+    """A 16-bit mono WAV or FLAC file: soundfile (libsndfile) where installed, else the
+    standard library's wave module and, for FLAC, the ffmpeg CLI."""
+    try:
+        import soundfile
+        soundfile.write(path, x, rate, subtype="PCM_16")
+        return
+    except ImportError:
+        pass
+    import wave
+    wav = path if path.endswith(".wav") else path + ".tmp.wav"
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(x, -1, 1 - 2 ** -15) * 32768).astype("<i2").tobytes())
+    if wav != path:
+        subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", wav, "-c:a", "flac", path], check=True)
+        os.remove(wav)
+
+
 def make_speech(folder, count, rates, seed=0):
     """`count` clips alternating WAV and FLAC (16-bit), rates cycling through `rates`;
     reuses the folder when it was made with the same settings."""
-    import soundfile
     stamp = os.path.join(folder, "settings.json")
     settings = {"count": count, "rates": rates, "seed": seed, "version": 1}
     paths = [os.path.join(folder, f"clip{i:04d}." + ("wav" if i % 2 == 0 else "flac")) for i in range(count)]
@@ -90,7 +111,7 @@ def make_speech(folder, count, rates, seed=0):
     rng = np.random.default_rng(seed)
     for i, path in enumerate(paths):
         rate = rates[i % len(rates)]
-        soundfile.write(path, speech_signal(rng, rate), rate, subtype="PCM_16")
+        write_pcm16(path, speech_signal(rng, rate), rate)
     json.dump(settings, open(stamp, "w"))
     return paths
 
@@ -206,12 +227,13 @@ def torch_speech(paths, batch, workers, device, loader, shuffle=True):
         def epoch():
             return sum(len(b) for b in dl)
         return dl, epoch
-    mel, db = ds.mel.to("cuda"), ds.db.to("cuda")
+    mel, db = SpeechSet([], loader).mel.to("cuda"), ds.db.to("cuda")  # (the workers' stay on the CPU)
 
     def epoch_gpu():
         n = 0
         for b in dl:
-            x = torch.nn.utils.rnn.pad_sequence(b, batch_first=True).to("cuda", non_blocking=True)
+            x = [t.to("cuda", non_blocking=True) for t in b]  # pinned by the DataLoader
+            x = torch.nn.utils.rnn.pad_sequence(x, batch_first=True)
             db(mel(x))  # [batch, 80, frames]: the padded tails cost as much as real audio
             n += len(b)
         torch.cuda.synchronize()
@@ -219,14 +241,15 @@ def torch_speech(paths, batch, workers, device, loader, shuffle=True):
     return dl, epoch_gpu
 
 
-def speech_agreement(path, loader):
+def speech_agreement(path, loader, device="cpu"):
     """Largest and mean |stoker - torchaudio| in dB on one clip, over the bins above -80 dB
-    and over all; the shapes."""
+    and over all; the shapes. device "gpu": stoker's GPU operators against torchaudio on
+    the CPU."""
     ds = SpeechSet([path], loader)
     ref = ds[0].numpy()
-    p = stoker_speech([path], 1, 1, "cpu", shuffle=False)
+    p = stoker_speech([path], 1, 1, device, shuffle=False)
     (out,) = p.run()
-    got = np.asarray(out.at(0))
+    got = np.asarray((out.as_cpu() if device == "gpu" else out).at(0))
     if hasattr(p, "close"):
         p.close()
     if got.shape != ref.shape:
@@ -436,7 +459,8 @@ def main():
     ap.add_argument("--clips", type=int, default=256, help="speech clips (a multiple of --audio-batch)")
     ap.add_argument("--audio-batch", type=int, default=16)
     ap.add_argument("--rates", default="16000", help="sample rates of the clips, cycled (e.g. 16000,22050,44100)")
-    ap.add_argument("--audio-loader", choices=("torchaudio", "soundfile"), default="torchaudio")
+    ap.add_argument("--audio-loader", choices=("auto", "torchaudio", "soundfile"), default="auto",
+                    help="torch's decoder; auto: torchaudio.load where torchcodec is installed, else soundfile")
     ap.add_argument("--videos", type=int, default=32, help="video clips")
     ap.add_argument("--frames", type=int, default=64, help="frames per video clip (a multiple of 16)")
     ap.add_argument("--gop", type=int, default=16, help="frames between the clips' key frames")
@@ -452,6 +476,12 @@ def main():
     import torch
     torch.set_num_threads(1)  # the main process collates (CPU); the workers set 1 themselves
     only, shuffle = a.only.split(","), not a.no_shuffle
+    have_codec = importlib.util.find_spec("torchcodec") is not None
+    if a.audio_loader == "auto":
+        a.audio_loader = "torchaudio" if have_codec else "soundfile"
+    if "video" in only and not have_codec:
+        print("video: skipped (no torchcodec: torchvision 0.26 has no video reader of its own)")
+        only = [x for x in only if x != "video"]
     print(f"machine {machine()}; load average before: {loadavg()}", flush=True)
     print(f"versions: {versions()}", flush=True)
     rows, report = [], {"machine": machine(), "load_before": loadavg(), "args": vars(a)}
@@ -461,7 +491,7 @@ def main():
         rates = [int(r) for r in a.rates.split(",")]
         paths = make_speech(os.path.join(a.data, "speech-" + "-".join(map(str, rates))), a.clips, rates)
         # one clip of each rate: the others are resampled, by different filters
-        agree = {rate: speech_agreement(paths[i], a.audio_loader) for i, rate in enumerate(rates)}
+        agree = {rate: speech_agreement(paths[i], a.audio_loader, a.device) for i, rate in enumerate(rates)}
         print(f"speech: {a.clips} clips ({sum(os.path.getsize(p) for p in paths) / 1e6:.1f} MB, rates {rates}), "
               f"batch {a.audio_batch}, device {a.device}; one clip, stoker vs torch: {agree}", flush=True)
         arms = {"torchaudio": torch_speech(paths, a.audio_batch, a.threads, a.device, a.audio_loader, shuffle)}
