@@ -17,7 +17,7 @@
 
 #include <stdatomic.h>
 
-#include "../cuda/gpu_api.h"
+#include "../cuda/gpu_kernels.h"
 #include "op.h"
 
 /* A loaded and opened device (reference counted: the pipeline and every device tensor
