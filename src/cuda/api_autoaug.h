@@ -1,7 +1,8 @@
 /* The GPU entry points for the fused automatic-augmentation program (auto_augment.apply).
- * Launched through gpu_api.h's launch() (ids and typed launchers in gpu_kernels.h); implemented in src/cuda/autoaug.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so.
+ * Launched through gpu_api.h's launch() (ids and typed launchers: gpu_kernels.h);
+ * implemented in
+ * src/cuda/autoaug.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so.
  *
  * The host (src/ops/autoaug_op.c) draws each sample's decisions exactly as the CPU
  * operator does and encodes them as a small program: a list of steps (operation codes
@@ -77,12 +78,11 @@ typedef struct {
   const float *floats;
 } stk_gpu_aa_args;
 
-/* The kernels:
- * autoaug: runs every sample's program (the steps, tables and payload of args). One
- * upload, one launch.
+/* The kernel:
+ * - autoaug: runs every sample's program (the steps, tables and payload of args). One
+ *   upload, one launch.
  */
-#define STK_GPU_KERNELS_AUTOAUG(X) \
-  X(AUTOAUG, autoaug, stk_gpu_aa_sample, stk_gpu_aa_args)
+#define STK_GPU_KERNELS_AUTOAUG(X) X(AUTOAUG, autoaug, stk_gpu_aa_sample, stk_gpu_aa_args)
 
 #ifdef __cplusplus
 }

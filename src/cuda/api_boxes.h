@@ -54,11 +54,12 @@ typedef struct {
 } stk_gpu_box_encoder_args;
 
 /* The kernels:
- * SSD matching, one thread block per sample (the CPU's rule: box_encoder.c). 
+ * - bb_flip, coord_flip, coord_transform: one thread per box or point;
+ * - box_encoder: SSD matching, one thread block per sample (the CPU's rule: box_encoder.c).
  */
-#define STK_GPU_KERNELS_BOXES(X) \
-  X(BB_FLIP, bb_flip, stk_gpu_bb_flip_sample, stk_gpu_no_args) \
-  X(COORD_FLIP, coord_flip, stk_gpu_coord_flip_sample, stk_gpu_no_args) \
+#define STK_GPU_KERNELS_BOXES(X)                                                       \
+  X(BB_FLIP, bb_flip, stk_gpu_bb_flip_sample, stk_gpu_no_args)                         \
+  X(COORD_FLIP, coord_flip, stk_gpu_coord_flip_sample, stk_gpu_no_args)                \
   X(COORD_TRANSFORM, coord_transform, stk_gpu_coord_transform_sample, stk_gpu_no_args) \
   X(BOX_ENCODER, box_encoder, stk_gpu_box_encoder_sample, stk_gpu_box_encoder_args)
 

@@ -1,9 +1,9 @@
 /* The GPU entry points for colour operators:
  * brightness, contrast, saturation, hue, hsv, color_twist, grayscale, invert, posterize,
  * solarize(_add), equalize, auto_contrast, sharpness, color_space_conversion.
- * Launched through gpu_api.h's launch() (ids and typed launchers in gpu_kernels.h); implemented in src/cuda/color.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so. */
+ * Launched through gpu_api.h's launch() (ids and typed launchers in gpu_kernels.h); implemented in
+ * src/cuda/color.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so. */
 #ifndef STOKER_CUDA_API_COLOR_H
 #define STOKER_CUDA_API_COLOR_H
 
@@ -100,9 +100,13 @@ typedef struct {
   stk_dtype in_dtype, out_dtype;
 } stk_gpu_clr_mode_args;
 
-#define STK_GPU_KERNELS_COLOR(X) \
-  X(CLR_LUT, clr_lut, stk_gpu_clr_lut_sample, stk_gpu_clr_lut_args) \
-  X(CLR_POINT, clr_point, stk_gpu_clr_point_sample, stk_gpu_io_args) \
+/* The kernels: clr_lut (per-sample tables), clr_point (an elementwise function),
+ * clr_pixel (a function of whole pixels), clr_stats (per-sample statistics first:
+ * equalize, auto_contrast, contrast about the mean), clr_sharpness (PIL's 3x3 smoothing
+ * blend). */
+#define STK_GPU_KERNELS_COLOR(X)                                           \
+  X(CLR_LUT, clr_lut, stk_gpu_clr_lut_sample, stk_gpu_clr_lut_args)        \
+  X(CLR_POINT, clr_point, stk_gpu_clr_point_sample, stk_gpu_io_args)       \
   X(CLR_PIXEL, clr_pixel, stk_gpu_clr_pixel_sample, stk_gpu_clr_mode_args) \
   X(CLR_STATS, clr_stats, stk_gpu_clr_stats_sample, stk_gpu_clr_mode_args) \
   X(CLR_SHARPNESS, clr_sharpness, stk_gpu_clr_sharpness_sample, stk_gpu_no_args)

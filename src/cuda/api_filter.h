@@ -1,7 +1,8 @@
 /* The GPU entry points for filters and noise: gaussian_blur, laplacian, filter, noise.*.
- * Launched through gpu_api.h's launch() (ids and typed launchers in gpu_kernels.h); implemented in src/cuda/filter.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so. */
+ * Launched through gpu_api.h's launch() (ids and typed launchers: gpu_kernels.h);
+ * implemented in
+ * src/cuda/filter.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so. */
 #ifndef STOKER_CUDA_API_FILTER_H
 #define STOKER_CUDA_API_FILTER_H
 
@@ -54,13 +55,13 @@ typedef struct {
 } stk_gpu_noise_args;
 
 /* The kernels:
- * Convolutions of n samples; in_dtype: uint8, int8, uint16, int16, int32, float16 or
- * float32; out_dtype: those, int64 or float64. Two launches at most (the horizontal
- * passes of separable samples into a float32 temporary, then every output). 
- * One noise operator (`kind`) on n samples of `dtype` (uint8, int16, int32, float16,
- * float32); one launch. 
+ * - conv: convolutions of n samples; in_dtype: uint8, int8, uint16, int16, int32, float16 or
+ *   float32; out_dtype: those, int64 or float64. Two launches at most (the horizontal
+ *   passes of separable samples into a float32 temporary, then every output);
+ * - noise: one noise operator (`kind`) on n samples of `dtype` (uint8, int16, int32,
+ *   float16, float32); one launch.
  */
-#define STK_GPU_KERNELS_FILTER(X) \
+#define STK_GPU_KERNELS_FILTER(X)                     \
   X(CONV, conv, stk_gpu_conv_sample, stk_gpu_io_args) \
   X(NOISE, noise, stk_gpu_noise_sample, stk_gpu_noise_args)
 

@@ -1,8 +1,9 @@
 /* The GPU entry points for geometry and occlusion: rotate, warp_affine, erase, grid_mask.
- * Launched through gpu_api.h's launch() (ids and typed launchers in gpu_kernels.h); implemented in src/cuda/geometry.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so. Each copies
- * its per-sample descriptors into one device array and makes one launch for the batch.
+ * Launched through gpu_api.h's launch() (ids and typed launchers: gpu_kernels.h);
+ * implemented in
+ * src/cuda/geometry.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so.
+ * Each copies its per-sample descriptors into one device array and makes one launch for the batch.
  * (crop runs through gpu_api.h's crop.) */
 #ifndef STOKER_CUDA_API_GEOMETRY_H
 #define STOKER_CUDA_API_GEOMETRY_H
@@ -75,11 +76,12 @@ typedef struct {
 } stk_gpu_grid_mask_args;
 
 /* The kernels:
- * pixel_bytes: channels * element size (1..64). 
+ * - warp_affine, erase: see their records above;
+ * - grid_mask: pixel_bytes is channels * element size (1..64).
  */
-#define STK_GPU_KERNELS_GEOMETRY(X) \
+#define STK_GPU_KERNELS_GEOMETRY(X)                                   \
   X(WARP_AFFINE, warp_affine, stk_gpu_warp_sample, stk_gpu_warp_args) \
-  X(ERASE, erase, stk_gpu_erase_sample, stk_gpu_erase_args) \
+  X(ERASE, erase, stk_gpu_erase_sample, stk_gpu_erase_args)           \
   X(GRID_MASK, grid_mask, stk_gpu_grid_mask_sample, stk_gpu_grid_mask_args)
 
 #ifdef __cplusplus

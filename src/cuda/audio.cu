@@ -292,26 +292,30 @@ static int audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_
 
 /* ---- the kernels of gpu_kernels.h ---- */
 
-int stk_gpu_k_audio_matrix(stk_gpu_ctx *ctx, int n, const stk_gpu_audio_matrix_sample *samples, const stk_gpu_no_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_audio_matrix(stk_gpu_ctx *ctx, int n, const stk_gpu_audio_matrix_sample *samples,
+                           const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                           size_t errlen) {
   (void)args;
   return audio_matrix(ctx, n, samples, stream, err, errlen);
 }
 
-int stk_gpu_k_audio_preemph(stk_gpu_ctx *ctx, int n, const stk_gpu_preemph_sample *samples, const stk_gpu_no_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_audio_preemph(stk_gpu_ctx *ctx, int n, const stk_gpu_preemph_sample *samples,
+                            const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                            size_t errlen) {
   (void)args;
   return audio_preemph(ctx, n, samples, stream, err, errlen);
 }
 
-int stk_gpu_k_audio_decibels(stk_gpu_ctx *ctx, int n, const stk_gpu_decibels_sample *samples, const stk_gpu_no_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_audio_decibels(stk_gpu_ctx *ctx, int n, const stk_gpu_decibels_sample *samples,
+                             const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                             size_t errlen) {
   (void)args;
   return audio_decibels(ctx, n, samples, stream, err, errlen);
 }
 
-int stk_gpu_k_audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_sample *samples, const stk_gpu_no_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_sample *samples,
+                                const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                                size_t errlen) {
   (void)args;
   return audio_spectrogram(ctx, n, samples, stream, err, errlen);
 }

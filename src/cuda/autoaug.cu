@@ -102,7 +102,8 @@ static int aa_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, i
 
 /* ---- the kernels of gpu_kernels.h ---- */
 
-int stk_gpu_k_autoaug(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, const stk_gpu_aa_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
-  return aa_apply(ctx, n, samples, args->num_steps, args->steps, args->num_luts, args->luts, args->num_floats, args->floats, args, stream, err, errlen);
+int stk_gpu_k_autoaug(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples,
+                      const stk_gpu_aa_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return aa_apply(ctx, n, samples, args->num_steps, args->steps, args->num_luts, args->luts,
+                  args->num_floats, args->floats, args, stream, err, errlen);
 }

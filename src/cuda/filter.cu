@@ -408,12 +408,12 @@ static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_
 
 /* ---- the kernels of gpu_kernels.h ---- */
 
-int stk_gpu_k_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samples, const stk_gpu_io_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samples,
+                   const stk_gpu_io_args *args, uintptr_t stream, char *err, size_t errlen) {
   return stk_gpu_conv(ctx, n, samples, args->in_dtype, args->out_dtype, stream, err, errlen);
 }
 
-int stk_gpu_k_noise(stk_gpu_ctx *ctx, int n, const stk_gpu_noise_sample *samples, const stk_gpu_noise_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_noise(stk_gpu_ctx *ctx, int n, const stk_gpu_noise_sample *samples,
+                    const stk_gpu_noise_args *args, uintptr_t stream, char *err, size_t errlen) {
   return stk_gpu_noise(ctx, args->kind, n, samples, args->dtype, stream, err, errlen);
 }

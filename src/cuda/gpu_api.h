@@ -340,12 +340,12 @@ typedef struct {
 } stk_gpu_mix_args;
 
 /* The kernels of this header (see gpu_kernels.h): X(ID, name, sample type, args type). */
-#define STK_GPU_KERNELS_CORE(X)                                                            \
-  X(RESAMPLE, resample, stk_gpu_resample_sample, stk_gpu_resample_args)                    \
-  X(CMN, cmn, stk_gpu_cmn_sample, stk_gpu_cmn_args)                                        \
-  X(CROP, crop, stk_gpu_crop_sample, stk_gpu_crop_args)                                    \
-  X(FLIP, flip, stk_gpu_flip_sample, stk_gpu_elem_args)                                    \
-  X(CAST, cast, stk_gpu_cast_sample, stk_gpu_io_args)                                      \
+#define STK_GPU_KERNELS_CORE(X)                                         \
+  X(RESAMPLE, resample, stk_gpu_resample_sample, stk_gpu_resample_args) \
+  X(CMN, cmn, stk_gpu_cmn_sample, stk_gpu_cmn_args)                     \
+  X(CROP, crop, stk_gpu_crop_sample, stk_gpu_crop_args)                 \
+  X(FLIP, flip, stk_gpu_flip_sample, stk_gpu_elem_args)                 \
+  X(CAST, cast, stk_gpu_cast_sample, stk_gpu_io_args)                   \
   X(MIX, mix, stk_gpu_mix_sample, stk_gpu_mix_args)
 
 /* One kernel launch: n sample records of the kernel's sample type and its batch

@@ -33,17 +33,17 @@
 extern "C" {
 #endif
 
-#define STK_GPU_KERNELS(X)                                                                 \
-  STK_GPU_KERNELS_CORE(X)                                                                  \
-  STK_GPU_KERNELS_COLOR(X)                                                                 \
-  STK_GPU_KERNELS_GEOMETRY(X)                                                              \
-  STK_GPU_KERNELS_FILTER(X)                                                                \
-  STK_GPU_KERNELS_MATH(X)                                                                  \
-  STK_GPU_KERNELS_AUTOAUG(X)                                                               \
-  STK_GPU_KERNELS_EFFECTS(X)                                                               \
-  STK_GPU_KERNELS_AUDIO(X)                                                                 \
-  STK_GPU_KERNELS_TENSOR(X)                                                                \
-  STK_GPU_KERNELS_BOXES(X)                                                                 \
+#define STK_GPU_KERNELS(X)    \
+  STK_GPU_KERNELS_CORE(X)     \
+  STK_GPU_KERNELS_COLOR(X)    \
+  STK_GPU_KERNELS_GEOMETRY(X) \
+  STK_GPU_KERNELS_FILTER(X)   \
+  STK_GPU_KERNELS_MATH(X)     \
+  STK_GPU_KERNELS_AUTOAUG(X)  \
+  STK_GPU_KERNELS_EFFECTS(X)  \
+  STK_GPU_KERNELS_AUDIO(X)    \
+  STK_GPU_KERNELS_TENSOR(X)   \
+  STK_GPU_KERNELS_BOXES(X)    \
   STK_GPU_KERNELS_PNG(X)
 
 #define STK__GPU_KERNEL_ID(ID, name, S, A) STK_GPU_K_##ID,
@@ -54,12 +54,12 @@ typedef enum { STK_GPU_KERNELS(STK__GPU_KERNEL_ID) STK_GPU_K_COUNT } stk_gpu_ker
 #define STK_GPU_KERNEL_INFO(ID, name, S, A) {#name, sizeof(S), sizeof(A)},
 
 /* The typed launchers. */
-#define STK__GPU_LAUNCHER(ID, name, S, A)                                                  \
-  static inline int stk_gpu_run_##name(const stk_gpu_api *api, stk_gpu_ctx *ctx, int n,    \
-                                       const S *samples, const A *args, uintptr_t stream,  \
-                                       char *err, size_t errlen) {                         \
-    stk_gpu_launch l = {n, samples, sizeof(S), args, sizeof(A), stream};                   \
-    return api->launch(ctx, STK_GPU_K_##ID, &l, err, errlen);                              \
+#define STK__GPU_LAUNCHER(ID, name, S, A)                                                 \
+  static inline int stk_gpu_run_##name(const stk_gpu_api *api, stk_gpu_ctx *ctx, int n,   \
+                                       const S *samples, const A *args, uintptr_t stream, \
+                                       char *err, size_t errlen) {                        \
+    stk_gpu_launch l = {n, samples, sizeof(S), args, sizeof(A), stream};                  \
+    return api->launch(ctx, STK_GPU_K_##ID, &l, err, errlen);                             \
   }
 STK_GPU_KERNELS(STK__GPU_LAUNCHER)
 #undef STK__GPU_LAUNCHER
@@ -71,9 +71,10 @@ STK_GPU_KERNELS(STK__GPU_LAUNCHER)
 #else
 #define STK__GPU_KERNEL_VISIBILITY
 #endif
-#define STK__GPU_KERNEL_FN(ID, name, S, A)                                                 \
-  STK__GPU_KERNEL_VISIBILITY int stk_gpu_k_##name(stk_gpu_ctx *ctx, int n, const S *samples, const A *args, \
-                       uintptr_t stream, char *err, size_t errlen);
+#define STK__GPU_KERNEL_FN(ID, name, S, A)                                                    \
+  STK__GPU_KERNEL_VISIBILITY int stk_gpu_k_##name(stk_gpu_ctx *ctx, int n, const S *samples,  \
+                                                  const A *args, uintptr_t stream, char *err, \
+                                                  size_t errlen);
 STK_GPU_KERNELS(STK__GPU_KERNEL_FN)
 #undef STK__GPU_KERNEL_FN
 

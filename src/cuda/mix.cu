@@ -85,7 +85,7 @@ int stk_gpu_mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_
 
 /* ---- the kernels of gpu_kernels.h ---- */
 
-int stk_gpu_k_mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, const stk_gpu_mix_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples,
+                  const stk_gpu_mix_args *args, uintptr_t stream, char *err, size_t errlen) {
   return stk_gpu_mix(ctx, n, samples, args->dtype, stream, err, errlen);
 }

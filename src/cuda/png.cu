@@ -288,7 +288,7 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
 
 /* ---- the kernels of gpu_kernels.h ---- */
 
-int stk_gpu_k_png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *samples, const stk_gpu_png_args *args,
-    uintptr_t stream, char *err, size_t errlen) {
+int stk_gpu_k_png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *samples,
+                         const stk_gpu_png_args *args, uintptr_t stream, char *err, size_t errlen) {
   return png_decode(ctx, n, samples, args->color, args->status, stream, err, errlen);
 }

@@ -723,10 +723,10 @@ typedef struct {
   bool needs_args; /* the args type is not stk_gpu_no_args: NULL args is refused */
 } kernel_entry;
 
-#define KERNEL_ADAPTER(ID, name, S, A)                                                     \
-  static int run_##name(stk_gpu_ctx *ctx, const stk_gpu_launch *l, char *err, size_t errlen) { \
+#define KERNEL_ADAPTER(ID, name, S, A)                                                            \
+  static int run_##name(stk_gpu_ctx *ctx, const stk_gpu_launch *l, char *err, size_t errlen) {    \
     return stk_gpu_k_##name(ctx, l->n, (const S *)l->samples, (const A *)l->args, l->stream, err, \
-                            errlen);                                                       \
+                            errlen);                                                              \
   }
 STK_GPU_KERNELS(KERNEL_ADAPTER)
 #undef KERNEL_ADAPTER
@@ -749,7 +749,8 @@ static int gpu_launch(stk_gpu_ctx *ctx, int kernel, const stk_gpu_launch *l, cha
                         (int)STK_GPU_K_COUNT);
   const stk_gpu_kernel_info *k = &kernel_infos[kernel];
   if (!ctx || !l)
-    return stk_gpu_fail(err, errlen, STK_ERR_INVALID_ARGUMENT, k->name, "no context or launch record");
+    return stk_gpu_fail(err, errlen, STK_ERR_INVALID_ARGUMENT, k->name,
+                        "no context or launch record");
   if (l->n < 0 || (l->n > 0 && !l->samples))
     return stk_gpu_fail(err, errlen, STK_ERR_INVALID_ARGUMENT, k->name, "bad batch (n = %d)", l->n);
   if (l->sample_size != k->sample_size || l->args_size != k->args_size)

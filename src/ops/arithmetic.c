@@ -915,8 +915,10 @@ static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk_gpu_binary_args args = {(int)st->op, ta, tb, ot, stk__binary_kind(st->op, ta, tb, ot)};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(
-        node, stk_gpu_run_binary(g->api, g->ctx, (int)n, p.smp, &args, stk__gpu_stream(b), err, sizeof err), err);
+    rc = stk__gpu_op_check(node,
+                           stk_gpu_run_binary(g->api, g->ctx, (int)n, p.smp, &args,
+                                              stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(p.smp);
   free(p.shapes);
@@ -976,7 +978,9 @@ static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op)
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     rc = stk__gpu_op_check(
-        node, stk_gpu_run_unary(g->api, g->ctx, (int)n, us, &args, stk__gpu_stream(b), err, sizeof err), err);
+        node,
+        stk_gpu_run_unary(g->api, g->ctx, (int)n, us, &args, stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   free(us);
   free(shapes);

@@ -380,10 +380,10 @@ static stk_status db_run_gpu(stk__node *node, stk__gpu_batch *b) {
     for (size_t i = 0; i < n; i++) ds[i].dst = stk__audio_gpu_data(out, i);
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(
-        node,
-        stk_gpu_run_audio_decibels(g->api, g->ctx, (int)n, ds, NULL, stk__gpu_stream(b), err, sizeof err),
-        err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_audio_decibels(g->api, g->ctx, (int)n, ds, NULL,
+                                                      stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(ds);
   free(shapes);

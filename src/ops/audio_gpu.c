@@ -68,10 +68,10 @@ stk_status stk__audio_gpu_matrix(stk__node *node, stk__gpu_batch *b, stk__audio_
     for (size_t i = 0; i < n; i++) ms[i].dst = stk__audio_gpu_data(out, i);
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st =
-        stk__gpu_op_check(node,
-                          stk_gpu_run_audio_matrix(g->api, g->ctx, (int)n, ms, NULL, stk__gpu_stream(b), err, sizeof err),
-                          err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_audio_matrix(g->api, g->ctx, (int)n, ms, NULL,
+                                                    stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   if (ms)
     for (size_t i = 0; i < n; i++) free((void *)ms[i].weights);

@@ -92,10 +92,10 @@ static stk_status pe_run_gpu(stk__node *node, stk__gpu_batch *b) {
     for (size_t i = 0; i < n; i++) ps[i].dst = stk__audio_gpu_data(out, i);
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(
-        node,
-        stk_gpu_run_audio_preemph(g->api, g->ctx, (int)n, ps, NULL, stk__gpu_stream(b), err, sizeof err),
-        err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_audio_preemph(g->api, g->ctx, (int)n, ps, NULL,
+                                                     stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(ps);
   free(shapes);

@@ -146,8 +146,8 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
       memcpy(q->m, pl->m, sizeof q->m);
       memcpy(q->off, pl->off, sizeof q->off);
     }
-    rc = stk_gpu_run_clr_pixel(api, g->ctx, (int)n, S, &(stk_gpu_clr_mode_args){p0->mode, in_dt, ot},
-                               stream, err, errlen);
+    rc = stk_gpu_run_clr_pixel(api, g->ctx, (int)n, S,
+                               &(stk_gpu_clr_mode_args){p0->mode, in_dt, ot}, stream, err, errlen);
     free(S);
   } else if (p0->kind == STK__CG_STATS) {
     stk_gpu_clr_stats_sample *S = calloc(n, sizeof *S);
@@ -160,8 +160,8 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
                                         p->ins[i].c,
                                         {pl->p[0], pl->p[1], pl->p[2], pl->p[3]}};
     }
-    rc = stk_gpu_run_clr_stats(api, g->ctx, (int)n, S, &(stk_gpu_clr_mode_args){p0->mode, in_dt, ot},
-                               stream, err, errlen);
+    rc = stk_gpu_run_clr_stats(api, g->ctx, (int)n, S,
+                               &(stk_gpu_clr_mode_args){p0->mode, in_dt, ot}, stream, err, errlen);
     free(S);
   } else {
     stk_gpu_clr_sharpness_sample *S = calloc(n, sizeof *S);

@@ -209,11 +209,10 @@ static stk_status clahe_luts_gpu(stk__node *node, stk__gpu_batch *b, fx_batch *f
     fb->fs[i].p.luts = c->luts;
     off += (size_t)(c->luma ? 1 : c->c) * c->tiles_y * c->tiles_x * 256;
   }
-  return stk__gpu_op_check(
-      node,
-      stk_gpu_run_fx_clahe_luts(g->api, g->ctx, (int)n, fb->cs, NULL, stk__gpu_stream(b), err,
-                                sizeof err),
-      err);
+  return stk__gpu_op_check(node,
+                           stk_gpu_run_fx_clahe_luts(g->api, g->ctx, (int)n, fb->cs, NULL,
+                                                     stk__gpu_stream(b), err, sizeof err),
+                           err);
 }
 
 stk_status stk__fx_run_gpu_inputs(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes,

@@ -158,10 +158,10 @@ stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b,
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(
-        node, stk_gpu_run_resample(g->api, g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err,
-                                   sizeof err),
-        err);
+    rc = stk__gpu_op_check(node,
+                           stk_gpu_run_resample(g->api, g->ctx, (int)n, samples, &args,
+                                                stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(samples);
   free(shapes);
@@ -207,4 +207,3 @@ stk_status stk__gpu_check_image_layout(const stk__node *node, const stk_tensor_l
                       "expects HWC images, got %d dimensions with layout '%s'", nd, l);
   return STK_OK;
 }
-

@@ -193,11 +193,10 @@ static stk_status jd_run_gpu(stk__node *node, stk__gpu_batch *b) {
       js[i].planes = (uint8_t *)planes + off;
       off += stk_je_planes_bytes(js[i].h, js[i].w);
     }
-    st = stk__gpu_op_check(
-        node,
-        stk_gpu_run_fx_jpeg_distort(g->api, g->ctx, (int)n, js, NULL, stk__gpu_stream(b), err,
-                                    sizeof err),
-        err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_fx_jpeg_distort(g->api, g->ctx, (int)n, js, NULL,
+                                                       stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   if (planes) g->api->device_free(g->ctx, planes, stk__gpu_stream(b), NULL, 0);
   free(js);

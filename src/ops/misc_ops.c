@@ -202,11 +202,12 @@ static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node,
-                           stk_gpu_run_one_hot(g->api, g->ctx, (int)n, hs,
-                                               &(stk_gpu_io_args){stk_tensor_list_dtype(in), p0.dtype},
-                                               stk__gpu_stream(b), err, sizeof err),
-                           err);
+    st = stk__gpu_op_check(
+        node,
+        stk_gpu_run_one_hot(g->api, g->ctx, (int)n, hs,
+                            &(stk_gpu_io_args){stk_tensor_list_dtype(in), p0.dtype},
+                            stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   free(hs);
   free(shapes);

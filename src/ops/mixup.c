@@ -509,8 +509,9 @@ static stk_status launch_gpu(stk__node *node, stk__gpu_batch *b, mix_work *w, si
   }
   if (st == STK_OK)
     st = stk__gpu_op_check(
-        node, stk_gpu_run_mix(g->api, g->ctx, (int)n, w->mix, &(stk_gpu_mix_args){f->dtype},
-                              stk__gpu_stream(b), err, sizeof err),
+        node,
+        stk_gpu_run_mix(g->api, g->ctx, (int)n, w->mix, &(stk_gpu_mix_args){f->dtype},
+                        stk__gpu_stream(b), err, sizeof err),
         err);
   return st;
 }

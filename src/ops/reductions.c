@@ -468,7 +468,8 @@ static stk_status gpu_stats(stk__node *node, stk__gpu_batch *b, stk_tn_reduce *r
                             const stk_tn_reduce_args *a) {
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  int rc = stk_gpu_run_tn_reduce(g->api, g->ctx, (int)n, rs, a, stk__gpu_stream(b), err, sizeof err);
+  int rc =
+      stk_gpu_run_tn_reduce(g->api, g->ctx, (int)n, rs, a, stk__gpu_stream(b), err, sizeof err);
   return stk__gpu_op_check(node, rc, err);
 }
 

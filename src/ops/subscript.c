@@ -290,9 +290,10 @@ static stk_status subscript_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(
-        node, stk_gpu_run_gather(g->api, g->ctx, (int)n, gs, &(stk_gpu_elem_args){es}, stk__gpu_stream(b),
-                                 err, sizeof err), err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_gather(g->api, g->ctx, (int)n, gs, &(stk_gpu_elem_args){es},
+                                              stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(gs);
   free(shapes);

@@ -164,8 +164,9 @@ stk_status stk__tn_gpu_copy(stk__node *node, stk__gpu_batch *b, const stk_tn_cop
                             size_t count, int esize) {
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  int rc = stk_gpu_run_tn_copy(g->api, g->ctx, (int)count, plans, &(stk_gpu_elem_args){(size_t)esize},
-                               stk__gpu_stream(b), err, sizeof err);
+  int rc =
+      stk_gpu_run_tn_copy(g->api, g->ctx, (int)count, plans, &(stk_gpu_elem_args){(size_t)esize},
+                          stk__gpu_stream(b), err, sizeof err);
   return stk__gpu_op_check(node, rc, err);
 }
 

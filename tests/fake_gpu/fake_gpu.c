@@ -1040,8 +1040,6 @@ static int fake_box_encoder(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_s
   return 0;
 }
 
-
-
 /* Queues a tensor job (taken over) like a kernel. */
 static int tn_enqueue(tn_job *j, uintptr_t stream, char *err, size_t errlen) {
   op *o = j ? calloc(1, sizeof *o) : NULL;
@@ -1131,8 +1129,6 @@ static int tn_cast(int n, const stk_gpu_cast_sample *samples, stk_dtype it, stk_
   return tn_enqueue(j, stream, err, errlen);
 }
 
-
-
 static void *dup_bytes(const void *p, size_t bytes) {
   void *q = malloc(bytes ? bytes : 1);
   if (q && bytes) memcpy(q, p, bytes);
@@ -1183,7 +1179,6 @@ static int autoaug_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *sampl
   pthread_mutex_unlock(&lock);
   return 0;
 }
-
 
 /* Queues one effects batch (pixels when `px`, clahe tables when `cl`). */
 static int effects_enqueue(int n, const stk_gpu_fx_sample *px, const stk_gpu_clahe_sample *cl,
@@ -1242,7 +1237,6 @@ static int fx_jpeg(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples, 
   return 0;
 }
 
-
 /* ---- PNG: the device routines (src/shared/inflate.h, png_common.h) run on the host ---- */
 
 /* One image into its destination; the status the kernels would give. */
@@ -1291,7 +1285,6 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
   pthread_mutex_unlock(&lock);
   return 0;
 }
-
 
 static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
@@ -1403,8 +1396,7 @@ static int supports(stk_gpu_ctx *ctx, int kernel) {
   return kernel >= 0 && kernel < STK_GPU_K_COUNT && kernels[kernel] != NULL;
 }
 
-static int launch(stk_gpu_ctx *ctx, int kernel, const stk_gpu_launch *l, char *err,
-                  size_t errlen) {
+static int launch(stk_gpu_ctx *ctx, int kernel, const stk_gpu_launch *l, char *err, size_t errlen) {
   if (kernel < 0 || kernel >= STK_GPU_K_COUNT)
     return fail(err, errlen, STK_ERR_UNSUPPORTED, "launch: no such kernel id");
   const stk_gpu_kernel_info *k = &kernel_infos[kernel];
@@ -1420,7 +1412,6 @@ static int launch(stk_gpu_ctx *ctx, int kernel, const stk_gpu_launch *l, char *e
   }
   return kernels[kernel](ctx, l, err, errlen);
 }
-
 
 static const stk_gpu_api api = {
     .abi_version = STK_GPU_ABI_VERSION,
@@ -1461,4 +1452,12 @@ static const stk_gpu_api api = {
     .host_free = host_free,
 };
 
-__attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) { return &api; }
+/* STK_FAKE_GPU_KERNEL_SKEW set: the table claims one kernel fewer, as a backend built from
+ * another kernel list would (tests/c/test_gpu_kernels_fake.c: the loader must refuse it). */
+__attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {
+  static stk_gpu_api skewed;
+  if (!getenv("STK_FAKE_GPU_KERNEL_SKEW")) return &api;
+  skewed = api;
+  skewed.kernel_count = STK_GPU_K_COUNT - 1;
+  return &skewed;
+}
