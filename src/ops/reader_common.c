@@ -126,6 +126,8 @@ void stk__reader_remote_opts(const stk__node *node, int base, bool cache, stk__r
     out->endpoint = stk__arg_string(node, base + STK__RR_ENDPOINT);
   if (stk__arg_given(node, base + STK__RR_REGION))
     out->region = stk__arg_string(node, base + STK__RR_REGION);
+  if (stk__arg_given(node, base + STK__RR_CA_BUNDLE))
+    out->ca_bundle = stk__arg_string(node, base + STK__RR_CA_BUNDLE);
   struct {
     int arg, *field;
   } ints[] = {{STK__RR_RETRIES, &out->retries},

@@ -99,6 +99,7 @@ enum {
 enum {
   STK__RR_ENDPOINT,
   STK__RR_REGION,
+  STK__RR_CA_BUNDLE,
   STK__RR_RETRIES,
   STK__RR_BACKOFF_MS,
   STK__RR_TIMEOUT,
@@ -123,6 +124,10 @@ enum {
       STK__REMOTE_ARG_STR("remote_region",                                                   \
                           "stoker: the region s3:// requests are signed for; unset: "        \
                           "AWS_REGION, AWS_DEFAULT_REGION, else us-east-1."),                \
+      STK__REMOTE_ARG_STR("remote_ca_bundle",                                                \
+                          "stoker: a PEM file of the certificate authorities https:// "      \
+                          "servers are verified against (a private CA); unset: "             \
+                          "STK_REMOTE_CA_BUNDLE, else the system's."),                       \
       STK__REMOTE_ARG_INT("remote_retries", 0, 100,                                          \
                           "stoker: retries of a failed request to a URL; unset: "            \
                           "STK_REMOTE_RETRIES, else 6."),                                    \
