@@ -2367,7 +2367,7 @@ class decoders:
         """
         ...
     @staticmethod
-    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
@@ -2394,7 +2394,8 @@ class decoders:
             crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
             crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
             rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
-            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+            fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -2431,15 +2432,15 @@ class decoders:
         """
         ...
     @staticmethod
-    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
 
         Inputs:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
-            anchor: the window's start along `axes` (float or integer)
-            shape: the window's extent along `axes`
+            anchor (optional): optional (with shape): the window's start along `axes` (float or integer)
+            shape (optional): optional (with anchor): the window's extent along `axes`
 
         Outputs:
             image: HWC uint8 image
@@ -2454,10 +2455,18 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-            normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
-            normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
-            axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
-            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
+            normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
+            axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+            start (a list of ints; may be a DataNode (per-sample argument input)): the window's start in pixels, one value per axis (instead of the anchor input; excludes rel_start); default 0
+            end (a list of ints; may be a DataNode (per-sample argument input)): the window's end (exclusive) in pixels; give at most one of end, rel_end, shape, rel_shape (none: the image's extent)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): the window's extent in pixels (end = start + shape)
+            rel_start (a list of floats; may be a DataNode (per-sample argument input)): the start as a fraction of the extent: round(rel_start * extent)
+            rel_end (a list of floats; may be a DataNode (per-sample argument input)): the end as a fraction of the extent: round(rel_end * extent)
+            rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the extent as a fraction of the image's: end = round(start + rel_shape * extent), with the start before rounding
+            axis_names (a string): the axes as letters, in order: "WH" is axes=[1, 0], "HW" axes=[0, 1], "W" only the width (excludes axes)
+            fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -2859,7 +2868,7 @@ class experimental:
             """
             ...
         @staticmethod
-        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
@@ -2886,7 +2895,8 @@ class experimental:
                 crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
                 crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
                 rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
-                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+                fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
@@ -2923,15 +2933,15 @@ class experimental:
             """
             ...
         @staticmethod
-        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-            """Another name of decoders.image_slice (DALI's). Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_slice (DALI's). Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
 
             Inputs:
                 encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
-                anchor: the window's start along `axes` (float or integer)
-                shape: the window's extent along `axes`
+                anchor (optional): optional (with shape): the window's start along `axes` (float or integer)
+                shape (optional): optional (with anchor): the window's extent along `axes`
 
             Outputs:
                 image: HWC uint8 image
@@ -2946,10 +2956,18 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-                normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
-                normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
-                axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
-                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
+                normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
+                axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+                start (a list of ints; may be a DataNode (per-sample argument input)): the window's start in pixels, one value per axis (instead of the anchor input; excludes rel_start); default 0
+                end (a list of ints; may be a DataNode (per-sample argument input)): the window's end (exclusive) in pixels; give at most one of end, rel_end, shape, rel_shape (none: the image's extent)
+                shape (a list of ints; may be a DataNode (per-sample argument input)): the window's extent in pixels (end = start + shape)
+                rel_start (a list of floats; may be a DataNode (per-sample argument input)): the start as a fraction of the extent: round(rel_start * extent)
+                rel_end (a list of floats; may be a DataNode (per-sample argument input)): the end as a fraction of the extent: round(rel_end * extent)
+                rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the extent as a fraction of the image's: end = round(start + rel_shape * extent), with the start before rounding
+                axis_names (a string): the axes as letters, in order: "WH" is axes=[1, 0], "HW" axes=[0, 1], "W" only the width (excludes axes)
+                fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
