@@ -3204,9 +3204,12 @@ class random:
     """The random namespace."""
     @staticmethod
     def beta(*inputs: DataNode, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample; the output has the shape of the optional shape_like input, else `shape`. (DALI's random.beta.)
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             output: numbers in [0, 1]
@@ -3222,19 +3225,22 @@ class random:
         """
         ...
     @staticmethod
-    def choice(*inputs: DataNode, a: Sequence[float], p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.
+    def choice(*inputs: DataNode, a: Sequence[float] | DataNode | None = ..., p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`; the output has the shape of the optional shape_like input, else `shape`.
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
 
         Keyword args:
-            a (a list of floats; required): the values to choose from; a single integer n means range(n)
+            a (a list of floats; required; may be a DataNode (per-sample argument input)): the values to choose from; a single integer n means range(n) (DALI's first input: fn.random.choice(a, shape_like) passes it here)
             p (a list of floats): probabilities of the values (uniform when absent); must sum to 1
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
-            dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type (a stoker extension); default: a's, as DALI: the fed tensor's type, else int32 for whole numbers and float32 otherwise
             seed (an int; default -1): this operator's seed (-1: derived)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
@@ -3245,6 +3251,9 @@ class random:
         """Draws 1 with `probability`, else 0, independently for every sample.
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
@@ -3264,6 +3273,9 @@ class random:
 
         Devices: cpu.
 
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
+
         Outputs:
             value: the drawn values
 
@@ -3282,6 +3294,9 @@ class random:
         """Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, independently for every sample.
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values

@@ -30,7 +30,8 @@ def decode(files, build, device="cpu", **kw):
     def pipe():
         enc, _ = fn.readers.file(files=files)
         out = build(enc)
-        return (fn.decoders.image(enc),) + (tuple(out) if isinstance(out, (list, tuple)) else (out,))
+        out = tuple(out) if isinstance(out, (list, tuple)) else (out,)
+        return (fn.decoders.image(enc),) + out
 
     p = pipe()
     p.build()
@@ -47,8 +48,9 @@ def two(photos):
 
 
 def test_start_end_and_start_shape_in_xy_order(two):
-    full, a, b = decode(two, lambda e: (fn.decoders.image_slice(e, start=[10, 20], end=[110, 70]),
-                                        fn.decoders.image_slice(e, start=[10, 20], shape=[100, 50])))
+    full, a, b = decode(two, lambda e: (
+        fn.decoders.image_slice(e, start=[10, 20], end=[110, 70]),
+        fn.decoders.image_slice(e, start=[10, 20], shape=[100, 50])))
     for f, x, y in zip(full, a, b):
         np.testing.assert_array_equal(x, f[20:70, 10:110])  # default axes [1, 0]: [x, y]
         np.testing.assert_array_equal(y, f[20:70, 10:110])
@@ -91,7 +93,8 @@ def test_per_sample_start_and_integer_anchor_inputs(two):
         # integer anchor / shape inputs are pixels even with normalized_* left true (DALI)
         ai = fn.external_source(source=[[np.array([10, 20], np.int32)] * 2], cycle=True)
         si = fn.external_source(source=[[np.array([100, 50], np.int32)] * 2], cycle=True)
-        return fn.decoders.image_slice(e, start=st, shape=[40, 30]), fn.decoders.image_slice(e, ai, si)
+        return (fn.decoders.image_slice(e, start=st, shape=[40, 30]),
+                fn.decoders.image_slice(e, ai, si))
     full, fed, ints = decode(two, build)
     for f, g, (x, y), i in zip(full, fed, [(5, 7), (30, 2)], ints):
         np.testing.assert_array_equal(g, f[y:y + 30, x:x + 40])
