@@ -1169,7 +1169,7 @@ def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference
     """
     ...
 def normalize(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., batch: bool | None = ..., mean: Sequence[float] | DataNode | None = ..., stddev: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., epsilon: float | None = ..., ddof: int | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch.
 
     Devices: cpu, gpu.
 
@@ -1182,7 +1182,7 @@ def normalize(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: s
     Keyword args:
         axes (a list of ints): the axes the statistics reduce (default: all)
         axis_names (a string): the same as layout letters
-        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree); on the CPU the operator then runs once per batch, on the producer thread, after the samples' other operators
         mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
         stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
         scale (a float; default 1.0): multiplies the result

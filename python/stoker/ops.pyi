@@ -1223,7 +1223,7 @@ class NonsilentRegion(Operator):
     def __init__(self, *, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class Normalize(Operator):
-    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch.
 
     Devices: cpu, gpu.
 
@@ -1236,7 +1236,7 @@ class Normalize(Operator):
     Keyword args:
         axes (a list of ints): the axes the statistics reduce (default: all)
         axis_names (a string): the same as layout letters
-        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree); on the CPU the operator then runs once per batch, on the producer thread, after the samples' other operators
         mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
         stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
         scale (a float; default 1.0): multiplies the result
