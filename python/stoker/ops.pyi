@@ -2112,35 +2112,36 @@ class Subscript(Operator):
     def __init__(self, *, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class TensorResize(Operator):
-    """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+    """Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
-    Devices: cpu, gpu.
+    Devices: cpu.
 
     Inputs:
-        input: HWC image (uint8 or float32)
+        input: a tensor of any numeric type
 
     Outputs:
-        output: the resized HWC image
+        output: the resized tensor (the input's layout)
 
     Keyword args:
-        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
-        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
-        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
-        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
-        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
-        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
-        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
-        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
-        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
-        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
-        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
-        device (str, default "cpu"): one of 'cpu', 'gpu'
+        sizes (a list of floats; may be a DataNode (per-sample argument input)): output extents, one per resized axis; 0 derives that extent by `mode` (excludes scales)
+        scales (a list of floats; may be a DataNode (per-sample argument input)): scale factors, one per resized axis: out = size_rounding(scale * input extent) (excludes sizes)
+        axes (a list of ints): the axes sizes / scales / max_size / roi_* refer to, in order (negative: from the back); default all (excludes axis_names)
+        axis_names (a string): the same as layout letters (excludes axes)
+        alignment (a list of floats; default [0.5]; may be a DataNode (per-sample argument input)): when the rounded size differs from the ideal one, the point of the region that keeps its place: 0 its start, 0.5 its centre, 1 its end (one value, or one per axis)
+        size_rounding (a string; default "round"; one of 'round', 'truncate', 'ceil'): how fractional output extents become integers (at least 1)
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): as resize's, over all the input's axes, the axes not resized counting as requested at their own extent (as DALI 2.4: not_smaller may then grow them)
+        max_size (a list of floats): limits of the output extents, one value or one per resized axis (0: none)
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation, as resize's
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor
+        dtype (a string; default ""): output type: "" (the input's) or a numeric type (integers: rounded and saturated)
+        subpixel_scale (a bool; default true): keep the exact scale when the extent is rounded (the region is adjusted about the alignment point); false maps the whole region onto the rounded extent
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ToDecibels(Operator):
     """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
@@ -2881,35 +2882,36 @@ class experimental:
         def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class TensorResize(Operator):
-        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+        """Another name of tensor_resize (DALI's). Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
-        Devices: cpu, gpu.
+        Devices: cpu.
 
         Inputs:
-            input: HWC image (uint8 or float32)
+            input: a tensor of any numeric type
 
         Outputs:
-            output: the resized HWC image
+            output: the resized tensor (the input's layout)
 
         Keyword args:
-            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
-            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
-            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
-            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
-            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
-            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
-            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
-            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
-            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
-            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
-            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
-            device (str, default "cpu"): one of 'cpu', 'gpu'
+            sizes (a list of floats; may be a DataNode (per-sample argument input)): output extents, one per resized axis; 0 derives that extent by `mode` (excludes scales)
+            scales (a list of floats; may be a DataNode (per-sample argument input)): scale factors, one per resized axis: out = size_rounding(scale * input extent) (excludes sizes)
+            axes (a list of ints): the axes sizes / scales / max_size / roi_* refer to, in order (negative: from the back); default all (excludes axis_names)
+            axis_names (a string): the same as layout letters (excludes axes)
+            alignment (a list of floats; default [0.5]; may be a DataNode (per-sample argument input)): when the rounded size differs from the ideal one, the point of the region that keeps its place: 0 its start, 0.5 its centre, 1 its end (one value, or one per axis)
+            size_rounding (a string; default "round"; one of 'round', 'truncate', 'ceil'): how fractional output extents become integers (at least 1)
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): as resize's, over all the input's axes, the axes not resized counting as requested at their own extent (as DALI 2.4: not_smaller may then grow them)
+            max_size (a list of floats): limits of the output extents, one value or one per resized axis (0: none)
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation, as resize's
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor
+            dtype (a string; default ""): output type: "" (the input's) or a numeric type (integers: rounded and saturated)
+            subpixel_scale (a bool; default true): keep the exact scale when the extent is rounded (the region is adjusted about the alignment point); false maps the whole region onto the rounded extent
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+            device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class WarpPerspective(Operator):
         """Applies a perspective transformation (DALI's experimental.warp_perspective, which is OpenCV's warpPerspective): output point p reads the input at (M p)_xy / (M p)_z, with p the pixel's centre in pixel-edge coordinates (pixel_origin = "corner") or its index ("center", OpenCV). uint8, uint16, int16 or float32; sampling in float32 (OpenCV interpolates uint8 in fixed point: results may differ from it by 1).
