@@ -2342,7 +2342,7 @@ class decoders:
         """
         ...
     @staticmethod
-    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
         Devices: cpu, mixed.
@@ -2363,12 +2363,18 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
@@ -2389,6 +2395,12 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
             crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
             crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -2402,7 +2414,7 @@ class decoders:
         """
         ...
     @staticmethod
-    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
@@ -2423,6 +2435,12 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
             random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
@@ -2433,7 +2451,7 @@ class decoders:
         """
         ...
     @staticmethod
-    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
@@ -2456,6 +2474,12 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
             normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
             axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names
@@ -2844,7 +2868,7 @@ class experimental:
     class decoders:
         """The experimental.decoders namespace."""
         @staticmethod
-        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
             Devices: cpu, mixed.
@@ -2865,12 +2889,18 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
             ...
         @staticmethod
-        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
@@ -2891,6 +2921,12 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
                 crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
                 crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -2904,7 +2940,7 @@ class experimental:
             """
             ...
         @staticmethod
-        def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
@@ -2925,6 +2961,12 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
                 random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
                 num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
@@ -2935,7 +2977,7 @@ class experimental:
             """
             ...
         @staticmethod
-        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image_slice (DALI's). Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
@@ -2958,6 +3000,12 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
                 normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
                 axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names

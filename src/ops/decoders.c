@@ -96,9 +96,61 @@
        "mixed device: with preallocate_height_hint, the hardware decoder's buffers are "      \
        "allocated up front for a batch of images up to this size, not while decoding; "       \
        "0: none"},                                                                            \
+      {"preallocate_height_hint",                                                             \
+       STK_ARG_INT,                                                                           \
+       STK_ARGF_RANGE,                                                                        \
+       "0",                                                                                   \
+       0,                                                                                     \
+       65535,                                                                                 \
+       NULL,                                                                                  \
+       "mixed device: see preallocate_width_hint"},                                           \
+      {"dtype",                                                                               \
+       STK_ARG_STRING,                                                                        \
+       0,                                                                                     \
+       "\"uint8\"",                                                                           \
+       0,                                                                                     \
+       0,                                                                                     \
+       "uint8|int8|uint16|int16|uint32|int32|float32|float",                                  \
+       "output type, the values scaled to its range as DALI: v * max / 255 (integers: "       \
+       "through float32, rounded), v / 255 for float32; CPU only"},                           \
+      {"affine",                                                                              \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "true",                                                                                \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads "   \
+       "are not pinned)"},                                                                    \
+      {"hybrid_huffman_threshold",                                                            \
+       STK_ARG_INT,                                                                           \
+       0,                                                                                     \
+       "1000000",                                                                             \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load "   \
+       "balances the paths)"},                                                                \
+      {"jpeg_fancy_upsampling",                                                               \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "false",                                                                               \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect "    \
+       "(the CPU decoder always uses libjpeg-turbo's fancy upsampling)"},                     \
+      {"device_memory_padding_jpeg2k",                                                        \
+       STK_ARG_INT,                                                                           \
+       0,                                                                                     \
+       "0",                                                                                   \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"},          \
   {                                                                                           \
-    "preallocate_height_hint", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 65535, NULL,              \
-        "mixed device: see preallocate_width_hint"                                            \
+    "host_memory_padding_jpeg2k", STK_ARG_INT, 0, "0", 0, 0, NULL,                            \
+        "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"           \
   }
 enum {
   A_OUTPUT_TYPE,
@@ -110,6 +162,12 @@ enum {
   A_HOST_PADDING,
   A_PREALLOC_W,
   A_PREALLOC_H,
+  A_DTYPE,
+  A_AFFINE,
+  A_HYBRID_HUFFMAN,
+  A_FANCY_UPSAMPLING,
+  A_DEVICE_PADDING_J2K,
+  A_HOST_PADDING_J2K,
   A_COMMON_COUNT
 };
 
@@ -192,9 +250,65 @@ static stk_status alloc_output(void *ctx, int h, int w, int c, uint8_t **out) {
   return STK_OK;
 }
 
+/* Where a decode goes when the output type is not uint8: scratch, converted after. */
+typedef struct {
+  stk__sample *s;
+  stk__image img;
+} scratch_image;
+
+static stk_status alloc_scratch_image(void *ctx, int h, int w, int c, uint8_t **out) {
+  scratch_image *si = ctx;
+  *out = stk__scratch(si->s, (size_t)h * (size_t)w * (size_t)c + 1);
+  if (!*out) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory for a %dx%d image", h, w);
+  si->img = (stk__image){.data = *out, .dtype = STK_DTYPE_UINT8, .h = h, .w = w, .c = c};
+  return STK_OK;
+}
+
+static stk_dtype dtype_arg(const stk__node *node) {
+  const char *t = stk__arg_string(node, A_DTYPE);
+  return strcmp(t, "float") == 0 ? STK_DTYPE_FLOAT32 : stk__dtype_arg(t);
+}
+
+/* DALI's conversion of a decoded uint8 value to the dynamic range of `dt`: v * (1 / 255)
+ * in float32 for float, else v * ((float)max / 255) in float32 arithmetic, as DALI (int32 and
+ * uint32 values are then multiples of 128 or 256), then half away from zero to the integer. */
+static void store_scaled(void *dst, stk_dtype dt, size_t i, uint8_t v) {
+  double max = dt == STK_DTYPE_INT8     ? 127.0
+               : dt == STK_DTYPE_UINT16 ? 65535.0
+               : dt == STK_DTYPE_INT16  ? 32767.0
+               : dt == STK_DTYPE_UINT32 ? 4294967295.0
+               : dt == STK_DTYPE_INT32  ? 2147483647.0
+                                        : 1.0;
+  if (dt == STK_DTYPE_FLOAT32) {
+    ((float *)dst)[i] = (float)v * (1.0f / 255.0f);
+    return;
+  }
+  float scale = (float)max / 255.0f;
+  float f = (float)v * scale;
+  stk__store_double(dst, dt, i, (double)f);
+}
+
+/* Output 0 of the node's dtype from a uint8 HWC image. */
+static stk_status emit_scaled(stk__node *node, stk__sample *s, const stk__image *img) {
+  stk_dtype dt = dtype_arg(node);
+  int64_t shape[3] = {img->h, img->w, img->c};
+  stk__tensor *t;
+  STK_TRY(stk__output(s, 0, dt, 3, shape, "HWC", &t));
+  size_t n = (size_t)(img->h * img->w * img->c);
+  const uint8_t *px = img->data;
+  for (size_t i = 0; i < n; i++) store_scaled(t->data, dt, i, px[i]);
+  return STK_OK;
+}
+
 static stk_status decode_into_output(stk__node *node, stk__sample *s, const uint8_t *data,
                                      size_t size, const char *nm, const stk__decode_opts *o) {
   stk__decoded d;
+  if (dtype_arg(node) != STK_DTYPE_UINT8) {
+    scratch_image part = {s, {0}};
+    stk_status st = stk__image_decode(data, size, nm, o, alloc_scratch_image, &part, &d);
+    if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+    return emit_scaled(node, s, &part.img);
+  }
   stk_status st = stk__image_decode(data, size, nm, o, alloc_output, s, &d);
   if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
   return STK_OK;
@@ -404,20 +518,6 @@ static stk_status decode_window(stk__node *node, stk__sample *s, window_fn windo
   return decode_into_output(node, s, data, size, nm, &o);
 }
 
-/* Where decode_padded's decoder writes the part of the window inside the image. */
-typedef struct {
-  stk__sample *s;
-  stk__image img;
-} scratch_image;
-
-static stk_status alloc_scratch_image(void *ctx, int h, int w, int c, uint8_t **out) {
-  scratch_image *si = ctx;
-  *out = stk__scratch(si->s, (size_t)h * (size_t)w * (size_t)c + 1);
-  if (!*out) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory for a %dx%d image", h, w);
-  si->img = (stk__image){.data = *out, .dtype = STK_DTYPE_UINT8, .h = h, .w = w, .c = c};
-  return STK_OK;
-}
-
 /* out_of_bounds_policy "pad": decodes the part of the window inside the image (nothing
  * when it lies wholly outside) and places it in a window-sized output whose other pixels
  * take the fill values (rounded and saturated to uint8, as crop's). */
@@ -441,11 +541,18 @@ static stk_status decode_padded(stk__node *node, stk__sample *s, const uint8_t *
   uint8_t fill_px[4];
   stk__fill_pixel(fill_px, STK_DTYPE_UINT8, (size_t)c, fill, (size_t)c);
   int64_t shape[3] = {win->h, win->w, c};
-  stk__tensor *t;
-  STK_TRY(stk__output(s, 0, STK_DTYPE_UINT8, 3, shape, "HWC", &t));
-  stk__image out = {.data = t->data, .dtype = STK_DTYPE_UINT8, .h = win->h, .w = win->w, .c = c};
+  stk__image out = {.data = NULL, .dtype = STK_DTYPE_UINT8, .h = win->h, .w = win->w, .c = c};
+  bool scaled = dtype_arg(node) != STK_DTYPE_UINT8;
+  if (scaled) {
+    out.data = stk__scratch(s, (size_t)(win->h * win->w * c) + 1);
+    if (!out.data) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  } else {
+    stk__tensor *t;
+    STK_TRY(stk__output(s, 0, STK_DTYPE_UINT8, 3, shape, "HWC", &t));
+    out.data = t->data;
+  }
   stk__crop_hwc(&part.img, win->y - y0, win->x - x0, &out, fill_px);
-  return STK_OK;
+  return scaled ? emit_scaled(node, s, &out) : STK_OK;
 }
 
 /* A rectangle of the w x h image as a window under the policy: inside the image, cut to it
@@ -922,6 +1029,11 @@ typedef struct {
 } mixed_sample;
 
 static stk_status mixed_init(stk__node *node) {
+  if (stk__node_device(node) == STK_DEVICE_MIXED && dtype_arg(node) != STK_DTYPE_UINT8)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "dtype \"%s\" is CPU-only: the mixed device decodes to uint8 (convert "
+                      "after, e.g. with crop_mirror_normalize or cast on the GPU)",
+                      stk__arg_string(node, A_DTYPE));
   if (stk__arg_float(node, NULL, A_CPU_LOAD) < 0) stk__node_request_host_balance(node);
   return STK_OK;
 }

@@ -165,8 +165,8 @@ static stk_status tr_axes(stk__node *node, stk__sample *s, const stk__tensor *in
       int64_t a = ax[k] < 0 ? ax[k] + in->ndim : ax[k];
       if (a < 0 || a >= in->ndim || *na >= STK_MAX_NDIM)
         return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                          "axes[%zu] = %lld is out of range for %d dimensions", k,
-                          (long long)ax[k], in->ndim);
+                          "axes[%zu] = %lld is out of range for %d dimensions", k, (long long)ax[k],
+                          in->ndim);
       axes[(*na)++] = (int)a;
     }
   } else {
@@ -291,8 +291,10 @@ static stk_status tr_plan(stk__node *node, stk__sample *s, const stk__tensor *in
       double c = lo[d] + align[d] * roi_ext[d];
       p->lo[d] = c - align[d] * win, p->hi[d] = p->lo[d] + win;
     }
-    if (p->out[d] != in->shape[d] || p->lo[d] != 0 || p->hi[d] != ext[d]) p->resized[d] = true;
-    else p->resized[d] = false;
+    if (p->out[d] != in->shape[d] || p->lo[d] != 0 || p->hi[d] != ext[d])
+      p->resized[d] = true;
+    else
+      p->resized[d] = false;
   }
   return STK_OK;
 }
@@ -304,8 +306,8 @@ static stk_status tr_pass(stk__node *node, stk__sample *s, const tr_plan_t *p, i
                           const stk__image *src_view, const stk__image *dst_view) {
   stk__interp ip = STK__INTERP_LINEAR;
   stk__interp_parse(stk__arg_string(node, TR_INTERP), &ip);
-  stk__resample_args ra = {p->lo[d], 0.0, p->hi[d], (double)src_view->h, ip,
-                           stk__arg_bool(node, NULL, TR_ANTIALIAS), 0};
+  stk__resample_args ra = {
+      p->lo[d], 0.0, p->hi[d], (double)src_view->h, ip, stk__arg_bool(node, NULL, TR_ANTIALIAS), 0};
   size_t need = stk__resample_scratch_size(src_view, dst_view->h, dst_view->w, &ra);
   void *scratch = need ? stk__scratch(s, need) : NULL;
   if (need && !scratch)
