@@ -3051,7 +3051,7 @@ class experimental:
     class readers:
         """The experimental.readers namespace."""
         @staticmethod
-        def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
             """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. (DALI's experimental name; the same operator as readers.video.)
 
             Devices: cpu.
@@ -3096,6 +3096,8 @@ class experimental:
                 read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
                 lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
                 skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+                tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+                shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
                 device (str, default "cpu"): one of 'cpu'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
@@ -3364,7 +3366,7 @@ class random:
 class readers:
     """The readers namespace."""
     @staticmethod
-    def caffe(*inputs: DataNode, path: Sequence[str], image_available: bool | None = ..., label_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def caffe(*inputs: DataNode, path: Sequence[str], image_available: bool | None = ..., label_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads (image, label) pairs from Caffe LMDB databases of Datum records (DALI's Caffe reader); needs liblmdb.so.0 at run time. See docs/formats.md.
 
         Devices: cpu.
@@ -3390,12 +3392,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def caffe2(*inputs: DataNode, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def caffe2(*inputs: DataNode, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads Caffe2 LMDB databases of TensorProtos records (DALI's Caffe2 reader): the image tensor and the label by label_type; needs liblmdb.so.0 at run time. See docs/formats.md.
 
         Devices: cpu.
@@ -3424,12 +3428,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def coco(*inputs: DataNode, file_root: str, annotations_file: str, images: Sequence[str] | None = ..., ltrb: bool | None = ..., ratio: bool | None = ..., skip_empty: bool | None = ..., size_threshold: float | None = ..., include_iscrowd: bool | None = ..., avoid_class_remapping: bool | None = ..., polygon_masks: bool | None = ..., pixelwise_masks: bool | None = ..., masks: bool | None = ..., image_ids: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def coco(*inputs: DataNode, file_root: str, annotations_file: str, images: Sequence[str] | None = ..., ltrb: bool | None = ..., ratio: bool | None = ..., skip_empty: bool | None = ..., size_threshold: float | None = ..., include_iscrowd: bool | None = ..., avoid_class_remapping: bool | None = ..., polygon_masks: bool | None = ..., pixelwise_masks: bool | None = ..., masks: bool | None = ..., image_ids: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads a COCO data set (DALI's COCO reader): the encoded images under file_root with their boxes and labels from annotations_file, optionally the segmentation as polygons or as a pixelwise mask, and the image ids; with sharding, padding and shuffling like the other readers. See docs/formats.md.
 
         Devices: cpu.
@@ -3465,12 +3471,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., dir_filters: Sequence[str] | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per epoch).
 
         Devices: cpu.
@@ -3500,12 +3508,15 @@ class readers:
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
             paired (a bool; default false): stoker: file_list lines hold two paths and a label ("image mask label", paths without blanks), for segmentation: the reader then has three outputs, data, data2 (the second file's bytes) and label, and both files of a sample travel together
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
+            dir_filters (a list of strings): file_root: keep only the class directories whose name matches one of these globs (case-sensitive); labels number the kept classes in order, as DALI's. Ignored with file_list and files
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def mxnet(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    def mxnet(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
         """Reads MXNet RecordIO files (DALI's MXNet reader): each record's encoded image and its float label(s), located through the .idx files; with sharding, padding and shuffling like the other readers. See docs/formats.md.
 
         Devices: cpu.
@@ -3530,12 +3541,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def nemo_asr(*inputs: DataNode, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def nemo_asr(*inputs: DataNode, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads speech data sets described by NeMo ASR manifests: the audio files decoded (libsndfile; downmixed and resampled on request) with their transcripts. Sharding, padding and shuffling as in readers.file.
 
         Devices: cpu.
@@ -3556,7 +3569,7 @@ class readers:
             read_text (a bool; default true): output the transcript (UTF-8 bytes, 1-D uint8)
             read_idxs (a bool; default false): output the entry's index in the manifests (int64 [1])
             normalize_text (a bool; default false): Deprecated in DALI; accepted, no effect
-            shuffle_after_epoch_seed (an int; default -1): Accepted for DALI compatibility; no effect. (use seed)
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3570,12 +3583,13 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
 
         Devices: cpu.
@@ -3609,12 +3623,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def sequence(*inputs: DataNode, file_root: str, sequence_length: int, step: int | None = ..., stride: int | None = ..., image_type: str | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def sequence(*inputs: DataNode, file_root: str, sequence_length: int, step: int | None = ..., stride: int | None = ..., image_type: str | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Reads sequences of frames from a directory of streams (DALI's sequence reader): sequence_length frames, stride apart, sequences step apart, decoded into one FHWC uint8 tensor per sample.
 
         Devices: cpu.
@@ -3641,12 +3657,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
+    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 
         Devices: cpu.
@@ -3680,13 +3698,15 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             features: DALI's dict {name: stoker.tfrecord.FixedLenFeature(shape, dtype, default_value) | VarLenFeature(dtype, default_value)}; the call then returns {name: DataNode}. Replaces the feature_* lists
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
 
         Devices: cpu.
@@ -3731,12 +3751,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def video_resize(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def video_resize(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. Frames are scaled (bilinear) to resize_x x resize_y as decoded.
 
         Devices: cpu.
@@ -3781,12 +3803,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
         Devices: cpu.
@@ -3816,6 +3840,8 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
