@@ -3884,14 +3884,14 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def mean_square(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """The mean of the squares over the axes.
+    def mean_square(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The mean of the squares over the axes (DALI's reductions.mean_square), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -3905,6 +3905,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -3930,8 +3931,8 @@ class reductions:
         """
         ...
     @staticmethod
-    def rms(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """The root mean square over the axes.
+    def rms(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The root mean square over the axes (DALI's reductions.rms), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -3945,6 +3946,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -3987,7 +3989,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

@@ -3980,14 +3980,14 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class MeanSquare(Operator):
-        """The mean of the squares over the axes.
+        """The mean of the squares over the axes (DALI's reductions.mean_square), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -4001,10 +4001,11 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Min(Operator):
         """The smallest element over the axes (DALI's reductions.min).
@@ -4027,7 +4028,7 @@ class reductions:
         def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Rms(Operator):
-        """The root mean square over the axes.
+        """The root mean square over the axes (DALI's reductions.rms), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -4041,10 +4042,11 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class StdDev(Operator):
         """The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / (n - ddof)) (DALI's reductions.std_dev).
@@ -4083,7 +4085,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

@@ -71,8 +71,10 @@ static const stk_arg_schema reduce_args[] = {
     [RA_DTYPE] = {.name = "dtype",
                   .type = STK_ARG_STRING,
                   .choices = RD_DTYPES,
-                  .doc = "sum and mean: the output type (sum: int64 / uint64 / float32 / "
-                         "float64 after the input's kind; mean: float32)"},
+                  .doc = "sum, mean, mean_square and rms: the output type (default sum: "
+                         "int64 / uint64 / float32 / float64 after the input's kind; the others: "
+                         "float32, float64 for float64 input); integer means truncate toward "
+                         "zero, as DALI"},
 };
 STK__CHECK_ARGS(reduce_args, RA_COUNT_);
 /* min/max/mean_square/rms show the first three arguments, sum and mean add dtype;
@@ -131,7 +133,7 @@ static stk_status reduce_sample(stk__node *node, stk__sample *s, const stk__tens
   plan_boxes(in, mask, stk__arg_bool(node, s, RA_KEEP_DIMS), p);
   memset(a, 0, sizeof *a);
   a->op = op, a->in_dtype = in->dtype;
-  a->out_dtype = !dev && (op == STK_TN_SUM || op == STK_TN_MEAN) && stk__arg_given(node, RA_DTYPE)
+  a->out_dtype = !dev && op != STK_TN_MIN && op != STK_TN_MAX && stk__arg_given(node, RA_DTYPE)
                      ? stk__dtype_arg(stk__arg_string(node, RA_DTYPE))
                      : default_dtype(op, in->dtype);
   if (!dev) return STK_OK;
@@ -239,10 +241,13 @@ REDUCTION(sum, "sum",
           4, reduce_args, 1, red_in, "return reductions.sum(IN, axes=[0, 1], device=@)")
 REDUCTION(mean, "mean", "The mean over the axes (DALI's reductions.mean), float32 by default.", 4,
           reduce_args, 1, red_in, CHECK1("mean"))
-REDUCTION(mean_square, "mean_square", "The mean of the squares over the axes.", 3, reduce_args, 1,
-          red_in, CHECK1("mean_square"))
-REDUCTION(rms, "rms", "The root mean square over the axes.", 3, reduce_args, 1, red_in,
-          CHECK1("rms"))
+REDUCTION(mean_square, "mean_square",
+          "The mean of the squares over the axes (DALI's reductions.mean_square), float32 by "
+          "default.",
+          4, reduce_args, 1, red_in, CHECK1("mean_square"))
+REDUCTION(rms, "rms",
+          "The root mean square over the axes (DALI's reductions.rms), float32 by default.", 4,
+          reduce_args, 1, red_in, CHECK1("rms"))
 REDUCTION(std_dev, "std_dev",
           "The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / "
           "(n - ddof)) (DALI's reductions.std_dev).",
