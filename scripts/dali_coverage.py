@@ -114,8 +114,11 @@ def report_args(dali_python, common, reg):
         if isinstance(d["inputs"], int):  # variadic (transforms.combine, cat, ...)
             if d["inputs"] > have_in:
                 extra_inputs = [f"up to {d['inputs']} (stoker {have_in})"]
-        elif d["inputs"] and len(d["inputs"]) > have_in:
-            extra_inputs = d["inputs"][have_in:]
+        elif d["inputs"]:
+            # an input stoker takes as an argument of the same name (random.choice's `a`,
+            # through the Python call form) is covered
+            named = [n for n in d["inputs"] if n not in ours.args]
+            extra_inputs = named[have_in:]
         if not live and not dep and not extra_inputs:
             continue
         ops_short += 1

@@ -718,7 +718,7 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input. DALI's legacy name: the same with antialias off by default.
 
     Devices: cpu, gpu.
@@ -744,6 +744,8 @@ def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -1491,7 +1493,7 @@ def random_crop_generator(*inputs: DataNode, random_area: Sequence[float] | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
 
     Devices: cpu, gpu.
@@ -1511,6 +1513,8 @@ def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: S
         antialias (a bool; default true): widen the filter by the scale factor when downscaling
         dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
         seed (an int; default -1): this operator's seed (-1: derived)
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1559,7 +1563,7 @@ def reshape(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., rel
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
 
     Devices: cpu, gpu.
@@ -1585,11 +1589,13 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
 
     Devices: cpu, gpu.
@@ -1615,6 +1621,8 @@ def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -2021,7 +2029,7 @@ def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | Non
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
     Devices: cpu.
@@ -2048,6 +2056,8 @@ def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = 
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -2342,7 +2352,7 @@ class decoders:
         """
         ...
     @staticmethod
-    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
         Devices: cpu, mixed.
@@ -2369,6 +2379,11 @@ class decoders:
             jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
             device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -2778,7 +2793,7 @@ class experimental:
         """
         ...
     @staticmethod
-    def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
 
         Devices: cpu, gpu.
@@ -2804,12 +2819,14 @@ class experimental:
             roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
             roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
             roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Another name of tensor_resize (DALI's). Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
         Devices: cpu.
@@ -2836,6 +2853,8 @@ class experimental:
             roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
             roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
             roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -2868,7 +2887,7 @@ class experimental:
     class decoders:
         """The experimental.decoders namespace."""
         @staticmethod
-        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
             Devices: cpu, mixed.
@@ -2895,6 +2914,11 @@ class experimental:
                 jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
                 device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """

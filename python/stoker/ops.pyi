@@ -777,6 +777,8 @@ class FastResizeCropMirror(Operator):
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -787,7 +789,7 @@ class FastResizeCropMirror(Operator):
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Filter(Operator):
     """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation.
@@ -1580,10 +1582,12 @@ class RandomResizedCrop(Operator):
         antialias (a bool; default true): widen the filter by the scale factor when downscaling
         dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
         seed (an int; default -1): this operator's seed (-1: derived)
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Reinterpret(Operator):
     """Reads each sample's bytes as another element type and/or shape (DALI's reinterpret); without a shape the last extent is rescaled. On the GPU no byte is copied.
@@ -1657,10 +1661,12 @@ class Resize(Operator):
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ResizeCropMirror(Operator):
     """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
@@ -1688,6 +1694,8 @@ class ResizeCropMirror(Operator):
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -1698,7 +1706,7 @@ class ResizeCropMirror(Operator):
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class RoiRandomCrop(Operator):
     """Places a crop_shape window at random so that it holds as much of the region of interest as it can: inside the ROI when the ROI is larger, covering it when smaller; within the input when its shape is known (in_shape or a data input). Outputs the window's start (int64), uniform over the allowed starts per dimension.
@@ -2138,10 +2146,12 @@ class TensorResize(Operator):
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ToDecibels(Operator):
     """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
@@ -2465,10 +2475,15 @@ class decoders:
             jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
             device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class ImageCrop(Operator):
         """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
@@ -2900,10 +2915,12 @@ class experimental:
             roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
             roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
             roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class TensorResize(Operator):
         """Another name of tensor_resize (DALI's). Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
@@ -2932,10 +2949,12 @@ class experimental:
             roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
             roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
             roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class WarpPerspective(Operator):
         """Applies a perspective transformation (DALI's experimental.warp_perspective, which is OpenCV's warpPerspective): output point p reads the input at (M p)_xy / (M p)_z, with p the pixel's centre in pixel-edge coordinates (pixel_origin = "corner") or its index ("center", OpenCV). uint8, uint16, int16 or float32; sampling in float32 (OpenCV interpolates uint8 in fixed point: results may differ from it by 1).
@@ -2991,10 +3010,15 @@ class experimental:
                 jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
                 device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
-            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
         class ImageCrop(Operator):
             """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.

@@ -319,10 +319,45 @@ static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b);
 
 /* ---- decoders.image ---- */
 
-static const stk_arg_schema image_args[] = {DECODER_COMMON_ARGS};
-STK__CHECK_ARGS(image_args, A_COMMON_COUNT);
-_Static_assert(sizeof image_args / sizeof image_args[0] == A_COMMON_COUNT,
+_Static_assert(sizeof((stk_arg_schema[]){DECODER_COMMON_ARGS}) / sizeof(stk_arg_schema) ==
+                   A_COMMON_COUNT,
                "A_COMMON_COUNT must count DECODER_COMMON_ARGS");
+
+/* DALI's decoder cache (mixed backend): accepted so DALI code ports; stoker caches whole
+ * deterministic prefixes instead (fn.cache, docs/python.md). */
+#define CACHE_COMPAT "DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)"
+enum {
+  IM_CACHE_SIZE = A_COMMON_COUNT,
+  IM_CACHE_THRESHOLD,
+  IM_CACHE_TYPE,
+  IM_CACHE_DEBUG,
+  IM_CACHE_BATCH_COPY,
+  IM_COUNT_
+};
+static const stk_arg_schema image_args[] = {
+    DECODER_COMMON_ARGS,
+    [IM_CACHE_SIZE] = {.name = "cache_size",
+                       .type = STK_ARG_INT,
+                       .default_text = "0",
+                       .doc = CACHE_COMPAT},
+    [IM_CACHE_THRESHOLD] = {.name = "cache_threshold",
+                            .type = STK_ARG_INT,
+                            .default_text = "0",
+                            .doc = CACHE_COMPAT},
+    [IM_CACHE_TYPE] = {.name = "cache_type",
+                       .type = STK_ARG_STRING,
+                       .default_text = "\"\"",
+                       .doc = CACHE_COMPAT},
+    [IM_CACHE_DEBUG] = {.name = "cache_debug",
+                        .type = STK_ARG_BOOL,
+                        .default_text = "false",
+                        .doc = CACHE_COMPAT},
+    [IM_CACHE_BATCH_COPY] = {.name = "cache_batch_copy",
+                             .type = STK_ARG_BOOL,
+                             .default_text = "true",
+                             .doc = CACHE_COMPAT},
+};
+STK__CHECK_ARGS(image_args, IM_COUNT_);
 
 static stk_status image_run(stk__node *node, stk__sample *s) {
   char buf[48];

@@ -17,6 +17,8 @@ enum {
   A_ANTIALIAS,
   A_DTYPE,
   A_SEED,
+  A_MINIBATCH,
+  A_TEMP_BUFFER,
   RRC_ARGS_COUNT_
 };
 
@@ -61,6 +63,8 @@ static const stk_arg_schema rrc_args[] = {
                 .type = STK_ARG_INT,
                 .default_text = "-1",
                 .doc = "this operator's seed (-1: derived)"},
+    [A_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG,
+    [A_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,
 };
 STK__CHECK_ARGS(rrc_args, RRC_ARGS_COUNT_);
 

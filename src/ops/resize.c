@@ -21,6 +21,8 @@ enum {
   A_ROI_START,
   A_ROI_END,
   A_ROI_RELATIVE,
+  A_MINIBATCH,
+  A_TEMP_BUFFER,
   RESIZE_ARGS_COUNT_
 };
 
@@ -128,13 +130,14 @@ enum {
                  .type = STK_ARG_FLOATS,                                                         \
                  .flags = STK_ARGF_PER_SAMPLE,                                                   \
                  .doc = "end [y, x] of the input region to resize (with roi_start)"},            \
-  [A_ROI_RELATIVE] = {                                                                           \
-      .name = "roi_relative",                                                                    \
-      .type = STK_ARG_BOOL,                                                                      \
-      .default_text = "false",                                                                   \
-      .doc =                                                                                     \
-          "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) "  \
-          "instead of pixels"},
+  [A_ROI_RELATIVE] =                                                                             \
+      {.name = "roi_relative",                                                                   \
+       .type = STK_ARG_BOOL,                                                                     \
+       .default_text = "false",                                                                  \
+       .doc =                                                                                    \
+           "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) " \
+           "instead of pixels"},                                                                 \
+  [A_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG, [A_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,
 
 static const stk_arg_schema resize_args[] = {RESIZE_ARGS("true")};
 STK__CHECK_ARGS(resize_args, RESIZE_ARGS_COUNT_);

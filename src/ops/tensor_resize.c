@@ -27,6 +27,8 @@ enum {
   TR_ROI_START,
   TR_ROI_END,
   TR_ROI_RELATIVE,
+  TR_MINIBATCH,
+  TR_TEMP_BUFFER,
   TR_COUNT_
 };
 
@@ -103,6 +105,8 @@ static const stk_arg_schema tr_args[] = {
                          .type = STK_ARG_BOOL,
                          .default_text = "false",
                          .doc = "roi_start / roi_end are fractions of the input's extents"},
+    [TR_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG,
+    [TR_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,
 };
 STK__CHECK_ARGS(tr_args, TR_COUNT_);
 

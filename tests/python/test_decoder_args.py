@@ -78,7 +78,9 @@ def test_dtype_is_refused_on_the_mixed_device(photos, fake_gpu):
 def test_tuning_arguments_are_accepted_without_effect(photos):
     kw = dict(affine=False, hybrid_huffman_threshold=10, jpeg_fancy_upsampling=True,
               device_memory_padding_jpeg2k=1024, host_memory_padding_jpeg2k=1024)
-    full, a, b = decode(photos[:3], lambda e: (fn.decoders.image(e, **kw),
+    cache = dict(cache_size=100, cache_threshold=1000, cache_type="largest", cache_debug=True,
+                 cache_batch_copy=False)
+    full, a, b = decode(photos[:3], lambda e: (fn.decoders.image(e, **kw, **cache),
                                                fn.decoders.image_random_crop(e, **kw)))
     for f, x in zip(full, a):
         np.testing.assert_array_equal(f, x)

@@ -193,3 +193,13 @@ def test_matches_dali():
             assert g.shape == w.shape, k
             # DALI evaluates its cubic filter from a sampled table: within 0.1 of 255
             np.testing.assert_allclose(g, w, atol=0.1 if k == "cubic" else 0.02, err_msg=k)
+
+
+@pytest.mark.parametrize("op,kw", [
+    ("resize", dict(size=[7, 9])), ("tensor_resize", dict(sizes=[7, 9], axis_names="HW")),
+    ("random_resized_crop", dict(size=[7, 9])), ("resize_crop_mirror", dict(size=[8, 10],
+                                                                           crop=[7, 9]))])
+def test_dali_batching_hints_are_accepted_without_effect(op, kw):
+    base = run([X], op=getattr(fn, op), **kw)
+    hinted = run([X], op=getattr(fn, op), minibatch_size=4, temp_buffer_hint=1 << 20, **kw)
+    np.testing.assert_array_equal(base[0], hinted[0])
