@@ -94,6 +94,23 @@ def main():
         report_args(args.dali_python, [n for n in dali if n in ours], _schema.registry())
 
 
+def python_kwargs(name):
+    """The keyword arguments stoker's fn.<name> takes beyond its schema (Python hooks such
+    as readers.tfrecord's `features`, and operators written in Python: external_source)."""
+    import inspect
+    from stoker import fn
+    f = fn
+    for part in name.split("."):
+        f = getattr(f, part, None)
+        if f is None:
+            return set()
+    try:
+        params = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    return {p.name for p in params if p.kind == p.KEYWORD_ONLY}
+
+
 def report_args(dali_python, common, reg):
     """Prints, per operator, DALI's arguments (and extra inputs) that stoker's lacks."""
     out = subprocess.run([dali_python, "-c", LIST_DALI_ARGS], input="\n".join(common),
@@ -105,8 +122,9 @@ def report_args(dali_python, common, reg):
     lines = []
     for name in common:
         d, ours = dali[name], reg[name]
+        have = set(ours.args) | python_kwargs(name)
         want = [a for a in d["args"] if a not in GENERIC_ARGS and not a.startswith("_")]
-        lack = [a for a in want if a not in ours.args]
+        lack = [a for a in want if a not in have]
         dep = [a for a in lack if a in d["deprecated"]]
         live = [a for a in lack if a not in dep]
         extra_inputs = []
