@@ -1294,8 +1294,8 @@ def paste(*inputs: DataNode, ratio: float | DataNode, paste_x: float | DataNode 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """The shape [H, W, C] of each encoded image, read from its header without decoding.
+def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
     Devices: cpu.
 
@@ -1303,11 +1303,12 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
         encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
     Outputs:
-        shape: [H, W, C]: height, width and the number of channels stored in the file
+        shape: [H, W, C]: height, width and the channels of image_type
 
     Keyword args:
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+        image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -2753,8 +2754,8 @@ class experimental:
         """
         ...
     @staticmethod
-    def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+    def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
         Devices: cpu.
 
@@ -2762,11 +2763,12 @@ class experimental:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
         Outputs:
-            shape: [H, W, C]: height, width and the number of channels stored in the file
+            shape: [H, W, C]: height, width and the channels of image_type
 
         Keyword args:
             dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
             adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

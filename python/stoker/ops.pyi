@@ -1355,7 +1355,7 @@ class Paste(Operator):
     def __init__(self, *, ratio: float | DataNode, paste_x: float | DataNode | None = ..., paste_y: float | DataNode | None = ..., min_canvas_size: float | DataNode | None = ..., fill_value: Sequence[int], n_channels: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PeekImageShape(Operator):
-    """The shape [H, W, C] of each encoded image, read from its header without decoding.
+    """The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
     Devices: cpu.
 
@@ -1363,15 +1363,16 @@ class PeekImageShape(Operator):
         encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
     Outputs:
-        shape: [H, W, C]: height, width and the number of channels stored in the file
+        shape: [H, W, C]: height, width and the channels of image_type
 
     Keyword args:
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+        image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PerFrame(Operator):
     """Marks the outermost axis as frames: the layout becomes "F" followed by '*' per other axis, or the input's with its first letter replaced (replace=True) (DALI's per_frame). stoker's operators read per-sample arguments, not per-frame ones: the mark only travels with the layout.
@@ -2850,7 +2851,7 @@ class experimental:
         def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class PeekImageShape(Operator):
-        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
         Devices: cpu.
 
@@ -2858,15 +2859,16 @@ class experimental:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
         Outputs:
-            shape: [H, W, C]: height, width and the number of channels stored in the file
+            shape: [H, W, C]: height, width and the channels of image_type
 
         Keyword args:
             dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
             adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Remap(Operator):
         """Output pixel (x, y) takes the input at (mapx[y, x], mapy[y, x]) (DALI's experimental.remap; OpenCV's remap with pixel_origin = "center"): the maps are inputs 1 and 2, float32, one value per output pixel. Outside reads give 0 (DALI's only border). uint8, uint16, int16 or float32 images.

@@ -1445,7 +1445,7 @@ static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b) {
 
 /* ---- peek_image_shape ---- */
 
-enum { P_DTYPE, P_ADJUST_ORIENTATION, PEEK_ARGS_COUNT_ };
+enum { P_DTYPE, P_ADJUST_ORIENTATION, P_IMAGE_TYPE, PEEK_ARGS_COUNT_ };
 static const stk_arg_schema peek_args[] = {
     [P_DTYPE] = {.name = "dtype",
                  .type = STK_ARG_STRING,
@@ -1456,10 +1456,17 @@ static const stk_arg_schema peek_args[] = {
                               .type = STK_ARG_BOOL,
                               .default_text = "true",
                               .doc = "report the shape as displayed (EXIF orientation applied)"},
+    [P_IMAGE_TYPE] = {.name = "image_type",
+                      .type = STK_ARG_STRING,
+                      .default_text = "\"RGB\"",
+                      .choices = "RGB|BGR|YCbCr|GRAY|ANY_DATA",
+                      .doc = "the colour format the image would be decoded to, which sets C: 3 "
+                             "for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count "
+                             "for ANY_DATA (as DALI)"},
 };
 STK__CHECK_ARGS(peek_args, PEEK_ARGS_COUNT_);
 static const stk_port_schema shape_out[] = {
-    {"shape", "[H, W, C]: height, width and the number of channels stored in the file"}};
+    {"shape", "[H, W, C]: height, width and the channels of image_type"}};
 
 static void store_dim(void *data, stk_dtype dtype, int i, int64_t v) {
   switch (dtype) {
@@ -1500,13 +1507,17 @@ static stk_status peek_run(stk__node *node, stk__sample *s) {
   STK_TRY(stk__output(s, 0, dtype, 1, shape, NULL, &t));
   store_dim(t->data, dtype, 0, oriented ? info.oriented_height : info.height);
   store_dim(t->data, dtype, 1, oriented ? info.oriented_width : info.width);
-  store_dim(t->data, dtype, 2, info.channels);
+  const char *it = stk__arg_string(node, P_IMAGE_TYPE);
+  int64_t c = strcmp(it, "ANY_DATA") == 0 ? info.channels : strcmp(it, "GRAY") == 0 ? 1 : 3;
+  store_dim(t->data, dtype, 2, c);
   return STK_OK;
 }
 
 static const stk_op_schema peek_schema = {
     .name = "peek_image_shape",
-    .doc = "The shape [H, W, C] of each encoded image, read from its header without decoding.",
+    .doc =
+        "The shape [H, W, C] of each encoded image, read from its header without decoding "
+        "(DALI's peek_image_shape: C follows image_type, 3 by default).",
     .devices = STK_DEVICE_CPU,
     .flags = 0,
     .min_inputs = 1,

@@ -120,3 +120,20 @@ def test_dtype_matches_dali_on_pngs(photos):
         for g, w in zip(outs, want[name]):
             assert g.dtype == w.dtype, name
             np.testing.assert_array_equal(g, w, err_msg=name)
+
+
+def test_peek_image_shape_image_type(photos):
+    """DALI 2.4 CPU, for chelsea.png (RGB), camera.png (grayscale) and rocket.jpg: C is 3
+    for RGB (the default), BGR and YCbCr, 1 for GRAY, and 3, 1, 3 for ANY_DATA."""
+    files = [p for p in photos if p.endswith(("chelsea.png", "camera.png", "rocket.jpg"))]
+    files.sort(key=lambda p: ["chelsea.png", "camera.png", "rocket.jpg"].index(
+        os.path.basename(p)))
+    types_ = ["RGB", "BGR", "YCbCr", "GRAY", "ANY_DATA"]
+    full, default, *outs = decode(files, lambda e: (fn.peek_image_shape(e),) + tuple(
+        fn.peek_image_shape(e, image_type=t) for t in types_))
+    want_c = {"RGB": [3, 3, 3], "BGR": [3, 3, 3], "YCbCr": [3, 3, 3], "GRAY": [1, 1, 1],
+              "ANY_DATA": [3, 1, 3]}
+    for i, f in enumerate(full):
+        assert list(default[i]) == [f.shape[0], f.shape[1], 3]
+        for t, o in zip(types_, outs):
+            assert list(o[i]) == [f.shape[0], f.shape[1], want_c[t][i]], t
