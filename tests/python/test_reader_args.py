@@ -80,3 +80,56 @@ def test_shuffle_after_epoch_seed_keys_the_permutations(tree):
 def test_tensor_init_bytes_is_accepted(tree):
     kw = dict(file_root=tree, file_filters=["*.bin"])
     assert read(8, tensor_init_bytes=4096, **kw) == read(8, **kw)
+
+
+# ---- readers.numpy: relative regions (DALI 2.4's rounding: f * extent in float32, half
+# away from zero; rel_roi_shape adds its rounded extent to the rounded start) ----
+
+A = np.arange(70, dtype=np.int32).reshape(10, 7)
+
+
+@pytest.fixture
+def npy(tmp_path):
+    path = tmp_path / "a.npy"
+    np.save(path, A)
+    return str(path)
+
+
+def read_npy(path, **kw):
+    @pipeline_def(batch_size=1, num_threads=1)
+    def pipe():
+        return fn.readers.numpy(files=[path], **kw)
+
+    return np.array(pipe().run()[0][0])
+
+
+@pytest.mark.parametrize("kw,rows,cols", [
+    # the windows DALI 2.4's CPU reader gives for the same arguments
+    (dict(rel_roi_start=[0.25, 0.5]), (3, 10), (4, 7)),
+    (dict(rel_roi_start=[0.15, 0.5]), (2, 10), (4, 7)),
+    (dict(rel_roi_end=[0.35, 0.64]), (0, 4), (0, 4)),
+    (dict(rel_roi_start=[0.15, 0.2], rel_roi_shape=[0.5, 0.5]), (2, 7), (1, 5)),
+    (dict(rel_roi_start=[0.1, 0.1], rel_roi_shape=[0.34, 0.3]), (1, 4), (1, 3)),
+    (dict(rel_roi_start=[0.25], roi_axes=[1]), (0, 10), (2, 7)),
+    (dict(roi_start=[1, 1], rel_roi_end=[0.5, 0.5]), (1, 5), (1, 4)),
+    (dict(rel_roi_start=[0.45, 0.0], rel_roi_end=[0.55, 1.0]), (5, 6), (0, 7)),
+    (dict(rel_roi_start=[0.44, 0.0], rel_roi_shape=[0.01, 1.0]), (4, 4), (0, 7)),
+])
+def test_numpy_relative_regions(npy, kw, rows, cols):
+    got = read_npy(npy, **kw)
+    np.testing.assert_array_equal(got, A[rows[0]:rows[1], cols[0]:cols[1]])
+
+
+def test_numpy_relative_region_padded_and_errors(npy):
+    got = read_npy(npy, rel_roi_start=[-0.1, 0.0], out_of_bounds_policy="pad", fill_value=-1)
+    assert got.shape == (11, 7) and (got[0] == -1).all()
+    np.testing.assert_array_equal(got[1:], A)
+    with pytest.raises(StokerError, match="roi_start and rel_roi_start"):
+        read_npy(npy, rel_roi_start=[0.1, 0.1], roi_start=[1, 1])
+    with pytest.raises(StokerError, match="mutually exclusive"):
+        read_npy(npy, rel_roi_end=[0.5, 0.5], roi_shape=[1, 1])
+    with pytest.raises(StokerError, match="rel_roi_start has 1 values"):
+        read_npy(npy, rel_roi_start=[0.5])
+    # DALI's header cache and GPUDirect buffer registration: accepted, no effect
+    np.testing.assert_array_equal(
+        read_npy(npy, cache_header_information=True, register_buffers=False), A)
