@@ -292,6 +292,26 @@ class _ChoiceHook:
 HOOKS["random.choice"] = _ChoiceHook()
 
 
+class _FilterHook:
+    """filter(data, filter, fill_value): DALI gives the border value as an optional third
+    input (a scalar per sample); the C operator takes it as its per-sample `fill_value`
+    argument, fed by that node (or set, for a constant)."""
+
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        inputs = list(inputs)
+        if len(inputs) == 3:
+            if kwargs.get("fill_value") is not None:
+                raise InvalidArgumentError(
+                    f"{schema.name}: fill_value given both as input 2 and as an argument")
+            kwargs = dict(kwargs, fill_value=inputs.pop())
+        return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs))
+
+
+HOOKS["filter"] = HOOKS["experimental.filter"] = _FilterHook()
+
+
 def required(schema, a):
     """Whether argument `a` must be given (a hook may fill in required arguments)."""
     hook = HOOKS.get(schema.name)

@@ -757,7 +757,7 @@ def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
     """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation.
 
     Devices: cpu, gpu.
@@ -2686,7 +2686,7 @@ class experimental:
         """
         ...
     @staticmethod
-    def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation. Same operator as `filter` (DALI's name).
 
         Devices: cpu, gpu.

@@ -203,3 +203,4 @@ def test_dali_batching_hints_are_accepted_without_effect(op, kw):
     base = run([X], op=getattr(fn, op), **kw)
     hinted = run([X], op=getattr(fn, op), minibatch_size=4, temp_buffer_hint=1 << 20, **kw)
     np.testing.assert_array_equal(base[0], hinted[0])
+

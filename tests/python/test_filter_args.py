@@ -1,0 +1,41 @@
+"""filter / experimental.filter take DALI's third input, fill_value (a scalar per sample
+for border "constant"), as their per-sample fill_value argument; checked against the
+constant border worked out by hand and against the argument form."""
+
+import numpy as np
+import pytest
+
+from stoker import fn, pipeline_def
+from stoker.errors import StokerError
+
+
+def run(data, layout="HWC", op=None, **kw):
+    @pipeline_def(batch_size=len(data), num_threads=1)
+    def pipe():
+        x = fn.external_source(source=lambda: data, layout=layout)
+        return op(x, **kw)
+
+    p = pipe()
+    p.build()
+    (out,) = p.run()
+    return [np.array(out[i]) for i in range(len(data))]
+
+def test_filter_fill_value_as_third_input():
+    img = np.full((4, 5, 1), 10, np.float32)
+    k = np.full((3, 3), 1.0, np.float32)
+
+    def build(x):
+        kern = fn.external_source(source=lambda: [k])
+        fill = fn.external_source(source=lambda: [np.float32(100)])
+        return fn.filter(x, kern, fill, border="constant")
+
+    (got,) = run([img], layout="HWC", op=lambda x, **kw: build(x))
+    # corner: 4 taps inside (10) and 5 outside (100); centre-row edge: 6 inside, 3 outside
+    assert got[0, 0, 0] == 4 * 10 + 5 * 100 and got[1, 0, 0] == 6 * 10 + 3 * 100
+    assert got[1, 1, 0] == 90
+    (arg,) = run([img], layout="HWC", op=lambda x, **kw: fn.filter(
+        x, kernel=k.ravel().tolist(), border="constant", fill_value=100))
+    np.testing.assert_array_equal(got, arg)
+    with pytest.raises(StokerError, match="both as input 2 and as an argument"):
+        run([img], layout="HWC", op=lambda x, **kw: fn.filter(
+            x, fn.external_source(source=lambda: [k]), np.float32(1), fill_value=2))
