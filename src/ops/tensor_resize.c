@@ -29,6 +29,8 @@ enum {
   TR_ROI_RELATIVE,
   TR_MINIBATCH,
   TR_TEMP_BUFFER,
+  TR_MIN_FILTER,
+  TR_MAG_FILTER,
   TR_COUNT_
 };
 
@@ -107,6 +109,14 @@ static const stk_arg_schema tr_args[] = {
                          .doc = "roi_start / roi_end are fractions of the input's extents"},
     [TR_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG,
     [TR_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,
+    [TR_MIN_FILTER] = {.name = "min_filter",
+                       .type = STK_ARG_STRING,
+                       .choices = STK__INTERP_CHOICES,
+                       .doc = "the filter of the axes scaled down (default: interp_type)"},
+    [TR_MAG_FILTER] = {.name = "mag_filter",
+                       .type = STK_ARG_STRING,
+                       .choices = STK__INTERP_CHOICES,
+                       .doc = "the filter of the axes scaled up or kept (default: interp_type)"},
 };
 STK__CHECK_ARGS(tr_args, TR_COUNT_);
 
@@ -308,8 +318,10 @@ static stk_status tr_plan(stk__node *node, stk__sample *s, const stk__tensor *in
  * [inner] channels; the rows are copied exactly (a window of scale 1 on whole pixels). */
 static stk_status tr_pass(stk__node *node, stk__sample *s, const tr_plan_t *p, int d,
                           const stk__image *src_view, const stk__image *dst_view) {
+  /* DALI's per-axis choice: min_filter when the axis shrinks, mag_filter otherwise */
+  int which = (double)dst_view->w < fabs(p->hi[d] - p->lo[d]) ? TR_MIN_FILTER : TR_MAG_FILTER;
   stk__interp ip = STK__INTERP_LINEAR;
-  stk__interp_parse(stk__arg_string(node, TR_INTERP), &ip);
+  stk__interp_parse(stk__arg_string(node, stk__arg_given(node, which) ? which : TR_INTERP), &ip);
   stk__resample_args ra = {
       p->lo[d], 0.0, p->hi[d], (double)src_view->h, ip, stk__arg_bool(node, NULL, TR_ANTIALIAS), 0};
   size_t need = stk__resample_scratch_size(src_view, dst_view->h, dst_view->w, &ra);
