@@ -1496,7 +1496,7 @@ def random_crop_generator(*inputs: DataNode, random_area: Sequence[float] | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
 
     Devices: cpu, gpu.
@@ -1518,6 +1518,8 @@ def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: S
         seed (an int; default -1): this operator's seed (-1: derived)
         minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
         temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled down (default: interp_type), as DALI; on the GPU it must equal mag_filter
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled up or kept (default: interp_type)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """

@@ -1587,10 +1587,12 @@ class RandomResizedCrop(Operator):
         seed (an int; default -1): this operator's seed (-1: derived)
         minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
         temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled down (default: interp_type), as DALI; on the GPU it must equal mag_filter
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled up or kept (default: interp_type)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Reinterpret(Operator):
     """Reads each sample's bytes as another element type and/or shape (DALI's reinterpret); without a shape the last extent is rescaled. On the GPU no byte is copied.

@@ -288,50 +288,9 @@ static stk_status resize_request(stk__node *node, stk__sample *s, const resize_s
   return STK_OK;
 }
 
-/* The filter of an axis resampling the window [lo, hi) onto `out` pixels: min_filter when
- * it scales down, mag_filter otherwise (DALI's per-axis choice). */
-static stk__interp axis_interp(const resize_state *st, int64_t out, double lo, double hi) {
-  return (double)out < fabs(hi - lo) ? st->interp_min : st->interp_mag;
-}
-
-/* Resamples the window [lo, hi) ([y, x]) of `in` into output 0 (out: size and type). When
- * the axes take different filters (min_filter / mag_filter), two passes: the rows with the
- * H filter into a float32 image, then the columns with the W filter; the other axis of
- * each pass is copied exactly. */
-static stk_status resample_axes(stk__node *node, stk__sample *s, const resize_state *st,
-                                const stk__image *in, stk__image *out, const double lo[2],
-                                const double hi[2]) {
-  stk__interp ih = axis_interp(st, out->h, lo[0], hi[0]);
-  stk__interp iw = axis_interp(st, out->w, lo[1], hi[1]);
-  if (ih == iw) {
-    stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], ih, st->antialias, 0};
-    return stk__resample_to_output(node, s, in, out, &ra);
-  }
-  stk__image mid = {NULL, STK_DTYPE_FLOAT32, out->h, in->w, in->c};
-  mid.data = stk__scratch(s, (size_t)(mid.h * mid.w * mid.c) * sizeof(float) + 4);
-  if (!mid.data) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
-  stk__resample_args rows = {0.0, lo[0], (double)in->w, hi[0], ih, st->antialias, 0};
-  size_t need = stk__resample_scratch_size(in, mid.h, mid.w, &rows);
-  void *scratch = need ? stk__scratch(s, need) : NULL;
-  if (need && !scratch) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
-  STK_TRY(stk__sample_wrap(stk__resample(in, &mid, &rows, scratch, need), node, s));
-  stk__resample_args cols = {lo[1], 0.0, hi[1], (double)mid.h, iw, st->antialias, 0};
-  return stk__resample_to_output(node, s, &mid, out, &cols);
-}
-
-/* The one filter the GPU kernels take for a batch: every sample's axes must agree. */
-static stk_status gpu_interp(stk__node *node, stk__gpu_batch *b, const resize_state *st, size_t i,
-                             const int64_t *shape, const double lo[2], const double hi[2],
-                             stk__interp *batch_interp) {
-  stk__interp ih = axis_interp(st, shape[0], lo[0], hi[0]);
-  stk__interp iw = axis_interp(st, shape[1], lo[1], hi[1]);
-  if (i == 0) *batch_interp = ih;
-  if (ih != iw || ih != *batch_interp)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, stk__gpu_sample(b, i),
-                      "min_filter and mag_filter pick different filters for the axes or samples "
-                      "of this batch; the GPU resize takes one filter per batch (use the CPU, "
-                      "or equal filters)");
-  return STK_OK;
+/* The filters of this node's axes (min_filter / mag_filter, resample's helpers). */
+static stk__resample_filters filters_of(const resize_state *st) {
+  return (stk__resample_filters){st->interp_min, st->interp_mag, st->antialias};
 }
 
 static stk_status resize_run(stk__node *node, stk__sample *s) {
@@ -351,7 +310,8 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit",
                       (long long)size[0], (long long)size[1]);
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
-  return resample_axes(node, s, st, &in, &out, lo, hi);
+  stk__resample_filters f = filters_of(st);
+  return stk__resample_axes(node, s, &f, &in, &out, lo, hi);
 }
 
 /* ---- GPU backend: the host plans every sample with the CPU's size rules ---- */
@@ -372,7 +332,8 @@ static stk_status resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_
     int64_t size[2];
     double lo[2], hi[2];
     STK_TRY(stk__sample_wrap(stk__resize_plan(&rq, size, lo, hi), node, s));
-    STK_TRY(gpu_interp(node, b, st, i, size, lo, hi, &interp));
+    stk__resample_filters f = filters_of(st);
+    STK_TRY(stk__gpu_batch_interp(node, stk__gpu_sample(b, i), &f, i, size, lo, hi, &interp));
     stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0],
                              hi[1], hi[0]);
   }
@@ -537,7 +498,8 @@ static stk_status rcm_run(stk__node *node, stk__sample *s) {
   double lo[2], hi[2];
   STK_TRY(rcm_plan(node, s, &in, size, lo, hi));
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
-  return resample_axes(node, s, st, &in, &out, lo, hi);
+  stk__resample_filters f = filters_of(st);
+  return stk__resample_axes(node, s, &f, &in, &out, lo, hi);
 }
 
 /* GPU: the resample kernels with the windows planned as on the CPU. */
@@ -554,7 +516,8 @@ static stk_status rcm_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_ten
     int64_t size[2];
     double lo[2], hi[2];
     STK_TRY(rcm_plan(node, stk__gpu_sample(b, i), &img, size, lo, hi));
-    STK_TRY(gpu_interp(node, b, st, i, size, lo, hi, &interp));
+    stk__resample_filters f = filters_of(st);
+    STK_TRY(stk__gpu_batch_interp(node, stk__gpu_sample(b, i), &f, i, size, lo, hi, &interp));
     stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0],
                              hi[1], hi[0]);
   }

@@ -98,3 +98,23 @@ def test_matches_dali():
         assert got.shape == want[k].shape
         # DALI's cubic is table-sampled: at most one level apart on uint8
         assert np.abs(got - want[k].astype(int)).max() <= 1, kw
+
+
+def test_random_resized_crop_filters():
+    kw = dict(size=[12, 40], seed=5)
+    np.testing.assert_array_equal(
+        run(IMG, op=fn.random_resized_crop, min_filter="nearest", mag_filter="nearest", **kw),
+        run(IMG, op=fn.random_resized_crop, interp_type="nearest", **kw))
+    # the whole image as the window (area 1, its own aspect ratio 1.5): H scaled down
+    # (nearest), W up (cubic), as resize with the same filters
+    whole = dict(size=[12, 40], random_area=[1.0, 1.0], random_aspect_ratio=[1.5, 1.5])
+    mixed = run(IMG, op=fn.random_resized_crop, min_filter="nearest", mag_filter="cubic",
+                **whole)
+    np.testing.assert_array_equal(
+        mixed, run(IMG, size=[12, 40], min_filter="nearest", mag_filter="cubic"))
+
+
+def test_random_resized_crop_mixed_filters_refused_on_gpu(fake_gpu):
+    with pytest.raises(StokerError, match="CPU only"):
+        run(IMG, op=fn.random_resized_crop, device_id=0, gpu=True, size=[12, 40],
+            min_filter="nearest", mag_filter="cubic")
