@@ -4207,7 +4207,7 @@ class transforms:
         """
         ...
     @staticmethod
-    def scale(*inputs: DataNode, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def scale(*inputs: DataNode, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., ndim: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Produces a 2D scaling matrix (2x3 float32), optionally about `center`, appended to an input matrix when one is given.
 
         Devices: cpu.
@@ -4222,6 +4222,7 @@ class transforms:
             scale (a list of floats; required; may be a DataNode (per-sample argument input)): [sx, sy] scale factors (one value: both)
             center (a list of floats; may be a DataNode (per-sample argument input)): [x, y] the transform keeps fixed (default: the origin)
             reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            ndim (an int): the transform's dimensions, for a scalar scale (DALI's); stoker's transforms are 2D, so only 2 is taken
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

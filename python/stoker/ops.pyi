@@ -4318,10 +4318,11 @@ class transforms:
             scale (a list of floats; required; may be a DataNode (per-sample argument input)): [sx, sy] scale factors (one value: both)
             center (a list of floats; may be a DataNode (per-sample argument input)): [x, y] the transform keeps fixed (default: the origin)
             reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            ndim (an int): the transform's dimensions, for a scalar scale (DALI's); stoker's transforms are 2D, so only 2 is taken
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., ndim: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Shear(Operator):
         """Produces a 2D shear matrix (2x3 float32) from shear factors or angles, optionally about `center`, appended to an input matrix when one is given.

@@ -1,6 +1,7 @@
 """filter / experimental.filter take DALI's third input, fill_value (a scalar per sample
 for border "constant"), as their per-sample fill_value argument; checked against the
-constant border worked out by hand and against the argument form."""
+constant border worked out by hand and against the argument form; transforms.scale's
+ndim (2D only)."""
 
 import numpy as np
 import pytest
@@ -39,3 +40,15 @@ def test_filter_fill_value_as_third_input():
     with pytest.raises(StokerError, match="both as input 2 and as an argument"):
         run([img], layout="HWC", op=lambda x, **kw: fn.filter(
             x, fn.external_source(source=lambda: [k]), np.float32(1), fill_value=2))
+
+
+def test_transforms_scale_ndim():
+    """DALI's ndim says how many dimensions a scalar scale has; stoker's transforms are
+    2D: ndim=2 gives [[s, 0, 0], [0, s, 0]], other values are refused."""
+    @pipeline_def(batch_size=1, num_threads=1)
+    def pipe(ndim):
+        return fn.transforms.scale(scale=[3.0], ndim=ndim)
+
+    np.testing.assert_array_equal(np.array(pipe(2).run()[0][0]), [[3, 0, 0], [0, 3, 0]])
+    with pytest.raises(StokerError, match="2D"):
+        pipe(3).run()
