@@ -783,7 +783,7 @@ def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., k
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., depthwise: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags may be fed per sample (e.g. from random.coin_flip). Exact for every type.
 
     Devices: cpu, gpu.
@@ -797,6 +797,7 @@ def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: i
     Keyword args:
         horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror left-right
         vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror top-bottom
+        depthwise (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror along the layout's D axis (volumes: DHWC, CDHW, FDHWC); no effect without one, as DALI. CPU only
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """

@@ -832,10 +832,11 @@ class Flip(Operator):
     Keyword args:
         horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror left-right
         vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror top-bottom
+        depthwise (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror along the layout's D axis (volumes: DHWC, CDHW, FDHWC); no effect without one, as DALI. CPU only
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., depthwise: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Full(Operator):
     """A tensor of `shape` filled with the input value, broadcast by NumPy's rules, in the value's type (DALI's full).

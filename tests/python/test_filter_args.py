@@ -1,7 +1,7 @@
 """filter / experimental.filter take DALI's third input, fill_value (a scalar per sample
 for border "constant"), as their per-sample fill_value argument; checked against the
 constant border worked out by hand and against the argument form; transforms.scale's
-ndim (2D only)."""
+ndim (2D only); flip's depthwise (NumPy's flip along D)."""
 
 import numpy as np
 import pytest
@@ -52,3 +52,32 @@ def test_transforms_scale_ndim():
     np.testing.assert_array_equal(np.array(pipe(2).run()[0][0]), [[3, 0, 0], [0, 3, 0]])
     with pytest.raises(StokerError, match="2D"):
         pipe(3).run()
+
+
+@pytest.mark.parametrize("layout,shape,axis", [
+    ("DHWC", (2, 3, 4, 2), 0), ("CDHW", (2, 3, 4, 5), 1), ("FDHWC", (2, 3, 4, 5, 2), 1)])
+def test_flip_depthwise(layout, shape, axis):
+    """DALI 2.4 mirrors the D axis with depthwise=1 (and with horizontal / vertical too);
+    without a D axis the argument does nothing (HWC, FHWC)."""
+    x = np.arange(np.prod(shape), dtype=np.uint8).reshape(shape)
+    d = run([x], layout=layout, op=lambda v: fn.flip(v, depthwise=1, horizontal=0))[0]
+    np.testing.assert_array_equal(d, np.flip(x, axis))
+    h, w = layout.index("H"), layout.index("W")
+    all3 = run([x], layout=layout, op=lambda v: fn.flip(v, depthwise=1, horizontal=1,
+                                                        vertical=1))[0]
+    np.testing.assert_array_equal(all3, np.flip(x, (axis, h, w)))
+
+
+def test_flip_depthwise_without_d_and_on_gpu(fake_gpu):
+    x = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    got = run([x], layout="HWC", op=lambda v: fn.flip(v, depthwise=1, horizontal=0))[0]
+    np.testing.assert_array_equal(got, x)
+    vol = np.zeros((2, 3, 4, 1), np.uint8)
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=0)
+    def pipe():
+        v = fn.external_source(source=lambda: [vol], layout="DHWC")
+        return fn.flip(v.gpu(), depthwise=1)
+
+    with pytest.raises(StokerError, match="CPU only"):
+        pipe().run()
