@@ -57,7 +57,13 @@ cpu_ticks=$(echo "$st" | awk '{print $12 + $13}') wchan=$(cat "$t/wchan" 2>/dev/
 start=$(date +%s)
 runs=0
 hangs=0
-declare -A per_runs per_hangs
+fails=0
+declare -A per_runs per_hangs per_fails
+# Before the loop: the binary must start at all (a missing shared library would otherwise
+# be counted as thousands of clean, hang-free runs).
+if ! "$BIN" version >/dev/null 2>"$OUTDIR/preflight.err"; then
+  echo "== paired runs: $BIN does not start:"; cat "$OUTDIR/preflight.err"; exit 2
+fi
 while [ $(( $(date +%s) - start )) -lt "$budget" ]; do
   preset=${presets[$((runs % ${#presets[@]}))]}
   pids=()
@@ -91,7 +97,16 @@ while [ $(( $(date +%s) - start )) -lt "$budget" ]; do
   fi
   rcs=""
   for p in "${pids[@]}"; do wait "$p"; rcs="$rcs $?"; done
-  if [ $hung = 0 ]; then
+  if [ $hung = 0 ] && [ "$(echo $rcs | tr -d ' 0')" != "" ]; then
+    fails=$((fails + 1))
+    per_fails[$preset]=$(( ${per_fails[$preset]:-0} + 1 ))
+    echo "run $runs ($preset): FAILED, exit$rcs"
+    for k in $(seq 0 $((GPUS - 1))); do
+      [ -s "$OUTDIR/last-$k.err" ] && grep -v '^$' "$OUTDIR/last-$k.err" | head -3 | sed "s/^/  gpu$k: /"
+    done
+    # three failures in a row: something is wrong with the setup, not a hang to hunt
+    [ "$fails" -ge 3 ] && [ "$fails" = "$runs" ] && { echo "== stopping: the first runs all failed"; break; }
+  elif [ $hung = 0 ]; then
     rates=$(for k in $(seq 0 $((GPUS - 1))); do
       python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(round(d.get("images_per_s", d.get("throughput", 0))))' \
         "$OUTDIR/last-$k.json" 2>/dev/null || echo "?"; done | tr '\n' ' ')
@@ -101,5 +116,6 @@ while [ $(( $(date +%s) - start )) -lt "$budget" ]; do
     done
   fi
 done
-echo "== paired runs: $runs runs, $hangs hangs in $(( $(date +%s) - start )) s"
-for p in "${!per_runs[@]}"; do echo "   $p: ${per_runs[$p]} runs, ${per_hangs[$p]:-0} hangs"; done
+echo "== paired runs: $runs runs, $hangs hangs, $fails failed in $(( $(date +%s) - start )) s"
+for p in "${!per_runs[@]}"; do echo "   $p: ${per_runs[$p]} runs, ${per_hangs[$p]:-0} hangs, ${per_fails[$p]:-0} failed"; done
+[ "$hangs" = 0 ] && [ "$fails" = 0 ]

@@ -376,6 +376,11 @@ typedef struct {
    * bytes and samples held (in memory, or the files on disk); samples evicted or not
    * stored because they did not fit capacity_bytes. */
   int64_t cache_hits, cache_misses, cache_bytes, cache_entries, cache_dropped;
+  /* Files (shards, TFRecord files) a reader left out when it was built, under
+   * STK_ON_ERROR_SKIP, because they could not be opened, sized or indexed (a missing or
+   * forbidden object, a server failing after every retry); stk_pipeline_skipped_file
+   * names the first. Their samples are in no epoch. */
+  int64_t skipped_files;
 } stk_stats;
 
 /* The GPU decoders' instrumentation, for profiling them (what a user tunes with
@@ -444,6 +449,9 @@ STK_API stk_status stk_pipeline_restore(stk_pipeline *p, const char *checkpoint)
  * the sample's file; *out is a copy the caller frees with stk_free. STK_ERR_NOT_FOUND
  * past the ones kept. Thread-safe. */
 STK_API stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out);
+/* The message of skipped file `index` (stk_stats.skipped_files; 0: the first), naming
+ * the reader, the file and why; as stk_pipeline_skipped_sample. */
+STK_API stk_status stk_pipeline_skipped_file(stk_pipeline *p, size_t index, char **out);
 /* Time spent in operator instance `index` (graph order) in nanoseconds, summed over
  * threads, and its instance name (valid while the pipeline lives). */
 STK_API size_t stk_pipeline_num_ops(const stk_pipeline *p);

@@ -614,6 +614,21 @@ static PyObject *skipped_samples(PyObject *self) {
   return list;
 }
 
+/* The messages of the first files readers left out at build (stk_pipeline_skipped_file). */
+static PyObject *skipped_files(PyObject *self) {
+  PyObject *list = PyList_New(0);
+  for (size_t i = 0; list && i < STK_SKIP_MESSAGES_KEPT; i++) {
+    char *message = NULL;
+    if (stk_pipeline_skipped_file(pipe_of(self), i, &message) != STK_OK) break;
+    PyObject *m = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
+    stk_free(message);
+    if (!m || PyList_Append(list, m) < 0) Py_CLEAR(list);
+    Py_XDECREF(m);
+  }
+  stk_clear_error();
+  return list;
+}
+
 typedef struct {
   const char *key;
   int64_t value;
@@ -664,9 +679,11 @@ static PyObject *pl_stats(PyObject *self, PyObject *unused) {
       {"cache_bytes", s.cache_bytes},
       {"cache_entries", s.cache_entries},
       {"cache_dropped", s.cache_dropped},
+      {"skipped_files", s.skipped_files},
   };
   PyObject *d = stats_dict(items, sizeof items / sizeof items[0]);
-  return dict_put(d, "skipped_samples", d ? skipped_samples(self) : NULL);
+  d = dict_put(d, "skipped_samples", d ? skipped_samples(self) : NULL);
+  return dict_put(d, "skipped_file_messages", d ? skipped_files(self) : NULL);
 }
 
 /* decoder_diagnostics() -> dict: the GPU decoders' instrumentation. */

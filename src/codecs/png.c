@@ -1,16 +1,20 @@
 /* PNG: header peeking (IHDR, eXIf) and decoding through libspng. Every bit depth and
  * colour type is decoded to 8-bit RGB (or 8-bit gray for gray files when gray is asked
- * for); alpha is dropped, not composited (as DALI does); 16-bit samples keep their high
- * byte. CRC and zlib errors are errors in every chunk, whatever region is decoded (a
- * region decode reads the whole stream too). Non-interlaced images are decoded row by
- * row into the output; interlaced ones need the whole image first. Decompression is
- * bounded: the pixel limit is checked before decoding, and libspng's chunk limits keep
- * ancillary chunks (zTXt, iCCP: zlib bombs) small. */
+ * for); alpha is dropped, not composited (as DALI does). The values are DALI 2.4's, set
+ * by src/shared/png_common.h (stk_png_store), which the GPU decoder shares: 16-bit files
+ * are decoded at 16 bits (libspng's RGBA16) and rounded to 8, not cut to their high byte
+ * (libspng's RGB8 would do that); GRAY from colour uses DALI's weights. CRC and zlib
+ * errors are errors in every chunk, whatever region is decoded (a region decode reads the
+ * whole stream too). Non-interlaced images are decoded row by row into the output;
+ * interlaced ones need the whole image first (8 bytes a pixel for 16-bit files).
+ * Decompression is bounded: the pixel limit is checked before decoding, and libspng's
+ * chunk limits keep ancillary chunks (zTXt, iCCP: zlib bombs) small. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <spng.h>
 
+#include "../shared/png_common.h"
 #include "codecs.h"
 
 static uint32_t be32(const uint8_t *p) {
@@ -83,13 +87,35 @@ static stk_status spng_failure(const stk__decode_job *job, int err, const char *
                    "%s: PNG %s: %s", job->name, what, spng_strerror(err));
 }
 
+/* n pixels of 8-bit RGB in `color` through the shared maths (GRAY's weights differ from
+ * stk__convert_rgb_row's BT.601 luma; RGB and BGR are the same either way). */
+static void store_rgb8(const uint8_t *src, uint8_t *dst, int n, stk__color color) {
+  if (color != STK__COLOR_GRAY) {
+    stk__convert_rgb_row(src, dst, n, color);
+    return;
+  }
+  for (int i = 0; i < n; i++, src += 3) stk_png_store(src[0], src[1], src[2], 0, color, dst + i);
+}
+
+/* n pixels of host-endian RGBA16 in `color`, rounded to 8 bits. */
+static void store_rgba16(const uint8_t *src, uint8_t *dst, int n, stk__color color) {
+  int c = color == STK__COLOR_GRAY ? 1 : 3;
+  for (int i = 0; i < n; i++, src += 8) {
+    uint16_t v[4];
+    memcpy(v, src, sizeof v);
+    stk_png_store(v[0], v[1], v[2], 1, color, dst + (size_t)i * c);
+  }
+}
+
 /* Copies the ROI columns of one decoded row into sink row r. */
 static void emit_row(stk__decode_job *job, const png_state *P, const uint8_t *src, int r) {
   uint8_t *dst = stk__sink_row(job, r);
   if (P->fmt == SPNG_FMT_G8)
     memcpy(dst, src + job->rx, (size_t)job->rw);
+  else if (P->fmt == SPNG_FMT_RGBA16)
+    store_rgba16(src + (size_t)job->rx * 8, dst, job->rw, job->color);
   else
-    stk__convert_rgb_row(src + (size_t)job->rx * 3, dst, job->rw, job->color);
+    store_rgb8(src + (size_t)job->rx * 3, dst, job->rw, job->color);
   stk__sink_row_done(job, r);
 }
 
@@ -114,8 +140,9 @@ static stk_status decode_rows(stk__decode_job *job, png_state *P) {
   int err = spng_decode_image(P->ctx, NULL, 0, P->fmt, SPNG_DECODE_PROGRESSIVE);
   if (err) return spng_failure(job, err, "decode");
   STK_TRY(stk__sink_begin(job, job->rw, job->rh, job->c));
-  bool direct = job->rx == 0 && job->rw == job->info->width &&
-                (P->fmt == SPNG_FMT_G8 || job->color == STK__COLOR_RGB);
+  bool direct =
+      job->rx == 0 && job->rw == job->info->width &&
+      (P->fmt == SPNG_FMT_G8 || (P->fmt == SPNG_FMT_RGB8 && job->color == STK__COLOR_RGB));
   if (!direct || job->ry > 0 || job->ry + job->rh < job->info->height) {
     P->row = stk__malloc(P->row_bytes, "PNG row buffer");
     if (!P->row) return STK_ERR_OUT_OF_MEMORY;
@@ -145,13 +172,17 @@ static stk_status run_png(stk__decode_job *job, png_state *P) {
   if (!err) err = spng_set_png_buffer(P->ctx, job->data, job->size);
   if (err) return spng_failure(job, err, "setup");
   bool gray_file = job->info->channels == 1 && job->info->bit_depth <= 8;
-  P->fmt = job->color == STK__COLOR_GRAY && gray_file ? SPNG_FMT_G8 : SPNG_FMT_RGB8;
+  if (job->info->bit_depth == 16)
+    P->fmt = SPNG_FMT_RGBA16; /* rounded to 8 bits by emit_row */
+  else
+    P->fmt = job->color == STK__COLOR_GRAY && gray_file ? SPNG_FMT_G8 : SPNG_FMT_RGB8;
   job->c = job->color == STK__COLOR_GRAY ? 1 : 3;
   size_t total;
   err = spng_decoded_image_size(P->ctx, P->fmt, &total);
   if (err) return spng_failure(job, err, "header");
   P->row_bytes = total / (size_t)job->info->height;
-  if (P->row_bytes < (size_t)job->info->width * (P->fmt == SPNG_FMT_G8 ? 1 : 3))
+  size_t px_bytes = P->fmt == SPNG_FMT_G8 ? 1 : P->fmt == SPNG_FMT_RGBA16 ? 8 : 3;
+  if (P->row_bytes < (size_t)job->info->width * px_bytes)
     return STK_FAIL(STK_ERR_INTERNAL, "%s: PNG row size %zu is too small", job->name, P->row_bytes);
   STK_TRY(job->info->progressive ? decode_interlaced(job, P, total) : decode_rows(job, P));
   /* All image data was read: read on to IEND so the last chunks' CRCs are checked

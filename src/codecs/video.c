@@ -278,8 +278,10 @@ static stk_status deliver(reader *r) {
   if (f->width != v->width || f->height != v->height)
     return STK_FAIL(STK_ERR_DECODE, "frame %lld is %dx%d; the stream says %dx%d", (long long)idx,
                     f->width, f->height, v->width, v->height);
+  /* Scaled to the output size: the slots in dst are out_w x out_h (a destination of the
+   * video's size would write past them). */
   r->sws =
-      sws_getCachedContext(r->sws, f->width, f->height, f->format, v->width, v->height,
+      sws_getCachedContext(r->sws, f->width, f->height, f->format, r->out_w, r->out_h,
                            AV_PIX_FMT_RGB24, SWS_BILINEAR | SWS_ACCURATE_RND, NULL, NULL, NULL);
   if (!r->sws) return STK_FAIL(STK_ERR_UNSUPPORTED, "cannot convert pixel format %d", f->format);
   size_t fb = (size_t)r->out_w * (size_t)r->out_h * 3;

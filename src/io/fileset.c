@@ -70,8 +70,42 @@ static stk_status open_remote(stk__fileset *fs, int64_t i, const char *who) {
   return STK_OK;
 }
 
+/* Opens (or sizes) file i; a failure goes to `on_fail` when there is one. */
+static stk_status open_at(stk__fileset *fs, size_t i, bool keep, const char *who,
+                          stk__fileset_fail_fn on_fail, void *user) {
+  stk_status st;
+  if (stk__is_url(fs->paths[i])) {
+    st = open_remote(fs, (int64_t)i, who);
+  } else {
+    int fd;
+    st = open_one(fs->paths[i], who, &fd, &fs->sizes[i]);
+    if (st == STK_OK && keep)
+      fs->fds[i] = fd;
+    else if (st == STK_OK)
+      close(fd);
+  }
+  if (st == STK_OK || !on_fail || st == STK_ERR_OUT_OF_MEMORY) return st;
+  STK_TRY(on_fail(user, fs->paths[i], st));
+  stk__fileset_mark_bad(fs, (int64_t)i, st);
+  return STK_OK;
+}
+
+void stk__fileset_mark_bad(stk__fileset *fs, int64_t index, stk_status why) {
+  fs->bad_status = why;
+  if (fs->fds[index] == STK__FD_BAD) return;
+  if (fs->fds[index] >= 0) close(fs->fds[index]);
+  fs->fds[index] = STK__FD_BAD;
+  fs->sizes[index] = 0;
+  fs->num_bad++;
+}
+
 stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t count,
                              const char *who) {
+  return stk__fileset_open_lenient(fs, paths, count, who, NULL, NULL);
+}
+
+stk_status stk__fileset_open_lenient(stk__fileset *fs, const char *const *paths, size_t count,
+                                     const char *who, stk__fileset_fail_fn on_fail, void *user) {
   memset(fs, 0, sizeof *fs);
   if (!who) who = "fileset";
   size_t n = count ? count : 1;
@@ -83,18 +117,7 @@ stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t 
   fs->count = (int64_t)count;
   STK_TRY(copy_paths(fs, paths, count));
   bool keep = count <= STK__FILESET_MAX_OPEN;
-  for (size_t i = 0; i < count; i++) {
-    if (stk__is_url(fs->paths[i])) {
-      STK_TRY(open_remote(fs, (int64_t)i, who));
-      continue;
-    }
-    int fd;
-    STK_TRY(open_one(fs->paths[i], who, &fd, &fs->sizes[i]));
-    if (keep)
-      fs->fds[i] = fd;
-    else
-      close(fd);
-  }
+  for (size_t i = 0; i < count; i++) STK_TRY(open_at(fs, i, keep, who, on_fail, user));
   return STK_OK;
 }
 
@@ -116,6 +139,8 @@ stk_status stk__fileset_read(const stk__fileset *fs, int64_t index, int64_t offs
     return STK_FAIL(STK_ERR_INTERNAL, "file %lld of %lld", (long long)index, (long long)fs->count);
   const char *path = fs->paths[index];
   int fd = fs->fds[index];
+  if (fd == STK__FD_BAD)
+    return STK_FAIL(STK_ERR_INTERNAL, "'%s' was left out of the set", fs->paths[index]);
   if (fd == STK__FD_REMOTE) {
     size_t got = 0;
     stk_status st = stk__fileset_pread(fs, index, offset, dst, size, &got);
@@ -147,6 +172,8 @@ stk_status stk__fileset_pread(const stk__fileset *fs, int64_t index, int64_t off
   if (index < 0 || index >= fs->count || offset < 0)
     return STK_FAIL(STK_ERR_INTERNAL, "file %lld of %lld", (long long)index, (long long)fs->count);
   *got = 0;
+  if (fs->fds[index] == STK__FD_BAD)
+    return STK_FAIL(STK_ERR_INTERNAL, "'%s' was left out of the set", fs->paths[index]);
   if (fs->fds[index] != STK__FD_REMOTE) {
     if (fs->fds[index] >= 0)
       return stk__pread_full(fs->fds[index], fs->paths[index], offset, dst, size, got);

@@ -21,9 +21,13 @@ typedef struct {
                      STK__FD_REMOTE for URLs */
   char *text;
   struct stk__remote_cache *cache; /* reads of the URLs; NULL when there are none */
+  int64_t num_bad;                 /* files left out (STK__FD_BAD) */
+  stk_status bad_status;           /* why the last one was */
 } stk__fileset;
 
 #define STK__FD_REMOTE (-2)
+/* A file left out (a reader's on_error="skip" at build): size 0, never read. */
+#define STK__FD_BAD    (-3)
 
 /* Sets kept open up to this many files. */
 #define STK__FILESET_MAX_OPEN 256
@@ -34,6 +38,19 @@ typedef struct {
 stk_status stk__fileset_open(stk__fileset *fs, const char *const *paths, size_t count,
                              const char *who);
 void stk__fileset_close(stk__fileset *fs);
+
+/* What to do with a file that cannot be opened or sized (`st`, its message the thread's
+ * last error): STK_OK leaves it out of the set (STK__FD_BAD), anything else fails the
+ * open with that status. */
+typedef stk_status (*stk__fileset_fail_fn)(void *user, const char *path, stk_status st);
+
+/* As stk__fileset_open, asking `on_fail` about each file that fails. */
+stk_status stk__fileset_open_lenient(stk__fileset *fs, const char *const *paths, size_t count,
+                                     const char *who, stk__fileset_fail_fn on_fail, void *user);
+
+/* Leaves file `index` out of the set (a reader could not index it, failing with `why`):
+ * its descriptor is closed, its size is 0, and reads of it are errors. */
+void stk__fileset_mark_bad(stk__fileset *fs, int64_t index, stk_status why);
 
 /* Reads exactly `size` bytes at `offset` of file `index` into `dst`. Reading past the end
  * of the file is STK_ERR_DECODE ("truncated"), naming the file and the offset; system

@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #endif
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,52 @@ bool stk__is_url(const char *path) {
                   strncmp(path, "https://", 8) == 0);
 }
 
+static _Thread_local const stk__remote_opts *current_opts;
+
+const stk__remote_opts *stk__remote_use(const stk__remote_opts *o) {
+  const stk__remote_opts *prev = current_opts;
+  current_opts = o;
+  return prev;
+}
+
+const stk__remote_opts *stk__remote_current(void) { return current_opts; }
+
+/* The thread's value of setting `name`, or -1 when it leaves it to the environment. */
+static int given_value(const char *name) {
+  const stk__remote_opts *o = current_opts;
+  if (!o) return -1;
+  static const struct {
+    const char *name;
+    size_t offset;
+  } fields[] = {
+      {"STK_REMOTE_RETRIES", offsetof(stk__remote_opts, retries)},
+      {"STK_REMOTE_BACKOFF_MS", offsetof(stk__remote_opts, backoff_ms)},
+      {"STK_REMOTE_TIMEOUT", offsetof(stk__remote_opts, timeout)},
+      {"STK_REMOTE_BLOCK_KB", offsetof(stk__remote_opts, block_kb)},
+      {"STK_REMOTE_CACHE_MB", offsetof(stk__remote_opts, cache_mb)},
+      {"STK_REMOTE_READAHEAD", offsetof(stk__remote_opts, readahead)},
+      {"STK_REMOTE_PREFETCH_THREADS", offsetof(stk__remote_opts, prefetch_threads)},
+  };
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+    if (strcmp(fields[i].name, name) == 0)
+      return *(const int *)((const char *)o + fields[i].offset);
+  return -1;
+}
+
 int stk__remote_setting(const char *name, int fallback, int lo, int hi) {
+  int given = given_value(name);
+  if (given >= lo && given <= hi && given >= 0) return given;
   const char *v = getenv(name);
   if (!v || !*v) return fallback;
   char *end;
   long x = strtol(v, &end, 10);
   if (*end || x < lo || x > hi) return fallback;
   return (int)x;
+}
+
+bool stk__remote_setting_given(const char *name) {
+  const char *v = getenv(name);
+  return given_value(name) >= 0 || (v && *v);
 }
 
 #ifdef STK_HAVE_CURL

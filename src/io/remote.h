@@ -57,7 +57,36 @@ stk_status stk__remote_put_file(const char *url, const char *path);
  * otherwise). At most 10^7 objects. */
 stk_status stk__remote_list(const char *url, char ***urls, int64_t **sizes, size_t *count);
 
-/* Settings from the environment, read on each call (tests change them). */
+/* Settings given as a reader's arguments (the remote_* arguments, reader_common.h): a
+ * field left unset (NULL, -1) falls back to its environment variable, then to the
+ * built-in default. */
+typedef struct {
+  const char *endpoint; /* AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL */
+  const char *region;   /* AWS_REGION, AWS_DEFAULT_REGION */
+  int retries;          /* STK_REMOTE_RETRIES */
+  int backoff_ms;       /* STK_REMOTE_BACKOFF_MS */
+  int timeout;          /* STK_REMOTE_TIMEOUT */
+  int block_kb;         /* STK_REMOTE_BLOCK_KB */
+  int cache_mb;         /* STK_REMOTE_CACHE_MB */
+  int readahead;        /* STK_REMOTE_READAHEAD */
+  int prefetch_threads; /* STK_REMOTE_PREFETCH_THREADS */
+} stk__remote_opts;
+
+#define STK__REMOTE_OPTS_UNSET \
+  { NULL, NULL, -1, -1, -1, -1, -1, -1, -1 }
+
+/* Makes `o` the settings of the calling thread's remote calls (NULL: the environment's
+ * alone) and returns the previous ones, to be restored: a reader sets its own around its
+ * build and its reads, the block cache around its requests. `o` must outlive its use.
+ * Per thread, because the calls below take no settings of their own. */
+const stk__remote_opts *stk__remote_use(const stk__remote_opts *o);
+const stk__remote_opts *stk__remote_current(void);
+
+/* Setting `name` (an STK_REMOTE_* variable): the calling thread's settings' value when
+ * set, else the environment's (read on each call: tests change it), else `fallback`;
+ * values outside [lo, hi] are ignored. */
 int stk__remote_setting(const char *name, int fallback, int lo, int hi);
+/* Whether `name` is set (by the thread's settings or the environment). */
+bool stk__remote_setting_given(const char *name);
 
 #endif /* STOKER_IO_REMOTE_H */

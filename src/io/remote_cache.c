@@ -52,11 +52,21 @@ struct stk__remote_cache {
   bool random_access; /* reads go straight to range requests, never to blocks */
   pthread_t threads[MAX_THREADS];
   int64_t requests, hits, bytes; /* bytes: fetched by range requests (blocks and direct) */
+  /* the creating reader's settings (io/remote.h), for every request made for it */
+  stk__remote_opts opts;
+  bool has_opts;
 };
+
+/* Requests for the cache use its reader's settings, whichever thread makes them. */
+static const stk__remote_opts *use_opts(const stk__remote_cache *c) {
+  return stk__remote_use(c->has_opts ? &c->opts : NULL);
+}
 
 stk_status stk__remote_cache_create(stk__remote_cache **out, int64_t num_files) {
   stk__remote_cache *c = stk__calloc(1, sizeof *c, "a remote cache");
   if (!c) return STK_ERR_OUT_OF_MEMORY;
+  const stk__remote_opts *o = stk__remote_current();
+  if (o) c->opts = *o, c->has_opts = true;
   c->block_size = (int64_t)stk__remote_setting("STK_REMOTE_BLOCK_KB", 4096, 4, 1 << 20) * 1024;
   int64_t mem = (int64_t)stk__remote_setting("STK_REMOTE_CACHE_MB", 256, 1, 1 << 20) << 20;
   c->num_slots = (int)(mem / c->block_size < 4      ? 4
@@ -129,7 +139,10 @@ int stk__remote_cache_fit_shuffle(stk__remote_cache *c, int64_t fill, double sam
     all += (double)((c->files[f].size + c->block_size - 1) / c->block_size);
   if (need > all + 1) need = all + 1;
   int want = need > 16384 ? 16384 : (int)need + 1;
-  if (getenv("STK_REMOTE_CACHE_MB") && *getenv("STK_REMOTE_CACHE_MB")) return want;
+  const stk__remote_opts *prev = use_opts(c);
+  bool given = stk__remote_setting_given("STK_REMOTE_CACHE_MB");
+  stk__remote_use(prev);
+  if (given) return want;
   /* unasked, the cache grows to at most 4 GiB; beyond, the caller warns */
   int64_t cap = ((int64_t)4 << 30) / c->block_size;
   int grow = want < cap ? want : (int)cap;
@@ -191,8 +204,11 @@ static stk_status load(stk__remote_cache *c, slot *s) {
   if (!data) data = malloc((size_t)c->block_size);
   if (!data)
     st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "a block of '%s'", url);
-  else
+  else {
+    const stk__remote_opts *prev = use_opts(c);
     st = stk__remote_read(url, off, data, len);
+    stk__remote_use(prev);
+  }
   pthread_mutex_lock(&c->mu);
   s->data = data;
   s->len = len;
@@ -369,5 +385,8 @@ stk_status stk__remote_cache_read(stk__remote_cache *c, int64_t file, const char
   }
   pthread_mutex_unlock(&c->mu);
   if (done || st != STK_OK) return st;
-  return stk__remote_read(url, offset, dst, size);
+  const stk__remote_opts *prev = use_opts(c);
+  st = stk__remote_read(url, offset, dst, size);
+  stk__remote_use(prev);
+  return st;
 }

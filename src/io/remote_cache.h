@@ -22,7 +22,9 @@
 
 typedef struct stk__remote_cache stk__remote_cache;
 
-/* A cache for a set of `num_files` objects; settings are read from the environment now. */
+/* A cache for a set of `num_files` objects; its settings are read now, from the calling
+ * thread's (stk__remote_use: a reader's arguments) or the environment, and the thread's
+ * settings are kept for every request the cache makes (the strings must outlive it). */
 stk_status stk__remote_cache_create(stk__remote_cache **out, int64_t num_files);
 /* Stops the read-ahead threads and frees the blocks. NULL does nothing. */
 void stk__remote_cache_destroy(stk__remote_cache *c);
@@ -48,8 +50,8 @@ void stk__remote_cache_hint(stk__remote_cache *c, int64_t file, int64_t offset);
 
 /* A shuffle buffer of `fill` samples of about `sample_bytes` each reads in random order
  * among the blocks of its samples; returns how many blocks keep every block until its
- * last sample is read. Unless STK_REMOTE_CACHE_MB is set, the cache grows to that many
- * (at most 4 GiB of blocks). */
+ * last sample is read. Unless STK_REMOTE_CACHE_MB (or the reader's remote_cache_mb) is
+ * set, the cache grows to that many (at most 4 GiB of blocks). */
 int stk__remote_cache_fit_shuffle(stk__remote_cache *c, int64_t fill, double sample_bytes);
 
 /* The block size and how many blocks the cache holds. */

@@ -4,12 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "remote.h"
 #include "remote_url.h"
 
 static const char *env_or(const char *a, const char *b) {
   const char *v = getenv(a);
   if ((!v || !*v) && b) v = getenv(b);
   return v && *v ? v : NULL;
+}
+
+/* A reader's argument (the thread's settings, io/remote.h) before the environment. */
+static const char *given_or_env(const char *given, const char *a, const char *b) {
+  return given && *given ? given : env_or(a, b);
 }
 
 stk_status stk__url_encode(stk__strbuf *b, const char *s, size_t n, bool keep_slash) {
@@ -120,7 +126,9 @@ static stk_status s3_http_url(stk__strbuf *u, const char *url, const char *query
   const char *bucket, *key;
   size_t blen;
   STK_TRY(stk__s3_split(url, &bucket, &blen, &key));
-  const char *endpoint = env_or("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+  const stk__remote_opts *o = stk__remote_current();
+  const char *endpoint =
+      given_or_env(o ? o->endpoint : NULL, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
   if (endpoint) {
     size_t elen = strlen(endpoint);
     while (elen > 0 && endpoint[elen - 1] == '/') elen--;
@@ -145,7 +153,8 @@ stk_status stk__remote_target_make(stk__remote_target *t, const char *url, const
     t->http_url = stk__strdup(url);
     return t->http_url ? STK_OK : STK_ERR_OUT_OF_MEMORY;
   }
-  const char *region = env_or("AWS_REGION", "AWS_DEFAULT_REGION");
+  const stk__remote_opts *o = stk__remote_current();
+  const char *region = given_or_env(o ? o->region : NULL, "AWS_REGION", "AWS_DEFAULT_REGION");
   if (!region) region = "us-east-1";
   stk__strbuf u = {0};
   stk_status st = s3_http_url(&u, url, query, bucket_only, region);

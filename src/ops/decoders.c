@@ -375,7 +375,8 @@ static const stk_op_schema image_schema = {
     .doc =
         "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
         "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
-        "supported; alpha is dropped; 16-bit PNG samples keep their high byte. Corrupt or "
+        "supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / "
+        "257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or "
         "truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, "
         "PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,

@@ -141,6 +141,11 @@ void stk__node_pool_free(void *block);
 void stk__node_request_host_balance(stk__node *node);
 int stk__node_host_decode_quota(const stk__node *node);
 void stk__node_count_host_decoded(stk__node *node, int64_t count);
+/* Readers, at build: whether the pipeline skips bad data (on_error="skip"), and a file
+ * left out under it, counted in stk_stats.skipped_files; the message (naming the file)
+ * is printed as a warning and the first ones are kept (stk_pipeline_skipped_file). */
+bool stk__node_skips_bad_data(const stk__node *node);
+void stk__node_skip_file(stk__node *node, const char *message);
 
 /* ---- arguments ----
  * `arg` is the index of the argument in the operator's schema (operators keep an enum

@@ -132,11 +132,82 @@ void stk__reader_check_cache(stk__node *node, int base, const stk__fileset *fs,
   if (need <= blocks) return;
   stk__warn(
       "%s: streaming remote files with initial_fill=%lld: the shuffle buffer keeps "
-      "about %d blocks of %lld KiB in use but the cache holds %d (STK_REMOTE_CACHE_MB, or "
-      "4 GiB unset); blocks will be fetched more than once: set STK_REMOTE_CACHE_MB to at "
-      "least %lld, or lower initial_fill",
+      "about %d blocks of %lld KiB in use but the cache holds %d (remote_cache_mb or "
+      "STK_REMOTE_CACHE_MB, or 4 GiB unset); blocks will be fetched more than once: set "
+      "remote_cache_mb (or STK_REMOTE_CACHE_MB) to at least %lld, or lower initial_fill",
       stk__node_name(node), (long long)fill, need, (long long)(block >> 10), blocks,
       (long long)(((int64_t)need * block >> 20) + 1));
+}
+
+/* ---- remote settings and unreadable files ---- */
+
+void stk__reader_remote_opts(const stk__node *node, int base, bool cache, stk__remote_opts *out) {
+  *out = (stk__remote_opts)STK__REMOTE_OPTS_UNSET;
+  if (stk__arg_given(node, base + STK__RR_ENDPOINT))
+    out->endpoint = stk__arg_string(node, base + STK__RR_ENDPOINT);
+  if (stk__arg_given(node, base + STK__RR_REGION))
+    out->region = stk__arg_string(node, base + STK__RR_REGION);
+  struct {
+    int arg, *field;
+  } ints[] = {{STK__RR_RETRIES, &out->retries},
+              {STK__RR_BACKOFF_MS, &out->backoff_ms},
+              {STK__RR_TIMEOUT, &out->timeout},
+              {STK__RR_BLOCK_KB, &out->block_kb},
+              {STK__RR_CACHE_MB, &out->cache_mb},
+              {STK__RR_READAHEAD, &out->readahead},
+              {STK__RR_PREFETCH_THREADS, &out->prefetch_threads}};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    if (ints[i].arg >= (cache ? STK__RR_COUNT : STK__RR_REQUEST_COUNT)) break;
+    if (stk__arg_given(node, base + ints[i].arg))
+      *ints[i].field = (int)stk__arg_int(node, NULL, base + ints[i].arg);
+  }
+}
+
+/* Failures a file may be left out for: the bad-sample policy's data errors
+ * (pipeline/internal.h's stk__is_data_error), a missing file (a 404) included. */
+static bool skippable(stk_status st) {
+  return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT ||
+         st == STK_ERR_UNSUPPORTED || st == STK_ERR_NOT_FOUND;
+}
+
+stk_status stk__reader_skip_file(stk__node *node, const char *path, stk_status st) {
+  const char *name = stk__node_name(node);
+  if (!stk__node_skips_bad_data(node) || !skippable(st)) return st;
+  /* the failure's message usually starts with the reader's name already */
+  const char *why = stk_last_error();
+  size_t n = strlen(name);
+  if (strncmp(why, name, n) == 0 && strncmp(why + n, ": ", 2) == 0) why += n + 2;
+  char message[1536];
+  snprintf(message, sizeof message,
+           "%s: left out '%s' (on_error=\"skip\"; its samples are in no epoch): %s", name, path,
+           why);
+  stk__node_skip_file(node, message);
+  stk_clear_error();
+  return STK_OK;
+}
+
+static stk_status skip_file_cb(void *user, const char *path, stk_status st) {
+  return stk__reader_skip_file(user, path, st);
+}
+
+stk_status stk__reader_fileset_open(stk__node *node, stk__fileset *fs, const char *const *paths,
+                                    size_t count) {
+  return stk__fileset_open_lenient(fs, paths, count, stk__node_name(node), skip_file_cb, node);
+}
+
+stk_status stk__reader_check_files(stk__node *node, const stk__fileset *fs) {
+  stk_status last = fs->bad_status;
+  if (fs->count == 0 || fs->num_bad < fs->count) return STK_OK;
+  stk__strbuf names = {0};
+  for (int64_t i = 0; i < fs->count && i < 5; i++)
+    STK_TRY(stk__strbuf_printf(&names, "%s'%s'", i ? ", " : "", fs->paths[i]));
+  stk_status st = STK_FAIL(last == STK_ERR_NOT_FOUND ? STK_ERR_NOT_FOUND : STK_ERR_IO,
+                           "%s: none of the %lld file(s) can be read, all were left out under "
+                           "on_error=\"skip\" (stats()'s skipped_file_messages say why): %s%s",
+                           stk__node_name(node), (long long)fs->count, names.data,
+                           fs->count > 5 ? ", ..." : "");
+  stk__strbuf_free(&names);
+  return st;
 }
 
 /* ---- brace expansion ---- */
@@ -148,6 +219,8 @@ typedef struct {
   char **items;
   size_t count, cap;
   const char *who, *arg, *pattern;
+  stk__node *skipper; /* a reader skipping patterns it cannot list (on_error="skip") */
+  size_t skipped;
 } expansion;
 
 static stk_status push(expansion *x, const char *s, size_t n) {
@@ -287,6 +360,11 @@ static stk_status push_listed(expansion *x, const char *s) {
   if (st != STK_OK && st != STK_ERR_NOT_FOUND) st = stk__wrap(st, "%s: %s", x->who, x->arg);
   free(urls);
   stk__strbuf_free(&dir);
+  if (st != STK_OK && x->skipper && stk__reader_skip_file(x->skipper, s, st) == STK_OK) {
+    x->skipped++;
+    for (; kept > 0; kept--) free(x->items[--x->count]); /* none of a failed listing */
+    st = STK_OK;
+  }
   return st;
 }
 
@@ -327,21 +405,39 @@ static stk_status pack(expansion *x, char ***out) {
   return STK_OK;
 }
 
-stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
-                              const char *arg, char ***out, size_t *count) {
+static stk_status expand_all(expansion *x, const char *const *patterns, size_t num_patterns,
+                             char ***out, size_t *count) {
   *out = NULL;
   *count = 0;
-  expansion x = {.who = who ? who : "reader", .arg = arg};
   stk_status st = STK_OK;
   for (size_t i = 0; st == STK_OK && i < num_patterns; i++) {
-    x.pattern = patterns[i];
-    st = expand(&x, patterns[i], 0);
+    x->pattern = patterns[i];
+    st = expand(x, patterns[i], 0);
   }
-  if (st == STK_OK) st = pack(&x, out);
-  if (st == STK_OK) *count = x.count;
-  for (size_t i = 0; i < x.count; i++) free(x.items[i]);
-  free(x.items);
+  if (st == STK_OK && x->count == 0 && x->skipped > 0)
+    st = STK_FAIL(STK_ERR_NOT_FOUND,
+                  "%s: %s: no listing gave a file to read: every pattern was left out under "
+                  "on_error=\"skip\" (stats()'s skipped_file_messages say why)",
+                  x->who, x->arg);
+  if (st == STK_OK) st = pack(x, out);
+  if (st == STK_OK) *count = x->count;
+  for (size_t i = 0; i < x->count; i++) free(x->items[i]);
+  free(x->items);
   return st;
+}
+
+stk_status stk__reader_expand_paths(stk__node *node, const char *const *patterns,
+                                    size_t num_patterns, const char *arg, char ***out,
+                                    size_t *count) {
+  expansion x = {.who = stk__node_name(node), .arg = arg};
+  if (stk__node_skips_bad_data(node)) x.skipper = node;
+  return expand_all(&x, patterns, num_patterns, out, count);
+}
+
+stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
+                              const char *arg, char ***out, size_t *count) {
+  expansion x = {.who = who ? who : "reader", .arg = arg};
+  return expand_all(&x, patterns, num_patterns, out, count);
 }
 
 stk_status stk__reader_file_identity(const char *path, const char *where, stk__strbuf *id,

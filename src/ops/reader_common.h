@@ -8,6 +8,7 @@
 #define STOKER_OPS_READER_COMMON_H
 
 #include "../io/fileset.h"
+#include "../io/remote.h"
 #include "../io/sampler.h"
 #include "op.h"
 
@@ -98,6 +99,68 @@ enum {
         STK__SHUFFLE_AFTER_EPOCH_SEED_DOC                                                          \
   }
 
+/* The remote settings (io/remote.h) as arguments of the readers that take URLs; they
+ * follow a reader's other arguments, from `base`, in this order: the requests' settings
+ * (every such reader), then the block cache's (readers of shards through a file set).
+ * Unset, each falls back to its environment variable, then to the built-in default
+ * (docs/formats.md, Remote datasets). */
+enum {
+  STK__RR_ENDPOINT,
+  STK__RR_REGION,
+  STK__RR_RETRIES,
+  STK__RR_BACKOFF_MS,
+  STK__RR_TIMEOUT,
+  STK__RR_REQUEST_COUNT,
+  STK__RR_BLOCK_KB = STK__RR_REQUEST_COUNT,
+  STK__RR_CACHE_MB,
+  STK__RR_READAHEAD,
+  STK__RR_PREFETCH_THREADS,
+  STK__RR_COUNT
+};
+
+#define STK__REMOTE_ARG_STR(name, doc) \
+  { name, STK_ARG_STRING, 0, NULL, 0, 0, NULL, doc }
+#define STK__REMOTE_ARG_INT(name, lo, hi, doc) \
+  { name, STK_ARG_INT, STK_ARGF_RANGE, NULL, lo, hi, NULL, doc }
+
+#define STK__READER_REMOTE_ARGS                                                              \
+  STK__REMOTE_ARG_STR("remote_endpoint",                                                     \
+                      "stoker: the S3 endpoint of s3:// URLs (\"http://127.0.0.1:9000\": "   \
+                      "MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, "  \
+                      "else AWS (docs/formats.md, Remote datasets)."),                       \
+      STK__REMOTE_ARG_STR("remote_region",                                                   \
+                          "stoker: the region s3:// requests are signed for; unset: "        \
+                          "AWS_REGION, AWS_DEFAULT_REGION, else us-east-1."),                \
+      STK__REMOTE_ARG_INT("remote_retries", 0, 100,                                          \
+                          "stoker: retries of a failed request to a URL; unset: "            \
+                          "STK_REMOTE_RETRIES, else 6."),                                    \
+      STK__REMOTE_ARG_INT("remote_backoff_ms", 0, 60000,                                     \
+                          "stoker: the first retry's backoff in ms (doubling, capped at 10 " \
+                          "s); unset: STK_REMOTE_BACKOFF_MS, else 100."),                    \
+      STK__REMOTE_ARG_INT("remote_timeout", 1, 3600,                                         \
+                          "stoker: seconds without a byte before a request is retried (and " \
+                          "the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.")
+
+#define STK__READER_REMOTE_CACHE_ARGS                                                         \
+  STK__REMOTE_ARG_INT("remote_block_kb", 4, 1048576,                                          \
+                      "stoker: KiB of a block of remote shards read front to back; unset: "   \
+                      "STK_REMOTE_BLOCK_KB, else 4096."),                                     \
+      STK__REMOTE_ARG_INT("remote_cache_mb", 1, 1048576,                                      \
+                          "stoker: MiB of blocks the reader keeps; unset: "                   \
+                          "STK_REMOTE_CACHE_MB, else 256 or what a streaming shuffle buffer " \
+                          "needs, up to 4096."),                                              \
+      STK__REMOTE_ARG_INT("remote_readahead", 0, 64,                                          \
+                          "stoker: blocks fetched ahead; unset: STK_REMOTE_READAHEAD, else "  \
+                          "4."),                                                              \
+      STK__REMOTE_ARG_INT("remote_prefetch_threads", 0, 16,                                   \
+                          "stoker: threads fetching ahead; unset: "                           \
+                          "STK_REMOTE_PREFETCH_THREADS, else 4.")
+
+/* The remote settings given to the reader (STK__READER_REMOTE_ARGS from `base`, and
+ * STK__READER_REMOTE_CACHE_ARGS after them when `cache`); the strings point into the
+ * node's arguments. */
+void stk__reader_remote_opts(const stk__node *node, int base, bool cache, stk__remote_opts *out);
+
 /* What every data set reader's state starts with: the shared hooks below reach the
  * sampler through it. */
 typedef struct {
@@ -151,10 +214,34 @@ void stk__reader_check_cache(stk__node *node, int base, const stk__fileset *fs,
 stk_status stk__expand_braces(const char *const *patterns, size_t num_patterns, const char *who,
                               const char *arg, char ***out, size_t *count);
 
+/* stk__expand_braces for a reader's `arg`: under on_error="skip", an s3:// pattern whose
+ * listing fails or matches nothing is left out (stk__reader_skip_file) and the others
+ * expand; when every one was left out, the build fails. */
+stk_status stk__reader_expand_paths(stk__node *node, const char *const *patterns,
+                                    size_t num_patterns, const char *arg, char ***out,
+                                    size_t *count);
+
 /* The sample cache's identity of a sample of file `path` (op.h's item_identity): the path
  * and `where` (the sample's place in a multi-sample file, "" for a file per sample) to
  * `id`, the file's size and modification time to `stamp` ("-" when it cannot be stat'ed:
  * reading it then fails with its own error). */
+/* A file of the reader's that cannot be read at build (opened, sized, listed or indexed),
+ * `st` the failure (its message the thread's last error). Under on_error="skip" a data
+ * error (io, decode, limit, unsupported, not found) leaves the file out: the message,
+ * naming the reader and `path`, is printed as a warning and kept in the pipeline's
+ * skipped files (stk_stats.skipped_files), and STK_OK is returned. Otherwise `st`,
+ * prefixed by the reader's name. */
+stk_status stk__reader_skip_file(stk__node *node, const char *path, stk_status st);
+
+/* stk__fileset_open for a reader: a file that cannot be opened or sized is left out
+ * under on_error="skip" (stk__reader_skip_file). */
+stk_status stk__reader_fileset_open(stk__node *node, stk__fileset *fs, const char *const *paths,
+                                    size_t count);
+
+/* After a reader's files were opened and indexed: when every one was left out, the build
+ * fails (NotFound when the last failure was one, else I/O), naming the files. */
+stk_status stk__reader_check_files(stk__node *node, const stk__fileset *fs);
+
 stk_status stk__reader_file_identity(const char *path, const char *where, stk__strbuf *id,
                                      stk__strbuf *stamp);
 

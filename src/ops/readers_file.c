@@ -36,7 +36,8 @@ enum {
   A_TENSOR_INIT_BYTES,
   A_SHUFFLE_AFTER_EPOCH_SEED,
   A_DIR_FILTERS,
-  FILE_ARGS_COUNT_
+  A_REMOTE,
+  FILE_ARGS_COUNT_ = A_REMOTE + STK__RR_REQUEST_COUNT
 };
 
 #define COMPAT "Accepted for DALI compatibility; no effect."
@@ -166,6 +167,7 @@ static const stk_arg_schema file_args[] = {
                        .doc = "file_root: keep only the class directories whose name matches one "
                               "of these globs (case-sensitive); labels number the kept classes "
                               "in order, as DALI's. Ignored with file_list and files"},
+    [A_REMOTE] = STK__READER_REMOTE_ARGS,
 };
 STK__CHECK_ARGS(file_args, FILE_ARGS_COUNT_);
 
@@ -183,7 +185,8 @@ _Static_assert(A_SEED - A_SHARD_ID == STK__RA_SEED &&
 typedef struct {
   stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__file_list files;
-  stk__file_list second; /* paired lists: the second path of every line */
+  stk__file_list second;   /* paired lists: the second path of every line */
+  stk__remote_opts remote; /* the remote_* arguments */
 } reader_state;
 
 static void file_destroy(stk__node *node) {
@@ -237,7 +240,10 @@ static stk_status build_list(stk__node *node, stk__file_list *out, stk__file_lis
 static stk_status file_init(stk__node *node) {
   reader_state *r = stk__calloc(1, sizeof *r, "a file reader");
   if (!r) return STK_ERR_OUT_OF_MEMORY;
+  stk__reader_remote_opts(node, A_REMOTE, false, &r->remote);
+  const stk__remote_opts *prev = stk__remote_use(&r->remote); /* listings, list files */
   stk_status st = build_list(node, &r->files, &r->second);
+  stk__remote_use(prev);
   /* The sampling arguments shard_id .. seed are in the common order (reader_common.h). */
   if (st == STK_OK)
     st = stk__reader_sampler(node, A_SHARD_ID, r->files.count, NULL, 0, &r->base.sampler);
@@ -294,7 +300,10 @@ static stk_status open_checked(stk__node *node, const char *path, int *fd, int64
 static stk_status read_remote(stk__node *node, stk__sample *s, const char *path, int index) {
   uint8_t *buf = NULL;
   size_t size = 0;
+  const reader_state *r = *stk__node_state(node);
+  const stk__remote_opts *prev = stk__remote_use(&r->remote);
   stk_status st = stk__remote_get(path, (size_t)stk__node_max_file_bytes(node), &buf, &size);
+  stk__remote_use(prev);
   if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
   int64_t n = (int64_t)size;
   stk__tensor *data = NULL;

@@ -34,7 +34,8 @@ enum {
   A_REL_ROI_SHAPE,
   A_CACHE_HEADER,
   A_REGISTER_BUFFERS,
-  A_COMMON
+  A_COMMON,
+  A_REMOTE = A_COMMON + STK__RA_COUNT,
 };
 
 static const stk_arg_schema npy_args[] = {
@@ -110,8 +111,9 @@ static const stk_arg_schema npy_args[] = {
                             .default_text = "true",
                             .doc = STK__READER_COMPAT},
     [A_COMMON] = STK__READER_COMMON_ARGS,
+    [A_REMOTE] = STK__READER_REMOTE_ARGS,
 };
-STK__CHECK_ARGS(npy_args, A_COMMON + STK__RA_COUNT);
+STK__CHECK_ARGS(npy_args, A_REMOTE + STK__RR_REQUEST_COUNT);
 
 static const stk_port_schema npy_outputs[] = {
     {"data", "the array (or its region) in C order and host byte order, with its dtype"},
@@ -125,6 +127,7 @@ typedef struct {
   bool roi;
   int oob;
   double fill;
+  stk__remote_opts remote; /* the remote_* arguments */
 } npy_state;
 
 static void npy_destroy(stk__node *node) {
@@ -183,7 +186,10 @@ static stk_status npy_init(stk__node *node) {
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                   "%s: roi_start and rel_roi_start are mutually exclusive (as in DALI)",
                   stk__node_name(node));
+  stk__reader_remote_opts(node, A_REMOTE, false, &r->remote);
+  const stk__remote_opts *prev = stk__remote_use(&r->remote); /* listings, list files */
   if (st == STK_OK) st = build_list(node, &r->files);
+  stk__remote_use(prev);
   if (st == STK_OK)
     st = stk__reader_sampler(node, A_COMMON, r->files.count, NULL, 0, &r->base.sampler);
   if (st != STK_OK) npy_destroy(node);
@@ -449,8 +455,11 @@ static stk_status read_file(stk__node *node, npy_state *r, stk__sample *s, const
 static stk_status read_remote(stk__node *node, npy_state *r, stk__sample *s, const char *path) {
   uint8_t *all = NULL;
   size_t size = 0, hlen = 0;
-  STK_TRY(stk__remote_get(path, (size_t)stk__node_max_file_bytes(node), &all, &size));
-  stk_status st = stk__npy_header_length(all, size, path, &hlen);
+  const stk__remote_opts *prev = stk__remote_use(&r->remote);
+  stk_status st = stk__remote_get(path, (size_t)stk__node_max_file_bytes(node), &all, &size);
+  stk__remote_use(prev);
+  if (st != STK_OK) return st;
+  st = stk__npy_header_length(all, size, path, &hlen);
   if (st == STK_OK && hlen > size)
     st = STK_FAIL(STK_ERR_DECODE, "'%s' is truncated inside its header (%zu bytes)", path, hlen);
   stk__npy_header h;

@@ -24,7 +24,8 @@ enum {
   A_HAS_DEFAULT,
   A_USE_O_DIRECT,
   A_STREAMING,
-  A_COMMON
+  A_COMMON,
+  A_REMOTE = A_COMMON + STK__RA_COUNT,
 };
 
 static const stk_arg_schema tf_args[] = {
@@ -90,8 +91,10 @@ static const stk_arg_schema tf_args[] = {
                         .doc = STK__READER_COMPAT},
     [A_STREAMING] = STK__READER_STREAMING_ARG,
     [A_COMMON] = STK__READER_COMMON_ARGS,
+    [A_REMOTE] = STK__READER_REMOTE_ARGS,
+    STK__READER_REMOTE_CACHE_ARGS,
 };
-STK__CHECK_ARGS(tf_args, A_COMMON + STK__RA_COUNT);
+STK__CHECK_ARGS(tf_args, A_REMOTE + STK__RR_COUNT);
 
 static const stk_port_schema tf_outputs[] = {
     {"features", "one per feature_names entry, typed by feature_types"},
@@ -116,6 +119,7 @@ typedef struct {
 typedef struct {
   stk__reader_base base; /* first: the shared reader hooks reach the sampler through it */
   stk__fileset files;
+  stk__remote_opts remote; /* the remote_* arguments */
   int num_features;
   feature_spec *specs;
   const char **names;
@@ -314,13 +318,33 @@ static stk_status index_file(stk__node *node, tf_state *r, int64_t f, const char
   return st;
 }
 
+/* Indexes file f and adds its records; a file that cannot be indexed is an error, or left
+ * out under on_error="skip". */
+static stk_status add_file(stk__node *node, tf_state *r, int64_t f, const char *index_path,
+                           int64_t *cap) {
+  const char *name = stk__node_name(node);
+  stk__tfrecord_index idx;
+  memset(&idx, 0, sizeof idx);
+  stk_status st = index_file(node, r, f, index_path, &idx);
+  if (st == STK_OK) {
+    st = add_records(r, f, &idx, cap);
+    if (st != STK_OK) st = stk__wrap(st, "%s", name);
+  } else {
+    stk_status why = stk__wrap(st, "%s", name);
+    st = stk__reader_skip_file(node, r->files.paths[f], why);
+    if (st == STK_OK) stk__fileset_mark_bad(&r->files, f, why);
+  }
+  stk__tfrecord_index_free(&idx);
+  return st;
+}
+
 static stk_status build_records(stk__node *node, tf_state *r) {
   const char *name = stk__node_name(node);
   const char *const *pat;
   size_t np = stk__arg_strings(node, A_PATH, &pat);
   char **paths = NULL, **index = NULL;
   size_t num_paths = 0, num_index = 0;
-  stk_status st = stk__expand_braces(pat, np, name, "path", &paths, &num_paths);
+  stk_status st = stk__reader_expand_paths(node, pat, np, "path", &paths, &num_paths);
   if (st == STK_OK && stk__arg_given(node, A_INDEX_PATH)) {
     np = stk__arg_strings(node, A_INDEX_PATH, &pat);
     st = stk__expand_braces(pat, np, name, "index_path", &index, &num_index);
@@ -330,15 +354,12 @@ static stk_status build_records(stk__node *node, tf_state *r) {
   }
   if (st == STK_OK && num_paths == 0)
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: path is empty", name);
-  if (st == STK_OK) st = stk__fileset_open(&r->files, (const char *const *)paths, num_paths, name);
+  if (st == STK_OK)
+    st = stk__reader_fileset_open(node, &r->files, (const char *const *)paths, num_paths);
   int64_t cap = 0;
-  for (int64_t f = 0; st == STK_OK && f < r->files.count; f++) {
-    stk__tfrecord_index idx;
-    st = index_file(node, r, f, index ? index[f] : NULL, &idx);
-    if (st == STK_OK) st = add_records(r, f, &idx, &cap);
-    if (st != STK_OK) st = stk__wrap(st, "%s", name);
-    stk__tfrecord_index_free(&idx);
-  }
+  for (int64_t f = 0; st == STK_OK && f < r->files.count; f++)
+    if (r->files.fds[f] != STK__FD_BAD) st = add_file(node, r, f, index ? index[f] : NULL, &cap);
+  if (st == STK_OK) st = stk__reader_check_files(node, &r->files);
   if (st == STK_OK && r->num_records == 0)
     st = STK_FAIL(STK_ERR_NOT_FOUND, "%s: the %lld file(s) hold no record", name,
                   (long long)r->files.count);
@@ -351,6 +372,9 @@ static stk_status tf_init(stk__node *node) {
   tf_state *r = stk__calloc(1, sizeof *r, "a TFRecord reader");
   if (!r) return STK_ERR_OUT_OF_MEMORY;
   *stk__node_state(node) = r;
+  /* the build's requests use the reader's remote settings; so do the file set's later */
+  stk__reader_remote_opts(node, A_REMOTE, true, &r->remote);
+  const stk__remote_opts *prev = stk__remote_use(&r->remote);
   stk_status st = build_specs(node, r);
   if (st == STK_OK) st = build_records(node, r);
   if (st == STK_OK)
@@ -361,6 +385,7 @@ static stk_status tf_init(stk__node *node) {
     stk__fileset_random_access(&r->files);
   else if (st == STK_OK)
     stk__reader_check_cache(node, A_COMMON, &r->files, r->num_records);
+  stk__remote_use(prev);
   if (st != STK_OK) tf_destroy(node);
   return st;
 }

@@ -3,6 +3,7 @@
  * output matched to one component by extension; the sampler (io/sampler.h) chooses the
  * order over all shards together, and workers read each component straight into its
  * output with pread. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@ enum {
   A_DTYPES,
   A_CASE_SENSITIVE,
   A_STREAMING,
-  A_COMMON, /* STK__READER_COMMON_ARGS follow */
+  A_COMMON,                            /* STK__READER_COMMON_ARGS follow */
+  A_REMOTE = A_COMMON + STK__RA_COUNT, /* then STK__READER_REMOTE_ARGS */
 };
 
 static const stk_arg_schema wds_args[] = {
@@ -50,8 +52,10 @@ static const stk_arg_schema wds_args[] = {
      "Match extensions case-sensitively."},
     STK__READER_STREAMING_ARG,
     STK__READER_COMMON_ARGS,
+    STK__READER_REMOTE_ARGS,
+    STK__READER_REMOTE_CACHE_ARGS,
 };
-STK__CHECK_ARGS(wds_args, A_COMMON + STK__RA_COUNT);
+STK__CHECK_ARGS(wds_args, A_REMOTE + STK__RR_COUNT);
 
 static const stk_port_schema wds_outputs[] = {
     {"outputs", "one per `ext` entry: the component's bytes as a 1-D tensor of `dtypes`"},
@@ -66,9 +70,10 @@ typedef struct {
   int num_outputs;
   stk_dtype *dtypes;
   int64_t num_samples;
-  int32_t *sample_file;  /* shard of each sample */
-  int64_t *sample_local; /* the sample's index in its shard's index */
-  int64_t *comp;         /* num_samples * num_outputs component indices, -1 if missing */
+  int32_t *sample_file;    /* shard of each sample */
+  int64_t *sample_local;   /* the sample's index in its shard's index */
+  int64_t *comp;           /* num_samples * num_outputs component indices, -1 if missing */
+  stk__remote_opts remote; /* the remote_* arguments */
 } wds_state;
 
 static int wds_num_outputs(const stk__node *node) {
@@ -105,26 +110,36 @@ static bool ext_matches(const char *alternatives, const char *ext, bool case_sen
   }
 }
 
-/* Indexes every shard: from its index file when given, else by scanning it. */
+/* Indexes shard i: from its index file when given, else by scanning it. */
+static stk_status index_shard(wds_state *r, int64_t i, const char *index_path) {
+  const char *path = r->files.paths[i];
+  if (index_path) return stk__wds_index_load(&r->indexes[i], index_path, path, r->files.sizes[i]);
+  if (r->files.fds[i] == STK__FD_REMOTE) {
+    stk__source src = {.fs = &r->files, .index = i, .path = path};
+    return stk__wds_index_build_source(&r->indexes[i], &src, r->files.sizes[i]);
+  }
+  int fd = r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return STK_FAIL(errno == ENOENT ? STK_ERR_NOT_FOUND : STK_ERR_IO, "cannot open '%s': %s", path,
+                    strerror(errno));
+  stk_status st = stk__wds_index_build(&r->indexes[i], fd, path, r->files.sizes[i]);
+  if (fd != r->files.fds[i]) close(fd);
+  return st;
+}
+
+/* Indexes every shard left; one that cannot be is an error, or left out under
+ * on_error="skip" (its samples with it). */
 static stk_status index_shards(stk__node *node, wds_state *r, char **index_paths) {
   for (int64_t i = 0; i < r->files.count; i++) {
-    const char *path = r->files.paths[i];
-    stk_status st;
-    if (index_paths) {
-      st = stk__wds_index_load(&r->indexes[i], index_paths[i], path, r->files.sizes[i]);
-    } else if (r->files.fds[i] == STK__FD_REMOTE) {
-      stk__source src = {.fs = &r->files, .index = i, .path = path};
-      st = stk__wds_index_build_source(&r->indexes[i], &src, r->files.sizes[i]);
-    } else {
-      int fd =
-          r->files.fds[i] >= 0 ? r->files.fds[i] : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-      if (fd < 0) return STK_FAIL(STK_ERR_IO, "%s: cannot open '%s'", stk__node_name(node), path);
-      st = stk__wds_index_build(&r->indexes[i], fd, path, r->files.sizes[i]);
-      if (fd != r->files.fds[i]) close(fd);
-    }
-    if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+    if (r->files.fds[i] == STK__FD_BAD) continue;
+    stk_status st = index_shard(r, i, index_paths ? index_paths[i] : NULL);
+    if (st == STK_OK) continue;
+    stk__wds_index_free(&r->indexes[i]);
+    stk_status why = stk__wrap(st, "%s", stk__node_name(node));
+    STK_TRY(stk__reader_skip_file(node, r->files.paths[i], why));
+    stk__fileset_mark_bad(&r->files, i, why);
   }
-  return STK_OK;
+  return stk__reader_check_files(node, &r->files);
 }
 
 /* Matches the components of sample `s` of shard `f` to the outputs; *complete is false
@@ -221,13 +236,14 @@ static stk_status init_state(stk__node *node, wds_state *r) {
   size_t np = stk__arg_strings(node, A_PATHS, &pat);
   char **paths = NULL, **index = NULL;
   size_t num_paths = 0, num_index = 0;
-  stk_status st = stk__expand_braces(pat, np, name, "paths", &paths, &num_paths);
+  stk_status st = stk__reader_expand_paths(node, pat, np, "paths", &paths, &num_paths);
   if (st == STK_OK && stk__arg_given(node, A_INDEX_PATHS)) {
     np = stk__arg_strings(node, A_INDEX_PATHS, &pat);
     st = stk__expand_braces(pat, np, name, "index_paths", &index, &num_index);
   }
   if (st == STK_OK) st = check_args(node, num_paths, num_index);
-  if (st == STK_OK) st = stk__fileset_open(&r->files, (const char *const *)paths, num_paths, name);
+  if (st == STK_OK)
+    st = stk__reader_fileset_open(node, &r->files, (const char *const *)paths, num_paths);
   r->num_outputs = wds_num_outputs(node);
   if (st == STK_OK) {
     r->indexes = stk__calloc(num_paths, sizeof *r->indexes, "the WebDataset indexes");
@@ -249,6 +265,9 @@ static stk_status wds_init(stk__node *node) {
   wds_state *r = stk__calloc(1, sizeof *r, "a WebDataset reader");
   if (!r) return STK_ERR_OUT_OF_MEMORY;
   *stk__node_state(node) = r;
+  /* the build's requests use the reader's remote settings; so do the file set's later */
+  stk__reader_remote_opts(node, A_REMOTE, true, &r->remote);
+  const stk__remote_opts *prev = stk__remote_use(&r->remote);
   stk_status st = init_state(node, r);
   if (st == STK_OK)
     st = stk__reader_file_sampler(node, A_COMMON, r->num_samples, r->sample_file, r->files.count,
@@ -258,6 +277,7 @@ static stk_status wds_init(stk__node *node) {
     stk__fileset_random_access(&r->files);
   else if (st == STK_OK)
     stk__reader_check_cache(node, A_COMMON, &r->files, r->num_samples);
+  stk__remote_use(prev);
   if (st != STK_OK) wds_destroy(node);
   return st;
 }

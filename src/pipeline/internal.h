@@ -139,10 +139,13 @@ struct stk_tensor_list {
  * the bad-sample policy records of a failed sample (NULL when out of memory). */
 char *stk__sample_failure_message(const char *op_name, const char *stage, const stk__sample *s);
 
-/* Failures that on_error="skip" may skip: bad data, not bugs or resource failures. */
+/* Failures that on_error="skip" may skip: bad data, not bugs or resource failures. A
+ * sample's NOT_FOUND is its file gone (deleted, a 404): the lookups that also fail with
+ * it (operator, reader, external source names) fail at build, before any sample. Readers
+ * skip files at build by the same rule (ops/reader_common.c). */
 static inline bool stk__is_data_error(stk_status st) {
   return st == STK_ERR_DECODE || st == STK_ERR_IO || st == STK_ERR_LIMIT ||
-         st == STK_ERR_UNSUPPORTED;
+         st == STK_ERR_UNSUPPORTED || st == STK_ERR_NOT_FOUND;
 }
 
 /* gpu.c: returns a device list's blocks to the device pool, stream-ordered. */
@@ -230,6 +233,10 @@ struct stk_pipeline {
    * the order the stages skipped them; a slot is NULL until its writer has stored it. */
   atomic_llong num_skip_messages;
   _Atomic(char *) skip_messages[STK_SKIP_MESSAGES_KEPT];
+  /* Files readers left out at build under on_error="skip" (stk__node_skip_file): their
+   * count and the first messages. */
+  atomic_llong num_skipped_files;
+  _Atomic(char *) skipped_files[STK_SKIP_MESSAGES_KEPT];
   atomic_int feed_waiters; /* threads waiting for fed data (not bounded by timeout_ms) */
   /* Checkpoints (checkpoint.c): the state after the last batch handed out (consumer's
    * thread; stk__resume_len entries), and a checkpoint to resume from at build. */

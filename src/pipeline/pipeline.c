@@ -74,6 +74,7 @@ void stk_pipeline_destroy(stk_pipeline *p) {
   }
   stk__pool_destroy(p->pool); /* blocks held by live tensor lists stay valid */
   for (size_t i = 0; i < STK_SKIP_MESSAGES_KEPT; i++) free(atomic_load(&p->skip_messages[i]));
+  for (size_t i = 0; i < STK_SKIP_MESSAGES_KEPT; i++) free(atomic_load(&p->skipped_files[i]));
   free(p->delivered_resume);
   free(p->restore_text);
   pthread_mutex_destroy(&p->feed_lock);
@@ -213,6 +214,18 @@ stk_status stk_pipeline_skipped_sample(stk_pipeline *p, size_t index, char **out
   return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot copy a skip message");
 }
 
+stk_status stk_pipeline_skipped_file(stk_pipeline *p, size_t index, char **out) {
+  if (!p || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  *out = NULL;
+  char *message = index < STK_SKIP_MESSAGES_KEPT ? atomic_load(&p->skipped_files[index]) : NULL;
+  if (!message)
+    return STK_FAIL(STK_ERR_NOT_FOUND,
+                    "no skipped file %zu is kept (%lld skipped, the first %d kept)", index,
+                    (long long)atomic_load(&p->num_skipped_files), STK_SKIP_MESSAGES_KEPT);
+  *out = strdup(message);
+  return *out ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "cannot copy a skip message");
+}
+
 /* Copies the `full` struct of `size` bytes into `out` as far as the caller's
  * struct_size (its first member) allows, keeping that member. */
 static stk_status fill_sized(void *out, const void *full, size_t size, size_t min_size,
@@ -241,6 +254,7 @@ stk_status stk_pipeline_stats(stk_pipeline *p, stk_stats *out) {
   s.batches = atomic_load(&p->stat_batches);
   s.samples = atomic_load(&p->stat_samples);
   s.skipped = atomic_load(&p->stat_skipped);
+  s.skipped_files = atomic_load(&p->num_skipped_files);
   s.host_decoded = atomic_load(&p->stat_host_decoded);
   if (p->pool)
     stk__pool_stats(p->pool, &s.host_bytes_in_use, &s.host_bytes_cached, &s.host_bytes_peak);

@@ -79,6 +79,15 @@ int stk__node_host_decode_quota(const stk__node *node) {
 void stk__node_count_host_decoded(stk__node *node, int64_t count) {
   atomic_fetch_add(&node->pipe->stat_host_decoded, count);
 }
+bool stk__node_skips_bad_data(const stk__node *node) {
+  return node->pipe->settings[STK_PIPE_ON_ERROR] == STK_ON_ERROR_SKIP;
+}
+void stk__node_skip_file(stk__node *node, const char *message) {
+  stk_pipeline *p = node->pipe;
+  stk__warn("%s", message);
+  long long slot = atomic_fetch_add(&p->num_skipped_files, 1);
+  if (slot < STK_SKIP_MESSAGES_KEPT) atomic_store(&p->skipped_files[slot], strdup(message));
+}
 int64_t stk__node_seed(const stk__node *node) {
   int64_t seed = node->pipe->settings[STK_PIPE_SEED];
   return seed < 0 ? 0x5EED : seed;

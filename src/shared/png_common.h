@@ -10,15 +10,20 @@
  * to its left and above, so the kernel runs the rows in order and, for Sub / Average /
  * Paeth, the bpp byte lanes of a row in parallel (stk_png_unfilter_lane); None / Up rows
  * fully in parallel, a byte each (stk_png_unfilter_byte)), and
- * turn one stored pixel into the output colour exactly as the CPU decoder does (libspng's
- * RGB8 / G8 formats, then src/codecs/image.c's colour conversion):
- *   - bit depths below 8 are scaled to 8 bits (v * 255 / (2^depth - 1)), 16-bit samples
- *     keep their high byte;
+ * turn one stored pixel into the output colour exactly as the CPU decoder does
+ * (src/codecs/png.c passes libspng's samples through stk_png_store for 16-bit files and
+ * GRAY), with DALI 2.4's values (its CPU decoders.image; tests/python/test_png_dali.py
+ * compares byte for byte):
+ *   - bit depths below 8 are scaled to 8 bits (v * 255 / (2^depth - 1));
+ *   - 16-bit samples are rounded to 8 bits (round(v * 255 / 65535)), not cut to their
+ *     high byte;
  *   - palette indices look up PLTE (an index past its end makes the sample fail, and
  *     the CPU decoder gives the verdict);
  *   - alpha (and tRNS) is dropped, not composited;
- *   - GRAY from a colour pixel is BT.601 luma (stk__luma601's rounding); from gray it is
- *     the gray value itself.
+ *   - GRAY from a colour pixel weighs R, G, B by 9797, 19234, 3737 / 32768 (0.299 and
+ *     0.587 in 15-bit fixed point, blue the rest): 8-bit pixels truncate, 16-bit ones
+ *     round at 16 bits and are then rounded to 8 like any 16-bit sample. From gray it is
+ *     the gray value itself (the weights add up to 32768, so the formula gives it too).
  */
 #ifndef STOKER_SHARED_PNG_COMMON_H
 #define STOKER_SHARED_PNG_COMMON_H
@@ -173,7 +178,11 @@ STK_HD unsigned stk_png_sample(const uint8_t *row, int64_t x, int s, const stk_p
   return (byte >> shift) & ((1u << h->depth) - 1u);
 }
 
-/* A sample scaled to 8 bits as libspng does. */
+/* A 16-bit sample rounded to 8 bits: round(v * 255 / 65535) = round(v / 257), never a
+ * tie (257 is odd). libspng's RGB8 format, OpenCV and Pillow keep the high byte instead. */
+STK_HD uint8_t stk_png_16to8(unsigned v) { return (uint8_t)((v * 255u + 32767u) / 65535u); }
+
+/* A sample scaled to 8 bits: depths below 8 as libspng does, 16 rounded. */
 STK_HD uint8_t stk_png_to8(unsigned v, int depth) {
   switch (depth) {
     case 1:
@@ -183,14 +192,39 @@ STK_HD uint8_t stk_png_to8(unsigned v, int depth) {
     case 4:
       return (uint8_t)(v * 17u);
     case 16:
-      return (uint8_t)(v >> 8);
+      return stk_png_16to8(v);
     default:
       return (uint8_t)v;
   }
 }
 
-STK_HD uint8_t stk_png_luma(unsigned r, unsigned g, unsigned b) {
-  return (uint8_t)((299u * r + 587u * g + 114u * b + 500u) / 1000u);
+/* R, G, B weighted for GRAY, in units of 1/32768 (at most 32768 * 65535 < 2^31). */
+STK_HD uint32_t stk_png_gray_sum(unsigned r, unsigned g, unsigned b) {
+  return 9797u * r + 19234u * g + 3737u * b;
+}
+
+/* GRAY of an 8-bit colour: the weighted sum truncated (DALI's values, not stk__luma601's). */
+STK_HD uint8_t stk_png_gray8(unsigned r, unsigned g, unsigned b) {
+  return (uint8_t)(stk_png_gray_sum(r, g, b) >> 15);
+}
+
+/* GRAY of a 16-bit colour: rounded to 16 bits, then to 8. */
+STK_HD uint8_t stk_png_gray16(unsigned r, unsigned g, unsigned b) {
+  return stk_png_16to8((stk_png_gray_sum(r, g, b) + 16384u) >> 15);
+}
+
+/* Stores one pixel, given as R, G, B samples of 8 bits (wide == 0) or 16 bits (wide ==
+ * 1; gray files as R = G = B), in `color` (3 bytes, or 1 for GRAY). */
+STK_HD void stk_png_store(unsigned r, unsigned g, unsigned b, int wide, int color, uint8_t *out) {
+  if (color == STK_PNG_GRAY) {
+    out[0] = wide ? stk_png_gray16(r, g, b) : stk_png_gray8(r, g, b);
+    return;
+  }
+  if (wide) r = stk_png_16to8(r), g = stk_png_16to8(g), b = stk_png_16to8(b);
+  if (color == STK_PNG_BGR)
+    out[0] = (uint8_t)b, out[1] = (uint8_t)g, out[2] = (uint8_t)r;
+  else
+    out[0] = (uint8_t)r, out[1] = (uint8_t)g, out[2] = (uint8_t)b;
 }
 
 /* Where stored pixel (x, y) is in the inflated data: its pass's row and column. */
@@ -220,7 +254,7 @@ STK_HD int stk_png_pixel(const stk_png_header *h, const stk_png_layout *L, const
   int64_t col;
   const uint8_t *row = stk_png_locate(h, L, data, x, y, &col);
   unsigned r, g, b;
-  int gray = 0;
+  int wide = h->depth == 16; /* samples stay at 16 bits until stk_png_store */
   switch (h->color_type) {
     case 3: {
       unsigned i = stk_png_sample(row, col, 0, h);
@@ -230,21 +264,18 @@ STK_HD int stk_png_pixel(const stk_png_header *h, const stk_png_layout *L, const
     }
     case 2:
     case 6:
-      r = stk_png_to8(stk_png_sample(row, col, 0, h), h->depth);
-      g = stk_png_to8(stk_png_sample(row, col, 1, h), h->depth);
-      b = stk_png_to8(stk_png_sample(row, col, 2, h), h->depth);
+      /* 8 or 16 bits: stored as stk_png_store takes them */
+      r = stk_png_sample(row, col, 0, h);
+      g = stk_png_sample(row, col, 1, h);
+      b = stk_png_sample(row, col, 2, h);
       break;
     default: /* 0, 4 */
-      r = g = b = stk_png_to8(stk_png_sample(row, col, 0, h), h->depth);
-      gray = 1;
+      r = stk_png_sample(row, col, 0, h);
+      if (!wide) r = stk_png_to8(r, h->depth);
+      g = b = r;
       break;
   }
-  if (color == STK_PNG_GRAY)
-    out[0] = gray ? (uint8_t)r : stk_png_luma(r, g, b);
-  else if (color == STK_PNG_BGR)
-    out[0] = (uint8_t)b, out[1] = (uint8_t)g, out[2] = (uint8_t)r;
-  else
-    out[0] = (uint8_t)r, out[1] = (uint8_t)g, out[2] = (uint8_t)b;
+  stk_png_store(r, g, b, wide, color, out);
   return 0;
 }
 

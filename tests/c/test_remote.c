@@ -109,6 +109,48 @@ static void test_credentials_file_profiles(void **state) {
   clear_env();
 }
 
+/* A reader's settings (stk__remote_use) come before the environment, which comes before
+ * the default; out-of-range values fall through; the endpoint and region too. */
+static void test_settings_precedence(void **state) {
+  (void)state;
+  clear_env();
+  unsetenv("STK_REMOTE_RETRIES");
+  assert_int_equal(stk__remote_setting("STK_REMOTE_RETRIES", 6, 0, 100), 6);
+  assert_false(stk__remote_setting_given("STK_REMOTE_RETRIES"));
+  setenv("STK_REMOTE_RETRIES", "3", 1);
+  assert_int_equal(stk__remote_setting("STK_REMOTE_RETRIES", 6, 0, 100), 3);
+  stk__remote_opts o = STK__REMOTE_OPTS_UNSET;
+  const stk__remote_opts *prev = stk__remote_use(&o);
+  assert_null(prev);
+  assert_int_equal(stk__remote_setting("STK_REMOTE_RETRIES", 6, 0, 100), 3); /* unset: env */
+  o.retries = 0;
+  assert_int_equal(stk__remote_setting("STK_REMOTE_RETRIES", 6, 0, 100), 0);
+  o.retries = 500; /* out of range: as if unset */
+  assert_int_equal(stk__remote_setting("STK_REMOTE_RETRIES", 6, 0, 100), 3);
+  o.cache_mb = 8;
+  assert_true(stk__remote_setting_given("STK_REMOTE_CACHE_MB"));
+  assert_int_equal(stk__remote_setting("STK_REMOTE_CACHE_MB", 256, 1, 1 << 20), 8);
+  setenv("AWS_ENDPOINT_URL", "http://env:1", 1);
+  setenv("AWS_REGION", "eu-west-1", 1);
+  setenv("AWS_ACCESS_KEY_ID", "A", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "S", 1);
+  stk__remote_target t;
+  TU_OK(stk__remote_target_make(&t, "s3://b/k", NULL, false));
+  assert_string_equal(t.http_url, "http://env:1/b/k");
+  assert_string_equal(t.sigv4, "aws:amz:eu-west-1:s3");
+  stk__remote_target_free(&t);
+  o.endpoint = "http://arg:2/";
+  o.region = "ap-south-1";
+  TU_OK(stk__remote_target_make(&t, "s3://b/k", NULL, false));
+  assert_string_equal(t.http_url, "http://arg:2/b/k");
+  assert_string_equal(t.sigv4, "aws:amz:ap-south-1:s3");
+  stk__remote_target_free(&t);
+  assert_ptr_equal(stk__remote_use(prev), &o);
+  assert_int_equal(stk__remote_setting("STK_REMOTE_RETRIES", 6, 0, 100), 3);
+  unsetenv("STK_REMOTE_RETRIES");
+  clear_env();
+}
+
 typedef struct {
   char keys[8][64];
   int64_t sizes[8];
@@ -331,6 +373,7 @@ int main(void) {
       cmocka_unit_test(test_is_url),
       cmocka_unit_test(test_s3_urls_with_and_without_endpoint),
       cmocka_unit_test(test_credentials_file_profiles),
+      cmocka_unit_test(test_settings_precedence),
       cmocka_unit_test(test_list_parser),
       cmocka_unit_test(test_url_encoding),
       cmocka_unit_test(test_cache_concurrent_reads),

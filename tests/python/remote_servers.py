@@ -11,7 +11,9 @@ server inside the test process would need the GIL that a running pipeline may ho
       "slow" (the answer after SLOW_S seconds, within the client's timeout), "drop" (the
       connection closed before any answer). GET /__stats answers the counts as JSON.
       With STK_PROXY_FAIL_GET=SUBSTRING in the environment, every GET of a path holding
-      SUBSTRING answers 503 (HEAD still works): an object that cannot be read.
+      SUBSTRING answers 503 (HEAD still works): an object that cannot be read (counted
+      as "doomed" in the stats); with STK_PROXY_FORBID=SUBSTRING, every request for such
+      a path answers 403 AccessDenied.
 
   python remote_servers.py sigv4 SECRET REGION
       an S3 endpoint that checks every request's AWS Signature V4 as S3 does (canonical
@@ -165,6 +167,16 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         doomed = os.environ.get("STK_PROXY_FAIL_GET")
         if doomed and self.command == "GET" and doomed in self.path:
             kind = "503"  # this object's reads always fail: retries must give up
+            with self.lock:
+                self.stats["doomed"] = self.stats.get("doomed", 0) + 1
+        forbidden = os.environ.get("STK_PROXY_FORBID")
+        if forbidden and forbidden in self.path:
+            self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+            data = b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+            self._send(403, [("Content-Type", "application/xml")], data)
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            return
         if kind == "drop":
             self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
             return self._reset()

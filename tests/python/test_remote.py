@@ -9,6 +9,7 @@ cannot be imported or the servers do not start."""
 import gc
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -257,7 +258,7 @@ def test_a_cache_too_small_for_the_shuffle_buffer_is_named_and_still_correct(
     remote, _ = epochs(wds(f"s3://{BUCKET}/wds/*.tar", **kw), 4, 6)
     assert remote == local
     err = capfd.readouterr().err
-    assert "initial_fill=12" in err and "set STK_REMOTE_CACHE_MB to at least" in err
+    assert "initial_fill=12" in err and "(or STK_REMOTE_CACHE_MB) to at least" in err
     monkeypatch.delenv("STK_REMOTE_CACHE_MB")  # unset: the reader sizes its cache itself
     epochs(wds(f"s3://{BUCKET}/wds/*.tar", **kw), 4, 1)
     assert "STK_REMOTE_CACHE_MB" not in capfd.readouterr().err
@@ -461,3 +462,286 @@ def test_convert_uploads_shards_and_bench_reads_s3(dataset, s3, tmp_path):
                         "--batch-size", "5", "--iters", "2"],
                        capture_output=True, text=True, timeout=300, env=os.environ.copy())
     assert r.returncode == 0, r.stderr
+
+
+# ---- unreadable files under on_error="skip" at build ----
+
+SKIP_SHARDS = 6  # skip/shard-{0..5}.tar, 3 samples each: ids 3*s .. 3*s+2
+
+
+def write_id_shards(d):
+    """Six small shards whose samples carry their id (a .cls member) and a few bytes."""
+    os.makedirs(d, exist_ok=True)
+    for s in range(SKIP_SHARDS):
+        members = []
+        for k in range(3 * s, 3 * s + 3):
+            members += [(f"k{k:03d}.bin", bytes([k]) * (50 + k)), (f"k{k:03d}.cls", str(k).encode())]
+        write_shard(os.path.join(d, f"shard-{s}.tar"), members, tarfile.GNU_FORMAT)
+    return d
+
+
+@pytest.fixture(scope="module")
+def id_shards(s3, tmp_path_factory):
+    d = write_id_shards(str(tmp_path_factory.mktemp("ids")))
+    for s in range(SKIP_SHARDS):
+        s3.upload_file(os.path.join(d, f"shard-{s}.tar"), BUCKET, f"skip/shard-{s}.tar")
+    return d
+
+
+def ids_by_epoch(paths, batch, epochs_, shard_id=0, num_shards=1, **kw):
+    """The ids each epoch of one rank gives (a batch never crosses an epoch), and the
+    pipeline."""
+    def define():
+        data, cls = fn.readers.webdataset(paths=paths, ext=["bin", "cls"], name="Reader",
+                                          shard_id=shard_id, num_shards=num_shards, **kw)
+        return data, cls
+    pipe = stoker.pipeline_def(define, batch_size=batch, num_threads=2, seed=4,
+                               on_error="skip")()
+    out = []
+    for _ in range(epochs_):
+        ids = []
+        while True:
+            data, cls = pipe.run()
+            for d, c in zip(data, cls):
+                k = int(np.array(c).tobytes())
+                assert np.array(d).tobytes() == bytes([k]) * (50 + k)  # the sample's own bytes
+                ids.append(k)
+            if pipe.last_batch_info()["ends_epoch"]:
+                break
+        out.append(ids)
+    return out, pipe
+
+
+GOOD_SHARDS = [0, 2, 4, 5]  # 1: 503 after every retry, 3: 403, 6: 404 (never written)
+GOOD_IDS = sorted(k for s in GOOD_SHARDS for k in range(3 * s, 3 * s + 3))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_unreadable_shards_are_left_out_at_build_under_skip(id_shards, proxy, streaming):
+    """A shard whose reads fail after every retry (503), a forbidden one (403) and a
+    missing one (404) are left out when the reader is built: counted, named, outside
+    the epoch; the rest is sampled as ever: over two ranks, each epoch is every
+    remaining sample exactly once."""
+    port = proxy("ok", STK_PROXY_FAIL_GET="skip/shard-1.tar", STK_PROXY_FORBID="skip/shard-3.tar")
+    paths = f"s3://{BUCKET}/skip/shard-{{0..6}}.tar"
+    kw = dict(random_shuffle=True, streaming=streaming, initial_fill=4, remote_retries=1,
+              remote_backoff_ms=1)
+    seen = [[], []]
+    for rank in (0, 1):
+        per_epoch, pipe = ids_by_epoch(paths, 3, 2, shard_id=rank, num_shards=2, **kw)
+        for e, ids in enumerate(per_epoch):
+            seen[e] += ids
+        assert pipe.epoch_size("Reader") == len(GOOD_IDS)
+        stats = pipe.stats()
+        assert stats["skipped_files"] == 3 and stats["skipped"] == 0
+        why = "\n".join(stats["skipped_file_messages"])
+        for shard, status in ((1, r"HTTP 503 \(SlowDown\)"), (3, "HTTP 403"),
+                              (6, "HTTP 404")):
+            assert re.search(rf"'s3://{BUCKET}/skip/shard-{shard}.tar'.*{status}", why), why
+    for ids in seen:  # each epoch, both ranks together: a permutation of what is left
+        assert sorted(ids) == GOOD_IDS
+    assert proxy_stats(port)["doomed"] >= 2  # the 503 shard was tried, and retried
+
+
+def test_unreadable_shard_fails_the_build_under_error_and_all_unreadable_fails(id_shards,
+                                                                                 proxy):
+    proxy("ok", STK_PROXY_FORBID="skip/shard-3.tar")
+    paths = f"s3://{BUCKET}/skip/shard-{{2..4}}.tar"
+    with pytest.raises(StokerError, match=r"shard-3\.tar.: HTTP 403"):
+        epochs(wds(paths), 2, 1)
+    with pytest.raises(NotFoundError, match=r"none of the 2 file\(s\).*shard-7.tar', .*shard-8"):
+        epochs(wds(f"s3://{BUCKET}/skip/shard-{{7..8}}.tar"), 2, 1, on_error="skip")
+    with pytest.raises(StokerError, match=r"none of the 1 file"):
+        epochs(wds(f"s3://{BUCKET}/skip/shard-3.tar"), 2, 1, on_error="skip")
+
+
+def test_local_and_tfrecord_files_are_left_out_the_same_way(tmp_path, dataset, s3):
+    """The policy is the readers', not the remote layer's: a missing and a corrupt local
+    shard are left out as remote ones are, and so is a TFRecord file."""
+    d = write_id_shards(str(tmp_path / "ids"))
+    with open(os.path.join(d, "shard-2.tar"), "r+b") as f:  # a member header's checksum
+        f.seek(148)
+        f.write(b"9999999\0")
+    os.remove(os.path.join(d, "shard-4.tar"))
+    (per_epoch,), pipe = ids_by_epoch(os.path.join(d, "shard-{0..5}.tar"), 4, 1)
+    assert sorted(per_epoch) == sorted(k for s in (0, 1, 3, 5) for k in range(3 * s, 3 * s + 3))
+    stats = pipe.stats()
+    assert stats["skipped_files"] == 2
+    why = "\n".join(stats["skipped_file_messages"])
+    assert re.search(r"shard-2\.tar'.*not a tar archive", why), why
+    assert re.search(r"shard-4\.tar'.*No such file", why), why
+    with pytest.raises(NotFoundError, match="shard-4.tar"):  # under "error", as ever
+        epochs(lambda: fn.readers.webdataset(paths=os.path.join(d, "shard-{0..5}.tar"),
+                                             ext=["cls"]), 4, 1)
+    with pytest.raises(StokerError, match="shard-2.tar' is not a tar archive"):
+        epochs(lambda: fn.readers.webdataset(paths=os.path.join(d, "shard-{0..3}.tar"),
+                                             ext=["cls"]), 4, 1)
+
+    def tfr():
+        out = fn.readers.tfrecord(path=f"s3://{BUCKET}/tfrec/part-{{0..2}}.tfrecord",
+                                  index_path=f"s3://{BUCKET}/tfrec/part-{{0..2}}.idx",
+                                  features=FEATURES, name="Reader")
+        return out["label"]
+    out, pipe = epochs(tfr, 6, 1, on_error="skip")
+    assert sorted(int(np.frombuffer(s[:8], "<i8")[0]) for s in out[0][0]) == [0, 1, 2, 10, 11, 12]
+    assert pipe.stats()["skipped_files"] == 1
+    assert "part-2.tfrecord" in pipe.stats()["skipped_file_messages"][0]
+
+
+# ---- remote settings as reader arguments ----
+
+def test_remote_settings_arguments_override_the_environment(dataset, proxy, moto_port,
+                                                           monkeypatch):
+    """argument > environment variable > built-in default, for the retries (counted at
+    the proxy) and for the endpoint (requests go where the argument says)."""
+    port = proxy("ok", STK_PROXY_FAIL_GET="img/cats")
+    url = f"s3://{BUCKET}/img/cats/{NAMES[0]}"
+
+    def doomed_gets(**kw):
+        before = proxy_stats(port).get("doomed", 0)
+        with pytest.raises(StokerError, match="HTTP 503"):
+            epochs(lambda: fn.readers.file(files=[url], **kw), 1, 1)
+        return proxy_stats(port)["doomed"] - before
+
+    monkeypatch.setenv("STK_REMOTE_BACKOFF_MS", "1")
+    monkeypatch.delenv("STK_REMOTE_RETRIES", raising=False)
+    assert doomed_gets() == 7  # the default: 6 retries
+    monkeypatch.setenv("STK_REMOTE_RETRIES", "3")
+    assert doomed_gets() == 4
+    assert doomed_gets(remote_retries=1) == 2
+    assert doomed_gets(remote_retries=0) == 1
+    # the endpoint: the environment names the proxy, the argument the server behind it
+    good = f"s3://{BUCKET}/img/dogs-and-more/{NAMES[2]}"
+    before = proxy_stats(port)["ok"]
+    out, _ = epochs(lambda: fn.readers.file(files=[good],
+                                            remote_endpoint=f"http://127.0.0.1:{moto_port}"), 1, 1)
+    assert out[0][0][0].startswith(photo(NAMES[2]))
+    assert proxy_stats(port)["ok"] == before  # not one request through the proxy
+    epochs(lambda: fn.readers.file(files=[good]), 1, 1)  # the environment's endpoint
+    assert proxy_stats(port)["ok"] > before  # (batches made ahead read it again)
+
+
+def test_region_and_endpoint_arguments_sign_and_route_requests(s3, monkeypatch):
+    """The region signs the request (a server checking SigV4 for eu-central-1 refuses
+    another); the endpoint argument routes it, whatever the environment names."""
+    secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+    proc, port = start_helper("sigv4", secret, "eu-central-1")
+    try:
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+        monkeypatch.setenv("AWS_REGION", "us-west-2")  # not the server's region
+        kw = dict(files=["s3://bkt/dir/x.bin"], remote_endpoint=f"http://127.0.0.1:{port}",
+                  remote_retries=0)
+        with pytest.raises(StokerError, match=r"HTTP 403 \(SignatureDoesNotMatch\)"):
+            epochs(lambda: fn.readers.file(**kw), 1, 1)
+        out, _ = epochs(lambda: fn.readers.file(remote_region="eu-central-1", **kw), 1, 1)
+        assert out[0][0][0].startswith(b"signed ok")
+        # the listing of file_root goes there too (the server answers an empty one)
+        with pytest.raises(NotFoundError, match="holds no matching object"):
+            epochs(lambda: fn.readers.numpy(file_root="s3://bkt/dir", remote_region="eu-central-1",
+                                            remote_endpoint=kw["remote_endpoint"]), 1, 1)
+    finally:
+        stop(proc)
+
+
+def test_cache_settings_arguments_override_the_environment(dataset, monkeypatch, capfd):
+    """The block cache's shape comes from remote_block_kb / remote_cache_mb before the
+    environment: the build-time warning names the shape in force."""
+    url = f"s3://{BUCKET}/wds/*.tar"
+    kw = dict(streaming=True, random_shuffle=True, initial_fill=12, seed=5)
+    local, _ = epochs(wds(str(dataset / "wds" / "shard-{000000..000002}.tar"), **kw), 4, 2)
+    monkeypatch.setenv("STK_REMOTE_BLOCK_KB", "64")
+    monkeypatch.setenv("STK_REMOTE_CACHE_MB", "1")
+    capfd.readouterr()
+    epochs(wds(url, **kw), 4, 1)  # the environment's: 16 blocks of 64 KiB, too few
+    assert "blocks of 64 KiB in use but the cache holds 16" in capfd.readouterr().err
+    remote, _ = epochs(wds(url, remote_cache_mb=64, **kw), 4, 2)  # enough: no warning
+    assert remote == local
+    assert "remote_cache_mb" not in capfd.readouterr().err
+    remote, _ = epochs(wds(url, remote_block_kb=128, remote_cache_mb=1, **kw), 4, 2)
+    assert remote == local
+    assert "blocks of 128 KiB in use but the cache holds 8" in capfd.readouterr().err
+    monkeypatch.delenv("STK_REMOTE_BLOCK_KB")
+    monkeypatch.delenv("STK_REMOTE_CACHE_MB")
+    epochs(wds(url, remote_block_kb=64, remote_cache_mb=1, **kw), 4, 1)  # over the defaults
+    assert "blocks of 64 KiB in use but the cache holds 16" in capfd.readouterr().err
+
+
+# ---- brace patterns over HTTP and S3 ----
+
+def test_brace_patterns_name_http_and_s3_shards(dataset, http_root, s3):
+    """Ranges, alternatives and nested groups expand for URLs as for local paths (HTTP
+    cannot be listed: a '*' there stays a literal character); index files too."""
+    wds_dir = dataset / "wds"
+    order = [0, 2, 1]
+    local, _ = epochs(wds([str(wds_dir / f"shard-{s:06d}.tar") for s in order]), 4, 3)
+    for base in (http_root, f"s3://{BUCKET}"):
+        paths = [f"{base}/wds/shard-00000{{0,2}}.tar", f"{base}/wds/shard-{{000001..000001}}.tar"]
+        remote, pipe = epochs(wds(paths), 4, 3)
+        assert remote == local, base
+        nested, _ = epochs(wds(f"{base}/wds/shard-00000{{0,{{2..1}}}}.tar"), 4, 3)
+        assert nested == local, base
+    # index files beside the shards on the HTTP server, named by a pattern as well
+    os.makedirs(dataset / "wds-idx-http", exist_ok=True)
+    upload_wds_indexes(dataset, s3)
+    for s in range(3):
+        body = s3.get_object(Bucket=BUCKET, Key=f"wds-idx/shard-{s:06d}.idx")["Body"].read()
+        (dataset / "wds-idx-http" / f"shard-{s:06d}.idx").write_bytes(body)
+    remote, _ = epochs(wds(f"{http_root}/wds/shard-{{000000..000002}}.tar",
+                           index_paths=f"{http_root}/wds-idx-http/shard-{{000000..000002}}.idx"),
+                       4, 3)
+    in_order, _ = epochs(wds(str(wds_dir / "shard-{000000..000002}.tar")), 4, 3)
+    assert remote == in_order
+    with pytest.raises(NotFoundError, match=r"wds/\*\.tar.*404"):
+        epochs(wds(f"{http_root}/wds/*.tar"), 1, 1)
+
+
+def test_a_range_past_the_last_shard_and_a_failed_listing_are_left_out_under_skip(
+        dataset, http_root):
+    """A range written wider than the shards there are (HTTP: 404s), and an s3:// glob
+    whose listing matches nothing, are left out under on_error="skip"."""
+    in_order, _ = epochs(wds(str(dataset / "wds" / "shard-{000000..000002}.tar")), 4, 3)
+    remote, pipe = epochs(wds(f"{http_root}/wds/shard-{{000000..000004}}.tar"), 4, 3,
+                          on_error="skip")
+    assert remote == in_order and pipe.epoch_size("Reader") == 12
+    assert pipe.stats()["skipped_files"] == 2
+    remote, pipe = epochs(wds([f"s3://{BUCKET}/wds/*.tar", f"s3://{BUCKET}/nothing/*.tar"]), 4, 3,
+                          on_error="skip")
+    assert remote == in_order
+    assert "nothing/*.tar" in pipe.stats()["skipped_file_messages"][0]
+    with pytest.raises(NotFoundError, match="every pattern was left out"):
+        epochs(wds(f"s3://{BUCKET}/nothing/*.tar"), 4, 1, on_error="skip")
+
+
+def test_files_gone_when_read_are_skipped_samples(dataset, http_root, tmp_path):
+    """readers.file and readers.numpy read their files as samples: one that is gone (a
+    404, a deleted local file) is a bad sample, skipped and counted under
+    on_error="skip", and an error naming it otherwise."""
+    names = ["cats/" + NAMES[0], "cats/gone.jpg", "dogs-and-more/" + NAMES[3]]
+    local_root = tmp_path / "img"
+    shutil.copytree(dataset / "img", local_root)
+    for root in (f"{http_root}/img", f"s3://{BUCKET}/img", str(local_root)):
+        out, pipe = epochs(lambda: fn.readers.file(file_root=root, files=names, name="Reader"),
+                           2, 1, on_error="skip")
+        got = out[0][0]
+        assert len(got) == 2 and got[0].startswith(photo(NAMES[0]))
+        assert got[1].startswith(photo(NAMES[3]))
+        assert pipe.stats()["skipped"] == 1, root
+        assert "cats/gone.jpg" in pipe.stats()["skipped_samples"][0]
+        with pytest.raises(NotFoundError, match="gone.jpg"):
+            epochs(lambda: fn.readers.file(file_root=root, files=names), 2, 1)
+    arrays = [f"{http_root}/npy/g0/a0.npy", f"{http_root}/npy/g0/nope.npy"]
+    out, pipe = epochs(lambda: fn.readers.numpy(files=arrays), 2, 1, on_error="skip")
+    want = np.load(dataset / "npy" / "g0" / "a0.npy")
+    assert out[0][0][0] == want.tobytes() + str(want.shape).encode()
+    assert pipe.stats()["skipped"] == 1
+
+
+def test_bad_remote_settings_are_refused_naming_the_argument():
+    from stoker.errors import InvalidArgumentError
+    for kw, arg in ((dict(remote_retries=101), "remote_retries"),
+                    (dict(remote_timeout=0), "remote_timeout"),
+                    (dict(remote_block_kb=2), "remote_block_kb")):
+        with pytest.raises(InvalidArgumentError, match=arg):
+            epochs(wds("s3://b/shard-{0..1}.tar", **kw), 1, 1)
+    with pytest.raises(StokerError, match="remote_cache_mb"):  # the file readers have none
+        epochs(lambda: fn.readers.file(files=["s3://b/x"], remote_cache_mb=4), 1, 1)

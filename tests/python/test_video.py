@@ -220,6 +220,31 @@ def test_reader_shards_and_resize(clips):
     assert first.max() <= 1.0
 
 
+def test_reader_resize_scales_the_whole_frame(clips):
+    """readers.video_resize scales each frame to resize_x x resize_y (it once wrote the
+    video's full size into the smaller output: a crop of the top left and a write past
+    the batch). Lossless clip, half size: on the linear ramps of the test frames any
+    symmetric bilinear filter gives the 2x2 mean, so NumPy's is the reference inside a
+    one-pixel border (and left of where the green ramp wraps past 255 in later frames)."""
+    files = [str(clips["a"][0])]
+
+    @stoker.pipeline_def(batch_size=2, num_threads=2, seed=1)
+    def pipe():
+        return fn.readers.video_resize(filenames=files, sequence_length=4, step=4,
+                                       resize_x=W // 2, resize_y=H // 2, name="R")
+    p = pipe()
+    full = frames(30)
+    for batch in range(2):
+        (v,) = p.run()
+        for i in range(2):
+            got = np.asarray(v.at(i)).astype(np.float64)
+            first = 4 * (2 * batch + i)
+            src = full[first:first + 4].astype(np.float64)
+            ref = src.reshape(4, H // 2, 2, W // 2, 2, 3).mean(axis=(2, 4))
+            assert got.shape == (4, H // 2, W // 2, 3)
+            assert np.abs(got - ref)[:, 1:-1, 1:-3].max() <= 1.5, (batch, i)
+
+
 def test_reader_errors(clips, tmp_path):
     with pytest.raises(stoker.InvalidArgumentError, match="no sequence of 40 frames"):
         @stoker.pipeline_def(batch_size=1, num_threads=1)
