@@ -112,7 +112,7 @@
        0,                                                                                     \
        "uint8|int8|uint16|int16|uint32|int32|float32|float",                                  \
        "output type, the values scaled to its range as DALI: v * max / 255 (integers: "       \
-       "through float32, rounded), v / 255 for float32; CPU only"},                           \
+       "through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused"},     \
       {"affine",                                                                              \
        STK_ARG_BOOL,                                                                          \
        0,                                                                                     \
@@ -300,10 +300,26 @@ static stk_status emit_scaled(stk__node *node, stk__sample *s, const stk__image 
   return STK_OK;
 }
 
+/* dtype scales the 8-bit decode: a file with deeper samples (16-bit PNG) would lose its
+ * low bits, where DALI keeps them, so it is refused rather than converted silently. */
+static stk_status check_depth(stk__node *node, stk__sample *s, const uint8_t *data, size_t size,
+                              const char *nm) {
+  stk__image_info info;
+  stk_status st = stk__image_peek(data, size, nm, &info);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  if (info.bit_depth > 8)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "dtype \"%s\" on a %d-bit image: stoker decodes 8 bits per sample and "
+                      "scales them (DALI keeps the 16); decode as uint8",
+                      stk__arg_string(node, A_DTYPE), info.bit_depth);
+  return STK_OK;
+}
+
 static stk_status decode_into_output(stk__node *node, stk__sample *s, const uint8_t *data,
                                      size_t size, const char *nm, const stk__decode_opts *o) {
   stk__decoded d;
   if (dtype_arg(node) != STK_DTYPE_UINT8) {
+    STK_TRY(check_depth(node, s, data, size, nm));
     scratch_image part = {s, {0}};
     stk_status st = stk__image_decode(data, size, nm, o, alloc_scratch_image, &part, &d);
     if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
@@ -579,6 +595,7 @@ static stk_status decode_padded(stk__node *node, stk__sample *s, const uint8_t *
   int64_t shape[3] = {win->h, win->w, c};
   stk__image out = {.data = NULL, .dtype = STK_DTYPE_UINT8, .h = win->h, .w = win->w, .c = c};
   bool scaled = dtype_arg(node) != STK_DTYPE_UINT8;
+  if (scaled) STK_TRY(check_depth(node, s, data, size, nm));
   if (scaled) {
     out.data = stk__scratch(s, (size_t)(win->h * win->w * c) + 1);
     if (!out.data) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
