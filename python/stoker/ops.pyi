@@ -2481,7 +2481,7 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
             affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
             hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
             jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
@@ -2518,7 +2518,7 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
             affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
             hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
             jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
@@ -2558,7 +2558,7 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
             affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
             hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
             jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
@@ -2597,7 +2597,7 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
             affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
             hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
             jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
@@ -3021,7 +3021,7 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
                 affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
                 hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
                 jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
@@ -3058,7 +3058,7 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
                 affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
                 hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
                 jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
@@ -3098,7 +3098,7 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
                 affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
                 hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
                 jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
@@ -3137,7 +3137,7 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v / 255 for float32; CPU only; 16-bit files refused
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
                 affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
                 hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
                 jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)

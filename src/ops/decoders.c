@@ -112,46 +112,47 @@
        0,                                                                                     \
        "uint8|int8|uint16|int16|uint32|int32|float32|float",                                  \
        "output type, the values scaled to its range as DALI: v * max / 255 (integers: "       \
-       "through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused"},
-{"affine",
- STK_ARG_BOOL,
- 0,
- "true",
- 0,
- 0,
- NULL,
- "DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads "
- "are not pinned)"},
-    {"hybrid_huffman_threshold",
-     STK_ARG_INT,
-     0,
-     "1000000",
-     0,
-     0,
-     NULL,
-     "DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load "
-     "balances the paths)"},
-    {"jpeg_fancy_upsampling",
-     STK_ARG_BOOL,
-     0,
-     "false",
-     0,
-     0,
-     NULL,
-     "DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect "
-     "(the CPU decoder always uses libjpeg-turbo's fancy upsampling)"},
-    {"device_memory_padding_jpeg2k",
-     STK_ARG_INT,
-     0,
-     "0",
-     0,
-     0,
-     NULL,
-     "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"},
-{
-  "host_memory_padding_jpeg2k", STK_ARG_INT, 0, "0", 0, 0, NULL,
-      "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"
-}
+       "through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files "        \
+       "refused"},                                                                            \
+      {"affine",                                                                              \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "true",                                                                                \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads "   \
+       "are not pinned)"},                                                                    \
+      {"hybrid_huffman_threshold",                                                            \
+       STK_ARG_INT,                                                                           \
+       0,                                                                                     \
+       "1000000",                                                                             \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load "   \
+       "balances the paths)"},                                                                \
+      {"jpeg_fancy_upsampling",                                                               \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "false",                                                                               \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect "    \
+       "(the CPU decoder always uses libjpeg-turbo's fancy upsampling)"},                     \
+      {"device_memory_padding_jpeg2k",                                                        \
+       STK_ARG_INT,                                                                           \
+       0,                                                                                     \
+       "0",                                                                                   \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"},          \
+  {                                                                                           \
+    "host_memory_padding_jpeg2k", STK_ARG_INT, 0, "0", 0, 0, NULL,                            \
+        "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"           \
+  }
 enum {
   A_OUTPUT_TYPE,
   A_ADJUST_ORIENTATION,
