@@ -56,6 +56,9 @@ for name in sys.stdin.read().split():
         sn = sc.DeprecatedInFavorOf() or None
     dep = [a for a in kw if any(sc.HasArgument(a) and sc.IsDeprecatedArg(a) for sc in schemas)]
     inputs = None
+    # the inputs' names from a schema that documents them (experimental.filter's does not;
+    # the filter it is deprecated in favour of does)
+    schemas.sort(key=lambda sc: not sc.HasInputDox())
     for sc in schemas:
         if sc.MaxNumInput() > 0:
             n = sc.MaxNumInput()

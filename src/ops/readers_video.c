@@ -37,6 +37,7 @@ enum {
   A_SKIP_VFR_CHECK,
   A_RESIZE_X,
   A_RESIZE_Y,
+  A_DECODE_SURFACES,
   A_COMMON,
   A_COUNT_ = A_COMMON + STK__RA_COUNT
 };
@@ -153,6 +154,11 @@ static const stk_arg_schema video_args[] = {
                     .default_text = "0",
                     .doc = "readers.video_resize: output height (0: keep the aspect ratio "
                            "from resize_x, or the video's)"},
+    [A_DECODE_SURFACES] = {.name = "additional_decode_surfaces",
+                           .type = STK_ARG_INT,
+                           .default_text = "2",
+                           .doc = "DALI's NVDEC surface count: accepted, no effect (stoker "
+                                  "decodes video with FFmpeg on the CPU)"},
     [A_COMMON] = STK__READER_COMMON_ARGS,
 };
 STK__CHECK_ARGS(video_args, A_COUNT_);

@@ -1,7 +1,8 @@
 """Readers' DALI arguments: readers.file's dir_filters (class directories kept by glob,
 labels renumbered over the kept ones: the outputs DALI 2.4 gives for the same tree, learnt
 from its CPU reader and written out here), shuffle_after_epoch_seed (the key of the epoch
-permutations, as seed is) and tensor_init_bytes (accepted, no effect)."""
+permutations, as seed is), tensor_init_bytes (accepted, no effect), and readers.numpy's
+relative regions."""
 
 import os
 
@@ -133,3 +134,4 @@ def test_numpy_relative_region_padded_and_errors(npy):
     # DALI's header cache and GPUDirect buffer registration: accepted, no effect
     np.testing.assert_array_equal(
         read_npy(npy, cache_header_information=True, register_buffers=False), A)
+
