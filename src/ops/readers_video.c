@@ -43,6 +43,8 @@ enum {
   A_RESIZE_LONGER,
   A_MODE,
   A_MAX_SIZE,
+  A_MINIBATCH,
+  A_TEMP_BUFFER,
   A_COMMON,
   A_COUNT_ = A_COMMON + STK__RA_COUNT
 };
@@ -183,6 +185,8 @@ static const stk_arg_schema video_args[] = {
     [A_MAX_SIZE] = {.name = "max_size",
                     .type = STK_ARG_FLOATS,
                     .doc = "readers.video_resize: limit of the output size [H, W], as resize's"},
+    [A_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG,
+    [A_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,
     [A_COMMON] = STK__READER_COMMON_ARGS,
 };
 STK__CHECK_ARGS(video_args, A_COUNT_);
