@@ -1,11 +1,11 @@
 /* The GPU entry points of the audio operators: spectrogram, mel_filter_bank, mfcc,
- * to_decibels, preemphasis_filter. Reached through stk_gpu_api.audio (gpu_api.h);
- * implemented in src/cuda/audio.cu. The same conventions as gpu_api.h: every function
- * returns 0 or a stk_status with the message in err, queues its work on `stream` and
- * never synchronises. Inputs and outputs are dense float32 device tensors; the
- * coefficients (filter banks, DCT matrices, windows, DFT twiddles) are computed on the
- * host by the CPU operators' own functions (src/shared/audio_math.h) and passed as host
- * arrays, uploaded with the descriptors. Sums are in float64 like the CPU's. */
+ * to_decibels, preemphasis_filter. Launched through gpu_api.h's launch() (ids and typed launchers
+ * in gpu_kernels.h); implemented in src/cuda/audio.cu. The same conventions as gpu_api.h: every
+ * function returns 0 or a stk_status with the message in err, queues its work on `stream` and never
+ * synchronises. Inputs and outputs are dense float32 device tensors; the coefficients (filter
+ * banks, DCT matrices, windows, DFT twiddles) are computed on the host by the CPU operators' own
+ * functions (src/shared/audio_math.h) and passed as host arrays, uploaded with the descriptors.
+ * Sums are in float64 like the CPU's. */
 #ifndef STOKER_CUDA_API_AUDIO_H
 #define STOKER_CUDA_API_AUDIO_H
 
@@ -52,19 +52,18 @@ typedef struct {
   const double *window; /* host, wl values */
 } stk_gpu_spectrogram_sample;
 
-struct stk_gpu_audio_api {
-  int version; /* 1 */
-  int (*matrix)(stk_gpu_ctx *ctx, int n, const stk_gpu_audio_matrix_sample *samples,
-                uintptr_t stream, char *err, size_t errlen);
-  int (*preemph)(stk_gpu_ctx *ctx, int n, const stk_gpu_preemph_sample *samples, uintptr_t stream,
-                 char *err, size_t errlen);
-  int (*decibels)(stk_gpu_ctx *ctx, int n, const stk_gpu_decibels_sample *samples, uintptr_t stream,
-                  char *err, size_t errlen);
-  /* the DFT tables (cos, sin of 2 pi j / nfft, nfft each) of every sample's nfft are
-   * computed on the host, as the CPU's FFT plan does */
-  int (*spectrogram)(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_sample *samples,
-                     uintptr_t stream, char *err, size_t errlen);
-};
+/* The kernels (all without batch arguments):
+ * - audio_matrix: mel_filter_bank / mfcc, a matrix along one axis of each sample;
+ * - audio_preemph: preemphasis_filter;
+ * - audio_decibels: to_decibels;
+ * - audio_spectrogram: the DFT tables (cos, sin of 2 pi j / nfft, nfft each) of every
+ *   sample's nfft are computed on the host, as the CPU's FFT plan does.
+ */
+#define STK_GPU_KERNELS_AUDIO(X)                                              \
+  X(AUDIO_MATRIX, audio_matrix, stk_gpu_audio_matrix_sample, stk_gpu_no_args) \
+  X(AUDIO_PREEMPH, audio_preemph, stk_gpu_preemph_sample, stk_gpu_no_args)    \
+  X(AUDIO_DECIBELS, audio_decibels, stk_gpu_decibels_sample, stk_gpu_no_args) \
+  X(AUDIO_SPECTROGRAM, audio_spectrogram, stk_gpu_spectrogram_sample, stk_gpu_no_args)
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* The GPU entry points for the fused automatic-augmentation program (auto_augment.apply).
- * Reached through stk_gpu_api.autoaug (gpu_api.h); implemented in src/cuda/autoaug.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so.
+ * Launched through gpu_api.h's launch() (ids and typed launchers: gpu_kernels.h);
+ * implemented in
+ * src/cuda/autoaug.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so.
  *
  * The host (src/ops/autoaug_op.c) draws each sample's decisions exactly as the CPU
  * operator does and encodes them as a small program: a list of steps (operation codes
@@ -67,17 +68,21 @@ typedef struct {
 typedef struct {
   int interp;   /* STK_GPU_INTERP_NEAREST, _LINEAR or _CUBIC (of the image; masks: nearest) */
   int constant; /* outside pixels take the fill (else the edge repeats) */
+  /* the batch's program: the samples' steps (num_steps in all), num_luts tables of 256
+   * bytes, num_floats payload values, all host arrays (uploaded once) */
+  int num_steps;
+  const stk_gpu_aa_step *steps;
+  int num_luts;
+  const uint8_t *luts;
+  int num_floats;
+  const float *floats;
 } stk_gpu_aa_args;
 
-struct stk_gpu_autoaug_api {
-  int version; /* 1 */
-  /* Runs every sample's program: n samples, their steps (num_steps in all), num_luts
-   * tables of 256 bytes, num_floats payload values. One upload, one launch. */
-  int (*apply)(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, int num_steps,
-               const stk_gpu_aa_step *steps, int num_luts, const uint8_t *luts, int num_floats,
-               const float *floats, const stk_gpu_aa_args *args, uintptr_t stream, char *err,
-               size_t errlen);
-};
+/* The kernel:
+ * - autoaug: runs every sample's program (the steps, tables and payload of args). One
+ *   upload, one launch.
+ */
+#define STK_GPU_KERNELS_AUTOAUG(X) X(AUTOAUG, autoaug, stk_gpu_aa_sample, stk_gpu_aa_args)
 
 #ifdef __cplusplus
 }

@@ -53,19 +53,15 @@ typedef struct {
   stk__box_encoding enc;
 } stk_gpu_box_encoder_args;
 
-struct stk_gpu_boxes_api {
-  int version; /* 1 */
-  int (*bb_flip)(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *samples, uintptr_t stream,
-                 char *err, size_t errlen);
-  int (*coord_flip)(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sample *samples,
-                    uintptr_t stream, char *err, size_t errlen);
-  int (*coord_transform)(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_transform_sample *samples,
-                         uintptr_t stream, char *err, size_t errlen);
-  /* SSD matching, one thread block per sample (the CPU's rule: box_encoder.c). */
-  int (*box_encoder)(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_sample *samples,
-                     const stk_gpu_box_encoder_args *args, uintptr_t stream, char *err,
-                     size_t errlen);
-};
+/* The kernels:
+ * - bb_flip, coord_flip, coord_transform: one thread per box or point;
+ * - box_encoder: SSD matching, one thread block per sample (the CPU's rule: box_encoder.c).
+ */
+#define STK_GPU_KERNELS_BOXES(X)                                                       \
+  X(BB_FLIP, bb_flip, stk_gpu_bb_flip_sample, stk_gpu_no_args)                         \
+  X(COORD_FLIP, coord_flip, stk_gpu_coord_flip_sample, stk_gpu_no_args)                \
+  X(COORD_TRANSFORM, coord_transform, stk_gpu_coord_transform_sample, stk_gpu_no_args) \
+  X(BOX_ENCODER, box_encoder, stk_gpu_box_encoder_sample, stk_gpu_box_encoder_args)
 
 #ifdef __cplusplus
 }

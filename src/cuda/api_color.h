@@ -1,9 +1,9 @@
 /* The GPU entry points for colour operators:
  * brightness, contrast, saturation, hue, hsv, color_twist, grayscale, invert, posterize,
  * solarize(_add), equalize, auto_contrast, sharpness, color_space_conversion.
- * Reached through stk_gpu_api.color (gpu_api.h); implemented in src/cuda/color.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so. */
+ * Launched through gpu_api.h's launch() (ids and typed launchers in gpu_kernels.h); implemented in
+ * src/cuda/color.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so. */
 #ifndef STOKER_CUDA_API_COLOR_H
 #define STOKER_CUDA_API_COLOR_H
 
@@ -86,19 +86,30 @@ typedef struct {
   float factor;
 } stk_gpu_clr_sharpness_sample;
 
-struct stk_gpu_color_api {
-  int version; /* 2 */
-  int (*lut)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *samples, const void *luts,
-             size_t lut_bytes, stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  int (*point)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *samples, stk_dtype in_dtype,
-               stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  int (*pixel)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *samples, int mode,
-               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  int (*stats)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *samples, int mode,
-               stk_dtype in_dtype, stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  int (*sharpness)(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sample *samples,
-                   uintptr_t stream, char *err, size_t errlen);
-};
+/* clr_lut's batch arguments: the samples' tables, packed in one host array of lut_bytes
+ * (uploaded once), and the tables' element type. */
+typedef struct {
+  const void *luts;
+  size_t lut_bytes;
+  stk_dtype out_dtype;
+} stk_gpu_clr_lut_args;
+/* clr_pixel's and clr_stats's: the mode (STK_GPU_CLR_AFFINE.. / the stats kernel's modes)
+ * and the element types. */
+typedef struct {
+  int mode;
+  stk_dtype in_dtype, out_dtype;
+} stk_gpu_clr_mode_args;
+
+/* The kernels: clr_lut (per-sample tables), clr_point (an elementwise function),
+ * clr_pixel (a function of whole pixels), clr_stats (per-sample statistics first:
+ * equalize, auto_contrast, contrast about the mean), clr_sharpness (PIL's 3x3 smoothing
+ * blend). */
+#define STK_GPU_KERNELS_COLOR(X)                                           \
+  X(CLR_LUT, clr_lut, stk_gpu_clr_lut_sample, stk_gpu_clr_lut_args)        \
+  X(CLR_POINT, clr_point, stk_gpu_clr_point_sample, stk_gpu_io_args)       \
+  X(CLR_PIXEL, clr_pixel, stk_gpu_clr_pixel_sample, stk_gpu_clr_mode_args) \
+  X(CLR_STATS, clr_stats, stk_gpu_clr_stats_sample, stk_gpu_clr_mode_args) \
+  X(CLR_SHARPNESS, clr_sharpness, stk_gpu_clr_sharpness_sample, stk_gpu_no_args)
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,10 @@
 /* The GPU entry points of the image effects: water, sphere, jitter,
  * experimental.warp_perspective, experimental.remap, experimental.median_blur / dilate /
- * erode, experimental.debayer, clahe. Reached through stk_gpu_api.effects (gpu_api.h);
- * implemented in src/cuda/effects.cu. The same conventions as gpu_api.h: every function
- * returns 0 or a stk_status with the message in err, queues its work on `stream` and
- * never synchronises. Every output element is src/shared/effects_px.h's stk_fx_eval, the
- * function the CPU operators call. */
+ * erode, experimental.debayer, clahe. Launched through gpu_api.h's launch() (ids and typed
+ * launchers in gpu_kernels.h); implemented in src/cuda/effects.cu. The same conventions as
+ * gpu_api.h: every function returns 0 or a stk_status with the message in err, queues its work on
+ * `stream` and never synchronises. Every output element is src/shared/effects_px.h's stk_fx_eval,
+ * the function the CPU operators call. */
 #ifndef STOKER_CUDA_API_EFFECTS_H
 #define STOKER_CUDA_API_EFFECTS_H
 
@@ -45,17 +45,16 @@ typedef struct {
   uint16_t ql[64], qc[64]; /* quantisation tables (natural order) */
 } stk_gpu_jpeg_sample;
 
-struct stk_gpu_effects_api {
-  int version; /* 1 */
-  /* n samples of stk_fx_eval; in_dtype, out_dtype: uint8, uint16, int16 or float32. */
-  int (*pixel)(stk_gpu_ctx *ctx, int n, const stk_gpu_fx_sample *samples, stk_dtype in_dtype,
-               stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  int (*clahe_luts)(stk_gpu_ctx *ctx, int n, const stk_gpu_clahe_sample *samples, uintptr_t stream,
-                    char *err, size_t errlen);
-  /* Two launches: one thread per 16x16 MCU into the planes, one per output pixel. */
-  int (*jpeg_distort)(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples, uintptr_t stream,
-                      char *err, size_t errlen);
-};
+/* The kernels:
+ * - fx_pixel: n samples of stk_fx_eval; in_dtype, out_dtype: uint8, uint16, int16 or float32;
+ * - fx_clahe_luts: the CLAHE tiles' tables;
+ * - fx_jpeg_distort: two launches, one thread per 16x16 MCU into the planes, one per
+ *   output pixel.
+ */
+#define STK_GPU_KERNELS_EFFECTS(X)                                       \
+  X(FX_PIXEL, fx_pixel, stk_gpu_fx_sample, stk_gpu_io_args)              \
+  X(FX_CLAHE_LUTS, fx_clahe_luts, stk_gpu_clahe_sample, stk_gpu_no_args) \
+  X(FX_JPEG_DISTORT, fx_jpeg_distort, stk_gpu_jpeg_sample, stk_gpu_no_args)
 
 #ifdef __cplusplus
 }

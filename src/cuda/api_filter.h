@@ -1,7 +1,8 @@
 /* The GPU entry points for filters and noise: gaussian_blur, laplacian, filter, noise.*.
- * Reached through stk_gpu_api.filter (gpu_api.h); implemented in src/cuda/filter.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so. */
+ * Launched through gpu_api.h's launch() (ids and typed launchers: gpu_kernels.h);
+ * implemented in
+ * src/cuda/filter.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so. */
 #ifndef STOKER_CUDA_API_FILTER_H
 #define STOKER_CUDA_API_FILTER_H
 
@@ -47,18 +48,22 @@ typedef struct {
   double p[4];
 } stk_gpu_noise_sample;
 
-struct stk_gpu_filter_api {
-  int version; /* 2 */
-  /* Convolutions of n samples; in_dtype: uint8, int8, uint16, int16, int32, float16 or
-   * float32; out_dtype: those, int64 or float64. Two launches at most (the horizontal
-   * passes of separable samples into a float32 temporary, then every output). */
-  int (*conv)(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samples, stk_dtype in_dtype,
-              stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  /* One noise operator (`kind`) on n samples of `dtype` (uint8, int16, int32, float16,
-   * float32); one launch. */
-  int (*noise)(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_sample *samples,
-               stk_dtype dtype, uintptr_t stream, char *err, size_t errlen);
-};
+/* noise's batch arguments: the kind (STK_GPU_NOISE_*) and the element type. */
+typedef struct {
+  int kind;
+  stk_dtype dtype;
+} stk_gpu_noise_args;
+
+/* The kernels:
+ * - conv: convolutions of n samples; in_dtype: uint8, int8, uint16, int16, int32, float16 or
+ *   float32; out_dtype: those, int64 or float64. Two launches at most (the horizontal
+ *   passes of separable samples into a float32 temporary, then every output);
+ * - noise: one noise operator (`kind`) on n samples of `dtype` (uint8, int16, int32,
+ *   float16, float32); one launch.
+ */
+#define STK_GPU_KERNELS_FILTER(X)                     \
+  X(CONV, conv, stk_gpu_conv_sample, stk_gpu_io_args) \
+  X(NOISE, noise, stk_gpu_noise_sample, stk_gpu_noise_args)
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /* The GPU entry points for geometry and occlusion: rotate, warp_affine, erase, grid_mask.
- * Reached through stk_gpu_api.geometry (gpu_api.h); implemented in src/cuda/geometry.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so. Each copies
- * its per-sample descriptors into one device array and makes one launch for the batch.
+ * Launched through gpu_api.h's launch() (ids and typed launchers: gpu_kernels.h);
+ * implemented in
+ * src/cuda/geometry.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so.
+ * Each copies its per-sample descriptors into one device array and makes one launch for the batch.
  * (crop runs through gpu_api.h's crop.) */
 #ifndef STOKER_CUDA_API_GEOMETRY_H
 #define STOKER_CUDA_API_GEOMETRY_H
@@ -69,16 +70,19 @@ typedef struct {
   double shift_x, shift_y, tile, ratio;
 } stk_gpu_grid_mask_sample;
 
-struct stk_gpu_geometry_api {
-  int version; /* 1 */
-  int (*warp_affine)(stk_gpu_ctx *ctx, int n, const stk_gpu_warp_sample *samples,
-                     const stk_gpu_warp_args *args, uintptr_t stream, char *err, size_t errlen);
-  int (*erase)(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *samples,
-               const stk_gpu_erase_args *args, uintptr_t stream, char *err, size_t errlen);
-  /* pixel_bytes: channels * element size (1..64). */
-  int (*grid_mask)(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample *samples,
-                   int pixel_bytes, uintptr_t stream, char *err, size_t errlen);
-};
+/* grid_mask's batch arguments: bytes per pixel (channels x element size). */
+typedef struct {
+  int pixel_bytes;
+} stk_gpu_grid_mask_args;
+
+/* The kernels:
+ * - warp_affine, erase: see their records above;
+ * - grid_mask: pixel_bytes is channels * element size (1..64).
+ */
+#define STK_GPU_KERNELS_GEOMETRY(X)                                   \
+  X(WARP_AFFINE, warp_affine, stk_gpu_warp_sample, stk_gpu_warp_args) \
+  X(ERASE, erase, stk_gpu_erase_sample, stk_gpu_erase_args)           \
+  X(GRID_MASK, grid_mask, stk_gpu_grid_mask_sample, stk_gpu_grid_mask_args)
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 /* The GPU entry points for elementwise arithmetic and friends: math.*, cast_like, one_hot.
- * Reached through stk_gpu_api.math (gpu_api.h); implemented in src/cuda/math.cu. The same
- * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in
- * err, queues its work on `stream` and never synchronises unless it says so.
+ * Launched through gpu_api.h's launch() (ids and typed launchers: gpu_kernels.h);
+ * implemented in
+ * src/cuda/math.cu. The same conventions as gpu_api.h: every function returns 0 or a stk_status
+ * with the message in err, queues its work on `stream` and never synchronises unless it says so.
  *
  * Every element is computed by the functions of math_common.h, which the CPU operators
  * (src/ops/arithmetic.c, misc_ops.c) run too: types, promotion results, wrap-around,
@@ -80,18 +81,16 @@ typedef struct {
   int64_t stride[STK_MAX_NDIM]; /* source elements per step along each output axis */
 } stk_gpu_gather_sample;
 
-struct stk_gpu_math_api {
-  int version; /* 1 */
-  int (*binary)(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sample *samples,
-                const stk_gpu_binary_args *args, uintptr_t stream, char *err, size_t errlen);
-  int (*unary)(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sample *samples,
-               const stk_gpu_unary_args *args, uintptr_t stream, char *err, size_t errlen);
-  int (*one_hot)(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples, stk_dtype in_dtype,
-                 stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-  /* esize: bytes per element (1, 2, 4 or 8). NULL in tables older than subscript. */
-  int (*gather)(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples, size_t esize,
-                uintptr_t stream, char *err, size_t errlen);
-};
+/* The kernels:
+ * - binary, unary: see their records and args above;
+ * - one_hot: the input's and the output's element types;
+ * - gather: esize, bytes per element (1, 2, 4 or 8).
+ */
+#define STK_GPU_KERNELS_MATH(X)                                 \
+  X(BINARY, binary, stk_gpu_binary_sample, stk_gpu_binary_args) \
+  X(UNARY, unary, stk_gpu_unary_sample, stk_gpu_unary_args)     \
+  X(ONE_HOT, one_hot, stk_gpu_one_hot_sample, stk_gpu_io_args)  \
+  X(GATHER, gather, stk_gpu_gather_sample, stk_gpu_elem_args)
 
 #ifdef __cplusplus
 }

@@ -26,17 +26,23 @@ typedef struct {
   size_t dst_pitch;
 } stk_gpu_png_sample;
 
-typedef struct stk_gpu_png_api {
-  size_t struct_size; /* sizeof(stk_gpu_png_api) */
-  /* Decodes n PNGs in `color` (STK_GPU_COLOR_*) on `stream`. status[i] (host) receives
-   * STK_GPU_DECODE_OK, or STK_GPU_DECODE_FAILED when the stream, a filter type or a
-   * palette index was bad (dst holds garbage: the CPU decoder gives the verdict). The
-   * call waits (bounded by the context's wait_timeout_ms) until the device has decoded
-   * the batch, to know the statuses; the destinations are written in stream order. The
-   * return value is an error only for bad arguments or device failures. */
-  int (*decode)(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *samples, int color, int *status,
-                uintptr_t stream, char *err, size_t errlen);
-} stk_gpu_png_api;
+/* png_decode's batch arguments: the output colour (STK_GPU_COLOR_*) and a host array of n
+ * statuses the call fills (see below). */
+typedef struct {
+  int color;
+  int *status;
+} stk_gpu_png_args;
+
+/* The kernel:
+ * - png_decode: decodes n PNGs in args->color (STK_GPU_COLOR_*) on `stream`.
+ *   args->status[i] (host) receives STK_GPU_DECODE_OK, or STK_GPU_DECODE_FAILED when the
+ *   stream, a filter type or a palette index was bad (dst holds garbage: the CPU decoder
+ *   gives the verdict). The call waits (bounded by the context's wait_timeout_ms) until
+ *   the device has decoded the batch, to know the statuses; the destinations are written
+ *   in stream order. The return value is an error only for bad arguments or device
+ *   failures.
+ */
+#define STK_GPU_KERNELS_PNG(X) X(PNG_DECODE, png_decode, stk_gpu_png_sample, stk_gpu_png_args)
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /* The GPU entry points of the tensor toolbox (transpose, slice, pad, cat, stack,
  * element_extract, sequence_rearrange, the copying shape operators, reductions.*,
- * normalize, lookup_table). Reached through stk_gpu_api.tensor (gpu_api.h); implemented
- * in src/cuda/tensor.cu. The conventions of gpu_api.h: 0 or an stk_status with the message
- * in err, work queued on `stream`, one launch per call for the whole batch.
+ * normalize, lookup_table). Launched through gpu_api.h's launch() (ids and typed launchers in
+ * gpu_kernels.h); implemented in src/cuda/tensor.cu. The conventions of gpu_api.h: 0 or an
+ * stk_status with the message in err, work queued on `stream`, one launch per call for the whole
+ * batch.
  *
  * The plans are the structs of src/shared/tensor_common.h, which the CPU operators run
  * element by element with the same functions. */
@@ -16,25 +17,39 @@
 extern "C" {
 #endif
 
-struct stk_gpu_tensor_api {
-  int version; /* 1 */
-  /* n strided copies with fills (stk_tn_copy_elem); esize 1, 2, 4 or 8. Copies may
-   * write disjoint parts of one output (cat, stack). */
-  int (*copy)(stk_gpu_ctx *ctx, int n, const stk_tn_copy *plans, int esize, uintptr_t stream,
-              char *err, size_t errlen);
-  /* n reductions (stk_tn_reduce_elem), one thread per output element. */
-  int (*reduce)(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *plans, const stk_tn_reduce_args *args,
-                uintptr_t stream, char *err, size_t errlen);
-  /* n affine passes (stk_tn_affine_elem). */
-  int (*affine)(stk_gpu_ctx *ctx, int n, const stk_tn_affine *plans, stk_dtype in_dtype,
-                stk_dtype out_dtype, double shift, uintptr_t stream, char *err, size_t errlen);
-  /* lookup: sample i maps counts[i] elements src[i] -> dst[i] through `table` (host
-   * memory, table_len elements of esize bytes, copied in stream order). */
-  int (*lookup)(stk_gpu_ctx *ctx, int n, const void *const *src, void *const *dst,
-                const int64_t *counts, stk_dtype in_dtype, int esize, const void *table,
-                int64_t table_len, uint64_t dflt, uintptr_t stream, char *err, size_t errlen);
-};
-typedef struct stk_gpu_tensor_api stk_gpu_tensor_api;
+/* tn_affine's batch arguments. */
+typedef struct {
+  stk_dtype in_dtype, out_dtype;
+  double shift;
+} stk_gpu_tn_affine_args;
+/* tn_lookup: sample i maps `count` elements src -> dst through `table` (host memory,
+ * table_len elements of esize bytes, copied in stream order); values outside the table
+ * take dflt (its bytes, esize of them). */
+typedef struct {
+  const void *src;
+  void *dst;
+  int64_t count;
+} stk_gpu_tn_lookup_sample;
+typedef struct {
+  stk_dtype in_dtype;
+  int esize;
+  const void *table;
+  int64_t table_len;
+  uint64_t dflt;
+} stk_gpu_tn_lookup_args;
+
+/* The kernels:
+ * - tn_copy: n strided copies with fills (stk_tn_copy_elem); esize 1, 2, 4 or 8. Copies
+ *   may write disjoint parts of one output (cat, stack);
+ * - tn_reduce: n reductions (stk_tn_reduce_elem), one thread per output element;
+ * - tn_affine: n affine passes (stk_tn_affine_elem);
+ * - tn_lookup: see its records above.
+ */
+#define STK_GPU_KERNELS_TENSOR(X)                                \
+  X(TN_COPY, tn_copy, stk_tn_copy, stk_gpu_elem_args)            \
+  X(TN_REDUCE, tn_reduce, stk_tn_reduce, stk_tn_reduce_args)     \
+  X(TN_AFFINE, tn_affine, stk_tn_affine, stk_gpu_tn_affine_args) \
+  X(TN_LOOKUP, tn_lookup, stk_gpu_tn_lookup_sample, stk_gpu_tn_lookup_args)
 
 #ifdef __cplusplus
 }

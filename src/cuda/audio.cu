@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api_audio.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 #include "../shared/audio_math.h"
@@ -289,6 +290,32 @@ static int audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_audio_api stk_gpu_audio_table = {
-    1, audio_matrix, audio_preemph, audio_decibels, audio_spectrogram,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_audio_matrix(stk_gpu_ctx *ctx, int n, const stk_gpu_audio_matrix_sample *samples,
+                           const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                           size_t errlen) {
+  (void)args;
+  return audio_matrix(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_audio_preemph(stk_gpu_ctx *ctx, int n, const stk_gpu_preemph_sample *samples,
+                            const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                            size_t errlen) {
+  (void)args;
+  return audio_preemph(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_audio_decibels(stk_gpu_ctx *ctx, int n, const stk_gpu_decibels_sample *samples,
+                             const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                             size_t errlen) {
+  (void)args;
+  return audio_decibels(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_sample *samples,
+                                const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                                size_t errlen) {
+  (void)args;
+  return audio_spectrogram(ctx, n, samples, stream, err, errlen);
+}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api_autoaug.h"
+#include "gpu_kernels.h"
 #include "autoaug_interp.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
@@ -99,7 +100,10 @@ static int aa_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples, i
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table = {
-    1,
-    aa_apply,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_autoaug(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *samples,
+                      const stk_gpu_aa_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return aa_apply(ctx, n, samples, args->num_steps, args->steps, args->num_luts, args->luts,
+                  args->num_floats, args->floats, args, stream, err, errlen);
+}

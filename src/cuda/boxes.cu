@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api_boxes.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 
@@ -210,5 +211,30 @@ static int box_encoder(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_sample
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table = {1, bb_flip, coord_flip,
-                                                                     coord_transform, box_encoder};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_bb_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_bb_flip_sample *samples,
+                      const stk_gpu_no_args *args, uintptr_t stream, char *err, size_t errlen) {
+  (void)args;
+  return bb_flip(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_coord_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_coord_flip_sample *samples,
+                         const stk_gpu_no_args *args, uintptr_t stream, char *err, size_t errlen) {
+  (void)args;
+  return coord_flip(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_coord_transform(stk_gpu_ctx *ctx, int n,
+                              const stk_gpu_coord_transform_sample *samples,
+                              const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                              size_t errlen) {
+  (void)args;
+  return coord_transform(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_box_encoder(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_sample *samples,
+                          const stk_gpu_box_encoder_args *args, uintptr_t stream, char *err,
+                          size_t errlen) {
+  return box_encoder(ctx, n, samples, args, stream, err, errlen);
+}

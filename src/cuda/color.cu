@@ -26,6 +26,7 @@
 
 #include "../shared/color_math.h"
 #include "api_color.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 #include "pixel_tiles.cuh"
@@ -983,6 +984,37 @@ static int clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sa
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_color_api stk_gpu_color_table = {
-    2, clr_lut, clr_point, clr_pixel, clr_stats, clr_sharpness,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_clr_lut(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_lut_sample *samples,
+                      const stk_gpu_clr_lut_args *args, uintptr_t stream, char *err,
+                      size_t errlen) {
+  return clr_lut(ctx, n, samples, args->luts, args->lut_bytes, args->out_dtype, stream, err,
+                 errlen);
+}
+
+int stk_gpu_k_clr_point(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_point_sample *samples,
+                        const stk_gpu_io_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return clr_point(ctx, n, samples, args->in_dtype, args->out_dtype, stream, err, errlen);
+}
+
+int stk_gpu_k_clr_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_pixel_sample *samples,
+                        const stk_gpu_clr_mode_args *args, uintptr_t stream, char *err,
+                        size_t errlen) {
+  return clr_pixel(ctx, n, samples, args->mode, args->in_dtype, args->out_dtype, stream, err,
+                   errlen);
+}
+
+int stk_gpu_k_clr_stats(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_stats_sample *samples,
+                        const stk_gpu_clr_mode_args *args, uintptr_t stream, char *err,
+                        size_t errlen) {
+  return clr_stats(ctx, n, samples, args->mode, args->in_dtype, args->out_dtype, stream, err,
+                   errlen);
+}
+
+int stk_gpu_k_clr_sharpness(stk_gpu_ctx *ctx, int n, const stk_gpu_clr_sharpness_sample *samples,
+                            const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                            size_t errlen) {
+  (void)args;
+  return clr_sharpness(ctx, n, samples, stream, err, errlen);
+}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_effects.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 
@@ -245,9 +246,23 @@ static int gpu_fx_jpeg(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *sampl
 
 } // namespace
 
-extern "C" STK_HIDDEN const stk_gpu_effects_api stk_gpu_effects_table = {
-    1,
-    gpu_fx_pixel,
-    gpu_fx_clahe_luts,
-    gpu_fx_jpeg,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_fx_pixel(stk_gpu_ctx *ctx, int n, const stk_gpu_fx_sample *samples,
+                       const stk_gpu_io_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return gpu_fx_pixel(ctx, n, samples, args->in_dtype, args->out_dtype, stream, err, errlen);
+}
+
+int stk_gpu_k_fx_clahe_luts(stk_gpu_ctx *ctx, int n, const stk_gpu_clahe_sample *samples,
+                            const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                            size_t errlen) {
+  (void)args;
+  return gpu_fx_clahe_luts(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_fx_jpeg_distort(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples,
+                              const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                              size_t errlen) {
+  (void)args;
+  return gpu_fx_jpeg(ctx, n, samples, stream, err, errlen);
+}

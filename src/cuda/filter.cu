@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "api_filter.h"
+#include "gpu_kernels.h"
 #include "../shared/filter_common.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
@@ -405,8 +406,14 @@ static int stk_gpu_noise(stk_gpu_ctx *ctx, int kind, int n, const stk_gpu_noise_
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table = {
-    2,
-    stk_gpu_conv,
-    stk_gpu_noise,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_conv(stk_gpu_ctx *ctx, int n, const stk_gpu_conv_sample *samples,
+                   const stk_gpu_io_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_conv(ctx, n, samples, args->in_dtype, args->out_dtype, stream, err, errlen);
+}
+
+int stk_gpu_k_noise(stk_gpu_ctx *ctx, int n, const stk_gpu_noise_sample *samples,
+                    const stk_gpu_noise_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_noise(ctx, args->kind, n, samples, args->dtype, stream, err, errlen);
+}

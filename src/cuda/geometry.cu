@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api_geometry.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 #include "../shared/geometry_px.h"
@@ -606,9 +607,21 @@ static int gpu_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample
 
 } // namespace
 
-extern "C" STK_HIDDEN const stk_gpu_geometry_api stk_gpu_geometry_table = {
-    1,
-    gpu_warp_affine,
-    gpu_erase,
-    gpu_grid_mask,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_warp_affine(stk_gpu_ctx *ctx, int n, const stk_gpu_warp_sample *samples,
+                          const stk_gpu_warp_args *args, uintptr_t stream, char *err,
+                          size_t errlen) {
+  return gpu_warp_affine(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_erase(stk_gpu_ctx *ctx, int n, const stk_gpu_erase_sample *samples,
+                    const stk_gpu_erase_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return gpu_erase(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_grid_mask(stk_gpu_ctx *ctx, int n, const stk_gpu_grid_mask_sample *samples,
+                        const stk_gpu_grid_mask_args *args, uintptr_t stream, char *err,
+                        size_t errlen) {
+  return gpu_grid_mask(ctx, n, samples, args->pixel_bytes, stream, err, errlen);
+}

@@ -3,8 +3,15 @@
  *
  * Plain C11 with no CUDA types: the CPU library loads libstoker_cuda.so at run time with
  * dlopen, looks up the one exported symbol `stk_cuda_get_api`, and calls everything
- * through the function table it returns. The core never links CUDA; a machine without a
- * GPU (or without the library) simply fails the lookup and reports it.
+ * through the table it returns. The core never links CUDA; a machine without a GPU (or
+ * without the library) simply fails the lookup and reports it.
+ *
+ * The table has two parts. The runtime (devices, memory, streams, events, the JPEG
+ * decoder) is a set of named functions. The operators' kernels are not: they are reached
+ * through one generic entry, launch(ctx, kernel id, launch record), with supports(ctx,
+ * kernel id) to ask whether a backend has a kernel at all. The kernels, their ids and
+ * their typed launchers are listed in gpu_kernels.h (from the families' lists in the
+ * api_*.h headers); adding a kernel adds one line to its family's list and nothing here.
  *
  * Conventions, for every function in the table:
  * - The return value is an stk_status code (0 = STK_OK). Typical failures:
@@ -40,7 +47,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct or the table below changes incompatibly. */
-#define STK_GPU_ABI_VERSION 5
+#define STK_GPU_ABI_VERSION 6
 /* A buffer of this many bytes holds any error message. */
 #define STK_GPU_ERRLEN      512
 
@@ -89,15 +96,6 @@ enum {
 };
 
 typedef struct stk_gpu_ctx stk_gpu_ctx; /* opaque */
-typedef struct stk_gpu_color_api stk_gpu_color_api;
-typedef struct stk_gpu_geometry_api stk_gpu_geometry_api;
-typedef struct stk_gpu_filter_api stk_gpu_filter_api;
-typedef struct stk_gpu_math_api stk_gpu_math_api;
-typedef struct stk_gpu_boxes_api stk_gpu_boxes_api;
-typedef struct stk_gpu_autoaug_api stk_gpu_autoaug_api;
-typedef struct stk_gpu_effects_api stk_gpu_effects_api;
-typedef struct stk_gpu_audio_api stk_gpu_audio_api;
-typedef struct stk_gpu_png_api stk_gpu_png_api;
 
 /* ---------------------------------------------------------------------------------- */
 /* Context, device, memory                                                             */
@@ -327,6 +325,48 @@ typedef struct {
   int64_t count;
 } stk_gpu_cast_sample;
 
+/* Batch arguments shared by several kernels. */
+typedef struct {
+  int unused; /* kernels without batch arguments: pass NULL */
+} stk_gpu_no_args;
+typedef struct {
+  stk_dtype in_dtype, out_dtype; /* the input's and the output's element type */
+} stk_gpu_io_args;
+typedef struct {
+  size_t esize; /* bytes per element (any positive size) */
+} stk_gpu_elem_args;
+typedef struct {
+  stk_dtype dtype; /* STK_DTYPE_UINT8 or STK_DTYPE_FLOAT32 */
+} stk_gpu_mix_args;
+
+/* The kernels of this header (see gpu_kernels.h): X(ID, name, sample type, args type). */
+#define STK_GPU_KERNELS_CORE(X)                                         \
+  X(RESAMPLE, resample, stk_gpu_resample_sample, stk_gpu_resample_args) \
+  X(CMN, cmn, stk_gpu_cmn_sample, stk_gpu_cmn_args)                     \
+  X(CROP, crop, stk_gpu_crop_sample, stk_gpu_crop_args)                 \
+  X(FLIP, flip, stk_gpu_flip_sample, stk_gpu_elem_args)                 \
+  X(CAST, cast, stk_gpu_cast_sample, stk_gpu_io_args)                   \
+  X(MIX, mix, stk_gpu_mix_sample, stk_gpu_mix_args)
+
+/* One kernel launch: n sample records of the kernel's sample type and its batch
+ * arguments, queued on `stream`. The sizes let the backend check that caller and kernel
+ * agree on the records (a mismatch is STK_ERR_INVALID_ARGUMENT, never a wrong read). */
+typedef struct {
+  int n;
+  const void *samples;
+  size_t sample_size; /* sizeof one sample record */
+  const void *args;   /* NULL for kernels whose args type is stk_gpu_no_args */
+  size_t args_size;   /* sizeof the args type */
+  uintptr_t stream;
+} stk_gpu_launch;
+
+/* What a backend says of each kernel id: its name and record sizes. The loader compares
+ * them with its own list, so a backend built from another list is refused at open. */
+typedef struct {
+  const char *name;
+  size_t sample_size, args_size;
+} stk_gpu_kernel_info;
+
 /* ---------------------------------------------------------------------------------- */
 /* The table                                                                           */
 /* ---------------------------------------------------------------------------------- */
@@ -418,25 +458,15 @@ typedef struct stk_gpu_api {
   int (*decode_batch)(stk_gpu_ctx *ctx, int n, const stk_gpu_decode_in *in, stk_gpu_decode_out *out,
                       const stk_gpu_decode_opts *opts, uintptr_t stream, char *err, size_t errlen);
 
-  int (*resample)(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *samples,
-                  const stk_gpu_resample_args *args, uintptr_t stream, char *err, size_t errlen);
-  int (*crop_mirror_normalize)(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
-                               const stk_gpu_cmn_args *args, uintptr_t stream, char *err,
-                               size_t errlen);
-  int (*crop)(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
-              const stk_gpu_crop_args *args, uintptr_t stream, char *err, size_t errlen);
-  /* esize: bytes per element (any positive size). */
-  int (*flip)(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples, size_t esize,
-              uintptr_t stream, char *err, size_t errlen);
-  int (*cast)(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, stk_dtype in_dtype,
-              stk_dtype out_dtype, uintptr_t stream, char *err, size_t errlen);
-
-  /* Families of operators, each with its own table and header (src/cuda/api_*.h). */
-  const struct stk_gpu_color_api *color;       /* api_color.h */
-  const struct stk_gpu_geometry_api *geometry; /* api_geometry.h */
-  const struct stk_gpu_filter_api *filter;     /* api_filter.h */
-  const struct stk_gpu_math_api *math;         /* api_math.h */
-  const struct stk_gpu_autoaug_api *autoaug;   /* api_autoaug.h */
+  /* The kernels (gpu_kernels.h): `kernel_count` ids, described by kernels[id].
+   * supports: 1 when this backend can launch the kernel (a stand-in backend has a
+   * subset), else 0; unknown ids give 0. launch: queues the kernel on l->stream; a kernel
+   * the backend lacks is STK_ERR_UNSUPPORTED naming it. Callers use the typed launchers
+   * stk_gpu_run_<name>() of gpu_kernels.h, which fill the record and its sizes. */
+  int kernel_count;
+  const stk_gpu_kernel_info *kernels;
+  int (*supports)(stk_gpu_ctx *ctx, int kernel);
+  int (*launch)(stk_gpu_ctx *ctx, int kernel, const stk_gpu_launch *l, char *err, size_t errlen);
 
   /* Device memory that no queued work on any stream reads or writes: a separate pool
    * that reuses only frees the device has completed. For buffers the hardware JPEG
@@ -463,18 +493,6 @@ typedef struct stk_gpu_api {
    * release (cudaFreeHost). */
   int (*host_alloc)(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, size_t errlen);
   void (*host_free)(stk_gpu_ctx *ctx, void *ptr);
-  /* appended (issue 26): the audio operators (api_audio.h); NULL in older builds */
-  const struct stk_gpu_audio_api *audio;
-  /* mixup / cutmix: dtype STK_DTYPE_UINT8 or STK_DTYPE_FLOAT32 (src/cuda/mix.cu). */
-  int (*mix)(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_dtype dtype,
-             uintptr_t stream, char *err, size_t errlen);
-  /* The image effects (api_effects.h); NULL in a backend without them. */
-  const struct stk_gpu_effects_api *effects;
-  const struct stk_gpu_tensor_api *tensor; /* api_tensor.h; NULL in stand-ins without it */
-  /* Box and point operators (api_boxes.h); NULL in libraries without them. */
-  const struct stk_gpu_boxes_api *boxes;
-  /* PNG decoding on the device (api_png.h); NULL in a backend without it. */
-  const struct stk_gpu_png_api *png;
 } stk_gpu_api;
 
 /* The one exported symbol of libstoker_cuda.so. Never NULL. Check abi_version. */

@@ -22,6 +22,7 @@
 
 #include "../shared/gpu_common.h"
 #include "gpu_internal.h"
+#include "gpu_kernels.h"
 #include "launch.cuh"
 
 #define TW      32 /* output columns per block */
@@ -943,4 +944,32 @@ int stk_gpu_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples, st
   free(host);
   free(nb);
   return rc;
+}
+
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *samples,
+                       const stk_gpu_resample_args *args, uintptr_t stream, char *err,
+                       size_t errlen) {
+  return stk_gpu_resample(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *samples,
+                  const stk_gpu_cmn_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_cmn(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *samples,
+                   const stk_gpu_crop_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_crop(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *samples,
+                   const stk_gpu_elem_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_flip(ctx, n, samples, args->esize, stream, err, errlen);
+}
+
+int stk_gpu_k_cast(stk_gpu_ctx *ctx, int n, const stk_gpu_cast_sample *samples,
+                   const stk_gpu_io_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_cast(ctx, n, samples, args->in_dtype, args->out_dtype, stream, err, errlen);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api_math.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 #include "../shared/math_common.h"
@@ -410,6 +411,25 @@ static int stk_gpu_math_gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sam
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table = {
-    1, stk_gpu_math_binary, stk_gpu_math_unary, stk_gpu_math_one_hot, stk_gpu_math_gather,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_binary(stk_gpu_ctx *ctx, int n, const stk_gpu_binary_sample *samples,
+                     const stk_gpu_binary_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_math_binary(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_unary(stk_gpu_ctx *ctx, int n, const stk_gpu_unary_sample *samples,
+                    const stk_gpu_unary_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_math_unary(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_one_hot(stk_gpu_ctx *ctx, int n, const stk_gpu_one_hot_sample *samples,
+                      const stk_gpu_io_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_math_one_hot(ctx, n, samples, args->in_dtype, args->out_dtype, stream, err,
+                              errlen);
+}
+
+int stk_gpu_k_gather(stk_gpu_ctx *ctx, int n, const stk_gpu_gather_sample *samples,
+                     const stk_gpu_elem_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_math_gather(ctx, n, samples, args->esize, stream, err, errlen);
+}

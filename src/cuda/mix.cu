@@ -7,6 +7,7 @@
 
 #include "../shared/mix_common.h"
 #include "gpu_internal.h"
+#include "gpu_kernels.h"
 #include "launch.cuh"
 
 #define THREADS 256
@@ -80,4 +81,11 @@ int stk_gpu_mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples, stk_
   free(host);
   free(nb);
   return rc;
+}
+
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_mix(stk_gpu_ctx *ctx, int n, const stk_gpu_mix_sample *samples,
+                  const stk_gpu_mix_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return stk_gpu_mix(ctx, n, samples, args->dtype, stream, err, errlen);
 }

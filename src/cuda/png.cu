@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "api_png.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 #include "../shared/inflate.h"
@@ -285,7 +286,9 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_png_api stk_gpu_png_table = {
-    sizeof(stk_gpu_png_api),
-    png_decode,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *samples,
+                         const stk_gpu_png_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return png_decode(ctx, n, samples, args->color, args->status, stream, err, errlen);
+}

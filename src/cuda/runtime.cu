@@ -9,11 +9,13 @@
  * bounded across epochs. Pinned host memory is pooled in power-of-two classes; a block
  * freed "after a stream" becomes reusable only once an event recorded there completes.
  */
+#include <type_traits>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "gpu_internal.h"
+#include "gpu_kernels.h"
 #include "api_tensor.h"
 
 #define DEFAULT_WAIT_TIMEOUT_MS 300000
@@ -710,16 +712,56 @@ static void gpu_event_destroy(stk_gpu_ctx *ctx, void *event) {
 /* The table                                                                          */
 /* ---------------------------------------------------------------------------------- */
 
-extern "C" STK_HIDDEN const stk_gpu_color_api stk_gpu_color_table;
-extern "C" STK_HIDDEN const stk_gpu_geometry_api stk_gpu_geometry_table;
-extern "C" STK_HIDDEN const stk_gpu_filter_api stk_gpu_filter_table;
-extern "C" STK_HIDDEN const stk_gpu_math_api stk_gpu_math_table;
-extern "C" STK_HIDDEN const stk_gpu_autoaug_api stk_gpu_autoaug_table;
-extern "C" STK_HIDDEN const stk_gpu_effects_api stk_gpu_effects_table;
-extern "C" STK_HIDDEN const stk_gpu_audio_api stk_gpu_audio_table;
-extern "C" STK_HIDDEN const stk_gpu_tensor_api stk_gpu_tensor_table;
-extern "C" STK_HIDDEN const stk_gpu_boxes_api stk_gpu_boxes_table;
-extern "C" STK_HIDDEN const stk_gpu_png_api stk_gpu_png_table;
+/* The kernels: their description, generated from gpu_kernels.h's list, and one adapter
+ * per kernel that turns the generic launch record back into the kernel's typed call. */
+static const stk_gpu_kernel_info kernel_infos[STK_GPU_K_COUNT] = {
+    STK_GPU_KERNELS(STK_GPU_KERNEL_INFO)};
+
+typedef int (*kernel_adapter)(stk_gpu_ctx *ctx, const stk_gpu_launch *l, char *err, size_t errlen);
+typedef struct {
+  kernel_adapter run;
+  bool needs_args; /* the args type is not stk_gpu_no_args: NULL args is refused */
+} kernel_entry;
+
+#define KERNEL_ADAPTER(ID, name, S, A)                                                            \
+  static int run_##name(stk_gpu_ctx *ctx, const stk_gpu_launch *l, char *err, size_t errlen) {    \
+    return stk_gpu_k_##name(ctx, l->n, (const S *)l->samples, (const A *)l->args, l->stream, err, \
+                            errlen);                                                              \
+  }
+STK_GPU_KERNELS(KERNEL_ADAPTER)
+#undef KERNEL_ADAPTER
+
+#define KERNEL_ENTRY(ID, name, S, A) {run_##name, !std::is_same<A, stk_gpu_no_args>::value},
+static const kernel_entry kernel_entries[STK_GPU_K_COUNT] = {STK_GPU_KERNELS(KERNEL_ENTRY)};
+#undef KERNEL_ENTRY
+
+static int gpu_supports(stk_gpu_ctx *ctx, int kernel) {
+  (void)ctx;
+  return kernel >= 0 && kernel < STK_GPU_K_COUNT;
+}
+
+/* Checks the record against the kernel's description, then runs the kernel's adapter. */
+static int gpu_launch(stk_gpu_ctx *ctx, int kernel, const stk_gpu_launch *l, char *err,
+                      size_t errlen) {
+  if (kernel < 0 || kernel >= STK_GPU_K_COUNT)
+    return stk_gpu_fail(err, errlen, STK_ERR_UNSUPPORTED, "launch",
+                        "kernel id %d is not one of this backend's %d kernels", kernel,
+                        (int)STK_GPU_K_COUNT);
+  const stk_gpu_kernel_info *k = &kernel_infos[kernel];
+  if (!ctx || !l)
+    return stk_gpu_fail(err, errlen, STK_ERR_INVALID_ARGUMENT, k->name,
+                        "no context or launch record");
+  if (l->n < 0 || (l->n > 0 && !l->samples))
+    return stk_gpu_fail(err, errlen, STK_ERR_INVALID_ARGUMENT, k->name, "bad batch (n = %d)", l->n);
+  if (l->sample_size != k->sample_size || l->args_size != k->args_size)
+    return stk_gpu_fail(err, errlen, STK_ERR_INVALID_ARGUMENT, k->name,
+                        "records of %zu / %zu bytes, the kernel takes %zu / %zu (sample / args): "
+                        "caller and backend were built from different headers",
+                        l->sample_size, l->args_size, k->sample_size, k->args_size);
+  if (kernel_entries[kernel].needs_args && !l->args)
+    return stk_gpu_fail(err, errlen, STK_ERR_INVALID_ARGUMENT, k->name, "no batch arguments");
+  return kernel_entries[kernel].run(ctx, l, err, errlen);
+}
 
 static const stk_gpu_api api_table = {
     STK_GPU_ABI_VERSION,
@@ -748,16 +790,10 @@ static const stk_gpu_api api_table = {
     gpu_event_destroy,
     stk_gpu_jpeg_header,
     stk_gpu_decode_batch,
-    stk_gpu_resample,
-    stk_gpu_cmn,
-    stk_gpu_crop,
-    stk_gpu_flip,
-    stk_gpu_cast,
-    &stk_gpu_color_table,
-    &stk_gpu_geometry_table,
-    &stk_gpu_filter_table,
-    &stk_gpu_math_table,
-    &stk_gpu_autoaug_table,
+    STK_GPU_K_COUNT,
+    kernel_infos,
+    gpu_supports,
+    gpu_launch,
     stk_gpu_device_alloc_idle,
     stk_gpu_decode_classify,
     stk_gpu_device_free_idle,
@@ -765,12 +801,6 @@ static const stk_gpu_api api_table = {
     gpu_host_unregister,
     gpu_host_alloc,
     gpu_host_free,
-    &stk_gpu_audio_table,
-    stk_gpu_mix,
-    &stk_gpu_effects_table,
-    &stk_gpu_tensor_table,
-    &stk_gpu_boxes_table,
-    &stk_gpu_png_table,
 };
 
 extern "C" __attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api_tensor.h"
+#include "gpu_kernels.h"
 #include "gpu_internal.h"
 #include "launch.cuh"
 
@@ -267,6 +268,48 @@ static int tn_lookup(stk_gpu_ctx *ctx, int n, const void *const *src, void *cons
   return rc;
 }
 
-extern "C" STK_HIDDEN const stk_gpu_tensor_api stk_gpu_tensor_table = {
-    1, tn_copy, tn_reduce, tn_affine, tn_lookup,
-};
+/* ---- the kernels of gpu_kernels.h ---- */
+
+int stk_gpu_k_tn_copy(stk_gpu_ctx *ctx, int n, const stk_tn_copy *samples,
+                      const stk_gpu_elem_args *args, uintptr_t stream, char *err, size_t errlen) {
+  return tn_copy(ctx, n, samples, (int)args->esize, stream, err, errlen);
+}
+
+int stk_gpu_k_tn_reduce(stk_gpu_ctx *ctx, int n, const stk_tn_reduce *samples,
+                        const stk_tn_reduce_args *args, uintptr_t stream, char *err,
+                        size_t errlen) {
+  return tn_reduce(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_tn_affine(stk_gpu_ctx *ctx, int n, const stk_tn_affine *samples,
+                        const stk_gpu_tn_affine_args *args, uintptr_t stream, char *err,
+                        size_t errlen) {
+  return tn_affine(ctx, n, samples, args->in_dtype, args->out_dtype, args->shift, stream, err,
+                   errlen);
+}
+
+int stk_gpu_k_tn_lookup(stk_gpu_ctx *ctx, int n, const stk_gpu_tn_lookup_sample *samples,
+                        const stk_gpu_tn_lookup_args *args, uintptr_t stream, char *err,
+                        size_t errlen) {
+  if (n <= 0)
+    return tn_lookup(ctx, n, NULL, NULL, NULL, args->in_dtype, args->esize, args->table,
+                     args->table_len, args->dflt, stream, err, errlen);
+  /* the implementation takes the samples as three arrays */
+  const void **src = (const void **)malloc(sizeof(void *) * (size_t)n);
+  void **dst = (void **)malloc(sizeof(void *) * (size_t)n);
+  int64_t *counts = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+  int rc;
+  if (!src || !dst || !counts) {
+    rc = stk_gpu_fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "tn_lookup", "no memory for %d samples",
+                      n);
+  } else {
+    for (int i = 0; i < n; i++)
+      src[i] = samples[i].src, dst[i] = samples[i].dst, counts[i] = samples[i].count;
+    rc = tn_lookup(ctx, n, src, dst, counts, args->in_dtype, args->esize, args->table,
+                   args->table_len, args->dflt, stream, err, errlen);
+  }
+  free(src);
+  free(dst);
+  free(counts);
+  return rc;
+}

@@ -788,16 +788,6 @@ static void list_sample(const stk_tensor_list *tl, size_t i, stk__tensor *t) {
   memcpy(t->layout, d.layout, sizeof t->layout);
 }
 
-static stk_status gpu_math_table(const stk__node *node, stk__gpu_batch *b,
-                                 const stk_gpu_math_api **out) {
-  const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
-  if (!m || m->version < 1 || !m->binary)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no math kernels",
-                    stk__node_name(node));
-  *out = m;
-  return STK_OK;
-}
-
 /* How operand o lines up with the output (the reader's rules above). */
 void stk__binary_gpu_operand(const stk__operand *o, int ndim, const int64_t *shape,
                              stk_gpu_math_operand *g) {
@@ -885,8 +875,7 @@ static stk_status binary_gpu_sample(stk__node *node, stk__gpu_batch *b, const bi
 static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const binary_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
-  const stk_gpu_math_api *m;
-  STK_TRY(gpu_math_table(node, b, &m));
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_BINARY));
   binary_gpu_plan p;
   memset(&p, 0, sizeof p);
   stk_status rc = stk__gpu_device_input(b, 0, &p.in[0], &p.owned[0]);
@@ -926,8 +915,10 @@ static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk_gpu_binary_args args = {(int)st->op, ta, tb, ot, stk__binary_kind(st->op, ta, tb, ot)};
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(
-        node, m->binary(g->ctx, (int)n, p.smp, &args, stk__gpu_stream(b), err, sizeof err), err);
+    rc = stk__gpu_op_check(node,
+                           stk_gpu_run_binary(g->api, g->ctx, (int)n, p.smp, &args,
+                                              stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(p.smp);
   free(p.shapes);
@@ -938,8 +929,7 @@ static stk_status binary_run_gpu(stk__node *node, stk__gpu_batch *b) {
 /* math.unary (op >= 0) and math.clamp (op < 0): same shape, one call. */
 static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op) {
   size_t n = stk__gpu_batch_size(b);
-  const stk_gpu_math_api *m;
-  STK_TRY(gpu_math_table(node, b, &m));
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_UNARY));
   stk_tensor_list *in, *out = NULL;
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -988,7 +978,9 @@ static stk_status unary_like_run_gpu(stk__node *node, stk__gpu_batch *b, int op)
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     rc = stk__gpu_op_check(
-        node, m->unary(g->ctx, (int)n, us, &args, stk__gpu_stream(b), err, sizeof err), err);
+        node,
+        stk_gpu_run_unary(g->api, g->ctx, (int)n, us, &args, stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   free(us);
   free(shapes);

@@ -378,14 +378,12 @@ static stk_status db_run_gpu(stk__node *node, stk__gpu_batch *b) {
   if (st == STK_OK) st = stk__audio_gpu_output(b, in, ndim, shapes, &out);
   if (st == STK_OK) {
     for (size_t i = 0; i < n; i++) ds[i].dst = stk__audio_gpu_data(out, i);
-    const stk_gpu_audio_api *api = stk__audio_gpu_api(b);
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(
-        node,
-        api ? api->decibels(g->ctx, (int)n, ds, stk__gpu_stream(b), err, sizeof err)
-            : stk__gpu_no_table(err, sizeof err, "audio"),
-        err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_audio_decibels(g->api, g->ctx, (int)n, ds, NULL,
+                                                      stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(ds);
   free(shapes);

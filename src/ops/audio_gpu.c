@@ -6,12 +6,6 @@
 
 #include "image_util.h"
 
-const stk_gpu_audio_api *stk__audio_gpu_api(stk__gpu_batch *b) {
-  const stk_gpu_api *api = stk__gpu_device(b)->api;
-  if (api->struct_size < offsetof(stk_gpu_api, audio) + sizeof api->audio) return NULL;
-  return api->audio;
-}
-
 stk_status stk__audio_gpu_sample(const stk__node *node, stk__gpu_batch *b,
                                  const stk_tensor_list *in, size_t i, stk__tensor *t) {
   stk_tensor_desc d;
@@ -72,14 +66,12 @@ stk_status stk__audio_gpu_matrix(stk__node *node, stk__gpu_batch *b, stk__audio_
   if (st == STK_OK) st = stk__audio_gpu_output(b, in, ndim, shapes, &out);
   if (st == STK_OK) {
     for (size_t i = 0; i < n; i++) ms[i].dst = stk__audio_gpu_data(out, i);
-    const stk_gpu_audio_api *api = stk__audio_gpu_api(b);
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st =
-        stk__gpu_op_check(node,
-                          api ? api->matrix(g->ctx, (int)n, ms, stk__gpu_stream(b), err, sizeof err)
-                              : stk__gpu_no_table(err, sizeof err, "audio"),
-                          err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_audio_matrix(g->api, g->ctx, (int)n, ms, NULL,
+                                                    stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   if (ms)
     for (size_t i = 0; i < n; i++) free((void *)ms[i].weights);

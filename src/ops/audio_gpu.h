@@ -7,8 +7,6 @@
 #include "../cuda/api_audio.h"
 #include "gpu_util.h"
 
-/* The audio family's table, or NULL (an older libstoker_cuda.so). */
-const stk_gpu_audio_api *stk__audio_gpu_api(stk__gpu_batch *b);
 /* Sample i of a device list as a tensor view; fails unless float32. */
 stk_status stk__audio_gpu_sample(const stk__node *node, stk__gpu_batch *b,
                                  const stk_tensor_list *in, size_t i, stk__tensor *t);

@@ -307,14 +307,12 @@ static stk_status sg_run_gpu(stk__node *node, stk__gpu_batch *b) {
                              stk__gpu_shapes_equal(shapes, n, 2), &out);
   if (st == STK_OK) {
     for (size_t i = 0; i < n; i++) gs[i].dst = stk__audio_gpu_data(out, i);
-    const stk_gpu_audio_api *api = stk__audio_gpu_api(b);
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(
-        node,
-        api ? api->spectrogram(g->ctx, (int)n, gs, stk__gpu_stream(b), err, sizeof err)
-            : stk__gpu_no_table(err, sizeof err, "audio"),
-        err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_audio_spectrogram(g->api, g->ctx, (int)n, gs, NULL,
+                                                         stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(gs);
   free(shapes);

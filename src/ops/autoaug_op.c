@@ -978,14 +978,18 @@ static stk_status gpu_bind(stk__gpu_batch *b, gpu_prog *g, stk_tensor_list **out
   return STK_OK;
 }
 
+/* The GPU kernel's interpolation code of the operator's. */
+static int gpu_interp(int interp) {
+  return interp == STK__INTERP_NEAREST  ? STK_GPU_INTERP_NEAREST
+         : interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
+                                        : STK_GPU_INTERP_CUBIC;
+}
+
 /* The fused program on the GPU: the host draws and encodes every sample's sequence
  * (sample_plan, as the CPU), one call runs the batch. */
 static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const aa_state *st = *stk__node_state(node);
-  if (!stk__gpu_device(b)->api->autoaug)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
-                      "the CUDA backend has no automatic-augmentation "
-                      "kernels");
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_AUTOAUG));
   size_t n = stk__gpu_batch_size(b);
   int stages = stk__aa_num_stages(&st->sampler);
   stk_tensor_list *in = NULL, *mask = NULL, *outs[4] = {NULL, NULL, NULL, NULL};
@@ -1027,14 +1031,17 @@ static stk_status apply_run_gpu(stk__node *node, stk__gpu_batch *b) {
   stk__gpu *gpu = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   if (rc == STK_OK) {
-    stk_gpu_aa_args args = {st->interp == STK__INTERP_NEAREST  ? STK_GPU_INTERP_NEAREST
-                            : st->interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
-                                                               : STK_GPU_INTERP_CUBIC,
-                            st->constant};
+    stk_gpu_aa_args args = {.interp = gpu_interp(st->interp),
+                            .constant = st->constant,
+                            .num_steps = g.num_steps,
+                            .steps = g.steps,
+                            .num_luts = g.num_luts,
+                            .luts = g.luts,
+                            .num_floats = g.num_floats,
+                            .floats = g.floats};
     rc = stk__gpu_op_check(node,
-                           gpu->api->autoaug->apply(gpu->ctx, (int)n, g.smp, g.num_steps, g.steps,
-                                                    g.num_luts, g.luts, g.num_floats, g.floats,
-                                                    &args, stk__gpu_stream(b), err, sizeof err),
+                           stk_gpu_run_autoaug(gpu->api, gpu->ctx, (int)n, g.smp, &args,
+                                               stk__gpu_stream(b), err, sizeof err),
                            err);
   }
   if (scratch) gpu->api->device_free(gpu->ctx, scratch, stk__gpu_stream(b), NULL, 0);
@@ -1221,10 +1228,7 @@ static stk_status augment_gpu_sample(stk__node *node, stk__gpu_batch *b, const a
 static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
   const aa_state *st = *stk__node_state(node);
   stk__gpu *gpu = stk__gpu_device(b);
-  if (!gpu->api->autoaug)
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
-                      "the CUDA backend has no automatic-augmentation "
-                      "kernels");
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_AUTOAUG));
   size_t n = stk__gpu_batch_size(b);
   stk_tensor_list *in = NULL, *out = NULL;
   bool owned = false;
@@ -1268,16 +1272,17 @@ static stk_status augment_run_gpu(stk__node *node, stk__gpu_batch *b) {
       if (!q->src) q->src = q->scratch; /* an empty image: valid pointers, nothing read */
       if (!q->dst) q->dst = q->scratch;
     }
-    stk_gpu_aa_args args = {st->interp == STK__INTERP_NEAREST  ? STK_GPU_INTERP_NEAREST
-                            : st->interp == STK__INTERP_LINEAR ? STK_GPU_INTERP_LINEAR
-                                                               : STK_GPU_INTERP_CUBIC,
-                            st->constant};
+    stk_gpu_aa_args args = {.interp = gpu_interp(st->interp),
+                            .constant = st->constant,
+                            .num_steps = (int)n,
+                            .steps = steps,
+                            .num_luts = num_luts,
+                            .luts = luts};
     if (n > 0)
-      rc = stk__gpu_op_check(
-          node,
-          gpu->api->autoaug->apply(gpu->ctx, (int)n, smp, (int)n, steps, num_luts, luts, 0, NULL,
-                                   &args, stk__gpu_stream(b), err, sizeof err),
-          err);
+      rc = stk__gpu_op_check(node,
+                             stk_gpu_run_autoaug(gpu->api, gpu->ctx, (int)n, smp, &args,
+                                                 stk__gpu_stream(b), err, sizeof err),
+                             err);
   }
   if (scratch) gpu->api->device_free(gpu->ctx, scratch, stk__gpu_stream(b), NULL, 0);
   free(smp), free(steps), free(luts), free(shapes);

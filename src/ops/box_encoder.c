@@ -193,10 +193,8 @@ static stk_status be_launch(stk__node *node, stk__gpu_batch *b, stk_gpu_box_enco
   stk_gpu_box_encoder_args args = {e->anchors, e->m, e->enc};
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  int rc = g->api->boxes && g->api->boxes->box_encoder
-               ? g->api->boxes->box_encoder(g->ctx, (int)n, ds, &args, stk__gpu_stream(b), err,
-                                            sizeof err)
-               : stk__gpu_no_table(err, sizeof err, "box");
+  int rc = stk_gpu_run_box_encoder(g->api, g->ctx, (int)n, ds, &args, stk__gpu_stream(b), err,
+                                   sizeof err);
   return stk__gpu_op_check(node, rc, err);
 }
 

@@ -65,9 +65,8 @@ stk_status stk__bb_flip_gpu(stk__node *node, stk__gpu_batch *b, int a_h, int a_v
   if (st == STK_OK) {
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    int rc = g->api->boxes
-                 ? g->api->boxes->bb_flip(g->ctx, (int)n, fs, stk__gpu_stream(b), err, sizeof err)
-                 : stk__gpu_no_table(err, sizeof err, "box");
+    int rc =
+        stk_gpu_run_bb_flip(g->api, g->ctx, (int)n, fs, NULL, stk__gpu_stream(b), err, sizeof err);
     st = stk__gpu_op_check(node, rc, err);
   }
   free(fs);
@@ -95,9 +94,8 @@ stk_status stk__coord_flip_gpu(stk__node *node, stk__gpu_batch *b,
   if (st == STK_OK) {
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    int rc = g->api->boxes ? g->api->boxes->coord_flip(g->ctx, (int)n, fs, stk__gpu_stream(b), err,
-                                                       sizeof err)
-                           : stk__gpu_no_table(err, sizeof err, "box");
+    int rc = stk_gpu_run_coord_flip(g->api, g->ctx, (int)n, fs, NULL, stk__gpu_stream(b), err,
+                                    sizeof err);
     st = stk__gpu_op_check(node, rc, err);
   }
   free(fs);

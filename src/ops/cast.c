@@ -67,8 +67,9 @@ stk_status stk__gpu_cast_to(stk__node *node, stk__gpu_batch *b, stk_dtype dtype)
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     st = stk__gpu_op_check(node,
-                           g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(in), dtype,
-                                        stk__gpu_stream(b), err, sizeof err),
+                           stk_gpu_run_cast(g->api, g->ctx, (int)n, cs,
+                                            &(stk_gpu_io_args){stk_tensor_list_dtype(in), dtype},
+                                            stk__gpu_stream(b), err, sizeof err),
                            err);
   }
   free(cs);

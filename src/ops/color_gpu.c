@@ -96,11 +96,7 @@ static stk_status plan_batch(stk__node *node, stk__gpu_batch *b, const stk_tenso
 /* One API call for the batch, by kind. */
 static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, stk_dtype in_dt,
                     char *err, size_t errlen) {
-  const stk_gpu_color_api *api = g->api->color;
-  if (!api || api->version < 2) {
-    snprintf(err, errlen, "the CUDA library has no colour kernels (an older libstoker_cuda.so?)");
-    return STK_ERR_UNSUPPORTED;
-  }
+  const stk_gpu_api *api = g->api;
   size_t n = p->n;
   const stk__cg_plan *p0 = &p->plans[0];
   stk_dtype ot = p0->out_dtype;
@@ -120,7 +116,8 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
                                         p->ins[i].c, off};
         off += bytes;
       }
-      rc = api->lut(g->ctx, (int)n, S, packed, total, ot, stream, err, errlen);
+      rc = stk_gpu_run_clr_lut(api, g->ctx, (int)n, S, &(stk_gpu_clr_lut_args){packed, total, ot},
+                               stream, err, errlen);
     }
     free(S);
     free(packed);
@@ -135,7 +132,8 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
                                         pl->point_op,
                                         {pl->p[0], pl->p[1], pl->p[2]}};
     }
-    rc = api->point(g->ctx, (int)n, S, in_dt, ot, stream, err, errlen);
+    rc = stk_gpu_run_clr_point(api, g->ctx, (int)n, S, &(stk_gpu_io_args){in_dt, ot}, stream, err,
+                               errlen);
     free(S);
   } else if (p0->kind == STK__CG_PIXEL) {
     stk_gpu_clr_pixel_sample *S = calloc(n, sizeof *S);
@@ -148,7 +146,8 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
       memcpy(q->m, pl->m, sizeof q->m);
       memcpy(q->off, pl->off, sizeof q->off);
     }
-    rc = api->pixel(g->ctx, (int)n, S, p0->mode, in_dt, ot, stream, err, errlen);
+    rc = stk_gpu_run_clr_pixel(api, g->ctx, (int)n, S,
+                               &(stk_gpu_clr_mode_args){p0->mode, in_dt, ot}, stream, err, errlen);
     free(S);
   } else if (p0->kind == STK__CG_STATS) {
     stk_gpu_clr_stats_sample *S = calloc(n, sizeof *S);
@@ -161,7 +160,8 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
                                         p->ins[i].c,
                                         {pl->p[0], pl->p[1], pl->p[2], pl->p[3]}};
     }
-    rc = api->stats(g->ctx, (int)n, S, p0->mode, in_dt, ot, stream, err, errlen);
+    rc = stk_gpu_run_clr_stats(api, g->ctx, (int)n, S,
+                               &(stk_gpu_clr_mode_args){p0->mode, in_dt, ot}, stream, err, errlen);
     free(S);
   } else {
     stk_gpu_clr_sharpness_sample *S = calloc(n, sizeof *S);
@@ -169,7 +169,7 @@ static int call_api(const stk__gpu *g, uintptr_t stream, const batch_plan *p, st
     for (size_t i = 0; i < n; i++)
       S[i] = (stk_gpu_clr_sharpness_sample){p->src[i],   p->dst[i],   p->ins[i].h,
                                             p->ins[i].w, p->ins[i].c, p->plans[i].factor};
-    rc = api->sharpness(g->ctx, (int)n, S, stream, err, errlen);
+    rc = stk_gpu_run_clr_sharpness(api, g->ctx, (int)n, S, NULL, stream, err, errlen);
     free(S);
   }
   return rc;

@@ -12,7 +12,8 @@
 #include "color.h"
 #include "gpu_util.h"
 
-/* Which api->color entry point runs the batch (every sample must choose the same). */
+/* Which colour kernel (clr_* of gpu_kernels.h) runs the batch (every sample must choose the same).
+ */
 typedef enum {
   STK__CG_LUT,
   STK__CG_POINT,

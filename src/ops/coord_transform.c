@@ -162,10 +162,8 @@ static stk_status ct_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    int rc = g->api->boxes && g->api->boxes->coord_transform
-                 ? g->api->boxes->coord_transform(g->ctx, (int)n, cs, stk__gpu_stream(b), err,
-                                                  sizeof err)
-                 : stk__gpu_no_table(err, sizeof err, "box");
+    int rc = stk_gpu_run_coord_transform(g->api, g->ctx, (int)n, cs, NULL, stk__gpu_stream(b), err,
+                                         sizeof err);
     st = stk__gpu_op_check(node, rc, err);
   }
   free(cs);

@@ -277,9 +277,10 @@ static stk_status cmn_run_fused(stk__node *node, stk__gpu_batch *b, stk__node *p
   }
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  return stk__gpu_op_check(
-      node, g->api->resample(g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err, sizeof err),
-      err);
+  return stk__gpu_op_check(node,
+                           stk_gpu_run_resample(g->api, g->ctx, (int)n, samples, &args,
+                                                stk__gpu_stream(b), err, sizeof err),
+                           err);
 }
 
 /* The crop_mirror_normalize kernel alone. */
@@ -340,8 +341,8 @@ static stk_status cmn_run_alone(stk__node *node, stk__gpu_batch *b, const stk_te
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     rc = stk__gpu_op_check(node,
-                           g->api->crop_mirror_normalize(g->ctx, (int)n, samples, &args,
-                                                         stk__gpu_stream(b), err, sizeof err),
+                           stk_gpu_run_cmn(g->api, g->ctx, (int)n, samples, &args,
+                                           stk__gpu_stream(b), err, sizeof err),
                            err);
   }
   free(samples);

@@ -1163,7 +1163,8 @@ static stk_status mixed_plan(stk__node *node, stk__sample *s, window_fn window,
   bool rotated = !m->opts.ignore_orientation && info.orientation != 1;
   m->cpu = info.format != STK__IMAGE_JPEG || rotated || (info.channels != 1 && info.channels != 3);
   stk__gpu *g = stk__node_gpu(node);
-  m->png_device = info.format == STK__IMAGE_PNG && !rotated && g && g->api->png;
+  m->png_device = info.format == STK__IMAGE_PNG && !rotated && g &&
+                  g->api->supports(g->ctx, STK_GPU_K_PNG_DECODE);
   return STK_OK;
 }
 
@@ -1355,10 +1356,12 @@ static stk_status png_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *m
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   if (st == STK_OK && k > 0)
-    st = stk__gpu_op_check(node,
-                           g->api->png->decode(g->ctx, k, req, (int)ms[0].opts.color, status,
-                                               stk__gpu_stream(b), err, sizeof err),
-                           err);
+    st =
+        stk__gpu_op_check(node,
+                          stk_gpu_run_png_decode(g->api, g->ctx, k, req,
+                                                 &(stk_gpu_png_args){(int)ms[0].opts.color, status},
+                                                 stk__gpu_stream(b), err, sizeof err),
+                          err);
   for (int j = 0; j < k && st == STK_OK; j++)
     if (status[j] != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
   free(req);

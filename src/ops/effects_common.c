@@ -209,10 +209,10 @@ static stk_status clahe_luts_gpu(stk__node *node, stk__gpu_batch *b, fx_batch *f
     fb->fs[i].p.luts = c->luts;
     off += (size_t)(c->luma ? 1 : c->c) * c->tiles_y * c->tiles_x * 256;
   }
-  return stk__gpu_op_check(
-      node,
-      g->api->effects->clahe_luts(g->ctx, (int)n, fb->cs, stk__gpu_stream(b), err, sizeof err),
-      err);
+  return stk__gpu_op_check(node,
+                           stk_gpu_run_fx_clahe_luts(g->api, g->ctx, (int)n, fb->cs, NULL,
+                                                     stk__gpu_stream(b), err, sizeof err),
+                           err);
 }
 
 stk_status stk__fx_run_gpu_inputs(stk__node *node, stk__gpu_batch *b, const stk_dtype *dtypes,
@@ -222,8 +222,7 @@ stk_status stk__fx_run_gpu_inputs(stk__node *node, stk__gpu_batch *b, const stk_
   memset(&fb, 0, sizeof fb);
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  if (!g->api->effects)
-    return stk__gpu_op_check(node, stk__gpu_no_table(err, sizeof err, "effects"), err);
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_FX_PIXEL));
   STK_TRY(stk__gpu_device_input(b, 0, &fb.in, &fb.owned[0]));
   fb.n_extra = stk__node_num_inputs(node) - 1;
   stk_status st = STK_OK;
@@ -264,8 +263,9 @@ stk_status stk__fx_run_gpu_inputs(stk__node *node, stk__gpu_batch *b, const stk_
     }
     st = stk__gpu_op_check(
         node,
-        g->api->effects->pixel(g->ctx, (int)n, fb.fs, stk_tensor_list_dtype(fb.in), out_dtype,
-                               stk__gpu_stream(b), err, sizeof err),
+        stk_gpu_run_fx_pixel(g->api, g->ctx, (int)n, fb.fs,
+                             &(stk_gpu_io_args){stk_tensor_list_dtype(fb.in), out_dtype},
+                             stk__gpu_stream(b), err, sizeof err),
         err);
   }
   fx_batch_free(b, &fb);

@@ -842,12 +842,11 @@ static stk_status conv_run_gpu(stk__node *node, stk__gpu_batch *b, int dtype_arg
     }
     stk__gpu *gpu = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node,
-                           gpu->api->filter
-                               ? gpu->api->filter->conv(gpu->ctx, (int)n, cs, idt, odt,
-                                                        stk__gpu_stream(b), err, sizeof err)
-                               : stk__gpu_no_table(err, sizeof err, "filter"),
-                           err);
+    st = stk__gpu_op_check(
+        node,
+        stk_gpu_run_conv(gpu->api, gpu->ctx, (int)n, cs, &(stk_gpu_io_args){idt, odt},
+                         stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   if (cs)
     for (size_t i = 0; i < n; i++) free((void *)cs[i].weights);

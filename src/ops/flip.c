@@ -142,8 +142,9 @@ static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
     char err[STK_GPU_ERRLEN] = "";
     st = stk__gpu_op_check(
         node,
-        g->api->flip(g->ctx, (int)n, fs, stk_dtype_size(stk_tensor_list_dtype(in)),
-                     stk__gpu_stream(b), err, sizeof err),
+        stk_gpu_run_flip(g->api, g->ctx, (int)n, fs,
+                         &(stk_gpu_elem_args){stk_dtype_size(stk_tensor_list_dtype(in))},
+                         stk__gpu_stream(b), err, sizeof err),
         err);
   }
   free(fs);

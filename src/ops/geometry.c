@@ -468,8 +468,9 @@ static stk_status warp_gpu_cast(stk__node *node, stk__gpu_batch *b, const stk_te
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     st = stk__gpu_op_check(node,
-                           g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(from), dtype,
-                                        stk__gpu_stream(b), err, sizeof err),
+                           stk_gpu_run_cast(g->api, g->ctx, (int)n, cs,
+                                            &(stk_gpu_io_args){stk_tensor_list_dtype(from), dtype},
+                                            stk__gpu_stream(b), err, sizeof err),
                            err);
     if (st != STK_OK) {
       stk_tensor_list_release(*out);
@@ -503,9 +504,7 @@ static stk_status warp_gpu_launch(stk__node *node, stk__gpu_batch *b, const stk_
   char err[STK_GPU_ERRLEN] = "";
   stk_status rc = stk__gpu_op_check(
       node,
-      g->api->geometry ? g->api->geometry->warp_affine(g->ctx, (int)n, ws, &a, stk__gpu_stream(b),
-                                                       err, sizeof err)
-                       : stk__gpu_no_table(err, sizeof err, "geometry"),
+      stk_gpu_run_warp_affine(g->api, g->ctx, (int)n, ws, &a, stk__gpu_stream(b), err, sizeof err),
       err);
   if (rc != STK_OK) {
     stk_tensor_list_release(*out);

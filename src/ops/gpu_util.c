@@ -5,6 +5,13 @@
 
 #include <string.h>
 
+stk_status stk__gpu_require(const stk__node *node, const stk__gpu_batch *b, stk_gpu_kernel kernel) {
+  const stk__gpu *g = stk__gpu_device(b);
+  if (g->api->supports(g->ctx, (int)kernel)) return STK_OK;
+  return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the GPU backend has no kernel '%s'",
+                  stk__node_name(node), g->api->kernels[kernel].name);
+}
+
 stk_status stk__gpu_op_check(const stk__node *node, int rc, const char *err) {
   if (rc == 0) return STK_OK;
   return STK_FAIL((stk_status)rc, "%s: %s", stk__node_name(node),
@@ -151,9 +158,10 @@ stk_status stk__gpu_run_resample(stk__node *node, stk__gpu_batch *b,
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    rc = stk__gpu_op_check(
-        node, g->api->resample(g->ctx, (int)n, samples, &args, stk__gpu_stream(b), err, sizeof err),
-        err);
+    rc = stk__gpu_op_check(node,
+                           stk_gpu_run_resample(g->api, g->ctx, (int)n, samples, &args,
+                                                stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(samples);
   free(shapes);
@@ -198,9 +206,4 @@ stk_status stk__gpu_check_image_layout(const stk__node *node, const stk_tensor_l
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                       "expects HWC images, got %d dimensions with layout '%s'", nd, l);
   return STK_OK;
-}
-
-int stk__gpu_no_table(char *err, size_t errlen, const char *what) {
-  snprintf(err, errlen, "the CUDA backend has no %s kernels", what);
-  return STK_ERR_UNSUPPORTED;
 }

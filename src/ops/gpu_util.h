@@ -25,10 +25,9 @@ stk_status stk__gpu_check_image_layout(const stk__node *node, const stk_tensor_l
 
 /* Calls an API function's result check with the operator's name in the message. */
 stk_status stk__gpu_op_check(const stk__node *node, int rc, const char *err);
-
-/* A backend without the kernel table `what` (the CI's stand-in, an older library): writes
- * the message to err and returns STK_ERR_UNSUPPORTED, for stk__gpu_op_check. */
-int stk__gpu_no_table(char *err, size_t errlen, const char *what);
+/* STK_OK when the device's backend has `kernel` (api->supports), else STK_ERR_UNSUPPORTED
+ * naming the operator and the kernel: for operators to ask before they plan a batch. */
+stk_status stk__gpu_require(const stk__node *node, const stk__gpu_batch *b, stk_gpu_kernel kernel);
 
 /* True when every sample has the same shape (the output can be one dense block). */
 bool stk__gpu_shapes_equal(const int64_t *shapes, size_t n, int ndim);

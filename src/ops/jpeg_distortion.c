@@ -164,8 +164,7 @@ static stk_status jd_run_gpu(stk__node *node, stk__gpu_batch *b) {
   size_t n = stk__gpu_batch_size(b);
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
-  if (!g->api->effects)
-    return stk__gpu_op_check(node, stk__gpu_no_table(err, sizeof err, "effects"), err);
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_FX_JPEG_DISTORT));
   stk_tensor_list *in, *out = NULL;
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -194,10 +193,10 @@ static stk_status jd_run_gpu(stk__node *node, stk__gpu_batch *b) {
       js[i].planes = (uint8_t *)planes + off;
       off += stk_je_planes_bytes(js[i].h, js[i].w);
     }
-    st = stk__gpu_op_check(
-        node,
-        g->api->effects->jpeg_distort(g->ctx, (int)n, js, stk__gpu_stream(b), err, sizeof err),
-        err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_fx_jpeg_distort(g->api, g->ctx, (int)n, js, NULL,
+                                                       stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   if (planes) g->api->device_free(g->ctx, planes, stk__gpu_stream(b), NULL, 0);
   free(js);

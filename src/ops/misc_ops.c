@@ -155,10 +155,7 @@ static stk_status one_hot_run(stk__node *node, stk__sample *s) {
 /* GPU: the same plan per sample, one launch; on/off stored by the host as on the CPU. */
 static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
   size_t n = stk__gpu_batch_size(b);
-  const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
-  if (!m || !m->one_hot)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no one_hot kernel",
-                    stk__node_name(node));
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_ONE_HOT));
   stk_tensor_list *in, *out = NULL;
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -205,10 +202,12 @@ static stk_status one_hot_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node,
-                           m->one_hot(g->ctx, (int)n, hs, stk_tensor_list_dtype(in), p0.dtype,
-                                      stk__gpu_stream(b), err, sizeof err),
-                           err);
+    st = stk__gpu_op_check(
+        node,
+        stk_gpu_run_one_hot(g->api, g->ctx, (int)n, hs,
+                            &(stk_gpu_io_args){stk_tensor_list_dtype(in), p0.dtype},
+                            stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   free(hs);
   free(shapes);

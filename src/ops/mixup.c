@@ -507,11 +507,11 @@ static stk_status launch_gpu(stk__node *node, stk__gpu_batch *b, mix_work *w, si
     w->mix[i].a = w->images[i].data, w->mix[i].b = w->images[w->plan.pair[i]].data;
     w->mix[i].dst = od.data;
   }
-  if (st == STK_OK && !g->api->mix)
-    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "this CUDA library has no mix kernel");
   if (st == STK_OK)
     st = stk__gpu_op_check(
-        node, g->api->mix(g->ctx, (int)n, w->mix, f->dtype, stk__gpu_stream(b), err, sizeof err),
+        node,
+        stk_gpu_run_mix(g->api, g->ctx, (int)n, w->mix, &(stk_gpu_mix_args){f->dtype},
+                        stk__gpu_stream(b), err, sizeof err),
         err);
   return st;
 }

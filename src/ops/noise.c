@@ -114,12 +114,11 @@ static stk_status noise_run_gpu(stk__node *node, stk__gpu_batch *b, int kind,
     }
     char err[STK_GPU_ERRLEN] = "";
     if (st == STK_OK && m > 0)
-      st = stk__gpu_op_check(node,
-                             g->api->filter
-                                 ? g->api->filter->noise(g->ctx, kind, (int)m, ns, dt,
-                                                         stk__gpu_stream(b), err, sizeof err)
-                                 : stk__gpu_no_table(err, sizeof err, "filter"),
-                             err);
+      st = stk__gpu_op_check(
+          node,
+          stk_gpu_run_noise(g->api, g->ctx, (int)m, ns, &(stk_gpu_noise_args){kind, dt},
+                            stk__gpu_stream(b), err, sizeof err),
+          err);
   }
   free(ns);
   free(shapes);

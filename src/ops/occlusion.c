@@ -359,9 +359,7 @@ static stk_status erase_run_gpu(stk__node *node, stk__gpu_batch *b) {
     char err[STK_GPU_ERRLEN] = "";
     st = stk__gpu_op_check(
         node,
-        g->api->geometry
-            ? g->api->geometry->erase(g->ctx, (int)n, es, &a, stk__gpu_stream(b), err, sizeof err)
-            : stk__gpu_no_table(err, sizeof err, "geometry"),
+        stk_gpu_run_erase(g->api, g->ctx, (int)n, es, &a, stk__gpu_stream(b), err, sizeof err),
         err);
   }
   free(es);
@@ -525,12 +523,12 @@ static stk_status grid_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(node,
-                           g->api->geometry ? g->api->geometry->grid_mask(
-                                                  g->ctx, (int)n, gs, c0 * (int)stk_dtype_size(dt),
-                                                  stk__gpu_stream(b), err, sizeof err)
-                                            : stk__gpu_no_table(err, sizeof err, "geometry"),
-                           err);
+    st = stk__gpu_op_check(
+        node,
+        stk_gpu_run_grid_mask(g->api, g->ctx, (int)n, gs,
+                              &(stk_gpu_grid_mask_args){c0 * (int)stk_dtype_size(dt)},
+                              stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   free(gs);
   free(shapes);

@@ -10,14 +10,15 @@
  * stk__gpu_output. Device memory comes from the context's stream-ordered pool and goes
  * back to it when the last reference to a list is dropped, after the consumer's stream
  * has passed the point where it released the list. The device itself is reached through
- * the function table of src/cuda/gpu_api.h (libstoker_cuda.so, loaded at run time).
+ * the table of src/cuda/gpu_api.h (libstoker_cuda.so, loaded at run time); kernels are
+ * launched with the typed launchers of src/cuda/gpu_kernels.h (stk_gpu_run_<name>).
  */
 #ifndef STOKER_OPS_OP_GPU_H
 #define STOKER_OPS_OP_GPU_H
 
 #include <stdatomic.h>
 
-#include "../cuda/gpu_api.h"
+#include "../cuda/gpu_kernels.h"
 #include "op.h"
 
 /* A loaded and opened device (reference counted: the pipeline and every device tensor

@@ -162,7 +162,8 @@ static stk_status paste_run_gpu(stk__node *node, stk__gpu_batch *b) {
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     rc = stk__gpu_op_check(
-        node, g->api->crop(g->ctx, (int)n, cs, &a, stk__gpu_stream(b), err, sizeof err), err);
+        node, stk_gpu_run_crop(g->api, g->ctx, (int)n, cs, &a, stk__gpu_stream(b), err, sizeof err),
+        err);
   }
   free(cs);
   free(shapes);

@@ -196,10 +196,9 @@ static stk_status reduce_run_gpu(stk__node *node, stk__gpu_batch *b) {
   }
   if (st == STK_OK && n) {
     stk__gpu *g = stk__gpu_device(b);
-    const stk_gpu_tensor_api *t = g->api->tensor;
     char err[STK_GPU_ERRLEN] = "";
-    int rc = t && t->reduce ? t->reduce(g->ctx, (int)n, rs, &a, stk__gpu_stream(b), err, sizeof err)
-                            : stk__gpu_no_table(err, sizeof err, "tensor");
+    int rc =
+        stk_gpu_run_tn_reduce(g->api, g->ctx, (int)n, rs, &a, stk__gpu_stream(b), err, sizeof err);
     st = stk__gpu_op_check(node, rc, err);
   }
   free(plans);
@@ -605,10 +604,9 @@ const stk__op_def stk__op_normalize = {
 static stk_status gpu_stats(stk__node *node, stk__gpu_batch *b, stk_tn_reduce *rs, size_t n,
                             const stk_tn_reduce_args *a) {
   stk__gpu *g = stk__gpu_device(b);
-  const stk_gpu_tensor_api *t = g->api->tensor;
   char err[STK_GPU_ERRLEN] = "";
-  int rc = t && t->reduce ? t->reduce(g->ctx, (int)n, rs, a, stk__gpu_stream(b), err, sizeof err)
-                          : stk__gpu_no_table(err, sizeof err, "tensor");
+  int rc =
+      stk_gpu_run_tn_reduce(g->api, g->ctx, (int)n, rs, a, stk__gpu_stream(b), err, sizeof err);
   return stk__gpu_op_check(node, rc, err);
 }
 
@@ -792,12 +790,11 @@ static stk_status norm_gpu_apply(stk__node *node, stk__gpu_batch *b, stk_tensor_
     g->ap[i].dst = d.data;
   }
   stk__gpu *dev = stk__gpu_device(b);
-  const stk_gpu_tensor_api *t = dev->api->tensor;
   char err[STK_GPU_ERRLEN] = "";
   double shift = stk__arg_float(node, stk__gpu_sample(b, 0), N_SHIFT);
-  int rc = t && t->affine ? t->affine(dev->ctx, (int)g->n, g->ap, stk_tensor_list_dtype(in), ot,
-                                      shift, stk__gpu_stream(b), err, sizeof err)
-                          : stk__gpu_no_table(err, sizeof err, "tensor");
+  stk_gpu_tn_affine_args aa = {stk_tensor_list_dtype(in), ot, shift};
+  int rc = stk_gpu_run_tn_affine(dev->api, dev->ctx, (int)g->n, g->ap, &aa, stk__gpu_stream(b), err,
+                                 sizeof err);
   return stk__gpu_op_check(node, rc, err);
 }
 

@@ -253,10 +253,7 @@ static stk_status subscript_run(stk__node *node, stk__sample *s) {
 /* GPU: the same views planned on the host, one gather launch for the batch. */
 static stk_status subscript_run_gpu(stk__node *node, stk__gpu_batch *b) {
   size_t n = stk__gpu_batch_size(b);
-  const stk_gpu_math_api *m = stk__gpu_device(b)->api->math;
-  if (!m || !m->gather)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "%s: the CUDA backend has no gather kernel",
-                    stk__node_name(node));
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_GATHER));
   stk_tensor_list *in, *out = NULL;
   bool owned;
   STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
@@ -293,8 +290,10 @@ static stk_status subscript_run_gpu(stk__node *node, stk__gpu_batch *b) {
     }
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
-    st = stk__gpu_op_check(
-        node, m->gather(g->ctx, (int)n, gs, es, stk__gpu_stream(b), err, sizeof err), err);
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_gather(g->api, g->ctx, (int)n, gs, &(stk_gpu_elem_args){es},
+                                              stk__gpu_stream(b), err, sizeof err),
+                           err);
   }
   free(gs);
   free(shapes);

@@ -341,15 +341,13 @@ static stk_status lut_run_gpu(stk__node *node, stk__gpu_batch *b) {
   stk_dtype it = stk_tensor_list_dtype(in);
   stk_status st = lut_check_input(node, n ? stk__gpu_sample(b, 0) : NULL, it);
   int nd = stk_tensor_list_ndim(in);
-  const void **src = stk__calloc(n ? n : 1, sizeof *src, "lookup");
-  void **dst = stk__calloc(n ? n : 1, sizeof *dst, "lookup");
-  int64_t *counts = stk__calloc(n ? n : 1, sizeof *counts, "lookup");
+  stk_gpu_tn_lookup_sample *ls_ = stk__calloc(n ? n : 1, sizeof *ls_, "lookup");
   int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(nd ? nd : 1), sizeof(int64_t), "shapes");
-  if (st == STK_OK && (!src || !dst || !counts || !shapes)) st = STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK && (!ls_ || !shapes)) st = STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     stk__tensor t;
     stk__tn_from_list(in, i, &t);
-    src[i] = t.data, counts[i] = stk__tn_volume(nd, t.shape);
+    ls_[i].src = t.data, ls_[i].count = stk__tn_volume(nd, t.shape);
     memcpy(shapes + i * (size_t)nd, t.shape, sizeof(int64_t) * (size_t)nd);
   }
   if (st == STK_OK && n)
@@ -358,21 +356,17 @@ static stk_status lut_run_gpu(stk__node *node, stk__gpu_batch *b) {
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     stk_tensor_desc d;
     stk_tensor_list_sample(out, i, &d);
-    dst[i] = d.data;
+    ls_[i].dst = d.data;
   }
   if (st == STK_OK && n) {
     stk__gpu *g = stk__gpu_device(b);
-    const stk_gpu_tensor_api *t = g->api->tensor;
     char err[STK_GPU_ERRLEN] = "";
-    int rc = t && t->lookup
-                 ? t->lookup(g->ctx, (int)n, src, dst, counts, it, (int)stk_dtype_size(ls->dtype),
-                             ls->table, ls->len, ls->dflt, stk__gpu_stream(b), err, sizeof err)
-                 : stk__gpu_no_table(err, sizeof err, "tensor");
+    stk_gpu_tn_lookup_args a = {it, (int)stk_dtype_size(ls->dtype), ls->table, ls->len, ls->dflt};
+    int rc =
+        stk_gpu_run_tn_lookup(g->api, g->ctx, (int)n, ls_, &a, stk__gpu_stream(b), err, sizeof err);
     st = stk__gpu_op_check(node, rc, err);
   }
-  free(src);
-  free(dst);
-  free(counts);
+  free(ls_);
   free(shapes);
   return stk__gpu_finish(b, in, owned, out, st);
 }

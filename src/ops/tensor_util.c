@@ -163,11 +163,10 @@ stk_status stk__tn_gpu_inputs(stk__node *node, stk__gpu_batch *b, stk_tensor_lis
 stk_status stk__tn_gpu_copy(stk__node *node, stk__gpu_batch *b, const stk_tn_copy *plans,
                             size_t count, int esize) {
   stk__gpu *g = stk__gpu_device(b);
-  const stk_gpu_tensor_api *t = g->api->tensor;
   char err[STK_GPU_ERRLEN] = "";
-  int rc = t && t->copy
-               ? t->copy(g->ctx, (int)count, plans, esize, stk__gpu_stream(b), err, sizeof err)
-               : stk__gpu_no_table(err, sizeof err, "tensor");
+  int rc =
+      stk_gpu_run_tn_copy(g->api, g->ctx, (int)count, plans, &(stk_gpu_elem_args){(size_t)esize},
+                          stk__gpu_stream(b), err, sizeof err);
   return stk__gpu_op_check(node, rc, err);
 }
 
@@ -192,8 +191,9 @@ static stk_status gpu_cast_list(stk__node *node, stk__gpu_batch *b, stk_tensor_l
     stk__gpu *g = stk__gpu_device(b);
     char err[STK_GPU_ERRLEN] = "";
     st = stk__gpu_op_check(node,
-                           g->api->cast(g->ctx, (int)n, cs, stk_tensor_list_dtype(tmp), dt,
-                                        stk__gpu_stream(b), err, sizeof err),
+                           stk_gpu_run_cast(g->api, g->ctx, (int)n, cs,
+                                            &(stk_gpu_io_args){stk_tensor_list_dtype(tmp), dt},
+                                            stk__gpu_stream(b), err, sizeof err),
                            err);
   }
   free(cs);

@@ -54,6 +54,28 @@ static int decoder_threads(int pipeline_threads) {
   return pipeline_threads < cap ? pipeline_threads : cap;
 }
 
+/* Whether the backend's kernels are the ones this library launches: the same count and,
+ * id by id, the same name and record sizes (the ids are positions in gpu_kernels.h's list,
+ * so two builds from different lists would otherwise launch the wrong kernels). */
+static bool kernels_match(const stk_gpu_api *api, char *why, size_t whylen) {
+  static const stk_gpu_kernel_info ours[STK_GPU_K_COUNT] = {STK_GPU_KERNELS(STK_GPU_KERNEL_INFO)};
+  if (api->kernel_count != STK_GPU_K_COUNT || !api->kernels) {
+    snprintf(why, whylen, "%d kernels, expected %d", api->kernel_count, (int)STK_GPU_K_COUNT);
+    return false;
+  }
+  for (int k = 0; k < STK_GPU_K_COUNT; k++) {
+    const stk_gpu_kernel_info *theirs = &api->kernels[k];
+    if (!theirs->name || strcmp(theirs->name, ours[k].name) != 0 ||
+        theirs->sample_size != ours[k].sample_size || theirs->args_size != ours[k].args_size) {
+      snprintf(why, whylen, "kernel %d is '%s' (%zu / %zu bytes), expected '%s' (%zu / %zu)", k,
+               theirs->name ? theirs->name : "?", theirs->sample_size, theirs->args_size,
+               ours[k].name, ours[k].sample_size, ours[k].args_size);
+      return false;
+    }
+  }
+  return true;
+}
+
 stk_status stk__gpu_open(int device, int decode_threads, int64_t wait_timeout_ms, stk__gpu **out) {
   if (device < 0)
     return STK_FAIL(STK_ERR_DEVICE,
@@ -75,6 +97,13 @@ stk_status stk__gpu_open(int device, int decode_threads, int64_t wait_timeout_ms
                     api ? api->abi_version : -1, STK_GPU_ABI_VERSION);
   }
   char err[STK_GPU_ERRLEN] = "";
+  if (!kernels_match(api, err, sizeof err)) {
+    dlclose(lib);
+    return STK_FAIL(STK_ERR_DEVICE,
+                    "libstoker_cuda.so was built from another list of kernels (%s): rebuild it "
+                    "with this library",
+                    err);
+  }
   int count = 0;
   if (api->device_count(&count, err, sizeof err) != 0 || device >= count) {
     dlclose(lib);
@@ -493,7 +522,8 @@ stk_status stk__gpu_finalize_output(stk__gpu *gpu, stk_tensor_list **tlp, const 
   }
   if (st == STK_OK)
     st = stk__gpu_check(
-        gpu->api->cast(gpu->ctx, (int)tl->n, copies, tl->dtype, tl->dtype, stream, err, sizeof err),
+        stk_gpu_run_cast(gpu->api, gpu->ctx, (int)tl->n, copies,
+                         &(stk_gpu_io_args){tl->dtype, tl->dtype}, stream, err, sizeof err),
         err);
   free(copies);
   if (st != STK_OK) {

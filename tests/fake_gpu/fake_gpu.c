@@ -35,7 +35,7 @@
 #include "cuda/api_png.h"
 #include "cuda/api_tensor.h"
 #include "cuda/autoaug_interp.h"
-#include "cuda/gpu_api.h"
+#include "cuda/gpu_kernels.h"
 #include "shared/inflate.h"
 #include "shared/mix_common.h"
 #include "shared/math_common.h"
@@ -1040,15 +1040,6 @@ static int fake_box_encoder(stk_gpu_ctx *ctx, int n, const stk_gpu_box_encoder_s
   return 0;
 }
 
-static const stk_gpu_boxes_api boxes_api = {.version = 1,
-                                            .box_encoder = fake_box_encoder,
-                                            .bb_flip = fake_bb_flip,
-                                            .coord_flip = fake_coord_flip,
-                                            .coord_transform = fake_coord_transform};
-
-/* Only gather: the other math entries stay NULL (the operators report no kernels). */
-static const stk_gpu_math_api math_api = {.version = 1, .gather = gather};
-
 /* Queues a tensor job (taken over) like a kernel. */
 static int tn_enqueue(tn_job *j, uintptr_t stream, char *err, size_t errlen) {
   op *o = j ? calloc(1, sizeof *o) : NULL;
@@ -1104,10 +1095,14 @@ static int tn_affine(stk_gpu_ctx *ctx, int n, const stk_tn_affine *plans, stk_dt
   return tn_enqueue(j, stream, err, errlen);
 }
 
-static int tn_lookup(stk_gpu_ctx *ctx, int n, const void *const *src, void *const *dst,
-                     const int64_t *counts, stk_dtype it, int esize, const void *table, int64_t len,
-                     uint64_t dflt, uintptr_t stream, char *err, size_t errlen) {
+static int tn_lookup(stk_gpu_ctx *ctx, int n, const stk_gpu_tn_lookup_sample *samples,
+                     const stk_gpu_tn_lookup_args *a, uintptr_t stream, char *err, size_t errlen) {
   (void)ctx;
+  stk_dtype it = a->in_dtype;
+  int esize = a->esize;
+  int64_t len = a->table_len;
+  uint64_t dflt = a->dflt;
+  const void *table = a->table;
   tn_job *j = tn_job_new(TN_LOOKUP, 0, NULL, 1);
   size_t k = (size_t)(n ? n : 1);
   if (j) {
@@ -1120,8 +1115,8 @@ static int tn_lookup(stk_gpu_ctx *ctx, int n, const void *const *src, void *cons
     }
   }
   if (j) {
-    memcpy(j->src, src, (size_t)n * sizeof *src), memcpy(j->dst, dst, (size_t)n * sizeof *dst);
-    memcpy(j->counts, counts, (size_t)n * sizeof *counts);
+    for (int i = 0; i < n; i++)
+      j->src[i] = samples[i].src, j->dst[i] = samples[i].dst, j->counts[i] = samples[i].count;
     if (len) memcpy(j->table, table, (size_t)len * esize); /* taken at the call, as uploaded */
   }
   return tn_enqueue(j, stream, err, errlen);
@@ -1132,30 +1127,6 @@ static int tn_cast(int n, const stk_gpu_cast_sample *samples, stk_dtype it, stk_
   tn_job *j = tn_job_new(TN_CAST, n, samples, sizeof *samples);
   if (j) j->it = it, j->ot = ot;
   return tn_enqueue(j, stream, err, errlen);
-}
-
-static const stk_gpu_tensor_api tensor_api = {
-    .version = 1, .copy = tn_copy, .reduce = tn_reduce, .affine = tn_affine, .lookup = tn_lookup};
-
-static int no_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_sample *s,
-                       const stk_gpu_resample_args *a, uintptr_t stream, char *err, size_t errlen) {
-  (void)ctx, (void)n, (void)s, (void)a, (void)stream;
-  return fail(err, errlen, STK_ERR_UNSUPPORTED, "resample: no kernels here");
-}
-static int no_cmn(stk_gpu_ctx *ctx, int n, const stk_gpu_cmn_sample *s, const stk_gpu_cmn_args *a,
-                  uintptr_t stream, char *err, size_t errlen) {
-  (void)ctx, (void)n, (void)s, (void)a, (void)stream;
-  return fail(err, errlen, STK_ERR_UNSUPPORTED, "crop_mirror_normalize: no kernels here");
-}
-static int no_crop(stk_gpu_ctx *ctx, int n, const stk_gpu_crop_sample *s,
-                   const stk_gpu_crop_args *a, uintptr_t stream, char *err, size_t errlen) {
-  (void)ctx, (void)n, (void)s, (void)a, (void)stream;
-  return fail(err, errlen, STK_ERR_UNSUPPORTED, "crop: no kernels here");
-}
-static int no_flip(stk_gpu_ctx *ctx, int n, const stk_gpu_flip_sample *s, size_t esize,
-                   uintptr_t stream, char *err, size_t errlen) {
-  (void)ctx, (void)n, (void)s, (void)esize, (void)stream;
-  return fail(err, errlen, STK_ERR_UNSUPPORTED, "flip: no kernels here");
 }
 
 static void *dup_bytes(const void *p, size_t bytes) {
@@ -1208,8 +1179,6 @@ static int autoaug_apply(stk_gpu_ctx *ctx, int n, const stk_gpu_aa_sample *sampl
   pthread_mutex_unlock(&lock);
   return 0;
 }
-
-static const stk_gpu_autoaug_api autoaug_api = {.version = 1, .apply = autoaug_apply};
 
 /* Queues one effects batch (pixels when `px`, clahe tables when `cl`). */
 static int effects_enqueue(int n, const stk_gpu_fx_sample *px, const stk_gpu_clahe_sample *cl,
@@ -1268,9 +1237,6 @@ static int fx_jpeg(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_sample *samples, 
   return 0;
 }
 
-static const stk_gpu_effects_api effects_api = {
-    .version = 1, .pixel = fx_pixel, .clahe_luts = fx_clahe, .jpeg_distort = fx_jpeg};
-
 /* ---- PNG: the device routines (src/shared/inflate.h, png_common.h) run on the host ---- */
 
 /* One image into its destination; the status the kernels would give. */
@@ -1320,9 +1286,6 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
   return 0;
 }
 
-static const stk_gpu_png_api png_api = {.struct_size = sizeof(stk_gpu_png_api),
-                                        .decode = png_decode};
-
 static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   pthread_mutex_lock(&lock);
@@ -1343,6 +1306,112 @@ static int host_alloc(stk_gpu_ctx *ctx, size_t bytes, void **out, char *err, siz
 }
 
 static void host_free(stk_gpu_ctx *ctx, void *ptr) { pinned_free(ctx, ptr, NULL, NULL, 0); }
+
+/* ---- the kernels: the stand-in has a subset; the others are unsupported ---- */
+
+static const stk_gpu_kernel_info kernel_infos[STK_GPU_K_COUNT] = {
+    STK_GPU_KERNELS(STK_GPU_KERNEL_INFO)};
+
+typedef int (*kernel_fn)(stk_gpu_ctx *ctx, const stk_gpu_launch *l, char *err, size_t errlen);
+
+/* Adapters from the generic launch record to the stand-in's functions. */
+#define ARGS(T) ((const T *)l->args)
+static int k_cast(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return cast(c, l->n, l->samples, ARGS(stk_gpu_io_args)->in_dtype,
+              ARGS(stk_gpu_io_args)->out_dtype, l->stream, e, el);
+}
+static int k_mix(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return mix(c, l->n, l->samples, ARGS(stk_gpu_mix_args)->dtype, l->stream, e, el);
+}
+static int k_gather(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return gather(c, l->n, l->samples, ARGS(stk_gpu_elem_args)->esize, l->stream, e, el);
+}
+static int k_autoaug(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  const stk_gpu_aa_args *a = ARGS(stk_gpu_aa_args);
+  return autoaug_apply(c, l->n, l->samples, a->num_steps, a->steps, a->num_luts, a->luts,
+                       a->num_floats, a->floats, a, l->stream, e, el);
+}
+static int k_fx_pixel(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return fx_pixel(c, l->n, l->samples, ARGS(stk_gpu_io_args)->in_dtype,
+                  ARGS(stk_gpu_io_args)->out_dtype, l->stream, e, el);
+}
+static int k_fx_clahe(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return fx_clahe(c, l->n, l->samples, l->stream, e, el);
+}
+static int k_fx_jpeg(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return fx_jpeg(c, l->n, l->samples, l->stream, e, el);
+}
+static int k_tn_copy(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return tn_copy(c, l->n, l->samples, (int)ARGS(stk_gpu_elem_args)->esize, l->stream, e, el);
+}
+static int k_tn_reduce(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return tn_reduce(c, l->n, l->samples, ARGS(stk_tn_reduce_args), l->stream, e, el);
+}
+static int k_tn_affine(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  const stk_gpu_tn_affine_args *a = ARGS(stk_gpu_tn_affine_args);
+  return tn_affine(c, l->n, l->samples, a->in_dtype, a->out_dtype, a->shift, l->stream, e, el);
+}
+static int k_tn_lookup(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return tn_lookup(c, l->n, l->samples, ARGS(stk_gpu_tn_lookup_args), l->stream, e, el);
+}
+static int k_bb_flip(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return fake_bb_flip(c, l->n, l->samples, l->stream, e, el);
+}
+static int k_coord_flip(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return fake_coord_flip(c, l->n, l->samples, l->stream, e, el);
+}
+static int k_coord_transform(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return fake_coord_transform(c, l->n, l->samples, l->stream, e, el);
+}
+static int k_box_encoder(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return fake_box_encoder(c, l->n, l->samples, ARGS(stk_gpu_box_encoder_args), l->stream, e, el);
+}
+static int k_png_decode(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  const stk_gpu_png_args *a = ARGS(stk_gpu_png_args);
+  return png_decode(c, l->n, l->samples, a->color, a->status, l->stream, e, el);
+}
+#undef ARGS
+
+static const kernel_fn kernels[STK_GPU_K_COUNT] = {
+    [STK_GPU_K_CAST] = k_cast,
+    [STK_GPU_K_MIX] = k_mix,
+    [STK_GPU_K_GATHER] = k_gather,
+    [STK_GPU_K_AUTOAUG] = k_autoaug,
+    [STK_GPU_K_FX_PIXEL] = k_fx_pixel,
+    [STK_GPU_K_FX_CLAHE_LUTS] = k_fx_clahe,
+    [STK_GPU_K_FX_JPEG_DISTORT] = k_fx_jpeg,
+    [STK_GPU_K_TN_COPY] = k_tn_copy,
+    [STK_GPU_K_TN_REDUCE] = k_tn_reduce,
+    [STK_GPU_K_TN_AFFINE] = k_tn_affine,
+    [STK_GPU_K_TN_LOOKUP] = k_tn_lookup,
+    [STK_GPU_K_BB_FLIP] = k_bb_flip,
+    [STK_GPU_K_COORD_FLIP] = k_coord_flip,
+    [STK_GPU_K_COORD_TRANSFORM] = k_coord_transform,
+    [STK_GPU_K_BOX_ENCODER] = k_box_encoder,
+    [STK_GPU_K_PNG_DECODE] = k_png_decode,
+};
+
+static int supports(stk_gpu_ctx *ctx, int kernel) {
+  (void)ctx;
+  return kernel >= 0 && kernel < STK_GPU_K_COUNT && kernels[kernel] != NULL;
+}
+
+static int launch(stk_gpu_ctx *ctx, int kernel, const stk_gpu_launch *l, char *err, size_t errlen) {
+  if (kernel < 0 || kernel >= STK_GPU_K_COUNT)
+    return fail(err, errlen, STK_ERR_UNSUPPORTED, "launch: no such kernel id");
+  const stk_gpu_kernel_info *k = &kernel_infos[kernel];
+  char what[160];
+  if (!kernels[kernel]) {
+    snprintf(what, sizeof what, "%s: not in the stand-in backend", k->name);
+    return fail(err, errlen, STK_ERR_UNSUPPORTED, what);
+  }
+  if (!l || l->n < 0 || (l->n > 0 && !l->samples) || l->sample_size != k->sample_size ||
+      l->args_size != k->args_size) {
+    snprintf(what, sizeof what, "%s: bad launch record", k->name);
+    return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, what);
+  }
+  return kernels[kernel](ctx, l, err, errlen);
+}
 
 static const stk_gpu_api api = {
     .abi_version = STK_GPU_ABI_VERSION,
@@ -1370,14 +1439,10 @@ static const stk_gpu_api api = {
     .event_destroy = event_destroy,
     .jpeg_info = jpeg_info,
     .decode_batch = decode_batch,
-    .resample = no_resample,
-    .crop_mirror_normalize = no_cmn,
-    .crop = no_crop,
-    .flip = no_flip,
-    .cast = cast,
-    .math = &math_api,
-    .autoaug = &autoaug_api,
-    .boxes = &boxes_api,
+    .kernel_count = STK_GPU_K_COUNT,
+    .kernels = kernel_infos,
+    .supports = supports,
+    .launch = launch,
     .device_alloc_idle = device_alloc,
     .decode_classify = decode_classify,
     .device_free_idle = device_free,
@@ -1385,10 +1450,14 @@ static const stk_gpu_api api = {
     .host_unregister = host_unregister,
     .host_alloc = host_alloc,
     .host_free = host_free,
-    .mix = mix,
-    .tensor = &tensor_api,
-    .effects = &effects_api,
-    .png = &png_api,
 };
 
-__attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) { return &api; }
+/* STK_FAKE_GPU_KERNEL_SKEW set: the table claims one kernel fewer, as a backend built from
+ * another kernel list would (tests/c/test_gpu_kernels_fake.c: the loader must refuse it). */
+__attribute__((visibility("default"))) const stk_gpu_api *stk_cuda_get_api(void) {
+  static stk_gpu_api skewed;
+  if (!getenv("STK_FAKE_GPU_KERNEL_SKEW")) return &api;
+  skewed = api;
+  skewed.kernel_count = STK_GPU_K_COUNT - 1;
+  return &skewed;
+}

@@ -89,9 +89,11 @@ typedef struct {
 
 static int call_apply(bu_bench *b, void *user) {
   run_ctx *r = user;
-  return b->api->autoaug->apply(b->ctx, b->batch, r->pr.smp, r->pr.num_steps, r->pr.steps,
-                                r->pr.num_luts, r->pr.luts, 0, NULL, &r->pr.args, b->stream, b->err,
-                                sizeof b->err);
+  stk_gpu_aa_args a = r->pr.args;
+  a.num_steps = r->pr.num_steps, a.steps = r->pr.steps;
+  a.num_luts = r->pr.num_luts, a.luts = r->pr.luts;
+  return stk_gpu_run_autoaug(b->api, b->ctx, b->batch, r->pr.smp, &a, b->stream, b->err,
+                             sizeof b->err);
 }
 
 int main(int argc, char **argv) {

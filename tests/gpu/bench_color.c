@@ -29,7 +29,7 @@ typedef struct {
 
 static int run_job(bu_bench *b, void *user) {
   const job *j = (const job *)user;
-  const stk_gpu_color_api *api = b->api->color;
+  const stk_gpu_api *api = b->api;
   int n = b->batch, rc = 0;
   int64_t pixels = (int64_t)b->h * b->w;
   if (j->kind == 0) {
@@ -37,8 +37,9 @@ static int run_job(bu_bench *b, void *user) {
     for (int i = 0; i < n; i++)
       S[i] =
           (stk_gpu_clr_lut_sample){bu_image(b, i), bu_scratch(b, i), pixels, b->c, (size_t)i * 768};
-    rc = api->lut(b->ctx, n, S, j->luts, (size_t)n * 768, STK_DTYPE_UINT8, b->stream, b->err,
-                  sizeof b->err);
+    rc = stk_gpu_run_clr_lut(api, b->ctx, n, S,
+                             &(stk_gpu_clr_lut_args){j->luts, (size_t)n * 768, STK_DTYPE_UINT8},
+                             b->stream, b->err, sizeof b->err);
     free(S);
   } else if (j->kind == 2) {
     stk_gpu_clr_pixel_sample *S = (stk_gpu_clr_pixel_sample *)calloc((size_t)n, sizeof *S);
@@ -48,8 +49,9 @@ static int run_job(bu_bench *b, void *user) {
       memcpy(S[i].m, j->m, sizeof j->m);
       memcpy(S[i].off, j->off, sizeof j->off);
     }
-    rc = api->pixel(b->ctx, n, S, j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8, b->stream, b->err,
-                    sizeof b->err);
+    rc = stk_gpu_run_clr_pixel(api, b->ctx, n, S,
+                               &(stk_gpu_clr_mode_args){j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8},
+                               b->stream, b->err, sizeof b->err);
     free(S);
   } else if (j->kind == 3) {
     stk_gpu_clr_stats_sample *S = (stk_gpu_clr_stats_sample *)calloc((size_t)n, sizeof *S);
@@ -58,15 +60,16 @@ static int run_job(bu_bench *b, void *user) {
           (stk_gpu_clr_stats_sample){bu_image(b, i), bu_scratch(b, i), pixels, b->c, {0, 0, 0, 0}};
       memcpy(S[i].p, j->p, sizeof j->p);
     }
-    rc = api->stats(b->ctx, n, S, j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8, b->stream, b->err,
-                    sizeof b->err);
+    rc = stk_gpu_run_clr_stats(api, b->ctx, n, S,
+                               &(stk_gpu_clr_mode_args){j->mode, STK_DTYPE_UINT8, STK_DTYPE_UINT8},
+                               b->stream, b->err, sizeof b->err);
     free(S);
   } else {
     stk_gpu_clr_sharpness_sample *S = (stk_gpu_clr_sharpness_sample *)calloc((size_t)n, sizeof *S);
     for (int i = 0; i < n; i++)
       S[i] = (stk_gpu_clr_sharpness_sample){bu_image(b, i), bu_scratch(b, i), b->h, b->w,
                                             b->c,           j->factor};
-    rc = api->sharpness(b->ctx, n, S, b->stream, b->err, sizeof b->err);
+    rc = stk_gpu_run_clr_sharpness(api, b->ctx, n, S, NULL, b->stream, b->err, sizeof b->err);
     free(S);
   }
   return rc;
@@ -107,7 +110,7 @@ static uint8_t *make_luts(int n, int op) {
 int main(int argc, char **argv) {
   bu_bench b;
   bu_open(&b, argc, argv);
-  if (!b.api->color || b.api->color->version < 2) {
+  if (!b.api->supports(b.ctx, STK_GPU_K_CLR_LUT)) {
     printf("bench_color: the library has no colour kernels\n");
     return 1;
   }

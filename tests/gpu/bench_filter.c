@@ -29,8 +29,9 @@ static int run_conv(bu_bench *b, void *user) {
     s[i].border = STK__BORDER_REFLECT_101, s[i].fill = 0.0f;
     s[i].npairs = cc->npairs, s[i].weights = cc->w;
   }
-  int rc = b->api->filter->conv(b->ctx, b->batch, s, STK_DTYPE_UINT8, STK_DTYPE_UINT8, b->stream,
-                                b->err, sizeof b->err);
+  int rc = stk_gpu_run_conv(b->api, b->ctx, b->batch, s,
+                            &(stk_gpu_io_args){STK_DTYPE_UINT8, STK_DTYPE_UINT8}, b->stream, b->err,
+                            sizeof b->err);
   free(s);
   return rc;
 }
@@ -50,8 +51,9 @@ static int run_noise(bu_bench *b, void *user) {
     s[i].key[0] = 0x1234u, s[i].key[1] = 0xabcdu, s[i].ordinal[0] = (uint32_t)i;
     memcpy(s[i].p, nc->p, sizeof s[i].p);
   }
-  int rc = b->api->filter->noise(b->ctx, nc->kind, b->batch, s, STK_DTYPE_UINT8, b->stream, b->err,
-                                 sizeof b->err);
+  int rc = stk_gpu_run_noise(b->api, b->ctx, b->batch, s,
+                             &(stk_gpu_noise_args){nc->kind, STK_DTYPE_UINT8}, b->stream, b->err,
+                             sizeof b->err);
   free(s);
   return rc;
 }

@@ -26,24 +26,26 @@ typedef struct {
 
 static int call_warp(bu_bench *b, void *u) {
   plans *p = (plans *)u;
-  return b->api->geometry->warp_affine(b->ctx, b->batch, p->ws, &p->wa, b->stream, b->err,
-                                       sizeof b->err);
+  return stk_gpu_run_warp_affine(b->api, b->ctx, b->batch, p->ws, &p->wa, b->stream, b->err,
+                                 sizeof b->err);
 }
 
 static int call_erase(bu_bench *b, void *u) {
   plans *p = (plans *)u;
-  return b->api->geometry->erase(b->ctx, b->batch, p->es, &p->ea, b->stream, b->err, sizeof b->err);
+  return stk_gpu_run_erase(b->api, b->ctx, b->batch, p->es, &p->ea, b->stream, b->err,
+                           sizeof b->err);
 }
 
 static int call_grid(bu_bench *b, void *u) {
   plans *p = (plans *)u;
-  return b->api->geometry->grid_mask(b->ctx, b->batch, p->gs, b->c, b->stream, b->err,
-                                     sizeof b->err);
+  return stk_gpu_run_grid_mask(b->api, b->ctx, b->batch, p->gs, &(stk_gpu_grid_mask_args){b->c},
+                               b->stream, b->err, sizeof b->err);
 }
 
 static int call_crop(bu_bench *b, void *u) {
   plans *p = (plans *)u;
-  return b->api->crop(b->ctx, b->batch, p->cs, &p->ca, b->stream, b->err, sizeof b->err);
+  return stk_gpu_run_crop(b->api, b->ctx, b->batch, p->cs, &p->ca, b->stream, b->err,
+                          sizeof b->err);
 }
 
 /* Output -> input matrix of a rotation about the image centre (as stk__rotate_matrix). */
@@ -115,7 +117,7 @@ static void plan_crop(const bu_bench *b, plans *p, int ch, int cw) {
 int main(int argc, char **argv) {
   bu_bench b;
   bu_open(&b, argc, argv);
-  BU_DIE_IF(&b, !b.api->geometry || !b.api->geometry->warp_affine,
+  BU_DIE_IF(&b, !b.api->supports(b.ctx, STK_GPU_K_WARP_AFFINE),
             "the backend has no geometry kernels");
   plans p;
   memset(&p, 0, sizeof p);

@@ -46,7 +46,7 @@ static int call_binary(bu_bench *b, void *user) {
   }
   stk_gpu_binary_args args = {j->op, j->in, j->b, j->out,
                               stk__binary_kind((stk__binop)j->op, j->in, j->b, j->out)};
-  int rc = b->api->math->binary(b->ctx, b->batch, s, &args, b->stream, b->err, sizeof b->err);
+  int rc = stk_gpu_run_binary(b->api, b->ctx, b->batch, s, &args, b->stream, b->err, sizeof b->err);
   free(s);
   return rc;
 }
@@ -63,7 +63,7 @@ static int call_unary(bu_bench *b, void *user) {
     stk_ar_int_bounds(j->in, j->lo, j->hi, &s[i].ilo, &s[i].ihi, &s[i].ulo, &s[i].uhi);
   }
   stk_gpu_unary_args args = {j->op, j->in, j->out};
-  int rc = b->api->math->unary(b->ctx, b->batch, s, &args, b->stream, b->err, sizeof b->err);
+  int rc = stk_gpu_run_unary(b->api, b->ctx, b->batch, s, &args, b->stream, b->err, sizeof b->err);
   free(s);
   return rc;
 }
@@ -77,7 +77,8 @@ static int call_cast(bu_bench *b, void *user) {
     s[i].dst = job_dst(b, j, i);
     s[i].count = (int64_t)b->image_bytes;
   }
-  int rc = b->api->cast(b->ctx, b->batch, s, j->in, j->out, b->stream, b->err, sizeof b->err);
+  int rc = stk_gpu_run_cast(b->api, b->ctx, b->batch, s, &(stk_gpu_io_args){j->in, j->out},
+                            b->stream, b->err, sizeof b->err);
   free(s);
   return rc;
 }
@@ -98,8 +99,9 @@ static int call_one_hot(bu_bench *b, void *user) {
     s[i].count = 1, s[i].num_classes = j->classes, s[i].inner = 1;
     memcpy(&s[i].on, &on, sizeof on);
   }
-  int rc = b->api->math->one_hot(b->ctx, b->batch, s, STK_DTYPE_INT32, STK_DTYPE_FLOAT32, b->stream,
-                                 b->err, sizeof b->err);
+  int rc = stk_gpu_run_one_hot(b->api, b->ctx, b->batch, s,
+                               &(stk_gpu_io_args){STK_DTYPE_INT32, STK_DTYPE_FLOAT32}, b->stream,
+                               b->err, sizeof b->err);
   free(s);
   return rc;
 }
@@ -107,7 +109,7 @@ static int call_one_hot(bu_bench *b, void *user) {
 int main(int argc, char **argv) {
   bu_bench b;
   bu_open(&b, argc, argv);
-  BU_DIE_IF(&b, !b.api->math || b.api->math->version < 1 || !b.api->math->binary, "no math table");
+  BU_DIE_IF(&b, !b.api->supports(b.ctx, STK_GPU_K_BINARY), "no math kernels");
   double n = (double)b.image_bytes * b.batch; /* elements */
   void *f0, *f1, *vec;
   size_t fbytes = (size_t)n * sizeof(float);

@@ -809,7 +809,7 @@ static void run_batch(run_cfg *c, int s, int b, int64_t ord0, stk_gpu_decode_in 
       for (int k = 0; k < 3; k++) r->mean[k] = mean[k], r->stddev[k] = stdv[k];
     }
     t0 = now();
-    DIE_IF(G->resample(ctx, b, rs, &a, S0, err, sizeof err), "resample");
+    DIE_IF(stk_gpu_run_resample(G, ctx, b, rs, &a, S0, err, sizeof err), "resample");
     host_resample += now() - t0;
   }
   if (keep) { /* the caller keeps the decoded batch (kernel timing) */
@@ -886,7 +886,7 @@ static void bench_kernel(void) {
   float ms[30];
   for (int r = -3; r < 30; r++) {
     G->event_record(ctx, e0, S0, err, sizeof err);
-    DIE_IF(G->resample(ctx, b, rs, &a, S0, err, sizeof err), "resample");
+    DIE_IF(stk_gpu_run_resample(G, ctx, b, rs, &a, S0, err, sizeof err), "resample");
     G->event_record(ctx, e1, S0, err, sizeof err);
     G->event_sync(ctx, e1, err, sizeof err);
     if (r >= 0) G->event_elapsed(ctx, e0, e1, &ms[r], err, sizeof err);

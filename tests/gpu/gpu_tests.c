@@ -173,11 +173,11 @@ static void test_runtime(void) {
   a.out_dtype = STK_DTYPE_UINT8;
   stk_gpu_resample_sample s;
   memset(&s, 0, sizeof s);
-  rc = G->resample(ctx, 1, &s, &a, S0, err, sizeof err);
+  rc = stk_gpu_run_resample(G, ctx, 1, &s, &a, S0, err, sizeof err);
   CHECK(rc == STK_ERR_UNSUPPORTED, "5 channels -> %d", rc);
   printf("  5 channels: %s\n", err);
   a.channels = 3;
-  rc = G->resample(ctx, 1, &s, &a, S0, err, sizeof err);
+  rc = stk_gpu_run_resample(G, ctx, 1, &s, &a, S0, err, sizeof err);
   CHECK(rc == STK_ERR_INVALID_ARGUMENT && strstr(err, "sample 0"), "NULL sample -> %d", rc);
   printf("  NULL sample: %s\n", err);
   rc = G->stats(NULL, &st2, err, sizeof err);
@@ -209,7 +209,7 @@ static void test_resample(const tu_photo *ph, int np) {
         gs[i].src = dev_upload(t[i].s.src, t[i].s.src_pitch * t[i].s.src_h);
         gs[i].dst = dev_poison(t[i].out_bytes);
       }
-      GOK(G->resample(ctx, per, gs, &a, S0, err, sizeof err));
+      GOK(stk_gpu_run_resample(G, ctx, per, gs, &a, S0, err, sizeof err));
       for (int i = 0; i < per; i++) {
         void *gpu = malloc(t[i].out_bytes), *cpu = malloc(t[i].out_bytes);
         dev_download(gpu, gs[i].dst, t[i].out_bytes);
@@ -280,7 +280,7 @@ static void test_cmn(const tu_photo *ph, int np) {
       s->src = dev_upload(hsrc[i], npx * isz);
       s->dst = dev_poison((size_t)s->win_h * s->win_w * a.out_channels * es);
     }
-    GOK(G->crop_mirror_normalize(ctx, per, gs, &a, S0, err, sizeof err));
+    GOK(stk_gpu_run_cmn(G, ctx, per, gs, &a, S0, err, sizeof err));
     for (int i = 0; i < per; i++) {
       stk_gpu_cmn_sample *s = &gs[i];
       size_t n = (size_t)s->win_h * s->win_w * a.out_channels;
@@ -335,7 +335,7 @@ static void test_cmn(const tu_photo *ph, int np) {
       s->src = dev_upload(p->rgb, (size_t)p->h * p->w * 3);
       s->dst = dev_poison((size_t)s->dst_h * s->dst_w * 3 * es);
     }
-    GOK(G->crop(ctx, per2, cs, &a, S0, err, sizeof err));
+    GOK(stk_gpu_run_crop(G, ctx, per2, cs, &a, S0, err, sizeof err));
     for (int i = 0; i < per2; i++) {
       stk_gpu_crop_sample *s = &cs[i];
       size_t bytes = (size_t)s->dst_h * s->dst_w * 3 * es;
@@ -384,7 +384,7 @@ static void test_cmn(const tu_photo *ph, int np) {
       s->dst = dev_poison(bytes);
       free(h);
     }
-    GOK(G->flip(ctx, per2, fs, esize, S0, err, sizeof err));
+    GOK(stk_gpu_run_flip(G, ctx, per2, fs, &(stk_gpu_elem_args){esize}, S0, err, sizeof err));
     for (int i = 0; i < per2; i++) {
       stk_gpu_flip_sample *s = &fs[i];
       size_t bytes = (size_t)(s->outer * s->h * s->mid * s->w * s->inner) * esize;
@@ -465,7 +465,8 @@ static void test_cast(void) {
       s[1].src = s[0].src;
       s[1].dst = dev_poison(os * 10);
       s[1].count = 10;
-      GOK(G->cast(ctx, 2, s, (stk_dtype)st, (stk_dtype)dt, S0, err, sizeof err));
+      GOK(stk_gpu_run_cast(G, ctx, 2, s, &(stk_gpu_io_args){(stk_dtype)st, (stk_dtype)dt}, S0, err,
+                           sizeof err));
       dev_download(gpu, s[0].dst, count * os);
       stk__convert(cpu, (stk_dtype)dt, h, (stk_dtype)st, count);
       long diff = 0;
@@ -905,7 +906,8 @@ static void png_pass(png_case *c, int n, int color, int roi, uint32_t seed) {
                                 .dst_pitch = (size_t)w * ch};
     s[i].dst = (uint8_t *)dev_poison((size_t)w * hh * ch);
   }
-  GOK(G->png->decode(ctx, n, s, color, status, S0, err, sizeof err));
+  GOK(stk_gpu_run_png_decode(G, ctx, n, s, &(stk_gpu_png_args){color, status}, S0, err,
+                             sizeof err));
   for (int i = 0; i < n; i++) {
     int w = roi ? s[i].roi_w : s[i].hdr.width, hh = roi ? s[i].roi_h : s[i].hdr.height;
     size_t bytes = (size_t)w * hh * ch;
@@ -966,12 +968,14 @@ static void png_rate(png_case *all, int count, int n, int batch) {
     s[i].dst = (uint8_t *)dev_poison((size_t)p->plan.hdr.width * p->plan.hdr.height * 3);
     pixels += (double)p->plan.hdr.width * p->plan.hdr.height;
   }
-  GOK(G->png->decode(ctx, batch, s, STK_GPU_COLOR_RGB, status, S0, err, sizeof err));
+  GOK(stk_gpu_run_png_decode(G, ctx, batch, s, &(stk_gpu_png_args){STK_GPU_COLOR_RGB, status}, S0,
+                             err, sizeof err));
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   int reps = small_run ? 2 : 10;
   for (int r = 0; r < reps; r++)
-    GOK(G->png->decode(ctx, batch, s, STK_GPU_COLOR_RGB, status, S0, err, sizeof err));
+    GOK(stk_gpu_run_png_decode(G, ctx, batch, s, &(stk_gpu_png_args){STK_GPU_COLOR_RGB, status}, S0,
+                               err, sizeof err));
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
   printf("  rate: batches of %d, %.0f images/s, %.1f Mpixel/s\n", batch, reps * batch / sec,
@@ -984,7 +988,7 @@ static void png_rate(png_case *all, int count, int n, int batch) {
 
 static void test_png(const tu_photo *ph, int np) {
   printf("[png]\n");
-  if (!G->png) {
+  if (!G->supports(ctx, STK_GPU_K_PNG_DECODE)) {
     printf("  no PNG decoder in this backend\n");
     failures++;
     return;

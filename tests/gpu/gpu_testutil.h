@@ -15,7 +15,7 @@
 
 #include "codecs/codecs.h"
 #include "core/core.h"
-#include "cuda/gpu_api.h"
+#include "cuda/gpu_kernels.h"
 #include "ops/image_util.h"
 #include "ops/resample.h"
 
