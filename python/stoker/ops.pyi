@@ -2461,7 +2461,7 @@ class decoders:
         def __init__(self, *, sample_rate: float | DataNode | None = ..., downmix: bool | None = ..., dtype: str | None = ..., quality: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class Image(Operator):
-        """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+        """Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
         Devices: cpu, mixed.
 
@@ -3001,7 +3001,7 @@ class experimental:
     class decoders:
         """The experimental.decoders namespace."""
         class Image(Operator):
-            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
             Devices: cpu, mixed.
 

@@ -390,7 +390,8 @@ static stk_status image_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema image_schema = {
     .name = "decoders.image",
     .doc =
-        "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
+        "Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the "
+        "EXIF "
         "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
         "supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / "
         "257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or "
