@@ -177,8 +177,8 @@ def test_per_sample_argument_needs_the_flag():
 
 def test_input_count_and_types_are_checked():
     u = fn.random.uniform()
-    with pytest.raises(InvalidArgumentError, match="random.uniform: takes 0 input"):
-        fn.random.uniform(u)
+    with pytest.raises(InvalidArgumentError, match=r"random.uniform: takes 0 to 1 input\(s\), got 2"):
+        fn.random.uniform(u, u)  # shape_like is its only input
     with pytest.raises(InvalidArgumentError, match="input 0 must be a DataNode"):
         fn.python_function("x", function=abs)
 
