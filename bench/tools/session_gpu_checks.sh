@@ -5,7 +5,8 @@
 #   A. compute-sanitizer racecheck over gpu_tests' ten decode passes (issue 19), RACE_S s;
 #   B. two GPU pipelines in one process on one GPU, looped for DUAL_S s (issue 27);
 #   C. gpu_tests (every section), then the Python GPU tests named by PYTESTS (default: the
-#      registry parity of every GPU operator, the GPU PNG tests, PNG against DALI's maths).
+#      registry parity of every GPU operator, the GPU PNG tests, PNG against DALI's maths);
+#   D. examples/segmentation.py and ssd_detection.py with --device gpu; whether DALI is there.
 # The device tool returns at most 8 files: logs stay in /tmp/stk-checks; $OUT gets
 # summary.txt and the logs of whatever failed.
 set -u
@@ -31,6 +32,8 @@ race_pid=$!
       echo "dual run $runs ($preset) failed: $(head -c 400 "$L/dual-last.txt")"
     fi
     runs=$((runs + 1))
+    # the first three all failed: the setup is wrong, not a hang to hunt
+    [ "$bad" -ge 3 ] && [ "$bad" = "$runs" ] && { echo "stopping: the first runs all failed"; break; }
   done
   echo "two pipelines in one process: $runs runs, $bad failed or hung"
 ) >"$L/dual.txt" 2>&1 &
@@ -48,6 +51,15 @@ echo "pytest ($PYTESTS): exit $?" >>"$S"
 tail -4 "$L/pytest.log" >>"$S"
 grep -a "^FAILED\|^ERROR" "$L/pytest.log" | head -30 >>"$S"
 
+# D. the examples that take --device gpu (issue 23's segmentation and detection pipelines)
+for ex in segmentation ssd_detection; do
+  PYTHONPATH=$PWD/python STK_BUILD_DIR=$BUILD timeout 120 python3 "examples/$ex.py" --device gpu \
+    >"$L/example-$ex.log" 2>&1
+  echo "example $ex --device gpu: exit $? ($(tail -1 "$L/example-$ex.log" | head -c 200))" >>"$S"
+done
+python3 -c 'import nvidia.dali as d; print("DALI", d.__version__)' >>"$S" 2>/dev/null ||
+  echo "DALI: not installed on this machine" >>"$S"
+
 wait "$dual_pid"
 cat "$L/dual.txt" >>"$S"
 wait "$race_pid"
@@ -57,6 +69,7 @@ cat "$S"
 {
   grep -q "exit 0" <(grep "^gpu_tests" "$S") || echo "$L/gpu_tests.log"
   grep -q "exit 0" <(grep "^pytest" "$S") || echo "$L/pytest.log"
+  grep "^example .*exit [1-9]" "$S" | sed -E 's/^example ([a-z_]+) .*/\/tmp\/stk-checks\/example-\1.log/' 
   ls "$L"/dual-failed-*.txt 2>/dev/null | head -2
   grep -L "RACECHECK SUMMARY: 0 hazards" "$L"/racecheck-decode*.log 2>/dev/null | head -2
 } | head -6 | while read -r f; do cp "$f" "$OUTDIR/"; done
