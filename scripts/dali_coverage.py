@@ -9,7 +9,10 @@ stoker's schema lacks (DALI's generic ones left out: device, name, seed, preserv
 bytes_per_sample_hint, _*; deprecated ones counted apart), and the operators where DALI
 takes more positional inputs (e.g. random.beta's `shape_like`).
 
-usage: scripts/dali_coverage.py [--dali-python /path/to/venv/bin/python] [--args]
+With --devices, also lists the operators both have that DALI runs on the GPU (its
+"gpu" or "mixed" backend) and stoker only on the CPU.
+
+usage: scripts/dali_coverage.py [--dali-python /path/to/venv/bin/python] [--args] [--devices]
 """
 import argparse
 import json
@@ -68,6 +71,20 @@ for name in sys.stdin.read().split():
     out[name] = {"args": kw, "deprecated": dep, "inputs": inputs}
 print(json.dumps(out))
 """
+# Per operator: the devices DALI registers its schema for (cpu, gpu, mixed).
+LIST_DALI_DEVICES = r"""
+import json, sys
+import nvidia.dali.fn as fn, nvidia.dali.backend as b
+gpu, mixed, cpu = set(b.RegisteredGPUOps()), set(b.RegisteredMixedOps()), set(b.RegisteredCPUOps())
+out = {}
+for name in sys.stdin.read().split():
+    f = fn
+    for part in name.split('.'):
+        f = getattr(f, part)
+    sn = getattr(f, '_schema_name', None)
+    out[name] = [d for d, reg in (("cpu", cpu), ("gpu", gpu), ("mixed", mixed)) if sn in reg]
+print(json.dumps(out))
+"""
 # DALI's arguments every operator takes, or that have no meaning in stoker's executor.
 GENERIC_ARGS = {"device", "name", "seed", "preserve", "bytes_per_sample_hint"}
 LEGACY = {"audio_decoder", "caffe2_reader", "caffe_reader", "coco_reader", "coin_flip", "file_reader",
@@ -81,6 +98,8 @@ def main():
     ap.add_argument("--dali-python", default="/work/dali-venv/bin/python")
     ap.add_argument("--args", action="store_true",
                     help="also list DALI's arguments and inputs missing from operators both have")
+    ap.add_argument("--devices", action="store_true",
+                    help="also list operators DALI runs on the GPU and stoker only on the CPU")
     args = ap.parse_args()
     out = subprocess.run([args.dali_python, "-c", LIST_DALI], capture_output=True, text=True)
     if out.returncode != 0:
@@ -95,6 +114,8 @@ def main():
     print("missing: " + (", ".join(missing) if missing else "none"))
     if args.args:
         report_args(args.dali_python, [n for n in dali if n in ours], _schema.registry())
+    if args.devices:
+        report_devices(args.dali_python, [n for n in dali if n in ours], _schema.registry())
 
 
 def python_kwargs(name):
@@ -156,6 +177,20 @@ def report_args(dali_python, common, reg):
     print(f"arguments DALI has and stoker lacks: {total} (and {total_dep} deprecated ones) "
           f"in {ops_short} of {len(common)} operators")
     print("\n".join(lines))
+
+
+def report_devices(dali_python, common, reg):
+    """Prints the operators DALI has a GPU or mixed backend for and stoker does not."""
+    out = subprocess.run([dali_python, "-c", LIST_DALI_DEVICES], input="\n".join(common),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"cannot read DALI's devices with {dali_python}: {out.stderr.strip()[-300:]}")
+    dali = json.loads(out.stdout)
+    on_gpu = [n for n in common if {"gpu", "mixed"} & set(dali[n])]
+    lack = [n for n in on_gpu if not {"gpu", "mixed"} & set(reg[n].devices)]
+    print(f"operators DALI runs on the GPU: {len(on_gpu)}; stoker runs "
+          f"{len(on_gpu) - len(lack)} of them there")
+    print("CPU only in stoker: " + (", ".join(lack) if lack else "none"))
 
 
 if __name__ == "__main__":
