@@ -3348,10 +3348,10 @@ class random:
         """
         ...
     @staticmethod
-    def coin_flip(*inputs: DataNode, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def coin_flip(*inputs: DataNode, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Draws 1 with `probability`, else 0, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
@@ -3364,15 +3364,15 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def normal(*inputs: DataNode, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def normal(*inputs: DataNode, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Draws normally distributed numbers, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
@@ -3386,15 +3386,15 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def uniform(*inputs: DataNode, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def uniform(*inputs: DataNode, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
@@ -3408,7 +3408,7 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

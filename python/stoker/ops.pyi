@@ -3447,7 +3447,7 @@ class random:
     class CoinFlip(Operator):
         """Draws 1 with `probability`, else 0, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
@@ -3460,15 +3460,15 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Normal(Operator):
         """Draws normally distributed numbers, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
@@ -3482,15 +3482,15 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Uniform(Operator):
         """Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
@@ -3504,10 +3504,10 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class readers:
     """The readers namespace."""

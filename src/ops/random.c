@@ -1,6 +1,8 @@
 /* Random sources: random.uniform, random.normal, random.coin_flip, random.choice.
  * Each sample draws from the node's Philox stream for that sample, so the values do
- * not depend on threads, prefetch depth or batch size. */
+ * not depend on threads, prefetch depth or batch size. On device "gpu" (uniform, normal,
+ * coin_flip, as DALI has them there) the same values are drawn on the host and uploaded
+ * (STK_OPF_GPU_ON_HOST): a few numbers per sample, not worth a kernel. */
 #include <math.h>
 #include <string.h>
 
@@ -151,8 +153,8 @@ static const stk_op_schema uniform_schema = {
     .doc =
         "Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, "
         "independently for every sample.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
     .max_inputs = 1,
     .inputs = shape_like_in,
@@ -160,6 +162,7 @@ static const stk_op_schema uniform_schema = {
     .outputs = random_out,
     .num_args = sizeof uniform_args / sizeof uniform_args[0],
     .args = uniform_args,
+    .gpu_check = "return random.uniform(range=[-2.0, 3.0], shape=[4, 3], seed=11, device=@)",
 };
 const stk__op_def stk__op_random_uniform = {
     .schema = &uniform_schema,
@@ -215,8 +218,8 @@ static stk_status normal_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema normal_schema = {
     .name = "random.normal",
     .doc = "Draws normally distributed numbers, independently for every sample.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
     .max_inputs = 1,
     .inputs = shape_like_in,
@@ -224,6 +227,7 @@ static const stk_op_schema normal_schema = {
     .outputs = random_out,
     .num_args = sizeof normal_args / sizeof normal_args[0],
     .args = normal_args,
+    .gpu_check = "return random.normal(mean=1.0, stddev=2.0, shape=[5], seed=12, device=@)",
 };
 const stk__op_def stk__op_random_normal = {
     .schema = &normal_schema,
@@ -277,8 +281,8 @@ static stk_status coin_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema coin_schema = {
     .name = "random.coin_flip",
     .doc = "Draws 1 with `probability`, else 0, independently for every sample.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
     .max_inputs = 1,
     .inputs = shape_like_in,
@@ -286,6 +290,7 @@ static const stk_op_schema coin_schema = {
     .outputs = random_out,
     .num_args = sizeof coin_args / sizeof coin_args[0],
     .args = coin_args,
+    .gpu_check = "return random.coin_flip(probability=0.3, shape=[7], seed=13, device=@)",
 };
 const stk__op_def stk__op_random_coin_flip = {
     .schema = &coin_schema,

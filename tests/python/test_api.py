@@ -82,7 +82,7 @@ def test_nested_namespaces_are_importable_modules():
 def test_docstring_describes_types_defaults_ranges_and_choices():
     doc = fn.random.coin_flip.__doc__
     assert "probability (a float; default 0.5; in [0, 1]; may be a DataNode" in doc
-    assert "'int32'" in doc and "Devices: cpu." in doc
+    assert "'int32'" in doc and "Devices: cpu, gpu." in doc
 
 
 def test_stubs_are_up_to_date():
@@ -185,7 +185,7 @@ def test_input_count_and_types_are_checked():
 
 def test_device_is_checked():
     with pytest.raises(UnsupportedError, match="device 'gpu' is not supported"):
-        fn.random.uniform(device="gpu")
+        fn.random.beta(device="gpu")
     with pytest.raises(InvalidArgumentError, match="device must be"):
         fn.random.uniform(device="tpu")
 
