@@ -1,4 +1,6 @@
-"""random.uniform / normal / coin_flip on device "gpu" (DALI has them there): the values
+"""Sources on device "gpu" whose GPU form is the host's work uploaded (schema flag
+STK_OPF_GPU_ON_HOST): external_source, and random.uniform / normal / coin_flip (DALI
+has them there). For the random sources the values
 are drawn on the host from the same Philox streams and uploaded, so a GPU source gives
 exactly the CPU source's values for the same seed, on the device, and feeds GPU
 operators. Run against the CPU stand-in for the GPU backend (tests/fake_gpu)."""
@@ -60,3 +62,29 @@ def test_text_form_of_a_gpu_source(fake_gpu):
     second = [np.array(x) for x in again.run()[0].as_cpu()]
     for a, b in zip(first, second):
         np.testing.assert_array_equal(a, b)
+
+
+def test_external_source_on_the_gpu(fake_gpu):
+    """external_source(device="gpu"), as DALI programs write it: fed by a source callable
+    and by feed_input under its name, the samples arrive on the device unchanged and feed
+    GPU operators."""
+    data = [np.arange(6, dtype=np.float32).reshape(2, 3) + i for i in range(3)]
+
+    def define():
+        x = fn.external_source(source=lambda: data, batch=True, device="gpu")
+        return x, fn.cast(x, dtype="int32", device="gpu")
+
+    a, b = run(define, batch=3)
+    assert a.device == "gpu" and b.device == "gpu"
+    for i in range(3):
+        np.testing.assert_array_equal(np.array(a.as_cpu()[i]), data[i])
+        np.testing.assert_array_equal(np.array(b.as_cpu()[i]), data[i].astype(np.int32))
+
+    pipe = stoker.pipeline_def(lambda: fn.external_source(name="ES", device="gpu"),
+                               batch_size=2, num_threads=1, device_id=0)()
+    pipe.build()
+    pipe.feed_input("ES", [d.astype(np.uint8) for d in data[:2]])
+    out = pipe.run()[0]
+    assert out.device == "gpu"
+    for i in range(2):
+        np.testing.assert_array_equal(np.array(out.as_cpu()[i]), data[i].astype(np.uint8))
