@@ -495,9 +495,10 @@ static const stk_op_schema npy_schema = {
         "order); pickled object arrays are refused. Files are read with pread, never memory-mapped "
         "(dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read "
         "would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, "
-        "padding and shuffling as in readers.file.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+        "padding and shuffling as in readers.file. On device \"gpu\" (DALI reads through "
+        "GPUDirect Storage there) the arrays are read on the host and uploaded.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
     .max_inputs = 0,
     .inputs = NULL,

@@ -1,5 +1,5 @@
 """Sources on device "gpu" whose GPU form is the host's work uploaded (schema flag
-STK_OPF_GPU_ON_HOST): external_source, and random.uniform / normal / coin_flip (DALI
+STK_OPF_GPU_ON_HOST): external_source, readers.numpy, and random.uniform / normal / coin_flip (DALI
 has them there). For the random sources the values
 are drawn on the host from the same Philox streams and uploaded, so a GPU source gives
 exactly the CPU source's values for the same seed, on the device, and feeds GPU
@@ -88,3 +88,28 @@ def test_external_source_on_the_gpu(fake_gpu):
     assert out.device == "gpu"
     for i in range(2):
         np.testing.assert_array_equal(np.array(out.as_cpu()[i]), data[i].astype(np.uint8))
+
+
+def test_numpy_reader_on_the_gpu(fake_gpu, tmp_path):
+    """readers.numpy(device="gpu") (DALI reads through GPUDirect Storage): the arrays on
+    the device, equal to the files, shuffled epochs still permutations, and the instance
+    name still names the reader for epoch_size."""
+    arrays = [np.random.default_rng(i).standard_normal((2, i + 1)).astype(np.float32)
+              for i in range(6)]
+    for i, a in enumerate(arrays):
+        np.save(tmp_path / f"a{i}.npy", a)
+    pipe = stoker.pipeline_def(
+        lambda: fn.readers.numpy(file_root=str(tmp_path), random_shuffle=True, seed=7,
+                                 name="R", device="gpu"),
+        batch_size=3, num_threads=1, device_id=0)()
+    pipe.build()
+    assert pipe.epoch_size("R") == 6
+    for _ in range(2):  # two epochs
+        seen = []
+        for _ in range(2):
+            out = pipe.run()[0]
+            assert out.device == "gpu"
+            seen += [np.array(x) for x in out.as_cpu()]
+        keys = sorted(next(i for i, a in enumerate(arrays) if a.shape == s.shape and
+                           np.array_equal(a, s)) for s in seen)
+        assert keys == list(range(6))
