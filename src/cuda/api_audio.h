@@ -1,11 +1,11 @@
 /* The GPU entry points of the audio operators: spectrogram, mel_filter_bank, mfcc,
- * to_decibels, preemphasis_filter, audio_resample, nonsilent_region. Launched through gpu_api.h's launch() (ids and typed launchers
- * in gpu_kernels.h); implemented in src/cuda/audio.cu. The same conventions as gpu_api.h: every
- * function returns 0 or a stk_status with the message in err, queues its work on `stream` and never
- * synchronises. Inputs and outputs are dense float32 device tensors; the coefficients (filter
- * banks, DCT matrices, windows, DFT twiddles) are computed on the host by the CPU operators' own
- * functions (src/shared/audio_math.h) and passed as host arrays, uploaded with the descriptors.
- * Sums are in float64 like the CPU's. */
+ * to_decibels, preemphasis_filter, audio_resample, nonsilent_region. Launched through gpu_api.h's
+ * launch() (ids and typed launchers in gpu_kernels.h); implemented in src/cuda/audio.cu. The same
+ * conventions as gpu_api.h: every function returns 0 or a stk_status with the message in err,
+ * queues its work on `stream` and never synchronises. Inputs and outputs are dense float32 device
+ * tensors; the coefficients (filter banks, DCT matrices, windows, DFT twiddles) are computed on the
+ * host by the CPU operators' own functions (src/shared/audio_math.h) and passed as host arrays,
+ * uploaded with the descriptors. Sums are in float64 like the CPU's. */
 #ifndef STOKER_CUDA_API_AUDIO_H
 #define STOKER_CUDA_API_AUDIO_H
 
@@ -92,11 +92,11 @@ typedef struct {
  *   sequential), twice: the segments' maxima, then the first and last samples at or
  *   above the threshold.
  */
-#define STK_GPU_KERNELS_AUDIO(X)                                              \
-  X(AUDIO_MATRIX, audio_matrix, stk_gpu_audio_matrix_sample, stk_gpu_no_args) \
-  X(AUDIO_PREEMPH, audio_preemph, stk_gpu_preemph_sample, stk_gpu_no_args)    \
-  X(AUDIO_DECIBELS, audio_decibels, stk_gpu_decibels_sample, stk_gpu_no_args) \
-  X(AUDIO_SPECTROGRAM, audio_spectrogram, stk_gpu_spectrogram_sample, stk_gpu_no_args)     \
+#define STK_GPU_KERNELS_AUDIO(X)                                                                \
+  X(AUDIO_MATRIX, audio_matrix, stk_gpu_audio_matrix_sample, stk_gpu_no_args)                   \
+  X(AUDIO_PREEMPH, audio_preemph, stk_gpu_preemph_sample, stk_gpu_no_args)                      \
+  X(AUDIO_DECIBELS, audio_decibels, stk_gpu_decibels_sample, stk_gpu_no_args)                   \
+  X(AUDIO_SPECTROGRAM, audio_spectrogram, stk_gpu_spectrogram_sample, stk_gpu_no_args)          \
   X(AUDIO_RESAMPLE, audio_resample, stk_gpu_resample_audio_sample, stk_gpu_resample_audio_args) \
   X(AUDIO_NONSILENT, audio_nonsilent, stk_gpu_nonsilent_sample, stk_gpu_no_args)
 

@@ -338,14 +338,13 @@ static int resample_audio(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_audio_
   }
   cudaStream_t stream = (cudaStream_t)stream_h;
   if (rc == 0 && st.first[n] > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "audio_resample", err, errlen,
-                               [&](const char *dp) {
-                                 resample_audio_kernel<<<st.first[n], THREADS, 0, stream>>>(
-                                     (const stk_gpu_resample_audio_sample *)dp,
-                                     (const int *)(dp + st.off_first), n,
-                                     (const float *)(dp + st.off_aux), args->lobes);
-                                 return 0;
-                               });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "audio_resample", err, errlen, [&](const char *dp) {
+          resample_audio_kernel<<<st.first[n], THREADS, 0, stream>>>(
+              (const stk_gpu_resample_audio_sample *)dp, (const int *)(dp + st.off_first), n,
+              (const float *)(dp + st.off_aux), args->lobes);
+          return 0;
+        });
   free(st.host);
   free(elems);
   return rc;

@@ -115,8 +115,8 @@ STK_AHD double stk_mms_start(const float *xf, const double *xd, int64_t s, int64
 /* One step at sample i of the segment beginning at s: adds x[i]^2, drops the sample
  * leaving the window (except at the segment's start, whose sum was just made exact) and
  * returns the mean power of the window ending at i (zeros before the signal). */
-STK_AHD double stk_mms_step(const float *xf, const double *xd, int64_t i, int64_t s,
-                            int64_t window, double *sum) {
+STK_AHD double stk_mms_step(const float *xf, const double *xd, int64_t i, int64_t s, int64_t window,
+                            double *sum) {
   *sum = stk_mms_add(*sum, stk_mms_square(xf, xd, i));
   if (i > s && i - window >= 0) *sum = stk_mms_add(*sum, -stk_mms_square(xf, xd, i - window));
   return *sum / (double)window;
