@@ -279,12 +279,12 @@ static const stk_op_schema ns_schema = {
     .outputs = ns_out,
     .num_args = NS_COUNT_,
     .args = ns_args,
-    /* a photo row as the signal: the -6 dB cut-off and short windows put the region's
+    /* a photo row as the signal: the -2 dB cut-off and short windows put the region's
      * ends inside it; reset_interval 64 gives the GPU several segments per sample */
     .gpu_check =
         "r = subscript(IN, kinds=[0, 1, 0], at_0=0, at_2=1)\n"
         "x = cast(r, dtype=\"float\")\n"
-        "b, l = nonsilent_region(x, cutoff_db=-6.0, window_length=12, reset_interval=64, "
+        "b, l = nonsilent_region(x, cutoff_db=-2.0, window_length=12, reset_interval=64, "
         "device=@)\n"
         "return b, l",
 };
