@@ -49,16 +49,16 @@ static void test_kernel_at(void **state) {
   assert_float_equal(stk_resample_kernel_at(t, -100.0 / 512), t[100], 0.0);
   assert_float_equal(stk_resample_kernel_at(t, 100.5 / 512), 0.5 * ((double)t[100] + t[101]),
                      1e-12);
-  assert_float_equal(stk_resample_kernel_at(t, 0.3), sin(M_PI * 0.3) / (M_PI * 0.3) * 0.5 *
-                                                         (1.0 + cos(M_PI * 0.3 / 3)),
-                     2e-6);
+  assert_float_equal(stk_resample_kernel_at(t, 0.3),
+                     sin(M_PI * 0.3) / (M_PI * 0.3) * 0.5 * (1.0 + cos(M_PI * 0.3 / 3)), 2e-6);
   free(t);
 }
 
 /* Geometry: the cut-off is the lower Nyquist; the range is the kernel's reach, clamped. */
 static void test_geometry_and_range(void **state) {
   (void)state;
-  stk_resample_geom down = stk_resample_geometry(4.0, 1.0, 16), up = stk_resample_geometry(1, 2, 16);
+  stk_resample_geom down = stk_resample_geometry(4.0, 1.0, 16),
+                    up = stk_resample_geometry(1, 2, 16);
   assert_float_equal(down.step, 4.0, 0.0);
   assert_float_equal(down.fc, 0.25, 0.0);
   assert_float_equal(down.reach, 64.0, 0.0);
@@ -218,7 +218,8 @@ static void test_nonsilent_emulation(void **state) {
         emulate_nonsilent(x, n, windows[w], resets[r], pow(10.0, cutoffs[c] / 10.0), &eb, &el);
         assert_int_equal(*(const int32_t *)b.data, eb);
         assert_int_equal(*(const int32_t *)l.data, el);
-        if (cutoffs[c] == -3.0 && windows[w] <= 50) assert_true(eb > 800 && eb + el < 2200); /* the loud part */
+        if (cutoffs[c] == -3.0 && windows[w] <= 50)
+          assert_true(eb > 800 && eb + el < 2200); /* the loud part */
         stk_batch_release(out);
         stk_pipeline_destroy(p);
       }
