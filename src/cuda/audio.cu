@@ -327,7 +327,7 @@ static int resample_audio(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_audio_
   for (int i = 0; i < n && rc == 0; i++) {
     const stk_gpu_resample_audio_sample *s = &samples[i];
     elems[i] = s->out_n * s->channels;
-    if (s->n < 0 || s->out_n < 0 || s->channels < 1 || !(s->in_rate > 0.0) ||
+    if (s->n < 0 || s->out_n < 0 || s->channels < 0 || !(s->in_rate > 0.0) ||
         !(s->out_rate > 0.0) || ((!s->src || !s->dst) && elems[i] > 0))
       rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad resampling geometry", i);
     ((stk_gpu_resample_audio_sample *)st.host)[i] = *s;
