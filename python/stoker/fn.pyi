@@ -3,10 +3,10 @@ from typing import Any, Literal, Sequence
 
 from ._graph import DataNode
 
-def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: audio: [time] or [time, channels], any numeric type
@@ -21,7 +21,7 @@ def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., ou
         out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
         quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
         dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1152,10 +1152,10 @@ def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ...
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
-    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
+def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence. On the GPU: float32 input.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -1169,7 +1169,7 @@ def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference
         reference_power (a float; default 0.0; in [0, 1e+300]): the power of 0 dB; 0: the maximum of the moving mean power
         reset_interval (an int; default 8192): samples after which the running sum is recomputed from scratch (bounds rounding drift; -1: never)
         window_length (an int; default 2048; in [1, 1073741824]): samples averaged by the moving mean of the power
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -2595,10 +2595,10 @@ class decoders:
 class experimental:
     """The experimental namespace."""
     @staticmethod
-    def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+    def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: audio: [time] or [time, channels], any numeric type
@@ -2613,7 +2613,7 @@ class experimental:
             out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
             quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
             dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

@@ -5,9 +5,9 @@ from ._graph import DataNode
 from ._opgen import Operator
 
 class AudioResample(Operator):
-    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: audio: [time] or [time, channels], any numeric type
@@ -22,10 +22,10 @@ class AudioResample(Operator):
         out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
         quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
         dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class AutoContrast(Operator):
     """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
@@ -1206,9 +1206,9 @@ class MultiPaste(Operator):
     def __init__(self, *, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class NonsilentRegion(Operator):
-    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
+    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence. On the GPU: float32 input.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -1222,10 +1222,10 @@ class NonsilentRegion(Operator):
         reference_power (a float; default 0.0; in [0, 1e+300]): the power of 0 dB; 0: the maximum of the moving mean power
         reset_interval (an int; default 8192): samples after which the running sum is recomputed from scratch (bounds rounding drift; -1: never)
         window_length (an int; default 2048; in [1, 1073741824]): samples averaged by the moving mean of the power
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class Normalize(Operator):
     """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch.
@@ -2692,9 +2692,9 @@ class decoders:
 class experimental:
     """The experimental namespace."""
     class AudioResample(Operator):
-        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: audio: [time] or [time, channels], any numeric type
@@ -2709,10 +2709,10 @@ class experimental:
             out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
             quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
             dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Debayer(Operator):
         """Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's debayer / experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
