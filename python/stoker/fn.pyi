@@ -2039,10 +2039,10 @@ def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | Non
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
+def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. On the GPU the same passes run as resample kernels.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a tensor of any numeric type
@@ -2070,7 +2070,7 @@ def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = 
         temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
         min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type)
         mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -2841,10 +2841,10 @@ class experimental:
         """
         ...
     @staticmethod
-    def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Another name of tensor_resize (DALI's). Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
+    def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of tensor_resize (DALI's). Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. On the GPU the same passes run as resample kernels.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: a tensor of any numeric type
@@ -2872,7 +2872,7 @@ class experimental:
             temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type)
             mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu_util.h"
 #include "image_util.h"
 #include "resample.h"
+#include "tensor_util.h"
 
 enum {
   TR_SIZES,
@@ -316,12 +318,18 @@ static stk_status tr_plan(stk__node *node, stk__sample *s, const stk__tensor *in
 /* One pass: axis d of `src` (shape sh, float32 or uint8) resampled to out extent into
  * `dst` of type dt, the tensor seen as an image of [outer] rows of [extent] pixels of
  * [inner] channels; the rows are copied exactly (a window of scale 1 on whole pixels). */
-static stk_status tr_pass(stk__node *node, stk__sample *s, const tr_plan_t *p, int d,
-                          const stk__image *src_view, const stk__image *dst_view) {
-  /* DALI's per-axis choice: min_filter when the axis shrinks, mag_filter otherwise */
-  int which = (double)dst_view->w < fabs(p->hi[d] - p->lo[d]) ? TR_MIN_FILTER : TR_MAG_FILTER;
+/* DALI's per-axis choice of filter: min_filter when axis d shrinks to `out`, mag_filter
+ * otherwise, each defaulting to interp_type. */
+static stk__interp tr_filter(const stk__node *node, const tr_plan_t *p, int d, int64_t out) {
+  int which = (double)out < fabs(p->hi[d] - p->lo[d]) ? TR_MIN_FILTER : TR_MAG_FILTER;
   stk__interp ip = STK__INTERP_LINEAR;
   stk__interp_parse(stk__arg_string(node, stk__arg_given(node, which) ? which : TR_INTERP), &ip);
+  return ip;
+}
+
+static stk_status tr_pass(stk__node *node, stk__sample *s, const tr_plan_t *p, int d,
+                          const stk__image *src_view, const stk__image *dst_view) {
+  stk__interp ip = tr_filter(node, p, d, dst_view->w);
   stk__resample_args ra = {
       p->lo[d], 0.0, p->hi[d], (double)src_view->h, ip, stk__arg_bool(node, NULL, TR_ANTIALIAS), 0};
   size_t need = stk__resample_scratch_size(src_view, dst_view->h, dst_view->w, &ra);
@@ -378,6 +386,252 @@ static stk_status tr_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* ---- GPU ----
+ * The CPU's passes on the device: per resized axis, launches of the resample kernel (one
+ * per filter, input type and channel count in the batch). A sample's tensor is seen as
+ * the CPU sees it, an image of `outer` rows of `extent` pixels of `inner` channels, when
+ * inner <= 4 (the kernel's most); otherwise as `outer` images of `extent` rows of `inner`
+ * one-channel pixels, resampled vertically. The other direction is a window of scale 1 on
+ * whole pixels, which every filter reproduces exactly. Inputs other than uint8 and
+ * float32 are cast to float32 first and the result to the output type last (the cast
+ * kernel, stk__convert's rules), as on the CPU. */
+
+typedef struct {
+  tr_plan_t plan;
+  int ndim;
+  int64_t shape[STK_MAX_NDIM]; /* the current extents */
+  void *cur;                   /* device: the current values */
+  stk_dtype cur_dt;
+} tr_gpu_sample;
+
+#define TR_GPU_MAX_BLOCKS (STK_MAX_NDIM + 2)
+
+typedef struct {
+  stk__gpu *g;
+  uintptr_t stream;
+  void *blocks[TR_GPU_MAX_BLOCKS]; /* device scratch, freed after the last launch */
+  int num_blocks;
+} tr_gpu_ctx;
+
+static stk_status tr_gpu_alloc(stk__node *node, tr_gpu_ctx *c, size_t bytes, void **out) {
+  char err[STK_GPU_ERRLEN] = "";
+  *out = NULL;
+  if (c->num_blocks == TR_GPU_MAX_BLOCKS)
+    return STK_FAIL(STK_ERR_INTERNAL, "%s: too many scratch blocks", stk__node_name(node));
+  STK_TRY(stk__gpu_op_check(
+      node, c->g->api->device_alloc(c->g->ctx, bytes ? bytes : 1, c->stream, out, err, sizeof err),
+      err));
+  c->blocks[c->num_blocks++] = *out;
+  return STK_OK;
+}
+
+static size_t tr_align(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* Launches the entries `e` (k of them) of one group. */
+static stk_status tr_gpu_launch(stk__node *node, tr_gpu_ctx *c, const stk_gpu_resample_sample *e,
+                                int k, int channels, stk_dtype in_dt, stk__interp ip) {
+  if (k == 0) return STK_OK;
+  stk_gpu_resample_args a;
+  memset(&a, 0, sizeof a);
+  a.channels = channels, a.in_dtype = in_dt, a.out_dtype = STK_DTYPE_FLOAT32;
+  a.interp = (int)ip, a.antialias = stk__arg_bool(node, NULL, TR_ANTIALIAS), a.scale = 1.0;
+  char err[STK_GPU_ERRLEN] = "";
+  return stk__gpu_op_check(
+      node, stk_gpu_run_resample(c->g->api, c->g->ctx, k, e, &a, c->stream, err, sizeof err), err);
+}
+
+/* The entries of sample `t` for axis d into `dst` (float32, out extent along d). */
+static int tr_gpu_entries(const tr_gpu_sample *t, int d, void *dst, stk_gpu_resample_sample *e) {
+  int64_t outer = 1, inner = 1, ext = t->shape[d], out = t->plan.out[d];
+  for (int k = 0; k < d; k++) outer *= t->shape[k];
+  for (int k = d + 1; k < t->ndim; k++) inner *= t->shape[k];
+  size_t es = stk_dtype_size(t->cur_dt);
+  if (inner <= 4) { /* one image: outer rows of ext pixels, resampled along x */
+    memset(e, 0, sizeof *e);
+    e->src = t->cur, e->src_pitch = (size_t)(ext * inner) * es;
+    e->src_h = (int)outer, e->src_w = (int)ext, e->dst = dst;
+    e->dst_h = (int)outer, e->dst_w = (int)out;
+    e->x0 = t->plan.lo[d], e->x1 = t->plan.hi[d], e->y0 = 0, e->y1 = (double)outer;
+    return 1;
+  }
+  for (int64_t o = 0; o < outer; o++) { /* outer images of ext rows, resampled along y */
+    stk_gpu_resample_sample *q = &e[o];
+    memset(q, 0, sizeof *q);
+    q->src = (const char *)t->cur + (size_t)(o * ext * inner) * es;
+    q->src_pitch = (size_t)inner * es, q->src_h = (int)ext, q->src_w = (int)inner;
+    q->dst = (char *)dst + (size_t)(o * out * inner) * sizeof(float);
+    q->dst_h = (int)out, q->dst_w = (int)inner;
+    q->y0 = t->plan.lo[d], q->y1 = t->plan.hi[d], q->x0 = 0, q->x1 = (double)inner;
+  }
+  return (int)outer;
+}
+
+/* One pass over axis d for every sample resized there. */
+static stk_status tr_gpu_pass(stk__node *node, tr_gpu_ctx *c, tr_gpu_sample *ts, size_t n, int d) {
+  size_t bytes = 0, entries = 0;
+  for (size_t i = 0; i < n; i++) {
+    const tr_gpu_sample *t = &ts[i];
+    if (d >= t->ndim || !t->plan.resized[d]) continue;
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < t->ndim; k++) {
+      if (k < d) outer *= t->shape[k];
+      if (k > d) inner *= t->shape[k];
+    }
+    if (outer == 0 || inner == 0) continue;
+    if (t->shape[d] == 0 || t->shape[d] > INT32_MAX || t->plan.out[d] > INT32_MAX ||
+        outer > INT32_MAX || inner > INT32_MAX)
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                        "sample %zu: axis %d of extent %lld cannot be resized on the GPU", i, d,
+                        (long long)t->shape[d]);
+    bytes += tr_align((size_t)(outer * t->plan.out[d] * inner) * sizeof(float));
+    entries += inner <= 4 ? 1 : (size_t)outer;
+  }
+  if (entries == 0) return STK_OK;
+  if (entries > INT32_MAX)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL, "too many rows to resize on the GPU");
+  void *block;
+  STK_TRY(tr_gpu_alloc(node, c, bytes, &block));
+  stk_gpu_resample_sample *e = stk__calloc(entries, sizeof *e, "resample plans");
+  uint8_t *key = stk__calloc(entries, 1, "resample groups"); /* interp | dtype | channels */
+  void **next = stk__calloc(n, sizeof *next, "pass outputs");
+  stk_status st = e && key && next ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  size_t k = 0, off = 0;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    tr_gpu_sample *t = &ts[i];
+    if (d >= t->ndim || !t->plan.resized[d]) continue;
+    int64_t outer = 1, inner = 1;
+    for (int j = 0; j < t->ndim; j++) {
+      if (j < d) outer *= t->shape[j];
+      if (j > d) inner *= t->shape[j];
+    }
+    if (outer == 0 || inner == 0) continue;
+    next[i] = (char *)block + off;
+    off += tr_align((size_t)(outer * t->plan.out[d] * inner) * sizeof(float));
+    int m = tr_gpu_entries(t, d, next[i], e + k);
+    uint8_t kk = (uint8_t)((int)tr_filter(node, &t->plan, d, t->plan.out[d]) << 4 |
+                           (t->cur_dt == STK_DTYPE_UINT8) << 3 | (inner <= 4 ? inner : 1));
+    for (int j = 0; j < m; j++) key[k + (size_t)j] = kk;
+    k += (size_t)m;
+  }
+  /* one launch per group: the entries of a key gathered in front of the rest */
+  stk_gpu_resample_sample *grp = st == STK_OK ? stk__calloc(entries, sizeof *grp, "a group") : NULL;
+  if (st == STK_OK && !grp) st = STK_ERR_OUT_OF_MEMORY;
+  bool done[256] = {false};
+  for (size_t j = 0; j < entries && st == STK_OK; j++) {
+    if (done[key[j]]) continue;
+    done[key[j]] = true;
+    int m = 0;
+    for (size_t q = j; q < entries; q++)
+      if (key[q] == key[j]) grp[m++] = e[q];
+    st = tr_gpu_launch(node, c, grp, m, key[j] & 7,
+                       (key[j] & 8) ? STK_DTYPE_UINT8 : STK_DTYPE_FLOAT32,
+                       (stk__interp)(key[j] >> 4));
+  }
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    if (!next || !next[i]) {
+      if (d < ts[i].ndim && ts[i].plan.resized[d]) ts[i].shape[d] = ts[i].plan.out[d];
+      continue;
+    }
+    ts[i].cur = next[i], ts[i].cur_dt = STK_DTYPE_FLOAT32, ts[i].shape[d] = ts[i].plan.out[d];
+  }
+  free(grp);
+  free(e);
+  free(key);
+  free(next);
+  return st;
+}
+
+/* Casts every sample's current values into `out` (type ot), one launch per source type. */
+static stk_status tr_gpu_store(stk__node *node, tr_gpu_ctx *c, const tr_gpu_sample *ts, size_t n,
+                               stk_tensor_list *out, stk_dtype ot) {
+  stk_gpu_cast_sample *cs = stk__calloc(n ? n : 1, sizeof *cs, "a cast plan");
+  if (!cs) return STK_ERR_OUT_OF_MEMORY;
+  stk_status st = STK_OK;
+  for (int pass = 0; pass < 2 && st == STK_OK; pass++) {
+    int m = 0;
+    stk_dtype from = STK_DTYPE_COUNT;
+    for (size_t i = 0; i < n; i++) {
+      bool f32 = ts[i].cur_dt == STK_DTYPE_FLOAT32;
+      if (f32 != (pass == 0)) continue;
+      stk_tensor_desc dd;
+      stk_tensor_list_sample(out, i, &dd);
+      cs[m++] = (stk_gpu_cast_sample){ts[i].cur, dd.data, volume(ts[i].ndim, ts[i].shape)};
+      from = ts[i].cur_dt;
+    }
+    if (m == 0) continue;
+    char err[STK_GPU_ERRLEN] = "";
+    stk_gpu_io_args io = {from, ot};
+    st = stk__gpu_op_check(
+        node, stk_gpu_run_cast(c->g->api, c->g->ctx, m, cs, &io, c->stream, err, sizeof err), err);
+  }
+  free(cs);
+  return st;
+}
+
+static stk_status tr_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_RESAMPLE));
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  tr_gpu_ctx c = {stk__gpu_device(b), stk__gpu_stream(b), {NULL}, 0};
+  tr_gpu_sample *ts = stk__calloc(n ? n : 1, sizeof *ts, "tensor_resize plans");
+  int nd = stk_tensor_list_ndim(in);
+  int64_t *shapes = stk__calloc((n ? n : 1) * (size_t)(nd ? nd : 1), sizeof(int64_t), "shapes");
+  stk_status st = ts && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  stk_dtype it = stk_tensor_list_dtype(in), ot = it;
+  const char *dt = stk__arg_string(node, TR_DTYPE);
+  if (*dt) stk_dtype_from_name(dt, &ot);
+  if (st == STK_OK && (!stk__dtype_valid(it) || it == STK_DTYPE_BOOL))
+    st = STK_FAIL(STK_ERR_UNSUPPORTED, "%s: needs a numeric input, got %s", stk__node_name(node),
+                  stk_dtype_name(it));
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk__tensor t;
+    stk__tn_from_list(in, i, &t);
+    st = tr_plan(node, stk__gpu_sample(b, i), &t, &ts[i].plan);
+    ts[i].ndim = t.ndim, ts[i].cur = t.data, ts[i].cur_dt = it;
+    memcpy(ts[i].shape, t.shape, sizeof ts[i].shape);
+    int64_t total = volume(t.ndim, ts[i].plan.out);
+    if (st == STK_OK && stk__node_max_pixels(node) > 0 && total > stk__node_max_pixels(node))
+      st = STK__SFAIL(STK_ERR_LIMIT, node, stk__gpu_sample(b, i),
+                      "the output (%lld elements) exceeds max_pixels", (long long)total);
+    for (int d = 0; d < nd && st == STK_OK; d++) shapes[i * (size_t)nd + d] = ts[i].plan.out[d];
+  }
+  /* types the kernel does not read: to float32 first */
+  if (st == STK_OK && n && it != STK_DTYPE_UINT8 && it != STK_DTYPE_FLOAT32) {
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) bytes += tr_align((size_t)volume(nd, ts[i].shape) * 4);
+    void *block;
+    st = tr_gpu_alloc(node, &c, bytes, &block);
+    stk_gpu_cast_sample *cs = st == STK_OK ? stk__calloc(n, sizeof *cs, "a cast plan") : NULL;
+    if (st == STK_OK && !cs) st = STK_ERR_OUT_OF_MEMORY;
+    size_t off = 0;
+    for (size_t i = 0; i < n && st == STK_OK; i++) {
+      cs[i] = (stk_gpu_cast_sample){ts[i].cur, (char *)block + off, volume(nd, ts[i].shape)};
+      ts[i].cur = (char *)block + off, ts[i].cur_dt = STK_DTYPE_FLOAT32;
+      off += tr_align((size_t)volume(nd, ts[i].shape) * 4);
+    }
+    if (st == STK_OK) {
+      char err[STK_GPU_ERRLEN] = "";
+      stk_gpu_io_args io = {it, STK_DTYPE_FLOAT32};
+      st = stk__gpu_op_check(
+          node, stk_gpu_run_cast(c.g->api, c.g->ctx, (int)n, cs, &io, c.stream, err, sizeof err),
+          err);
+    }
+    free(cs);
+  }
+  for (int d = 0; d < nd && st == STK_OK; d++) st = tr_gpu_pass(node, &c, ts, n, d);
+  if (st == STK_OK)
+    st = stk__gpu_alloc_list(b, ot, nd, shapes, stk_tensor_list_layout(in),
+                             stk__gpu_shapes_equal(shapes, n, nd), &out);
+  if (st == STK_OK) st = tr_gpu_store(node, &c, ts, n, out, ot);
+  for (int k = 0; k < c.num_blocks; k++) /* stream-ordered: after the launches above */
+    c.g->api->device_free(c.g->ctx, c.blocks[k], c.stream, NULL, 0);
+  free(ts);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
+
 static const stk_op_schema tr_schema = {
     .name = "tensor_resize",
     .doc =
@@ -386,8 +640,9 @@ static const stk_op_schema tr_schema = {
         "resampled with resize's filters (interp_type, antialias) over the region roi_start "
         "/ roi_end; with scales, out = size_rounding(scale * extent), the region adjusted "
         "about `alignment` so the scale stays exact (subpixel_scale). mode and max_size "
-        "follow resize's rules over all the input's axes, as DALI 2.4. CPU only.",
-    .devices = STK_DEVICE_CPU,
+        "follow resize's rules over all the input's axes, as DALI 2.4. On the GPU the same "
+        "passes run as resample kernels.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = tr_in,
@@ -395,9 +650,18 @@ static const stk_op_schema tr_schema = {
     .outputs = tr_out,
     .num_args = TR_COUNT_,
     .args = tr_args,
+    .gpu_check =
+        "# atol=0.02 mismatch=0.001\n"
+        "f = cast(IN, dtype=\"float32\")\n"
+        "a = tensor_resize(f, sizes=[37, 51], axes=[0, 1], device=@)\n"
+        "b = tensor_resize(IN, scales=[0.5, 1.0, 1.5], interp_type=\"cubic\", device=@)\n"
+        "c = tensor_resize(f, sizes=[60], axes=[1], antialias=false, dtype=\"float16\", "
+        "device=@)\n"
+        "return a, b, c",
 };
 const stk__op_def stk__op_tensor_resize = {
     .schema = &tr_schema,
     .init = tr_init,
     .run_sample = tr_run,
+    .run_gpu = tr_run_gpu,
 };
