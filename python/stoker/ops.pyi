@@ -2560,9 +2560,9 @@ class decoders:
         def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Inflate(Operator):
-        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib, gzip or raw) is a stoker extension. On the GPU (DALI's device) the compressed bytes are a GPU input (a CPU input is uploaded), each chunk is inflated by one thread, and every sample of a batch needs the same number of output dimensions.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: compressed bytes (1D uint8)
@@ -2579,10 +2579,10 @@ class decoders:
             layout (a string; default ""): the layout of one chunk
             sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
             check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Numpy(Operator):
         """Decodes the bytes of .npy files (DALI's decoders.numpy): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric types in either byte order.
@@ -2758,9 +2758,9 @@ class experimental:
         def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Inflate(Operator):
-        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib, gzip or raw) is a stoker extension. On the GPU (DALI's device) the compressed bytes are a GPU input (a CPU input is uploaded), each chunk is inflated by one thread, and every sample of a batch needs the same number of output dimensions.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: compressed bytes (1D uint8)
@@ -2777,10 +2777,10 @@ class experimental:
             layout (a string; default ""): the layout of one chunk
             sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
             check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class MedianBlur(Operator):
         """Replaces each element by the median of its window, channel by channel (DALI's experimental.median_blur, which DALI has on the GPU only; OpenCV's medianBlur): edges replicate. uint8, uint16, int16 or float32, exact.
