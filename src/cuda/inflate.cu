@@ -57,7 +57,8 @@ static int read_statuses(stk_gpu_ctx *ctx, const int *d_status, int n, int *stat
   cudaError_t e = cudaEventRecord(ev, st);
   if (e != cudaSuccess)
     rc = GPU_FAIL(STK_ERR_DEVICE, "cudaEventRecord failed: %s", cudaGetErrorString(e));
-  if (rc == 0) rc = stk_gpu_wait(ctx, ev, NULL, "stk_gpu_inflate", "the inflate batch", err, errlen);
+  if (rc == 0)
+    rc = stk_gpu_wait(ctx, ev, NULL, "stk_gpu_inflate", "the inflate batch", err, errlen);
   if (rc == 0) {
     e = cudaMemcpy(status, d_status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost);
     if (e != cudaSuccess)
@@ -75,8 +76,8 @@ static int inflate_launch(stk_gpu_ctx *ctx, int n, const stk_gpu_inflate_sample 
   bool deflate = a->algorithm == STK_GPU_INFLATE_DEFLATE;
   int rc = stk_gpu_upload(ctx, s, (size_t)n * sizeof *s, st, &dev, err, errlen);
   if (rc == 0 && deflate)
-    rc = stk_gpu_device_alloc(ctx, (size_t)n * sizeof(stk_inf_tables), stream, &tables, err,
-                              errlen);
+    rc =
+        stk_gpu_device_alloc(ctx, (size_t)n * sizeof(stk_inf_tables), stream, &tables, err, errlen);
   if (rc == 0)
     rc = stk_gpu_device_alloc(ctx, (size_t)n * sizeof(int), stream, &d_status, err, errlen);
   if (rc == 0) {

@@ -270,8 +270,7 @@ static stk_status launch_chunks(stk__node *node, stk__gpu_batch *b, stk_tensor_l
     const inflate_out *p = &B->out[i];
     for (size_t k = 0; k < p->chunks; k++) {
       size_t j = B->first[i] + k;
-      c[j] = (stk_gpu_inflate_sample){(const uint8_t *)src.data + B->off[j],
-                                      (uint64_t)B->size[j],
+      c[j] = (stk_gpu_inflate_sample){(const uint8_t *)src.data + B->off[j], (uint64_t)B->size[j],
                                       (uint8_t *)dst.data + k * p->chunk_bytes, p->chunk_bytes};
     }
   }
@@ -322,12 +321,13 @@ static const stk_port_schema one_out[] = {{"output", "the result"}};
   "thread, and every sample of a batch needs the same number of output dimensions."
 /* Dense photos as stored DEFLATE blocks: the 5-byte raw-deflate header of one final
  * stored block of 57600 bytes (LEN 0xE100, NLEN its complement) before each photo. */
-#define INFLATE_CHECK(op)                                                        \
-  "# resize=120x160\n"                                                           \
-  "flat = reshape(IN, shape=[57600], layout=\"\", device=@)\n"                   \
-  "hd = constant(idata=[1, 0, 225, 255, 30], dtype=\"uint8\", device=@)\n"       \
-  "z = cat(hd, flat, axis=0, device=@)\n"                                        \
-  "return " op "(z, shape=[120, 160, 3], layout=\"HWC\", algorithm=\"DEFLATE\", " \
+#define INFLATE_CHECK(op)                                                  \
+  "# resize=120x160\n"                                                     \
+  "flat = reshape(IN, shape=[57600], layout=\"\", device=@)\n"             \
+  "hd = constant(idata=[1, 0, 225, 255, 30], dtype=\"uint8\", device=@)\n" \
+  "z = cat(hd, flat, axis=0, device=@)\n"                                  \
+  "return " op                                                             \
+  "(z, shape=[120, 160, 3], layout=\"HWC\", algorithm=\"DEFLATE\", "       \
   "device=@)"
 static const stk_op_schema inflate_schema = {
     .name = "decoders.inflate",
