@@ -594,10 +594,10 @@ def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid).
+def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid). On the GPU each batch is copied to the host and the stream waited for before the files are written; the output is the input.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a uint8 image (HWC or CHW, 1 or 3 channels)
@@ -608,7 +608,7 @@ def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | 
     Keyword args:
         suffix (a string; default ""): added to the file names: dump_image<suffix>_<sample ordinal>.ppm
         input_layout (a string; default "HWC"; one of 'HWC', 'CHW'): how the image is laid out
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

@@ -622,9 +622,9 @@ class DlTensorPythonFunction(Operator):
     def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class DumpImage(Operator):
-    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid).
+    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid). On the GPU each batch is copied to the host and the stream waited for before the files are written; the output is the input.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a uint8 image (HWC or CHW, 1 or 3 channels)
@@ -635,10 +635,10 @@ class DumpImage(Operator):
     Keyword args:
         suffix (a string; default ""): added to the file names: dump_image<suffix>_<sample ordinal>.ppm
         input_layout (a string; default "HWC"; one of 'HWC', 'CHW'): how the image is laid out
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ElementExtract(Operator):
     """Extracts frames of sequences (DALI's element_extract): output k is frame element_map[k], with the F axis dropped from the layout.

@@ -227,24 +227,105 @@ static stk_status write_pnm(const char *path, const uint8_t *px, int64_t h, int6
   return ok ? STK_OK : STK_FAIL(STK_ERR_IO, "cannot write '%s'", path);
 }
 
-static stk_status dump_run(stk__node *node, stk__sample *s) {
-  const stk__tensor *in = stk__input(s, 0);
+/* An image the dump can write: its height, width and channels; else an error. */
+static stk_status dump_geometry(stk__node *node, const stk__sample *s, stk_dtype dtype, int ndim,
+                                const int64_t *shape, int64_t *h, int64_t *w, int64_t *c) {
   bool chw = strcmp(stk__arg_string(node, D_LAYOUT), "CHW") == 0;
-  int64_t c = in->ndim == 3 ? in->shape[chw ? 0 : 2] : 1;
-  if (in->dtype != STK_DTYPE_UINT8 || (in->ndim != 3 && in->ndim != 2) || (c != 1 && c != 3))
+  *c = ndim == 3 ? shape[chw ? 0 : 2] : 1;
+  if (dtype != STK_DTYPE_UINT8 || (ndim != 3 && ndim != 2) || (*c != 1 && *c != 3))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "needs a uint8 image with 1 or 3 channels; got %s with %d dimensions",
-                      stk_dtype_name(in->dtype), in->ndim);
-  int64_t h = in->shape[chw && in->ndim == 3 ? 1 : 0], w = in->shape[chw && in->ndim == 3 ? 2 : 1];
+                      stk_dtype_name(dtype), ndim);
+  *h = shape[chw && ndim == 3 ? 1 : 0], *w = shape[chw && ndim == 3 ? 2 : 1];
+  return STK_OK;
+}
+
+/* Writes sample s's file: dump_image<suffix>_<ordinal>.ppm / .pgm. */
+static stk_status dump_write(stk__node *node, const stk__sample *s, const uint8_t *px, int64_t h,
+                             int64_t w, int64_t c) {
   char path[512];
   snprintf(path, sizeof path, "dump_image%s_%lld.%s", stk__arg_string(node, D_SUFFIX),
            (long long)stk__sample_ordinal(s), c == 3 ? "ppm" : "pgm");
-  stk_status st = write_pnm(path, in->data, h, w, c, chw);
-  if (st != STK_OK) return stk__sample_wrap(st, node, s);
+  bool chw = strcmp(stk__arg_string(node, D_LAYOUT), "CHW") == 0;
+  stk_status st = write_pnm(path, px, h, w, c, chw);
+  return st == STK_OK ? STK_OK : stk__sample_wrap(st, node, s);
+}
+
+static stk_status dump_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  int64_t h, w, c;
+  STK_TRY(dump_geometry(node, s, in->dtype, in->ndim, in->shape, &h, &w, &c));
+  STK_TRY(dump_write(node, s, in->data, h, w, c));
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, in->dtype, in->ndim, in->shape, in->layout, &out));
   memcpy(out->data, in->data, byte_count(in));
   return STK_OK;
+}
+
+/* GPU: the batch is copied to the host in stream order, the stream is waited for (this
+ * operator only: it is a debugging aid), the files written as on the CPU; the output is
+ * a view of the input (no device copy). */
+static stk_status dump_download(stk__node *node, stk__gpu_batch *b, stk_tensor_list *in,
+                                uint8_t **host, size_t *offs) {
+  size_t n = stk__gpu_batch_size(b), total = 0;
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    int64_t h, w, c;
+    STK_TRY(dump_geometry(node, stk__gpu_sample(b, i), d.dtype, d.ndim, d.shape, &h, &w, &c));
+    offs[i] = total;
+    total += (size_t)(h * w * c);
+  }
+  *host = stk__calloc(total ? total : 1, 1, "dump_image's host copy");
+  if (!*host) return STK_ERR_OUT_OF_MEMORY;
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    size_t bytes = (i + 1 < n ? offs[i + 1] : total) - offs[i];
+    if (bytes)
+      STK_TRY(stk__gpu_op_check(node,
+                                g->api->memcpy_async(g->ctx, *host + offs[i], d.data, bytes,
+                                                     stk__gpu_stream(b), err, sizeof err),
+                                err));
+  }
+  return stk__gpu_op_check(node, g->api->stream_sync(g->ctx, stk__gpu_stream(b), err, sizeof err),
+                           err);
+}
+
+static stk_status dump_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  uint8_t *host = NULL;
+  size_t *offs = stk__calloc(n + 1, sizeof *offs, "dump_image offsets");
+  stk_status st = offs ? dump_download(node, b, in, &host, offs) : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    int64_t h, w, c;
+    stk__sample *s = stk__gpu_sample(b, i);
+    st = dump_geometry(node, s, d.dtype, d.ndim, d.shape, &h, &w, &c);
+    if (st == STK_OK) st = dump_write(node, s, host + offs[i], h, w, c);
+  }
+  free(host);
+  free(offs);
+  int ndim = stk_tensor_list_ndim(in);
+  int64_t *shapes =
+      st == STK_OK ? stk__calloc(n * (size_t)ndim + 1, sizeof *shapes, "shapes") : NULL;
+  if (st == STK_OK && !shapes) st = STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    memcpy(shapes + i * (size_t)ndim, d.shape, sizeof *shapes * (size_t)ndim);
+  }
+  if (st == STK_OK)
+    st = stk__gpu_reshape_view(in, stk_tensor_list_dtype(in), ndim, shapes,
+                               stk_tensor_list_layout(in), &out);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
 }
 
 static const stk_port_schema dump_in[] = {{"input", "a uint8 image (HWC or CHW, 1 or 3 channels)"}};
@@ -253,8 +334,9 @@ static const stk_op_schema dump_schema = {
     .doc =
         "Writes each image to the working directory as a binary PPM/PGM named "
         "dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's "
-        "dump_image; a debugging aid).",
-    .devices = STK_DEVICE_CPU,
+        "dump_image; a debugging aid). On the GPU each batch is copied to the host and "
+        "the stream waited for before the files are written; the output is the input.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = dump_in,
@@ -262,5 +344,9 @@ static const stk_op_schema dump_schema = {
     .outputs = one_out,
     .num_args = D_COUNT_,
     .args = dump_args,
+    /* the files land in the working directory (both copies write the same names: the
+     * check compares the images passed through) */
+    .gpu_check = "return dump_image(IN, suffix=\"_gpu_check\", device=@)",
 };
-const stk__op_def stk__op_dump_image = {.schema = &dump_schema, .run_sample = dump_run};
+const stk__op_def stk__op_dump_image = {
+    .schema = &dump_schema, .run_sample = dump_run, .run_gpu = dump_run_gpu};

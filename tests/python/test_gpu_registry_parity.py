@@ -27,6 +27,12 @@ EXEMPT = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _files_in_a_scratch_directory(tmp_path, monkeypatch):
+    """Checks of operators that write files (dump_image) write them under tmp_path."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_gpu_operators_exist():
     assert len(GPU_OPS) >= 40  # the registry really is enumerated
 
