@@ -46,7 +46,8 @@ def test_files_and_passthrough(gpu, tmp_path, monkeypatch, from_gpu):
     host = out.as_cpu()
     for i, img in enumerate(IMAGES):
         np.testing.assert_array_equal(np.asarray(host[i]), img)
-        np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / f"dump_image_g_{i}.ppm")), img)
+        written = np.asarray(Image.open(tmp_path / f"dump_image_g_{i}.ppm"))
+        np.testing.assert_array_equal(written, img)
     # the pipeline may run ahead: later batches' files (ordinals 3, 4, ...) hold the same
     # images, since the source repeats
     names = sorted(os.listdir(tmp_path), key=lambda f: int(f.split("_")[-1].split(".")[0]))
@@ -70,8 +71,8 @@ def test_chw_and_gray_match_the_cpu(gpu, tmp_path, monkeypatch):
             gray, "HWC")
         files[dev] = {f: (d / f).read_bytes() for f in sorted(os.listdir(d))}
     assert files["cpu"] == files["gpu"] and "dump_image_gray_2.pgm" in files["gpu"]
-    np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "gpu" / "dump_image_gray_1.pgm")),
-                                  gray[1][:, :, 0])
+    written = np.asarray(Image.open(tmp_path / "gpu" / "dump_image_gray_1.pgm"))
+    np.testing.assert_array_equal(written, gray[1][:, :, 0])
 
 
 def test_bad_input_names_the_sample(gpu, tmp_path, monkeypatch):

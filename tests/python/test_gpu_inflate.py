@@ -41,7 +41,8 @@ def run_both(data, feeds=None, from_gpu=True, **kw):
         x = fn.external_source(source=lambda: list(data), layout="")
         args = dict(kw)
         for name, (values, dtype) in (feeds or {}).items():
-            args[name] = fn.external_source(source=lambda v=values, d=dtype: [np.asarray(a, d) for a in v])
+            args[name] = fn.external_source(
+                source=lambda v=values, d=dtype: [np.asarray(a, d) for a in v])
         cpu = fn.decoders.inflate(x, device="cpu", **args)
         gpu = fn.decoders.inflate(x.gpu() if from_gpu else x, device="gpu", **args)
         return cpu, gpu
@@ -124,7 +125,8 @@ def test_gpu_needs_one_rank_per_batch(gpu):
 
     def define():
         x = fn.external_source(source=lambda: list(data), layout="")
-        shape = fn.external_source(source=lambda: [np.array([12], np.int32), np.array([3, 4], np.int32)])
+        shape = fn.external_source(
+            source=lambda: [np.array([12], np.int32), np.array([3, 4], np.int32)])
         return fn.decoders.inflate(x.gpu(), algorithm="DEFLATE", shape=shape, device="gpu")
 
     pipe = stoker.pipeline_def(define, batch_size=2, num_threads=1, device_id=0)()
