@@ -38,7 +38,7 @@ __global__ void inflate_kernel(const stk_gpu_inflate_sample *s, int n, int algor
 
 static int check_chunks(int n, const stk_gpu_inflate_sample *s, const stk_gpu_inflate_args *a,
                         char *err, size_t errlen) {
-  if (n < 0 || (n > 0 && (!s || !a || !a->status)))
+  if (!a || n < 0 || (n > 0 && (!s || !a->status)))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d) or no status array", n);
   if (a->algorithm != STK_GPU_INFLATE_LZ4 && a->algorithm != STK_GPU_INFLATE_DEFLATE)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "unknown algorithm %d", a->algorithm);

@@ -1293,7 +1293,7 @@ static int inflate_chunks(stk_gpu_ctx *ctx, int n, const stk_gpu_inflate_sample 
                           const stk_gpu_inflate_args *a, uintptr_t stream, char *err,
                           size_t errlen) {
   (void)ctx;
-  if (n < 0 || (n > 0 && (!s || !a->status)))
+  if (!a || n < 0 || (n > 0 && (!s || !a->status)))
     return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "inflate: bad batch");
   stk_inf_tables *t = malloc(sizeof *t);
   if (!t) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "inflate: no memory");
