@@ -100,11 +100,11 @@ def parse_args(argv=None):
     ap.add_argument("--record", default=None,
                     help="write PREFIX.rankR.json with the labels each batch brought")
     args = ap.parse_args(argv)
-    if args.last_batch != "fill" and not args.pipeline_only:
+    if args.last_batch == "partial" and not args.pipeline_only:
         # PARTIAL can give a rank a short or even empty last batch while its peer's is full
-        # (an empty batch's mean loss is NaN), and DROP can leave the ranks with different
-        # numbers of steps when the shards differ by a sample: DDP would wait forever
-        ap.error("--last-batch partial/drop are for --pipeline-only runs; training uses fill")
+        # (an empty batch's mean loss is NaN). FILL and DROP give every rank the same
+        # number of full batches.
+        ap.error("--last-batch partial is for --pipeline-only runs; training uses fill or drop")
     return args
 
 

@@ -227,6 +227,10 @@ typedef struct {
 /* Works on the whole batch at once (output sample i may read input sample j): the CPU
  * executor runs it between per-sample passes (a batch barrier). */
 #define STK_OPF_BATCH           16u
+/* Its GPU form is its CPU form with the outputs moved to the device: on device "gpu" it
+ * runs in the CPU stage and each output is uploaded (a `copy` on the GPU), the same
+ * values as on the CPU (random sources: DALI runs them on the GPU). */
+#define STK_OPF_GPU_ON_HOST     32u
 
 typedef struct {
   const char *name; /* dotted name, e.g. "decoders.image", "readers.file", "resize" */

@@ -259,6 +259,59 @@ HOOKS["readers.tfrecord"] = _ListOutputsHook(
     returns="dict[str, DataNode] | DataNode | list[DataNode]")
 
 
+class _ChoiceHook:
+    """random.choice(a, shape_like=None, ...): DALI passes `a` as the first positional
+    input (a constant or a DataNode); the C operator takes it as its `a` argument (fed per
+    sample by a DataNode) and shape_like as its only input. A float constant `a` gives a
+    float32 output, as in DALI (its output has a's type), unless dtype is given."""
+
+    extra_kwargs = {}
+    optional_args = ("a",)
+
+    def call(self, schema, inputs, kwargs):
+        import numpy as np
+        kwargs = dict(kwargs)
+        inputs = list(inputs)
+        if inputs and "a" not in kwargs:
+            kwargs["a"] = inputs.pop(0)
+        a = kwargs.get("a")
+        if a is None:
+            raise InvalidArgumentError(
+                f"{schema.name}: argument 'a' is required (DALI's first input)")
+        if not isinstance(a, _graph.DataNode):
+            arr = np.asarray(a)
+            if arr.ndim > 1:
+                raise InvalidArgumentError(
+                    f"{schema.name}: 'a' must be a scalar or a 1-D list, got shape {arr.shape}")
+            if np.issubdtype(arr.dtype, np.floating) and kwargs.get("dtype") is None:
+                kwargs["dtype"] = "float32"
+            kwargs["a"] = arr.ravel().tolist()
+        return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs))
+
+
+HOOKS["random.choice"] = _ChoiceHook()
+
+
+class _FilterHook:
+    """filter(data, filter, fill_value): DALI gives the border value as an optional third
+    input (a scalar per sample); the C operator takes it as its per-sample `fill_value`
+    argument, fed by that node (or set, for a constant)."""
+
+    extra_kwargs = {}
+
+    def call(self, schema, inputs, kwargs):
+        inputs = list(inputs)
+        if len(inputs) == 3:
+            if kwargs.get("fill_value") is not None:
+                raise InvalidArgumentError(
+                    f"{schema.name}: fill_value given both as input 2 and as an argument")
+            kwargs = dict(kwargs, fill_value=inputs.pop())
+        return _graph.outputs_of(_graph.instantiate(schema, inputs, kwargs))
+
+
+HOOKS["filter"] = HOOKS["experimental.filter"] = _FilterHook()
+
+
 def required(schema, a):
     """Whether argument `a` must be given (a hook may fill in required arguments)."""
     hook = HOOKS.get(schema.name)

@@ -3,10 +3,10 @@ from typing import Any, Literal, Sequence
 
 from ._graph import DataNode
 
-def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: audio: [time] or [time, channels], any numeric type
@@ -21,7 +21,7 @@ def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., ou
         out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
         quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
         dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -690,10 +690,10 @@ def expand_dims(*inputs: DataNode, axes: Sequence[int], new_axis_names: str | No
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
+def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small). On device "gpu" the fed samples are uploaded (DALI's external_source on the GPU; arrays on a GPU are copied to the host first).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Outputs:
         data: the fed samples
@@ -714,11 +714,11 @@ def external_source(*inputs: DataNode, dtype: str | None = ..., ndim: int | None
         cuda_stream: accepted for DALI compatibility
         use_copy_kernel: accepted for DALI compatibility
         repeat_last: accepted for DALI compatibility (not supported: must be False)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input. DALI's legacy name: the same with antialias off by default.
 
     Devices: cpu, gpu.
@@ -744,6 +744,10 @@ def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -755,7 +759,7 @@ def fast_resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
     """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation.
 
     Devices: cpu, gpu.
@@ -779,7 +783,7 @@ def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., k
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., depthwise: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags may be fed per sample (e.g. from random.coin_flip). Exact for every type.
 
     Devices: cpu, gpu.
@@ -793,6 +797,7 @@ def flip(*inputs: DataNode, horizontal: int | DataNode | None = ..., vertical: i
     Keyword args:
         horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror left-right
         vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror top-bottom
+        depthwise (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror along the layout's D axis (volumes: DHWC, CDHW, FDHWC); no effect without one, as DALI. CPU only
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1147,10 +1152,10 @@ def multi_paste(*inputs: DataNode, in_ids: Sequence[int] | DataNode | None = ...
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
-    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
+def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence. On the GPU: float32 input.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -1164,12 +1169,12 @@ def nonsilent_region(*inputs: DataNode, cutoff_db: float | None = ..., reference
         reference_power (a float; default 0.0; in [0, 1e+300]): the power of 0 dB; 0: the maximum of the moving mean power
         reset_interval (an int; default 8192): samples after which the running sum is recomputed from scratch (bounds rounding drift; -1: never)
         window_length (an int; default 2048; in [1, 1073741824]): samples averaged by the moving mean of the power
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
 def normalize(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., batch: bool | None = ..., mean: Sequence[float] | DataNode | None = ..., stddev: Sequence[float] | DataNode | None = ..., scale: float | None = ..., shift: float | None = ..., epsilon: float | None = ..., ddof: int | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch.
 
     Devices: cpu, gpu.
 
@@ -1182,7 +1187,7 @@ def normalize(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: s
     Keyword args:
         axes (a list of ints): the axes the statistics reduce (default: all)
         axis_names (a string): the same as layout letters
-        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree); on the CPU the operator then runs once per batch, on the producer thread, after the samples' other operators
         mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
         stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
         scale (a float; default 1.0): multiplies the result
@@ -1292,8 +1297,8 @@ def paste(*inputs: DataNode, ratio: float | DataNode, paste_x: float | DataNode 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """The shape [H, W, C] of each encoded image, read from its header without decoding.
+def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
     Devices: cpu.
 
@@ -1301,11 +1306,12 @@ def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientat
         encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
     Outputs:
-        shape: [H, W, C]: height, width and the number of channels stored in the file
+        shape: [H, W, C]: height, width and the channels of image_type
 
     Keyword args:
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+        image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1491,7 +1497,7 @@ def random_crop_generator(*inputs: DataNode, random_area: Sequence[float] | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Crops a random window and resizes it to `size` (torchvision's RandomResizedCrop, DALI's random_resized_crop): up to num_attempts draws of an area fraction uniform in random_area and an aspect ratio log-uniform in random_aspect_ratio, placed uniformly; the first that fits wins, else a centre crop clamped to the ratio range. The window is resampled in one pass (filters as in resize). Each sample draws from its own stream, so the result does not depend on threads or batch size.
 
     Devices: cpu, gpu.
@@ -1511,6 +1517,10 @@ def random_resized_crop(*inputs: DataNode, size: Sequence[float], random_area: S
         antialias (a bool; default true): widen the filter by the scale factor when downscaling
         dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
         seed (an int; default -1): this operator's seed (-1: derived)
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled down (default: interp_type), as DALI; on the GPU it must equal mag_filter
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled up or kept (default: interp_type)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
@@ -1559,7 +1569,7 @@ def reshape(*inputs: DataNode, shape: Sequence[int] | DataNode | None = ..., rel
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
 
     Devices: cpu, gpu.
@@ -1585,11 +1595,15 @@ def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y:
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
     """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
 
     Devices: cpu, gpu.
@@ -1615,6 +1629,10 @@ def resize_crop_mirror(*inputs: DataNode, resize_x: float | DataNode | None = ..
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -2021,33 +2039,38 @@ def subscript(*inputs: DataNode, kinds: Sequence[int], new_axis_names: str | Non
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def tensor_resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
-    Devices: cpu, gpu.
+    Devices: cpu.
 
     Inputs:
-        input: HWC image (uint8 or float32)
+        input: a tensor of any numeric type
 
     Outputs:
-        output: the resized HWC image
+        output: the resized tensor (the input's layout)
 
     Keyword args:
-        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
-        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
-        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
-        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
-        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
-        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
-        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
-        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
-        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
-        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
-        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
-        device (str, default "cpu"): one of 'cpu', 'gpu'
+        sizes (a list of floats; may be a DataNode (per-sample argument input)): output extents, one per resized axis; 0 derives that extent by `mode` (excludes scales)
+        scales (a list of floats; may be a DataNode (per-sample argument input)): scale factors, one per resized axis: out = size_rounding(scale * input extent) (excludes sizes)
+        axes (a list of ints): the axes sizes / scales / max_size / roi_* refer to, in order (negative: from the back); default all (excludes axis_names)
+        axis_names (a string): the same as layout letters (excludes axes)
+        alignment (a list of floats; default [0.5]; may be a DataNode (per-sample argument input)): when the rounded size differs from the ideal one, the point of the region that keeps its place: 0 its start, 0.5 its centre, 1 its end (one value, or one per axis)
+        size_rounding (a string; default "round"; one of 'round', 'truncate', 'ceil'): how fractional output extents become integers (at least 1)
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): as resize's, over all the input's axes, the axes not resized counting as requested at their own extent (as DALI 2.4: not_smaller may then grow them)
+        max_size (a list of floats): limits of the output extents, one value or one per resized axis (0: none)
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation, as resize's
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor
+        dtype (a string; default ""): output type: "" (the input's) or a numeric type (integers: rounded and saturated)
+        subpixel_scale (a bool; default true): keep the exact scale when the extent is rounded (the region is adjusted about the alignment point); false maps the whole region onto the rounded extent
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type)
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -2341,8 +2364,8 @@ class decoders:
         """
         ...
     @staticmethod
-    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+    def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
         Devices: cpu, mixed.
 
@@ -2362,12 +2385,23 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
@@ -2388,19 +2422,26 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
             crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
             crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
             crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
             crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
             rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
-            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+            fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
@@ -2421,6 +2462,12 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
             random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
@@ -2431,15 +2478,15 @@ class decoders:
         """
         ...
     @staticmethod
-    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+    def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
 
         Inputs:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
-            anchor: the window's start along `axes` (float or integer)
-            shape: the window's extent along `axes`
+            anchor (optional): optional (with shape): the window's start along `axes` (float or integer)
+            shape (optional): optional (with anchor): the window's extent along `axes`
 
         Outputs:
             image: HWC uint8 image
@@ -2454,10 +2501,24 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-            normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
-            normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
-            axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
-            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
+            normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
+            axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+            start (a list of ints; may be a DataNode (per-sample argument input)): the window's start in pixels, one value per axis (instead of the anchor input; excludes rel_start); default 0
+            end (a list of ints; may be a DataNode (per-sample argument input)): the window's end (exclusive) in pixels; give at most one of end, rel_end, shape, rel_shape (none: the image's extent)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): the window's extent in pixels (end = start + shape)
+            rel_start (a list of floats; may be a DataNode (per-sample argument input)): the start as a fraction of the extent: round(rel_start * extent)
+            rel_end (a list of floats; may be a DataNode (per-sample argument input)): the end as a fraction of the extent: round(rel_end * extent)
+            rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the extent as a fraction of the image's: end = round(start + rel_shape * extent), with the start before rounding
+            axis_names (a string): the axes as letters, in order: "WH" is axes=[1, 0], "HW" axes=[0, 1], "W" only the width (excludes axes)
+            fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -2534,10 +2595,10 @@ class decoders:
 class experimental:
     """The experimental namespace."""
     @staticmethod
-    def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+    def audio_resample(*inputs: DataNode, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: audio: [time] or [time, channels], any numeric type
@@ -2552,7 +2613,7 @@ class experimental:
             out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
             quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
             dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -2636,7 +2697,7 @@ class experimental:
         """
         ...
     @staticmethod
-    def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def filter(*inputs: DataNode, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation. Same operator as `filter` (DALI's name).
 
         Devices: cpu, gpu.
@@ -2704,8 +2765,8 @@ class experimental:
         """
         ...
     @staticmethod
-    def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+    def peek_image_shape(*inputs: DataNode, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
         Devices: cpu.
 
@@ -2713,11 +2774,12 @@ class experimental:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
         Outputs:
-            shape: [H, W, C]: height, width and the number of channels stored in the file
+            shape: [H, W, C]: height, width and the channels of image_type
 
         Keyword args:
             dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
             adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -2744,7 +2806,7 @@ class experimental:
         """
         ...
     @staticmethod
-    def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
 
         Devices: cpu, gpu.
@@ -2770,38 +2832,47 @@ class experimental:
             roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
             roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
             roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+            min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+            mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def tensor_resize(*inputs: DataNode, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+    def tensor_resize(*inputs: DataNode, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Another name of tensor_resize (DALI's). Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
-        Devices: cpu, gpu.
+        Devices: cpu.
 
         Inputs:
-            input: HWC image (uint8 or float32)
+            input: a tensor of any numeric type
 
         Outputs:
-            output: the resized HWC image
+            output: the resized tensor (the input's layout)
 
         Keyword args:
-            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
-            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
-            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
-            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
-            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
-            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
-            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
-            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
-            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
-            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
-            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
-            device (str, default "cpu"): one of 'cpu', 'gpu'
+            sizes (a list of floats; may be a DataNode (per-sample argument input)): output extents, one per resized axis; 0 derives that extent by `mode` (excludes scales)
+            scales (a list of floats; may be a DataNode (per-sample argument input)): scale factors, one per resized axis: out = size_rounding(scale * input extent) (excludes sizes)
+            axes (a list of ints): the axes sizes / scales / max_size / roi_* refer to, in order (negative: from the back); default all (excludes axis_names)
+            axis_names (a string): the same as layout letters (excludes axes)
+            alignment (a list of floats; default [0.5]; may be a DataNode (per-sample argument input)): when the rounded size differs from the ideal one, the point of the region that keeps its place: 0 its start, 0.5 its centre, 1 its end (one value, or one per axis)
+            size_rounding (a string; default "round"; one of 'round', 'truncate', 'ceil'): how fractional output extents become integers (at least 1)
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): as resize's, over all the input's axes, the axes not resized counting as requested at their own extent (as DALI 2.4: not_smaller may then grow them)
+            max_size (a list of floats): limits of the output extents, one value or one per resized axis (0: none)
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation, as resize's
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor
+            dtype (a string; default ""): output type: "" (the input's) or a numeric type (integers: rounded and saturated)
+            subpixel_scale (a bool; default true): keep the exact scale when the extent is rounded (the region is adjusted about the alignment point); false maps the whole region onto the rounded extent
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+            min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type)
+            mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
+            device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -2833,8 +2904,8 @@ class experimental:
     class decoders:
         """The experimental.decoders namespace."""
         @staticmethod
-        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+        def image(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
             Devices: cpu, mixed.
 
@@ -2854,12 +2925,23 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
             ...
         @staticmethod
-        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
@@ -2880,19 +2962,26 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
                 crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
                 crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
                 crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
                 crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
                 rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
-                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+                fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
             ...
         @staticmethod
-        def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        def image_random_crop(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
             """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
@@ -2913,6 +3002,12 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
                 random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
                 num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
@@ -2923,15 +3018,15 @@ class experimental:
             """
             ...
         @staticmethod
-        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-            """Another name of decoders.image_slice (DALI's). Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+        def image_slice(*inputs: DataNode, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Another name of decoders.image_slice (DALI's). Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
 
             Inputs:
                 encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
-                anchor: the window's start along `axes` (float or integer)
-                shape: the window's extent along `axes`
+                anchor (optional): optional (with shape): the window's start along `axes` (float or integer)
+                shape (optional): optional (with anchor): the window's extent along `axes`
 
             Outputs:
                 image: HWC uint8 image
@@ -2946,10 +3041,24 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-                normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
-                normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
-                axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
-                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
+                normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
+                axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+                start (a list of ints; may be a DataNode (per-sample argument input)): the window's start in pixels, one value per axis (instead of the anchor input; excludes rel_start); default 0
+                end (a list of ints; may be a DataNode (per-sample argument input)): the window's end (exclusive) in pixels; give at most one of end, rel_end, shape, rel_shape (none: the image's extent)
+                shape (a list of ints; may be a DataNode (per-sample argument input)): the window's extent in pixels (end = start + shape)
+                rel_start (a list of floats; may be a DataNode (per-sample argument input)): the start as a fraction of the extent: round(rel_start * extent)
+                rel_end (a list of floats; may be a DataNode (per-sample argument input)): the end as a fraction of the extent: round(rel_end * extent)
+                rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the extent as a fraction of the image's: end = round(start + rel_shape * extent), with the start before rounding
+                axis_names (a string): the axes as letters, in order: "WH" is axes=[1, 0], "HW" axes=[0, 1], "W" only the width (excludes axes)
+                fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
@@ -2983,7 +3092,7 @@ class experimental:
     class readers:
         """The experimental.readers namespace."""
         @staticmethod
-        def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
             """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. (DALI's experimental name; the same operator as readers.video.)
 
             Devices: cpu.
@@ -3015,6 +3124,14 @@ class experimental:
                 skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
                 resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
                 resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+                additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+                size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
+                resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
+                resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
+                mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): readers.video_resize: resize's modes for size / resize_x / resize_y
+                max_size (a list of floats): readers.video_resize: limit of the output size [H, W], as resize's
+                minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+                temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
                 shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
                 num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
                 stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3028,6 +3145,8 @@ class experimental:
                 read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
                 lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
                 skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+                tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+                shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
                 device (str, default "cpu"): one of 'cpu'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
@@ -3186,9 +3305,12 @@ class random:
     """The random namespace."""
     @staticmethod
     def beta(*inputs: DataNode, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample; the output has the shape of the optional shape_like input, else `shape`. (DALI's random.beta.)
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             output: numbers in [0, 1]
@@ -3204,29 +3326,35 @@ class random:
         """
         ...
     @staticmethod
-    def choice(*inputs: DataNode, a: Sequence[float], p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.
+    def choice(*inputs: DataNode, a: Sequence[float] | DataNode | None = ..., p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`; the output has the shape of the optional shape_like input, else `shape`.
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
 
         Keyword args:
-            a (a list of floats; required): the values to choose from; a single integer n means range(n)
+            a (a list of floats; required; may be a DataNode (per-sample argument input)): the values to choose from; a single integer n means range(n) (DALI's first input: fn.random.choice(a, shape_like) passes it here)
             p (a list of floats): probabilities of the values (uniform when absent); must sum to 1
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
-            dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type (a stoker extension); default: a's, as DALI: the fed tensor's type, else int32 for whole numbers and float32 otherwise
             seed (an int; default -1): this operator's seed (-1: derived)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def coin_flip(*inputs: DataNode, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def coin_flip(*inputs: DataNode, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Draws 1 with `probability`, else 0, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
@@ -3236,15 +3364,18 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def normal(*inputs: DataNode, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def normal(*inputs: DataNode, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Draws normally distributed numbers, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
@@ -3255,15 +3386,18 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def uniform(*inputs: DataNode, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def uniform(*inputs: DataNode, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
@@ -3274,14 +3408,14 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
 class readers:
     """The readers namespace."""
     @staticmethod
-    def caffe(*inputs: DataNode, path: Sequence[str], image_available: bool | None = ..., label_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def caffe(*inputs: DataNode, path: Sequence[str], image_available: bool | None = ..., label_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads (image, label) pairs from Caffe LMDB databases of Datum records (DALI's Caffe reader); needs liblmdb.so.0 at run time. See docs/formats.md.
 
         Devices: cpu.
@@ -3307,12 +3441,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def caffe2(*inputs: DataNode, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def caffe2(*inputs: DataNode, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads Caffe2 LMDB databases of TensorProtos records (DALI's Caffe2 reader): the image tensor and the label by label_type; needs liblmdb.so.0 at run time. See docs/formats.md.
 
         Devices: cpu.
@@ -3341,12 +3477,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def coco(*inputs: DataNode, file_root: str, annotations_file: str, images: Sequence[str] | None = ..., ltrb: bool | None = ..., ratio: bool | None = ..., skip_empty: bool | None = ..., size_threshold: float | None = ..., include_iscrowd: bool | None = ..., avoid_class_remapping: bool | None = ..., polygon_masks: bool | None = ..., pixelwise_masks: bool | None = ..., masks: bool | None = ..., image_ids: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def coco(*inputs: DataNode, file_root: str, annotations_file: str, images: Sequence[str] | None = ..., ltrb: bool | None = ..., ratio: bool | None = ..., skip_empty: bool | None = ..., size_threshold: float | None = ..., include_iscrowd: bool | None = ..., avoid_class_remapping: bool | None = ..., polygon_masks: bool | None = ..., pixelwise_masks: bool | None = ..., masks: bool | None = ..., image_ids: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads a COCO data set (DALI's COCO reader): the encoded images under file_root with their boxes and labels from annotations_file, optionally the segmentation as polygons or as a pixelwise mask, and the image ids; with sharding, padding and shuffling like the other readers. See docs/formats.md.
 
         Devices: cpu.
@@ -3382,12 +3520,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def file(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., dir_filters: Sequence[str] | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per epoch).
 
         Devices: cpu.
@@ -3417,8 +3557,12 @@ class readers:
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
             paired (a bool; default false): stoker: file_list lines hold two paths and a label ("image mask label", paths without blanks), for segmentation: the reader then has three outputs, data, data2 (the second file's bytes) and label, and both files of a sample travel together
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
+            dir_filters (a list of strings): file_root: keep only the class directories whose name matches one of these globs (case-sensitive); labels number the kept classes in order, as DALI's. Ignored with file_list and files
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
@@ -3427,7 +3571,7 @@ class readers:
         """
         ...
     @staticmethod
-    def mxnet(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
+    def mxnet(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> list[DataNode]:
         """Reads MXNet RecordIO files (DALI's MXNet reader): each record's encoded image and its float label(s), located through the .idx files; with sharding, padding and shuffling like the other readers. See docs/formats.md.
 
         Devices: cpu.
@@ -3452,12 +3596,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def nemo_asr(*inputs: DataNode, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def nemo_asr(*inputs: DataNode, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads speech data sets described by NeMo ASR manifests: the audio files decoded (libsndfile; downmixed and resampled on request) with their transcripts. Sharding, padding and shuffling as in readers.file.
 
         Devices: cpu.
@@ -3478,7 +3624,7 @@ class readers:
             read_text (a bool; default true): output the transcript (UTF-8 bytes, 1-D uint8)
             read_idxs (a bool; default false): output the entry's index in the manifests (int64 [1])
             normalize_text (a bool; default false): Deprecated in DALI; accepted, no effect
-            shuffle_after_epoch_seed (an int; default -1): Accepted for DALI compatibility; no effect. (use seed)
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3492,15 +3638,16 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
+    def numpy(*inputs: DataNode, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., rel_roi_start: Sequence[float] | None = ..., rel_roi_end: Sequence[float] | None = ..., rel_roi_shape: Sequence[float] | None = ..., cache_header_information: bool | None = ..., register_buffers: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file. On device "gpu" (DALI reads through GPUDirect Storage there) the arrays are read on the host and uploaded.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Outputs:
             data: the array (or its region) in C order and host byte order, with its dtype
@@ -3518,6 +3665,11 @@ class readers:
             out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape', 'pad'): A region reaching outside the array: fail, trim it to the array, or pad it with fill_value.
             fill_value (a float; default 0): Value of padded elements.
             use_o_direct (a bool; default false): Accepted for DALI compatibility; no effect.
+            rel_roi_start (a list of floats): roi_start as fractions of the extents: round(f * extent) (in float32, half away from zero, as DALI); excludes roi_start
+            rel_roi_end (a list of floats): roi_end as fractions of the extents, rounded as rel_roi_start
+            rel_roi_shape (a list of floats): roi_shape as fractions: end = start + round(f * extent); one of roi_end, roi_shape, rel_roi_end and rel_roi_shape at most
+            cache_header_information (a bool; default false): Accepted for DALI compatibility; no effect.
+            register_buffers (a bool; default true): Accepted for DALI compatibility; no effect.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3531,17 +3683,20 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def sequence(*inputs: DataNode, file_root: str, sequence_length: int, step: int | None = ..., stride: int | None = ..., image_type: str | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def sequence(*inputs: DataNode, file_root: str, sequence_length: int, step: int | None = ..., stride: int | None = ..., image_type: str | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Reads sequences of frames from a directory of streams (DALI's sequence reader): sequence_length frames, stride apart, sequences step apart, decoded into one FHWC uint8 tensor per sample.
 
         Devices: cpu.
@@ -3568,12 +3723,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
+    def tfrecord(*inputs: DataNode, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]:
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
 
         Devices: cpu.
@@ -3607,8 +3764,11 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
@@ -3622,7 +3782,7 @@ class readers:
         """
         ...
     @staticmethod
-    def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
 
         Devices: cpu.
@@ -3654,6 +3814,14 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
+            resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
+            resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): readers.video_resize: resize's modes for size / resize_x / resize_y
+            max_size (a list of floats): readers.video_resize: limit of the output size [H, W], as resize's
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3667,12 +3835,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def video_resize(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def video_resize(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. Frames are scaled (bilinear) to resize_x x resize_y as decoded.
 
         Devices: cpu.
@@ -3704,6 +3874,14 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
+            resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
+            resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): readers.video_resize: resize's modes for size / resize_x / resize_y
+            max_size (a list of floats): readers.video_resize: limit of the output size [H, W], as resize's
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3717,12 +3895,14 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    def webdataset(*inputs: DataNode, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
 
         Devices: cpu.
@@ -3752,8 +3932,11 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
@@ -3803,14 +3986,14 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
     @staticmethod
-    def mean_square(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """The mean of the squares over the axes.
+    def mean_square(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The mean of the squares over the axes (DALI's reductions.mean_square), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -3824,6 +4007,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -3849,8 +4033,8 @@ class reductions:
         """
         ...
     @staticmethod
-    def rms(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """The root mean square over the axes.
+    def rms(*inputs: DataNode, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The root mean square over the axes (DALI's reductions.rms), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -3864,6 +4048,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -3906,7 +4091,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -4079,7 +4264,7 @@ class transforms:
         """
         ...
     @staticmethod
-    def scale(*inputs: DataNode, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    def scale(*inputs: DataNode, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., ndim: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
         """Produces a 2D scaling matrix (2x3 float32), optionally about `center`, appended to an input matrix when one is given.
 
         Devices: cpu.
@@ -4094,6 +4279,7 @@ class transforms:
             scale (a list of floats; required; may be a DataNode (per-sample argument input)): [sx, sy] scale factors (one value: both)
             center (a list of floats; may be a DataNode (per-sample argument input)): [x, y] the transform keeps fixed (default: the origin)
             reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            ndim (an int): the transform's dimensions, for a scalar scale (DALI's); stoker's transforms are 2D, so only 2 is taken
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """

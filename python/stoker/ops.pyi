@@ -5,9 +5,9 @@ from ._graph import DataNode
 from ._opgen import Operator
 
 class AudioResample(Operator):
-    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+    """Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: audio: [time] or [time, channels], any numeric type
@@ -22,10 +22,10 @@ class AudioResample(Operator):
         out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
         quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
         dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class AutoContrast(Operator):
     """Stretches every channel of a uint8 image so that its darkest value becomes 0 and its brightest 255 (Pillow's ImageOps.autocontrast, exactly: table int(x * 255 / (hi - lo) - lo * 255 / (hi - lo)), clamped; a channel with one value is kept). A stoker operator.
@@ -723,9 +723,9 @@ class ExpandDims(Operator):
     def __init__(self, *, axes: Sequence[int], new_axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ExternalSource(Operator):
-    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small).
+    """Delivers samples fed by the host program (stk_pipeline_feed), one batch per pipeline batch, in order; a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as small). On device "gpu" the fed samples are uploaded (DALI's external_source on the GPU; arrays on a GPU are copied to the host first).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Outputs:
         data: the fed samples
@@ -746,10 +746,10 @@ class ExternalSource(Operator):
         cuda_stream: accepted for DALI compatibility
         use_copy_kernel: accepted for DALI compatibility
         repeat_last: accepted for DALI compatibility (not supported: must be False)
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, dtype: str | None = ..., ndim: int | None = ..., layout: str | None = ..., no_copy: bool | None = ..., blocking: bool | None = ..., source: Any = ..., num_outputs: Any = ..., cycle: Any = ..., batch: Any = ..., batch_info: Any = ..., parallel: Any = ..., prefetch_queue_depth: Any = ..., cuda_stream: Any = ..., use_copy_kernel: Any = ..., repeat_last: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class FastResizeCropMirror(Operator):
     """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input. DALI's legacy name: the same with antialias off by default.
@@ -777,6 +777,10 @@ class FastResizeCropMirror(Operator):
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -787,7 +791,7 @@ class FastResizeCropMirror(Operator):
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Filter(Operator):
     """Convolves each image with a 2D filter (DALI's experimental.filter). It computes a correlation, as DALI and OpenCV's filter2D: the filter is not flipped. Separable filters run as two 1D passes; float32 accumulation.
@@ -813,7 +817,7 @@ class Filter(Operator):
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+    def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class Flip(Operator):
     """Mirrors each image left-right (horizontal) and/or top-bottom (vertical); the flags may be fed per sample (e.g. from random.coin_flip). Exact for every type.
 
@@ -828,10 +832,11 @@ class Flip(Operator):
     Keyword args:
         horizontal (an int; default 1; may be a DataNode (per-sample argument input)): non-zero: mirror left-right
         vertical (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror top-bottom
+        depthwise (an int; default 0; may be a DataNode (per-sample argument input)): non-zero: mirror along the layout's D axis (volumes: DHWC, CDHW, FDHWC); no effect without one, as DALI. CPU only
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., depthwise: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Full(Operator):
     """A tensor of `shape` filled with the input value, broadcast by NumPy's rules, in the value's type (DALI's full).
@@ -1201,9 +1206,9 @@ class MultiPaste(Operator):
     def __init__(self, *, in_ids: Sequence[int] | DataNode | None = ..., output_size: Sequence[int] | DataNode | None = ..., in_anchors: Sequence[int] | DataNode | None = ..., in_anchors_rel: Sequence[float] | DataNode | None = ..., shapes: Sequence[int] | DataNode | None = ..., shapes_rel: Sequence[float] | DataNode | None = ..., out_anchors: Sequence[int] | DataNode | None = ..., out_anchors_rel: Sequence[float] | DataNode | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class NonsilentRegion(Operator):
-    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence.
+    """Finds the non-silent part of a signal: where the moving mean of the power over window_length samples reaches cutoff_db relative to the reference; the region starts window_length - 1 samples before the first such sample, so it covers that window, and ends at the last one. Feed it to slice to trim silence. On the GPU: float32 input.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a 1-D signal, any numeric type
@@ -1217,13 +1222,13 @@ class NonsilentRegion(Operator):
         reference_power (a float; default 0.0; in [0, 1e+300]): the power of 0 dB; 0: the maximum of the moving mean power
         reset_interval (an int; default 8192): samples after which the running sum is recomputed from scratch (bounds rounding drift; -1: never)
         window_length (an int; default 2048; in [1, 1073741824]): samples averaged by the moving mean of the power
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, cutoff_db: float | None = ..., reference_power: float | None = ..., reset_interval: int | None = ..., window_length: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
 class Normalize(Operator):
-    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch (GPU only).
+    """Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift, with mean and stddev given (one value or one per statistics element) or computed per sample over `axes` (the variance around the mean, divided by n - ddof); batch=True computes them over the whole batch.
 
     Devices: cpu, gpu.
 
@@ -1236,7 +1241,7 @@ class Normalize(Operator):
     Keyword args:
         axes (a list of ints): the axes the statistics reduce (default: all)
         axis_names (a string): the same as layout letters
-        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree): GPU backend only
+        batch (a bool; default false): statistics over the whole batch (all samples' boxes together; the kept extents must agree); on the CPU the operator then runs once per batch, on the producer thread, after the samples' other operators
         mean (a list of floats; may be a DataNode (per-sample argument input)): the mean: one value or one per statistics element (the reduced shape); computed when absent
         stddev (a list of floats; may be a DataNode (per-sample argument input)): the standard deviation, as mean; computed (around the mean) when absent
         scale (a float; default 1.0): multiplies the result
@@ -1353,7 +1358,7 @@ class Paste(Operator):
     def __init__(self, *, ratio: float | DataNode, paste_x: float | DataNode | None = ..., paste_y: float | DataNode | None = ..., min_canvas_size: float | DataNode | None = ..., fill_value: Sequence[int], n_channels: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PeekImageShape(Operator):
-    """The shape [H, W, C] of each encoded image, read from its header without decoding.
+    """The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
     Devices: cpu.
 
@@ -1361,15 +1366,16 @@ class PeekImageShape(Operator):
         encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
     Outputs:
-        shape: [H, W, C]: height, width and the number of channels stored in the file
+        shape: [H, W, C]: height, width and the channels of image_type
 
     Keyword args:
         dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
         adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+        image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
         device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PerFrame(Operator):
     """Marks the outermost axis as frames: the layout becomes "F" followed by '*' per other axis, or the input's with its first letter replaced (replace=True) (DALI's per_frame). stoker's operators read per-sample arguments, not per-frame ones: the mark only travels with the layout.
@@ -1580,10 +1586,14 @@ class RandomResizedCrop(Operator):
         antialias (a bool; default true): widen the filter by the scale factor when downscaling
         dtype (a string; default ""): output type: "" (the input's), "uint8", "float32" or "float16"
         seed (an int; default -1): this operator's seed (-1: derived)
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled down (default: interp_type), as DALI; on the GPU it must equal mag_filter
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of an axis scaled up or kept (default: interp_type)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, size: Sequence[float], random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., seed: int | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class Reinterpret(Operator):
     """Reads each sample's bytes as another element type and/or shape (DALI's reinterpret); without a shape the last extent is rescaled. On the GPU no byte is copied.
@@ -1657,10 +1667,14 @@ class Resize(Operator):
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ResizeCropMirror(Operator):
     """Resize, crop and mirror in one resampling (DALI's resize_crop_mirror): the result of resize (same arguments and rules), then crop (crop / crop_h / crop_w at crop_pos_x / crop_pos_y of the resized image; a window leaving it is an error), then flip (mirror mask), computed by resampling only the crop's region of the input.
@@ -1688,6 +1702,10 @@ class ResizeCropMirror(Operator):
         roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
         roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
         roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
         crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): crop window [H, W] of the resized image (exclusive with crop_h / crop_w; 0 or none: the whole extent)
         crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
         crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
@@ -1698,7 +1716,7 @@ class ResizeCropMirror(Operator):
         device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class RoiRandomCrop(Operator):
     """Places a crop_shape window at random so that it holds as much of the region of interest as it can: inside the ROI when the ROI is larger, covering it when smaller; within the input when its shape is known (in_shape or a data input). Outputs the window's start (int64), uniform over the allowed starts per dimension.
@@ -2112,35 +2130,40 @@ class Subscript(Operator):
     def __init__(self, *, kinds: Sequence[int], new_axis_names: str | None = ..., at_0: int | DataNode | None = ..., lo_0: int | DataNode | None = ..., hi_0: int | DataNode | None = ..., step_0: int | DataNode | None = ..., at_1: int | DataNode | None = ..., lo_1: int | DataNode | None = ..., hi_1: int | DataNode | None = ..., step_1: int | DataNode | None = ..., at_2: int | DataNode | None = ..., lo_2: int | DataNode | None = ..., hi_2: int | DataNode | None = ..., step_2: int | DataNode | None = ..., at_3: int | DataNode | None = ..., lo_3: int | DataNode | None = ..., hi_3: int | DataNode | None = ..., step_3: int | DataNode | None = ..., at_4: int | DataNode | None = ..., lo_4: int | DataNode | None = ..., hi_4: int | DataNode | None = ..., step_4: int | DataNode | None = ..., at_5: int | DataNode | None = ..., lo_5: int | DataNode | None = ..., hi_5: int | DataNode | None = ..., step_5: int | DataNode | None = ..., at_6: int | DataNode | None = ..., lo_6: int | DataNode | None = ..., hi_6: int | DataNode | None = ..., step_6: int | DataNode | None = ..., at_7: int | DataNode | None = ..., lo_7: int | DataNode | None = ..., hi_7: int | DataNode | None = ..., step_7: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class TensorResize(Operator):
-    """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+    """Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
-    Devices: cpu, gpu.
+    Devices: cpu.
 
     Inputs:
-        input: HWC image (uint8 or float32)
+        input: a tensor of any numeric type
 
     Outputs:
-        output: the resized HWC image
+        output: the resized tensor (the input's layout)
 
     Keyword args:
-        resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
-        resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-        resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-        resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
-        size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
-        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-        max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
-        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
-        antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
-        dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
-        subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
-        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
-        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
-        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
-        device (str, default "cpu"): one of 'cpu', 'gpu'
+        sizes (a list of floats; may be a DataNode (per-sample argument input)): output extents, one per resized axis; 0 derives that extent by `mode` (excludes scales)
+        scales (a list of floats; may be a DataNode (per-sample argument input)): scale factors, one per resized axis: out = size_rounding(scale * input extent) (excludes sizes)
+        axes (a list of ints): the axes sizes / scales / max_size / roi_* refer to, in order (negative: from the back); default all (excludes axis_names)
+        axis_names (a string): the same as layout letters (excludes axes)
+        alignment (a list of floats; default [0.5]; may be a DataNode (per-sample argument input)): when the rounded size differs from the ideal one, the point of the region that keeps its place: 0 its start, 0.5 its centre, 1 its end (one value, or one per axis)
+        size_rounding (a string; default "round"; one of 'round', 'truncate', 'ceil'): how fractional output extents become integers (at least 1)
+        mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): as resize's, over all the input's axes, the axes not resized counting as requested at their own extent (as DALI 2.4: not_smaller may then grow them)
+        max_size (a list of floats): limits of the output extents, one value or one per resized axis (0: none)
+        interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation, as resize's
+        antialias (a bool; default true): when downscaling, widen the filter by the scale factor
+        dtype (a string; default ""): output type: "" (the input's) or a numeric type (integers: rounded and saturated)
+        subpixel_scale (a bool; default true): keep the exact scale when the extent is rounded (the region is adjusted about the alignment point); false maps the whole region onto the rounded extent
+        roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
+        roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
+        roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+        minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+        temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+        min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type)
+        mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
+        device (str, default "cpu"): one of 'cpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class ToDecibels(Operator):
     """Converts magnitudes or powers to decibels relative to a reference (librosa.power_to_db / amplitude_to_db with top_db left out).
@@ -2438,7 +2461,7 @@ class decoders:
         def __init__(self, *, sample_rate: float | DataNode | None = ..., downmix: bool | None = ..., dtype: str | None = ..., quality: float | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class Image(Operator):
-        """Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+        """Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
         Devices: cpu, mixed.
 
@@ -2458,10 +2481,21 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+            cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class ImageCrop(Operator):
         """Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
@@ -2484,17 +2518,24 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
             crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
             crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
             crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
             crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
             rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
-            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+            fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class ImageRandomCrop(Operator):
         """Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
@@ -2517,6 +2558,12 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
             random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
             random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
             num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
@@ -2525,17 +2572,17 @@ class decoders:
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class ImageSlice(Operator):
-        """Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+        """Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
         Devices: cpu, mixed.
 
         Inputs:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
-            anchor: the window's start along `axes` (float or integer)
-            shape: the window's extent along `axes`
+            anchor (optional): optional (with shape): the window's start along `axes` (float or integer)
+            shape (optional): optional (with anchor): the window's extent along `axes`
 
         Outputs:
             image: HWC uint8 image
@@ -2550,14 +2597,28 @@ class decoders:
             host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
             preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
             preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-            normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
-            normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
-            axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
-            out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+            dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+            affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+            hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+            jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+            device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+            normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
+            normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
+            axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names
+            out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+            start (a list of ints; may be a DataNode (per-sample argument input)): the window's start in pixels, one value per axis (instead of the anchor input; excludes rel_start); default 0
+            end (a list of ints; may be a DataNode (per-sample argument input)): the window's end (exclusive) in pixels; give at most one of end, rel_end, shape, rel_shape (none: the image's extent)
+            shape (a list of ints; may be a DataNode (per-sample argument input)): the window's extent in pixels (end = start + shape)
+            rel_start (a list of floats; may be a DataNode (per-sample argument input)): the start as a fraction of the extent: round(rel_start * extent)
+            rel_end (a list of floats; may be a DataNode (per-sample argument input)): the end as a fraction of the extent: round(rel_end * extent)
+            rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the extent as a fraction of the image's: end = round(start + rel_shape * extent), with the start before rounding
+            axis_names (a string): the axes as letters, in order: "WH" is axes=[1, 0], "HW" axes=[0, 1], "W" only the width (excludes axes)
+            fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
             device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Inflate(Operator):
         """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib, gzip or raw) is a stoker extension. On the GPU (DALI's device) the compressed bytes are a GPU input (a CPU input is uploaded), each chunk is inflated by one thread, and every sample of a batch needs the same number of output dimensions.
@@ -2631,9 +2692,9 @@ class decoders:
 class experimental:
     """The experimental namespace."""
     class AudioResample(Operator):
-        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples.
+        """Another name of audio_resample (DALI's). Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower Nyquist frequency); output sample j is the band-limited signal at input position j * in_rate / out_rate, and the output has ceil(n * out_rate / in_rate) samples. On the GPU: float32 input and output.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: audio: [time] or [time, channels], any numeric type
@@ -2648,10 +2709,10 @@ class experimental:
             out_length (an int; may be a DataNode (per-sample argument input)): the output's length in samples, instead of rates or scale
             quality (a float; default 50.0; in [0, 100]): 0..100: the windowed sinc's zero crossings on each side grow from 3 to 64 (16 at 50)
             dtype (a string; default ""; one of '', 'float', 'float32', 'float64', 'double', 'int16', 'int32', 'uint8', 'int8', 'uint16', 'uint32'): output type (integers rounded and saturated); "": the input's
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, in_rate: float | DataNode | None = ..., out_rate: float | DataNode | None = ..., scale: float | DataNode | None = ..., out_length: int | DataNode | None = ..., quality: float | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Debayer(Operator):
         """Demosaics a single-channel Bayer image into RGB by bilinear interpolation (DALI's debayer / experimental.debayer; OpenCV's cvtColor COLOR_Bayer*2RGB): a missing colour is the mean of the 2 or 4 nearest sensors of that colour, rounded half up. Edges mirror the mosaic (OpenCV copies its inner neighbour). uint8 or uint16; the output is HWC with 3 channels.
@@ -2756,7 +2817,7 @@ class experimental:
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         def __init__(self, *, kernel: Sequence[float] | DataNode | None = ..., kernel_shape: Sequence[int] | None = ..., anchor: Sequence[int] | DataNode | None = ..., border: str | None = ..., fill_value: float | DataNode | None = ..., mode: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Inflate(Operator):
         """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib, gzip or raw) is a stoker extension. On the GPU (DALI's device) the compressed bytes are a GPU input (a CPU input is uploaded), each chunk is inflated by one thread, and every sample of a batch needs the same number of output dimensions.
 
@@ -2801,7 +2862,7 @@ class experimental:
         def __init__(self, *, window_size: Sequence[int] | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class PeekImageShape(Operator):
-        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding.
+        """Another name of peek_image_shape (DALI's). The shape [H, W, C] of each encoded image, read from its header without decoding (DALI's peek_image_shape: C follows image_type, 3 by default).
 
         Devices: cpu.
 
@@ -2809,15 +2870,16 @@ class experimental:
             encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
 
         Outputs:
-            shape: [H, W, C]: height, width and the number of channels stored in the file
+            shape: [H, W, C]: height, width and the channels of image_type
 
         Keyword args:
             dtype (a string; default "int64"; one of 'int32', 'int64', 'uint32', 'uint64', 'float32', 'float64', 'float', 'double'): type of the output
             adjust_orientation (a bool; default true): report the shape as displayed (EXIF orientation applied)
+            image_type (a string; default "RGB"; one of 'RGB', 'BGR', 'YCbCr', 'GRAY', 'ANY_DATA'): the colour format the image would be decoded to, which sets C: 3 for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count for ANY_DATA (as DALI)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, dtype: str | None = ..., adjust_orientation: bool | None = ..., image_type: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Remap(Operator):
         """Output pixel (x, y) takes the input at (mapx[y, x], mapy[y, x]) (DALI's experimental.remap; OpenCV's remap with pixel_origin = "center"): the maps are inputs 1 and 2, float32, one value per output pixel. Outside reads give 0 (DALI's only border). uint8, uint16, int16 or float32 images.
@@ -2866,41 +2928,50 @@ class experimental:
             roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
             roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
             roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+            min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type), as DALI; the GPU takes one filter per batch
+            mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class TensorResize(Operator):
-        """Another name of resize (DALI's). Resizes HWC images (uint8 or float32) with DALI's rules. Give the size one way: resize_x / resize_y, size [H, W], resize_shorter or resize_longer. Missing extents follow `mode`; max_size bounds the result; extents are rounded half away from zero (at least 1). Output pixel i samples the input at lo + (i + 0.5) * (hi - lo) / out - 0.5 (pixel centres) over the region [lo, hi) (roi_start / roi_end, default the whole image); borders replicate the edge pixels. Filters: nearest, linear, cubic, lanczos3, stretched by the scale factor when downscaling with antialias.
+        """Another name of tensor_resize (DALI's). Resizes any tensor along the chosen axes (DALI's tensor_resize): give sizes or scales per axis of `axes` / `axis_names` (default all). Each resized axis is resampled with resize's filters (interp_type, antialias) over the region roi_start / roi_end; with scales, out = size_rounding(scale * extent), the region adjusted about `alignment` so the scale stays exact (subpixel_scale). mode and max_size follow resize's rules over all the input's axes, as DALI 2.4. CPU only.
 
-        Devices: cpu, gpu.
+        Devices: cpu.
 
         Inputs:
-            input: HWC image (uint8 or float32)
+            input: a tensor of any numeric type
 
         Outputs:
-            output: the resized HWC image
+            output: the resized tensor (the input's layout)
 
         Keyword args:
-            resize_x (a float; default 0.0; may be a DataNode (per-sample argument input)): output width; 0 derives it from resize_y (aspect ratio kept in mode "default"); negative mirrors the image horizontally. Exclusive with size, resize_shorter and resize_longer
-            resize_y (a float; default 0.0; may be a DataNode (per-sample argument input)): output height; 0 derives it from resize_x; negative mirrors vertically
-            resize_shorter (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the shorter side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_smaller" (the longer side may be bounded by max_size)
-            resize_longer (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): length of the longer side of the output, aspect ratio kept: the same as size = [v, v] with mode "not_larger"
-            size (a list of floats; may be a DataNode (per-sample argument input)): output size [H, W] (one value: both); a 0 extent is derived from the other by the mode; a negative extent mirrors that axis
-            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): "default": the given size; a missing extent is scaled by the other's scale (aspect kept). "stretch": the given size; a missing extent keeps the input's. "not_larger": aspect kept, the output fits inside the size (1280x720 to 640x480 gives 640x360). "not_smaller": aspect kept, the output covers the size (640x480 to 1920x1080 gives 1920x1440). Exclusive with resize_shorter and resize_longer
-            max_size (a list of floats; in [0, 1000000000]): limit of the output size [H, W] (one value: both; 0: none). In "not_larger" and "not_smaller" modes (and resize_shorter / resize_longer) it lowers the common scale, so the aspect ratio is kept; in "default" and "stretch" modes each extent is clipped to its limit
-            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation: nearest, linear (triangle), cubic (Keys, a = -0.5) or lanczos3
-            antialias (a bool; default true): when downscaling, widen the filter by the scale factor (area-like averaging, as Pillow); nearest never antialiases
-            dtype (a string; default ""): output type: "" (the input's), "uint8" (rounded, clamped), "float32" or "float16"
-            subpixel_scale (a bool; default true): when the computed size is fractional, keep the exact scale by adjusting the input window to the rounded size (centre kept); false maps the whole window onto the rounded size
-            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start [y, x] of the input region to resize (with roi_end); a start past the end mirrors that axis
-            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end [y, x] of the input region to resize (with roi_start)
-            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) instead of pixels
-            device (str, default "cpu"): one of 'cpu', 'gpu'
+            sizes (a list of floats; may be a DataNode (per-sample argument input)): output extents, one per resized axis; 0 derives that extent by `mode` (excludes scales)
+            scales (a list of floats; may be a DataNode (per-sample argument input)): scale factors, one per resized axis: out = size_rounding(scale * input extent) (excludes sizes)
+            axes (a list of ints): the axes sizes / scales / max_size / roi_* refer to, in order (negative: from the back); default all (excludes axis_names)
+            axis_names (a string): the same as layout letters (excludes axes)
+            alignment (a list of floats; default [0.5]; may be a DataNode (per-sample argument input)): when the rounded size differs from the ideal one, the point of the region that keeps its place: 0 its start, 0.5 its centre, 1 its end (one value, or one per axis)
+            size_rounding (a string; default "round"; one of 'round', 'truncate', 'ceil'): how fractional output extents become integers (at least 1)
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): as resize's, over all the input's axes, the axes not resized counting as requested at their own extent (as DALI 2.4: not_smaller may then grow them)
+            max_size (a list of floats): limits of the output extents, one value or one per resized axis (0: none)
+            interp_type (a string; default "linear"; one of 'nearest', 'linear', 'cubic', 'lanczos3'): interpolation, as resize's
+            antialias (a bool; default true): when downscaling, widen the filter by the scale factor
+            dtype (a string; default ""): output type: "" (the input's) or a numeric type (integers: rounded and saturated)
+            subpixel_scale (a bool; default true): keep the exact scale when the extent is rounded (the region is adjusted about the alignment point); false maps the whole region onto the rounded extent
+            roi_start (a list of floats; may be a DataNode (per-sample argument input)): start of the region to resize, per resized axis (with roi_end)
+            roi_end (a list of floats; may be a DataNode (per-sample argument input)): end of the region to resize (with roi_start)
+            roi_relative (a bool; default false): roi_start / roi_end are fractions of the input's extents
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
+            min_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled down (default: interp_type)
+            mag_filter (a string; one of 'nearest', 'linear', 'cubic', 'lanczos3'): the filter of the axes scaled up or kept (default: interp_type)
+            device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, sizes: Sequence[float] | DataNode | None = ..., scales: Sequence[float] | DataNode | None = ..., axes: Sequence[int] | None = ..., axis_names: str | None = ..., alignment: Sequence[float] | DataNode | None = ..., size_rounding: str | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class WarpPerspective(Operator):
         """Applies a perspective transformation (DALI's experimental.warp_perspective, which is OpenCV's warpPerspective): output point p reads the input at (M p)_xy / (M p)_z, with p the pixel's centre in pixel-edge coordinates (pixel_origin = "corner") or its index ("center", OpenCV). uint8, uint16, int16 or float32; sampling in float32 (OpenCV interpolates uint8 in fixed point: results may differ from it by 1).
@@ -2930,7 +3001,7 @@ class experimental:
     class decoders:
         """The experimental.decoders namespace."""
         class Image(Operator):
-            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
+            """Another name of decoders.image (DALI's). Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the EXIF orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / 257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or truncated files are errors naming the file. Mixed device: JPEGs through nvJPEG, PNGs through the GPU PNG decoder (docs/gpu.md), the rest on the CPU.
 
             Devices: cpu, mixed.
 
@@ -2950,10 +3021,21 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                cache_size (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_threshold (an int; default 0): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_type (a string; default ""): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_debug (a bool; default false): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
+                cache_batch_copy (a bool; default true): DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
-            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., cache_size: int | None = ..., cache_threshold: int | None = ..., cache_type: str | None = ..., cache_debug: bool | None = ..., cache_batch_copy: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
         class ImageCrop(Operator):
             """Another name of decoders.image_crop (DALI's). Decodes only a fixed window of each image, placed as crop does (DALI's decoders.image_crop: anchor = round(pos * (in - crop)) on the image as displayed): JPEGs decode just the rows and columns the window needs. Otherwise as decoders.image.
@@ -2976,17 +3058,24 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 crop (a list of floats; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window size [H, W] (exclusive with crop_h / crop_w)
                 crop_h (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window height (with crop_w)
                 crop_w (a float; default 0.0; in [0, 1000000000]; may be a DataNode (per-sample argument input)): window width (with crop_h)
                 crop_pos_x (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): horizontal position in [0, 1]: x = round(crop_pos_x * (W - crop_W))
                 crop_pos_y (a float; default 0.5; in [0, 1]; may be a DataNode (per-sample argument input)): vertical position in [0, 1]: y = round(crop_pos_y * (H - crop_H))
                 rounding (a string; default "round"; one of 'round', 'truncate'): how the anchor becomes an integer
-                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+                fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
-            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., out_of_bounds_policy: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
         class ImageRandomCrop(Operator):
             """Another name of decoders.image_random_crop (DALI's). Decodes only a random window of each image (torchvision's RandomResizedCrop window, drawn on the image as displayed): JPEGs decode just the rows and columns the window needs. With `size`, a JPEG window at least twice that size is also downscaled in the DCT domain. Otherwise as decoders.image.
@@ -3009,6 +3098,12 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
                 random_area (a list of floats; default [0.08, 1.0]): [min, max] fraction of the image area the crop covers
                 random_aspect_ratio (a list of floats; default [0.75, 1.333333]): [min, max] width/height ratio of the crop (drawn log-uniformly)
                 num_attempts (an int; default 10; in [1, 1000000000]): tries to find a window before falling back to a centre crop
@@ -3017,17 +3112,17 @@ class experimental:
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
-            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., random_area: Sequence[float] | None = ..., random_aspect_ratio: Sequence[float] | None = ..., num_attempts: int | None = ..., seed: int | None = ..., size: Sequence[int] | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
         class ImageSlice(Operator):
-            """Another name of decoders.image_slice (DALI's). Decodes only the window given by the anchor and shape inputs (DALI's decoders.image_slice: normalised by default, [x, y] / [w, h] order with the default axes; start = round(anchor * extent), end = round((anchor + shape) * extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, normalized_shape=false). JPEGs decode just that window. Otherwise as decoders.image.
+            """Another name of decoders.image_slice (DALI's). Decodes only a window of each image (DALI's decoders.image_slice), given by the anchor and shape inputs (float: fractions of the extent by default; integer: pixels) or by the start / end / shape arguments and their rel_ forms, in the order of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = round(anchor + shape) in pixels, half away from zero. E.g. from random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as decoders.image.
 
             Devices: cpu, mixed.
 
             Inputs:
                 encoded: the file's bytes: a 1-D uint8 tensor (JPEG or PNG)
-                anchor: the window's start along `axes` (float or integer)
-                shape: the window's extent along `axes`
+                anchor (optional): optional (with shape): the window's start along `axes` (float or integer)
+                shape (optional): optional (with anchor): the window's extent along `axes`
 
             Outputs:
                 image: HWC uint8 image
@@ -3042,14 +3137,28 @@ class experimental:
                 host_memory_padding (an int; default 8388608; in [0, 17179869184]): mixed device: bytes added to each of nvJPEG's pinned host allocations (as in DALI)
                 preallocate_width_hint (an int; default 0; in [0, 65535]): mixed device: with preallocate_height_hint, the hardware decoder's buffers are allocated up front for a batch of images up to this size, not while decoding; 0: none
                 preallocate_height_hint (an int; default 0; in [0, 65535]): mixed device: see preallocate_width_hint
-                normalized_anchor (a bool; default true): the anchor is a fraction of the extent (else pixels)
-                normalized_shape (a bool; default true): the shape is a fraction of the extent (else pixels)
-                axes (a list of ints; default [1, 0]): the axes anchor and shape give, in their order: 0 = H, 1 = W (the default [1, 0]: [x, y] and [w, h], as DALI)
-                out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape'): a window leaving the image: "error", or "trim_to_shape" (cut to the image)
+                dtype (a string; default "uint8"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'float'): output type, the values scaled to its range as DALI: v * max / 255 (integers: through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files refused
+                affine (a bool; default true): DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads are not pinned)
+                hybrid_huffman_threshold (an int; default 1000000): DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load balances the paths)
+                jpeg_fancy_upsampling (a bool; default false): DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect (the CPU decoder always uses libjpeg-turbo's fancy upsampling)
+                device_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                host_memory_padding_jpeg2k (an int; default 0): DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)
+                normalized_anchor (a bool; default true): a floating-point anchor input is a fraction of the extent (else pixels); an integer one is always in pixels, as in DALI
+                normalized_shape (a bool; default true): a floating-point shape input is a fraction of the extent (else pixels); an integer one is always in pixels
+                axes (a list of ints; default [1, 0]): the axes the anchor / shape inputs and the start ... rel_shape arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names
+                out_of_bounds_policy (a string; default "error"; one of 'error', 'pad', 'trim_to_shape'): a window leaving the image: "error", "trim_to_shape" (cut to the image) or "pad" (the rest takes fill_values; CPU only; a stoker extension: DALI's decoders have no such argument)
+                start (a list of ints; may be a DataNode (per-sample argument input)): the window's start in pixels, one value per axis (instead of the anchor input; excludes rel_start); default 0
+                end (a list of ints; may be a DataNode (per-sample argument input)): the window's end (exclusive) in pixels; give at most one of end, rel_end, shape, rel_shape (none: the image's extent)
+                shape (a list of ints; may be a DataNode (per-sample argument input)): the window's extent in pixels (end = start + shape)
+                rel_start (a list of floats; may be a DataNode (per-sample argument input)): the start as a fraction of the extent: round(rel_start * extent)
+                rel_end (a list of floats; may be a DataNode (per-sample argument input)): the end as a fraction of the extent: round(rel_end * extent)
+                rel_shape (a list of floats; may be a DataNode (per-sample argument input)): the extent as a fraction of the image's: end = round(start + rel_shape * extent), with the start before rounding
+                axis_names (a string): the axes as letters, in order: "WH" is axes=[1, 0], "HW" axes=[0, 1], "W" only the width (excludes axes)
+                fill_values (a list of floats; default [0.0]; may be a DataNode (per-sample argument input)): out_of_bounds_policy "pad": the padding, one value or one per channel, rounded and saturated to uint8
                 device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
-            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __init__(self, *, output_type: str | None = ..., adjust_orientation: bool | None = ..., use_fast_idct: bool | None = ..., hw_decoder_load: float | None = ..., cpu_decoder_load: float | None = ..., device_memory_padding: int | None = ..., host_memory_padding: int | None = ..., preallocate_width_hint: int | None = ..., preallocate_height_hint: int | None = ..., dtype: str | None = ..., affine: bool | None = ..., hybrid_huffman_threshold: int | None = ..., jpeg_fancy_upsampling: bool | None = ..., device_memory_padding_jpeg2k: int | None = ..., host_memory_padding_jpeg2k: int | None = ..., normalized_anchor: bool | None = ..., normalized_shape: bool | None = ..., axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., start: Sequence[int] | DataNode | None = ..., end: Sequence[int] | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., rel_start: Sequence[float] | DataNode | None = ..., rel_end: Sequence[float] | DataNode | None = ..., rel_shape: Sequence[float] | DataNode | None = ..., axis_names: str | None = ..., fill_values: Sequence[float] | DataNode | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
         class Video(Operator):
             """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. (DALI's experimental name; the same operator as decoders.video.)
@@ -3111,6 +3220,14 @@ class experimental:
                 skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
                 resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
                 resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+                additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+                size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
+                resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
+                resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
+                mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): readers.video_resize: resize's modes for size / resize_x / resize_y
+                max_size (a list of floats): readers.video_resize: limit of the output size [H, W], as resize's
+                minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+                temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
                 shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
                 num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
                 stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3124,10 +3241,12 @@ class experimental:
                 read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
                 lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
                 skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+                tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+                shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
                 device (str, default "cpu"): one of 'cpu'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
-            def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+            def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
             def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class io:
     """The io namespace."""
@@ -3282,9 +3401,12 @@ class noise:
 class random:
     """The random namespace."""
     class Beta(Operator):
-        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample. (DALI's random.beta; its shape_like input is not supported: use 'shape'.)
+        """Draws beta-distributed numbers in [0, 1], independently for every sample; alpha and beta may be fed per sample; the output has the shape of the optional shape_like input, else `shape`. (DALI's random.beta.)
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             output: numbers in [0, 1]
@@ -3301,28 +3423,34 @@ class random:
         def __init__(self, *, alpha: float | DataNode | None = ..., beta: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Choice(Operator):
-        """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`.
+        """Chooses one of the values in `a` (or of range(a) for a single integer) per element, with probabilities `p`; the output has the shape of the optional shape_like input, else `shape`.
 
         Devices: cpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
 
         Keyword args:
-            a (a list of floats; required): the values to choose from; a single integer n means range(n)
+            a (a list of floats; required; may be a DataNode (per-sample argument input)): the values to choose from; a single integer n means range(n) (DALI's first input: fn.random.choice(a, shape_like) passes it here)
             p (a list of floats): probabilities of the values (uniform when absent); must sum to 1
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
-            dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type (a stoker extension); default: a's, as DALI: the fed tensor's type, else int32 for whole numbers and float32 otherwise
             seed (an int; default -1): this operator's seed (-1: derived)
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, a: Sequence[float], p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
-        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
+        def __init__(self, *, a: Sequence[float] | DataNode | None = ..., p: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class CoinFlip(Operator):
         """Draws 1 with `probability`, else 0, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
@@ -3332,15 +3460,18 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "int32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, probability: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Normal(Operator):
         """Draws normally distributed numbers, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
@@ -3351,15 +3482,18 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, mean: float | DataNode | None = ..., stddev: float | DataNode | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Uniform(Operator):
         """Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, independently for every sample.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
+
+        Inputs:
+            shape_like (optional): optional: each output sample takes this sample's shape (excludes 'shape')
 
         Outputs:
             value: the drawn values
@@ -3370,10 +3504,10 @@ class random:
             shape (a list of ints; may be a DataNode (per-sample argument input)): shape of each sample's output; a scalar when absent
             dtype (a string; default "float32"; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool', 'float', 'double'): output type
             seed (an int; default -1): this operator's seed (-1: derived)
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, range: Sequence[float] | DataNode | None = ..., values: Sequence[float] | None = ..., shape: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class readers:
     """The readers namespace."""
@@ -3403,10 +3537,12 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, path: Sequence[str], image_available: bool | None = ..., label_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, path: Sequence[str], image_available: bool | None = ..., label_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Caffe2(Operator):
         """Reads Caffe2 LMDB databases of TensorProtos records (DALI's Caffe2 reader): the image tensor and the label by label_type; needs liblmdb.so.0 at run time. See docs/formats.md.
@@ -3437,10 +3573,12 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Coco(Operator):
         """Reads a COCO data set (DALI's COCO reader): the encoded images under file_root with their boxes and labels from annotations_file, optionally the segmentation as polygons or as a pixelwise mask, and the image ids; with sharding, padding and shuffling like the other readers. See docs/formats.md.
@@ -3478,10 +3616,12 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, file_root: str, annotations_file: str, images: Sequence[str] | None = ..., ltrb: bool | None = ..., ratio: bool | None = ..., skip_empty: bool | None = ..., size_threshold: float | None = ..., include_iscrowd: bool | None = ..., avoid_class_remapping: bool | None = ..., polygon_masks: bool | None = ..., pixelwise_masks: bool | None = ..., masks: bool | None = ..., image_ids: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, file_root: str, annotations_file: str, images: Sequence[str] | None = ..., ltrb: bool | None = ..., ratio: bool | None = ..., skip_empty: bool | None = ..., size_threshold: float | None = ..., include_iscrowd: bool | None = ..., avoid_class_remapping: bool | None = ..., polygon_masks: bool | None = ..., pixelwise_masks: bool | None = ..., masks: bool | None = ..., image_ids: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class File(Operator):
         """Reads files as raw bytes with their labels (DALI's file reader): from an ImageFolder tree (file_root), a list file (file_list) or explicit paths (files, labels); with sharding (shard_id, num_shards, stick_to_shard), padding (pad_last_batch) and shuffling (random_shuffle or shuffle_after_epoch: a permutation of the data set per epoch).
@@ -3513,15 +3653,19 @@ class readers:
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
             paired (a bool; default false): stoker: file_list lines hold two paths and a label ("image mask label", paths without blanks), for segmentation: the reader then has three outputs, data, data2 (the second file's bytes) and label, and both files of a sample travel together
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
+            dir_filters (a list of strings): file_root: keep only the class directories whose name matches one of these globs (case-sensitive); labels number the kept classes in order, as DALI's. Ignored with file_list and files
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., dir_filters: Sequence[str] | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Mxnet(Operator):
         """Reads MXNet RecordIO files (DALI's MXNet reader): each record's encoded image and its float label(s), located through the .idx files; with sharding, padding and shuffling like the other readers. See docs/formats.md.
@@ -3548,10 +3692,12 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, path: Sequence[str], index_path: Sequence[str], shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> list[DataNode]: ...
     class NemoAsr(Operator):
         """Reads speech data sets described by NeMo ASR manifests: the audio files decoded (libsndfile; downmixed and resampled on request) with their transcripts. Sharding, padding and shuffling as in readers.file.
@@ -3574,7 +3720,7 @@ class readers:
             read_text (a bool; default true): output the transcript (UTF-8 bytes, 1-D uint8)
             read_idxs (a bool; default false): output the entry's index in the manifests (int64 [1])
             normalize_text (a bool; default false): Deprecated in DALI; accepted, no effect
-            shuffle_after_epoch_seed (an int; default -1): Accepted for DALI compatibility; no effect. (use seed)
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3588,15 +3734,16 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, manifest_filepaths: Sequence[str], sample_rate: float | None = ..., quality: float | None = ..., downmix: bool | None = ..., dtype: str | None = ..., min_duration: float | None = ..., max_duration: float | None = ..., read_sample_rate: bool | None = ..., read_text: bool | None = ..., read_idxs: bool | None = ..., normalize_text: bool | None = ..., shuffle_after_epoch_seed: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Numpy(Operator):
-        """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file.
+        """Reads NumPy .npy files (DALI's numpy reader): format versions 1.0-3.0, C or Fortran order (returned in C order), numeric dtypes in either byte order (returned in host order); pickled object arrays are refused. Files are read with pread, never memory-mapped (dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, padding and shuffling as in readers.file. On device "gpu" (DALI reads through GPUDirect Storage there) the arrays are read on the host and uploaded.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Outputs:
             data: the array (or its region) in C order and host byte order, with its dtype
@@ -3614,6 +3761,11 @@ class readers:
             out_of_bounds_policy (a string; default "error"; one of 'error', 'trim_to_shape', 'pad'): A region reaching outside the array: fail, trim it to the array, or pad it with fill_value.
             fill_value (a float; default 0): Value of padded elements.
             use_o_direct (a bool; default false): Accepted for DALI compatibility; no effect.
+            rel_roi_start (a list of floats): roi_start as fractions of the extents: round(f * extent) (in float32, half away from zero, as DALI); excludes roi_start
+            rel_roi_end (a list of floats): roi_end as fractions of the extents, rounded as rel_roi_start
+            rel_roi_shape (a list of floats): roi_shape as fractions: end = start + round(f * extent); one of roi_end, roi_shape, rel_roi_end and rel_roi_shape at most
+            cache_header_information (a bool; default false): Accepted for DALI compatibility; no effect.
+            register_buffers (a bool; default true): Accepted for DALI compatibility; no effect.
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3627,15 +3779,18 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., file_filter: str | None = ..., case_sensitive_filter: bool | None = ..., roi_start: Sequence[int] | None = ..., roi_end: Sequence[int] | None = ..., roi_shape: Sequence[int] | None = ..., roi_axes: Sequence[int] | None = ..., out_of_bounds_policy: str | None = ..., fill_value: float | None = ..., use_o_direct: bool | None = ..., rel_roi_start: Sequence[float] | None = ..., rel_roi_end: Sequence[float] | None = ..., rel_roi_shape: Sequence[float] | None = ..., cache_header_information: bool | None = ..., register_buffers: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Sequence(Operator):
         """Reads sequences of frames from a directory of streams (DALI's sequence reader): sequence_length frames, stride apart, sequences step apart, decoded into one FHWC uint8 tensor per sample.
@@ -3664,10 +3819,12 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, file_root: str, sequence_length: int, step: int | None = ..., stride: int | None = ..., image_type: str | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, file_root: str, sequence_length: int, step: int | None = ..., stride: int | None = ..., image_type: str | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class TFRecord(Operator):
         """Reads tf.train.Example records from TFRecord files (DALI's TFRecord reader), checking both masked CRC32Cs of every record (a mismatch is an error naming the file and offset, skipped under on_error="skip"). DALI's `features` dict maps to parallel lists: feature_names, feature_types, feature_kinds, feature_ndims + feature_shapes, feature_defaults (+ feature_has_default). Sharding, padding and shuffling work over all files' records as one data set.
@@ -3703,8 +3860,11 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
@@ -3716,7 +3876,7 @@ class readers:
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, path: Sequence[str], index_path: Sequence[str] | None = ..., feature_names: Sequence[str] | None = ..., feature_types: Sequence[str] | None = ..., feature_kinds: Sequence[str] | None = ..., feature_ndims: Sequence[int] | None = ..., feature_shapes: Sequence[int] | None = ..., feature_defaults: Sequence[str] | None = ..., feature_has_default: Sequence[int] | None = ..., use_o_direct: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., features: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> dict[str, DataNode] | DataNode | list[DataNode]: ...
     class Video(Operator):
         """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
@@ -3750,6 +3910,14 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
+            resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
+            resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): readers.video_resize: resize's modes for size / resize_x / resize_y
+            max_size (a list of floats): readers.video_resize: limit of the output size [H, W], as resize's
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3763,10 +3931,12 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class VideoResize(Operator):
         """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. Frames are scaled (bilinear) to resize_x x resize_y as decoded.
@@ -3800,6 +3970,14 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
+            resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
+            resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
+            mode (a string; default "default"; one of 'default', 'stretch', 'not_larger', 'not_smaller'): readers.video_resize: resize's modes for size / resize_x / resize_y
+            max_size (a list of floats): readers.video_resize: limit of the output size [H, W], as resize's
+            minibatch_size (an int; default 32): DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch in one launch)
+            temp_buffer_hint (an int; default 0): DALI's initial scratch size for resampling: accepted, no effect (as DALI's CPU variant)
             shard_id (an int; default 0; in [0, 2147483646]): The shard to read (0 <= shard_id < num_shards).
             num_shards (an int; default 1; in [1, 2147483647]): Number of parts the data set is split into; shard i holds samples floor(i*N/S) .. floor((i+1)*N/S)-1 of the whole data set (all files, in order).
             stick_to_shard (a bool; default false): Read the same shard every epoch; when false the shard advances by one each epoch.
@@ -3813,10 +3991,12 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
     class Webdataset(Operator):
         """Reads WebDataset tar shards (DALI's webdataset reader): members sharing a key (directory + base name up to the first dot) in consecutive order form a sample; each output takes the component whose extension matches its `ext` entry. USTAR, GNU long names and pax headers are understood; shards are indexed at build time unless index_paths are given. Sharding, padding and shuffling work over all shards' samples as one data set.
@@ -3848,8 +4028,11 @@ class readers:
             read_ahead (a bool; default false): Accepted for DALI compatibility; no effect.
             lazy_init (a bool; default false): Accepted for DALI compatibility; no effect.
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
+            tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
+            shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
             remote_endpoint (a string): stoker: the S3 endpoint of s3:// URLs ("http://127.0.0.1:9000": MinIO, Ceph, R2...); unset: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS (docs/formats.md, Remote datasets).
             remote_region (a string): stoker: the region s3:// requests are signed for; unset: AWS_REGION, AWS_DEFAULT_REGION, else us-east-1.
+            remote_ca_bundle (a string): stoker: a PEM file of the certificate authorities https:// servers are verified against (a private CA); unset: STK_REMOTE_CA_BUNDLE, else the system's.
             remote_retries (an int; in [0, 100]): stoker: retries of a failed request to a URL; unset: STK_REMOTE_RETRIES, else 6.
             remote_backoff_ms (an int; in [0, 60000]): stoker: the first retry's backoff in ms (doubling, capped at 10 s); unset: STK_REMOTE_BACKOFF_MS, else 100.
             remote_timeout (an int; in [1, 3600]): stoker: seconds without a byte before a request is retried (and the connect timeout); unset: STK_REMOTE_TIMEOUT, else 30.
@@ -3860,7 +4043,7 @@ class readers:
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, paths: Sequence[str], index_paths: Sequence[str] | None = ..., ext: Sequence[str], missing_component_behavior: str | None = ..., dtypes: Sequence[str] | None = ..., case_sensitive_extensions: bool | None = ..., streaming: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., remote_block_kb: int | None = ..., remote_cache_mb: int | None = ..., remote_readahead: int | None = ..., remote_prefetch_threads: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class reductions:
     """The reductions namespace."""
@@ -3899,14 +4082,14 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class MeanSquare(Operator):
-        """The mean of the squares over the axes.
+        """The mean of the squares over the axes (DALI's reductions.mean_square), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -3920,10 +4103,11 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Min(Operator):
         """The smallest element over the axes (DALI's reductions.min).
@@ -3946,7 +4130,7 @@ class reductions:
         def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Rms(Operator):
-        """The root mean square over the axes.
+        """The root mean square over the axes (DALI's reductions.rms), float32 by default.
 
         Devices: cpu, gpu.
 
@@ -3960,10 +4144,11 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class StdDev(Operator):
         """The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / (n - ddof)) (DALI's reductions.std_dev).
@@ -4002,7 +4187,7 @@ class reductions:
             axes (a list of ints): the axes to reduce (default: all; [] reduces none)
             axis_names (a string): the axes to reduce, as layout letters
             keep_dims (a bool; default false): keep the reduced axes with extent 1
-            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum and mean: the output type (sum: int64 / uint64 / float32 / float64 after the input's kind; mean: float32)
+            dtype (a string; one of 'uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'uint64', 'int64', 'float16', 'float32', 'float64', 'bool'): sum, mean, mean_square and rms: the output type (default sum: int64 / uint64 / float32 / float64 after the input's kind; the others: float32, float64 for float64 input); integer means truncate toward zero, as DALI
             device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
@@ -4190,10 +4375,11 @@ class transforms:
             scale (a list of floats; required; may be a DataNode (per-sample argument input)): [sx, sy] scale factors (one value: both)
             center (a list of floats; may be a DataNode (per-sample argument input)): [x, y] the transform keeps fixed (default: the origin)
             reverse_order (a bool; default false): false: the result is T * input (the input transform first, then this one); true: input * T
+            ndim (an int): the transform's dimensions, for a scalar scale (DALI's); stoker's transforms are 2D, so only 2 is taken
             device (str, default "cpu"): one of 'cpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
-        def __init__(self, *, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+        def __init__(self, *, scale: Sequence[float] | DataNode, center: Sequence[float] | DataNode | None = ..., reverse_order: bool | None = ..., ndim: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
     class Shear(Operator):
         """Produces a 2D shear matrix (2x3 float32) from shear factors or angles, optionally about `center`, appended to an input matrix when one is given.

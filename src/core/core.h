@@ -40,6 +40,8 @@ void stk__warn(const char *fmt, ...) STK__PRINTF(1, 2);
 /* Prefixes "operator '<name>': " to the calling thread's message, dropping the name the
  * operator's own message may start with ("<name>: "), so it is not said twice. */
 stk_status stk__wrap_operator(stk_status status, const char *name);
+/* The same with the operator's device: "operator 'NAME' (DEVICE): ...". */
+stk_status stk__wrap_operator_on(stk_status status, const char *name, const char *device);
 
 /* Replaces the calling thread's message with `message` as is (for passing a message
  * recorded on another thread). Returns `status`. */

@@ -95,11 +95,19 @@ stk_status stk__set_error(stk_status status, const char *message) {
 }
 
 stk_status stk__wrap_operator(stk_status status, const char *name) {
+  return stk__wrap_operator_on(status, name, NULL);
+}
+
+stk_status stk__wrap_operator_on(stk_status status, const char *name, const char *device) {
   size_t n = strlen(name);
   char old[STK__MSG_CAP];
   memcpy(old, stk__msg, sizeof old);
   const char *rest = old;
+  /* the message already names the operator ("NAME: ..."): say it once */
   if (strncmp(old, name, n) == 0 && old[n] == ':' && old[n + 1] == ' ') rest = old + n + 2;
-  snprintf(stk__msg, sizeof stk__msg, "operator '%s': %s", name, rest);
+  if (device)
+    snprintf(stk__msg, sizeof stk__msg, "operator '%s' (%s): %s", name, device, rest);
+  else
+    snprintf(stk__msg, sizeof stk__msg, "operator '%s': %s", name, rest);
   return status;
 }

@@ -1,6 +1,7 @@
 /* GPU kernels of the audio operators (api_audio.h). The coefficients come from the host
  * (the CPU operators' own functions), so these kernels only index and sum, in float64 as
- * the CPU does.
+ * the CPU does; audio_resample and nonsilent_region run the CPU's per-element functions
+ * (src/shared/audio_signal_math.h).
  *
  * Launch shape (as math.cu's): one upload holds the batch's descriptors, a table of each
  * sample's first block, and the host arrays (weights, windows, twiddles); one grid covers
@@ -14,6 +15,7 @@
 #include "gpu_internal.h"
 #include "launch.cuh"
 #include "../shared/audio_math.h"
+#include "../shared/audio_signal_math.h"
 
 #define THREADS 256
 
@@ -290,6 +292,192 @@ static int audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_
   return rc;
 }
 
+/* ---- audio_resample: one thread per output value (frame j, channel c) ---- */
+
+__global__ void resample_audio_kernel(const stk_gpu_resample_audio_sample *d, const int *first,
+                                      int n, const float *table, int lobes) {
+  int si = stk_find_sample(first, n, blockIdx.x);
+  const stk_gpu_resample_audio_sample *s = &d[si];
+  int64_t e = (int64_t)(blockIdx.x - first[si]) * THREADS + threadIdx.x;
+  if (e >= s->out_n * s->channels) return;
+  int64_t j = e / s->channels, c = e % s->channels;
+  stk_resample_geom g = stk_resample_geometry(s->in_rate, s->out_rate, lobes);
+  int64_t lo, hi;
+  stk_resample_range(&g, j, s->n, &lo, &hi);
+  double acc = 0.0;
+  for (int64_t i = lo; i <= hi; i++) {
+    double w = stk_resample_weight(&g, table, lobes, j, i);
+    if (w != 0.0) acc += w * (double)s->src[i * s->channels + c];
+  }
+  s->dst[e] = (float)acc;
+}
+
+static int resample_audio(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_audio_sample *samples,
+                          const stk_gpu_resample_audio_args *args, uintptr_t stream_h, char *err,
+                          size_t errlen) {
+  if (n <= 0) return 0;
+  if (!args || !args->table || args->lobes < 1)
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "audio_resample: no kernel table");
+  int64_t tlen = stk_resample_table_len(args->lobes);
+  int64_t *elems = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+  if (!elems) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
+  staging st;
+  int rc = staging_init(&st, n, sizeof(stk_gpu_resample_audio_sample), (size_t)stk_cdiv(tlen, 2),
+                        err, errlen);
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_resample_audio_sample *s = &samples[i];
+    elems[i] = s->out_n * s->channels;
+    if (s->n < 0 || s->out_n < 0 || s->channels < 0 || !(s->in_rate > 0.0) ||
+        !(s->out_rate > 0.0) || ((!s->src || !s->dst) && elems[i] > 0))
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad resampling geometry", i);
+    ((stk_gpu_resample_audio_sample *)st.host)[i] = *s;
+  }
+  if (rc == 0) {
+    memcpy(st.aux, args->table, sizeof(float) * (size_t)tlen);
+    rc = staging_blocks(&st, n, elems, err, errlen);
+  }
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  if (rc == 0 && st.first[n] > 0)
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "audio_resample", err, errlen, [&](const char *dp) {
+          resample_audio_kernel<<<st.first[n], THREADS, 0, stream>>>(
+              (const stk_gpu_resample_audio_sample *)dp, (const int *)(dp + st.off_first), n,
+              (const float *)(dp + st.off_aux), args->lobes);
+          return 0;
+        });
+  free(st.host);
+  free(elems);
+  return rc;
+}
+
+/* ---- nonsilent_region: one thread per reset segment; first[] counts segments ---- */
+
+typedef struct {
+  stk_gpu_nonsilent_sample s;
+  int64_t seg_len;
+} ns_desc;
+
+/* The scratch of a batch: each segment's maximum, each sample's first and last samples
+ * at or above its threshold (UINT64_MAX and -1 while none). */
+typedef struct {
+  double *seg_max;
+  unsigned long long *hit_first;
+  long long *hit_last;
+} ns_scratch;
+
+__global__ void ns_init_kernel(ns_scratch sc, int n) {
+  int i = blockIdx.x * THREADS + threadIdx.x;
+  if (i >= n) return;
+  sc.hit_first[i] = ~0ull;
+  sc.hit_last[i] = -1;
+}
+
+/* Segment g: its sample, its first sample and its end. */
+static __device__ const ns_desc *ns_segment(const ns_desc *d, const int *first, int n, int g,
+                                            int *si, int64_t *s0, int64_t *end) {
+  *si = stk_find_sample(first, n, g);
+  const ns_desc *nd = &d[*si];
+  *s0 = (int64_t)(g - first[*si]) * nd->seg_len;
+  *end = *s0 + nd->seg_len < nd->s.n ? *s0 + nd->seg_len : nd->s.n;
+  return nd;
+}
+
+__global__ void ns_max_kernel(const ns_desc *d, const int *first, int n, ns_scratch sc) {
+  int g = blockIdx.x * THREADS + threadIdx.x, si;
+  if (g >= first[n]) return;
+  int64_t s0, end;
+  const ns_desc *nd = ns_segment(d, first, n, g, &si, &s0, &end);
+  double sum = stk_mms_start(nd->s.src, NULL, s0, nd->s.window), m = 0.0;
+  for (int64_t i = s0; i < end; i++) {
+    double v = stk_mms_step(nd->s.src, NULL, i, s0, nd->s.window, &sum);
+    m = v > m ? v : m;
+  }
+  sc.seg_max[g] = m;
+}
+
+__global__ void ns_find_kernel(const ns_desc *d, const int *first, int n, ns_scratch sc) {
+  int g = blockIdx.x * THREADS + threadIdx.x, si;
+  if (g >= first[n]) return;
+  int64_t s0, end;
+  const ns_desc *nd = ns_segment(d, first, n, g, &si, &s0, &end);
+  double ref = nd->s.ref;
+  if (ref == 0.0) /* the CPU's rule: the maximum, starting from 0 */
+    for (int k = first[si]; k < first[si + 1]; k++) ref = sc.seg_max[k] > ref ? sc.seg_max[k] : ref;
+  double thr = ref * nd->s.factor, sum = stk_mms_start(nd->s.src, NULL, s0, nd->s.window);
+  long long lo = -1, hi = -1;
+  for (int64_t i = s0; i < end; i++)
+    if (stk_mms_step(nd->s.src, NULL, i, s0, nd->s.window, &sum) >= thr) {
+      if (lo < 0) lo = i;
+      hi = i;
+    }
+  if (lo < 0) return;
+  atomicMin(&sc.hit_first[si], (unsigned long long)lo);
+  atomicMax(&sc.hit_last[si], hi);
+}
+
+__global__ void ns_finish_kernel(const ns_desc *d, int n, ns_scratch sc) {
+  int i = blockIdx.x * THREADS + threadIdx.x;
+  if (i >= n) return;
+  int64_t begin = 0, length = 0, w = d[i].s.window;
+  if (sc.hit_last[i] >= 0) {
+    int64_t f = (int64_t)sc.hit_first[i];
+    begin = f - w + 1 > 0 ? f - w + 1 : 0;
+    length = sc.hit_last[i] - begin + 1;
+  }
+  *d[i].s.begin = (int32_t)begin;
+  *d[i].s.length = (int32_t)length;
+}
+
+static int nonsilent(stk_gpu_ctx *ctx, int n, const stk_gpu_nonsilent_sample *samples,
+                     uintptr_t stream_h, char *err, size_t errlen) {
+  if (n <= 0) return 0;
+  int64_t *segs = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+  if (!segs) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
+  staging st{};
+  int rc = staging_init(&st, n, sizeof(ns_desc), 0, err, errlen);
+  for (int i = 0; i < n && rc == 0; i++) {
+    const stk_gpu_nonsilent_sample *s = &samples[i];
+    if (s->n < 0 || s->window < 1 || !s->begin || !s->length || (!s->src && s->n > 0)) {
+      rc = GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %d: bad nonsilent_region geometry", i);
+      break;
+    }
+    ns_desc *d = (ns_desc *)st.host + i;
+    d->s = *s;
+    d->seg_len = stk_mms_segment_len(s->n, s->reset);
+    segs[i] = s->n > 0 ? stk_cdiv(s->n, d->seg_len) : 0;
+  }
+  if (rc == 0) rc = stk_block_table(segs, n, st.first, err, errlen);
+  int total = rc == 0 ? st.first[n] : 0;
+  void *scratch = NULL;
+  if (rc == 0)
+    rc = stk_gpu_device_alloc(ctx, sizeof(double) * (size_t)(total ? total : 1) + 16 * (size_t)n,
+                              stream_h, &scratch, err, errlen);
+  ns_scratch sc = {(double *)scratch, NULL, NULL};
+  if (rc == 0) {
+    sc.hit_first = (unsigned long long *)(sc.seg_max + (total ? total : 1));
+    sc.hit_last = (long long *)(sc.hit_first + n);
+  }
+  cudaStream_t stream = (cudaStream_t)stream_h;
+  int sample_blocks = (int)stk_cdiv(n, THREADS), seg_blocks = (int)stk_cdiv(total, THREADS);
+  if (rc == 0)
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "nonsilent_region", err, errlen, [&](const char *dp) {
+          const ns_desc *d = (const ns_desc *)dp;
+          const int *first = (const int *)(dp + st.off_first);
+          ns_init_kernel<<<sample_blocks, THREADS, 0, stream>>>(sc, n);
+          if (seg_blocks > 0) {
+            ns_max_kernel<<<seg_blocks, THREADS, 0, stream>>>(d, first, n, sc);
+            ns_find_kernel<<<seg_blocks, THREADS, 0, stream>>>(d, first, n, sc);
+          }
+          ns_finish_kernel<<<sample_blocks, THREADS, 0, stream>>>(d, n, sc);
+          return 0;
+        });
+  if (scratch) stk_gpu_device_free(ctx, scratch, stream_h, NULL, 0);
+  free(st.host);
+  free(segs);
+  return rc;
+}
+
 /* ---- the kernels of gpu_kernels.h ---- */
 
 int stk_gpu_k_audio_matrix(stk_gpu_ctx *ctx, int n, const stk_gpu_audio_matrix_sample *samples,
@@ -318,4 +506,17 @@ int stk_gpu_k_audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogr
                                 size_t errlen) {
   (void)args;
   return audio_spectrogram(ctx, n, samples, stream, err, errlen);
+}
+
+int stk_gpu_k_audio_resample(stk_gpu_ctx *ctx, int n, const stk_gpu_resample_audio_sample *samples,
+                             const stk_gpu_resample_audio_args *args, uintptr_t stream, char *err,
+                             size_t errlen) {
+  return resample_audio(ctx, n, samples, args, stream, err, errlen);
+}
+
+int stk_gpu_k_audio_nonsilent(stk_gpu_ctx *ctx, int n, const stk_gpu_nonsilent_sample *samples,
+                              const stk_gpu_no_args *args, uintptr_t stream, char *err,
+                              size_t errlen) {
+  (void)args;
+  return nonsilent(ctx, n, samples, stream, err, errlen);
 }

@@ -340,8 +340,32 @@ static stk_status scan_class(builder *b, const char *root, const char *name, int
   return st;
 }
 
+/* Drops the classes no dir filter matches, keeping the order. */
+static void keep_classes(strlist *classes, const char *const *dir_filters, size_t n) {
+  size_t k = 0;
+  for (size_t c = 0; c < classes->count; c++) {
+    bool keep = false;
+    for (size_t f = 0; f < n && !keep; f++)
+      keep = fnmatch(dir_filters[f], classes->items[c], 0) == 0;
+    if (keep)
+      classes->items[k++] = classes->items[c];
+    else
+      free(classes->items[c]);
+  }
+  classes->count = k;
+}
+
 stk_status stk__file_list_scan(stk__file_list *out, const char *root, const char *const *filters,
                                size_t num_filters, bool case_sensitive) {
+  return stk__file_list_scan_dirs(out, root, filters, num_filters, case_sensitive, NULL, 0);
+}
+
+stk_status stk__file_list_scan_dirs(stk__file_list *out, const char *root,
+                                    const char *const *filters, size_t num_filters,
+                                    bool case_sensitive, const char *const *dir_filters,
+                                    size_t num_dir_filters) {
+  if (stk__is_url(root) && num_dir_filters > 0)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "dir_filters needs a local file_root, not '%s'", root);
   if (stk__is_url(root))
     return stk__file_list_scan_remote(out, root, filters, num_filters, case_sensitive, true);
   memset(out, 0, sizeof *out);
@@ -349,6 +373,7 @@ stk_status stk__file_list_scan(stk__file_list *out, const char *root, const char
   builder b = {0};
   walk_ctx w = {filters, num_filters, case_sensitive, NULL, {0}};
   stk_status st = list_classes(root, &classes);
+  if (st == STK_OK && num_dir_filters > 0) keep_classes(&classes, dir_filters, num_dir_filters);
   if (st == STK_OK && classes.count > INT32_MAX)
     st = STK_FAIL(STK_ERR_LIMIT, "'%s' has more than 2^31 class directories", root);
   for (size_t c = 0; st == STK_OK && c < classes.count; c++)

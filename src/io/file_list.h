@@ -38,6 +38,14 @@ bool stk__file_filter_match(const char *name, const char *const *filters, size_t
  * matching file at all (STK_ERR_NOT_FOUND), both naming `root`. */
 stk_status stk__file_list_scan(stk__file_list *out, const char *root, const char *const *filters,
                                size_t num_filters, bool case_sensitive);
+/* The same keeping only the class directories whose name matches one of `dir_filters`
+ * (fnmatch globs, case-sensitive; DALI's readers.file dir_filters); labels number the
+ * kept classes in order. num_dir_filters == 0: every class. Local roots only (a URL root
+ * with dir filters is STK_ERR_UNSUPPORTED). */
+stk_status stk__file_list_scan_dirs(stk__file_list *out, const char *root,
+                                    const char *const *filters, size_t num_filters,
+                                    bool case_sensitive, const char *const *dir_filters,
+                                    size_t num_dir_filters);
 
 /* A list file: one "path label" per line; the label is the last whitespace-separated
  * token, so paths may contain spaces (leading and trailing blanks are dropped). Blank

@@ -222,6 +222,11 @@ static void set_transfer(CURL *h, request *q, const char *url) {
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
                    (long)stk__remote_setting("STK_REMOTE_TIMEOUT", 30, 1, 3600));
+  /* a private CA (an S3-compatible store or a web server with its own certificate):
+   * verified against it, never unverified */
+  const char *ca = current_opts && current_opts->ca_bundle ? current_opts->ca_bundle
+                                                           : getenv("STK_REMOTE_CA_BUNDLE");
+  if (ca && *ca) curl_easy_setopt(h, CURLOPT_CAINFO, ca);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
   if (strcmp(q->method, "HEAD") == 0) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);

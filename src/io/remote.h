@@ -61,19 +61,21 @@ stk_status stk__remote_list(const char *url, char ***urls, int64_t **sizes, size
  * field left unset (NULL, -1) falls back to its environment variable, then to the
  * built-in default. */
 typedef struct {
-  const char *endpoint; /* AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL */
-  const char *region;   /* AWS_REGION, AWS_DEFAULT_REGION */
-  int retries;          /* STK_REMOTE_RETRIES */
-  int backoff_ms;       /* STK_REMOTE_BACKOFF_MS */
-  int timeout;          /* STK_REMOTE_TIMEOUT */
-  int block_kb;         /* STK_REMOTE_BLOCK_KB */
-  int cache_mb;         /* STK_REMOTE_CACHE_MB */
-  int readahead;        /* STK_REMOTE_READAHEAD */
-  int prefetch_threads; /* STK_REMOTE_PREFETCH_THREADS */
+  const char *endpoint;  /* AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL */
+  const char *region;    /* AWS_REGION, AWS_DEFAULT_REGION */
+  const char *ca_bundle; /* STK_REMOTE_CA_BUNDLE: PEM file of the CAs https:// servers are
+                            verified against (else the system's) */
+  int retries;           /* STK_REMOTE_RETRIES */
+  int backoff_ms;        /* STK_REMOTE_BACKOFF_MS */
+  int timeout;           /* STK_REMOTE_TIMEOUT */
+  int block_kb;          /* STK_REMOTE_BLOCK_KB */
+  int cache_mb;          /* STK_REMOTE_CACHE_MB */
+  int readahead;         /* STK_REMOTE_READAHEAD */
+  int prefetch_threads;  /* STK_REMOTE_PREFETCH_THREADS */
 } stk__remote_opts;
 
 #define STK__REMOTE_OPTS_UNSET \
-  { NULL, NULL, -1, -1, -1, -1, -1, -1, -1 }
+  { NULL, NULL, NULL, -1, -1, -1, -1, -1, -1, -1 }
 
 /* Makes `o` the settings of the calling thread's remote calls (NULL: the environment's
  * alone) and returns the previous ones, to be restored: a reader sets its own around its

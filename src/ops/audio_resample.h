@@ -14,6 +14,9 @@
 int stk__audio_lobes(double quality);
 /* The output length for n input samples: ceil(n * out_rate / in_rate). */
 int64_t stk__audio_resample_length(int64_t n, double in_rate, double out_rate);
+/* The windowed-sinc table of a kernel with `lobes` zero crossings (malloc'd; NULL when
+ * out of memory): the CPU resampler's and the GPU kernel's. */
+float *stk__audio_resample_table(int lobes);
 /* Resamples `channels` interleaved channels of n frames (float64) into out_n frames.
  * Returns false when out of memory (the kernel table). */
 bool stk__audio_resample(const double *in, int64_t n, int channels, double in_rate, double out_rate,

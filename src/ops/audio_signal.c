@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../shared/audio_signal_math.h"
 #include "audio_resample.h"
 #include "audio_gpu.h"
 #include "audio_util.h"
@@ -161,18 +162,15 @@ static const stk_port_schema ns_out[] = {
      "int32 scalars: the first sample and the length of the non-silent region (0, 0 when "
      "all is silent)"}};
 
-/* Moving mean of x^2 over the window ending at each sample (zeros before the start). */
+/* Moving mean of x^2 over the window ending at each sample (zeros before the start),
+ * segment by segment as the GPU computes it (audio_signal_math.h). */
 static void moving_mean_power(const double *x, int64_t n, int64_t window, int64_t reset,
                               double *mms) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; i++) {
-    if (reset > 0 && i > 0 && i % reset == 0) {
-      sum = 0.0; /* recomputed: the window's exact sum so far */
-      for (int64_t j = i - window + 1 > 0 ? i - window + 1 : 0; j < i; j++) sum += x[j] * x[j];
-    }
-    sum += x[i] * x[i];
-    if (i - window >= 0 && !(reset > 0 && i % reset == 0)) sum -= x[i - window] * x[i - window];
-    mms[i] = sum / (double)window;
+  int64_t seg = stk_mms_segment_len(n, reset);
+  for (int64_t s = 0; s < n; s += seg) {
+    double sum = stk_mms_start(NULL, x, s, window);
+    for (int64_t i = s; i < n && i < s + seg; i++)
+      mms[i] = stk_mms_step(NULL, x, i, s, window, &sum);
   }
 }
 
@@ -210,14 +208,70 @@ static stk_status ns_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* GPU: float32 1-D signals; the per-sample threshold factor is computed here, as ns_run
+ * does, so both backends compare against the same double. */
+static stk_status ns_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                size_t i, stk_gpu_nonsilent_sample *ns) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  stk__tensor t;
+  STK_TRY(stk__audio_gpu_sample(node, b, in, i, &t));
+  if (t.ndim != 1)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "needs a 1-D signal; got %d dimensions",
+                      t.ndim);
+  *ns = (stk_gpu_nonsilent_sample){.src = t.data,
+                                   .n = t.shape[0],
+                                   .window = stk__arg_int(node, s, NS_WINDOW),
+                                   .reset = stk__arg_int(node, s, NS_RESET),
+                                   .ref = stk__arg_float(node, s, NS_REFERENCE),
+                                   .factor = pow(10.0, stk__arg_float(node, s, NS_CUTOFF) / 10.0)};
+  return STK_OK;
+}
+
+static stk_status ns_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_AUDIO_NONSILENT));
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *outs[2] = {NULL, NULL};
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  stk_gpu_nonsilent_sample *ns = stk__calloc(n ? n : 1, sizeof *ns, "a nonsilent_region plan");
+  stk_status st = ns ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) st = ns_gpu_sample(node, b, in, i, &ns[i]);
+  int64_t no_shape = 0; /* scalars: ndim 0 */
+  for (int o = 0; o < 2 && st == STK_OK; o++)
+    st = stk__gpu_alloc_list(b, STK_DTYPE_INT32, 0, &no_shape, NULL, true, &outs[o]);
+  if (st == STK_OK) {
+    for (size_t i = 0; i < n; i++) {
+      ns[i].begin = stk__audio_gpu_data(outs[0], i);
+      ns[i].length = stk__audio_gpu_data(outs[1], i);
+    }
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_audio_nonsilent(g->api, g->ctx, (int)n, ns, NULL,
+                                                       stk__gpu_stream(b), err, sizeof err),
+                           err);
+  }
+  free(ns);
+  if (owned) stk_tensor_list_release(in);
+  for (int o = 0; o < 2; o++) {
+    if (st == STK_OK) {
+      st = stk__gpu_output(b, o, outs[o]);
+      outs[o] = NULL;
+    }
+    stk_tensor_list_release(outs[o]);
+  }
+  return st;
+}
+
 static const stk_op_schema ns_schema = {
     .name = "nonsilent_region",
     .doc =
         "Finds the non-silent part of a signal: where the moving mean of the power over "
         "window_length samples reaches cutoff_db relative to the reference; the region "
         "starts window_length - 1 samples before the first such sample, so it covers "
-        "that window, and ends at the last one. Feed it to slice to trim silence.",
-    .devices = STK_DEVICE_CPU,
+        "that window, and ends at the last one. Feed it to slice to trim silence. On the "
+        "GPU: float32 input.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = ns_in,
@@ -225,8 +279,17 @@ static const stk_op_schema ns_schema = {
     .outputs = ns_out,
     .num_args = NS_COUNT_,
     .args = ns_args,
+    /* a photo row as the signal: the -2 dB cut-off and short windows put the region's
+     * ends inside it; reset_interval 64 gives the GPU several segments per sample */
+    .gpu_check =
+        "r = subscript(IN, kinds=[0, 1, 0], at_0=0, at_2=1)\n"
+        "x = cast(r, dtype=\"float\")\n"
+        "b, l = nonsilent_region(x, cutoff_db=-2.0, window_length=12, reset_interval=64, "
+        "device=@)\n"
+        "return b, l",
 };
-const stk__op_def stk__op_nonsilent_region = {.schema = &ns_schema, .run_sample = ns_run};
+const stk__op_def stk__op_nonsilent_region = {
+    .schema = &ns_schema, .run_sample = ns_run, .run_gpu = ns_run_gpu};
 
 /* ---- audio_resample ---- */
 enum { AR_IN_RATE, AR_OUT_RATE, AR_SCALE, AR_OUT_LENGTH, AR_QUALITY, AR_DTYPE, AR_COUNT_ };
@@ -329,14 +392,77 @@ static stk_status ar_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* GPU: float32 in and out; the rates per sample as ar_run reads them. */
+static stk_status ar_gpu_sample(stk__node *node, stk__gpu_batch *b, const stk_tensor_list *in,
+                                size_t i, stk_gpu_resample_audio_sample *rs, int64_t *shape) {
+  stk__sample *s = stk__gpu_sample(b, i);
+  stk__tensor t;
+  STK_TRY(stk__audio_gpu_sample(node, b, in, i, &t));
+  if (t.ndim != 1 && t.ndim != 2)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "needs [time] or [time, channels]; got %d dimensions", t.ndim);
+  int64_t n = t.shape[0], ch = t.ndim == 2 ? t.shape[1] : 1, out_n = 0;
+  double ri = 1.0, ro = 1.0;
+  STK_TRY(ar_rates(node, s, n, &ri, &ro, &out_n));
+  if (out_n * ch > stk__node_max_pixels(node) && stk__node_max_pixels(node) > 0)
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "%lld output samples exceed the element limit",
+                      (long long)(out_n * ch));
+  *rs = (stk_gpu_resample_audio_sample){t.data, NULL, n, out_n, ch, ri, ro};
+  shape[0] = out_n;
+  if (t.ndim == 2) shape[1] = ch;
+  return STK_OK;
+}
+
+/* The launch of a planned batch: the windowed sinc's table, the kernel. */
+static stk_status ar_launch(stk__node *node, stk__gpu_batch *b, size_t n,
+                            stk_gpu_resample_audio_sample *rs, const stk_tensor_list *out) {
+  for (size_t i = 0; i < n; i++) rs[i].dst = stk__audio_gpu_data(out, i);
+  stk_gpu_resample_audio_args args = {stk__audio_lobes(stk__arg_float(node, NULL, AR_QUALITY)),
+                                      NULL};
+  float *table = stk__audio_resample_table(args.lobes);
+  if (!table) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, NULL, "no memory for the kernel");
+  args.table = table;
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  stk_status st = stk__gpu_op_check(node,
+                                    stk_gpu_run_audio_resample(g->api, g->ctx, (int)n, rs, &args,
+                                                               stk__gpu_stream(b), err, sizeof err),
+                                    err);
+  free(table);
+  return st;
+}
+
+static stk_status ar_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_AUDIO_RESAMPLE));
+  const char *dts = stk__arg_string(node, AR_DTYPE);
+  if (*dts && stk__dtype_arg(dts) != STK_DTYPE_FLOAT32)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "the GPU backend writes float32 only; got dtype=\"%s\"", dts);
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  int ndim = stk_tensor_list_ndim(in);
+  stk_gpu_resample_audio_sample *rs = stk__calloc(n ? n : 1, sizeof *rs, "a resampling plan");
+  int64_t *shapes = stk__calloc((n ? n : 1) * 2, sizeof(int64_t), "shapes");
+  stk_status st = rs && shapes ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++)
+    st = ar_gpu_sample(node, b, in, i, &rs[i], shapes + i * (size_t)ndim);
+  if (st == STK_OK) st = stk__audio_gpu_output(b, in, ndim, shapes, &out);
+  if (st == STK_OK) st = ar_launch(node, b, n, rs, out);
+  free(rs);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
+}
+
 static const stk_op_schema ar_schema = {
     .name = "audio_resample",
     .doc =
         "Resamples audio with a Hann-windowed sinc low-pass filter (cut-off at the lower "
         "Nyquist frequency); output sample j is the band-limited signal at input "
         "position j * in_rate / out_rate, and the output has ceil(n * out_rate / "
-        "in_rate) samples.",
-    .devices = STK_DEVICE_CPU,
+        "in_rate) samples. On the GPU: float32 input and output.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = ar_in,
@@ -344,6 +470,14 @@ static const stk_op_schema ar_schema = {
     .outputs = ar_out,
     .num_args = AR_COUNT_,
     .args = ar_args,
+    /* [time, channels] photo rows, a per-sample scale either side of 1 (down- and
+     * up-sampling); the GPU may fuse multiply-adds the CPU does not */
+    .gpu_check =
+        "# atol=0.001\n"
+        "r = subscript(IN, kinds=[0, 1, 1], at_0=0)\n"
+        "x = cast(r, dtype=\"float\")\n"
+        "s = random.uniform(range=[0.4, 1.7])\n"
+        "return audio_resample(x, scale=s, quality=30.0, device=@)",
 };
 const stk__op_def stk__op_audio_resample = {
-    .schema = &ar_schema, .init = ar_init, .run_sample = ar_run};
+    .schema = &ar_schema, .init = ar_init, .run_sample = ar_run, .run_gpu = ar_run_gpu};

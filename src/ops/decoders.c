@@ -4,6 +4,7 @@
  * errors and allocate outputs through stk__output so the decoder writes straight into the
  * batch. On the "mixed" device, nvJPEG decodes the batch's JPEGs and the GPU PNG decoder
  * its PNGs into GPU memory (see the end of this file). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,9 +96,62 @@
        "mixed device: with preallocate_height_hint, the hardware decoder's buffers are "      \
        "allocated up front for a batch of images up to this size, not while decoding; "       \
        "0: none"},                                                                            \
+      {"preallocate_height_hint",                                                             \
+       STK_ARG_INT,                                                                           \
+       STK_ARGF_RANGE,                                                                        \
+       "0",                                                                                   \
+       0,                                                                                     \
+       65535,                                                                                 \
+       NULL,                                                                                  \
+       "mixed device: see preallocate_width_hint"},                                           \
+      {"dtype",                                                                               \
+       STK_ARG_STRING,                                                                        \
+       0,                                                                                     \
+       "\"uint8\"",                                                                           \
+       0,                                                                                     \
+       0,                                                                                     \
+       "uint8|int8|uint16|int16|uint32|int32|float32|float",                                  \
+       "output type, the values scaled to its range as DALI: v * max / 255 (integers: "       \
+       "through float32, rounded), v * (1 / 255) for float32; CPU only; 16-bit files "        \
+       "refused"},                                                                            \
+      {"affine",                                                                              \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "true",                                                                                \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's mixed-backend thread pinning: accepted, no effect (stoker's decode threads "   \
+       "are not pinned)"},                                                                    \
+      {"hybrid_huffman_threshold",                                                            \
+       STK_ARG_INT,                                                                           \
+       0,                                                                                     \
+       "1000000",                                                                             \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's nvJPEG hybrid-Huffman size threshold: accepted, no effect (hw_decoder_load "   \
+       "balances the paths)"},                                                                \
+      {"jpeg_fancy_upsampling",                                                               \
+       STK_ARG_BOOL,                                                                          \
+       0,                                                                                     \
+       "false",                                                                               \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI: make the mixed backend upsample chroma as the CPU one: accepted, no effect "    \
+       "(the CPU decoder always uses libjpeg-turbo's fancy upsampling)"},                     \
+      {"device_memory_padding_jpeg2k",                                                        \
+       STK_ARG_INT,                                                                           \
+       0,                                                                                     \
+       "0",                                                                                   \
+       0,                                                                                     \
+       0,                                                                                     \
+       NULL,                                                                                  \
+       "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"},          \
   {                                                                                           \
-    "preallocate_height_hint", STK_ARG_INT, STK_ARGF_RANGE, "0", 0, 65535, NULL,              \
-        "mixed device: see preallocate_width_hint"                                            \
+    "host_memory_padding_jpeg2k", STK_ARG_INT, 0, "0", 0, 0, NULL,                            \
+        "DALI's nvJPEG2000 padding: accepted, no effect (JPEG 2000 is not decoded)"           \
   }
 enum {
   A_OUTPUT_TYPE,
@@ -109,6 +163,12 @@ enum {
   A_HOST_PADDING,
   A_PREALLOC_W,
   A_PREALLOC_H,
+  A_DTYPE,
+  A_AFFINE,
+  A_HYBRID_HUFFMAN,
+  A_FANCY_UPSAMPLING,
+  A_DEVICE_PADDING_J2K,
+  A_HOST_PADDING_J2K,
   A_COMMON_COUNT
 };
 
@@ -191,9 +251,81 @@ static stk_status alloc_output(void *ctx, int h, int w, int c, uint8_t **out) {
   return STK_OK;
 }
 
+/* Where a decode goes when the output type is not uint8: scratch, converted after. */
+typedef struct {
+  stk__sample *s;
+  stk__image img;
+} scratch_image;
+
+static stk_status alloc_scratch_image(void *ctx, int h, int w, int c, uint8_t **out) {
+  scratch_image *si = ctx;
+  *out = stk__scratch(si->s, (size_t)h * (size_t)w * (size_t)c + 1);
+  if (!*out) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no scratch memory for a %dx%d image", h, w);
+  si->img = (stk__image){.data = *out, .dtype = STK_DTYPE_UINT8, .h = h, .w = w, .c = c};
+  return STK_OK;
+}
+
+static stk_dtype dtype_arg(const stk__node *node) {
+  const char *t = stk__arg_string(node, A_DTYPE);
+  return strcmp(t, "float") == 0 ? STK_DTYPE_FLOAT32 : stk__dtype_arg(t);
+}
+
+/* DALI's conversion of a decoded uint8 value to the dynamic range of `dt`: v * (1 / 255)
+ * in float32 for float, else v * ((float)max / 255) in float32 arithmetic, as DALI (int32 and
+ * uint32 values are then multiples of 128 or 256), then half away from zero to the integer. */
+static void store_scaled(void *dst, stk_dtype dt, size_t i, uint8_t v) {
+  double max = dt == STK_DTYPE_INT8     ? 127.0
+               : dt == STK_DTYPE_UINT16 ? 65535.0
+               : dt == STK_DTYPE_INT16  ? 32767.0
+               : dt == STK_DTYPE_UINT32 ? 4294967295.0
+               : dt == STK_DTYPE_INT32  ? 2147483647.0
+                                        : 1.0;
+  if (dt == STK_DTYPE_FLOAT32) {
+    ((float *)dst)[i] = (float)v * (1.0f / 255.0f);
+    return;
+  }
+  float scale = (float)max / 255.0f;
+  float f = (float)v * scale;
+  stk__store_double(dst, dt, i, (double)f);
+}
+
+/* Output 0 of the node's dtype from a uint8 HWC image. */
+static stk_status emit_scaled(stk__node *node, stk__sample *s, const stk__image *img) {
+  stk_dtype dt = dtype_arg(node);
+  int64_t shape[3] = {img->h, img->w, img->c};
+  stk__tensor *t;
+  STK_TRY(stk__output(s, 0, dt, 3, shape, "HWC", &t));
+  size_t n = (size_t)(img->h * img->w * img->c);
+  const uint8_t *px = img->data;
+  for (size_t i = 0; i < n; i++) store_scaled(t->data, dt, i, px[i]);
+  return STK_OK;
+}
+
+/* dtype scales the 8-bit decode: a file with deeper samples (16-bit PNG) would lose its
+ * low bits, where DALI keeps them, so it is refused rather than converted silently. */
+static stk_status check_depth(stk__node *node, stk__sample *s, const uint8_t *data, size_t size,
+                              const char *nm) {
+  stk__image_info info;
+  stk_status st = stk__image_peek(data, size, nm, &info);
+  if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+  if (info.bit_depth > 8)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "dtype \"%s\" on a %d-bit image: stoker decodes 8 bits per sample and "
+                      "scales them (DALI keeps the 16); decode as uint8",
+                      stk__arg_string(node, A_DTYPE), info.bit_depth);
+  return STK_OK;
+}
+
 static stk_status decode_into_output(stk__node *node, stk__sample *s, const uint8_t *data,
                                      size_t size, const char *nm, const stk__decode_opts *o) {
   stk__decoded d;
+  if (dtype_arg(node) != STK_DTYPE_UINT8) {
+    STK_TRY(check_depth(node, s, data, size, nm));
+    scratch_image part = {s, {0}};
+    stk_status st = stk__image_decode(data, size, nm, o, alloc_scratch_image, &part, &d);
+    if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+    return emit_scaled(node, s, &part.img);
+  }
   stk_status st = stk__image_decode(data, size, nm, o, alloc_output, s, &d);
   if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
   return STK_OK;
@@ -204,10 +336,45 @@ static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b);
 
 /* ---- decoders.image ---- */
 
-static const stk_arg_schema image_args[] = {DECODER_COMMON_ARGS};
-STK__CHECK_ARGS(image_args, A_COMMON_COUNT);
-_Static_assert(sizeof image_args / sizeof image_args[0] == A_COMMON_COUNT,
+_Static_assert(sizeof((stk_arg_schema[]){DECODER_COMMON_ARGS}) / sizeof(stk_arg_schema) ==
+                   A_COMMON_COUNT,
                "A_COMMON_COUNT must count DECODER_COMMON_ARGS");
+
+/* DALI's decoder cache (mixed backend): accepted so DALI code ports; stoker caches whole
+ * deterministic prefixes instead (fn.cache, docs/python.md). */
+#define CACHE_COMPAT "DALI's mixed-backend decoder cache: accepted, no effect (see fn.cache)"
+enum {
+  IM_CACHE_SIZE = A_COMMON_COUNT,
+  IM_CACHE_THRESHOLD,
+  IM_CACHE_TYPE,
+  IM_CACHE_DEBUG,
+  IM_CACHE_BATCH_COPY,
+  IM_COUNT_
+};
+static const stk_arg_schema image_args[] = {
+    DECODER_COMMON_ARGS,
+    [IM_CACHE_SIZE] = {.name = "cache_size",
+                       .type = STK_ARG_INT,
+                       .default_text = "0",
+                       .doc = CACHE_COMPAT},
+    [IM_CACHE_THRESHOLD] = {.name = "cache_threshold",
+                            .type = STK_ARG_INT,
+                            .default_text = "0",
+                            .doc = CACHE_COMPAT},
+    [IM_CACHE_TYPE] = {.name = "cache_type",
+                       .type = STK_ARG_STRING,
+                       .default_text = "\"\"",
+                       .doc = CACHE_COMPAT},
+    [IM_CACHE_DEBUG] = {.name = "cache_debug",
+                        .type = STK_ARG_BOOL,
+                        .default_text = "false",
+                        .doc = CACHE_COMPAT},
+    [IM_CACHE_BATCH_COPY] = {.name = "cache_batch_copy",
+                             .type = STK_ARG_BOOL,
+                             .default_text = "true",
+                             .doc = CACHE_COMPAT},
+};
+STK__CHECK_ARGS(image_args, IM_COUNT_);
 
 static stk_status image_run(stk__node *node, stk__sample *s) {
   char buf[48];
@@ -223,7 +390,8 @@ static stk_status image_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema image_schema = {
     .name = "decoders.image",
     .doc =
-        "Decodes JPEG and PNG images into HWC uint8 (RGB, BGR or GRAY), applying the EXIF "
+        "Decodes JPEG and PNG images into HWC uint8 (or `dtype`; RGB, BGR or GRAY), applying the "
+        "EXIF "
         "orientation. Progressive and CMYK JPEGs and every PNG colour type and bit depth are "
         "supported; alpha is dropped; 16-bit PNG samples are rounded to 8 bits (round(v / "
         "257)) and PNG pixel values are DALI's, GRAY included (docs/gpu.md). Corrupt or "
@@ -369,9 +537,19 @@ const stk__op_def stk__op_decoders_image_random_crop = {
 static stk_status window_mixed_prepare(stk__node *node, stk__sample *s, void *record);
 static stk_status window_run_mixed(stk__node *node, stk__gpu_batch *b);
 
+static stk_status decode_padded(stk__node *node, stk__sample *s, const uint8_t *data, size_t size,
+                                const char *nm, stk__decode_opts *o, const stk__crop_window *win,
+                                int w, int h, int fill_arg);
+
+static bool window_inside(const stk__crop_window *win, int w, int h) {
+  return win->x >= 0 && win->y >= 0 && (int64_t)win->x + win->w <= w &&
+         (int64_t)win->y + win->h <= h;
+}
+
 /* The window of a w x h image as decode options; a window leaving the image is cut to it
- * (trim_to_shape) or refused (error). */
-static stk_status decode_window(stk__node *node, stk__sample *s, window_fn window) {
+ * (trim_to_shape), refused (error) or padded with argument `fill_arg`'s values (pad: the
+ * window function then returns it uncut). */
+static stk_status decode_window(stk__node *node, stk__sample *s, window_fn window, int fill_arg) {
   char buf[48];
   const char *nm = sample_name(s, buf, sizeof buf);
   const uint8_t *data;
@@ -388,32 +566,108 @@ static stk_status decode_window(stk__node *node, stk__sample *s, window_fn windo
   for (int k = 0; k < 2 && k + 1 < stk__node_num_inputs(node); k++) in[k] = stk__input(s, k + 1);
   stk__crop_window win;
   STK_TRY(window(node, s, in, w, h, &win));
+  if (!window_inside(&win, w, h))
+    return decode_padded(node, s, data, size, nm, &o, &win, w, h, fill_arg);
   o.roi_x = win.x, o.roi_y = win.y, o.roi_w = win.w, o.roi_h = win.h;
   return decode_into_output(node, s, data, size, nm, &o);
 }
 
-/* A rectangle inside the w x h image as a window, or the error naming it. */
+/* out_of_bounds_policy "pad": decodes the part of the window inside the image (nothing
+ * when it lies wholly outside) and places it in a window-sized output whose other pixels
+ * take the fill values (rounded and saturated to uint8, as crop's). */
+static stk_status decode_padded(stk__node *node, stk__sample *s, const uint8_t *data, size_t size,
+                                const char *nm, stk__decode_opts *o, const stk__crop_window *win,
+                                int w, int h, int fill_arg) {
+  int64_t x0 = win->x < 0 ? 0 : win->x, y0 = win->y < 0 ? 0 : win->y;
+  int64_t x1 = (int64_t)win->x + win->w, y1 = (int64_t)win->y + win->h;
+  x1 = x1 > w ? w : x1, y1 = y1 > h ? h : y1;
+  int c = o->color == STK__COLOR_GRAY ? 1 : 3;
+  scratch_image part = {s, {.data = NULL, .dtype = STK_DTYPE_UINT8, .h = 0, .w = 0, .c = c}};
+  if (x1 > x0 && y1 > y0) {
+    o->roi_x = (int)x0, o->roi_y = (int)y0, o->roi_w = (int)(x1 - x0), o->roi_h = (int)(y1 - y0);
+    stk__decoded d;
+    stk_status st = stk__image_decode(data, size, nm, o, alloc_scratch_image, &part, &d);
+    if (st != STK_OK) return stk__wrap(st, "%s", stk__node_name(node));
+    c = (int)part.img.c;
+  }
+  double *fill = NULL;
+  STK_TRY(stk__channel_values(node, s, fill_arg, "fill_values", c, &fill));
+  uint8_t fill_px[4];
+  stk__fill_pixel(fill_px, STK_DTYPE_UINT8, (size_t)c, fill, (size_t)c);
+  int64_t shape[3] = {win->h, win->w, c};
+  stk__image out = {.data = NULL, .dtype = STK_DTYPE_UINT8, .h = win->h, .w = win->w, .c = c};
+  bool scaled = dtype_arg(node) != STK_DTYPE_UINT8;
+  if (scaled) STK_TRY(check_depth(node, s, data, size, nm));
+  if (scaled) {
+    out.data = stk__scratch(s, (size_t)(win->h * win->w * c) + 1);
+    if (!out.data) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  } else {
+    stk__tensor *t;
+    STK_TRY(stk__output(s, 0, STK_DTYPE_UINT8, 3, shape, "HWC", &t));
+    out.data = t->data;
+  }
+  stk__crop_hwc(&part.img, win->y - y0, win->x - x0, &out, fill_px);
+  return scaled ? emit_scaled(node, s, &out) : STK_OK;
+}
+
+/* A rectangle of the w x h image as a window under the policy: inside the image, cut to it
+ * (trim), or as it is (pad: decode_padded fills what lies outside); else the error naming
+ * it. Empty windows are refused under every policy, as DALI's decoders do. */
 static stk_status fit_window(stk__node *node, stk__sample *s, const stk__rect *r, int w, int h,
-                             bool trim, stk__crop_window *win) {
+                             stk__oob_policy policy, stk__crop_window *win) {
   int64_t y0 = r->y, x0 = r->x, y1 = r->y + r->h, x1 = r->x + r->w;
-  if (trim) {
+  if (policy == STK__OOB_TRIM) {
     y0 = y0 < 0 ? 0 : y0 > h ? h : y0, x0 = x0 < 0 ? 0 : x0 > w ? w : x0;
     y1 = y1 < y0 ? y0 : y1 > h ? h : y1, x1 = x1 < x0 ? x0 : x1 > w ? w : x1;
   }
-  if (y0 < 0 || x0 < 0 || y1 > h || x1 > w || y1 <= y0 || x1 <= x0)
+  bool leaves = y0 < 0 || x0 < 0 || y1 > h || x1 > w;
+  if (y1 <= y0 || x1 <= x0 || (leaves && policy == STK__OOB_ERROR))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "the window %lldx%lld at (y %lld, x %lld) is empty or leaves the %dx%d image "
-                      "(out_of_bounds_policy \"error\"; \"trim_to_shape\" cuts it to the image)",
+                      "(out_of_bounds_policy \"error\"; \"trim_to_shape\" cuts it to the image, "
+                      "\"pad\" fills the rest with fill_values)",
                       (long long)r->h, (long long)r->w, (long long)r->y, (long long)r->x, h, w);
+  if (y0 < INT_MIN / 2 || x0 < INT_MIN / 2 || y1 > INT_MAX / 2 || x1 > INT_MAX / 2 ||
+      ((y1 - y0) * (x1 - x0) > stk__node_max_pixels(node) && stk__node_max_pixels(node) > 0))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "the window %lldx%lld is larger than the pipeline's max_pixels",
+                      (long long)(y1 - y0), (long long)(x1 - x0));
   *win = (stk__crop_window){(int)x0, (int)y0, (int)(x1 - x0), (int)(y1 - y0)};
   return STK_OK;
 }
 
-#define WINDOW_POLICY_ARG                                                                   \
-  {                                                                                         \
-    .name = "out_of_bounds_policy", .type = STK_ARG_STRING, .default_text = "\"error\"",    \
-    .choices = "error|trim_to_shape",                                                       \
-    .doc = "a window leaving the image: \"error\", or \"trim_to_shape\" (cut to the image)" \
+/* The policy argument's value. */
+static stk__oob_policy window_policy(const stk__node *node, int policy_arg) {
+  stk__oob_policy p = STK__OOB_ERROR;
+  stk__oob_parse(stk__arg_string(node, policy_arg), &p);
+  return p;
+}
+
+/* "pad" decodes into a host buffer first: the mixed device does not take it. */
+static stk_status window_policy_check(stk__node *node, int policy_arg) {
+  if (window_policy(node, policy_arg) == STK__OOB_PAD && stk__node_device(node) == STK_DEVICE_MIXED)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "out_of_bounds_policy \"pad\" is CPU-only: use device=\"cpu\", or decode "
+                      "with \"trim_to_shape\" and pad with fn.pad / fn.crop on the GPU");
+  return STK_OK;
+}
+
+#define WINDOW_POLICY_ARG                                                                 \
+  {                                                                                       \
+    .name = "out_of_bounds_policy", .type = STK_ARG_STRING, .default_text = "\"error\"",  \
+    .choices = STK__OOB_CHOICES,                                                          \
+    .doc =                                                                                \
+        "a window leaving the image: \"error\", \"trim_to_shape\" (cut to the image) or " \
+        "\"pad\" (the rest takes fill_values; CPU only; a stoker extension: DALI's "      \
+        "decoders have no such argument)"                                                 \
+  }
+#define WINDOW_FILL_ARG                                                             \
+  {                                                                                 \
+    .name = "fill_values", .type = STK_ARG_FLOATS, .flags = STK_ARGF_PER_SAMPLE,    \
+    .default_text = "[0.0]",                                                        \
+    .doc =                                                                          \
+        "out_of_bounds_policy \"pad\": the padding, one value or one per channel, " \
+        "rounded and saturated to uint8"                                            \
   }
 
 enum {
@@ -424,6 +678,7 @@ enum {
   IC_POS_Y,
   IC_ROUNDING,
   IC_POLICY,
+  IC_FILL,
   IC_COUNT_
 };
 static const stk_arg_schema image_crop_args[] = {
@@ -463,33 +718,30 @@ static const stk_arg_schema image_crop_args[] = {
                      .choices = "round|truncate",
                      .doc = "how the anchor becomes an integer"},
     [IC_POLICY] = WINDOW_POLICY_ARG,
+    [IC_FILL] = WINDOW_FILL_ARG,
 };
 STK__CHECK_ARGS(image_crop_args, IC_COUNT_);
 
 static const stk__crop_arg_ids image_crop_ids = {IC_CROP, IC_CROP_H, IC_CROP_W, IC_POS_X, IC_POS_Y};
 
-static bool trims(const stk__node *node, int policy_arg) {
-  return strcmp(stk__arg_string(node, policy_arg), "trim_to_shape") == 0;
-}
-
 static stk_status image_crop_window(stk__node *node, stk__sample *s, const stk__tensor *const in[2],
                                     int w, int h, stk__crop_window *win) {
   (void)in;
   stk__rect r;
-  bool trim = trims(node, IC_POLICY);
+  stk__oob_policy policy = window_policy(node, IC_POLICY);
   bool truncate = strcmp(stk__arg_string(node, IC_ROUNDING), "truncate") == 0;
-  STK_TRY(stk__crop_args_rect(node, s, &image_crop_ids, trim ? STK__OOB_TRIM : STK__OOB_ERROR,
-                              truncate, h, w, &r));
-  return fit_window(node, s, &r, w, h, trim, win);
+  STK_TRY(stk__crop_args_rect(node, s, &image_crop_ids, policy, truncate, h, w, &r));
+  return fit_window(node, s, &r, w, h, policy, win);
 }
 
 static stk_status image_crop_init(stk__node *node) {
   STK_TRY(mixed_init(node));
+  STK_TRY(window_policy_check(node, IC_POLICY));
   return stk__crop_args_check(node, &image_crop_ids);
 }
 
 static stk_status image_crop_run(stk__node *node, stk__sample *s) {
-  return decode_window(node, s, image_crop_window);
+  return decode_window(node, s, image_crop_window, IC_FILL);
 }
 
 static const stk_op_schema image_crop_schema = {
@@ -521,30 +773,79 @@ const stk__op_def stk__op_decoders_image_crop = {
     .prep_release = mixed_release,
 };
 
-enum { IS_NORM_ANCHOR = A_COMMON_COUNT, IS_NORM_SHAPE, IS_AXES, IS_POLICY, IS_COUNT_ };
+enum {
+  IS_NORM_ANCHOR = A_COMMON_COUNT,
+  IS_NORM_SHAPE,
+  IS_AXES,
+  IS_POLICY,
+  IS_START,
+  IS_END,
+  IS_SHAPE,
+  IS_REL_START,
+  IS_REL_END,
+  IS_REL_SHAPE,
+  IS_AXIS_NAMES,
+  IS_FILL,
+  IS_COUNT_
+};
 static const stk_arg_schema image_slice_args[] = {
     DECODER_COMMON_ARGS,
     [IS_NORM_ANCHOR] = {.name = "normalized_anchor",
                         .type = STK_ARG_BOOL,
                         .default_text = "true",
-                        .doc = "the anchor is a fraction of the extent (else pixels)"},
+                        .doc = "a floating-point anchor input is a fraction of the extent (else "
+                               "pixels); an integer one is always in pixels, as in DALI"},
     [IS_NORM_SHAPE] = {.name = "normalized_shape",
                        .type = STK_ARG_BOOL,
                        .default_text = "true",
-                       .doc = "the shape is a fraction of the extent (else pixels)"},
+                       .doc = "a floating-point shape input is a fraction of the extent (else "
+                              "pixels); an integer one is always in pixels"},
     [IS_AXES] = {.name = "axes",
                  .type = STK_ARG_INTS,
                  .default_text = "[1, 0]",
-                 .doc = "the axes anchor and shape give, in their order: 0 = H, 1 = W (the "
-                        "default [1, 0]: [x, y] and [w, h], as DALI)"},
+                 .doc = "the axes the anchor / shape inputs and the start ... rel_shape "
+                        "arguments give, in their order: 0 (or -2) = H, 1 (or -1) = W (the "
+                        "default [1, 0]: [x, y] and [w, h], as DALI); excludes axis_names"},
     [IS_POLICY] = WINDOW_POLICY_ARG,
+    [IS_START] = {.name = "start",
+                  .type = STK_ARG_INTS,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .doc = "the window's start in pixels, one value per axis (instead of the "
+                         "anchor input; excludes rel_start); default 0"},
+    [IS_END] = {.name = "end",
+                .type = STK_ARG_INTS,
+                .flags = STK_ARGF_PER_SAMPLE,
+                .doc = "the window's end (exclusive) in pixels; give at most one of end, "
+                       "rel_end, shape, rel_shape (none: the image's extent)"},
+    [IS_SHAPE] = {.name = "shape",
+                  .type = STK_ARG_INTS,
+                  .flags = STK_ARGF_PER_SAMPLE,
+                  .doc = "the window's extent in pixels (end = start + shape)"},
+    [IS_REL_START] = {.name = "rel_start",
+                      .type = STK_ARG_FLOATS,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .doc = "the start as a fraction of the extent: round(rel_start * extent)"},
+    [IS_REL_END] = {.name = "rel_end",
+                    .type = STK_ARG_FLOATS,
+                    .flags = STK_ARGF_PER_SAMPLE,
+                    .doc = "the end as a fraction of the extent: round(rel_end * extent)"},
+    [IS_REL_SHAPE] = {.name = "rel_shape",
+                      .type = STK_ARG_FLOATS,
+                      .flags = STK_ARGF_PER_SAMPLE,
+                      .doc = "the extent as a fraction of the image's: end = round(start + "
+                             "rel_shape * extent), with the start before rounding"},
+    [IS_AXIS_NAMES] = {.name = "axis_names",
+                       .type = STK_ARG_STRING,
+                       .doc = "the axes as letters, in order: \"WH\" is axes=[1, 0], \"HW\" "
+                              "axes=[0, 1], \"W\" only the width (excludes axes)"},
+    [IS_FILL] = WINDOW_FILL_ARG,
 };
 STK__CHECK_ARGS(image_slice_args, IS_COUNT_);
 
 static const stk_port_schema slice_in[] = {
     {"encoded", "the file's bytes: a 1-D uint8 tensor (JPEG or PNG)"},
-    {"anchor", "the window's start along `axes` (float or integer)"},
-    {"shape", "the window's extent along `axes`"}};
+    {"anchor", "optional (with shape): the window's start along `axes` (float or integer)"},
+    {"shape", "optional (with anchor): the window's extent along `axes`"}};
 
 /* Value k of a 1-D anchor or shape input. */
 static bool slice_value(const stk__tensor *t, int64_t k, double *v) {
@@ -569,16 +870,64 @@ static bool slice_value(const stk__tensor *t, int64_t k, double *v) {
   }
 }
 
-/* DALI's slice window: start = round(anchor * extent), end = round((anchor + shape) *
- * extent) (normalised; in pixels without the factor), per axis of `axes`. */
-static stk_status image_slice_window(stk__node *node, stk__sample *s,
-                                     const stk__tensor *const in[2], int w, int h,
-                                     stk__crop_window *win) {
-  const int64_t *axes;
-  size_t na = stk__arg_ints(node, NULL, IS_AXES, &axes);
-  double start[2] = {0, 0}, end[2] = {h, w}; /* [y, x]: the whole image on axes not given */
-  bool na_rel = stk__arg_bool(node, NULL, IS_NORM_ANCHOR),
-       ns_rel = stk__arg_bool(node, NULL, IS_NORM_SHAPE);
+static bool is_float_dtype(stk_dtype t) { return t == STK_DTYPE_FLOAT32 || t == STK_DTYPE_FLOAT64; }
+
+/* The slice axes (0 = H, 1 = W) in the order the values give them, from axis_names or
+ * axes; *na is 1 or 2. */
+static stk_status slice_axes(stk__node *node, int axes[2], size_t *na) {
+  if (stk__arg_given(node, IS_AXIS_NAMES)) {
+    const char *names = stk__arg_string(node, IS_AXIS_NAMES);
+    size_t n = strlen(names);
+    for (size_t k = 0; k < n && k < 2; k++)
+      axes[k] = names[k] == 'H' ? 0 : names[k] == 'W' ? 1 : -1;
+    if (n < 1 || n > 2 || axes[0] < 0 || axes[n - 1] < 0 || (n == 2 && axes[0] == axes[1]))
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                        "axis_names \"%s\" must name H and/or W, each once", names);
+    *na = n;
+    return STK_OK;
+  }
+  const int64_t *ax;
+  size_t n = stk__arg_ints(node, NULL, IS_AXES, &ax);
+  for (size_t k = 0; k < n && k < 2; k++)
+    axes[k] = ax[k] >= -2 && ax[k] <= 1 ? (int)(ax[k] < 0 ? ax[k] + 2 : ax[k]) : -1;
+  if (n < 1 || n > 2 || axes[0] < 0 || axes[n - 1] < 0 || (n == 2 && axes[0] == axes[1]))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "'axes' must list 0 (H) and/or 1 (W), each once (-2 and -1 count from "
+                      "the back)");
+  *na = n;
+  return STK_OK;
+}
+
+/* The `na` values of argument `arg` for sample s into v, or the error naming it. */
+static stk_status slice_arg_values(stk__node *node, stk__sample *s, int arg, size_t na, double *v) {
+  size_t n;
+  if (image_slice_args[arg].type == STK_ARG_INTS) {
+    const int64_t *iv;
+    n = stk__arg_ints(node, s, arg, &iv);
+    for (size_t k = 0; k < n && k < na; k++) v[k] = (double)iv[k];
+  } else {
+    const double *fv;
+    n = stk__arg_floats(node, s, arg, &fv);
+    for (size_t k = 0; k < n && k < na; k++) v[k] = fv[k];
+  }
+  if (n != na)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'%s' has %zu values; expected %zu (one per axis of axes / axis_names)",
+                      image_slice_args[arg].name, n, na);
+  for (size_t k = 0; k < na; k++)
+    if (!(fabs(v[k]) < 1e9))
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'%s'[%zu] = %g is out of range",
+                        image_slice_args[arg].name, k, v[k]);
+  return STK_OK;
+}
+
+/* The window's [start, end) in unrounded pixels per slice axis, from the anchor and
+ * shape inputs: float values are fractions when normalized_*, integers are pixels. */
+static stk_status slice_from_inputs(stk__node *node, stk__sample *s, const stk__tensor *const in[2],
+                                    const int axes[2], size_t na, int w, int h, double *b,
+                                    double *e) {
+  bool na_rel = stk__arg_bool(node, NULL, IS_NORM_ANCHOR) && is_float_dtype(in[0]->dtype);
+  bool ns_rel = stk__arg_bool(node, NULL, IS_NORM_SHAPE) && is_float_dtype(in[1]->dtype);
   for (size_t k = 0; k < na; k++) {
     double a, z, extent = axes[k] == 0 ? h : w;
     if (!slice_value(in[0], (int64_t)k, &a) || !slice_value(in[1], (int64_t)k, &z))
@@ -586,41 +935,108 @@ static stk_status image_slice_window(stk__node *node, stk__sample *s,
                         "the anchor and shape need %zu float or int32/int64 values (one per axis "
                         "of 'axes')",
                         na);
-    double a_px = na_rel ? a * extent : a, z_px = ns_rel ? z * extent : z;
-    start[axes[k]] = (double)llround(a_px);
-    end[axes[k]] = (double)llround(a_px + z_px);
+    b[k] = na_rel ? a * extent : a;
+    e[k] = b[k] + (ns_rel ? z * extent : z);
   }
-  stk__rect r = {(int64_t)start[0], (int64_t)start[1], (int64_t)(end[0] - start[0]),
-                 (int64_t)(end[1] - start[1])};
-  return fit_window(node, s, &r, w, h, trims(node, IS_POLICY), win);
+  return STK_OK;
+}
+
+/* The same from the start / end / shape arguments and their rel_ forms (DALI's rules:
+ * start 0 and end the extent by default; rel_shape and shape extend the unrounded start). */
+static stk_status slice_from_args(stk__node *node, stk__sample *s, const int axes[2], size_t na,
+                                  int w, int h, double *b, double *e) {
+  double v[2];
+  for (size_t k = 0; k < na; k++) b[k] = 0, e[k] = axes[k] == 0 ? h : w;
+  if (stk__arg_given(node, IS_START) || stk__arg_given(node, IS_REL_START)) {
+    bool rel = stk__arg_given(node, IS_REL_START);
+    STK_TRY(slice_arg_values(node, s, rel ? IS_REL_START : IS_START, na, v));
+    for (size_t k = 0; k < na; k++) b[k] = rel ? v[k] * e[k] : v[k];
+  }
+  static const int end_args[] = {IS_END, IS_REL_END, IS_SHAPE, IS_REL_SHAPE};
+  for (int j = 0; j < 4; j++) {
+    if (!stk__arg_given(node, end_args[j])) continue;
+    STK_TRY(slice_arg_values(node, s, end_args[j], na, v));
+    for (size_t k = 0; k < na; k++) {
+      double extent = axes[k] == 0 ? h : w;
+      e[k] = end_args[j] == IS_END       ? v[k]
+             : end_args[j] == IS_REL_END ? v[k] * extent
+             : end_args[j] == IS_SHAPE   ? b[k] + v[k]
+                                         : b[k] + v[k] * extent;
+    }
+  }
+  return STK_OK;
+}
+
+/* DALI's slice window: start = round(anchor), end = round(anchor + shape) in pixels (half
+ * away from zero), per axis of `axes`; the whole extent on the other axis. */
+static stk_status image_slice_window(stk__node *node, stk__sample *s,
+                                     const stk__tensor *const in[2], int w, int h,
+                                     stk__crop_window *win) {
+  int axes[2];
+  size_t na;
+  STK_TRY(slice_axes(node, axes, &na));
+  double b[2], e[2];
+  if (in[0] && in[1])
+    STK_TRY(slice_from_inputs(node, s, in, axes, na, w, h, b, e));
+  else
+    STK_TRY(slice_from_args(node, s, axes, na, w, h, b, e));
+  int64_t start[2] = {0, 0}, end[2] = {h, w}; /* [y, x] */
+  for (size_t k = 0; k < na; k++) {
+    start[axes[k]] = (int64_t)llround(b[k]);
+    end[axes[k]] = (int64_t)llround(e[k]);
+  }
+  stk__rect r = {start[0], start[1], end[0] - start[0], end[1] - start[1]};
+  return fit_window(node, s, &r, w, h, window_policy(node, IS_POLICY), win);
+}
+
+/* The argument combinations DALI accepts: inputs or arguments, one form of each. */
+static stk_status image_slice_check_args(stk__node *node) {
+  bool g[IS_COUNT_];
+  for (int a = 0; a < IS_COUNT_; a++) g[a] = stk__arg_given(node, a);
+  int ends = g[IS_END] + g[IS_REL_END] + g[IS_SHAPE] + g[IS_REL_SHAPE];
+  bool any = g[IS_START] || g[IS_REL_START] || ends > 0;
+  int inputs = stk__node_num_inputs(node);
+  const char *msg = NULL;
+  if (inputs == 2)
+    msg = "give both the anchor and the shape inputs, or neither";
+  else if (inputs == 3 && any)
+    msg = "the anchor and shape inputs exclude the start/end/shape/rel_* arguments";
+  else if (inputs == 1 && !any)
+    msg = "give the window: anchor and shape inputs, or start/end/shape (or rel_*) arguments";
+  else if (g[IS_START] && g[IS_REL_START])
+    msg = "start and rel_start are mutually exclusive";
+  else if (ends > 1)
+    msg = "end, rel_end, shape and rel_shape are mutually exclusive";
+  else if (g[IS_AXES] && g[IS_AXIS_NAMES])
+    msg = "axes and axis_names are mutually exclusive";
+  if (msg) return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "%s (as in DALI)", msg);
+  int axes[2];
+  size_t na;
+  return slice_axes(node, axes, &na);
 }
 
 static stk_status image_slice_init(stk__node *node) {
   STK_TRY(mixed_init(node));
-  const int64_t *axes;
-  size_t n = stk__arg_ints(node, NULL, IS_AXES, &axes);
-  if (n < 1 || n > 2 || axes[0] < 0 || axes[0] > 1 || axes[n - 1] < 0 || axes[n - 1] > 1 ||
-      (n == 2 && axes[0] == axes[1]))
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
-                      "'axes' must list 0 (H) and/or 1 (W), each once");
-  return STK_OK;
+  STK_TRY(window_policy_check(node, IS_POLICY));
+  return image_slice_check_args(node);
 }
 
 static stk_status image_slice_run(stk__node *node, stk__sample *s) {
-  return decode_window(node, s, image_slice_window);
+  return decode_window(node, s, image_slice_window, IS_FILL);
 }
 
 static const stk_op_schema image_slice_schema = {
     .name = "decoders.image_slice",
     .doc =
-        "Decodes only the window given by the anchor and shape inputs (DALI's "
-        "decoders.image_slice: normalised by default, [x, y] / [w, h] order with the "
-        "default axes; start = round(anchor * extent), end = round((anchor + shape) * "
-        "extent)), e.g. from random_crop_generator (axes=[0, 1], normalized_anchor=false, "
-        "normalized_shape=false). JPEGs decode just that window. Otherwise as "
+        "Decodes only a window of each image (DALI's decoders.image_slice), given by the "
+        "anchor and shape inputs (float: fractions of the extent by default; integer: "
+        "pixels) or by the start / end / shape arguments and their rel_ forms, in the order "
+        "of axes ([x, y] and [w, h] by default) or axis_names; start = round(anchor), end = "
+        "round(anchor + shape) in pixels, half away from zero. E.g. from "
+        "random_crop_generator: axes=[0, 1]. JPEGs decode just that window. Otherwise as "
         "decoders.image.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_MIXED,
-    .min_inputs = 3,
+    .min_inputs = 1,
     .max_inputs = 3,
     .inputs = slice_in,
     .num_outputs = 1,
@@ -646,7 +1062,7 @@ const stk__op_def stk__op_decoders_image_slice = {
 /* The window of the running decoder: image_slice's takes the anchor and shape inputs
  * (its aliases share the schema's shape, not the definition's address). */
 static window_fn window_of(const stk__node *node) {
-  return stk__node_def(node)->schema->min_inputs == 3 ? image_slice_window : image_crop_window;
+  return stk__node_def(node)->schema->max_inputs == 3 ? image_slice_window : image_crop_window;
 }
 
 /* ---- the mixed device: nvJPEG into GPU memory, CPU decode + upload for the rest ---- */
@@ -668,6 +1084,11 @@ typedef struct {
 } mixed_sample;
 
 static stk_status mixed_init(stk__node *node) {
+  if (stk__node_device(node) == STK_DEVICE_MIXED && dtype_arg(node) != STK_DTYPE_UINT8)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "dtype \"%s\" is CPU-only: the mixed device decodes to uint8 (convert "
+                      "after, e.g. with crop_mirror_normalize or cast on the GPU)",
+                      stk__arg_string(node, A_DTYPE));
   if (stk__arg_float(node, NULL, A_CPU_LOAD) < 0) stk__node_request_host_balance(node);
   return STK_OK;
 }
@@ -1047,7 +1468,7 @@ static stk_status crop_run_mixed(stk__node *node, stk__gpu_batch *b) {
 
 /* ---- peek_image_shape ---- */
 
-enum { P_DTYPE, P_ADJUST_ORIENTATION, PEEK_ARGS_COUNT_ };
+enum { P_DTYPE, P_ADJUST_ORIENTATION, P_IMAGE_TYPE, PEEK_ARGS_COUNT_ };
 static const stk_arg_schema peek_args[] = {
     [P_DTYPE] = {.name = "dtype",
                  .type = STK_ARG_STRING,
@@ -1058,10 +1479,17 @@ static const stk_arg_schema peek_args[] = {
                               .type = STK_ARG_BOOL,
                               .default_text = "true",
                               .doc = "report the shape as displayed (EXIF orientation applied)"},
+    [P_IMAGE_TYPE] = {.name = "image_type",
+                      .type = STK_ARG_STRING,
+                      .default_text = "\"RGB\"",
+                      .choices = "RGB|BGR|YCbCr|GRAY|ANY_DATA",
+                      .doc = "the colour format the image would be decoded to, which sets C: 3 "
+                             "for RGB, BGR and YCbCr, 1 for GRAY, the file's own channel count "
+                             "for ANY_DATA (as DALI)"},
 };
 STK__CHECK_ARGS(peek_args, PEEK_ARGS_COUNT_);
 static const stk_port_schema shape_out[] = {
-    {"shape", "[H, W, C]: height, width and the number of channels stored in the file"}};
+    {"shape", "[H, W, C]: height, width and the channels of image_type"}};
 
 static void store_dim(void *data, stk_dtype dtype, int i, int64_t v) {
   switch (dtype) {
@@ -1102,13 +1530,17 @@ static stk_status peek_run(stk__node *node, stk__sample *s) {
   STK_TRY(stk__output(s, 0, dtype, 1, shape, NULL, &t));
   store_dim(t->data, dtype, 0, oriented ? info.oriented_height : info.height);
   store_dim(t->data, dtype, 1, oriented ? info.oriented_width : info.width);
-  store_dim(t->data, dtype, 2, info.channels);
+  const char *it = stk__arg_string(node, P_IMAGE_TYPE);
+  int64_t c = strcmp(it, "ANY_DATA") == 0 ? info.channels : strcmp(it, "GRAY") == 0 ? 1 : 3;
+  store_dim(t->data, dtype, 2, c);
   return STK_OK;
 }
 
 static const stk_op_schema peek_schema = {
     .name = "peek_image_shape",
-    .doc = "The shape [H, W, C] of each encoded image, read from its header without decoding.",
+    .doc =
+        "The shape [H, W, C] of each encoded image, read from its header without decoding "
+        "(DALI's peek_image_shape: C follows image_type, 3 by default).",
     .devices = STK_DEVICE_CPU,
     .flags = 0,
     .min_inputs = 1,

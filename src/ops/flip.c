@@ -6,7 +6,7 @@
 #include "gpu_util.h"
 #include "image_util.h"
 
-enum { A_HORIZONTAL, A_VERTICAL, A_COUNT_ };
+enum { A_HORIZONTAL, A_VERTICAL, A_DEPTHWISE, A_COUNT_ };
 
 static const stk_arg_schema flip_args[] = {
     [A_HORIZONTAL] = {.name = "horizontal",
@@ -19,6 +19,12 @@ static const stk_arg_schema flip_args[] = {
                     .flags = STK_ARGF_PER_SAMPLE,
                     .default_text = "0",
                     .doc = "non-zero: mirror top-bottom"},
+    [A_DEPTHWISE] = {.name = "depthwise",
+                     .type = STK_ARG_INT,
+                     .flags = STK_ARGF_PER_SAMPLE,
+                     .default_text = "0",
+                     .doc = "non-zero: mirror along the layout's D axis (volumes: DHWC, CDHW, "
+                            "FDHWC); no effect without one, as DALI. CPU only"},
 };
 STK__CHECK_ARGS(flip_args, A_COUNT_);
 
@@ -39,6 +45,12 @@ static bool find_hw(const stk__tensor *t, int *h, int *w) {
   return true;
 }
 
+/* The position of the layout's D axis, or -1. */
+static int depth_axis(const stk__tensor *t) {
+  const char *d = (int)strlen(t->layout) == t->ndim ? strchr(t->layout, 'D') : NULL;
+  return d ? (int)(d - t->layout) : -1;
+}
+
 static stk_status flip_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
   int ah, aw;
@@ -54,10 +66,23 @@ static stk_status flip_run(stk__node *node, stk__sample *s) {
   for (int d = ah + 1; d < aw; d++) mid *= in->shape[d];
   for (int d = aw + 1; d < in->ndim; d++) inner *= in->shape[d];
   bool hz = stk__arg_int(node, s, A_HORIZONTAL) != 0, vt = stk__arg_int(node, s, A_VERTICAL) != 0;
+  const void *src = in->data;
+  int ad = depth_axis(in);
+  size_t es = stk_dtype_size(in->dtype);
+  if (ad >= 0 && stk__arg_int(node, s, A_DEPTHWISE) != 0) {
+    /* D first, into scratch: [before D] x D x [after D] rows reversed (a vertical flip of
+     * one-column "images") */
+    int64_t before = 1, after = 1;
+    for (int d = 0; d < ad; d++) before *= in->shape[d];
+    for (int d = ad + 1; d < in->ndim; d++) after *= in->shape[d];
+    void *tmp = stk__scratch(s, (size_t)(before * in->shape[ad] * after) * es + 1);
+    if (!tmp) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+    stk__flip(src, tmp, es, before, in->shape[ad], after, 1, 1, false, true);
+    src = tmp;
+  }
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, in->dtype, in->ndim, in->shape, in->layout, &out));
-  stk__flip(in->data, out->data, stk_dtype_size(in->dtype), outer, in->shape[ah], mid,
-            in->shape[aw], inner, hz, vt);
+  stk__flip(src, out->data, es, outer, in->shape[ah], mid, in->shape[aw], inner, hz, vt);
   return STK_OK;
 }
 
@@ -88,6 +113,11 @@ static stk_status flip_run_gpu(stk__node *node, stk__gpu_batch *b) {
     for (int k = ah + 1; k < aw; k++) mid *= t.shape[k];
     for (int k = aw + 1; k < t.ndim; k++) inner *= t.shape[k];
     stk__sample *s = stk__gpu_sample(b, i);
+    if (depth_axis(&t) >= 0 && stk__arg_int(node, s, A_DEPTHWISE) != 0) {
+      st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "depthwise flips run on the CPU only (the GPU kernel mirrors H and W)");
+      break;
+    }
     fs[i] = (stk_gpu_flip_sample){d.data,
                                   NULL,
                                   outer,

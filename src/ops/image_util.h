@@ -10,6 +10,7 @@
 #ifndef STOKER_OPS_IMAGE_UTIL_H
 #define STOKER_OPS_IMAGE_UTIL_H
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -174,6 +175,61 @@ static inline stk_status stk__resample_to_output(const stk__node *node, stk__sam
     return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory (%zu bytes)", need);
   STK_TRY(stk__image_output(s, stk__input(s, 0)->ndim, out));
   return stk__sample_wrap(stk__resample(in, out, ra, scratch, need), node, s);
+}
+
+/* DALI's per-axis filters: min_filter for an axis scaled down, mag_filter otherwise. */
+typedef struct {
+  stk__interp min, mag;
+  bool antialias;
+} stk__resample_filters;
+
+/* The filter of an axis resampling the window [lo, hi) onto `out` pixels. */
+static inline stk__interp stk__axis_interp(const stk__resample_filters *f, int64_t out, double lo,
+                                           double hi) {
+  return (double)out < fabs(hi - lo) ? f->min : f->mag;
+}
+
+/* Resamples the window [lo, hi) ([y, x]) of `in` into output 0 (out: size and type). When
+ * the axes take different filters, two passes: the rows with the H filter into a float32
+ * image, then the columns with the W filter; the other axis of each pass is copied
+ * exactly (a scale-1 window on whole pixels). */
+static inline stk_status stk__resample_axes(const stk__node *node, stk__sample *s,
+                                            const stk__resample_filters *f, const stk__image *in,
+                                            stk__image *out, const double lo[2],
+                                            const double hi[2]) {
+  stk__interp ih = stk__axis_interp(f, out->h, lo[0], hi[0]);
+  stk__interp iw = stk__axis_interp(f, out->w, lo[1], hi[1]);
+  if (ih == iw) {
+    stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], ih, f->antialias, 0};
+    return stk__resample_to_output(node, s, in, out, &ra);
+  }
+  stk__image mid = {NULL, STK_DTYPE_FLOAT32, out->h, in->w, in->c};
+  mid.data = stk__scratch(s, (size_t)(mid.h * mid.w * mid.c) * sizeof(float) + 4);
+  stk__resample_args rows = {0.0, lo[0], (double)in->w, hi[0], ih, f->antialias, 0};
+  size_t need = stk__resample_scratch_size(in, mid.h, mid.w, &rows);
+  void *scratch = need ? stk__scratch(s, need) : NULL;
+  if (!mid.data || (need && !scratch))
+    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  STK_TRY(stk__sample_wrap(stk__resample(in, &mid, &rows, scratch, need), node, s));
+  stk__resample_args cols = {lo[1], 0.0, hi[1], (double)mid.h, iw, f->antialias, 0};
+  return stk__resample_to_output(node, s, &mid, out, &cols);
+}
+
+/* The one filter the GPU resample kernels take for a batch: sample i's axes (output
+ * `shape`, window [lo, hi)) must pick the same filter as each other and as sample 0. */
+static inline stk_status stk__gpu_batch_interp(const stk__node *node, stk__sample *s,
+                                               const stk__resample_filters *f, size_t i,
+                                               const int64_t *shape, const double lo[2],
+                                               const double hi[2], stk__interp *batch_interp) {
+  stk__interp ih = stk__axis_interp(f, shape[0], lo[0], hi[0]);
+  stk__interp iw = stk__axis_interp(f, shape[1], lo[1], hi[1]);
+  if (i == 0) *batch_interp = ih;
+  if (ih != iw || ih != *batch_interp)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "min_filter and mag_filter pick different filters for the axes or samples "
+                      "of this batch; the GPU resize takes one filter per batch (use the CPU, "
+                      "or equal filters)");
+  return STK_OK;
 }
 
 /* A per-channel float argument for `channels` channels: one value is broadcast, else

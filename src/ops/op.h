@@ -94,6 +94,10 @@ typedef struct stk__op_def {
    * outputs through stk__batch_sample (stk__input, stk__output and stk__scratch work on
    * those samples as in run_sample). A failure fails the batch. */
   stk_status (*run_batch)(stk__node *node, stk__batch *batch);
+  /* Operators that are batch operators for some arguments only (normalize's batch=True),
+   * whose schema then lacks STK_OPF_BATCH: true when this instance runs through run_batch,
+   * false when through run_sample. Reads only constant arguments. May be NULL. */
+  bool (*batch_when)(const stk__node *node);
 } stk__op_def;
 
 /* Argument tables: end the operator's argument enum with a count and index every entry

@@ -1,10 +1,12 @@
 /* Random sources: random.uniform, random.normal, random.coin_flip, random.choice.
  * Each sample draws from the node's Philox stream for that sample, so the values do
- * not depend on threads, prefetch depth or batch size. */
+ * not depend on threads, prefetch depth or batch size. On device "gpu" (uniform, normal,
+ * coin_flip, as DALI has them there) the same values are drawn on the host and uploaded
+ * (STK_OPF_GPU_ON_HOST): a few numbers per sample, not worth a kernel. */
 #include <math.h>
 #include <string.h>
 
-#include "op.h"
+#include "image_util.h" /* STK__SFAIL */
 
 #define NUMERIC_DTYPES \
   "uint8|int8|uint16|int16|uint32|int32|uint64|int64|float16|float32|float64|bool|float|double"
@@ -53,24 +55,43 @@ static void store_value(void *data, stk_dtype dtype, int64_t i, double value) {
   }
 }
 
-/* Allocates output 0 with the `shape` argument (scalar when absent). */
-static stk_status alloc_shaped(stk__node *node, stk__sample *s, int shape_arg, stk_dtype dtype,
-                               stk__tensor **out, int64_t *count) {
+/* Allocates output 0 with the shape of the optional input `like` (DALI's shape_like: the
+ * shape of that sample, any type; no layout, as DALI), else the `shape` argument (a
+ * scalar when absent). */
+static stk_status alloc_shaped(stk__node *node, stk__sample *s, int like, int shape_arg,
+                               stk_dtype dtype, stk__tensor **out, int64_t *count) {
   const int64_t *shape = NULL;
-  size_t ndim = stk__arg_given(node, shape_arg) ? stk__arg_ints(node, s, shape_arg, &shape) : 0;
+  size_t ndim = 0;
+  if (stk__node_num_inputs(node) > like) {
+    const stk__tensor *t = stk__input(s, like);
+    shape = t->shape, ndim = (size_t)t->ndim;
+  } else if (stk__arg_given(node, shape_arg)) {
+    ndim = stk__arg_ints(node, s, shape_arg, &shape);
+  }
   if (ndim > STK_MAX_NDIM)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: shape has %zu dims, at most %d",
-                    stk__node_name(node), ndim, STK_MAX_NDIM);
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "shape has %zu dims, at most %d", ndim,
+                      STK_MAX_NDIM);
   int64_t n = 1;
   for (size_t d = 0; d < ndim; d++) {
     if (shape[d] < 0)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: negative extent in shape",
-                      stk__node_name(node));
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "negative extent in shape");
     n *= shape[d];
   }
   *count = n;
   return stk__output(s, 0, dtype, (int)ndim, shape, NULL, out);
 }
+
+/* The shape_like input and the shape argument exclude each other (as in DALI). */
+static stk_status check_shape_like(stk__node *node, int like, int shape_arg) {
+  if (stk__node_num_inputs(node) > like && stk__arg_given(node, shape_arg))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "give 'shape' or the shape_like input, not both (as in DALI)");
+  return STK_OK;
+}
+
+/* The optional input of the generators (DALI's shape_like). */
+static const stk_port_schema shape_like_in[] = {
+    {"shape_like", "optional: each output sample takes this sample's shape (excludes 'shape')"}};
 
 /* ---- random.uniform ---- */
 enum { U_RANGE, U_VALUES, U_SHAPE, U_DTYPE, U_SEED, UNIFORM_ARGS_COUNT_ };
@@ -100,13 +121,15 @@ static const stk_arg_schema uniform_args[] = {
 STK__CHECK_ARGS(uniform_args, UNIFORM_ARGS_COUNT_);
 static const stk_port_schema random_out[] = {{"value", "the drawn values"}};
 
+static stk_status uniform_init(stk__node *node) { return check_shape_like(node, 0, U_SHAPE); }
+
 static stk_status uniform_run(stk__node *node, stk__sample *s) {
   stk__philox g;
   stk__sample_rng(node, s, &g);
   stk_dtype dtype = stk__dtype_arg(stk__arg_string(node, U_DTYPE));
   stk__tensor *out;
   int64_t n;
-  STK_TRY(alloc_shaped(node, s, U_SHAPE, dtype, &out, &n));
+  STK_TRY(alloc_shaped(node, s, 0, U_SHAPE, dtype, &out, &n));
   if (stk__arg_given(node, U_VALUES)) {
     const double *v;
     size_t nv = stk__arg_floats(node, s, U_VALUES, &v);
@@ -130,18 +153,20 @@ static const stk_op_schema uniform_schema = {
     .doc =
         "Draws numbers uniformly from [range[0], range[1]) or from a discrete set of values, "
         "independently for every sample.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
-    .max_inputs = 0,
-    .inputs = NULL,
+    .max_inputs = 1,
+    .inputs = shape_like_in,
     .num_outputs = 1,
     .outputs = random_out,
     .num_args = sizeof uniform_args / sizeof uniform_args[0],
     .args = uniform_args,
+    .gpu_check = "return random.uniform(range=[-2.0, 3.0], shape=[4, 3], seed=11, device=@)",
 };
 const stk__op_def stk__op_random_uniform = {
     .schema = &uniform_schema,
+    .init = uniform_init,
     .run_sample = uniform_run,
 };
 
@@ -175,6 +200,8 @@ static const stk_arg_schema normal_args[] = {
 };
 STK__CHECK_ARGS(normal_args, NORMAL_ARGS_COUNT_);
 
+static stk_status normal_init(stk__node *node) { return check_shape_like(node, 0, N_SHAPE); }
+
 static stk_status normal_run(stk__node *node, stk__sample *s) {
   stk__philox g;
   stk__sample_rng(node, s, &g);
@@ -182,7 +209,7 @@ static stk_status normal_run(stk__node *node, stk__sample *s) {
   double mean = stk__arg_float(node, s, N_MEAN), sd = stk__arg_float(node, s, N_STDDEV);
   stk__tensor *out;
   int64_t n;
-  STK_TRY(alloc_shaped(node, s, N_SHAPE, dtype, &out, &n));
+  STK_TRY(alloc_shaped(node, s, 0, N_SHAPE, dtype, &out, &n));
   for (int64_t i = 0; i < n; i++)
     store_value(out->data, dtype, i, mean + sd * stk__philox_normal(&g));
   return STK_OK;
@@ -191,18 +218,20 @@ static stk_status normal_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema normal_schema = {
     .name = "random.normal",
     .doc = "Draws normally distributed numbers, independently for every sample.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
-    .max_inputs = 0,
-    .inputs = NULL,
+    .max_inputs = 1,
+    .inputs = shape_like_in,
     .num_outputs = 1,
     .outputs = random_out,
     .num_args = sizeof normal_args / sizeof normal_args[0],
     .args = normal_args,
+    .gpu_check = "return random.normal(mean=1.0, stddev=2.0, shape=[5], seed=12, device=@)",
 };
 const stk__op_def stk__op_random_normal = {
     .schema = &normal_schema,
+    .init = normal_init,
     .run_sample = normal_run,
 };
 
@@ -231,6 +260,8 @@ static const stk_arg_schema coin_args[] = {
 };
 STK__CHECK_ARGS(coin_args, COIN_ARGS_COUNT_);
 
+static stk_status coin_init(stk__node *node) { return check_shape_like(node, 0, C_SHAPE); }
+
 static stk_status coin_run(stk__node *node, stk__sample *s) {
   stk__philox g;
   stk__sample_rng(node, s, &g);
@@ -241,7 +272,7 @@ static stk_status coin_run(stk__node *node, stk__sample *s) {
                     stk__node_name(node), p, (long long)stk__sample_ordinal(s));
   stk__tensor *out;
   int64_t n;
-  STK_TRY(alloc_shaped(node, s, C_SHAPE, dtype, &out, &n));
+  STK_TRY(alloc_shaped(node, s, 0, C_SHAPE, dtype, &out, &n));
   for (int64_t i = 0; i < n; i++)
     store_value(out->data, dtype, i, stk__philox_uniform(&g) < p ? 1.0 : 0.0);
   return STK_OK;
@@ -250,18 +281,20 @@ static stk_status coin_run(stk__node *node, stk__sample *s) {
 static const stk_op_schema coin_schema = {
     .name = "random.coin_flip",
     .doc = "Draws 1 with `probability`, else 0, independently for every sample.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_RANDOM | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
-    .max_inputs = 0,
-    .inputs = NULL,
+    .max_inputs = 1,
+    .inputs = shape_like_in,
     .num_outputs = 1,
     .outputs = random_out,
     .num_args = sizeof coin_args / sizeof coin_args[0],
     .args = coin_args,
+    .gpu_check = "return random.coin_flip(probability=0.3, shape=[7], seed=13, device=@)",
 };
 const stk__op_def stk__op_random_coin_flip = {
     .schema = &coin_schema,
+    .init = coin_init,
     .run_sample = coin_run,
 };
 
@@ -270,8 +303,9 @@ enum { CH_A, CH_P, CH_SHAPE, CH_DTYPE, CH_SEED, CHOICE_ARGS_COUNT_ };
 static const stk_arg_schema choice_args[] = {
     [CH_A] = {.name = "a",
               .type = STK_ARG_FLOATS,
-              .flags = STK_ARGF_REQUIRED,
-              .doc = "the values to choose from; a single integer n means range(n)"},
+              .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
+              .doc = "the values to choose from; a single integer n means range(n) (DALI's "
+                     "first input: fn.random.choice(a, shape_like) passes it here)"},
     [CH_P] = {.name = "p",
               .type = STK_ARG_FLOATS,
               .doc = "probabilities of the values (uniform when absent); must sum to 1"},
@@ -281,9 +315,9 @@ static const stk_arg_schema choice_args[] = {
                   .doc = "shape of each sample's output; a scalar when absent"},
     [CH_DTYPE] = {.name = "dtype",
                   .type = STK_ARG_STRING,
-                  .default_text = "\"int32\"",
                   .choices = NUMERIC_DTYPES,
-                  .doc = "output type"},
+                  .doc = "output type (a stoker extension); default: a's, as DALI: the fed "
+                         "tensor's type, else int32 for whole numbers and float32 otherwise"},
     [CH_SEED] = {.name = "seed",
                  .type = STK_ARG_INT,
                  .default_text = "-1",
@@ -291,44 +325,63 @@ static const stk_arg_schema choice_args[] = {
 };
 STK__CHECK_ARGS(choice_args, CHOICE_ARGS_COUNT_);
 
-static stk_status choice_init(stk__node *node) {
-  const double *a, *p;
-  size_t na = stk__arg_floats(node, NULL, CH_A, &a);
-  if (na == 0)
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: a must not be empty", stk__node_name(node));
-  if (na == 1 && (a[0] < 1 || a[0] != floor(a[0])))
-    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: a single a must be a positive integer",
-                    stk__node_name(node));
-  if (stk__arg_given(node, CH_P)) {
-    size_t np = stk__arg_floats(node, NULL, CH_P, &p);
-    size_t expected = na == 1 ? (size_t)a[0] : na;
-    double sum = 0;
-    for (size_t i = 0; i < np; i++) {
-      if (p[i] < 0)
-        return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: p[%zu] is negative", stk__node_name(node),
-                        i);
-      sum += p[i];
-    }
-    if (np != expected || fabs(sum - 1.0) > 1e-6)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "%s: p must have %zu probabilities summing to 1 (has %zu, sum %g)",
-                      stk__node_name(node), expected, np, sum);
+/* Checks a (and p against it); `s` is NULL at build time (a constant) or the sample (a
+ * fed per sample). */
+static stk_status choice_check(stk__node *node, stk__sample *s, const double *a, size_t na) {
+  if (na == 0) return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'a' must not be empty");
+  if (na == 1 && (a[0] < 1 || a[0] != floor(a[0]) || a[0] > 1e9))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "a single value of 'a' (%g) must be a positive integer n: range(n)", a[0]);
+  if (!stk__arg_given(node, CH_P)) return STK_OK;
+  const double *p;
+  size_t np = stk__arg_floats(node, NULL, CH_P, &p);
+  size_t expected = na == 1 ? (size_t)a[0] : na;
+  double sum = 0;
+  for (size_t i = 0; i < np; i++) {
+    if (p[i] < 0) return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "p[%zu] is negative", i);
+    sum += p[i];
   }
+  if (np != expected || fabs(sum - 1.0) > 1e-6)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                      "'p' must have %zu probabilities summing to 1 (has %zu, sum %g)", expected,
+                      np, sum);
   return STK_OK;
+}
+
+static stk_status choice_init(stk__node *node) {
+  STK_TRY(check_shape_like(node, 0, CH_SHAPE));
+  if (stk__arg_is_fed(node, CH_A)) return STK_OK; /* checked per sample */
+  const double *a;
+  size_t na = stk__arg_floats(node, NULL, CH_A, &a);
+  return choice_check(node, NULL, a, na);
+}
+
+/* The output type: dtype, else a's (DALI's choice has no dtype: its output is of a's
+ * type): the fed tensor's type, or int32 for constant whole numbers, float32 otherwise. */
+static stk_dtype choice_dtype(const stk__node *node, const stk__sample *s, const double *a,
+                              size_t na) {
+  if (stk__arg_given(node, CH_DTYPE) && *stk__arg_string(node, CH_DTYPE))
+    return stk__dtype_arg(stk__arg_string(node, CH_DTYPE));
+  stk_dtype fed = stk__arg_fed_dtype(node, s, CH_A);
+  if (fed != STK_DTYPE_COUNT) return fed;
+  for (size_t k = 0; k < na; k++)
+    if (a[k] != floor(a[k])) return STK_DTYPE_FLOAT32;
+  return STK_DTYPE_INT32;
 }
 
 static stk_status choice_run(stk__node *node, stk__sample *s) {
   stk__philox g;
   stk__sample_rng(node, s, &g);
-  stk_dtype dtype = stk__dtype_arg(stk__arg_string(node, CH_DTYPE));
   const double *a, *p = NULL;
   size_t na = stk__arg_floats(node, s, CH_A, &a);
+  if (stk__arg_is_fed(node, CH_A)) STK_TRY(choice_check(node, s, a, na));
+  stk_dtype dtype = choice_dtype(node, s, a, na);
   bool range = na == 1;
   size_t n_values = range ? (size_t)a[0] : na;
   if (stk__arg_given(node, CH_P)) stk__arg_floats(node, s, CH_P, &p);
   stk__tensor *out;
   int64_t n;
-  STK_TRY(alloc_shaped(node, s, CH_SHAPE, dtype, &out, &n));
+  STK_TRY(alloc_shaped(node, s, 0, CH_SHAPE, dtype, &out, &n));
   for (int64_t i = 0; i < n; i++) {
     size_t k;
     if (p) { /* inverse CDF over the probabilities */
@@ -349,12 +402,13 @@ static const stk_op_schema choice_schema = {
     .name = "random.choice",
     .doc =
         "Chooses one of the values in `a` (or of range(a) for a single integer) per element, "
-        "with probabilities `p`.",
+        "with probabilities `p`; the output has the shape of the optional shape_like input, "
+        "else `shape`.",
     .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .flags = STK_OPF_RANDOM,
     .min_inputs = 0,
-    .max_inputs = 0,
-    .inputs = NULL,
+    .max_inputs = 1,
+    .inputs = shape_like_in,
     .num_outputs = 1,
     .outputs = random_out,
     .num_args = sizeof choice_args / sizeof choice_args[0],

@@ -59,13 +59,28 @@ STK__CHECK_ARGS(beta_args, A_COUNT_);
 
 static const stk_port_schema beta_out[] = {{"output", "numbers in [0, 1]"}};
 
+static const stk_port_schema beta_in[] = {
+    {"shape_like", "optional: each output sample takes this sample's shape (excludes 'shape')"}};
+
+static stk_status beta_init(stk__node *node) {
+  if (stk__node_num_inputs(node) > 0 && stk__arg_given(node, A_SHAPE))
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "give 'shape' or the shape_like input, not both (as in DALI)");
+  return STK_OK;
+}
+
 static stk_status beta_run(stk__node *node, stk__sample *s) {
   double a = stk__arg_float(node, s, A_ALPHA), b = stk__arg_float(node, s, A_BETA);
   if (!(a > 0.0) || !(b > 0.0) || isinf(a) || isinf(b))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "'alpha' and 'beta' must be positive and finite; got %g and %g", a, b);
   const int64_t *shape = NULL;
-  size_t ndim = stk__arg_given(node, A_SHAPE) ? stk__arg_ints(node, s, A_SHAPE, &shape) : 0;
+  size_t ndim = 0;
+  if (stk__node_num_inputs(node) > 0) { /* shape_like: that sample's shape */
+    shape = stk__input(s, 0)->shape, ndim = (size_t)stk__input(s, 0)->ndim;
+  } else if (stk__arg_given(node, A_SHAPE)) {
+    ndim = stk__arg_ints(node, s, A_SHAPE, &shape);
+  }
   if (ndim > STK_MAX_NDIM)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "'shape' has %zu dimensions, at most %d",
                       ndim, STK_MAX_NDIM);
@@ -94,12 +109,13 @@ static const stk_op_schema beta_schema = {
     .name = "random.beta",
     .doc =
         "Draws beta-distributed numbers in [0, 1], independently for every sample; alpha "
-        "and beta may be fed per sample. (DALI's random.beta; its shape_like input is not "
-        "supported: use 'shape'.)",
+        "and beta may be fed per sample; the output has the shape of the optional shape_like "
+        "input, else `shape`. (DALI's random.beta.)",
     .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+    .flags = STK_OPF_RANDOM,
     .min_inputs = 0,
-    .max_inputs = 0,
+    .max_inputs = 1,
+    .inputs = beta_in,
     .num_outputs = 1,
     .outputs = beta_out,
     .num_args = A_COUNT_,
@@ -107,5 +123,6 @@ static const stk_op_schema beta_schema = {
 };
 const stk__op_def stk__op_random_beta = {
     .schema = &beta_schema,
+    .init = beta_init,
     .run_sample = beta_run,
 };

@@ -17,6 +17,10 @@ enum {
   A_ANTIALIAS,
   A_DTYPE,
   A_SEED,
+  A_MINIBATCH,
+  A_TEMP_BUFFER,
+  A_MIN_FILTER,
+  A_MAG_FILTER,
   RRC_ARGS_COUNT_
 };
 
@@ -61,6 +65,17 @@ static const stk_arg_schema rrc_args[] = {
                 .type = STK_ARG_INT,
                 .default_text = "-1",
                 .doc = "this operator's seed (-1: derived)"},
+    [A_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG,
+    [A_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,
+    [A_MIN_FILTER] = {.name = "min_filter",
+                      .type = STK_ARG_STRING,
+                      .choices = STK__INTERP_CHOICES,
+                      .doc = "the filter of an axis scaled down (default: interp_type), as DALI; "
+                             "on the GPU it must equal mag_filter"},
+    [A_MAG_FILTER] = {.name = "mag_filter",
+                      .type = STK_ARG_STRING,
+                      .choices = STK__INTERP_CHOICES,
+                      .doc = "the filter of an axis scaled up or kept (default: interp_type)"},
 };
 STK__CHECK_ARGS(rrc_args, RRC_ARGS_COUNT_);
 
@@ -72,6 +87,7 @@ typedef struct {
   double area[2], ratio[2];
   int attempts;
   stk__interp interp;
+  stk__resample_filters filters; /* per axis: min_filter / mag_filter */
   bool antialias, has_dtype;
   stk_dtype dtype;
 } rrc_state;
@@ -111,6 +127,18 @@ static stk_status rrc_init(stk__node *node) {
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown interp_type \"%s\"",
                       stk__arg_string(node, A_INTERP));
   st.antialias = stk__arg_bool(node, NULL, A_ANTIALIAS);
+  st.filters = (stk__resample_filters){st.interp, st.interp, st.antialias};
+  if (stk__arg_given(node, A_MIN_FILTER))
+    stk__interp_parse(stk__arg_string(node, A_MIN_FILTER), &st.filters.min);
+  if (stk__arg_given(node, A_MAG_FILTER))
+    stk__interp_parse(stk__arg_string(node, A_MAG_FILTER), &st.filters.mag);
+  /* the random windows scale up or down sample by sample; the GPU kernels take one filter
+   * per batch */
+  if (st.filters.min != st.filters.mag && stk__node_device(node) == STK_DEVICE_GPU)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "different min_filter and mag_filter run on the CPU only (the GPU "
+                      "resamples a batch with one filter)");
+  st.interp = st.filters.min;
   st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
   if (st.has_dtype) {
     STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
@@ -145,9 +173,8 @@ static stk_status rrc_run(stk__node *node, stk__sample *s) {
   stk__crop_window win = stk__random_crop_window(&g, (int)in.w, (int)in.h, st->area[0], st->area[1],
                                                  st->ratio[0], st->ratio[1], st->attempts);
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, st->out_h, st->out_w, in.c};
-  stk__resample_args ra = {
-      win.x, win.y, (double)win.x + win.w, (double)win.y + win.h, st->interp, st->antialias, 0};
-  return stk__resample_to_output(node, s, &in, &out, &ra);
+  const double lo[2] = {win.y, win.x}, hi[2] = {(double)win.y + win.h, (double)win.x + win.w};
+  return stk__resample_axes(node, s, &st->filters, &in, &out, lo, hi);
 }
 
 /* ---- GPU backend: the same windows (same Philox draws), resampled on the device ---- */

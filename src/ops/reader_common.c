@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "op_gpu.h" /* stk__node_def */
 #include "reader_common.h"
 #include "../io/remote.h"
 #include "../io/remote_cache.h"
@@ -14,9 +15,29 @@
 #define EPOCH_SHUFFLE_SEED 0x5d1ce5eedull
 
 /* The sampler's configuration from the common arguments. */
+/* The index of argument `name` in the node's schema, or -1 (readers.file keeps its own
+ * order past the sampling arguments, so the later common ones are found by name). */
+static int arg_index(const stk__node *node, const char *name) {
+  const stk_op_schema *sc = stk__node_def(node)->schema;
+  for (int i = 0; i < sc->num_args; i++)
+    if (strcmp(sc->args[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* The permutations' key: shuffle_after_epoch_seed when given with shuffle_after_epoch
+ * (DALI's argument for that mode), else seed. */
+static int64_t reader_seed(stk__node *node, int base) {
+  int64_t seed = stk__arg_int(node, NULL, base + STK__RA_SEED);
+  int a = arg_index(node, "shuffle_after_epoch_seed");
+  if (a >= 0 && stk__arg_bool(node, NULL, base + STK__RA_SHUFFLE_AFTER_EPOCH) &&
+      stk__arg_int(node, NULL, a) >= 0)
+    seed = stk__arg_int(node, NULL, a);
+  return seed;
+}
+
 static stk__sampler_config reader_config(stk__node *node, int base, int64_t num_samples,
                                          const int64_t *unit_sizes, int64_t num_units) {
-  int64_t seed = stk__arg_int(node, NULL, base + STK__RA_SEED);
+  int64_t seed = reader_seed(node, base);
   bool random_shuffle = stk__arg_bool(node, NULL, base + STK__RA_RANDOM_SHUFFLE);
   return (stk__sampler_config){
       .num_samples = num_samples,
@@ -126,6 +147,8 @@ void stk__reader_remote_opts(const stk__node *node, int base, bool cache, stk__r
     out->endpoint = stk__arg_string(node, base + STK__RR_ENDPOINT);
   if (stk__arg_given(node, base + STK__RR_REGION))
     out->region = stk__arg_string(node, base + STK__RR_REGION);
+  if (stk__arg_given(node, base + STK__RR_CA_BUNDLE))
+    out->ca_bundle = stk__arg_string(node, base + STK__RR_CA_BUNDLE);
   struct {
     int arg, *field;
   } ints[] = {{STK__RR_RETRIES, &out->retries},

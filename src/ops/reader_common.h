@@ -27,6 +27,8 @@ enum {
   STK__RA_READ_AHEAD,
   STK__RA_LAZY_INIT,
   STK__RA_SKIP_CACHED_IMAGES,
+  STK__RA_TENSOR_INIT_BYTES,
+  STK__RA_SHUFFLE_AFTER_EPOCH_SEED,
   STK__RA_COUNT
 };
 
@@ -46,6 +48,9 @@ enum {
   "A new permutation of the whole data set every epoch (the first included), drawn from " \
   "(seed, epoch) only: the same on every shard and for every pipeline seed; excludes "    \
   "random_shuffle."
+#define STK__SHUFFLE_AFTER_EPOCH_SEED_DOC                                                 \
+  "With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's " \
+  "name; -1: seed's). The same on every shard."
 #define STK__READER_SEED_DOC                                                            \
   "Key of the epoch permutations; every shard must use the same one. -1: a fixed key, " \
   "and random_shuffle also permutes each shard's part by the pipeline seed."
@@ -87,8 +92,11 @@ enum {
       {"prefetch_queue_depth", STK_ARG_INT, 0, "1", 0, 0, NULL, STK__READER_COMPAT},               \
       {"dont_use_mmap", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},                 \
       {"read_ahead", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},                    \
-      {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT}, {                   \
-    "skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT                 \
+      {"lazy_init", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},                     \
+      {"skip_cached_images", STK_ARG_BOOL, 0, "false", 0, 0, NULL, STK__READER_COMPAT},            \
+      {"tensor_init_bytes", STK_ARG_INT, 0, "1048576", 0, 0, NULL, STK__READER_COMPAT}, {          \
+    "shuffle_after_epoch_seed", STK_ARG_INT, STK_ARGF_RANGE, "-1", -1, 9.2e18, NULL,               \
+        STK__SHUFFLE_AFTER_EPOCH_SEED_DOC                                                          \
   }
 
 /* The remote settings (io/remote.h) as arguments of the readers that take URLs; they
@@ -99,6 +107,7 @@ enum {
 enum {
   STK__RR_ENDPOINT,
   STK__RR_REGION,
+  STK__RR_CA_BUNDLE,
   STK__RR_RETRIES,
   STK__RR_BACKOFF_MS,
   STK__RR_TIMEOUT,
@@ -123,6 +132,10 @@ enum {
       STK__REMOTE_ARG_STR("remote_region",                                                   \
                           "stoker: the region s3:// requests are signed for; unset: "        \
                           "AWS_REGION, AWS_DEFAULT_REGION, else us-east-1."),                \
+      STK__REMOTE_ARG_STR("remote_ca_bundle",                                                \
+                          "stoker: a PEM file of the certificate authorities https:// "      \
+                          "servers are verified against (a private CA); unset: "             \
+                          "STK_REMOTE_CA_BUNDLE, else the system's."),                       \
       STK__REMOTE_ARG_INT("remote_retries", 0, 100,                                          \
                           "stoker: retries of a failed request to a URL; unset: "            \
                           "STK_REMOTE_RETRIES, else 6."),                                    \

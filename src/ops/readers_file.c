@@ -33,6 +33,9 @@ enum {
   A_LAZY_INIT,
   A_SKIP_CACHED_IMAGES,
   A_PAIRED,
+  A_TENSOR_INIT_BYTES,
+  A_SHUFFLE_AFTER_EPOCH_SEED,
+  A_DIR_FILTERS,
   A_REMOTE,
   FILE_ARGS_COUNT_ = A_REMOTE + STK__RR_REQUEST_COUNT
 };
@@ -148,6 +151,22 @@ static const stk_arg_schema file_args[] = {
                          "blanks), for segmentation: the reader then has three outputs, data, "
                          "data2 (the second "
                          "file's bytes) and label, and both files of a sample travel together"},
+    [A_TENSOR_INIT_BYTES] = {.name = "tensor_init_bytes",
+                             .type = STK_ARG_INT,
+                             .default_text = "1048576",
+                             .doc = COMPAT},
+    [A_SHUFFLE_AFTER_EPOCH_SEED] = {.name = "shuffle_after_epoch_seed",
+                                    .type = STK_ARG_INT,
+                                    .flags = STK_ARGF_RANGE,
+                                    .default_text = "-1",
+                                    .min = -1,
+                                    .max = 9.2e18,
+                                    .doc = STK__SHUFFLE_AFTER_EPOCH_SEED_DOC},
+    [A_DIR_FILTERS] = {.name = "dir_filters",
+                       .type = STK_ARG_STRINGS,
+                       .doc = "file_root: keep only the class directories whose name matches one "
+                              "of these globs (case-sensitive); labels number the kept classes "
+                              "in order, as DALI's. Ignored with file_list and files"},
     [A_REMOTE] = STK__READER_REMOTE_ARGS,
 };
 STK__CHECK_ARGS(file_args, FILE_ARGS_COUNT_);
@@ -210,8 +229,12 @@ static stk_status build_list(stk__node *node, stk__file_list *out, stk__file_lis
   const char *const *filters;
   size_t nf = stk__arg_strings(node, A_FILE_FILTERS, &filters);
   if (nf == 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: file_filters is empty", name);
-  return stk__file_list_scan(out, root_dir, filters, nf,
-                             stk__arg_bool(node, NULL, A_CASE_SENSITIVE_FILTER));
+  const char *const *dirs = NULL;
+  size_t nd =
+      stk__arg_given(node, A_DIR_FILTERS) ? stk__arg_strings(node, A_DIR_FILTERS, &dirs) : 0;
+  stk_status st = stk__file_list_scan_dirs(
+      out, root_dir, filters, nf, stk__arg_bool(node, NULL, A_CASE_SENSITIVE_FILTER), dirs, nd);
+  return st == STK_OK ? st : stk__wrap(st, "%s", name);
 }
 
 static stk_status file_init(stk__node *node) {

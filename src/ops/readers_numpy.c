@@ -29,6 +29,11 @@ enum {
   A_OUT_OF_BOUNDS,
   A_FILL_VALUE,
   A_USE_O_DIRECT,
+  A_REL_ROI_START,
+  A_REL_ROI_END,
+  A_REL_ROI_SHAPE,
+  A_CACHE_HEADER,
+  A_REGISTER_BUFFERS,
   A_COMMON,
   A_REMOTE = A_COMMON + STK__RA_COUNT,
 };
@@ -86,6 +91,25 @@ static const stk_arg_schema npy_args[] = {
                         .type = STK_ARG_BOOL,
                         .default_text = "false",
                         .doc = STK__READER_COMPAT},
+    [A_REL_ROI_START] = {.name = "rel_roi_start",
+                         .type = STK_ARG_FLOATS,
+                         .doc = "roi_start as fractions of the extents: round(f * extent) (in "
+                                "float32, half away from zero, as DALI); excludes roi_start"},
+    [A_REL_ROI_END] = {.name = "rel_roi_end",
+                       .type = STK_ARG_FLOATS,
+                       .doc = "roi_end as fractions of the extents, rounded as rel_roi_start"},
+    [A_REL_ROI_SHAPE] = {.name = "rel_roi_shape",
+                         .type = STK_ARG_FLOATS,
+                         .doc = "roi_shape as fractions: end = start + round(f * extent); one of "
+                                "roi_end, roi_shape, rel_roi_end and rel_roi_shape at most"},
+    [A_CACHE_HEADER] = {.name = "cache_header_information",
+                        .type = STK_ARG_BOOL,
+                        .default_text = "false",
+                        .doc = STK__READER_COMPAT},
+    [A_REGISTER_BUFFERS] = {.name = "register_buffers",
+                            .type = STK_ARG_BOOL,
+                            .default_text = "true",
+                            .doc = STK__READER_COMPAT},
     [A_COMMON] = STK__READER_COMMON_ARGS,
     [A_REMOTE] = STK__READER_REMOTE_ARGS,
 };
@@ -149,11 +173,18 @@ static stk_status npy_init(stk__node *node) {
            : strcmp(oob, "trim_to_shape") == 0 ? OOB_TRIM
                                                : OOB_ERROR;
   r->fill = stk__arg_float(node, NULL, A_FILL_VALUE);
-  r->roi = stk__arg_given(node, A_ROI_START) || stk__arg_given(node, A_ROI_END) ||
-           stk__arg_given(node, A_ROI_SHAPE);
+  int ends = stk__arg_given(node, A_ROI_END) + stk__arg_given(node, A_ROI_SHAPE) +
+             stk__arg_given(node, A_REL_ROI_END) + stk__arg_given(node, A_REL_ROI_SHAPE);
+  bool starts = stk__arg_given(node, A_ROI_START) || stk__arg_given(node, A_REL_ROI_START);
+  r->roi = starts || ends > 0;
   stk_status st = STK_OK;
-  if (stk__arg_given(node, A_ROI_END) && stk__arg_given(node, A_ROI_SHAPE))
-    st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: give roi_end or roi_shape, not both",
+  if (ends > 1)
+    st = STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                  "%s: roi_end, roi_shape, rel_roi_end and rel_roi_shape are mutually exclusive",
+                  stk__node_name(node));
+  if (stk__arg_given(node, A_ROI_START) && stk__arg_given(node, A_REL_ROI_START))
+    st = STK_FAIL(STK_ERR_INVALID_ARGUMENT,
+                  "%s: roi_start and rel_roi_start are mutually exclusive (as in DALI)",
                   stk__node_name(node));
   stk__reader_remote_opts(node, A_REMOTE, false, &r->remote);
   const stk__remote_opts *prev = stk__remote_use(&r->remote); /* listings, list files */
@@ -171,29 +202,60 @@ typedef struct {
   int64_t start[STK_MAX_NDIM], end[STK_MAX_NDIM]; /* requested, may exceed the array */
 } region;
 
+/* A relative position in elements: f * extent in float32, rounded half away from zero
+ * (DALI's arithmetic: 0.45 of 10 is 4.5f, hence 5). */
+static int64_t rel_pos(double f, int64_t extent) {
+  float v = (float)f * (float)extent;
+  if (!(fabsf(v) < 9.0e18f)) return v < 0 ? INT64_MIN / 2 : INT64_MAX / 2;
+  return (int64_t)roundf(v);
+}
+
+/* The values of roi argument `abs_arg` or its relative form `rel_arg` for the `n` roi
+ * axes of the array (`h`), in elements: out[i] for axis `ax[i]`. *given: either was set. */
+static stk_status roi_values(stk__node *node, const stk__npy_header *h, const char *path,
+                             int abs_arg, int rel_arg, const int64_t *ax, size_t n, int64_t *out,
+                             bool *given) {
+  *given = true;
+  size_t count;
+  if (stk__arg_given(node, abs_arg)) {
+    const int64_t *v;
+    count = stk__arg_ints(node, NULL, abs_arg, &v);
+    for (size_t i = 0; i < count && i < n; i++) out[i] = v[i];
+  } else if (stk__arg_given(node, rel_arg)) {
+    const double *f;
+    count = stk__arg_floats(node, NULL, rel_arg, &f);
+    for (size_t i = 0; i < count && i < n; i++)
+      out[i] = ax[i] >= 0 && ax[i] < h->ndim ? rel_pos(f[i], h->shape[ax[i]]) : 0;
+  } else {
+    *given = false;
+    return STK_OK;
+  }
+  if (count != n)
+    return STK_FAIL(
+        STK_ERR_INVALID_ARGUMENT, "%s: %s has %zu values, '%s' needs %zu (%s)",
+        stk__node_name(node), npy_args[stk__arg_given(node, abs_arg) ? abs_arg : rel_arg].name,
+        count, path, n,
+        stk__arg_given(node, A_ROI_AXES) ? "one per roi_axes entry" : "one per dimension");
+  return STK_OK;
+}
+
 /* The region of `h` the roi arguments ask for. */
 static stk_status request(stk__node *node, const stk__npy_header *h, const char *path, region *g) {
   const char *name = stk__node_name(node);
   for (int d = 0; d < h->ndim; d++) g->start[d] = 0, g->end[d] = h->shape[d];
-  const int64_t *axes, *start, *end, *shape;
+  const int64_t *axes;
   size_t na = stk__arg_ints(node, NULL, A_ROI_AXES, &axes);
-  size_t ns = stk__arg_ints(node, NULL, A_ROI_START, &start);
-  size_t ne = stk__arg_ints(node, NULL, A_ROI_END, &end);
-  size_t nz = stk__arg_ints(node, NULL, A_ROI_SHAPE, &shape);
   bool given_axes = stk__arg_given(node, A_ROI_AXES);
   size_t n = given_axes ? na : (size_t)h->ndim;
-  struct {
-    size_t count;
-    const char *what;
-    bool given;
-  } lists[] = {{ns, "roi_start", stk__arg_given(node, A_ROI_START)},
-               {ne, "roi_end", stk__arg_given(node, A_ROI_END)},
-               {nz, "roi_shape", stk__arg_given(node, A_ROI_SHAPE)}};
-  for (int i = 0; i < 3; i++)
-    if (lists[i].given && lists[i].count != n)
-      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: %s has %zu values, '%s' needs %zu (%s)", name,
-                      lists[i].what, lists[i].count, path, n,
-                      given_axes ? "one per roi_axes entry" : "one per dimension");
+  if (n > STK_MAX_NDIM)
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "%s: roi_axes has %zu entries", name, n);
+  int64_t ax[STK_MAX_NDIM], start[STK_MAX_NDIM], end[STK_MAX_NDIM], shape[STK_MAX_NDIM];
+  for (size_t i = 0; i < n; i++) ax[i] = given_axes ? axes[i] : (int64_t)i;
+  bool gs, ge, gz;
+  STK_TRY(roi_values(node, h, path, A_ROI_START, A_REL_ROI_START, ax, n, start, &gs));
+  STK_TRY(roi_values(node, h, path, A_ROI_END, A_REL_ROI_END, ax, n, end, &ge));
+  STK_TRY(roi_values(node, h, path, A_ROI_SHAPE, A_REL_ROI_SHAPE, ax, n, shape, &gz));
+  size_t ns = gs ? n : 0, ne = ge ? n : 0, nz = gz ? n : 0;
   for (size_t i = 0; i < n; i++) {
     int64_t a = given_axes ? axes[i] : (int64_t)i;
     if (a < 0 || a >= h->ndim)
@@ -433,9 +495,10 @@ static const stk_op_schema npy_schema = {
         "order); pickled object arrays are refused. Files are read with pread, never memory-mapped "
         "(dont_use_mmap is accepted for DALI compatibility: a mapped file that shrinks while read "
         "would kill the process); roi_start/roi_end/roi_shape read only a region. Sharding, "
-        "padding and shuffling as in readers.file.",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT,
+        "padding and shuffling as in readers.file. On device \"gpu\" (DALI reads through "
+        "GPUDirect Storage there) the arrays are read on the host and uploaded.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
     .max_inputs = 0,
     .inputs = NULL,

@@ -37,6 +37,14 @@ enum {
   A_SKIP_VFR_CHECK,
   A_RESIZE_X,
   A_RESIZE_Y,
+  A_DECODE_SURFACES,
+  A_SIZE,
+  A_RESIZE_SHORTER,
+  A_RESIZE_LONGER,
+  A_MODE,
+  A_MAX_SIZE,
+  A_MINIBATCH,
+  A_TEMP_BUFFER,
   A_COMMON,
   A_COUNT_ = A_COMMON + STK__RA_COUNT
 };
@@ -153,6 +161,32 @@ static const stk_arg_schema video_args[] = {
                     .default_text = "0",
                     .doc = "readers.video_resize: output height (0: keep the aspect ratio "
                            "from resize_x, or the video's)"},
+    [A_DECODE_SURFACES] = {.name = "additional_decode_surfaces",
+                           .type = STK_ARG_INT,
+                           .default_text = "2",
+                           .doc = "DALI's NVDEC surface count: accepted, no effect (stoker "
+                                  "decodes video with FFmpeg on the CPU)"},
+    [A_SIZE] = {.name = "size",
+                .type = STK_ARG_FLOATS,
+                .doc = "readers.video_resize: output size [H, W] (one value: both; a 0 extent "
+                       "follows `mode`), with resize's rules (excludes resize_x / resize_y)"},
+    [A_RESIZE_SHORTER] = {.name = "resize_shorter",
+                          .type = STK_ARG_FLOAT,
+                          .doc = "readers.video_resize: the shorter side's length, aspect kept "
+                                 "(as resize's)"},
+    [A_RESIZE_LONGER] = {.name = "resize_longer",
+                         .type = STK_ARG_FLOAT,
+                         .doc = "readers.video_resize: the longer side's length, aspect kept"},
+    [A_MODE] = {.name = "mode",
+                .type = STK_ARG_STRING,
+                .default_text = "\"default\"",
+                .choices = STK__RESIZE_MODE_CHOICES,
+                .doc = "readers.video_resize: resize's modes for size / resize_x / resize_y"},
+    [A_MAX_SIZE] = {.name = "max_size",
+                    .type = STK_ARG_FLOATS,
+                    .doc = "readers.video_resize: limit of the output size [H, W], as resize's"},
+    [A_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG,
+    [A_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,
     [A_COMMON] = STK__READER_COMMON_ARGS,
 };
 STK__CHECK_ARGS(video_args, A_COUNT_);
@@ -384,8 +418,19 @@ static stk_status video_init(stk__node *node) {
   r->step = stk__arg_int(node, NULL, A_STEP);
   if (r->step <= 0) r->step = r->len;
   r->pad = stk__vpad_parse(stk__arg_string(node, A_PAD_MODE));
+  int ways = (stk__arg_given(node, A_RESIZE_X) || stk__arg_given(node, A_RESIZE_Y)) +
+             stk__arg_given(node, A_SIZE) + stk__arg_given(node, A_RESIZE_SHORTER) +
+             stk__arg_given(node, A_RESIZE_LONGER);
+  const double *v;
+  stk_status st = STK_OK;
+  if (ways > 1 ||
+      (stk__arg_given(node, A_SIZE) && (stk__arg_floats(node, NULL, A_SIZE, &v) - 1) > 1) ||
+      (stk__arg_given(node, A_MAX_SIZE) && (stk__arg_floats(node, NULL, A_MAX_SIZE, &v) - 1) > 1))
+    st = STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                    "give the size one way (resize_x / resize_y, size, resize_shorter or "
+                    "resize_longer); size and max_size take 1 or 2 values");
   if (stk__arg_bool(node, NULL, A_PAD_SEQUENCES)) r->pad = STK__VPAD_CONSTANT;
-  stk_status st = load(node, r);
+  if (st == STK_OK) st = load(node, r);
   if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->nseqs, NULL, 0, &r->base.sampler);
   if (st != STK_OK) video_destroy(node);
   return st;
@@ -403,8 +448,44 @@ static int video_num_outputs(const stk__node *node) {
          stk__arg_bool(n, NULL, A_ENABLE_TIMESTAMPS);
 }
 
-/* The output size: resize_x / resize_y, the missing one keeping the aspect ratio. */
+/* The output size by resize's rules (size, resize_shorter / resize_longer, mode, max_size;
+ * stk__resize_plan), 0 x 0 when it cannot be computed. */
+static void planned_size(stk__node *node, const vfile *f, int *w, int *h) {
+  stk__resize_request rq = {.mode = STK__RESIZE_DEFAULT};
+  stk__resize_mode_parse(stk__arg_string(node, A_MODE), &rq.mode);
+  const double *v;
+  if (stk__arg_given(node, A_SIZE)) {
+    size_t n = stk__arg_floats(node, NULL, A_SIZE, &v);
+    rq.size[0] = v[0], rq.size[1] = v[n - 1];
+  } else if (stk__arg_given(node, A_RESIZE_SHORTER) || stk__arg_given(node, A_RESIZE_LONGER)) {
+    bool sh = stk__arg_given(node, A_RESIZE_SHORTER);
+    rq.size[0] = rq.size[1] = stk__arg_float(node, NULL, sh ? A_RESIZE_SHORTER : A_RESIZE_LONGER);
+    rq.mode = sh ? STK__RESIZE_NOT_SMALLER : STK__RESIZE_NOT_LARGER;
+  } else {
+    rq.size[0] = (double)stk__arg_int(node, NULL, A_RESIZE_Y);
+    rq.size[1] = (double)stk__arg_int(node, NULL, A_RESIZE_X);
+  }
+  if ((rq.has_max_size = stk__arg_given(node, A_MAX_SIZE))) {
+    size_t n = stk__arg_floats(node, NULL, A_MAX_SIZE, &v);
+    rq.max_size[0] = v[0], rq.max_size[1] = v[n - 1];
+  }
+  rq.hi[0] = f->height, rq.hi[1] = f->width;
+  int64_t out[2];
+  double lo[2], hi[2];
+  *w = *h = 0;
+  if (stk__resize_plan(&rq, out, lo, hi) == STK_OK && out[0] < 65536 && out[1] < 65536)
+    *h = (int)out[0], *w = (int)out[1];
+}
+
+/* The output size: resize_x / resize_y, the missing one keeping the aspect ratio; with
+ * size, resize_shorter, resize_longer, mode or max_size, resize's rules. */
 static void out_size(stk__node *node, const vfile *f, int *w, int *h) {
+  if (stk__arg_given(node, A_SIZE) || stk__arg_given(node, A_RESIZE_SHORTER) ||
+      stk__arg_given(node, A_RESIZE_LONGER) || stk__arg_given(node, A_MODE) ||
+      stk__arg_given(node, A_MAX_SIZE)) {
+    planned_size(node, f, w, h);
+    return;
+  }
   int64_t rx = stk__arg_int(node, NULL, A_RESIZE_X), ry = stk__arg_int(node, NULL, A_RESIZE_Y);
   *w = (int)rx, *h = (int)ry;
   if (rx > 0 && ry <= 0) *h = (int)llround((double)f->height * (double)rx / f->width);

@@ -71,8 +71,10 @@ static const stk_arg_schema reduce_args[] = {
     [RA_DTYPE] = {.name = "dtype",
                   .type = STK_ARG_STRING,
                   .choices = RD_DTYPES,
-                  .doc = "sum and mean: the output type (sum: int64 / uint64 / float32 / "
-                         "float64 after the input's kind; mean: float32)"},
+                  .doc = "sum, mean, mean_square and rms: the output type (default sum: "
+                         "int64 / uint64 / float32 / float64 after the input's kind; the others: "
+                         "float32, float64 for float64 input); integer means truncate toward "
+                         "zero, as DALI"},
 };
 STK__CHECK_ARGS(reduce_args, RA_COUNT_);
 /* min/max/mean_square/rms show the first three arguments, sum and mean add dtype;
@@ -131,7 +133,7 @@ static stk_status reduce_sample(stk__node *node, stk__sample *s, const stk__tens
   plan_boxes(in, mask, stk__arg_bool(node, s, RA_KEEP_DIMS), p);
   memset(a, 0, sizeof *a);
   a->op = op, a->in_dtype = in->dtype;
-  a->out_dtype = !dev && (op == STK_TN_SUM || op == STK_TN_MEAN) && stk__arg_given(node, RA_DTYPE)
+  a->out_dtype = !dev && op != STK_TN_MIN && op != STK_TN_MAX && stk__arg_given(node, RA_DTYPE)
                      ? stk__dtype_arg(stk__arg_string(node, RA_DTYPE))
                      : default_dtype(op, in->dtype);
   if (!dev) return STK_OK;
@@ -238,10 +240,13 @@ REDUCTION(sum, "sum",
           4, reduce_args, 1, red_in, "return reductions.sum(IN, axes=[0, 1], device=@)")
 REDUCTION(mean, "mean", "The mean over the axes (DALI's reductions.mean), float32 by default.", 4,
           reduce_args, 1, red_in, CHECK1("mean"))
-REDUCTION(mean_square, "mean_square", "The mean of the squares over the axes.", 3, reduce_args, 1,
-          red_in, CHECK1("mean_square"))
-REDUCTION(rms, "rms", "The root mean square over the axes.", 3, reduce_args, 1, red_in,
-          CHECK1("rms"))
+REDUCTION(mean_square, "mean_square",
+          "The mean of the squares over the axes (DALI's reductions.mean_square), float32 by "
+          "default.",
+          4, reduce_args, 1, red_in, CHECK1("mean_square"))
+REDUCTION(rms, "rms",
+          "The root mean square over the axes (DALI's reductions.rms), float32 by default.", 4,
+          reduce_args, 1, red_in, CHECK1("rms"))
 REDUCTION(std_dev, "std_dev",
           "The standard deviation around the given mean (input 1), sqrt(sum((x - mean)^2) / "
           "(n - ddof)) (DALI's reductions.std_dev).",
@@ -277,7 +282,8 @@ static const stk_arg_schema normalize_args[] = {
                  .type = STK_ARG_BOOL,
                  .default_text = "false",
                  .doc = "statistics over the whole batch (all samples' boxes together; the "
-                        "kept extents must agree): GPU backend only"},
+                        "kept extents must agree); on the CPU the operator then runs once per "
+                        "batch, on the producer thread, after the samples' other operators"},
     [N_MEAN] = {.name = "mean",
                 .type = STK_ARG_FLOATS,
                 .flags = STK_ARGF_PER_SAMPLE,
@@ -315,15 +321,10 @@ STK__CHECK_ARGS(normalize_args, N_COUNT_);
 static const stk_port_schema norm_out[] = {
     {"output", "scale * (x - mean) / sqrt(stddev^2 + epsilon) + shift"}};
 
-/* batch=True needs the whole batch, which only the GPU stage sees (the CPU runs per
- * sample). */
-static stk_status normalize_init(stk__node *node) {
-  if (stk__arg_bool(node, NULL, N_BATCH) && !(stk__node_device(node) & STK_DEVICE_GPU))
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
-                      "batch=True (statistics over the whole batch) runs on the GPU only: the "
-                      "CPU backend works per sample (use device=\"gpu\", or give mean and "
-                      "stddev)");
-  return STK_OK;
+/* batch=True makes the CPU operator a batch operator (run_batch): the statistics need
+ * every sample of the batch. */
+static bool normalize_batch_when(const stk__node *node) {
+  return stk__arg_bool(node, NULL, N_BATCH);
 }
 
 /* One statistic (mean or stddev) given as an argument: values per statistics element into
@@ -394,6 +395,15 @@ static void affine_run(const stk_tn_affine *p, stk_dtype it, stk_dtype ot, doubl
   }
 }
 
+/* Given standard deviations as the affine factors: scale / sqrt(sd^2 + epsilon). */
+static void given_factors(const stk_tn_affine *ap, int64_t k, double scale, double eps,
+                          double *fac) {
+  for (int64_t o = 0; o < k; o++) {
+    double sd = ap->factor ? ap->factor[o] : ap->factor_scalar, v = sqrt(sd * sd + eps);
+    fac[o] = v > 0 ? scale / v : 0.0;
+  }
+}
+
 static stk_status normalize_run(stk__node *node, stk__sample *s) {
   const stk__tensor *in = stk__input(s, 0);
   reduce_plan rp;
@@ -413,10 +423,7 @@ static stk_status normalize_run(stk__node *node, stk__sample *s) {
   }
   double scale = stk__arg_float(node, s, N_SCALE), eps = stk__arg_float(node, s, N_EPSILON);
   if (sg) {
-    for (int64_t o = 0; o < k; o++) {
-      double sd = ap.factor ? ap.factor[o] : ap.factor_scalar, v = sqrt(sd * sd + eps);
-      fac[o] = v > 0 ? scale / v : 0.0;
-    }
+    given_factors(&ap, k, scale, eps, fac);
   } else {
     a.op = STK_TN_INV_STD, a.mean_dtype = STK_DTYPE_FLOAT64, a.epsilon = eps, a.scale = scale;
     a.ddof = (double)stk__arg_int(node, s, N_DDOF);
@@ -432,6 +439,135 @@ static stk_status normalize_run(stk__node *node, stk__sample *s) {
   return STK_OK;
 }
 
+/* ---- normalize(batch=True) on the CPU: one statistic over every sample's boxes ---- */
+
+/* The batch's plans: per sample its boxes, affine pass and statistics arrays (k means, k
+ * factors; given values per sample, computed ones shared), as on the GPU. */
+typedef struct {
+  size_t n;
+  int64_t k, total; /* statistics per sample; elements each statistic reduces */
+  reduce_plan *rp;
+  stk_tn_affine *ap;
+  double *rows; /* n x k partial sums */
+  bool mean_given, std_given;
+} norm_batch;
+
+static stk_status norm_batch_plan(stk__node *node, stk__batch *b, norm_batch *g) {
+  for (size_t i = 0; i < g->n; i++) {
+    stk__sample *s = stk__batch_sample(b, i);
+    const stk__tensor *in = stk__input(s, 0), *in0 = stk__input(stk__batch_sample(b, 0), 0);
+    STK_TRY(normalize_plan(node, s, in, &g->rp[i], &g->ap[i], &g->mean_given, &g->std_given));
+    if (memcmp(g->rp[i].shape, g->rp[0].shape, sizeof g->rp[0].shape) != 0 ||
+        g->rp[i].ndim != g->rp[0].ndim || in->dtype != in0->dtype)
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
+                        "batch=True needs every sample's type and kept extents (the axes not "
+                        "reduced) to agree with sample 0's");
+    g->total += g->rp[i].r.red_count;
+    double *st = stk__scratch(s, 2 * (size_t)g->k * sizeof(double) + 8);
+    if (!st) return STK_ERR_OUT_OF_MEMORY;
+    double scale = stk__arg_float(node, s, N_SCALE), eps = stk__arg_float(node, s, N_EPSILON);
+    for (int64_t o = 0; o < g->k; o++)
+      st[o] = g->ap[i].mean ? g->ap[i].mean[o] : g->ap[i].mean_scalar;
+    if (g->std_given) given_factors(&g->ap[i], g->k, scale, eps, st + g->k);
+    g->ap[i].mean = st, g->ap[i].factor = st + g->k;
+  }
+  return STK_OK;
+}
+
+/* One missing statistic over the batch: each sample reduces its boxes into its row of
+ * partial sums (`part`), then `all` combines the rows into dst (k values), with the same
+ * element functions as the GPU's two launches. */
+static void norm_batch_combine(norm_batch *g, stk_dtype it, const stk_tn_reduce_args *part,
+                               const stk_tn_reduce_args *all, double *dst) {
+  for (size_t i = 0; i < g->n; i++) {
+    stk_tn_reduce r = g->rp[i].r;
+    r.dst = g->rows + i * (size_t)g->k;
+    if (part->op == STK_TN_SQ_DEV_SUM) r.mean = g->ap[i].mean, r.mean_one = 0;
+    stk_tn_reduce_args a = *part;
+    a.in_dtype = it;
+    for (int64_t o = 0; o < g->k; o++) stk_tn_reduce_elem(&r, &a, o);
+  }
+  stk_tn_reduce c = {.src = g->rows,
+                     .dst = dst,
+                     .out_ndim = 1,
+                     .red_ndim = 1,
+                     .out_count = g->k,
+                     .red_count = (int64_t)g->n};
+  c.out_shape[0] = g->k, c.out_stride[0] = 1, c.red_shape[0] = (int64_t)g->n,
+  c.red_stride[0] = g->k;
+  for (int64_t o = 0; o < g->k; o++) stk_tn_reduce_elem(&c, all, o);
+}
+
+static stk_status norm_batch_stats(stk__node *node, stk__batch *b, norm_batch *g, stk_dtype it) {
+  stk__sample *s0 = stk__batch_sample(b, 0);
+  double *shared = stk__scratch(s0, 2 * (size_t)g->k * sizeof(double) + 8);
+  if (!shared) return STK_ERR_OUT_OF_MEMORY;
+  if (!g->mean_given) {
+    stk_tn_reduce_args part = {.op = STK_TN_SUM, .out_dtype = STK_DTYPE_FLOAT64};
+    stk_tn_reduce_args all = {.op = STK_TN_MEAN,
+                              .in_dtype = STK_DTYPE_FLOAT64,
+                              .out_dtype = STK_DTYPE_FLOAT64,
+                              .divisor = (double)g->total};
+    norm_batch_combine(g, it, &part, &all, shared);
+    for (size_t i = 0; i < g->n; i++) g->ap[i].mean = shared;
+  }
+  if (!g->std_given) {
+    stk_tn_reduce_args part = {
+        .op = STK_TN_SQ_DEV_SUM, .out_dtype = STK_DTYPE_FLOAT64, .mean_dtype = STK_DTYPE_FLOAT64};
+    stk_tn_reduce_args all = {.op = STK_TN_INV_STD_SUM,
+                              .in_dtype = STK_DTYPE_FLOAT64,
+                              .out_dtype = STK_DTYPE_FLOAT64,
+                              .divisor = (double)g->total - (double)stk__arg_int(node, s0, N_DDOF),
+                              .epsilon = stk__arg_float(node, s0, N_EPSILON),
+                              .scale = stk__arg_float(node, s0, N_SCALE)};
+    if (!(all.divisor > 0))
+      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s0,
+                        "ddof must be below the batch's element count per statistic (%lld)",
+                        (long long)g->total);
+    norm_batch_combine(g, it, &part, &all, shared + g->k);
+    for (size_t i = 0; i < g->n; i++) g->ap[i].factor = shared + g->k;
+  }
+  return STK_OK;
+}
+
+static stk_status normalize_run_batch(stk__node *node, stk__batch *b) {
+  norm_batch g = {.n = stk__batch_size(b)};
+  if (g.n == 0) return STK_OK;
+  g.rp = stk__calloc(g.n, sizeof *g.rp, "normalize plans");
+  g.ap = stk__calloc(g.n, sizeof *g.ap, "normalize plans");
+  stk_status st = g.rp && g.ap ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  if (st == STK_OK) {
+    /* k from sample 0's plan; norm_batch_plan checks the others against it */
+    stk__sample *s0 = stk__batch_sample(b, 0);
+    unsigned mask;
+    st = stk__tn_axes(node, s0, stk__input(s0, 0), N_AXES, N_AXIS_NAMES, true, &mask);
+    if (st == STK_OK) {
+      reduce_plan p0;
+      plan_boxes(stk__input(s0, 0), mask, true, &p0);
+      g.k = p0.r.out_count;
+    }
+  }
+  if (st == STK_OK) st = norm_batch_plan(node, b, &g);
+  if (st == STK_OK) {
+    g.rows = stk__calloc(g.n * (size_t)g.k + 1, sizeof(double), "normalize partial sums");
+    st = g.rows ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  }
+  stk_dtype it = stk__input(stk__batch_sample(b, 0), 0)->dtype;
+  if (st == STK_OK) st = norm_batch_stats(node, b, &g, it);
+  stk_dtype ot = stk__dtype_arg(stk__arg_string(node, N_DTYPE));
+  for (size_t i = 0; st == STK_OK && i < g.n; i++) {
+    stk__sample *s = stk__batch_sample(b, i);
+    const stk__tensor *in = stk__input(s, 0);
+    stk__tensor *out;
+    st = stk__output(s, 0, ot, in->ndim, in->shape, in->layout, &out);
+    if (st != STK_OK) break;
+    g.ap[i].dst = out->data;
+    affine_run(&g.ap[i], in->dtype, ot, stk__arg_float(node, s, N_SHIFT));
+  }
+  free(g.rp), free(g.ap), free(g.rows);
+  return st;
+}
+
 /* GPU: statistics into float64 device arrays (two reduce launches when none is given),
  * then one affine launch. Given statistics are computed on the host and uploaded with the
  * plans' arrays. */
@@ -443,7 +579,7 @@ static const stk_op_schema normalize_schema = {
         "Normalizes each sample (DALI's normalize): scale * (x - mean) / sqrt(stddev^2 + "
         "epsilon) + shift, with mean and stddev given (one value or one per statistics "
         "element) or computed per sample over `axes` (the variance around the mean, "
-        "divided by n - ddof); batch=True computes them over the whole batch (GPU only).",
+        "divided by n - ddof); batch=True computes them over the whole batch.",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
@@ -458,8 +594,9 @@ static const stk_op_schema normalize_schema = {
 };
 const stk__op_def stk__op_normalize = {
     .schema = &normalize_schema,
-    .init = normalize_init,
     .run_sample = normalize_run,
+    .run_batch = normalize_run_batch,
+    .batch_when = normalize_batch_when,
     .run_gpu = normalize_run_gpu,
 };
 

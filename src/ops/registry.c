@@ -40,6 +40,7 @@
 
 #define STK__OPS_IMAGE(X) /* resize, random_resized_crop, crop, flip, cmn, cast */ \
   X(stk__op_resize)                                                                \
+  X(stk__op_tensor_resize)                                                         \
   X(stk__op_resize_crop_mirror)                                                    \
   X(stk__op_fast_resize_crop_mirror)                                               \
   X(stk__op_random_resized_crop)                                                   \
@@ -168,9 +169,8 @@
   X("experimental.decoders.image_crop", stk__op_decoders_image_crop)               \
   X("experimental.decoders.image_slice", stk__op_decoders_image_slice)             \
   X("experimental.resize", stk__op_resize)                                         \
-  X("experimental.tensor_resize", stk__op_resize)                                  \
+  X("experimental.tensor_resize", stk__op_tensor_resize)                           \
   X("experimental.peek_image_shape", stk__op_peek_image_shape)                     \
-  X("tensor_resize", stk__op_resize)                                               \
   X("experimental.audio_resample", stk__op_audio_resample)                         \
   X("debayer", stk__op_experimental_debayer)
 #define STK__OPS_TENSOR(X)    /* tensor_shape.c, tensor_slice.c, tensor_fill.c, reductions.c, \

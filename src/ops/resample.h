@@ -77,6 +77,23 @@ size_t stk__resample_scratch_size(const stk__image *src, int64_t out_h, int64_t 
 stk_status stk__resample(const stk__image *src, const stk__image *dst,
                          const stk__resample_args *args, void *scratch, size_t scratch_size);
 
+/* DALI's GPU batching hints of the resampling operators, accepted so DALI code ports:
+ * schema entries for resize, random_resized_crop, resize_crop_mirror, tensor_resize. */
+#define STK__RESAMPLE_MINIBATCH_ARG                                                       \
+  {                                                                                       \
+    .name = "minibatch_size", .type = STK_ARG_INT, .default_text = "32",                  \
+    .doc =                                                                                \
+        "DALI's GPU kernel batching hint: accepted, no effect (stoker resamples a batch " \
+        "in one launch)"                                                                  \
+  }
+#define STK__RESAMPLE_TEMP_BUFFER_ARG                                                 \
+  {                                                                                   \
+    .name = "temp_buffer_hint", .type = STK_ARG_INT, .default_text = "0",             \
+    .doc =                                                                            \
+        "DALI's initial scratch size for resampling: accepted, no effect (as DALI's " \
+        "CPU variant)"                                                                \
+  }
+
 /* ---- resize geometry (DALI's rules) ---- */
 
 typedef enum {

@@ -21,6 +21,10 @@ enum {
   A_ROI_START,
   A_ROI_END,
   A_ROI_RELATIVE,
+  A_MINIBATCH,
+  A_TEMP_BUFFER,
+  A_MIN_FILTER,
+  A_MAG_FILTER,
   RESIZE_ARGS_COUNT_
 };
 
@@ -128,13 +132,24 @@ enum {
                  .type = STK_ARG_FLOATS,                                                         \
                  .flags = STK_ARGF_PER_SAMPLE,                                                   \
                  .doc = "end [y, x] of the input region to resize (with roi_start)"},            \
-  [A_ROI_RELATIVE] = {                                                                           \
-      .name = "roi_relative",                                                                    \
-      .type = STK_ARG_BOOL,                                                                      \
-      .default_text = "false",                                                                   \
-      .doc =                                                                                     \
-          "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) "  \
-          "instead of pixels"},
+  [A_ROI_RELATIVE] =                                                                             \
+      {.name = "roi_relative",                                                                   \
+       .type = STK_ARG_BOOL,                                                                     \
+       .default_text = "false",                                                                  \
+       .doc =                                                                                    \
+           "roi_start / roi_end are fractions of the input size (0: top/left, 1: bottom/right) " \
+           "instead of pixels"},                                                                 \
+  [A_MINIBATCH] = STK__RESAMPLE_MINIBATCH_ARG, [A_TEMP_BUFFER] = STK__RESAMPLE_TEMP_BUFFER_ARG,  \
+  [A_MIN_FILTER] = {.name = "min_filter",                                                        \
+                    .type = STK_ARG_STRING,                                                      \
+                    .choices = STK__INTERP_CHOICES,                                              \
+                    .doc =                                                                       \
+                        "the filter of the axes scaled down (default: interp_type), as "         \
+                        "DALI; the GPU takes one filter per batch"},                             \
+  [A_MAG_FILTER] = {.name = "mag_filter",                                                        \
+                    .type = STK_ARG_STRING,                                                      \
+                    .choices = STK__INTERP_CHOICES,                                              \
+                    .doc = "the filter of the axes scaled up or kept (default: interp_type)"},
 
 static const stk_arg_schema resize_args[] = {RESIZE_ARGS("true")};
 STK__CHECK_ARGS(resize_args, RESIZE_ARGS_COUNT_);
@@ -148,6 +163,7 @@ typedef struct {
   size_source source;
   stk__resize_mode mode;
   stk__interp interp;
+  stk__interp interp_min, interp_mag; /* per axis: scaled down / up (DALI's min/mag_filter) */
   bool antialias, subpixel, roi, roi_relative;
   bool has_dtype;
   stk_dtype dtype;
@@ -187,6 +203,11 @@ static stk_status resize_init(stk__node *node) {
   if (!stk__interp_parse(stk__arg_string(node, A_INTERP), &st.interp))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL, "unknown interp_type \"%s\"",
                       stk__arg_string(node, A_INTERP));
+  st.interp_min = st.interp_mag = st.interp;
+  if (stk__arg_given(node, A_MIN_FILTER))
+    stk__interp_parse(stk__arg_string(node, A_MIN_FILTER), &st.interp_min);
+  if (stk__arg_given(node, A_MAG_FILTER))
+    stk__interp_parse(stk__arg_string(node, A_MAG_FILTER), &st.interp_mag);
   st.has_dtype = *stk__arg_string(node, A_DTYPE) != '\0';
   if (st.has_dtype) {
     STK_TRY(stk__dtype_or_same(node, A_DTYPE, "dtype", STK_DTYPE_UINT8, &st.dtype));
@@ -267,6 +288,11 @@ static stk_status resize_request(stk__node *node, stk__sample *s, const resize_s
   return STK_OK;
 }
 
+/* The filters of this node's axes (min_filter / mag_filter, resample's helpers). */
+static stk__resample_filters filters_of(const resize_state *st) {
+  return (stk__resample_filters){st->interp_min, st->interp_mag, st->antialias};
+}
+
 static stk_status resize_run(stk__node *node, stk__sample *s) {
   const resize_state *st = *stk__node_state(node);
   static const stk_dtype ok_types[] = {STK_DTYPE_UINT8, STK_DTYPE_FLOAT32};
@@ -284,8 +310,8 @@ static stk_status resize_run(stk__node *node, stk__sample *s) {
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "output %lldx%lld exceeds the pixel limit",
                       (long long)size[0], (long long)size[1]);
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
-  stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], st->interp, st->antialias, 0};
-  return stk__resample_to_output(node, s, &in, &out, &ra);
+  stk__resample_filters f = filters_of(st);
+  return stk__resample_axes(node, s, &f, &in, &out, lo, hi);
 }
 
 /* ---- GPU backend: the host plans every sample with the CPU's size rules ---- */
@@ -296,6 +322,7 @@ static stk_status resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_
   const resize_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   int channels = 0;
+  stk__interp interp = st->interp;
   for (size_t i = 0; i < n; i++) {
     stk__sample *s = stk__gpu_sample(b, i);
     stk__image img;
@@ -305,6 +332,8 @@ static stk_status resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_
     int64_t size[2];
     double lo[2], hi[2];
     STK_TRY(stk__sample_wrap(stk__resize_plan(&rq, size, lo, hi), node, s));
+    stk__resample_filters f = filters_of(st);
+    STK_TRY(stk__gpu_batch_interp(node, stk__gpu_sample(b, i), &f, i, size, lo, hi, &interp));
     stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0],
                              hi[1], hi[0]);
   }
@@ -312,7 +341,7 @@ static stk_status resize_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_
   *args = (stk_gpu_resample_args){.channels = channels,
                                   .in_dtype = in_dtype,
                                   .out_dtype = st->has_dtype ? st->dtype : in_dtype,
-                                  .interp = (int)st->interp,
+                                  .interp = (int)interp,
                                   .antialias = st->antialias};
   return STK_OK;
 }
@@ -469,8 +498,8 @@ static stk_status rcm_run(stk__node *node, stk__sample *s) {
   double lo[2], hi[2];
   STK_TRY(rcm_plan(node, s, &in, size, lo, hi));
   stk__image out = {NULL, st->has_dtype ? st->dtype : in.dtype, size[0], size[1], in.c};
-  stk__resample_args ra = {lo[1], lo[0], hi[1], hi[0], st->interp, st->antialias, 0};
-  return stk__resample_to_output(node, s, &in, &out, &ra);
+  stk__resample_filters f = filters_of(st);
+  return stk__resample_axes(node, s, &f, &in, &out, lo, hi);
 }
 
 /* GPU: the resample kernels with the windows planned as on the CPU. */
@@ -480,12 +509,15 @@ static stk_status rcm_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_ten
   const resize_state *st = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   int channels = 0;
+  stk__interp interp = st->interp;
   for (size_t i = 0; i < n; i++) {
     stk__image img;
     STK_TRY(stk__gpu_resample_source(node, b, in, i, &channels, &img, &samples[i]));
     int64_t size[2];
     double lo[2], hi[2];
     STK_TRY(rcm_plan(node, stk__gpu_sample(b, i), &img, size, lo, hi));
+    stk__resample_filters f = filters_of(st);
+    STK_TRY(stk__gpu_batch_interp(node, stk__gpu_sample(b, i), &f, i, size, lo, hi, &interp));
     stk__gpu_resample_target(&samples[i], shapes + 3 * i, size[0], size[1], channels, lo[1], lo[0],
                              hi[1], hi[0]);
   }
@@ -493,7 +525,7 @@ static stk_status rcm_gpu_plan(stk__node *node, stk__gpu_batch *b, const stk_ten
   *args = (stk_gpu_resample_args){.channels = channels,
                                   .in_dtype = in_dtype,
                                   .out_dtype = st->has_dtype ? st->dtype : in_dtype,
-                                  .interp = (int)st->interp,
+                                  .interp = (int)interp,
                                   .antialias = st->antialias};
   return STK_OK;
 }

@@ -233,7 +233,7 @@ const stk__op_def stk__op_transforms_translation = {.schema = &translation_schem
                                                     .run_sample = translation_run};
 
 /* ---- transforms.scale ---- */
-enum { SC_SCALE, SC_CENTER, SC_REVERSE, SCALE_ARGS_COUNT_ };
+enum { SC_SCALE, SC_CENTER, SC_REVERSE, SC_NDIM, SCALE_ARGS_COUNT_ };
 static const stk_arg_schema scale_args[] = {
     [SC_SCALE] = {.name = "scale",
                   .type = STK_ARG_FLOATS,
@@ -247,8 +247,20 @@ static const stk_arg_schema scale_args[] = {
                     .type = STK_ARG_BOOL,
                     .default_text = "false",
                     .doc = REVERSE_DOC},
+    [SC_NDIM] = {.name = "ndim",
+                 .type = STK_ARG_INT,
+                 .doc = "the transform's dimensions, for a scalar scale (DALI's); stoker's "
+                        "transforms are 2D, so only 2 is taken"},
 };
 STK__CHECK_ARGS(scale_args, SCALE_ARGS_COUNT_);
+
+static stk_status scale_init(stk__node *node) {
+  if (stk__arg_given(node, SC_NDIM) && stk__arg_int(node, NULL, SC_NDIM) != 2)
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                      "ndim=%lld: stoker's transforms are 2D (ndim=2 only)",
+                      (long long)stk__arg_int(node, NULL, SC_NDIM));
+  return STK_OK;
+}
 
 static stk_status scale_run(stk__node *node, stk__sample *s) {
   double k[2];
@@ -273,7 +285,8 @@ static const stk_op_schema scale_schema = {
     .num_args = sizeof scale_args / sizeof scale_args[0],
     .args = scale_args,
 };
-const stk__op_def stk__op_transforms_scale = {.schema = &scale_schema, .run_sample = scale_run};
+const stk__op_def stk__op_transforms_scale = {
+    .schema = &scale_schema, .init = scale_init, .run_sample = scale_run};
 
 /* ---- transforms.combine ---- */
 enum { CO_REVERSE, COMBINE_ARGS_COUNT_ };

@@ -231,7 +231,7 @@ static stk_status check_prefix(stk__node *node, const bool *prefix, cache_state 
                       "'%s': the cached prefix holds '%s' (%s), a random operator: its draws "
                       "would be frozen at the first epoch; place the cache before it",
                       node->name, n->name, n->spec->def->schema->name);
-    } else if (flags & STK_OPF_BATCH) {
+    } else if ((flags & STK_OPF_BATCH) || stk__node_is_batch(n)) {
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                       "'%s': the cached prefix holds '%s' (%s), a batch operator: a sample's "
                       "value depends on the other samples of its batch, which change every "

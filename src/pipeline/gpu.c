@@ -670,8 +670,8 @@ stk_status stk__gpu_run_stage(stk__gpu_batch *b, stk__gpu_part part) {
         node->spec->num_guards ? run_guarded(b, node) : node->spec->def->run_gpu(node, b);
     atomic_fetch_add_explicit(&node->time_ns, stk__now_ns() - t0, memory_order_relaxed);
     if (st != STK_OK)
-      return stk__wrap(st, "stk_pipeline_run: operator '%s' (%s)", node->name,
-                       stk__device_name(node->spec->device));
+      return stk__wrap(stk__wrap_operator_on(st, node->name, stk__device_name(node->spec->device)),
+                       "stk_pipeline_run");
     for (int k = 0; k < node->num_outputs; k++)
       if (!b->lists[node->out_edges[k]])
         return STK_FAIL(STK_ERR_INTERNAL, "operator '%s' produced no output %d", node->name, k);

@@ -244,8 +244,9 @@ static stk_status collect_edges(stk_pipeline *p) {
 }
 
 bool stk__node_is_batch(const stk__node *node) {
-  return (node->spec->def->schema->flags & STK_OPF_BATCH) && node->spec->device == STK_DEVICE_CPU &&
-         node->spec->def->run_batch;
+  const stk__op_def *def = node->spec->def;
+  bool batch = (def->schema->flags & STK_OPF_BATCH) || (def->batch_when && def->batch_when(node));
+  return batch && node->spec->device == STK_DEVICE_CPU && def->run_batch;
 }
 
 /* The pass in which edge `e` has its value: a batch operator's outputs exist only after

@@ -139,9 +139,10 @@ static const stk_op_schema ext_schema = {
         "batch, "
         "in order; "
         "a fed batch may hold fewer samples than the batch size (the pipeline's batch is then as "
-        "small).",
-    .devices = STK_DEVICE_CPU,
-    .flags = STK_OPF_NO_INPUT,
+        "small). On device \"gpu\" the fed samples are uploaded (DALI's external_source on "
+        "the GPU; arrays on a GPU are copied to the host first).",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
+    .flags = STK_OPF_NO_INPUT | STK_OPF_GPU_ON_HOST,
     .min_inputs = 0,
     .max_inputs = 0,
     .inputs = NULL,

@@ -104,19 +104,64 @@ stk_status stk_pipeline_get(const stk_pipeline *p, stk_pipeline_setting key, int
   return STK_OK;
 }
 
+/* Appends `op` (taken over; destroyed on failure). */
+static stk_status append_op(stk_pipeline *p, stk_op *op) {
+  stk_op **grown = stk__realloc(p->ops, (p->num_ops + 1) * sizeof(stk_op *), "the operator list");
+  if (!grown) {
+    stk_op_destroy(op);
+    return STK_ERR_OUT_OF_MEMORY;
+  }
+  p->ops = grown;
+  p->ops[p->num_ops++] = op;
+  return STK_OK;
+}
+
+/* An operator of STK_OPF_GPU_ON_HOST asked for on the GPU: it runs on the CPU under an
+ * internal name for each output ("<edge>.__host"), and a `copy` on the GPU, under the
+ * operator's guards, gives every output its own name on the device. */
+static stk_status add_on_host_for_gpu(stk_pipeline *p, stk_op *op) {
+  op->device = STK_DEVICE_CPU;
+  int n = op->num_outputs;
+  stk_op **copies = stk__calloc((size_t)(n ? n : 1), sizeof *copies, "output copies");
+  stk_status st = copies ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  for (int o = 0; st == STK_OK && o < n; o++) {
+    stk__strbuf host = {0};
+    st = stk__strbuf_printf(&host, "%s.__host", op->outputs[o]);
+    if (st == STK_OK) st = stk_op_create("copy", "gpu", &copies[o]);
+    if (st == STK_OK) st = stk_op_add_input(copies[o], host.data);
+    if (st == STK_OK) st = stk_op_add_output(copies[o], op->outputs[o]);
+    for (int g = 0; st == STK_OK && g < op->num_guards; g++)
+      st = stk_op_add_guard(copies[o], op->guards[g].edge_name, op->guards[g].value);
+    if (st == STK_OK) {
+      free(op->outputs[o]);
+      op->outputs[o] = host.data; /* taken over */
+    } else {
+      stk__strbuf_free(&host);
+    }
+  }
+  if (st == STK_OK) {
+    st = append_op(p, op);
+    op = NULL;
+  }
+  for (int o = 0; o < n; o++) {
+    if (st == STK_OK)
+      st = append_op(p, copies[o]);
+    else
+      stk_op_destroy(copies[o]);
+  }
+  stk_op_destroy(op);
+  free(copies);
+  return st;
+}
+
 stk_status stk_pipeline_add_op(stk_pipeline *p, const stk_op *op) {
   if (!p || !op) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   if (p->built) return STK_FAIL(STK_ERR_STATE, "the pipeline is already built");
   stk_op *copy;
   STK_TRY(stk__op_copy(&copy, op));
-  stk_op **grown = stk__realloc(p->ops, (p->num_ops + 1) * sizeof(stk_op *), "the operator list");
-  if (!grown) {
-    stk_op_destroy(copy);
-    return STK_ERR_OUT_OF_MEMORY;
-  }
-  p->ops = grown;
-  p->ops[p->num_ops++] = copy;
-  return STK_OK;
+  if (copy->device == STK_DEVICE_GPU && (copy->def->schema->flags & STK_OPF_GPU_ON_HOST))
+    return add_on_host_for_gpu(p, copy);
+  return append_op(p, copy);
 }
 
 stk_status stk_pipeline_set_outputs(stk_pipeline *p, const char *const *edges, size_t count) {

@@ -353,6 +353,10 @@ STK_MHD void stk_tn_acc_store(const stk_tn_reduce *p, const stk_tn_reduce_args *
       break;
     }
   }
+  /* DALI casts means into integer types (static_cast): toward zero, then saturated */
+  if ((a->op == STK_TN_MEAN || a->op == STK_TN_MEAN_SQUARE || a->op == STK_TN_RMS) &&
+      !stk_ar_is_float(a->out_dtype))
+    res = trunc(res);
   stk_tn_store_sat(p->dst, a->out_dtype, (size_t)o, res);
 }
 

@@ -70,12 +70,10 @@ static void test_supports_and_launch_checks(void **state) {
   /* a record of the wrong size is refused, not read */
   stk_gpu_launch l = {1, &cs, sizeof cs + 8, &io, sizeof io, s};
   err[0] = 0;
-  assert_int_equal(api->launch(ctx, STK_GPU_K_CAST, &l, err, sizeof err),
-                   STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(api->launch(ctx, STK_GPU_K_CAST, &l, err, sizeof err), STK_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(err, "cast"));
   l.sample_size = sizeof cs, l.args_size = 1;
-  assert_int_equal(api->launch(ctx, STK_GPU_K_CAST, &l, err, sizeof err),
-                   STK_ERR_INVALID_ARGUMENT);
+  assert_int_equal(api->launch(ctx, STK_GPU_K_CAST, &l, err, sizeof err), STK_ERR_INVALID_ARGUMENT);
 
   /* a kernel the backend lacks: unsupported, named */
   stk_gpu_resample_sample rs;

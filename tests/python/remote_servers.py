@@ -281,6 +281,13 @@ def main():
         ProxyHandler.plan = sys.argv[3].split(",")
         handler = ProxyHandler
     srv = Server(("127.0.0.1", 0), handler)
+    tls = [a for a in sys.argv if a.startswith("--tls=")]
+    if tls:  # --tls=CERT.pem,KEY.pem: https:// with that certificate
+        import ssl
+        cert, key = tls[0][len("--tls="):].split(",")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     print("PORT", srv.server_address[1], flush=True)
     srv.serve_forever()
 

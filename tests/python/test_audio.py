@@ -356,3 +356,25 @@ def test_resample_close_to_dali(tmp_path):
             # both are windowed sincs of their own design: close, not equal, away from the ends
             assert np.abs(g - w)[40:-40].max() < 2e-3, expr
 
+
+
+# ---- the moving mean power restarted every reset_interval samples (the GPU's segments) ----
+
+@pytest.mark.parametrize("reset", [-1, 1, 5, 64, 999])
+@pytest.mark.parametrize("window", [1, 4, 100])
+def test_nonsilent_region_reset_interval_is_exact(reset, window):
+    """On small integers every sum is exact, so any reset_interval (each restart is a GPU
+    thread's segment) gives the direct NumPy result, at the >= threshold included: a
+    reference of 4 and cutoff 0 dB make a window of all 2s exactly at the threshold."""
+    x = np.zeros(600, np.float32)
+    x[150:150 + window] = 2  # the only window of mean power 4
+    x[400:410] = 1
+    kw = dict(window_length=window, reset_interval=reset, reference_power=4.0, cutoff_db=0.0)
+    (begin, length) = run(lambda a: fn.nonsilent_region(a, **kw), [x])
+    want = ref_nonsilent(x, 0.0, window, 4.0)
+    assert want == (150, window)  # the window ending at 150 + window - 1, hand-computed
+    assert (int(begin[0]), int(length[0])) == want
+    r = (RNG.integers(-30, 30, 700)).astype(np.float32)
+    kw = dict(window_length=window, reset_interval=reset, cutoff_db=-1.0)
+    (begin, length) = run(lambda a: fn.nonsilent_region(a, **kw), [r])
+    assert (int(begin[0]), int(length[0])) == ref_nonsilent(r, -1.0, window)

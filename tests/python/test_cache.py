@@ -470,3 +470,19 @@ def test_unusable_cache_directory_fails_the_build_naming_it(photos, tmp_path):
 
         with pytest.raises(StokerError, match=r"'kept'.*cache directory '" + str(bad)):
             pipe().build()
+
+
+def test_normalize_is_a_batch_operator_only_with_batch_true(photos):
+    """normalize(batch=True) on the CPU runs once per batch (its statistics span the
+    batch), so it cannot be cached; per-sample normalize can."""
+    def make(batch):
+        @pipeline_def(batch_size=2, num_threads=1)
+        def pipe():
+            jpegs, labels = fn.readers.file(files=photos)
+            images = fn.resize(fn.decoders.image(jpegs), size=[8, 8])
+            return fn.cache(fn.normalize(images, batch=batch, name="norm"))
+        return pipe()
+
+    make(False).build()
+    with pytest.raises(StokerError, match=r"'norm' \(normalize\), a batch operator"):
+        make(True).build()

@@ -219,7 +219,7 @@ def test_experimental_aliases_run_their_targets(photos):
                           ("experimental.decoders.image_random_crop", "decoders.image_random_crop"),
                           ("experimental.decoders.image_slice", "decoders.image_slice"),
                           ("experimental.resize", "resize"),
-                          ("experimental.tensor_resize", "resize"),
+                          ("experimental.tensor_resize", "tensor_resize"),
                           ("experimental.peek_image_shape", "peek_image_shape")]:
         assert alias in reg and target in reg[alias].doc
     full, a, b, c, d = decode_batch(photos[:3], lambda j: (

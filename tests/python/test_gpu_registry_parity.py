@@ -24,6 +24,10 @@ GPU_OPS = sorted(n for n, s in REGISTRY.items() if "gpu" in s.devices or "mixed"
 EXEMPT = {
     "copy": "the transfer itself: every check moves IN with it",
     "select": "merges conditional branches; tests/python/test_gpu_conditionals.py",
+    "external_source": "fed by the program, no input to compare; its GPU form is the host feed "
+                       "uploaded: tests/python/test_random_gpu.py",
+    "readers.numpy": "a reader, no input to compare; its GPU form is the host read uploaded: "
+                     "tests/python/test_random_gpu.py",
 }
 
 

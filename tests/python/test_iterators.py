@@ -122,6 +122,26 @@ def test_sharding_over_epochs(seven_files, policy, stick):
         it.reset()
 
 
+@pytest.mark.parametrize("pad", [False, True])
+@pytest.mark.parametrize("stick", [False, True])
+def test_drop_gives_every_rank_the_same_steps(seven_files, pad, stick):
+    """DDP: one iterator per rank, each over its own shard. Shards of 3 and 4 samples,
+    batches of 2: under DROP both ranks take floor(3 / 2) = 1 step every epoch (= len()),
+    the first full batch of their own shard, though the larger shard has two full
+    batches (a rank with one step more hangs in the all-reduce); the next epoch starts
+    with the shard's own first samples."""
+    files, labels = seven_files
+    its = [ClassificationIterator(reader_pipe(files, labels, pad=pad, shard_id=r, num_shards=2,
+                                              stick=stick),
+                                  reader_name="Reader", last_batch_policy=DROP) for r in (0, 1)]
+    for epoch in range(4):
+        for r, it in enumerate(its):
+            got = [b[0]["label"][:, 0].tolist() for b in it]
+            assert len(got) == len(it) == 1, (epoch, r, got)
+            assert got == [shard_slice(labels, r, 2, stick, epoch)[:2]], (epoch, r)
+            it.reset()
+
+
 @pytest.mark.filterwarnings("ignore:iterator. size counts samples")
 def test_size_without_reader_and_partial_last_batch():
     data = [[np.array([2 * i + k], np.int32) for k in range(2)] for i in range(10)]

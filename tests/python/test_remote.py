@@ -347,6 +347,90 @@ def test_missing_objects_name_the_url(dataset, http_root):
         epochs(wds("s3:///key.tar"), 1, 1)
 
 
+# ---- https:// with a private certificate authority ----
+
+def make_private_ca(d):
+    """A CA and a server certificate for 127.0.0.1 signed by it (PEM files in d): the
+    setup of an S3-compatible store or a web server inside an organisation."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import datetime
+    import ipaddress
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "stoker test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(days=1))
+          .not_valid_after(now + datetime.timedelta(days=2))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
+                                       key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, key_cert_sign=True,
+                                       crl_sign=True, encipher_only=False,
+                                       decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+            .issuer_name(ca_name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    paths = {n: str(d / f"{n}.pem") for n in ("ca", "cert", "key")}
+    with open(paths["ca"], "wb") as f:
+        f.write(ca.public_bytes(serialization.Encoding.PEM))
+    with open(paths["cert"], "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(paths["key"], "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM,
+                                  serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+    return paths
+
+
+def test_https_with_a_private_ca(dataset, tmp_path, monkeypatch):
+    """https:// shards and files from a server whose certificate a private CA signed: read
+    byte for byte like the local files once the CA is given (remote_ca_bundle, or
+    STK_REMOTE_CA_BUNDLE), and refused, naming the URL, when it is not: the certificate
+    is verified, never skipped."""
+    try:
+        pem = make_private_ca(tmp_path)
+    except ImportError:
+        cannot_run("the cryptography package (a moto dependency) is missing")
+    proc, port = start_helper("http", str(dataset), f"--tls={pem['cert']},{pem['key']}")
+    try:
+        root = f"https://127.0.0.1:{port}"
+        shards = f"{root}/wds/shard-{{000000..000002}}.tar"
+        local, _ = epochs(wds(str(dataset / "wds" / "shard-{000000..000002}.tar")), 4, 3)
+        remote, _ = epochs(wds(shards, remote_ca_bundle=pem["ca"]), 4, 3)
+        assert remote == local
+        # the variable does the same for every reader, here readers.file's files
+        monkeypatch.setenv("STK_REMOTE_CA_BUNDLE", pem["ca"])
+        files = [f"{root}/img/cats/{n}" for n in NAMES[:2]]
+        pipe = stoker.pipeline_def(
+            lambda: fn.readers.file(files=files, labels=[0, 1], name="R")[0],
+            batch_size=2, num_threads=1)()
+        got = [np.array(s).tobytes() for s in pipe.run()[0]]
+        assert got == [photo(n) for n in NAMES[:2]]
+        # without the CA (the system's CAs only): verification fails, the URL is named
+        monkeypatch.delenv("STK_REMOTE_CA_BUNDLE")
+        with pytest.raises(StokerError, match=re.escape(f"127.0.0.1:{port}")):
+            epochs(wds(shards, remote_retries=0), 1, 1)
+        # a CA file that does not exist is an error too, not a fallback to no verification
+        with pytest.raises(StokerError):
+            epochs(wds(shards, remote_retries=0, remote_ca_bundle=str(tmp_path / "no.pem")),
+                   1, 1)
+    finally:
+        stop(proc)
+
+
 # ---- signing ----
 
 def test_requests_carry_valid_sigv4_signatures(s3, moto_port, monkeypatch, tmp_path):

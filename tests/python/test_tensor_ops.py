@@ -388,8 +388,9 @@ def test_normalize_values_from_dali():
 
 
 def test_normalize_errors():
-    with pytest.raises(StokerError, match="batch=True .* runs on the GPU only"):
-        run(lambda x: fn.normalize(x, batch=True))
+    # batch=True: the kept (not reduced) extents must agree across the batch
+    with pytest.raises(StokerError, match="batch=True needs every sample's type and kept"):
+        run(lambda x: fn.normalize(x, batch=True, axes=[1]))
     fails(lambda x: fn.normalize(x, mean=[1.0, 2.0], axes=[0, 1]), "give one or 4")
 
 
@@ -626,13 +627,28 @@ def test_gpu_whole_sample_statistics(fake_gpu, name, data):
             np.testing.assert_allclose(c, a.astype(np.float64).sum(), rtol=1e-6)
 
 
-@pytest.mark.parametrize("kw,axes", [({}, None), ({"axis_names": "HW", "ddof": 1, "scale": 3}, (0, 1)),
-                                     ({"mean": 1.5, "axes": [0, 1]}, (0, 1)),
-                                     ({"stddev": 4.0, "axis_names": "HW"}, (0, 1))])
+BATCH_NORM_CASES = [({}, None), ({"axis_names": "HW", "ddof": 1, "scale": 3}, (0, 1)),
+                    ({"mean": 1.5, "axes": [0, 1]}, (0, 1)),
+                    ({"stddev": 4.0, "axis_names": "HW"}, (0, 1))]
+
+
+@pytest.mark.parametrize("kw,axes", BATCH_NORM_CASES)
 @pytest.mark.parametrize("data", ["small", "big"])
 def test_gpu_normalize_over_the_batch(fake_gpu, kw, axes, data):
+    check_normalize_over_the_batch(kw, axes, data, gpu=True)
+
+
+@pytest.mark.parametrize("kw,axes", BATCH_NORM_CASES)
+@pytest.mark.parametrize("data", ["small", "big"])
+def test_cpu_normalize_over_the_batch(kw, axes, data):
+    check_normalize_over_the_batch(kw, axes, data, gpu=False)
+
+
+def check_normalize_over_the_batch(kw, axes, data, gpu):
+    """normalize(batch=True) against NumPy statistics of the batch concatenated."""
     d = F if data == "small" else BIG
-    (out,) = run(lambda x: fn.normalize(x.gpu(), batch=True, **kw), d, device_id=0)
+    dev_kw = {"device_id": 0} if gpu else {}
+    (out,) = run(lambda x: fn.normalize(x.gpu() if gpu else x, batch=True, **kw), d, **dev_kw)
     cat = np.concatenate([a.reshape(-1, a.shape[-1]) for a in d]).astype(np.float64)
     red = 0 if axes else None  # the batch as one (N, C) array: HW axes -> axis 0
     mean = kw.get("mean", cat.mean(axis=red))
@@ -819,6 +835,27 @@ def test_decoders_refuse_hostile_bytes():
 
 
 def test_gpu_normalize_batch_matches_dali(fake_gpu):
+    check_normalize_batch_matches_dali(gpu=True)
+
+
+def test_cpu_normalize_batch_matches_dali():
+    check_normalize_batch_matches_dali(gpu=False)
+
+
+def test_cpu_normalize_batch_true_and_false_side_by_side():
+    # batch=True shares the batch's statistics; batch=False (the same operator, run per
+    # sample) keeps each sample's own, in the same pipeline
+    a = [np.arange(12, dtype=np.float32).reshape(2, 2, 3) + 10 * i for i in range(4)]
+    both = run(lambda x: (fn.normalize(x, batch=True, axis_names="HW"),
+                          fn.normalize(x, axis_names="HW")), a)
+    cat = np.concatenate([v.reshape(-1, 3) for v in a]).astype(np.float64)
+    for (g, _), (p, _), v in zip(both[0], both[1], a):
+        np.testing.assert_allclose(g, (v - cat.mean(0)) / cat.std(0), rtol=1e-5, atol=1e-6)
+        f = v.reshape(-1, 3).astype(np.float64)
+        np.testing.assert_allclose(p, (v - f.mean(0)) / f.std(0), rtol=1e-5, atol=1e-6)
+
+
+def check_normalize_batch_matches_dali(gpu):
     import pickle
     import subprocess
     if not os.path.exists(DALI_PY):
@@ -830,9 +867,10 @@ def test_gpu_normalize_batch_matches_dali(fake_gpu):
     if r.returncode != 0:
         pytest.skip("DALI did not run")
     want = pickle.loads(r.stdout)
-    got = {"nb": one(lambda x: fn.normalize(x.gpu(), batch=True), device_id=0),
-           "nb_hw": one(lambda x: fn.normalize(x.gpu(), batch=True, axis_names="HW", scale=2, shift=1,
-                                               epsilon=1), device_id=0)}
+    dev_kw = {"device_id": 0} if gpu else {}
+    got = {"nb": one(lambda x: fn.normalize(x.gpu() if gpu else x, batch=True), **dev_kw),
+           "nb_hw": one(lambda x: fn.normalize(x.gpu() if gpu else x, batch=True, axis_names="HW",
+                                               scale=2, shift=1, epsilon=1), **dev_kw)}
     for k in cases:
         assert not isinstance(want[k], str), want[k]
         for (g, gl), (w, wl) in zip(got[k], want[k]):

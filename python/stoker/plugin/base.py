@@ -11,7 +11,11 @@ batch size 2:
 * ``FILL`` ends every epoch with [7, 7]: the incomplete batch is filled by repeating
   its last sample (what DALI gives with the reader's ``pad_last_batch=True``), so the
   next epoch still starts with its own first sample.
-* ``DROP`` ends every epoch with [5, 6]: only full batches are returned.
+* ``DROP`` ends every epoch with [5, 6]: only full batches are returned. With shards,
+  every shard's epoch gets the same number of batches, the full batches of the smallest
+  shard (``len()``), whichever shard a pipeline reads: DDP ranks, each with its own
+  iterator, then take the same number of steps (a rank with one step more would wait for
+  ever in its gradient all-reduce); the rest of a larger shard's epoch is read and dropped.
 
 With the reader's ``pad_last_batch=True`` the reader itself pads (FILL and the
 pipeline give [7, 7]); PARTIAL then returns at most the shard's own samples ([7]).
@@ -106,6 +110,7 @@ class BaseIterator:
             p.build()
         self._ended = [False] * self._num_gpus  # reader epochs over, this iterator epoch
         self._delivered = np.zeros(self._num_gpus, dtype=np.int64)  # samples, this epoch
+        self._steps = 0  # batches returned this epoch
         self._templates = [None] * self._num_gpus  # a pipeline's last converted batch
         if reader_name is not None:
             self._init_from_reader(reader_name)
@@ -147,6 +152,16 @@ class BaseIterator:
         """Each pipeline's shard size this epoch (the shard moves when not sticking)."""
         n, s = self._size_no_pad, self._shards_num
         return (self._shards_id + 1) * n // s - self._shards_id * n // s
+
+    def _drop_steps(self):
+        """DROP's batches per epoch: the full batches of the smallest shard (DALI ends a
+        DROP epoch when any shard would overflow), the same on every rank."""
+        return (self._size_no_pad // self._shards_num) // self.batch_size
+
+    def _drain(self):
+        """Reads and drops what is left of every pipeline's reader epoch."""
+        while not all(self._ended):
+            self._run_pipelines()
 
     def _end_iteration(self):
         if self._auto_reset:
@@ -204,6 +219,9 @@ class BaseIterator:
         while True:
             if all(self._ended):
                 self._end_iteration()
+            if self._last_batch_policy == LastBatchPolicy.DROP and self._steps >= self._drop_steps():
+                self._drain()
+                self._end_iteration()
             batches, sizes = self._run_pipelines()
             if not any(sizes):  # nothing left in any pipeline's epoch (all of it skipped)
                 continue
@@ -211,6 +229,7 @@ class BaseIterator:
                 padding = self._last_batch_padded and np.any(self._delivered + sizes > self._shard_sizes())
                 if all(n == self.batch_size for n in sizes) and not padding:
                     self._delivered += sizes
+                    self._steps += 1
                     return batches
                 continue  # an incomplete step is dropped; the epoch may go on
             keep = self._shard_sizes() - self._delivered if self._last_batch_padded else np.array(sizes)
@@ -270,6 +289,7 @@ class BaseIterator:
         if self._reader_name is not None:
             self._ended = [False] * self._num_gpus
             self._delivered[:] = 0
+            self._steps = 0
             if not self._is_stick_to_shard:
                 self._shards_id = (self._shards_id + 1) % self._shards_num
         elif self._last_batch_policy == LastBatchPolicy.FILL and self._size > 0:
@@ -291,6 +311,7 @@ class BaseIterator:
         counters; a plain dict (PyTorch Lightning's ``state_dict`` convention)."""
         return {"checkpoints": self.checkpoints(), "ended": list(self._ended),
                 "delivered": self._delivered.tolist(), "counter": self._counter,
+                "steps": self._steps,
                 "shards_id": self._shards_id.tolist() if self._reader_name is not None else None}
 
     def load_state_dict(self, state):
@@ -304,6 +325,7 @@ class BaseIterator:
         self._ended = list(state["ended"])
         self._delivered = np.array(state["delivered"], dtype=np.int64)
         self._counter = int(state["counter"])
+        self._steps = int(state.get("steps", 0))
         if state["shards_id"] is not None:
             self._shards_id = np.array(state["shards_id"], dtype=np.int64)
 
