@@ -48,12 +48,10 @@ def test_files_and_passthrough(gpu, tmp_path, monkeypatch, from_gpu):
         np.testing.assert_array_equal(np.asarray(host[i]), img)
         written = np.asarray(Image.open(tmp_path / f"dump_image_g_{i}.ppm"))
         np.testing.assert_array_equal(written, img)
-    # the pipeline may run ahead: later batches' files (ordinals 3, 4, ...) hold the same
-    # images, since the source repeats
+    # the pipeline may run ahead: later batches' files (ordinals 3, 4, ...) may exist, and
+    # may still be being written; the first batch's are complete once run() returned
     names = sorted(os.listdir(tmp_path), key=lambda f: int(f.split("_")[-1].split(".")[0]))
-    assert names[:3] == [f"dump_image_g_{i}.ppm" for i in range(3)] and len(names) % 3 == 0
-    for k, f in enumerate(names):
-        np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / f)), IMAGES[k % 3])
+    assert names[:3] == [f"dump_image_g_{i}.ppm" for i in range(3)]
 
 
 def test_chw_and_gray_match_the_cpu(gpu, tmp_path, monkeypatch):
@@ -69,8 +67,10 @@ def test_chw_and_gray_match_the_cpu(gpu, tmp_path, monkeypatch):
             chw, "CHW")
         run(lambda x: fn.dump_image(x.gpu() if dev == "gpu" else x, suffix="_gray", device=dev),
             gray, "HWC")
-        files[dev] = {f: (d / f).read_bytes() for f in sorted(os.listdir(d))}
-    assert files["cpu"] == files["gpu"] and "dump_image_gray_2.pgm" in files["gpu"]
+        # the first batch's files (the pipeline may have run ahead by a varying amount)
+        files[dev] = {f: (d / f).read_bytes() for f in sorted(os.listdir(d))
+                      if int(f.split("_")[-1].split(".")[0]) < 3}
+    assert files["cpu"] == files["gpu"] and len(files["gpu"]) == 6
     written = np.asarray(Image.open(tmp_path / "gpu" / "dump_image_gray_1.pgm"))
     np.testing.assert_array_equal(written, gray[1][:, :, 0])
 

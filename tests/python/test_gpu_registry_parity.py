@@ -72,6 +72,7 @@ def test_parity_check_cpu_copy_runs(op):
     for o in outs:
         samples = to_numpy_samples(o)
         assert len(samples) == len(registry_parity.PHOTOS)
+    p.close()  # batches run ahead end here, inside the scratch directory
 
 
 @pytest.mark.skipif("not __import__('gpu_parity').gpu_available()",
