@@ -594,10 +594,10 @@ def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid).
+def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid). On the GPU each batch is copied to the host and the stream waited for before the files are written; the output is the input.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: a uint8 image (HWC or CHW, 1 or 3 channels)
@@ -608,7 +608,7 @@ def dump_image(*inputs: DataNode, suffix: str | None = ..., input_layout: str | 
     Keyword args:
         suffix (a string; default ""): added to the file names: dump_image<suffix>_<sample ordinal>.ppm
         input_layout (a string; default "HWC"; one of 'HWC', 'CHW'): how the image is laid out
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -2524,10 +2524,10 @@ class decoders:
         """
         ...
     @staticmethod
-    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib, gzip or raw) is a stoker extension. On the GPU (DALI's device) the compressed bytes are a GPU input (a CPU input is uploaded), each chunk is inflated by one thread, and every sample of a batch needs the same number of output dimensions.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: compressed bytes (1D uint8)
@@ -2544,7 +2544,7 @@ class decoders:
             layout (a string; default ""): the layout of one chunk
             sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
             check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -2722,10 +2722,10 @@ class experimental:
         """
         ...
     @staticmethod
-    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU).
+    def inflate(*inputs: DataNode, algorithm: str | None = ..., shape: Sequence[int] | DataNode, chunk_offsets: Sequence[int] | DataNode | None = ..., chunk_sizes: Sequence[int] | DataNode | None = ..., dtype: str | None = ..., layout: str | None = ..., sequence_axis_name: str | None = ..., check_output_size: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """The former name of decoders.inflate. Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as DALI; DEFLATE (zlib, gzip or raw) is a stoker extension. On the GPU (DALI's device) the compressed bytes are a GPU input (a CPU input is uploaded), each chunk is inflated by one thread, and every sample of a batch needs the same number of output dimensions.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Inputs:
             input: compressed bytes (1D uint8)
@@ -2742,7 +2742,7 @@ class experimental:
             layout (a string; default ""): the layout of one chunk
             sequence_axis_name (a string; default "F"): the letter of the chunk axis, when chunks are given and the layout is
             check_output_size (a bool; default false): accepted for DALI compatibility: stoker always checks that each chunk fills exactly its shape
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...

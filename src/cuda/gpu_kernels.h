@@ -24,6 +24,7 @@
 #include "api_effects.h"
 #include "api_filter.h"
 #include "api_geometry.h"
+#include "api_inflate.h"
 #include "api_math.h"
 #include "api_png.h"
 #include "api_tensor.h"
@@ -44,7 +45,8 @@ extern "C" {
   STK_GPU_KERNELS_AUDIO(X)    \
   STK_GPU_KERNELS_TENSOR(X)   \
   STK_GPU_KERNELS_BOXES(X)    \
-  STK_GPU_KERNELS_PNG(X)
+  STK_GPU_KERNELS_PNG(X)      \
+  STK_GPU_KERNELS_INFLATE(X)
 
 #define STK__GPU_KERNEL_ID(ID, name, S, A) STK_GPU_K_##ID,
 typedef enum { STK_GPU_KERNELS(STK__GPU_KERNEL_ID) STK_GPU_K_COUNT } stk_gpu_kernel;

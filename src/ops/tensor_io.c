@@ -1,5 +1,5 @@
 /* Bytes in and out of the tensor world: get_property (source_info, layout), io.file.read,
- * decoders.numpy, decoders.inflate (and its old name experimental.inflate), dump_image. */
+ * decoders.numpy, dump_image (decoders.inflate: inflate.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "../io/fileset.h"
 #include "../io/npy.h"
@@ -198,218 +197,6 @@ static const stk_op_schema numpy_schema = {
 };
 const stk__op_def stk__op_decoders_numpy = {.schema = &numpy_schema, .run_sample = numpy_run};
 
-/* ---- decoders.inflate ---- */
-
-enum { I_ALGORITHM, I_SHAPE, I_OFFSETS, I_SIZES, I_DTYPE, I_LAYOUT, I_SEQ_NAME, I_CHECK, I_COUNT_ };
-static const stk_arg_schema inflate_args[] = {
-    [I_ALGORITHM] = {.name = "algorithm",
-                     .type = STK_ARG_STRING,
-                     .default_text = "\"LZ4\"",
-                     .choices = "LZ4|DEFLATE",
-                     .doc = "LZ4 (raw LZ4 blocks, as DALI) or DEFLATE (zlib or gzip streams, "
-                            "or raw deflate; a stoker extension)"},
-    [I_SHAPE] = {.name = "shape",
-                 .type = STK_ARG_INTS,
-                 .flags = STK_ARGF_REQUIRED | STK_ARGF_PER_SAMPLE,
-                 .doc = "the shape of one inflated chunk"},
-    [I_OFFSETS] = {.name = "chunk_offsets",
-                   .type = STK_ARG_INTS,
-                   .flags = STK_ARGF_PER_SAMPLE,
-                   .doc = "where each chunk starts in the input (sizes: up to the next one)"},
-    [I_SIZES] = {.name = "chunk_sizes",
-                 .type = STK_ARG_INTS,
-                 .flags = STK_ARGF_PER_SAMPLE,
-                 .doc = "the compressed size of each chunk (offsets: their running sum)"},
-    [I_DTYPE] = {.name = "dtype",
-                 .type = STK_ARG_STRING,
-                 .default_text = "\"uint8\"",
-                 .choices = NP_DTYPES,
-                 .doc = "the type of the inflated data"},
-    [I_LAYOUT] = {.name = "layout",
-                  .type = STK_ARG_STRING,
-                  .default_text = "\"\"",
-                  .doc = "the layout of one chunk"},
-    [I_SEQ_NAME] = {.name = "sequence_axis_name",
-                    .type = STK_ARG_STRING,
-                    .default_text = "\"F\"",
-                    .doc = "the letter of the chunk axis, when chunks are given and the layout "
-                           "is"},
-    [I_CHECK] = {.name = "check_output_size",
-                 .type = STK_ARG_BOOL,
-                 .default_text = "false",
-                 .doc = "accepted for DALI compatibility: stoker always checks that each chunk "
-                        "fills exactly its shape"},
-};
-STK__CHECK_ARGS(inflate_args, I_COUNT_);
-
-/* LZ4 block format: sequences of (token, literals, 2-byte offset, match). The last
- * sequence has literals only. Returns the bytes written, or -1 on malformed input or
- * output overflow. */
-static int64_t lz4_block_decode(const uint8_t *src, size_t n, uint8_t *dst, size_t cap) {
-  size_t i = 0, o = 0;
-  while (i < n) {
-    unsigned token = src[i++];
-    size_t lit = token >> 4;
-    if (lit == 15) {
-      unsigned b;
-      do {
-        if (i >= n) return -1;
-        b = src[i++];
-        lit += b;
-      } while (b == 255);
-    }
-    if (lit > n - i || lit > cap - o) return -1;
-    memcpy(dst + o, src + i, lit);
-    i += lit, o += lit;
-    if (i == n) return (int64_t)o; /* the last sequence */
-    if (n - i < 2) return -1;
-    size_t off = (size_t)src[i] | (size_t)src[i + 1] << 8;
-    i += 2;
-    if (off == 0 || off > o) return -1;
-    size_t len = (token & 15u) + 4;
-    if ((token & 15u) == 15) {
-      unsigned b;
-      do {
-        if (i >= n) return -1;
-        b = src[i++];
-        len += b;
-      } while (b == 255);
-    }
-    if (len > cap - o) return -1;
-    for (size_t k = 0; k < len; k++, o++) dst[o] = dst[o - off]; /* may overlap: byte-wise */
-  }
-  return (int64_t)o;
-}
-
-/* DEFLATE through zlib: zlib or gzip headers detected, else raw deflate. */
-static int64_t deflate_decode(const uint8_t *src, size_t n, uint8_t *dst, size_t cap) {
-  bool wrapped = n >= 2 && ((src[0] == 0x1f && src[1] == 0x8b) ||
-                            ((src[0] & 0x0f) == 8 && ((src[0] << 8) | src[1]) % 31 == 0));
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  if (inflateInit2(&z, wrapped ? 15 + 32 : -15) != Z_OK) return -1;
-  z.next_in = (Bytef *)src, z.avail_in = (uInt)n;
-  z.next_out = dst, z.avail_out = (uInt)cap;
-  int rc = inflate(&z, Z_FINISH);
-  int64_t out = (int64_t)z.total_out;
-  inflateEnd(&z);
-  return rc == Z_STREAM_END ? out : -1;
-}
-
-/* The chunks of one sample: count, offsets and sizes (scratch). */
-static stk_status inflate_chunks(stk__node *node, stk__sample *s, size_t n, int64_t **off,
-                                 int64_t **size, size_t *count) {
-  const int64_t *o = NULL, *z = NULL;
-  size_t no = stk__arg_given(node, I_OFFSETS) ? stk__arg_ints(node, s, I_OFFSETS, &o) : 0;
-  size_t nz = stk__arg_given(node, I_SIZES) ? stk__arg_ints(node, s, I_SIZES, &z) : 0;
-  if (no && nz && no != nz)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "chunk_offsets has %zu entries and chunk_sizes %zu", no, nz);
-  size_t c = no ? no : nz ? nz : 1;
-  *off = stk__scratch(s, c * sizeof(int64_t)), *size = stk__scratch(s, c * sizeof(int64_t));
-  if (!*off || !*size) return STK_ERR_OUT_OF_MEMORY;
-  int64_t at = 0;
-  for (size_t k = 0; k < c; k++) {
-    (*off)[k] = no ? o[k] : at;
-    (*size)[k] = nz ? z[k] : no ? (k + 1 < no ? o[k + 1] : (int64_t)n) - o[k] : (int64_t)n;
-    bool bad = (*off)[k] < 0 || (*size)[k] < 0 || (*off)[k] > (int64_t)n ||
-               (*size)[k] > (int64_t)n - (*off)[k]; /* no overflow on hostile values */
-    at = bad ? 0 : (*off)[k] + (*size)[k];
-    if (bad)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                        "chunk %zu [%lld, +%lld) leaves the %zu input bytes", k,
-                        (long long)(*off)[k], (long long)(*size)[k], n);
-  }
-  *count = c;
-  return STK_OK;
-}
-
-static stk_status inflate_shape(stk__node *node, stk__sample *s, size_t chunks, bool chunked,
-                                int *ndim, int64_t *shape, char *layout) {
-  const int64_t *v;
-  size_t nd = stk__arg_ints(node, s, I_SHAPE, &v);
-  if (nd + chunked > STK_MAX_NDIM)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "shape has too many dimensions");
-  *ndim = 0;
-  if (chunked) shape[(*ndim)++] = (int64_t)chunks;
-  for (size_t d = 0; d < nd; d++) {
-    if (v[d] < 0)
-      return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "shape[%zu] = %lld is negative", d,
-                        (long long)v[d]);
-    shape[(*ndim)++] = v[d];
-  }
-  const char *l = stk__arg_string(node, I_LAYOUT), *f = stk__arg_string(node, I_SEQ_NAME);
-  if (*l && strlen(l) != nd)
-    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
-                      "layout = \"%s\" does not match shape's %zu dimensions", l, nd);
-  snprintf(layout, STK_MAX_LAYOUT + 1, "%s%s", *l && chunked ? f : "", l);
-  return STK_OK;
-}
-
-static stk_status inflate_run(stk__node *node, stk__sample *s) {
-  const stk__tensor *in = stk__input(s, 0);
-  STK_TRY(check_bytes(node, s, in));
-  size_t n = byte_count(in), chunks = 0;
-  int64_t *off = NULL, *size = NULL;
-  STK_TRY(inflate_chunks(node, s, n, &off, &size, &chunks));
-  bool chunked = stk__arg_given(node, I_OFFSETS) || stk__arg_given(node, I_SIZES);
-  int ndim = 0;
-  int64_t shape[STK_MAX_NDIM];
-  char layout[STK_MAX_LAYOUT + 1];
-  STK_TRY(inflate_shape(node, s, chunks, chunked, &ndim, shape, layout));
-  stk_dtype dt = stk__dtype_arg(stk__arg_string(node, I_DTYPE));
-  size_t chunk_bytes = (size_t)stk__tn_volume(ndim - chunked, shape + chunked) * stk_dtype_size(dt);
-  if ((double)chunk_bytes * (double)chunks > (double)stk__node_max_file_bytes(node))
-    return STK__SFAIL(STK_ERR_LIMIT, node, s, "the inflated sample exceeds max_file_bytes");
-  stk__tensor *out;
-  STK_TRY(stk__output(s, 0, dt, ndim, shape, layout, &out));
-  bool lz4 = strcmp(stk__arg_string(node, I_ALGORITHM), "LZ4") == 0;
-  for (size_t k = 0; k < chunks; k++) {
-    const uint8_t *src = (const uint8_t *)in->data + off[k];
-    uint8_t *dst = (uint8_t *)out->data + k * chunk_bytes;
-    int64_t got = lz4 ? lz4_block_decode(src, (size_t)size[k], dst, chunk_bytes)
-                      : deflate_decode(src, (size_t)size[k], dst, chunk_bytes);
-    if (got != (int64_t)chunk_bytes)
-      return STK__SFAIL(STK_ERR_DECODE, node, s,
-                        "chunk %zu is not a valid %s stream inflating to exactly %zu bytes", k,
-                        lz4 ? "LZ4 block" : "DEFLATE", chunk_bytes);
-  }
-  return STK_OK;
-}
-
-static const stk_port_schema inflate_in[] = {{"input", "compressed bytes (1D uint8)"}};
-#define INFLATE_DOC                                                                             \
-  "Decompresses each sample (DALI's decoders.inflate): one chunk, or several (chunk_offsets / " \
-  "chunk_sizes) that each inflate to `shape` and stack along a new outer axis. LZ4 blocks as "  \
-  "DALI; DEFLATE (zlib) is a stoker extension. CPU only (DALI runs it on the GPU)."
-static const stk_op_schema inflate_schema = {
-    .name = "decoders.inflate",
-    .doc = INFLATE_DOC,
-    .devices = STK_DEVICE_CPU,
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .inputs = inflate_in,
-    .num_outputs = 1,
-    .outputs = one_out,
-    .num_args = I_COUNT_,
-    .args = inflate_args,
-};
-const stk__op_def stk__op_decoders_inflate = {.schema = &inflate_schema, .run_sample = inflate_run};
-static const stk_op_schema exp_inflate_schema = {
-    .name = "experimental.inflate",
-    .doc = "The former name of decoders.inflate. " INFLATE_DOC,
-    .devices = STK_DEVICE_CPU,
-    .min_inputs = 1,
-    .max_inputs = 1,
-    .inputs = inflate_in,
-    .num_outputs = 1,
-    .outputs = one_out,
-    .num_args = I_COUNT_,
-    .args = inflate_args,
-};
-const stk__op_def stk__op_experimental_inflate = {.schema = &exp_inflate_schema,
-                                                  .run_sample = inflate_run};
-
 /* ---- dump_image ---- */
 
 enum { D_SUFFIX, D_LAYOUT, D_COUNT_ };
@@ -440,24 +227,105 @@ static stk_status write_pnm(const char *path, const uint8_t *px, int64_t h, int6
   return ok ? STK_OK : STK_FAIL(STK_ERR_IO, "cannot write '%s'", path);
 }
 
-static stk_status dump_run(stk__node *node, stk__sample *s) {
-  const stk__tensor *in = stk__input(s, 0);
+/* An image the dump can write: its height, width and channels; else an error. */
+static stk_status dump_geometry(stk__node *node, const stk__sample *s, stk_dtype dtype, int ndim,
+                                const int64_t *shape, int64_t *h, int64_t *w, int64_t *c) {
   bool chw = strcmp(stk__arg_string(node, D_LAYOUT), "CHW") == 0;
-  int64_t c = in->ndim == 3 ? in->shape[chw ? 0 : 2] : 1;
-  if (in->dtype != STK_DTYPE_UINT8 || (in->ndim != 3 && in->ndim != 2) || (c != 1 && c != 3))
+  *c = ndim == 3 ? shape[chw ? 0 : 2] : 1;
+  if (dtype != STK_DTYPE_UINT8 || (ndim != 3 && ndim != 2) || (*c != 1 && *c != 3))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s,
                       "needs a uint8 image with 1 or 3 channels; got %s with %d dimensions",
-                      stk_dtype_name(in->dtype), in->ndim);
-  int64_t h = in->shape[chw && in->ndim == 3 ? 1 : 0], w = in->shape[chw && in->ndim == 3 ? 2 : 1];
+                      stk_dtype_name(dtype), ndim);
+  *h = shape[chw && ndim == 3 ? 1 : 0], *w = shape[chw && ndim == 3 ? 2 : 1];
+  return STK_OK;
+}
+
+/* Writes sample s's file: dump_image<suffix>_<ordinal>.ppm / .pgm. */
+static stk_status dump_write(stk__node *node, const stk__sample *s, const uint8_t *px, int64_t h,
+                             int64_t w, int64_t c) {
   char path[512];
   snprintf(path, sizeof path, "dump_image%s_%lld.%s", stk__arg_string(node, D_SUFFIX),
            (long long)stk__sample_ordinal(s), c == 3 ? "ppm" : "pgm");
-  stk_status st = write_pnm(path, in->data, h, w, c, chw);
-  if (st != STK_OK) return stk__sample_wrap(st, node, s);
+  bool chw = strcmp(stk__arg_string(node, D_LAYOUT), "CHW") == 0;
+  stk_status st = write_pnm(path, px, h, w, c, chw);
+  return st == STK_OK ? STK_OK : stk__sample_wrap(st, node, s);
+}
+
+static stk_status dump_run(stk__node *node, stk__sample *s) {
+  const stk__tensor *in = stk__input(s, 0);
+  int64_t h, w, c;
+  STK_TRY(dump_geometry(node, s, in->dtype, in->ndim, in->shape, &h, &w, &c));
+  STK_TRY(dump_write(node, s, in->data, h, w, c));
   stk__tensor *out;
   STK_TRY(stk__output(s, 0, in->dtype, in->ndim, in->shape, in->layout, &out));
   memcpy(out->data, in->data, byte_count(in));
   return STK_OK;
+}
+
+/* GPU: the batch is copied to the host in stream order, the stream is waited for (this
+ * operator only: it is a debugging aid), the files written as on the CPU; the output is
+ * a view of the input (no device copy). */
+static stk_status dump_download(stk__node *node, stk__gpu_batch *b, stk_tensor_list *in,
+                                uint8_t **host, size_t *offs) {
+  size_t n = stk__gpu_batch_size(b), total = 0;
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    int64_t h, w, c;
+    STK_TRY(dump_geometry(node, stk__gpu_sample(b, i), d.dtype, d.ndim, d.shape, &h, &w, &c));
+    offs[i] = total;
+    total += (size_t)(h * w * c);
+  }
+  *host = stk__calloc(total ? total : 1, 1, "dump_image's host copy");
+  if (!*host) return STK_ERR_OUT_OF_MEMORY;
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    size_t bytes = (i + 1 < n ? offs[i + 1] : total) - offs[i];
+    if (bytes)
+      STK_TRY(stk__gpu_op_check(node,
+                                g->api->memcpy_async(g->ctx, *host + offs[i], d.data, bytes,
+                                                     stk__gpu_stream(b), err, sizeof err),
+                                err));
+  }
+  return stk__gpu_op_check(node, g->api->stream_sync(g->ctx, stk__gpu_stream(b), err, sizeof err),
+                           err);
+}
+
+static stk_status dump_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_tensor_list *in, *out = NULL;
+  bool owned;
+  STK_TRY(stk__gpu_device_input(b, 0, &in, &owned));
+  uint8_t *host = NULL;
+  size_t *offs = stk__calloc(n + 1, sizeof *offs, "dump_image offsets");
+  stk_status st = offs ? dump_download(node, b, in, &host, offs) : STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    int64_t h, w, c;
+    stk__sample *s = stk__gpu_sample(b, i);
+    st = dump_geometry(node, s, d.dtype, d.ndim, d.shape, &h, &w, &c);
+    if (st == STK_OK) st = dump_write(node, s, host + offs[i], h, w, c);
+  }
+  free(host);
+  free(offs);
+  int ndim = stk_tensor_list_ndim(in);
+  int64_t *shapes =
+      st == STK_OK ? stk__calloc(n * (size_t)ndim + 1, sizeof *shapes, "shapes") : NULL;
+  if (st == STK_OK && !shapes) st = STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(in, i, &d);
+    memcpy(shapes + i * (size_t)ndim, d.shape, sizeof *shapes * (size_t)ndim);
+  }
+  if (st == STK_OK)
+    st = stk__gpu_reshape_view(in, stk_tensor_list_dtype(in), ndim, shapes,
+                               stk_tensor_list_layout(in), &out);
+  free(shapes);
+  return stk__gpu_finish(b, in, owned, out, st);
 }
 
 static const stk_port_schema dump_in[] = {{"input", "a uint8 image (HWC or CHW, 1 or 3 channels)"}};
@@ -466,8 +334,9 @@ static const stk_op_schema dump_schema = {
     .doc =
         "Writes each image to the working directory as a binary PPM/PGM named "
         "dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's "
-        "dump_image; a debugging aid).",
-    .devices = STK_DEVICE_CPU,
+        "dump_image; a debugging aid). On the GPU each batch is copied to the host and "
+        "the stream waited for before the files are written; the output is the input.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = dump_in,
@@ -475,5 +344,9 @@ static const stk_op_schema dump_schema = {
     .outputs = one_out,
     .num_args = D_COUNT_,
     .args = dump_args,
+    /* the files land in the working directory (both copies write the same names: the
+     * check compares the images passed through) */
+    .gpu_check = "return dump_image(IN, suffix=\"_gpu_check\", device=@)",
 };
-const stk__op_def stk__op_dump_image = {.schema = &dump_schema, .run_sample = dump_run};
+const stk__op_def stk__op_dump_image = {
+    .schema = &dump_schema, .run_sample = dump_run, .run_gpu = dump_run_gpu};

@@ -341,6 +341,29 @@ STK_HD uint32_t stk_adler32(const uint8_t *p, size_t n) {
   return B << 16 | A;
 }
 
+/* The blocks of a DEFLATE stream, up to and including the final one, which must end
+ * with exactly the expected output. */
+STK_HD int stk_inf_blocks(stk_inflate_state *s) {
+  int last = 0;
+  while (!last) {
+    last = (int)stk_inf_bits(s, 1);
+    int type = (int)stk_inf_bits(s, 2);
+    if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
+    int rc = type == 0   ? stk_inf_stored(s)
+             : type == 1 ? stk_inf_fixed(s)
+             : type == 2 ? stk_inf_dynamic(s)
+                         : STK_INF_BAD_BLOCK;
+    if (rc) return rc;
+  }
+  return s->out_pos != s->out_len ? STK_INF_TOO_SHORT : STK_INF_OK;
+}
+
+/* Drops the bits up to the next byte boundary (a trailer starts there). */
+STK_HD void stk_inf_align(stk_inflate_state *s) {
+  s->bits >>= s->nbits & 7;
+  s->nbits -= s->nbits & 7;
+}
+
 /* The stream's walk: header, blocks, the Adler-32 read (not checked). */
 STK_HD int stk_inf_zlib_run(stk_inflate_state *s, const uint8_t *in, size_t in_len, uint8_t *out,
                             size_t out_len, uint32_t *adler) {
@@ -359,26 +382,15 @@ STK_HD int stk_inf_zlib_run(stk_inflate_state *s, const uint8_t *in, size_t in_l
     return STK_INF_BAD_HEADER;
   s->window = (size_t)1 << ((cmf >> 4) + 8);
   s->in_pos = 2;
-  int last = 0;
-  while (!last) {
-    last = (int)stk_inf_bits(s, 1);
-    int type = (int)stk_inf_bits(s, 2);
-    if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
-    int rc = type == 0   ? stk_inf_stored(s)
-             : type == 1 ? stk_inf_fixed(s)
-             : type == 2 ? stk_inf_dynamic(s)
-                         : STK_INF_BAD_BLOCK;
-    if (rc) return rc;
-  }
-  if (s->out_pos != s->out_len) return STK_INF_TOO_SHORT;
+  int rc = stk_inf_blocks(s);
+  if (rc) return rc;
   /* the Adler-32 follows on the next byte boundary */
-  s->bits >>= s->nbits & 7;
-  s->nbits -= s->nbits & 7;
+  stk_inf_align(s);
   uint32_t want = 0;
   for (int i = 0; i < 4; i++) want = want << 8 | stk_inf_bits(s, 8);
   if (stk_inf_overran(s)) return STK_INF_TRUNCATED;
+  *adler = want; /* also for trailing bytes: stk_inflate_any accepts those */
   if (s->in_pos - (size_t)(s->nbits / 8) != in_len) return STK_INF_TRAILING;
-  *adler = want;
   return STK_INF_OK;
 }
 
@@ -400,6 +412,123 @@ STK_HD int stk_inflate_zlib(stk_inf_tables *t, const uint8_t *in, size_t in_len,
   int rc = stk_inflate_zlib_unchecked(t, in, in_len, out, out_len, &want);
   if (rc) return rc;
   return stk_adler32(out, out_len) == want ? STK_INF_OK : STK_INF_BAD_ADLER;
+}
+
+/* ---- any wrapper (decoders.inflate) ----
+ * decoders.inflate's CPU form hands each chunk to zlib with its wrapper detected: gzip
+ * (RFC 1952), zlib, else raw deflate; bytes after the stream's end are ignored there, and
+ * so here. The GPU form runs stk_inflate_any, so both accept the same chunks (except
+ * zlib streams whose distances reach beyond the window their header declares, which no
+ * compressor writes and which this decoder refuses). */
+
+/* CRC-32 (the gzip trailer's), a nibble at a time: a 16-entry table, no shared state. */
+STK_HD uint32_t stk_crc32_update(uint32_t crc, const uint8_t *p, size_t n) {
+  const uint32_t tab[16] = {0x00000000u, 0x1db71064u, 0x3b6e20c8u, 0x26d930acu,
+                            0x76dc4190u, 0x6b6b51f4u, 0x4db26158u, 0x5005713cu,
+                            0xedb88320u, 0xf00f9344u, 0xd6d6a3e8u, 0xcb61b38cu,
+                            0x9b64c2b0u, 0x86d3d2d4u, 0xa00ae278u, 0xbdbdf21cu};
+  crc = ~crc;
+  for (size_t i = 0; i < n; i++) {
+    crc ^= p[i];
+    crc = (crc >> 4) ^ tab[crc & 15];
+    crc = (crc >> 4) ^ tab[crc & 15];
+  }
+  return ~crc;
+}
+
+STK_HD void stk_inf_begin(stk_inflate_state *s, stk_inf_tables *t, const uint8_t *in, size_t in_len,
+                          size_t in_pos, uint8_t *out, size_t out_len) {
+  s->t = t;
+  s->in = in;
+  s->in_len = in_len;
+  s->in_pos = in_pos;
+  s->bits = 0;
+  s->nbits = 0;
+  s->overrun = 0;
+  s->out = out;
+  s->out_len = out_len;
+  s->out_pos = 0;
+  s->window = 32768; /* raw deflate and gzip: the format's largest */
+}
+
+/* Skips a zero-terminated header field; 0 when the input ends inside it. */
+STK_HD int stk_inf_skip_string(const uint8_t *in, size_t n, size_t *p) {
+  while (*p < n && in[*p]) (*p)++;
+  if (*p >= n) return 0;
+  (*p)++;
+  return 1;
+}
+
+/* The gzip member header: *pos receives where the deflate data starts. */
+STK_HD int stk_inf_gzip_header(const uint8_t *in, size_t n, size_t *pos) {
+  if (n < 10) return STK_INF_TRUNCATED;
+  unsigned flg = in[3];
+  if (in[2] != 8 || (flg & 0xe0)) return STK_INF_BAD_HEADER;
+  size_t p = 10;
+  if (flg & 4) { /* FEXTRA */
+    if (n - p < 2) return STK_INF_TRUNCATED;
+    size_t xlen = (size_t)in[p] | (size_t)in[p + 1] << 8;
+    p += 2;
+    if (n - p < xlen) return STK_INF_TRUNCATED;
+    p += xlen;
+  }
+  if ((flg & 8) && !stk_inf_skip_string(in, n, &p)) return STK_INF_TRUNCATED;  /* FNAME */
+  if ((flg & 16) && !stk_inf_skip_string(in, n, &p)) return STK_INF_TRUNCATED; /* FCOMMENT */
+  if (flg & 2) { /* FHCRC: the low half of the header's CRC-32 */
+    if (n - p < 2) return STK_INF_TRUNCATED;
+    uint32_t want = (uint32_t)in[p] | (uint32_t)in[p + 1] << 8;
+    if ((stk_crc32_update(0, in, p) & 0xffffu) != want) return STK_INF_BAD_HEADER;
+    p += 2;
+  }
+  *pos = p;
+  return STK_INF_OK;
+}
+
+/* A little-endian 32-bit trailer word. */
+STK_HD uint32_t stk_inf_le32(stk_inflate_state *s) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) v |= stk_inf_bits(s, 8) << (8 * i);
+  return v;
+}
+
+STK_HD int stk_inflate_gzip(stk_inf_tables *t, const uint8_t *in, size_t in_len, uint8_t *out,
+                            size_t out_len) {
+  size_t pos = 0;
+  int rc = stk_inf_gzip_header(in, in_len, &pos);
+  if (rc) return rc;
+  stk_inflate_state s;
+  stk_inf_begin(&s, t, in, in_len, pos, out, out_len);
+  rc = stk_inf_blocks(&s);
+  if (rc) return rc;
+  stk_inf_align(&s);
+  uint32_t crc = stk_inf_le32(&s), isize = stk_inf_le32(&s);
+  if (stk_inf_overran(&s)) return STK_INF_TRUNCATED;
+  if (crc != stk_crc32_update(0, out, out_len) || isize != (uint32_t)out_len)
+    return STK_INF_BAD_ADLER;
+  return STK_INF_OK;
+}
+
+STK_HD int stk_inflate_raw(stk_inf_tables *t, const uint8_t *in, size_t in_len, uint8_t *out,
+                           size_t out_len) {
+  stk_inflate_state s;
+  stk_inf_begin(&s, t, in, in_len, 0, out, out_len);
+  return stk_inf_blocks(&s);
+}
+
+/* Inflates in[0..in_len) into exactly out_len bytes: gzip when it starts with gzip's magic,
+ * zlib when its first two bytes are a valid-looking zlib header (method 8, check bits),
+ * else raw deflate; checksums checked, bytes after the stream ignored. */
+STK_HD int stk_inflate_any(stk_inf_tables *t, const uint8_t *in, size_t in_len, uint8_t *out,
+                           size_t out_len) {
+  if (in_len >= 2 && in[0] == 0x1f && in[1] == 0x8b)
+    return stk_inflate_gzip(t, in, in_len, out, out_len);
+  if (in_len >= 2 && (in[0] & 0x0f) == 8 && ((unsigned)in[0] << 8 | in[1]) % 31 == 0) {
+    uint32_t want = 0;
+    int rc = stk_inflate_zlib_unchecked(t, in, in_len, out, out_len, &want);
+    if (rc != STK_INF_OK && rc != STK_INF_TRAILING) return rc;
+    return stk_adler32(out, out_len) == want ? STK_INF_OK : STK_INF_BAD_ADLER;
+  }
+  return stk_inflate_raw(t, in, in_len, out, out_len);
 }
 
 #endif /* STOKER_SHARED_INFLATE_H */

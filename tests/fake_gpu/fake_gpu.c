@@ -37,6 +37,7 @@
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_kernels.h"
 #include "shared/inflate.h"
+#include "shared/lz4.h"
 #include "shared/mix_common.h"
 #include "shared/math_common.h"
 #include "shared/png_common.h"
@@ -1286,6 +1287,31 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
   return 0;
 }
 
+/* ---- inflate: the kernel's per-chunk decoders (src/shared/lz4.h, inflate.h) on the host,
+ * after the stream's queued work (the real call waits for its batch too) ---- */
+static int inflate_chunks(stk_gpu_ctx *ctx, int n, const stk_gpu_inflate_sample *s,
+                          const stk_gpu_inflate_args *a, uintptr_t stream, char *err,
+                          size_t errlen) {
+  (void)ctx;
+  if (!a || n < 0 || (n > 0 && (!s || !a->status)))
+    return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "inflate: bad batch");
+  stk_inf_tables *t = malloc(sizeof *t);
+  if (!t) return fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "inflate: no memory");
+  pthread_mutex_lock(&lock);
+  run_stream(stream_of(stream), NULL);
+  for (int i = 0; i < n; i++) {
+    bool ok =
+        a->algorithm == STK_GPU_INFLATE_LZ4
+            ? stk_lz4_block_decode(s[i].src, s[i].src_size, s[i].dst, s[i].dst_size) ==
+                  (int64_t)s[i].dst_size
+            : stk_inflate_any(t, s[i].src, s[i].src_size, s[i].dst, s[i].dst_size) == STK_INF_OK;
+    a->status[i] = ok ? STK_GPU_DECODE_OK : STK_GPU_DECODE_FAILED;
+  }
+  pthread_mutex_unlock(&lock);
+  free(t);
+  return 0;
+}
+
 static int host_register(stk_gpu_ctx *ctx, void *ptr, size_t bytes, char *err, size_t errlen) {
   (void)ctx, (void)err, (void)errlen;
   pthread_mutex_lock(&lock);
@@ -1370,6 +1396,9 @@ static int k_png_decode(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t
   const stk_gpu_png_args *a = ARGS(stk_gpu_png_args);
   return png_decode(c, l->n, l->samples, a->color, a->status, l->stream, e, el);
 }
+static int k_inflate(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return inflate_chunks(c, l->n, l->samples, ARGS(stk_gpu_inflate_args), l->stream, e, el);
+}
 #undef ARGS
 
 static const kernel_fn kernels[STK_GPU_K_COUNT] = {
@@ -1389,6 +1418,7 @@ static const kernel_fn kernels[STK_GPU_K_COUNT] = {
     [STK_GPU_K_COORD_TRANSFORM] = k_coord_transform,
     [STK_GPU_K_BOX_ENCODER] = k_box_encoder,
     [STK_GPU_K_PNG_DECODE] = k_png_decode,
+    [STK_GPU_K_INFLATE] = k_inflate,
 };
 
 static int supports(stk_gpu_ctx *ctx, int kernel) {

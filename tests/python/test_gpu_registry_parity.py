@@ -31,6 +31,12 @@ EXEMPT = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _files_in_a_scratch_directory(tmp_path, monkeypatch):
+    """Checks of operators that write files (dump_image) write them under tmp_path."""
+    monkeypatch.chdir(tmp_path)
+
+
 def test_gpu_operators_exist():
     assert len(GPU_OPS) >= 40  # the registry really is enumerated
 
@@ -66,6 +72,7 @@ def test_parity_check_cpu_copy_runs(op):
     for o in outs:
         samples = to_numpy_samples(o)
         assert len(samples) == len(registry_parity.PHOTOS)
+    p.close()  # batches run ahead end here, inside the scratch directory
 
 
 @pytest.mark.skipif("not __import__('gpu_parity').gpu_available()",
