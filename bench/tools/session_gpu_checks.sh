@@ -15,7 +15,7 @@ mkdir -p "$L"
 OUTDIR=${OUT:-.}
 RACE_S=${RACE_S:-280}
 DUAL_S=${DUAL_S:-300}
-PYTESTS=${PYTESTS:-tests/python/test_gpu_registry_parity.py tests/python/test_gpu_png.py tests/python/test_png_dali.py}
+PYTESTS=${PYTESTS:-tests/python/test_gpu_registry_parity.py tests/python/test_gpu_png.py tests/python/test_png_dali.py tests/python/test_gpu_inflate.py tests/python/test_gpu_dump_image.py}
 S=$OUTDIR/summary.txt
 
 OUT=$L bash bench/tools/racecheck_decode.sh "$RACE_S" >"$L/race.txt" 2>&1 &
@@ -39,13 +39,13 @@ race_pid=$!
 ) >"$L/dual.txt" 2>&1 &
 dual_pid=$!
 
-timeout 240 "$BUILD/gpu_tests" --dataset "$DATA" --extra "$EXTRA" >"$L/gpu_tests.log" 2>&1
+timeout 150 "$BUILD/gpu_tests" --dataset "$DATA" --extra "$EXTRA" >"$L/gpu_tests.log" 2>&1
 echo "gpu_tests: exit $? ($(grep -ac FAIL "$L/gpu_tests.log") lines with FAIL)" >>"$S"
 tail -5 "$L/gpu_tests.log" >>"$S"
 XDIST=()
 python3 -c 'import xdist' 2>/dev/null && XDIST=(-n 8)
 # shellcheck disable=SC2086
-PYTHONPATH=$PWD/python STK_BUILD_DIR=$BUILD timeout 300 python3 -m pytest -q -p no:cacheprovider \
+PYTHONPATH=$PWD/python STK_BUILD_DIR=$BUILD timeout 240 python3 -m pytest -q -p no:cacheprovider \
   "${XDIST[@]}" $PYTESTS >"$L/pytest.log" 2>&1
 echo "pytest ($PYTESTS): exit $?" >>"$S"
 tail -4 "$L/pytest.log" >>"$S"
@@ -53,7 +53,7 @@ grep -a "^FAILED\|^ERROR" "$L/pytest.log" | head -30 >>"$S"
 
 # D. the examples that take --device gpu (issue 23's segmentation and detection pipelines)
 for ex in segmentation ssd_detection; do
-  PYTHONPATH=$PWD/python STK_BUILD_DIR=$BUILD timeout 120 python3 "examples/$ex.py" --device gpu \
+  PYTHONPATH=$PWD/python STK_BUILD_DIR=$BUILD timeout 60 python3 "examples/$ex.py" --device gpu \
     >"$L/example-$ex.log" 2>&1
   echo "example $ex --device gpu: exit $? ($(tail -1 "$L/example-$ex.log" | head -c 200))" >>"$S"
 done
