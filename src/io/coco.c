@@ -216,7 +216,7 @@ static stk_status load_rle(builder *b, uint32_t seg, const stk__coco_image *img,
   }
   stk__coco_index *idx = b->idx;
   bool ok = grow((void **)&idx->rle, &b->cap_rle, b->num_rle, n, sizeof *idx->rle);
-  if (ok) memcpy(idx->rle + b->num_rle, c, (size_t)n * sizeof *c);
+  if (ok && n > 0) memcpy(idx->rle + b->num_rle, c, (size_t)n * sizeof *c);
   free(c);
   if (!ok) return STK_ERR_OUT_OF_MEMORY;
   a->seg = STK__COCO_SEG_RLE, a->first = b->num_rle, a->count = n;

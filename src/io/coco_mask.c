@@ -127,11 +127,11 @@ static int cmp_i64(const void *a, const void *b) {
 static bool bounded(const float *xy, int64_t n, int32_t h, int32_t w) {
   double total = 0, limit = 8.0 * SCALE * ((double)h + w + 2) * ((double)n + 1);
   if (limit > (double)(1 << 30)) limit = (double)(1 << 30);
+  /* every vertex checked before any is snapped (an edge reads the next vertex too) */
+  for (int64_t j = 0; j < 2 * n; j++)
+    if (!isfinite(xy[j]) || fabsf(xy[j]) > 1e9f) return false;
   for (int64_t j = 0; j < n; j++) {
     int64_t k = (j + 1) % n;
-    if (!isfinite(xy[2 * j]) || !isfinite(xy[2 * j + 1]) || fabsf(xy[2 * j]) > 1e9f ||
-        fabsf(xy[2 * j + 1]) > 1e9f)
-      return false;
     int64_t dx = llabs(snap(xy[2 * k]) - snap(xy[2 * j]));
     int64_t dy = llabs(snap(xy[2 * k + 1]) - snap(xy[2 * j + 1]));
     total += (double)(dx > dy ? dx : dy) + 1;
@@ -148,7 +148,7 @@ bool stk__coco_poly_paint(const float *xy, int64_t n, int32_t h, int32_t w, uint
     int64_t k = (j + 1) % n;
     trace_edge(&t, snap(xy[2 * j]), snap(xy[2 * j + 1]), snap(xy[2 * k]), snap(xy[2 * k + 1]));
   }
-  if (!t.oom) {
+  if (!t.oom && t.m > 0) { /* no crossing at all (a degenerate polygon): nothing inside */
     qsort(t.pos, (size_t)t.m, sizeof *t.pos, cmp_i64);
     /* Between toggles 2i and 2i+1 the pixels are inside (equal positions cancel). */
     int64_t end = (int64_t)h * w, m = t.m;
