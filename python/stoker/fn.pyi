@@ -856,10 +856,10 @@ def gaussian_blur(*inputs: DataNode, sigma: Sequence[float] | DataNode | None = 
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def get_property(*inputs: DataNode, key: str, device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-    """A property of each sample as a 1D uint8 tensor of characters (DALI's get_property): its source_info (the reader's file path for it) or the input's layout.
+def get_property(*inputs: DataNode, key: str, device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+    """A property of each sample as a 1D uint8 tensor of characters (DALI's get_property): its source_info (the reader's file path for it) or the input's layout. On the GPU the same bytes in device memory.
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input: any tensor
@@ -869,7 +869,7 @@ def get_property(*inputs: DataNode, key: str, device: Literal['cpu'] | None = ..
 
     Keyword args:
         key (a string; required; one of 'source_info', 'layout'): source_info: the sample's origin (a file path; empty when unknown); layout: the input's layout
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

@@ -55,13 +55,46 @@ static stk_status get_property_run(stk__node *node, stk__sample *s) {
   return emit_bytes(s, v ? v : "", v ? strlen(v) : 0);
 }
 
+/* GPU: the same properties (host metadata: the list's layout, the samples' sources), as
+ * device byte tensors; the input's data is not read, so nothing waits for it. */
+static stk_status get_property_run_gpu(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  const stk_tensor_list *in = stk__gpu_input(b, 0);
+  bool layout = strcmp(stk__arg_string(node, G_KEY), "layout") == 0;
+  int64_t *shapes = stk__calloc(n ? n : 1, sizeof *shapes, "property sizes");
+  if (!shapes) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++) {
+    const char *v = layout ? stk_tensor_list_layout(in) : stk__sample_source(stk__gpu_sample(b, i));
+    shapes[i] = v ? (int64_t)strlen(v) : 0;
+  }
+  stk_tensor_list *out = NULL;
+  stk_status st = stk__gpu_alloc_list(b, STK_DTYPE_UINT8, 1, shapes, "",
+                                      stk__gpu_shapes_equal(shapes, n, 1), &out);
+  stk__gpu *g = stk__gpu_device(b);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    if (shapes[i] == 0) continue;
+    const char *v = layout ? stk_tensor_list_layout(in) : stk__sample_source(stk__gpu_sample(b, i));
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    char err[STK_GPU_ERRLEN] = "";
+    /* a pageable source: copied before the call returns */
+    st = stk__gpu_op_check(node,
+                           g->api->memcpy_async(g->ctx, d.data, v, (size_t)shapes[i],
+                                                stk__gpu_stream(b), err, sizeof err),
+                           err);
+  }
+  free(shapes);
+  return stk__gpu_finish(b, NULL, false, out, st);
+}
+
 static const stk_port_schema any_in[] = {{"input", "any tensor"}};
 static const stk_op_schema get_property_schema = {
     .name = "get_property",
     .doc =
         "A property of each sample as a 1D uint8 tensor of characters (DALI's get_property): "
-        "its source_info (the reader's file path for it) or the input's layout.",
-    .devices = STK_DEVICE_CPU,
+        "its source_info (the reader's file path for it) or the input's layout. On the GPU "
+        "the same bytes in device memory.",
+    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 1,
     .max_inputs = 1,
     .inputs = any_in,
@@ -69,9 +102,14 @@ static const stk_op_schema get_property_schema = {
     .outputs = one_out,
     .num_args = G_COUNT_,
     .args = get_property_args,
+    .gpu_check =
+        "a = get_property(IN, key=\"layout\", device=@)\n"
+        "b = get_property(IN, key=\"source_info\", device=@)\n"
+        "return a, b",
 };
 const stk__op_def stk__op_get_property = {.schema = &get_property_schema,
-                                          .run_sample = get_property_run};
+                                          .run_sample = get_property_run,
+                                          .run_gpu = get_property_run_gpu};
 
 /* ---- io.file.read ---- */
 
