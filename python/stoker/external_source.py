@@ -54,6 +54,8 @@ def _to_array(x, where):
             pass
     if hasattr(x, "detach") and hasattr(x, "cpu"):  # a torch tensor on any device
         x = x.detach().cpu().numpy()
+    elif hasattr(x, "__cuda_array_interface__") and hasattr(x, "get"):  # CuPy: to the host
+        x = x.get()
     arr = np.asarray(x)
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d sample 1-d)
         arr = np.ascontiguousarray(arr)

@@ -113,3 +113,29 @@ def test_numpy_reader_on_the_gpu(fake_gpu, tmp_path):
         keys = sorted(next(i for i, a in enumerate(arrays) if a.shape == s.shape and
                            np.array_equal(a, s)) for s in seen)
         assert keys == list(range(6))
+
+
+class FakeCupyArray:
+    """What external_source sees of a CuPy array: device memory it cannot read directly
+    (`__cuda_array_interface__`, no buffer protocol) and `get()` to copy it to the host."""
+
+    def __init__(self, a):
+        self._a = a
+        self.__cuda_array_interface__ = {"shape": a.shape, "typestr": a.dtype.str,
+                                         "data": (0, False), "version": 3}
+
+    def get(self):
+        return self._a.copy()
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed")
+
+
+def test_external_source_takes_device_arrays_with_get(fake_gpu):
+    """DALI programs feed CuPy arrays to external_source(device="gpu"): they are copied to
+    the host with get() and uploaded."""
+    data = [np.full((2, 2), i, np.int16) for i in range(2)]
+    a = run(lambda: fn.external_source(source=lambda: [FakeCupyArray(d) for d in data],
+                                       batch=True, device="gpu"), batch=2)[0]
+    for i in range(2):
+        np.testing.assert_array_equal(np.array(a.as_cpu()[i]), data[i])
