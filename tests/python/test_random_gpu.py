@@ -139,3 +139,25 @@ def test_external_source_takes_device_arrays_with_get(fake_gpu):
                                        batch=True, device="gpu"), batch=2)[0]
     for i in range(2):
         np.testing.assert_array_equal(np.array(a.as_cpu()[i]), data[i])
+
+
+def test_gpu_source_under_a_condition(fake_gpu):
+    """A GPU source inside an `if` branch: the upload runs under the branch's condition,
+    so each sample gets the value of the branch it took."""
+    def define():
+        c = fn.random.coin_flip(probability=0.5, seed=3)
+        if c:
+            v = fn.random.uniform(range=[0.0, 1.0], seed=5, device="gpu")
+        else:
+            v = fn.random.uniform(range=[2.0, 3.0], seed=5, device="gpu")
+        return v, c
+
+    pipe = stoker.pipeline_def(define, batch_size=16, num_threads=1, device_id=0,
+                               enable_conditionals=True)()
+    v, c = pipe.run()
+    assert v.device == "gpu"
+    flips = [int(np.array(x)) for x in c]
+    assert 0 < sum(flips) < 16
+    for i, f in enumerate(flips):
+        x = float(np.array(v.as_cpu()[i]))
+        assert (0.0 <= x < 1.0) if f else (2.0 <= x < 3.0), (i, f, x)
