@@ -26,6 +26,33 @@ static void scalar_fill(stk_fx_params *p, double v) {
   p->fill[0] = (float)v;
 }
 
+/* The arguments water, sphere and jitter share (DALI's), at their enum entries. */
+#define FX_FILL_ARG                                                   \
+  {                                                                   \
+    .name = "fill_value", .type = STK_ARG_FLOAT, .default_text = "0", \
+    .doc = "value of pixels read from outside the image"              \
+  }
+#define FX_INTERP_ARG                                                             \
+  {                                                                               \
+    .name = "interp_type", .type = STK_ARG_STRING, .default_text = "\"nearest\"", \
+    .choices = INTERP_CHOICES, .doc = "nearest, linear or cubic"                  \
+  }
+#define FX_MASK_ARG                                                                         \
+  {                                                                                         \
+    .name = "mask", .type = STK_ARG_INT, .flags = STK_ARGF_PER_SAMPLE, .default_text = "1", \
+    .doc = MASK_DOC                                                                         \
+  }
+
+/* What water, sphere and jitter plan alike: `op` where the sample's mask is set (else a
+ * copy), the filter, a constant border of the scalar fill. */
+static void displacement_plan(stk__node *node, stk__sample *s, int op, int mask_arg, int interp,
+                              int fill_arg, stk_fx_params *p) {
+  p->op = stk__arg_int(node, s, mask_arg) ? op : STK_FX_OP_COPY;
+  p->interp = interp_arg(node, interp);
+  p->border = STK_FX_BORDER_CONSTANT;
+  scalar_fill(p, stk__arg_float(node, s, fill_arg));
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* water                                                                              */
 /* ---------------------------------------------------------------------------------- */
@@ -68,20 +95,9 @@ static const stk_arg_schema water_args[] = {
                     .type = STK_ARG_FLOAT,
                     .default_text = "0",
                     .doc = "phase of the y displacement"},
-    [WA_FILL] = {.name = "fill_value",
-                 .type = STK_ARG_FLOAT,
-                 .default_text = "0",
-                 .doc = "value of pixels read from outside the image"},
-    [WA_INTERP] = {.name = "interp_type",
-                   .type = STK_ARG_STRING,
-                   .default_text = "\"nearest\"",
-                   .choices = INTERP_CHOICES,
-                   .doc = "nearest, linear or cubic"},
-    [WA_MASK] = {.name = "mask",
-                 .type = STK_ARG_INT,
-                 .flags = STK_ARGF_PER_SAMPLE,
-                 .default_text = "1",
-                 .doc = MASK_DOC},
+    [WA_FILL] = FX_FILL_ARG,
+    [WA_INTERP] = FX_INTERP_ARG,
+    [WA_MASK] = FX_MASK_ARG,
 };
 STK__CHECK_ARGS(water_args, WA_COUNT_);
 
@@ -89,10 +105,7 @@ static stk_status water_plan(stk__node *node, stk__sample *s, const stk__image *
                              const stk__tensor *const *extra, int n_extra, stk__fx_plan *plan) {
   (void)in, (void)extra, (void)n_extra;
   stk_fx_params *p = &plan->p;
-  p->op = stk__arg_int(node, s, WA_MASK) ? STK_FX_OP_WATER : STK_FX_OP_COPY;
-  p->interp = interp_arg(node, WA_INTERP);
-  p->border = STK_FX_BORDER_CONSTANT;
-  scalar_fill(p, stk__arg_float(node, s, WA_FILL));
+  displacement_plan(node, s, STK_FX_OP_WATER, WA_MASK, WA_INTERP, WA_FILL, p);
   for (int k = 0; k < 6; k++) {
     double v = stk__arg_float(node, s, WA_AMPL_X + k);
     if (!isfinite(v) || fabs(v) > 1e6)
@@ -144,20 +157,9 @@ const stk__op_def stk__op_water = {
 enum { SP_FILL, SP_INTERP, SP_MASK, SP_COUNT_ };
 
 static const stk_arg_schema sphere_args[] = {
-    [SP_FILL] = {.name = "fill_value",
-                 .type = STK_ARG_FLOAT,
-                 .default_text = "0",
-                 .doc = "value of pixels read from outside the image"},
-    [SP_INTERP] = {.name = "interp_type",
-                   .type = STK_ARG_STRING,
-                   .default_text = "\"nearest\"",
-                   .choices = INTERP_CHOICES,
-                   .doc = "nearest, linear or cubic"},
-    [SP_MASK] = {.name = "mask",
-                 .type = STK_ARG_INT,
-                 .flags = STK_ARGF_PER_SAMPLE,
-                 .default_text = "1",
-                 .doc = MASK_DOC},
+    [SP_FILL] = FX_FILL_ARG,
+    [SP_INTERP] = FX_INTERP_ARG,
+    [SP_MASK] = FX_MASK_ARG,
 };
 STK__CHECK_ARGS(sphere_args, SP_COUNT_);
 
@@ -165,10 +167,7 @@ static stk_status sphere_plan(stk__node *node, stk__sample *s, const stk__image 
                               const stk__tensor *const *extra, int n_extra, stk__fx_plan *plan) {
   (void)in, (void)extra, (void)n_extra;
   stk_fx_params *p = &plan->p;
-  p->op = stk__arg_int(node, s, SP_MASK) ? STK_FX_OP_SPHERE : STK_FX_OP_COPY;
-  p->interp = interp_arg(node, SP_INTERP);
-  p->border = STK_FX_BORDER_CONSTANT;
-  scalar_fill(p, stk__arg_float(node, s, SP_FILL));
+  displacement_plan(node, s, STK_FX_OP_SPHERE, SP_MASK, SP_INTERP, SP_FILL, p);
   return STK_OK;
 }
 
@@ -217,20 +216,9 @@ static const stk_arg_schema jitter_args[] = {
                     .max = 1 << 20,
                     .doc = "each pixel moves by a random amount in [-nDegree/2, nDegree/2) "
                            "along x and along y"},
-    [JI_FILL] = {.name = "fill_value",
-                 .type = STK_ARG_FLOAT,
-                 .default_text = "0",
-                 .doc = "value of pixels read from outside the image"},
-    [JI_INTERP] = {.name = "interp_type",
-                   .type = STK_ARG_STRING,
-                   .default_text = "\"nearest\"",
-                   .choices = INTERP_CHOICES,
-                   .doc = "nearest, linear or cubic"},
-    [JI_MASK] = {.name = "mask",
-                 .type = STK_ARG_INT,
-                 .flags = STK_ARGF_PER_SAMPLE,
-                 .default_text = "1",
-                 .doc = MASK_DOC},
+    [JI_FILL] = FX_FILL_ARG,
+    [JI_INTERP] = FX_INTERP_ARG,
+    [JI_MASK] = FX_MASK_ARG,
     [JI_SEED] = {.name = "seed",
                  .type = STK_ARG_INT,
                  .default_text = "-1",
@@ -242,11 +230,8 @@ static stk_status jitter_plan(stk__node *node, stk__sample *s, const stk__image 
                               const stk__tensor *const *extra, int n_extra, stk__fx_plan *plan) {
   (void)in, (void)extra, (void)n_extra;
   stk_fx_params *p = &plan->p;
-  p->op = stk__arg_int(node, s, JI_MASK) ? STK_FX_OP_JITTER : STK_FX_OP_COPY;
-  p->interp = interp_arg(node, JI_INTERP);
-  p->border = STK_FX_BORDER_CONSTANT;
+  displacement_plan(node, s, STK_FX_OP_JITTER, JI_MASK, JI_INTERP, JI_FILL, p);
   p->jitter_n = (int)stk__arg_int(node, s, JI_NDEGREE);
-  scalar_fill(p, stk__arg_float(node, s, JI_FILL));
   stk__philox g;
   stk__sample_rng(node, s, &g);
   p->rng = (stk_noise_stream){{g.key[0], g.key[1]}, {g.counter[2], g.counter[3]}};
