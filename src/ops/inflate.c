@@ -4,8 +4,8 @@
  * src/shared/inflate.h (stk_inflate_any, tested against zlib) on the GPU. */
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "../codecs/zlib_any.h"
 #include "../shared/lz4.h"
 #include "tensor_util.h"
 
@@ -52,21 +52,6 @@ static const stk_arg_schema inflate_args[] = {
                         "fills exactly its shape"},
 };
 STK__CHECK_ARGS(inflate_args, I_COUNT_);
-
-/* DEFLATE through zlib: zlib or gzip headers detected, else raw deflate. */
-static int64_t deflate_decode(const uint8_t *src, size_t n, uint8_t *dst, size_t cap) {
-  bool wrapped = n >= 2 && ((src[0] == 0x1f && src[1] == 0x8b) ||
-                            ((src[0] & 0x0f) == 8 && ((src[0] << 8) | src[1]) % 31 == 0));
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  if (inflateInit2(&z, wrapped ? 15 + 32 : -15) != Z_OK) return -1;
-  z.next_in = (Bytef *)src, z.avail_in = (uInt)n;
-  z.next_out = dst, z.avail_out = (uInt)cap;
-  int rc = inflate(&z, Z_FINISH);
-  int64_t out = (int64_t)z.total_out;
-  inflateEnd(&z);
-  return rc == Z_STREAM_END ? out : -1;
-}
 
 static bool is_lz4(const stk__node *node) {
   return strcmp(stk__arg_string(node, I_ALGORITHM), "LZ4") == 0;
@@ -180,7 +165,7 @@ static stk_status inflate_run(stk__node *node, stk__sample *s) {
     const uint8_t *src = (const uint8_t *)in->data + off[k];
     uint8_t *dst = (uint8_t *)out->data + k * p.chunk_bytes;
     int64_t got = lz4 ? stk_lz4_block_decode(src, (size_t)size[k], dst, p.chunk_bytes)
-                      : deflate_decode(src, (size_t)size[k], dst, p.chunk_bytes);
+                      : stk__zlib_inflate_any(src, (size_t)size[k], dst, p.chunk_bytes);
     if (got != (int64_t)p.chunk_bytes) return chunk_error(node, s, k, p.chunk_bytes);
   }
   return STK_OK;
