@@ -33,7 +33,9 @@ static stk_status bad(const builder *b, uint32_t tok, const char *what) {
 
 /* Makes room for `more` elements of `size` bytes in *arr (capacity *cap). */
 static bool grow(void **arr, int64_t *cap, int64_t used, int64_t more, size_t size) {
-  if (used + more <= *cap) return true;
+  /* allocated even for nothing more: an annotation of zero counts or an empty polygon
+   * still points into the array (NULL + 0 is undefined) */
+  if (*arr && used + more <= *cap) return true;
   int64_t c = *cap ? *cap : 64;
   while (c < used + more) c *= 2;
   void *p = stk__realloc(*arr, (size_t)c * size, "the COCO index");
