@@ -143,7 +143,7 @@ static stk_status add_on_host_for_gpu(stk_pipeline *p, stk_op *op) {
     st = append_op(p, op);
     op = NULL;
   }
-  for (int o = 0; o < n; o++) {
+  for (int o = 0; copies && o < n; o++) { /* no list: nothing was made to append */
     if (st == STK_OK)
       st = append_op(p, copies[o]);
     else
