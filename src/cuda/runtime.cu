@@ -16,7 +16,6 @@
 
 #include "gpu_internal.h"
 #include "gpu_kernels.h"
-#include "api_tensor.h"
 
 #define DEFAULT_WAIT_TIMEOUT_MS 300000
 

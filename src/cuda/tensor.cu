@@ -209,11 +209,8 @@ static int tn_affine(stk_gpu_ctx *ctx, int n, const stk_tn_affine *plans, stk_dt
 
 /* ---- lookup ---- */
 
-typedef struct {
-  const void *src;
-  void *dst;
-  int64_t count;
-} lookup_sample;
+/* A sample is the API's record (api_tensor.h), uploaded as it is. */
+typedef stk_gpu_tn_lookup_sample lookup_sample;
 
 __global__ void __launch_bounds__(THREADS)
     lookup_kernel(const lookup_sample *S, const int *first, int n, stk_dtype it, int esize,
@@ -229,24 +226,19 @@ __global__ void __launch_bounds__(THREADS)
 }
 
 /* The table travels after the samples and the block table, in the same upload. */
-static int tn_lookup(stk_gpu_ctx *ctx, int n, const void *const *src, void *const *dst,
-                     const int64_t *counts, stk_dtype it, int esize, const void *table,
-                     int64_t table_len, uint64_t dflt, uintptr_t stream_h, char *err,
-                     size_t errlen) {
-  if (n < 0 || (n > 0 && (!src || !dst || !counts)) || table_len < 0 || (table_len && !table))
+static int tn_lookup(stk_gpu_ctx *ctx, int n, const lookup_sample *S, stk_dtype it, int esize,
+                     const void *table, int64_t table_len, uint64_t dflt, uintptr_t stream_h,
+                     char *err, size_t errlen) {
+  if (n < 0 || (n > 0 && !S) || table_len < 0 || (table_len && !table))
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (esize != 1 && esize != 2 && esize != 4 && esize != 8)
     return GPU_FAIL(STK_ERR_UNSUPPORTED, "element size %d", esize);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  lookup_sample *S = (lookup_sample *)calloc((size_t)n, sizeof *S);
-  if (!S) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %d samples", n);
-  for (int i = 0; i < n; i++) S[i] = lookup_sample{src[i], dst[i], counts[i]};
   staging st{};
   int rc = staging_init(&st, n, sizeof *S, S, err, errlen);
-  free(S);
   if (rc) return rc;
-  for (int i = 0; i < n && rc == 0; i++) rc = staging_add(&st, i, counts[i], err, errlen);
+  for (int i = 0; i < n && rc == 0; i++) rc = staging_add(&st, i, S[i].count, err, errlen);
   size_t tbytes = (size_t)table_len * (size_t)esize, at = (st.bytes + 15) / 16 * 16;
   char *host = rc == 0 ? (char *)malloc(at + tbytes + 1) : NULL;
   if (rc == 0 && !host) rc = GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for the table");
@@ -291,25 +283,6 @@ int stk_gpu_k_tn_affine(stk_gpu_ctx *ctx, int n, const stk_tn_affine *samples,
 int stk_gpu_k_tn_lookup(stk_gpu_ctx *ctx, int n, const stk_gpu_tn_lookup_sample *samples,
                         const stk_gpu_tn_lookup_args *args, uintptr_t stream, char *err,
                         size_t errlen) {
-  if (n <= 0)
-    return tn_lookup(ctx, n, NULL, NULL, NULL, args->in_dtype, args->esize, args->table,
-                     args->table_len, args->dflt, stream, err, errlen);
-  /* the implementation takes the samples as three arrays */
-  const void **src = (const void **)malloc(sizeof(void *) * (size_t)n);
-  void **dst = (void **)malloc(sizeof(void *) * (size_t)n);
-  int64_t *counts = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
-  int rc;
-  if (!src || !dst || !counts) {
-    rc = stk_gpu_fail(err, errlen, STK_ERR_OUT_OF_MEMORY, "tn_lookup", "no memory for %d samples",
-                      n);
-  } else {
-    for (int i = 0; i < n; i++)
-      src[i] = samples[i].src, dst[i] = samples[i].dst, counts[i] = samples[i].count;
-    rc = tn_lookup(ctx, n, src, dst, counts, args->in_dtype, args->esize, args->table,
-                   args->table_len, args->dflt, stream, err, errlen);
-  }
-  free(src);
-  free(dst);
-  free(counts);
-  return rc;
+  return tn_lookup(ctx, n, samples, args->in_dtype, args->esize, args->table, args->table_len,
+                   args->dflt, stream, err, errlen);
 }
