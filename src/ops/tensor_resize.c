@@ -440,11 +440,19 @@ static stk_status tr_gpu_launch(stk__node *node, tr_gpu_ctx *c, const stk_gpu_re
       node, stk_gpu_run_resample(c->g->api, c->g->ctx, k, e, &a, c->stream, err, sizeof err), err);
 }
 
+/* Sample t seen around axis d: the product of the extents before it and after it. */
+static void tr_split(const tr_gpu_sample *t, int d, int64_t *outer, int64_t *inner) {
+  *outer = 1, *inner = 1;
+  for (int k = 0; k < t->ndim; k++) {
+    if (k < d) *outer *= t->shape[k];
+    if (k > d) *inner *= t->shape[k];
+  }
+}
+
 /* The entries of sample `t` for axis d into `dst` (float32, out extent along d). */
 static int tr_gpu_entries(const tr_gpu_sample *t, int d, void *dst, stk_gpu_resample_sample *e) {
-  int64_t outer = 1, inner = 1, ext = t->shape[d], out = t->plan.out[d];
-  for (int k = 0; k < d; k++) outer *= t->shape[k];
-  for (int k = d + 1; k < t->ndim; k++) inner *= t->shape[k];
+  int64_t outer, inner, ext = t->shape[d], out = t->plan.out[d];
+  tr_split(t, d, &outer, &inner);
   size_t es = stk_dtype_size(t->cur_dt);
   if (inner <= 4) { /* one image: outer rows of ext pixels, resampled along x */
     memset(e, 0, sizeof *e);
@@ -472,11 +480,8 @@ static stk_status tr_gpu_pass(stk__node *node, tr_gpu_ctx *c, tr_gpu_sample *ts,
   for (size_t i = 0; i < n; i++) {
     const tr_gpu_sample *t = &ts[i];
     if (d >= t->ndim || !t->plan.resized[d]) continue;
-    int64_t outer = 1, inner = 1;
-    for (int k = 0; k < t->ndim; k++) {
-      if (k < d) outer *= t->shape[k];
-      if (k > d) inner *= t->shape[k];
-    }
+    int64_t outer, inner;
+    tr_split(t, d, &outer, &inner);
     if (outer == 0 || inner == 0) continue;
     if (t->shape[d] == 0 || t->shape[d] > INT32_MAX || t->plan.out[d] > INT32_MAX ||
         outer > INT32_MAX || inner > INT32_MAX)
@@ -499,11 +504,8 @@ static stk_status tr_gpu_pass(stk__node *node, tr_gpu_ctx *c, tr_gpu_sample *ts,
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     tr_gpu_sample *t = &ts[i];
     if (d >= t->ndim || !t->plan.resized[d]) continue;
-    int64_t outer = 1, inner = 1;
-    for (int j = 0; j < t->ndim; j++) {
-      if (j < d) outer *= t->shape[j];
-      if (j > d) inner *= t->shape[j];
-    }
+    int64_t outer, inner;
+    tr_split(t, d, &outer, &inner);
     if (outer == 0 || inner == 0) continue;
     next[i] = (char *)block + off;
     off += tr_align((size_t)(outer * t->plan.out[d] * inner) * sizeof(float));
