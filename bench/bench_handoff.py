@@ -6,6 +6,8 @@ batch:
 
   cli       build/stoker bench on the pipeline's text (no Python at all)
   run_loop  Python: Pipeline.run() in a loop (the extension, no iterator)
+  run_loop_torch  the same with torch imported and its CUDA context made first (is it
+            torch's presence, rather than the iterator, that costs?)
   iterator  Python: the framework iterator (torch's ClassificationIterator, or NumPy's
             without torch) over the same pipeline, every batch's tensors converted
 
@@ -58,6 +60,11 @@ def one(a):
     """One measurement in this process: a JSON line with images_per_s (and, for the
     iterator, where the time went)."""
     sys.path.insert(0, os.path.join(ROOT, "python"))
+    if a.one == "run_loop_torch":
+        import torch
+        if a.device == "gpu":
+            torch.cuda.init()
+            torch.zeros(1, device="cuda")
     import stoker
     text = pipeline_text(a).replace("${DATA}", a.data)
     pipe = stoker.Pipeline.deserialize(text)
@@ -74,7 +81,7 @@ def one(a):
     pipe.run = timed_run
     epoch = pipe.epoch_size("Reader")
     images, conv_s = 0, [0.0]
-    if a.one == "run_loop":
+    if a.one in ("run_loop", "run_loop_torch"):
         pipe.run()  # the first batch: start-up, not timed
         t0 = time.perf_counter()
         run_s[0] = 0.0
@@ -129,6 +136,7 @@ def compare(a):
     cmds = [f"cli={os.path.join(a.build, 'stoker')} bench --data {a.data} --pipeline {text_file} "
             f"--device {a.device} --epochs {a.epochs} --json",
             f"run_loop={q(me)} --one run_loop",
+            *([f"run_loop_torch={q(me)} --one run_loop_torch"] if a.framework == "torch" else []),
             f"iterator={q(me)} --one iterator"]
     rc = subprocess.call([sys.executable, os.path.join(ROOT, "bench", "interleave.py"),
                           "--rounds", str(a.rounds), "--show", '"in_[a-z]+": [0-9.]+|"rest": [-0-9.]+',
@@ -147,7 +155,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--framework", choices=["torch", "numpy"], default=None)
     ap.add_argument("--build", default=os.environ.get("BUILD", os.path.join(ROOT, "build")))
-    ap.add_argument("--one", choices=["run_loop", "iterator"], default=None)
+    ap.add_argument("--one", choices=["run_loop", "run_loop_torch", "iterator"], default=None)
     a = ap.parse_args()
     if a.framework is None:
         try:
