@@ -89,6 +89,9 @@ def one(a):
         while done < a.epochs * epoch - a.batch:
             out = pipe.run()
             done += len(out[0])
+        # GPU work is queued, not finished, when run() returns: as the CLI does, the clock
+        # stops once the last batch has reached the host (the device is done with it)
+        out[0].as_cpu()
         images, elapsed = done, time.perf_counter() - t0
     else:
         if a.framework == "torch":
@@ -107,19 +110,30 @@ def one(a):
                 conv_s[0] += time.perf_counter() - t
 
         it._convert = timed_convert
-        t0 = None
+        t0, last = None, None
         for e in range(a.epochs):
             for batch in it:
                 if t0 is None:  # the first batch: start-up, not timed
                     t0, run_s[0], conv_s[0] = time.perf_counter(), 0.0, 0.0
                     continue
                 images += int(batch[0]["label"].shape[0])
+                last = batch[0]["data"]
+                if a.one == "consumer":  # a training step's first touch of the batch
+                    checksum = last.float().sum()
             it.reset()
+        if a.one == "consumer":
+            checksum.item()
+        # the batch is on the framework's stream: the clock stops when the device is done
+        if a.framework == "torch" and a.device == "gpu":
+            import torch
+            torch.cuda.synchronize()
+        elif last is not None and hasattr(last, "block_until_ready"):
+            last.block_until_ready()
         elapsed = time.perf_counter() - t0
     rec = {"mode": a.one, "images": images, "seconds": round(elapsed, 3),
            "images_per_s": round(images / elapsed, 1),
            "in_run": round(run_s[0] / elapsed, 3)}
-    if a.one == "iterator":
+    if a.one in ("iterator", "consumer"):
         rec["in_convert"] = round(conv_s[0] / elapsed, 3)
         rec["rest"] = round(1 - rec["in_run"] - rec["in_convert"], 3)
     print(json.dumps(rec))
@@ -137,7 +151,8 @@ def compare(a):
             f"--device {a.device} --epochs {a.epochs} --json",
             f"run_loop={q(me)} --one run_loop",
             *([f"run_loop_torch={q(me)} --one run_loop_torch"] if a.framework == "torch" else []),
-            f"iterator={q(me)} --one iterator"]
+            f"iterator={q(me)} --one iterator",
+            *([f"consumer={q(me)} --one consumer"] if a.framework == "torch" else [])]
     rc = subprocess.call([sys.executable, os.path.join(ROOT, "bench", "interleave.py"),
                           "--rounds", str(a.rounds), "--show", '"in_[a-z]+": [0-9.]+|"rest": [-0-9.]+',
                           *cmds])
@@ -155,7 +170,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--framework", choices=["torch", "numpy"], default=None)
     ap.add_argument("--build", default=os.environ.get("BUILD", os.path.join(ROOT, "build")))
-    ap.add_argument("--one", choices=["run_loop", "run_loop_torch", "iterator"], default=None)
+    ap.add_argument("--one", choices=["run_loop", "run_loop_torch", "iterator", "consumer"], default=None)
     a = ap.parse_args()
     if a.framework is None:
         try:
