@@ -434,7 +434,13 @@ static stk_status video_init(stk__node *node) {
                     "resize_longer); size and max_size take 1 or 2 values");
   if (stk__arg_bool(node, NULL, A_PAD_SEQUENCES)) r->pad = STK__VPAD_CONSTANT;
   if (st == STK_OK) st = load(node, r);
-  if (st == STK_OK && stk__node_device(node) == STK_DEVICE_GPU) st = stk__vgpu_open(node, &r->hw);
+  bool gpu = stk__node_device(node) == STK_DEVICE_GPU;
+  if (st == STK_OK && gpu &&
+      (ways > 0 || stk__arg_given(node, A_MODE) || stk__arg_given(node, A_MAX_SIZE)))
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                    "resizing while decoding runs on the CPU only (device=\"cpu\", or resize the "
+                    "frames on the GPU after reading)");
+  if (st == STK_OK && gpu) st = stk__vgpu_open(node, &r->hw);
   if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->nseqs, NULL, 0, &r->base.sampler);
   if (st != STK_OK) video_destroy(node);
   return st;

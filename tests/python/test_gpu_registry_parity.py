@@ -28,6 +28,11 @@ EXEMPT = {
                        "uploaded: tests/python/test_random_gpu.py",
     "readers.numpy": "a reader, no input to compare; its GPU form is the host read uploaded: "
                      "tests/python/test_random_gpu.py",
+    # the harness feeds photos, not videos: NVDEC against the CPU in test_video_gpu.py
+    "decoders.video": "video input: tests/python/test_video_gpu.py",
+    "experimental.decoders.video": "video input: tests/python/test_video_gpu.py",
+    "readers.video": "a reader of video files: tests/python/test_video_gpu.py",
+    "experimental.readers.video": "a reader of video files: tests/python/test_video_gpu.py",
 }
 
 
