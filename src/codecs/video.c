@@ -427,6 +427,7 @@ stk_status stk__video_hw_open(int device, stk__video_hw **out) {
   av_log_set_level(AV_LOG_QUIET);
   if (av_hwdevice_find_type_by_name("cuda") != AV_HWDEVICE_TYPE_CUDA)
     return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg was built without CUDA (NVDEC) support");
+  STK_TRY(stk__video_cuda_align(device));
   char name[16];
   snprintf(name, sizeof name, "%d", device);
   AVBufferRef *ref = NULL;

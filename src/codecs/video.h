@@ -36,6 +36,9 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
  * each decoded surface into a frame of device memory on that context's default stream
  * (the legacy NULL stream). */
 typedef struct stk__video_hw stk__video_hw;
+/* Sets CUDA device `device`'s primary context flags to what FFmpeg's CUDA device needs
+ * (video_cuda.c says why); stk__video_hw_open calls it. */
+stk_status stk__video_cuda_align(int device);
 /* Opens CUDA device `device` for decoding; fails (STK_ERR_UNSUPPORTED, with FFmpeg's
  * reason) without an NVIDIA driver or an FFmpeg built without CUDA. Thread-safe to share
  * once opened. */

@@ -13,7 +13,7 @@ stk_status stk__vgpu_open(stk__node *node, stk__video_hw **out) {
   if (st == STK_OK) return STK_OK;
   char why[512];
   snprintf(why, sizeof why, "%s", stk_last_error());
-  return STK__SFAIL(st, node, NULL, "cannot decode on the GPU: %s", why);
+  return STK__SFAIL(st, node, NULL, "cannot decode on the GPU (NVDEC): %s", why);
 }
 
 /* Frames in the output's slots: the decoded ones where idx >= 0. */
