@@ -420,7 +420,24 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
 
 struct stk__video_hw {
   AVBufferRef *device;
+  void *stream; /* FFmpeg's CUstream (ours), or NULL: the legacy default stream */
 };
+
+/* The first fields of FFmpeg's AVCUDADeviceContext (libavutil/hwcontext_cuda.h, public and
+ * unchanged since FFmpeg 4.0), whose header needs cuda.h: the context and the stream. */
+typedef struct {
+  void *cuda_ctx;
+  void *stream;
+} stk__av_cuda_device;
+
+/* Gives FFmpeg's device a stream of its own (before any decoder reads it); on failure
+ * FFmpeg keeps the legacy default stream, which is correct, only shared. */
+static void own_stream(stk__video_hw *hw) {
+  stk__av_cuda_device *cu = ((AVHWDeviceContext *)hw->device->data)->hwctx;
+  if (stk__video_cuda_stream(cu->cuda_ctx, &hw->stream) == STK_OK) cu->stream = hw->stream;
+}
+
+uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return (uintptr_t)hw->stream; }
 
 stk_status stk__video_hw_open(int device, stk__video_hw **out) {
   *out = NULL;
@@ -447,6 +464,7 @@ stk_status stk__video_hw_open(int device, stk__video_hw **out) {
     return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
   }
   hw->device = ref;
+  own_stream(hw);
   *out = hw;
   return STK_OK;
 }
@@ -454,6 +472,7 @@ stk_status stk__video_hw_open(int device, stk__video_hw **out) {
 void stk__video_hw_close(stk__video_hw *hw) {
   if (!hw) return;
   av_buffer_unref(&hw->device);
+  stk__video_cuda_stream_destroy(hw->stream);
   free(hw);
 }
 
@@ -563,6 +582,7 @@ stk_status stk__video_hw_open(int device, stk__video_hw **out) {
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");
 }
 void stk__video_hw_close(stk__video_hw *hw) {}
+uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return 0; }
 stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *index,
                                int64_t count, stk__video_gpu_frame *out) {
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");

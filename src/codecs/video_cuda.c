@@ -19,6 +19,10 @@ typedef int (*cu_init_fn)(unsigned flags);
 typedef int (*cu_device_get_fn)(int *device, int ordinal);
 typedef int (*cu_ctx_state_fn)(int device, unsigned *flags, int *active);
 typedef int (*cu_ctx_set_flags_fn)(int device, unsigned flags);
+typedef int (*cu_ctx_push_fn)(void *ctx);
+typedef int (*cu_ctx_pop_fn)(void **ctx);
+typedef int (*cu_stream_create_fn)(void **stream, unsigned flags);
+typedef int (*cu_stream_destroy_fn)(void *stream);
 
 typedef struct {
   cu_init_fn init;
@@ -69,4 +73,50 @@ stk_status stk__video_cuda_align(int device) {
                                                "primary context functions");
   dlclose(lib); /* FFmpeg loads it again; the context and its flags stay */
   return st;
+}
+
+/* ---- FFmpeg's stream ----
+ * Without one, FFmpeg copies each decoded surface on the legacy default stream, which
+ * every waiter would then share with other libraries' work (PyTorch's default stream is
+ * it). A non-blocking stream of its own in FFmpeg's context keeps the wait to the copies. */
+
+#define STK__CU_STREAM_NON_BLOCKING 0x1u
+
+static void *sym2(void *lib, const char *v2, const char *v1) {
+  void *f = dlsym(lib, v2);
+  return f ? f : dlsym(lib, v1);
+}
+
+stk_status stk__video_cuda_stream(void *cuda_ctx, void **stream) {
+  *stream = NULL;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return STK_FAIL(STK_ERR_UNSUPPORTED, "cannot load libcuda.so.1: %s", dlerror());
+  cu_ctx_push_fn push = (cu_ctx_push_fn)sym2(lib, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
+  cu_ctx_pop_fn pop = (cu_ctx_pop_fn)sym2(lib, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
+  cu_stream_create_fn create = (cu_stream_create_fn)dlsym(lib, "cuStreamCreate");
+  stk_status st = STK_OK;
+  int rc = -1;
+  if (!push || !pop || !create)
+    st = STK_FAIL(STK_ERR_UNSUPPORTED, "libcuda.so.1 lacks the stream functions");
+  else if ((rc = push(cuda_ctx)) == 0) {
+    void *prev = NULL;
+    rc = create(stream, STK__CU_STREAM_NON_BLOCKING);
+    pop(&prev);
+  }
+  if (st == STK_OK && rc != 0) {
+    *stream = NULL;
+    st = STK_FAIL(STK_ERR_DEVICE, "cannot create a stream for FFmpeg (error %d)", rc);
+  }
+  dlclose(lib); /* the driver stays loaded: FFmpeg and the runtime hold it */
+  return st;
+}
+
+void stk__video_cuda_stream_destroy(void *stream) {
+  if (!stream) return;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return;
+  cu_stream_destroy_fn destroy =
+      (cu_stream_destroy_fn)sym2(lib, "cuStreamDestroy_v2", "cuStreamDestroy");
+  if (destroy) destroy(stream); /* deferred by the driver until its work is done */
+  dlclose(lib);
 }

@@ -62,11 +62,12 @@ stk_status stk__vgpu_decode(stk__node *node, stk__sample *s, stk__video_hw *hw, 
   rec->frames = calloc((size_t)count + 1, sizeof *rec->frames);
   if (!rec->frames) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory");
   STK_TRY(decode_into(node, s, hw, v, idx, count, rec));
-  /* FFmpeg copies each decoded surface into its frame on the legacy default stream; our
-   * streams do not wait for that one, so the copies are finished here, on the worker,
-   * before the GPU stage's kernel may read the frames. */
+  /* FFmpeg copies each decoded surface into its frame on its own stream, which the GPU
+   * stage's streams do not wait for: the copies are finished here, on the worker, before
+   * the GPU stage's kernel may read the frames. */
   char err[STK_GPU_ERRLEN] = "";
-  STK_TRY(stk__gpu_op_check(node, g->api->stream_sync(g->ctx, 0, err, sizeof err), err));
+  STK_TRY(stk__gpu_op_check(
+      node, g->api->stream_sync(g->ctx, stk__video_hw_stream(hw), err, sizeof err), err));
   rec->ready = true;
   return STK_OK;
 }
