@@ -58,7 +58,10 @@ stk_status stk__vgpu_decode(stk__node *node, stk__sample *s, stk__video_hw *hw, 
                             .height = (int)h,
                             .dtype = o->dtype,
                             .normalized = o->normalized};
-  for (int c = 0; c < 3; c++) rec->fill[c] = (float)o->fill[o->nfill == 3 ? c : 0];
+  for (int c = 0; c < 3; c++) { /* the CPU's fill: clamped, then truncated to uint8 */
+    double f = o->fill[o->nfill == 3 ? c : 0];
+    rec->fill[c] = (float)(uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f);
+  }
   rec->frames = calloc((size_t)count + 1, sizeof *rec->frames);
   if (!rec->frames) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory");
   STK_TRY(decode_into(node, s, hw, v, idx, count, rec));
