@@ -210,6 +210,25 @@ def test_mixed_decoder_corrupt_file_fails_naming_operator(clips):
     assert "decoders.video" in str(e.value)
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=requires_gpu)])
+def test_reader_names_a_file_corrupted_after_build(clips, tmp_path, device):
+    """The file is sound when the pipeline is built (probed) and garbage when read: the
+    error names it. On the CPU too, so the test itself is checked everywhere."""
+    path = tmp_path / "c.mp4"
+    shutil.copy(clips["a"], path)
+
+    @stoker.pipeline_def(batch_size=1, num_threads=1, seed=1, device_id=0 if device == "gpu" else None)
+    def pipe():
+        return fn.readers.video(filenames=[str(path)], sequence_length=4, device=device)
+    p = pipe()
+    p.build()
+    path.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(Exception) as e:
+        for _ in range(40):  # past what was prefetched before the file changed: 7 sequences an epoch
+            p.run()
+    assert str(path) in str(e.value)
+
+
 def run_readers(iterations=1, batch_size=3, **kw):
     @stoker.pipeline_def(batch_size=batch_size, num_threads=2, seed=1, device_id=0)
     def pipe():
