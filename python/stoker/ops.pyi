@@ -3220,7 +3220,7 @@ class experimental:
                 skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
                 resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
                 resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-                additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+                additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (on the GPU, FFmpeg sizes NVDEC's surfaces itself)
                 size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
                 resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
                 resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
@@ -3910,7 +3910,7 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (on the GPU, FFmpeg sizes NVDEC's surfaces itself)
             size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
             resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
             resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
@@ -3970,7 +3970,7 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (on the GPU, FFmpeg sizes NVDEC's surfaces itself)
             size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
             resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
             resize_longer (a float): readers.video_resize: the longer side's length, aspect kept

@@ -165,8 +165,8 @@ static const stk_arg_schema video_args[] = {
     [A_DECODE_SURFACES] = {.name = "additional_decode_surfaces",
                            .type = STK_ARG_INT,
                            .default_text = "2",
-                           .doc = "DALI's NVDEC surface count: accepted, no effect (stoker "
-                                  "decodes video with FFmpeg on the CPU)"},
+                           .doc = "DALI's NVDEC surface count: accepted, no effect (on the "
+                                  "GPU, FFmpeg sizes NVDEC's surfaces itself)"},
     [A_SIZE] = {.name = "size",
                 .type = STK_ARG_FLOATS,
                 .doc = "readers.video_resize: output size [H, W] (one value: both; a 0 extent "
