@@ -273,6 +273,7 @@ static int64_t frame_index(reader *r) {
 }
 
 static stk_status deliver_gpu(reader *r, int64_t idx);
+static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps);
 
 /* Converts the decoded frame into every slot that wants its index. */
 static stk_status deliver(reader *r) {
@@ -420,7 +421,8 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
 
 struct stk__video_hw {
   AVBufferRef *device;
-  void *stream; /* FFmpeg's CUstream (ours), or NULL: the legacy default stream */
+  void *stream;  /* FFmpeg's CUstream (ours), or NULL: the legacy default stream */
+  bool emulated; /* the test seam below: software decoding into NV12 host memory */
 };
 
 /* The first fields of FFmpeg's AVCUDADeviceContext (libavutil/hwcontext_cuda.h, public and
@@ -439,9 +441,22 @@ static void own_stream(stk__video_hw *hw) {
 
 uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return (uintptr_t)hw->stream; }
 
+/* The test seam: with STK_FAKE_NVDEC set when a pipeline is built (the tests set it with
+ * the CPU stand-in backend, tests/fake_gpu), frames are decoded in software and converted
+ * to NV12 in host memory, the layout NVDEC gives, so the GPU operators' plumbing (prepare,
+ * records, the GPU stage, release) runs in the CPU test suite. Read at build only. */
+static stk_status open_emulated(stk__video_hw **out) {
+  stk__video_hw *hw = calloc(1, sizeof *hw);
+  if (!hw) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  hw->emulated = true;
+  *out = hw;
+  return STK_OK;
+}
+
 stk_status stk__video_hw_open(int device, stk__video_hw **out) {
   *out = NULL;
   av_log_set_level(AV_LOG_QUIET);
+  if (getenv("STK_FAKE_NVDEC")) return open_emulated(out);
   if (av_hwdevice_find_type_by_name("cuda") != AV_HWDEVICE_TYPE_CUDA)
     return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg was built without CUDA (NVDEC) support");
   STK_TRY(stk__video_cuda_align(device));
@@ -485,6 +500,7 @@ static enum AVPixelFormat pick_cuda(AVCodecContext *dec, const enum AVPixelForma
 }
 
 static stk_status use_hw(reader *r) {
+  if (r->hw->emulated) return STK_OK; /* software decoding */
   bool cuda = false;
   for (int i = 0;; i++) {
     const AVCodecHWConfig *c = avcodec_get_hw_config(r->dec->codec, i);
@@ -508,10 +524,36 @@ static int hw_bytes_per_sample(const AVFrame *f) {
   return sw == AV_PIX_FMT_NV12 ? 1 : sw == AV_PIX_FMT_P010 || sw == AV_PIX_FMT_P016 ? 2 : 0;
 }
 
+/* The emulation's frame: the software frame converted to NV12 (limited range, as the
+ * test clips are) in a new frame, which *out then owns. */
+static stk_status emulated_nv12(reader *r, AVFrame **out) {
+  AVFrame *f = r->frame, *c = av_frame_alloc();
+  if (!c) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a frame");
+  c->format = AV_PIX_FMT_NV12, c->width = f->width, c->height = f->height;
+  r->sws = sws_getCachedContext(r->sws, f->width, f->height, f->format, f->width, f->height,
+                                AV_PIX_FMT_NV12, SWS_POINT, NULL, NULL, NULL);
+  if (!r->sws || av_frame_get_buffer(c, 0) < 0) {
+    av_frame_free(&c);
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "cannot convert pixel format %d to NV12", f->format);
+  }
+  sws_scale(r->sws, (const uint8_t *const *)f->data, f->linesize, 0, f->height, c->data,
+            c->linesize);
+  *out = c;
+  return STK_OK;
+}
+
 /* Keeps a reference to the device frame in every slot that wants index idx. */
 static stk_status deliver_gpu(reader *r, int64_t idx) {
-  AVFrame *f = r->frame;
-  int bps = hw_bytes_per_sample(f);
+  AVFrame *f = r->frame, *own = NULL;
+  if (r->hw->emulated) STK_TRY(emulated_nv12(r, &own));
+  stk_status st = deliver_frame(r, own ? own : f, idx, own ? 1 : hw_bytes_per_sample(f));
+  av_frame_free(&own);
+  return st;
+}
+
+/* Keeps a reference to frame f (bps bytes per sample; 0: not NVDEC's) in every slot that
+ * wants index idx. */
+static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps) {
   if (bps == 0)
     return STK_FAIL(
         STK_ERR_UNSUPPORTED,

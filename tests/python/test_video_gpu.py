@@ -146,6 +146,66 @@ def test_gpu_reader_names_a_missing_file_at_build():
     assert "/nonexistent/x.mp4" in msg, msg
 
 
+# ---- the GPU forms' plumbing on the CPU stand-in (tests/fake_gpu + STK_FAKE_NVDEC) ----
+# NVDEC is emulated by software decoding into NV12 host memory, the stand-in backend runs
+# the kernel's per-pixel code: the CPU-stage decoding (prepare), the records, the GPU
+# stage's assembly, the uploaded extra outputs and the release run as on a GPU.
+
+@pytest.fixture
+def fake_nvdec(fake_gpu, monkeypatch):
+    monkeypatch.setenv("STK_FAKE_NVDEC", "1")
+
+
+def test_emulated_mixed_decoder_matches_cpu(clips, fake_nvdec):
+    data = [raw(clips["a"]), raw(clips["b"])]
+
+    @stoker.pipeline_def(batch_size=2, num_threads=2, seed=1, device_id=0)
+    def pipe():
+        x = fn.external_source(source=lambda: data)
+        kw = dict(start_frame=10, stride=3, sequence_length=6, pad_mode="constant",
+                  fill_value=[10.7, 20, 300])
+        return fn.decoders.video(x, **kw), fn.experimental.decoders.video(x, device="mixed", **kw)
+    p = pipe()
+    p.build()
+    for _ in range(3):
+        cpu, gpu = (to_numpy_samples(o) for o in p.run())
+        assert [g.shape for g in gpu] == [(6, H, W, 3)] * 2
+        for i in range(2):
+            assert_frames_close(cpu[i], gpu[i], f"sample {i}")
+        assert [index_of(f) for f in gpu[1][:3]] == [30, 33, 36]
+        assert np.array_equal(gpu[1][3:], cpu[1][3:])  # the fill, truncated as on the CPU
+        assert gpu[1][3, 0, 0].tolist() == [10, 20, 255]
+
+
+def test_emulated_gpu_reader_matches_cpu(clips, fake_nvdec):
+    res = run_readers(iterations=5, filenames=[clips["a"], clips["b"]], labels=[], sequence_length=4,
+                      step=5, stride=2, enable_frame_num=True, enable_timestamps=True)
+    seen = set()
+    for cpu, gpu in res:
+        assert len(cpu) == len(gpu) == 4
+        for i in range(len(cpu[0])):
+            assert_frames_close(cpu[0][i], gpu[0][i], f"sample {i}")
+            for k in (1, 2, 3):
+                assert np.array_equal(cpu[k][i], gpu[k][i]), f"output {k} sample {i}"
+                assert cpu[k][i].dtype == gpu[k][i].dtype
+            label, first = int(gpu[1][i][0]), int(gpu[2][i][0])
+            offset = 0 if label == 0 else 20
+            assert [index_of(f) for f in gpu[0][i]] == [offset + first + 2 * j for j in range(4)]
+            seen.add((label, first))
+    assert len(seen) > 5  # the batches moved through the sequences of both files
+
+
+def test_emulated_gpu_reader_float_and_edge_padding(clips, fake_nvdec):
+    (cpu, gpu), = run_readers(filenames=[clips["b"]], sequence_length=5, step=5, dtype="float",
+                              normalized=True, pad_mode="edge", batch_size=4)
+    assert len(gpu[0]) == 4
+    for i in range(4):
+        assert gpu[0][i].dtype == np.float32 and gpu[0][i].max() <= 1.0
+        assert_frames_close(np.round(cpu[0][i] * 255), np.round(gpu[0][i] * 255), f"sample {i}")
+    # the last sequence, 15..19 of 17 frames, repeats frame 16 (index 36)
+    assert [index_of(np.round(f * 255)) for f in gpu[0][3]] == [35, 36, 36, 36, 36]
+
+
 # ---- on the GPU ----
 
 def run_decoders(data, iterations=1, **kw):
