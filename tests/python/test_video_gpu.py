@@ -206,6 +206,26 @@ def test_emulated_gpu_reader_float_and_edge_padding(clips, fake_nvdec):
     assert [index_of(np.round(f * 255)) for f in gpu[0][3]] == [35, 36, 36, 36, 36]
 
 
+def test_emulated_gpu_reader_feeds_gpu_operators(clips, fake_nvdec):
+    """A GPU operator after the reader: the executor then runs the reader's GPU part on its
+    decode thread and stream, one batch ahead (as the mixed image decoders)."""
+    @stoker.pipeline_def(batch_size=2, num_threads=2, seed=1, device_id=0)
+    def pipe():
+        v = fn.readers.video(filenames=[clips["a"]], sequence_length=3, step=3, device="gpu",
+                             random_shuffle=False)
+        c = fn.readers.video(filenames=[clips["a"]], sequence_length=3, step=3, random_shuffle=False)
+        return fn.cast(v, dtype=types.FLOAT), fn.cast(c, dtype=types.FLOAT)
+    p = pipe()
+    p.build()
+    for b in range(6):
+        gpu, cpu = (to_numpy_samples(o) for o in p.run())
+        for i in range(2):
+            assert gpu[i].dtype == np.float32
+            assert_frames_close(cpu[i], gpu[i], f"batch {b} sample {i}")
+            assert index_of(gpu[i][0]) == (6 * b + 3 * i) % 30
+    assert p.stats()["decode_stage_ns"] > 0  # the split really happened
+
+
 # ---- on the GPU ----
 
 def run_decoders(data, iterations=1, **kw):
