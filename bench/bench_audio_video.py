@@ -525,11 +525,13 @@ def loadavg():
 
 def versions():
     import torch
-    import torchaudio
-    import torchvision
     import stoker
-    v = [f"stoker {stoker.__version__}", f"torch {torch.__version__}", f"torchaudio {torchaudio.__version__}",
-         f"torchvision {torchvision.__version__}"]
+    v = [f"stoker {stoker.__version__}", f"torch {torch.__version__}"]
+    for name in ("torchaudio", "torchvision"):  # absent where only the GPU video row runs
+        try:
+            v.append(f"{name} {__import__(name).__version__}")
+        except ImportError:
+            v.append(f"no {name}")
     try:
         import torchcodec
         v.append(f"torchcodec {torchcodec.__version__}")
