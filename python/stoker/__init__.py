@@ -16,6 +16,7 @@ from .tensors import TensorCPU, TensorGPU, TensorList, TensorListCPU, TensorList
 from .pipeline import Pipeline, pipeline_def
 from ._graph import DataNode, newaxis
 from .external_source import SampleInfo, BatchInfo
+from ._pyfunc import current_dali_stream
 from . import _dlpack_fn  # noqa: F401  (registers fn.dl_tensor_python_function)
 from . import fn, ops, math, conditional
 
