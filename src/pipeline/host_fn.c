@@ -107,9 +107,9 @@ static stk_status hostfn_run_gpu(stk__node *node, stk__gpu_batch *b) {
     if (st != STK_OK) st = call_failed(&call, st);
   }
   release_inputs(&call);
-  if (st == STK_OK && call.outputs_set != (node->num_outputs >= 64
-                                               ? ~(uint64_t)0
-                                               : ((uint64_t)1 << node->num_outputs) - 1)) {
+  if (st == STK_OK &&
+      call.outputs_set !=
+          (node->num_outputs >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << node->num_outputs) - 1)) {
     int k = 0;
     while (call.outputs_set >> k & 1) k++;
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "function '%s' did not produce output %d", node->name,
@@ -127,13 +127,11 @@ static int hostfn_num_outputs(const stk__node *node) {
  * end in tests/python/test_python_function_gpu*.py (the CPU stand-in backend and a GPU).
  * python_function lacks synchronize_stream (as in DALI: it always synchronises), so its
  * table ends before A_SYNCHRONIZE_STREAM. */
-#define NUM_OUTPUTS_ARG                               \
-  {.name = "num_outputs",                             \
-   .type = STK_ARG_INT,                               \
-   .flags = STK_ARGF_RANGE,                           \
-   .default_text = "1",                               \
-   .max = 64,                                         \
-   .doc = "number of outputs the function returns"}
+#define NUM_OUTPUTS_ARG                                                                       \
+  {                                                                                           \
+    .name = "num_outputs", .type = STK_ARG_INT, .flags = STK_ARGF_RANGE, .default_text = "1", \
+    .max = 64, .doc = "number of outputs the function returns"                                \
+  }
 static const stk_arg_schema hostfn_args[] = {
     [A_NUM_OUTPUTS] = NUM_OUTPUTS_ARG,
     [A_BATCH_PROCESSING] = {.name = "batch_processing",
@@ -175,11 +173,12 @@ static const stk_port_schema hostfn_in[HOSTFN_MAX_INPUTS] = {
 static const stk_port_schema hostfn_out[] = {{"output", "arrays returned by the function"}};
 static const stk_op_schema hostfn_schema = {
     .name = "python_function",
-    .doc = "Runs a function of the host program (a Python callable from the Python API) on the "
-           "inputs: per sample on the worker threads, or once per batch (batch_processing). "
-           "On device \"gpu\" the function gets CuPy arrays in device memory and may return "
-           "any DLPack or __cuda_array_interface__ device array (copied on the pipeline's "
-           "stream); see docs/python.md, \"Python functions\".",
+    .doc =
+        "Runs a function of the host program (a Python callable from the Python API) on the "
+        "inputs: per sample on the worker threads, or once per batch (batch_processing). "
+        "On device \"gpu\" the function gets CuPy arrays in device memory and may return "
+        "any DLPack or __cuda_array_interface__ device array (copied on the pipeline's "
+        "stream); see docs/python.md, \"Python functions\".",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 0,
     .max_inputs = HOSTFN_MAX_INPUTS,
@@ -203,11 +202,12 @@ const stk__op_def stk__op_python_function = {
  * DLPack capsules instead of arrays. */
 static const stk_op_schema dlfn_schema = {
     .name = "dl_tensor_python_function",
-    .doc = "Runs a function of the host program on the inputs, passed as DLPack capsules "
-           "(DALI's dl_tensor_python_function): per sample, or once per batch "
-           "(batch_processing); it returns DLPack capsules or objects with __dlpack__ (NumPy, "
-           "PyTorch tensors; on device \"gpu\" device tensors, copied on the pipeline's "
-           "stream).",
+    .doc =
+        "Runs a function of the host program on the inputs, passed as DLPack capsules "
+        "(DALI's dl_tensor_python_function): per sample, or once per batch "
+        "(batch_processing); it returns DLPack capsules or objects with __dlpack__ (NumPy, "
+        "PyTorch tensors; on device \"gpu\" device tensors, copied on the pipeline's "
+        "stream).",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 0,
     .max_inputs = HOSTFN_MAX_INPUTS,
@@ -298,8 +298,9 @@ stk_status stk_host_call_sample_output(stk_host_call *call, size_t sample, size_
   if (stk_dtype_size(dtype) == 0)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
   if (call->gpu)
-    return STK_FAIL(STK_ERR_STATE, "a device call's outputs go through "
-                                   "stk_host_call_set_device_output");
+    return STK_FAIL(STK_ERR_STATE,
+                    "a device call's outputs go through "
+                    "stk_host_call_set_device_output");
   stk__sample *s = call_sample(call, sample);
   if (!s) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu out of range", sample);
   stk__tensor *t;
@@ -325,7 +326,8 @@ static stk_status device_sample_bytes(const stk_tensor_desc *d, size_t i, const 
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu: bad dtype or rank", i);
   size_t n = stk_dtype_size(d->dtype);
   for (int k = d->ndim - 1; k >= 0; k--) {
-    if (d->shape[k] < 0) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu: negative extent", i);
+    if (d->shape[k] < 0)
+      return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "sample %zu: negative extent", i);
     if (d->shape[k] > 1 && d->strides[k] != (int64_t)n)
       return STK_FAIL(STK_ERR_INVALID_ARGUMENT,
                       "sample %zu is not contiguous (C order); return a contiguous copy", i);
@@ -348,10 +350,10 @@ static stk_status copy_device_samples(stk_host_call *call, const stk_tensor_desc
     stk_tensor_desc d;
     STK_TRY(stk_tensor_list_sample(out, i, &d));
     if (bytes)
-      STK_TRY(stk__gpu_op_check(call->node,
-                                g->api->memcpy_async(g->ctx, d.data, samples[i].data, bytes,
-                                                     stream, err, sizeof err),
-                                err));
+      STK_TRY(stk__gpu_op_check(
+          call->node,
+          g->api->memcpy_async(g->ctx, d.data, samples[i].data, bytes, stream, err, sizeof err),
+          err));
   }
   /* the sources belong to the caller, free to go once this returns */
   return stk__gpu_op_check(call->node, g->api->stream_sync(g->ctx, stream, err, sizeof err), err);
@@ -378,9 +380,9 @@ stk_status stk_host_call_set_device_output(stk_host_call *call, size_t index,
     memcpy(shapes + i * (size_t)ndim, samples[i].shape, sizeof(int64_t) * (size_t)ndim);
   stk_dtype dtype = n ? samples[0].dtype : STK_DTYPE_UINT8;
   stk_tensor_list *out = NULL;
-  stk_status st = stk_dtype_size(dtype) ? STK_OK
-                                        : STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad dtype %d",
-                                                   (int)dtype);
+  stk_status st = stk_dtype_size(dtype)
+                      ? STK_OK
+                      : STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
   if (st == STK_OK)
     st = stk__gpu_alloc_list(call->gpu, dtype, ndim, shapes, layout ? layout : "",
                              stk__gpu_shapes_equal(shapes, n, ndim), &out);
