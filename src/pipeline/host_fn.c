@@ -124,7 +124,8 @@ static int hostfn_num_outputs(const stk__node *node) {
 
 /* The text form cannot name a host function, so the registry's CPU/GPU parity harness
  * cannot build these operators: they have no gpu_check; their GPU form is tested end to
- * end in tests/python/test_python_function_gpu*.py (the CPU stand-in backend and a GPU).
+ * end in tests/python/test_python_function_gpu_fake.py (the CPU stand-in
+ * backend) and test_gpu_python_function.py (torch, CuPy on a GPU).
  * python_function lacks synchronize_stream (as in DALI: it always synchronises), so its
  * table ends before A_SYNCHRONIZE_STREAM. */
 #define NUM_OUTPUTS_ARG                                                                       \

@@ -481,7 +481,7 @@ static void test_registry_introspection(void **state) {
      * whose GPU form is the host's work uploaded (test_random_gpu.py) */
     bool gpu = s->devices & (STK_DEVICE_GPU | STK_DEVICE_MIXED);
     bool exempt = strcmp(s->name, "copy") == 0 || strcmp(s->name, "select") == 0 ||
-                  /* the text form cannot name a host function: test_python_function_gpu.py */
+                  /* the text form cannot name a host function: test_python_function_gpu_fake.py */
                   strstr(s->name, "python_function") != NULL ||
                   ((s->flags & STK_OPF_GPU_ON_HOST) && (s->flags & STK_OPF_NO_INPUT));
     if (gpu && !exempt && !s->gpu_check) fail_msg("%s has a GPU backend but no gpu_check", s->name);
