@@ -55,6 +55,8 @@ def _cupy():
 
 def split_outputs(result, num_outputs, what):
     """The function's result as a list of num_outputs results."""
+    if num_outputs == 0 and result is None:  # a function run for its side effects
+        return []
     if num_outputs == 1:
         return [result]
     if isinstance(result, (tuple, list)) and len(result) == num_outputs:
@@ -90,13 +92,8 @@ class BatchCalls:
     def call_batch(self, inputs, ordinal, size, device, stream):
         self.failed_sample = None
         try:
-            if device < 0:
-                batches = [[self.host_input(self.copy_input(t)) for t in samples]
-                           for samples in inputs]
-            else:
-                batches = [[self.device_input(tl[i]) for i in range(len(tl))] for tl in inputs]
             with _DeviceCall(stream if device >= 0 else None):
-                outputs = self._run(batches, size, device, stream)
+                outputs = self._run(inputs, size, device, stream)
             convert = self.host_output if device < 0 else self.device_output
             return [([convert(r) for r in samples], layout)
                     for samples, layout in zip(outputs, self.output_layouts)]
@@ -105,13 +102,21 @@ class BatchCalls:
             where = "" if self.failed_sample is None else f"sample {self.failed_sample}: "
             return f"{where}{type(e).__name__}: {e}"
 
-    def _run(self, batches, size, device, stream):
+    def _run(self, inputs, size, device, stream):
         """Per output, the list of the batch's results."""
-        cupy = _cupy() if device >= 0 and self.uses_cupy else None
-        if cupy is not None:  # CuPy work the function does goes to the pipeline's stream
-            with cupy.cuda.ExternalStream(stream):
-                return self._call(batches, size)
-        return self._call(batches, size)
+        if device < 0:
+            batches = [[self.host_input(self.copy_input(t)) for t in samples] for samples in inputs]
+            return self._call(batches, size)
+        cupy = _cupy() if self.uses_cupy else None
+        if cupy is None:
+            return self._call(self._device_batches(inputs), size)
+        # CuPy's current stream is the pipeline's: the inputs' DLPack hand-over waits on it
+        # (a no-op) and the function's CuPy work is queued on it
+        with cupy.cuda.ExternalStream(stream):
+            return self._call(self._device_batches(inputs), size)
+
+    def _device_batches(self, lists):
+        return [[self.device_input(tl[i]) for i in range(len(tl))] for tl in lists]
 
     def _call(self, batches, size):
         if self.batch_processing:
