@@ -189,3 +189,55 @@ def test_per_sample_default_is_unchanged():
     assert sorted(calls) == sorted(r.shape for r in RAGGED)
     for g, r in zip(samples(out), RAGGED):
         np.testing.assert_array_equal(g, r + 1)
+
+
+# ---- DALI 2.4 (CPU) as the oracle: the same batch function, the same outputs ----
+
+DALI_PY = os.environ.get("STK_DALI_PYTHON", "/work/dali-venv/bin/python")
+BATCH_FN = """
+def centre(xs, ys):
+    m = np.float32(np.mean([x.mean() for x in xs]))  # a statistic of the whole batch
+    return [(x - m).astype(np.float32) for x in xs], [y[::-1].copy() for y in ys]
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(DALI_PY), reason="no DALI venv (oracle)")
+def test_batch_function_matches_dali(tmp_path):
+    import subprocess
+    import textwrap
+    xs = [np.arange(6, dtype=np.float32).reshape(2, 3) * (i + 1) for i in range(3)]
+    ys = [np.arange(i + 2, dtype=np.int32) for i in range(3)]
+    np.savez(tmp_path / "in.npz", *xs, *ys)
+    script = textwrap.dedent(f"""
+        import numpy as np
+        from nvidia.dali import pipeline_def, fn
+        d = np.load({str(tmp_path / 'in.npz')!r}); a = [d[k] for k in d.files]
+        xs, ys = a[:3], a[3:]
+        {textwrap.indent(BATCH_FN, '        ').strip()}
+        @pipeline_def(batch_size=3, num_threads=1, device_id=None)
+        def pipe():
+            x = fn.external_source(source=lambda: xs)
+            y = fn.external_source(source=lambda: ys)
+            return tuple(fn.python_function(x, y, function=centre, num_outputs=2,
+                                            batch_processing=True, output_layouts=["HW"]))
+        p = pipe(); p.build(); o = p.run()
+        np.savez({str(tmp_path / 'out.npz')!r}, *[np.array(t.at(i)) for t in o for i in range(3)])
+        print(o[0].layout(), "|", o[1].layout())
+    """)
+    r = subprocess.run([DALI_PY, "-c", script], check=True, capture_output=True, text=True,
+                       timeout=300)
+    dali_layouts = [s.strip() for s in r.stdout.strip().splitlines()[-1].split("|")]
+    o = np.load(tmp_path / "out.npz")
+    want = [o[k] for k in o.files]
+    scope = {"np": np}
+    exec(BATCH_FN, scope)
+    p = build(lambda: fn.python_function(batches([xs]), batches([ys]), function=scope["centre"],
+                                         num_outputs=2, batch_processing=True,
+                                         output_layouts=["HW"]))
+    a, b = p.run()
+    got = samples(a) + samples(b)
+    assert len(got) == len(want) == 6
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    assert [a.layout(), b.layout()] == dali_layouts == ["HW", ""]
