@@ -1406,7 +1406,7 @@ def preemphasis_filter(*inputs: DataNode, preemph_coeff: float | DataNode | None
     """
     ...
 def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-    """Runs a function of the host program (a Python callable from the Python API) on the inputs: per sample on the worker threads, or once per batch (batch_processing). On device "gpu" the function gets CuPy arrays in device memory and may return any DLPack or __cuda_array_interface__ device array (copied on the pipeline's stream); see docs/python.md, "Python functions".
+    """Runs a function of the host program (a Python callable from the Python API) on the inputs: per sample on the worker threads, or once per batch (batch_processing). On device "gpu" the function gets CuPy arrays in device memory and may return any array with __dlpack__ (CuPy, PyTorch CUDA tensors; copied on the pipeline's stream); see docs/python.md, "Python functions".
 
     Devices: cpu, gpu.
 

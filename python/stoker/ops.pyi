@@ -1472,7 +1472,7 @@ class PreemphasisFilter(Operator):
     def __init__(self, *, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PythonFunction(Operator):
-    """Runs a function of the host program (a Python callable from the Python API) on the inputs: per sample on the worker threads, or once per batch (batch_processing). On device "gpu" the function gets CuPy arrays in device memory and may return any DLPack or __cuda_array_interface__ device array (copied on the pipeline's stream); see docs/python.md, "Python functions".
+    """Runs a function of the host program (a Python callable from the Python API) on the inputs: per sample on the worker threads, or once per batch (batch_processing). On device "gpu" the function gets CuPy arrays in device memory and may return any array with __dlpack__ (CuPy, PyTorch CUDA tensors; copied on the pipeline's stream); see docs/python.md, "Python functions".
 
     Devices: cpu, gpu.
 

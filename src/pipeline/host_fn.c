@@ -178,7 +178,7 @@ static const stk_op_schema hostfn_schema = {
         "Runs a function of the host program (a Python callable from the Python API) on the "
         "inputs: per sample on the worker threads, or once per batch (batch_processing). "
         "On device \"gpu\" the function gets CuPy arrays in device memory and may return "
-        "any DLPack or __cuda_array_interface__ device array (copied on the pipeline's "
+        "any array with __dlpack__ (CuPy, PyTorch CUDA tensors; copied on the pipeline's "
         "stream); see docs/python.md, \"Python functions\".",
     .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
     .min_inputs = 0,
