@@ -243,3 +243,16 @@ def test_gpu_function_in_a_branch(fake_gpu):
     assert 0 < c.sum() < 8
     np.testing.assert_array_equal(y, x + np.where(c, 100, 0))
     assert seen == [int(c.sum())]
+
+
+def test_cpu_input_of_a_gpu_function_is_uploaded(fake_gpu):
+    def f(x):
+        device, arr = read_capsule(x)
+        assert device == K_DLCUDA  # uploaded before the call
+        return arr * 5
+
+    p = build(lambda: fn.dl_tensor_python_function(fn.external_source(source=lambda: list(INTS)),
+                                                   function=f, device="gpu"))
+    out, = p.run()
+    for g, src in zip(host(out), INTS):
+        np.testing.assert_array_equal(g, src * 5)
