@@ -96,6 +96,9 @@ static stk_status sync_before_call(stk__node *node, stk__gpu_batch *b) {
                            err);
 }
 
+/* The outputs_set mask of a call that handed over all n outputs. */
+static uint64_t all_outputs(int n) { return n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1; }
+
 static stk_status hostfn_run_gpu(stk__node *node, stk__gpu_batch *b) {
   stk_host_call call = {.node = node, .gpu = b};
   stk_status st = STK_OK;
@@ -107,9 +110,7 @@ static stk_status hostfn_run_gpu(stk__node *node, stk__gpu_batch *b) {
     if (st != STK_OK) st = call_failed(&call, st);
   }
   release_inputs(&call);
-  if (st == STK_OK &&
-      call.outputs_set !=
-          (node->num_outputs >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << node->num_outputs) - 1)) {
+  if (st == STK_OK && call.outputs_set != all_outputs(node->num_outputs)) {
     int k = 0;
     while (call.outputs_set >> k & 1) k++;
     st = STK_FAIL(STK_ERR_INVALID_ARGUMENT, "function '%s' did not produce output %d", node->name,
