@@ -13,8 +13,6 @@
 #include "../ops/gpu_util.h"
 #include "internal.h"
 
-extern const stk__op_def stk__op_dl_tensor_python_function;
-
 #define HOSTFN_MAX_INPUTS 16
 
 struct stk_host_call {
@@ -87,9 +85,9 @@ static void release_inputs(stk_host_call *call) {
 /* Waits for the pipeline's stream (synchronize_stream=true): the function may then read
  * its inputs on any stream. */
 static stk_status sync_before_call(stk__node *node, stk__gpu_batch *b) {
-  if (node->spec->def == &stk__op_dl_tensor_python_function &&
-      !stk__arg_int(node, NULL, A_SYNCHRONIZE_STREAM))
-    return STK_OK;
+  bool has_arg =
+      node->spec->def->schema->num_args > A_SYNCHRONIZE_STREAM; /* (not python_function) */
+  if (has_arg && !stk__arg_int(node, NULL, A_SYNCHRONIZE_STREAM)) return STK_OK;
   stk__gpu *g = stk__gpu_device(b);
   char err[STK_GPU_ERRLEN] = "";
   return stk__gpu_op_check(node, g->api->stream_sync(g->ctx, stk__gpu_stream(b), err, sizeof err),
