@@ -18,7 +18,8 @@ import torch
 from .base import BaseIterator, LastBatchPolicy  # noqa: F401
 
 __all__ = ["GenericIterator", "ClassificationIterator", "LastBatchPolicy", "distributed_info",
-           "to_torch", "TorchPythonFunction", "torch_python_function", "DALIGenericIterator", "DALIClassificationIterator"]
+           "to_torch", "TorchPythonFunction", "torch_python_function", "DALIGenericIterator",
+           "DALIClassificationIterator"]
 
 
 def to_torch(tensor_list):
