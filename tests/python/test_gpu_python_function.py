@@ -21,7 +21,8 @@ if not gpu_available():
     pytest.skip("stoker's CUDA backend is not available", allow_module_level=True)
 
 RNG = np.random.default_rng(3)
-IMAGES = [RNG.integers(0, 256, size=s, dtype=np.uint8) for s in ((64, 48, 3), (17, 90, 3), (33, 33, 3))]
+IMAGES = [RNG.integers(0, 256, size=s, dtype=np.uint8)
+          for s in ((64, 48, 3), (17, 90, 3), (33, 33, 3))]
 BIG = [RNG.standard_normal((1024, 1024), dtype=np.float32) for _ in range(4)]
 
 
@@ -66,7 +67,8 @@ def test_torch_op_on_the_batch():
     out, = p.run()
     assert out.layout() == "CHW"
     for g, src in zip(host(out), IMAGES):
-        np.testing.assert_allclose(g, src.astype(np.float32).transpose(2, 0, 1) * 0.5 + 1, rtol=1e-6)
+        want = src.astype(np.float32).transpose(2, 0, 1) * 0.5 + 1
+        np.testing.assert_allclose(g, want, rtol=1e-6)
 
 
 def test_work_on_the_pipeline_stream_without_synchronisation():

@@ -16,7 +16,8 @@ from stoker.errors import StokerError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PHOTO_DIR = os.path.join(ROOT, "data", "photos")
-RAGGED = [np.arange(6, dtype=np.int32).reshape(2, 3), np.arange(8, dtype=np.int32).reshape(4, 2) + 50,
+RAGGED = [np.arange(6, dtype=np.int32).reshape(2, 3),
+          np.arange(8, dtype=np.int32).reshape(4, 2) + 50,
           np.array([[7]], np.int32)]
 
 
