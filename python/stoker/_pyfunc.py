@@ -31,6 +31,24 @@ def current_dali_stream():
     return stream
 
 
+class CUDAStream:
+    """A CUDA stream handle (DALI's types.CUDAStream): ``ptr`` is the cudaStream_t."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+    def __repr__(self):
+        return f"CUDAStream(ptr={self.ptr:#x})"
+
+
+def current_stream():
+    """DALI's ``ops.PythonFunction.current_stream()``: current_dali_stream() as a
+    CUDAStream."""
+    return CUDAStream(current_dali_stream())
+
+
 class _DeviceCall:
     """Makes the stream current for the call (current_dali_stream)."""
 

@@ -147,6 +147,7 @@ def test_stream_without_synchronisation(fake_gpu):
 
     def f(c):
         streams.append(stoker.current_dali_stream())
+        assert stoker.ops.PythonFunction.current_stream().ptr == streams[-1]  # DALI's spelling
         return c
 
     p = build(lambda: fn.dl_tensor_python_function(gpu_batches([INTS, INTS]), function=f,
