@@ -103,9 +103,11 @@ class BatchCalls:
         return cupy.from_dlpack(tensor) if cupy is not None else tensor
 
     def device_output(self, result):
+        if isinstance(result, np.ndarray):  # host memory, uploaded (made contiguous first)
+            return self.host_output(result)
         if type(result).__name__ == "PyCapsule" or hasattr(result, "__dlpack__"):
             return result
-        return self.host_output(result)  # lists, scalars: host memory, uploaded
+        return self.host_output(result)  # lists, scalars: host memory too
 
     def call_batch(self, inputs, ordinal, size, device, stream):
         self.failed_sample = None

@@ -258,3 +258,13 @@ def test_cpu_input_of_a_gpu_function_is_uploaded(fake_gpu):
     out, = p.run()
     for g, src in zip(host(out), INTS):
         np.testing.assert_array_equal(g, src * 5)
+
+
+def test_strided_host_arrays_are_made_contiguous(fake_gpu):
+    def f(x):
+        return np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::2]  # a NumPy view: copied dense
+
+    p = build(lambda: fn.python_function(gpu_batches([INTS]), function=f, device="gpu"))
+    out, = p.run()
+    for g in host(out):
+        np.testing.assert_array_equal(g, [[0, 2], [4, 6], [8, 10]])
