@@ -24,4 +24,4 @@ __version__ = _stoker.version_string
 
 __all__ = ["Pipeline", "pipeline_def", "fn", "ops", "types", "DataNode", "TensorList",
            "TensorCPU", "TensorGPU", "TensorListCPU", "TensorListGPU", "SampleInfo", "BatchInfo", "StokerError", "newaxis",
-           "__version__"]
+           "current_dali_stream", "__version__"]
