@@ -13,6 +13,8 @@
 #        STK_DDP_BATCH    batch per rank (256)        STK_DDP_THREADS  threads per rank (cores/2)
 #        STK_DDP_PIPE_STEPS / STK_DDP_TRAIN_STEPS  steps per run (200 / 100), STK_DDP_WARMUP (20)
 #        STK_DDP_ARCH     torchvision model (resnet50)
+#        STK_DDP_SYNTHETIC  1 (default): also train on one reused batch (--synthetic), the
+#                         control that separates DDP's own cost from the pipeline's
 #        STK_DDP_DEVICE   cpu: a dry run of this script on a machine without GPUs (gloo, CPU
 #                         pipelines; e.g. with STK_DDP_ARCH=tiny and small batches)
 # Builds the extension with scripts/gpu-check.sh build first when python/stoker has none.
@@ -33,6 +35,7 @@ TRAIN_STEPS=${STK_DDP_TRAIN_STEPS:-100}
 WARMUP=${STK_DDP_WARMUP:-20}
 ARCH=${STK_DDP_ARCH:-resnet50}
 DEVICE=${STK_DDP_DEVICE:-gpu}
+SYNTHETIC=${STK_DDP_SYNTHETIC:-1}
 # NVLink multicast stays off (the lending machines' rule; harmless elsewhere)
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 export TORCH_SYMM_MEM_DISABLE_MULTICAST=${TORCH_SYMM_MEM_DISABLE_MULTICAST:-1}
@@ -92,6 +95,10 @@ done
 for r in $(seq 1 "$ROUNDS"); do
   run "train1_r$r" 1 --arch "$ARCH" --steps "$TRAIN_STEPS"
   run "train2_r$r" 2 --arch "$ARCH" --steps "$TRAIN_STEPS"
+  if [ "$SYNTHETIC" = 1 ]; then
+    run "synth1_r$r" 1 --arch "$ARCH" --steps "$TRAIN_STEPS" --synthetic
+    run "synth2_r$r" 2 --arch "$ARCH" --steps "$TRAIN_STEPS" --synthetic
+  fi
 done
 
 python3 - "$RESULTS" <<'EOF'
@@ -101,7 +108,9 @@ def rates(prefix, gpus):
     return [r["result"]["images_per_s_total"] for r in rows
             if r["run"].startswith(prefix) and r["gpus"] == gpus]
 print("\n== bench_ddp summary (images/s, medians of the rounds)")
-for kind, prefix in (("pipeline", "pipe"), ("training", "train")):
+for kind, prefix in (("pipeline", "pipe"), ("training", "train"), ("synthetic", "synth")):
+    if prefix == "synth" and not rates(prefix, 1):
+        continue
     one, two = rates(prefix, 1), rates(prefix, 2)
     if not one or not two:
         print(f"{kind:9s} incomplete: 1 GPU {one}, 2 GPUs {two}")
@@ -110,4 +119,5 @@ for kind, prefix in (("pipeline", "pipe"), ("training", "train")):
     print(f"{kind:9s} 1 GPU {a:9.1f}  2 GPUs {b:9.1f} ({b / 2:8.1f} per GPU)  "
           f"ratio {b / a:.3f}  per-GPU ratio {b / 2 / a:.3f}  rounds 1 GPU {one} 2 GPUs {two}")
 print("targets: pipeline ratio >= 1.9; training per-GPU ratio ~1.0 (images/s per GPU as one GPU's)")
+print("synthetic: the same training on one reused batch (no pipeline): DDP's own per-GPU ratio")
 EOF

@@ -20,6 +20,9 @@ images/s per rank and in total; at the end a "summary" line does the same over a
 after the first `--warmup` ones (what bench/bench_ddp.sh compares). `--pipeline-only` runs
 the same loop without the model: the data pipeline's own throughput per rank.
 
+`--synthetic` trains on one batch of the pipeline's, reused for every step: the model's and
+DDP's own images/s, the control that tells what the pipeline costs a training run.
+
 `--record PREFIX` writes PREFIX.rankR.json: the labels each rank received, per epoch and
 batch (tests/python/test_ddp.py checks the shards' contract with it).
 """
@@ -95,6 +98,10 @@ def parse_args(argv=None):
                     help="last_batch_policy; training needs fill (see docs/distributed.md)")
     ap.add_argument("--pipeline-only", action="store_true",
                     help="measure the pipelines alone: no model, no optimizer")
+    ap.add_argument("--synthetic", action="store_true",
+                    help="train on one batch taken from the pipeline and reused for every step "
+                         "(the pipeline then idles): the model's and DDP's own speed, the "
+                         "control for a training run's images/s")
     ap.add_argument("--dist-timeout", type=float, default=1800,
                     help="seconds a collective may wait for the other ranks before failing")
     ap.add_argument("--record", default=None,
@@ -173,6 +180,19 @@ def build_loader(args, info, threads):
     return pipe, loader
 
 
+def synthetic_epoch(loader, steps):
+    """`steps` copies of one batch of the pipeline's, made once (--synthetic)."""
+    global _SYNTHETIC
+    if _SYNTHETIC is None:
+        first = next(iter(loader))
+        _SYNTHETIC = [{k: v.clone() for k, v in first[0].items()}]
+    for _ in range(steps):
+        yield _SYNTHETIC
+
+
+_SYNTHETIC = None
+
+
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -228,7 +248,7 @@ def main(argv=None):
         start = time.perf_counter()
         if steady["start"] is not None and epoch_end is not None:
             steady["paused"] += start - epoch_end
-        for batch in loader:
+        for batch in (synthetic_epoch(loader, len(loader)) if args.synthetic else loader):
             images = batch[0]["data"].permute(0, 3, 1, 2)  # NHWC memory, NCHW shape
             labels = batch[0]["label"].squeeze(1).long()
             if args.record:

@@ -104,6 +104,16 @@ if ls .deps/*.deb >/dev/null 2>&1; then
 fi
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+# ---- FFmpeg and libsndfile for the GPU machine, which has neither: a prefix in .devlibs/
+#      (carried; ignored by git), made on the development machine from Debian's sources and
+#      packages by scripts/make_devlibs.sh. Its .pc files are pointed at where it lies here.
+if [ -d .devlibs/lib/pkgconfig ]; then
+  sed -i "s#^prefix=.*#prefix=$ROOT/.devlibs#" .devlibs/lib/pkgconfig/*.pc
+  export PKG_CONFIG_PATH=$ROOT/.devlibs/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  export LD_LIBRARY_PATH=$ROOT/.devlibs/lib:$LD_LIBRARY_PATH
+  export PATH=$ROOT/.devlibs/bin:$PATH
+fi
+
 # ---- the benchmark dataset (in the background while building) ----
 DATA_PID=
 if (want bench || want tests || want torch || want sanitizer || want pipeline || want ops || want presets || want loaders || want profile || want ab || want memcheck_ops || want stacks || want arms || want ceiling || want exec || want perf || named sanitizers || named pytest_gpu) && [ ! -d "$DATA" ]; then

@@ -482,10 +482,11 @@ STK_API stk_status stk_pipeline_feed(stk_pipeline *p, const char *op_name,
  * batches are used up. Cleared by the next stk_pipeline_feed. */
 STK_API stk_status stk_pipeline_feed_end(stk_pipeline *p, const char *op_name);
 
-/* One call of a host function for one sample ("python_function" operator). */
+/* One call of a host function ("python_function" operator): one sample, or a batch (see
+ * stk_host_call_batch_size). */
 typedef struct stk_host_call stk_host_call;
-/* Called on a worker thread for each sample; returns STK_OK or an error status (set a
- * message with stk_host_call_fail). */
+/* Called on a worker thread for each sample (or once per batch, below); returns STK_OK or
+ * an error status (set a message with stk_host_call_fail). */
 typedef stk_status (*stk_host_fn)(void *user, stk_host_call *call);
 
 STK_API size_t stk_host_call_num_inputs(const stk_host_call *call);
@@ -498,6 +499,36 @@ STK_API stk_status stk_host_call_output(stk_host_call *call, size_t index, stk_d
 STK_API int64_t stk_host_call_ordinal(const stk_host_call *call);
 /* Records an error message for the failing call (the executor adds the sample). */
 STK_API stk_status stk_host_call_fail(stk_host_call *call, const char *message);
+
+/* Batch calls: instances with batch_processing=true on the CPU, and every call of an
+ * instance on the GPU, cover the batch's samples that reach the operator (those taking
+ * its conditional branch) in one call, on the producer thread (CPU) or the GPU stage's
+ * thread (GPU). The number of samples of a batch call; 0 for a per-sample call. */
+STK_API size_t stk_host_call_batch_size(const stk_host_call *call);
+/* -1 when the call's data is in host memory; else the CUDA device holding the inputs and
+ * receiving the outputs (GPU instances). */
+STK_API int stk_host_call_device(const stk_host_call *call);
+/* The pipeline's CUDA stream (a cudaStream_t as an integer) for device calls, 0 else.
+ * Work the function queues on it is ordered before the outputs' copies. */
+STK_API uintptr_t stk_host_call_stream(const stk_host_call *call);
+/* Input `index` of sample `sample` of a batch call (host memory, or device memory for
+ * device calls); per-sample calls take sample 0. */
+STK_API stk_status stk_host_call_sample_input(const stk_host_call *call, size_t sample,
+                                              size_t index, stk_tensor_desc *out);
+/* Device calls: input `index` as a device tensor list, borrowed for the call (retain it to
+ * keep it); NULL for host calls. */
+STK_API stk_tensor_list *stk_host_call_input_list(const stk_host_call *call, size_t index);
+/* Host calls: allocates output `index` of sample `sample` (per-sample calls: 0). */
+STK_API stk_status stk_host_call_sample_output(stk_host_call *call, size_t sample, size_t index,
+                                               stk_dtype dtype, int ndim, const int64_t *shape,
+                                               const char *layout, void **data);
+/* Device calls: output `index` for the whole batch, copied from `count` (the batch size)
+ * samples in device memory (any device-accessible memory: CUDA's unified addressing
+ * decides) on the call's stream; returns once the copies are done, so the caller may
+ * free the sources. All samples share dtype and ndim; strides must be dense (C order). */
+STK_API stk_status stk_host_call_set_device_output(stk_host_call *call, size_t index,
+                                                   const stk_tensor_desc *samples, size_t count,
+                                                   const char *layout);
 /* Attaches `fn` to the "python_function" instance named `op_name` before build.
  * `free_user` (may be NULL) is called on `user` when the pipeline is destroyed. */
 STK_API stk_status stk_pipeline_set_host_function(stk_pipeline *p, const char *op_name,

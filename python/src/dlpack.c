@@ -365,3 +365,81 @@ PyObject *pystk_dlpack_export(stk_tensor_list *tl, Py_ssize_t sample, const int6
   if (!cap) ctx_free(ctx);
   return cap;
 }
+
+/* ---- import (device outputs of host functions) ---- */
+
+static int stk_dtype_of_dl(dl_dtype t, stk_dtype *out) {
+  for (int d = 0; d < STK_DTYPE_COUNT; d++) {
+    dl_dtype x;
+    if (dl_dtype_of((stk_dtype)d, &x) == 0 && x.code == t.code && x.bits == t.bits &&
+        t.lanes == 1) {
+      *out = (stk_dtype)d;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* The capsule of `obj`: itself, or obj.__dlpack__(), asked for `stream` when the object
+ * says it lives on a CUDA device (CPU producers refuse a stream). New reference. */
+static PyObject *capsule_of(PyObject *obj, uintptr_t stream) {
+  if (PyCapsule_CheckExact(obj)) {
+    Py_INCREF(obj);
+    return obj;
+  }
+  PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+  if (!dev) return NULL;
+  int type = PyTuple_Check(dev) && PyTuple_Size(dev) >= 1
+                 ? (int)PyLong_AsLong(PyTuple_GetItem(dev, 0))
+                 : -1;
+  Py_DECREF(dev);
+  if (PyErr_Occurred()) return NULL;
+  PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+  if (!method) return NULL;
+  PyObject *kw = type == DL_CUDA && stream
+                     ? Py_BuildValue("{s:K}", "stream", (unsigned long long)stream)
+                     : PyDict_New();
+  PyObject *empty = PyTuple_New(0);
+  PyObject *cap = kw && empty ? PyObject_Call(method, empty, kw) : NULL;
+  Py_XDECREF(kw);
+  Py_XDECREF(empty);
+  Py_DECREF(method);
+  return cap;
+}
+
+int pystk_dlpack_import(PyObject *obj, uintptr_t stream, stk_tensor_desc *out, int *device_type,
+                        PyObject **keep) {
+  *keep = NULL;
+  PyObject *cap = capsule_of(obj, stream);
+  if (!cap) return -1;
+  const dl_tensor *t = NULL;
+  if (PyCapsule_IsValid(cap, "dltensor")) {
+    t = &((dl_managed *)PyCapsule_GetPointer(cap, "dltensor"))->tensor;
+  } else if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+    t = &((dl_managed_versioned *)PyCapsule_GetPointer(cap, "dltensor_versioned"))->tensor;
+  } else {
+    Py_DECREF(cap);
+    PyErr_SetString(PyExc_TypeError, "not a DLPack tensor (a used or foreign capsule)");
+    return -1;
+  }
+  stk_dtype dtype;
+  if (t->ndim < 0 || t->ndim > STK_MAX_NDIM || stk_dtype_of_dl(t->dtype, &dtype) < 0) {
+    Py_DECREF(cap);
+    PyErr_Format(PyExc_TypeError, "unsupported DLPack tensor (%d dims, type code %d, %d bits)",
+                 (int)t->ndim, (int)t->dtype.code, (int)t->dtype.bits);
+    return -1;
+  }
+  memset(out, 0, sizeof *out);
+  out->data = t->data ? (char *)t->data + t->byte_offset : NULL;
+  out->ndim = t->ndim;
+  out->dtype = dtype;
+  int64_t elem = (int64_t)stk_dtype_size(dtype), dense = elem;
+  for (int d = t->ndim - 1; d >= 0; d--) { /* strides NULL: C order */
+    out->shape[d] = t->shape[d];
+    out->strides[d] = t->strides ? t->strides[d] * elem : dense;
+    dense *= t->shape[d];
+  }
+  *device_type = t->device.device_type;
+  *keep = cap;
+  return 0;
+}

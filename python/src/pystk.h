@@ -59,6 +59,12 @@ PyObject *pystk_dlpack_device(stk_tensor_list *tl);
 /* Makes CUDA stream `stream` (a cudaStream_t as integer; 1 legacy, 2 per-thread) wait
  * for the producer's event of `tl`. Returns 0, or -1 with a Python error set. */
 int pystk_cuda_wait(stk_tensor_list *tl, uintptr_t stream);
+/* Reads `obj` (a DLPack capsule, or an object with __dlpack__, asked for `stream` when it
+ * lives on a CUDA device) as a description of its memory; *device_type gets the DLPack
+ * device type (1 CPU, 2 CUDA...). *keep receives the capsule: the memory stays valid while
+ * it lives. Returns 0, or -1 with a Python error set. */
+int pystk_dlpack_import(PyObject *obj, uintptr_t stream, stk_tensor_desc *out, int *device_type,
+                        PyObject **keep);
 
 /* ---- Pipeline (pipeline.c) ---- */
 

@@ -16,6 +16,7 @@ from .tensors import TensorCPU, TensorGPU, TensorList, TensorListCPU, TensorList
 from .pipeline import Pipeline, pipeline_def
 from ._graph import DataNode, newaxis
 from .external_source import SampleInfo, BatchInfo
+from ._pyfunc import current_dali_stream
 from . import _dlpack_fn  # noqa: F401  (registers fn.dl_tensor_python_function)
 from . import fn, ops, math, conditional
 
@@ -23,4 +24,4 @@ __version__ = _stoker.version_string
 
 __all__ = ["Pipeline", "pipeline_def", "fn", "ops", "types", "DataNode", "TensorList",
            "TensorCPU", "TensorGPU", "TensorListCPU", "TensorListGPU", "SampleInfo", "BatchInfo", "StokerError", "newaxis",
-           "__version__"]
+           "current_dali_stream", "__version__"]

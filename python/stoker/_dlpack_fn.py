@@ -1,7 +1,8 @@
 """``fn.dl_tensor_python_function``: DALI's python function over DLPack. The C operator is
-the same per-sample host call as ``python_function``; this hook hands the function one
-DLPack capsule per input (``torch.from_dlpack(c)``, ``np.from_dlpack`` after wrapping) and
-takes back capsules or any object with ``__dlpack__`` (NumPy arrays, CPU torch tensors)."""
+the same host call as ``python_function`` (per sample, per batch, on the GPU); this hook
+hands the function one DLPack capsule per input and sample (``torch.from_dlpack(c)``,
+``np.from_dlpack`` after wrapping; device memory on the GPU) and takes back capsules or
+any object with ``__dlpack__`` (NumPy arrays, torch tensors, CuPy arrays)."""
 
 import numpy as np
 
@@ -34,24 +35,28 @@ def _to_numpy(x):
 
 
 class DLTensorTrampoline(PythonFunctionTrampoline):
-    """Wraps the user's function: NumPy arrays in -> capsules; capsules out -> arrays."""
+    """The python_function trampoline with capsules in and DLPack objects out."""
 
-    def __init__(self, function, num_outputs, output_layouts, label):
-        def call(*arrays):
-            result = function(*[a.__dlpack__() for a in arrays])
-            if num_outputs == 1:
-                return _to_numpy(result)
-            if not isinstance(result, (tuple, list)):
-                raise ValueError(f"the function must return {num_outputs} tensors")
-            return tuple(_to_numpy(r) for r in result)
-        super().__init__(call, num_outputs, output_layouts, label)
+    uses_cupy = False
+
+    def host_input(self, array):
+        return array.__dlpack__()
+
+    def host_output(self, result):
+        return super().host_output(_to_numpy(result))
+
+    def device_input(self, tensor):
+        # (-1: no stream wait; the stream was synchronised before the call, or the function
+        # queues its work on current_dali_stream())
+        return tensor.__dlpack__(stream=-1)
 
 
 class _DLTensorHook:
     extra_kwargs = {
-        "function": "the callable, called as function(*dlpack_capsules) for every sample; "
-                    "returns one DLPack tensor (capsule or object with __dlpack__), or a "
-                    "tuple of num_outputs",
+        "function": "the callable, called as function(*dlpack_capsules) for every sample "
+                    "(or with lists of capsules, batch_processing=True); returns one DLPack "
+                    "tensor (capsule or object with __dlpack__), or a tuple of num_outputs "
+                    "(lists)",
         "output_layouts": "layout string (or one per output) given to the outputs",
     }
 
@@ -61,14 +66,11 @@ class _DLTensorHook:
         if not callable(function):
             raise InvalidArgumentError(
                 "dl_tensor_python_function: argument 'function' must be a callable")
-        if kwargs.get("batch_processing"):
-            raise InvalidArgumentError(
-                "dl_tensor_python_function: batch_processing=True is not supported; stoker "
-                "calls the function per sample, on the worker threads")
         layouts = kwargs.pop("output_layouts", None)
         inst = _graph.instantiate(schema, inputs, kwargs)
         label = f"dl_tensor_python_function '{inst.name}'"
-        inst.payload = DLTensorTrampoline(function, len(inst.outputs), layouts, label)
+        inst.payload = DLTensorTrampoline(function, len(inst.outputs), layouts, label,
+                                          kwargs.get("batch_processing", False))
         return _graph.outputs_of(inst)
 
 

@@ -336,6 +336,7 @@ def instantiate(schema, inputs, kwargs, num_outputs=None):
     kwargs = dict(kwargs)
     device = kwargs.pop("device", None)
     name = kwargs.pop("name", None)
+    preserve = bool(kwargs.pop("preserve", False))
     nodes = check_inputs(schema, inputs)
     if device is None:
         device = _infer_device(schema, nodes)
@@ -349,7 +350,18 @@ def instantiate(schema, inputs, kwargs, num_outputs=None):
     args, arg_inputs = split_kwargs(schema, kwargs)
     if num_outputs is None:
         num_outputs = num_outputs_of(schema, args)
-    return OpInstance(schema, device, name, nodes, args, arg_inputs, num_outputs)
+    inst = OpInstance(schema, device, name, nodes, args, arg_inputs, num_outputs)
+    if preserve or schema.name in NEVER_PRUNED:
+        pipe = current_pipeline()
+        if pipe is not None:
+            pipe._preserve(inst)
+    return inst
+
+
+# Operators a pipeline runs even when no output depends on them, as DALI does: Python
+# functions are called for their side effects too (logging, saving, counting), also with
+# num_outputs=0. Any other operator can ask for it with preserve=True.
+NEVER_PRUNED = frozenset({"python_function", "dl_tensor_python_function"})
 
 
 def outputs_of(inst):

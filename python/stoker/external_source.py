@@ -7,8 +7,9 @@ source raises StopIteration, ``run()`` raises StopIteration once the batches fed
 it are used up (the end of an epoch, as in DALI), and ``reset()`` starts the next epoch.
 
 ``python_function`` runs a Python callable on every sample on the pipeline's worker
-threads (holding the GIL while it runs). Inputs arrive as NumPy arrays (copies, so they
-may be kept); the returned arrays are copied into the batch.
+threads (holding the GIL while it runs), or once per batch (``batch_processing=True``,
+and on the GPU: see _pyfunc.py). Inputs arrive as NumPy arrays (copies, so they may be
+kept); the returned arrays are copied into the batch.
 """
 
 import inspect
@@ -16,6 +17,7 @@ import inspect
 import numpy as np
 
 from . import _graph, _opgen
+from ._pyfunc import BatchCalls, split_outputs
 from .errors import InvalidArgumentError, StateError
 
 
@@ -312,21 +314,28 @@ _TYPESTR = {"uint8": "|u1", "int8": "|i1", "uint16": "<u2", "int16": "<i2", "uin
             "float32": "<f4", "float64": "<f8", "bool": "|b1"}
 
 
-class PythonFunctionTrampoline:
+class PythonFunctionTrampoline(BatchCalls):
     """Called by the C bridge for every sample: copies the inputs into NumPy arrays,
-    calls the user's function, and returns [(array, layout), ...], or the error text."""
+    calls the user's function, and returns [(array, layout), ...], or the error text.
+    Batch calls (batch_processing, the GPU) go through ``call_batch`` (_pyfunc.py)."""
 
-    def __init__(self, function, num_outputs, output_layouts, label):
+    def __init__(self, function, num_outputs, output_layouts, label, batch_processing=False):
         self.function, self.num_outputs, self.label = function, num_outputs, label
+        self.batch_processing = bool(batch_processing)
         if output_layouts is None or isinstance(output_layouts, str):
             output_layouts = [output_layouts] * num_outputs
-        self.output_layouts = list(output_layouts)
+        # (DALI: a shorter list leaves the last outputs without a layout)
+        self.output_layouts = (list(output_layouts) + [None] * num_outputs)[:num_outputs]
         self.last_exception = None
+
+    @staticmethod
+    def copy_input(desc):
+        p, shape, strides, dt, _layout = desc
+        return np.array(_ArrayView(p, shape, strides, _TYPESTR[dt]), copy=True)
 
     def __call__(self, inputs, ordinal):
         try:
-            arrays = [np.array(_ArrayView(p, shape, strides, _TYPESTR[dt]), copy=True)
-                      for p, shape, strides, dt, _layout in inputs]
+            arrays = [self.host_input(self.copy_input(t)) for t in inputs]
             result = self.function(*arrays)
             return self._outputs(result)
         except BaseException as e:  # reported through the C error, re-raised as the cause
@@ -336,26 +345,15 @@ class PythonFunctionTrampoline:
             return f"{type(e).__name__}: {e}"  # (the operator is named by the caller)
 
     def _outputs(self, result):
-        if self.num_outputs == 1:
-            results = [result]
-        elif isinstance(result, (tuple, list)) and len(result) == self.num_outputs:
-            results = list(result)
-        else:
-            raise ValueError(f"the function must return {self.num_outputs} arrays, got "
-                             f"{type(result).__name__}")
-        out = []
-        for r, layout in zip(results, self.output_layouts):
-            arr = np.ascontiguousarray(np.asarray(r))
-            if arr.dtype.kind not in "biuf" or arr.dtype.itemsize > 8:
-                raise TypeError(f"returned an array of unsupported type {arr.dtype}")
-            out.append((arr, layout))
-        return out
+        results = split_outputs(result, self.num_outputs, "arrays")
+        return [(self.host_output(r), layout) for r, layout in zip(results, self.output_layouts)]
 
 
 class _PythonFunctionHook:
     extra_kwargs = {
-        "function": "the callable, called as function(*input_arrays) for every sample; "
-                    "returns one array, or a tuple of num_outputs arrays",
+        "function": "the callable, called as function(*input_arrays) for every sample (or "
+                    "with lists of samples, batch_processing=True); returns one array, or a "
+                    "tuple of num_outputs arrays (lists)",
         "output_layouts": "layout string (or one per output) given to the outputs",
     }
 
@@ -367,7 +365,8 @@ class _PythonFunctionHook:
         layouts = kwargs.pop("output_layouts", None)
         inst = _graph.instantiate(schema, inputs, kwargs)
         label = f"python_function '{inst.name}'"
-        inst.payload = PythonFunctionTrampoline(function, len(inst.outputs), layouts, label)
+        inst.payload = PythonFunctionTrampoline(function, len(inst.outputs), layouts, label,
+                                                kwargs.get("batch_processing", False))
         return _graph.outputs_of(inst)
 
 

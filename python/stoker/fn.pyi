@@ -557,10 +557,10 @@ def debayer(*inputs: DataNode, blue_position: Sequence[int] | DataNode, algorith
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-    """Runs a function of the host program on each sample's inputs, passed as DLPack capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch CPU tensors).
+def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Runs a function of the host program on the inputs, passed as DLPack capsules (DALI's dl_tensor_python_function): per sample, or once per batch (batch_processing); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch tensors; on device "gpu" device tensors, copied on the pipeline's stream).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input0 (optional): an array passed to the function as argument 0
@@ -586,11 +586,11 @@ def dl_tensor_python_function(*inputs: DataNode, num_outputs: int | None = ..., 
 
     Keyword args:
         num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
-        batch_processing (a bool; default false): must be false: calls are per sample (the Python layer refuses true)
-        synchronize_stream (a bool; default true): accepted for DALI compatibility (CPU data needs no stream)
-        function: the callable, called as function(*dlpack_capsules) for every sample; returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs
+        batch_processing (a bool; default false): true: the function is called once per batch with, per input, a list of DLPack capsules (one per sample) and returns a list per output; false: once per sample
+        synchronize_stream (a bool; default true): device "gpu": wait for the pipeline's CUDA stream before the call, so the function may read its inputs on any stream; false only if it queues its work on current_dali_stream()
+        function: the callable, called as function(*dlpack_capsules) for every sample (or with lists of capsules, batch_processing=True); returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs (lists)
         output_layouts: layout string (or one per output) given to the outputs
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
@@ -1405,10 +1405,10 @@ def preemphasis_filter(*inputs: DataNode, preemph_coeff: float | DataNode | None
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...
-def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-    """Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, on the worker threads.
+def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+    """Runs a function of the host program (a Python callable from the Python API) on the inputs: per sample on the worker threads, or once per batch (batch_processing). On device "gpu" the function gets CuPy arrays in device memory and may return any array with __dlpack__ (CuPy, PyTorch CUDA tensors; copied on the pipeline's stream); see docs/python.md, "Python functions".
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input0 (optional): an array passed to the function as argument 0
@@ -1434,10 +1434,10 @@ def python_function(*inputs: DataNode, num_outputs: int | None = ..., batch_proc
 
     Keyword args:
         num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
-        batch_processing (a bool; default false): accepted for DALI compatibility; calls are per sample
-        function: the callable, called as function(*input_arrays) for every sample; returns one array, or a tuple of num_outputs arrays
+        batch_processing (a bool; default false): true: the function is called once per batch with, per input, a list of the batch's samples (NumPy arrays; CuPy arrays on the GPU) and returns a list per output; false: once per sample
+        function: the callable, called as function(*input_arrays) for every sample (or with lists of samples, batch_processing=True); returns one array, or a tuple of num_outputs arrays (lists)
         output_layouts: layout string (or one per output) given to the outputs
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
     ...

@@ -584,9 +584,9 @@ class Debayer(Operator):
     def __init__(self, *, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class DlTensorPythonFunction(Operator):
-    """Runs a function of the host program on each sample's inputs, passed as DLPack capsules (DALI's dl_tensor_python_function); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch CPU tensors).
+    """Runs a function of the host program on the inputs, passed as DLPack capsules (DALI's dl_tensor_python_function): per sample, or once per batch (batch_processing); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch tensors; on device "gpu" device tensors, copied on the pipeline's stream).
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input0 (optional): an array passed to the function as argument 0
@@ -612,14 +612,14 @@ class DlTensorPythonFunction(Operator):
 
     Keyword args:
         num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
-        batch_processing (a bool; default false): must be false: calls are per sample (the Python layer refuses true)
-        synchronize_stream (a bool; default true): accepted for DALI compatibility (CPU data needs no stream)
-        function: the callable, called as function(*dlpack_capsules) for every sample; returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs
+        batch_processing (a bool; default false): true: the function is called once per batch with, per input, a list of DLPack capsules (one per sample) and returns a list per output; false: once per sample
+        synchronize_stream (a bool; default true): device "gpu": wait for the pipeline's CUDA stream before the call, so the function may read its inputs on any stream; false only if it queues its work on current_dali_stream()
+        function: the callable, called as function(*dlpack_capsules) for every sample (or with lists of capsules, batch_processing=True); returns one DLPack tensor (capsule or object with __dlpack__), or a tuple of num_outputs (lists)
         output_layouts: layout string (or one per output) given to the outputs
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., synchronize_stream: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class DumpImage(Operator):
     """Writes each image to the working directory as a binary PPM/PGM named dump_image<suffix>_<sample ordinal>, and passes it on unchanged (DALI's dump_image; a debugging aid). On the GPU each batch is copied to the host and the stream waited for before the files are written; the output is the input.
@@ -1472,9 +1472,9 @@ class PreemphasisFilter(Operator):
     def __init__(self, *, preemph_coeff: float | DataNode | None = ..., border: str | None = ..., dtype: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
 class PythonFunction(Operator):
-    """Runs a function of the host program (a Python callable from the Python API) on each sample's inputs, on the worker threads.
+    """Runs a function of the host program (a Python callable from the Python API) on the inputs: per sample on the worker threads, or once per batch (batch_processing). On device "gpu" the function gets CuPy arrays in device memory and may return any array with __dlpack__ (CuPy, PyTorch CUDA tensors; copied on the pipeline's stream); see docs/python.md, "Python functions".
 
-    Devices: cpu.
+    Devices: cpu, gpu.
 
     Inputs:
         input0 (optional): an array passed to the function as argument 0
@@ -1500,13 +1500,13 @@ class PythonFunction(Operator):
 
     Keyword args:
         num_outputs (an int; default 1; in [0, 64]): number of outputs the function returns
-        batch_processing (a bool; default false): accepted for DALI compatibility; calls are per sample
-        function: the callable, called as function(*input_arrays) for every sample; returns one array, or a tuple of num_outputs arrays
+        batch_processing (a bool; default false): true: the function is called once per batch with, per input, a list of the batch's samples (NumPy arrays; CuPy arrays on the GPU) and returns a list per output; false: once per sample
+        function: the callable, called as function(*input_arrays) for every sample (or with lists of samples, batch_processing=True); returns one array, or a tuple of num_outputs arrays (lists)
         output_layouts: layout string (or one per output) given to the outputs
-        device (str, default "cpu"): one of 'cpu'
+        device (str, default "cpu"): one of 'cpu', 'gpu'
         name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
     """
-    def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
+    def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
 class RandomBboxCrop(Operator):
     """Draws a crop window that keeps the boxes valid (DALI's random_bbox_crop, 2D): outputs anchor and shape for slice, the kept boxes relative to the window, the labels (with a labels input) and the kept indices (output_bbox_indices). See docs/detection.md.

@@ -120,6 +120,7 @@ class Pipeline:
         self._outputs = None
         self._ops = []
         self._op_counter = 0
+        self._preserved = []  # instances run whether or not an output needs them
         self._c = None
         self._built = False
         self._groups = []
@@ -200,9 +201,15 @@ class Pipeline:
             raise InvalidArgumentError("Pipeline.set_outputs: a pipeline needs at least one output")
         self._outputs = flat
 
+    def _preserve(self, inst):
+        """Keeps `inst` in the graph when no output depends on it (preserve=True, or an
+        operator that is never pruned, such as python_function)."""
+        self._preserved.append(inst)
+
     def _collect(self):
-        """The instances reachable from the outputs, in creation (topological) order."""
-        seen, stack = {}, [o.op for o in self._outputs]
+        """The instances reachable from the outputs or preserved, in creation (topological)
+        order."""
+        seen, stack = {}, [o.op for o in self._outputs] + list(self._preserved)
         while stack:
             inst = stack.pop()
             if id(inst) in seen:

@@ -3,6 +3,8 @@
  * general kernels round in two steps. */
 #include "autoaug_fast.h"
 
+#include "../core/wide.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -18,16 +20,7 @@
 #define HAVE_AVX2_PATH 1
 #endif
 
-/* The row loops also get an AVX2 copy, chosen at load time where the CPU has it (ifunc):
- * wider vectors, the same IEEE operations per element (no FMA: -ffp-contract=off). Not
- * under ThreadSanitizer: an ifunc resolver runs while the program is relocated, before the
- * sanitizer's runtime exists, and its instrumented entry crashes the program. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(__SANITIZE_THREAD__)
-#define WIDE __attribute__((target_clones("avx2", "default")))
-#else
-#define WIDE
-#endif
+/* The row loops also get an AVX2 copy (WIDE, src/core/wide.h). */
 
 /* ---------------------------------------------------------------------------------- */
 /* Linear warp, 3 channels                                                            */

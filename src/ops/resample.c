@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/wide.h"
 #include "image_util.h"
 
 #if defined(__GNUC__)
@@ -308,7 +309,7 @@ static void fix_taps(axis_tab *t, int64_t out) {
 /* ---------------------------------------------------------------------------------- */
 
 /* n uint8 values to float, 16 at a time. */
-static void u8_to_f32(float *restrict d, const uint8_t *restrict s, size_t n) {
+WIDE static void u8_to_f32(float *restrict d, const uint8_t *restrict s, size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16)
     for (int l = 0; l < 16; l++) d[i + l] = (float)s[i + l];
@@ -332,7 +333,7 @@ static void load_row(float *restrict d, const stk__image *src, int64_t y, int32_
  * filters' absolute weights sum to less than 2): biased by 1024.5 the truncation is a
  * round-half-up, and the clamp runs on int16 (pmaxsw / pminsw exist in SSE2, the int32
  * ones do not), 16 at a time. */
-static void bounded_to_u8(uint8_t *restrict d, const float *restrict s, size_t n) {
+WIDE static void bounded_to_u8(uint8_t *restrict d, const float *restrict s, size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     int16_t t[16];
@@ -395,8 +396,8 @@ static ALWAYS_INLINE void hpass_lanes(const float *restrict row, int C, int K, c
   }
 }
 
-static void hpass_gray(const float *restrict row, const axis_tab *tx, int32_t xlo, int64_t out_w,
-                       float *restrict dst) {
+WIDE static void hpass_gray(const float *restrict row, const axis_tab *tx, int32_t xlo,
+                            int64_t out_w, float *restrict dst) {
   for (int64_t x = 0; x < out_w; x++) {
     const float *w = tx->w + (size_t)x * (size_t)tx->k;
     const float *p = row + (tx->start[x] - xlo);
@@ -463,8 +464,8 @@ static void hpass_gray(const float *restrict row, const axis_tab *tx, int32_t xl
       return;                                           \
   }
 
-static void hpass(const float *restrict row, int C, const axis_tab *tx, int32_t xlo, int64_t out_w,
-                  float *restrict dst) {
+WIDE static void hpass(const float *restrict row, int C, const axis_tab *tx, int32_t xlo,
+                       int64_t out_w, float *restrict dst) {
   switch (C) { /* constant channel counts let the compiler fix the strides */
     case 1:
       hpass_gray(row, tx, xlo, out_w, dst);
@@ -482,8 +483,8 @@ static void hpass(const float *restrict row, int C, const axis_tab *tx, int32_t 
 /* Vertical pass: acc = sum_k w[k] * rows[k], `len` a multiple of VBLOCK (32). Eight
  * 4-lane accumulators stay in registers across the taps, so the per-tap overhead
  * (row pointer, weight broadcast, loop) is shared by eight multiply-adds. */
-static void vpass(float *restrict acc, const float *const *rows, const float *w, int n,
-                  size_t len) {
+WIDE static void vpass(float *restrict acc, const float *const *rows, const float *w, int n,
+                       size_t len) {
   for (size_t i = 0; i < len; i += VBLOCK) {
     float a0[4] = {0.0f}, a1[4] = {0.0f}, a2[4] = {0.0f}, a3[4] = {0.0f};
     float a4[4] = {0.0f}, a5[4] = {0.0f}, a6[4] = {0.0f}, a7[4] = {0.0f};

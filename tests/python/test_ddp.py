@@ -155,6 +155,20 @@ def test_ddp_training_fill_pads_with_own_samples(tmp_path, dataset):
     assert len(summary[0]["images_per_s_per_rank"]) == WORLD
 
 
+def test_synthetic_reuses_one_batch_for_every_step(tmp_path, dataset):
+    """--synthetic (bench_ddp.sh's control): the model trains on one batch of the pipeline's
+    over and over, the same number of steps per epoch as with the pipeline."""
+    records, lines = torchrun(tmp_path, dataset, "--arch", "tiny", "--epochs", "2",
+                              "--synthetic")
+    for rec in records:
+        batches = sum(rec["epochs"], [])
+        assert len(batches) == 6 and all(b == batches[0] for b in batches)
+        assert len(batches[0]) == BATCH
+    epochs = [x for x in lines if x.get("event") == "epoch"]
+    assert [x["steps_per_rank"] for x in epochs] == [[3, 3], [3, 3]]
+    assert all(np.isfinite(x["loss"]) for x in epochs)
+
+
 def test_steps_cut_the_run_short(tmp_path, dataset):
     records, lines = torchrun(tmp_path, dataset, "--pipeline-only", "--epochs", "5",
                               "--steps", "4")

@@ -28,6 +28,10 @@ EXEMPT = {
                        "uploaded: tests/python/test_random_gpu.py",
     "readers.numpy": "a reader, no input to compare; its GPU form is the host read uploaded: "
                      "tests/python/test_random_gpu.py",
+    "python_function": "the text form cannot name a Python callable: "
+                       "tests/python/test_python_function_gpu_fake.py",
+    "dl_tensor_python_function": "the text form cannot name a Python callable: "
+                                 "tests/python/test_python_function_gpu_fake.py",
     # the harness feeds photos, not videos: NVDEC against the CPU in test_video_gpu.py
     "decoders.video": "video input: tests/python/test_video_gpu.py",
     "experimental.decoders.video": "video input: tests/python/test_video_gpu.py",

@@ -530,8 +530,12 @@ def test_dl_tensor_python_function():
     twice, plus = run(lambda x: fn.dl_tensor_python_function(x, x, function=f, num_outputs=2))
     expect_equal(twice, [a.astype(np.float32) * 2 for a in A])
     expect_equal(plus, [a.astype(np.int32) + 1 for a in A])
-    with pytest.raises(StokerError, match="batch_processing"):
-        fn.dl_tensor_python_function(function=f, batch_processing=True)
+    # batch_processing: one call with a list of capsules per input, a list per output
+    def g(batch):
+        assert isinstance(batch, list) and len(batch) == len(A)
+        return [np.from_dlpack(_Capsule(c)).astype(np.int16) - 300 for c in batch]
+    less = one(lambda x: fn.dl_tensor_python_function(x, function=g, batch_processing=True))
+    expect_equal(less, [a.astype(np.int16) - 300 for a in A])
 
 
 # (every GPU operator's gpu_check runs on the CPU in test_gpu_registry_parity.py)

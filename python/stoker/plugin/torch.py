@@ -18,7 +18,8 @@ import torch
 from .base import BaseIterator, LastBatchPolicy  # noqa: F401
 
 __all__ = ["GenericIterator", "ClassificationIterator", "LastBatchPolicy", "distributed_info",
-           "to_torch", "DALIGenericIterator", "DALIClassificationIterator"]
+           "to_torch", "TorchPythonFunction", "torch_python_function", "DALIGenericIterator",
+           "DALIClassificationIterator"]
 
 
 def to_torch(tensor_list):
@@ -100,3 +101,59 @@ class ClassificationIterator(GenericIterator):
 # DALI's names, so `from stoker.plugin.torch import DALIClassificationIterator` ports.
 DALIGenericIterator = GenericIterator
 DALIClassificationIterator = ClassificationIterator
+
+
+# ---- torch functions in pipelines (DALI's TorchPythonFunction) ----
+
+def _torch_call(function, num_outputs, batch_processing, device):
+    """Wraps a function of torch tensors as a dl_tensor_python_function one: capsules to
+    tensors, results back as contiguous tensors. On the GPU it runs with the pipeline's
+    stream as torch's current stream, so its kernels follow the inputs' producers."""
+    from .. import current_dali_stream
+
+    def to_out(result):
+        if batch_processing:
+            return [t.contiguous() for t in result]
+        return result.contiguous()
+
+    def call(*args):
+        if batch_processing:
+            tensors = [[torch.from_dlpack(c) for c in batch] for batch in args]
+        else:
+            tensors = [torch.from_dlpack(c) for c in args]
+        if device == "gpu":
+            stream = torch.cuda.ExternalStream(current_dali_stream())
+            with torch.cuda.stream(stream):
+                result = function(*tensors)
+        else:
+            result = function(*tensors)
+        if num_outputs == 1:
+            return to_out(result)
+        return tuple(to_out(r) for r in result)
+    return call
+
+
+def torch_python_function(*inputs, function, num_outputs=1, device="cpu", batch_processing=False,
+                          **kwargs):
+    """``fn.dl_tensor_python_function`` for a function of torch tensors: it gets one tensor
+    per input (a list per input with ``batch_processing=True``; CUDA tensors on device
+    "gpu", where torch's current stream is the pipeline's) and returns tensors."""
+    from .. import fn
+    wrapped = _torch_call(function, num_outputs, batch_processing, device)
+    return fn.dl_tensor_python_function(*inputs, function=wrapped, num_outputs=num_outputs,
+                                        device=device, batch_processing=batch_processing,
+                                        **kwargs)
+
+
+class TorchPythonFunction:
+    """DALI's ``ops.TorchPythonFunction``: ``TorchPythonFunction(function, num_outputs=1,
+    device="cpu", batch_processing=False, **kwargs)(*inputs)`` (see torch_python_function)."""
+
+    def __init__(self, function, num_outputs=1, device="cpu", batch_processing=False, **kwargs):
+        self.function, self.num_outputs = function, num_outputs
+        self.device, self.batch_processing, self.kwargs = device, batch_processing, kwargs
+
+    def __call__(self, *inputs, **kwargs):
+        return torch_python_function(*inputs, function=self.function, num_outputs=self.num_outputs,
+                                     device=self.device, batch_processing=self.batch_processing,
+                                     **{**self.kwargs, **kwargs})
