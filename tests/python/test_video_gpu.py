@@ -206,6 +206,20 @@ def test_emulated_gpu_reader_float_and_edge_padding(clips, fake_nvdec):
     assert [index_of(np.round(f * 255)) for f in gpu[0][3]] == [35, 36, 36, 36, 36]
 
 
+def test_emulated_mixed_decoder_refuses_gpu_input(clips, fake_nvdec):
+    """Decoding happens in the CPU stage: bytes already on the GPU are refused, saying so."""
+    data = [raw(clips["a"])]
+
+    @stoker.pipeline_def(batch_size=1, num_threads=1, seed=1, device_id=0)
+    def pipe():
+        return fn.decoders.video(fn.external_source(source=lambda: data).gpu(), device="mixed")
+    p = pipe()
+    p.build()
+    with pytest.raises(Exception) as e:
+        p.run()
+    assert "decoders.video" in str(e.value) and "CPU stage" in str(e.value), str(e.value)
+
+
 def test_emulated_gpu_reader_feeds_gpu_operators(clips, fake_nvdec):
     """A GPU operator after the reader: the executor then runs the reader's GPU part on its
     decode thread and stream, one batch ahead (as the mixed image decoders)."""
