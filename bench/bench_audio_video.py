@@ -23,7 +23,12 @@ video: sequences of 16 consecutive frames (every frame of every clip once, 16 ap
   (FFmpeg; torchvision.io's video reading is deprecated in its favour and gone from
   torchvision 0.26) .get_frames_in_range + torchvision.transforms.v2.functional.resize
   (bilinear, antialiased). Both shuffle the sequences every epoch (--no-shuffle: in order).
-  The video comparison is always on the CPU (stoker has no GPU video decoder).
+  --device gpu adds a GPU video row: readers.video(device="gpu") (NVDEC through FFmpeg's
+  CUDA hwaccel, RGB conversion on the GPU) against the CPU readers.video on the same
+  sequences at full size (no resize: the GPU form does not resize), frames/s, alternated
+  per round; and torchcodec's CUDA decoder (VideoDecoder(device="cuda"), one process,
+  sequential) when the installed torchcodec has one, else it says so. The torch
+  comparison above stays on the CPU.
 
 Each round times one epoch of each library. stoker's window starts before its pipeline
 is built (a fresh pipeline per window, so nothing is prefetched outside the window) and
@@ -279,6 +284,89 @@ def stoker_video(paths, batch, threads, shuffle=True):
     return pipe()
 
 
+def stoker_video_full(paths, batch, threads, device, shuffle=True):
+    """readers.video at the clips' size on `device` (cpu, or gpu: NVDEC)."""
+    import stoker
+    from stoker import fn
+
+    @stoker.pipeline_def(batch_size=batch, num_threads=threads, seed=1,
+                         device_id=0 if device == "gpu" else None)
+    def pipe():
+        video, _ = fn.readers.video(filenames=paths, labels=[], sequence_length=SEQ, step=SEQ,
+                                    random_shuffle=shuffle, device=device, name="R")
+        return video
+    return pipe()
+
+
+def video_gpu_agreement(path):
+    """Mean / largest |GPU - CPU| over one sequence and whether the frames are the same ones."""
+    outs = {}
+    for d in ("cpu", "gpu"):
+        p = stoker_video_full([path], 1, 1, d, shuffle=False)
+        (v,) = p.run()
+        v = v.as_cpu() if hasattr(v, "as_cpu") else v
+        outs[d] = np.asarray(v.at(0)).astype(np.int16)
+        del p
+    d = np.abs(outs["gpu"] - outs["cpu"])
+    return {"mean_abs_diff": float(d.mean()), "max_abs_diff": int(d.max()),
+            "share_beyond_6": float((d > 6).mean()),
+            "mean_abs_diff_one_frame_off": float(np.abs(outs["gpu"][1:] - outs["cpu"][:-1]).mean())}
+
+
+def torchcodec_cuda(paths, frames, rounds):
+    """torchcodec's CUDA decoder over every sequence, sequentially: frames/s per round, or
+    the reason it is not there."""
+    import torch
+    try:
+        from torchcodec.decoders import VideoDecoder
+        VideoDecoder(paths[0], device="cuda").get_frames_in_range(0, 1)
+    except Exception as e:  # no torchcodec, or one built without CUDA
+        return None, f"{type(e).__name__}: {str(e)[:200]}"
+    rates = []
+    for _ in range(rounds + 1):  # the first is a warm-up
+        torch.cuda.synchronize()
+        t0, n = time.perf_counter(), 0
+        for p in paths:
+            dec = VideoDecoder(p, device="cuda")
+            for s in range(0, frames - SEQ + 1, SEQ):
+                n += dec.get_frames_in_range(s, s + SEQ).data.shape[0]
+        torch.cuda.synchronize()
+        rates.append(n / (time.perf_counter() - t0))
+    return rates[1:], None
+
+
+def video_gpu(a, paths, nseq, shuffle):
+    """GPU row: stoker's GPU reader against its CPU reader (and torchcodec on CUDA)."""
+    agree = video_gpu_agreement(paths[0])
+    print(f"video on the GPU: one sequence, stoker GPU vs CPU: {agree}", flush=True)
+    make = {d: (lambda d=d: stoker_video_full(paths, a.video_batch, a.threads, d, shuffle))
+            for d in ("gpu", "cpu")}
+    for d in make:
+        time_stoker(make[d], 1, a.video_batch, d)  # warm-up
+    res = {"gpu": [], "cpu": []}
+    for r in range(a.rounds):
+        for d in ("gpu", "cpu"):
+            res[d].append(time_stoker(make[d], nseq // a.video_batch, a.video_batch, d))
+        print(f"  video gpu round {r + 1} (frames/s): stoker gpu {SEQ * res['gpu'][-1][0]:.0f}, "
+              f"stoker cpu {SEQ * res['cpu'][-1][0]:.0f}", flush=True)
+    tc, why = torchcodec_cuda(paths, a.frames, a.rounds)
+    med = statistics.median
+    out = {"agreement": agree,
+           "stoker_gpu_frames_s": med([SEQ * x[0] for x in res["gpu"]]),
+           "stoker_cpu_frames_s": med([SEQ * x[0] for x in res["cpu"]]),
+           "ratio": med([g[0] / c[0] for g, c in zip(res["gpu"], res["cpu"])]),
+           "stoker_gpu_cpu_ms_per_seq": med([x[1] for x in res["gpu"]]),
+           "stoker_cpu_cpu_ms_per_seq": med([x[1] for x in res["cpu"]]),
+           "torchcodec_cuda_frames_s": med(tc) if tc else None, "torchcodec_cuda": why or "ran",
+           "runs": res}
+    print(f"\nvideo, 16 frames at 320x240, {a.threads} threads: stoker GPU {out['stoker_gpu_frames_s']:.0f} "
+          f"frames/s, stoker CPU {out['stoker_cpu_frames_s']:.0f} frames/s, GPU / CPU "
+          f"**{out['ratio']:.2f}x**; torchcodec CUDA: "
+          + (f"{out['torchcodec_cuda_frames_s']:.0f} frames/s (one process)" if tc else f"not available ({why})"),
+          flush=True)
+    return out
+
+
 class VideoSet:
     """torch Dataset: item i is the i-th (file, first frame) sequence as uint8
     [16, 3, 112, 112] (torchcodec decode, then torchvision's bilinear resize)."""
@@ -437,11 +525,13 @@ def loadavg():
 
 def versions():
     import torch
-    import torchaudio
-    import torchvision
     import stoker
-    v = [f"stoker {stoker.__version__}", f"torch {torch.__version__}", f"torchaudio {torchaudio.__version__}",
-         f"torchvision {torchvision.__version__}"]
+    v = [f"stoker {stoker.__version__}", f"torch {torch.__version__}"]
+    for name in ("torchaudio", "torchvision"):  # absent where only the GPU video row runs
+        try:
+            v.append(f"{name} {__import__(name).__version__}")
+        except ImportError:
+            v.append(f"no {name}")
     try:
         import torchcodec
         v.append(f"torchcodec {torchcodec.__version__}")
@@ -474,7 +564,7 @@ def main():
                     help="torch arms: after (torchvision resize of the decoded frames), decoder "
                          "(torchcodec's decoder-native Resize transform)")
     ap.add_argument("--no-shuffle", action="store_true", help="read in order (both libraries)")
-    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where the speech features run")
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="where the speech features run; gpu also times the GPU video reader")
     ap.add_argument("--data", default=os.path.join(HERE, "data", "av"))
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -484,8 +574,10 @@ def main():
     have_codec = importlib.util.find_spec("torchcodec") is not None
     if a.audio_loader == "auto":
         a.audio_loader = "torchaudio" if have_codec else "soundfile"
+    gpu_video_only = "video" in only and not have_codec and a.device == "gpu"
     if "video" in only and not have_codec:
-        print("video: skipped (no torchcodec: torchvision 0.26 has no video reader of its own)")
+        print("video: torch comparison skipped (no torchcodec: torchvision 0.26 has no video reader "
+              "of its own)" + ("; the GPU video row still runs" if gpu_video_only else ""))
         only = [x for x in only if x != "video"]
     print(f"machine {machine()}; load average before: {loadavg()}", flush=True)
     print(f"versions: {versions()}", flush=True)
@@ -528,6 +620,11 @@ def main():
             s = summarise(res, VIDEO_ARMS[r])
             rows.append((f"video, 16 frames -> 112x112 (cpu) vs {VIDEO_ARMS[r]}", "sequences", s))
             report["video"]["summary"][r] = s
+        if a.device == "gpu":
+            report["video"]["gpu"] = video_gpu(a, paths, nseq, shuffle)
+    if gpu_video_only:
+        paths = make_videos(os.path.join(a.data, f"video-{a.frames}-g{a.gop}"), a.videos, a.frames, gop=a.gop)
+        report["video"] = {"gpu": video_gpu(a, paths, a.videos * (a.frames // SEQ), shuffle)}
     report["load_after"] = loadavg()
     print(f"\nload average after: {report['load_after']}; medians over {a.rounds} rounds (range)\n")
     print(table(rows, a.threads))

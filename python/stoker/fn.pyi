@@ -2567,10 +2567,10 @@ class decoders:
         """
         ...
     @staticmethod
-    def video(*inputs: DataNode, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-        """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames.
+    def video(*inputs: DataNode, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+        """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. device="mixed": decoded by the GPU's NVDEC engines (through FFmpeg's CUDA hwaccel: H.264, HEVC, ... as the GPU and FFmpeg support) and converted to RGB on the GPU; see docs/video.md for the tolerance against the CPU.
 
-        Devices: cpu.
+        Devices: cpu, mixed.
 
         Inputs:
             input: an encoded video file's bytes (1-D uint8)
@@ -2588,7 +2588,7 @@ class decoders:
             fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
             affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
             build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'mixed'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -3064,10 +3064,10 @@ class experimental:
             """
             ...
         @staticmethod
-        def video(*inputs: DataNode, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
-            """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. (DALI's experimental name; the same operator as decoders.video.)
+        def video(*inputs: DataNode, frames: Sequence[int] | DataNode | None = ..., start_frame: int | DataNode | None = ..., sequence_length: int | DataNode | None = ..., stride: int | DataNode | None = ..., end_frame: int | DataNode | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., affine: bool | None = ..., build_index: bool | None = ..., device: Literal['cpu', 'mixed'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode:
+            """Decodes video files from memory (any container and codec the installed FFmpeg reads: MP4, MKV, WebM, AVI; H.264, HEVC, VP8/9, AV1, MPEG-4, ...) on the CPU into RGB frames: all, a strided sequence from start_frame (padded past the end as pad_mode says), or the listed frames. device="mixed": decoded by the GPU's NVDEC engines (through FFmpeg's CUDA hwaccel: H.264, HEVC, ... as the GPU and FFmpeg support) and converted to RGB on the GPU; see docs/video.md for the tolerance against the CPU. (DALI's experimental name; the same operator as decoders.video.)
 
-            Devices: cpu.
+            Devices: cpu, mixed.
 
             Inputs:
                 input: an encoded video file's bytes (1-D uint8)
@@ -3085,17 +3085,17 @@ class experimental:
                 fill_value (a list of floats; default [0]): constant padding: one value, or one per channel (0..255)
                 affine (a bool; default true): Accepted for DALI compatibility (mixed backend's thread pinning); no effect
                 build_index (a bool; default true): Accepted for DALI compatibility; frames are always found by decoding from the start
-                device (str, default "cpu"): one of 'cpu'
+                device (str, default "cpu"): one of 'cpu', 'mixed'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
             ...
     class readers:
         """The experimental.readers namespace."""
         @staticmethod
-        def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-            """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. (DALI's experimental name; the same operator as readers.video.)
+        def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+            """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. device="gpu": decoded by the GPU's NVDEC engines (FFmpeg's CUDA hwaccel) on the CPU stage's workers and converted to RGB on the GPU (all outputs on the GPU); no resizing; see docs/video.md. (DALI's experimental name; the same operator as readers.video.)
 
-            Devices: cpu.
+            Devices: cpu, gpu.
 
             Outputs:
                 a number set by the arguments
@@ -3124,7 +3124,7 @@ class experimental:
                 skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
                 resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
                 resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-                additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+                additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (on the GPU, FFmpeg sizes NVDEC's surfaces itself)
                 size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
                 resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
                 resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
@@ -3147,7 +3147,7 @@ class experimental:
                 skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
                 tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
                 shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
-                device (str, default "cpu"): one of 'cpu'
+                device (str, default "cpu"): one of 'cpu', 'gpu'
                 name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
             """
             ...
@@ -3782,10 +3782,10 @@ class readers:
         """
         ...
     @staticmethod
-    def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
-        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences.
+    def video(*inputs: DataNode, filenames: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_root: str | None = ..., file_list: str | None = ..., sequence_length: int, step: int | None = ..., stride: int | None = ..., file_list_frame_num: bool | None = ..., file_list_format: str | None = ..., file_list_include_preceding_frame: bool | None = ..., enable_frame_num: str | None = ..., enable_timestamps: bool | None = ..., pad_sequences: bool | None = ..., pad_mode: str | None = ..., fill_value: Sequence[float] | None = ..., dtype: str | None = ..., normalized: bool | None = ..., channels: int | None = ..., image_type: str | None = ..., skip_vfr_check: bool | None = ..., resize_x: int | None = ..., resize_y: int | None = ..., additional_decode_surfaces: int | None = ..., size: Sequence[float] | None = ..., resize_shorter: float | None = ..., resize_longer: float | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> DataNode | list[DataNode]:
+        """Reads sequences of sequence_length frames (stride apart, a new one every step frames) from video files decoded on the CPU with FFmpeg, with labels from filenames/labels, a class-folder tree or a file list (optionally limited to a frame or time range). Sharding, padding and shuffling as in readers.file, over the sequences. device="gpu": decoded by the GPU's NVDEC engines (FFmpeg's CUDA hwaccel) on the CPU stage's workers and converted to RGB on the GPU (all outputs on the GPU); no resizing; see docs/video.md.
 
-        Devices: cpu.
+        Devices: cpu, gpu.
 
         Outputs:
             a number set by the arguments
@@ -3814,7 +3814,7 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (on the GPU, FFmpeg sizes NVDEC's surfaces itself)
             size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
             resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
             resize_longer (a float): readers.video_resize: the longer side's length, aspect kept
@@ -3837,7 +3837,7 @@ class readers:
             skip_cached_images (a bool; default false): Accepted for DALI compatibility; no effect.
             tensor_init_bytes (an int; default 1048576): Accepted for DALI compatibility; no effect.
             shuffle_after_epoch_seed (an int; default -1; in [-1, 9.2e+18]): With shuffle_after_epoch: the key of the epoch permutations in place of seed (DALI's name; -1: seed's). The same on every shard.
-            device (str, default "cpu"): one of 'cpu'
+            device (str, default "cpu"): one of 'cpu', 'gpu'
             name (str): the instance name (readers: the name for epoch_size, reader_meta and iterators' reader_name)
         """
         ...
@@ -3874,7 +3874,7 @@ class readers:
             skip_vfr_check (a bool; default false): Accepted for DALI compatibility; no effect. (frames are counted, not timed)
             resize_x (an int; default 0): readers.video_resize: output width (0: keep the aspect ratio from resize_y, or the video's)
             resize_y (an int; default 0): readers.video_resize: output height (0: keep the aspect ratio from resize_x, or the video's)
-            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (stoker decodes video with FFmpeg on the CPU)
+            additional_decode_surfaces (an int; default 2): DALI's NVDEC surface count: accepted, no effect (on the GPU, FFmpeg sizes NVDEC's surfaces itself)
             size (a list of floats): readers.video_resize: output size [H, W] (one value: both; a 0 extent follows `mode`), with resize's rules (excludes resize_x / resize_y)
             resize_shorter (a float): readers.video_resize: the shorter side's length, aspect kept (as resize's)
             resize_longer (a float): readers.video_resize: the longer side's length, aspect kept

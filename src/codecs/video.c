@@ -8,12 +8,14 @@
  * and numbers the frames in output order: slower, never wrong. */
 #include "video.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef STK_HAVE_LIBAV
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/hwcontext.h>
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
 
@@ -250,6 +252,8 @@ typedef struct {
   int64_t nw, next, decoded; /* next: first unserved entry of w */
   int out_w, out_h;          /* the size frames are scaled to */
   uint8_t *dst;
+  stk__video_hw *hw; /* decoding with NVDEC: frames go to gpu[] instead of dst */
+  stk__video_gpu_frame *gpu;
   bool by_pts; /* frames numbered by their timestamps (v->pts); else by output order */
   bool miss;   /* a frame could not be placed: start again from the start, by order */
 } reader;
@@ -268,6 +272,9 @@ static int64_t frame_index(reader *r) {
   return idx;
 }
 
+static stk_status deliver_gpu(reader *r, int64_t idx);
+static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps);
+
 /* Converts the decoded frame into every slot that wants its index. */
 static stk_status deliver(reader *r) {
   stk__video *v = r->v;
@@ -278,6 +285,7 @@ static stk_status deliver(reader *r) {
   if (f->width != v->width || f->height != v->height)
     return STK_FAIL(STK_ERR_DECODE, "frame %lld is %dx%d; the stream says %dx%d", (long long)idx,
                     f->width, f->height, v->width, v->height);
+  if (r->hw) return deliver_gpu(r, idx);
   /* Scaled to the output size: the slots in dst are out_w x out_h (a destination of the
    * video's size would write past them). */
   r->sws =
@@ -309,6 +317,8 @@ static stk_status decode_packet(reader *r, const AVPacket *pkt) {
   return STK_OK;
 }
 
+static stk_status use_hw(reader *r);
+
 static stk_status open_decoder(reader *r) {
   AVCodecParameters *par = r->v->fmt->streams[r->v->stream]->codecpar;
   const AVCodec *codec = avcodec_find_decoder(par->codec_id);
@@ -321,6 +331,7 @@ static stk_status open_decoder(reader *r) {
   if (avcodec_parameters_to_context(r->dec, par) < 0)
     return STK_FAIL(STK_ERR_DECODE, "bad codec parameters");
   r->dec->thread_count = 1; /* the pipeline's workers already decode in parallel */
+  if (r->hw) STK_TRY(use_hw(r));
   int err = avcodec_open2(r->dec, codec, NULL);
   return err < 0 ? av_fail(STK_ERR_UNSUPPORTED, "cannot open the decoder", err) : STK_OK;
 }
@@ -360,6 +371,7 @@ static stk_status run_read(reader *r) {
     /* start again, numbering frames in output order from the start */
     avcodec_free_context(&r->dec);
     av_frame_free(&r->frame);
+    for (int64_t i = 0; r->gpu && i < r->nw; i++) stk__video_gpu_release(&r->gpu[i]);
     r->by_pts = r->miss = false;
     r->next = r->decoded = 0;
     st = decode_all(r);
@@ -370,8 +382,9 @@ static stk_status run_read(reader *r) {
   return st;
 }
 
-stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, int out_w, int out_h,
-                           uint8_t *dst) {
+/* Reads into dst (RGB) or, with hw, into gpu[] (device frames). */
+static stk_status read_frames(stk__video *v, stk__video_hw *hw, const int64_t *index, int64_t count,
+                              int out_w, int out_h, uint8_t *dst, stk__video_gpu_frame *gpu) {
   if (count == 0) return STK_OK;
   want *w = malloc(sizeof *w * (size_t)count);
   if (!w) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
@@ -382,14 +395,202 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
               .nw = count,
               .out_w = out_w > 0 ? out_w : v->width,
               .out_h = out_h > 0 ? out_h : v->height,
-              .dst = dst};
+              .dst = dst,
+              .hw = hw,
+              .gpu = gpu};
   stk_status st = run_read(&r);
+  for (int64_t i = 0; st != STK_OK && gpu && i < count; i++) stk__video_gpu_release(&gpu[i]);
   sws_freeContext(r.sws);
   av_frame_free(&r.frame);
   avcodec_free_context(&r.dec);
   close_format(v);
   free(w);
   return st;
+}
+
+stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, int out_w, int out_h,
+                           uint8_t *dst) {
+  return read_frames(v, NULL, index, count, out_w, out_h, dst, NULL);
+}
+
+/* ---- NVDEC ---- */
+
+/* AV_CUDA_USE_PRIMARY_CONTEXT of libavutil/hwcontext_cuda.h, which needs cuda.h: decode
+ * in the device's primary context, where libstoker_cuda's kernels read the frames. */
+#define STK__AV_CUDA_USE_PRIMARY_CONTEXT 1
+
+struct stk__video_hw {
+  AVBufferRef *device;
+  void *stream;  /* FFmpeg's CUstream (ours), or NULL: the legacy default stream */
+  bool emulated; /* the test seam below: software decoding into NV12 host memory */
+};
+
+/* The first fields of FFmpeg's AVCUDADeviceContext (libavutil/hwcontext_cuda.h, public and
+ * unchanged since FFmpeg 4.0), whose header needs cuda.h: the context and the stream. */
+typedef struct {
+  void *cuda_ctx;
+  void *stream;
+} stk__av_cuda_device;
+
+/* Gives FFmpeg's device a stream of its own (before any decoder reads it); on failure
+ * FFmpeg keeps the legacy default stream, which is correct, only shared. */
+static void own_stream(stk__video_hw *hw) {
+  stk__av_cuda_device *cu = ((AVHWDeviceContext *)hw->device->data)->hwctx;
+  if (stk__video_cuda_stream(cu->cuda_ctx, &hw->stream) == STK_OK) cu->stream = hw->stream;
+}
+
+uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return (uintptr_t)hw->stream; }
+
+/* The test seam: with STK_FAKE_NVDEC set when a pipeline is built (the tests set it with
+ * the CPU stand-in backend, tests/fake_gpu), frames are decoded in software and converted
+ * to NV12 in host memory, the layout NVDEC gives, so the GPU operators' plumbing (prepare,
+ * records, the GPU stage, release) runs in the CPU test suite. Read at build only. */
+static stk_status open_emulated(stk__video_hw **out) {
+  stk__video_hw *hw = calloc(1, sizeof *hw);
+  if (!hw) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  hw->emulated = true;
+  *out = hw;
+  return STK_OK;
+}
+
+stk_status stk__video_hw_open(int device, stk__video_hw **out) {
+  *out = NULL;
+  av_log_set_level(AV_LOG_QUIET);
+  if (getenv("STK_FAKE_NVDEC")) return open_emulated(out);
+  if (av_hwdevice_find_type_by_name("cuda") != AV_HWDEVICE_TYPE_CUDA)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg was built without CUDA (NVDEC) support");
+  STK_TRY(stk__video_cuda_align(device));
+  char name[16];
+  snprintf(name, sizeof name, "%d", device);
+  AVBufferRef *ref = NULL;
+  int err = av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_CUDA, name, NULL,
+                                   STK__AV_CUDA_USE_PRIMARY_CONTEXT);
+  if (err < 0) {
+    char msg[AV_ERROR_MAX_STRING_SIZE] = "";
+    av_strerror(err, msg, sizeof msg);
+    return STK_FAIL(STK_ERR_UNSUPPORTED,
+                    "FFmpeg cannot open CUDA device %d for NVDEC decoding (%s): it needs an "
+                    "NVIDIA GPU and driver (libcuda, libnvcuvid)",
+                    device, msg);
+  }
+  stk__video_hw *hw = calloc(1, sizeof *hw);
+  if (!hw) {
+    av_buffer_unref(&ref);
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  }
+  hw->device = ref;
+  own_stream(hw);
+  *out = hw;
+  return STK_OK;
+}
+
+void stk__video_hw_close(stk__video_hw *hw) {
+  if (!hw) return;
+  av_buffer_unref(&hw->device);
+  stk__video_cuda_stream_destroy(hw->stream);
+  free(hw);
+}
+
+/* Picks NVDEC's output (frames in device memory) when the decoder offers it. */
+static enum AVPixelFormat pick_cuda(AVCodecContext *dec, const enum AVPixelFormat *fmts) {
+  (void)dec;
+  for (const enum AVPixelFormat *p = fmts; *p != AV_PIX_FMT_NONE; p++)
+    if (*p == AV_PIX_FMT_CUDA) return *p;
+  return fmts[0]; /* a software format: deliver_gpu refuses the frame */
+}
+
+static stk_status use_hw(reader *r) {
+  if (r->hw->emulated) return STK_OK; /* software decoding */
+  bool cuda = false;
+  for (int i = 0;; i++) {
+    const AVCodecHWConfig *c = avcodec_get_hw_config(r->dec->codec, i);
+    if (!c) break;
+    cuda |= c->device_type == AV_HWDEVICE_TYPE_CUDA &&
+            (c->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX);
+  }
+  if (!cuda)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "NVDEC (this FFmpeg) cannot decode codec '%s'",
+                    r->dec->codec->name);
+  r->dec->hw_device_ctx = av_buffer_ref(r->hw->device);
+  if (!r->dec->hw_device_ctx) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  r->dec->get_format = pick_cuda;
+  return STK_OK;
+}
+
+/* Bytes per sample of a device frame's layout (NV12 1, P010 / P016 2), or 0. */
+static int hw_bytes_per_sample(const AVFrame *f) {
+  if (f->format != AV_PIX_FMT_CUDA || !f->hw_frames_ctx) return 0;
+  enum AVPixelFormat sw = ((const AVHWFramesContext *)f->hw_frames_ctx->data)->sw_format;
+  return sw == AV_PIX_FMT_NV12 ? 1 : sw == AV_PIX_FMT_P010 || sw == AV_PIX_FMT_P016 ? 2 : 0;
+}
+
+/* The emulation's frame: the software frame converted to NV12 (limited range, as the
+ * test clips are) in a new frame, which *out then owns. */
+static stk_status emulated_nv12(reader *r, AVFrame **out) {
+  AVFrame *f = r->frame, *c = av_frame_alloc();
+  if (!c) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a frame");
+  c->format = AV_PIX_FMT_NV12, c->width = f->width, c->height = f->height;
+  r->sws = sws_getCachedContext(r->sws, f->width, f->height, f->format, f->width, f->height,
+                                AV_PIX_FMT_NV12, SWS_POINT, NULL, NULL, NULL);
+  if (!r->sws || av_frame_get_buffer(c, 0) < 0) {
+    av_frame_free(&c);
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "cannot convert pixel format %d to NV12", f->format);
+  }
+  sws_scale(r->sws, (const uint8_t *const *)f->data, f->linesize, 0, f->height, c->data,
+            c->linesize);
+  *out = c;
+  return STK_OK;
+}
+
+/* Keeps a reference to the device frame in every slot that wants index idx. */
+static stk_status deliver_gpu(reader *r, int64_t idx) {
+  AVFrame *f = r->frame, *own = NULL;
+  if (r->hw->emulated) STK_TRY(emulated_nv12(r, &own));
+  stk_status st = deliver_frame(r, own ? own : f, idx, own ? 1 : hw_bytes_per_sample(f));
+  av_frame_free(&own);
+  return st;
+}
+
+/* Keeps a reference to frame f (bps bytes per sample; 0: not NVDEC's) in every slot that
+ * wants index idx. */
+static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps) {
+  if (bps == 0)
+    return STK_FAIL(
+        STK_ERR_UNSUPPORTED,
+        "NVDEC did not decode this stream (FFmpeg fell back to pixel format '%s': an "
+        "unsupported profile, chroma format or size); use device=\"cpu\"",
+        av_get_pix_fmt_name(f->format == AV_PIX_FMT_CUDA && f->hw_frames_ctx
+                                ? ((AVHWFramesContext *)f->hw_frames_ctx->data)->sw_format
+                                : (enum AVPixelFormat)f->format));
+  for (; r->next < r->nw && r->w[r->next].index == idx; r->next++) {
+    stk__video_gpu_frame *g = &r->gpu[r->w[r->next].slot];
+    AVFrame *c = av_frame_clone(f);
+    if (!c) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a frame reference");
+    stk__video_gpu_release(g); /* a slot filled by an earlier attempt */
+    g->ref = c;
+    g->view = (stk_nv12_view){c->data[0],
+                              c->data[1],
+                              c->linesize[0],
+                              c->linesize[1],
+                              c->width,
+                              c->height,
+                              bps,
+                              c->color_range == AVCOL_RANGE_JPEG};
+  }
+  return STK_OK;
+}
+
+stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *index,
+                               int64_t count, stk__video_gpu_frame *out) {
+  memset(out, 0, sizeof *out * (size_t)count);
+  return read_frames(v, hw, index, count, 0, 0, NULL, out);
+}
+
+void stk__video_gpu_release(stk__video_gpu_frame *f) {
+  if (!f || !f->ref) return;
+  AVFrame *c = f->ref;
+  av_frame_free(&c);
+  memset(f, 0, sizeof *f);
 }
 
 #else /* !STK_HAVE_LIBAV */
@@ -415,5 +616,19 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
                            uint8_t *dst) {
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");
 }
+struct stk__video_hw {
+  int unused;
+};
+stk_status stk__video_hw_open(int device, stk__video_hw **out) {
+  *out = NULL;
+  return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");
+}
+void stk__video_hw_close(stk__video_hw *hw) {}
+uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return 0; }
+stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *index,
+                               int64_t count, stk__video_gpu_frame *out) {
+  return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");
+}
+void stk__video_gpu_release(stk__video_gpu_frame *f) {}
 
 #endif

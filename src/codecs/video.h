@@ -9,6 +9,7 @@
 #define STOKER_CODECS_VIDEO_H
 
 #include "../core/core.h"
+#include "../shared/video_yuv.h"
 
 typedef struct stk__video stk__video;
 
@@ -28,5 +29,42 @@ double stk__video_fps(const stk__video *v);
  * when that differs from the video's size (0: the video's width or height). */
 stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, int out_w, int out_h,
                            uint8_t *dst);
+
+/* ---- decoding on an NVIDIA GPU (NVDEC, through FFmpeg's CUDA hwaccel) ----
+ * FFmpeg loads libcuda and libnvcuvid itself at run time and decodes into its device
+ * context's CUDA primary context (the one libstoker_cuda's runtime API uses), copying
+ * each decoded surface into a frame of device memory on a stream of its own
+ * (stk__video_hw_stream). */
+typedef struct stk__video_hw stk__video_hw;
+/* Sets CUDA device `device`'s primary context flags to what FFmpeg's CUDA device needs
+ * (video_cuda.c says why); stk__video_hw_open calls it. */
+stk_status stk__video_cuda_align(int device);
+/* A non-blocking stream in CUDA context `cuda_ctx` (a CUcontext) for FFmpeg's copies, and
+ * its destruction (video_cuda.c). */
+stk_status stk__video_cuda_stream(void *cuda_ctx, void **stream);
+void stk__video_cuda_stream_destroy(void *stream);
+/* The stream FFmpeg's copies of decoded frames are queued on (a CUstream, usable as a
+ * cudaStream_t: 0 is the legacy default stream). */
+uintptr_t stk__video_hw_stream(const stk__video_hw *hw);
+/* Opens CUDA device `device` for decoding; fails (STK_ERR_UNSUPPORTED, with FFmpeg's
+ * reason) without an NVIDIA driver or an FFmpeg built without CUDA. Thread-safe to share
+ * once opened. */
+stk_status stk__video_hw_open(int device, stk__video_hw **out);
+void stk__video_hw_close(stk__video_hw *hw);
+/* A frame decoded on the device: `view` describes its planes (device memory), which stay
+ * valid until stk__video_gpu_release (`ref` holds FFmpeg's frame). */
+typedef struct {
+  void *ref;
+  stk_nv12_view view;
+} stk__video_gpu_frame;
+/* As stk__video_read, into out[0..count) (device frames at the video's size), decoded
+ * with NVDEC. The frames' copies may still be queued on stk__video_hw_stream(hw) when
+ * this returns: order them before reading the planes (synchronise that stream). A stream
+ * NVDEC cannot decode (codec, profile, size) fails with STK_ERR_UNSUPPORTED. On failure
+ * no frame is held. */
+stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *index,
+                               int64_t count, stk__video_gpu_frame *out);
+/* Drops the frame (NULL ref: nothing). */
+void stk__video_gpu_release(stk__video_gpu_frame *f);
 
 #endif /* STOKER_CODECS_VIDEO_H */

@@ -28,6 +28,7 @@
 #include "api_math.h"
 #include "api_png.h"
 #include "api_tensor.h"
+#include "api_video.h"
 #include "gpu_api.h"
 
 #ifdef __cplusplus
@@ -46,7 +47,8 @@ extern "C" {
   STK_GPU_KERNELS_TENSOR(X)   \
   STK_GPU_KERNELS_BOXES(X)    \
   STK_GPU_KERNELS_PNG(X)      \
-  STK_GPU_KERNELS_INFLATE(X)
+  STK_GPU_KERNELS_INFLATE(X)  \
+  STK_GPU_KERNELS_VIDEO(X)
 
 #define STK__GPU_KERNEL_ID(ID, name, S, A) STK_GPU_K_##ID,
 typedef enum { STK_GPU_KERNELS(STK__GPU_KERNEL_ID) STK_GPU_K_COUNT } stk_gpu_kernel;

@@ -55,7 +55,7 @@ typedef struct stk__op_def {
   int (*num_outputs)(const stk__node *node);
   /* Mixed and GPU backends: process the whole batch on the device (see op_gpu.h). */
   stk_status (*run_gpu)(stk__node *node, struct stk__gpu_batch *batch);
-  /* Mixed operators (optional): per-sample work done in the CPU stage, on the workers,
+  /* Mixed and GPU operators (optional): per-sample work done in the CPU stage, on the workers,
    * while the GPU stage runs earlier batches (header parsing, random draws), written to
    * a record of prep_bytes bytes that run_gpu reads back with stk__gpu_prep. A failure
    * is the sample's failure, under the bad-sample policy. Skipped when an input or a
@@ -130,7 +130,8 @@ int64_t stk__node_batch_size(const stk__node *node);
 int64_t stk__node_max_pixels(const stk__node *node);
 int64_t stk__node_max_file_bytes(const stk__node *node);
 int stk__node_num_threads(const stk__node *node);
-int64_t stk__node_seed(const stk__node *node); /* pipeline seed (never -1) */
+int64_t stk__node_seed(const stk__node *node);  /* pipeline seed (never -1) */
+int stk__node_device_id(const stk__node *node); /* the pipeline's device_id setting */
 /* Mixed decoders: host memory from the pipeline's pool (page-locked in GPU pipelines,
  * so uploads from it are asynchronous), freed with stk__node_pool_free; the automatic
  * host-decoding share (the executor's balance runs only for nodes that request it, and

@@ -12,6 +12,7 @@
 #include "../io/file_list.h"
 #include "image_util.h"
 #include "reader_common.h"
+#include "video_gpu.h"
 #include "video_util.h"
 
 enum {
@@ -164,8 +165,8 @@ static const stk_arg_schema video_args[] = {
     [A_DECODE_SURFACES] = {.name = "additional_decode_surfaces",
                            .type = STK_ARG_INT,
                            .default_text = "2",
-                           .doc = "DALI's NVDEC surface count: accepted, no effect (stoker "
-                                  "decodes video with FFmpeg on the CPU)"},
+                           .doc = "DALI's NVDEC surface count: accepted, no effect (on the "
+                                  "GPU, FFmpeg sizes NVDEC's surfaces itself)"},
     [A_SIZE] = {.name = "size",
                 .type = STK_ARG_FLOATS,
                 .doc = "readers.video_resize: output size [H, W] (one value: both; a 0 extent "
@@ -219,6 +220,7 @@ typedef struct {
   int64_t nseqs;
   int64_t len, step, stride;
   stk__vpad pad;
+  stk__video_hw *hw; /* device="gpu": NVDEC */
 } vstate;
 
 static void video_destroy(stk__node *node) {
@@ -227,6 +229,7 @@ static void video_destroy(stk__node *node) {
   for (int64_t i = 0; i < r->nfiles; i++) free(r->files[i].path);
   free(r->files);
   free(r->seqs);
+  stk__video_hw_close(r->hw);
   stk__sampler_destroy(r->base.sampler);
   free(r);
   *stk__node_state(node) = NULL;
@@ -431,6 +434,13 @@ static stk_status video_init(stk__node *node) {
                     "resize_longer); size and max_size take 1 or 2 values");
   if (stk__arg_bool(node, NULL, A_PAD_SEQUENCES)) r->pad = STK__VPAD_CONSTANT;
   if (st == STK_OK) st = load(node, r);
+  bool gpu = stk__node_device(node) == STK_DEVICE_GPU;
+  if (st == STK_OK && gpu &&
+      (ways > 0 || stk__arg_given(node, A_MODE) || stk__arg_given(node, A_MAX_SIZE)))
+    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
+                    "resizing while decoding runs on the CPU only (device=\"cpu\", or resize the "
+                    "frames on the GPU after reading)");
+  if (st == STK_OK && gpu) st = stk__vgpu_open(node, &r->hw);
   if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->nseqs, NULL, 0, &r->base.sampler);
   if (st != STK_OK) video_destroy(node);
   return st;
@@ -517,7 +527,9 @@ static stk_status extra_outputs(stk__node *node, stk__sample *s, const vstate *r
   return STK_OK;
 }
 
-static stk_status video_run(stk__node *node, stk__sample *s) {
+/* The sample's sequence: its file and frame indices (-1: padding), into scratch. */
+static stk_status sequence_of(stk__node *node, stk__sample *s, const vfile **file, int64_t **idx,
+                              int64_t *first) {
   vstate *r = *stk__node_state(node);
   int64_t item = stk__sample_item(s, node);
   if (item < 0 || item >= r->nseqs)
@@ -526,29 +538,92 @@ static stk_status video_run(stk__node *node, stk__sample *s) {
   const vseq *q = &r->seqs[item];
   const vfile *f = &r->files[q->file];
   stk__sample_set_source(s, f->path);
-  int64_t *idx = stk__scratch(s, sizeof(int64_t) * (size_t)r->len);
-  if (!idx) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch");
+  *idx = stk__scratch(s, sizeof(int64_t) * (size_t)r->len);
+  if (!*idx) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch");
   for (int64_t i = 0; i < r->len; i++) { /* padding stays within the file's [begin, end) */
     int64_t k = stk__vpad_index(r->pad, q->first + i * r->stride - f->begin, f->end - f->begin);
-    idx[i] = k < 0 ? -1 : f->begin + k;
+    (*idx)[i] = k < 0 ? -1 : f->begin + k;
   }
-  stk__video *v;
-  stk_status st = stk__video_open(NULL, 0, f->path, &v);
-  if (st != STK_OK) return stk__sample_wrap(st, node, s);
+  *file = f, *first = q->first;
+  return STK_OK;
+}
+
+static stk__video_out output_of(stk__node *node, stk__sample *s, const vfile *f) {
   stk_dtype dt = stk__dtype_arg(stk__arg_string(node, A_DTYPE));
   stk__video_out o = {dt, stk__arg_bool(node, s, A_NORMALIZED), NULL, 0, 0, 0};
   o.nfill = stk__arg_floats(node, s, A_FILL_VALUE, &o.fill);
   out_size(node, f, &o.out_w, &o.out_h);
-  st = stk__video_emit(node, s, v, idx, r->len, &o, 0);
-  stk__video_close(v);
-  return st == STK_OK ? extra_outputs(node, s, r, f, idx, q->first) : st;
+  return o;
 }
 
-#define VIDEO_SCHEMA(var, opname, docs)                            \
+static stk_status video_run(stk__node *node, stk__sample *s) {
+  vstate *r = *stk__node_state(node);
+  const vfile *f;
+  int64_t *idx, first;
+  STK_TRY(sequence_of(node, s, &f, &idx, &first));
+  stk__video *v;
+  stk_status st = stk__video_open(NULL, 0, f->path, &v);
+  if (st != STK_OK) return stk__sample_wrap(st, node, s);
+  stk__video_out o = output_of(node, s, f);
+  st = stk__video_emit(node, s, v, idx, r->len, &o, 0);
+  stk__video_close(v);
+  return st == STK_OK ? extra_outputs(node, s, r, f, idx, first) : st;
+}
+
+/* device="gpu": the extra outputs as host arrays in the record, uploaded by the GPU stage
+ * (the same values extra_outputs writes). */
+static stk_status gpu_extras(stk__node *node, stk__sample *s, const vstate *r, const vfile *f,
+                             const int64_t *idx, int64_t first, stk__vgpu_record *rec) {
+  const char *fn = stk__arg_string(node, A_ENABLE_FRAME_NUM);
+  bool label = has_labels(node), frame_num = strcmp(fn, "none") != 0;
+  bool seq = strcmp(fn, "sequence") == 0, times = stk__arg_bool(node, s, A_ENABLE_TIMESTAMPS);
+  stk__vgpu_extra want[3];
+  int n = 0;
+  if (label) want[n++] = (stk__vgpu_extra){STK_DTYPE_INT32, 1, NULL};
+  if (frame_num) want[n++] = (stk__vgpu_extra){STK_DTYPE_INT32, seq ? r->len : 1, NULL};
+  if (times) want[n++] = (stk__vgpu_extra){STK_DTYPE_FLOAT32, r->len, NULL};
+  for (int e = 0; e < n; e++) {
+    rec->extra[e] = want[e];
+    rec->extra[e].data = malloc((size_t)want[e].n * 4 + 4);
+    rec->nextra = e + 1;
+    if (!rec->extra[e].data) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory");
+  }
+  int e = 0;
+  if (label) *(int32_t *)rec->extra[e++].data = f->label;
+  if (frame_num) {
+    int32_t *d = rec->extra[e++].data;
+    for (int64_t i = 0; i < (seq ? r->len : 1); i++) d[i] = (int32_t)(seq ? idx[i] : first);
+  }
+  if (times) {
+    float *d = rec->extra[e].data;
+    for (int64_t i = 0; i < r->len; i++)
+      d[i] = idx[i] < 0 || f->fps <= 0 ? -1.0f : (float)(idx[i] / f->fps);
+  }
+  return STK_OK;
+}
+
+/* device="gpu": the sequence is decoded with NVDEC here, on the CPU stage's workers (one
+ * sequence each, so several decode at once on the GPU's engines); the GPU stage converts
+ * the frames into the batch and uploads the other outputs (stk__vgpu_run). */
+static stk_status video_prepare(stk__node *node, stk__sample *s, void *record) {
+  vstate *r = *stk__node_state(node);
+  const vfile *f;
+  int64_t *idx, first;
+  STK_TRY(sequence_of(node, s, &f, &idx, &first));
+  stk__video *v;
+  stk_status st = stk__video_open(NULL, 0, f->path, &v);
+  if (st != STK_OK) return stk__sample_wrap(st, node, s);
+  stk__video_out o = output_of(node, s, f);
+  st = stk__vgpu_decode(node, s, r->hw, v, idx, r->len, &o, record);
+  stk__video_close(v);
+  return st == STK_OK ? gpu_extras(node, s, r, f, idx, first, record) : st;
+}
+
+#define VIDEO_SCHEMA(var, opname, docs, devs)                      \
   static const stk_op_schema var = {                               \
       .name = opname,                                              \
       .doc = docs,                                                 \
-      .devices = STK_DEVICE_CPU,                                   \
+      .devices = devs,                                             \
       .flags = STK_OPF_READER | STK_OPF_RANDOM | STK_OPF_NO_INPUT, \
       .min_inputs = 0,                                             \
       .max_inputs = 0,                                             \
@@ -564,11 +639,20 @@ static stk_status video_run(stk__node *node, stk__sample *s) {
   "class-folder tree or a file list (optionally limited to a frame or time range). "       \
   "Sharding, padding and shuffling as in readers.file, over the sequences."
 
-VIDEO_SCHEMA(video_schema, "readers.video", VIDEO_DOC);
+#define VIDEO_GPU_DOC                                                                       \
+  " device=\"gpu\": decoded by the GPU's NVDEC engines (FFmpeg's CUDA hwaccel) on the CPU " \
+  "stage's workers and converted to RGB on the GPU (all outputs on the GPU); no resizing; " \
+  "see docs/video.md."
+
+VIDEO_SCHEMA(video_schema, "readers.video", VIDEO_DOC VIDEO_GPU_DOC,
+             STK_DEVICE_CPU | STK_DEVICE_GPU);
 VIDEO_SCHEMA(video_exp_schema, "experimental.readers.video",
-             VIDEO_DOC " (DALI's experimental name; the same operator as readers.video.)");
+             VIDEO_DOC VIDEO_GPU_DOC
+             " (DALI's experimental name; the same operator as readers.video.)",
+             STK_DEVICE_CPU | STK_DEVICE_GPU);
 VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
-             VIDEO_DOC " Frames are scaled (bilinear) to resize_x x resize_y as decoded.");
+             VIDEO_DOC " Frames are scaled (bilinear) to resize_x x resize_y as decoded.",
+             STK_DEVICE_CPU);
 
 #define VIDEO_DEF(var, sch)             \
   const stk__op_def var = {             \
@@ -583,6 +667,25 @@ VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
       .num_outputs = video_num_outputs, \
   }
 
-VIDEO_DEF(stk__op_readers_video, video_schema);
-VIDEO_DEF(stk__op_experimental_readers_video, video_exp_schema);
+/* The GPU form: no gpu_check (a reader has no input to compare); checked against the CPU
+ * form in tests/python/test_video_gpu.py. */
+#define VIDEO_GPU_DEF(var, sch)               \
+  const stk__op_def var = {                   \
+      .schema = &sch,                         \
+      .init = video_init,                     \
+      .destroy = video_destroy,               \
+      .plan = stk__reader_plan,               \
+      .run_sample = video_run,                \
+      .reader_meta = stk__reader_meta,        \
+      .position = stk__reader_position,       \
+      .seek = stk__reader_seek,               \
+      .num_outputs = video_num_outputs,       \
+      .run_gpu = stk__vgpu_run,               \
+      .prepare = video_prepare,               \
+      .prep_bytes = sizeof(stk__vgpu_record), \
+      .prep_release = stk__vgpu_release,      \
+  }
+
+VIDEO_GPU_DEF(stk__op_readers_video, video_schema);
+VIDEO_GPU_DEF(stk__op_experimental_readers_video, video_exp_schema);
 VIDEO_DEF(stk__op_readers_video_resize, video_resize_schema);

@@ -1324,12 +1324,12 @@ static bool made_on_cpu(const stk_pipeline *p, int edge) {
   return p->nodes[p->edges[edge].producer].spec->device == STK_DEVICE_CPU;
 }
 
-/* A mixed operator is prepared in the CPU stage when it has a prepare hook and every
- * data input, argument feed and guard it reads comes from a CPU operator. */
+/* A mixed (or GPU: the video readers) operator is prepared in the CPU stage when it has a
+ * prepare hook and every data input, argument feed and guard it reads comes from a CPU
+ * operator. */
 static bool prepared_in_cpu_stage(const stk_pipeline *p, const stk__node *node) {
   const stk_op *spec = node->spec;
-  if (spec->device != STK_DEVICE_MIXED || !spec->def->prepare || !spec->def->prep_bytes)
-    return false;
+  if (spec->device == STK_DEVICE_CPU || !spec->def->prepare || !spec->def->prep_bytes) return false;
   for (int i = 0; i < spec->num_inputs; i++)
     if (!made_on_cpu(p, node->in_edges[i])) return false;
   for (int g = 0; g < spec->num_guards; g++)

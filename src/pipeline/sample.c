@@ -56,6 +56,9 @@ void **stk__node_state(stk__node *node) { return &node->state; }
 const char *stk__node_name(const stk__node *node) { return node->name; }
 int stk__node_num_inputs(const stk__node *node) { return node->spec->num_inputs; }
 int stk__node_num_outputs(const stk__node *node) { return node->spec->num_outputs; }
+int stk__node_device_id(const stk__node *node) {
+  return (int)node->pipe->settings[STK_PIPE_DEVICE_ID];
+}
 int64_t stk__node_batch_size(const stk__node *node) {
   return node->pipe->settings[STK_PIPE_BATCH_SIZE];
 }

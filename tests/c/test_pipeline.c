@@ -534,13 +534,16 @@ static void test_registry_introspection(void **state) {
     assert_ptr_equal(stk_registry_find(s->name), s);
     /* every GPU operator carries its parity check (tests/python/registry_parity.py),
      * except the transfer and the branch merge, tested on their own, the host
-     * functions (python_function: no text form for a callable), and the sources
-     * whose GPU form is the host's work uploaded (test_random_gpu.py) */
+     * functions (python_function: no text form for a callable), the sources whose GPU
+     * form is the host's work uploaded (test_random_gpu.py), and the video decoders and
+     * readers (the harness feeds photos: test_video_gpu.py) */
     bool gpu = s->devices & (STK_DEVICE_GPU | STK_DEVICE_MIXED);
+    const char *name = strrchr(s->name, '.') ? strrchr(s->name, '.') + 1 : s->name;
     bool exempt = strcmp(s->name, "copy") == 0 || strcmp(s->name, "select") == 0 ||
                   /* the text form cannot name a host function: test_python_function_gpu_fake.py */
                   strstr(s->name, "python_function") != NULL ||
-                  ((s->flags & STK_OPF_GPU_ON_HOST) && (s->flags & STK_OPF_NO_INPUT));
+                  ((s->flags & STK_OPF_GPU_ON_HOST) && (s->flags & STK_OPF_NO_INPUT)) ||
+                  strcmp(name, "video") == 0;
     if (gpu && !exempt && !s->gpu_check) fail_msg("%s has a GPU backend but no gpu_check", s->name);
     if (!gpu && s->gpu_check) fail_msg("%s has a gpu_check but no GPU backend", s->name);
     for (int a = 0; a < s->num_args; a++) {

@@ -34,6 +34,7 @@
 #include "cuda/api_math.h"
 #include "cuda/api_png.h"
 #include "cuda/api_tensor.h"
+#include "cuda/api_video.h"
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_kernels.h"
 #include "shared/inflate.h"
@@ -1399,6 +1400,34 @@ static int k_png_decode(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t
 static int k_inflate(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
   return inflate_chunks(c, l->n, l->samples, ARGS(stk_gpu_inflate_args), l->stream, e, el);
 }
+/* ---- video: the kernel's per-pixel conversion (src/shared/video_yuv.h) on the host, after
+ * the stream's queued work ---- */
+static void video_frame(const stk_gpu_video_frame *f, const stk_gpu_video_args *a) {
+  for (int y = 0; y < f->height; y++)
+    for (int x = 0; x < f->width; x++) {
+      uint8_t rgb[3];
+      if (f->src.luma)
+        stk_nv12_to_rgb(&f->src, x, y, rgb);
+      else
+        for (int c = 0; c < 3; c++) rgb[c] = stk_nv12_u8(f->fill[c]);
+      size_t px = ((size_t)y * (size_t)f->width + (size_t)x) * 3;
+      for (int c = 0; c < 3; c++) {
+        if (a->out_float)
+          ((float *)f->dst)[px + (size_t)c] = (float)rgb[c] * a->scale;
+        else
+          ((uint8_t *)f->dst)[px + (size_t)c] = rgb[c];
+      }
+    }
+}
+static int k_video(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  (void)c, (void)e, (void)el;
+  const stk_gpu_video_frame *f = l->samples;
+  pthread_mutex_lock(&lock);
+  run_stream(stream_of(l->stream), NULL);
+  for (int i = 0; i < l->n; i++) video_frame(&f[i], ARGS(stk_gpu_video_args));
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
 #undef ARGS
 
 static const kernel_fn kernels[STK_GPU_K_COUNT] = {
@@ -1419,6 +1448,7 @@ static const kernel_fn kernels[STK_GPU_K_COUNT] = {
     [STK_GPU_K_BOX_ENCODER] = k_box_encoder,
     [STK_GPU_K_PNG_DECODE] = k_png_decode,
     [STK_GPU_K_INFLATE] = k_inflate,
+    [STK_GPU_K_VIDEO_NV12_RGB] = k_video,
 };
 
 static int supports(stk_gpu_ctx *ctx, int kernel) {

@@ -32,6 +32,11 @@ EXEMPT = {
                        "tests/python/test_python_function_gpu_fake.py",
     "dl_tensor_python_function": "the text form cannot name a Python callable: "
                                  "tests/python/test_python_function_gpu_fake.py",
+    # the harness feeds photos, not videos: NVDEC against the CPU in test_video_gpu.py
+    "decoders.video": "video input: tests/python/test_video_gpu.py",
+    "experimental.decoders.video": "video input: tests/python/test_video_gpu.py",
+    "readers.video": "a reader of video files: tests/python/test_video_gpu.py",
+    "experimental.readers.video": "a reader of video files: tests/python/test_video_gpu.py",
 }
 
 

@@ -1,0 +1,187 @@
+/* The GPU side of the video decoders and readers (video_gpu.h). */
+#include "video_gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_util.h"
+#include "image_util.h"
+
+stk_status stk__vgpu_open(stk__node *node, stk__video_hw **out) {
+  stk_status st = stk__video_hw_open(stk__node_device_id(node), out);
+  if (st == STK_OK) return STK_OK;
+  char why[512];
+  snprintf(why, sizeof why, "%s", stk_last_error());
+  return STK__SFAIL(st, node, NULL, "cannot decode on the GPU (NVDEC): %s", why);
+}
+
+/* Frames in the output's slots: the decoded ones where idx >= 0. */
+static stk_status decode_into(stk__node *node, stk__sample *s, stk__video_hw *hw, stk__video *v,
+                              const int64_t *idx, int64_t count, stk__vgpu_record *rec) {
+  int64_t *want = stk__scratch(s, sizeof(int64_t) * (size_t)(count + 1));
+  int64_t *slot = stk__scratch(s, sizeof(int64_t) * (size_t)(count + 1));
+  stk__video_gpu_frame *got = calloc((size_t)count + 1, sizeof *got);
+  if (!want || !slot || !got) {
+    free(got);
+    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for %lld frames",
+                      (long long)count);
+  }
+  int64_t m = 0;
+  for (int64_t i = 0; i < count; i++)
+    if (idx[i] >= 0) want[m] = idx[i], slot[m++] = i;
+  stk_status st = stk__video_read_gpu(v, hw, want, m, got);
+  if (st == STK_OK)
+    for (int64_t k = 0; k < m; k++) rec->frames[slot[k]] = got[k];
+  free(got);
+  return st == STK_OK ? STK_OK : stk__sample_wrap(st, node, s);
+}
+
+stk_status stk__vgpu_decode(stk__node *node, stk__sample *s, stk__video_hw *hw, stk__video *v,
+                            const int64_t *idx, int64_t count, const stk__video_out *o,
+                            stk__vgpu_record *rec) {
+  int64_t h = stk__video_height(v), w = stk__video_width(v);
+  if ((o->out_w > 0 && o->out_w != w) || (o->out_h > 0 && o->out_h != h))
+    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
+                      "resizing while decoding runs on the CPU only (use device=\"cpu\", or "
+                      "resize the frames on the GPU after reading)");
+  if (count * h * w > stk__node_max_pixels(node) && stk__node_max_pixels(node) > 0)
+    return STK__SFAIL(STK_ERR_LIMIT, node, s, "%lld frames of %lldx%lld exceed max_image_pixels",
+                      (long long)count, (long long)w, (long long)h);
+  if (o->nfill != 1 && o->nfill != 3)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "fill_value needs 1 or 3 values; got %zu",
+                      o->nfill);
+  stk__gpu *g = stk__node_gpu(node);
+  if (!g) return STK__SFAIL(STK_ERR_INTERNAL, node, s, "no GPU in the pipeline");
+  *rec = (stk__vgpu_record){.count = count,
+                            .width = (int)w,
+                            .height = (int)h,
+                            .dtype = o->dtype,
+                            .normalized = o->normalized};
+  for (int c = 0; c < 3; c++) { /* the CPU's fill: clamped, then truncated to uint8 */
+    double f = o->fill[o->nfill == 3 ? c : 0];
+    rec->fill[c] = (float)(uint8_t)(f < 0 ? 0 : f > 255 ? 255 : f);
+  }
+  rec->frames = calloc((size_t)count + 1, sizeof *rec->frames);
+  if (!rec->frames) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory");
+  STK_TRY(decode_into(node, s, hw, v, idx, count, rec));
+  /* FFmpeg copies each decoded surface into its frame on its own stream, which the GPU
+   * stage's streams do not wait for: the copies are finished here, on the worker, before
+   * the GPU stage's kernel may read the frames. */
+  char err[STK_GPU_ERRLEN] = "";
+  STK_TRY(stk__gpu_op_check(
+      node, g->api->stream_sync(g->ctx, stk__video_hw_stream(hw), err, sizeof err), err));
+  rec->ready = true;
+  return STK_OK;
+}
+
+void stk__vgpu_release(stk__node *node, void *record) {
+  (void)node;
+  stk__vgpu_record *rec = record;
+  for (int64_t i = 0; rec->frames && i < rec->count; i++) stk__video_gpu_release(&rec->frames[i]);
+  free(rec->frames);
+  for (int e = 0; e < rec->nextra; e++) free(rec->extra[e].data);
+  memset(rec, 0, sizeof *rec);
+}
+
+/* Every sample's prepared record, or a failure naming the first unprepared one. */
+static stk_status records(stk__node *node, stk__gpu_batch *b, const stk__vgpu_record **recs) {
+  for (size_t i = 0; i < stk__gpu_batch_size(b); i++) {
+    recs[i] = stk__gpu_prep(b, i);
+    if (!recs[i] || !recs[i]->ready)
+      return STK__SFAIL(STK_ERR_UNSUPPORTED, node, stk__gpu_sample(b, i),
+                        "the frames were not decoded in the CPU stage (the input, an argument "
+                        "or a condition comes from a GPU operator: feed them from the CPU)");
+  }
+  return STK_OK;
+}
+
+/* Output 0: every frame of the batch converted in one launch. */
+static stk_status run_frames(stk__node *node, stk__gpu_batch *b, const stk__vgpu_record **recs) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_dtype dt = n ? recs[0]->dtype : STK_DTYPE_UINT8;
+  int64_t *shapes = stk__calloc(4 * n + 1, sizeof(int64_t), "shapes"), total = 0;
+  if (!shapes) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++) {
+    int64_t sh[4] = {recs[i]->count, recs[i]->height, recs[i]->width, 3};
+    memcpy(shapes + 4 * i, sh, sizeof sh);
+    total += recs[i]->count;
+  }
+  stk_tensor_list *out = NULL;
+  stk_status st =
+      stk__gpu_alloc_list(b, dt, 4, shapes, "FHWC", stk__gpu_shapes_equal(shapes, n, 4), &out);
+  stk_gpu_video_frame *fr =
+      st == STK_OK ? stk__calloc((size_t)total + 1, sizeof *fr, "frames") : NULL;
+  if (st == STK_OK && !fr) st = STK_ERR_OUT_OF_MEMORY;
+  size_t esize = stk_dtype_size(dt);
+  int64_t k = 0;
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    const stk__vgpu_record *r = recs[i];
+    size_t fb = (size_t)r->width * (size_t)r->height * 3 * esize;
+    for (int64_t j = 0; j < r->count; j++, k++) {
+      fr[k] = (stk_gpu_video_frame){
+          .dst = (uint8_t *)d.data + (size_t)j * fb, .width = r->width, .height = r->height};
+      if (r->frames[j].ref) fr[k].src = r->frames[j].view;
+      memcpy(fr[k].fill, r->fill, sizeof fr[k].fill);
+    }
+  }
+  if (st == STK_OK && total > 0) {
+    stk__gpu *g = stk__gpu_device(b);
+    char err[STK_GPU_ERRLEN] = "";
+    stk_gpu_video_args args = {dt != STK_DTYPE_UINT8,
+                               n && recs[0]->normalized ? 1.0f / 255.0f : 1.0f};
+    st = stk__gpu_op_check(node,
+                           stk_gpu_run_video_nv12_rgb(g->api, g->ctx, (int)total, fr, &args,
+                                                      stk__gpu_stream(b), err, sizeof err),
+                           err);
+  }
+  free(fr);
+  free(shapes);
+  if (st == STK_OK) return stk__gpu_output(b, 0, out);
+  stk_tensor_list_release(out);
+  return st;
+}
+
+/* Output 1 + e: the records' extra e uploaded (pageable sources: the copy has read them
+ * when memcpy_async returns). */
+static stk_status run_extra(stk__node *node, stk__gpu_batch *b, const stk__vgpu_record **recs,
+                            int e) {
+  size_t n = stk__gpu_batch_size(b);
+  int64_t *shapes = stk__calloc(n + 1, sizeof(int64_t), "shapes");
+  if (!shapes) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < n; i++) shapes[i] = recs[i]->extra[e].n;
+  stk_dtype dt = recs[0]->extra[e].dtype;
+  stk_tensor_list *out = NULL;
+  stk_status st =
+      stk__gpu_alloc_list(b, dt, 1, shapes, NULL, stk__gpu_shapes_equal(shapes, n, 1), &out);
+  stk__gpu *g = stk__gpu_device(b);
+  for (size_t i = 0; i < n && st == STK_OK; i++) {
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    char err[STK_GPU_ERRLEN] = "";
+    size_t bytes = (size_t)shapes[i] * stk_dtype_size(dt);
+    if (bytes)
+      st = stk__gpu_op_check(node,
+                             g->api->memcpy_async(g->ctx, d.data, recs[i]->extra[e].data, bytes,
+                                                  stk__gpu_stream(b), err, sizeof err),
+                             err);
+  }
+  free(shapes);
+  if (st == STK_OK) return stk__gpu_output(b, 1 + e, out);
+  stk_tensor_list_release(out);
+  return st;
+}
+
+stk_status stk__vgpu_run(stk__node *node, stk__gpu_batch *b) {
+  size_t n = stk__gpu_batch_size(b);
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_VIDEO_NV12_RGB));
+  const stk__vgpu_record **recs = stk__calloc(n + 1, sizeof *recs, "records");
+  if (!recs) return STK_ERR_OUT_OF_MEMORY;
+  stk_status st = records(node, b, recs);
+  if (st == STK_OK) st = run_frames(node, b, recs);
+  for (int e = 0; n && st == STK_OK && e < recs[0]->nextra; e++) st = run_extra(node, b, recs, e);
+  free(recs);
+  return st;
+}
