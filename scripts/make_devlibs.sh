@@ -41,6 +41,8 @@ make -j"$(nproc)" >build.log 2>&1
 rm -rf "$OUTDIR"
 make install >>build.log 2>&1
 rm -rf "$OUTDIR/share"
+# paths relative to prefix=, which scripts/gpu-check.sh points at wherever the folder lies
+sed -i "s#$OUTDIR#\${prefix}#g; s#^prefix=.*#prefix=$OUTDIR#" "$OUTDIR"/lib/pkgconfig/*.pc
 cd "$OUTDIR/lib"
 for l in libx264.so.164 libsndfile.so.1 libFLAC.so.12 libvorbis.so.0 libvorbisenc.so.2 libopus.so.0 \
   libogg.so.0 libmpg123.so.0 libmp3lame.so.0; do
