@@ -283,7 +283,12 @@ static stk_status batch_adder(void *user, stk_host_call *call) {
   /* out of range samples and device-only entries are refused on a host batch call */
   if (stk_host_call_sample_input(call, n, 0, &in) == STK_ERR_INVALID_ARGUMENT &&
       stk_host_call_input_list(call, 0) == NULL &&
-      stk_host_call_set_device_output(call, 0, &in, 1, "") == STK_ERR_STATE)
+      stk_host_call_set_device_output(call, 0, &in, 1, "") == STK_ERR_STATE &&
+      /* an output index past the last, also one a cast to int would wrap to 0 */
+      stk_host_call_sample_output(call, 0, 1, STK_DTYPE_FLOAT32, 0, NULL, "", &data) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(call, 0, (size_t)1 << 32, STK_DTYPE_FLOAT32, 0, NULL, "",
+                                  &data) == STK_ERR_INVALID_ARGUMENT)
     log->misuse_refused++;
   for (size_t i = 0; i < n; i++) {
     TU_OK(stk_host_call_sample_input(call, i, 0, &in));
