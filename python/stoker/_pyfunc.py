@@ -104,10 +104,16 @@ class BatchCalls:
 
     def device_output(self, result):
         if isinstance(result, np.ndarray):  # host memory, uploaded (made contiguous first)
-            return self.host_output(result)
+            return self._uploadable(result)
         if type(result).__name__ == "PyCapsule" or hasattr(result, "__dlpack__"):
             return result
-        return self.host_output(result)  # lists, scalars: host memory too
+        return self._uploadable(result)  # lists, scalars: host memory too
+
+    def _uploadable(self, result):
+        arr = self.host_output(result)
+        # NumPy refuses to hand a read-only array (np.frombuffer, np.asarray of a PIL image,
+        # broadcasts) over a legacy DLPack capsule, which the C side asks for
+        return arr if arr.flags.writeable else arr.copy()
 
     def call_batch(self, inputs, ordinal, size, device, stream):
         self.failed_sample = None
