@@ -288,7 +288,17 @@ static stk_status batch_adder(void *user, stk_host_call *call) {
       stk_host_call_sample_output(call, 0, 1, STK_DTYPE_FLOAT32, 0, NULL, "", &data) ==
           STK_ERR_INVALID_ARGUMENT &&
       stk_host_call_sample_output(call, 0, (size_t)1 << 32, STK_DTYPE_FLOAT32, 0, NULL, "",
-                                  &data) == STK_ERR_INVALID_ARGUMENT)
+                                  &data) == STK_ERR_INVALID_ARGUMENT &&
+      /* NULL pointers are refused, not dereferenced */
+      stk_host_call_sample_input(call, 0, 0, NULL) == STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_input(NULL, 0, 0, &in) == STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(call, 0, 0, STK_DTYPE_FLOAT32, 1, NULL, "", &data) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(call, 0, 0, STK_DTYPE_FLOAT32, 0, NULL, "", NULL) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(NULL, 0, 0, STK_DTYPE_FLOAT32, 0, NULL, "", &data) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_set_device_output(NULL, 0, &in, 1, "") == STK_ERR_INVALID_ARGUMENT)
     log->misuse_refused++;
   for (size_t i = 0; i < n; i++) {
     TU_OK(stk_host_call_sample_input(call, i, 0, &in));
