@@ -89,3 +89,14 @@ def test_several_outputs_too(plugin):
     with _DeviceCall(PIPELINE_STREAM):
         call(object())
     assert len(log) == 4 and all(ptr == PIPELINE_STREAM for _, ptr in log), log
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_side_effect_function_without_outputs(plugin, device):
+    # num_outputs=0: the function returns None (DALI accepts it), the wrapper passes it on
+    module, log = plugin
+    seen = []
+    call = module._torch_call(lambda x: seen.append(x.work()), 0, False, device)
+    with _DeviceCall(PIPELINE_STREAM):
+        assert call(object()) is None
+    assert len(seen) == 1

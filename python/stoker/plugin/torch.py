@@ -130,6 +130,8 @@ def _torch_call(function, num_outputs, batch_processing, device):
         return outputs(function(*tensors))
 
     def outputs(result):
+        if num_outputs == 0 and result is None:  # a function run for its side effects
+            return None
         if num_outputs == 1:
             return to_out(result)
         return tuple(to_out(r) for r in result)
