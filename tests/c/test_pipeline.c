@@ -1,9 +1,11 @@
 /* The executor through the public API: running, determinism, external data, host
  * functions, the bad-sample policy, graph errors, the text form, memory. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 
@@ -339,6 +341,58 @@ static void test_host_function_per_batch(void **state) {
   assert_int_equal(log.misuse_refused, log.calls);
 }
 
+/* A host function still running when the pipeline is destroyed, past timeout_ms: the
+ * destroy gives up on the producer (it is inside the CPU stage, on the thread pool) and
+ * keeps the pipeline for it; the producer must then finish its batch on a pool that is
+ * still there, and later calls of the function see nothing freed. */
+static atomic_int slow_calls, slow_done;
+
+static stk_status slow_after_first_batch(void *user, stk_host_call *call) {
+  (void)user;
+  if (atomic_fetch_add(&slow_calls, 1) >= 4) {
+    struct timespec ts = {0, 250 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  stk_tensor_desc in;
+  void *data;
+  stk_status st = stk_host_call_input(call, 0, &in);
+  if (st == STK_OK)
+    st = stk_host_call_output(call, 0, STK_DTYPE_FLOAT32, in.ndim, in.shape, "", &data);
+  if (st == STK_OK) memcpy(data, in.data, sizeof(float) * (size_t)in.shape[0]);
+  atomic_fetch_add(&slow_done, 1);
+  return st;
+}
+
+static void test_destroy_while_a_host_function_outlives_timeout(void **state) {
+  (void)state;
+  atomic_store(&slow_calls, 0);
+  atomic_store(&slow_done, 0);
+  stk_pipeline *p = make_pipe(4, 1, 1, 9);
+  TU_OK(stk_pipeline_set(p, STK_PIPE_TIMEOUT_MS, 200));
+  add_uniform(p, "u", 0, 1, 2);
+  stk_op *op;
+  TU_OK(stk_op_create("python_function", "cpu", &op));
+  TU_OK(stk_op_set_name(op, "slow"));
+  TU_OK(stk_op_add_input(op, "u"));
+  TU_OK(stk_op_add_output(op, "d"));
+  TU_OK(stk_pipeline_add_op(p, op));
+  stk_op_destroy(op);
+  set_outputs1(p, "d");
+  TU_OK(stk_pipeline_set_host_function(p, "slow", slow_after_first_batch, NULL, NULL));
+  TU_OK(stk_pipeline_build(p));
+  stk_batch *out;
+  TU_OK(stk_pipeline_run(p, &out));
+  stk_batch_release(out);
+  struct timespec ts = {0, 50 * 1000000L}; /* the producer is inside the slow batch */
+  nanosleep(&ts, NULL);
+  stk_pipeline_destroy(p); /* gives up after 200 ms */
+  ts.tv_sec = 1;
+  ts.tv_nsec = 500 * 1000000L; /* the abandoned producer finishes its batch */
+  nanosleep(&ts, NULL);
+  assert_true(atomic_load(&slow_calls) >= 5);
+  assert_int_equal(atomic_load(&slow_done), atomic_load(&slow_calls));
+}
+
 static void test_bad_sample_fails_by_default_naming_it(void **state) {
   int every = 4;
   stk_pipeline *p = host_pipe(&every, STK_ON_ERROR_FAIL);
@@ -636,6 +690,7 @@ int main(void) {
       cmocka_unit_test(test_external_source_feed),
       cmocka_unit_test(test_host_function),
       cmocka_unit_test(test_host_function_per_batch),
+      cmocka_unit_test(test_destroy_while_a_host_function_outlives_timeout),
       cmocka_unit_test(test_bad_sample_fails_by_default_naming_it),
       cmocka_unit_test(test_skip_policy_keeps_batches_full),
       cmocka_unit_test(test_argument_and_graph_errors),
