@@ -197,6 +197,13 @@ static PyObject *batch_inputs(stk_host_call *call) {
   return inputs;
 }
 
+/* Puts "sample i: " before the error text of a batch call. */
+static void name_sample(char *err, size_t cap, size_t i) {
+  char inner[1024];
+  snprintf(inner, sizeof inner, "%s", err);
+  snprintf(err, cap, "sample %zu: %s", i, inner);
+}
+
 /* Device output `index` from the returned per-sample DLPack objects. */
 static stk_status store_device_output(stk_host_call *call, size_t index, PyObject *samples,
                                       const char *layout, char *err, size_t cap) {
@@ -209,6 +216,7 @@ static stk_status store_device_output(stk_host_call *call, size_t index, PyObjec
     if (pystk_dlpack_import(PyList_GetItem(samples, (Py_ssize_t)i), stk_host_call_stream(call),
                             &descs[i], &type, &keep[i]) < 0) {
       exception_text(err, cap);
+      name_sample(err, cap, i);
       st = STK_ERR_INVALID_ARGUMENT;
     } else if (type != 1 && type != 2 && type != 3) { /* CPU, CUDA, CUDA host */
       snprintf(err, cap,
@@ -253,6 +261,7 @@ static stk_status store_batch_outputs(stk_host_call *call, PyObject *res, char *
         PyObject *one = Py_BuildValue("(OO)", arr, layout_obj);
         st = one ? store_output(call, i, (size_t)k, one, err, cap) : STK_ERR_OUT_OF_MEMORY;
         Py_XDECREF(one);
+        if (st != STK_OK) name_sample(err, cap, i);
       }
     }
   }

@@ -121,8 +121,14 @@ class BatchCalls:
             with _DeviceCall(stream if device >= 0 else None):
                 outputs = self._run(inputs, size, device, stream)
             convert = self.host_output if device < 0 else self.device_output
-            return [([convert(r) for r in samples], layout)
-                    for samples, layout in zip(outputs, self.output_layouts)]
+            converted = []
+            for samples, layout in zip(outputs, self.output_layouts):
+                converted.append(([], layout))
+                for i, r in enumerate(samples):
+                    self.failed_sample = i  # (named in the error if the conversion fails)
+                    converted[-1][0].append(convert(r))
+            self.failed_sample = None
+            return converted
         except BaseException as e:  # reported through the C error, re-raised as the cause
             self.last_exception = e
             where = "" if self.failed_sample is None else f"sample {self.failed_sample}: "

@@ -156,6 +156,20 @@ def test_wrong_number_of_samples_names_the_operator():
         p.run()
 
 
+def test_a_bad_returned_sample_is_named():
+    def complex_second(xs):  # refused by the conversion to arrays
+        return [x if i != 1 else x.astype(np.complex64) for i, x in enumerate(xs)]
+
+    def deep_third(xs):  # refused by the C side: more than 8 dimensions
+        return [x if i != 2 else np.zeros((1,) * 9, np.int32) for i, x in enumerate(xs)]
+
+    for f, which in ((complex_second, 1), (deep_third, 2)):
+        p = build(lambda: fn.python_function(batches([RAGGED]), function=f,
+                                             batch_processing=True, name="bad"))
+        with pytest.raises(StokerError, match=rf"bad.*sample {which}\b"):
+            p.run()
+
+
 def test_exception_is_chained_and_the_pipeline_can_go():
     class Boom(Exception):
         pass

@@ -289,3 +289,20 @@ def test_read_only_host_arrays_are_accepted(fake_gpu):
         np.testing.assert_array_equal(s, [3, 1, 4])
     for s in host(b):
         np.testing.assert_array_equal(s, np.full((2, 2), 2.5, np.float32))
+
+
+def test_an_unreadable_returned_sample_is_named(fake_gpu):
+    class Complex:  # a DLPack producer of a type stoker has no dtype for
+        def __dlpack__(self, stream=None):
+            return np.zeros(2, np.complex64).__dlpack__()
+
+        def __dlpack_device__(self):
+            return (K_DLCPU, 0)
+
+    def f(xs):
+        return [x if i != 2 else Complex() for i, x in enumerate(xs)]
+
+    p = build(lambda: fn.python_function(gpu_batches([INTS]), function=f, device="gpu",
+                                         batch_processing=True, name="unreadable"))
+    with pytest.raises(StokerError, match=r"unreadable.*sample 2: .*unsupported DLPack"):
+        p.run()
