@@ -12,7 +12,7 @@ import pytest
 import stoker
 from stoker import fn
 from stoker._dlpack_fn import _Capsule
-from stoker.errors import StokerError
+from stoker.errors import InvalidArgumentError, StokerError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PHOTO_DIR = os.path.join(ROOT, "data", "photos")
@@ -168,6 +168,14 @@ def test_a_bad_returned_sample_is_named():
                                              batch_processing=True, name="bad"))
         with pytest.raises(StokerError, match=rf"bad.*sample {which}\b"):
             p.run()
+
+
+@pytest.mark.parametrize("batch_processing", [False, True])
+def test_a_layout_that_is_not_a_string_is_refused(batch_processing):
+    with pytest.raises(InvalidArgumentError, match="lay.*output_layouts must be strings, got 5"):
+        build(lambda: fn.python_function(batches([RAGGED]), function=lambda x: x, name="lay",
+                                         batch_processing=batch_processing,
+                                         output_layouts=["HW", 5], num_outputs=2))
 
 
 def test_exception_is_chained_and_the_pipeline_can_go():
