@@ -12,7 +12,7 @@
 #include "pystk.h"
 
 struct pystk_hostfn {
-  PyObject *trampoline; /* strong reference, dropped by pystk_hostfn_free with the GIL */
+  PyObject *trampoline; /* strong reference, dropped by pystk_hostfn_close with the GIL */
   atomic_int closed;
 };
 
@@ -25,10 +25,17 @@ pystk_hostfn *pystk_hostfn_new(PyObject *trampoline) {
   return h;
 }
 
-void pystk_hostfn_close(pystk_hostfn *h) { atomic_store(&h->closed, 1); }
+/* Called with the GIL held, before the C pipeline is destroyed. A call in progress holds
+ * its own reference to the trampoline; the record itself stays for calls still to come
+ * from a stage thread that outlives the destroy (timeout_ms), which fail on `closed`. */
+void pystk_hostfn_close(pystk_hostfn *h) {
+  atomic_store(&h->closed, 1);
+  Py_CLEAR(h->trampoline);
+}
 
-/* Called with the GIL held (the pipeline owner frees its functions after destroying the
- * C pipeline, so no call can be in flight). */
+/* The C pipeline's free_user: called once its threads are joined (never while one may
+ * still call in), without the GIL, after pystk_hostfn_close dropped the trampoline; or
+ * with the GIL held for a record the pipeline refused. */
 void pystk_hostfn_free(void *user) {
   pystk_hostfn *h = user;
   if (!h) return;
@@ -142,9 +149,10 @@ static stk_status store_sample_outputs(stk_host_call *call, size_t sample, PyObj
   return st;
 }
 
-static stk_status call_per_sample(pystk_hostfn *h, stk_host_call *call, char *err, size_t cap) {
+static stk_status call_per_sample(PyObject *trampoline, stk_host_call *call, char *err,
+                                  size_t cap) {
   PyObject *inputs = input_tuple(call, 0);
-  PyObject *res = inputs ? PyObject_CallFunction(h->trampoline, "(NL)", inputs,
+  PyObject *res = inputs ? PyObject_CallFunction(trampoline, "(NL)", inputs,
                                                  (long long)stk_host_call_ordinal(call))
                          : NULL;
   stk_status st;
@@ -189,6 +197,13 @@ static PyObject *batch_inputs(stk_host_call *call) {
   return inputs;
 }
 
+/* Puts "sample i: " before the error text of a batch call. */
+static void name_sample(char *err, size_t cap, size_t i) {
+  char inner[1024];
+  snprintf(inner, sizeof inner, "%s", err);
+  snprintf(err, cap, "sample %zu: %s", i, inner);
+}
+
 /* Device output `index` from the returned per-sample DLPack objects. */
 static stk_status store_device_output(stk_host_call *call, size_t index, PyObject *samples,
                                       const char *layout, char *err, size_t cap) {
@@ -201,6 +216,7 @@ static stk_status store_device_output(stk_host_call *call, size_t index, PyObjec
     if (pystk_dlpack_import(PyList_GetItem(samples, (Py_ssize_t)i), stk_host_call_stream(call),
                             &descs[i], &type, &keep[i]) < 0) {
       exception_text(err, cap);
+      name_sample(err, cap, i);
       st = STK_ERR_INVALID_ARGUMENT;
     } else if (type != 1 && type != 2 && type != 3) { /* CPU, CUDA, CUDA host */
       snprintf(err, cap,
@@ -245,15 +261,16 @@ static stk_status store_batch_outputs(stk_host_call *call, PyObject *res, char *
         PyObject *one = Py_BuildValue("(OO)", arr, layout_obj);
         st = one ? store_output(call, i, (size_t)k, one, err, cap) : STK_ERR_OUT_OF_MEMORY;
         Py_XDECREF(one);
+        if (st != STK_OK) name_sample(err, cap, i);
       }
     }
   }
   return st;
 }
 
-static stk_status call_per_batch(pystk_hostfn *h, stk_host_call *call, char *err, size_t cap) {
+static stk_status call_per_batch(PyObject *trampoline, stk_host_call *call, char *err, size_t cap) {
   PyObject *inputs = batch_inputs(call);
-  PyObject *res = inputs ? PyObject_CallMethod(h->trampoline, "call_batch", "(NLniK)", inputs,
+  PyObject *res = inputs ? PyObject_CallMethod(trampoline, "call_batch", "(NLniK)", inputs,
                                                (long long)stk_host_call_ordinal(call),
                                                (Py_ssize_t)stk_host_call_batch_size(call),
                                                stk_host_call_device(call),
@@ -270,11 +287,11 @@ static stk_status call_per_batch(pystk_hostfn *h, stk_host_call *call, char *err
   return st;
 }
 
-static stk_status call_with_gil(pystk_hostfn *h, stk_host_call *call) {
+static stk_status call_with_gil(PyObject *trampoline, stk_host_call *call) {
   char err[1024] = "";
   bool batch = stk_host_call_batch_size(call) > 0 || stk_host_call_device(call) >= 0;
-  stk_status st =
-      batch ? call_per_batch(h, call, err, sizeof err) : call_per_sample(h, call, err, sizeof err);
+  stk_status st = batch ? call_per_batch(trampoline, call, err, sizeof err)
+                        : call_per_sample(trampoline, call, err, sizeof err);
   if (st != STK_OK) stk_host_call_fail(call, err);
   return st;
 }
@@ -286,7 +303,15 @@ stk_status pystk_hostfn_call(void *user, stk_host_call *call) {
     return STK_ERR_STATE;
   }
   PyGILState_STATE g = PyGILState_Ensure();
-  stk_status st = call_with_gil(h, call);
+  /* close may have run while this thread waited for the GIL */
+  PyObject *trampoline = atomic_load(&h->closed) ? NULL : h->trampoline;
+  Py_XINCREF(trampoline);
+  stk_status st = STK_ERR_STATE;
+  if (trampoline)
+    st = call_with_gil(trampoline, call);
+  else
+    stk_host_call_fail(call, "python_function: the pipeline is closing");
+  Py_XDECREF(trampoline);
   PyGILState_Release(g);
   return st;
 }

@@ -91,7 +91,7 @@ static int job_wait(run_job *j, int interruptible) {
 
 typedef struct {
   PyObject_HEAD stk_pipeline *p;
-  pystk_hostfn **fns; /* host functions attached to this pipeline (owned) */
+  pystk_hostfn **fns; /* host functions attached to this pipeline (the C pipeline frees them) */
   size_t num_fns;
   int busy;         /* a call with the GIL released is in flight */
   run_job *pending; /* a run() interrupted by a signal, still finishing (busy stays set) */
@@ -133,11 +133,10 @@ static void close_pipeline(pystk_Pipeline *pp) {
   stk_pipeline *p = pp->p;
   pp->p = NULL;
   for (size_t i = 0; i < pp->num_fns; i++) pystk_hostfn_close(pp->fns[i]);
-  if (p) {
+  if (p) { /* frees the functions' records, unless a stage thread outlived it (timeout_ms) */
     Py_BEGIN_ALLOW_THREADS stk_pipeline_destroy(p);
     Py_END_ALLOW_THREADS
   }
-  for (size_t i = 0; i < pp->num_fns; i++) pystk_hostfn_free(pp->fns[i]);
   free(pp->fns);
   pp->fns = NULL;
   pp->num_fns = 0;
@@ -433,9 +432,10 @@ static PyObject *pl_set_host_function(PyObject *self, PyObject *args) {
     leave(self);
     return PyErr_NoMemory();
   }
-  /* The Python object owns `h` (free_user NULL): it is freed with the GIL held after the
-   * C pipeline is gone. */
-  stk_status st = stk_pipeline_set_host_function(pp->p, name, pystk_hostfn_call, h, NULL);
+  /* The C pipeline frees `h` when it is destroyed, after close_pipeline dropped its
+   * trampoline: a stage thread that outlives the destroy may still call in. */
+  stk_status st =
+      stk_pipeline_set_host_function(pp->p, name, pystk_hostfn_call, h, pystk_hostfn_free);
   leave(self);
   if (st != STK_OK) {
     pystk_hostfn_free(h);

@@ -104,10 +104,16 @@ class BatchCalls:
 
     def device_output(self, result):
         if isinstance(result, np.ndarray):  # host memory, uploaded (made contiguous first)
-            return self.host_output(result)
+            return self._uploadable(result)
         if type(result).__name__ == "PyCapsule" or hasattr(result, "__dlpack__"):
             return result
-        return self.host_output(result)  # lists, scalars: host memory too
+        return self._uploadable(result)  # lists, scalars: host memory too
+
+    def _uploadable(self, result):
+        arr = self.host_output(result)
+        # NumPy refuses to hand a read-only array (np.frombuffer, np.asarray of a PIL image,
+        # broadcasts) over a legacy DLPack capsule, which the C side asks for
+        return arr if arr.flags.writeable else arr.copy()
 
     def call_batch(self, inputs, ordinal, size, device, stream):
         self.failed_sample = None
@@ -115,8 +121,14 @@ class BatchCalls:
             with _DeviceCall(stream if device >= 0 else None):
                 outputs = self._run(inputs, size, device, stream)
             convert = self.host_output if device < 0 else self.device_output
-            return [([convert(r) for r in samples], layout)
-                    for samples, layout in zip(outputs, self.output_layouts)]
+            converted = []
+            for samples, layout in zip(outputs, self.output_layouts):
+                converted.append(([], layout))
+                for i, r in enumerate(samples):
+                    self.failed_sample = i  # (named in the error if the conversion fails)
+                    converted[-1][0].append(convert(r))
+            self.failed_sample = None
+            return converted
         except BaseException as e:  # reported through the C error, re-raised as the cause
             self.last_exception = e
             where = "" if self.failed_sample is None else f"sample {self.failed_sample}: "

@@ -326,6 +326,11 @@ class PythonFunctionTrampoline(BatchCalls):
             output_layouts = [output_layouts] * num_outputs
         # (DALI: a shorter list leaves the last outputs without a layout)
         self.output_layouts = (list(output_layouts) + [None] * num_outputs)[:num_outputs]
+        # (the C bridge reads them as str: anything else left a Python error pending there,
+        # dropped on the CPU and misreported on the GPU)
+        bad = [x for x in self.output_layouts if x is not None and not isinstance(x, str)]
+        if bad:
+            raise InvalidArgumentError(f"{label}: output_layouts must be strings, got {bad[0]!r}")
         self.last_exception = None
 
     @staticmethod

@@ -1510,8 +1510,9 @@ static bool join_until(pthread_t thread, int64_t deadline_ns) {
   return false;
 }
 
-bool stk__exec_stop(stk_pipeline *p) {
+bool stk__exec_stop(stk_pipeline *p, bool *pool_in_use) {
   stk__exec *ex = p->exec;
+  *pool_in_use = false;
   if (!ex) return true;
   atomic_store(&p->stopping, true);
   pthread_mutex_lock(&ex->lock);
@@ -1523,7 +1524,8 @@ bool stk__exec_stop(stk_pipeline *p) {
   pthread_mutex_unlock(&p->feed_lock);
   int64_t deadline = stk__now_ns() + ex->timeout_ms * 1000000;
   bool joined = true;
-  if (ex->thread_started) joined &= join_until(ex->thread, deadline);
+  if (ex->thread_started && !join_until(ex->thread, deadline))
+    joined = false, *pool_in_use = true; /* in the CPU stage: a slow host function */
   if (ex->decode_thread_started) joined &= join_until(ex->decode_thread, deadline);
   if (ex->gpu_thread_started) joined &= join_until(ex->gpu_thread, deadline);
   if (!joined) { /* a thread stuck inside a driver or nvJPEG call may still return into ex */

@@ -269,6 +269,7 @@ static void dense_desc(const stk__tensor *t, stk_tensor_desc *out) {
 
 stk_status stk_host_call_sample_input(const stk_host_call *call, size_t sample, size_t index,
                                       stk_tensor_desc *out) {
+  if (!call || !out) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   if (index >= stk_host_call_num_inputs(call))
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "input %zu out of range", index);
   if (call->gpu) {
@@ -293,7 +294,9 @@ stk_tensor_list *stk_host_call_input_list(const stk_host_call *call, size_t inde
 stk_status stk_host_call_sample_output(stk_host_call *call, size_t sample, size_t index,
                                        stk_dtype dtype, int ndim, const int64_t *shape,
                                        const char *layout, void **data) {
-  if ((int)index >= call->node->num_outputs)
+  if (!call || !data || (ndim > 0 && !shape))
+    return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
+  if (index >= (size_t)call->node->num_outputs)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output %zu out of range", index);
   if (stk_dtype_size(dtype) == 0)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
@@ -362,8 +365,9 @@ static stk_status copy_device_samples(stk_host_call *call, const stk_tensor_desc
 stk_status stk_host_call_set_device_output(stk_host_call *call, size_t index,
                                            const stk_tensor_desc *samples, size_t count,
                                            const char *layout) {
+  if (!call) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL argument");
   if (!call->gpu) return STK_FAIL(STK_ERR_STATE, "not a device call");
-  if ((int)index >= call->node->num_outputs)
+  if (index >= (size_t)call->node->num_outputs)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output %zu out of range", index);
   if (call->outputs_set >> index & 1)
     return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "output %zu given twice", index);

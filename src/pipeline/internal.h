@@ -261,9 +261,11 @@ stk__node *stk__graph_find_node(stk_pipeline *p, const char *name);
 /* executor.c */
 stk_status stk__exec_start(stk_pipeline *p);
 /* Stops the stage threads and frees the executor. Returns false when a stage thread did
- * not stop within the pipeline's timeout (stuck inside a driver or nvJPEG call): it is
- * detached, and the executor and the pipeline must stay allocated. */
-bool stk__exec_stop(stk_pipeline *p);
+ * not stop within the pipeline's timeout (stuck inside a driver or nvJPEG call, or a slow
+ * host function): it is detached, and the executor and the pipeline must stay allocated;
+ * *pool_in_use is then true when that thread is the producer, which may still run the CPU
+ * stage on the pipeline's thread pool. */
+bool stk__exec_stop(stk_pipeline *p, bool *pool_in_use);
 stk_status stk__exec_next(stk_pipeline *p, stk_batch **out);
 void stk__exec_stage_times(const stk__exec *ex, stk_stats *out);
 /* The automatic cpu_decoder_load's current samples per batch (0 when none is automatic). */

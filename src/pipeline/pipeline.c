@@ -50,9 +50,12 @@ static pthread_mutex_t abandoned_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void stk_pipeline_destroy(stk_pipeline *p) {
   if (!p) return;
-  if (!stk__exec_stop(p)) {
-    stk__threadpool_destroy(p->threads); /* idle: the producer has stopped */
-    p->threads = NULL;
+  bool pool_in_use;
+  if (!stk__exec_stop(p, &pool_in_use)) {
+    if (!pool_in_use) { /* idle: the producer has stopped */
+      stk__threadpool_destroy(p->threads);
+      p->threads = NULL;
+    }
     pthread_mutex_lock(&abandoned_lock);
     p->next_abandoned = abandoned;
     abandoned = p;

@@ -391,6 +391,59 @@ static void test_decode_call_that_never_returns(void **state) {
   dlclose(fake);
 }
 
+/* A device host call (python_function on device "gpu") that asks for outputs past the
+ * last: every such index is refused, whatever its width (a size_t that a cast to int
+ * would make negative or wrap to 0 once named output -1 or output 0), and the function
+ * still hands over its real output, the input copied. */
+typedef struct {
+  int refused, calls;
+} device_index_log;
+
+static stk_status device_copier(void *user, stk_host_call *call) {
+  device_index_log *log = user;
+  log->calls++;
+  size_t n = stk_host_call_batch_size(call);
+  stk_tensor_desc in[BATCH];
+  for (size_t i = 0; i < n && i < BATCH; i++) TU_OK(stk_host_call_sample_input(call, i, 0, &in[i]));
+  const size_t bad[] = {1, (size_t)-1, (size_t)1 << 32, 64, 65};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+    if (stk_host_call_set_device_output(call, bad[k], in, n, "") == STK_ERR_INVALID_ARGUMENT)
+      log->refused++;
+  return stk_host_call_set_device_output(call, 0, in, n, "");
+}
+
+static void test_device_host_call_output_index_checked(void **state) {
+  (void)state;
+  char text[1024];
+  snprintf(text, sizeof text,
+           "batch_size = %d\nnum_threads = 2\nseed = 3\ndevice_id = 0\n"
+           "u = random.uniform(range=[0.0, 1.0], shape=[3])\n"
+           "d = python_function(u, device=\"gpu\", name=\"copier\")\nreturn d, u\n",
+           BATCH);
+  stk_pipeline *p;
+  TU_OK(stk_pipeline_from_text(text, &p));
+  device_index_log log = {0};
+  TU_OK(stk_pipeline_set_host_function(p, "copier", device_copier, &log, NULL));
+  TU_OK(stk_pipeline_build(p));
+  for (int k = 0; k < 2; k++) {
+    stk_batch *b;
+    TU_OK(stk_pipeline_run(p, &b));
+    stk_tensor_list *host = NULL;
+    TU_OK(stk_tensor_list_to_host(stk_batch_output(b, 0), &host));
+    const float *u = stk_tensor_list_data(stk_batch_output(b, 1));
+    for (size_t i = 0; i < BATCH; i++) {
+      stk_tensor_desc x;
+      TU_OK(stk_tensor_list_sample(host, i, &x));
+      assert_memory_equal(x.data, u + 3 * i, 3 * sizeof(float));
+    }
+    stk_tensor_list_release(host);
+    stk_batch_release(b);
+  }
+  stk_pipeline_destroy(p);
+  assert_true(log.calls >= 2);
+  assert_int_equal(log.refused, 5 * log.calls);
+}
+
 int main(void) {
   char lib[] = STK_FAKE_GPU_LIB;
   setenv("STK_CUDA_LIBRARY", lib, 1);
@@ -404,6 +457,7 @@ int main(void) {
       cmocka_unit_test(test_host_decoded_share),
       cmocka_unit_test(test_host_quota_rule),
       cmocka_unit_test(test_decode_call_that_never_returns),
+      cmocka_unit_test(test_device_host_call_output_index_checked),
   };
   return cmocka_run_group_tests(tests, setup_files, NULL);
 }

@@ -1,9 +1,11 @@
 /* The executor through the public API: running, determinism, external data, host
  * functions, the bad-sample policy, graph errors, the text form, memory. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "testutil.h"
 
@@ -283,7 +285,22 @@ static stk_status batch_adder(void *user, stk_host_call *call) {
   /* out of range samples and device-only entries are refused on a host batch call */
   if (stk_host_call_sample_input(call, n, 0, &in) == STK_ERR_INVALID_ARGUMENT &&
       stk_host_call_input_list(call, 0) == NULL &&
-      stk_host_call_set_device_output(call, 0, &in, 1, "") == STK_ERR_STATE)
+      stk_host_call_set_device_output(call, 0, &in, 1, "") == STK_ERR_STATE &&
+      /* an output index past the last, also one a cast to int would wrap to 0 */
+      stk_host_call_sample_output(call, 0, 1, STK_DTYPE_FLOAT32, 0, NULL, "", &data) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(call, 0, (size_t)1 << 32, STK_DTYPE_FLOAT32, 0, NULL, "",
+                                  &data) == STK_ERR_INVALID_ARGUMENT &&
+      /* NULL pointers are refused, not dereferenced */
+      stk_host_call_sample_input(call, 0, 0, NULL) == STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_input(NULL, 0, 0, &in) == STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(call, 0, 0, STK_DTYPE_FLOAT32, 1, NULL, "", &data) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(call, 0, 0, STK_DTYPE_FLOAT32, 0, NULL, "", NULL) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_sample_output(NULL, 0, 0, STK_DTYPE_FLOAT32, 0, NULL, "", &data) ==
+          STK_ERR_INVALID_ARGUMENT &&
+      stk_host_call_set_device_output(NULL, 0, &in, 1, "") == STK_ERR_INVALID_ARGUMENT)
     log->misuse_refused++;
   for (size_t i = 0; i < n; i++) {
     TU_OK(stk_host_call_sample_input(call, i, 0, &in));
@@ -322,6 +339,58 @@ static void test_host_function_per_batch(void **state) {
   assert_true(log.calls >= 3 && log.calls <= 4); /* per batch (one may run ahead) */
   assert_int_equal(log.bad_sizes, 0);
   assert_int_equal(log.misuse_refused, log.calls);
+}
+
+/* A host function still running when the pipeline is destroyed, past timeout_ms: the
+ * destroy gives up on the producer (it is inside the CPU stage, on the thread pool) and
+ * keeps the pipeline for it; the producer must then finish its batch on a pool that is
+ * still there, and later calls of the function see nothing freed. */
+static atomic_int slow_calls, slow_done;
+
+static stk_status slow_after_first_batch(void *user, stk_host_call *call) {
+  (void)user;
+  if (atomic_fetch_add(&slow_calls, 1) >= 4) {
+    struct timespec ts = {0, 250 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  stk_tensor_desc in;
+  void *data;
+  stk_status st = stk_host_call_input(call, 0, &in);
+  if (st == STK_OK)
+    st = stk_host_call_output(call, 0, STK_DTYPE_FLOAT32, in.ndim, in.shape, "", &data);
+  if (st == STK_OK) memcpy(data, in.data, sizeof(float) * (size_t)in.shape[0]);
+  atomic_fetch_add(&slow_done, 1);
+  return st;
+}
+
+static void test_destroy_while_a_host_function_outlives_timeout(void **state) {
+  (void)state;
+  atomic_store(&slow_calls, 0);
+  atomic_store(&slow_done, 0);
+  stk_pipeline *p = make_pipe(4, 1, 1, 9);
+  TU_OK(stk_pipeline_set(p, STK_PIPE_TIMEOUT_MS, 200));
+  add_uniform(p, "u", 0, 1, 2);
+  stk_op *op;
+  TU_OK(stk_op_create("python_function", "cpu", &op));
+  TU_OK(stk_op_set_name(op, "slow"));
+  TU_OK(stk_op_add_input(op, "u"));
+  TU_OK(stk_op_add_output(op, "d"));
+  TU_OK(stk_pipeline_add_op(p, op));
+  stk_op_destroy(op);
+  set_outputs1(p, "d");
+  TU_OK(stk_pipeline_set_host_function(p, "slow", slow_after_first_batch, NULL, NULL));
+  TU_OK(stk_pipeline_build(p));
+  stk_batch *out;
+  TU_OK(stk_pipeline_run(p, &out));
+  stk_batch_release(out);
+  struct timespec ts = {0, 50 * 1000000L}; /* the producer is inside the slow batch */
+  nanosleep(&ts, NULL);
+  stk_pipeline_destroy(p); /* gives up after 200 ms */
+  ts.tv_sec = 1;
+  ts.tv_nsec = 500 * 1000000L; /* the abandoned producer finishes its batch */
+  nanosleep(&ts, NULL);
+  assert_true(atomic_load(&slow_calls) >= 5);
+  assert_int_equal(atomic_load(&slow_done), atomic_load(&slow_calls));
 }
 
 static void test_bad_sample_fails_by_default_naming_it(void **state) {
@@ -624,6 +693,7 @@ int main(void) {
       cmocka_unit_test(test_external_source_feed),
       cmocka_unit_test(test_host_function),
       cmocka_unit_test(test_host_function_per_batch),
+      cmocka_unit_test(test_destroy_while_a_host_function_outlives_timeout),
       cmocka_unit_test(test_bad_sample_fails_by_default_naming_it),
       cmocka_unit_test(test_skip_policy_keeps_batches_full),
       cmocka_unit_test(test_argument_and_graph_errors),

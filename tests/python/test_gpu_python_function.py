@@ -123,6 +123,29 @@ def test_torch_python_function_plugin():
         np.testing.assert_allclose(g[0], src.astype(np.float64).mean(), rtol=1e-5)
 
 
+def test_torch_non_contiguous_result_of_queued_work():
+    """TorchPythonFunction's contiguous copy of a non-contiguous result must follow the
+    function's kernels on the pipeline's stream: with them held back by a sleep queued
+    there, a copy on torch's default stream (not ordered with stoker's non-blocking
+    stream) reads the result before it is computed. Each call adds a new constant, so
+    memory left by an earlier call cannot pass for the result."""
+    from stoker.plugin.torch import TorchPythonFunction
+
+    calls = []
+
+    def f(t):
+        calls.append(len(calls) + 1)
+        torch.cuda._sleep(200_000_000)  # on the current stream: the pipeline's
+        return (t + calls[-1]).t()
+
+    tf = TorchPythonFunction(function=f, device="gpu")
+    p = build(lambda: tf(gpu_source(BIG)), 4)
+    for b in range(2):
+        out, = p.run()
+        for i, (g, src) in enumerate(zip(host(out), BIG)):
+            np.testing.assert_array_equal(g, (src + np.float32(4 * b + i + 1)).T)
+
+
 def test_torch_python_function_plugin_on_the_cpu():
     from stoker.plugin.torch import torch_python_function
 

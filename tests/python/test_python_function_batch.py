@@ -12,7 +12,7 @@ import pytest
 import stoker
 from stoker import fn
 from stoker._dlpack_fn import _Capsule
-from stoker.errors import StokerError
+from stoker.errors import InvalidArgumentError, StokerError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PHOTO_DIR = os.path.join(ROOT, "data", "photos")
@@ -154,6 +154,28 @@ def test_wrong_number_of_samples_names_the_operator():
                                          batch_processing=True, name="short"))
     with pytest.raises(StokerError, match=r"short.*output 0 must be a list of 3 samples"):
         p.run()
+
+
+def test_a_bad_returned_sample_is_named():
+    def complex_second(xs):  # refused by the conversion to arrays
+        return [x if i != 1 else x.astype(np.complex64) for i, x in enumerate(xs)]
+
+    def deep_third(xs):  # refused by the C side: more than 8 dimensions
+        return [x if i != 2 else np.zeros((1,) * 9, np.int32) for i, x in enumerate(xs)]
+
+    for f, which in ((complex_second, 1), (deep_third, 2)):
+        p = build(lambda: fn.python_function(batches([RAGGED]), function=f,
+                                             batch_processing=True, name="bad"))
+        with pytest.raises(StokerError, match=rf"bad.*sample {which}\b"):
+            p.run()
+
+
+@pytest.mark.parametrize("batch_processing", [False, True])
+def test_a_layout_that_is_not_a_string_is_refused(batch_processing):
+    with pytest.raises(InvalidArgumentError, match="lay.*output_layouts must be strings, got 5"):
+        build(lambda: fn.python_function(batches([RAGGED]), function=lambda x: x, name="lay",
+                                         batch_processing=batch_processing,
+                                         output_layouts=["HW", 5], num_outputs=2))
 
 
 def test_exception_is_chained_and_the_pipeline_can_go():

@@ -268,3 +268,41 @@ def test_strided_host_arrays_are_made_contiguous(fake_gpu):
     out, = p.run()
     for g in host(out):
         np.testing.assert_array_equal(g, [[0, 2], [4, 6], [8, 10]])
+
+
+def test_read_only_host_arrays_are_accepted(fake_gpu):
+    # np.asarray(PIL image), np.frombuffer, broadcasts: read-only arrays, which NumPy will
+    # not hand over through a legacy DLPack capsule; the CPU form takes them, so must this
+    def f(x):
+        a = np.frombuffer(np.array([3, 1, 4], np.int32).tobytes(), np.int32)
+        assert not a.flags.writeable
+        return a
+
+    def g(c):
+        return np.broadcast_to(np.float32(2.5), (2, 2))
+
+    p = build(lambda: (fn.python_function(gpu_batches([INTS]), function=f, device="gpu"),
+                       fn.dl_tensor_python_function(gpu_batches([INTS]), function=g,
+                                                    device="gpu")))
+    a, b = p.run()
+    for s in host(a):
+        np.testing.assert_array_equal(s, [3, 1, 4])
+    for s in host(b):
+        np.testing.assert_array_equal(s, np.full((2, 2), 2.5, np.float32))
+
+
+def test_an_unreadable_returned_sample_is_named(fake_gpu):
+    class Complex:  # a DLPack producer of a type stoker has no dtype for
+        def __dlpack__(self, stream=None):
+            return np.zeros(2, np.complex64).__dlpack__()
+
+        def __dlpack_device__(self):
+            return (K_DLCPU, 0)
+
+    def f(xs):
+        return [x if i != 2 else Complex() for i, x in enumerate(xs)]
+
+    p = build(lambda: fn.python_function(gpu_batches([INTS]), function=f, device="gpu",
+                                         batch_processing=True, name="unreadable"))
+    with pytest.raises(StokerError, match=r"unreadable.*sample 2: .*unsupported DLPack"):
+        p.run()

@@ -122,11 +122,16 @@ def _torch_call(function, num_outputs, batch_processing, device):
         else:
             tensors = [torch.from_dlpack(c) for c in args]
         if device == "gpu":
+            # the contiguous copies too: on torch's default stream, which is not ordered
+            # with the pipeline's, they would read results not computed yet
             stream = torch.cuda.ExternalStream(current_dali_stream())
             with torch.cuda.stream(stream):
-                result = function(*tensors)
-        else:
-            result = function(*tensors)
+                return outputs(function(*tensors))
+        return outputs(function(*tensors))
+
+    def outputs(result):
+        if num_outputs == 0 and result is None:  # a function run for its side effects
+            return None
         if num_outputs == 1:
             return to_out(result)
         return tuple(to_out(r) for r in result)
