@@ -6,6 +6,7 @@ batch:
 
   cli       build/stoker bench on the pipeline's text (no Python at all)
   run_loop  Python: Pipeline.run() in a loop (the extension, no iterator)
+  run_loop_release  the same, each batch released before the next run() (as the CLI does)
   run_loop_torch  the same with torch imported and its CUDA context made first (is it
             torch's presence, rather than the iterator, that costs?)
   iterator  Python: the framework iterator (torch's ClassificationIterator, or NumPy's
@@ -81,7 +82,7 @@ def one(a):
     pipe.run = timed_run
     epoch = pipe.epoch_size("Reader")
     images, conv_s = 0, [0.0]
-    if a.one in ("run_loop", "run_loop_torch"):
+    if a.one in ("run_loop", "run_loop_torch", "run_loop_release"):
         pipe.run()  # the first batch: start-up, not timed
         t0 = time.perf_counter()
         run_s[0] = 0.0
@@ -89,6 +90,8 @@ def one(a):
         while done < a.epochs * epoch - a.batch:
             out = pipe.run()
             done += len(out[0])
+            if a.one == "run_loop_release" and done < a.epochs * epoch - a.batch:
+                del out  # the batch goes back before the next run(), as the CLI's does
         # GPU work is queued, not finished, when run() returns: as the CLI does, the clock
         # stops once the last batch has reached the host (the device is done with it)
         out[0].as_cpu()
@@ -149,7 +152,11 @@ def compare(a):
     q = " ".join
     cmds = [f"cli={os.path.join(a.build, 'stoker')} bench --data {a.data} --pipeline {text_file} "
             f"--device {a.device} --epochs {a.epochs} --json",
+            *([f"cli_prefetch3={os.path.join(a.build, 'stoker')} bench --data {a.data} "
+               f"--pipeline {text_file} --device {a.device} --epochs {a.epochs} --json "
+               "--prefetch 3"] if a.probe else []),
             f"run_loop={q(me)} --one run_loop",
+            f"run_loop_release={q(me)} --one run_loop_release",
             *([f"run_loop_torch={q(me)} --one run_loop_torch"] if a.framework == "torch" else []),
             f"iterator={q(me)} --one iterator",
             *([f"consumer={q(me)} --one consumer"] if a.framework == "torch" else [])]
@@ -170,7 +177,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--framework", choices=["torch", "numpy"], default=None)
     ap.add_argument("--build", default=os.environ.get("BUILD", os.path.join(ROOT, "build")))
-    ap.add_argument("--one", choices=["run_loop", "run_loop_torch", "iterator", "consumer"], default=None)
+    ap.add_argument("--probe", action="store_true",
+                    help="also the CLI with prefetch_queue_depth 3 (is the CLI short of batches "
+                         "in flight?)")
+    ap.add_argument("--one", choices=["run_loop", "run_loop_torch", "run_loop_release", "iterator", "consumer"], default=None)
     a = ap.parse_args()
     if a.framework is None:
         try:
