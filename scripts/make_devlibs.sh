@@ -28,14 +28,15 @@ cd ffmpeg-*/
 ./configure --prefix="$OUTDIR" --enable-shared --disable-static --disable-doc \
   --disable-autodetect --disable-everything --enable-gpl --enable-libx264 \
   --enable-ffnvcodec --enable-nvdec --enable-cuda --enable-protocol=file,pipe \
-  --enable-demuxer=mov,matroska,avi,rawvideo,h264,hevc,wav \
-  --enable-muxer=mp4,mov,matroska,avi,h264,rawvideo \
-  --enable-decoder=h264,hevc,mpeg4,ffv1,rawvideo --enable-encoder=ffv1,rawvideo,libx264,mpeg4 \
-  --enable-parser=h264,hevc,mpeg4video \
+  --enable-demuxer=mov,matroska,avi,rawvideo,h264,hevc,wav,flac \
+  --enable-muxer=mp4,mov,matroska,avi,h264,rawvideo,wav,flac \
+  --enable-decoder=h264,hevc,mpeg4,ffv1,rawvideo,pcm_s16le,flac \
+  --enable-encoder=ffv1,rawvideo,libx264,mpeg4,pcm_s16le,flac \
+  --enable-parser=h264,hevc,mpeg4video,flac \
   --enable-bsf=h264_mp4toannexb,hevc_mp4toannexb,extract_extradata \
   --enable-hwaccel=h264_nvdec,hevc_nvdec,mpeg4_nvdec \
-  --enable-filter=scale,format,null,anull,setpts,trim,fps \
-  --disable-ffplay --enable-ffprobe --disable-avdevice --disable-postproc --disable-swresample \
+  --enable-filter=scale,format,null,anull,setpts,trim,fps,aformat,aresample --enable-swresample \
+  --disable-ffplay --enable-ffprobe --disable-avdevice --disable-postproc \
   >configure.log
 make -j"$(nproc)" >build.log 2>&1
 rm -rf "$OUTDIR"
