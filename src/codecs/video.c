@@ -562,20 +562,28 @@ static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps) {
         av_get_pix_fmt_name(f->format == AV_PIX_FMT_CUDA && f->hw_frames_ctx
                                 ? ((AVHWFramesContext *)f->hw_frames_ctx->data)->sw_format
                                 : (enum AVPixelFormat)f->format));
+  stk_nv12_view view = {f->data[0],
+                        f->data[1],
+                        f->linesize[0],
+                        f->linesize[1],
+                        f->width,
+                        f->height,
+                        bps,
+                        f->color_range == AVCOL_RANGE_JPEG};
   for (; r->next < r->nw && r->w[r->next].index == idx; r->next++) {
     stk__video_gpu_frame *g = &r->gpu[r->w[r->next].slot];
-    AVFrame *c = av_frame_clone(f);
-    if (!c) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a frame reference");
     stk__video_gpu_release(g); /* a slot filled by an earlier attempt */
-    g->ref = c;
-    g->view = (stk_nv12_view){c->data[0],
-                              c->data[1],
-                              c->linesize[0],
-                              c->linesize[1],
-                              c->width,
-                              c->height,
-                              bps,
-                              c->color_range == AVCOL_RANGE_JPEG};
+    if (r->hw->emulated) {     /* host memory, no surfaces to give back: keep the frame */
+      AVFrame *c = av_frame_clone(f);
+      if (!c) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a frame reference");
+      g->ref = c;
+      g->view = view;
+      continue;
+    }
+    /* NVDEC's surface is only lent (video_cuda.c): the frame is copied out of it */
+    stk__av_cuda_device *cu = ((AVHWDeviceContext *)r->hw->device->data)->hwctx;
+    STK_TRY(stk__video_cuda_copy(cu->cuda_ctx, cu->stream, &view, &g->view, &g->mem));
+    g->ctx = cu->cuda_ctx;
   }
   return STK_OK;
 }
@@ -587,7 +595,8 @@ stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *
 }
 
 void stk__video_gpu_release(stk__video_gpu_frame *f) {
-  if (!f || !f->ref) return;
+  if (!f) return;
+  if (f->mem) stk__video_cuda_free(f->ctx, f->mem);
   AVFrame *c = f->ref;
   av_frame_free(&c);
   memset(f, 0, sizeof *f);

@@ -51,12 +51,19 @@ uintptr_t stk__video_hw_stream(const stk__video_hw *hw);
  * once opened. */
 stk_status stk__video_hw_open(int device, stk__video_hw **out);
 void stk__video_hw_close(stk__video_hw *hw);
-/* A frame decoded on the device: `view` describes its planes (device memory), which stay
- * valid until stk__video_gpu_release (`ref` holds FFmpeg's frame). */
+/* A frame decoded on the device: `view` describes its planes, which stay valid until
+ * stk__video_gpu_release: a copy in device memory of its own (`mem`, in CUDA context
+ * `ctx`), or, emulated, FFmpeg's frame in host memory (`ref`). */
 typedef struct {
-  void *ref;
+  void *ref, *mem, *ctx;
   stk_nv12_view view;
 } stk__video_gpu_frame;
+/* Copies a decoded frame (device planes `src`) into device memory of its own, queued on
+ * `stream` (a CUstream) in `cuda_ctx` (a CUcontext); *dst describes the copy, *mem owns it
+ * (video_cuda.c says why). */
+stk_status stk__video_cuda_copy(void *cuda_ctx, void *stream, const stk_nv12_view *src,
+                                stk_nv12_view *dst, void **mem);
+void stk__video_cuda_free(void *cuda_ctx, void *mem);
 /* As stk__video_read, into out[0..count) (device frames at the video's size), decoded
  * with NVDEC. The frames' copies may still be queued on stk__video_hw_stream(hw) when
  * this returns: order them before reading the planes (synchronise that stream). A stream

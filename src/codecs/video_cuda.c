@@ -12,6 +12,8 @@
 #include "video.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 
 #define STK__CU_CTX_SCHED_BLOCKING_SYNC 0x04u
 
@@ -119,4 +121,115 @@ void stk__video_cuda_stream_destroy(void *stream) {
       (cu_stream_destroy_fn)sym2(lib, "cuStreamDestroy_v2", "cuStreamDestroy");
   if (destroy) destroy(stream); /* deferred by the driver until its work is done */
   dlclose(lib);
+}
+
+/* ---- frames copied out of NVDEC's surfaces ----
+ * FFmpeg 5.1 hands out NVDEC's output surfaces mapped, not copied: a frame kept holds a
+ * decode surface and a mapping, and a decoder has only as many as its reference frames
+ * need plus two ("No decoder surfaces left" once a sample keeps more frames than that).
+ * So each frame a sample keeps is copied, on FFmpeg's stream, into device memory of its
+ * own, and the surface goes back at once. The memory comes from the driver's stream-ordered
+ * pool and returns to it on the legacy default stream: by then the GPU stage's kernel that
+ * read it has finished (prep_release), and the copy was synchronised by the worker. */
+
+/* CUDA_MEMCPY2D of the driver API (cuda.h; CUmemorytype is an int-sized enum) */
+typedef struct {
+  size_t src_x_bytes, src_y;
+  int src_type;
+  const void *src_host;
+  unsigned long long src_device;
+  void *src_array;
+  size_t src_pitch;
+  size_t dst_x_bytes, dst_y;
+  int dst_type;
+  void *dst_host;
+  unsigned long long dst_device;
+  void *dst_array;
+  size_t dst_pitch;
+  size_t width_bytes, height;
+} cu_memcpy2d;
+
+#define STK__CU_MEMORYTYPE_DEVICE 2
+
+typedef int (*cu_alloc_async_fn)(unsigned long long *p, size_t bytes, void *stream);
+typedef int (*cu_free_async_fn)(unsigned long long p, void *stream);
+typedef int (*cu_copy2d_fn)(const cu_memcpy2d *copy, void *stream);
+
+static struct {
+  cu_ctx_push_fn push;
+  cu_ctx_pop_fn pop;
+  cu_alloc_async_fn alloc;
+  cu_free_async_fn free;
+  cu_copy2d_fn copy2d;
+} cu_mem;
+static pthread_once_t cu_mem_once = PTHREAD_ONCE_INIT;
+
+static void load_cu_mem(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return; /* kept open: the functions are used for the process's life */
+  cu_mem.push = (cu_ctx_push_fn)sym2(lib, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
+  cu_mem.pop = (cu_ctx_pop_fn)sym2(lib, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
+  cu_mem.alloc = (cu_alloc_async_fn)dlsym(lib, "cuMemAllocAsync");
+  cu_mem.free = (cu_free_async_fn)dlsym(lib, "cuMemFreeAsync");
+  cu_mem.copy2d = (cu_copy2d_fn)sym2(lib, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync");
+}
+
+static bool have_cu_mem(void) {
+  pthread_once(&cu_mem_once, load_cu_mem);
+  return cu_mem.push && cu_mem.pop && cu_mem.alloc && cu_mem.free && cu_mem.copy2d;
+}
+
+static int copy_plane(const uint8_t *src, int64_t src_pitch, unsigned long long dst, size_t pitch,
+                      size_t row_bytes, size_t rows, void *stream) {
+  cu_memcpy2d c = {.src_type = STK__CU_MEMORYTYPE_DEVICE,
+                   .src_device = (unsigned long long)(uintptr_t)src,
+                   .src_pitch = (size_t)src_pitch,
+                   .dst_type = STK__CU_MEMORYTYPE_DEVICE,
+                   .dst_device = dst,
+                   .dst_pitch = pitch,
+                   .width_bytes = row_bytes,
+                   .height = rows};
+  return cu_mem.copy2d(&c, stream);
+}
+
+stk_status stk__video_cuda_copy(void *cuda_ctx, void *stream, const stk_nv12_view *src,
+                                stk_nv12_view *dst, void **mem) {
+  *mem = NULL;
+  if (!have_cu_mem())
+    return STK_FAIL(STK_ERR_UNSUPPORTED,
+                    "libcuda.so.1 lacks the stream-ordered memory "
+                    "functions (CUDA 11.2 or later is needed)");
+  size_t bps = (size_t)src->bytes_per_sample, w = (size_t)src->width, h = (size_t)src->height;
+  size_t pitch = ((w + 1) & ~(size_t)1) * bps; /* a luma row; a chroma row of (w+1)/2 pairs */
+  size_t chroma_rows = (h + 1) / 2, bytes = pitch * (h + chroma_rows);
+  unsigned long long p = 0;
+  void *prev = NULL;
+  int rc = cu_mem.push(cuda_ctx);
+  if (rc != 0) return STK_FAIL(STK_ERR_DEVICE, "cannot use FFmpeg's CUDA context (error %d)", rc);
+  rc = cu_mem.alloc(&p, bytes, stream);
+  if (rc == 0) rc = copy_plane(src->luma, src->luma_pitch, p, pitch, w * bps, h, stream);
+  if (rc == 0)
+    rc = copy_plane(src->chroma, src->chroma_pitch, p + pitch * h, pitch, ((w + 1) / 2) * 2 * bps,
+                    chroma_rows, stream);
+  if (rc != 0 && p) cu_mem.free(p, stream);
+  cu_mem.pop(&prev);
+  if (rc != 0)
+    return STK_FAIL(STK_ERR_DEVICE,
+                    "cannot copy a decoded %zux%zu frame out of NVDEC's "
+                    "surface (error %d)",
+                    w, h, rc);
+  *dst = *src;
+  dst->luma = (const uint8_t *)(uintptr_t)p;
+  dst->chroma = (const uint8_t *)(uintptr_t)(p + pitch * h);
+  dst->luma_pitch = dst->chroma_pitch = (int64_t)pitch;
+  *mem = (void *)(uintptr_t)p;
+  return STK_OK;
+}
+
+void stk__video_cuda_free(void *cuda_ctx, void *mem) {
+  if (!mem || !have_cu_mem()) return;
+  void *prev = NULL;
+  if (cu_mem.push(cuda_ctx) != 0) return;
+  cu_mem.free((unsigned long long)(uintptr_t)mem, NULL);
+  cu_mem.pop(&prev);
 }

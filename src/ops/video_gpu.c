@@ -123,7 +123,7 @@ static stk_status run_frames(stk__node *node, stk__gpu_batch *b, const stk__vgpu
     for (int64_t j = 0; j < r->count; j++, k++) {
       fr[k] = (stk_gpu_video_frame){
           .dst = (uint8_t *)d.data + (size_t)j * fb, .width = r->width, .height = r->height};
-      if (r->frames[j].ref) fr[k].src = r->frames[j].view;
+      if (r->frames[j].ref || r->frames[j].mem) fr[k].src = r->frames[j].view;
       memcpy(fr[k].fill, r->fill, sizeof fr[k].fill);
     }
   }
