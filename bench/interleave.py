@@ -11,7 +11,8 @@ at half speed, at any position in a round), so the summary also gives each comma
 round and the ratio of the bests, the estimate least touched by such events.
 
 A command's rate is read from its output: gpu_bench's "RESULT ... = N img/s",
-stoker bench's "N images/s" line, or a JSON line's "images_per_s" (the last one printed).
+the top-level "images_per_s" of the last JSON line that has one, else stoker bench's
+"N images/s" line.
 --json FILE writes every command and its rate in every round (bench/perf_table.py makes
 Markdown of it).
 
@@ -34,6 +35,18 @@ RATE_RES = [re.compile(r"= ([0-9.]+) img/s"), re.compile(r"^\s*([0-9.]+) images/
 
 
 def rate_of(output):
+    # a JSON line's top-level "images_per_s" (stoker bench --json also gives one per epoch,
+    # inside its "epochs" list, after the run's own: a regex taking the last match read the
+    # last epoch's rate)
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("images_per_s"), (int, float)):
+                return float(rec["images_per_s"])
     for rx in RATE_RES:
         found = rx.findall(output)
         if found:

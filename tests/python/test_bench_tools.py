@@ -74,3 +74,12 @@ def test_json_rates_and_the_performance_table(tmp_path):
     assert rows["stoker basic"][:3] == ["900 (900–900)", "0.90 (0.90–0.90)", "3.00 (3.00–3.00)"]
     assert rows["other basic"][1:3] == ["0.30 (0.30–0.30)", "-"]
     assert rows["broken"][0] == "failed"
+
+
+def test_rate_is_the_runs_not_the_last_epochs():
+    """stoker bench --json lists every epoch's rate after the run's own: the run's counts
+    (a regex taking the last match once read the last, slowest epoch as the CLI's rate)."""
+    line = ('{"images_per_s": 32160.70, "images": 40000, "epochs": [{"images": 2000, '
+            '"seconds": 0.23, "images_per_s": 8685.50}, {"images": 2000, "seconds": 0.12, '
+            '"images_per_s": 16008.50}]}\n')
+    assert interleave.rate_of("progress...\n" + line) == pytest.approx(32160.7)
