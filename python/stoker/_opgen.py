@@ -457,11 +457,43 @@ def _populate(module_globals, module_name, make, key):
     return names
 
 
+def _lookup(module_globals, dotted):
+    obj = module_globals
+    for part in dotted.split("."):
+        obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _add_legacy_names(module_globals, key):
+    """DALI's deprecated top-level names (_schema.LEGACY_NAMES) as aliases of the
+    operators they name, where stoker has them; not in __all__."""
+    registry = _schema.registry()
+    for legacy, name in _schema.LEGACY_NAMES.items():
+        schema = registry.get(name)
+        if schema is None:
+            continue
+        target = _lookup(module_globals, ".".join(schema.path + (key(schema),)))
+        if target is not None:
+            module_globals[key(legacy)] = target
+
+
 def populate_fn(module_globals, module_name):
     """Fills the stoker.fn module; returns the top-level names."""
-    return _populate(module_globals, module_name, make_function, lambda s: s.leaf)
+    names = _populate(module_globals, module_name, make_function, lambda s: s.leaf)
+    _add_legacy_names(module_globals, lambda x: x if isinstance(x, str) else x.leaf)
+    return names
+
+
+def _legacy_class_name(legacy):
+    return _schema.LEGACY_CLASS_NAMES.get(
+        legacy, "".join(p[:1].upper() + p[1:] for p in legacy.split("_")))
 
 
 def populate_ops(module_globals, module_name):
     """Fills the stoker.ops module; returns the top-level names."""
-    return _populate(module_globals, module_name, make_class, lambda s: s.class_name)
+    names = _populate(module_globals, module_name, make_class, lambda s: s.class_name)
+    _add_legacy_names(module_globals,
+                      lambda x: _legacy_class_name(x) if isinstance(x, str) else x.class_name)
+    return names

@@ -101,7 +101,50 @@ def _fmt_num(x):
 
 
 # DALI's ops.* class names that are not the plain CamelCase of the fn name.
-_CLASS_NAMES = {"readers.tfrecord": "TFRecord"}
+# ops.* classes whose DALI spelling is not the CamelCase of the fn name (acronyms kept).
+_CLASS_NAMES = {
+    "readers.tfrecord": "TFRecord",
+    "readers.coco": "COCO",
+    "readers.mxnet": "MXNet",
+    "reductions.rms": "RMS",
+    "segmentation.random_object_bbox": "RandomObjectBBox",
+    "bbox_paste": "BBoxPaste",
+    "bbox_rotate": "BBoxRotate",
+    "mfcc": "MFCC",
+    "roi_random_crop": "ROIRandomCrop",
+    "random_bbox_crop": "RandomBBoxCrop",
+    "ssd_random_crop": "SSDRandomCrop",
+    "dl_tensor_python_function": "DLTensorPythonFunction",
+}
+
+# DALI's deprecated names, still in its fn and ops modules and in older DALI programs:
+# fn.<legacy> / ops.<Legacy> are the operators named here (ops.FileReader is
+# ops.readers.File, fn.uniform is fn.random.uniform, ...).
+LEGACY_NAMES = {
+    "audio_decoder": "decoders.audio",
+    "caffe2_reader": "readers.caffe2",
+    "caffe_reader": "readers.caffe",
+    "coco_reader": "readers.coco",
+    "coin_flip": "random.coin_flip",
+    "file_reader": "readers.file",
+    "image_decoder": "decoders.image",
+    "image_decoder_crop": "decoders.image_crop",
+    "image_decoder_random_crop": "decoders.image_random_crop",
+    "image_decoder_slice": "decoders.image_slice",
+    "mxnet_reader": "readers.mxnet",
+    "nemo_asr_reader": "readers.nemo_asr",
+    "normal_distribution": "random.normal",
+    "numpy_reader": "readers.numpy",
+    "sequence_reader": "readers.sequence",
+    "tfrecord_reader": "readers.tfrecord",
+    "transform_translation": "transforms.translation",
+    "uniform": "random.uniform",
+    "video_reader": "readers.video",
+    "video_reader_resize": "readers.video_resize",
+}
+# their ops.* spellings, where not the CamelCase of the fn name
+LEGACY_CLASS_NAMES = {"coco_reader": "COCOReader", "mxnet_reader": "MXNetReader",
+                      "tfrecord_reader": "TFRecordReader"}
 
 
 class OpSchema:

@@ -82,7 +82,7 @@ class BbFlip(Operator):
     """
     def __init__(self, *, horizontal: int | DataNode | None = ..., vertical: int | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class BboxPaste(Operator):
+class BBoxPaste(Operator):
     """Moves relative boxes into the canvas paste puts their image in: a canvas ratio times larger with the image at (paste_x, paste_y); coordinates become c / ratio + paste * (1 - 1 / ratio), sizes size / ratio.
 
     Devices: cpu.
@@ -103,7 +103,7 @@ class BboxPaste(Operator):
     """
     def __init__(self, *, ratio: float | DataNode, paste_x: float | DataNode | None = ..., paste_y: float | DataNode | None = ..., ltrb: bool | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class BboxRotate(Operator):
+class BBoxRotate(Operator):
     """Moves boxes to where rotate (same angle, keep_size, size) puts their image: the corners are rotated about the image centre onto rotate's canvas; mode expand keeps their bounding box, fixed the original extent centred there, halfway the mean. The result is clipped to the canvas; boxes keeping less than remove_threshold of their area are dropped with their labels (the optional second input and output). See docs/detection.md.
 
     Devices: cpu.
@@ -583,7 +583,7 @@ class Debayer(Operator):
     """
     def __init__(self, *, blue_position: Sequence[int] | DataNode, algorithm: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class DlTensorPythonFunction(Operator):
+class DLTensorPythonFunction(Operator):
     """Runs a function of the host program on the inputs, passed as DLPack capsules (DALI's dl_tensor_python_function): per sample, or once per batch (batch_processing); it returns DLPack capsules or objects with __dlpack__ (NumPy, PyTorch tensors; on device "gpu" device tensors, copied on the pipeline's stream).
 
     Devices: cpu, gpu.
@@ -1117,7 +1117,7 @@ class MelFilterBank(Operator):
     """
     def __init__(self, *, nfilter: int | None = ..., sample_rate: float | None = ..., freq_low: float | None = ..., freq_high: float | None = ..., normalize: bool | None = ..., mel_formula: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class Mfcc(Operator):
+class MFCC(Operator):
     """Mel-frequency cepstral coefficients: the discrete cosine transform of a mel spectrogram along `axis`, the first n_mfcc coefficients kept, optionally liftered (librosa.feature.mfcc's conventions).
 
     Devices: cpu, gpu.
@@ -1508,7 +1508,7 @@ class PythonFunction(Operator):
     """
     def __init__(self, *, num_outputs: int | None = ..., batch_processing: bool | None = ..., function: Any = ..., output_layouts: Any = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
-class RandomBboxCrop(Operator):
+class RandomBBoxCrop(Operator):
     """Draws a crop window that keeps the boxes valid (DALI's random_bbox_crop, 2D): outputs anchor and shape for slice, the kept boxes relative to the window, the labels (with a labels input) and the kept indices (output_bbox_indices). See docs/detection.md.
 
     Devices: cpu.
@@ -1718,7 +1718,7 @@ class ResizeCropMirror(Operator):
     """
     def __init__(self, *, resize_x: float | DataNode | None = ..., resize_y: float | DataNode | None = ..., resize_shorter: float | DataNode | None = ..., resize_longer: float | DataNode | None = ..., size: Sequence[float] | DataNode | None = ..., mode: str | None = ..., max_size: Sequence[float] | None = ..., interp_type: str | None = ..., antialias: bool | None = ..., dtype: str | None = ..., subpixel_scale: bool | None = ..., roi_start: Sequence[float] | DataNode | None = ..., roi_end: Sequence[float] | DataNode | None = ..., roi_relative: bool | None = ..., minibatch_size: int | None = ..., temp_buffer_hint: int | None = ..., min_filter: str | None = ..., mag_filter: str | None = ..., crop: Sequence[float] | DataNode | None = ..., crop_h: float | DataNode | None = ..., crop_w: float | DataNode | None = ..., crop_pos_x: float | DataNode | None = ..., crop_pos_y: float | DataNode | None = ..., rounding: str | None = ..., mirror: int | DataNode | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class RoiRandomCrop(Operator):
+class ROIRandomCrop(Operator):
     """Places a crop_shape window at random so that it holds as much of the region of interest as it can: inside the ROI when the ROI is larger, covering it when smaller; within the input when its shape is known (in_shape or a data input). Outputs the window's start (int64), uniform over the allowed starts per dimension.
 
     Devices: cpu.
@@ -2005,7 +2005,7 @@ class Squeeze(Operator):
     """
     def __init__(self, *, axes: Sequence[int] | DataNode | None = ..., axis_names: str | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
     def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-class SsdRandomCrop(Operator):
+class SSDRandomCrop(Operator):
     """DALI's deprecated SSD crop in one operator: draws no crop, a minimum IoU of 0.1, 0.3, 0.5, 0.7 or 0.9 with every box, or any window (scaling [0.3, 1], aspect ratio [0.5, 2] in pixels), crops the image to it (whole pixels) and keeps the boxes whose centre is inside, relative to the window. New pipelines use random_bbox_crop.
 
     Devices: cpu.
@@ -3580,7 +3580,7 @@ class readers:
         """
         def __init__(self, *, path: Sequence[str], label_type: int | None = ..., num_labels: int | None = ..., additional_inputs: int | None = ..., bbox: bool | None = ..., image_available: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., prefetch_queue_depth: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
-    class Coco(Operator):
+    class COCO(Operator):
         """Reads a COCO data set (DALI's COCO reader): the encoded images under file_root with their boxes and labels from annotations_file, optionally the segmentation as polygons or as a pixelwise mask, and the image ids; with sharding, padding and shuffling like the other readers. See docs/formats.md.
 
         Devices: cpu.
@@ -3667,7 +3667,7 @@ class readers:
         """
         def __init__(self, *, file_root: str | None = ..., file_list: str | None = ..., files: Sequence[str] | None = ..., labels: Sequence[int] | None = ..., file_filters: Sequence[str] | None = ..., case_sensitive_filter: bool | None = ..., shard_id: int | None = ..., num_shards: int | None = ..., stick_to_shard: bool | None = ..., pad_last_batch: bool | None = ..., random_shuffle: bool | None = ..., initial_fill: int | None = ..., shuffle_after_epoch: bool | None = ..., seed: int | None = ..., dont_use_mmap: bool | None = ..., read_ahead: bool | None = ..., prefetch_queue_depth: int | None = ..., lazy_init: bool | None = ..., skip_cached_images: bool | None = ..., paired: bool | None = ..., tensor_init_bytes: int | None = ..., shuffle_after_epoch_seed: int | None = ..., dir_filters: Sequence[str] | None = ..., remote_endpoint: str | None = ..., remote_region: str | None = ..., remote_ca_bundle: str | None = ..., remote_retries: int | None = ..., remote_backoff_ms: int | None = ..., remote_timeout: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode | list[DataNode]: ...
-    class Mxnet(Operator):
+    class MXNet(Operator):
         """Reads MXNet RecordIO files (DALI's MXNet reader): each record's encoded image and its float label(s), located through the .idx files; with sharding, padding and shuffling like the other readers. See docs/formats.md.
 
         Devices: cpu.
@@ -4129,7 +4129,7 @@ class reductions:
         """
         def __init__(self, *, axes: Sequence[int] | None = ..., axis_names: str | None = ..., keep_dims: bool | None = ..., device: Literal['cpu', 'gpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-    class Rms(Operator):
+    class RMS(Operator):
         """The root mean square over the axes (DALI's reductions.rms), float32 by default.
 
         Devices: cpu, gpu.
@@ -4238,7 +4238,7 @@ class segmentation:
         """
         def __init__(self, *, value: int | DataNode | None = ..., foreground: int | DataNode | None = ..., threshold: float | DataNode | None = ..., seed: int | None = ..., device: Literal['cpu'] | None = ..., name: str | None = ..., **kwargs: Any) -> None: ...
         def __call__(self, *inputs: DataNode, **kwargs: Any) -> DataNode: ...
-    class RandomObjectBbox(Operator):
+    class RandomObjectBBox(Operator):
         """The box of a random object (a face-connected blob of one foreground label) of a label map, or of the whole input with probability 1 - foreground_prob (DALI's segmentation.random_object_bbox): class drawn first (class_weights), then one of its objects (k_largest, threshold), or any object with ignore_class.
 
         Devices: cpu.
