@@ -654,37 +654,20 @@ VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
              VIDEO_DOC " Frames are scaled (bilinear) to resize_x x resize_y as decoded.",
              STK_DEVICE_CPU);
 
-#define VIDEO_DEF(var, sch)             \
-  const stk__op_def var = {             \
-      .schema = &sch,                   \
-      .init = video_init,               \
-      .destroy = video_destroy,         \
-      .plan = stk__reader_plan,         \
-      .run_sample = video_run,          \
-      .reader_meta = stk__reader_meta,  \
-      .position = stk__reader_position, \
-      .seek = stk__reader_seek,         \
-      .num_outputs = video_num_outputs, \
-  }
+/* The fields every video reader's definition shares. */
+#define VIDEO_DEF_FIELDS(sch)                                                                 \
+  .schema = &sch, .init = video_init, .destroy = video_destroy, .plan = stk__reader_plan,     \
+  .run_sample = video_run, .reader_meta = stk__reader_meta, .position = stk__reader_position, \
+  .seek = stk__reader_seek, .num_outputs = video_num_outputs
+
+#define VIDEO_DEF(var, sch) const stk__op_def var = {VIDEO_DEF_FIELDS(sch)}
 
 /* The GPU form: no gpu_check (a reader has no input to compare); checked against the CPU
  * form in tests/python/test_video_gpu.py. */
-#define VIDEO_GPU_DEF(var, sch)               \
-  const stk__op_def var = {                   \
-      .schema = &sch,                         \
-      .init = video_init,                     \
-      .destroy = video_destroy,               \
-      .plan = stk__reader_plan,               \
-      .run_sample = video_run,                \
-      .reader_meta = stk__reader_meta,        \
-      .position = stk__reader_position,       \
-      .seek = stk__reader_seek,               \
-      .num_outputs = video_num_outputs,       \
-      .run_gpu = stk__vgpu_run,               \
-      .prepare = video_prepare,               \
-      .prep_bytes = sizeof(stk__vgpu_record), \
-      .prep_release = stk__vgpu_release,      \
-  }
+#define VIDEO_GPU_DEF(var, sch)                                                              \
+  const stk__op_def var = {VIDEO_DEF_FIELDS(sch), .run_gpu = stk__vgpu_run,                  \
+                           .prepare = video_prepare, .prep_bytes = sizeof(stk__vgpu_record), \
+                           .prep_release = stk__vgpu_release}
 
 VIDEO_GPU_DEF(stk__op_readers_video, video_schema);
 VIDEO_GPU_DEF(stk__op_experimental_readers_video, video_exp_schema);
