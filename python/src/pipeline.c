@@ -599,12 +599,13 @@ static PyObject *pl_reader_meta(PyObject *self, PyObject *args) {
                        m.stick_to_shard ? Py_True : Py_False);
 }
 
-/* The messages of the first skipped samples (stk_pipeline_skipped_sample), a list. */
-static PyObject *skipped_samples(PyObject *self) {
+/* The first STK_SKIP_MESSAGES_KEPT messages `get` gives (a skipped sample's or file's), a
+ * list. */
+static PyObject *skip_messages(PyObject *self, stk_status (*get)(stk_pipeline *, size_t, char **)) {
   PyObject *list = PyList_New(0);
   for (size_t i = 0; list && i < STK_SKIP_MESSAGES_KEPT; i++) {
     char *message = NULL;
-    if (stk_pipeline_skipped_sample(pipe_of(self), i, &message) != STK_OK) break;
+    if (get(pipe_of(self), i, &message) != STK_OK) break;
     PyObject *m = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
     stk_free(message);
     if (!m || PyList_Append(list, m) < 0) Py_CLEAR(list);
@@ -614,19 +615,13 @@ static PyObject *skipped_samples(PyObject *self) {
   return list;
 }
 
+static PyObject *skipped_samples(PyObject *self) {
+  return skip_messages(self, stk_pipeline_skipped_sample);
+}
+
 /* The messages of the first files readers left out at build (stk_pipeline_skipped_file). */
 static PyObject *skipped_files(PyObject *self) {
-  PyObject *list = PyList_New(0);
-  for (size_t i = 0; list && i < STK_SKIP_MESSAGES_KEPT; i++) {
-    char *message = NULL;
-    if (stk_pipeline_skipped_file(pipe_of(self), i, &message) != STK_OK) break;
-    PyObject *m = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
-    stk_free(message);
-    if (!m || PyList_Append(list, m) < 0) Py_CLEAR(list);
-    Py_XDECREF(m);
-  }
-  stk_clear_error();
-  return list;
+  return skip_messages(self, stk_pipeline_skipped_file);
 }
 
 typedef struct {
