@@ -441,10 +441,10 @@ static void own_stream(stk__video_hw *hw) {
 
 uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return (uintptr_t)hw->stream; }
 
-/* The test seam: with STK_FAKE_NVDEC set when a pipeline is built (the tests set it with
- * the CPU stand-in backend, tests/fake_gpu), frames are decoded in software and converted
- * to NV12 in host memory, the layout NVDEC gives, so the GPU operators' plumbing (prepare,
- * records, the GPU stage, release) runs in the CPU test suite. Read at build only. */
+/* For the CPU stand-in backend (tests/fake_gpu, whose "device" memory is host memory):
+ * frames are decoded in software and converted to NV12 in host memory, the layout NVDEC
+ * gives, so the GPU operators' plumbing (prepare, records, the GPU stage, release) runs in
+ * the CPU test suite. */
 static stk_status open_emulated(stk__video_hw **out) {
   stk__video_hw *hw = calloc(1, sizeof *hw);
   if (!hw) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
@@ -453,10 +453,10 @@ static stk_status open_emulated(stk__video_hw **out) {
   return STK_OK;
 }
 
-stk_status stk__video_hw_open(int device, stk__video_hw **out) {
+stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out) {
   *out = NULL;
   av_log_set_level(AV_LOG_QUIET);
-  if (getenv("STK_FAKE_NVDEC")) return open_emulated(out);
+  if (emulate) return open_emulated(out);
   if (av_hwdevice_find_type_by_name("cuda") != AV_HWDEVICE_TYPE_CUDA)
     return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg was built without CUDA (NVDEC) support");
   STK_TRY(stk__video_cuda_align(device));
@@ -628,7 +628,7 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
 struct stk__video_hw {
   int unused;
 };
-stk_status stk__video_hw_open(int device, stk__video_hw **out) {
+stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out) {
   *out = NULL;
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");
 }

@@ -48,8 +48,9 @@ void stk__video_cuda_stream_destroy(void *stream);
 uintptr_t stk__video_hw_stream(const stk__video_hw *hw);
 /* Opens CUDA device `device` for decoding; fails (STK_ERR_UNSUPPORTED, with FFmpeg's
  * reason) without an NVIDIA driver or an FFmpeg built without CUDA. Thread-safe to share
- * once opened. */
-stk_status stk__video_hw_open(int device, stk__video_hw **out);
+ * once opened. `emulate` (the tests' CPU stand-in backend): software decoding into NV12
+ * host memory instead of NVDEC. */
+stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out);
 void stk__video_hw_close(stk__video_hw *hw);
 /* A frame decoded on the device: `view` describes its planes, which stay valid until
  * stk__video_gpu_release: a copy in device memory of its own (`mem`, in CUDA context

@@ -47,7 +47,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a struct or the table below changes incompatibly. */
-#define STK_GPU_ABI_VERSION 6
+#define STK_GPU_ABI_VERSION 7
 /* A buffer of this many bytes holds any error message. */
 #define STK_GPU_ERRLEN      512
 
@@ -129,6 +129,7 @@ typedef struct {
   int has_hw_decoder;                  /* the hardware backend initialised */
   int hw_engines, hw_cores_per_engine; /* from nvjpegGetHardwareDecoderInfo (0: unknown) */
   int has_batched_roi;                 /* nvjpegDecodeBatchedEx present (hardware ROI decode) */
+  int host_memory; /* 1: a stand-in backend (tests) whose "device" memory is host memory */
 } stk_gpu_device_info;
 
 typedef struct {

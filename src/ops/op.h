@@ -62,6 +62,10 @@ typedef struct stk__op_def {
    * guard of the node comes from a GPU operator (run_gpu then sees no record). */
   stk_status (*prepare)(stk__node *node, stk__sample *s, void *record);
   size_t prep_bytes;
+  /* Mixed and GPU operators (optional): called when the pipeline is built, after init,
+   * once its device is open (stk__node_gpu works): work that needs the device, whose
+   * failure fails the build. */
+  stk_status (*device_ready)(stk__node *node);
   /* Frees what prepare left in a record (host pool blocks) and clears it; called for
    * every record once it is no longer needed: its sample replaced or reset, or the job
    * holding it freed after its GPU work (which may read those blocks) completed. May be

@@ -440,7 +440,6 @@ static stk_status video_init(stk__node *node) {
     st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
                     "resizing while decoding runs on the CPU only (device=\"cpu\", or resize the "
                     "frames on the GPU after reading)");
-  if (st == STK_OK && gpu) st = stk__vgpu_open(node, &r->hw);
   if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->nseqs, NULL, 0, &r->base.sampler);
   if (st != STK_OK) video_destroy(node);
   return st;
@@ -605,6 +604,13 @@ static stk_status gpu_extras(stk__node *node, stk__sample *s, const vstate *r, c
 /* device="gpu": the sequence is decoded with NVDEC here, on the CPU stage's workers (one
  * sequence each, so several decode at once on the GPU's engines); the GPU stage converts
  * the frames into the batch and uploads the other outputs (stk__vgpu_run). */
+/* The GPU form's NVDEC, once the pipeline's device is open: no driver or no CUDA-enabled
+ * FFmpeg fails the build here. */
+static stk_status video_device_ready(stk__node *node) {
+  vstate *r = *stk__node_state(node);
+  return stk__vgpu_open(node, &r->hw);
+}
+
 static stk_status video_prepare(stk__node *node, stk__sample *s, void *record) {
   vstate *r = *stk__node_state(node);
   const vfile *f;
@@ -664,10 +670,13 @@ VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
 
 /* The GPU form: no gpu_check (a reader has no input to compare); checked against the CPU
  * form in tests/python/test_video_gpu.py. */
-#define VIDEO_GPU_DEF(var, sch)                                                              \
-  const stk__op_def var = {VIDEO_DEF_FIELDS(sch), .run_gpu = stk__vgpu_run,                  \
-                           .prepare = video_prepare, .prep_bytes = sizeof(stk__vgpu_record), \
-                           .prep_release = stk__vgpu_release}
+#define VIDEO_GPU_DEF(var, sch)                                    \
+  const stk__op_def var = {VIDEO_DEF_FIELDS(sch),                  \
+                           .run_gpu = stk__vgpu_run,               \
+                           .prepare = video_prepare,               \
+                           .prep_bytes = sizeof(stk__vgpu_record), \
+                           .prep_release = stk__vgpu_release,      \
+                           .device_ready = video_device_ready}
 
 VIDEO_GPU_DEF(stk__op_readers_video, video_schema);
 VIDEO_GPU_DEF(stk__op_experimental_readers_video, video_exp_schema);

@@ -154,9 +154,14 @@ static stk_status vd_init(stk__node *node) {
   if (stk__arg_given(node, A_SEQ_LEN) && stk__arg_given(node, A_END))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                       "give sequence_length or end_frame, not both");
-  if (stk__node_device(node) != STK_DEVICE_MIXED) return STK_OK;
+  return STK_OK;
+}
+
+/* The mixed form's NVDEC, once the pipeline's device is open: no driver or no
+ * CUDA-enabled FFmpeg fails the build here. */
+static stk_status vd_device_ready(stk__node *node) {
   stk__video_hw *hw;
-  STK_TRY(stk__vgpu_open(node, &hw)); /* no GPU, driver or CUDA-enabled FFmpeg: said here */
+  STK_TRY(stk__vgpu_open(node, &hw));
   *stk__node_state(node) = hw;
   return STK_OK;
 }
@@ -290,6 +295,7 @@ static const stk_op_schema vd_schema = {
       .prepare = vd_prepare,                  \
       .prep_bytes = sizeof(stk__vgpu_record), \
       .prep_release = stk__vgpu_release,      \
+      .device_ready = vd_device_ready,        \
   }
 VD_DEF(stk__op_decoders_video, vd_schema);
 

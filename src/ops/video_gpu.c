@@ -9,7 +9,9 @@
 #include "image_util.h"
 
 stk_status stk__vgpu_open(stk__node *node, stk__video_hw **out) {
-  stk_status st = stk__video_hw_open(stk__node_device_id(node), out);
+  const stk__gpu *g = stk__node_gpu(node);
+  if (!g) return STK__SFAIL(STK_ERR_INTERNAL, node, NULL, "the pipeline's device is not open");
+  stk_status st = stk__video_hw_open(stk__node_device_id(node), g->info.host_memory != 0, out);
   if (st == STK_OK) return STK_OK;
   char why[512];
   snprintf(why, sizeof why, "%s", stk_last_error());

@@ -185,6 +185,16 @@ stk_status stk_pipeline_set_outputs(stk_pipeline *p, const char *const *edges, s
   return STK_OK;
 }
 
+/* Operators' work that needs the device (stk__op_def.device_ready), once it is open. */
+static stk_status devices_ready(stk_pipeline *p) {
+  for (size_t n = 0; n < p->num_nodes; n++) {
+    stk__node *node = &p->nodes[n];
+    if (node->spec->def->device_ready && node->spec->device != STK_DEVICE_CPU)
+      STK_TRY(node->spec->def->device_ready(node));
+  }
+  return STK_OK;
+}
+
 stk_status stk_pipeline_build(stk_pipeline *p) {
   if (!p) return STK_FAIL(STK_ERR_INVALID_ARGUMENT, "NULL pipeline");
   if (p->built) return STK_OK;
@@ -192,6 +202,7 @@ stk_status stk_pipeline_build(stk_pipeline *p) {
   if (st == STK_OK && p->has_gpu)
     st = stk__gpu_open((int)p->settings[STK_PIPE_DEVICE_ID], (int)p->settings[STK_PIPE_NUM_THREADS],
                        p->settings[STK_PIPE_TIMEOUT_MS], &p->gpu);
+  if (st == STK_OK && p->gpu) st = devices_ready(p);
   if (st == STK_OK) st = stk__pool_create(&p->pool, HOST_POOL_MAX_CACHED);
   if (st == STK_OK && p->gpu) stk__gpu_pin_pool(p->gpu, p->pool);
   if (st == STK_OK)

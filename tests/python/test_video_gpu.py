@@ -111,20 +111,20 @@ def build_error(make):
 @pytest.mark.skipif("__import__('gpu_parity').gpu_available()", reason="this machine has a GPU")
 def test_mixed_decoder_without_gpu_fails_at_build():
     data = [np.zeros(16, np.uint8)]
+    # the device is opened first, and without one the build says so
     msg = build_error(lambda: fn.decoders.video(fn.external_source(source=lambda: data),
                                                 device="mixed"))
-    assert "decoders.video" in msg and "GPU" in msg, msg
-    # the same from the reader, naming it
+    assert "GPU" in msg, msg
     msg = build_error(lambda: fn.experimental.decoders.video(
         fn.external_source(source=lambda: data), device="mixed"))
-    assert "experimental.decoders.video" in msg, msg
+    assert "GPU" in msg, msg
 
 
 @pytest.mark.skipif("__import__('gpu_parity').gpu_available()", reason="this machine has a GPU")
 def test_gpu_reader_without_gpu_fails_at_build(clips):
     msg = build_error(lambda: fn.readers.video(filenames=[clips["a"]], sequence_length=2,
                                                device="gpu"))
-    assert "readers.video" in msg and "NVDEC" in msg, msg
+    assert "GPU" in msg, msg
 
 
 def test_mixed_decoder_checks_arguments_at_build():
@@ -146,14 +146,15 @@ def test_gpu_reader_names_a_missing_file_at_build():
     assert "/nonexistent/x.mp4" in msg, msg
 
 
-# ---- the GPU forms' plumbing on the CPU stand-in (tests/fake_gpu + STK_FAKE_NVDEC) ----
+# ---- the GPU forms' plumbing on the CPU stand-in (tests/fake_gpu) ----
 # NVDEC is emulated by software decoding into NV12 host memory, the stand-in backend runs
 # the kernel's per-pixel code: the CPU-stage decoding (prepare), the records, the GPU
 # stage's assembly, the uploaded extra outputs and the release run as on a GPU.
 
 @pytest.fixture
-def fake_nvdec(fake_gpu, monkeypatch):
-    monkeypatch.setenv("STK_FAKE_NVDEC", "1")
+def fake_nvdec(fake_gpu):
+    """The stand-in backend, which reports host memory: the video decoders then emulate
+    NVDEC."""
 
 
 def test_emulated_mixed_decoder_matches_cpu(clips, fake_nvdec):
