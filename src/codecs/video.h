@@ -39,6 +39,10 @@ typedef struct stk__video_hw stk__video_hw;
 /* Sets CUDA device `device`'s primary context flags to what FFmpeg's CUDA device needs
  * (video_cuda.c says why); stk__video_hw_open calls it. */
 stk_status stk__video_cuda_align(int device);
+/* The same as early as the operators' init, before the pipeline's own CUDA runtime makes
+ * the primary context active: best effort, a failure (no driver: the stand-in backend of
+ * the tests, or no GPU) is left for the NVDEC open to report. */
+void stk__video_cuda_align_early(int device);
 /* A non-blocking stream in CUDA context `cuda_ctx` (a CUcontext) for FFmpeg's copies, and
  * its destruction (video_cuda.c). */
 stk_status stk__video_cuda_stream(void *cuda_ctx, void **stream);

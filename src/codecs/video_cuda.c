@@ -77,6 +77,10 @@ stk_status stk__video_cuda_align(int device) {
   return st;
 }
 
+void stk__video_cuda_align_early(int device) {
+  if (stk__video_cuda_align(device) != STK_OK) stk_clear_error();
+}
+
 /* ---- FFmpeg's stream ----
  * Without one, FFmpeg copies each decoded surface on the legacy default stream, which
  * every waiter would then share with other libraries' work (PyTorch's default stream is

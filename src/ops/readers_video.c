@@ -440,6 +440,7 @@ static stk_status video_init(stk__node *node) {
     st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
                     "resizing while decoding runs on the CPU only (device=\"cpu\", or resize the "
                     "frames on the GPU after reading)");
+  if (st == STK_OK && gpu) stk__video_cuda_align_early(stk__node_device_id(node));
   if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->nseqs, NULL, 0, &r->base.sampler);
   if (st != STK_OK) video_destroy(node);
   return st;

@@ -154,6 +154,8 @@ static stk_status vd_init(stk__node *node) {
   if (stk__arg_given(node, A_SEQ_LEN) && stk__arg_given(node, A_END))
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
                       "give sequence_length or end_frame, not both");
+  if (stk__node_device(node) == STK_DEVICE_MIXED)
+    stk__video_cuda_align_early(stk__node_device_id(node));
   return STK_OK;
 }
 
