@@ -88,6 +88,28 @@ class BatchCalls:
 
     batch_processing = False
     uses_cupy = True  # python_function's GPU inputs are CuPy arrays when CuPy is installed
+    _failures = None
+
+    def failed(self, exc, message):
+        """Keeps `exc` under the message the C side reports for it (the message is
+        returned). Calls run on several workers at once: the pipeline's error names the
+        first failure, and cause_of() finds that one's exception by its message."""
+        if self._failures is None:
+            self._failures = {}
+        self._failures[message] = exc  # (one dict store: atomic under the GIL)
+        self.last_exception = exc
+        return message
+
+    def cause_of(self, error_text):
+        """(exception, named): the exception whose message the pipeline error
+        `error_text` carries (named True), else this function's latest (a message the C
+        side cut short), or (None, False); consumed."""
+        failures, self._failures = self._failures or {}, None
+        latest, self.last_exception = getattr(self, "last_exception", None), None
+        found = [m for m in failures if m in error_text]
+        if found:
+            return failures[max(found, key=len)], True
+        return latest, False
 
     def host_input(self, array):
         return array
@@ -130,9 +152,8 @@ class BatchCalls:
             self.failed_sample = None
             return converted
         except BaseException as e:  # reported through the C error, re-raised as the cause
-            self.last_exception = e
             where = "" if self.failed_sample is None else f"sample {self.failed_sample}: "
-            return f"{where}{type(e).__name__}: {e}"
+            return self.failed(e, f"{where}{type(e).__name__}: {e}")
 
     def _run(self, inputs, size, device, stream):
         """Per output, the list of the batch's results."""

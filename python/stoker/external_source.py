@@ -346,8 +346,8 @@ class PythonFunctionTrampoline(BatchCalls):
         except BaseException as e:  # reported through the C error, re-raised as the cause
             # (KeyboardInterrupt and SystemExit too: Pipeline.run re-raises them as they
             # are; escaping here they would be swallowed by the C caller)
-            self.last_exception = e
-            return f"{type(e).__name__}: {e}"  # (the operator is named by the caller)
+            # (the operator is named by the caller)
+            return self.failed(e, f"{type(e).__name__}: {e}")
 
     def _outputs(self, result):
         results = split_outputs(result, self.num_outputs, "arrays")

@@ -353,11 +353,10 @@ class Pipeline:
         try:
             out, epoch, ends_epoch = self._c.run()
         except StokerError as e:
-            cause = None
-            for f in self._functions:  # (consumed: a later error has its own cause)
-                if f.last_exception is not None:
-                    cause, f.last_exception = f.last_exception, None
-                    break
+            # the named sample's exception: several may have failed at once on the workers
+            found = [f.cause_of(str(e)) for f in self._functions]  # (all consumed)
+            found.sort(key=lambda c: not c[1])  # the one the error names first
+            cause = next((c for c, _ in found if c is not None), None)
             if cause is not None and not isinstance(cause, Exception):
                 raise cause  # KeyboardInterrupt, SystemExit: as themselves
             if cause is not None:

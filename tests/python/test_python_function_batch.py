@@ -264,3 +264,27 @@ def test_batch_function_matches_dali(tmp_path):
         assert g.dtype == w.dtype and g.shape == w.shape
         np.testing.assert_array_equal(g, w)
     assert [a.layout(), b.layout()] == dali_layouts == ["HW", ""]
+
+
+def test_the_chained_cause_is_the_named_samples_exception():
+    """Samples fail at once on several workers: the error names the first failure, and the
+    exception chained as its cause must be that sample's, not whichever failed last (it
+    was another sample's on every one of 30 tries before)."""
+    import time
+
+    def fail(x):
+        time.sleep(0.002)  # the workers' calls overlap
+        raise ValueError(f"value {int(x[0])}")
+
+    for trial in range(10):
+        @stoker.pipeline_def(batch_size=8, num_threads=4, device_id=None, seed=trial,
+                             prefetch_queue_depth=1)
+        def p():
+            x = fn.external_source(source=lambda: [np.array([i], np.int32) for i in range(8)])
+            return fn.python_function(x, function=fail)
+        pipe = p()
+        pipe.build()
+        with pytest.raises(StokerError) as e:
+            pipe.run()
+        assert isinstance(e.value.__cause__, ValueError)
+        assert str(e.value.__cause__) in str(e.value), (str(e.value), str(e.value.__cause__))
