@@ -117,6 +117,11 @@ STK_HIDDEN int stk_gpu_enter(stk_gpu_ctx *ctx, char *err, size_t errlen);
 STK_HIDDEN int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream,
                             const char *who, const char *what, char *err, size_t errlen);
 STK_HIDDEN int64_t stk_gpu_now_ns(void);
+/* Waits (stk_gpu_wait, bounded) for the work queued on `stream` so far, then copies the n
+ * per-sample statuses a batch's kernels wrote at d_status to `status` (host). */
+STK_HIDDEN int stk_gpu_read_statuses(stk_gpu_ctx *ctx, const int *d_status, int n, int *status,
+                                     cudaStream_t stream, const char *who, const char *what,
+                                     char *err, size_t errlen);
 
 STK_HIDDEN int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out,
                                     char *err, size_t errlen);

@@ -48,26 +48,6 @@ static int check_chunks(int n, const stk_gpu_inflate_sample *s, const stk_gpu_in
   return 0;
 }
 
-/* Waits (bounded) for the batch, then copies the statuses out. */
-static int read_statuses(stk_gpu_ctx *ctx, const int *d_status, int n, int *status, cudaStream_t st,
-                         char *err, size_t errlen) {
-  cudaEvent_t ev;
-  CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  int rc = 0;
-  cudaError_t e = cudaEventRecord(ev, st);
-  if (e != cudaSuccess)
-    rc = GPU_FAIL(STK_ERR_DEVICE, "cudaEventRecord failed: %s", cudaGetErrorString(e));
-  if (rc == 0)
-    rc = stk_gpu_wait(ctx, ev, NULL, "stk_gpu_inflate", "the inflate batch", err, errlen);
-  if (rc == 0) {
-    e = cudaMemcpy(status, d_status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess)
-      rc = GPU_FAIL(STK_ERR_DEVICE, "reading the statuses failed: %s", cudaGetErrorString(e));
-  }
-  cudaEventDestroy(ev);
-  return rc;
-}
-
 static int inflate_launch(stk_gpu_ctx *ctx, int n, const stk_gpu_inflate_sample *s,
                           const stk_gpu_inflate_args *a, uintptr_t stream, char *err,
                           size_t errlen) {
@@ -86,7 +66,9 @@ static int inflate_launch(stk_gpu_ctx *ctx, int n, const stk_gpu_inflate_sample 
         (int *)d_status);
     rc = stk_check_launch("inflate", err, errlen);
   }
-  if (rc == 0) rc = read_statuses(ctx, (const int *)d_status, n, a->status, st, err, errlen);
+  if (rc == 0)
+    rc = stk_gpu_read_statuses(ctx, (const int *)d_status, n, a->status, st, "stk_gpu_inflate",
+                               "the inflate batch", err, errlen);
   stk_gpu_device_free(ctx, dev, stream, NULL, 0);
   stk_gpu_device_free(ctx, tables, stream, NULL, 0);
   stk_gpu_device_free(ctx, d_status, stream, NULL, 0);

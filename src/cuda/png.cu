@@ -232,25 +232,6 @@ static int launch_all(const char *dev, int n, int color, int *d_status, int expa
   return 0;
 }
 
-/* Waits (bounded) for the batch, then copies the statuses out. */
-static int read_statuses(stk_gpu_ctx *ctx, const int *d_status, int n, int *status, cudaStream_t st,
-                         char *err, size_t errlen) {
-  cudaEvent_t ev;
-  CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-  int rc = 0;
-  cudaError_t e = cudaEventRecord(ev, st);
-  if (e != cudaSuccess)
-    rc = GPU_FAIL(STK_ERR_DEVICE, "cudaEventRecord failed: %s", cudaGetErrorString(e));
-  if (rc == 0) rc = stk_gpu_wait(ctx, ev, NULL, "stk_gpu_png_decode", "the PNG batch", err, errlen);
-  if (rc == 0) {
-    e = cudaMemcpy(status, d_status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess)
-      rc = GPU_FAIL(STK_ERR_DEVICE, "reading the statuses failed: %s", cudaGetErrorString(e));
-  }
-  cudaEventDestroy(ev);
-  return rc;
-}
-
 static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int color, int *status,
                       uintptr_t stream, char *err, size_t errlen) {
   STK_TRY_INT(check_samples(n, s, color, err, errlen));
@@ -277,7 +258,9 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
     int blocks = ((int *)(B.host + B.jobs_bytes))[n];
     rc = launch_all((const char *)dev, n, color, (int *)d_status, blocks, st, err, errlen);
   }
-  if (rc == 0) rc = read_statuses(ctx, (const int *)d_status, n, status, st, err, errlen);
+  if (rc == 0)
+    rc = stk_gpu_read_statuses(ctx, (const int *)d_status, n, status, st, "stk_gpu_png_decode",
+                               "the PNG batch", err, errlen);
   stk_gpu_device_free(ctx, dev, stream, NULL, 0);
   stk_gpu_device_free(ctx, raw, stream, NULL, 0);
   stk_gpu_device_free(ctx, d_status, stream, NULL, 0);

@@ -74,6 +74,25 @@ int stk_gpu_wait(stk_gpu_ctx *ctx, cudaEvent_t event, cudaStream_t stream, const
   }
 }
 
+int stk_gpu_read_statuses(stk_gpu_ctx *ctx, const int *d_status, int n, int *status,
+                          cudaStream_t stream, const char *who, const char *what, char *err,
+                          size_t errlen) {
+  cudaEvent_t ev;
+  CUDA_TRY(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  int rc = 0;
+  cudaError_t e = cudaEventRecord(ev, stream);
+  if (e != cudaSuccess)
+    rc = GPU_FAIL(STK_ERR_DEVICE, "cudaEventRecord failed: %s", cudaGetErrorString(e));
+  if (rc == 0) rc = stk_gpu_wait(ctx, ev, NULL, who, what, err, errlen);
+  if (rc == 0) {
+    e = cudaMemcpy(status, d_status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+      rc = GPU_FAIL(STK_ERR_DEVICE, "reading the statuses failed: %s", cudaGetErrorString(e));
+  }
+  cudaEventDestroy(ev);
+  return rc;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Pinned host pool                                                                   */
 /* ---------------------------------------------------------------------------------- */
