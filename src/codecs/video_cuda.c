@@ -14,36 +14,83 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#define STK__CU_CTX_SCHED_BLOCKING_SYNC 0x04u
-
-typedef int (*cu_init_fn)(unsigned flags);
-typedef int (*cu_device_get_fn)(int *device, int ordinal);
-typedef int (*cu_ctx_state_fn)(int device, unsigned *flags, int *active);
-typedef int (*cu_ctx_set_flags_fn)(int device, unsigned flags);
-typedef int (*cu_ctx_push_fn)(void *ctx);
-typedef int (*cu_ctx_pop_fn)(void **ctx);
-typedef int (*cu_stream_create_fn)(void **stream, unsigned flags);
-typedef int (*cu_stream_destroy_fn)(void *stream);
-
+/* CUDA_MEMCPY2D of the driver API (cuda.h; CUmemorytype is an int-sized enum) */
 typedef struct {
-  cu_init_fn init;
-  cu_device_get_fn device_get;
-  cu_ctx_state_fn state;
-  cu_ctx_set_flags_fn set_flags;
-} cu_fns;
+  size_t src_x_bytes, src_y;
+  int src_type;
+  const void *src_host;
+  unsigned long long src_device;
+  void *src_array;
+  size_t src_pitch;
+  size_t dst_x_bytes, dst_y;
+  int dst_type;
+  void *dst_host;
+  unsigned long long dst_device;
+  void *dst_array;
+  size_t dst_pitch;
+  size_t width_bytes, height;
+} cu_memcpy2d;
 
-static bool load_fns(void *lib, cu_fns *f) {
-  f->init = (cu_init_fn)dlsym(lib, "cuInit");
-  f->device_get = (cu_device_get_fn)dlsym(lib, "cuDeviceGet");
-  f->state = (cu_ctx_state_fn)dlsym(lib, "cuDevicePrimaryCtxGetState");
-  /* the _v2 entry point accepts an active context; the original one refuses it */
-  f->set_flags = (cu_ctx_set_flags_fn)dlsym(lib, "cuDevicePrimaryCtxSetFlags_v2");
-  if (!f->set_flags) f->set_flags = (cu_ctx_set_flags_fn)dlsym(lib, "cuDevicePrimaryCtxSetFlags");
-  return f->init && f->device_get && f->state && f->set_flags;
+#define STK__CU_MEMORYTYPE_DEVICE       2
+#define STK__CU_CTX_SCHED_BLOCKING_SYNC 0x04u
+#define STK__CU_STREAM_NON_BLOCKING     0x1u
+
+/* The driver's functions this file calls, loaded once and kept for the process's life
+ * (FFmpeg and the CUDA runtime hold the driver too). A missing one is NULL; without the
+ * driver all are, and `missing` says why. */
+typedef struct {
+  int (*init)(unsigned flags);
+  int (*device_get)(int *device, int ordinal);
+  int (*state)(int device, unsigned *flags, int *active);
+  int (*set_flags)(int device, unsigned flags);
+  int (*push)(void *ctx);
+  int (*pop)(void **ctx);
+  int (*stream_create)(void **stream, unsigned flags);
+  int (*stream_destroy)(void *stream);
+  int (*alloc)(unsigned long long *p, size_t bytes, void *stream);
+  int (*free)(unsigned long long p, void *stream);
+  int (*copy2d)(const cu_memcpy2d *copy, void *stream);
+  char missing[256];
+} cu_driver;
+
+static cu_driver cu;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT;
+
+/* The _v2 entry point where the driver has one, else the original. */
+static void *sym2(void *lib, const char *v2, const char *v1) {
+  void *f = dlsym(lib, v2);
+  return f ? f : dlsym(lib, v1);
 }
 
-static stk_status align(const cu_fns *f, int ordinal) {
+static void load_driver(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(cu.missing, sizeof cu.missing, "%s", dlerror());
+    return;
+  }
+  *(void **)&cu.init = dlsym(lib, "cuInit");
+  *(void **)&cu.device_get = dlsym(lib, "cuDeviceGet");
+  *(void **)&cu.state = dlsym(lib, "cuDevicePrimaryCtxGetState");
+  /* the _v2 entry point accepts an active context; the original one refuses it */
+  *(void **)&cu.set_flags =
+      sym2(lib, "cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxSetFlags");
+  *(void **)&cu.push = sym2(lib, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
+  *(void **)&cu.pop = sym2(lib, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
+  *(void **)&cu.stream_create = dlsym(lib, "cuStreamCreate");
+  *(void **)&cu.stream_destroy = sym2(lib, "cuStreamDestroy_v2", "cuStreamDestroy");
+  *(void **)&cu.alloc = dlsym(lib, "cuMemAllocAsync");
+  *(void **)&cu.free = dlsym(lib, "cuMemFreeAsync");
+  *(void **)&cu.copy2d = sym2(lib, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync");
+}
+
+static const cu_driver *driver(void) {
+  pthread_once(&cu_once, load_driver);
+  return &cu;
+}
+
+static stk_status align(const cu_driver *f, int ordinal) {
   int rc, dev = 0, active = 0;
   unsigned flags = 0;
   if ((rc = f->init(0)) != 0)
@@ -64,17 +111,13 @@ static stk_status align(const cu_fns *f, int ordinal) {
 }
 
 stk_status stk__video_cuda_align(int device) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib)
+  const cu_driver *d = driver();
+  if (d->missing[0])
     return STK_FAIL(STK_ERR_UNSUPPORTED, "no NVIDIA driver (cannot load libcuda.so.1: %s)",
-                    dlerror());
-  cu_fns f;
-  stk_status st = load_fns(lib, &f) ? align(&f, device)
-                                    : STK_FAIL(STK_ERR_UNSUPPORTED,
-                                               "libcuda.so.1 lacks the "
-                                               "primary context functions");
-  dlclose(lib); /* FFmpeg loads it again; the context and its flags stay */
-  return st;
+                    d->missing);
+  if (!d->init || !d->device_get || !d->state || !d->set_flags)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "libcuda.so.1 lacks the primary context functions");
+  return align(d, device);
 }
 
 void stk__video_cuda_align_early(int device) {
@@ -86,45 +129,27 @@ void stk__video_cuda_align_early(int device) {
  * every waiter would then share with other libraries' work (PyTorch's default stream is
  * it). A non-blocking stream of its own in FFmpeg's context keeps the wait to the copies. */
 
-#define STK__CU_STREAM_NON_BLOCKING 0x1u
-
-static void *sym2(void *lib, const char *v2, const char *v1) {
-  void *f = dlsym(lib, v2);
-  return f ? f : dlsym(lib, v1);
-}
-
 stk_status stk__video_cuda_stream(void *cuda_ctx, void **stream) {
   *stream = NULL;
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return STK_FAIL(STK_ERR_UNSUPPORTED, "cannot load libcuda.so.1: %s", dlerror());
-  cu_ctx_push_fn push = (cu_ctx_push_fn)sym2(lib, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
-  cu_ctx_pop_fn pop = (cu_ctx_pop_fn)sym2(lib, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
-  cu_stream_create_fn create = (cu_stream_create_fn)dlsym(lib, "cuStreamCreate");
-  stk_status st = STK_OK;
-  int rc = -1;
-  if (!push || !pop || !create)
-    st = STK_FAIL(STK_ERR_UNSUPPORTED, "libcuda.so.1 lacks the stream functions");
-  else if ((rc = push(cuda_ctx)) == 0) {
+  const cu_driver *d = driver();
+  if (!d->push || !d->pop || !d->stream_create)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "libcuda.so.1 lacks the stream functions");
+  int rc = d->push(cuda_ctx);
+  if (rc == 0) {
     void *prev = NULL;
-    rc = create(stream, STK__CU_STREAM_NON_BLOCKING);
-    pop(&prev);
+    rc = d->stream_create(stream, STK__CU_STREAM_NON_BLOCKING);
+    d->pop(&prev);
   }
-  if (st == STK_OK && rc != 0) {
+  if (rc != 0) {
     *stream = NULL;
-    st = STK_FAIL(STK_ERR_DEVICE, "cannot create a stream for FFmpeg (error %d)", rc);
+    return STK_FAIL(STK_ERR_DEVICE, "cannot create a stream for FFmpeg (error %d)", rc);
   }
-  dlclose(lib); /* the driver stays loaded: FFmpeg and the runtime hold it */
-  return st;
+  return STK_OK;
 }
 
 void stk__video_cuda_stream_destroy(void *stream) {
-  if (!stream) return;
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return;
-  cu_stream_destroy_fn destroy =
-      (cu_stream_destroy_fn)sym2(lib, "cuStreamDestroy_v2", "cuStreamDestroy");
-  if (destroy) destroy(stream); /* deferred by the driver until its work is done */
-  dlclose(lib);
+  const cu_driver *d = driver();
+  if (stream && d->stream_destroy) d->stream_destroy(stream); /* deferred until its work is done */
 }
 
 /* ---- frames copied out of NVDEC's surfaces ----
@@ -136,53 +161,6 @@ void stk__video_cuda_stream_destroy(void *stream) {
  * pool and returns to it on the legacy default stream: by then the GPU stage's kernel that
  * read it has finished (prep_release), and the copy was synchronised by the worker. */
 
-/* CUDA_MEMCPY2D of the driver API (cuda.h; CUmemorytype is an int-sized enum) */
-typedef struct {
-  size_t src_x_bytes, src_y;
-  int src_type;
-  const void *src_host;
-  unsigned long long src_device;
-  void *src_array;
-  size_t src_pitch;
-  size_t dst_x_bytes, dst_y;
-  int dst_type;
-  void *dst_host;
-  unsigned long long dst_device;
-  void *dst_array;
-  size_t dst_pitch;
-  size_t width_bytes, height;
-} cu_memcpy2d;
-
-#define STK__CU_MEMORYTYPE_DEVICE 2
-
-typedef int (*cu_alloc_async_fn)(unsigned long long *p, size_t bytes, void *stream);
-typedef int (*cu_free_async_fn)(unsigned long long p, void *stream);
-typedef int (*cu_copy2d_fn)(const cu_memcpy2d *copy, void *stream);
-
-static struct {
-  cu_ctx_push_fn push;
-  cu_ctx_pop_fn pop;
-  cu_alloc_async_fn alloc;
-  cu_free_async_fn free;
-  cu_copy2d_fn copy2d;
-} cu_mem;
-static pthread_once_t cu_mem_once = PTHREAD_ONCE_INIT;
-
-static void load_cu_mem(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return; /* kept open: the functions are used for the process's life */
-  cu_mem.push = (cu_ctx_push_fn)sym2(lib, "cuCtxPushCurrent_v2", "cuCtxPushCurrent");
-  cu_mem.pop = (cu_ctx_pop_fn)sym2(lib, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
-  cu_mem.alloc = (cu_alloc_async_fn)dlsym(lib, "cuMemAllocAsync");
-  cu_mem.free = (cu_free_async_fn)dlsym(lib, "cuMemFreeAsync");
-  cu_mem.copy2d = (cu_copy2d_fn)sym2(lib, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync");
-}
-
-static bool have_cu_mem(void) {
-  pthread_once(&cu_mem_once, load_cu_mem);
-  return cu_mem.push && cu_mem.pop && cu_mem.alloc && cu_mem.free && cu_mem.copy2d;
-}
-
 static int copy_plane(const uint8_t *src, int64_t src_pitch, unsigned long long dst, size_t pitch,
                       size_t row_bytes, size_t rows, void *stream) {
   cu_memcpy2d c = {.src_type = STK__CU_MEMORYTYPE_DEVICE,
@@ -193,13 +171,14 @@ static int copy_plane(const uint8_t *src, int64_t src_pitch, unsigned long long 
                    .dst_pitch = pitch,
                    .width_bytes = row_bytes,
                    .height = rows};
-  return cu_mem.copy2d(&c, stream);
+  return driver()->copy2d(&c, stream);
 }
 
 stk_status stk__video_cuda_copy(void *cuda_ctx, void *stream, const stk_nv12_view *src,
                                 stk_nv12_view *dst, void **mem) {
   *mem = NULL;
-  if (!have_cu_mem())
+  const cu_driver *d = driver();
+  if (!d->push || !d->pop || !d->alloc || !d->free || !d->copy2d)
     return STK_FAIL(STK_ERR_UNSUPPORTED,
                     "libcuda.so.1 lacks the stream-ordered memory "
                     "functions (CUDA 11.2 or later is needed)");
@@ -208,15 +187,15 @@ stk_status stk__video_cuda_copy(void *cuda_ctx, void *stream, const stk_nv12_vie
   size_t chroma_rows = (h + 1) / 2, bytes = pitch * (h + chroma_rows);
   unsigned long long p = 0;
   void *prev = NULL;
-  int rc = cu_mem.push(cuda_ctx);
+  int rc = d->push(cuda_ctx);
   if (rc != 0) return STK_FAIL(STK_ERR_DEVICE, "cannot use FFmpeg's CUDA context (error %d)", rc);
-  rc = cu_mem.alloc(&p, bytes, stream);
+  rc = d->alloc(&p, bytes, stream);
   if (rc == 0) rc = copy_plane(src->luma, src->luma_pitch, p, pitch, w * bps, h, stream);
   if (rc == 0)
     rc = copy_plane(src->chroma, src->chroma_pitch, p + pitch * h, pitch, ((w + 1) / 2) * 2 * bps,
                     chroma_rows, stream);
-  if (rc != 0 && p) cu_mem.free(p, stream);
-  cu_mem.pop(&prev);
+  if (rc != 0 && p) d->free(p, stream);
+  d->pop(&prev);
   if (rc != 0)
     return STK_FAIL(STK_ERR_DEVICE,
                     "cannot copy a decoded %zux%zu frame out of NVDEC's "
@@ -231,9 +210,9 @@ stk_status stk__video_cuda_copy(void *cuda_ctx, void *stream, const stk_nv12_vie
 }
 
 void stk__video_cuda_free(void *cuda_ctx, void *mem) {
-  if (!mem || !have_cu_mem()) return;
+  const cu_driver *d = driver();
   void *prev = NULL;
-  if (cu_mem.push(cuda_ctx) != 0) return;
-  cu_mem.free((unsigned long long)(uintptr_t)mem, NULL);
-  cu_mem.pop(&prev);
+  if (!mem || !d->push || !d->pop || !d->free || d->push(cuda_ctx) != 0) return;
+  d->free((unsigned long long)(uintptr_t)mem, NULL);
+  d->pop(&prev);
 }
