@@ -441,10 +441,12 @@ def _namespace(root, root_name, path):
 
 
 def _populate(module_globals, module_name, make, key):
-    names = []
+    """Makes every registry operator's object under its namespace; returns the top-level
+    names and the objects by operator name."""
+    names, made = [], {}
     for schema in _schema.registry().values():
         target, target_name = _namespace(module_globals, module_name, schema.path)
-        obj = make(schema, target_name)
+        obj = made[schema.name] = make(schema, target_name)
         attr = key(schema)
         if isinstance(target, dict):
             target[attr] = obj
@@ -454,46 +456,26 @@ def _populate(module_globals, module_name, make, key):
             names.append(attr)
         elif schema.path[0] not in names:
             names.append(schema.path[0])
-    return names
+    return names, made
 
 
-def _lookup(module_globals, dotted):
-    obj = module_globals
-    for part in dotted.split("."):
-        obj = obj.get(part) if isinstance(obj, dict) else getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
-
-
-def _add_legacy_names(module_globals, key):
-    """DALI's deprecated top-level names (_schema.LEGACY_NAMES) as aliases of the
-    operators they name, where stoker has them; not in __all__."""
-    registry = _schema.registry()
+def _add_legacy_names(module_globals, made, spelling):
+    """DALI's deprecated top-level names (_schema.LEGACY_NAMES), spelt by `spelling`, as
+    aliases of the operators they name where stoker has them; not in __all__."""
     for legacy, name in _schema.LEGACY_NAMES.items():
-        schema = registry.get(name)
-        if schema is None:
-            continue
-        target = _lookup(module_globals, ".".join(schema.path + (key(schema),)))
-        if target is not None:
-            module_globals[key(legacy)] = target
+        if name in made:
+            module_globals[spelling(legacy)] = made[name]
 
 
 def populate_fn(module_globals, module_name):
     """Fills the stoker.fn module; returns the top-level names."""
-    names = _populate(module_globals, module_name, make_function, lambda s: s.leaf)
-    _add_legacy_names(module_globals, lambda x: x if isinstance(x, str) else x.leaf)
+    names, made = _populate(module_globals, module_name, make_function, lambda s: s.leaf)
+    _add_legacy_names(module_globals, made, lambda legacy: legacy)
     return names
-
-
-def _legacy_class_name(legacy):
-    return _schema.LEGACY_CLASS_NAMES.get(
-        legacy, "".join(p[:1].upper() + p[1:] for p in legacy.split("_")))
 
 
 def populate_ops(module_globals, module_name):
     """Fills the stoker.ops module; returns the top-level names."""
-    names = _populate(module_globals, module_name, make_class, lambda s: s.class_name)
-    _add_legacy_names(module_globals,
-                      lambda x: _legacy_class_name(x) if isinstance(x, str) else x.class_name)
+    names, made = _populate(module_globals, module_name, make_class, lambda s: s.class_name)
+    _add_legacy_names(module_globals, made, _schema.legacy_class_name)
     return names

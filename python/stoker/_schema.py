@@ -147,6 +147,16 @@ LEGACY_CLASS_NAMES = {"coco_reader": "COCOReader", "mxnet_reader": "MXNetReader"
                       "tfrecord_reader": "TFRecordReader"}
 
 
+def camel_case(snake):
+    """file_reader -> FileReader (DALI's ops.* spelling of an fn.* name, acronyms aside)."""
+    return "".join(p[:1].upper() + p[1:] for p in snake.split("_"))
+
+
+def legacy_class_name(legacy):
+    """The ops.* spelling of one of LEGACY_NAMES."""
+    return LEGACY_CLASS_NAMES.get(legacy) or camel_case(legacy)
+
+
 class OpSchema:
     """One operator of the registry."""
 
@@ -179,10 +189,7 @@ class OpSchema:
     def class_name(self):
         """The ops.* class name: the last component in CamelCase, or DALI's spelling
         where it is not that (ops.readers.TFRecord)."""
-        irregular = _CLASS_NAMES.get(self.name)
-        if irregular:
-            return irregular
-        return "".join(p[:1].upper() + p[1:] for p in self.leaf.split("_"))
+        return _CLASS_NAMES.get(self.name) or camel_case(self.leaf)
 
     def docstring(self, extra_args=()):
         """The docstring shared by fn.<name> and ops.<Name>."""
