@@ -180,17 +180,10 @@ def build_loader(args, info, threads):
     return pipe, loader
 
 
-def synthetic_epoch(loader, steps):
-    """`steps` copies of one batch of the pipeline's, made once (--synthetic)."""
-    global _SYNTHETIC
-    if _SYNTHETIC is None:
-        first = next(iter(loader))
-        _SYNTHETIC = [{k: v.clone() for k, v in first[0].items()}]
-    for _ in range(steps):
-        yield _SYNTHETIC
-
-
-_SYNTHETIC = None
+def one_batch(loader):
+    """A copy of one batch of the pipeline's (--synthetic: reused for every step)."""
+    first = next(iter(loader))
+    return [{k: v.clone() for k, v in first[0].items()}]
 
 
 def sync(device):
@@ -235,6 +228,7 @@ def main(argv=None):
                           "epoch_size": pipe.epoch_size("Reader"), "batches_per_epoch": len(loader),
                           "mode": "pipeline" if args.pipeline_only else "train",
                           "arch": None if args.pipeline_only else args.arch}), flush=True)
+    fixed = one_batch(loader) if args.synthetic else None
     recorded = []
     step = 0
     # the summary's clock: from the end of the warm-up to the last step, less the pauses
@@ -248,7 +242,7 @@ def main(argv=None):
         start = time.perf_counter()
         if steady["start"] is not None and epoch_end is not None:
             steady["paused"] += start - epoch_end
-        for batch in (synthetic_epoch(loader, len(loader)) if args.synthetic else loader):
+        for batch in ([fixed] * len(loader) if fixed is not None else loader):
             images = batch[0]["data"].permute(0, 3, 1, 2)  # NHWC memory, NCHW shape
             labels = batch[0]["label"].squeeze(1).long()
             if args.record:
