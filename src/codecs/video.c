@@ -8,6 +8,7 @@
  * and numbers the frames in output order: slower, never wrong. */
 #include "video.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +243,18 @@ static int want_cmp(const void *a, const void *b) {
                                : (x->slot > y->slot) - (x->slot < y->slot);
 }
 
+/* A decoder kept between reads. Opening one costs an NVDEC session (the driver creates it
+ * under a lock shared by all threads: measured on the H100, one per sample held 16 workers
+ * to ~15 sequences a second), so the reads of a pipeline lend decoders from a pool and give
+ * them back flushed. Each has a CUDA device context of its own (FFmpeg's, in the primary
+ * context) for its stream: a read waits for its own frames' copies only. */
+typedef struct pooled {
+  AVCodecContext *dec;
+  AVBufferRef *device;    /* NULL emulated */
+  AVCodecParameters *par; /* what it decodes: a read of other parameters opens another */
+  struct pooled *next;
+} pooled;
+
 /* The decoding state of one read. */
 typedef struct {
   stk__video *v;
@@ -253,6 +266,7 @@ typedef struct {
   int out_w, out_h;          /* the size frames are scaled to */
   uint8_t *dst;
   stk__video_hw *hw; /* decoding with NVDEC: frames go to gpu[] instead of dst */
+  pooled *pd;        /* with hw: the decoder lent by hw's pool (dec is pd->dec) */
   stk__video_gpu_frame *gpu;
   bool by_pts; /* frames numbered by their timestamps (v->pts); else by output order */
   bool miss;   /* a frame could not be placed: start again from the start, by order */
@@ -317,23 +331,34 @@ static stk_status decode_packet(reader *r, const AVPacket *pkt) {
   return STK_OK;
 }
 
-static stk_status use_hw(reader *r);
+/* A decoder for the stream's parameters, opened (with NVDEC when hw_device is set) in *out;
+ * on failure *out is freed. */
+static stk_status new_decoder(const AVCodecParameters *par, AVBufferRef *hw_device,
+                              AVCodecContext **out);
+
+static stk_status pool_take(stk__video_hw *hw, const AVCodecParameters *par, pooled **out);
+static void pool_give(stk__video_hw *hw, pooled *pd, bool reusable);
+static stk_status pooled_sync(pooled *pd);
 
 static stk_status open_decoder(reader *r) {
   AVCodecParameters *par = r->v->fmt->streams[r->v->stream]->codecpar;
-  const AVCodec *codec = avcodec_find_decoder(par->codec_id);
-  if (!codec)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "no decoder for codec '%s'",
-                    avcodec_get_name(par->codec_id));
-  r->dec = avcodec_alloc_context3(codec);
-  r->frame = av_frame_alloc();
-  if (!r->dec || !r->frame) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a decoder");
-  if (avcodec_parameters_to_context(r->dec, par) < 0)
-    return STK_FAIL(STK_ERR_DECODE, "bad codec parameters");
-  r->dec->thread_count = 1; /* the pipeline's workers already decode in parallel */
-  if (r->hw) STK_TRY(use_hw(r));
-  int err = avcodec_open2(r->dec, codec, NULL);
-  return err < 0 ? av_fail(STK_ERR_UNSUPPORTED, "cannot open the decoder", err) : STK_OK;
+  if (!r->frame && !(r->frame = av_frame_alloc()))
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a frame");
+  if (!r->hw) return new_decoder(par, NULL, &r->dec);
+  STK_TRY(pool_take(r->hw, par, &r->pd));
+  r->dec = r->pd->dec;
+  return STK_OK;
+}
+
+/* Closes the read's decoder, or gives it back to the pool: reusable after a read that
+ * ended cleanly (a failed one may leave it in any state). */
+static void close_decoder(reader *r, bool reusable) {
+  if (r->pd) {
+    pool_give(r->hw, r->pd, reusable);
+    r->pd = NULL, r->dec = NULL;
+  } else {
+    avcodec_free_context(&r->dec);
+  }
 }
 
 /* By timestamps: seeks to the last key frame at or before the first wanted frame. */
@@ -369,8 +394,7 @@ static stk_status run_read(reader *r) {
   stk_status st = decode_all(r);
   if (st == STK_OK && r->by_pts && (r->miss || r->next < r->nw)) {
     /* start again, numbering frames in output order from the start */
-    avcodec_free_context(&r->dec);
-    av_frame_free(&r->frame);
+    close_decoder(r, true);
     for (int64_t i = 0; r->gpu && i < r->nw; i++) stk__video_gpu_release(&r->gpu[i]);
     r->by_pts = r->miss = false;
     r->next = r->decoded = 0;
@@ -399,10 +423,11 @@ static stk_status read_frames(stk__video *v, stk__video_hw *hw, const int64_t *i
               .hw = hw,
               .gpu = gpu};
   stk_status st = run_read(&r);
+  if (st == STK_OK && r.pd) st = pooled_sync(r.pd); /* the frames' copies are done */
   for (int64_t i = 0; st != STK_OK && gpu && i < count; i++) stk__video_gpu_release(&gpu[i]);
   sws_freeContext(r.sws);
   av_frame_free(&r.frame);
-  avcodec_free_context(&r.dec);
+  close_decoder(&r, st == STK_OK);
   close_format(v);
   free(w);
   return st;
@@ -419,10 +444,17 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
  * in the device's primary context, where libstoker_cuda's kernels read the frames. */
 #define STK__AV_CUDA_USE_PRIMARY_CONTEXT 1
 
+/* Idle decoders kept per device: enough for every worker of a pipeline to find its own;
+ * beyond that the least recently used is closed (each holds NVDEC's surfaces). */
+#define STK__VIDEO_POOL_IDLE 16
+
 struct stk__video_hw {
-  AVBufferRef *device;
-  void *stream;  /* FFmpeg's CUstream (ours), or NULL: the legacy default stream */
+  int ordinal;
   bool emulated; /* the test seam below: software decoding into NV12 host memory */
+  pthread_mutex_t lock;
+  pooled *idle; /* most recently given back first */
+  int nidle;
+  int64_t opened; /* decoders opened, for stk__video_hw_decoders_opened */
 };
 
 /* The first fields of FFmpeg's AVCUDADeviceContext (libavutil/hwcontext_cuda.h, public and
@@ -432,38 +464,17 @@ typedef struct {
   void *stream;
 } stk__av_cuda_device;
 
-/* Gives FFmpeg's device a stream of its own (before any decoder reads it); on failure
- * FFmpeg keeps the legacy default stream, which is correct, only shared. */
-static void own_stream(stk__video_hw *hw) {
-  stk__av_cuda_device *cu = ((AVHWDeviceContext *)hw->device->data)->hwctx;
-  if (stk__video_cuda_stream(cu->cuda_ctx, &hw->stream) == STK_OK) cu->stream = hw->stream;
+static stk__av_cuda_device *cuda_device(AVBufferRef *device) {
+  return ((AVHWDeviceContext *)device->data)->hwctx;
 }
 
-uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return (uintptr_t)hw->stream; }
-
-/* For the CPU stand-in backend (tests/fake_gpu, whose "device" memory is host memory):
- * frames are decoded in software and converted to NV12 in host memory, the layout NVDEC
- * gives, so the GPU operators' plumbing (prepare, records, the GPU stage, release) runs in
- * the CPU test suite. */
-static stk_status open_emulated(stk__video_hw **out) {
-  stk__video_hw *hw = calloc(1, sizeof *hw);
-  if (!hw) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
-  hw->emulated = true;
-  *out = hw;
-  return STK_OK;
-}
-
-stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out) {
-  *out = NULL;
-  av_log_set_level(AV_LOG_QUIET);
-  if (emulate) return open_emulated(out);
-  if (av_hwdevice_find_type_by_name("cuda") != AV_HWDEVICE_TYPE_CUDA)
-    return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg was built without CUDA (NVDEC) support");
-  STK_TRY(stk__video_cuda_align(device));
+/* Opens FFmpeg's CUDA device `ordinal` in its primary context, with a non-blocking stream
+ * of its own (on failure to make one FFmpeg keeps the legacy default stream: correct,
+ * only shared). */
+static stk_status open_cuda_device(int ordinal, AVBufferRef **out) {
   char name[16];
-  snprintf(name, sizeof name, "%d", device);
-  AVBufferRef *ref = NULL;
-  int err = av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_CUDA, name, NULL,
+  snprintf(name, sizeof name, "%d", ordinal);
+  int err = av_hwdevice_ctx_create(out, AV_HWDEVICE_TYPE_CUDA, name, NULL,
                                    STK__AV_CUDA_USE_PRIMARY_CONTEXT);
   if (err < 0) {
     char msg[AV_ERROR_MAX_STRING_SIZE] = "";
@@ -471,23 +482,138 @@ stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out) {
     return STK_FAIL(STK_ERR_UNSUPPORTED,
                     "FFmpeg cannot open CUDA device %d for NVDEC decoding (%s): it needs an "
                     "NVIDIA GPU and driver (libcuda, libnvcuvid)",
-                    device, msg);
+                    ordinal, msg);
+  }
+  stk__av_cuda_device *cu = cuda_device(*out);
+  void *stream = NULL;
+  if (stk__video_cuda_stream(cu->cuda_ctx, &stream) == STK_OK)
+    cu->stream = stream;
+  else
+    stk_clear_error();
+  return STK_OK;
+}
+
+static void free_pooled(pooled *pd) {
+  if (!pd) return;
+  avcodec_free_context(&pd->dec);
+  if (pd->device) {
+    void *stream = cuda_device(pd->device)->stream;
+    av_buffer_unref(&pd->device);
+    stk__video_cuda_stream_destroy(stream);
+  }
+  avcodec_parameters_free(&pd->par);
+  free(pd);
+}
+
+static bool same_stream(const AVCodecParameters *a, const AVCodecParameters *b) {
+  return a->codec_id == b->codec_id && a->format == b->format && a->width == b->width &&
+         a->height == b->height && a->profile == b->profile && a->level == b->level &&
+         a->extradata_size == b->extradata_size &&
+         (a->extradata_size == 0 || memcmp(a->extradata, b->extradata, a->extradata_size) == 0);
+}
+
+static stk_status open_pooled(stk__video_hw *hw, const AVCodecParameters *par, pooled **out) {
+  pooled *pd = calloc(1, sizeof *pd);
+  if (!pd || !(pd->par = avcodec_parameters_alloc()) || avcodec_parameters_copy(pd->par, par) < 0) {
+    free_pooled(pd);
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a decoder");
+  }
+  stk_status st = hw->emulated ? STK_OK : open_cuda_device(hw->ordinal, &pd->device);
+  if (st == STK_OK) st = new_decoder(par, pd->device, &pd->dec);
+  if (st != STK_OK) {
+    free_pooled(pd);
+    return st;
+  }
+  pthread_mutex_lock(&hw->lock);
+  hw->opened++;
+  pthread_mutex_unlock(&hw->lock);
+  *out = pd;
+  return STK_OK;
+}
+
+static stk_status pool_take(stk__video_hw *hw, const AVCodecParameters *par, pooled **out) {
+  pthread_mutex_lock(&hw->lock);
+  pooled **at = &hw->idle;
+  while (*at && !same_stream((*at)->par, par)) at = &(*at)->next;
+  pooled *pd = *at;
+  if (pd) *at = pd->next, hw->nidle--;
+  pthread_mutex_unlock(&hw->lock);
+  if (!pd) return open_pooled(hw, par, out);
+  pd->next = NULL;
+  *out = pd;
+  return STK_OK;
+}
+
+static void pool_give(stk__video_hw *hw, pooled *pd, bool reusable) {
+  if (!reusable) {
+    free_pooled(pd);
+    return;
+  }
+  avcodec_flush_buffers(pd->dec); /* drops its reference frames: the next read seeks */
+  pooled *evict = NULL;
+  pthread_mutex_lock(&hw->lock);
+  pd->next = hw->idle, hw->idle = pd;
+  if (++hw->nidle > STK__VIDEO_POOL_IDLE) { /* close the least recently used */
+    pooled **at = &hw->idle;
+    while ((*at)->next) at = &(*at)->next;
+    evict = *at, *at = NULL, hw->nidle--;
+  }
+  pthread_mutex_unlock(&hw->lock);
+  free_pooled(evict);
+}
+
+/* Waits for the copies of the frames the decoder delivered (a read's last step: the
+ * frames are then ready for any stream, and the decoder's stream free for the next). */
+static stk_status pooled_sync(pooled *pd) {
+  if (!pd->device) return STK_OK;
+  stk__av_cuda_device *cu = cuda_device(pd->device);
+  return stk__video_cuda_sync(cu->cuda_ctx, cu->stream);
+}
+
+int64_t stk__video_hw_decoders_opened(stk__video_hw *hw) {
+  pthread_mutex_lock(&hw->lock);
+  int64_t n = hw->opened;
+  pthread_mutex_unlock(&hw->lock);
+  return n;
+}
+
+stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out) {
+  *out = NULL;
+  av_log_set_level(AV_LOG_QUIET);
+  if (!emulate) {
+    /* For the tests' CPU stand-in backend (tests/fake_gpu, whose "device" memory is host
+     * memory) frames are decoded in software and converted to NV12 in host memory, the
+     * layout NVDEC gives, so the GPU operators' plumbing (prepare, records, the pool, the
+     * GPU stage, release) runs in the CPU test suite. Otherwise the device is opened once
+     * here, so that a missing driver fails the build, not the first batch. */
+    if (av_hwdevice_find_type_by_name("cuda") != AV_HWDEVICE_TYPE_CUDA)
+      return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg was built without CUDA (NVDEC) support");
+    STK_TRY(stk__video_cuda_align(device));
+    AVBufferRef *probe = NULL;
+    STK_TRY(open_cuda_device(device, &probe));
+    void *stream = cuda_device(probe)->stream;
+    av_buffer_unref(&probe);
+    stk__video_cuda_stream_destroy(stream);
   }
   stk__video_hw *hw = calloc(1, sizeof *hw);
-  if (!hw) {
-    av_buffer_unref(&ref);
+  if (!hw || pthread_mutex_init(&hw->lock, NULL) != 0) {
+    free(hw);
     return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
   }
-  hw->device = ref;
-  own_stream(hw);
+  hw->ordinal = device;
+  hw->emulated = emulate;
   *out = hw;
   return STK_OK;
 }
 
 void stk__video_hw_close(stk__video_hw *hw) {
   if (!hw) return;
-  av_buffer_unref(&hw->device);
-  stk__video_cuda_stream_destroy(hw->stream);
+  while (hw->idle) {
+    pooled *pd = hw->idle;
+    hw->idle = pd->next;
+    free_pooled(pd);
+  }
+  pthread_mutex_destroy(&hw->lock);
   free(hw);
 }
 
@@ -499,22 +625,43 @@ static enum AVPixelFormat pick_cuda(AVCodecContext *dec, const enum AVPixelForma
   return fmts[0]; /* a software format: deliver_gpu refuses the frame */
 }
 
-static stk_status use_hw(reader *r) {
-  if (r->hw->emulated) return STK_OK; /* software decoding */
+/* Makes dec decode with NVDEC on `device` (FFmpeg's CUDA device). */
+static stk_status use_nvdec(AVCodecContext *dec, AVBufferRef *device) {
   bool cuda = false;
   for (int i = 0;; i++) {
-    const AVCodecHWConfig *c = avcodec_get_hw_config(r->dec->codec, i);
+    const AVCodecHWConfig *c = avcodec_get_hw_config(dec->codec, i);
     if (!c) break;
     cuda |= c->device_type == AV_HWDEVICE_TYPE_CUDA &&
             (c->methods & AV_CODEC_HW_CONFIG_METHOD_HW_DEVICE_CTX);
   }
   if (!cuda)
     return STK_FAIL(STK_ERR_UNSUPPORTED, "NVDEC (this FFmpeg) cannot decode codec '%s'",
-                    r->dec->codec->name);
-  r->dec->hw_device_ctx = av_buffer_ref(r->hw->device);
-  if (!r->dec->hw_device_ctx) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
-  r->dec->get_format = pick_cuda;
+                    dec->codec->name);
+  dec->hw_device_ctx = av_buffer_ref(device);
+  if (!dec->hw_device_ctx) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+  dec->get_format = pick_cuda;
   return STK_OK;
+}
+
+static stk_status new_decoder(const AVCodecParameters *par, AVBufferRef *hw_device,
+                              AVCodecContext **out) {
+  const AVCodec *codec = avcodec_find_decoder(par->codec_id);
+  if (!codec)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "no decoder for codec '%s'",
+                    avcodec_get_name(par->codec_id));
+  AVCodecContext *dec = avcodec_alloc_context3(codec);
+  stk_status st = dec ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a decoder");
+  if (st == STK_OK && avcodec_parameters_to_context(dec, par) < 0)
+    st = STK_FAIL(STK_ERR_DECODE, "bad codec parameters");
+  if (st == STK_OK) {
+    dec->thread_count = 1; /* the pipeline's workers already decode in parallel */
+    if (hw_device) st = use_nvdec(dec, hw_device);
+  }
+  int err = st == STK_OK ? avcodec_open2(dec, codec, NULL) : 0;
+  if (err < 0) st = av_fail(STK_ERR_UNSUPPORTED, "cannot open the decoder", err);
+  if (st != STK_OK) avcodec_free_context(&dec);
+  *out = dec;
+  return st;
 }
 
 /* Bytes per sample of a device frame's layout (NV12 1, P010 / P016 2), or 0. */
@@ -581,7 +728,7 @@ static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps) {
       continue;
     }
     /* NVDEC's surface is only lent (video_cuda.c): the frame is copied out of it */
-    stk__av_cuda_device *cu = ((AVHWDeviceContext *)r->hw->device->data)->hwctx;
+    stk__av_cuda_device *cu = cuda_device(r->pd->device);
     STK_TRY(stk__video_cuda_copy(cu->cuda_ctx, cu->stream, &view, &g->view, &g->mem));
     g->ctx = cu->cuda_ctx;
   }
@@ -633,7 +780,7 @@ stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out) {
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");
 }
 void stk__video_hw_close(stk__video_hw *hw) {}
-uintptr_t stk__video_hw_stream(const stk__video_hw *hw) { return 0; }
+int64_t stk__video_hw_decoders_opened(stk__video_hw *hw) { return 0; }
 stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *index,
                                int64_t count, stk__video_gpu_frame *out) {
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without FFmpeg");

@@ -32,9 +32,9 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
 
 /* ---- decoding on an NVIDIA GPU (NVDEC, through FFmpeg's CUDA hwaccel) ----
  * FFmpeg loads libcuda and libnvcuvid itself at run time and decodes into its device
- * context's CUDA primary context (the one libstoker_cuda's runtime API uses), copying
- * each decoded surface into a frame of device memory on a stream of its own
- * (stk__video_hw_stream). */
+ * context's CUDA primary context (the one libstoker_cuda's runtime API uses). A handle
+ * keeps a pool of decoders (video.c says why), each copying its decoded surfaces into
+ * frames of device memory on a stream of its own. */
 typedef struct stk__video_hw stk__video_hw;
 /* Sets CUDA device `device`'s primary context flags to what FFmpeg's CUDA device needs
  * (video_cuda.c says why); stk__video_hw_open calls it. */
@@ -47,15 +47,18 @@ void stk__video_cuda_align_early(int device);
  * its destruction (video_cuda.c). */
 stk_status stk__video_cuda_stream(void *cuda_ctx, void **stream);
 void stk__video_cuda_stream_destroy(void *stream);
-/* The stream FFmpeg's copies of decoded frames are queued on (a CUstream, usable as a
- * cudaStream_t: 0 is the legacy default stream). */
-uintptr_t stk__video_hw_stream(const stk__video_hw *hw);
+/* Waits until the work queued on `stream` (a CUstream; NULL: the legacy default stream)
+ * in `cuda_ctx` is done. */
+stk_status stk__video_cuda_sync(void *cuda_ctx, void *stream);
 /* Opens CUDA device `device` for decoding; fails (STK_ERR_UNSUPPORTED, with FFmpeg's
  * reason) without an NVIDIA driver or an FFmpeg built without CUDA. Thread-safe to share
- * once opened. `emulate` (the tests' CPU stand-in backend): software decoding into NV12
- * host memory instead of NVDEC. */
+ * once opened: reads on several threads lend decoders from its pool. `emulate` (the
+ * tests' CPU stand-in backend): software decoding into NV12 host memory instead of NVDEC. */
 stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out);
+/* Closes the pool's decoders; no read may be in progress. */
 void stk__video_hw_close(stk__video_hw *hw);
+/* How many decoders the handle has opened so far (reads beyond that reused one). */
+int64_t stk__video_hw_decoders_opened(stk__video_hw *hw);
 /* A frame decoded on the device: `view` describes its planes, which stay valid until
  * stk__video_gpu_release: a copy in device memory of its own (`mem`, in CUDA context
  * `ctx`), or, emulated, FFmpeg's frame in host memory (`ref`). */
@@ -70,10 +73,9 @@ stk_status stk__video_cuda_copy(void *cuda_ctx, void *stream, const stk_nv12_vie
                                 stk_nv12_view *dst, void **mem);
 void stk__video_cuda_free(void *cuda_ctx, void *mem);
 /* As stk__video_read, into out[0..count) (device frames at the video's size), decoded
- * with NVDEC. The frames' copies may still be queued on stk__video_hw_stream(hw) when
- * this returns: order them before reading the planes (synchronise that stream). A stream
- * NVDEC cannot decode (codec, profile, size) fails with STK_ERR_UNSUPPORTED. On failure
- * no frame is held. */
+ * with NVDEC. When it returns the frames are complete in device memory: any stream may
+ * read them. A stream NVDEC cannot decode (codec, profile, size) fails with
+ * STK_ERR_UNSUPPORTED. On failure no frame is held. */
 stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *index,
                                int64_t count, stk__video_gpu_frame *out);
 /* Drops the frame (NULL ref: nothing). */

@@ -49,6 +49,7 @@ typedef struct {
   int (*pop)(void **ctx);
   int (*stream_create)(void **stream, unsigned flags);
   int (*stream_destroy)(void *stream);
+  int (*stream_sync)(void *stream);
   int (*alloc)(unsigned long long *p, size_t bytes, void *stream);
   int (*free)(unsigned long long p, void *stream);
   int (*copy2d)(const cu_memcpy2d *copy, void *stream);
@@ -80,6 +81,7 @@ static void load_driver(void) {
   *(void **)&cu.pop = sym2(lib, "cuCtxPopCurrent_v2", "cuCtxPopCurrent");
   *(void **)&cu.stream_create = dlsym(lib, "cuStreamCreate");
   *(void **)&cu.stream_destroy = sym2(lib, "cuStreamDestroy_v2", "cuStreamDestroy");
+  *(void **)&cu.stream_sync = dlsym(lib, "cuStreamSynchronize");
   *(void **)&cu.alloc = dlsym(lib, "cuMemAllocAsync");
   *(void **)&cu.free = dlsym(lib, "cuMemFreeAsync");
   *(void **)&cu.copy2d = sym2(lib, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync");
@@ -150,6 +152,21 @@ stk_status stk__video_cuda_stream(void *cuda_ctx, void **stream) {
 void stk__video_cuda_stream_destroy(void *stream) {
   const cu_driver *d = driver();
   if (stream && d->stream_destroy) d->stream_destroy(stream); /* deferred until its work is done */
+}
+
+stk_status stk__video_cuda_sync(void *cuda_ctx, void *stream) {
+  const cu_driver *d = driver();
+  if (!d->push || !d->pop || !d->stream_sync)
+    return STK_FAIL(STK_ERR_UNSUPPORTED, "libcuda.so.1 lacks the stream functions");
+  int rc = d->push(cuda_ctx);
+  if (rc == 0) {
+    void *prev = NULL;
+    rc = d->stream_sync(stream);
+    d->pop(&prev);
+  }
+  return rc == 0 ? STK_OK
+                 : STK_FAIL(STK_ERR_DEVICE, "copying decoded frames out of NVDEC failed (error %d)",
+                            rc);
 }
 
 /* ---- frames copied out of NVDEC's surfaces ----

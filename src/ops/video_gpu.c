@@ -53,8 +53,6 @@ stk_status stk__vgpu_decode(stk__node *node, stk__sample *s, stk__video_hw *hw, 
   if (o->nfill != 1 && o->nfill != 3)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "fill_value needs 1 or 3 values; got %zu",
                       o->nfill);
-  stk__gpu *g = stk__node_gpu(node);
-  if (!g) return STK__SFAIL(STK_ERR_INTERNAL, node, s, "no GPU in the pipeline");
   *rec = (stk__vgpu_record){.count = count,
                             .width = (int)w,
                             .height = (int)h,
@@ -67,12 +65,6 @@ stk_status stk__vgpu_decode(stk__node *node, stk__sample *s, stk__video_hw *hw, 
   rec->frames = calloc((size_t)count + 1, sizeof *rec->frames);
   if (!rec->frames) return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory");
   STK_TRY(decode_into(node, s, hw, v, idx, count, rec));
-  /* FFmpeg copies each decoded surface into its frame on its own stream, which the GPU
-   * stage's streams do not wait for: the copies are finished here, on the worker, before
-   * the GPU stage's kernel may read the frames. */
-  char err[STK_GPU_ERRLEN] = "";
-  STK_TRY(stk__gpu_op_check(
-      node, g->api->stream_sync(g->ctx, stk__video_hw_stream(hw), err, sizeof err), err));
   rec->ready = true;
   return STK_OK;
 }

@@ -24,25 +24,12 @@ typedef struct {
   double mean, beyond;
 } vt_diff;
 
-/* Whether `list` (an ffmpeg listing option) has a line matching the regular expression. */
-static bool vt_ffmpeg_lists(const char *list, const char *pattern) {
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "ffmpeg -hide_banner %s 2>/dev/null | grep -Eq '%s'", list, pattern);
-  return system(cmd) == 0;
-}
-
 /* FFmpeg in this build, and an ffmpeg command with libx264 and the input `need` asks for
  * (the GPU machine's minimal FFmpeg has neither lavfi nor a PNG decoder). */
 static bool vt_have_ffmpeg(const char *need) {
-  if (!stk__video_codec_available() || !vt_ffmpeg_lists("-encoders", " libx264 ")) return false;
-  if (strcmp(need, "png") == 0) return vt_ffmpeg_lists("-decoders", "^ V\\S* png ");
-  return vt_ffmpeg_lists("-formats", " lavfi ");
-}
-
-static int vt_sh(const char *cmd) {
-  int rc = system(cmd);
-  if (rc != 0) print_error("command failed (%d): %s\n", rc, cmd);
-  return rc;
+  if (!stk__video_codec_available() || !tu_ffmpeg_lists("-encoders", " libx264 ")) return false;
+  if (strcmp(need, "png") == 0) return tu_ffmpeg_lists("-decoders", "^ V\\S* png ");
+  return tu_ffmpeg_lists("-formats", " lavfi ");
 }
 
 /* Encodes `input_args` (an ffmpeg input) to H.264 at w x h, then writes its NV12 frames. */
@@ -52,11 +39,11 @@ static void vt_make(const char *dir, const char *input_args, int w, int h, int f
            "ffmpeg -hide_banner -loglevel error -y %s -frames:v %d -vf scale=%d:%d,format=yuv420p "
            "-c:v libx264 -crf 18 -g 4 %s/v.mp4",
            input_args, frames, w, h, dir);
-  assert_int_equal(vt_sh(cmd), 0);
+  assert_int_equal(tu_sh(cmd), 0);
   snprintf(cmd, sizeof cmd,
            "ffmpeg -hide_banner -loglevel error -y -i %s/v.mp4 -pix_fmt nv12 -f rawvideo %s/v.nv12",
            dir, dir);
-  assert_int_equal(vt_sh(cmd), 0);
+  assert_int_equal(tu_sh(cmd), 0);
 }
 
 /* Converts every NV12 frame with the shared function and compares with the CPU path. */

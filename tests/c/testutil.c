@@ -44,6 +44,18 @@ const char *tu_tmpdir(char *buf, size_t cap, const char *tag) {
   return buf;
 }
 
+bool tu_ffmpeg_lists(const char *list, const char *pattern) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "ffmpeg -hide_banner %s 2>/dev/null | grep -Eq '%s'", list, pattern);
+  return system(cmd) == 0;
+}
+
+int tu_sh(const char *cmd) {
+  int rc = system(cmd);
+  if (rc != 0) print_error("command failed (%d): %s\n", rc, cmd);
+  return rc;
+}
+
 tu_image tu_load_photo(const char *relative) {
   char path[1024];
   size_t n;

@@ -4,6 +4,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 /* cmocka.h needs the headers above first. */
@@ -20,6 +21,12 @@ uint8_t *tu_read(const char *path, size_t *size);
 void tu_write(const char *path, const void *data, size_t size);
 /* A fresh empty directory under the build tree, unique per call. */
 const char *tu_tmpdir(char *buf, size_t cap, const char *tag);
+
+/* Whether the ffmpeg command's listing `list` (e.g. "-encoders") has a line matching the
+ * extended regular expression `pattern`. */
+bool tu_ffmpeg_lists(const char *list, const char *pattern);
+/* Runs a shell command, printing it when it fails; returns its status. */
+int tu_sh(const char *cmd);
 
 /* A decoded photograph (RGB HWC uint8 unless the file is gray); free p with free(). */
 typedef struct {
