@@ -450,7 +450,9 @@ stk_status stk__video_read(stk__video *v, const int64_t *index, int64_t count, i
 
 struct stk__video_hw {
   int ordinal;
-  bool emulated; /* the test seam below: software decoding into NV12 host memory */
+  AVBufferRef *device; /* opened first, held to the end: it keeps the primary context
+                          retained while decoders come and go (NULL emulated) */
+  bool emulated;       /* the test seam below: software decoding into NV12 host memory */
   pthread_mutex_t lock;
   pooled *idle; /* most recently given back first */
   int nidle;
@@ -493,14 +495,20 @@ static stk_status open_cuda_device(int ordinal, AVBufferRef **out) {
   return STK_OK;
 }
 
+/* Closes FFmpeg's CUDA device: its stream first, while the context is certainly alive
+ * (releasing the device may destroy the primary context, and the stream with it). */
+static void close_cuda_device(AVBufferRef **device) {
+  if (!*device) return;
+  stk__av_cuda_device *cu = cuda_device(*device);
+  stk__video_cuda_stream_destroy(cu->stream);
+  cu->stream = NULL;
+  av_buffer_unref(device);
+}
+
 static void free_pooled(pooled *pd) {
   if (!pd) return;
   avcodec_free_context(&pd->dec);
-  if (pd->device) {
-    void *stream = cuda_device(pd->device)->stream;
-    av_buffer_unref(&pd->device);
-    stk__video_cuda_stream_destroy(stream);
-  }
+  close_cuda_device(&pd->device);
   avcodec_parameters_free(&pd->par);
   free(pd);
 }
@@ -580,26 +588,25 @@ int64_t stk__video_hw_decoders_opened(stk__video_hw *hw) {
 stk_status stk__video_hw_open(int device, bool emulate, stk__video_hw **out) {
   *out = NULL;
   av_log_set_level(AV_LOG_QUIET);
+  AVBufferRef *first = NULL;
   if (!emulate) {
     /* For the tests' CPU stand-in backend (tests/fake_gpu, whose "device" memory is host
      * memory) frames are decoded in software and converted to NV12 in host memory, the
      * layout NVDEC gives, so the GPU operators' plumbing (prepare, records, the pool, the
-     * GPU stage, release) runs in the CPU test suite. Otherwise the device is opened once
-     * here, so that a missing driver fails the build, not the first batch. */
+     * GPU stage, release) runs in the CPU test suite. Otherwise the device is opened here,
+     * so that a missing driver fails the build, not the first batch. */
     if (av_hwdevice_find_type_by_name("cuda") != AV_HWDEVICE_TYPE_CUDA)
       return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg was built without CUDA (NVDEC) support");
     STK_TRY(stk__video_cuda_align(device));
-    AVBufferRef *probe = NULL;
-    STK_TRY(open_cuda_device(device, &probe));
-    void *stream = cuda_device(probe)->stream;
-    av_buffer_unref(&probe);
-    stk__video_cuda_stream_destroy(stream);
+    STK_TRY(open_cuda_device(device, &first));
   }
   stk__video_hw *hw = calloc(1, sizeof *hw);
   if (!hw || pthread_mutex_init(&hw->lock, NULL) != 0) {
     free(hw);
+    close_cuda_device(&first);
     return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
   }
+  hw->device = first;
   hw->ordinal = device;
   hw->emulated = emulate;
   *out = hw;
@@ -613,6 +620,7 @@ void stk__video_hw_close(stk__video_hw *hw) {
     hw->idle = pd->next;
     free_pooled(pd);
   }
+  close_cuda_device(&hw->device);
   pthread_mutex_destroy(&hw->lock);
   free(hw);
 }

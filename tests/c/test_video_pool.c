@@ -24,8 +24,8 @@ static bool vp_have_ffmpeg(void) {
          tu_ffmpeg_lists("-formats", " lavfi ");
 }
 
-static void vp_encode(char *path, size_t cap, const char *dir, const char *name,
-                      const char *source, int w, int h) {
+static void vp_encode(char *path, size_t cap, const char *dir, const char *name, const char *source,
+                      int w, int h) {
   snprintf(path, cap, "%s/%s.mp4", dir, name);
   char cmd[2048];
   snprintf(cmd, sizeof cmd,

@@ -35,6 +35,22 @@ def frames(n, offset=0):
     return out
 
 
+def ffmpeg_lists(listing, name):
+    """Whether the ffmpeg command's `listing` ("-encoders", "-muxers") names `name` (the GPU
+    machine's minimal FFmpeg has the libx264, ffv1 and mpeg4 encoders and the mp4, mov,
+    matroska and avi muxers only)."""
+    out = subprocess.run(["ffmpeg", "-hide_banner", listing], capture_output=True, text=True).stdout
+    return any(name in line.split()[1:2] or name in line.split()[1].split(",")
+               for line in out.splitlines() if len(line.split()) > 1)
+
+
+def has_encoder(name):
+    return ffmpeg_lists("-encoders", name)
+
+
+ENCODERS = {"ffv1": "ffv1", "h264": "libx264", "vp9": "libvpx-vp9"}
+
+
 def encode(path, video, codec="ffv1", rate=25):
     args = {"ffv1": ["-c:v", "ffv1", "-pix_fmt", "bgr0"],
             "h264": ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "10", "-g", "6"],

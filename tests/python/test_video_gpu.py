@@ -23,6 +23,7 @@ import stoker
 from stoker import fn, types, _schema
 
 from gpu_parity import gpu_available, requires_gpu, to_numpy_samples
+from test_video import has_encoder
 
 pytestmark = [
     pytest.mark.skipif("decoders.video" not in _schema.registry(), reason="no video operators"),
@@ -44,11 +45,6 @@ def frames(n, offset=0):
         out[i, ..., 1] = (x * 2 + i) % 256
         out[i, ..., 2] = (y * 2) % 256
     return out
-
-
-def has_encoder(name):
-    out = subprocess.run(["ffmpeg", "-hide_banner", "-encoders"], capture_output=True, text=True).stdout
-    return any(line.split()[1:2] == [name] for line in out.splitlines() if line.strip())
 
 
 def encode(path, video, codec="h264"):
