@@ -112,10 +112,11 @@ int main(int argc, char **argv) {
     if (w[i].error[0]) fprintf(stderr, "thread %d: %s\n", i, w[i].error), failed = 1;
   }
   double wall = now() - t0, nreads = (double)threads * reads;
-  printf("{\"device\": \"%s\", \"threads\": %d, \"frames_per_read\": %d, \"frames_per_s\": %.1f, "
-         "\"open_ms\": %.3f, \"read_ms\": %.3f, \"decoders_opened\": %lld}\n",
-         argv[1], threads, frames, (double)decoded / wall, 1e3 * open_s / nreads,
-         1e3 * read_s / nreads, hw ? (long long)stk__video_hw_decoders_opened(hw) : 0LL);
+  printf(
+      "{\"device\": \"%s\", \"threads\": %d, \"frames_per_read\": %d, \"frames_per_s\": %.1f, "
+      "\"open_ms\": %.3f, \"read_ms\": %.3f, \"decoders_opened\": %lld}\n",
+      argv[1], threads, frames, (double)decoded / wall, 1e3 * open_s / nreads,
+      1e3 * read_s / nreads, hw ? (long long)stk__video_hw_decoders_opened(hw) : 0LL);
   stk__video_hw_close(hw);
   free(w);
   free(t);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Makes .devlibs/: FFmpeg (libavformat, libavcodec, libavutil, libswscale, the ffmpeg CLI)
-# and libsndfile for the GPU machine, which has neither and cannot install packages. The
+# Makes .devlibs/: FFmpeg (libavformat, libavcodec, libavutil, libswscale, the ffmpeg CLI),
+# libsndfile and NVIDIA's codec headers for the GPU machine, which has none of them and
+# cannot install packages. The
 # device tool carries it (carry: [".devlibs"]); scripts/gpu-check.sh finds it there, so the
 # video and audio operators, and their GPU forms, are built and tested on that machine.
 #
@@ -60,6 +61,16 @@ Name: sndfile
 Description: libsndfile for the GPU machine (copied from Debian's libsndfile1)
 Version: $(pkg-config --modversion sndfile)
 Libs: -L\${libdir} -lsndfile
+Cflags: -I\${includedir}
+PC
+# NVIDIA's codec headers (the video parser's declarations; libnvcuvid itself is the driver's)
+cp -r /usr/include/ffnvcodec "$OUTDIR/include/"
+cat >pkgconfig/ffnvcodec.pc <<PC
+prefix=$OUTDIR
+includedir=\${prefix}/include
+Name: ffnvcodec
+Description: NVIDIA codec headers for the GPU machine (copied from Debian's libffmpeg-nvenc-dev)
+Version: $(pkg-config --modversion ffnvcodec)
 Cflags: -I\${includedir}
 PC
 echo "make_devlibs: $(du -sh "$OUTDIR" | cut -f1) in $OUTDIR; hwaccels: $(LD_LIBRARY_PATH=$OUTDIR/lib "$OUTDIR/bin/ffmpeg" -hide_banner -hwaccels | tail -n +2 | tr '\n' ' ')"

@@ -8,6 +8,8 @@
  * and numbers the frames in output order: slower, never wrong. */
 #include "video.h"
 
+#include "nvdec.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@
 
 #ifdef STK_HAVE_LIBAV
 #include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
 #include <libavformat/avformat.h>
 #include <libavutil/hwcontext.h>
 #include <libavutil/imgutils.h>
@@ -249,7 +252,8 @@ static int want_cmp(const void *a, const void *b) {
  * them back flushed. Each has a CUDA device context of its own (FFmpeg's, in the primary
  * context) for its stream: a read waits for its own frames' copies only. */
 typedef struct pooled {
-  AVCodecContext *dec;
+  AVCodecContext *dec;    /* FFmpeg's decoder (hwaccel or, emulated, software), or NULL */
+  stk__nvdec *nv;         /* H.264 / HEVC: NVDEC driven directly (nvdec.h says why) */
   AVBufferRef *device;    /* NULL emulated */
   AVCodecParameters *par; /* what it decodes: a read of other parameters opens another */
   struct pooled *next;
@@ -274,10 +278,8 @@ typedef struct {
 
 /* The index of the decoded frame, or -1 for one to skip (r->miss set when the read must
  * start again). */
-static int64_t frame_index(reader *r) {
+static int64_t frame_index_at(reader *r, int64_t ts) {
   if (!r->by_pts) return r->decoded++;
-  AVFrame *f = r->frame;
-  int64_t ts = f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts;
   int64_t idx = ts == AV_NOPTS_VALUE ? -1 : pts_index(r->v, ts);
   if (idx < 0 || idx > r->w[r->next].index) {
     r->miss = true; /* an unknown frame, or the wanted one was not decoded */
@@ -286,7 +288,14 @@ static int64_t frame_index(reader *r) {
   return idx;
 }
 
+static int64_t frame_index(reader *r) {
+  AVFrame *f = r->frame;
+  return frame_index_at(
+      r, f->best_effort_timestamp != AV_NOPTS_VALUE ? f->best_effort_timestamp : f->pts);
+}
+
 static stk_status deliver_gpu(reader *r, int64_t idx);
+static stk_status copy_out(reader *r, const stk_nv12_view *view, stk__video_gpu_frame *g);
 static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps);
 
 /* Converts the decoded frame into every slot that wants its index. */
@@ -372,11 +381,14 @@ static void seek_to_key(reader *r) {
   }
 }
 
+static stk_status decode_all_nvdec(reader *r);
+
 static stk_status decode_all(reader *r) {
   STK_TRY(open_format(r->v));
   STK_TRY(open_decoder(r));
   if (r->by_pts) seek_to_key(r);
   if (!r->v->fmt) return STK_FAIL(STK_ERR_DECODE, "cannot reopen the video");
+  if (r->pd && r->pd->nv) return decode_all_nvdec(r);
   AVPacket *pkt = av_packet_alloc();
   if (!pkt) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a packet");
   stk_status st = STK_OK;
@@ -508,6 +520,7 @@ static void close_cuda_device(AVBufferRef **device) {
 static void free_pooled(pooled *pd) {
   if (!pd) return;
   avcodec_free_context(&pd->dec);
+  stk__nvdec_destroy(pd->nv);
   close_cuda_device(&pd->device);
   avcodec_parameters_free(&pd->par);
   free(pd);
@@ -527,7 +540,12 @@ static stk_status open_pooled(stk__video_hw *hw, const AVCodecParameters *par, p
     return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a decoder");
   }
   stk_status st = hw->emulated ? STK_OK : open_cuda_device(hw->ordinal, &pd->device);
-  if (st == STK_OK) st = new_decoder(par, pd->device, &pd->dec);
+  if (st == STK_OK && pd->device && stk__nvdec_handles(par->codec_id)) {
+    stk__av_cuda_device *cu = cuda_device(pd->device);
+    st = stk__nvdec_create(par->codec_id, cu->cuda_ctx, cu->stream, &pd->nv);
+  } else if (st == STK_OK) {
+    st = new_decoder(par, pd->device, &pd->dec);
+  }
   if (st != STK_OK) {
     free_pooled(pd);
     return st;
@@ -557,7 +575,7 @@ static void pool_give(stk__video_hw *hw, pooled *pd, bool reusable) {
     free_pooled(pd);
     return;
   }
-  avcodec_flush_buffers(pd->dec); /* drops its reference frames: the next read seeks */
+  if (pd->dec) avcodec_flush_buffers(pd->dec); /* drops its references: the next read seeks */
   pooled *evict = NULL;
   pthread_mutex_lock(&hw->lock);
   pd->next = hw->idle, hw->idle = pd;
@@ -735,12 +753,93 @@ static stk_status deliver_frame(reader *r, AVFrame *f, int64_t idx, int bps) {
       g->view = view;
       continue;
     }
-    /* NVDEC's surface is only lent (video_cuda.c): the frame is copied out of it */
-    stk__av_cuda_device *cu = cuda_device(r->pd->device);
-    STK_TRY(stk__video_cuda_copy(cu->cuda_ctx, cu->stream, &view, &g->view, &g->mem));
-    g->ctx = cu->cuda_ctx;
+    STK_TRY(copy_out(r, &view, g));
   }
   return STK_OK;
+}
+
+/* NVDEC's surface is only lent (video_cuda.c): the frame is copied out of it into g. */
+static stk_status copy_out(reader *r, const stk_nv12_view *view, stk__video_gpu_frame *g) {
+  stk__av_cuda_device *cu = cuda_device(r->pd->device);
+  STK_TRY(stk__video_cuda_copy(cu->cuda_ctx, cu->stream, view, &g->view, &g->mem));
+  g->ctx = cu->cuda_ctx;
+  return STK_OK;
+}
+
+/* ---- H.264 / HEVC: NVDEC driven directly ---- */
+
+/* A picture from the NVDEC session: copied into every slot that wants its frame. */
+static stk_status nvdec_sink(void *user, int64_t pts, const stk_nv12_view *view) {
+  reader *r = user;
+  if (r->next >= r->nw || r->miss) return STK_OK;
+  int64_t idx = frame_index_at(r, pts);
+  if (idx < 0 || r->w[r->next].index != idx) return STK_OK;
+  if (view->width != r->v->width || view->height != r->v->height)
+    return STK_FAIL(STK_ERR_DECODE, "frame %lld is %dx%d; the stream says %dx%d", (long long)idx,
+                    view->width, view->height, r->v->width, r->v->height);
+  for (; r->next < r->nw && r->w[r->next].index == idx; r->next++) {
+    stk__video_gpu_frame *g = &r->gpu[r->w[r->next].slot];
+    stk__video_gpu_release(g); /* a slot filled by an earlier attempt */
+    STK_TRY(copy_out(r, view, g));
+  }
+  return STK_OK;
+}
+
+/* NVIDIA's parser reads Annex B (start codes, parameter sets in band); MP4 / MKV store
+ * length-prefixed units with the parameter sets aside: FFmpeg's filter converts. */
+static stk_status open_annexb(reader *r, AVBSFContext **out) {
+  AVStream *s = r->v->fmt->streams[r->v->stream];
+  const char *name =
+      s->codecpar->codec_id == AV_CODEC_ID_H264 ? "h264_mp4toannexb" : "hevc_mp4toannexb";
+  const AVBitStreamFilter *f = av_bsf_get_by_name(name);
+  if (!f) return STK_FAIL(STK_ERR_UNSUPPORTED, "this FFmpeg lacks the %s bitstream filter", name);
+  AVBSFContext *b = NULL;
+  if (av_bsf_alloc(f, &b) < 0 || avcodec_parameters_copy(b->par_in, s->codecpar) < 0) {
+    av_bsf_free(&b);
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a bitstream filter");
+  }
+  b->time_base_in = s->time_base;
+  int err = av_bsf_init(b);
+  if (err < 0) {
+    av_bsf_free(&b);
+    return av_fail(STK_ERR_DECODE, "cannot read the stream's parameter sets", err);
+  }
+  *out = b;
+  return STK_OK;
+}
+
+/* Converts one packet and parses what comes out (the packet's data is taken). */
+static stk_status feed_annexb(reader *r, AVBSFContext *bsf, AVPacket *pkt) {
+  int err = av_bsf_send_packet(bsf, pkt);
+  if (err < 0) return av_fail(STK_ERR_DECODE, "corrupt frame data", err);
+  stk_status st = STK_OK;
+  while (st == STK_OK && (err = av_bsf_receive_packet(bsf, pkt)) >= 0) {
+    st = stk__nvdec_feed(r->pd->nv, pkt->data, (size_t)pkt->size, pkt->pts);
+    av_packet_unref(pkt);
+  }
+  if (st == STK_OK && err != AVERROR(EAGAIN) && err != AVERROR_EOF)
+    st = av_fail(STK_ERR_DECODE, "corrupt frame data", err);
+  return st;
+}
+
+/* As decode_all, through the session: packets until every wanted frame has come, then
+ * (when the file ended first) the frames the parser holds for reordering. */
+static stk_status decode_all_nvdec(reader *r) {
+  AVBSFContext *bsf = NULL;
+  AVPacket *pkt = NULL;
+  stk_status st = open_annexb(r, &bsf);
+  if (st == STK_OK && !(pkt = av_packet_alloc()))
+    st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a packet");
+  if (st == STK_OK) st = stk__nvdec_begin(r->pd->nv, nvdec_sink, r);
+  while (st == STK_OK && r->next < r->nw && !r->miss && av_read_frame(r->v->fmt, pkt) >= 0) {
+    if (pkt->stream_index == r->v->stream) st = feed_annexb(r, bsf, pkt);
+    av_packet_unref(pkt);
+  }
+  stk_status end = stk__nvdec_end(r->pd->nv, st == STK_OK && r->next < r->nw && !r->miss);
+  if (st == STK_OK) st = end;
+  av_packet_free(&pkt);
+  av_bsf_free(&bsf);
+  return st;
 }
 
 stk_status stk__video_read_gpu(stk__video *v, stk__video_hw *hw, const int64_t *index,
