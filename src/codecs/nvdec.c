@@ -41,6 +41,7 @@ struct stk__nvdec {
   CUVIDDECODECREATEINFO info; /* the decoder's */
   bool full_range;            /* the stream's, from its sequence header */
   int64_t created;
+  stk__nvdec_want want;
   stk__nvdec_sink sink;
   void *user;
   stk_status failed; /* set by a callback: the parser is stopped and feed returns it */
@@ -94,7 +95,8 @@ int64_t stk__nvdec_decoders_created(const stk__nvdec *d) { return d->created; }
 static bool decoder_fits(const CUVIDDECODECREATEINFO *have, const CUVIDDECODECREATEINFO *want) {
   return have->CodecType == want->CodecType && have->ChromaFormat == want->ChromaFormat &&
          have->bitDepthMinus8 == want->bitDepthMinus8 && have->ulWidth == want->ulWidth &&
-         have->ulHeight == want->ulHeight && have->ulNumDecodeSurfaces >= want->ulNumDecodeSurfaces &&
+         have->ulHeight == want->ulHeight &&
+         have->ulNumDecodeSurfaces >= want->ulNumDecodeSurfaces &&
          memcmp(&have->display_area, &want->display_area, sizeof want->display_area) == 0;
 }
 
@@ -104,8 +106,8 @@ static CUVIDDECODECREATEINFO decoder_info(const CUVIDEOFORMAT *f) {
   ci.CodecType = f->codec;
   ci.ChromaFormat = f->chroma_format;
   ci.bitDepthMinus8 = f->bit_depth_luma_minus8;
-  ci.OutputFormat = f->bit_depth_luma_minus8 ? cudaVideoSurfaceFormat_P016
-                                             : cudaVideoSurfaceFormat_NV12;
+  ci.OutputFormat =
+      f->bit_depth_luma_minus8 ? cudaVideoSurfaceFormat_P016 : cudaVideoSurfaceFormat_NV12;
   ci.DeinterlaceMode =
       f->progressive_sequence ? cudaVideoDeinterlaceMode_Weave : cudaVideoDeinterlaceMode_Adaptive;
   ci.ulWidth = ci.ulMaxWidth = f->coded_width;
@@ -159,7 +161,8 @@ static int CUDAAPI on_sequence(void *user, CUVIDEOFORMAT *f) {
     pop();
     if (rc != CUDA_SUCCESS) {
       d->decoder = NULL;
-      st = STK_FAIL(STK_ERR_UNSUPPORTED, "NVDEC cannot make a decoder for this %lux%lu stream "
+      st = STK_FAIL(STK_ERR_UNSUPPORTED,
+                    "NVDEC cannot make a decoder for this %lux%lu stream "
                     "(error %d); use device=\"cpu\"",
                     (unsigned long)want.ulWidth, (unsigned long)want.ulHeight, (int)rc);
     }
@@ -185,8 +188,9 @@ static int CUDAAPI on_decode(void *user, CUVIDPICPARAMS *pic) {
   return 0;
 }
 
-/* Maps picture `idx`, hands it to the sink, and unmaps it once the sink's copies are done. */
-static stk_status show(stk__nvdec *d, const CUVIDPARSERDISPINFO *disp) {
+/* Maps a wanted picture, hands it to the sink, and unmaps it once the sink's copies are
+ * done. */
+static stk_status show(stk__nvdec *d, const CUVIDPARSERDISPINFO *disp, int64_t key) {
   CUVIDGETDECODESTATUS status = {0};
   if (cuvid->cuvidGetDecodeStatus(d->decoder, disp->picture_index, &status) == CUDA_SUCCESS &&
       status.decodeStatus == cuvidDecodeStatus_Error) /* concealed errors pass, as in software */
@@ -202,16 +206,17 @@ static stk_status show(stk__nvdec *d, const CUVIDPARSERDISPINFO *disp) {
   if (rc != CUDA_SUCCESS)
     return STK_FAIL(STK_ERR_DEVICE, "cannot map a decoded picture (error %d)", (int)rc);
   int w = (int)d->info.ulTargetWidth, h = (int)d->info.ulTargetHeight;
-  stk_nv12_view view = {(const uint8_t *)(uintptr_t)frame,
-                        (const uint8_t *)(uintptr_t)(frame + (unsigned long long)pitch *
-                                                                 (unsigned long long)((h + 1) & ~1)),
-                        pitch,
-                        pitch,
-                        w,
-                        h,
-                        d->info.bitDepthMinus8 ? 2 : 1,
-                        d->full_range};
-  stk_status st = d->sink(d->user, disp->timestamp, &view);
+  stk_nv12_view view = {
+      (const uint8_t *)(uintptr_t)frame,
+      (const uint8_t *)(uintptr_t)(frame +
+                                   (unsigned long long)pitch * (unsigned long long)((h + 1) & ~1)),
+      pitch,
+      pitch,
+      w,
+      h,
+      d->info.bitDepthMinus8 ? 2 : 1,
+      d->full_range};
+  stk_status st = d->sink(d->user, key, &view);
   /* the sink's copies read the mapping: finished before it is given back */
   if (cuda->cuStreamSynchronize(d->stream) != CUDA_SUCCESS && st == STK_OK)
     st = STK_FAIL(STK_ERR_DEVICE, "copying a decoded picture failed");
@@ -222,9 +227,11 @@ static stk_status show(stk__nvdec *d, const CUVIDPARSERDISPINFO *disp) {
 static int CUDAAPI on_display(void *user, CUVIDPARSERDISPINFO *disp) {
   stk__nvdec *d = user;
   if (!disp || d->failed != STK_OK) return 1; /* the end-of-stream notice */
+  int64_t key = d->want(d->user, disp->timestamp);
+  if (key < 0) return 1;
   stk_status st = STK_FAIL(STK_ERR_DEVICE, "cannot use the CUDA context for NVDEC");
   if (d->decoder && push(d)) {
-    st = show(d, disp);
+    st = show(d, disp, key);
     pop();
   }
   if (st == STK_OK) return 1;
@@ -232,13 +239,15 @@ static int CUDAAPI on_display(void *user, CUVIDPARSERDISPINFO *disp) {
   return 0;
 }
 
-stk_status stk__nvdec_begin(stk__nvdec *d, stk__nvdec_sink sink, void *user) {
+stk_status stk__nvdec_begin(stk__nvdec *d, stk__nvdec_want want, stk__nvdec_sink sink, void *user) {
   destroy_parser(d);
-  d->sink = sink, d->user = user, d->failed = STK_OK;
+  d->want = want, d->sink = sink, d->user = user, d->failed = STK_OK;
   CUVIDPARSERPARAMS p = {0};
   p.CodecType = d->codec;
   p.ulMaxNumDecodeSurfaces = d->decoder ? (unsigned)d->info.ulNumDecodeSurfaces : 1;
-  p.ulMaxDisplayDelay = 0; /* pictures out as soon as their order allows */
+  /* two pictures decoding while one is shown keep the engine busy (NVIDIA suggests 2-4);
+   * the read then feeds two packets more, or drains at the end of the file */
+  p.ulMaxDisplayDelay = 2;
   p.pUserData = d;
   p.pfnSequenceCallback = on_sequence;
   p.pfnDecodePicture = on_decode;
@@ -288,7 +297,7 @@ stk_status stk__nvdec_create(int av_codec_id, void *cuda_ctx, void *stream, stk_
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without NVIDIA's video parser headers");
 }
 void stk__nvdec_destroy(stk__nvdec *d) {}
-stk_status stk__nvdec_begin(stk__nvdec *d, stk__nvdec_sink sink, void *user) {
+stk_status stk__nvdec_begin(stk__nvdec *d, stk__nvdec_want want, stk__nvdec_sink sink, void *user) {
   return STK_FAIL(STK_ERR_UNSUPPORTED, "built without NVIDIA's video parser headers");
 }
 stk_status stk__nvdec_feed(stk__nvdec *d, const uint8_t *data, size_t n, int64_t pts) {

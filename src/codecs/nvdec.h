@@ -20,10 +20,14 @@
 
 typedef struct stk__nvdec stk__nvdec;
 
-/* Receives a decoded picture: `frame`'s planes are device memory valid only during the
- * call (mapped). `pts` is the timestamp fed with the packet the picture began in. A
- * failure stops the parsing and is returned by the feed that caused it. */
-typedef stk_status (*stk__nvdec_sink)(void *user, int64_t pts, const stk_nv12_view *frame);
+/* Called for each picture in display order with `pts`, the timestamp fed with the packet
+ * the picture began in: returns a key >= 0 when the picture is wanted, else -1 (it is then
+ * never mapped). */
+typedef int64_t (*stk__nvdec_want)(void *user, int64_t pts);
+/* Receives a wanted picture (`key` as want returned): `frame`'s planes are device memory
+ * valid only during the call (mapped). A failure stops the parsing and is returned by the
+ * feed that caused it. */
+typedef stk_status (*stk__nvdec_sink)(void *user, int64_t key, const stk_nv12_view *frame);
 
 /* Whether this build decodes FFmpeg codec `av_codec_id` (an AVCodecID) here. */
 bool stk__nvdec_handles(int av_codec_id);
@@ -31,8 +35,8 @@ bool stk__nvdec_handles(int av_codec_id);
  * `stream` (a CUstream). Fails (STK_ERR_UNSUPPORTED) without libnvcuvid. */
 stk_status stk__nvdec_create(int av_codec_id, void *cuda_ctx, void *stream, stk__nvdec **out);
 void stk__nvdec_destroy(stk__nvdec *d);
-/* Starts a read: a new parser, whose pictures go to sink(user, ...). */
-stk_status stk__nvdec_begin(stk__nvdec *d, stk__nvdec_sink sink, void *user);
+/* Starts a read: a new parser, whose pictures go to want and sink (with `user`). */
+stk_status stk__nvdec_begin(stk__nvdec *d, stk__nvdec_want want, stk__nvdec_sink sink, void *user);
 /* Parses one Annex B packet with its presentation timestamp. */
 stk_status stk__nvdec_feed(stk__nvdec *d, const uint8_t *data, size_t n, int64_t pts);
 /* Ends the read: with `drain`, the pictures still held for reordering go to the sink

@@ -768,12 +768,17 @@ static stk_status copy_out(reader *r, const stk_nv12_view *view, stk__video_gpu_
 
 /* ---- H.264 / HEVC: NVDEC driven directly ---- */
 
-/* A picture from the NVDEC session: copied into every slot that wants its frame. */
-static stk_status nvdec_sink(void *user, int64_t pts, const stk_nv12_view *view) {
+/* Whether the session's next picture is a wanted frame: its index, or -1. */
+static int64_t nvdec_want(void *user, int64_t pts) {
   reader *r = user;
-  if (r->next >= r->nw || r->miss) return STK_OK;
+  if (r->next >= r->nw || r->miss) return -1;
   int64_t idx = frame_index_at(r, pts);
-  if (idx < 0 || r->w[r->next].index != idx) return STK_OK;
+  return idx >= 0 && r->w[r->next].index == idx ? idx : -1;
+}
+
+/* A wanted picture from the NVDEC session: copied into every slot that wants frame idx. */
+static stk_status nvdec_sink(void *user, int64_t idx, const stk_nv12_view *view) {
+  reader *r = user;
   if (view->width != r->v->width || view->height != r->v->height)
     return STK_FAIL(STK_ERR_DECODE, "frame %lld is %dx%d; the stream says %dx%d", (long long)idx,
                     view->width, view->height, r->v->width, r->v->height);
@@ -830,7 +835,7 @@ static stk_status decode_all_nvdec(reader *r) {
   stk_status st = open_annexb(r, &bsf);
   if (st == STK_OK && !(pkt = av_packet_alloc()))
     st = STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for a packet");
-  if (st == STK_OK) st = stk__nvdec_begin(r->pd->nv, nvdec_sink, r);
+  if (st == STK_OK) st = stk__nvdec_begin(r->pd->nv, nvdec_want, nvdec_sink, r);
   while (st == STK_OK && r->next < r->nw && !r->miss && av_read_frame(r->v->fmt, pkt) >= 0) {
     if (pkt->stream_index == r->v->stream) st = feed_annexb(r, bsf, pkt);
     av_packet_unref(pkt);

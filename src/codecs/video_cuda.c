@@ -51,6 +51,10 @@ typedef struct {
   int (*stream_destroy)(void *stream);
   int (*stream_sync)(void *stream);
   int (*alloc)(unsigned long long *p, size_t bytes, void *stream);
+  int (*ctx_get_device)(int *device);
+  int (*pool_create)(void **pool, const void *props);
+  int (*pool_set)(void *pool, int attribute, void *value);
+  int (*alloc_from_pool)(unsigned long long *p, size_t bytes, void *pool, void *stream);
   int (*free)(unsigned long long p, void *stream);
   int (*copy2d)(const cu_memcpy2d *copy, void *stream);
   char missing[256];
@@ -84,6 +88,10 @@ static void load_driver(void) {
   *(void **)&cu.stream_sync = dlsym(lib, "cuStreamSynchronize");
   *(void **)&cu.alloc = dlsym(lib, "cuMemAllocAsync");
   *(void **)&cu.free = dlsym(lib, "cuMemFreeAsync");
+  *(void **)&cu.ctx_get_device = dlsym(lib, "cuCtxGetDevice");
+  *(void **)&cu.pool_create = dlsym(lib, "cuMemPoolCreate");
+  *(void **)&cu.pool_set = dlsym(lib, "cuMemPoolSetAttribute");
+  *(void **)&cu.alloc_from_pool = dlsym(lib, "cuMemAllocFromPoolAsync");
   *(void **)&cu.copy2d = sym2(lib, "cuMemcpy2DAsync_v2", "cuMemcpy2DAsync");
 }
 
@@ -170,13 +178,57 @@ stk_status stk__video_cuda_sync(void *cuda_ctx, void *stream) {
 }
 
 /* ---- frames copied out of NVDEC's surfaces ----
- * FFmpeg 5.1 hands out NVDEC's output surfaces mapped, not copied: a frame kept holds a
- * decode surface and a mapping, and a decoder has only as many as its reference frames
- * need plus two ("No decoder surfaces left" once a sample keeps more frames than that).
- * So each frame a sample keeps is copied, on FFmpeg's stream, into device memory of its
- * own, and the surface goes back at once. The memory comes from the driver's stream-ordered
- * pool and returns to it on the legacy default stream: by then the GPU stage's kernel that
- * read it has finished (prep_release), and the copy was synchronised by the worker. */
+ * NVDEC's output surfaces are only lent, mapped (FFmpeg 5.1's hwaccel hands them out so,
+ * and the direct decoder of nvdec.c maps each picture): a decoder has only as many as its
+ * reference frames need plus two ("No decoder surfaces left" once a sample keeps more
+ * frames than that). So each frame a sample keeps is copied, on the decoder's stream, into
+ * device memory of its own, and the surface goes back at once. The memory comes from a
+ * stream-ordered pool (frame_pool) and returns to it on the legacy default stream: by then
+ * the GPU stage's kernel that read it has finished (prep_release), and the copy was
+ * synchronised by the worker. */
+
+/* CUmemPoolProps of the driver API (cuda.h): the enums are int-sized, the tail (reserved,
+ * or in newer drivers fields whose zero is the default) is left zero. */
+typedef struct {
+  int alloc_type, handle_types, location_type, location_id;
+  void *win32_security_attributes;
+  unsigned char rest[64];
+} cu_pool_props;
+
+#define STK__CU_MEM_ALLOCATION_TYPE_PINNED     1
+#define STK__CU_MEM_LOCATION_TYPE_DEVICE       1
+#define STK__CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define STK__VIDEO_MAX_DEVICES                 64
+
+/* The frames' memory comes from a pool of stoker's own per device, which keeps what it
+ * has: the device's default pool gives its unused memory back to the driver at every
+ * synchronisation (release threshold 0), and the decoders synchronise once per picture,
+ * so every frame's allocation was a fresh one from the driver, under its lock. */
+static void *frame_pools[STK__VIDEO_MAX_DEVICES];
+static pthread_mutex_t frame_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* With a context current: its device's pool, made on first use; NULL: the default pool. */
+static void *frame_pool(const cu_driver *d) {
+  int dev = -1;
+  if (!d->ctx_get_device || !d->pool_create || !d->pool_set || !d->alloc_from_pool ||
+      d->ctx_get_device(&dev) != 0 || dev < 0 || dev >= STK__VIDEO_MAX_DEVICES)
+    return NULL;
+  pthread_mutex_lock(&frame_pools_lock);
+  if (!frame_pools[dev]) {
+    cu_pool_props props = {.alloc_type = STK__CU_MEM_ALLOCATION_TYPE_PINNED,
+                           .location_type = STK__CU_MEM_LOCATION_TYPE_DEVICE,
+                           .location_id = dev};
+    void *pool = NULL;
+    uint64_t keep = UINT64_MAX;
+    if (d->pool_create(&pool, &props) == 0) {
+      d->pool_set(pool, STK__CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+      frame_pools[dev] = pool;
+    }
+  }
+  void *pool = frame_pools[dev];
+  pthread_mutex_unlock(&frame_pools_lock);
+  return pool;
+}
 
 static int copy_plane(const uint8_t *src, int64_t src_pitch, unsigned long long dst, size_t pitch,
                       size_t row_bytes, size_t rows, void *stream) {
@@ -206,7 +258,8 @@ stk_status stk__video_cuda_copy(void *cuda_ctx, void *stream, const stk_nv12_vie
   void *prev = NULL;
   int rc = d->push(cuda_ctx);
   if (rc != 0) return STK_FAIL(STK_ERR_DEVICE, "cannot use FFmpeg's CUDA context (error %d)", rc);
-  rc = d->alloc(&p, bytes, stream);
+  void *pool = frame_pool(d);
+  rc = pool ? d->alloc_from_pool(&p, bytes, pool, stream) : d->alloc(&p, bytes, stream);
   if (rc == 0) rc = copy_plane(src->luma, src->luma_pitch, p, pitch, w * bps, h, stream);
   if (rc == 0)
     rc = copy_plane(src->chroma, src->chroma_pitch, p + pitch * h, pitch, ((w + 1) / 2) * 2 * bps,
