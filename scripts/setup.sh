@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake ninja-build pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libspng-dev libcurl4-openssl-dev zlib1g-dev libcmocka-dev python3-venv python3-dev liblmdb0 lmdb-utils"
 # audio and video decoding (optional at build time; the tests encode their clips with ffmpeg)
-PKGS="$PKGS libsndfile1-dev libavcodec-dev libavformat-dev libswscale-dev libswresample-dev ffmpeg"
+PKGS="$PKGS libsndfile1-dev libavcodec-dev libavformat-dev libswscale-dev libswresample-dev ffmpeg libffmpeg-nvenc-dev"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
