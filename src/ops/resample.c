@@ -13,6 +13,7 @@
 
 #include "../core/wide.h"
 #include "image_util.h"
+#include "resample_rows.h"
 
 #if defined(__GNUC__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -310,7 +311,7 @@ static void fix_taps(axis_tab *t, int64_t out) {
 
 /* n uint8 values to float, 16 at a time. */
 WIDE static void u8_to_f32(float *restrict d, const uint8_t *restrict s, size_t n) {
-  size_t i = 0;
+  size_t i = stk__resample_rows_avx2() ? stk__u8_to_f32_avx2(d, s, n) : 0;
   for (; i + 16 <= n; i += 16)
     for (int l = 0; l < 16; l++) d[i + l] = (float)s[i + l];
   for (; i < n; i++) d[i] = (float)s[i];
@@ -334,7 +335,7 @@ static void load_row(float *restrict d, const stk__image *src, int64_t y, int32_
  * round-half-up, and the clamp runs on int16 (pmaxsw / pminsw exist in SSE2, the int32
  * ones do not), 16 at a time. */
 WIDE static void bounded_to_u8(uint8_t *restrict d, const float *restrict s, size_t n) {
-  size_t i = 0;
+  size_t i = stk__resample_rows_avx2() ? stk__bounded_to_u8_avx2(d, s, n) : 0;
   for (; i + 16 <= n; i += 16) {
     int16_t t[16];
     uint8_t a[16];
@@ -485,6 +486,10 @@ WIDE static void hpass(const float *restrict row, int C, const axis_tab *tx, int
  * (row pointer, weight broadcast, loop) is shared by eight multiply-adds. */
 WIDE static void vpass(float *restrict acc, const float *const *rows, const float *w, int n,
                        size_t len) {
+  if (stk__resample_rows_avx2()) {
+    stk__vpass_avx2(acc, rows, w, n, len);
+    return;
+  }
   for (size_t i = 0; i < len; i += VBLOCK) {
     float a0[4] = {0.0f}, a1[4] = {0.0f}, a2[4] = {0.0f}, a3[4] = {0.0f};
     float a4[4] = {0.0f}, a5[4] = {0.0f}, a6[4] = {0.0f}, a7[4] = {0.0f};
