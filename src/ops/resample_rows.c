@@ -87,6 +87,70 @@ __attribute__((target("avx2"))) void stk__vpass_avx2(float *restrict acc, const 
   }
 }
 
+/* One pair of output pixels with a constant K (the tap loop unrolls) or any K. */
+__attribute__((target("avx2"))) static inline void pair(const float *restrict row, int C, int K,
+                                                        const int32_t *start, const float *w,
+                                                        int32_t xlo, int64_t x, int64_t out_w,
+                                                        float *restrict dst) {
+  const float *p0 = row + (size_t)(start[x] - xlo) * (size_t)C;
+  const float *p1 = row + (size_t)(start[x + 1 < out_w ? x + 1 : x] - xlo) * (size_t)C;
+  __m256 a = _mm256_setzero_ps();
+  for (int k = 0; k < K; k++) {
+    __m256 v = _mm256_loadu2_m128(p1 + (size_t)k * (size_t)C, p0 + (size_t)k * (size_t)C);
+    a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_loadu_ps(w + 8 * k), v));
+  }
+  _mm_storeu_ps(dst + (size_t)x * (size_t)C, _mm256_castps256_ps128(a));
+  _mm_storeu_ps(dst + (size_t)(x + 1) * (size_t)C, _mm256_extractf128_ps(a, 1));
+}
+
+#define PAIRS_K(KK)                                                                        \
+  for (int64_t x = 0; x < out_w; x += 2)                                                   \
+    pair(row, C, KK, start, pairs + (size_t)(x / 2) * (size_t)(KK)*8, xlo, x, out_w, dst); \
+  return;
+
+__attribute__((target("avx2"))) void stk__hpass_pairs_avx2(const float *restrict row, int C, int K,
+                                                           const int32_t *start, const float *pairs,
+                                                           int32_t xlo, int64_t out_w,
+                                                           float *restrict dst) {
+  switch (K) { /* the common filters' tap counts as constants (lanczos3 antialiased at
+                * scale 2.3: 14) */
+    case 1:
+      PAIRS_K(1)
+    case 2:
+      PAIRS_K(2)
+    case 3:
+      PAIRS_K(3)
+    case 4:
+      PAIRS_K(4)
+    case 5:
+      PAIRS_K(5)
+    case 6:
+      PAIRS_K(6)
+    case 7:
+      PAIRS_K(7)
+    case 8:
+      PAIRS_K(8)
+    case 9:
+      PAIRS_K(9)
+    case 10:
+      PAIRS_K(10)
+    case 11:
+      PAIRS_K(11)
+    case 12:
+      PAIRS_K(12)
+    case 13:
+      PAIRS_K(13)
+    case 14:
+      PAIRS_K(14)
+    case 15:
+      PAIRS_K(15)
+    case 16:
+      PAIRS_K(16)
+    default:
+      PAIRS_K(K)
+  }
+}
+
 #else /* no AVX2 copies on this platform */
 
 bool stk__resample_rows_avx2(void) { return false; }
@@ -101,6 +165,10 @@ size_t stk__bounded_to_u8_avx2(uint8_t *restrict d, const float *restrict s, siz
 void stk__vpass_avx2(float *restrict acc, const float *const *rows, const float *w, int n,
                      size_t len) {
   (void)acc, (void)rows, (void)w, (void)n, (void)len;
+}
+void stk__hpass_pairs_avx2(const float *restrict row, int C, int K, const int32_t *start,
+                           const float *pairs, int32_t xlo, int64_t out_w, float *restrict dst) {
+  (void)row, (void)C, (void)K, (void)start, (void)pairs, (void)xlo, (void)out_w, (void)dst;
 }
 
 #endif

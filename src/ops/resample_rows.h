@@ -27,4 +27,13 @@ size_t stk__bounded_to_u8_avx2(uint8_t *restrict d, const float *restrict s, siz
 void stk__vpass_avx2(float *restrict acc, const float *const *rows, const float *w, int n,
                      size_t len);
 
+/* The horizontal pass for 3 or 4 channels, two output pixels per 256-bit register:
+ * dst[x * C + l] = sum over k < K, in order, of w(x, k) * row[(start[x] - xlo + k) * C + l]
+ * from 0.0f, for l < 4 (lanes past C spill into the next pixel, which is written after,
+ * or into the row's spill room), as resample.c's hpass_lanes. `pairs` holds, for pixel
+ * pair x / 2 and tap k, 8 floats: w(x, k) 4 times, then w(x + 1, k) 4 times (zeros past
+ * an odd out_w: that pixel, out_w, is written into the spill room too). */
+void stk__hpass_pairs_avx2(const float *restrict row, int C, int K, const int32_t *start,
+                           const float *pairs, int32_t xlo, int64_t out_w, float *restrict dst);
+
 #endif

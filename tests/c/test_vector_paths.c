@@ -5,8 +5,9 @@
  *    for random images of odd sizes, 1 and 3 channels, mirror on and off, float32 and
  *    float16, CHW and HWC, padded windows, pad channels, random mean / std / scale /
  *    shift (and ImageNet's);
- *  - the resampler's AVX2 row loops (src/ops/resample_rows.c) against the portable
- *    loops: stk__resample with stk__resample_rows_off set and cleared, for random sizes,
+ *  - the resampler's AVX2 row loops (src/ops/resample_rows.c: conversions, the vertical
+ *    pass, the two-pixel horizontal pass from 4 taps on) against the portable loops:
+ *    stk__resample with stk__resample_rows_off set and cleared, for random sizes,
  *    windows (mirrored too), every filter, antialias on and off, both pass orders,
  *    uint8 and float32 input, uint8 / float32 / float16 output.
  * On a CPU without AVX2 both runs take the portable path; the tests that the fast paths
