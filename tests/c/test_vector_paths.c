@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 
 #include "testutil.h"
 #include "../../src/ops/cmn_fast.h"
@@ -35,7 +38,8 @@ static int64_t irange(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (h
 
 static bool have_avx2(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  unsigned a, b, c, d;
+  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 #else
   return false;
 #endif
