@@ -2,6 +2,7 @@
  * output is the table path's, byte for byte). */
 #include "cmn_fast.h"
 
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -114,10 +115,18 @@ __attribute__((target("avx2,f16c"))) static int64_t span_gray_f16(const stk__cmn
 }
 
 /* AVX2 (with the OS saving its registers: __builtin_cpu_supports checks that) and F16C,
- * read from CPUID: clang's __builtin_cpu_supports does not know "f16c". */
+ * read from CPUID (clang's __builtin_cpu_supports does not know "f16c") once: in a virtual
+ * machine every CPUID traps to the hypervisor, microseconds each. */
 static bool cpu_ok(void) {
-  unsigned a, b, c, d;
-  return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+  static atomic_int known; /* 0: not yet, 1: no, 2: yes */
+  int k = atomic_load_explicit(&known, memory_order_relaxed);
+  if (k == 0) {
+    unsigned a, b, c, d;
+    bool yes = __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    k = yes ? 2 : 1;
+    atomic_store_explicit(&known, k, memory_order_relaxed);
+  }
+  return k == 2;
 }
 
 int64_t stk__cmn_fast_span(const stk__cmn_fast *f, void *d, size_t cstep, const uint8_t *s,
