@@ -5,7 +5,10 @@
  * (4 lanes in the horizontal pass, 16 in the vertical pass and in conversions): GCC's
  * default -O2 vectoriser (the "very cheap" cost model) turns exactly that shape into
  * SSE code, whereas plain loops with unknown trip counts stay scalar. Internal buffers
- * are padded so the blocks never need a scalar tail. */
+ * are padded so the blocks never need a scalar tail. Their WIDE (AVX2) clones stayed 128
+ * bits wide, so on AVX2 CPUs the vertical pass, the row conversions and (from 4 taps) the
+ * horizontal pass run hand-written 256-bit copies instead (resample_rows.c), which give
+ * the same bytes. */
 #include "resample.h"
 
 #include <math.h>
