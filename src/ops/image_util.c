@@ -564,8 +564,10 @@ stk_status stk__cmn(const stk__image *src, const stk__image *dst, const stk__cmn
                           ((double)v - p->mean[c]) / p->stddev[c] * p->scale + p->shift);
   }
   for (int64_t c = 0; c < dst->c; c++) stk__store_double(fill, t, (size_t)c, p->fill[c]);
+  /* the kernel writes planes (one element per pixel and channel plane): CHW, or HWC with
+   * one channel */
   stk__cmn_fast fast;
-  bool use_fast = src->dtype == STK_DTYPE_UINT8 &&
+  bool use_fast = src->dtype == STK_DTYPE_UINT8 && (p->planar || dst->c == 1) &&
                   stk__cmn_fast_init(&fast, (int)C, t, p->mean, p->stddev, p->scale, p->shift, lut);
   cmn_ctx k = {src, dst, p, es, lut, mul, add, fill, use_fast ? &fast : NULL};
   for (int64_t y = 0; y < dst->h; y++) cmn_row(&k, y);
