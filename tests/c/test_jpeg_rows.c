@@ -113,8 +113,8 @@ static void regions_all_orientations(buf_t b, int w, int h, int per, const char 
 
 static void test_synthetic_subsamplings(void **state) {
   (void)state;
-  static const int subsamps[] = {TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440, TJSAMP_411,
-                                 TJSAMP_GRAY};
+  static const int subsamps[] = {TJSAMP_444, TJSAMP_422, TJSAMP_420,
+                                 TJSAMP_440, TJSAMP_411, TJSAMP_GRAY};
   static const int sizes[][2] = {{451, 300}, {97, 131}, {64, 48}, {35, 17}, {1000, 40}};
   for (size_t s = 0; s < sizeof subsamps / sizeof subsamps[0]; s++)
     for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
@@ -141,7 +141,8 @@ static void test_photos(void **state) {
     b.p = tu_read(tu_path(path, sizeof path, photos[i]), &b.n);
     stk__image_info info;
     TU_OK(stk__image_peek(b.p, b.n, photos[i], &info));
-    for (int t = 0; t < 60; t++) check_region(b, info.oriented_width, info.oriented_height, photos[i]);
+    for (int t = 0; t < 60; t++)
+      check_region(b, info.oriented_width, info.oriented_height, photos[i]);
     free(b.p);
   }
 }
