@@ -310,16 +310,18 @@ static stk_status read_row(stk__decode_job *job, struct jpeg_decompress_struct *
 
 bool stk__jpeg_rows_staged = false;
 
-/* The most bytes a row may reach past its own ends for read_shifted (the column margin
- * plus the iMCU alignment of jpeg_crop_scanline, at most 32 + 2 pixels of 3 bytes). */
+/* The most bytes a row may reach past its own ends for read_shifted: on the left the
+ * column margin plus jpeg_crop_scanline's alignment to the iMCU grid (under 32 + 2 pixels
+ * of 3 bytes), on the right the margin. */
 #define SPILL_MAX 128
 
 /* Decoded row r straight into the sink when it fits: the decoder's row starts dx pixels
- * before the sink's row and ends `tail` pixels after it, so it is written over its
- * neighbours in the sink's buffer (rows of the same region, one contiguous block) and
- * their bytes are put back afterwards. A neighbour not decoded yet would be rewritten
- * anyway; one already decoded must keep its bytes. Returns false (nothing read) when
- * the row would reach outside the buffer: the first or last rows. */
+ * before the sink's row and ends a few pixels after it (`before` and `after` bytes), so it
+ * is written over its neighbours in the sink's buffer (rows of the same region, one
+ * contiguous block) and their bytes are put back afterwards. A neighbour not decoded yet
+ * would be rewritten anyway; one already decoded must keep its bytes. Returns false
+ * (nothing read) when the row would reach outside the buffer (the first or last rows) or
+ * a margin is wider than SPILL_MAX. */
 static bool read_shifted(stk__decode_job *job, struct jpeg_decompress_struct *ci, int r, int dx,
                          const uint8_t *lo, const uint8_t *hi, stk_status *st) {
   size_t comps = (size_t)ci->out_color_components, before = (size_t)dx * comps;
