@@ -37,6 +37,7 @@ EXEMPT = {
     "experimental.decoders.video": "video input: tests/python/test_video_gpu.py",
     "readers.video": "a reader of video files: tests/python/test_video_gpu.py",
     "experimental.readers.video": "a reader of video files: tests/python/test_video_gpu.py",
+    "readers.video_resize": "a reader of video files: tests/python/test_video_gpu.py",
 }
 
 
