@@ -129,26 +129,58 @@ INLINE void pack(const stk__rfft_plan *p, const double *in, double *re, double *
   }
 }
 
-/* The radix-2 stages of butterfly span `from` and above. */
-INLINE void stages(const stk__rfft_plan *p, double *re, double *im, int64_t from) {
-  for (int64_t span = from; span < p->half; span <<= 1) {
-    const double *w = p->tw + 2 * (span - 1);
-    for (int64_t base = 0; base < p->half; base += 2 * span) {
-      for (int64_t j = 0; j < span; j++) {
-        int64_t a = base + j, b = a + span;
-        double wr = w[2 * j], wi = w[2 * j + 1];
-        lanes br = AT(re, b), bi = AT(im, b), ar = AT(re, a), ai = AT(im, a);
-        lanes tr = br * wr - bi * wi, ti = br * wi + bi * wr;
-        AT(re, b) = ar - tr, AT(im, b) = ai - ti;
-        AT(re, a) = ar + tr, AT(im, a) = ai + ti;
-      }
+/* One radix-2 butterfly: (a, b) <- (a + w b, a - w b). */
+INLINE void bfly2(double *re, double *im, int64_t a, int64_t b, double wr, double wi) {
+  lanes br = AT(re, b), bi = AT(im, b), ar = AT(re, a), ai = AT(im, a);
+  lanes tr = br * wr - bi * wi, ti = br * wi + bi * wr;
+  AT(re, b) = ar - tr, AT(im, b) = ai - ti;
+  AT(re, a) = ar + tr, AT(im, a) = ai + ti;
+}
+
+/* Two radix-2 stages at once (spans s and 2s) over blocks of 4s: each element is loaded
+ * and stored once instead of twice. The butterflies are the radix-2 ones, operation for
+ * operation: the second stage's twiddle for j + s is -i times the one for j exactly
+ * (unit_root's symmetry), applied as a swap and a sign. */
+INLINE void stage_pair(const stk__rfft_plan *p, double *re, double *im, int64_t s) {
+  const double *wa = p->tw + 2 * (s - 1), *wb = p->tw + 2 * (2 * s - 1);
+  for (int64_t base = 0; base < p->half; base += 4 * s) {
+    for (int64_t j = 0; j < s; j++) {
+      int64_t i0 = base + j, i1 = i0 + s, i2 = i1 + s, i3 = i2 + s;
+      double ar = wa[2 * j], ai = wa[2 * j + 1], br = wb[2 * j], bi = wb[2 * j + 1];
+      lanes x0r = AT(re, i0), x0i = AT(im, i0), x1r = AT(re, i1), x1i = AT(im, i1);
+      lanes x2r = AT(re, i2), x2i = AT(im, i2), x3r = AT(re, i3), x3i = AT(im, i3);
+      lanes t1r = x1r * ar - x1i * ai, t1i = x1r * ai + x1i * ar;
+      lanes t3r = x3r * ar - x3i * ai, t3i = x3r * ai + x3i * ar;
+      lanes y0r = x0r + t1r, y0i = x0i + t1i, y1r = x0r - t1r, y1i = x0i - t1i;
+      lanes y2r = x2r + t3r, y2i = x2i + t3i, y3r = x2r - t3r, y3i = x2i - t3i;
+      lanes u2r = y2r * br - y2i * bi, u2i = y2r * bi + y2i * br;
+      /* (-i w) y3 = -i (w y3): real part Im(w y3), imaginary part -Re(w y3) */
+      lanes u3r = y3r * bi + y3i * br, u3i = -(y3r * br - y3i * bi);
+      AT(re, i0) = y0r + u2r, AT(im, i0) = y0i + u2i;
+      AT(re, i2) = y0r - u2r, AT(im, i2) = y0i - u2i;
+      AT(re, i1) = y1r + u3r, AT(im, i1) = y1i + u3i;
+      AT(re, i3) = y1r - u3r, AT(im, i3) = y1i - u3i;
     }
+  }
+}
+
+/* The stages of butterfly span `from` and above: in pairs, the last one alone. */
+INLINE void stages(const stk__rfft_plan *p, double *re, double *im, int64_t from) {
+  int64_t span = from;
+  for (; 2 * span < p->half; span <<= 2) stage_pair(p, re, im, span);
+  for (; span < p->half; span <<= 1) {
+    const double *w = p->tw + 2 * (span - 1);
+    for (int64_t base = 0; base < p->half; base += 2 * span)
+      for (int64_t j = 0; j < span; j++)
+        bfly2(re, im, base + j, base + j + span, w[2 * j], w[2 * j + 1]);
   }
 }
 
 /* Writes one bin's values (vector v) of the used lanes. */
 INLINE void put_bin(float *out, int64_t lane_stride, int used, const double *v) {
   if (lane_stride == 1 && used == L) {
+    /* the same bin of the frames 4 blocks on (ft layout): its line, ahead of time */
+    __builtin_prefetch(out + 4 * L, 1);
     *(flanes *)out = __builtin_convertvector(*(const lanes *)v, flanes);
     return;
   }
