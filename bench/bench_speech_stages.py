@@ -92,7 +92,8 @@ def main():
     res = {c: [] for c in a.checkouts}
     for r in range(a.rounds):
         for c in a.checkouts:
-            env = dict(os.environ, STK_BUILD_DIR=os.path.join(c, "build"))
+            # one thread: NumPy's OpenBLAS threads would spin in this CPU time otherwise
+            env = dict(os.environ, STK_BUILD_DIR=os.path.join(c, "build"), OPENBLAS_NUM_THREADS="1")
             out = subprocess.run([sys.executable, __file__, c, "--child", c, "--clips",
                                   str(a.clips), "--runs", str(a.runs), "--data", a.data],
                                  env=env, check=True, capture_output=True, text=True).stdout

@@ -179,8 +179,6 @@ INLINE void stages(const stk__rfft_plan *p, double *re, double *im, int64_t from
 /* Writes one bin's values (vector v) of the used lanes. */
 INLINE void put_bin(float *out, int64_t lane_stride, int used, const double *v) {
   if (lane_stride == 1 && used == L) {
-    /* the same bin of the frames 4 blocks on (ft layout): its line, ahead of time */
-    __builtin_prefetch(out + 4 * L, 1);
     *(flanes *)out = __builtin_convertvector(*(const lanes *)v, flanes);
     return;
   }

@@ -258,6 +258,21 @@ static void sg_fill(const sg_state *st, const double *x, int64_t n, int64_t f0, 
   stk__rfft_load(&st->plan, src, st->window, st->wl, buf);
 }
 
+/* [frames, bins] -> [bins, frames], 16 bins at a time: the output is written in 16
+ * sequential streams (the hardware prefetchers follow them), the input read a line at
+ * a time. The FFT writing straight into the "ft" layout, each bin a frame row apart,
+ * stalled on its stores (a quarter of the operator's time); computing [frames, bins]
+ * and transposing was 10% cheaper in all (16 kHz speech, 600 frames of 257 bins). */
+static void sg_transpose(const float *tf, int64_t frames, int64_t bins, float *ft) {
+  for (int64_t k0 = 0; k0 < bins; k0 += 16) {
+    int64_t kn = bins - k0 < 16 ? bins - k0 : 16;
+    for (int64_t f = 0; f < frames; f++) {
+      const float *src = tf + f * bins + k0;
+      for (int64_t k = 0; k < kn; k++) ft[(k0 + k) * frames + f] = src[k];
+    }
+  }
+}
+
 static stk_status sg_frames_run(stk__node *node, stk__sample *s, const sg_state *st,
                                 const double *x, int64_t n, int64_t frames, bool tf, float *out) {
   bool center = stk__arg_bool(node, s, SG_CENTER);
@@ -267,16 +282,15 @@ static stk_status sg_frames_run(stk__node *node, stk__sample *s, const sg_state 
   double *buf = stk__scratch(s, sizeof(double) * (size_t)st->nfft * STK__RFFT_LANES);
   double *work = stk__scratch(s, sizeof(double) * stk__rfft_scratch_doubles(&st->plan));
   double *edge = stk__scratch(s, sizeof(double) * (size_t)st->wl * STK__RFFT_LANES);
-  if (!buf || !work || !edge)
+  float *rows = tf ? out : stk__scratch(s, sizeof(float) * (size_t)(frames * bins + 1));
+  if (!buf || !work || !edge || !rows)
     return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
   for (int64_t f = 0; f < frames; f += STK__RFFT_LANES) {
     int lanes = frames - f < STK__RFFT_LANES ? (int)(frames - f) : STK__RFFT_LANES;
     sg_fill(st, x, n, f, lanes, pad, reflect, edge, buf);
-    if (tf)
-      stk__rfft_spectra(&st->plan, buf, lanes, power, out + f * bins, 1, bins, work);
-    else
-      stk__rfft_spectra(&st->plan, buf, lanes, power, out + f, frames, 1, work);
+    stk__rfft_spectra(&st->plan, buf, lanes, power, rows + f * bins, 1, bins, work);
   }
+  if (!tf) sg_transpose(rows, frames, bins, out);
   return STK_OK;
 }
 
