@@ -15,6 +15,9 @@
 #        STK_DDP_ARCH     torchvision model (resnet50)
 #        STK_DDP_SYNTHETIC  1 (default): also train on one reused batch (--synthetic), the
 #                         control that separates DDP's own cost from the pipeline's
+#        STK_DDP_ONLY     "pipe", "train" or "pipe,train" (default): which rounds run
+#        STK_DDP_TRAIN_THREADS  threads per rank in the training rounds (default: as above)
+#        STK_DDP_TORCHRUN_ARGS  more arguments for torchrun (e.g. --numa-binding=node)
 #        STK_DDP_DEVICE   cpu: a dry run of this script on a machine without GPUs (gloo, CPU
 #                         pipelines; e.g. with STK_DDP_ARCH=tiny and small batches)
 # Builds the extension with scripts/gpu-check.sh build first when python/stoker has none.
@@ -36,6 +39,8 @@ WARMUP=${STK_DDP_WARMUP:-20}
 ARCH=${STK_DDP_ARCH:-resnet50}
 DEVICE=${STK_DDP_DEVICE:-gpu}
 SYNTHETIC=${STK_DDP_SYNTHETIC:-1}
+ONLY=${STK_DDP_ONLY:-pipe,train}
+TRAIN_THREADS=${STK_DDP_TRAIN_THREADS:-$THREADS}
 # NVLink multicast stays off (the lending machines' rule; harmless elsewhere)
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 export TORCH_SYMM_MEM_DISABLE_MULTICAST=${TORCH_SYMM_MEM_DISABLE_MULTICAST:-1}
@@ -49,7 +54,7 @@ fi
 python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision",
 torchvision.__version__, "GPUs", torch.cuda.device_count())' || exit 2
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null
-echo "cores $CORES, threads per rank $THREADS, batch per rank $BATCH, $ROUNDS rounds"
+echo "cores $CORES, threads per rank $THREADS ($TRAIN_THREADS training), batch per rank $BATCH, $ROUNDS rounds"
 
 if [ ! -f python/stoker/_stoker.abi3.so ] || [ ! -f python/stoker/libstoker_cuda.so ]; then
   STK_GPU_DEADLINE=400 scripts/gpu-check.sh build >"$OUTDIR/ddp_build.log" 2>&1
@@ -65,16 +70,17 @@ if [ ! -d "$DATA" ]; then
 fi
 echo "data: $DATA, $(find "$DATA" -name '*.jpg' | wc -l) JPEGs"
 
-# run NAME GPUS ARGS...: one torchrun launch; its summary line goes to $RESULTS
+# run NAME GPUS THREADS ARGS...: one torchrun launch; its summary line goes to $RESULTS
 run() {
-  local name=$1 gpus=$2
-  shift 2
+  local name=$1 gpus=$2 threads=$3
+  shift 3
   local visible
   visible=$(seq -s, 0 $((gpus - 1)))
   echo "== $name ($gpus GPU)"
+  # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$visible timeout 240 python3 -m torch.distributed.run --standalone \
-    --nproc_per_node="$gpus" examples/ddp_train.py --data "$DATA" --batch-size "$BATCH" \
-    --threads "$THREADS" --warmup "$WARMUP" --epochs 1000 --device "$DEVICE" "$@" \
+    --nproc_per_node="$gpus" ${STK_DDP_TORCHRUN_ARGS:-} examples/ddp_train.py --data "$DATA" --batch-size "$BATCH" \
+    --threads "$threads" --warmup "$WARMUP" --epochs 1000 --device "$DEVICE" "$@" \
     >"$OUTDIR/ddp_$name.log" 2>&1
   local rc=$?
   local line
@@ -89,15 +95,17 @@ run() {
 }
 
 for r in $(seq 1 "$ROUNDS"); do
-  run "pipe1_r$r" 1 --pipeline-only --steps "$PIPE_STEPS"
-  run "pipe2_r$r" 2 --pipeline-only --steps "$PIPE_STEPS"
+  [[ ",$ONLY," == *,pipe,* ]] || break
+  run "pipe1_r$r" 1 "$THREADS" --pipeline-only --steps "$PIPE_STEPS"
+  run "pipe2_r$r" 2 "$THREADS" --pipeline-only --steps "$PIPE_STEPS"
 done
 for r in $(seq 1 "$ROUNDS"); do
-  run "train1_r$r" 1 --arch "$ARCH" --steps "$TRAIN_STEPS"
-  run "train2_r$r" 2 --arch "$ARCH" --steps "$TRAIN_STEPS"
+  [[ ",$ONLY," == *,train,* ]] || break
+  run "train1_r$r" 1 "$TRAIN_THREADS" --arch "$ARCH" --steps "$TRAIN_STEPS"
+  run "train2_r$r" 2 "$TRAIN_THREADS" --arch "$ARCH" --steps "$TRAIN_STEPS"
   if [ "$SYNTHETIC" = 1 ]; then
-    run "synth1_r$r" 1 --arch "$ARCH" --steps "$TRAIN_STEPS" --synthetic
-    run "synth2_r$r" 2 --arch "$ARCH" --steps "$TRAIN_STEPS" --synthetic
+    run "synth1_r$r" 1 "$TRAIN_THREADS" --arch "$ARCH" --steps "$TRAIN_STEPS" --synthetic
+    run "synth2_r$r" 2 "$TRAIN_THREADS" --arch "$ARCH" --steps "$TRAIN_STEPS" --synthetic
   fi
 done
 
@@ -109,8 +117,8 @@ def rates(prefix, gpus):
             if r["run"].startswith(prefix) and r["gpus"] == gpus]
 print("\n== bench_ddp summary (images/s, medians of the rounds)")
 for kind, prefix in (("pipeline", "pipe"), ("training", "train"), ("synthetic", "synth")):
-    if prefix == "synth" and not rates(prefix, 1):
-        continue
+    if not rates(prefix, 1) and not rates(prefix, 2):
+        continue  # not run (STK_DDP_ONLY, STK_DDP_SYNTHETIC)
     one, two = rates(prefix, 1), rates(prefix, 2)
     if not one or not two:
         print(f"{kind:9s} incomplete: 1 GPU {one}, 2 GPUs {two}")

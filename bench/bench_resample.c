@@ -1,20 +1,26 @@
 /* Micro-benchmark of the CPU image kernels on one core (not built by CMake).
  *
  *   cmake --build build && gcc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc \
- *       bench/bench_resample.c build/libstoker_internal.a -lm -lpthread -o /tmp/bench_resample
+ *       bench/bench_resample.c build/libstoker_internal.a -ljpeg -lspng -lz -lm -lpthread \
+ *       -ldl -o /tmp/bench_resample
  *   /tmp/bench_resample
  *
  * Prints the median time per call of: resize 500x375 RGB -> 224x224 for each filter
  * (antialias on), a random-resized-crop-like window, the fused crop_mirror_normalize
  * 224x224x3 uint8 -> float32 CHW, flip and cast. The input is a synthetic image with
- * photo-like gradients and noise (timings do not depend on content). */
+ * photo-like gradients and noise (timings do not depend on content). Every kernel runs
+ * with the hand-written AVX2 row loops (src/ops/resample_rows.c, src/ops/cmn_fast.c)
+ * where the CPU has them, and with the portable loops only, call by call alternately (a
+ * busy machine slows both alike); both give the same bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
+#include "ops/cmn_fast.h"
 #include "ops/image_util.h"
 #include "ops/resample.h"
+#include "ops/resample_rows.h"
 
 #define REPS 301
 
@@ -25,17 +31,28 @@ static int cmp_i64(const void *a, const void *b) {
 
 typedef void (*bench_fn)(void *ctx);
 
-/* Median time of REPS calls, in microseconds. */
-static double time_us(bench_fn fn, void *ctx) {
-  static int64_t t[REPS];
+static void portable_only(bool on) {
+  stk__resample_rows_off = on;
+  stk__cmn_fast_off = on;
+}
+
+/* Prints the median time of REPS calls, in microseconds, with the AVX2 loops and
+ * with the portable ones, after `label`. */
+static void report(const char *label, bench_fn fn, void *ctx) {
+  static int64_t t[2][REPS];
   for (int i = 0; i < 20; i++) fn(ctx); /* warm up */
-  for (int i = 0; i < REPS; i++) {
-    int64_t t0 = stk__now_ns();
-    fn(ctx);
-    t[i] = stk__now_ns() - t0;
-  }
-  qsort(t, REPS, sizeof t[0], cmp_i64);
-  return (double)t[REPS / 2] / 1000.0;
+  for (int i = 0; i < REPS; i++)
+    for (int m = 0; m < 2; m++) {
+      portable_only(m == 1);
+      int64_t t0 = stk__now_ns();
+      fn(ctx);
+      t[m][i] = stk__now_ns() - t0;
+    }
+  portable_only(false);
+  qsort(t[0], REPS, sizeof t[0][0], cmp_i64);
+  qsort(t[1], REPS, sizeof t[1][0], cmp_i64);
+  printf("%-54s %8.1f %9.1f\n", label, (double)t[0][REPS / 2] / 1000.0,
+         (double)t[1][REPS / 2] / 1000.0);
 }
 
 typedef struct {
@@ -81,15 +98,15 @@ static void run_cast(void *p) {
                (size_t)(c->src->h * c->src->w * c->src->c));
 }
 
-static double bench_resize(stk__image *src, int64_t oh, int64_t ow, stk__resample_args a) {
+static void bench_resize(const char *label, stk__image *src, int64_t oh, int64_t ow,
+                         stk__resample_args a) {
   resize_ctx c = {
       *src, {malloc((size_t)(oh * ow * src->c)), STK_DTYPE_UINT8, oh, ow, src->c}, a, NULL, 0};
   c.scratch_size = stk__resample_scratch_size(src, oh, ow, &a);
   c.scratch = malloc(c.scratch_size);
-  double us = time_us(run_resize, &c);
+  report(label, run_resize, &c);
   free(c.scratch);
   free(c.dst.data);
-  return us;
 }
 
 int main(void) {
@@ -105,26 +122,25 @@ int main(void) {
       }
   stk__image src = {img, STK_DTYPE_UINT8, H, W, C};
   const char *names[] = {"nearest", "linear", "cubic", "lanczos3"};
-  printf("kernel                                              median us\n");
+  char label[96];
+  printf("%-54s %8s %9s\n", "kernel (median us)", "AVX2", "portable");
   for (int f = 0; f < 4; f++) {
     stk__resample_args a = {0, 0, (double)W, (double)H, (stk__interp)f, true};
-    printf("resize 500x375x3 u8 -> 224x224 %-10s antialias   %8.1f\n", names[f],
-           bench_resize(&src, 224, 224, a));
+    snprintf(label, sizeof label, "resize 500x375x3 u8 -> 224x224 %s antialias", names[f]);
+    bench_resize(label, &src, 224, 224, a);
   }
   for (int order = 1; order <= 2; order++) {
     stk__resample_args a = {0, 0, (double)W, (double)H, STK__INTERP_LINEAR, true, order};
-    printf("resize 500x375x3 u8 -> 224x224 linear AA, %s first  %8.1f\n",
-           order == 1 ? "horiz" : "vert ", bench_resize(&src, 224, 224, a));
+    snprintf(label, sizeof label, "resize 500x375x3 u8 -> 224x224 linear AA, %s first",
+             order == 1 ? "horiz" : "vert");
+    bench_resize(label, &src, 224, 224, a);
   }
   stk__resample_args na = {0, 0, (double)W, (double)H, STK__INTERP_LINEAR, false};
-  printf("resize 500x375x3 u8 -> 224x224 linear     no AA       %8.1f\n",
-         bench_resize(&src, 224, 224, na));
+  bench_resize("resize 500x375x3 u8 -> 224x224 linear no AA", &src, 224, 224, na);
   stk__resample_args win = {37.5, 20.25, 337.5, 270.25, STK__INTERP_LINEAR, true};
-  printf("rrc-like window 300x250 -> 224x224 linear AA          %8.1f\n",
-         bench_resize(&src, 224, 224, win));
+  bench_resize("rrc-like window 300x250 -> 224x224 linear AA", &src, 224, 224, win);
   stk__resample_args up = {0, 0, 200, 150, STK__INTERP_LINEAR, true};
-  printf("upscale window 200x150 -> 448x336 linear              %8.1f\n",
-         bench_resize(&src, 336, 448, up));
+  bench_resize("upscale window 200x150 -> 448x336 linear", &src, 336, 448, up);
 
   /* fused crop_mirror_normalize on a 224x224 crop */
   double mean[3] = {0.485 * 255, 0.456 * 255, 0.406 * 255},
@@ -142,15 +158,16 @@ int main(void) {
       c.dst.data = malloc(224 * 224 * 3 * 4);
       c.scratch_size = stk__cmn_scratch_size(&c.src, &c.dst);
       c.scratch = malloc(c.scratch_size);
-      printf("cmn 224x224x3 u8 -> %-7s %s mirror                  %8.1f\n", types[t],
-             planar ? "CHW" : "HWC", time_us(run_cmn, &c));
+      snprintf(label, sizeof label, "cmn 224x224x3 u8 -> %s %s mirror", types[t],
+               planar ? "CHW" : "HWC");
+      report(label, run_cmn, &c);
       free(c.scratch);
       free(c.dst.data);
     }
   stk__image small = {img, STK_DTYPE_UINT8, 224, 224, 3};
   simple_ctx sc = {&small, malloc(224 * 224 * 3 * 4)};
-  printf("flip 224x224x3 u8 horizontal                          %8.1f\n", time_us(run_flip, &sc));
-  printf("cast 224x224x3 u8 -> float32                          %8.1f\n", time_us(run_cast, &sc));
+  report("flip 224x224x3 u8 horizontal", run_flip, &sc);
+  report("cast 224x224x3 u8 -> float32", run_cast, &sc);
   free(sc.dst);
   free(img);
   return 0;

@@ -148,6 +148,10 @@ stk_status stk__jpeg_check_complete(const uint8_t *data, size_t size, const char
 
 stk_status stk__jpeg_peek(const uint8_t *data, size_t size, const char *name, stk__image_info *out);
 stk_status stk__png_peek(const uint8_t *data, size_t size, const char *name, stk__image_info *out);
+/* Tests set this to decode every cropped JPEG row through the staging row (jpeg.c's
+ * read_staged), the path that in-place rows must match byte for byte. */
+extern bool stk__jpeg_rows_staged;
+
 /* Decode job->r* of the stored image through the sink; sets the effective scale. */
 stk_status stk__jpeg_decode(stk__decode_job *job, int *scale_num);
 stk_status stk__png_decode(stk__decode_job *job);

@@ -300,23 +300,69 @@ static stk_status read_direct(stk__decode_job *job, jpeg_state *S) {
   return STK_OK;
 }
 
-/* Reads rows into a staging row, then crops columns / converts colour into the sink. */
+static stk_status read_row(stk__decode_job *job, struct jpeg_decompress_struct *ci, uint8_t *p) {
+  JSAMPROW row = p;
+  if (jpeg_read_scanlines(ci, &row, 1) != 1)
+    return STK_FAIL(STK_ERR_DECODE, "%s: JPEG decoder stalled at row %u", job->name,
+                    (unsigned)ci->output_scanline);
+  return STK_OK;
+}
+
+bool stk__jpeg_rows_staged = false;
+
+/* The most bytes a row may reach past its own ends for read_shifted: on the left the
+ * column margin plus jpeg_crop_scanline's alignment to the iMCU grid (under 32 + 2 pixels
+ * of 3 bytes), on the right the margin. */
+#define SPILL_MAX 128
+
+/* Decoded row r straight into the sink when it fits: the decoder's row starts dx pixels
+ * before the sink's row and ends a few pixels after it (`before` and `after` bytes), so it
+ * is written over its neighbours in the sink's buffer (rows of the same region, one
+ * contiguous block) and their bytes are put back afterwards. A neighbour not decoded yet
+ * would be rewritten anyway; one already decoded must keep its bytes. Returns false
+ * (nothing read) when the row would reach outside the buffer (the first or last rows) or
+ * a margin is wider than SPILL_MAX. */
+static bool read_shifted(stk__decode_job *job, struct jpeg_decompress_struct *ci, int r, int dx,
+                         const uint8_t *lo, const uint8_t *hi, stk_status *st) {
+  size_t comps = (size_t)ci->out_color_components, before = (size_t)dx * comps;
+  size_t after = ((size_t)ci->output_width - (size_t)dx - (size_t)job->dw) * comps;
+  uint8_t *dst = stk__sink_row(job, r), *end = dst + (size_t)job->dw * comps;
+  if (before > SPILL_MAX || after > SPILL_MAX || (size_t)(dst - lo) < before ||
+      (size_t)(hi - end) < after)
+    return false;
+  uint8_t keep_before[SPILL_MAX], keep_after[SPILL_MAX];
+  memcpy(keep_before, dst - before, before);
+  memcpy(keep_after, end, after);
+  *st = read_row(job, ci, dst - before);
+  memcpy(dst - before, keep_before, before);
+  memcpy(end, keep_after, after);
+  return true;
+}
+
+/* Rows whose columns start dx pixels into the decoder's output (a crop widened to the
+ * iMCU grid), or CMYK ones: decoded in place where read_shifted can, else into a
+ * staging row, then columns cropped / colour converted into the sink. */
 static stk_status read_staged(stk__decode_job *job, jpeg_state *S, int dx) {
   struct jpeg_decompress_struct *ci = &S->cinfo;
   size_t comps = (size_t)ci->out_color_components;
   S->row = stk__malloc((size_t)ci->output_width * comps, "JPEG row buffer");
   if (!S->row) return STK_ERR_OUT_OF_MEMORY;
   const uint8_t *src = S->row + (size_t)dx * comps;
+  /* the sink's rows, in whichever order they lie (flip_y reverses them) */
+  const uint8_t *first = stk__sink_row(job, 0), *last = stk__sink_row(job, job->dh - 1);
+  const uint8_t *lo = first < last ? first : last;
+  const uint8_t *hi = (first < last ? last : first) + (size_t)job->dw * comps;
   for (int r = 0; r < job->dh; r++) {
-    JSAMPROW p = S->row;
-    if (jpeg_read_scanlines(ci, &p, 1) != 1)
-      return STK_FAIL(STK_ERR_DECODE, "%s: JPEG decoder stalled at row %u", job->name,
-                      (unsigned)ci->output_scanline);
-    uint8_t *dst = stk__sink_row(job, r);
-    if (S->cmyk)
-      cmyk_row(src, dst, job->dw, job->color, ci->saw_Adobe_marker);
-    else
-      memcpy(dst, src, (size_t)job->dw * comps);
+    stk_status st = STK_OK;
+    if (S->cmyk || stk__jpeg_rows_staged || !read_shifted(job, ci, r, dx, lo, hi, &st)) {
+      STK_TRY(read_row(job, ci, S->row));
+      uint8_t *dst = stk__sink_row(job, r);
+      if (S->cmyk)
+        cmyk_row(src, dst, job->dw, job->color, ci->saw_Adobe_marker);
+      else
+        memcpy(dst, src, (size_t)job->dw * comps);
+    }
+    STK_TRY(st);
     stk__sink_row_done(job, r);
   }
   return STK_OK;

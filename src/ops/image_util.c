@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "cmn_fast.h"
+
 #if defined(__GNUC__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
 #else
@@ -401,10 +403,11 @@ void stk__flip(const void *src, void *dst, size_t esize, int64_t outer, int64_t 
 typedef struct {
   const stk__image *src, *dst;
   const stk__cmn_params *p;
-  size_t es;              /* output element size */
-  const char *lut;        /* uint8 input: 256 output elements per channel */
-  const float *mul, *add; /* float input: out = in * mul + add, per channel */
-  const char *fill;       /* dst->c output elements */
+  size_t es;                 /* output element size */
+  const char *lut;           /* uint8 input: 256 output elements per channel */
+  const float *mul, *add;    /* float input: out = in * mul + add, per channel */
+  const char *fill;          /* dst->c output elements */
+  const stk__cmn_fast *fast; /* uint8 input: the vectorised kernel, when it matches the table */
 } cmn_ctx;
 
 /* Output element offsets (in elements) of pixel (y, x) channel c, and the step between
@@ -448,6 +451,10 @@ static ALWAYS_INLINE void cmn_span_lut(char *restrict d, size_t es, size_t cstep
 static void cmn_span_u8(const cmn_ctx *k, char *d, size_t cstep, size_t pstep, const uint8_t *s,
                         ptrdiff_t sstep, int64_t n) {
   int C = (int)k->src->c;
+  if (k->fast && pstep == 1) { /* the kernel's blocks of 8, then the table for the rest */
+    int64_t done = stk__cmn_fast_span(k->fast, d, cstep, s, n, sstep < 0);
+    d += (size_t)done * k->es, s += done * sstep, n -= done;
+  }
   switch (k->es) {
     case 4:
       cmn_span_lut(d, 4, cstep, pstep, s, sstep, n, C, k->lut);
@@ -557,7 +564,12 @@ stk_status stk__cmn(const stk__image *src, const stk__image *dst, const stk__cmn
                           ((double)v - p->mean[c]) / p->stddev[c] * p->scale + p->shift);
   }
   for (int64_t c = 0; c < dst->c; c++) stk__store_double(fill, t, (size_t)c, p->fill[c]);
-  cmn_ctx k = {src, dst, p, es, lut, mul, add, fill};
+  /* the kernel writes planes (one element per pixel and channel plane): CHW, or HWC with
+   * one channel */
+  stk__cmn_fast fast;
+  bool use_fast = src->dtype == STK_DTYPE_UINT8 && (p->planar || dst->c == 1) &&
+                  stk__cmn_fast_init(&fast, (int)C, t, p->mean, p->stddev, p->scale, p->shift, lut);
+  cmn_ctx k = {src, dst, p, es, lut, mul, add, fill, use_fast ? &fast : NULL};
   for (int64_t y = 0; y < dst->h; y++) cmn_row(&k, y);
   return STK_OK;
 }

@@ -435,11 +435,6 @@ static stk_status video_init(stk__node *node) {
   if (stk__arg_bool(node, NULL, A_PAD_SEQUENCES)) r->pad = STK__VPAD_CONSTANT;
   if (st == STK_OK) st = load(node, r);
   bool gpu = stk__node_device(node) == STK_DEVICE_GPU;
-  if (st == STK_OK && gpu &&
-      (ways > 0 || stk__arg_given(node, A_MODE) || stk__arg_given(node, A_MAX_SIZE)))
-    st = STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
-                    "resizing while decoding runs on the CPU only (device=\"cpu\", or resize the "
-                    "frames on the GPU after reading)");
   if (st == STK_OK && gpu) stk__video_cuda_align_early(stk__node_device_id(node));
   if (st == STK_OK) st = stk__reader_sampler(node, A_COMMON, r->nseqs, NULL, 0, &r->base.sampler);
   if (st != STK_OK) video_destroy(node);
@@ -646,10 +641,10 @@ static stk_status video_prepare(stk__node *node, stk__sample *s, void *record) {
   "class-folder tree or a file list (optionally limited to a frame or time range). "       \
   "Sharding, padding and shuffling as in readers.file, over the sequences."
 
-#define VIDEO_GPU_DOC                                                                       \
-  " device=\"gpu\": decoded by the GPU's NVDEC engines (FFmpeg's CUDA hwaccel) on the CPU " \
-  "stage's workers and converted to RGB on the GPU (all outputs on the GPU); no resizing; " \
-  "see docs/video.md."
+#define VIDEO_GPU_DOC                                                                        \
+  " device=\"gpu\": decoded by the GPU's NVDEC engines on the CPU stage's workers and "      \
+  "converted to RGB (and resized: linear, antialiased) on the GPU; all outputs on the GPU; " \
+  "see docs/audio-video.md."
 
 VIDEO_SCHEMA(video_schema, "readers.video", VIDEO_DOC VIDEO_GPU_DOC,
              STK_DEVICE_CPU | STK_DEVICE_GPU);
@@ -658,8 +653,9 @@ VIDEO_SCHEMA(video_exp_schema, "experimental.readers.video",
              " (DALI's experimental name; the same operator as readers.video.)",
              STK_DEVICE_CPU | STK_DEVICE_GPU);
 VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
-             VIDEO_DOC " Frames are scaled (bilinear) to resize_x x resize_y as decoded.",
-             STK_DEVICE_CPU);
+             VIDEO_DOC
+             " Frames are scaled (bilinear) to resize_x x resize_y as decoded." VIDEO_GPU_DOC,
+             STK_DEVICE_CPU | STK_DEVICE_GPU);
 
 /* The fields every video reader's definition shares. */
 #define VIDEO_DEF_FIELDS(sch)                                                                 \
@@ -667,7 +663,6 @@ VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
   .run_sample = video_run, .reader_meta = stk__reader_meta, .position = stk__reader_position, \
   .seek = stk__reader_seek, .num_outputs = video_num_outputs
 
-#define VIDEO_DEF(var, sch) const stk__op_def var = {VIDEO_DEF_FIELDS(sch)}
 
 /* The GPU form: no gpu_check (a reader has no input to compare); checked against the CPU
  * form in tests/python/test_video_gpu.py. */
@@ -681,4 +676,4 @@ VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
 
 VIDEO_GPU_DEF(stk__op_readers_video, video_schema);
 VIDEO_GPU_DEF(stk__op_experimental_readers_video, video_exp_schema);
-VIDEO_DEF(stk__op_readers_video_resize, video_resize_schema);
+VIDEO_GPU_DEF(stk__op_readers_video_resize, video_resize_schema);

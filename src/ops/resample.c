@@ -5,7 +5,10 @@
  * (4 lanes in the horizontal pass, 16 in the vertical pass and in conversions): GCC's
  * default -O2 vectoriser (the "very cheap" cost model) turns exactly that shape into
  * SSE code, whereas plain loops with unknown trip counts stay scalar. Internal buffers
- * are padded so the blocks never need a scalar tail. */
+ * are padded so the blocks never need a scalar tail. Their WIDE (AVX2) clones stayed 128
+ * bits wide, so on AVX2 CPUs the vertical pass, the row conversions and (from 4 taps) the
+ * horizontal pass run hand-written 256-bit copies instead (resample_rows.c), which give
+ * the same bytes. */
 #include "resample.h"
 
 #include <math.h>
@@ -13,6 +16,7 @@
 
 #include "../core/wide.h"
 #include "image_util.h"
+#include "resample_rows.h"
 
 #if defined(__GNUC__)
 #define ALWAYS_INLINE inline __attribute__((always_inline))
@@ -94,6 +98,7 @@ typedef struct {
   int k;          /* bound on the taps of any output */
   int lanes;      /* copies of each weight (4: pre-broadcast for the 4-lane pass) */
   int32_t lo, hi; /* source range touched: min start, max start + count - 1 */
+  float *pairs;   /* horizontal, 3 or 4 channels, AVX2: the weights by pixel pair (or NULL) */
 } axis_tab;
 
 /* One axis of the mapping. */
@@ -110,7 +115,7 @@ typedef struct {
   bool vfirst;     /* vertical pass first (see choose_order) */
   size_t ring_len; /* floats per ring row (multiple of VBLOCK, spill room included) */
   size_t out_len;  /* floats per output-width row, likewise */
-  size_t off_x_start, off_x_count, off_x_w, off_y_start, off_y_count, off_y_w;
+  size_t off_x_start, off_x_count, off_x_w, off_x_pairs, off_y_start, off_y_count, off_y_w;
   size_t off_tmp, off_row, off_ring, off_acc, off_rows, total;
 } layout;
 
@@ -171,6 +176,7 @@ static bool make_layout(const stk__image *src, int64_t out_h, int64_t out_w,
   L->ring_len = L->vfirst ? row_len(iw * c) : L->out_len;
   L->off_x_count = off, off += align64(ow * sizeof(int32_t));
   L->off_x_w = off, off += align64(ow * kx * (c == 1 ? 1 : 4) * sizeof(float));
+  if (c == 3 || c == 4) L->off_x_pairs = off, off += align64((ow + 1) * kx * 4 * sizeof(float));
   L->off_y_start = off, off += align64(oh * sizeof(int32_t));
   L->off_y_count = off, off += align64(oh * sizeof(int32_t));
   L->off_y_w = off, off += align64(oh * ky * sizeof(float));
@@ -304,13 +310,30 @@ static void fix_taps(axis_tab *t, int64_t out) {
   t->k = K;
 }
 
+/* The horizontal weights regrouped for stk__hpass_pairs_avx2 (resample_rows.h): per
+ * pixel pair and tap, the two pixels' 4-lane weights side by side (zeros for a missing
+ * second pixel). After fix_taps: every output has t->k taps, 4 lanes each. */
+static void pair_weights(axis_tab *t, int64_t out, float *pairs) {
+  size_t K = (size_t)t->k;
+  for (int64_t x = 0; x < out; x += 2)
+    for (size_t k = 0; k < K; k++) {
+      float *d = pairs + ((size_t)(x / 2) * K + k) * 8;
+      memcpy(d, t->w + ((size_t)x * K + k) * 4, 4 * sizeof(float));
+      if (x + 1 < out)
+        memcpy(d + 4, t->w + ((size_t)(x + 1) * K + k) * 4, 4 * sizeof(float));
+      else
+        memset(d + 4, 0, 4 * sizeof(float));
+    }
+  t->pairs = pairs;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Row conversions                                                                    */
 /* ---------------------------------------------------------------------------------- */
 
 /* n uint8 values to float, 16 at a time. */
 WIDE static void u8_to_f32(float *restrict d, const uint8_t *restrict s, size_t n) {
-  size_t i = 0;
+  size_t i = stk__resample_rows_avx2() ? stk__u8_to_f32_avx2(d, s, n) : 0;
   for (; i + 16 <= n; i += 16)
     for (int l = 0; l < 16; l++) d[i + l] = (float)s[i + l];
   for (; i < n; i++) d[i] = (float)s[i];
@@ -334,7 +357,7 @@ static void load_row(float *restrict d, const stk__image *src, int64_t y, int32_
  * round-half-up, and the clamp runs on int16 (pmaxsw / pminsw exist in SSE2, the int32
  * ones do not), 16 at a time. */
 WIDE static void bounded_to_u8(uint8_t *restrict d, const float *restrict s, size_t n) {
-  size_t i = 0;
+  size_t i = stk__resample_rows_avx2() ? stk__bounded_to_u8_avx2(d, s, n) : 0;
   for (; i + 16 <= n; i += 16) {
     int16_t t[16];
     uint8_t a[16];
@@ -466,6 +489,10 @@ WIDE static void hpass_gray(const float *restrict row, const axis_tab *tx, int32
 
 WIDE static void hpass(const float *restrict row, int C, const axis_tab *tx, int32_t xlo,
                        int64_t out_w, float *restrict dst) {
+  if (tx->pairs) {
+    stk__hpass_pairs_avx2(row, C, tx->k, tx->start, tx->pairs, xlo, out_w, dst);
+    return;
+  }
   switch (C) { /* constant channel counts let the compiler fix the strides */
     case 1:
       hpass_gray(row, tx, xlo, out_w, dst);
@@ -485,6 +512,10 @@ WIDE static void hpass(const float *restrict row, int C, const axis_tab *tx, int
  * (row pointer, weight broadcast, loop) is shared by eight multiply-adds. */
 WIDE static void vpass(float *restrict acc, const float *const *rows, const float *w, int n,
                        size_t len) {
+  if (stk__resample_rows_avx2()) {
+    stk__vpass_avx2(acc, rows, w, n, len);
+    return;
+  }
   for (size_t i = 0; i < len; i += VBLOCK) {
     float a0[4] = {0.0f}, a1[4] = {0.0f}, a2[4] = {0.0f}, a3[4] = {0.0f};
     float a4[4] = {0.0f}, a5[4] = {0.0f}, a6[4] = {0.0f}, a7[4] = {0.0f};
@@ -613,6 +644,10 @@ static void resample_filtered(const stk__image *src, const stk__image *dst,
   double *tmp = (double *)(base + L->off_tmp);
   build_axis(&p.tx, &L->x, args->interp, src->c == 1 ? 1 : 4, tmp);
   fix_taps(&p.tx, dst->w);
+  /* two pixels a register pay from 4 taps on (bench/bench_resample.c; below that the
+   * 4-lane loop is quicker: 72 against 68 us for a 269-wide window to 224) */
+  if ((src->c == 3 || src->c == 4) && p.tx.k >= 4 && stk__resample_rows_avx2())
+    pair_weights(&p.tx, dst->w, (float *)(base + L->off_x_pairs));
   build_axis(&p.ty, &L->y, args->interp, 1, tmp);
   /* defined values in the padding that the 32-float blocks read past the data */
   memset(p.ring, 0, (size_t)p.ty.k * L->ring_len * sizeof(float));

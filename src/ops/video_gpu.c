@@ -43,19 +43,19 @@ stk_status stk__vgpu_decode(stk__node *node, stk__sample *s, stk__video_hw *hw, 
                             const int64_t *idx, int64_t count, const stk__video_out *o,
                             stk__vgpu_record *rec) {
   int64_t h = stk__video_height(v), w = stk__video_width(v);
-  if ((o->out_w > 0 && o->out_w != w) || (o->out_h > 0 && o->out_h != h))
-    return STK__SFAIL(STK_ERR_UNSUPPORTED, node, s,
-                      "resizing while decoding runs on the CPU only (use device=\"cpu\", or "
-                      "resize the frames on the GPU after reading)");
-  if (count * h * w > stk__node_max_pixels(node) && stk__node_max_pixels(node) > 0)
+  int64_t oh = o->out_h > 0 ? o->out_h : h, ow = o->out_w > 0 ? o->out_w : w;
+  int64_t most = stk__node_max_pixels(node);
+  if (most > 0 && (count * h * w > most || count * oh * ow > most))
     return STK__SFAIL(STK_ERR_LIMIT, node, s, "%lld frames of %lldx%lld exceed max_image_pixels",
-                      (long long)count, (long long)w, (long long)h);
+                      (long long)count, (long long)(ow > w ? ow : w), (long long)(oh > h ? oh : h));
   if (o->nfill != 1 && o->nfill != 3)
     return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, s, "fill_value needs 1 or 3 values; got %zu",
                       o->nfill);
   *rec = (stk__vgpu_record){.count = count,
                             .width = (int)w,
                             .height = (int)h,
+                            .out_width = (int)ow,
+                            .out_height = (int)oh,
                             .dtype = o->dtype,
                             .normalized = o->normalized};
   for (int c = 0; c < 3; c++) { /* the CPU's fill: clamped, then truncated to uint8 */
@@ -90,28 +90,48 @@ static stk_status records(stk__node *node, stk__gpu_batch *b, const stk__vgpu_re
   return STK_OK;
 }
 
-/* Output 0: every frame of the batch converted in one launch. */
-static stk_status run_frames(stk__node *node, stk__gpu_batch *b, const stk__vgpu_record **recs) {
-  size_t n = stk__gpu_batch_size(b);
-  stk_dtype dt = n ? recs[0]->dtype : STK_DTYPE_UINT8;
-  int64_t *shapes = stk__calloc(4 * n + 1, sizeof(int64_t), "shapes"), total = 0;
+/* Whether any record asks for frames of another size than decoded. */
+static bool any_resized(const stk__vgpu_record **recs, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (recs[i]->out_width != recs[i]->width || recs[i]->out_height != recs[i]->height) return true;
+  return false;
+}
+
+/* A list of every sample's frames, [F, H, W, 3] at the decoded (`decoded`) or the output
+ * size. */
+static stk_status alloc_frames(stk__gpu_batch *b, const stk__vgpu_record **recs, size_t n,
+                               stk_dtype dt, bool decoded, stk_tensor_list **out) {
+  int64_t *shapes = stk__calloc(4 * n + 1, sizeof(int64_t), "shapes");
   if (!shapes) return STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++) {
-    int64_t sh[4] = {recs[i]->count, recs[i]->height, recs[i]->width, 3};
+    int64_t sh[4] = {recs[i]->count, decoded ? recs[i]->height : recs[i]->out_height,
+                     decoded ? recs[i]->width : recs[i]->out_width, 3};
     memcpy(shapes + 4 * i, sh, sizeof sh);
-    total += recs[i]->count;
   }
-  stk_tensor_list *out = NULL;
   stk_status st =
-      stk__gpu_alloc_list(b, dt, 4, shapes, "FHWC", stk__gpu_shapes_equal(shapes, n, 4), &out);
-  stk_gpu_video_frame *fr =
-      st == STK_OK ? stk__calloc((size_t)total + 1, sizeof *fr, "frames") : NULL;
-  if (st == STK_OK && !fr) st = STK_ERR_OUT_OF_MEMORY;
+      stk__gpu_alloc_list(b, dt, 4, shapes, "FHWC", stk__gpu_shapes_equal(shapes, n, 4), out);
+  free(shapes);
+  return st;
+}
+
+static int64_t total_frames(const stk__vgpu_record **recs, size_t n) {
+  int64_t total = 0;
+  for (size_t i = 0; i < n; i++) total += recs[i]->count;
+  return total;
+}
+
+/* Converts every frame of the batch into `dst` (frames at the decoded size) in one launch:
+ * dtype dt, scaled by 1/255 when `normalized`. */
+static stk_status convert_frames(stk__node *node, stk__gpu_batch *b, const stk__vgpu_record **recs,
+                                 size_t n, stk_tensor_list *dst, stk_dtype dt, bool normalized) {
+  int64_t total = total_frames(recs, n), k = 0;
+  if (total == 0) return STK_OK;
+  stk_gpu_video_frame *fr = stk__calloc((size_t)total, sizeof *fr, "frames");
+  if (!fr) return STK_ERR_OUT_OF_MEMORY;
   size_t esize = stk_dtype_size(dt);
-  int64_t k = 0;
-  for (size_t i = 0; i < n && st == STK_OK; i++) {
+  for (size_t i = 0; i < n; i++) {
     stk_tensor_desc d;
-    stk_tensor_list_sample(out, i, &d);
+    stk_tensor_list_sample(dst, i, &d);
     const stk__vgpu_record *r = recs[i];
     size_t fb = (size_t)r->width * (size_t)r->height * 3 * esize;
     for (int64_t j = 0; j < r->count; j++, k++) {
@@ -121,18 +141,84 @@ static stk_status run_frames(stk__node *node, stk__gpu_batch *b, const stk__vgpu
       memcpy(fr[k].fill, r->fill, sizeof fr[k].fill);
     }
   }
-  if (st == STK_OK && total > 0) {
-    stk__gpu *g = stk__gpu_device(b);
-    char err[STK_GPU_ERRLEN] = "";
-    stk_gpu_video_args args = {dt != STK_DTYPE_UINT8,
-                               n && recs[0]->normalized ? 1.0f / 255.0f : 1.0f};
-    st = stk__gpu_op_check(node,
-                           stk_gpu_run_video_nv12_rgb(g->api, g->ctx, (int)total, fr, &args,
-                                                      stk__gpu_stream(b), err, sizeof err),
-                           err);
-  }
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  stk_gpu_video_args args = {dt != STK_DTYPE_UINT8, normalized ? 1.0f / 255.0f : 1.0f};
+  stk_status st =
+      stk__gpu_op_check(node,
+                        stk_gpu_run_video_nv12_rgb(g->api, g->ctx, (int)total, fr, &args,
+                                                   stk__gpu_stream(b), err, sizeof err),
+                        err);
   free(fr);
-  free(shapes);
+  return st;
+}
+
+/* Resizes every frame of `src` (uint8, decoded size) into `dst` (output size, dtype dt,
+ * scaled by 1/255 when `normalized`) in one resampling launch: linear and antialiased, as
+ * the CPU path's libswscale bilinear scaling; float outputs are rounded to uint8 first, as
+ * the CPU path scales to uint8 and then converts. */
+static stk_status resize_frames(stk__node *node, stk__gpu_batch *b, const stk__vgpu_record **recs,
+                                size_t n, stk_tensor_list *src, stk_tensor_list *dst, stk_dtype dt,
+                                bool normalized) {
+  int64_t total = total_frames(recs, n), k = 0;
+  if (total == 0) return STK_OK;
+  STK_TRY(stk__gpu_require(node, b, STK_GPU_K_RESAMPLE));
+  stk_gpu_resample_sample *smp = stk__calloc((size_t)total, sizeof *smp, "a resample plan");
+  if (!smp) return STK_ERR_OUT_OF_MEMORY;
+  size_t esize = stk_dtype_size(dt);
+  for (size_t i = 0; i < n; i++) {
+    stk_tensor_desc s, d;
+    stk_tensor_list_sample(src, i, &s);
+    stk_tensor_list_sample(dst, i, &d);
+    const stk__vgpu_record *r = recs[i];
+    size_t in_b = (size_t)r->width * (size_t)r->height * 3;
+    size_t out_b = (size_t)r->out_width * (size_t)r->out_height * 3 * esize;
+    for (int64_t j = 0; j < r->count; j++, k++) {
+      smp[k] = (stk_gpu_resample_sample){.src = (const uint8_t *)s.data + (size_t)j * in_b,
+                                         .src_pitch = (size_t)r->width * 3,
+                                         .src_h = r->height,
+                                         .src_w = r->width,
+                                         .dst = (uint8_t *)d.data + (size_t)j * out_b,
+                                         .dst_h = r->out_height,
+                                         .dst_w = r->out_width,
+                                         .x1 = r->width,
+                                         .y1 = r->height};
+      for (int c = 0; c < 3; c++) smp[k].stddev[c] = 1.0;
+    }
+  }
+  stk_gpu_resample_args args = {.channels = 3,
+                                .in_dtype = STK_DTYPE_UINT8,
+                                .out_dtype = dt,
+                                .interp = STK_GPU_INTERP_LINEAR,
+                                .antialias = 1,
+                                .normalize = dt != STK_DTYPE_UINT8,
+                                .quantize = 1,
+                                .scale = normalized ? 1.0 / 255.0 : 1.0};
+  stk__gpu *g = stk__gpu_device(b);
+  char err[STK_GPU_ERRLEN] = "";
+  stk_status st = stk__gpu_op_check(node,
+                                    stk_gpu_run_resample(g->api, g->ctx, (int)total, smp, &args,
+                                                         stk__gpu_stream(b), err, sizeof err),
+                                    err);
+  free(smp);
+  return st;
+}
+
+/* Output 0: the frames, converted in one launch (straight into the output when no record
+ * resizes; else into uint8 frames that one resampling launch resizes into the output). */
+static stk_status run_frames(stk__node *node, stk__gpu_batch *b, const stk__vgpu_record **recs) {
+  size_t n = stk__gpu_batch_size(b);
+  stk_dtype dt = n ? recs[0]->dtype : STK_DTYPE_UINT8;
+  bool normalized = n && recs[0]->normalized, resized = any_resized(recs, n);
+  stk_tensor_list *out = NULL, *decoded = NULL;
+  stk_status st = alloc_frames(b, recs, n, dt, false, &out);
+  if (st == STK_OK && !resized) st = convert_frames(node, b, recs, n, out, dt, normalized);
+  if (st == STK_OK && resized) {
+    st = alloc_frames(b, recs, n, STK_DTYPE_UINT8, true, &decoded);
+    if (st == STK_OK) st = convert_frames(node, b, recs, n, decoded, STK_DTYPE_UINT8, false);
+    if (st == STK_OK) st = resize_frames(node, b, recs, n, decoded, out, dt, normalized);
+    stk_tensor_list_release(decoded); /* stream-ordered: freed after the launches */
+  }
   if (st == STK_OK) return stk__gpu_output(b, 0, out);
   stk_tensor_list_release(out);
   return st;

@@ -18,8 +18,9 @@ typedef struct {
 /* A sample's prepared record (stk__op_def.prep_bytes). */
 typedef struct {
   bool ready;
-  int64_t count; /* frames */
-  int width, height;
+  int64_t count;             /* frames */
+  int width, height;         /* the decoded frames' */
+  int out_width, out_height; /* the output's: another size is resized on the GPU */
   stk_dtype dtype;
   bool normalized;
   float fill[3];
@@ -31,16 +32,17 @@ typedef struct {
 /* At build, for a node on the mixed / GPU device: opens the pipeline's device for NVDEC
  * (the failure names the node and says why: no driver, an FFmpeg without CUDA). */
 stk_status stk__vgpu_open(stk__node *node, stk__video_hw **out);
-/* In prepare: decodes frames idx[0..count) of v (-1: padding) on the device into rec,
- * at the video's size (o->out_w / out_h must be 0), and waits until the frames' copies
- * are done. Errors name the node and the sample. */
+/* In prepare: decodes frames idx[0..count) of v (-1: padding) on the device into rec
+ * (o->out_w / out_h: the size the GPU stage resizes them to; 0: the video's), and waits
+ * until the frames' copies are done. Errors name the node and the sample. */
 stk_status stk__vgpu_decode(stk__node *node, stk__sample *s, stk__video_hw *hw, stk__video *v,
                             const int64_t *idx, int64_t count, const stk__video_out *o,
                             stk__vgpu_record *rec);
 /* prep_release: drops the frames and the extras. */
 void stk__vgpu_release(stk__node *node, void *record);
-/* run_gpu: output 0, the frames [F, H, W, 3] (FHWC) of every sample; outputs 1.. the
- * records' extras. */
+/* run_gpu: output 0, the frames [F, H, W, 3] (FHWC) of every sample, converted to RGB by
+ * one kernel, then resized (linear, antialiased) by a second where a record asks for
+ * another size; outputs 1.. the records' extras. */
 stk_status stk__vgpu_run(stk__node *node, stk__gpu_batch *b);
 
 #endif /* STOKER_OPS_VIDEO_GPU_H */
