@@ -17,7 +17,7 @@ round. Reported: the median over the rounds of each stage's CPU ms per clip, and
 range.
 
 usage: bench_speech_stages.py CHECKOUT [CHECKOUT ...] [--rounds 5] [--clips 32]
-           [--runs 5] [--data DIR] [--json OUT]
+           [--runs 20] [--data DIR] [--json OUT]
 The clips are bench_audio_video.py's (its --data folder, 256 clips of 16 kHz); the first
 --clips of them are used (6.2 s on average for the first 32).
 """
@@ -78,7 +78,7 @@ def main():
     ap.add_argument("checkouts", nargs="+")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--clips", type=int, default=32)
-    ap.add_argument("--runs", type=int, default=5, help="timed runs of each cut pipeline")
+    ap.add_argument("--runs", type=int, default=20, help="timed runs of each cut pipeline")
     ap.add_argument("--data", default=os.path.join(HERE, "data", "av"))
     ap.add_argument("--json")
     ap.add_argument("--child", help=argparse.SUPPRESS)
