@@ -7,9 +7,9 @@
  * spectrogram, the lines of power_spectrum): every lane does the same scalar operations
  * in the same order, so a signal's result does not depend on its lane, its neighbours or
  * the CPU's vector width. When n is a power of two (n >= 2) the n real samples are one
- * complex FFT of n/2 points (radix-2 decimation in time after a fused radix-4 first
- * pass) and a split step; any other n takes a direct DFT over a cosine/sine table
- * (O(n^2)).
+ * complex FFT of n/2 points (decimation in time: the bit-reversed packing fused with the
+ * first two stages, the others two at a time) and a split step; any other n takes a
+ * direct DFT over a cosine/sine table (O(n^2)).
  *
  * A plan is read-only once made: threads may share it, each with its own scratch.
  */
