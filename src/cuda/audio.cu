@@ -211,7 +211,8 @@ static int audio_decibels(stk_gpu_ctx *ctx, int n, const stk_gpu_decibels_sample
   return rc;
 }
 
-/* ---- spectrogram: one thread per (bin, frame), a direct DFT over the frame ---- */
+/* ---- spectrogram: one thread per (bin, frame), a direct DFT over the frame (transforms
+ * the FFT kernel below does not take) ---- */
 
 typedef struct {
   stk_gpu_spectrogram_sample s;
@@ -246,15 +247,80 @@ __global__ void spectrogram_kernel(const spec_desc *d, const int *first, int n, 
   s->dst[s->tf ? f * bins + k : k * s->frames + f] = v;
 }
 
+/* ---- spectrogram by FFT: one block per frame ----
+ * For power-of-two transforms up to SPEC_FFT_MAX points (both halves in shared memory):
+ * the windowed, zero-padded frame loaded in bit-reversed order, then log2(nfft) radix-2
+ * stages (decimation in time) with the direct DFT's cos/sin tables as twiddles, in
+ * float64 as the CPU. O(n log n) a frame against the direct DFT's O(n^2): for the speech
+ * settings (512 points) about 30 times less arithmetic. */
+#define SPEC_FFT_MAX 2048
+
+__global__ void spectrogram_fft_kernel(const spec_desc *d, const int *first, int n,
+                                       const double *aux) {
+  extern __shared__ double spec_shared[];
+  int si = stk_find_sample(first, n, blockIdx.x);
+  const stk_gpu_spectrogram_sample *s = &d[si].s;
+  int64_t f = blockIdx.x - first[si], nfft = s->nfft;
+  int bits = __ffsll(nfft) - 1;
+  double *re = spec_shared, *im = spec_shared + nfft;
+  const double *w = aux + d[si].win_off, *ct = aux + d[si].cos_off, *st = aux + d[si].sin_off;
+  for (int64_t t = threadIdx.x; t < nfft; t += blockDim.x) {
+    double x = 0.0;
+    if (t < s->wl) {
+      int64_t j = f * s->step + t - s->pad;
+      if (j >= 0 && j < s->n)
+        x = s->src[j];
+      else if (s->reflect && s->n > 0)
+        x = s->src[stk_reflect_index(j, s->n)];
+      x *= w[t];
+    }
+    int64_t r = (int64_t)(__brevll((unsigned long long)t) >> (64 - bits));
+    re[r] = x;
+    im[r] = 0.0;
+  }
+  __syncthreads();
+  for (int64_t len = 2; len <= nfft; len <<= 1) {
+    int64_t half = len >> 1, stride = nfft / len;
+    for (int64_t b = threadIdx.x; b < nfft / 2; b += blockDim.x) {
+      int64_t j = b % half, i0 = (b / half) * len + j, i1 = i0 + half;
+      double c = ct[j * stride], sn = st[j * stride]; /* e^(-2 pi i j / len) = c - i sn */
+      double xr = re[i1] * c + im[i1] * sn, xi = im[i1] * c - re[i1] * sn;
+      re[i1] = re[i0] - xr, im[i1] = im[i0] - xi;
+      re[i0] += xr, im[i0] += xi;
+    }
+    __syncthreads();
+  }
+  int64_t bins = nfft / 2 + 1;
+  for (int64_t k = threadIdx.x; k < bins; k += blockDim.x) {
+    double m2 = re[k] * re[k] + im[k] * im[k];
+    float v = (float)(s->power == 2 ? m2 : sqrt(m2));
+    s->dst[s->tf ? f * bins + k : k * s->frames + f] = v;
+  }
+}
+
+/* Whether every sample's transform takes the FFT kernel. */
+static bool spectrogram_by_fft(int n, const stk_gpu_spectrogram_sample *samples, int64_t *most) {
+  *most = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t m = samples[i].nfft;
+    if (m < 2 || m > SPEC_FFT_MAX || (m & (m - 1)) != 0) return false;
+    if (m > *most) *most = m;
+  }
+  return true;
+}
+
 static int audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_sample *samples,
                              uintptr_t stream_h, char *err, size_t errlen) {
   if (n <= 0) return 0;
   size_t aux = 0;
+  int64_t most = 0;
+  bool fft = spectrogram_by_fft(n, samples, &most);
   int64_t *elems = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
   if (!elems) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory");
   for (int i = 0; i < n; i++) {
     aux += (size_t)(samples[i].wl + 2 * samples[i].nfft);
-    elems[i] = (samples[i].nfft / 2 + 1) * samples[i].frames;
+    /* the FFT's blocks are frames; the direct DFT's threads are its outputs */
+    elems[i] = fft ? samples[i].frames : (samples[i].nfft / 2 + 1) * samples[i].frames;
   }
   staging st;
   int rc = staging_init(&st, n, sizeof(spec_desc), aux, err, errlen);
@@ -277,16 +343,23 @@ static int audio_spectrogram(stk_gpu_ctx *ctx, int n, const stk_gpu_spectrogram_
     }
     off += s->wl + 2 * s->nfft;
   }
-  if (rc == 0) rc = staging_blocks(&st, n, elems, err, errlen);
+  if (rc == 0)
+    rc = fft ? stk_block_table(elems, n, st.first, err, errlen)
+             : staging_blocks(&st, n, elems, err, errlen);
   cudaStream_t stream = (cudaStream_t)stream_h;
+  size_t shared = fft ? 2 * (size_t)most * sizeof(double) : 0;
   if (rc == 0 && st.first[n] > 0)
-    rc = stk_upload_and_launch(ctx, st.host, st.bytes, stream_h, "spectrogram", err, errlen,
-                               [&](const char *dp) {
-                                 spectrogram_kernel<<<st.first[n], THREADS, 0, stream>>>(
-                                     (const spec_desc *)dp, (const int *)(dp + st.off_first), n,
-                                     (const double *)(dp + st.off_aux));
-                                 return 0;
-                               });
+    rc = stk_upload_and_launch(
+        ctx, st.host, st.bytes, stream_h, "spectrogram", err, errlen, [&](const char *dp) {
+          const spec_desc *dd = (const spec_desc *)dp;
+          const int *first = (const int *)(dp + st.off_first);
+          const double *ax = (const double *)(dp + st.off_aux);
+          if (fft)
+            spectrogram_fft_kernel<<<st.first[n], THREADS, shared, stream>>>(dd, first, n, ax);
+          else
+            spectrogram_kernel<<<st.first[n], THREADS, 0, stream>>>(dd, first, n, ax);
+          return 0;
+        });
   free(st.host);
   free(elems);
   return rc;

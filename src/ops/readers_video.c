@@ -663,7 +663,6 @@ VIDEO_SCHEMA(video_resize_schema, "readers.video_resize",
   .run_sample = video_run, .reader_meta = stk__reader_meta, .position = stk__reader_position, \
   .seek = stk__reader_seek, .num_outputs = video_num_outputs
 
-
 /* The GPU form: no gpu_check (a reader has no input to compare); checked against the CPU
  * form in tests/python/test_video_gpu.py. */
 #define VIDEO_GPU_DEF(var, sch)                                    \
