@@ -34,21 +34,37 @@ static const stk_port_schema ps_in[] = {{"input", "real signal(s), any numeric t
 static const stk_port_schema ps_out[] = {
     {"output", "float32; the input's shape with nfft/2+1 bins on `axis`"}};
 
-/* Transforms every line of `in` along axis `ax` (outer x len x inner) into `out`. */
+/* Transforms lines [first, first + lanes) of a group (line l starts at in + l * pitch and
+ * has stride `inner`; its output starts at out + l * lane_stride). */
+static void ps_group(const stk__rfft_plan *plan, const double *in, int64_t pitch, int64_t len,
+                     int64_t inner, int lanes, int power, float *out, int64_t lane_stride,
+                     double *lines, double *work) {
+  int64_t nfft = plan->n, used = len < nfft ? len : nfft;
+  memset(lines, 0, sizeof(double) * (size_t)nfft * STK__RFFT_LANES);
+  for (int l = 0; l < lanes; l++)
+    for (int64_t j = 0; j < used; j++) lines[j * STK__RFFT_LANES + l] = in[l * pitch + j * inner];
+  stk__rfft_spectra(plan, lines, lanes, power, out, inner, lane_stride, work);
+}
+
+/* Transforms every line of `in` along axis `ax` (outer x len x inner) into `out`,
+ * STK__RFFT_LANES lines at a time: consecutive outer lines when inner is 1, else
+ * consecutive inner ones. */
 static stk_status ps_lines(stk__node *node, stk__sample *s, const double *in, int64_t outer,
                            int64_t len, int64_t inner, int64_t nfft, int power, float *out) {
   stk__rfft_plan plan;
   if (!stk__rfft_plan_init(&plan, nfft))
     return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for an FFT of %lld points",
                       (long long)nfft);
-  double *line = stk__scratch(s, sizeof(double) * (size_t)nfft);
+  double *lines = stk__scratch(s, sizeof(double) * (size_t)nfft * STK__RFFT_LANES);
   double *work = stk__scratch(s, sizeof(double) * stk__rfft_scratch_doubles(&plan));
-  stk_status st = line && work ? STK_OK : STK_ERR_OUT_OF_MEMORY;
-  int64_t bins = nfft / 2 + 1, used = len < nfft ? len : nfft;
-  for (int64_t o = 0; o < outer && st == STK_OK; o++) {
-    for (int64_t i = 0; i < inner; i++) {
-      for (int64_t j = 0; j < nfft; j++) line[j] = j < used ? in[(o * len + j) * inner + i] : 0.0;
-      stk__rfft_spectrum(&plan, line, power, out + o * bins * inner + i, inner, work);
+  stk_status st = lines && work ? STK_OK : STK_ERR_OUT_OF_MEMORY;
+  int64_t bins = nfft / 2 + 1;
+  for (int64_t o = 0; o < outer && st == STK_OK; o += inner == 1 ? STK__RFFT_LANES : 1) {
+    for (int64_t i = 0; i < inner; i += inner == 1 ? 1 : STK__RFFT_LANES) {
+      int64_t left = inner == 1 ? outer - o : inner - i;
+      int lanes = left < STK__RFFT_LANES ? (int)left : STK__RFFT_LANES;
+      ps_group(&plan, in + o * len * inner + i, inner == 1 ? len : 1, len, inner, lanes, power,
+               out + o * bins * inner + i, inner == 1 ? bins : 1, lines, work);
     }
   }
   stk__rfft_plan_free(&plan);
@@ -166,12 +182,16 @@ static const stk_port_schema sg_out[] = {
 
 typedef struct {
   int64_t nfft, wl, step;
-  double *window; /* wl values */
+  double *window;      /* wl values */
+  stk__rfft_plan plan; /* nfft points, shared by the threads (read-only) */
 } sg_state;
 
 static void sg_destroy(stk__node *node) {
   sg_state *st = *stk__node_state(node);
-  if (st) free(st->window);
+  if (st) {
+    free(st->window);
+    stk__rfft_plan_free(&st->plan);
+  }
   free(st);
   *stk__node_state(node) = NULL;
 }
@@ -200,6 +220,9 @@ static stk_status sg_init(stk__node *node) {
   } else {
     for (int64_t t = 0; t < st->wl; t++) st->window[t] = stk_audio_hann(t, st->wl);
   }
+  if (!stk__rfft_plan_init(&st->plan, st->nfft))
+    return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory for an FFT of %lld points",
+                    (long long)st->nfft);
   return STK_OK;
 }
 
@@ -217,30 +240,57 @@ static int64_t sg_frames(const sg_state *st, int64_t n, bool center) {
   return padded < st->wl ? 0 : (padded - st->wl) / st->step + 1;
 }
 
+/* Loads frames f0 .. f0 + lanes - 1 into `buf` for the FFT (lanes past them repeat the
+ * first); a frame reaching past the signal is first copied, padded, to edge[l]. */
+static void sg_fill(const sg_state *st, const double *x, int64_t n, int64_t f0, int lanes,
+                    int64_t pad, bool reflect, double *edge, double *buf) {
+  const double *src[STK__RFFT_LANES];
+  for (int l = 0; l < STK__RFFT_LANES; l++) {
+    int64_t f = f0 + (l < lanes ? l : 0), start = f * st->step - pad;
+    if (start >= 0 && start + st->wl <= n) {
+      src[l] = x + start;
+      continue;
+    }
+    double *e = edge + l * st->wl;
+    for (int64_t t = 0; t < st->wl; t++) e[t] = sg_at(x, n, f * st->step + t, pad, reflect);
+    src[l] = e;
+  }
+  stk__rfft_load(&st->plan, src, st->window, st->wl, buf);
+}
+
+/* [frames, bins] -> [bins, frames], 16 bins at a time: the output is written in 16
+ * sequential streams (the hardware prefetchers follow them), the input read a line at
+ * a time. The FFT writing straight into the "ft" layout, each bin a frame row apart,
+ * stalled on its stores (a quarter of the operator's time); computing [frames, bins]
+ * and transposing was 10% cheaper in all (16 kHz speech, 600 frames of 257 bins). */
+static void sg_transpose(const float *tf, int64_t frames, int64_t bins, float *ft) {
+  for (int64_t k0 = 0; k0 < bins; k0 += 16) {
+    int64_t kn = bins - k0 < 16 ? bins - k0 : 16;
+    for (int64_t f = 0; f < frames; f++) {
+      const float *src = tf + f * bins + k0;
+      for (int64_t k = 0; k < kn; k++) ft[(k0 + k) * frames + f] = src[k];
+    }
+  }
+}
+
 static stk_status sg_frames_run(stk__node *node, stk__sample *s, const sg_state *st,
                                 const double *x, int64_t n, int64_t frames, bool tf, float *out) {
   bool center = stk__arg_bool(node, s, SG_CENTER);
   bool reflect = stk__arg_bool(node, s, SG_REFLECT);
   int power = (int)stk__arg_int(node, s, SG_POWER);
   int64_t pad = center ? st->wl / 2 : 0, bins = st->nfft / 2 + 1;
-  stk__rfft_plan plan;
-  if (!stk__rfft_plan_init(&plan, st->nfft))
-    return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no memory for the FFT");
-  double *frame = stk__scratch(s, sizeof(double) * (size_t)st->nfft);
-  double *work = stk__scratch(s, sizeof(double) * stk__rfft_scratch_doubles(&plan));
-  if (!frame || !work) {
-    stk__rfft_plan_free(&plan);
+  double *buf = stk__scratch(s, sizeof(double) * (size_t)st->nfft * STK__RFFT_LANES);
+  double *work = stk__scratch(s, sizeof(double) * stk__rfft_scratch_doubles(&st->plan));
+  double *edge = stk__scratch(s, sizeof(double) * (size_t)st->wl * STK__RFFT_LANES);
+  float *rows = tf ? out : stk__scratch(s, sizeof(float) * (size_t)(frames * bins + 1));
+  if (!buf || !work || !edge || !rows)
     return STK__SFAIL(STK_ERR_OUT_OF_MEMORY, node, s, "no scratch memory");
+  for (int64_t f = 0; f < frames; f += STK__RFFT_LANES) {
+    int lanes = frames - f < STK__RFFT_LANES ? (int)(frames - f) : STK__RFFT_LANES;
+    sg_fill(st, x, n, f, lanes, pad, reflect, edge, buf);
+    stk__rfft_spectra(&st->plan, buf, lanes, power, rows + f * bins, 1, bins, work);
   }
-  for (int64_t f = 0; f < frames; f++) {
-    for (int64_t t = 0; t < st->nfft; t++)
-      frame[t] = t < st->wl ? sg_at(x, n, f * st->step + t, pad, reflect) * st->window[t] : 0.0;
-    if (tf)
-      stk__rfft_spectrum(&plan, frame, power, out + f * bins, 1, work);
-    else
-      stk__rfft_spectrum(&plan, frame, power, out + f, frames, work);
-  }
-  stk__rfft_plan_free(&plan);
+  if (!tf) sg_transpose(rows, frames, bins, out);
   return STK_OK;
 }
 

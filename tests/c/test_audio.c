@@ -138,6 +138,77 @@ static void test_nemo_reader(void **state) {
   stk_pipeline_destroy(p);
 }
 
+/* Sample i (of the padded signal) as the spectrogram pads: NumPy's reflection without
+ * the edge sample, or zeros. */
+static double padded_at(const float *x, int64_t n, int64_t i, int64_t pad, int reflect) {
+  i -= pad;
+  if (i >= 0 && i < n) return x[i];
+  if (!reflect || n == 0) return 0.0;
+  if (n == 1) return x[0];
+  int64_t period = 2 * (n - 1);
+  i %= period;
+  if (i < 0) i += period;
+  return x[i < n ? i : period - i];
+}
+
+/* The spectrogram by its definition (direct DFT of each windowed, zero-padded frame). */
+static double want_bin(const float *x, int64_t n, int64_t f, int64_t k, int64_t nfft, int64_t wl,
+                       int64_t step, int center, int reflect, int power) {
+  double re = 0, im = 0;
+  for (int64_t t = 0; t < wl; t++) {
+    double w = 0.5 * (1.0 - cos(2 * M_PI * (t + 0.5) / wl));
+    double v = w * padded_at(x, n, f * step + t, center ? wl / 2 : 0, reflect);
+    re += v * cos(2 * M_PI * (double)((t * k) % nfft) / nfft);
+    im -= v * sin(2 * M_PI * (double)((t * k) % nfft) / nfft);
+  }
+  double m2 = re * re + im * im;
+  return power == 2 ? m2 : sqrt(m2);
+}
+
+/* Frame geometries around the FFT's blocks of 4 frames and the signal's edges (signals
+ * shorter than the window, frame counts 1..13, both layouts, reflect and zero padding,
+ * non-centred, magnitude, nfft above window_length and not a power of two) against the
+ * definition; under `make sanitize` this also runs the frame loading, the lanes and the
+ * "ft" transpose with ASan. */
+static void test_spectrogram_geometries(void **state) {
+  static const int cfg[][7] = {/* nfft, wl, step, center, reflect, power, tf */
+                               {64, 64, 16, 1, 1, 2, 0}, {64, 40, 7, 1, 1, 2, 1},
+                               {32, 32, 8, 0, 1, 1, 0},  {128, 100, 33, 1, 0, 2, 0},
+                               {48, 41, 5, 1, 1, 2, 1},  {16, 16, 3, 1, 1, 1, 0}};
+  static const int64_t lengths[] = {1, 5, 17, 40, 131, 300};
+  float x[300];
+  for (int t = 0; t < 300; t++) x[t] = (float)(sin(0.37 * t) + 0.25 * cos(1.9 * t * t / 300.0));
+  for (size_t c = 0; c < sizeof cfg / sizeof *cfg; c++) {
+    const int *g = cfg[c];
+    char body[512];
+    snprintf(body, sizeof body,
+             "s = spectrogram(src, nfft=%d, window_length=%d, window_step=%d, "
+             "center_windows=%s, reflect_padding=%s, power=%d, layout=\"%s\")\nreturn s\n",
+             g[0], g[1], g[2], g[3] ? "true" : "false", g[4] ? "true" : "false", g[5],
+             g[6] ? "tf" : "ft");
+    stk_pipeline *p = build(body);
+    for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
+      int64_t n = lengths[li], bins = g[0] / 2 + 1;
+      int64_t padded = g[3] ? n + 2 * (g[1] / 2) : n;
+      int64_t frames = padded < g[1] ? 0 : (padded - g[1]) / g[2] + 1;
+      stk_batch *b = feed_run(p, x, n);
+      stk_tensor_desc s = out_of(b, 0);
+      assert_int_equal(s.shape[0], g[6] ? frames : bins);
+      assert_int_equal(s.shape[1], g[6] ? bins : frames);
+      for (int64_t f = 0; f < frames; f++)
+        for (int64_t k = 0; k < bins; k++) {
+          double want = want_bin(x, n, f, k, g[0], g[1], g[2], g[3], g[4], g[5]);
+          double got = ((const float *)s.data)[g[6] ? f * bins + k : k * frames + f];
+          if (fabs(got - want) > 1e-6 * fabs(want) + 1e-9)
+            fail_msg("config %zu, n = %lld, frame %lld, bin %lld: %.9g, want %.9g", c, (long long)n,
+                     (long long)f, (long long)k, got, want);
+        }
+      stk_batch_release(b);
+    }
+    stk_pipeline_destroy(p);
+  }
+}
+
 static void test_errors(void **state) {
   stk_pipeline *p = build("s = spectrogram(src, window_length=8, window_step=4)\nreturn s\n");
   float x[12] = {0};
@@ -169,6 +240,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_signal_chain),
       cmocka_unit_test(test_nemo_reader),
+      cmocka_unit_test(test_spectrogram_geometries),
       cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

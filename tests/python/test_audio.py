@@ -157,6 +157,30 @@ def test_spectrogram_window_fn_and_tf_layout():
     assert np.array_equal(tf[0], ft[0].T)
 
 
+@pytest.mark.parametrize("kw", [dict(nfft=512, window_length=512, window_step=160),
+                                dict(nfft=512, window_length=400, window_step=160,
+                                     power=1, layout="tf"),
+                                dict(nfft=256, window_length=200, window_step=37,
+                                     center_windows=False),
+                                dict(nfft=60, window_length=60, window_step=13)])
+def test_spectrogram_to_float32_rounding(kw):
+    """The speech front end's settings (and a non-power-of-two size) against NumPy's
+    float64 STFT, bin by bin: off by float32 rounding plus 1e-12 of the largest bin,
+    where float64 rounding of the FFT lives (a float32 FFT is ~1e-7 of the largest).
+    Signal lengths give frame counts that do not fill the last block of four frames,
+    and frames in the reflected edges."""
+    rng = np.random.default_rng(5)
+    sigs = [(rng.standard_normal(n) * 0.3).astype(np.float32) for n in (16000, 1001, 515)]
+    (got,) = run(lambda x: fn.spectrogram(x, **kw), sigs)
+    for g, x in zip(got, sigs):
+        want = ref_spectrogram(x, kw["nfft"], kw["window_length"], kw["window_step"],
+                               kw.get("power", 2), kw.get("center_windows", True))
+        if kw.get("layout") == "tf":
+            want = want.T
+        assert g.shape == want.shape
+        assert np.all(np.abs(g - want) <= 6e-8 * want + 1e-12 * want.max())
+
+
 def test_power_spectrum_is_numpy_rfft():
     x2 = [RNG.standard_normal((3, 50)).astype(np.float32)] * 2
     (a, b, c) = run(lambda x: (fn.power_spectrum(x), fn.power_spectrum(x, nfft=16),
