@@ -105,16 +105,8 @@ static img_t tj_decode(buf_t b, int pf, int w, int h) {
 }
 
 static buf_t tj_encode(img_t m, int subsamp, int quality, int flags) {
-  tjhandle tj = tjInitCompress();
-  unsigned char *out = NULL;
-  unsigned long n = 0;
-  int pf = m.c == 1 ? TJPF_GRAY : m.c == 4 ? TJPF_CMYK : TJPF_RGB;
-  if (tjCompress2(tj, m.p, m.w, 0, m.h, pf, &out, &n, subsamp, quality, flags))
-    fail_msg("tjCompress2: %s", tjGetErrorStr2(tj));
-  tjDestroy(tj);
-  buf_t b = {malloc(n), n};
-  memcpy(b.p, out, n);
-  tjFree(out);
+  buf_t b;
+  b.p = tu_jpeg_encode(m.p, m.w, m.h, m.c, subsamp, quality, flags, &b.n);
   return b;
 }
 

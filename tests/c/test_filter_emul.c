@@ -23,13 +23,8 @@
 #include "ops/filters.h"
 
 static uint32_t rng_state = 12345;
-static uint32_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 17;
-  rng_state ^= rng_state << 5;
-  return rng_state;
-}
-static int rnd_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+static uint32_t rnd(void) { return tu_rand(&rng_state); }
+static int rnd_in(int lo, int hi) { return tu_rand_in(&rng_state, lo, hi); }
 static float frand(void) { return (float)((rnd() >> 8) / 16777216.0) * 2.0f - 1.0f; }
 
 /* A random image of `dt` (values in the type's usual range). */

@@ -28,13 +28,8 @@ typedef tu_image img_t;
 #define load_photo tu_load_photo
 
 static uint32_t rng_state = 777;
-static uint32_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 17;
-  rng_state ^= rng_state << 5;
-  return rng_state;
-}
-static int rnd_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+static uint32_t rnd(void) { return tu_rand(&rng_state); }
+static int rnd_in(int lo, int hi) { return tu_rand_in(&rng_state, lo, hi); }
 static double urand(void) { return (rnd() >> 8) / 16777216.0; }
 
 /* Border rules stepped out one reflection at a time. */

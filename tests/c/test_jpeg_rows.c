@@ -18,13 +18,8 @@
 #include "codecs/codecs.h"
 
 static uint32_t rng_state = 0x1234567u;
-static uint32_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 17;
-  rng_state ^= rng_state << 5;
-  return rng_state;
-}
-static int rnd_in(int lo, int hi) { return lo + (int)(rnd() % (uint32_t)(hi - lo + 1)); }
+static uint32_t rnd(void) { return tu_rand(&rng_state); }
+static int rnd_in(int lo, int hi) { return tu_rand_in(&rng_state, lo, hi); }
 
 typedef struct {
   uint8_t *p;
@@ -32,15 +27,8 @@ typedef struct {
 } buf_t;
 
 static buf_t encode(const uint8_t *px, int w, int h, int c, int subsamp, int flags) {
-  tjhandle tj = tjInitCompress();
-  unsigned char *out = NULL;
-  unsigned long n = 0;
-  if (tjCompress2(tj, px, w, 0, h, c == 1 ? TJPF_GRAY : TJPF_RGB, &out, &n, subsamp, 88, flags))
-    fail_msg("tjCompress2: %s", tjGetErrorStr2(tj));
-  tjDestroy(tj);
-  buf_t b = {malloc(n), n};
-  memcpy(b.p, out, n);
-  tjFree(out);
+  buf_t b;
+  b.p = tu_jpeg_encode(px, w, h, c, subsamp, 88, flags, &b.n);
   return b;
 }
 

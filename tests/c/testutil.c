@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <turbojpeg.h>
 #include <unistd.h>
 
 const char *tu_path(char *buf, size_t cap, const char *relative) {
@@ -42,6 +43,34 @@ const char *tu_tmpdir(char *buf, size_t cap, const char *tag) {
   if (system(cmd) != 0) fail_msg("cannot clean %s", buf);
   if (mkdir(buf, 0755) != 0) fail_msg("cannot create %s", buf);
   return buf;
+}
+
+uint32_t tu_rand(uint32_t *state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 17;
+  *state ^= *state << 5;
+  return *state;
+}
+
+int tu_rand_in(uint32_t *state, int lo, int hi) {
+  return lo + (int)(tu_rand(state) % (uint32_t)(hi - lo + 1));
+}
+
+uint8_t *tu_jpeg_encode(const uint8_t *px, int w, int h, int c, int subsamp, int quality, int flags,
+                        size_t *n) {
+  tjhandle tj = tjInitCompress();
+  unsigned char *out = NULL;
+  unsigned long size = 0;
+  int pf = c == 1 ? TJPF_GRAY : c == 4 ? TJPF_CMYK : TJPF_RGB;
+  if (!tj || tjCompress2(tj, px, w, 0, h, pf, &out, &size, subsamp, quality, flags))
+    fail_msg("tjCompress2: %s", tjGetErrorStr2(tj));
+  tjDestroy(tj);
+  uint8_t *copy = malloc(size);
+  if (!copy) fail_msg("no memory for %lu bytes", size);
+  memcpy(copy, out, size);
+  tjFree(out);
+  *n = size;
+  return copy;
 }
 
 bool tu_ffmpeg_lists(const char *list, const char *pattern) {

@@ -22,6 +22,14 @@ void tu_write(const char *path, const void *data, size_t size);
 /* A fresh empty directory under the build tree, unique per call. */
 const char *tu_tmpdir(char *buf, size_t cap, const char *tag);
 
+/* A xorshift32 generator for test data (*state must not be 0), and a value in lo..hi. */
+uint32_t tu_rand(uint32_t *state);
+int tu_rand_in(uint32_t *state, int lo, int hi);
+/* The JPEG bytes of an image (c: 1 gray, 3 RGB, 4 CMYK) through TurboJPEG, in *n bytes;
+ * the test fails if it cannot. Free with free(). */
+uint8_t *tu_jpeg_encode(const uint8_t *px, int w, int h, int c, int subsamp, int quality, int flags,
+                        size_t *n);
+
 /* Whether the ffmpeg command's listing `list` (e.g. "-encoders") has a line matching the
  * extended regular expression `pattern`. */
 bool tu_ffmpeg_lists(const char *list, const char *pattern);
