@@ -246,11 +246,13 @@ static int want_cmp(const void *a, const void *b) {
                                : (x->slot > y->slot) - (x->slot < y->slot);
 }
 
-/* A decoder kept between reads. Opening one costs an NVDEC session (the driver creates it
- * under a lock shared by all threads: measured on the H100, one per sample held 16 workers
- * to ~15 sequences a second), so the reads of a pipeline lend decoders from a pool and give
- * them back flushed. Each has a CUDA device context of its own (FFmpeg's, in the primary
- * context) for its stream: a read waits for its own frames' copies only. */
+/* A decoder kept between reads: the reads of a pipeline lend decoders from a pool and give
+ * them back. An NVDEC decoder costs about 250 ms of driver work, serialised across threads
+ * (measured on the H100); the direct sessions (nvdec.c) keep theirs from read to read.
+ * FFmpeg's hwaccel decoders are pooled too (flushed when given back), but FFmpeg makes a
+ * new NVDEC decoder after every flush (nvdec.h), so for them the pool saves only the
+ * set-up. Each has a CUDA device context of its own (FFmpeg's, in the primary context) for
+ * its stream: a read waits for its own frames' copies only. */
 typedef struct pooled {
   AVCodecContext *dec;    /* FFmpeg's decoder (hwaccel or, emulated, software), or NULL */
   stk__nvdec *nv;         /* H.264 / HEVC: NVDEC driven directly (nvdec.h says why) */
