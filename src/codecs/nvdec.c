@@ -91,10 +91,13 @@ void stk__nvdec_destroy(stk__nvdec *d) {
 
 int64_t stk__nvdec_decoders_created(const stk__nvdec *d) { return d->created; }
 
-/* Whether the decoder made for `info` can decode the sequence `want` describes. */
+/* Whether the decoder made for `info` can decode the sequence `want` describes (and
+ * outputs it as a new one would: a progressive sequence's decoder weaves the fields of an
+ * interlaced one that follows, where a new one would deinterlace them). */
 static bool decoder_fits(const CUVIDDECODECREATEINFO *have, const CUVIDDECODECREATEINFO *want) {
   return have->CodecType == want->CodecType && have->ChromaFormat == want->ChromaFormat &&
-         have->bitDepthMinus8 == want->bitDepthMinus8 && have->ulWidth == want->ulWidth &&
+         have->bitDepthMinus8 == want->bitDepthMinus8 &&
+         have->DeinterlaceMode == want->DeinterlaceMode && have->ulWidth == want->ulWidth &&
          have->ulHeight == want->ulHeight &&
          have->ulNumDecodeSurfaces >= want->ulNumDecodeSurfaces &&
          memcmp(&have->display_area, &want->display_area, sizeof want->display_area) == 0;
