@@ -403,11 +403,21 @@ static stk_status decode_all(reader *r) {
   return st;
 }
 
+/* Waits for the copies queued on the read's decoder's stream before their frames are
+ * released: the frames' memory goes back to its pool on another stream (video_cuda.c),
+ * which does not wait for that one, and may at once be lent to another decoder. */
+static stk_status settle_copies(reader *r) {
+  return r->pd && r->pd->device ? pooled_sync(r->pd) : STK_OK;
+}
+
 static stk_status run_read(reader *r) {
   r->by_pts = r->v->pts != NULL;
   stk_status st = decode_all(r);
   if (st == STK_OK && r->by_pts && (r->miss || r->next < r->nw)) {
-    /* start again, numbering frames in output order from the start */
+    /* start again, numbering frames in output order from the start; the frames kept so far
+     * are dropped once their copies are done */
+    st = settle_copies(r);
+    if (st != STK_OK) return st;
     close_decoder(r, true);
     for (int64_t i = 0; r->gpu && i < r->nw; i++) stk__video_gpu_release(&r->gpu[i]);
     r->by_pts = r->miss = false;
@@ -438,6 +448,11 @@ static stk_status read_frames(stk__video *v, stk__video_hw *hw, const int64_t *i
               .gpu = gpu};
   stk_status st = run_read(&r);
   if (st == STK_OK && r.pd) st = pooled_sync(r.pd); /* the frames' copies are done */
+  if (st != STK_OK && gpu) { /* likewise before the frames are released; the read's error stays */
+    char why[512];
+    snprintf(why, sizeof why, "%s", stk_last_error());
+    if (settle_copies(&r) != STK_OK) STK_FAIL(st, "%s", why);
+  }
   for (int64_t i = 0; st != STK_OK && gpu && i < count; i++) stk__video_gpu_release(&gpu[i]);
   sws_freeContext(r.sws);
   av_frame_free(&r.frame);
