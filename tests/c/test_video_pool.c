@@ -170,10 +170,34 @@ static void test_pool_shared_by_threads(void **state) {
   stk__video_hw_close(hw);
 }
 
+/* A clip cut with an edit list (stream copy from 0.45 s): its first packets, from the key
+ * frame before the cut, are decoded but never shown, so a read by timestamps of its first
+ * frames finds the first shown frame where it wanted an earlier one and starts again by
+ * order (run_read). That second attempt lends the decoder again: the frames must be a fresh
+ * decoder's, and the pool must not open another. */
+static void test_read_started_again_by_order(void **state) {
+  (void)state;
+  vp_clips c;
+  vp_make(&c);
+  char cut[700], cmd[2048];
+  snprintf(cut, sizeof cut, "%s.cut.mp4", c.a1);
+  snprintf(cmd, sizeof cmd, "ffmpeg -hide_banner -loglevel error -y -ss 0.45 -i %s -c copy %s",
+           c.a1, cut);
+  assert_int_equal(tu_sh(cmd), 0);
+  stk__video_hw *hw;
+  TU_OK(stk__video_hw_open(0, true, &hw));
+  const int64_t first[] = {0, 1, 2}, back[] = {2, 0};
+  vp_check_read(hw, cut, first, 3);
+  vp_check_read(hw, cut, back, 2);
+  assert_int_equal(stk__video_hw_decoders_opened(hw), 1);
+  stk__video_hw_close(hw);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reused_decoder_decodes_as_a_fresh_one),
       cmocka_unit_test(test_pool_shared_by_threads),
+      cmocka_unit_test(test_read_started_again_by_order),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
