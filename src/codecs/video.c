@@ -152,8 +152,8 @@ static void build_index(stk__video *v, int64_t *ts, const uint8_t *key, int64_t 
   free(keyts);
 }
 
-/* Counts the stream's packets (one frame each for the codecs in common use) and indexes
- * their timestamps. */
+/* Counts the stream's shown packets (one frame each for the codecs in common use) and
+ * indexes their timestamps. */
 static stk_status count_frames(stk__video *v) {
   AVPacket *pkt = av_packet_alloc();
   int64_t n = 0, cap = 256;
@@ -162,7 +162,9 @@ static stk_status count_frames(stk__video *v) {
   stk_status st = pkt && ts && key ? STK_OK : STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
   int err = 0;
   while (st == STK_OK && (err = av_read_frame(v->fmt, pkt)) >= 0) {
-    if (pkt->stream_index == v->stream) {
+    /* a packet an edit list hides (MP4 cut without re-encoding) is decoded for reference
+     * but never shown: not a frame */
+    if (pkt->stream_index == v->stream && !(pkt->flags & AV_PKT_FLAG_DISCARD)) {
       if (n == cap) {
         cap *= 2;
         int64_t *t2 = realloc(ts, sizeof(int64_t) * (size_t)cap);
@@ -274,6 +276,9 @@ typedef struct {
   stk__video_hw *hw; /* decoding with NVDEC: frames go to gpu[] instead of dst */
   pooled *pd;        /* with hw: the decoder lent by hw's pool (dec is pd->dec) */
   stk__video_gpu_frame *gpu;
+  int64_t *hidden; /* NVDEC direct: timestamps of the packets an edit list hides, whose
+                      pictures the parser still shows (FFmpeg's decoders drop them) */
+  int64_t nhidden, hidden_cap;
   bool by_pts; /* frames numbered by their timestamps (v->pts); else by output order */
   bool miss;   /* a frame could not be placed: start again from the start, by order */
 } reader;
@@ -458,6 +463,7 @@ static stk_status read_frames(stk__video *v, stk__video_hw *hw, const int64_t *i
   av_frame_free(&r.frame);
   close_decoder(&r, st == STK_OK);
   close_format(v);
+  free(r.hidden);
   free(w);
   return st;
 }
@@ -785,10 +791,28 @@ static stk_status copy_out(reader *r, const stk_nv12_view *view, stk__video_gpu_
 
 /* ---- H.264 / HEVC: NVDEC driven directly ---- */
 
+static bool is_hidden(const reader *r, int64_t pts) {
+  for (int64_t i = 0; i < r->nhidden; i++)
+    if (r->hidden[i] == pts) return true;
+  return false;
+}
+
+/* Notes a packet an edit list hides (its picture is not a frame). */
+static stk_status note_hidden(reader *r, int64_t pts) {
+  if (r->nhidden == r->hidden_cap) {
+    int64_t cap = r->hidden_cap ? 2 * r->hidden_cap : 16;
+    int64_t *h = realloc(r->hidden, sizeof *h * (size_t)cap);
+    if (!h) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "no memory");
+    r->hidden = h, r->hidden_cap = cap;
+  }
+  r->hidden[r->nhidden++] = pts;
+  return STK_OK;
+}
+
 /* Whether the session's next picture is a wanted frame: its index, or -1. */
 static int64_t nvdec_want(void *user, int64_t pts) {
   reader *r = user;
-  if (r->next >= r->nw || r->miss) return -1;
+  if (r->next >= r->nw || r->miss || is_hidden(r, pts)) return -1;
   int64_t idx = frame_index_at(r, pts);
   return idx >= 0 && r->w[r->next].index == idx ? idx : -1;
 }
@@ -836,7 +860,8 @@ static stk_status feed_annexb(reader *r, AVBSFContext *bsf, AVPacket *pkt) {
   if (err < 0) return av_fail(STK_ERR_DECODE, "corrupt frame data", err);
   stk_status st = STK_OK;
   while (st == STK_OK && (err = av_bsf_receive_packet(bsf, pkt)) >= 0) {
-    st = stk__nvdec_feed(r->pd->nv, pkt->data, (size_t)pkt->size, pkt->pts);
+    if (pkt->flags & AV_PKT_FLAG_DISCARD) st = note_hidden(r, pkt->pts);
+    if (st == STK_OK) st = stk__nvdec_feed(r->pd->nv, pkt->data, (size_t)pkt->size, pkt->pts);
     av_packet_unref(pkt);
   }
   if (st == STK_OK && err != AVERROR(EAGAIN) && err != AVERROR_EOF)

@@ -337,3 +337,23 @@ def test_reader_matches_dali(clips, tmp_path):
             got.append([[index_of(f) for f in np.asarray(o[0].at(0))]]
                        + [np.asarray(x.at(0)).tolist() for x in o[2:]])
         assert got == w, kw
+
+
+def test_edit_list_cut_counts_only_the_shown_frames(clips):
+    """An MP4 cut without re-encoding (`ffmpeg -ss T -c copy`) starts at a key frame before T
+    and hides the frames before T with an edit list (their packets are marked discard). Frame
+    i is the i-th frame shown, as the ffmpeg command decodes it, whether read with the whole
+    clip or alone (a read by timestamps that seeks)."""
+    src = encode(clips["dir"] / "el_src.mp4", frames(30), "h264")
+    cut = clips["dir"] / "el_cut.mp4"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-ss", "0.45", "-i", str(src), "-c",
+                    "copy", str(cut)], check=True)
+    shown = subprocess.run(["ffmpeg", "-loglevel", "error", "-i", str(cut), "-f", "rawvideo",
+                            "-pix_fmt", "rgb24", "-"], capture_output=True, check=True).stdout
+    want = [index_of(f) for f in np.frombuffer(shown, np.uint8).reshape(-1, H, W, 3)]
+    assert 0 < len(want) < 30 and want[0] > 0  # the cut hides frames
+    (full,) = decode([raw(cut)])
+    assert [index_of(f) for f in full] == want
+    for i in (0, 3, len(want) - 1):
+        (one,) = decode([raw(cut)], frames=[i])
+        assert index_of(one[0]) == want[i], f"frame {i}"
