@@ -171,11 +171,10 @@ static void test_pool_shared_by_threads(void **state) {
 }
 
 /* A clip cut with an edit list (stream copy from 0.45 s): its first packets, from the key
- * frame before the cut, are decoded but never shown, so a read by timestamps of its first
- * frames finds the first shown frame where it wanted an earlier one and starts again by
- * order (run_read). That second attempt lends the decoder again: the frames must be a fresh
- * decoder's, and the pool must not open another. */
-static void test_read_started_again_by_order(void **state) {
+ * frame before the cut, are decoded but never shown (not frames: count_frames). Reads of
+ * its first frames, forwards and backwards, through a lent decoder must give a fresh
+ * decoder's frames, and the pool must not open another. */
+static void test_edit_list_cut_through_a_lent_decoder(void **state) {
   (void)state;
   vp_clips c;
   vp_make(&c);
@@ -197,7 +196,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reused_decoder_decodes_as_a_fresh_one),
       cmocka_unit_test(test_pool_shared_by_threads),
-      cmocka_unit_test(test_read_started_again_by_order),
+      cmocka_unit_test(test_edit_list_cut_through_a_lent_decoder),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
