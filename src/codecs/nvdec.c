@@ -111,8 +111,9 @@ static CUVIDDECODECREATEINFO decoder_info(const CUVIDEOFORMAT *f) {
   ci.bitDepthMinus8 = f->bit_depth_luma_minus8;
   ci.OutputFormat =
       f->bit_depth_luma_minus8 ? cudaVideoSurfaceFormat_P016 : cudaVideoSurfaceFormat_NV12;
-  ci.DeinterlaceMode =
-      f->progressive_sequence ? cudaVideoDeinterlaceMode_Weave : cudaVideoDeinterlaceMode_Adaptive;
+  /* interlaced streams come out woven (both fields in one frame), as the CPU form and
+   * FFmpeg's decoders give them: the same frames on either device */
+  ci.DeinterlaceMode = cudaVideoDeinterlaceMode_Weave;
   ci.ulWidth = ci.ulMaxWidth = f->coded_width;
   ci.ulHeight = ci.ulMaxHeight = f->coded_height;
   ci.display_area.left = (short)f->display_area.left;
@@ -199,7 +200,7 @@ static stk_status show(stk__nvdec *d, const CUVIDPARSERDISPINFO *disp, int64_t k
       status.decodeStatus == cuvidDecodeStatus_Error) /* concealed errors pass, as in software */
     return STK_FAIL(STK_ERR_DECODE, "corrupt frame data (NVDEC reports a decoding error)");
   CUVIDPROCPARAMS proc = {0};
-  proc.progressive_frame = disp->progressive_frame;
+  proc.progressive_frame = 1; /* woven: the frame as decoded (see decoder_info) */
   proc.top_field_first = disp->top_field_first;
   proc.unpaired_field = disp->repeat_first_field < 0;
   proc.output_stream = d->stream;
