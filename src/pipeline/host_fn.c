@@ -171,61 +171,50 @@ static const stk_port_schema hostfn_in[HOSTFN_MAX_INPUTS] = {
     HOSTFN_IN(12), HOSTFN_IN(13), HOSTFN_IN(14), HOSTFN_IN(15)};
 #undef HOSTFN_IN
 static const stk_port_schema hostfn_out[] = {{"output", "arrays returned by the function"}};
-static const stk_op_schema hostfn_schema = {
-    .name = "python_function",
-    .doc =
-        "Runs a function of the host program (a Python callable from the Python API) on the "
-        "inputs: per sample on the worker threads, or once per batch (batch_processing). "
-        "On device \"gpu\" the function gets CuPy arrays in device memory and may return "
-        "any array with __dlpack__ (CuPy, PyTorch CUDA tensors; copied on the pipeline's "
-        "stream); see docs/python.md, \"Python functions\".",
-    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
-    .min_inputs = 0,
-    .max_inputs = HOSTFN_MAX_INPUTS,
-    .inputs = hostfn_in,
-    .num_outputs = -1,
-    .outputs = hostfn_out,
-    .num_args = sizeof hostfn_args / sizeof hostfn_args[0],
-    .args = hostfn_args,
-};
-const stk__op_def stk__op_python_function = {
-    .schema = &hostfn_schema,
-    .init = hostfn_init,
-    .run_sample = hostfn_run,
-    .run_batch = hostfn_run_batch,
-    .batch_when = hostfn_batch_when,
-    .run_gpu = hostfn_run_gpu,
-    .num_outputs = hostfn_num_outputs,
-};
+/* The two operators share everything but their name, doc and argument table. */
+#define HOSTFN_SCHEMA(var, opname, docs, argtable)      \
+  static const stk_op_schema var = {                    \
+      .name = opname,                                   \
+      .doc = docs,                                      \
+      .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,       \
+      .min_inputs = 0,                                  \
+      .max_inputs = HOSTFN_MAX_INPUTS,                  \
+      .inputs = hostfn_in,                              \
+      .num_outputs = -1,                                \
+      .outputs = hostfn_out,                            \
+      .num_args = sizeof argtable / sizeof argtable[0], \
+      .args = argtable,                                 \
+  }
+#define HOSTFN_DEF(var, sch)             \
+  const stk__op_def var = {              \
+      .schema = &sch,                    \
+      .init = hostfn_init,               \
+      .run_sample = hostfn_run,          \
+      .run_batch = hostfn_run_batch,     \
+      .batch_when = hostfn_batch_when,   \
+      .run_gpu = hostfn_run_gpu,         \
+      .num_outputs = hostfn_num_outputs, \
+  }
+
+HOSTFN_SCHEMA(hostfn_schema, "python_function",
+              "Runs a function of the host program (a Python callable from the Python API) on "
+              "the inputs: per sample on the worker threads, or once per batch "
+              "(batch_processing). On device \"gpu\" the function gets CuPy arrays in device "
+              "memory and may return any array with __dlpack__ (CuPy, PyTorch CUDA tensors; "
+              "copied on the pipeline's stream); see docs/python.md, \"Python functions\".",
+              hostfn_args);
+HOSTFN_DEF(stk__op_python_function, hostfn_schema);
 
 /* dl_tensor_python_function: the same host calls; the Python layer hands the function
  * DLPack capsules instead of arrays. */
-static const stk_op_schema dlfn_schema = {
-    .name = "dl_tensor_python_function",
-    .doc =
-        "Runs a function of the host program on the inputs, passed as DLPack capsules "
-        "(DALI's dl_tensor_python_function): per sample, or once per batch "
-        "(batch_processing); it returns DLPack capsules or objects with __dlpack__ (NumPy, "
-        "PyTorch tensors; on device \"gpu\" device tensors, copied on the pipeline's "
-        "stream).",
-    .devices = STK_DEVICE_CPU | STK_DEVICE_GPU,
-    .min_inputs = 0,
-    .max_inputs = HOSTFN_MAX_INPUTS,
-    .inputs = hostfn_in,
-    .num_outputs = -1,
-    .outputs = hostfn_out,
-    .num_args = sizeof dlfn_args / sizeof dlfn_args[0],
-    .args = dlfn_args,
-};
-const stk__op_def stk__op_dl_tensor_python_function = {
-    .schema = &dlfn_schema,
-    .init = hostfn_init,
-    .run_sample = hostfn_run,
-    .run_batch = hostfn_run_batch,
-    .batch_when = hostfn_batch_when,
-    .run_gpu = hostfn_run_gpu,
-    .num_outputs = hostfn_num_outputs,
-};
+HOSTFN_SCHEMA(dlfn_schema, "dl_tensor_python_function",
+              "Runs a function of the host program on the inputs, passed as DLPack capsules "
+              "(DALI's dl_tensor_python_function): per sample, or once per batch "
+              "(batch_processing); it returns DLPack capsules or objects with __dlpack__ "
+              "(NumPy, PyTorch tensors; on device \"gpu\" device tensors, copied on the "
+              "pipeline's stream).",
+              dlfn_args);
+HOSTFN_DEF(stk__op_dl_tensor_python_function, dlfn_schema);
 
 /* ---- the calls' accessors (stoker.h) ---- */
 
