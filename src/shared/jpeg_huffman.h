@@ -128,13 +128,25 @@ STK_HD int stk_jpeg_extend(uint32_t v, int s) {
   return v < (1u << (s - 1)) ? (int)v - (1 << s) + 1 : (int)v;
 }
 
-/* T.81 Figure A.6: natural index of the zigzag index z. */
+/* T.81 Figure A.6: natural index of the zigzag index z (one table per side: device code
+ * reads a __device__ array, host code a static one). */
+#define STK_JPEG_NATURAL_INIT                                                                     \
+  {                                                                                               \
+    0, 1, 8, 16, 9, 2, 3, 10, 17, 24, 32, 25, 18, 11, 4, 5, 12, 19, 26, 33, 40, 48, 41, 34, 27,   \
+        20, 13, 6, 7, 14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, \
+        58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63                            \
+  }
+#ifdef __CUDACC__
+static __device__ const uint8_t stk_jpeg_natural_dev[64] = STK_JPEG_NATURAL_INIT;
+#endif
+static const uint8_t stk_jpeg_natural_host[64] = STK_JPEG_NATURAL_INIT;
+
 STK_HD int stk_jpeg_natural(int z) {
-  const uint8_t nat[64] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
-                           12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
-                           35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
-                           58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
-  return nat[z & 63];
+#ifdef __CUDA_ARCH__
+  return stk_jpeg_natural_dev[z & 63];
+#else
+  return stk_jpeg_natural_host[z & 63];
+#endif
 }
 
 /* Decodes one data unit at bit *pos: its DC difference in *dc and, when `out` is not
