@@ -1,0 +1,416 @@
+/*
+ * Huffman decoding of baseline JPEG scans to coefficients, shared by the CUDA kernels
+ * (src/cuda/jpeg_huffman.cu) and host code (tests, fallbacks): STK_HD functions over
+ * explicit arrays, so a host loop running "thread" g = 0..T-1 phase by phase computes
+ * exactly what the kernels compute.
+ *
+ * Input: the entropy-coded bytes with 0xFF00 stuffing and RSTn markers removed (the host
+ * parser, src/codecs/jpeg_frame.c, does that), cut into segments (one per restart
+ * interval; one in all without DRI). Output: the coefficient layout of jpeg_frame.h.
+ *
+ * The parallel decoder (Weissenberger & Schmidt's self-synchronising scheme): each
+ * segment is cut into subsequences of S bits. A decoder state is (bit position, data
+ * unit within the MCU) at a data unit's first bit. Subsequence g decodes the data units
+ * that start in [its first bit, limit_g); its start state is the state after the last
+ * unit of subsequence g - 1. That start is unknown except for a segment's first
+ * subsequence, so it is first guessed (bit g * S, unit 0 of the MCU); Huffman codes
+ * resynchronise quickly, so a decode from a wrong guess usually reaches the true state
+ * after a few units. Rounds of the sync pass then decode every subsequence whose start
+ * changed and store its end state as the next one's start; once a round changes nothing,
+ * every start is the true one (it propagates from the segment's known first state and a
+ * decode is deterministic). The same decode records the subsequence's data-unit count and
+ * its DC differences summed per component; exclusive prefix sums of those (per segment)
+ * give each subsequence its first data unit and its DC predictors, and the write pass
+ * decodes once more, writing de-zigzagged coefficients with resolved DC.
+ */
+#ifndef STOKER_SHARED_JPEG_HUFFMAN_H
+#define STOKER_SHARED_JPEG_HUFFMAN_H
+
+#include <stdint.h>
+
+#include "gpu_common.h"
+#include "jpeg_frame.h"
+
+/* Codes up to this many bits are found with one table look-up; longer ones (rare) by the
+ * canonical maxcode / valoff search. */
+#define STK_JPEG_LOOKUP_BITS 9
+/* Data units per MCU at most (T.81 allows 10; the parser takes at most 4 + 1 + 1). */
+#define STK_JPEG_MAX_UNITS 10
+
+/* One Huffman table as the decoder reads it. */
+typedef struct {
+  /* For each 9-bit prefix: (code length << 8) | symbol; 0 when the code is longer (or
+   * the prefix starts no code). */
+  uint16_t lookup[1 << STK_JPEG_LOOKUP_BITS];
+  /* Canonical decoding (T.81 F.2.2.3): maxcode[l] is the largest code of length l
+   * (-1: none), symbol index = code + valoff[l]; maxcode[17] is a sentinel. */
+  int32_t maxcode[18];
+  int32_t valoff[17];
+  uint8_t vals[256];
+} stk_jpeg_htable;
+
+/* The tables of one image, by the indices the components name (Td, Ta). */
+typedef struct {
+  stk_jpeg_htable dc[4], ac[4];
+} stk_jpeg_huffman;
+
+/* ---- building tables (host; plain C, also fine in device code) ---- */
+
+/* Fills t from the DHT counts (bits[l] codes of length l + 1, l = 0..15) and symbols;
+ * returns 0, or -1 when the counts over-fill the code space (a corrupt table). */
+STK_HD int stk_jpeg_htable_build(stk_jpeg_htable *t, const uint8_t bits[16], const uint8_t *vals,
+                                 int nvals) {
+  for (int i = 0; i < (1 << STK_JPEG_LOOKUP_BITS); i++) t->lookup[i] = 0;
+  for (int i = 0; i < 256; i++) t->vals[i] = i < nvals ? vals[i] : 0;
+  int32_t code = 0, k = 0;
+  for (int l = 1; l <= 16; l++) {
+    int cnt = bits[l - 1];
+    t->valoff[l] = k - code;
+    t->maxcode[l] = cnt ? code + cnt - 1 : -1;
+    for (int j = 0; j < cnt; j++, code++, k++) {
+      if (l <= STK_JPEG_LOOKUP_BITS) {
+        int shift = STK_JPEG_LOOKUP_BITS - l;
+        for (int e = 0; e < (1 << shift); e++)
+          t->lookup[(code << shift) | e] = (uint16_t)((l << 8) | t->vals[k]);
+      }
+    }
+    /* Codes of length l must leave room below 2^l (the all-ones code is reserved). */
+    if (code > (1 << l) || (code == (1 << l) && cnt)) return -1;
+    code <<= 1;
+  }
+  t->maxcode[0] = -1;
+  t->valoff[0] = 0;
+  t->maxcode[17] = 0x7fffffff;
+  return k == nvals ? 0 : -1;
+}
+
+/* ---- the bit reader ---- */
+
+/* 32 bits of `data` starting at bit `pos` (MSB first); bytes at or beyond `end` read as
+ * 0xFF (a segment is padded with 1-bits), so decoding never touches memory outside
+ * data[0..end). */
+STK_HD uint32_t stk_jpeg_peek32(const uint8_t *data, uint32_t end, uint32_t pos) {
+  uint32_t byte = pos >> 3;
+  uint64_t w = 0;
+  for (int i = 0; i < 5; i++) w = (w << 8) | (byte + i < end ? data[byte + i] : 0xFFu);
+  return (uint32_t)(w >> (8 - (pos & 7)));
+}
+
+/* Decodes one symbol from the 32 bits `bits`; returns the symbol and sets *len, or
+ * returns -1 (no such code). */
+STK_HD int stk_jpeg_decode_symbol(const stk_jpeg_htable *t, uint32_t bits, int *len) {
+  uint32_t e = t->lookup[bits >> (32 - STK_JPEG_LOOKUP_BITS)];
+  if (e) {
+    *len = (int)(e >> 8);
+    return (int)(e & 0xff);
+  }
+  int l = STK_JPEG_LOOKUP_BITS + 1;
+  int32_t code = (int32_t)(bits >> (32 - l));
+  while (code > t->maxcode[l]) {
+    if (++l > 16) return -1;
+    code = (int32_t)(bits >> (32 - l));
+  }
+  *len = l;
+  return t->vals[(code + t->valoff[l]) & 0xff];
+}
+
+/* The signed value of an s-bit magnitude category (T.81 F.2.2.1, EXTEND). */
+STK_HD int stk_jpeg_extend(uint32_t v, int s) {
+  return v < (1u << (s - 1)) ? (int)v - (1 << s) + 1 : (int)v;
+}
+
+/* T.81 Figure A.6: natural index of the zigzag index z. */
+STK_HD int stk_jpeg_natural(int z) {
+  const uint8_t nat[64] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+                           12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28,
+                           35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+                           58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63};
+  return nat[z & 63];
+}
+
+/* Decodes one data unit at bit *pos: its DC difference in *dc and, when `out` is not
+ * NULL, its AC coefficients at their natural indices (out[0] is left alone; the caller
+ * zeroes the block first). Returns 0, or -1 on an invalid code or a run past
+ * coefficient 63 (*pos is then unspecified). */
+STK_HD int stk_jpeg_decode_unit(const uint8_t *data, uint32_t end, uint32_t *pos,
+                                const stk_jpeg_htable *dct, const stk_jpeg_htable *act, int *dc,
+                                int16_t *out) {
+  uint32_t p = *pos;
+  int len;
+  uint32_t bits = stk_jpeg_peek32(data, end, p);
+  int s = stk_jpeg_decode_symbol(dct, bits, &len);
+  if (s < 0 || s > 11) return -1;
+  p += (uint32_t)len;
+  *dc = 0;
+  if (s) {
+    *dc = stk_jpeg_extend(stk_jpeg_peek32(data, end, p) >> (32 - s), s);
+    p += (uint32_t)s;
+  }
+  for (int z = 1; z < 64;) {
+    bits = stk_jpeg_peek32(data, end, p);
+    int rs = stk_jpeg_decode_symbol(act, bits, &len);
+    if (rs < 0) return -1;
+    int r = rs >> 4, sz = rs & 15;
+    if (sz == 0) {
+      p += (uint32_t)len;
+      if (r != 15) break; /* EOB */
+      z += 16;            /* ZRL */
+      continue;
+    }
+    z += r;
+    if (z > 63 || sz > 10) return -1;
+    /* A code (<= 16 bits) and its value (<= 10 bits) fit in the 32 bits read. */
+    uint32_t v = (bits << len) >> (32 - sz);
+    if (out) out[stk_jpeg_natural(z)] = (int16_t)stk_jpeg_extend(v, sz);
+    p += (uint32_t)(len + sz);
+    z++;
+  }
+  *pos = p;
+  return 0;
+}
+
+/* ---- MCU geometry ---- */
+
+/* The component of data unit u (0 <= u < blocks_per_mcu) of an MCU and its place (dx, dy)
+ * within the component's h x v blocks of the MCU. */
+STK_HD int stk_jpeg_unit_comp(const stk_jpeg_frame *f, int u, int *dx, int *dy) {
+  for (int c = 0; c < f->ncomp; c++) {
+    int n = f->comp[c].h * f->comp[c].v;
+    if (u < n) {
+      *dx = u % f->comp[c].h;
+      *dy = u / f->comp[c].h;
+      return c;
+    }
+    u -= n;
+  }
+  *dx = *dy = 0;
+  return 0;
+}
+
+/* Index of the block that data unit k (counted over the whole scan) fills. */
+STK_HD int64_t stk_jpeg_unit_block(const stk_jpeg_frame *f, int64_t k, int *comp) {
+  int64_t m = k / f->blocks_per_mcu;
+  int dx, dy;
+  int c = stk_jpeg_unit_comp(f, (int)(k % f->blocks_per_mcu), &dx, &dy);
+  const stk_jpeg_component *cp = &f->comp[c];
+  int64_t bx = (m % f->mcus_x) * cp->h + dx, by = (m / f->mcus_x) * cp->v + dy;
+  *comp = c;
+  return cp->block0 + by * cp->bw + bx;
+}
+
+/* ---- segments and subsequences ---- */
+
+/* One restart interval (or the whole scan) of one image's un-stuffed stream. */
+typedef struct {
+  uint32_t begin, end; /* bytes */
+  int64_t unit0;       /* the first data unit it codes */
+  int32_t units;       /* data units it codes */
+  int32_t sub0;        /* its first subsequence (index into the image's subsequences) */
+} stk_jpeg_segment;
+
+/* One subsequence: data units starting in [its first bit, limit) belong to it. */
+typedef struct {
+  uint32_t first; /* its first bit (the guess of its start) */
+  uint32_t limit; /* bit */
+  int32_t seg;    /* its segment */
+  int32_t head;   /* 1: the segment's first subsequence (its start state is known) */
+} stk_jpeg_subseq;
+
+/* A decoder state packed in 64 bits (stored and compared in one access): bit position in
+ * bits 0..31, unit within the MCU in bits 32..39, bit 62: the decode failed. */
+#define STK_JPEG_STATE(pos, unit) ((uint64_t)(uint32_t)(pos) | ((uint64_t)(unit) << 32))
+#define STK_JPEG_STATE_BAD (1ull << 62)
+STK_HD uint32_t stk_jpeg_state_pos(uint64_t s) { return (uint32_t)s; }
+STK_HD int stk_jpeg_state_unit(uint64_t s) { return (int)((s >> 32) & 0xff); }
+
+/* Number of subsequences of `s` bits a segment of `bytes` bytes is cut into (>= 1). */
+STK_HD int32_t stk_jpeg_subseq_count(uint32_t bytes, uint32_t s) {
+  uint64_t bits = (uint64_t)bytes * 8;
+  return bits == 0 ? 1 : (int32_t)((bits + s - 1) / s);
+}
+
+/* Segment k's bytes: restarts[k - 1] (0 for k = 0) to restarts[k] (scan_bytes after the
+ * last). */
+STK_HD void stk_jpeg_segment_bytes(uint32_t scan_bytes, const int32_t *restarts, int n_restarts,
+                                   int k, uint32_t *begin, uint32_t *end) {
+  *begin = k == 0 ? 0 : (uint32_t)restarts[k - 1];
+  *end = k == n_restarts ? scan_bytes : (uint32_t)restarts[k];
+}
+
+/* Number of subsequences of `s` bits over all segments of an image. */
+STK_HD int64_t stk_jpeg_plan_count(uint32_t scan_bytes, const int32_t *restarts, int n_restarts,
+                                   uint32_t s) {
+  int64_t n = 0;
+  for (int k = 0; k <= n_restarts; k++) {
+    uint32_t b, e;
+    stk_jpeg_segment_bytes(scan_bytes, restarts, n_restarts, k, &b, &e);
+    n += stk_jpeg_subseq_count(e - b, s);
+  }
+  return n;
+}
+
+/* Fills the n_restarts + 1 segments and the stk_jpeg_plan_count subsequences of an image
+ * whose restart intervals the parser checked (n_restarts + 1 intervals of
+ * frame->restart_interval MCUs, the last possibly shorter). */
+STK_HD void stk_jpeg_plan_fill(const stk_jpeg_frame *f, uint32_t scan_bytes,
+                               const int32_t *restarts, int n_restarts, uint32_t s,
+                               stk_jpeg_segment *segs, stk_jpeg_subseq *subs) {
+  const int64_t mcus = (int64_t)f->mcus_x * f->mcus_y;
+  const int64_t ri = f->restart_interval > 0 ? f->restart_interval : mcus;
+  int32_t g = 0;
+  for (int k = 0; k <= n_restarts; k++) {
+    stk_jpeg_segment *sg = &segs[k];
+    stk_jpeg_segment_bytes(scan_bytes, restarts, n_restarts, k, &sg->begin, &sg->end);
+    int64_t m0 = (int64_t)k * ri, m1 = m0 + ri < mcus ? m0 + ri : mcus;
+    sg->unit0 = m0 * f->blocks_per_mcu;
+    sg->units = (int32_t)((m1 > m0 ? m1 - m0 : 0) * f->blocks_per_mcu);
+    sg->sub0 = g;
+    int32_t n = stk_jpeg_subseq_count(sg->end - sg->begin, s);
+    for (int32_t i = 0; i < n; i++, g++) {
+      uint64_t first = (uint64_t)sg->begin * 8 + (uint64_t)i * s;
+      uint64_t limit = first + s < (uint64_t)sg->end * 8 ? first + s : (uint64_t)sg->end * 8;
+      subs[g].first = (uint32_t)first;
+      subs[g].limit = (uint32_t)(i == n - 1 ? (uint64_t)sg->end * 8 : limit);
+      subs[g].seg = k;
+      subs[g].head = i == 0;
+    }
+  }
+}
+
+/* What decoding one subsequence from a start state gives. */
+typedef struct {
+  uint64_t end;  /* state after its last data unit */
+  int32_t units; /* data units decoded */
+  int32_t dc[STK_JPEG_MAX_COMP]; /* DC differences summed per component */
+} stk_jpeg_subresult;
+
+/* The context a subsequence decode needs: one image's stream, frame and tables. */
+typedef struct {
+  const uint8_t *data; /* the image's un-stuffed stream */
+  const stk_jpeg_frame *frame;
+  const stk_jpeg_huffman *tables;
+  const stk_jpeg_segment *segs;
+  const stk_jpeg_subseq *subs;
+} stk_jpeg_image_view;
+
+/* Decodes the data units of subsequence `g` from state `start`. With `coef` (the image's
+ * coefficient array) it also writes them: unit0 is the first unit's index over the scan,
+ * dcpred the DC predictors at the start; units beyond the segment's count are not
+ * written. A failed decode stops with STK_JPEG_STATE_BAD set in the end state. */
+STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, int32_t g,
+                                                 uint64_t start, int16_t *coef, int64_t unit0,
+                                                 const int32_t *dcpred) {
+  const stk_jpeg_subseq *sq = &im->subs[g];
+  const stk_jpeg_segment *sg = &im->segs[sq->seg];
+  const stk_jpeg_frame *f = im->frame;
+  stk_jpeg_subresult r;
+  r.units = 0;
+  int32_t pred[STK_JPEG_MAX_COMP];
+  for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
+    r.dc[c] = 0;
+    pred[c] = dcpred ? dcpred[c] : 0;
+  }
+  uint32_t pos = stk_jpeg_state_pos(start);
+  int u = stk_jpeg_state_unit(start);
+  const uint32_t seg_end_bit = sg->end * 8;
+  /* A unit needs at least 2 bits; bounding the count keeps a corrupt stream finite. */
+  const int32_t max_units = (int32_t)((sq->limit - sq->first) / 2 + 2);
+  uint64_t bad = 0;
+  if (u >= f->blocks_per_mcu) bad = STK_JPEG_STATE_BAD;
+  while (!bad && pos < sq->limit && r.units < max_units) {
+    int dx, dy;
+    int c = stk_jpeg_unit_comp(f, u, &dx, &dy);
+    const stk_jpeg_component *cp = &f->comp[c];
+    int64_t k = unit0 + r.units;
+    int16_t *blk = 0;
+    if (coef && k >= sg->unit0 && k < sg->unit0 + sg->units) {
+      int cc;
+      blk = coef + stk_jpeg_unit_block(f, k, &cc) * 64;
+      for (int i = 0; i < 64; i++) blk[i] = 0;
+    }
+    uint32_t p = pos;
+    int dc;
+    if (stk_jpeg_decode_unit(im->data, sg->end, &p, &im->tables->dc[cp->dc_table],
+                             &im->tables->ac[cp->ac_table], &dc, blk) != 0 ||
+        p > seg_end_bit) {
+      /* The segment's 1-bit padding decodes to no code: past the last unit that is the
+       * normal end, elsewhere the stream is corrupt. */
+      if (pos + 8 <= seg_end_bit) bad = STK_JPEG_STATE_BAD;
+      pos = seg_end_bit;
+      break;
+    }
+    pos = p;
+    /* Wrapping sums: a corrupt stream must not overflow into undefined behaviour. */
+    pred[c] = (int32_t)((uint32_t)pred[c] + (uint32_t)dc);
+    r.dc[c] = (int32_t)((uint32_t)r.dc[c] + (uint32_t)dc);
+    if (blk) blk[0] = (int16_t)pred[c];
+    r.units++;
+    if (++u == f->blocks_per_mcu) u = 0;
+  }
+  r.end = STK_JPEG_STATE(pos, u) | bad;
+  return r;
+}
+
+/* ---- the phases, one call per (simulated) thread ---- */
+
+/* Sync round, thread g: when its start changed (changed[g]), decodes subsequence g and
+ * stores the result; when the end differs from the next subsequence's start (same
+ * segment), overwrites that start and flags it. Returns 1 when it changed something. A
+ * round that returns 0 for every g means every start is final. `start` and `flags`
+ * are read and written in place: a stale read is harmless because whoever wrote the
+ * newer value also set the flag, so the reader decodes again in the next round. */
+STK_HD int stk_jpeg_sync_step(const stk_jpeg_image_view *im, int32_t g, int32_t nsubs,
+                              uint64_t *start, int32_t *flag_now, int32_t *flag_next,
+                              stk_jpeg_subresult *res) {
+  if (!flag_now[g]) return 0;
+  flag_now[g] = 0;
+  stk_jpeg_subresult r = stk_jpeg_decode_subseq(im, g, start[g], 0, 0, 0);
+  res[g] = r;
+  if (g + 1 >= nsubs || im->subs[g + 1].head) return 0;
+  uint64_t next = r.end & ~STK_JPEG_STATE_BAD;
+  if (start[g + 1] == next) return 0;
+  start[g + 1] = next;
+  flag_next[g + 1] = 1;
+  return 1;
+}
+
+/* Initial state of the sync: guesses (or the known state) and every flag set. */
+STK_HD void stk_jpeg_sync_init(const stk_jpeg_image_view *im, int32_t g, uint64_t *start,
+                               int32_t *flag) {
+  const stk_jpeg_subseq *sq = &im->subs[g];
+  start[g] = STK_JPEG_STATE(sq->head ? im->segs[sq->seg].begin * 8 : sq->first, 0);
+  flag[g] = 1;
+}
+
+/* After the sync: each subsequence's first unit and DC predictors, by exclusive prefix
+ * sums over its segment (a sequential loop per segment: subsequences are few). Returns
+ * 0, or -1 when a decode of the segment failed or its units do not add up to the
+ * interval's (a corrupt stream). */
+STK_HD int stk_jpeg_prefix_segment(const stk_jpeg_image_view *im, int32_t seg, int32_t nsubs,
+                                   const stk_jpeg_subresult *res, int64_t *unit0,
+                                   int32_t *dcpred) {
+  const stk_jpeg_segment *sg = &im->segs[seg];
+  int64_t u = sg->unit0;
+  int32_t pred[STK_JPEG_MAX_COMP] = {0, 0, 0};
+  int bad = 0;
+  for (int32_t g = sg->sub0; g < nsubs && (g == sg->sub0 || !im->subs[g].head); g++) {
+    unit0[g] = u;
+    for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
+      dcpred[g * STK_JPEG_MAX_COMP + c] = pred[c];
+      pred[c] = (int32_t)((uint32_t)pred[c] + (uint32_t)res[g].dc[c]);
+    }
+    u += res[g].units;
+    if (res[g].end & STK_JPEG_STATE_BAD) bad = 1;
+  }
+  return bad || u != sg->unit0 + sg->units ? -1 : 0;
+}
+
+/* Write pass, thread g: decodes subsequence g once more, writing its coefficients. */
+STK_HD stk_jpeg_subresult stk_jpeg_write_step(const stk_jpeg_image_view *im, int32_t g,
+                                              const uint64_t *start, const int64_t *unit0,
+                                              const int32_t *dcpred, int16_t *coef) {
+  return stk_jpeg_decode_subseq(im, g, start[g], coef, unit0[g],
+                                dcpred + g * STK_JPEG_MAX_COMP);
+}
+
+#endif
