@@ -1,0 +1,337 @@
+/* The pixel stage of stoker's own GPU JPEG decoder (src/shared/jpeg_pixels.h, the code
+ * the kernels of src/cuda/jpeg_idct.cu run) against libjpeg-turbo itself: the quantised
+ * coefficients and tables of a file, read with jpeg_read_coefficients into the layout of
+ * src/shared/jpeg_frame.h, go through the same per-block and per-pixel functions the
+ * kernels call, and the pixels must equal libjpeg-turbo's decode of the file (JDCT_ISLOW,
+ * fancy upsampling; RGB, BGR and gray output) byte for byte. Files: photographs and
+ * synthetic images at odd sizes, encoded by TurboJPEG with every chroma subsampling it
+ * writes for 3 components (4:4:4, 4:2:2, 4:2:0, 4:4:0) and gray, at qualities 50, 90 and
+ * 100; regions are checked against the crop of the whole image; a variant fills the
+ * blocks that only pad the MCU grid with random coefficients (the output must not
+ * change: the upsampler repeats edge samples, it never reads padding). */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <turbojpeg.h>
+
+#include "shared/jpeg_pixels.h"
+
+static uint32_t rng_state = 0x2468aceu;
+static int rnd_in(int lo, int hi) { return tu_rand_in(&rng_state, lo, hi); }
+
+/* ---- the file's coefficients in jpeg_frame.h's layout ---- */
+
+typedef struct {
+  stk_jpeg_frame f;
+  int16_t *coef;      /* total_blocks * 64 */
+  int real_bw[3];     /* libjpeg's width_in_blocks: blocks holding image samples */
+  int real_bh[3];     /* height_in_blocks */
+} coded;
+
+static coded read_coefficients(const uint8_t *jpeg, size_t n) {
+  struct jpeg_decompress_struct ci;
+  struct jpeg_error_mgr jerr;
+  ci.err = jpeg_std_error(&jerr);
+  jpeg_create_decompress(&ci);
+  jpeg_mem_src(&ci, jpeg, (unsigned long)n);
+  assert_int_equal(jpeg_read_header(&ci, TRUE), JPEG_HEADER_OK);
+  jvirt_barray_ptr *arrays = jpeg_read_coefficients(&ci);
+  coded r;
+  memset(&r, 0, sizeof r);
+  stk_jpeg_frame *f = &r.f;
+  f->width = (int)ci.image_width;
+  f->height = (int)ci.image_height;
+  f->ncomp = ci.num_components;
+  assert_true(f->ncomp == 1 || f->ncomp == 3);
+  f->hmax = f->ncomp == 1 ? 1 : ci.max_h_samp_factor;
+  f->vmax = f->ncomp == 1 ? 1 : ci.max_v_samp_factor;
+  f->mcus_x = (f->width + 8 * f->hmax - 1) / (8 * f->hmax);
+  f->mcus_y = (f->height + 8 * f->vmax - 1) / (8 * f->vmax);
+  int64_t total = 0;
+  for (int c = 0; c < f->ncomp; c++) {
+    jpeg_component_info *k = &ci.comp_info[c];
+    stk_jpeg_component *o = &f->comp[c];
+    o->h = f->ncomp == 1 ? 1 : k->h_samp_factor;
+    o->v = f->ncomp == 1 ? 1 : k->v_samp_factor;
+    o->quant = k->quant_tbl_no;
+    o->bw = f->mcus_x * o->h;
+    o->bh = f->mcus_y * o->v;
+    o->block0 = total;
+    total += (int64_t)o->bw * o->bh;
+    r.real_bw[c] = (int)k->width_in_blocks;
+    r.real_bh[c] = (int)k->height_in_blocks;
+    for (int i = 0; i < 64; i++) f->quant[o->quant][i] = k->quant_table->quantval[i];
+  }
+  f->total_blocks = total;
+  r.coef = calloc((size_t)total * 64, sizeof *r.coef);
+  for (int c = 0; c < f->ncomp; c++) {
+    stk_jpeg_component *o = &f->comp[c];
+    /* libjpeg's arrays cover the MCU grid's padding blocks too (rounded up to h, v) */
+    int rows = (int)ci.comp_info[c].height_in_blocks, cols = (int)ci.comp_info[c].width_in_blocks;
+    if (f->ncomp == 3) {
+      rows = (rows + o->v - 1) / o->v * o->v;
+      cols = (cols + o->h - 1) / o->h * o->h;
+    }
+    assert_true(rows <= o->bh && cols <= o->bw);
+    for (int by = 0; by < rows; by++) {
+      JBLOCKARRAY row = ci.mem->access_virt_barray((j_common_ptr)&ci, arrays[c], (JDIMENSION)by,
+                                                   1, FALSE);
+      for (int bx = 0; bx < cols; bx++)
+        for (int i = 0; i < 64; i++)
+          r.coef[(o->block0 + (int64_t)by * o->bw + bx) * 64 + i] = row[0][bx][i];
+    }
+  }
+  jpeg_abort_decompress(&ci);
+  jpeg_destroy_decompress(&ci);
+  return r;
+}
+
+/* Random coefficients in every block outside the image's real blocks. */
+static void garble_padding(coded *r) {
+  for (int c = 0; c < r->f.ncomp; c++) {
+    stk_jpeg_component *o = &r->f.comp[c];
+    for (int by = 0; by < o->bh; by++)
+      for (int bx = 0; bx < o->bw; bx++) {
+        if (bx < r->real_bw[c] && by < r->real_bh[c]) continue;
+        for (int i = 0; i < 64; i++)
+          r->coef[(o->block0 + (int64_t)by * o->bw + bx) * 64 + i] =
+              (int16_t)rnd_in(i ? -60 : -1000, i ? 60 : 1000);
+      }
+  }
+}
+
+/* ---- our pixels: the kernels' bodies on the host ---- */
+
+/* The region (rx, ry, rw, rh) of the image decoded into a fresh rh x rw x channels buffer,
+ * block by block then pixel by pixel as jpeg_idct.cu's two kernels do. */
+static uint8_t *ours(const coded *r, int color, int rx, int ry, int rw, int rh) {
+  const stk_jpeg_frame *f = &r->f;
+  uint8_t *planes = malloc((size_t)f->total_blocks * 64);
+  for (int64_t g = 0; g < f->total_blocks; g++) stk_jpeg_idct_at(f, r->coef, planes, g);
+  stk_jpeg_plane pl[3];
+  stk_jpeg_planes(f, planes, pl);
+  int ch = stk_jpeg_out_channels(color);
+  uint8_t *out = malloc((size_t)rw * rh * ch + 1);
+  for (int y = 0; y < rh; y++)
+    for (int x = 0; x < rw; x++)
+      stk_jpeg_region_pixel(pl, f->ncomp, color, rx, ry, x, y, out, (int64_t)rw * ch);
+  free(planes);
+  return out;
+}
+
+/* ---- libjpeg-turbo's decode ---- */
+
+static uint8_t *theirs(const uint8_t *jpeg, size_t n, int color, int *w, int *h) {
+  struct jpeg_decompress_struct ci;
+  struct jpeg_error_mgr jerr;
+  ci.err = jpeg_std_error(&jerr);
+  jpeg_create_decompress(&ci);
+  jpeg_mem_src(&ci, jpeg, (unsigned long)n);
+  jpeg_read_header(&ci, TRUE);
+  ci.dct_method = JDCT_ISLOW;
+  ci.do_fancy_upsampling = TRUE;
+  ci.out_color_space = color == STK_JPEG_OUT_GRAY  ? JCS_GRAYSCALE
+                       : color == STK_JPEG_OUT_BGR ? JCS_EXT_BGR
+                                                   : JCS_EXT_RGB;
+  jpeg_start_decompress(&ci);
+  *w = (int)ci.output_width;
+  *h = (int)ci.output_height;
+  size_t pitch = (size_t)ci.output_width * ci.output_components;
+  uint8_t *out = malloc(pitch * ci.output_height + 1);
+  while (ci.output_scanline < ci.output_height) {
+    JSAMPROW row = out + pitch * ci.output_scanline;
+    jpeg_read_scanlines(&ci, &row, 1);
+  }
+  jpeg_finish_decompress(&ci);
+  jpeg_destroy_decompress(&ci);
+  return out;
+}
+
+/* ---- comparison ---- */
+
+typedef struct {
+  long long diff;  /* bytes that differ */
+  int maxd;        /* largest difference */
+  int x, y, k;     /* the first one */
+} cmp_t;
+
+static cmp_t compare(const uint8_t *a, const uint8_t *b, int w, int h, int ch, int64_t bpitch) {
+  cmp_t c = {0, 0, -1, -1, -1};
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w * ch; x++) {
+      int d = abs((int)a[(int64_t)y * w * ch + x] - (int)b[y * bpitch + x]);
+      if (!d) continue;
+      if (!c.diff) c.x = x / ch, c.y = y, c.k = x % ch;
+      c.diff++;
+      if (d > c.maxd) c.maxd = d;
+    }
+  return c;
+}
+
+static const char *color_name(int color) {
+  return color == STK_JPEG_OUT_GRAY ? "gray" : color == STK_JPEG_OUT_BGR ? "bgr" : "rgb";
+}
+
+/* Whole image and `regions` random regions of one file, every output colour. */
+static void check_file(const uint8_t *jpeg, size_t n, const char *what, int garble, int regions) {
+  coded r = read_coefficients(jpeg, n);
+  if (garble) garble_padding(&r);
+  for (int color = 0; color < 3; color++) {
+    int w, h, ch = stk_jpeg_out_channels(color);
+    uint8_t *ref = theirs(jpeg, n, color, &w, &h);
+    assert_int_equal(w, r.f.width);
+    assert_int_equal(h, r.f.height);
+    uint8_t *got = ours(&r, color, 0, 0, w, h);
+    cmp_t c = compare(got, ref, w, h, ch, (int64_t)w * ch);
+    if (c.diff)
+      fail_msg("%s %s%s: %lld bytes differ (max %d), first at x=%d y=%d channel %d", what,
+               color_name(color), garble ? " (garbage padding)" : "", c.diff, c.maxd, c.x, c.y,
+               c.k);
+    free(got);
+    for (int i = 0; i < regions; i++) {
+      int rw = rnd_in(1, w), rh = rnd_in(1, h);
+      int rx = rnd_in(0, w - rw), ry = rnd_in(0, h - rh);
+      got = ours(&r, color, rx, ry, rw, rh);
+      c = compare(got, ref + ((int64_t)ry * w + rx) * ch, rw, rh, ch, (int64_t)w * ch);
+      if (c.diff)
+        fail_msg("%s %s region %dx%d at (%d,%d): %lld bytes differ, first at x=%d y=%d", what,
+                 color_name(color), rw, rh, rx, ry, c.diff, c.x, c.y);
+      free(got);
+    }
+    free(ref);
+  }
+  free(r.coef);
+}
+
+static const int subsamps[] = {TJSAMP_444, TJSAMP_422, TJSAMP_420, TJSAMP_440, TJSAMP_GRAY};
+static const char *subsamp_names[] = {"4:4:4", "4:2:2", "4:2:0", "4:4:0", "gray"};
+static const int qualities[] = {50, 90, 100};
+
+static void check_image(const uint8_t *px, int w, int h, const char *name, int regions) {
+  for (size_t s = 0; s < sizeof subsamps / sizeof *subsamps; s++)
+    for (size_t q = 0; q < sizeof qualities / sizeof *qualities; q++) {
+      size_t n;
+      uint8_t *jpeg = tu_jpeg_encode(px, w, h, 3, subsamps[s], qualities[q], 0, &n);
+      char what[160];
+      snprintf(what, sizeof what, "%s %dx%d %s q%d", name, w, h, subsamp_names[s], qualities[q]);
+      check_file(jpeg, n, what, 0, regions);
+      check_file(jpeg, n, what, 1, 0);
+      free(jpeg);
+    }
+}
+
+/* Smooth gradients, sharp steps and noise: saturated colours push YCbCr -> RGB to its
+ * clamps, steps give the IDCT overshoot to range-limit. */
+static uint8_t *synthetic(int w, int h) {
+  uint8_t *p = malloc((size_t)w * h * 3);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      for (int k = 0; k < 3; k++) {
+        int v = (x * 255 / w + y * 131 / h + k * 85) & 255;
+        if (((x / 5) + (y / 3) + k) % 4 == 0) v = k == 1 ? 255 : 0;
+        p[((size_t)y * w + x) * 3 + k] = (uint8_t)((v + rnd_in(0, 40)) & 255);
+      }
+  return p;
+}
+
+static void test_photos(void **state) {
+  (void)state;
+  static const char *photos[] = {"data/photos/astronaut.png", "data/photos/chelsea.png",
+                                 "data/photos/coffee.png", "data/photos/rocket.jpg"};
+  for (size_t i = 0; i < sizeof photos / sizeof *photos; i++) {
+    tu_image im = tu_load_photo(photos[i]);
+    assert_int_equal(im.c, 3);
+    check_image(im.p, im.w, im.h, photos[i], 3);
+    free(im.p);
+  }
+}
+
+static void test_odd_sizes(void **state) {
+  (void)state;
+  static const int sizes[][2] = {{1, 1},  {2, 2},   {3, 1},    {1, 3},  {7, 9},  {17, 33},
+                                 {33, 17}, {16, 16}, {15, 31},  {35, 2}, {2, 35}, {4000, 3},
+                                 {3, 4000}};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    uint8_t *px = synthetic(sizes[i][0], sizes[i][1]);
+    check_image(px, sizes[i][0], sizes[i][1], "synthetic", 8);
+    free(px);
+  }
+}
+
+/* A photograph cut to odd sizes (real texture at every edge phase of the MCU grid). */
+static void test_photo_crops(void **state) {
+  (void)state;
+  tu_image im = tu_load_photo("data/photos/chelsea.png");
+  for (int i = 0; i < 12; i++) {
+    int w = rnd_in(1, 70), h = rnd_in(1, 70), x0 = rnd_in(0, im.w - w), y0 = rnd_in(0, im.h - h);
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+      memcpy(px + (size_t)y * w * 3, im.p + ((size_t)(y0 + y) * im.w + x0) * 3, (size_t)w * 3);
+    check_image(px, w, h, "chelsea crop", 4);
+    free(px);
+  }
+  free(im.p);
+}
+
+/* The test itself can fail: a wrong coefficient or a wrong rounding bias is seen. */
+static void test_detects_changes(void **state) {
+  (void)state;
+  uint8_t *px = synthetic(40, 24);
+  size_t n;
+  uint8_t *jpeg = tu_jpeg_encode(px, 40, 24, 3, TJSAMP_420, 90, 0, &n);
+  coded r = read_coefficients(jpeg, n);
+  int w, h;
+  uint8_t *ref = theirs(jpeg, n, STK_JPEG_OUT_RGB, &w, &h);
+  uint8_t *got = ours(&r, STK_JPEG_OUT_RGB, 0, 0, w, h);
+  assert_int_equal(compare(got, ref, w, h, 3, w * 3).diff, 0);
+  free(got);
+  r.coef[1 * 64 + 9] += 3; /* one AC coefficient of a real luma block (bx 1) */
+  got = ours(&r, STK_JPEG_OUT_RGB, 0, 0, w, h);
+  assert_true(compare(got, ref, w, h, 3, w * 3).diff > 0);
+  free(got);
+  free(ref);
+  free(r.coef);
+  free(jpeg);
+  free(px);
+}
+
+/* Hand-computed values of the formulas (JFIF colour, the triangle filter). */
+static void test_formulas(void **state) {
+  (void)state;
+  uint8_t rgb[3];
+  stk_jpeg_ycc_rgb(128, 128, 128, rgb);
+  assert_memory_equal(rgb, ((uint8_t[]){128, 128, 128}), 3);
+  /* Cr = 255: R = 100 + round(1.402 * 127) = 278 -> 255; G = 100 - round(0.71414 * 127) */
+  stk_jpeg_ycc_rgb(100, 128, 255, rgb);
+  assert_memory_equal(rgb, ((uint8_t[]){255, 9, 100}), 3);
+  stk_jpeg_ycc_rgb(100, 0, 128, rgb); /* Cb = 0: B = 100 - 226.8 -> 0, G = 100 + 44.05 */
+  assert_memory_equal(rgb, ((uint8_t[]){100, 144, 0}), 3);
+  /* a DC-only block: every sample = 128 + DC * q / 8 */
+  int16_t coef[64] = {0};
+  uint16_t q[64];
+  for (int i = 0; i < 64; i++) q[i] = 16;
+  coef[0] = -20; /* -320 / 8 = -40 */
+  uint8_t blk[64];
+  stk_jpeg_idct_block(coef, q, blk, 8);
+  for (int i = 0; i < 64; i++) assert_int_equal(blk[i], 88);
+  /* h2v1 from samples 10, 50, 90 (4 samples wide, so filtered): outputs 2..3 =
+   * (3*50 + 10 + 1) / 4 = 40, (3*50 + 90 + 2) / 4 = 60 */
+  uint8_t row[8] = {10, 50, 90, 90};
+  stk_jpeg_plane pl = {row, 8, 4, 1, 2, 1, 1};
+  assert_int_equal(stk_jpeg_sample(&pl, 2, 0), 40);
+  assert_int_equal(stk_jpeg_sample(&pl, 3, 0), 60);
+  assert_int_equal(stk_jpeg_sample(&pl, 0, 0), 10);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_formulas),   cmocka_unit_test(test_detects_changes),
+      cmocka_unit_test(test_odd_sizes),  cmocka_unit_test(test_photo_crops),
+      cmocka_unit_test(test_photos),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
