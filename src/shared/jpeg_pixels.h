@@ -96,7 +96,8 @@ STK_HD void stk_jpeg_idct_block(const int16_t *coef, const uint16_t *q, uint8_t 
   }
   for (int row = 0; row < 8; row++) { /* pass 2: rows; /8 of the 2-D DCT and the 2 bits */
     stk_jp_idct8(ws + row * 8, o);
-    for (int k = 0; k < 8; k++) out[row * pitch + k] = stk_jp_clamp8(stk_jp_descale(o[k], 18) + 128);
+    for (int k = 0; k < 8; k++)
+      out[row * pitch + k] = stk_jp_clamp8(stk_jp_descale(o[k], 18) + 128);
   }
 }
 
@@ -199,19 +200,75 @@ STK_HD void stk_jpeg_planes(const stk_jpeg_frame *f, const uint8_t *planes, stk_
   }
 }
 
-/* Decodes block g (0 <= g < total_blocks) of an image's coefficients into its planes;
- * a g outside every component's grid is ignored. */
+/* Which component's block g (0 <= g < total_blocks) of an image is: sets *c, *bx, *by
+ * and returns 1, or returns 0 for a g outside every component's grid. */
+STK_HD int stk_jpeg_block_locate(const stk_jpeg_frame *f, int64_t g, int *c, int *bx, int *by) {
+  for (int k = 0; k < f->ncomp; k++) {
+    int64_t b = g - f->comp[k].block0;
+    if (b < 0 || b >= (int64_t)f->comp[k].bw * f->comp[k].bh) continue;
+    *c = k;
+    *by = (int)(b / f->comp[k].bw);
+    *bx = (int)(b % f->comp[k].bw);
+    return 1;
+  }
+  return 0;
+}
+
+/* The samples [*lo, *hi] of one axis of a component that outputs lo0..hi0 read: the
+ * ones they fall on, and one more either side when the axis is doubled (the filter's
+ * farther neighbour), within the real extent n. */
+STK_HD void stk_jp_axis_need(int lo0, int hi0, int f, int n, int *lo, int *hi) {
+  int a = lo0 / f, b = hi0 / f;
+  if (f == 2) a--, b++;
+  *lo = a < 0 ? 0 : a;
+  *hi = b > n - 1 ? n - 1 : b;
+}
+
+/* Whether block (bx, by) of component c holds samples the region (rx, ry, rw, rh)'s
+ * pixels read (padding blocks never do). */
+STK_HD int stk_jpeg_block_needed(const stk_jpeg_frame *f, int c, int bx, int by, int rx, int ry,
+                                 int rw, int rh) {
+  stk_jpeg_plane pl;
+  stk_jpeg_plane_geom(f, c, &pl);
+  int x0, x1, y0, y1;
+  stk_jp_axis_need(rx, rx + rw - 1, pl.fx, pl.w, &x0, &x1);
+  stk_jp_axis_need(ry, ry + rh - 1, pl.fy, pl.h, &y0, &y1);
+  return bx >= x0 / 8 && bx <= x1 / 8 && by >= y0 / 8 && by <= y1 / 8;
+}
+
+/* Decodes block g of an image's coefficients into its planes when the region
+ * (rx, ry, rw, rh) needs it. */
 STK_HD void stk_jpeg_idct_at(const stk_jpeg_frame *f, const int16_t *coef, uint8_t *planes,
-                             int64_t g) {
+                             int64_t g, int rx, int ry, int rw, int rh) {
+  int c, bx, by;
+  if (!stk_jpeg_block_locate(f, g, &c, &bx, &by)) return;
+  if (!stk_jpeg_block_needed(f, c, bx, by, rx, ry, rw, rh)) return;
+  const stk_jpeg_component *k = &f->comp[c];
+  int64_t pitch = (int64_t)k->bw * 8;
+  uint8_t *at = planes + k->block0 * 64 + (int64_t)by * 8 * pitch + (int64_t)bx * 8;
+  stk_jpeg_idct_block(coef + g * 64, f->quant[k->quant], at, pitch);
+}
+
+/* NULL when the frame's geometry is one the functions above handle within its arrays
+ * (what the kernels rely on), else what is wrong. */
+STK_HD const char *stk_jpeg_frame_problem(const stk_jpeg_frame *f) {
+  if (f->width < 1 || f->height < 1) return "empty image";
+  if (f->ncomp != 1 && f->ncomp != 3) return "not 1 or 3 components";
+  if (f->hmax < 1 || f->hmax > 2 || f->vmax < 1 || f->vmax > 2) return "sampling factor not 1 or 2";
+  if (f->total_blocks < 1) return "no blocks";
   for (int c = 0; c < f->ncomp; c++) {
     const stk_jpeg_component *k = &f->comp[c];
-    int64_t b = g - k->block0;
-    if (b < 0 || b >= (int64_t)k->bw * k->bh) continue;
-    int64_t pitch = (int64_t)k->bw * 8, by = b / k->bw, bx = b % k->bw;
-    uint8_t *at = planes + k->block0 * 64 + by * 8 * pitch + bx * 8;
-    stk_jpeg_idct_block(coef + g * 64, f->quant[k->quant], at, pitch);
-    return;
+    if (k->h < 1 || k->h > f->hmax || k->v < 1 || k->v > f->vmax)
+      return "component sampling factor not 1 or 2, or above the frame's";
+    if (k->quant < 0 || k->quant > 3) return "quantisation table index not 0..3";
+    stk_jpeg_plane pl;
+    stk_jpeg_plane_geom(f, c, &pl);
+    if ((int64_t)k->bw * 8 < pl.w || (int64_t)k->bh * 8 < pl.h)
+      return "component block grid smaller than its samples";
+    if (k->block0 < 0 || k->block0 + (int64_t)k->bw * k->bh > f->total_blocks)
+      return "component blocks outside total_blocks";
   }
+  return 0;
 }
 
 /* Output pixel (x, y) of a region (rx, ry = its top-left corner in the image) into

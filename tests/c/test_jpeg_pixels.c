@@ -27,9 +27,9 @@ static int rnd_in(int lo, int hi) { return tu_rand_in(&rng_state, lo, hi); }
 
 typedef struct {
   stk_jpeg_frame f;
-  int16_t *coef;      /* total_blocks * 64 */
-  int real_bw[3];     /* libjpeg's width_in_blocks: blocks holding image samples */
-  int real_bh[3];     /* height_in_blocks */
+  int16_t *coef;  /* total_blocks * 64 */
+  int real_bw[3]; /* libjpeg's width_in_blocks: blocks holding image samples */
+  int real_bh[3]; /* height_in_blocks */
 } coded;
 
 static coded read_coefficients(const uint8_t *jpeg, size_t n) {
@@ -78,8 +78,8 @@ static coded read_coefficients(const uint8_t *jpeg, size_t n) {
     }
     assert_true(rows <= o->bh && cols <= o->bw);
     for (int by = 0; by < rows; by++) {
-      JBLOCKARRAY row = ci.mem->access_virt_barray((j_common_ptr)&ci, arrays[c], (JDIMENSION)by,
-                                                   1, FALSE);
+      JBLOCKARRAY row =
+          ci.mem->access_virt_barray((j_common_ptr)&ci, arrays[c], (JDIMENSION)by, 1, FALSE);
       for (int bx = 0; bx < cols; bx++)
         for (int i = 0; i < 64; i++)
           r.coef[(o->block0 + (int64_t)by * o->bw + bx) * 64 + i] = row[0][bx][i];
@@ -107,11 +107,15 @@ static void garble_padding(coded *r) {
 /* ---- our pixels: the kernels' bodies on the host ---- */
 
 /* The region (rx, ry, rw, rh) of the image decoded into a fresh rh x rw x channels buffer,
- * block by block then pixel by pixel as jpeg_idct.cu's two kernels do. */
+ * block by block then pixel by pixel as jpeg_idct.cu's two kernels do. The blocks the
+ * region does not need are skipped: their samples stay garbage, which must not show. */
 static uint8_t *ours(const coded *r, int color, int rx, int ry, int rw, int rh) {
   const stk_jpeg_frame *f = &r->f;
+  assert_null(stk_jpeg_frame_problem(f));
   uint8_t *planes = malloc((size_t)f->total_blocks * 64);
-  for (int64_t g = 0; g < f->total_blocks; g++) stk_jpeg_idct_at(f, r->coef, planes, g);
+  memset(planes, 0xA5, (size_t)f->total_blocks * 64);
+  for (int64_t g = 0; g < f->total_blocks; g++)
+    stk_jpeg_idct_at(f, r->coef, planes, g, rx, ry, rw, rh);
   stk_jpeg_plane pl[3];
   stk_jpeg_planes(f, planes, pl);
   int ch = stk_jpeg_out_channels(color);
@@ -154,9 +158,9 @@ static uint8_t *theirs(const uint8_t *jpeg, size_t n, int color, int *w, int *h)
 /* ---- comparison ---- */
 
 typedef struct {
-  long long diff;  /* bytes that differ */
-  int maxd;        /* largest difference */
-  int x, y, k;     /* the first one */
+  long long diff; /* bytes that differ */
+  int maxd;       /* largest difference */
+  int x, y, k;    /* the first one */
 } cmp_t;
 
 static cmp_t compare(const uint8_t *a, const uint8_t *b, int w, int h, int ch, int64_t bpitch) {
@@ -252,9 +256,9 @@ static void test_photos(void **state) {
 
 static void test_odd_sizes(void **state) {
   (void)state;
-  static const int sizes[][2] = {{1, 1},  {2, 2},   {3, 1},    {1, 3},  {7, 9},  {17, 33},
-                                 {33, 17}, {16, 16}, {15, 31},  {35, 2}, {2, 35}, {4000, 3},
-                                 {3, 4000}};
+  static const int sizes[][2] = {{1, 1},   {2, 2},    {3, 1},   {1, 3},   {7, 9},
+                                 {17, 33}, {33, 17},  {16, 16}, {15, 31}, {35, 2},
+                                 {2, 35},  {4000, 3}, {3, 4000}};
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
     uint8_t *px = synthetic(sizes[i][0], sizes[i][1]);
     check_image(px, sizes[i][0], sizes[i][1], "synthetic", 8);
@@ -327,11 +331,42 @@ static void test_formulas(void **state) {
   assert_int_equal(stk_jpeg_sample(&pl, 0, 0), 10);
 }
 
+/* Frames the kernels must refuse (they would read or write outside the arrays). */
+static void test_bad_frames(void **state) {
+  (void)state;
+  uint8_t *px = synthetic(20, 12);
+  size_t n;
+  uint8_t *jpeg = tu_jpeg_encode(px, 20, 12, 3, TJSAMP_420, 90, 0, &n);
+  coded r = read_coefficients(jpeg, n);
+  assert_null(stk_jpeg_frame_problem(&r.f));
+  stk_jpeg_frame f = r.f;
+  f.ncomp = 2;
+  assert_string_equal(stk_jpeg_frame_problem(&f), "not 1 or 3 components");
+  f = r.f;
+  f.comp[1].bw = 1; /* chroma is 10 samples wide: 2 blocks */
+  assert_string_equal(stk_jpeg_frame_problem(&f), "component block grid smaller than its samples");
+  f = r.f;
+  f.total_blocks--;
+  assert_string_equal(stk_jpeg_frame_problem(&f), "component blocks outside total_blocks");
+  f = r.f;
+  f.comp[2].quant = 4;
+  assert_string_equal(stk_jpeg_frame_problem(&f), "quantisation table index not 0..3");
+  f = r.f;
+  f.comp[0].h = 3;
+  assert_non_null(stk_jpeg_frame_problem(&f));
+  f = r.f;
+  f.width = 0;
+  assert_string_equal(stk_jpeg_frame_problem(&f), "empty image");
+  free(r.coef);
+  free(jpeg);
+  free(px);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_formulas),   cmocka_unit_test(test_detects_changes),
-      cmocka_unit_test(test_odd_sizes),  cmocka_unit_test(test_photo_crops),
-      cmocka_unit_test(test_photos),
+      cmocka_unit_test(test_formulas),    cmocka_unit_test(test_detects_changes),
+      cmocka_unit_test(test_bad_frames),  cmocka_unit_test(test_odd_sizes),
+      cmocka_unit_test(test_photo_crops), cmocka_unit_test(test_photos),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
