@@ -20,7 +20,7 @@
 #include "launch.cuh"
 #include "../shared/jpeg_pixels.h"
 
-#define IDCT_THREADS 128
+#define IDCT_THREADS  128
 #define PIXEL_THREADS 256
 
 typedef struct {
@@ -67,8 +67,8 @@ __global__ void __launch_bounds__(PIXEL_THREADS)
 }
 
 /* Checks image i's arguments and fills its descriptor (planes left NULL). */
-static int describe(int i, const stk_jpeg_frame *f, const int16_t *coef, uint8_t *dst,
-                    size_t pitch, const int *roi, int ch, jp_image *d, char *err, size_t errlen) {
+static int describe(int i, const stk_jpeg_frame *f, const int16_t *coef, uint8_t *dst, size_t pitch,
+                    const int *roi, int ch, jp_image *d, char *err, size_t errlen) {
   const char *why = stk_jpeg_frame_problem(f);
   if (why) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "image %d: frame: %s", i, why);
   if (!coef || !dst)
@@ -85,8 +85,8 @@ static int describe(int i, const stk_jpeg_frame *f, const int16_t *coef, uint8_t
     if (d->rx < 0 || d->ry < 0 || d->rw < 1 || d->rh < 1 || d->rx > f->width - d->rw ||
         d->ry > f->height - d->rh)
       return GPU_FAIL(STK_ERR_INVALID_ARGUMENT,
-                      "image %d: region %dx%d at (%d, %d) is not inside the %dx%d image", i,
-                      d->rw, d->rh, d->rx, d->ry, f->width, f->height);
+                      "image %d: region %dx%d at (%d, %d) is not inside the %dx%d image", i, d->rw,
+                      d->rh, d->rx, d->ry, f->width, f->height);
   }
   if (pitch < (size_t)d->rw * ch)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "image %d: output pitch %zu < %d bytes per row", i,
@@ -131,8 +131,7 @@ static int build_table(int n, const stk_jpeg_frame *frames, const int16_t *const
 
 int stk_gpu_jpeg_pixels(stk_gpu_ctx *ctx, int n, const stk_jpeg_frame *frames,
                         const int16_t *const *coef, uint8_t *const *dst, const size_t *dst_pitch,
-                        const int *roi, int color, cudaStream_t stream, char *err,
-                        size_t errlen) {
+                        const int *roi, int color, cudaStream_t stream, char *err, size_t errlen) {
   if (n <= 0) return 0;
   if (color != STK_GPU_COLOR_RGB && color != STK_GPU_COLOR_BGR && color != STK_GPU_COLOR_GRAY)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "color %d is not RGB (0), BGR (1) or gray (2)",
@@ -150,18 +149,16 @@ int stk_gpu_jpeg_pixels(stk_gpu_ctx *ctx, int n, const stk_jpeg_frame *frames,
       t.imgs[i].planes = planes + off;
       off += (size_t)frames[i].total_blocks * 64;
     }
-    rc = stk_upload_and_launch(ctx, t.host, t.bytes, st, "stk_gpu_jpeg_pixels", err, errlen,
-                               [&](const char *dev) {
-                                 const jp_image *imgs = (const jp_image *)dev;
-                                 const int *fi = (const int *)(imgs + n), *fp = fi + n + 1;
-                                 if (t.first_idct[n] > 0)
-                                   idct_kernel<<<t.first_idct[n], IDCT_THREADS, 0, stream>>>(
-                                       imgs, fi, n);
-                                 if (t.first_px[n] > 0)
-                                   pixel_kernel<<<t.first_px[n], PIXEL_THREADS, 0, stream>>>(
-                                       imgs, fp, n, color);
-                                 return 0;
-                               });
+    rc = stk_upload_and_launch(
+        ctx, t.host, t.bytes, st, "stk_gpu_jpeg_pixels", err, errlen, [&](const char *dev) {
+          const jp_image *imgs = (const jp_image *)dev;
+          const int *fi = (const int *)(imgs + n), *fp = fi + n + 1;
+          if (t.first_idct[n] > 0)
+            idct_kernel<<<t.first_idct[n], IDCT_THREADS, 0, stream>>>(imgs, fi, n);
+          if (t.first_px[n] > 0)
+            pixel_kernel<<<t.first_px[n], PIXEL_THREADS, 0, stream>>>(imgs, fp, n, color);
+          return 0;
+        });
   }
   if (planes) stk_gpu_device_free(ctx, planes, st, NULL, 0);
   free(t.host);

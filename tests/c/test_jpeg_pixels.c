@@ -18,6 +18,7 @@
 #include <jpeglib.h>
 #include <turbojpeg.h>
 
+#include "codecs/codecs.h"
 #include "shared/jpeg_pixels.h"
 
 static uint32_t rng_state = 0x2468aceu;
@@ -155,6 +156,22 @@ static uint8_t *theirs(const uint8_t *jpeg, size_t n, int color, int *w, int *h)
   return out;
 }
 
+/* stoker's CPU decoder (src/codecs/jpeg.c), whole image or region: what the GPU
+ * decoder must reproduce. */
+static uint8_t *stokers(const uint8_t *jpeg, size_t n, int color, int rx, int ry, int rw, int rh) {
+  stk__decode_opts o = {.color = color == STK_JPEG_OUT_GRAY  ? STK__COLOR_GRAY
+                                 : color == STK_JPEG_OUT_BGR ? STK__COLOR_BGR
+                                                             : STK__COLOR_RGB,
+                        .roi_x = rx,
+                        .roi_y = ry,
+                        .roi_w = rw,
+                        .roi_h = rh};
+  stk__decoded d;
+  if (stk__image_decode(jpeg, n, "pixels.jpg", &o, stk__image_alloc_malloc, NULL, &d) != STK_OK)
+    fail_msg("stk__image_decode: %s", stk_last_error());
+  return d.data;
+}
+
 /* ---- comparison ---- */
 
 typedef struct {
@@ -195,6 +212,12 @@ static void check_file(const uint8_t *jpeg, size_t n, const char *what, int garb
       fail_msg("%s %s%s: %lld bytes differ (max %d), first at x=%d y=%d channel %d", what,
                color_name(color), garble ? " (garbage padding)" : "", c.diff, c.maxd, c.x, c.y,
                c.k);
+    if (!garble) { /* stoker's decoder is libjpeg-turbo too: the same bytes */
+      uint8_t *st = stokers(jpeg, n, color, 0, 0, 0, 0);
+      if (compare(got, st, w, h, ch, (int64_t)w * ch).diff)
+        fail_msg("%s %s: stoker's CPU decoder differs", what, color_name(color));
+      free(st);
+    }
     free(got);
     for (int i = 0; i < regions; i++) {
       int rw = rnd_in(1, w), rh = rnd_in(1, h);
@@ -204,6 +227,13 @@ static void check_file(const uint8_t *jpeg, size_t n, const char *what, int garb
       if (c.diff)
         fail_msg("%s %s region %dx%d at (%d,%d): %lld bytes differ, first at x=%d y=%d", what,
                  color_name(color), rw, rh, rx, ry, c.diff, c.x, c.y);
+      /* stoker's region decode (jpeg_crop_scanline + skip) is the crop as well */
+      uint8_t *st = stokers(jpeg, n, color, rx, ry, rw, rh);
+      c = compare(got, st, rw, rh, ch, (int64_t)rw * ch);
+      if (c.diff)
+        fail_msg("%s %s region %dx%d at (%d,%d): stoker's CPU decoder differs in %lld bytes", what,
+                 color_name(color), rw, rh, rx, ry, c.diff);
+      free(st);
       free(got);
     }
     free(ref);
