@@ -20,8 +20,11 @@
 #include "launch.cuh"
 #include "../shared/jpeg_pixels.h"
 
-#define IDCT_THREADS  128
-#define PIXEL_THREADS 256
+#define IDCT_BLOCKS   32 /* 8x8 blocks per thread block, 8 threads each */
+#define IDCT_THREADS  (IDCT_BLOCKS * 8)
+#define TILE_W        32 /* output pixels per thread block: TILE_W x TILE_H */
+#define TILE_H        8
+#define PIXEL_THREADS (TILE_W * TILE_H)
 
 typedef struct {
   stk_jpeg_frame f;
@@ -40,17 +43,46 @@ static __device__ void load_frame(const jp_image *img, stk_jpeg_frame *f) {
   __syncthreads();
 }
 
+/* Eight threads per 8x8 block (the 8 threads of a block are in one warp): thread r loads
+ * row r of the coefficients (16 bytes: a warp reads 512 consecutive bytes) and
+ * dequantises it into shared memory, transforms column r, then row r, and stores its 8
+ * samples as one 8-byte word. The workspace's rows are 9 words apart and its blocks 72:
+ * the column and the row accesses of a warp hit 32 different banks. */
 __global__ void __launch_bounds__(IDCT_THREADS)
     idct_kernel(const jp_image *imgs, const int *first, int n) {
   __shared__ stk_jpeg_frame f;
+  __shared__ int32_t ws[IDCT_BLOCKS][8 * STK_JPEG_WS_ROW];
   int i = stk_find_sample(first, n, (int)blockIdx.x);
   const jp_image *img = &imgs[i];
   load_frame(img, &f);
-  int64_t g = (int64_t)(blockIdx.x - first[i]) * IDCT_THREADS + threadIdx.x;
-  if (g >= f.total_blocks) return;
-  stk_jpeg_idct_at(&f, img->coef, img->planes, g, img->rx, img->ry, img->rw, img->rh);
+  int lb = (int)threadIdx.x >> 3, r = (int)threadIdx.x & 7;
+  int64_t g = (int64_t)(blockIdx.x - first[i]) * IDCT_BLOCKS + lb;
+  int c = 0;
+  uint8_t *at = NULL;
+  int64_t pitch = 0;
+  bool on = g < f.total_blocks && stk_jpeg_block_target(&f, img->planes, g, img->rx, img->ry,
+                                                        img->rw, img->rh, &c, &at, &pitch);
+  int32_t *w = ws[lb];
+  if (on) {
+    int4 v = __ldg((const int4 *)(img->coef + g * 64) + r);
+    int16_t row[8];
+    memcpy(row, &v, sizeof row);
+    stk_jpeg_dequant_row(row, f.quant[f.comp[c].quant] + r * 8, w + r * STK_JPEG_WS_ROW);
+  }
+  __syncwarp();
+  if (on) stk_jpeg_idct_col(w, r);
+  __syncwarp();
+  if (on) {
+    uint8_t out[8];
+    stk_jpeg_idct_row(w, r, out);
+    uint2 word;
+    memcpy(&word, out, sizeof word);
+    *(uint2 *)(at + r * pitch) = word;
+  }
 }
 
+/* One thread per output pixel, TILE_W x TILE_H pixels per thread block: a warp covers 32
+ * consecutive pixels of a row (its reads of each plane and its writes are contiguous). */
 __global__ void __launch_bounds__(PIXEL_THREADS)
     pixel_kernel(const jp_image *imgs, const int *first, int n, int color) {
   __shared__ stk_jpeg_frame f;
@@ -60,9 +92,10 @@ __global__ void __launch_bounds__(PIXEL_THREADS)
   load_frame(img, &f);
   if (threadIdx.x == 0) stk_jpeg_planes(&f, img->planes, pl);
   __syncthreads();
-  int64_t p = (int64_t)(blockIdx.x - first[i]) * PIXEL_THREADS + threadIdx.x;
-  if (p >= (int64_t)img->rw * img->rh) return;
-  int y = (int)(p / img->rw), x = (int)(p % img->rw);
+  int t = (int)blockIdx.x - first[i], tiles_x = (img->rw + TILE_W - 1) / TILE_W;
+  int x = (t % tiles_x) * TILE_W + (int)(threadIdx.x % TILE_W);
+  int y = (t / tiles_x) * TILE_H + (int)(threadIdx.x / TILE_W);
+  if (x >= img->rw || y >= img->rh) return;
   stk_jpeg_region_pixel(pl, f.ncomp, color, img->rx, img->ry, x, y, img->dst, img->pitch);
 }
 
@@ -73,6 +106,8 @@ static int describe(int i, const stk_jpeg_frame *f, const int16_t *coef, uint8_t
   if (why) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "image %d: frame: %s", i, why);
   if (!coef || !dst)
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "image %d: no coefficient or output buffer", i);
+  if ((uintptr_t)coef % 16) /* the kernel reads a block's rows as 16-byte vectors */
+    return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "image %d: coefficients not 16-byte aligned", i);
   memset(d, 0, sizeof *d);
   d->f = *f;
   d->coef = coef;
@@ -119,8 +154,8 @@ static int build_table(int n, const stk_jpeg_frame *frames, const int16_t *const
   for (int i = 0; i < n && rc == 0; i++) {
     rc = describe(i, &frames[i], coef[i], dst[i], dst_pitch[i], roi ? roi + 4 * i : NULL, ch,
                   &t->imgs[i], err, errlen);
-    nb_idct[i] = stk_cdiv(frames[i].total_blocks, IDCT_THREADS);
-    nb_px[i] = stk_cdiv((int64_t)t->imgs[i].rw * t->imgs[i].rh, PIXEL_THREADS);
+    nb_idct[i] = stk_cdiv(frames[i].total_blocks, IDCT_BLOCKS);
+    nb_px[i] = stk_cdiv(t->imgs[i].rw, TILE_W) * stk_cdiv(t->imgs[i].rh, TILE_H);
     *plane_bytes += (size_t)frames[i].total_blocks * 64;
   }
   if (rc == 0) rc = stk_block_table(nb_idct, n, t->first_idct, err, errlen);

@@ -83,22 +83,44 @@ STK_HD int32_t stk_jp_descale(uint32_t v, int bits) {
 
 STK_HD uint8_t stk_jp_clamp8(int32_t v) { return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v); }
 
+/* The transform in three steps over a 64-value int32 workspace whose rows are
+ * STK_JPEG_WS_ROW apart (9: the GPU's shared-memory copy then has no bank conflicts, see
+ * jpeg_idct.cu), so the kernel can give each row and column of a block to a thread and
+ * the host runs the same steps in loops. */
+#define STK_JPEG_WS_ROW 9
+
+/* Step 1: one row of a block's coefficients dequantised into the workspace's row
+ * (coef, q: that row of the block and of its table, natural order). */
+STK_HD void stk_jpeg_dequant_row(const int16_t *coef, const uint16_t *q, int32_t *ws_row) {
+  for (int k = 0; k < 8; k++) ws_row[k] = (int32_t)coef[k] * (int32_t)q[k];
+}
+
+/* Step 2: column c transformed in place, 2 extra fractional bits kept. */
+STK_HD void stk_jpeg_idct_col(int32_t *ws, int c) {
+  int32_t x[8];
+  uint32_t o[8];
+  for (int k = 0; k < 8; k++) x[k] = ws[k * STK_JPEG_WS_ROW + c];
+  stk_jp_idct8(x, o);
+  for (int k = 0; k < 8; k++) ws[k * STK_JPEG_WS_ROW + c] = stk_jp_descale(o[k], 11);
+}
+
+/* Step 3: row r transformed to 8 samples (/8 of the 2-D transform and the 2 bits,
+ * level shift, clamp). */
+STK_HD void stk_jpeg_idct_row(const int32_t *ws, int r, uint8_t out[8]) {
+  uint32_t o[8];
+  stk_jp_idct8(ws + r * STK_JPEG_WS_ROW, o);
+  for (int k = 0; k < 8; k++) out[k] = stk_jp_clamp8(stk_jp_descale(o[k], 18) + 128);
+}
+
 /* Dequantises one block (coef: 64 quantised values, q: its table, both in natural
  * order) and inverse-transforms it into 8 rows of 8 samples at out + r * pitch. */
 STK_HD void stk_jpeg_idct_block(const int16_t *coef, const uint16_t *q, uint8_t *out,
                                 int64_t pitch) {
-  int32_t ws[64], x[8];
-  uint32_t o[8];
-  for (int col = 0; col < 8; col++) { /* pass 1: columns, 2 extra fractional bits kept */
-    for (int k = 0; k < 8; k++) x[k] = (int32_t)coef[k * 8 + col] * (int32_t)q[k * 8 + col];
-    stk_jp_idct8(x, o);
-    for (int k = 0; k < 8; k++) ws[k * 8 + col] = stk_jp_descale(o[k], 11);
-  }
-  for (int row = 0; row < 8; row++) { /* pass 2: rows; /8 of the 2-D DCT and the 2 bits */
-    stk_jp_idct8(ws + row * 8, o);
-    for (int k = 0; k < 8; k++)
-      out[row * pitch + k] = stk_jp_clamp8(stk_jp_descale(o[k], 18) + 128);
-  }
+  int32_t ws[8 * STK_JPEG_WS_ROW];
+  for (int r = 0; r < 8; r++)
+    stk_jpeg_dequant_row(coef + r * 8, q + r * 8, ws + r * STK_JPEG_WS_ROW);
+  for (int c = 0; c < 8; c++) stk_jpeg_idct_col(ws, c);
+  for (int r = 0; r < 8; r++) stk_jpeg_idct_row(ws, r, out + r * pitch);
 }
 
 /* ---- upsampling ---- */
@@ -182,10 +204,10 @@ STK_HD void stk_jpeg_pixel(const stk_jpeg_plane *pl, int ncomp, int color, int x
   } else {
     stk_jpeg_ycc_rgb(Y, stk_jpeg_sample(&pl[1], x, y), stk_jpeg_sample(&pl[2], x, y), rgb);
   }
-  int bgr = color == STK_JPEG_OUT_BGR;
-  out[0] = rgb[bgr ? 2 : 0];
+  int bgr = color == STK_JPEG_OUT_BGR; /* constant indices: rgb stays in registers */
+  out[0] = bgr ? rgb[2] : rgb[0];
   out[1] = rgb[1];
-  out[2] = rgb[bgr ? 0 : 2];
+  out[2] = bgr ? rgb[0] : rgb[2];
 }
 
 /* ---- one image: the bodies of the kernels ---- */
@@ -236,17 +258,29 @@ STK_HD int stk_jpeg_block_needed(const stk_jpeg_frame *f, int c, int bx, int by,
   return bx >= x0 / 8 && bx <= x1 / 8 && by >= y0 / 8 && by <= y1 / 8;
 }
 
+/* Where block g's samples go: sets *c (its component), *at (its top-left sample in the
+ * planes) and *pitch, and returns 1, or 0 when the region (rx, ry, rw, rh) does not need
+ * the block (or g is in no component's grid). */
+STK_HD int stk_jpeg_block_target(const stk_jpeg_frame *f, uint8_t *planes, int64_t g, int rx,
+                                 int ry, int rw, int rh, int *c, uint8_t **at, int64_t *pitch) {
+  int bx, by;
+  if (!stk_jpeg_block_locate(f, g, c, &bx, &by)) return 0;
+  if (!stk_jpeg_block_needed(f, *c, bx, by, rx, ry, rw, rh)) return 0;
+  const stk_jpeg_component *k = &f->comp[*c];
+  *pitch = (int64_t)k->bw * 8;
+  *at = planes + k->block0 * 64 + (int64_t)by * 8 * *pitch + (int64_t)bx * 8;
+  return 1;
+}
+
 /* Decodes block g of an image's coefficients into its planes when the region
- * (rx, ry, rw, rh) needs it. */
+ * (rx, ry, rw, rh) needs it (the host's form of jpeg_idct.cu's first kernel). */
 STK_HD void stk_jpeg_idct_at(const stk_jpeg_frame *f, const int16_t *coef, uint8_t *planes,
                              int64_t g, int rx, int ry, int rw, int rh) {
-  int c, bx, by;
-  if (!stk_jpeg_block_locate(f, g, &c, &bx, &by)) return;
-  if (!stk_jpeg_block_needed(f, c, bx, by, rx, ry, rw, rh)) return;
-  const stk_jpeg_component *k = &f->comp[c];
-  int64_t pitch = (int64_t)k->bw * 8;
-  uint8_t *at = planes + k->block0 * 64 + (int64_t)by * 8 * pitch + (int64_t)bx * 8;
-  stk_jpeg_idct_block(coef + g * 64, f->quant[k->quant], at, pitch);
+  int c;
+  uint8_t *at;
+  int64_t pitch;
+  if (!stk_jpeg_block_target(f, planes, g, rx, ry, rw, rh, &c, &at, &pitch)) return;
+  stk_jpeg_idct_block(coef + g * 64, f->quant[f->comp[c].quant], at, pitch);
 }
 
 /* NULL when the frame's geometry is one the functions above handle within its arrays
