@@ -15,79 +15,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h>
 #include <turbojpeg.h>
 
 #include "codecs/codecs.h"
+#include "jpeg_coefs.h"
 #include "shared/jpeg_pixels.h"
 
 static uint32_t rng_state = 0x2468aceu;
 static int rnd_in(int lo, int hi) { return tu_rand_in(&rng_state, lo, hi); }
 
-/* ---- the file's coefficients in jpeg_frame.h's layout ---- */
+/* ---- the file's coefficients in jpeg_frame.h's layout (jpeg_coefs.h) ---- */
 
-typedef struct {
-  stk_jpeg_frame f;
-  int16_t *coef;  /* total_blocks * 64 */
-  int real_bw[3]; /* libjpeg's width_in_blocks: blocks holding image samples */
-  int real_bh[3]; /* height_in_blocks */
-} coded;
+typedef jc_coded coded;
 
 static coded read_coefficients(const uint8_t *jpeg, size_t n) {
-  struct jpeg_decompress_struct ci;
-  struct jpeg_error_mgr jerr;
-  ci.err = jpeg_std_error(&jerr);
-  jpeg_create_decompress(&ci);
-  jpeg_mem_src(&ci, jpeg, (unsigned long)n);
-  assert_int_equal(jpeg_read_header(&ci, TRUE), JPEG_HEADER_OK);
-  jvirt_barray_ptr *arrays = jpeg_read_coefficients(&ci);
   coded r;
-  memset(&r, 0, sizeof r);
-  stk_jpeg_frame *f = &r.f;
-  f->width = (int)ci.image_width;
-  f->height = (int)ci.image_height;
-  f->ncomp = ci.num_components;
-  assert_true(f->ncomp == 1 || f->ncomp == 3);
-  f->hmax = f->ncomp == 1 ? 1 : ci.max_h_samp_factor;
-  f->vmax = f->ncomp == 1 ? 1 : ci.max_v_samp_factor;
-  f->mcus_x = (f->width + 8 * f->hmax - 1) / (8 * f->hmax);
-  f->mcus_y = (f->height + 8 * f->vmax - 1) / (8 * f->vmax);
-  int64_t total = 0;
-  for (int c = 0; c < f->ncomp; c++) {
-    jpeg_component_info *k = &ci.comp_info[c];
-    stk_jpeg_component *o = &f->comp[c];
-    o->h = f->ncomp == 1 ? 1 : k->h_samp_factor;
-    o->v = f->ncomp == 1 ? 1 : k->v_samp_factor;
-    o->quant = k->quant_tbl_no;
-    o->bw = f->mcus_x * o->h;
-    o->bh = f->mcus_y * o->v;
-    o->block0 = total;
-    total += (int64_t)o->bw * o->bh;
-    r.real_bw[c] = (int)k->width_in_blocks;
-    r.real_bh[c] = (int)k->height_in_blocks;
-    for (int i = 0; i < 64; i++) f->quant[o->quant][i] = k->quant_table->quantval[i];
-  }
-  f->total_blocks = total;
-  r.coef = calloc((size_t)total * 64, sizeof *r.coef);
-  for (int c = 0; c < f->ncomp; c++) {
-    stk_jpeg_component *o = &f->comp[c];
-    /* libjpeg's arrays cover the MCU grid's padding blocks too (rounded up to h, v) */
-    int rows = (int)ci.comp_info[c].height_in_blocks, cols = (int)ci.comp_info[c].width_in_blocks;
-    if (f->ncomp == 3) {
-      rows = (rows + o->v - 1) / o->v * o->v;
-      cols = (cols + o->h - 1) / o->h * o->h;
-    }
-    assert_true(rows <= o->bh && cols <= o->bw);
-    for (int by = 0; by < rows; by++) {
-      JBLOCKARRAY row =
-          ci.mem->access_virt_barray((j_common_ptr)&ci, arrays[c], (JDIMENSION)by, 1, FALSE);
-      for (int bx = 0; bx < cols; bx++)
-        for (int i = 0; i < 64; i++)
-          r.coef[(o->block0 + (int64_t)by * o->bw + bx) * 64 + i] = row[0][bx][i];
-    }
-  }
-  jpeg_abort_decompress(&ci);
-  jpeg_destroy_decompress(&ci);
+  assert_int_equal(jc_read(jpeg, n, &r), 0);
   return r;
 }
 
@@ -131,28 +74,8 @@ static uint8_t *ours(const coded *r, int color, int rx, int ry, int rw, int rh) 
 /* ---- libjpeg-turbo's decode ---- */
 
 static uint8_t *theirs(const uint8_t *jpeg, size_t n, int color, int *w, int *h) {
-  struct jpeg_decompress_struct ci;
-  struct jpeg_error_mgr jerr;
-  ci.err = jpeg_std_error(&jerr);
-  jpeg_create_decompress(&ci);
-  jpeg_mem_src(&ci, jpeg, (unsigned long)n);
-  jpeg_read_header(&ci, TRUE);
-  ci.dct_method = JDCT_ISLOW;
-  ci.do_fancy_upsampling = TRUE;
-  ci.out_color_space = color == STK_JPEG_OUT_GRAY  ? JCS_GRAYSCALE
-                       : color == STK_JPEG_OUT_BGR ? JCS_EXT_BGR
-                                                   : JCS_EXT_RGB;
-  jpeg_start_decompress(&ci);
-  *w = (int)ci.output_width;
-  *h = (int)ci.output_height;
-  size_t pitch = (size_t)ci.output_width * ci.output_components;
-  uint8_t *out = malloc(pitch * ci.output_height + 1);
-  while (ci.output_scanline < ci.output_height) {
-    JSAMPROW row = out + pitch * ci.output_scanline;
-    jpeg_read_scanlines(&ci, &row, 1);
-  }
-  jpeg_finish_decompress(&ci);
-  jpeg_destroy_decompress(&ci);
+  uint8_t *out = jc_decode(jpeg, n, color, w, h);
+  assert_non_null(out);
   return out;
 }
 
