@@ -49,7 +49,7 @@ static __device__ void load_frame(const jp_image *img, stk_jpeg_frame *f) {
  * samples as one 8-byte word. The workspace's rows are 9 words apart and its blocks 72:
  * the column and the row accesses of a warp hit 32 different banks. */
 __global__ void __launch_bounds__(IDCT_THREADS)
-    idct_kernel(const jp_image *imgs, const int *first, int n) {
+    idct_kernel(const jp_image *imgs, const int *first, int n, int color) {
   __shared__ stk_jpeg_frame f;
   __shared__ int32_t ws[IDCT_BLOCKS][8 * STK_JPEG_WS_ROW];
   int i = stk_find_sample(first, n, (int)blockIdx.x);
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(IDCT_THREADS)
   int c = 0;
   uint8_t *at = NULL;
   int64_t pitch = 0;
-  bool on = g < f.total_blocks && stk_jpeg_block_target(&f, img->planes, g, img->rx, img->ry,
+  bool on = g < f.total_blocks && stk_jpeg_block_target(&f, img->planes, g, color, img->rx, img->ry,
                                                         img->rw, img->rh, &c, &at, &pitch);
   int32_t *w = ws[lb];
   if (on) {
@@ -189,7 +189,7 @@ int stk_gpu_jpeg_pixels(stk_gpu_ctx *ctx, int n, const stk_jpeg_frame *frames,
           const jp_image *imgs = (const jp_image *)dev;
           const int *fi = (const int *)(imgs + n), *fp = fi + n + 1;
           if (t.first_idct[n] > 0)
-            idct_kernel<<<t.first_idct[n], IDCT_THREADS, 0, stream>>>(imgs, fi, n);
+            idct_kernel<<<t.first_idct[n], IDCT_THREADS, 0, stream>>>(imgs, fi, n, color);
           if (t.first_px[n] > 0)
             pixel_kernel<<<t.first_px[n], PIXEL_THREADS, 0, stream>>>(imgs, fp, n, color);
           return 0;

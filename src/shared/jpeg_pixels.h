@@ -259,12 +259,14 @@ STK_HD int stk_jpeg_block_needed(const stk_jpeg_frame *f, int c, int bx, int by,
 }
 
 /* Where block g's samples go: sets *c (its component), *at (its top-left sample in the
- * planes) and *pitch, and returns 1, or 0 when the region (rx, ry, rw, rh) does not need
- * the block (or g is in no component's grid). */
-STK_HD int stk_jpeg_block_target(const stk_jpeg_frame *f, uint8_t *planes, int64_t g, int rx,
-                                 int ry, int rw, int rh, int *c, uint8_t **at, int64_t *pitch) {
+ * planes) and *pitch, and returns 1, or 0 when the region (rx, ry, rw, rh) in colour
+ * `color` does not need the block (gray output reads Y alone) or g is in no grid. */
+STK_HD int stk_jpeg_block_target(const stk_jpeg_frame *f, uint8_t *planes, int64_t g, int color,
+                                 int rx, int ry, int rw, int rh, int *c, uint8_t **at,
+                                 int64_t *pitch) {
   int bx, by;
   if (!stk_jpeg_block_locate(f, g, c, &bx, &by)) return 0;
+  if (color == STK_JPEG_OUT_GRAY && *c > 0) return 0;
   if (!stk_jpeg_block_needed(f, *c, bx, by, rx, ry, rw, rh)) return 0;
   const stk_jpeg_component *k = &f->comp[*c];
   *pitch = (int64_t)k->bw * 8;
@@ -272,14 +274,14 @@ STK_HD int stk_jpeg_block_target(const stk_jpeg_frame *f, uint8_t *planes, int64
   return 1;
 }
 
-/* Decodes block g of an image's coefficients into its planes when the region
- * (rx, ry, rw, rh) needs it (the host's form of jpeg_idct.cu's first kernel). */
+/* Decodes block g of an image's coefficients into its planes when the region needs it
+ * (the host's form of jpeg_idct.cu's first kernel). */
 STK_HD void stk_jpeg_idct_at(const stk_jpeg_frame *f, const int16_t *coef, uint8_t *planes,
-                             int64_t g, int rx, int ry, int rw, int rh) {
+                             int64_t g, int color, int rx, int ry, int rw, int rh) {
   int c;
   uint8_t *at;
   int64_t pitch;
-  if (!stk_jpeg_block_target(f, planes, g, rx, ry, rw, rh, &c, &at, &pitch)) return;
+  if (!stk_jpeg_block_target(f, planes, g, color, rx, ry, rw, rh, &c, &at, &pitch)) return;
   stk_jpeg_idct_block(coef + g * 64, f->quant[f->comp[c].quant], at, pitch);
 }
 

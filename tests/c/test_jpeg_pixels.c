@@ -59,7 +59,7 @@ static uint8_t *ours(const coded *r, int color, int rx, int ry, int rw, int rh) 
   uint8_t *planes = malloc((size_t)f->total_blocks * 64);
   memset(planes, 0xA5, (size_t)f->total_blocks * 64);
   for (int64_t g = 0; g < f->total_blocks; g++)
-    stk_jpeg_idct_at(f, r->coef, planes, g, rx, ry, rw, rh);
+    stk_jpeg_idct_at(f, r->coef, planes, g, color, rx, ry, rw, rh);
   stk_jpeg_plane pl[3];
   stk_jpeg_planes(f, planes, pl);
   int ch = stk_jpeg_out_channels(color);
