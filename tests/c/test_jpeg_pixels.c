@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jpeglib.h>
 #include <turbojpeg.h>
 
 #include "codecs/codecs.h"
@@ -234,6 +235,76 @@ static void test_photo_crops(void **state) {
   free(im.p);
 }
 
+/* An RGB image encoded by libjpeg with the given sampling factors per component
+ * (TurboJPEG writes only the usual ones): h[c] x v[c], 1 or 2. */
+static uint8_t *encode_sampled(const uint8_t *px, int w, int h, const int *hs, const int *vs,
+                               int quality, size_t *n) {
+  struct jpeg_compress_struct ci;
+  struct jpeg_error_mgr jerr;
+  ci.err = jpeg_std_error(&jerr);
+  jpeg_create_compress(&ci);
+  unsigned char *out = NULL;
+  unsigned long size = 0;
+  jpeg_mem_dest(&ci, &out, &size);
+  ci.image_width = (JDIMENSION)w;
+  ci.image_height = (JDIMENSION)h;
+  ci.input_components = 3;
+  ci.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&ci);
+  jpeg_set_quality(&ci, quality, TRUE);
+  for (int c = 0; c < 3; c++) {
+    ci.comp_info[c].h_samp_factor = hs[c];
+    ci.comp_info[c].v_samp_factor = vs[c];
+  }
+  jpeg_start_compress(&ci, TRUE);
+  while (ci.next_scanline < ci.image_height) {
+    JSAMPROW row = (JSAMPROW)(px + (size_t)ci.next_scanline * w * 3);
+    jpeg_write_scanlines(&ci, &row, 1);
+  }
+  jpeg_finish_compress(&ci);
+  jpeg_destroy_compress(&ci);
+  uint8_t *copy = malloc(size);
+  memcpy(copy, out, size);
+  free(out);
+  *n = size;
+  return copy;
+}
+
+/* Sampling factors TurboJPEG never writes: chroma finer than luma, the two chroma
+ * components sampled differently, luma not at the maximum. */
+static void test_unusual_sampling(void **state) {
+  (void)state;
+  static const int factors[][6] = {
+      {2, 2, 1, 2, 1, 2}, /* Y 2x2, Cb 2x1, Cr 1x2 (h then v per component) */
+      {1, 2, 1, 1, 1, 1}, /* Y 1x2, chroma 1x1 */
+      {2, 2, 1, 2, 2, 1}, /* Y 2x2, Cb 1x2, Cr 2x1 */
+      {1, 1, 2, 2, 1, 1}, /* Y 1x1, Cb 2x2: luma upsampled */
+      {2, 1, 1, 1, 2, 1}, /* Y 2x1, Cb 1x1, Cr 2x1 */
+  };
+  static const int sizes[][2] = {{1, 1}, {3, 5}, {4, 4}, {5, 3}, {37, 29}, {64, 48}, {201, 133}};
+  for (size_t i = 0; i < sizeof factors / sizeof *factors; i++)
+    for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
+      const int *F = factors[i];
+      int hs[3] = {F[0], F[2], F[4]}, vs[3] = {F[1], F[3], F[5]};
+      uint8_t *px = synthetic(sizes[z][0], sizes[z][1]);
+      size_t n;
+      uint8_t *jpeg = encode_sampled(px, sizes[z][0], sizes[z][1], hs, vs, 85, &n);
+      char what[160];
+      snprintf(what, sizeof what, "%dx%d sampled %dx%d,%dx%d,%dx%d", sizes[z][0], sizes[z][1],
+               hs[0], vs[0], hs[1], vs[1], hs[2], vs[2]);
+      coded r = read_coefficients(jpeg, n); /* the file has the factors asked for */
+      for (int c = 0; c < 3; c++) {
+        assert_int_equal(r.f.comp[c].h, hs[c]);
+        assert_int_equal(r.f.comp[c].v, vs[c]);
+      }
+      free(r.coef);
+      check_file(jpeg, n, what, 0, 4);
+      check_file(jpeg, n, what, 1, 0);
+      free(jpeg);
+      free(px);
+    }
+}
+
 /* The test itself can fail: a wrong coefficient or a wrong rounding bias is seen. */
 static void test_detects_changes(void **state) {
   (void)state;
@@ -317,9 +388,10 @@ static void test_bad_frames(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_formulas),    cmocka_unit_test(test_detects_changes),
-      cmocka_unit_test(test_bad_frames),  cmocka_unit_test(test_odd_sizes),
-      cmocka_unit_test(test_photo_crops), cmocka_unit_test(test_photos),
+      cmocka_unit_test(test_formulas),   cmocka_unit_test(test_detects_changes),
+      cmocka_unit_test(test_bad_frames), cmocka_unit_test(test_unusual_sampling),
+      cmocka_unit_test(test_odd_sizes),  cmocka_unit_test(test_photo_crops),
+      cmocka_unit_test(test_photos),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
