@@ -47,8 +47,7 @@ static int parse_sof(parser *ps, const uint8_t *s, int len) {
   f->width = be16(s + 3);
   f->ncomp = s[5];
   if (f->width == 0 || f->height == 0)
-    return refuse(ps, "dimensions %dx%d (a zero height needs DNL: not taken)", f->width,
-                  f->height);
+    return refuse(ps, "dimensions %dx%d (a zero height needs DNL: not taken)", f->width, f->height);
   if (f->ncomp != 1 && f->ncomp != 3) return refuse(ps, "%d components (1 or 3 only)", f->ncomp);
   if (len < 6 + 3 * f->ncomp) return refuse(ps, "frame header too short");
   for (int c = 0; c < f->ncomp; c++) {
@@ -99,8 +98,7 @@ static int parse_dqt(parser *ps, const uint8_t *s, int len) {
     if (pq > 1 || tq > 3) return refuse(ps, "quantisation table precision %d index %d", pq, tq);
     if (len - i - 1 < n) return refuse(ps, "quantisation table too short");
     for (int z = 0; z < 64; z++)
-      ps->f->quant[tq][natural(z)] =
-          (uint16_t)(pq ? be16(s + i + 1 + 2 * z) : s[i + 1 + z]);
+      ps->f->quant[tq][natural(z)] = (uint16_t)(pq ? be16(s + i + 1 + 2 * z) : s[i + 1 + z]);
     ps->have_q[tq] = true;
     i += 1 + n;
   }
@@ -220,8 +218,8 @@ static int finish(parser *ps, size_t i) {
 
 int stk__jpeg_frame_parse(const uint8_t *data, size_t size, stk_jpeg_frame *frame,
                           stk_jpeg_huffman *tables, uint8_t *scan, size_t scan_cap,
-                          size_t *scan_bytes, int32_t *restarts, int restarts_cap,
-                          int *n_restarts, char *why, size_t whylen) {
+                          size_t *scan_bytes, int32_t *restarts, int restarts_cap, int *n_restarts,
+                          char *why, size_t whylen) {
   parser ps = {.p = data, .n = size, .f = frame, .t = tables, .why = why, .whylen = whylen};
   memset(frame, 0, sizeof *frame);
   if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return refuse(&ps, "not a JPEG (no SOI)");

@@ -20,14 +20,13 @@
  * data[0..size) nor writes outside the given capacities. */
 int stk__jpeg_frame_parse(const uint8_t *data, size_t size, stk_jpeg_frame *frame,
                           stk_jpeg_huffman *tables, uint8_t *scan, size_t scan_cap,
-                          size_t *scan_bytes, int32_t *restarts, int restarts_cap,
-                          int *n_restarts, char *why, size_t whylen);
+                          size_t *scan_bytes, int32_t *restarts, int restarts_cap, int *n_restarts,
+                          char *why, size_t whylen);
 
 /* Removes the 0xFF00 stuffing and RSTn markers of the entropy-coded data starting at
  * data[0]; returns the number of input bytes consumed (the offset of the marker that ends
  * the scan, or `size` if none does), or -1 when `scan` or `restarts` is too small. */
 int64_t stk__jpeg_unstuff(const uint8_t *data, size_t size, uint8_t *scan, size_t scan_cap,
-                          size_t *scan_bytes, int32_t *restarts, int restarts_cap,
-                          int *n_restarts);
+                          size_t *scan_bytes, int32_t *restarts, int restarts_cap, int *n_restarts);
 
 #endif

@@ -8,20 +8,29 @@
  * parser, src/codecs/jpeg_frame.c, does that), cut into segments (one per restart
  * interval; one in all without DRI). Output: the coefficient layout of jpeg_frame.h.
  *
- * The parallel decoder (Weissenberger & Schmidt's self-synchronising scheme): each
+ * The parallel decoder (after Weissenberger & Schmidt's self-synchronising decoding): each
  * segment is cut into subsequences of S bits. A decoder state is (bit position, data
  * unit within the MCU) at a data unit's first bit. Subsequence g decodes the data units
- * that start in [its first bit, limit_g); its start state is the state after the last
- * unit of subsequence g - 1. That start is unknown except for a segment's first
- * subsequence, so it is first guessed (bit g * S, unit 0 of the MCU); Huffman codes
- * resynchronise quickly, so a decode from a wrong guess usually reaches the true state
- * after a few units. Rounds of the sync pass then decode every subsequence whose start
- * changed and store its end state as the next one's start; once a round changes nothing,
- * every start is the true one (it propagates from the segment's known first state and a
- * decode is deterministic). The same decode records the subsequence's data-unit count and
- * its DC differences summed per component; exclusive prefix sums of those (per segment)
- * give each subsequence its first data unit and its DC predictors, and the write pass
- * decodes once more, writing de-zigzagged coefficients with resolved DC.
+ * that start in [its first bit, limit_g); its start state is the state after subsequence
+ * g - 1's last unit, known only for a segment's first subsequence. Huffman codes
+ * resynchronise quickly: a decode started at an arbitrary bit usually falls into the true
+ * unit boundaries within a few units. But the unit within the MCU (which tables apply,
+ * which component is filled) does not resynchronise by itself when components share
+ * tables, so a single guess per subsequence is often wrong for good. Hence:
+ *   guess:   each subsequence is decoded from its first bit once per possible unit of the
+ *            MCU (bpm <= 6 guesses), each giving an end state, a unit count and DC sums;
+ *   link:    each guess's end, taken as the next subsequence's start, is decoded through
+ *            that subsequence (what its true decode is if the guess was right);
+ *   resolve: per segment, one thread walks from the known start: the true decode of g is
+ *            guess (g, p); g + 1's true decode is link (g, p); it ends at a guess (g + 1, q)
+ *            when that guess synchronised (the usual case: decoding is deterministic from
+ *            a state), and the walk goes on from q; when none did, the thread decodes the
+ *            next subsequence itself. The walk sums the unit counts and DC differences:
+ *            each subsequence's start state, first data unit and DC predictors;
+ *   write:   each subsequence decodes once more from its true start, writing de-zigzagged
+ *            coefficients with resolved DC.
+ * Every decode is bounded by its subsequence (and a unit count), so corrupt streams end;
+ * the resolve pass reports a segment whose decode failed or whose units do not add up.
  */
 #ifndef STOKER_SHARED_JPEG_HUFFMAN_H
 #define STOKER_SHARED_JPEG_HUFFMAN_H
@@ -35,7 +44,7 @@
  * canonical maxcode / valoff search. */
 #define STK_JPEG_LOOKUP_BITS 9
 /* Data units per MCU at most (T.81 allows 10; the parser takes at most 4 + 1 + 1). */
-#define STK_JPEG_MAX_UNITS 10
+#define STK_JPEG_MAX_UNITS   10
 
 /* One Huffman table as the decoder reads it. */
 typedef struct {
@@ -219,7 +228,7 @@ typedef struct {
 /* A decoder state packed in 64 bits (stored and compared in one access): bit position in
  * bits 0..31, unit within the MCU in bits 32..39, bit 62: the decode failed. */
 #define STK_JPEG_STATE(pos, unit) ((uint64_t)(uint32_t)(pos) | ((uint64_t)(unit) << 32))
-#define STK_JPEG_STATE_BAD (1ull << 62)
+#define STK_JPEG_STATE_BAD        (1ull << 62)
 STK_HD uint32_t stk_jpeg_state_pos(uint64_t s) { return (uint32_t)s; }
 STK_HD int stk_jpeg_state_unit(uint64_t s) { return (int)((s >> 32) & 0xff); }
 
@@ -279,8 +288,8 @@ STK_HD void stk_jpeg_plan_fill(const stk_jpeg_frame *f, uint32_t scan_bytes,
 
 /* What decoding one subsequence from a start state gives. */
 typedef struct {
-  uint64_t end;  /* state after its last data unit */
-  int32_t units; /* data units decoded */
+  uint64_t end;                  /* state after its last data unit */
+  int32_t units;                 /* data units decoded */
   int32_t dc[STK_JPEG_MAX_COMP]; /* DC differences summed per component */
 } stk_jpeg_subresult;
 
@@ -353,54 +362,75 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
 
 /* ---- the phases, one call per (simulated) thread ---- */
 
-/* Sync round, thread g: when its start changed (changed[g]), decodes subsequence g and
- * stores the result; when the end differs from the next subsequence's start (same
- * segment), overwrites that start and flags it. Returns 1 when it changed something. A
- * round that returns 0 for every g means every start is final. `start` and `flags`
- * are read and written in place: a stale read is harmless because whoever wrote the
- * newer value also set the flag, so the reader decodes again in the next round. */
-STK_HD int stk_jpeg_sync_step(const stk_jpeg_image_view *im, int32_t g, int32_t nsubs,
-                              uint64_t *start, int32_t *flag_now, int32_t *flag_next,
-                              stk_jpeg_subresult *res) {
-  if (!flag_now[g]) return 0;
-  flag_now[g] = 0;
-  stk_jpeg_subresult r = stk_jpeg_decode_subseq(im, g, start[g], 0, 0, 0);
-  res[g] = r;
-  if (g + 1 >= nsubs || im->subs[g + 1].head) return 0;
-  uint64_t next = r.end & ~STK_JPEG_STATE_BAD;
-  if (start[g + 1] == next) return 0;
-  start[g + 1] = next;
-  flag_next[g + 1] = 1;
-  return 1;
-}
+/* Phases the guesses try: the parser takes at most 4 + 1 + 1 units per MCU. */
+#define STK_JPEG_MAX_PHASES 6
 
-/* Initial state of the sync: guesses (or the known state) and every flag set. */
-STK_HD void stk_jpeg_sync_init(const stk_jpeg_image_view *im, int32_t g, uint64_t *start,
-                               int32_t *flag) {
+/* Guess pass, thread (g, p): decodes subsequence g from its first bit as if unit p of an
+ * MCU started there (a segment's first subsequence: from its known start, p = 0 only).
+ * guess[g * STK_JPEG_MAX_PHASES + p] receives the result. */
+STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
+                                stk_jpeg_subresult *guess) {
   const stk_jpeg_subseq *sq = &im->subs[g];
-  start[g] = STK_JPEG_STATE(sq->head ? im->segs[sq->seg].begin * 8 : sq->first, 0);
-  flag[g] = 1;
+  if (p >= im->frame->blocks_per_mcu || (sq->head && p > 0)) return;
+  guess[g * STK_JPEG_MAX_PHASES + p] =
+      stk_jpeg_decode_subseq(im, g, STK_JPEG_STATE(sq->first, p), 0, 0, 0);
 }
 
-/* After the sync: each subsequence's first unit and DC predictors, by exclusive prefix
- * sums over its segment (a sequential loop per segment: subsequences are few). Returns
- * 0, or -1 when a decode of the segment failed or its units do not add up to the
- * interval's (a corrupt stream). */
-STK_HD int stk_jpeg_prefix_segment(const stk_jpeg_image_view *im, int32_t seg, int32_t nsubs,
-                                   const stk_jpeg_subresult *res, int64_t *unit0,
-                                   int32_t *dcpred) {
+/* Link pass, thread (g, p): if guess (g, p) was right, its end is subsequence g + 1's
+ * start: decodes g + 1 from there into link[g * STK_JPEG_MAX_PHASES + p]. */
+STK_HD void stk_jpeg_link_step(const stk_jpeg_image_view *im, int32_t g, int p, int32_t nsubs,
+                               const stk_jpeg_subresult *guess, stk_jpeg_subresult *link) {
+  if (p >= im->frame->blocks_per_mcu || (im->subs[g].head && p > 0)) return;
+  if (g + 1 >= nsubs || im->subs[g + 1].head) return;
+  uint64_t from = guess[g * STK_JPEG_MAX_PHASES + p].end & ~STK_JPEG_STATE_BAD;
+  link[g * STK_JPEG_MAX_PHASES + p] = stk_jpeg_decode_subseq(im, g + 1, from, 0, 0, 0);
+}
+
+/* The guess of subsequence g that ended in `end`, or -1. */
+STK_HD int stk_jpeg_find_guess(const stk_jpeg_image_view *im, int32_t g,
+                               const stk_jpeg_subresult *guess, uint64_t end) {
+  int n = im->subs[g].head ? 1 : im->frame->blocks_per_mcu;
+  for (int q = 0; q < n; q++)
+    if (guess[g * STK_JPEG_MAX_PHASES + q].end == end) return q;
+  return -1;
+}
+
+/* Resolve pass, thread `seg`: walks the segment's subsequences from its known start.
+ * Subsequence g's true decode is known as a guess (g, p) or was decoded here; its end is
+ * g + 1's start, and g + 1's true decode is the link (g, p) when there is one, else it is
+ * decoded here (the rare subsequence where no guess synchronised). Records each
+ * subsequence's start, first data unit and DC predictors (exclusive prefix sums). Returns
+ * 0, or -1 when a decode failed or the units do not add up to the interval's (a corrupt
+ * stream); *misses counts the subsequences decoded here. */
+STK_HD int stk_jpeg_resolve_segment(const stk_jpeg_image_view *im, int32_t seg, int32_t nsubs,
+                                    const stk_jpeg_subresult *guess, const stk_jpeg_subresult *link,
+                                    uint64_t *start, int64_t *unit0, int32_t *dcpred,
+                                    int32_t *misses) {
   const stk_jpeg_segment *sg = &im->segs[seg];
   int64_t u = sg->unit0;
   int32_t pred[STK_JPEG_MAX_COMP] = {0, 0, 0};
-  int bad = 0;
-  for (int32_t g = sg->sub0; g < nsubs && (g == sg->sub0 || !im->subs[g].head); g++) {
+  int bad = 0, p = 0;
+  int32_t g = sg->sub0;
+  stk_jpeg_subresult cur = guess[g * STK_JPEG_MAX_PHASES];
+  start[g] = STK_JPEG_STATE(sg->begin * 8, 0);
+  for (;;) {
     unit0[g] = u;
     for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
       dcpred[g * STK_JPEG_MAX_COMP + c] = pred[c];
-      pred[c] = (int32_t)((uint32_t)pred[c] + (uint32_t)res[g].dc[c]);
+      pred[c] = (int32_t)((uint32_t)pred[c] + (uint32_t)cur.dc[c]);
     }
-    u += res[g].units;
-    if (res[g].end & STK_JPEG_STATE_BAD) bad = 1;
+    u += cur.units;
+    if (cur.end & STK_JPEG_STATE_BAD) bad = 1;
+    if (g + 1 >= nsubs || im->subs[g + 1].head) break;
+    start[g + 1] = cur.end & ~STK_JPEG_STATE_BAD;
+    if (p >= 0) {
+      cur = link[g * STK_JPEG_MAX_PHASES + p];
+    } else {
+      cur = stk_jpeg_decode_subseq(im, g + 1, start[g + 1], 0, 0, 0);
+      ++*misses;
+    }
+    g++;
+    p = stk_jpeg_find_guess(im, g, guess, cur.end);
   }
   return bad || u != sg->unit0 + sg->units ? -1 : 0;
 }
@@ -409,8 +439,7 @@ STK_HD int stk_jpeg_prefix_segment(const stk_jpeg_image_view *im, int32_t seg, i
 STK_HD stk_jpeg_subresult stk_jpeg_write_step(const stk_jpeg_image_view *im, int32_t g,
                                               const uint64_t *start, const int64_t *unit0,
                                               const int32_t *dcpred, int16_t *coef) {
-  return stk_jpeg_decode_subseq(im, g, start[g], coef, unit0[g],
-                                dcpred + g * STK_JPEG_MAX_COMP);
+  return stk_jpeg_decode_subseq(im, g, start[g], coef, unit0[g], dcpred + g * STK_JPEG_MAX_COMP);
 }
 
 #endif
