@@ -62,6 +62,12 @@ if [ ! -f python/stoker/_stoker.abi3.so ] || [ ! -f python/stoker/libstoker_cuda
   [ -f python/stoker/libstoker_cuda.so ] || { echo "bench_ddp: the build failed" >&2; exit 3; }
 fi
 
+# the libraries the build found in .deps / .devlibs (the GPU machine lacks libsndfile and
+# FFmpeg): the extension needs them at run time too, as scripts/gpu-check.sh sets them
+for lib in "$PWD/.devlibs/lib" /tmp/stk-deps/usr/lib/x86_64-linux-gnu; do
+  [ -d "$lib" ] && export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+done
+
 if [ ! -d "$DATA" ]; then
   for i in $(seq -w 0 15); do
     python3 scripts/make_dataset.py "$DATA/p$i" --count 500 --seed "$((10#$i))" >/dev/null &

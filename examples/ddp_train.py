@@ -204,8 +204,9 @@ def report(record, world):
                images_per_s_per_rank=[round(r["images"] / max(r["seconds"], 1e-9), 1)
                                       for r in rows],
                images_per_s_total=round(images / max(seconds, 1e-9), 1),
+               data_wait_s_per_rank=[r.get("data_wait_s") for r in rows],
                steps_per_rank=[r["steps"] for r in rows])
-    for k in ("rank", "steps", "loss"):
+    for k in ("rank", "steps", "loss", "data_wait_s"):
         out.pop(k, None)
     if losses:
         out["loss"] = round(sum(losses) / len(losses), 4)  # the ranks' last steps, averaged
@@ -233,7 +234,7 @@ def main(argv=None):
     step = 0
     # the summary's clock: from the end of the warm-up to the last step, less the pauses
     # between epochs (the reports and barriers, more of them with more ranks)
-    steady = {"images": 0, "steps": 0, "start": None, "paused": 0.0}
+    steady = {"images": 0, "steps": 0, "start": None, "paused": 0.0, "data_wait": 0.0}
     epoch_end = None
     for epoch in range(args.epochs):
         labels_seen, epoch_images, epoch_steps, loss = [], 0, 0, None
@@ -242,7 +243,14 @@ def main(argv=None):
         start = time.perf_counter()
         if steady["start"] is not None and epoch_end is not None:
             steady["paused"] += start - epoch_end
-        for batch in ([fixed] * len(loader) if fixed is not None else loader):
+        batches = iter([fixed] * len(loader) if fixed is not None else loader)
+        while True:
+            waited = time.perf_counter()
+            batch = next(batches, None)
+            if batch is None:
+                break
+            if step >= args.warmup:  # the host's wait for the pipeline's batch
+                steady["data_wait"] += time.perf_counter() - waited
             images = batch[0]["data"].permute(0, 3, 1, 2)  # NHWC memory, NCHW shape
             labels = batch[0]["label"].squeeze(1).long()
             if args.record:
@@ -274,6 +282,7 @@ def main(argv=None):
         seconds = epoch_end - steady["start"] - steady["paused"]
         report({"event": "summary", "rank": rank, "images": steady["images"],
                 "steps": steady["steps"], "seconds": seconds,
+                "data_wait_s": round(steady["data_wait"], 4),
                 "mode": "pipeline" if args.pipeline_only else "train"}, world)
     if args.record:
         with open(f"{args.record}.rank{rank}.json", "w") as f:

@@ -284,6 +284,20 @@ static nvjpegOutputFormat_t bare_format = NVJPEG_OUTPUT_RGBI;
 static int src_blocks;
 static const uint8_t **src_copy[8]; /* src_copy[k][i]: file i in block k */
 
+/* --bare-backend B: the backend of bare's handle (hardware, the default; gpu =
+ * GPU_HYBRID, nvJPEG's Huffman decoding on the CUDA cores; hybrid; default).
+ * --bare-second-backend B (with --bare-threads 2): the second submitting thread gets its
+ * own handle of backend B, so the engines and nvJPEG's CUDA-core path decode at once,
+ * taking whole batches from one counter (the faster takes more): can the CUDA cores add
+ * to the engines? */
+static int bare_backend = 3 /* NVJPEG_BACKEND_HARDWARE */, bare_second_backend = -1;
+static int backend_named(const char *b) {
+  return !strcmp(b, "gpu")      ? NVJPEG_BACKEND_GPU_HYBRID
+         : !strcmp(b, "hybrid") ? NVJPEG_BACKEND_HYBRID
+         : !strcmp(b, "default") ? NVJPEG_BACKEND_DEFAULT
+                                 : NVJPEG_BACKEND_HARDWARE;
+}
+
 static int bare_load(bare_nvjpeg *n) {
   void *lib = dlopen("libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
   if (!lib) lib = dlopen("/usr/local/cuda/lib64/libnvjpeg.so.13", RTLD_NOW | RTLD_LOCAL);
@@ -308,7 +322,8 @@ static int bare_load(bare_nvjpeg *n) {
   if (!n->create || !n->state_create || !n->init || !n->decode || !n->stream_create ||
       !n->stream_sync || !n->ctx_get || !n->ctx_set || n->ctx_get(&n->cu_ctx) != 0 || !n->cu_ctx)
     return -1;
-  if (n->create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &n->h) != NVJPEG_STATUS_SUCCESS) return -1;
+  if (n->create((nvjpegBackend_t)bare_backend, NULL, NULL, 0, &n->h) != NVJPEG_STATUS_SUCCESS)
+    return -1;
   if (bare_padding_mb > 0) {
     size_t pad = (size_t)bare_padding_mb << 20;
     if (!n->dev_padding || !n->pinned_padding ||
@@ -621,6 +636,10 @@ static void bench_bare(int epochs, int submitters) {
     if (bare_own_handles && submitters > 1)
       DIE_IF(n.create(NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &w[t].h) != NVJPEG_STATUS_SUCCESS,
              "nvjpegCreateEx");
+    if (t == 1 && bare_second_backend >= 0)
+      DIE_IF(n.create((nvjpegBackend_t)bare_second_backend, NULL, NULL, 0, &w[t].h) !=
+                 NVJPEG_STATUS_SUCCESS,
+             "nvjpegCreateEx (second backend)");
     for (int k = 0; k < bare_states; k++) {
       DIE_IF(n.state_create(w[t].h, &w[t].st[k]) != NVJPEG_STATUS_SUCCESS, "nvjpegJpegStateCreate");
       if (bare_prealloc) {
@@ -717,6 +736,11 @@ static void bench_bare(int epochs, int submitters) {
       batch, done, t, done / t, fails, call_s / calls * 1e3, submitters, submitters > 1 ? "s" : "",
       bare_own_handles && submitters > 1 ? ", a handle each" : "", bare_states,
       bare_states > 1 ? "s each" : "");
+  if (bare_backend != NVJPEG_BACKEND_HARDWARE || bare_second_backend >= 0)
+    for (int i = 0; i < submitters; i++)
+      printf("bare: thread %d (backend %d) decoded %ld images, %.2f ms per call\n", i,
+             i == 1 && bare_second_backend >= 0 ? bare_second_backend : bare_backend,
+             w[i].images, w[i].calls ? w[i].call_s / w[i].calls * 1e3 : 0.0);
   for (int i = 0; i < submitters; i++) {
     G->device_free(ctx, w[i].out, S0, err, sizeof err);
     for (int k = 0; k < bare_rotate; k++) G->device_free(ctx, w[i].rot[k], S0, err, sizeof err);
@@ -957,6 +981,10 @@ int main(int argc, char **argv) {
       bare_own_handles = 1;
     else if (!strcmp(argv[i], "--bare-pinned"))
       bare_pinned = 1;
+    else if (!strcmp(argv[i], "--bare-backend") && i + 1 < argc)
+      bare_backend = backend_named(argv[++i]);
+    else if (!strcmp(argv[i], "--bare-second-backend") && i + 1 < argc)
+      bare_second_backend = backend_named(argv[++i]);
     else if (!strcmp(argv[i], "--bare-registered"))
       bare_pinned = 2;
     else if (!strcmp(argv[i], "--bare-prealloc"))

@@ -287,6 +287,36 @@ def test_mixed_decoder_sequences_and_padding(clips):
 
 
 @requires_gpu
+def test_mixed_decoder_edit_list_cut_shows_the_cpu_frames(clips):
+    """A clip cut without re-encoding hides its first packets with an edit list: the NVDEC
+    path must skip them as the CPU path does (frame i is the i-th frame shown)."""
+    src = encode(clips["dir"] / "el_src.mp4", frames(30))
+    cut = clips["dir"] / "el_cut.mp4"
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-ss", "0.45", "-i", src, "-c", "copy",
+                    str(cut)], check=True)
+    ((cpu, gpu),) = run_decoders([raw(cut)])
+    shown = [index_of(f) for f in cpu[0]]
+    assert 0 < len(shown) < 30 and shown[0] > 0  # the cut hides frames
+    assert_frames_close(cpu[0], gpu[0], "edit-list cut")
+    last = len(shown) - 1
+    ((cpu, gpu),) = run_decoders([raw(cut)], frames=[last, 0, 3])
+    assert [index_of(f) for f in gpu[0]] == [shown[last], shown[0], shown[3]]
+
+
+@requires_gpu
+def test_mixed_decoder_interlaced_is_woven_as_on_the_cpu(clips):
+    """Interlaced H.264 (field-coded): the GPU gives the same woven frames as the CPU."""
+    path = str(clips["dir"] / "interlaced.mp4")
+    subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                    "-s", f"{W}x{H}", "-r", "25", "-i", "-", "-c:v", "libx264", "-pix_fmt",
+                    "yuv420p", "-crf", "10", "-g", "6", "-flags", "+ildct+ilme", "-x264-params",
+                    "interlaced=1:tff=1", path], input=frames(12).tobytes(), check=True)
+    ((cpu, gpu),) = run_decoders([raw(path)])
+    assert [index_of(f) for f in cpu[0]] == list(range(12))
+    assert_frames_close(cpu[0], gpu[0], "interlaced")
+
+
+@requires_gpu
 def test_mixed_decoder_hevc(clips):
     if not has_encoder("libx265"):
         pytest.skip("ffmpeg has no libx265 (the GPU machine's minimal FFmpeg has none)")
