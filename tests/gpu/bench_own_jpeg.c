@@ -139,7 +139,9 @@ static void check(void) {
         if (failed++ < 5) printf("check: %s: the decoder reported a failure\n", f->path);
         continue;
       }
-      uint8_t *ref = tu_cpu_decode(f->data, f->size, f->path, 0, NULL, NULL);
+      int rw = 0, rh = 0;
+      uint8_t *ref = tu_cpu_decode(f->data, f->size, f->path, 0, &rh, &rw);
+      if (ref && (rw != w || rh != h)) free(ref), ref = NULL;
       int d = 0;
       for (size_t q = 0; ref && q < (size_t)w * h * 3; q++) {
         int e = abs((int)host[(size_t)j * mb + q] - (int)ref[q]);

@@ -35,6 +35,9 @@ def compare(variants, op, load, batch, batches, output_type=stoker.types.RGB):
         for k, a, b in zip(labels, host_samples(g), host_samples(c)):
             assert a.shape == b.shape, variants[k]
             d = np.abs(a.astype(int) - b.astype(int))
+            if variants[k].endswith("progressive.jpg"):  # not taken: nvJPEG decodes it
+                assert d.mean() < 2, f"{variants[k]}: mean |d| {d.mean():.2f}"
+                continue
             assert d.max() == 0, f"{variants[k]}: {np.count_nonzero(d)} values differ, max {d.max()}"
     return gpu.decoder_diagnostics()
 
