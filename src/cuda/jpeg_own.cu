@@ -112,7 +112,19 @@ int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sam
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  cudaStream_t st = (cudaStream_t)stream;
+  /* The work goes to the low-priority stream, ordered after the caller's stream so far,
+   * and the caller's stream waits for it (STK_JPEG_OWN_PRIORITY=0: on the caller's). */
+  const char *prio = getenv("STK_JPEG_OWN_PRIORITY");
+  bool low = ctx->low && !(prio && prio[0] == '0');
+  cudaStream_t caller = (cudaStream_t)stream, st = low ? ctx->low : caller;
+  cudaEvent_t ordered[2] = {NULL, NULL};
+  if (low) {
+    for (int k = 0; k < 2; k++)
+      CUDA_TRY(cudaEventCreateWithFlags(&ordered[k], cudaEventDisableTiming));
+    CUDA_TRY(cudaEventRecord(ordered[0], caller));
+    CUDA_TRY(cudaStreamWaitEvent(st, ordered[0], 0));
+  }
+  stream = (uintptr_t)st;
   own_batch b;
   int64_t values = 0;
   void *coef = NULL, *status = NULL;
@@ -151,5 +163,14 @@ int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sam
   }
   if (coef) stk_gpu_device_free(ctx, coef, stream, NULL, 0);
   own_batch_free(&b);
+  if (low) { /* destroying a recorded event is fine: it is released once it completes */
+    cudaError_t e = cudaEventRecord(ordered[1], st);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(caller, ordered[1], 0);
+    if (e != cudaSuccess && rc == 0)
+      rc = GPU_FAIL(STK_ERR_DEVICE, "ordering the caller's stream failed: %s",
+                    cudaGetErrorString(e));
+    cudaEventDestroy(ordered[0]);
+    cudaEventDestroy(ordered[1]);
+  }
   return rc;
 }

@@ -20,7 +20,10 @@ def variants(tmp_path_factory):
     return jpeg_variants(tmp_path_factory.mktemp("own_jpeg"))
 
 
-def compare(variants, op, load, batch, batches, output_type=stoker.types.RGB):
+def compare(variants, op, load, batch, batches, output_type=stoker.types.RGB, exact=True):
+    """Runs the mixed decoder with gpu_decoder_load=load beside the CPU one. exact: every
+    sample but the progressive file (nvJPEG's) must be the CPU's byte for byte (a share of
+    1); else samples may be nvJPEG's, held to its agreement with libjpeg-turbo."""
     def graph(device, **kw):
         jpegs, labels = fn.readers.file(files=variants, labels=list(range(len(variants))),
                                         name="Reader")
@@ -35,7 +38,7 @@ def compare(variants, op, load, batch, batches, output_type=stoker.types.RGB):
         for k, a, b in zip(labels, host_samples(g), host_samples(c)):
             assert a.shape == b.shape, variants[k]
             d = np.abs(a.astype(int) - b.astype(int))
-            if variants[k].endswith("progressive.jpg"):  # not taken: nvJPEG decodes it
+            if not exact or variants[k].endswith("progressive.jpg"):  # nvJPEG may decode it
                 assert d.mean() < 2, f"{variants[k]}: mean |d| {d.mean():.2f}"
                 continue
             assert d.max() == 0, f"{variants[k]}: {np.count_nonzero(d)} values differ, max {d.max()}"
@@ -57,7 +60,7 @@ def test_output_colours(variants, output_type):
 
 
 def test_automatic_share_beside_the_engines(variants):
-    diag = compare(variants * 4, "image_random_crop", -1.0, 32, 12)
+    diag = compare(variants * 4, "image_random_crop", -1.0, 32, 12, exact=False)
     assert diag["own_decoded"] > 0 and 0 < diag["own_share"] <= 1
 
 
