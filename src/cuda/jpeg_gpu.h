@@ -24,10 +24,9 @@
  * Queued on `stream` without waiting; temporaries are stream-ordered. Fails with
  * STK_ERR_INVALID_ARGUMENT naming the image before launching anything. */
 STK_HIDDEN int stk_gpu_jpeg_coefficients(stk_gpu_ctx *ctx, int n, const stk_jpeg_frame *frames,
-                                         const stk_jpeg_huffman *tables,
-                                         const uint8_t *const *scan, const size_t *scan_bytes,
-                                         const int32_t *const *restarts, const int *n_restarts,
-                                         int16_t *const *coef, int *d_status,
+                                         const stk_jpeg_huffman *tables, const uint8_t *const *scan,
+                                         const size_t *scan_bytes, const int32_t *const *restarts,
+                                         const int *n_restarts, int16_t *const *coef, int *d_status,
                                          cudaStream_t stream, char *err, size_t errlen);
 
 /* Coefficients -> pixels (jpeg_idct.cu), n images in the same launches, exactly as

@@ -74,6 +74,9 @@ STK_HD int stk_jpeg_htable_build(stk_jpeg_htable *t, const uint8_t bits[16], con
   int32_t code = 0, k = 0;
   for (int l = 1; l <= 16; l++) {
     int cnt = bits[l - 1];
+    /* Codes of length l must fit in l bits without the all-ones code (T.81 C; libjpeg
+     * refuses such tables too): checked before anything is written. */
+    if (cnt && code + cnt >= (1 << l)) return -1;
     t->valoff[l] = k - code;
     t->maxcode[l] = cnt ? code + cnt - 1 : -1;
     for (int j = 0; j < cnt; j++, code++, k++) {
@@ -83,14 +86,12 @@ STK_HD int stk_jpeg_htable_build(stk_jpeg_htable *t, const uint8_t bits[16], con
           t->lookup[(code << shift) | e] = (uint16_t)((l << 8) | t->vals[k]);
       }
     }
-    /* Codes of length l must leave room below 2^l (the all-ones code is reserved). */
-    if (code > (1 << l) || (code == (1 << l) && cnt)) return -1;
     code <<= 1;
   }
   t->maxcode[0] = -1;
   t->valoff[0] = 0;
   t->maxcode[17] = 0x7fffffff;
-  return k == nvals ? 0 : -1;
+  return 0;
 }
 
 /* ---- the bit reader ---- */
