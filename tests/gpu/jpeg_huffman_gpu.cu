@@ -189,6 +189,17 @@ static int parse_item(item *it) {
                                sizeof why);
 }
 
+/* The parser's grid must be the one jc_read laid libjpeg's coefficients out in. */
+static void check_layout(const item *it) {
+  const stk_jpeg_frame *a = &it->f, *b = &it->ref.f;
+  bool same = a->ncomp == b->ncomp && a->total_blocks == b->total_blocks &&
+              a->blocks_per_mcu == b->blocks_per_mcu && a->mcus_x == b->mcus_x;
+  for (int c = 0; c < a->ncomp && same; c++)
+    same = a->comp[c].bw == b->comp[c].bw && a->comp[c].bh == b->comp[c].bh &&
+           a->comp[c].block0 == b->comp[c].block0;
+  if (!same) fprintf(stderr, "%s: the parser's block grid is not jc_read's\n", it->name), exit(2);
+}
+
 static item make_item(image im, const enc_opts *o, const char *what) {
   item it;
   memset(&it, 0, sizeof it);
@@ -198,6 +209,7 @@ static item make_item(image im, const enc_opts *o, const char *what) {
            o->restart_rows);
   if (parse_item(&it)) fprintf(stderr, "%s: refused by the parser\n", it.name), exit(2);
   if (jc_read(it.jpeg, it.n, &it.ref)) fprintf(stderr, "%s: jc_read failed\n", it.name), exit(2);
+  check_layout(&it);
   CHECK_CUDA(cudaMalloc((void **)&it.d_coef, (size_t)it.f.total_blocks * 64 * sizeof(int16_t)));
   return it;
 }
@@ -350,6 +362,7 @@ int main(int argc, char **argv) {
     fclose(fp);
     snprintf(it.name, sizeof it.name, "%s", files[p]);
     if (parse_item(&it) || jc_read(it.jpeg, it.n, &it.ref)) exit(2);
+    check_layout(&it);
     CHECK_CUDA(cudaMalloc((void **)&it.d_coef, (size_t)it.f.total_blocks * 128));
     items[n++] = it;
   }
