@@ -16,6 +16,7 @@
 #include <jpeglib.h>
 
 #include "codecs/jpeg_frame.h"
+#include "shared/jpeg_huffman_batch.h"
 
 static uint32_t rng_state = 0x9e3779b9u;
 static uint32_t rnd(void) { return tu_rand(&rng_state); }
@@ -518,12 +519,93 @@ static void test_parse_speed(void **state) {
   free(ph.p);
 }
 
+/* The batched form (src/shared/jpeg_huffman_batch.h, what src/cuda/jpeg_huffman.cu
+ * launches): a batch packed as the GPU entry packs it, every launch's thread blocks and
+ * threads run in loops, launch after launch (the kernels add only the shared-memory copy
+ * of frame and tables). Photos, restart intervals, gray and colour mixed, and one image
+ * whose scan holds 16 bytes of 1-bits (no code is all ones): that one alone is flagged. */
+static void test_batch_launches(void **state) {
+  (void)state;
+  enum { N = 7, BAD = 4 };
+  buf_t files[N];
+  char path[1024];
+  files[0].p = tu_read(tu_path(path, sizeof path, "data/photos/rocket.jpg"), &files[0].n);
+  files[1].p = tu_read(tu_path(path, sizeof path, "data/photos/retina.jpg"), &files[1].n);
+  uint8_t *px = synthetic(203, 77, 3), *gray = synthetic(203, 77, 1);
+  enc_opts o = {.ncomp = 3, .h = 2, .v = 2, .quality = 90, .restart_mcus = 3};
+  files[2] = encode(px, 203, 77, &o);
+  o = (enc_opts){.ncomp = 1, .h = 1, .v = 1, .quality = 70, .restart_rows = 2, .optimize = 1};
+  files[3] = encode(gray, 203, 77, &o);
+  o = (enc_opts){.ncomp = 3, .h = 2, .v = 1, .quality = 95};
+  files[BAD] = encode(px, 203, 77, &o);
+  o = (enc_opts){.ncomp = 3, .h = 1, .v = 2, .quality = 85, .restart_mcus = 1};
+  files[5] = encode(px, 203, 77, &o);
+  o = (enc_opts){.ncomp = 3, .h = 1, .v = 1, .quality = 60};
+  files[6] = encode(px, 1, 1, &o);
+  parsed p[N];
+  stk_jpeg_frame frames[N];
+  stk_jpeg_huffman *tables = malloc(sizeof *tables * N);
+  const uint8_t *scan[N];
+  size_t bytes[N];
+  const int32_t *rs[N];
+  int nrs[N];
+  int16_t *coef[N];
+  for (int i = 0; i < N; i++) {
+    if (parse(files[i], &p[i]) != 0) fail_msg("file %d refused: %s", i, p[i].why);
+    if (i == BAD) memset(p[i].scan + p[i].scan_bytes / 2, 0xFF, 16);
+    frames[i] = p[i].f, tables[i] = p[i].t, scan[i] = p[i].scan, bytes[i] = p[i].scan_bytes;
+    rs[i] = p[i].restarts, nrs[i] = p[i].n_restarts;
+    coef[i] = malloc(sizeof(int16_t) * 64 * (size_t)p[i].f.total_blocks);
+    memset(coef[i], 0x5A, sizeof(int16_t) * 64 * (size_t)p[i].f.total_blocks);
+  }
+  stk_jpeg_batch_layout L;
+  assert_int_equal(stk_jpeg_batch_plan(N, frames, bytes, rs, nrs, 256, &L), 0);
+  char *block = malloc(L.bytes);
+  stk_jpeg_batch_fill(&L, block, N, frames, tables, scan, bytes, rs, nrs, coef, 256);
+  stk_jpeg_batch_tmp t;
+  void *tmp = malloc(stk_jpeg_batch_tmp_carve(L.total_subs, N, 0, &t));
+  stk_jpeg_batch_tmp_carve(L.total_subs, N, (uintptr_t)tmp, &t);
+  memset(t.failed, 0, sizeof(int32_t) * N);
+  const stk_jpeg_frame *bf = (const stk_jpeg_frame *)(block + L.frames_at);
+  const stk_jpeg_huffman *bt = (const stk_jpeg_huffman *)(block + L.tables_at);
+  int reported[N] = {0};
+  for (int launch = 0; launch < 4; launch++) {
+    int kind = launch < 2    ? STK_JPEG_BY_PHASE
+               : launch == 2 ? STK_JPEG_BY_SEGMENT
+                             : STK_JPEG_BY_SUBSEQ;
+    for (int64_t b = 0; b < L.blocks[kind]; b++) {
+      int i = stk_jpeg_batch_image_of(block, &L, N, kind, b);
+      stk_jpeg_image_view v = stk_jpeg_batch_view(block, &L, i, &bf[i], &bt[i]);
+      for (int th = 0; th < STK_JPEG_BATCH_THREADS; th++) {
+        int64_t k = stk_jpeg_batch_thread(block, &L, N, kind, i, b, th);
+        if (launch == 0) stk_jpeg_batch_guess(block, &L, i, k, &v, &t);
+        if (launch == 1) stk_jpeg_batch_link(block, &L, i, k, &v, &t);
+        if (launch == 2) reported[i] |= stk_jpeg_batch_resolve(block, &L, i, k, &v, &t);
+        if (launch == 3) stk_jpeg_batch_write(block, &L, i, k, &v, &t);
+      }
+    }
+  }
+  for (int i = 0; i < N; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "batch image %d", i);
+    assert_int_equal(t.failed[i], i == BAD);
+    assert_int_equal(reported[i], i == BAD);
+    if (i != BAD) compare_libjpeg(files[i], &p[i], coef[i], what);
+    for (int64_t j = 0; i == BAD && j < 64 * p[i].f.total_blocks; j++)
+      if (coef[i][j] != 0x5A5A) fail_msg("the failed image's output was written");
+    parsed_free(&p[i]);
+    free(coef[i]);
+    free(files[i].p);
+  }
+  free(tmp), free(block), free(tables), free(px), free(gray);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_frame_fields),     cmocka_unit_test(test_photos),
       cmocka_unit_test(test_encoded_variants), cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_corrupt_scans),    cmocka_unit_test(test_any_start_is_safe),
-      cmocka_unit_test(test_parse_speed),
+      cmocka_unit_test(test_parse_speed),      cmocka_unit_test(test_batch_launches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
