@@ -35,8 +35,10 @@ typedef struct {
   int restart_rows; /* DRI in MCU rows (libjpeg's restart_in_rows); 0 none */
   int optimize;     /* optimised Huffman tables */
   int progressive;  /* for the refusal test */
+  int multiscan;    /* sequential, one scan per component: refused */
   int quality;
-  int cmyk; /* 4 components */
+  int extended; /* quality not forced to baseline: 16-bit tables, SOF1 */
+  int cmyk;     /* 4 components */
 } enc_opts;
 
 static buf_t encode(const uint8_t *px, int w, int h, const enc_opts *o) {
@@ -53,7 +55,7 @@ static buf_t encode(const uint8_t *px, int w, int h, const enc_opts *o) {
   ci.input_components = nc;
   ci.in_color_space = nc == 1 ? JCS_GRAYSCALE : nc == 4 ? JCS_CMYK : JCS_RGB;
   jpeg_set_defaults(&ci);
-  jpeg_set_quality(&ci, o->quality ? o->quality : 85, TRUE);
+  jpeg_set_quality(&ci, o->quality ? o->quality : 85, o->extended ? FALSE : TRUE);
   if (nc == 3) {
     ci.comp_info[0].h_samp_factor = o->h;
     ci.comp_info[0].v_samp_factor = o->v;
@@ -64,6 +66,13 @@ static buf_t encode(const uint8_t *px, int w, int h, const enc_opts *o) {
   ci.restart_in_rows = o->restart_rows;
   ci.optimize_coding = o->optimize ? TRUE : FALSE;
   if (o->progressive) jpeg_simple_progression(&ci);
+  static jpeg_scan_info scans[3];
+  if (o->multiscan) {
+    for (int k = 0; k < nc; k++)
+      scans[k] = (jpeg_scan_info){.comps_in_scan = 1, .component_index = {k}, .Ss = 0, .Se = 63};
+    ci.scan_info = scans;
+    ci.num_scans = nc;
+  }
   jpeg_start_compress(&ci, TRUE);
   {
     while (ci.next_scanline < ci.image_height) {
@@ -192,6 +201,10 @@ static void compare_libjpeg(buf_t b, const parsed *p, const int16_t *coef, const
     int lbh = (int)(ci->height_in_blocks + v - 1) / v * v;
     if (cp->bw != lbw || cp->bh != lbh)
       fail_msg("%s: component %d grid %dx%d, libjpeg %dx%d", what, c, cp->bw, cp->bh, lbw, lbh);
+    for (int k = 0; k < 64; k++)
+      if (p->f.quant[cp->quant][k] != ci->quant_table->quantval[k])
+        fail_msg("%s: component %d quantisation value %d: %d, libjpeg %d", what, c, k,
+                 p->f.quant[cp->quant][k], ci->quant_table->quantval[k]);
     for (int by = 0; by < cp->bh; by++) {
       JBLOCKARRAY row =
           (*di.mem->access_virt_barray)((j_common_ptr)&di, arr[c], (JDIMENSION)by, 1, FALSE);
@@ -301,6 +314,31 @@ static void test_encoded_variants(void **state) {
   free(ph.p);
 }
 
+/* Quality 3 without the baseline limit: quantisation values above 255 (16-bit DQT) in
+ * an extended sequential frame (SOF1); tables and coefficients as libjpeg reads them. */
+static void test_extended_16bit_tables(void **state) {
+  (void)state;
+  uint8_t *px = synthetic(64, 40, 3);
+  enc_opts o = {.ncomp = 3, .h = 2, .v = 2, .quality = 3, .extended = 1};
+  buf_t b = encode(px, 64, 40, &o);
+  bool sof1 = false, dqt16 = false;
+  for (size_t i = 2; i + 4 < b.n; i++) {
+    if (b.p[i] != 0xFF) continue;
+    sof1 |= b.p[i + 1] == 0xC1;
+    dqt16 |= b.p[i + 1] == 0xDB && (b.p[i + 4] >> 4) == 1;
+  }
+  assert_true(sof1 && dqt16);
+  parsed p;
+  if (parse(b, &p) != 0) fail_msg("refused: %s", p.why);
+  int big = 0;
+  for (int k = 0; k < 64; k++) big |= p.f.quant[0][k] > 255;
+  assert_true(big);
+  parsed_free(&p);
+  check_file(b, "quality 3, 16-bit tables");
+  free(b.p);
+  free(px);
+}
+
 /* The frame against libjpeg's header: sizes, sampling, MCU grid, quantisation tables. */
 static void test_frame_fields(void **state) {
   (void)state;
@@ -360,6 +398,10 @@ static void test_refusals(void **state) {
   o = (enc_opts){.cmyk = 1, .h = 1, .v = 1};
   b = encode(px, 40, 24, &o);
   expect_refusal(b, "4 components", "CMYK");
+  free(b.p);
+  o = (enc_opts){.ncomp = 3, .h = 2, .v = 2, .multiscan = 1};
+  b = encode(px, 40, 24, &o);
+  expect_refusal(b, "one scan of all only", "sequential, one scan per component");
   free(b.p);
   /* 12-bit: this libjpeg writes 8-bit only, so the frame header's precision is patched
    * (the parser must refuse on the header alone). */
@@ -602,10 +644,15 @@ static void test_batch_launches(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_frame_fields),     cmocka_unit_test(test_photos),
-      cmocka_unit_test(test_encoded_variants), cmocka_unit_test(test_refusals),
-      cmocka_unit_test(test_corrupt_scans),    cmocka_unit_test(test_any_start_is_safe),
-      cmocka_unit_test(test_parse_speed),      cmocka_unit_test(test_batch_launches),
+      cmocka_unit_test(test_frame_fields),
+      cmocka_unit_test(test_extended_16bit_tables),
+      cmocka_unit_test(test_photos),
+      cmocka_unit_test(test_encoded_variants),
+      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_corrupt_scans),
+      cmocka_unit_test(test_any_start_is_safe),
+      cmocka_unit_test(test_parse_speed),
+      cmocka_unit_test(test_batch_launches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
