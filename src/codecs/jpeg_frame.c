@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Scans whose bit positions do not fit 32 bits are refused (512 MB of coded data). */
@@ -270,4 +271,70 @@ int stk__jpeg_frame_parse(const uint8_t *data, size_t size, stk_jpeg_frame *fram
   if (*n_restarts != want)
     return refuse(&ps, "%d restart markers, %lld expected", *n_restarts, (long long)want);
   return 0;
+}
+
+/* ---- the Huffman stage on the host ---- */
+
+typedef struct {
+  stk_jpeg_segment *segs;
+  stk_jpeg_subseq *subs;
+  stk_jpeg_subresult *guess, *link;
+  uint64_t *start;
+  int64_t *unit0;
+  int32_t *dcpred;
+} host_tmp;
+
+static void host_tmp_free(host_tmp *t) {
+  free(t->segs), free(t->subs), free(t->guess), free(t->link);
+  free(t->start), free(t->unit0), free(t->dcpred);
+}
+
+static int host_tmp_alloc(host_tmp *t, int nsegs, int64_t nsubs) {
+  size_t np = (size_t)nsubs * STK_JPEG_MAX_PHASES;
+  t->segs = malloc(sizeof *t->segs * (size_t)nsegs);
+  t->subs = malloc(sizeof *t->subs * (size_t)nsubs);
+  t->guess = malloc(sizeof *t->guess * np);
+  t->link = malloc(sizeof *t->link * np);
+  t->start = malloc(sizeof *t->start * (size_t)nsubs);
+  t->unit0 = malloc(sizeof *t->unit0 * (size_t)nsubs);
+  t->dcpred = malloc(sizeof *t->dcpred * (size_t)nsubs * STK_JPEG_MAX_COMP);
+  return t->segs && t->subs && t->guess && t->link && t->start && t->unit0 && t->dcpred ? 0 : -1;
+}
+
+int stk__jpeg_decode_coefficients(const stk_jpeg_frame *frame, const stk_jpeg_huffman *tables,
+                                  const uint8_t *scan, size_t scan_bytes, const int32_t *restarts,
+                                  int n_restarts, uint32_t subseq_bits, int16_t *coef,
+                                  int *misses) {
+  if (subseq_bits < 32) subseq_bits = 32;
+  if (misses) *misses = 0;
+  if (scan_bytes >= MAX_SCAN_BYTES || frame->blocks_per_mcu < 1 ||
+      frame->blocks_per_mcu > STK_JPEG_MAX_PHASES)
+    return -1;
+  int64_t nsubs = stk_jpeg_plan_count((uint32_t)scan_bytes, restarts, n_restarts, subseq_bits);
+  int nsegs = n_restarts + 1;
+  host_tmp t = {0};
+  if (host_tmp_alloc(&t, nsegs, nsubs) != 0) {
+    host_tmp_free(&t);
+    return -2;
+  }
+  stk_jpeg_plan_fill(frame, (uint32_t)scan_bytes, restarts, n_restarts, subseq_bits, t.segs,
+                     t.subs);
+  stk_jpeg_image_view im = {scan, frame, tables, t.segs, t.subs};
+  const int bpm = frame->blocks_per_mcu;
+  for (int32_t g = 0; g < nsubs; g++)
+    for (int p = 0; p < bpm; p++) stk_jpeg_guess_step(&im, g, p, t.guess);
+  for (int32_t g = 0; g < nsubs; g++)
+    for (int p = 0; p < bpm; p++) stk_jpeg_link_step(&im, g, p, (int32_t)nsubs, t.guess, t.link);
+  int rc = 0;
+  int32_t miss = 0;
+  for (int k = 0; k < nsegs; k++)
+    if (stk_jpeg_resolve_segment(&im, k, (int32_t)nsubs, t.guess, t.link, t.start, t.unit0,
+                                 t.dcpred, &miss) != 0)
+      rc = -1;
+  if (rc == 0)
+    for (int32_t g = 0; g < nsubs; g++)
+      stk_jpeg_write_step(&im, g, t.start, t.unit0, t.dcpred, coef);
+  if (misses) *misses = miss;
+  host_tmp_free(&t);
+  return rc;
 }

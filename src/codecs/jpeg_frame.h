@@ -29,4 +29,13 @@ int stk__jpeg_frame_parse(const uint8_t *data, size_t size, stk_jpeg_frame *fram
 int64_t stk__jpeg_unstuff(const uint8_t *data, size_t size, uint8_t *scan, size_t scan_cap,
                           size_t *scan_bytes, int32_t *restarts, int restarts_cap, int *n_restarts);
 
+/* The Huffman stage on the host: the GPU kernels' phases (src/shared/jpeg_huffman.h)
+ * run one "thread" after another, subsequences of `subseq_bits` bits (>= 32; 2^30 or more
+ * decodes each segment in one go: the sequential decoder). coef: frame->total_blocks * 64
+ * int16 (jpeg_frame.h's layout). Returns 0; -1 for a corrupt stream (coef unspecified);
+ * -2 out of memory. *misses (may be NULL): subsequences the resolve pass decoded itself. */
+int stk__jpeg_decode_coefficients(const stk_jpeg_frame *frame, const stk_jpeg_huffman *tables,
+                                  const uint8_t *scan, size_t scan_bytes, const int32_t *restarts,
+                                  int n_restarts, uint32_t subseq_bits, int16_t *coef, int *misses);
+
 #endif

@@ -74,6 +74,9 @@ STK_HD int stk_jpeg_htable_build(stk_jpeg_htable *t, const uint8_t bits[16], con
   int32_t code = 0, k = 0;
   for (int l = 1; l <= 16; l++) {
     int cnt = bits[l - 1];
+    /* Codes of length l must fit in l bits without the all-ones code (T.81 C; libjpeg
+     * refuses such tables too): checked before anything is written. */
+    if (cnt && code + cnt >= (1 << l)) return -1;
     t->valoff[l] = k - code;
     t->maxcode[l] = cnt ? code + cnt - 1 : -1;
     for (int j = 0; j < cnt; j++, code++, k++) {
@@ -83,27 +86,15 @@ STK_HD int stk_jpeg_htable_build(stk_jpeg_htable *t, const uint8_t bits[16], con
           t->lookup[(code << shift) | e] = (uint16_t)((l << 8) | t->vals[k]);
       }
     }
-    /* Codes of length l must leave room below 2^l (the all-ones code is reserved). */
-    if (code > (1 << l) || (code == (1 << l) && cnt)) return -1;
     code <<= 1;
   }
   t->maxcode[0] = -1;
   t->valoff[0] = 0;
   t->maxcode[17] = 0x7fffffff;
-  return k == nvals ? 0 : -1;
+  return 0;
 }
 
 /* ---- the bit reader ---- */
-
-/* 32 bits of `data` starting at bit `pos` (MSB first); bytes at or beyond `end` read as
- * 0xFF (a segment is padded with 1-bits), so decoding never touches memory outside
- * data[0..end). */
-STK_HD uint32_t stk_jpeg_peek32(const uint8_t *data, uint32_t end, uint32_t pos) {
-  uint32_t byte = pos >> 3;
-  uint64_t w = 0;
-  for (int i = 0; i < 5; i++) w = (w << 8) | (byte + i < end ? data[byte + i] : 0xFFu);
-  return (uint32_t)(w >> (8 - (pos & 7)));
-}
 
 /* Decodes one symbol from the 32 bits `bits`; returns the symbol and sets *len, or
  * returns -1 (no such code). */
@@ -149,44 +140,81 @@ STK_HD int stk_jpeg_natural(int z) {
 #endif
 }
 
-/* Decodes one data unit at bit *pos: its DC difference in *dc and, when `out` is not
+/* A bit reader over data[0..end): a 64-bit buffer, MSB first, refilled a byte at a time
+ * (a symbol costs a shift and about one byte load). Bytes at or beyond `end` read as 0xFF
+ * (a segment is padded with 1-bits), so decoding never touches memory outside
+ * data[0..end). */
+typedef struct {
+  const uint8_t *data;
+  uint32_t end;  /* bytes */
+  uint32_t next; /* the next byte to load */
+  uint64_t buf;  /* valid bits at the top */
+  int n;         /* valid bits, >= 33 after a refill */
+} stk_jpeg_bits;
+
+STK_HD void stk_jpeg_bits_refill(stk_jpeg_bits *r) {
+  while (r->n <= 56) {
+    uint64_t b = r->next < r->end ? r->data[r->next] : 0xFFu;
+    r->next++;
+    r->buf |= b << (56 - r->n);
+    r->n += 8;
+  }
+}
+
+STK_HD void stk_jpeg_bits_init(stk_jpeg_bits *r, const uint8_t *data, uint32_t end, uint32_t pos) {
+  r->data = data;
+  r->end = end;
+  r->next = pos >> 3;
+  r->buf = 0;
+  r->n = 0;
+  stk_jpeg_bits_refill(r);
+  r->buf <<= pos & 7;
+  r->n -= (int)(pos & 7);
+}
+
+/* The bit position of the next unread bit. */
+STK_HD uint32_t stk_jpeg_bits_pos(const stk_jpeg_bits *r) { return r->next * 8 - (uint32_t)r->n; }
+
+/* The next 32 bits (valid after a refill). */
+STK_HD uint32_t stk_jpeg_bits_peek(const stk_jpeg_bits *r) { return (uint32_t)(r->buf >> 32); }
+
+/* Drops k <= 32 bits and refills. */
+STK_HD void stk_jpeg_bits_skip(stk_jpeg_bits *r, int k) {
+  r->buf <<= k;
+  r->n -= k;
+  stk_jpeg_bits_refill(r);
+}
+
+/* Decodes one data unit from the reader: its DC difference in *dc and, when `out` is not
  * NULL, its AC coefficients at their natural indices (out[0] is left alone; the caller
  * zeroes the block first). Returns 0, or -1 on an invalid code or a run past
- * coefficient 63 (*pos is then unspecified). */
-STK_HD int stk_jpeg_decode_unit(const uint8_t *data, uint32_t end, uint32_t *pos,
-                                const stk_jpeg_htable *dct, const stk_jpeg_htable *act, int *dc,
-                                int16_t *out) {
-  uint32_t p = *pos;
+ * coefficient 63 (the reader is then somewhere in the unit). */
+STK_HD int stk_jpeg_decode_unit(stk_jpeg_bits *r, const stk_jpeg_htable *dct,
+                                const stk_jpeg_htable *act, int *dc, int16_t *out) {
   int len;
-  uint32_t bits = stk_jpeg_peek32(data, end, p);
+  uint32_t bits = stk_jpeg_bits_peek(r);
   int s = stk_jpeg_decode_symbol(dct, bits, &len);
   if (s < 0 || s > 11) return -1;
-  p += (uint32_t)len;
-  *dc = 0;
-  if (s) {
-    *dc = stk_jpeg_extend(stk_jpeg_peek32(data, end, p) >> (32 - s), s);
-    p += (uint32_t)s;
-  }
+  /* A code (<= 16 bits) and its value (<= 11 bits) fit in the 32 bits peeked. */
+  *dc = s ? stk_jpeg_extend((bits << len) >> (32 - s), s) : 0;
+  stk_jpeg_bits_skip(r, len + s);
   for (int z = 1; z < 64;) {
-    bits = stk_jpeg_peek32(data, end, p);
+    bits = stk_jpeg_bits_peek(r);
     int rs = stk_jpeg_decode_symbol(act, bits, &len);
     if (rs < 0) return -1;
-    int r = rs >> 4, sz = rs & 15;
+    int run = rs >> 4, sz = rs & 15;
     if (sz == 0) {
-      p += (uint32_t)len;
-      if (r != 15) break; /* EOB */
-      z += 16;            /* ZRL */
+      stk_jpeg_bits_skip(r, len);
+      if (run != 15) break; /* EOB */
+      z += 16;              /* ZRL */
       continue;
     }
-    z += r;
+    z += run;
     if (z > 63 || sz > 10) return -1;
-    /* A code (<= 16 bits) and its value (<= 10 bits) fit in the 32 bits read. */
-    uint32_t v = (bits << len) >> (32 - sz);
-    if (out) out[stk_jpeg_natural(z)] = (int16_t)stk_jpeg_extend(v, sz);
-    p += (uint32_t)(len + sz);
+    if (out) out[stk_jpeg_natural(z)] = (int16_t)stk_jpeg_extend((bits << len) >> (32 - sz), sz);
+    stk_jpeg_bits_skip(r, len + sz);
     z++;
   }
-  *pos = p;
   return 0;
 }
 
@@ -303,6 +331,7 @@ typedef struct {
   uint64_t end;                  /* state after its last data unit */
   int32_t units;                 /* data units decoded */
   int32_t dc[STK_JPEG_MAX_COMP]; /* DC differences summed per component */
+  int32_t match; /* link pass: the guess of the same subsequence that ended at `end`, or -1 */
 } stk_jpeg_subresult;
 
 /* The context a subsequence decode needs: one image's stream, frame and tables. */
@@ -326,6 +355,7 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
   const stk_jpeg_frame *f = im->frame;
   stk_jpeg_subresult r;
   r.units = 0;
+  r.match = -1;
   int32_t pred[STK_JPEG_MAX_COMP];
   for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
     r.dc[c] = 0;
@@ -338,6 +368,8 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
   const int32_t max_units = (int32_t)((sq->limit - sq->first) / 2 + 2);
   uint64_t bad = 0;
   if (u >= f->blocks_per_mcu) bad = STK_JPEG_STATE_BAD;
+  stk_jpeg_bits rd;
+  stk_jpeg_bits_init(&rd, im->data, sg->end, pos);
   while (!bad && pos < sq->limit && r.units < max_units) {
     int dx, dy;
     int c = stk_jpeg_unit_comp(f, u, &dx, &dy);
@@ -349,11 +381,11 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
       blk = coef + stk_jpeg_unit_block(f, k, &cc) * 64;
       for (int i = 0; i < 64; i++) blk[i] = 0;
     }
-    uint32_t p = pos;
     int dc;
-    if (stk_jpeg_decode_unit(im->data, sg->end, &p, &im->tables->dc[cp->dc_table],
-                             &im->tables->ac[cp->ac_table], &dc, blk) != 0 ||
-        p > seg_end_bit) {
+    int fail = stk_jpeg_decode_unit(&rd, &im->tables->dc[cp->dc_table],
+                                    &im->tables->ac[cp->ac_table], &dc, blk);
+    uint32_t p = stk_jpeg_bits_pos(&rd);
+    if (fail || p > seg_end_bit) {
       /* The segment's 1-bit padding decodes to no code: past the last unit that is the
        * normal end, elsewhere the stream is corrupt. */
       if (pos + 8 <= seg_end_bit) bad = STK_JPEG_STATE_BAD;
@@ -388,16 +420,6 @@ STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
       stk_jpeg_decode_subseq(im, g, STK_JPEG_STATE(sq->first, p), 0, 0, 0);
 }
 
-/* Link pass, thread (g, p): if guess (g, p) was right, its end is subsequence g + 1's
- * start: decodes g + 1 from there into link[g * STK_JPEG_MAX_PHASES + p]. */
-STK_HD void stk_jpeg_link_step(const stk_jpeg_image_view *im, int32_t g, int p, int32_t nsubs,
-                               const stk_jpeg_subresult *guess, stk_jpeg_subresult *link) {
-  if (p >= im->frame->blocks_per_mcu || (im->subs[g].head && p > 0)) return;
-  if (g + 1 >= nsubs || im->subs[g + 1].head) return;
-  uint64_t from = guess[g * STK_JPEG_MAX_PHASES + p].end & ~STK_JPEG_STATE_BAD;
-  link[g * STK_JPEG_MAX_PHASES + p] = stk_jpeg_decode_subseq(im, g + 1, from, 0, 0, 0);
-}
-
 /* The guess of subsequence g that ended in `end`, or -1. */
 STK_HD int stk_jpeg_find_guess(const stk_jpeg_image_view *im, int32_t g,
                                const stk_jpeg_subresult *guess, uint64_t end) {
@@ -405,6 +427,19 @@ STK_HD int stk_jpeg_find_guess(const stk_jpeg_image_view *im, int32_t g,
   for (int q = 0; q < n; q++)
     if (guess[g * STK_JPEG_MAX_PHASES + q].end == end) return q;
   return -1;
+}
+
+/* Link pass, thread (g, p): if guess (g, p) was right, its end is subsequence g + 1's
+ * start: decodes g + 1 from there into link[g * STK_JPEG_MAX_PHASES + p], with the guess
+ * of g + 1 that ended at the same state (so the resolve walk reads one record a step). */
+STK_HD void stk_jpeg_link_step(const stk_jpeg_image_view *im, int32_t g, int p, int32_t nsubs,
+                               const stk_jpeg_subresult *guess, stk_jpeg_subresult *link) {
+  if (p >= im->frame->blocks_per_mcu || (im->subs[g].head && p > 0)) return;
+  if (g + 1 >= nsubs || im->subs[g + 1].head) return;
+  uint64_t from = guess[g * STK_JPEG_MAX_PHASES + p].end & ~STK_JPEG_STATE_BAD;
+  stk_jpeg_subresult r = stk_jpeg_decode_subseq(im, g + 1, from, 0, 0, 0);
+  r.match = stk_jpeg_find_guess(im, g + 1, guess, r.end);
+  link[g * STK_JPEG_MAX_PHASES + p] = r;
 }
 
 /* Resolve pass, thread `seg`: walks the segment's subsequences from its known start.
@@ -437,12 +472,13 @@ STK_HD int stk_jpeg_resolve_segment(const stk_jpeg_image_view *im, int32_t seg, 
     start[g + 1] = cur.end & ~STK_JPEG_STATE_BAD;
     if (p >= 0) {
       cur = link[g * STK_JPEG_MAX_PHASES + p];
+      p = cur.match;
     } else {
       cur = stk_jpeg_decode_subseq(im, g + 1, start[g + 1], 0, 0, 0);
+      p = stk_jpeg_find_guess(im, g + 1, guess, cur.end);
       ++*misses;
     }
     g++;
-    p = stk_jpeg_find_guess(im, g, guess, cur.end);
   }
   return bad || u != sg->unit0 + sg->units ? -1 : 0;
 }

@@ -16,6 +16,7 @@
 #include <jpeglib.h>
 
 #include "codecs/jpeg_frame.h"
+#include "shared/jpeg_huffman_batch.h"
 
 static uint32_t rng_state = 0x9e3779b9u;
 static uint32_t rnd(void) { return tu_rand(&rng_state); }
@@ -34,8 +35,10 @@ typedef struct {
   int restart_rows; /* DRI in MCU rows (libjpeg's restart_in_rows); 0 none */
   int optimize;     /* optimised Huffman tables */
   int progressive;  /* for the refusal test */
+  int multiscan;    /* sequential, one scan per component: refused */
   int quality;
-  int cmyk; /* 4 components */
+  int extended; /* quality not forced to baseline: 16-bit tables, SOF1 */
+  int cmyk;     /* 4 components */
 } enc_opts;
 
 static buf_t encode(const uint8_t *px, int w, int h, const enc_opts *o) {
@@ -52,7 +55,7 @@ static buf_t encode(const uint8_t *px, int w, int h, const enc_opts *o) {
   ci.input_components = nc;
   ci.in_color_space = nc == 1 ? JCS_GRAYSCALE : nc == 4 ? JCS_CMYK : JCS_RGB;
   jpeg_set_defaults(&ci);
-  jpeg_set_quality(&ci, o->quality ? o->quality : 85, TRUE);
+  jpeg_set_quality(&ci, o->quality ? o->quality : 85, o->extended ? FALSE : TRUE);
   if (nc == 3) {
     ci.comp_info[0].h_samp_factor = o->h;
     ci.comp_info[0].v_samp_factor = o->v;
@@ -63,6 +66,13 @@ static buf_t encode(const uint8_t *px, int w, int h, const enc_opts *o) {
   ci.restart_in_rows = o->restart_rows;
   ci.optimize_coding = o->optimize ? TRUE : FALSE;
   if (o->progressive) jpeg_simple_progression(&ci);
+  static jpeg_scan_info scans[3];
+  if (o->multiscan) {
+    for (int k = 0; k < nc; k++)
+      scans[k] = (jpeg_scan_info){.comps_in_scan = 1, .component_index = {k}, .Ss = 0, .Se = 63};
+    ci.scan_info = scans;
+    ci.num_scans = nc;
+  }
   jpeg_start_compress(&ci, TRUE);
   {
     while (ci.next_scanline < ci.image_height) {
@@ -191,6 +201,10 @@ static void compare_libjpeg(buf_t b, const parsed *p, const int16_t *coef, const
     int lbh = (int)(ci->height_in_blocks + v - 1) / v * v;
     if (cp->bw != lbw || cp->bh != lbh)
       fail_msg("%s: component %d grid %dx%d, libjpeg %dx%d", what, c, cp->bw, cp->bh, lbw, lbh);
+    for (int k = 0; k < 64; k++)
+      if (p->f.quant[cp->quant][k] != ci->quant_table->quantval[k])
+        fail_msg("%s: component %d quantisation value %d: %d, libjpeg %d", what, c, k,
+                 p->f.quant[cp->quant][k], ci->quant_table->quantval[k]);
     for (int by = 0; by < cp->bh; by++) {
       JBLOCKARRAY row =
           (*di.mem->access_virt_barray)((j_common_ptr)&di, arr[c], (JDIMENSION)by, 1, FALSE);
@@ -227,6 +241,13 @@ static int check_file(buf_t b, const char *what) {
       if (lengths[i] == 1024) most = misses;
       free(coef);
     }
+  /* The library's host run of the same phases (the fallback and the fuzz target's). */
+  int16_t *coef = malloc(sizeof(int16_t) * 64 * (size_t)p.f.total_blocks);
+  if (stk__jpeg_decode_coefficients(&p.f, &p.t, p.scan, p.scan_bytes, p.restarts, p.n_restarts,
+                                    1024, coef, NULL) != 0)
+    fail_msg("%s: stk__jpeg_decode_coefficients failed", what);
+  compare_libjpeg(b, &p, coef, what);
+  free(coef);
   parsed_free(&p);
   return most;
 }
@@ -293,6 +314,31 @@ static void test_encoded_variants(void **state) {
   free(ph.p);
 }
 
+/* Quality 3 without the baseline limit: quantisation values above 255 (16-bit DQT) in
+ * an extended sequential frame (SOF1); tables and coefficients as libjpeg reads them. */
+static void test_extended_16bit_tables(void **state) {
+  (void)state;
+  uint8_t *px = synthetic(64, 40, 3);
+  enc_opts o = {.ncomp = 3, .h = 2, .v = 2, .quality = 3, .extended = 1};
+  buf_t b = encode(px, 64, 40, &o);
+  bool sof1 = false, dqt16 = false;
+  for (size_t i = 2; i + 4 < b.n; i++) {
+    if (b.p[i] != 0xFF) continue;
+    sof1 |= b.p[i + 1] == 0xC1;
+    dqt16 |= b.p[i + 1] == 0xDB && (b.p[i + 4] >> 4) == 1;
+  }
+  assert_true(sof1 && dqt16);
+  parsed p;
+  if (parse(b, &p) != 0) fail_msg("refused: %s", p.why);
+  int big = 0;
+  for (int k = 0; k < 64; k++) big |= p.f.quant[0][k] > 255;
+  assert_true(big);
+  parsed_free(&p);
+  check_file(b, "quality 3, 16-bit tables");
+  free(b.p);
+  free(px);
+}
+
 /* The frame against libjpeg's header: sizes, sampling, MCU grid, quantisation tables. */
 static void test_frame_fields(void **state) {
   (void)state;
@@ -352,6 +398,10 @@ static void test_refusals(void **state) {
   o = (enc_opts){.cmyk = 1, .h = 1, .v = 1};
   b = encode(px, 40, 24, &o);
   expect_refusal(b, "4 components", "CMYK");
+  free(b.p);
+  o = (enc_opts){.ncomp = 3, .h = 2, .v = 2, .multiscan = 1};
+  b = encode(px, 40, 24, &o);
+  expect_refusal(b, "one scan of all only", "sequential, one scan per component");
   free(b.p);
   /* 12-bit: this libjpeg writes 8-bit only, so the frame header's precision is patched
    * (the parser must refuse on the header alone). */
@@ -511,12 +561,98 @@ static void test_parse_speed(void **state) {
   free(ph.p);
 }
 
+/* The batched form (src/shared/jpeg_huffman_batch.h, what src/cuda/jpeg_huffman.cu
+ * launches): a batch packed as the GPU entry packs it, every launch's thread blocks and
+ * threads run in loops, launch after launch (the kernels add only the shared-memory copy
+ * of frame and tables). Photos, restart intervals, gray and colour mixed, and one image
+ * whose scan holds 16 bytes of 1-bits (no code is all ones): that one alone is flagged. */
+static void test_batch_launches(void **state) {
+  (void)state;
+  enum { N = 7, BAD = 4 };
+  buf_t files[N];
+  char path[1024];
+  files[0].p = tu_read(tu_path(path, sizeof path, "data/photos/rocket.jpg"), &files[0].n);
+  files[1].p = tu_read(tu_path(path, sizeof path, "data/photos/retina.jpg"), &files[1].n);
+  uint8_t *px = synthetic(203, 77, 3), *gray = synthetic(203, 77, 1);
+  enc_opts o = {.ncomp = 3, .h = 2, .v = 2, .quality = 90, .restart_mcus = 3};
+  files[2] = encode(px, 203, 77, &o);
+  o = (enc_opts){.ncomp = 1, .h = 1, .v = 1, .quality = 70, .restart_rows = 2, .optimize = 1};
+  files[3] = encode(gray, 203, 77, &o);
+  o = (enc_opts){.ncomp = 3, .h = 2, .v = 1, .quality = 95};
+  files[BAD] = encode(px, 203, 77, &o);
+  o = (enc_opts){.ncomp = 3, .h = 1, .v = 2, .quality = 85, .restart_mcus = 1};
+  files[5] = encode(px, 203, 77, &o);
+  o = (enc_opts){.ncomp = 3, .h = 1, .v = 1, .quality = 60};
+  files[6] = encode(px, 1, 1, &o);
+  parsed p[N];
+  stk_jpeg_frame frames[N];
+  stk_jpeg_huffman *tables = malloc(sizeof *tables * N);
+  const uint8_t *scan[N];
+  size_t bytes[N];
+  const int32_t *rs[N];
+  int nrs[N];
+  int16_t *coef[N];
+  for (int i = 0; i < N; i++) {
+    if (parse(files[i], &p[i]) != 0) fail_msg("file %d refused: %s", i, p[i].why);
+    if (i == BAD) memset(p[i].scan + p[i].scan_bytes / 2, 0xFF, 16);
+    frames[i] = p[i].f, tables[i] = p[i].t, scan[i] = p[i].scan, bytes[i] = p[i].scan_bytes;
+    rs[i] = p[i].restarts, nrs[i] = p[i].n_restarts;
+    coef[i] = malloc(sizeof(int16_t) * 64 * (size_t)p[i].f.total_blocks);
+    memset(coef[i], 0x5A, sizeof(int16_t) * 64 * (size_t)p[i].f.total_blocks);
+  }
+  stk_jpeg_batch_layout L;
+  assert_int_equal(stk_jpeg_batch_plan(N, frames, bytes, rs, nrs, 256, &L), 0);
+  char *block = malloc(L.bytes);
+  stk_jpeg_batch_fill(&L, block, N, frames, tables, scan, bytes, rs, nrs, coef, 256);
+  stk_jpeg_batch_tmp t;
+  void *tmp = malloc(stk_jpeg_batch_tmp_carve(L.total_subs, N, 0, &t));
+  stk_jpeg_batch_tmp_carve(L.total_subs, N, (uintptr_t)tmp, &t);
+  memset(t.failed, 0, sizeof(int32_t) * N);
+  const stk_jpeg_frame *bf = (const stk_jpeg_frame *)(block + L.frames_at);
+  const stk_jpeg_huffman *bt = (const stk_jpeg_huffman *)(block + L.tables_at);
+  int reported[N] = {0};
+  for (int launch = 0; launch < 4; launch++) {
+    int kind = launch < 2    ? STK_JPEG_BY_PHASE
+               : launch == 2 ? STK_JPEG_BY_SEGMENT
+                             : STK_JPEG_BY_SUBSEQ;
+    for (int64_t b = 0; b < L.blocks[kind]; b++) {
+      int i = stk_jpeg_batch_image_of(block, &L, N, kind, b);
+      stk_jpeg_image_view v = stk_jpeg_batch_view(block, &L, i, &bf[i], &bt[i]);
+      for (int th = 0; th < STK_JPEG_BATCH_THREADS; th++) {
+        int64_t k = stk_jpeg_batch_thread(block, &L, N, kind, i, b, th);
+        if (launch == 0) stk_jpeg_batch_guess(block, &L, i, k, &v, &t);
+        if (launch == 1) stk_jpeg_batch_link(block, &L, i, k, &v, &t);
+        if (launch == 2) reported[i] |= stk_jpeg_batch_resolve(block, &L, i, k, &v, &t);
+        if (launch == 3) stk_jpeg_batch_write(block, &L, i, k, &v, &t);
+      }
+    }
+  }
+  for (int i = 0; i < N; i++) {
+    char what[64];
+    snprintf(what, sizeof what, "batch image %d", i);
+    assert_int_equal(t.failed[i], i == BAD);
+    assert_int_equal(reported[i], i == BAD);
+    if (i != BAD) compare_libjpeg(files[i], &p[i], coef[i], what);
+    for (int64_t j = 0; i == BAD && j < 64 * p[i].f.total_blocks; j++)
+      if (coef[i][j] != 0x5A5A) fail_msg("the failed image's output was written");
+    parsed_free(&p[i]);
+    free(coef[i]);
+    free(files[i].p);
+  }
+  free(tmp), free(block), free(tables), free(px), free(gray);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_frame_fields),     cmocka_unit_test(test_photos),
-      cmocka_unit_test(test_encoded_variants), cmocka_unit_test(test_refusals),
-      cmocka_unit_test(test_corrupt_scans),    cmocka_unit_test(test_any_start_is_safe),
+      cmocka_unit_test(test_frame_fields),
+      cmocka_unit_test(test_extended_16bit_tables),
+      cmocka_unit_test(test_photos),
+      cmocka_unit_test(test_encoded_variants),
+      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_corrupt_scans),
+      cmocka_unit_test(test_any_start_is_safe),
       cmocka_unit_test(test_parse_speed),
+      cmocka_unit_test(test_batch_launches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
