@@ -18,6 +18,9 @@
 #        STK_DDP_ONLY     "pipe", "train" or "pipe,train" (default): which rounds run
 #        STK_DDP_TRAIN_THREADS  threads per rank in the training rounds (default: as above)
 #        STK_DDP_TORCHRUN_ARGS  more arguments for torchrun (e.g. --numa-binding=node)
+#        STK_DDP_EXAMPLE_ARGS   more arguments for examples/ddp_train.py (e.g.
+#                         "--pipeline-device cpu": the pipelines off the GPUs, the control for
+#                         what the pipeline's GPU work costs the training)
 #        STK_DDP_DEVICE   cpu: a dry run of this script on a machine without GPUs (gloo, CPU
 #                         pipelines; e.g. with STK_DDP_ARCH=tiny and small batches)
 # Builds the extension with scripts/gpu-check.sh build first when python/stoker has none.
@@ -86,7 +89,8 @@ run() {
   # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$visible timeout 240 python3 -m torch.distributed.run --standalone \
     --nproc_per_node="$gpus" ${STK_DDP_TORCHRUN_ARGS:-} examples/ddp_train.py --data "$DATA" --batch-size "$BATCH" \
-    --threads "$threads" --warmup "$WARMUP" --epochs 1000 --device "$DEVICE" "$@" \
+    --threads "$threads" --warmup "$WARMUP" --epochs 1000 --device "$DEVICE" \
+    ${STK_DDP_EXAMPLE_ARGS:-} "$@" \
     >"$OUTDIR/ddp_$name.log" 2>&1
   local rc=$?
   local line

@@ -80,6 +80,10 @@ def parse_args(argv=None):
     ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu",
                     help="gpu: pipelines and training on GPU LOCAL_RANK with NCCL; "
                          "cpu: CPU pipelines, gloo")
+    ap.add_argument("--pipeline-device", choices=["gpu", "cpu"], default=None,
+                    help="where the pipeline decodes and augments (default: --device); cpu with "
+                         "--device gpu: CPU pipelines, batches copied to the GPU for training "
+                         "(the control that keeps the pipeline off the GPU)")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--steps", type=int, default=0,
                     help="stop after this many steps in all (0: run every epoch whole)")
@@ -167,13 +171,17 @@ def setup(args):
     return info, device
 
 
+def pipeline_on_gpu(args):
+    return (args.pipeline_device or args.device) == "gpu"
+
+
 def build_loader(args, info, threads):
     # every rank draws the same permutation of each epoch (it depends on the epoch, not
     # on the seed), so the shards stay disjoint; the seed only varies the augmentations
     pipe = train_pipeline(args.data, args.size, info["shard_id"], info["num_shards"],
-                          args.device == "gpu", not args.no_shuffle,
+                          pipeline_on_gpu(args), not args.no_shuffle,
                           batch_size=args.batch_size, num_threads=threads,
-                          device_id=info["device_id"] if args.device == "gpu" else None,
+                          device_id=info["device_id"] if pipeline_on_gpu(args) else None,
                           seed=args.seed + info["shard_id"])
     loader = ClassificationIterator(pipe, reader_name="Reader", auto_reset=True,
                                     last_batch_policy=POLICIES[args.last_batch])
