@@ -347,9 +347,9 @@ typedef struct {
  * coefficient array) it also writes them: unit0 is the first unit's index over the scan,
  * dcpred the DC predictors at the start; units beyond the segment's count are not
  * written. A failed decode stops with STK_JPEG_STATE_BAD set in the end state. */
-STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, int32_t g,
-                                                 uint64_t start, int16_t *coef, int64_t unit0,
-                                                 const int32_t *dcpred) {
+STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *im, int32_t g,
+                                                    uint64_t start, int16_t *coef, int64_t unit0,
+                                                    const int32_t *dcpred, int resync) {
   const stk_jpeg_subseq *sq = &im->subs[g];
   const stk_jpeg_segment *sg = &im->segs[sq->seg];
   const stk_jpeg_frame *f = im->frame;
@@ -385,6 +385,14 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
     int fail = stk_jpeg_decode_unit(&rd, &im->tables->dc[cp->dc_table],
                                     &im->tables->ac[cp->ac_table], &dc, blk);
     uint32_t p = stk_jpeg_bits_pos(&rd);
+    if ((fail || p > seg_end_bit) && resync && pos + 8 <= seg_end_bit) {
+      /* A guess that met an invalid code tries again one bit further (what it ends at is
+       * only ever a candidate start: see the link pass). */
+      pos++;
+      u = stk_jpeg_state_unit(start);
+      stk_jpeg_bits_init(&rd, im->data, sg->end, pos);
+      continue;
+    }
     if (fail || p > seg_end_bit) {
       /* The segment's 1-bit padding decodes to no code: past the last unit that is the
        * normal end, elsewhere the stream is corrupt. */
@@ -404,6 +412,13 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
   return r;
 }
 
+/* stk_jpeg_decode_subseq_ex without resynchronisation: the true decodes. */
+STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, int32_t g,
+                                                 uint64_t start, int16_t *coef, int64_t unit0,
+                                                 const int32_t *dcpred) {
+  return stk_jpeg_decode_subseq_ex(im, g, start, coef, unit0, dcpred, 0);
+}
+
 /* ---- the phases, one call per (simulated) thread ---- */
 
 /* Phases the guesses try: the parser takes at most 4 + 1 + 1 units per MCU. */
@@ -417,7 +432,7 @@ STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
   const stk_jpeg_subseq *sq = &im->subs[g];
   if (p >= im->frame->blocks_per_mcu || (sq->head && p > 0)) return;
   guess[g * STK_JPEG_MAX_PHASES + p] =
-      stk_jpeg_decode_subseq(im, g, STK_JPEG_STATE(sq->first, p), 0, 0, 0);
+      stk_jpeg_decode_subseq_ex(im, g, STK_JPEG_STATE(sq->first, p), 0, 0, 0, !sq->head);
 }
 
 /* The guess of subsequence g that ended in `end`, or -1. */
