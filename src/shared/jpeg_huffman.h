@@ -18,7 +18,9 @@
  * which component is filled) does not resynchronise by itself when components share
  * tables, so a single guess per subsequence is often wrong for good. Hence:
  *   guess:   each subsequence is decoded from its first bit once per possible unit of the
- *            MCU (bpm <= 6 guesses), each giving an end state, a unit count and DC sums;
+ *            MCU (bpm <= 6 guesses), each giving an end state, a unit count and DC sums
+ *            (a guess meeting an invalid code restarts a bit further: only its end is
+ *            used, as a candidate start);
  *   link:    each guess's end, taken as the next subsequence's start, is decoded through
  *            that subsequence (what its true decode is if the guess was right);
  *   resolve: per segment, one thread walks from the known start: the true decode of g is
@@ -346,7 +348,9 @@ typedef struct {
 /* Decodes the data units of subsequence `g` from state `start`. With `coef` (the image's
  * coefficient array) it also writes them: unit0 is the first unit's index over the scan,
  * dcpred the DC predictors at the start; units beyond the segment's count are not
- * written. A failed decode stops with STK_JPEG_STATE_BAD set in the end state. */
+ * written. A failed decode stops with STK_JPEG_STATE_BAD set in the end state, unless
+ * `resync` (guesses): then it starts again one bit after the failed unit's start, as
+ * unit `start`'s unit of the MCU. */
 STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *im, int32_t g,
                                                     uint64_t start, int16_t *coef, int64_t unit0,
                                                     const int32_t *dcpred, int resync) {
