@@ -99,14 +99,19 @@ static void print_stages(const stk_stats *s, const stk_decoder_diagnostics *d, i
       printf("  %-20s %8.3f\n", t[i].name, (double)t[i].ns / per);
   }
   if (json) {
-    printf("}, \"decode_hw_share\": %.3f, \"host_decoded\": %lld, \"host_decode_quota\": %lld, ",
-           d->decode_hw_share, (long long)s->host_decoded, (long long)d->host_decode_quota);
+    printf(
+        "}, \"decode_hw_share\": %.3f, \"host_decoded\": %lld, \"host_decode_quota\": %lld, "
+        "\"own_decoded\": %lld, \"own_share\": %.3f, ",
+        d->decode_hw_share, (long long)s->host_decoded, (long long)d->host_decode_quota,
+        (long long)d->own_decoded, d->own_share);
   } else {
     printf("  engines' share of the capable JPEGs in the last batch: %.3f\n", d->decode_hw_share);
     printf(
         "  decoded in the CPU stage and uploaded: %lld samples (host_decoded; automatic share now "
         "%lld per batch)\n",
         (long long)s->host_decoded, (long long)d->host_decode_quota);
+    printf("  decoded by stoker's own GPU JPEG decoder: %lld samples (last share %.3f)\n",
+           (long long)d->own_decoded, d->own_share);
   }
 }
 

@@ -405,6 +405,10 @@ typedef struct {
   int64_t host_blocks_pinned, host_pin_failures;
   /* The automatic cpu_decoder_load's current samples per batch (0 when none is automatic). */
   int64_t host_decode_quota;
+  /* stoker's own GPU JPEG decoder (gpu_decoder_load): samples it decoded so far, and its
+   * share of the last batch's samples it could take (the automatic share's setting). */
+  int64_t own_decoded;
+  double own_share;
 } stk_decoder_diagnostics;
 
 STK_API stk_status stk_pipeline_create(stk_pipeline **out);

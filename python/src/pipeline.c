@@ -696,8 +696,10 @@ static PyObject *pl_decoder_diagnostics(PyObject *self, PyObject *unused) {
       {"host_blocks_pinned", g.host_blocks_pinned},
       {"host_pin_failures", g.host_pin_failures},
       {"host_decode_quota", g.host_decode_quota},
+      {"own_decoded", g.own_decoded},
   };
   PyObject *d = stats_dict(items, sizeof items / sizeof items[0]);
+  d = dict_put(d, "own_share", d ? PyFloat_FromDouble(g.own_share) : NULL);
   return dict_put(d, "decode_hw_share", d ? PyFloat_FromDouble(g.decode_hw_share) : NULL);
 }
 

@@ -25,6 +25,7 @@
 #include "api_filter.h"
 #include "api_geometry.h"
 #include "api_inflate.h"
+#include "api_jpeg.h"
 #include "api_math.h"
 #include "api_png.h"
 #include "api_tensor.h"
@@ -48,7 +49,8 @@ extern "C" {
   STK_GPU_KERNELS_BOXES(X)    \
   STK_GPU_KERNELS_PNG(X)      \
   STK_GPU_KERNELS_INFLATE(X)  \
-  STK_GPU_KERNELS_VIDEO(X)
+  STK_GPU_KERNELS_VIDEO(X)    \
+  STK_GPU_KERNELS_JPEG(X)
 
 #define STK__GPU_KERNEL_ID(ID, name, S, A) STK_GPU_K_##ID,
 typedef enum { STK_GPU_KERNELS(STK__GPU_KERNEL_ID) STK_GPU_K_COUNT } stk_gpu_kernel;

@@ -16,6 +16,7 @@
 #include "crop_window.h"
 #include "gpu_util.h"
 #include "image_util.h"
+#include "jpeg_own.h"
 
 /* Arguments every decoder takes, first in each table (the enums rely on it). DALI's
  * mixed-backend tuning arguments are accepted so DALI pipelines port unchanged. */
@@ -69,6 +70,18 @@
        "in [0, 1] fixes it; -1: automatic, grown while the CPU stage has time to spare and "  \
        "shrunk when the decoders wait for it. Files neither nvJPEG nor the GPU PNG "          \
        "decoder takes are always decoded there"},                                             \
+      {"gpu_decoder_load",                                                                    \
+       STK_ARG_FLOAT,                                                                         \
+       STK_ARGF_RANGE,                                                                        \
+       "0",                                                                                   \
+       -1,                                                                                    \
+       1,                                                                                     \
+       NULL,                                                                                  \
+       "mixed device: share of the baseline JPEGs decoded by stoker's own GPU decoder on "    \
+       "the CUDA cores, at the same time as nvJPEG's hardware engines decode the rest "       \
+       "(its outputs are libjpeg-turbo's, byte for byte). 0 (default): none; a value in "     \
+       "[0, 1] fixes it; -1: automatic, the share that balances the two paths' measured "     \
+       "rates, adjusted every batch"},                                                        \
       {"device_memory_padding",                                                               \
        STK_ARG_INT,                                                                           \
        STK_ARGF_RANGE,                                                                        \
@@ -159,6 +172,7 @@ enum {
   A_FAST_IDCT,
   A_HW_LOAD,
   A_CPU_LOAD,
+  A_GPU_LOAD,
   A_DEVICE_PADDING,
   A_HOST_PADDING,
   A_PREALLOC_W,
@@ -189,6 +203,8 @@ typedef struct {
   uint8_t *pixels; /* decoded in the CPU stage (a host pool block), uploaded by the GPU stage */
   /* a PNG for the GPU PNG decoder: its plan, then its zlib stream (one host pool block) */
   stk__png_plan *png;
+  /* a JPEG stoker's own GPU decoder takes, parsed (one host pool block) */
+  stk_jpeg_parsed *own;
 } mixed_record;
 
 /* How a decoder chooses the window it decodes of a w x h image (as displayed), for
@@ -204,6 +220,7 @@ static stk_status image_prepare(stk__node *node, stk__sample *s, void *record);
 static stk_status crop_prepare(stk__node *node, stk__sample *s, void *record);
 static void mixed_release(stk__node *node, void *record);
 static stk_status mixed_init(stk__node *node);
+static void mixed_destroy(stk__node *node);
 
 /* ---- helpers shared by the three operators ---- */
 
@@ -420,6 +437,7 @@ const stk__op_def stk__op_decoders_image = {
     .prepare = image_prepare,
     .prep_bytes = sizeof(mixed_record),
     .prep_release = mixed_release,
+    .destroy = mixed_destroy,
 };
 
 /* ---- decoders.image_random_crop ---- */
@@ -530,6 +548,7 @@ const stk__op_def stk__op_decoders_image_random_crop = {
     .prepare = crop_prepare,
     .prep_bytes = sizeof(mixed_record),
     .prep_release = mixed_release,
+    .destroy = mixed_destroy,
 };
 
 /* ---- decoders.image_crop and decoders.image_slice: a given window ---- */
@@ -771,6 +790,7 @@ const stk__op_def stk__op_decoders_image_crop = {
     .prepare = window_mixed_prepare,
     .prep_bytes = sizeof(mixed_record),
     .prep_release = mixed_release,
+    .destroy = mixed_destroy,
 };
 
 enum {
@@ -1057,6 +1077,7 @@ const stk__op_def stk__op_decoders_image_slice = {
     .prepare = window_mixed_prepare,
     .prep_bytes = sizeof(mixed_record),
     .prep_release = mixed_release,
+    .destroy = mixed_destroy,
 };
 
 /* The window of the running decoder: image_slice's takes the anchor and shape inputs
@@ -1080,6 +1101,8 @@ typedef struct {
   const stk_gpu_decode_class *cls; /* nvJPEG's verdict when prepared, else NULL */
   const uint8_t *pixels;           /* decoded in the CPU stage: only uploaded */
   const stk__png_plan *png;        /* set: decoded by the GPU PNG decoder (zlib stream after it) */
+  const stk_jpeg_parsed *own;      /* parsed for stoker's own GPU decoder, which may take it */
+  bool to_own;                     /* this batch gives it to that decoder */
   stk__png_plan *png_owned;        /* planned in the GPU stage (no record): freed after */
 } mixed_sample;
 
@@ -1090,7 +1113,24 @@ static stk_status mixed_init(stk__node *node) {
                       "after, e.g. with crop_mirror_normalize or cast on the GPU)",
                       stk__arg_string(node, A_DTYPE));
   if (stk__arg_float(node, NULL, A_CPU_LOAD) < 0) stk__node_request_host_balance(node);
+  if (stk__node_device(node) != STK_DEVICE_MIXED) return STK_OK;
+  stk__jpeg_own *own = NULL;
+  STK_TRY(stk__jpeg_own_create(&own));
+  *stk__node_state(node) = own;
   return STK_OK;
+}
+
+static void mixed_destroy(stk__node *node) {
+  stk__jpeg_own_destroy(*stk__node_state(node));
+  *stk__node_state(node) = NULL;
+}
+
+/* Whether the CPU stage parses JPEGs for stoker's own GPU decoder: it is asked for and the
+ * backend has it. */
+static bool own_decoder_wanted(stk__node *node) {
+  stk__gpu *g = stk__node_gpu(node);
+  return stk__arg_float(node, NULL, A_GPU_LOAD) != 0 && g &&
+         g->api->supports(g->ctx, STK_GPU_K_JPEG_DECODE);
 }
 
 static void mixed_release(stk__node *node, void *record) {
@@ -1100,6 +1140,8 @@ static void mixed_release(stk__node *node, void *record) {
   rec->pixels = NULL;
   stk__node_pool_free(rec->png);
   rec->png = NULL;
+  stk__node_pool_free(rec->own);
+  rec->own = NULL;
 }
 
 /* Whether sample s is one of the batch's host-decoded share: q of the n samples, spread
@@ -1221,7 +1263,11 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, w
                                    m.opts.roi_h, &rec->cls, err, sizeof err);
   if (rc != 0) return stk__gpu_op_check(node, rc, err);
   rec->classified = true;
-  if (rec->cls.status == STK_GPU_DECODE_OK) return STK_OK;
+  if (rec->cls.status == STK_GPU_DECODE_OK) {
+    /* NULL when the own decoder does not take it: nvJPEG then decodes it */
+    if (own_decoder_wanted(node)) rec->own = stk__jpeg_own_parse(node, m.data, m.size);
+    return STK_OK;
+  }
   /* nvJPEG refuses it (truncated, CMYK, a header it cannot read): decoded here, where a
    * corrupt file falls under the bad-sample policy (skipped and replaced) */
   rec->cpu = true;
@@ -1275,6 +1321,7 @@ static stk_status mixed_plan_sample(stk__node *node, stk__gpu_batch *b, window_f
   m->cls = rec->classified ? &rec->cls : NULL;
   m->pixels = rec->pixels;
   m->png = rec->png;
+  m->own = rec->own;
   return STK_OK;
 }
 
@@ -1371,12 +1418,76 @@ static stk_status png_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *m
   return st;
 }
 
-/* nvJPEG for the JPEGs it takes; the CPU decoder for the rest and for nvJPEG's
- * failures (the CPU decoder gives the verdict and the message on corrupt data). The
- * samples decoded in the CPU stage are only uploaded. */
+/* Gives stoker's own GPU decoder its share of the batch's parsed JPEGs (spread evenly over
+ * them) and queues their decoding on the batch's stream; *k: how many. */
+static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *ms,
+                             stk_tensor_list *out, int *k) {
+  *k = 0;
+  stk__jpeg_own *own = *stk__node_state(node);
+  size_t n = stk__gpu_batch_size(b);
+  int capable = 0;
+  for (size_t i = 0; i < n; i++) capable += ms[i].own && !ms[i].cpu && !ms[i].png;
+  if (!own || capable == 0) return STK_OK;
+  int take = stk__own_balance_take(stk__jpeg_own_balance(own),
+                                   stk__arg_float(node, NULL, A_GPU_LOAD), capable);
+  if (take == 0) return STK_OK;
+  stk_gpu_jpeg_decode_sample *req = stk__calloc((size_t)take, sizeof *req, "own decoder requests");
+  if (!req) return STK_ERR_OUT_OF_MEMORY;
+  for (size_t i = 0, j = 0; i < n; i++) {
+    if (!ms[i].own || ms[i].cpu || ms[i].png) continue;
+    bool picked = (int64_t)(j + 1) * take / capable > (int64_t)j * take / capable;
+    j++;
+    if (!picked) continue;
+    stk_tensor_desc d;
+    stk_tensor_list_sample(out, i, &d);
+    const stk__decode_opts *o = &ms[i].opts;
+    ms[i].to_own = true;
+    req[(*k)++] =
+        (stk_gpu_jpeg_decode_sample){.parsed = ms[i].own,
+                                     .roi_x = o->roi_x,
+                                     .roi_y = o->roi_y,
+                                     .roi_w = o->roi_w,
+                                     .roi_h = o->roi_h,
+                                     .dst = d.data,
+                                     .dst_pitch = (size_t)ms[i].out_w * (size_t)ms[i].channels};
+  }
+  stk_status st = stk__jpeg_own_launch(own, node, b, *k, req, (int)ms[0].opts.color);
+  if (st != STK_OK) *k = 0;
+  free(req);
+  return st;
+}
+
+/* After nvJPEG's call (the engines took k_hw samples in hw_s seconds): the own decoder's
+ * verdicts; a sample it could not decode goes to the CPU decoder, which gives the verdict
+ * on corrupt data. */
+static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, int k, int k_hw,
+                              double hw_s) {
+  stk__jpeg_own *own = *stk__node_state(node);
+  int *status = stk__calloc((size_t)k, sizeof *status, "own decoder verdicts");
+  stk_status st =
+      status ? stk__jpeg_own_finish(own, node, b, k, k_hw, hw_s, status) : STK_ERR_OUT_OF_MEMORY;
+  int64_t decoded = 0;
+  for (size_t i = 0, j = 0; st == STK_OK && i < stk__gpu_batch_size(b); i++) {
+    if (!ms[i].to_own) continue;
+    if (status[j++] == STK_GPU_DECODE_OK)
+      decoded++;
+    else
+      ms[i].cpu = true;
+  }
+  if (st == STK_OK) stk__node_count_own_decoded(node, decoded, stk__jpeg_own_balance(own)->share);
+  free(status);
+  return st;
+}
+
+/* nvJPEG for the JPEGs it takes, and stoker's own GPU decoder for a share of them at the
+ * same time; the CPU decoder for the rest and for the GPU decoders' failures (it gives
+ * the verdict and the message on corrupt data). The samples decoded in the CPU stage are
+ * only uploaded. */
 static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *ms,
                                stk_tensor_list *out) {
   STK_TRY(upload_host_decoded(node, b, ms, out));
+  int k_own = 0;
+  STK_TRY(own_launch(node, b, ms, out, &k_own));
   size_t n = stk__gpu_batch_size(b);
   stk_gpu_decode_in *din = stk__calloc(n, sizeof *din, "decode requests");
   stk_gpu_decode_out *dout = stk__calloc(n, sizeof *dout, "decode results");
@@ -1386,7 +1497,7 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
   for (size_t i = 0; i < n && st == STK_OK; i++) {
     stk_tensor_desc d;
     stk_tensor_list_sample(out, i, &d);
-    if (ms[i].cpu || ms[i].png) continue;
+    if (ms[i].cpu || ms[i].png || ms[i].to_own) continue;
     const stk__decode_opts *o = &ms[i].opts;
     din[k] = (stk_gpu_decode_in){
         ms[i].data, ms[i].size, o->roi_x, o->roi_y,
@@ -1404,11 +1515,16 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
                               .host_padding = stk__arg_int(node, NULL, A_HOST_PADDING),
                               .prealloc_width = (int)stk__arg_int(node, NULL, A_PREALLOC_W),
                               .prealloc_height = (int)stk__arg_int(node, NULL, A_PREALLOC_H)};
+  int64_t t0 = stk__now_ns();
   if (st == STK_OK && k > 0)
     st = stk__gpu_op_check(
         node,
         g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err),
         err);
+  if (k_own > 0) { /* collected whatever happened: the launch's objects are released */
+    stk_status own_st = own_collect(node, b, ms, k_own, k, (double)(stk__now_ns() - t0) * 1e-9);
+    if (st == STK_OK) st = own_st;
+  }
   for (int j = 0; j < k && st == STK_OK; j++)
     if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
   if (st == STK_OK) st = png_decode(node, b, ms, out);

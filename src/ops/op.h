@@ -146,6 +146,9 @@ void stk__node_pool_free(void *block);
 void stk__node_request_host_balance(stk__node *node);
 int stk__node_host_decode_quota(const stk__node *node);
 void stk__node_count_host_decoded(stk__node *node, int64_t count);
+/* Mixed decoders: samples of a batch decoded by stoker's own GPU JPEG decoder, and the
+ * share of the samples it could take that it got (stk_decoder_diagnostics). */
+void stk__node_count_own_decoded(stk__node *node, int64_t count, double share);
 /* Readers, at build: whether the pipeline skips bad data (on_error="skip"), and a file
  * left out under it, counted in stk_stats.skipped_files; the message (naming the file)
  * is printed as a warning and the first ones are kept (stk_pipeline_skipped_file). */

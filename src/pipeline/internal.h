@@ -225,6 +225,9 @@ struct stk_pipeline {
   atomic_llong stat_batches, stat_samples, stat_skipped;
   atomic_llong
       stat_host_decoded; /* mixed decoders' samples decoded in the CPU stage and uploaded */
+  /* mixed decoders' samples decoded by stoker's own GPU JPEG decoder, and its last share
+   * (parts per million) */
+  atomic_llong stat_own_decoded, own_share_ppm;
   /* external source feeding */
   pthread_mutex_t feed_lock;
   pthread_cond_t feed_cond;

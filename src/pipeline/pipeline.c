@@ -340,6 +340,8 @@ stk_status stk_pipeline_decoder_diagnostics(stk_pipeline *p, stk_decoder_diagnos
   d.decode_hybrid_wait_ns = g.decode_hybrid_wait_ns;
   if (p->pool) stk__pool_pin_stats(p->pool, &d.host_blocks_pinned, &d.host_pin_failures);
   if (p->exec) d.host_decode_quota = stk__exec_host_decode_quota(p->exec);
+  d.own_decoded = atomic_load(&p->stat_own_decoded);
+  d.own_share = (double)atomic_load(&p->own_share_ppm) * 1e-6;
   return fill_sized(out, &d, sizeof d, sizeof d, "stk_decoder_diagnostics");
 }
 

@@ -79,6 +79,10 @@ void stk__node_request_host_balance(stk__node *node) { node->host_balance_wanted
 int stk__node_host_decode_quota(const stk__node *node) {
   return atomic_load(&node->host_decode_quota);
 }
+void stk__node_count_own_decoded(stk__node *node, int64_t count, double share) {
+  atomic_fetch_add(&node->pipe->stat_own_decoded, count);
+  atomic_store(&node->pipe->own_share_ppm, (long long)(share * 1e6 + 0.5));
+}
 void stk__node_count_host_decoded(stk__node *node, int64_t count) {
   atomic_fetch_add(&node->pipe->stat_host_decoded, count);
 }

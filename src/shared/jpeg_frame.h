@@ -44,9 +44,9 @@ typedef struct {
   int ncomp;         /* 1 (gray) or 3 (YCbCr) */
   int hmax, vmax;    /* largest sampling factors */
   int mcus_x, mcus_y;
-  int blocks_per_mcu;   /* sum of h * v over the components */
-  int restart_interval; /* MCUs per restart interval; 0: none */
-  int64_t total_blocks; /* sum of bw * bh over the components */
+  int blocks_per_mcu;    /* sum of h * v over the components */
+  int restart_interval;  /* MCUs per restart interval; 0: none */
+  int64_t total_blocks;  /* sum of bw * bh over the components */
   uint16_t quant[4][64]; /* natural (row-major) order */
   stk_jpeg_component comp[STK_JPEG_MAX_COMP];
 } stk_jpeg_frame;

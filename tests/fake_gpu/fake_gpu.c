@@ -38,6 +38,7 @@
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_kernels.h"
 #include "shared/inflate.h"
+#include "shared/jpeg_decode_host.h"
 #include "shared/lz4.h"
 #include "shared/mix_common.h"
 #include "shared/math_common.h"
@@ -1289,6 +1290,33 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
   return 0;
 }
 
+/* ---- stoker's own JPEG decoder: its phases on the host (src/shared/jpeg_decode_host.h),
+ * after the stream's queued work; the verdicts are written at once (the real call writes
+ * them in stream order) ---- */
+static int jpeg_one(const stk_gpu_jpeg_decode_sample *s, int color) {
+  const stk_jpeg_parsed *p = s->parsed;
+  int16_t *coef = malloc((size_t)p->frame.total_blocks * 64 * sizeof *coef);
+  int rc = coef ? stk_jpeg_coefficients_host(p, 1024, coef, NULL) : -1;
+  if (rc == 0)
+    rc = stk_jpeg_pixels_host(&p->frame, coef, color, s->roi_x, s->roi_y, s->roi_w, s->roi_h,
+                              s->dst, (int64_t)s->dst_pitch);
+  free(coef);
+  return rc == 0 ? STK_GPU_DECODE_OK : STK_GPU_DECODE_FAILED;
+}
+
+static int jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sample *s,
+                       const stk_gpu_jpeg_decode_args *a, uintptr_t stream, char *err,
+                       size_t errlen) {
+  (void)ctx;
+  if (!a || n < 0 || (n > 0 && (!s || !a->status)) || a->color < 0 || a->color > 2)
+    return fail(err, errlen, STK_ERR_INVALID_ARGUMENT, "jpeg decode: bad batch");
+  pthread_mutex_lock(&lock);
+  run_stream(stream_of(stream), NULL);
+  for (int i = 0; i < n; i++) a->status[i] = jpeg_one(&s[i], a->color);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
 /* ---- inflate: the kernel's per-chunk decoders (src/shared/lz4.h, inflate.h) on the host,
  * after the stream's queued work (the real call waits for its batch too) ---- */
 static int inflate_chunks(stk_gpu_ctx *ctx, int n, const stk_gpu_inflate_sample *s,
@@ -1420,6 +1448,9 @@ static void video_frame(const stk_gpu_video_frame *f, const stk_gpu_video_args *
       }
     }
 }
+static int k_jpeg_decode(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
+  return jpeg_decode(c, l->n, l->samples, ARGS(stk_gpu_jpeg_decode_args), l->stream, e, el);
+}
 static int k_video(stk_gpu_ctx *c, const stk_gpu_launch *l, char *e, size_t el) {
   (void)c, (void)e, (void)el;
   const stk_gpu_video_frame *f = l->samples;
@@ -1450,6 +1481,7 @@ static const kernel_fn kernels[STK_GPU_K_COUNT] = {
     [STK_GPU_K_PNG_DECODE] = k_png_decode,
     [STK_GPU_K_INFLATE] = k_inflate,
     [STK_GPU_K_VIDEO_NV12_RGB] = k_video,
+    [STK_GPU_K_JPEG_DECODE] = k_jpeg_decode,
 };
 
 static int supports(stk_gpu_ctx *ctx, int kernel) {

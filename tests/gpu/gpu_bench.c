@@ -292,8 +292,8 @@ static const uint8_t **src_copy[8]; /* src_copy[k][i]: file i in block k */
  * to the engines? */
 static int bare_backend = 3 /* NVJPEG_BACKEND_HARDWARE */, bare_second_backend = -1;
 static int backend_named(const char *b) {
-  return !strcmp(b, "gpu")      ? NVJPEG_BACKEND_GPU_HYBRID
-         : !strcmp(b, "hybrid") ? NVJPEG_BACKEND_HYBRID
+  return !strcmp(b, "gpu")       ? NVJPEG_BACKEND_GPU_HYBRID
+         : !strcmp(b, "hybrid")  ? NVJPEG_BACKEND_HYBRID
          : !strcmp(b, "default") ? NVJPEG_BACKEND_DEFAULT
                                  : NVJPEG_BACKEND_HARDWARE;
 }
@@ -739,8 +739,8 @@ static void bench_bare(int epochs, int submitters) {
   if (bare_backend != NVJPEG_BACKEND_HARDWARE || bare_second_backend >= 0)
     for (int i = 0; i < submitters; i++)
       printf("bare: thread %d (backend %d) decoded %ld images, %.2f ms per call\n", i,
-             i == 1 && bare_second_backend >= 0 ? bare_second_backend : bare_backend,
-             w[i].images, w[i].calls ? w[i].call_s / w[i].calls * 1e3 : 0.0);
+             i == 1 && bare_second_backend >= 0 ? bare_second_backend : bare_backend, w[i].images,
+             w[i].calls ? w[i].call_s / w[i].calls * 1e3 : 0.0);
   for (int i = 0; i < submitters; i++) {
     G->device_free(ctx, w[i].out, S0, err, sizeof err);
     for (int k = 0; k < bare_rotate; k++) G->device_free(ctx, w[i].rot[k], S0, err, sizeof err);
