@@ -279,13 +279,14 @@ typedef struct {
   stk_jpeg_segment *segs;
   stk_jpeg_subseq *subs;
   stk_jpeg_subresult *guess, *link;
+  int8_t *match;
   uint64_t *start;
   int64_t *unit0;
   int32_t *dcpred;
 } host_tmp;
 
 static void host_tmp_free(host_tmp *t) {
-  free(t->segs), free(t->subs), free(t->guess), free(t->link);
+  free(t->segs), free(t->subs), free(t->guess), free(t->link), free(t->match);
   free(t->start), free(t->unit0), free(t->dcpred);
 }
 
@@ -295,10 +296,13 @@ static int host_tmp_alloc(host_tmp *t, int nsegs, int64_t nsubs) {
   t->subs = malloc(sizeof *t->subs * (size_t)nsubs);
   t->guess = malloc(sizeof *t->guess * np);
   t->link = malloc(sizeof *t->link * np);
+  t->match = malloc((size_t)nsubs * STK_JPEG_MATCH_STRIDE);
   t->start = malloc(sizeof *t->start * (size_t)nsubs);
   t->unit0 = malloc(sizeof *t->unit0 * (size_t)nsubs);
   t->dcpred = malloc(sizeof *t->dcpred * (size_t)nsubs * STK_JPEG_MAX_COMP);
-  return t->segs && t->subs && t->guess && t->link && t->start && t->unit0 && t->dcpred ? 0 : -1;
+  return t->segs && t->subs && t->guess && t->link && t->match && t->start && t->unit0 && t->dcpred
+             ? 0
+             : -1;
 }
 
 int stk__jpeg_decode_coefficients(const stk_jpeg_frame *frame, const stk_jpeg_huffman *tables,
@@ -324,11 +328,12 @@ int stk__jpeg_decode_coefficients(const stk_jpeg_frame *frame, const stk_jpeg_hu
   for (int32_t g = 0; g < nsubs; g++)
     for (int p = 0; p < bpm; p++) stk_jpeg_guess_step(&im, g, p, t.guess);
   for (int32_t g = 0; g < nsubs; g++)
-    for (int p = 0; p < bpm; p++) stk_jpeg_link_step(&im, g, p, (int32_t)nsubs, t.guess, t.link);
+    for (int p = 0; p < bpm; p++)
+      stk_jpeg_link_step(&im, g, p, (int32_t)nsubs, t.guess, t.link, t.match);
   int rc = 0;
   int32_t miss = 0;
   for (int k = 0; k < nsegs; k++)
-    if (stk_jpeg_resolve_segment(&im, k, (int32_t)nsubs, t.guess, t.link, t.start, t.unit0,
+    if (stk_jpeg_resolve_segment(&im, k, (int32_t)nsubs, t.guess, t.link, t.match, t.start, t.unit0,
                                  t.dcpred, &miss) != 0)
       rc = -1;
   if (rc == 0)

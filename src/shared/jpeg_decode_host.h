@@ -24,10 +24,11 @@ static inline int stk_jpeg_coefficients_host(const stk_jpeg_parsed *p, uint32_t 
   stk_jpeg_subseq *subs = malloc(sizeof *subs * (size_t)nsubs);
   stk_jpeg_subresult *guess = malloc(sizeof *guess * (size_t)np);
   stk_jpeg_subresult *link = malloc(sizeof *link * (size_t)np);
+  int8_t *match = malloc((size_t)nsubs * STK_JPEG_MATCH_STRIDE);
   uint64_t *start = malloc(sizeof *start * (size_t)nsubs);
   int64_t *unit0 = malloc(sizeof *unit0 * (size_t)nsubs);
   int32_t *dcpred = malloc(sizeof *dcpred * (size_t)nsubs * STK_JPEG_MAX_COMP);
-  int rc = segs && subs && guess && link && start && unit0 && dcpred ? 0 : -1;
+  int rc = segs && subs && guess && link && match && start && unit0 && dcpred ? 0 : -1;
   int32_t miss = 0;
   if (rc == 0) {
     stk_jpeg_plan_fill(&p->frame, p->scan_bytes, restarts, p->n_restarts, s, segs, subs);
@@ -37,16 +38,17 @@ static inline int stk_jpeg_coefficients_host(const stk_jpeg_parsed *p, uint32_t 
                           guess);
     for (int64_t t = 0; t < np; t++)
       stk_jpeg_link_step(&im, (int32_t)(t / STK_JPEG_MAX_PHASES), (int)(t % STK_JPEG_MAX_PHASES),
-                         (int32_t)nsubs, guess, link);
+                         (int32_t)nsubs, guess, link, match);
     for (int k = 0; k <= p->n_restarts; k++)
-      if (stk_jpeg_resolve_segment(&im, k, (int32_t)nsubs, guess, link, start, unit0, dcpred,
+      if (stk_jpeg_resolve_segment(&im, k, (int32_t)nsubs, guess, link, match, start, unit0, dcpred,
                                    &miss) != 0)
         rc = -1;
     for (int64_t g = 0; rc == 0 && g < nsubs; g++)
       stk_jpeg_write_step(&im, (int32_t)g, start, unit0, dcpred, coef);
   }
   if (misses) *misses = miss;
-  free(segs), free(subs), free(guess), free(link), free(start), free(unit0), free(dcpred);
+  free(segs), free(subs), free(guess), free(link), free(match), free(start), free(unit0),
+      free(dcpred);
   return rc;
 }
 
@@ -65,7 +67,8 @@ static inline int stk_jpeg_pixels_host(const stk_jpeg_frame *f, const int16_t *c
   stk_jpeg_plane pl[STK_JPEG_MAX_COMP];
   stk_jpeg_planes(f, planes, pl);
   for (int y = 0; y < rh; y++)
-    for (int x = 0; x < rw; x++) stk_jpeg_region_pixel(pl, f->ncomp, color, rx, ry, x, y, dst, pitch);
+    for (int x = 0; x < rw; x++)
+      stk_jpeg_region_pixel(pl, f->ncomp, color, rx, ry, x, y, dst, pitch);
   free(planes);
   return 0;
 }

@@ -18,7 +18,9 @@
  * which component is filled) does not resynchronise by itself when components share
  * tables, so a single guess per subsequence is often wrong for good. Hence:
  *   guess:   each subsequence is decoded from its first bit once per possible unit of the
- *            MCU (bpm <= 6 guesses), each giving an end state, a unit count and DC sums;
+ *            MCU (bpm <= 6 guesses), each giving an end state, a unit count and DC sums
+ *            (a guess meeting an invalid code restarts a bit further: only its end is
+ *            used, as a candidate start);
  *   link:    each guess's end, taken as the next subsequence's start, is decoded through
  *            that subsequence (what its true decode is if the guess was right);
  *   resolve: per segment, one thread walks from the known start: the true decode of g is
@@ -346,10 +348,12 @@ typedef struct {
 /* Decodes the data units of subsequence `g` from state `start`. With `coef` (the image's
  * coefficient array) it also writes them: unit0 is the first unit's index over the scan,
  * dcpred the DC predictors at the start; units beyond the segment's count are not
- * written. A failed decode stops with STK_JPEG_STATE_BAD set in the end state. */
-STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, int32_t g,
-                                                 uint64_t start, int16_t *coef, int64_t unit0,
-                                                 const int32_t *dcpred) {
+ * written. A failed decode stops with STK_JPEG_STATE_BAD set in the end state, unless
+ * `resync` (guesses): then it starts again one bit after the failed unit's start, as
+ * unit `start`'s unit of the MCU. */
+STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *im, int32_t g,
+                                                    uint64_t start, int16_t *coef, int64_t unit0,
+                                                    const int32_t *dcpred, int resync) {
   const stk_jpeg_subseq *sq = &im->subs[g];
   const stk_jpeg_segment *sg = &im->segs[sq->seg];
   const stk_jpeg_frame *f = im->frame;
@@ -385,6 +389,14 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
     int fail = stk_jpeg_decode_unit(&rd, &im->tables->dc[cp->dc_table],
                                     &im->tables->ac[cp->ac_table], &dc, blk);
     uint32_t p = stk_jpeg_bits_pos(&rd);
+    if ((fail || p > seg_end_bit) && resync && pos + 8 <= seg_end_bit) {
+      /* A guess that met an invalid code tries again one bit further (what it ends at is
+       * only ever a candidate start: see the link pass). */
+      pos++;
+      u = stk_jpeg_state_unit(start);
+      stk_jpeg_bits_init(&rd, im->data, sg->end, pos);
+      continue;
+    }
     if (fail || p > seg_end_bit) {
       /* The segment's 1-bit padding decodes to no code: past the last unit that is the
        * normal end, elsewhere the stream is corrupt. */
@@ -404,6 +416,13 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
   return r;
 }
 
+/* stk_jpeg_decode_subseq_ex without resynchronisation: the true decodes. */
+STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, int32_t g,
+                                                 uint64_t start, int16_t *coef, int64_t unit0,
+                                                 const int32_t *dcpred) {
+  return stk_jpeg_decode_subseq_ex(im, g, start, coef, unit0, dcpred, 0);
+}
+
 /* ---- the phases, one call per (simulated) thread ---- */
 
 /* Phases the guesses try: the parser takes at most 4 + 1 + 1 units per MCU. */
@@ -417,7 +436,7 @@ STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
   const stk_jpeg_subseq *sq = &im->subs[g];
   if (p >= im->frame->blocks_per_mcu || (sq->head && p > 0)) return;
   guess[g * STK_JPEG_MAX_PHASES + p] =
-      stk_jpeg_decode_subseq(im, g, STK_JPEG_STATE(sq->first, p), 0, 0, 0);
+      stk_jpeg_decode_subseq_ex(im, g, STK_JPEG_STATE(sq->first, p), 0, 0, 0, !sq->head);
 }
 
 /* The guess of subsequence g that ended in `end`, or -1. */
@@ -430,57 +449,111 @@ STK_HD int stk_jpeg_find_guess(const stk_jpeg_image_view *im, int32_t g,
 }
 
 /* Link pass, thread (g, p): if guess (g, p) was right, its end is subsequence g + 1's
- * start: decodes g + 1 from there into link[g * STK_JPEG_MAX_PHASES + p], with the guess
- * of g + 1 that ended at the same state (so the resolve walk reads one record a step). */
+ * start: decodes g + 1 from there into link[g * STK_JPEG_MAX_PHASES + p]; the guess of
+ * g + 1 that ended at the same state (or -1) goes to its `match` and to
+ * match[g * STK_JPEG_MATCH_STRIDE + p] (8 bytes per subsequence: the resolve walk reads
+ * the next steps' choices several subsequences ahead in single loads). */
+#define STK_JPEG_MATCH_STRIDE 8
 STK_HD void stk_jpeg_link_step(const stk_jpeg_image_view *im, int32_t g, int p, int32_t nsubs,
-                               const stk_jpeg_subresult *guess, stk_jpeg_subresult *link) {
+                               const stk_jpeg_subresult *guess, stk_jpeg_subresult *link,
+                               int8_t *match) {
   if (p >= im->frame->blocks_per_mcu || (im->subs[g].head && p > 0)) return;
   if (g + 1 >= nsubs || im->subs[g + 1].head) return;
   uint64_t from = guess[g * STK_JPEG_MAX_PHASES + p].end & ~STK_JPEG_STATE_BAD;
   stk_jpeg_subresult r = stk_jpeg_decode_subseq(im, g + 1, from, 0, 0, 0);
   r.match = stk_jpeg_find_guess(im, g + 1, guess, r.end);
   link[g * STK_JPEG_MAX_PHASES + p] = r;
+  match[g * STK_JPEG_MATCH_STRIDE + p] = (int8_t)r.match;
 }
+
+/* The 8 match bytes of subsequence g in one load (byte p at bits 8p). */
+STK_HD uint64_t stk_jpeg_match_word(const int8_t *match, int32_t g) {
+#ifdef __CUDA_ARCH__
+  return *(const uint64_t *)(match + (int64_t)g * STK_JPEG_MATCH_STRIDE);
+#else
+  uint64_t w = 0;
+  for (int q = 0; q < 8; q++)
+    w |= (uint64_t)(uint8_t)match[(int64_t)g * STK_JPEG_MATCH_STRIDE + q] << (8 * q);
+  return w;
+#endif
+}
+
+/* The resolve walk's running sums: records subsequence g's first unit and DC predictors,
+ * then adds its decode `r`. */
+typedef struct {
+  int64_t u;
+  int32_t pred[STK_JPEG_MAX_COMP];
+  int bad;
+} stk_jpeg_walk;
+
+STK_HD void stk_jpeg_walk_add(stk_jpeg_walk *w, int32_t g, const stk_jpeg_subresult *r,
+                              int64_t *unit0, int32_t *dcpred) {
+  unit0[g] = w->u;
+  for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
+    dcpred[g * STK_JPEG_MAX_COMP + c] = w->pred[c];
+    w->pred[c] = (int32_t)((uint32_t)w->pred[c] + (uint32_t)r->dc[c]);
+  }
+  w->u += r->units;
+  if (r->end & STK_JPEG_STATE_BAD) w->bad = 1;
+}
+
+/* Steps the resolve walk takes per look-ahead. */
+#define STK_JPEG_WALK_AHEAD 8
 
 /* Resolve pass, thread `seg`: walks the segment's subsequences from its known start.
  * Subsequence g's true decode is known as a guess (g, p) or was decoded here; its end is
  * g + 1's start, and g + 1's true decode is the link (g, p) when there is one, else it is
- * decoded here (the rare subsequence where no guess synchronised). Records each
- * subsequence's start, first data unit and DC predictors (exclusive prefix sums). Returns
- * 0, or -1 when a decode failed or the units do not add up to the interval's (a corrupt
- * stream); *misses counts the subsequences decoded here. */
+ * decoded here (the rare subsequence where no guess synchronised). The choices p of the
+ * next STK_JPEG_WALK_AHEAD subsequences come from their match words, loaded together, and
+ * then their links, loaded together (a chain of dependent loads costs one memory latency
+ * per look-ahead, not per subsequence). Records each subsequence's start, first data unit
+ * and DC predictors (exclusive prefix sums). Returns 0, or -1 when a decode failed or the
+ * units do not add up to the interval's (a corrupt stream); *misses counts the
+ * subsequences decoded here. */
 STK_HD int stk_jpeg_resolve_segment(const stk_jpeg_image_view *im, int32_t seg, int32_t nsubs,
                                     const stk_jpeg_subresult *guess, const stk_jpeg_subresult *link,
-                                    uint64_t *start, int64_t *unit0, int32_t *dcpred,
-                                    int32_t *misses) {
+                                    const int8_t *match, uint64_t *start, int64_t *unit0,
+                                    int32_t *dcpred, int32_t *misses) {
   const stk_jpeg_segment *sg = &im->segs[seg];
-  int64_t u = sg->unit0;
-  int32_t pred[STK_JPEG_MAX_COMP] = {0, 0, 0};
-  int bad = 0, p = 0;
+  int32_t last = sg->sub0;
+  while (last + 1 < nsubs && !im->subs[last + 1].head) last++;
+  stk_jpeg_walk w = {sg->unit0, {0, 0, 0}, 0};
   int32_t g = sg->sub0;
+  int p = 0; /* the decode of g ended where guess (g, p) did; -1: no guess did */
   stk_jpeg_subresult cur = guess[g * STK_JPEG_MAX_PHASES];
   start[g] = STK_JPEG_STATE(sg->begin * 8, 0);
-  for (;;) {
-    unit0[g] = u;
-    for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
-      dcpred[g * STK_JPEG_MAX_COMP + c] = pred[c];
-      pred[c] = (int32_t)((uint32_t)pred[c] + (uint32_t)cur.dc[c]);
-    }
-    u += cur.units;
-    if (cur.end & STK_JPEG_STATE_BAD) bad = 1;
-    if (g + 1 >= nsubs || im->subs[g + 1].head) break;
-    start[g + 1] = cur.end & ~STK_JPEG_STATE_BAD;
-    if (p >= 0) {
-      cur = link[g * STK_JPEG_MAX_PHASES + p];
-      p = cur.match;
-    } else {
+  stk_jpeg_walk_add(&w, g, &cur, unit0, dcpred);
+  while (g < last) {
+    if (p < 0) { /* a miss: decode g + 1 from the true start */
+      start[g + 1] = cur.end & ~STK_JPEG_STATE_BAD;
       cur = stk_jpeg_decode_subseq(im, g + 1, start[g + 1], 0, 0, 0);
       p = stk_jpeg_find_guess(im, g + 1, guess, cur.end);
       ++*misses;
+      g++;
+      stk_jpeg_walk_add(&w, g, &cur, unit0, dcpred);
+      continue;
     }
-    g++;
+    int n = last - g < STK_JPEG_WALK_AHEAD ? last - g : STK_JPEG_WALK_AHEAD;
+    uint64_t words[STK_JPEG_WALK_AHEAD];
+    for (int j = 0; j < n; j++) words[j] = stk_jpeg_match_word(match, g + j);
+    int ph[STK_JPEG_WALK_AHEAD + 1];
+    ph[0] = p;
+    int m = 0; /* links usable: ph[0..m) are all >= 0 */
+    while (m < n && ph[m] >= 0) {
+      ph[m + 1] = (int)(int8_t)(uint8_t)(words[m] >> (8 * ph[m]));
+      m++;
+    }
+    stk_jpeg_subresult r[STK_JPEG_WALK_AHEAD];
+    for (int j = 0; j < m; j++) r[j] = link[(g + j) * STK_JPEG_MAX_PHASES + ph[j]];
+    for (int j = 0; j < m; j++) {
+      start[g + 1] = cur.end & ~STK_JPEG_STATE_BAD;
+      cur = r[j];
+      g++;
+      stk_jpeg_walk_add(&w, g, &cur, unit0, dcpred);
+    }
+    p = ph[m];
   }
-  return bad || u != sg->unit0 + sg->units ? -1 : 0;
+  return w.bad || w.u != sg->unit0 + sg->units ? -1 : 0;
 }
 
 /* Write pass, thread g: decodes subsequence g once more, writing its coefficients. */

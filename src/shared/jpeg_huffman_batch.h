@@ -42,6 +42,7 @@ typedef struct {
 /* Temporaries, per subsequence over the batch, and a failure flag per image. */
 typedef struct {
   stk_jpeg_subresult *guess, *link; /* [sub * STK_JPEG_MAX_PHASES + p] */
+  int8_t *match;                    /* [sub * STK_JPEG_MATCH_STRIDE + p] */
   uint64_t *start;
   int64_t *unit0;
   int32_t *dcpred; /* [sub * STK_JPEG_MAX_COMP + c] */
@@ -132,6 +133,8 @@ static inline size_t stk_jpeg_batch_tmp_carve(int64_t subs, int n, uintptr_t bas
   at = stk_jpeg_align16(at + np * sizeof(stk_jpeg_subresult));
   t->link = (stk_jpeg_subresult *)(base + at);
   at = stk_jpeg_align16(at + np * sizeof(stk_jpeg_subresult));
+  t->match = (int8_t *)(base + at);
+  at = stk_jpeg_align16(at + (size_t)subs * STK_JPEG_MATCH_STRIDE);
   t->start = (uint64_t *)(base + at);
   at = stk_jpeg_align16(at + (size_t)subs * sizeof(uint64_t));
   t->unit0 = (int64_t *)(base + at);
@@ -201,9 +204,9 @@ STK_HD void stk_jpeg_batch_link(const char *base, const stk_jpeg_batch_layout *L
   const stk_jpeg_batch_image *im = stk_jpeg_batch_img(base, L, i);
   const int bpm = v->frame->blocks_per_mcu;
   if (k >= (int64_t)im->nsubs * bpm) return;
-  stk_jpeg_link_step(v, (int32_t)(k / bpm), (int)(k % bpm), im->nsubs,
-                     t->guess + im->sub0 * STK_JPEG_MAX_PHASES,
-                     t->link + im->sub0 * STK_JPEG_MAX_PHASES);
+  stk_jpeg_link_step(
+      v, (int32_t)(k / bpm), (int)(k % bpm), im->nsubs, t->guess + im->sub0 * STK_JPEG_MAX_PHASES,
+      t->link + im->sub0 * STK_JPEG_MAX_PHASES, t->match + im->sub0 * STK_JPEG_MATCH_STRIDE);
 }
 
 /* Resolve launch, thread k of image i: segment k. Returns 1 when it found the image
@@ -216,7 +219,8 @@ STK_HD int stk_jpeg_batch_resolve(const char *base, const stk_jpeg_batch_layout 
   int32_t misses = 0;
   int64_t s0 = im->sub0;
   if (stk_jpeg_resolve_segment(v, (int32_t)k, im->nsubs, t->guess + s0 * STK_JPEG_MAX_PHASES,
-                               t->link + s0 * STK_JPEG_MAX_PHASES, t->start + s0, t->unit0 + s0,
+                               t->link + s0 * STK_JPEG_MAX_PHASES,
+                               t->match + s0 * STK_JPEG_MATCH_STRIDE, t->start + s0, t->unit0 + s0,
                                t->dcpred + s0 * STK_JPEG_MAX_COMP, &misses) == 0)
     return 0;
   t->failed[i] = 1; /* racing writers all write the same value */

@@ -142,6 +142,8 @@ static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t
   /* Records nobody writes stay garbage: the phases must never read them. */
   memset(guess, 0xA5, sizeof *guess * np);
   memset(link, 0xA5, sizeof *link * np);
+  int8_t *match = malloc((size_t)nsubs * STK_JPEG_MATCH_STRIDE);
+  memset(match, 0xA5, (size_t)nsubs * STK_JPEG_MATCH_STRIDE);
   uint64_t *start = malloc(sizeof *start * nsubs);
   int64_t *unit0 = malloc(sizeof *unit0 * nsubs);
   int32_t *dcpred = malloc(sizeof *dcpred * nsubs * STK_JPEG_MAX_COMP);
@@ -153,13 +155,13 @@ static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t
   for (int64_t i = 0; i < np; i++) {
     int64_t t = descending ? np - 1 - i : i;
     stk_jpeg_link_step(&im, (int32_t)(t / STK_JPEG_MAX_PHASES), (int)(t % STK_JPEG_MAX_PHASES),
-                       (int32_t)nsubs, guess, link);
+                       (int32_t)nsubs, guess, link, match);
   }
   int rc = 0;
   int32_t miss = 0;
   for (int k = 0; k < nsegs; k++) {
     int seg = descending ? nsegs - 1 - k : k;
-    if (stk_jpeg_resolve_segment(&im, seg, (int32_t)nsubs, guess, link, start, unit0, dcpred,
+    if (stk_jpeg_resolve_segment(&im, seg, (int32_t)nsubs, guess, link, match, start, unit0, dcpred,
                                  &miss) != 0)
       rc = -1;
   }
@@ -169,7 +171,8 @@ static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t
       int32_t g = (int32_t)(descending ? nsubs - 1 - i : i);
       stk_jpeg_write_step(&im, g, start, unit0, dcpred, coef);
     }
-  free(segs), free(subs), free(guess), free(link), free(start), free(unit0), free(dcpred);
+  free(segs), free(subs), free(guess), free(link), free(match), free(start), free(unit0),
+      free(dcpred);
   return rc;
 }
 
@@ -268,7 +271,7 @@ static void test_photos(void **state) {
     print_message("%s: %zu bytes, S = 1024: %d subsequences of %zu resolved sequentially\n",
                   photo_files[i], b.n, misses, subs);
     /* The guesses synchronise almost always: the resolve pass must stay cheap. */
-    assert_true((size_t)misses * 10 < subs);
+    assert_true((size_t)misses * 50 < subs);
     free(b.p);
   }
 }
