@@ -10,7 +10,7 @@
  *            idle destinations) on one thread, alone, then with the own decoder decoding
  *            other batches on a second thread at the same time: each one's images/s
  * The host parse (stk__jpeg_frame_parse) is done once up front and timed separately.
- * usage: bench_own_jpeg DIR [--batch N] [--seconds S] [--lib PATH]
+ * usage: bench_own_jpeg DIR [--batch N] [--own-batch N] [--seconds S] [--rounds R] [--lib PATH]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -27,6 +27,7 @@
 static const stk_gpu_api *G;
 static stk_gpu_ctx *ctx;
 static int nfiles, nparsed, batch = 128;
+static int own_batch; /* --own-batch N: the own decoder's batches (default: --batch) */
 static double seconds = 4;
 static tu_file *files;
 static stk_jpeg_parsed **parsed; /* pinned; NULL: refused */
@@ -88,10 +89,10 @@ static void parse_all(void) {
 
 /* The batch of parsed files starting at parsed-file index k (wrapping): requests into
  * `out` (device blocks of max_bytes per image). */
-static int make_batch(int k, stk_gpu_jpeg_decode_sample *req, uint8_t *out, size_t max_bytes,
-                      int *index) {
+static int make_batch(int k, int count, stk_gpu_jpeg_decode_sample *req, uint8_t *out,
+                      size_t max_bytes, int *index) {
   int n = 0;
-  for (int j = 0; n < batch && j < nfiles; j++) {
+  for (int j = 0; n < count && j < nfiles; j++) {
     int i = (k + j) % nfiles;
     if (!parsed[i]) continue;
     const stk_jpeg_frame *f = &parsed[i]->frame;
@@ -126,7 +127,7 @@ static void check(void) {
   DIE_IF(G->pinned_alloc(ctx, sizeof(int) * batch, (void **)&status, err, sizeof err), "pinned");
   int exact = 0, failed = 0, differ = 0, done = 0, maxd = 0;
   for (int k = 0; done < nparsed; k += batch) {
-    int n = make_batch(k, req, out, mb, index);
+    int n = make_batch(k, batch, req, out, mb, index);
     if (n > nparsed - done) n = nparsed - done;
     stk_gpu_jpeg_decode_args a = {STK_GPU_COLOR_RGB, status};
     DIE_IF(stk_gpu_run_jpeg_decode(G, ctx, n, req, &a, s, err, sizeof err), "decode: %s", err);
@@ -176,15 +177,16 @@ typedef struct {
 
 static void *own_loop(loop_arg *a, uintptr_t s) {
   size_t mb = max_image_bytes();
+  int ob = own_batch > 0 ? own_batch : batch;
   char err[STK_GPU_ERRLEN];
   uint8_t *out = NULL;
   int *status = NULL;
-  DIE_IF(G->device_alloc(ctx, mb * batch, s, (void **)&out, err, sizeof err), "alloc: %s", err);
-  DIE_IF(G->pinned_alloc(ctx, sizeof(int) * batch, (void **)&status, err, sizeof err), "pinned");
-  stk_gpu_jpeg_decode_sample *req = calloc((size_t)batch, sizeof *req);
+  DIE_IF(G->device_alloc(ctx, mb * ob, s, (void **)&out, err, sizeof err), "alloc: %s", err);
+  DIE_IF(G->pinned_alloc(ctx, sizeof(int) * ob, (void **)&status, err, sizeof err), "pinned");
+  stk_gpu_jpeg_decode_sample *req = calloc((size_t)ob, sizeof *req);
   double t0 = now();
-  for (int k = 0; !atomic_load(a->stop); k += batch) {
-    int n = make_batch(k % nfiles, req, out, mb, NULL);
+  for (int k = 0; !atomic_load(a->stop); k += ob) {
+    int n = make_batch(k % nfiles, ob, req, out, mb, NULL);
     stk_gpu_jpeg_decode_args args = {STK_GPU_COLOR_RGB, status};
     double t1 = now();
     DIE_IF(stk_gpu_run_jpeg_decode(G, ctx, n, req, &args, s, err, sizeof err), "own: %s", err);
@@ -271,6 +273,8 @@ int main(int argc, char **argv) {
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--batch") && i + 1 < argc)
       batch = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--own-batch") && i + 1 < argc)
+      own_batch = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
       seconds = atof(argv[++i]);
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
