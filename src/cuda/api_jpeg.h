@@ -41,7 +41,8 @@ typedef struct {
  *   `stream`, without waiting for the device. The return value is an error only for bad
  *   arguments or device failures.
  */
-#define STK_GPU_KERNELS_JPEG(X) X(JPEG_DECODE, jpeg_decode, stk_gpu_jpeg_decode_sample, stk_gpu_jpeg_decode_args)
+#define STK_GPU_KERNELS_JPEG(X) \
+  X(JPEG_DECODE, jpeg_decode, stk_gpu_jpeg_decode_sample, stk_gpu_jpeg_decode_args)
 
 #ifdef __cplusplus
 }

@@ -156,8 +156,8 @@ int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sam
   profile_mark(&prof, 2, st);
   profile_report(&prof, n, t_fill);
   if (rc == 0) {
-    cudaError_t e = cudaMemcpyAsync(args->status, status, (size_t)n * sizeof(int),
-                                    cudaMemcpyDeviceToHost, st);
+    cudaError_t e =
+        cudaMemcpyAsync(args->status, status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost, st);
     if (e != cudaSuccess)
       rc = GPU_FAIL(STK_ERR_DEVICE, "copying the verdicts failed: %s", cudaGetErrorString(e));
   }

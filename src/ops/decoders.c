@@ -73,15 +73,15 @@
       {"gpu_decoder_load",                                                                    \
        STK_ARG_FLOAT,                                                                         \
        STK_ARGF_RANGE,                                                                        \
-       "0",                                                                                   \
+       "-1",                                                                                  \
        -1,                                                                                    \
        1,                                                                                     \
        NULL,                                                                                  \
        "mixed device: share of the baseline JPEGs decoded by stoker's own GPU decoder on "    \
-       "the CUDA cores, at the same time as nvJPEG's hardware engines decode the rest "       \
-       "(its outputs are libjpeg-turbo's, byte for byte). 0 (default): none; a value in "     \
-       "[0, 1] fixes it; -1: automatic, the share that balances the two paths' measured "     \
-       "rates, adjusted every batch"},                                                        \
+       "the CUDA cores instead of by nvJPEG, at the same time as nvJPEG decodes the rest "    \
+       "(its outputs are libjpeg-turbo's, byte for byte). -1 (default): automatic, all of "   \
+       "them on a GPU without hardware JPEG engines (where nvJPEG's hybrid path is its only " \
+       "other), none on a GPU with them; a value in [0, 1] fixes it"},                        \
       {"device_memory_padding",                                                               \
        STK_ARG_INT,                                                                           \
        STK_ARGF_RANGE,                                                                        \
@@ -1125,12 +1125,15 @@ static void mixed_destroy(stk__node *node) {
   *stk__node_state(node) = NULL;
 }
 
-/* Whether the CPU stage parses JPEGs for stoker's own GPU decoder: it is asked for and the
- * backend has it. */
-static bool own_decoder_wanted(stk__node *node) {
+/* The share of the JPEGs nvJPEG takes that go to stoker's own GPU decoder instead: 0 when
+ * the backend lacks it; the automatic share (gpu_decoder_load -1) is all of them on a GPU
+ * without hardware JPEG engines (2.35x nvJPEG's hybrid path there) and none beside the
+ * engines (on the H100 it slowed them by about what it added: bench/RESULTS.md). */
+static double own_decoder_share(stk__node *node) {
   stk__gpu *g = stk__node_gpu(node);
-  return stk__arg_float(node, NULL, A_GPU_LOAD) != 0 && g &&
-         g->api->supports(g->ctx, STK_GPU_K_JPEG_DECODE);
+  if (!g || !g->api->supports(g->ctx, STK_GPU_K_JPEG_DECODE)) return 0;
+  double load = stk__arg_float(node, NULL, A_GPU_LOAD);
+  return load >= 0 ? load : g->info.has_hw_decoder ? 0 : 1;
 }
 
 static void mixed_release(stk__node *node, void *record) {
@@ -1265,7 +1268,7 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, w
   rec->classified = true;
   if (rec->cls.status == STK_GPU_DECODE_OK) {
     /* NULL when the own decoder does not take it: nvJPEG then decodes it */
-    if (own_decoder_wanted(node)) rec->own = stk__jpeg_own_parse(node, m.data, m.size);
+    if (own_decoder_share(node) > 0) rec->own = stk__jpeg_own_parse(node, m.data, m.size);
     return STK_OK;
   }
   /* nvJPEG refuses it (truncated, CMYK, a header it cannot read): decoded here, where a
@@ -1428,8 +1431,7 @@ static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *m
   int capable = 0;
   for (size_t i = 0; i < n; i++) capable += ms[i].own && !ms[i].cpu && !ms[i].png;
   if (!own || capable == 0) return STK_OK;
-  int take = stk__own_balance_take(stk__jpeg_own_balance(own),
-                                   stk__arg_float(node, NULL, A_GPU_LOAD), capable);
+  int take = stk__own_take(own_decoder_share(node), capable);
   if (take == 0) return STK_OK;
   stk_gpu_jpeg_decode_sample *req = stk__calloc((size_t)take, sizeof *req, "own decoder requests");
   if (!req) return STK_ERR_OUT_OF_MEMORY;
@@ -1457,15 +1459,12 @@ static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *m
   return st;
 }
 
-/* After nvJPEG's call (the engines took k_hw samples in hw_s seconds): the own decoder's
- * verdicts; a sample it could not decode goes to the CPU decoder, which gives the verdict
- * on corrupt data. */
-static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, int k, int k_hw,
-                              double hw_s) {
+/* After nvJPEG's call: the own decoder's verdicts; a sample it could not decode goes to
+ * the CPU decoder, which gives the verdict on corrupt data. */
+static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, int k) {
   stk__jpeg_own *own = *stk__node_state(node);
   int *status = stk__calloc((size_t)k, sizeof *status, "own decoder verdicts");
-  stk_status st =
-      status ? stk__jpeg_own_finish(own, node, b, k, k_hw, hw_s, status) : STK_ERR_OUT_OF_MEMORY;
+  stk_status st = status ? stk__jpeg_own_finish(own, node, b, k, status) : STK_ERR_OUT_OF_MEMORY;
   int64_t decoded = 0;
   for (size_t i = 0, j = 0; st == STK_OK && i < stk__gpu_batch_size(b); i++) {
     if (!ms[i].to_own) continue;
@@ -1474,7 +1473,7 @@ static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *
     else
       ms[i].cpu = true;
   }
-  if (st == STK_OK) stk__node_count_own_decoded(node, decoded, stk__jpeg_own_balance(own)->share);
+  if (st == STK_OK) stk__node_count_own_decoded(node, decoded, own_decoder_share(node));
   free(status);
   return st;
 }
@@ -1515,14 +1514,13 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
                               .host_padding = stk__arg_int(node, NULL, A_HOST_PADDING),
                               .prealloc_width = (int)stk__arg_int(node, NULL, A_PREALLOC_W),
                               .prealloc_height = (int)stk__arg_int(node, NULL, A_PREALLOC_H)};
-  int64_t t0 = stk__now_ns();
   if (st == STK_OK && k > 0)
     st = stk__gpu_op_check(
         node,
         g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err),
         err);
   if (k_own > 0) { /* collected whatever happened: the launch's objects are released */
-    stk_status own_st = own_collect(node, b, ms, k_own, k, (double)(stk__now_ns() - t0) * 1e-9);
+    stk_status own_st = own_collect(node, b, ms, k_own);
     if (st == STK_OK) st = own_st;
   }
   for (int j = 0; j < k && st == STK_OK; j++)

@@ -13,31 +13,9 @@
 
 /* ---- the share ---- */
 
-void stk__own_balance_init(stk__own_balance *b) {
-  *b = (stk__own_balance){.share = STK_OWN_START};
-}
-
-int stk__own_balance_take(const stk__own_balance *b, double load, int capable) {
-  double share = load >= 0 ? (load > 1 ? 1 : load) : b->share;
-  int take = (int)floor(share * capable + 0.5);
+int stk__own_take(double share, int capable) {
+  int take = (int)floor((share > 1 ? 1 : share < 0 ? 0 : share) * capable + 0.5);
   return take < 0 ? 0 : take > capable ? capable : take;
-}
-
-static double ema(double old, double sample) {
-  return old > 0 ? old + STK_OWN_GAIN * (sample - old) : sample;
-}
-
-void stk__own_balance_update(stk__own_balance *b, int k_own, double own_s, int k_hw, double hw_s) {
-  if (k_own > 0 && own_s > 0) b->r_own = ema(b->r_own, k_own / own_s);
-  if (k_hw > 0 && hw_s > 0) b->r_hw = ema(b->r_hw, k_hw / hw_s);
-  double share = b->share;
-  if (k_own == 0 && k_hw > 0)
-    share += STK_OWN_PROBE; /* give the own decoder samples to time */
-  else if (k_hw == 0 && k_own > 0)
-    share -= STK_OWN_PROBE; /* and the engines */
-  else if (b->r_own > 0 && b->r_hw > 0)
-    share += STK_OWN_GAIN * (b->r_own / (b->r_own + b->r_hw) - share);
-  b->share = share < STK_OWN_MIN ? STK_OWN_MIN : share > 1 ? 1 : share;
 }
 
 /* ---- per-node state ---- */
@@ -50,7 +28,6 @@ void stk__own_balance_update(stk__own_balance *b, int k_own, double own_s, int k
 enum { LAUNCH_IDLE, LAUNCH_REQUESTED, LAUNCH_QUEUED };
 
 struct stk__jpeg_own {
-  stk__own_balance balance;
   pthread_mutex_t lock;
   pthread_cond_t cond;
   pthread_t thread;
@@ -61,8 +38,8 @@ struct stk__jpeg_own {
   uintptr_t stream;
   int k, color, cap;
   stk_gpu_jpeg_decode_sample *samples;
-  void *ev_start, *ev_end;
-  int *status; /* pinned: the device writes the verdicts */
+  void *ev_end; /* recorded after the call: its work done */
+  int *status;  /* pinned: the device writes the verdicts */
   int rc;
   char err[STK_GPU_ERRLEN];
 };
@@ -70,7 +47,6 @@ struct stk__jpeg_own {
 stk_status stk__jpeg_own_create(stk__jpeg_own **out) {
   *out = stk__calloc(1, sizeof **out, "own JPEG decoder state");
   if (!*out) return STK_ERR_OUT_OF_MEMORY;
-  stk__own_balance_init(&(*out)->balance);
   pthread_mutex_init(&(*out)->lock, NULL);
   pthread_cond_init(&(*out)->cond, NULL);
   return STK_OK;
@@ -90,8 +66,6 @@ void stk__jpeg_own_destroy(stk__jpeg_own *o) {
   free(o->samples);
   free(o);
 }
-
-const stk__own_balance *stk__jpeg_own_balance(const stk__jpeg_own *o) { return &o->balance; }
 
 /* ---- parsing (CPU stage) ---- */
 
@@ -146,23 +120,19 @@ static stk_status api_check(stk__node *node, int rc, const char *err) {
 }
 
 static void release(stk__jpeg_own *o, stk__gpu *g) {
-  if (o->ev_start) g->api->event_destroy(g->ctx, o->ev_start);
   if (o->ev_end) g->api->event_destroy(g->ctx, o->ev_end);
   if (o->status) g->api->pinned_free(g->ctx, o->status, NULL, NULL, 0);
-  o->ev_start = o->ev_end = NULL;
+  o->ev_end = NULL;
   o->status = NULL;
 }
 
-/* The launcher's part: events around the decoder's call on the batch's stream. */
+/* The launcher's part: the decoder's call on the batch's stream, and an event after it. */
 static void launch_now(stk__jpeg_own *o) {
   const stk_gpu_api *api = o->g->api;
   stk_gpu_ctx *ctx = o->g->ctx;
-  int rc = api->event_record(ctx, o->ev_start, o->stream, o->err, sizeof o->err);
-  if (rc == 0) {
-    stk_gpu_jpeg_decode_args args = {o->color, o->status};
-    rc = stk_gpu_run_jpeg_decode(api, ctx, o->k, o->samples, &args, o->stream, o->err,
-                                 sizeof o->err);
-  }
+  stk_gpu_jpeg_decode_args args = {o->color, o->status};
+  int rc =
+      stk_gpu_run_jpeg_decode(api, ctx, o->k, o->samples, &args, o->stream, o->err, sizeof o->err);
   if (rc == 0) rc = api->event_record(ctx, o->ev_end, o->stream, o->err, sizeof o->err);
   o->rc = rc;
 }
@@ -189,8 +159,9 @@ stk_status stk__jpeg_own_launch(stk__jpeg_own *o, stk__node *node, stk__gpu_batc
   stk__gpu *g = stk__gpu_device(b);
   if (k > o->cap) {
     void *grown = realloc(o->samples, (size_t)k * sizeof *o->samples);
-    if (!grown) return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: own JPEG decoder: %d requests",
-                                stk__node_name(node), k);
+    if (!grown)
+      return STK_FAIL(STK_ERR_OUT_OF_MEMORY, "%s: own JPEG decoder: %d requests",
+                      stk__node_name(node), k);
     o->samples = grown;
     o->cap = k;
   }
@@ -201,11 +172,10 @@ stk_status stk__jpeg_own_launch(stk__jpeg_own *o, stk__node *node, stk__gpu_batc
     o->started = true;
   }
   char err[STK_GPU_ERRLEN] = "";
-  int rc = g->api->event_create(g->ctx, 1, &o->ev_start, err, sizeof err);
-  if (rc == 0) rc = g->api->event_create(g->ctx, 1, &o->ev_end, err, sizeof err);
+  int rc = g->api->event_create(g->ctx, 0, &o->ev_end, err, sizeof err);
   if (rc == 0)
-    rc = g->api->pinned_alloc(g->ctx, (size_t)k * sizeof(int), (void **)&o->status, err,
-                              sizeof err);
+    rc =
+        g->api->pinned_alloc(g->ctx, (size_t)k * sizeof(int), (void **)&o->status, err, sizeof err);
   if (rc != 0) {
     release(o, g);
     return api_check(node, rc, err);
@@ -220,22 +190,17 @@ stk_status stk__jpeg_own_launch(stk__jpeg_own *o, stk__node *node, stk__gpu_batc
 }
 
 stk_status stk__jpeg_own_finish(stk__jpeg_own *o, stk__node *node, stk__gpu_batch *b, int k,
-                                int k_hw, double hw_s, int *status) {
+                                int *status) {
   stk__gpu *g = stk__gpu_device(b);
   pthread_mutex_lock(&o->lock); /* the launch queued (the samples' pool blocks stay alive) */
   while (o->state == LAUNCH_REQUESTED) pthread_cond_wait(&o->cond, &o->lock);
   o->state = LAUNCH_IDLE;
   pthread_mutex_unlock(&o->lock);
   char err[STK_GPU_ERRLEN] = "";
-  float ms = 0;
   int rc = o->rc;
   if (rc != 0) snprintf(err, sizeof err, "%s", o->err);
   if (rc == 0) rc = g->api->event_sync(g->ctx, o->ev_end, err, sizeof err);
-  if (rc == 0) rc = g->api->event_elapsed(g->ctx, o->ev_start, o->ev_end, &ms, err, sizeof err);
-  if (rc == 0) {
-    memcpy(status, o->status, (size_t)k * sizeof(int));
-    stk__own_balance_update(&o->balance, k, ms * 1e-3, k_hw, hw_s);
-  }
+  if (rc == 0) memcpy(status, o->status, (size_t)k * sizeof(int));
   release(o, g);
   return api_check(node, rc, err);
 }

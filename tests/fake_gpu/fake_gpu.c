@@ -586,7 +586,8 @@ static int device_info(stk_gpu_ctx *ctx, stk_gpu_device_info *out, char *err, si
   out->cc_major = 9;
   out->total_memory = (int64_t)1 << 34;
   out->host_memory = 1;
-  out->has_nvjpeg = out->has_hw_decoder = 1;
+  out->has_nvjpeg = 1;
+  out->has_hw_decoder = !getenv("STK_FAKE_GPU_NO_ENGINES"); /* a GPU without JPEG engines */
   return 0;
 }
 

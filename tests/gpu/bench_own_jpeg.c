@@ -33,13 +33,13 @@ static tu_file *files;
 static stk_jpeg_parsed **parsed; /* pinned; NULL: refused */
 static uint8_t **pinned_file;    /* pinned copies for the engines */
 
-#define DIE_IF(cond, ...)                                       \
-  do {                                                          \
-    if (cond) {                                                 \
-      printf("bench_own_jpeg: " __VA_ARGS__);                   \
-      printf("\n");                                             \
-      exit(1);                                                  \
-    }                                                           \
+#define DIE_IF(cond, ...)                     \
+  do {                                        \
+    if (cond) {                               \
+      printf("bench_own_jpeg: " __VA_ARGS__); \
+      printf("\n");                           \
+      exit(1);                                \
+    }                                         \
   } while (0)
 
 static double now(void) {
@@ -80,9 +80,10 @@ static void parse_all(void) {
     nparsed++;
   }
   double t = now() - t0;
-  printf("parse: %d of %d files taken, %.1f us per file (one thread, incl. the copy into pinned "
-         "memory)\n",
-         nparsed, nfiles, t / nfiles * 1e6);
+  printf(
+      "parse: %d of %d files taken, %.1f us per file (one thread, incl. the copy into pinned "
+      "memory)\n",
+      nparsed, nfiles, t / nfiles * 1e6);
   free(scan);
   free(rst);
 }
@@ -96,9 +97,8 @@ static int make_batch(int k, int count, stk_gpu_jpeg_decode_sample *req, uint8_t
     int i = (k + j) % nfiles;
     if (!parsed[i]) continue;
     const stk_jpeg_frame *f = &parsed[i]->frame;
-    req[n] = (stk_gpu_jpeg_decode_sample){.parsed = parsed[i],
-                                          .dst = out + (size_t)n * max_bytes,
-                                          .dst_pitch = (size_t)f->width * 3};
+    req[n] = (stk_gpu_jpeg_decode_sample){
+        .parsed = parsed[i], .dst = out + (size_t)n * max_bytes, .dst_pitch = (size_t)f->width * 3};
     if (index) index[n] = i;
     n++;
   }
@@ -158,9 +158,10 @@ static void check(void) {
     }
     done += n;
   }
-  printf("RESULT check own: %d of %d images exact (libjpeg-turbo), %d differ (max |d| %d), %d "
-         "reported failed\n",
-         exact, nparsed, differ, maxd, failed);
+  printf(
+      "RESULT check own: %d of %d images exact (libjpeg-turbo), %d differ (max |d| %d), %d "
+      "reported failed\n",
+      exact, nparsed, differ, maxd, failed);
   G->device_free(ctx, out, s, err, sizeof err);
   G->pinned_free(ctx, status, NULL, err, sizeof err);
   free(host), free(req), free(index);
@@ -260,10 +261,11 @@ static void timed(const char *label, int with_own, int with_engines) {
   for (int k = 0; k < 2; k++)
     if (run[k]) pthread_join(th[k], NULL);
   double own = run[0] ? a[0].images / a[0].wall_s : 0, eng = run[1] ? a[1].images / a[1].wall_s : 0;
-  printf("RESULT %s batch %d: own %.0f img/s (launch %.1f us of host per image), engines %.0f "
-         "img/s, together %.0f img/s\n",
-         label, batch, own, run[0] && a[0].images ? a[0].launch_s / a[0].images * 1e6 : 0.0, eng,
-         own + eng);
+  printf(
+      "RESULT %s batch %d: own %.0f img/s (launch %.1f us of host per image), engines %.0f "
+      "img/s, together %.0f img/s\n",
+      label, batch, own, run[0] && a[0].images ? a[0].launch_s / a[0].images * 1e6 : 0.0, eng,
+      own + eng);
   fflush(stdout);
 }
 

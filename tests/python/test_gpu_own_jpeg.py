@@ -59,9 +59,16 @@ def test_output_colours(variants, output_type):
     assert diag["own_decoded"] >= len(variants) - 1
 
 
-def test_automatic_share_beside_the_engines(variants):
-    diag = compare(variants * 4, "image_random_crop", -1.0, 32, 12, exact=False)
-    assert diag["own_decoded"] > 0 and 0 < diag["own_share"] <= 1
+def test_half_share_beside_the_engines(variants):
+    """Half of each batch's files to the own decoder, the rest to nvJPEG's engines at the
+    same time, over several batches of a ragged, repeated set."""
+    diag = compare(variants * 4, "image_random_crop", 0.5, 32, 12, exact=False)
+    assert diag["own_decoded"] > 0 and diag["own_share"] == 0.5
+
+
+def test_default_share_beside_the_engines_is_none(variants):
+    diag = compare(variants, "image", -1.0, len(variants), 2, exact=False)
+    assert diag["own_decoded"] == 0
 
 
 def test_corrupt_data_ends_as_on_the_cpu(variants, tmp_path):

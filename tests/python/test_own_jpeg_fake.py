@@ -68,7 +68,7 @@ def variants(tmp_path):
     return jpeg_variants(tmp_path)
 
 
-@pytest.mark.parametrize("load", [1.0, 0.5, -1.0])
+@pytest.mark.parametrize("load", [1.0, 0.5])
 @pytest.mark.parametrize("op", ["image", "image_random_crop"])
 def test_any_share_gives_the_cpu_images(fake_gpu, variants, load, op):
     def graph(device, **kw):
@@ -92,7 +92,7 @@ def test_any_share_gives_the_cpu_images(fake_gpu, variants, load, op):
         assert diag["own_decoded"] >= int(epochs_run - 1) * (n - 1) and diag["own_decoded"] > 0
     else:
         assert diag["own_decoded"] > 0
-    assert 0 < diag["own_share"] <= 1
+    assert diag["own_share"] == load
 
 
 def test_gray_output_and_bgr(fake_gpu, variants):
@@ -155,7 +155,9 @@ def test_out_of_range_share_is_refused(fake_gpu, variants):
         build(graph, 0, batch_size=4)
 
 
-def test_default_share_is_none(fake_gpu, variants):
+def test_default_share_is_none_beside_engines(fake_gpu, variants):
+    """gpu_decoder_load -1 (the default): the stand-in has hardware engines, so nvJPEG keeps
+    every file (beside the engines the own decoder did not add throughput)."""
     def graph():
         jpegs, _ = fn.readers.file(files=variants, name="Reader")
         return fn.decoders.image(jpegs, device="mixed")
@@ -163,3 +165,22 @@ def test_default_share_is_none(fake_gpu, variants):
     p = build(graph, 0, batch_size=4)
     p.run()
     assert p.decoder_diagnostics()["own_decoded"] == 0
+
+
+def test_default_share_is_all_without_engines(fake_gpu, variants, monkeypatch):
+    """On a GPU without JPEG engines the default sends every file the own decoder takes to
+    it (nvJPEG's only other path there is its hybrid one), with the CPU pipeline's bytes."""
+    monkeypatch.setenv("STK_FAKE_GPU_NO_ENGINES", "1")
+
+    def graph(device):
+        jpegs, labels = fn.readers.file(files=variants, labels=list(range(len(variants))),
+                                        name="Reader")
+        return fn.decoders.image_random_crop(jpegs, device=device), labels
+
+    gpu = build(lambda: graph("mixed"), 0, batch_size=len(variants))
+    cpu = build(lambda: graph("cpu"), None, batch_size=len(variants))
+    (g, _), (c, _) = gpu.run(), cpu.run()
+    for a, b in zip(host_samples(g), host_samples(c)):
+        assert a.shape == b.shape and np.array_equal(a, b)
+    diag = gpu.decoder_diagnostics()
+    assert diag["own_decoded"] >= len(variants) - 1 and diag["own_share"] == 1.0
