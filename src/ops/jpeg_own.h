@@ -3,9 +3,9 @@
  *
  * The CPU stage parses every JPEG the decoder takes into a host pool block (page-locked
  * in GPU pipelines): the frame, the Huffman tables and the un-stuffed scan. The decode
- * thread then gives the first `take` of a batch's parsed samples to the decoder, launched
- * before nvJPEG's batched call so that the CUDA cores decode while the engines do, and
- * collects its verdicts after that call. The share follows gpu_decoder_load (decoders.c). */
+ * thread then gives the decoder its share of a batch's parsed samples (gpu_decoder_load,
+ * decoders.c), has a launcher thread queue it (so that its host work is off the thread
+ * feeding nvJPEG) before nvJPEG's call, and collects its verdicts after that call. */
 #ifndef STOKER_OPS_JPEG_OWN_H
 #define STOKER_OPS_JPEG_OWN_H
 

@@ -38,7 +38,9 @@
 #include "cuda/autoaug_interp.h"
 #include "cuda/gpu_kernels.h"
 #include "shared/inflate.h"
+#include "codecs/jpeg_frame.h"
 #include "shared/jpeg_decode_host.h"
+#include "shared/jpeg_parsed.h"
 #include "shared/lz4.h"
 #include "shared/mix_common.h"
 #include "shared/math_common.h"
@@ -1297,7 +1299,11 @@ static int png_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_png_sample *s, int 
 static int jpeg_one(const stk_gpu_jpeg_decode_sample *s, int color) {
   const stk_jpeg_parsed *p = s->parsed;
   int16_t *coef = malloc((size_t)p->frame.total_blocks * 64 * sizeof *coef);
-  int rc = coef ? stk_jpeg_coefficients_host(p, 1024, coef, NULL) : -1;
+  const int32_t *restarts = stk_jpeg_parsed_restarts(p);
+  int rc =
+      coef ? stk__jpeg_decode_coefficients(&p->frame, &p->tables, stk_jpeg_parsed_scan(p),
+                                           p->scan_bytes, restarts, p->n_restarts, 1024, coef, NULL)
+           : -1;
   if (rc == 0)
     rc = stk_jpeg_pixels_host(&p->frame, coef, color, s->roi_x, s->roi_y, s->roi_w, s->roi_h,
                               s->dst, (int64_t)s->dst_pitch);
