@@ -1,7 +1,7 @@
 /*
  * The Huffman stage batched (src/cuda/jpeg_huffman.cu): how n images' inputs are packed
  * into the one block uploaded per call, how thread blocks map to images and threads to
- * subsequences, and the per-thread bodies of the four launches. Plain C11 / CUDA C++ like
+ * subsequences, and the per-thread bodies of the three launches. Plain C11 / CUDA C++ like
  * jpeg_huffman.h, so the host test (tests/c/test_jpeg_huffman.c) packs a batch with the
  * same code and runs every launch's blocks and threads in loops: the kernels add only
  * the copy of an image's frame and tables to shared memory.
@@ -41,8 +41,7 @@ typedef struct {
 
 /* Temporaries, per subsequence over the batch, and a failure flag per image. */
 typedef struct {
-  stk_jpeg_subresult *guess, *link; /* [sub * STK_JPEG_MAX_PHASES + p] */
-  int8_t *match;                    /* [sub * STK_JPEG_MATCH_STRIDE + p] */
+  stk_jpeg_guesses guess; /* per (sub, p) and (sub, p, mark): see jpeg_huffman.h */
   uint64_t *start;
   int64_t *unit0;
   int32_t *dcpred; /* [sub * STK_JPEG_MAX_COMP + c] */
@@ -128,13 +127,13 @@ static inline void stk_jpeg_batch_fill(const stk_jpeg_batch_layout *L, char *hos
 /* Carves the temporaries from one block at `base` (0: sizes only); returns its bytes. */
 static inline size_t stk_jpeg_batch_tmp_carve(int64_t subs, int n, uintptr_t base,
                                               stk_jpeg_batch_tmp *t) {
-  size_t at = 0, np = (size_t)subs * STK_JPEG_MAX_PHASES;
-  t->guess = (stk_jpeg_subresult *)(base + at);
-  at = stk_jpeg_align16(at + np * sizeof(stk_jpeg_subresult));
-  t->link = (stk_jpeg_subresult *)(base + at);
-  at = stk_jpeg_align16(at + np * sizeof(stk_jpeg_subresult));
-  t->match = (int8_t *)(base + at);
-  at = stk_jpeg_align16(at + (size_t)subs * STK_JPEG_MATCH_STRIDE);
+  size_t at = 0, np = (size_t)subs * STK_JPEG_MAX_PHASES, nm = np * STK_JPEG_GUESS_MARKS;
+  t->guess.end = (uint64_t *)(base + at);
+  at = stk_jpeg_align16(at + np * sizeof(uint64_t));
+  t->guess.mark = (uint64_t *)(base + at);
+  at = stk_jpeg_align16(at + nm * sizeof(uint64_t));
+  t->guess.rest = (stk_jpeg_rest *)(base + at);
+  at = stk_jpeg_align16(at + nm * sizeof(stk_jpeg_rest));
   t->start = (uint64_t *)(base + at);
   at = stk_jpeg_align16(at + (size_t)subs * sizeof(uint64_t));
   t->unit0 = (int64_t *)(base + at);
@@ -194,19 +193,8 @@ STK_HD void stk_jpeg_batch_guess(const char *base, const stk_jpeg_batch_layout *
   const stk_jpeg_batch_image *im = stk_jpeg_batch_img(base, L, i);
   const int bpm = v->frame->blocks_per_mcu;
   if (k >= (int64_t)im->nsubs * bpm) return;
-  stk_jpeg_guess_step(v, (int32_t)(k / bpm), (int)(k % bpm),
-                      t->guess + im->sub0 * STK_JPEG_MAX_PHASES);
-}
-
-/* Link launch, thread k of image i: as the guess launch. */
-STK_HD void stk_jpeg_batch_link(const char *base, const stk_jpeg_batch_layout *L, int i, int64_t k,
-                                const stk_jpeg_image_view *v, const stk_jpeg_batch_tmp *t) {
-  const stk_jpeg_batch_image *im = stk_jpeg_batch_img(base, L, i);
-  const int bpm = v->frame->blocks_per_mcu;
-  if (k >= (int64_t)im->nsubs * bpm) return;
-  stk_jpeg_link_step(
-      v, (int32_t)(k / bpm), (int)(k % bpm), im->nsubs, t->guess + im->sub0 * STK_JPEG_MAX_PHASES,
-      t->link + im->sub0 * STK_JPEG_MAX_PHASES, t->match + im->sub0 * STK_JPEG_MATCH_STRIDE);
+  stk_jpeg_guesses gs = stk_jpeg_guesses_at(&t->guess, im->sub0);
+  stk_jpeg_guess_step(v, (int32_t)(k / bpm), (int)(k % bpm), &gs);
 }
 
 /* Resolve launch, thread k of image i: segment k. Returns 1 when it found the image
@@ -218,9 +206,8 @@ STK_HD int stk_jpeg_batch_resolve(const char *base, const stk_jpeg_batch_layout 
   if (k >= im->nsegs) return 0;
   int32_t misses = 0;
   int64_t s0 = im->sub0;
-  if (stk_jpeg_resolve_segment(v, (int32_t)k, im->nsubs, t->guess + s0 * STK_JPEG_MAX_PHASES,
-                               t->link + s0 * STK_JPEG_MAX_PHASES,
-                               t->match + s0 * STK_JPEG_MATCH_STRIDE, t->start + s0, t->unit0 + s0,
+  stk_jpeg_guesses gs = stk_jpeg_guesses_at(&t->guess, s0);
+  if (stk_jpeg_resolve_segment(v, (int32_t)k, im->nsubs, &gs, t->start + s0, t->unit0 + s0,
                                t->dcpred + s0 * STK_JPEG_MAX_COMP, &misses) == 0)
     return 0;
   t->failed[i] = 1; /* racing writers all write the same value */
