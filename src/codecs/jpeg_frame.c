@@ -290,7 +290,7 @@ static void host_tmp_free(host_tmp *t) {
 }
 
 static int host_tmp_alloc(host_tmp *t, int nsegs, int64_t nsubs) {
-  size_t np = (size_t)nsubs * STK_JPEG_MAX_PHASES, nm = np * STK_JPEG_GUESS_MARKS;
+  size_t np = (size_t)nsubs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
   t->segs = malloc(sizeof *t->segs * (size_t)nsegs);
   t->subs = malloc(sizeof *t->subs * (size_t)nsubs);
   t->guess.end = malloc(sizeof *t->guess.end * np);
@@ -324,7 +324,7 @@ int stk__jpeg_decode_coefficients(const stk_jpeg_frame *frame, const stk_jpeg_hu
   stk_jpeg_plan_fill(frame, (uint32_t)scan_bytes, restarts, n_restarts, subseq_bits, t.segs,
                      t.subs);
   stk_jpeg_image_view im = {scan, frame, tables, t.segs, t.subs};
-  const int bpm = frame->blocks_per_mcu;
+  const int bpm = stk_jpeg_guess_count(frame);
   for (int32_t g = 0; g < nsubs; g++)
     for (int p = 0; p < bpm; p++) stk_jpeg_guess_step(&im, g, p, &t.guess);
   int rc = 0;

@@ -367,7 +367,7 @@ typedef struct {
 #endif
 /* Bits a guess decodes before its subsequence's first bit (to synchronise there). */
 #ifndef STK_JPEG_GUESS_LEAD
-#define STK_JPEG_GUESS_LEAD 768
+#define STK_JPEG_GUESS_LEAD 1024
 #endif
 /* An unused mark (no decoder state has every bit set). */
 #define STK_JPEG_NO_MARK (~0ull)
@@ -474,8 +474,21 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, 
 
 /* ---- the phases, one call per (simulated) thread ---- */
 
-/* Phases the guesses try: the parser takes at most 4 + 1 + 1 units per MCU. */
+/* Units per MCU the decoder takes: the parser takes at most 4 + 1 + 1. */
 #define STK_JPEG_MAX_PHASES 6
+/* Guesses per subsequence at most: those of units 0 .. STK_JPEG_GUESSES - 1 of the MCU.
+ * After its lead a guess's unit of the MCU no longer depends much on the one it started
+ * with, so fewer guesses with a longer lead miss about as rarely for less work (4 guesses
+ * with 1024 bits of lead: 2.64x a sequential decode's symbols and 22 misses on the files
+ * of docs/gpu.md; 6 with 768: 2.90x, 21). */
+#ifndef STK_JPEG_GUESSES
+#define STK_JPEG_GUESSES 4
+#endif
+
+/* The guesses of a subsequence of frame f. */
+STK_HD int stk_jpeg_guess_count(const stk_jpeg_frame *f) {
+  return f->blocks_per_mcu < STK_JPEG_GUESSES ? f->blocks_per_mcu : STK_JPEG_GUESSES;
+}
 
 /* What a mark leads to: the units and DC differences from the boundary to its guess's
  * end (16 bytes). */
@@ -484,7 +497,7 @@ typedef struct {
   int32_t dc[STK_JPEG_MAX_COMP];
 } stk_jpeg_rest;
 
-/* The guess pass's records, per (subsequence g, phase p): i = g * STK_JPEG_MAX_PHASES + p.
+/* The guess pass's records, per (subsequence g, guess p): i = g * STK_JPEG_GUESSES + p.
  * The resolve walk scans a subsequence's ends and marks (contiguous), then reads one
  * rest. */
 typedef struct {
@@ -496,7 +509,7 @@ typedef struct {
 /* The records from subsequence `sub` on (an image's within a batch's). */
 STK_HD stk_jpeg_guesses stk_jpeg_guesses_at(const stk_jpeg_guesses *gs, int64_t sub) {
   stk_jpeg_guesses r;
-  int64_t i = sub * STK_JPEG_MAX_PHASES;
+  int64_t i = sub * STK_JPEG_GUESSES;
   r.end = gs->end + i;
   r.mark = gs->mark + i * STK_JPEG_GUESS_MARKS;
   r.rest = gs->rest + i * STK_JPEG_GUESS_MARKS;
@@ -509,14 +522,14 @@ STK_HD stk_jpeg_guesses stk_jpeg_guesses_at(const stk_jpeg_guesses *gs, int64_t 
 STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
                                 const stk_jpeg_guesses *gs) {
   const stk_jpeg_subseq *sq = &im->subs[g];
-  if (p >= im->frame->blocks_per_mcu || (sq->head && p > 0)) return;
+  if (p >= stk_jpeg_guess_count(im->frame) || (sq->head && p > 0)) return;
   uint32_t seg_first = im->segs[sq->seg].begin * 8, from = sq->first;
   if (!sq->head)
     from = from - seg_first > STK_JPEG_GUESS_LEAD ? from - STK_JPEG_GUESS_LEAD : seg_first;
   stk_jpeg_marks mk;
   stk_jpeg_subresult r =
       stk_jpeg_decode_subseq_ex(im, g, STK_JPEG_STATE(from, p), 0, 0, 0, !sq->head, &mk);
-  int64_t i = (int64_t)g * STK_JPEG_MAX_PHASES + p;
+  int64_t i = (int64_t)g * STK_JPEG_GUESSES + p;
   gs->end[i] = r.end;
   for (int j = 0; j < STK_JPEG_GUESS_MARKS; j++) {
     int64_t m = i * STK_JPEG_GUESS_MARKS + j;
@@ -539,8 +552,8 @@ STK_HD int stk_jpeg_find_mark(const stk_jpeg_image_view *im, int32_t g, const st
     for (int c = 0; c < STK_JPEG_MAX_COMP; c++) out->dc[c] = 0;
     return 1;
   }
-  const int n = sq->head ? 1 : im->frame->blocks_per_mcu;
-  const int64_t i0 = (int64_t)g * STK_JPEG_MAX_PHASES;
+  const int n = sq->head ? 1 : stk_jpeg_guess_count(im->frame);
+  const int64_t i0 = (int64_t)g * STK_JPEG_GUESSES;
   for (int q = 0; q < n; q++)
     for (int j = 0; j < STK_JPEG_GUESS_MARKS; j++) {
       int64_t m = (i0 + q) * STK_JPEG_GUESS_MARKS + j;

@@ -8,7 +8,7 @@
  *
  * The block: images[n] (offsets into the block, the output pointer), frames[n],
  * tables[n], then three block tables of n + 1 ints (first block of each image in the
- * launches whose threads are (subsequence, unit of the MCU) pairs, segments,
+ * launch whose threads are (subsequence, guess) pairs, segments,
  * subsequences), then per image its segments, subsequences and un-stuffed scan. Every
  * part starts 16-byte aligned.
  */
@@ -70,7 +70,7 @@ static inline int stk_jpeg_batch_plan(int n, const stk_jpeg_frame *frames, const
           stk_jpeg_align16((size_t)ns * sizeof(stk_jpeg_subseq)) + stk_jpeg_align16(scan_bytes[i]);
     L->total_subs += ns;
     const int64_t t = STK_JPEG_BATCH_THREADS;
-    blocks[STK_JPEG_BY_PHASE] += (ns * frames[i].blocks_per_mcu + t - 1) / t;
+    blocks[STK_JPEG_BY_PHASE] += (ns * stk_jpeg_guess_count(&frames[i]) + t - 1) / t;
     blocks[STK_JPEG_BY_SEGMENT] += (n_restarts[i] + 1 + t - 1) / t;
     blocks[STK_JPEG_BY_SUBSEQ] += (ns + t - 1) / t;
   }
@@ -79,7 +79,7 @@ static inline int stk_jpeg_batch_plan(int n, const stk_jpeg_frame *frames, const
     if (blocks[k] > INT32_MAX) return -1;
     L->blocks[k] = (int32_t)blocks[k];
   }
-  return L->total_subs > INT32_MAX / STK_JPEG_MAX_PHASES ? -1 : 0;
+  return L->total_subs > INT32_MAX / STK_JPEG_GUESSES ? -1 : 0;
 }
 
 /* Fills the planned block at `host` (L->bytes). coef[i]: image i's output (a device
@@ -117,7 +117,7 @@ static inline void stk_jpeg_batch_fill(const stk_jpeg_batch_layout *L, char *hos
     first[STK_JPEG_BY_PHASE * (n + 1) + i] = (int32_t)b[0];
     first[STK_JPEG_BY_SEGMENT * (n + 1) + i] = (int32_t)b[1];
     first[STK_JPEG_BY_SUBSEQ * (n + 1) + i] = (int32_t)b[2];
-    b[0] += ((int64_t)ns * frames[i].blocks_per_mcu + t - 1) / t;
+    b[0] += ((int64_t)ns * stk_jpeg_guess_count(&frames[i]) + t - 1) / t;
     b[1] += (im[i].nsegs + t - 1) / t;
     b[2] += (ns + t - 1) / t;
   }
@@ -127,7 +127,7 @@ static inline void stk_jpeg_batch_fill(const stk_jpeg_batch_layout *L, char *hos
 /* Carves the temporaries from one block at `base` (0: sizes only); returns its bytes. */
 static inline size_t stk_jpeg_batch_tmp_carve(int64_t subs, int n, uintptr_t base,
                                               stk_jpeg_batch_tmp *t) {
-  size_t at = 0, np = (size_t)subs * STK_JPEG_MAX_PHASES, nm = np * STK_JPEG_GUESS_MARKS;
+  size_t at = 0, np = (size_t)subs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
   t->guess.end = (uint64_t *)(base + at);
   at = stk_jpeg_align16(at + np * sizeof(uint64_t));
   t->guess.mark = (uint64_t *)(base + at);
@@ -187,14 +187,15 @@ STK_HD const stk_jpeg_batch_image *stk_jpeg_batch_img(const char *base,
   return (const stk_jpeg_batch_image *)(base + L->images_at) + i;
 }
 
-/* Guess launch, thread k of image i: (subsequence k / bpm, unit k % bpm). */
+/* Guess launch, thread k of image i: (subsequence k / G, guess k % G), G guesses per
+ * subsequence (stk_jpeg_guess_count: no idle lanes). */
 STK_HD void stk_jpeg_batch_guess(const char *base, const stk_jpeg_batch_layout *L, int i, int64_t k,
                                  const stk_jpeg_image_view *v, const stk_jpeg_batch_tmp *t) {
   const stk_jpeg_batch_image *im = stk_jpeg_batch_img(base, L, i);
-  const int bpm = v->frame->blocks_per_mcu;
-  if (k >= (int64_t)im->nsubs * bpm) return;
+  const int ng = stk_jpeg_guess_count(v->frame);
+  if (k >= (int64_t)im->nsubs * ng) return;
   stk_jpeg_guesses gs = stk_jpeg_guesses_at(&t->guess, im->sub0);
-  stk_jpeg_guess_step(v, (int32_t)(k / bpm), (int)(k % bpm), &gs);
+  stk_jpeg_guess_step(v, (int32_t)(k / ng), (int)(k % ng), &gs);
 }
 
 /* Resolve launch, thread k of image i: segment k. Returns 1 when it found the image

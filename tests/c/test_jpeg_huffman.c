@@ -137,7 +137,7 @@ static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t
   stk_jpeg_subseq *subs = malloc(sizeof *subs * nsubs);
   stk_jpeg_plan_fill(&p->f, (uint32_t)p->scan_bytes, p->restarts, p->n_restarts, s, segs, subs);
   stk_jpeg_image_view im = {p->scan, &p->f, &p->t, segs, subs};
-  const int64_t np = nsubs * STK_JPEG_MAX_PHASES, nm = np * STK_JPEG_GUESS_MARKS;
+  const int64_t np = nsubs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
   stk_jpeg_guesses gs = {malloc(sizeof *gs.end * np), malloc(sizeof *gs.mark * nm),
                          malloc(sizeof *gs.rest * nm)};
   /* Records nobody writes stay garbage: the phases must never read them. */
@@ -149,8 +149,7 @@ static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t
   int32_t *dcpred = malloc(sizeof *dcpred * nsubs * STK_JPEG_MAX_COMP);
   for (int64_t i = 0; i < np; i++) {
     int64_t t = descending ? np - 1 - i : i;
-    stk_jpeg_guess_step(&im, (int32_t)(t / STK_JPEG_MAX_PHASES), (int)(t % STK_JPEG_MAX_PHASES),
-                        &gs);
+    stk_jpeg_guess_step(&im, (int32_t)(t / STK_JPEG_GUESSES), (int)(t % STK_JPEG_GUESSES), &gs);
   }
   int rc = 0;
   int32_t miss = 0;
