@@ -416,9 +416,13 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *i
   stk_jpeg_bits_init(&rd, im->data, sg->end, pos);
   while (!bad && pos < sq->limit && r.units < max_units) {
     if (mk && pos >= sq->first && mk->n < STK_JPEG_GUESS_MARKS) {
-      mk->state[mk->n] = STK_JPEG_STATE(pos, u);
-      mk->units[mk->n] = r.units;
-      for (int c = 0; c < STK_JPEG_MAX_COMP; c++) mk->dc[mk->n][c] = r.dc[c];
+      /* Constant indices only (unrolled): the marks can stay in registers on a GPU. */
+      for (int j = 0; j < STK_JPEG_GUESS_MARKS; j++) {
+        if (j != mk->n) continue;
+        mk->state[j] = STK_JPEG_STATE(pos, u);
+        mk->units[j] = r.units;
+        for (int c = 0; c < STK_JPEG_MAX_COMP; c++) mk->dc[j][c] = r.dc[c];
+      }
       mk->n++;
     }
     int dx, dy;
