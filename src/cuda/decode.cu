@@ -304,7 +304,14 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   } else {
     d->hw_handle = NULL;
   }
-  CUDA_TRY(cudaStreamCreateWithFlags(&d->hw_stream, cudaStreamNonBlocking));
+  /* The engines' stream at the greatest priority: nvJPEG's kernels after the engines
+   * (colour conversion) then go before other work queued at the default priority, such
+   * as stoker's own JPEG decoder's (STK_NVJPEG_STREAM_PRIORITY=0: the default priority) */
+  int least = 0, greatest = 0;
+  const char *prio = getenv("STK_NVJPEG_STREAM_PRIORITY");
+  CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  CUDA_TRY(cudaStreamCreateWithPriority(&d->hw_stream, cudaStreamNonBlocking,
+                                        prio && prio[0] == '0' ? least : greatest));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_in, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_hw, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_fence, cudaEventDisableTiming));

@@ -112,8 +112,9 @@ int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sam
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  /* The work goes to the low-priority stream, ordered after the caller's stream so far,
-   * and the caller's stream waits for it (STK_JPEG_OWN_PRIORITY=0: on the caller's). */
+  /* The work goes to the context's least-priority stream (below the engines' stream,
+   * decode.cu), ordered after the caller's stream so far, and the caller's stream waits
+   * for it (STK_JPEG_OWN_PRIORITY=0: on the caller's stream). */
   const char *prio = getenv("STK_JPEG_OWN_PRIORITY");
   bool low = ctx->low && !(prio && prio[0] == '0');
   cudaStream_t caller = (cudaStream_t)stream, st = low ? ctx->low : caller;

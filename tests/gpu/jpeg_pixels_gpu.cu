@@ -18,47 +18,9 @@
 
 /* ---- stand-ins for runtime.cu (plain stream-ordered allocations) ---- */
 
-int stk_gpu_fail(char *err, size_t errlen, int status, const char *func, const char *fmt, ...) {
-  if (err && errlen) {
-    int k = snprintf(err, errlen, "%s: ", func);
-    va_list ap;
-    va_start(ap, fmt);
-    if (k >= 0 && (size_t)k < errlen) vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
-    va_end(ap);
-  }
-  return status;
-}
-
-int stk_gpu_device_alloc(stk_gpu_ctx *ctx, size_t size, uintptr_t stream, void **out, char *err,
-                         size_t errlen) {
-  *out = NULL;
-  if (size == 0) return 0;
-  CUDA_TRY(cudaMallocAsync(out, size, (cudaStream_t)stream));
-  return 0;
-}
-
-int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err, size_t errlen) {
-  if (ptr) CUDA_TRY(cudaFreeAsync(ptr, (cudaStream_t)stream));
-  return 0;
-}
-
-int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_t stream,
-                   void **dev, char *err, size_t errlen) {
-  CUDA_TRY(cudaMallocAsync(dev, bytes, stream));
-  CUDA_TRY(cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyHostToDevice, stream));
-  return 0;
-}
+#include "runtime_standins.cuh"
 
 /* ---- test data ---- */
-
-#define CHECK_CUDA(call)                                                                     \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(2);                                                                               \
-    }                                                                                        \
-  } while (0)
 
 static uint32_t rng = 0x9e3779b9u;
 static int rnd_in(int lo, int hi) {

@@ -10,7 +10,8 @@ import stoker
 from stoker import fn
 
 from gpu_parity import requires_gpu
-from test_own_jpeg_fake import build, corrupt_scan, host_samples, jpeg_variants
+from test_gpu_stage_fake import build, host_samples
+from test_own_jpeg_fake import assert_ends_as_on_the_cpu, corrupt_scan, jpeg_variants
 
 pytestmark = requires_gpu
 
@@ -73,20 +74,4 @@ def test_default_share_beside_the_engines_is_none(variants):
 
 def test_corrupt_data_ends_as_on_the_cpu(variants, tmp_path):
     bad = [corrupt_scan(variants[0], tmp_path / f"bad{i}.jpg", i) for i in range(6)]
-    files = variants[:6] + bad
-
-    def graph(device, **kw):
-        jpegs, labels = fn.readers.file(files=files, labels=list(range(len(files))),
-                                        name="Reader")
-        return fn.decoders.image(jpegs, device=device, **kw), labels
-
-    kw = dict(on_error="skip", exec_async=False, exec_pipelined=False)
-    gpu = build(lambda: graph("mixed", gpu_decoder_load=1.0), 0, len(files), **kw)
-    cpu = build(lambda: graph("cpu"), None, len(files), **kw)
-    for _ in range(3):
-        (g, gl), (c, cl) = gpu.run(), cpu.run()
-        g_by = dict(zip((int(x.reshape(-1)[0]) for x in host_samples(gl)), host_samples(g)))
-        c_by = dict(zip((int(x.reshape(-1)[0]) for x in host_samples(cl)), host_samples(c)))
-        assert sorted(g_by) == sorted(c_by)
-        for k in c_by:
-            assert np.array_equal(g_by[k], c_by[k]), files[k]
+    assert_ends_as_on_the_cpu(variants[:6] + bad, batches=3)

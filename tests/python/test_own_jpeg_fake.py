@@ -16,6 +16,8 @@ from PIL import Image
 import stoker
 from stoker import fn
 
+from test_gpu_stage_fake import build, host_samples
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PHOTO_DIR = os.path.join(ROOT, "data", "photos")
 PHOTOS = sorted(os.path.join(PHOTO_DIR, f) for f in os.listdir(PHOTO_DIR) if f.endswith(".png"))
@@ -46,21 +48,6 @@ def jpeg_variants(tmp_path):
     Image.open(PHOTOS[0]).convert("RGB").save(prog, "JPEG", progressive=True, quality=90)
     files.append(str(prog))
     return files
-
-
-def build(graph, device_id, batch_size, **kw):
-    @stoker.pipeline_def(batch_size=batch_size, num_threads=2, seed=4, device_id=device_id, **kw)
-    def pipe():
-        return graph()
-    p = pipe()
-    p.build()
-    return p
-
-
-def host_samples(tl):
-    if hasattr(tl, "as_cpu"):
-        tl = tl.as_cpu()
-    return [np.asarray(tl.at(i)) for i in range(len(tl))]
 
 
 @pytest.fixture
@@ -128,22 +115,27 @@ def test_data_the_decoder_cannot_decode_goes_to_the_cpu_verdict(fake_gpu, varian
     pipeline's (libjpeg-turbo decodes such data with a warning) or is skipped with the CPU
     decoder's error; the good samples are untouched."""
     bad = [corrupt_scan(variants[0], tmp_path / f"bad{i}.jpg", i) for i in range(4)]
-    files = variants[:6] + bad
+    assert_ends_as_on_the_cpu(variants[:6] + bad, batches=1)
 
+
+def assert_ends_as_on_the_cpu(files, batches):
+    """Every sample of the own decoder's pipeline (gpu_decoder_load=1, on_error="skip") is
+    the CPU pipeline's, and the same samples are skipped."""
     def graph(device, **kw):
-        jpegs, labels = fn.readers.file(files=files, labels=list(range(len(files))), name="Reader")
+        jpegs, labels = fn.readers.file(files=files, labels=list(range(len(files))),
+                                        name="Reader")
         return fn.decoders.image(jpegs, device=device, **kw), labels
 
-    gpu = build(lambda: graph("mixed", gpu_decoder_load=1.0), 0, batch_size=len(files),
-                on_error="skip", exec_async=False, exec_pipelined=False)
-    cpu = build(lambda: graph("cpu"), None, batch_size=len(files), on_error="skip",
-                exec_async=False, exec_pipelined=False)
-    (g, gl), (c, cl) = gpu.run(), cpu.run()
-    g_by = dict(zip((int(x.reshape(-1)[0]) for x in host_samples(gl)), host_samples(g)))
-    c_by = dict(zip((int(x.reshape(-1)[0]) for x in host_samples(cl)), host_samples(c)))
-    assert sorted(g_by) == sorted(c_by)
-    for k in c_by:
-        assert np.array_equal(g_by[k], c_by[k]), files[k]
+    kw = dict(on_error="skip", exec_async=False, exec_pipelined=False)
+    gpu = build(lambda: graph("mixed", gpu_decoder_load=1.0), 0, len(files), **kw)
+    cpu = build(lambda: graph("cpu"), None, len(files), **kw)
+    for _ in range(batches):
+        (g, gl), (c, cl) = gpu.run(), cpu.run()
+        g_by = dict(zip((int(x.reshape(-1)[0]) for x in host_samples(gl)), host_samples(g)))
+        c_by = dict(zip((int(x.reshape(-1)[0]) for x in host_samples(cl)), host_samples(c)))
+        assert sorted(g_by) == sorted(c_by)
+        for k in c_by:
+            assert np.array_equal(g_by[k], c_by[k]), files[k]
 
 
 def test_out_of_range_share_is_refused(fake_gpu, variants):
