@@ -17,9 +17,10 @@
  * unit boundaries within a few units. But the unit within the MCU (which tables apply,
  * which component is filled) does not resynchronise by itself when components share
  * tables, so a single guess per subsequence is often wrong for good. Hence:
- *   guess:   each subsequence is decoded once per possible unit of the MCU (bpm <= 6
- *            guesses), starting STK_JPEG_GUESS_LEAD bits before its first bit (so that it
- *            has usually synchronised when it gets there); each guess records its end state
+ *   guess:   each subsequence is decoded STK_JPEG_GUESSES times (as if unit 0, 1, ... of
+ *            the MCU started there; fewer when the MCU has fewer units), starting
+ *            STK_JPEG_GUESS_LEAD bits before its first bit (so that a guess has usually
+ *            synchronised when it gets there); each guess records its end state
  *            and the first STK_JPEG_GUESS_MARKS unit boundaries it passes in
  *            [first bit, limit) with the units decoded and the DC differences summed from
  *            each of them to its end (a guess meeting an invalid code restarts a bit further
@@ -100,12 +101,13 @@ STK_HD int stk_jpeg_htable_build(stk_jpeg_htable *t, const uint8_t bits[16], con
 
 /* ---- the bit reader ---- */
 
-/* Decodes one symbol from the 32 bits `bits`; returns the symbol and sets *len, or
- * returns -1 (no such code). */
 #ifdef STK_JPEG_COUNT_SYMBOLS
 /* Work measurement on the host (bench/tools/jpeg_huffman_work.c): symbols decoded. */
 extern unsigned long long stk_jpeg_symbols_decoded;
 #endif
+
+/* Decodes one symbol from the 32 bits `bits`; returns the symbol and sets *len, or
+ * returns -1 (no such code). */
 STK_HD int stk_jpeg_decode_symbol(const stk_jpeg_htable *t, uint32_t bits, int *len) {
 #ifdef STK_JPEG_COUNT_SYMBOLS
   stk_jpeg_symbols_decoded++;
@@ -285,8 +287,9 @@ STK_HD int stk_jpeg_state_unit(uint64_t s) { return (int)((s >> 32) & 0xff); }
 
 /* The default subsequence length in bits (STK_JPEG_SUBSEQ_BITS overrides it on the GPU).
  * Longer subsequences share the guesses' lead (STK_JPEG_GUESS_LEAD) over more bits and
- * miss less; shorter ones give more threads. On the test photos at 4096 bits the stage
- * decodes 2.9x the symbols of a sequential decode, at 1024 bits 4.7x. */
+ * miss less; shorter ones give more threads. On the files of docs/gpu.md the stage
+ * decodes 2.64x the symbols of a sequential decode at 4096 bits, 4.09x at 1024 (the
+ * link pass's version: 4.66x at 1024). */
 #define STK_JPEG_SUBSEQ_DEFAULT 4096
 
 /* Number of subsequences of `s` bits a segment of `bytes` bytes is cut into (>= 1). */
