@@ -305,13 +305,12 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
     d->hw_handle = NULL;
   }
   /* The engines' stream at the greatest priority: nvJPEG's kernels after the engines
-   * (colour conversion) then go before other work queued at the default priority, such
-   * as stoker's own JPEG decoder's (STK_NVJPEG_STREAM_PRIORITY=0: the default priority) */
+   * (colour conversion) go before other work queued at CUDA's default priority (the
+   * least), such as the pipeline's kernels of earlier batches and stoker's own JPEG
+   * decoder. Measured neutral on basic@gpu (bench/RESULTS.md, sixth session). */
   int least = 0, greatest = 0;
-  const char *prio = getenv("STK_NVJPEG_STREAM_PRIORITY");
   CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  CUDA_TRY(cudaStreamCreateWithPriority(&d->hw_stream, cudaStreamNonBlocking,
-                                        prio && prio[0] == '0' ? least : greatest));
+  CUDA_TRY(cudaStreamCreateWithPriority(&d->hw_stream, cudaStreamNonBlocking, greatest));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_in, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_hw, cudaEventDisableTiming));
   CUDA_TRY(cudaEventCreateWithFlags(&d->ev_fence, cudaEventDisableTiming));

@@ -84,10 +84,6 @@ struct stk_gpu_ctx {
   int device;
   cudaDeviceProp prop;
   cudaStream_t compute, copy, decode;
-  /* a stream of the least priority (CUDA's default one, numerically 0): stoker's own JPEG
-   * decoder runs there, and the engines' stream (decode.cu) has the greatest, so that
-   * nvJPEG's kernels are scheduled before the own decoder's blocks */
-  cudaStream_t low;
   cudaMemPool_t pool;
   /* blocks no queued work touches (device_alloc_idle): a pool that reuses only frees
    * already completed on the device, allocated on a stream that never gets work */

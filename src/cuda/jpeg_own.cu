@@ -3,10 +3,8 @@
  * into one stream-ordered block of coefficients, then the pixel stage (jpeg_idct.cu) into
  * the callers' buffers; the per-image verdicts are copied to the caller's page-locked
  * array in stream order. Nothing here waits for the device. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpu_kernels.h"
 #include "jpeg_gpu.h"
@@ -70,40 +68,6 @@ static int own_batch_fill(own_batch *b, int n, const stk_gpu_jpeg_decode_sample 
   return 0;
 }
 
-/* STK_JPEG_OWN_PROFILE=1: every call waits for its stages and prints their host and
- * device times to stderr (a measuring aid: it serialises the decoder with its caller). */
-typedef struct {
-  bool on;
-  cudaEvent_t ev[3];
-  double host[3];
-} own_profile;
-
-static double host_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static void profile_mark(own_profile *p, int k, cudaStream_t st) {
-  if (!p->on) return;
-  p->host[k] = host_seconds();
-  cudaEventRecord(p->ev[k], st);
-}
-
-static void profile_report(own_profile *p, int n, double t_fill) {
-  if (!p->on) return;
-  cudaEventSynchronize(p->ev[2]);
-  float huff = 0, pix = 0;
-  cudaEventElapsedTime(&huff, p->ev[0], p->ev[1]);
-  cudaEventElapsedTime(&pix, p->ev[1], p->ev[2]);
-  fprintf(stderr,
-          "jpeg_own: %d images: host fill %.3f ms, huffman call %.3f ms, pixels call %.3f ms; "
-          "device huffman %.3f ms, pixels %.3f ms\n",
-          n, t_fill * 1e3, (p->host[1] - p->host[0]) * 1e3, (p->host[2] - p->host[1]) * 1e3, huff,
-          pix);
-  for (int k = 0; k < 3; k++) cudaEventDestroy(p->ev[k]);
-}
-
 int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sample *samples,
                           const stk_gpu_jpeg_decode_args *args, uintptr_t stream, char *err,
                           size_t errlen) {
@@ -112,29 +76,11 @@ int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sam
     return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "bad batch (n = %d)", n);
   if (n == 0) return 0;
   STK_TRY_INT(stk_gpu_enter(ctx, err, errlen));
-  /* The work goes to the context's least-priority stream (below the engines' stream,
-   * decode.cu), ordered after the caller's stream so far, and the caller's stream waits
-   * for it (STK_JPEG_OWN_PRIORITY=0: on the caller's stream). */
-  const char *prio = getenv("STK_JPEG_OWN_PRIORITY");
-  bool low = ctx->low && !(prio && prio[0] == '0');
-  cudaStream_t caller = (cudaStream_t)stream, st = low ? ctx->low : caller;
-  cudaEvent_t ordered[2] = {NULL, NULL};
-  if (low) {
-    for (int k = 0; k < 2; k++)
-      CUDA_TRY(cudaEventCreateWithFlags(&ordered[k], cudaEventDisableTiming));
-    CUDA_TRY(cudaEventRecord(ordered[0], caller));
-    CUDA_TRY(cudaStreamWaitEvent(st, ordered[0], 0));
-  }
-  stream = (uintptr_t)st;
+  cudaStream_t st = (cudaStream_t)stream;
   own_batch b;
   int64_t values = 0;
   void *coef = NULL, *status = NULL;
-  own_profile prof;
-  prof.on = getenv("STK_JPEG_OWN_PROFILE") != NULL;
-  for (int k = 0; prof.on && k < 3; k++) cudaEventCreate(&prof.ev[k]);
-  double t0 = host_seconds();
   int rc = own_batch_fill(&b, n, samples, &values, err, errlen);
-  double t_fill = host_seconds() - t0;
   if (rc == 0)
     rc = stk_gpu_device_alloc(ctx, (size_t)values * sizeof(int16_t) + (size_t)n * sizeof(int),
                               stream, &coef, err, errlen);
@@ -146,16 +92,12 @@ int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sam
     if (e != cudaSuccess)
       rc = GPU_FAIL(STK_ERR_DEVICE, "clearing the verdicts failed: %s", cudaGetErrorString(e));
   }
-  profile_mark(&prof, 0, st);
   if (rc == 0)
     rc = stk_gpu_jpeg_coefficients(ctx, n, b.frames, b.tables, b.scan, b.scan_bytes, b.restarts,
                                    b.n_restarts, b.coef, (int *)status, st, err, errlen);
-  profile_mark(&prof, 1, st);
   if (rc == 0)
     rc = stk_gpu_jpeg_pixels(ctx, n, b.frames, (const int16_t *const *)b.coef, b.dst, b.pitch,
                              b.roi, args->color, st, err, errlen);
-  profile_mark(&prof, 2, st);
-  profile_report(&prof, n, t_fill);
   if (rc == 0) {
     cudaError_t e =
         cudaMemcpyAsync(args->status, status, (size_t)n * sizeof(int), cudaMemcpyDeviceToHost, st);
@@ -164,14 +106,5 @@ int stk_gpu_k_jpeg_decode(stk_gpu_ctx *ctx, int n, const stk_gpu_jpeg_decode_sam
   }
   if (coef) stk_gpu_device_free(ctx, coef, stream, NULL, 0);
   own_batch_free(&b);
-  if (low) { /* destroying a recorded event is fine: it is released once it completes */
-    cudaError_t e = cudaEventRecord(ordered[1], st);
-    if (e == cudaSuccess) e = cudaStreamWaitEvent(caller, ordered[1], 0);
-    if (e != cudaSuccess && rc == 0)
-      rc = GPU_FAIL(STK_ERR_DEVICE, "ordering the caller's stream failed: %s",
-                    cudaGetErrorString(e));
-    cudaEventDestroy(ordered[0]);
-    cudaEventDestroy(ordered[1]);
-  }
   return rc;
 }

@@ -300,8 +300,8 @@ static void idle_release_all(stk_gpu_ctx *ctx) {
 
 /* Whether the context's streams drain within the wait bound (at close). */
 static bool streams_drain(stk_gpu_ctx *ctx) {
-  cudaStream_t streams[4] = {ctx->compute, ctx->copy, ctx->decode, ctx->low};
-  for (int k = 0; k < 4; k++)
+  cudaStream_t streams[3] = {ctx->compute, ctx->copy, ctx->decode};
+  for (int k = 0; k < 3; k++)
     if (streams[k] && stk_gpu_wait(ctx, NULL, streams[k], "close", "a stream's work", NULL, 0) != 0)
       return false;
   return true;
@@ -331,7 +331,6 @@ static void gpu_close(stk_gpu_ctx *ctx) {
   if (ctx->compute) cudaStreamDestroy(ctx->compute);
   if (ctx->copy) cudaStreamDestroy(ctx->copy);
   if (ctx->decode) cudaStreamDestroy(ctx->decode);
-  if (ctx->low) cudaStreamDestroy(ctx->low);
   pthread_mutex_destroy(&ctx->pinned.lock);
   pthread_mutex_destroy(&ctx->counters_lock);
   free(ctx);
@@ -354,9 +353,6 @@ static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, 
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->compute, cudaStreamNonBlocking));
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->copy, cudaStreamNonBlocking));
   CUDA_TRY(cudaStreamCreateWithFlags(&ctx->decode, cudaStreamNonBlocking));
-  int least = 0, greatest = 0; /* numerically: least is the lowest priority */
-  CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  CUDA_TRY(cudaStreamCreateWithPriority(&ctx->low, cudaStreamNonBlocking, least));
   cudaMemPoolProps props;
   memset(&props, 0, sizeof props);
   props.allocType = cudaMemAllocationTypePinned;

@@ -90,13 +90,7 @@ static buf_t encode(const uint8_t *px, int w, int h, const enc_opts *o) {
 
 /* Smooth gradients plus noise (non-trivial AC coefficients, long and short codes). */
 static uint8_t *synthetic(int w, int h, int c) {
-  uint8_t *p = malloc((size_t)w * h * c);
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++)
-      for (int k = 0; k < c; k++)
-        p[((size_t)y * w + x) * c + k] =
-            (uint8_t)((x * 255 / w + y * 97 / h + k * 60 + (int)(rnd() % 40)) & 255);
-  return p;
+  return tu_gradient_noise(w, h, c, 40, &rng_state);
 }
 
 /* ---- parsing and decoding ---- */

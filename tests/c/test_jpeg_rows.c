@@ -34,13 +34,7 @@ static buf_t encode(const uint8_t *px, int w, int h, int c, int subsamp, int fla
 
 /* Smooth colour gradients with noise: fancy upsampling has something to blend. */
 static uint8_t *synthetic(int w, int h, int c) {
-  uint8_t *p = malloc((size_t)w * h * c);
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++)
-      for (int k = 0; k < c; k++)
-        p[((size_t)y * w + x) * c + k] =
-            (uint8_t)((x * 255 / w + y * 97 / h + k * 60 + (int)(rnd() % 24)) & 255);
-  return p;
+  return tu_gradient_noise(w, h, c, 24, &rng_state);
 }
 
 /* An APP1 Exif block (little-endian TIFF, one IFD0 entry) with the orientation, after SOI. */

@@ -105,3 +105,14 @@ void tu_corrupt_scan(uint8_t *b, size_t size) {
   size_t mid = scan + (size - 2 - scan) / 2;
   b[mid] = 0xFF, b[mid + 1] = 0xC4;
 }
+
+uint8_t *tu_gradient_noise(int w, int h, int c, int noise, uint32_t *rng) {
+  uint8_t *p = malloc((size_t)w * h * c);
+  for (int y = 0; p && y < h; y++)
+    for (int x = 0; x < w; x++)
+      for (int k = 0; k < c; k++)
+        p[((size_t)y * w + x) * c + k] =
+            (uint8_t)((x * 255 / w + y * 97 / h + k * 60 + (int)(tu_rand(rng) % (uint32_t)noise)) &
+                      255);
+  return p;
+}

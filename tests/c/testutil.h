@@ -22,6 +22,9 @@ void tu_write(const char *path, const void *data, size_t size);
 /* A fresh empty directory under the build tree, unique per call. */
 const char *tu_tmpdir(char *buf, size_t cap, const char *tag);
 
+/* A w x h x c image of smooth gradients plus noise of up to `noise` levels (drawn from
+ * *rng): non-trivial AC coefficients for codec tests. malloc'd. */
+uint8_t *tu_gradient_noise(int w, int h, int c, int noise, uint32_t *rng);
 /* A xorshift32 generator for test data (*state must not be 0), and a value in lo..hi. */
 uint32_t tu_rand(uint32_t *state);
 int tu_rand_in(uint32_t *state, int lo, int hi);
