@@ -26,21 +26,6 @@
 
 #define STK_GPU_PI 3.14159265358979323846
 
-/* Batched launches give each sample a run of consecutive thread blocks, first[i] being
- * sample i's first (first[0..n), increasing): the sample owning block b is the last i with
- * first[i] <= b (binary search). */
-STK_HD int stk_block_owner(const int32_t *first, int n, int64_t b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 /* Double arithmetic that must round each step like the CPU (no fused multiply-add:
  * nvcc contracts a * b + c into one fma by default, x86-64's baseline has none). */
 #if defined(__CUDA_ARCH__)

@@ -150,7 +150,16 @@ static inline size_t stk_jpeg_batch_tmp_carve(int64_t subs, int n, uintptr_t bas
 /* The image owning thread block b of launch `kind`: the last i with first[i] <= b. */
 STK_HD int stk_jpeg_batch_image_of(const char *base, const stk_jpeg_batch_layout *L, int n,
                                    int kind, int64_t b) {
-  return stk_block_owner((const int32_t *)(base + L->first_at) + kind * (n + 1), n, b);
+  const int32_t *first = (const int32_t *)(base + L->first_at) + kind * (n + 1);
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (first[mid] <= b)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
 }
 
 /* The index of thread `thread` of block b within image i's threads of launch `kind`. */
