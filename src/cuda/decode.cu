@@ -307,7 +307,7 @@ static int decoder_setup(stk_decoder *d, const stk_gpu_open_opts *o, char *err, 
   /* The engines' stream at the greatest priority: nvJPEG's kernels after the engines
    * (colour conversion) go before other work queued at CUDA's default priority (the
    * least), such as the pipeline's kernels of earlier batches and stoker's own JPEG
-   * decoder. Measured neutral on basic@gpu (bench/RESULTS.md, sixth session). */
+   * decoder. Measured neutral on basic@gpu (bench/RESULTS.md, "Stream priorities"). */
   int least = 0, greatest = 0;
   CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   CUDA_TRY(cudaStreamCreateWithPriority(&d->hw_stream, cudaStreamNonBlocking, greatest));
