@@ -1,5 +1,5 @@
 /* The mixed decoders' path to stoker's own GPU JPEG decoder: parsing in the CPU stage,
- * launching and collecting on the decode thread, and the automatic share (jpeg_own.h). */
+ * launching (on a launcher thread) and collecting on the decode thread (jpeg_own.h). */
 #include "jpeg_own.h"
 
 #include <math.h>
