@@ -1147,6 +1147,9 @@ static void mixed_release(stk__node *node, void *record) {
   rec->own = NULL;
 }
 
+/* Whether position i of n is one of q picked evenly spread over the n positions. */
+static bool spread_picks(int64_t i, int64_t q, int64_t n) { return (i + 1) * q / n > i * q / n; }
+
 /* Whether sample s is one of the batch's host-decoded share: q of the n samples, spread
  * evenly over the batch's positions (workers take neighbouring samples, so the decoding
  * is spread over them too). */
@@ -1155,7 +1158,7 @@ static bool host_share_picks(stk__node *node, const stk__sample *s) {
   int64_t n = stk__node_batch_size(node), i = (int64_t)stk__sample_index(s);
   int64_t q = load >= 0 ? (int64_t)(load * (double)n + 0.5) : stk__node_host_decode_quota(node);
   if (q <= 0 || n <= 0) return false;
-  return (i + 1) * q / n > i * q / n;
+  return spread_picks(i, q, n);
 }
 
 static stk_status alloc_pool_pixels(void *ctx, int h, int w, int c, uint8_t **out) {
@@ -1437,9 +1440,7 @@ static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *m
   if (!req) return STK_ERR_OUT_OF_MEMORY;
   for (size_t i = 0, j = 0; i < n; i++) {
     if (!ms[i].own || ms[i].cpu || ms[i].png) continue;
-    bool picked = (int64_t)(j + 1) * take / capable > (int64_t)j * take / capable;
-    j++;
-    if (!picked) continue;
+    if (!spread_picks((int64_t)j++, take, capable)) continue;
     stk_tensor_desc d;
     stk_tensor_list_sample(out, i, &d);
     const stk__decode_opts *o = &ms[i].opts;
