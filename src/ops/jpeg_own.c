@@ -90,7 +90,8 @@ static bool scratch_fit(size_t size) {
   return true;
 }
 
-stk_jpeg_parsed *stk__jpeg_own_parse(stk__node *node, const uint8_t *data, size_t size) {
+stk_jpeg_parsed *stk__jpeg_parse_block(const uint8_t *data, size_t size,
+                                       void *(*alloc)(void *ctx, size_t bytes), void *alloc_ctx) {
   if (!scratch_fit(size)) return NULL;
   stk_jpeg_parsed head;
   size_t scan_bytes = 0;
@@ -103,13 +104,18 @@ stk_jpeg_parsed *stk__jpeg_own_parse(stk__node *node, const uint8_t *data, size_
   if (scan_bytes > UINT32_MAX / 2) return NULL; /* bit positions are 32-bit on the device */
   head.scan_bytes = (uint32_t)scan_bytes;
   head.n_restarts = n_restarts;
-  stk_jpeg_parsed *p =
-      stk__node_pool_alloc(node, stk_jpeg_parsed_bytes(n_restarts, (uint32_t)scan_bytes));
+  stk_jpeg_parsed *p = alloc(alloc_ctx, stk_jpeg_parsed_bytes(n_restarts, (uint32_t)scan_bytes));
   if (!p) return NULL;
   *p = head;
   memcpy((int32_t *)(p + 1), scratch.restarts, (size_t)n_restarts * sizeof(int32_t));
   memcpy((uint8_t *)stk_jpeg_parsed_scan(p), scratch.scan, scan_bytes);
   return p;
+}
+
+static void *node_pool_alloc(void *node, size_t bytes) { return stk__node_pool_alloc(node, bytes); }
+
+stk_jpeg_parsed *stk__jpeg_own_parse(stk__node *node, const uint8_t *data, size_t size) {
+  return stk__jpeg_parse_block(data, size, node_pool_alloc, node);
 }
 
 /* ---- launching (decode thread) ---- */

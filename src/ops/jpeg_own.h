@@ -26,6 +26,9 @@ void stk__jpeg_own_destroy(stk__jpeg_own *o);
  * not take the file (progressive, CMYK, truncated, ...: nvJPEG or the CPU decoder will)
  * or the pool has no memory. Free with stk__node_pool_free. */
 stk_jpeg_parsed *stk__jpeg_own_parse(stk__node *node, const uint8_t *data, size_t size);
+/* The same into a block from alloc(alloc_ctx, bytes) (NULL: no memory). */
+stk_jpeg_parsed *stk__jpeg_parse_block(const uint8_t *data, size_t size,
+                                       void *(*alloc)(void *ctx, size_t bytes), void *alloc_ctx);
 
 /* Decode thread: queues the decoding of k samples on the batch's stream (no wait). */
 stk_status stk__jpeg_own_launch(stk__jpeg_own *o, stk__node *node, stk__gpu_batch *b, int k,

@@ -19,7 +19,7 @@
 #include <turbojpeg.h>
 
 #include "gpu_testutil.h"
-#include "codecs/jpeg_frame.h"
+#include "ops/jpeg_own.h"
 #include "shared/jpeg_parsed.h"
 
 #define MAX_FILES 4096
@@ -48,44 +48,28 @@ static double now(void) {
   return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* A pinned block for the parse (the pipeline's host pool is page-locked too). */
+static void *pinned_block(void *unused, size_t bytes) {
+  (void)unused;
+  char err[STK_GPU_ERRLEN];
+  void *p = NULL;
+  DIE_IF(G->pinned_alloc(ctx, bytes, &p, err, sizeof err), "pinned_alloc: %s", err);
+  return p;
+}
+
 /* Parses every file into a pinned block, as the pipeline's CPU stage does. */
 static void parse_all(void) {
   parsed = calloc((size_t)nfiles, sizeof *parsed);
-  size_t cap = 0;
-  uint8_t *scan = NULL;
-  int32_t *rst = NULL;
   double t0 = now();
-  char why[128], err[STK_GPU_ERRLEN];
   for (int i = 0; i < nfiles; i++) {
-    if (files[i].size > cap) {
-      cap = files[i].size;
-      scan = realloc(scan, cap);
-      rst = realloc(rst, (cap / 2 + 1) * sizeof *rst);
-    }
-    stk_jpeg_parsed h;
-    size_t sb = 0;
-    int nr = 0;
-    if (stk__jpeg_frame_parse(files[i].data, files[i].size, &h.frame, &h.tables, scan, cap, &sb,
-                              rst, (int)(cap / 2 + 1), &nr, why, sizeof why) != 0)
-      continue;
-    h.scan_bytes = (uint32_t)sb;
-    h.n_restarts = nr;
-    void *p = NULL;
-    DIE_IF(G->pinned_alloc(ctx, stk_jpeg_parsed_bytes(nr, (uint32_t)sb), &p, err, sizeof err),
-           "pinned_alloc: %s", err);
-    parsed[i] = p;
-    *parsed[i] = h;
-    memcpy((int32_t *)(parsed[i] + 1), rst, (size_t)nr * sizeof *rst);
-    memcpy((uint8_t *)stk_jpeg_parsed_scan(parsed[i]), scan, sb);
-    nparsed++;
+    parsed[i] = stk__jpeg_parse_block(files[i].data, files[i].size, pinned_block, NULL);
+    nparsed += parsed[i] != NULL;
   }
   double t = now() - t0;
   printf(
       "parse: %d of %d files taken, %.1f us per file (one thread, incl. the copy into pinned "
       "memory)\n",
       nparsed, nfiles, t / nfiles * 1e6);
-  free(scan);
-  free(rst);
 }
 
 /* The batch of parsed files starting at parsed-file index k (wrapping): requests into
