@@ -278,29 +278,29 @@ int stk__jpeg_frame_parse(const uint8_t *data, size_t size, stk_jpeg_frame *fram
 typedef struct {
   stk_jpeg_segment *segs;
   stk_jpeg_subseq *subs;
-  stk_jpeg_subresult *guess, *link;
-  int8_t *match;
+  stk_jpeg_guesses guess;
   uint64_t *start;
   int64_t *unit0;
   int32_t *dcpred;
 } host_tmp;
 
 static void host_tmp_free(host_tmp *t) {
-  free(t->segs), free(t->subs), free(t->guess), free(t->link), free(t->match);
+  free(t->segs), free(t->subs), free(t->guess.end), free(t->guess.mark), free(t->guess.rest);
   free(t->start), free(t->unit0), free(t->dcpred);
 }
 
 static int host_tmp_alloc(host_tmp *t, int nsegs, int64_t nsubs) {
-  size_t np = (size_t)nsubs * STK_JPEG_MAX_PHASES;
+  size_t np = (size_t)nsubs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
   t->segs = malloc(sizeof *t->segs * (size_t)nsegs);
   t->subs = malloc(sizeof *t->subs * (size_t)nsubs);
-  t->guess = malloc(sizeof *t->guess * np);
-  t->link = malloc(sizeof *t->link * np);
-  t->match = malloc((size_t)nsubs * STK_JPEG_MATCH_STRIDE);
+  t->guess.end = malloc(sizeof *t->guess.end * np);
+  t->guess.mark = malloc(sizeof *t->guess.mark * nm);
+  t->guess.rest = malloc(sizeof *t->guess.rest * nm);
   t->start = malloc(sizeof *t->start * (size_t)nsubs);
   t->unit0 = malloc(sizeof *t->unit0 * (size_t)nsubs);
   t->dcpred = malloc(sizeof *t->dcpred * (size_t)nsubs * STK_JPEG_MAX_COMP);
-  return t->segs && t->subs && t->guess && t->link && t->match && t->start && t->unit0 && t->dcpred
+  return t->segs && t->subs && t->guess.end && t->guess.mark && t->guess.rest && t->start &&
+                 t->unit0 && t->dcpred
              ? 0
              : -1;
 }
@@ -324,17 +324,14 @@ int stk__jpeg_decode_coefficients(const stk_jpeg_frame *frame, const stk_jpeg_hu
   stk_jpeg_plan_fill(frame, (uint32_t)scan_bytes, restarts, n_restarts, subseq_bits, t.segs,
                      t.subs);
   stk_jpeg_image_view im = {scan, frame, tables, t.segs, t.subs};
-  const int bpm = frame->blocks_per_mcu;
+  const int bpm = stk_jpeg_guess_count(frame);
   for (int32_t g = 0; g < nsubs; g++)
-    for (int p = 0; p < bpm; p++) stk_jpeg_guess_step(&im, g, p, t.guess);
-  for (int32_t g = 0; g < nsubs; g++)
-    for (int p = 0; p < bpm; p++)
-      stk_jpeg_link_step(&im, g, p, (int32_t)nsubs, t.guess, t.link, t.match);
+    for (int p = 0; p < bpm; p++) stk_jpeg_guess_step(&im, g, p, &t.guess);
   int rc = 0;
   int32_t miss = 0;
   for (int k = 0; k < nsegs; k++)
-    if (stk_jpeg_resolve_segment(&im, k, (int32_t)nsubs, t.guess, t.link, t.match, t.start, t.unit0,
-                                 t.dcpred, &miss) != 0)
+    if (stk_jpeg_resolve_segment(&im, k, (int32_t)nsubs, &t.guess, t.start, t.unit0, t.dcpred,
+                                 &miss) != 0)
       rc = -1;
   if (rc == 0)
     for (int32_t g = 0; g < nsubs; g++)

@@ -1,5 +1,5 @@
-/* Huffman stage of stoker's own GPU JPEG decoder: the four launches of
- * src/shared/jpeg_huffman_batch.h (guess, link, resolve, write; the algorithm is in
+/* Huffman stage of stoker's own GPU JPEG decoder: the three launches of
+ * src/shared/jpeg_huffman_batch.h (guess, resolve, write; the algorithm is in
  * src/shared/jpeg_huffman.h), batched over all images of a call. Each thread block serves
  * one image and first copies that image's frame and Huffman tables to shared memory; the
  * rest is the shared per-thread bodies, which the host test runs in loops. */
@@ -14,7 +14,7 @@
 static uint32_t subseq_bits(void) {
   const char *e = getenv("STK_JPEG_SUBSEQ_BITS");
   long v = e ? strtol(e, NULL, 10) : 0;
-  return v >= 32 && v <= (1L << 24) ? (uint32_t)v : 1024;
+  return v >= 32 && v <= (1L << 24) ? (uint32_t)v : STK_JPEG_SUBSEQ_DEFAULT;
 }
 
 /* The block's image (launch `kind`), its frame and tables copied to shared memory, its
@@ -46,12 +46,6 @@ __global__ void jh_guess_kernel(const char *base, stk_jpeg_batch_layout L, int n
                                 stk_jpeg_batch_tmp t) {
   JH_PROLOGUE(STK_JPEG_BY_PHASE);
   stk_jpeg_batch_guess(base, &L, i, k, &v, &t);
-}
-
-__global__ void jh_link_kernel(const char *base, stk_jpeg_batch_layout L, int n,
-                               stk_jpeg_batch_tmp t) {
-  JH_PROLOGUE(STK_JPEG_BY_PHASE);
-  stk_jpeg_batch_link(base, &L, i, k, &v, &t);
 }
 
 __global__ void jh_resolve_kernel(const char *base, stk_jpeg_batch_layout L, int n,
@@ -95,8 +89,6 @@ static int launch_all(const char *dev, const stk_jpeg_batch_layout &L, int n,
   CUDA_TRY(cudaMemsetAsync(t.failed, 0, (size_t)n * sizeof(int32_t), st));
   jh_guess_kernel<<<L.blocks[STK_JPEG_BY_PHASE], T, 0, st>>>(dev, L, n, t);
   STK_TRY_INT(stk_check_launch("jpeg huffman guess", err, errlen));
-  jh_link_kernel<<<L.blocks[STK_JPEG_BY_PHASE], T, 0, st>>>(dev, L, n, t);
-  STK_TRY_INT(stk_check_launch("jpeg huffman link", err, errlen));
   jh_resolve_kernel<<<L.blocks[STK_JPEG_BY_SEGMENT], T, 0, st>>>(dev, L, n, t, d_status);
   STK_TRY_INT(stk_check_launch("jpeg huffman resolve", err, errlen));
   jh_write_kernel<<<L.blocks[STK_JPEG_BY_SUBSEQ], T, 0, st>>>(dev, L, n, t);

@@ -17,17 +17,20 @@
  * unit boundaries within a few units. But the unit within the MCU (which tables apply,
  * which component is filled) does not resynchronise by itself when components share
  * tables, so a single guess per subsequence is often wrong for good. Hence:
- *   guess:   each subsequence is decoded from its first bit once per possible unit of the
- *            MCU (bpm <= 6 guesses), each giving an end state, a unit count and DC sums
- *            (a guess meeting an invalid code restarts a bit further: only its end is
- *            used, as a candidate start);
- *   link:    each guess's end, taken as the next subsequence's start, is decoded through
- *            that subsequence (what its true decode is if the guess was right);
- *   resolve: per segment, one thread walks from the known start: the true decode of g is
- *            guess (g, p); g + 1's true decode is link (g, p); it ends at a guess (g + 1, q)
- *            when that guess synchronised (the usual case: decoding is deterministic from
- *            a state), and the walk goes on from q; when none did, the thread decodes the
- *            next subsequence itself. The walk sums the unit counts and DC differences:
+ *   guess:   each subsequence is decoded STK_JPEG_GUESSES times (as if unit 0, 1, ... of
+ *            the MCU started there; fewer when the MCU has fewer units), starting
+ *            STK_JPEG_GUESS_LEAD bits before its first bit (so that a guess has usually
+ *            synchronised when it gets there); each guess records its end state
+ *            and the first STK_JPEG_GUESS_MARKS unit boundaries it passes in
+ *            [first bit, limit) with the units decoded and the DC differences summed from
+ *            each of them to its end (a guess meeting an invalid code restarts a bit further
+ *            and forgets its marks: what it recorded must be a decode without failure);
+ *   resolve: per segment, one thread walks from the known start: knowing the true start
+ *            state E of subsequence g, it looks for E among the marks of g's guesses; a
+ *            guess that passed through E decodes g truly from there on (decoding is
+ *            deterministic in the state), so g ends where that guess ended, with the units
+ *            and DC sums recorded at the mark; when no guess passed through E (rare), the
+ *            thread decodes g itself. The walk sums the unit counts and DC differences:
  *            each subsequence's start state, first data unit and DC predictors;
  *   write:   each subsequence decodes once more from its true start, writing de-zigzagged
  *            coefficients with resolved DC.
@@ -98,9 +101,17 @@ STK_HD int stk_jpeg_htable_build(stk_jpeg_htable *t, const uint8_t bits[16], con
 
 /* ---- the bit reader ---- */
 
+#ifdef STK_JPEG_COUNT_SYMBOLS
+/* Work measurement on the host (bench/tools/jpeg_huffman_work.c): symbols decoded. */
+extern unsigned long long stk_jpeg_symbols_decoded;
+#endif
+
 /* Decodes one symbol from the 32 bits `bits`; returns the symbol and sets *len, or
  * returns -1 (no such code). */
 STK_HD int stk_jpeg_decode_symbol(const stk_jpeg_htable *t, uint32_t bits, int *len) {
+#ifdef STK_JPEG_COUNT_SYMBOLS
+  stk_jpeg_symbols_decoded++;
+#endif
   uint32_t e = t->lookup[bits >> (32 - STK_JPEG_LOOKUP_BITS)];
   if (e) {
     *len = (int)(e >> 8);
@@ -274,6 +285,13 @@ typedef struct {
 STK_HD uint32_t stk_jpeg_state_pos(uint64_t s) { return (uint32_t)s; }
 STK_HD int stk_jpeg_state_unit(uint64_t s) { return (int)((s >> 32) & 0xff); }
 
+/* The default subsequence length in bits (STK_JPEG_SUBSEQ_BITS overrides it on the GPU).
+ * Longer subsequences share the guesses' lead (STK_JPEG_GUESS_LEAD) over more bits and
+ * miss less; shorter ones give more threads. On the files of docs/gpu.md the stage
+ * decodes 2.64x the symbols of a sequential decode at 4096 bits, 4.09x at 1024 (the
+ * link pass's version: 4.66x at 1024). */
+#define STK_JPEG_SUBSEQ_DEFAULT 4096
+
 /* Number of subsequences of `s` bits a segment of `bytes` bytes is cut into (>= 1). */
 STK_HD int32_t stk_jpeg_subseq_count(uint32_t bytes, uint32_t s) {
   uint64_t bits = (uint64_t)bytes * 8;
@@ -333,7 +351,6 @@ typedef struct {
   uint64_t end;                  /* state after its last data unit */
   int32_t units;                 /* data units decoded */
   int32_t dc[STK_JPEG_MAX_COMP]; /* DC differences summed per component */
-  int32_t match; /* link pass: the guess of the same subsequence that ended at `end`, or -1 */
 } stk_jpeg_subresult;
 
 /* The context a subsequence decode needs: one image's stream, frame and tables. */
@@ -345,36 +362,72 @@ typedef struct {
   const stk_jpeg_subseq *subs;
 } stk_jpeg_image_view;
 
-/* Decodes the data units of subsequence `g` from state `start`. With `coef` (the image's
- * coefficient array) it also writes them: unit0 is the first unit's index over the scan,
- * dcpred the DC predictors at the start; units beyond the segment's count are not
- * written. A failed decode stops with STK_JPEG_STATE_BAD set in the end state, unless
- * `resync` (guesses): then it starts again one bit after the failed unit's start, as
- * unit `start`'s unit of the MCU. */
+/* Unit boundaries a guess records (in [first bit, limit) of its subsequence). The
+ * resolve walk needs the true start among them: a guess that synchronised within its
+ * lead passes through it first; more marks catch guesses synchronising a little later. */
+#ifndef STK_JPEG_GUESS_MARKS
+#define STK_JPEG_GUESS_MARKS 2
+#endif
+/* Bits a guess decodes before its subsequence's first bit (to synchronise there). */
+#ifndef STK_JPEG_GUESS_LEAD
+#define STK_JPEG_GUESS_LEAD 1024
+#endif
+/* An unused mark (no decoder state has every bit set). */
+#define STK_JPEG_NO_MARK (~0ull)
+
+/* The marks of one decode while it runs: boundary states, and the units and DC sums
+ * counted when it passed them. */
+typedef struct {
+  int n;
+  uint64_t state[STK_JPEG_GUESS_MARKS];
+  int32_t units[STK_JPEG_GUESS_MARKS];
+  int32_t dc[STK_JPEG_GUESS_MARKS][STK_JPEG_MAX_COMP];
+} stk_jpeg_marks;
+
+/* Decodes the data units of subsequence `g` from state `start` (whose bit may precede the
+ * subsequence's first: a guess's lead). With `coef` (the image's coefficient array) it
+ * also writes them: unit0 is the first unit's index over the scan, dcpred the DC
+ * predictors at the start; units beyond the segment's count are not written. A failed
+ * decode stops with STK_JPEG_STATE_BAD set in the end state, unless `resync` (guesses):
+ * then it starts again one bit after the failed unit's start, as unit `start`'s unit of
+ * the MCU, with its counts and marks cleared. With `mk`, the boundaries the decode
+ * passes in [first bit, limit) are recorded there (the first STK_JPEG_GUESS_MARKS). */
 STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *im, int32_t g,
                                                     uint64_t start, int16_t *coef, int64_t unit0,
-                                                    const int32_t *dcpred, int resync) {
+                                                    const int32_t *dcpred, int resync,
+                                                    stk_jpeg_marks *mk) {
   const stk_jpeg_subseq *sq = &im->subs[g];
   const stk_jpeg_segment *sg = &im->segs[sq->seg];
   const stk_jpeg_frame *f = im->frame;
   stk_jpeg_subresult r;
   r.units = 0;
-  r.match = -1;
   int32_t pred[STK_JPEG_MAX_COMP];
   for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
     r.dc[c] = 0;
     pred[c] = dcpred ? dcpred[c] : 0;
   }
+  if (mk) mk->n = 0;
   uint32_t pos = stk_jpeg_state_pos(start);
   int u = stk_jpeg_state_unit(start);
   const uint32_t seg_end_bit = sg->end * 8;
   /* A unit needs at least 2 bits; bounding the count keeps a corrupt stream finite. */
-  const int32_t max_units = (int32_t)((sq->limit - sq->first) / 2 + 2);
+  const uint32_t from = pos < sq->first ? pos : sq->first;
+  const int32_t max_units = (int32_t)((sq->limit - from) / 2 + 2);
   uint64_t bad = 0;
   if (u >= f->blocks_per_mcu) bad = STK_JPEG_STATE_BAD;
   stk_jpeg_bits rd;
   stk_jpeg_bits_init(&rd, im->data, sg->end, pos);
   while (!bad && pos < sq->limit && r.units < max_units) {
+    if (mk && pos >= sq->first && mk->n < STK_JPEG_GUESS_MARKS) {
+      /* Constant indices only (unrolled): the marks can stay in registers on a GPU. */
+      for (int j = 0; j < STK_JPEG_GUESS_MARKS; j++) {
+        if (j != mk->n) continue;
+        mk->state[j] = STK_JPEG_STATE(pos, u);
+        mk->units[j] = r.units;
+        for (int c = 0; c < STK_JPEG_MAX_COMP; c++) mk->dc[j][c] = r.dc[c];
+      }
+      mk->n++;
+    }
     int dx, dy;
     int c = stk_jpeg_unit_comp(f, u, &dx, &dy);
     const stk_jpeg_component *cp = &f->comp[c];
@@ -390,10 +443,13 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *i
                                     &im->tables->ac[cp->ac_table], &dc, blk);
     uint32_t p = stk_jpeg_bits_pos(&rd);
     if ((fail || p > seg_end_bit) && resync && pos + 8 <= seg_end_bit) {
-      /* A guess that met an invalid code tries again one bit further (what it ends at is
-       * only ever a candidate start: see the link pass). */
+      /* A guess that met an invalid code tries again one bit further, as a new decode:
+       * what it recorded so far was not a true decode. */
       pos++;
       u = stk_jpeg_state_unit(start);
+      r.units = 0;
+      for (int cc = 0; cc < STK_JPEG_MAX_COMP; cc++) r.dc[cc] = 0;
+      if (mk) mk->n = 0;
       stk_jpeg_bits_init(&rd, im->data, sg->end, pos);
       continue;
     }
@@ -416,66 +472,106 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *i
   return r;
 }
 
-/* stk_jpeg_decode_subseq_ex without resynchronisation: the true decodes. */
+/* stk_jpeg_decode_subseq_ex without resynchronisation or marks: the true decodes. */
 STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq(const stk_jpeg_image_view *im, int32_t g,
                                                  uint64_t start, int16_t *coef, int64_t unit0,
                                                  const int32_t *dcpred) {
-  return stk_jpeg_decode_subseq_ex(im, g, start, coef, unit0, dcpred, 0);
+  return stk_jpeg_decode_subseq_ex(im, g, start, coef, unit0, dcpred, 0, 0);
 }
 
 /* ---- the phases, one call per (simulated) thread ---- */
 
-/* Phases the guesses try: the parser takes at most 4 + 1 + 1 units per MCU. */
+/* Units per MCU the decoder takes: the parser takes at most 4 + 1 + 1. */
 #define STK_JPEG_MAX_PHASES 6
-
-/* Guess pass, thread (g, p): decodes subsequence g from its first bit as if unit p of an
- * MCU started there (a segment's first subsequence: from its known start, p = 0 only).
- * guess[g * STK_JPEG_MAX_PHASES + p] receives the result. */
-STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
-                                stk_jpeg_subresult *guess) {
-  const stk_jpeg_subseq *sq = &im->subs[g];
-  if (p >= im->frame->blocks_per_mcu || (sq->head && p > 0)) return;
-  guess[g * STK_JPEG_MAX_PHASES + p] =
-      stk_jpeg_decode_subseq_ex(im, g, STK_JPEG_STATE(sq->first, p), 0, 0, 0, !sq->head);
-}
-
-/* The guess of subsequence g that ended in `end`, or -1. */
-STK_HD int stk_jpeg_find_guess(const stk_jpeg_image_view *im, int32_t g,
-                               const stk_jpeg_subresult *guess, uint64_t end) {
-  int n = im->subs[g].head ? 1 : im->frame->blocks_per_mcu;
-  for (int q = 0; q < n; q++)
-    if (guess[g * STK_JPEG_MAX_PHASES + q].end == end) return q;
-  return -1;
-}
-
-/* Link pass, thread (g, p): if guess (g, p) was right, its end is subsequence g + 1's
- * start: decodes g + 1 from there into link[g * STK_JPEG_MAX_PHASES + p]; the guess of
- * g + 1 that ended at the same state (or -1) goes to its `match` and to
- * match[g * STK_JPEG_MATCH_STRIDE + p] (8 bytes per subsequence: the resolve walk reads
- * the next steps' choices several subsequences ahead in single loads). */
-#define STK_JPEG_MATCH_STRIDE 8
-STK_HD void stk_jpeg_link_step(const stk_jpeg_image_view *im, int32_t g, int p, int32_t nsubs,
-                               const stk_jpeg_subresult *guess, stk_jpeg_subresult *link,
-                               int8_t *match) {
-  if (p >= im->frame->blocks_per_mcu || (im->subs[g].head && p > 0)) return;
-  if (g + 1 >= nsubs || im->subs[g + 1].head) return;
-  uint64_t from = guess[g * STK_JPEG_MAX_PHASES + p].end & ~STK_JPEG_STATE_BAD;
-  stk_jpeg_subresult r = stk_jpeg_decode_subseq(im, g + 1, from, 0, 0, 0);
-  r.match = stk_jpeg_find_guess(im, g + 1, guess, r.end);
-  link[g * STK_JPEG_MAX_PHASES + p] = r;
-  match[g * STK_JPEG_MATCH_STRIDE + p] = (int8_t)r.match;
-}
-
-/* The 8 match bytes of subsequence g in one load (byte p at bits 8p). */
-STK_HD uint64_t stk_jpeg_match_word(const int8_t *match, int32_t g) {
-#ifdef __CUDA_ARCH__
-  return *(const uint64_t *)(match + (int64_t)g * STK_JPEG_MATCH_STRIDE);
-#else
-  uint64_t w = 0;
-  for (int q = 0; q < 8; q++)
-    w |= (uint64_t)(uint8_t)match[(int64_t)g * STK_JPEG_MATCH_STRIDE + q] << (8 * q);
-  return w;
+/* Guesses per subsequence at most: those of units 0 .. STK_JPEG_GUESSES - 1 of the MCU.
+ * After its lead a guess's unit of the MCU no longer depends much on the one it started
+ * with, so fewer guesses with a longer lead miss about as rarely for less work (4 guesses
+ * with 1024 bits of lead: 2.64x a sequential decode's symbols and 22 misses on the files
+ * of docs/gpu.md; 6 with 768: 2.90x, 21). */
+#ifndef STK_JPEG_GUESSES
+#define STK_JPEG_GUESSES 4
 #endif
+
+/* The guesses of a subsequence of frame f. */
+STK_HD int stk_jpeg_guess_count(const stk_jpeg_frame *f) {
+  return f->blocks_per_mcu < STK_JPEG_GUESSES ? f->blocks_per_mcu : STK_JPEG_GUESSES;
+}
+
+/* What a mark leads to: the units and DC differences from the boundary to its guess's
+ * end (16 bytes). */
+typedef struct {
+  int32_t units;
+  int32_t dc[STK_JPEG_MAX_COMP];
+} stk_jpeg_rest;
+
+/* The guess pass's records, per (subsequence g, guess p): i = g * STK_JPEG_GUESSES + p.
+ * The resolve walk scans a subsequence's ends and marks (contiguous), then reads one
+ * rest. */
+typedef struct {
+  uint64_t *end;       /* [i]: the guess's end state */
+  uint64_t *mark;      /* [i * STK_JPEG_GUESS_MARKS + j]: boundary j, or STK_JPEG_NO_MARK */
+  stk_jpeg_rest *rest; /* [i * STK_JPEG_GUESS_MARKS + j]: from boundary j to the end */
+} stk_jpeg_guesses;
+
+/* The records from subsequence `sub` on (an image's within a batch's). */
+STK_HD stk_jpeg_guesses stk_jpeg_guesses_at(const stk_jpeg_guesses *gs, int64_t sub) {
+  stk_jpeg_guesses r;
+  int64_t i = sub * STK_JPEG_GUESSES;
+  r.end = gs->end + i;
+  r.mark = gs->mark + i * STK_JPEG_GUESS_MARKS;
+  r.rest = gs->rest + i * STK_JPEG_GUESS_MARKS;
+  return r;
+}
+
+/* Guess pass, thread (g, p): decodes subsequence g as if unit p of an MCU started
+ * STK_JPEG_GUESS_LEAD bits before its first bit (a segment's first subsequence: from its
+ * known start, p = 0 only, without resynchronising) and stores its end, marks and rests. */
+STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
+                                const stk_jpeg_guesses *gs) {
+  const stk_jpeg_subseq *sq = &im->subs[g];
+  if (p >= stk_jpeg_guess_count(im->frame) || (sq->head && p > 0)) return;
+  uint32_t seg_first = im->segs[sq->seg].begin * 8, from = sq->first;
+  if (!sq->head)
+    from = from - seg_first > STK_JPEG_GUESS_LEAD ? from - STK_JPEG_GUESS_LEAD : seg_first;
+  stk_jpeg_marks mk;
+  stk_jpeg_subresult r =
+      stk_jpeg_decode_subseq_ex(im, g, STK_JPEG_STATE(from, p), 0, 0, 0, !sq->head, &mk);
+  int64_t i = (int64_t)g * STK_JPEG_GUESSES + p;
+  gs->end[i] = r.end;
+  for (int j = 0; j < STK_JPEG_GUESS_MARKS; j++) {
+    int64_t m = i * STK_JPEG_GUESS_MARKS + j;
+    gs->mark[m] = j < mk.n ? mk.state[j] : STK_JPEG_NO_MARK;
+    if (j >= mk.n) continue;
+    gs->rest[m].units = r.units - mk.units[j];
+    for (int c = 0; c < STK_JPEG_MAX_COMP; c++)
+      gs->rest[m].dc[c] = (int32_t)((uint32_t)r.dc[c] - (uint32_t)mk.dc[j][c]);
+  }
+}
+
+/* Subsequence g's true decode from its true start `e`, when a guess passed through e
+ * (or e is at or past its limit: then it decodes nothing); returns 0 when neither. */
+STK_HD int stk_jpeg_find_mark(const stk_jpeg_image_view *im, int32_t g, const stk_jpeg_guesses *gs,
+                              uint64_t e, stk_jpeg_subresult *out) {
+  const stk_jpeg_subseq *sq = &im->subs[g];
+  if (stk_jpeg_state_pos(e) >= sq->limit) {
+    out->end = e;
+    out->units = 0;
+    for (int c = 0; c < STK_JPEG_MAX_COMP; c++) out->dc[c] = 0;
+    return 1;
+  }
+  const int n = sq->head ? 1 : stk_jpeg_guess_count(im->frame);
+  const int64_t i0 = (int64_t)g * STK_JPEG_GUESSES;
+  for (int q = 0; q < n; q++)
+    for (int j = 0; j < STK_JPEG_GUESS_MARKS; j++) {
+      int64_t m = (i0 + q) * STK_JPEG_GUESS_MARKS + j;
+      if (gs->mark[m] != e) continue;
+      stk_jpeg_rest rs = gs->rest[m];
+      out->end = gs->end[i0 + q];
+      out->units = rs.units;
+      for (int c = 0; c < STK_JPEG_MAX_COMP; c++) out->dc[c] = rs.dc[c];
+      return 1;
+    }
+  return 0;
 }
 
 /* The resolve walk's running sums: records subsequence g's first unit and DC predictors,
@@ -497,61 +593,27 @@ STK_HD void stk_jpeg_walk_add(stk_jpeg_walk *w, int32_t g, const stk_jpeg_subres
   if (r->end & STK_JPEG_STATE_BAD) w->bad = 1;
 }
 
-/* Steps the resolve walk takes per look-ahead. */
-#define STK_JPEG_WALK_AHEAD 8
-
 /* Resolve pass, thread `seg`: walks the segment's subsequences from its known start.
- * Subsequence g's true decode is known as a guess (g, p) or was decoded here; its end is
- * g + 1's start, and g + 1's true decode is the link (g, p) when there is one, else it is
- * decoded here (the rare subsequence where no guess synchronised). The choices p of the
- * next STK_JPEG_WALK_AHEAD subsequences come from their match words, loaded together, and
- * then their links, loaded together (a chain of dependent loads costs one memory latency
- * per look-ahead, not per subsequence). Records each subsequence's start, first data unit
- * and DC predictors (exclusive prefix sums). Returns 0, or -1 when a decode failed or the
- * units do not add up to the interval's (a corrupt stream); *misses counts the
- * subsequences decoded here. */
+ * Knowing subsequence g's true start, its true decode is found among its guesses' marks
+ * (stk_jpeg_find_mark) or, when no guess passed through that state, decoded here. Its end
+ * is g + 1's start. Records each subsequence's start, first data unit and DC predictors
+ * (exclusive prefix sums). Returns 0, or -1 when a decode failed or the units do not add
+ * up to the interval's (a corrupt stream); *misses counts the subsequences decoded here. */
 STK_HD int stk_jpeg_resolve_segment(const stk_jpeg_image_view *im, int32_t seg, int32_t nsubs,
-                                    const stk_jpeg_subresult *guess, const stk_jpeg_subresult *link,
-                                    const int8_t *match, uint64_t *start, int64_t *unit0,
+                                    const stk_jpeg_guesses *gs, uint64_t *start, int64_t *unit0,
                                     int32_t *dcpred, int32_t *misses) {
   const stk_jpeg_segment *sg = &im->segs[seg];
-  int32_t last = sg->sub0;
-  while (last + 1 < nsubs && !im->subs[last + 1].head) last++;
   stk_jpeg_walk w = {sg->unit0, {0, 0, 0}, 0};
-  int32_t g = sg->sub0;
-  int p = 0; /* the decode of g ended where guess (g, p) did; -1: no guess did */
-  stk_jpeg_subresult cur = guess[g * STK_JPEG_MAX_PHASES];
-  start[g] = STK_JPEG_STATE(sg->begin * 8, 0);
-  stk_jpeg_walk_add(&w, g, &cur, unit0, dcpred);
-  while (g < last) {
-    if (p < 0) { /* a miss: decode g + 1 from the true start */
-      start[g + 1] = cur.end & ~STK_JPEG_STATE_BAD;
-      cur = stk_jpeg_decode_subseq(im, g + 1, start[g + 1], 0, 0, 0);
-      p = stk_jpeg_find_guess(im, g + 1, guess, cur.end);
+  uint64_t e = STK_JPEG_STATE(sg->begin * 8, 0);
+  for (int32_t g = sg->sub0; g < nsubs && (g == sg->sub0 || !im->subs[g].head); g++) {
+    start[g] = e;
+    stk_jpeg_subresult cur;
+    if (!stk_jpeg_find_mark(im, g, gs, e, &cur)) {
+      cur = stk_jpeg_decode_subseq(im, g, e, 0, 0, 0);
       ++*misses;
-      g++;
-      stk_jpeg_walk_add(&w, g, &cur, unit0, dcpred);
-      continue;
     }
-    int n = last - g < STK_JPEG_WALK_AHEAD ? last - g : STK_JPEG_WALK_AHEAD;
-    uint64_t words[STK_JPEG_WALK_AHEAD];
-    for (int j = 0; j < n; j++) words[j] = stk_jpeg_match_word(match, g + j);
-    int ph[STK_JPEG_WALK_AHEAD + 1];
-    ph[0] = p;
-    int m = 0; /* links usable: ph[0..m) are all >= 0 */
-    while (m < n && ph[m] >= 0) {
-      ph[m + 1] = (int)(int8_t)(uint8_t)(words[m] >> (8 * ph[m]));
-      m++;
-    }
-    stk_jpeg_subresult r[STK_JPEG_WALK_AHEAD];
-    for (int j = 0; j < m; j++) r[j] = link[(g + j) * STK_JPEG_MAX_PHASES + ph[j]];
-    for (int j = 0; j < m; j++) {
-      start[g + 1] = cur.end & ~STK_JPEG_STATE_BAD;
-      cur = r[j];
-      g++;
-      stk_jpeg_walk_add(&w, g, &cur, unit0, dcpred);
-    }
-    p = ph[m];
+    stk_jpeg_walk_add(&w, g, &cur, unit0, dcpred);
+    e = cur.end & ~STK_JPEG_STATE_BAD;
   }
   return w.bad || w.u != sg->unit0 + sg->units ? -1 : 0;
 }

@@ -1,14 +1,14 @@
 /*
  * The Huffman stage batched (src/cuda/jpeg_huffman.cu): how n images' inputs are packed
  * into the one block uploaded per call, how thread blocks map to images and threads to
- * subsequences, and the per-thread bodies of the four launches. Plain C11 / CUDA C++ like
+ * subsequences, and the per-thread bodies of the three launches. Plain C11 / CUDA C++ like
  * jpeg_huffman.h, so the host test (tests/c/test_jpeg_huffman.c) packs a batch with the
  * same code and runs every launch's blocks and threads in loops: the kernels add only
  * the copy of an image's frame and tables to shared memory.
  *
  * The block: images[n] (offsets into the block, the output pointer), frames[n],
  * tables[n], then three block tables of n + 1 ints (first block of each image in the
- * launches whose threads are (subsequence, unit of the MCU) pairs, segments,
+ * launch whose threads are (subsequence, guess) pairs, segments,
  * subsequences), then per image its segments, subsequences and un-stuffed scan. Every
  * part starts 16-byte aligned.
  */
@@ -41,8 +41,7 @@ typedef struct {
 
 /* Temporaries, per subsequence over the batch, and a failure flag per image. */
 typedef struct {
-  stk_jpeg_subresult *guess, *link; /* [sub * STK_JPEG_MAX_PHASES + p] */
-  int8_t *match;                    /* [sub * STK_JPEG_MATCH_STRIDE + p] */
+  stk_jpeg_guesses guess; /* per (sub, p) and (sub, p, mark): see jpeg_huffman.h */
   uint64_t *start;
   int64_t *unit0;
   int32_t *dcpred; /* [sub * STK_JPEG_MAX_COMP + c] */
@@ -71,7 +70,7 @@ static inline int stk_jpeg_batch_plan(int n, const stk_jpeg_frame *frames, const
           stk_jpeg_align16((size_t)ns * sizeof(stk_jpeg_subseq)) + stk_jpeg_align16(scan_bytes[i]);
     L->total_subs += ns;
     const int64_t t = STK_JPEG_BATCH_THREADS;
-    blocks[STK_JPEG_BY_PHASE] += (ns * frames[i].blocks_per_mcu + t - 1) / t;
+    blocks[STK_JPEG_BY_PHASE] += (ns * stk_jpeg_guess_count(&frames[i]) + t - 1) / t;
     blocks[STK_JPEG_BY_SEGMENT] += (n_restarts[i] + 1 + t - 1) / t;
     blocks[STK_JPEG_BY_SUBSEQ] += (ns + t - 1) / t;
   }
@@ -80,7 +79,7 @@ static inline int stk_jpeg_batch_plan(int n, const stk_jpeg_frame *frames, const
     if (blocks[k] > INT32_MAX) return -1;
     L->blocks[k] = (int32_t)blocks[k];
   }
-  return L->total_subs > INT32_MAX / STK_JPEG_MAX_PHASES ? -1 : 0;
+  return L->total_subs > INT32_MAX / STK_JPEG_GUESSES ? -1 : 0;
 }
 
 /* Fills the planned block at `host` (L->bytes). coef[i]: image i's output (a device
@@ -118,7 +117,7 @@ static inline void stk_jpeg_batch_fill(const stk_jpeg_batch_layout *L, char *hos
     first[STK_JPEG_BY_PHASE * (n + 1) + i] = (int32_t)b[0];
     first[STK_JPEG_BY_SEGMENT * (n + 1) + i] = (int32_t)b[1];
     first[STK_JPEG_BY_SUBSEQ * (n + 1) + i] = (int32_t)b[2];
-    b[0] += ((int64_t)ns * frames[i].blocks_per_mcu + t - 1) / t;
+    b[0] += ((int64_t)ns * stk_jpeg_guess_count(&frames[i]) + t - 1) / t;
     b[1] += (im[i].nsegs + t - 1) / t;
     b[2] += (ns + t - 1) / t;
   }
@@ -128,13 +127,13 @@ static inline void stk_jpeg_batch_fill(const stk_jpeg_batch_layout *L, char *hos
 /* Carves the temporaries from one block at `base` (0: sizes only); returns its bytes. */
 static inline size_t stk_jpeg_batch_tmp_carve(int64_t subs, int n, uintptr_t base,
                                               stk_jpeg_batch_tmp *t) {
-  size_t at = 0, np = (size_t)subs * STK_JPEG_MAX_PHASES;
-  t->guess = (stk_jpeg_subresult *)(base + at);
-  at = stk_jpeg_align16(at + np * sizeof(stk_jpeg_subresult));
-  t->link = (stk_jpeg_subresult *)(base + at);
-  at = stk_jpeg_align16(at + np * sizeof(stk_jpeg_subresult));
-  t->match = (int8_t *)(base + at);
-  at = stk_jpeg_align16(at + (size_t)subs * STK_JPEG_MATCH_STRIDE);
+  size_t at = 0, np = (size_t)subs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
+  t->guess.end = (uint64_t *)(base + at);
+  at = stk_jpeg_align16(at + np * sizeof(uint64_t));
+  t->guess.mark = (uint64_t *)(base + at);
+  at = stk_jpeg_align16(at + nm * sizeof(uint64_t));
+  t->guess.rest = (stk_jpeg_rest *)(base + at);
+  at = stk_jpeg_align16(at + nm * sizeof(stk_jpeg_rest));
   t->start = (uint64_t *)(base + at);
   at = stk_jpeg_align16(at + (size_t)subs * sizeof(uint64_t));
   t->unit0 = (int64_t *)(base + at);
@@ -188,25 +187,15 @@ STK_HD const stk_jpeg_batch_image *stk_jpeg_batch_img(const char *base,
   return (const stk_jpeg_batch_image *)(base + L->images_at) + i;
 }
 
-/* Guess launch, thread k of image i: (subsequence k / bpm, unit k % bpm). */
+/* Guess launch, thread k of image i: (subsequence k / G, guess k % G), G guesses per
+ * subsequence (stk_jpeg_guess_count: no idle lanes). */
 STK_HD void stk_jpeg_batch_guess(const char *base, const stk_jpeg_batch_layout *L, int i, int64_t k,
                                  const stk_jpeg_image_view *v, const stk_jpeg_batch_tmp *t) {
   const stk_jpeg_batch_image *im = stk_jpeg_batch_img(base, L, i);
-  const int bpm = v->frame->blocks_per_mcu;
-  if (k >= (int64_t)im->nsubs * bpm) return;
-  stk_jpeg_guess_step(v, (int32_t)(k / bpm), (int)(k % bpm),
-                      t->guess + im->sub0 * STK_JPEG_MAX_PHASES);
-}
-
-/* Link launch, thread k of image i: as the guess launch. */
-STK_HD void stk_jpeg_batch_link(const char *base, const stk_jpeg_batch_layout *L, int i, int64_t k,
-                                const stk_jpeg_image_view *v, const stk_jpeg_batch_tmp *t) {
-  const stk_jpeg_batch_image *im = stk_jpeg_batch_img(base, L, i);
-  const int bpm = v->frame->blocks_per_mcu;
-  if (k >= (int64_t)im->nsubs * bpm) return;
-  stk_jpeg_link_step(
-      v, (int32_t)(k / bpm), (int)(k % bpm), im->nsubs, t->guess + im->sub0 * STK_JPEG_MAX_PHASES,
-      t->link + im->sub0 * STK_JPEG_MAX_PHASES, t->match + im->sub0 * STK_JPEG_MATCH_STRIDE);
+  const int ng = stk_jpeg_guess_count(v->frame);
+  if (k >= (int64_t)im->nsubs * ng) return;
+  stk_jpeg_guesses gs = stk_jpeg_guesses_at(&t->guess, im->sub0);
+  stk_jpeg_guess_step(v, (int32_t)(k / ng), (int)(k % ng), &gs);
 }
 
 /* Resolve launch, thread k of image i: segment k. Returns 1 when it found the image
@@ -218,9 +207,8 @@ STK_HD int stk_jpeg_batch_resolve(const char *base, const stk_jpeg_batch_layout 
   if (k >= im->nsegs) return 0;
   int32_t misses = 0;
   int64_t s0 = im->sub0;
-  if (stk_jpeg_resolve_segment(v, (int32_t)k, im->nsubs, t->guess + s0 * STK_JPEG_MAX_PHASES,
-                               t->link + s0 * STK_JPEG_MAX_PHASES,
-                               t->match + s0 * STK_JPEG_MATCH_STRIDE, t->start + s0, t->unit0 + s0,
+  stk_jpeg_guesses gs = stk_jpeg_guesses_at(&t->guess, s0);
+  if (stk_jpeg_resolve_segment(v, (int32_t)k, im->nsubs, &gs, t->start + s0, t->unit0 + s0,
                                t->dcpred + s0 * STK_JPEG_MAX_COMP, &misses) == 0)
     return 0;
   t->failed[i] = 1; /* racing writers all write the same value */

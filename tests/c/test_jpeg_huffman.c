@@ -119,10 +119,10 @@ static void parsed_free(parsed *p) {
 }
 
 /* The parallel decoder's phases, each "thread" run in a loop, phases in order: guesses,
- * links, resolve per segment, write. Threads of a phase are independent (each writes only
- * its own records), so any order gives what the GPU gives; `descending` runs them
- * backwards to show it. Returns 0 or -1 (corrupt stream); *misses: subsequences the
- * resolve pass decoded itself (no guess synchronised). */
+ * resolve per segment, write. Threads of a phase are independent (each writes only its
+ * own records), so any order gives what the GPU gives; `descending` runs them backwards
+ * to show it. Returns 0 or -1 (corrupt stream); *misses: subsequences the resolve pass
+ * decoded itself (no guess passed through their true start). */
 static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t *coef,
                            int *misses) {
   int64_t nsubs = stk_jpeg_plan_count((uint32_t)p->scan_bytes, p->restarts, p->n_restarts, s);
@@ -131,32 +131,25 @@ static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t
   stk_jpeg_subseq *subs = malloc(sizeof *subs * nsubs);
   stk_jpeg_plan_fill(&p->f, (uint32_t)p->scan_bytes, p->restarts, p->n_restarts, s, segs, subs);
   stk_jpeg_image_view im = {p->scan, &p->f, &p->t, segs, subs};
-  const int64_t np = nsubs * STK_JPEG_MAX_PHASES;
-  stk_jpeg_subresult *guess = malloc(sizeof *guess * np), *link = malloc(sizeof *link * np);
+  const int64_t np = nsubs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
+  stk_jpeg_guesses gs = {malloc(sizeof *gs.end * np), malloc(sizeof *gs.mark * nm),
+                         malloc(sizeof *gs.rest * nm)};
   /* Records nobody writes stay garbage: the phases must never read them. */
-  memset(guess, 0xA5, sizeof *guess * np);
-  memset(link, 0xA5, sizeof *link * np);
-  int8_t *match = malloc((size_t)nsubs * STK_JPEG_MATCH_STRIDE);
-  memset(match, 0xA5, (size_t)nsubs * STK_JPEG_MATCH_STRIDE);
+  memset(gs.end, 0xA5, sizeof *gs.end * np);
+  memset(gs.mark, 0xA5, sizeof *gs.mark * nm);
+  memset(gs.rest, 0xA5, sizeof *gs.rest * nm);
   uint64_t *start = malloc(sizeof *start * nsubs);
   int64_t *unit0 = malloc(sizeof *unit0 * nsubs);
   int32_t *dcpred = malloc(sizeof *dcpred * nsubs * STK_JPEG_MAX_COMP);
   for (int64_t i = 0; i < np; i++) {
     int64_t t = descending ? np - 1 - i : i;
-    stk_jpeg_guess_step(&im, (int32_t)(t / STK_JPEG_MAX_PHASES), (int)(t % STK_JPEG_MAX_PHASES),
-                        guess);
-  }
-  for (int64_t i = 0; i < np; i++) {
-    int64_t t = descending ? np - 1 - i : i;
-    stk_jpeg_link_step(&im, (int32_t)(t / STK_JPEG_MAX_PHASES), (int)(t % STK_JPEG_MAX_PHASES),
-                       (int32_t)nsubs, guess, link, match);
+    stk_jpeg_guess_step(&im, (int32_t)(t / STK_JPEG_GUESSES), (int)(t % STK_JPEG_GUESSES), &gs);
   }
   int rc = 0;
   int32_t miss = 0;
   for (int k = 0; k < nsegs; k++) {
     int seg = descending ? nsegs - 1 - k : k;
-    if (stk_jpeg_resolve_segment(&im, seg, (int32_t)nsubs, guess, link, match, start, unit0, dcpred,
-                                 &miss) != 0)
+    if (stk_jpeg_resolve_segment(&im, seg, (int32_t)nsubs, &gs, start, unit0, dcpred, &miss) != 0)
       rc = -1;
   }
   *misses = miss;
@@ -165,7 +158,7 @@ static int decode_parallel(const parsed *p, uint32_t s, bool descending, int16_t
       int32_t g = (int32_t)(descending ? nsubs - 1 - i : i);
       stk_jpeg_write_step(&im, g, start, unit0, dcpred, coef);
     }
-  free(segs), free(subs), free(guess), free(link), free(match), free(start), free(unit0),
+  free(segs), free(subs), free(gs.end), free(gs.mark), free(gs.rest), free(start), free(unit0),
       free(dcpred);
   return rc;
 }
@@ -219,9 +212,10 @@ static void compare_libjpeg(buf_t b, const parsed *p, const int16_t *coef, const
 }
 
 /* Parses b, decodes it with each subsequence length in both thread orders and compares
- * with libjpeg. Returns the misses (see decode_parallel) at S = 1024. */
-static int check_file(buf_t b, const char *what) {
-  static const uint32_t lengths[] = {32, 77, 1024, 2048, 1u << 30};
+ * with libjpeg. Returns the misses (see decode_parallel) at the default length, and its
+ * subsequences in *subs_out (when not NULL). */
+static int check_file_subs(buf_t b, const char *what, int64_t *subs_out) {
+  static const uint32_t lengths[] = {32, 77, 1024, 2048, STK_JPEG_SUBSEQ_DEFAULT, 1u << 30};
   parsed p;
   if (parse(b, &p) != 0) fail_msg("%s: refused: %s", what, p.why);
   int most = 0;
@@ -235,19 +229,24 @@ static int check_file(buf_t b, const char *what) {
       if (decode_parallel(&p, lengths[i], d, coef, &misses) != 0)
         fail_msg("%s: decode failed", label);
       compare_libjpeg(b, &p, coef, label);
-      if (lengths[i] == 1024) most = misses;
+      if (lengths[i] == STK_JPEG_SUBSEQ_DEFAULT) most = misses;
       free(coef);
     }
   /* The library's host run of the same phases (the fallback and the fuzz target's). */
   int16_t *coef = malloc(sizeof(int16_t) * 64 * (size_t)p.f.total_blocks);
   if (stk__jpeg_decode_coefficients(&p.f, &p.t, p.scan, p.scan_bytes, p.restarts, p.n_restarts,
-                                    1024, coef, NULL) != 0)
+                                    STK_JPEG_SUBSEQ_DEFAULT, coef, NULL) != 0)
     fail_msg("%s: stk__jpeg_decode_coefficients failed", what);
   compare_libjpeg(b, &p, coef, what);
   free(coef);
+  if (subs_out)
+    *subs_out = stk_jpeg_plan_count((uint32_t)p.scan_bytes, p.restarts, p.n_restarts,
+                                    STK_JPEG_SUBSEQ_DEFAULT);
   parsed_free(&p);
   return most;
 }
+
+static int check_file(buf_t b, const char *what) { return check_file_subs(b, what, NULL); }
 
 /* ---- tests ---- */
 
@@ -260,12 +259,13 @@ static void test_photos(void **state) {
     char path[1024];
     buf_t b;
     b.p = tu_read(tu_path(path, sizeof path, photo_files[i]), &b.n);
-    int misses = check_file(b, photo_files[i]);
-    size_t subs = (b.n * 8 + 1023) / 1024;
-    print_message("%s: %zu bytes, S = 1024: %d subsequences of %zu resolved sequentially\n",
-                  photo_files[i], b.n, misses, subs);
-    /* The guesses synchronise almost always: the resolve pass must stay cheap. */
-    assert_true((size_t)misses * 50 < subs);
+    int64_t subs;
+    int misses = check_file_subs(b, photo_files[i], &subs);
+    print_message("%s: %zu bytes, S = %d: %d subsequences of %lld resolved sequentially\n",
+                  photo_files[i], b.n, STK_JPEG_SUBSEQ_DEFAULT, misses, (long long)subs);
+    /* The guesses synchronise within their lead almost always: the resolve pass (serial
+     * on a GPU) must stay cheap. */
+    assert_true((int64_t)misses * 50 < subs);
     free(b.p);
   }
 }
@@ -277,6 +277,7 @@ static void test_encoded_variants(void **state) {
   static const int samp[][3] = {{3, 1, 1}, {3, 2, 1}, {3, 2, 2}, {3, 1, 2}, {1, 1, 1}};
   static const int sizes[][2] = {{1, 1}, {7, 9}, {17, 33}, {4000, 3}, {3, 300}, {161, 97}};
   tu_image ph = tu_load_photo("data/photos/chelsea.png");
+  int64_t photo_misses = 0, photo_subs = 0;
   for (size_t s = 0; s < sizeof samp / sizeof *samp; s++)
     for (int variant = 0; variant < 4; variant++) {
       enc_opts o = {.ncomp = samp[s][0], .h = samp[s][1], .v = samp[s][2], .quality = 90};
@@ -294,7 +295,9 @@ static void test_encoded_variants(void **state) {
       buf_t b = encode(px, ph.w, ph.h, &o);
       snprintf(what, sizeof what, "chelsea %dc %dx%d opt %d dri %d/%d", o.ncomp, o.h, o.v,
                o.optimize, o.restart_mcus, o.restart_rows);
-      check_file(b, what);
+      int64_t subs;
+      photo_misses += check_file_subs(b, what, &subs);
+      photo_subs += subs;
       free(b.p);
       free(gray);
       for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
@@ -308,6 +311,11 @@ static void test_encoded_variants(void **state) {
         free(syn);
       }
     }
+  print_message(
+      "chelsea re-encoded (20 variants), S = %d: %lld of %lld subsequences resolved "
+      "sequentially\n",
+      STK_JPEG_SUBSEQ_DEFAULT, (long long)photo_misses, (long long)photo_subs);
+  assert_true(photo_misses * 50 < photo_subs);
   free(ph.p);
 }
 
@@ -608,9 +616,9 @@ static void test_batch_launches(void **state) {
   const stk_jpeg_frame *bf = (const stk_jpeg_frame *)(block + L.frames_at);
   const stk_jpeg_huffman *bt = (const stk_jpeg_huffman *)(block + L.tables_at);
   int reported[N] = {0};
-  for (int launch = 0; launch < 4; launch++) {
-    int kind = launch < 2    ? STK_JPEG_BY_PHASE
-               : launch == 2 ? STK_JPEG_BY_SEGMENT
+  for (int launch = 0; launch < 3; launch++) {
+    int kind = launch == 0   ? STK_JPEG_BY_PHASE
+               : launch == 1 ? STK_JPEG_BY_SEGMENT
                              : STK_JPEG_BY_SUBSEQ;
     for (int64_t b = 0; b < L.blocks[kind]; b++) {
       int i = stk_jpeg_batch_image_of(block, &L, N, kind, b);
@@ -618,9 +626,8 @@ static void test_batch_launches(void **state) {
       for (int th = 0; th < STK_JPEG_BATCH_THREADS; th++) {
         int64_t k = stk_jpeg_batch_thread(block, &L, N, kind, i, b, th);
         if (launch == 0) stk_jpeg_batch_guess(block, &L, i, k, &v, &t);
-        if (launch == 1) stk_jpeg_batch_link(block, &L, i, k, &v, &t);
-        if (launch == 2) reported[i] |= stk_jpeg_batch_resolve(block, &L, i, k, &v, &t);
-        if (launch == 3) stk_jpeg_batch_write(block, &L, i, k, &v, &t);
+        if (launch == 1) reported[i] |= stk_jpeg_batch_resolve(block, &L, i, k, &v, &t);
+        if (launch == 2) stk_jpeg_batch_write(block, &L, i, k, &v, &t);
       }
     }
   }

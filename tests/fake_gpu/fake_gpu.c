@@ -1300,10 +1300,10 @@ static int jpeg_one(const stk_gpu_jpeg_decode_sample *s, int color) {
   const stk_jpeg_parsed *p = s->parsed;
   int16_t *coef = malloc((size_t)p->frame.total_blocks * 64 * sizeof *coef);
   const int32_t *restarts = stk_jpeg_parsed_restarts(p);
-  int rc =
-      coef ? stk__jpeg_decode_coefficients(&p->frame, &p->tables, stk_jpeg_parsed_scan(p),
-                                           p->scan_bytes, restarts, p->n_restarts, 1024, coef, NULL)
-           : -1;
+  int rc = coef ? stk__jpeg_decode_coefficients(&p->frame, &p->tables, stk_jpeg_parsed_scan(p),
+                                                p->scan_bytes, restarts, p->n_restarts,
+                                                STK_JPEG_SUBSEQ_DEFAULT, coef, NULL)
+                : -1;
   if (rc == 0)
     rc = stk_jpeg_pixels_host(&p->frame, coef, color, s->roi_x, s->roi_y, s->roi_w, s->roi_h,
                               s->dst, (int64_t)s->dst_pitch);

@@ -371,8 +371,9 @@ int main(int argc, char **argv) {
       "jpeg_huffman_gpu: 128 x 500x375 4:2:0 q90 (%.0f KB average): host parse %.1f us per "
       "image\n",
       total / 128.0 / 1024, us);
-  /* the subsequence length trades parallelism (guess, link) against the resolve walk's
-   * steps and misses: a sweep for tuning the default */
+  /* the subsequence length trades parallelism (guesses) against the guesses' lead (a
+   * fixed STK_JPEG_GUESS_LEAD bits each), the resolve walk's steps and misses: a sweep for
+   * tuning the default (STK_JPEG_SUBSEQ_DEFAULT) */
   static const char *sweep[] = {"512", "1024", "2048", "4096", "8192"};
   for (int l = 0; l < 5; l++) {
     setenv("STK_JPEG_SUBSEQ_BITS", sweep[l], 1);
