@@ -193,6 +193,111 @@ static int run_batch(item *items, int n, int *d_status, cudaStream_t st) {
   return rc;
 }
 
+/* ---- tracing a difference: each launch on the GPU against the same launch run on the
+ * host (the batch layer's loops, as tests/c/test_jpeg_huffman.c runs them), temporaries
+ * filled with the same garbage on both sides; prints where they first part. ---- */
+
+static int trace_cmp(const char *what, const void *gpu, const void *host, size_t bytes,
+                     size_t unit, const char *name) {
+  const uint8_t *a = (const uint8_t *)gpu, *b = (const uint8_t *)host;
+  int shown = 0;
+  size_t diffs = 0;
+  for (size_t k = 0; k < bytes; k += unit)
+    if (memcmp(a + k, b + k, unit)) {
+      if (shown++ < 6) {
+        printf("TRACE %s: %s[%zu] gpu", name, what, k / unit);
+        for (size_t j = 0; j < unit; j += 4) printf(" %08x", *(const uint32_t *)(a + k + j));
+        printf(" host");
+        for (size_t j = 0; j < unit; j += 4) printf(" %08x", *(const uint32_t *)(b + k + j));
+        printf("\n");
+      }
+      diffs++;
+    }
+  if (diffs) printf("TRACE %s: %s: %zu of %zu entries differ\n", name, what, diffs, bytes / unit);
+  return diffs != 0;
+}
+
+static void trace_image(item *it, cudaStream_t st) {
+  const uint32_t s = subseq_bits();
+  const size_t nb = (size_t)it->f.total_blocks * 64 * sizeof(int16_t);
+  const uint8_t *scan = it->scan;
+  const int32_t *rs = it->restarts;
+  stk_jpeg_batch_layout L;
+  if (stk_jpeg_batch_plan(1, &it->f, &it->scan_bytes, &rs, &it->n_restarts, s, &L)) return;
+  int16_t *h_coef = (int16_t *)malloc(nb), *g_coef = (int16_t *)malloc(nb);
+  memset(h_coef, 0x5A, nb);
+  CHECK_CUDA(cudaMemset(it->d_coef, 0x5A, nb));
+  char *h_block = (char *)malloc(L.bytes), *d_fill = (char *)malloc(L.bytes);
+  stk_jpeg_batch_fill(&L, h_block, 1, &it->f, &it->t, &scan, &it->scan_bytes, &rs,
+                      &it->n_restarts, &h_coef, s);
+  stk_jpeg_batch_fill(&L, d_fill, 1, &it->f, &it->t, &scan, &it->scan_bytes, &rs,
+                      &it->n_restarts, &it->d_coef, s);
+  char *d_block;
+  CHECK_CUDA(cudaMalloc((void **)&d_block, L.bytes));
+  CHECK_CUDA(cudaMemcpy(d_block, d_fill, L.bytes, cudaMemcpyHostToDevice));
+  stk_jpeg_batch_tmp ht, dt;
+  const size_t tb = stk_jpeg_batch_tmp_carve(L.total_subs, 1, 0, &ht);
+  char *h_tmp = (char *)malloc(tb), *g_tmp = (char *)malloc(tb), *d_tmp;
+  CHECK_CUDA(cudaMalloc((void **)&d_tmp, tb));
+  memset(h_tmp, 0xA5, tb);
+  CHECK_CUDA(cudaMemset(d_tmp, 0xA5, tb));
+  stk_jpeg_batch_tmp_carve(L.total_subs, 1, (uintptr_t)h_tmp, &ht);
+  stk_jpeg_batch_tmp_carve(L.total_subs, 1, (uintptr_t)d_tmp, &dt);
+  memset(ht.failed, 0, sizeof(int32_t));
+  CHECK_CUDA(cudaMemset(dt.failed, 0, sizeof(int32_t)));
+  const int T = STK_JPEG_BATCH_THREADS;
+  const size_t offs = (uintptr_t)ht.guess.mark - (uintptr_t)h_tmp;
+  const size_t offr = (uintptr_t)ht.guess.rest - (uintptr_t)h_tmp;
+  const size_t offs_start = (uintptr_t)ht.start - (uintptr_t)h_tmp;
+  const size_t np = (size_t)L.total_subs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
+  printf("TRACE %s: S = %u, %lld subsequences, %d segments\n", it->name, s,
+         (long long)L.total_subs, it->n_restarts + 1);
+  for (int launch = 0; launch < 3; launch++) {
+    const int kind = launch == 0   ? STK_JPEG_BY_PHASE
+                     : launch == 1 ? STK_JPEG_BY_SEGMENT
+                                   : STK_JPEG_BY_SUBSEQ;
+    if (launch == 0) jh_guess_kernel<<<L.blocks[kind], T, 0, st>>>(d_block, L, 1, dt);
+    if (launch == 1) jh_resolve_kernel<<<L.blocks[kind], T, 0, st>>>(d_block, L, 1, dt, NULL);
+    if (launch == 2) jh_write_kernel<<<L.blocks[kind], T, 0, st>>>(d_block, L, 1, dt);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaStreamSynchronize(st));
+    for (int64_t b = 0; b < L.blocks[kind]; b++) {
+      stk_jpeg_image_view v = stk_jpeg_batch_view(h_block, &L, 0, &it->f, &it->t);
+      for (int th = 0; th < T; th++) {
+        int64_t k = stk_jpeg_batch_thread(h_block, &L, 1, kind, 0, b, th);
+        if (launch == 0) stk_jpeg_batch_guess(h_block, &L, 0, k, &v, &ht);
+        if (launch == 1) stk_jpeg_batch_resolve(h_block, &L, 0, k, &v, &ht);
+        if (launch == 2) stk_jpeg_batch_write(h_block, &L, 0, k, &v, &ht);
+      }
+    }
+    CHECK_CUDA(cudaMemcpy(g_tmp, d_tmp, tb, cudaMemcpyDeviceToHost));
+    int differ = 0;
+    if (launch == 0) {
+      differ |= trace_cmp("guess end", g_tmp, h_tmp, np * 8, 8, it->name);
+      differ |= trace_cmp("guess mark", g_tmp + offs, h_tmp + offs, nm * 8, 8, it->name);
+      differ |= trace_cmp("guess rest", g_tmp + offr, h_tmp + offr, nm * sizeof(stk_jpeg_rest),
+                          sizeof(stk_jpeg_rest), it->name);
+      /* the resolve launch then reads the same records on both sides */
+      if (differ) memcpy(h_tmp, g_tmp, tb);
+    } else if (launch == 1) {
+      differ |= trace_cmp("start, unit0, dcpred, failed", g_tmp + offs_start, h_tmp + offs_start,
+                          tb - offs_start, 8, it->name);
+      if (differ) memcpy(h_tmp, g_tmp, tb);
+    } else {
+      CHECK_CUDA(cudaMemcpy(g_coef, it->d_coef, nb, cudaMemcpyDeviceToHost));
+      differ |= trace_cmp("coefficient block", g_coef, h_coef, nb, 128, it->name);
+      size_t ref_diff = 0;
+      for (size_t k = 0; k < nb / 2; k++) ref_diff += h_coef[k] != it->ref.coef[k];
+      printf("TRACE %s: the host run differs from libjpeg in %zu coefficients\n", it->name,
+             ref_diff);
+    }
+    if (!differ) printf("TRACE %s: launch %d equal\n", it->name, launch);
+  }
+  CHECK_CUDA(cudaFree(d_block));
+  CHECK_CUDA(cudaFree(d_tmp));
+  free(h_coef), free(g_coef), free(h_block), free(d_fill), free(h_tmp), free(g_tmp);
+}
+
 /* Runs the batch and compares every image with libjpeg; returns the number that differ. */
 static int check_batch(item *items, int n, cudaStream_t st, const char *label) {
   int *d_status, bad = 0;
@@ -217,6 +322,7 @@ static int check_batch(item *items, int n, cudaStream_t st, const char *label) {
           "index %zu)\n",
           items[i].name, label, status[i], diff, nb, first / 64, first % 64);
       bad++;
+      if (bad <= 4) trace_image(&items[i], st);
     }
     free(got);
   }
