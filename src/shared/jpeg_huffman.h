@@ -289,8 +289,9 @@ STK_HD int stk_jpeg_state_unit(uint64_t s) { return (int)((s >> 32) & 0xff); }
  * Longer subsequences share the guesses' lead (STK_JPEG_GUESS_LEAD) over more bits and
  * miss less; shorter ones give more threads. On the files of docs/gpu.md the stage
  * decodes 2.64x the symbols of a sequential decode at 4096 bits, 4.09x at 1024 (the
- * link pass's version: 4.66x at 1024). */
-#define STK_JPEG_SUBSEQ_DEFAULT 4096
+ * link pass's version: 4.66x at 1024); on the H100 2048 was as fast as 4096 on 59 KB
+ * files and faster on 39 KB ones (more threads per image). */
+#define STK_JPEG_SUBSEQ_DEFAULT 2048
 
 /* Number of subsequences of `s` bits a segment of `bytes` bytes is cut into (>= 1). */
 STK_HD int32_t stk_jpeg_subseq_count(uint32_t bytes, uint32_t s) {
@@ -375,13 +376,38 @@ typedef struct {
 /* An unused mark (no decoder state has every bit set). */
 #define STK_JPEG_NO_MARK (~0ull)
 
+/* A decode's per-component DC sums (or predictors) in three named fields, added to and
+ * read through a component index by selects. Not an array indexed by the component: on
+ * the H100, nvcc 13.0's optimised build of the guess kernel lost DC differences when the
+ * sums were such an array and the marks copied it (docs/gpu.md, "Huffman stage"), while
+ * the same code built with -G, and on the host, was right. */
+#if STK_JPEG_MAX_COMP != 3
+#error "stk_jpeg_dc3 holds three components"
+#endif
+typedef struct {
+  int32_t c0, c1, c2;
+} stk_jpeg_dc3;
+
+/* Adds x to component c's sum (wrapping: a corrupt stream must not overflow into
+ * undefined behaviour). */
+STK_HD void stk_jpeg_dc3_add(stk_jpeg_dc3 *s, int c, int32_t x) {
+  const uint32_t u = (uint32_t)x;
+  s->c0 = (int32_t)((uint32_t)s->c0 + (c == 0 ? u : 0u));
+  s->c1 = (int32_t)((uint32_t)s->c1 + (c == 1 ? u : 0u));
+  s->c2 = (int32_t)((uint32_t)s->c2 + (c == 2 ? u : 0u));
+}
+
+STK_HD int32_t stk_jpeg_dc3_get(const stk_jpeg_dc3 *s, int c) {
+  return c == 0 ? s->c0 : c == 1 ? s->c1 : s->c2;
+}
+
 /* The marks of one decode while it runs: boundary states, and the units and DC sums
  * counted when it passed them. */
 typedef struct {
   int n;
   uint64_t state[STK_JPEG_GUESS_MARKS];
   int32_t units[STK_JPEG_GUESS_MARKS];
-  int32_t dc[STK_JPEG_GUESS_MARKS][STK_JPEG_MAX_COMP];
+  stk_jpeg_dc3 dc[STK_JPEG_GUESS_MARKS];
 } stk_jpeg_marks;
 
 /* Decodes the data units of subsequence `g` from state `start` (whose bit may precede the
@@ -401,11 +427,8 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *i
   const stk_jpeg_frame *f = im->frame;
   stk_jpeg_subresult r;
   r.units = 0;
-  int32_t pred[STK_JPEG_MAX_COMP];
-  for (int c = 0; c < STK_JPEG_MAX_COMP; c++) {
-    r.dc[c] = 0;
-    pred[c] = dcpred ? dcpred[c] : 0;
-  }
+  stk_jpeg_dc3 sum = {0, 0, 0}, pred = {0, 0, 0};
+  if (dcpred) pred.c0 = dcpred[0], pred.c1 = dcpred[1], pred.c2 = dcpred[2];
   if (mk) mk->n = 0;
   uint32_t pos = stk_jpeg_state_pos(start);
   int u = stk_jpeg_state_unit(start);
@@ -424,7 +447,7 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *i
         if (j != mk->n) continue;
         mk->state[j] = STK_JPEG_STATE(pos, u);
         mk->units[j] = r.units;
-        for (int c = 0; c < STK_JPEG_MAX_COMP; c++) mk->dc[j][c] = r.dc[c];
+        mk->dc[j] = sum;
       }
       mk->n++;
     }
@@ -448,7 +471,7 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *i
       pos++;
       u = stk_jpeg_state_unit(start);
       r.units = 0;
-      for (int cc = 0; cc < STK_JPEG_MAX_COMP; cc++) r.dc[cc] = 0;
+      sum.c0 = sum.c1 = sum.c2 = 0;
       if (mk) mk->n = 0;
       stk_jpeg_bits_init(&rd, im->data, sg->end, pos);
       continue;
@@ -462,12 +485,13 @@ STK_HD stk_jpeg_subresult stk_jpeg_decode_subseq_ex(const stk_jpeg_image_view *i
     }
     pos = p;
     /* Wrapping sums: a corrupt stream must not overflow into undefined behaviour. */
-    pred[c] = (int32_t)((uint32_t)pred[c] + (uint32_t)dc);
-    r.dc[c] = (int32_t)((uint32_t)r.dc[c] + (uint32_t)dc);
-    if (blk) blk[0] = (int16_t)pred[c];
+    stk_jpeg_dc3_add(&pred, c, dc);
+    stk_jpeg_dc3_add(&sum, c, dc);
+    if (blk) blk[0] = (int16_t)stk_jpeg_dc3_get(&pred, c);
     r.units++;
     if (++u == f->blocks_per_mcu) u = 0;
   }
+  r.dc[0] = sum.c0, r.dc[1] = sum.c1, r.dc[2] = sum.c2;
   r.end = STK_JPEG_STATE(pos, u) | bad;
   return r;
 }
@@ -544,7 +568,7 @@ STK_HD void stk_jpeg_guess_step(const stk_jpeg_image_view *im, int32_t g, int p,
     if (j >= mk.n) continue;
     gs->rest[m].units = r.units - mk.units[j];
     for (int c = 0; c < STK_JPEG_MAX_COMP; c++)
-      gs->rest[m].dc[c] = (int32_t)((uint32_t)r.dc[c] - (uint32_t)mk.dc[j][c]);
+      gs->rest[m].dc[c] = (int32_t)((uint32_t)r.dc[c] - (uint32_t)stk_jpeg_dc3_get(&mk.dc[j], c));
   }
 }
 

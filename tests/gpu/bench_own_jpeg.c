@@ -11,6 +11,8 @@
  *            other batches on a second thread at the same time: each one's images/s
  * The host parse (stk__jpeg_frame_parse) is done once up front and timed separately.
  * usage: bench_own_jpeg DIR [--batch N] [--own-batch N] [--seconds S] [--rounds R] [--lib PATH]
+ *                       [--beside-only]   (no check, only the rounds of both decoders at once:
+ *                                          for sampling the threads' stacks meanwhile)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -255,7 +257,7 @@ static void timed(const char *label, int with_own, int with_engines) {
 
 int main(int argc, char **argv) {
   const char *lib = STK_CUDA_LIB, *dir = argc > 1 ? argv[1] : NULL;
-  int rounds = 2;
+  int rounds = 2, beside_only = 0;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--batch") && i + 1 < argc)
       batch = atoi(argv[++i]);
@@ -267,8 +269,12 @@ int main(int argc, char **argv) {
       rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--lib") && i + 1 < argc)
       lib = argv[++i];
+    else if (!strcmp(argv[i], "--beside-only"))
+      beside_only = 1;
   }
-  DIE_IF(!dir, "usage: bench_own_jpeg DIR [--batch N] [--seconds S] [--rounds R] [--lib PATH]");
+  DIE_IF(!dir,
+         "usage: bench_own_jpeg DIR [--batch N] [--own-batch N] [--seconds S] [--rounds R] "
+         "[--lib PATH] [--beside-only]");
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   stk_cuda_get_api_fn get = h ? (stk_cuda_get_api_fn)dlsym(h, "stk_cuda_get_api") : NULL;
   G = get ? get() : NULL;
@@ -287,10 +293,10 @@ int main(int argc, char **argv) {
            "pinned");
     memcpy(pinned_file[i], files[i].data, files[i].size);
   }
-  check();
+  if (!beside_only) check();
   for (int r = 0; r < rounds; r++) {
-    timed("own alone", 1, 0);
-    timed("engines alone", 0, 1);
+    if (!beside_only) timed("own alone", 1, 0);
+    if (!beside_only) timed("engines alone", 0, 1);
     timed("own beside the engines", 1, 1);
   }
   G->close(ctx);

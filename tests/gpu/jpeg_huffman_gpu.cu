@@ -197,8 +197,8 @@ static int run_batch(item *items, int n, int *d_status, cudaStream_t st) {
  * host (the batch layer's loops, as tests/c/test_jpeg_huffman.c runs them), temporaries
  * filled with the same garbage on both sides; prints where they first part. ---- */
 
-static int trace_cmp(const char *what, const void *gpu, const void *host, size_t bytes,
-                     size_t unit, const char *name) {
+static int trace_cmp(const char *what, const void *gpu, const void *host, size_t bytes, size_t unit,
+                     const char *name) {
   const uint8_t *a = (const uint8_t *)gpu, *b = (const uint8_t *)host;
   int shown = 0;
   size_t diffs = 0;
@@ -228,10 +228,10 @@ static void trace_image(item *it, cudaStream_t st) {
   memset(h_coef, 0x5A, nb);
   CHECK_CUDA(cudaMemset(it->d_coef, 0x5A, nb));
   char *h_block = (char *)malloc(L.bytes), *d_fill = (char *)malloc(L.bytes);
-  stk_jpeg_batch_fill(&L, h_block, 1, &it->f, &it->t, &scan, &it->scan_bytes, &rs,
-                      &it->n_restarts, &h_coef, s);
-  stk_jpeg_batch_fill(&L, d_fill, 1, &it->f, &it->t, &scan, &it->scan_bytes, &rs,
-                      &it->n_restarts, &it->d_coef, s);
+  stk_jpeg_batch_fill(&L, h_block, 1, &it->f, &it->t, &scan, &it->scan_bytes, &rs, &it->n_restarts,
+                      &h_coef, s);
+  stk_jpeg_batch_fill(&L, d_fill, 1, &it->f, &it->t, &scan, &it->scan_bytes, &rs, &it->n_restarts,
+                      &it->d_coef, s);
   char *d_block;
   CHECK_CUDA(cudaMalloc((void **)&d_block, L.bytes));
   CHECK_CUDA(cudaMemcpy(d_block, d_fill, L.bytes, cudaMemcpyHostToDevice));
@@ -250,8 +250,8 @@ static void trace_image(item *it, cudaStream_t st) {
   const size_t offr = (uintptr_t)ht.guess.rest - (uintptr_t)h_tmp;
   const size_t offs_start = (uintptr_t)ht.start - (uintptr_t)h_tmp;
   const size_t np = (size_t)L.total_subs * STK_JPEG_GUESSES, nm = np * STK_JPEG_GUESS_MARKS;
-  printf("TRACE %s: S = %u, %lld subsequences, %d segments\n", it->name, s,
-         (long long)L.total_subs, it->n_restarts + 1);
+  printf("TRACE %s: S = %u, %lld subsequences, %d segments\n", it->name, s, (long long)L.total_subs,
+         it->n_restarts + 1);
   for (int launch = 0; launch < 3; launch++) {
     const int kind = launch == 0   ? STK_JPEG_BY_PHASE
                      : launch == 1 ? STK_JPEG_BY_SEGMENT
