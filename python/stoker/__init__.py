@@ -8,6 +8,7 @@ The Python API mirrors NVIDIA DALI's, so DALI pipelines port by changing imports
 The operator namespaces ``fn`` and ``ops`` are generated from the C library's registry.
 """
 
+from . import _cuda_env  # noqa: F401  (CUDA_DEVICE_MAX_CONNECTIONS, before any CUDA context)
 from . import _stoker
 from .errors import *  # noqa: F401,F403
 from .errors import StokerError

@@ -376,6 +376,18 @@ static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, 
   return 0;
 }
 
+/* CUDA maps streams onto CUDA_DEVICE_MAX_CONNECTIONS hardware work queues (8 unless set),
+ * and two streams sharing a queue run one after the other. nvJPEG's engines and stoker's
+ * own JPEG decoder, each on its stream, then slowed each other (on the H100 together 36k
+ * images/s with 8 queues, 43k-48k with 32), and DDP ranks waited for batches queued behind
+ * NCCL's kernels (docs/gpu.md, "Hardware queues"). So 32, unless the user chose a value.
+ * It only counts for a context created afterwards, so it is set when this library is
+ * loaded, before its first CUDA call (the Python package sets it at import, earlier
+ * still: torch usually creates the context before stoker's library loads). */
+__attribute__((constructor)) static void default_connections(void) {
+  if (!getenv("CUDA_DEVICE_MAX_CONNECTIONS")) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+}
+
 static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err, size_t errlen) {
   if (!out) return GPU_FAIL(STK_ERR_INVALID_ARGUMENT, "no output pointer");
   *out = NULL;

@@ -13,6 +13,8 @@
  * usage: bench_own_jpeg DIR [--batch N] [--own-batch N] [--seconds S] [--rounds R] [--lib PATH]
  *                       [--beside-only]   (no check, only the rounds of both decoders at once:
  *                                          for sampling the threads' stacks meanwhile)
+ *                       [--queues N]      (CUDA_DEVICE_MAX_CONNECTIONS set before the
+ *                                          CUDA library is loaded)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -271,10 +273,12 @@ int main(int argc, char **argv) {
       lib = argv[++i];
     else if (!strcmp(argv[i], "--beside-only"))
       beside_only = 1;
+    else if (!strcmp(argv[i], "--queues") && i + 1 < argc)
+      setenv("CUDA_DEVICE_MAX_CONNECTIONS", argv[++i], 1); /* before the library loads */
   }
   DIE_IF(!dir,
          "usage: bench_own_jpeg DIR [--batch N] [--own-batch N] [--seconds S] [--rounds R] "
-         "[--lib PATH] [--beside-only]");
+         "[--lib PATH] [--beside-only] [--queues N]");
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   stk_cuda_get_api_fn get = h ? (stk_cuda_get_api_fn)dlsym(h, "stk_cuda_get_api") : NULL;
   G = get ? get() : NULL;

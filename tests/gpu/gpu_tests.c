@@ -1033,6 +1033,8 @@ int main(int argc, char **argv) {
   }
   if (!any)
     for (int k = 0; k < 6; k++) want[k] = 1;
+  /* the library sets 32 hardware queues when it loads, unless the user chose (runtime.cu) */
+  const bool queues_unset = getenv("CUDA_DEVICE_MAX_CONNECTIONS") == NULL;
   void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     printf("gpu_tests: dlopen %s: %s\n", lib, dlerror());
@@ -1064,6 +1066,10 @@ int main(int argc, char **argv) {
       di.name, di.cc_major, di.cc_minor, di.sm_count, di.total_memory / 1073741824.0,
       di.nvjpeg_version, di.nvjpeg_path, di.has_hw_decoder, di.hw_engines, di.hw_cores_per_engine,
       di.has_batched_roi);
+  const char *queues = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+  CHECK(!queues_unset || (queues && strcmp(queues, "32") == 0),
+        "CUDA_DEVICE_MAX_CONNECTIONS after loading the library: %s (expected 32)",
+        queues ? queues : "unset");
   S0 = G->stream(ctx, STK_GPU_STREAM_COMPUTE);
   tu_photo *ph = NULL;
   int np = tu_load_photos(&ph);
