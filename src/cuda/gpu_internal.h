@@ -136,6 +136,15 @@ STK_HIDDEN int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream
  * the caller with stk_gpu_device_free after the launches). */
 STK_HIDDEN int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_t stream,
                               void **dev, char *err, size_t errlen);
+/* The same without the copy into pinned memory, for large parameter blocks: the caller
+ * packs into a block from stk_gpu_staging_alloc (page-locked, from the context's pool)
+ * and hands it to stk_gpu_upload_staged, which always releases it (reused once the
+ * stream has passed the copy); stk_gpu_staging_free releases one not handed over. */
+STK_HIDDEN int stk_gpu_staging_alloc(stk_gpu_ctx *ctx, size_t bytes, void **host, char *err,
+                                     size_t errlen);
+STK_HIDDEN int stk_gpu_staging_free(stk_gpu_ctx *ctx, void *host, char *err, size_t errlen);
+STK_HIDDEN int stk_gpu_upload_staged(stk_gpu_ctx *ctx, void *host, size_t bytes,
+                                     cudaStream_t stream, void **dev, char *err, size_t errlen);
 
 /* ---- kernels (kernels.cu) ---- */
 

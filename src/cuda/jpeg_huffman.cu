@@ -108,21 +108,25 @@ int stk_gpu_jpeg_coefficients(stk_gpu_ctx *ctx, int n, const stk_jpeg_frame *fra
   stk_jpeg_batch_layout L;
   if (stk_jpeg_batch_plan(n, frames, scan_bytes, restarts, n_restarts, s, &L) != 0)
     return GPU_FAIL(STK_ERR_LIMIT, "batch of %d images too large for one call", n);
-  char *host = (char *)malloc(L.bytes);
-  if (!host) return GPU_FAIL(STK_ERR_OUT_OF_MEMORY, "no host memory for %zu bytes", L.bytes);
-  stk_jpeg_batch_fill(&L, host, n, frames, tables, scan, scan_bytes, restarts, n_restarts, coef, s);
+  /* Packed straight into page-locked memory (the scans are most of it: one copy of them
+   * here, none more before the upload). */
+  void *host = NULL;
+  STK_TRY_INT(stk_gpu_staging_alloc(ctx, L.bytes, &host, err, errlen));
+  stk_jpeg_batch_fill(&L, (char *)host, n, frames, tables, scan, scan_bytes, restarts, n_restarts,
+                      coef, s);
   stk_jpeg_batch_tmp t;
   void *dev = NULL, *tmp = NULL;
   int rc = stk_gpu_device_alloc(ctx, stk_jpeg_batch_tmp_carve(L.total_subs, n, 0, &t),
                                 (uintptr_t)stream, &tmp, err, errlen);
   if (rc == 0) {
     stk_jpeg_batch_tmp_carve(L.total_subs, n, (uintptr_t)tmp, &t);
-    rc = stk_gpu_upload(ctx, host, L.bytes, stream, &dev, err, errlen);
+    rc = stk_gpu_upload_staged(ctx, host, L.bytes, stream, &dev, err, errlen);
+  } else {
+    stk_gpu_staging_free(ctx, host, NULL, 0);
   }
   if (rc == 0) rc = launch_all((const char *)dev, L, n, t, d_status, stream, err, errlen);
   /* Stream-ordered frees: released once the launches above have run. */
   if (dev) stk_gpu_device_free(ctx, dev, (uintptr_t)stream, NULL, 0);
   if (tmp) stk_gpu_device_free(ctx, tmp, (uintptr_t)stream, NULL, 0);
-  free(host);
   return rc;
 }

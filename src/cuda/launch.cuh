@@ -8,18 +8,11 @@
 #include <stdint.h>
 
 #include "gpu_internal.h"
+#include "../shared/block_owner.h"
 
 /* The sample owning block b: the last i with first[i] <= b. */
 static __device__ __forceinline__ int stk_find_sample(const int *first, int n, int b) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return stk_block_owner(first, n, b);
 }
 
 /* Fills first[0..n] from per-sample block counts; fails beyond 2^31 - 1 blocks. */

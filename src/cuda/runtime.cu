@@ -615,18 +615,21 @@ int stk_gpu_device_free(stk_gpu_ctx *ctx, void *ptr, uintptr_t stream, char *err
   return 0;
 }
 
-int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_t stream,
-                   void **dev, char *err, size_t errlen) {
-  /* through a pinned block: a copy from pageable memory may synchronise with the stream,
-   * which would stall the host behind the decoder's work; the block is reused only once
-   * the stream has passed the copy */
-  void *pin = NULL;
-  STK_TRY_INT(gpu_pinned_alloc(ctx, bytes, &pin, err, errlen));
-  memcpy(pin, host, bytes);
+int stk_gpu_staging_alloc(stk_gpu_ctx *ctx, size_t bytes, void **host, char *err, size_t errlen) {
+  return gpu_pinned_alloc(ctx, bytes, host, err, errlen);
+}
+
+int stk_gpu_staging_free(stk_gpu_ctx *ctx, void *host, char *err, size_t errlen) {
+  return gpu_pinned_free(ctx, host, NULL, err, errlen);
+}
+
+int stk_gpu_upload_staged(stk_gpu_ctx *ctx, void *host, size_t bytes, cudaStream_t stream,
+                          void **dev, char *err, size_t errlen) {
+  *dev = NULL;
   uintptr_t sh = (uintptr_t)stream;
   int rc = stk_gpu_device_alloc(ctx, bytes, sh, dev, err, errlen);
   if (rc == 0) {
-    cudaError_t e = cudaMemcpyAsync(*dev, pin, bytes, cudaMemcpyHostToDevice, stream);
+    cudaError_t e = cudaMemcpyAsync(*dev, host, bytes, cudaMemcpyHostToDevice, stream);
     if (e != cudaSuccess) {
       cudaFreeAsync(*dev, stream);
       *dev = NULL;
@@ -634,8 +637,19 @@ int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_
                     cudaGetErrorString(e));
     }
   }
-  int rc2 = gpu_pinned_free(ctx, pin, &sh, err, errlen);
+  /* reused only once the stream has passed the copy */
+  int rc2 = gpu_pinned_free(ctx, host, rc == 0 ? &sh : NULL, err, errlen);
   return rc ? rc : rc2;
+}
+
+int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_t stream,
+                   void **dev, char *err, size_t errlen) {
+  /* through a pinned block: a copy from pageable memory may synchronise with the stream,
+   * which would stall the host behind the decoder's work */
+  void *pin = NULL;
+  STK_TRY_INT(stk_gpu_staging_alloc(ctx, bytes, &pin, err, errlen));
+  memcpy(pin, host, bytes);
+  return stk_gpu_upload_staged(ctx, pin, bytes, stream, dev, err, errlen);
 }
 
 static int gpu_memcpy_async(stk_gpu_ctx *ctx, void *dst, const void *src, size_t bytes,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "block_owner.h"
 #include "jpeg_huffman.h"
 
 #define STK_JPEG_BATCH_THREADS 128
@@ -149,16 +150,7 @@ static inline size_t stk_jpeg_batch_tmp_carve(int64_t subs, int n, uintptr_t bas
 /* The image owning thread block b of launch `kind`: the last i with first[i] <= b. */
 STK_HD int stk_jpeg_batch_image_of(const char *base, const stk_jpeg_batch_layout *L, int n,
                                    int kind, int64_t b) {
-  const int32_t *first = (const int32_t *)(base + L->first_at) + kind * (n + 1);
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) >> 1;
-    if (first[mid] <= b)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return stk_block_owner((const int32_t *)(base + L->first_at) + kind * (n + 1), n, b);
 }
 
 /* The index of thread `thread` of block b within image i's threads of launch `kind`. */

@@ -42,6 +42,23 @@ int stk_gpu_upload(stk_gpu_ctx *ctx, const void *host, size_t bytes, cudaStream_
   return 0;
 }
 
+int stk_gpu_staging_alloc(stk_gpu_ctx *ctx, size_t bytes, void **host, char *err, size_t errlen) {
+  *host = malloc(bytes ? bytes : 1);
+  return *host ? 0 : stk_gpu_fail(err, errlen, STK_ERR_OUT_OF_MEMORY, __func__, "no memory");
+}
+
+int stk_gpu_staging_free(stk_gpu_ctx *ctx, void *host, char *err, size_t errlen) {
+  free(host);
+  return 0;
+}
+
+int stk_gpu_upload_staged(stk_gpu_ctx *ctx, void *host, size_t bytes, cudaStream_t stream,
+                          void **dev, char *err, size_t errlen) {
+  int rc = stk_gpu_upload(ctx, host, bytes, stream, dev, err, errlen);
+  free(host); /* pageable: the copy consumed it before returning */
+  return rc;
+}
+
 /* A failed CUDA call in the test program itself: the setup failed (exit 2). */
 #define CHECK_CUDA(call)                                                                     \
   do {                                                                                       \
