@@ -25,13 +25,13 @@
 
 #include <math.h>
 
-#define LATE 0.02     /* waits under this fraction of the engines' time are noise */
-#define GAIN 0.7      /* of the way to the estimate, per late batch */
-#define GROW 1.5      /* the probe step's growth per on-time batch */
+#define LATE     0.02 /* waits under this fraction of the engines' time are noise */
+#define GAIN     0.7  /* of the way to the estimate, per late batch */
+#define GROW     1.5  /* the probe step's growth per on-time batch */
 #define STEP_MAX 0.03 /* the largest probe: bounds the overshoot after a long climb */
 
 static double clamp_share(double s) {
-  return s < STK__OWN_BALANCE_MIN ? STK__OWN_BALANCE_MIN
+  return s < STK__OWN_BALANCE_MIN   ? STK__OWN_BALANCE_MIN
          : s > STK__OWN_BALANCE_MAX ? STK__OWN_BALANCE_MAX
                                     : s;
 }

@@ -6,9 +6,9 @@
 #ifndef STOKER_OPS_OWN_BALANCE_H
 #define STOKER_OPS_OWN_BALANCE_H
 
-#define STK__OWN_BALANCE_START 0.3 /* the share of the first batch */
-#define STK__OWN_BALANCE_MIN 0.02  /* the own decoder keeps a few images: its timing is */
-#define STK__OWN_BALANCE_MAX 0.95  /* measured, and nvJPEG's engines are never left idle */
+#define STK__OWN_BALANCE_START 0.3  /* the share of the first batch */
+#define STK__OWN_BALANCE_MIN   0.02 /* the own decoder keeps a few images: its timing is */
+#define STK__OWN_BALANCE_MAX   0.95 /* measured, and nvJPEG's engines are never left idle */
 
 typedef struct {
   double share; /* of the batch's JPEGs the own decoder takes, in [MIN, MAX] */

@@ -108,7 +108,7 @@ static void test_one_step(void **state) {
   stk__own_balance b = {0.5, 0.01};
   stk__own_balance late = stk__own_balance_next(b, 1.0, 1.0);
   assert_true(fabs(late.share - (0.5 + 0.7 * (1.0 / 3 - 0.5))) < 1e-12);
-  assert_true(late.step < b.step); /* the probe restarts small */
+  assert_true(late.step < b.step);                                /* the probe restarts small */
   stk__own_balance on_time = stk__own_balance_next(b, 1.0, 0.01); /* 1%: noise */
   assert_true(fabs(on_time.share - 0.51) < 1e-12 && on_time.step > b.step);
   stk__own_balance top = stk__own_balance_next((stk__own_balance){0.95, 0.03}, 1.0, 0);
@@ -121,8 +121,8 @@ static void test_one_step(void **state) {
 static void test_bad_inputs_keep_the_share(void **state) {
   (void)state;
   stk__own_balance b = {0.4, 0.01};
-  const double bad[][2] = {{0, 0},       {0, 1},   {-1, 0},       {NAN, 0},      {1, NAN},
-                           {1, -0.5},    {NAN, NAN}, {INFINITY, 0}, {-INFINITY, 1}, {1, -INFINITY}};
+  const double bad[][2] = {{0, 0},    {0, 1},     {-1, 0},       {NAN, 0},       {1, NAN},
+                           {1, -0.5}, {NAN, NAN}, {INFINITY, 0}, {-INFINITY, 1}, {1, -INFINITY}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     stk__own_balance n = stk__own_balance_next(b, bad[i][0], bad[i][1]);
     if (n.share != b.share || n.step != b.step)
