@@ -74,14 +74,17 @@
        STK_ARG_FLOAT,                                                                         \
        STK_ARGF_RANGE,                                                                        \
        "-1",                                                                                  \
-       -1,                                                                                    \
+       -2,                                                                                    \
        1,                                                                                     \
        NULL,                                                                                  \
        "mixed device: share of the baseline JPEGs decoded by stoker's own GPU decoder on "    \
        "the CUDA cores instead of by nvJPEG, at the same time as nvJPEG decodes the rest "    \
        "(its outputs are libjpeg-turbo's, byte for byte). -1 (default): automatic, all of "   \
        "them on a GPU without hardware JPEG engines (where nvJPEG's hybrid path is its only " \
-       "other), none on a GPU with them; a value in [0, 1] fixes it"},                        \
+       "other), none on a GPU with them (there the own decoder takes SM time from the "       \
+       "training: opt in); -2: balanced, the share adapted every batch (from 0.3, within "    \
+       "[0.02, 0.95]) so that the own decoder finishes about when nvJPEG's call does; a "     \
+       "value in [0, 1] fixes it. Other negative values are refused"},                        \
       {"device_memory_padding",                                                               \
        STK_ARG_INT,                                                                           \
        STK_ARGF_RANGE,                                                                        \
@@ -1106,12 +1109,21 @@ typedef struct {
   stk__png_plan *png_owned;        /* planned in the GPU stage (no record): freed after */
 } mixed_sample;
 
+/* gpu_decoder_load's two modes (any other negative value is refused). */
+#define GPU_LOAD_AUTO     -1.0
+#define GPU_LOAD_BALANCED -2.0
+
 static stk_status mixed_init(stk__node *node) {
   if (stk__node_device(node) == STK_DEVICE_MIXED && dtype_arg(node) != STK_DTYPE_UINT8)
     return STK__SFAIL(STK_ERR_UNSUPPORTED, node, NULL,
                       "dtype \"%s\" is CPU-only: the mixed device decodes to uint8 (convert "
                       "after, e.g. with crop_mirror_normalize or cast on the GPU)",
                       stk__arg_string(node, A_DTYPE));
+  double gpu_load = stk__arg_float(node, NULL, A_GPU_LOAD);
+  if (gpu_load < 0 && gpu_load != GPU_LOAD_AUTO && gpu_load != GPU_LOAD_BALANCED)
+    return STK__SFAIL(STK_ERR_INVALID_ARGUMENT, node, NULL,
+                      "gpu_decoder_load %g: a share in [0, 1], -1 (automatic) or -2 (balanced)",
+                      gpu_load);
   if (stk__arg_float(node, NULL, A_CPU_LOAD) < 0) stk__node_request_host_balance(node);
   if (stk__node_device(node) != STK_DEVICE_MIXED) return STK_OK;
   stk__jpeg_own *own = NULL;
@@ -1128,12 +1140,20 @@ static void mixed_destroy(stk__node *node) {
 /* The share of the JPEGs nvJPEG takes that go to stoker's own GPU decoder instead: 0 when
  * the backend lacks it; the automatic share (gpu_decoder_load -1) is all of them on a GPU
  * without hardware JPEG engines (2.35x nvJPEG's hybrid path there) and none beside the
- * engines (on the H100 it slowed them by about what it added: bench/RESULTS.md). */
+ * engines (on the H100 it slowed them by about what it added: bench/RESULTS.md, and it
+ * takes SM time from the training, so sharing with the engines is opt-in); the balanced
+ * one (-2) is the node's balancer's current share (own_balance.h). */
 static double own_decoder_share(stk__node *node) {
   stk__gpu *g = stk__node_gpu(node);
   if (!g || !g->api->supports(g->ctx, STK_GPU_K_JPEG_DECODE)) return 0;
   double load = stk__arg_float(node, NULL, A_GPU_LOAD);
+  stk__jpeg_own *own = *stk__node_state(node);
+  if (load == GPU_LOAD_BALANCED) return own ? stk__jpeg_own_balanced_share(own) : 0;
   return load >= 0 ? load : g->info.has_hw_decoder ? 0 : 1;
+}
+
+static bool own_balanced(stk__node *node) {
+  return stk__arg_float(node, NULL, A_GPU_LOAD) == GPU_LOAD_BALANCED;
 }
 
 static void mixed_release(stk__node *node, void *record) {
@@ -1434,7 +1454,9 @@ static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *m
   int capable = 0;
   for (size_t i = 0; i < n; i++) capable += ms[i].own && !ms[i].cpu && !ms[i].png;
   if (!own || capable == 0) return STK_OK;
-  int take = stk__own_take(own_decoder_share(node), capable);
+  double share = own_decoder_share(node);
+  int take =
+      own_balanced(node) ? stk__own_take_balanced(share, capable) : stk__own_take(share, capable);
   if (take == 0) return STK_OK;
   stk_gpu_jpeg_decode_sample *req = stk__calloc((size_t)take, sizeof *req, "own decoder requests");
   if (!req) return STK_ERR_OUT_OF_MEMORY;
@@ -1461,11 +1483,18 @@ static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *m
 }
 
 /* After nvJPEG's call: the own decoder's verdicts; a sample it could not decode goes to
- * the CPU decoder, which gives the verdict on corrupt data. */
-static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, int k) {
+ * the CPU decoder, which gives the verdict on corrupt data. engines_s: how long nvJPEG's
+ * call took (0: not made), which with the wait here for the own decoder moves the
+ * balanced share (gpu_decoder_load -2); the diagnostics report the share this batch had. */
+static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, int k,
+                              double engines_s) {
   stk__jpeg_own *own = *stk__node_state(node);
+  double share = own_decoder_share(node);
   int *status = stk__calloc((size_t)k, sizeof *status, "own decoder verdicts");
+  int64_t t0 = stk__now_ns();
   stk_status st = status ? stk__jpeg_own_finish(own, node, b, k, status) : STK_ERR_OUT_OF_MEMORY;
+  double own_wait_s = (double)(stk__now_ns() - t0) * 1e-9;
+  if (st == STK_OK && own_balanced(node)) stk__jpeg_own_balance(own, engines_s, own_wait_s);
   int64_t decoded = 0;
   for (size_t i = 0, j = 0; st == STK_OK && i < stk__gpu_batch_size(b); i++) {
     if (!ms[i].to_own) continue;
@@ -1474,7 +1503,7 @@ static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *
     else
       ms[i].cpu = true;
   }
-  if (st == STK_OK) stk__node_count_own_decoded(node, decoded, own_decoder_share(node));
+  if (st == STK_OK) stk__node_count_own_decoded(node, decoded, share);
   free(status);
   return st;
 }
@@ -1515,13 +1544,17 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
                               .host_padding = stk__arg_int(node, NULL, A_HOST_PADDING),
                               .prealloc_width = (int)stk__arg_int(node, NULL, A_PREALLOC_W),
                               .prealloc_height = (int)stk__arg_int(node, NULL, A_PREALLOC_H)};
-  if (st == STK_OK && k > 0)
+  double engines_s = 0; /* the balancer's measure: the call's wall time on this thread */
+  if (st == STK_OK && k > 0) {
+    int64_t t0 = stk__now_ns();
     st = stk__gpu_op_check(
         node,
         g->api->decode_batch(g->ctx, k, din, dout, &opts, stk__gpu_stream(b), err, sizeof err),
         err);
+    engines_s = st == STK_OK ? (double)(stk__now_ns() - t0) * 1e-9 : 0;
+  }
   if (k_own > 0) { /* collected whatever happened: the launch's objects are released */
-    stk_status own_st = own_collect(node, b, ms, k_own);
+    stk_status own_st = own_collect(node, b, ms, k_own, engines_s);
     if (st == STK_OK) st = own_st;
   }
   for (int j = 0; j < k && st == STK_OK; j++)

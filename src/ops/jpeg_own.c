@@ -10,12 +10,18 @@
 
 #include "../codecs/jpeg_frame.h"
 #include "../core/core.h"
+#include "own_balance.h"
 
 /* ---- the share ---- */
 
 int stk__own_take(double share, int capable) {
   int take = (int)floor((share > 1 ? 1 : share < 0 ? 0 : share) * capable + 0.5);
   return take < 0 ? 0 : take > capable ? capable : take;
+}
+
+int stk__own_take_balanced(double share, int capable) {
+  int take = stk__own_take(share, capable);
+  return take == 0 && capable > 0 ? 1 : take;
 }
 
 /* ---- per-node state ---- */
@@ -42,6 +48,7 @@ struct stk__jpeg_own {
   int *status;  /* pinned: the device writes the verdicts */
   int rc;
   char err[STK_GPU_ERRLEN];
+  stk__own_balance balance; /* under `lock`: CPU-stage workers read the share */
 };
 
 stk_status stk__jpeg_own_create(stk__jpeg_own **out) {
@@ -49,6 +56,7 @@ stk_status stk__jpeg_own_create(stk__jpeg_own **out) {
   if (!*out) return STK_ERR_OUT_OF_MEMORY;
   pthread_mutex_init(&(*out)->lock, NULL);
   pthread_cond_init(&(*out)->cond, NULL);
+  (*out)->balance = stk__own_balance_start();
   return STK_OK;
 }
 
@@ -65,6 +73,19 @@ void stk__jpeg_own_destroy(stk__jpeg_own *o) {
   pthread_cond_destroy(&o->cond);
   free(o->samples);
   free(o);
+}
+
+double stk__jpeg_own_balanced_share(stk__jpeg_own *o) {
+  pthread_mutex_lock(&o->lock);
+  double share = o->balance.share;
+  pthread_mutex_unlock(&o->lock);
+  return share;
+}
+
+void stk__jpeg_own_balance(stk__jpeg_own *o, double engines_s, double own_wait_s) {
+  pthread_mutex_lock(&o->lock);
+  o->balance = stk__own_balance_next(o->balance, engines_s, own_wait_s);
+  pthread_mutex_unlock(&o->lock);
 }
 
 /* ---- parsing (CPU stage) ---- */

@@ -67,6 +67,14 @@ def test_half_share_beside_the_engines(variants):
     assert diag["own_decoded"] > 0 and diag["own_share"] == 0.5
 
 
+def test_balanced_share_beside_the_engines(variants):
+    """gpu_decoder_load=-2: the balancer moves the share from 0.3 within its clamp, and the
+    samples are the CPU's (own decoder) or within nvJPEG's agreement with it."""
+    diag = compare(variants * 4, "image_random_crop", -2.0, 32, 16, exact=False)
+    assert diag["own_decoded"] > 0
+    assert 0.02 <= diag["own_share"] <= 0.95 and diag["own_share"] != 0.3
+
+
 def test_default_share_beside_the_engines_is_none(variants):
     diag = compare(variants, "image", -1.0, len(variants), 2, exact=False)
     assert diag["own_decoded"] == 0

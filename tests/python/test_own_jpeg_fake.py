@@ -176,3 +176,37 @@ def test_default_share_is_all_without_engines(fake_gpu, variants, monkeypatch):
         assert a.shape == b.shape and np.array_equal(a, b)
     diag = gpu.decoder_diagnostics()
     assert diag["own_decoded"] >= len(variants) - 1 and diag["own_share"] == 1.0
+
+
+def test_balanced_share_gives_the_cpu_images_and_adapts(fake_gpu, variants):
+    """gpu_decoder_load=-2: the share adapts every batch (the stand-in's timings are
+    artificial, so no target value is checked), stays within the balancer's clamp, and the
+    images are the CPU pipeline's byte for byte whatever the share."""
+    def graph(device, **kw):
+        jpegs, labels = fn.readers.file(files=variants, labels=list(range(len(variants))),
+                                        name="Reader")
+        return fn.decoders.image(jpegs, device=device, **kw), labels
+
+    gpu = build(lambda: graph("mixed", gpu_decoder_load=-2), 0, batch_size=8)
+    cpu = build(lambda: graph("cpu"), None, batch_size=8)
+    shares = []
+    for _ in range(12):
+        (g, gl), (c, cl) = gpu.run(), cpu.run()
+        assert [int(x.reshape(-1)[0]) for x in host_samples(gl)] == \
+            [int(x.reshape(-1)[0]) for x in host_samples(cl)]
+        for a, b in zip(host_samples(g), host_samples(c)):
+            assert a.shape == b.shape and np.array_equal(a, b)
+        shares.append(gpu.decoder_diagnostics()["own_share"])
+    assert all(0.02 <= s <= 0.95 for s in shares), shares
+    assert len(set(shares)) > 1 and shares[-1] != 0.3, shares
+    assert gpu.decoder_diagnostics()["own_decoded"] > 0
+
+
+@pytest.mark.parametrize("load", [-3, -1.5, -0.5])
+def test_other_negative_shares_are_refused(fake_gpu, variants, load):
+    def graph():
+        jpegs, _ = fn.readers.file(files=variants, name="Reader")
+        return fn.decoders.image(jpegs, device="mixed", gpu_decoder_load=load)
+
+    with pytest.raises(Exception, match="gpu_decoder_load"):
+        build(graph, 0, batch_size=4)
