@@ -1156,6 +1156,15 @@ static bool own_balanced(stk__node *node) {
   return stk__arg_float(node, NULL, A_GPU_LOAD) == GPU_LOAD_BALANCED;
 }
 
+/* Whether the CPU stage parses for the own decoder: under the balancer always (batches
+ * ahead of the one deciding, and a batch without it, share 0, is only every few). */
+static bool own_may_take(stk__node *node) {
+  stk__gpu *g = stk__node_gpu(node);
+  if (own_balanced(node))
+    return g && g->api->supports(g->ctx, STK_GPU_K_JPEG_DECODE) && *stk__node_state(node);
+  return own_decoder_share(node) > 0;
+}
+
 static void mixed_release(stk__node *node, void *record) {
   (void)node;
   mixed_record *rec = record;
@@ -1291,7 +1300,7 @@ static stk_status mixed_prepare(stk__node *node, stk__sample *s, void *record, w
   rec->classified = true;
   if (rec->cls.status == STK_GPU_DECODE_OK) {
     /* NULL when the own decoder does not take it: nvJPEG then decodes it */
-    if (own_decoder_share(node) > 0) rec->own = stk__jpeg_own_parse(node, m.data, m.size);
+    if (own_may_take(node)) rec->own = stk__jpeg_own_parse(node, m.data, m.size);
     return STK_OK;
   }
   /* nvJPEG refuses it (truncated, CMYK, a header it cannot read): decoded here, where a
@@ -1445,14 +1454,16 @@ static stk_status png_decode(stk__node *node, stk__gpu_batch *b, mixed_sample *m
 }
 
 /* Gives stoker's own GPU decoder its share of the batch's parsed JPEGs (spread evenly over
- * them) and queues their decoding on the batch's stream; *k: how many. */
+ * them) and queues their decoding on the batch's stream; *k: how many, *capable: how many
+ * it could have taken. */
 static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *ms,
-                             stk_tensor_list *out, int *k) {
+                             stk_tensor_list *out, int *k, int *capable_out) {
   *k = 0;
   stk__jpeg_own *own = *stk__node_state(node);
   size_t n = stk__gpu_batch_size(b);
   int capable = 0;
   for (size_t i = 0; i < n; i++) capable += ms[i].own && !ms[i].cpu && !ms[i].png;
+  *capable_out = own ? capable : 0;
   if (!own || capable == 0) return STK_OK;
   double share = own_decoder_share(node);
   int take =
@@ -1484,17 +1495,18 @@ static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *m
 
 /* After nvJPEG's call: the own decoder's verdicts; a sample it could not decode goes to
  * the CPU decoder, which gives the verdict on corrupt data. engines_s: how long nvJPEG's
- * call took (0: not made), which with the wait here for the own decoder moves the
- * balanced share (gpu_decoder_load -2); the diagnostics report the share this batch had. */
+ * call took (0: not made), which with the wait here for the own decoder and the batch's
+ * JPEGs decoded by both (`images`) moves the balanced share (gpu_decoder_load -2); the
+ * diagnostics report the share this batch had. */
 static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, int k,
-                              double engines_s) {
+                              double engines_s, int images) {
   stk__jpeg_own *own = *stk__node_state(node);
   double share = own_decoder_share(node);
   int *status = stk__calloc((size_t)k, sizeof *status, "own decoder verdicts");
   int64_t t0 = stk__now_ns();
   stk_status st = status ? stk__jpeg_own_finish(own, node, b, k, status) : STK_ERR_OUT_OF_MEMORY;
   double own_wait_s = (double)(stk__now_ns() - t0) * 1e-9;
-  if (st == STK_OK && own_balanced(node)) stk__jpeg_own_balance(own, engines_s, own_wait_s);
+  if (st == STK_OK && own_balanced(node)) stk__jpeg_own_balance(own, engines_s, own_wait_s, images);
   int64_t decoded = 0;
   for (size_t i = 0, j = 0; st == STK_OK && i < stk__gpu_batch_size(b); i++) {
     if (!ms[i].to_own) continue;
@@ -1516,7 +1528,8 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
                                stk_tensor_list *out) {
   STK_TRY(upload_host_decoded(node, b, ms, out));
   int k_own = 0;
-  STK_TRY(own_launch(node, b, ms, out, &k_own));
+  int own_capable = 0;
+  STK_TRY(own_launch(node, b, ms, out, &k_own, &own_capable));
   size_t n = stk__gpu_batch_size(b);
   stk_gpu_decode_in *din = stk__calloc(n, sizeof *din, "decode requests");
   stk_gpu_decode_out *dout = stk__calloc(n, sizeof *dout, "decode results");
@@ -1554,8 +1567,11 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
     engines_s = st == STK_OK ? (double)(stk__now_ns() - t0) * 1e-9 : 0;
   }
   if (k_own > 0) { /* collected whatever happened: the launch's objects are released */
-    stk_status own_st = own_collect(node, b, ms, k_own, engines_s);
+    stk_status own_st = own_collect(node, b, ms, k_own, engines_s, k + k_own);
     if (st == STK_OK) st = own_st;
+  } else if (st == STK_OK && own_capable > 0 && own_balanced(node)) {
+    /* a batch without the own decoder under the balancer: the engines alone, measured */
+    stk__jpeg_own_balance(*stk__node_state(node), engines_s, 0, k);
   }
   for (int j = 0; j < k && st == STK_OK; j++)
     if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;

@@ -20,6 +20,7 @@ int stk__own_take(double share, int capable) {
 }
 
 int stk__own_take_balanced(double share, int capable) {
+  if (!(share > 0)) return 0;
   int take = stk__own_take(share, capable);
   return take == 0 && capable > 0 ? 1 : take;
 }
@@ -48,7 +49,8 @@ struct stk__jpeg_own {
   int *status;  /* pinned: the device writes the verdicts */
   int rc;
   char err[STK_GPU_ERRLEN];
-  stk__own_balance balance; /* under `lock`: CPU-stage workers read the share */
+  stk__own_balance balance; /* under `lock` with `gain` */
+  stk__own_gain gain;
 };
 
 stk_status stk__jpeg_own_create(stk__jpeg_own **out) {
@@ -77,14 +79,16 @@ void stk__jpeg_own_destroy(stk__jpeg_own *o) {
 
 double stk__jpeg_own_balanced_share(stk__jpeg_own *o) {
   pthread_mutex_lock(&o->lock);
-  double share = o->balance.share;
+  double share = stk__own_gain_without(&o->gain) ? 0 : o->balance.share;
   pthread_mutex_unlock(&o->lock);
   return share;
 }
 
-void stk__jpeg_own_balance(stk__jpeg_own *o, double engines_s, double own_wait_s) {
+void stk__jpeg_own_balance(stk__jpeg_own *o, double engines_s, double own_wait_s, int images) {
   pthread_mutex_lock(&o->lock);
-  o->balance = stk__own_balance_next(o->balance, engines_s, own_wait_s);
+  if (!stk__own_gain_without(&o->gain))
+    o->balance = stk__own_balance_next(o->balance, engines_s, own_wait_s);
+  o->gain = stk__own_gain_next(o->gain, engines_s + own_wait_s, images);
   pthread_mutex_unlock(&o->lock);
 }
 

@@ -17,7 +17,8 @@
 /* Samples of `capable` the own decoder takes at `share` in [0, 1]. */
 int stk__own_take(double share, int capable);
 /* The same under the balancer (gpu_decoder_load -2): at least one sample when any is
- * capable, so that the own decoder's timing keeps being measured at small shares. */
+ * capable and the share is above 0, so that the own decoder's timing keeps being measured
+ * at small shares; none at 0 (a batch without it: own_balance.h, stk__own_gain). */
 int stk__own_take_balanced(double share, int capable);
 
 /* Per-node state: the launcher thread and the launch in flight. */
@@ -26,10 +27,11 @@ stk_status stk__jpeg_own_create(stk__jpeg_own **out);
 void stk__jpeg_own_destroy(stk__jpeg_own *o);
 
 /* The balancer's state (gpu_decoder_load -2, own_balance.h): the share the next batch
- * takes (any thread: the CPU stage reads it), and its update after a batch by the decode
- * thread from the engines' call time and the wait for the own decoder after it. */
+ * takes (0 for a batch without the own decoder: a probe, or while it sits out), and its
+ * update after a batch by the decode thread from the engines' call time, the wait for the
+ * own decoder after it (0 without it) and the JPEGs both decoded. */
 double stk__jpeg_own_balanced_share(stk__jpeg_own *o);
-void stk__jpeg_own_balance(stk__jpeg_own *o, double engines_s, double own_wait_s);
+void stk__jpeg_own_balance(stk__jpeg_own *o, double engines_s, double own_wait_s, int images);
 
 /* CPU stage: `data` parsed into a pool block of the node's, or NULL when the decoder does
  * not take the file (progressive, CMYK, truncated, ...: nvJPEG or the CPU decoder will)

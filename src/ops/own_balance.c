@@ -69,3 +69,37 @@ stk__own_balance stk__own_balance_next(stk__own_balance b, double engines_s, dou
   }
   return b;
 }
+
+/* ---- whether it pays (own_balance.h) ---- */
+
+#define WITH_SMOOTHING  0.2 /* per batch with the own decoder: about the last 5 */
+#define ALONE_SMOOTHING 0.5 /* per probe: the probes are 16 batches apart */
+
+static double smooth(double old, double x, double k) { return old > 0 ? old + k * (x - old) : x; }
+
+int stk__own_gain_without(const stk__own_gain *g) {
+  return g->batch < g->off_until || g->batch % STK__OWN_GAIN_PROBE == STK__OWN_GAIN_PROBE - 1;
+}
+
+stk__own_gain stk__own_gain_next(stk__own_gain g, double seconds, int images) {
+  if (!(seconds > 0) || !isfinite(seconds) || images <= 0) return g;
+  const double t = seconds / images;
+  const int probe = g.batch >= g.off_until && stk__own_gain_without(&g);
+  const int sitting_out = g.batch < g.off_until;
+  g.batch++;
+  if (sitting_out) return g;
+  if (!probe) {
+    g.t_with = smooth(g.t_with, t, WITH_SMOOTHING);
+    return g;
+  }
+  g.t_alone = smooth(g.t_alone, t, ALONE_SMOOTHING);
+  if (g.t_with <= 0) return g;
+  /* one probe is one noisy batch: two in a row must say so */
+  g.behind = g.t_with > (1 - STK__OWN_GAIN_KEEP) * g.t_alone ? g.behind + 1 : 0;
+  if (g.behind >= 2) {
+    g.off_until = g.batch + STK__OWN_GAIN_OFF;
+    g.behind = 0;
+    g.t_with = 0; /* measured afresh when it returns */
+  }
+  return g;
+}

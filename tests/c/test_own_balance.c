@@ -134,6 +134,114 @@ static void test_bad_inputs_keep_the_share(void **state) {
   assert_true(high.share == STK__OWN_BALANCE_MAX);
 }
 
+/* ---- whether it pays (stk__own_gain) ---- */
+
+/* A batch as the decode thread runs it (src/ops/jpeg_own.c): without the own decoder when
+ * the gain layer says so, else at the balancer's share; the engines run `slowdown` times
+ * slower while the own decoder shares the GPU with them (their kernels and memory).
+ * Returns the batch's time per image. */
+static double run_pipeline_batch(stk__own_balance *b, stk__own_gain *gain, gpu *g,
+                                 double slowdown) {
+  int without = stk__own_gain_without(gain);
+  int k = without ? 0 : (int)floor(b->share * BATCH + 0.5);
+  double engines = (BATCH - k) / g->r_engines * (k > 0 ? slowdown : 1) * jitter(g);
+  double own = k > 0 ? k / g->r_own * jitter(g) : 0;
+  double wait = own > engines ? own - engines : 0;
+  if (!without) *b = stk__own_balance_next(*b, engines, wait);
+  *gain = stk__own_gain_next(*gain, engines + wait, BATCH);
+  return (engines + wait) / BATCH;
+}
+
+static void test_probe_every_sixteenth_batch(void **state) {
+  (void)state;
+  stk__own_gain gain = {0}; /* an own decoder that halves the time: it never sits out */
+  for (int k = 0; k < 64; k++) {
+    int without = stk__own_gain_without(&gain);
+    assert_int_equal(without, k % STK__OWN_GAIN_PROBE == 15);
+    gain = stk__own_gain_next(gain, without ? 1.0 : 0.5, BATCH);
+  }
+}
+
+/* The mean time per image over `batches`, and the share of them run with the own decoder. */
+static double run_pipeline(gpu g, double slowdown, int batches, double *with_share) {
+  stk__own_balance b = stk__own_balance_start();
+  stk__own_gain gain = {0};
+  double t = 0;
+  int with = 0;
+  for (int k = 0; k < batches; k++) {
+    with += !stk__own_gain_without(&gain);
+    t += run_pipeline_batch(&b, &gain, &g, slowdown);
+  }
+  *with_share = (double)with / batches;
+  return t / batches;
+}
+
+/* It pays (engines 30k/s, own 20k/s, the engines 10% slower beside it): the own decoder
+ * runs in every batch but the probes, and the pipeline beats the engines alone by about
+ * what the two rates promise (30k -> ~45k per second, less the probes). */
+static void test_a_paying_decoder_stays(void **state) {
+  (void)state;
+  for (unsigned seed = 1; seed <= 5; seed++) {
+    double with;
+    double t = run_pipeline((gpu){30e3, 20e3, 0.05, seed}, 1.1, 2000, &with);
+    if (with < 1 - 1.0 / STK__OWN_GAIN_PROBE - 1e-9)
+      fail_msg("seed %u: with the own decoder in %.3f of the batches", seed, with);
+    double alone = 1 / 30e3;
+    if (t > 0.75 * alone) fail_msg("seed %u: %.3f x the engines alone", seed, t / alone);
+  }
+}
+
+/* It does not pay (the engines 50% slower beside an own decoder of 10k/s: together slower
+ * than the engines alone): it sits out most batches, and the pipeline loses little. */
+static void test_a_costly_decoder_sits_out(void **state) {
+  (void)state;
+  for (unsigned seed = 1; seed <= 5; seed++) {
+    double with;
+    double t = run_pipeline((gpu){30e3, 10e3, 0.05, seed}, 1.5, 3000, &with);
+    if (with > 0.25) fail_msg("seed %u: with the own decoder in %.3f of the batches", seed, with);
+    double alone = 1 / 30e3;
+    if (t > 1.06 * alone) fail_msg("seed %u: %.3f x the engines alone", seed, t / alone);
+  }
+}
+
+/* A gain under STK__OWN_GAIN_KEEP (2% per image) is not worth it; 10% is. */
+static void test_the_gain_must_exceed_the_threshold(void **state) {
+  (void)state;
+  stk__own_gain small = {0}, clear = {0};
+  for (int k = 0; k < 200; k++) {
+    small = stk__own_gain_next(small, stk__own_gain_without(&small) ? 1.0 : 0.98, 1);
+    clear = stk__own_gain_next(clear, stk__own_gain_without(&clear) ? 1.0 : 0.90, 1);
+  }
+  assert_true(small.off_until > 0);
+  assert_true(clear.off_until == 0);
+}
+
+/* After sitting out it tries again, with its time measured afresh. */
+static void test_it_tries_again(void **state) {
+  (void)state;
+  stk__own_gain gain = {0};
+  int k = 0;
+  while (gain.off_until == 0 && k < 100) gain = stk__own_gain_next(gain, 1.0, 1), k++;
+  assert_true(gain.off_until == k + STK__OWN_GAIN_OFF && gain.t_with == 0);
+  for (int j = 0; j < STK__OWN_GAIN_OFF; j++) {
+    assert_true(stk__own_gain_without(&gain));
+    gain = stk__own_gain_next(gain, 1.0, 1);
+  }
+  assert_false(stk__own_gain_without(&gain) && gain.batch % STK__OWN_GAIN_PROBE != 15);
+}
+
+static void test_bad_inputs_keep_the_gain(void **state) {
+  (void)state;
+  stk__own_gain g = {5, 0, 1, 0.5, 0.6};
+  const double bad[] = {0, -1, NAN, INFINITY};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    stk__own_gain n = stk__own_gain_next(g, bad[i], 10);
+    assert_true(n.batch == g.batch && n.t_with == g.t_with && n.t_alone == g.t_alone);
+  }
+  stk__own_gain n = stk__own_gain_next(g, 1.0, 0);
+  assert_true(n.batch == g.batch);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_converges_to_the_balance),
@@ -143,6 +251,12 @@ int main(void) {
       cmocka_unit_test(test_follows_a_change),
       cmocka_unit_test(test_one_step),
       cmocka_unit_test(test_bad_inputs_keep_the_share),
+      cmocka_unit_test(test_probe_every_sixteenth_batch),
+      cmocka_unit_test(test_a_paying_decoder_stays),
+      cmocka_unit_test(test_a_costly_decoder_sits_out),
+      cmocka_unit_test(test_the_gain_must_exceed_the_threshold),
+      cmocka_unit_test(test_it_tries_again),
+      cmocka_unit_test(test_bad_inputs_keep_the_gain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
