@@ -83,8 +83,9 @@
        "them on a GPU without hardware JPEG engines (where nvJPEG's hybrid path is its only " \
        "other), none on a GPU with them (there the own decoder takes SM time from the "       \
        "training: opt in); -2: balanced, the share adapted every batch (from 0.3, within "    \
-       "[0.02, 0.95]) so that the own decoder finishes about when nvJPEG's call does; a "     \
-       "value in [0, 1] fixes it. Other negative values are refused"},                        \
+       "[0.02, 0.95]) so that the own decoder finishes about when nvJPEG's call does, and "   \
+       "left out for a while where batches with it are not faster (a probe batch without it " \
+       "every 16th); a value in [0, 1] fixes it. Other negative values are refused"},         \
       {"device_memory_padding",                                                               \
        STK_ARG_INT,                                                                           \
        STK_ARGF_RANGE,                                                                        \
