@@ -385,7 +385,7 @@ static int open_device(stk_gpu_ctx *ctx, const stk_gpu_open_opts *o, char *err, 
  * loaded, before its first CUDA call (the Python package sets it at import, earlier
  * still: torch usually creates the context before stoker's library loads). */
 __attribute__((constructor)) static void default_connections(void) {
-  if (!getenv("CUDA_DEVICE_MAX_CONNECTIONS")) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0); /* 0: a value already set is kept */
 }
 
 static int gpu_open(const stk_gpu_open_opts *opts, stk_gpu_ctx **out, char *err, size_t errlen) {

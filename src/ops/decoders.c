@@ -1495,19 +1495,17 @@ static stk_status own_launch(stk__node *node, stk__gpu_batch *b, mixed_sample *m
 }
 
 /* After nvJPEG's call: the own decoder's verdicts; a sample it could not decode goes to
- * the CPU decoder, which gives the verdict on corrupt data. engines_s: how long nvJPEG's
- * call took (0: not made), which with the wait here for the own decoder and the batch's
- * JPEGs decoded by both (`images`) moves the balanced share (gpu_decoder_load -2); the
- * diagnostics report the share this batch had. */
+ * the CPU decoder, which gives the verdict on corrupt data. *wait_s: how long this waited
+ * for the own decoder (the balancer's measure); the diagnostics report the share this
+ * batch had. */
 static stk_status own_collect(stk__node *node, stk__gpu_batch *b, mixed_sample *ms, int k,
-                              double engines_s, int images) {
+                              double *wait_s) {
   stk__jpeg_own *own = *stk__node_state(node);
   double share = own_decoder_share(node);
   int *status = stk__calloc((size_t)k, sizeof *status, "own decoder verdicts");
   int64_t t0 = stk__now_ns();
   stk_status st = status ? stk__jpeg_own_finish(own, node, b, k, status) : STK_ERR_OUT_OF_MEMORY;
-  double own_wait_s = (double)(stk__now_ns() - t0) * 1e-9;
-  if (st == STK_OK && own_balanced(node)) stk__jpeg_own_balance(own, engines_s, own_wait_s, images);
+  *wait_s = (double)(stk__now_ns() - t0) * 1e-9;
   int64_t decoded = 0;
   for (size_t i = 0, j = 0; st == STK_OK && i < stk__gpu_batch_size(b); i++) {
     if (!ms[i].to_own) continue;
@@ -1567,13 +1565,15 @@ static stk_status mixed_decode(stk__node *node, stk__gpu_batch *b, mixed_sample 
         err);
     engines_s = st == STK_OK ? (double)(stk__now_ns() - t0) * 1e-9 : 0;
   }
+  double own_wait_s = 0;
   if (k_own > 0) { /* collected whatever happened: the launch's objects are released */
-    stk_status own_st = own_collect(node, b, ms, k_own, engines_s, k + k_own);
+    stk_status own_st = own_collect(node, b, ms, k_own, &own_wait_s);
     if (st == STK_OK) st = own_st;
-  } else if (st == STK_OK && own_capable > 0 && own_balanced(node)) {
-    /* a batch without the own decoder under the balancer: the engines alone, measured */
-    stk__jpeg_own_balance(*stk__node_state(node), engines_s, 0, k);
   }
+  /* the balancer (gpu_decoder_load -2) learns from every batch the own decoder could have
+   * served: with it, or without it (a probe, or sitting out: the engines alone) */
+  if (st == STK_OK && own_capable > 0 && own_balanced(node))
+    stk__jpeg_own_balance(*stk__node_state(node), engines_s, own_wait_s, k + k_own);
   for (int j = 0; j < k && st == STK_OK; j++)
     if (dout[j].status != STK_GPU_DECODE_OK) ms[index[j]].cpu = true;
   if (st == STK_OK) st = png_decode(node, b, ms, out);

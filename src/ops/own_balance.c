@@ -84,8 +84,7 @@ int stk__own_gain_without(const stk__own_gain *g) {
 stk__own_gain stk__own_gain_next(stk__own_gain g, double seconds, int images) {
   if (!(seconds > 0) || !isfinite(seconds) || images <= 0) return g;
   const double t = seconds / images;
-  const int probe = g.batch >= g.off_until && stk__own_gain_without(&g);
-  const int sitting_out = g.batch < g.off_until;
+  const int sitting_out = g.batch < g.off_until, probe = stk__own_gain_without(&g);
   g.batch++;
   if (sitting_out) return g;
   if (!probe) {
