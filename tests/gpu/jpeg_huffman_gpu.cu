@@ -26,61 +26,9 @@ extern "C" int stk__jpeg_frame_parse(const uint8_t *data, size_t size, stk_jpeg_
                                      int *n_restarts, char *why, size_t whylen);
 
 #include "runtime_standins.cuh"
+#include "jpeg_test_images.cuh"
 
 /* ---- test data ---- */
-
-static uint32_t rng = 0x2545f491u;
-static int rnd_in(int lo, int hi) {
-  rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
-  return lo + (int)(rng % (uint32_t)(hi - lo + 1));
-}
-
-typedef struct {
-  uint8_t *p;
-  int w, h, c;
-} image;
-
-static image load_rgb(const char *relative) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", STK_SOURCE_DIR, relative);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) fprintf(stderr, "cannot open %s\n", path), exit(2);
-  struct jpeg_decompress_struct ci;
-  struct jpeg_error_mgr jerr;
-  ci.err = jpeg_std_error(&jerr);
-  jpeg_create_decompress(&ci);
-  jpeg_stdio_src(&ci, fp);
-  jpeg_read_header(&ci, TRUE);
-  ci.out_color_space = JCS_RGB;
-  jpeg_start_decompress(&ci);
-  image im = {(uint8_t *)malloc((size_t)ci.output_width * ci.output_height * 3),
-              (int)ci.output_width, (int)ci.output_height, 3};
-  while (ci.output_scanline < ci.output_height) {
-    JSAMPROW row = im.p + (size_t)ci.output_scanline * im.w * 3;
-    jpeg_read_scanlines(&ci, &row, 1);
-  }
-  jpeg_finish_decompress(&ci);
-  jpeg_destroy_decompress(&ci);
-  fclose(fp);
-  return im;
-}
-
-static image window(image s, int x0, int y0, int w, int h) {
-  image o = {(uint8_t *)malloc((size_t)w * h * 3), w, h, 3};
-  for (int y = 0; y < h; y++)
-    memcpy(o.p + (size_t)y * w * 3, s.p + ((size_t)(y0 + y) * s.w + x0) * 3, (size_t)w * 3);
-  return o;
-}
-
-static image synthetic(int w, int h, int c) {
-  image o = {(uint8_t *)malloc((size_t)w * h * c), w, h, c};
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++)
-      for (int k = 0; k < c; k++)
-        o.p[((size_t)y * w + x) * c + k] =
-            (uint8_t)(((x * 255 / w + y * 131 / h + k * 85) + rnd_in(0, 40)) & 255);
-  return o;
-}
 
 /* libjpeg encoding with the options the decoder must handle: luma sampling h x v (chroma
  * 1x1), restart interval in MCUs or MCU rows, optimised tables. */
@@ -88,7 +36,7 @@ typedef struct {
   int h, v, restart_mcus, restart_rows, optimize, quality;
 } enc_opts;
 
-static void encode(image im, const enc_opts *o, uint8_t **out, size_t *n) {
+static void encode(test_image im, const enc_opts *o, uint8_t **out, size_t *n) {
   struct jpeg_compress_struct ci;
   struct jpeg_error_mgr jerr;
   ci.err = jpeg_std_error(&jerr);
@@ -157,7 +105,7 @@ static void check_layout(const item *it) {
   if (!same) fprintf(stderr, "%s: the parser's block grid is not jc_read's\n", it->name), exit(2);
 }
 
-static item make_item(image im, const enc_opts *o, const char *what) {
+static item make_item(test_image im, const enc_opts *o, const char *what) {
   item it;
   memset(&it, 0, sizeof it);
   encode(im, o, &it.jpeg, &it.n);
@@ -399,11 +347,12 @@ static double parse_us(item *items, int n) {
 
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 50;
+  ti_seed(0x2545f491u);
   (void)jc_decode; /* jpeg_coefs.h's decoder: the pixel stage's reference, unused here */
   cudaStream_t st;
   CHECK_CUDA(cudaStreamCreate(&st));
-  image photos[3] = {load_rgb("data/photos/rocket.jpg"), load_rgb("data/photos/retina.jpg"),
-                     load_rgb("data/photos/hubble_deep_field.jpg")};
+  test_image photos[3] = {load_rgb("data/photos/rocket.jpg"), load_rgb("data/photos/retina.jpg"),
+                          load_rgb("data/photos/hubble_deep_field.jpg")};
   static const char *files[] = {"data/photos/rocket.jpg", "data/photos/retina.jpg",
                                 "data/photos/hubble_deep_field.jpg"};
   static const int samp[][3] = {{3, 1, 1}, {3, 2, 1}, {3, 2, 2}, {3, 1, 2}, {1, 1, 1}};
@@ -433,9 +382,9 @@ int main(int argc, char **argv) {
     for (int variant = 0; variant < 4; variant++) {
       enc_opts o = {samp[s][1],           samp[s][2],  variant == 2 ? 7 : 0,
                     variant == 3 ? 1 : 0, variant & 1, 90};
-      image w = window(photos[s % 3], 0, 0, 500, 375);
+      test_image w = window(photos[s % 3], 0, 0, 500, 375);
       if (samp[s][0] == 1) {
-        image g = {(uint8_t *)malloc(500 * 375), 500, 375, 1};
+        test_image g = {(uint8_t *)malloc(500 * 375), 500, 375, 1};
         for (int k = 0; k < 500 * 375; k++) g.p[k] = w.p[3 * k + 1];
         free(w.p);
         w = g;
@@ -443,7 +392,7 @@ int main(int argc, char **argv) {
       items[n++] = make_item(w, &o, "photo window");
       free(w.p);
       for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
-        image im = synthetic(sizes[z][0], sizes[z][1], samp[s][0]);
+        test_image im = synthetic(sizes[z][0], sizes[z][1], samp[s][0]);
         items[n++] = make_item(im, &o, "synthetic");
         free(im.p);
       }
@@ -465,8 +414,8 @@ int main(int argc, char **argv) {
   item *bi = (item *)malloc(sizeof *bi * 128);
   size_t total = 0;
   for (int i = 0; i < 128; i++) {
-    image s = photos[1 + i % 2];
-    image im = window(s, rnd_in(0, s.w - 500), rnd_in(0, s.h - 375), 500, 375);
+    test_image s = photos[1 + i % 2];
+    test_image im = window(s, rnd_in(0, s.w - 500), rnd_in(0, s.h - 375), 500, 375);
     enc_opts o = {2, 2, 0, 0, 0, 90};
     bi[i] = make_item(im, &o, "bench");
     total += bi[i].n;

@@ -19,63 +19,9 @@
 /* ---- stand-ins for runtime.cu (plain stream-ordered allocations) ---- */
 
 #include "runtime_standins.cuh"
+#include "jpeg_test_images.cuh"
 
 /* ---- test data ---- */
-
-static uint32_t rng = 0x9e3779b9u;
-static int rnd_in(int lo, int hi) {
-  rng ^= rng << 13, rng ^= rng >> 17, rng ^= rng << 5;
-  return lo + (int)(rng % (uint32_t)(hi - lo + 1));
-}
-
-typedef struct {
-  uint8_t *p;
-  int w, h;
-} rgb_image;
-
-static rgb_image load_jpeg_rgb(const char *relative) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", STK_SOURCE_DIR, relative);
-  FILE *fp = fopen(path, "rb");
-  if (!fp) fprintf(stderr, "cannot open %s\n", path), exit(2);
-  fseek(fp, 0, SEEK_END);
-  long n = ftell(fp);
-  fseek(fp, 0, SEEK_SET);
-  uint8_t *d = (uint8_t *)malloc((size_t)n);
-  if (fread(d, 1, (size_t)n, fp) != (size_t)n) fprintf(stderr, "short read\n"), exit(2);
-  fclose(fp);
-  rgb_image im;
-  tjhandle tj = tjInitDecompress();
-  int ss, cs;
-  if (tjDecompressHeader3(tj, d, (unsigned long)n, &im.w, &im.h, &ss, &cs))
-    fprintf(stderr, "%s: %s\n", path, tjGetErrorStr2(tj)), exit(2);
-  im.p = (uint8_t *)malloc((size_t)im.w * im.h * 3);
-  if (tjDecompress2(tj, d, (unsigned long)n, im.p, im.w, 0, im.h, TJPF_RGB, 0))
-    fprintf(stderr, "%s: %s\n", path, tjGetErrorStr2(tj)), exit(2);
-  tjDestroy(tj);
-  free(d);
-  return im;
-}
-
-/* The x0, y0, w x h window of an image (clamped), as a new image. */
-static rgb_image window(rgb_image s, int x0, int y0, int w, int h) {
-  w = w < s.w - x0 ? w : s.w - x0;
-  h = h < s.h - y0 ? h : s.h - y0;
-  rgb_image o = {(uint8_t *)malloc((size_t)w * h * 3), w, h};
-  for (int y = 0; y < h; y++)
-    memcpy(o.p + (size_t)y * w * 3, s.p + ((size_t)(y0 + y) * s.w + x0) * 3, (size_t)w * 3);
-  return o;
-}
-
-static rgb_image synthetic(int w, int h) {
-  rgb_image o = {(uint8_t *)malloc((size_t)w * h * 3), w, h};
-  for (int y = 0; y < h; y++)
-    for (int x = 0; x < w; x++)
-      for (int k = 0; k < 3; k++)
-        o.p[((size_t)y * w + x) * 3 + k] =
-            (uint8_t)(((x * 255 / w + y * 131 / h + k * 85) + rnd_in(0, 40)) & 255);
-  return o;
-}
 
 typedef struct {
   uint8_t *jpeg;
@@ -85,7 +31,7 @@ typedef struct {
   char name[96];
 } item;
 
-static item make_item(rgb_image im, int subsamp, int quality, const char *what) {
+static item make_item(test_image im, int subsamp, int quality, const char *what) {
   item it;
   memset(&it, 0, sizeof it);
   tjhandle tj = tjInitCompress();
@@ -216,6 +162,7 @@ static double bench(item *items, int n, int iters, cudaStream_t st) {
 
 int main(int argc, char **argv) {
   int iters = argc > 1 ? atoi(argv[1]) : 50;
+  ti_seed(0x9e3779b9u);
   cudaStream_t st;
   CHECK_CUDA(cudaStreamCreate(&st));
   CHECK_CUDA(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 20)); /* context up */
@@ -223,9 +170,8 @@ int main(int argc, char **argv) {
   static const int qualities[] = {50, 90, 100};
   static const int sizes[][2] = {{1, 1},   {2, 2},   {3, 1},    {7, 9},
                                  {17, 33}, {33, 17}, {4000, 3}, {3, 4000}};
-  rgb_image photos[3] = {load_jpeg_rgb("data/photos/rocket.jpg"),
-                         load_jpeg_rgb("data/photos/retina.jpg"),
-                         load_jpeg_rgb("data/photos/hubble_deep_field.jpg")};
+  test_image photos[3] = {load_rgb("data/photos/rocket.jpg"), load_rgb("data/photos/retina.jpg"),
+                          load_rgb("data/photos/hubble_deep_field.jpg")};
   item *items = (item *)malloc(sizeof *items * 512);
   int n = 0;
   for (int s = 0; s < 5; s++)
@@ -233,7 +179,7 @@ int main(int argc, char **argv) {
       for (int p = 0; p < 3; p++)
         items[n++] = make_item(photos[p], subsamps[s], qualities[q], "photo");
       for (size_t z = 0; z < sizeof sizes / sizeof *sizes; z++) {
-        rgb_image im = synthetic(sizes[z][0], sizes[z][1]);
+        test_image im = synthetic(sizes[z][0], sizes[z][1], 3);
         items[n++] = make_item(im, subsamps[s], qualities[q], "synthetic");
         free(im.p);
       }
@@ -247,8 +193,8 @@ int main(int argc, char **argv) {
   /* timing: 128 different 500x375 windows of the photos, 4:2:0 q90 */
   item *bi = (item *)malloc(sizeof *bi * 128);
   for (int i = 0; i < 128; i++) {
-    rgb_image s = photos[1 + i % 2];
-    rgb_image im = window(s, rnd_in(0, s.w - 500), rnd_in(0, s.h - 375), 500, 375);
+    test_image s = photos[1 + i % 2];
+    test_image im = window(s, rnd_in(0, s.w - 500), rnd_in(0, s.h - 375), 500, 375);
     bi[i] = make_item(im, TJSAMP_420, 90, "bench");
     free(im.p);
   }
